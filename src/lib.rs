@@ -1,0 +1,8 @@
+//! git-orchestra's engine: plans, packets, worktrees, confined file access, the run store and
+//! the scheduler that drives workers.
+//!
+//! The library never prints and never reads the user's home configuration on its own; the
+//! `git-orchestra` binary (`src/main.rs`, `src/commands/`) owns the terminal. That split lets the
+//! same engine serve the CLI, `--json` output and the tests.
+
+pub mod git;
