@@ -6,3 +6,7 @@
 //! same engine serve the CLI, `--json` output and the tests.
 
 pub mod git;
+pub mod names;
+pub mod store;
+pub mod config;
+pub mod engine;

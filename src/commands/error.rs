@@ -10,6 +10,8 @@ pub enum ErrorKind {
     User,
     /// The work itself failed (a packet failed, a gate refused). Exit code 1.
     Failed,
+    /// Stopped by Ctrl-C or SIGTERM; the work can be resumed. Exit code 130.
+    Interrupted,
     /// A bug or an environment failure the user cannot fix by changing input. Exit code 1.
     Internal,
 }
@@ -41,6 +43,15 @@ impl CommandError {
         }
     }
 
+    /// Returns an error for work stopped by a signal (exit code 130).
+    pub fn interrupted(message: impl Display) -> Self {
+        CommandError {
+            kind: ErrorKind::Interrupted,
+            message: message.to_string(),
+            hints: Vec::new(),
+        }
+    }
+
     /// Returns an internal error (exit code 1).
     pub fn internal(message: impl Display) -> Self {
         CommandError {
@@ -64,6 +75,7 @@ impl CommandError {
         }
         match self.kind {
             ErrorKind::User => ExitCode::from(2),
+            ErrorKind::Interrupted => ExitCode::from(130),
             ErrorKind::Failed | ErrorKind::Internal => ExitCode::from(1),
         }
     }

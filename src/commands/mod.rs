@@ -1,13 +1,19 @@
 //! The command line: one file per subcommand, each with its clap `Args` beside its `cmd_*`
 //! function; the doc comments are the help text.
 
+mod cancel;
 mod error;
+mod gc;
+mod progress;
+mod resume;
+mod run;
+mod status;
 
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-pub use error::{CommandError, ErrorKind};
+pub use error::CommandError;
 
 /// Runs several coding agents in parallel on one repository, one git worktree and branch per
 /// packet of work, and integrates their work only through review and merge gates.
@@ -22,25 +28,48 @@ struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
-enum Command {}
+enum Command {
+    Run(run::RunArgs),
+    Status(status::StatusArgs),
+    Resume(resume::ResumeArgs),
+    Cancel(cancel::CancelArgs),
+    Gc(gc::GcArgs),
+}
 
 /// Parses the command line, runs the command and maps its error to an exit code and message.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    let cwd = match cli.directory.clone() {
-        Some(dir) => dir,
-        None => match std::env::current_dir() {
-            Ok(dir) => dir,
-            Err(e) => {
-                return CommandError::internal(format!("cannot read the current directory: {e}"))
-                    .report();
-            }
+    init_tracing();
+    let cwd = match std::env::current_dir() {
+        Ok(dir) => match &cli.directory {
+            Some(d) => dir.join(d),
+            None => dir,
         },
+        Err(e) => {
+            return CommandError::internal(format!("cannot read the current directory: {e}"))
+                .report();
+        }
     };
-    let result: Result<(), CommandError> = match cli.command {};
-    let _ = cwd;
+    let result = match &cli.command {
+        Command::Run(args) => run::cmd_run(&cwd, args),
+        Command::Status(args) => status::cmd_status(&cwd, args),
+        Command::Resume(args) => resume::cmd_resume(&cwd, args),
+        Command::Cancel(args) => cancel::cmd_cancel(&cwd, args),
+        Command::Gc(args) => gc::cmd_gc(&cwd, args),
+    };
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => e.report(),
+    }
+}
+
+/// Sends logs to stderr when `ORCHESTRA_LOG` is set (e.g. `ORCHESTRA_LOG=debug`); silent
+/// otherwise, so progress output stays readable.
+fn init_tracing() {
+    if let Ok(filter) = std::env::var("ORCHESTRA_LOG") {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+            .with_writer(std::io::stderr)
+            .try_init();
     }
 }

@@ -4,6 +4,7 @@
 //! the `git` CLI; object-level work that needs speed uses gix.
 
 mod cli;
+pub mod commit;
 mod repo;
 
 pub use cli::{Git, GitError};

@@ -4,3 +4,4 @@
 //! environment (see `support::hermetic`).
 
 mod support;
+mod run;

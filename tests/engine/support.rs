@@ -134,3 +134,27 @@ pub fn text(out: &Output) -> String {
         String::from_utf8_lossy(&out.stderr)
     )
 }
+
+/// Runs the binary with extra environment variables.
+pub fn orchestra_with_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    hermetic();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_git-orchestra"));
+    cmd.current_dir(dir).args(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().unwrap()
+}
+
+/// Returns a `Command` for the binary, for tests that need to signal it while it runs.
+pub fn orchestra_command(dir: &Path, args: &[&str]) -> Command {
+    hermetic();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_git-orchestra"));
+    cmd.current_dir(dir).args(args);
+    cmd
+}
+
+/// Returns every ref name and target, for "nothing changed" assertions.
+pub fn refs(dir: &Path) -> String {
+    git(dir, &["for-each-ref", "--format=%(refname) %(objectname)"])
+}

@@ -1,0 +1,128 @@
+//! Scheduler overhead: a 100-packet plan in 10 dependent waves with a no-op worker (`true`),
+//! run by the engine, side by side with the same work scripted by hand with the git CLI
+//! (`git worktree add` + commit per packet, sequentially).
+//!
+//! Run with `cargo bench --bench scheduler`. Prints a table; no thresholds are asserted.
+
+use std::path::Path;
+use std::process::Command;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+use git_orchestra::engine::{self, Control, RunOptions};
+use git_orchestra::git::RepoInfo;
+use git_orchestra::plan::Plan;
+
+const PACKETS: usize = 100;
+const WAVES: usize = 10;
+
+fn git(dir: &Path, args: &[&str]) {
+    let out = Command::new("git").arg("-C").arg(dir).args(args).output().expect("git runs");
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+fn hermetic(home: &Path) {
+    for (k, v) in [
+        ("HOME", home.to_str().unwrap_or("/tmp")),
+        ("GIT_CONFIG_GLOBAL", "/dev/null"),
+        ("GIT_CONFIG_NOSYSTEM", "1"),
+        ("GIT_AUTHOR_NAME", "Bench"),
+        ("GIT_AUTHOR_EMAIL", "bench@example.com"),
+        ("GIT_COMMITTER_NAME", "Bench"),
+        ("GIT_COMMITTER_EMAIL", "bench@example.com"),
+    ] {
+        // SAFETY: single-threaded at this point; nothing else reads the environment yet.
+        unsafe { std::env::set_var(k, v) };
+    }
+}
+
+fn small_repo(dir: &Path) {
+    std::fs::create_dir_all(dir.join("src")).expect("mkdir");
+    for i in 0..50 {
+        std::fs::write(dir.join(format!("src/m{i}.rs")), format!("pub fn f{i}() {{}}\n")).expect("write");
+    }
+    git(dir, &["init", "-q", "-b", "main"]);
+    git(dir, &["add", "-A"]);
+    git(dir, &["commit", "-q", "-m", "init"]);
+}
+
+fn plan_text() -> String {
+    let mut s = String::from("objective = \"Scheduler overhead\"\nmax_parallel = 8\n\n");
+    let per_wave = PACKETS / WAVES;
+    for i in 0..PACKETS {
+        let wave = i / per_wave;
+        let deps = if wave == 0 {
+            String::new()
+        } else {
+            format!("\"p{}\"", (wave - 1) * per_wave + i % per_wave)
+        };
+        s.push_str(&format!(
+            "[[packet]]\nid = \"p{i}\"\ntitle = \"t{i}\"\ndescription = \"d\"\nfiles = [\"out/p{i}.txt\"]\ndepends_on = [{deps}]\n\n"
+        ));
+    }
+    s
+}
+
+fn engine_run(repo_dir: &Path, wt_root: &Path) -> Duration {
+    let repo = RepoInfo::discover(repo_dir).expect("repo");
+    let text = plan_text();
+    let plan = Plan::from_toml_str(&text, "bench.toml").expect("plan parses");
+    let opts = RunOptions {
+        worker_cmd: Some("true".into()),
+        max_parallel: None,
+        timeout: Duration::from_secs(60),
+        worktree_root: Some(wt_root.to_path_buf()),
+    };
+    let started = Instant::now();
+    let prepared = engine::prepare(&repo, &plan, &text, "bench.toml", &opts).expect("prepare");
+    let stop = AtomicBool::new(false);
+    let noop = |_: &str, _: &git_orchestra::store::Event| {};
+    let ctl = Control { stop: &stop, on_event: &noop, setup: None, crash_after_events: None };
+    let summary = engine::execute(&repo, &prepared.run.id, &ctl).expect("execute");
+    assert_eq!(summary.succeeded, PACKETS, "every packet should succeed");
+    started.elapsed()
+}
+
+fn scripted_run(repo_dir: &Path, wt_root: &Path) -> Duration {
+    let started = Instant::now();
+    for i in 0..PACKETS {
+        let wt = wt_root.join(format!("p{i}"));
+        let wt_s = wt.to_str().expect("utf-8 path");
+        git(repo_dir, &["worktree", "add", "-q", "-b", &format!("manual/p{i}"), wt_s, "main"]);
+        let status = Command::new("sh").arg("-c").arg("true").current_dir(&wt).status().expect("sh");
+        assert!(status.success());
+        git(&wt, &["add", "-A"]);
+        // Like the engine, commit only when there is something to commit.
+        let diff = Command::new("git").arg("-C").arg(&wt).args(["diff", "--cached", "--quiet"]).status().expect("git");
+        if !diff.success() {
+            git(&wt, &["commit", "-q", "-m", "packet"]);
+        }
+    }
+    started.elapsed()
+}
+
+fn main() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    hermetic(tmp.path());
+    let a = tmp.path().join("engine-repo");
+    let b = tmp.path().join("script-repo");
+    small_repo(&a);
+    small_repo(&b);
+    let ours = engine_run(&a, &tmp.path().join("wt-engine"));
+    let theirs = scripted_run(&b, &tmp.path().join("wt-script"));
+    println!("scheduler overhead: {PACKETS} packets in {WAVES} waves, no-op worker, max_parallel 8");
+    println!("{:<44} {:>10} {:>14}", "", "total", "per packet");
+    println!(
+        "{:<44} {:>9.2}s {:>12.1}ms",
+        "git-orchestra run (worktree+worker+commit+checks)",
+        ours.as_secs_f64(),
+        ours.as_secs_f64() * 1000.0 / PACKETS as f64
+    );
+    println!(
+        "{:<44} {:>9.2}s {:>12.1}ms",
+        "shell loop: git worktree add + commit",
+        theirs.as_secs_f64(),
+        theirs.as_secs_f64() * 1000.0 / PACKETS as f64
+    );
+    println!("ratio (ours / shell loop): {:.2}x", ours.as_secs_f64() / theirs.as_secs_f64());
+}

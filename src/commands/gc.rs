@@ -1,0 +1,77 @@
+//! `git orchestra gc`: removes finished runs' worktrees and spent branches, never losing work.
+
+use std::path::Path;
+
+use clap::Args;
+use git_orchestra::engine::gc::{GcReport, gc};
+use git_orchestra::git::RepoInfo;
+
+use super::CommandError;
+use super::run::engine_error;
+
+/// Removes the worktrees of finished runs, saving any unsaved work to
+/// refs/orchestra/backup/<run>/<packet> first; deletes packet branches only when they add
+/// nothing or are merged into HEAD.
+#[derive(Debug, Args)]
+pub struct GcArgs {
+    /// Only this run (it must be finished).
+    #[arg(long)]
+    run: Option<String>,
+    /// List what would be removed and the disk space it frees, without changing anything.
+    #[arg(long)]
+    dry_run: bool,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Runs the cleanup and prints what was (or would be) removed.
+pub fn cmd_gc(cwd: &Path, args: &GcArgs) -> Result<(), CommandError> {
+    let repo = RepoInfo::discover(cwd)?;
+    let report = gc(&repo, args.run.as_deref(), args.dry_run).map_err(engine_error)?;
+    print_report(&report, args.json)
+}
+
+/// Prints a gc report as text or JSON.
+pub fn print_report(report: &GcReport, json: bool) -> Result<(), CommandError> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(report).map_err(CommandError::internal)?);
+        return Ok(());
+    }
+    if report.items.is_empty() {
+        println!("nothing to clean up");
+        return Ok(());
+    }
+    let verb = if report.dry_run { "would remove" } else { "removed" };
+    for item in &report.items {
+        if let Some(wt) = &item.worktree {
+            print!("{verb} worktree {} ({})", wt.display(), human(item.bytes));
+            match &item.backup {
+                Some(b) => println!("; unsaved work saved to {b}"),
+                None => println!(),
+            }
+        }
+        if item.delete_branch {
+            println!("{} branch {}", if report.dry_run { "would delete" } else { "deleted" }, item.branch);
+        } else if let Some(reason) = &item.keep_reason {
+            println!("kept branch {}: {reason}", item.branch);
+        }
+    }
+    println!(
+        "{} {} of disk space",
+        if report.dry_run { "would free" } else { "freed" },
+        human(report.bytes)
+    );
+    Ok(())
+}
+
+fn human(bytes: u64) -> String {
+    const UNITS: [&str; 4] = ["B", "KiB", "MiB", "GiB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 { format!("{bytes} B") } else { format!("{value:.1} {}", UNITS[unit]) }
+}

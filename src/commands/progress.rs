@@ -1,0 +1,83 @@
+//! Renders engine events as progress lines on stderr while a run executes.
+
+use std::io::Write;
+
+use git_orchestra::store::Event;
+
+/// Returns a closure that prints one line per interesting event, or nothing when `quiet`.
+pub fn printer(quiet: bool) -> impl Fn(&str, &Event) + Sync {
+    move |_run: &str, event: &Event| {
+        if quiet {
+            return;
+        }
+        if let Some(line) = line(event) {
+            let mut err = std::io::stderr().lock();
+            let _ = writeln!(err, "{line}");
+        }
+    }
+}
+
+/// Returns the progress line for `event`, or `None` for events not worth a line.
+pub fn line(event: &Event) -> Option<String> {
+    Some(match event {
+        Event::RunStarted { resumed: true, .. } => "resuming run".to_string(),
+        Event::PacketStarted {
+            packet,
+            worktree,
+            attempt,
+            ..
+        } => format!("[{packet}] started (attempt {attempt}) in {worktree}"),
+        Event::WorktreeReady { packet, how } => format!("[{packet}] worktree ready ({how})"),
+        Event::WorkerFinished {
+            packet,
+            exit_code,
+            duration_ms,
+            timed_out,
+            ..
+        } => {
+            let how = match (timed_out, exit_code) {
+                (true, _) => "timed out".to_string(),
+                (false, Some(c)) => format!("exit {c}"),
+                (false, None) => "killed".to_string(),
+            };
+            format!("[{packet}] worker finished: {how} ({})", secs(*duration_ms))
+        }
+        Event::PacketCommitted {
+            packet,
+            commit,
+            changed,
+        } => format!(
+            "[{packet}] committed {} ({} file{} changed)",
+            short(commit),
+            changed.len(),
+            if changed.len() == 1 { "" } else { "s" }
+        ),
+        Event::ValidationFinished {
+            packet,
+            command,
+            exit_code,
+            duration_ms,
+            ..
+        } => format!(
+            "[{packet}] validation `{command}`: {} ({})",
+            if *exit_code == Some(0) { "passed" } else { "FAILED" },
+            secs(*duration_ms)
+        ),
+        Event::PacketSucceeded { packet, commit } => {
+            format!("[{packet}] succeeded at {}", short(commit))
+        }
+        Event::PacketFailed { packet, reason } => format!("[{packet}] FAILED: {reason}"),
+        Event::PacketSkipped { packet, reason } => format!("[{packet}] skipped: {reason}"),
+        Event::PacketInterrupted { packet } => format!("[{packet}] interrupted"),
+        _ => return None,
+    })
+}
+
+/// Returns the first 10 characters of a commit id.
+pub fn short(id: &str) -> &str {
+    &id[..id.len().min(10)]
+}
+
+fn secs(ms: u64) -> String {
+    format!("{:.1}s", ms as f64 / 1000.0)
+}

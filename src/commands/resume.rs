@@ -1,0 +1,39 @@
+//! `git orchestra resume`: continues an interrupted or crashed run.
+
+use std::path::Path;
+
+use clap::Args;
+use git_orchestra::config::RepoConfig;
+use git_orchestra::engine;
+use git_orchestra::git::RepoInfo;
+
+use super::CommandError;
+use super::run::{drive, engine_error};
+
+/// Continues a run after a crash or Ctrl-C: finished packets are kept, half-done ones restart
+/// from their worktree's state.
+#[derive(Debug, Args)]
+pub struct ResumeArgs {
+    /// The run to resume; default: the newest unfinished run.
+    run: Option<String>,
+    /// Print only the final summary.
+    #[arg(long, short)]
+    quiet: bool,
+    /// Print the final summary as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Resumes the chosen run and drives it to the end.
+pub fn cmd_resume(cwd: &Path, args: &ResumeArgs) -> Result<(), CommandError> {
+    let repo = RepoInfo::discover(cwd)?;
+    let config = RepoConfig::load(&repo.toplevel).map_err(CommandError::user)?;
+    let run = match &args.run {
+        Some(id) => id.clone(),
+        None => engine::latest_unfinished(&repo).map_err(engine_error)?,
+    };
+    if !args.quiet && !args.json {
+        eprintln!("resuming run {run}");
+    }
+    drive(&repo, &run, &config, args.quiet, args.json)
+}

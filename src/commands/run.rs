@@ -1,0 +1,176 @@
+//! `git orchestra run <plan.toml>`: executes a hand-written plan, one worktree and branch per
+//! packet, with any command-line agent as the worker.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use clap::Args;
+use git_orchestra::config::RepoConfig;
+use git_orchestra::engine::{self, Control, RunOptions, Summary};
+use git_orchestra::git::RepoInfo;
+use git_orchestra::store::{RunState, Store};
+use git_orchestra::{names, plan};
+
+use super::CommandError;
+use super::progress;
+
+/// Runs a plan: every packet in its own worktree and branch, ready packets in parallel.
+///
+/// Running the same plan again on the same base resumes the existing run instead of starting
+/// a second one.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The plan file (TOML); see README for its format.
+    plan: PathBuf,
+    /// The worker command, run with `sh -c` in each packet's worktree. It sees
+    /// ORCHESTRA_PACKET_FILE (the packet as JSON), ORCHESTRA_RUN, ORCHESTRA_PACKET,
+    /// ORCHESTRA_WORKTREE, ORCHESTRA_BASE and ORCHESTRA_PORT_BASE.
+    #[arg(long, value_name = "COMMAND")]
+    worker_cmd: Option<String>,
+    /// Most packets running at once (default: the plan's max_parallel, else 4).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    max_parallel: Option<u16>,
+    /// Longest a worker or validation command may run, in seconds (default 3600).
+    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
+    timeout: Option<u64>,
+    /// Where packet worktrees go (default: <repo-parent>/.orchestra/<repo-name>).
+    #[arg(long, value_name = "DIR")]
+    worktree_root: Option<PathBuf>,
+    /// Print only the final summary.
+    #[arg(long, short)]
+    quiet: bool,
+    /// Print the final summary as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Validates the plan, creates (or finds) its run, and drives it to the end.
+pub fn cmd_run(cwd: &Path, args: &RunArgs) -> Result<(), CommandError> {
+    let repo = RepoInfo::discover(cwd)?;
+    let config = RepoConfig::load(&repo.toplevel).map_err(CommandError::user)?;
+    let plan_path = cwd.join(&args.plan);
+    let text = fs_err::read_to_string(&plan_path).map_err(|e| {
+        CommandError::user(e).hint("pass the path of a plan file; `git orchestra plan check <plan.toml>` validates one")
+    })?;
+    let display = args.plan.display().to_string();
+    let plan = plan::Plan::from_toml_str(&text, &display).map_err(CommandError::user)?;
+    if let Err(issues) = plan::validate(&plan, &repo.toplevel) {
+        let list: Vec<String> = issues.iter().map(|i| i.to_string()).collect();
+        return Err(CommandError::user(format!(
+            "{display} has {} problem{}:\n  {}",
+            list.len(),
+            if list.len() == 1 { "" } else { "s" },
+            list.join("\n  ")
+        ))
+        .hint(format!("`git orchestra plan check {display}` shows them with the schedule")));
+    }
+    let base = repo.resolve_base(plan.base.as_deref())?;
+    let run_id = names::run_id(&plan.objective, &base);
+    let existing = Store::open_existing(&repo.common_dir)
+        .map_err(CommandError::internal)?
+        .map(|s| s.run(&run_id))
+        .transpose()
+        .map_err(CommandError::internal)?
+        .flatten();
+    if existing.as_ref().is_none_or(|r| r.worker_cmd.is_none()) && args.worker_cmd.is_none() {
+        return Err(CommandError::user("missing worker command: nothing would do the packets' work")
+            .hint("pass --worker-cmd '<command>', e.g. --worker-cmd 'my-agent --task-file \"$ORCHESTRA_PACKET_FILE\"'"));
+    }
+    if repo.is_dirty()? {
+        eprintln!(
+            "note: the working tree has uncommitted changes; packets start from the base commit {} and do not see them",
+            progress::short(&base)
+        );
+    }
+    let opts = RunOptions {
+        worker_cmd: args.worker_cmd.clone(),
+        max_parallel: args.max_parallel.map(usize::from).or(config.run.max_parallel),
+        timeout: Duration::from_secs(
+            args.timeout
+                .or(config.run.timeout_secs)
+                .unwrap_or(engine::DEFAULT_TIMEOUT.as_secs()),
+        ),
+        worktree_root: args
+            .worktree_root
+            .as_ref()
+            .map(|p| cwd.join(p))
+            .or(config.worktree.root.clone()),
+    };
+    let prepared = engine::prepare(&repo, &plan, &text, &display, &opts).map_err(engine_error)?;
+    if !prepared.created {
+        if let Some(w) = &args.worker_cmd
+            && prepared.run.worker_cmd.as_deref() != Some(w.as_str())
+        {
+            eprintln!("note: run {} already exists; it keeps its worker command `{}`", prepared.run.id, prepared.run.worker_cmd.as_deref().unwrap_or(""));
+        }
+        if prepared.run.state.is_finished() {
+            eprintln!("run {} is already {}", prepared.run.id, prepared.run.state.as_str());
+            return print_final(&repo, &prepared.run.id, args.json, prepared.run.state);
+        }
+        eprintln!("run {} exists; resuming it", prepared.run.id);
+    } else if !args.quiet {
+        eprintln!("run {} ({} packets, base {})", prepared.run.id, plan.packets.len(), progress::short(&base));
+    }
+    drive(&repo, &prepared.run.id, &config, args.quiet, args.json)
+}
+
+/// Executes a run with progress on stderr and the summary on stdout; maps the outcome to the
+/// exit code (0 completed, 1 failed, 130 interrupted).
+pub fn drive(
+    repo: &RepoInfo,
+    run_id: &str,
+    config: &RepoConfig,
+    quiet: bool,
+    json: bool,
+) -> Result<(), CommandError> {
+    let stop = engine::install_signal_handlers();
+    let printer = progress::printer(quiet || json);
+    let crash_after_events = std::env::var("ORCHESTRA_CRASH_AFTER_EVENTS")
+        .ok()
+        .and_then(|v| v.parse().ok());
+    let ctl = Control {
+        stop,
+        on_event: &printer,
+        setup: config.worktree.setup.clone(),
+        crash_after_events,
+    };
+    let summary: Summary = engine::execute(repo, run_id, &ctl).map_err(engine_error)?;
+    print_final(repo, run_id, json, summary.state)
+}
+
+fn print_final(repo: &RepoInfo, run_id: &str, json: bool, state: RunState) -> Result<(), CommandError> {
+    let store = Store::open(&repo.common_dir).map_err(CommandError::internal)?;
+    let run = store.require_run(run_id).map_err(CommandError::internal)?;
+    let packets = store.packets(run_id).map_err(CommandError::internal)?;
+    if json {
+        let value = serde_json::json!({ "run": run, "packets": packets });
+        println!("{}", serde_json::to_string_pretty(&value).map_err(CommandError::internal)?);
+    } else {
+        let mut out = String::new();
+        super::status::render(&mut out, &run, &packets);
+        print!("{out}");
+    }
+    match state {
+        RunState::Completed => Ok(()),
+        RunState::Interrupted => Err(CommandError::interrupted(format!(
+            "run {run_id} interrupted; `git orchestra resume` continues it"
+        ))),
+        _ => Err(CommandError::failed(format!(
+            "run {run_id} {}: see the packets above; their work stays on their branches",
+            state.as_str()
+        ))),
+    }
+}
+
+/// Maps engine errors to the CLI's kinds: bad input and lock contention are the user's to fix.
+pub fn engine_error(e: engine::EngineError) -> CommandError {
+    use engine::EngineError as E;
+    match e {
+        E::Repo(e) => e.into(),
+        E::Lock(_) | E::MissingWorker { .. } | E::NotResumable { .. } | E::NothingToResume | E::NotFinished { .. } => {
+            CommandError::user(e)
+        }
+        E::Store(git_orchestra::store::StoreError::UnknownRun { .. }) => CommandError::user(e),
+        other => CommandError::internal(other),
+    }
+}

@@ -1,0 +1,109 @@
+//! `git orchestra status`: runs and their packets, from the run store.
+
+use std::io::Write;
+use std::path::Path;
+use std::time::Duration;
+
+use clap::Args;
+use git_orchestra::git::RepoInfo;
+use git_orchestra::store::{PacketRecord, RunRecord, Store};
+use serde::Serialize;
+
+use super::CommandError;
+use super::progress::short;
+
+/// Shows runs and the state of their packets.
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// The run to show; default: the newest run.
+    run: Option<String>,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Refresh every second until the run finishes (Ctrl-C to stop watching).
+    #[arg(long, conflicts_with = "json")]
+    watch: bool,
+}
+
+#[derive(Serialize)]
+struct RunView<'a> {
+    run: &'a RunRecord,
+    packets: &'a [PacketRecord],
+}
+
+/// Prints the status of a run (and a line for each other run).
+pub fn cmd_status(cwd: &Path, args: &StatusArgs) -> Result<(), CommandError> {
+    let repo = RepoInfo::discover(cwd)?;
+    loop {
+        let Some(store) = Store::open_existing(&repo.common_dir).map_err(CommandError::internal)? else {
+            if args.json {
+                println!("{{\"runs\":[]}}");
+            } else {
+                println!("no runs yet; start one with `git orchestra run <plan.toml> --worker-cmd '…'`");
+            }
+            return Ok(());
+        };
+        let runs = store.runs().map_err(CommandError::internal)?;
+        let chosen = match &args.run {
+            Some(id) => Some(store.require_run(id).map_err(CommandError::user)?),
+            None => runs.first().cloned(),
+        };
+        let Some(run) = chosen else {
+            println!("no runs yet");
+            return Ok(());
+        };
+        let packets = store.packets(&run.id).map_err(CommandError::internal)?;
+        if args.json {
+            let view = RunView { run: &run, packets: &packets };
+            let others: Vec<&RunRecord> = runs.iter().filter(|r| r.id != run.id).collect();
+            let value = serde_json::json!({ "run": view.run, "packets": view.packets, "other_runs": others });
+            println!("{}", serde_json::to_string_pretty(&value).map_err(CommandError::internal)?);
+            return Ok(());
+        }
+        let mut out = String::new();
+        render(&mut out, &run, &packets);
+        let others: Vec<&RunRecord> = runs.iter().filter(|r| r.id != run.id).collect();
+        if !others.is_empty() {
+            out.push_str("\nother runs:\n");
+            for r in others {
+                out.push_str(&format!("  {:<12} {}\n", r.state.as_str(), r.id));
+            }
+        }
+        if args.watch {
+            // Clear the screen and home the cursor, then redraw.
+            print!("\x1b[2J\x1b[H{out}");
+            let _ = std::io::stdout().flush();
+            if run.state.is_finished() {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_secs(1));
+        } else {
+            print!("{out}");
+            return Ok(());
+        }
+    }
+}
+
+/// Appends a run's header and packet table to `out`.
+pub fn render(out: &mut String, run: &RunRecord, packets: &[PacketRecord]) {
+    out.push_str(&format!("run       {}\n", run.id));
+    out.push_str(&format!("objective {}\n", run.objective));
+    out.push_str(&format!("base      {}\n", short(&run.base)));
+    out.push_str(&format!("state     {}\n\n", run.state.as_str()));
+    let width = packets.iter().map(|p| p.id.len()).max().unwrap_or(6).max(6);
+    out.push_str(&format!("{:<width$}  {:<11}  {:<10}  {}\n", "PACKET", "STATE", "COMMIT", "DETAIL"));
+    for p in packets {
+        let state = match (p.state.as_str(), p.phase) {
+            ("running", Some(phase)) => format!("running:{}", phase.as_str()),
+            (s, _) => s.to_string(),
+        };
+        let commit = p.commit.as_deref().map(short).unwrap_or("-");
+        let detail = p
+            .reason
+            .as_deref()
+            .and_then(|r| r.lines().next())
+            .map(str::to_string)
+            .unwrap_or_else(|| p.branch.clone());
+        out.push_str(&format!("{:<width$}  {state:<11}  {commit:<10}  {detail}\n", p.id));
+    }
+}

@@ -1,0 +1,184 @@
+//! Cleanup of finished runs: removes packet worktrees and empty or merged packet branches,
+//! never losing work — unsaved changes are saved to a backup ref first, and branches holding
+//! unmerged commits are kept.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::{EngineError, Journal, RunLock, run_dir};
+use crate::git::{self as gitops, Git, RepoInfo};
+use crate::names;
+use crate::store::{Event, RunRecord, Store};
+
+/// One thing gc removes or keeps.
+#[derive(Debug, Clone, Serialize)]
+pub struct GcItem {
+    pub run: String,
+    pub packet: String,
+    /// The worktree to remove, if it still exists.
+    pub worktree: Option<PathBuf>,
+    /// Bytes the worktree occupies on disk.
+    pub bytes: u64,
+    /// The packet branch, and whether gc deletes it.
+    pub branch: String,
+    pub delete_branch: bool,
+    /// Why the branch is kept, when it is.
+    pub keep_reason: Option<String>,
+    /// Where unsaved work was (or, in a dry run, would be) saved.
+    pub backup: Option<String>,
+}
+
+/// What a gc did or would do.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct GcReport {
+    pub items: Vec<GcItem>,
+    pub bytes: u64,
+    pub dry_run: bool,
+}
+
+/// Plans (and unless `dry_run`, performs) the cleanup of every finished run, or only `only`.
+pub fn gc(repo: &RepoInfo, only: Option<&str>, dry_run: bool) -> Result<GcReport, EngineError> {
+    let Some(store) = Store::open_existing(&repo.common_dir)? else {
+        return Ok(GcReport {
+            dry_run,
+            ..GcReport::default()
+        });
+    };
+    let runs: Vec<RunRecord> = match only {
+        Some(id) => vec![store.require_run(id)?],
+        None => store
+            .runs()?
+            .into_iter()
+            .filter(|r| r.state.is_finished())
+            .collect(),
+    };
+    let mut report = GcReport {
+        dry_run,
+        ..GcReport::default()
+    };
+    let noop = |_: &str, _: &Event| {};
+    let mut store = Some(store);
+    for run in runs {
+        if !run.state.is_finished() {
+            return Err(EngineError::NotFinished { run: run.id });
+        }
+        let dir = run_dir(&repo.common_dir, &run.id);
+        let _lock = RunLock::acquire(&dir, &run.id)?;
+        let Some(s) = store.take() else { break };
+        let journal = Journal::new(s, &run.id, &noop, None);
+        for p in journal.packets()? {
+            let wt = PathBuf::from(&p.worktree);
+            let exists = !p.removed && wt.exists();
+            let mut item = GcItem {
+                run: run.id.clone(),
+                packet: p.id.clone(),
+                worktree: exists.then(|| wt.clone()),
+                bytes: if exists { disk_usage(&wt) } else { 0 },
+                branch: p.branch.clone(),
+                delete_branch: false,
+                keep_reason: None,
+                backup: p.backup.clone(),
+            };
+            if exists {
+                let refname = names::backup_ref(&run.id, &p.id);
+                let dirty = has_unsaved_changes(&wt)?;
+                if dirty {
+                    item.backup = Some(refname.clone());
+                }
+                if !dry_run {
+                    let saved = gitops::backup(&wt, &refname, "git-orchestra gc: unsaved work")
+                        .map_err(worktree_err)?;
+                    if saved.is_some() {
+                        item.backup = Some(refname);
+                    }
+                    gitops::remove(repo, &wt).map_err(worktree_err)?;
+                    journal.record(Event::WorktreeRemoved {
+                        packet: p.id.clone(),
+                        backup: item.backup.clone(),
+                    })?;
+                }
+            }
+            let (delete, reason) = branch_fate(repo, &run.base, &p.branch)?;
+            item.delete_branch = delete;
+            item.keep_reason = reason;
+            if delete && !dry_run {
+                repo.git()
+                    .run(["branch", "-D", "--", &p.branch])
+                    .map_err(crate::git::RepoError::from)?;
+            }
+            report.bytes += item.bytes;
+            if item.worktree.is_some() || item.delete_branch || item.keep_reason.is_some() {
+                report.items.push(item);
+            }
+        }
+        store = Some(journal.into_store());
+    }
+    Ok(report)
+}
+
+fn worktree_err(e: gitops::WorktreeError) -> EngineError {
+    EngineError::Worktree(e.to_string())
+}
+
+/// Decides whether a packet branch may be deleted: only when it does not exist any more, adds
+/// nothing to the base, or is already merged into the current HEAD.
+fn branch_fate(
+    repo: &RepoInfo,
+    base: &str,
+    branch: &str,
+) -> Result<(bool, Option<String>), EngineError> {
+    let git: Git = repo.git();
+    let full = format!("refs/heads/{branch}");
+    let tip = match git.run(["rev-parse", "--verify", "--quiet", &full]) {
+        Ok(tip) => tip,
+        Err(crate::git::GitError::Failed { .. }) => return Ok((false, None)),
+        Err(e) => return Err(crate::git::RepoError::from(e).into()),
+    };
+    if tip == base {
+        return Ok((true, None));
+    }
+    let merged = git
+        .succeeds(["merge-base", "--is-ancestor", &tip, "HEAD"])
+        .map_err(crate::git::RepoError::from)?;
+    if merged {
+        Ok((true, None))
+    } else {
+        Ok((
+            false,
+            Some(format!(
+                "has commits not merged into HEAD (merge it, or delete it with `git branch -D {branch}`)"
+            )),
+        ))
+    }
+}
+
+/// Returns true if and only if the worktree has uncommitted or untracked (not ignored) files.
+fn has_unsaved_changes(wt: &Path) -> Result<bool, EngineError> {
+    let out = Git::new(wt)
+        .run(["status", "--porcelain", "--untracked-files=all"])
+        .map_err(crate::git::RepoError::from)?;
+    Ok(!out.is_empty())
+}
+
+/// Returns the bytes used by regular files under `dir`, not following symlinks.
+fn disk_usage(dir: &Path) -> u64 {
+    let mut total = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let Ok(meta) = entry.path().symlink_metadata() else {
+                continue;
+            };
+            if meta.is_dir() {
+                stack.push(entry.path());
+            } else if meta.is_file() {
+                total += meta.len();
+            }
+        }
+    }
+    total
+}

@@ -1,0 +1,84 @@
+//! The engine's single path to the run store: records an event durably, then tells the front
+//! end, then (in crash tests) may kill the process on the spot.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::store::{Event, PacketRecord, Store, StoreError};
+
+/// A run's journal, shared by the scheduler and its packet threads.
+pub struct Journal<'a> {
+    store: Mutex<Store>,
+    run: String,
+    on_event: &'a (dyn Fn(&str, &Event) + Sync),
+    crash_after: Option<u64>,
+    recorded: AtomicU64,
+    error: Mutex<Option<StoreError>>,
+}
+
+impl<'a> Journal<'a> {
+    /// Returns a journal writing `run`'s events into `store`.
+    pub fn new(
+        store: Store,
+        run: &str,
+        on_event: &'a (dyn Fn(&str, &Event) + Sync),
+        crash_after: Option<u64>,
+    ) -> Journal<'a> {
+        Journal {
+            store: Mutex::new(store),
+            run: run.to_string(),
+            on_event,
+            crash_after,
+            recorded: AtomicU64::new(0),
+            error: Mutex::new(None),
+        }
+    }
+
+    /// Journals `event` durably before returning; the caller acts on it only afterwards.
+    pub fn record(&self, event: Event) -> Result<(), StoreError> {
+        {
+            let mut store = self.store.lock().unwrap_or_else(|p| p.into_inner());
+            store.record(&self.run, &event)?;
+        }
+        (self.on_event)(&self.run, &event);
+        let n = self.recorded.fetch_add(1, Ordering::SeqCst) + 1;
+        if self.crash_after == Some(n) {
+            // SAFETY: sends SIGKILL to this very process: the crash tests' stand-in for kill -9.
+            unsafe {
+                libc::kill(libc::getpid(), libc::SIGKILL);
+            }
+        }
+        Ok(())
+    }
+
+    /// Journals `event` from a packet thread; a store failure is kept for the scheduler, which
+    /// stops the run, because a packet cannot go on without its journal.
+    pub fn record_or_keep(&self, event: Event) -> bool {
+        match self.record(event) {
+            Ok(()) => true,
+            Err(e) => {
+                let mut slot = self.error.lock().unwrap_or_else(|p| p.into_inner());
+                slot.get_or_insert(e);
+                false
+            }
+        }
+    }
+
+    /// Returns a store failure recorded by a packet thread, if any.
+    pub fn take_error(&self) -> Option<StoreError> {
+        self.error.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
+
+    /// Returns the store back, for a caller that journals several runs in turn.
+    pub fn into_store(self) -> Store {
+        self.store.into_inner().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Returns the run's packets as currently stored.
+    pub fn packets(&self) -> Result<Vec<PacketRecord>, StoreError> {
+        self.store
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .packets(&self.run)
+    }
+}

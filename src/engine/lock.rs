@@ -1,0 +1,81 @@
+//! An exclusive lock per run, so two processes never drive the same run at once.
+//!
+//! It is an advisory `flock` on a file in the run's state directory: the kernel drops it when
+//! the holder dies, kill -9 included, so a crash never leaves a stale lock behind.
+
+use std::fs::File;
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+
+/// Why the lock could not be taken.
+#[derive(Debug, thiserror::Error)]
+pub enum LockError {
+    #[error(
+        "run `{run}` is being driven by another git-orchestra process; wait for it, or stop it with Ctrl-C or `git orchestra cancel {run}`"
+    )]
+    Busy { run: String },
+    #[error("cannot open lock file {path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// A held run lock; released on drop.
+pub struct RunLock {
+    _file: File,
+}
+
+impl RunLock {
+    /// Takes the lock of `run` whose state lives in `dir`, failing at once if it is held.
+    pub fn acquire(dir: &Path, run: &str) -> Result<RunLock, LockError> {
+        fs_err::create_dir_all(dir).map_err(|source| LockError::Io {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+        let path = dir.join("lock");
+        let file = File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|source| LockError::Io {
+                path: path.clone(),
+                source,
+            })?;
+        // SAFETY: flock on a descriptor we own; no memory is shared with the kernel.
+        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        if rc != 0 {
+            return Err(LockError::Busy {
+                run: run.to_string(),
+            });
+        }
+        Ok(RunLock { _file: file })
+    }
+
+    /// Returns true if and only if some process holds the lock of the run in `dir`.
+    pub fn is_held(dir: &Path) -> bool {
+        let Ok(file) = File::open(dir.join("lock")) else {
+            return false;
+        };
+        // SAFETY: as above; a shared, non-blocking probe that is released immediately.
+        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) };
+        rc != 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn second_holder_is_refused_until_release() {
+        let dir = tempfile::tempdir().unwrap();
+        let lock = RunLock::acquire(dir.path(), "r").unwrap();
+        assert!(RunLock::is_held(dir.path()));
+        assert!(matches!(RunLock::acquire(dir.path(), "r"), Err(LockError::Busy { .. })));
+        drop(lock);
+        assert!(!RunLock::is_held(dir.path()));
+        RunLock::acquire(dir.path(), "r").unwrap();
+    }
+}

@@ -1,0 +1,321 @@
+//! The packet engine: turns a validated plan into a run, then drives its packets — each in its
+//! own worktree and branch — through worker, commit, scope check and validation, in parallel
+//! where the plan allows, journaling every step so a killed run can be resumed.
+
+mod cancel;
+pub mod gc;
+mod journal;
+mod lock;
+mod packet;
+mod process;
+pub mod scheduler;
+mod signal;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::mpsc;
+use std::time::Duration;
+
+pub use cancel::cancel;
+pub use journal::Journal;
+pub use lock::{LockError, RunLock};
+pub use process::kill_group;
+pub use signal::install as install_signal_handlers;
+
+use crate::git::{RepoError, RepoInfo};
+use crate::names;
+use crate::plan::Plan;
+use crate::store::{
+    self, Event, NewPacket, NewRun, PacketState, RunOutcome, RunRecord, RunState, Store, StoreError,
+};
+
+/// Default longest time a worker or validation command may run.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(3600);
+
+/// Default cap on packets running at once when neither plan nor flags say.
+pub const DEFAULT_MAX_PARALLEL: usize = 4;
+
+/// Why the engine could not prepare or drive a run (packet failures are events, not errors).
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Lock(#[from] LockError),
+    #[error(transparent)]
+    Repo(#[from] RepoError),
+    #[error("the plan stored with run `{run}` no longer parses ({message}); start a new run from the plan file")]
+    StoredPlan { run: String, message: String },
+    #[error("run `{run}` has no worker command; pass --worker-cmd '<command>' (it runs in each packet's worktree)")]
+    MissingWorker { run: String },
+    #[error("run `{run}` is {state}; nothing to resume (start a new run, or `git orchestra gc` to clean up)")]
+    NotResumable { run: String, state: &'static str },
+    #[error("no unfinished run in this repository; `git orchestra status` lists the runs")]
+    NothingToResume,
+    #[error("run `{run}` is not finished; `git orchestra cancel {run}` stops it (saving its work) first")]
+    NotFinished { run: String },
+    #[error("{0}")]
+    Worktree(String),
+    #[error("the engine's packet thread panicked")]
+    Panicked,
+}
+
+/// Choices for a new run, beyond the plan itself.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// The command each packet's worker runs (`sh -c`), in the packet's worktree.
+    pub worker_cmd: Option<String>,
+    /// Overrides the plan's `max_parallel`.
+    pub max_parallel: Option<usize>,
+    /// Longest a worker or validation command may run.
+    pub timeout: Duration,
+    /// Where packet worktrees go; default beside the repository (see [`names::default_worktree_root`]).
+    pub worktree_root: Option<PathBuf>,
+}
+
+/// A run ready to execute.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    pub run: RunRecord,
+    /// False when the same plan on the same base already had a run, which is resumed instead.
+    pub created: bool,
+}
+
+/// Creates the run for `plan` on its base, or finds the existing one with the same id.
+///
+/// The caller has validated the plan. Nothing in the repository changes here besides the run
+/// store; worktrees and branches appear only when packets start.
+pub fn prepare(
+    repo: &RepoInfo,
+    plan: &Plan,
+    plan_toml: &str,
+    plan_path: &str,
+    opts: &RunOptions,
+) -> Result<Prepared, EngineError> {
+    let base = repo.resolve_base(plan.base.as_deref())?;
+    let run_id = names::run_id(&plan.objective, &base);
+    let root = opts
+        .worktree_root
+        .clone()
+        .unwrap_or_else(|| names::default_worktree_root(&repo.toplevel));
+    let packets = plan
+        .packets
+        .iter()
+        .map(|p| NewPacket {
+            id: p.id.clone(),
+            title: p.title.clone(),
+            role: p.role.clone(),
+            branch: names::packet_branch(&run_id, &p.id),
+            worktree: names::packet_worktree(&root, &run_id, &p.id)
+                .to_string_lossy()
+                .into_owned(),
+        })
+        .collect();
+    let new = NewRun {
+        id: run_id.clone(),
+        objective: plan.objective.clone(),
+        base,
+        plan_toml: plan_toml.to_string(),
+        plan_path: plan_path.to_string(),
+        worker_cmd: opts.worker_cmd.clone(),
+        max_parallel: opts
+            .max_parallel
+            .or(plan.max_parallel)
+            .unwrap_or(DEFAULT_MAX_PARALLEL)
+            .max(1),
+        timeout_secs: opts.timeout.as_secs().max(1),
+        worktree_root: root.to_string_lossy().into_owned(),
+        packets,
+    };
+    let mut store = Store::open(&repo.common_dir)?;
+    let created = store.create_run(&new)?;
+    let run = store.require_run(&run_id)?;
+    Ok(Prepared { run, created })
+}
+
+/// Returns the id of the newest run that is not finished, for `resume` without an argument.
+pub fn latest_unfinished(repo: &RepoInfo) -> Result<String, EngineError> {
+    let Some(store) = Store::open_existing(&repo.common_dir)? else {
+        return Err(EngineError::NothingToResume);
+    };
+    store
+        .runs()?
+        .into_iter()
+        .find(|r| !r.state.is_finished())
+        .map(|r| r.id)
+        .ok_or(EngineError::NothingToResume)
+}
+
+/// Returns the directory holding one run's logs, packet files and lock.
+pub fn run_dir(common_dir: &Path, run: &str) -> PathBuf {
+    store::state_dir(common_dir).join("runs").join(run)
+}
+
+/// How the engine is steered while it executes.
+pub struct Control<'a> {
+    /// Polled; when true, running commands are stopped and the run is left resumable.
+    pub stop: &'a AtomicBool,
+    /// Called after each event is journaled (from several threads).
+    pub on_event: &'a (dyn Fn(&str, &Event) + Sync),
+    /// Shell command run once in each newly created worktree.
+    pub setup: Option<String>,
+    /// Fault injection for crash tests: the process kills itself with SIGKILL right after
+    /// journaling this many events.
+    pub crash_after_events: Option<u64>,
+}
+
+/// How an execution ended.
+#[derive(Debug, Clone)]
+pub struct Summary {
+    pub run: String,
+    pub state: RunState,
+    pub succeeded: usize,
+    pub failed: usize,
+    pub skipped: usize,
+}
+
+/// Drives the run to the end (or until stopped): starts ready packets, records results, skips
+/// dependents of failures, and journals the outcome. Safe to call again after a crash.
+pub fn execute(repo: &RepoInfo, run_id: &str, ctl: &Control<'_>) -> Result<Summary, EngineError> {
+    let dir = run_dir(&repo.common_dir, run_id);
+    let _lock = RunLock::acquire(&dir, run_id)?;
+    let store = Store::open(&repo.common_dir)?;
+    let run = store.require_run(run_id)?;
+    if run.state.is_finished() {
+        return Err(EngineError::NotResumable {
+            run: run.id,
+            state: run.state.as_str(),
+        });
+    }
+    let worker_cmd = run.worker_cmd.clone().ok_or_else(|| EngineError::MissingWorker {
+        run: run.id.clone(),
+    })?;
+    let plan = Plan::from_toml_str(&run.plan_toml, &run.plan_path).map_err(|e| {
+        EngineError::StoredPlan {
+            run: run.id.clone(),
+            message: e.to_string(),
+        }
+    })?;
+    let records = store.packets(run_id)?;
+    // A previous process may have died with workers still running in their own groups.
+    for p in &records {
+        if let Some(pgid) = p.pgid {
+            kill_group(pgid, libc::SIGKILL);
+        }
+    }
+    let graph = graph_of(&plan);
+    let journal = Journal::new(store, run_id, ctl.on_event, ctl.crash_after_events);
+    journal.record(Event::RunStarted {
+        pid: std::process::id(),
+        resumed: run.state != RunState::Created,
+    })?;
+
+    let ctx = packet::Context {
+        repo,
+        run: &run,
+        plan: &plan,
+        worker_cmd: &worker_cmd,
+        run_dir: &dir,
+        journal: &journal,
+        stop: ctl.stop,
+        setup: ctl.setup.as_deref(),
+        timeout: Duration::from_secs(run.timeout_secs),
+    };
+    let result = std::thread::scope(|scope| -> Result<(), EngineError> {
+        let (done_tx, done_rx) = mpsc::channel::<usize>();
+        let mut executing = vec![false; plan.packets.len()];
+        let mut failure: Option<EngineError> = None;
+        loop {
+            let records = journal.packets()?;
+            let states: Vec<PacketState> = records.iter().map(|r| r.state).collect();
+            let stopping = ctl.stop.load(std::sync::atomic::Ordering::SeqCst) || failure.is_some();
+            if !stopping {
+                let decision = scheduler::decide(&graph, &states, &executing, run.max_parallel);
+                for (i, blocker) in &decision.skip {
+                    journal.record(Event::PacketSkipped {
+                        packet: plan.packets[*i].id.clone(),
+                        reason: format!(
+                            "dependency `{}` did not succeed",
+                            plan.packets[*blocker].id
+                        ),
+                    })?;
+                }
+                if !decision.skip.is_empty() {
+                    continue;
+                }
+                for i in decision.start {
+                    executing[i] = true;
+                    let record = records[i].clone();
+                    let tx = done_tx.clone();
+                    let ctx = &ctx;
+                    scope.spawn(move || {
+                        let result = packet::run(ctx, i, &record);
+                        let _ = tx.send(i);
+                        result
+                    });
+                }
+            }
+            if !executing.iter().any(|e| *e) {
+                break;
+            }
+            match done_rx.recv_timeout(Duration::from_millis(100)) {
+                Ok(i) => executing[i] = false,
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => return Err(EngineError::Panicked),
+            }
+            if let Some(err) = journal.take_error() {
+                failure.get_or_insert(err.into());
+            }
+        }
+        match failure {
+            Some(err) => Err(err),
+            None => Ok(()),
+        }
+    });
+    result?;
+
+    let records = journal.packets()?;
+    let count = |s: PacketState| records.iter().filter(|r| r.state == s).count();
+    let (succeeded, failed, skipped) = (
+        count(PacketState::Succeeded),
+        count(PacketState::Failed),
+        count(PacketState::Skipped),
+    );
+    let state = if records.iter().all(|r| r.state.is_final()) {
+        let outcome = if succeeded == records.len() {
+            RunOutcome::Completed
+        } else {
+            RunOutcome::Failed
+        };
+        journal.record(Event::RunFinished { outcome })?;
+        match outcome {
+            RunOutcome::Completed => RunState::Completed,
+            RunOutcome::Failed => RunState::Failed,
+        }
+    } else {
+        journal.record(Event::RunInterrupted {
+            reason: "stopped by a signal".to_string(),
+        })?;
+        RunState::Interrupted
+    };
+    Ok(Summary {
+        run: run_id.to_string(),
+        state,
+        succeeded,
+        failed,
+        skipped,
+    })
+}
+
+/// Builds the scheduler's view of the plan: dependency indices and file-scope conflicts.
+pub fn graph_of(plan: &Plan) -> scheduler::Graph {
+    let index = |id: &str| plan.packets.iter().position(|p| p.id == id);
+    let deps = plan
+        .packets
+        .iter()
+        .map(|p| p.depends_on.iter().filter_map(|d| index(d)).collect())
+        .collect();
+    scheduler::Graph::new(deps, |a, b| {
+        crate::plan::overlap(&plan.packets[a], &plan.packets[b]).is_some()
+    })
+}

@@ -1,0 +1,307 @@
+//! One packet's pipeline: worktree → worker → commit → scope check → validation.
+//!
+//! Each step is journaled before it runs and the packet's `phase` says where it is, so a
+//! resumed packet restarts from its worktree's state: a finished worker is not run again, a
+//! commit already made is found, and validation simply runs again.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use super::journal::Journal;
+use super::process::{self, Outcome, Spec};
+use crate::git::commit::{self, Trailers};
+use crate::git::{self as gitops, Created, RepoInfo, Reuse, WorktreeRequest};
+use crate::names;
+use crate::plan::{Packet, Plan};
+use crate::store::{Event, PacketRecord, PacketState, Phase, RunRecord};
+
+/// Everything a packet thread needs, shared read-only by all of them.
+pub(super) struct Context<'a> {
+    pub repo: &'a RepoInfo,
+    pub run: &'a RunRecord,
+    pub plan: &'a Plan,
+    pub worker_cmd: &'a str,
+    pub run_dir: &'a Path,
+    pub journal: &'a Journal<'a>,
+    pub stop: &'a AtomicBool,
+    pub setup: Option<&'a str>,
+    pub timeout: Duration,
+}
+
+/// Why a pipeline stopped before success.
+enum Halt {
+    /// The packet failed; the reason is shown to the user as is.
+    Fail(String),
+    /// The run is being interrupted; the packet restarts on resume.
+    Interrupted,
+    /// The journal could not be written; the scheduler stops the run.
+    Journal,
+}
+
+/// Runs packet `index` from wherever its record says it stopped, and journals the outcome.
+pub(super) fn run(ctx: &Context<'_>, index: usize, record: &PacketRecord) {
+    let id = ctx.plan.packets[index].id.clone();
+    let _span = tracing::info_span!("packet", run = %ctx.run.id, packet = %id).entered();
+    match pipeline(ctx, index, record) {
+        Ok(commit) => {
+            ctx.journal.record_or_keep(Event::PacketSucceeded { packet: id, commit });
+        }
+        Err(Halt::Fail(reason)) => {
+            tracing::warn!(%reason, "packet failed");
+            ctx.journal.record_or_keep(Event::PacketFailed { packet: id, reason });
+        }
+        Err(Halt::Interrupted) => {
+            ctx.journal.record_or_keep(Event::PacketInterrupted { packet: id });
+        }
+        Err(Halt::Journal) => {}
+    }
+}
+
+fn record(ctx: &Context<'_>, event: Event) -> Result<(), Halt> {
+    if ctx.journal.record_or_keep(event) {
+        Ok(())
+    } else {
+        Err(Halt::Journal)
+    }
+}
+
+fn pipeline(ctx: &Context<'_>, index: usize, rec: &PacketRecord) -> Result<String, Halt> {
+    let packet = &ctx.plan.packets[index];
+    let in_flight = matches!(rec.state, PacketState::Running | PacketState::Interrupted);
+    let mut phase = if in_flight {
+        rec.phase.unwrap_or(Phase::Worktree)
+    } else {
+        record(
+            ctx,
+            Event::PacketStarted {
+                packet: packet.id.clone(),
+                branch: rec.branch.clone(),
+                worktree: rec.worktree.clone(),
+                attempt: rec.attempt + 1,
+            },
+        )?;
+        Phase::Worktree
+    };
+    let wt = PathBuf::from(&rec.worktree);
+    let dir = ctx.run_dir.join(&packet.id);
+    let env = environment(ctx, index, packet, &wt, &dir)?;
+
+    // The worktree is ensured on every (re)start: created fresh, re-added on its branch's tip,
+    // or reused as it is, work in progress included.
+    let request = WorktreeRequest {
+        repo: ctx.repo,
+        path: &wt,
+        branch: &rec.branch,
+        base: &ctx.run.base,
+        reuse: Reuse::ReportDirty,
+    };
+    let (_, created) = gitops::create(&request)
+        .map_err(|e| Halt::Fail(format!("could not prepare the worktree: {e}")))?;
+    if phase == Phase::Worktree {
+        if matches!(created, Created::Fresh | Created::Recreated) {
+            gitops::copy_includes(&ctx.repo.toplevel, &wt)
+                .map_err(|e| Halt::Fail(format!("could not copy .worktreeinclude files: {e}")))?;
+        }
+        if let Some(setup) = ctx.setup {
+            let out = run_command(ctx, &packet.id, setup, &wt, &env, &dir.join("setup.log"))?;
+            if !out.success() {
+                return Err(Halt::Fail(format!(
+                    "setup command `{setup}` failed ({}): {}",
+                    out.describe(ctx.timeout),
+                    out.tail
+                )));
+            }
+        }
+        record(
+            ctx,
+            Event::WorktreeReady {
+                packet: packet.id.clone(),
+                how: match created {
+                    Created::Fresh => "fresh".to_string(),
+                    Created::Recreated => "recreated at its branch tip".to_string(),
+                    Created::Reused { dirty } => {
+                        format!("reused{}", if dirty { ", with work in progress" } else { "" })
+                    }
+                },
+            },
+        )?;
+        phase = Phase::Worker;
+    }
+
+    if phase == Phase::Worker {
+        let log = dir.join(format!("worker-{}.log", rec.attempt.max(1)));
+        record(
+            ctx,
+            Event::WorkerStarted {
+                packet: packet.id.clone(),
+                command: ctx.worker_cmd.to_string(),
+                log: log.to_string_lossy().into_owned(),
+            },
+        )?;
+        let out = run_command(ctx, &packet.id, ctx.worker_cmd, &wt, &env, &log)?;
+        record(
+            ctx,
+            Event::WorkerFinished {
+                packet: packet.id.clone(),
+                exit_code: out.exit_code,
+                duration_ms: out.duration.as_millis() as u64,
+                timed_out: out.timed_out,
+                tail: out.tail.clone(),
+            },
+        )?;
+        if !out.success() {
+            return Err(Halt::Fail(format!(
+                "worker failed ({}); its work stays in {} — log: {}\n{}",
+                out.describe(ctx.timeout),
+                wt.display(),
+                log.display(),
+                out.tail
+            )));
+        }
+        phase = Phase::Commit;
+    }
+
+    if phase == Phase::Commit {
+        let message = commit::message(
+            &packet.title,
+            &Trailers {
+                run: &ctx.run.id,
+                packet: &packet.id,
+                role: &packet.role,
+            },
+        );
+        commit::commit_all(&wt, &message)
+            .map_err(|e| Halt::Fail(format!("could not commit the worker's changes: {e}")))?;
+        let head = gitops::Git::new(&wt)
+            .run(["rev-parse", "HEAD"])
+            .map_err(|e| Halt::Fail(format!("cannot read the packet branch: {e}")))?;
+        let changed = commit::changed_paths(&wt, &ctx.run.base, &head)
+            .map_err(|e| Halt::Fail(format!("cannot list the packet's changes: {e}")))?;
+        record(
+            ctx,
+            Event::PacketCommitted {
+                packet: packet.id.clone(),
+                commit: head,
+                changed,
+            },
+        )?;
+    }
+
+    // Validate: scope first (enforced, not advised), then the packet's own commands.
+    let git = gitops::Git::new(&wt);
+    let head = git
+        .run(["rev-parse", "HEAD"])
+        .map_err(|e| Halt::Fail(format!("cannot read the packet branch: {e}")))?;
+    let changed = commit::changed_paths(&wt, &ctx.run.base, &head)
+        .map_err(|e| Halt::Fail(format!("cannot list the packet's changes: {e}")))?;
+    let scope = packet
+        .scope()
+        .map_err(|e| Halt::Fail(format!("invalid file scope: {e}")))?;
+    let outside = scope.violations(changed.iter().map(String::as_str));
+    if !outside.is_empty() {
+        return Err(Halt::Fail(format!(
+            "changed files outside the packet's declared scope: {} (declared: {}); the commit is kept on {}",
+            outside.join(", "),
+            packet.files.join(", "),
+            rec.branch
+        )));
+    }
+    for (n, command) in packet.validation.iter().enumerate() {
+        let log = dir.join(format!("validate-{}.log", n + 1));
+        let out = run_command(ctx, &packet.id, command, &wt, &env, &log)?;
+        record(
+            ctx,
+            Event::ValidationFinished {
+                packet: packet.id.clone(),
+                command: command.clone(),
+                exit_code: out.exit_code,
+                duration_ms: out.duration.as_millis() as u64,
+                timed_out: out.timed_out,
+                tail: out.tail.clone(),
+            },
+        )?;
+        if !out.success() {
+            return Err(Halt::Fail(format!(
+                "validation `{command}` failed ({}); log: {}\n{}",
+                out.describe(ctx.timeout),
+                log.display(),
+                out.tail
+            )));
+        }
+    }
+    Ok(head)
+}
+
+/// Runs one command in the worktree, turning an interrupt or a spawn failure into a halt.
+fn run_command(
+    ctx: &Context<'_>,
+    packet: &str,
+    command: &str,
+    wt: &Path,
+    env: &[(String, String)],
+    log: &Path,
+) -> Result<Outcome, Halt> {
+    let spec = Spec {
+        command,
+        dir: wt,
+        env,
+        log,
+        timeout: ctx.timeout,
+    };
+    let mut on_spawn = |pgid: i32| {
+        ctx.journal.record_or_keep(Event::WorkerSpawned {
+            packet: packet.to_string(),
+            pgid,
+        });
+    };
+    let out = process::run(&spec, ctx.stop, &mut on_spawn)
+        .map_err(|e| Halt::Fail(e.to_string()))?;
+    if out.interrupted {
+        return Err(Halt::Interrupted);
+    }
+    Ok(out)
+}
+
+/// Returns the variables every command of the packet sees, writing the packet file they name.
+fn environment(
+    ctx: &Context<'_>,
+    index: usize,
+    packet: &Packet,
+    wt: &Path,
+    dir: &Path,
+) -> Result<Vec<(String, String)>, Halt> {
+    let file = dir.join("packet.json");
+    let mut value = serde_json::to_value(packet)
+        .map_err(|e| Halt::Fail(format!("cannot serialise the packet: {e}")))?;
+    if let Some(map) = value.as_object_mut() {
+        map.insert("run".into(), ctx.run.id.clone().into());
+        map.insert("objective".into(), ctx.run.objective.clone().into());
+        map.insert("base".into(), ctx.run.base.clone().into());
+        map.insert(
+            "branch".into(),
+            names::packet_branch(&ctx.run.id, &packet.id).into(),
+        );
+        map.insert("worktree".into(), wt.to_string_lossy().into_owned().into());
+    }
+    let text = serde_json::to_string_pretty(&value)
+        .map_err(|e| Halt::Fail(format!("cannot serialise the packet: {e}")))?;
+    fs_err::create_dir_all(dir)
+        .and_then(|()| fs_err::write(&file, text))
+        .map_err(|e| Halt::Fail(format!("cannot write the packet file: {e}")))?;
+    Ok(vec![
+        ("ORCHESTRA_RUN".into(), ctx.run.id.clone()),
+        ("ORCHESTRA_PACKET".into(), packet.id.clone()),
+        ("ORCHESTRA_PACKET_FILE".into(), file.to_string_lossy().into_owned()),
+        ("ORCHESTRA_WORKTREE".into(), wt.to_string_lossy().into_owned()),
+        ("ORCHESTRA_BASE".into(), ctx.run.base.clone()),
+        (
+            "ORCHESTRA_PORT_BASE".into(),
+            names::port_base(&ctx.run.id, index).to_string(),
+        ),
+        (
+            "ORCHESTRA_PORT_COUNT".into(),
+            names::PORTS_PER_PACKET.to_string(),
+        ),
+    ])
+}

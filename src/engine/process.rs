@@ -1,0 +1,284 @@
+//! Runs one shell command for a packet: its own process group, output to a log file, a
+//! timeout, and a prompt stop when the run is interrupted.
+
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// How many bytes of a command's output are kept in events and shown in reasons.
+pub const TAIL_BYTES: u64 = 2_000;
+
+/// Grace period between SIGTERM and SIGKILL when a command is stopped.
+const KILL_GRACE: Duration = Duration::from_secs(2);
+
+/// What to run and where.
+pub struct Spec<'a> {
+    /// The shell command line, run with `sh -c`.
+    pub command: &'a str,
+    /// Working directory.
+    pub dir: &'a Path,
+    /// Extra environment variables.
+    pub env: &'a [(String, String)],
+    /// Where stdout and stderr go (both, interleaved).
+    pub log: &'a Path,
+    /// Longest the command may run.
+    pub timeout: Duration,
+}
+
+/// How a command ended.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// The exit code, `None` when killed by a signal (including our own timeout or stop).
+    pub exit_code: Option<i32>,
+    pub timed_out: bool,
+    /// Stopped because the run was interrupted.
+    pub interrupted: bool,
+    pub duration: Duration,
+    /// The last [`TAIL_BYTES`] of the log, lossily decoded.
+    pub tail: String,
+}
+
+impl Outcome {
+    /// Returns true if and only if the command exited 0 on its own.
+    pub fn success(&self) -> bool {
+        self.exit_code == Some(0) && !self.timed_out && !self.interrupted
+    }
+
+    /// Returns a one-line description of a failure, e.g. "exit 3" or "timed out after 60s".
+    pub fn describe(&self, timeout: Duration) -> String {
+        if self.timed_out {
+            format!("timed out after {}s", timeout.as_secs())
+        } else if self.interrupted {
+            "interrupted".to_string()
+        } else {
+            match self.exit_code {
+                Some(code) => format!("exit {code}"),
+                None => "killed by a signal".to_string(),
+            }
+        }
+    }
+}
+
+/// Why a command could not be run at all.
+#[derive(Debug, thiserror::Error)]
+pub enum ProcessError {
+    #[error("cannot open log file {path}: {source}")]
+    Log {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot start `{command}` in {dir}: {source}")]
+    Spawn {
+        command: String,
+        dir: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("lost track of `{command}`: {source}")]
+    Wait {
+        command: String,
+        source: std::io::Error,
+    },
+}
+
+/// Runs `spec`, calling `on_spawn` with the process group id once the child exists, and
+/// returns how it ended. `stop` is polled; when it turns true the whole group is stopped.
+pub fn run(
+    spec: &Spec<'_>,
+    stop: &AtomicBool,
+    on_spawn: &mut dyn FnMut(i32),
+) -> Result<Outcome, ProcessError> {
+    if let Some(parent) = spec.log.parent() {
+        fs_err::create_dir_all(parent).map_err(|source| ProcessError::Log {
+            path: spec.log.to_path_buf(),
+            source,
+        })?;
+    }
+    let log = File::create(spec.log).map_err(|source| ProcessError::Log {
+        path: spec.log.to_path_buf(),
+        source,
+    })?;
+    let log_err = log.try_clone().map_err(|source| ProcessError::Log {
+        path: spec.log.to_path_buf(),
+        source,
+    })?;
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg(spec.command)
+        .current_dir(spec.dir)
+        .stdin(Stdio::null())
+        .stdout(log)
+        .stderr(log_err)
+        .process_group(0);
+    for (k, v) in spec.env {
+        cmd.env(k, v);
+    }
+    // SAFETY: prctl is async-signal-safe; it asks the kernel to kill the shell if this process
+    // dies (kill -9 included), so a crashed run leaves no worker writing behind its back.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+    let started = Instant::now();
+    let mut child = cmd.spawn().map_err(|source| ProcessError::Spawn {
+        command: spec.command.to_string(),
+        dir: spec.dir.to_path_buf(),
+        source,
+    })?;
+    let pgid = child.id() as i32;
+    on_spawn(pgid);
+    let mut timed_out = false;
+    let mut interrupted = false;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) => {}
+            Err(source) => {
+                return Err(ProcessError::Wait {
+                    command: spec.command.to_string(),
+                    source,
+                });
+            }
+        }
+        if !timed_out && !interrupted {
+            if stop.load(Ordering::SeqCst) {
+                interrupted = true;
+                terminate_group(pgid);
+            } else if started.elapsed() >= spec.timeout {
+                timed_out = true;
+                terminate_group(pgid);
+            }
+        }
+        std::thread::sleep(poll_interval(started.elapsed()));
+    };
+    // The shell is gone; make sure nothing it started lingers in its group.
+    kill_group(pgid, libc::SIGKILL);
+    Ok(Outcome {
+        exit_code: status.code(),
+        timed_out,
+        interrupted,
+        duration: started.elapsed(),
+        tail: read_tail(spec.log),
+    })
+}
+
+/// Polls fast at first (short commands finish in milliseconds), then backs off.
+fn poll_interval(elapsed: Duration) -> Duration {
+    if elapsed < Duration::from_millis(100) {
+        Duration::from_millis(2)
+    } else if elapsed < Duration::from_secs(2) {
+        Duration::from_millis(20)
+    } else {
+        Duration::from_millis(100)
+    }
+}
+
+/// Sends SIGTERM to the group, then SIGKILL after a grace period on a helper thread.
+fn terminate_group(pgid: i32) {
+    kill_group(pgid, libc::SIGTERM);
+    std::thread::spawn(move || {
+        std::thread::sleep(KILL_GRACE);
+        kill_group(pgid, libc::SIGKILL);
+    });
+}
+
+/// Sends `signal` to every process in group `pgid`; a group that is gone is not an error.
+pub fn kill_group(pgid: i32, signal: i32) {
+    if pgid > 1 {
+        // SAFETY: kill(2) with a negative pid addresses a process group; no memory is involved.
+        unsafe {
+            libc::kill(-pgid, signal);
+        }
+    }
+}
+
+/// Returns the last [`TAIL_BYTES`] of the file, lossily decoded, or an empty string.
+pub fn read_tail(path: &Path) -> String {
+    let Ok(mut file) = File::open(path) else {
+        return String::new();
+    };
+    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let start = len.saturating_sub(TAIL_BYTES);
+    if file.seek(SeekFrom::Start(start)).is_err() {
+        return String::new();
+    }
+    let mut buf = Vec::new();
+    let _ = file.read_to_end(&mut buf);
+    let text = String::from_utf8_lossy(&buf).into_owned();
+    if start > 0 {
+        format!("…{}", text.trim_end())
+    } else {
+        text.trim_end().to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec<'a>(cmd: &'a str, dir: &'a Path, log: &'a Path, timeout: Duration) -> Spec<'a> {
+        Spec {
+            command: cmd,
+            dir,
+            env: &[],
+            log,
+            timeout,
+        }
+    }
+
+    #[test]
+    fn captures_exit_code_and_output() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("logs/out.log");
+        let stop = AtomicBool::new(false);
+        let env = [("GREETING".to_string(), "hello".to_string())];
+        let mut s = spec("echo $GREETING; echo err >&2; exit 3", dir.path(), &log, Duration::from_secs(10));
+        s.env = &env;
+        let mut pgid = 0;
+        let out = run(&s, &stop, &mut |g| pgid = g).unwrap();
+        assert_eq!(out.exit_code, Some(3));
+        assert!(!out.success());
+        assert!(pgid > 0);
+        assert_eq!(out.tail, "hello\nerr");
+        assert_eq!(out.describe(Duration::from_secs(1)), "exit 3");
+    }
+
+    #[test]
+    fn times_out_and_kills_the_whole_group() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("out.log");
+        let marker = dir.path().join("late");
+        let cmd = format!("(sleep 1; touch {}) & sleep 30", marker.display());
+        let stop = AtomicBool::new(false);
+        let out = run(&spec(&cmd, dir.path(), &log, Duration::from_millis(200)), &stop, &mut |_| {}).unwrap();
+        assert!(out.timed_out);
+        assert!(out.duration < Duration::from_secs(5), "{:?}", out.duration);
+        std::thread::sleep(Duration::from_millis(1500));
+        assert!(!marker.exists(), "a background child of the timed-out command survived");
+    }
+
+    #[test]
+    fn stops_when_interrupted() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("out.log");
+        let stop = AtomicBool::new(true);
+        let out = run(&spec("sleep 30", dir.path(), &log, Duration::from_secs(60)), &stop, &mut |_| {}).unwrap();
+        assert!(out.interrupted && !out.success());
+        assert!(out.duration < Duration::from_secs(5));
+    }
+
+    #[test]
+    fn tail_keeps_the_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("big.log");
+        std::fs::write(&p, format!("{}END", "x".repeat(10_000))).unwrap();
+        let tail = read_tail(&p);
+        assert!(tail.starts_with('…') && tail.ends_with("END"));
+        assert!(tail.len() <= TAIL_BYTES as usize + 4);
+    }
+}

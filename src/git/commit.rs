@@ -1,0 +1,132 @@
+//! Commits a worker's changes on its packet branch on the worker's behalf, and lists what a
+//! branch changed since its base.
+//!
+//! Agents never commit with their own identity or configuration: the engine commits as
+//! `git-orchestra` with trailers naming run, packet and role, so every commit is traceable.
+
+use std::path::Path;
+
+use super::{Git, GitError};
+
+/// The identity the engine commits under.
+pub const COMMITTER_NAME: &str = "git-orchestra";
+/// The e-mail of the engine's identity (a reserved, non-routable domain).
+pub const COMMITTER_EMAIL: &str = "git-orchestra@localhost.invalid";
+
+/// Trailers that tie a commit to its run, packet and role.
+#[derive(Debug, Clone)]
+pub struct Trailers<'a> {
+    pub run: &'a str,
+    pub packet: &'a str,
+    pub role: &'a str,
+}
+
+/// Returns the commit message for a packet's work: subject, blank line, trailers.
+pub fn message(subject: &str, trailers: &Trailers<'_>) -> String {
+    let subject = subject.lines().next().unwrap_or("").trim();
+    let subject = if subject.is_empty() { trailers.packet } else { subject };
+    format!(
+        "{subject}\n\nOrchestra-Run: {}\nOrchestra-Packet: {}\nOrchestra-Role: {}\n",
+        trailers.run, trailers.packet, trailers.role
+    )
+}
+
+/// Stages everything in `worktree` (tracked changes, deletions, untracked files; not ignored
+/// ones) and commits it. Returns the new commit id, or `None` when there was nothing to commit.
+pub fn commit_all(worktree: &Path, message: &str) -> Result<Option<String>, GitError> {
+    let git = Git::new(worktree);
+    git.run(["add", "--all", "--", "."])?;
+    if git.succeeds(["diff", "--cached", "--quiet"])? {
+        return Ok(None);
+    }
+    let mut cmd_args = vec![
+        "-c".to_string(),
+        "commit.gpgsign=false".to_string(),
+        "commit".to_string(),
+        "--quiet".to_string(),
+        "--no-edit".to_string(),
+        "--file=-".to_string(),
+    ];
+    // The engine's identity wins over any GIT_AUTHOR_* in the environment or user config.
+    let ident = [
+        ("GIT_AUTHOR_NAME", COMMITTER_NAME),
+        ("GIT_AUTHOR_EMAIL", COMMITTER_EMAIL),
+        ("GIT_COMMITTER_NAME", COMMITTER_NAME),
+        ("GIT_COMMITTER_EMAIL", COMMITTER_EMAIL),
+    ];
+    let mut cmd = git.command(cmd_args.drain(..));
+    for (k, v) in ident {
+        cmd.env(k, v);
+    }
+    run_with_input(cmd, message.as_bytes(), "commit")?;
+    Ok(Some(git.run(["rev-parse", "HEAD"])?))
+}
+
+fn run_with_input(
+    mut cmd: std::process::Command,
+    input: &[u8],
+    what: &str,
+) -> Result<(), GitError> {
+    use std::io::Write;
+    use std::process::Stdio;
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().map_err(|source| GitError::Spawn { source })?;
+    if let Some(mut stdin) = child.stdin.take() {
+        let _ = stdin.write_all(input);
+    }
+    let out = child
+        .wait_with_output()
+        .map_err(|source| GitError::Spawn { source })?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        let mut stderr = String::from_utf8_lossy(&out.stderr).trim().to_string();
+        if stderr.is_empty() {
+            stderr = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        }
+        Err(GitError::Failed {
+            args: what.to_string(),
+            code: out.status.code().unwrap_or(-1),
+            stderr,
+        })
+    }
+}
+
+/// Returns every path that differs between `base` and `head` (both sides of a rename).
+pub fn changed_paths(repo: &Path, base: &str, head: &str) -> Result<Vec<String>, GitError> {
+    let out = Git::new(repo).run([
+        "diff",
+        "--name-only",
+        "--no-renames",
+        "-z",
+        base,
+        head,
+        "--",
+    ])?;
+    Ok(out
+        .split('\0')
+        .filter(|p| !p.is_empty())
+        .map(str::to_string)
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn message_has_subject_and_trailers() {
+        let t = Trailers {
+            run: "r-1",
+            packet: "p1",
+            role: "coder",
+        };
+        assert_eq!(
+            message("Validate input\nmore", &t),
+            "Validate input\n\nOrchestra-Run: r-1\nOrchestra-Packet: p1\nOrchestra-Role: coder\n"
+        );
+        assert!(message("  ", &t).starts_with("p1\n"));
+    }
+}

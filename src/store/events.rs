@@ -1,0 +1,137 @@
+//! The events of a run: every state change is one of these, journaled before it is acted on.
+
+use serde::{Deserialize, Serialize};
+
+/// One durable fact about a run or one of its packets.
+///
+/// The journal stores these as JSON (`{"type": "packet_started", …}`); the `runs` and `packets`
+/// tables are a projection of them, updated in the same transaction.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Event {
+    /// The run was created from a plan.
+    RunCreated {
+        objective: String,
+        base: String,
+        packets: usize,
+    },
+    /// A process took charge of the run (first start or resume).
+    RunStarted { pid: u32, resumed: bool },
+    /// A packet was picked by the scheduler; its worktree is about to be prepared.
+    PacketStarted {
+        packet: String,
+        branch: String,
+        worktree: String,
+        attempt: u32,
+    },
+    /// The packet's worktree exists, is on its branch and was validated.
+    WorktreeReady { packet: String, how: String },
+    /// The worker command is about to run in its own process group.
+    WorkerStarted {
+        packet: String,
+        command: String,
+        log: String,
+    },
+    /// The worker's process group id, recorded so a resume can stop an orphan.
+    WorkerSpawned { packet: String, pgid: i32 },
+    /// The worker command ended.
+    WorkerFinished {
+        packet: String,
+        exit_code: Option<i32>,
+        duration_ms: u64,
+        timed_out: bool,
+        tail: String,
+    },
+    /// The engine committed the worker's changes (or found them committed already).
+    PacketCommitted {
+        packet: String,
+        commit: String,
+        changed: Vec<String>,
+    },
+    /// One validation command ended.
+    ValidationFinished {
+        packet: String,
+        command: String,
+        exit_code: Option<i32>,
+        duration_ms: u64,
+        timed_out: bool,
+        tail: String,
+    },
+    /// The packet passed every check; its work is on its branch at `commit`.
+    PacketSucceeded { packet: String, commit: String },
+    /// The packet failed; `reason` says why in words a person can act on.
+    PacketFailed { packet: String, reason: String },
+    /// The packet will not run because a dependency did not succeed.
+    PacketSkipped { packet: String, reason: String },
+    /// The packet was stopped by an interrupt and will restart from its worktree on resume.
+    PacketInterrupted { packet: String },
+    /// The run stopped before finishing (Ctrl-C, SIGTERM); `resume` continues it.
+    RunInterrupted { reason: String },
+    /// The run was cancelled; its packets will not be started again.
+    RunCancelled,
+    /// Every packet reached a final state.
+    RunFinished { outcome: RunOutcome },
+    /// A packet's worktree was removed, after unsaved work was saved to `backup` if any.
+    WorktreeRemoved {
+        packet: String,
+        backup: Option<String>,
+    },
+}
+
+/// How a finished run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunOutcome {
+    /// Every packet succeeded.
+    Completed,
+    /// At least one packet failed or was skipped.
+    Failed,
+}
+
+impl Event {
+    /// Returns the packet this event is about, if it is about one.
+    pub fn packet(&self) -> Option<&str> {
+        match self {
+            Event::PacketStarted { packet, .. }
+            | Event::WorktreeReady { packet, .. }
+            | Event::WorkerStarted { packet, .. }
+            | Event::WorkerSpawned { packet, .. }
+            | Event::WorkerFinished { packet, .. }
+            | Event::PacketCommitted { packet, .. }
+            | Event::ValidationFinished { packet, .. }
+            | Event::PacketSucceeded { packet, .. }
+            | Event::PacketFailed { packet, .. }
+            | Event::PacketSkipped { packet, .. }
+            | Event::PacketInterrupted { packet }
+            | Event::WorktreeRemoved { packet, .. } => Some(packet),
+            Event::RunCreated { .. }
+            | Event::RunStarted { .. }
+            | Event::RunInterrupted { .. }
+            | Event::RunCancelled
+            | Event::RunFinished { .. } => None,
+        }
+    }
+
+    /// Returns the event's type tag, as stored in the journal's `type` column.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Event::RunCreated { .. } => "run_created",
+            Event::RunStarted { .. } => "run_started",
+            Event::PacketStarted { .. } => "packet_started",
+            Event::WorktreeReady { .. } => "worktree_ready",
+            Event::WorkerStarted { .. } => "worker_started",
+            Event::WorkerSpawned { .. } => "worker_spawned",
+            Event::WorkerFinished { .. } => "worker_finished",
+            Event::PacketCommitted { .. } => "packet_committed",
+            Event::ValidationFinished { .. } => "validation_finished",
+            Event::PacketSucceeded { .. } => "packet_succeeded",
+            Event::PacketFailed { .. } => "packet_failed",
+            Event::PacketSkipped { .. } => "packet_skipped",
+            Event::PacketInterrupted { .. } => "packet_interrupted",
+            Event::RunInterrupted { .. } => "run_interrupted",
+            Event::RunCancelled => "run_cancelled",
+            Event::RunFinished { .. } => "run_finished",
+            Event::WorktreeRemoved { .. } => "worktree_removed",
+        }
+    }
+}

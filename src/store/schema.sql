@@ -1,0 +1,44 @@
+-- The run store: runs, their packets, and the append-only event journal they are projected from.
+CREATE TABLE IF NOT EXISTS runs (
+    id            TEXT PRIMARY KEY,
+    objective     TEXT NOT NULL,
+    base          TEXT NOT NULL,
+    plan_toml     TEXT NOT NULL,
+    plan_path     TEXT NOT NULL,
+    worker_cmd    TEXT,
+    max_parallel  INTEGER NOT NULL,
+    timeout_secs  INTEGER NOT NULL,
+    worktree_root TEXT NOT NULL,
+    state         TEXT NOT NULL,
+    pid           INTEGER,
+    created_ms    INTEGER NOT NULL,
+    updated_ms    INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS packets (
+    run_id      TEXT NOT NULL REFERENCES runs(id),
+    id          TEXT NOT NULL,
+    idx         INTEGER NOT NULL,
+    title       TEXT NOT NULL,
+    role        TEXT NOT NULL,
+    state       TEXT NOT NULL,
+    phase       TEXT,
+    branch      TEXT NOT NULL,
+    worktree    TEXT NOT NULL,
+    attempt     INTEGER NOT NULL DEFAULT 0,
+    commit_id   TEXT,
+    reason      TEXT,
+    pgid        INTEGER,
+    removed     INTEGER NOT NULL DEFAULT 0,
+    backup      TEXT,
+    updated_ms  INTEGER NOT NULL,
+    PRIMARY KEY (run_id, id)
+);
+CREATE TABLE IF NOT EXISTS events (
+    seq       INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id    TEXT NOT NULL,
+    packet_id TEXT,
+    ts_ms     INTEGER NOT NULL,
+    type      TEXT NOT NULL,
+    payload   TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS events_by_run ON events(run_id, seq);

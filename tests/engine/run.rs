@@ -1,0 +1,433 @@
+//! `git orchestra run / status / resume`: packets in worktrees, scope enforcement, overlap
+//! serialization, deterministic names, crash safety and interrupts.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::support::*;
+
+/// A worker that writes one file named after its packet, plus the environment it saw.
+const WORKER: &str = r#"printf '%s %s %s\n' "$ORCHESTRA_RUN" "$ORCHESTRA_PORT_BASE" "$(test -f "$ORCHESTRA_PACKET_FILE" && echo file)" > "out-$ORCHESTRA_PACKET.txt""#;
+
+fn write_plan(repo: &TestRepo, name: &str, body: &str) -> PathBuf {
+    let p = repo.scratch().join(name);
+    std::fs::write(&p, body).unwrap();
+    p
+}
+
+fn packet(id: &str, files: &str, deps: &str, validation: &str) -> String {
+    format!(
+        "[[packet]]\nid = \"{id}\"\ntitle = \"Packet {id}\"\ndescription = \"does {id}\"\nfiles = [{files}]\ndepends_on = [{deps}]\nvalidation = [{validation}]\n\n"
+    )
+}
+
+fn status_json(repo: &Path) -> serde_json::Value {
+    let out = orchestra(repo, &["status", "--json"]);
+    assert!(out.status.success(), "{}", text(&out));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn packet_states(v: &serde_json::Value) -> Vec<(String, String)> {
+    v["packets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["id"].as_str().unwrap().to_string(), p["state"].as_str().unwrap().to_string()))
+        .collect()
+}
+
+fn three_packet_plan(repo: &TestRepo) -> PathBuf {
+    let body = format!(
+        "objective = \"Write outputs\"\n\n{}{}{}",
+        packet("p1-a", "\"out-p1-a.txt\"", "", "\"test -f out-p1-a.txt\""),
+        packet("p2-b", "\"out-p2-b.txt\"", "", "\"test -f out-p2-b.txt\""),
+        packet("p3-c", "\"out-p3-c.txt\"", "\"p1-a\", \"p2-b\"", "\"test -f out-p3-c.txt\""),
+    );
+    write_plan(repo, "plan.toml", &body)
+}
+
+fn run_args<'a>(plan: &'a str, root: &'a str) -> Vec<&'a str> {
+    vec!["run", plan, "--worker-cmd", WORKER, "--worktree-root", root]
+}
+
+#[test]
+fn run_executes_every_packet_on_its_own_branch_and_worktree() {
+    let repo = TestRepo::new();
+    let plan = three_packet_plan(&repo);
+    let root = repo.scratch().join("wt");
+    let out = orchestra(&repo.path, &run_args(plan.to_str().unwrap(), root.to_str().unwrap()));
+    assert!(out.status.success(), "{}", text(&out));
+
+    let v = status_json(&repo.path);
+    assert_eq!(v["run"]["state"], "completed");
+    let run = v["run"]["id"].as_str().unwrap().to_string();
+    assert!(run.starts_with("write-outputs-"), "{run}");
+    for (id, state) in packet_states(&v) {
+        assert_eq!(state, "succeeded", "{id}");
+        let branch = format!("orchestra/{run}/{id}");
+        // The engine committed on the worker's behalf, with trailers and its own identity.
+        let msg = repo.git(&["log", "-1", "--format=%an|%B", &branch]);
+        assert!(msg.starts_with(&format!("git-orchestra|Packet {id}")), "{msg}");
+        assert!(msg.contains(&format!("Orchestra-Run: {run}")), "{msg}");
+        assert!(msg.contains(&format!("Orchestra-Packet: {id}")), "{msg}");
+        assert!(msg.contains("Orchestra-Role: coder"), "{msg}");
+        let changed = repo.git(&["diff", "--name-only", "main", &branch]);
+        assert_eq!(changed, format!("out-{id}.txt"));
+        // The worker saw its run, a port base and the packet file.
+        let content = repo.git(&["show", &format!("{branch}:out-{id}.txt")]);
+        let parts: Vec<&str> = content.split(' ').collect();
+        assert_eq!(parts[0], run);
+        assert!(parts[1].parse::<u16>().unwrap() >= 20_000);
+        assert_eq!(parts[2], "file");
+        let wt = root.join(&run).join(&id);
+        assert!(wt.join(format!("out-{id}.txt")).exists());
+    }
+    let list = repo.git(&["worktree", "list", "--porcelain"]);
+    assert_eq!(list.matches("branch refs/heads/orchestra/").count(), 3, "{list}");
+    // The main working tree is untouched.
+    assert_eq!(repo.git(&["status", "--porcelain"]), "");
+    assert!(!repo.path.join("out-p1-a.txt").exists());
+    assert_eq!(repo.git(&["fsck", "--no-progress"]), "");
+
+    // Running the same plan again finds the finished run instead of duplicating it.
+    let again = orchestra(&repo.path, &run_args(plan.to_str().unwrap(), root.to_str().unwrap()));
+    assert!(again.status.success(), "{}", text(&again));
+    assert!(String::from_utf8_lossy(&again.stderr).contains("already completed"), "{}", text(&again));
+    assert_eq!(status_json(&repo.path)["other_runs"].as_array().unwrap().len(), 0);
+}
+
+#[test]
+fn changes_outside_the_declared_scope_fail_the_packet_and_skip_dependents() {
+    let repo = TestRepo::new();
+    let body = format!(
+        "objective = \"Scope\"\n\n{}{}{}",
+        packet("p1-a", "\"out-p1-a.txt\"", "", ""),
+        packet("p2-b", "\"out-p2-b.txt\"", "", ""),
+        packet("p3-c", "\"out-p3-c.txt\"", "\"p1-a\"", ""),
+    );
+    let plan = write_plan(&repo, "plan.toml", &body);
+    let root = repo.scratch().join("wt");
+    // p1-a also touches README.md, outside its scope.
+    let worker = r#"echo x > "out-$ORCHESTRA_PACKET.txt"; if [ "$ORCHESTRA_PACKET" = p1-a ]; then echo changed >> README.md; fi"#;
+    let out = orchestra(
+        &repo.path,
+        &["run", plan.to_str().unwrap(), "--worker-cmd", worker, "--worktree-root", root.to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let v = status_json(&repo.path);
+    assert_eq!(v["run"]["state"], "failed");
+    let states = packet_states(&v);
+    assert_eq!(states[0].1, "failed");
+    assert_eq!(states[1].1, "succeeded");
+    assert_eq!(states[2].1, "skipped");
+    let reason = v["packets"][0]["reason"].as_str().unwrap();
+    assert!(reason.contains("outside the packet's declared scope: README.md"), "{reason}");
+    let skip = v["packets"][2]["reason"].as_str().unwrap();
+    assert!(skip.contains("p1-a"), "{skip}");
+    // The offending work is kept on the branch, not thrown away.
+    let run = v["run"]["id"].as_str().unwrap();
+    let readme = repo.git(&["show", &format!("orchestra/{run}/p1-a:README.md")]);
+    assert!(readme.contains("changed"));
+}
+
+#[test]
+fn failing_worker_and_failing_validation_are_reported_with_their_output() {
+    let repo = TestRepo::new();
+    let body = format!(
+        "objective = \"Failures\"\n\n{}{}",
+        packet("p1-worker", "\"out-p1-worker.txt\"", "", ""),
+        packet("p2-check", "\"out-p2-check.txt\"", "", "\"echo checking; exit 4\""),
+    );
+    let plan = write_plan(&repo, "plan.toml", &body);
+    let root = repo.scratch().join("wt");
+    let worker = r#"echo x > "out-$ORCHESTRA_PACKET.txt"; if [ "$ORCHESTRA_PACKET" = p1-worker ]; then echo "model quota exceeded" >&2; exit 3; fi"#;
+    let out = orchestra(
+        &repo.path,
+        &["run", plan.to_str().unwrap(), "--worker-cmd", worker, "--worktree-root", root.to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let v = status_json(&repo.path);
+    let r0 = v["packets"][0]["reason"].as_str().unwrap();
+    assert!(r0.contains("worker failed (exit 3)") && r0.contains("model quota exceeded"), "{r0}");
+    let r1 = v["packets"][1]["reason"].as_str().unwrap();
+    assert!(r1.contains("validation `echo checking; exit 4` failed (exit 4)") && r1.contains("checking"), "{r1}");
+}
+
+#[test]
+fn a_worker_that_runs_too_long_times_out() {
+    let repo = TestRepo::new();
+    let plan = write_plan(
+        &repo,
+        "plan.toml",
+        &format!("objective = \"Slow\"\n\n{}", packet("p1", "\"a.txt\"", "", "")),
+    );
+    let root = repo.scratch().join("wt");
+    let started = Instant::now();
+    let out = orchestra(
+        &repo.path,
+        &["run", plan.to_str().unwrap(), "--worker-cmd", "sleep 30", "--timeout", "1", "--worktree-root", root.to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(started.elapsed() < Duration::from_secs(15));
+    let v = status_json(&repo.path);
+    assert!(v["packets"][0]["reason"].as_str().unwrap().contains("timed out after 1s"));
+}
+
+/// Reads `start end` nanosecond pairs written by the timing worker, keyed by packet.
+fn intervals(log: &Path) -> Vec<(String, u128, u128)> {
+    std::fs::read_to_string(log)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let p: Vec<&str> = l.split(' ').collect();
+            (p[0].to_string(), p[1].parse().unwrap(), p[2].parse().unwrap())
+        })
+        .collect()
+}
+
+#[test]
+fn overlapping_packets_never_run_at_the_same_time_but_disjoint_ones_do() {
+    let repo = TestRepo::new();
+    let body = format!(
+        "objective = \"Overlap\"\nmax_parallel = 4\n\n{}{}{}",
+        packet("p1-a", "\"src/*.rs\"", "", ""),
+        packet("p2-b", "\"src/parser.rs\"", "", ""),
+        packet("p3-c", "\"docs/**\"", "", ""),
+    );
+    let plan = write_plan(&repo, "plan.toml", &body);
+    let root = repo.scratch().join("wt");
+    let log = repo.scratch().join("times.log");
+    let worker = format!(
+        r#"s=$(date +%s%N); sleep 0.6; e=$(date +%s%N); echo "$ORCHESTRA_PACKET $s $e" >> {}"#,
+        log.display()
+    );
+    let out = orchestra(
+        &repo.path,
+        &["run", plan.to_str().unwrap(), "--worker-cmd", &worker, "--worktree-root", root.to_str().unwrap()],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let times = intervals(&log);
+    let get = |id: &str| times.iter().find(|t| t.0 == id).unwrap().clone();
+    let (a, b, c) = (get("p1-a"), get("p2-b"), get("p3-c"));
+    let overlap = |x: &(String, u128, u128), y: &(String, u128, u128)| x.1 < y.2 && y.1 < x.2;
+    assert!(!overlap(&a, &b), "overlapping scopes ran together: {a:?} {b:?}");
+    assert!(overlap(&a, &c) || overlap(&b, &c), "disjoint packets did not run in parallel: {times:?}");
+}
+
+#[test]
+fn names_are_deterministic_across_clones() {
+    let origin = TestRepo::new();
+    let plan = three_packet_plan(&origin);
+    let mut seen = Vec::new();
+    for name in ["clone-a", "clone-b"] {
+        let dir = origin.scratch().join(name);
+        git(origin.tmp.path(), &["clone", "-q", origin.path.to_str().unwrap(), dir.to_str().unwrap()]);
+        let root = origin.scratch().join(format!("{name}-wt"));
+        let out = orchestra(&dir, &run_args(plan.to_str().unwrap(), root.to_str().unwrap()));
+        assert!(out.status.success(), "{}", text(&out));
+        let run = status_json(&dir)["run"]["id"].as_str().unwrap().to_string();
+        let branches = git(&dir, &["for-each-ref", "--format=%(refname)", "refs/heads/orchestra"]);
+        let mut dirs: Vec<String> = std::fs::read_dir(root.join(&run))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        dirs.sort();
+        seen.push((run, branches, dirs));
+    }
+    assert_eq!(seen[0], seen[1]);
+    assert_eq!(seen[0].2, vec!["p1-a", "p2-b", "p3-c"]);
+}
+
+/// Asserts the run completed with every packet's single commit on its branch and git intact.
+fn assert_completed_once(repo: &TestRepo) {
+    let v = status_json(&repo.path);
+    assert_eq!(v["run"]["state"], "completed", "{v:#}");
+    let run = v["run"]["id"].as_str().unwrap();
+    for (id, state) in packet_states(&v) {
+        assert_eq!(state, "succeeded");
+        let count = repo.git(&["rev-list", "--count", &format!("main..orchestra/{run}/{id}")]);
+        assert_eq!(count, "1", "packet {id} should have exactly one commit");
+        assert_eq!(
+            repo.git(&["show", &format!("orchestra/{run}/{id}:out-{id}.txt")]).split(' ').next(),
+            Some(run)
+        );
+    }
+    assert_eq!(repo.git(&["fsck", "--no-progress"]), "");
+}
+
+#[test]
+fn a_crash_after_any_journaled_event_is_resumed_to_completion() {
+    // First count the events of an uninterrupted run.
+    let probe = TestRepo::new();
+    let plan = three_packet_plan(&probe);
+    let root = probe.scratch().join("wt");
+    let out = orchestra(&probe.path, &run_args(plan.to_str().unwrap(), root.to_str().unwrap()));
+    assert!(out.status.success(), "{}", text(&out));
+    let run = status_json(&probe.path)["run"]["id"].as_str().unwrap().to_string();
+    let store = git_orchestra::store::Store::open(&probe.path.join(".git")).unwrap();
+    // The journal minus `run_created`, which is written with the run, not by the engine.
+    let total = store.events(&run, 0).unwrap().len() - 1;
+    assert!(total >= 20, "expected a detailed journal, got {total} events");
+
+    // Then kill the process right after each of them in turn (the first event is journaled
+    // before any work) and resume.
+    for n in 1..total {
+        let repo = TestRepo::new();
+        let plan = three_packet_plan(&repo);
+        let root = repo.scratch().join("wt");
+        let n_text = n.to_string();
+        let out = orchestra_with_env(
+            &repo.path,
+            &run_args(plan.to_str().unwrap(), root.to_str().unwrap()),
+            &[("ORCHESTRA_CRASH_AFTER_EVENTS", &n_text)],
+        );
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(out.status.signal(), Some(9), "crash point {n}: {}", text(&out));
+        let resumed = orchestra(&repo.path, &["resume"]);
+        assert!(resumed.status.success(), "crash point {n}: {}", text(&resumed));
+        assert_completed_once(&repo);
+    }
+}
+
+#[test]
+fn kill_9_while_a_worker_runs_then_resume_keeps_its_partial_work() {
+    let repo = TestRepo::new();
+    let plan = write_plan(
+        &repo,
+        "plan.toml",
+        &format!("objective = \"Kill\"\n\n{}", packet("p1", "\"part1.txt\", \"part2.txt\"", "", "")),
+    );
+    let root = repo.scratch().join("wt");
+    // First attempt writes part1 and hangs; the second sees part1 and finishes.
+    let worker = "if [ -f part1.txt ]; then echo two > part2.txt; else echo one > part1.txt; sleep 60; fi";
+    let mut child = orchestra_command(
+        &repo.path,
+        &["run", plan.to_str().unwrap(), "--worker-cmd", worker, "--worktree-root", root.to_str().unwrap()],
+    )
+    .stderr(std::process::Stdio::null())
+    .spawn()
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let part1 = std::fs::read_dir(&root)
+        .ok()
+        .and_then(|mut d| d.next())
+        .map(|e| e.unwrap().path().join("p1/part1.txt"));
+    let mut part1 = part1;
+    while part1.as_ref().is_none_or(|p| !p.exists()) {
+        assert!(Instant::now() < deadline, "worker never started");
+        std::thread::sleep(Duration::from_millis(50));
+        part1 = std::fs::read_dir(&root)
+            .ok()
+            .and_then(|mut d| d.next())
+            .map(|e| e.unwrap().path().join("p1/part1.txt"));
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let resumed = orchestra(&repo.path, &["resume"]);
+    assert!(resumed.status.success(), "{}", text(&resumed));
+    let v = status_json(&repo.path);
+    let run = v["run"]["id"].as_str().unwrap();
+    let files = repo.git(&["diff", "--name-only", "main", &format!("orchestra/{run}/p1")]);
+    assert_eq!(files, "part1.txt\npart2.txt");
+    assert_eq!(repo.git(&["fsck", "--no-progress"]), "");
+}
+
+#[test]
+fn ctrl_c_stops_workers_and_leaves_a_resumable_run() {
+    let repo = TestRepo::new();
+    let plan = write_plan(
+        &repo,
+        "plan.toml",
+        &format!("objective = \"Interrupt\"\n\n{}", packet("p1", "\"done.txt\"", "", "")),
+    );
+    let root = repo.scratch().join("wt");
+    let marker = repo.scratch().join("started");
+    let worker = format!(
+        "if [ -f {m} ]; then echo ok > done.txt; else touch {m}; sleep 60; fi",
+        m = marker.display()
+    );
+    let mut child = orchestra_command(
+        &repo.path,
+        &["run", plan.to_str().unwrap(), "--worker-cmd", &worker, "--worktree-root", root.to_str().unwrap()],
+    )
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !marker.exists() {
+        assert!(Instant::now() < deadline, "worker never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let started = Instant::now();
+    // SAFETY: signals our own child process.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    assert!(started.elapsed() < Duration::from_secs(10));
+    let v = status_json(&repo.path);
+    assert_eq!(v["run"]["state"], "interrupted");
+    assert_eq!(v["packets"][0]["state"], "interrupted");
+    let resumed = orchestra(&repo.path, &["resume"]);
+    assert!(resumed.status.success(), "{}", text(&resumed));
+    assert_eq!(status_json(&repo.path)["run"]["state"], "completed");
+}
+
+#[test]
+fn gc_saves_unsaved_work_before_removing_worktrees() {
+    let repo = TestRepo::new();
+    let plan = three_packet_plan(&repo);
+    let root = repo.scratch().join("wt");
+    let out = orchestra(&repo.path, &run_args(plan.to_str().unwrap(), root.to_str().unwrap()));
+    assert!(out.status.success(), "{}", text(&out));
+    let run = status_json(&repo.path)["run"]["id"].as_str().unwrap().to_string();
+    let wt = root.join(&run).join("p1-a");
+    std::fs::write(wt.join("README.md"), "edited after the run\n").unwrap();
+    std::fs::write(wt.join("notes.txt"), "untracked notes\n").unwrap();
+
+    let before = refs(&repo.path);
+    let dry = orchestra(&repo.path, &["gc", "--dry-run"]);
+    assert!(dry.status.success(), "{}", text(&dry));
+    let dry_text = String::from_utf8_lossy(&dry.stdout);
+    assert!(dry_text.contains("would remove worktree") && dry_text.contains("would free"), "{dry_text}");
+    assert!(wt.exists());
+    assert_eq!(refs(&repo.path), before, "a dry run changed refs");
+
+    let out = orchestra(&repo.path, &["gc"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(shown.contains(&format!("refs/orchestra/backup/{run}/p1-a")), "{shown}");
+    assert!(!wt.exists());
+    let backup = format!("refs/orchestra/backup/{run}/p1-a");
+    assert_eq!(repo.git(&["show", &format!("{backup}:README.md")]), "edited after the run");
+    assert_eq!(repo.git(&["show", &format!("{backup}:notes.txt")]), "untracked notes");
+    // Unmerged packet branches are kept, with a reason.
+    assert!(shown.contains("kept branch"), "{shown}");
+    assert!(repo.git(&["branch", "--list", "orchestra/*"]).contains("p1-a"));
+    assert!(!repo.git(&["worktree", "list"]).contains(&run));
+    assert_eq!(repo.git(&["fsck", "--no-progress"]), "");
+}
+
+#[test]
+fn cancel_saves_in_progress_work() {
+    let repo = TestRepo::new();
+    let plan = write_plan(
+        &repo,
+        "plan.toml",
+        &format!("objective = \"Cancel me\"\n\n{}", packet("p1", "\"wip.txt\"", "", "")),
+    );
+    let root = repo.scratch().join("wt");
+    let worker = "echo half-done > wip.txt; exit 0";
+    // Crash right after the worker finished, before its commit: the work sits uncommitted.
+    let out = orchestra_with_env(
+        &repo.path,
+        &["run", plan.to_str().unwrap(), "--worker-cmd", worker, "--worktree-root", root.to_str().unwrap()],
+        &[("ORCHESTRA_CRASH_AFTER_EVENTS", "6")],
+    );
+    assert!(!out.status.success());
+    let out = orchestra(&repo.path, &["cancel"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let v = status_json(&repo.path);
+    assert_eq!(v["run"]["state"], "cancelled");
+    let run = v["run"]["id"].as_str().unwrap();
+    assert_eq!(repo.git(&["show", &format!("refs/orchestra/backup/{run}/p1:wip.txt")]), "half-done");
+}
