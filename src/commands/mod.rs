@@ -2,12 +2,13 @@
 //! function; the doc comments are the help text.
 
 mod error;
+mod plan;
 
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-pub use error::{CommandError, ErrorKind};
+pub use error::CommandError;
 
 /// Runs several coding agents in parallel on one repository, one git worktree and branch per
 /// packet of work, and integrates their work only through review and merge gates.
@@ -22,7 +23,10 @@ struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
-enum Command {}
+enum Command {
+    /// Checks plan files and shows how their packets will be scheduled.
+    Plan(plan::PlanArgs),
+}
 
 /// Parses the command line, runs the command and maps its error to an exit code and message.
 pub fn main() -> ExitCode {
@@ -37,8 +41,9 @@ pub fn main() -> ExitCode {
             }
         },
     };
-    let result: Result<(), CommandError> = match cli.command {};
-    let _ = cwd;
+    let result = match &cli.command {
+        Command::Plan(args) => plan::cmd_plan(&cwd, args),
+    };
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => e.report(),
