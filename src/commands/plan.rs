@@ -45,12 +45,21 @@ pub fn cmd_plan(cwd: &Path, args: &PlanArgs) -> Result<(), CommandError> {
 #[derive(Debug, Serialize)]
 struct CheckReport<'a> {
     plan: String,
+    valid: bool,
     objective: &'a str,
     packets: usize,
     base: Base,
     max_parallel: Option<usize>,
     waves: &'a [Vec<String>],
     serialized: Vec<Serialized<'a>>,
+}
+
+/// What `plan check --json` prints when the plan has problems.
+#[derive(Debug, Serialize)]
+struct FailedReport<'a> {
+    plan: &'a str,
+    valid: bool,
+    issues: &'a [PlanIssue],
 }
 
 #[derive(Debug, Serialize)]
@@ -74,49 +83,37 @@ fn cmd_check(cwd: &Path, args: &CheckArgs) -> Result<(), CommandError> {
         CommandError::user(format!("cannot read plan: {e}"))
             .hint("give the path of a plan file, relative to the current directory")
     })?;
-    let plan = match Plan::from_toml_str(&text, &shown) {
-        Ok(plan) => plan,
-        Err(e @ PlanError::Syntax { .. }) => {
-            return Err(CommandError::user(e)
-                .hint("fix the plan file and run `git orchestra plan check` again"));
+    let (plan, mut issues) = match Plan::from_toml_str(&text, &shown) {
+        Ok(plan) => {
+            let issues = plan::validate(&plan, &repo.toplevel)
+                .err()
+                .unwrap_or_default();
+            (Some(plan), issues)
+        }
+        Err(PlanError::Syntax {
+            location, message, ..
+        }) => {
+            let issue = PlanIssue {
+                location,
+                message,
+                hint: String::new(),
+            };
+            (None, vec![issue])
         }
         Err(e) => return Err(CommandError::user(e)),
     };
-    let mut issues = plan::validate(&plan, &repo.toplevel)
-        .err()
-        .unwrap_or_default();
-    let base = match repo.resolve_base(plan.base.as_deref()) {
-        Ok(commit) => Some(commit),
-        Err(e @ (RepoError::UnknownBase { .. } | RepoError::DetachedHead)) => {
-            let message = e.to_string();
-            let (message, hint) = message
-                .split_once("; ")
-                .map_or((message.clone(), String::new()), |(m, h)| {
-                    (m.to_string(), h.to_string())
-                });
-            issues.push(PlanIssue {
-                location: plan.base_location(),
-                message,
-                hint,
-            });
-            None
-        }
-        Err(e) => return Err(e.into()),
+    let commit = match &plan {
+        Some(plan) => base_or_issue(&repo, plan, &mut issues)?,
+        None => None,
     };
     plan::sort_by_location(&mut issues);
-    let Some(commit) = base.filter(|_| issues.is_empty()) else {
-        for issue in &issues {
-            eprintln!("error: {issue}");
-        }
-        let n = issues.len();
-        return Err(CommandError::user(format!(
-            "{shown}: {n} problem{} found; nothing was changed",
-            if n == 1 { "" } else { "s" }
-        )));
+    let (Some(plan), Some(commit), true) = (plan, commit, issues.is_empty()) else {
+        return Err(report_issues(&shown, &issues, args.json));
     };
     let schedule = plan::schedule(&plan);
     let report = CheckReport {
         plan: shown,
+        valid: true,
         objective: &plan.objective,
         packets: plan.packets.len(),
         base: Base {
@@ -132,12 +129,63 @@ fn cmd_check(cwd: &Path, args: &CheckArgs) -> Result<(), CommandError> {
         serialized: serialized(&schedule),
     };
     if args.json {
-        let json = serde_json::to_string_pretty(&report)
-            .map_err(|e| CommandError::internal(format!("cannot render JSON: {e}")))?;
-        println!("{json}");
+        print_json(&report)?;
     } else {
         print_text(&report);
     }
+    Ok(())
+}
+
+/// Returns the commit the plan's base names; an unknown base (or a detached HEAD without one)
+/// becomes a plan issue pointing at the `base` key, other repository failures an error.
+fn base_or_issue(
+    repo: &RepoInfo,
+    plan: &Plan,
+    issues: &mut Vec<PlanIssue>,
+) -> Result<Option<String>, CommandError> {
+    match repo.resolve_base(plan.base.as_deref()) {
+        Ok(commit) => Ok(Some(commit)),
+        Err(e @ (RepoError::UnknownBase { .. } | RepoError::DetachedHead)) => {
+            let text = e.to_string();
+            let (message, hint) = text.split_once("; ").unwrap_or((&text, ""));
+            issues.push(PlanIssue {
+                location: plan.base_location(),
+                message: message.to_string(),
+                hint: hint.to_string(),
+            });
+            Ok(None)
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Prints every issue (text on stderr, or JSON on stdout) and returns the exit-2 error.
+fn report_issues(shown: &str, issues: &[PlanIssue], json: bool) -> CommandError {
+    if json {
+        let failed = FailedReport {
+            plan: shown,
+            valid: false,
+            issues,
+        };
+        if let Err(e) = print_json(&failed) {
+            return e;
+        }
+    } else {
+        for issue in issues {
+            eprintln!("error: {issue}");
+        }
+    }
+    let n = issues.len();
+    CommandError::user(format!(
+        "{shown}: {n} problem{} found; nothing was changed",
+        if n == 1 { "" } else { "s" }
+    ))
+}
+
+fn print_json(value: &impl Serialize) -> Result<(), CommandError> {
+    let json = serde_json::to_string_pretty(value)
+        .map_err(|e| CommandError::internal(format!("cannot render JSON: {e}")))?;
+    println!("{json}");
     Ok(())
 }
 

@@ -6,7 +6,6 @@
 use serde::Serialize;
 
 use super::model::{Packet, Plan};
-use super::overlap::overlap;
 
 /// Two packets whose declared scopes may touch the same path.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -73,10 +72,17 @@ impl Plan {
     /// Returns every pair of packets whose declared scopes may touch the same path, in plan
     /// order; a run must never execute both packets of a pair at the same time.
     pub fn overlaps(&self) -> Vec<Overlap> {
+        // Compile every scope once: pairs are quadratic in the number of packets.
+        let scopes: Vec<_> = self.packets.iter().map(Packet::scope).collect();
         let mut out = Vec::new();
-        for (i, a) in self.packets.iter().enumerate() {
-            for (j, b) in self.packets.iter().enumerate().skip(i + 1) {
-                if let Some(reason) = overlap(a, b) {
+        for (i, a) in scopes.iter().enumerate() {
+            for (j, b) in scopes.iter().enumerate().skip(i + 1) {
+                let reason = match (a, b) {
+                    (Ok(a), Ok(b)) => a.overlap(b),
+                    // A scope nobody can interpret overlaps everything (see `overlap`).
+                    (Err(e), _) | (_, Err(e)) => Some(format!("{e}; treated as overlapping")),
+                };
+                if let Some(reason) = reason {
                     out.push(Overlap {
                         first: i,
                         second: j,

@@ -11,7 +11,7 @@
 //!   metacharacter, are compatible (every path that matched both would have to satisfy both).
 
 use super::model::Packet;
-use super::scope::{GLOB_META, Pattern, Scope, compile, is_within};
+use super::scope::{Constraint, Part, Pattern, Scope, is_within};
 
 /// Returns why packets `a` and `b` may touch the same path, or `None` when their scopes are
 /// disjoint.
@@ -54,73 +54,60 @@ fn pattern_overlap(a: &Pattern, b: &Pattern) -> Option<String> {
         (Pattern::Literal { path, .. }, Pattern::Glob { .. }) => {
             literal_glob(path, b).then(|| format!("{} overlaps {}", b.written(), a.written()))
         }
-        (Pattern::Glob { text: x, .. }, Pattern::Glob { text: y, .. }) => {
-            prefixes_compatible(&constraints(x), &constraints(y))
-                .then(|| format!("{} overlaps {}", a.written(), b.written()))
+        (Pattern::Glob { prefix: x, .. }, Pattern::Glob { prefix: y, .. }) => {
+            prefixes_compatible(x, y).then(|| format!("{} overlaps {}", a.written(), b.written()))
         }
     }
 }
 
 /// Returns true unless no path equal to or beneath `literal` can match `glob`.
 fn literal_glob(literal: &str, glob: &Pattern) -> bool {
-    let Pattern::Glob { text, matcher, .. } = glob else {
+    let Pattern::Glob {
+        matcher,
+        parts,
+        prefix,
+        ..
+    } = glob
+    else {
         return true;
     };
+    // Any path equal to or beneath the literal that the glob matches starts with the literal's
+    // components, so they must meet the glob's leading constraints: a cheap first filter.
+    if !literal_compatible(literal, prefix) {
+        return false;
+    }
     if matcher.is_match(literal) {
         return true;
     }
+    let Some(parts) = parts else {
+        return true;
+    };
     let dir: Vec<&str> = literal.split('/').collect();
-    // Braces and classes may hide a `/` inside one component and escapes may hide a
-    // metacharacter, so only plain globs are walked component by component.
-    if text.contains(['{', '[', '\\']) {
-        let lit: Vec<Constraint> = dir.iter().map(|c| Constraint::Exact(c)).collect();
-        return prefixes_compatible(&lit, &constraints(text));
-    }
-    // A glob written with a trailing `/` was compiled as `<text>/**`; walk that form.
-    let mut comps: Vec<&str> = text.split('/').collect();
-    if glob.written().ends_with('/') {
-        comps.push("**");
-    }
-    for (i, part) in dir.iter().enumerate() {
-        // A glob without `**` matches paths of exactly `comps.len()` components; every path
+    for (i, name) in dir.iter().enumerate() {
+        // A glob without `**` matches paths of exactly `parts.len()` components; every path
         // beneath the directory has more.
-        let Some(g) = comps.get(i) else {
+        let Some(part) = parts.get(i) else {
             return false;
         };
-        if *g == "**" {
-            return true;
-        }
-        match compile(g) {
-            Ok(m) if m.is_match(part) => {}
-            Ok(_) => return false,
-            Err(_) => return true,
-        }
-    }
-    comps.len() > dir.len()
-}
-
-/// What a path component must look like for a glob to match, up to its first wildcard.
-#[derive(Debug, Clone, Copy)]
-enum Constraint<'a> {
-    /// The component equals this text.
-    Exact(&'a str),
-    /// The component starts with this text (the part before the first metacharacter).
-    StartsWith(&'a str),
-}
-
-/// Returns the constraints a glob puts on leading components, ending at the first wildcard.
-fn constraints(glob: &str) -> Vec<Constraint<'_>> {
-    let mut out = Vec::new();
-    for part in glob.split('/') {
-        match part.find(GLOB_META) {
-            Some(i) => {
-                out.push(Constraint::StartsWith(&part[..i]));
-                break;
-            }
-            None => out.push(Constraint::Exact(part)),
+        let fits = match part {
+            Part::AnyDepth => return true,
+            Part::Exact(exact) => exact == name,
+            Part::Wildcard(m) => m.is_match(name),
+        };
+        if !fits {
+            return false;
         }
     }
-    out
+    parts.len() > dir.len()
+}
+
+/// Returns true unless a literal path's components rule out the glob's leading constraints,
+/// for the components both have.
+fn literal_compatible(literal: &str, prefix: &[Constraint]) -> bool {
+    literal.split('/').zip(prefix).all(|(name, c)| match c {
+        Constraint::Exact(x) => x == name,
+        Constraint::StartsWith(p) => name.starts_with(p.as_str()),
+    })
 }
 
 /// Returns true unless the two constraint lists rule each other out at some component.
@@ -128,9 +115,9 @@ fn prefixes_compatible(a: &[Constraint], b: &[Constraint]) -> bool {
     a.iter().zip(b).all(|pair| match pair {
         (Constraint::Exact(x), Constraint::Exact(y)) => x == y,
         (Constraint::Exact(x), Constraint::StartsWith(p))
-        | (Constraint::StartsWith(p), Constraint::Exact(x)) => x.starts_with(p),
+        | (Constraint::StartsWith(p), Constraint::Exact(x)) => x.starts_with(p.as_str()),
         (Constraint::StartsWith(p), Constraint::StartsWith(q)) => {
-            p.starts_with(q) || q.starts_with(p)
+            p.starts_with(q.as_str()) || q.starts_with(p.as_str())
         }
     })
 }

@@ -69,12 +69,73 @@ pub struct PatternError {
 pub(crate) enum Pattern {
     /// A path that matches itself and everything beneath it; normalized, no trailing `/`.
     Literal { written: String, path: String },
-    /// A glob; `text` is the normalized glob, before any `/**` added for a trailing `/`.
+    /// A glob, compiled from the normalized text (plus `/**` for a trailing `/`).
     Glob {
         written: String,
-        text: String,
         matcher: GlobMatcher,
+        /// The glob split into components, for plain globs (no braces, classes or escapes,
+        /// which could hide a `/` or a metacharacter inside one component); a trailing `/`
+        /// adds a final `**`.
+        parts: Option<Vec<Part>>,
+        /// What leading components must look like, up to the first wildcard.
+        prefix: Vec<Constraint>,
     },
+}
+
+/// What a path component must look like for a glob to match, up to its first wildcard.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Constraint {
+    /// The component equals this text.
+    Exact(String),
+    /// The component starts with this text (the part before the first metacharacter).
+    StartsWith(String),
+}
+
+/// Returns the constraints a glob puts on leading components, ending at the first wildcard.
+fn constraints(glob: &str) -> Vec<Constraint> {
+    let mut out = Vec::new();
+    for part in glob.split('/') {
+        match part.find(GLOB_META) {
+            Some(i) => {
+                out.push(Constraint::StartsWith(part[..i].to_string()));
+                break;
+            }
+            None => out.push(Constraint::Exact(part.to_string())),
+        }
+    }
+    out
+}
+
+/// One component of a plain glob.
+#[derive(Debug, Clone)]
+pub(crate) enum Part {
+    /// A component without metacharacters: matches exactly this name.
+    Exact(String),
+    /// `**`: any number of components, including none.
+    AnyDepth,
+    /// A component with `*` or `?`.
+    Wildcard(GlobMatcher),
+}
+
+/// Returns the components of a plain glob, or `None` when it is not plain.
+fn split_parts(text: &str, trailing_slash: bool) -> Result<Option<Vec<Part>>, PatternProblem> {
+    if text.contains(['{', '}', '[', ']', '\\']) {
+        return Ok(None);
+    }
+    let mut parts = Vec::new();
+    for part in text.split('/') {
+        parts.push(if part == "**" {
+            Part::AnyDepth
+        } else if is_glob(part) {
+            Part::Wildcard(compile(part)?)
+        } else {
+            Part::Exact(part.to_string())
+        });
+    }
+    if trailing_slash {
+        parts.push(Part::AnyDepth);
+    }
+    Ok(Some(parts))
 }
 
 impl Pattern {
@@ -93,10 +154,13 @@ impl Pattern {
             path.clone()
         };
         let matcher = compile(&full)?;
+        let parts = split_parts(&path, trailing_slash)?;
+        let prefix = constraints(&path);
         Ok(Pattern::Glob {
             written: written.to_string(),
-            text: path,
             matcher,
+            parts,
+            prefix,
         })
     }
 

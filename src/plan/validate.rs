@@ -14,7 +14,8 @@ use super::scope::{Pattern, PatternProblem};
 /// The longest packet id accepted: ids end up in branch and worktree names.
 pub const MAX_ID_LEN: usize = 48;
 
-/// One problem in a plan: where it is (when known), what is wrong and how to fix it.
+/// One problem in a plan: where it is (when known), what is wrong and how to fix it (the hint
+/// may be empty when the message says it all).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PlanIssue {
     pub location: Option<Location>,
@@ -27,7 +28,11 @@ impl fmt::Display for PlanIssue {
         if let Some(loc) = &self.location {
             write!(f, "{loc}: ")?;
         }
-        write!(f, "{}; {}", self.message, self.hint)
+        write!(f, "{}", self.message)?;
+        if !self.hint.is_empty() {
+            write!(f, "; {}", self.hint)?;
+        }
+        Ok(())
     }
 }
 

@@ -135,6 +135,7 @@ fn json_output_has_the_same_summary() {
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["valid"], true);
     assert_eq!(v["objective"], "Add input validation");
     assert_eq!(v["packets"], 5);
     assert_eq!(v["base"]["commit"], head.as_str());
@@ -149,6 +150,38 @@ fn json_output_has_the_same_summary() {
         v["serialized"][0]["reason"],
         "src/*.rs overlaps src/parser.rs"
     );
+}
+
+#[test]
+fn json_output_lists_issues_with_locations() {
+    let repo = TestRepo::new();
+    repo.write(
+        "plan.toml",
+        &format!(
+            "objective = \"x\"\nbase = \"nope\"\n{}",
+            PACKET_A.replace("[\"src/parser.rs\"]", "[]")
+        ),
+    );
+    let before = state(&repo);
+    let out = orchestra(&repo.path, &["plan", "check", "plan.toml", "--json"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["valid"], false);
+    let issues = v["issues"].as_array().unwrap();
+    assert_eq!(issues.len(), 2, "{v}");
+    assert_eq!(issues[0]["location"]["line"], 2);
+    assert_eq!(issues[0]["location"]["column"], 8);
+    assert_eq!(
+        issues[0]["message"],
+        "unknown base `nope`: no commit by that name"
+    );
+    assert_eq!(issues[1]["location"]["file"], "plan.toml");
+    assert_eq!(issues[1]["location"]["line"], 8);
+    assert!(
+        issues[1]["hint"].as_str().unwrap().contains("files = ["),
+        "{v}"
+    );
+    assert_eq!(state(&repo), before);
 }
 
 #[test]
