@@ -33,6 +33,8 @@ pub enum PatternProblem {
     GitDir,
     /// A `..` follows a wildcard component, so it cannot be resolved lexically.
     ParentAfterWildcard,
+    /// A `\` escapes an ordinary character, which almost always means a Windows separator.
+    Backslash,
     /// globset refused the pattern; the text is its reason.
     InvalidGlob(String),
 }
@@ -50,6 +52,9 @@ impl fmt::Display for PatternProblem {
             }
             PatternProblem::ParentAfterWildcard => {
                 write!(f, "uses `..` after a wildcard, which cannot be resolved")
+            }
+            PatternProblem::Backslash => {
+                write!(f, "uses `\\` as a path separator; scopes use `/`")
             }
             PatternProblem::InvalidGlob(reason) => write!(f, "is not a valid glob: {reason}"),
         }
@@ -211,6 +216,14 @@ fn normalize(written: &str) -> Result<(String, bool), PatternProblem> {
     if written.starts_with('/') || written.starts_with('\\') || drive {
         return Err(PatternProblem::Absolute);
     }
+    // In globs `\` escapes the next character; escaping an ordinary one does nothing, so a
+    // `\` before a letter is a Windows path that would silently match something else.
+    let mut chars = written.chars();
+    while let Some(c) = chars.next() {
+        if c == '\\' && chars.next().is_some_and(|n| !GLOB_META.contains(&n)) {
+            return Err(PatternProblem::Backslash);
+        }
+    }
     let trailing_slash = written.ends_with('/');
     let mut parts: Vec<&str> = Vec::new();
     for part in written.split('/') {
@@ -355,6 +368,8 @@ mod tests {
             problem("src/{a,b"),
             Some(PatternProblem::InvalidGlob(_))
         ));
+        assert_eq!(problem("src\\parser.rs"), Some(PatternProblem::Backslash));
+        assert_eq!(problem("src/\\*literal-star"), None);
         assert_eq!(problem("src/ok/../x.rs"), None);
     }
 

@@ -318,6 +318,7 @@ fn pattern_hint(problem: &PatternProblem, written: &str, repo_root: &Path) -> St
         }
         PatternProblem::GitDir => "remove it; git metadata is never part of a packet".into(),
         PatternProblem::ParentAfterWildcard => "write the path without `..`".into(),
+        PatternProblem::Backslash => format!("write `{}`", written.replace('\\', "/")),
         PatternProblem::Empty => {
             "name a file or directory; use `**` to declare the whole repository".into()
         }
