@@ -4,6 +4,8 @@
 //!
 //! Run with `cargo bench --bench scheduler`. Prints a table; no thresholds are asserted.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::path::Path;
 use std::process::Command;
 use std::sync::atomic::AtomicBool;

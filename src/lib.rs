@@ -5,8 +5,9 @@
 //! `git-orchestra` binary (`src/main.rs`, `src/commands/`) owns the terminal. That split lets the
 //! same engine serve the CLI, `--json` output and the tests.
 
-pub mod git;
-pub mod names;
-pub mod store;
 pub mod config;
 pub mod engine;
+pub mod git;
+pub mod names;
+pub mod plan;
+pub mod store;

@@ -4,6 +4,7 @@
 mod cancel;
 mod error;
 mod gc;
+mod plan;
 mod progress;
 mod resume;
 mod run;
@@ -30,6 +31,8 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     Run(run::RunArgs),
+    /// Checks plan files and shows how their packets will be scheduled.
+    Plan(plan::PlanArgs),
     Status(status::StatusArgs),
     Resume(resume::ResumeArgs),
     Cancel(cancel::CancelArgs),
@@ -56,6 +59,7 @@ pub fn main() -> ExitCode {
         Command::Resume(args) => resume::cmd_resume(&cwd, args),
         Command::Cancel(args) => cancel::cmd_cancel(&cwd, args),
         Command::Gc(args) => gc::cmd_gc(&cwd, args),
+        Command::Plan(args) => plan::cmd_plan(&cwd, args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

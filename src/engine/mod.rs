@@ -309,13 +309,13 @@ pub fn execute(repo: &RepoInfo, run_id: &str, ctl: &Control<'_>) -> Result<Summa
 
 /// Builds the scheduler's view of the plan: dependency indices and file-scope conflicts.
 pub fn graph_of(plan: &Plan) -> scheduler::Graph {
-    let index = |id: &str| plan.packets.iter().position(|p| p.id == id);
-    let deps = plan
-        .packets
-        .iter()
-        .map(|p| p.depends_on.iter().filter_map(|d| index(d)).collect())
+    // Compiles each scope once; pair-by-pair compilation dominated large plans.
+    let pairs: std::collections::HashSet<(usize, usize)> = plan
+        .overlaps()
+        .into_iter()
+        .map(|o| (o.first.min(o.second), o.first.max(o.second)))
         .collect();
-    scheduler::Graph::new(deps, |a, b| {
-        crate::plan::overlap(&plan.packets[a], &plan.packets[b]).is_some()
+    scheduler::Graph::new(plan.dependency_indices(), |a, b| {
+        pairs.contains(&(a.min(b), a.max(b)))
     })
 }

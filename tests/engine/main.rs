@@ -3,5 +3,8 @@
 //! Every test works on real temporary repositories with the real `git`, in a hermetic
 //! environment (see `support::hermetic`).
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod plan;
 mod support;
 mod run;

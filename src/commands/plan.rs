@@ -1,0 +1,224 @@
+//! `git orchestra plan …`: commands that work on plan files.
+
+use std::path::{Path, PathBuf};
+
+use clap::{Args, Subcommand};
+use git_orchestra::git::{RepoError, RepoInfo};
+use git_orchestra::plan::{self, Plan, PlanError, PlanIssue, Schedule};
+use serde::Serialize;
+
+use super::CommandError;
+
+/// Works with plan files: the objective split into packets that `start` executes.
+#[derive(Debug, Args)]
+pub struct PlanArgs {
+    #[command(subcommand)]
+    command: PlanCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum PlanCommand {
+    /// Checks a plan file against the repository and shows how its packets will be scheduled.
+    ///
+    /// Reports every problem at once (with file:line:column) and exits 2 if there are any;
+    /// never changes the repository.
+    Check(CheckArgs),
+}
+
+#[derive(Debug, Args)]
+struct CheckArgs {
+    /// The plan file (TOML), relative to the current directory.
+    plan: PathBuf,
+    /// Print the summary as JSON instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Runs a `plan` subcommand in `cwd`.
+pub fn cmd_plan(cwd: &Path, args: &PlanArgs) -> Result<(), CommandError> {
+    match &args.command {
+        PlanCommand::Check(check) => cmd_check(cwd, check),
+    }
+}
+
+/// The summary `plan check` prints, in text or as JSON.
+#[derive(Debug, Serialize)]
+struct CheckReport<'a> {
+    plan: String,
+    valid: bool,
+    objective: &'a str,
+    packets: usize,
+    base: Base,
+    max_parallel: Option<usize>,
+    waves: &'a [Vec<String>],
+    serialized: Vec<Serialized<'a>>,
+}
+
+/// What `plan check --json` prints when the plan has problems.
+#[derive(Debug, Serialize)]
+struct FailedReport<'a> {
+    plan: &'a str,
+    valid: bool,
+    issues: &'a [PlanIssue],
+}
+
+#[derive(Debug, Serialize)]
+struct Base {
+    /// The name the plan gave, or the current branch when it gave none.
+    name: String,
+    commit: String,
+}
+
+#[derive(Debug, Serialize)]
+struct Serialized<'a> {
+    first: &'a str,
+    second: &'a str,
+    reason: &'a str,
+}
+
+fn cmd_check(cwd: &Path, args: &CheckArgs) -> Result<(), CommandError> {
+    let repo = RepoInfo::discover(cwd)?;
+    let shown = args.plan.display().to_string();
+    let text = fs_err::read_to_string(cwd.join(&args.plan)).map_err(|e| {
+        CommandError::user(format!("cannot read plan: {e}"))
+            .hint("give the path of a plan file, relative to the current directory")
+    })?;
+    let (plan, mut issues) = match Plan::from_toml_str(&text, &shown) {
+        Ok(plan) => {
+            let issues = plan::validate(&plan, &repo.toplevel)
+                .err()
+                .unwrap_or_default();
+            (Some(plan), issues)
+        }
+        Err(PlanError::Syntax {
+            location, message, ..
+        }) => {
+            let issue = PlanIssue {
+                location,
+                message,
+                hint: String::new(),
+            };
+            (None, vec![issue])
+        }
+        Err(e) => return Err(CommandError::user(e)),
+    };
+    let commit = match &plan {
+        Some(plan) => base_or_issue(&repo, plan, &mut issues)?,
+        None => None,
+    };
+    plan::sort_by_location(&mut issues);
+    let (Some(plan), Some(commit), true) = (plan, commit, issues.is_empty()) else {
+        return Err(report_issues(&shown, &issues, args.json));
+    };
+    let schedule = plan::schedule(&plan);
+    let report = CheckReport {
+        plan: shown,
+        valid: true,
+        objective: &plan.objective,
+        packets: plan.packets.len(),
+        base: Base {
+            name: plan
+                .base
+                .clone()
+                .or_else(|| repo.branch.clone())
+                .unwrap_or_else(|| "HEAD".to_string()),
+            commit,
+        },
+        max_parallel: plan.max_parallel,
+        waves: &schedule.waves,
+        serialized: serialized(&schedule),
+    };
+    if args.json {
+        print_json(&report)?;
+    } else {
+        print_text(&report);
+    }
+    Ok(())
+}
+
+/// Returns the commit the plan's base names; an unknown base (or a detached HEAD without one)
+/// becomes a plan issue pointing at the `base` key, other repository failures an error.
+fn base_or_issue(
+    repo: &RepoInfo,
+    plan: &Plan,
+    issues: &mut Vec<PlanIssue>,
+) -> Result<Option<String>, CommandError> {
+    match repo.resolve_base(plan.base.as_deref()) {
+        Ok(commit) => Ok(Some(commit)),
+        Err(e @ (RepoError::UnknownBase { .. } | RepoError::DetachedHead)) => {
+            let text = e.to_string();
+            let (message, hint) = text.split_once("; ").unwrap_or((&text, ""));
+            issues.push(PlanIssue {
+                location: plan.base_location(),
+                message: message.to_string(),
+                hint: hint.to_string(),
+            });
+            Ok(None)
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Prints every issue (text on stderr, or JSON on stdout) and returns the exit-2 error.
+fn report_issues(shown: &str, issues: &[PlanIssue], json: bool) -> CommandError {
+    if json {
+        let failed = FailedReport {
+            plan: shown,
+            valid: false,
+            issues,
+        };
+        if let Err(e) = print_json(&failed) {
+            return e;
+        }
+    } else {
+        for issue in issues {
+            eprintln!("error: {issue}");
+        }
+    }
+    let n = issues.len();
+    CommandError::user(format!(
+        "{shown}: {n} problem{} found; nothing was changed",
+        if n == 1 { "" } else { "s" }
+    ))
+}
+
+fn print_json(value: &impl Serialize) -> Result<(), CommandError> {
+    let json = serde_json::to_string_pretty(value)
+        .map_err(|e| CommandError::internal(format!("cannot render JSON: {e}")))?;
+    println!("{json}");
+    Ok(())
+}
+
+fn serialized(schedule: &Schedule) -> Vec<Serialized<'_>> {
+    schedule
+        .serialized
+        .iter()
+        .map(|(first, second, reason)| Serialized {
+            first,
+            second,
+            reason,
+        })
+        .collect()
+}
+
+fn print_text(r: &CheckReport) {
+    println!("plan {} is valid", r.plan);
+    println!("objective: {}", r.objective);
+    println!("packets: {}", r.packets);
+    println!("base: {} ({})", r.base.name, r.base.commit);
+    if let Some(n) = r.max_parallel {
+        println!("max parallel: {n}");
+    }
+    println!("waves:");
+    for (i, wave) in r.waves.iter().enumerate() {
+        println!("  {}: {}", i + 1, wave.join(", "));
+    }
+    if r.serialized.is_empty() {
+        println!("serialized: none");
+    } else {
+        println!("serialized:");
+        for s in &r.serialized {
+            println!("  {} before {}: {}", s.first, s.second, s.reason);
+        }
+    }
+}

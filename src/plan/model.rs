@@ -1,0 +1,108 @@
+//! The plan and its packets as the engine sees them, after parsing.
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use super::PlanError;
+use super::parse::SourceMap;
+use super::scope::Scope;
+
+/// The role a packet gets when its table names none.
+pub const DEFAULT_ROLE: &str = "coder";
+
+/// One objective split into packets of work, as read from a plan file.
+///
+/// The serialized form mirrors the TOML shape (`[[packet]]` tables under the key `packet`), so a
+/// plan written back out reads in again unchanged. Locations in the source file are kept aside
+/// (not serialized) so that `validate` can point at the offending line.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Plan {
+    /// What the whole run must achieve.
+    pub objective: String,
+    /// The commit-ish the run starts from; `None` means the current branch's commit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base: Option<String>,
+    /// The most packets that may run at once; `None` leaves it to the configuration.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_parallel: Option<usize>,
+    /// The packets, in plan order (the order that breaks scheduling ties).
+    #[serde(default, rename = "packet")]
+    pub packets: Vec<Packet>,
+    /// Where each value sat in the source text, when the plan came from one.
+    #[serde(skip)]
+    pub(crate) source: Option<Arc<SourceMap>>,
+}
+
+/// The smallest unit of delegated work: what to do, which files it may touch, what it waits for
+/// and how its result is checked.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Packet {
+    /// A stable name (`[a-z0-9-]`, at most 48 characters) used in branch and worktree names.
+    pub id: String,
+    /// A one-line summary.
+    pub title: String,
+    /// The agent role that does the work (`coder` when omitted).
+    #[serde(default = "default_role")]
+    pub role: String,
+    /// The instructions the worker receives.
+    pub description: String,
+    /// The declared scope: repository-relative paths or globs the packet may change.
+    pub files: Vec<String>,
+    /// Ids of packets whose work must be merged before this one starts.
+    #[serde(default)]
+    pub depends_on: Vec<String>,
+    /// Shell commands run in the packet's worktree; all must succeed for the gate to pass.
+    #[serde(default)]
+    pub validation: Vec<String>,
+    /// Free-text criteria the reviewer checks.
+    #[serde(default)]
+    pub acceptance: Vec<String>,
+    /// Free-text risks the reviewer and the report mention.
+    #[serde(default)]
+    pub risks: Vec<String>,
+}
+
+fn default_role() -> String {
+    DEFAULT_ROLE.to_string()
+}
+
+impl Plan {
+    /// Returns a plan with no source locations, for plans built in code or from model output.
+    pub fn new(objective: impl Into<String>, packets: Vec<Packet>) -> Plan {
+        Plan {
+            objective: objective.into(),
+            base: None,
+            max_parallel: None,
+            packets,
+            source: None,
+        }
+    }
+
+    /// Returns the name of the file the plan was read from, if it was read from one.
+    pub fn source_name(&self) -> Option<&str> {
+        self.source.as_deref().map(SourceMap::name)
+    }
+
+    /// Returns where the `base` value sits in the source file, to point errors about it there.
+    pub fn base_location(&self) -> Option<super::Location> {
+        let source = self.source.as_deref()?;
+        source.base.as_ref().map(|span| source.locate(span.start))
+    }
+}
+
+impl Packet {
+    /// Returns the compiled declared scope, or the first pattern that cannot be compiled.
+    ///
+    /// `validate` reports every bad pattern; this stops at the first because callers that need
+    /// a scope (gates, the scheduler) only run on validated plans.
+    pub fn scope(&self) -> Result<Scope, PlanError> {
+        Scope::new(&self.files).map_err(|e| PlanError::Pattern {
+            packet: self.id.clone(),
+            pattern: e.pattern,
+            problem: e.problem,
+        })
+    }
+}
