@@ -3,4 +3,7 @@
 //! Every test works on real temporary repositories with the real `git`, in a hermetic
 //! environment (see `support::hermetic`).
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod support;
+mod worktree;
