@@ -19,8 +19,17 @@ const PACKETS: usize = 100;
 const WAVES: usize = 10;
 
 fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git").arg("-C").arg(dir).args(args).output().expect("git runs");
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .output()
+        .expect("git runs");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 fn hermetic(home: &Path) {
@@ -41,7 +50,11 @@ fn hermetic(home: &Path) {
 fn small_repo(dir: &Path) {
     std::fs::create_dir_all(dir.join("src")).expect("mkdir");
     for i in 0..50 {
-        std::fs::write(dir.join(format!("src/m{i}.rs")), format!("pub fn f{i}() {{}}\n")).expect("write");
+        std::fs::write(
+            dir.join(format!("src/m{i}.rs")),
+            format!("pub fn f{i}() {{}}\n"),
+        )
+        .expect("write");
     }
     git(dir, &["init", "-q", "-b", "main"]);
     git(dir, &["add", "-A"]);
@@ -79,7 +92,12 @@ fn engine_run(repo_dir: &Path, wt_root: &Path) -> Duration {
     let prepared = engine::prepare(&repo, &plan, &text, "bench.toml", &opts).expect("prepare");
     let stop = AtomicBool::new(false);
     let noop = |_: &str, _: &git_orchestra::store::Event| {};
-    let ctl = Control { stop: &stop, on_event: &noop, setup: None, crash_after_events: None };
+    let ctl = Control {
+        stop: &stop,
+        on_event: &noop,
+        setup: None,
+        crash_after_events: None,
+    };
     let summary = engine::execute(&repo, &prepared.run.id, &ctl).expect("execute");
     assert_eq!(summary.succeeded, PACKETS, "every packet should succeed");
     started.elapsed()
@@ -90,12 +108,33 @@ fn scripted_run(repo_dir: &Path, wt_root: &Path) -> Duration {
     for i in 0..PACKETS {
         let wt = wt_root.join(format!("p{i}"));
         let wt_s = wt.to_str().expect("utf-8 path");
-        git(repo_dir, &["worktree", "add", "-q", "-b", &format!("manual/p{i}"), wt_s, "main"]);
-        let status = Command::new("sh").arg("-c").arg("true").current_dir(&wt).status().expect("sh");
+        git(
+            repo_dir,
+            &[
+                "worktree",
+                "add",
+                "-q",
+                "-b",
+                &format!("manual/p{i}"),
+                wt_s,
+                "main",
+            ],
+        );
+        let status = Command::new("sh")
+            .arg("-c")
+            .arg("true")
+            .current_dir(&wt)
+            .status()
+            .expect("sh");
         assert!(status.success());
         git(&wt, &["add", "-A"]);
         // Like the engine, commit only when there is something to commit.
-        let diff = Command::new("git").arg("-C").arg(&wt).args(["diff", "--cached", "--quiet"]).status().expect("git");
+        let diff = Command::new("git")
+            .arg("-C")
+            .arg(&wt)
+            .args(["diff", "--cached", "--quiet"])
+            .status()
+            .expect("git");
         if !diff.success() {
             git(&wt, &["commit", "-q", "-m", "packet"]);
         }
@@ -112,7 +151,9 @@ fn main() {
     small_repo(&b);
     let ours = engine_run(&a, &tmp.path().join("wt-engine"));
     let theirs = scripted_run(&b, &tmp.path().join("wt-script"));
-    println!("scheduler overhead: {PACKETS} packets in {WAVES} waves, no-op worker, max_parallel 8");
+    println!(
+        "scheduler overhead: {PACKETS} packets in {WAVES} waves, no-op worker, max_parallel 8"
+    );
     println!("{:<44} {:>10} {:>14}", "", "total", "per packet");
     println!(
         "{:<44} {:>9.2}s {:>12.1}ms",
@@ -126,5 +167,8 @@ fn main() {
         theirs.as_secs_f64(),
         theirs.as_secs_f64() * 1000.0 / PACKETS as f64
     );
-    println!("ratio (ours / shell loop): {:.2}x", ours.as_secs_f64() / theirs.as_secs_f64());
+    println!(
+        "ratio (ours / shell loop): {:.2}x",
+        ours.as_secs_f64() / theirs.as_secs_f64()
+    );
 }

@@ -111,7 +111,10 @@ mod tests {
 
     #[test]
     fn sanitize_collapses_and_bounds() {
-        assert_eq!(sanitize("  Add   Rate-Limiting!! to HTTP ", 40), "add-rate-limiting-to-http");
+        assert_eq!(
+            sanitize("  Add   Rate-Limiting!! to HTTP ", 40),
+            "add-rate-limiting-to-http"
+        );
         assert_eq!(sanitize("ÄÖ weird__name--x", 40), "weird-name-x");
         assert_eq!(sanitize("---", 10), "");
         let long = sanitize("alpha beta gamma delta epsilon zeta eta theta iota", 20);

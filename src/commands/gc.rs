@@ -35,14 +35,21 @@ pub fn cmd_gc(cwd: &Path, args: &GcArgs) -> Result<(), CommandError> {
 /// Prints a gc report as text or JSON.
 pub fn print_report(report: &GcReport, json: bool) -> Result<(), CommandError> {
     if json {
-        println!("{}", serde_json::to_string_pretty(report).map_err(CommandError::internal)?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(report).map_err(CommandError::internal)?
+        );
         return Ok(());
     }
     if report.items.is_empty() {
         println!("nothing to clean up");
         return Ok(());
     }
-    let verb = if report.dry_run { "would remove" } else { "removed" };
+    let verb = if report.dry_run {
+        "would remove"
+    } else {
+        "removed"
+    };
     for item in &report.items {
         if let Some(wt) = &item.worktree {
             print!("{verb} worktree {} ({})", wt.display(), human(item.bytes));
@@ -52,14 +59,26 @@ pub fn print_report(report: &GcReport, json: bool) -> Result<(), CommandError> {
             }
         }
         if item.delete_branch {
-            println!("{} branch {}", if report.dry_run { "would delete" } else { "deleted" }, item.branch);
+            println!(
+                "{} branch {}",
+                if report.dry_run {
+                    "would delete"
+                } else {
+                    "deleted"
+                },
+                item.branch
+            );
         } else if let Some(reason) = &item.keep_reason {
             println!("kept branch {}: {reason}", item.branch);
         }
     }
     println!(
         "{} {} of disk space",
-        if report.dry_run { "would free" } else { "freed" },
+        if report.dry_run {
+            "would free"
+        } else {
+            "freed"
+        },
         human(report.bytes)
     );
     Ok(())
@@ -73,5 +92,9 @@ fn human(bytes: u64) -> String {
         value /= 1024.0;
         unit += 1;
     }
-    if unit == 0 { format!("{bytes} B") } else { format!("{value:.1} {}", UNITS[unit]) }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
 }

@@ -60,7 +60,11 @@ pub fn line(event: &Event) -> Option<String> {
             ..
         } => format!(
             "[{packet}] validation `{command}`: {} ({})",
-            if *exit_code == Some(0) { "passed" } else { "FAILED" },
+            if *exit_code == Some(0) {
+                "passed"
+            } else {
+                "FAILED"
+            },
             secs(*duration_ms)
         ),
         Event::PacketSucceeded { packet, commit } => {

@@ -50,7 +50,9 @@ pub fn cmd_run(cwd: &Path, args: &RunArgs) -> Result<(), CommandError> {
     let config = RepoConfig::load(&repo.toplevel).map_err(CommandError::user)?;
     let plan_path = cwd.join(&args.plan);
     let text = fs_err::read_to_string(&plan_path).map_err(|e| {
-        CommandError::user(e).hint("pass the path of a plan file; `git orchestra plan check <plan.toml>` validates one")
+        CommandError::user(e).hint(
+            "pass the path of a plan file; `git orchestra plan check <plan.toml>` validates one",
+        )
     })?;
     let display = args.plan.display().to_string();
     let plan = plan::Plan::from_toml_str(&text, &display).map_err(CommandError::user)?;
@@ -62,7 +64,9 @@ pub fn cmd_run(cwd: &Path, args: &RunArgs) -> Result<(), CommandError> {
             if list.len() == 1 { "" } else { "s" },
             list.join("\n  ")
         ))
-        .hint(format!("`git orchestra plan check {display}` shows them with the schedule")));
+        .hint(format!(
+            "`git orchestra plan check {display}` shows them with the schedule"
+        )));
     }
     let base = repo.resolve_base(plan.base.as_deref())?;
     let run_id = names::run_id(&plan.objective, &base);
@@ -84,7 +88,10 @@ pub fn cmd_run(cwd: &Path, args: &RunArgs) -> Result<(), CommandError> {
     }
     let opts = RunOptions {
         worker_cmd: args.worker_cmd.clone(),
-        max_parallel: args.max_parallel.map(usize::from).or(config.run.max_parallel),
+        max_parallel: args
+            .max_parallel
+            .map(usize::from)
+            .or(config.run.max_parallel),
         timeout: Duration::from_secs(
             args.timeout
                 .or(config.run.timeout_secs)
@@ -101,15 +108,28 @@ pub fn cmd_run(cwd: &Path, args: &RunArgs) -> Result<(), CommandError> {
         if let Some(w) = &args.worker_cmd
             && prepared.run.worker_cmd.as_deref() != Some(w.as_str())
         {
-            eprintln!("note: run {} already exists; it keeps its worker command `{}`", prepared.run.id, prepared.run.worker_cmd.as_deref().unwrap_or(""));
+            eprintln!(
+                "note: run {} already exists; it keeps its worker command `{}`",
+                prepared.run.id,
+                prepared.run.worker_cmd.as_deref().unwrap_or("")
+            );
         }
         if prepared.run.state.is_finished() {
-            eprintln!("run {} is already {}", prepared.run.id, prepared.run.state.as_str());
+            eprintln!(
+                "run {} is already {}",
+                prepared.run.id,
+                prepared.run.state.as_str()
+            );
             return print_final(&repo, &prepared.run.id, args.json, prepared.run.state);
         }
         eprintln!("run {} exists; resuming it", prepared.run.id);
     } else if !args.quiet {
-        eprintln!("run {} ({} packets, base {})", prepared.run.id, plan.packets.len(), progress::short(&base));
+        eprintln!(
+            "run {} ({} packets, base {})",
+            prepared.run.id,
+            plan.packets.len(),
+            progress::short(&base)
+        );
     }
     drive(&repo, &prepared.run.id, &config, args.quiet, args.json)
 }
@@ -138,13 +158,21 @@ pub fn drive(
     print_final(repo, run_id, json, summary.state)
 }
 
-fn print_final(repo: &RepoInfo, run_id: &str, json: bool, state: RunState) -> Result<(), CommandError> {
+fn print_final(
+    repo: &RepoInfo,
+    run_id: &str,
+    json: bool,
+    state: RunState,
+) -> Result<(), CommandError> {
     let store = Store::open(&repo.common_dir).map_err(CommandError::internal)?;
     let run = store.require_run(run_id).map_err(CommandError::internal)?;
     let packets = store.packets(run_id).map_err(CommandError::internal)?;
     if json {
         let value = serde_json::json!({ "run": run, "packets": packets });
-        println!("{}", serde_json::to_string_pretty(&value).map_err(CommandError::internal)?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&value).map_err(CommandError::internal)?
+        );
     } else {
         let mut out = String::new();
         super::status::render(&mut out, &run, &packets);
@@ -167,9 +195,11 @@ pub fn engine_error(e: engine::EngineError) -> CommandError {
     use engine::EngineError as E;
     match e {
         E::Repo(e) => e.into(),
-        E::Lock(_) | E::MissingWorker { .. } | E::NotResumable { .. } | E::NothingToResume | E::NotFinished { .. } => {
-            CommandError::user(e)
-        }
+        E::Lock(_)
+        | E::MissingWorker { .. }
+        | E::NotResumable { .. }
+        | E::NothingToResume
+        | E::NotFinished { .. } => CommandError::user(e),
         E::Store(git_orchestra::store::StoreError::UnknownRun { .. }) => CommandError::user(e),
         other => CommandError::internal(other),
     }

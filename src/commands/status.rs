@@ -35,11 +35,14 @@ struct RunView<'a> {
 pub fn cmd_status(cwd: &Path, args: &StatusArgs) -> Result<(), CommandError> {
     let repo = RepoInfo::discover(cwd)?;
     loop {
-        let Some(store) = Store::open_existing(&repo.common_dir).map_err(CommandError::internal)? else {
+        let Some(store) = Store::open_existing(&repo.common_dir).map_err(CommandError::internal)?
+        else {
             if args.json {
                 println!("{{\"runs\":[]}}");
             } else {
-                println!("no runs yet; start one with `git orchestra run <plan.toml> --worker-cmd '…'`");
+                println!(
+                    "no runs yet; start one with `git orchestra run <plan.toml> --worker-cmd '…'`"
+                );
             }
             return Ok(());
         };
@@ -54,10 +57,16 @@ pub fn cmd_status(cwd: &Path, args: &StatusArgs) -> Result<(), CommandError> {
         };
         let packets = store.packets(&run.id).map_err(CommandError::internal)?;
         if args.json {
-            let view = RunView { run: &run, packets: &packets };
+            let view = RunView {
+                run: &run,
+                packets: &packets,
+            };
             let others: Vec<&RunRecord> = runs.iter().filter(|r| r.id != run.id).collect();
             let value = serde_json::json!({ "run": view.run, "packets": view.packets, "other_runs": others });
-            println!("{}", serde_json::to_string_pretty(&value).map_err(CommandError::internal)?);
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&value).map_err(CommandError::internal)?
+            );
             return Ok(());
         }
         let mut out = String::new();
@@ -91,7 +100,10 @@ pub fn render(out: &mut String, run: &RunRecord, packets: &[PacketRecord]) {
     out.push_str(&format!("base      {}\n", short(&run.base)));
     out.push_str(&format!("state     {}\n\n", run.state.as_str()));
     let width = packets.iter().map(|p| p.id.len()).max().unwrap_or(6).max(6);
-    out.push_str(&format!("{:<width$}  {:<11}  {:<10}  {}\n", "PACKET", "STATE", "COMMIT", "DETAIL"));
+    out.push_str(&format!(
+        "{:<width$}  {:<11}  {:<10}  {}\n",
+        "PACKET", "STATE", "COMMIT", "DETAIL"
+    ));
     for p in packets {
         let state = match (p.state.as_str(), p.phase) {
             ("running", Some(phase)) => format!("running:{}", phase.as_str()),
@@ -104,6 +116,9 @@ pub fn render(out: &mut String, run: &RunRecord, packets: &[PacketRecord]) {
             .and_then(|r| r.lines().next())
             .map(str::to_string)
             .unwrap_or_else(|| p.branch.clone());
-        out.push_str(&format!("{:<width$}  {state:<11}  {commit:<10}  {detail}\n", p.id));
+        out.push_str(&format!(
+            "{:<width$}  {state:<11}  {commit:<10}  {detail}\n",
+            p.id
+        ));
     }
 }

@@ -73,7 +73,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let lock = RunLock::acquire(dir.path(), "r").unwrap();
         assert!(RunLock::is_held(dir.path()));
-        assert!(matches!(RunLock::acquire(dir.path(), "r"), Err(LockError::Busy { .. })));
+        assert!(matches!(
+            RunLock::acquire(dir.path(), "r"),
+            Err(LockError::Busy { .. })
+        ));
         drop(lock);
         assert!(!RunLock::is_held(dir.path()));
         RunLock::acquire(dir.path(), "r").unwrap();

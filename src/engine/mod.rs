@@ -44,15 +44,23 @@ pub enum EngineError {
     Lock(#[from] LockError),
     #[error(transparent)]
     Repo(#[from] RepoError),
-    #[error("the plan stored with run `{run}` no longer parses ({message}); start a new run from the plan file")]
+    #[error(
+        "the plan stored with run `{run}` no longer parses ({message}); start a new run from the plan file"
+    )]
     StoredPlan { run: String, message: String },
-    #[error("run `{run}` has no worker command; pass --worker-cmd '<command>' (it runs in each packet's worktree)")]
+    #[error(
+        "run `{run}` has no worker command; pass --worker-cmd '<command>' (it runs in each packet's worktree)"
+    )]
     MissingWorker { run: String },
-    #[error("run `{run}` is {state}; nothing to resume (start a new run, or `git orchestra gc` to clean up)")]
+    #[error(
+        "run `{run}` is {state}; nothing to resume (start a new run, or `git orchestra gc` to clean up)"
+    )]
     NotResumable { run: String, state: &'static str },
     #[error("no unfinished run in this repository; `git orchestra status` lists the runs")]
     NothingToResume,
-    #[error("run `{run}` is not finished; `git orchestra cancel {run}` stops it (saving its work) first")]
+    #[error(
+        "run `{run}` is not finished; `git orchestra cancel {run}` stops it (saving its work) first"
+    )]
     NotFinished { run: String },
     #[error("{0}")]
     Worktree(String),
@@ -187,9 +195,12 @@ pub fn execute(repo: &RepoInfo, run_id: &str, ctl: &Control<'_>) -> Result<Summa
             state: run.state.as_str(),
         });
     }
-    let worker_cmd = run.worker_cmd.clone().ok_or_else(|| EngineError::MissingWorker {
-        run: run.id.clone(),
-    })?;
+    let worker_cmd = run
+        .worker_cmd
+        .clone()
+        .ok_or_else(|| EngineError::MissingWorker {
+            run: run.id.clone(),
+        })?;
     let plan = Plan::from_toml_str(&run.plan_toml, &run.plan_path).map_err(|e| {
         EngineError::StoredPlan {
             run: run.id.clone(),
@@ -249,9 +260,8 @@ pub fn execute(repo: &RepoInfo, run_id: &str, ctl: &Control<'_>) -> Result<Summa
                     let tx = done_tx.clone();
                     let ctx = &ctx;
                     scope.spawn(move || {
-                        let result = packet::run(ctx, i, &record);
+                        packet::run(ctx, i, &record);
                         let _ = tx.send(i);
-                        result
                     });
                 }
             }

@@ -45,14 +45,17 @@ pub(super) fn run(ctx: &Context<'_>, index: usize, record: &PacketRecord) {
     let _span = tracing::info_span!("packet", run = %ctx.run.id, packet = %id).entered();
     match pipeline(ctx, index, record) {
         Ok(commit) => {
-            ctx.journal.record_or_keep(Event::PacketSucceeded { packet: id, commit });
+            ctx.journal
+                .record_or_keep(Event::PacketSucceeded { packet: id, commit });
         }
         Err(Halt::Fail(reason)) => {
             tracing::warn!(%reason, "packet failed");
-            ctx.journal.record_or_keep(Event::PacketFailed { packet: id, reason });
+            ctx.journal
+                .record_or_keep(Event::PacketFailed { packet: id, reason });
         }
         Err(Halt::Interrupted) => {
-            ctx.journal.record_or_keep(Event::PacketInterrupted { packet: id });
+            ctx.journal
+                .record_or_keep(Event::PacketInterrupted { packet: id });
         }
         Err(Halt::Journal) => {}
     }
@@ -121,7 +124,10 @@ fn pipeline(ctx: &Context<'_>, index: usize, rec: &PacketRecord) -> Result<Strin
                     Created::Fresh => "fresh".to_string(),
                     Created::Recreated => "recreated at its branch tip".to_string(),
                     Created::Reused { dirty } => {
-                        format!("reused{}", if dirty { ", with work in progress" } else { "" })
+                        format!(
+                            "reused{}",
+                            if dirty { ", with work in progress" } else { "" }
+                        )
                     }
                 },
             },
@@ -255,8 +261,8 @@ fn run_command(
             pgid,
         });
     };
-    let out = process::run(&spec, ctx.stop, &mut on_spawn)
-        .map_err(|e| Halt::Fail(e.to_string()))?;
+    let out =
+        process::run(&spec, ctx.stop, &mut on_spawn).map_err(|e| Halt::Fail(e.to_string()))?;
     if out.interrupted {
         return Err(Halt::Interrupted);
     }
@@ -292,8 +298,14 @@ fn environment(
     Ok(vec![
         ("ORCHESTRA_RUN".into(), ctx.run.id.clone()),
         ("ORCHESTRA_PACKET".into(), packet.id.clone()),
-        ("ORCHESTRA_PACKET_FILE".into(), file.to_string_lossy().into_owned()),
-        ("ORCHESTRA_WORKTREE".into(), wt.to_string_lossy().into_owned()),
+        (
+            "ORCHESTRA_PACKET_FILE".into(),
+            file.to_string_lossy().into_owned(),
+        ),
+        (
+            "ORCHESTRA_WORKTREE".into(),
+            wt.to_string_lossy().into_owned(),
+        ),
         ("ORCHESTRA_BASE".into(), ctx.run.base.clone()),
         (
             "ORCHESTRA_PORT_BASE".into(),

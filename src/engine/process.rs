@@ -237,7 +237,12 @@ mod tests {
         let log = dir.path().join("logs/out.log");
         let stop = AtomicBool::new(false);
         let env = [("GREETING".to_string(), "hello".to_string())];
-        let mut s = spec("echo $GREETING; echo err >&2; exit 3", dir.path(), &log, Duration::from_secs(10));
+        let mut s = spec(
+            "echo $GREETING; echo err >&2; exit 3",
+            dir.path(),
+            &log,
+            Duration::from_secs(10),
+        );
         s.env = &env;
         let mut pgid = 0;
         let out = run(&s, &stop, &mut |g| pgid = g).unwrap();
@@ -255,11 +260,19 @@ mod tests {
         let marker = dir.path().join("late");
         let cmd = format!("(sleep 1; touch {}) & sleep 30", marker.display());
         let stop = AtomicBool::new(false);
-        let out = run(&spec(&cmd, dir.path(), &log, Duration::from_millis(200)), &stop, &mut |_| {}).unwrap();
+        let out = run(
+            &spec(&cmd, dir.path(), &log, Duration::from_millis(200)),
+            &stop,
+            &mut |_| {},
+        )
+        .unwrap();
         assert!(out.timed_out);
         assert!(out.duration < Duration::from_secs(5), "{:?}", out.duration);
         std::thread::sleep(Duration::from_millis(1500));
-        assert!(!marker.exists(), "a background child of the timed-out command survived");
+        assert!(
+            !marker.exists(),
+            "a background child of the timed-out command survived"
+        );
     }
 
     #[test]
@@ -267,7 +280,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("out.log");
         let stop = AtomicBool::new(true);
-        let out = run(&spec("sleep 30", dir.path(), &log, Duration::from_secs(60)), &stop, &mut |_| {}).unwrap();
+        let out = run(
+            &spec("sleep 30", dir.path(), &log, Duration::from_secs(60)),
+            &stop,
+            &mut |_| {},
+        )
+        .unwrap();
         assert!(out.interrupted && !out.success());
         assert!(out.duration < Duration::from_secs(5));
     }

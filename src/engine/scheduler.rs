@@ -73,7 +73,12 @@ pub struct Decision {
 ///
 /// In-flight packets found at resume (`Running`/`Interrupted` but not executing) restart first:
 /// their dependencies had succeeded when they began.
-pub fn decide(graph: &Graph, states: &[PacketState], executing: &[bool], max_parallel: usize) -> Decision {
+pub fn decide(
+    graph: &Graph,
+    states: &[PacketState],
+    executing: &[bool],
+    max_parallel: usize,
+) -> Decision {
     let mut decision = Decision::default();
     for (i, state) in states.iter().enumerate() {
         if *state != PacketState::Pending {
@@ -89,11 +94,15 @@ pub fn decide(graph: &Graph, states: &[PacketState], executing: &[bool], max_par
         }
     }
     let mut busy: Vec<bool> = executing.to_vec();
-    let mut slots = max_parallel.max(1).saturating_sub(busy.iter().filter(|b| **b).count());
+    let mut slots = max_parallel
+        .max(1)
+        .saturating_sub(busy.iter().filter(|b| **b).count());
     let restart = |i: usize| matches!(states[i], PacketState::Running | PacketState::Interrupted);
     let ready = |i: usize| {
         states[i] == PacketState::Pending
-            && graph.deps[i].iter().all(|&d| states[d] == PacketState::Succeeded)
+            && graph.deps[i]
+                .iter()
+                .all(|&d| states[d] == PacketState::Succeeded)
     };
     let order = (0..states.len())
         .filter(|&i| restart(i))
@@ -122,10 +131,9 @@ mod tests {
     use PacketState::*;
 
     fn graph(deps: &[&[usize]], overlapping: &[(usize, usize)]) -> Graph {
-        Graph::new(
-            deps.iter().map(|d| d.to_vec()).collect(),
-            |a, b| overlapping.contains(&(a, b)) || overlapping.contains(&(b, a)),
-        )
+        Graph::new(deps.iter().map(|d| d.to_vec()).collect(), |a, b| {
+            overlapping.contains(&(a, b)) || overlapping.contains(&(b, a))
+        })
     }
 
     #[test]

@@ -24,7 +24,11 @@ pub struct Trailers<'a> {
 /// Returns the commit message for a packet's work: subject, blank line, trailers.
 pub fn message(subject: &str, trailers: &Trailers<'_>) -> String {
     let subject = subject.lines().next().unwrap_or("").trim();
-    let subject = if subject.is_empty() { trailers.packet } else { subject };
+    let subject = if subject.is_empty() {
+        trailers.packet
+    } else {
+        subject
+    };
     format!(
         "{subject}\n\nOrchestra-Run: {}\nOrchestra-Packet: {}\nOrchestra-Role: {}\n",
         trailers.run, trailers.packet, trailers.role

@@ -3,9 +3,21 @@
 //! Operations that must honour users' hooks, credential helpers and configuration go through
 //! the `git` CLI; object-level work that needs speed uses gix.
 
+mod backup;
+mod checkout;
 mod cli;
 pub mod commit;
+mod include;
+mod registry;
 mod repo;
+mod worktree;
 
+pub use backup::{BACKUP_PREFIX, Snapshot, backup, is_saved, snapshot};
+pub use checkout::{CheckoutStats, add_checked_out};
 pub use cli::{Git, GitError};
+pub use include::{INCLUDE_FILE, copy_includes};
+pub use registry::{WorktreeEntry, delete_branch, list, remove};
 pub use repo::{RepoError, RepoInfo};
+pub use worktree::{
+    Created, Reuse, Worktree, WorktreeError, WorktreeRequest, WorktreeStatus, create, validate,
+};

@@ -286,7 +286,11 @@ impl Store {
             .map_err(|e| self.err(e))?;
         let rows = stmt
             .query_map(params![run, after], |r| {
-                Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, String>(2)?))
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, String>(2)?,
+                ))
             })
             .map_err(|e| self.err(e))?
             .collect::<Result<Vec<_>, _>>()
@@ -303,7 +307,8 @@ impl Store {
     }
 }
 
-const RUN_SELECT: &str = "SELECT id, objective, base, plan_toml, plan_path, worker_cmd, max_parallel,
+const RUN_SELECT: &str =
+    "SELECT id, objective, base, plan_toml, plan_path, worker_cmd, max_parallel,
     timeout_secs, worktree_root, state, pid, created_ms, updated_ms FROM runs";
 
 struct RunRow(
@@ -380,7 +385,12 @@ fn insert_event(
 }
 
 /// Applies one event to the `runs`/`packets` projection.
-fn apply(tx: &rusqlite::Transaction<'_>, run: &str, event: &Event, now: i64) -> rusqlite::Result<()> {
+fn apply(
+    tx: &rusqlite::Transaction<'_>,
+    run: &str,
+    event: &Event,
+    now: i64,
+) -> rusqlite::Result<()> {
     // Parameters: ?1 run id, ?2 now, ?3 packet id, ?4 one value.
     let packet = |sql: &str, id: &str, value: Option<&str>| {
         tx.execute(
@@ -450,7 +460,9 @@ fn apply(tx: &rusqlite::Transaction<'_>, run: &str, event: &Event, now: i64) -> 
                 packet("pgid = NULL", id, None)?;
             }
         }
-        Event::PacketCommitted { packet: id, commit, .. } => {
+        Event::PacketCommitted {
+            packet: id, commit, ..
+        } => {
             packet("phase = 'validate', commit_id = ?4", id, Some(commit))?;
         }
         Event::PacketSucceeded { packet: id, commit } => {
@@ -461,10 +473,18 @@ fn apply(tx: &rusqlite::Transaction<'_>, run: &str, event: &Event, now: i64) -> 
             )?;
         }
         Event::PacketFailed { packet: id, reason } => {
-            packet("state = 'failed', phase = NULL, reason = ?4, pgid = NULL", id, Some(reason))?;
+            packet(
+                "state = 'failed', phase = NULL, reason = ?4, pgid = NULL",
+                id,
+                Some(reason),
+            )?;
         }
         Event::PacketSkipped { packet: id, reason } => {
-            packet("state = 'skipped', phase = NULL, reason = ?4", id, Some(reason))?;
+            packet(
+                "state = 'skipped', phase = NULL, reason = ?4",
+                id,
+                Some(reason),
+            )?;
         }
         Event::PacketInterrupted { packet: id } => {
             packet(
@@ -522,7 +542,15 @@ mod tests {
         assert!(!store.create_run(&new_run("r")).unwrap());
         assert_eq!(store.packets("r").unwrap().len(), 2);
 
-        store.record("r", &Event::RunStarted { pid: 42, resumed: false }).unwrap();
+        store
+            .record(
+                "r",
+                &Event::RunStarted {
+                    pid: 42,
+                    resumed: false,
+                },
+            )
+            .unwrap();
         let run = store.require_run("r").unwrap();
         assert_eq!((run.state, run.pid), (RunState::Running, Some(42)));
 
@@ -533,10 +561,29 @@ mod tests {
             attempt: 1,
         };
         store.record("r", &started).unwrap();
-        store.record("r", &Event::WorktreeReady { packet: "a".into(), how: "fresh".into() }).unwrap();
-        store.record("r", &Event::WorkerSpawned { packet: "a".into(), pgid: 777 }).unwrap();
+        store
+            .record(
+                "r",
+                &Event::WorktreeReady {
+                    packet: "a".into(),
+                    how: "fresh".into(),
+                },
+            )
+            .unwrap();
+        store
+            .record(
+                "r",
+                &Event::WorkerSpawned {
+                    packet: "a".into(),
+                    pgid: 777,
+                },
+            )
+            .unwrap();
         let a = &store.packets("r").unwrap()[0];
-        assert_eq!((a.state, a.phase, a.pgid), (PacketState::Running, Some(Phase::Worker), Some(777)));
+        assert_eq!(
+            (a.state, a.phase, a.pgid),
+            (PacketState::Running, Some(Phase::Worker), Some(777))
+        );
 
         store
             .record(
@@ -554,23 +601,47 @@ mod tests {
         store
             .record(
                 "r",
-                &Event::PacketSucceeded { packet: "a".into(), commit: "c0ffee".into() },
+                &Event::PacketSucceeded {
+                    packet: "a".into(),
+                    commit: "c0ffee".into(),
+                },
             )
             .unwrap();
         store
-            .record("r", &Event::PacketFailed { packet: "b".into(), reason: "boom".into() })
+            .record(
+                "r",
+                &Event::PacketFailed {
+                    packet: "b".into(),
+                    reason: "boom".into(),
+                },
+            )
             .unwrap();
         let ps = store.packets("r").unwrap();
         assert_eq!(ps[0].state, PacketState::Succeeded);
         assert_eq!(ps[0].commit.as_deref(), Some("c0ffee"));
-        assert_eq!((ps[1].state, ps[1].reason.as_deref()), (PacketState::Failed, Some("boom")));
+        assert_eq!(
+            (ps[1].state, ps[1].reason.as_deref()),
+            (PacketState::Failed, Some("boom"))
+        );
 
-        store.record("r", &Event::RunFinished { outcome: RunOutcome::Failed }).unwrap();
+        store
+            .record(
+                "r",
+                &Event::RunFinished {
+                    outcome: RunOutcome::Failed,
+                },
+            )
+            .unwrap();
         assert_eq!(store.require_run("r").unwrap().state, RunState::Failed);
 
         let journal = store.events("r", 0).unwrap();
         assert_eq!(journal.first().unwrap().event.kind(), "run_created");
-        assert_eq!(journal.last().unwrap().event, Event::RunFinished { outcome: RunOutcome::Failed });
+        assert_eq!(
+            journal.last().unwrap().event,
+            Event::RunFinished {
+                outcome: RunOutcome::Failed
+            }
+        );
         assert!(journal.windows(2).all(|w| w[0].seq < w[1].seq));
         let later = store.events("r", journal[3].seq).unwrap();
         assert_eq!(later.len(), journal.len() - 4);
@@ -582,14 +653,23 @@ mod tests {
         let mut store = Store::open(dir.path()).unwrap();
         store.create_run(&new_run("r")).unwrap();
         store
-            .record("r", &Event::PacketSucceeded { packet: "a".into(), commit: "c".into() })
+            .record(
+                "r",
+                &Event::PacketSucceeded {
+                    packet: "a".into(),
+                    commit: "c".into(),
+                },
+            )
             .unwrap();
         store.record("r", &Event::RunCancelled).unwrap();
         let ps = store.packets("r").unwrap();
         assert_eq!(ps[0].state, PacketState::Succeeded);
         assert_eq!(ps[1].state, PacketState::Cancelled);
         assert!(store.require_run("r").unwrap().state.is_finished());
-        assert!(matches!(store.require_run("zz"), Err(StoreError::UnknownRun { .. })));
+        assert!(matches!(
+            store.require_run("zz"),
+            Err(StoreError::UnknownRun { .. })
+        ));
     }
 
     #[test]

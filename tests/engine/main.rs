@@ -6,5 +6,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod plan;
-mod support;
 mod run;
+mod support;
+mod worktree;

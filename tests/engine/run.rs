@@ -32,7 +32,12 @@ fn packet_states(v: &serde_json::Value) -> Vec<(String, String)> {
         .as_array()
         .unwrap()
         .iter()
-        .map(|p| (p["id"].as_str().unwrap().to_string(), p["state"].as_str().unwrap().to_string()))
+        .map(|p| {
+            (
+                p["id"].as_str().unwrap().to_string(),
+                p["state"].as_str().unwrap().to_string(),
+            )
+        })
         .collect()
 }
 
@@ -41,7 +46,12 @@ fn three_packet_plan(repo: &TestRepo) -> PathBuf {
         "objective = \"Write outputs\"\n\n{}{}{}",
         packet("p1-a", "\"out-p1-a.txt\"", "", "\"test -f out-p1-a.txt\""),
         packet("p2-b", "\"out-p2-b.txt\"", "", "\"test -f out-p2-b.txt\""),
-        packet("p3-c", "\"out-p3-c.txt\"", "\"p1-a\", \"p2-b\"", "\"test -f out-p3-c.txt\""),
+        packet(
+            "p3-c",
+            "\"out-p3-c.txt\"",
+            "\"p1-a\", \"p2-b\"",
+            "\"test -f out-p3-c.txt\""
+        ),
     );
     write_plan(repo, "plan.toml", &body)
 }
@@ -55,7 +65,10 @@ fn run_executes_every_packet_on_its_own_branch_and_worktree() {
     let repo = TestRepo::new();
     let plan = three_packet_plan(&repo);
     let root = repo.scratch().join("wt");
-    let out = orchestra(&repo.path, &run_args(plan.to_str().unwrap(), root.to_str().unwrap()));
+    let out = orchestra(
+        &repo.path,
+        &run_args(plan.to_str().unwrap(), root.to_str().unwrap()),
+    );
     assert!(out.status.success(), "{}", text(&out));
 
     let v = status_json(&repo.path);
@@ -67,7 +80,10 @@ fn run_executes_every_packet_on_its_own_branch_and_worktree() {
         let branch = format!("orchestra/{run}/{id}");
         // The engine committed on the worker's behalf, with trailers and its own identity.
         let msg = repo.git(&["log", "-1", "--format=%an|%B", &branch]);
-        assert!(msg.starts_with(&format!("git-orchestra|Packet {id}")), "{msg}");
+        assert!(
+            msg.starts_with(&format!("git-orchestra|Packet {id}")),
+            "{msg}"
+        );
         assert!(msg.contains(&format!("Orchestra-Run: {run}")), "{msg}");
         assert!(msg.contains(&format!("Orchestra-Packet: {id}")), "{msg}");
         assert!(msg.contains("Orchestra-Role: coder"), "{msg}");
@@ -83,17 +99,34 @@ fn run_executes_every_packet_on_its_own_branch_and_worktree() {
         assert!(wt.join(format!("out-{id}.txt")).exists());
     }
     let list = repo.git(&["worktree", "list", "--porcelain"]);
-    assert_eq!(list.matches("branch refs/heads/orchestra/").count(), 3, "{list}");
+    assert_eq!(
+        list.matches("branch refs/heads/orchestra/").count(),
+        3,
+        "{list}"
+    );
     // The main working tree is untouched.
     assert_eq!(repo.git(&["status", "--porcelain"]), "");
     assert!(!repo.path.join("out-p1-a.txt").exists());
     assert_eq!(repo.git(&["fsck", "--no-progress"]), "");
 
     // Running the same plan again finds the finished run instead of duplicating it.
-    let again = orchestra(&repo.path, &run_args(plan.to_str().unwrap(), root.to_str().unwrap()));
+    let again = orchestra(
+        &repo.path,
+        &run_args(plan.to_str().unwrap(), root.to_str().unwrap()),
+    );
     assert!(again.status.success(), "{}", text(&again));
-    assert!(String::from_utf8_lossy(&again.stderr).contains("already completed"), "{}", text(&again));
-    assert_eq!(status_json(&repo.path)["other_runs"].as_array().unwrap().len(), 0);
+    assert!(
+        String::from_utf8_lossy(&again.stderr).contains("already completed"),
+        "{}",
+        text(&again)
+    );
+    assert_eq!(
+        status_json(&repo.path)["other_runs"]
+            .as_array()
+            .unwrap()
+            .len(),
+        0
+    );
 }
 
 #[test]
@@ -111,7 +144,14 @@ fn changes_outside_the_declared_scope_fail_the_packet_and_skip_dependents() {
     let worker = r#"echo x > "out-$ORCHESTRA_PACKET.txt"; if [ "$ORCHESTRA_PACKET" = p1-a ]; then echo changed >> README.md; fi"#;
     let out = orchestra(
         &repo.path,
-        &["run", plan.to_str().unwrap(), "--worker-cmd", worker, "--worktree-root", root.to_str().unwrap()],
+        &[
+            "run",
+            plan.to_str().unwrap(),
+            "--worker-cmd",
+            worker,
+            "--worktree-root",
+            root.to_str().unwrap(),
+        ],
     );
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let v = status_json(&repo.path);
@@ -121,7 +161,10 @@ fn changes_outside_the_declared_scope_fail_the_packet_and_skip_dependents() {
     assert_eq!(states[1].1, "succeeded");
     assert_eq!(states[2].1, "skipped");
     let reason = v["packets"][0]["reason"].as_str().unwrap();
-    assert!(reason.contains("outside the packet's declared scope: README.md"), "{reason}");
+    assert!(
+        reason.contains("outside the packet's declared scope: README.md"),
+        "{reason}"
+    );
     let skip = v["packets"][2]["reason"].as_str().unwrap();
     assert!(skip.contains("p1-a"), "{skip}");
     // The offending work is kept on the branch, not thrown away.
@@ -136,21 +179,40 @@ fn failing_worker_and_failing_validation_are_reported_with_their_output() {
     let body = format!(
         "objective = \"Failures\"\n\n{}{}",
         packet("p1-worker", "\"out-p1-worker.txt\"", "", ""),
-        packet("p2-check", "\"out-p2-check.txt\"", "", "\"echo checking; exit 4\""),
+        packet(
+            "p2-check",
+            "\"out-p2-check.txt\"",
+            "",
+            "\"echo checking; exit 4\""
+        ),
     );
     let plan = write_plan(&repo, "plan.toml", &body);
     let root = repo.scratch().join("wt");
     let worker = r#"echo x > "out-$ORCHESTRA_PACKET.txt"; if [ "$ORCHESTRA_PACKET" = p1-worker ]; then echo "model quota exceeded" >&2; exit 3; fi"#;
     let out = orchestra(
         &repo.path,
-        &["run", plan.to_str().unwrap(), "--worker-cmd", worker, "--worktree-root", root.to_str().unwrap()],
+        &[
+            "run",
+            plan.to_str().unwrap(),
+            "--worker-cmd",
+            worker,
+            "--worktree-root",
+            root.to_str().unwrap(),
+        ],
     );
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let v = status_json(&repo.path);
     let r0 = v["packets"][0]["reason"].as_str().unwrap();
-    assert!(r0.contains("worker failed (exit 3)") && r0.contains("model quota exceeded"), "{r0}");
+    assert!(
+        r0.contains("worker failed (exit 3)") && r0.contains("model quota exceeded"),
+        "{r0}"
+    );
     let r1 = v["packets"][1]["reason"].as_str().unwrap();
-    assert!(r1.contains("validation `echo checking; exit 4` failed (exit 4)") && r1.contains("checking"), "{r1}");
+    assert!(
+        r1.contains("validation `echo checking; exit 4` failed (exit 4)")
+            && r1.contains("checking"),
+        "{r1}"
+    );
 }
 
 #[test]
@@ -159,18 +221,35 @@ fn a_worker_that_runs_too_long_times_out() {
     let plan = write_plan(
         &repo,
         "plan.toml",
-        &format!("objective = \"Slow\"\n\n{}", packet("p1", "\"a.txt\"", "", "")),
+        &format!(
+            "objective = \"Slow\"\n\n{}",
+            packet("p1", "\"a.txt\"", "", "")
+        ),
     );
     let root = repo.scratch().join("wt");
     let started = Instant::now();
     let out = orchestra(
         &repo.path,
-        &["run", plan.to_str().unwrap(), "--worker-cmd", "sleep 30", "--timeout", "1", "--worktree-root", root.to_str().unwrap()],
+        &[
+            "run",
+            plan.to_str().unwrap(),
+            "--worker-cmd",
+            "sleep 30",
+            "--timeout",
+            "1",
+            "--worktree-root",
+            root.to_str().unwrap(),
+        ],
     );
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(started.elapsed() < Duration::from_secs(15));
     let v = status_json(&repo.path);
-    assert!(v["packets"][0]["reason"].as_str().unwrap().contains("timed out after 1s"));
+    assert!(
+        v["packets"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("timed out after 1s")
+    );
 }
 
 /// Reads `start end` nanosecond pairs written by the timing worker, keyed by packet.
@@ -180,7 +259,11 @@ fn intervals(log: &Path) -> Vec<(String, u128, u128)> {
         .lines()
         .map(|l| {
             let p: Vec<&str> = l.split(' ').collect();
-            (p[0].to_string(), p[1].parse().unwrap(), p[2].parse().unwrap())
+            (
+                p[0].to_string(),
+                p[1].parse().unwrap(),
+                p[2].parse().unwrap(),
+            )
         })
         .collect()
 }
@@ -203,15 +286,28 @@ fn overlapping_packets_never_run_at_the_same_time_but_disjoint_ones_do() {
     );
     let out = orchestra(
         &repo.path,
-        &["run", plan.to_str().unwrap(), "--worker-cmd", &worker, "--worktree-root", root.to_str().unwrap()],
+        &[
+            "run",
+            plan.to_str().unwrap(),
+            "--worker-cmd",
+            &worker,
+            "--worktree-root",
+            root.to_str().unwrap(),
+        ],
     );
     assert!(out.status.success(), "{}", text(&out));
     let times = intervals(&log);
     let get = |id: &str| times.iter().find(|t| t.0 == id).unwrap().clone();
     let (a, b, c) = (get("p1-a"), get("p2-b"), get("p3-c"));
     let overlap = |x: &(String, u128, u128), y: &(String, u128, u128)| x.1 < y.2 && y.1 < x.2;
-    assert!(!overlap(&a, &b), "overlapping scopes ran together: {a:?} {b:?}");
-    assert!(overlap(&a, &c) || overlap(&b, &c), "disjoint packets did not run in parallel: {times:?}");
+    assert!(
+        !overlap(&a, &b),
+        "overlapping scopes ran together: {a:?} {b:?}"
+    );
+    assert!(
+        overlap(&a, &c) || overlap(&b, &c),
+        "disjoint packets did not run in parallel: {times:?}"
+    );
 }
 
 #[test]
@@ -221,12 +317,30 @@ fn names_are_deterministic_across_clones() {
     let mut seen = Vec::new();
     for name in ["clone-a", "clone-b"] {
         let dir = origin.scratch().join(name);
-        git(origin.tmp.path(), &["clone", "-q", origin.path.to_str().unwrap(), dir.to_str().unwrap()]);
+        git(
+            origin.tmp.path(),
+            &[
+                "clone",
+                "-q",
+                origin.path.to_str().unwrap(),
+                dir.to_str().unwrap(),
+            ],
+        );
         let root = origin.scratch().join(format!("{name}-wt"));
-        let out = orchestra(&dir, &run_args(plan.to_str().unwrap(), root.to_str().unwrap()));
+        let out = orchestra(
+            &dir,
+            &run_args(plan.to_str().unwrap(), root.to_str().unwrap()),
+        );
         assert!(out.status.success(), "{}", text(&out));
         let run = status_json(&dir)["run"]["id"].as_str().unwrap().to_string();
-        let branches = git(&dir, &["for-each-ref", "--format=%(refname)", "refs/heads/orchestra"]);
+        let branches = git(
+            &dir,
+            &[
+                "for-each-ref",
+                "--format=%(refname)",
+                "refs/heads/orchestra",
+            ],
+        );
         let mut dirs: Vec<String> = std::fs::read_dir(root.join(&run))
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -245,10 +359,16 @@ fn assert_completed_once(repo: &TestRepo) {
     let run = v["run"]["id"].as_str().unwrap();
     for (id, state) in packet_states(&v) {
         assert_eq!(state, "succeeded");
-        let count = repo.git(&["rev-list", "--count", &format!("main..orchestra/{run}/{id}")]);
+        let count = repo.git(&[
+            "rev-list",
+            "--count",
+            &format!("main..orchestra/{run}/{id}"),
+        ]);
         assert_eq!(count, "1", "packet {id} should have exactly one commit");
         assert_eq!(
-            repo.git(&["show", &format!("orchestra/{run}/{id}:out-{id}.txt")]).split(' ').next(),
+            repo.git(&["show", &format!("orchestra/{run}/{id}:out-{id}.txt")])
+                .split(' ')
+                .next(),
             Some(run)
         );
     }
@@ -261,13 +381,22 @@ fn a_crash_after_any_journaled_event_is_resumed_to_completion() {
     let probe = TestRepo::new();
     let plan = three_packet_plan(&probe);
     let root = probe.scratch().join("wt");
-    let out = orchestra(&probe.path, &run_args(plan.to_str().unwrap(), root.to_str().unwrap()));
+    let out = orchestra(
+        &probe.path,
+        &run_args(plan.to_str().unwrap(), root.to_str().unwrap()),
+    );
     assert!(out.status.success(), "{}", text(&out));
-    let run = status_json(&probe.path)["run"]["id"].as_str().unwrap().to_string();
+    let run = status_json(&probe.path)["run"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let store = git_orchestra::store::Store::open(&probe.path.join(".git")).unwrap();
     // The journal minus `run_created`, which is written with the run, not by the engine.
     let total = store.events(&run, 0).unwrap().len() - 1;
-    assert!(total >= 20, "expected a detailed journal, got {total} events");
+    assert!(
+        total >= 20,
+        "expected a detailed journal, got {total} events"
+    );
 
     // Then kill the process right after each of them in turn (the first event is journaled
     // before any work) and resume.
@@ -282,9 +411,18 @@ fn a_crash_after_any_journaled_event_is_resumed_to_completion() {
             &[("ORCHESTRA_CRASH_AFTER_EVENTS", &n_text)],
         );
         use std::os::unix::process::ExitStatusExt;
-        assert_eq!(out.status.signal(), Some(9), "crash point {n}: {}", text(&out));
+        assert_eq!(
+            out.status.signal(),
+            Some(9),
+            "crash point {n}: {}",
+            text(&out)
+        );
         let resumed = orchestra(&repo.path, &["resume"]);
-        assert!(resumed.status.success(), "crash point {n}: {}", text(&resumed));
+        assert!(
+            resumed.status.success(),
+            "crash point {n}: {}",
+            text(&resumed)
+        );
         assert_completed_once(&repo);
     }
 }
@@ -295,14 +433,25 @@ fn kill_9_while_a_worker_runs_then_resume_keeps_its_partial_work() {
     let plan = write_plan(
         &repo,
         "plan.toml",
-        &format!("objective = \"Kill\"\n\n{}", packet("p1", "\"part1.txt\", \"part2.txt\"", "", "")),
+        &format!(
+            "objective = \"Kill\"\n\n{}",
+            packet("p1", "\"part1.txt\", \"part2.txt\"", "", "")
+        ),
     );
     let root = repo.scratch().join("wt");
     // First attempt writes part1 and hangs; the second sees part1 and finishes.
-    let worker = "if [ -f part1.txt ]; then echo two > part2.txt; else echo one > part1.txt; sleep 60; fi";
+    let worker =
+        "if [ -f part1.txt ]; then echo two > part2.txt; else echo one > part1.txt; sleep 60; fi";
     let mut child = orchestra_command(
         &repo.path,
-        &["run", plan.to_str().unwrap(), "--worker-cmd", worker, "--worktree-root", root.to_str().unwrap()],
+        &[
+            "run",
+            plan.to_str().unwrap(),
+            "--worker-cmd",
+            worker,
+            "--worktree-root",
+            root.to_str().unwrap(),
+        ],
     )
     .stderr(std::process::Stdio::null())
     .spawn()
@@ -327,7 +476,12 @@ fn kill_9_while_a_worker_runs_then_resume_keeps_its_partial_work() {
     assert!(resumed.status.success(), "{}", text(&resumed));
     let v = status_json(&repo.path);
     let run = v["run"]["id"].as_str().unwrap();
-    let files = repo.git(&["diff", "--name-only", "main", &format!("orchestra/{run}/p1")]);
+    let files = repo.git(&[
+        "diff",
+        "--name-only",
+        "main",
+        &format!("orchestra/{run}/p1"),
+    ]);
     assert_eq!(files, "part1.txt\npart2.txt");
     assert_eq!(repo.git(&["fsck", "--no-progress"]), "");
 }
@@ -338,7 +492,10 @@ fn ctrl_c_stops_workers_and_leaves_a_resumable_run() {
     let plan = write_plan(
         &repo,
         "plan.toml",
-        &format!("objective = \"Interrupt\"\n\n{}", packet("p1", "\"done.txt\"", "", "")),
+        &format!(
+            "objective = \"Interrupt\"\n\n{}",
+            packet("p1", "\"done.txt\"", "", "")
+        ),
     );
     let root = repo.scratch().join("wt");
     let marker = repo.scratch().join("started");
@@ -348,7 +505,14 @@ fn ctrl_c_stops_workers_and_leaves_a_resumable_run() {
     );
     let mut child = orchestra_command(
         &repo.path,
-        &["run", plan.to_str().unwrap(), "--worker-cmd", &worker, "--worktree-root", root.to_str().unwrap()],
+        &[
+            "run",
+            plan.to_str().unwrap(),
+            "--worker-cmd",
+            &worker,
+            "--worktree-root",
+            root.to_str().unwrap(),
+        ],
     )
     .stderr(std::process::Stdio::piped())
     .spawn()
@@ -377,9 +541,15 @@ fn gc_saves_unsaved_work_before_removing_worktrees() {
     let repo = TestRepo::new();
     let plan = three_packet_plan(&repo);
     let root = repo.scratch().join("wt");
-    let out = orchestra(&repo.path, &run_args(plan.to_str().unwrap(), root.to_str().unwrap()));
+    let out = orchestra(
+        &repo.path,
+        &run_args(plan.to_str().unwrap(), root.to_str().unwrap()),
+    );
     assert!(out.status.success(), "{}", text(&out));
-    let run = status_json(&repo.path)["run"]["id"].as_str().unwrap().to_string();
+    let run = status_json(&repo.path)["run"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let wt = root.join(&run).join("p1-a");
     std::fs::write(wt.join("README.md"), "edited after the run\n").unwrap();
     std::fs::write(wt.join("notes.txt"), "untracked notes\n").unwrap();
@@ -388,21 +558,36 @@ fn gc_saves_unsaved_work_before_removing_worktrees() {
     let dry = orchestra(&repo.path, &["gc", "--dry-run"]);
     assert!(dry.status.success(), "{}", text(&dry));
     let dry_text = String::from_utf8_lossy(&dry.stdout);
-    assert!(dry_text.contains("would remove worktree") && dry_text.contains("would free"), "{dry_text}");
+    assert!(
+        dry_text.contains("would remove worktree") && dry_text.contains("would free"),
+        "{dry_text}"
+    );
     assert!(wt.exists());
     assert_eq!(refs(&repo.path), before, "a dry run changed refs");
 
     let out = orchestra(&repo.path, &["gc"]);
     assert!(out.status.success(), "{}", text(&out));
     let shown = String::from_utf8_lossy(&out.stdout);
-    assert!(shown.contains(&format!("refs/orchestra/backup/{run}/p1-a")), "{shown}");
+    assert!(
+        shown.contains(&format!("refs/orchestra/backup/{run}/p1-a")),
+        "{shown}"
+    );
     assert!(!wt.exists());
     let backup = format!("refs/orchestra/backup/{run}/p1-a");
-    assert_eq!(repo.git(&["show", &format!("{backup}:README.md")]), "edited after the run");
-    assert_eq!(repo.git(&["show", &format!("{backup}:notes.txt")]), "untracked notes");
+    assert_eq!(
+        repo.git(&["show", &format!("{backup}:README.md")]),
+        "edited after the run"
+    );
+    assert_eq!(
+        repo.git(&["show", &format!("{backup}:notes.txt")]),
+        "untracked notes"
+    );
     // Unmerged packet branches are kept, with a reason.
     assert!(shown.contains("kept branch"), "{shown}");
-    assert!(repo.git(&["branch", "--list", "orchestra/*"]).contains("p1-a"));
+    assert!(
+        repo.git(&["branch", "--list", "orchestra/*"])
+            .contains("p1-a")
+    );
     assert!(!repo.git(&["worktree", "list"]).contains(&run));
     assert_eq!(repo.git(&["fsck", "--no-progress"]), "");
 }
@@ -413,14 +598,24 @@ fn cancel_saves_in_progress_work() {
     let plan = write_plan(
         &repo,
         "plan.toml",
-        &format!("objective = \"Cancel me\"\n\n{}", packet("p1", "\"wip.txt\"", "", "")),
+        &format!(
+            "objective = \"Cancel me\"\n\n{}",
+            packet("p1", "\"wip.txt\"", "", "")
+        ),
     );
     let root = repo.scratch().join("wt");
     let worker = "echo half-done > wip.txt; exit 0";
     // Crash right after the worker finished, before its commit: the work sits uncommitted.
     let out = orchestra_with_env(
         &repo.path,
-        &["run", plan.to_str().unwrap(), "--worker-cmd", worker, "--worktree-root", root.to_str().unwrap()],
+        &[
+            "run",
+            plan.to_str().unwrap(),
+            "--worker-cmd",
+            worker,
+            "--worktree-root",
+            root.to_str().unwrap(),
+        ],
         &[("ORCHESTRA_CRASH_AFTER_EVENTS", "6")],
     );
     assert!(!out.status.success());
@@ -429,5 +624,8 @@ fn cancel_saves_in_progress_work() {
     let v = status_json(&repo.path);
     assert_eq!(v["run"]["state"], "cancelled");
     let run = v["run"]["id"].as_str().unwrap();
-    assert_eq!(repo.git(&["show", &format!("refs/orchestra/backup/{run}/p1:wip.txt")]), "half-done");
+    assert_eq!(
+        repo.git(&["show", &format!("refs/orchestra/backup/{run}/p1:wip.txt")]),
+        "half-done"
+    );
 }

@@ -1,0 +1,222 @@
+//! Reads the repository's worktree registrations and removes packet worktrees and branches
+//! without losing work.
+//!
+//! Removal is where work gets lost, so it refuses unless everything in the worktree is either
+//! committed or held by a backup ref (see `backup`), and branch deletion refuses unless the
+//! branch is merged or backed up. Both go through the `git` CLI so plain git stays the authority
+//! on what is registered.
+
+use std::path::{Path, PathBuf};
+
+use super::backup::{self, BACKUP_PREFIX};
+use super::worktree::{WorktreeError, resolve_commit};
+use super::{GitError, RepoInfo};
+
+/// One worktree as `git worktree list --porcelain` describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorktreeEntry {
+    /// The worktree's directory.
+    pub path: PathBuf,
+    /// The commit HEAD points at (`None` for a bare repository).
+    pub head: Option<String>,
+    /// The full name of the checked-out branch (`refs/heads/…`), `None` when detached or bare.
+    pub branch: Option<String>,
+    /// True for the bare repository entry.
+    pub bare: bool,
+    /// The lock reason (possibly empty) when the worktree is locked.
+    pub locked: Option<String>,
+    /// Why git considers the registration stale (its directory is gone), if it does.
+    pub prunable: Option<String>,
+}
+
+impl WorktreeEntry {
+    /// Returns the branch's short name (`refs/heads/` removed), `None` when detached or bare.
+    pub fn branch_name(&self) -> Option<&str> {
+        self.branch.as_deref()?.strip_prefix("refs/heads/")
+    }
+}
+
+/// Returns every worktree of `repo`, the main working tree first, as git lists them.
+pub fn list(repo: &RepoInfo) -> Result<Vec<WorktreeEntry>, WorktreeError> {
+    let out = repo.git().run(["worktree", "list", "--porcelain", "-z"])?;
+    Ok(parse_porcelain(&out))
+}
+
+/// Parses `git worktree list --porcelain -z`: NUL-terminated lines, an empty one ends a record.
+fn parse_porcelain(out: &str) -> Vec<WorktreeEntry> {
+    let mut entries = Vec::new();
+    let mut current: Option<WorktreeEntry> = None;
+    for line in out.split('\0') {
+        if line.is_empty() {
+            entries.extend(current.take());
+            continue;
+        }
+        let (key, value) = line.split_once(' ').unwrap_or((line, ""));
+        if key == "worktree" {
+            entries.extend(current.take());
+            current = Some(WorktreeEntry {
+                path: PathBuf::from(value),
+                head: None,
+                branch: None,
+                bare: false,
+                locked: None,
+                prunable: None,
+            });
+            continue;
+        }
+        let Some(entry) = current.as_mut() else {
+            continue;
+        };
+        match key {
+            "HEAD" => entry.head = Some(value.to_string()),
+            "branch" => entry.branch = Some(value.to_string()),
+            "bare" => entry.bare = true,
+            "locked" => entry.locked = Some(value.to_string()),
+            "prunable" => entry.prunable = Some(value.to_string()),
+            _ => {}
+        }
+    }
+    entries.extend(current);
+    entries
+}
+
+/// Removes the linked worktree at `worktree` so that `git worktree list` no longer shows it,
+/// refusing while it holds changes that are neither committed nor held by a backup ref under
+/// `refs/orchestra/backup/`.
+///
+/// The branch is kept. Callers back up first (`backup`), and must make sure nothing writes into
+/// the worktree between the backup and this call. Ignored files (build output, copied `.env`)
+/// are deleted with the directory. Stale registrations are pruned afterwards.
+pub fn remove(repo: &RepoInfo, worktree: &Path) -> Result<(), WorktreeError> {
+    let entries = list(repo)?;
+    let Some(position) = entries.iter().position(|e| same_path(&e.path, worktree)) else {
+        return Err(WorktreeError::NotAWorktree {
+            path: worktree.to_path_buf(),
+            repo: repo.toplevel.clone(),
+        });
+    };
+    let entry = &entries[position];
+    if position == 0 || entry.bare {
+        return Err(WorktreeError::MainWorktree {
+            path: entry.path.clone(),
+        });
+    }
+    if let Some(reason) = &entry.locked {
+        return Err(WorktreeError::Locked {
+            path: entry.path.clone(),
+            reason: reason.clone(),
+        });
+    }
+    let git = repo.git();
+    if entry.path.exists() {
+        if !backup::is_saved(repo, &entry.path)? {
+            return Err(WorktreeError::UnsavedWork {
+                path: entry.path.clone(),
+            });
+        }
+        let path = entry.path.to_string_lossy().into_owned();
+        git.run(["worktree", "remove", "--force", "--", &path])?;
+    }
+    git.run(["worktree", "prune"])?;
+    Ok(())
+}
+
+/// Deletes the local branch `branch`, refusing unless its tip is merged into `target` (any
+/// commit-ish) or reachable from a backup ref, and unless no worktree has it checked out.
+///
+/// The deletion is a compare-and-swap on the tip that was checked, so a branch that moves in
+/// between is kept.
+pub fn delete_branch(repo: &RepoInfo, branch: &str, target: &str) -> Result<(), WorktreeError> {
+    let git = repo.git();
+    let full_ref = format!("refs/heads/{branch}");
+    let Some(tip) = resolve_commit(&git, &full_ref)? else {
+        return Ok(());
+    };
+    if let Some(entry) = list(repo)?
+        .into_iter()
+        .find(|e| e.branch.as_deref() == Some(full_ref.as_str()))
+    {
+        return Err(WorktreeError::BranchCheckedOut {
+            branch: branch.to_string(),
+            path: entry.path,
+        });
+    }
+    let merged = match resolve_commit(&git, target)? {
+        Some(target_id) => git.succeeds(["merge-base", "--is-ancestor", &tip, &target_id])?,
+        None => false,
+    };
+    let backed_up = || -> Result<bool, GitError> {
+        let contains = format!("--contains={tip}");
+        let refs = git.run([
+            "for-each-ref",
+            &contains,
+            "--count=1",
+            "--format=%(refname)",
+            BACKUP_PREFIX,
+        ])?;
+        Ok(!refs.is_empty())
+    };
+    if !merged && !backed_up()? {
+        return Err(WorktreeError::UnmergedBranch {
+            branch: branch.to_string(),
+            target: target.to_string(),
+        });
+    }
+    git.run(["update-ref", "-d", &full_ref, &tip])?;
+    Ok(())
+}
+
+/// Returns true if and only if `a` and `b` name the same directory, resolving symlinks where the
+/// paths exist (git records real paths; callers may pass paths through symlinked temp dirs).
+pub(crate) fn same_path(a: &Path, b: &Path) -> bool {
+    a == b || resolved(a) == resolved(b)
+}
+
+/// Returns `path` with its longest existing prefix canonicalized and the rest appended.
+fn resolved(path: &Path) -> PathBuf {
+    let mut tail = Vec::new();
+    let mut current = path;
+    loop {
+        if let Ok(real) = current.canonicalize() {
+            return tail.iter().rev().fold(real, |acc, part| acc.join(part));
+        }
+        match (current.parent(), current.file_name()) {
+            (Some(parent), Some(name)) => {
+                tail.push(name.to_owned());
+                current = parent;
+            }
+            _ => return path.to_path_buf(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn porcelain_parsing_reads_every_field() {
+        let out = "worktree /r\0HEAD aaa\0branch refs/heads/main\0\0\
+worktree /w/p 1\0HEAD bbb\0detached\0locked busy\0\0\
+worktree /w/gone\0HEAD ccc\0branch refs/heads/orchestra/r/p\0prunable gitdir file points to non-existent location\0\0";
+        let entries = parse_porcelain(out);
+        assert_eq!(entries.len(), 3);
+        assert_eq!(entries[0].branch_name(), Some("main"));
+        assert_eq!(entries[1].path, PathBuf::from("/w/p 1"));
+        assert_eq!(entries[1].branch, None);
+        assert_eq!(entries[1].locked.as_deref(), Some("busy"));
+        assert_eq!(entries[2].branch_name(), Some("orchestra/r/p"));
+        assert!(entries[2].prunable.is_some());
+    }
+
+    #[test]
+    fn same_path_sees_through_symlinks_and_missing_tails() {
+        let tmp = std::env::temp_dir();
+        let real = tmp.canonicalize().unwrap_or(tmp.clone());
+        assert!(same_path(
+            &tmp.join("no/such/dir"),
+            &real.join("no/such/dir")
+        ));
+        assert!(!same_path(&tmp.join("a"), &tmp.join("b")));
+    }
+}

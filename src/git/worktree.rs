@@ -1,0 +1,438 @@
+//! Creates and validates the worktree a packet works in, resuming instead of duplicating.
+//!
+//! A run that is started again must find its packets where it left them: an existing worktree on
+//! the packet's branch is reused (and may be dirty, which is reported, not "fixed"), a branch that
+//! already has commits is checked out again at its tip and never reset, and anything unexpected at
+//! the destination is refused without touching it.
+
+use std::path::{Path, PathBuf};
+
+use super::checkout::{self, CheckoutStats};
+use super::registry::{self, same_path};
+use super::{Git, GitError, RepoInfo};
+
+/// Why a worktree could not be created, validated, backed up or removed; each says how to fix it.
+#[derive(Debug, thiserror::Error)]
+pub enum WorktreeError {
+    #[error(
+        "`{branch}` is not a valid branch name ({reason}); use letters, digits, `-`, `_` and `/`"
+    )]
+    InvalidBranch { branch: String, reason: String },
+    #[error("unknown base `{base}`: no commit by that name; pass a full commit id that exists")]
+    UnknownBase { base: String },
+    #[error(
+        "{path} already exists and is not a worktree of this repository; move it away or choose another worktree directory (if it is a moved worktree, `git worktree repair {path}` registers it again)"
+    )]
+    PathOccupied { path: PathBuf },
+    #[error("{path} does not exist; create the worktree first")]
+    Missing { path: PathBuf },
+    #[error(
+        "{path} is not a linked worktree of the repository at {repo}; check the path or run `git worktree list`"
+    )]
+    NotAWorktree { path: PathBuf, repo: PathBuf },
+    #[error("{path} is the main working tree; only packet worktrees can be removed")]
+    MainWorktree { path: PathBuf },
+    #[error(
+        "worktree {path} is on {actual} but should be on branch `{expected}`; check out `{expected}` there or remove the worktree"
+    )]
+    WrongBranch {
+        path: PathBuf,
+        expected: String,
+        actual: String,
+    },
+    #[error(
+        "branch `{branch}` is already checked out in {path}; remove that worktree or pick another branch"
+    )]
+    BranchCheckedOut { branch: String, path: PathBuf },
+    #[error(
+        "worktree {path} has uncommitted or untracked changes ({changed} path(s)); commit or back them up first"
+    )]
+    Dirty { path: PathBuf, changed: usize },
+    #[error(
+        "worktree {path} is locked ({reason}); run `git worktree unlock {path}` if nothing uses it"
+    )]
+    Locked { path: PathBuf, reason: String },
+    #[error(
+        "worktree {path} has changes that no backup holds; back them up (refs/orchestra/backup/…) before removing it"
+    )]
+    UnsavedWork { path: PathBuf },
+    #[error(
+        "branch `{branch}` has commits that are neither merged into {target} nor backed up; merge or back it up before deleting it"
+    )]
+    UnmergedBranch { branch: String, target: String },
+    #[error(
+        "`{refname}` is not a valid backup ref name; use a full name such as refs/orchestra/backup/<run>/<packet>"
+    )]
+    InvalidRef { refname: String },
+    #[error(
+        "{refname} moved while a backup was being written; run the backup again (the earlier one is kept)"
+    )]
+    RefMoved { refname: String },
+    #[error("checking out {path} failed: {message}")]
+    Checkout { path: PathBuf, message: String },
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Git(#[from] GitError),
+}
+
+/// How `create` treats an existing worktree that has uncommitted or untracked changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Reuse {
+    /// Reuse it and report `Created::Reused { dirty: true }` (resuming a packet mid-work).
+    #[default]
+    ReportDirty,
+    /// Refuse with `WorktreeError::Dirty`.
+    RequireClean,
+}
+
+/// Where and on which branch a packet's worktree should live.
+#[derive(Debug, Clone, Copy)]
+pub struct WorktreeRequest<'a> {
+    /// The repository the worktree belongs to.
+    pub repo: &'a RepoInfo,
+    /// The worktree directory; need not exist.
+    pub path: &'a Path,
+    /// The branch's short name (e.g. `orchestra/<run>/<packet>`).
+    pub branch: &'a str,
+    /// The commit a new branch starts at (ignored when the branch already exists).
+    pub base: &'a str,
+    /// What to do when the worktree already exists and is dirty.
+    pub reuse: Reuse,
+}
+
+/// How `create` obtained the worktree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Created {
+    /// A new branch at the base and a fresh, clean checkout.
+    Fresh,
+    /// The worktree already existed on the branch and was validated.
+    Reused { dirty: bool },
+    /// The branch existed (maybe with commits); the worktree was checked out again at its tip.
+    Recreated,
+}
+
+/// A packet worktree that exists and is on its branch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Worktree {
+    /// The worktree's top directory, absolute.
+    pub path: PathBuf,
+    /// The branch's short name.
+    pub branch: String,
+    /// The commit HEAD points at.
+    pub head: String,
+}
+
+/// What `validate` found in a worktree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorktreeStatus {
+    /// The worktree's top directory as git reports it.
+    pub path: PathBuf,
+    /// The commit HEAD points at.
+    pub head: String,
+    /// How many paths `git status` lists (modified, staged, deleted or untracked, not ignored).
+    pub changed: usize,
+}
+
+impl WorktreeStatus {
+    /// Returns true if and only if the worktree has uncommitted or untracked changes.
+    pub fn dirty(&self) -> bool {
+        self.changed > 0
+    }
+}
+
+/// Returns the packet's worktree on `req.branch`, creating, re-creating or reusing it.
+///
+/// A new branch starts at `req.base`; an existing branch is checked out at its current tip, so
+/// commits made in an earlier attempt survive. A fresh checkout must validate clean, otherwise
+/// the checkout itself was wrong. Bad input (invalid branch, unknown base, an occupied path, a
+/// branch checked out elsewhere) is refused before anything is written.
+pub fn create(req: &WorktreeRequest) -> Result<(Worktree, Created), WorktreeError> {
+    let git = req.repo.git();
+    check_branch_name(&git, req.branch)?;
+    let base = resolve_commit(&git, req.base)?.ok_or_else(|| WorktreeError::UnknownBase {
+        base: req.base.to_string(),
+    })?;
+    let path = absolute(req.path)?;
+    let mut entries = registry::list(req.repo)?;
+    let full_ref = format!("refs/heads/{}", req.branch);
+
+    if let Some(entry) = entries.iter().find(|e| same_path(&e.path, &path)) {
+        if path.exists() {
+            return reuse(req, &path);
+        }
+        if let Some(reason) = &entry.locked {
+            return Err(WorktreeError::Locked {
+                path,
+                reason: reason.clone(),
+            });
+        }
+        // The directory is gone but still registered: drop the stale registration (it holds
+        // no files) so the path can be registered again.
+        git.run(["worktree", "prune"])?;
+        entries = registry::list(req.repo)?;
+    }
+    check_destination_free(&path)?;
+
+    let existing_tip = resolve_commit(&git, &full_ref)?;
+    if existing_tip.is_some()
+        && let Some(other) = entries
+            .iter()
+            .find(|e| e.branch.as_deref() == Some(full_ref.as_str()))
+    {
+        return Err(WorktreeError::BranchCheckedOut {
+            branch: req.branch.to_string(),
+            path: other.path.clone(),
+        });
+    }
+    let kind = if existing_tip.is_some() {
+        Created::Recreated
+    } else {
+        git.run(["branch", "--no-track", req.branch, &base])?;
+        Created::Fresh
+    };
+
+    let checked_out = checkout::add_checked_out(&req.repo.toplevel, &path, req.branch);
+    let checked_out = checked_out.and_then(|stats| verify_fresh(req, &path, stats));
+    match checked_out {
+        Ok(head) => Ok((
+            Worktree {
+                path,
+                branch: req.branch.to_string(),
+                head,
+            },
+            kind,
+        )),
+        Err(e) => {
+            if kind == Created::Fresh {
+                // Only a branch this call created is rolled back, and only if it still points
+                // at the base (compare-and-swap), so no commit can be lost.
+                let _ = git.run(["update-ref", "-d", &full_ref, &base]);
+            }
+            Err(e)
+        }
+    }
+}
+
+/// Returns what a worktree at `path` looks like: it must exist, be a linked worktree of `repo`
+/// (its top directory, not a subdirectory) and have HEAD attached to `branch`.
+///
+/// Dirtiness is reported, not refused: a resumed packet legitimately has work in progress.
+pub fn validate(
+    repo: &RepoInfo,
+    path: &Path,
+    branch: &str,
+) -> Result<WorktreeStatus, WorktreeError> {
+    if !path.is_dir() {
+        return Err(WorktreeError::Missing {
+            path: path.to_path_buf(),
+        });
+    }
+    let not_a_worktree = || WorktreeError::NotAWorktree {
+        path: path.to_path_buf(),
+        repo: repo.toplevel.clone(),
+    };
+    let git = Git::new(path);
+    // rev-parse fails outside any repository; status v2 reports HEAD and the branch in one go.
+    let facts = match git.run([
+        "rev-parse",
+        "--path-format=absolute",
+        "--show-toplevel",
+        "--git-common-dir",
+    ]) {
+        Ok(out) => out,
+        Err(GitError::Failed { .. }) => return Err(not_a_worktree()),
+        Err(e) => return Err(e.into()),
+    };
+    let mut lines = facts.lines();
+    let (Some(toplevel), Some(common)) = (lines.next(), lines.next()) else {
+        return Err(not_a_worktree());
+    };
+    if !same_path(Path::new(toplevel), path) || !same_path(Path::new(common), &repo.common_dir) {
+        return Err(not_a_worktree());
+    }
+    let status = git.run([
+        "status",
+        "--porcelain=v2",
+        "--branch",
+        "-z",
+        "--untracked-files=normal",
+    ])?;
+    let parsed = parse_status(&status);
+    if parsed.branch.as_deref() != Some(branch) {
+        return Err(WorktreeError::WrongBranch {
+            path: path.to_path_buf(),
+            expected: branch.to_string(),
+            actual: match parsed.branch {
+                Some(other) => format!("branch `{other}`"),
+                None => "a detached HEAD".to_string(),
+            },
+        });
+    }
+    Ok(WorktreeStatus {
+        path: PathBuf::from(toplevel),
+        head: parsed.head.unwrap_or_default(),
+        changed: parsed.changed,
+    })
+}
+
+/// Validates an existing worktree for reuse and applies the request's dirty policy.
+fn reuse(req: &WorktreeRequest, path: &Path) -> Result<(Worktree, Created), WorktreeError> {
+    let status = validate(req.repo, path, req.branch)?;
+    if req.reuse == Reuse::RequireClean && status.dirty() {
+        return Err(WorktreeError::Dirty {
+            path: path.to_path_buf(),
+            changed: status.changed,
+        });
+    }
+    let dirty = status.dirty();
+    Ok((
+        Worktree {
+            path: path.to_path_buf(),
+            branch: req.branch.to_string(),
+            head: status.head,
+        },
+        Created::Reused { dirty },
+    ))
+}
+
+/// Validates a worktree that was just checked out; it must be clean. Returns its HEAD.
+fn verify_fresh(
+    req: &WorktreeRequest,
+    path: &Path,
+    stats: CheckoutStats,
+) -> Result<String, WorktreeError> {
+    tracing::debug!(path = %path.display(), files = stats.files, bytes = stats.bytes, "checked out");
+    let status = validate(req.repo, path, req.branch)?;
+    if status.dirty() {
+        return Err(WorktreeError::Checkout {
+            path: path.to_path_buf(),
+            message: format!(
+                "the new checkout is not clean ({} path(s) differ from the branch)",
+                status.changed
+            ),
+        });
+    }
+    Ok(status.head)
+}
+
+/// The parts of `git status --porcelain=v2 --branch -z` that validation needs.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct ParsedStatus {
+    head: Option<String>,
+    branch: Option<String>,
+    changed: usize,
+}
+
+/// Parses `git status --porcelain=v2 --branch -z`; a rename or copy carries an extra path.
+fn parse_status(status: &str) -> ParsedStatus {
+    let mut parsed = ParsedStatus::default();
+    let mut fields = status.split('\0').filter(|f| !f.is_empty());
+    while let Some(entry) = fields.next() {
+        if let Some(oid) = entry.strip_prefix("# branch.oid ") {
+            parsed.head = Some(oid.to_string());
+        } else if let Some(head) = entry.strip_prefix("# branch.head ") {
+            parsed.branch = (head != "(detached)").then(|| head.to_string());
+        } else if entry.starts_with('#') {
+            continue;
+        } else {
+            parsed.changed += 1;
+            if entry.starts_with("2 ") {
+                fields.next();
+            }
+        }
+    }
+    parsed
+}
+
+/// Refuses `branch` unless git accepts it as a branch name.
+fn check_branch_name(git: &Git, branch: &str) -> Result<(), WorktreeError> {
+    let invalid = |reason: &str| WorktreeError::InvalidBranch {
+        branch: branch.to_string(),
+        reason: reason.to_string(),
+    };
+    if branch.starts_with('-') {
+        return Err(invalid("it starts with `-`"));
+    }
+    match git.run(["check-ref-format", "--branch", branch]) {
+        Ok(_) => Ok(()),
+        Err(GitError::Failed { .. }) => Err(invalid("git check-ref-format refuses it")),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Returns the full commit id `spec` names, or `None` when it names no commit.
+pub(crate) fn resolve_commit(git: &Git, spec: &str) -> Result<Option<String>, WorktreeError> {
+    let peeled = format!("{spec}^{{commit}}");
+    match git.run([
+        "rev-parse",
+        "--verify",
+        "--quiet",
+        "--end-of-options",
+        &peeled,
+    ]) {
+        Ok(id) => Ok(Some(id)),
+        Err(GitError::Failed { .. }) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Refuses a destination that exists and is anything but an empty directory.
+fn check_destination_free(path: &Path) -> Result<(), WorktreeError> {
+    let occupied = || WorktreeError::PathOccupied {
+        path: path.to_path_buf(),
+    };
+    match fs_err::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(WorktreeError::Io {
+            path: path.to_path_buf(),
+            source: e,
+        }),
+        Ok(meta) if !meta.is_dir() => Err(occupied()),
+        Ok(_) => {
+            let mut entries = fs_err::read_dir(path).map_err(|source| WorktreeError::Io {
+                path: path.to_path_buf(),
+                source,
+            })?;
+            if entries.next().is_some() {
+                Err(occupied())
+            } else {
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Returns `path` made absolute against the current directory.
+fn absolute(path: &Path) -> Result<PathBuf, WorktreeError> {
+    std::path::absolute(path).map_err(|source| WorktreeError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_parsing_counts_renames_once_and_reads_the_branch() {
+        let out = "# branch.oid abc\0# branch.head orchestra/r/p\0\
+1 .M N... 100644 100644 100644 a b src/x.rs\0\
+2 R. N... 100644 100644 100644 a b R100 new.rs\0old.rs\0? untracked.txt\0";
+        assert_eq!(
+            parse_status(out),
+            ParsedStatus {
+                head: Some("abc".into()),
+                branch: Some("orchestra/r/p".into()),
+                changed: 3,
+            }
+        );
+        let detached = parse_status("# branch.oid abc\0# branch.head (detached)\0");
+        assert_eq!(detached.branch, None);
+        assert_eq!(detached.changed, 0);
+    }
+}
