@@ -5,4 +5,5 @@
 //! `git-orchestra` binary (`src/main.rs`, `src/commands/`) owns the terminal. That split lets the
 //! same engine serve the CLI, `--json` output and the tests.
 
+pub mod confine;
 pub mod git;

@@ -3,4 +3,5 @@
 //! Every test works on real temporary repositories with the real `git`, in a hermetic
 //! environment (see `support::hermetic`).
 
+mod confine;
 mod support;
