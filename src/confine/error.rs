@@ -175,18 +175,31 @@ pub enum ConfineError {
 }
 
 impl ConfineError {
-    /// Returns true if and only if the error comes from the machine (I/O failures, a broken
+    /// Returns true if and only if the error comes from the machine (a failing disk, a broken
     /// worktree) rather than from the path the caller asked for.
     ///
     /// Tool layers hand the other errors back to the model as a readable answer; these abort.
+    /// I/O errors a caller can act on (a name too long, a permission or read-only file system)
+    /// count as answers.
     pub fn is_infrastructure(&self) -> bool {
-        matches!(
-            self,
+        match self {
             ConfineError::OpenRoot { .. }
-                | ConfineError::RootIsGitMetadata { .. }
-                | ConfineError::GitLink { .. }
-                | ConfineError::Io { .. }
-        )
+            | ConfineError::RootIsGitMetadata { .. }
+            | ConfineError::GitLink { .. } => true,
+            ConfineError::Io { source, .. } => !matches!(
+                source.raw_os_error(),
+                Some(
+                    libc::ENAMETOOLONG
+                        | libc::EACCES
+                        | libc::EPERM
+                        | libc::EROFS
+                        | libc::ELOOP
+                        | libc::EXDEV
+                        | libc::ENOTEMPTY
+                )
+            ),
+            _ => false,
+        }
     }
 }
 

@@ -114,3 +114,43 @@ impl ConfinedRoot {
         path::RelPath::parse(input, &self.root)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_root_can_be_shared_across_threads() {
+        fn shareable<T: Send + Sync>() {}
+        shareable::<ConfinedRoot>();
+    }
+
+    #[test]
+    fn a_plain_directory_is_a_root_whose_git_names_stay_protected() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = ConfinedRoot::open(tmp.path()).unwrap();
+        assert!(root.git_dir().is_none() && root.common_dir().is_none());
+        root.write("a.txt", b"a").unwrap();
+        let err = root.create_dir_all("x/.git").unwrap_err();
+        assert!(matches!(err, ConfineError::GitMetadata { .. }), "{err}");
+        assert!(
+            !tmp.path().join("x").exists(),
+            "nothing is created on refusal"
+        );
+    }
+
+    #[test]
+    fn an_overlong_name_is_an_answer_not_an_infrastructure_failure() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = ConfinedRoot::open(tmp.path()).unwrap();
+        let long = "n".repeat(300);
+        let err = root.write(&long, b"x").unwrap_err();
+        assert!(!err.is_infrastructure(), "{err}");
+        assert!(err.to_string().contains(&long), "{err}");
+        assert_eq!(
+            std::fs::read_dir(tmp.path()).unwrap().count(),
+            0,
+            "no temporary file left"
+        );
+    }
+}

@@ -133,7 +133,8 @@ impl ConfinedRoot {
     }
 
     /// Returns true if and only if an entry (of any kind, dangling symlinks included) exists
-    /// at `rel`; a missing parent directory means false, an escape is still an error.
+    /// at `rel`; a missing parent directory means false, while an escape or a path inside git
+    /// metadata is still an error.
     pub fn exists(&self, rel: &str) -> Result<bool, ConfineError> {
         match self.metadata(rel) {
             Ok(_) => Ok(true),
