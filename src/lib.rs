@@ -6,6 +6,7 @@
 //! same engine serve the CLI, `--json` output and the tests.
 
 pub mod config;
+pub mod confine;
 pub mod engine;
 pub mod git;
 pub mod names;

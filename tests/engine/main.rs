@@ -5,6 +5,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod confine;
 mod plan;
 mod run;
 mod support;
