@@ -214,6 +214,8 @@ pub fn execute(repo: &RepoInfo, run_id: &str, ctl: &Control<'_>) -> Result<Summa
             kill_group(pgid, libc::SIGKILL);
         }
     }
+    // Half-written worktree registrations from a crash block every worktree operation.
+    crate::git::repair_registrations(repo).map_err(|e| EngineError::Worktree(e.to_string()))?;
     let graph = graph_of(&plan);
     let journal = Journal::new(store, run_id, ctl.on_event, ctl.crash_after_events);
     journal.record(Event::RunStarted {
@@ -221,6 +223,7 @@ pub fn execute(repo: &RepoInfo, run_id: &str, ctl: &Control<'_>) -> Result<Summa
         resumed: run.state != RunState::Created,
     })?;
 
+    let worktree_lock = std::sync::Mutex::new(());
     let ctx = packet::Context {
         repo,
         run: &run,
@@ -231,6 +234,7 @@ pub fn execute(repo: &RepoInfo, run_id: &str, ctl: &Control<'_>) -> Result<Summa
         stop: ctl.stop,
         setup: ctl.setup.as_deref(),
         timeout: Duration::from_secs(run.timeout_secs),
+        worktree_lock: &worktree_lock,
     };
     let result = std::thread::scope(|scope| -> Result<(), EngineError> {
         let (done_tx, done_rx) = mpsc::channel::<usize>();

@@ -27,6 +27,8 @@ pub(super) struct Context<'a> {
     pub stop: &'a AtomicBool,
     pub setup: Option<&'a str>,
     pub timeout: Duration,
+    /// Serialises worktree creation and repair within the process.
+    pub worktree_lock: &'a std::sync::Mutex<()>,
 }
 
 /// Why a pipeline stopped before success.
@@ -99,7 +101,7 @@ fn pipeline(ctx: &Context<'_>, index: usize, rec: &PacketRecord) -> Result<Strin
         base: &ctx.run.base,
         reuse: Reuse::ReportDirty,
     };
-    let (_, created) = gitops::create(&request)
+    let created = ensure_worktree(ctx, &request, phase == Phase::Worktree)
         .map_err(|e| Halt::Fail(format!("could not prepare the worktree: {e}")))?;
     if phase == Phase::Worktree {
         if matches!(created, Created::Fresh | Created::Recreated) {
@@ -237,6 +239,52 @@ fn pipeline(ctx: &Context<'_>, index: usize, rec: &PacketRecord) -> Result<Strin
         }
     }
     Ok(head)
+}
+
+/// Creates or reuses the packet's worktree.
+///
+/// When the packet has not reached its worker yet (`before_worker`), whatever is in the
+/// worktree came from an interrupted creation or setup, never from a worker, so it may be
+/// repaired: a half-written registration is dropped, a half-populated directory is moved aside
+/// (not deleted), and a partial checkout is reset to the branch tip.
+fn ensure_worktree(
+    ctx: &Context<'_>,
+    request: &WorktreeRequest<'_>,
+    before_worker: bool,
+) -> Result<Created, gitops::WorktreeError> {
+    let _serial = ctx.worktree_lock.lock().unwrap_or_else(|p| p.into_inner());
+    let created = match gitops::create(request) {
+        Ok((_, created)) => created,
+        Err(first) => {
+            // A crash elsewhere may have left a registration that breaks every worktree
+            // operation in the repository; dropping it is safe while creation is serialised.
+            let repaired = gitops::repair_registrations(ctx.repo)?;
+            let occupied = before_worker
+                && request.path.exists()
+                && gitops::validate(ctx.repo, request.path, request.branch).is_err();
+            if repaired.is_empty() && !occupied {
+                return Err(first);
+            }
+            tracing::warn!(error = %first, "repairing an interrupted worktree creation");
+            if occupied {
+                let aside = request
+                    .path
+                    .with_extension(format!("incomplete-{}", crate::store::now_ms()));
+                fs_err::rename(request.path, &aside).map_err(|source| {
+                    gitops::WorktreeError::Io {
+                        path: request.path.to_path_buf(),
+                        source,
+                    }
+                })?;
+            }
+            gitops::create(request)?.1
+        }
+    };
+    if before_worker && created == (Created::Reused { dirty: true }) {
+        gitops::Git::new(request.path).run(["reset", "--hard", "--quiet", "HEAD"])?;
+        return Ok(Created::Reused { dirty: false });
+    }
+    Ok(created)
 }
 
 /// Runs one command in the worktree, turning an interrupt or a spawn failure into a halt.

@@ -35,7 +35,19 @@ pub fn add_checked_out(
         path: path.to_path_buf(),
         message: format!("{e:#}"),
     };
-    let repo = gix::open(toplevel).map_err(gix_error)?;
+    // The new worktree's HEAD reflog needs a committer; users without a git identity get the
+    // engine's, while a configured identity still wins.
+    let options = gix::open::Options::default().config_overrides([
+        format!(
+            "gitoxide.committer.nameFallback={}",
+            super::commit::COMMITTER_NAME
+        ),
+        format!(
+            "gitoxide.committer.emailFallback={}",
+            super::commit::COMMITTER_EMAIL
+        ),
+    ]);
+    let repo = gix::open_opts(toplevel, options).map_err(gix_error)?;
     let full_name = gix::refs::FullName::try_from(format!("refs/heads/{branch}")).map_err(|e| {
         WorktreeError::InvalidBranch {
             branch: branch.to_string(),
