@@ -8,7 +8,10 @@
 //!
 //! Every variant creates a worktree on a new branch at the fixture's HEAD; removal is not
 //! timed (it runs between iterations with `git worktree remove --force` and `git branch -D`).
-//! Variants run interleaved, so disk-cache warmth and background load hit them alike.
+//! Variants run interleaved, so disk-cache warmth and background load hit them alike. Besides
+//! wall time, the CPU time each variant costs (user + system, this process's threads and the git
+//! processes it waits for) is reported: on a machine shared with builds, CPU time is the steadier
+//! figure.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -45,11 +48,13 @@ fn main() {
         ));
     }
 
+    println!("load average at start: {}", load_average());
     println!(
-        "{:<24} {:>6} {:>8} | {:>11} {:>11} {:>11} {:>11} | {:>8} {:>8}",
+        "{:<22} {:>5} {:>6} {:<5}| {:>10} {:>10} {:>10} {:>10} | {:>8} {:>8}",
         "fixture",
         "files",
         "MB",
+        "",
         "ours ready",
         "ours co",
         "git add",
@@ -59,32 +64,69 @@ fn main() {
     );
     for (name, repo, iterations) in &fixtures {
         let (files, bytes) = tree_size(repo);
-        let times = measure(repo, *iterations);
-        let ours = median(&times[0]);
-        let git = median(&times[2]);
-        let git_parallel = median(&times[3]);
-        println!(
-            "{:<24} {:>6} {:>8.1} | {:>11} {:>11} {:>11} {:>11} | {:>8.2} {:>8.2}",
-            name,
-            files,
-            bytes as f64 / 1e6,
-            ms(ours),
-            ms(median(&times[1])),
-            ms(git),
-            ms(git_parallel),
-            ours.as_secs_f64() / git.as_secs_f64(),
-            ours.as_secs_f64() / git_parallel.as_secs_f64(),
-        );
+        let samples = measure(repo, *iterations);
+        for (label, pick) in [("wall", 0), ("cpu", 1)] {
+            let medians: Vec<Duration> = samples
+                .iter()
+                .map(|s| median(&s.iter().map(|m| [m.wall, m.cpu][pick]).collect::<Vec<_>>()))
+                .collect();
+            let ratio = |other: Duration| medians[0].as_secs_f64() / other.as_secs_f64();
+            println!(
+                "{:<22} {:>5} {:>6.1} {:<5}| {:>10} {:>10} {:>10} {:>10} | {:>8.2} {:>8.2}",
+                if pick == 0 { name.as_str() } else { "" },
+                files,
+                bytes as f64 / 1e6,
+                label,
+                ms(medians[0]),
+                ms(medians[1]),
+                ms(medians[2]),
+                ms(medians[3]),
+                ratio(medians[2]),
+                ratio(medians[3]),
+            );
+        }
     }
     println!(
-        "\nmedians; ours ready = create() incl. branch, gix parallel checkout, index and validation \
-(git status); ours co = branch + gix checkout only; git add = `git worktree add -b`; \
-git add -j = the same with `-c checkout.workers=0`; removal not timed"
+        "\nmedians of {{10, 5, 3}} runs after one warm-up; wall = elapsed, cpu = user+sys of this \
+process and its git children. ours ready = create(): branch, gix parallel checkout, index, \
+validation (git status); ours co = branch + gix checkout only; git add = `git worktree add -b`; \
+git add -j = the same with `-c checkout.workers=0`. Removal is not timed."
     );
 }
 
+/// One timed run: elapsed time and CPU time (user + system, self and waited-for children).
+#[derive(Debug, Clone, Copy)]
+struct Sample {
+    wall: Duration,
+    cpu: Duration,
+}
+
+/// Returns the CPU time used so far by this process and its waited-for children.
+fn cpu_time() -> Duration {
+    let mut total = Duration::ZERO;
+    for who in [libc::RUSAGE_SELF, libc::RUSAGE_CHILDREN] {
+        // SAFETY: getrusage writes into the zeroed struct we own and reads nothing else.
+        let usage = unsafe {
+            let mut usage: libc::rusage = std::mem::zeroed();
+            libc::getrusage(who, &mut usage);
+            usage
+        };
+        for tv in [usage.ru_utime, usage.ru_stime] {
+            total +=
+                Duration::from_secs(tv.tv_sec as u64) + Duration::from_micros(tv.tv_usec as u64);
+        }
+    }
+    total
+}
+
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "unknown".into())
+}
+
 /// Times every variant `iterations` times (after one warm-up round), interleaved.
-fn measure(repo: &Path, iterations: usize) -> [Vec<Duration>; 4] {
+fn measure(repo: &Path, iterations: usize) -> [Vec<Sample>; 4] {
     let info = RepoInfo::discover(repo).unwrap();
     let root = repo.parent().unwrap().join("worktrees");
     let _ = std::fs::remove_dir_all(&root);
@@ -93,11 +135,12 @@ fn measure(repo: &Path, iterations: usize) -> [Vec<Duration>; 4] {
         .arg(repo)
         .args(["worktree", "prune"])
         .status();
-    let mut times: [Vec<Duration>; 4] = Default::default();
+    let mut times: [Vec<Sample>; 4] = Default::default();
     for round in 0..=iterations {
         for (variant, slot) in times.iter_mut().enumerate() {
             let branch = format!("bench/v{variant}-{round}");
             let path = root.join(format!("v{variant}-{round}"));
+            let cpu_before = cpu_time();
             let started = Instant::now();
             match variant {
                 0 => {
@@ -132,9 +175,12 @@ fn measure(repo: &Path, iterations: usize) -> [Vec<Duration>; 4] {
                     ],
                 ),
             }
-            let elapsed = started.elapsed();
+            let sample = Sample {
+                wall: started.elapsed(),
+                cpu: cpu_time().saturating_sub(cpu_before),
+            };
             if round > 0 {
-                slot.push(elapsed);
+                slot.push(sample);
             }
             git(
                 repo,
