@@ -34,7 +34,7 @@ fn main() {
         Some(dir) => fixtures.push((
             "python stdlib".into(),
             copied_fixture(&cache, "stdlib", dir, true),
-            5,
+            3,
         )),
         None => eprintln!("python3 not found: skipping the stdlib fixture"),
     }
@@ -87,7 +87,7 @@ fn main() {
         }
     }
     println!(
-        "\nmedians of {{10, 5, 3}} runs after one warm-up; wall = elapsed, cpu = user+sys of this \
+        "\nmedians of {{10, 3, 3}} runs after one warm-up; wall = elapsed, cpu = user+sys of this \
 process and its git children. ours ready = create(): branch, gix parallel checkout, index, \
 validation (git status); ours co = branch + gix checkout only; git add = `git worktree add -b`; \
 git add -j = the same with `-c checkout.workers=0`. Removal is not timed."
