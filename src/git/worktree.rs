@@ -152,13 +152,18 @@ impl WorktreeStatus {
 /// branch checked out elsewhere) is refused before anything is written.
 pub fn create(req: &WorktreeRequest) -> Result<(Worktree, Created), WorktreeError> {
     let git = req.repo.git();
-    check_branch_name(&git, req.branch)?;
-    let base = resolve_commit(&git, req.base)?.ok_or_else(|| WorktreeError::UnknownBase {
-        base: req.base.to_string(),
-    })?;
+    let full_ref = checkout::branch_ref(req.branch)?;
+    let repo = checkout::open(&req.repo.toplevel)?;
+    // Plans pass full ids; anything else is resolved by git (tags, abbreviations, names).
+    let base = if checkout::is_commit(&repo, req.base) {
+        req.base.to_string()
+    } else {
+        resolve_commit(&git, req.base)?.ok_or_else(|| WorktreeError::UnknownBase {
+            base: req.base.to_string(),
+        })?
+    };
     let path = absolute(req.path)?;
     let mut entries = registry::list(req.repo)?;
-    let full_ref = format!("refs/heads/{}", req.branch);
 
     if let Some(entry) = entries.iter().find(|e| same_path(&e.path, &path)) {
         if path.exists() {
@@ -177,11 +182,12 @@ pub fn create(req: &WorktreeRequest) -> Result<(Worktree, Created), WorktreeErro
     }
     check_destination_free(&path)?;
 
-    let existing_tip = resolve_commit(&git, &full_ref)?;
+    let existing_tip = checkout::branch_tip(&repo, &full_ref)?;
+    let full_ref_text = full_ref.as_bstr().to_string();
     if existing_tip.is_some()
         && let Some(other) = entries
             .iter()
-            .find(|e| e.branch.as_deref() == Some(full_ref.as_str()))
+            .find(|e| e.branch.as_deref() == Some(full_ref_text.as_str()))
     {
         return Err(WorktreeError::BranchCheckedOut {
             branch: req.branch.to_string(),
@@ -191,11 +197,11 @@ pub fn create(req: &WorktreeRequest) -> Result<(Worktree, Created), WorktreeErro
     let kind = if existing_tip.is_some() {
         Created::Recreated
     } else {
-        git.run(["branch", "--no-track", req.branch, &base])?;
+        checkout::create_branch(&repo, &full_ref, &base)?;
         Created::Fresh
     };
 
-    let checked_out = checkout::add_checked_out(&req.repo.toplevel, &path, req.branch);
+    let checked_out = checkout::add_checked_out_in(&repo, &path, &full_ref);
     let checked_out = checked_out.and_then(|stats| verify_fresh(req, &path, stats));
     match checked_out {
         Ok(head) => Ok((
@@ -210,7 +216,7 @@ pub fn create(req: &WorktreeRequest) -> Result<(Worktree, Created), WorktreeErro
             if kind == Created::Fresh {
                 // Only a branch this call created is rolled back, and only if it still points
                 // at the base (compare-and-swap), so no commit can be lost.
-                let _ = git.run(["update-ref", "-d", &full_ref, &base]);
+                let _ = git.run(["update-ref", "-d", &full_ref_text, &base]);
             }
             Err(e)
         }
@@ -346,22 +352,6 @@ fn parse_status(status: &str) -> ParsedStatus {
         }
     }
     parsed
-}
-
-/// Refuses `branch` unless git accepts it as a branch name.
-fn check_branch_name(git: &Git, branch: &str) -> Result<(), WorktreeError> {
-    let invalid = |reason: &str| WorktreeError::InvalidBranch {
-        branch: branch.to_string(),
-        reason: reason.to_string(),
-    };
-    if branch.starts_with('-') {
-        return Err(invalid("it starts with `-`"));
-    }
-    match git.run(["check-ref-format", "--branch", branch]) {
-        Ok(_) => Ok(()),
-        Err(GitError::Failed { .. }) => Err(invalid("git check-ref-format refuses it")),
-        Err(e) => Err(e.into()),
-    }
 }
 
 /// Returns the full commit id `spec` names, or `None` when it names no commit.

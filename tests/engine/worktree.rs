@@ -245,6 +245,14 @@ fn bad_requests_change_nothing() {
     );
     assert!(!path.exists());
     assert_eq!(repo.git(&["branch", "--list"]), "* main");
+    assert_eq!(git::list(&info).unwrap().len(), 1);
+    // A base given by name (not a full id) is resolved by git.
+    let by_name = WorktreeRequest {
+        base: "main~1",
+        ..request(&info, &path)
+    };
+    let (wt, _) = create(&by_name).unwrap();
+    assert_eq!(wt.head, repo.git(&["rev-parse", "main~1"]));
     assert!(matches!(
         validate(&info, &repo.path.join("src"), "main"),
         Err(WorktreeError::NotAWorktree { .. })

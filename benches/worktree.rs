@@ -1,0 +1,336 @@
+//! Benchmarks "worktree ready" (our `create`, including validation) against `git worktree add`.
+//!
+//! Run with `cargo bench --bench worktree`. Fixtures: a generated repository of ~200 files, and
+//! the installed Python standard library (without site-packages and `__pycache__`, ≈ 2,450
+//! files, ≈ 100 MB) committed once and packed. Fixture repositories are cached under the system
+//! temp directory (`git-orchestra-bench/`), so only the first run pays for building them. With
+//! `ORCHESTRA_BENCH_HUGE=1` the interpreter's whole `lib` tree is measured too.
+//!
+//! Every variant creates a worktree on a new branch at the fixture's HEAD; removal is not
+//! timed (it runs between iterations with `git worktree remove --force` and `git branch -D`).
+//! Variants run interleaved, so disk-cache warmth and background load hit them alike. Besides
+//! wall time, the CPU time each variant costs (user + system, this process's threads and the git
+//! processes it waits for) is reported: on a machine shared with builds, CPU time is the steadier
+//! figure.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use git_orchestra::git::{RepoInfo, Reuse, WorktreeRequest, add_checked_out, create};
+
+/// Bumped when fixture contents change, so stale caches are rebuilt.
+const FIXTURE_VERSION: u32 = 1;
+
+fn main() {
+    hermetic();
+    let cache = std::env::temp_dir().join("git-orchestra-bench");
+    let stdlib = python_path("stdlib");
+    let mut fixtures: Vec<(String, PathBuf, usize)> =
+        vec![("generated (200 files)".into(), small_fixture(&cache), 10)];
+    match &stdlib {
+        Some(dir) => fixtures.push((
+            "python stdlib".into(),
+            copied_fixture(&cache, "stdlib", dir, true),
+            3,
+        )),
+        None => eprintln!("python3 not found: skipping the stdlib fixture"),
+    }
+    if std::env::var_os("ORCHESTRA_BENCH_HUGE").is_some()
+        && let Some(lib) = stdlib.as_deref().and_then(Path::parent)
+    {
+        fixtures.push((
+            "python lib (huge)".into(),
+            copied_fixture(&cache, "pylib", lib, false),
+            3,
+        ));
+    }
+
+    println!("load average at start: {}", load_average());
+    println!(
+        "{:<22} {:>5} {:>6} {:<5}| {:>10} {:>10} {:>10} {:>10} | {:>8} {:>8}",
+        "fixture",
+        "files",
+        "MB",
+        "",
+        "ours ready",
+        "ours co",
+        "git add",
+        "git add -j",
+        "ours/git",
+        "ours/-j"
+    );
+    for (name, repo, iterations) in &fixtures {
+        let (files, bytes) = tree_size(repo);
+        let samples = measure(repo, *iterations);
+        for (label, pick) in [("wall", 0), ("cpu", 1)] {
+            let medians: Vec<Duration> = samples
+                .iter()
+                .map(|s| median(&s.iter().map(|m| [m.wall, m.cpu][pick]).collect::<Vec<_>>()))
+                .collect();
+            let ratio = |other: Duration| medians[0].as_secs_f64() / other.as_secs_f64();
+            println!(
+                "{:<22} {:>5} {:>6.1} {:<5}| {:>10} {:>10} {:>10} {:>10} | {:>8.2} {:>8.2}",
+                if pick == 0 { name.as_str() } else { "" },
+                files,
+                bytes as f64 / 1e6,
+                label,
+                ms(medians[0]),
+                ms(medians[1]),
+                ms(medians[2]),
+                ms(medians[3]),
+                ratio(medians[2]),
+                ratio(medians[3]),
+            );
+        }
+    }
+    println!(
+        "\nmedians of {{10, 3, 3}} runs after one warm-up; wall = elapsed, cpu = user+sys of this \
+process and its git children. ours ready = create(): branch, gix parallel checkout, index, \
+validation (git status); ours co = branch + gix checkout only; git add = `git worktree add -b`; \
+git add -j = the same with `-c checkout.workers=0`. Removal is not timed."
+    );
+}
+
+/// One timed run: elapsed time and CPU time (user + system, self and waited-for children).
+#[derive(Debug, Clone, Copy)]
+struct Sample {
+    wall: Duration,
+    cpu: Duration,
+}
+
+/// Returns the CPU time used so far by this process and its waited-for children.
+fn cpu_time() -> Duration {
+    let mut total = Duration::ZERO;
+    for who in [libc::RUSAGE_SELF, libc::RUSAGE_CHILDREN] {
+        // SAFETY: getrusage writes into the zeroed struct we own and reads nothing else.
+        let usage = unsafe {
+            let mut usage: libc::rusage = std::mem::zeroed();
+            libc::getrusage(who, &mut usage);
+            usage
+        };
+        for tv in [usage.ru_utime, usage.ru_stime] {
+            total +=
+                Duration::from_secs(tv.tv_sec as u64) + Duration::from_micros(tv.tv_usec as u64);
+        }
+    }
+    total
+}
+
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+/// Times every variant `iterations` times (after one warm-up round), interleaved.
+fn measure(repo: &Path, iterations: usize) -> [Vec<Sample>; 4] {
+    let info = RepoInfo::discover(repo).unwrap();
+    let root = repo.parent().unwrap().join("worktrees");
+    let _ = std::fs::remove_dir_all(&root);
+    let _ = Command::new("git")
+        .arg("-C")
+        .arg(repo)
+        .args(["worktree", "prune"])
+        .status();
+    let mut times: [Vec<Sample>; 4] = Default::default();
+    for round in 0..=iterations {
+        for (variant, slot) in times.iter_mut().enumerate() {
+            let branch = format!("bench/v{variant}-{round}");
+            let path = root.join(format!("v{variant}-{round}"));
+            let cpu_before = cpu_time();
+            let started = Instant::now();
+            match variant {
+                0 => {
+                    let req = WorktreeRequest {
+                        repo: &info,
+                        path: &path,
+                        branch: &branch,
+                        base: &info.head,
+                        reuse: Reuse::ReportDirty,
+                    };
+                    create(&req).unwrap();
+                }
+                1 => {
+                    git(repo, &["branch", "--no-track", &branch, &info.head]);
+                    add_checked_out(&info.toplevel, &path, &branch).unwrap();
+                }
+                2 => git(
+                    repo,
+                    &["worktree", "add", "-q", "-b", &branch, path_str(&path)],
+                ),
+                _ => git(
+                    repo,
+                    &[
+                        "-c",
+                        "checkout.workers=0",
+                        "worktree",
+                        "add",
+                        "-q",
+                        "-b",
+                        &branch,
+                        path_str(&path),
+                    ],
+                ),
+            }
+            let sample = Sample {
+                wall: started.elapsed(),
+                cpu: cpu_time().saturating_sub(cpu_before),
+            };
+            if round > 0 {
+                slot.push(sample);
+            }
+            git(
+                repo,
+                &["worktree", "remove", "--force", "--force", path_str(&path)],
+            );
+            git(repo, &["branch", "-q", "-D", &branch]);
+        }
+    }
+    times
+}
+
+/// Returns a generated repository of 200 files in 20 directories (some executable, a symlink).
+fn small_fixture(cache: &Path) -> PathBuf {
+    let repo = cache.join(format!("small-v{FIXTURE_VERSION}/repo"));
+    if repo.join(".git/orchestra-bench-ready").exists() {
+        return repo;
+    }
+    let _ = std::fs::remove_dir_all(&repo);
+    for i in 0..200 {
+        let path = repo.join(format!("dir{:02}/file{i:03}.rs", i % 20));
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let line = format!("pub fn f{i}() -> usize {{ {i} }}\n");
+        std::fs::write(&path, line.repeat(40)).unwrap();
+        if i % 25 == 0 {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+    }
+    std::os::unix::fs::symlink("dir00/file000.rs", repo.join("link.rs")).unwrap();
+    commit_fixture(&repo);
+    repo
+}
+
+/// Returns a repository holding a copy of `source` (without `__pycache__`, and without
+/// `site-packages` when `skip_site` is set), committed once and packed.
+fn copied_fixture(cache: &Path, name: &str, source: &Path, skip_site: bool) -> PathBuf {
+    let repo = cache.join(format!("{name}-v{FIXTURE_VERSION}/repo"));
+    if repo.join(".git/orchestra-bench-ready").exists() {
+        return repo;
+    }
+    eprintln!(
+        "building fixture {} from {} …",
+        repo.display(),
+        source.display()
+    );
+    let _ = std::fs::remove_dir_all(&repo);
+    std::fs::create_dir_all(&repo).unwrap();
+    copy_tree(source, &repo, skip_site);
+    commit_fixture(&repo);
+    repo
+}
+
+fn copy_tree(from: &Path, to: &Path, skip_site: bool) {
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let name = entry.file_name();
+        if name == "__pycache__" || name == ".git" || (skip_site && name == "site-packages") {
+            continue;
+        }
+        let (src, dst) = (entry.path(), to.join(&name));
+        let kind = entry.file_type().unwrap();
+        if kind.is_symlink() {
+            std::os::unix::fs::symlink(std::fs::read_link(&src).unwrap(), &dst).unwrap();
+        } else if kind.is_dir() {
+            std::fs::create_dir_all(&dst).unwrap();
+            copy_tree(&src, &dst, skip_site);
+        } else if kind.is_file() {
+            std::fs::copy(&src, &dst).unwrap();
+        }
+    }
+}
+
+fn commit_fixture(repo: &Path) {
+    git(repo, &["init", "-q", "-b", "main"]);
+    // Force-add: nested .gitignore files in copied trees must not shrink the fixture.
+    git(repo, &["add", "-A", "-f"]);
+    git(repo, &["commit", "-q", "-m", "fixture"]);
+    git(repo, &["repack", "-adq"]);
+    git(repo, &["prune"]);
+    std::fs::write(repo.join(".git/orchestra-bench-ready"), "").unwrap();
+}
+
+/// Returns the number of files and bytes in HEAD's tree.
+fn tree_size(repo: &Path) -> (usize, u64) {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(repo)
+        .args(["ls-tree", "-r", "-l", "HEAD"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let sizes: Vec<u64> = text
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(3)?.parse().ok())
+        .collect();
+    (text.lines().count(), sizes.iter().sum())
+}
+
+fn python_path(key: &str) -> Option<PathBuf> {
+    let script = format!("import sysconfig;print(sysconfig.get_paths()['{key}'])");
+    let out = Command::new("python3")
+        .args(["-c", &script])
+        .output()
+        .ok()?;
+    let path = PathBuf::from(String::from_utf8(out.stdout).ok()?.trim());
+    (out.status.success() && path.is_dir()).then_some(path)
+}
+
+fn git(dir: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn path_str(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+fn median(times: &[Duration]) -> Duration {
+    let mut sorted = times.to_vec();
+    sorted.sort();
+    sorted[sorted.len() / 2]
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.1} ms", d.as_secs_f64() * 1e3)
+}
+
+/// Makes the process independent of the user's git configuration and identity.
+fn hermetic() {
+    let vars = [
+        ("GIT_CONFIG_GLOBAL", "/dev/null"),
+        ("GIT_CONFIG_NOSYSTEM", "1"),
+        ("GIT_AUTHOR_NAME", "bench"),
+        ("GIT_AUTHOR_EMAIL", "bench@example.com"),
+        ("GIT_COMMITTER_NAME", "bench"),
+        ("GIT_COMMITTER_EMAIL", "bench@example.com"),
+        ("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z"),
+        ("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z"),
+    ];
+    for (k, v) in vars {
+        // SAFETY: runs first in main, before any other thread exists.
+        unsafe { std::env::set_var(k, v) };
+    }
+}
