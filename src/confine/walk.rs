@@ -125,11 +125,17 @@ impl ConfinedRoot {
                         action,
                     };
                 }
+                // Suggest the real path only when it is not itself another link.
+                let plain = !resolved.is_root()
+                    && !self
+                        .dir
+                        .symlink_metadata(resolved.to_path_buf())
+                        .is_ok_and(|m| m.is_symlink());
                 ConfineError::ThroughSymlink {
                     path: shown.to_string(),
                     link,
                     target: target_text,
-                    resolved: (!resolved.is_root()).then(|| resolved.to_string()),
+                    resolved: plain.then(|| resolved.to_string()),
                     action,
                 }
             }
