@@ -74,23 +74,26 @@ fn record(ctx: &Context<'_>, event: Event) -> Result<(), Halt> {
 fn pipeline(ctx: &Context<'_>, index: usize, rec: &PacketRecord) -> Result<String, Halt> {
     let packet = &ctx.plan.packets[index];
     let in_flight = matches!(rec.state, PacketState::Running | PacketState::Interrupted);
-    let mut phase = if in_flight {
-        rec.phase.unwrap_or(Phase::Worktree)
+    let (mut phase, start) = if in_flight {
+        let start = rec.start.clone().unwrap_or_else(|| ctx.run.base.clone());
+        (rec.phase.unwrap_or(Phase::Worktree), start)
     } else {
+        let start = start_point(ctx, packet)?;
         record(
             ctx,
             Event::PacketStarted {
                 packet: packet.id.clone(),
                 branch: rec.branch.clone(),
                 worktree: rec.worktree.clone(),
+                start: start.clone(),
                 attempt: rec.attempt + 1,
             },
         )?;
-        Phase::Worktree
+        (Phase::Worktree, start)
     };
     let wt = PathBuf::from(&rec.worktree);
     let dir = ctx.run_dir.join(&packet.id);
-    let env = environment(ctx, index, packet, &wt, &dir)?;
+    let env = environment(ctx, index, packet, &wt, &dir, &start)?;
 
     // The worktree is ensured on every (re)start: created fresh, re-added on its branch's tip,
     // or reused as it is, work in progress included.
@@ -98,7 +101,7 @@ fn pipeline(ctx: &Context<'_>, index: usize, rec: &PacketRecord) -> Result<Strin
         repo: ctx.repo,
         path: &wt,
         branch: &rec.branch,
-        base: &ctx.run.base,
+        base: &start,
         reuse: Reuse::ReportDirty,
     };
     let created = ensure_worktree(ctx, &request, phase == Phase::Worktree)
@@ -184,7 +187,7 @@ fn pipeline(ctx: &Context<'_>, index: usize, rec: &PacketRecord) -> Result<Strin
         let head = gitops::Git::new(&wt)
             .run(["rev-parse", "HEAD"])
             .map_err(|e| Halt::Fail(format!("cannot read the packet branch: {e}")))?;
-        let changed = commit::changed_paths(&wt, &ctx.run.base, &head)
+        let changed = commit::changed_paths(&wt, &start, &head)
             .map_err(|e| Halt::Fail(format!("cannot list the packet's changes: {e}")))?;
         record(
             ctx,
@@ -201,7 +204,7 @@ fn pipeline(ctx: &Context<'_>, index: usize, rec: &PacketRecord) -> Result<Strin
     let head = git
         .run(["rev-parse", "HEAD"])
         .map_err(|e| Halt::Fail(format!("cannot read the packet branch: {e}")))?;
-    let changed = commit::changed_paths(&wt, &ctx.run.base, &head)
+    let changed = commit::changed_paths(&wt, &start, &head)
         .map_err(|e| Halt::Fail(format!("cannot list the packet's changes: {e}")))?;
     let scope = packet
         .scope()
@@ -239,6 +242,40 @@ fn pipeline(ctx: &Context<'_>, index: usize, rec: &PacketRecord) -> Result<Strin
         }
     }
     Ok(head)
+}
+
+/// Returns the commit a packet starts from: the run's base without dependencies, the single
+/// dependency's work, or the in-memory merge of all its dependencies' work.
+fn start_point(ctx: &Context<'_>, packet: &Packet) -> Result<String, Halt> {
+    let records = ctx.journal.packets().map_err(|_| Halt::Journal)?;
+    let mut start: Option<String> = None;
+    for dep in &packet.depends_on {
+        let commit = records
+            .iter()
+            .find(|r| &r.id == dep)
+            .and_then(|r| r.commit.clone())
+            .ok_or_else(|| Halt::Fail(format!("dependency `{dep}` has no recorded commit")))?;
+        start = Some(match start {
+            None => commit,
+            Some(acc) => {
+                let message = format!(
+                    "Merge the dependencies of {}\n\nOrchestra-Run: {}\nOrchestra-Packet: {}\n",
+                    packet.id, ctx.run.id, packet.id
+                );
+                match commit::merge_in_memory(&ctx.repo.toplevel, &acc, &commit, &message) {
+                    Ok(commit::MergeOutcome::Merged(id)) => id,
+                    Ok(commit::MergeOutcome::Conflict(paths)) => {
+                        return Err(Halt::Fail(format!(
+                            "its dependencies' work conflicts in {}; resolve by making one depend on the other",
+                            paths.join(", ")
+                        )));
+                    }
+                    Err(e) => return Err(Halt::Fail(format!("cannot merge dependencies: {e}"))),
+                }
+            }
+        });
+    }
+    Ok(start.unwrap_or_else(|| ctx.run.base.clone()))
 }
 
 /// Creates or reuses the packet's worktree.
@@ -324,6 +361,7 @@ fn environment(
     packet: &Packet,
     wt: &Path,
     dir: &Path,
+    start: &str,
 ) -> Result<Vec<(String, String)>, Halt> {
     let file = dir.join("packet.json");
     let mut value = serde_json::to_value(packet)
@@ -331,7 +369,7 @@ fn environment(
     if let Some(map) = value.as_object_mut() {
         map.insert("run".into(), ctx.run.id.clone().into());
         map.insert("objective".into(), ctx.run.objective.clone().into());
-        map.insert("base".into(), ctx.run.base.clone().into());
+        map.insert("base".into(), start.into());
         map.insert(
             "branch".into(),
             names::packet_branch(&ctx.run.id, &packet.id).into(),
@@ -354,7 +392,7 @@ fn environment(
             "ORCHESTRA_WORKTREE".into(),
             wt.to_string_lossy().into_owned(),
         ),
-        ("ORCHESTRA_BASE".into(), ctx.run.base.clone()),
+        ("ORCHESTRA_BASE".into(), start.to_string()),
         (
             "ORCHESTRA_PORT_BASE".into(),
             names::port_base(&ctx.run.id, index).to_string(),

@@ -62,15 +62,15 @@ pub fn commit_all(worktree: &Path, message: &str) -> Result<Option<String>, GitE
     for (k, v) in ident {
         cmd.env(k, v);
     }
-    run_with_input(cmd, message.as_bytes(), "commit")?;
+    run_capturing(cmd, message.as_bytes(), "commit")?;
     Ok(Some(git.run(["rev-parse", "HEAD"])?))
 }
 
-fn run_with_input(
+fn run_capturing(
     mut cmd: std::process::Command,
     input: &[u8],
     what: &str,
-) -> Result<(), GitError> {
+) -> Result<String, GitError> {
     use std::io::Write;
     use std::process::Stdio;
     cmd.stdin(Stdio::piped())
@@ -84,7 +84,7 @@ fn run_with_input(
         .wait_with_output()
         .map_err(|source| GitError::Spawn { source })?;
     if out.status.success() {
-        Ok(())
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
     } else {
         let mut stderr = String::from_utf8_lossy(&out.stderr).trim().to_string();
         if stderr.is_empty() {
@@ -96,6 +96,78 @@ fn run_with_input(
             stderr,
         })
     }
+}
+
+/// The result of merging two commits without touching any working tree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MergeOutcome {
+    /// The merged commit (one of the inputs when the other was already contained in it).
+    Merged(String),
+    /// The two sides conflict in these paths.
+    Conflict(Vec<String>),
+}
+
+/// Merges `theirs` into `ours` in memory (`git merge-tree --write-tree`) and, when clean,
+/// returns a merge commit with both as parents made under the engine's identity. When one side
+/// already contains the other, no commit is made and the containing side is returned.
+pub fn merge_in_memory(
+    repo: &Path,
+    ours: &str,
+    theirs: &str,
+    message: &str,
+) -> Result<MergeOutcome, GitError> {
+    let git = Git::new(repo);
+    if git.succeeds(["merge-base", "--is-ancestor", theirs, ours])? {
+        return Ok(MergeOutcome::Merged(ours.to_string()));
+    }
+    if git.succeeds(["merge-base", "--is-ancestor", ours, theirs])? {
+        return Ok(MergeOutcome::Merged(theirs.to_string()));
+    }
+    let out = git
+        .command([
+            "merge-tree",
+            "--write-tree",
+            "--name-only",
+            "--no-messages",
+            ours,
+            theirs,
+        ])
+        .output()
+        .map_err(|source| GitError::Spawn { source })?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let mut lines = stdout.lines();
+    let tree = lines.next().unwrap_or("").trim().to_string();
+    match out.status.code() {
+        Some(0) => {}
+        // Exit 1 means conflicts; the listed names are what conflicts (never infer "clean"
+        // from an empty list).
+        Some(1) => {
+            let mut paths: Vec<String> = lines
+                .filter(|l| !l.is_empty())
+                .map(str::to_string)
+                .collect();
+            paths.dedup();
+            return Ok(MergeOutcome::Conflict(paths));
+        }
+        code => {
+            return Err(GitError::Failed {
+                args: format!("merge-tree --write-tree {ours} {theirs}"),
+                code: code.unwrap_or(-1),
+                stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            });
+        }
+    }
+    let mut cmd = git.command(["commit-tree", &tree, "-p", ours, "-p", theirs, "-F", "-"]);
+    for (k, v) in [
+        ("GIT_AUTHOR_NAME", COMMITTER_NAME),
+        ("GIT_AUTHOR_EMAIL", COMMITTER_EMAIL),
+        ("GIT_COMMITTER_NAME", COMMITTER_NAME),
+        ("GIT_COMMITTER_EMAIL", COMMITTER_EMAIL),
+    ] {
+        cmd.env(k, v);
+    }
+    let id = run_capturing(cmd, message.as_bytes(), "commit-tree")?;
+    Ok(MergeOutcome::Merged(id))
 }
 
 /// Returns every path that differs between `base` and `head` (both sides of a rename).

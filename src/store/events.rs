@@ -17,11 +17,13 @@ pub enum Event {
     },
     /// A process took charge of the run (first start or resume).
     RunStarted { pid: u32, resumed: bool },
-    /// A packet was picked by the scheduler; its worktree is about to be prepared.
+    /// A packet was picked by the scheduler; its worktree is about to be prepared on `branch`
+    /// starting at `start` (the run's base, or the merge of its dependencies' work).
     PacketStarted {
         packet: String,
         branch: String,
         worktree: String,
+        start: String,
         attempt: u32,
     },
     /// The packet's worktree exists, is on its branch and was validated.

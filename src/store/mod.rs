@@ -216,7 +216,7 @@ impl Store {
             .conn
             .prepare_cached(
                 "SELECT id, idx, title, role, state, phase, branch, worktree, attempt, commit_id,
-                 reason, pgid, removed, backup, updated_ms FROM packets WHERE run_id = ?1 ORDER BY idx",
+                 reason, pgid, removed, backup, updated_ms, start_commit FROM packets WHERE run_id = ?1 ORDER BY idx",
             )
             .map_err(|e| self.err(e))?;
         let rows = stmt
@@ -237,6 +237,7 @@ impl Store {
                     r.get::<_, i64>(12)?,
                     r.get::<_, Option<String>>(13)?,
                     r.get::<_, i64>(14)?,
+                    r.get::<_, Option<String>>(15)?,
                 ))
             })
             .map_err(|e| self.err(e))?
@@ -265,6 +266,7 @@ impl Store {
                     branch: r.6,
                     worktree: r.7,
                     attempt: r.8 as u32,
+                    start: r.15,
                     commit: r.9,
                     reason: r.10,
                     pgid: r.11.map(|g| g as i32),
@@ -434,12 +436,14 @@ fn apply(
             packet,
             branch,
             worktree,
+            start,
             attempt,
         } => {
             tx.execute(
                 "UPDATE packets SET state = 'running', phase = 'worktree', branch = ?3, worktree = ?4,
-                 attempt = ?5, reason = NULL, updated_ms = ?6 WHERE run_id = ?1 AND id = ?2",
-                params![run, packet, branch, worktree, i64::from(*attempt), now],
+                 attempt = ?5, start_commit = ?6, reason = NULL, updated_ms = ?7
+                 WHERE run_id = ?1 AND id = ?2",
+                params![run, packet, branch, worktree, i64::from(*attempt), start, now],
             )?;
         }
         Event::WorktreeReady { packet: id, .. } => {
@@ -558,6 +562,7 @@ mod tests {
             packet: "a".into(),
             branch: "orchestra/r/a".into(),
             worktree: "/tmp/wt/r/a".into(),
+            start: "abc".into(),
             attempt: 1,
         };
         store.record("r", &started).unwrap();

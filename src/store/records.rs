@@ -183,6 +183,8 @@ pub struct PacketRecord {
     pub branch: String,
     pub worktree: String,
     pub attempt: u32,
+    /// The commit the packet's branch started from (its dependencies' merged work, or the base).
+    pub start: Option<String>,
     pub commit: Option<String>,
     pub reason: Option<String>,
     pub pgid: Option<i32>,

@@ -25,6 +25,7 @@ CREATE TABLE IF NOT EXISTS packets (
     branch      TEXT NOT NULL,
     worktree    TEXT NOT NULL,
     attempt     INTEGER NOT NULL DEFAULT 0,
+    start_commit TEXT,
     commit_id   TEXT,
     reason      TEXT,
     pgid        INTEGER,

@@ -87,7 +87,16 @@ fn run_executes_every_packet_on_its_own_branch_and_worktree() {
         assert!(msg.contains(&format!("Orchestra-Run: {run}")), "{msg}");
         assert!(msg.contains(&format!("Orchestra-Packet: {id}")), "{msg}");
         assert!(msg.contains("Orchestra-Role: coder"), "{msg}");
-        let changed = repo.git(&["diff", "--name-only", "main", &branch]);
+        let start = v["packets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["id"] == id.as_str())
+            .unwrap()["start"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let changed = repo.git(&["diff", "--name-only", &start, &branch]);
         assert_eq!(changed, format!("out-{id}.txt"));
         // The worker saw its run, a port base and the packet file.
         let content = repo.git(&["show", &format!("{branch}:out-{id}.txt")]);
@@ -98,6 +107,21 @@ fn run_executes_every_packet_on_its_own_branch_and_worktree() {
         let wt = root.join(&run).join(&id);
         assert!(wt.join(format!("out-{id}.txt")).exists());
     }
+    // A packet starts from its dependencies' merged work: p3-c sees both outputs.
+    let p3 = root.join(&run).join("p3-c");
+    assert!(p3.join("out-p1-a.txt").exists() && p3.join("out-p2-b.txt").exists());
+    let parents = repo.git(&[
+        "rev-list",
+        "--parents",
+        "-n",
+        "1",
+        &format!("orchestra/{run}/p3-c~1"),
+    ]);
+    assert_eq!(
+        parents.split(' ').count(),
+        3,
+        "p3-c should start at a merge of p1-a and p2-b"
+    );
     let list = repo.git(&["worktree", "list", "--porcelain"]);
     assert_eq!(
         list.matches("branch refs/heads/orchestra/").count(),
@@ -357,12 +381,13 @@ fn assert_completed_once(repo: &TestRepo) {
     let v = status_json(&repo.path);
     assert_eq!(v["run"]["state"], "completed", "{v:#}");
     let run = v["run"]["id"].as_str().unwrap();
-    for (id, state) in packet_states(&v) {
+    for (i, (id, state)) in packet_states(&v).into_iter().enumerate() {
         assert_eq!(state, "succeeded");
+        let start = v["packets"][i]["start"].as_str().unwrap();
         let count = repo.git(&[
             "rev-list",
             "--count",
-            &format!("main..orchestra/{run}/{id}"),
+            &format!("{start}..orchestra/{run}/{id}"),
         ]);
         assert_eq!(count, "1", "packet {id} should have exactly one commit");
         assert_eq!(
@@ -628,4 +653,39 @@ fn cancel_saves_in_progress_work() {
         repo.git(&["show", &format!("refs/orchestra/backup/{run}/p1:wip.txt")]),
         "half-done"
     );
+}
+
+#[test]
+fn a_packet_whose_dependencies_conflict_fails_with_the_conflicting_paths() {
+    let repo = TestRepo::new();
+    let body = format!(
+        "objective = \"Conflicting deps\"\n\n{}{}{}",
+        packet("p1-a", "\"shared.txt\"", "", ""),
+        packet("p2-b", "\"shared.txt\"", "", ""),
+        packet("p3-c", "\"out-p3-c.txt\"", "\"p1-a\", \"p2-b\"", ""),
+    );
+    let plan = write_plan(&repo, "plan.toml", &body);
+    let root = repo.scratch().join("wt");
+    let worker = r#"echo "$ORCHESTRA_PACKET" > shared.txt; echo x > "out-$ORCHESTRA_PACKET.txt" 2>/dev/null; rm -f out-p1-a.txt out-p2-b.txt"#;
+    let out = orchestra(
+        &repo.path,
+        &[
+            "run",
+            plan.to_str().unwrap(),
+            "--worker-cmd",
+            worker,
+            "--worktree-root",
+            root.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let v = status_json(&repo.path);
+    let states = packet_states(&v);
+    assert_eq!(
+        (states[0].1.as_str(), states[1].1.as_str()),
+        ("succeeded", "succeeded")
+    );
+    assert_eq!(states[2].1, "failed");
+    let reason = v["packets"][2]["reason"].as_str().unwrap();
+    assert!(reason.contains("conflicts in shared.txt"), "{reason}");
 }
