@@ -393,32 +393,36 @@ fn apply(
     event: &Event,
     now: i64,
 ) -> rusqlite::Result<()> {
-    // Parameters: ?1 run id, ?2 now, ?3 packet id, ?4 one value.
-    let packet = |sql: &str, id: &str, value: Option<&str>| {
+    // `sql` uses anonymous `?` placeholders for `values`; timestamp and keys are appended.
+    let packet = |sql: &str, id: &str, values: &[&dyn rusqlite::ToSql]| {
+        let mut all: Vec<&dyn rusqlite::ToSql> = values.to_vec();
+        all.extend([&now as &dyn rusqlite::ToSql, &run, &id]);
         tx.execute(
-            &format!("UPDATE packets SET {sql}, updated_ms = ?2 WHERE run_id = ?1 AND id = ?3 AND ?4 IS ?4"),
-            params![run, now, id, value],
+            &format!("UPDATE packets SET {sql}, updated_ms = ? WHERE run_id = ? AND id = ?"),
+            all.as_slice(),
         )
     };
-    let run_state = |sql: &str, value: Option<i64>| {
+    let run_state = |sql: &str, values: &[&dyn rusqlite::ToSql]| {
+        let mut all: Vec<&dyn rusqlite::ToSql> = values.to_vec();
+        all.extend([&now as &dyn rusqlite::ToSql, &run]);
         tx.execute(
-            &format!("UPDATE runs SET {sql}, updated_ms = ?2 WHERE id = ?1 AND ?3 IS ?3"),
-            params![run, now, value],
+            &format!("UPDATE runs SET {sql}, updated_ms = ? WHERE id = ?"),
+            all.as_slice(),
         )
     };
     match event {
         Event::RunCreated { .. } | Event::WorkerStarted { .. } => {}
         Event::ValidationFinished { packet: id, .. } => {
-            packet("pgid = NULL", id, None)?;
+            packet("pgid = NULL", id, &[])?;
         }
         Event::RunStarted { pid, .. } => {
-            run_state("state = 'running', pid = ?3", Some(i64::from(*pid)))?;
+            run_state("state = 'running', pid = ?", &[&i64::from(*pid)])?;
         }
         Event::RunInterrupted { .. } => {
-            run_state("state = 'interrupted', pid = NULL", None)?;
+            run_state("state = 'interrupted', pid = NULL", &[])?;
         }
         Event::RunCancelled => {
-            run_state("state = 'cancelled', pid = NULL", None)?;
+            run_state("state = 'cancelled', pid = NULL", &[])?;
             tx.execute(
                 "UPDATE packets SET state = 'cancelled', phase = NULL, reason = 'run cancelled',
                  updated_ms = ?2 WHERE run_id = ?1 AND state IN ('pending', 'running', 'interrupted')",
@@ -430,7 +434,7 @@ fn apply(
                 RunOutcome::Completed => "completed",
                 RunOutcome::Failed => "failed",
             };
-            run_state(&format!("state = '{state}', pid = NULL"), None)?;
+            run_state("state = ?, pid = NULL", &[&state])?;
         }
         Event::PacketStarted {
             packet,
@@ -447,10 +451,10 @@ fn apply(
             )?;
         }
         Event::WorktreeReady { packet: id, .. } => {
-            packet("phase = 'worker', removed = 0, pgid = NULL", id, None)?;
+            packet("phase = 'worker', removed = 0, pgid = NULL", id, &[])?;
         }
         Event::WorkerSpawned { packet: id, pgid } => {
-            packet("pgid = CAST(?4 AS INTEGER)", id, Some(&pgid.to_string()))?;
+            packet("pgid = ?", id, &[pgid])?;
         }
         Event::WorkerFinished {
             packet: id,
@@ -459,46 +463,42 @@ fn apply(
             ..
         } => {
             if *exit_code == Some(0) && !timed_out {
-                packet("phase = 'commit', pgid = NULL", id, None)?;
+                packet("phase = 'commit', pgid = NULL", id, &[])?;
             } else {
-                packet("pgid = NULL", id, None)?;
+                packet("pgid = NULL", id, &[])?;
             }
         }
         Event::PacketCommitted {
             packet: id, commit, ..
         } => {
-            packet("phase = 'validate', commit_id = ?4", id, Some(commit))?;
+            packet("phase = 'validate', commit_id = ?", id, &[commit])?;
         }
         Event::PacketSucceeded { packet: id, commit } => {
             packet(
-                "state = 'succeeded', phase = NULL, commit_id = ?4, reason = NULL, pgid = NULL",
+                "state = 'succeeded', phase = NULL, commit_id = ?, reason = NULL, pgid = NULL",
                 id,
-                Some(commit),
+                &[commit],
             )?;
         }
         Event::PacketFailed { packet: id, reason } => {
             packet(
-                "state = 'failed', phase = NULL, reason = ?4, pgid = NULL",
+                "state = 'failed', phase = NULL, reason = ?, pgid = NULL",
                 id,
-                Some(reason),
+                &[reason],
             )?;
         }
         Event::PacketSkipped { packet: id, reason } => {
-            packet(
-                "state = 'skipped', phase = NULL, reason = ?4",
-                id,
-                Some(reason),
-            )?;
+            packet("state = 'skipped', phase = NULL, reason = ?", id, &[reason])?;
         }
         Event::PacketInterrupted { packet: id } => {
             packet(
                 "state = 'interrupted', pgid = NULL, reason = 'interrupted; resume restarts it from its worktree'",
                 id,
-                None,
+                &[],
             )?;
         }
         Event::WorktreeRemoved { packet: id, backup } => {
-            packet("removed = 1, backup = ?4", id, backup.as_deref())?;
+            packet("removed = 1, backup = ?", id, &[backup])?;
         }
     }
     Ok(())
