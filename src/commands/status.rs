@@ -37,6 +37,11 @@ pub fn cmd_status(cwd: &Path, args: &StatusArgs) -> Result<(), CommandError> {
     loop {
         let Some(store) = Store::open_existing(&repo.common_dir).map_err(CommandError::internal)?
         else {
+            if let Some(id) = &args.run {
+                return Err(CommandError::user(format!(
+                    "no run `{id}` in this repository (no runs yet)"
+                )));
+            }
             if args.json {
                 println!("{{\"runs\":[]}}");
             } else {

@@ -8,5 +8,6 @@
 mod confine;
 mod plan;
 mod run;
+mod run_input;
 mod support;
 mod worktree;
