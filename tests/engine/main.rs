@@ -6,7 +6,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod confine;
+mod hook;
 mod plan;
+mod review;
 mod run;
 mod support;
 mod worktree;
