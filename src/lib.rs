@@ -9,6 +9,7 @@ pub mod config;
 pub mod confine;
 pub mod engine;
 pub mod gate;
+pub mod merge;
 
 pub mod git;
 pub mod names;

@@ -5,6 +5,7 @@ mod cancel;
 mod error;
 mod gc;
 mod hook;
+mod merge;
 mod plan;
 mod progress;
 mod resume;
@@ -41,6 +42,7 @@ enum Command {
     Gc(gc::GcArgs),
     Review(review::ReviewArgs),
     Hook(hook::HookArgs),
+    Merge(merge::MergeArgs),
 }
 
 /// Parses the command line, runs the command and maps its error to an exit code and message.
@@ -66,6 +68,7 @@ pub fn main() -> ExitCode {
         Command::Plan(args) => plan::cmd_plan(&cwd, args),
         Command::Review(args) => review::cmd_review(&cwd, args),
         Command::Hook(args) => hook::cmd_hook(&cwd, args),
+        Command::Merge(args) => merge::cmd_merge(&cwd, args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -7,6 +7,7 @@
 
 mod confine;
 mod hook;
+mod merge;
 mod plan;
 mod review;
 mod run;
