@@ -8,6 +8,9 @@
 pub mod config;
 pub mod confine;
 pub mod engine;
+pub mod gate;
+pub mod merge;
+
 pub mod git;
 pub mod names;
 pub mod plan;

@@ -4,9 +4,12 @@
 mod cancel;
 mod error;
 mod gc;
+mod hook;
+mod merge;
 mod plan;
 mod progress;
 mod resume;
+mod review;
 mod run;
 mod status;
 
@@ -37,6 +40,9 @@ enum Command {
     Resume(resume::ResumeArgs),
     Cancel(cancel::CancelArgs),
     Gc(gc::GcArgs),
+    Review(review::ReviewArgs),
+    Hook(hook::HookArgs),
+    Merge(merge::MergeArgs),
 }
 
 /// Parses the command line, runs the command and maps its error to an exit code and message.
@@ -60,6 +66,9 @@ pub fn main() -> ExitCode {
         Command::Cancel(args) => cancel::cmd_cancel(&cwd, args),
         Command::Gc(args) => gc::cmd_gc(&cwd, args),
         Command::Plan(args) => plan::cmd_plan(&cwd, args),
+        Command::Review(args) => review::cmd_review(&cwd, args),
+        Command::Hook(args) => hook::cmd_hook(&cwd, args),
+        Command::Merge(args) => merge::cmd_merge(&cwd, args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

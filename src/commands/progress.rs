@@ -73,6 +73,52 @@ pub fn line(event: &Event) -> Option<String> {
         Event::PacketFailed { packet, reason } => format!("[{packet}] FAILED: {reason}"),
         Event::PacketSkipped { packet, reason } => format!("[{packet}] skipped: {reason}"),
         Event::PacketInterrupted { packet } => format!("[{packet}] interrupted"),
+        Event::MergeStarted {
+            target,
+            integration,
+            packets,
+        } => format!(
+            "merging {} packet{} into {integration} (target {target})",
+            packets.len(),
+            if packets.len() == 1 { "" } else { "s" }
+        ),
+        Event::PacketConflicted { packet, paths } => {
+            format!("[{packet}] CONFLICTS in {}", paths.join(", "))
+        }
+        Event::MergeValidationFinished {
+            packets,
+            command,
+            exit_code,
+            duration_ms,
+            ..
+        } => format!(
+            "[merge {}] validation `{command}`: {} ({})",
+            packets.join("+"),
+            if *exit_code == Some(0) {
+                "passed"
+            } else {
+                "FAILED"
+            },
+            secs(*duration_ms)
+        ),
+        Event::PacketIntegrated { packet, commit } => {
+            format!("[{packet}] integrated at {}", short(commit))
+        }
+        Event::PacketSentBack { packet, reason } => format!("[{packet}] SENT BACK: {reason}"),
+        Event::MergeFinished {
+            integration,
+            commit,
+            target_advanced,
+            ..
+        } => format!(
+            "{integration} at {}{}",
+            short(commit),
+            if *target_advanced {
+                "; target advanced"
+            } else {
+                ""
+            }
+        ),
         _ => return None,
     })
 }

@@ -42,6 +42,12 @@ pub struct RunArgs {
     /// Print the final summary as JSON.
     #[arg(long)]
     json: bool,
+    /// Afterwards, integrate the succeeded packets and advance the target (`git orchestra merge`).
+    #[arg(long)]
+    merge: bool,
+    /// With --merge: the branch to advance (default: the plan's base branch, else the current one).
+    #[arg(long, value_name = "BRANCH", requires = "merge")]
+    target: Option<String>,
 }
 
 /// Validates the plan, creates (or finds) its run, and drives it to the end.
@@ -120,7 +126,16 @@ pub fn cmd_run(cwd: &Path, args: &RunArgs) -> Result<(), CommandError> {
                 prepared.run.id,
                 prepared.run.state.as_str()
             );
-            return print_final(&repo, &prepared.run.id, args.json, prepared.run.state);
+            let shown = print_final(&repo, &prepared.run.id, args.json, prepared.run.state);
+            if args.merge && prepared.run.state != RunState::Cancelled {
+                let opts = git_orchestra::merge::MergeOptions {
+                    target: args.target.clone(),
+                    ..Default::default()
+                };
+                let merged = super::merge::run_merge(&repo, &prepared.run.id, &opts, args.json);
+                return shown.and(merged);
+            }
+            return shown;
         }
         eprintln!("run {} exists; resuming it", prepared.run.id);
     } else if !args.quiet {
@@ -131,7 +146,23 @@ pub fn cmd_run(cwd: &Path, args: &RunArgs) -> Result<(), CommandError> {
             progress::short(&base)
         );
     }
-    drive(&repo, &prepared.run.id, &config, args.quiet, args.json)
+    let driven = drive(&repo, &prepared.run.id, &config, args.quiet, args.json);
+    if !args.merge {
+        return driven;
+    }
+    // A failed run may still have succeeded packets worth integrating; an interrupted or
+    // broken one is left alone.
+    if let Err(e) = &driven
+        && e.kind != super::error::ErrorKind::Failed
+    {
+        return driven;
+    }
+    let opts = git_orchestra::merge::MergeOptions {
+        target: args.target.clone(),
+        ..Default::default()
+    };
+    let merged = super::merge::run_merge(&repo, &prepared.run.id, &opts, args.json);
+    driven.and(merged)
 }
 
 /// Executes a run with progress on stderr and the summary on stdout; maps the outcome to the

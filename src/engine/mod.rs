@@ -7,7 +7,7 @@ pub mod gc;
 mod journal;
 mod lock;
 mod packet;
-mod process;
+pub mod process;
 pub mod scheduler;
 mod signal;
 

@@ -93,6 +93,9 @@ fn pipeline(ctx: &Context<'_>, index: usize, rec: &PacketRecord) -> Result<Strin
     };
     let wt = PathBuf::from(&rec.worktree);
     let dir = ctx.run_dir.join(&packet.id);
+    if in_flight {
+        clear_stale_locks(ctx, &rec.branch, &wt);
+    }
     let env = environment(ctx, index, packet, &wt, &dir, &start)?;
 
     // The worktree is ensured on every (re)start: created fresh, re-added on its branch's tip,
@@ -276,6 +279,36 @@ fn start_point(ctx: &Context<'_>, packet: &Packet) -> Result<String, Halt> {
         });
     }
     Ok(start.unwrap_or_else(|| ctx.run.base.clone()))
+}
+
+/// Removes lock files a killed process of this packet may have left: its branch ref's lock and
+/// its worktree's index and HEAD locks. Only this packet's own locks are touched, and the run
+/// lock guarantees that no other git-orchestra process drives this packet; its previous worker
+/// was killed before the resume started.
+fn clear_stale_locks(ctx: &Context<'_>, branch: &str, wt: &Path) {
+    let mut locks = vec![
+        ctx.repo
+            .common_dir
+            .join(format!("refs/heads/{branch}.lock")),
+    ];
+    if wt.join(".git").exists() {
+        for name in ["index.lock", "HEAD.lock"] {
+            if let Ok(path) = gitops::Git::new(wt).run([
+                "rev-parse",
+                "--path-format=absolute",
+                "--git-path",
+                name,
+            ]) {
+                locks.push(PathBuf::from(path));
+            }
+        }
+    }
+    for lock in locks {
+        if lock.exists() {
+            tracing::warn!(lock = %lock.display(), "removing a lock file left by a killed process");
+            let _ = fs_err::remove_file(&lock);
+        }
+    }
 }
 
 /// Creates or reuses the packet's worktree.

@@ -78,6 +78,36 @@ pub enum Event {
         packet: String,
         backup: Option<String>,
     },
+    /// The merge coordinator started integrating `packets` into `integration`, for `target`.
+    MergeStarted {
+        target: String,
+        integration: String,
+        packets: Vec<String>,
+    },
+    /// A packet merged in memory conflicts with the integration branch on `paths`.
+    PacketConflicted { packet: String, paths: Vec<String> },
+    /// One validation command ran on a merge candidate holding the batch `packets`.
+    MergeValidationFinished {
+        packets: Vec<String>,
+        command: String,
+        exit_code: Option<i32>,
+        duration_ms: u64,
+        timed_out: bool,
+        tail: String,
+    },
+    /// The packet is on the integration branch, whose tip became `commit`.
+    PacketIntegrated { packet: String, commit: String },
+    /// The packet was not integrated and goes back to its author; `reason` says why.
+    PacketSentBack { packet: String, reason: String },
+    /// The merge ended: the integration branch is at `commit`; `target_advanced` says whether
+    /// the target branch now points there too.
+    MergeFinished {
+        integration: String,
+        commit: String,
+        integrated: Vec<String>,
+        sent_back: Vec<String>,
+        target_advanced: bool,
+    },
 }
 
 /// How a finished run ended.
@@ -105,12 +135,18 @@ impl Event {
             | Event::PacketFailed { packet, .. }
             | Event::PacketSkipped { packet, .. }
             | Event::PacketInterrupted { packet }
-            | Event::WorktreeRemoved { packet, .. } => Some(packet),
+            | Event::WorktreeRemoved { packet, .. }
+            | Event::PacketConflicted { packet, .. }
+            | Event::PacketIntegrated { packet, .. }
+            | Event::PacketSentBack { packet, .. } => Some(packet),
             Event::RunCreated { .. }
             | Event::RunStarted { .. }
             | Event::RunInterrupted { .. }
             | Event::RunCancelled
-            | Event::RunFinished { .. } => None,
+            | Event::RunFinished { .. }
+            | Event::MergeStarted { .. }
+            | Event::MergeValidationFinished { .. }
+            | Event::MergeFinished { .. } => None,
         }
     }
 
@@ -134,6 +170,12 @@ impl Event {
             Event::RunCancelled => "run_cancelled",
             Event::RunFinished { .. } => "run_finished",
             Event::WorktreeRemoved { .. } => "worktree_removed",
+            Event::MergeStarted { .. } => "merge_started",
+            Event::PacketConflicted { .. } => "packet_conflicted",
+            Event::MergeValidationFinished { .. } => "merge_validation_finished",
+            Event::PacketIntegrated { .. } => "packet_integrated",
+            Event::PacketSentBack { .. } => "packet_sent_back",
+            Event::MergeFinished { .. } => "merge_finished",
         }
     }
 }

@@ -411,7 +411,20 @@ fn apply(
         )
     };
     match event {
-        Event::RunCreated { .. } | Event::WorkerStarted { .. } => {}
+        Event::RunCreated { .. }
+        | Event::WorkerStarted { .. }
+        | Event::MergeStarted { .. }
+        | Event::PacketConflicted { .. }
+        | Event::MergeValidationFinished { .. }
+        | Event::MergeFinished { .. } => {}
+        Event::PacketIntegrated { packet: id, .. } => {
+            packet("reason = NULL", id, &[])?;
+        }
+        Event::PacketSentBack { packet: id, reason } => {
+            // The packet keeps its state (its work passed its own checks); the reason says
+            // that the merge sent it back and why.
+            packet("reason = 'sent back by the merge: ' || ?", id, &[reason])?;
+        }
         Event::ValidationFinished { packet: id, .. } => {
             packet("pgid = NULL", id, &[])?;
         }

@@ -6,7 +6,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod confine;
+mod hook;
+mod merge;
 mod plan;
+mod review;
 mod run;
 mod run_input;
 mod support;

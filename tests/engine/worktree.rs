@@ -124,7 +124,8 @@ fn fresh_worktree_is_listed_clean_matches_the_tree_and_plain_git_removes_it() {
 
     repo.git(&["worktree", "remove", real.to_str().unwrap()]);
     assert!(!path.exists());
-    assert!(!listed(&repo).contains("p1"));
+    // Compare whole paths: a random temp-dir name may contain "p1" too.
+    assert!(!listed(&repo).contains(&format!("worktree {}\n", real.display())));
     repo.git(&["fsck", "--no-progress"]);
 }
 
@@ -415,7 +416,7 @@ fn remove_refuses_unsaved_work_and_succeeds_after_a_backup() {
     remove(&info, &path).unwrap();
     assert!(!path.exists());
     assert_eq!(git::list(&info).unwrap().len(), 1);
-    assert!(!listed(&repo).contains("p1"));
+    assert!(!listed(&repo).contains(&format!("{}\n", path.display())));
     assert_eq!(
         repo.git(&["show", &format!("{refname}:docs/new.md")]),
         "untracked"

@@ -1,0 +1,223 @@
+//! The deterministic checks: each looks at a range's diff and returns findings, never errors,
+//! so one review reports every problem at once.
+
+use serde::{Deserialize, Serialize};
+
+use super::diff::RangeDiff;
+use super::secrets;
+use crate::plan::Scope;
+
+/// Default largest size of an added file, in bytes (1 MiB).
+pub const DEFAULT_MAX_FILE_SIZE: u64 = 1024 * 1024;
+
+/// How much a finding matters. `blocker` and `major` reject; `minor` and `nit` only inform.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Severity {
+    Blocker,
+    Major,
+    Minor,
+    Nit,
+}
+
+impl Severity {
+    /// Returns true if and only if a finding of this severity rejects the range.
+    pub fn rejects(self) -> bool {
+        matches!(self, Severity::Blocker | Severity::Major)
+    }
+
+    /// Returns the lower-case name shown to users.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Blocker => "blocker",
+            Severity::Major => "major",
+            Severity::Minor => "minor",
+            Severity::Nit => "nit",
+        }
+    }
+}
+
+/// One problem a reviewer found, with where it is and what to do about it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Finding {
+    pub severity: Severity,
+    /// The check or concern: `scope`, `conflict-marker`, `secret`, `file-size`, `validation`.
+    pub category: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
+    /// What was seen; never a secret in clear.
+    pub evidence: String,
+    pub suggestion: String,
+}
+
+/// Settings of the deterministic checks.
+#[derive(Debug, Clone)]
+pub struct CheckOptions {
+    /// Largest size in bytes an added (or newly grown) file may have.
+    pub max_file_size: u64,
+}
+
+impl Default for CheckOptions {
+    fn default() -> Self {
+        CheckOptions {
+            max_file_size: DEFAULT_MAX_FILE_SIZE,
+        }
+    }
+}
+
+/// Returns a blocker for every changed path outside the packet's declared `scope`.
+pub fn check_scope(diff: &RangeDiff, scope: &Scope, packet: &str) -> Vec<Finding> {
+    scope
+        .violations(diff.paths())
+        .into_iter()
+        .map(|path| Finding {
+            severity: Severity::Blocker,
+            category: "scope".into(),
+            file: Some(path.clone()),
+            line: None,
+            evidence: format!(
+                "`{path}` is outside packet `{packet}`'s declared files ({})",
+                scope.patterns().collect::<Vec<_>>().join(", ")
+            ),
+            suggestion:
+                "revert the change to this path, or add it to the packet's `files` in the plan"
+                    .into(),
+        })
+        .collect()
+}
+
+/// Returns a blocker for every added conflict marker line.
+///
+/// `<<<<<<<`, `|||||||` and `>>>>>>>` always count; a bare `=======` only in a file that also
+/// gained an opening marker, since it doubles as a Markdown/reST heading underline.
+pub fn check_conflict_markers(diff: &RangeDiff) -> Vec<Finding> {
+    let is_marker = |text: &str, marker: &str| {
+        text.strip_prefix(marker)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with(' '))
+    };
+    let opened: std::collections::HashSet<&str> = diff
+        .added
+        .iter()
+        .filter(|a| is_marker(&a.text, "<<<<<<<"))
+        .map(|a| a.path.as_str())
+        .collect();
+    diff.added
+        .iter()
+        .filter(|a| {
+            is_marker(&a.text, "<<<<<<<")
+                || is_marker(&a.text, ">>>>>>>")
+                || is_marker(&a.text, "|||||||")
+                || (a.text == "=======" && opened.contains(a.path.as_str()))
+        })
+        .map(|a| Finding {
+            severity: Severity::Blocker,
+            category: "conflict-marker".into(),
+            file: Some(a.path.clone()),
+            line: Some(a.line),
+            evidence: a.text.chars().take(80).collect(),
+            suggestion: "resolve the merge conflict and remove the marker lines".into(),
+        })
+        .collect()
+}
+
+/// Returns a blocker for every credential in an added line, reported only in redacted form.
+pub fn check_secrets(diff: &RangeDiff) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for a in &diff.added {
+        for m in secrets::scan_line(&a.text) {
+            out.push(Finding {
+                severity: Severity::Blocker,
+                category: "secret".into(),
+                file: Some(a.path.clone()),
+                line: Some(a.line),
+                evidence: format!("{} `{}`", m.kind.describe(), m.redacted),
+                suggestion: "remove it from the commits (rewrite them, do not just delete the line), revoke the credential, and load it from the environment or a secret store".into(),
+            });
+        }
+    }
+    out
+}
+
+/// Returns a major finding for every file the range adds, or grows past the limit, that is
+/// larger than `max` bytes. Files that were already that large are not blamed on the range.
+pub fn check_file_sizes(diff: &RangeDiff, max: u64) -> Vec<Finding> {
+    diff.files
+        .iter()
+        .filter(|f| {
+            f.new_size.is_some_and(|n| n > max) && f.old_size.is_none_or(|old| old <= max)
+        })
+        .map(|f| Finding {
+            severity: Severity::Major,
+            category: "file-size".into(),
+            file: Some(f.path.clone()),
+            line: None,
+            evidence: format!(
+                "{} bytes, over the limit of {max} bytes",
+                f.new_size.unwrap_or(0)
+            ),
+            suggestion: "keep large or generated files out of the repository (Git LFS, a release asset), or raise `orchestra.gate.maxFileSize`".into(),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gate::diff::{AddedLine, ChangedFile};
+
+    fn added(path: &str, line: u32, text: &str) -> AddedLine {
+        AddedLine {
+            path: path.into(),
+            line,
+            text: text.into(),
+        }
+    }
+
+    #[test]
+    fn conflict_markers_need_an_opening_for_bare_separators() {
+        let diff = RangeDiff {
+            files: vec![],
+            added: vec![
+                added("doc.md", 2, "======="),
+                added("a.rs", 1, "<<<<<<< HEAD"),
+                added("a.rs", 3, "======="),
+                added("a.rs", 5, ">>>>>>> feature"),
+                added("b.rs", 1, "<<<<<<<<<< not a marker"),
+            ],
+        };
+        let lines: Vec<(String, u32)> = check_conflict_markers(&diff)
+            .into_iter()
+            .map(|f| (f.file.unwrap_or_default(), f.line.unwrap_or(0)))
+            .collect();
+        assert_eq!(
+            lines,
+            vec![("a.rs".into(), 1), ("a.rs".into(), 3), ("a.rs".into(), 5)]
+        );
+    }
+
+    #[test]
+    fn sizes_blame_only_new_growth() {
+        let f = |path: &str, old: Option<u64>, new: Option<u64>| ChangedFile {
+            path: path.into(),
+            status: 'M',
+            old_size: old,
+            new_size: new,
+        };
+        let diff = RangeDiff {
+            files: vec![
+                f("new-big", None, Some(2000)),
+                f("grew", Some(10), Some(2000)),
+                f("was-big", Some(3000), Some(4000)),
+                f("small", None, Some(1000)),
+            ],
+            added: vec![],
+        };
+        let files: Vec<String> = check_file_sizes(&diff, 1000)
+            .into_iter()
+            .filter_map(|f| f.file)
+            .collect();
+        assert_eq!(files, vec!["new-big", "grew"]);
+    }
+}

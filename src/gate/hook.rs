@@ -1,0 +1,335 @@
+//! The pre-push gate: installing and removing the hook without losing anyone else's, and
+//! deciding, for each pushed ref, whether its tree carries an approving verdict.
+//!
+//! Where the hook goes: the common git directory's `hooks/`, never a tracked directory. When
+//! `core.hooksPath` is set the hook goes there only if that directory is outside the working
+//! tree (a shared, machine-local hooks directory); a hooks path inside the working tree is
+//! usually tracked (husky's `.husky/`), and writing there would put our hook into commits, so
+//! installation is refused with an explanation.
+//!
+//! An existing `pre-push` (hand-written, pre-commit's, lefthook's) is moved to
+//! `pre-push.orchestra-chained` and run first by our hook with the same arguments and input;
+//! uninstalling moves it back, bytes and mode untouched (a rename).
+
+use std::path::{Path, PathBuf};
+
+use super::GateError;
+use super::checks::CheckOptions;
+use super::range::{commit_of, empty_tree, packet_of};
+use super::review::{DeterministicReviewer, Reviewer, review};
+use super::verdict::{Decision, Verdict, approved_for_tree};
+use crate::git::{GitError, RepoInfo};
+
+/// The hook script, embedded from `hooks/pre-push`.
+pub const HOOK_SCRIPT: &str = include_str!("../../hooks/pre-push");
+/// The line that identifies our hook.
+pub const HOOK_MARKER: &str = "# git-orchestra pre-push hook";
+/// The name an existing hook is moved to.
+pub const CHAINED_NAME: &str = "pre-push.orchestra-chained";
+
+/// Why the hook could not be installed or removed.
+#[derive(Debug, thiserror::Error)]
+pub enum HookError {
+    #[error(
+        "core.hooksPath points inside the working tree ({path}); hooks there are usually tracked, so the gate will not write into it"
+    )]
+    HooksPathInWorktree { path: PathBuf },
+    #[error(
+        "{path} exists and the current pre-push hook is not git-orchestra's; move one of them away first"
+    )]
+    ChainedExists { path: PathBuf },
+    #[error("the pre-push hook at {path} is not git-orchestra's; nothing to uninstall")]
+    NotInstalled { path: PathBuf },
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Git(#[from] GitError),
+}
+
+/// What `install` did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Installed {
+    /// The hook's path.
+    pub path: PathBuf,
+    /// Where the previous hook now lives, if there was one.
+    pub chained: Option<PathBuf>,
+    /// True when our hook was already installed and identical.
+    pub unchanged: bool,
+}
+
+/// What `uninstall` did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Uninstalled {
+    pub path: PathBuf,
+    /// True when a chained hook was moved back into place.
+    pub restored: bool,
+}
+
+/// Returns the directory hooks are installed in, refusing a `core.hooksPath` inside the
+/// working tree.
+pub fn hooks_dir(repo: &RepoInfo) -> Result<PathBuf, HookError> {
+    let git = repo.git();
+    let configured = git.run(["config", "--get", "core.hooksPath"]).ok();
+    if configured.is_none() {
+        return Ok(repo.common_dir.join("hooks"));
+    }
+    let path =
+        PathBuf::from(git.run(["rev-parse", "--path-format=absolute", "--git-path", "hooks"])?);
+    let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let resolved = canonical(&path);
+    let inside = |top: &Path| resolved.starts_with(canonical(top));
+    let worktrees = crate::git::list(repo).map_err(|e| {
+        HookError::Git(GitError::Failed {
+            args: "worktree list".into(),
+            code: -1,
+            stderr: e.to_string(),
+        })
+    })?;
+    if inside(&repo.toplevel) || worktrees.iter().any(|w| !w.bare && inside(&w.path)) {
+        return Err(HookError::HooksPathInWorktree { path });
+    }
+    Ok(path)
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> HookError + '_ {
+    move |source| HookError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Returns true if and only if the file at `path` is our hook.
+fn is_ours(path: &Path) -> bool {
+    std::fs::read_to_string(path).is_ok_and(|t| t.lines().nth(1) == Some(HOOK_MARKER))
+}
+
+/// Installs the pre-push hook, chaining an existing foreign one; idempotent.
+pub fn install(repo: &RepoInfo) -> Result<Installed, HookError> {
+    let dir = hooks_dir(repo)?;
+    std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+    let hook = dir.join("pre-push");
+    let chained = dir.join(CHAINED_NAME);
+    let exists = hook.symlink_metadata().is_ok();
+    if exists && is_ours(&hook) {
+        let same = std::fs::read_to_string(&hook).is_ok_and(|t| t == HOOK_SCRIPT);
+        if !same {
+            write_hook(&hook)?;
+        }
+        return Ok(Installed {
+            chained: chained.exists().then_some(chained),
+            path: hook,
+            unchanged: same,
+        });
+    }
+    let mut moved = None;
+    if exists {
+        if chained.symlink_metadata().is_ok() {
+            return Err(HookError::ChainedExists { path: chained });
+        }
+        std::fs::rename(&hook, &chained).map_err(io(&hook))?;
+        moved = Some(chained);
+    }
+    if let Err(e) = write_hook(&hook) {
+        // Put the previous hook back rather than leave the repository without it.
+        if let Some(prev) = &moved {
+            let _ = std::fs::rename(prev, &hook);
+        }
+        return Err(e);
+    }
+    Ok(Installed {
+        path: hook,
+        chained: moved,
+        unchanged: false,
+    })
+}
+
+/// Writes our script next to `hook` and renames it into place, executable.
+fn write_hook(hook: &Path) -> Result<(), HookError> {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = hook.with_file_name(format!("pre-push.orchestra-tmp-{}", std::process::id()));
+    std::fs::write(&tmp, HOOK_SCRIPT).map_err(io(&tmp))?;
+    std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755)).map_err(io(&tmp))?;
+    std::fs::rename(&tmp, hook).map_err(io(hook))
+}
+
+/// Removes our hook, moving a chained hook back into place exactly as it was.
+pub fn uninstall(repo: &RepoInfo) -> Result<Uninstalled, HookError> {
+    let dir = hooks_dir(repo)?;
+    let hook = dir.join("pre-push");
+    if !is_ours(&hook) {
+        return Err(HookError::NotInstalled { path: hook });
+    }
+    let chained = dir.join(CHAINED_NAME);
+    if chained.symlink_metadata().is_ok() {
+        std::fs::rename(&chained, &hook).map_err(io(&chained))?;
+        Ok(Uninstalled {
+            path: hook,
+            restored: true,
+        })
+    } else {
+        std::fs::remove_file(&hook).map_err(io(&hook))?;
+        Ok(Uninstalled {
+            path: hook,
+            restored: false,
+        })
+    }
+}
+
+/// One line of pre-push input: `<local ref> <local oid> <remote ref> <remote oid>`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PushUpdate {
+    pub local_ref: String,
+    pub local_oid: String,
+    pub remote_ref: String,
+    pub remote_oid: String,
+}
+
+/// Parses the hook's standard input; malformed lines are skipped.
+pub fn parse_updates(input: &str) -> Vec<PushUpdate> {
+    input
+        .lines()
+        .filter_map(|line| {
+            let mut f = line.split_whitespace();
+            Some(PushUpdate {
+                local_ref: f.next()?.to_string(),
+                local_oid: f.next()?.to_string(),
+                remote_ref: f.next()?.to_string(),
+                remote_oid: f.next()?.to_string(),
+            })
+        })
+        .collect()
+}
+
+/// What to do about a pushed tip with no approving verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GatePolicy {
+    /// Run the deterministic review now (`orchestra.gate.review=auto`).
+    Auto,
+    /// Refuse and say which command reviews it (the default).
+    Require,
+}
+
+/// The gate's decision for one pushed ref.
+#[derive(Debug, Clone)]
+pub enum RefDecision {
+    /// A deletion: nothing to review.
+    Deletion,
+    /// Every commit is already on the remote.
+    NothingNew,
+    /// The tip's tree carries an approving verdict (from this review or an earlier one).
+    Approved { verdict: Box<Verdict>, fresh: bool },
+    /// A review ran now and rejected.
+    Rejected {
+        verdict: Box<Verdict>,
+        command: String,
+    },
+    /// No verdict and the policy requires one.
+    Unreviewed { tree: String, command: String },
+}
+
+impl RefDecision {
+    /// Returns true if and only if the ref may be pushed.
+    pub fn allows(&self) -> bool {
+        matches!(
+            self,
+            RefDecision::Deletion | RefDecision::NothingNew | RefDecision::Approved { .. }
+        )
+    }
+}
+
+/// Decides whether `update` may be pushed to `remote`.
+///
+/// The range reviewed is `<remote oid>..<local oid>` when the remote's old tip exists locally;
+/// for a new branch (or an unknown old tip) it is the commits not on any of the remote's
+/// tracking refs (`git rev-list <tip> --not --remotes=<remote>`), based on the oldest one's
+/// parent.
+pub fn check_push(
+    repo: &RepoInfo,
+    remote: &str,
+    update: &PushUpdate,
+    policy: GatePolicy,
+    options: &CheckOptions,
+) -> Result<RefDecision, GateError> {
+    let git = repo.git();
+    let is_zero = |id: &str| !id.is_empty() && id.bytes().all(|b| b == b'0');
+    if is_zero(&update.local_oid) {
+        return Ok(RefDecision::Deletion);
+    }
+    let tip = commit_of(&git, &update.local_oid)?;
+    let known_remote = !is_zero(&update.remote_oid) && commit_of(&git, &update.remote_oid).is_ok();
+    let base = if known_remote {
+        if update.remote_oid == tip {
+            return Ok(RefDecision::NothingNew);
+        }
+        update.remote_oid.clone()
+    } else {
+        let new = git.run([
+            "rev-list",
+            "--topo-order",
+            &tip,
+            "--not",
+            &format!("--remotes={remote}"),
+        ])?;
+        let Some(oldest) = new.lines().last() else {
+            return Ok(RefDecision::NothingNew);
+        };
+        match git.run(["rev-parse", "--verify", "--quiet", &format!("{oldest}^1")]) {
+            Ok(parent) => parent,
+            Err(GitError::Failed { .. }) => empty_tree(&git)?,
+            Err(e) => return Err(e.into()),
+        }
+    };
+    let tree = git.run(["rev-parse", &format!("{tip}^{{tree}}")])?;
+    if let Some(verdict) = approved_for_tree(&git, &tree)? {
+        return Ok(RefDecision::Approved {
+            verdict: Box::new(verdict),
+            fresh: false,
+        });
+    }
+    let command = format!("git orchestra review {base}..{tip}");
+    match policy {
+        GatePolicy::Require => Ok(RefDecision::Unreviewed { tree, command }),
+        GatePolicy::Auto => {
+            let packet = packet_of(repo, &tip)?;
+            let reviewer = DeterministicReviewer {
+                options: options.clone(),
+                validation: Vec::new(),
+                timeout: crate::engine::DEFAULT_TIMEOUT,
+            };
+            let reviewers: [&dyn Reviewer; 1] = [&reviewer];
+            let verdict = review(repo, &base, &tip, packet.as_ref(), &reviewers)?;
+            Ok(if verdict.verdict == Decision::Approve {
+                RefDecision::Approved {
+                    verdict: Box::new(verdict),
+                    fresh: true,
+                }
+            } else {
+                RefDecision::Rejected {
+                    verdict: Box::new(verdict),
+                    command,
+                }
+            })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn script_carries_the_marker_on_its_second_line() {
+        assert_eq!(HOOK_SCRIPT.lines().nth(1), Some(HOOK_MARKER));
+        assert!(HOOK_SCRIPT.starts_with("#!/bin/sh\n"));
+    }
+
+    #[test]
+    fn parses_push_lines() {
+        let got = parse_updates("refs/heads/a 111 refs/heads/a 000\n\nbad line\n");
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].remote_oid, "000");
+    }
+}

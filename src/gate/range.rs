@@ -1,0 +1,176 @@
+//! Works out what a review covers: the commit range (given, or HEAD against its upstream or
+//! the default branch) and, from the tip's `Orchestra-Run`/`Orchestra-Packet` trailers, the
+//! packet whose declared scope and validation commands apply.
+
+use super::GateError;
+use crate::git::{Git, GitError, RepoInfo};
+use crate::plan::{Packet, Plan};
+use crate::store::Store;
+
+/// A range ready to review, with the words that explain where its base came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResolvedRange {
+    /// The commit the range is compared against (a merge-base when the base was a branch).
+    pub base: String,
+    /// The reviewed commit.
+    pub tip: String,
+    /// How the base was chosen, e.g. "upstream origin/main" or "merge-base with main".
+    pub base_source: String,
+}
+
+/// Resolves `spec` (`A..B`, `A...B`, a single commit, or `None` for HEAD) into base and tip.
+///
+/// A single commit is compared with its upstream when it is a branch that has one, otherwise
+/// with the merge-base of the default branch (`origin/HEAD`, `main`, `master`, `origin/main`,
+/// `origin/master`, first that exists).
+pub fn resolve_range(repo: &RepoInfo, spec: Option<&str>) -> Result<ResolvedRange, GateError> {
+    let git = repo.git();
+    let spec = spec.map(str::trim).filter(|s| !s.is_empty());
+    let (base, tip, source) = if let Some((a, b)) = spec.and_then(|s| s.split_once("...")) {
+        let a = commit_of(&git, or_head(a))?;
+        let b = commit_of(&git, or_head(b))?;
+        let base = merge_base(&git, &a, &b)?;
+        (base, b, "merge-base of the range's ends".to_string())
+    } else if let Some((a, b)) = spec.and_then(|s| s.split_once("..")) {
+        let source = format!("`{}` as given", or_head(a));
+        (
+            commit_of(&git, or_head(a))?,
+            commit_of(&git, or_head(b))?,
+            source,
+        )
+    } else {
+        let name = spec.unwrap_or("HEAD");
+        let tip = commit_of(&git, name)?;
+        let (other, source) = default_base(&git, name)?;
+        let other_id = commit_of(&git, &other)?;
+        (merge_base(&git, &other_id, &tip)?, tip, source)
+    };
+    if base == tip {
+        return Err(GateError::EmptyRange { base: source, tip });
+    }
+    Ok(ResolvedRange {
+        base,
+        tip,
+        base_source: source,
+    })
+}
+
+fn or_head(s: &str) -> &str {
+    if s.is_empty() { "HEAD" } else { s }
+}
+
+/// Returns the full commit id `spec` names.
+pub(crate) fn commit_of(git: &Git, spec: &str) -> Result<String, GateError> {
+    let full = format!("{spec}^{{commit}}");
+    match git.run([
+        "rev-parse",
+        "--verify",
+        "--quiet",
+        "--end-of-options",
+        &full,
+    ]) {
+        Ok(id) => Ok(id),
+        Err(GitError::Failed { .. }) => Err(GateError::UnknownRevision {
+            spec: spec.to_string(),
+        }),
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn merge_base(git: &Git, a: &str, b: &str) -> Result<String, GateError> {
+    match git.run(["merge-base", a, b]) {
+        Ok(id) => Ok(id),
+        // Unrelated histories: everything in the tip is new; compare with the empty tree.
+        Err(GitError::Failed { code: 1, .. }) => Ok(empty_tree(git)?),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Returns the id of the empty tree in this repository's hash.
+pub(crate) fn empty_tree(git: &Git) -> Result<String, GitError> {
+    git.run_with_stdin(["hash-object", "-t", "tree", "--stdin"], Some(b""))
+}
+
+/// Returns the ref a review of `name` compares against and a description of the choice.
+fn default_base(git: &Git, name: &str) -> Result<(String, String), GateError> {
+    let upstream = format!("{name}@{{upstream}}");
+    if let Ok(u) = git.run([
+        "rev-parse",
+        "--abbrev-ref",
+        "--symbolic-full-name",
+        "--end-of-options",
+        &upstream,
+    ]) {
+        return Ok((u.clone(), format!("upstream {u}")));
+    }
+    if let Ok(target) = git.run([
+        "symbolic-ref",
+        "--quiet",
+        "--short",
+        "refs/remotes/origin/HEAD",
+    ]) {
+        return Ok((
+            target.clone(),
+            format!("merge-base with default branch {target}"),
+        ));
+    }
+    for candidate in ["main", "master", "origin/main", "origin/master"] {
+        if git.succeeds([
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            &format!("{candidate}^{{commit}}"),
+        ])? {
+            return Ok((
+                candidate.to_string(),
+                format!("merge-base with default branch {candidate}"),
+            ));
+        }
+    }
+    Err(GateError::NoBase)
+}
+
+/// The packet a commit belongs to, as its trailers and the run store say.
+#[derive(Debug, Clone)]
+pub struct PacketRef {
+    pub run: String,
+    pub packet: Packet,
+}
+
+/// Returns the packet named by `commit`'s `Orchestra-Run` and `Orchestra-Packet` trailers when
+/// the run store knows it; `None` for ordinary commits or runs that are gone.
+pub fn packet_of(repo: &RepoInfo, commit: &str) -> Result<Option<PacketRef>, GateError> {
+    let git = repo.git();
+    let trailer = |key: &str| -> Result<String, GitError> {
+        git.run([
+            "log",
+            "-1",
+            &format!("--format=%(trailers:key={key},valueonly,separator=%x00)"),
+            commit,
+        ])
+        .map(|s| s.split('\0').next().unwrap_or("").trim().to_string())
+    };
+    let run = trailer("Orchestra-Run")?;
+    let packet = trailer("Orchestra-Packet")?;
+    if run.is_empty() || packet.is_empty() {
+        return Ok(None);
+    }
+    let store =
+        Store::open_existing(&repo.common_dir).map_err(|e| GateError::Store(e.to_string()))?;
+    let Some(record) = store
+        .map(|s| s.run(&run))
+        .transpose()
+        .map_err(|e| GateError::Store(e.to_string()))?
+        .flatten()
+    else {
+        return Ok(None);
+    };
+    let Ok(plan) = Plan::from_toml_str(&record.plan_toml, &record.plan_path) else {
+        return Ok(None);
+    };
+    Ok(plan
+        .packets
+        .into_iter()
+        .find(|p| p.id == packet)
+        .map(|packet| PacketRef { run, packet }))
+}

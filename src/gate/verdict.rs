@@ -1,0 +1,177 @@
+//! Verdicts kept in git: a JSON note under [`NOTES_REF`] on the reviewed commit, and the same
+//! note on the commit's tree so "was this exact tree approved?" is one lookup.
+//!
+//! Notes travel with the repository (`git push origin refs/notes/orchestra/review`), survive
+//! the run store, and are written with the engine's fixed identity so users without a
+//! configured git identity can review.
+
+use serde::{Deserialize, Serialize};
+
+use super::GateError;
+use super::checks::Finding;
+use crate::git::commit::{COMMITTER_EMAIL, COMMITTER_NAME};
+use crate::git::{Git, GitError};
+
+/// The notes ref verdicts live under.
+pub const NOTES_REF: &str = "refs/notes/orchestra/review";
+
+/// Approve or reject.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    Approve,
+    Reject,
+}
+
+/// One review's result as stored in git.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Verdict {
+    /// Format version of this record.
+    pub version: u32,
+    /// The reviewed commit (the range's tip).
+    pub commit: String,
+    /// Its tree: identical trees share a verdict.
+    pub tree: String,
+    /// The commit the range was reviewed against.
+    pub base: String,
+    /// Who reviewed: `deterministic`, or a model reviewer's name.
+    pub reviewer: String,
+    pub verdict: Decision,
+    /// The checks that ran.
+    pub checks: Vec<String>,
+    pub findings: Vec<Finding>,
+    /// `<run>/<packet>` when the range was a known packet's work.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub packet: Option<String>,
+    /// When the review finished, RFC 3339 UTC.
+    pub timestamp: String,
+}
+
+/// Stores `verdict` as the note of its commit and of its tree, replacing earlier notes.
+pub fn write_verdict(git: &Git, verdict: &Verdict) -> Result<(), GateError> {
+    let json = serde_json::to_string_pretty(verdict).map_err(|e| GateError::CorruptVerdict {
+        object: verdict.commit.clone(),
+        message: e.to_string(),
+    })?;
+    for object in [&verdict.commit, &verdict.tree] {
+        add_note(git, object, &json)?;
+    }
+    Ok(())
+}
+
+/// Writes one note, retrying briefly when another process holds the notes ref's lock.
+fn add_note(git: &Git, object: &str, text: &str) -> Result<(), GateError> {
+    let mut attempt = 0;
+    loop {
+        match note_command(git, object, text) {
+            Ok(()) => return Ok(()),
+            Err(GitError::Failed { ref stderr, .. })
+                if attempt < 20
+                    && (stderr.contains("lock") || stderr.contains("cannot update")) =>
+            {
+                attempt += 1;
+                std::thread::sleep(std::time::Duration::from_millis(25 * attempt));
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+fn note_command(git: &Git, object: &str, text: &str) -> Result<(), GitError> {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut cmd = git.command([
+        "-c",
+        "core.hooksPath=/dev/null",
+        "notes",
+        "--ref",
+        NOTES_REF,
+        "add",
+        "--force",
+        "--file=-",
+        object,
+    ]);
+    for (k, v) in [
+        ("GIT_AUTHOR_NAME", COMMITTER_NAME),
+        ("GIT_AUTHOR_EMAIL", COMMITTER_EMAIL),
+        ("GIT_COMMITTER_NAME", COMMITTER_NAME),
+        ("GIT_COMMITTER_EMAIL", COMMITTER_EMAIL),
+    ] {
+        cmd.env(k, v);
+    }
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().map_err(|source| GitError::Spawn { source })?;
+    if let Some(mut stdin) = child.stdin.take() {
+        let _ = stdin.write_all(text.as_bytes());
+    }
+    let out = child
+        .wait_with_output()
+        .map_err(|source| GitError::Spawn { source })?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(GitError::Failed {
+            args: format!("notes --ref {NOTES_REF} add --force {object}"),
+            code: out.status.code().unwrap_or(-1),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        })
+    }
+}
+
+/// Returns the verdict stored on `object` (a commit or tree id), `None` when there is none.
+pub fn read_verdict(git: &Git, object: &str) -> Result<Option<Verdict>, GateError> {
+    let text = match git.run(["notes", "--ref", NOTES_REF, "show", object]) {
+        Ok(t) => t,
+        // `git notes show` exits 1 both for "no note" and for an unknown object; the caller
+        // resolved the object already, so this means "no verdict".
+        Err(GitError::Failed { code: 1, .. }) => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    serde_json::from_str(&text)
+        .map(Some)
+        .map_err(|e| GateError::CorruptVerdict {
+            object: object.to_string(),
+            message: e.to_string(),
+        })
+}
+
+/// Returns the approving verdict recorded for `tree`, if the latest verdict on it approves.
+pub fn approved_for_tree(git: &Git, tree: &str) -> Result<Option<Verdict>, GateError> {
+    Ok(read_verdict(git, tree)?.filter(|v| v.verdict == Decision::Approve && v.tree == tree))
+}
+
+/// Returns `secs` since the Unix epoch as an RFC 3339 UTC timestamp (`2026-01-01T00:00:00Z`).
+pub fn rfc3339_utc(secs: i64) -> String {
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    // Howard Hinnant's days-to-civil algorithm.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_timestamps() {
+        assert_eq!(rfc3339_utc(0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339_utc(1_767_225_600), "2026-01-01T00:00:00Z");
+        assert_eq!(rfc3339_utc(951_782_400 + 3661), "2000-02-29T01:01:01Z");
+    }
+}

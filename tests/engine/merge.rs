@@ -1,0 +1,243 @@
+//! `git orchestra merge` and `run --merge`: in-memory merges, validation of the merged tree,
+//! conflicts sent back, bisection of failing batches, and `--predict`.
+
+use std::path::PathBuf;
+
+use crate::support::*;
+
+fn packet(id: &str, files: &str, deps: &str, validation: &str) -> String {
+    format!(
+        "[[packet]]\nid = \"{id}\"\ntitle = \"Packet {id}\"\ndescription = \"does {id}\"\nfiles = [{files}]\ndepends_on = [{deps}]\nvalidation = [{validation}]\n\n"
+    )
+}
+
+fn plan(repo: &TestRepo, body: &str) -> PathBuf {
+    let p = repo.scratch().join("plan.toml");
+    std::fs::write(&p, body).unwrap();
+    p
+}
+
+fn run_with(
+    repo: &TestRepo,
+    plan: &std::path::Path,
+    worker: &str,
+    extra: &[&str],
+) -> std::process::Output {
+    let root = repo.scratch().join("wt");
+    let mut args = vec![
+        "run",
+        plan.to_str().unwrap(),
+        "--worker-cmd",
+        worker,
+        "--worktree-root",
+        root.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    orchestra(&repo.path, &args)
+}
+
+fn run_id(repo: &TestRepo) -> String {
+    let out = orchestra(&repo.path, &["status", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    v["run"]["id"].as_str().unwrap().to_string()
+}
+
+const WORKER: &str = r#"echo "$ORCHESTRA_PACKET" > "out-$ORCHESTRA_PACKET.txt"; if [ "$ORCHESTRA_PACKET" = p3 ]; then touch poison; fi"#;
+
+#[test]
+fn run_with_merge_integrates_in_dependency_order_and_advances_main() {
+    let repo = TestRepo::new();
+    let body = format!(
+        "objective = \"Merge all\"\n\n{}{}{}",
+        packet("p2", "\"out-p2.txt\"", "\"p1\"", "\"test -f out-p2.txt\""),
+        packet("p1", "\"out-p1.txt\"", "", "\"test -f out-p1.txt\""),
+        packet("p4", "\"out-p4.txt\"", "", "\"test -f out-p4.txt\""),
+    );
+    let plan = plan(&repo, &body);
+    let base = repo.git(&["rev-parse", "main"]);
+    let out = run_with(&repo, &plan, WORKER, &["--merge"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let run = run_id(&repo);
+    let integration = format!("orchestra/{run}/integration");
+    let tip = repo.git(&["rev-parse", &integration]);
+    assert_eq!(repo.git(&["rev-parse", "main"]), tip);
+    // main was checked out and clean: the working tree followed.
+    for f in ["out-p1.txt", "out-p2.txt", "out-p4.txt"] {
+        assert!(
+            repo.path.join(f).exists(),
+            "{f} missing from the working tree"
+        );
+    }
+    assert_eq!(repo.git(&["status", "--porcelain"]), "");
+    // First-parent history: p1 before p2 (its dependent), then p4.
+    let subjects = repo.git(&[
+        "log",
+        "--first-parent",
+        "--format=%s",
+        &format!("{base}..main"),
+    ]);
+    let order: Vec<&str> = subjects.lines().rev().collect();
+    assert_eq!(
+        order,
+        vec![
+            format!("Merge packet p1 into {integration}"),
+            format!("Merge packet p2 into {integration}"),
+            format!("Merge packet p4 into {integration}"),
+        ]
+    );
+    // Merging again finds everything integrated and changes nothing.
+    let out = orchestra(&repo.path, &["merge", &run, "--json"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["already_integrated"].as_array().unwrap().len(), 3);
+    assert_eq!(repo.git(&["rev-parse", "main"]), tip);
+}
+
+#[test]
+fn a_failing_packet_is_bisected_out_without_evicting_others() {
+    let repo = TestRepo::new();
+    let clean = "\"test ! -e poison\"";
+    let body = format!(
+        "objective = \"Bisect\"\n\n{}{}{}{}",
+        packet("p1", "\"out-p1.txt\"", "", clean),
+        packet("p2", "\"out-p2.txt\"", "", clean),
+        packet("p3", "\"out-p3.txt\", \"poison\"", "", "\"test -f poison\""),
+        packet("p4", "\"out-p4.txt\"", "", clean),
+    );
+    let plan = plan(&repo, &body);
+    let out = run_with(&repo, &plan, WORKER, &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    let run = run_id(&repo);
+    // Work on another branch, so the target is advanced by ref (compare-and-swap).
+    repo.git(&["checkout", "-q", "-b", "elsewhere"]);
+    let out = orchestra(&repo.path, &["merge", &run, "--target", "main", "--json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let names = |key: &str| -> Vec<String> {
+        v[key]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| {
+                x.as_str()
+                    .map(str::to_string)
+                    .unwrap_or_else(|| x["packet"].as_str().unwrap().to_string())
+            })
+            .collect()
+    };
+    assert_eq!(names("integrated"), vec!["p1", "p2", "p4"]);
+    assert_eq!(names("sent_back"), vec!["p3"]);
+    assert!(
+        v["sent_back"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("test ! -e poison")
+    );
+    let batches: Vec<(Vec<String>, bool)> = v["batches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| {
+            (
+                b["packets"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|p| p.as_str().unwrap().to_string())
+                    .collect(),
+                b["passed"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    assert_eq!(
+        batches,
+        vec![
+            (s(&["p1"]), true),
+            (s(&["p2", "p3"]), false),
+            (s(&["p2"]), true),
+            (s(&["p3", "p4"]), false),
+            (s(&["p3"]), false),
+            (s(&["p4"]), true),
+        ]
+    );
+    assert!(v["target_advanced"].as_bool().unwrap());
+    assert!(
+        repo.git(&["ls-tree", "-r", "--name-only", "main"])
+            .lines()
+            .all(|l| l != "poison")
+    );
+    // The store marks the packet.
+    let status = orchestra(&repo.path, &["status", "--json"]);
+    let sv: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    let p3 = sv["packets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["id"] == "p3")
+        .unwrap();
+    assert!(
+        p3["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("sent back by the merge"),
+        "{p3}"
+    );
+    // No scratch worktree is left behind.
+    assert_eq!(
+        repo.git(&["worktree", "list"])
+            .lines()
+            .filter(|l| l.contains("orchestra/scratch"))
+            .count(),
+        0
+    );
+}
+
+#[test]
+fn conflicting_packet_is_sent_back_with_its_paths() {
+    let repo = TestRepo::new();
+    let body = format!(
+        "objective = \"Conflict\"\n\n{}{}",
+        packet("pa", "\"README.md\"", "", ""),
+        packet("pb", "\"README.md\"", "", ""),
+    );
+    let plan = plan(&repo, &body);
+    let worker = r#"echo "$ORCHESTRA_PACKET was here" > README.md"#;
+    let before_main = repo.git(&["rev-parse", "main"]);
+    let out = run_with(&repo, &plan, worker, &["--merge"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let all = text(&out);
+    assert!(all.contains("[pb] CONFLICTS in README.md"), "{all}");
+    assert!(all.contains("sent back: pb"), "{all}");
+    // pa went in; main advanced to the integration tip holding pa's README.
+    assert_ne!(repo.git(&["rev-parse", "main"]), before_main);
+    assert_eq!(repo.git(&["show", "main:README.md"]), "pa was here");
+}
+
+#[test]
+fn predict_reports_conflicts_without_writing_refs() {
+    let repo = TestRepo::new();
+    repo.git(&["checkout", "-q", "-b", "a"]);
+    repo.write("README.md", "from a\n");
+    repo.git(&["commit", "-q", "-am", "a"]);
+    repo.git(&["checkout", "-q", "-b", "b", "main"]);
+    repo.write("README.md", "from b\n");
+    repo.git(&["commit", "-q", "-am", "b"]);
+    repo.git(&["checkout", "-q", "-b", "c", "main"]);
+    repo.write("other.txt", "c\n");
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-q", "-m", "c"]);
+    let before = refs(&repo.path);
+    let out = orchestra(&repo.path, &["merge", "--predict", "a", "b"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("README.md"), "{}", text(&out));
+    let out = orchestra(&repo.path, &["merge", "--predict", "a", "c", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["conflicts"], false);
+    let out = orchestra(&repo.path, &["merge", "--predict", "a", "nope"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let out = orchestra(&repo.path, &["merge", "no-such-run"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert_eq!(refs(&repo.path), before);
+}
