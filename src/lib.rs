@@ -6,3 +6,4 @@
 //! same engine serve the CLI, `--json` output and the tests.
 
 pub mod git;
+pub mod nav;
