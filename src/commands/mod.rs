@@ -2,6 +2,7 @@
 //! function; the doc comments are the help text.
 
 mod error;
+mod nav;
 
 use std::process::ExitCode;
 
@@ -22,7 +23,9 @@ struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
-enum Command {}
+enum Command {
+    Nav(nav::NavArgs),
+}
 
 /// Parses the command line, runs the command and maps its error to an exit code and message.
 pub fn main() -> ExitCode {
@@ -37,7 +40,9 @@ pub fn main() -> ExitCode {
             }
         },
     };
-    let result: Result<(), CommandError> = match cli.command {};
+    let result: Result<(), CommandError> = match cli.command {
+        Command::Nav(args) => nav::cmd_nav(&cwd, args),
+    };
     let _ = cwd;
     match result {
         Ok(()) => ExitCode::SUCCESS,

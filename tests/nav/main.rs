@@ -7,6 +7,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod cache;
+mod cli;
 mod ecma;
 mod go;
 mod map;
