@@ -240,6 +240,26 @@ impl Index {
         Ok(self.outcome_locations(&outcome))
     }
 
+    /// Returns the definition whose name is on `line` of `path`, if any.
+    pub fn def_at(&self, path: &str, line: u32) -> Option<DefId> {
+        let file = self.file_id(path)?;
+        let facts = &self.files[file as usize].facts;
+        facts
+            .defs
+            .iter()
+            .position(|d| d.name_span.line == line && d.kind != "impl")
+            .map(|d| DefId {
+                file,
+                def: d as u32,
+            })
+    }
+
+    /// Returns every reference to definition `id` (including import sites).
+    pub fn references_of(&self, id: DefId) -> Vec<Location> {
+        let name = self.def(id).name.clone();
+        self.references_to(&HashSet::from([id]), &name, |_| true)
+    }
+
     /// Returns every reference to the definitions `symbol` names (including import sites),
     /// resolved ones first, sorted by file and line.
     pub fn references(&self, symbol: &str) -> Result<Vec<Location>, NavError> {
