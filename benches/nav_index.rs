@@ -76,6 +76,14 @@ fn peak_rss_mb() -> f64 {
     usage.ru_maxrss as f64 / 1024.0
 }
 
+fn cpu_s() -> f64 {
+    // SAFETY: getrusage only writes the struct we pass.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
+    let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
+    t(u.ru_utime) + t(u.ru_stime)
+}
+
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
@@ -102,14 +110,16 @@ fn main() {
     }
 
     let db = tmp.path().join("nav.db");
+    let cpu0 = cpu_s();
     let t = Instant::now();
     let mut index = Index::open_with_cache(&repo, &db).unwrap();
     let cold = index.refresh().unwrap();
     let cold_time = t.elapsed();
     let rss_cold = peak_rss_mb();
     println!(
-        "cold index: {:.0} ms ({:.2}x ctags), parsed {} files, peak RSS {:.0} MB, cache {:.1} MB",
+        "cold index: {:.0} ms wall, {:.1} s CPU ({:.2}x ctags wall), parsed {} files, peak RSS {:.0} MB, cache {:.1} MB",
         ms(cold_time),
+        cpu_s() - cpu0,
         cold_time.as_secs_f64() / ctags_time.as_secs_f64(),
         cold.parsed,
         rss_cold,

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::NavError;
-use super::facts::FileFacts;
+use super::facts::{FileFacts, Ref};
 
 /// An open blob cache.
 pub struct Cache {
@@ -39,11 +39,12 @@ impl Cache {
         conn.execute_batch(
             "PRAGMA journal_mode = WAL;
              PRAGMA synchronous = NORMAL;
-             CREATE TABLE IF NOT EXISTS facts (
+             CREATE TABLE IF NOT EXISTS blob_facts (
                  oid TEXT NOT NULL,
                  version INTEGER NOT NULL,
                  lang TEXT NOT NULL,
                  data BLOB NOT NULL,
+                 refs BLOB NOT NULL,
                  PRIMARY KEY (oid, version)
              ) WITHOUT ROWID;",
         )
@@ -66,12 +67,27 @@ impl Cache {
         }
     }
 
-    /// Returns the cached facts of every key found; missing keys are simply absent.
+    /// Returns the references of one cached blob (stored apart from the other facts, so that
+    /// opening an index does not pay for them), or `None` when absent.
+    pub fn get_refs(&self, oid: &str, version: u64) -> Result<Option<Vec<Ref>>, NavError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT refs FROM blob_facts WHERE oid = ?1 AND version = ?2")
+            .map_err(|e| self.err(e))?;
+        let data: Option<Vec<u8>> = stmt
+            .query_row(params![oid, version as i64], |row| row.get(0))
+            .optional()
+            .map_err(|e| self.err(e))?;
+        Ok(data.and_then(|d| postcard::from_bytes(&d).ok()))
+    }
+
+    /// Returns the cached facts (without references) of every key found; missing keys are
+    /// simply absent.
     pub fn get_many(&self, keys: &[(String, u64)]) -> Result<HashMap<String, FileFacts>, NavError> {
         let mut out = HashMap::with_capacity(keys.len());
         let mut stmt = self
             .conn
-            .prepare_cached("SELECT data FROM facts WHERE oid = ?1 AND version = ?2")
+            .prepare_cached("SELECT data FROM blob_facts WHERE oid = ?1 AND version = ?2")
             .map_err(|e| self.err(e))?;
         for (oid, version) in keys {
             let data: Option<Vec<u8>> = stmt
@@ -79,17 +95,18 @@ impl Cache {
                 .optional()
                 .map_err(|e| self.err(e))?;
             // An undecodable row is treated as missing and re-parsed (then overwritten).
-            if let Some(facts) = data.and_then(|d| serde_json::from_slice(&d).ok()) {
+            if let Some(facts) = data.and_then(|d| postcard::from_bytes(&d).ok()) {
                 out.insert(oid.clone(), facts);
             }
         }
         Ok(out)
     }
 
-    /// Stores facts for many blobs in one transaction.
+    /// Stores facts (without references) and references for many blobs in one transaction.
+    #[allow(clippy::type_complexity)]
     pub fn put_many(
         &mut self,
-        rows: &[(String, u64, &'static str, &FileFacts)],
+        rows: &[(String, u64, &'static str, &FileFacts, &[Ref])],
     ) -> Result<(), NavError> {
         if rows.is_empty() {
             return Ok(());
@@ -103,15 +120,17 @@ impl Cache {
         {
             let mut stmt = tx
                 .prepare_cached(
-                    "INSERT OR REPLACE INTO facts (oid, version, lang, data) VALUES (?1, ?2, ?3, ?4)",
+                    "INSERT OR REPLACE INTO blob_facts (oid, version, lang, data, refs) VALUES (?1, ?2, ?3, ?4, ?5)",
                 )
                 .map_err(err)?;
-            for (oid, version, lang, facts) in rows {
-                let data = serde_json::to_vec(facts).map_err(|e| NavError::Encode {
+            for (oid, version, lang, facts, refs) in rows {
+                let encode = |e: postcard::Error| NavError::Encode {
                     oid: oid.clone(),
                     message: e.to_string(),
-                })?;
-                stmt.execute(params![oid, *version as i64, lang, data])
+                };
+                let data = postcard::to_stdvec(facts).map_err(encode)?;
+                let refs = postcard::to_stdvec(refs).map_err(encode)?;
+                stmt.execute(params![oid, *version as i64, lang, data, refs])
                     .map_err(err)?;
             }
         }
@@ -121,7 +140,7 @@ impl Cache {
     /// Returns how many blobs the cache holds.
     pub fn len(&self) -> Result<u64, NavError> {
         self.conn
-            .query_row("SELECT COUNT(*) FROM facts", [], |r| r.get::<_, i64>(0))
+            .query_row("SELECT COUNT(*) FROM blob_facts", [], |r| r.get::<_, i64>(0))
             .map(|n| n as u64)
             .map_err(|e| self.err(e))
     }

@@ -14,7 +14,7 @@ use super::facts::{Def, FileFacts, Import, ImportKind, Ref, Relation, Span};
 use super::lang::Lang;
 
 /// Bumped when the extraction code (not the queries) changes what it produces.
-pub const EXTRACTOR_VERSION: &str = "1";
+pub const EXTRACTOR_VERSION: &str = "2";
 
 /// Files larger than this are indexed as empty: they are almost always generated or minified.
 pub const MAX_FILE_BYTES: usize = 2 * 1024 * 1024;
@@ -308,6 +308,9 @@ impl Extractor {
                 continue;
             }
             let name = String::from_utf8_lossy(&source[r.name.0..r.name.1]).into_owned();
+            if r.kind == "read" && r.qualifier.is_empty() && is_builtin_constant(&name) {
+                continue;
+            }
             let scope = enclosing_def(&facts, r.name.0);
             if r.qualifier.is_empty() && is_local(&facts, &local_names, scope, &name) {
                 continue;
@@ -328,6 +331,15 @@ impl Default for Extractor {
     fn default() -> Self {
         Self::new()
     }
+}
+
+/// Returns true if and only if `name` is a language constant that never names a definition.
+fn is_builtin_constant(name: &str) -> bool {
+    matches!(
+        name,
+        "self" | "cls" | "None" | "True" | "False" | "undefined" | "arguments" | "nil" | "true"
+            | "false" | "iota" | "_"
+    )
 }
 
 /// Returns true if and only if definitions of `kind` hold methods.

@@ -2,7 +2,8 @@
 //! type relations, exactly as the syntax shows them, before any cross-file resolution.
 //!
 //! Facts depend only on a blob's bytes and the query set, which is why they are cached by blob
-//! id and shared by every commit and worktree that contains the blob.
+//! id and shared by every commit and worktree that contains the blob. They are stored in a
+//! compact binary form (postcard), so no field may be skipped when serialising.
 
 use serde::{Deserialize, Serialize};
 
@@ -38,7 +39,7 @@ pub struct Def {
     #[serde(rename = "k")]
     pub kind: String,
     /// Index of the enclosing definition in the same file, if any.
-    #[serde(rename = "p", default, skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "p", default)]
     pub parent: Option<u32>,
     /// The whole item.
     #[serde(rename = "s")]
@@ -53,7 +54,7 @@ pub struct Def {
     #[serde(rename = "sig")]
     pub signature: String,
     /// The owning type named outside the nesting (a Go method's receiver), or empty.
-    #[serde(rename = "o", default, skip_serializing_if = "String::is_empty")]
+    #[serde(rename = "o", default)]
     pub owner: String,
     /// True when the item is exported (`pub`, `export`, capitalised Go name, no leading `_`).
     #[serde(rename = "x", default)]
@@ -69,12 +70,12 @@ pub struct Ref {
     #[serde(rename = "k")]
     pub kind: String,
     /// What the name is reached through: `self`, `Foo`, `crate::a`, `mod.sub`, or empty.
-    #[serde(rename = "q", default, skip_serializing_if = "String::is_empty")]
+    #[serde(rename = "q", default)]
     pub qualifier: String,
     #[serde(rename = "s")]
     pub span: Span,
     /// Index of the innermost enclosing definition (the caller), if any.
-    #[serde(rename = "in", default, skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "in", default)]
     pub scope: Option<u32>,
 }
 
@@ -99,10 +100,10 @@ pub struct Import {
     #[serde(rename = "m")]
     pub module: String,
     /// The imported name (for `Name` imports); `default` for JS default imports.
-    #[serde(rename = "n", default, skip_serializing_if = "String::is_empty")]
+    #[serde(rename = "n", default)]
     pub name: String,
     /// The local name it is bound to (equal to `name` when not aliased).
-    #[serde(rename = "a", default, skip_serializing_if = "String::is_empty")]
+    #[serde(rename = "a", default)]
     pub alias: String,
     /// True when the binding is visible to importers of this file (`pub use`, `export … from`,
     /// and every Python import, since Python modules re-export what they import).
@@ -123,7 +124,7 @@ pub struct Relation {
     #[serde(rename = "t")]
     pub target: String,
     /// What the target name is reached through (`abc` in `abc.ABC`), or empty.
-    #[serde(rename = "q", default, skip_serializing_if = "String::is_empty")]
+    #[serde(rename = "q", default)]
     pub qualifier: String,
     #[serde(rename = "s")]
     pub span: Span,

@@ -14,7 +14,7 @@ use crate::git::RepoInfo;
 use super::NavError;
 use super::cache::Cache;
 use super::extract::Extractor;
-use super::facts::FileFacts;
+use super::facts::{FileFacts, Ref};
 use super::lang::Lang;
 use super::modules::ModuleTable;
 use super::worktree;
@@ -25,8 +25,15 @@ pub struct FileEntry {
     pub path: String,
     pub oid: String,
     pub lang: Lang,
+    /// Definitions, imports and relations; `facts.refs` is always empty (see `refs`).
     pub facts: Arc<FileFacts>,
+    /// References, loaded from the cache on first use: they are most of the facts' bulk and
+    /// most queries never need them, so opening an index does not pay for them.
+    refs: Arc<OnceLock<Vec<Ref>>>,
 }
+
+/// Facts of one blob held in memory: everything but references, and the references slot.
+type Loaded = (Arc<FileFacts>, Arc<OnceLock<Vec<Ref>>>);
 
 /// A definition: file number in the view and definition number in that file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -127,12 +134,23 @@ impl Index {
             files: view.len(),
             ..RefreshStats::default()
         };
-        let mut in_memory: HashMap<(String, Lang), Arc<FileFacts>> = HashMap::new();
+        // Nothing changed: keep every table as it is.
+        if view.len() == self.files.len()
+            && self
+                .files
+                .iter()
+                .zip(&view)
+                .all(|(f, (p, v))| f.path == *p && f.oid == v.oid && f.lang == v.lang)
+        {
+            stats.reused = view.len();
+            return Ok(stats);
+        }
+        let mut in_memory: HashMap<(String, Lang), Loaded> = HashMap::new();
         for f in self.files.drain(..) {
             if !view.contains_key(&f.path) {
                 stats.removed += 1;
             }
-            in_memory.insert((f.oid, f.lang), f.facts);
+            in_memory.insert((f.oid, f.lang), (f.facts, f.refs));
         }
         let mut missing: Vec<(String, u64)> = Vec::new();
         for vf in view.values() {
@@ -155,20 +173,32 @@ impl Index {
                 jobs.push((path.clone(), vf.oid.clone(), vf.lang));
             }
         }
-        let parsed = parse_parallel(&self.root, &jobs)?;
+        let parsed: Vec<(FileFacts, Vec<Ref>)> = parse_parallel(&self.root, &jobs)?
+            .into_iter()
+            .map(|mut f| {
+                let refs = std::mem::take(&mut f.refs);
+                (f, refs)
+            })
+            .collect();
         let mut rows = Vec::with_capacity(parsed.len());
-        for ((_, oid, lang), facts) in jobs.iter().zip(parsed.iter()) {
-            rows.push((oid.clone(), lang.queries()?.version, lang.name(), facts));
+        for ((_, oid, lang), (facts, refs)) in jobs.iter().zip(parsed.iter()) {
+            rows.push((
+                oid.clone(),
+                lang.queries()?.version,
+                lang.name(),
+                facts,
+                refs.as_slice(),
+            ));
         }
         self.cache.put_many(&rows)?;
-        let mut fresh: HashMap<String, Arc<FileFacts>> = HashMap::new();
-        for ((_, oid, _), facts) in jobs.iter().zip(parsed) {
-            fresh.insert(oid.clone(), Arc::new(facts));
+        let mut fresh: HashMap<String, Loaded> = HashMap::new();
+        for ((_, oid, _), (facts, refs)) in jobs.iter().zip(parsed) {
+            fresh.insert(oid.clone(), (Arc::new(facts), Arc::new(OnceLock::from(refs))));
         }
 
         let mut files = Vec::with_capacity(view.len());
         for (path, vf) in view {
-            let facts = if let Some(f) = in_memory.get(&(vf.oid.clone(), vf.lang)) {
+            let (facts, refs) = if let Some(f) = in_memory.get(&(vf.oid.clone(), vf.lang)) {
                 stats.reused += 1;
                 f.clone()
             } else if let Some(f) = fresh.get(&vf.oid) {
@@ -176,22 +206,20 @@ impl Index {
                 f.clone()
             } else if let Some(f) = loaded.remove(&vf.oid) {
                 stats.cached += 1;
-                let f = Arc::new(f);
+                let f: Loaded = (Arc::new(f), Arc::new(OnceLock::new()));
+                // Later paths holding the same blob share these facts.
                 in_memory.insert((vf.oid.clone(), vf.lang), f.clone());
                 f
-            } else if let Some(f) = in_memory.get(&(vf.oid.clone(), vf.lang)) {
-                stats.cached += 1;
-                f.clone()
             } else {
-                // Another path with the same blob consumed the loaded entry above.
                 stats.cached += 1;
-                Arc::new(FileFacts::default())
+                (Arc::new(FileFacts::default()), Arc::new(OnceLock::new()))
             };
             files.push(FileEntry {
                 path,
                 oid: vf.oid,
                 lang: vf.lang,
                 facts,
+                refs,
             });
         }
         // Same-blob duplicates parsed once count as parsed once.
@@ -226,8 +254,8 @@ impl Index {
     pub(crate) fn refs_named(&self, name: &str) -> &[(u32, u32)] {
         let table = self.ref_names.get_or_init(|| {
             let mut t: HashMap<String, Vec<(u32, u32)>> = HashMap::new();
-            for (fi, f) in self.files.iter().enumerate() {
-                for (ri, r) in f.facts.refs.iter().enumerate() {
+            for fi in 0..self.files.len() {
+                for (ri, r) in self.refs_of(fi as u32).iter().enumerate() {
                     t.entry(r.name.clone())
                         .or_default()
                         .push((fi as u32, ri as u32));
@@ -236,6 +264,22 @@ impl Index {
             t
         });
         table.get(name).map(Vec::as_slice).unwrap_or(&[])
+    }
+
+    /// Returns the references of file `file`, loading them from the cache on first use.
+    pub fn refs_of(&self, file: u32) -> &[Ref] {
+        let f = &self.files[file as usize];
+        f.refs.get_or_init(|| {
+            let version = f.lang.queries().map(|q| q.version).unwrap_or_default();
+            match self.cache.get_refs(&f.oid, version) {
+                Ok(Some(refs)) => refs,
+                Ok(None) => Vec::new(),
+                Err(e) => {
+                    tracing::warn!(path = %f.path, error = %e, "cannot load references");
+                    Vec::new()
+                }
+            }
+        })
     }
 
     /// Returns the file entry of a definition.

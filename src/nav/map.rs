@@ -106,8 +106,8 @@ impl Index {
         }
         // (referencing file, identifier) → count.
         let mut uses: BTreeMap<(u32, &str), usize> = BTreeMap::new();
-        for (fi, f) in self.files.iter().enumerate() {
-            for r in &f.facts.refs {
+        for fi in 0..self.files.len() {
+            for r in self.refs_of(fi as u32) {
                 if defines.contains_key(r.name.as_str()) {
                     *uses.entry((fi as u32, r.name.as_str())).or_default() += 1;
                 }

@@ -187,8 +187,8 @@ impl Index {
         })?;
         let (_, name) = split_symbol(symbol);
         let facts = &self.files[file as usize].facts;
-        let on_line: Vec<_> = facts
-            .refs
+        let on_line: Vec<_> = self
+            .refs_of(file)
             .iter()
             .filter(|r| r.span.line == line && r.name == name)
             .collect();
@@ -296,8 +296,7 @@ impl Index {
         let mut lines: HashMap<u32, Vec<String>> = HashMap::new();
         let names = self.alias_names(name);
         for &(fi, ri) in names.iter().flat_map(|n| self.refs_named(n)) {
-            let f = &self.files[fi as usize];
-            let r = &f.facts.refs[ri as usize];
+            let r = &self.refs_of(fi)[ri as usize];
             if !keep_kind(&r.kind) {
                 continue;
             }
@@ -407,7 +406,7 @@ impl Index {
         for d in defs {
             let facts = &self.files[d.file as usize].facts;
             let span = facts.defs[d.def as usize].span;
-            for r in &facts.refs {
+            for r in self.refs_of(d.file) {
                 if !matches!(r.kind.as_str(), "call" | "new" | "macro") || !span.contains(&r.span) {
                     continue;
                 }

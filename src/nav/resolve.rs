@@ -79,7 +79,7 @@ impl Index {
         let out = if r.qualifier.is_empty() {
             self.resolve_unqualified(file, &r.name, at, r.scope, 0)
         } else {
-            self.resolve_qualified(file, &r.qualifier, &r.name, at, r.scope)
+            self.resolve_qualified(file, &r.qualifier, &r.name, at, r.scope, 0)
         };
         match out {
             Some(o) if !o.is_empty() => o,
@@ -320,11 +320,15 @@ impl Index {
         name: &str,
         at: u32,
         scope: Option<u32>,
+        depth: usize,
     ) -> Option<Outcome> {
+        if depth > MAX_DEPTH {
+            return None;
+        }
         let entry = &self.files[file as usize];
         if is_self(qualifier) {
             let ty = self.enclosing_type(file, scope)?;
-            let defs = self.members_by_name(file, &ty, name, 0);
+            let defs = self.members_by_name(file, &ty, name, depth);
             return (!defs.is_empty()).then(|| Outcome::bound(defs, Vec::new()));
         }
         let sep = if entry.lang == Lang::Rust { "::" } else { "." };
@@ -340,30 +344,30 @@ impl Index {
         let mut cur = match segs[0] {
             "crate" | "super" | "self" if entry.lang == Lang::Rust => {
                 let m = self.modules.rust_module(file, qualifier)?;
-                return Some(self.member_of(&Outcome::bound(Vec::new(), vec![m]), name));
+                return Some(self.member_of(&Outcome::bound(Vec::new(), vec![m]), name, depth));
             }
             "Self" => {
                 let ty = self.enclosing_type(file, scope)?;
-                let defs = self.members_by_name(file, &ty, name, 0);
+                let defs = self.members_by_name(file, &ty, name, depth);
                 return (!defs.is_empty()).then(|| Outcome::bound(defs, Vec::new()));
             }
-            first => self.resolve_unqualified(file, first, at, scope, 0)?,
+            first => self.resolve_unqualified(file, first, at, scope, depth)?,
         };
         for seg in &segs[1..] {
-            cur = self.member_of(&cur, seg);
+            cur = self.member_of(&cur, seg, depth);
             if cur.is_empty() {
                 return None;
             }
         }
-        let out = self.member_of(&cur, name);
+        let out = self.member_of(&cur, name, depth);
         (!out.is_empty()).then_some(out)
     }
 
     /// Returns the members named `name` of what `of` denotes (modules or types).
-    fn member_of(&self, of: &Outcome, name: &str) -> Outcome {
+    fn member_of(&self, of: &Outcome, name: &str, depth: usize) -> Outcome {
         let mut out = Outcome::bound(Vec::new(), Vec::new());
         for m in &of.modules {
-            let o = self.exports(*m, name, 0, false);
+            let o = self.exports(*m, name, depth + 1, false);
             out.defs.extend(o.defs);
             out.modules.extend(o.modules);
             if o.external.is_some() {
@@ -374,7 +378,7 @@ impl Index {
             let def = self.def(*d);
             if is_type_container(&def.kind) || def.kind == "module" || def.kind == "type" {
                 out.defs
-                    .extend(self.members_by_name(d.file, &def.name, name, 0));
+                    .extend(self.members_by_name(d.file, &def.name, name, depth + 1));
             }
         }
         out.defs.sort();
@@ -433,7 +437,7 @@ impl Index {
         }
         // Inherited: resolve each base of `ty` and look there.
         let mut out = Vec::new();
-        for base in self.bases(file, ty) {
+        for base in self.bases(file, ty, depth + 1) {
             let b = self.def(base);
             out.extend(self.members_by_name(base.file, &b.name.clone(), name, depth + 1));
         }
@@ -443,13 +447,13 @@ impl Index {
     }
 
     /// Returns the resolved base types (inherited or implemented) of type `ty` declared in `file`.
-    pub(crate) fn bases(&self, file: u32, ty: &str) -> Vec<DefId> {
+    pub(crate) fn bases(&self, file: u32, ty: &str, depth: usize) -> Vec<DefId> {
         let facts = &self.files[file as usize].facts;
         let mut out = Vec::new();
         for rel in facts.relations.iter().filter(|r| r.subject == ty) {
             let scope = super::extract::enclosing_def(facts, rel.span.start_byte as usize);
             let o = if rel.qualifier.is_empty() {
-                self.resolve_unqualified(file, &rel.target, rel.span.start_byte, scope, 0)
+                self.resolve_unqualified(file, &rel.target, rel.span.start_byte, scope, depth)
             } else {
                 self.resolve_qualified(
                     file,
@@ -457,6 +461,7 @@ impl Index {
                     &rel.target,
                     rel.span.start_byte,
                     scope,
+                    depth,
                 )
             };
             if let Some(o) = o {

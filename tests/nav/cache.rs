@@ -54,6 +54,9 @@ fn a_second_worktree_of_the_same_commit_parses_nothing() {
     assert_eq!(stats.parsed, 0, "{stats:?}");
     assert_eq!(stats.cached, 3, "{stats:?}");
     assert_eq!(idx.lookup("beta").len(), 1);
+    // References come from the cache on first use.
+    let callers = idx.callers("beta").unwrap();
+    assert_eq!(crate::places(&callers), vec!["a.py:2"]);
 }
 
 #[test]

@@ -67,5 +67,5 @@
   property: (property_identifier) @name) @reference.read
 (shorthand_property_identifier) @name @reference.read
 
-((identifier) @name @reference.read
-  (#not-match? @name "^(undefined|arguments)$"))
+; Plain names; built-in constants are dropped in code (cheaper than a predicate per name).
+(identifier) @name @reference.read

@@ -65,5 +65,5 @@
 
 (selector_expression operand: (_) @qualifier field: (field_identifier) @name) @reference.read
 
-((identifier) @name @reference.read
-  (#not-match? @name "^(nil|true|false|iota|_)$"))
+; Plain names; built-in constants are dropped in code (cheaper than a predicate per name).
+(identifier) @name @reference.read

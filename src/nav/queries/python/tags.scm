@@ -68,5 +68,5 @@
   object: (_) @qualifier
   attribute: (identifier) @name) @reference.read
 
-((identifier) @name @reference.read
-  (#not-match? @name "^(self|cls|None|True|False)$"))
+; Plain names; built-in constants are dropped in code (cheaper than a predicate per name).
+(identifier) @name @reference.read
