@@ -147,6 +147,9 @@ fn main() {
             .take(1)
             .map(|l| (l.path, l.line))
             .collect();
+        if std::env::var_os("NAV_ACC_VERBOSE").is_some() && ours.intersection(&exp).count() == 0 {
+            println!("def {name} ({file}:{line}): ours {ours:?} expected {exp:?}");
+        }
         tp += ours.intersection(&exp).count().min(1);
         ours_n += ours.len();
         exp_n += 1;
@@ -157,7 +160,7 @@ fn main() {
 
     // References of top-level definitions.
     let (mut tp, mut ours_n, mut exp_n, mut rq) = (0, 0, 0, 0);
-    let (mut our_bytes, mut grep_bytes) = (0usize, 0usize);
+    let (mut our_bytes, mut our_loc_bytes, mut grep_bytes) = (0usize, 0usize, 0usize);
     for q in expected["refs"].as_array().unwrap() {
         let file = q["file"].as_str().unwrap();
         let line = q["line"].as_u64().unwrap() as u32;
@@ -180,18 +183,31 @@ fn main() {
         let mut ours: BTreeSet<(String, u32)> =
             locs.iter().map(|l| (l.path.clone(), l.line)).collect();
         ours.insert((file.to_string(), line)); // jedi counts the definition itself
+        if std::env::var_os("NAV_ACC_VERBOSE").is_some() {
+            let extra: Vec<_> = ours.difference(&exp).collect();
+            let missed: Vec<_> = exp.difference(&ours).collect();
+            if !extra.is_empty() || !missed.is_empty() {
+                println!("refs {name} ({file}:{line}): extra {extra:?} missed {missed:?}");
+            }
+        }
         tp += ours.intersection(&exp).count();
         ours_n += ours.len();
         exp_n += exp.len();
         rq += 1;
         our_bytes += render_locations(name, &locs, usize::MAX, false).text.len();
+        our_loc_bytes += locs
+            .iter()
+            .map(|l| format!("{}:{}:{} {} {}\n", l.path, l.line, l.col, l.kind, l.name).len())
+            .sum::<usize>();
         grep_bytes += sh(&repo, "git", &["grep", "-n", "-w", name]).len();
     }
     let (p, r) = prf(tp, ours_n, exp_n);
     let f1 = 2.0 * p * r / (p + r).max(1e-9);
     println!("references: {rq} queries, precision {p:.3}, recall {r:.3}, F1 {f1:.3}");
+    let pct = |n: usize| 100.0 * n as f64 / grep_bytes.max(1) as f64;
     println!(
-        "bytes: ours {our_bytes} vs grep -w {grep_bytes} ({:.1}%)",
-        100.0 * our_bytes as f64 / grep_bytes.max(1) as f64
+        "bytes: grep -w {grep_bytes}; ours with source lines {our_bytes} ({:.1}%), locations only {our_loc_bytes} ({:.1}%)",
+        pct(our_bytes),
+        pct(our_loc_bytes)
     );
 }

@@ -140,7 +140,9 @@ impl Cache {
     /// Returns how many blobs the cache holds.
     pub fn len(&self) -> Result<u64, NavError> {
         self.conn
-            .query_row("SELECT COUNT(*) FROM blob_facts", [], |r| r.get::<_, i64>(0))
+            .query_row("SELECT COUNT(*) FROM blob_facts", [], |r| {
+                r.get::<_, i64>(0)
+            })
             .map(|n| n as u64)
             .map_err(|e| self.err(e))
     }

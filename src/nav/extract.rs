@@ -25,12 +25,13 @@ pub struct Extractor {
     cursor: QueryCursor,
 }
 
+/// A reference as matched, before filtering; text is only copied for references kept.
 struct RawRef {
     pattern: usize,
     name: (usize, usize),
     node: Span,
-    kind: String,
-    qualifier: String,
+    kind: &'static str,
+    qualifier: Option<(usize, usize)>,
 }
 
 impl Extractor {
@@ -262,8 +263,8 @@ impl Extractor {
                     pattern: m.pattern_index,
                     name: (name.start_byte(), name.end_byte()),
                     node: span_of(name),
-                    kind: kind.to_string(),
-                    qualifier: qualifier.map(|q| node_text(q, source)).unwrap_or_default(),
+                    kind,
+                    qualifier: qualifier.map(|q| (q.start_byte(), q.end_byte())),
                 }),
                 _ => {}
             }
@@ -307,18 +308,22 @@ impl Extractor {
             if excluded.contains(&r.name) || inside_any(&import_spans, r.name.0) {
                 continue;
             }
-            let name = String::from_utf8_lossy(&source[r.name.0..r.name.1]).into_owned();
-            if r.kind == "read" && r.qualifier.is_empty() && is_builtin_constant(&name) {
+            let name = String::from_utf8_lossy(&source[r.name.0..r.name.1]);
+            if r.kind == "read" && r.qualifier.is_none() && is_builtin_constant(&name) {
                 continue;
             }
             let scope = enclosing_def(&facts, r.name.0);
-            if r.qualifier.is_empty() && is_local(&facts, &local_names, scope, &name) {
+            if r.qualifier.is_none() && is_local(&facts, &local_names, scope, &name) {
                 continue;
             }
+            let qualifier = r
+                .qualifier
+                .map(|(s, e)| String::from_utf8_lossy(&source[s..e]).into_owned())
+                .unwrap_or_default();
             facts.refs.push(Ref {
-                name,
-                kind: r.kind,
-                qualifier: r.qualifier,
+                name: name.into_owned(),
+                kind: r.kind.to_string(),
+                qualifier,
                 span: r.node,
                 scope,
             });
@@ -337,8 +342,18 @@ impl Default for Extractor {
 fn is_builtin_constant(name: &str) -> bool {
     matches!(
         name,
-        "self" | "cls" | "None" | "True" | "False" | "undefined" | "arguments" | "nil" | "true"
-            | "false" | "iota" | "_"
+        "self"
+            | "cls"
+            | "None"
+            | "True"
+            | "False"
+            | "undefined"
+            | "arguments"
+            | "nil"
+            | "true"
+            | "false"
+            | "iota"
+            | "_"
     )
 }
 

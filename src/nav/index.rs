@@ -193,7 +193,10 @@ impl Index {
         self.cache.put_many(&rows)?;
         let mut fresh: HashMap<String, Loaded> = HashMap::new();
         for ((_, oid, _), (facts, refs)) in jobs.iter().zip(parsed) {
-            fresh.insert(oid.clone(), (Arc::new(facts), Arc::new(OnceLock::from(refs))));
+            fresh.insert(
+                oid.clone(),
+                (Arc::new(facts), Arc::new(OnceLock::from(refs))),
+            );
         }
 
         let mut files = Vec::with_capacity(view.len());

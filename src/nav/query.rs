@@ -301,7 +301,16 @@ impl Index {
                 continue;
             }
             let o = self.resolve_ref(fi, r);
-            if !o.defs.iter().any(|d| targets.contains(d)) {
+            // A bound use counts if it binds to a target; an unbound one (a ranked candidate
+            // list) only if a target is its best candidate, or grep-like noise would follow.
+            let hit = if o.bound {
+                o.defs.iter().any(|d| targets.contains(d))
+            } else {
+                // Attribute reads through unknown receivers (`x.default`) are mostly data.
+                !matches!(r.kind.as_str(), "read" | "field")
+                    && o.defs.first().is_some_and(|d| targets.contains(d))
+            };
+            if !hit {
                 continue;
             }
             out.push(self.ref_location(

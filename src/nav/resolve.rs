@@ -63,7 +63,7 @@ impl Outcome {
 const MAX_DEPTH: usize = 10;
 
 fn is_self(q: &str) -> bool {
-    matches!(q, "self" | "this" | "cls" | "Self" | "super()")
+    matches!(q, "self" | "this" | "cls" | "Self")
 }
 
 fn is_ident(s: &str) -> bool {
@@ -329,6 +329,16 @@ impl Index {
         if is_self(qualifier) {
             let ty = self.enclosing_type(file, scope)?;
             let defs = self.members_by_name(file, &ty, name, depth);
+            return (!defs.is_empty()).then(|| Outcome::bound(defs, Vec::new()));
+        }
+        if qualifier == "super" || qualifier.starts_with("super(") {
+            // `super().m()` / `super.m()`: the member as inherited by the enclosing class.
+            let ty = self.enclosing_type(file, scope)?;
+            let mut defs = Vec::new();
+            for base in self.bases(file, &ty, depth + 1) {
+                let b = self.def(base).name.clone();
+                defs.extend(self.members_by_name(base.file, &b, name, depth + 1));
+            }
             return (!defs.is_empty()).then(|| Outcome::bound(defs, Vec::new()));
         }
         let sep = if entry.lang == Lang::Rust { "::" } else { "." };
