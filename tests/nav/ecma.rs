@@ -117,3 +117,32 @@ fn implementations_cover_implements_and_extends() {
         "{importers:?}"
     );
 }
+
+#[test]
+fn tsx_and_jsx_components_are_indexed() {
+    let repo = TestRepo::with_files(&[
+        (
+            "ui/Button.tsx",
+            "export interface Props { label: string }\nexport function Button(p: Props) { return <button>{p.label}</button>; }\n",
+        ),
+        (
+            "ui/App.tsx",
+            "import { Button } from './Button';\nexport const App = () => <Button label=\"x\" />;\n",
+        ),
+        (
+            "web/Old.jsx",
+            "import { Button } from '../ui/Button';\nexport function Old() { return <Button label=\"y\" />; }\n",
+        ),
+    ]);
+    let idx = index(&repo);
+    let refs = resolved(&idx.references("Button").unwrap());
+    assert!(refs.contains(&"ui/App.tsx:2".to_string()), "{refs:?}");
+    assert!(refs.contains(&"web/Old.jsx:2".to_string()), "{refs:?}");
+    let outline = idx.outline("ui/Button.tsx").unwrap();
+    assert!(
+        outline
+            .iter()
+            .any(|i| i.name == "Props" && i.kind == "interface"),
+        "{outline:?}"
+    );
+}
