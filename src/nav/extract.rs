@@ -14,7 +14,7 @@ use super::facts::{Def, FileFacts, Import, ImportKind, Ref, Relation, Span};
 use super::lang::Lang;
 
 /// Bumped when the extraction code (not the queries) changes what it produces.
-pub const EXTRACTOR_VERSION: &str = "2";
+pub const EXTRACTOR_VERSION: &str = "3";
 
 /// Files larger than this are indexed as empty: they are almost always generated or minified.
 pub const MAX_FILE_BYTES: usize = 2 * 1024 * 1024;
@@ -193,6 +193,7 @@ impl Extractor {
             let mut role: Option<(&str, Node)> = None;
             let (mut name, mut body, mut qualifier, mut subject, mut target, mut receiver) =
                 (None, None, None, None, None, None);
+            let mut receiver_var = None;
             for c in m.captures() {
                 match names[c.index as usize] {
                     "name" => name = Some(c.node),
@@ -201,6 +202,7 @@ impl Extractor {
                     "subject" => subject = Some(c.node),
                     "target" => target = Some(c.node),
                     "receiver" => receiver = Some(c.node),
+                    "receiver_var" => receiver_var = Some(c.node),
                     "local" => {
                         locals.push((c.node.start_byte(), node_text(c.node, source)));
                         excluded.insert((c.node.start_byte(), c.node.end_byte()));
@@ -245,6 +247,9 @@ impl Extractor {
                             body_start: body.map_or(name.end_byte(), |b| b.start_byte()) as u32,
                             signature: signature(node, source),
                             owner: receiver.map(|r| node_text(r, source)).unwrap_or_default(),
+                            receiver_var: receiver_var
+                                .map(|r| node_text(r, source))
+                                .unwrap_or_default(),
                         },
                     ));
                 }

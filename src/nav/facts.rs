@@ -56,6 +56,9 @@ pub struct Def {
     /// The owning type named outside the nesting (a Go method's receiver), or empty.
     #[serde(rename = "o", default)]
     pub owner: String,
+    /// The name a Go method binds its receiver to (`s` in `func (s *Store) Get()`), or empty.
+    #[serde(rename = "rv", default)]
+    pub receiver_var: String,
     /// True when the item is exported (`pub`, `export`, capitalised Go name, no leading `_`).
     #[serde(rename = "x", default)]
     pub exported: bool,

@@ -326,7 +326,7 @@ impl Index {
             return None;
         }
         let entry = &self.files[file as usize];
-        if is_self(qualifier) {
+        if is_self(qualifier) || self.is_receiver_var(file, scope, qualifier) {
             let ty = self.enclosing_type(file, scope)?;
             let defs = self.members_by_name(file, &ty, name, depth);
             return (!defs.is_empty()).then(|| Outcome::bound(defs, Vec::new()));
@@ -394,6 +394,20 @@ impl Index {
         out.defs.sort();
         out.defs.dedup();
         out
+    }
+
+    /// Returns true if and only if `name` is the receiver of the Go method enclosing `scope`.
+    fn is_receiver_var(&self, file: u32, scope: Option<u32>, name: &str) -> bool {
+        let facts = &self.files[file as usize].facts;
+        let mut cur = scope;
+        while let Some(c) = cur {
+            let d = &facts.defs[c as usize];
+            if !d.receiver_var.is_empty() {
+                return d.receiver_var == name;
+            }
+            cur = d.parent;
+        }
+        false
     }
 
     /// Returns the name of the type whose body encloses `scope` (class, impl, Go receiver).

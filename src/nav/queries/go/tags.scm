@@ -4,6 +4,7 @@
 (method_declaration
   receiver: (parameter_list
     (parameter_declaration
+      name: (identifier)? @receiver_var
       type: [(type_identifier) @receiver
              (pointer_type (type_identifier) @receiver)
              (generic_type type: (type_identifier) @receiver)
