@@ -3,13 +3,14 @@
 //! language's import and scope rules, cached by git blob id.
 //!
 //! Layers, bottom up: `lang` and `queries/` (tree-sitter grammars and query files), `extract`
-//! (one blob → [`FileFacts`]), `cache` (facts per blob in SQLite in the common git directory),
+//! (one blob → [`FileFacts`]; `use_tree` unfolds Rust `use` trees), `cache` (facts per blob in SQLite in the common git directory),
 //! `worktree` (which blob each file holds now), [`Index`] (the worktree's view, refreshed
 //! incrementally and parsed in parallel), `modules` and `resolve` (imports, re-exports, scopes),
-//! `query` (the questions people and agents ask), `map` (a ranked repository map under a token
+//! `query` and `browse` (the questions people and agents ask), `map` (a ranked repository map under a token
 //! budget), `render` (bounded text that degrades instead of truncating) and `tools` (the same
 //! queries as agent tools taking JSON arguments).
 
+mod browse;
 mod cache;
 mod extract;
 mod facts;
@@ -21,6 +22,7 @@ mod query;
 mod render;
 mod resolve;
 pub mod tools;
+mod use_tree;
 mod worktree;
 
 use std::path::PathBuf;
