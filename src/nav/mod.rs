@@ -2,13 +2,14 @@
 //! relations of Rust, Python, TypeScript/TSX, JavaScript and Go, resolved through each
 //! language's import and scope rules, cached by git blob id.
 //!
-//! Layers, bottom up: `lang` and `queries/` (tree-sitter grammars and query files), `extract`
-//! (one blob → [`FileFacts`]; `use_tree` unfolds Rust `use` trees), `cache` (facts per blob in SQLite in the common git directory),
-//! `worktree` (which blob each file holds now), [`Index`] (the worktree's view, refreshed
-//! incrementally and parsed in parallel), `modules` and `resolve` (imports, re-exports, scopes),
-//! `query` and `browse` (the questions people and agents ask), `map` (a ranked repository map under a token
-//! budget), `render` (bounded text that degrades instead of truncating) and `tools` (the same
-//! queries as agent tools taking JSON arguments).
+//! Layers, bottom up: `lang` and `queries/` (tree-sitter grammars and query files),
+//! `extract` (one blob → [`FileFacts`]; `use_tree` unfolds Rust `use` trees), `cache` (facts
+//! per blob in SQLite in the common git directory), `worktree` (which blob each file holds
+//! now), [`Index`] (the worktree's view, refreshed incrementally and parsed in parallel),
+//! `modules` and `resolve` (imports, re-exports, scopes), `query` and `browse` (the questions
+//! people and agents ask), `map` (a ranked repository map under a token budget), `render`
+//! (bounded text that degrades instead of truncating) and `tools` (the same queries as agent
+//! tools taking JSON arguments).
 
 mod browse;
 mod cache;
