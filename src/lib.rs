@@ -9,9 +9,9 @@ pub mod config;
 pub mod confine;
 pub mod engine;
 pub mod gate;
-pub mod merge;
-
 pub mod git;
+pub mod merge;
 pub mod names;
+pub mod nav;
 pub mod plan;
 pub mod store;

@@ -6,6 +6,7 @@ mod error;
 mod gc;
 mod hook;
 mod merge;
+mod nav;
 mod plan;
 mod progress;
 mod resume;
@@ -43,6 +44,7 @@ enum Command {
     Review(review::ReviewArgs),
     Hook(hook::HookArgs),
     Merge(merge::MergeArgs),
+    Nav(nav::NavArgs),
 }
 
 /// Parses the command line, runs the command and maps its error to an exit code and message.
@@ -59,16 +61,17 @@ pub fn main() -> ExitCode {
                 .report();
         }
     };
-    let result = match &cli.command {
-        Command::Run(args) => run::cmd_run(&cwd, args),
-        Command::Status(args) => status::cmd_status(&cwd, args),
-        Command::Resume(args) => resume::cmd_resume(&cwd, args),
-        Command::Cancel(args) => cancel::cmd_cancel(&cwd, args),
-        Command::Gc(args) => gc::cmd_gc(&cwd, args),
-        Command::Plan(args) => plan::cmd_plan(&cwd, args),
-        Command::Review(args) => review::cmd_review(&cwd, args),
-        Command::Hook(args) => hook::cmd_hook(&cwd, args),
-        Command::Merge(args) => merge::cmd_merge(&cwd, args),
+    let result = match cli.command {
+        Command::Run(args) => run::cmd_run(&cwd, &args),
+        Command::Status(args) => status::cmd_status(&cwd, &args),
+        Command::Resume(args) => resume::cmd_resume(&cwd, &args),
+        Command::Cancel(args) => cancel::cmd_cancel(&cwd, &args),
+        Command::Gc(args) => gc::cmd_gc(&cwd, &args),
+        Command::Plan(args) => plan::cmd_plan(&cwd, &args),
+        Command::Review(args) => review::cmd_review(&cwd, &args),
+        Command::Hook(args) => hook::cmd_hook(&cwd, &args),
+        Command::Merge(args) => merge::cmd_merge(&cwd, &args),
+        Command::Nav(args) => nav::cmd_nav(&cwd, args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

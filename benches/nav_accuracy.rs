@@ -1,0 +1,213 @@
+//! Accuracy harness: navigation answers on real code (a slice of the installed Python
+//! standard library) checked against jedi, a compiler-grade Python analyser — not grep.
+//! Reports precision and recall per query kind and the bytes of our answers against grep's.
+//!
+//! Run with `cargo bench --bench nav_accuracy` (needs `python3 -m pip install jedi`).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::Command;
+
+use git_orchestra::nav::{Index, render_locations};
+
+/// Packages and modules copied into the evaluation repository.
+const TREE: &[&str] = &[
+    "json",
+    "email",
+    "http",
+    "logging",
+    "urllib",
+    "concurrent",
+    "collections",
+    "importlib",
+    "argparse.py",
+    "functools.py",
+    "textwrap.py",
+    "shlex.py",
+];
+/// Files whose names are sampled as queries (aliases, relative imports, re-exports, overrides).
+const EVAL: &[&str] = &[
+    "json/__init__.py",
+    "json/decoder.py",
+    "json/encoder.py",
+    "email/message.py",
+    "email/parser.py",
+    "email/feedparser.py",
+    "http/client.py",
+    "logging/handlers.py",
+    "urllib/request.py",
+    "concurrent/futures/thread.py",
+    "argparse.py",
+    "textwrap.py",
+];
+
+fn sh(dir: &Path, prog: &str, args: &[&str]) -> Vec<u8> {
+    let out = Command::new(prog)
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_AUTHOR_NAME", "b")
+        .env("GIT_AUTHOR_EMAIL", "b@e")
+        .env("GIT_COMMITTER_NAME", "b")
+        .env("GIT_COMMITTER_EMAIL", "b@e")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success() || prog == "git" && args[0] == "grep",
+        "{prog} {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+fn prf(tp: usize, ours: usize, expected: usize) -> (f64, f64) {
+    let p = if ours == 0 {
+        1.0
+    } else {
+        tp as f64 / ours as f64
+    };
+    let r = if expected == 0 {
+        1.0
+    } else {
+        tp as f64 / expected as f64
+    };
+    (p, r)
+}
+
+fn main() {
+    let stdlib = String::from_utf8(sh(
+        Path::new("."),
+        "python3",
+        &[
+            "-c",
+            "import sysconfig; print(sysconfig.get_paths()['stdlib'])",
+        ],
+    ))
+    .unwrap();
+    let stdlib = Path::new(stdlib.trim());
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path().join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    for item in TREE {
+        sh(
+            &repo,
+            "cp",
+            &["-r", stdlib.join(item).to_str().unwrap(), "."],
+        );
+    }
+    sh(
+        &repo,
+        "find",
+        &[
+            ".",
+            "-name",
+            "__pycache__",
+            "-prune",
+            "-exec",
+            "rm",
+            "-rf",
+            "{}",
+            ";",
+        ],
+    );
+    sh(&repo, "git", &["init", "-q", "-b", "main"]);
+    sh(&repo, "git", &["add", "-A"]);
+    sh(&repo, "git", &["commit", "-q", "-m", "eval"]);
+    let oracle = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/nav_accuracy/jedi_oracle.py");
+    let mut args = vec![oracle.to_str().unwrap(), repo.to_str().unwrap()];
+    args.extend(EVAL);
+    let expected: serde_json::Value = serde_json::from_slice(&sh(&repo, "python3", &args)).unwrap();
+
+    let mut index = Index::open_with_cache(&repo, &tmp.path().join("nav.db")).unwrap();
+    index.refresh().unwrap();
+
+    // Definitions at use sites.
+    let (mut tp, mut ours_n, mut exp_n, mut queries) = (0, 0, 0, 0);
+    for q in expected["defs"].as_array().unwrap() {
+        let file = q["file"].as_str().unwrap();
+        let line = q["line"].as_u64().unwrap() as u32;
+        let name = q["name"].as_str().unwrap();
+        let exp: BTreeSet<(String, u32)> = q["expected"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                (
+                    e[0].as_str().unwrap().to_string(),
+                    e[1].as_u64().unwrap() as u32,
+                )
+            })
+            .collect();
+        let ours: BTreeSet<(String, u32)> = index
+            .definition(name, Some((file, line)))
+            .unwrap_or_default()
+            .into_iter()
+            .take(1)
+            .map(|l| (l.path, l.line))
+            .collect();
+        if std::env::var_os("NAV_ACC_VERBOSE").is_some() && ours.intersection(&exp).count() == 0 {
+            println!("def {name} ({file}:{line}): ours {ours:?} expected {exp:?}");
+        }
+        tp += ours.intersection(&exp).count().min(1);
+        ours_n += ours.len();
+        exp_n += 1;
+        queries += 1;
+    }
+    let (p, r) = prf(tp, ours_n, exp_n);
+    println!("definitions: {queries} queries, precision {p:.3}, recall {r:.3} (top answer)");
+
+    // References of top-level definitions.
+    let (mut tp, mut ours_n, mut exp_n, mut rq) = (0, 0, 0, 0);
+    let (mut our_bytes, mut our_loc_bytes, mut grep_bytes) = (0usize, 0usize, 0usize);
+    for q in expected["refs"].as_array().unwrap() {
+        let file = q["file"].as_str().unwrap();
+        let line = q["line"].as_u64().unwrap() as u32;
+        let name = q["name"].as_str().unwrap();
+        let Some(id) = index.def_at(file, line) else {
+            continue;
+        };
+        let exp: BTreeSet<(String, u32)> = q["expected"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                (
+                    e[0].as_str().unwrap().to_string(),
+                    e[1].as_u64().unwrap() as u32,
+                )
+            })
+            .collect();
+        let locs = index.references_of(id);
+        let mut ours: BTreeSet<(String, u32)> =
+            locs.iter().map(|l| (l.path.clone(), l.line)).collect();
+        ours.insert((file.to_string(), line)); // jedi counts the definition itself
+        if std::env::var_os("NAV_ACC_VERBOSE").is_some() {
+            let extra: Vec<_> = ours.difference(&exp).collect();
+            let missed: Vec<_> = exp.difference(&ours).collect();
+            if !extra.is_empty() || !missed.is_empty() {
+                println!("refs {name} ({file}:{line}): extra {extra:?} missed {missed:?}");
+            }
+        }
+        tp += ours.intersection(&exp).count();
+        ours_n += ours.len();
+        exp_n += exp.len();
+        rq += 1;
+        our_bytes += render_locations(name, &locs, usize::MAX, false).text.len();
+        our_loc_bytes += locs
+            .iter()
+            .map(|l| format!("{}:{}:{} {} {}\n", l.path, l.line, l.col, l.kind, l.name).len())
+            .sum::<usize>();
+        grep_bytes += sh(&repo, "git", &["grep", "-n", "-w", name]).len();
+    }
+    let (p, r) = prf(tp, ours_n, exp_n);
+    let f1 = 2.0 * p * r / (p + r).max(1e-9);
+    println!("references: {rq} queries, precision {p:.3}, recall {r:.3}, F1 {f1:.3}");
+    let pct = |n: usize| 100.0 * n as f64 / grep_bytes.max(1) as f64;
+    println!(
+        "bytes: grep -w {grep_bytes}; ours with source lines {our_bytes} ({:.1}%), locations only {our_loc_bytes} ({:.1}%)",
+        pct(our_bytes),
+        pct(our_loc_bytes)
+    );
+}

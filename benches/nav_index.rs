@@ -1,0 +1,230 @@
+//! Index benchmarks on the installed Python standard library committed into a temporary
+//! repository: cold index vs `ctags -R`, warm index of a second worktree, one-file re-index,
+//! query latency and peak memory — figures side by side in one run.
+//!
+//! Run with `cargo bench --bench nav_index`. Set `NAV_BENCH_SRC` to index another tree.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use git_orchestra::nav::Index;
+
+fn git(dir: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_AUTHOR_NAME", "bench")
+        .env("GIT_AUTHOR_EMAIL", "bench@example.com")
+        .env("GIT_COMMITTER_NAME", "bench")
+        .env("GIT_COMMITTER_EMAIL", "bench@example.com")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn stdlib() -> PathBuf {
+    if let Ok(p) = std::env::var("NAV_BENCH_SRC") {
+        return PathBuf::from(p);
+    }
+    let out = Command::new("python3")
+        .args([
+            "-c",
+            "import sysconfig; print(sysconfig.get_paths()['stdlib'])",
+        ])
+        .output()
+        .unwrap();
+    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
+}
+
+/// Copies the .py files of `src` (skipping site-packages) into `dst`; returns (files, bytes).
+fn copy_py(src: &Path, dst: &Path) -> (usize, u64) {
+    let (mut files, mut bytes) = (0, 0);
+    let mut stack = vec![src.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap().flatten() {
+            let p = e.path();
+            let name = e.file_name().to_string_lossy().into_owned();
+            let ft = e.file_type().unwrap();
+            if ft.is_dir() && name != "site-packages" && name != "__pycache__" {
+                stack.push(p);
+            } else if ft.is_file() && name.ends_with(".py") {
+                let rel = p.strip_prefix(src).unwrap();
+                let to = dst.join(rel);
+                std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+                bytes += std::fs::copy(&p, &to).unwrap();
+                files += 1;
+            }
+        }
+    }
+    (files, bytes)
+}
+
+fn peak_rss_mb() -> f64 {
+    // SAFETY: getrusage only writes the struct we pass.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    usage.ru_maxrss as f64 / 1024.0
+}
+
+fn cpu_s() -> f64 {
+    // SAFETY: getrusage only writes the struct we pass.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
+    let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
+    t(u.ru_utime) + t(u.ru_stime)
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+fn main() {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path().join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    let (files, bytes) = copy_py(&stdlib(), &repo);
+    git(&repo, &["init", "-q", "-b", "main"]);
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-q", "-m", "stdlib"]);
+    println!("tree: {files} .py files, {:.1} MB", bytes as f64 / 1e6);
+
+    let t = Instant::now();
+    let ctags = Command::new("ctags")
+        .args(["-R", "-f", tmp.path().join("tags").to_str().unwrap(), "."])
+        .current_dir(&repo)
+        .output();
+    let ctags_time = t.elapsed();
+    match ctags {
+        Ok(o) if o.status.success() => println!("ctags -R: {:.0} ms", ms(ctags_time)),
+        _ => println!("ctags -R: not available"),
+    }
+
+    let db = tmp.path().join("nav.db");
+    let cpu0 = cpu_s();
+    let t = Instant::now();
+    let mut index = Index::open_with_cache(&repo, &db).unwrap();
+    let cold = index.refresh().unwrap();
+    let cold_time = t.elapsed();
+    let rss_cold = peak_rss_mb();
+    println!(
+        "cold index: {:.0} ms wall, {:.1} s CPU ({:.2}x ctags wall), parsed {} files, peak RSS {:.0} MB, cache {:.1} MB",
+        ms(cold_time),
+        cpu_s() - cpu0,
+        cold_time.as_secs_f64() / ctags_time.as_secs_f64(),
+        cold.parsed,
+        rss_cold,
+        std::fs::metadata(&db).map(|m| m.len()).unwrap_or(0) as f64 / 1e6
+    );
+
+    let wt = tmp.path().join("wt2");
+    git(
+        &repo,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "-b",
+            "second",
+            wt.to_str().unwrap(),
+        ],
+    );
+    let t = Instant::now();
+    let mut second = Index::open_with_cache(&wt, &db).unwrap();
+    let warm = second.refresh().unwrap();
+    let warm_time = t.elapsed();
+    println!(
+        "warm index of a second worktree: {:.0} ms ({:.2}x ctags), parsed {} files, loaded {} from cache",
+        ms(warm_time),
+        warm_time.as_secs_f64() / ctags_time.as_secs_f64(),
+        warm.parsed,
+        warm.cached
+    );
+
+    let t = Instant::now();
+    let noop = second.refresh().unwrap();
+    println!(
+        "no-change refresh: {:.1} ms (parsed {})",
+        ms(t.elapsed()),
+        noop.parsed
+    );
+    let target = wt.join("json/decoder.py");
+    if target.is_file() {
+        let mut text = std::fs::read_to_string(&target).unwrap();
+        text.push_str("\ndef added_by_bench():\n    return 1\n");
+        std::fs::write(&target, text).unwrap();
+        let t = Instant::now();
+        let edit = second.refresh().unwrap();
+        println!(
+            "one-file edit re-index, fresh worktree: {:.1} ms (parsed {})",
+            ms(t.elapsed()),
+            edit.parsed
+        );
+        // Files written in the same second as git's index are "racily clean": git re-reads
+        // them. Steady state is measured once the worktree is older than its index.
+        std::thread::sleep(Duration::from_millis(1100));
+        git(&wt, &["status", "--porcelain"]);
+        second.refresh().unwrap();
+        let mut times = Vec::new();
+        for i in 0..5 {
+            let mut text = std::fs::read_to_string(&target).unwrap();
+            text.push_str(&format!("\ndef added_{i}():\n    return {i}\n"));
+            std::fs::write(&target, text).unwrap();
+            let t = Instant::now();
+            let edit = second.refresh().unwrap();
+            times.push(ms(t.elapsed()));
+            assert_eq!(edit.parsed, 1);
+        }
+        times.sort_by(f64::total_cmp);
+        println!(
+            "one-file edit re-index, steady state: median {:.1} ms of 5",
+            times[2]
+        );
+    }
+
+    // Query latency on the warm index: common and rare names.
+    let names = [
+        "get",
+        "run",
+        "__init__",
+        "Path",
+        "loads",
+        "JSONDecoder",
+        "urlopen",
+        "TestCase",
+        "join",
+        "ArgumentParser",
+    ];
+    let mut lat: Vec<Duration> = Vec::new();
+    let mut sizes = 0usize;
+    for round in 0..3 {
+        for n in names {
+            let t = Instant::now();
+            let r = match round {
+                0 => second.references(n).map(|v| v.len()),
+                1 => second.callers(n).map(|v| v.len()),
+                _ => second.definition(n, None).map(|v| v.len()),
+            };
+            lat.push(t.elapsed());
+            sizes += r.unwrap_or(0);
+        }
+    }
+    lat.sort();
+    let p = |q: f64| ms(lat[((lat.len() as f64 - 1.0) * q) as usize]);
+    println!(
+        "query latency (refs/callers/def, {} queries, {sizes} results): p50 {:.1} ms, p99 {:.1} ms",
+        lat.len(),
+        p(0.5),
+        p(0.99)
+    );
+    println!("peak RSS at end: {:.0} MB", peak_rss_mb());
+}

@@ -1,0 +1,246 @@
+//! `git orchestra nav …`: the symbol graph's queries for people and scripts.
+
+use std::io::Write;
+use std::path::Path;
+
+use clap::{Args, Subcommand};
+use git_orchestra::nav::{
+    Index, MapOptions, NavError, estimate_tokens, render_imports, render_locations, render_outline,
+    tools::parse_from,
+};
+
+use super::CommandError;
+
+/// Navigates code through the symbol graph (definitions, references, callers, imports, a
+/// ranked map) instead of grep. Every answer is bounded by --max-chars and, when it would be
+/// longer, degrades (full → locations → per-file counts) and says so.
+#[derive(Debug, Args)]
+pub struct NavArgs {
+    #[command(subcommand)]
+    query: NavQuery,
+    /// Print JSON instead of text.
+    #[arg(long, global = true)]
+    json: bool,
+    /// Bound every answer to this many characters.
+    #[arg(long, global = true, default_value_t = 8000, value_name = "N")]
+    max_chars: usize,
+}
+
+#[derive(Debug, Subcommand)]
+enum NavQuery {
+    /// Where a symbol is defined; with --from, as used at that line.
+    Def {
+        symbol: String,
+        /// The use to resolve, as path:line (e.g. src/app.py:120).
+        #[arg(long, value_name = "PATH:LINE")]
+        from: Option<String>,
+    },
+    /// Every reference to a symbol, grouped by file.
+    Refs { symbol: String },
+    /// Call sites of a function or method.
+    Callers { symbol: String },
+    /// What a function or method calls.
+    Callees { symbol: String },
+    /// Implementations, subclasses and impl blocks of a type or trait.
+    Impls { symbol: String },
+    /// What a file imports.
+    Imports { path: String },
+    /// Which files import a file.
+    Importers { path: String },
+    /// A file's definitions with kinds and lines.
+    Outline { path: String },
+    /// The exact source of a symbol.
+    Show { symbol: String },
+    /// Find definitions by name pattern (`send*`, or a substring).
+    Search {
+        pattern: String,
+        /// Only definitions of this kind (function, method, class, struct, trait, …).
+        #[arg(long)]
+        kind: Option<String>,
+    },
+    /// A ranked repository map within a token budget.
+    Map {
+        /// Files the work is about (repeatable).
+        #[arg(long)]
+        focus: Vec<String>,
+        /// Identifiers the work mentions (repeatable).
+        #[arg(long)]
+        mention: Vec<String>,
+        /// The budget in estimated tokens (four characters each).
+        #[arg(long, default_value_t = 1024)]
+        tokens: usize,
+    },
+}
+
+impl From<NavError> for CommandError {
+    fn from(e: NavError) -> Self {
+        match e {
+            NavError::UnknownFile { .. } => CommandError::user(e)
+                .hint("`git orchestra nav search <name>` finds files' definitions by name"),
+            NavError::UnknownSymbol { .. } | NavError::BadArgument { .. } => CommandError::user(e),
+            NavError::Repo(r) => r.into(),
+            other => CommandError::internal(other),
+        }
+    }
+}
+
+/// Returns `path` relative to the worktree root when it names a file under it.
+fn repo_path(root: &Path, cwd: &Path, path: &str) -> String {
+    let abs = cwd.join(path);
+    let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+    let abs_c = abs.canonicalize().unwrap_or(abs);
+    match abs_c.strip_prefix(&root) {
+        Ok(rel) => rel.to_string_lossy().replace('\\', "/"),
+        Err(_) => path.to_string(),
+    }
+}
+
+/// Runs one navigation query on the refreshed index of the worktree containing `cwd`.
+pub fn cmd_nav(cwd: &Path, args: NavArgs) -> Result<(), CommandError> {
+    let mut index = Index::open(cwd)?;
+    index.refresh()?;
+    let root = index.root().to_path_buf();
+    let (limit, json) = (args.max_chars, args.json);
+    let text = match args.query {
+        NavQuery::Def { symbol, from } => {
+            let from = from.map(|f| parse_from(&f).map(|(p, l)| (repo_path(&root, cwd, p), l)));
+            let from = from.transpose()?;
+            let locs = index.definition(&symbol, from.as_ref().map(|(p, l)| (p.as_str(), *l)))?;
+            render_locations(&format!("definition of {symbol}"), &locs, limit, json).text
+        }
+        NavQuery::Refs { symbol } => {
+            render_locations(
+                &format!("references to {symbol}"),
+                &index.references(&symbol)?,
+                limit,
+                json,
+            )
+            .text
+        }
+        NavQuery::Callers { symbol } => {
+            render_locations(
+                &format!("callers of {symbol}"),
+                &index.callers(&symbol)?,
+                limit,
+                json,
+            )
+            .text
+        }
+        NavQuery::Callees { symbol } => {
+            render_locations(
+                &format!("callees of {symbol}"),
+                &index.callees(&symbol)?,
+                limit,
+                json,
+            )
+            .text
+        }
+        NavQuery::Impls { symbol } => {
+            render_locations(
+                &format!("implementations of {symbol}"),
+                &index.implementations(&symbol)?,
+                limit,
+                json,
+            )
+            .text
+        }
+        NavQuery::Imports { path } => {
+            let p = repo_path(&root, cwd, &path);
+            render_imports(
+                &format!("imports of {p}"),
+                &index.imports_of(&p)?,
+                limit,
+                json,
+            )
+            .text
+        }
+        NavQuery::Importers { path } => {
+            let p = repo_path(&root, cwd, &path);
+            render_imports(
+                &format!("importers of {p}"),
+                &index.importers_of(&p)?,
+                limit,
+                json,
+            )
+            .text
+        }
+        NavQuery::Outline { path } => {
+            let p = repo_path(&root, cwd, &path);
+            render_outline(&p, &index.outline(&p)?, limit, json).text
+        }
+        NavQuery::Show { symbol } => show(&index, &symbol, limit, json)?,
+        NavQuery::Search { pattern, kind } => {
+            render_locations(
+                &format!("definitions matching {pattern}"),
+                &index.search(&pattern, kind.as_deref())?,
+                limit,
+                json,
+            )
+            .text
+        }
+        NavQuery::Map {
+            focus,
+            mention,
+            tokens,
+        } => {
+            let focus = focus.iter().map(|f| repo_path(&root, cwd, f)).collect();
+            // The map's own budget is in tokens; --max-chars still caps it.
+            let tokens = tokens.min(limit / 4);
+            let map = index.repo_map(&MapOptions {
+                focus,
+                mentioned: mention,
+                tokens,
+            });
+            if json {
+                serde_json::json!({"tokens": estimate_tokens(&map), "budget": tokens, "map": map})
+                    .to_string()
+            } else {
+                map
+            }
+        }
+    };
+    let mut out = std::io::stdout().lock();
+    let end = if text.ends_with('\n') { "" } else { "\n" };
+    match write!(out, "{text}{end}") {
+        // A closed pipe (`| head`) is not an error.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(CommandError::internal(format!(
+            "cannot write the answer: {e}"
+        ))),
+        Ok(()) => Ok(()),
+    }
+}
+
+fn show(index: &Index, symbol: &str, limit: usize, json: bool) -> Result<String, CommandError> {
+    let sources = index.show(symbol)?;
+    let total: usize = sources.iter().map(|s| s.source.len() + 80).sum();
+    if json {
+        let text = serde_json::to_string(&sources).map_err(CommandError::internal)?;
+        if text.chars().count() <= limit {
+            return Ok(text);
+        }
+        let locs: Vec<_> = sources.into_iter().map(|s| s.location).collect();
+        return Ok(render_locations(&format!("definitions of {symbol}"), &locs, limit, true).text);
+    }
+    if total <= limit {
+        let mut t = String::new();
+        for s in &sources {
+            t.push_str(&format!(
+                "{}:{}-{}\n{}\n",
+                s.location.path, s.location.line, s.location.end_line, s.source
+            ));
+        }
+        return Ok(t);
+    }
+    let locs: Vec<_> = sources.into_iter().map(|s| s.location).collect();
+    let r = render_locations(
+        &format!("definitions of {symbol}"),
+        &locs,
+        limit.saturating_sub(100),
+        false,
+    );
+    Ok(format!(
+        "note: the source is longer than --max-chars {limit}; showing where it is instead.\n{}",
+        r.text
+    ))
+}

@@ -1,0 +1,179 @@
+//! File-level and name-level questions: imports, importers, outline, the source of a symbol,
+//! and search by name pattern.
+
+use super::NavError;
+use super::extract::is_function;
+use super::facts::ImportKind;
+use super::index::{DefId, Index};
+use super::query::{ImportEdge, Location, OutlineItem, Resolution, SymbolSource};
+
+impl Index {
+    fn file_or_err(&self, path: &str) -> Result<u32, NavError> {
+        self.file_id(path).ok_or_else(|| NavError::UnknownFile {
+            path: path.to_string(),
+        })
+    }
+
+    /// Returns the imports of file `path` with the files they resolve to.
+    pub fn imports_of(&self, path: &str) -> Result<Vec<ImportEdge>, NavError> {
+        let file = self.file_or_err(path)?;
+        let f = &self.files[file as usize];
+        let mut out = Vec::new();
+        for imp in &f.facts.imports {
+            if imp.module.is_empty() {
+                continue; // `export { x as y }` names a local
+            }
+            let mut targets = self.modules.resolve(&self.files, file, &imp.module);
+            if imp.kind == ImportKind::Name && !imp.name.is_empty() {
+                // `from pkg import sub` imports the submodule file when `sub` is one.
+                let o = self.resolve_unqualified(file, &imp.alias, imp.span.start_byte, None, 0);
+                if let Some(o) = o {
+                    targets.extend(o.modules);
+                }
+            }
+            out.push(ImportEdge {
+                path: f.path.clone(),
+                line: imp.span.line,
+                module: imp.module.clone(),
+                name: imp.name.clone(),
+                alias: if imp.alias != imp.name {
+                    imp.alias.clone()
+                } else {
+                    String::new()
+                },
+                reexport: imp.reexport,
+                target: targets.last().map(|t| self.files[*t as usize].path.clone()),
+            });
+        }
+        Ok(out)
+    }
+
+    /// Returns the imports, anywhere in the view, that resolve to file `path`.
+    pub fn importers_of(&self, path: &str) -> Result<Vec<ImportEdge>, NavError> {
+        let target = self.file_or_err(path)?;
+        let mut out = Vec::new();
+        for f in &self.files {
+            if f.facts.imports.iter().all(|i| i.module.is_empty()) {
+                continue;
+            }
+            for e in self.imports_of(&f.path)? {
+                if e.target.as_deref() == Some(self.files[target as usize].path.as_str()) {
+                    out.push(e);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Returns the definitions of file `path` in source order with their nesting depth.
+    pub fn outline(&self, path: &str) -> Result<Vec<OutlineItem>, NavError> {
+        let file = self.file_or_err(path)?;
+        let facts = &self.files[file as usize].facts;
+        Ok(facts
+            .defs
+            .iter()
+            .enumerate()
+            .filter(|(_, d)| {
+                // Locals of functions clutter an outline.
+                d.parent
+                    .is_none_or(|p| !is_function(&facts.defs[p as usize].kind))
+            })
+            .map(|(i, d)| OutlineItem {
+                name: d.name.clone(),
+                kind: d.kind.clone(),
+                line: d.name_span.line,
+                end_line: d.span.end_line,
+                depth: facts.container_chain(i as u32).len() as u32,
+                signature: d.signature.clone(),
+            })
+            .collect())
+    }
+
+    /// Returns the exact source text of every definition `symbol` names.
+    pub fn show(&self, symbol: &str) -> Result<Vec<SymbolSource>, NavError> {
+        let defs = self.lookup_or_err(symbol)?;
+        let r = if defs.len() == 1 {
+            Resolution::Resolved
+        } else {
+            Resolution::Candidate
+        };
+        let mut out = Vec::new();
+        for d in defs {
+            let src = self.read_source(d.file)?;
+            let def = self.def(d);
+            // Start at the beginning of the line so indentation is kept.
+            let start = src[..def.span.start_byte as usize]
+                .iter()
+                .rposition(|b| *b == b'\n')
+                .map_or(0, |p| p + 1);
+            let end = (def.span.end_byte as usize).min(src.len());
+            out.push(SymbolSource {
+                location: self.def_location(d, r),
+                source: String::from_utf8_lossy(src.get(start..end).unwrap_or_default())
+                    .into_owned(),
+            });
+        }
+        Ok(out)
+    }
+
+    /// Returns definitions whose name matches `pattern` (a glob such as `send*`, or a plain
+    /// substring), optionally of one kind; exact matches first.
+    pub fn search(&self, pattern: &str, kind: Option<&str>) -> Result<Vec<Location>, NavError> {
+        let is_glob = pattern.contains(['*', '?', '[']);
+        let lower = pattern.to_lowercase();
+        let matcher = if is_glob {
+            Some(
+                globset::GlobBuilder::new(pattern)
+                    .case_insensitive(pattern == lower)
+                    .build()
+                    .map_err(|e| NavError::BadArgument {
+                        message: format!(
+                            "bad name pattern `{pattern}`: {e}; use * and ? as wildcards"
+                        ),
+                    })?
+                    .compile_matcher(),
+            )
+        } else {
+            None
+        };
+        let mut hits: Vec<(u8, DefId)> = Vec::new();
+        for (name, ids) in &self.names {
+            let rank = if name == pattern {
+                0
+            } else if let Some(m) = &matcher {
+                if m.is_match(name) { 1 } else { continue }
+            } else if name.to_lowercase().starts_with(&lower) {
+                1
+            } else if name.to_lowercase().contains(&lower) {
+                2
+            } else {
+                continue;
+            };
+            for id in ids {
+                let facts = &self.files[id.file as usize].facts;
+                let d = &facts.defs[id.def as usize];
+                if d.kind == "impl"
+                    || d.parent
+                        .is_some_and(|p| is_function(&facts.defs[p as usize].kind))
+                {
+                    continue;
+                }
+                if kind.is_some_and(|k| k != d.kind) {
+                    continue;
+                }
+                hits.push((rank, *id));
+            }
+        }
+        hits.sort_by(|a, b| {
+            (a.0, &self.files[a.1.file as usize].path, a.1.def).cmp(&(
+                b.0,
+                &self.files[b.1.file as usize].path,
+                b.1.def,
+            ))
+        });
+        Ok(hits
+            .into_iter()
+            .map(|(_, d)| self.def_location(d, Resolution::Resolved))
+            .collect())
+    }
+}

@@ -1,0 +1,154 @@
+//! The blob cache: facts per (blob id, facts version) in one SQLite database shared by every
+//! worktree of the repository.
+//!
+//! Keying by blob id is what makes a new worktree's index free: its files are the same blobs
+//! as the main worktree's, so nothing is parsed again. The database lives in the common git
+//! directory (`<common-dir>/orchestra/nav.db`) in WAL mode, so several worktrees can read while
+//! one writes.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+use super::NavError;
+use super::facts::{FileFacts, Ref};
+
+/// An open blob cache.
+pub struct Cache {
+    conn: Connection,
+    path: PathBuf,
+}
+
+impl Cache {
+    /// Opens (creating when missing) the cache database at `path`.
+    pub fn open(path: &Path) -> Result<Cache, NavError> {
+        let err = |source: rusqlite::Error| NavError::Cache {
+            path: path.to_path_buf(),
+            source,
+        };
+        if let Some(dir) = path.parent() {
+            fs_err::create_dir_all(dir).map_err(|source| NavError::Io {
+                path: dir.to_path_buf(),
+                source,
+            })?;
+        }
+        let conn = Connection::open(path).map_err(err)?;
+        conn.busy_timeout(std::time::Duration::from_secs(10))
+            .map_err(err)?;
+        conn.execute_batch(
+            "PRAGMA journal_mode = WAL;
+             PRAGMA synchronous = NORMAL;
+             CREATE TABLE IF NOT EXISTS blob_facts (
+                 oid TEXT NOT NULL,
+                 version INTEGER NOT NULL,
+                 lang TEXT NOT NULL,
+                 data BLOB NOT NULL,
+                 refs BLOB NOT NULL,
+                 PRIMARY KEY (oid, version)
+             ) WITHOUT ROWID;",
+        )
+        .map_err(err)?;
+        Ok(Cache {
+            conn,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// Returns the database path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn err(&self, source: rusqlite::Error) -> NavError {
+        NavError::Cache {
+            path: self.path.clone(),
+            source,
+        }
+    }
+
+    /// Returns the references of one cached blob (stored apart from the other facts, so that
+    /// opening an index does not pay for them), or `None` when absent.
+    pub fn get_refs(&self, oid: &str, version: u64) -> Result<Option<Vec<Ref>>, NavError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT refs FROM blob_facts WHERE oid = ?1 AND version = ?2")
+            .map_err(|e| self.err(e))?;
+        let data: Option<Vec<u8>> = stmt
+            .query_row(params![oid, version as i64], |row| row.get(0))
+            .optional()
+            .map_err(|e| self.err(e))?;
+        Ok(data.and_then(|d| postcard::from_bytes(&d).ok()))
+    }
+
+    /// Returns the cached facts (without references) of every key found; missing keys are
+    /// simply absent.
+    pub fn get_many(&self, keys: &[(String, u64)]) -> Result<HashMap<String, FileFacts>, NavError> {
+        let mut out = HashMap::with_capacity(keys.len());
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT data FROM blob_facts WHERE oid = ?1 AND version = ?2")
+            .map_err(|e| self.err(e))?;
+        for (oid, version) in keys {
+            let data: Option<Vec<u8>> = stmt
+                .query_row(params![oid, *version as i64], |row| row.get(0))
+                .optional()
+                .map_err(|e| self.err(e))?;
+            // An undecodable row is treated as missing and re-parsed (then overwritten).
+            if let Some(facts) = data.and_then(|d| postcard::from_bytes(&d).ok()) {
+                out.insert(oid.clone(), facts);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Stores facts (without references) and references for many blobs in one transaction.
+    #[allow(clippy::type_complexity)]
+    pub fn put_many(
+        &mut self,
+        rows: &[(String, u64, &'static str, &FileFacts, &[Ref])],
+    ) -> Result<(), NavError> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let path = self.path.clone();
+        let err = |source| NavError::Cache {
+            path: path.clone(),
+            source,
+        };
+        let tx = self.conn.transaction().map_err(err)?;
+        {
+            let mut stmt = tx
+                .prepare_cached(
+                    "INSERT OR REPLACE INTO blob_facts (oid, version, lang, data, refs) VALUES (?1, ?2, ?3, ?4, ?5)",
+                )
+                .map_err(err)?;
+            for (oid, version, lang, facts, refs) in rows {
+                let encode = |e: postcard::Error| NavError::Encode {
+                    oid: oid.clone(),
+                    message: e.to_string(),
+                };
+                let data = postcard::to_stdvec(facts).map_err(encode)?;
+                let refs = postcard::to_stdvec(refs).map_err(encode)?;
+                stmt.execute(params![oid, *version as i64, lang, data, refs])
+                    .map_err(err)?;
+            }
+        }
+        tx.commit().map_err(err)
+    }
+
+    /// Returns how many blobs the cache holds.
+    pub fn len(&self) -> Result<u64, NavError> {
+        self.conn
+            .query_row("SELECT COUNT(*) FROM blob_facts", [], |r| {
+                r.get::<_, i64>(0)
+            })
+            .map(|n| n as u64)
+            .map_err(|e| self.err(e))
+    }
+
+    /// Returns true if and only if the cache holds no blobs.
+    pub fn is_empty(&self) -> Result<bool, NavError> {
+        Ok(self.len()? == 0)
+    }
+}

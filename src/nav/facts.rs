@@ -1,0 +1,185 @@
+//! The facts extracted from one blob: definitions, references, local bindings, imports and
+//! type relations, exactly as the syntax shows them, before any cross-file resolution.
+//!
+//! Facts depend only on a blob's bytes and the query set, which is why they are cached by blob
+//! id and shared by every commit and worktree that contains the blob. They are stored in a
+//! compact binary form (postcard), so no field may be skipped when serialising.
+
+use serde::{Deserialize, Serialize};
+
+/// A position range in a file: zero-based byte offsets, one-based lines and columns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct Span {
+    #[serde(rename = "b")]
+    pub start_byte: u32,
+    #[serde(rename = "e")]
+    pub end_byte: u32,
+    #[serde(rename = "l")]
+    pub line: u32,
+    #[serde(rename = "c")]
+    pub col: u32,
+    #[serde(rename = "el")]
+    pub end_line: u32,
+}
+
+impl Span {
+    /// Returns true if and only if `other` lies entirely inside this span.
+    pub fn contains(&self, other: &Span) -> bool {
+        self.start_byte <= other.start_byte && other.end_byte <= self.end_byte
+    }
+}
+
+/// One definition: a named item with its kind, container and signature line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Def {
+    #[serde(rename = "n")]
+    pub name: String,
+    /// `function`, `method`, `class`, `struct`, `interface`, `trait`, `type`, `enum`,
+    /// `module`, `constant`, `variable`, `field`, `macro`, or `impl` (a container only).
+    #[serde(rename = "k")]
+    pub kind: String,
+    /// Index of the enclosing definition in the same file, if any.
+    #[serde(rename = "p", default)]
+    pub parent: Option<u32>,
+    /// The whole item.
+    #[serde(rename = "s")]
+    pub span: Span,
+    /// The name token.
+    #[serde(rename = "ns")]
+    pub name_span: Span,
+    /// Byte where the item's body starts; names bound by the item are visible from here on.
+    #[serde(rename = "bs")]
+    pub body_start: u32,
+    /// The first line of the item, trimmed.
+    #[serde(rename = "sig")]
+    pub signature: String,
+    /// The owning type named outside the nesting (a Go method's receiver), or empty.
+    #[serde(rename = "o", default)]
+    pub owner: String,
+    /// The name a Go method binds its receiver to (`s` in `func (s *Store) Get()`), or empty.
+    #[serde(rename = "rv", default)]
+    pub receiver_var: String,
+    /// True when the item is exported (`pub`, `export`, capitalised Go name, no leading `_`).
+    #[serde(rename = "x", default)]
+    pub exported: bool,
+}
+
+/// One reference to a name: a call, a type use, a read, or an implementation site.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Ref {
+    #[serde(rename = "n")]
+    pub name: String,
+    /// `call`, `type`, `read`, `new`, `implementation`, `inherit`, `macro`.
+    #[serde(rename = "k")]
+    pub kind: String,
+    /// What the name is reached through: `self`, `Foo`, `crate::a`, `mod.sub`, or empty.
+    #[serde(rename = "q", default)]
+    pub qualifier: String,
+    #[serde(rename = "s")]
+    pub span: Span,
+    /// Index of the innermost enclosing definition (the caller), if any.
+    #[serde(rename = "in", default)]
+    pub scope: Option<u32>,
+}
+
+/// How an import binds names in the importing file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ImportKind {
+    /// Binds the module itself under `alias` (`import a.b as c`, `import * as ns`, Go import).
+    Module,
+    /// Binds `name` from the module under `alias` (`from m import n as a`, `use m::n as a`).
+    Name,
+    /// Binds every public name of the module (`from m import *`, `use m::*`).
+    Glob,
+}
+
+/// One import or re-export as written.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Import {
+    #[serde(rename = "k")]
+    pub kind: ImportKind,
+    /// The module as written: `..pkg.mod`, `./util`, `crate::a::b`, `github.com/x/y`.
+    #[serde(rename = "m")]
+    pub module: String,
+    /// The imported name (for `Name` imports); `default` for JS default imports.
+    #[serde(rename = "n", default)]
+    pub name: String,
+    /// The local name it is bound to (equal to `name` when not aliased).
+    #[serde(rename = "a", default)]
+    pub alias: String,
+    /// True when the binding is visible to importers of this file (`pub use`, `export … from`,
+    /// and every Python import, since Python modules re-export what they import).
+    #[serde(rename = "r", default)]
+    pub reexport: bool,
+    #[serde(rename = "s")]
+    pub span: Span,
+}
+
+/// A type relation: `subject` implements or inherits `target`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Relation {
+    /// `implements` or `inherits`.
+    #[serde(rename = "k")]
+    pub kind: String,
+    #[serde(rename = "sub")]
+    pub subject: String,
+    #[serde(rename = "t")]
+    pub target: String,
+    /// What the target name is reached through (`abc` in `abc.ABC`), or empty.
+    #[serde(rename = "q", default)]
+    pub qualifier: String,
+    #[serde(rename = "s")]
+    pub span: Span,
+}
+
+/// Everything extracted from one blob.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FileFacts {
+    #[serde(rename = "d")]
+    pub defs: Vec<Def>,
+    #[serde(rename = "r")]
+    pub refs: Vec<Ref>,
+    #[serde(rename = "i")]
+    pub imports: Vec<Import>,
+    #[serde(rename = "rel")]
+    pub relations: Vec<Relation>,
+}
+
+impl FileFacts {
+    /// Returns the chain of container names of definition `idx`, outermost first.
+    pub fn container_chain(&self, idx: u32) -> Vec<&str> {
+        let mut chain = Vec::new();
+        if let Some(d) = self.defs.get(idx as usize)
+            && !d.owner.is_empty()
+        {
+            chain.push(d.owner.as_str());
+        }
+        let mut cur = self.defs.get(idx as usize).and_then(|d| d.parent);
+        while let Some(p) = cur {
+            match self.defs.get(p as usize) {
+                Some(d) => {
+                    chain.push(d.name.as_str());
+                    cur = d.parent;
+                }
+                None => break,
+            }
+        }
+        chain.reverse();
+        chain
+    }
+
+    /// Returns the name of the innermost container of definition `idx` (type, class, module).
+    pub fn container(&self, idx: u32) -> Option<&str> {
+        self.container_chain(idx).last().copied()
+    }
+
+    /// Returns the dotted qualified name of definition `idx` (`Client.send`).
+    pub fn qualified_name(&self, idx: u32) -> String {
+        let mut parts = self.container_chain(idx);
+        if let Some(d) = self.defs.get(idx as usize) {
+            parts.push(&d.name);
+        }
+        parts.join(".")
+    }
+}

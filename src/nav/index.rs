@@ -1,0 +1,360 @@
+//! The index of one worktree: its files' facts (from the blob cache or parsed in parallel) and
+//! the lookup tables queries need, refreshed incrementally.
+//!
+//! A refresh asks git which blob every source file holds, keeps facts already in memory for
+//! unchanged blobs, loads the rest from the cache, and parses only blobs never seen before.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use crate::git::RepoInfo;
+
+use super::NavError;
+use super::cache::Cache;
+use super::extract::Extractor;
+use super::facts::{FileFacts, Ref};
+use super::lang::Lang;
+use super::modules::ModuleTable;
+use super::worktree;
+
+/// One file of the view with its facts.
+#[derive(Debug, Clone)]
+pub struct FileEntry {
+    pub path: String,
+    pub oid: String,
+    pub lang: Lang,
+    /// Definitions, imports and relations; `facts.refs` is always empty (see `refs`).
+    pub facts: Arc<FileFacts>,
+    /// References, loaded from the cache on first use: they are most of the facts' bulk and
+    /// most queries never need them, so opening an index does not pay for them.
+    refs: Arc<OnceLock<Vec<Ref>>>,
+}
+
+/// Facts of one blob held in memory: everything but references, and the references slot.
+type Loaded = (Arc<FileFacts>, Arc<OnceLock<Vec<Ref>>>);
+
+/// A definition: file number in the view and definition number in that file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct DefId {
+    pub file: u32,
+    pub def: u32,
+}
+
+/// What a refresh did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct RefreshStats {
+    /// Files in the view.
+    pub files: usize,
+    /// Blobs parsed because no cache held them.
+    pub parsed: usize,
+    /// Blobs loaded from the blob cache.
+    pub cached: usize,
+    /// Files whose facts were already in memory.
+    pub reused: usize,
+    /// Files that left the view.
+    pub removed: usize,
+}
+
+/// The symbol index of one worktree.
+pub struct Index {
+    root: PathBuf,
+    cache: Cache,
+    pub(crate) files: Vec<FileEntry>,
+    pub(crate) by_path: HashMap<String, u32>,
+    /// Definition name → definitions.
+    pub(crate) names: HashMap<String, Vec<DefId>>,
+    pub(crate) modules: ModuleTable,
+    /// Reference name → (file, reference number), built on first use after each refresh.
+    ref_names: OnceLock<HashMap<String, Vec<(u32, u32)>>>,
+}
+
+impl Index {
+    /// Opens the index of the worktree containing `dir`, with its cache in the common git
+    /// directory so every worktree of the repository shares it. Call [`Index::refresh`] next.
+    pub fn open(dir: &Path) -> Result<Index, NavError> {
+        let info = RepoInfo::discover(dir)?;
+        let db = info.common_dir.join("orchestra").join("nav.db");
+        Index::open_with_cache(&info.toplevel, &db)
+    }
+
+    /// Opens the index of the worktree at `root` with the cache database at `db`.
+    pub fn open_with_cache(root: &Path, db: &Path) -> Result<Index, NavError> {
+        Ok(Index {
+            root: root.to_path_buf(),
+            cache: Cache::open(db)?,
+            files: Vec::new(),
+            by_path: HashMap::new(),
+            names: HashMap::new(),
+            modules: ModuleTable::default(),
+            ref_names: OnceLock::new(),
+        })
+    }
+
+    /// Opens and refreshes the index of the worktree containing `dir`.
+    pub fn load(dir: &Path) -> Result<Index, NavError> {
+        let mut index = Index::open(dir)?;
+        index.refresh()?;
+        Ok(index)
+    }
+
+    /// Returns the worktree root.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Returns the blob cache.
+    pub fn cache(&self) -> &Cache {
+        &self.cache
+    }
+
+    /// Returns the files of the view, sorted by path.
+    pub fn files(&self) -> &[FileEntry] {
+        &self.files
+    }
+
+    /// Returns the file number of `path` (repository-relative, `/`-separated).
+    pub fn file_id(&self, path: &str) -> Option<u32> {
+        let clean = path.trim_start_matches("./");
+        self.by_path.get(clean).copied()
+    }
+
+    /// Brings the index up to date with the worktree, parsing only blobs never seen before.
+    pub fn refresh(&mut self) -> Result<RefreshStats, NavError> {
+        let view = worktree::scan(&self.root)?;
+        self.apply_view(view)
+    }
+
+    fn apply_view(
+        &mut self,
+        view: BTreeMap<String, worktree::ViewFile>,
+    ) -> Result<RefreshStats, NavError> {
+        let mut stats = RefreshStats {
+            files: view.len(),
+            ..RefreshStats::default()
+        };
+        // Nothing changed: keep every table as it is.
+        if view.len() == self.files.len()
+            && self
+                .files
+                .iter()
+                .zip(&view)
+                .all(|(f, (p, v))| f.path == *p && f.oid == v.oid && f.lang == v.lang)
+        {
+            stats.reused = view.len();
+            return Ok(stats);
+        }
+        let mut in_memory: HashMap<(String, Lang), Loaded> = HashMap::new();
+        for f in self.files.drain(..) {
+            if !view.contains_key(&f.path) {
+                stats.removed += 1;
+            }
+            in_memory.insert((f.oid, f.lang), (f.facts, f.refs));
+        }
+        let mut missing: Vec<(String, u64)> = Vec::new();
+        for vf in view.values() {
+            if !in_memory.contains_key(&(vf.oid.clone(), vf.lang)) {
+                missing.push((vf.oid.clone(), vf.lang.queries()?.version));
+            }
+        }
+        missing.sort();
+        missing.dedup();
+        let mut loaded = self.cache.get_many(&missing)?;
+
+        // Parse blobs neither in memory nor cached; one job per distinct blob.
+        let mut jobs: Vec<(String, String, Lang)> = Vec::new();
+        let mut queued: std::collections::HashSet<&str> = std::collections::HashSet::new();
+        for (path, vf) in &view {
+            if in_memory.contains_key(&(vf.oid.clone(), vf.lang)) || loaded.contains_key(&vf.oid) {
+                continue;
+            }
+            if queued.insert(vf.oid.as_str()) {
+                jobs.push((path.clone(), vf.oid.clone(), vf.lang));
+            }
+        }
+        let parsed: Vec<(FileFacts, Vec<Ref>)> = parse_parallel(&self.root, &jobs)?
+            .into_iter()
+            .map(|mut f| {
+                let refs = std::mem::take(&mut f.refs);
+                (f, refs)
+            })
+            .collect();
+        let mut rows = Vec::with_capacity(parsed.len());
+        for ((_, oid, lang), (facts, refs)) in jobs.iter().zip(parsed.iter()) {
+            rows.push((
+                oid.clone(),
+                lang.queries()?.version,
+                lang.name(),
+                facts,
+                refs.as_slice(),
+            ));
+        }
+        self.cache.put_many(&rows)?;
+        let mut fresh: HashMap<String, Loaded> = HashMap::new();
+        for ((_, oid, _), (facts, refs)) in jobs.iter().zip(parsed) {
+            fresh.insert(
+                oid.clone(),
+                (Arc::new(facts), Arc::new(OnceLock::from(refs))),
+            );
+        }
+
+        let mut files = Vec::with_capacity(view.len());
+        for (path, vf) in view {
+            let (facts, refs) = if let Some(f) = in_memory.get(&(vf.oid.clone(), vf.lang)) {
+                stats.reused += 1;
+                f.clone()
+            } else if let Some(f) = fresh.get(&vf.oid) {
+                stats.parsed += 1;
+                f.clone()
+            } else if let Some(f) = loaded.remove(&vf.oid) {
+                stats.cached += 1;
+                let f: Loaded = (Arc::new(f), Arc::new(OnceLock::new()));
+                // Later paths holding the same blob share these facts.
+                in_memory.insert((vf.oid.clone(), vf.lang), f.clone());
+                f
+            } else {
+                stats.cached += 1;
+                (Arc::new(FileFacts::default()), Arc::new(OnceLock::new()))
+            };
+            files.push(FileEntry {
+                path,
+                oid: vf.oid,
+                lang: vf.lang,
+                facts,
+                refs,
+            });
+        }
+        // Same-blob duplicates parsed once count as parsed once.
+        stats.parsed = stats.parsed.min(jobs.len());
+        self.files = files;
+        self.rebuild_tables();
+        Ok(stats)
+    }
+
+    fn rebuild_tables(&mut self) {
+        self.by_path = self
+            .files
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (f.path.clone(), i as u32))
+            .collect();
+        let mut names: HashMap<String, Vec<DefId>> = HashMap::new();
+        for (fi, f) in self.files.iter().enumerate() {
+            for (di, d) in f.facts.defs.iter().enumerate() {
+                names.entry(d.name.clone()).or_default().push(DefId {
+                    file: fi as u32,
+                    def: di as u32,
+                });
+            }
+        }
+        self.names = names;
+        self.modules = ModuleTable::build(&self.files);
+        self.ref_names = OnceLock::new();
+    }
+
+    /// Returns every reference named `name` as (file, reference number).
+    pub(crate) fn refs_named(&self, name: &str) -> &[(u32, u32)] {
+        let table = self.ref_names.get_or_init(|| {
+            let mut t: HashMap<String, Vec<(u32, u32)>> = HashMap::new();
+            for fi in 0..self.files.len() {
+                for (ri, r) in self.refs_of(fi as u32).iter().enumerate() {
+                    t.entry(r.name.clone())
+                        .or_default()
+                        .push((fi as u32, ri as u32));
+                }
+            }
+            t
+        });
+        table.get(name).map(Vec::as_slice).unwrap_or(&[])
+    }
+
+    /// Returns the references of file `file`, loading them from the cache on first use.
+    pub fn refs_of(&self, file: u32) -> &[Ref] {
+        let f = &self.files[file as usize];
+        f.refs.get_or_init(|| {
+            let version = f.lang.queries().map(|q| q.version).unwrap_or_default();
+            match self.cache.get_refs(&f.oid, version) {
+                Ok(Some(refs)) => refs,
+                Ok(None) => Vec::new(),
+                Err(e) => {
+                    tracing::warn!(path = %f.path, error = %e, "cannot load references");
+                    Vec::new()
+                }
+            }
+        })
+    }
+
+    /// Returns the file entry of a definition.
+    pub fn file(&self, id: u32) -> &FileEntry {
+        &self.files[id as usize]
+    }
+
+    /// Returns the definition behind `id`.
+    pub fn def(&self, id: DefId) -> &super::facts::Def {
+        &self.files[id.file as usize].facts.defs[id.def as usize]
+    }
+
+    /// Returns the current contents of a file in the view (from the working tree).
+    pub fn read_source(&self, file: u32) -> Result<Vec<u8>, NavError> {
+        let path = self.root.join(&self.files[file as usize].path);
+        fs_err::read(&path).map_err(|source| NavError::Io { path, source })
+    }
+}
+
+/// Parses `jobs` (path, blob id, language) on all cores and returns facts in job order.
+fn parse_parallel(
+    root: &Path,
+    jobs: &[(String, String, Lang)],
+) -> Result<Vec<FileFacts>, NavError> {
+    if jobs.is_empty() {
+        return Ok(Vec::new());
+    }
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .min(jobs.len());
+    let next = AtomicUsize::new(0);
+    let results: Vec<Result<Vec<(usize, FileFacts)>, NavError>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut extractor = Extractor::new();
+                    let mut out = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some((path, _, lang)) = jobs.get(i) else {
+                            break;
+                        };
+                        let full = root.join(path);
+                        let source = match fs_err::read(&full) {
+                            Ok(s) => s,
+                            // A file deleted since the scan is indexed as empty.
+                            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+                            Err(source) => return Err(NavError::Io { path: full, source }),
+                        };
+                        out.push((i, extractor.extract(*lang, &source)?));
+                    }
+                    Ok(out)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    Err(NavError::BadArgument {
+                        message: "a parser thread panicked".into(),
+                    })
+                })
+            })
+            .collect()
+    });
+    let mut all: Vec<Option<FileFacts>> = (0..jobs.len()).map(|_| None).collect();
+    for r in results {
+        for (i, f) in r? {
+            all[i] = Some(f);
+        }
+    }
+    Ok(all.into_iter().map(Option::unwrap_or_default).collect())
+}

@@ -1,0 +1,71 @@
+//! Code navigation through a symbol graph: definitions, references, calls, imports and type
+//! relations of Rust, Python, TypeScript/TSX, JavaScript and Go, resolved through each
+//! language's import and scope rules, cached by git blob id.
+//!
+//! Layers, bottom up: `lang` and `queries/` (tree-sitter grammars and query files),
+//! `extract` (one blob → [`FileFacts`]; `use_tree` unfolds Rust `use` trees), `cache` (facts
+//! per blob in SQLite in the common git directory), `worktree` (which blob each file holds
+//! now), [`Index`] (the worktree's view, refreshed incrementally and parsed in parallel),
+//! `modules` and `resolve` (imports, re-exports, scopes), `query` and `browse` (the questions
+//! people and agents ask), `map` (a ranked repository map under a token budget), `render`
+//! (bounded text that degrades instead of truncating) and `tools` (the same queries as agent
+//! tools taking JSON arguments).
+
+mod browse;
+mod cache;
+mod extract;
+mod facts;
+mod index;
+mod lang;
+mod map;
+mod modules;
+mod query;
+mod render;
+mod resolve;
+pub mod tools;
+mod use_tree;
+mod worktree;
+
+use std::path::PathBuf;
+
+pub use cache::Cache;
+pub use extract::Extractor;
+pub use facts::{Def, FileFacts, Import, ImportKind, Ref, Relation, Span};
+pub use index::{DefId, FileEntry, Index, RefreshStats};
+pub use lang::Lang;
+pub use map::{MapOptions, estimate_tokens};
+pub use query::{ImportEdge, Location, OutlineItem, Resolution, SymbolSource};
+pub use render::{Detail, Rendered, render_imports, render_locations, render_outline};
+
+/// Why a navigation request failed; each message says what to do next.
+#[derive(Debug, thiserror::Error)]
+pub enum NavError {
+    #[error("the {lang} navigation queries do not compile: {message}")]
+    Query { lang: &'static str, message: String },
+    #[error("navigation cache {path}: {source}; delete the file to rebuild it")]
+    Cache {
+        path: PathBuf,
+        source: rusqlite::Error,
+    },
+    #[error("cannot encode the facts of blob {oid}: {message}")]
+    Encode { oid: String, message: String },
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Git(#[from] crate::git::GitError),
+    #[error(transparent)]
+    Repo(#[from] crate::git::RepoError),
+    #[error(
+        "`{path}` is not an indexed source file; give a path relative to the repository root of a .rs, .py, .ts, .tsx, .js or .go file"
+    )]
+    UnknownFile { path: String },
+    #[error(
+        "no symbol named `{name}`; try `git orchestra nav search '{name}*'` to find similar names"
+    )]
+    UnknownSymbol { name: String },
+    #[error("{message}")]
+    BadArgument { message: String },
+}

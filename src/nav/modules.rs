@@ -1,0 +1,289 @@
+//! Module resolution: which file an import names, per language.
+//!
+//! Python dotted modules (absolute, relative, packages), TS/JS relative specifiers with
+//! extension and `index` probing, Rust module paths (`crate`, `self`, `super`, file-per-module
+//! layout), and Go import paths matched to package directories.
+
+use std::collections::HashMap;
+
+use super::index::FileEntry;
+use super::lang::Lang;
+
+/// Lookup tables from module names to files, rebuilt on every refresh.
+#[derive(Debug, Default)]
+pub struct ModuleTable {
+    /// Every dotted suffix of every Python module path → files.
+    python: HashMap<String, Vec<u32>>,
+    /// Every `/`-suffix of every Go package directory → directory.
+    go_dirs: HashMap<String, Vec<String>>,
+    /// Directory → files of that directory (Go packages, Rust crate roots).
+    dir_files: HashMap<String, Vec<u32>>,
+    paths: HashMap<String, u32>,
+    /// Directory depth of every file, for preferring modules near the root.
+    depths: Vec<usize>,
+    /// Rust file → (crate source directory, module path segments).
+    rust_modules: HashMap<u32, (String, Vec<String>)>,
+    /// (crate source directory, `a::b`) → file.
+    rust_paths: HashMap<(String, String), u32>,
+}
+
+/// Returns the directory part of a path (empty at the root).
+pub fn dir_of(path: &str) -> &str {
+    path.rsplit_once('/').map_or("", |(d, _)| d)
+}
+
+fn join(dir: &str, rest: &str) -> String {
+    if dir.is_empty() {
+        rest.to_string()
+    } else {
+        format!("{dir}/{rest}")
+    }
+}
+
+/// Normalises `a/./b/../c` to `a/c`; returns `None` when it climbs above the root.
+fn normalise(path: &str) -> Option<String> {
+    let mut out: Vec<&str> = Vec::new();
+    for seg in path.split('/') {
+        match seg {
+            "" | "." => {}
+            ".." => {
+                out.pop()?;
+            }
+            s => out.push(s),
+        }
+    }
+    Some(out.join("/"))
+}
+
+impl ModuleTable {
+    /// Builds the tables for the files of a view.
+    pub fn build(files: &[FileEntry]) -> ModuleTable {
+        let mut t = ModuleTable::default();
+        for (i, f) in files.iter().enumerate() {
+            let i = i as u32;
+            t.paths.insert(f.path.clone(), i);
+            t.depths.push(f.path.matches('/').count());
+            t.dir_files
+                .entry(dir_of(&f.path).to_string())
+                .or_default()
+                .push(i);
+            match f.lang {
+                Lang::Python => {
+                    let stem = f
+                        .path
+                        .trim_end_matches(".pyi")
+                        .trim_end_matches(".py")
+                        .trim_end_matches("/__init__");
+                    let parts: Vec<&str> = stem.split('/').collect();
+                    for k in 0..parts.len() {
+                        t.python.entry(parts[k..].join(".")).or_default().push(i);
+                    }
+                }
+                Lang::Go => {
+                    let dir = dir_of(&f.path);
+                    let parts: Vec<&str> = dir.split('/').filter(|s| !s.is_empty()).collect();
+                    for k in 0..parts.len() {
+                        let key = parts[k..].join("/");
+                        let dirs = t.go_dirs.entry(key).or_default();
+                        if !dirs.iter().any(|d| d == dir) {
+                            dirs.push(dir.to_string());
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        // Rust: a crate's source directory holds lib.rs or main.rs.
+        let roots: Vec<String> = files
+            .iter()
+            .filter(|f| {
+                f.path.ends_with("/lib.rs")
+                    || f.path.ends_with("/main.rs")
+                    || f.path == "lib.rs"
+                    || f.path == "main.rs"
+            })
+            .map(|f| dir_of(&f.path).to_string())
+            .collect();
+        for (i, f) in files.iter().enumerate() {
+            if f.lang != Lang::Rust {
+                continue;
+            }
+            let Some(root) = roots
+                .iter()
+                .filter(|r| r.is_empty() || f.path.starts_with(&format!("{r}/")))
+                .max_by_key(|r| r.len())
+            else {
+                continue;
+            };
+            let rel = if root.is_empty() {
+                f.path.as_str()
+            } else {
+                &f.path[root.len() + 1..]
+            };
+            let rel = rel.trim_end_matches(".rs");
+            let mut segs: Vec<String> = rel.split('/').map(str::to_string).collect();
+            if matches!(segs.last().map(String::as_str), Some("mod"))
+                || segs.len() == 1 && matches!(segs[0].as_str(), "lib" | "main")
+            {
+                segs.pop();
+            }
+            t.rust_paths
+                .entry((root.clone(), segs.join("::")))
+                .or_insert(i as u32);
+            t.rust_modules.insert(i as u32, (root.clone(), segs));
+        }
+        t
+    }
+
+    /// Returns the files of the directory holding `file` (a Go package).
+    pub fn package_files(&self, files: &[FileEntry], file: u32) -> &[u32] {
+        self.dir_files
+            .get(dir_of(&files[file as usize].path))
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
+    }
+
+    /// Returns the files `module` names when imported from `from`, empty when it is external.
+    pub fn resolve(&self, files: &[FileEntry], from: u32, module: &str) -> Vec<u32> {
+        let f = &files[from as usize];
+        match f.lang {
+            _ if module.is_empty() => vec![from],
+            Lang::Python => self.python_module(&f.path, module).into_iter().collect(),
+            Lang::JavaScript | Lang::TypeScript | Lang::Tsx => {
+                self.ecma_module(&f.path, module).into_iter().collect()
+            }
+            Lang::Go => self.go_package(module),
+            Lang::Rust => self.rust_module(from, module).into_iter().collect(),
+        }
+    }
+
+    fn python_module(&self, from: &str, module: &str) -> Option<u32> {
+        let dots = module.chars().take_while(|c| *c == '.').count();
+        let rest = &module[dots..];
+        if dots > 0 {
+            let mut dir = dir_of(from).to_string();
+            for _ in 1..dots {
+                dir = dir_of(&dir).to_string();
+            }
+            let base = if rest.is_empty() {
+                dir
+            } else {
+                join(&dir, &rest.replace('.', "/"))
+            };
+            for cand in [
+                format!("{base}.py"),
+                format!("{base}.pyi"),
+                join(&base, "__init__.py"),
+                join(&base, "__init__.pyi"),
+            ] {
+                if let Some(&i) = self.paths.get(&cand) {
+                    return Some(i);
+                }
+            }
+            return None;
+        }
+        // Absolute: the file whose dotted path ends with the module, closest to the root.
+        let files = self.python.get(rest)?;
+        files.iter().copied().min_by_key(|&i| {
+            (
+                self.depths.get(i as usize).copied().unwrap_or(usize::MAX),
+                i,
+            )
+        })
+    }
+
+    /// Returns the Python submodule `name` of package file `package` (`pkg/__init__.py`).
+    pub fn python_submodule(&self, files: &[FileEntry], package: u32, name: &str) -> Option<u32> {
+        let p = &files[package as usize].path;
+        if !p.ends_with("__init__.py") && !p.ends_with("__init__.pyi") {
+            return None;
+        }
+        let dir = dir_of(p);
+        [
+            join(dir, &format!("{name}.py")),
+            join(dir, &format!("{name}.pyi")),
+            join(dir, &format!("{name}/__init__.py")),
+        ]
+        .iter()
+        .find_map(|c| self.paths.get(c).copied())
+    }
+
+    fn ecma_module(&self, from: &str, spec: &str) -> Option<u32> {
+        if !spec.starts_with('.') {
+            return None; // a package from node_modules: external
+        }
+        let base = normalise(&join(dir_of(from), spec))?;
+        let stripped = ["js", "jsx", "mjs", "cjs"]
+            .iter()
+            .find_map(|e| base.strip_suffix(&format!(".{e}")))
+            .map(str::to_string);
+        let mut cands = vec![base.clone()];
+        for b in std::iter::once(&base).chain(stripped.as_ref()) {
+            for ext in ["ts", "tsx", "d.ts", "js", "jsx", "mjs", "cjs"] {
+                cands.push(format!("{b}.{ext}"));
+            }
+            for ext in ["ts", "tsx", "js", "jsx"] {
+                cands.push(format!("{b}/index.{ext}"));
+            }
+        }
+        cands.iter().find_map(|c| self.paths.get(c).copied())
+    }
+
+    fn go_package(&self, import: &str) -> Vec<u32> {
+        let parts: Vec<&str> = import.split('/').collect();
+        for k in 0..parts.len() {
+            if let Some(dirs) = self.go_dirs.get(&parts[k..].join("/"))
+                && let Some(dir) = dirs.iter().min_by_key(|d| d.len())
+            {
+                return self.dir_files.get(dir).cloned().unwrap_or_default();
+            }
+        }
+        Vec::new()
+    }
+
+    /// Returns the Rust module path of a file: (crate source directory, segments).
+    pub fn rust_module_of(&self, file: u32) -> Option<&(String, Vec<String>)> {
+        self.rust_modules.get(&file)
+    }
+
+    /// Returns the file of Rust module `segments` in the crate at `root`.
+    pub fn rust_file(&self, root: &str, segments: &[String]) -> Option<u32> {
+        self.rust_paths
+            .get(&(root.to_string(), segments.join("::")))
+            .copied()
+    }
+
+    /// Resolves a Rust module path (`crate::a::b`, `super::x`, `self::y`, `a::b`) from `from`.
+    pub fn rust_module(&self, from: u32, module: &str) -> Option<u32> {
+        let (root, here) = self.rust_module_of(from)?;
+        let segs: Vec<String> = module
+            .split("::")
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .collect();
+        let (mut base, rest): (Vec<String>, &[String]) = match segs.first().map(String::as_str) {
+            Some("crate") => (Vec::new(), &segs[1..]),
+            Some("self") => (here.clone(), &segs[1..]),
+            Some("super") => {
+                let mut b = here.clone();
+                let mut i = 0;
+                while segs.get(i).map(String::as_str) == Some("super") {
+                    b.pop();
+                    i += 1;
+                }
+                (b, &segs[i..])
+            }
+            // 2018 paths: a child of the current module, else a module of the crate root.
+            _ => {
+                let mut child = here.clone();
+                child.extend(segs.iter().cloned());
+                if let Some(f) = self.rust_file(root, &child) {
+                    return Some(f);
+                }
+                (Vec::new(), &segs[..])
+            }
+        };
+        base.extend(rest.iter().cloned());
+        self.rust_file(root, &base)
+    }
+}

@@ -1,0 +1,71 @@
+; Shared by JavaScript, TypeScript and TSX.
+
+; Definitions
+
+(function_declaration name: (identifier) @name body: (_) @body) @definition.function
+(generator_function_declaration name: (identifier) @name body: (_) @body) @definition.function
+(class_declaration name: (_) @name body: (_) @body) @definition.class
+(method_definition name: (property_identifier) @name body: (_) @body) @definition.method
+(method_definition name: (private_property_identifier) @name body: (_) @body) @definition.method
+
+(program (lexical_declaration
+  (variable_declarator
+    name: (identifier) @name
+    value: [(arrow_function body: (_) @body) (function_expression body: (_) @body)]) @definition.function))
+(program (variable_declaration
+  (variable_declarator
+    name: (identifier) @name
+    value: [(arrow_function body: (_) @body) (function_expression body: (_) @body)]) @definition.function))
+(program (export_statement (lexical_declaration
+  (variable_declarator
+    name: (identifier) @name
+    value: [(arrow_function body: (_) @body) (function_expression body: (_) @body)]) @definition.function)))
+(program (lexical_declaration
+  (variable_declarator name: (identifier) @name) @definition.constant))
+(program (variable_declaration
+  (variable_declarator name: (identifier) @name) @definition.variable))
+(program (export_statement (lexical_declaration
+  (variable_declarator name: (identifier) @name) @definition.constant)))
+
+(assignment_expression
+  left: (member_expression
+    object: (_) @qualifier
+    property: (property_identifier) @name)
+  right: [(arrow_function body: (_) @body) (function_expression body: (_) @body)]) @definition.function
+
+(pair
+  key: (property_identifier) @name
+  value: [(arrow_function body: (_) @body) (function_expression body: (_) @body)]) @definition.function
+
+; Local bindings
+
+(arrow_function parameter: (identifier) @local)
+(variable_declarator name: (identifier) @local)
+(object_pattern (shorthand_property_identifier_pattern) @local)
+(array_pattern (identifier) @local)
+(catch_clause parameter: (identifier) @local)
+(for_in_statement left: (identifier) @local)
+
+; References
+
+(call_expression
+  function: (identifier) @name
+  (#not-eq? @name "require")) @reference.call
+(call_expression
+  function: (member_expression
+    object: (_) @qualifier
+    property: [(property_identifier) (private_property_identifier)] @name)) @reference.call
+(new_expression constructor: (identifier) @name) @reference.new
+(new_expression constructor: (member_expression
+  object: (_) @qualifier
+  property: (property_identifier) @name)) @reference.new
+(decorator (identifier) @name) @reference.call
+(decorator (call_expression function: (identifier) @name)) @reference.call
+
+(member_expression
+  object: (_) @qualifier
+  property: (property_identifier) @name) @reference.read
+(shorthand_property_identifier) @name @reference.read
+
+; Plain names; built-in constants are dropped in code (cheaper than a predicate per name).
+(identifier) @name @reference.read

@@ -1,0 +1,1 @@
+; JavaScript has no import forms beyond ecma/imports.scm.

@@ -1,0 +1,72 @@
+; Definitions
+
+(class_definition
+  name: (identifier) @name
+  body: (_) @body) @definition.class
+
+(function_definition
+  name: (identifier) @name
+  body: (_) @body) @definition.function
+
+(module
+  (expression_statement
+    (assignment
+      left: (identifier) @name) @definition.constant))
+
+(class_definition
+  body: (block
+    (expression_statement
+      (assignment
+        left: (identifier) @name) @definition.field)))
+
+; Relations
+
+(class_definition
+  name: (identifier) @subject
+  superclasses: (argument_list
+    [(identifier) @target
+     (attribute object: (_) @qualifier attribute: (identifier) @target)])) @relation.inherits
+
+; Local bindings (only those inside functions shadow anything)
+
+(parameters (identifier) @local)
+(parameters (default_parameter name: (identifier) @local))
+(parameters (typed_parameter (identifier) @local))
+(parameters (typed_default_parameter name: (identifier) @local))
+(lambda_parameters (identifier) @local)
+(assignment left: (identifier) @local)
+(assignment left: (pattern_list (identifier) @local))
+(assignment left: (tuple_pattern (identifier) @local))
+(for_statement left: (identifier) @local)
+(for_statement left: (pattern_list (identifier) @local))
+(for_in_clause left: (identifier) @local)
+(as_pattern alias: (as_pattern_target (identifier) @local))
+(named_expression name: (identifier) @local)
+
+; Names that are not references
+
+(keyword_argument name: (identifier) @ignore)
+(global_statement (identifier) @ignore)
+(nonlocal_statement (identifier) @ignore)
+
+; References
+
+(decorator (identifier) @name) @reference.call
+(decorator (call function: (identifier) @name)) @reference.call
+
+(call
+  function: (identifier) @name) @reference.call
+
+(call
+  function: (attribute
+    object: (_) @qualifier
+    attribute: (identifier) @name)) @reference.call
+
+(type (identifier) @name) @reference.type
+
+(attribute
+  object: (_) @qualifier
+  attribute: (identifier) @name) @reference.read
+
+; Plain names; built-in constants are dropped in code (cheaper than a predicate per name).
+(identifier) @name @reference.read

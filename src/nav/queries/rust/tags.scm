@@ -1,0 +1,105 @@
+; Definitions
+
+(struct_item name: (type_identifier) @name body: (_)? @body) @definition.struct
+(enum_item name: (type_identifier) @name body: (_) @body) @definition.enum
+(union_item name: (type_identifier) @name body: (_) @body) @definition.struct
+(type_item name: (type_identifier) @name) @definition.type
+(trait_item name: (type_identifier) @name body: (_) @body) @definition.trait
+(function_item name: (identifier) @name body: (_) @body) @definition.function
+(function_signature_item name: (identifier) @name) @definition.function
+(mod_item name: (identifier) @name) @definition.module
+(macro_definition name: (identifier) @name) @definition.macro
+(const_item name: (identifier) @name) @definition.constant
+(static_item name: (identifier) @name) @definition.constant
+(enum_variant name: (identifier) @name) @definition.variant
+(field_declaration name: (field_identifier) @name) @definition.field
+(associated_type name: (type_identifier) @name) @definition.type
+
+; Impl blocks contain methods; `impl Trait for Type` is also a relation.
+
+(impl_item
+  type: [(type_identifier) @name
+         (generic_type type: (type_identifier) @name)
+         (scoped_type_identifier name: (type_identifier) @name)]
+  body: (_) @body) @container.impl
+
+(impl_item
+  trait: [(type_identifier) @target
+          (generic_type type: (type_identifier) @target)
+          (scoped_type_identifier path: (_) @qualifier name: (type_identifier) @target)]
+  type: [(type_identifier) @subject
+         (generic_type type: (type_identifier) @subject)
+         (scoped_type_identifier name: (type_identifier) @subject)]) @relation.implements
+
+(trait_item
+  name: (type_identifier) @subject
+  bounds: (trait_bounds [(type_identifier) @target
+                         (generic_type type: (type_identifier) @target)])) @relation.inherits
+
+; Local bindings
+
+(parameter pattern: (identifier) @local)
+(let_declaration pattern: (identifier) @local)
+(let_declaration pattern: (tuple_pattern (identifier) @local))
+(let_declaration pattern: (mut_pattern (identifier) @local))
+(closure_parameters (identifier) @local)
+(for_expression pattern: (identifier) @local)
+(tuple_struct_pattern (identifier) @local)
+(tuple_pattern (identifier) @local)
+(let_condition pattern: (tuple_struct_pattern (identifier) @local))
+(match_pattern (identifier) @local)
+
+; Names that are not references
+
+(field_initializer field: (field_identifier) @ignore)
+
+; References
+
+(call_expression
+  function: (identifier) @name) @reference.call
+
+(call_expression
+  function: (scoped_identifier
+    path: (_) @qualifier
+    name: (identifier) @name)) @reference.call
+
+(call_expression
+  function: (field_expression
+    value: (_) @qualifier
+    field: (field_identifier) @name)) @reference.call
+
+(call_expression
+  function: (generic_function
+    function: (identifier) @name)) @reference.call
+
+(call_expression
+  function: (generic_function
+    function: (scoped_identifier path: (_) @qualifier name: (identifier) @name))) @reference.call
+
+(call_expression
+  function: (generic_function
+    function: (field_expression value: (_) @qualifier field: (field_identifier) @name))) @reference.call
+
+(macro_invocation macro: (identifier) @name) @reference.macro
+(macro_invocation macro: (scoped_identifier path: (_) @qualifier name: (identifier) @name)) @reference.macro
+
+; Calls inside macro arguments: `name(…)` and `a.name(…)` appear as token trees.
+(token_tree
+  (identifier) @name
+  .
+  (token_tree)) @reference.call
+
+(impl_item trait: (type_identifier) @name) @reference.implementation
+(impl_item type: (type_identifier) @name) @reference.implementation
+
+(struct_expression name: (type_identifier) @name) @reference.new
+(struct_expression name: (scoped_type_identifier path: (_) @qualifier name: (type_identifier) @name)) @reference.new
+
+(scoped_type_identifier path: (_) @qualifier name: (type_identifier) @name) @reference.type
+(type_identifier) @name @reference.type
+
+(scoped_identifier path: (_) @qualifier name: (identifier) @name) @reference.read
+
+(field_expression value: (_) @qualifier field: (field_identifier) @name) @reference.field
+
+(identifier) @name @reference.read

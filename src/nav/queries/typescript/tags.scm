@@ -1,0 +1,38 @@
+; TypeScript and TSX (loaded after ecma/tags.scm).
+
+(function_signature name: (identifier) @name) @definition.function
+(method_signature name: (property_identifier) @name) @definition.method
+(abstract_method_signature name: (property_identifier) @name) @definition.method
+(abstract_class_declaration name: (type_identifier) @name body: (_) @body) @definition.class
+(interface_declaration name: (type_identifier) @name body: (_) @body) @definition.interface
+(type_alias_declaration name: (type_identifier) @name) @definition.type
+(enum_declaration name: (identifier) @name body: (_) @body) @definition.enum
+(internal_module name: (identifier) @name body: (_) @body) @definition.module
+(module name: (identifier) @name body: (_) @body) @definition.module
+(public_field_definition name: (property_identifier) @name) @definition.field
+(property_signature name: (property_identifier) @name) @definition.field
+
+(required_parameter pattern: (identifier) @local)
+(optional_parameter pattern: (identifier) @local)
+
+([(class_declaration name: (type_identifier) @subject
+    (class_heritage (extends_clause value: [(identifier) @target
+                                            (member_expression object: (_) @qualifier property: (property_identifier) @target)])))
+  (abstract_class_declaration name: (type_identifier) @subject
+    (class_heritage (extends_clause value: [(identifier) @target
+                                            (member_expression object: (_) @qualifier property: (property_identifier) @target)])))]) @relation.inherits
+
+([(class_declaration name: (type_identifier) @subject
+    (class_heritage (implements_clause [(type_identifier) @target
+                                        (generic_type name: (type_identifier) @target)])))
+  (abstract_class_declaration name: (type_identifier) @subject
+    (class_heritage (implements_clause [(type_identifier) @target
+                                        (generic_type name: (type_identifier) @target)])))]) @relation.implements
+
+(interface_declaration
+  name: (type_identifier) @subject
+  (extends_type_clause type: [(type_identifier) @target
+                              (generic_type name: (type_identifier) @target)])) @relation.inherits
+
+(nested_type_identifier module: (_) @qualifier name: (type_identifier) @name) @reference.type
+(type_identifier) @name @reference.type

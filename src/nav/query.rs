@@ -1,0 +1,501 @@
+//! The questions: definition, references, callers, callees, implementations, imports,
+//! importers, outline, source of a symbol, and search by name pattern.
+//!
+//! Every answer carries its resolution label, so a caller can tell a binding the rules proved
+//! from a ranked name match.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+
+use serde::Serialize;
+
+pub use super::resolve::Resolution;
+
+use super::NavError;
+use super::extract::{enclosing_def, is_function};
+use super::facts::ImportKind;
+use super::index::{DefId, Index};
+use super::resolve::Outcome;
+
+/// One place in the code, with what is there and how it was found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Location {
+    pub path: String,
+    pub line: u32,
+    pub col: u32,
+    pub end_line: u32,
+    /// Definition kind (`function`, `class`, …) or reference kind (`call`, `type`, `import`, …).
+    pub kind: String,
+    pub name: String,
+    /// Qualified name of the enclosing definition (the container of a definition, the caller
+    /// of a reference), if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub container: Option<String>,
+    /// The definition's signature line, or the source line of a reference.
+    pub signature: String,
+    pub resolution: Resolution,
+}
+
+/// One entry of a file outline.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OutlineItem {
+    pub name: String,
+    pub kind: String,
+    pub line: u32,
+    pub end_line: u32,
+    /// Nesting depth (0 at the top level).
+    pub depth: u32,
+    pub signature: String,
+}
+
+/// One import edge between files.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ImportEdge {
+    /// The importing file.
+    pub path: String,
+    pub line: u32,
+    /// The module as written.
+    pub module: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub alias: String,
+    pub reexport: bool,
+    /// The imported file inside the repository; `None` for external modules.
+    pub target: Option<String>,
+}
+
+/// The exact source of one definition.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SymbolSource {
+    pub location: Location,
+    pub source: String,
+}
+
+/// Splits `Client.send` / `Client::send` into (containers, name).
+fn split_symbol(symbol: &str) -> (Vec<&str>, &str) {
+    let parts: Vec<&str> = symbol.split(['.', ':']).filter(|s| !s.is_empty()).collect();
+    match parts.split_last() {
+        Some((last, rest)) => (rest.to_vec(), last),
+        None => (Vec::new(), symbol),
+    }
+}
+
+impl Index {
+    /// Returns the definitions a symbol names: `name`, or `Container.name` / `Container::name`
+    /// matched against the container chain; local definitions inside functions are excluded.
+    pub fn lookup(&self, symbol: &str) -> Vec<DefId> {
+        let (containers, name) = split_symbol(symbol);
+        let mut out: Vec<DefId> = self
+            .names
+            .get(name)
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
+            .iter()
+            .filter(|id| {
+                let facts = &self.files[id.file as usize].facts;
+                let d = &facts.defs[id.def as usize];
+                if d.kind == "impl" {
+                    return false;
+                }
+                if d.parent
+                    .is_some_and(|p| is_function(&facts.defs[p as usize].kind))
+                    && containers.is_empty()
+                {
+                    return false;
+                }
+                let chain = facts.container_chain(id.def);
+                chain.len() >= containers.len()
+                    && chain[chain.len() - containers.len()..] == containers[..]
+            })
+            .copied()
+            .collect();
+        out.sort_by(|a, b| {
+            (&self.files[a.file as usize].path, a.def)
+                .cmp(&(&self.files[b.file as usize].path, b.def))
+        });
+        out
+    }
+
+    pub(crate) fn lookup_or_err(&self, symbol: &str) -> Result<Vec<DefId>, NavError> {
+        let defs = self.lookup(symbol);
+        if defs.is_empty() {
+            return Err(NavError::UnknownSymbol {
+                name: symbol.to_string(),
+            });
+        }
+        Ok(defs)
+    }
+
+    /// Returns the location of a definition.
+    pub fn def_location(&self, id: DefId, resolution: Resolution) -> Location {
+        let f = &self.files[id.file as usize];
+        let d = &f.facts.defs[id.def as usize];
+        let chain = f.facts.container_chain(id.def);
+        Location {
+            path: f.path.clone(),
+            line: d.name_span.line,
+            col: d.name_span.col,
+            end_line: d.span.end_line,
+            kind: d.kind.clone(),
+            name: d.name.clone(),
+            container: (!chain.is_empty()).then(|| chain.join(".")),
+            signature: d.signature.clone(),
+            resolution,
+        }
+    }
+
+    fn module_location(&self, file: u32) -> Location {
+        let f = &self.files[file as usize];
+        Location {
+            path: f.path.clone(),
+            line: 1,
+            col: 1,
+            end_line: 1,
+            kind: "module".into(),
+            name: f.path.clone(),
+            container: None,
+            signature: String::new(),
+            resolution: Resolution::Resolved,
+        }
+    }
+
+    fn outcome_locations(&self, o: &Outcome) -> Vec<Location> {
+        let r = o.resolution();
+        let mut out: Vec<Location> = o.defs.iter().map(|d| self.def_location(*d, r)).collect();
+        out.extend(o.modules.iter().map(|m| self.module_location(*m)));
+        out
+    }
+
+    /// Returns where `symbol` is defined. With `from` (path, line), resolves the use of the
+    /// name on that line through that file's scopes and imports.
+    pub fn definition(
+        &self,
+        symbol: &str,
+        from: Option<(&str, u32)>,
+    ) -> Result<Vec<Location>, NavError> {
+        let Some((path, line)) = from else {
+            let defs = self.lookup_or_err(symbol)?;
+            let r = if defs.len() == 1 {
+                Resolution::Resolved
+            } else {
+                Resolution::Candidate
+            };
+            return Ok(defs.iter().map(|d| self.def_location(*d, r)).collect());
+        };
+        let file = self.file_id(path).ok_or_else(|| NavError::UnknownFile {
+            path: path.to_string(),
+        })?;
+        let (_, name) = split_symbol(symbol);
+        let facts = &self.files[file as usize].facts;
+        let on_line: Vec<_> = self
+            .refs_of(file)
+            .iter()
+            .filter(|r| r.span.line == line && r.name == name)
+            .collect();
+        let outcome = if let Some(r) = on_line.first() {
+            self.resolve_ref(file, r)
+        } else if let Some(d) = facts
+            .defs
+            .iter()
+            .position(|d| d.name_span.line == line && d.name == name)
+        {
+            Outcome {
+                defs: vec![DefId {
+                    file,
+                    def: d as u32,
+                }],
+                bound: true,
+                ..Outcome::default()
+            }
+        } else {
+            // The name is not used on that line; resolve it in the scope of that line.
+            let scope = facts
+                .defs
+                .iter()
+                .enumerate()
+                .filter(|(_, d)| d.span.line <= line && line <= d.span.end_line)
+                .map(|(i, _)| i as u32)
+                .next_back();
+            let at = scope.map_or(0, |s| facts.defs[s as usize].body_start);
+            match self.resolve_unqualified(file, name, at, scope, 0) {
+                Some(o) if !o.defs.is_empty() || !o.modules.is_empty() => o,
+                _ => Outcome {
+                    defs: self.candidates(file, name, false),
+                    ..Outcome::default()
+                },
+            }
+        };
+        if outcome.defs.is_empty() && outcome.modules.is_empty() {
+            if let Some(ext) = outcome.external {
+                return Err(NavError::BadArgument {
+                    message: format!(
+                        "`{name}` at {path}:{line} comes from `{ext}`, which is outside this repository"
+                    ),
+                });
+            }
+            return Err(NavError::UnknownSymbol {
+                name: symbol.to_string(),
+            });
+        }
+        Ok(self.outcome_locations(&outcome))
+    }
+
+    /// Returns the definition whose name is on `line` of `path`, if any.
+    pub fn def_at(&self, path: &str, line: u32) -> Option<DefId> {
+        let file = self.file_id(path)?;
+        let facts = &self.files[file as usize].facts;
+        facts
+            .defs
+            .iter()
+            .position(|d| d.name_span.line == line && d.kind != "impl")
+            .map(|d| DefId {
+                file,
+                def: d as u32,
+            })
+    }
+
+    /// Returns every reference to definition `id` (including import sites).
+    pub fn references_of(&self, id: DefId) -> Vec<Location> {
+        let name = self.def(id).name.clone();
+        self.references_to(&HashSet::from([id]), &name, |_| true)
+    }
+
+    /// Returns every reference to the definitions `symbol` names (including import sites),
+    /// resolved ones first, sorted by file and line.
+    pub fn references(&self, symbol: &str) -> Result<Vec<Location>, NavError> {
+        let targets: HashSet<DefId> = self.lookup_or_err(symbol)?.into_iter().collect();
+        Ok(self.references_to(&targets, split_symbol(symbol).1, |_| true))
+    }
+
+    /// Returns `name` and every local name it is imported under (`import {a as b}`), to a
+    /// fixed point, since a reference through an alias carries the alias's name.
+    pub(crate) fn alias_names(&self, name: &str) -> Vec<String> {
+        let mut names = vec![name.to_string()];
+        let mut i = 0;
+        while i < names.len() && names.len() < 64 {
+            let n = names[i].clone();
+            for f in &self.files {
+                for imp in &f.facts.imports {
+                    if imp.name == n && !imp.alias.is_empty() && !names.contains(&imp.alias) {
+                        names.push(imp.alias.clone());
+                    }
+                }
+            }
+            i += 1;
+        }
+        names
+    }
+
+    fn references_to(
+        &self,
+        targets: &HashSet<DefId>,
+        name: &str,
+        keep_kind: impl Fn(&str) -> bool,
+    ) -> Vec<Location> {
+        let mut out = Vec::new();
+        let mut lines: HashMap<u32, Vec<String>> = HashMap::new();
+        let names = self.alias_names(name);
+        for &(fi, ri) in names.iter().flat_map(|n| self.refs_named(n)) {
+            let r = &self.refs_of(fi)[ri as usize];
+            if !keep_kind(&r.kind) {
+                continue;
+            }
+            let o = self.resolve_ref(fi, r);
+            // A bound use counts if it binds to a target; an unbound one (a ranked candidate
+            // list) only if a target is its best candidate, or grep-like noise would follow.
+            let hit = if o.bound {
+                o.defs.iter().any(|d| targets.contains(d))
+            } else {
+                // Attribute reads through unknown receivers (`x.default`) are mostly data.
+                !matches!(r.kind.as_str(), "read" | "field")
+                    && o.defs.first().is_some_and(|d| targets.contains(d))
+            };
+            if !hit {
+                continue;
+            }
+            out.push(self.ref_location(
+                fi,
+                r.span,
+                &r.kind,
+                &r.name,
+                r.scope,
+                o.resolution(),
+                &mut lines,
+            ));
+        }
+        if keep_kind("import") {
+            for (fi, f) in self.files.iter().enumerate() {
+                for imp in &f.facts.imports {
+                    if !names.contains(&imp.name) && !names.contains(&imp.alias) {
+                        continue;
+                    }
+                    let mut o = Outcome::default();
+                    if imp.kind == ImportKind::Name {
+                        o = self
+                            .resolve_unqualified(
+                                fi as u32,
+                                &imp.alias,
+                                imp.span.start_byte,
+                                None,
+                                0,
+                            )
+                            .unwrap_or_default();
+                    }
+                    if o.defs.iter().any(|d| targets.contains(d)) {
+                        out.push(self.ref_location(
+                            fi as u32,
+                            imp.span,
+                            "import",
+                            name,
+                            None,
+                            Resolution::Resolved,
+                            &mut lines,
+                        ));
+                    }
+                }
+            }
+        }
+        out.sort_by(|a, b| {
+            (a.resolution, &a.path, a.line, a.col).cmp(&(b.resolution, &b.path, b.line, b.col))
+        });
+        out.dedup_by(|a, b| a.path == b.path && a.line == b.line && a.col == b.col);
+        out
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn ref_location(
+        &self,
+        file: u32,
+        span: super::facts::Span,
+        kind: &str,
+        name: &str,
+        scope: Option<u32>,
+        resolution: Resolution,
+        lines: &mut HashMap<u32, Vec<String>>,
+    ) -> Location {
+        let f = &self.files[file as usize];
+        let text = lines.entry(file).or_insert_with(|| {
+            self.read_source(file)
+                .map(|s| {
+                    String::from_utf8_lossy(&s)
+                        .lines()
+                        .map(str::to_string)
+                        .collect()
+                })
+                .unwrap_or_default()
+        });
+        let signature = text
+            .get(span.line.saturating_sub(1) as usize)
+            .map(|l| l.trim().chars().take(160).collect())
+            .unwrap_or_default();
+        Location {
+            path: f.path.clone(),
+            line: span.line,
+            col: span.col,
+            end_line: span.end_line,
+            kind: kind.to_string(),
+            name: name.to_string(),
+            container: scope.map(|s| f.facts.qualified_name(s)),
+            signature,
+            resolution,
+        }
+    }
+
+    /// Returns the definitions that call `symbol`, one entry per call site.
+    pub fn callers(&self, symbol: &str) -> Result<Vec<Location>, NavError> {
+        let targets: HashSet<DefId> = self.lookup_or_err(symbol)?.into_iter().collect();
+        let (_, name) = split_symbol(symbol);
+        Ok(self.references_to(&targets, name, |k| matches!(k, "call" | "new" | "macro")))
+    }
+
+    /// Returns the definitions `symbol`'s bodies call, resolved where the rules allow.
+    pub fn callees(&self, symbol: &str) -> Result<Vec<Location>, NavError> {
+        let defs = self.lookup_or_err(symbol)?;
+        let mut seen: BTreeSet<(Resolution, DefId)> = BTreeSet::new();
+        for d in defs {
+            let facts = &self.files[d.file as usize].facts;
+            let span = facts.defs[d.def as usize].span;
+            for r in self.refs_of(d.file) {
+                if !matches!(r.kind.as_str(), "call" | "new" | "macro") || !span.contains(&r.span) {
+                    continue;
+                }
+                let o = self.resolve_ref(d.file, r);
+                let res = o.resolution();
+                // Unbound names give ranked candidates; the best one stands for the call.
+                let take = if o.bound { o.defs.len() } else { 1 };
+                for t in o.defs.into_iter().take(take) {
+                    seen.insert((res, t));
+                }
+            }
+        }
+        Ok(seen
+            .into_iter()
+            .map(|(r, d)| self.def_location(d, r))
+            .collect())
+    }
+
+    /// Returns implementations of `symbol`: subclasses, implementing types, `impl` blocks.
+    pub fn implementations(&self, symbol: &str) -> Result<Vec<Location>, NavError> {
+        let targets: HashSet<DefId> = self.lookup_or_err(symbol)?.into_iter().collect();
+        let (_, name) = split_symbol(symbol);
+        let names = self.alias_names(name);
+        let mut out = Vec::new();
+        for (fi, f) in self.files.iter().enumerate() {
+            let fi = fi as u32;
+            for rel in f
+                .facts
+                .relations
+                .iter()
+                .filter(|r| names.contains(&r.target))
+            {
+                let scope = enclosing_def(&f.facts, rel.span.start_byte as usize);
+                let o = if rel.qualifier.is_empty() {
+                    self.resolve_unqualified(fi, &rel.target, rel.span.start_byte, scope, 0)
+                } else {
+                    None
+                };
+                let (hit, res) = match &o {
+                    Some(o) if o.defs.iter().any(|d| targets.contains(d)) => {
+                        (true, Resolution::Resolved)
+                    }
+                    Some(o) if !o.defs.is_empty() => (false, Resolution::Candidate),
+                    _ => (true, Resolution::Candidate),
+                };
+                if !hit {
+                    continue;
+                }
+                // The subject: the impl block or class holding the relation.
+                let subject = scope
+                    .or_else(|| {
+                        f.facts
+                            .defs
+                            .iter()
+                            .position(|d| d.span.contains(&rel.span))
+                            .map(|p| p as u32)
+                    })
+                    .map(|s| DefId { file: fi, def: s });
+                if let Some(s) = subject {
+                    let mut loc = self.def_location(s, res);
+                    loc.kind = format!("{} ({})", loc.kind, rel.kind);
+                    out.push(loc);
+                }
+            }
+        }
+        // Rust: inherent and trait impl blocks of a type.
+        for t in &targets {
+            let d = self.def(*t);
+            if matches!(d.kind.as_str(), "struct" | "enum" | "type") {
+                for id in self.names.get(&d.name).map(Vec::as_slice).unwrap_or(&[]) {
+                    if self.def(*id).kind == "impl"
+                        && self.files[id.file as usize].lang == self.files[t.file as usize].lang
+                    {
+                        out.push(self.def_location(*id, Resolution::Candidate));
+                    }
+                }
+            }
+        }
+        out.sort_by(|a, b| (a.resolution, &a.path, a.line).cmp(&(b.resolution, &b.path, b.line)));
+        out.dedup_by(|a, b| a.path == b.path && a.line == b.line);
+        Ok(out)
+    }
+}

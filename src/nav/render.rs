@@ -1,0 +1,251 @@
+//! Bounded output: every answer fits its character budget by degrading — full context, then
+//! locations only, then per-file counts — and says so; it never truncates silently.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::query::{ImportEdge, Location, OutlineItem};
+
+/// How much of each result an answer shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Detail {
+    /// Each result with its signature or source line.
+    Full,
+    /// `path:line:col kind name` only.
+    Locations,
+    /// Result counts per file.
+    Counts,
+}
+
+/// A rendered answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rendered {
+    pub text: String,
+    pub detail: Detail,
+    pub total: usize,
+}
+
+/// One result in its two textual forms and two JSON forms.
+struct Row {
+    path: String,
+    full: String,
+    short: String,
+    json_full: Value,
+    json_short: Value,
+}
+
+fn location_rows(locs: &[Location]) -> Vec<Row> {
+    locs.iter()
+        .map(|l| {
+            let label = match l.resolution {
+                super::query::Resolution::Resolved => "resolved",
+                super::query::Resolution::Candidate => "candidate",
+            };
+            let within = l
+                .container
+                .as_deref()
+                .map(|c| format!(" in {c}"))
+                .unwrap_or_default();
+            Row {
+                path: l.path.clone(),
+                full: format!(
+                    "{}:{}:{} {} {}{} [{label}]\n    {}",
+                    l.path, l.line, l.col, l.kind, l.name, within, l.signature
+                ),
+                short: format!(
+                    "{}:{}:{} {} {} [{label}]",
+                    l.path, l.line, l.col, l.kind, l.name
+                ),
+                json_full: serde_json::to_value(l).unwrap_or(Value::Null),
+                json_short: json!({"path": l.path, "line": l.line, "col": l.col, "kind": l.kind,
+                                   "name": l.name, "resolution": label}),
+            }
+        })
+        .collect()
+}
+
+/// Renders locations within `max_chars`, as text or JSON.
+pub fn render_locations(title: &str, locs: &[Location], max_chars: usize, json: bool) -> Rendered {
+    render_rows(title, location_rows(locs), max_chars, json)
+}
+
+/// Renders a file outline within `max_chars`.
+pub fn render_outline(path: &str, items: &[OutlineItem], max_chars: usize, json: bool) -> Rendered {
+    let rows = items
+        .iter()
+        .map(|i| Row {
+            path: path.to_string(),
+            full: format!(
+                "{:>5} {}{} {} — {}",
+                i.line,
+                "  ".repeat(i.depth as usize),
+                i.kind,
+                i.name,
+                i.signature
+            ),
+            short: format!(
+                "{:>5} {}{} {}",
+                i.line,
+                "  ".repeat(i.depth as usize),
+                i.kind,
+                i.name
+            ),
+            json_full: serde_json::to_value(i).unwrap_or(Value::Null),
+            json_short: json!({"name": i.name, "kind": i.kind, "line": i.line}),
+        })
+        .collect();
+    render_rows(&format!("outline of {path}"), rows, max_chars, json)
+}
+
+/// Renders import edges within `max_chars`.
+pub fn render_imports(title: &str, edges: &[ImportEdge], max_chars: usize, json: bool) -> Rendered {
+    let rows = edges
+        .iter()
+        .map(|e| {
+            let what = match (e.name.is_empty(), e.alias.is_empty()) {
+                (true, true) => e.module.clone(),
+                (true, false) => format!("{} as {}", e.module, e.alias),
+                (false, true) => format!("{} from {}", e.name, e.module),
+                (false, false) => format!("{} as {} from {}", e.name, e.alias, e.module),
+            };
+            let target = e.target.as_deref().unwrap_or("(external)");
+            let re = if e.reexport { " (re-export)" } else { "" };
+            Row {
+                path: e.path.clone(),
+                full: format!("{}:{} {what}{re} -> {target}", e.path, e.line),
+                short: format!("{}:{} -> {target}", e.path, e.line),
+                json_full: serde_json::to_value(e).unwrap_or(Value::Null),
+                json_short: json!({"path": e.path, "line": e.line, "target": e.target}),
+            }
+        })
+        .collect();
+    render_rows(title, rows, max_chars, json)
+}
+
+fn render_rows(title: &str, rows: Vec<Row>, max_chars: usize, json: bool) -> Rendered {
+    let total = rows.len();
+    let full = assemble(title, &rows, Detail::Full, json, None);
+    if full.chars().count() <= max_chars {
+        return Rendered {
+            text: full,
+            detail: Detail::Full,
+            total,
+        };
+    }
+    let full_len = full.chars().count();
+    let notice = |what: &str| {
+        format!(
+            "note: {total} results; full output would be {full_len} characters, over the limit of {max_chars}; showing {what}. Narrow the query or raise --max-chars."
+        )
+    };
+    let locs = assemble(
+        title,
+        &rows,
+        Detail::Locations,
+        json,
+        Some(&notice("locations only")),
+    );
+    if locs.chars().count() <= max_chars {
+        return Rendered {
+            text: locs,
+            detail: Detail::Locations,
+            total,
+        };
+    }
+    // Counts per file, dropping the least-populated files (and saying how many) if needed.
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    for r in &rows {
+        *counts.entry(&r.path).or_default() += 1;
+    }
+    let mut ordered: Vec<(&str, usize)> = counts.into_iter().collect();
+    ordered.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let mut keep = ordered.len();
+    loop {
+        let shown = &ordered[..keep];
+        let hidden_files = ordered.len() - keep;
+        let hidden: usize = ordered[keep..].iter().map(|(_, n)| n).sum();
+        let note = notice("counts per file");
+        let text = if json {
+            let map: serde_json::Map<String, Value> = shown
+                .iter()
+                .map(|(p, n)| (p.to_string(), json!(n)))
+                .collect();
+            json!({"title": title, "detail": "counts", "total": total, "notice": note,
+                   "counts": map, "files_not_shown": hidden_files, "results_not_shown": hidden})
+            .to_string()
+        } else {
+            let mut t = format!(
+                "{note}\n{title}: {total} results in {} files\n",
+                ordered.len()
+            );
+            for (p, n) in shown {
+                t.push_str(&format!("{p}: {n}\n"));
+            }
+            if hidden_files > 0 {
+                t.push_str(&format!(
+                    "… {hidden_files} more files with {hidden} results not shown\n"
+                ));
+            }
+            t
+        };
+        if text.chars().count() <= max_chars || keep == 0 {
+            let text = if text.chars().count() > max_chars {
+                // Even the summary line does not fit: say only that.
+                let t = format!("{total} results; raise --max-chars to see them");
+                t.chars().take(max_chars).collect()
+            } else {
+                text
+            };
+            return Rendered {
+                text,
+                detail: Detail::Counts,
+                total,
+            };
+        }
+        keep = keep.saturating_sub((keep / 4).max(1));
+    }
+}
+
+fn assemble(title: &str, rows: &[Row], detail: Detail, json: bool, notice: Option<&str>) -> String {
+    if json {
+        let results: Vec<&Value> = rows
+            .iter()
+            .map(|r| {
+                if detail == Detail::Full {
+                    &r.json_full
+                } else {
+                    &r.json_short
+                }
+            })
+            .collect();
+        let detail_name = if detail == Detail::Full {
+            "full"
+        } else {
+            "locations"
+        };
+        let mut v =
+            json!({"title": title, "detail": detail_name, "total": rows.len(), "results": results});
+        if let Some(n) = notice {
+            v["notice"] = json!(n);
+        }
+        return v.to_string();
+    }
+    let mut t = String::new();
+    if let Some(n) = notice {
+        t.push_str(n);
+        t.push('\n');
+    }
+    t.push_str(&format!("{title}: {} results\n", rows.len()));
+    for r in rows {
+        t.push_str(if detail == Detail::Full {
+            &r.full
+        } else {
+            &r.short
+        });
+        t.push('\n');
+    }
+    t
+}

@@ -1,0 +1,554 @@
+//! Resolution: binds a reference to definitions through scopes, imports, re-exports, module
+//! paths, receivers and inheritance, and falls back to ranked name matches (candidates).
+//!
+//! Resolution runs on demand over the in-memory view, so a refresh never pays for it; a
+//! query resolves only the references whose name it asks about.
+
+use std::collections::HashSet;
+
+use serde::Serialize;
+
+use super::extract::{is_function, is_type_container};
+use super::facts::{ImportKind, Ref};
+use super::index::{DefId, Index};
+use super::lang::Lang;
+use super::modules::dir_of;
+
+/// How an answer was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Resolution {
+    /// Bound by the language's scope and import rules.
+    Resolved,
+    /// A name match, ranked; the rules could not decide.
+    Candidate,
+}
+
+/// What a name or reference resolves to.
+#[derive(Debug, Clone, Default)]
+pub struct Outcome {
+    pub defs: Vec<DefId>,
+    /// Modules (files) the name denotes, for imports of whole modules.
+    pub modules: Vec<u32>,
+    /// True when bound by the rules; false for ranked candidates.
+    pub bound: bool,
+    /// The module named by an import that lies outside the repository.
+    pub external: Option<String>,
+}
+
+impl Outcome {
+    fn bound(defs: Vec<DefId>, modules: Vec<u32>) -> Outcome {
+        Outcome {
+            defs,
+            modules,
+            bound: true,
+            external: None,
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.defs.is_empty() && self.modules.is_empty() && self.external.is_none()
+    }
+
+    /// Returns the label of this outcome.
+    pub fn resolution(&self) -> Resolution {
+        if self.bound {
+            Resolution::Resolved
+        } else {
+            Resolution::Candidate
+        }
+    }
+}
+
+const MAX_DEPTH: usize = 10;
+
+fn is_self(q: &str) -> bool {
+    matches!(q, "self" | "this" | "cls" | "Self")
+}
+
+fn is_ident(s: &str) -> bool {
+    !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_alphanumeric() || c == '_' || c == '$')
+}
+
+impl Index {
+    /// Resolves reference `r` of file `file`.
+    pub(crate) fn resolve_ref(&self, file: u32, r: &Ref) -> Outcome {
+        let at = r.span.start_byte;
+        let out = if r.qualifier.is_empty() {
+            self.resolve_unqualified(file, &r.name, at, r.scope, 0)
+        } else {
+            self.resolve_qualified(file, &r.qualifier, &r.name, at, r.scope, 0)
+        };
+        match out {
+            Some(o) if !o.is_empty() => o,
+            _ => Outcome {
+                defs: self.candidates(file, &r.name, !r.qualifier.is_empty()),
+                ..Outcome::default()
+            },
+        }
+    }
+
+    /// Resolves `name` used unqualified at byte `at` of `file`; `None` when nothing binds it.
+    pub(crate) fn resolve_unqualified(
+        &self,
+        file: u32,
+        name: &str,
+        at: u32,
+        scope: Option<u32>,
+        depth: usize,
+    ) -> Option<Outcome> {
+        let entry = &self.files[file as usize];
+        let facts = &entry.facts;
+        // 1. Definitions of this file visible from the scope; the innermost wins.
+        let mut ancestors: Vec<u32> = Vec::new();
+        let mut cur = scope;
+        while let Some(c) = cur {
+            ancestors.push(c);
+            cur = facts.defs[c as usize].parent;
+        }
+        let mut best: Vec<(usize, DefId)> = Vec::new();
+        for id in self.names.get(name).map(Vec::as_slice).unwrap_or(&[]) {
+            if id.file != file {
+                continue;
+            }
+            let d = &facts.defs[id.def as usize];
+            if d.kind == "impl" {
+                continue;
+            }
+            let level = match d.parent {
+                None => Some(0),
+                Some(p) => {
+                    let pd = &facts.defs[p as usize];
+                    let encloses = ancestors.iter().position(|a| *a == p);
+                    let in_header = d.span.start_byte <= at && at < d.body_start;
+                    match encloses {
+                        Some(pos)
+                            if (is_function(&pd.kind) || pd.kind == "module") && !in_header =>
+                        {
+                            Some(ancestors.len() - pos)
+                        }
+                        _ => None,
+                    }
+                }
+            };
+            if let Some(l) = level {
+                best.push((l, *id));
+            }
+        }
+        if let Some(max) = best.iter().map(|(l, _)| *l).max() {
+            let defs = best
+                .into_iter()
+                .filter(|(l, _)| *l == max)
+                .map(|(_, d)| d)
+                .collect();
+            return Some(Outcome::bound(defs, Vec::new()));
+        }
+        // 2. Imports binding the name.
+        let mut out = Outcome::bound(Vec::new(), Vec::new());
+        for imp in facts.imports.iter().filter(|i| i.alias == name) {
+            self.follow_import(file, imp, &mut out, depth);
+        }
+        if !out.is_empty() {
+            return Some(out);
+        }
+        // 3. Go: the rest of the package.
+        if entry.lang == Lang::Go {
+            let defs = self.package_level(file, name);
+            if !defs.is_empty() {
+                return Some(Outcome::bound(defs, Vec::new()));
+            }
+        }
+        // 4. Glob imports.
+        for imp in facts.imports.iter().filter(|i| i.kind == ImportKind::Glob) {
+            for m in self.modules.resolve(&self.files, file, &imp.module) {
+                let o = self.exports(m, name, depth + 1, false);
+                out.defs.extend(o.defs);
+                out.modules.extend(o.modules);
+            }
+        }
+        if !out.is_empty() {
+            return Some(out);
+        }
+        // 5. Rust: a module of that name (`util::f()` after `mod util;`).
+        if entry.lang == Lang::Rust
+            && let Some(m) = self.modules.rust_module(file, name)
+        {
+            return Some(Outcome::bound(Vec::new(), vec![m]));
+        }
+        None
+    }
+
+    fn follow_import(
+        &self,
+        file: u32,
+        imp: &super::facts::Import,
+        out: &mut Outcome,
+        depth: usize,
+    ) {
+        if depth > MAX_DEPTH {
+            return;
+        }
+        let lang = self.files[file as usize].lang;
+        let module = if lang == Lang::Python
+            && imp.kind == ImportKind::Module
+            && imp.module.split('.').next() == Some(imp.alias.as_str())
+        {
+            // `import a.b` binds `a`.
+            imp.alias.clone()
+        } else {
+            imp.module.clone()
+        };
+        let targets = self.modules.resolve(&self.files, file, &module);
+        if targets.is_empty() {
+            out.external = Some(module);
+            return;
+        }
+        match imp.kind {
+            ImportKind::Module => out.modules.extend(targets),
+            ImportKind::Name => {
+                for m in targets {
+                    // `export { x as y }` without a source names a local of the same file.
+                    let private = m == file;
+                    let o = self.exports(m, &imp.name, depth + 1, private);
+                    out.defs.extend(o.defs);
+                    out.modules.extend(o.modules);
+                    if o.external.is_some() && out.external.is_none() {
+                        out.external = o.external;
+                    }
+                }
+            }
+            ImportKind::Glob => {}
+        }
+    }
+
+    /// Returns what module file `file` exports under `name`, following re-export chains.
+    pub(crate) fn exports(&self, file: u32, name: &str, depth: usize, private: bool) -> Outcome {
+        let mut out = Outcome::bound(Vec::new(), Vec::new());
+        if depth > MAX_DEPTH {
+            return out;
+        }
+        let entry = &self.files[file as usize];
+        let facts = &entry.facts;
+        for id in self.names.get(name).map(Vec::as_slice).unwrap_or(&[]) {
+            let d = &facts.defs.get(id.def as usize);
+            if id.file == file && d.is_some_and(|d| d.parent.is_none() && d.kind != "impl") {
+                out.defs.push(*id);
+            }
+        }
+        if entry.lang == Lang::Go {
+            out.defs = self.package_level(file, name);
+        }
+        if !out.defs.is_empty() {
+            return out;
+        }
+        let visible = |r: bool| r || private || entry.lang == Lang::Python;
+        for imp in facts
+            .imports
+            .iter()
+            .filter(|i| i.alias == name && visible(i.reexport))
+        {
+            self.follow_import(file, imp, &mut out, depth + 1);
+        }
+        if !out.is_empty() {
+            return out;
+        }
+        for imp in facts
+            .imports
+            .iter()
+            .filter(|i| i.kind == ImportKind::Glob && visible(i.reexport))
+        {
+            for m in self.modules.resolve(&self.files, file, &imp.module) {
+                if m != file {
+                    let o = self.exports(m, name, depth + 1, false);
+                    out.defs.extend(o.defs);
+                    out.modules.extend(o.modules);
+                }
+            }
+        }
+        if !out.is_empty() {
+            return out;
+        }
+        match entry.lang {
+            Lang::Python => {
+                if let Some(m) = self.modules.python_submodule(&self.files, file, name) {
+                    out.modules.push(m);
+                }
+            }
+            Lang::Rust => {
+                if let Some((root, segs)) = self.modules.rust_module_of(file) {
+                    let mut child = segs.clone();
+                    child.push(name.to_string());
+                    if let Some(m) = self.modules.rust_file(root, &child) {
+                        out.modules.push(m);
+                    }
+                }
+            }
+            _ => {}
+        }
+        out
+    }
+
+    /// Returns the top-level definitions named `name` in the Go package of `file`.
+    fn package_level(&self, file: u32, name: &str) -> Vec<DefId> {
+        let pkg: HashSet<u32> = self
+            .modules
+            .package_files(&self.files, file)
+            .iter()
+            .copied()
+            .collect();
+        self.names
+            .get(name)
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
+            .iter()
+            .filter(|id| pkg.contains(&id.file))
+            .filter(|id| {
+                let d = self.def(**id);
+                d.parent.is_none() && d.owner.is_empty()
+            })
+            .copied()
+            .collect()
+    }
+
+    /// Resolves `qualifier.name` (or `qualifier::name`) at byte `at` of `file`.
+    fn resolve_qualified(
+        &self,
+        file: u32,
+        qualifier: &str,
+        name: &str,
+        at: u32,
+        scope: Option<u32>,
+        depth: usize,
+    ) -> Option<Outcome> {
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        let entry = &self.files[file as usize];
+        if is_self(qualifier) || self.is_receiver_var(file, scope, qualifier) {
+            let ty = self.enclosing_type(file, scope)?;
+            let defs = self.members_by_name(file, &ty, name, depth);
+            return (!defs.is_empty()).then(|| Outcome::bound(defs, Vec::new()));
+        }
+        if qualifier == "super" || qualifier.starts_with("super(") {
+            // `super().m()` / `super.m()`: the member as inherited by the enclosing class.
+            let ty = self.enclosing_type(file, scope)?;
+            let mut defs = Vec::new();
+            for base in self.bases(file, &ty, depth + 1) {
+                let b = self.def(base).name.clone();
+                defs.extend(self.members_by_name(base.file, &b, name, depth + 1));
+            }
+            return (!defs.is_empty()).then(|| Outcome::bound(defs, Vec::new()));
+        }
+        let sep = if entry.lang == Lang::Rust { "::" } else { "." };
+        let segs: Vec<&str> = qualifier.split(sep).map(str::trim).collect();
+        // Generic arguments (`Vec::<T>`) and calls (`a().b`) are expressions we cannot type.
+        let segs: Vec<&str> = segs
+            .iter()
+            .map(|s| s.split('<').next().unwrap_or(s))
+            .collect();
+        if !segs.iter().all(|s| is_ident(s)) {
+            return None;
+        }
+        let mut cur = match segs[0] {
+            "crate" | "super" | "self" if entry.lang == Lang::Rust => {
+                let m = self.modules.rust_module(file, qualifier)?;
+                return Some(self.member_of(&Outcome::bound(Vec::new(), vec![m]), name, depth));
+            }
+            "Self" => {
+                let ty = self.enclosing_type(file, scope)?;
+                let defs = self.members_by_name(file, &ty, name, depth);
+                return (!defs.is_empty()).then(|| Outcome::bound(defs, Vec::new()));
+            }
+            first => self.resolve_unqualified(file, first, at, scope, depth)?,
+        };
+        for seg in &segs[1..] {
+            cur = self.member_of(&cur, seg, depth);
+            if cur.is_empty() {
+                return None;
+            }
+        }
+        let out = self.member_of(&cur, name, depth);
+        (!out.is_empty()).then_some(out)
+    }
+
+    /// Returns the members named `name` of what `of` denotes (modules or types).
+    fn member_of(&self, of: &Outcome, name: &str, depth: usize) -> Outcome {
+        let mut out = Outcome::bound(Vec::new(), Vec::new());
+        for m in &of.modules {
+            let o = self.exports(*m, name, depth + 1, false);
+            out.defs.extend(o.defs);
+            out.modules.extend(o.modules);
+            if o.external.is_some() {
+                out.external = o.external;
+            }
+        }
+        for d in &of.defs {
+            let def = self.def(*d);
+            if is_type_container(&def.kind) || def.kind == "module" || def.kind == "type" {
+                out.defs
+                    .extend(self.members_by_name(d.file, &def.name, name, depth + 1));
+            }
+        }
+        out.defs.sort();
+        out.defs.dedup();
+        out
+    }
+
+    /// Returns true if and only if `name` is the receiver of the Go method enclosing `scope`.
+    fn is_receiver_var(&self, file: u32, scope: Option<u32>, name: &str) -> bool {
+        let facts = &self.files[file as usize].facts;
+        let mut cur = scope;
+        while let Some(c) = cur {
+            let d = &facts.defs[c as usize];
+            if !d.receiver_var.is_empty() {
+                return d.receiver_var == name;
+            }
+            cur = d.parent;
+        }
+        false
+    }
+
+    /// Returns the name of the type whose body encloses `scope` (class, impl, Go receiver).
+    fn enclosing_type(&self, file: u32, scope: Option<u32>) -> Option<String> {
+        let facts = &self.files[file as usize].facts;
+        let mut cur = scope;
+        while let Some(c) = cur {
+            let d = &facts.defs[c as usize];
+            if !d.owner.is_empty() {
+                return Some(d.owner.clone());
+            }
+            if is_type_container(&d.kind) {
+                return Some(d.name.clone());
+            }
+            cur = d.parent;
+        }
+        None
+    }
+
+    /// Returns members named `name` of type `ty`, preferring `file`, then base types.
+    pub(crate) fn members_by_name(
+        &self,
+        file: u32,
+        ty: &str,
+        name: &str,
+        depth: usize,
+    ) -> Vec<DefId> {
+        let lang = self.files[file as usize].lang;
+        let all: Vec<DefId> = self
+            .names
+            .get(name)
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
+            .iter()
+            .filter(|id| self.files[id.file as usize].lang.same_family(lang))
+            .filter(|id| {
+                let f = &self.files[id.file as usize].facts;
+                f.container(id.def) == Some(ty)
+            })
+            .copied()
+            .collect();
+        let local: Vec<DefId> = all.iter().filter(|d| d.file == file).copied().collect();
+        if !local.is_empty() {
+            return local;
+        }
+        if !all.is_empty() {
+            return all;
+        }
+        if depth >= 5 {
+            return Vec::new();
+        }
+        // Inherited: resolve each base of `ty` and look there.
+        let mut out = Vec::new();
+        for base in self.bases(file, ty, depth + 1) {
+            let b = self.def(base);
+            out.extend(self.members_by_name(base.file, &b.name.clone(), name, depth + 1));
+        }
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    /// Returns the resolved base types (inherited or implemented) of type `ty` declared in `file`.
+    pub(crate) fn bases(&self, file: u32, ty: &str, depth: usize) -> Vec<DefId> {
+        let facts = &self.files[file as usize].facts;
+        let mut out = Vec::new();
+        for rel in facts.relations.iter().filter(|r| r.subject == ty) {
+            let scope = super::extract::enclosing_def(facts, rel.span.start_byte as usize);
+            let o = if rel.qualifier.is_empty() {
+                self.resolve_unqualified(file, &rel.target, rel.span.start_byte, scope, depth)
+            } else {
+                self.resolve_qualified(
+                    file,
+                    &rel.qualifier,
+                    &rel.target,
+                    rel.span.start_byte,
+                    scope,
+                    depth,
+                )
+            };
+            if let Some(o) = o {
+                out.extend(
+                    o.defs
+                        .into_iter()
+                        .filter(|d| self.def(*d).name != ty || d.file != file),
+                );
+            }
+        }
+        out
+    }
+
+    /// Returns definitions named `name`, best first: same file, same directory, imported
+    /// files, then the rest; members first when the use was qualified.
+    pub(crate) fn candidates(&self, file: u32, name: &str, member: bool) -> Vec<DefId> {
+        let from = &self.files[file as usize];
+        let dir = dir_of(&from.path);
+        let imported: HashSet<u32> = from
+            .facts
+            .imports
+            .iter()
+            .flat_map(|i| self.modules.resolve(&self.files, file, &i.module))
+            .collect();
+        let mut scored: Vec<(i32, DefId)> = self
+            .names
+            .get(name)
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
+            .iter()
+            .filter(|id| self.files[id.file as usize].lang.same_family(from.lang))
+            .filter(|id| {
+                let d = self.def(**id);
+                if d.kind == "impl" {
+                    return false;
+                }
+                let f = &self.files[id.file as usize].facts;
+                // Locals of other functions are never candidates.
+                d.parent
+                    .is_none_or(|p| !is_function(&f.defs[p as usize].kind))
+            })
+            .map(|id| {
+                let d = self.def(*id);
+                let f = &self.files[id.file as usize];
+                let is_member = d.parent.is_some() || !d.owner.is_empty();
+                let mut s = 0;
+                if id.file == file {
+                    s += 8;
+                } else if imported.contains(&id.file) {
+                    s += 6;
+                } else if dir_of(&f.path) == dir {
+                    s += 3;
+                }
+                if is_member == member {
+                    s += 4;
+                }
+                if d.exported {
+                    s += 1;
+                }
+                (-s, *id)
+            })
+            .collect();
+        scored.sort();
+        scored.into_iter().map(|(_, id)| id).collect()
+    }
+}

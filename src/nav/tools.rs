@@ -1,0 +1,363 @@
+//! The navigation queries as agent tools: a name, a JSON-schema for the arguments, and a call
+//! that returns bounded text; plus a `grep` tool that still works but points at the symbol
+//! tools, and a counter of symbolic versus textual navigation calls.
+//!
+//! Bad arguments come back as [`ToolError::Arguments`], a message for the model to read and
+//! correct; only [`ToolError::Failed`] (index or git trouble) should abort a turn.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde_json::{Value, json};
+
+use super::NavError;
+use super::index::Index;
+use super::map::MapOptions;
+use super::render::{render_imports, render_locations, render_outline};
+use crate::git::Git;
+
+/// The default answer budget in characters when the caller gives none.
+pub const DEFAULT_MAX_CHARS: usize = 8_000;
+
+/// A tool's declaration.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ToolSpec {
+    pub name: &'static str,
+    pub description: &'static str,
+    /// JSON schema of the arguments object.
+    pub parameters: Value,
+}
+
+/// Why a tool call failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ToolError {
+    /// The model's arguments were wrong; the message tells it how to fix them.
+    #[error("{0}")]
+    Arguments(String),
+    /// The index or git failed; not the model's fault.
+    #[error(transparent)]
+    Failed(NavError),
+}
+
+impl From<NavError> for ToolError {
+    fn from(e: NavError) -> Self {
+        match e {
+            NavError::UnknownFile { .. }
+            | NavError::UnknownSymbol { .. }
+            | NavError::BadArgument { .. } => ToolError::Arguments(e.to_string()),
+            other => ToolError::Failed(other),
+        }
+    }
+}
+
+/// Counts navigation calls of one agent: symbolic (symbol tools) versus textual (grep).
+#[derive(Debug, Default)]
+pub struct NavCounter {
+    symbolic: AtomicU64,
+    textual: AtomicU64,
+}
+
+impl NavCounter {
+    /// Returns (symbolic, textual) call counts.
+    pub fn counts(&self) -> (u64, u64) {
+        (
+            self.symbolic.load(Ordering::Relaxed),
+            self.textual.load(Ordering::Relaxed),
+        )
+    }
+
+    /// Returns the share of navigation calls that were symbolic, `None` before any call.
+    pub fn symbolic_share(&self) -> Option<f64> {
+        let (s, t) = self.counts();
+        (s + t > 0).then(|| s as f64 / (s + t) as f64)
+    }
+}
+
+fn symbol_schema(extra: Value) -> Value {
+    let mut props = json!({
+        "symbol": {"type": "string", "description": "Name or qualified name: `send`, `Client.send`, `mod::Type`"},
+        "max_chars": {"type": "integer", "minimum": 200, "description": "Answer budget in characters"}
+    });
+    if let (Some(p), Some(e)) = (props.as_object_mut(), extra.as_object()) {
+        for (k, v) in e {
+            p.insert(k.clone(), v.clone());
+        }
+    }
+    json!({"type": "object", "properties": props, "required": ["symbol"], "additionalProperties": false})
+}
+
+fn path_schema() -> Value {
+    json!({"type": "object", "properties": {
+        "path": {"type": "string", "description": "File path relative to the repository root"},
+        "max_chars": {"type": "integer", "minimum": 200}
+    }, "required": ["path"], "additionalProperties": false})
+}
+
+/// Returns the declarations of every navigation tool.
+pub fn tool_specs() -> Vec<ToolSpec> {
+    vec![
+        ToolSpec {
+            name: "nav_def",
+            description: "Where a symbol is defined. Give `from` (path:line) to resolve the name as used on that line through imports and scopes.",
+            parameters: symbol_schema(
+                json!({"from": {"type": "string", "description": "path:line of the use"}}),
+            ),
+        },
+        ToolSpec {
+            name: "nav_refs",
+            description: "Every reference to a symbol, resolved through imports, labelled resolved or candidate.",
+            parameters: symbol_schema(json!({})),
+        },
+        ToolSpec {
+            name: "nav_callers",
+            description: "Call sites of a function or method, with the calling definition.",
+            parameters: symbol_schema(json!({})),
+        },
+        ToolSpec {
+            name: "nav_callees",
+            description: "Functions and methods a definition calls.",
+            parameters: symbol_schema(json!({})),
+        },
+        ToolSpec {
+            name: "nav_impls",
+            description: "Subclasses, implementations and impl blocks of a type or trait.",
+            parameters: symbol_schema(json!({})),
+        },
+        ToolSpec {
+            name: "nav_imports",
+            description: "What a file imports, with the files the imports resolve to.",
+            parameters: path_schema(),
+        },
+        ToolSpec {
+            name: "nav_importers",
+            description: "Files that import the given file.",
+            parameters: path_schema(),
+        },
+        ToolSpec {
+            name: "nav_outline",
+            description: "The definitions of a file with kinds and lines.",
+            parameters: path_schema(),
+        },
+        ToolSpec {
+            name: "nav_show",
+            description: "The exact source of one definition.",
+            parameters: symbol_schema(json!({})),
+        },
+        ToolSpec {
+            name: "nav_search",
+            description: "Find definitions by name pattern (`send*`, substring), optionally by kind.",
+            parameters: json!({"type": "object", "properties": {
+            "pattern": {"type": "string"}, "kind": {"type": "string", "description": "function, method, class, struct, trait, interface, …"},
+            "max_chars": {"type": "integer", "minimum": 200}}, "required": ["pattern"], "additionalProperties": false}),
+        },
+        ToolSpec {
+            name: "nav_map",
+            description: "A ranked map of the repository's key definitions within a token budget.",
+            parameters: json!({"type": "object", "properties": {
+            "focus": {"type": "array", "items": {"type": "string"}}, "mentioned": {"type": "array", "items": {"type": "string"}},
+            "tokens": {"type": "integer", "minimum": 64}}, "additionalProperties": false}),
+        },
+        ToolSpec {
+            name: "grep",
+            description: "Search file contents with a regular expression (git grep). Prefer the nav_* tools for definitions, references and callers.",
+            parameters: json!({"type": "object", "properties": {
+            "pattern": {"type": "string"}, "max_chars": {"type": "integer", "minimum": 200}}, "required": ["pattern"], "additionalProperties": false}),
+        },
+    ]
+}
+
+fn str_arg<'a>(args: &'a Value, key: &str) -> Result<&'a str, ToolError> {
+    args.get(key)
+        .and_then(Value::as_str)
+        .filter(|s| !s.trim().is_empty())
+        .ok_or_else(|| ToolError::Arguments(format!("missing string argument `{key}`")))
+}
+
+fn max_chars(args: &Value) -> usize {
+    args.get("max_chars")
+        .and_then(Value::as_u64)
+        .map_or(DEFAULT_MAX_CHARS, |n| (n as usize).max(200))
+}
+
+/// Parses `path:line` into its parts.
+pub fn parse_from(from: &str) -> Result<(&str, u32), NavError> {
+    from.rsplit_once(':')
+        .and_then(|(p, l)| l.parse().ok().map(|l| (p, l)))
+        .ok_or_else(|| NavError::BadArgument {
+            message: format!(
+                "`{from}` is not a location; write it as path:line, e.g. src/app.py:120"
+            ),
+        })
+}
+
+/// Runs tool `name` with JSON `args` on a refreshed index and returns bounded text.
+pub fn call(
+    index: &mut Index,
+    counter: &NavCounter,
+    name: &str,
+    args: &Value,
+) -> Result<String, ToolError> {
+    if name == "grep" {
+        counter.textual.fetch_add(1, Ordering::Relaxed);
+        return grep(index, str_arg(args, "pattern")?, max_chars(args));
+    }
+    if !tool_specs().iter().any(|t| t.name == name) {
+        return Err(ToolError::Arguments(format!("unknown tool `{name}`")));
+    }
+    counter.symbolic.fetch_add(1, Ordering::Relaxed);
+    index.refresh()?;
+    let limit = max_chars(args);
+    let text = match name {
+        "nav_def" => {
+            let symbol = str_arg(args, "symbol")?;
+            let from = match args.get("from").and_then(Value::as_str) {
+                Some(f) => Some(parse_from(f)?),
+                None => None,
+            };
+            render_locations(
+                &format!("definition of {symbol}"),
+                &index.definition(symbol, from)?,
+                limit,
+                false,
+            )
+            .text
+        }
+        "nav_refs" => {
+            let s = str_arg(args, "symbol")?;
+            render_locations(
+                &format!("references to {s}"),
+                &index.references(s)?,
+                limit,
+                false,
+            )
+            .text
+        }
+        "nav_callers" => {
+            let s = str_arg(args, "symbol")?;
+            render_locations(&format!("callers of {s}"), &index.callers(s)?, limit, false).text
+        }
+        "nav_callees" => {
+            let s = str_arg(args, "symbol")?;
+            render_locations(&format!("callees of {s}"), &index.callees(s)?, limit, false).text
+        }
+        "nav_impls" => {
+            let s = str_arg(args, "symbol")?;
+            render_locations(
+                &format!("implementations of {s}"),
+                &index.implementations(s)?,
+                limit,
+                false,
+            )
+            .text
+        }
+        "nav_imports" => {
+            let p = str_arg(args, "path")?;
+            render_imports(
+                &format!("imports of {p}"),
+                &index.imports_of(p)?,
+                limit,
+                false,
+            )
+            .text
+        }
+        "nav_importers" => {
+            let p = str_arg(args, "path")?;
+            render_imports(
+                &format!("importers of {p}"),
+                &index.importers_of(p)?,
+                limit,
+                false,
+            )
+            .text
+        }
+        "nav_outline" => {
+            let p = str_arg(args, "path")?;
+            render_outline(p, &index.outline(p)?, limit, false).text
+        }
+        "nav_show" => {
+            let s = str_arg(args, "symbol")?;
+            let mut out = String::new();
+            for src in index.show(s)? {
+                let head = format!(
+                    "{}:{}-{}\n",
+                    src.location.path, src.location.line, src.location.end_line
+                );
+                if out.len() + head.len() + src.source.len() > limit {
+                    out.push_str(&format!(
+                        "{head}(source of {} lines not shown: over the {limit}-character limit)\n",
+                        src.location.end_line + 1 - src.location.line
+                    ));
+                } else {
+                    out.push_str(&head);
+                    out.push_str(&src.source);
+                    out.push('\n');
+                }
+            }
+            out
+        }
+        "nav_search" => {
+            let p = str_arg(args, "pattern")?;
+            let kind = args.get("kind").and_then(Value::as_str);
+            render_locations(
+                &format!("definitions matching {p}"),
+                &index.search(p, kind)?,
+                limit,
+                false,
+            )
+            .text
+        }
+        _ => {
+            let list = |k: &str| -> Vec<String> {
+                args.get(k)
+                    .and_then(Value::as_array)
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(|v| v.as_str().map(str::to_string))
+                            .collect()
+                    })
+                    .unwrap_or_default()
+            };
+            let tokens = args.get("tokens").and_then(Value::as_u64).unwrap_or(1024) as usize;
+            index.repo_map(&MapOptions {
+                focus: list("focus"),
+                mentioned: list("mentioned"),
+                tokens,
+            })
+        }
+    };
+    Ok(text)
+}
+
+/// Runs `git grep` in the worktree and appends a pointer to the symbol tools.
+fn grep(index: &Index, pattern: &str, limit: usize) -> Result<String, ToolError> {
+    const POINTER: &str = "\nhint: for definitions, references, callers and implementations use nav_def, nav_refs, nav_callers and nav_impls — they resolve imports and scopes that grep cannot.\n";
+    let git = Git::new(index.root());
+    let out = match git.run(["grep", "-n", "-I", "--untracked", "-E", "-e", pattern]) {
+        Ok(o) => o,
+        Err(crate::git::GitError::Failed { code: 1, .. }) => String::new(),
+        Err(crate::git::GitError::Failed { stderr, .. }) => {
+            return Err(ToolError::Arguments(format!("grep failed: {stderr}")));
+        }
+        Err(e) => return Err(ToolError::Failed(e.into())),
+    };
+    let total = out.lines().count();
+    let budget = limit.saturating_sub(POINTER.len() + 120);
+    let mut text = String::new();
+    let mut shown = 0;
+    for line in out.lines() {
+        if text.len() + line.len() + 1 > budget {
+            break;
+        }
+        text.push_str(line);
+        text.push('\n');
+        shown += 1;
+    }
+    if shown < total {
+        text.push_str(&format!(
+            "note: {shown} of {total} matching lines shown (over the {limit}-character limit)\n"
+        ));
+    } else if total == 0 {
+        text.push_str("no matches\n");
+    }
+    text.push_str(POINTER);
+    Ok(text)
+}

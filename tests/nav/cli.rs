@@ -1,0 +1,89 @@
+//! The `git orchestra nav` command line: text and JSON answers, bounds, and bad input.
+
+use crate::support::{TestRepo, orchestra, text};
+
+fn repo() -> TestRepo {
+    TestRepo::with_files(&[
+        (
+            "src/app.py",
+            "from .config import Config\n\ndef main():\n    return Config()\n",
+        ),
+        (
+            "src/config.py",
+            "class Config:\n    def send(self):\n        pass\n",
+        ),
+        ("src/__init__.py", ""),
+    ])
+}
+
+#[test]
+fn def_refs_outline_search_and_map_answer_in_text_and_json() {
+    let repo = repo();
+    let out = orchestra(
+        &repo.path,
+        &["nav", "def", "Config", "--from", "src/app.py:4"],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("src/config.py:1:7 class Config [resolved]"),
+        "{stdout}"
+    );
+
+    // Paths are relative to the current directory, like git's.
+    let out = orchestra(
+        &repo.path.join("src"),
+        &["nav", "outline", "config.py", "--json"],
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["results"][1]["name"], "send", "{}", text(&out));
+
+    let out = orchestra(
+        &repo.path,
+        &["nav", "refs", "Config", "--json", "--max-chars", "300"],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(out.stdout.len() <= 301, "{}", text(&out));
+
+    let out = orchestra(&repo.path, &["nav", "search", "se*", "--kind", "method"]);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("method send"),
+        "{}",
+        text(&out)
+    );
+
+    let out = orchestra(&repo.path, &["nav", "map", "--tokens", "40"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).chars().count() <= 161);
+
+    let out = orchestra(&repo.path, &["nav", "show", "Config.send"]);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("    def send(self):\n        pass"),
+        "{}",
+        text(&out)
+    );
+}
+
+#[test]
+fn unknown_symbols_and_files_are_user_errors_with_advice() {
+    let repo = repo();
+    let out = orchestra(&repo.path, &["nav", "refs", "Nope"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("nav search"),
+        "{}",
+        text(&out)
+    );
+    let out = orchestra(&repo.path, &["nav", "imports", "README.md"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let out = orchestra(
+        &repo.path,
+        &["nav", "def", "Config", "--from", "src/app.py"],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("path:line"),
+        "{}",
+        text(&out)
+    );
+}

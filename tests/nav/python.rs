@@ -1,0 +1,131 @@
+//! Python: aliases, relative imports, `__init__` re-exports, shadowing, methods by class.
+
+use crate::support::TestRepo;
+use crate::{index, places, resolved};
+
+fn repo() -> TestRepo {
+    TestRepo::with_files(&[
+        (
+            "pkg/__init__.py",
+            "from .config import Config as Config\nfrom . import util\n",
+        ),
+        (
+            "pkg/config.py",
+            "class Config:\n    def load(self):\n        return self.parse()\n\n    def parse(self):\n        return 1\n",
+        ),
+        ("pkg/util.py", "def helper():\n    return 2\n"),
+        (
+            "app.py",
+            concat!(
+                "from pkg import Config as Cfg, util\n", // 1
+                "import pkg.config as pc\n",             // 2
+                "\n",                                    // 3
+                "def main():\n",                         // 4
+                "    c = Cfg()\n",                       // 5
+                "    c.load()\n",                        // 6
+                "    util.helper()\n",                   // 7
+                "    return pc.Config\n",                // 8
+                "\n",                                    // 9
+                "def shadow():\n",                       // 10
+                "    class Config(Cfg):\n",              // 11
+                "        pass\n",                        // 12
+                "    return Config()\n",                 // 13
+                "\n",                                    // 14
+                "def param(Cfg):\n",                     // 15
+                "    return Cfg()\n",                    // 16
+            ),
+        ),
+    ])
+}
+
+#[test]
+fn alias_through_init_reexport_resolves_to_the_class() {
+    let repo = repo();
+    let idx = index(&repo);
+    let defs = idx.definition("Cfg", Some(("app.py", 5))).unwrap();
+    assert_eq!(resolved(&defs), vec!["pkg/config.py:1"]);
+}
+
+#[test]
+fn module_alias_and_submodule_import_resolve() {
+    let repo = repo();
+    let idx = index(&repo);
+    assert_eq!(
+        resolved(&idx.definition("helper", Some(("app.py", 7))).unwrap()),
+        vec!["pkg/util.py:1"]
+    );
+    assert_eq!(
+        resolved(&idx.definition("Config", Some(("app.py", 8))).unwrap()),
+        vec!["pkg/config.py:1"]
+    );
+}
+
+#[test]
+fn local_class_shadows_the_imported_one_and_parameters_shadow_globals() {
+    let repo = repo();
+    let idx = index(&repo);
+    // `Config()` on line 13 is the local subclass, not pkg.config.Config.
+    assert_eq!(
+        resolved(&idx.definition("Config", Some(("app.py", 13))).unwrap()),
+        vec!["app.py:11"]
+    );
+    // The base `Cfg` on line 11 is still the imported class; the local class is not a target
+    // of an unqualified lookup.
+    let refs = resolved(&idx.references("Config").unwrap());
+    assert!(refs.contains(&"app.py:11".to_string()), "{refs:?}");
+    assert!(refs.contains(&"app.py:5".to_string()), "{refs:?}");
+    // `Cfg()` on line 16 is the parameter: no reference to the class there.
+    assert!(!refs.contains(&"app.py:16".to_string()), "{refs:?}");
+    assert!(!refs.contains(&"app.py:13".to_string()), "{refs:?}");
+}
+
+#[test]
+fn self_method_calls_resolve_by_class_and_callers_callees_follow() {
+    let repo = repo();
+    let idx = index(&repo);
+    let callers = idx.callers("Config.parse").unwrap();
+    assert_eq!(resolved(&callers), vec!["pkg/config.py:3"]);
+    assert_eq!(callers[0].container.as_deref(), Some("Config.load"));
+    let callees = idx.callees("main").unwrap();
+    let names: Vec<&str> = callees.iter().map(|l| l.name.as_str()).collect();
+    assert!(
+        names.contains(&"helper") && names.contains(&"Config"),
+        "{names:?}"
+    );
+    // `c.load()`: the receiver type is not inferred, so load is a candidate.
+    assert!(names.contains(&"load"));
+}
+
+#[test]
+fn imports_importers_outline_and_impls() {
+    let repo = repo();
+    let idx = index(&repo);
+    let imports = idx.imports_of("app.py").unwrap();
+    let targets: Vec<Option<&str>> = imports.iter().map(|e| e.target.as_deref()).collect();
+    assert!(targets.contains(&Some("pkg/config.py")), "{imports:?}");
+    assert!(targets.contains(&Some("pkg/util.py")), "{imports:?}");
+    let importers = idx.importers_of("pkg/config.py").unwrap();
+    let from: Vec<&str> = importers.iter().map(|e| e.path.as_str()).collect();
+    assert!(
+        from.contains(&"app.py") && from.contains(&"pkg/__init__.py"),
+        "{from:?}"
+    );
+    let outline = idx.outline("pkg/config.py").unwrap();
+    let items: Vec<(String, String, u32)> = outline
+        .iter()
+        .map(|i| (i.kind.clone(), i.name.clone(), i.depth))
+        .collect();
+    assert_eq!(
+        items,
+        vec![
+            ("class".into(), "Config".into(), 0),
+            ("method".into(), "load".into(), 1),
+            ("method".into(), "parse".into(), 1)
+        ]
+    );
+    let impls = idx.implementations("Config").unwrap();
+    assert!(
+        places(&impls).contains(&"app.py:11".to_string()),
+        "{impls:?}"
+    );
+}
