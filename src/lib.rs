@@ -9,6 +9,7 @@ pub mod config;
 pub mod confine;
 pub mod engine;
 pub mod git;
+pub mod llm;
 pub mod names;
 pub mod plan;
 pub mod store;
