@@ -25,7 +25,10 @@ pub use error::LlmError;
 pub use openai::OpenAiClient;
 pub use profile::{ApiKey, Profile, Provider};
 pub use retry::{RetryEvent, RetryPolicy, chat_with_retry};
-pub use types::{ChatRequest, ChatResponse, Delta, Message, StopReason, ToolCall, ToolDef, Usage};
+pub use types::{
+    ChatRequest, ChatResponse, Delta, Message, StopReason, ToolCall, ToolDef, Usage,
+    clip as clip_text,
+};
 
 /// A chat model behind one wire format; implementations are cheap to share across threads.
 pub trait ChatModel: Send + Sync {

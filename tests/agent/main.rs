@@ -3,6 +3,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod agent_loop;
 mod llm;
 mod mock;
 mod support;
