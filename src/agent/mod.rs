@@ -7,7 +7,9 @@ pub mod role;
 mod runner;
 pub mod state;
 pub mod tools;
+mod worker;
 
 pub use role::{Role, RoleError, RoleSource, Roles};
 pub use runner::{AgentError, AgentEvent, AgentOutcome, AgentSpec, run};
 pub use state::WorkerState;
+pub use worker::{AgentWorker, SetupError};

@@ -1,6 +1,8 @@
 //! The command line: one file per subcommand, each with its clap `Args` beside its `cmd_*`
 //! function; the doc comments are the help text.
 
+mod agent;
+mod agents;
 mod cancel;
 mod error;
 mod gc;
@@ -37,6 +39,8 @@ enum Command {
     Resume(resume::ResumeArgs),
     Cancel(cancel::CancelArgs),
     Gc(gc::GcArgs),
+    Agents(agents::AgentsArgs),
+    Agent(agent::AgentArgs),
 }
 
 /// Parses the command line, runs the command and maps its error to an exit code and message.
@@ -60,6 +64,8 @@ pub fn main() -> ExitCode {
         Command::Cancel(args) => cancel::cmd_cancel(&cwd, args),
         Command::Gc(args) => gc::cmd_gc(&cwd, args),
         Command::Plan(args) => plan::cmd_plan(&cwd, args),
+        Command::Agents(args) => agents::cmd_agents(&cwd, args),
+        Command::Agent(args) => agent::cmd_agent(&cwd, args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

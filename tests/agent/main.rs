@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod agent_loop;
+mod cli;
 mod llm;
 mod mock;
 mod support;
