@@ -5,6 +5,7 @@ pub mod frontmatter;
 pub mod profiles;
 pub mod role;
 mod runner;
+pub mod sandbox;
 pub mod state;
 pub mod tools;
 mod worker;

@@ -44,6 +44,8 @@ pub struct AgentSpec<'a> {
     pub price: Option<Price>,
     /// Answers `ask`; `None` (or a `None` answer) leaves the agent waiting for input.
     pub answer: Option<&'a Answerer>,
+    /// How run_command is confined; `None` runs commands unrestricted.
+    pub sandbox: Option<super::sandbox::Sandbox>,
 }
 
 /// Something that happened during a run, for the journal and the display.
@@ -182,6 +184,7 @@ pub fn run(
         touched: Mutex::new(BTreeSet::new()),
         stop: spec.stop,
         network: role.network,
+        sandbox: spec.sandbox.clone(),
     };
     let mut run = Run {
         spec,

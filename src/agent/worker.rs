@@ -7,6 +7,7 @@ use std::sync::atomic::Ordering;
 
 use super::profiles::{self, ProfileError};
 use super::role::{RoleError, Roles};
+use super::sandbox::{IfUnavailable, Sandbox};
 use super::state::WorkerState;
 use super::tools::Registry;
 use super::{AgentEvent, AgentSpec};
@@ -112,6 +113,11 @@ impl AgentWorker {
             policy: self.policy,
             price,
             answer: None,
+            sandbox: std::env::current_exe().ok().map(|launcher| Sandbox {
+                launcher,
+                tmp: job.log.with_extension("tmp"),
+                if_unavailable: IfUnavailable::Refuse,
+            }),
         };
         let mut on_event = |e: &AgentEvent| {
             if let Ok(line) = serde_json::to_string(e) {

@@ -19,7 +19,8 @@ struct Ran {
     repo: TestRepo,
 }
 
-fn run_role(
+fn run_role_in(
+    sandboxed: bool,
     fixture: &str,
     provider: Provider,
     role: &str,
@@ -53,6 +54,11 @@ fn run_role(
             output_per_mtok: 2.0,
         }),
         answer: None,
+        sandbox: sandboxed.then(|| git_orchestra::agent::sandbox::Sandbox {
+            launcher: env!("CARGO_BIN_EXE_git-orchestra").into(),
+            tmp: repo.scratch().join("tmp"),
+            if_unavailable: git_orchestra::agent::sandbox::IfUnavailable::Allow,
+        }),
     };
     let mut events = Vec::new();
     let outcome = agent::run(&spec, &mut |e| events.push(e.clone())).unwrap();
@@ -63,6 +69,16 @@ fn run_role(
         requests,
         repo,
     }
+}
+
+fn run_role(
+    fixture: &str,
+    provider: Provider,
+    role: &str,
+    packet_files: Option<Vec<String>>,
+    edit: impl FnOnce(&mut agent::Role),
+) -> Ran {
+    run_role_in(false, fixture, provider, role, packet_files, edit)
 }
 
 fn tool_results(req: &Recorded) -> Vec<String> {
@@ -322,4 +338,45 @@ fn a_model_error_ends_in_the_error_state_naming_the_cause() {
         ran.outcome.reason
     );
     assert!(!ran.outcome.reason.contains(SECRET));
+}
+
+#[test]
+fn run_command_sees_no_secrets_is_truncated_and_sandboxed() {
+    crate::llm::export_key();
+    for sandboxed in [false, true] {
+        let ran = run_role_in(
+            sandboxed,
+            "openai/agent_command",
+            Provider::OpenaiCompatible,
+            "coder",
+            None,
+            |_| {},
+        );
+        assert_eq!(
+            ran.outcome.state,
+            WorkerState::Completed,
+            "{:?}",
+            ran.outcome
+        );
+        let result = &tool_results(&ran.requests[1])[0];
+        assert!(
+            result.starts_with("exit status: 0"),
+            "{}",
+            &result[..200.min(result.len())]
+        );
+        assert!(
+            result.contains("key=\n") || result.contains("key=\r\n"),
+            "the key variable is scrubbed"
+        );
+        assert!(!result.contains(SECRET));
+        assert!(
+            result.contains("[output truncated"),
+            "long output is cut with a note"
+        );
+        assert_eq!(result.contains("(not sandboxed)"), !sandboxed);
+        let escaped = ran.repo.path.parent().unwrap().join("outside.txt");
+        // Unsandboxed the write lands outside (so this check can fail); sandboxed it cannot.
+        assert_eq!(escaped.exists(), !sandboxed, "sandboxed: {sandboxed}");
+        let _ = std::fs::remove_file(escaped);
+    }
 }

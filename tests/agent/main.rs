@@ -7,4 +7,5 @@ mod agent_loop;
 mod cli;
 mod llm;
 mod mock;
+mod sandbox;
 mod support;

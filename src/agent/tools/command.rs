@@ -51,10 +51,20 @@ fn run_command(ctx: &ToolContext<'_>, args: &Value) -> Result<ToolResult, ToolFa
             .unwrap_or(DEFAULT_TIMEOUT)
             .clamp(1, 3600),
     );
-    let mut cmd = Command::new("sh");
-    cmd.arg("-c")
-        .arg(command)
-        .current_dir(ctx.root.root())
+    let mut cmd = match &ctx.sandbox {
+        Some(sandbox) => {
+            fs_err::create_dir_all(&sandbox.tmp).map_err(|e| {
+                ToolFailure::Infrastructure(format!("cannot create the command's temp dir: {e}"))
+            })?;
+            sandbox.command(ctx.root.root(), command, ctx.network)
+        }
+        None => {
+            let mut c = Command::new("sh");
+            c.arg("-c").arg(command);
+            c
+        }
+    };
+    cmd.current_dir(ctx.root.root())
         .env_clear()
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -107,7 +117,7 @@ fn run_command(ctx: &ToolContext<'_>, args: &Value) -> Result<ToolResult, ToolFa
     let stdout = reader.join().unwrap_or_default();
     let stderr = ereader.join().unwrap_or_default();
     let mut text = format!(
-        "exit status: {}{}\n",
+        "exit status: {}{}{}\n",
         status
             .code()
             .map_or("killed".to_string(), |c| c.to_string()),
@@ -115,6 +125,11 @@ fn run_command(ctx: &ToolContext<'_>, args: &Value) -> Result<ToolResult, ToolFa
             format!(" (timed out after {}s)", timeout.as_secs())
         } else {
             String::new()
+        },
+        if ctx.sandbox.is_none() {
+            " (not sandboxed)"
+        } else {
+            ""
         }
     );
     if !stdout.is_empty() {

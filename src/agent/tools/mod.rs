@@ -87,6 +87,8 @@ pub struct ToolContext<'a> {
     pub stop: &'a AtomicBool,
     /// Whether run_command may reach the network.
     pub network: bool,
+    /// How run_command is confined; `None` runs commands unrestricted (said in each result).
+    pub sandbox: Option<crate::agent::sandbox::Sandbox>,
 }
 
 impl ToolContext<'_> {
