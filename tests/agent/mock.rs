@@ -39,6 +39,14 @@ pub struct MockServer {
     remaining: Arc<Mutex<std::collections::VecDeque<Value>>>,
 }
 
+/// Whether request bodies are kept (benchmarks turn it off to measure the client, not us).
+static RECORD_BODIES: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
+/// Stops keeping request bodies in this process (their paths and headers are still kept).
+pub fn forget_bodies() {
+    RECORD_BODIES.store(false, std::sync::atomic::Ordering::SeqCst);
+}
+
 impl MockServer {
     /// Starts a server answering with the replies in `fixtures/llm/<name>.jsonl`, in order.
     pub fn from_fixture(name: &str) -> MockServer {
@@ -126,7 +134,11 @@ fn serve(
     requests.lock().unwrap().push(Recorded {
         path,
         headers,
-        body: serde_json::from_slice(&body).unwrap_or(Value::Null),
+        body: if RECORD_BODIES.load(std::sync::atomic::Ordering::SeqCst) {
+            serde_json::from_slice(&body).unwrap_or(Value::Null)
+        } else {
+            Value::Null
+        },
     });
     let reply = remaining.lock().unwrap().pop_front().unwrap_or_else(|| {
         serde_json::json!({"status": 500, "json": {"error": {"message": "mock: no scripted reply left"}}})
