@@ -3,6 +3,7 @@
 //! Every key is optional; unknown keys are errors (with line and column) so a typo never
 //! silently falls back to a default.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
@@ -15,6 +16,55 @@ pub struct RepoConfig {
     pub worktree: WorktreeConfig,
     #[serde(default)]
     pub run: RunConfig,
+    /// Model provider profiles by name (`[profiles.<name>]`).
+    #[serde(default)]
+    pub profiles: BTreeMap<String, ProfileConfig>,
+    /// Per-role choices (`[roles.<role>] profile = …`).
+    #[serde(default)]
+    pub roles: BTreeMap<String, RoleConfig>,
+    /// Prices per million tokens by model name (`[prices."<model>"]`), for cost accounting.
+    #[serde(default)]
+    pub prices: BTreeMap<String, Price>,
+}
+
+/// A `[profiles.<name>]` table: which provider and model an agent talks to.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProfileConfig {
+    /// openai, anthropic, gemini, ollama, openrouter or openai-compatible.
+    pub provider: String,
+    pub model: String,
+    /// Required for openai-compatible; the others have a default.
+    pub base_url: Option<String>,
+    /// The *name* of the environment variable holding the API key.
+    pub api_key_env: Option<String>,
+    pub temperature: Option<f32>,
+    pub max_tokens: Option<u32>,
+    pub timeout_secs: Option<u64>,
+    /// Most calls in flight at once through this profile.
+    pub concurrency: Option<usize>,
+    /// The model's context window in tokens.
+    pub context_tokens: Option<u64>,
+    /// The profile tried when this one keeps failing.
+    pub fallback: Option<String>,
+}
+
+/// A `[roles.<role>]` table.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RoleConfig {
+    /// The profile this role uses.
+    pub profile: Option<String>,
+    /// Overrides the fallback of the role's profile.
+    pub fallback: Option<String>,
+}
+
+/// Prices of one model in a currency unit per million tokens.
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Price {
+    pub input_per_mtok: f64,
+    pub output_per_mtok: f64,
 }
 
 /// The `[worktree]` table.

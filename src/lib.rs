@@ -5,11 +5,13 @@
 //! `git-orchestra` binary (`src/main.rs`, `src/commands/`) owns the terminal. That split lets the
 //! same engine serve the CLI, `--json` output and the tests.
 
+pub mod agent;
 pub mod config;
 pub mod confine;
 pub mod engine;
 pub mod gate;
 pub mod git;
+pub mod llm;
 pub mod merge;
 pub mod names;
 pub mod nav;

@@ -3,5 +3,12 @@
 mod commands;
 
 fn main() -> std::process::ExitCode {
+    // Re-executed as the run_command sandbox launcher (see `agent::sandbox`).
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if args.get(1).and_then(|a| a.to_str()) == Some(git_orchestra::agent::sandbox::LAUNCHER_ARG) {
+        let err = git_orchestra::agent::sandbox::exec_sandboxed(&args[2..]);
+        eprintln!("git-orchestra: {err}");
+        return std::process::ExitCode::from(126);
+    }
     commands::main()
 }

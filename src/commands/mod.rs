@@ -1,6 +1,8 @@
 //! The command line: one file per subcommand, each with its clap `Args` beside its `cmd_*`
 //! function; the doc comments are the help text.
 
+mod agent;
+mod agents;
 mod cancel;
 mod error;
 mod gc;
@@ -45,6 +47,8 @@ enum Command {
     Hook(hook::HookArgs),
     Merge(merge::MergeArgs),
     Nav(nav::NavArgs),
+    Agents(agents::AgentsArgs),
+    Agent(agent::AgentArgs),
 }
 
 /// Parses the command line, runs the command and maps its error to an exit code and message.
@@ -72,6 +76,8 @@ pub fn main() -> ExitCode {
         Command::Hook(args) => hook::cmd_hook(&cwd, &args),
         Command::Merge(args) => merge::cmd_merge(&cwd, &args),
         Command::Nav(args) => nav::cmd_nav(&cwd, args),
+        Command::Agents(args) => agents::cmd_agents(&cwd, &args),
+        Command::Agent(args) => agent::cmd_agent(&cwd, &args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

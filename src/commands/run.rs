@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::Args;
+use git_orchestra::agent::AgentWorker;
 use git_orchestra::config::RepoConfig;
 use git_orchestra::engine::{self, Control, RunOptions, Summary};
 use git_orchestra::git::RepoInfo;
@@ -22,7 +23,8 @@ use super::progress;
 pub struct RunArgs {
     /// The plan file (TOML); see README for its format.
     plan: PathBuf,
-    /// The worker command, run with `sh -c` in each packet's worktree. It sees
+    /// The worker command, run with `sh -c` in each packet's worktree, instead of our own
+    /// agents (the default, using the model profiles of `git orchestra agents`). It sees
     /// ORCHESTRA_PACKET_FILE (the packet as JSON), ORCHESTRA_RUN, ORCHESTRA_PACKET,
     /// ORCHESTRA_WORKTREE, ORCHESTRA_BASE and ORCHESTRA_PORT_BASE.
     #[arg(long, value_name = "COMMAND")]
@@ -83,8 +85,15 @@ pub fn cmd_run(cwd: &Path, args: &RunArgs) -> Result<(), CommandError> {
         .map_err(CommandError::internal)?
         .flatten();
     if existing.as_ref().is_none_or(|r| r.worker_cmd.is_none()) && args.worker_cmd.is_none() {
-        return Err(CommandError::user("missing worker command: nothing would do the packets' work")
-            .hint("pass --worker-cmd '<command>', e.g. --worker-cmd 'my-agent --task-file \"$ORCHESTRA_PACKET_FILE\"'"));
+        // Our own agents do the work: check roles and profiles before anything starts.
+        let worker = agent_worker(&repo, &config)?;
+        worker
+            .check(plan.packets.iter().map(|p| p.role.as_str()))
+            .map_err(|e| {
+                CommandError::user(e).hint(
+                    "configure a model profile (see `git orchestra agents`), or pass --worker-cmd '<command>' to use an external agent",
+                )
+            })?;
     }
     if repo.is_dirty()? {
         eprintln!(
@@ -185,11 +194,33 @@ pub fn drive(
         setup: config.worktree.setup.clone(),
         crash_after_events,
     };
-    let summary: Summary = engine::execute(repo, run_id, &ctl).map_err(engine_error)?;
+    let store = Store::open(&repo.common_dir).map_err(CommandError::internal)?;
+    let has_cmd = store
+        .require_run(run_id)
+        .map_err(CommandError::internal)?
+        .worker_cmd
+        .is_some();
+    drop(store);
+    let worker = if has_cmd {
+        None
+    } else {
+        Some(agent_worker(repo, config)?)
+    };
+    let worker_ref = worker.as_ref().map(|w| w as &dyn engine::Worker);
+    let summary: Summary =
+        engine::execute_with(repo, run_id, &ctl, worker_ref).map_err(engine_error)?;
     print_final(repo, run_id, json, summary.state)
 }
 
-fn print_final(
+/// Returns our agents as the worker for runs without a worker command.
+pub fn agent_worker(repo: &RepoInfo, config: &RepoConfig) -> Result<AgentWorker, CommandError> {
+    AgentWorker::new(&repo.toplevel, config.clone()).map_err(|e| {
+        CommandError::user(e)
+            .hint("fix the agent file named above, or pass --worker-cmd '<command>'")
+    })
+}
+
+pub(super) fn print_final(
     repo: &RepoInfo,
     run_id: &str,
     json: bool,

@@ -10,6 +10,7 @@ mod packet;
 pub mod process;
 pub mod scheduler;
 mod signal;
+mod worker;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
@@ -21,6 +22,7 @@ pub use journal::Journal;
 pub use lock::{LockError, RunLock};
 pub use process::kill_group;
 pub use signal::install as install_signal_handlers;
+pub use worker::{Worker, WorkerJob, WorkerReport};
 
 use crate::git::{RepoError, RepoInfo};
 use crate::names;
@@ -185,6 +187,16 @@ pub struct Summary {
 /// Drives the run to the end (or until stopped): starts ready packets, records results, skips
 /// dependents of failures, and journals the outcome. Safe to call again after a crash.
 pub fn execute(repo: &RepoInfo, run_id: &str, ctl: &Control<'_>) -> Result<Summary, EngineError> {
+    execute_with(repo, run_id, ctl, None)
+}
+
+/// Like [`execute`], with an in-process `worker` for runs that have no worker command.
+pub fn execute_with(
+    repo: &RepoInfo,
+    run_id: &str,
+    ctl: &Control<'_>,
+    worker: Option<&dyn Worker>,
+) -> Result<Summary, EngineError> {
     let dir = run_dir(&repo.common_dir, run_id);
     let _lock = RunLock::acquire(&dir, run_id)?;
     let store = Store::open(&repo.common_dir)?;
@@ -195,12 +207,12 @@ pub fn execute(repo: &RepoInfo, run_id: &str, ctl: &Control<'_>) -> Result<Summa
             state: run.state.as_str(),
         });
     }
-    let worker_cmd = run
-        .worker_cmd
-        .clone()
-        .ok_or_else(|| EngineError::MissingWorker {
+    let worker_cmd = run.worker_cmd.clone();
+    if worker_cmd.is_none() && worker.is_none() {
+        return Err(EngineError::MissingWorker {
             run: run.id.clone(),
-        })?;
+        });
+    }
     let plan = Plan::from_toml_str(&run.plan_toml, &run.plan_path).map_err(|e| {
         EngineError::StoredPlan {
             run: run.id.clone(),
@@ -228,7 +240,8 @@ pub fn execute(repo: &RepoInfo, run_id: &str, ctl: &Control<'_>) -> Result<Summa
         repo,
         run: &run,
         plan: &plan,
-        worker_cmd: &worker_cmd,
+        worker_cmd: worker_cmd.as_deref(),
+        worker,
         run_dir: &dir,
         journal: &journal,
         stop: ctl.stop,

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use super::journal::Journal;
 use super::process::{self, Outcome, Spec};
+use super::worker::{Worker, WorkerJob};
 use crate::git::commit::{self, Trailers};
 use crate::git::{self as gitops, Created, RepoInfo, Reuse, WorktreeRequest};
 use crate::names;
@@ -21,7 +22,9 @@ pub(super) struct Context<'a> {
     pub repo: &'a RepoInfo,
     pub run: &'a RunRecord,
     pub plan: &'a Plan,
-    pub worker_cmd: &'a str,
+    /// The external command, or `None` when `worker` does the work in-process.
+    pub worker_cmd: Option<&'a str>,
+    pub worker: Option<&'a dyn Worker>,
     pub run_dir: &'a Path,
     pub journal: &'a Journal<'a>,
     pub stop: &'a AtomicBool,
@@ -145,33 +148,84 @@ fn pipeline(ctx: &Context<'_>, index: usize, rec: &PacketRecord) -> Result<Strin
 
     if phase == Phase::Worker {
         let log = dir.join(format!("worker-{}.log", rec.attempt.max(1)));
-        record(
-            ctx,
-            Event::WorkerStarted {
-                packet: packet.id.clone(),
-                command: ctx.worker_cmd.to_string(),
-                log: log.to_string_lossy().into_owned(),
-            },
-        )?;
-        let out = run_command(ctx, &packet.id, ctx.worker_cmd, &wt, &env, &log)?;
-        record(
-            ctx,
-            Event::WorkerFinished {
-                packet: packet.id.clone(),
-                exit_code: out.exit_code,
-                duration_ms: out.duration.as_millis() as u64,
-                timed_out: out.timed_out,
-                tail: out.tail.clone(),
-            },
-        )?;
-        if !out.success() {
-            return Err(Halt::Fail(format!(
-                "worker failed ({}); its work stays in {} — log: {}\n{}",
-                out.describe(ctx.timeout),
-                wt.display(),
-                log.display(),
-                out.tail
-            )));
+        match (ctx.worker_cmd, ctx.worker) {
+            (Some(worker_cmd), _) => {
+                record(
+                    ctx,
+                    Event::WorkerStarted {
+                        packet: packet.id.clone(),
+                        command: worker_cmd.to_string(),
+                        log: log.to_string_lossy().into_owned(),
+                    },
+                )?;
+                let out = run_command(ctx, &packet.id, worker_cmd, &wt, &env, &log)?;
+                record(
+                    ctx,
+                    Event::WorkerFinished {
+                        packet: packet.id.clone(),
+                        exit_code: out.exit_code,
+                        duration_ms: out.duration.as_millis() as u64,
+                        timed_out: out.timed_out,
+                        tail: out.tail.clone(),
+                    },
+                )?;
+                if !out.success() {
+                    return Err(Halt::Fail(format!(
+                        "worker failed ({}); its work stays in {} — log: {}\n{}",
+                        out.describe(ctx.timeout),
+                        wt.display(),
+                        log.display(),
+                        out.tail
+                    )));
+                }
+            }
+            (None, Some(worker)) => {
+                record(
+                    ctx,
+                    Event::WorkerStarted {
+                        packet: packet.id.clone(),
+                        command: worker.label(packet),
+                        log: log.to_string_lossy().into_owned(),
+                    },
+                )?;
+                let started = std::time::Instant::now();
+                let job = WorkerJob {
+                    run: &ctx.run.id,
+                    objective: &ctx.run.objective,
+                    packet,
+                    worktree: &wt,
+                    log: &log,
+                    stop: ctx.stop,
+                    timeout: ctx.timeout,
+                };
+                let report = worker.work(&job);
+                if report.interrupted {
+                    return Err(Halt::Interrupted);
+                }
+                record(
+                    ctx,
+                    Event::WorkerFinished {
+                        packet: packet.id.clone(),
+                        exit_code: Some(if report.success { 0 } else { 1 }),
+                        duration_ms: started.elapsed().as_millis() as u64,
+                        timed_out: false,
+                        tail: report.summary.clone(),
+                    },
+                )?;
+                if !report.success {
+                    return Err(Halt::Fail(format!(
+                        "agent did not complete: {}; its work stays in {} — transcript: {}",
+                        report.summary,
+                        wt.display(),
+                        log.display()
+                    )));
+                }
+            }
+            (None, None) => {
+                return Err(Halt::Fail(
+                    "no worker: pass --worker-cmd or configure a model profile".to_string(),
+                ));
+            }
         }
         phase = Phase::Commit;
     }

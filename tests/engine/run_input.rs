@@ -82,7 +82,7 @@ fn bad_plans_and_arguments_change_nothing() {
     assert_refused(
         &repo.path,
         &["run", good.to_str().unwrap()],
-        &["missing worker command", "--worker-cmd"],
+        &["no model profile for role `coder`", "--worker-cmd"],
     );
     assert_refused(
         &repo.path,

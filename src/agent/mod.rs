@@ -1,0 +1,16 @@
+//! The agent runtime: roles as files, provider profiles, the tool registry and the loop that
+//! lets one model work inside one packet's worktree.
+
+pub mod frontmatter;
+pub mod profiles;
+pub mod role;
+mod runner;
+pub mod sandbox;
+pub mod state;
+pub mod tools;
+mod worker;
+
+pub use role::{Role, RoleError, RoleSource, Roles};
+pub use runner::{AgentError, AgentEvent, AgentOutcome, AgentSpec, run};
+pub use state::WorkerState;
+pub use worker::{AgentWorker, SetupError};

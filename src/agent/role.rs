@@ -1,0 +1,348 @@
+//! Roles as files: what an agent of each kind is told, which tools it gets and where it may
+//! write.
+//!
+//! Defaults are the `agents/*.md` files at the repository root of this project, embedded in
+//! the binary. A repository can bring its own: `.claude/agents/*.md` and
+//! `.github/agents/*.agent.md` (other tools' formats, mapped field by field) and, taking
+//! precedence over everything, `.orchestra/agents/*.md` in our own format.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::frontmatter::{self, Value};
+
+/// The embedded default roles, by file name.
+const DEFAULTS: [(&str, &str); 11] = [
+    ("orchestrator", include_str!("../../agents/orchestrator.md")),
+    ("clarifier", include_str!("../../agents/clarifier.md")),
+    ("planner", include_str!("../../agents/planner.md")),
+    ("coder", include_str!("../../agents/coder.md")),
+    ("reviewer", include_str!("../../agents/reviewer.md")),
+    ("tester", include_str!("../../agents/tester.md")),
+    ("docs", include_str!("../../agents/docs.md")),
+    ("debugger", include_str!("../../agents/debugger.md")),
+    ("researcher", include_str!("../../agents/researcher.md")),
+    ("product", include_str!("../../agents/product.md")),
+    ("qa", include_str!("../../agents/qa.md")),
+];
+
+/// Default turn limit for roles that do not set one.
+pub const DEFAULT_MAX_TURNS: u32 = 50;
+/// Default wall-clock limit, in seconds, for roles that do not set one.
+pub const DEFAULT_TIMEOUT_SECS: u64 = 1800;
+
+/// Where a role's definition came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "path")]
+pub enum RoleSource {
+    Builtin,
+    Orchestra(PathBuf),
+    Claude(PathBuf),
+    Github(PathBuf),
+}
+
+/// One role: its instructions and limits.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Role {
+    pub name: String,
+    pub description: String,
+    /// The provider profile to use; `None` defers to `[roles.<name>]` and the defaults.
+    pub profile: Option<String>,
+    /// The tools this role may call (`signal_state` and `complete` are always available).
+    pub tools: Vec<String>,
+    /// Globs of the files this role may write; empty means read-only.
+    pub write_scope: Vec<String>,
+    pub timeout_secs: u64,
+    pub max_turns: u32,
+    /// Whether `run_command` may open network connections.
+    pub network: bool,
+    pub instructions: String,
+    pub source: RoleSource,
+    /// Fields that were present but not understood, for `git orchestra agents` to show.
+    pub notes: Vec<String>,
+}
+
+/// Why the roles could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum RoleError {
+    #[error("{path}: {message}")]
+    Invalid { path: PathBuf, message: String },
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("unknown role `{name}`; known roles: {known}")]
+    Unknown { name: String, known: String },
+}
+
+/// Which dialect a file is written in.
+#[derive(Clone, Copy)]
+enum Dialect {
+    Orchestra,
+    Claude,
+    Github,
+}
+
+/// All roles known in a repository, by name.
+#[derive(Debug, Clone, Default)]
+pub struct Roles {
+    pub by_name: BTreeMap<String, Role>,
+}
+
+impl Roles {
+    /// Returns the built-in roles only.
+    pub fn builtin() -> Result<Roles, RoleError> {
+        let mut roles = Roles::default();
+        for (name, text) in DEFAULTS {
+            let path = PathBuf::from(format!("agents/{name}.md"));
+            let role = parse(text, name, &path, Dialect::Orchestra, RoleSource::Builtin)?;
+            roles.by_name.insert(role.name.clone(), role);
+        }
+        Ok(roles)
+    }
+
+    /// Returns the built-in roles overridden by the repository's agent files at `toplevel`.
+    pub fn load(toplevel: &Path) -> Result<Roles, RoleError> {
+        let mut roles = Roles::builtin()?;
+        let dirs = [
+            (toplevel.join(".claude/agents"), ".md", Dialect::Claude),
+            (
+                toplevel.join(".github/agents"),
+                ".agent.md",
+                Dialect::Github,
+            ),
+            (
+                toplevel.join(".orchestra/agents"),
+                ".md",
+                Dialect::Orchestra,
+            ),
+        ];
+        for (dir, suffix, dialect) in dirs {
+            let entries = match fs_err::read_dir(&dir) {
+                Ok(e) => e,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(source) => return Err(RoleError::Read { path: dir, source }),
+            };
+            let mut files: Vec<PathBuf> = entries
+                .filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| p.to_string_lossy().ends_with(suffix))
+                .collect();
+            files.sort();
+            for path in files {
+                let text = fs_err::read_to_string(&path).map_err(|source| RoleError::Read {
+                    path: path.clone(),
+                    source,
+                })?;
+                let file = path
+                    .file_name()
+                    .map(|f| f.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                let stem = file.strip_suffix(suffix).unwrap_or(&file).to_string();
+                let rel = path.strip_prefix(toplevel).unwrap_or(&path).to_path_buf();
+                let source = match dialect {
+                    Dialect::Orchestra => RoleSource::Orchestra(rel.clone()),
+                    Dialect::Claude => RoleSource::Claude(rel.clone()),
+                    Dialect::Github => RoleSource::Github(rel.clone()),
+                };
+                let role = parse(&text, &stem, &rel, dialect, source)?;
+                roles.by_name.insert(role.name.clone(), role);
+            }
+        }
+        Ok(roles)
+    }
+
+    /// Returns the role called `name`, or an error listing the known ones.
+    pub fn get(&self, name: &str) -> Result<&Role, RoleError> {
+        self.by_name.get(name).ok_or_else(|| RoleError::Unknown {
+            name: name.to_string(),
+            known: self.by_name.keys().cloned().collect::<Vec<_>>().join(", "),
+        })
+    }
+}
+
+/// Maps another tool's tool name to ours; `None` when there is no equivalent.
+fn map_tool(name: &str) -> Option<&'static [&'static str]> {
+    Some(match name.trim().to_ascii_lowercase().as_str() {
+        "read" | "read_file" | "readfile" | "view" => &["read_file"],
+        "write" | "write_file" | "create" => &["write_file"],
+        "edit" | "multiedit" | "edit_file" | "editfiles" => &["edit_file", "write_file"],
+        "grep" | "search" | "codebase" => &["grep"],
+        "glob" | "ls" | "list_dir" => &["list_dir"],
+        "bash" | "shell" | "terminal" | "runcommands" | "run_command" | "execute" => {
+            &["run_command"]
+        }
+        "ask" => &["ask"],
+        "signal_state" => &["signal_state"],
+        "complete" => &["complete"],
+        _ => return None,
+    })
+}
+
+fn parse(
+    text: &str,
+    stem: &str,
+    path: &Path,
+    dialect: Dialect,
+    source: RoleSource,
+) -> Result<Role, RoleError> {
+    let invalid = |message: String| RoleError::Invalid {
+        path: path.to_path_buf(),
+        message,
+    };
+    let (entries, body) = frontmatter::split(text).map_err(invalid)?;
+    let mut role = Role {
+        name: stem.to_string(),
+        description: String::new(),
+        profile: None,
+        tools: vec![
+            "read_file".into(),
+            "list_dir".into(),
+            "grep".into(),
+            "signal_state".into(),
+            "ask".into(),
+            "complete".into(),
+        ],
+        write_scope: Vec::new(),
+        timeout_secs: DEFAULT_TIMEOUT_SECS,
+        max_turns: DEFAULT_MAX_TURNS,
+        network: false,
+        instructions: body,
+        source,
+        notes: Vec::new(),
+    };
+    let number = |key: &str, v: &Value| -> Result<u64, RoleError> {
+        v.to_scalar().parse().map_err(|_| {
+            invalid(format!(
+                "`{key}` must be a whole number, got `{}`",
+                v.to_scalar()
+            ))
+        })
+    };
+    for (key, value) in &entries {
+        match (dialect, key.as_str()) {
+            (_, "name") => role.name = value.to_scalar(),
+            (_, "description") => role.description = value.to_scalar(),
+            (Dialect::Orchestra, "profile") | (_, "model") => {
+                role.profile = Some(value.to_scalar()).filter(|p| !p.is_empty() && p != "inherit")
+            }
+            (Dialect::Orchestra, "tools") => role.tools = value.to_list(),
+            (_, "tools") => {
+                let mut tools = vec!["signal_state".to_string(), "complete".to_string()];
+                for t in value.to_list() {
+                    match map_tool(&t) {
+                        Some(ours) => tools.extend(ours.iter().map(|s| s.to_string())),
+                        None => role
+                            .notes
+                            .push(format!("tool `{t}` has no equivalent here; ignored")),
+                    }
+                }
+                tools.sort();
+                tools.dedup();
+                role.tools = tools;
+            }
+            (Dialect::Orchestra, "write_scope") => role.write_scope = value.to_list(),
+            (Dialect::Orchestra, "timeout") => role.timeout_secs = number(key, value)?,
+            (Dialect::Orchestra, "max_turns") => role.max_turns = number(key, value)? as u32,
+            (Dialect::Orchestra, "network") => role.network = value.to_scalar() == "true",
+            _ => role
+                .notes
+                .push(format!("field `{key}` is not used; ignored")),
+        }
+    }
+    if let Some(bad) = role
+        .tools
+        .iter()
+        .find(|t| map_tool(t).is_none() && !super::tools::is_known(t))
+    {
+        return Err(invalid(format!(
+            "unknown tool `{bad}` in `tools`; known tools: {}",
+            super::tools::KNOWN.join(", ")
+        )));
+    }
+    // Writing tools imply a scope: foreign agent files carry none, so they may write anywhere
+    // the packet allows.
+    if !matches!(dialect, Dialect::Orchestra)
+        && role
+            .tools
+            .iter()
+            .any(|t| t == "write_file" || t == "edit_file")
+    {
+        role.write_scope = vec!["**".into()];
+    }
+    crate::plan::Scope::new(&role.write_scope)
+        .map_err(|e| invalid(format!("invalid `write_scope`: {e}")))?;
+    if role.name.is_empty() {
+        return Err(invalid("`name` is empty".into()));
+    }
+    Ok(role)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_roles_parse_with_limits_and_scopes() {
+        let roles = Roles::builtin().unwrap();
+        assert_eq!(roles.by_name.len(), 11);
+        let tester = roles.get("tester").unwrap();
+        assert!(tester.write_scope.iter().any(|s| s == "tests/**"));
+        assert!(tester.instructions.contains("signal_state"));
+        assert!(roles.get("reviewer").unwrap().write_scope.is_empty());
+        assert!(
+            roles
+                .get("nobody")
+                .unwrap_err()
+                .to_string()
+                .contains("coder")
+        );
+    }
+
+    #[test]
+    fn foreign_agent_files_are_mapped_and_ours_take_precedence() {
+        let dir = tempfile::tempdir().unwrap();
+        let top = dir.path();
+        std::fs::create_dir_all(top.join(".claude/agents")).unwrap();
+        std::fs::create_dir_all(top.join(".github/agents")).unwrap();
+        std::fs::create_dir_all(top.join(".orchestra/agents")).unwrap();
+        std::fs::write(
+            top.join(".claude/agents/fixer.md"),
+            "---\nname: fixer\ndescription: fixes\ntools: Read, Edit, Bash, WebFetch\nmodel: sonnet\ncolor: red\n---\nFix things.\n",
+        )
+        .unwrap();
+        std::fs::write(
+            top.join(".github/agents/doc.agent.md"),
+            "---\ndescription: docs\ntools: ['read', 'search']\n---\nWrite docs.\n",
+        )
+        .unwrap();
+        std::fs::write(
+            top.join(".orchestra/agents/coder.md"),
+            "---\nname: coder\ntools: [read_file, complete]\nwrite_scope: [\"src/**\"]\nmax_turns: 3\n---\nOurs.\n",
+        )
+        .unwrap();
+        let roles = Roles::load(top).unwrap();
+        let fixer = roles.get("fixer").unwrap();
+        assert!(fixer.tools.contains(&"run_command".to_string()));
+        assert!(fixer.tools.contains(&"edit_file".to_string()));
+        assert_eq!(fixer.profile.as_deref(), Some("sonnet"));
+        assert!(fixer.notes.iter().any(|n| n.contains("WebFetch")));
+        assert!(fixer.notes.iter().any(|n| n.contains("color")));
+        let doc = roles.get("doc").unwrap();
+        assert!(doc.write_scope.is_empty() && doc.tools.contains(&"grep".to_string()));
+        let coder = roles.get("coder").unwrap();
+        assert_eq!((coder.max_turns, coder.instructions.as_str()), (3, "Ours."));
+        assert!(matches!(coder.source, RoleSource::Orchestra(_)));
+
+        std::fs::write(
+            top.join(".orchestra/agents/bad.md"),
+            "---\ntools: [telepathy]\n---\n",
+        )
+        .unwrap();
+        let err = Roles::load(top).unwrap_err().to_string();
+        assert!(err.contains("telepathy") && err.contains("bad.md"), "{err}");
+    }
+}

@@ -1,0 +1,116 @@
+//! `git orchestra agent <role> "<task>"`: single-agent mode — one packet, one worktree and
+//! branch, one of our agents, the engine's commit on the branch.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use clap::Args;
+use git_orchestra::config::RepoConfig;
+use git_orchestra::engine::{self, RunOptions};
+use git_orchestra::git::RepoInfo;
+use git_orchestra::names;
+use git_orchestra::plan::{Packet, Plan};
+
+use super::CommandError;
+use super::run::{agent_worker, drive, engine_error, print_final};
+
+/// Runs one of our agents on a task in its own worktree and branch, then commits its work.
+///
+/// The same task on the same base resumes the existing run instead of starting another.
+#[derive(Debug, Args)]
+pub struct AgentArgs {
+    /// The role (see `git orchestra agents`), e.g. coder.
+    role: String,
+    /// What the agent should do.
+    task: String,
+    /// Files the agent may change (globs; default: everything its role may write).
+    #[arg(long = "files", value_name = "GLOB")]
+    files: Vec<String>,
+    /// Commands that must pass after the agent completes (repeatable).
+    #[arg(long = "validate", value_name = "COMMAND")]
+    validation: Vec<String>,
+    /// Longest the agent may run, in seconds (default: the role's timeout).
+    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
+    timeout: Option<u64>,
+    /// Where the worktree goes (default: <repo-parent>/.orchestra/<repo-name>).
+    #[arg(long, value_name = "DIR")]
+    worktree_root: Option<PathBuf>,
+    /// Print only the final summary.
+    #[arg(long, short)]
+    quiet: bool,
+    /// Print the final summary as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Builds a one-packet plan for the task and drives it with our agent.
+pub fn cmd_agent(cwd: &Path, args: &AgentArgs) -> Result<(), CommandError> {
+    let repo = RepoInfo::discover(cwd)?;
+    let config = RepoConfig::load(&repo.toplevel).map_err(CommandError::user)?;
+    if args.task.trim().is_empty() {
+        return Err(CommandError::user("the task is empty")
+            .hint("git orchestra agent coder \"Make parse() reject empty input\""));
+    }
+    let worker = agent_worker(&repo, &config)?;
+    worker.check([args.role.as_str()]).map_err(|e| {
+        CommandError::user(e)
+            .hint("`git orchestra agents` lists the roles and their model profiles")
+    })?;
+    let role = worker.roles().get(&args.role).map_err(CommandError::user)?;
+    let id = names::sanitize(&role.name, 40);
+    let id = if id.is_empty() {
+        "agent".to_string()
+    } else {
+        id
+    };
+    let title: String = args
+        .task
+        .lines()
+        .next()
+        .unwrap_or("")
+        .chars()
+        .take(72)
+        .collect();
+    let packet = Packet {
+        id,
+        title,
+        role: role.name.clone(),
+        description: args.task.clone(),
+        files: if args.files.is_empty() {
+            vec!["**".to_string()]
+        } else {
+            args.files.clone()
+        },
+        depends_on: Vec::new(),
+        validation: args.validation.clone(),
+        acceptance: Vec::new(),
+        risks: Vec::new(),
+    };
+    let plan = Plan::new(args.task.clone(), vec![packet]);
+    let text = toml::to_string(&plan).map_err(CommandError::internal)?;
+    let timeout = args.timeout.unwrap_or(role.timeout_secs);
+    let opts = RunOptions {
+        worker_cmd: None,
+        max_parallel: Some(1),
+        timeout: Duration::from_secs(timeout),
+        worktree_root: args
+            .worktree_root
+            .as_ref()
+            .map(|p| cwd.join(p))
+            .or(config.worktree.root.clone()),
+    };
+    let prepared =
+        engine::prepare(&repo, &plan, &text, "(agent task)", &opts).map_err(engine_error)?;
+    if prepared.run.state.is_finished() {
+        eprintln!(
+            "run {} is already {}",
+            prepared.run.id,
+            prepared.run.state.as_str()
+        );
+        return print_final(&repo, &prepared.run.id, args.json, prepared.run.state);
+    }
+    if !args.quiet {
+        eprintln!("run {} (agent {}, one packet)", prepared.run.id, role.name);
+    }
+    drive(&repo, &prepared.run.id, &config, args.quiet, args.json)
+}

@@ -1,0 +1,94 @@
+//! `git orchestra agents`: the roles, the model profile each uses, its tools and write scope.
+
+use std::path::Path;
+
+use clap::Args;
+use git_orchestra::agent::{Roles, profiles};
+use git_orchestra::config::RepoConfig;
+use git_orchestra::git::RepoInfo;
+
+use super::CommandError;
+
+/// Lists the agent roles: their model profile, tools and write scope.
+///
+/// Roles come from the built-in defaults, `.claude/agents/*.md`, `.github/agents/*.agent.md`
+/// and `.orchestra/agents/*.md` (later ones override earlier ones). Profiles come from
+/// `[profiles.*]`/`[roles.*]` in .orchestra/config.toml, or from ORCHESTRA_PROVIDER,
+/// ORCHESTRA_BASE_URL, ORCHESTRA_MODEL and ORCHESTRA_API_KEY_ENV.
+#[derive(Debug, Args)]
+pub struct AgentsArgs {
+    /// Print the roles as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Prints every role with its resolved profile (or why there is none).
+pub fn cmd_agents(cwd: &Path, args: &AgentsArgs) -> Result<(), CommandError> {
+    let repo = RepoInfo::discover(cwd)?;
+    let config = RepoConfig::load(&repo.toplevel).map_err(CommandError::user)?;
+    let roles = Roles::load(&repo.toplevel).map_err(CommandError::user)?;
+    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+    let mut rows = Vec::new();
+    let mut out = String::new();
+    for role in roles.by_name.values() {
+        let chain = profiles::resolve(&config, role, &env);
+        let (profile, key_status) = match &chain {
+            Ok(chain) => {
+                let names: Vec<String> = chain
+                    .iter()
+                    .map(|p| format!("{} ({})", p.name, p.label()))
+                    .collect();
+                let key = match chain.first().map(|p| p.api_key()) {
+                    Some(Err(e)) => Some(e.to_string()),
+                    _ => None,
+                };
+                (names.join(" → "), key)
+            }
+            Err(e) => (format!("none — {e}"), None),
+        };
+        if args.json {
+            rows.push(serde_json::json!({
+                "role": role,
+                "profiles": chain.as_ref().ok(),
+                "profile_error": chain.as_ref().err().map(|e| e.to_string()),
+                "key_error": key_status,
+            }));
+            continue;
+        }
+        out.push_str(&format!("{}  {}\n", role.name, role.description));
+        out.push_str(&format!("  profile:     {profile}\n"));
+        if let Some(k) = key_status {
+            out.push_str(&format!("  key:         {k}\n"));
+        }
+        out.push_str(&format!("  tools:       {}\n", role.tools.join(", ")));
+        out.push_str(&format!(
+            "  write scope: {}\n",
+            if role.write_scope.is_empty() {
+                "(read-only)".to_string()
+            } else {
+                role.write_scope.join(", ")
+            }
+        ));
+        out.push_str(&format!(
+            "  limits:      {} turns, {}s\n",
+            role.max_turns, role.timeout_secs
+        ));
+        let source = match &role.source {
+            git_orchestra::agent::RoleSource::Builtin => "built in".to_string(),
+            git_orchestra::agent::RoleSource::Orchestra(p)
+            | git_orchestra::agent::RoleSource::Claude(p)
+            | git_orchestra::agent::RoleSource::Github(p) => p.display().to_string(),
+        };
+        out.push_str(&format!("  from:        {source}\n"));
+        for note in &role.notes {
+            out.push_str(&format!("  note:        {note}\n"));
+        }
+    }
+    if args.json {
+        let text = serde_json::to_string_pretty(&rows).map_err(CommandError::internal)?;
+        println!("{text}");
+    } else {
+        print!("{out}");
+    }
+    Ok(())
+}

@@ -1,0 +1,41 @@
+//! The worker seam: who does a packet's work phase — an external command (`--worker-cmd`) or
+//! an in-process worker such as our own agents.
+
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use crate::plan::Packet;
+
+/// What an in-process worker gets for one packet.
+pub struct WorkerJob<'a> {
+    pub run: &'a str,
+    pub objective: &'a str,
+    pub packet: &'a Packet,
+    /// The packet's worktree, on its branch; the engine commits what is left there.
+    pub worktree: &'a Path,
+    /// A log file the worker may write its transcript to.
+    pub log: &'a Path,
+    pub stop: &'a AtomicBool,
+    pub timeout: Duration,
+}
+
+/// How an in-process worker's work phase ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkerReport {
+    /// True when the work is done and should be committed and validated.
+    pub success: bool,
+    /// True when the stop flag ended the work (the packet restarts on resume).
+    pub interrupted: bool,
+    /// A short account for the journal: summary on success, reason otherwise.
+    pub summary: String,
+}
+
+/// Does a packet's work phase in-process; shared by all packet threads.
+pub trait Worker: Sync {
+    /// Returns a label for the journal, e.g. `agent:coder`.
+    fn label(&self, packet: &Packet) -> String;
+
+    /// Does the work of `job` in its worktree.
+    fn work(&self, job: &WorkerJob<'_>) -> WorkerReport;
+}

@@ -1,0 +1,117 @@
+//! The commands: `agents`, `agent <role> "<task>"` and `run` without `--worker-cmd`.
+
+use crate::mock::MockServer;
+use crate::support::{TestRepo, orchestra, orchestra_with_env, refs, text};
+
+fn quick_profile(server: &MockServer) -> Vec<(&'static str, String)> {
+    vec![
+        ("ORCHESTRA_PROVIDER", "openai-compatible".to_string()),
+        ("ORCHESTRA_BASE_URL", server.url.clone()),
+        ("ORCHESTRA_MODEL", "mock-model".to_string()),
+    ]
+}
+
+fn with<'a>(env: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str)> {
+    env.iter().map(|(k, v)| (*k, v.as_str())).collect()
+}
+
+#[test]
+fn agents_lists_roles_with_profiles_tools_and_scopes() {
+    let repo = TestRepo::new();
+    let out = orchestra(&repo.path, &["agents"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("tester") && stdout.contains("tests/**"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("ORCHESTRA_PROVIDER"),
+        "says how to get a profile: {stdout}"
+    );
+    let server = MockServer::start(vec![]);
+    let env = quick_profile(&server);
+    let out = orchestra_with_env(&repo.path, &["agents", "--json"], &with(&env));
+    assert!(out.status.success(), "{}", text(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let coder = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["role"]["name"] == "coder")
+        .unwrap();
+    assert_eq!(coder["profiles"][0]["name"], "env");
+    assert_eq!(coder["profiles"][0]["base_url"], server.url.as_str());
+    assert!(
+        coder["role"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t == "edit_file")
+    );
+}
+
+#[test]
+fn single_agent_mode_commits_the_agents_work_on_its_branch() {
+    let repo = TestRepo::new();
+    let server = MockServer::from_fixture("openai/agent_edit");
+    let env = quick_profile(&server);
+    let out = orchestra_with_env(
+        &repo.path,
+        &["agent", "coder", "Swap the operands in add()", "--json"],
+        &with(&env),
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["run"]["state"], "completed", "{v}");
+    let branch = v["packets"][0]["branch"].as_str().unwrap().to_string();
+    let lib = repo.git(&["show", &format!("{branch}:src/lib.rs")]);
+    assert!(lib.contains("b + a"), "{lib}");
+    let trailers = repo.git(&["log", "-1", "--format=%B", &branch]);
+    assert!(trailers.contains("Orchestra-Role: coder"), "{trailers}");
+    assert!(
+        !std::fs::read_to_string(repo.path.join("src/lib.rs"))
+            .unwrap()
+            .contains("b + a"),
+        "the main checkout is untouched"
+    );
+}
+
+#[test]
+fn without_a_profile_nothing_starts_and_the_error_says_what_to_set() {
+    let repo = TestRepo::new();
+    let before = refs(&repo.path);
+    let out = orchestra(&repo.path, &["agent", "coder", "do something"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("ORCHESTRA_PROVIDER") && stderr.contains("[profiles.default]"),
+        "{stderr}"
+    );
+    assert_eq!(refs(&repo.path), before);
+    let out = orchestra(&repo.path, &["agent", "wizard", "do something"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("known roles"),
+        "{}",
+        text(&out)
+    );
+}
+
+#[test]
+fn a_plan_runs_with_our_agents_when_no_worker_command_is_given() {
+    let repo = TestRepo::new();
+    repo.write(
+        "plan.toml",
+        "objective = \"swap\"\n[[packet]]\nid = \"swap\"\ntitle = \"Swap operands\"\ndescription = \"Swap the operands in add().\"\nfiles = [\"src/lib.rs\"]\nvalidation = [\"grep -q 'b + a' src/lib.rs\"]\n",
+    );
+    repo.git(&["add", "plan.toml"]);
+    repo.git(&["commit", "-qm", "plan"]);
+    let server = MockServer::from_fixture("openai/agent_edit");
+    let env = quick_profile(&server);
+    let out = orchestra_with_env(&repo.path, &["run", "plan.toml", "--json"], &with(&env));
+    assert!(out.status.success(), "{}", text(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["packets"][0]["state"], "succeeded", "{v}");
+    assert_eq!(server.unused(), 0);
+}

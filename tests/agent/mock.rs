@@ -1,0 +1,187 @@
+//! A scripted model server on a loopback port: answers each request with the next reply of a
+//! fixture (JSON Lines under `fixtures/llm/`) and records every request it received.
+//!
+//! Hand-written on std's `TcpListener` rather than a mocking crate because the tests need
+//! what those make awkward: server-sent events written frame by frame, streams cut off
+//! mid-answer, and answers delayed past the client's timeout.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::Value;
+
+/// One request the server received.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    pub path: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Value,
+}
+
+impl Recorded {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// A running mock server; it stops answering when dropped (its thread ends with the process).
+pub struct MockServer {
+    pub url: String,
+    requests: Arc<Mutex<Vec<Recorded>>>,
+    remaining: Arc<Mutex<std::collections::VecDeque<Value>>>,
+}
+
+/// Whether request bodies are kept (benchmarks turn it off to measure the client, not us).
+static RECORD_BODIES: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
+/// Stops keeping request bodies in this process (their paths and headers are still kept).
+pub fn forget_bodies() {
+    RECORD_BODIES.store(false, std::sync::atomic::Ordering::SeqCst);
+}
+
+impl MockServer {
+    /// Starts a server answering with the replies in `fixtures/llm/<name>.jsonl`, in order.
+    pub fn from_fixture(name: &str) -> MockServer {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures/llm")
+            .join(format!("{name}.jsonl"));
+        let text = std::fs::read_to_string(&path).unwrap();
+        let replies = text
+            .lines()
+            .filter(|l| !l.trim().is_empty() && !l.starts_with("//"))
+            .map(|l| {
+                serde_json::from_str(l).unwrap_or_else(|e| panic!("{}: {e}: {l}", path.display()))
+            })
+            .collect();
+        MockServer::start(replies)
+    }
+
+    /// Starts a server answering with `replies`, in order.
+    pub fn start(replies: Vec<Value>) -> MockServer {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/v1", listener.local_addr().unwrap());
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let remaining = Arc::new(Mutex::new(
+            replies
+                .into_iter()
+                .collect::<std::collections::VecDeque<_>>(),
+        ));
+        let (req, rem) = (requests.clone(), remaining.clone());
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { continue };
+                let (req, rem) = (req.clone(), rem.clone());
+                std::thread::spawn(move || serve(stream, &req, &rem));
+            }
+        });
+        MockServer {
+            url,
+            requests,
+            remaining,
+        }
+    }
+
+    /// Returns the requests received so far.
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.requests.lock().unwrap().clone()
+    }
+
+    /// Returns how many scripted replies were not used.
+    pub fn unused(&self) -> usize {
+        self.remaining.lock().unwrap().len()
+    }
+}
+
+fn serve(
+    stream: TcpStream,
+    requests: &Mutex<Vec<Recorded>>,
+    remaining: &Mutex<std::collections::VecDeque<Value>>,
+) {
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut line = String::new();
+    if reader.read_line(&mut line).unwrap_or(0) == 0 {
+        return;
+    }
+    let path = line.split_whitespace().nth(1).unwrap_or("").to_string();
+    let mut headers = Vec::new();
+    let mut length = 0usize;
+    loop {
+        line.clear();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        let l = line.trim_end();
+        if l.is_empty() {
+            break;
+        }
+        if let Some((k, v)) = l.split_once(':') {
+            if k.eq_ignore_ascii_case("content-length") {
+                length = v.trim().parse().unwrap_or(0);
+            }
+            headers.push((k.trim().to_string(), v.trim().to_string()));
+        }
+    }
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body).unwrap();
+    requests.lock().unwrap().push(Recorded {
+        path,
+        headers,
+        body: if RECORD_BODIES.load(std::sync::atomic::Ordering::SeqCst) {
+            serde_json::from_slice(&body).unwrap_or(Value::Null)
+        } else {
+            Value::Null
+        },
+    });
+    let reply = remaining.lock().unwrap().pop_front().unwrap_or_else(|| {
+        serde_json::json!({"status": 500, "json": {"error": {"message": "mock: no scripted reply left"}}})
+    });
+    let _ = respond(stream, &reply);
+}
+
+fn respond(mut stream: TcpStream, reply: &Value) -> std::io::Result<()> {
+    if let Some(ms) = reply["delay_ms"].as_u64() {
+        std::thread::sleep(Duration::from_millis(ms));
+    }
+    let status = reply["status"].as_u64().unwrap_or(200);
+    let mut head = format!("HTTP/1.1 {status} Scripted\r\nconnection: close\r\n");
+    for (k, v) in reply["headers"].as_object().into_iter().flatten() {
+        head.push_str(&format!("{k}: {}\r\n", v.as_str().unwrap_or_default()));
+    }
+    if let Some(items) = reply["sse"].as_array() {
+        head.push_str("content-type: text/event-stream\r\n\r\n");
+        stream.write_all(head.as_bytes())?;
+        let cut = reply["cut_after"]
+            .as_u64()
+            .map(|n| n as usize)
+            .unwrap_or(usize::MAX);
+        for item in items.iter().take(cut) {
+            let frame = match item {
+                Value::String(s) => format!("data: {s}\n\n"),
+                Value::Object(o) if o.contains_key("event") => format!(
+                    "event: {}\ndata: {}\n\n",
+                    o["event"].as_str().unwrap_or_default(),
+                    o["data"]
+                ),
+                other => format!("data: {other}\n\n"),
+            };
+            stream.write_all(frame.as_bytes())?;
+            stream.flush()?;
+        }
+        return Ok(());
+    }
+    let body = reply["json"].to_string();
+    head.push_str(&format!(
+        "content-type: application/json\r\ncontent-length: {}\r\n\r\n",
+        body.len()
+    ));
+    stream.write_all(head.as_bytes())?;
+    stream.write_all(body.as_bytes())
+}

@@ -1,0 +1,160 @@
+//! Shared test harness: hermetic environment, temporary repositories, running the binary.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Once;
+
+static HERMETIC: Once = Once::new();
+
+/// Makes the whole test process hermetic: no user or system git config, fixed identity and
+/// dates, and a private HOME. Called by every helper below before anything runs git.
+pub fn hermetic() {
+    HERMETIC.call_once(|| {
+        let home = std::env::temp_dir().join(format!("orchestra-test-home-{}", std::process::id()));
+        std::fs::create_dir_all(&home).unwrap();
+        let vars = [
+            ("HOME", home.to_str().unwrap()),
+            ("XDG_CONFIG_HOME", home.to_str().unwrap()),
+            ("GIT_CONFIG_GLOBAL", "/dev/null"),
+            ("GIT_CONFIG_NOSYSTEM", "1"),
+            ("GIT_AUTHOR_NAME", "Test Author"),
+            ("GIT_AUTHOR_EMAIL", "author@example.com"),
+            ("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z"),
+            ("GIT_COMMITTER_NAME", "Test Committer"),
+            ("GIT_COMMITTER_EMAIL", "committer@example.com"),
+            ("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z"),
+            ("GIT_TERMINAL_PROMPT", "0"),
+        ];
+        for (k, v) in vars {
+            // SAFETY: runs once, and all environment access in this process goes through
+            // Rust's std, which serialises it behind its own lock.
+            unsafe { std::env::set_var(k, v) };
+        }
+    });
+}
+
+/// Runs git in `dir` and returns trimmed stdout, panicking with git's stderr on failure.
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    hermetic();
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?} failed in {}: {}",
+        dir.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .trim_end()
+        .to_string()
+}
+
+/// A temporary repository with one commit on `main`; removed on drop.
+pub struct TestRepo {
+    pub tmp: tempfile::TempDir,
+    pub path: PathBuf,
+}
+
+impl TestRepo {
+    /// Returns a repository whose first commit holds `files` (path, contents).
+    pub fn with_files(files: &[(&str, &str)]) -> TestRepo {
+        hermetic();
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("repo");
+        std::fs::create_dir_all(&path).unwrap();
+        git(&path, &["init", "-q", "-b", "main"]);
+        let repo = TestRepo { tmp, path };
+        for (name, contents) in files {
+            repo.write(name, contents);
+        }
+        git(&repo.path, &["add", "-A"]);
+        git(
+            &repo.path,
+            &["commit", "-q", "--allow-empty", "-m", "initial"],
+        );
+        repo
+    }
+
+    /// Returns a repository with a small Rust-like tree.
+    pub fn new() -> TestRepo {
+        TestRepo::with_files(&[
+            ("README.md", "# sample\n"),
+            (
+                "src/lib.rs",
+                "pub fn add(a: i32, b: i32) -> i32 { a + b }\n",
+            ),
+            ("src/parser.rs", "pub fn parse() {}\n"),
+            ("tests/parser_basic.rs", "#[test] fn t() {}\n"),
+        ])
+    }
+
+    /// Writes `contents` to `rel` inside the working tree, creating parent directories.
+    pub fn write(&self, rel: &str, contents: &str) {
+        let p = self.path.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, contents).unwrap();
+    }
+
+    /// Runs git in the repository.
+    pub fn git(&self, args: &[&str]) -> String {
+        git(&self.path, args)
+    }
+
+    /// Returns a directory next to the repository for scratch files (plans, worktree roots).
+    pub fn scratch(&self) -> PathBuf {
+        let p = self.tmp.path().join("scratch");
+        std::fs::create_dir_all(&p).unwrap();
+        p
+    }
+}
+
+/// Runs the `git-orchestra` binary in `dir` with `args` and returns its output.
+pub fn orchestra(dir: &Path, args: &[&str]) -> Output {
+    hermetic();
+    Command::new(env!("CARGO_BIN_EXE_git-orchestra"))
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// Returns stdout and stderr of an output as one string, for assertion messages.
+pub fn text(out: &Output) -> String {
+    format!(
+        "status: {:?}\nstdout:\n{}\nstderr:\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// Runs the binary with extra environment variables.
+pub fn orchestra_with_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    hermetic();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_git-orchestra"));
+    cmd.current_dir(dir).args(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().unwrap()
+}
+
+/// Returns a `Command` for the binary, for tests that need to signal it while it runs.
+pub fn orchestra_command(dir: &Path, args: &[&str]) -> Command {
+    hermetic();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_git-orchestra"));
+    cmd.current_dir(dir).args(args);
+    cmd
+}
+
+/// Returns every ref name and target, for "nothing changed" assertions.
+pub fn refs(dir: &Path) -> String {
+    git(dir, &["for-each-ref", "--format=%(refname) %(objectname)"])
+}
