@@ -165,12 +165,28 @@ impl Roles {
 }
 
 /// Maps another tool's tool name to ours; `None` when there is no equivalent.
+/// What a foreign role's search permission grants: grep and every symbol tool.
+const SEARCH_TOOLS: [&str; 12] = [
+    "grep",
+    "nav_def",
+    "nav_refs",
+    "nav_callers",
+    "nav_callees",
+    "nav_impls",
+    "nav_imports",
+    "nav_importers",
+    "nav_outline",
+    "nav_show",
+    "nav_search",
+    "nav_map",
+];
+
 fn map_tool(name: &str) -> Option<&'static [&'static str]> {
     Some(match name.trim().to_ascii_lowercase().as_str() {
         "read" | "read_file" | "readfile" | "view" => &["read_file"],
         "write" | "write_file" | "create" => &["write_file"],
         "edit" | "multiedit" | "edit_file" | "editfiles" => &["edit_file", "write_file"],
-        "grep" | "search" | "codebase" => &["grep"],
+        "grep" | "search" | "codebase" => &SEARCH_TOOLS,
         "glob" | "ls" | "list_dir" => &["list_dir"],
         "bash" | "shell" | "terminal" | "runcommands" | "run_command" | "execute" => {
             &["run_command"]
@@ -201,11 +217,13 @@ fn parse(
         tools: vec![
             "read_file".into(),
             "list_dir".into(),
-            "grep".into(),
             "signal_state".into(),
             "ask".into(),
             "complete".into(),
-        ],
+        ]
+        .into_iter()
+        .chain(SEARCH_TOOLS.iter().map(|t| t.to_string()))
+        .collect(),
         write_scope: Vec::new(),
         timeout_secs: DEFAULT_TIMEOUT_SECS,
         max_turns: DEFAULT_MAX_TURNS,
@@ -260,7 +278,7 @@ fn parse(
     {
         return Err(invalid(format!(
             "unknown tool `{bad}` in `tools`; known tools: {}",
-            super::tools::KNOWN.join(", ")
+            super::tools::known_names().join(", ")
         )));
     }
     // Writing tools imply a scope: foreign agent files carry none, so they may write anywhere
@@ -293,6 +311,11 @@ mod tests {
         assert!(tester.write_scope.iter().any(|s| s == "tests/**"));
         assert!(tester.instructions.contains("signal_state"));
         assert!(roles.get("reviewer").unwrap().write_scope.is_empty());
+        assert_eq!(SEARCH_TOOLS[1..], crate::agent::tools::nav::NAMES);
+        for role in roles.by_name.values() {
+            assert!(role.tools.iter().any(|t| t == "nav_def"), "{}", role.name);
+            assert!(role.instructions.contains("nav_refs"), "{}", role.name);
+        }
         assert!(
             roles
                 .get("nobody")
@@ -333,6 +356,7 @@ mod tests {
         assert!(fixer.notes.iter().any(|n| n.contains("color")));
         let doc = roles.get("doc").unwrap();
         assert!(doc.write_scope.is_empty() && doc.tools.contains(&"grep".to_string()));
+        assert!(doc.tools.contains(&"nav_refs".to_string()));
         let coder = roles.get("coder").unwrap();
         assert_eq!((coder.max_turns, coder.instructions.as_str()), (3, "Ours."));
         assert!(matches!(coder.source, RoleSource::Orchestra(_)));

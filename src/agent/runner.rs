@@ -105,6 +105,19 @@ pub struct AgentOutcome {
     pub tool_calls: u32,
     pub tool_errors: u32,
     pub retries: u32,
+    /// Navigation calls through the symbol tools.
+    pub symbolic_nav_calls: u64,
+    /// Navigation calls through grep.
+    pub textual_nav_calls: u64,
+}
+
+impl AgentOutcome {
+    /// Returns the share of navigation calls that went through the symbol tools, `None` when
+    /// the agent did not navigate.
+    pub fn symbolic_share(&self) -> Option<f64> {
+        let total = self.symbolic_nav_calls + self.textual_nav_calls;
+        (total > 0).then(|| self.symbolic_nav_calls as f64 / total as f64)
+    }
 }
 
 /// Why a run could not even start.
@@ -121,6 +134,7 @@ struct Run<'a, 'b> {
     state: WorkerState,
     out: AgentOutcome,
     on_event: &'b mut dyn FnMut(&AgentEvent),
+    nav: &'b crate::nav::tools::NavCounter,
 }
 
 impl Run<'_, '_> {
@@ -151,6 +165,7 @@ impl Run<'_, '_> {
         self.transition(to, &reason);
         self.out.state = self.state;
         self.out.reason = reason;
+        (self.out.symbolic_nav_calls, self.out.textual_nav_calls) = self.nav.counts();
         self.out.cost = self.spec.price.map(|p| {
             (self.out.usage.input_tokens as f64 * p.input_per_mtok
                 + self.out.usage.output_tokens as f64 * p.output_per_mtok)
@@ -185,6 +200,7 @@ pub fn run(
         stop: spec.stop,
         network: role.network,
         sandbox: spec.sandbox.clone(),
+        nav: super::tools::nav::NavState::new(spec.registry.get("nav_def").is_some()),
     };
     let mut run = Run {
         spec,
@@ -201,8 +217,11 @@ pub fn run(
             tool_calls: 0,
             tool_errors: 0,
             retries: 0,
+            symbolic_nav_calls: 0,
+            textual_nav_calls: 0,
         },
         on_event,
+        nav: &ctx.nav.counter,
     };
     run.transition(WorkerState::Running, "started");
     let deadline = Instant::now() + Duration::from_secs(role.timeout_secs.max(1));

@@ -131,13 +131,16 @@ impl AgentWorker {
         if let Ok(line) = serde_json::to_string(&outcome) {
             let _ = writeln!(log, "{{\"type\":\"outcome\",\"outcome\":{line}}}");
         }
-        let tokens = format!(
+        let mut tokens = format!(
             "{} turns, {} tool calls, {} in / {} out tokens",
             outcome.turns,
             outcome.tool_calls,
             outcome.usage.input_tokens,
             outcome.usage.output_tokens
         );
+        if let Some(share) = outcome.symbolic_share() {
+            tokens.push_str(&format!(", {:.0}% of navigation symbolic", share * 100.0));
+        }
         Ok(match outcome.state {
             WorkerState::Completed => WorkerReport {
                 success: true,

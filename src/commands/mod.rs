@@ -7,6 +7,7 @@ mod cancel;
 mod error;
 mod gc;
 mod hook;
+mod mcp;
 mod merge;
 mod nav;
 mod plan;
@@ -47,6 +48,7 @@ enum Command {
     Hook(hook::HookArgs),
     Merge(merge::MergeArgs),
     Nav(nav::NavArgs),
+    Mcp(mcp::McpArgs),
     Agents(agents::AgentsArgs),
     Agent(agent::AgentArgs),
 }
@@ -76,6 +78,7 @@ pub fn main() -> ExitCode {
         Command::Hook(args) => hook::cmd_hook(&cwd, &args),
         Command::Merge(args) => merge::cmd_merge(&cwd, &args),
         Command::Nav(args) => nav::cmd_nav(&cwd, args),
+        Command::Mcp(args) => mcp::cmd_mcp(&cwd, &args),
         Command::Agents(args) => agents::cmd_agents(&cwd, &args),
         Command::Agent(args) => agent::cmd_agent(&cwd, &args),
     };

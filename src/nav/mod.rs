@@ -8,8 +8,8 @@
 //! now), [`Index`] (the worktree's view, refreshed incrementally and parsed in parallel),
 //! `modules` and `resolve` (imports, re-exports, scopes), `query` and `browse` (the questions
 //! people and agents ask), `map` (a ranked repository map under a token budget), `render`
-//! (bounded text that degrades instead of truncating) and `tools` (the same queries as agent
-//! tools taking JSON arguments).
+//! (bounded text that degrades instead of truncating), `tools` (the same queries as agent
+//! tools taking JSON arguments) and `mcp` (those tools served over MCP on stdio).
 
 mod browse;
 mod cache;
@@ -18,6 +18,7 @@ mod facts;
 mod index;
 mod lang;
 mod map;
+pub mod mcp;
 mod modules;
 mod query;
 mod render;
@@ -68,4 +69,6 @@ pub enum NavError {
     UnknownSymbol { name: String },
     #[error("{message}")]
     BadArgument { message: String },
+    #[error("MCP session failed: {message}")]
+    Mcp { message: String },
 }

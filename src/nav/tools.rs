@@ -57,6 +57,16 @@ pub struct NavCounter {
 }
 
 impl NavCounter {
+    /// Counts one call of a symbol tool.
+    pub fn record_symbolic(&self) {
+        self.symbolic.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts one textual search (grep).
+    pub fn record_textual(&self) {
+        self.textual.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// Returns (symbolic, textual) call counts.
     pub fn counts(&self) -> (u64, u64) {
         (
@@ -197,13 +207,13 @@ pub fn call(
     args: &Value,
 ) -> Result<String, ToolError> {
     if name == "grep" {
-        counter.textual.fetch_add(1, Ordering::Relaxed);
+        counter.record_textual();
         return grep(index, str_arg(args, "pattern")?, max_chars(args));
     }
     if !tool_specs().iter().any(|t| t.name == name) {
         return Err(ToolError::Arguments(format!("unknown tool `{name}`")));
     }
-    counter.symbolic.fetch_add(1, Ordering::Relaxed);
+    counter.record_symbolic();
     index.refresh()?;
     let limit = max_chars(args);
     let text = match name {
@@ -327,9 +337,21 @@ pub fn call(
     Ok(text)
 }
 
+/// The note every grep answer ends with, pointing at the symbol tools.
+pub const GREP_POINTER: &str = "\nhint: for definitions, references, callers and implementations use nav_def, nav_refs, nav_callers and nav_impls — they resolve imports and scopes that grep cannot.\n";
+
+/// Returns the names of the symbol tools (every tool of [`tool_specs`] but `grep`).
+pub fn symbol_tool_names() -> Vec<&'static str> {
+    tool_specs()
+        .into_iter()
+        .map(|t| t.name)
+        .filter(|n| *n != "grep")
+        .collect()
+}
+
 /// Runs `git grep` in the worktree and appends a pointer to the symbol tools.
 fn grep(index: &Index, pattern: &str, limit: usize) -> Result<String, ToolError> {
-    const POINTER: &str = "\nhint: for definitions, references, callers and implementations use nav_def, nav_refs, nav_callers and nav_impls — they resolve imports and scopes that grep cannot.\n";
+    const POINTER: &str = GREP_POINTER;
     let git = Git::new(index.root());
     let out = match git.run(["grep", "-n", "-I", "--untracked", "-E", "-e", pattern]) {
         Ok(o) => o,

@@ -12,11 +12,11 @@ use crate::llm::{SECRET, profile};
 use crate::mock::{MockServer, Recorded};
 use crate::support::TestRepo;
 
-struct Ran {
-    outcome: AgentOutcome,
-    events: Vec<AgentEvent>,
-    requests: Vec<Recorded>,
-    repo: TestRepo,
+pub(crate) struct Ran {
+    pub outcome: AgentOutcome,
+    pub events: Vec<AgentEvent>,
+    pub requests: Vec<Recorded>,
+    pub repo: TestRepo,
 }
 
 fn run_role_in(
@@ -27,8 +27,28 @@ fn run_role_in(
     packet_files: Option<Vec<String>>,
     edit: impl FnOnce(&mut agent::Role),
 ) -> Ran {
+    run_role_on(
+        TestRepo::new(),
+        sandboxed,
+        fixture,
+        provider,
+        role,
+        packet_files,
+        edit,
+    )
+}
+
+/// Runs `role` against the scripted `fixture` in `repo`.
+pub(crate) fn run_role_on(
+    repo: TestRepo,
+    sandboxed: bool,
+    fixture: &str,
+    provider: Provider,
+    role: &str,
+    packet_files: Option<Vec<String>>,
+    edit: impl FnOnce(&mut agent::Role),
+) -> Ran {
     let server = MockServer::from_fixture(fixture);
-    let repo = TestRepo::new();
     let model = llm::connect(&profile(&server, provider)).unwrap();
     let roles = Roles::builtin().unwrap();
     let mut role = roles.get(role).unwrap().clone();
@@ -81,7 +101,7 @@ fn run_role(
     run_role_in(false, fixture, provider, role, packet_files, edit)
 }
 
-fn tool_results(req: &Recorded) -> Vec<String> {
+pub(crate) fn tool_results(req: &Recorded) -> Vec<String> {
     req.body["messages"]
         .as_array()
         .unwrap()

@@ -7,5 +7,6 @@ mod agent_loop;
 mod cli;
 mod llm;
 mod mock;
+mod nav_tools;
 mod sandbox;
 mod support;

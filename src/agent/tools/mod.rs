@@ -8,6 +8,7 @@
 mod command;
 mod control;
 mod files;
+pub mod nav;
 mod search;
 
 use std::collections::BTreeSet;
@@ -24,8 +25,8 @@ pub use control::Signal;
 
 use super::role::Role;
 
-/// Names of every built-in tool.
-pub const KNOWN: [&str; 10] = [
+/// Names of every built-in tool but the symbol tools ([`nav::NAMES`]).
+pub const KNOWN: [&str; 9] = [
     "read_file",
     "list_dir",
     "write_file",
@@ -35,12 +36,16 @@ pub const KNOWN: [&str; 10] = [
     "signal_state",
     "ask",
     "complete",
-    "find_symbol",
 ];
 
-/// Returns true if and only if `name` is a built-in tool or one a later module registers.
+/// Returns true if and only if `name` is a built-in tool or a symbol tool.
 pub fn is_known(name: &str) -> bool {
-    KNOWN.contains(&name) || ["references", "outline"].contains(&name)
+    KNOWN.contains(&name) || nav::NAMES.contains(&name)
+}
+
+/// Returns every tool name a role may list, for error messages.
+pub fn known_names() -> Vec<&'static str> {
+    KNOWN.iter().chain(nav::NAMES.iter()).copied().collect()
 }
 
 /// What a tool call produced.
@@ -89,6 +94,8 @@ pub struct ToolContext<'a> {
     pub network: bool,
     /// How run_command is confined; `None` runs commands unrestricted (said in each result).
     pub sandbox: Option<crate::agent::sandbox::Sandbox>,
+    /// The symbol index and the navigation counter of this run.
+    pub nav: nav::NavState,
 }
 
 impl ToolContext<'_> {
@@ -174,6 +181,7 @@ impl Registry {
             .chain(search::tools())
             .chain(command::tools())
             .chain(control::tools())
+            .chain(nav::tools())
         {
             r.register(t);
         }

@@ -1,7 +1,8 @@
 //! grep: literal text search through the confined worktree.
 //!
-//! Deliberately simple; the symbol tools (find_symbol, references, outline) answer "where is
-//! X defined / used" better and register themselves through `Registry::register`.
+//! Deliberately simple; the symbol tools (nav_def, nav_refs, nav_callers, …) answer "where
+//! is X defined / used" better, so each answer points at them when the role has them, and
+//! each call counts as textual navigation.
 
 use serde_json::{Value, json};
 
@@ -30,6 +31,7 @@ pub(super) fn tools() -> Vec<Tool> {
 }
 
 fn grep(ctx: &ToolContext<'_>, args: &Value) -> Result<ToolResult, ToolFailure> {
+    ctx.nav.counter.record_textual();
     let pattern = arg_str(args, "pattern")?;
     if pattern.is_empty() {
         return Err(ToolFailure::Model("`pattern` is empty".into()));
@@ -105,5 +107,9 @@ fn grep(ctx: &ToolContext<'_>, args: &Value) -> Result<ToolResult, ToolFailure> 
             "\n[stopped at {max} results; narrow `path` or the pattern]"
         ));
     }
-    Ok(ToolResult::Text(truncate(&out, 48 * 1024)))
+    let mut out = truncate(&out, 48 * 1024);
+    if ctx.nav.offered {
+        out.push_str(crate::nav::tools::GREP_POINTER);
+    }
+    Ok(ToolResult::Text(out))
 }

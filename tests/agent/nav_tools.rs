@@ -1,0 +1,131 @@
+//! The symbol tools in the agent loop: a scripted model navigates a packet's worktree with
+//! nav_def, nav_callers and grep, and the outcome reports the symbolic share.
+
+use git_orchestra::agent::WorkerState;
+use git_orchestra::llm::Provider;
+
+use crate::agent_loop::{run_role_on, tool_results};
+use crate::support::TestRepo;
+
+/// A repository with `add` in src/lib.rs and a linked worktree whose uncommitted file calls it.
+fn packet_worktree() -> TestRepo {
+    let base = TestRepo::with_files(&[
+        (
+            "src/lib.rs",
+            "mod total;\n\npub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n",
+        ),
+        (
+            "src/total.rs",
+            "use crate::add;\n\npub fn total(xs: &[i32]) -> i32 {\n    xs.iter().fold(0, |s, x| add(s, *x))\n}\n",
+        ),
+    ]);
+    let wt = base.scratch().join("packet");
+    base.git(&[
+        "worktree",
+        "add",
+        "-q",
+        "-b",
+        "packet",
+        wt.to_str().unwrap(),
+    ]);
+    let repo = TestRepo {
+        tmp: base.tmp,
+        path: wt,
+    };
+    // Only the packet's worktree has this caller; an index of the main worktree would miss it.
+    repo.write(
+        "src/double.rs",
+        "use crate::add;\n\npub fn double(x: i32) -> i32 {\n    add(x, x)\n}\n",
+    );
+    repo
+}
+
+#[test]
+fn an_agent_navigates_its_worktree_with_symbol_tools_and_the_share_is_reported() {
+    let ran = run_role_on(
+        packet_worktree(),
+        false,
+        "openai/agent_nav",
+        Provider::OpenaiCompatible,
+        "researcher",
+        None,
+        |_| {},
+    );
+    let o = &ran.outcome;
+    assert_eq!(o.state, WorkerState::Completed, "{o:?}");
+    // nav_def, nav_callers and the failed nav_refs are symbolic; grep is textual.
+    assert_eq!((o.symbolic_nav_calls, o.textual_nav_calls), (3, 1));
+    assert_eq!(o.symbolic_share(), Some(0.75));
+    assert_eq!(o.tool_errors, 1);
+
+    let results = tool_results(ran.requests.last().unwrap());
+    assert!(
+        results[0].contains("src/lib.rs:3"),
+        "nav_def: {}",
+        results[0]
+    );
+    assert!(
+        results[1].contains("src/total.rs:4") && results[1].contains("src/double.rs:4"),
+        "nav_callers sees the worktree's uncommitted caller: {}",
+        results[1]
+    );
+    assert!(
+        results[2].contains("missing string argument `symbol`"),
+        "bad arguments go back to the model: {}",
+        results[2]
+    );
+    assert!(
+        results[3].contains("src/double.rs:4") && results[3].contains("nav_refs"),
+        "grep answers and points at the symbol tools: {}",
+        results[3]
+    );
+
+    // The symbol tools are offered with their schemas, and the instructions prefer them.
+    let tools = ran.requests[0].body["tools"].as_array().unwrap();
+    let nav_def = tools
+        .iter()
+        .find(|t| t["function"]["name"] == "nav_def")
+        .expect("nav_def offered");
+    assert_eq!(
+        nav_def["function"]["parameters"]["required"][0], "symbol",
+        "{nav_def}"
+    );
+    let system = ran.requests[0].body["messages"][0]["content"]
+        .as_str()
+        .unwrap();
+    assert!(system.contains("symbol tools before grep"), "{system}");
+    let outcome_json = serde_json::to_value(o).unwrap();
+    assert_eq!(outcome_json["symbolic_nav_calls"], 3);
+}
+
+#[test]
+fn grep_without_symbol_tools_does_not_point_at_them() {
+    let ran = run_role_on(
+        packet_worktree(),
+        false,
+        "openai/agent_nav",
+        Provider::OpenaiCompatible,
+        "researcher",
+        None,
+        |role| role.tools.retain(|t| !t.starts_with("nav_")),
+    );
+    let results = tool_results(ran.requests.last().unwrap());
+    assert!(
+        results[0].contains("there is no tool `nav_def`"),
+        "{}",
+        results[0]
+    );
+    assert!(
+        results[3].contains("src/double.rs:4") && !results[3].contains("nav_refs"),
+        "{}",
+        results[3]
+    );
+    assert_eq!(
+        (
+            ran.outcome.symbolic_nav_calls,
+            ran.outcome.textual_nav_calls
+        ),
+        (0, 1)
+    );
+    assert_eq!(ran.outcome.symbolic_share(), Some(0.0));
+}
