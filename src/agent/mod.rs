@@ -2,6 +2,7 @@
 //! lets one model work inside one packet's worktree.
 
 pub mod frontmatter;
+mod journal;
 pub mod profiles;
 pub mod role;
 mod runner;

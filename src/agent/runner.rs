@@ -62,6 +62,8 @@ pub enum AgentEvent {
         model: String,
         input_tokens: u64,
         output_tokens: u64,
+        /// The call's cost at the primary model's price, when the price table knows it.
+        cost: Option<f64>,
         ms: u64,
     },
     ToolCall {
@@ -151,11 +153,7 @@ impl Run<'_, '_> {
         self.transition(to, &reason);
         self.out.state = self.state;
         self.out.reason = reason;
-        self.out.cost = self.spec.price.map(|p| {
-            (self.out.usage.input_tokens as f64 * p.input_per_mtok
-                + self.out.usage.output_tokens as f64 * p.output_per_mtok)
-                / 1e6
-        });
+        self.out.cost = self.spec.price.map(|p| cost_of(p, self.out.usage));
         self.out
     }
 }
@@ -301,6 +299,7 @@ pub fn run(
             model: resp.model.clone(),
             input_tokens: resp.usage.input_tokens,
             output_tokens: resp.usage.output_tokens,
+            cost: spec.price.map(|p| cost_of(p, resp.usage)),
             ms: started.elapsed().as_millis() as u64,
         });
         req.messages.push(resp.to_message());
@@ -442,6 +441,13 @@ pub fn run(
             role.max_turns
         ),
     ))
+}
+
+/// Returns what `usage` costs at `price` (prices are per million tokens).
+fn cost_of(price: Price, usage: Usage) -> f64 {
+    (usage.input_tokens as f64 * price.input_per_mtok
+        + usage.output_tokens as f64 * price.output_per_mtok)
+        / 1e6
 }
 
 fn llm_clip(text: &str, max: usize) -> String {

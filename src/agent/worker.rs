@@ -119,9 +119,16 @@ impl AgentWorker {
                 if_unavailable: IfUnavailable::Refuse,
             }),
         };
+        let keys: Vec<llm::ApiKey> = chain
+            .iter()
+            .filter_map(|p| p.api_key().ok().flatten())
+            .collect();
         let mut on_event = |e: &AgentEvent| {
             if let Ok(line) = serde_json::to_string(e) {
-                let _ = writeln!(log, "{line}");
+                let _ = writeln!(log, "{}", scrub(&keys, &line));
+            }
+            if let Some(event) = super::journal::store_event(&packet.id, &role.name, &keys, e) {
+                (job.journal)(event);
             }
         };
         let outcome = super::run(&spec, &mut on_event).map_err(|e| LlmError::Protocol {
@@ -156,6 +163,11 @@ impl AgentWorker {
             },
         })
     }
+}
+
+/// Returns `text` with every key in `keys` replaced by a placeholder.
+fn scrub(keys: &[llm::ApiKey], text: &str) -> String {
+    keys.iter().fold(text.to_string(), |t, k| k.scrub(&t))
 }
 
 /// Returns the task message for a packet.

@@ -229,8 +229,9 @@ pub(super) fn print_final(
     let store = Store::open(&repo.common_dir).map_err(CommandError::internal)?;
     let run = store.require_run(run_id).map_err(CommandError::internal)?;
     let packets = store.packets(run_id).map_err(CommandError::internal)?;
+    let agents = store.agent_usage(run_id).map_err(CommandError::internal)?;
     if json {
-        let value = serde_json::json!({ "run": run, "packets": packets });
+        let value = serde_json::json!({ "run": run, "packets": packets, "agents": agents });
         println!(
             "{}",
             serde_json::to_string_pretty(&value).map_err(CommandError::internal)?
@@ -238,6 +239,7 @@ pub(super) fn print_final(
     } else {
         let mut out = String::new();
         super::status::render(&mut out, &run, &packets);
+        super::status::render_agents(&mut out, &agents);
         print!("{out}");
     }
     match state {

@@ -3,8 +3,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod activity;
 mod agent_loop;
 mod cli;
+mod e2e;
 mod llm;
 mod mock;
 mod sandbox;
