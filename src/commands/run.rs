@@ -55,7 +55,7 @@ pub struct RunArgs {
 /// Validates the plan, creates (or finds) its run, and drives it to the end.
 pub fn cmd_run(cwd: &Path, args: &RunArgs) -> Result<(), CommandError> {
     let repo = RepoInfo::discover(cwd)?;
-    let config = RepoConfig::load(&repo.toplevel).map_err(CommandError::user)?;
+    let config = load_config(&repo)?;
     let plan_path = cwd.join(&args.plan);
     let text = fs_err::read_to_string(&plan_path).map_err(|e| {
         CommandError::user(e).hint(
@@ -210,6 +210,14 @@ pub fn drive(
     let summary: Summary =
         engine::execute_with(repo, run_id, &ctl, worker_ref).map_err(engine_error)?;
     print_final(repo, run_id, json, summary.state)
+}
+
+/// Returns the repository's configuration merged over the user's
+/// (`~/.config/git-orchestra/config.toml`, or under `$XDG_CONFIG_HOME`).
+pub fn load_config(repo: &RepoInfo) -> Result<RepoConfig, CommandError> {
+    let env = |k: &str| std::env::var(k).ok();
+    let user = git_orchestra::config::user_config_path(&env);
+    RepoConfig::load_with_user(&repo.toplevel, user.as_deref()).map_err(CommandError::user)
 }
 
 /// Returns our agents as the worker for runs without a worker command.

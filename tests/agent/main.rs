@@ -6,6 +6,7 @@
 mod activity;
 mod agent_loop;
 mod cli;
+mod config;
 mod e2e;
 mod llm;
 mod mock;
