@@ -58,7 +58,7 @@ fn run_against_local_server(provider: Provider) {
     role.instructions = "You are a careful assistant working in a repository. Use the tools \
                          you are given."
         .into();
-    role.max_turns = 3;
+    role.max_turns = 2;
     role.timeout_secs = 300;
     let registry = Registry::builtin().for_role(&role);
     let root = ConfinedRoot::open(&repo.path).unwrap();
