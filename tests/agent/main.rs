@@ -11,4 +11,5 @@ mod e2e;
 mod llm;
 mod mock;
 mod sandbox;
+mod stall;
 mod support;
