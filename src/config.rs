@@ -104,25 +104,88 @@ pub fn repo_config_path(toplevel: &Path) -> PathBuf {
     toplevel.join(".orchestra").join("config.toml")
 }
 
+/// Returns the user configuration file's path, `$XDG_CONFIG_HOME/git-orchestra/config.toml`
+/// or `$HOME/.config/git-orchestra/config.toml`, from the environment lookup `env`; `None`
+/// when neither variable is set.
+///
+/// The library never reads the home directory on its own: the command line passes the path
+/// to [`RepoConfig::load_with_user`], so tests and embedders decide what applies.
+pub fn user_config_path(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
+    let base = match env("XDG_CONFIG_HOME").filter(|v| !v.is_empty()) {
+        Some(dir) => PathBuf::from(dir),
+        None => PathBuf::from(env("HOME").filter(|v| !v.is_empty())?).join(".config"),
+    };
+    Some(base.join("git-orchestra").join("config.toml"))
+}
+
 impl RepoConfig {
     /// Reads the repository's configuration, or the defaults when the file does not exist.
     pub fn load(toplevel: &Path) -> Result<RepoConfig, ConfigError> {
-        let path = repo_config_path(toplevel);
-        let text = match fs_err::read_to_string(&path) {
-            Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(RepoConfig::default()),
-            Err(source) => return Err(ConfigError::Read { path, source }),
+        RepoConfig::load_with_user(toplevel, None)
+    }
+
+    /// Reads the repository's configuration merged over the user's file at `user` (when given
+    /// and present): the repository wins key by key, and tables of profiles, roles and prices
+    /// are merged entry by entry.
+    pub fn load_with_user(toplevel: &Path, user: Option<&Path>) -> Result<RepoConfig, ConfigError> {
+        let repo = RepoConfig::read(&repo_config_path(toplevel))?.unwrap_or_default();
+        let mut config = match user {
+            Some(path) => match RepoConfig::read(path)? {
+                Some(user) => repo.over(user),
+                None => repo,
+            },
+            None => repo,
         };
-        let mut config: RepoConfig = toml::from_str(&text).map_err(|e| ConfigError::Parse {
-            path: path.clone(),
-            message: e.to_string().trim().to_string(),
-        })?;
         if let Some(root) = &config.worktree.root
             && root.is_relative()
         {
             config.worktree.root = Some(toplevel.join(root));
         }
         Ok(config)
+    }
+
+    /// Parses the file at `path`; `None` when it does not exist.
+    fn read(path: &Path) -> Result<Option<RepoConfig>, ConfigError> {
+        let text = match fs_err::read_to_string(path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(source) => {
+                return Err(ConfigError::Read {
+                    path: path.to_path_buf(),
+                    source,
+                });
+            }
+        };
+        toml::from_str(&text)
+            .map(Some)
+            .map_err(|e| ConfigError::Parse {
+                path: path.to_path_buf(),
+                message: e.to_string().trim().to_string(),
+            })
+    }
+
+    /// Returns `self` with every setting it leaves unset taken from `base`.
+    fn over(self, base: RepoConfig) -> RepoConfig {
+        fn merge<V>(
+            top: BTreeMap<String, V>,
+            mut base: BTreeMap<String, V>,
+        ) -> BTreeMap<String, V> {
+            base.extend(top);
+            base
+        }
+        RepoConfig {
+            worktree: WorktreeConfig {
+                root: self.worktree.root.or(base.worktree.root),
+                setup: self.worktree.setup.or(base.worktree.setup),
+            },
+            run: RunConfig {
+                timeout_secs: self.run.timeout_secs.or(base.run.timeout_secs),
+                max_parallel: self.run.max_parallel.or(base.run.max_parallel),
+            },
+            profiles: merge(self.profiles, base.profiles),
+            roles: merge(self.roles, base.roles),
+            prices: merge(self.prices, base.prices),
+        }
     }
 }
 
@@ -147,5 +210,61 @@ mod tests {
         std::fs::write(repo_config_path(dir.path()), "[worktree]\nrooot = 1\n").unwrap();
         let err = RepoConfig::load(dir.path()).unwrap_err().to_string();
         assert!(err.contains("rooot") && err.contains("line 2"), "{err}");
+    }
+
+    #[test]
+    fn the_repository_config_wins_over_the_users_entry_by_entry() {
+        let dir = tempfile::tempdir().unwrap();
+        let user = dir.path().join("user.toml");
+        std::fs::write(
+            &user,
+            "[run]\ntimeout_secs = 9\nmax_parallel = 3\n[profiles.default]\nprovider = \"openai\"\nmodel = \"user-model\"\n[profiles.fast]\nprovider = \"ollama\"\nmodel = \"small\"\n[prices.\"user-model\"]\ninput_per_mtok = 1.0\noutput_per_mtok = 2.0\n",
+        )
+        .unwrap();
+        std::fs::create_dir_all(dir.path().join(".orchestra")).unwrap();
+        std::fs::write(
+            repo_config_path(dir.path()),
+            "[run]\ntimeout_secs = 5\n[profiles.default]\nprovider = \"anthropic\"\nmodel = \"repo-model\"\n",
+        )
+        .unwrap();
+        let cfg = RepoConfig::load_with_user(dir.path(), Some(&user)).unwrap();
+        assert_eq!(
+            (cfg.run.timeout_secs, cfg.run.max_parallel),
+            (Some(5), Some(3))
+        );
+        assert_eq!(cfg.profiles["default"].model, "repo-model");
+        assert_eq!(cfg.profiles["fast"].model, "small");
+        assert!(cfg.prices.contains_key("user-model"));
+        // Without the user file, only the repository's settings apply.
+        let cfg = RepoConfig::load(dir.path()).unwrap();
+        assert!(!cfg.profiles.contains_key("fast"));
+        // A typo in the user file names that file.
+        std::fs::write(&user, "[runn]\n").unwrap();
+        let err = RepoConfig::load_with_user(dir.path(), Some(&user))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("user.toml") && err.contains("runn"), "{err}");
+        let missing = dir.path().join("none.toml");
+        assert!(RepoConfig::load_with_user(dir.path(), Some(&missing)).is_ok());
+    }
+
+    #[test]
+    fn the_user_config_path_follows_xdg_then_home() {
+        let env = |vars: &'static [(&'static str, &'static str)]| {
+            move |k: &str| {
+                vars.iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        assert_eq!(
+            user_config_path(&env(&[("HOME", "/h"), ("XDG_CONFIG_HOME", "/x")])),
+            Some(PathBuf::from("/x/git-orchestra/config.toml"))
+        );
+        assert_eq!(
+            user_config_path(&env(&[("HOME", "/h")])),
+            Some(PathBuf::from("/h/.config/git-orchestra/config.toml"))
+        );
+        assert_eq!(user_config_path(&env(&[])), None);
     }
 }

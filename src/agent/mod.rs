@@ -1,7 +1,12 @@
 //! The agent runtime: roles as files, provider profiles, the tool registry and the loop that
 //! lets one model work inside one packet's worktree.
 
+mod call;
+mod context;
+mod dispatch;
+mod events;
 pub mod frontmatter;
+mod journal;
 pub mod profiles;
 pub mod role;
 mod runner;
@@ -10,7 +15,8 @@ pub mod state;
 pub mod tools;
 mod worker;
 
+pub use events::{AgentError, AgentEvent, AgentOutcome};
 pub use role::{Role, RoleError, RoleSource, Roles};
-pub use runner::{AgentError, AgentEvent, AgentOutcome, AgentSpec, run};
+pub use runner::{AgentSpec, Answerer, run};
 pub use state::WorkerState;
 pub use worker::{AgentWorker, SetupError};

@@ -33,6 +33,9 @@ pub const DEFAULT_MAX_TURNS: u32 = 50;
 /// Default wall-clock limit, in seconds, for roles that do not set one.
 pub const DEFAULT_TIMEOUT_SECS: u64 = 1800;
 
+/// Default stall timeout, in seconds: how long a model call may go without a streamed piece.
+pub const DEFAULT_STALL_TIMEOUT_SECS: u64 = 300;
+
 /// Where a role's definition came from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case", tag = "kind", content = "path")]
@@ -55,6 +58,8 @@ pub struct Role {
     /// Globs of the files this role may write; empty means read-only.
     pub write_scope: Vec<String>,
     pub timeout_secs: u64,
+    /// How long the model may go without streaming anything before the agent is stalled.
+    pub stall_timeout_secs: u64,
     pub max_turns: u32,
     /// Whether `run_command` may open network connections.
     pub network: bool,
@@ -226,6 +231,7 @@ fn parse(
         .collect(),
         write_scope: Vec::new(),
         timeout_secs: DEFAULT_TIMEOUT_SECS,
+        stall_timeout_secs: DEFAULT_STALL_TIMEOUT_SECS,
         max_turns: DEFAULT_MAX_TURNS,
         network: false,
         instructions: body,
@@ -264,6 +270,9 @@ fn parse(
             }
             (Dialect::Orchestra, "write_scope") => role.write_scope = value.to_list(),
             (Dialect::Orchestra, "timeout") => role.timeout_secs = number(key, value)?,
+            (Dialect::Orchestra, "stall_timeout") => {
+                role.stall_timeout_secs = number(key, value)?.max(1)
+            }
             (Dialect::Orchestra, "max_turns") => role.max_turns = number(key, value)? as u32,
             (Dialect::Orchestra, "network") => role.network = value.to_scalar() == "true",
             _ => role

@@ -1,23 +1,26 @@
 //! The tool loop: ask the model, run the tools it calls, answer, repeat — until it calls
-//! `complete`, signals `blocked`, runs out of turns or time, or is cancelled.
+//! `complete`, signals `blocked`, runs out of turns or time, stalls, or is cancelled.
 //!
 //! An answer without a tool call is not success: the agent is asked once to call `complete`
 //! or signal `blocked`, and marked blocked if it still does not. Repeating the same calls
-//! without progress is a stall and ends the same way.
+//! without progress is a stall and ends the same way, as does a model that streams nothing
+//! for the role's stall timeout.
 
 use std::collections::BTreeSet;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
-
+use super::call::{self, Watched};
+use super::context::{bound_context, system_prompt};
+use super::dispatch::Dispatched;
+use super::events::{AgentError, AgentEvent, AgentOutcome};
 use super::role::Role;
 use super::state::WorkerState;
-use super::tools::{Registry, Signal, ToolContext, ToolFailure, ToolResult};
+use super::tools::{Registry, ToolContext};
 use crate::config::Price;
 use crate::confine::ConfinedRoot;
-use crate::llm::{self, ChatModel, ChatRequest, LlmError, Message, RetryEvent, RetryPolicy, Usage};
+use crate::llm::{ChatModel, ChatRequest, LlmError, Message, RetryEvent, RetryPolicy, Usage};
 use crate::plan::Scope;
 
 /// Identical consecutive rounds of tool calls that count as a stall.
@@ -48,102 +51,22 @@ pub struct AgentSpec<'a> {
     pub sandbox: Option<super::sandbox::Sandbox>,
 }
 
-/// Something that happened during a run, for the journal and the display.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum AgentEvent {
-    State {
-        from: WorkerState,
-        to: WorkerState,
-        reason: String,
-    },
-    ModelCall {
-        turn: u32,
-        model: String,
-        input_tokens: u64,
-        output_tokens: u64,
-        ms: u64,
-    },
-    ToolCall {
-        turn: u32,
-        name: String,
-        ok: bool,
-        ms: u64,
-        summary: String,
-    },
-    Retry {
-        model: String,
-        attempt: u32,
-        delay_ms: u64,
-        error: String,
-    },
-    Fallback {
-        from: String,
-        to: String,
-        error: String,
-    },
-    ContextTrimmed {
-        dropped_outputs: usize,
-    },
-    Question {
-        question: String,
-        to: Option<String>,
-    },
-}
-
-/// How a run ended.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct AgentOutcome {
+/// A run in progress: its state, its tally, and where its events go.
+pub(super) struct Run<'a, 'b> {
+    pub spec: &'b AgentSpec<'a>,
     pub state: WorkerState,
-    pub reason: String,
-    pub summary: Option<String>,
-    pub touched_files: Vec<String>,
-    pub learnings: Vec<String>,
-    pub usage: Usage,
-    pub cost: Option<f64>,
-    pub turns: u32,
-    pub tool_calls: u32,
-    pub tool_errors: u32,
-    pub retries: u32,
-    /// Navigation calls through the symbol tools.
-    pub symbolic_nav_calls: u64,
-    /// Navigation calls through grep.
-    pub textual_nav_calls: u64,
-}
-
-impl AgentOutcome {
-    /// Returns the share of navigation calls that went through the symbol tools, `None` when
-    /// the agent did not navigate.
-    pub fn symbolic_share(&self) -> Option<f64> {
-        let total = self.symbolic_nav_calls + self.textual_nav_calls;
-        (total > 0).then(|| self.symbolic_nav_calls as f64 / total as f64)
-    }
-}
-
-/// Why a run could not even start.
-#[derive(Debug, thiserror::Error)]
-pub enum AgentError {
-    #[error("role `{role}` has an invalid write scope: {message}")]
-    Scope { role: String, message: String },
-    #[error("the agent has no model to talk to")]
-    NoModel,
-}
-
-struct Run<'a, 'b> {
-    spec: &'b AgentSpec<'a>,
-    state: WorkerState,
-    out: AgentOutcome,
+    pub out: AgentOutcome,
     on_event: &'b mut dyn FnMut(&AgentEvent),
     nav: &'b crate::nav::tools::NavCounter,
 }
 
 impl Run<'_, '_> {
-    fn emit(&mut self, e: AgentEvent) {
+    pub(super) fn emit(&mut self, e: AgentEvent) {
         (self.on_event)(&e);
     }
 
     /// Moves to `to` when the transition is valid; returns false otherwise.
-    fn transition(&mut self, to: WorkerState, reason: &str) -> bool {
+    pub(super) fn transition(&mut self, to: WorkerState, reason: &str) -> bool {
         if self.state == to {
             return true;
         }
@@ -166,12 +89,32 @@ impl Run<'_, '_> {
         self.out.state = self.state;
         self.out.reason = reason;
         (self.out.symbolic_nav_calls, self.out.textual_nav_calls) = self.nav.counts();
-        self.out.cost = self.spec.price.map(|p| {
-            (self.out.usage.input_tokens as f64 * p.input_per_mtok
-                + self.out.usage.output_tokens as f64 * p.output_per_mtok)
-                / 1e6
-        });
+        self.out.cost = self.spec.price.map(|p| cost_of(p, self.out.usage));
         self.out
+    }
+
+    fn retried(&mut self, events: Vec<RetryEvent>) {
+        for e in events {
+            self.out.retries += 1;
+            self.emit(match e {
+                RetryEvent::Retrying {
+                    model,
+                    attempt,
+                    delay,
+                    error,
+                } => AgentEvent::Retry {
+                    model,
+                    attempt,
+                    delay_ms: delay.as_millis() as u64,
+                    error: error.to_string(),
+                },
+                RetryEvent::FallingBack { from, to, error } => AgentEvent::Fallback {
+                    from,
+                    to,
+                    error: error.to_string(),
+                },
+            });
+        }
     }
 }
 
@@ -205,26 +148,19 @@ pub fn run(
     let mut run = Run {
         spec,
         state: WorkerState::Initializing,
-        out: AgentOutcome {
-            state: WorkerState::Initializing,
-            reason: String::new(),
-            summary: None,
-            touched_files: Vec::new(),
-            learnings: Vec::new(),
-            usage: Usage::default(),
-            cost: None,
-            turns: 0,
-            tool_calls: 0,
-            tool_errors: 0,
-            retries: 0,
-            symbolic_nav_calls: 0,
-            textual_nav_calls: 0,
-        },
+        out: AgentOutcome::default(),
         on_event,
         nav: &ctx.nav.counter,
     };
     run.transition(WorkerState::Running, "started");
+    let timed_out = || {
+        format!(
+            "timed out after {}s (the role's timeout)",
+            role.timeout_secs
+        )
+    };
     let deadline = Instant::now() + Duration::from_secs(role.timeout_secs.max(1));
+    let stall = Duration::from_secs(role.stall_timeout_secs.max(1));
     let mut req = ChatRequest {
         messages: vec![
             Message::system(system_prompt(spec)),
@@ -242,13 +178,7 @@ pub fn run(
             return Ok(run.finish(WorkerState::Cancelled, "cancelled"));
         }
         if Instant::now() > deadline {
-            return Ok(run.finish(
-                WorkerState::Error,
-                format!(
-                    "timed out after {}s (the role's timeout)",
-                    role.timeout_secs
-                ),
-            ));
+            return Ok(run.finish(WorkerState::Error, timed_out()));
         }
         run.out.turns += 1;
         let turn = run.out.turns;
@@ -259,49 +189,29 @@ pub fn run(
             });
         }
         let started = Instant::now();
-        let mut retry_events = Vec::new();
-        let result = llm::chat_with_retry(
-            &spec.models,
-            &req,
-            &spec.policy,
-            spec.stop,
-            &mut |_| !spec.stop.load(Ordering::SeqCst) && Instant::now() < deadline,
-            &mut |e| retry_events.push(e.clone()),
-        );
-        for e in retry_events {
-            run.out.retries += 1;
-            run.emit(match e {
-                RetryEvent::Retrying {
-                    model,
-                    attempt,
-                    delay,
-                    error,
-                } => AgentEvent::Retry {
-                    model,
-                    attempt,
-                    delay_ms: delay.as_millis() as u64,
-                    error: error.to_string(),
-                },
-                RetryEvent::FallingBack { from, to, error } => AgentEvent::Fallback {
-                    from,
-                    to,
-                    error: error.to_string(),
-                },
-            });
+        let watched = Watched {
+            models: &spec.models,
+            req: &req,
+            policy: &spec.policy,
+            stop: spec.stop,
+            deadline,
+            stall,
+        };
+        let end = call::watched(&watched, &mut |quiet| {
+            let reason = stall_reason(quiet);
+            run.transition(WorkerState::Blocked, &reason);
+        });
+        run.retried(end.retries);
+        if let Some(quiet) = end.stalled {
+            return Ok(run.finish(WorkerState::Blocked, stall_reason(quiet)));
         }
-        let resp = match result {
+        let resp = match end.result {
             Ok((resp, _)) => resp,
             Err(LlmError::Cancelled { .. }) if spec.stop.load(Ordering::SeqCst) => {
                 return Ok(run.finish(WorkerState::Cancelled, "cancelled"));
             }
             Err(LlmError::Cancelled { .. }) => {
-                return Ok(run.finish(
-                    WorkerState::Error,
-                    format!(
-                        "timed out after {}s (the role's timeout)",
-                        role.timeout_secs
-                    ),
-                ));
+                return Ok(run.finish(WorkerState::Error, timed_out()));
             }
             Err(LlmError::ContextTooLong { .. }) if !trimmed_for_overflow => {
                 trimmed_for_overflow = true;
@@ -320,6 +230,7 @@ pub fn run(
             model: resp.model.clone(),
             input_tokens: resp.usage.input_tokens,
             output_tokens: resp.usage.output_tokens,
+            cost: spec.price.map(|p| cost_of(p, resp.usage)),
             ms: started.elapsed().as_millis() as u64,
         });
         req.messages.push(resp.to_message());
@@ -349,100 +260,11 @@ pub fn run(
         }
         let mut end: Option<(WorkerState, String)> = None;
         for call in &resp.tool_calls {
-            run.out.tool_calls += 1;
-            let t0 = Instant::now();
-            let result = match call.parse_arguments() {
-                Err(msg) => Err(ToolFailure::Model(msg)),
-                Ok(args) => match spec.registry.get(&call.name) {
-                    None => Err(ToolFailure::Model(format!(
-                        "there is no tool `{}` for this role; available: {}",
-                        call.name,
-                        spec.registry.names().join(", ")
-                    ))),
-                    Some(_) if end.is_some() => Err(ToolFailure::Model(
-                        "not run: the agent already ended".into(),
-                    )),
-                    Some(tool) => (tool.handler)(&ctx, &args),
-                },
-            };
-            let (content, is_error) = match result {
-                Ok(ToolResult::Text(t)) => (t, false),
-                Ok(ToolResult::Signal(signal, text)) => match signal {
-                    Signal::State { state, reason } => {
-                        if run.transition(state, &reason) {
-                            if state == WorkerState::Blocked {
-                                end = Some((WorkerState::Blocked, reason));
-                            }
-                            (text, false)
-                        } else {
-                            (
-                                format!(
-                                    "cannot move from {} to {}",
-                                    run.state.as_str(),
-                                    state.as_str()
-                                ),
-                                true,
-                            )
-                        }
-                    }
-                    Signal::Ask { question, to } => {
-                        run.emit(AgentEvent::Question {
-                            question: question.clone(),
-                            to: to.clone(),
-                        });
-                        run.transition(WorkerState::WaitingForInput, &question);
-                        match spec.answer.and_then(|a| a(&question, to.as_deref())) {
-                            Some(answer) => {
-                                run.transition(WorkerState::Running, "answer received");
-                                (answer, false)
-                            }
-                            None => {
-                                end = Some((
-                                    WorkerState::WaitingForInput,
-                                    format!("waiting for an answer to: {question}"),
-                                ));
-                                (text, false)
-                            }
-                        }
-                    }
-                    Signal::Complete {
-                        summary,
-                        touched_files,
-                        learnings,
-                    } => {
-                        run.transition(WorkerState::Completing, "complete called");
-                        run.out.summary = Some(summary.clone());
-                        run.out.touched_files = touched_files;
-                        run.out.learnings = learnings;
-                        end = Some((WorkerState::Completed, summary));
-                        (text, false)
-                    }
-                },
-                Err(ToolFailure::Model(m)) => (m, true),
-                Err(ToolFailure::Infrastructure(m)) => {
-                    return Ok(run.finish(
-                        WorkerState::Error,
-                        format!("tool `{}` failed: {m}", call.name),
-                    ));
-                }
-            };
-            if is_error {
-                run.out.tool_errors += 1;
+            match run.dispatch(&ctx, turn, call, end.is_some(), &mut req.messages) {
+                Dispatched::Continue => {}
+                Dispatched::End(state, reason) => end = Some((state, reason)),
+                Dispatched::Failed(reason) => return Ok(run.finish(WorkerState::Error, reason)),
             }
-            let summary = llm_clip(&content, 120);
-            run.emit(AgentEvent::ToolCall {
-                turn,
-                name: call.name.clone(),
-                ok: !is_error,
-                ms: t0.elapsed().as_millis() as u64,
-                summary,
-            });
-            req.messages.push(Message::Tool {
-                call_id: call.id.clone(),
-                name: call.name.clone(),
-                content,
-                is_error,
-            });
         }
         if let Some((state, reason)) = end {
             return Ok(run.finish(state, reason));
@@ -463,80 +285,17 @@ pub fn run(
     ))
 }
 
-fn llm_clip(text: &str, max: usize) -> String {
-    let first = text.lines().next().unwrap_or("");
-    crate::llm::clip_text(first, max)
+/// Returns the reason given when the model streamed nothing for `quiet`.
+fn stall_reason(quiet: Duration) -> String {
+    format!(
+        "stalled: the model sent nothing for {}s (the role's stall timeout)",
+        quiet.as_secs()
+    )
 }
 
-/// Returns the system prompt: the role's instructions plus the facts of this run.
-fn system_prompt(spec: &AgentSpec<'_>) -> String {
-    let role = spec.role;
-    let mut s = role.instructions.clone();
-    s.push_str(&format!(
-        "\n\n## This run\n\n- Role: {}\n- Tools: {}\n",
-        role.name,
-        spec.registry.names().join(", ")
-    ));
-    if role.write_scope.is_empty() {
-        s.push_str("- You may not write files.\n");
-    } else {
-        s.push_str(&format!(
-            "- You may write: {}\n",
-            role.write_scope.join(", ")
-        ));
-    }
-    if let Some(files) = &spec.packet_files {
-        s.push_str(&format!(
-            "- This packet declared the files: {}\n",
-            files.join(", ")
-        ));
-    }
-    s
-}
-
-/// Replaces the content of old tool outputs with a placeholder while the conversation is
-/// larger than three quarters of `context_tokens` (≈ 4 characters a token); the last `keep`
-/// messages are never touched. Returns how many outputs were dropped.
-fn bound_context(messages: &mut [Message], context_tokens: u64, keep: usize) -> usize {
-    let budget = (context_tokens as usize).saturating_mul(3);
-    let mut size: usize = messages.iter().map(Message::text_len).sum();
-    let mut dropped = 0;
-    let end = messages.len().saturating_sub(keep);
-    for m in messages[..end].iter_mut() {
-        if size <= budget {
-            break;
-        }
-        if let Message::Tool { name, content, .. } = m
-            && !content.starts_with("[output of")
-        {
-            let placeholder = format!(
-                "[output of {name} dropped to save context; call the tool again if you need it]"
-            );
-            size = size - content.len() + placeholder.len();
-            *content = placeholder;
-            dropped += 1;
-        }
-    }
-    dropped
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn old_tool_outputs_are_dropped_first_and_recent_ones_kept() {
-        let tool = |c: &str| Message::Tool {
-            call_id: "1".into(),
-            name: "read_file".into(),
-            content: c.into(),
-            is_error: false,
-        };
-        let big = "x".repeat(4000);
-        let mut msgs = vec![Message::system("s"), tool(&big), tool(&big), tool(&big)];
-        let dropped = bound_context(&mut msgs, 1000, 1);
-        assert_eq!(dropped, 2);
-        assert!(matches!(&msgs[3], Message::Tool { content, .. } if content.len() == 4000));
-        assert_eq!(bound_context(&mut msgs, 1_000_000, 1), 0);
-    }
+/// Returns what `usage` costs at `price` (prices are per million tokens).
+fn cost_of(price: Price, usage: Usage) -> f64 {
+    (usage.input_tokens as f64 * price.input_per_mtok
+        + usage.output_tokens as f64 * price.output_per_mtok)
+        / 1e6
 }

@@ -3,9 +3,10 @@
 use serde::{Deserialize, Serialize};
 
 /// Where an agent is in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum WorkerState {
+    #[default]
     Initializing,
     Running,
     WaitingForInput,

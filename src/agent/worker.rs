@@ -34,6 +34,8 @@ pub struct AgentWorker {
     config: RepoConfig,
     registry: Registry,
     policy: RetryPolicy,
+    /// One gate per profile, shared by all packets: the profile's concurrency limit.
+    gates: llm::Gates,
 }
 
 fn env(key: &str) -> Option<String> {
@@ -48,6 +50,7 @@ impl AgentWorker {
             config,
             registry: Registry::builtin(),
             policy: RetryPolicy::default(),
+            gates: llm::Gates::default(),
         })
     }
 
@@ -79,10 +82,14 @@ impl AgentWorker {
         let mut role = self.roles.get(&packet.role)?.clone();
         role.timeout_secs = role.timeout_secs.min(job.timeout.as_secs().max(1));
         let chain = profiles::resolve(&self.config, &role, &env)?;
-        let mut models: Vec<Box<dyn ChatModel>> = Vec::new();
+        let mut models: Vec<Box<dyn ChatModel + '_>> = Vec::new();
         for (i, p) in chain.iter().enumerate() {
             match llm::connect(p) {
-                Ok(m) => models.push(m),
+                Ok(m) => models.push(Box::new(llm::Limited::new(
+                    m,
+                    self.gates.get(&p.name, p.concurrency),
+                    job.stop,
+                ))),
                 Err(e) if i == 0 => return Err(e.into()),
                 Err(e) => {
                     let _ = writeln!(
@@ -119,9 +126,16 @@ impl AgentWorker {
                 if_unavailable: IfUnavailable::Refuse,
             }),
         };
+        let keys: Vec<llm::ApiKey> = chain
+            .iter()
+            .filter_map(|p| p.api_key().ok().flatten())
+            .collect();
         let mut on_event = |e: &AgentEvent| {
             if let Ok(line) = serde_json::to_string(e) {
-                let _ = writeln!(log, "{line}");
+                let _ = writeln!(log, "{}", scrub(&keys, &line));
+            }
+            if let Some(event) = super::journal::store_event(&packet.id, &role.name, &keys, e) {
+                (job.journal)(event);
             }
         };
         let outcome = super::run(&spec, &mut on_event).map_err(|e| LlmError::Protocol {
@@ -159,6 +173,11 @@ impl AgentWorker {
             },
         })
     }
+}
+
+/// Returns `text` with every key in `keys` replaced by a placeholder.
+fn scrub(keys: &[llm::ApiKey], text: &str) -> String {
+    keys.iter().fold(text.to_string(), |t, k| k.scrub(&t))
 }
 
 /// Returns the task message for a packet.

@@ -5,7 +5,6 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::Args;
-use git_orchestra::config::RepoConfig;
 use git_orchestra::engine::{self, RunOptions};
 use git_orchestra::git::RepoInfo;
 use git_orchestra::names;
@@ -46,7 +45,7 @@ pub struct AgentArgs {
 /// Builds a one-packet plan for the task and drives it with our agent.
 pub fn cmd_agent(cwd: &Path, args: &AgentArgs) -> Result<(), CommandError> {
     let repo = RepoInfo::discover(cwd)?;
-    let config = RepoConfig::load(&repo.toplevel).map_err(CommandError::user)?;
+    let config = super::run::load_config(&repo)?;
     if args.task.trim().is_empty() {
         return Err(CommandError::user("the task is empty")
             .hint("git orchestra agent coder \"Make parse() reject empty input\""));

@@ -119,8 +119,27 @@ pub fn line(event: &Event) -> Option<String> {
                 ""
             }
         ),
+        Event::AgentState {
+            packet,
+            role,
+            from,
+            to,
+            reason,
+        } => format!("[{packet}] {role}: {from} → {to} ({})", first_line(reason)),
+        Event::AgentFallback {
+            packet, from, to, ..
+        } => format!("[{packet}] model {from} keeps failing; falling back to {to}"),
         _ => return None,
     })
+}
+
+fn first_line(text: &str) -> &str {
+    let line = text.lines().next().unwrap_or("");
+    let mut end = line.len().min(120);
+    while !line.is_char_boundary(end) {
+        end -= 1;
+    }
+    &line[..end]
 }
 
 /// Returns the first 10 characters of a commit id.

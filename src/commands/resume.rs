@@ -3,7 +3,6 @@
 use std::path::Path;
 
 use clap::Args;
-use git_orchestra::config::RepoConfig;
 use git_orchestra::engine;
 use git_orchestra::git::RepoInfo;
 
@@ -27,7 +26,7 @@ pub struct ResumeArgs {
 /// Resumes the chosen run and drives it to the end.
 pub fn cmd_resume(cwd: &Path, args: &ResumeArgs) -> Result<(), CommandError> {
     let repo = RepoInfo::discover(cwd)?;
-    let config = RepoConfig::load(&repo.toplevel).map_err(CommandError::user)?;
+    let config = super::run::load_config(&repo)?;
     let run = match &args.run {
         Some(id) => id.clone(),
         None => engine::latest_unfinished(&repo).map_err(engine_error)?,

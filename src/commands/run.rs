@@ -55,7 +55,7 @@ pub struct RunArgs {
 /// Validates the plan, creates (or finds) its run, and drives it to the end.
 pub fn cmd_run(cwd: &Path, args: &RunArgs) -> Result<(), CommandError> {
     let repo = RepoInfo::discover(cwd)?;
-    let config = RepoConfig::load(&repo.toplevel).map_err(CommandError::user)?;
+    let config = load_config(&repo)?;
     let plan_path = cwd.join(&args.plan);
     let text = fs_err::read_to_string(&plan_path).map_err(|e| {
         CommandError::user(e).hint(
@@ -212,6 +212,14 @@ pub fn drive(
     print_final(repo, run_id, json, summary.state)
 }
 
+/// Returns the repository's configuration merged over the user's
+/// (`~/.config/git-orchestra/config.toml`, or under `$XDG_CONFIG_HOME`).
+pub fn load_config(repo: &RepoInfo) -> Result<RepoConfig, CommandError> {
+    let env = |k: &str| std::env::var(k).ok();
+    let user = git_orchestra::config::user_config_path(&env);
+    RepoConfig::load_with_user(&repo.toplevel, user.as_deref()).map_err(CommandError::user)
+}
+
 /// Returns our agents as the worker for runs without a worker command.
 pub fn agent_worker(repo: &RepoInfo, config: &RepoConfig) -> Result<AgentWorker, CommandError> {
     AgentWorker::new(&repo.toplevel, config.clone()).map_err(|e| {
@@ -229,8 +237,9 @@ pub(super) fn print_final(
     let store = Store::open(&repo.common_dir).map_err(CommandError::internal)?;
     let run = store.require_run(run_id).map_err(CommandError::internal)?;
     let packets = store.packets(run_id).map_err(CommandError::internal)?;
+    let agents = store.agent_usage(run_id).map_err(CommandError::internal)?;
     if json {
-        let value = serde_json::json!({ "run": run, "packets": packets });
+        let value = serde_json::json!({ "run": run, "packets": packets, "agents": agents });
         println!(
             "{}",
             serde_json::to_string_pretty(&value).map_err(CommandError::internal)?
@@ -238,6 +247,7 @@ pub(super) fn print_final(
     } else {
         let mut out = String::new();
         super::status::render(&mut out, &run, &packets);
+        super::status::render_agents(&mut out, &agents);
         print!("{out}");
     }
     match state {

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::Args;
 use git_orchestra::git::RepoInfo;
-use git_orchestra::store::{PacketRecord, RunRecord, Store};
+use git_orchestra::store::{AgentUsage, PacketRecord, RunRecord, Store};
 use serde::Serialize;
 
 use super::CommandError;
@@ -61,13 +61,14 @@ pub fn cmd_status(cwd: &Path, args: &StatusArgs) -> Result<(), CommandError> {
             return Ok(());
         };
         let packets = store.packets(&run.id).map_err(CommandError::internal)?;
+        let agents = store.agent_usage(&run.id).map_err(CommandError::internal)?;
         if args.json {
             let view = RunView {
                 run: &run,
                 packets: &packets,
             };
             let others: Vec<&RunRecord> = runs.iter().filter(|r| r.id != run.id).collect();
-            let value = serde_json::json!({ "run": view.run, "packets": view.packets, "other_runs": others });
+            let value = serde_json::json!({ "run": view.run, "packets": view.packets, "agents": agents, "other_runs": others });
             println!(
                 "{}",
                 serde_json::to_string_pretty(&value).map_err(CommandError::internal)?
@@ -76,6 +77,7 @@ pub fn cmd_status(cwd: &Path, args: &StatusArgs) -> Result<(), CommandError> {
         }
         let mut out = String::new();
         render(&mut out, &run, &packets);
+        render_agents(&mut out, &agents);
         let others: Vec<&RunRecord> = runs.iter().filter(|r| r.id != run.id).collect();
         if !others.is_empty() {
             out.push_str("\nother runs:\n");
@@ -126,4 +128,57 @@ pub fn render(out: &mut String, run: &RunRecord, packets: &[PacketRecord]) {
             p.id
         ));
     }
+}
+
+/// Appends the agents' activity to `out` — per packet and role, then totals per role — or
+/// nothing when no agent worked in the run.
+pub fn render_agents(out: &mut String, agents: &[AgentUsage]) {
+    if agents.is_empty() {
+        return;
+    }
+    let width = agents
+        .iter()
+        .map(|a| a.packet.len())
+        .max()
+        .unwrap_or(6)
+        .max(6);
+    out.push_str(&format!(
+        "\n{:<width$}  {:<10}  {:<17}  {:>5}  {:>17}  {:>10}  {:>11}  {:>7}\n",
+        "AGENT", "ROLE", "STATE", "CALLS", "TOKENS IN/OUT", "COST", "TOOLS (ERR)", "RETRIES"
+    ));
+    for a in agents {
+        out.push_str(&format!(
+            "{:<width$}  {:<10}  {:<17}  {:>5}  {:>17}  {:>10}  {:>11}  {:>7}\n",
+            a.packet,
+            a.role,
+            a.state,
+            a.model_calls,
+            format!("{}/{}", a.input_tokens, a.output_tokens),
+            cost(a.cost()),
+            format!("{} ({})", a.tool_calls, a.tool_errors),
+            a.retries + a.fallbacks,
+        ));
+    }
+    let mut roles: std::collections::BTreeMap<&str, (u64, u64, u64, Option<f64>)> =
+        std::collections::BTreeMap::new();
+    for a in agents {
+        let t = roles.entry(a.role.as_str()).or_default();
+        t.0 += a.model_calls;
+        t.1 += a.input_tokens;
+        t.2 += a.output_tokens;
+        if let Some(c) = a.cost() {
+            t.3 = Some(t.3.unwrap_or(0.0) + c);
+        }
+    }
+    out.push_str("by role:\n");
+    for (role, (calls, input, output, c)) in roles {
+        out.push_str(&format!(
+            "  {role:<10}  {calls} calls  {input}/{output} tokens  cost {}\n",
+            cost(c)
+        ));
+    }
+}
+
+fn cost(c: Option<f64>) -> String {
+    c.map_or_else(|| "-".to_string(), |c| format!("{c:.6}"))
 }

@@ -197,6 +197,9 @@ fn pipeline(ctx: &Context<'_>, index: usize, rec: &PacketRecord) -> Result<Strin
                     log: &log,
                     stop: ctx.stop,
                     timeout: ctx.timeout,
+                    journal: &|event| {
+                        ctx.journal.record_or_keep(event);
+                    },
                 };
                 let report = worker.work(&job);
                 if report.interrupted {

@@ -18,6 +18,9 @@ pub struct WorkerJob<'a> {
     pub log: &'a Path,
     pub stop: &'a AtomicBool,
     pub timeout: Duration,
+    /// Journals an event of the worker's own (agent states, model and tool calls) in the run
+    /// store; the engine's events stay the engine's.
+    pub journal: &'a dyn Fn(crate::store::Event),
 }
 
 /// How an in-process worker's work phase ended.

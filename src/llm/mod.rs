@@ -14,6 +14,7 @@
 mod anthropic;
 mod error;
 mod http;
+mod limit;
 mod openai;
 pub mod profile;
 mod retry;
@@ -22,6 +23,7 @@ mod types;
 
 pub use anthropic::AnthropicClient;
 pub use error::LlmError;
+pub use limit::{Gate, Gates, Limited, Permit};
 pub use openai::OpenAiClient;
 pub use profile::{ApiKey, Profile, Provider};
 pub use retry::{RetryEvent, RetryPolicy, chat_with_retry};

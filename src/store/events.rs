@@ -108,6 +108,53 @@ pub enum Event {
         sent_back: Vec<String>,
         target_advanced: bool,
     },
+    /// An agent working on `packet` moved from one worker state to another, for `reason`.
+    AgentState {
+        packet: String,
+        role: String,
+        from: String,
+        to: String,
+        reason: String,
+    },
+    /// An agent's call to its model ended: tokens counted by the provider and, when the price
+    /// table knows the model, the cost in billionths of the table's currency unit.
+    AgentModelCall {
+        packet: String,
+        role: String,
+        model: String,
+        turn: u32,
+        input_tokens: u64,
+        output_tokens: u64,
+        cost_nanos: Option<u64>,
+        duration_ms: u64,
+    },
+    /// An agent's tool call ended. Only the tool's name is kept: arguments and output may
+    /// carry file contents or secrets and stay in the packet's transcript.
+    AgentToolCall {
+        packet: String,
+        role: String,
+        turn: u32,
+        tool: String,
+        ok: bool,
+        duration_ms: u64,
+    },
+    /// A failed model call will be retried after `delay_ms`.
+    AgentRetry {
+        packet: String,
+        role: String,
+        model: String,
+        attempt: u32,
+        delay_ms: u64,
+        error: String,
+    },
+    /// The agent's model kept failing; the next profile of its chain takes over.
+    AgentFallback {
+        packet: String,
+        role: String,
+        from: String,
+        to: String,
+        error: String,
+    },
 }
 
 /// How a finished run ended.
@@ -138,7 +185,12 @@ impl Event {
             | Event::WorktreeRemoved { packet, .. }
             | Event::PacketConflicted { packet, .. }
             | Event::PacketIntegrated { packet, .. }
-            | Event::PacketSentBack { packet, .. } => Some(packet),
+            | Event::PacketSentBack { packet, .. }
+            | Event::AgentState { packet, .. }
+            | Event::AgentModelCall { packet, .. }
+            | Event::AgentToolCall { packet, .. }
+            | Event::AgentRetry { packet, .. }
+            | Event::AgentFallback { packet, .. } => Some(packet),
             Event::RunCreated { .. }
             | Event::RunStarted { .. }
             | Event::RunInterrupted { .. }
@@ -176,6 +228,11 @@ impl Event {
             Event::PacketIntegrated { .. } => "packet_integrated",
             Event::PacketSentBack { .. } => "packet_sent_back",
             Event::MergeFinished { .. } => "merge_finished",
+            Event::AgentState { .. } => "agent_state",
+            Event::AgentModelCall { .. } => "agent_model_call",
+            Event::AgentToolCall { .. } => "agent_tool_call",
+            Event::AgentRetry { .. } => "agent_retry",
+            Event::AgentFallback { .. } => "agent_fallback",
         }
     }
 }

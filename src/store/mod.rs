@@ -7,6 +7,7 @@
 
 mod events;
 mod records;
+mod usage;
 
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -17,6 +18,7 @@ pub use events::{Event, RunOutcome};
 pub use records::{
     JournalEntry, NewPacket, NewRun, PacketRecord, PacketState, Phase, RunRecord, RunState,
 };
+pub use usage::AgentUsage;
 
 /// A failure of the run store, naming the database file.
 #[derive(Debug, thiserror::Error)]
@@ -411,6 +413,11 @@ fn apply(
         )
     };
     match event {
+        Event::AgentState { .. }
+        | Event::AgentModelCall { .. }
+        | Event::AgentToolCall { .. }
+        | Event::AgentRetry { .. }
+        | Event::AgentFallback { .. } => usage::apply(tx, run, event, now)?,
         Event::RunCreated { .. }
         | Event::WorkerStarted { .. }
         | Event::MergeStarted { .. }

@@ -43,3 +43,22 @@ CREATE TABLE IF NOT EXISTS events (
     payload   TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS events_by_run ON events(run_id, seq);
+-- What the agents did, per packet and role: projected from the agent_* events.
+CREATE TABLE IF NOT EXISTS agent_usage (
+    run_id        TEXT NOT NULL,
+    packet_id     TEXT NOT NULL,
+    role          TEXT NOT NULL,
+    state         TEXT NOT NULL DEFAULT 'initializing',
+    reason        TEXT,
+    model         TEXT,
+    model_calls   INTEGER NOT NULL DEFAULT 0,
+    input_tokens  INTEGER NOT NULL DEFAULT 0,
+    output_tokens INTEGER NOT NULL DEFAULT 0,
+    cost_nanos    INTEGER,
+    tool_calls    INTEGER NOT NULL DEFAULT 0,
+    tool_errors   INTEGER NOT NULL DEFAULT 0,
+    retries       INTEGER NOT NULL DEFAULT 0,
+    fallbacks     INTEGER NOT NULL DEFAULT 0,
+    updated_ms    INTEGER NOT NULL,
+    PRIMARY KEY (run_id, packet_id, role)
+);

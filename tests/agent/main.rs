@@ -3,10 +3,14 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod activity;
 mod agent_loop;
 mod cli;
+mod config;
+mod e2e;
 mod llm;
 mod mock;
 mod nav_tools;
 mod sandbox;
+mod stall;
 mod support;

@@ -37,6 +37,8 @@ pub struct MockServer {
     pub url: String,
     requests: Arc<Mutex<Vec<Recorded>>>,
     remaining: Arc<Mutex<std::collections::VecDeque<Value>>>,
+    /// Requests being answered now, and the most at once.
+    in_flight: Arc<Mutex<(usize, usize)>>,
 }
 
 /// Whether request bodies are kept (benchmarks turn it off to measure the client, not us).
@@ -74,24 +76,31 @@ impl MockServer {
                 .into_iter()
                 .collect::<std::collections::VecDeque<_>>(),
         ));
-        let (req, rem) = (requests.clone(), remaining.clone());
+        let in_flight = Arc::new(Mutex::new((0, 0)));
+        let (req, rem, fly) = (requests.clone(), remaining.clone(), in_flight.clone());
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 let Ok(stream) = stream else { continue };
-                let (req, rem) = (req.clone(), rem.clone());
-                std::thread::spawn(move || serve(stream, &req, &rem));
+                let (req, rem, fly) = (req.clone(), rem.clone(), fly.clone());
+                std::thread::spawn(move || serve(stream, &req, &rem, &fly));
             }
         });
         MockServer {
             url,
             requests,
             remaining,
+            in_flight,
         }
     }
 
     /// Returns the requests received so far.
     pub fn requests(&self) -> Vec<Recorded> {
         self.requests.lock().unwrap().clone()
+    }
+
+    /// Returns the most requests that were being answered at the same time.
+    pub fn peak_in_flight(&self) -> usize {
+        self.in_flight.lock().unwrap().1
     }
 
     /// Returns how many scripted replies were not used.
@@ -104,6 +113,7 @@ fn serve(
     stream: TcpStream,
     requests: &Mutex<Vec<Recorded>>,
     remaining: &Mutex<std::collections::VecDeque<Value>>,
+    in_flight: &Mutex<(usize, usize)>,
 ) {
     let mut reader = BufReader::new(stream.try_clone().unwrap());
     let mut line = String::new();
@@ -143,13 +153,21 @@ fn serve(
     let reply = remaining.lock().unwrap().pop_front().unwrap_or_else(|| {
         serde_json::json!({"status": 500, "json": {"error": {"message": "mock: no scripted reply left"}}})
     });
+    // A request counts as in flight while its answer is delayed: a client that waits for one
+    // answer before sending the next request can never overlap with it there.
+    {
+        let mut f = in_flight.lock().unwrap();
+        f.0 += 1;
+        f.1 = f.1.max(f.0);
+    }
+    if let Some(ms) = reply["delay_ms"].as_u64() {
+        std::thread::sleep(Duration::from_millis(ms));
+    }
+    in_flight.lock().unwrap().0 -= 1;
     let _ = respond(stream, &reply);
 }
 
 fn respond(mut stream: TcpStream, reply: &Value) -> std::io::Result<()> {
-    if let Some(ms) = reply["delay_ms"].as_u64() {
-        std::thread::sleep(Duration::from_millis(ms));
-    }
     let status = reply["status"].as_u64().unwrap_or(200);
     let mut head = format!("HTTP/1.1 {status} Scripted\r\nconnection: close\r\n");
     for (k, v) in reply["headers"].as_object().into_iter().flatten() {

@@ -1,0 +1,97 @@
+//! One model call under watch: the call runs on its own thread while the agent's thread
+//! watches for progress, so a model that goes silent is noticed within a second of the
+//! role's stall timeout — even while the transport is still blocked waiting for bytes.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use crate::llm::{self, ChatModel, ChatRequest, ChatResponse, LlmError, RetryEvent, RetryPolicy};
+
+/// How often the watching thread looks at the clock and the stop flag.
+const TICK: Duration = Duration::from_millis(100);
+
+/// What the watched call needs.
+pub(super) struct Watched<'a> {
+    pub models: &'a [&'a dyn ChatModel],
+    pub req: &'a ChatRequest,
+    pub policy: &'a RetryPolicy,
+    /// The run's stop flag (cancellation).
+    pub stop: &'a AtomicBool,
+    /// The role's wall-clock deadline.
+    pub deadline: Instant,
+    /// Longest time without a streamed piece before the call is stalled.
+    pub stall: Duration,
+}
+
+/// How a watched call ended.
+pub(super) struct CallEnd {
+    pub result: Result<(ChatResponse, usize), LlmError>,
+    pub retries: Vec<RetryEvent>,
+    /// Set when the stall timeout fired: how long nothing arrived.
+    pub stalled: Option<Duration>,
+}
+
+/// Runs the call; `on_stall` is called (from the calling thread) as soon as a stall is
+/// detected, before the call itself has unwound, so the stall is reported at once.
+pub(super) fn watched(w: &Watched<'_>, on_stall: &mut dyn FnMut(Duration)) -> CallEnd {
+    let started = Instant::now();
+    // Milliseconds since `started` of the last sign of life.
+    let last = AtomicU64::new(0);
+    let abort = AtomicBool::new(false);
+    let mut stalled = None;
+    std::thread::scope(|s| {
+        let (tx, rx) = mpsc::channel();
+        let (last, abort) = (&last, &abort);
+        s.spawn(move || {
+            let mut retries = Vec::new();
+            let result = llm::chat_with_retry(
+                w.models,
+                w.req,
+                w.policy,
+                abort,
+                &mut |_| {
+                    last.store(started.elapsed().as_millis() as u64, Ordering::SeqCst);
+                    !abort.load(Ordering::SeqCst)
+                },
+                &mut |e| retries.push(e.clone()),
+            );
+            let _ = tx.send((result, retries));
+        });
+        loop {
+            match rx.recv_timeout(TICK) {
+                Ok((result, retries)) => {
+                    return CallEnd {
+                        result,
+                        retries,
+                        stalled,
+                    };
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    return CallEnd {
+                        result: Err(LlmError::Protocol {
+                            model: String::new(),
+                            message: "the model call ended without an answer".into(),
+                        }),
+                        retries: Vec::new(),
+                        stalled,
+                    };
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+            }
+            if abort.load(Ordering::SeqCst) {
+                continue;
+            }
+            let quiet = started
+                .elapsed()
+                .saturating_sub(Duration::from_millis(last.load(Ordering::SeqCst)));
+            if w.stop.load(Ordering::SeqCst) || Instant::now() >= w.deadline {
+                abort.store(true, Ordering::SeqCst);
+            } else if quiet >= w.stall {
+                abort.store(true, Ordering::SeqCst);
+                stalled = Some(quiet);
+                on_stall(quiet);
+            }
+        }
+    })
+}

@@ -1,0 +1,140 @@
+//! Running one tool call of the model: parse its arguments, find the tool, run it, and turn
+//! its signals (state changes, questions, completion) into the run's state.
+
+use std::time::Instant;
+
+use super::events::AgentEvent;
+use super::runner::Run;
+use super::state::WorkerState;
+use super::tools::{Signal, ToolContext, ToolFailure, ToolResult};
+use crate::llm::{Message, ToolCall};
+
+/// What a tool call did to the run.
+pub(super) enum Dispatched {
+    /// Go on: the result is in the conversation.
+    Continue,
+    /// The agent ended (completed, blocked, waiting for an answer) with this state and reason.
+    End(WorkerState, String),
+    /// The tool's infrastructure failed; the run ends in error.
+    Failed(String),
+}
+
+impl Run<'_, '_> {
+    /// Runs `call` and appends its result to `messages`; `ended` says an earlier call of the
+    /// same round already ended the agent (later calls are answered but not run).
+    pub(super) fn dispatch(
+        &mut self,
+        ctx: &ToolContext<'_>,
+        turn: u32,
+        call: &ToolCall,
+        ended: bool,
+        messages: &mut Vec<Message>,
+    ) -> Dispatched {
+        let spec = self.spec;
+        self.out.tool_calls += 1;
+        let t0 = Instant::now();
+        let result = match call.parse_arguments() {
+            Err(msg) => Err(ToolFailure::Model(msg)),
+            Ok(args) => match spec.registry.get(&call.name) {
+                None => Err(ToolFailure::Model(format!(
+                    "there is no tool `{}` for this role; available: {}",
+                    call.name,
+                    spec.registry.names().join(", ")
+                ))),
+                Some(_) if ended => Err(ToolFailure::Model(
+                    "not run: the agent already ended".into(),
+                )),
+                Some(tool) => (tool.handler)(ctx, &args),
+            },
+        };
+        let mut outcome = Dispatched::Continue;
+        let (content, is_error) = match result {
+            Ok(ToolResult::Text(t)) => (t, false),
+            Ok(ToolResult::Signal(signal, text)) => {
+                let (content, is_error, end) = self.signal(signal, text);
+                if let Some((state, reason)) = end {
+                    outcome = Dispatched::End(state, reason);
+                }
+                (content, is_error)
+            }
+            Err(ToolFailure::Model(m)) => (m, true),
+            Err(ToolFailure::Infrastructure(m)) => {
+                return Dispatched::Failed(format!("tool `{}` failed: {m}", call.name));
+            }
+        };
+        if is_error {
+            self.out.tool_errors += 1;
+        }
+        self.emit(AgentEvent::ToolCall {
+            turn,
+            name: call.name.clone(),
+            ok: !is_error,
+            ms: t0.elapsed().as_millis() as u64,
+            summary: first_line(&content, 120),
+        });
+        messages.push(Message::Tool {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            content,
+            is_error,
+        });
+        outcome
+    }
+
+    /// Applies a tool's signal; returns the tool result, whether it is an error, and the end
+    /// of the run it causes, if any.
+    fn signal(
+        &mut self,
+        signal: Signal,
+        text: String,
+    ) -> (String, bool, Option<(WorkerState, String)>) {
+        match signal {
+            Signal::State { state, reason } => {
+                if self.transition(state, &reason) {
+                    let end = (state == WorkerState::Blocked).then_some((state, reason));
+                    (text, false, end)
+                } else {
+                    let msg = format!(
+                        "cannot move from {} to {}",
+                        self.state.as_str(),
+                        state.as_str()
+                    );
+                    (msg, true, None)
+                }
+            }
+            Signal::Ask { question, to } => {
+                self.emit(AgentEvent::Question {
+                    question: question.clone(),
+                    to: to.clone(),
+                });
+                self.transition(WorkerState::WaitingForInput, &question);
+                match self.spec.answer.and_then(|a| a(&question, to.as_deref())) {
+                    Some(answer) => {
+                        self.transition(WorkerState::Running, "answer received");
+                        (answer, false, None)
+                    }
+                    None => {
+                        let reason = format!("waiting for an answer to: {question}");
+                        (text, false, Some((WorkerState::WaitingForInput, reason)))
+                    }
+                }
+            }
+            Signal::Complete {
+                summary,
+                touched_files,
+                learnings,
+            } => {
+                self.transition(WorkerState::Completing, "complete called");
+                self.out.summary = Some(summary.clone());
+                self.out.touched_files = touched_files;
+                self.out.learnings = learnings;
+                (text, false, Some((WorkerState::Completed, summary)))
+            }
+        }
+    }
+}
+
+/// Returns the first line of `text`, clipped to `max` bytes.
+fn first_line(text: &str, max: usize) -> String {
+    crate::llm::clip_text(text.lines().next().unwrap_or(""), max)
+}

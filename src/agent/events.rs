@@ -1,0 +1,90 @@
+//! What an agent run reports: its events as they happen, how it ended, and why it could
+//! not start.
+
+use serde::Serialize;
+
+use super::state::WorkerState;
+use crate::llm::Usage;
+
+/// Something that happened during a run, for the journal and the display.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum AgentEvent {
+    State {
+        from: WorkerState,
+        to: WorkerState,
+        reason: String,
+    },
+    ModelCall {
+        turn: u32,
+        model: String,
+        input_tokens: u64,
+        output_tokens: u64,
+        /// The call's cost at the primary model's price, when the price table knows it.
+        cost: Option<f64>,
+        ms: u64,
+    },
+    ToolCall {
+        turn: u32,
+        name: String,
+        ok: bool,
+        ms: u64,
+        summary: String,
+    },
+    Retry {
+        model: String,
+        attempt: u32,
+        delay_ms: u64,
+        error: String,
+    },
+    Fallback {
+        from: String,
+        to: String,
+        error: String,
+    },
+    ContextTrimmed {
+        dropped_outputs: usize,
+    },
+    Question {
+        question: String,
+        to: Option<String>,
+    },
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct AgentOutcome {
+    pub state: WorkerState,
+    pub reason: String,
+    pub summary: Option<String>,
+    pub touched_files: Vec<String>,
+    pub learnings: Vec<String>,
+    pub usage: Usage,
+    pub cost: Option<f64>,
+    pub turns: u32,
+    pub tool_calls: u32,
+    pub tool_errors: u32,
+    pub retries: u32,
+    /// Navigation calls through the symbol tools.
+    pub symbolic_nav_calls: u64,
+    /// Navigation calls through grep.
+    pub textual_nav_calls: u64,
+}
+
+impl AgentOutcome {
+    /// Returns the share of navigation calls that went through the symbol tools, `None` when
+    /// the agent did not navigate.
+    pub fn symbolic_share(&self) -> Option<f64> {
+        let total = self.symbolic_nav_calls + self.textual_nav_calls;
+        (total > 0).then(|| self.symbolic_nav_calls as f64 / total as f64)
+    }
+}
+
+/// Why a run could not even start.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    #[error("role `{role}` has an invalid write scope: {message}")]
+    Scope { role: String, message: String },
+    #[error("the agent has no model to talk to")]
+    NoModel,
+}

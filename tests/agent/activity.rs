@@ -1,0 +1,172 @@
+//! Agent activity in the run store: states with reasons, model calls with tokens and cost,
+//! tool names, retries — journaled per packet and role, shown by `status`, and never a key.
+
+use git_orchestra::store::Store;
+use serde_json::Value;
+
+use crate::llm::{KEY_VAR, SECRET};
+use crate::mock::MockServer;
+use crate::support::{TestRepo, orchestra_with_env, text};
+
+/// Returns the scripted replies of `fixtures/llm/<name>.jsonl`.
+fn fixture(name: &str) -> Vec<Value> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/llm")
+        .join(format!("{name}.jsonl"));
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with("//"))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn the_run_store_keeps_agent_states_tokens_cost_tools_and_retries_but_no_key() {
+    let repo = TestRepo::new();
+    // The provider first fails with a message echoing the key, then serves the conversation.
+    let mut replies = vec![serde_json::json!({
+        "status": 500,
+        "json": {"error": {"message": format!("upstream failure for key {SECRET}")}}
+    })];
+    replies.extend(fixture("openai/agent_edit"));
+    let server = MockServer::start(replies);
+    repo.write(
+        ".orchestra/config.toml",
+        &format!(
+            "[profiles.default]\nprovider = \"openai-compatible\"\nbase_url = \"{}\"\nmodel = \"mock-model\"\napi_key_env = \"{KEY_VAR}\"\n\n[prices.\"mock-model\"]\ninput_per_mtok = 1.0\noutput_per_mtok = 2.0\n",
+            server.url
+        ),
+    );
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-qm", "config"]);
+    let env = [(KEY_VAR, SECRET)];
+    let out = orchestra_with_env(
+        &repo.path,
+        &["agent", "coder", "Swap the operands in add()", "--json"],
+        &env,
+    );
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
+    assert!(!all.contains(SECRET), "the key leaked to the output: {all}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let run_id = v["run"]["id"].as_str().unwrap().to_string();
+    let agent = &v["agents"][0];
+    assert_eq!(agent["role"], "coder", "{v}");
+    assert_eq!(agent["state"], "completed", "{v}");
+    assert_eq!(
+        (
+            &agent["model_calls"],
+            &agent["input_tokens"],
+            &agent["output_tokens"]
+        ),
+        (&Value::from(6), &Value::from(300), &Value::from(72)),
+        "{v}"
+    );
+    // 300 input tokens at 1 and 72 output tokens at 2 per million.
+    assert_eq!(agent["cost_nanos"], 444_000, "{v}");
+    assert_eq!(
+        (&agent["tool_calls"], &agent["tool_errors"]),
+        (&Value::from(6), &Value::from(3))
+    );
+    assert_eq!(agent["retries"], 1, "{v}");
+
+    // The journal: every agent event names packet and role; states carry reasons; tool
+    // calls carry the name only; no event holds the key.
+    let common = repo.git(&["rev-parse", "--git-common-dir"]);
+    let store = Store::open(&repo.path.join(common)).unwrap();
+    let journal = store.events(&run_id, 0).unwrap();
+    let payloads: Vec<Value> = journal
+        .iter()
+        .map(|e| serde_json::to_value(&e.event).unwrap())
+        .collect();
+    for p in &payloads {
+        assert!(
+            !p.to_string().contains(SECRET),
+            "the key leaked into an event: {p}"
+        );
+    }
+    let of = |kind: &'static str| payloads.iter().filter(move |p| p["type"] == kind);
+    let states: Vec<String> = of("agent_state")
+        .map(|p| {
+            format!(
+                "{}→{}",
+                p["from"].as_str().unwrap(),
+                p["to"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(
+        states,
+        [
+            "initializing→running",
+            "running→completing",
+            "completing→completed"
+        ],
+        "{payloads:#?}"
+    );
+    assert!(of("agent_state").all(|p| !p["reason"].as_str().unwrap().is_empty()));
+    let tools: Vec<&str> = of("agent_tool_call")
+        .map(|p| p["tool"].as_str().unwrap())
+        .collect();
+    assert_eq!(tools.len(), 6);
+    assert_eq!(tools.first(), Some(&"read_file"));
+    assert_eq!(tools.last(), Some(&"complete"));
+    for p in of("agent_tool_call") {
+        let keys: Vec<&String> = p.as_object().unwrap().keys().collect();
+        assert_eq!(
+            keys,
+            [
+                "duration_ms",
+                "ok",
+                "packet",
+                "role",
+                "tool",
+                "turn",
+                "type"
+            ],
+            "tool events hold no arguments or output: {p}"
+        );
+    }
+    let retry = of("agent_retry")
+        .next()
+        .expect("the 500 was journaled as a retry");
+    assert!(
+        retry["error"].as_str().unwrap().contains("<redacted>"),
+        "{retry}"
+    );
+    assert_eq!(of("agent_model_call").count(), 6);
+
+    // `status` shows tokens and cost per packet and role.
+    let out = orchestra_with_env(&repo.path, &["status"], &env);
+    let shown = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        shown.contains("300/72") && shown.contains("0.000444") && shown.contains("by role:"),
+        "{shown}"
+    );
+    // The transcript has the detail, scrubbed too.
+    let logs = walk(&repo.path.join(repo.git(&["rev-parse", "--git-common-dir"])));
+    assert!(!logs.is_empty());
+    for log in logs {
+        let body = std::fs::read_to_string(&log).unwrap();
+        assert!(!body.contains(SECRET), "{} holds the key", log.display());
+    }
+}
+
+/// Returns the worker transcripts under `dir`.
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = entry.path();
+        if p.is_dir() {
+            found.extend(walk(&p));
+        } else if p
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("worker-"))
+        {
+            found.push(p);
+        }
+    }
+    found
+}

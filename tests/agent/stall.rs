@@ -1,0 +1,84 @@
+//! The stall watchdog: a model that streams nothing for the role's stall timeout is noticed
+//! within a second of it, journaled, and the agent marked blocked.
+
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+use git_orchestra::agent::tools::Registry;
+use git_orchestra::agent::{self, AgentEvent, Roles, WorkerState};
+use git_orchestra::confine::ConfinedRoot;
+use git_orchestra::llm::{self, Provider, RetryPolicy};
+use serde_json::json;
+
+use crate::llm::profile;
+use crate::mock::MockServer;
+use crate::support::TestRepo;
+
+#[test]
+fn a_silent_model_is_detected_as_stalled_within_seconds_and_the_agent_blocked() {
+    // The server holds its answer for 4 s; the role allows 1 s without progress, the profile
+    // (transport) 10 s — so only the watchdog can notice in time.
+    let server = MockServer::start(vec![json!({
+        "delay_ms": 4000,
+        "sse": [{"choices": [{"index": 0, "delta": {"content": "late"}, "finish_reason": "stop"}]}, "[DONE]"]
+    })]);
+    let repo = TestRepo::new();
+    let mut p = profile(&server, Provider::OpenaiCompatible);
+    p.timeout = Duration::from_secs(10);
+    let model = llm::connect(&p).unwrap();
+    let mut role = Roles::builtin().unwrap().get("coder").unwrap().clone();
+    role.stall_timeout_secs = 1;
+    let registry = Registry::builtin().for_role(&role);
+    let root = ConfinedRoot::open(&repo.path).unwrap();
+    let stop = AtomicBool::new(false);
+    let spec = agent::AgentSpec {
+        role: &role,
+        models: vec![model.as_ref()],
+        context_tokens: 32_000,
+        task: "Do something.".into(),
+        root: &root,
+        packet_files: None,
+        registry: &registry,
+        stop: &stop,
+        policy: RetryPolicy::default(),
+        price: None,
+        answer: None,
+        sandbox: None,
+    };
+    let started = Instant::now();
+    let mut blocked_at = None;
+    let mut events = Vec::new();
+    let outcome = agent::run(&spec, &mut |e| {
+        if matches!(
+            e,
+            AgentEvent::State {
+                to: WorkerState::Blocked,
+                ..
+            }
+        ) {
+            blocked_at.get_or_insert(started.elapsed());
+        }
+        events.push(e.clone());
+    })
+    .unwrap();
+    let blocked_at = blocked_at.expect("the stall was reported as a state change");
+    assert!(
+        blocked_at >= Duration::from_secs(1) && blocked_at < Duration::from_millis(2500),
+        "reported after {blocked_at:?}"
+    );
+    assert_eq!(outcome.state, WorkerState::Blocked, "{outcome:?}");
+    assert!(
+        outcome.reason.contains("stalled") && outcome.reason.contains("stall timeout"),
+        "{}",
+        outcome.reason
+    );
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e, AgentEvent::ModelCall { .. })),
+        "the late answer is not used: {events:?}"
+    );
+    // The run itself ends once the held answer arrives and is cut off, not at the transport
+    // timeout.
+    assert!(started.elapsed() < Duration::from_secs(8));
+}
