@@ -10,6 +10,7 @@ mod hook;
 mod merge;
 mod nav;
 mod plan;
+mod pr;
 mod progress;
 mod resume;
 mod review;
@@ -46,6 +47,7 @@ enum Command {
     Review(review::ReviewArgs),
     Hook(hook::HookArgs),
     Merge(merge::MergeArgs),
+    Pr(pr::PrArgs),
     Nav(nav::NavArgs),
     Agents(agents::AgentsArgs),
     Agent(agent::AgentArgs),
@@ -75,6 +77,7 @@ pub fn main() -> ExitCode {
         Command::Review(args) => review::cmd_review(&cwd, &args),
         Command::Hook(args) => hook::cmd_hook(&cwd, &args),
         Command::Merge(args) => merge::cmd_merge(&cwd, &args),
+        Command::Pr(args) => pr::cmd_pr(&cwd, &args),
         Command::Nav(args) => nav::cmd_nav(&cwd, args),
         Command::Agents(args) => agents::cmd_agents(&cwd, &args),
         Command::Agent(args) => agent::cmd_agent(&cwd, &args),

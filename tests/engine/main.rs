@@ -6,6 +6,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod confine;
+mod forge;
+mod forge_mock;
 mod hook;
 mod merge;
 mod plan;
