@@ -3,6 +3,7 @@
 
 pub mod frontmatter;
 pub mod profiles;
+mod review;
 pub mod role;
 mod runner;
 pub mod sandbox;
@@ -10,6 +11,7 @@ pub mod state;
 pub mod tools;
 mod worker;
 
+pub use review::{ModelReviewer, REVIEWER_ROLE, parse_findings};
 pub use role::{Role, RoleError, RoleSource, Roles};
 pub use runner::{AgentError, AgentEvent, AgentOutcome, AgentSpec, run};
 pub use state::WorkerState;

@@ -59,4 +59,6 @@ pub enum GateError {
     Scope { packet: String, message: String },
     #[error("{0}")]
     Store(String),
+    #[error("the {reviewer} review failed: {message}")]
+    Reviewer { reviewer: String, message: String },
 }

@@ -7,5 +7,6 @@ mod agent_loop;
 mod cli;
 mod llm;
 mod mock;
+mod review;
 mod sandbox;
 mod support;
