@@ -218,6 +218,11 @@ pub fn drive(
     json: bool,
 ) -> Result<(), CommandError> {
     let stop = engine::install_signal_handlers();
+    let model = super::review::model_reviewer(repo, false)?;
+    let review = model.as_ref().map(|m| engine::PacketReview {
+        reviewer: m,
+        max_rounds: engine::DEFAULT_FIX_ROUNDS,
+    });
     let printer = progress::printer(quiet || json);
     let crash_after_events = std::env::var("ORCHESTRA_CRASH_AFTER_EVENTS")
         .ok()
@@ -227,6 +232,7 @@ pub fn drive(
         on_event: &printer,
         setup: config.worktree.setup.clone(),
         crash_after_events,
+        review: review.as_ref(),
     };
     let store = Store::open(&repo.common_dir).map_err(CommandError::internal)?;
     let has_cmd = store

@@ -18,6 +18,8 @@ pub struct WorkerJob<'a> {
     pub log: &'a Path,
     pub stop: &'a AtomicBool,
     pub timeout: Duration,
+    /// The review's required fixes, when this is a fix round after a rejection.
+    pub fixes: Option<&'a str>,
 }
 
 /// How an in-process worker's work phase ended.
@@ -39,3 +41,13 @@ pub trait Worker: Sync {
     /// Does the work of `job` in its worktree.
     fn work(&self, job: &WorkerJob<'_>) -> WorkerReport;
 }
+
+/// The review step of the packet pipeline: who reviews a validated packet, and how many fix
+/// rounds a rejection gets before the packet fails.
+pub struct PacketReview<'a> {
+    pub reviewer: &'a (dyn crate::gate::Reviewer + Sync),
+    pub max_rounds: u32,
+}
+
+/// Default fix rounds after a rejecting review.
+pub const DEFAULT_FIX_ROUNDS: u32 = 2;

@@ -413,6 +413,7 @@ fn apply(
     match event {
         Event::RunCreated { .. }
         | Event::WorkerStarted { .. }
+        | Event::PacketReviewed { .. }
         | Event::MergeStarted { .. }
         | Event::PacketConflicted { .. }
         | Event::MergeValidationFinished { .. }

@@ -162,3 +162,84 @@ fn the_review_command_uses_the_configured_reviewer() {
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(server.requests().len(), 1);
 }
+
+const FIXING_WORKER: &str = r#"if [ -n "$ORCHESTRA_FIXES_FILE" ]; then cp "$ORCHESTRA_FIXES_FILE" fixed.txt; else echo v1 > out.txt; fi"#;
+
+fn run_reviewed_plan(server: &MockServer) -> (TestRepo, std::process::Output) {
+    let repo = repo_with_reviewer(server);
+    repo.git(&["checkout", "-q", "main"]);
+    let plan = repo.scratch().join("plan.toml");
+    std::fs::write(
+        &plan,
+        "objective = \"Reviewed work\"\n\n[[packet]]\nid = \"p1\"\ntitle = \"Write out\"\ndescription = \"Write out.txt\"\nfiles = [\"out.txt\", \"fixed.txt\"]\nvalidation = [\"test -f out.txt\"]\n",
+    )
+    .unwrap();
+    let root = repo.scratch().join("wt");
+    let out = orchestra_with_env(
+        &repo.path,
+        &[
+            "run",
+            plan.to_str().unwrap(),
+            "--worker-cmd",
+            FIXING_WORKER,
+            "--worktree-root",
+            root.to_str().unwrap(),
+        ],
+        &[(KEY_VAR, SECRET)],
+    );
+    (repo, out)
+}
+
+fn reject(evidence: &str) -> Value {
+    completes_with(
+        &json!({"verdict": "reject", "findings": [{"severity": "major", "category": "tests",
+            "file": "out.txt", "line": 1, "evidence": evidence, "suggestion": "add a fixed.txt"}]})
+        .to_string(),
+    )
+}
+
+#[test]
+fn a_rejected_packet_gets_the_findings_as_required_fixes_and_is_reviewed_again() {
+    let approve = completes_with(&json!({"verdict": "approve", "findings": []}).to_string());
+    let server = MockServer::start(vec![reject("no fixed.txt yet"), approve]);
+    let (repo, out) = run_reviewed_plan(&server);
+    assert!(out.status.success(), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("rejected (1 blocking finding)"), "{stderr}");
+    assert!(stderr.contains("(fix round 1): approved"), "{stderr}");
+    assert_eq!(server.requests().len(), 2);
+    // The worker ran again with the findings and its fix was committed on the branch.
+    let branch = repo.git(&[
+        "for-each-ref",
+        "--format=%(refname:short)",
+        "refs/heads/orchestra/",
+    ]);
+    let fixed = repo.git(&["show", &format!("{branch}:fixed.txt")]);
+    assert!(
+        fixed.contains("[major] tests out.txt:1: no fixed.txt yet"),
+        "{fixed}"
+    );
+    // The approving verdict is stored on the packet's final commit.
+    let info = RepoInfo::discover(&repo.path).unwrap();
+    let tip = repo.git(&["rev-parse", &branch]);
+    let v = gate::read_verdict(&info.git(), &tip).unwrap().unwrap();
+    assert_eq!(v.verdict, Decision::Approve);
+    assert_eq!(v.packet.as_deref().map(|p| p.ends_with("/p1")), Some(true));
+}
+
+#[test]
+fn fix_rounds_are_bounded_and_the_packet_fails_with_the_findings() {
+    let server = MockServer::start(vec![reject("one"), reject("two"), reject("three")]);
+    let (_repo, out) = run_reviewed_plan(&server);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert_eq!(
+        server.requests().len(),
+        3,
+        "first review plus two fix rounds"
+    );
+    let all = text(&out);
+    assert!(
+        all.contains("after 2 fix rounds") && all.contains("three"),
+        "{all}"
+    );
+}
