@@ -85,7 +85,7 @@ fn note_blob(repo: &gix::Repository, root: gix::ObjectId, hex: &str) -> Option<V
                 if e.filename == rest.as_bytes() && !e.mode.is_tree() {
                     return repo.find_object(e.oid).ok().map(|o| o.data.clone());
                 }
-                if rest.len() > 2 && e.mode.is_tree() && e.filename == rest[..2].as_bytes() {
+                if rest.len() > 2 && e.mode.is_tree() && e.filename == &rest.as_bytes()[..2] {
                     next = Some(e.oid.to_owned());
                 }
             }

@@ -9,6 +9,7 @@ mod confine;
 mod forge;
 mod forge_mock;
 mod hook;
+mod hook_fast;
 mod merge;
 mod plan;
 mod review;
