@@ -1,7 +1,7 @@
 //! Pull requests on a code forge: one per packet, stacked where packets depend on each other.
 //!
 //! [`Forge`] is the seam between the publishing logic ([`publish`]) and one forge's REST API:
-//! GitHub (and GitHub Enterprise) first, Gitea/Forgejo through the same calls. Branches are
+//! GitHub (and GitHub Enterprise) first, Gitea/Forgejo and GitLab through the same calls. Branches are
 //! pushed with the `git` command line, never through the API, so the user's credential
 //! helpers, SSH configuration and hooks (our own pre-push gate included) apply. Without a
 //! forge (no token, or `--pr=local`) the same pull request bodies are written as Markdown
@@ -13,6 +13,7 @@
 mod body;
 mod gitea;
 mod github;
+mod gitlab;
 mod http;
 mod limit;
 mod publish;
@@ -21,6 +22,7 @@ mod remote;
 pub use body::{PrContext, render_body};
 pub use gitea::Gitea;
 pub use github::GitHub;
+pub use gitlab::GitLab;
 pub use http::{Api, Token};
 pub use limit::WriteLimiter;
 pub use publish::{PrAction, PrEntry, PrReport, PublishOptions, publish};

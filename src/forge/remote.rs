@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 use serde::Serialize;
 
 use super::http::Token;
-use super::{Forge, ForgeError, GitHub, Gitea};
+use super::{Forge, ForgeError, GitHub, GitLab, Gitea};
 use crate::git::{Git, GitError};
 
 /// The forges we speak to.
@@ -20,6 +20,7 @@ pub enum ForgeKind {
     GitHub,
     /// Gitea and its fork Forgejo share one API.
     Gitea,
+    GitLab,
 }
 
 impl ForgeKind {
@@ -28,6 +29,7 @@ impl ForgeKind {
         match self {
             ForgeKind::GitHub => "github",
             ForgeKind::Gitea => "gitea",
+            ForgeKind::GitLab => "gitlab",
         }
     }
 
@@ -36,6 +38,7 @@ impl ForgeKind {
         match s.trim().to_ascii_lowercase().as_str() {
             "github" => Some(ForgeKind::GitHub),
             "gitea" | "forgejo" => Some(ForgeKind::Gitea),
+            "gitlab" => Some(ForgeKind::GitLab),
             _ => None,
         }
     }
@@ -148,7 +151,7 @@ impl ForgeSettings {
                 "orchestra.forge.type" => {
                     s.kind = Some(ForgeKind::parse(value).ok_or_else(|| {
                         ForgeError::Config(format!(
-                            "orchestra.forge.type is `{value}`; use github, gitea or forgejo"
+                            "orchestra.forge.type is `{value}`; use github, gitea, forgejo or gitlab"
                         ))
                     })?)
                 }
@@ -188,6 +191,7 @@ impl ForgeSettings {
         let kind = match (self.kind, host.as_deref()) {
             (Some(k), _) => k,
             (None, Some("github.com")) => ForgeKind::GitHub,
+            (None, Some(h)) if h == "gitlab.com" || h.starts_with("gitlab.") => ForgeKind::GitLab,
             (None, Some(h))
                 if h.contains("gitea") || h.contains("forgejo") || h == "codeberg.org" =>
             {
@@ -195,7 +199,7 @@ impl ForgeSettings {
             }
             _ => {
                 return Err(format!(
-                    "cannot tell which forge hosts `{url}`; set orchestra.forge.type (github, gitea) and orchestra.forge.apiUrl"
+                    "cannot tell which forge hosts `{url}`; set orchestra.forge.type (github, gitea, gitlab) and orchestra.forge.apiUrl"
                 ));
             }
         };
@@ -204,6 +208,7 @@ impl ForgeSettings {
             (None, ForgeKind::GitHub, Some("github.com")) => super::github::GITHUB_API.into(),
             (None, ForgeKind::GitHub, Some(h)) => format!("https://{h}/api/v3"),
             (None, ForgeKind::Gitea, Some(h)) => format!("https://{h}/api/v1"),
+            (None, ForgeKind::GitLab, Some(h)) => format!("https://{h}/api/v4"),
             (None, _, None) => {
                 return Err(format!(
                     "the remote `{url}` has no host; set orchestra.forge.apiUrl"
@@ -216,11 +221,13 @@ impl ForgeSettings {
         };
         let mut parts = path.rsplitn(2, '/');
         let name = parts.next().unwrap_or_default().to_string();
-        let owner = parts
-            .next()
-            .and_then(|o| o.rsplit('/').next())
-            .unwrap_or_default()
-            .to_string();
+        let namespace = parts.next().unwrap_or_default();
+        // GitLab projects sit in nested groups; GitHub and Gitea have one owner.
+        let owner = if kind == ForgeKind::GitLab {
+            namespace.to_string()
+        } else {
+            namespace.rsplit('/').next().unwrap_or_default().to_string()
+        };
         if owner.is_empty() || name.is_empty() {
             return Err(format!(
                 "cannot read owner/name from `{url}`; set orchestra.forge.repo = <owner>/<name>"
@@ -231,7 +238,8 @@ impl ForgeSettings {
 }
 
 /// Returns the token for `kind`: the variable named by `orchestra.forge.tokenEnv`, else
-/// `GH_TOKEN`, `GITHUB_TOKEN` (GitHub) or `GITEA_TOKEN`, `FORGEJO_TOKEN` (Gitea), else for
+/// `GH_TOKEN`, `GITHUB_TOKEN` (GitHub), `GITEA_TOKEN`, `FORGEJO_TOKEN` (Gitea) or
+/// `GITLAB_TOKEN` (GitLab), else for
 /// GitHub `gh auth token` when gh is installed and logged in.
 pub fn find_token(kind: ForgeKind, settings: &ForgeSettings) -> Option<Token> {
     let from_env = |name: &str| {
@@ -246,6 +254,7 @@ pub fn find_token(kind: ForgeKind, settings: &ForgeSettings) -> Option<Token> {
     let names: &[&str] = match kind {
         ForgeKind::GitHub => &["GH_TOKEN", "GITHUB_TOKEN"],
         ForgeKind::Gitea => &["GITEA_TOKEN", "FORGEJO_TOKEN"],
+        ForgeKind::GitLab => &["GITLAB_TOKEN"],
     };
     if let Some(t) = names.iter().find_map(|n| from_env(n)) {
         return Some(t);
@@ -280,12 +289,19 @@ pub fn open_forge(settings: &ForgeSettings) -> Result<Box<dyn Forge>, String> {
                     .to_string()
             }
             ForgeKind::Gitea => "no Gitea token: set GITEA_TOKEN".to_string(),
+            ForgeKind::GitLab => "no GitLab token: set GITLAB_TOKEN".to_string(),
         });
     };
     let w = settings.writes_per_minute;
     Ok(match kind {
         ForgeKind::GitHub => Box::new(GitHub::new(&api, &owner, &name, Some(token), w)),
         ForgeKind::Gitea => Box::new(Gitea::new(&api, &owner, &name, Some(token), w)),
+        ForgeKind::GitLab => Box::new(GitLab::new(
+            &api,
+            &format!("{owner}/{name}"),
+            Some(token),
+            w,
+        )),
     })
 }
 
@@ -332,6 +348,19 @@ mod tests {
         assert_eq!(s.resolve().unwrap().1, "https://git.corp.example/api/v3");
         s.kind = Some(ForgeKind::Gitea);
         assert_eq!(s.resolve().unwrap().1, "https://git.corp.example/api/v1");
+        s.kind = None;
+        s.remote_url = Some("git@gitlab.com:group/sub/app.git".into());
+        let (kind, api, owner, name) = s.resolve().unwrap();
+        assert_eq!(
+            (kind, api.as_str(), owner.as_str(), name.as_str()),
+            (
+                ForgeKind::GitLab,
+                "https://gitlab.com/api/v4",
+                "group/sub",
+                "app"
+            )
+        );
+        s.remote_url = Some("https://git.corp.example/team/app.git".into());
         s.remote_url = Some("file:///tmp/bare.git".into());
         assert!(s.resolve().unwrap_err().contains("apiUrl"));
         s.api_url = Some("http://127.0.0.1:9/api/v1".into());

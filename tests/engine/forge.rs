@@ -35,10 +35,10 @@ fn setup(forge: Option<&FakeForge>, flavour: Flavour) -> (TestRepo, PathBuf) {
     ]);
     repo.git(&["push", "-q", "origin", "main"]);
     if let Some(f) = forge {
-        let kind = if flavour == Flavour::GitHub {
-            "github"
-        } else {
-            "gitea"
+        let kind = match flavour {
+            Flavour::GitHub => "github",
+            Flavour::Gitea => "gitea",
+            Flavour::GitLab => "gitlab",
         };
         repo.git(&["config", "orchestra.forge.type", kind]);
         repo.git(&["config", "orchestra.forge.apiUrl", &f.url]);
@@ -58,7 +58,13 @@ fn write_plan(repo: &TestRepo, body: &str) -> PathBuf {
 /// Runs the binary with only the given token variables set.
 fn run_env(repo: &TestRepo, args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = orchestra_command(&repo.path, args);
-    for v in ["GH_TOKEN", "GITHUB_TOKEN", "GITEA_TOKEN", "FORGEJO_TOKEN"] {
+    for v in [
+        "GH_TOKEN",
+        "GITHUB_TOKEN",
+        "GITEA_TOKEN",
+        "FORGEJO_TOKEN",
+        "GITLAB_TOKEN",
+    ] {
         cmd.env_remove(v);
     }
     // No `gh` may answer for the token.
@@ -378,4 +384,64 @@ fn a_rejected_token_is_a_clear_error_that_never_shows_the_token() {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(text(&out).contains("rejected the token"), "{}", text(&out));
     assert!(!text(&out).contains(TOKEN));
+}
+
+#[test]
+fn gitlab_merge_requests_stack_and_retarget_through_the_same_interface() {
+    let forge = FakeForge::start(Flavour::GitLab);
+    let (repo, bare) = setup(Some(&forge), Flavour::GitLab);
+    let plan = write_plan(
+        &repo,
+        &format!("{}{}", packet("p1", "", ""), packet("p2", "\"p1\"", "")),
+    );
+    let out = run_plan(&repo, &plan, "--pr", &[("GITLAB_TOKEN", TOKEN)]);
+    assert!(out.status.success(), "{}", text(&out));
+    let run = run_id(&repo);
+    let mrs = forge.pulls();
+    assert_eq!(mrs.len(), 2, "{}", text(&out));
+    assert_eq!(mrs[0]["target_branch"], "main");
+    assert_eq!(
+        mrs[1]["target_branch"].as_str(),
+        Some(&*format!("orchestra/{run}/p1"))
+    );
+    assert_eq!(
+        mrs[1]["description"]
+            .as_str()
+            .map(|d| d.contains("Does p2.")),
+        Some(true)
+    );
+    assert_eq!(
+        mrs[0]["labels"],
+        serde_json::json!(["orchestra", "automated"])
+    );
+    assert_eq!(mrs[0]["reviewer_ids"], serde_json::json!([42]));
+    let calls = forge.calls();
+    assert_eq!(
+        calls[0],
+        "GET /api/v4/projects/acme%2Fwidgets/merge_requests"
+    );
+    assert!(
+        forge
+            .requests()
+            .iter()
+            .all(|r| r.auth.as_deref() == Some(&*format!("Bearer {TOKEN}")))
+    );
+
+    forge.merge(1);
+    let before = forge.requests().len();
+    let again = run_env(&repo, &["pr", &run], &[("GITLAB_TOKEN", TOKEN)]);
+    assert!(again.status.success(), "{}", text(&again));
+    let calls = forge.calls()[before..].to_vec();
+    assert_eq!(
+        calls,
+        [
+            "GET /api/v4/projects/acme%2Fwidgets/merge_requests",
+            "GET /api/v4/projects/acme%2Fwidgets/merge_requests",
+            "PUT /api/v4/projects/acme%2Fwidgets/merge_requests/2",
+            "POST /api/v4/projects/acme%2Fwidgets/merge_requests/2/notes",
+        ]
+    );
+    assert_eq!(forge.pulls()[1]["target_branch"], "main");
+    assert!(!remote_branches(&bare).contains(&format!("orchestra/{run}/p1")));
+    assert!(!text(&out).contains(TOKEN) && !text(&again).contains(TOKEN));
 }

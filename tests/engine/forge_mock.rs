@@ -21,6 +21,7 @@ use serde_json::{Value, json};
 pub enum Flavour {
     GitHub,
     Gitea,
+    GitLab,
 }
 
 /// One request received.
@@ -62,6 +63,7 @@ impl FakeForge {
         let url = match flavour {
             Flavour::GitHub => format!("http://{addr}"),
             Flavour::Gitea => format!("http://{addr}/api/v1"),
+            Flavour::GitLab => format!("http://{addr}/api/v4"),
         };
         let state = Arc::new(Mutex::new(State {
             flavour,
@@ -100,8 +102,13 @@ impl FakeForge {
     /// Marks pull request `number` merged, as a user clicking "merge" would.
     pub fn merge(&self, number: u64) {
         let mut s = self.state.lock().unwrap();
-        let pr = s.pulls.iter_mut().find(|p| p["number"] == number).unwrap();
-        pr["state"] = json!("closed");
+        let gitlab = s.flavour == Flavour::GitLab;
+        let pr = s
+            .pulls
+            .iter_mut()
+            .find(|p| p["number"] == number || p["iid"] == number)
+            .unwrap();
+        pr["state"] = json!(if gitlab { "merged" } else { "closed" });
         pr["merged"] = json!(true);
         pr["merged_at"] = json!("2026-01-02T00:00:00Z");
     }
@@ -198,13 +205,81 @@ fn route(s: &mut State, method: &str, path: &str, body: &Value) -> (u16, Value) 
     let prefix = match s.flavour {
         Flavour::GitHub => "",
         Flavour::Gitea => "/api/v1",
+        Flavour::GitLab => "/api/v4",
     };
     let Some(rest) = path.strip_prefix(prefix) else {
         return (404, json!({"message": "not found"}));
     };
     let (route, query) = rest.split_once('?').unwrap_or((rest, ""));
     let segs: Vec<&str> = route.trim_matches('/').split('/').collect();
+    let param = |k: &str| {
+        query
+            .split('&')
+            .filter_map(|kv| kv.split_once('='))
+            .find(|(n, _)| *n == k)
+            .map(|(_, v)| decode(v))
+    };
+    let by_iid = |p: &&mut Value, n: &str| p["iid"].as_u64() == n.parse::<u64>().ok();
     match (method, segs.as_slice()) {
+        ("GET", ["users"]) => (200, json!([{"id": 42, "username": param("username")}])),
+        ("GET", ["projects", _, "merge_requests"]) => {
+            let head = param("source_branch");
+            let list: Vec<Value> = s
+                .pulls
+                .iter()
+                .filter(|p| {
+                    head.as_ref()
+                        .is_none_or(|h| p["source_branch"] == h.as_str())
+                })
+                .cloned()
+                .collect();
+            (200, Value::Array(list))
+        }
+        ("POST", ["projects", _, "merge_requests"]) => {
+            let iid = s.pulls.len() as u64 + 1;
+            let mr = json!({
+                "iid": iid,
+                "web_url": format!("https://gitlab.example/acme/widgets/-/merge_requests/{iid}"),
+                "state": "opened",
+                "draft": body["title"].as_str().unwrap_or("").starts_with("Draft:"),
+                "title": body["title"],
+                "description": body["description"],
+                "source_branch": body["source_branch"],
+                "target_branch": body["target_branch"],
+                "labels": [],
+                "reviewer_ids": [],
+                "notes": [],
+            });
+            s.pulls.push(mr.clone());
+            (201, mr)
+        }
+        ("PUT", ["projects", _, "merge_requests", n]) => {
+            let Some(p) = s.pulls.iter_mut().find(|p| by_iid(p, n)) else {
+                return (404, json!({"message": "no such merge request"}));
+            };
+            for k in ["title", "description", "target_branch", "reviewer_ids"] {
+                if !body[k].is_null() {
+                    p[k] = body[k].clone();
+                }
+            }
+            if let Some(l) = body["add_labels"].as_str() {
+                for label in l.split(',') {
+                    p["labels"].as_array_mut().unwrap().push(json!(label));
+                }
+            }
+            p["draft"] = json!(p["title"].as_str().unwrap_or("").starts_with("Draft:"));
+            (200, p.clone())
+        }
+        ("POST", ["projects", _, "merge_requests", n, "notes"]) => {
+            let Some(p) = s.pulls.iter_mut().find(|p| by_iid(p, n)) else {
+                return (404, json!({"message": "no such merge request"}));
+            };
+            p["notes"]
+                .as_array_mut()
+                .unwrap()
+                .push(body["body"].clone());
+            (201, json!({"id": 1}))
+        }
         ("POST", ["graphql"]) => {
             let id = body["variables"]["id"].as_str().unwrap_or("");
             let draft = body["query"]
