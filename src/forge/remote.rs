@@ -360,7 +360,7 @@ mod tests {
                 "app"
             )
         );
-        s.remote_url = Some("https://git.corp.example/team/app.git".into());
+        s.kind = Some(ForgeKind::Gitea);
         s.remote_url = Some("file:///tmp/bare.git".into());
         assert!(s.resolve().unwrap_err().contains("apiUrl"));
         s.api_url = Some("http://127.0.0.1:9/api/v1".into());
