@@ -20,6 +20,7 @@ use super::progress;
 /// Running the same plan again on the same base resumes the existing run instead of starting
 /// a second one.
 #[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("afterwards").args(["merge", "pr"])))]
 pub struct RunArgs {
     /// The plan file (TOML); see README for its format.
     plan: PathBuf,
@@ -49,7 +50,7 @@ pub struct RunArgs {
     merge: bool,
     /// With --merge: the branch to advance; with --pr: the branch stacks target (default: the
     /// plan's base branch, else the current one).
-    #[arg(long, value_name = "BRANCH")]
+    #[arg(long, value_name = "BRANCH", requires = "afterwards")]
     target: Option<String>,
     /// Afterwards, open or update one pull request per succeeded packet, stacked by
     /// dependency (`git orchestra pr`); `--pr=local` only writes them as Markdown files in

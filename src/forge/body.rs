@@ -47,7 +47,7 @@ pub fn render_body(ctx: &PrContext<'_>) -> String {
             .collect();
         let _ = writeln!(
             out,
-            "**Stacked on** {}; base `{}`.\n",
+            "**Depends on** {}; base `{}`.\n",
             list.join(", "),
             ctx.base
         );
@@ -203,7 +203,7 @@ mod tests {
         });
         assert!(body.starts_with("Write the parser.\n"), "{body}");
         for part in [
-            "**Stacked on** `p1` (#4); base `orchestra/r-1/p1`.",
+            "**Depends on** `p1` (#4); base `orchestra/r-1/p1`.",
             "- [ ] parses | pipes",
             "- `cargo test`: passed on cccccccccccc",
             "**changes required** by deterministic",

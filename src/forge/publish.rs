@@ -208,10 +208,10 @@ pub fn publish(
     Ok(report)
 }
 
-fn write_error(path: &std::path::Path, e: std::io::Error) -> ForgeError {
+fn write_error(path: &std::path::Path, source: std::io::Error) -> ForgeError {
     ForgeError::Write {
         path: path.to_path_buf(),
-        source: std::io::Error::new(e.kind(), e.to_string()),
+        source,
     }
 }
 

@@ -191,7 +191,7 @@ fn run_pr_opens_stacked_pull_requests_updates_them_idempotently_and_retargets_af
         c2["body"]
             .as_str()
             .unwrap()
-            .contains("**Stacked on** `p1` (#1)"),
+            .contains("**Depends on** `p1` (#1)"),
         "{c2}"
     );
     // p3 left a conflict marker: the review rejects it, so it stays a draft.
