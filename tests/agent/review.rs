@@ -243,3 +243,38 @@ fn fix_rounds_are_bounded_and_the_packet_fails_with_the_findings() {
         "{all}"
     );
 }
+
+#[test]
+fn the_pre_push_hook_asks_the_model_reviewer_in_auto_mode() {
+    let server = MockServer::start(vec![reject("no tests for the change")]);
+    let repo = repo_with_reviewer(&server);
+    let remote = repo.tmp.path().join("remote.git");
+    crate::support::git(
+        repo.tmp.path(),
+        &["init", "-q", "--bare", remote.to_str().unwrap()],
+    );
+    repo.git(&["remote", "add", "origin", remote.to_str().unwrap()]);
+    let out = orchestra_with_env(&repo.path, &["hook", "install"], &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    repo.git(&["config", "orchestra.gate.review", "auto"]);
+    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_git-orchestra"))
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let out = std::process::Command::new("git")
+        .current_dir(&repo.path)
+        .args(["push", "-q", "origin", "feature"])
+        .env("PATH", path)
+        .env(KEY_VAR, SECRET)
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "{}", text(&out));
+    let all = text(&out);
+    assert!(
+        all.contains("no tests for the change") && all.contains("push refused"),
+        "{all}"
+    );
+    assert_eq!(server.requests().len(), 1);
+    assert!(!all.contains(SECRET));
+}

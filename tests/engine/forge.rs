@@ -445,3 +445,31 @@ fn gitlab_merge_requests_stack_and_retarget_through_the_same_interface() {
     assert!(!remote_branches(&bare).contains(&format!("orchestra/{run}/p1")));
     assert!(!text(&out).contains(TOKEN) && !text(&again).contains(TOKEN));
 }
+
+#[test]
+fn an_exhausted_primary_limit_delays_the_next_request_until_its_reset() {
+    let forge = FakeForge::start(Flavour::GitHub);
+    let (repo, _bare) = setup(Some(&forge), Flavour::GitHub);
+    let plan = write_plan(&repo, &packet("p1", "", ""));
+    let reset = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        + 1;
+    // The lookup succeeds but says the budget is spent until `reset`.
+    forge.fail_next(
+        200,
+        &[
+            ("x-ratelimit-remaining", "0"),
+            ("x-ratelimit-reset", &reset.to_string()),
+        ],
+        serde_json::json!([]),
+    );
+    let out = run_plan(&repo, &plan, "--pr", &[("GH_TOKEN", TOKEN)]);
+    assert!(out.status.success(), "{}", text(&out));
+    let reqs = forge.requests();
+    assert_eq!(reqs[1].method, "POST");
+    let waited = reqs[1].at.duration_since(reqs[0].at);
+    assert!(waited.as_millis() >= 900, "waited only {waited:?}");
+    assert_eq!(forge.pulls().len(), 1);
+}
