@@ -114,8 +114,7 @@ pub fn render(r: &PrReport) -> String {
     let mut out = match &r.forge {
         Some(f) => format!(
             "pull requests of run {} on {f} (remote {}):\n",
-            r.run,
-            r.remote.as_deref().unwrap_or("")
+            r.run, r.remote
         ),
         None => format!(
             "pull requests of run {} (local files in {}):\n",
@@ -155,7 +154,8 @@ pub fn render(r: &PrReport) -> String {
     if r.forge.is_none() && !r.entries.is_empty() {
         let branches: Vec<&str> = r.entries.iter().map(|e| e.branch.as_str()).collect();
         out.push_str(&format!(
-            "  branches ready to push: git push origin {}\n",
+            "  branches ready to push: git push {} {}\n",
+            r.remote,
             branches.join(" ")
         ));
     }

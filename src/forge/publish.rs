@@ -85,8 +85,8 @@ pub struct PrReport {
     pub target: String,
     /// The forge spoken to (`github`, `gitea`), or `None` for local files only.
     pub forge: Option<String>,
-    /// The remote branches were pushed to.
-    pub remote: Option<String>,
+    /// The remote the branches go to (pushed only when `forge` is set).
+    pub remote: String,
     /// Where the Markdown files are.
     pub dir: PathBuf,
     pub entries: Vec<PrEntry>,
@@ -168,7 +168,7 @@ pub fn publish(
         run: run_id.to_string(),
         target: target.clone(),
         forge: forge.map(|f| f.kind().as_str().to_string()),
-        remote: forge.map(|_| opts.settings.remote.clone()),
+        remote: opts.settings.remote.clone(),
         dir: out_dir.clone(),
         entries: Vec::new(),
         skipped,
