@@ -97,6 +97,7 @@ fn engine_run(repo_dir: &Path, wt_root: &Path) -> Duration {
         on_event: &noop,
         setup: None,
         crash_after_events: None,
+        review: None,
     };
     let summary = engine::execute(&repo, &prepared.run.id, &ctl).expect("execute");
     assert_eq!(summary.succeeded, PACKETS, "every packet should succeed");

@@ -9,6 +9,7 @@ pub mod agent;
 pub mod config;
 pub mod confine;
 pub mod engine;
+pub mod forge;
 pub mod gate;
 pub mod git;
 pub mod llm;

@@ -8,6 +8,7 @@ mod events;
 pub mod frontmatter;
 mod journal;
 pub mod profiles;
+mod review;
 pub mod role;
 mod runner;
 pub mod sandbox;
@@ -16,6 +17,7 @@ pub mod tools;
 mod worker;
 
 pub use events::{AgentError, AgentEvent, AgentOutcome};
+pub use review::{ModelReviewer, REVIEWER_ROLE, parse_findings};
 pub use role::{Role, RoleError, RoleSource, Roles};
 pub use runner::{AgentSpec, Answerer, run};
 pub use state::WorkerState;

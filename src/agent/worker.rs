@@ -112,7 +112,7 @@ impl AgentWorker {
             role: &role,
             models: models.iter().map(|m| m.as_ref()).collect(),
             context_tokens: chain.first().map_or(32_000, |p| p.context_tokens),
-            task: task_text(job.objective, packet),
+            task: task_text(job.objective, packet, job.fixes),
             root: &root,
             packet_files: Some(packet.files.clone()),
             registry: &registry,
@@ -181,7 +181,7 @@ fn scrub(keys: &[llm::ApiKey], text: &str) -> String {
 }
 
 /// Returns the task message for a packet.
-fn task_text(objective: &str, p: &Packet) -> String {
+fn task_text(objective: &str, p: &Packet, fixes: Option<&str>) -> String {
     let mut t = format!(
         "# {}\n\n{}\n\nThe run's objective: {objective}\n",
         p.title, p.description
@@ -197,6 +197,11 @@ fn task_text(objective: &str, p: &Packet) -> String {
         t.push_str(&format!(
             "\nAfter you complete, these commands must pass:\n- {}\n",
             p.validation.join("\n- ")
+        ));
+    }
+    if let Some(fixes) = fixes {
+        t.push_str(&format!(
+            "\n## Required fixes\n\nYour previous work is already in the worktree and was reviewed.\n{fixes}\n"
         ));
     }
     t.push_str(

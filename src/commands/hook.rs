@@ -41,44 +41,54 @@ enum HookAction {
 
 /// Dispatches the hook subcommands.
 pub fn cmd_hook(cwd: &Path, args: &HookArgs) -> Result<(), CommandError> {
-    let repo = RepoInfo::discover(cwd)?;
     match &args.action {
-        HookAction::Install => {
-            let done = hook::install(&repo).map_err(hook_error)?;
-            if done.unchanged {
-                println!("pre-push gate already installed at {}", done.path.display());
-            } else {
-                println!("installed the pre-push gate at {}", done.path.display());
-            }
-            if let Some(chained) = done.chained {
-                println!(
-                    "the previous pre-push hook runs first from {}",
-                    chained.display()
-                );
-            }
-            Ok(())
-        }
-        HookAction::Uninstall => {
-            let done = hook::uninstall(&repo).map_err(hook_error)?;
-            if done.restored {
-                println!(
-                    "removed the pre-push gate; restored the previous hook at {}",
-                    done.path.display()
-                );
-            } else {
-                println!("removed the pre-push gate from {}", done.path.display());
-            }
-            Ok(())
-        }
-        HookAction::PrePush { remote, .. } => pre_push(&repo, remote),
+        // The hook discovers the repository only when it has to (see `pre_push`).
+        HookAction::PrePush { remote, .. } => pre_push(cwd, remote),
+        HookAction::Install => install(&RepoInfo::discover(cwd)?),
+        HookAction::Uninstall => uninstall(&RepoInfo::discover(cwd)?),
     }
 }
 
-fn pre_push(repo: &RepoInfo, remote: &str) -> Result<(), CommandError> {
+fn install(repo: &RepoInfo) -> Result<(), CommandError> {
+    let done = hook::install(repo).map_err(hook_error)?;
+    if done.unchanged {
+        println!("pre-push gate already installed at {}", done.path.display());
+    } else {
+        println!("installed the pre-push gate at {}", done.path.display());
+    }
+    if let Some(chained) = done.chained {
+        println!(
+            "the previous pre-push hook runs first from {}",
+            chained.display()
+        );
+    }
+    Ok(())
+}
+
+fn uninstall(repo: &RepoInfo) -> Result<(), CommandError> {
+    let done = hook::uninstall(repo).map_err(hook_error)?;
+    if done.restored {
+        println!(
+            "removed the pre-push gate; restored the previous hook at {}",
+            done.path.display()
+        );
+    } else {
+        println!("removed the pre-push gate from {}", done.path.display());
+    }
+    Ok(())
+}
+
+fn pre_push(cwd: &Path, remote: &str) -> Result<(), CommandError> {
     let mut input = String::new();
     std::io::stdin()
         .read_to_string(&mut input)
         .map_err(|e| CommandError::internal(format!("cannot read the hook's input: {e}")))?;
+    // Reviewed work is the common case: answer it in-process, without spawning git.
+    let updates = hook::parse_updates(&input);
+    if git_orchestra::gate::all_approved(cwd, &updates) {
+        return Ok(());
+    }
+    let repo = &RepoInfo::discover(cwd)?;
     let git = repo.git();
     let policy = match git
         .run(["config", "--get", "orchestra.gate.review"])
@@ -89,10 +99,18 @@ fn pre_push(repo: &RepoInfo, remote: &str) -> Result<(), CommandError> {
         _ => GatePolicy::Require,
     };
     let options = check_options(&git, None);
+    let model = match policy {
+        GatePolicy::Auto => super::review::model_reviewer(repo, false)?,
+        GatePolicy::Require => None,
+    };
+    let extra: Vec<&dyn git_orchestra::gate::Reviewer> = model
+        .iter()
+        .map(|m| m as &dyn git_orchestra::gate::Reviewer)
+        .collect();
     let mut refused = Vec::new();
-    for update in hook::parse_updates(&input) {
-        let decision =
-            hook::check_push(repo, remote, &update, policy, &options).map_err(gate_error)?;
+    for update in updates {
+        let decision = hook::check_push(repo, remote, &update, policy, &options, &extra)
+            .map_err(gate_error)?;
         let name = &update.local_ref;
         match &decision {
             RefDecision::Approved {

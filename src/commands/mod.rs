@@ -11,6 +11,7 @@ mod mcp;
 mod merge;
 mod nav;
 mod plan;
+mod pr;
 mod progress;
 mod resume;
 mod review;
@@ -47,6 +48,7 @@ enum Command {
     Review(review::ReviewArgs),
     Hook(hook::HookArgs),
     Merge(merge::MergeArgs),
+    Pr(pr::PrArgs),
     Nav(nav::NavArgs),
     Mcp(mcp::McpArgs),
     Agents(agents::AgentsArgs),
@@ -77,6 +79,7 @@ pub fn main() -> ExitCode {
         Command::Review(args) => review::cmd_review(&cwd, &args),
         Command::Hook(args) => hook::cmd_hook(&cwd, &args),
         Command::Merge(args) => merge::cmd_merge(&cwd, &args),
+        Command::Pr(args) => pr::cmd_pr(&cwd, &args),
         Command::Nav(args) => nav::cmd_nav(&cwd, args),
         Command::Mcp(args) => mcp::cmd_mcp(&cwd, &args),
         Command::Agents(args) => agents::cmd_agents(&cwd, &args),

@@ -67,6 +67,29 @@ pub fn line(event: &Event) -> Option<String> {
             },
             secs(*duration_ms)
         ),
+        Event::PacketReviewed {
+            packet,
+            reviewer,
+            approved,
+            blocking,
+            round,
+            ..
+        } => format!(
+            "[{packet}] review by {reviewer}{}: {}",
+            if *round > 0 {
+                format!(" (fix round {round})")
+            } else {
+                String::new()
+            },
+            if *approved {
+                "approved".to_string()
+            } else {
+                format!(
+                    "rejected ({blocking} blocking finding{})",
+                    if *blocking == 1 { "" } else { "s" }
+                )
+            }
+        ),
         Event::PacketSucceeded { packet, commit } => {
             format!("[{packet}] succeeded at {}", short(commit))
         }

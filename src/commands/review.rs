@@ -39,6 +39,9 @@ pub struct ReviewArgs {
     /// Review again even if the tip's tree already has an approving verdict.
     #[arg(long)]
     again: bool,
+    /// Skip the model reviewer even when `[roles.reviewer] profile` is configured.
+    #[arg(long)]
+    no_model: bool,
     /// Print the verdict as JSON.
     #[arg(long)]
     json: bool,
@@ -91,10 +94,35 @@ pub fn cmd_review(cwd: &Path, args: &ReviewArgs) -> Result<(), CommandError> {
                 .unwrap_or(git_orchestra::engine::DEFAULT_TIMEOUT.as_secs()),
         ),
     };
-    let reviewers: [&dyn Reviewer; 1] = [&reviewer];
+    let model = model_reviewer(&repo, args.no_model)?;
+    let mut reviewers: Vec<&dyn Reviewer> = vec![&reviewer];
+    if let Some(m) = &model {
+        if !args.json {
+            eprintln!("asking the model reviewer ({})", m.name());
+        }
+        reviewers.push(m);
+    }
     let verdict = gate::review(&repo, &range.base, &range.tip, packet.as_ref(), &reviewers)
         .map_err(gate_error)?;
     print_verdict(&verdict, args.json)
+}
+
+/// Returns the model reviewer when `[roles.reviewer] profile` is configured and not refused.
+pub fn model_reviewer(
+    repo: &RepoInfo,
+    refused: bool,
+) -> Result<Option<git_orchestra::agent::ModelReviewer>, CommandError> {
+    use git_orchestra::agent::ModelReviewer;
+    let config =
+        git_orchestra::config::RepoConfig::load(&repo.toplevel).map_err(CommandError::user)?;
+    if refused || !ModelReviewer::configured(&config) {
+        return Ok(None);
+    }
+    ModelReviewer::new(&repo.toplevel, config).map(Some).map_err(|e| {
+        CommandError::user(e).hint(
+            "fix the reviewer's profile in .orchestra/config.toml, or pass --no-model for the deterministic checks only",
+        )
+    })
 }
 
 /// Returns the check options from flags, then `orchestra.gate.maxFileSize`, then defaults.
@@ -199,6 +227,9 @@ pub fn gate_error(e: GateError) -> CommandError {
         GateError::EmptyRange { .. } => CommandError::user(e)
             .hint("pass the range to review explicitly, e.g. `git orchestra review main~1..HEAD`"),
         GateError::NoBase | GateError::Scope { .. } => CommandError::user(e),
+        GateError::Reviewer { .. } => CommandError::failed(e).hint(
+            "no verdict was stored; run the review again, or pass --no-model for the deterministic checks only",
+        ),
         other => CommandError::internal(other),
     }
 }

@@ -20,6 +20,7 @@ use super::progress;
 /// Running the same plan again on the same base resumes the existing run instead of starting
 /// a second one.
 #[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("afterwards").args(["merge", "pr"])))]
 pub struct RunArgs {
     /// The plan file (TOML); see README for its format.
     plan: PathBuf,
@@ -47,9 +48,19 @@ pub struct RunArgs {
     /// Afterwards, integrate the succeeded packets and advance the target (`git orchestra merge`).
     #[arg(long)]
     merge: bool,
-    /// With --merge: the branch to advance (default: the plan's base branch, else the current one).
-    #[arg(long, value_name = "BRANCH", requires = "merge")]
+    /// With --merge: the branch to advance; with --pr: the branch stacks target (default: the
+    /// plan's base branch, else the current one).
+    #[arg(long, value_name = "BRANCH", requires = "afterwards")]
     target: Option<String>,
+    /// Afterwards, open or update one pull request per succeeded packet, stacked by
+    /// dependency (`git orchestra pr`); `--pr=local` only writes them as Markdown files in
+    /// the run's state directory and leaves the branches ready to push.
+    #[arg(long, value_enum, value_name = "MODE", num_args = 0..=1, require_equals = true,
+          default_missing_value = "auto", conflicts_with = "merge")]
+    pr: Option<super::pr::PrMode>,
+    /// With --pr: the remote to push to (default: orchestra.forge.remote, else origin).
+    #[arg(long, value_name = "NAME", requires = "pr")]
+    remote: Option<String>,
 }
 
 /// Validates the plan, creates (or finds) its run, and drives it to the end.
@@ -136,6 +147,19 @@ pub fn cmd_run(cwd: &Path, args: &RunArgs) -> Result<(), CommandError> {
                 prepared.run.state.as_str()
             );
             let shown = print_final(&repo, &prepared.run.id, args.json, prepared.run.state);
+            if let Some(mode) = args.pr
+                && prepared.run.state != RunState::Cancelled
+            {
+                let published = super::pr::run_pr(
+                    &repo,
+                    &prepared.run.id,
+                    mode,
+                    args.remote.as_deref(),
+                    args.target.as_deref(),
+                    args.json,
+                );
+                return shown.and(published);
+            }
             if args.merge && prepared.run.state != RunState::Cancelled {
                 let opts = git_orchestra::merge::MergeOptions {
                     target: args.target.clone(),
@@ -156,7 +180,7 @@ pub fn cmd_run(cwd: &Path, args: &RunArgs) -> Result<(), CommandError> {
         );
     }
     let driven = drive(&repo, &prepared.run.id, &config, args.quiet, args.json);
-    if !args.merge {
+    if !args.merge && args.pr.is_none() {
         return driven;
     }
     // A failed run may still have succeeded packets worth integrating; an interrupted or
@@ -165,6 +189,17 @@ pub fn cmd_run(cwd: &Path, args: &RunArgs) -> Result<(), CommandError> {
         && e.kind != super::error::ErrorKind::Failed
     {
         return driven;
+    }
+    if let Some(mode) = args.pr {
+        let published = super::pr::run_pr(
+            &repo,
+            &prepared.run.id,
+            mode,
+            args.remote.as_deref(),
+            args.target.as_deref(),
+            args.json,
+        );
+        return driven.and(published);
     }
     let opts = git_orchestra::merge::MergeOptions {
         target: args.target.clone(),
@@ -184,6 +219,11 @@ pub fn drive(
     json: bool,
 ) -> Result<(), CommandError> {
     let stop = engine::install_signal_handlers();
+    let model = super::review::model_reviewer(repo, false)?;
+    let review = model.as_ref().map(|m| engine::PacketReview {
+        reviewer: m,
+        max_rounds: engine::DEFAULT_FIX_ROUNDS,
+    });
     let printer = progress::printer(quiet || json);
     let crash_after_events = std::env::var("ORCHESTRA_CRASH_AFTER_EVENTS")
         .ok()
@@ -193,6 +233,7 @@ pub fn drive(
         on_event: &printer,
         setup: config.worktree.setup.clone(),
         crash_after_events,
+        review: review.as_ref(),
     };
     let store = Store::open(&repo.common_dir).map_err(CommandError::internal)?;
     let has_cmd = store

@@ -22,7 +22,7 @@ pub use journal::Journal;
 pub use lock::{LockError, RunLock};
 pub use process::kill_group;
 pub use signal::install as install_signal_handlers;
-pub use worker::{Worker, WorkerJob, WorkerReport};
+pub use worker::{DEFAULT_FIX_ROUNDS, PacketReview, Worker, WorkerJob, WorkerReport};
 
 use crate::git::{RepoError, RepoInfo};
 use crate::names;
@@ -172,6 +172,8 @@ pub struct Control<'a> {
     /// Fault injection for crash tests: the process kills itself with SIGKILL right after
     /// journaling this many events.
     pub crash_after_events: Option<u64>,
+    /// Reviews each validated packet; `None` ends the pipeline at validation.
+    pub review: Option<&'a PacketReview<'a>>,
 }
 
 /// How an execution ended.
@@ -248,6 +250,7 @@ pub fn execute_with(
         setup: ctl.setup.as_deref(),
         timeout: Duration::from_secs(run.timeout_secs),
         worktree_lock: &worktree_lock,
+        review: ctl.review,
     };
     let result = std::thread::scope(|scope| -> Result<(), EngineError> {
         let (done_tx, done_rx) = mpsc::channel::<usize>();

@@ -1,4 +1,6 @@
-//! One packet's pipeline: worktree → worker → commit → scope check → validation.
+//! One packet's pipeline: worktree → worker → commit → scope check → validation → review
+//! (when a reviewer is configured; a rejection sends the findings back to the worker as
+//! required fixes, for a bounded number of rounds).
 //!
 //! Each step is journaled before it runs and the packet's `phase` says where it is, so a
 //! resumed packet restarts from its worktree's state: a finished worker is not run again, a
@@ -10,7 +12,8 @@ use std::time::Duration;
 
 use super::journal::Journal;
 use super::process::{self, Outcome, Spec};
-use super::worker::{Worker, WorkerJob};
+use super::worker::{PacketReview, Worker, WorkerJob};
+use crate::gate;
 use crate::git::commit::{self, Trailers};
 use crate::git::{self as gitops, Created, RepoInfo, Reuse, WorktreeRequest};
 use crate::names;
@@ -32,6 +35,8 @@ pub(super) struct Context<'a> {
     pub timeout: Duration,
     /// Serialises worktree creation and repair within the process.
     pub worktree_lock: &'a std::sync::Mutex<()>,
+    /// The review after validation, when a reviewer is configured.
+    pub review: Option<&'a PacketReview<'a>>,
 }
 
 /// Why a pipeline stopped before success.
@@ -147,124 +152,192 @@ fn pipeline(ctx: &Context<'_>, index: usize, rec: &PacketRecord) -> Result<Strin
     }
 
     if phase == Phase::Worker {
-        let log = dir.join(format!("worker-{}.log", rec.attempt.max(1)));
-        match (ctx.worker_cmd, ctx.worker) {
-            (Some(worker_cmd), _) => {
-                record(
-                    ctx,
-                    Event::WorkerStarted {
-                        packet: packet.id.clone(),
-                        command: worker_cmd.to_string(),
-                        log: log.to_string_lossy().into_owned(),
-                    },
-                )?;
-                let out = run_command(ctx, &packet.id, worker_cmd, &wt, &env, &log)?;
-                record(
-                    ctx,
-                    Event::WorkerFinished {
-                        packet: packet.id.clone(),
-                        exit_code: out.exit_code,
-                        duration_ms: out.duration.as_millis() as u64,
-                        timed_out: out.timed_out,
-                        tail: out.tail.clone(),
-                    },
-                )?;
-                if !out.success() {
-                    return Err(Halt::Fail(format!(
-                        "worker failed ({}); its work stays in {} — log: {}\n{}",
-                        out.describe(ctx.timeout),
-                        wt.display(),
-                        log.display(),
-                        out.tail
-                    )));
-                }
-            }
-            (None, Some(worker)) => {
-                record(
-                    ctx,
-                    Event::WorkerStarted {
-                        packet: packet.id.clone(),
-                        command: worker.label(packet),
-                        log: log.to_string_lossy().into_owned(),
-                    },
-                )?;
-                let started = std::time::Instant::now();
-                let job = WorkerJob {
-                    run: &ctx.run.id,
-                    objective: &ctx.run.objective,
-                    packet,
-                    worktree: &wt,
-                    log: &log,
-                    stop: ctx.stop,
-                    timeout: ctx.timeout,
-                    journal: &|event| {
-                        ctx.journal.record_or_keep(event);
-                    },
-                };
-                let report = worker.work(&job);
-                if report.interrupted {
-                    return Err(Halt::Interrupted);
-                }
-                record(
-                    ctx,
-                    Event::WorkerFinished {
-                        packet: packet.id.clone(),
-                        exit_code: Some(if report.success { 0 } else { 1 }),
-                        duration_ms: started.elapsed().as_millis() as u64,
-                        timed_out: false,
-                        tail: report.summary.clone(),
-                    },
-                )?;
-                if !report.success {
-                    return Err(Halt::Fail(format!(
-                        "agent did not complete: {}; its work stays in {} — transcript: {}",
-                        report.summary,
-                        wt.display(),
-                        log.display()
-                    )));
-                }
-            }
-            (None, None) => {
-                return Err(Halt::Fail(
-                    "no worker: pass --worker-cmd or configure a model profile".to_string(),
-                ));
-            }
-        }
+        work(ctx, packet, rec, &wt, &env, &dir, None)?;
         phase = Phase::Commit;
     }
 
     if phase == Phase::Commit {
-        let message = commit::message(
-            &packet.title,
-            &Trailers {
-                run: &ctx.run.id,
-                packet: &packet.id,
-                role: &packet.role,
-            },
-        );
-        commit::commit_all(&wt, &message)
-            .map_err(|e| Halt::Fail(format!("could not commit the worker's changes: {e}")))?;
-        let head = gitops::Git::new(&wt)
-            .run(["rev-parse", "HEAD"])
-            .map_err(|e| Halt::Fail(format!("cannot read the packet branch: {e}")))?;
-        let changed = commit::changed_paths(&wt, &start, &head)
-            .map_err(|e| Halt::Fail(format!("cannot list the packet's changes: {e}")))?;
-        record(
-            ctx,
-            Event::PacketCommitted {
-                packet: packet.id.clone(),
-                commit: head,
-                changed,
-            },
-        )?;
+        commit_step(ctx, packet, &wt, &start)?;
     }
 
+    let mut head = validate(ctx, packet, rec, &wt, &env, &dir, &start)?;
+    let Some(review) = ctx.review else {
+        return Ok(head);
+    };
+    let mut round = 0u32;
+    loop {
+        let verdict = review_step(ctx, packet, &start, &head, round, review)?;
+        if verdict.verdict == gate::Decision::Approve {
+            return Ok(head);
+        }
+        let fixes = required_fixes(&verdict);
+        if round >= review.max_rounds {
+            return Err(Halt::Fail(format!(
+                "the review rejected {} after {round} fix round{}; the work stays on {}:\n{fixes}",
+                &head[..head.len().min(12)],
+                if round == 1 { "" } else { "s" },
+                rec.branch
+            )));
+        }
+        round += 1;
+        let file = dir.join(format!("fixes-{round}.md"));
+        fs_err::write(&file, &fixes)
+            .map_err(|e| Halt::Fail(format!("cannot write the review's required fixes: {e}")))?;
+        let mut env = env.clone();
+        env.push((
+            "ORCHESTRA_FIXES_FILE".into(),
+            file.to_string_lossy().into_owned(),
+        ));
+        work(ctx, packet, rec, &wt, &env, &dir, Some((&fixes, round)))?;
+        commit_step(ctx, packet, &wt, &start)?;
+        head = validate(ctx, packet, rec, &wt, &env, &dir, &start)?;
+    }
+}
+
+/// Runs the packet's worker once, with the review's required fixes when this is a fix round.
+fn work(
+    ctx: &Context<'_>,
+    packet: &Packet,
+    rec: &PacketRecord,
+    wt: &Path,
+    env: &[(String, String)],
+    dir: &Path,
+    fixes: Option<(&str, u32)>,
+) -> Result<(), Halt> {
+    let log = match fixes {
+        None => dir.join(format!("worker-{}.log", rec.attempt.max(1))),
+        Some((_, round)) => dir.join(format!("worker-{}-fix-{round}.log", rec.attempt.max(1))),
+    };
+    match (ctx.worker_cmd, ctx.worker) {
+        (Some(worker_cmd), _) => {
+            record(
+                ctx,
+                Event::WorkerStarted {
+                    packet: packet.id.clone(),
+                    command: worker_cmd.to_string(),
+                    log: log.to_string_lossy().into_owned(),
+                },
+            )?;
+            let out = run_command(ctx, &packet.id, worker_cmd, wt, env, &log)?;
+            record(
+                ctx,
+                Event::WorkerFinished {
+                    packet: packet.id.clone(),
+                    exit_code: out.exit_code,
+                    duration_ms: out.duration.as_millis() as u64,
+                    timed_out: out.timed_out,
+                    tail: out.tail.clone(),
+                },
+            )?;
+            if !out.success() {
+                return Err(Halt::Fail(format!(
+                    "worker failed ({}); its work stays in {} — log: {}\n{}",
+                    out.describe(ctx.timeout),
+                    wt.display(),
+                    log.display(),
+                    out.tail
+                )));
+            }
+        }
+        (None, Some(worker)) => {
+            record(
+                ctx,
+                Event::WorkerStarted {
+                    packet: packet.id.clone(),
+                    command: worker.label(packet),
+                    log: log.to_string_lossy().into_owned(),
+                },
+            )?;
+            let started = std::time::Instant::now();
+            let job = WorkerJob {
+                run: &ctx.run.id,
+                objective: &ctx.run.objective,
+                packet,
+                worktree: wt,
+                log: &log,
+                stop: ctx.stop,
+                timeout: ctx.timeout,
+                journal: &|event| {
+                    ctx.journal.record_or_keep(event);
+                },
+                fixes: fixes.map(|f| f.0),
+            };
+            let report = worker.work(&job);
+            if report.interrupted {
+                return Err(Halt::Interrupted);
+            }
+            record(
+                ctx,
+                Event::WorkerFinished {
+                    packet: packet.id.clone(),
+                    exit_code: Some(if report.success { 0 } else { 1 }),
+                    duration_ms: started.elapsed().as_millis() as u64,
+                    timed_out: false,
+                    tail: report.summary.clone(),
+                },
+            )?;
+            if !report.success {
+                return Err(Halt::Fail(format!(
+                    "agent did not complete: {}; its work stays in {} — transcript: {}",
+                    report.summary,
+                    wt.display(),
+                    log.display()
+                )));
+            }
+        }
+        (None, None) => {
+            return Err(Halt::Fail(
+                "no worker: pass --worker-cmd or configure a model profile".to_string(),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Commits what the worker left in the worktree, with the engine's identity and trailers.
+fn commit_step(ctx: &Context<'_>, packet: &Packet, wt: &Path, start: &str) -> Result<(), Halt> {
+    let message = commit::message(
+        &packet.title,
+        &Trailers {
+            run: &ctx.run.id,
+            packet: &packet.id,
+            role: &packet.role,
+        },
+    );
+    commit::commit_all(wt, &message)
+        .map_err(|e| Halt::Fail(format!("could not commit the worker's changes: {e}")))?;
+    let head = gitops::Git::new(wt)
+        .run(["rev-parse", "HEAD"])
+        .map_err(|e| Halt::Fail(format!("cannot read the packet branch: {e}")))?;
+    let changed = commit::changed_paths(wt, start, &head)
+        .map_err(|e| Halt::Fail(format!("cannot list the packet's changes: {e}")))?;
+    record(
+        ctx,
+        Event::PacketCommitted {
+            packet: packet.id.clone(),
+            commit: head,
+            changed,
+        },
+    )?;
+    Ok(())
+}
+
+/// Checks the packet's scope and runs its validation commands; returns the validated commit.
+fn validate(
+    ctx: &Context<'_>,
+    packet: &Packet,
+    rec: &PacketRecord,
+    wt: &Path,
+    env: &[(String, String)],
+    dir: &Path,
+    start: &str,
+) -> Result<String, Halt> {
     // Validate: scope first (enforced, not advised), then the packet's own commands.
-    let git = gitops::Git::new(&wt);
+    let git = gitops::Git::new(wt);
     let head = git
         .run(["rev-parse", "HEAD"])
         .map_err(|e| Halt::Fail(format!("cannot read the packet branch: {e}")))?;
-    let changed = commit::changed_paths(&wt, &start, &head)
+    let changed = commit::changed_paths(wt, start, &head)
         .map_err(|e| Halt::Fail(format!("cannot list the packet's changes: {e}")))?;
     let scope = packet
         .scope()
@@ -280,7 +353,7 @@ fn pipeline(ctx: &Context<'_>, index: usize, rec: &PacketRecord) -> Result<Strin
     }
     for (n, command) in packet.validation.iter().enumerate() {
         let log = dir.join(format!("validate-{}.log", n + 1));
-        let out = run_command(ctx, &packet.id, command, &wt, &env, &log)?;
+        let out = run_command(ctx, &packet.id, command, wt, env, &log)?;
         record(
             ctx,
             Event::ValidationFinished {
@@ -302,6 +375,63 @@ fn pipeline(ctx: &Context<'_>, index: usize, rec: &PacketRecord) -> Result<Strin
         }
     }
     Ok(head)
+}
+
+/// Reviews `start..head` with the configured reviewer, storing the verdict in git, and
+/// journals the outcome.
+fn review_step(
+    ctx: &Context<'_>,
+    packet: &Packet,
+    start: &str,
+    head: &str,
+    round: u32,
+    review: &PacketReview<'_>,
+) -> Result<gate::Verdict, Halt> {
+    let packet_ref = gate::PacketRef {
+        run: ctx.run.id.clone(),
+        packet: packet.clone(),
+    };
+    let reviewers: [&dyn gate::Reviewer; 1] = [review.reviewer];
+    let verdict = gate::review(ctx.repo, start, head, Some(&packet_ref), &reviewers)
+        .map_err(|e| Halt::Fail(format!("the review could not be done: {e}")))?;
+    record(
+        ctx,
+        Event::PacketReviewed {
+            packet: packet.id.clone(),
+            commit: head.to_string(),
+            reviewer: verdict.reviewer.clone(),
+            approved: verdict.verdict == gate::Decision::Approve,
+            blocking: verdict
+                .findings
+                .iter()
+                .filter(|f| f.severity.rejects())
+                .count(),
+            round,
+        },
+    )?;
+    Ok(verdict)
+}
+
+/// Returns the review's findings as the worker's list of required fixes.
+fn required_fixes(verdict: &gate::Verdict) -> String {
+    let mut out = String::from(
+        "The review rejected your change. Fix these problems (blocking ones first):\n",
+    );
+    for f in &verdict.findings {
+        let place = match (&f.file, f.line) {
+            (Some(file), Some(line)) => format!(" {file}:{line}"),
+            (Some(file), None) => format!(" {file}"),
+            _ => String::new(),
+        };
+        out.push_str(&format!(
+            "- [{}] {}{place}: {} — {}\n",
+            f.severity.as_str(),
+            f.category,
+            f.evidence.trim(),
+            f.suggestion.trim()
+        ));
+    }
+    out
 }
 
 /// Returns the commit a packet starts from: the run's base without dependencies, the single

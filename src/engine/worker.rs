@@ -21,6 +21,8 @@ pub struct WorkerJob<'a> {
     /// Journals an event of the worker's own (agent states, model and tool calls) in the run
     /// store; the engine's events stay the engine's.
     pub journal: &'a dyn Fn(crate::store::Event),
+    /// The review's required fixes, when this is a fix round after a rejection.
+    pub fixes: Option<&'a str>,
 }
 
 /// How an in-process worker's work phase ended.
@@ -42,3 +44,13 @@ pub trait Worker: Sync {
     /// Does the work of `job` in its worktree.
     fn work(&self, job: &WorkerJob<'_>) -> WorkerReport;
 }
+
+/// The review step of the packet pipeline: who reviews a validated packet, and how many fix
+/// rounds a rejection gets before the packet fails.
+pub struct PacketReview<'a> {
+    pub reviewer: &'a (dyn crate::gate::Reviewer + Sync),
+    pub max_rounds: u32,
+}
+
+/// Default fix rounds after a rejecting review.
+pub const DEFAULT_FIX_ROUNDS: u32 = 2;

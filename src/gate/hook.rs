@@ -240,7 +240,8 @@ impl RefDecision {
     }
 }
 
-/// Decides whether `update` may be pushed to `remote`.
+/// Decides whether `update` may be pushed to `remote`; with [`GatePolicy::Auto`] an unreviewed
+/// range is reviewed by the deterministic checks and `extra` reviewers (a model reviewer).
 ///
 /// The range reviewed is `<remote oid>..<local oid>` when the remote's old tip exists locally;
 /// for a new branch (or an unknown old tip) it is the commits not on any of the remote's
@@ -252,6 +253,7 @@ pub fn check_push(
     update: &PushUpdate,
     policy: GatePolicy,
     options: &CheckOptions,
+    extra: &[&dyn Reviewer],
 ) -> Result<RefDecision, GateError> {
     let git = repo.git();
     let is_zero = |id: &str| !id.is_empty() && id.bytes().all(|b| b == b'0');
@@ -299,7 +301,8 @@ pub fn check_push(
                 validation: Vec::new(),
                 timeout: crate::engine::DEFAULT_TIMEOUT,
             };
-            let reviewers: [&dyn Reviewer; 1] = [&reviewer];
+            let mut reviewers: Vec<&dyn Reviewer> = vec![&reviewer];
+            reviewers.extend_from_slice(extra);
             let verdict = review(repo, &base, &tip, packet.as_ref(), &reviewers)?;
             Ok(if verdict.verdict == Decision::Approve {
                 RefDecision::Approved {

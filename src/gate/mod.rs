@@ -10,6 +10,7 @@
 
 mod checks;
 mod diff;
+mod fast;
 pub mod hook;
 mod range;
 mod review;
@@ -22,6 +23,7 @@ pub use checks::{
     check_file_sizes, check_scope, check_secrets,
 };
 pub use diff::{AddedLine, ChangedFile, RangeDiff, read_diff};
+pub use fast::all_approved;
 pub use range::{PacketRef, ResolvedRange, packet_of, resolve_range};
 pub use review::{
     DeterministicReviewer, ReviewInput, ReviewOutcome, Reviewer, review, run_validation,
@@ -59,4 +61,6 @@ pub enum GateError {
     Scope { packet: String, message: String },
     #[error("{0}")]
     Store(String),
+    #[error("the {reviewer} review failed: {message}")]
+    Reviewer { reviewer: String, message: String },
 }

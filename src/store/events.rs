@@ -16,7 +16,10 @@ pub enum Event {
         packets: usize,
     },
     /// A process took charge of the run (first start or resume).
-    RunStarted { pid: u32, resumed: bool },
+    RunStarted {
+        pid: u32,
+        resumed: bool,
+    },
     /// A packet was picked by the scheduler; its worktree is about to be prepared on `branch`
     /// starting at `start` (the run's base, or the merge of its dependencies' work).
     PacketStarted {
@@ -27,7 +30,10 @@ pub enum Event {
         attempt: u32,
     },
     /// The packet's worktree exists, is on its branch and was validated.
-    WorktreeReady { packet: String, how: String },
+    WorktreeReady {
+        packet: String,
+        how: String,
+    },
     /// The worker command is about to run in its own process group.
     WorkerStarted {
         packet: String,
@@ -35,7 +41,10 @@ pub enum Event {
         log: String,
     },
     /// The worker's process group id, recorded so a resume can stop an orphan.
-    WorkerSpawned { packet: String, pgid: i32 },
+    WorkerSpawned {
+        packet: String,
+        pgid: i32,
+    },
     /// The worker command ended.
     WorkerFinished {
         packet: String,
@@ -60,19 +69,43 @@ pub enum Event {
         tail: String,
     },
     /// The packet passed every check; its work is on its branch at `commit`.
-    PacketSucceeded { packet: String, commit: String },
+    /// A reviewer judged the packet's validated commit (`round` 0 first, then fix rounds).
+    PacketReviewed {
+        packet: String,
+        commit: String,
+        reviewer: String,
+        approved: bool,
+        blocking: usize,
+        round: u32,
+    },
+    PacketSucceeded {
+        packet: String,
+        commit: String,
+    },
     /// The packet failed; `reason` says why in words a person can act on.
-    PacketFailed { packet: String, reason: String },
+    PacketFailed {
+        packet: String,
+        reason: String,
+    },
     /// The packet will not run because a dependency did not succeed.
-    PacketSkipped { packet: String, reason: String },
+    PacketSkipped {
+        packet: String,
+        reason: String,
+    },
     /// The packet was stopped by an interrupt and will restart from its worktree on resume.
-    PacketInterrupted { packet: String },
+    PacketInterrupted {
+        packet: String,
+    },
     /// The run stopped before finishing (Ctrl-C, SIGTERM); `resume` continues it.
-    RunInterrupted { reason: String },
+    RunInterrupted {
+        reason: String,
+    },
     /// The run was cancelled; its packets will not be started again.
     RunCancelled,
     /// Every packet reached a final state.
-    RunFinished { outcome: RunOutcome },
+    RunFinished {
+        outcome: RunOutcome,
+    },
     /// A packet's worktree was removed, after unsaved work was saved to `backup` if any.
     WorktreeRemoved {
         packet: String,
@@ -85,7 +118,10 @@ pub enum Event {
         packets: Vec<String>,
     },
     /// A packet merged in memory conflicts with the integration branch on `paths`.
-    PacketConflicted { packet: String, paths: Vec<String> },
+    PacketConflicted {
+        packet: String,
+        paths: Vec<String>,
+    },
     /// One validation command ran on a merge candidate holding the batch `packets`.
     MergeValidationFinished {
         packets: Vec<String>,
@@ -96,9 +132,15 @@ pub enum Event {
         tail: String,
     },
     /// The packet is on the integration branch, whose tip became `commit`.
-    PacketIntegrated { packet: String, commit: String },
+    PacketIntegrated {
+        packet: String,
+        commit: String,
+    },
     /// The packet was not integrated and goes back to its author; `reason` says why.
-    PacketSentBack { packet: String, reason: String },
+    PacketSentBack {
+        packet: String,
+        reason: String,
+    },
     /// The merge ended: the integration branch is at `commit`; `target_advanced` says whether
     /// the target branch now points there too.
     MergeFinished {
@@ -178,6 +220,7 @@ impl Event {
             | Event::WorkerFinished { packet, .. }
             | Event::PacketCommitted { packet, .. }
             | Event::ValidationFinished { packet, .. }
+            | Event::PacketReviewed { packet, .. }
             | Event::PacketSucceeded { packet, .. }
             | Event::PacketFailed { packet, .. }
             | Event::PacketSkipped { packet, .. }
@@ -214,6 +257,7 @@ impl Event {
             Event::WorkerFinished { .. } => "worker_finished",
             Event::PacketCommitted { .. } => "packet_committed",
             Event::ValidationFinished { .. } => "validation_finished",
+            Event::PacketReviewed { .. } => "packet_reviewed",
             Event::PacketSucceeded { .. } => "packet_succeeded",
             Event::PacketFailed { .. } => "packet_failed",
             Event::PacketSkipped { .. } => "packet_skipped",

@@ -420,6 +420,7 @@ fn apply(
         | Event::AgentFallback { .. } => usage::apply(tx, run, event, now)?,
         Event::RunCreated { .. }
         | Event::WorkerStarted { .. }
+        | Event::PacketReviewed { .. }
         | Event::MergeStarted { .. }
         | Event::PacketConflicted { .. }
         | Event::MergeValidationFinished { .. }

@@ -11,6 +11,7 @@ mod e2e;
 mod llm;
 mod mock;
 mod nav_tools;
+mod review;
 mod sandbox;
 mod stall;
 mod support;

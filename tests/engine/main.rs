@@ -6,7 +6,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod confine;
+mod forge;
+mod forge_mock;
 mod hook;
+mod hook_fast;
 mod merge;
 mod plan;
 mod review;

@@ -1,0 +1,332 @@
+//! The model-backed reviewer: the `reviewer` role's agent reads a range in a scratch checkout
+//! of its tip, navigating with its tools, and answers with JSON findings that join the
+//! deterministic ones in the same verdict.
+//!
+//! The model's word is not taken on trust: only `blocker` and `major` findings that carry
+//! evidence reject (a blocking finding without evidence is kept, as `minor`), and the verdict
+//! is computed from the findings like every other reviewer's. An answer that is not the JSON
+//! asked for gets one more attempt, with the parse error shown to the model, then a clear
+//! error.
+
+use std::sync::atomic::AtomicBool;
+
+use serde::Deserialize;
+
+use super::profiles;
+use super::role::Roles;
+use super::sandbox::{IfUnavailable, Sandbox};
+use super::state::WorkerState;
+use super::tools::Registry;
+use super::worker::SetupError;
+use super::{AgentEvent, AgentSpec};
+use crate::config::RepoConfig;
+use crate::confine::ConfinedRoot;
+use crate::gate::{
+    Finding, GateError, ReviewInput, ReviewOutcome, Reviewer, ScratchWorktree, Severity,
+};
+use crate::llm::{self, ChatModel, RetryPolicy};
+
+/// The role that reviews.
+pub const REVIEWER_ROLE: &str = "reviewer";
+
+/// Most characters of the diff put into the task; the reviewer reads the rest with its tools.
+const MAX_DIFF_CHARS: usize = 40_000;
+
+/// How many answers the model gets to produce valid JSON.
+const ATTEMPTS: usize = 2;
+
+/// Reviews ranges with the reviewer role's model.
+pub struct ModelReviewer {
+    roles: Roles,
+    config: RepoConfig,
+    registry: Registry,
+    name: String,
+    /// Retry policy of model calls.
+    pub policy: RetryPolicy,
+    /// The binary that confines run_command (`None`: commands run unconfined).
+    pub launcher: Option<std::path::PathBuf>,
+}
+
+fn env(key: &str) -> Option<String> {
+    std::env::var(key).ok().filter(|v| !v.is_empty())
+}
+
+impl ModelReviewer {
+    /// Returns true if and only if `.orchestra/config.toml` names a profile for the reviewer
+    /// role (`[roles.reviewer] profile = …`): only then do reviews call a model.
+    pub fn configured(config: &RepoConfig) -> bool {
+        config
+            .roles
+            .get(REVIEWER_ROLE)
+            .is_some_and(|r| r.profile.is_some())
+    }
+
+    /// Loads the reviewer role of the repository at `toplevel` and checks its profile.
+    pub fn new(
+        toplevel: &std::path::Path,
+        config: RepoConfig,
+    ) -> Result<ModelReviewer, SetupError> {
+        let roles = Roles::load(toplevel)?;
+        let role = roles.get(REVIEWER_ROLE)?;
+        let chain = profiles::resolve(&config, role, &env)?;
+        let primary = chain.first().ok_or_else(|| profiles::ProfileError::None {
+            role: REVIEWER_ROLE.into(),
+        })?;
+        primary.api_key()?;
+        Ok(ModelReviewer {
+            name: format!("{REVIEWER_ROLE}:{}", primary.label()),
+            registry: Registry::builtin().for_role(role),
+            roles,
+            config,
+            policy: RetryPolicy::default(),
+            launcher: std::env::current_exe().ok(),
+        })
+    }
+
+    fn fail(&self, message: impl Into<String>) -> GateError {
+        GateError::Reviewer {
+            reviewer: self.name.clone(),
+            message: message.into(),
+        }
+    }
+
+    /// Runs the agent once and returns the summary it completed with.
+    fn ask(
+        &self,
+        input: &ReviewInput<'_>,
+        root: &ConfinedRoot,
+        task: String,
+    ) -> Result<String, GateError> {
+        let role = self
+            .roles
+            .get(REVIEWER_ROLE)
+            .map_err(|e| self.fail(e.to_string()))?;
+        let chain =
+            profiles::resolve(&self.config, role, &env).map_err(|e| self.fail(e.to_string()))?;
+        let mut models: Vec<Box<dyn ChatModel>> = Vec::new();
+        for p in &chain {
+            if let Ok(m) = llm::connect(p) {
+                models.push(m);
+            }
+        }
+        let stop = AtomicBool::new(false);
+        let tmp = crate::store::state_dir(&input.repo.common_dir).join("review-tmp");
+        let spec = AgentSpec {
+            role,
+            models: models.iter().map(|m| m.as_ref()).collect(),
+            context_tokens: chain.first().map_or(32_000, |p| p.context_tokens),
+            task,
+            root,
+            packet_files: Some(Vec::new()),
+            registry: &self.registry,
+            stop: &stop,
+            policy: self.policy,
+            price: None,
+            answer: None,
+            sandbox: self.launcher.clone().map(|launcher| Sandbox {
+                launcher,
+                tmp,
+                if_unavailable: IfUnavailable::Refuse,
+            }),
+        };
+        let mut events = |e: &AgentEvent| tracing::debug!(event = ?e, "reviewer");
+        let outcome = super::run(&spec, &mut events).map_err(|e| self.fail(e.to_string()))?;
+        match (outcome.state, outcome.summary) {
+            (WorkerState::Completed, Some(summary)) => Ok(summary),
+            (state, _) => Err(self.fail(format!(
+                "the reviewer agent ended {} without an answer: {}",
+                state.as_str(),
+                outcome.reason
+            ))),
+        }
+    }
+}
+
+impl Reviewer for ModelReviewer {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn review(&self, input: &ReviewInput<'_>) -> Result<ReviewOutcome, GateError> {
+        let scratch = ScratchWorktree::create(input.repo, input.tip, "review")?;
+        let root = ConfinedRoot::open(scratch.path())
+            .map_err(|e| self.fail(format!("cannot open the review checkout: {e}")))?;
+        let diff =
+            input
+                .repo
+                .git()
+                .run(["diff", "--no-color", "--no-ext-diff", input.base, input.tip])?;
+        let task = task_text(input, &diff);
+        let mut last_error = String::new();
+        for attempt in 0..ATTEMPTS {
+            let task = if attempt == 0 {
+                task.clone()
+            } else {
+                format!(
+                    "{task}\n\nYour previous answer could not be read: {last_error}. Call `complete` again with `summary` set to exactly the JSON object described above, nothing else."
+                )
+            };
+            let answer = self.ask(input, &root, task)?;
+            match parse_findings(&answer) {
+                Ok(findings) => {
+                    return Ok(ReviewOutcome {
+                        checks: vec!["model-review".into()],
+                        findings,
+                    });
+                }
+                Err(e) => last_error = e,
+            }
+        }
+        Err(self.fail(format!(
+            "the model's answer was not the JSON asked for, twice ({last_error}); try another model for the reviewer role"
+        )))
+    }
+}
+
+/// Returns the reviewer's task: the packet, the rules of the answer and the diff.
+fn task_text(input: &ReviewInput<'_>, diff: &str) -> String {
+    let mut t = String::from("# Review this change\n\n");
+    t.push_str(&format!(
+        "Range {}..{} (tree {}). The working directory is a checkout of the tip; read any file you need.\n\n",
+        input.base, input.tip, input.tree
+    ));
+    if let Some(p) = input.packet {
+        t.push_str(&format!(
+            "## Packet `{}`: {}\n\n{}\n\n",
+            p.packet.id, p.packet.title, p.packet.description
+        ));
+        t.push_str(&format!("Declared files: {}\n", p.packet.files.join(", ")));
+        if !p.packet.acceptance.is_empty() {
+            t.push_str(&format!(
+                "\nAcceptance criteria:\n- {}\n",
+                p.packet.acceptance.join("\n- ")
+            ));
+        }
+        t.push('\n');
+    }
+    t.push_str(
+        "## Your answer\n\nCall `complete` with `summary` set to one JSON object and nothing else:\n\
+         {\"verdict\": \"approve\" | \"reject\", \"findings\": [{\"severity\": \"blocker\" | \"major\" | \"minor\" | \"nit\", \
+         \"category\": \"correctness\" | \"security\" | \"tests\" | \"scope\" | \"style\" | …, \"file\": \"path\", \"line\": 12, \
+         \"evidence\": \"what you saw, quoting the code\", \"suggestion\": \"what to change\"}]}\n\
+         Only blocker and major findings with concrete evidence block the change. Report real problems only.\n\n",
+    );
+    let clipped: String = diff.chars().take(MAX_DIFF_CHARS).collect();
+    t.push_str("## Diff\n\n```diff\n");
+    t.push_str(&clipped);
+    if clipped.len() < diff.len() {
+        t.push_str("\n… (diff cut; read the files for the rest)");
+    }
+    t.push_str("\n```\n");
+    t
+}
+
+#[derive(Deserialize)]
+struct Answer {
+    verdict: String,
+    #[serde(default)]
+    findings: Vec<ModelFinding>,
+}
+
+#[derive(Deserialize)]
+struct ModelFinding {
+    severity: Severity,
+    #[serde(default)]
+    category: String,
+    #[serde(default)]
+    file: Option<String>,
+    #[serde(default)]
+    line: Option<u32>,
+    #[serde(default)]
+    evidence: String,
+    #[serde(default)]
+    suggestion: String,
+}
+
+/// Returns the findings of a model's answer (JSON, possibly fenced), or why it is not one.
+/// Blocking findings without evidence are kept as `minor`.
+pub fn parse_findings(answer: &str) -> Result<Vec<Finding>, String> {
+    let start = answer.find('{').ok_or("no JSON object in the answer")?;
+    let end = answer.rfind('}').ok_or("no JSON object in the answer")?;
+    if end < start {
+        return Err("no JSON object in the answer".into());
+    }
+    let parsed: Answer =
+        serde_json::from_str(&answer[start..=end]).map_err(|e| format!("invalid JSON: {e}"))?;
+    if !matches!(
+        parsed.verdict.as_str(),
+        "approve" | "reject" | "request_changes"
+    ) {
+        return Err(format!(
+            "verdict is `{}`, expected approve or reject",
+            parsed.verdict
+        ));
+    }
+    Ok(parsed
+        .findings
+        .into_iter()
+        .map(|f| {
+            let unsupported = f.severity.rejects() && f.evidence.trim().is_empty();
+            Finding {
+                severity: if unsupported {
+                    Severity::Minor
+                } else {
+                    f.severity
+                },
+                category: if f.category.trim().is_empty() {
+                    "review".into()
+                } else {
+                    f.category
+                },
+                file: f.file.filter(|p| !p.is_empty()),
+                line: f.line,
+                evidence: if unsupported {
+                    format!(
+                        "(reported as {} without evidence, so not blocking)",
+                        f.severity.as_str()
+                    )
+                } else {
+                    f.evidence
+                },
+                suggestion: f.suggestion,
+            }
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_fenced_json_and_demotes_blockers_without_evidence() {
+        let answer = "Here you go:\n```json\n{\"verdict\": \"reject\", \"findings\": [\
+            {\"severity\": \"blocker\", \"category\": \"correctness\", \"file\": \"a.rs\", \"line\": 3, \"evidence\": \"x - y\", \"suggestion\": \"x + y\"},\
+            {\"severity\": \"major\", \"evidence\": \"  \"}]}\n```";
+        let f = parse_findings(answer).unwrap();
+        assert_eq!(f[0].severity, Severity::Blocker);
+        assert_eq!(f[0].line, Some(3));
+        assert_eq!(f[1].severity, Severity::Minor);
+        assert!(f[1].evidence.contains("without evidence"));
+        assert_eq!(f[1].category, "review");
+    }
+
+    #[test]
+    fn refuses_what_is_not_the_asked_json() {
+        assert!(
+            parse_findings("looks good to me")
+                .unwrap_err()
+                .contains("no JSON")
+        );
+        assert!(
+            parse_findings("{\"verdict\": \"maybe\"}")
+                .unwrap_err()
+                .contains("maybe")
+        );
+        assert!(
+            parse_findings("{\"verdict\": \"approve\", \"findings\": [{\"severity\": \"huge\"}]}")
+                .unwrap_err()
+                .contains("invalid JSON")
+        );
+    }
+}

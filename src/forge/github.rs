@@ -1,0 +1,264 @@
+//! GitHub's REST API (github.com and GitHub Enterprise Server) for pull requests, plus the one
+//! GraphQL mutation REST lacks: switching a pull request between draft and ready.
+
+use serde_json::{Value, json};
+
+use super::http::{Api, Token};
+use super::limit::DEFAULT_WRITES_PER_MINUTE;
+use super::{
+    Forge, ForgeError, ForgeKind, NewPullRequest, PrState, PullRequest, PullRequestUpdate,
+};
+
+/// The public GitHub API.
+pub const GITHUB_API: &str = "https://api.github.com";
+
+/// Pull requests of one GitHub repository.
+pub struct GitHub {
+    api: Api,
+    owner: String,
+    name: String,
+}
+
+impl GitHub {
+    /// Returns a client for `owner/name` at `api_url` (`https://api.github.com`, or
+    /// `https://<host>/api/v3` for Enterprise).
+    pub fn new(
+        api_url: &str,
+        owner: &str,
+        name: &str,
+        token: Option<Token>,
+        writes_per_minute: Option<usize>,
+    ) -> GitHub {
+        GitHub {
+            api: Api::new(
+                api_url,
+                token,
+                "Bearer",
+                "application/vnd.github+json",
+                writes_per_minute.unwrap_or(DEFAULT_WRITES_PER_MINUTE),
+            ),
+            owner: owner.to_string(),
+            name: name.to_string(),
+        }
+    }
+
+    fn repo_path(&self) -> String {
+        format!("/repos/{}/{}", encode(&self.owner), encode(&self.name))
+    }
+
+    /// Returns the GraphQL endpoint that belongs to the REST base.
+    fn graphql_url(&self) -> String {
+        let base = self.api.base();
+        match base.strip_suffix("/api/v3") {
+            Some(host) => format!("{host}/api/graphql"),
+            None => format!("{base}/graphql"),
+        }
+    }
+
+    fn set_draft(&self, pr: &PullRequest, draft: bool) -> Result<(), ForgeError> {
+        let id = pr.node_id.clone().ok_or_else(|| ForgeError::Protocol {
+            method: "GET".into(),
+            path: format!("{}/pulls/{}", self.repo_path(), pr.number),
+            message: "the pull request has no node_id".into(),
+        })?;
+        let mutation = if draft {
+            "convertPullRequestToDraft"
+        } else {
+            "markPullRequestReadyForReview"
+        };
+        let query = format!(
+            "mutation($id: ID!) {{ {mutation}(input: {{pullRequestId: $id}}) {{ pullRequest {{ isDraft }} }} }}"
+        );
+        let url = self.graphql_url();
+        let answer = self.api.request(
+            "POST",
+            &url,
+            Some(&json!({ "query": query, "variables": { "id": id } })),
+        )?;
+        if let Some(errors) = answer.get("errors").filter(|e| !e.is_null()) {
+            return Err(ForgeError::Protocol {
+                method: "POST".into(),
+                path: url,
+                message: format!("GraphQL errors: {errors}"),
+            });
+        }
+        Ok(())
+    }
+}
+
+impl Forge for GitHub {
+    fn kind(&self) -> ForgeKind {
+        ForgeKind::GitHub
+    }
+
+    fn find_by_head(&self, branch: &str) -> Result<Option<PullRequest>, ForgeError> {
+        let path = format!(
+            "{}/pulls?head={}:{}&state=all&per_page=100",
+            self.repo_path(),
+            encode(&self.owner),
+            encode(branch)
+        );
+        let answer = self.api.request("GET", &path, None)?;
+        let list = answer.as_array().ok_or_else(|| ForgeError::Protocol {
+            method: "GET".into(),
+            path: path.clone(),
+            message: "expected a list of pull requests".into(),
+        })?;
+        let mut found: Vec<PullRequest> = list
+            .iter()
+            .map(|v| parse_pull(v, "GET", &path))
+            .collect::<Result<_, _>>()?;
+        // The head filter is the server's; check it anyway, then prefer an open pull request,
+        // else the newest.
+        found.retain(|p| p.head == branch);
+        found.sort_by_key(|p| (p.state == PrState::Open, p.number));
+        Ok(found.pop())
+    }
+
+    fn create(&self, pr: &NewPullRequest) -> Result<PullRequest, ForgeError> {
+        let path = format!("{}/pulls", self.repo_path());
+        let body = json!({
+            "title": pr.title,
+            "head": pr.head,
+            "base": pr.base,
+            "body": pr.body,
+            "draft": pr.draft,
+        });
+        let answer = self.api.request("POST", &path, Some(&body))?;
+        parse_pull(&answer, "POST", &path)
+    }
+
+    fn update(
+        &self,
+        pr: &PullRequest,
+        change: &PullRequestUpdate,
+    ) -> Result<PullRequest, ForgeError> {
+        let mut current = pr.clone();
+        let mut fields = serde_json::Map::new();
+        if let Some(t) = &change.title {
+            fields.insert("title".into(), json!(t));
+        }
+        if let Some(b) = &change.body {
+            fields.insert("body".into(), json!(b));
+        }
+        if let Some(b) = &change.base {
+            fields.insert("base".into(), json!(b));
+        }
+        if !fields.is_empty() {
+            let path = format!("{}/pulls/{}", self.repo_path(), pr.number);
+            let answer = self
+                .api
+                .request("PATCH", &path, Some(&Value::Object(fields)))?;
+            current = parse_pull(&answer, "PATCH", &path)?;
+            if current.node_id.is_none() {
+                current.node_id = pr.node_id.clone();
+            }
+        }
+        if let Some(draft) = change.draft
+            && draft != current.draft
+        {
+            self.set_draft(&current, draft)?;
+            current.draft = draft;
+        }
+        Ok(current)
+    }
+
+    fn add_labels(&self, number: u64, labels: &[String]) -> Result<(), ForgeError> {
+        if labels.is_empty() {
+            return Ok(());
+        }
+        let path = format!("{}/issues/{number}/labels", self.repo_path());
+        self.api
+            .request("POST", &path, Some(&json!({ "labels": labels })))?;
+        Ok(())
+    }
+
+    fn request_reviewers(&self, number: u64, reviewers: &[String]) -> Result<(), ForgeError> {
+        if reviewers.is_empty() {
+            return Ok(());
+        }
+        let path = format!("{}/pulls/{number}/requested_reviewers", self.repo_path());
+        self.api
+            .request("POST", &path, Some(&json!({ "reviewers": reviewers })))?;
+        Ok(())
+    }
+
+    fn comment(&self, number: u64, body: &str) -> Result<(), ForgeError> {
+        let path = format!("{}/issues/{number}/comments", self.repo_path());
+        self.api
+            .request("POST", &path, Some(&json!({ "body": body })))?;
+        Ok(())
+    }
+}
+
+/// Reads a pull request object (the shape GitHub and Gitea share).
+pub(super) fn parse_pull(v: &Value, method: &str, path: &str) -> Result<PullRequest, ForgeError> {
+    let bad = |what: &str| ForgeError::Protocol {
+        method: method.to_string(),
+        path: path.to_string(),
+        message: format!("the pull request has no {what}"),
+    };
+    let number = v["number"].as_u64().ok_or_else(|| bad("number"))?;
+    let merged = v["merged"].as_bool() == Some(true)
+        || v["merged_at"].as_str().is_some_and(|s| !s.is_empty());
+    let state = match (v["state"].as_str(), merged) {
+        (_, true) => PrState::Merged,
+        (Some("open"), false) => PrState::Open,
+        (Some(_), false) => PrState::Closed,
+        (None, false) => return Err(bad("state")),
+    };
+    Ok(PullRequest {
+        number,
+        url: v["html_url"].as_str().unwrap_or_default().to_string(),
+        head: v["head"]["ref"]
+            .as_str()
+            .ok_or_else(|| bad("head.ref"))?
+            .to_string(),
+        base: v["base"]["ref"]
+            .as_str()
+            .ok_or_else(|| bad("base.ref"))?
+            .to_string(),
+        title: v["title"].as_str().unwrap_or_default().to_string(),
+        body: v["body"].as_str().unwrap_or_default().to_string(),
+        draft: v["draft"].as_bool().unwrap_or(false),
+        state,
+        node_id: v["node_id"].as_str().map(str::to_string),
+    })
+}
+
+/// Percent-encodes everything but unreserved characters, for path segments and query values.
+pub(super) fn encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encodes_branch_names_and_finds_the_graphql_endpoint() {
+        assert_eq!(encode("orchestra/run-1/p1"), "orchestra%2Frun-1%2Fp1");
+        let gh = GitHub::new(GITHUB_API, "o", "r", None, None);
+        assert_eq!(gh.graphql_url(), "https://api.github.com/graphql");
+        let ghe = GitHub::new("https://ghe.example/api/v3/", "o", "r", None, None);
+        assert_eq!(ghe.graphql_url(), "https://ghe.example/api/graphql");
+    }
+
+    #[test]
+    fn reads_states_and_refuses_incomplete_objects() {
+        let v = json!({"number": 3, "state": "closed", "merged_at": "2026-01-01T00:00:00Z",
+            "head": {"ref": "a"}, "base": {"ref": "main"}, "title": "t", "body": null});
+        let pr = parse_pull(&v, "GET", "/x").unwrap();
+        assert_eq!((pr.state, pr.body.as_str()), (PrState::Merged, ""));
+        let err = parse_pull(&json!({"number": 1, "state": "open"}), "GET", "/x").unwrap_err();
+        assert!(err.to_string().contains("head.ref"), "{err}");
+    }
+}

@@ -1,0 +1,544 @@
+//! Publishing a run's packets as pull requests: review verdicts first, then one push of every
+//! branch with the `git` command line, then one pull request per packet in dependency order,
+//! stacked on the branch of the packet it depends on.
+//!
+//! The function is safe to run again at any time, and running it again is how a stack moves
+//! on: a pull request whose lower neighbour was merged is retargeted to the target branch (with
+//! a comment saying why) *before* the merged branch is deleted from the remote, because some
+//! forges close a pull request whose base branch disappears.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::body::{PrContext, render_body};
+use super::remote::ForgeSettings;
+use super::{Forge, ForgeError, NewPullRequest, PrState, PullRequest, PullRequestUpdate};
+use crate::engine::{self, RunLock};
+use crate::gate::{self, CheckOptions, DeterministicReviewer, PacketRef, Reviewer, Verdict};
+use crate::git::{Git, RepoInfo};
+use crate::plan::{Packet, Plan};
+use crate::store::{PacketState, Store};
+
+/// Choices for one publication.
+#[derive(Debug, Clone)]
+pub struct PublishOptions {
+    /// The branch the bottom of each stack targets; default: the plan's base when it is a local
+    /// branch, else the current branch.
+    pub target: Option<String>,
+    pub settings: ForgeSettings,
+    /// Options of the deterministic review run on packets without a verdict.
+    pub checks: CheckOptions,
+    /// Longest one validation command of that review may run.
+    pub timeout: Duration,
+}
+
+/// What happened to one packet's pull request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PrAction {
+    Created,
+    Updated,
+    /// Already up to date: nothing was sent.
+    Unchanged,
+    /// Merged on the forge; nothing to do.
+    Merged,
+    /// Closed without merging by someone; left alone.
+    Closed,
+    /// No forge: the body was written to a local file only.
+    Written,
+}
+
+/// One packet's pull request after publication.
+#[derive(Debug, Clone, Serialize)]
+pub struct PrEntry {
+    pub packet: String,
+    pub title: String,
+    pub branch: String,
+    pub base: String,
+    pub draft: bool,
+    pub action: PrAction,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub number: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// The base it had before this publication moved it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retargeted_from: Option<String>,
+    /// The Markdown file holding the title and body.
+    pub file: PathBuf,
+}
+
+/// A packet that got no pull request, and why.
+#[derive(Debug, Clone, Serialize)]
+pub struct Skipped {
+    pub packet: String,
+    pub reason: String,
+}
+
+/// The outcome of [`publish`].
+#[derive(Debug, Clone, Serialize)]
+pub struct PrReport {
+    pub run: String,
+    pub target: String,
+    /// The forge spoken to (`github`, `gitea`), or `None` for local files only.
+    pub forge: Option<String>,
+    /// The remote the branches go to (pushed only when `forge` is set).
+    pub remote: String,
+    /// Where the Markdown files are.
+    pub dir: PathBuf,
+    pub entries: Vec<PrEntry>,
+    pub skipped: Vec<Skipped>,
+    /// Merged lower branches of stacks deleted from the remote.
+    pub deleted: Vec<String>,
+}
+
+struct Item {
+    packet: Packet,
+    branch: String,
+    commit: String,
+    verdict: Verdict,
+}
+
+/// Publishes run `run_id`'s succeeded packets: to `forge` when given (pushing branches to the
+/// configured remote), else as Markdown files only. See the module docs.
+pub fn publish(
+    repo: &RepoInfo,
+    run_id: &str,
+    forge: Option<&dyn Forge>,
+    opts: &PublishOptions,
+) -> Result<PrReport, ForgeError> {
+    let dir = engine::run_dir(&repo.common_dir, run_id);
+    let _lock = RunLock::acquire(&dir, run_id)?;
+    let store = Store::open(&repo.common_dir)?;
+    let run = store.require_run(run_id)?;
+    let plan = Plan::from_toml_str(&run.plan_toml, &run.plan_path).map_err(|e| {
+        ForgeError::StoredPlan {
+            run: run_id.to_string(),
+            message: e.to_string(),
+        }
+    })?;
+    let git = repo.git();
+    let target = resolve_target(&git, repo, &plan, opts.target.as_deref())?;
+    let records = store.packets(run_id)?;
+    drop(store);
+
+    let mut skipped = Vec::new();
+    let mut candidates = Vec::new();
+    for packet in &plan.packets {
+        let Some(rec) = records.iter().find(|r| r.id == packet.id) else {
+            continue;
+        };
+        match (rec.state, &rec.commit) {
+            (PacketState::Succeeded, Some(commit)) => {
+                candidates.push((
+                    packet.clone(),
+                    rec.branch.clone(),
+                    commit.clone(),
+                    rec.start.clone(),
+                ));
+            }
+            (state, _) => skipped.push(Skipped {
+                packet: packet.id.clone(),
+                reason: format!("the packet is {}", state.as_str()),
+            }),
+        }
+    }
+    let reviewer = DeterministicReviewer {
+        options: opts.checks.clone(),
+        validation: Vec::new(),
+        timeout: opts.timeout,
+    };
+    let mut items = Vec::new();
+    for (packet, branch, commit, start) in topo_order(candidates) {
+        let base = start.unwrap_or_else(|| run.base.clone());
+        let verdict = verdict_for(repo, &git, run_id, &packet, &base, &commit, &reviewer)?;
+        items.push(Item {
+            packet,
+            branch,
+            commit,
+            verdict,
+        });
+    }
+
+    let out_dir = dir.join("pr");
+    let mut report = PrReport {
+        run: run_id.to_string(),
+        target: target.clone(),
+        forge: forge.map(|f| f.kind().as_str().to_string()),
+        remote: opts.settings.remote.clone(),
+        dir: out_dir.clone(),
+        entries: Vec::new(),
+        skipped,
+        deleted: Vec::new(),
+    };
+    match forge {
+        None => publish_local(&target, &items, &mut report),
+        Some(f) => publish_remote(
+            f,
+            &git,
+            &run.objective,
+            run_id,
+            &target,
+            &items,
+            opts,
+            &mut report,
+        )?,
+    }
+    fs_err::create_dir_all(&out_dir).map_err(|e| write_error(&out_dir, e))?;
+    for (entry, item) in report.entries.iter().zip(&items) {
+        let text = format!(
+            "# {}\n\n<!-- head: {} base: {}{} -->\n\n{}",
+            entry.title,
+            entry.branch,
+            entry.base,
+            if entry.draft { " draft" } else { "" },
+            body_for(
+                &run.objective,
+                run_id,
+                item,
+                &entry.base,
+                &deps_refs(item, &report.entries)
+            )
+        );
+        fs_err::write(&entry.file, text).map_err(|e| write_error(&entry.file, e))?;
+    }
+    Ok(report)
+}
+
+fn write_error(path: &std::path::Path, source: std::io::Error) -> ForgeError {
+    ForgeError::Write {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Returns the stored verdict of the packet's tree or commit, or reviews it now.
+fn verdict_for(
+    repo: &RepoInfo,
+    git: &Git,
+    run_id: &str,
+    packet: &Packet,
+    base: &str,
+    commit: &str,
+    reviewer: &DeterministicReviewer,
+) -> Result<Verdict, ForgeError> {
+    let tree = git.run(["rev-parse", &format!("{commit}^{{tree}}")])?;
+    if let Some(v) = gate::approved_for_tree(git, &tree)? {
+        return Ok(v);
+    }
+    if let Some(v) = gate::read_verdict(git, commit)?.filter(|v| v.commit == commit) {
+        return Ok(v);
+    }
+    let packet_ref = PacketRef {
+        run: run_id.to_string(),
+        packet: packet.clone(),
+    };
+    let reviewers: [&dyn Reviewer; 1] = [reviewer];
+    Ok(gate::review(
+        repo,
+        base,
+        commit,
+        Some(&packet_ref),
+        &reviewers,
+    )?)
+}
+
+/// Returns how each dependency of `item` is referred to: `#<n>` when its pull request is
+/// known, else its branch.
+fn deps_refs(item: &Item, entries: &[PrEntry]) -> Vec<(String, String)> {
+    item.packet
+        .depends_on
+        .iter()
+        .filter_map(|d| {
+            let e = entries.iter().find(|e| &e.packet == d)?;
+            Some((
+                d.clone(),
+                match e.number {
+                    Some(n) => format!("#{n}"),
+                    None => format!("`{}`", e.branch),
+                },
+            ))
+        })
+        .collect()
+}
+
+fn body_for(
+    objective: &str,
+    run_id: &str,
+    item: &Item,
+    base: &str,
+    deps: &[(String, String)],
+) -> String {
+    render_body(&PrContext {
+        run: run_id,
+        objective,
+        packet: &item.packet,
+        branch: &item.branch,
+        commit: &item.commit,
+        base,
+        verdict: Some(&item.verdict),
+        depends_on: deps.to_vec(),
+    })
+}
+
+fn is_draft(item: &Item) -> bool {
+    item.verdict.verdict != gate::Decision::Approve
+}
+
+fn publish_local(target: &str, items: &[Item], report: &mut PrReport) {
+    for item in items {
+        // Without a forge nothing is merged: every dependency in the run is still a branch.
+        let base = item
+            .packet
+            .depends_on
+            .iter()
+            .rev()
+            .find_map(|d| items.iter().find(|i| &i.packet.id == d))
+            .map_or_else(|| target.to_string(), |i| i.branch.clone());
+        report.entries.push(PrEntry {
+            packet: item.packet.id.clone(),
+            title: item.packet.title.clone(),
+            branch: item.branch.clone(),
+            base,
+            draft: is_draft(item),
+            action: PrAction::Written,
+            number: None,
+            url: None,
+            retargeted_from: None,
+            file: report.dir.join(format!("{}.md", item.packet.id)),
+        });
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn publish_remote(
+    forge: &dyn Forge,
+    git: &Git,
+    objective: &str,
+    run_id: &str,
+    target: &str,
+    items: &[Item],
+    opts: &PublishOptions,
+    report: &mut PrReport,
+) -> Result<(), ForgeError> {
+    let remote = &opts.settings.remote;
+    let mut known: HashMap<String, Option<PullRequest>> = HashMap::new();
+    for item in items {
+        known.insert(item.packet.id.clone(), forge.find_by_head(&item.branch)?);
+    }
+    let finished = |id: &str, known: &HashMap<String, Option<PullRequest>>| {
+        known
+            .get(id)
+            .and_then(|p| p.as_ref())
+            .is_some_and(|p| p.state != PrState::Open)
+    };
+    // One push for every branch whose pull request is still to be opened or updated.
+    let refspecs: Vec<String> = items
+        .iter()
+        .filter(|i| !finished(&i.packet.id, &known))
+        .map(|i| format!("{}:refs/heads/{}", i.commit, i.branch))
+        .collect();
+    if !refspecs.is_empty() {
+        let mut args = vec!["push".to_string(), "--porcelain".into(), remote.clone()];
+        args.extend(refspecs);
+        git.run(&args).map_err(|e| ForgeError::Push {
+            remote: remote.clone(),
+            message: e.to_string(),
+        })?;
+    }
+
+    for item in items {
+        let id = &item.packet.id;
+        let merged_deps: Vec<&String> = item
+            .packet
+            .depends_on
+            .iter()
+            .filter(|d| {
+                known
+                    .get(*d)
+                    .and_then(|p| p.as_ref())
+                    .is_some_and(|p| p.state == PrState::Merged)
+            })
+            .collect();
+        let base = item
+            .packet
+            .depends_on
+            .iter()
+            .rev()
+            .filter(|d| !merged_deps.contains(d))
+            .find_map(|d| items.iter().find(|i| &i.packet.id == d))
+            .map_or_else(|| target.to_string(), |i| i.branch.clone());
+        let deps: Vec<(String, String)> = item
+            .packet
+            .depends_on
+            .iter()
+            .filter_map(|d| {
+                let pr = known.get(d)?.as_ref()?;
+                Some((d.clone(), format!("#{}", pr.number)))
+            })
+            .collect();
+        let body = body_for(objective, run_id, item, &base, &deps);
+        let draft = is_draft(item);
+        let mut entry = PrEntry {
+            packet: id.clone(),
+            title: item.packet.title.clone(),
+            branch: item.branch.clone(),
+            base: base.clone(),
+            draft,
+            action: PrAction::Unchanged,
+            number: None,
+            url: None,
+            retargeted_from: None,
+            file: report.dir.join(format!("{id}.md")),
+        };
+        let current = known.get(id).cloned().flatten();
+        let pr = match current {
+            None => {
+                let pr = forge.create(&NewPullRequest {
+                    title: item.packet.title.clone(),
+                    body: body.clone(),
+                    head: item.branch.clone(),
+                    base: base.clone(),
+                    draft,
+                })?;
+                forge.add_labels(pr.number, &opts.settings.labels)?;
+                forge.request_reviewers(pr.number, &opts.settings.reviewers)?;
+                entry.action = PrAction::Created;
+                pr
+            }
+            Some(pr) if pr.state == PrState::Open => {
+                let change = PullRequestUpdate {
+                    title: (pr.title != item.packet.title).then(|| item.packet.title.clone()),
+                    body: (normalise(&pr.body) != normalise(&body)).then(|| body.clone()),
+                    base: (pr.base != base).then(|| base.clone()),
+                    draft: (pr.draft != draft).then_some(draft),
+                };
+                if change.is_empty() {
+                    pr
+                } else {
+                    let updated = forge.update(&pr, &change)?;
+                    entry.action = PrAction::Updated;
+                    if change.base.is_some() {
+                        entry.retargeted_from = Some(pr.base.clone());
+                        let below = items.iter().find(|i| i.branch == pr.base);
+                        let why = match below.and_then(|i| known.get(&i.packet.id)?.as_ref()) {
+                            Some(b) if b.state == PrState::Merged => {
+                                format!("the pull request below it, #{}, was merged", b.number)
+                            }
+                            _ => "the stack changed".to_string(),
+                        };
+                        forge.comment(
+                            updated.number,
+                            &format!("Retargeted from `{}` to `{base}`: {why}.", pr.base),
+                        )?;
+                    }
+                    updated
+                }
+            }
+            Some(pr) => {
+                entry.action = if pr.state == PrState::Merged {
+                    PrAction::Merged
+                } else {
+                    PrAction::Closed
+                };
+                entry.base = pr.base.clone();
+                entry.draft = pr.draft;
+                pr
+            }
+        };
+        entry.number = Some(pr.number);
+        entry.url = Some(pr.url.clone()).filter(|u| !u.is_empty());
+        known.insert(id.clone(), Some(pr));
+        report.entries.push(entry);
+    }
+
+    // Only now, with every pull request above retargeted, may merged lower branches go.
+    if opts.settings.delete_merged {
+        for item in items {
+            let merged = known
+                .get(&item.packet.id)
+                .and_then(|p| p.as_ref())
+                .is_some_and(|p| p.state == PrState::Merged);
+            let still_a_base = report
+                .entries
+                .iter()
+                .any(|e| e.base == item.branch && e.action != PrAction::Merged);
+            if !merged || still_a_base {
+                continue;
+            }
+            let remote_ref = format!("refs/heads/{}", item.branch);
+            let listed = git.run(["ls-remote", "--heads", remote.as_str(), remote_ref.as_str()])?;
+            if listed.trim().is_empty() {
+                continue;
+            }
+            git.run([
+                "push",
+                "--porcelain",
+                remote.as_str(),
+                "--delete",
+                remote_ref.as_str(),
+            ])
+            .map_err(|e| ForgeError::Push {
+                remote: remote.clone(),
+                message: e.to_string(),
+            })?;
+            report.deleted.push(item.branch.clone());
+        }
+    }
+    Ok(())
+}
+
+fn normalise(s: &str) -> String {
+    s.replace("\r\n", "\n").trim().to_string()
+}
+
+/// Orders packets so every dependency comes before its dependents, keeping plan order
+/// otherwise.
+fn topo_order<T>(mut rest: Vec<(Packet, String, String, T)>) -> Vec<(Packet, String, String, T)> {
+    let mut out: Vec<(Packet, String, String, T)> = Vec::new();
+    while !rest.is_empty() {
+        let ids: Vec<String> = rest.iter().map(|r| r.0.id.clone()).collect();
+        let pos = rest
+            .iter()
+            .position(|r| r.0.depends_on.iter().all(|d| !ids.contains(d)))
+            .unwrap_or(0);
+        out.push(rest.remove(pos));
+    }
+    out
+}
+
+fn resolve_target(
+    git: &Git,
+    repo: &RepoInfo,
+    plan: &Plan,
+    given: Option<&str>,
+) -> Result<String, ForgeError> {
+    let is_branch = |b: &str| {
+        git.succeeds([
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            &format!("refs/heads/{b}"),
+        ])
+    };
+    if let Some(t) = given {
+        let t = t.strip_prefix("refs/heads/").unwrap_or(t);
+        return if is_branch(t)? {
+            Ok(t.to_string())
+        } else {
+            Err(ForgeError::Config(format!(
+                "target `{t}` is not a local branch; pass --target <branch>"
+            )))
+        };
+    }
+    if let Some(base) = &plan.base {
+        let b = base.strip_prefix("refs/heads/").unwrap_or(base);
+        if is_branch(b)? {
+            return Ok(b.to_string());
+        }
+    }
+    repo.branch.clone().ok_or(ForgeError::NoTarget)
+}

@@ -1,0 +1,280 @@
+//! The model reviewer: JSON findings from the scripted reviewer agent join the verdict in git;
+//! only evidenced blocker/major findings reject; a malformed answer gets one retry, then a clear
+//! error; `git orchestra review` uses it when `[roles.reviewer]` names a profile.
+
+use git_orchestra::agent::ModelReviewer;
+use git_orchestra::config::RepoConfig;
+use git_orchestra::gate::{self, Decision, DeterministicReviewer, Reviewer};
+use git_orchestra::git::RepoInfo;
+use serde_json::{Value, json};
+
+use crate::llm::{KEY_VAR, SECRET, export_key};
+use crate::mock::MockServer;
+use crate::support::{TestRepo, orchestra_with_env, text};
+
+/// A model reply that completes with `summary`.
+fn completes_with(summary: &str) -> Value {
+    json!({"json": {"model": "mock-model", "choices": [{"index": 0, "message": {"role": "assistant", "content": null,
+        "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "complete",
+            "arguments": json!({"summary": summary}).to_string()}}]}, "finish_reason": "tool_calls"}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5}}})
+}
+
+/// A repository whose `feature` branch changes `add`, configured with a reviewer profile
+/// pointing at `server`.
+fn repo_with_reviewer(server: &MockServer) -> TestRepo {
+    export_key();
+    let repo = TestRepo::new();
+    repo.write(
+        ".orchestra/config.toml",
+        &format!(
+            "[profiles.mock]\nprovider = \"openai-compatible\"\nmodel = \"mock-model\"\nbase_url = \"{}\"\napi_key_env = \"{KEY_VAR}\"\ntimeout_secs = 5\n\n[roles.reviewer]\nprofile = \"mock\"\n",
+            server.url
+        ),
+    );
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-qm", "config"]);
+    repo.git(&["checkout", "-qb", "feature"]);
+    repo.write(
+        "src/lib.rs",
+        "pub fn add(a: i32, b: i32) -> i32 { a - b }\n",
+    );
+    repo.git(&["commit", "-qam", "change add"]);
+    repo
+}
+
+fn review(repo: &TestRepo) -> Result<gate::Verdict, gate::GateError> {
+    let info = RepoInfo::discover(&repo.path).unwrap();
+    let config = RepoConfig::load(&info.toplevel).unwrap();
+    assert!(ModelReviewer::configured(&config));
+    let mut model = ModelReviewer::new(&info.toplevel, config).unwrap();
+    model.launcher = None;
+    let det = DeterministicReviewer {
+        options: gate::CheckOptions {
+            max_file_size: gate::DEFAULT_MAX_FILE_SIZE,
+        },
+        validation: Vec::new(),
+        timeout: std::time::Duration::from_secs(30),
+    };
+    let reviewers: [&dyn Reviewer; 2] = [&det, &model];
+    gate::review(&info, "main", "feature", None, &reviewers)
+}
+
+#[test]
+fn evidenced_major_findings_reject_and_are_stored_in_git() {
+    let answer = json!({"verdict": "reject", "findings": [
+        {"severity": "major", "category": "correctness", "file": "src/lib.rs", "line": 1,
+         "evidence": "`a - b` subtracts in add()", "suggestion": "use a + b"},
+        {"severity": "nit", "category": "style", "evidence": "", "suggestion": "doc comment"}]});
+    let server = MockServer::start(vec![completes_with(&answer.to_string())]);
+    let repo = repo_with_reviewer(&server);
+    let verdict = review(&repo).unwrap();
+    assert_eq!(verdict.verdict, Decision::Reject);
+    assert_eq!(
+        verdict.reviewer,
+        "deterministic+reviewer:openai-compatible:mock-model"
+    );
+    assert!(verdict.checks.contains(&"model-review".to_string()));
+    assert_eq!(verdict.findings[0].file.as_deref(), Some("src/lib.rs"));
+    // The reviewer saw the diff and the answer format.
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 1);
+    let task = reqs[0].body.to_string();
+    assert!(
+        task.contains("a - b") && task.contains("\\\"severity\\\""),
+        "{task}"
+    );
+    assert_eq!(
+        reqs[0].header("authorization"),
+        Some(&*format!("Bearer {SECRET}"))
+    );
+    // Stored in git like any verdict.
+    let info = RepoInfo::discover(&repo.path).unwrap();
+    let stored = gate::read_verdict(&info.git(), &verdict.commit)
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored, verdict);
+}
+
+#[test]
+fn a_blocker_without_evidence_does_not_block() {
+    let answer = json!({"verdict": "reject", "findings": [
+        {"severity": "blocker", "category": "correctness", "evidence": "", "suggestion": "?"}]});
+    let server = MockServer::start(vec![completes_with(&answer.to_string())]);
+    let repo = repo_with_reviewer(&server);
+    let verdict = review(&repo).unwrap();
+    assert_eq!(verdict.verdict, Decision::Approve);
+    assert_eq!(verdict.findings[0].severity, gate::Severity::Minor);
+}
+
+#[test]
+fn a_malformed_answer_gets_one_retry_then_a_clear_error() {
+    let ok = json!({"verdict": "approve", "findings": []}).to_string();
+    let server = MockServer::start(vec![completes_with("LGTM!"), completes_with(&ok)]);
+    let repo = repo_with_reviewer(&server);
+    let verdict = review(&repo).unwrap();
+    assert_eq!(verdict.verdict, Decision::Approve);
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 2);
+    assert!(
+        reqs[1]
+            .body
+            .to_string()
+            .contains("could not be read: no JSON object")
+    );
+
+    let server = MockServer::start(vec![
+        completes_with("LGTM!"),
+        completes_with("{\"verdict\": 1}"),
+    ]);
+    let repo = repo_with_reviewer(&server);
+    let err = review(&repo).unwrap_err().to_string();
+    assert!(err.contains("not the JSON asked for, twice"), "{err}");
+    // Nothing was stored.
+    let info = RepoInfo::discover(&repo.path).unwrap();
+    let tip = info.git().run(["rev-parse", "feature"]).unwrap();
+    assert!(gate::read_verdict(&info.git(), &tip).unwrap().is_none());
+}
+
+#[test]
+fn the_review_command_uses_the_configured_reviewer() {
+    let answer = json!({"verdict": "reject", "findings": [
+        {"severity": "blocker", "category": "correctness", "file": "src/lib.rs", "line": 1,
+         "evidence": "subtraction", "suggestion": "add"}]});
+    let server = MockServer::start(vec![completes_with(&answer.to_string())]);
+    let repo = repo_with_reviewer(&server);
+    let out = orchestra_with_env(
+        &repo.path,
+        &["review", "main..feature", "--json"],
+        &[(KEY_VAR, SECRET)],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["verdict"], "reject");
+    assert_eq!(v["findings"][0]["evidence"], "subtraction");
+    assert!(!text(&out).contains(SECRET));
+    // --no-model: deterministic checks only, and they approve.
+    let out = orchestra_with_env(
+        &repo.path,
+        &["review", "main..feature", "--again", "--no-model", "--json"],
+        &[(KEY_VAR, SECRET)],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(server.requests().len(), 1);
+}
+
+const FIXING_WORKER: &str = r#"if [ -n "$ORCHESTRA_FIXES_FILE" ]; then cp "$ORCHESTRA_FIXES_FILE" fixed.txt; else echo v1 > out.txt; fi"#;
+
+fn run_reviewed_plan(server: &MockServer) -> (TestRepo, std::process::Output) {
+    let repo = repo_with_reviewer(server);
+    repo.git(&["checkout", "-q", "main"]);
+    let plan = repo.scratch().join("plan.toml");
+    std::fs::write(
+        &plan,
+        "objective = \"Reviewed work\"\n\n[[packet]]\nid = \"p1\"\ntitle = \"Write out\"\ndescription = \"Write out.txt\"\nfiles = [\"out.txt\", \"fixed.txt\"]\nvalidation = [\"test -f out.txt\"]\n",
+    )
+    .unwrap();
+    let root = repo.scratch().join("wt");
+    let out = orchestra_with_env(
+        &repo.path,
+        &[
+            "run",
+            plan.to_str().unwrap(),
+            "--worker-cmd",
+            FIXING_WORKER,
+            "--worktree-root",
+            root.to_str().unwrap(),
+        ],
+        &[(KEY_VAR, SECRET)],
+    );
+    (repo, out)
+}
+
+fn reject(evidence: &str) -> Value {
+    completes_with(
+        &json!({"verdict": "reject", "findings": [{"severity": "major", "category": "tests",
+            "file": "out.txt", "line": 1, "evidence": evidence, "suggestion": "add a fixed.txt"}]})
+        .to_string(),
+    )
+}
+
+#[test]
+fn a_rejected_packet_gets_the_findings_as_required_fixes_and_is_reviewed_again() {
+    let approve = completes_with(&json!({"verdict": "approve", "findings": []}).to_string());
+    let server = MockServer::start(vec![reject("no fixed.txt yet"), approve]);
+    let (repo, out) = run_reviewed_plan(&server);
+    assert!(out.status.success(), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("rejected (1 blocking finding)"), "{stderr}");
+    assert!(stderr.contains("(fix round 1): approved"), "{stderr}");
+    assert_eq!(server.requests().len(), 2);
+    // The worker ran again with the findings and its fix was committed on the branch.
+    let branch = repo.git(&[
+        "for-each-ref",
+        "--format=%(refname:short)",
+        "refs/heads/orchestra/",
+    ]);
+    let fixed = repo.git(&["show", &format!("{branch}:fixed.txt")]);
+    assert!(
+        fixed.contains("[major] tests out.txt:1: no fixed.txt yet"),
+        "{fixed}"
+    );
+    // The approving verdict is stored on the packet's final commit.
+    let info = RepoInfo::discover(&repo.path).unwrap();
+    let tip = repo.git(&["rev-parse", &branch]);
+    let v = gate::read_verdict(&info.git(), &tip).unwrap().unwrap();
+    assert_eq!(v.verdict, Decision::Approve);
+    assert_eq!(v.packet.as_deref().map(|p| p.ends_with("/p1")), Some(true));
+}
+
+#[test]
+fn fix_rounds_are_bounded_and_the_packet_fails_with_the_findings() {
+    let server = MockServer::start(vec![reject("one"), reject("two"), reject("three")]);
+    let (_repo, out) = run_reviewed_plan(&server);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert_eq!(
+        server.requests().len(),
+        3,
+        "first review plus two fix rounds"
+    );
+    let all = text(&out);
+    assert!(
+        all.contains("after 2 fix rounds") && all.contains("three"),
+        "{all}"
+    );
+}
+
+#[test]
+fn the_pre_push_hook_asks_the_model_reviewer_in_auto_mode() {
+    let server = MockServer::start(vec![reject("no tests for the change")]);
+    let repo = repo_with_reviewer(&server);
+    let remote = repo.tmp.path().join("remote.git");
+    crate::support::git(
+        repo.tmp.path(),
+        &["init", "-q", "--bare", remote.to_str().unwrap()],
+    );
+    repo.git(&["remote", "add", "origin", remote.to_str().unwrap()]);
+    let out = orchestra_with_env(&repo.path, &["hook", "install"], &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    repo.git(&["config", "orchestra.gate.review", "auto"]);
+    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_git-orchestra"))
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let out = std::process::Command::new("git")
+        .current_dir(&repo.path)
+        .args(["push", "-q", "origin", "feature"])
+        .env("PATH", path)
+        .env(KEY_VAR, SECRET)
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "{}", text(&out));
+    let all = text(&out);
+    assert!(
+        all.contains("no tests for the change") && all.contains("push refused"),
+        "{all}"
+    );
+    assert_eq!(server.requests().len(), 1);
+    assert!(!all.contains(SECRET));
+}
