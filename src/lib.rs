@@ -15,5 +15,6 @@ pub mod llm;
 pub mod merge;
 pub mod names;
 pub mod nav;
+pub mod orchestrator;
 pub mod plan;
 pub mod store;
