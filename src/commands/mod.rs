@@ -3,17 +3,20 @@
 
 mod agent;
 mod agents;
+mod answer;
 mod cancel;
 mod error;
 mod gc;
 mod hook;
 mod merge;
 mod nav;
+mod pause;
 mod plan;
 mod progress;
 mod resume;
 mod review;
 mod run;
+mod start;
 mod status;
 
 use std::process::ExitCode;
@@ -36,6 +39,9 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    Start(start::StartArgs),
+    Answer(answer::AnswerArgs),
+    Pause(pause::PauseArgs),
     Run(run::RunArgs),
     /// Checks plan files and shows how their packets will be scheduled.
     Plan(plan::PlanArgs),
@@ -66,6 +72,9 @@ pub fn main() -> ExitCode {
         }
     };
     let result = match cli.command {
+        Command::Start(args) => start::cmd_start(&cwd, &args),
+        Command::Answer(args) => answer::cmd_answer(&cwd, &args),
+        Command::Pause(args) => pause::cmd_pause(&cwd, &args),
         Command::Run(args) => run::cmd_run(&cwd, &args),
         Command::Status(args) => status::cmd_status(&cwd, &args),
         Command::Resume(args) => resume::cmd_resume(&cwd, &args),

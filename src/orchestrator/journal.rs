@@ -110,6 +110,8 @@ pub enum WorkflowEvent {
         touched: Vec<String>,
         learnings: Vec<String>,
     },
+    /// A packet's agent asked a person a question; `git orchestra answer` replies.
+    Asked { packet: String, question: String },
     /// A human answered a packet agent's question.
     Answered { packet: String, text: String },
     /// A conflicted packet was merged with the integration branch and resolved at `commit`.
@@ -120,6 +122,8 @@ pub enum WorkflowEvent {
     },
     /// The merge coordinator finished (its report as JSON).
     Merged { report: serde_json::Value },
+    /// The process `pid` took charge of the run (first start or resume).
+    Driving { pid: u32 },
     /// A pause or cancel was asked for from another process.
     StopRequested { cancel: bool },
     /// The report was written.
