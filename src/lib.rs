@@ -8,6 +8,7 @@
 pub mod agent;
 pub mod config;
 pub mod confine;
+pub mod demo;
 pub mod engine;
 pub mod gate;
 pub mod git;

@@ -5,6 +5,7 @@ mod agent;
 mod agents;
 mod answer;
 mod cancel;
+mod demo;
 mod error;
 mod gc;
 mod hook;
@@ -41,6 +42,7 @@ struct Cli {
 enum Command {
     Start(start::StartArgs),
     Answer(answer::AnswerArgs),
+    Demo(demo::DemoArgs),
     Pause(pause::PauseArgs),
     Run(run::RunArgs),
     /// Checks plan files and shows how their packets will be scheduled.
@@ -74,6 +76,7 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Start(args) => start::cmd_start(&cwd, &args),
         Command::Answer(args) => answer::cmd_answer(&cwd, &args),
+        Command::Demo(args) => demo::cmd_demo(&cwd, &args),
         Command::Pause(args) => pause::cmd_pause(&cwd, &args),
         Command::Run(args) => run::cmd_run(&cwd, &args),
         Command::Status(args) => status::cmd_status(&cwd, &args),
