@@ -181,6 +181,9 @@ pub fn cmd_start(cwd: &Path, args: &StartArgs) -> Result<(), CommandError> {
         setup: config.worktree.setup.clone(),
         target: args.target.clone(),
         crash_after_events: crash_after_events(),
+        crash_after_steps: std::env::var(orchestrator::fault::ENV)
+            .ok()
+            .and_then(|v| v.parse().ok()),
         answer_wait: Duration::from_secs(3600),
     };
     run_start(&repo, &config, &req, args.quiet)
@@ -313,6 +316,9 @@ pub fn resume_start(
         setup: config.worktree.setup.clone(),
         target: None,
         crash_after_events: crash_after_events(),
+        crash_after_steps: std::env::var(orchestrator::fault::ENV)
+            .ok()
+            .and_then(|v| v.parse().ok()),
         answer_wait: Duration::from_secs(3600),
     };
     run_start(repo, config, &req, quiet)

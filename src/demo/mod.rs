@@ -140,6 +140,7 @@ pub fn request(worktree_root: &Path) -> StartRequest {
         setup: None,
         target: None,
         crash_after_events: None,
+        crash_after_steps: None,
         answer_wait: Duration::from_secs(1),
     }
 }

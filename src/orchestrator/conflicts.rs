@@ -131,15 +131,29 @@ fn commit(r: &Resolution<'_>, wt: &Path) -> Result<String, ConflictError> {
             role: &r.packet.role,
         },
     );
-    let commit = git::commit::commit_all(wt, &msg)
-        .map_err(|e| ConflictError::Git {
-            packet: id.clone(),
-            message: e.to_string(),
-        })?
-        .ok_or_else(|| ConflictError::Unresolved {
-            packet: id.clone(),
-            reason: "nothing to commit after the merge".into(),
-        })?;
+    let commit = match git::commit::commit_all(wt, &msg).map_err(|e| ConflictError::Git {
+        packet: id.clone(),
+        message: e.to_string(),
+    })? {
+        Some(c) => c,
+        // Committed before a crash but not recorded: the branch tip is the resolution, if it
+        // moved past the recorded commit.
+        None => {
+            let head = Git::new(wt)
+                .run(["rev-parse", "HEAD"])
+                .map_err(|e| ConflictError::Git {
+                    packet: id.clone(),
+                    message: e.to_string(),
+                })?;
+            if r.record.commit.as_deref() == Some(head.trim()) {
+                return Err(ConflictError::Unresolved {
+                    packet: id.clone(),
+                    reason: "nothing to commit after the merge".into(),
+                });
+            }
+            head.trim().to_string()
+        }
+    };
     let mut store = Store::open(r.common_dir)?;
     store.record(
         r.run,

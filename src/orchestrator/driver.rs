@@ -104,6 +104,8 @@ pub struct StartRequest {
     pub target: Option<String>,
     /// Fault injection for crash tests, passed to the engine.
     pub crash_after_events: Option<u64>,
+    /// Fault injection for crash tests over every durable step (see [`super::fault`]).
+    pub crash_after_steps: Option<u64>,
     /// Longest an agent waits for `git orchestra answer`.
     pub answer_wait: Duration,
 }
@@ -132,20 +134,34 @@ struct Ctx<'a> {
 /// Returns the run of `objective`: an unfinished one with that objective if any (whatever
 /// its base), else the one derived from the objective and the current base.
 pub fn locate(repo: &RepoInfo, objective: &str) -> Result<(String, String), StartError> {
+    let head = repo.resolve_base(None)?;
     for id in StartJournal::runs(&repo.common_dir)? {
         let j = StartJournal::open(&repo.common_dir, &id)?;
         let entries = j.entries()?;
-        if let Some(WorkflowEvent::Started {
+        let Some(WorkflowEvent::Started {
             objective: o, base, ..
         }) = entries.first().map(|e| &e.event)
-            && o.trim() == objective.trim()
-            && !j.workflow()?.state().is_final()
-        {
+        else {
+            continue;
+        };
+        if o.trim() != objective.trim() {
+            continue;
+        }
+        let reported = entries
+            .iter()
+            .any(|e| matches!(e.event, WorkflowEvent::ReportSaved { .. }));
+        // A finished run is found again while the branch still points at its result.
+        let integrated_at_head = entries.iter().rev().any(|e| match &e.event {
+            WorkflowEvent::Merged { report } => {
+                report.get("commit").and_then(|c| c.as_str()) == Some(head.as_str())
+            }
+            _ => false,
+        });
+        if !j.workflow()?.state().is_final() || !reported || integrated_at_head || *base == head {
             return Ok((id, base.clone()));
         }
     }
-    let base = repo.resolve_base(None)?;
-    Ok((names::run_id(objective, &base), base))
+    Ok((names::run_id(objective, &head), head))
 }
 
 /// Takes `req.objective` to merged work (or as far as the run can go now); see the module docs.
@@ -156,6 +172,7 @@ pub fn start(
     ui: &dyn Interaction,
     stop: &AtomicBool,
 ) -> Result<StartOutcome, StartError> {
+    super::fault::arm(req.crash_after_steps);
     let (run, base) = locate(repo, &req.objective)?;
     let journal = StartJournal::open(&repo.common_dir, &run)?;
     let entries = journal.entries()?;
@@ -618,7 +635,10 @@ impl Ctx<'_> {
         let id = prepared.run.id.clone();
         let mut state = prepared.run.state;
         if !state.is_finished() {
-            let on_event = |run: &str, e: &Event| self.ui.engine_event(run, e);
+            let on_event = |run: &str, e: &Event| {
+                self.ui.engine_event(run, e);
+                super::fault::step();
+            };
             let ctl = Control {
                 stop: self.stop,
                 on_event: &on_event,
@@ -650,7 +670,10 @@ impl Ctx<'_> {
             timeout: self.req.timeout,
             ..Default::default()
         };
-        let on_event = |run: &str, e: &Event| self.ui.engine_event(run, e);
+        let on_event = |run: &str, e: &Event| {
+            self.ui.engine_event(run, e);
+            super::fault::step();
+        };
         let store = Store::open(&self.repo.common_dir)?;
         let run = store.require_run(&self.run)?;
         let plan = Plan::from_toml_str(&run.plan_toml, &run.plan_path).map_err(|e| {

@@ -264,7 +264,9 @@ impl StartJournal {
                 params![self.run, now_ms(), kind, payload],
             )
             .map_err(|e| self.err(e))?;
-        Ok(self.conn.last_insert_rowid())
+        let seq = self.conn.last_insert_rowid();
+        super::fault::step();
+        Ok(seq)
     }
 
     /// Returns every entry of the run, oldest first.
@@ -396,6 +398,7 @@ impl StartJournal {
                 ],
             )
             .map_err(|e| self.err(e))?;
+        super::fault::step();
         Ok(())
     }
 

@@ -10,6 +10,7 @@
 pub mod conflicts;
 pub mod context;
 pub mod driver;
+pub mod fault;
 pub mod journal;
 pub mod models;
 pub mod plan_phase;

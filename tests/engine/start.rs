@@ -1,0 +1,171 @@
+//! `git orchestra start` and `demo`: the whole flow against the scripted model, kill -9 and
+//! resume at many points, and the refusals of bad input.
+
+use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
+use std::time::Instant;
+
+use git_orchestra::demo;
+
+use crate::support::{git, hermetic, orchestra, orchestra_with_env, text};
+
+const FINAL_CORE: &str = "from .config import PUNCTUATION\n\n\ndef greet(name):\n    return \"Hello, \" + name + PUNCTUATION\n\n\ndef farewell(name):\n    return \"Goodbye, \" + name + PUNCTUATION\n";
+
+fn assert_fsck_clean(dir: &Path) {
+    let out = std::process::Command::new("git")
+        .current_dir(dir)
+        .args(["fsck", "--no-dangling", "--no-progress"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git fsck: {}", text(&out));
+    assert!(
+        out.stdout.is_empty() && out.stderr.is_empty(),
+        "git fsck: {}",
+        text(&out)
+    );
+}
+
+#[test]
+fn demo_runs_the_whole_flow_offline_in_under_a_minute() {
+    hermetic();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("demo");
+    let began = Instant::now();
+    let out = orchestra(tmp.path(), &["demo", "--dir", dir.to_str().unwrap()]);
+    let elapsed = began.elapsed();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(elapsed.as_secs() < 60, "demo took {elapsed:?}");
+    let report = String::from_utf8_lossy(&out.stdout);
+    for needle in [
+        "completed: all 4 packets succeeded",
+        "## Assumptions",
+        "farewell() ends with the same PUNCTUATION",
+        "plan review 1: p4-docs has no validation",
+        "p3-farewell conflicted with the integration branch in greeter/core.py",
+        "p3-farewell: conflicts in greeter/core.py resolved by its agent",
+        "validation `sh tests/check.sh`: exit 0",
+        "| coder | openai-compatible:scripted |",
+        "- executing:",
+        "- integrating:",
+        "Use PUNCTUATION in any new message function",
+    ] {
+        assert!(report.contains(needle), "missing `{needle}` in\n{report}");
+    }
+    let repo = dir.join("greeter");
+    // The target branch (checked out) holds every packet's work, conflict resolved.
+    assert_eq!(
+        std::fs::read_to_string(repo.join("greeter/core.py")).unwrap(),
+        FINAL_CORE
+    );
+    assert!(repo.join("docs/usage.md").exists());
+    assert_eq!(git(&repo, &["status", "--porcelain"]), "");
+    assert_fsck_clean(&repo);
+    let shown = orchestra(&repo, &["status", "--report"]);
+    assert!(shown.status.success(), "{}", text(&shown));
+    assert!(String::from_utf8_lossy(&shown.stdout).contains("## Tokens and cost"));
+    let status = orchestra(&repo, &["status"]);
+    assert!(
+        String::from_utf8_lossy(&status.stdout).contains("phase     completed"),
+        "{}",
+        text(&status)
+    );
+}
+
+/// Runs `start` on a fresh sample repository against the scripted model, killing the process
+/// after `first`, then `first + 1`, `first + 2`, … durable steps of each attempt and starting
+/// it again, until it completes. (A resumed process spends a few steps taking the run over, so
+/// a fixed small step would never finish.)
+fn kill_chain(first: u64) -> (u32, u64) {
+    hermetic();
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = demo::create_sample(&tmp.path().join("greeter")).unwrap();
+    let model = demo::serve().unwrap();
+    let root = tmp.path().join("worktrees");
+    let env = [
+        ("ORCHESTRA_PROVIDER", "openai-compatible"),
+        ("ORCHESTRA_BASE_URL", model.url.as_str()),
+        ("ORCHESTRA_MODEL", "scripted"),
+    ];
+    let args = [
+        "start",
+        "--yes",
+        "--merge",
+        "--worktree-root",
+        root.to_str().unwrap(),
+        demo::OBJECTIVE,
+    ];
+    let mut kills = 0;
+    loop {
+        let step_text = (first + u64::from(kills)).to_string();
+        let mut with_crash = env.to_vec();
+        with_crash.push(("ORCHESTRA_CRASH_AFTER_STEPS", &step_text));
+        let out = orchestra_with_env(&repo, &args, &with_crash);
+        if out.status.signal() == Some(9) {
+            kills += 1;
+            assert!(kills < 300, "no progress after {kills} kills");
+            continue;
+        }
+        assert!(out.status.success(), "after {kills} kills: {}", text(&out));
+        let report = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            report.contains("completed: all 4 packets succeeded"),
+            "{report}"
+        );
+        break;
+    }
+    assert_eq!(
+        std::fs::read_to_string(repo.join("greeter/core.py")).unwrap(),
+        FINAL_CORE
+    );
+    assert_eq!(git(&repo, &["status", "--porcelain"]), "");
+    assert_fsck_clean(&repo);
+    // Starting again finds the completed run and only shows its report.
+    let before = model.requests();
+    let again = orchestra_with_env(&repo, &args, &env);
+    assert!(again.status.success(), "{}", text(&again));
+    assert_eq!(
+        model.requests(),
+        before,
+        "a completed run asked the model again"
+    );
+    (kills, model.requests())
+}
+
+#[test]
+fn kill_9_at_every_few_steps_then_start_again_completes_without_redoing_turns() {
+    // A clean run makes 18 model requests. Each kill may lose the turns in flight at that
+    // moment (at most one per running agent), never a journaled one.
+    let mut points = 0;
+    for first in [1, 4] {
+        let (kills, requests) = kill_chain(first);
+        points += kills;
+        eprintln!("chain from {first}: {kills} kills, {requests} model requests");
+        assert!(
+            requests <= 18 + 4 * u64::from(kills),
+            "chain from {first}: {requests} requests after {kills} kills"
+        );
+    }
+    assert!(points >= 20, "only {points} crash points");
+}
+
+#[test]
+fn start_refuses_bad_input_and_missing_profiles_without_changing_anything() {
+    hermetic();
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = demo::create_sample(&tmp.path().join("greeter")).unwrap();
+    let refs = git(&repo, &["for-each-ref"]);
+    let out = orchestra(&repo, &["start", "  "]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("objective is empty"));
+    let out = orchestra_with_env(
+        &repo,
+        &["start", "--yes", "Do something"],
+        &[("ORCHESTRA_PROVIDER", "")],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("no model profile"), "{}", text(&out));
+    assert_eq!(git(&repo, &["for-each-ref"]), refs);
+    assert!(!repo.join(".git/orchestra/orchestra.db").exists());
+    let out = orchestra(&repo, &["answer", "p1", "yes"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+}
