@@ -53,9 +53,32 @@ pub struct StartArgs {
     /// Where packet worktrees go (default: <repo-parent>/.orchestra/<repo-name>).
     #[arg(long, value_name = "DIR")]
     worktree_root: Option<PathBuf>,
+    /// Stop cleanly once the run's model calls used this many tokens (input + output).
+    #[arg(long, value_name = "N")]
+    budget_tokens: Option<u64>,
+    /// Stop cleanly once the run cost this much (in the currency of `[prices]`).
+    #[arg(long, value_name = "AMOUNT")]
+    budget_cost: Option<f64>,
+    /// Stop cleanly once the run has taken this many seconds.
+    #[arg(long, value_name = "SECS")]
+    budget_secs: Option<u64>,
+    /// Stop cleanly once a role used this many tokens, e.g. `coder=200000` (repeatable).
+    #[arg(long, value_name = "ROLE=N", value_parser = role_budget)]
+    budget_role: Vec<(String, u64)>,
     /// Print only the report.
     #[arg(long, short)]
     quiet: bool,
+}
+
+fn role_budget(text: &str) -> Result<(String, u64), String> {
+    let (role, n) = text
+        .split_once('=')
+        .ok_or_else(|| format!("`{text}` is not ROLE=N, e.g. coder=200000"))?;
+    let n = n
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{n}` in `{text}` is not a whole number of tokens"))?;
+    Ok((role.trim().to_string(), n))
 }
 
 /// The terminal side of a `start` run.
@@ -163,6 +186,12 @@ pub fn cmd_start(cwd: &Path, args: &StartArgs) -> Result<(), CommandError> {
             .max_parallel
             .map(usize::from)
             .or(config.run.max_parallel),
+        budget: orchestrator::budget::Budget {
+            tokens: args.budget_tokens,
+            cost: args.budget_cost,
+            secs: args.budget_secs,
+            role_tokens: args.budget_role.iter().cloned().collect(),
+        },
     };
     preflight(&repo, &config, &settings)?;
     let req = StartRequest {
@@ -251,6 +280,12 @@ pub fn finish(outcome: &StartOutcome) -> Result<(), CommandError> {
             "run {run} completed, but not every packet succeeded; see the report"
         ))),
         WorkflowState::Cancelled => Err(CommandError::failed(format!("run {run} was cancelled"))),
+        WorkflowState::Failed => Err(CommandError::failed(format!(
+            "run {run} stopped before the end; its work is kept and the report says what remains"
+        ))
+        .hint(
+            "fix the cause (e.g. raise the budget) and run the same `git orchestra start` again",
+        )),
         state => Err(CommandError::interrupted(format!(
             "run {run} is {state}; `git orchestra resume {run}` continues it"
         ))),

@@ -134,6 +134,7 @@ pub fn request(worktree_root: &Path) -> StartRequest {
             clarify: true,
             worker_cmd: None,
             max_parallel: Some(4),
+            budget: Default::default(),
         },
         timeout: Duration::from_secs(120),
         worktree_root: Some(worktree_root.to_path_buf()),

@@ -49,13 +49,15 @@ pub enum ClarifyOutcome {
 }
 
 /// What the run was started with; kept so a resume behaves like the first start.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StartSettings {
     pub yes: bool,
     pub merge: bool,
     pub clarify: bool,
     pub worker_cmd: Option<String>,
     pub max_parallel: Option<usize>,
+    #[serde(default)]
+    pub budget: super::budget::Budget,
 }
 
 /// One durable fact about a `start` run's workflow.

@@ -7,12 +7,15 @@
 //! once under the run's directory and its prompts carry only bounded summaries
 //! ([`context`]); every model turn is journaled and replayed on resume ([`replay`]).
 
+pub mod budget;
 pub mod conflicts;
 pub mod context;
 pub mod driver;
+mod execute;
 pub mod fault;
 pub mod journal;
 pub mod models;
+mod phases;
 pub mod plan_phase;
 pub mod replay;
 pub mod report;
@@ -20,10 +23,12 @@ pub mod worker;
 pub mod workflow;
 
 pub use driver::{Approval, Interaction, StartError, StartOutcome, StartRequest, locate, start};
+pub use execute::MAX_MERGE_ROUNDS;
 pub use journal::{
     ClarifyOutcome, Entry, JournalError, StartJournal, StartSettings, TurnRecord, UsageRow,
     WorkflowEvent,
 };
+pub use phases::{MAX_PLAN_ROUNDS, MAX_REVIEW_ROUNDS};
 pub use replay::{Replaying, SharedJournal, request_key};
 pub use report::Report;
 pub use workflow::{IllegalTransition, Workflow, WorkflowState};

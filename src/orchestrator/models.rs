@@ -4,6 +4,7 @@
 
 use std::sync::atomic::AtomicBool;
 
+use super::budget::{self, Budget};
 use super::replay::{Replaying, SharedJournal};
 use crate::agent::profiles::{self, ProfileError};
 use crate::agent::{RoleError, Roles};
@@ -25,6 +26,10 @@ pub enum AskError {
 pub struct RoleModels {
     pub roles: Roles,
     pub config: RepoConfig,
+    /// The run's limits; checked before every model call.
+    pub budget: Budget,
+    /// When the run started (ms since the epoch), for the time budget.
+    pub started_ms: i64,
     journal: SharedJournal,
     policy: RetryPolicy,
 }
@@ -39,6 +44,8 @@ impl RoleModels {
         RoleModels {
             roles,
             config,
+            budget: Budget::default(),
+            started_ms: crate::store::now_ms(),
             journal,
             policy: RetryPolicy::default(),
         }
@@ -82,6 +89,9 @@ impl RoleModels {
             .iter()
             .map(|m| Replaying::new(m.as_ref(), self.journal.clone(), role))
             .collect();
+        let guard = || self.budget_exceeded(Some(role));
+        let wrapped: Vec<Replaying<'_>> =
+            wrapped.into_iter().map(|w| w.with_guard(&guard)).collect();
         let refs: Vec<&dyn ChatModel> = wrapped.iter().map(|m| m as &dyn ChatModel).collect();
         let req = ChatRequest {
             messages: vec![
@@ -93,6 +103,17 @@ impl RoleModels {
         let (resp, _) =
             llm::chat_with_retry(&refs, &req, &self.policy, stop, &mut |_| true, &mut |_| {})?;
         Ok(resp)
+    }
+
+    /// Returns which budget limit the run (and `role`, if given) has reached, if any.
+    pub fn budget_exceeded(&self, role: Option<&str>) -> Option<String> {
+        if self.budget.is_unlimited() {
+            return None;
+        }
+        let usage = self.journal.lock().ok()?.usage().ok()?;
+        let secs = ((crate::store::now_ms() - self.started_ms).max(0) / 1000) as u64;
+        let spent = budget::spent(&usage, &|m| self.price(m), secs);
+        self.budget.exceeded(&spent, role)
     }
 
     /// Returns the price per million tokens of `model`, if configured.

@@ -22,6 +22,7 @@ pub struct Replaying<'a> {
     inner: &'a dyn ChatModel,
     journal: SharedJournal,
     role: String,
+    guard: Option<&'a (dyn Fn() -> Option<String> + Sync)>,
 }
 
 impl<'a> Replaying<'a> {
@@ -31,7 +32,14 @@ impl<'a> Replaying<'a> {
             inner,
             journal,
             role: role.to_string(),
+            guard: None,
         }
+    }
+
+    /// Refuses new (not replayed) calls while `guard` returns a reason, e.g. a spent budget.
+    pub fn with_guard(mut self, guard: &'a (dyn Fn() -> Option<String> + Sync)) -> Replaying<'a> {
+        self.guard = Some(guard);
+        self
     }
 }
 
@@ -87,6 +95,12 @@ impl ChatModel for Replaying<'_> {
             .and_then(|j| j.turn(&key).ok().flatten());
         if let Some(resp) = recorded.as_ref().and_then(from_record) {
             return Ok(resp);
+        }
+        if let Some(reason) = self.guard.and_then(|g| g()) {
+            return Err(LlmError::Protocol {
+                model: label,
+                message: reason,
+            });
         }
         let started = Instant::now();
         let resp = self.inner.chat(req, on_delta)?;

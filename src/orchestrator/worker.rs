@@ -30,6 +30,8 @@ pub struct StartWorker {
     registry: Registry,
     /// Longest an agent waits for a human's answer before it is left waiting.
     pub answer_wait: Duration,
+    /// Set when the budget runs out, to stop the other packets too.
+    pub halt: Arc<AtomicBool>,
 }
 
 fn env(key: &str) -> Option<String> {
@@ -44,6 +46,7 @@ impl StartWorker {
             models,
             registry: Registry::builtin(),
             answer_wait,
+            halt: Arc::new(AtomicBool::new(false)),
         }
     }
 
@@ -146,6 +149,10 @@ impl StartWorker {
             .iter()
             .map(|m| Replaying::new(m.as_ref(), self.journal.clone(), &role.name))
             .collect();
+        let role_name = role.name.clone();
+        let guard = || self.models.budget_exceeded(Some(&role_name));
+        let wrapped: Vec<Replaying<'_>> =
+            wrapped.into_iter().map(|w| w.with_guard(&guard)).collect();
         let price = chain
             .first()
             .and_then(|p| self.models.config.prices.get(&p.model).copied());
@@ -224,6 +231,17 @@ impl StartWorker {
             touched: outcome.touched_files.clone(),
             learnings: outcome.learnings.clone(),
         });
+        if outcome.state != WorkerState::Completed
+            && let Some(reason) = guard()
+        {
+            // Out of budget: stop cleanly; the packet restarts from its worktree on resume.
+            self.halt.store(true, Ordering::SeqCst);
+            return Ok(WorkerReport {
+                success: false,
+                interrupted: true,
+                summary: reason,
+            });
+        }
         Ok(match outcome.state {
             WorkerState::Completed => WorkerReport {
                 success: true,

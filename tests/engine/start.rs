@@ -169,3 +169,78 @@ fn start_refuses_bad_input_and_missing_profiles_without_changing_anything() {
     let out = orchestra(&repo, &["answer", "p1", "yes"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
 }
+
+/// A sample repository with the scripted model served for it, and the environment that
+/// points `start` at that model.
+struct Scripted {
+    _tmp: tempfile::TempDir,
+    repo: std::path::PathBuf,
+    root: std::path::PathBuf,
+    model: demo::MockModel,
+}
+
+impl Scripted {
+    fn new() -> Scripted {
+        hermetic();
+        let tmp = tempfile::tempdir().unwrap();
+        let repo = demo::create_sample(&tmp.path().join("greeter")).unwrap();
+        Scripted {
+            root: tmp.path().join("worktrees"),
+            _tmp: tmp,
+            repo,
+            model: demo::serve().unwrap(),
+        }
+    }
+
+    fn start(&self, extra: &[&str]) -> std::process::Output {
+        let mut args = vec![
+            "start",
+            "--yes",
+            "--merge",
+            "--worktree-root",
+            self.root.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        args.push(demo::OBJECTIVE);
+        orchestra_with_env(
+            &self.repo,
+            &args,
+            &[
+                ("ORCHESTRA_PROVIDER", "openai-compatible"),
+                ("ORCHESTRA_BASE_URL", self.model.url.as_str()),
+                ("ORCHESTRA_MODEL", "scripted"),
+            ],
+        )
+    }
+}
+
+#[test]
+fn an_exhausted_token_budget_stops_cleanly_keeps_the_work_and_a_larger_one_finishes() {
+    let s = Scripted::new();
+    let out = s.start(&["--budget-tokens", "9000"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let all = text(&out);
+    assert!(all.contains("token budget exhausted"), "{all}");
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        report.contains("failed:") && report.contains("packets succeeded so far"),
+        "{report}"
+    );
+    assert!(report.contains("## Next steps"), "{report}");
+    let before = s.model.requests();
+    // The same objective with a larger budget resumes and finishes; the turns already paid
+    // for are not asked again.
+    let out = s.start(&["--budget-tokens", "200000"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("completed: all 4 packets succeeded"));
+    assert!(
+        s.model.requests() - before <= 18 - 5,
+        "{} more requests",
+        s.model.requests() - before
+    );
+    assert_eq!(
+        std::fs::read_to_string(s.repo.join("greeter/core.py")).unwrap(),
+        FINAL_CORE
+    );
+    assert_fsck_clean(&s.repo);
+}
