@@ -71,3 +71,37 @@ pub fn request_stop(repo: &RepoInfo, run: &str, cancel: bool) -> Result<bool, Co
     }
     Ok(false)
 }
+
+/// Cancels the `start` run `run`: asks its driving process to stop, waits for it, and
+/// journals the cancellation. Returns true when the run has engine packets to clean up too.
+pub fn cancel_start(repo: &RepoInfo, run: &str) -> Result<bool, CommandError> {
+    let signalled = request_stop(repo, run, true)?;
+    let j = StartJournal::open(&repo.common_dir, run).map_err(CommandError::internal)?;
+    if signalled {
+        // The driver journals `cancelled` itself when it stops; give it a moment.
+        for _ in 0..150 {
+            let state = j.workflow().map_err(CommandError::internal)?.state();
+            if state == git_orchestra::orchestrator::WorkflowState::Cancelled {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    }
+    let mut wf = j.workflow().map_err(CommandError::internal)?;
+    if !wf.state().is_final() {
+        j.transition(
+            &mut wf,
+            git_orchestra::orchestrator::WorkflowState::Cancelled,
+            "cancelled with `git orchestra cancel`",
+        )
+        .map_err(CommandError::internal)?;
+    }
+    let store = git_orchestra::store::Store::open_existing(&repo.common_dir)
+        .map_err(CommandError::internal)?;
+    Ok(store
+        .map(|s| s.run(run))
+        .transpose()
+        .map_err(CommandError::internal)?
+        .flatten()
+        .is_some_and(|r| !r.state.is_finished()))
+}

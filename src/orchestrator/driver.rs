@@ -234,6 +234,14 @@ pub fn start(
                     "stopped; `git orchestra resume` continues"
                 },
             )?;
+            if to == S::Paused {
+                return Ok(StartOutcome {
+                    run,
+                    state: to,
+                    report: None,
+                    report_path: None,
+                });
+            }
             continue;
         }
         match state {

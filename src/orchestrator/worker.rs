@@ -316,3 +316,60 @@ impl Worker for StartWorker {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::orchestrator::StartJournal;
+    use std::sync::Mutex;
+
+    #[test]
+    fn a_question_waits_for_the_journaled_answer_and_keeps_it_on_resume() {
+        let dir = tempfile::tempdir().unwrap();
+        let journal: SharedJournal =
+            Arc::new(Mutex::new(StartJournal::open(dir.path(), "r").unwrap()));
+        let stop = AtomicBool::new(false);
+        let path = dir.path().to_path_buf();
+        let answerer = std::thread::spawn(move || {
+            // Another process (`git orchestra answer`) answers through its own connection.
+            let j = StartJournal::open(&path, "r").unwrap();
+            loop {
+                let asked = j
+                    .entries()
+                    .unwrap()
+                    .iter()
+                    .any(|e| matches!(e.event, WorkflowEvent::Asked { .. }));
+                if asked {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            j.append(&WorkflowEvent::Answered {
+                packet: "p1".into(),
+                text: "use the token bucket".into(),
+            })
+            .unwrap();
+        });
+        let q = "Which limiter?";
+        let got = human_answer(&journal, Duration::from_secs(10), "p1", q, &stop);
+        answerer.join().unwrap();
+        assert_eq!(got.as_deref(), Some("use the token bucket"));
+        // A resumed agent asking the same question gets the same answer at once.
+        let again = human_answer(&journal, Duration::from_millis(1), "p1", q, &stop);
+        assert_eq!(again.as_deref(), Some("use the token bucket"));
+        // Nobody answers another packet: it is left waiting after the wait.
+        assert_eq!(
+            human_answer(&journal, Duration::from_millis(300), "p2", q, &stop),
+            None
+        );
+        let asked = journal
+            .lock()
+            .unwrap()
+            .entries()
+            .unwrap()
+            .iter()
+            .filter(|e| matches!(e.event, WorkflowEvent::Asked { .. }))
+            .count();
+        assert_eq!(asked, 2, "the resumed question is not asked twice");
+    }
+}

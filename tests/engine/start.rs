@@ -244,3 +244,157 @@ fn an_exhausted_token_budget_stops_cleanly_keeps_the_work_and_a_larger_one_finis
     );
     assert_fsck_clean(&s.repo);
 }
+
+#[test]
+fn answer_journals_the_reply_to_a_waiting_question() {
+    hermetic();
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = demo::create_sample(&tmp.path().join("greeter")).unwrap();
+    let common = repo.join(".git");
+    let j = git_orchestra::orchestrator::StartJournal::open(&common, "run-1").unwrap();
+    use git_orchestra::orchestrator::WorkflowEvent;
+    j.append(&WorkflowEvent::Asked {
+        packet: "p1".into(),
+        question: "Which limiter?".into(),
+    })
+    .unwrap();
+    let out = orchestra(&repo, &["answer", "p2", "the bucket"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("no agent of packet `p2`"));
+    let out = orchestra(
+        &repo,
+        &["answer", "p1", "the token bucket in src/limits.rs"],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("Which limiter?"));
+    let answered = j.entries().unwrap().into_iter().any(|e| {
+        e.event
+            == WorkflowEvent::Answered {
+                packet: "p1".into(),
+                text: "the token bucket in src/limits.rs".into(),
+            }
+    });
+    assert!(answered);
+}
+
+#[test]
+fn pause_stops_a_running_start_resume_continues_it_and_pausing_a_finished_run_is_refused() {
+    let s = Scripted::new();
+    let mark = s._tmp.path().join("go");
+    let worker = format!("[ -f {} ] || sleep 30", mark.display());
+    let mut args = vec![
+        "start".to_string(),
+        "--yes".into(),
+        "--no-clarify".into(),
+        "--worktree-root".into(),
+        s.root.to_str().unwrap().into(),
+        "--worker-cmd".into(),
+        worker,
+        demo::OBJECTIVE.into(),
+    ];
+    let mut cmd = crate::support::orchestra_command(&s.repo, &[]);
+    cmd.args(&args)
+        .env("ORCHESTRA_PROVIDER", "openai-compatible")
+        .env("ORCHESTRA_BASE_URL", &s.model.url)
+        .env("ORCHESTRA_MODEL", "scripted")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let child = cmd.spawn().unwrap();
+    // Wait until the packets run, then pause.
+    let began = Instant::now();
+    loop {
+        let status = orchestra(&s.repo, &["status"]);
+        if String::from_utf8_lossy(&status.stdout).contains("phase     executing") {
+            break;
+        }
+        assert!(
+            began.elapsed().as_secs() < 30,
+            "never reached executing: {}",
+            text(&status)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let out = orchestra(&s.repo, &["pause"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out));
+    assert!(
+        began.elapsed().as_secs() < 25,
+        "pause took {:?}",
+        began.elapsed()
+    );
+    let status = orchestra(&s.repo, &["status"]);
+    assert!(
+        String::from_utf8_lossy(&status.stdout).contains("phase     paused"),
+        "{}",
+        text(&status)
+    );
+    // Resume continues the workflow from execution (the model is not asked again).
+    std::fs::write(&mark, "").unwrap();
+    let before = s.model.requests();
+    let out = orchestra(&s.repo, &["resume"]);
+    assert_eq!(s.model.requests(), before);
+    // The external worker writes nothing, so validations fail: the run completes with failures.
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("completed with"),
+        "{}",
+        text(&out)
+    );
+    let out = orchestra(&s.repo, &["pause"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    args.clear();
+}
+
+#[test]
+fn cancel_stops_a_running_start_for_good_and_saves_its_packets_work() {
+    let s = Scripted::new();
+    let worker = "echo half-done > wip.txt; sleep 30".to_string();
+    let mut cmd = crate::support::orchestra_command(&s.repo, &[]);
+    cmd.args([
+        "start",
+        "--yes",
+        "--no-clarify",
+        "--worktree-root",
+        s.root.to_str().unwrap(),
+        "--worker-cmd",
+        &worker,
+        demo::OBJECTIVE,
+    ])
+    .env("ORCHESTRA_PROVIDER", "openai-compatible")
+    .env("ORCHESTRA_BASE_URL", &s.model.url)
+    .env("ORCHESTRA_MODEL", "scripted")
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped());
+    let child = cmd.spawn().unwrap();
+    let began = Instant::now();
+    loop {
+        let status = orchestra(&s.repo, &["status"]);
+        let shown = String::from_utf8_lossy(&status.stdout).to_string();
+        if shown.contains("phase     executing") && shown.contains("running") {
+            break;
+        }
+        assert!(
+            began.elapsed().as_secs() < 30,
+            "never ran: {}",
+            text(&status)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let out = orchestra(&s.repo, &["cancel"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let out = child.wait_with_output().unwrap();
+    assert!(!out.status.success(), "{}", text(&out));
+    let status = orchestra(&s.repo, &["status"]);
+    let shown = String::from_utf8_lossy(&status.stdout).to_string();
+    assert!(shown.contains("phase     cancelled"), "{}", text(&status));
+    let backups = git(&s.repo, &["for-each-ref", "refs/orchestra/backup"]);
+    assert!(
+        !backups.is_empty(),
+        "no backup of the running packets' work"
+    );
+    // Starting the cancelled objective again does not resurrect it.
+    let out = s.start(&[]);
+    assert!(!text(&out).contains("→ executing"), "{}", text(&out));
+}
