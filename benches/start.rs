@@ -180,7 +180,7 @@ fn makespan() {
     let mut deps: Vec<Vec<usize>> = Vec::new();
     let mut plan = String::from("max_parallel = 24\n");
     for i in 0..N {
-        let d = 1000 + (next() % 1000) as u64;
+        let d = 1000 + next() % 1000;
         let mut ds = Vec::new();
         if i >= 4 {
             ds.push((next() % i as u64) as usize);
@@ -202,7 +202,7 @@ fn makespan() {
         ));
         deps.push(ds);
     }
-    let mut finish = vec![0u64; N];
+    let mut finish = [0u64; N];
     for i in 0..N {
         finish[i] = dur[i] + deps[i].iter().map(|d| finish[*d]).max().unwrap_or(0);
     }
