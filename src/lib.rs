@@ -8,6 +8,7 @@
 pub mod agent;
 pub mod config;
 pub mod confine;
+pub mod demo;
 pub mod engine;
 pub mod forge;
 pub mod gate;
@@ -16,5 +17,6 @@ pub mod llm;
 pub mod merge;
 pub mod names;
 pub mod nav;
+pub mod orchestrator;
 pub mod plan;
 pub mod store;

@@ -25,7 +25,20 @@ pub struct CancelArgs {
 /// Cancels the run and prints what was cleaned up.
 pub fn cmd_cancel(cwd: &Path, args: &CancelArgs) -> Result<(), CommandError> {
     let repo = RepoInfo::discover(cwd)?;
-    let run = match &args.run {
+    // A `start` run is cancelled as a workflow first (its driver stops), then its packets.
+    let start_run = match &args.run {
+        Some(id) => super::start::workflow_state(&repo, id).map(|_| id.clone()),
+        None => super::start::latest_unfinished_start(&repo),
+    };
+    if let Some(run) = &start_run
+        && !super::pause::cancel_start(&repo, run)?
+    {
+        if !args.json {
+            println!("cancelled run {run}");
+        }
+        return Ok(());
+    }
+    let run = match start_run.as_ref().or(args.run.as_ref()) {
         Some(id) => id.clone(),
         None => engine::latest_unfinished(&repo).map_err(engine_error)?,
     };

@@ -3,19 +3,23 @@
 
 mod agent;
 mod agents;
+mod answer;
 mod cancel;
+mod demo;
 mod error;
 mod gc;
 mod hook;
 mod mcp;
 mod merge;
 mod nav;
+mod pause;
 mod plan;
 mod pr;
 mod progress;
 mod resume;
 mod review;
 mod run;
+mod start;
 mod status;
 
 use std::process::ExitCode;
@@ -38,6 +42,10 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    Start(start::StartArgs),
+    Answer(answer::AnswerArgs),
+    Demo(demo::DemoArgs),
+    Pause(pause::PauseArgs),
     Run(run::RunArgs),
     /// Checks plan files and shows how their packets will be scheduled.
     Plan(plan::PlanArgs),
@@ -70,6 +78,10 @@ pub fn main() -> ExitCode {
         }
     };
     let result = match cli.command {
+        Command::Start(args) => start::cmd_start(&cwd, &args),
+        Command::Answer(args) => answer::cmd_answer(&cwd, &args),
+        Command::Demo(args) => demo::cmd_demo(&cwd, &args),
+        Command::Pause(args) => pause::cmd_pause(&cwd, &args),
         Command::Run(args) => run::cmd_run(&cwd, &args),
         Command::Status(args) => status::cmd_status(&cwd, &args),
         Command::Resume(args) => resume::cmd_resume(&cwd, &args),

@@ -27,6 +27,14 @@ pub struct ResumeArgs {
 pub fn cmd_resume(cwd: &Path, args: &ResumeArgs) -> Result<(), CommandError> {
     let repo = RepoInfo::discover(cwd)?;
     let config = super::run::load_config(&repo)?;
+    // Runs made by `start` continue their whole workflow, not only the engine's part.
+    let start_run = match &args.run {
+        Some(id) => super::start::workflow_state(&repo, id).map(|_| id.clone()),
+        None => super::start::latest_unfinished_start(&repo),
+    };
+    if let Some(run) = start_run {
+        return super::start::resume_start(&repo, &config, &run, args.quiet);
+    }
     let run = match &args.run {
         Some(id) => id.clone(),
         None => engine::latest_unfinished(&repo).map_err(engine_error)?,

@@ -23,6 +23,9 @@ pub struct StatusArgs {
     /// Refresh every second until the run finishes (Ctrl-C to stop watching).
     #[arg(long, conflicts_with = "json")]
     watch: bool,
+    /// Print the report of a `start` run (written when it ends).
+    #[arg(long, conflicts_with_all = ["json", "watch"])]
+    report: bool,
 }
 
 #[derive(Serialize)]
@@ -34,6 +37,9 @@ struct RunView<'a> {
 /// Prints the status of a run (and a line for each other run).
 pub fn cmd_status(cwd: &Path, args: &StatusArgs) -> Result<(), CommandError> {
     let repo = RepoInfo::discover(cwd)?;
+    if args.report {
+        return print_report(&repo, args.run.as_deref());
+    }
     loop {
         let Some(store) = Store::open_existing(&repo.common_dir).map_err(CommandError::internal)?
         else {
@@ -78,6 +84,12 @@ pub fn cmd_status(cwd: &Path, args: &StatusArgs) -> Result<(), CommandError> {
         let mut out = String::new();
         render(&mut out, &run, &packets);
         render_agents(&mut out, &agents);
+        if let Some((phase, _)) = super::start::workflow_state(&repo, &run.id) {
+            out.push_str(&format!("\nphase     {phase}\n"));
+        }
+        for (id, (phase, objective)) in super::start::planning_runs(&repo, &runs) {
+            out.push_str(&format!("\nrun {id} ({objective}) is {phase}\n"));
+        }
         let others: Vec<&RunRecord> = runs.iter().filter(|r| r.id != run.id).collect();
         if !others.is_empty() {
             out.push_str("\nother runs:\n");
@@ -181,4 +193,17 @@ pub fn render_agents(out: &mut String, agents: &[AgentUsage]) {
 
 fn cost(c: Option<f64>) -> String {
     c.map_or_else(|| "-".to_string(), |c| format!("{c:.6}"))
+}
+/// Prints the saved report of `run` (default: the newest `start` run).
+fn print_report(repo: &RepoInfo, run: Option<&str>) -> Result<(), CommandError> {
+    let run = super::pause::pick(repo, run)?;
+    let path = git_orchestra::engine::run_dir(&repo.common_dir, &run).join("report.md");
+    match fs_err::read_to_string(&path) {
+        Ok(text) => {
+            print!("{text}");
+            Ok(())
+        }
+        Err(_) => Err(CommandError::user(format!("run {run} has no report yet"))
+            .hint("the report is written when the run completes; `git orchestra status` shows its phase")),
+    }
 }

@@ -15,5 +15,6 @@ mod plan;
 mod review;
 mod run;
 mod run_input;
+mod start;
 mod support;
 mod worktree;

@@ -1,0 +1,383 @@
+//! `git orchestra start "<objective>"`: the whole job — clarify, plan, review the plan, approve
+//! it, execute the packets, integrate them, report.
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use clap::Args;
+use git_orchestra::agent::AgentWorker;
+use git_orchestra::config::RepoConfig;
+use git_orchestra::engine;
+use git_orchestra::git::RepoInfo;
+use git_orchestra::orchestrator::{
+    self, Approval, Interaction, StartError, StartJournal, StartOutcome, StartRequest,
+    StartSettings, WorkflowState,
+};
+use git_orchestra::store::Event;
+
+use super::CommandError;
+use super::progress;
+
+/// Takes an objective to merged work: a clarifier resolves ambiguity (or records
+/// assumptions), a planner writes a plan of packets from the repository map, a reviewer checks
+/// it, you approve it (or pass --yes), agents do the packets in parallel worktrees, the merge
+/// coordinator integrates them (with --merge), and a report says what happened.
+///
+/// Starting the same objective again resumes its run instead of duplicating it.
+#[derive(Debug, Args)]
+pub struct StartArgs {
+    /// What the run must achieve, in words.
+    objective: String,
+    /// Approve the plan without asking.
+    #[arg(long, short)]
+    yes: bool,
+    /// Integrate the succeeded packets and advance the target branch at the end.
+    #[arg(long)]
+    merge: bool,
+    /// Skip the clarification phase.
+    #[arg(long)]
+    no_clarify: bool,
+    /// Run this command (`sh -c`, in each packet's worktree) instead of our agents.
+    #[arg(long, value_name = "COMMAND")]
+    worker_cmd: Option<String>,
+    /// Most packets running at once (default: the plan's, else 4).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    max_parallel: Option<u16>,
+    /// Longest a worker or validation command may run, in seconds (default 3600).
+    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
+    timeout: Option<u64>,
+    /// With --merge: the branch to advance (default: the current branch).
+    #[arg(long, value_name = "BRANCH")]
+    target: Option<String>,
+    /// Where packet worktrees go (default: <repo-parent>/.orchestra/<repo-name>).
+    #[arg(long, value_name = "DIR")]
+    worktree_root: Option<PathBuf>,
+    /// Stop cleanly once the run's model calls used this many tokens (input + output).
+    #[arg(long, value_name = "N")]
+    budget_tokens: Option<u64>,
+    /// Stop cleanly once the run cost this much (in the currency of `[prices]`).
+    #[arg(long, value_name = "AMOUNT")]
+    budget_cost: Option<f64>,
+    /// Stop cleanly once the run has taken this many seconds.
+    #[arg(long, value_name = "SECS")]
+    budget_secs: Option<u64>,
+    /// Stop cleanly once a role used this many tokens, e.g. `coder=200000` (repeatable).
+    #[arg(long, value_name = "ROLE=N", value_parser = role_budget)]
+    budget_role: Vec<(String, u64)>,
+    /// Print only the report.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+fn role_budget(text: &str) -> Result<(String, u64), String> {
+    let (role, n) = text
+        .split_once('=')
+        .ok_or_else(|| format!("`{text}` is not ROLE=N, e.g. coder=200000"))?;
+    let n = n
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{n}` in `{text}` is not a whole number of tokens"))?;
+    Ok((role.trim().to_string(), n))
+}
+
+/// The terminal side of a `start` run.
+pub struct Terminal {
+    pub quiet: bool,
+}
+
+impl Interaction for Terminal {
+    fn interactive(&self) -> bool {
+        std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
+    }
+
+    fn ask(&self, question: &str) -> Option<String> {
+        eprint!("? {question}\n> ");
+        let _ = std::io::stderr().flush();
+        let mut line = String::new();
+        std::io::stdin().lock().read_line(&mut line).ok()?;
+        Some(line.trim().to_string()).filter(|l| !l.is_empty())
+    }
+
+    fn approve(&self, plan_toml: &str, problems: &[String]) -> Approval {
+        eprintln!("\n{plan_toml}");
+        for p in problems {
+            eprintln!("problem: {p}");
+        }
+        loop {
+            eprint!("[a]pprove, [e]dit in $EDITOR, [r]eject? ");
+            let _ = std::io::stderr().flush();
+            let mut line = String::new();
+            if std::io::stdin().lock().read_line(&mut line).unwrap_or(0) == 0 {
+                return Approval::Reject;
+            }
+            match line.trim() {
+                "a" | "approve" | "y" | "yes" => return Approval::Approve,
+                "r" | "reject" | "n" | "no" => return Approval::Reject,
+                "e" | "edit" => match edit(plan_toml) {
+                    Ok(text) => return Approval::Edited(text),
+                    Err(e) => eprintln!("cannot edit: {e}"),
+                },
+                _ => {}
+            }
+        }
+    }
+
+    fn progress(&self, line: &str) {
+        if !self.quiet {
+            eprintln!("{line}");
+        }
+    }
+
+    fn engine_event(&self, _run: &str, event: &Event) {
+        if !self.quiet
+            && let Some(line) = progress::line(event)
+        {
+            eprintln!("{line}");
+        }
+    }
+}
+
+/// Opens `text` in `$VISUAL`/`$EDITOR` (default `vi`) and returns what the user saved.
+fn edit(text: &str) -> std::io::Result<String> {
+    let dir = tempfile_dir()?;
+    let path = dir.join("plan.toml");
+    fs_err::write(&path, text)?;
+    let editor = std::env::var("VISUAL")
+        .or_else(|_| std::env::var("EDITOR"))
+        .unwrap_or_else(|_| "vi".into());
+    let status = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("{editor} \"$1\""))
+        .arg("sh")
+        .arg(&path)
+        .status()?;
+    if !status.success() {
+        return Err(std::io::Error::other(format!(
+            "{editor} exited with {status}"
+        )));
+    }
+    let out = fs_err::read_to_string(&path)?;
+    let _ = fs_err::remove_dir_all(&dir);
+    Ok(out)
+}
+
+fn tempfile_dir() -> std::io::Result<PathBuf> {
+    let dir = std::env::temp_dir().join(format!("git-orchestra-edit-{}", std::process::id()));
+    fs_err::create_dir_all(&dir)?;
+    Ok(dir)
+}
+
+/// Runs `start`.
+pub fn cmd_start(cwd: &Path, args: &StartArgs) -> Result<(), CommandError> {
+    let repo = RepoInfo::discover(cwd)?;
+    let config = RepoConfig::load(&repo.toplevel).map_err(CommandError::user)?;
+    if args.objective.trim().is_empty() {
+        return Err(CommandError::user("the objective is empty").hint(
+            "say what the run must achieve, e.g. git orchestra start \"Add rate limiting\"",
+        ));
+    }
+    let settings = StartSettings {
+        yes: args.yes,
+        merge: args.merge,
+        clarify: !args.no_clarify,
+        worker_cmd: args.worker_cmd.clone(),
+        max_parallel: args
+            .max_parallel
+            .map(usize::from)
+            .or(config.run.max_parallel),
+        budget: orchestrator::budget::Budget {
+            tokens: args.budget_tokens,
+            cost: args.budget_cost,
+            secs: args.budget_secs,
+            role_tokens: args.budget_role.iter().cloned().collect(),
+        },
+    };
+    preflight(&repo, &config, &settings)?;
+    let req = StartRequest {
+        objective: args.objective.trim().to_string(),
+        settings,
+        timeout: Duration::from_secs(
+            args.timeout
+                .or(config.run.timeout_secs)
+                .unwrap_or(engine::DEFAULT_TIMEOUT.as_secs()),
+        ),
+        worktree_root: args
+            .worktree_root
+            .as_ref()
+            .map(|p| cwd.join(p))
+            .or(config.worktree.root.clone()),
+        setup: config.worktree.setup.clone(),
+        target: args.target.clone(),
+        crash_after_events: crash_after_events(),
+        crash_after_steps: std::env::var(orchestrator::fault::ENV)
+            .ok()
+            .and_then(|v| v.parse().ok()),
+        answer_wait: Duration::from_secs(3600),
+    };
+    run_start(&repo, &config, &req, args.quiet)
+}
+
+/// Returns the engine's crash-injection setting from `ORCHESTRA_CRASH_AFTER_EVENTS`.
+pub fn crash_after_events() -> Option<u64> {
+    std::env::var("ORCHESTRA_CRASH_AFTER_EVENTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+}
+
+/// Checks that the roles the planning phases need have model profiles, before anything is
+/// written, so a missing profile is one clear error.
+pub fn preflight(
+    repo: &RepoInfo,
+    config: &RepoConfig,
+    settings: &StartSettings,
+) -> Result<(), CommandError> {
+    let worker = AgentWorker::new(&repo.toplevel, config.clone())
+        .map_err(|e| CommandError::user(e).hint("fix the agent file named above"))?;
+    let mut roles = vec!["planner"];
+    if settings.clarify {
+        roles.push("clarifier");
+    }
+    worker.check(roles).map_err(|e| {
+        CommandError::user(e).hint(
+            "configure a model profile (see `git orchestra agents`), or try the offline `git orchestra demo`",
+        )
+    })
+}
+
+/// Drives the run and prints its report; maps the outcome to the exit code.
+pub fn run_start(
+    repo: &RepoInfo,
+    config: &RepoConfig,
+    req: &StartRequest,
+    quiet: bool,
+) -> Result<(), CommandError> {
+    let stop = engine::install_signal_handlers();
+    let ui = Terminal { quiet };
+    let outcome = orchestrator::start(repo, config, req, &ui, stop).map_err(start_error)?;
+    finish(&outcome)
+}
+
+/// Prints the outcome's report and returns the exit status it deserves.
+pub fn finish(outcome: &StartOutcome) -> Result<(), CommandError> {
+    if let Some(report) = &outcome.report {
+        print!("{}", orchestrator::report::render(report));
+        if let Some(path) = &outcome.report_path {
+            eprintln!("report saved to {}", path.display());
+        }
+    }
+    let run = &outcome.run;
+    match outcome.state {
+        WorkflowState::Completed
+            if outcome
+                .report
+                .as_ref()
+                .is_some_and(|r| r.packets.iter().all(|p| p.state == "succeeded")) =>
+        {
+            Ok(())
+        }
+        WorkflowState::Completed => Err(CommandError::failed(format!(
+            "run {run} completed, but not every packet succeeded; see the report"
+        ))),
+        WorkflowState::Cancelled => Err(CommandError::failed(format!("run {run} was cancelled"))),
+        WorkflowState::Failed => Err(CommandError::failed(format!(
+            "run {run} stopped before the end; its work is kept and the report says what remains"
+        ))
+        .hint(
+            "fix the cause (e.g. raise the budget) and run the same `git orchestra start` again",
+        )),
+        state => Err(CommandError::interrupted(format!(
+            "run {run} is {state}; `git orchestra resume {run}` continues it"
+        ))),
+    }
+}
+
+/// Maps orchestrator errors to the CLI's kinds.
+pub fn start_error(e: StartError) -> CommandError {
+    match e {
+        StartError::Repo(e) => e.into(),
+        StartError::Engine(e) => super::run::engine_error(e),
+        e @ (StartError::NeedsApproval { .. } | StartError::Roles(_)) => CommandError::user(e),
+        e @ (StartError::PlanInvalid { .. } | StartError::Ask { .. }) => CommandError::failed(e)
+            .hint("`git orchestra start` with the same objective (or `resume`) retries from this phase"),
+        e => CommandError::internal(e),
+    }
+}
+
+/// Returns the workflow state line of a `start` run, if `run` is one.
+pub fn workflow_state(repo: &RepoInfo, run: &str) -> Option<(WorkflowState, String)> {
+    let ids = StartJournal::runs(&repo.common_dir).ok()?;
+    if !ids.iter().any(|i| i == run) {
+        return None;
+    }
+    let j = StartJournal::open(&repo.common_dir, run).ok()?;
+    let entries = j.entries().ok()?;
+    let objective = entries.first().and_then(|e| match &e.event {
+        orchestrator::WorkflowEvent::Started { objective, .. } => Some(objective.clone()),
+        _ => None,
+    })?;
+    Some((j.workflow().ok()?.state(), objective))
+}
+
+/// Continues the `start` run `run` with the settings it was started with.
+pub fn resume_start(
+    repo: &RepoInfo,
+    config: &RepoConfig,
+    run: &str,
+    quiet: bool,
+) -> Result<(), CommandError> {
+    let j = StartJournal::open(&repo.common_dir, run).map_err(CommandError::internal)?;
+    let entries = j.entries().map_err(CommandError::internal)?;
+    let Some(orchestrator::WorkflowEvent::Started {
+        objective,
+        settings,
+        ..
+    }) = entries.first().map(|e| e.event.clone())
+    else {
+        return Err(CommandError::user(format!(
+            "run {run} was not made by `start`"
+        )));
+    };
+    let req = StartRequest {
+        objective,
+        settings,
+        timeout: Duration::from_secs(
+            config
+                .run
+                .timeout_secs
+                .unwrap_or(engine::DEFAULT_TIMEOUT.as_secs()),
+        ),
+        worktree_root: config.worktree.root.clone(),
+        setup: config.worktree.setup.clone(),
+        target: None,
+        crash_after_events: crash_after_events(),
+        crash_after_steps: std::env::var(orchestrator::fault::ENV)
+            .ok()
+            .and_then(|v| v.parse().ok()),
+        answer_wait: Duration::from_secs(3600),
+    };
+    run_start(repo, config, &req, quiet)
+}
+
+/// Returns the newest `start` run that is neither completed nor cancelled.
+pub fn latest_unfinished_start(repo: &RepoInfo) -> Option<String> {
+    StartJournal::runs(&repo.common_dir)
+        .ok()?
+        .into_iter()
+        .find(|r| workflow_state(repo, r).is_some_and(|(s, _)| !s.is_final()))
+}
+
+/// Returns the `start` runs that have no engine run yet (still clarifying or planning), with
+/// their phase and objective.
+pub fn planning_runs(
+    repo: &RepoInfo,
+    engine_runs: &[git_orchestra::store::RunRecord],
+) -> Vec<(String, (WorkflowState, String))> {
+    StartJournal::runs(&repo.common_dir)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|r| !engine_runs.iter().any(|e| &e.id == r))
+        .filter_map(|r| workflow_state(repo, &r).map(|s| (r, s)))
+        .filter(|(_, (s, _))| !s.is_final())
+        .collect()
+}

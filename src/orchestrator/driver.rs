@@ -1,0 +1,382 @@
+//! Drives a `start` run through its workflow: each step reads the journal to learn what is
+//! already done, does the rest, and journals the transition before moving on — so calling
+//! [`start`] again after a crash, a pause or a failure continues where the run stopped.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use super::journal::{Entry, JournalError, StartJournal, StartSettings, WorkflowEvent};
+use super::models::{AskError, RoleModels};
+use super::report::Report;
+use super::workflow::{Workflow, WorkflowState as S};
+use crate::agent::{RoleError, Roles};
+use crate::config::RepoConfig;
+use crate::engine::EngineError;
+use crate::git::{RepoError, RepoInfo};
+use crate::merge::MergeError;
+use crate::names;
+use crate::store::{Event, StoreError};
+
+/// Why a `start` run stopped with an error (its state is journaled; `start` again resumes).
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    Repo(#[from] RepoError),
+    #[error(transparent)]
+    Journal(#[from] JournalError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Roles(#[from] RoleError),
+    #[error("{phase}: {source}")]
+    Ask {
+        phase: &'static str,
+        source: AskError,
+    },
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    #[error(transparent)]
+    Merge(#[from] MergeError),
+    #[error(
+        "the planner did not produce a valid plan in {rounds} rounds; last problems:\n  {issues}"
+    )]
+    PlanInvalid { rounds: usize, issues: String },
+    #[error(
+        "run `{run}` needs the plan approved: run `git orchestra start` at a terminal, or pass --yes"
+    )]
+    NeedsApproval { run: String },
+    #[error("cannot write the report {path}: {source}")]
+    Report {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("the workflow journal is in use by a thread that panicked")]
+    Poisoned,
+}
+
+/// The user's answer to a plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Approval {
+    Approve,
+    /// The user edited the plan; this is the new text.
+    Edited(String),
+    Reject,
+}
+
+/// Everything that talks to the person running `start`.
+pub trait Interaction: Sync {
+    /// Returns true if and only if a person can answer questions now.
+    fn interactive(&self) -> bool;
+    /// Asks the person a question; `None` when they give no answer.
+    fn ask(&self, question: &str) -> Option<String>;
+    /// Shows the plan (and problems of an edited one) and asks for approval.
+    fn approve(&self, plan_toml: &str, problems: &[String]) -> Approval;
+    /// Reports progress of the workflow.
+    fn progress(&self, line: &str);
+    /// Reports an event of the engine or the merge coordinator.
+    fn engine_event(&self, run: &str, event: &Event);
+}
+
+/// What `start` was asked to do.
+#[derive(Debug, Clone)]
+pub struct StartRequest {
+    pub objective: String,
+    pub settings: StartSettings,
+    pub timeout: Duration,
+    pub worktree_root: Option<PathBuf>,
+    pub setup: Option<String>,
+    pub target: Option<String>,
+    /// Fault injection for crash tests, passed to the engine.
+    pub crash_after_events: Option<u64>,
+    /// Fault injection for crash tests over every durable step (see [`super::fault`]).
+    pub crash_after_steps: Option<u64>,
+    /// Longest an agent waits for `git orchestra answer`.
+    pub answer_wait: Duration,
+}
+
+/// How a `start` call ended.
+#[derive(Debug, Clone)]
+pub struct StartOutcome {
+    pub run: String,
+    pub state: S,
+    pub report: Option<Report>,
+    pub report_path: Option<PathBuf>,
+}
+
+/// What every step of a run works with.
+pub(super) struct Ctx<'a> {
+    pub(super) repo: &'a RepoInfo,
+    pub(super) req: &'a StartRequest,
+    pub(super) settings: StartSettings,
+    pub(super) run: String,
+    pub(super) base: String,
+    pub(super) journal: Arc<Mutex<StartJournal>>,
+    pub(super) models: Arc<RoleModels>,
+    pub(super) ui: &'a dyn Interaction,
+    pub(super) stop: &'a AtomicBool,
+}
+
+/// Returns the run of `objective`: an unfinished one with that objective if any (whatever
+/// its base), else the one derived from the objective and the current base.
+pub fn locate(repo: &RepoInfo, objective: &str) -> Result<(String, String), StartError> {
+    let head = repo.resolve_base(None)?;
+    for id in StartJournal::runs(&repo.common_dir)? {
+        let j = StartJournal::open(&repo.common_dir, &id)?;
+        let entries = j.entries()?;
+        let Some(WorkflowEvent::Started {
+            objective: o, base, ..
+        }) = entries.first().map(|e| &e.event)
+        else {
+            continue;
+        };
+        if o.trim() != objective.trim() {
+            continue;
+        }
+        let reported = entries
+            .iter()
+            .any(|e| matches!(e.event, WorkflowEvent::ReportSaved { .. }));
+        // A finished run is found again while the branch still points at its result.
+        let integrated_at_head = entries.iter().rev().any(|e| match &e.event {
+            WorkflowEvent::Merged { report } => {
+                report.get("commit").and_then(|c| c.as_str()) == Some(head.as_str())
+            }
+            _ => false,
+        });
+        if !j.workflow()?.state().is_final() || !reported || integrated_at_head || *base == head {
+            return Ok((id, base.clone()));
+        }
+    }
+    Ok((names::run_id(objective, &head), head))
+}
+
+/// Takes `req.objective` to merged work (or as far as the run can go now); see the module docs.
+pub fn start(
+    repo: &RepoInfo,
+    config: &RepoConfig,
+    req: &StartRequest,
+    ui: &dyn Interaction,
+    stop: &AtomicBool,
+) -> Result<StartOutcome, StartError> {
+    super::fault::arm(req.crash_after_steps);
+    let (run, base) = locate(repo, &req.objective)?;
+    let journal = StartJournal::open(&repo.common_dir, &run)?;
+    let entries = journal.entries()?;
+    let settings = match entries.first().map(|e| &e.event) {
+        Some(WorkflowEvent::Started { settings, .. }) => StartSettings {
+            yes: settings.yes || req.settings.yes,
+            // A new budget given on the command line replaces the one the run started with.
+            budget: if req.settings.budget.is_unlimited() {
+                settings.budget.clone()
+            } else {
+                req.settings.budget.clone()
+            },
+            ..settings.clone()
+        },
+        _ => {
+            journal.append(&WorkflowEvent::Started {
+                objective: req.objective.clone(),
+                base: base.clone(),
+                settings: req.settings.clone(),
+            })?;
+            req.settings.clone()
+        }
+    };
+    journal.append(&WorkflowEvent::Driving {
+        pid: std::process::id(),
+    })?;
+    let journal = Arc::new(Mutex::new(journal));
+    let roles = Roles::load(&repo.toplevel)?;
+    let ctx = Ctx {
+        repo,
+        req,
+        settings: settings.clone(),
+        run: run.clone(),
+        base,
+        models: Arc::new({
+            let mut m = RoleModels::new(roles, config.clone(), journal.clone());
+            m.budget = settings.budget.clone();
+            m.started_ms = entries
+                .first()
+                .map_or_else(crate::store::now_ms, |e| e.ts_ms);
+            m
+        }),
+        journal,
+        ui,
+        stop,
+    };
+    let mut wf = ctx.j()?.workflow()?;
+    loop {
+        let state = wf.state();
+        if state.is_active()
+            && let Some(reason) = ctx.models.budget_exceeded(None)
+        {
+            // Out of budget: keep everything, report what is done and what remains.
+            ctx.move_to(&mut wf, S::Failed, &reason)?;
+            let (report, path) = ctx.report(S::Failed)?;
+            return Ok(StartOutcome {
+                run,
+                state: S::Failed,
+                report: Some(report),
+                report_path: Some(path),
+            });
+        }
+        if stop.load(Ordering::SeqCst) && state.is_active() {
+            let cancel = ctx.cancel_requested()?;
+            let to = if cancel { S::Cancelled } else { S::Paused };
+            ctx.move_to(
+                &mut wf,
+                to,
+                if cancel {
+                    "cancel requested"
+                } else {
+                    "stopped; `git orchestra resume` continues"
+                },
+            )?;
+            if to == S::Paused {
+                return Ok(StartOutcome {
+                    run,
+                    state: to,
+                    report: None,
+                    report_path: None,
+                });
+            }
+            continue;
+        }
+        match state {
+            S::Idle => {
+                let to = if ctx.settings.clarify {
+                    S::Clarifying
+                } else {
+                    S::Planning
+                };
+                ctx.move_to(&mut wf, to, "started")?;
+            }
+            S::Clarifying => {
+                ctx.clarify()?;
+                ctx.move_to(&mut wf, S::Planning, "objective clarified")?;
+            }
+            S::Planning | S::PlanRevision => match ctx.plan(&wf) {
+                Ok(()) => ctx.move_to(&mut wf, S::PlanReview, "plan passes validation")?,
+                Err(e) => return ctx.fail(&mut wf, e),
+            },
+            S::PlanReview => match ctx.review()? {
+                true => ctx.move_to(&mut wf, S::AwaitingApproval, "plan review done")?,
+                false => ctx.move_to(&mut wf, S::PlanRevision, "the reviewer asked for changes")?,
+            },
+            S::AwaitingApproval => match ctx.approve()? {
+                Some(true) => ctx.move_to(&mut wf, S::Executing, "plan approved")?,
+                Some(false) => ctx.move_to(&mut wf, S::Cancelled, "plan rejected")?,
+                None => return Err(StartError::NeedsApproval { run }),
+            },
+            S::Executing => match ctx.execute() {
+                Ok(Some(any_ok)) => {
+                    let to = if ctx.settings.merge && any_ok {
+                        S::Integrating
+                    } else {
+                        S::Completed
+                    };
+                    ctx.move_to(&mut wf, to, "packets finished")?;
+                }
+                Ok(None) => {}
+                Err(e) => return ctx.fail(&mut wf, e),
+            },
+            S::Integrating => match ctx.integrate() {
+                Ok(()) => ctx.move_to(&mut wf, S::Completed, "integrated")?,
+                Err(e) => return ctx.fail(&mut wf, e),
+            },
+            S::Documenting | S::Testing => ctx.move_to(
+                &mut wf,
+                S::Completed,
+                "no documentation or test phase configured",
+            )?,
+            S::Paused | S::Failed => match wf.resume_target() {
+                Some(to) => ctx.move_to(&mut wf, to, "resumed")?,
+                None => ctx.move_to(&mut wf, S::Cancelled, "nothing to resume into")?,
+            },
+            S::Completed | S::Cancelled => {
+                let (report, path) = ctx.report(state)?;
+                return Ok(StartOutcome {
+                    run,
+                    state,
+                    report: Some(report),
+                    report_path: Some(path),
+                });
+            }
+        }
+        if wf.state() == S::Paused {
+            return Ok(StartOutcome {
+                run,
+                state: S::Paused,
+                report: None,
+                report_path: None,
+            });
+        }
+    }
+}
+
+pub(super) fn ask_err(phase: &'static str) -> impl Fn(AskError) -> StartError {
+    move |source| StartError::Ask { phase, source }
+}
+
+impl Ctx<'_> {
+    pub(super) fn j(&self) -> Result<MutexGuard<'_, StartJournal>, StartError> {
+        self.journal.lock().map_err(|_| StartError::Poisoned)
+    }
+
+    pub(super) fn move_to(&self, wf: &mut Workflow, to: S, reason: &str) -> Result<(), StartError> {
+        self.j()?.transition(wf, to, reason)?;
+        self.ui.progress(&format!("{} → {to}: {reason}", self.run));
+        Ok(())
+    }
+
+    /// Journals a failure — or a pause, when the error came from a stop request — and
+    /// returns the outcome.
+    pub(super) fn fail(
+        &self,
+        wf: &mut Workflow,
+        e: StartError,
+    ) -> Result<StartOutcome, StartError> {
+        if self.stop.load(Ordering::SeqCst) {
+            let cancel = self.cancel_requested()?;
+            let to = if cancel { S::Cancelled } else { S::Paused };
+            self.move_to(wf, to, "stopped on request")?;
+            return Ok(StartOutcome {
+                run: self.run.clone(),
+                state: to,
+                report: None,
+                report_path: None,
+            });
+        }
+        self.move_to(wf, S::Failed, &e.to_string())?;
+        Err(e)
+    }
+
+    pub(super) fn cancel_requested(&self) -> Result<bool, StartError> {
+        Ok(self
+            .j()?
+            .entries()?
+            .iter()
+            .rev()
+            .find_map(|e| match e.event {
+                WorkflowEvent::StopRequested { cancel } => Some(cancel),
+                _ => None,
+            })
+            .unwrap_or(false))
+    }
+
+    /// Returns the entries journaled since the last transition into `state`.
+    pub(super) fn since_entering(&self, state: S) -> Result<Vec<Entry>, StartError> {
+        let entries = self.j()?.entries()?;
+        let from = entries
+            .iter()
+            .rposition(|e| matches!(e.event, WorkflowEvent::Transition { to, .. } if to == state))
+            .map_or(0, |i| i + 1);
+        Ok(entries[from..].to_vec())
+    }
+
+    pub(super) fn all(&self) -> Result<Vec<Entry>, StartError> {
+        Ok(self.j()?.entries()?)
+    }
+}

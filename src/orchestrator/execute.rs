@@ -1,0 +1,330 @@
+//! The steps from execution on, as [`Ctx`] methods: run the packets through the engine,
+//! integrate them (resolving conflicts), and build the report with the orchestrator's bounded
+//! view of the run.
+
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+
+use super::conflicts::{self, Resolution};
+use super::context::{self, Artifact, ContextLimits, OrchestratorView};
+use super::driver::{Ctx, StartError};
+use super::journal::WorkflowEvent;
+use super::models::{extract_json, strings};
+use super::report::{self, Report};
+use super::worker::StartWorker;
+use super::workflow::WorkflowState as S;
+use crate::engine::{self, Control, RunOptions, Worker};
+use crate::merge::{self, MergeOptions};
+use crate::plan::Plan;
+use crate::store::{Event, RunState, Store, now_ms};
+
+/// Most merge attempts while conflicted packets are being resolved.
+pub const MAX_MERGE_ROUNDS: usize = 3;
+
+impl Ctx<'_> {
+    /// Runs the packets; returns Some(any succeeded) when all are final, None when stopped.
+    pub(super) fn execute(&self) -> Result<Option<bool>, StartError> {
+        let toml = self
+            .approved_plan()?
+            .ok_or_else(|| StartError::PlanInvalid {
+                rounds: 0,
+                issues: "no approved plan in the journal".into(),
+            })?;
+        let plan =
+            Plan::from_toml_str(&toml, "plan.toml").map_err(|e| StartError::PlanInvalid {
+                rounds: 0,
+                issues: e.to_string(),
+            })?;
+        let opts = RunOptions {
+            worker_cmd: self.settings.worker_cmd.clone(),
+            max_parallel: self.settings.max_parallel,
+            timeout: self.req.timeout,
+            worktree_root: self.req.worktree_root.clone(),
+        };
+        let prepared = engine::prepare(self.repo, &plan, &toml, "plan.toml", &opts)?;
+        let id = prepared.run.id.clone();
+        let mut state = prepared.run.state;
+        if !state.is_finished() {
+            let on_event = |run: &str, e: &Event| {
+                self.ui.engine_event(run, e);
+                super::fault::step();
+            };
+            let worker = StartWorker::new(self.models.clone(), self.req.answer_wait);
+            // The engine stops on the user's signal or when a packet finds the budget spent.
+            let halt = worker.halt.clone();
+            let done = std::sync::atomic::AtomicBool::new(false);
+            let ctl = Control {
+                stop: &halt,
+                on_event: &on_event,
+                setup: self.req.setup.clone(),
+                crash_after_events: self.req.crash_after_events,
+                review: None,
+            };
+            let w: Option<&dyn Worker> = match prepared.run.worker_cmd {
+                Some(_) => None,
+                None => Some(&worker),
+            };
+            let result = std::thread::scope(|scope| {
+                scope.spawn(|| {
+                    while !done.load(Ordering::SeqCst) {
+                        if self.stop.load(Ordering::SeqCst) {
+                            halt.store(true, Ordering::SeqCst);
+                        }
+                        std::thread::sleep(std::time::Duration::from_millis(50));
+                    }
+                });
+                let r = engine::execute_with(self.repo, &id, &ctl, w);
+                done.store(true, Ordering::SeqCst);
+                r
+            });
+            state = result?.state;
+        }
+        if state == RunState::Interrupted || self.stop.load(Ordering::SeqCst) {
+            return Ok(None);
+        }
+        let store = Store::open(&self.repo.common_dir)?;
+        let packets = store.packets(&id)?;
+        Ok(Some(
+            packets
+                .iter()
+                .any(|p| p.state == crate::store::PacketState::Succeeded),
+        ))
+    }
+
+    pub(super) fn integrate(&self) -> Result<(), StartError> {
+        let opts = MergeOptions {
+            target: self.req.target.clone(),
+            timeout: self.req.timeout,
+            ..Default::default()
+        };
+        let on_event = |run: &str, e: &Event| {
+            self.ui.engine_event(run, e);
+            super::fault::step();
+        };
+        let store = Store::open(&self.repo.common_dir)?;
+        let run = store.require_run(&self.run)?;
+        let plan = Plan::from_toml_str(&run.plan_toml, &run.plan_path).map_err(|e| {
+            StartError::PlanInvalid {
+                rounds: 0,
+                issues: e.to_string(),
+            }
+        })?;
+        let worker = StartWorker::new(self.models.clone(), self.req.answer_wait);
+        let mut last = None;
+        for _ in 0..MAX_MERGE_ROUNDS {
+            let report = merge::integrate(self.repo, &self.run, &opts, &on_event)?;
+            let conflicted: Vec<_> = report
+                .sent_back
+                .iter()
+                .filter(|s| !s.conflicts.is_empty())
+                .cloned()
+                .collect();
+            last = Some(report.clone());
+            if conflicted.is_empty() || self.settings.worker_cmd.is_some() {
+                break;
+            }
+            let records = store.packets(&self.run)?;
+            for s in conflicted {
+                let (Some(rec), Some(packet)) = (
+                    records.iter().find(|r| r.id == s.packet),
+                    plan.packets.iter().find(|p| p.id == s.packet),
+                ) else {
+                    continue;
+                };
+                self.ui.progress(&format!(
+                    "{}: {} conflicts in {}; its agent resolves them",
+                    self.run,
+                    s.packet,
+                    s.conflicts.join(", ")
+                ));
+                let log = engine::run_dir(&self.repo.common_dir, &self.run)
+                    .join("logs")
+                    .join(format!("{}-resolve.log", s.packet));
+                match conflicts::resolve(
+                    &Resolution {
+                        common_dir: &self.repo.common_dir,
+                        run: &self.run,
+                        objective: &self.req.objective,
+                        record: rec,
+                        packet,
+                        integration: &report.integration,
+                        paths: &s.conflicts,
+                        log: &log,
+                        stop: self.stop,
+                        timeout: self.req.timeout,
+                    },
+                    &worker,
+                ) {
+                    Ok(commit) => {
+                        self.j()?.append(&WorkflowEvent::ConflictResolved {
+                            packet: s.packet.clone(),
+                            commit,
+                            paths: s.conflicts.clone(),
+                        })?;
+                    }
+                    Err(e) => self.ui.progress(&format!("{}: {e}", self.run)),
+                }
+            }
+        }
+        if let Some(report) = last {
+            self.j()?.append(&WorkflowEvent::Merged {
+                report: serde_json::to_value(&report).unwrap_or_default(),
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Builds, saves and returns the report (the journaled one when already written).
+    pub(super) fn report(&self, state: S) -> Result<(Report, PathBuf), StartError> {
+        let dir = engine::run_dir(&self.repo.common_dir, &self.run);
+        let path = dir.join("report.md");
+        let store = Store::open(&self.repo.common_dir)?;
+        let run = store.run(&self.run)?;
+        let packets = store.packets(&self.run).unwrap_or_default();
+        let events = store.events(&self.run, 0).unwrap_or_default();
+        let plan = run
+            .as_ref()
+            .and_then(|r| Plan::from_toml_str(&r.plan_toml, &r.plan_path).ok());
+        let artifacts = self.artifacts(&dir, plan.as_ref(), &packets)?;
+        let advice = self.advice(state, &artifacts, &packets);
+        let workflow = self.all()?;
+        let usage = self.j()?.usage()?;
+        let price = |m: &str| self.models.price(m);
+        let report = report::build(&report::Sources {
+            run: &self.run,
+            objective: &self.req.objective,
+            state,
+            workflow: &workflow,
+            packets: &packets,
+            events: &events,
+            plan: plan.as_ref(),
+            usage: &usage,
+            price: &price,
+            advice,
+            now_ms: workflow
+                .iter()
+                .rev()
+                .find(|e| matches!(e.event, WorkflowEvent::Transition { .. }))
+                .map_or_else(now_ms, |e| e.ts_ms),
+        });
+        let markdown = report::render(&report);
+        let io = |source| StartError::Report {
+            path: path.clone(),
+            source,
+        };
+        fs_err::create_dir_all(&dir).map_err(io)?;
+        fs_err::write(&path, &markdown).map_err(io)?;
+        let json_path = dir.join("report.json");
+        fs_err::write(
+            &json_path,
+            serde_json::to_string_pretty(&report).unwrap_or_default(),
+        )
+        .map_err(io)?;
+        if !workflow
+            .iter()
+            .any(|e| matches!(e.event, WorkflowEvent::ReportSaved { .. }))
+        {
+            self.j()?.append(&WorkflowEvent::ReportSaved {
+                markdown: path.display().to_string(),
+                json: json_path.display().to_string(),
+            })?;
+        }
+        Ok((report, path))
+    }
+
+    /// Stores the plan, each packet's diff and the merge report once as artifacts.
+    pub(super) fn artifacts(
+        &self,
+        dir: &std::path::Path,
+        plan: Option<&Plan>,
+        packets: &[crate::store::PacketRecord],
+    ) -> Result<Vec<Artifact>, StartError> {
+        let limits = ContextLimits::default();
+        let adir = dir.join("artifacts");
+        let mut out = Vec::new();
+        let io = |source| StartError::Report {
+            path: adir.clone(),
+            source,
+        };
+        if let Some(toml) = self.approved_plan()? {
+            out.push(
+                context::store_artifact(&adir, "plan", "plan", &toml, limits.summary_tokens)
+                    .map_err(io)?,
+            );
+        }
+        let git = self.repo.git();
+        for p in packets {
+            if let (Some(start), Some(commit)) = (&p.start, &p.commit)
+                && let Ok(diff) = git.run(["diff", start.as_str(), commit.as_str()])
+            {
+                out.push(
+                    context::store_artifact(&adir, "diff", &p.id, &diff, limits.summary_tokens)
+                        .map_err(io)?,
+                );
+            }
+        }
+        let _ = plan;
+        if let Some(merged) = self.all()?.iter().rev().find_map(|e| match &e.event {
+            WorkflowEvent::Merged { report } => Some(report.to_string()),
+            _ => None,
+        }) {
+            out.push(
+                context::store_artifact(
+                    &adir,
+                    "merge",
+                    "integration",
+                    &merged,
+                    limits.summary_tokens,
+                )
+                .map_err(io)?,
+            );
+        }
+        Ok(out)
+    }
+
+    /// Asks the orchestrator role, with a bounded view of the run, for next steps.
+    pub(super) fn advice(
+        &self,
+        state: S,
+        artifacts: &[Artifact],
+        packets: &[crate::store::PacketRecord],
+    ) -> Vec<String> {
+        if self.models.check("orchestrator").is_err() {
+            return Vec::new();
+        }
+        let todo: Vec<String> = packets
+            .iter()
+            .filter(|p| p.state != crate::store::PacketState::Succeeded)
+            .map(|p| format!("{} is {}", p.id, p.state.as_str()))
+            .collect();
+        let history: Vec<String> = self
+            .all()
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|e| match &e.event {
+                WorkflowEvent::Transition { to, reason, .. } => Some(format!("{to}: {reason}")),
+                _ => None,
+            })
+            .collect();
+        let prompt = context::orchestrator_prompt(
+            &OrchestratorView {
+                objective: &self.req.objective,
+                state: state.as_str(),
+                artifacts,
+                todo: &todo,
+                history: &history,
+            },
+            &ContextLimits::default(),
+        );
+        let guidance = "The run has ended. Reply with only a JSON object {\"next_steps\": [at most five concrete follow-ups for the user]}";
+        match self
+            .models
+            .ask("orchestrator", guidance, &prompt, self.stop)
+        {
+            Ok(r) => extract_json(&r.text)
+                .map(|v| strings(&v, "next_steps"))
+                .unwrap_or_default(),
+            Err(e) => vec![format!("(the orchestrator gave no advice: {e})")],
+        }
+    }
+}

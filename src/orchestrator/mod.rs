@@ -1,0 +1,34 @@
+//! The orchestrator behind `git orchestra start`: takes one objective through clarification,
+//! planning, plan review and approval, execution by the packet engine, integration by the merge
+//! coordinator, and a final report — as a journaled workflow state machine, so a killed run
+//! resumes in the phase it was in.
+//!
+//! The orchestrator's own context stays small: artifacts (plan, diffs, merge report) are stored
+//! once under the run's directory and its prompts carry only bounded summaries
+//! ([`context`]); every model turn is journaled and replayed on resume ([`replay`]).
+
+pub mod budget;
+pub mod conflicts;
+pub mod context;
+pub mod driver;
+mod execute;
+pub mod fault;
+pub mod journal;
+pub mod models;
+mod phases;
+pub mod plan_phase;
+pub mod replay;
+pub mod report;
+pub mod worker;
+pub mod workflow;
+
+pub use driver::{Approval, Interaction, StartError, StartOutcome, StartRequest, locate, start};
+pub use execute::MAX_MERGE_ROUNDS;
+pub use journal::{
+    ClarifyOutcome, Entry, JournalError, StartJournal, StartSettings, TurnRecord, UsageRow,
+    WorkflowEvent,
+};
+pub use phases::{MAX_PLAN_ROUNDS, MAX_REVIEW_ROUNDS};
+pub use replay::{Replaying, SharedJournal, request_key};
+pub use report::Report;
+pub use workflow::{IllegalTransition, Workflow, WorkflowState};

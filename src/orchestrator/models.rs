@@ -1,0 +1,179 @@
+//! One-shot conversations with a role's model for the orchestrator's own phases (clarify,
+//! plan, plan review, next steps): the role's instructions as the system message, journaled
+//! and replayed through [`Replaying`], retried and failed over by the client layer.
+
+use std::sync::atomic::AtomicBool;
+
+use super::budget::{self, Budget};
+use super::replay::{Replaying, SharedJournal};
+use crate::agent::profiles::{self, ProfileError};
+use crate::agent::{RoleError, Roles};
+use crate::config::RepoConfig;
+use crate::llm::{self, ChatModel, ChatRequest, ChatResponse, LlmError, Message, RetryPolicy};
+
+/// Why a role could not be asked.
+#[derive(Debug, thiserror::Error)]
+pub enum AskError {
+    #[error(transparent)]
+    Role(#[from] RoleError),
+    #[error(transparent)]
+    Profile(#[from] ProfileError),
+    #[error(transparent)]
+    Model(#[from] LlmError),
+}
+
+/// The roles and model profiles of a repository, for one-shot questions.
+pub struct RoleModels {
+    pub roles: Roles,
+    pub config: RepoConfig,
+    /// The run's limits; checked before every model call.
+    pub budget: Budget,
+    /// When the run started (ms since the epoch), for the time budget.
+    pub started_ms: i64,
+    journal: SharedJournal,
+    policy: RetryPolicy,
+}
+
+fn env(key: &str) -> Option<String> {
+    std::env::var(key).ok().filter(|v| !v.is_empty())
+}
+
+impl RoleModels {
+    /// Returns the models of `roles` configured by `config`, journaling into `journal`.
+    pub fn new(roles: Roles, config: RepoConfig, journal: SharedJournal) -> RoleModels {
+        RoleModels {
+            roles,
+            config,
+            budget: Budget::default(),
+            started_ms: crate::store::now_ms(),
+            journal,
+            policy: RetryPolicy::default(),
+        }
+    }
+
+    /// Checks that `role` exists and has a usable model profile, with its key set.
+    pub fn check(&self, role: &str) -> Result<(), AskError> {
+        let r = self.roles.get(role)?;
+        let chain = profiles::resolve(&self.config, r, &env)?;
+        if let Some(p) = chain.first() {
+            p.api_key()?;
+        }
+        Ok(())
+    }
+
+    /// Returns the journal the models record into.
+    pub fn journal(&self) -> &SharedJournal {
+        &self.journal
+    }
+
+    /// Asks `role` one question: its instructions plus `guidance` as the system message,
+    /// `prompt` as the user message. Returns the model's answer text.
+    pub fn ask(
+        &self,
+        role: &str,
+        guidance: &str,
+        prompt: &str,
+        stop: &AtomicBool,
+    ) -> Result<ChatResponse, AskError> {
+        let r = self.roles.get(role)?;
+        let chain = profiles::resolve(&self.config, r, &env)?;
+        let mut models: Vec<Box<dyn ChatModel>> = Vec::new();
+        for (i, p) in chain.iter().enumerate() {
+            match llm::connect(p) {
+                Ok(m) => models.push(m),
+                Err(e) if i == 0 => return Err(e.into()),
+                Err(_) => {}
+            }
+        }
+        let wrapped: Vec<Replaying<'_>> = models
+            .iter()
+            .map(|m| Replaying::new(m.as_ref(), self.journal.clone(), role))
+            .collect();
+        let guard = || self.budget_exceeded(Some(role));
+        let wrapped: Vec<Replaying<'_>> =
+            wrapped.into_iter().map(|w| w.with_guard(&guard)).collect();
+        let refs: Vec<&dyn ChatModel> = wrapped.iter().map(|m| m as &dyn ChatModel).collect();
+        let req = ChatRequest {
+            messages: vec![
+                Message::system(format!("{}\n\n{guidance}", r.instructions.trim())),
+                Message::user(prompt),
+            ],
+            ..Default::default()
+        };
+        let (resp, _) =
+            llm::chat_with_retry(&refs, &req, &self.policy, stop, &mut |_| true, &mut |_| {})?;
+        Ok(resp)
+    }
+
+    /// Returns which budget limit the run (and `role`, if given) has reached, if any.
+    pub fn budget_exceeded(&self, role: Option<&str>) -> Option<String> {
+        if self.budget.is_unlimited() {
+            return None;
+        }
+        let usage = self.journal.lock().ok()?.usage().ok()?;
+        let secs = ((crate::store::now_ms() - self.started_ms).max(0) / 1000) as u64;
+        let spent = budget::spent(&usage, &|m| self.price(m), secs);
+        self.budget.exceeded(&spent, role)
+    }
+
+    /// Returns the price per million tokens of `model`, if configured.
+    pub fn price(&self, model: &str) -> Option<crate::config::Price> {
+        self.config.prices.get(model).copied()
+    }
+}
+
+/// Returns the first JSON object in `text` (fenced or bare), if any.
+pub fn extract_json(text: &str) -> Option<serde_json::Value> {
+    let start = text.find('{')?;
+    let end = text.rfind('}')?;
+    if end < start {
+        return None;
+    }
+    serde_json::from_str(&text[start..=end]).ok()
+}
+
+/// Returns the content of the first fenced block of `text` (```toml or bare ```), or the
+/// whole text when it has none.
+pub fn extract_fenced(text: &str) -> String {
+    let Some(open) = text.find("```") else {
+        return text.trim().to_string();
+    };
+    let after = &text[open + 3..];
+    let body = after.split_once('\n').map_or("", |(_, rest)| rest);
+    match body.find("```") {
+        Some(close) => body[..close].to_string(),
+        None => body.to_string(),
+    }
+}
+
+/// Returns the strings of the JSON array `v[key]`, skipping non-strings.
+pub fn strings(v: &serde_json::Value, key: &str) -> Vec<String> {
+    v.get(key)
+        .and_then(|a| a.as_array())
+        .map(|a| {
+            a.iter()
+                .filter_map(|s| s.as_str().map(|s| s.trim().to_string()))
+                .filter(|s| !s.is_empty())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fenced_and_json_extraction() {
+        assert_eq!(
+            extract_fenced("Here:\n```toml\na = 1\n```\nthanks"),
+            "a = 1\n"
+        );
+        assert_eq!(extract_fenced("a = 1"), "a = 1");
+        let v =
+            extract_json("sure ```json\n{\"verdict\": \"approve\", \"findings\": [\"x\", 3]}\n```")
+                .unwrap();
+        assert_eq!(strings(&v, "findings"), vec!["x"]);
+        assert!(extract_json("no json").is_none());
+    }
+}

@@ -1,0 +1,375 @@
+//! The packet worker of `start` runs: our agents, like [`crate::agent::AgentWorker`], with
+//! every model turn journaled (so a resumed packet replays finished turns), human questions
+//! routed to `git orchestra answer`, questions to other roles answered by those roles, and
+//! each agent's report (summary, touched files, learnings) journaled for the final report.
+
+use std::io::Write;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use super::journal::WorkflowEvent;
+use super::models::RoleModels;
+use super::replay::{Replaying, SharedJournal};
+use crate::agent::profiles;
+use crate::agent::sandbox::{IfUnavailable, Sandbox};
+use crate::agent::tools::Registry;
+use crate::agent::{AgentEvent, AgentSpec, WorkerState};
+use crate::confine::ConfinedRoot;
+use crate::engine::{Worker, WorkerJob, WorkerReport};
+use crate::llm::{self, ChatModel};
+use crate::plan::Packet;
+
+/// How often a waiting agent looks for a human's answer.
+const ANSWER_POLL: Duration = Duration::from_millis(200);
+
+/// Runs packets with our agents for a `start` run.
+pub struct StartWorker {
+    models: Arc<RoleModels>,
+    journal: SharedJournal,
+    registry: Registry,
+    /// Longest an agent waits for a human's answer before it is left waiting.
+    pub answer_wait: Duration,
+    /// Set when the budget runs out, to stop the other packets too.
+    pub halt: Arc<AtomicBool>,
+}
+
+fn env(key: &str) -> Option<String> {
+    std::env::var(key).ok().filter(|v| !v.is_empty())
+}
+
+impl StartWorker {
+    /// Returns a worker using the roles and profiles of `models`.
+    pub fn new(models: Arc<RoleModels>, answer_wait: Duration) -> StartWorker {
+        StartWorker {
+            journal: models.journal().clone(),
+            models,
+            registry: Registry::builtin(),
+            answer_wait,
+            halt: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    fn record(&self, event: &WorkflowEvent) {
+        record(&self.journal, event);
+    }
+}
+
+fn record(journal: &SharedJournal, event: &WorkflowEvent) {
+    if let Ok(j) = journal.lock()
+        && let Err(e) = j.append(event)
+    {
+        tracing::warn!(error = %e, "workflow event not journaled");
+    }
+}
+
+/// Waits up to `wait` for an answer to `packet`'s question from `git orchestra answer`.
+fn human_answer(
+    journal: &SharedJournal,
+    wait: Duration,
+    packet: &str,
+    question: &str,
+    stop: &AtomicBool,
+) -> Option<String> {
+    let already = |j: &super::StartJournal| -> Option<(usize, Option<String>)> {
+        let entries = j.entries().ok()?;
+        let asked = entries
+            .iter()
+            .filter(|e| {
+                matches!(&e.event, WorkflowEvent::Asked { packet: p, question: q } if p == packet && q == question)
+            })
+            .count();
+        let answers: Vec<String> = entries
+            .iter()
+            .filter_map(|e| match &e.event {
+                WorkflowEvent::Answered { packet: p, text } if p == packet => Some(text.clone()),
+                _ => None,
+            })
+            .collect();
+        Some((asked, answers.last().cloned()))
+    };
+    // A question asked before (a resumed agent) keeps its answer.
+    let (asked, answer) = journal.lock().ok().and_then(|j| already(&j))?;
+    if asked > 0
+        && let Some(a) = answer
+    {
+        return Some(a);
+    }
+    let before = journal
+        .lock()
+        .ok()
+        .and_then(|j| j.entries().ok())
+        .map_or(0, |e| e.last().map_or(0, |e| e.seq));
+    record(
+        journal,
+        &WorkflowEvent::Asked {
+            packet: packet.to_string(),
+            question: question.to_string(),
+        },
+    );
+    let started = Instant::now();
+    while started.elapsed() < wait && !stop.load(Ordering::SeqCst) {
+        let found = journal.lock().ok().and_then(|j| {
+            j.entries().ok()?.into_iter().find_map(|e| match e.event {
+                WorkflowEvent::Answered { packet: p, text } if p == packet && e.seq > before => {
+                    Some(text)
+                }
+                _ => None,
+            })
+        });
+        if found.is_some() {
+            return found;
+        }
+        std::thread::sleep(ANSWER_POLL);
+    }
+    None
+}
+
+impl StartWorker {
+    fn run_packet(&self, job: &WorkerJob<'_>, log: &mut dyn Write) -> Result<WorkerReport, String> {
+        let packet = job.packet;
+        let mut role = self
+            .models
+            .roles
+            .get(&packet.role)
+            .map_err(|e| e.to_string())?
+            .clone();
+        role.timeout_secs = role.timeout_secs.min(job.timeout.as_secs().max(1));
+        let chain =
+            profiles::resolve(&self.models.config, &role, &env).map_err(|e| e.to_string())?;
+        let mut models: Vec<Box<dyn ChatModel>> = Vec::new();
+        for (i, p) in chain.iter().enumerate() {
+            match llm::connect(p) {
+                Ok(m) => models.push(m),
+                Err(e) if i == 0 => return Err(e.to_string()),
+                Err(_) => {}
+            }
+        }
+        let wrapped: Vec<Replaying<'_>> = models
+            .iter()
+            .map(|m| Replaying::new(m.as_ref(), self.journal.clone(), &role.name))
+            .collect();
+        let role_name = role.name.clone();
+        let guard = || self.models.budget_exceeded(Some(&role_name));
+        let wrapped: Vec<Replaying<'_>> =
+            wrapped.into_iter().map(|w| w.with_guard(&guard)).collect();
+        let price = chain
+            .first()
+            .and_then(|p| self.models.config.prices.get(&p.model).copied());
+        let root = ConfinedRoot::open(job.worktree)
+            .map_err(|e| format!("cannot open the worktree: {e}"))?;
+        let registry = self.registry.for_role(&role);
+        // The answerer must own what it uses; a watcher mirrors the job's stop flag into it.
+        let stop = Arc::new(AtomicBool::new(false));
+        let (models, journal, wait, id) = (
+            self.models.clone(),
+            self.journal.clone(),
+            self.answer_wait,
+            packet.id.clone(),
+        );
+        let answer_stop = stop.clone();
+        let answer = move |question: &str, to: Option<&str>| -> Option<String> {
+            match to {
+                Some(other) if other != "human" && models.roles.get(other).is_ok() => models
+                    .ask(
+                        other,
+                        "Another agent consults you. Answer briefly and concretely; you cannot see its worktree.",
+                        &format!("Packet `{id}`: {question}"),
+                        &answer_stop,
+                    )
+                    .ok()
+                    .map(|r| r.text),
+                _ => human_answer(&journal, wait, &id, question, &answer_stop),
+            }
+        };
+        let spec = AgentSpec {
+            role: &role,
+            models: wrapped.iter().map(|m| m as &dyn ChatModel).collect(),
+            context_tokens: chain.first().map_or(32_000, |p| p.context_tokens),
+            task: task_text(job.objective, packet),
+            root: &root,
+            packet_files: Some(packet.files.clone()),
+            registry: &registry,
+            stop: job.stop,
+            policy: llm::RetryPolicy::default(),
+            price,
+            answer: Some(&answer),
+            sandbox: std::env::current_exe().ok().map(|launcher| Sandbox {
+                launcher,
+                tmp: job.log.with_extension("tmp"),
+                if_unavailable: IfUnavailable::Refuse,
+            }),
+        };
+        let mut on_event = |e: &AgentEvent| {
+            if let Ok(line) = serde_json::to_string(e) {
+                let _ = writeln!(log, "{line}");
+            }
+        };
+        let done = AtomicBool::new(false);
+        let outcome = std::thread::scope(|scope| {
+            scope.spawn(|| {
+                while !done.load(Ordering::SeqCst) {
+                    if job.stop.load(Ordering::SeqCst) {
+                        stop.store(true, Ordering::SeqCst);
+                    }
+                    std::thread::sleep(ANSWER_POLL);
+                }
+            });
+            let outcome = crate::agent::run(&spec, &mut on_event);
+            done.store(true, Ordering::SeqCst);
+            outcome
+        })
+        .map_err(|e| e.to_string())?;
+        self.record(&WorkflowEvent::PacketReport {
+            packet: packet.id.clone(),
+            role: role.name.clone(),
+            state: outcome.state.as_str().to_string(),
+            summary: outcome
+                .summary
+                .clone()
+                .unwrap_or_else(|| outcome.reason.clone()),
+            touched: outcome.touched_files.clone(),
+            learnings: outcome.learnings.clone(),
+        });
+        if outcome.state != WorkerState::Completed
+            && let Some(reason) = guard()
+        {
+            // Out of budget: stop cleanly; the packet restarts from its worktree on resume.
+            self.halt.store(true, Ordering::SeqCst);
+            return Ok(WorkerReport {
+                success: false,
+                interrupted: true,
+                summary: reason,
+            });
+        }
+        Ok(match outcome.state {
+            WorkerState::Completed => WorkerReport {
+                success: true,
+                interrupted: false,
+                summary: outcome.summary.unwrap_or_default(),
+            },
+            WorkerState::Cancelled if job.stop.load(Ordering::SeqCst) => WorkerReport {
+                success: false,
+                interrupted: true,
+                summary: "cancelled".into(),
+            },
+            state => WorkerReport {
+                success: false,
+                interrupted: false,
+                summary: format!("{}: {}", state.as_str(), outcome.reason),
+            },
+        })
+    }
+}
+
+/// Returns the task message for a packet.
+pub fn task_text(objective: &str, p: &Packet) -> String {
+    let mut t = format!(
+        "# {}\n\n{}\n\nThe run's objective: {objective}\n\nFiles you may change: {}\n",
+        p.title,
+        p.description,
+        p.files.join(", ")
+    );
+    if !p.acceptance.is_empty() {
+        t.push_str(&format!(
+            "\nAcceptance criteria:\n- {}\n",
+            p.acceptance.join("\n- ")
+        ));
+    }
+    if !p.validation.is_empty() {
+        t.push_str(&format!(
+            "\nAfter you complete, these commands must pass:\n- {}\n",
+            p.validation.join("\n- ")
+        ));
+    }
+    t.push_str(
+        "\nThe engine commits your changes when you call `complete`; do not commit yourself.\n",
+    );
+    t
+}
+
+impl Worker for StartWorker {
+    fn label(&self, packet: &Packet) -> String {
+        format!("agent:{}", packet.role)
+    }
+
+    fn work(&self, job: &WorkerJob<'_>) -> WorkerReport {
+        let _span = tracing::info_span!("agent", packet = %job.packet.id, role = %job.packet.role)
+            .entered();
+        let mut log: Box<dyn Write> = match job
+            .log
+            .parent()
+            .map(fs_err::create_dir_all)
+            .transpose()
+            .and_then(|_| fs_err::File::create(job.log))
+        {
+            Ok(f) => Box::new(f),
+            Err(_) => Box::new(std::io::sink()),
+        };
+        match self.run_packet(job, &mut log) {
+            Ok(report) => report,
+            Err(summary) => WorkerReport {
+                success: false,
+                interrupted: false,
+                summary,
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::orchestrator::StartJournal;
+    use std::sync::Mutex;
+
+    #[test]
+    fn a_question_waits_for_the_journaled_answer_and_keeps_it_on_resume() {
+        let dir = tempfile::tempdir().unwrap();
+        let journal: SharedJournal =
+            Arc::new(Mutex::new(StartJournal::open(dir.path(), "r").unwrap()));
+        let stop = AtomicBool::new(false);
+        let path = dir.path().to_path_buf();
+        let answerer = std::thread::spawn(move || {
+            // Another process (`git orchestra answer`) answers through its own connection.
+            let j = StartJournal::open(&path, "r").unwrap();
+            loop {
+                let asked = j
+                    .entries()
+                    .unwrap()
+                    .iter()
+                    .any(|e| matches!(e.event, WorkflowEvent::Asked { .. }));
+                if asked {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            j.append(&WorkflowEvent::Answered {
+                packet: "p1".into(),
+                text: "use the token bucket".into(),
+            })
+            .unwrap();
+        });
+        let q = "Which limiter?";
+        let got = human_answer(&journal, Duration::from_secs(10), "p1", q, &stop);
+        answerer.join().unwrap();
+        assert_eq!(got.as_deref(), Some("use the token bucket"));
+        // A resumed agent asking the same question gets the same answer at once.
+        let again = human_answer(&journal, Duration::from_millis(1), "p1", q, &stop);
+        assert_eq!(again.as_deref(), Some("use the token bucket"));
+        // Nobody answers another packet: it is left waiting after the wait.
+        assert_eq!(
+            human_answer(&journal, Duration::from_millis(300), "p2", q, &stop),
+            None
+        );
+        let asked = journal
+            .lock()
+            .unwrap()
+            .entries()
+            .unwrap()
+            .iter()
+            .filter(|e| matches!(e.event, WorkflowEvent::Asked { .. }))
+            .count();
+        assert_eq!(asked, 2, "the resumed question is not asked twice");
+    }
+}

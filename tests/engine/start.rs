@@ -1,0 +1,400 @@
+//! `git orchestra start` and `demo`: the whole flow against the scripted model, kill -9 and
+//! resume at many points, and the refusals of bad input.
+
+use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
+use std::time::Instant;
+
+use git_orchestra::demo;
+
+use crate::support::{git, hermetic, orchestra, orchestra_with_env, text};
+
+const FINAL_CORE: &str = "from .config import PUNCTUATION\n\n\ndef greet(name):\n    return \"Hello, \" + name + PUNCTUATION\n\n\ndef farewell(name):\n    return \"Goodbye, \" + name + PUNCTUATION\n";
+
+fn assert_fsck_clean(dir: &Path) {
+    let out = std::process::Command::new("git")
+        .current_dir(dir)
+        .args(["fsck", "--no-dangling", "--no-progress"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git fsck: {}", text(&out));
+    assert!(
+        out.stdout.is_empty() && out.stderr.is_empty(),
+        "git fsck: {}",
+        text(&out)
+    );
+}
+
+#[test]
+fn demo_runs_the_whole_flow_offline_in_under_a_minute() {
+    hermetic();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("demo");
+    let began = Instant::now();
+    let out = orchestra(tmp.path(), &["demo", "--dir", dir.to_str().unwrap()]);
+    let elapsed = began.elapsed();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(elapsed.as_secs() < 60, "demo took {elapsed:?}");
+    let report = String::from_utf8_lossy(&out.stdout);
+    for needle in [
+        "completed: all 4 packets succeeded",
+        "## Assumptions",
+        "farewell() ends with the same PUNCTUATION",
+        "plan review 1: p4-docs has no validation",
+        "p3-farewell conflicted with the integration branch in greeter/core.py",
+        "p3-farewell: conflicts in greeter/core.py resolved by its agent",
+        "validation `sh tests/check.sh`: exit 0",
+        "| coder | openai-compatible:scripted |",
+        "- executing:",
+        "- integrating:",
+        "Use PUNCTUATION in any new message function",
+    ] {
+        assert!(report.contains(needle), "missing `{needle}` in\n{report}");
+    }
+    let repo = dir.join("greeter");
+    // The target branch (checked out) holds every packet's work, conflict resolved.
+    assert_eq!(
+        std::fs::read_to_string(repo.join("greeter/core.py")).unwrap(),
+        FINAL_CORE
+    );
+    assert!(repo.join("docs/usage.md").exists());
+    assert_eq!(git(&repo, &["status", "--porcelain"]), "");
+    assert_fsck_clean(&repo);
+    let shown = orchestra(&repo, &["status", "--report"]);
+    assert!(shown.status.success(), "{}", text(&shown));
+    assert!(String::from_utf8_lossy(&shown.stdout).contains("## Tokens and cost"));
+    let status = orchestra(&repo, &["status"]);
+    assert!(
+        String::from_utf8_lossy(&status.stdout).contains("phase     completed"),
+        "{}",
+        text(&status)
+    );
+}
+
+/// Runs `start` on a fresh sample repository against the scripted model, killing the process
+/// after `first`, then `first + 1`, `first + 2`, … durable steps of each attempt and starting
+/// it again, until it completes. (A resumed process spends a few steps taking the run over, so
+/// a fixed small step would never finish.)
+fn kill_chain(first: u64) -> (u32, u64) {
+    hermetic();
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = demo::create_sample(&tmp.path().join("greeter")).unwrap();
+    let model = demo::serve().unwrap();
+    let root = tmp.path().join("worktrees");
+    let env = [
+        ("ORCHESTRA_PROVIDER", "openai-compatible"),
+        ("ORCHESTRA_BASE_URL", model.url.as_str()),
+        ("ORCHESTRA_MODEL", "scripted"),
+    ];
+    let args = [
+        "start",
+        "--yes",
+        "--merge",
+        "--worktree-root",
+        root.to_str().unwrap(),
+        demo::OBJECTIVE,
+    ];
+    let mut kills = 0;
+    loop {
+        let step_text = (first + u64::from(kills)).to_string();
+        let mut with_crash = env.to_vec();
+        with_crash.push(("ORCHESTRA_CRASH_AFTER_STEPS", &step_text));
+        let out = orchestra_with_env(&repo, &args, &with_crash);
+        if out.status.signal() == Some(9) {
+            kills += 1;
+            assert!(kills < 300, "no progress after {kills} kills");
+            continue;
+        }
+        assert!(out.status.success(), "after {kills} kills: {}", text(&out));
+        let report = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            report.contains("completed: all 4 packets succeeded"),
+            "{report}"
+        );
+        break;
+    }
+    assert_eq!(
+        std::fs::read_to_string(repo.join("greeter/core.py")).unwrap(),
+        FINAL_CORE
+    );
+    assert_eq!(git(&repo, &["status", "--porcelain"]), "");
+    assert_fsck_clean(&repo);
+    // Starting again finds the completed run and only shows its report.
+    let before = model.requests();
+    let again = orchestra_with_env(&repo, &args, &env);
+    assert!(again.status.success(), "{}", text(&again));
+    assert_eq!(
+        model.requests(),
+        before,
+        "a completed run asked the model again"
+    );
+    (kills, model.requests())
+}
+
+#[test]
+fn kill_9_at_every_few_steps_then_start_again_completes_without_redoing_turns() {
+    // A clean run makes 18 model requests. Each kill may lose the turns in flight at that
+    // moment (at most one per running agent), never a journaled one.
+    let mut points = 0;
+    for first in [1, 4] {
+        let (kills, requests) = kill_chain(first);
+        points += kills;
+        eprintln!("chain from {first}: {kills} kills, {requests} model requests");
+        assert!(
+            requests <= 18 + 4 * u64::from(kills),
+            "chain from {first}: {requests} requests after {kills} kills"
+        );
+    }
+    assert!(points >= 20, "only {points} crash points");
+}
+
+#[test]
+fn start_refuses_bad_input_and_missing_profiles_without_changing_anything() {
+    hermetic();
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = demo::create_sample(&tmp.path().join("greeter")).unwrap();
+    let refs = git(&repo, &["for-each-ref"]);
+    let out = orchestra(&repo, &["start", "  "]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("objective is empty"));
+    let out = orchestra_with_env(
+        &repo,
+        &["start", "--yes", "Do something"],
+        &[("ORCHESTRA_PROVIDER", "")],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("no model profile"), "{}", text(&out));
+    assert_eq!(git(&repo, &["for-each-ref"]), refs);
+    assert!(!repo.join(".git/orchestra/orchestra.db").exists());
+    let out = orchestra(&repo, &["answer", "p1", "yes"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+}
+
+/// A sample repository with the scripted model served for it, and the environment that
+/// points `start` at that model.
+struct Scripted {
+    _tmp: tempfile::TempDir,
+    repo: std::path::PathBuf,
+    root: std::path::PathBuf,
+    model: demo::MockModel,
+}
+
+impl Scripted {
+    fn new() -> Scripted {
+        hermetic();
+        let tmp = tempfile::tempdir().unwrap();
+        let repo = demo::create_sample(&tmp.path().join("greeter")).unwrap();
+        Scripted {
+            root: tmp.path().join("worktrees"),
+            _tmp: tmp,
+            repo,
+            model: demo::serve().unwrap(),
+        }
+    }
+
+    fn start(&self, extra: &[&str]) -> std::process::Output {
+        let mut args = vec![
+            "start",
+            "--yes",
+            "--merge",
+            "--worktree-root",
+            self.root.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        args.push(demo::OBJECTIVE);
+        orchestra_with_env(
+            &self.repo,
+            &args,
+            &[
+                ("ORCHESTRA_PROVIDER", "openai-compatible"),
+                ("ORCHESTRA_BASE_URL", self.model.url.as_str()),
+                ("ORCHESTRA_MODEL", "scripted"),
+            ],
+        )
+    }
+}
+
+#[test]
+fn an_exhausted_token_budget_stops_cleanly_keeps_the_work_and_a_larger_one_finishes() {
+    let s = Scripted::new();
+    let out = s.start(&["--budget-tokens", "9000"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let all = text(&out);
+    assert!(all.contains("token budget exhausted"), "{all}");
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        report.contains("failed:") && report.contains("packets succeeded so far"),
+        "{report}"
+    );
+    assert!(report.contains("## Next steps"), "{report}");
+    let before = s.model.requests();
+    // The same objective with a larger budget resumes and finishes; the turns already paid
+    // for are not asked again.
+    let out = s.start(&["--budget-tokens", "200000"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("completed: all 4 packets succeeded"));
+    assert!(
+        s.model.requests() - before <= 18 - 5,
+        "{} more requests",
+        s.model.requests() - before
+    );
+    assert_eq!(
+        std::fs::read_to_string(s.repo.join("greeter/core.py")).unwrap(),
+        FINAL_CORE
+    );
+    assert_fsck_clean(&s.repo);
+}
+
+#[test]
+fn answer_journals_the_reply_to_a_waiting_question() {
+    hermetic();
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = demo::create_sample(&tmp.path().join("greeter")).unwrap();
+    let common = repo.join(".git");
+    let j = git_orchestra::orchestrator::StartJournal::open(&common, "run-1").unwrap();
+    use git_orchestra::orchestrator::WorkflowEvent;
+    j.append(&WorkflowEvent::Asked {
+        packet: "p1".into(),
+        question: "Which limiter?".into(),
+    })
+    .unwrap();
+    let out = orchestra(&repo, &["answer", "p2", "the bucket"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("no agent of packet `p2`"));
+    let out = orchestra(
+        &repo,
+        &["answer", "p1", "the token bucket in src/limits.rs"],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("Which limiter?"));
+    let answered = j.entries().unwrap().into_iter().any(|e| {
+        e.event
+            == WorkflowEvent::Answered {
+                packet: "p1".into(),
+                text: "the token bucket in src/limits.rs".into(),
+            }
+    });
+    assert!(answered);
+}
+
+#[test]
+fn pause_stops_a_running_start_resume_continues_it_and_pausing_a_finished_run_is_refused() {
+    let s = Scripted::new();
+    let mark = s._tmp.path().join("go");
+    let worker = format!("[ -f {} ] || sleep 30", mark.display());
+    let mut args = vec![
+        "start".to_string(),
+        "--yes".into(),
+        "--no-clarify".into(),
+        "--worktree-root".into(),
+        s.root.to_str().unwrap().into(),
+        "--worker-cmd".into(),
+        worker,
+        demo::OBJECTIVE.into(),
+    ];
+    let mut cmd = crate::support::orchestra_command(&s.repo, &[]);
+    cmd.args(&args)
+        .env("ORCHESTRA_PROVIDER", "openai-compatible")
+        .env("ORCHESTRA_BASE_URL", &s.model.url)
+        .env("ORCHESTRA_MODEL", "scripted")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let child = cmd.spawn().unwrap();
+    // Wait until the packets run, then pause.
+    let began = Instant::now();
+    loop {
+        let status = orchestra(&s.repo, &["status"]);
+        if String::from_utf8_lossy(&status.stdout).contains("phase     executing") {
+            break;
+        }
+        assert!(
+            began.elapsed().as_secs() < 30,
+            "never reached executing: {}",
+            text(&status)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let out = orchestra(&s.repo, &["pause"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out));
+    assert!(
+        began.elapsed().as_secs() < 25,
+        "pause took {:?}",
+        began.elapsed()
+    );
+    let status = orchestra(&s.repo, &["status"]);
+    assert!(
+        String::from_utf8_lossy(&status.stdout).contains("phase     paused"),
+        "{}",
+        text(&status)
+    );
+    // Resume continues the workflow from execution (the model is not asked again).
+    std::fs::write(&mark, "").unwrap();
+    let before = s.model.requests();
+    let out = orchestra(&s.repo, &["resume"]);
+    assert_eq!(s.model.requests(), before);
+    // The external worker writes nothing, so validations fail: the run completes with failures.
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("completed with"),
+        "{}",
+        text(&out)
+    );
+    let out = orchestra(&s.repo, &["pause"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    args.clear();
+}
+
+#[test]
+fn cancel_stops_a_running_start_for_good_and_saves_its_packets_work() {
+    let s = Scripted::new();
+    let worker = "echo half-done > wip.txt; sleep 30".to_string();
+    let mut cmd = crate::support::orchestra_command(&s.repo, &[]);
+    cmd.args([
+        "start",
+        "--yes",
+        "--no-clarify",
+        "--worktree-root",
+        s.root.to_str().unwrap(),
+        "--worker-cmd",
+        &worker,
+        demo::OBJECTIVE,
+    ])
+    .env("ORCHESTRA_PROVIDER", "openai-compatible")
+    .env("ORCHESTRA_BASE_URL", &s.model.url)
+    .env("ORCHESTRA_MODEL", "scripted")
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped());
+    let child = cmd.spawn().unwrap();
+    let began = Instant::now();
+    loop {
+        let status = orchestra(&s.repo, &["status"]);
+        let shown = String::from_utf8_lossy(&status.stdout).to_string();
+        if shown.contains("phase     executing") && shown.contains("running") {
+            break;
+        }
+        assert!(
+            began.elapsed().as_secs() < 30,
+            "never ran: {}",
+            text(&status)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let out = orchestra(&s.repo, &["cancel"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let out = child.wait_with_output().unwrap();
+    assert!(!out.status.success(), "{}", text(&out));
+    let status = orchestra(&s.repo, &["status"]);
+    let shown = String::from_utf8_lossy(&status.stdout).to_string();
+    assert!(shown.contains("phase     cancelled"), "{}", text(&status));
+    let backups = git(&s.repo, &["for-each-ref", "refs/orchestra/backup"]);
+    assert!(
+        !backups.is_empty(),
+        "no backup of the running packets' work"
+    );
+    // Starting the cancelled objective again does not resurrect it.
+    let out = s.start(&[]);
+    assert!(!text(&out).contains("→ executing"), "{}", text(&out));
+}
