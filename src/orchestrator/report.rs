@@ -261,7 +261,8 @@ pub fn build(s: &Sources<'_>) -> Report {
         risks,
         requirements,
         assumptions,
-        learnings,
+        // Agents restate what they learned on every fix round; each lesson is listed once.
+        learnings: dedup_keep_order(learnings),
         integration,
         next_steps,
         usage,
@@ -347,4 +348,13 @@ pub fn render(r: &Report) -> String {
     }
     let _ = writeln!(o, "- total: {:.1} s", r.wall_ms as f64 / 1000.0);
     o
+}
+
+/// Returns `items` without repeats, keeping the first occurrence of each.
+fn dedup_keep_order(items: Vec<String>) -> Vec<String> {
+    let mut seen = std::collections::HashSet::new();
+    items
+        .into_iter()
+        .filter(|i| seen.insert(i.clone()))
+        .collect()
 }
