@@ -8,6 +8,7 @@ mod agent_loop;
 mod cli;
 mod config;
 mod e2e;
+mod edit_diff;
 mod llm;
 mod mock;
 mod sandbox;

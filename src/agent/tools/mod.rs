@@ -8,6 +8,7 @@
 mod command;
 mod control;
 mod files;
+mod patch;
 mod search;
 
 use std::collections::BTreeSet;
