@@ -54,6 +54,13 @@ impl AgentWorker {
         })
     }
 
+    /// Returns what to tell the user, once, about command confinement on this machine:
+    /// `None` when Landlock is available, otherwise what the configured policy will do.
+    pub fn sandbox_notice(&self) -> Option<String> {
+        IfUnavailable::from_config(self.config.sandbox.if_unavailable)
+            .notice(super::sandbox::landlock_abi().is_some())
+    }
+
     /// Returns the loaded roles.
     pub fn roles(&self) -> &Roles {
         &self.roles
@@ -123,7 +130,7 @@ impl AgentWorker {
             sandbox: std::env::current_exe().ok().map(|launcher| Sandbox {
                 launcher,
                 tmp: job.log.with_extension("tmp"),
-                if_unavailable: IfUnavailable::Refuse,
+                if_unavailable: IfUnavailable::from_config(self.config.sandbox.if_unavailable),
             }),
         };
         let keys: Vec<llm::ApiKey> = chain
