@@ -13,4 +13,5 @@ mod llm;
 mod mock;
 mod sandbox;
 mod stall;
+mod summarise;
 mod support;
