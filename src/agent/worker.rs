@@ -89,13 +89,12 @@ impl AgentWorker {
         let mut role = self.roles.get(&packet.role)?.clone();
         role.timeout_secs = role.timeout_secs.min(job.timeout.as_secs().max(1));
         let chain = profiles::resolve(&self.config, &role, &env)?;
-        let mut models: Vec<Box<dyn ChatModel + '_>> = Vec::new();
+        let mut models: Vec<Box<dyn ChatModel>> = Vec::new();
         for (i, p) in chain.iter().enumerate() {
             match llm::connect(p) {
                 Ok(m) => models.push(Box::new(llm::Limited::new(
                     m,
                     self.gates.get(&p.name, p.concurrency),
-                    job.stop,
                 ))),
                 Err(e) if i == 0 => return Err(e.into()),
                 Err(e) => {
