@@ -25,6 +25,26 @@ pub struct RepoConfig {
     /// Prices per million tokens by model name (`[prices."<model>"]`), for cost accounting.
     #[serde(default)]
     pub prices: BTreeMap<String, Price>,
+    #[serde(default)]
+    pub sandbox: SandboxConfig,
+}
+
+/// The `[sandbox]` table: how agents' commands are confined.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxConfig {
+    /// What to do where Landlock is unavailable; default `refuse`.
+    pub if_unavailable: Option<SandboxPolicy>,
+}
+
+/// What agents' commands do where the kernel cannot confine them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SandboxPolicy {
+    /// run_command refuses to run anything.
+    Refuse,
+    /// run_command runs commands unconfined, after a warning.
+    Warn,
 }
 
 /// A `[profiles.<name>]` table: which provider and model an agent talks to.
@@ -185,6 +205,9 @@ impl RepoConfig {
             profiles: merge(self.profiles, base.profiles),
             roles: merge(self.roles, base.roles),
             prices: merge(self.prices, base.prices),
+            sandbox: SandboxConfig {
+                if_unavailable: self.sandbox.if_unavailable.or(base.sandbox.if_unavailable),
+            },
         }
     }
 }
@@ -244,6 +267,14 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("user.toml") && err.contains("runn"), "{err}");
+        std::fs::write(&user, "[sandbox]\nif_unavailable = \"warn\"\n").unwrap();
+        let cfg = RepoConfig::load_with_user(dir.path(), Some(&user)).unwrap();
+        assert_eq!(cfg.sandbox.if_unavailable, Some(SandboxPolicy::Warn));
+        std::fs::write(&user, "[sandbox]\nif_unavailable = \"allow\"\n").unwrap();
+        let err = RepoConfig::load_with_user(dir.path(), Some(&user))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("refuse") && err.contains("warn"), "{err}");
         let missing = dir.path().join("none.toml");
         assert!(RepoConfig::load_with_user(dir.path(), Some(&missing)).is_ok());
     }

@@ -45,6 +45,12 @@ pub enum AgentEvent {
     ContextTrimmed {
         dropped_outputs: usize,
     },
+    /// Older turns were replaced by a summary (written by the model, or a digest of the
+    /// turns when the summary call failed).
+    ContextSummarised {
+        replaced_messages: usize,
+        by_model: bool,
+    },
     Question {
         question: String,
         to: Option<String>,

@@ -69,7 +69,9 @@ pub fn store_event(packet: &str, role: &str, keys: &[ApiKey], event: &AgentEvent
             to: scrub(to),
             error: scrub(error),
         },
-        AgentEvent::ContextTrimmed { .. } | AgentEvent::Question { .. } => return None,
+        AgentEvent::ContextTrimmed { .. }
+        | AgentEvent::ContextSummarised { .. }
+        | AgentEvent::Question { .. } => return None,
     })
 }
 

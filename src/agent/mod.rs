@@ -13,6 +13,7 @@ pub mod role;
 mod runner;
 pub mod sandbox;
 pub mod state;
+mod summary;
 pub mod tools;
 mod worker;
 

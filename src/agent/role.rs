@@ -353,7 +353,7 @@ mod tests {
         .unwrap();
         std::fs::write(
             top.join(".orchestra/agents/coder.md"),
-            "---\nname: coder\ntools: [read_file, complete]\nwrite_scope: [\"src/**\"]\nmax_turns: 3\n---\nOurs.\n",
+            "---\nname: coder\ntools: [read_file, complete]\nwrite_scope: [\"src/**\"]\nmax_turns: 3\nstall_timeout: 45\n---\nOurs.\n",
         )
         .unwrap();
         let roles = Roles::load(top).unwrap();
@@ -368,6 +368,11 @@ mod tests {
         assert!(doc.tools.contains(&"nav_refs".to_string()));
         let coder = roles.get("coder").unwrap();
         assert_eq!((coder.max_turns, coder.instructions.as_str()), (3, "Ours."));
+        assert_eq!(coder.stall_timeout_secs, 45);
+        assert_eq!(
+            roles.get("fixer").unwrap().stall_timeout_secs,
+            DEFAULT_STALL_TIMEOUT_SECS
+        );
         assert!(matches!(coder.source, RoleSource::Orchestra(_)));
 
         std::fs::write(

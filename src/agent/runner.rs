@@ -17,6 +17,7 @@ use super::dispatch::Dispatched;
 use super::events::{AgentError, AgentEvent, AgentOutcome};
 use super::role::Role;
 use super::state::WorkerState;
+use super::summary;
 use super::tools::{Registry, ToolContext};
 use crate::config::Price;
 use crate::confine::ConfinedRoot;
@@ -118,6 +119,57 @@ impl Run<'_, '_> {
     }
 }
 
+impl Run<'_, '_> {
+    /// Replaces the older turns of `messages` by a summary; returns false when there was too
+    /// little to summarise.
+    fn summarise(
+        &mut self,
+        messages: &mut Vec<Message>,
+        deadline: Instant,
+        stall: Duration,
+    ) -> bool {
+        let spec = self.spec;
+        let Some(range) = summary::range(messages, summary::KEEP_RECENT) else {
+            return false;
+        };
+        let older = &messages[range.clone()];
+        let req = summary::request(older, spec.context_tokens);
+        let started = Instant::now();
+        let watched = Watched {
+            models: &spec.models,
+            req: &req,
+            policy: &spec.policy,
+            stop: spec.stop,
+            deadline,
+            stall,
+        };
+        let end = call::watched(&watched, &mut |_| {});
+        self.retried(end.retries);
+        let (text, by_model) = match end.result {
+            Ok((resp, _)) if !resp.text.trim().is_empty() => {
+                self.out.usage.add(resp.usage);
+                self.emit(AgentEvent::ModelCall {
+                    turn: self.out.turns,
+                    model: resp.model.clone(),
+                    input_tokens: resp.usage.input_tokens,
+                    output_tokens: resp.usage.output_tokens,
+                    cost: spec.price.map(|p| cost_of(p, resp.usage)),
+                    ms: started.elapsed().as_millis() as u64,
+                });
+                (resp.text, true)
+            }
+            _ => (summary::digest(older), false),
+        };
+        let replaced = range.len();
+        messages.splice(range, [summary::message(&text, replaced)]);
+        self.emit(AgentEvent::ContextSummarised {
+            replaced_messages: replaced,
+            by_model,
+        });
+        true
+    }
+}
+
 /// Runs the agent to its end and returns how it ended; `on_event` sees every step.
 pub fn run(
     spec: &AgentSpec<'_>,
@@ -173,6 +225,8 @@ pub fn run(
     let mut last_round: Option<Vec<(String, String)>> = None;
     let mut repeats = 0;
     let mut trimmed_for_overflow = false;
+    // The provider's count of the last prompt, the best measure of the conversation's size.
+    let mut last_input = 0;
     while run.out.turns < role.max_turns {
         if spec.stop.load(Ordering::SeqCst) {
             return Ok(run.finish(WorkerState::Cancelled, "cancelled"));
@@ -182,6 +236,11 @@ pub fn run(
         }
         run.out.turns += 1;
         let turn = run.out.turns;
+        if summary::near_window(&req.messages, spec.context_tokens, last_input)
+            && run.summarise(&mut req.messages, deadline, stall)
+        {
+            last_input = 0;
+        }
         let dropped = bound_context(&mut req.messages, spec.context_tokens, 6);
         if dropped > 0 {
             run.emit(AgentEvent::ContextTrimmed {
@@ -215,6 +274,7 @@ pub fn run(
             }
             Err(LlmError::ContextTooLong { .. }) if !trimmed_for_overflow => {
                 trimmed_for_overflow = true;
+                run.summarise(&mut req.messages, deadline, stall);
                 let dropped = bound_context(&mut req.messages, 0, 2);
                 run.emit(AgentEvent::ContextTrimmed {
                     dropped_outputs: dropped,
@@ -225,6 +285,7 @@ pub fn run(
             Err(e) => return Ok(run.finish(WorkerState::Error, e.to_string())),
         };
         run.out.usage.add(resp.usage);
+        last_input = resp.usage.input_tokens;
         run.emit(AgentEvent::ModelCall {
             turn,
             model: resp.model.clone(),

@@ -30,6 +30,44 @@ pub enum IfUnavailable {
     Allow,
 }
 
+/// Returns the Landlock ABI version the running kernel supports, or `None` when it has no
+/// Landlock (not built in, or disabled at boot).
+pub fn landlock_abi() -> Option<i32> {
+    // SAFETY: with a null attribute, size 0 and the VERSION flag, the call only reports the
+    // ABI version; it creates nothing and touches no memory.
+    let v = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<libc::c_void>(),
+            0usize,
+            1u32,
+        )
+    };
+    (v > 0).then_some(v as i32)
+}
+
+impl IfUnavailable {
+    /// Returns the launcher policy for the configured `policy` (default: refuse).
+    pub fn from_config(policy: Option<crate::config::SandboxPolicy>) -> IfUnavailable {
+        match policy {
+            Some(crate::config::SandboxPolicy::Warn) => IfUnavailable::Allow,
+            Some(crate::config::SandboxPolicy::Refuse) | None => IfUnavailable::Refuse,
+        }
+    }
+
+    /// Returns what to tell the user once when Landlock is not `available`, or `None` when
+    /// it is.
+    pub fn notice(self, available: bool) -> Option<String> {
+        if available {
+            return None;
+        }
+        Some(match self {
+            IfUnavailable::Refuse => "Landlock is unavailable on this kernel: agents' run_command calls will be refused (set `[sandbox] if_unavailable = \"warn\"` in the configuration to run them unconfined)".to_string(),
+            IfUnavailable::Allow => "warning: Landlock is unavailable on this kernel: agents' run_command calls run UNCONFINED, as `[sandbox] if_unavailable = \"warn\"` allows".to_string(),
+        })
+    }
+}
+
 /// How to start sandboxed commands.
 #[derive(Debug, Clone)]
 pub struct Sandbox {
@@ -149,4 +187,26 @@ fn restrict(worktree: &Path, tmp: &Path, network: bool) -> Result<bool, SandboxE
         .restrict_self()
         .map_err(e)?;
     Ok(status.ruleset != RulesetStatus::NotEnforced)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::SandboxPolicy;
+
+    #[test]
+    fn the_configured_policy_decides_and_is_announced_only_when_landlock_is_missing() {
+        assert_eq!(IfUnavailable::from_config(None), IfUnavailable::Refuse);
+        let warn = IfUnavailable::from_config(Some(SandboxPolicy::Warn));
+        assert_eq!(warn, IfUnavailable::Allow);
+        assert!(warn.notice(true).is_none());
+        assert!(warn.notice(false).unwrap().contains("UNCONFINED"));
+        let refuse = IfUnavailable::Refuse.notice(false).unwrap();
+        assert!(
+            refuse.contains("refused") && refuse.contains("if_unavailable"),
+            "{refuse}"
+        );
+        // The probe agrees with what the launcher finds: either a version or nothing.
+        assert!(landlock_abi().is_none_or(|v| v >= 1));
+    }
 }

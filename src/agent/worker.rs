@@ -54,6 +54,13 @@ impl AgentWorker {
         })
     }
 
+    /// Returns what to tell the user, once, about command confinement on this machine:
+    /// `None` when Landlock is available, otherwise what the configured policy will do.
+    pub fn sandbox_notice(&self) -> Option<String> {
+        IfUnavailable::from_config(self.config.sandbox.if_unavailable)
+            .notice(super::sandbox::landlock_abi().is_some())
+    }
+
     /// Returns the loaded roles.
     pub fn roles(&self) -> &Roles {
         &self.roles
@@ -82,13 +89,12 @@ impl AgentWorker {
         let mut role = self.roles.get(&packet.role)?.clone();
         role.timeout_secs = role.timeout_secs.min(job.timeout.as_secs().max(1));
         let chain = profiles::resolve(&self.config, &role, &env)?;
-        let mut models: Vec<Box<dyn ChatModel + '_>> = Vec::new();
+        let mut models: Vec<Box<dyn ChatModel>> = Vec::new();
         for (i, p) in chain.iter().enumerate() {
             match llm::connect(p) {
                 Ok(m) => models.push(Box::new(llm::Limited::new(
                     m,
                     self.gates.get(&p.name, p.concurrency),
-                    job.stop,
                 ))),
                 Err(e) if i == 0 => return Err(e.into()),
                 Err(e) => {
@@ -123,7 +129,7 @@ impl AgentWorker {
             sandbox: std::env::current_exe().ok().map(|launcher| Sandbox {
                 launcher,
                 tmp: job.log.with_extension("tmp"),
-                if_unavailable: IfUnavailable::Refuse,
+                if_unavailable: IfUnavailable::from_config(self.config.sandbox.if_unavailable),
             }),
         };
         let keys: Vec<llm::ApiKey> = chain

@@ -69,8 +69,8 @@ pub fn cmd_agents(cwd: &Path, args: &AgentsArgs) -> Result<(), CommandError> {
             }
         ));
         out.push_str(&format!(
-            "  limits:      {} turns, {}s\n",
-            role.max_turns, role.timeout_secs
+            "  limits:      {} turns, {}s, stalled after {}s without output\n",
+            role.max_turns, role.timeout_secs, role.stall_timeout_secs
         ));
         let source = match &role.source {
             git_orchestra::agent::RoleSource::Builtin => "built in".to_string(),

@@ -263,10 +263,14 @@ pub fn load_config(repo: &RepoInfo) -> Result<RepoConfig, CommandError> {
 
 /// Returns our agents as the worker for runs without a worker command.
 pub fn agent_worker(repo: &RepoInfo, config: &RepoConfig) -> Result<AgentWorker, CommandError> {
-    AgentWorker::new(&repo.toplevel, config.clone()).map_err(|e| {
+    let worker = AgentWorker::new(&repo.toplevel, config.clone()).map_err(|e| {
         CommandError::user(e)
             .hint("fix the agent file named above, or pass --worker-cmd '<command>'")
-    })
+    })?;
+    if let Some(notice) = worker.sandbox_notice() {
+        eprintln!("{notice}");
+    }
+    Ok(worker)
 }
 
 pub(super) fn print_final(

@@ -6,13 +6,12 @@
 //! all packets of a run, so a wide plan queues instead of collecting rate-limit errors.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::Duration;
 
 use super::{ChatModel, ChatRequest, ChatResponse, Delta, LlmError};
 
-/// How often a waiting call checks its stop flag.
+/// How often a waiting call asks whether to keep waiting.
 const POLL: Duration = Duration::from_millis(50);
 
 /// A counting semaphore: at most `capacity` holders at once.
@@ -45,23 +44,30 @@ impl Gate {
         }
     }
 
-    /// Waits for a place and returns it, or returns `None` as soon as `stop` is set.
-    pub fn acquire(&self, stop: &AtomicBool) -> Option<Permit<'_>> {
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+    /// Waits for a place and returns it; `keep_waiting` is asked every few tens of
+    /// milliseconds while the gate is full, and `None` is returned when it says no.
+    pub fn acquire(&self, keep_waiting: &mut dyn FnMut() -> bool) -> Option<Permit<'_>> {
+        let take = |state: &mut GateState| {
+            state.held += 1;
+            state.peak = state.peak.max(state.held);
+        };
         loop {
-            if stop.load(Ordering::SeqCst) {
-                return None;
+            let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+            if state.held >= self.capacity {
+                state = self
+                    .freed
+                    .wait_timeout(state, POLL)
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .0;
             }
             if state.held < self.capacity {
-                state.held += 1;
-                state.peak = state.peak.max(state.held);
+                take(&mut state);
                 return Some(Permit { gate: self });
             }
-            state = self
-                .freed
-                .wait_timeout(state, POLL)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
+            drop(state);
+            if !keep_waiting() {
+                return None;
+            }
         }
     }
 
@@ -105,26 +111,28 @@ impl Gates {
 }
 
 /// A model whose calls each hold a place in a shared gate.
-pub struct Limited<'a> {
+///
+/// While a call waits for its place it sends [`Delta::Queued`] to the caller every few tens
+/// of milliseconds; the caller's `false` answer cancels the wait like any streamed call.
+pub struct Limited {
     inner: Box<dyn ChatModel>,
     gate: Arc<Gate>,
-    stop: &'a AtomicBool,
 }
 
-impl<'a> Limited<'a> {
-    /// Returns `inner` limited by `gate`; waiting ends (cancelled) when `stop` is set.
-    pub fn new(inner: Box<dyn ChatModel>, gate: Arc<Gate>, stop: &'a AtomicBool) -> Limited<'a> {
-        Limited { inner, gate, stop }
+impl Limited {
+    /// Returns `inner` limited by `gate`.
+    pub fn new(inner: Box<dyn ChatModel>, gate: Arc<Gate>) -> Limited {
+        Limited { inner, gate }
     }
 }
 
-impl ChatModel for Limited<'_> {
+impl ChatModel for Limited {
     fn chat(
         &self,
         req: &ChatRequest,
         on_delta: &mut dyn FnMut(Delta<'_>) -> bool,
     ) -> Result<ChatResponse, LlmError> {
-        let Some(_permit) = self.gate.acquire(self.stop) else {
+        let Some(_permit) = self.gate.acquire(&mut || on_delta(Delta::Queued)) else {
             return Err(LlmError::Cancelled {
                 model: self.inner.label(),
             });
@@ -140,16 +148,18 @@ impl ChatModel for Limited<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::{AtomicBool, Ordering};
     use std::time::Instant;
 
     #[test]
     fn the_gate_admits_capacity_holders_and_lets_a_stop_end_the_wait() {
         let gate = Gate::new(2);
         let stop = AtomicBool::new(false);
-        let a = gate.acquire(&stop).unwrap();
-        let _b = gate.acquire(&stop).unwrap();
+        let go_on = || !stop.load(Ordering::SeqCst);
+        let a = gate.acquire(&mut go_on.clone()).unwrap();
+        let _b = gate.acquire(&mut go_on.clone()).unwrap();
         std::thread::scope(|s| {
-            let waiter = s.spawn(|| gate.acquire(&stop).map(|_| ()));
+            let waiter = s.spawn(|| gate.acquire(&mut go_on.clone()).map(|_| ()));
             std::thread::sleep(Duration::from_millis(120));
             let t = Instant::now();
             drop(a);
@@ -157,8 +167,8 @@ mod tests {
             assert!(t.elapsed() < Duration::from_millis(500));
         });
         assert_eq!(gate.peak(), 2);
-        let _c = gate.acquire(&stop).unwrap();
+        let _c = gate.acquire(&mut go_on.clone()).unwrap();
         stop.store(true, Ordering::SeqCst);
-        assert!(gate.acquire(&stop).is_none());
+        assert!(gate.acquire(&mut go_on.clone()).is_none());
     }
 }

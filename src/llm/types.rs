@@ -186,6 +186,9 @@ pub enum Delta<'a> {
     ToolCallStarted { name: &'a str },
     /// A fragment of a tool call's arguments.
     ToolArguments(&'a str),
+    /// Nothing streamed yet: the call is queued for a place under its profile's concurrency
+    /// limit (sent periodically while it waits, so waiting is not taken for a stall).
+    Queued,
 }
 
 #[cfg(test)]

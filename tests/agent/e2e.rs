@@ -105,12 +105,20 @@ fn run_against_local_server(provider: Provider) {
         .iter()
         .find(|e| matches!(e, AgentEvent::ToolCall { .. }))
     {
-        Some(AgentEvent::ToolCall { turn, name, ok, .. }) => {
+        Some(AgentEvent::ToolCall {
+            turn,
+            name,
+            ok,
+            summary,
+            ..
+        }) => {
             assert_eq!(
                 (*turn, name.as_str(), *ok),
                 (1, "read_file", true),
                 "{trace}"
             );
+            // The result's first line is README.md's first line, numbered.
+            assert!(summary.contains("# sample"), "{trace}");
         }
         _ => panic!("the first turn made no tool call:\n{trace}"),
     }

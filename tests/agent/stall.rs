@@ -82,3 +82,44 @@ fn a_silent_model_is_detected_as_stalled_within_seconds_and_the_agent_blocked() 
     // timeout.
     assert!(started.elapsed() < Duration::from_secs(8));
 }
+
+#[test]
+fn waiting_for_a_place_under_the_profiles_limit_is_not_a_stall() {
+    let server = MockServer::start(vec![crate::edit_diff::calls(
+        "complete",
+        json!({"summary": "done"}),
+    )]);
+    let repo = TestRepo::new();
+    let inner = llm::connect(&profile(&server, Provider::OpenaiCompatible)).unwrap();
+    let gate = std::sync::Arc::new(llm::Gate::new(1));
+    let model = llm::Limited::new(inner, gate.clone());
+    let mut role = Roles::builtin().unwrap().get("coder").unwrap().clone();
+    role.stall_timeout_secs = 1;
+    let registry = Registry::builtin().for_role(&role);
+    let root = ConfinedRoot::open(&repo.path).unwrap();
+    let stop = AtomicBool::new(false);
+    let spec = agent::AgentSpec {
+        role: &role,
+        models: vec![&model],
+        context_tokens: 32_000,
+        task: "Do something.".into(),
+        root: &root,
+        packet_files: None,
+        registry: &registry,
+        stop: &stop,
+        policy: RetryPolicy::default(),
+        price: None,
+        answer: None,
+        sandbox: None,
+    };
+    // Another packet holds the profile's only place for twice the stall timeout.
+    let held = gate.acquire(&mut || true).unwrap();
+    let outcome = std::thread::scope(|s| {
+        let agent = s.spawn(|| agent::run(&spec, &mut |_| {}).unwrap());
+        std::thread::sleep(Duration::from_millis(2000));
+        drop(held);
+        agent.join().unwrap()
+    });
+    assert_eq!(outcome.state, WorkerState::Completed, "{outcome:?}");
+    assert_eq!(gate.peak(), 1);
+}

@@ -49,13 +49,14 @@ pub(super) fn tools() -> Vec<Tool> {
         Tool {
             def: ToolDef {
                 name: "edit_file".into(),
-                description: "Replaces an exact text in a file. `search` must occur exactly once (include surrounding lines to make it unique) unless replace_all is true.".into(),
+                description: "Changes an existing file, either by replacing an exact text (`search` must occur exactly once — include surrounding lines to make it unique — unless replace_all is true) or by applying a unified diff (`diff`: `@@ -12,3 +12,4 @@` hunks of ` context`, `-removed` and `+added` lines). Give search/replace or diff, not both.".into(),
                 parameters: json!({"type": "object", "properties": {
                     "path": {"type": "string"},
                     "search": {"type": "string", "description": "exact existing text, whitespace included"},
                     "replace": {"type": "string"},
-                    "replace_all": {"type": "boolean"}},
-                    "required": ["path", "search", "replace"]}),
+                    "replace_all": {"type": "boolean"},
+                    "diff": {"type": "string", "description": "a unified diff of this one file"}},
+                    "required": ["path"]}),
             },
             mutating: true,
             handler: edit_file,
@@ -132,6 +133,20 @@ fn write_file(ctx: &ToolContext<'_>, args: &Value) -> Result<ToolResult, ToolFai
 
 fn edit_file(ctx: &ToolContext<'_>, args: &Value) -> Result<ToolResult, ToolFailure> {
     let path = arg_str(args, "path")?;
+    if let Some(diff) = args.get("diff").and_then(Value::as_str) {
+        if args.get("search").is_some() || args.get("replace").is_some() {
+            return Err(ToolFailure::Model(
+                "give either `diff` or `search`/`replace`, not both".into(),
+            ));
+        }
+        return edit_by_diff(ctx, path, diff);
+    }
+    if args.get("search").is_none() {
+        return Err(ToolFailure::Model(
+            "give `search` and `replace` (exact text replacement) or `diff` (a unified diff)"
+                .into(),
+        ));
+    }
     let search = arg_str(args, "search")?;
     let replace = arg_str(args, "replace")?;
     let all = args["replace_all"].as_bool().unwrap_or(false);
@@ -171,6 +186,20 @@ fn edit_file(ctx: &ToolContext<'_>, args: &Value) -> Result<ToolResult, ToolFail
     ctx.record(&rel);
     Ok(ToolResult::Text(format!(
         "edited {rel}: {count} replacement(s)"
+    )))
+}
+
+/// Applies a unified diff to `path`; nothing is written unless every hunk applies.
+fn edit_by_diff(ctx: &ToolContext<'_>, path: &str, diff: &str) -> Result<ToolResult, ToolFailure> {
+    let rel = ctx.check_write(path)?;
+    let text = String::from_utf8(ctx.root.read(&rel)?)
+        .map_err(|_| ToolFailure::Model(format!("`{rel}` is not a text file (not UTF-8)")))?;
+    let new = super::patch::apply(&text, diff, &rel).map_err(ToolFailure::Model)?;
+    let hunks = diff.lines().filter(|l| l.starts_with("@@")).count();
+    ctx.root.write(&rel, new.as_bytes())?;
+    ctx.record(&rel);
+    Ok(ToolResult::Text(format!(
+        "edited {rel}: {hunks} hunk(s) applied"
     )))
 }
 

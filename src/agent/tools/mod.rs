@@ -9,6 +9,7 @@ mod command;
 mod control;
 mod files;
 pub mod nav;
+mod patch;
 mod search;
 
 use std::collections::BTreeSet;
