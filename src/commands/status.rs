@@ -63,7 +63,13 @@ pub fn cmd_status(cwd: &Path, args: &StatusArgs) -> Result<(), CommandError> {
             None => runs.first().cloned(),
         };
         let Some(run) = chosen else {
-            println!("no runs yet");
+            let planning = super::start::planning_runs(&repo, &runs);
+            if planning.is_empty() {
+                println!("no runs yet");
+            }
+            for (id, (phase, objective)) in planning {
+                println!("run {id} ({objective}) is {phase}");
+            }
             return Ok(());
         };
         let packets = store.packets(&run.id).map_err(CommandError::internal)?;
