@@ -381,3 +381,41 @@ pub fn planning_runs(
         .filter(|(_, (s, _))| !s.is_final())
         .collect()
 }
+
+/// Returns the lines `status` adds for a `start` run: phase, tokens spent, and the questions
+/// agents wait on.
+pub fn status_lines(repo: &RepoInfo, run: &str) -> Vec<String> {
+    let Some((phase, _)) = workflow_state(repo, run) else {
+        return Vec::new();
+    };
+    let mut out = vec![format!("phase     {phase}")];
+    let Ok(j) = StartJournal::open(&repo.common_dir, run) else {
+        return out;
+    };
+    if let Ok(usage) = j.usage() {
+        let (calls, input, output) = usage.iter().fold((0, 0, 0), |(c, i, o), u| {
+            (
+                c + u.calls,
+                i + u.usage.input_tokens,
+                o + u.usage.output_tokens,
+            )
+        });
+        out.push(format!(
+            "tokens    {input} in / {output} out over {calls} model calls"
+        ));
+    }
+    let entries = j.entries().unwrap_or_default();
+    for (i, e) in entries.iter().enumerate() {
+        if let orchestrator::WorkflowEvent::Asked { packet, question } = &e.event {
+            let answered = entries[i..].iter().any(|later| {
+                matches!(&later.event, orchestrator::WorkflowEvent::Answered { packet: p, .. } if p == packet)
+            });
+            if !answered {
+                out.push(format!(
+                    "question  {packet}: {question}  (git orchestra answer {packet} \"…\")"
+                ));
+            }
+        }
+    }
+    out
+}

@@ -88,8 +88,9 @@ pub fn cmd_status(cwd: &Path, args: &StatusArgs) -> Result<(), CommandError> {
         }
         let mut out = String::new();
         render(&mut out, &run, &packets);
-        if let Some((phase, _)) = super::start::workflow_state(&repo, &run.id) {
-            out.push_str(&format!("\nphase     {phase}\n"));
+        let lines = super::start::status_lines(&repo, &run.id);
+        if !lines.is_empty() {
+            out.push_str(&format!("\n{}\n", lines.join("\n")));
         }
         for (id, (phase, objective)) in super::start::planning_runs(&repo, &runs) {
             out.push_str(&format!("\nrun {id} ({objective}) is {phase}\n"));
