@@ -19,8 +19,10 @@ use git_orchestra::store::Event;
 use super::CommandError;
 use super::progress;
 
-/// Takes an objective to merged work: a clarifier resolves ambiguity (or records
-/// assumptions), a planner writes a plan of packets from the repository map, a reviewer checks
+/// Takes an objective to merged work: clarify, plan, review, approve, execute, integrate,
+/// report.
+///
+/// A clarifier resolves ambiguity (or records assumptions), a planner writes a plan of packets from the repository map, a reviewer checks
 /// it, you approve it (or pass --yes), agents do the packets in parallel worktrees, the merge
 /// coordinator integrates them (with --merge), and a report says what happened.
 ///
