@@ -154,6 +154,24 @@ fn overhead() {
         .filter(|p| p.state == "succeeded")
         .count();
     assert_eq!(ok, N, "{}", orchestrator::report::render(&report));
+    // The same plan with a no-op external worker: what the engine and gates cost alone.
+    let tmp2 = tempfile::tempdir().unwrap();
+    let dir2 = tmp2.path().join("repo");
+    repo(&dir2, N);
+    let began2 = Instant::now();
+    let alone = run(
+        &dir2,
+        &model,
+        "Edit a hundred files",
+        Some("true".into()),
+        true,
+    );
+    let total2 = began2.elapsed().as_secs_f64();
+    println!(
+        "  same plan, no-op --worker-cmd (engine and gates alone): total {total2:.2} s (executing {:.2} s, integrating {:.2} s)",
+        phase(&alone, "executing"),
+        phase(&alone, "integrating")
+    );
     println!(
         "start, {N} packets, instant scripted agents, 10 waves, max_parallel 16: total {total:.2} s (planning {:.2} s, executing {:.2} s, integrating {:.2} s), {} model requests; goal ≤ 10 s for orchestration",
         phase(&report, "planning") + phase(&report, "plan_review"),

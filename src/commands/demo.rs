@@ -14,8 +14,10 @@ use git_orchestra::store::Event;
 use super::CommandError;
 use super::start::Terminal;
 
+/// Runs the whole `start` flow offline on a bundled sample repository (no key, no network).
+///
 /// Runs `start --yes --merge` end to end on a small sample repository against a scripted
-/// model served on a loopback port: no API key, no network. Shows clarification with
+/// model served on a loopback port. Shows clarification with
 /// assumptions, a plan revised after review, four packets in parallel worktrees with a
 /// dependency and an overlap, a merge conflict resolved by its agent, integration with
 /// validation, and the report.

@@ -19,8 +19,10 @@ use git_orchestra::store::Event;
 use super::CommandError;
 use super::progress;
 
-/// Takes an objective to merged work: a clarifier resolves ambiguity (or records
-/// assumptions), a planner writes a plan of packets from the repository map, a reviewer checks
+/// Takes an objective to merged work: clarify, plan, review, approve, execute, integrate,
+/// report.
+///
+/// A clarifier resolves ambiguity (or records assumptions), a planner writes a plan of packets from the repository map, a reviewer checks
 /// it, you approve it (or pass --yes), agents do the packets in parallel worktrees, the merge
 /// coordinator integrates them (with --merge), and a report says what happened.
 ///
@@ -380,4 +382,42 @@ pub fn planning_runs(
         .filter_map(|r| workflow_state(repo, &r).map(|s| (r, s)))
         .filter(|(_, (s, _))| !s.is_final())
         .collect()
+}
+
+/// Returns the lines `status` adds for a `start` run: phase, tokens spent, and the questions
+/// agents wait on.
+pub fn status_lines(repo: &RepoInfo, run: &str) -> Vec<String> {
+    let Some((phase, _)) = workflow_state(repo, run) else {
+        return Vec::new();
+    };
+    let mut out = vec![format!("phase     {phase}")];
+    let Ok(j) = StartJournal::open(&repo.common_dir, run) else {
+        return out;
+    };
+    if let Ok(usage) = j.usage() {
+        let (calls, input, output) = usage.iter().fold((0, 0, 0), |(c, i, o), u| {
+            (
+                c + u.calls,
+                i + u.usage.input_tokens,
+                o + u.usage.output_tokens,
+            )
+        });
+        out.push(format!(
+            "tokens    {input} in / {output} out over {calls} model calls"
+        ));
+    }
+    let entries = j.entries().unwrap_or_default();
+    for (i, e) in entries.iter().enumerate() {
+        if let orchestrator::WorkflowEvent::Asked { packet, question } = &e.event {
+            let answered = entries[i..].iter().any(|later| {
+                matches!(&later.event, orchestrator::WorkflowEvent::Answered { packet: p, .. } if p == packet)
+            });
+            if !answered {
+                out.push(format!(
+                    "question  {packet}: {question}  (git orchestra answer {packet} \"…\")"
+                ));
+            }
+        }
+    }
+    out
 }

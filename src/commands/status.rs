@@ -63,7 +63,13 @@ pub fn cmd_status(cwd: &Path, args: &StatusArgs) -> Result<(), CommandError> {
             None => runs.first().cloned(),
         };
         let Some(run) = chosen else {
-            println!("no runs yet");
+            let planning = super::start::planning_runs(&repo, &runs);
+            if planning.is_empty() {
+                println!("no runs yet");
+            }
+            for (id, (phase, objective)) in planning {
+                println!("run {id} ({objective}) is {phase}");
+            }
             return Ok(());
         };
         let packets = store.packets(&run.id).map_err(CommandError::internal)?;
@@ -84,8 +90,9 @@ pub fn cmd_status(cwd: &Path, args: &StatusArgs) -> Result<(), CommandError> {
         let mut out = String::new();
         render(&mut out, &run, &packets);
         render_agents(&mut out, &agents);
-        if let Some((phase, _)) = super::start::workflow_state(&repo, &run.id) {
-            out.push_str(&format!("\nphase     {phase}\n"));
+        let lines = super::start::status_lines(&repo, &run.id);
+        if !lines.is_empty() {
+            out.push_str(&format!("\n{}\n", lines.join("\n")));
         }
         for (id, (phase, objective)) in super::start::planning_runs(&repo, &runs) {
             out.push_str(&format!("\nrun {id} ({objective}) is {phase}\n"));

@@ -2,7 +2,9 @@
 //! plan, plan review, next steps): the role's instructions as the system message, journaled
 //! and replayed through [`Replaying`], retried and failed over by the client layer.
 
+use std::collections::HashMap;
 use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
 
 use super::budget::{self, Budget};
 use super::replay::{Replaying, SharedJournal};
@@ -32,7 +34,12 @@ pub struct RoleModels {
     pub started_ms: i64,
     journal: SharedJournal,
     policy: RetryPolicy,
+    /// Connected clients by role, made once: clients are cheap to share across threads.
+    clients: Mutex<HashMap<String, Clients>>,
 }
+
+/// A role's connected model chain (primary first) and its profiles.
+pub type Clients = (Vec<Arc<dyn ChatModel>>, Vec<crate::llm::Profile>);
 
 fn env(key: &str) -> Option<String> {
     std::env::var(key).ok().filter(|v| !v.is_empty())
@@ -48,6 +55,7 @@ impl RoleModels {
             started_ms: crate::store::now_ms(),
             journal,
             policy: RetryPolicy::default(),
+            clients: Mutex::new(HashMap::new()),
         }
     }
 
@@ -76,15 +84,7 @@ impl RoleModels {
         stop: &AtomicBool,
     ) -> Result<ChatResponse, AskError> {
         let r = self.roles.get(role)?;
-        let chain = profiles::resolve(&self.config, r, &env)?;
-        let mut models: Vec<Box<dyn ChatModel>> = Vec::new();
-        for (i, p) in chain.iter().enumerate() {
-            match llm::connect(p) {
-                Ok(m) => models.push(m),
-                Err(e) if i == 0 => return Err(e.into()),
-                Err(_) => {}
-            }
-        }
+        let (models, _) = self.clients(role)?;
         let wrapped: Vec<Replaying<'_>> = models
             .iter()
             .map(|m| Replaying::new(m.as_ref(), self.journal.clone(), role))
@@ -114,6 +114,28 @@ impl RoleModels {
         let secs = ((crate::store::now_ms() - self.started_ms).max(0) / 1000) as u64;
         let spent = budget::spent(&usage, &|m| self.price(m), secs);
         self.budget.exceeded(&spent, role)
+    }
+
+    /// Returns the connected model chain of `role` and its profiles, connecting on first use.
+    pub fn clients(&self, role: &str) -> Result<Clients, AskError> {
+        if let Some(c) = self.clients.lock().ok().and_then(|m| m.get(role).cloned()) {
+            return Ok(c);
+        }
+        let r = self.roles.get(role)?;
+        let chain = profiles::resolve(&self.config, r, &env)?;
+        let mut models: Vec<Arc<dyn ChatModel>> = Vec::new();
+        for (i, p) in chain.iter().enumerate() {
+            match llm::connect(p) {
+                Ok(m) => models.push(Arc::from(m)),
+                Err(e) if i == 0 => return Err(e.into()),
+                Err(_) => {}
+            }
+        }
+        let c = (models, chain);
+        if let Ok(mut m) = self.clients.lock() {
+            m.insert(role.to_string(), c.clone());
+        }
+        Ok(c)
     }
 
     /// Returns the price per million tokens of `model`, if configured.

@@ -133,7 +133,7 @@ impl Ctx<'_> {
         let project = plan_phase::project_context(&self.repo.toplevel);
         let map = plan_phase::repo_map(&self.repo.toplevel, &self.req.objective);
         let roles = &self.models.roles;
-        for _ in done..MAX_PLAN_ROUNDS {
+        for attempt in done..MAX_PLAN_ROUNDS {
             round += 1;
             self.ui
                 .progress(&format!("{}: planning, round {round}", self.run));
@@ -147,6 +147,7 @@ impl Ctx<'_> {
                     repo_map: &map,
                     feedback: &feedback,
                     previous: previous.as_deref(),
+                    attempt: (attempt + 1, MAX_PLAN_ROUNDS),
                 },
                 self.stop,
             )

@@ -77,6 +77,8 @@ pub struct PlanInputs<'a> {
     /// Problems of the previous proposal, or the reviewer's findings, to address.
     pub feedback: &'a [String],
     pub previous: Option<&'a str>,
+    /// Which attempt this is (1-based) and of how many, so a retry is a new question.
+    pub attempt: (usize, usize),
 }
 
 /// Asks the planner for a plan and returns it as complete TOML (objective and base set).
@@ -101,7 +103,9 @@ pub fn propose(
     }
     if !inputs.feedback.is_empty() {
         prompt.push_str(&format!(
-            "\n## Fix these problems\n- {}\n",
+            "\n## Fix these problems (attempt {} of {})\n- {}\n",
+            inputs.attempt.0,
+            inputs.attempt.1,
             inputs.feedback.join("\n- ")
         ));
     }

@@ -11,7 +11,6 @@ use std::time::{Duration, Instant};
 use super::journal::WorkflowEvent;
 use super::models::RoleModels;
 use super::replay::{Replaying, SharedJournal};
-use crate::agent::profiles;
 use crate::agent::sandbox::{IfUnavailable, Sandbox};
 use crate::agent::tools::Registry;
 use crate::agent::{AgentEvent, AgentSpec, WorkerState};
@@ -32,10 +31,6 @@ pub struct StartWorker {
     pub answer_wait: Duration,
     /// Set when the budget runs out, to stop the other packets too.
     pub halt: Arc<AtomicBool>,
-}
-
-fn env(key: &str) -> Option<String> {
-    std::env::var(key).ok().filter(|v| !v.is_empty())
 }
 
 impl StartWorker {
@@ -135,16 +130,7 @@ impl StartWorker {
             .map_err(|e| e.to_string())?
             .clone();
         role.timeout_secs = role.timeout_secs.min(job.timeout.as_secs().max(1));
-        let chain =
-            profiles::resolve(&self.models.config, &role, &env).map_err(|e| e.to_string())?;
-        let mut models: Vec<Box<dyn ChatModel>> = Vec::new();
-        for (i, p) in chain.iter().enumerate() {
-            match llm::connect(p) {
-                Ok(m) => models.push(m),
-                Err(e) if i == 0 => return Err(e.to_string()),
-                Err(_) => {}
-            }
-        }
+        let (models, chain) = self.models.clients(&role.name).map_err(|e| e.to_string())?;
         let wrapped: Vec<Replaying<'_>> = models
             .iter()
             .map(|m| Replaying::new(m.as_ref(), self.journal.clone(), &role.name))

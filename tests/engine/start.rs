@@ -398,3 +398,93 @@ fn cancel_stops_a_running_start_for_good_and_saves_its_packets_work() {
     let out = s.start(&[]);
     assert!(!text(&out).contains("→ executing"), "{}", text(&out));
 }
+
+/// Serves scripts where the planner's first plan is invalid (an unknown dependency) and, when
+/// `fixes` is true, its second (answering the validation errors) is valid.
+fn invalid_first_plan(fixes: bool) -> (tempfile::TempDir, std::path::PathBuf, demo::MockModel) {
+    hermetic();
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = demo::create_sample(&tmp.path().join("greeter")).unwrap();
+    let packet = |deps: &str| {
+        format!(
+            "```toml\n[[packet]]\nid = \"p1\"\ntitle = \"Write notes\"\ndescription = \"d\"\nfiles = [\"NOTES.md\"]\ndepends_on = [{deps}]\n```"
+        )
+    };
+    let second = if fixes {
+        packet("")
+    } else {
+        packet("\"ghost\"")
+    };
+    let scripts = serde_json::json!([
+        {"name": "fixed", "match": ["# Planner", "Fix these problems", "ghost"], "replies": [{"text": second}]},
+        {"name": "planner", "match": ["# Planner"], "replies": [{"text": packet("\"ghost\"")}]},
+        {"name": "review", "match": ["# Reviewer"], "replies": [{"text": "{\"verdict\": \"approve\"}"}]},
+        {"name": "orchestrator", "match": ["# Orchestrator"], "replies": [{"text": "{}"}]},
+        {"name": "coder", "match": ["# Coder"], "replies": [
+            {"calls": [{"name": "write_file", "args": {"path": "NOTES.md", "content": "notes\n"}}]},
+            {"calls": [{"name": "complete", "args": {"summary": "wrote notes"}}]}]}
+    ]);
+    let model = demo::MockModel::start(demo::parse_scripts(&scripts.to_string()).unwrap()).unwrap();
+    (tmp, repo, model)
+}
+
+fn start_plain(repo: &Path, model: &demo::MockModel) -> std::process::Output {
+    orchestra_with_env(
+        repo,
+        &["start", "--yes", "--no-clarify", "Write notes"],
+        &[
+            ("ORCHESTRA_PROVIDER", "openai-compatible"),
+            ("ORCHESTRA_BASE_URL", model.url.as_str()),
+            ("ORCHESTRA_MODEL", "scripted"),
+        ],
+    )
+}
+
+#[test]
+fn an_invalid_plan_goes_back_to_the_planner_with_its_errors() {
+    let (_tmp, repo, model) = invalid_first_plan(true);
+    let out = start_plain(&repo, &model);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("planning, round 2"), "{}", text(&out));
+    let runs = git_orchestra::orchestrator::StartJournal::runs(&repo.join(".git")).unwrap();
+    let j = git_orchestra::orchestrator::StartJournal::open(&repo.join(".git"), &runs[0]).unwrap();
+    let proposals: Vec<Vec<String>> = j
+        .entries()
+        .unwrap()
+        .into_iter()
+        .filter_map(|e| match e.event {
+            git_orchestra::orchestrator::WorkflowEvent::PlanProposed { issues, .. } => Some(issues),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(proposals.len(), 2, "{proposals:?}");
+    assert!(
+        proposals[0].iter().any(|i| i.contains("ghost")),
+        "{proposals:?}"
+    );
+    assert!(proposals[1].is_empty());
+}
+
+#[test]
+fn a_planner_that_never_fixes_its_plan_fails_after_bounded_rounds() {
+    let (_tmp, repo, model) = invalid_first_plan(false);
+    let out = start_plain(&repo, &model);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let all = text(&out);
+    assert!(
+        all.contains("did not produce a valid plan in 3 rounds") && all.contains("ghost"),
+        "{all}"
+    );
+    assert_eq!(model.requests(), 3, "one request per bounded round");
+    assert_eq!(
+        git(&repo, &["for-each-ref", "refs/heads"]).lines().count(),
+        1,
+        "no branch was made"
+    );
+    let status = orchestra(&repo, &["status"]);
+    assert!(
+        String::from_utf8_lossy(&status.stdout).contains("is failed"),
+        "{}",
+        text(&status)
+    );
+}
