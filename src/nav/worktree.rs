@@ -253,10 +253,18 @@ fn unchanged(
         && entry.ctime.secs as i64 == meta.ctime()
         && entry.size == meta.len() as u32
         && entry.ino == meta.ino() as u32;
-    // git writes nanoseconds only when built to; zero means "not recorded".
+    // git writes nanoseconds only when built to; zero means "not recorded", and then a whole
+    // second is the tick.
     let same_nsecs = entry.mtime.nsecs == 0 || entry.mtime.nsecs as i64 == meta.mtime_nsec();
     let mtime = SystemTime::UNIX_EPOCH + Duration::new(entry.mtime.secs as u64, entry.mtime.nsecs);
-    let racy = mtime + Duration::from_secs(1) > index_time;
+    // git's rule: an entry changed at or after the index was written may have changed again
+    // within the same tick, so its stat data proves nothing.
+    let tick = if entry.mtime.nsecs == 0 {
+        Duration::from_secs(1)
+    } else {
+        Duration::ZERO
+    };
+    let racy = mtime + tick >= index_time;
     same_secs && same_nsecs && !racy
 }
 
