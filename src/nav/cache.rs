@@ -84,7 +84,7 @@ impl Cache {
     /// Returns the cached facts (without references) of every key found; missing keys are
     /// simply absent.
     pub fn get_many(&self, keys: &[(String, u64)]) -> Result<HashMap<String, FileFacts>, NavError> {
-        let mut out = HashMap::with_capacity(keys.len());
+        let mut rows: Vec<(&String, Vec<u8>)> = Vec::with_capacity(keys.len());
         let mut stmt = self
             .conn
             .prepare_cached("SELECT data FROM blob_facts WHERE oid = ?1 AND version = ?2")
@@ -94,12 +94,32 @@ impl Cache {
                 .query_row(params![oid, *version as i64], |row| row.get(0))
                 .optional()
                 .map_err(|e| self.err(e))?;
-            // An undecodable row is treated as missing and re-parsed (then overwritten).
-            if let Some(facts) = data.and_then(|d| postcard::from_bytes(&d).ok()) {
-                out.insert(oid.clone(), facts);
+            if let Some(data) = data {
+                rows.push((oid, data));
             }
         }
-        Ok(out)
+        // Decoding costs more than reading: spread it over the cores when there is much.
+        // An undecodable row is treated as missing and re-parsed (then overwritten).
+        let decode = |part: &[(&String, Vec<u8>)]| -> Vec<(String, FileFacts)> {
+            part.iter()
+                .filter_map(|(oid, d)| postcard::from_bytes(d).ok().map(|f| ((*oid).clone(), f)))
+                .collect()
+        };
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        if rows.len() < 64 || threads < 2 {
+            return Ok(decode(&rows).into_iter().collect());
+        }
+        let chunk = rows.len().div_ceil(threads);
+        Ok(std::thread::scope(|s| {
+            let handles: Vec<_> = rows
+                .chunks(chunk)
+                .map(|part| s.spawn(move || decode(part)))
+                .collect();
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().unwrap_or_default())
+                .collect()
+        }))
     }
 
     /// Stores facts (without references) and references for many blobs in one transaction.

@@ -68,6 +68,8 @@ pub struct Index {
     pub(crate) modules: ModuleTable,
     /// Reference name → (file, reference number), built on first use after each refresh.
     ref_names: OnceLock<HashMap<String, Vec<(u32, u32)>>>,
+    /// Reads the worktree's state, reusing what it learnt in earlier refreshes.
+    scanner: worktree::Scanner,
 }
 
 impl Index {
@@ -89,6 +91,7 @@ impl Index {
             names: HashMap::new(),
             modules: ModuleTable::default(),
             ref_names: OnceLock::new(),
+            scanner: worktree::Scanner::new(root),
         })
     }
 
@@ -122,7 +125,7 @@ impl Index {
 
     /// Brings the index up to date with the worktree, parsing only blobs never seen before.
     pub fn refresh(&mut self) -> Result<RefreshStats, NavError> {
-        let view = worktree::scan(&self.root)?;
+        let view = self.scanner.scan()?;
         self.apply_view(view)
     }
 
@@ -145,6 +148,21 @@ impl Index {
             stats.reused = view.len();
             return Ok(stats);
         }
+        // With the same paths, file numbers stay valid and the tables are patched in place.
+        let same_paths = view.len() == self.files.len()
+            && self
+                .files
+                .iter()
+                .zip(&view)
+                .all(|(f, (p, v))| f.path == *p && f.lang == v.lang);
+        let previous: Vec<(String, Loaded)> = if same_paths {
+            self.files
+                .iter()
+                .map(|f| (f.oid.clone(), (f.facts.clone(), f.refs.clone())))
+                .collect()
+        } else {
+            Vec::new()
+        };
         let mut in_memory: HashMap<(String, Lang), Loaded> = HashMap::new();
         for f in self.files.drain(..) {
             if !view.contains_key(&f.path) {
@@ -228,8 +246,66 @@ impl Index {
         // Same-blob duplicates parsed once count as parsed once.
         stats.parsed = stats.parsed.min(jobs.len());
         self.files = files;
-        self.rebuild_tables();
+        if same_paths {
+            let changed: Vec<usize> = (0..self.files.len())
+                .filter(|&i| self.files[i].oid != previous[i].0)
+                .collect();
+            self.update_tables(&changed, &previous);
+        } else {
+            self.rebuild_tables();
+        }
         Ok(stats)
+    }
+
+    /// Patches the name tables for the files numbered `changed`, whose previous contents are
+    /// in `previous` (indexed by file number); paths and file numbers are unchanged.
+    fn update_tables(&mut self, changed: &[usize], previous: &[(String, Loaded)]) {
+        fn remove<T>(table: &mut HashMap<String, Vec<T>>, name: &str, keep: impl Fn(&T) -> bool) {
+            if let Some(v) = table.get_mut(name) {
+                v.retain(keep);
+                if v.is_empty() {
+                    table.remove(name);
+                }
+            }
+        }
+        for &i in changed {
+            let file = i as u32;
+            for d in &previous[i].1.0.defs {
+                remove(&mut self.names, &d.name, |id| id.file != file);
+            }
+            for (di, d) in self.files[i].facts.defs.iter().enumerate() {
+                let v = self.names.entry(d.name.clone()).or_default();
+                let key = (file, di as u32);
+                let at = v.partition_point(|id| (id.file, id.def) < key);
+                v.insert(
+                    at,
+                    DefId {
+                        file,
+                        def: di as u32,
+                    },
+                );
+            }
+        }
+        let Some(mut refs) = self.ref_names.take() else {
+            return;
+        };
+        for &i in changed {
+            let file = i as u32;
+            let Some(old) = previous[i].1.1.get() else {
+                // The old references were never loaded, so the table cannot be patched.
+                return;
+            };
+            for r in old {
+                remove(&mut refs, &r.name, |(f, _)| *f != file);
+            }
+            for (ri, r) in self.refs_of(file).iter().enumerate() {
+                let v = refs.entry(r.name.clone()).or_default();
+                let key = (file, ri as u32);
+                let at = v.partition_point(|x| *x < key);
+                v.insert(at, key);
+            }
+        }
+        self.ref_names = OnceLock::from(refs);
     }
 
     fn rebuild_tables(&mut self) {

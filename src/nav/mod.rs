@@ -69,6 +69,8 @@ pub enum NavError {
     UnknownSymbol { name: String },
     #[error("{message}")]
     BadArgument { message: String },
+    #[error("cannot read the git index of {path}: {message}")]
+    GitIndex { path: PathBuf, message: String },
     #[error("MCP session failed: {message}")]
     Mcp { message: String },
 }

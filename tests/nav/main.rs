@@ -15,6 +15,7 @@ mod mcp;
 mod python;
 mod render;
 mod rust;
+mod scan;
 mod support;
 mod tools;
 
