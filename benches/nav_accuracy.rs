@@ -1,8 +1,12 @@
-//! Accuracy harness: navigation answers on real code (a slice of the installed Python
-//! standard library) checked against jedi, a compiler-grade Python analyser — not grep.
-//! Reports precision and recall per query kind and the bytes of our answers against grep's.
+//! Accuracy harness: navigation answers on real code checked against compiler-grade tools where
+//! one is available — not grep. Python: a slice of the installed standard library against jedi.
+//! TypeScript: the rxjs sources (installed with npm at bench time) against the TypeScript
+//! language service. Rust: a hand-checked expected set over the `globset` crate (no
+//! compiler-grade oracle runs offline here). Reports precision and recall per language and query
+//! kind, and the bytes of our answers against `git grep -w`.
 //!
-//! Run with `cargo bench --bench nav_accuracy` (needs `python3 -m pip install jedi`).
+//! Run with `cargo bench --bench nav_accuracy` (needs `python3 -m pip install jedi`; npm and
+//! network for TypeScript, which is skipped with a message when unavailable).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -11,6 +15,11 @@ use std::path::Path;
 use std::process::Command;
 
 use git_orchestra::nav::{Index, render_locations};
+
+#[path = "nav_accuracy/rust.rs"]
+mod rust;
+#[path = "nav_accuracy/typescript.rs"]
+mod typescript;
 
 /// Packages and modules copied into the evaluation repository.
 const TREE: &[&str] = &[
@@ -112,9 +121,7 @@ fn main() {
             ";",
         ],
     );
-    sh(&repo, "git", &["init", "-q", "-b", "main"]);
-    sh(&repo, "git", &["add", "-A"]);
-    sh(&repo, "git", &["commit", "-q", "-m", "eval"]);
+    commit_all(&repo);
     let oracle = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/nav_accuracy/jedi_oracle.py");
     let mut args = vec![oracle.to_str().unwrap(), repo.to_str().unwrap()];
     args.extend(EVAL);
@@ -122,6 +129,37 @@ fn main() {
 
     let mut index = Index::open_with_cache(&repo, &tmp.path().join("nav.db")).unwrap();
     index.refresh().unwrap();
+    score("python (oracle: jedi)", &repo, &index, &expected);
+
+    typescript::run(tmp.path());
+    rust::run(tmp.path());
+}
+
+/// Builds a committed git repository at `repo` from its current files.
+fn commit_all(repo: &Path) {
+    sh(repo, "git", &["init", "-q", "-b", "main"]);
+    sh(repo, "git", &["add", "-A"]);
+    sh(repo, "git", &["commit", "-q", "-m", "eval"]);
+}
+
+fn pairs(v: &serde_json::Value) -> BTreeSet<(String, u32)> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e[0].as_str().unwrap().to_string(),
+                e[1].as_u64().unwrap() as u32,
+            )
+        })
+        .collect()
+}
+
+/// Scores our index against `expected` ({"defs": [...], "refs": [...]}, each entry with file,
+/// line, name and expected [path, line] pairs) and prints P/R per kind and bytes against grep.
+fn score(label: &str, repo: &Path, index: &Index, expected: &serde_json::Value) {
+    println!("== {label}");
+    let verbose = std::env::var_os("NAV_ACC_VERBOSE").is_some();
 
     // Definitions at use sites.
     let (mut tp, mut ours_n, mut exp_n, mut queries) = (0, 0, 0, 0);
@@ -129,17 +167,7 @@ fn main() {
         let file = q["file"].as_str().unwrap();
         let line = q["line"].as_u64().unwrap() as u32;
         let name = q["name"].as_str().unwrap();
-        let exp: BTreeSet<(String, u32)> = q["expected"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|e| {
-                (
-                    e[0].as_str().unwrap().to_string(),
-                    e[1].as_u64().unwrap() as u32,
-                )
-            })
-            .collect();
+        let exp = pairs(&q["expected"]);
         let ours: BTreeSet<(String, u32)> = index
             .definition(name, Some((file, line)))
             .unwrap_or_default()
@@ -147,7 +175,7 @@ fn main() {
             .take(1)
             .map(|l| (l.path, l.line))
             .collect();
-        if std::env::var_os("NAV_ACC_VERBOSE").is_some() && ours.intersection(&exp).count() == 0 {
+        if verbose && ours.intersection(&exp).count() == 0 {
             println!("def {name} ({file}:{line}): ours {ours:?} expected {exp:?}");
         }
         tp += ours.intersection(&exp).count().min(1);
@@ -168,22 +196,12 @@ fn main() {
         let Some(id) = index.def_at(file, line) else {
             continue;
         };
-        let exp: BTreeSet<(String, u32)> = q["expected"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|e| {
-                (
-                    e[0].as_str().unwrap().to_string(),
-                    e[1].as_u64().unwrap() as u32,
-                )
-            })
-            .collect();
+        let exp = pairs(&q["expected"]);
         let locs = index.references_of(id);
         let mut ours: BTreeSet<(String, u32)> =
             locs.iter().map(|l| (l.path.clone(), l.line)).collect();
-        ours.insert((file.to_string(), line)); // jedi counts the definition itself
-        if std::env::var_os("NAV_ACC_VERBOSE").is_some() {
+        ours.insert((file.to_string(), line)); // the oracles count the definition itself
+        if verbose {
             let extra: Vec<_> = ours.difference(&exp).collect();
             let missed: Vec<_> = exp.difference(&ours).collect();
             if !extra.is_empty() || !missed.is_empty() {
@@ -199,7 +217,7 @@ fn main() {
             .iter()
             .map(|l| format!("{}:{}:{} {} {}\n", l.path, l.line, l.col, l.kind, l.name).len())
             .sum::<usize>();
-        grep_bytes += sh(&repo, "git", &["grep", "-n", "-w", name]).len();
+        grep_bytes += sh(repo, "git", &["grep", "-n", "-w", name]).len();
     }
     let (p, r) = prf(tp, ours_n, exp_n);
     let f1 = 2.0 * p * r / (p + r).max(1e-9);

@@ -1,0 +1,79 @@
+// Expected answers for the navigation accuracy harness on TypeScript/JavaScript, computed by
+// the TypeScript language service (the compiler's own go-to-definition and find-references),
+// not by grep.
+//
+// Usage: node ts_oracle.js TYPESCRIPT_MODULE_DIR REPO < sites.json > expected.json
+// sites.json: {"defs": [{file, line, col, name}], "refs": [{file, line, col, name}]}
+// (1-based line and column). Only answers inside REPO count; aliases and re-exports are
+// followed to the declaration, as the language service does.
+"use strict";
+const fs = require("fs");
+const path = require("path");
+const ts = require(process.argv[2]);
+const repo = path.resolve(process.argv[3]);
+const sites = JSON.parse(fs.readFileSync(0, "utf8"));
+
+function walk(dir, out) {
+  for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, e.name);
+    if (e.isDirectory() && e.name !== ".git" && e.name !== "node_modules") walk(p, out);
+    else if (/\.(ts|tsx|js|mjs|cjs)$/.test(e.name)) out.push(p);
+  }
+  return out;
+}
+const files = walk(repo, []);
+const options = { target: ts.ScriptTarget.ES2020, module: ts.ModuleKind.ESNext, moduleResolution: ts.ModuleResolutionKind.Node10, allowJs: true, strict: false };
+const host = {
+  getScriptFileNames: () => files,
+  getScriptVersion: () => "1",
+  getScriptSnapshot: (f) => (fs.existsSync(f) ? ts.ScriptSnapshot.fromString(fs.readFileSync(f, "utf8")) : undefined),
+  getCurrentDirectory: () => repo,
+  getCompilationSettings: () => options,
+  getDefaultLibFileName: (o) => ts.getDefaultLibFilePath(o),
+  fileExists: ts.sys.fileExists,
+  readFile: ts.sys.readFile,
+  readDirectory: ts.sys.readDirectory,
+  directoryExists: ts.sys.directoryExists,
+  getDirectories: ts.sys.getDirectories,
+};
+const service = ts.createLanguageService(host, ts.createDocumentRegistry());
+const program = service.getProgram();
+
+function rel(f) {
+  const r = path.relative(repo, f);
+  return r.startsWith("..") || path.isAbsolute(r) ? null : r.split(path.sep).join("/");
+}
+function locate(site) {
+  const abs = path.join(repo, site.file);
+  const sf = program.getSourceFile(abs);
+  if (!sf) return null;
+  return { abs, sf, pos: sf.getPositionOfLineAndCharacter(site.line - 1, site.col - 1) };
+}
+function lineOf(fileName, start) {
+  const sf = program.getSourceFile(fileName);
+  return sf ? sf.getLineAndCharacterOfPosition(start).line + 1 : 0;
+}
+function uniq(pairs) {
+  const seen = new Map();
+  for (const p of pairs) if (p[0]) seen.set(p.join(":"), p);
+  return [...seen.values()].sort();
+}
+
+const defs = [];
+for (const s of sites.defs) {
+  const at = locate(s);
+  if (!at) continue;
+  const got = service.getDefinitionAtPosition(at.abs, at.pos) || [];
+  // Generic type parameters (`T`, `R`) are not symbols one navigates to; they are left out.
+  const exp = uniq(got.filter((d) => d.kind !== "type parameter" && (d.name === s.name || d.kind !== "alias")).map((d) => [rel(d.fileName), lineOf(d.fileName, d.textSpan.start)]));
+  if (exp.length) defs.push({ ...s, expected: exp });
+}
+const refs = [];
+for (const s of sites.refs) {
+  const at = locate(s);
+  if (!at) continue;
+  const got = service.findReferences(at.abs, at.pos) || [];
+  const exp = uniq(got.flatMap((g) => g.references).map((r) => [rel(r.fileName), lineOf(r.fileName, r.textSpan.start)]));
+  if (exp.length) refs.push({ ...s, expected: exp });
+}
+process.stdout.write(JSON.stringify({ defs, refs }));

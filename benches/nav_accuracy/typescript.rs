@@ -1,0 +1,188 @@
+//! TypeScript: the rxjs sources, installed with npm into a cache directory at bench time,
+//! checked against the TypeScript language service (`ts_oracle.js`). Skipped with a message
+//! when node, npm or the network is unavailable.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use git_orchestra::nav::Index;
+
+/// Files whose identifier uses and exported declarations are sampled as queries.
+const EVAL: &[&str] = &[
+    "src/index.ts",
+    "src/operators/index.ts",
+    "src/internal/Observable.ts",
+    "src/internal/Subject.ts",
+    "src/internal/Subscriber.ts",
+    "src/internal/Subscription.ts",
+    "src/internal/operators/mergeMap.ts",
+    "src/internal/operators/switchMap.ts",
+    "src/internal/operators/debounceTime.ts",
+    "src/internal/observable/combineLatest.ts",
+    "src/internal/observable/from.ts",
+    "src/internal/scheduler/AsyncAction.ts",
+    "src/internal/util/pipe.ts",
+    "src/internal/ajax/ajax.ts",
+];
+const KEYWORDS: &[&str] = &[
+    "if",
+    "for",
+    "while",
+    "switch",
+    "return",
+    "function",
+    "new",
+    "typeof",
+    "catch",
+    "super",
+    "import",
+    "export",
+    "from",
+    "const",
+    "let",
+    "var",
+    "class",
+    "interface",
+    "type",
+    "extends",
+    "implements",
+    "this",
+    "in",
+    "of",
+    "as",
+    "void",
+    "instanceof",
+    "delete",
+    "await",
+    "yield",
+];
+
+fn npm_cache() -> Option<PathBuf> {
+    let dir = std::env::temp_dir().join("git-orchestra-nav-accuracy-npm");
+    let ready = |d: &Path| {
+        d.join("node_modules/typescript/package.json").exists()
+            && d.join("node_modules/rxjs/src/index.ts").exists()
+    };
+    if ready(&dir) {
+        return Some(dir);
+    }
+    std::fs::create_dir_all(&dir).ok()?;
+    let ok = Command::new("npm")
+        .args(["install", "--no-audit", "--no-fund", "--prefix"])
+        .arg(&dir)
+        .args(["typescript@5", "rxjs@7.8"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    (ok && ready(&dir)).then_some(dir)
+}
+
+fn ident_sites(text: &str, file: &str, max: usize) -> Vec<serde_json::Value> {
+    let mut all = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let t = line.trim_start();
+        if t.starts_with("//") || t.starts_with('*') || t.starts_with("/*") {
+            continue;
+        }
+        let b = line.as_bytes();
+        let mut j = 0;
+        while j < b.len() {
+            if b[j] == b'\'' || b[j] == b'"' || b[j] == b'`' {
+                break; // strings and what follows them are not sampled
+            }
+            if b[j].is_ascii_alphabetic() || b[j] == b'_' {
+                let s = j;
+                while j < b.len() && (b[j].is_ascii_alphanumeric() || b[j] == b'_' || b[j] == b'$')
+                {
+                    j += 1;
+                }
+                let word = &line[s..j];
+                let call = b.get(j) == Some(&b'(');
+                let typ = word.as_bytes()[0].is_ascii_uppercase();
+                let member = s > 0 && b[s - 1] == b'.';
+                if (call || typ) && !member && !KEYWORDS.contains(&word) {
+                    all.push(serde_json::json!({"file": file, "line": i + 1, "col": s + 1, "name": word}));
+                }
+            } else {
+                j += 1;
+            }
+        }
+    }
+    let step = (all.len() / max).max(1);
+    all.into_iter().step_by(step).take(max).collect()
+}
+
+fn decl_sites(text: &str, file: &str, max: usize) -> Vec<serde_json::Value> {
+    const HEADS: &[&str] = &[
+        "export function ",
+        "export class ",
+        "export const ",
+        "export interface ",
+        "export type ",
+        "export abstract class ",
+    ];
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let Some(head) = HEADS.iter().find(|h| line.starts_with(**h)) else {
+            continue;
+        };
+        let rest = &line[head.len()..];
+        let name: String = rest
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '$')
+            .collect();
+        if !name.is_empty() && out.iter().all(|v: &serde_json::Value| v["name"] != name) {
+            out.push(serde_json::json!({"file": file, "line": i + 1, "col": head.len() + 1, "name": name}));
+        }
+    }
+    out.truncate(max);
+    out
+}
+
+/// Runs the TypeScript part of the harness under `tmp`, or says why it is skipped.
+pub fn run(tmp: &Path) {
+    let Some(cache) = npm_cache() else {
+        println!(
+            "== typescript: skipped (npm install of typescript@5 and rxjs@7.8 failed: no npm or no network)"
+        );
+        return;
+    };
+    let repo = tmp.join("ts-repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    let src = cache.join("node_modules/rxjs/src");
+    super::sh(&repo, "cp", &["-r", src.to_str().unwrap(), "."]);
+    super::commit_all(&repo);
+    let (mut defs, mut refs) = (Vec::new(), Vec::new());
+    for f in EVAL {
+        let text = std::fs::read_to_string(repo.join(f)).unwrap();
+        defs.extend(ident_sites(&text, f, 8));
+        refs.extend(decl_sites(&text, f, 3));
+    }
+    let sites = serde_json::json!({"defs": defs, "refs": refs});
+    let oracle = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/nav_accuracy/ts_oracle.js");
+    let mut child = Command::new("node")
+        .arg(&oracle)
+        .arg(cache.join("node_modules/typescript"))
+        .arg(&repo)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(sites.to_string().as_bytes()).unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "ts_oracle.js failed");
+    let expected: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut index = Index::open_with_cache(&repo, &tmp.join("nav-ts.db")).unwrap();
+    index.refresh().unwrap();
+    super::score(
+        "typescript (rxjs 7.8 sources; oracle: TypeScript language service)",
+        &repo,
+        &index,
+        &expected,
+    );
+}
