@@ -488,3 +488,64 @@ fn a_planner_that_never_fixes_its_plan_fails_after_bounded_rounds() {
         text(&status)
     );
 }
+
+#[test]
+fn start_pr_local_writes_one_stacked_pull_request_per_packet_with_its_report_section() {
+    let s = Scripted::new();
+    let out = orchestra_with_env(
+        &s.repo,
+        &[
+            "start",
+            "--yes",
+            "--pr=local",
+            "--worktree-root",
+            s.root.to_str().unwrap(),
+            demo::OBJECTIVE,
+        ],
+        &[
+            ("ORCHESTRA_PROVIDER", "openai-compatible"),
+            ("ORCHESTRA_BASE_URL", s.model.url.as_str()),
+            ("ORCHESTRA_MODEL", "scripted"),
+            ("GH_TOKEN", "never-used"),
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("completed: all 4 packets succeeded"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("branches ready to push"), "{stdout}");
+    let runs = s.repo.join(".git/orchestra/runs");
+    let run = std::fs::read_dir(&runs)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.join("pr").is_dir())
+        .expect("a run with pull request files");
+    let files: Vec<_> = std::fs::read_dir(run.join("pr"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(files.len(), 4, "{files:?}");
+    for f in &files {
+        let body = std::fs::read_to_string(f).unwrap();
+        assert!(body.contains("## From the run report"), "{body}");
+        assert!(body.contains("- validation `"), "{body}");
+        assert!(
+            body.trim_end().ends_with("-->"),
+            "the marker must stay last:\n{body}"
+        );
+    }
+    // The stack: p2 depends on p1, so its pull request targets p1's branch.
+    let run_id = run.file_name().unwrap().to_string_lossy().to_string();
+    let p2 = std::fs::read_to_string(run.join("pr/p2-greet-punctuation.md")).unwrap();
+    assert!(
+        p2.contains(&format!("base: orchestra/{run_id}/p1-config")),
+        "{p2}"
+    );
+    // Nothing was integrated: the target branch still holds the sample as created.
+    assert_ne!(
+        std::fs::read_to_string(s.repo.join("greeter/core.py")).unwrap(),
+        FINAL_CORE
+    );
+}
