@@ -355,6 +355,7 @@ pub fn start_error(e: StartError) -> CommandError {
         StartError::Repo(e) => e.into(),
         StartError::Engine(e) => super::run::engine_error(e),
         e @ (StartError::NeedsApproval { .. } | StartError::Roles(_)) => CommandError::user(e),
+        StartError::Lock(e) => CommandError::user(e),
         e @ (StartError::PlanInvalid { .. } | StartError::Ask { .. }) => CommandError::failed(e)
             .hint("`git orchestra start` with the same objective (or `resume`) retries from this phase"),
         e => CommandError::internal(e),

@@ -549,3 +549,30 @@ fn start_pr_local_writes_one_stacked_pull_request_per_packet_with_its_report_sec
         FINAL_CORE
     );
 }
+
+#[test]
+fn a_second_start_of_the_same_objective_is_refused_while_another_process_drives_it() {
+    let s = Scripted::new();
+    let repo = git_orchestra::git::RepoInfo::discover(&s.repo).unwrap();
+    let (run, _) = git_orchestra::orchestrator::locate(&repo, demo::OBJECTIVE).unwrap();
+    // This test process plays the first driver: it holds the run's lock.
+    let held = git_orchestra::orchestrator::driver_lock(&repo, &run).unwrap();
+    let out = s.start(&[]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("is being driven by another git-orchestra process"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(s.model.requests(), 0, "the refused process asked the model");
+    assert!(
+        git_orchestra::orchestrator::StartJournal::runs(&repo.common_dir)
+            .unwrap()
+            .is_empty(),
+        "the refused process journaled a run"
+    );
+    drop(held);
+    let out = s.start(&[]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("completed: all 4 packets succeeded"));
+}
