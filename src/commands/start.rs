@@ -37,6 +37,14 @@ pub struct StartArgs {
     /// Integrate the succeeded packets and advance the target branch at the end.
     #[arg(long)]
     merge: bool,
+    /// With --merge: afterwards, the docs role documents the integrated change (a packet on
+    /// the target branch, integrated like the others).
+    #[arg(long, requires = "merge")]
+    docs: bool,
+    /// With --merge: afterwards, the tester role tests the integrated change (a packet on the
+    /// target branch, integrated like the others).
+    #[arg(long, requires = "merge")]
+    tests: bool,
     /// Skip the clarification phase.
     #[arg(long)]
     no_clarify: bool,
@@ -204,6 +212,8 @@ pub fn cmd_start(cwd: &Path, args: &StartArgs) -> Result<(), CommandError> {
             secs: args.budget_secs,
             role_tokens: args.budget_role.iter().cloned().collect(),
         },
+        docs: args.docs,
+        tests: args.tests,
     };
     preflight(&repo, &config, &settings)?;
     let req = StartRequest {

@@ -288,14 +288,14 @@ pub fn start(
                 Err(e) => return ctx.fail(&mut wf, e),
             },
             S::Integrating => match ctx.integrate() {
-                Ok(()) => ctx.move_to(&mut wf, S::Completed, "integrated")?,
+                Ok(()) => ctx.move_to(&mut wf, ctx.after(S::Integrating), "integrated")?,
                 Err(e) => return ctx.fail(&mut wf, e),
             },
-            S::Documenting | S::Testing => ctx.move_to(
-                &mut wf,
-                S::Completed,
-                "no documentation or test phase configured",
-            )?,
+            S::Documenting | S::Testing => match ctx.finishing(state) {
+                Ok(Some(reason)) => ctx.move_to(&mut wf, ctx.after(state), &reason)?,
+                Ok(None) => {}
+                Err(e) => return ctx.fail(&mut wf, e),
+            },
             S::Paused | S::Failed => match wf.resume_target() {
                 Some(to) => ctx.move_to(&mut wf, to, "resumed")?,
                 None => ctx.move_to(&mut wf, S::Cancelled, "nothing to resume into")?,

@@ -58,6 +58,12 @@ pub struct StartSettings {
     pub max_parallel: Option<usize>,
     #[serde(default)]
     pub budget: super::budget::Budget,
+    /// After integrating, the docs role documents the change on the target branch.
+    #[serde(default)]
+    pub docs: bool,
+    /// After integrating (and documenting), the tester role tests the change.
+    #[serde(default)]
+    pub tests: bool,
 }
 
 /// One durable fact about a `start` run's workflow.

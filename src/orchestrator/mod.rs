@@ -13,6 +13,7 @@ pub mod context;
 pub mod driver;
 mod execute;
 pub mod fault;
+mod finishing;
 pub mod journal;
 pub mod models;
 mod phases;

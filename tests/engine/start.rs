@@ -576,3 +576,33 @@ fn a_second_start_of_the_same_objective_is_refused_while_another_process_drives_
     assert!(out.status.success(), "{}", text(&out));
     assert!(String::from_utf8_lossy(&out.stdout).contains("completed: all 4 packets succeeded"));
 }
+
+#[test]
+fn docs_and_tests_phases_run_as_packets_after_integration_and_are_journaled() {
+    let s = Scripted::new();
+    let out = s.start(&["--docs", "--tests"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let all = text(&out);
+    assert!(all.contains("→ documenting: integrated"), "{all}");
+    assert!(all.contains("→ testing: documentation integrated"), "{all}");
+    assert!(all.contains("→ completed: test integrated"), "{all}");
+    // Both phases' work is on the target branch, on top of the plan's packets.
+    assert_eq!(
+        std::fs::read_to_string(s.repo.join("greeter/core.py")).unwrap(),
+        FINAL_CORE
+    );
+    assert!(s.repo.join("docs/changes.md").exists());
+    assert!(s.repo.join("tests/farewell_test.sh").exists());
+    assert_eq!(git(&s.repo, &["status", "--porcelain"]), "");
+    assert_fsck_clean(&s.repo);
+    // Without the flags the phases are skipped: the plain run never enters them.
+    let plain = Scripted::new();
+    let out = plain.start(&[]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("→ completed: integrated"),
+        "{}",
+        text(&out)
+    );
+    assert!(!plain.repo.join("docs/changes.md").exists());
+}
