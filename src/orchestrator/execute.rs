@@ -189,8 +189,13 @@ impl Ctx<'_> {
         let path = dir.join("report.md");
         let store = Store::open(&self.repo.common_dir)?;
         let run = store.run(&self.run)?;
-        let packets = store.packets(&self.run).unwrap_or_default();
-        let events = store.events(&self.run, 0).unwrap_or_default();
+        let mut packets = store.packets(&self.run).unwrap_or_default();
+        let mut events = store.events(&self.run, 0).unwrap_or_default();
+        // The documenting and testing packets are reported with the plan's.
+        for phase in self.phase_runs()? {
+            packets.extend(store.packets(&phase).unwrap_or_default());
+            events.extend(store.events(&phase, 0).unwrap_or_default());
+        }
         let plan = run
             .as_ref()
             .and_then(|r| Plan::from_toml_str(&r.plan_toml, &r.plan_path).ok());

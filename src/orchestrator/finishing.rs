@@ -32,6 +32,14 @@ impl Ctx<'_> {
                 rounds: 0,
                 issues: e.to_string(),
             })?;
+        let run = crate::names::run_id(&plan.objective, &base);
+        let known = self
+            .all()?
+            .iter()
+            .any(|e| matches!(&e.event, WorkflowEvent::PhaseRun { run: r, .. } if *r == run));
+        if !known {
+            self.j()?.append(&WorkflowEvent::PhaseRun { phase, run })?;
+        }
         let Some((id, any_ok)) = self.run_packets(&plan, &toml)? else {
             return Ok(None);
         };
@@ -82,6 +90,18 @@ impl Ctx<'_> {
                 _ => None,
             })
             .unwrap_or_else(|| self.base.clone()))
+    }
+
+    /// Returns the engine runs of the phases after integration, in the order they ran.
+    pub(super) fn phase_runs(&self) -> Result<Vec<String>, StartError> {
+        Ok(self
+            .all()?
+            .iter()
+            .filter_map(|e| match &e.event {
+                WorkflowEvent::PhaseRun { run, .. } => Some(run.clone()),
+                _ => None,
+            })
+            .collect())
     }
 
     /// Returns the one-packet plan of `phase` on `base`, and the phase's name.

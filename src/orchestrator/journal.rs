@@ -130,6 +130,8 @@ pub enum WorkflowEvent {
     },
     /// The merge coordinator finished (its report as JSON).
     Merged { report: serde_json::Value },
+    /// A phase after integration (documenting, testing) runs its packet as engine run `run`.
+    PhaseRun { phase: WorkflowState, run: String },
     /// The process `pid` took charge of the run (first start or resume).
     Driving { pid: u32 },
     /// A pause or cancel was asked for from another process.

@@ -586,6 +586,10 @@ fn docs_and_tests_phases_run_as_packets_after_integration_and_are_journaled() {
     assert!(all.contains("→ documenting: integrated"), "{all}");
     assert!(all.contains("→ testing: documentation integrated"), "{all}");
     assert!(all.contains("→ completed: test integrated"), "{all}");
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(report.contains("all 6 packets succeeded"), "{report}");
+    assert!(report.contains("### docs — "), "{report}");
+    assert!(report.contains("### tests — "), "{report}");
     // Both phases' work is on the target branch, on top of the plan's packets.
     assert_eq!(
         std::fs::read_to_string(s.repo.join("greeter/core.py")).unwrap(),
