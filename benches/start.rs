@@ -105,6 +105,8 @@ fn run(
             worker_cmd,
             max_parallel: Some(16),
             budget: Default::default(),
+            docs: false,
+            tests: false,
         },
         timeout: Duration::from_secs(600),
         worktree_root: Some(dir.with_extension("worktrees")),

@@ -79,6 +79,19 @@ pub fn run_pr(
     target: Option<&str>,
     json: bool,
 ) -> Result<(), CommandError> {
+    publish_run(repo, run, mode, remote, target, json, Default::default())
+}
+
+/// Publishes like [`run_pr`], appending `notes` (Markdown by packet id) to the bodies.
+pub fn publish_run(
+    repo: &RepoInfo,
+    run: &str,
+    mode: PrMode,
+    remote: Option<&str>,
+    target: Option<&str>,
+    json: bool,
+    notes: std::collections::BTreeMap<String, String>,
+) -> Result<(), CommandError> {
     let git = repo.git();
     let settings = ForgeSettings::load(&git, remote).map_err(CommandError::user)?;
     let forge = match mode {
@@ -96,6 +109,7 @@ pub fn run_pr(
         settings,
         checks: super::review::check_options(&git, None),
         timeout: git_orchestra::engine::DEFAULT_TIMEOUT,
+        notes,
     };
     let report = forge::publish(repo, run, forge.as_deref(), &opts).map_err(forge_error)?;
     if json {

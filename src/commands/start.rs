@@ -37,6 +37,14 @@ pub struct StartArgs {
     /// Integrate the succeeded packets and advance the target branch at the end.
     #[arg(long)]
     merge: bool,
+    /// With --merge: afterwards, the docs role documents the integrated change (a packet on
+    /// the target branch, integrated like the others).
+    #[arg(long, requires = "merge")]
+    docs: bool,
+    /// With --merge: afterwards, the tester role tests the integrated change (a packet on the
+    /// target branch, integrated like the others).
+    #[arg(long, requires = "merge")]
+    tests: bool,
     /// Skip the clarification phase.
     #[arg(long)]
     no_clarify: bool,
@@ -49,7 +57,8 @@ pub struct StartArgs {
     /// Longest a worker or validation command may run, in seconds (default 3600).
     #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
     timeout: Option<u64>,
-    /// With --merge: the branch to advance (default: the current branch).
+    /// With --merge: the branch to advance; with --pr: the branch stacks target (default: the
+    /// current branch).
     #[arg(long, value_name = "BRANCH")]
     target: Option<String>,
     /// Where packet worktrees go (default: <repo-parent>/.orchestra/<repo-name>).
@@ -67,6 +76,15 @@ pub struct StartArgs {
     /// Stop cleanly once a role used this many tokens, e.g. `coder=200000` (repeatable).
     #[arg(long, value_name = "ROLE=N", value_parser = role_budget)]
     budget_role: Vec<(String, u64)>,
+    /// Afterwards, open or update one pull request per succeeded packet, stacked by
+    /// dependency, each with its section of the report (`git orchestra pr`); `--pr=local`
+    /// only writes them as Markdown files in the run's state directory.
+    #[arg(long, value_enum, value_name = "MODE", num_args = 0..=1, require_equals = true,
+          default_missing_value = "auto", conflicts_with = "merge")]
+    pr: Option<super::pr::PrMode>,
+    /// With --pr: the remote to push to (default: orchestra.forge.remote, else origin).
+    #[arg(long, value_name = "NAME", requires = "pr")]
+    remote: Option<String>,
     /// Print only the report.
     #[arg(long, short)]
     quiet: bool,
@@ -194,6 +212,8 @@ pub fn cmd_start(cwd: &Path, args: &StartArgs) -> Result<(), CommandError> {
             secs: args.budget_secs,
             role_tokens: args.budget_role.iter().cloned().collect(),
         },
+        docs: args.docs,
+        tests: args.tests,
     };
     preflight(&repo, &config, &settings)?;
     let req = StartRequest {
@@ -217,7 +237,17 @@ pub fn cmd_start(cwd: &Path, args: &StartArgs) -> Result<(), CommandError> {
             .and_then(|v| v.parse().ok()),
         answer_wait: Duration::from_secs(3600),
     };
-    run_start(&repo, &config, &req, args.quiet)
+    let publish = args.pr.map(|mode| Publish {
+        mode,
+        remote: args.remote.clone(),
+    });
+    run_start_with(&repo, &config, &req, args.quiet, publish.as_ref())
+}
+
+/// Where `start --pr` publishes the packets once the run is done.
+pub struct Publish {
+    pub mode: super::pr::PrMode,
+    pub remote: Option<String>,
 }
 
 /// Returns the engine's crash-injection setting from `ORCHESTRA_CRASH_AFTER_EVENTS`.
@@ -254,10 +284,45 @@ pub fn run_start(
     req: &StartRequest,
     quiet: bool,
 ) -> Result<(), CommandError> {
+    run_start_with(repo, config, req, quiet, None)
+}
+
+/// Drives the run, prints its report and, with `publish`, opens a pull request per succeeded
+/// packet of a completed run (its section of the report attached).
+pub fn run_start_with(
+    repo: &RepoInfo,
+    config: &RepoConfig,
+    req: &StartRequest,
+    quiet: bool,
+    publish: Option<&Publish>,
+) -> Result<(), CommandError> {
     let stop = engine::install_signal_handlers();
     let ui = Terminal { quiet };
     let outcome = orchestrator::start(repo, config, req, &ui, stop).map_err(start_error)?;
-    finish(&outcome)
+    let finished = finish(&outcome);
+    let Some(publish) = publish else {
+        return finished;
+    };
+    // A completed run may have failed packets; the succeeded ones still get pull requests.
+    if outcome.state != WorkflowState::Completed {
+        return finished;
+    }
+    let notes = outcome
+        .report
+        .iter()
+        .flat_map(|r| &r.packets)
+        .map(|p| (p.id.clone(), orchestrator::report::render_packet(p)))
+        .collect();
+    let published = super::pr::publish_run(
+        repo,
+        &outcome.run,
+        publish.mode,
+        publish.remote.as_deref(),
+        req.target.as_deref(),
+        false,
+        notes,
+    );
+    finished.and(published)
 }
 
 /// Prints the outcome's report and returns the exit status it deserves.
@@ -300,6 +365,7 @@ pub fn start_error(e: StartError) -> CommandError {
         StartError::Repo(e) => e.into(),
         StartError::Engine(e) => super::run::engine_error(e),
         e @ (StartError::NeedsApproval { .. } | StartError::Roles(_)) => CommandError::user(e),
+        StartError::Lock(e) => CommandError::user(e),
         e @ (StartError::PlanInvalid { .. } | StartError::Ask { .. }) => CommandError::failed(e)
             .hint("`git orchestra start` with the same objective (or `resume`) retries from this phase"),
         e => CommandError::internal(e),

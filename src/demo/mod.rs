@@ -135,6 +135,8 @@ pub fn request(worktree_root: &Path) -> StartRequest {
             worker_cmd: None,
             max_parallel: Some(4),
             budget: Default::default(),
+            docs: false,
+            tests: false,
         },
         timeout: Duration::from_secs(120),
         worktree_root: Some(worktree_root.to_path_buf()),

@@ -33,6 +33,8 @@ pub struct PublishOptions {
     pub checks: CheckOptions,
     /// Longest one validation command of that review may run.
     pub timeout: Duration,
+    /// Markdown appended to a packet's body, by packet id (e.g. its section of a run report).
+    pub notes: std::collections::BTreeMap<String, String>,
 }
 
 /// What happened to one packet's pull request.
@@ -200,7 +202,8 @@ pub fn publish(
                 run_id,
                 item,
                 &entry.base,
-                &deps_refs(item, &report.entries)
+                &deps_refs(item, &report.entries),
+                opts.notes.get(&item.packet.id).map(String::as_str)
             )
         );
         fs_err::write(&entry.file, text).map_err(|e| write_error(&entry.file, e))?;
@@ -271,8 +274,9 @@ fn body_for(
     item: &Item,
     base: &str,
     deps: &[(String, String)],
+    note: Option<&str>,
 ) -> String {
-    render_body(&PrContext {
+    let body = render_body(&PrContext {
         run: run_id,
         objective,
         packet: &item.packet,
@@ -281,7 +285,17 @@ fn body_for(
         base,
         verdict: Some(&item.verdict),
         depends_on: deps.to_vec(),
-    })
+    });
+    let Some(note) = note.map(str::trim).filter(|n| !n.is_empty()) else {
+        return body;
+    };
+    // The marker stays the body's last line.
+    let end = super::body::marker(run_id, &item.packet.id);
+    let head = body.trim_end().strip_suffix(end.as_str()).unwrap_or(&body);
+    format!(
+        "{}\n\n## From the run report\n\n{note}\n\n{end}\n",
+        head.trim_end()
+    )
 }
 
 fn is_draft(item: &Item) -> bool {
@@ -380,7 +394,8 @@ fn publish_remote(
                 Some((d.clone(), format!("#{}", pr.number)))
             })
             .collect();
-        let body = body_for(objective, run_id, item, &base, &deps);
+        let note = opts.notes.get(&item.packet.id).map(String::as_str);
+        let body = body_for(objective, run_id, item, &base, &deps, note);
         let draft = is_draft(item);
         let mut entry = PrEntry {
             packet: id.clone(),

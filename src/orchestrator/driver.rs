@@ -39,6 +39,8 @@ pub enum StartError {
     Engine(#[from] EngineError),
     #[error(transparent)]
     Merge(#[from] MergeError),
+    #[error(transparent)]
+    Lock(#[from] crate::engine::LockError),
     #[error(
         "the planner did not produce a valid plan in {rounds} rounds; last problems:\n  {issues}"
     )]
@@ -161,6 +163,9 @@ pub fn start(
 ) -> Result<StartOutcome, StartError> {
     super::fault::arm(req.crash_after_steps);
     let (run, base) = locate(repo, &req.objective)?;
+    // One driver per run: a second `start` of the same objective is refused before it
+    // journals anything, so two processes never plan (or drive) the same run at once.
+    let _driver = driver_lock(repo, &run)?;
     let journal = StartJournal::open(&repo.common_dir, &run)?;
     let entries = journal.entries()?;
     let settings = match entries.first().map(|e| &e.event) {
@@ -283,14 +288,14 @@ pub fn start(
                 Err(e) => return ctx.fail(&mut wf, e),
             },
             S::Integrating => match ctx.integrate() {
-                Ok(()) => ctx.move_to(&mut wf, S::Completed, "integrated")?,
+                Ok(()) => ctx.move_to(&mut wf, ctx.after(S::Integrating), "integrated")?,
                 Err(e) => return ctx.fail(&mut wf, e),
             },
-            S::Documenting | S::Testing => ctx.move_to(
-                &mut wf,
-                S::Completed,
-                "no documentation or test phase configured",
-            )?,
+            S::Documenting | S::Testing => match ctx.finishing(state) {
+                Ok(Some(reason)) => ctx.move_to(&mut wf, ctx.after(state), &reason)?,
+                Ok(None) => {}
+                Err(e) => return ctx.fail(&mut wf, e),
+            },
             S::Paused | S::Failed => match wf.resume_target() {
                 Some(to) => ctx.move_to(&mut wf, to, "resumed")?,
                 None => ctx.move_to(&mut wf, S::Cancelled, "nothing to resume into")?,
@@ -314,6 +319,13 @@ pub fn start(
             });
         }
     }
+}
+
+/// Takes the lock that lets one process drive the workflow of `run`; the engine and merge
+/// coordinator keep their own run lock for the packets, so the two never contend.
+pub fn driver_lock(repo: &RepoInfo, run: &str) -> Result<crate::engine::RunLock, StartError> {
+    let dir = crate::engine::run_dir(&repo.common_dir, run).join("driver");
+    Ok(crate::engine::RunLock::acquire(&dir, run)?)
 }
 
 pub(super) fn ask_err(phase: &'static str) -> impl Fn(AskError) -> StartError {

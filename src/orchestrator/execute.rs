@@ -35,13 +35,23 @@ impl Ctx<'_> {
                 rounds: 0,
                 issues: e.to_string(),
             })?;
+        Ok(self.run_packets(&plan, &toml)?.map(|(_, any_ok)| any_ok))
+    }
+
+    /// Runs `plan` through the engine (resuming its run if it exists); returns its run id
+    /// and whether any packet succeeded when all are final, None when stopped.
+    pub(super) fn run_packets(
+        &self,
+        plan: &Plan,
+        toml: &str,
+    ) -> Result<Option<(String, bool)>, StartError> {
         let opts = RunOptions {
             worker_cmd: self.settings.worker_cmd.clone(),
             max_parallel: self.settings.max_parallel,
             timeout: self.req.timeout,
             worktree_root: self.req.worktree_root.clone(),
         };
-        let prepared = engine::prepare(self.repo, &plan, &toml, "plan.toml", &opts)?;
+        let prepared = engine::prepare(self.repo, plan, toml, "plan.toml", &opts)?;
         let id = prepared.run.id.clone();
         let mut state = prepared.run.state;
         if !state.is_finished() {
@@ -84,11 +94,10 @@ impl Ctx<'_> {
         }
         let store = Store::open(&self.repo.common_dir)?;
         let packets = store.packets(&id)?;
-        Ok(Some(
-            packets
-                .iter()
-                .any(|p| p.state == crate::store::PacketState::Succeeded),
-        ))
+        let any_ok = packets
+            .iter()
+            .any(|p| p.state == crate::store::PacketState::Succeeded);
+        Ok(Some((id, any_ok)))
     }
 
     pub(super) fn integrate(&self) -> Result<(), StartError> {
@@ -180,8 +189,13 @@ impl Ctx<'_> {
         let path = dir.join("report.md");
         let store = Store::open(&self.repo.common_dir)?;
         let run = store.run(&self.run)?;
-        let packets = store.packets(&self.run).unwrap_or_default();
-        let events = store.events(&self.run, 0).unwrap_or_default();
+        let mut packets = store.packets(&self.run).unwrap_or_default();
+        let mut events = store.events(&self.run, 0).unwrap_or_default();
+        // The documenting and testing packets are reported with the plan's.
+        for phase in self.phase_runs()? {
+            packets.extend(store.packets(&phase).unwrap_or_default());
+            events.extend(store.events(&phase, 0).unwrap_or_default());
+        }
         let plan = run
             .as_ref()
             .and_then(|r| Plan::from_toml_str(&r.plan_toml, &r.plan_path).ok());

@@ -58,6 +58,12 @@ pub struct StartSettings {
     pub max_parallel: Option<usize>,
     #[serde(default)]
     pub budget: super::budget::Budget,
+    /// After integrating, the docs role documents the change on the target branch.
+    #[serde(default)]
+    pub docs: bool,
+    /// After integrating (and documenting), the tester role tests the change.
+    #[serde(default)]
+    pub tests: bool,
 }
 
 /// One durable fact about a `start` run's workflow.
@@ -124,6 +130,8 @@ pub enum WorkflowEvent {
     },
     /// The merge coordinator finished (its report as JSON).
     Merged { report: serde_json::Value },
+    /// A phase after integration (documenting, testing) runs its packet as engine run `run`.
+    PhaseRun { phase: WorkflowState, run: String },
     /// The process `pid` took charge of the run (first start or resume).
     Driving { pid: u32 },
     /// A pause or cancel was asked for from another process.

@@ -13,6 +13,7 @@ pub mod context;
 pub mod driver;
 mod execute;
 pub mod fault;
+mod finishing;
 pub mod journal;
 pub mod models;
 mod phases;
@@ -22,7 +23,9 @@ pub mod report;
 pub mod worker;
 pub mod workflow;
 
-pub use driver::{Approval, Interaction, StartError, StartOutcome, StartRequest, locate, start};
+pub use driver::{
+    Approval, Interaction, StartError, StartOutcome, StartRequest, driver_lock, locate, start,
+};
 pub use execute::MAX_MERGE_ROUNDS;
 pub use journal::{
     ClarifyOutcome, Entry, JournalError, StartJournal, StartSettings, TurnRecord, UsageRow,

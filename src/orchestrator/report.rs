@@ -300,21 +300,7 @@ pub fn render(r: &Report) -> String {
     let _ = writeln!(o, "## Packets\n");
     for p in &r.packets {
         let _ = writeln!(o, "### {} — {} ({}, {})\n", p.id, p.title, p.role, p.state);
-        if !p.summary.is_empty() {
-            let _ = writeln!(o, "{}\n", p.summary.trim());
-        }
-        if !p.changed.is_empty() {
-            let _ = writeln!(o, "Changed: {}", p.changed.join(", "));
-        }
-        for v in &p.validation {
-            let _ = writeln!(
-                o,
-                "- validation `{}`: exit {} in {} ms",
-                v.command,
-                v.exit_code.map_or("none".into(), |c| c.to_string()),
-                v.ms
-            );
-        }
+        o.push_str(&render_packet(p));
         let _ = writeln!(o);
     }
     list(&mut o, "Integration", &r.integration);
@@ -347,6 +333,28 @@ pub fn render(r: &Report) -> String {
         let _ = writeln!(o, "- {phase}: {:.1} s", *ms as f64 / 1000.0);
     }
     let _ = writeln!(o, "- total: {:.1} s", r.wall_ms as f64 / 1000.0);
+    o
+}
+
+/// Returns a packet's section of the report without its heading: summary, changed files and
+/// validation evidence (also attached to the packet's pull request by `start --pr`).
+pub fn render_packet(p: &PacketReport) -> String {
+    let mut o = String::new();
+    if !p.summary.is_empty() {
+        let _ = writeln!(o, "{}\n", p.summary.trim());
+    }
+    if !p.changed.is_empty() {
+        let _ = writeln!(o, "Changed: {}", p.changed.join(", "));
+    }
+    for v in &p.validation {
+        let _ = writeln!(
+            o,
+            "- validation `{}`: exit {} in {} ms",
+            v.command,
+            v.exit_code.map_or("none".into(), |c| c.to_string()),
+            v.ms
+        );
+    }
     o
 }
 

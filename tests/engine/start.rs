@@ -488,3 +488,125 @@ fn a_planner_that_never_fixes_its_plan_fails_after_bounded_rounds() {
         text(&status)
     );
 }
+
+#[test]
+fn start_pr_local_writes_one_stacked_pull_request_per_packet_with_its_report_section() {
+    let s = Scripted::new();
+    let out = orchestra_with_env(
+        &s.repo,
+        &[
+            "start",
+            "--yes",
+            "--pr=local",
+            "--worktree-root",
+            s.root.to_str().unwrap(),
+            demo::OBJECTIVE,
+        ],
+        &[
+            ("ORCHESTRA_PROVIDER", "openai-compatible"),
+            ("ORCHESTRA_BASE_URL", s.model.url.as_str()),
+            ("ORCHESTRA_MODEL", "scripted"),
+            ("GH_TOKEN", "never-used"),
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("completed: all 4 packets succeeded"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("branches ready to push"), "{stdout}");
+    let runs = s.repo.join(".git/orchestra/runs");
+    let run = std::fs::read_dir(&runs)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.join("pr").is_dir())
+        .expect("a run with pull request files");
+    let files: Vec<_> = std::fs::read_dir(run.join("pr"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(files.len(), 4, "{files:?}");
+    for f in &files {
+        let body = std::fs::read_to_string(f).unwrap();
+        assert!(body.contains("## From the run report"), "{body}");
+        assert!(body.contains("- validation `"), "{body}");
+        assert!(
+            body.trim_end().ends_with("-->"),
+            "the marker must stay last:\n{body}"
+        );
+    }
+    // The stack: p2 depends on p1, so its pull request targets p1's branch.
+    let run_id = run.file_name().unwrap().to_string_lossy().to_string();
+    let p2 = std::fs::read_to_string(run.join("pr/p2-greet-punctuation.md")).unwrap();
+    assert!(
+        p2.contains(&format!("base: orchestra/{run_id}/p1-config")),
+        "{p2}"
+    );
+    // Nothing was integrated: the target branch still holds the sample as created.
+    assert_ne!(
+        std::fs::read_to_string(s.repo.join("greeter/core.py")).unwrap(),
+        FINAL_CORE
+    );
+}
+
+#[test]
+fn a_second_start_of_the_same_objective_is_refused_while_another_process_drives_it() {
+    let s = Scripted::new();
+    let repo = git_orchestra::git::RepoInfo::discover(&s.repo).unwrap();
+    let (run, _) = git_orchestra::orchestrator::locate(&repo, demo::OBJECTIVE).unwrap();
+    // This test process plays the first driver: it holds the run's lock.
+    let held = git_orchestra::orchestrator::driver_lock(&repo, &run).unwrap();
+    let out = s.start(&[]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("is being driven by another git-orchestra process"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(s.model.requests(), 0, "the refused process asked the model");
+    assert!(
+        git_orchestra::orchestrator::StartJournal::runs(&repo.common_dir)
+            .unwrap()
+            .is_empty(),
+        "the refused process journaled a run"
+    );
+    drop(held);
+    let out = s.start(&[]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("completed: all 4 packets succeeded"));
+}
+
+#[test]
+fn docs_and_tests_phases_run_as_packets_after_integration_and_are_journaled() {
+    let s = Scripted::new();
+    let out = s.start(&["--docs", "--tests"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let all = text(&out);
+    assert!(all.contains("→ documenting: integrated"), "{all}");
+    assert!(all.contains("→ testing: documentation integrated"), "{all}");
+    assert!(all.contains("→ completed: test integrated"), "{all}");
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(report.contains("all 6 packets succeeded"), "{report}");
+    assert!(report.contains("### docs — "), "{report}");
+    assert!(report.contains("### tests — "), "{report}");
+    // Both phases' work is on the target branch, on top of the plan's packets.
+    assert_eq!(
+        std::fs::read_to_string(s.repo.join("greeter/core.py")).unwrap(),
+        FINAL_CORE
+    );
+    assert!(s.repo.join("docs/changes.md").exists());
+    assert!(s.repo.join("tests/farewell_test.sh").exists());
+    assert_eq!(git(&s.repo, &["status", "--porcelain"]), "");
+    assert_fsck_clean(&s.repo);
+    // Without the flags the phases are skipped: the plain run never enters them.
+    let plain = Scripted::new();
+    let out = plain.start(&[]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("→ completed: integrated"),
+        "{}",
+        text(&out)
+    );
+    assert!(!plain.repo.join("docs/changes.md").exists());
+}
