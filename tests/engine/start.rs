@@ -610,3 +610,62 @@ fn docs_and_tests_phases_run_as_packets_after_integration_and_are_journaled() {
     );
     assert!(!plain.repo.join("docs/changes.md").exists());
 }
+
+#[test]
+fn start_pr_opens_stacked_pull_requests_on_the_forge_with_the_report_sections() {
+    use crate::forge_mock::{FakeForge, Flavour};
+    let forge = FakeForge::start(Flavour::GitHub);
+    let s = Scripted::new();
+    let bare = s.root.with_extension("remote.git");
+    git(
+        &s.repo,
+        &["init", "-q", "--bare", "-b", "main", bare.to_str().unwrap()],
+    );
+    let url = format!("file://{}", bare.display());
+    for args in [
+        vec!["remote", "add", "origin", url.as_str()],
+        vec!["config", "orchestra.forge.type", "github"],
+        vec!["config", "orchestra.forge.apiUrl", forge.url.as_str()],
+        vec!["config", "orchestra.forge.repo", "acme/greeter"],
+    ] {
+        git(&s.repo, &args);
+    }
+    let out = orchestra_with_env(
+        &s.repo,
+        &[
+            "start",
+            "--yes",
+            "--pr",
+            "--worktree-root",
+            s.root.to_str().unwrap(),
+            demo::OBJECTIVE,
+        ],
+        &[
+            ("ORCHESTRA_PROVIDER", "openai-compatible"),
+            ("ORCHESTRA_BASE_URL", s.model.url.as_str()),
+            ("ORCHESTRA_MODEL", "scripted"),
+            ("GH_TOKEN", "ghp_startTOKEN0123456789"),
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let pulls = forge.pulls();
+    assert_eq!(pulls.len(), 4, "{pulls:?}");
+    let p2 = pulls
+        .iter()
+        .find(|p| {
+            p["head"]["ref"]
+                .as_str()
+                .is_some_and(|h| h.ends_with("/p2-greet-punctuation"))
+        })
+        .expect("p2's pull request");
+    assert!(
+        p2["base"]["ref"].as_str().unwrap().ends_with("/p1-config"),
+        "{p2}"
+    );
+    for p in &pulls {
+        let body = p["body"].as_str().unwrap();
+        assert!(body.contains("## From the run report"), "{body}");
+        assert!(body.trim_end().ends_with("-->"), "{body}");
+    }
+    assert!(!text(&out).contains("ghp_startTOKEN"));
+}
