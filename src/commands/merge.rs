@@ -7,6 +7,7 @@ use std::time::Duration;
 use clap::Args;
 use git_orchestra::git::RepoInfo;
 use git_orchestra::merge::{self, MergeError, MergeOptions, MergeReport, MergeTree};
+use git_orchestra::store::Store;
 
 use super::CommandError;
 use super::progress::{self, short};
@@ -40,6 +41,11 @@ pub struct MergeArgs {
     /// Longest a validation command may run, in seconds (default 3600).
     #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
     timeout: Option<u64>,
+    /// How many times a conflicting packet goes back to its worker (the run's --worker-cmd,
+    /// else our agents) to resolve the conflicts in its worktree before it stays sent back
+    /// (default 2; 0 sends it back at once).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=10))]
+    resolve_rounds: Option<u32>,
     /// Print the merge report as JSON.
     #[arg(long)]
     json: bool,
@@ -62,6 +68,7 @@ pub fn cmd_merge(cwd: &Path, args: &MergeArgs) -> Result<(), CommandError> {
             .max_batch
             .map(usize::from)
             .unwrap_or(merge::DEFAULT_MAX_BATCH),
+        resolve_rounds: args.resolve_rounds.unwrap_or(merge::DEFAULT_RESOLVE_ROUNDS),
     };
     run_merge(&repo, &run, &opts, args.json)
 }
@@ -74,7 +81,24 @@ pub fn run_merge(
     json: bool,
 ) -> Result<(), CommandError> {
     let printer = progress::printer(json);
-    let report = merge::integrate(repo, run, opts, &printer).map_err(merge_error)?;
+    // Runs without a worker command resolve conflicts with our agents, when they are set up.
+    let needs_agent = opts.resolve_rounds > 0
+        && Store::open(&repo.common_dir)
+            .ok()
+            .and_then(|s| s.run(run).ok().flatten())
+            .is_some_and(|r| r.worker_cmd.is_none());
+    let agent = if needs_agent {
+        super::run::load_config(repo)
+            .and_then(|config| super::run::agent_worker(repo, &config))
+            .ok()
+    } else {
+        None
+    };
+    let agent_ref = agent
+        .as_ref()
+        .map(|w| w as &dyn git_orchestra::engine::Worker);
+    let report =
+        merge::integrate_with(repo, run, opts, agent_ref, &printer).map_err(merge_error)?;
     if json {
         println!(
             "{}",

@@ -1,13 +1,15 @@
 //! The batching loop: merge a batch in memory, validate the candidate, advance the
 //! integration branch by compare-and-swap; grow the batch on success, halve it on failure.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use super::MergeError;
 use super::report::{Batch, MergeReport, SentBack};
+use super::resolve::{ConflictWorker, Resolution, ResolveError, resolve as resolve_conflicts};
 use super::tree::{MergeTree, commit_merge, merge_tree};
-use crate::engine::{self, Journal, RunLock};
+use crate::engine::{self, Journal, RunLock, Worker};
 use crate::gate::run_validation;
 use crate::git::{Git, GitError, RepoInfo};
 use crate::names;
@@ -16,6 +18,9 @@ use crate::store::{Event, PacketState, Store};
 
 /// Default largest batch of packets validated together.
 pub const DEFAULT_MAX_BATCH: usize = 8;
+
+/// Default resolution rounds for a conflicting packet.
+pub const DEFAULT_RESOLVE_ROUNDS: u32 = 2;
 
 /// How many times a batch is retried because the integration branch moved underneath it.
 const MAX_CAS_RETRIES: usize = 5;
@@ -30,6 +35,9 @@ pub struct MergeOptions {
     pub timeout: Duration,
     /// Largest batch validated at once (at least 1).
     pub max_batch: usize,
+    /// How many times a conflicting packet goes back to its worker to resolve the conflicts
+    /// in its worktree before it stays sent back; 0 sends it back at once.
+    pub resolve_rounds: u32,
 }
 
 impl Default for MergeOptions {
@@ -38,6 +46,7 @@ impl Default for MergeOptions {
             target: None,
             timeout: engine::DEFAULT_TIMEOUT,
             max_batch: DEFAULT_MAX_BATCH,
+            resolve_rounds: DEFAULT_RESOLVE_ROUNDS,
         }
     }
 }
@@ -55,10 +64,24 @@ struct Item {
 }
 
 /// Integrates run `run_id`'s succeeded packets and advances the target; see the module docs.
+/// Conflicts go back to the run's worker command, if it has one.
 pub fn integrate(
     repo: &RepoInfo,
     run_id: &str,
     opts: &MergeOptions,
+    on_event: &(dyn Fn(&str, &Event) + Sync),
+) -> Result<MergeReport, MergeError> {
+    integrate_with(repo, run_id, opts, None, on_event)
+}
+
+/// Integrates like [`integrate`], sending conflicting packets back to the run's worker
+/// command or, for runs without one, to `agent`, to resolve in their worktrees and re-enter
+/// the queue (at most `opts.resolve_rounds` times each).
+pub fn integrate_with(
+    repo: &RepoInfo,
+    run_id: &str,
+    opts: &MergeOptions,
+    agent: Option<&dyn Worker>,
     on_event: &(dyn Fn(&str, &Event) + Sync),
 ) -> Result<MergeReport, MergeError> {
     let dir = engine::run_dir(&repo.common_dir, run_id);
@@ -153,6 +176,13 @@ pub fn integrate(
     let mut retries = 0usize;
     let log_root = dir.join("merge");
     let mut attempt = 0usize;
+    let conflict_worker = match (&run.worker_cmd, agent) {
+        (Some(cmd), _) => Some(ConflictWorker::Command(cmd.as_str())),
+        (None, Some(w)) => Some(ConflictWorker::Agent(w)),
+        (None, None) => None,
+    };
+    let mut rounds: HashMap<String, u32> = HashMap::new();
+    let stop = AtomicBool::new(false);
     while !queue.is_empty() {
         // Take up to `size` packets whose dependencies are all integrated (or not in the run's
         // succeeded set at all: those were never candidates); send back dependents of packets
@@ -190,7 +220,7 @@ pub fn integrate(
         let mut candidate = tip.clone();
         let mut merged: Vec<Item> = Vec::new();
         let mut postponed: Vec<Item> = Vec::new();
-        for item in batch {
+        for mut item in batch {
             match merge_tree(&git, &candidate, &item.commit)? {
                 MergeTree::Clean { tree } => {
                     let msg = format!("Merge packet {} into {branch}", item.id);
@@ -202,7 +232,47 @@ pub fn integrate(
                         packet: item.id.clone(),
                         paths: paths.clone(),
                     })?;
-                    let reason = format!("conflicts with {branch} in {}", paths.join(", "));
+                    let mut reason = format!("conflicts with {branch} in {}", paths.join(", "));
+                    let round = rounds.entry(item.id.clone()).or_insert(0);
+                    let rec = records.iter().find(|r| r.id == item.id);
+                    let packet = plan.packets.iter().find(|p| p.id == item.id);
+                    if let (Some(worker), Some(rec), Some(packet), true) =
+                        (conflict_worker, rec, packet, opts.resolve_rounds > 0)
+                    {
+                        if *round < opts.resolve_rounds {
+                            *round += 1;
+                            let r = Resolution {
+                                run: run_id,
+                                objective: &run.objective,
+                                record: rec,
+                                packet,
+                                integration: &branch,
+                                onto: &tip,
+                                paths: &paths,
+                                dir: &dir.join(&item.id),
+                                round: *round,
+                                stop: &stop,
+                                timeout: opts.timeout,
+                                revalidate: true,
+                                journal: &|e| journal.record(e),
+                            };
+                            match resolve_conflicts(&r, worker) {
+                                Ok(commit) => {
+                                    // Back into the queue with the resolved commit.
+                                    item.commit = commit;
+                                    postponed.push(item);
+                                    continue;
+                                }
+                                Err(ResolveError::Store(e)) => return Err(e.into()),
+                                Err(e) => reason = format!("{reason}; {e}"),
+                            }
+                        } else {
+                            reason = format!(
+                                "{reason}; still conflicting after {round} resolution round{}",
+                                if *round == 1 { "" } else { "s" }
+                            );
+                        }
+                    }
                     journal.record(Event::PacketSentBack {
                         packet: item.id.clone(),
                         reason: reason.clone(),

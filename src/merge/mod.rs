@@ -11,10 +11,17 @@
 
 mod coordinator;
 mod report;
+mod resolve;
 mod tree;
 
-pub use coordinator::{DEFAULT_MAX_BATCH, MergeOptions, integrate, integration_branch};
+pub use coordinator::{
+    DEFAULT_MAX_BATCH, DEFAULT_RESOLVE_ROUNDS, MergeOptions, integrate, integrate_with,
+    integration_branch,
+};
 pub use report::{Batch, MergeReport, SentBack};
+pub use resolve::{
+    ConflictWorker, Resolution, ResolveError, fixes_text, resolve as resolve_conflicts,
+};
 pub use tree::{MergeTree, commit_merge, merge_tree, predict};
 
 use crate::engine::LockError;

@@ -1,34 +1,17 @@
-//! Handling of a packet the merge coordinator sent back for conflicts: merge the integration
-//! branch into the packet's branch in its worktree, let the packet's agent resolve the
-//! conflict markers, commit on its behalf, and record the new commit so the next merge picks
-//! it up.
+//! Handling of a packet the merge coordinator sent back for conflicts during `start`: the
+//! shared resolution of [`crate::merge::resolve`] with the packet's agent as the worker.
 
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use crate::engine::{Worker, WorkerJob};
-use crate::git::commit::Trailers;
-use crate::git::{self, Git};
+use crate::engine::Worker;
+use crate::merge::{self, ConflictWorker, ResolveError};
 use crate::plan::Packet;
-use crate::store::{Event, PacketRecord, Store};
+use crate::store::{PacketRecord, Store};
 
 /// Why a conflict was not resolved.
-#[derive(Debug, thiserror::Error)]
-pub enum ConflictError {
-    #[error("packet `{packet}`: its worktree {path} is gone; resolve on branch {branch} by hand")]
-    NoWorktree {
-        packet: String,
-        path: String,
-        branch: String,
-    },
-    #[error("packet `{packet}`: {message}")]
-    Git { packet: String, message: String },
-    #[error("packet `{packet}`: the agent did not resolve the conflicts: {reason}")]
-    Unresolved { packet: String, reason: String },
-    #[error(transparent)]
-    Store(#[from] crate::store::StoreError),
-}
+pub type ConflictError = ResolveError;
 
 /// What one resolution needs.
 pub struct Resolution<'a> {
@@ -39,132 +22,35 @@ pub struct Resolution<'a> {
     pub packet: &'a Packet,
     pub integration: &'a str,
     pub paths: &'a [String],
-    pub log: &'a Path,
+    /// The directory the resolution's notes and transcript go to.
+    pub dir: &'a Path,
+    pub round: u32,
     pub stop: &'a AtomicBool,
     pub timeout: Duration,
 }
 
 /// Resolves one conflicted packet with `worker`; returns the packet's new commit.
 pub fn resolve(r: &Resolution<'_>, worker: &dyn Worker) -> Result<String, ConflictError> {
-    let id = &r.packet.id;
-    let wt = Path::new(&r.record.worktree);
-    if !wt.exists() || r.record.removed {
-        return Err(ConflictError::NoWorktree {
-            packet: id.clone(),
-            path: r.record.worktree.clone(),
-            branch: r.record.branch.clone(),
-        });
-    }
-    let g = Git::new(wt);
-    let gerr = |e: git::GitError| ConflictError::Git {
-        packet: id.clone(),
-        message: e.to_string(),
+    let onto = format!("refs/heads/{}", r.integration);
+    let journal = |event| -> Result<(), crate::store::StoreError> {
+        Store::open(r.common_dir)?.record(r.run, &event).map(|_| ())
     };
-    // A resumed resolution finds the merge already under way.
-    let merging = g
-        .succeeds(["rev-parse", "-q", "--verify", "MERGE_HEAD"])
-        .map_err(gerr)?;
-    if !merging {
-        let spec = format!("refs/heads/{}", r.integration);
-        let status = g
-            .command(["merge", "--no-ff", "--no-commit", spec.as_str()])
-            .output()
-            .map_err(|e| ConflictError::Git {
-                packet: id.clone(),
-                message: format!("git merge: {e}"),
-            })?;
-        if status.status.code() == Some(0) {
-            // It merges cleanly now (the integration branch changed): just commit.
-            return commit(r, wt);
-        }
-    }
-    let mut task = r.packet.clone();
-    task.description = format!(
-        "Resolve the merge conflicts in {}: the integration branch changed these files too. \
-         Keep the intent of both sides and remove every conflict marker (<<<<<<<, =======, >>>>>>>).\n\n\
-         The packet's original task:\n{}",
-        r.paths.join(", "),
-        r.packet.description
-    );
-    for p in r.paths {
-        if !task.files.contains(p) {
-            task.files.push(p.clone());
-        }
-    }
-    let report = worker.work(&WorkerJob {
-        run: r.run,
-        objective: r.objective,
-        packet: &task,
-        worktree: wt,
-        log: r.log,
-        stop: r.stop,
-        timeout: r.timeout,
-        // The resolution runs outside the engine's packet pipeline, so its agent events stay in
-        // the transcript log rather than the run store.
-        journal: &|_| {},
-        fixes: None,
-    });
-    if !report.success {
-        return Err(ConflictError::Unresolved {
-            packet: id.clone(),
-            reason: report.summary,
-        });
-    }
-    for p in r.paths {
-        let text = fs_err::read_to_string(wt.join(p)).unwrap_or_default();
-        if text
-            .lines()
-            .any(|l| l.starts_with("<<<<<<<") || l.starts_with(">>>>>>>"))
-        {
-            return Err(ConflictError::Unresolved {
-                packet: id.clone(),
-                reason: format!("{p} still has conflict markers"),
-            });
-        }
-    }
-    commit(r, wt)
-}
-
-fn commit(r: &Resolution<'_>, wt: &Path) -> Result<String, ConflictError> {
-    let id = &r.packet.id;
-    let msg = git::commit::message(
-        &format!("Merge {} into {id} and resolve conflicts", r.integration),
-        &Trailers {
+    merge::resolve_conflicts(
+        &merge::Resolution {
             run: r.run,
-            packet: id,
-            role: &r.packet.role,
+            objective: r.objective,
+            record: r.record,
+            packet: r.packet,
+            integration: r.integration,
+            onto: &onto,
+            paths: r.paths,
+            dir: r.dir,
+            round: r.round,
+            stop: r.stop,
+            timeout: r.timeout,
+            revalidate: false,
+            journal: &journal,
         },
-    );
-    let commit = match git::commit::commit_all(wt, &msg).map_err(|e| ConflictError::Git {
-        packet: id.clone(),
-        message: e.to_string(),
-    })? {
-        Some(c) => c,
-        // Committed before a crash but not recorded: the branch tip is the resolution, if it
-        // moved past the recorded commit.
-        None => {
-            let head = Git::new(wt)
-                .run(["rev-parse", "HEAD"])
-                .map_err(|e| ConflictError::Git {
-                    packet: id.clone(),
-                    message: e.to_string(),
-                })?;
-            if r.record.commit.as_deref() == Some(head.trim()) {
-                return Err(ConflictError::Unresolved {
-                    packet: id.clone(),
-                    reason: "nothing to commit after the merge".into(),
-                });
-            }
-            head.trim().to_string()
-        }
-    };
-    let mut store = Store::open(r.common_dir)?;
-    store.record(
-        r.run,
-        &Event::PacketSucceeded {
-            packet: id.clone(),
-            commit: commit.clone(),
-        },
-    )?;
-    Ok(commit)
+        ConflictWorker::Agent(worker),
+    )
 }

@@ -104,6 +104,8 @@ impl Ctx<'_> {
         let opts = MergeOptions {
             target: self.req.target.clone(),
             timeout: self.req.timeout,
+            // Conflicts are resolved below, by the packet's agent, between merge rounds.
+            resolve_rounds: 0,
             ..Default::default()
         };
         let on_event = |run: &str, e: &Event| {
@@ -120,7 +122,7 @@ impl Ctx<'_> {
         })?;
         let worker = StartWorker::new(self.models.clone(), self.req.answer_wait);
         let mut last = None;
-        for _ in 0..MAX_MERGE_ROUNDS {
+        for round in 0..MAX_MERGE_ROUNDS {
             let report = merge::integrate(self.repo, &self.run, &opts, &on_event)?;
             let conflicted: Vec<_> = report
                 .sent_back
@@ -146,9 +148,9 @@ impl Ctx<'_> {
                     s.packet,
                     s.conflicts.join(", ")
                 ));
-                let log = engine::run_dir(&self.repo.common_dir, &self.run)
+                let dir = engine::run_dir(&self.repo.common_dir, &self.run)
                     .join("logs")
-                    .join(format!("{}-resolve.log", s.packet));
+                    .join(format!("{}-resolve", s.packet));
                 match conflicts::resolve(
                     &Resolution {
                         common_dir: &self.repo.common_dir,
@@ -158,7 +160,8 @@ impl Ctx<'_> {
                         packet,
                         integration: &report.integration,
                         paths: &s.conflicts,
-                        log: &log,
+                        dir: &dir,
+                        round: round as u32 + 1,
                         stop: self.stop,
                         timeout: self.req.timeout,
                     },

@@ -194,24 +194,120 @@ fn a_failing_packet_is_bisected_out_without_evicting_others() {
 }
 
 #[test]
-fn conflicting_packet_is_sent_back_with_its_paths() {
+fn conflicting_packet_is_sent_back_with_its_paths_when_its_worker_cannot_resolve() {
     let repo = TestRepo::new();
     let body = format!(
-        "objective = \"Conflict\"\n\n{}{}",
+        "objective = \"Conflict\"\n\n{}{}{}",
         packet("pa", "\"README.md\"", "", ""),
         packet("pb", "\"README.md\"", "", ""),
+        packet("pc", "\"out-pc.txt\"", "", "\"test -f out-pc.txt\""),
     );
     let plan = plan(&repo, &body);
-    let worker = r#"echo "$ORCHESTRA_PACKET was here" > README.md"#;
+    // A conflict round (ORCHESTRA_FIXES_FILE set) fails: the worker cannot resolve.
+    let worker = r#"if [ -n "$ORCHESTRA_FIXES_FILE" ]; then echo cannot resolve; exit 3; fi; if [ "$ORCHESTRA_PACKET" = pc ]; then echo pc > out-pc.txt; else echo "$ORCHESTRA_PACKET was here" > README.md; fi"#;
     let before_main = repo.git(&["rev-parse", "main"]);
     let out = run_with(&repo, &plan, worker, &["--merge"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let all = text(&out);
     assert!(all.contains("[pb] CONFLICTS in README.md"), "{all}");
     assert!(all.contains("sent back: pb"), "{all}");
-    // pa went in; main advanced to the integration tip holding pa's README.
+    // pa and pc went in; main advanced to the integration tip holding pa's README.
     assert_ne!(repo.git(&["rev-parse", "main"]), before_main);
     assert_eq!(repo.git(&["show", "main:README.md"]), "pa was here");
+    assert_eq!(repo.git(&["show", "main:out-pc.txt"]), "pc");
+    // The reason names the paths and the failed resolution; the packet's work is intact.
+    let run = run_id(&repo);
+    let status = orchestra(&repo.path, &["status", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    let pb = v["packets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["id"] == "pb")
+        .unwrap()
+        .clone();
+    let reason = pb["reason"].as_str().unwrap_or_default().to_string();
+    assert!(reason.contains("README.md"), "{pb}");
+    assert!(reason.contains("did not resolve"), "{pb}");
+    let branch = format!("orchestra/{run}/pb");
+    assert_eq!(
+        repo.git(&["show", &format!("{branch}:README.md")]),
+        "pb was here"
+    );
+    let pb_wt = PathBuf::from(pb["worktree"].as_str().unwrap());
+    // The aborted merge left the worktree on the packet's own commit, clean, no merge pending.
+    assert_eq!(git(&pb_wt, &["status", "--porcelain"]), "");
+    assert_eq!(
+        git(&pb_wt, &["rev-parse", "HEAD"]),
+        repo.git(&["rev-parse", &branch])
+    );
+    assert!(!pb_wt.join(".git").is_dir());
+    let merging = std::process::Command::new("git")
+        .args(["rev-parse", "-q", "--verify", "MERGE_HEAD"])
+        .current_dir(&pb_wt)
+        .output()
+        .unwrap();
+    assert!(!merging.status.success());
+}
+
+#[test]
+fn conflicting_packet_goes_back_to_its_worker_and_re_enters_the_queue() {
+    let repo = TestRepo::new();
+    let body = format!(
+        "objective = \"Conflict\"\n\n{}{}",
+        packet(
+            "pa",
+            "\"README.md\"",
+            "",
+            "\"grep -q 'pa was here' README.md\""
+        ),
+        packet(
+            "pb",
+            "\"README.md\"",
+            "",
+            "\"grep -q 'pb was here' README.md\""
+        ),
+    );
+    let plan = plan(&repo, &body);
+    // In a conflict round the worker takes both sides: it drops the marker lines.
+    let worker = r#"if [ -n "$ORCHESTRA_FIXES_FILE" ]; then grep -q README.md "$ORCHESTRA_FIXES_FILE" && sed -i -e '/^<<<<<<< /d' -e '/^=======$/d' -e '/^>>>>>>> /d' README.md; else echo "$ORCHESTRA_PACKET was here" > README.md; fi"#;
+    let before_main = repo.git(&["rev-parse", "main"]);
+    let out = run_with(&repo, &plan, worker, &["--merge"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let all = text(&out);
+    assert!(all.contains("[pb] CONFLICTS in README.md"), "{all}");
+    assert!(!all.contains("sent back: pb"), "{all}");
+    let main = repo.git(&["rev-parse", "main"]);
+    assert_ne!(main, before_main);
+    let readme = repo.git(&["show", "main:README.md"]);
+    assert!(
+        readme.contains("pa was here") && readme.contains("pb was here"),
+        "{readme}"
+    );
+    assert!(!readme.contains("<<<<<<<"), "{readme}");
+    // The resolution is the engine's commit, with trailers, on the packet's branch.
+    let run = run_id(&repo);
+    let branch = format!("orchestra/{run}/pb");
+    let msg = repo.git(&["log", "-1", "--format=%B", &branch]);
+    assert!(msg.contains("resolve conflicts"), "{msg}");
+    assert!(msg.contains(&format!("Orchestra-Run: {run}")), "{msg}");
+    assert!(
+        repo.git(&["merge-base", "--is-ancestor", &branch, "main"])
+            .is_empty()
+    );
+    // Each step is journaled: the conflict, the resolving worker, the re-validation, the
+    // validation of the merged tree with both packets' commands.
+    let store = git_orchestra::store::Store::open(&repo.path.join(".git")).unwrap();
+    let ev = serde_json::to_string(&store.events(&run, 0).unwrap()).unwrap();
+    for kind in [
+        "packet_conflicted",
+        "worker_started",
+        "validation_finished",
+        "packet_integrated",
+    ] {
+        assert!(ev.contains(kind), "{kind} missing: {ev}");
+    }
+    assert!(ev.contains("grep -q 'pb was here' README.md"), "{ev}");
 }
 
 #[test]

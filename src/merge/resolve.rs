@@ -1,0 +1,388 @@
+//! Resolution of a packet the merge sent back for conflicts, in the packet's own worktree:
+//! merge the integration tip into the packet's branch leaving conflict markers, let the
+//! packet's worker resolve them, commit with the engine's trailers, then re-check the packet's
+//! scope and validation so the new commit can re-enter the merge queue.
+//!
+//! The worker is whatever the run has: an external command (re-run in the worktree with
+//! `ORCHESTRA_FIXES_FILE` naming a Markdown file that lists the conflicting paths) or an
+//! in-process [`Worker`] such as our agents. A failed attempt aborts the merge, so the packet's
+//! own commits are never lost.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use crate::engine::process::{self, Spec};
+use crate::engine::{Worker, WorkerJob};
+use crate::git::commit::{self, Trailers};
+use crate::git::{self, Git};
+use crate::plan::Packet;
+use crate::store::{Event, PacketRecord, StoreError};
+
+/// Why a conflict was not resolved; the packet stays sent back with this reason.
+#[derive(Debug, thiserror::Error)]
+pub enum ResolveError {
+    #[error("packet `{packet}`: its worktree {path} is gone; resolve on branch {branch} by hand")]
+    NoWorktree {
+        packet: String,
+        path: String,
+        branch: String,
+    },
+    #[error(
+        "packet `{packet}`: its worktree {path} has uncommitted changes; commit or discard them and merge again"
+    )]
+    Dirty { packet: String, path: String },
+    #[error("packet `{packet}`: {message}")]
+    Git { packet: String, message: String },
+    #[error("packet `{packet}`: the worker did not resolve the conflicts: {reason}")]
+    Unresolved { packet: String, reason: String },
+    #[error("packet `{packet}`: the resolution was committed as {commit} but {reason}")]
+    Rejected {
+        packet: String,
+        commit: String,
+        reason: String,
+    },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Who resolves the conflicts.
+#[derive(Clone, Copy)]
+pub enum ConflictWorker<'a> {
+    /// An external command, run with `sh -c` in the packet's worktree.
+    Command(&'a str),
+    /// An in-process worker (our agents).
+    Agent(&'a dyn Worker),
+}
+
+/// What one resolution needs.
+pub struct Resolution<'a> {
+    pub run: &'a str,
+    pub objective: &'a str,
+    pub record: &'a PacketRecord,
+    pub packet: &'a Packet,
+    /// The integration branch's name, for messages.
+    pub integration: &'a str,
+    /// The commit (or ref) the packet must merge in: the confirmed integration tip.
+    pub onto: &'a str,
+    pub paths: &'a [String],
+    /// Where the fixes file and the logs go.
+    pub dir: &'a Path,
+    /// The round, from 1; names the fixes file and logs.
+    pub round: u32,
+    pub stop: &'a AtomicBool,
+    pub timeout: Duration,
+    /// Re-run the packet's scope check and validation commands on the resolution.
+    pub revalidate: bool,
+    /// Journals one event of the resolution durably.
+    pub journal: &'a dyn Fn(Event) -> Result<(), StoreError>,
+}
+
+/// Resolves one conflicted packet with `worker`; returns the packet's new, journaled commit.
+pub fn resolve(r: &Resolution<'_>, worker: ConflictWorker<'_>) -> Result<String, ResolveError> {
+    let id = &r.packet.id;
+    let wt = PathBuf::from(&r.record.worktree);
+    if !wt.exists() || r.record.removed {
+        return Err(ResolveError::NoWorktree {
+            packet: id.clone(),
+            path: r.record.worktree.clone(),
+            branch: r.record.branch.clone(),
+        });
+    }
+    let g = Git::new(&wt);
+    let gerr = |e: git::GitError| ResolveError::Git {
+        packet: id.clone(),
+        message: e.to_string(),
+    };
+    // A resumed resolution finds the merge already under way.
+    let merging = g
+        .succeeds(["rev-parse", "-q", "--verify", "MERGE_HEAD"])
+        .map_err(gerr)?;
+    if !merging {
+        if !g.run(["status", "--porcelain"]).map_err(gerr)?.is_empty() {
+            return Err(ResolveError::Dirty {
+                packet: id.clone(),
+                path: r.record.worktree.clone(),
+            });
+        }
+        let out = g
+            .command(["merge", "--no-ff", "--no-commit", r.onto])
+            .output()
+            .map_err(|e| ResolveError::Git {
+                packet: id.clone(),
+                message: format!("git merge: {e}"),
+            })?;
+        if out.status.code() == Some(0) {
+            // It merges cleanly now (the integration branch changed): just commit.
+            return finish(r, &wt);
+        }
+    }
+    let outcome = run_worker(r, &wt, worker).and_then(|()| markers_left(r, &wt));
+    if let Err(e) = outcome {
+        // Never lose work: the packet's branch goes back to its own commits.
+        let _ = g.run(["merge", "--abort"]);
+        return Err(e);
+    }
+    finish(r, &wt)
+}
+
+/// Returns the Markdown the worker reads in a conflict round.
+pub fn fixes_text(r: &Resolution<'_>) -> String {
+    let mut s = format!(
+        "# Resolve the merge conflicts\n\n{} changed these files too; `{}` merged it into this \
+         worktree and left conflict markers in them:\n\n",
+        r.integration, r.packet.id
+    );
+    for p in r.paths {
+        s.push_str(&format!("- `{p}`\n"));
+    }
+    s.push_str(
+        "\nKeep the intent of both sides and remove every conflict marker \
+         (`<<<<<<<`, `=======`, `>>>>>>>`). Do not commit: the engine commits.\n",
+    );
+    s
+}
+
+fn run_worker(
+    r: &Resolution<'_>,
+    wt: &Path,
+    worker: ConflictWorker<'_>,
+) -> Result<(), ResolveError> {
+    let id = &r.packet.id;
+    let fixes = fixes_text(r);
+    let file = r.dir.join(format!("conflicts-{}.md", r.round));
+    let log = r.dir.join(format!("resolve-{}.log", r.round));
+    let io = |e: std::io::Error| ResolveError::Unresolved {
+        packet: id.clone(),
+        reason: format!("cannot write {}: {e}", file.display()),
+    };
+    fs_err::create_dir_all(r.dir).map_err(io)?;
+    fs_err::write(&file, &fixes).map_err(io)?;
+    let label = match worker {
+        ConflictWorker::Command(c) => c.to_string(),
+        ConflictWorker::Agent(w) => w.label(r.packet),
+    };
+    (r.journal)(Event::WorkerStarted {
+        packet: id.clone(),
+        command: label,
+        log: log.to_string_lossy().into_owned(),
+    })?;
+    let started = std::time::Instant::now();
+    let (ok, exit_code, timed_out, tail) = match worker {
+        ConflictWorker::Command(command) => {
+            let out = run_command(r, command, wt, &file, &log)?;
+            (out.success(), out.exit_code, out.timed_out, out.tail)
+        }
+        ConflictWorker::Agent(w) => {
+            let mut task = r.packet.clone();
+            task.description = format!(
+                "Resolve the merge conflicts in {}: the integration branch changed these files \
+                 too. Keep the intent of both sides and remove every conflict marker \
+                 (<<<<<<<, =======, >>>>>>>).\n\nThe packet's original task:\n{}",
+                r.paths.join(", "),
+                r.packet.description
+            );
+            for p in r.paths {
+                if !task.files.contains(p) {
+                    task.files.push(p.clone());
+                }
+            }
+            let report = w.work(&WorkerJob {
+                run: r.run,
+                objective: r.objective,
+                packet: &task,
+                worktree: wt,
+                log: &log,
+                stop: r.stop,
+                timeout: r.timeout,
+                // The agent's own events stay in its transcript log.
+                journal: &|_| {},
+                // The task itself is the conflict list; this is not a review's fix round.
+                fixes: None,
+            });
+            let code = if report.success { 0 } else { 1 };
+            (report.success, Some(code), false, report.summary)
+        }
+    };
+    (r.journal)(Event::WorkerFinished {
+        packet: id.clone(),
+        exit_code,
+        duration_ms: started.elapsed().as_millis() as u64,
+        timed_out,
+        tail: tail.clone(),
+    })?;
+    if !ok {
+        return Err(ResolveError::Unresolved {
+            packet: id.clone(),
+            reason: format!("it failed (log {}): {}", log.display(), tail.trim()),
+        });
+    }
+    Ok(())
+}
+
+fn markers_left(r: &Resolution<'_>, wt: &Path) -> Result<(), ResolveError> {
+    let left: Vec<&String> = r
+        .paths
+        .iter()
+        .filter(|p| {
+            fs_err::read_to_string(wt.join(p))
+                .unwrap_or_default()
+                .lines()
+                .any(|l| l.starts_with("<<<<<<<") || l.starts_with(">>>>>>>"))
+        })
+        .collect();
+    if left.is_empty() {
+        return Ok(());
+    }
+    Err(ResolveError::Unresolved {
+        packet: r.packet.id.clone(),
+        reason: format!(
+            "conflict markers remain in {}",
+            left.iter()
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    })
+}
+
+fn run_command(
+    r: &Resolution<'_>,
+    command: &str,
+    wt: &Path,
+    fixes: &Path,
+    log: &Path,
+) -> Result<process::Outcome, ResolveError> {
+    let mut env = vec![
+        ("ORCHESTRA_RUN".to_string(), r.run.to_string()),
+        ("ORCHESTRA_PACKET".to_string(), r.packet.id.clone()),
+        (
+            "ORCHESTRA_WORKTREE".to_string(),
+            wt.to_string_lossy().into_owned(),
+        ),
+        ("ORCHESTRA_CONFLICTS".to_string(), r.paths.join("\n")),
+    ];
+    if !fixes.as_os_str().is_empty() {
+        env.push((
+            "ORCHESTRA_FIXES_FILE".to_string(),
+            fixes.to_string_lossy().into_owned(),
+        ));
+    }
+    let packet_file = r.dir.join("packet.json");
+    if packet_file.exists() {
+        env.push((
+            "ORCHESTRA_PACKET_FILE".to_string(),
+            packet_file.to_string_lossy().into_owned(),
+        ));
+    }
+    let spec = Spec {
+        command,
+        dir: wt,
+        env: &env,
+        log,
+        timeout: r.timeout,
+    };
+    let out = process::run(&spec, r.stop, &mut |_| {}).map_err(|e| ResolveError::Unresolved {
+        packet: r.packet.id.clone(),
+        reason: e.to_string(),
+    })?;
+    if out.interrupted {
+        return Err(ResolveError::Unresolved {
+            packet: r.packet.id.clone(),
+            reason: "interrupted".into(),
+        });
+    }
+    Ok(out)
+}
+
+/// Commits the resolution with trailers, re-checks it when asked, and journals it.
+fn finish(r: &Resolution<'_>, wt: &Path) -> Result<String, ResolveError> {
+    let id = &r.packet.id;
+    let gerr = |e: git::GitError| ResolveError::Git {
+        packet: id.clone(),
+        message: e.to_string(),
+    };
+    let msg = commit::message(
+        &format!("Merge {} into {id} and resolve conflicts", r.integration),
+        &Trailers {
+            run: r.run,
+            packet: id,
+            role: &r.packet.role,
+        },
+    );
+    let new = match commit::commit_all(wt, &msg).map_err(|e| {
+        let _ = Git::new(wt).run(["merge", "--abort"]);
+        gerr(e)
+    })? {
+        Some(c) => c,
+        // Committed before a crash but not recorded: the branch tip is the resolution, if it
+        // moved past the recorded commit.
+        None => {
+            let head = Git::new(wt).run(["rev-parse", "HEAD"]).map_err(gerr)?;
+            if r.record.commit.as_deref() == Some(head.trim()) {
+                return Err(ResolveError::Unresolved {
+                    packet: id.clone(),
+                    reason: "nothing to commit after the merge".into(),
+                });
+            }
+            head.trim().to_string()
+        }
+    };
+    if r.revalidate {
+        revalidate(r, wt, &new)?;
+    }
+    (r.journal)(Event::PacketSucceeded {
+        packet: id.clone(),
+        commit: new.clone(),
+    })?;
+    Ok(new)
+}
+
+/// Checks the packet's scope against its changes relative to the integration tip, then runs
+/// its validation commands in the worktree.
+fn revalidate(r: &Resolution<'_>, wt: &Path, new: &str) -> Result<(), ResolveError> {
+    let id = &r.packet.id;
+    let rejected = |reason: String| ResolveError::Rejected {
+        packet: id.clone(),
+        commit: new.chars().take(12).collect(),
+        reason,
+    };
+    let changed = commit::changed_paths(wt, r.onto, new).map_err(|e| ResolveError::Git {
+        packet: id.clone(),
+        message: e.to_string(),
+    })?;
+    let scope = r
+        .packet
+        .scope()
+        .map_err(|e| rejected(format!("its file scope is invalid: {e}")))?;
+    let outside = scope.violations(changed.iter().map(String::as_str));
+    if !outside.is_empty() {
+        return Err(rejected(format!(
+            "it changes files outside the packet's declared scope: {}",
+            outside.join(", ")
+        )));
+    }
+    let none = PathBuf::new();
+    for (n, command) in r.packet.validation.iter().enumerate() {
+        let log = r
+            .dir
+            .join(format!("resolve-{}-validate-{}.log", r.round, n + 1));
+        let out = run_command(r, command, wt, &none, &log)?;
+        (r.journal)(Event::ValidationFinished {
+            packet: id.clone(),
+            command: command.clone(),
+            exit_code: out.exit_code,
+            duration_ms: out.duration.as_millis() as u64,
+            timed_out: out.timed_out,
+            tail: out.tail.clone(),
+        })?;
+        if !out.success() {
+            return Err(rejected(format!(
+                "validation `{command}` failed ({}); log {}",
+                out.describe(r.timeout),
+                log.display()
+            )));
+        }
+    }
+    Ok(())
+}
