@@ -16,4 +16,5 @@ mod review;
 mod sandbox;
 mod stall;
 mod summarise;
+#[path = "../support/mod.rs"]
 mod support;

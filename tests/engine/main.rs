@@ -16,5 +16,6 @@ mod review;
 mod run;
 mod run_input;
 mod start;
+#[path = "../support/mod.rs"]
 mod support;
 mod worktree;

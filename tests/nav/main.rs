@@ -16,6 +16,7 @@ mod python;
 mod render;
 mod rust;
 mod scan;
+#[path = "../support/mod.rs"]
 mod support;
 mod tools;
 

@@ -1,4 +1,5 @@
-//! Shared test harness: hermetic environment, temporary repositories, running the binary.
+//! Test harness shared by the integration binaries (tests/engine, tests/nav, tests/agent):
+//! hermetic environment, temporary repositories, running the binary.
 
 #![allow(dead_code)]
 
