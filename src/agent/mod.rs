@@ -22,4 +22,4 @@ pub use review::{ModelReviewer, REVIEWER_ROLE, parse_findings};
 pub use role::{Role, RoleError, RoleSource, Roles};
 pub use runner::{AgentSpec, Answerer, run};
 pub use state::WorkerState;
-pub use worker::{AgentWorker, SetupError};
+pub use worker::{AgentWorker, SetupError, open_transcript, task_text};

@@ -181,13 +181,28 @@ impl AgentWorker {
     }
 }
 
+/// Returns a writer for an agent's transcript at `path`, creating its directory; a transcript
+/// that cannot be written must not stop the agent, so failures give a sink.
+pub fn open_transcript(path: &std::path::Path) -> Box<dyn Write> {
+    match path
+        .parent()
+        .map(fs_err::create_dir_all)
+        .transpose()
+        .and_then(|_| fs_err::File::create(path))
+    {
+        Ok(f) => Box::new(f),
+        Err(_) => Box::new(std::io::sink()),
+    }
+}
+
 /// Returns `text` with every key in `keys` replaced by a placeholder.
 fn scrub(keys: &[llm::ApiKey], text: &str) -> String {
     keys.iter().fold(text.to_string(), |t, k| k.scrub(&t))
 }
 
-/// Returns the task message for a packet.
-fn task_text(objective: &str, p: &Packet, fixes: Option<&str>) -> String {
+/// Returns the task message for a packet: title, description, objective, scope, acceptance
+/// criteria, validation commands and, in a fix round, the review's required fixes.
+pub fn task_text(objective: &str, p: &Packet, fixes: Option<&str>) -> String {
     let mut t = format!(
         "# {}\n\n{}\n\nThe run's objective: {objective}\n",
         p.title, p.description
@@ -224,16 +239,7 @@ impl Worker for AgentWorker {
     fn work(&self, job: &WorkerJob<'_>) -> WorkerReport {
         let _span = tracing::info_span!("agent", packet = %job.packet.id, role = %job.packet.role)
             .entered();
-        let mut log: Box<dyn Write> = match job
-            .log
-            .parent()
-            .map(fs_err::create_dir_all)
-            .transpose()
-            .and_then(|_| fs_err::File::create(job.log))
-        {
-            Ok(f) => Box::new(f),
-            Err(_) => Box::new(std::io::sink()),
-        };
+        let mut log = open_transcript(job.log);
         match self.run_packet(job, &mut log) {
             Ok(report) => report,
             Err(e) => WorkerReport {

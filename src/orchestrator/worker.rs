@@ -172,7 +172,7 @@ impl StartWorker {
             role: &role,
             models: wrapped.iter().map(|m| m as &dyn ChatModel).collect(),
             context_tokens: chain.first().map_or(32_000, |p| p.context_tokens),
-            task: task_text(job.objective, packet),
+            task: crate::agent::task_text(job.objective, packet, job.fixes),
             root: &root,
             packet_files: Some(packet.files.clone()),
             registry: &registry,
@@ -248,32 +248,6 @@ impl StartWorker {
     }
 }
 
-/// Returns the task message for a packet.
-pub fn task_text(objective: &str, p: &Packet) -> String {
-    let mut t = format!(
-        "# {}\n\n{}\n\nThe run's objective: {objective}\n\nFiles you may change: {}\n",
-        p.title,
-        p.description,
-        p.files.join(", ")
-    );
-    if !p.acceptance.is_empty() {
-        t.push_str(&format!(
-            "\nAcceptance criteria:\n- {}\n",
-            p.acceptance.join("\n- ")
-        ));
-    }
-    if !p.validation.is_empty() {
-        t.push_str(&format!(
-            "\nAfter you complete, these commands must pass:\n- {}\n",
-            p.validation.join("\n- ")
-        ));
-    }
-    t.push_str(
-        "\nThe engine commits your changes when you call `complete`; do not commit yourself.\n",
-    );
-    t
-}
-
 impl Worker for StartWorker {
     fn label(&self, packet: &Packet) -> String {
         format!("agent:{}", packet.role)
@@ -282,16 +256,7 @@ impl Worker for StartWorker {
     fn work(&self, job: &WorkerJob<'_>) -> WorkerReport {
         let _span = tracing::info_span!("agent", packet = %job.packet.id, role = %job.packet.role)
             .entered();
-        let mut log: Box<dyn Write> = match job
-            .log
-            .parent()
-            .map(fs_err::create_dir_all)
-            .transpose()
-            .and_then(|_| fs_err::File::create(job.log))
-        {
-            Ok(f) => Box::new(f),
-            Err(_) => Box::new(std::io::sink()),
-        };
+        let mut log = crate::agent::open_transcript(job.log);
         match self.run_packet(job, &mut log) {
             Ok(report) => report,
             Err(summary) => WorkerReport {
