@@ -56,6 +56,22 @@ fn three_packet_plan(repo: &TestRepo) -> PathBuf {
     write_plan(repo, "plan.toml", &body)
 }
 
+/// Runs `plan` in `repo` with `worker`, worktrees under the repository's scratch `wt` directory.
+fn run_plan(repo: &TestRepo, plan: &Path, worker: &str) -> std::process::Output {
+    let root = repo.scratch().join("wt");
+    orchestra(
+        &repo.path,
+        &[
+            "run",
+            plan.to_str().unwrap(),
+            "--worker-cmd",
+            worker,
+            "--worktree-root",
+            root.to_str().unwrap(),
+        ],
+    )
+}
+
 fn run_args<'a>(plan: &'a str, root: &'a str) -> Vec<&'a str> {
     vec!["run", plan, "--worker-cmd", WORKER, "--worktree-root", root]
 }
@@ -163,20 +179,9 @@ fn changes_outside_the_declared_scope_fail_the_packet_and_skip_dependents() {
         packet("p3-c", "\"out-p3-c.txt\"", "\"p1-a\"", ""),
     );
     let plan = write_plan(&repo, "plan.toml", &body);
-    let root = repo.scratch().join("wt");
     // p1-a also touches README.md, outside its scope.
     let worker = r#"echo x > "out-$ORCHESTRA_PACKET.txt"; if [ "$ORCHESTRA_PACKET" = p1-a ]; then echo changed >> README.md; fi"#;
-    let out = orchestra(
-        &repo.path,
-        &[
-            "run",
-            plan.to_str().unwrap(),
-            "--worker-cmd",
-            worker,
-            "--worktree-root",
-            root.to_str().unwrap(),
-        ],
-    );
+    let out = run_plan(&repo, &plan, worker);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let v = status_json(&repo.path);
     assert_eq!(v["run"]["state"], "failed");
@@ -211,19 +216,8 @@ fn failing_worker_and_failing_validation_are_reported_with_their_output() {
         ),
     );
     let plan = write_plan(&repo, "plan.toml", &body);
-    let root = repo.scratch().join("wt");
     let worker = r#"echo x > "out-$ORCHESTRA_PACKET.txt"; if [ "$ORCHESTRA_PACKET" = p1-worker ]; then echo "model quota exceeded" >&2; exit 3; fi"#;
-    let out = orchestra(
-        &repo.path,
-        &[
-            "run",
-            plan.to_str().unwrap(),
-            "--worker-cmd",
-            worker,
-            "--worktree-root",
-            root.to_str().unwrap(),
-        ],
-    );
+    let out = run_plan(&repo, &plan, worker);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let v = status_json(&repo.path);
     let r0 = v["packets"][0]["reason"].as_str().unwrap();
@@ -302,23 +296,12 @@ fn overlapping_packets_never_run_at_the_same_time_but_disjoint_ones_do() {
         packet("p3-c", "\"docs/**\"", "", ""),
     );
     let plan = write_plan(&repo, "plan.toml", &body);
-    let root = repo.scratch().join("wt");
     let log = repo.scratch().join("times.log");
     let worker = format!(
         r#"s=$(date +%s%N); sleep 0.6; e=$(date +%s%N); echo "$ORCHESTRA_PACKET $s $e" >> {}"#,
         log.display()
     );
-    let out = orchestra(
-        &repo.path,
-        &[
-            "run",
-            plan.to_str().unwrap(),
-            "--worker-cmd",
-            &worker,
-            "--worktree-root",
-            root.to_str().unwrap(),
-        ],
-    );
+    let out = run_plan(&repo, &plan, &worker);
     assert!(out.status.success(), "{}", text(&out));
     let times = intervals(&log);
     let get = |id: &str| times.iter().find(|t| t.0 == id).unwrap().clone();
@@ -665,19 +648,8 @@ fn a_packet_whose_dependencies_conflict_fails_with_the_conflicting_paths() {
         packet("p3-c", "\"out-p3-c.txt\"", "\"p1-a\", \"p2-b\"", ""),
     );
     let plan = write_plan(&repo, "plan.toml", &body);
-    let root = repo.scratch().join("wt");
     let worker = r#"echo "$ORCHESTRA_PACKET" > shared.txt; echo x > "out-$ORCHESTRA_PACKET.txt" 2>/dev/null; rm -f out-p1-a.txt out-p2-b.txt"#;
-    let out = orchestra(
-        &repo.path,
-        &[
-            "run",
-            plan.to_str().unwrap(),
-            "--worker-cmd",
-            worker,
-            "--worktree-root",
-            root.to_str().unwrap(),
-        ],
-    );
+    let out = run_plan(&repo, &plan, worker);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let v = status_json(&repo.path);
     let states = packet_states(&v);
