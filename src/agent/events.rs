@@ -75,6 +75,9 @@ pub struct AgentOutcome {
     pub symbolic_nav_calls: u64,
     /// Navigation calls through grep.
     pub textual_nav_calls: u64,
+    /// The text of the model's last answer that had any, kept for roles whose answer is the
+    /// text itself when a model forgets to call `complete`.
+    pub last_text: String,
 }
 
 impl AgentOutcome {

@@ -18,7 +18,7 @@ pub mod tools;
 mod worker;
 
 pub use events::{AgentError, AgentEvent, AgentOutcome};
-pub use review::{ModelReviewer, REVIEWER_ROLE, parse_findings};
+pub use review::{ModelReviewer, REVIEWER_ROLE, ReviewAgent, parse_findings};
 pub use role::{Role, RoleError, RoleSource, Roles};
 pub use runner::{AgentSpec, Answerer, run};
 pub use state::WorkerState;

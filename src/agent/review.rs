@@ -90,13 +90,8 @@ impl ModelReviewer {
         }
     }
 
-    /// Runs the agent once and returns the summary it completed with.
-    fn ask(
-        &self,
-        input: &ReviewInput<'_>,
-        root: &ConfinedRoot,
-        task: String,
-    ) -> Result<String, GateError> {
+    /// Connects the reviewer role's model chain and reviews `input` with it.
+    fn review_input(&self, input: &ReviewInput<'_>) -> Result<ReviewOutcome, GateError> {
         let role = self
             .roles
             .get(REVIEWER_ROLE)
@@ -109,45 +104,47 @@ impl ModelReviewer {
                 models.push(m);
             }
         }
-        let stop = AtomicBool::new(false);
-        let tmp = crate::store::state_dir(&input.repo.common_dir).join("review-tmp");
-        let spec = AgentSpec {
+        ReviewAgent {
+            name: &self.name,
             role,
+            registry: &self.registry,
             models: models.iter().map(|m| m.as_ref()).collect(),
             context_tokens: chain.first().map_or(32_000, |p| p.context_tokens),
-            task,
-            root,
-            packet_files: Some(Vec::new()),
-            registry: &self.registry,
-            stop: &stop,
             policy: self.policy,
-            price: None,
-            answer: None,
-            sandbox: self.launcher.clone().map(|launcher| Sandbox {
-                launcher,
-                tmp,
-                if_unavailable: IfUnavailable::Refuse,
-            }),
-        };
-        let mut events = |e: &AgentEvent| tracing::debug!(event = ?e, "reviewer");
-        let outcome = super::run(&spec, &mut events).map_err(|e| self.fail(e.to_string()))?;
-        match (outcome.state, outcome.summary) {
-            (WorkerState::Completed, Some(summary)) => Ok(summary),
-            (state, _) => Err(self.fail(format!(
-                "the reviewer agent ended {} without an answer: {}",
-                state.as_str(),
-                outcome.reason
-            ))),
+            launcher: self.launcher.clone(),
         }
+        .review(input)
     }
 }
 
-impl Reviewer for ModelReviewer {
-    fn name(&self) -> &str {
-        &self.name
+/// The reviewer role's agent with the models it talks to: the part of a model review that
+/// does not care where the models come from (a profile chain here, journaled replaying
+/// models under `start`).
+pub struct ReviewAgent<'a> {
+    /// The name recorded in verdicts and errors, e.g. `reviewer:openai/gpt-x`.
+    pub name: &'a str,
+    pub role: &'a super::Role,
+    /// The tools the reviewer may use (read-only ones for the built-in role).
+    pub registry: &'a Registry,
+    /// The model chain, primary first.
+    pub models: Vec<&'a dyn ChatModel>,
+    pub context_tokens: u64,
+    pub policy: RetryPolicy,
+    /// The binary that confines run_command (`None`: commands run unconfined).
+    pub launcher: Option<std::path::PathBuf>,
+}
+
+impl ReviewAgent<'_> {
+    fn fail(&self, message: impl Into<String>) -> GateError {
+        GateError::Reviewer {
+            reviewer: self.name.to_string(),
+            message: message.into(),
+        }
     }
 
-    fn review(&self, input: &ReviewInput<'_>) -> Result<ReviewOutcome, GateError> {
+    /// Reviews `input` in a scratch checkout of its tip: the agent reads the diff and the
+    /// files it needs and answers with JSON findings; an unreadable answer gets one more try.
+    pub fn review(&self, input: &ReviewInput<'_>) -> Result<ReviewOutcome, GateError> {
         let scratch = ScratchWorktree::create(input.repo, input.tip, "review")?;
         let root = ConfinedRoot::open(scratch.path())
             .map_err(|e| self.fail(format!("cannot open the review checkout: {e}")))?;
@@ -180,6 +177,58 @@ impl Reviewer for ModelReviewer {
         Err(self.fail(format!(
             "the model's answer was not the JSON asked for, twice ({last_error}); try another model for the reviewer role"
         )))
+    }
+
+    /// Runs the agent once and returns the summary it completed with.
+    fn ask(
+        &self,
+        input: &ReviewInput<'_>,
+        root: &ConfinedRoot,
+        task: String,
+    ) -> Result<String, GateError> {
+        let stop = AtomicBool::new(false);
+        let tmp = crate::store::state_dir(&input.repo.common_dir).join("review-tmp");
+        let spec = AgentSpec {
+            role: self.role,
+            models: self.models.clone(),
+            context_tokens: self.context_tokens,
+            task,
+            root,
+            packet_files: Some(Vec::new()),
+            registry: self.registry,
+            stop: &stop,
+            policy: self.policy,
+            price: None,
+            answer: None,
+            sandbox: self.launcher.clone().map(|launcher| Sandbox {
+                launcher,
+                tmp,
+                if_unavailable: IfUnavailable::Refuse,
+            }),
+        };
+        let mut events = |e: &AgentEvent| tracing::debug!(event = ?e, "reviewer");
+        let outcome = super::run(&spec, &mut events).map_err(|e| self.fail(e.to_string()))?;
+        match (outcome.state, outcome.summary) {
+            (WorkerState::Completed, Some(summary)) => Ok(summary),
+            // A model that wrote the verdict as text instead of calling `complete` still
+            // answered; the JSON parse decides whether the answer counts.
+            (_, _) if parse_findings(&outcome.last_text).is_ok() => Ok(outcome.last_text),
+            (state, _) => Err(self.fail(format!(
+                "the reviewer agent ended {} without an answer: {}",
+                state.as_str(),
+                outcome.reason
+            ))),
+        }
+    }
+}
+
+impl Reviewer for ModelReviewer {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn review(&self, input: &ReviewInput<'_>) -> Result<ReviewOutcome, GateError> {
+        self.review_input(input)
     }
 }
 

@@ -295,6 +295,9 @@ pub fn run(
             ms: started.elapsed().as_millis() as u64,
         });
         req.messages.push(resp.to_message());
+        if !resp.text.trim().is_empty() {
+            run.out.last_text.clone_from(&resp.text);
+        }
         if resp.tool_calls.is_empty() {
             if nudged {
                 return Ok(run.finish(

@@ -170,6 +170,8 @@ mod tests {
             "p3",
             "p4",
             "p3-resolve",
+            "p3-review-reject",
+            "p3-fix",
         ] {
             assert!(names.contains(&n), "{n} missing from {names:?}");
         }

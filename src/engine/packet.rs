@@ -7,7 +7,7 @@
 //! commit already made is found, and validation simply runs again.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use super::journal::Journal;
@@ -392,8 +392,12 @@ fn review_step(
         packet: packet.clone(),
     };
     let reviewers: [&dyn gate::Reviewer; 1] = [review.reviewer];
-    let verdict = gate::review(ctx.repo, start, head, Some(&packet_ref), &reviewers)
-        .map_err(|e| Halt::Fail(format!("the review could not be done: {e}")))?;
+    let verdict = match gate::review(ctx.repo, start, head, Some(&packet_ref), &reviewers) {
+        Ok(v) => v,
+        // A review cut short by a stop (a signal, a spent budget) is redone on resume.
+        Err(_) if ctx.stop.load(Ordering::SeqCst) => return Err(Halt::Interrupted),
+        Err(e) => return Err(Halt::Fail(format!("the review could not be done: {e}"))),
+    };
     record(
         ctx,
         Event::PacketReviewed {
@@ -407,9 +411,43 @@ fn review_step(
                 .filter(|f| f.severity.rejects())
                 .count(),
             round,
+            findings: blocking_lines(&verdict),
         },
     )?;
     Ok(verdict)
+}
+
+/// Most blocking findings journaled with a review, and most characters per finding.
+const JOURNALED_FINDINGS: usize = 5;
+const FINDING_CHARS: usize = 240;
+
+/// Returns one bounded line per blocking finding, for the journal and the reports.
+fn blocking_lines(verdict: &gate::Verdict) -> Vec<String> {
+    verdict
+        .findings
+        .iter()
+        .filter(|f| f.severity.rejects())
+        .take(JOURNALED_FINDINGS)
+        .map(|f| {
+            let place = f
+                .file
+                .as_deref()
+                .map_or(String::new(), |file| match f.line {
+                    Some(line) => format!(" {file}:{line}"),
+                    None => format!(" {file}"),
+                });
+            let line = format!(
+                "[{}] {}{place}: {}",
+                f.severity.as_str(),
+                f.category,
+                f.evidence.trim()
+            );
+            match line.char_indices().nth(FINDING_CHARS) {
+                Some((cut, _)) => format!("{}…", &line[..cut]),
+                None => line,
+            }
+        })
+        .collect()
 }
 
 /// Returns the review's findings as the worker's list of required fixes.

@@ -11,6 +11,7 @@ use super::driver::{Ctx, StartError};
 use super::journal::WorkflowEvent;
 use super::models::{extract_json, strings};
 use super::report::{self, Report};
+use super::review::StartReviewer;
 use super::worker::StartWorker;
 use super::workflow::WorkflowState as S;
 use crate::engine::{self, Control, RunOptions, Worker};
@@ -63,12 +64,17 @@ impl Ctx<'_> {
             // The engine stops on the user's signal or when a packet finds the budget spent.
             let halt = worker.halt.clone();
             let done = std::sync::atomic::AtomicBool::new(false);
+            let reviewer = StartReviewer::new(self.models.clone(), halt.clone());
+            let review = reviewer.as_ref().map(|r| engine::PacketReview {
+                reviewer: r,
+                max_rounds: engine::DEFAULT_FIX_ROUNDS,
+            });
             let ctl = Control {
                 stop: &halt,
                 on_event: &on_event,
                 setup: self.req.setup.clone(),
                 crash_after_events: self.req.crash_after_events,
-                review: None,
+                review: review.as_ref(),
             };
             let w: Option<&dyn Worker> = match prepared.run.worker_cmd {
                 Some(_) => None,

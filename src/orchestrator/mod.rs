@@ -20,6 +20,7 @@ mod phases;
 pub mod plan_phase;
 pub mod replay;
 pub mod report;
+pub mod review;
 pub mod worker;
 pub mod workflow;
 

@@ -83,6 +83,7 @@ pub fn build(s: &Sources<'_>) -> Report {
     let mut changed: BTreeMap<&str, Vec<String>> = BTreeMap::new();
     let mut evidence: BTreeMap<&str, Vec<Evidence>> = BTreeMap::new();
     let mut integration = Vec::new();
+    let mut packet_findings = Vec::new();
     for e in s.events {
         match &e.event {
             Event::PacketCommitted {
@@ -101,6 +102,20 @@ pub fn build(s: &Sources<'_>) -> Report {
                 exit_code: *exit_code,
                 ms: *duration_ms,
             }),
+            Event::PacketReviewed {
+                packet,
+                reviewer,
+                approved: false,
+                round,
+                findings: f,
+                ..
+            } => packet_findings.extend(f.iter().map(|x| {
+                let when = match round {
+                    0 => String::new(),
+                    r => format!(" after fix round {r}"),
+                };
+                format!("{packet} rejected by {reviewer}{when}: {x}")
+            })),
             Event::PacketConflicted { packet, paths } => integration.push(format!(
                 "{packet} conflicted with the integration branch in {}",
                 paths.join(", ")
@@ -257,7 +272,7 @@ pub fn build(s: &Sources<'_>) -> Report {
         outcome,
         state: s.state,
         packets,
-        review_findings: findings,
+        review_findings: findings.into_iter().chain(packet_findings).collect(),
         risks,
         requirements,
         assumptions,

@@ -77,6 +77,9 @@ pub enum Event {
         approved: bool,
         blocking: usize,
         round: u32,
+        /// One line per blocking finding (at most a few, each bounded), for reports.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        findings: Vec<String>,
     },
     PacketSucceeded {
         packet: String,

@@ -48,10 +48,24 @@ fn demo_runs_the_whole_flow_offline_in_under_a_minute() {
         "- executing:",
         "- integrating:",
         "Use PUNCTUATION in any new message function",
+        "p3-farewell rejected by reviewer:openai-compatible:scripted: [blocker] correctness greeter/__init__.py:1",
+        "| reviewer | openai-compatible:scripted |",
     ] {
         assert!(report.contains(needle), "missing `{needle}` in\n{report}");
     }
+    let progress = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        progress.contains(
+            "[p3-farewell] review by reviewer:openai-compatible:scripted (fix round 1): approved"
+        ),
+        "{progress}"
+    );
     let repo = dir.join("greeter");
+    // The review's required fix (export farewell) landed with the rest.
+    assert_eq!(
+        std::fs::read_to_string(repo.join("greeter/__init__.py")).unwrap(),
+        "from .core import farewell, greet\n"
+    );
     // The target branch (checked out) holds every packet's work, conflict resolved.
     assert_eq!(
         std::fs::read_to_string(repo.join("greeter/core.py")).unwrap(),
@@ -131,9 +145,12 @@ fn kill_chain(first: u64) -> (u32, u64) {
     (kills, model.requests())
 }
 
+/// Model requests of one uninterrupted demo run.
+const DEMO_REQUESTS: u64 = 25;
+
 #[test]
 fn kill_9_at_every_few_steps_then_start_again_completes_without_redoing_turns() {
-    // A clean run makes 18 model requests. Each kill may lose the turns in flight at that
+    // A clean run makes DEMO_REQUESTS model requests. Each kill may lose the turns in flight at that
     // moment (at most one per running agent), never a journaled one.
     let mut points = 0;
     for first in [1, 4] {
@@ -141,7 +158,7 @@ fn kill_9_at_every_few_steps_then_start_again_completes_without_redoing_turns() 
         points += kills;
         eprintln!("chain from {first}: {kills} kills, {requests} model requests");
         assert!(
-            requests <= 18 + 4 * u64::from(kills),
+            requests <= DEMO_REQUESTS + 4 * u64::from(kills),
             "chain from {first}: {requests} requests after {kills} kills"
         );
     }
@@ -234,7 +251,7 @@ fn an_exhausted_token_budget_stops_cleanly_keeps_the_work_and_a_larger_one_finis
     assert!(out.status.success(), "{}", text(&out));
     assert!(String::from_utf8_lossy(&out.stdout).contains("completed: all 4 packets succeeded"));
     assert!(
-        s.model.requests() - before <= 18 - 5,
+        s.model.requests() - before <= DEMO_REQUESTS - 5,
         "{} more requests",
         s.model.requests() - before
     );
