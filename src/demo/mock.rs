@@ -28,6 +28,9 @@ pub struct ScriptedReply {
     pub text: String,
     #[serde(default)]
     pub calls: Vec<ScriptedCall>,
+    /// How long the server waits before answering, to simulate a model's latency.
+    #[serde(default)]
+    pub delay_ms: u64,
 }
 
 /// One conversation: the texts that identify it and its replies, turn by turn.
@@ -132,6 +135,9 @@ pub fn answer(scripts: &[Script], body: &Value) -> Result<Value, String> {
         .replies
         .get(turn)
         .ok_or_else(|| format!("script `{}` has no reply for turn {turn}", script.name))?;
+    if reply.delay_ms > 0 {
+        std::thread::sleep(std::time::Duration::from_millis(reply.delay_ms));
+    }
     let calls: Vec<Value> = reply
         .calls
         .iter()
