@@ -38,7 +38,9 @@ fn repo(dir: &Path) {
     std::fs::create_dir_all(dir).unwrap();
     for i in 0..AGENTS {
         // Some real content, so the agents' reads and the reviews' diffs are not empty.
-        let body: String = (0..200).map(|l| format!("line {l} of file {i}\n")).collect();
+        let body: String = (0..200)
+            .map(|l| format!("line {l} of file {i}\n"))
+            .collect();
         std::fs::write(dir.join(format!("f{i:02}.txt")), body).unwrap();
     }
     git(dir, &["init", "-q", "-b", "main"]);

@@ -387,6 +387,23 @@ pub fn workflow_state(repo: &RepoInfo, run: &str) -> Option<(WorkflowState, Stri
     Some((j.workflow().ok()?.state(), objective))
 }
 
+/// Returns the `start` run whose documenting or testing phase is the engine run `run`.
+fn phase_parent(repo: &RepoInfo, run: &str) -> Option<String> {
+    StartJournal::runs(&repo.common_dir)
+        .ok()?
+        .into_iter()
+        .filter(|id| id != run)
+        .find(|id| {
+            StartJournal::open(&repo.common_dir, id)
+                .and_then(|j| j.entries())
+                .is_ok_and(|entries| {
+                    entries.iter().any(|e| {
+                        matches!(&e.event, orchestrator::WorkflowEvent::PhaseRun { run: r, .. } if r == run)
+                    })
+                })
+        })
+}
+
 /// Continues the `start` run `run` with the settings it was started with.
 pub fn resume_start(
     repo: &RepoInfo,
@@ -453,10 +470,20 @@ pub fn planning_runs(
 /// Returns the lines `status` adds for a `start` run: phase, tokens spent, and the questions
 /// agents wait on.
 pub fn status_lines(repo: &RepoInfo, run: &str) -> Vec<String> {
+    // A documenting or testing packet runs as its own engine run; its lines are its
+    // `start` run's.
+    let (run, parent) = match phase_parent(repo, run) {
+        Some(parent) => (parent.clone(), Some(parent)),
+        None => (run.to_string(), None),
+    };
+    let run = run.as_str();
     let Some((phase, _)) = workflow_state(repo, run) else {
         return Vec::new();
     };
-    let mut out = vec![format!("phase     {phase}")];
+    let mut out = vec![match parent {
+        Some(parent) => format!("phase     {phase} (of start run {parent})"),
+        None => format!("phase     {phase}"),
+    }];
     let Ok(j) = StartJournal::open(&repo.common_dir, run) else {
         return out;
     };

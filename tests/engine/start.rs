@@ -629,6 +629,85 @@ fn docs_and_tests_phases_run_as_packets_after_integration_and_are_journaled() {
 }
 
 #[test]
+fn kill_9_inside_the_documenting_and_testing_phases_then_start_again_completes() {
+    let s = Scripted::new();
+    let crash_env = |step: &str| {
+        vec![
+            ("ORCHESTRA_PROVIDER", "openai-compatible"),
+            ("ORCHESTRA_BASE_URL", s.model.url.as_str()),
+            ("ORCHESTRA_MODEL", "scripted"),
+            ("ORCHESTRA_CRASH_AFTER_STEPS", step),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect::<Vec<_>>()
+    };
+    let args = [
+        "start",
+        "--yes",
+        "--merge",
+        "--docs",
+        "--tests",
+        "--worktree-root",
+        s.root.to_str().unwrap(),
+        demo::OBJECTIVE,
+    ];
+    // Long strides through the earlier phases, then early kills of each resumed process, so
+    // that several kills hit each finishing phase.
+    let (mut step, mut killed_in) = (30u64, Vec::new());
+    let out = loop {
+        let env = crash_env(&step.to_string());
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let out = orchestra_with_env(&s.repo, &args, &env);
+        if out.status.signal() != Some(9) {
+            break out;
+        }
+        let status = String::from_utf8_lossy(&orchestra(&s.repo, &["status"]).stdout).to_string();
+        let phase = status
+            .lines()
+            .find_map(|l| l.strip_prefix("phase"))
+            .map(|p| p.split_whitespace().next().unwrap_or("").to_string())
+            .unwrap_or_default();
+        killed_in.push(phase);
+        let finishing = killed_in
+            .iter()
+            .filter(|p| ["integrating", "documenting", "testing"].contains(&p.as_str()))
+            .count() as u64;
+        // A resumed process counts its steps from zero: from integration on, kill it early, a
+        // little later each time (it spends its first steps taking the run over).
+        step = if finishing > 0 {
+            2 + finishing
+        } else {
+            step + 6
+        };
+        assert!(killed_in.len() < 80, "no progress: {killed_in:?}");
+    };
+    eprintln!("kills in phases: {killed_in:?}");
+    assert!(
+        out.status.success(),
+        "after kills in {killed_in:?}: {}",
+        text(&out)
+    );
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(report.contains("all 6 packets succeeded"), "{report}");
+    for phase in ["documenting", "testing"] {
+        let n = killed_in.iter().filter(|p| *p == phase).count();
+        assert!(n >= 2, "only {n} kills while {phase}: {killed_in:?}");
+    }
+    // Nothing lost and nothing done twice: both phases' files landed once, the tree is clean.
+    assert_eq!(
+        std::fs::read_to_string(s.repo.join("greeter/core.py")).unwrap(),
+        FINAL_CORE
+    );
+    assert!(s.repo.join("docs/changes.md").exists());
+    assert!(s.repo.join("tests/farewell_test.sh").exists());
+    let docs_commits = git(&s.repo, &["log", "--oneline", "--", "docs/changes.md"]);
+    assert_eq!(docs_commits.lines().count(), 1, "{docs_commits}");
+    assert_eq!(git(&s.repo, &["status", "--porcelain"]), "");
+    assert_fsck_clean(&s.repo);
+}
+
+#[test]
 fn start_pr_opens_stacked_pull_requests_on_the_forge_with_the_report_sections() {
     use crate::forge_mock::{FakeForge, Flavour};
     let forge = FakeForge::start(Flavour::GitHub);
