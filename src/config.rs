@@ -16,6 +16,8 @@ pub struct RepoConfig {
     pub worktree: WorktreeConfig,
     #[serde(default)]
     pub run: RunConfig,
+    #[serde(default)]
+    pub start: StartConfig,
     /// Model provider profiles by name (`[profiles.<name>]`).
     #[serde(default)]
     pub profiles: BTreeMap<String, ProfileConfig>,
@@ -105,6 +107,18 @@ pub struct RunConfig {
     pub timeout_secs: Option<u64>,
     /// Default cap on packets running at once.
     pub max_parallel: Option<usize>,
+}
+
+/// The `[start]` table: defaults of `git orchestra start` that its flags turn on.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StartConfig {
+    /// Run the clarification phase (default true; `--no-clarify` turns it off).
+    pub clarify: Option<bool>,
+    /// With `--merge`, document the integrated change afterwards (as `--docs`).
+    pub docs: Option<bool>,
+    /// With `--merge`, test the integrated change afterwards (as `--tests`).
+    pub tests: Option<bool>,
 }
 
 /// Why the configuration could not be read.
@@ -202,6 +216,11 @@ impl RepoConfig {
                 timeout_secs: self.run.timeout_secs.or(base.run.timeout_secs),
                 max_parallel: self.run.max_parallel.or(base.run.max_parallel),
             },
+            start: StartConfig {
+                clarify: self.start.clarify.or(base.start.clarify),
+                docs: self.start.docs.or(base.start.docs),
+                tests: self.start.tests.or(base.start.tests),
+            },
             profiles: merge(self.profiles, base.profiles),
             roles: merge(self.roles, base.roles),
             prices: merge(self.prices, base.prices),
@@ -241,16 +260,20 @@ mod tests {
         let user = dir.path().join("user.toml");
         std::fs::write(
             &user,
-            "[run]\ntimeout_secs = 9\nmax_parallel = 3\n[profiles.default]\nprovider = \"openai\"\nmodel = \"user-model\"\n[profiles.fast]\nprovider = \"ollama\"\nmodel = \"small\"\n[prices.\"user-model\"]\ninput_per_mtok = 1.0\noutput_per_mtok = 2.0\n",
+            "[run]\ntimeout_secs = 9\nmax_parallel = 3\n[start]\ndocs = true\ntests = true\n[profiles.default]\nprovider = \"openai\"\nmodel = \"user-model\"\n[profiles.fast]\nprovider = \"ollama\"\nmodel = \"small\"\n[prices.\"user-model\"]\ninput_per_mtok = 1.0\noutput_per_mtok = 2.0\n",
         )
         .unwrap();
         std::fs::create_dir_all(dir.path().join(".orchestra")).unwrap();
         std::fs::write(
             repo_config_path(dir.path()),
-            "[run]\ntimeout_secs = 5\n[profiles.default]\nprovider = \"anthropic\"\nmodel = \"repo-model\"\n",
+            "[run]\ntimeout_secs = 5\n[start]\ntests = false\n[profiles.default]\nprovider = \"anthropic\"\nmodel = \"repo-model\"\n",
         )
         .unwrap();
         let cfg = RepoConfig::load_with_user(dir.path(), Some(&user)).unwrap();
+        assert_eq!(
+            (cfg.start.docs, cfg.start.tests, cfg.start.clarify),
+            (Some(true), Some(false), None)
+        );
         assert_eq!(
             (cfg.run.timeout_secs, cfg.run.max_parallel),
             (Some(5), Some(3))

@@ -38,14 +38,14 @@ pub struct StartArgs {
     #[arg(long)]
     merge: bool,
     /// With --merge: afterwards, the docs role documents the integrated change (a packet on
-    /// the target branch, integrated like the others).
+    /// the target branch, integrated like the others). Default: `[start] docs` in config.
     #[arg(long, requires = "merge")]
     docs: bool,
     /// With --merge: afterwards, the tester role tests the integrated change (a packet on the
-    /// target branch, integrated like the others).
+    /// target branch, integrated like the others). Default: `[start] tests` in config.
     #[arg(long, requires = "merge")]
     tests: bool,
-    /// Skip the clarification phase.
+    /// Skip the clarification phase (also `[start] clarify = false` in config).
     #[arg(long)]
     no_clarify: bool,
     /// Run this command (`sh -c`, in each packet's worktree) instead of our agents.
@@ -200,7 +200,7 @@ pub fn cmd_start(cwd: &Path, args: &StartArgs) -> Result<(), CommandError> {
     let settings = StartSettings {
         yes: args.yes,
         merge: args.merge,
-        clarify: !args.no_clarify,
+        clarify: !args.no_clarify && config.start.clarify != Some(false),
         worker_cmd: args.worker_cmd.clone(),
         max_parallel: args
             .max_parallel
@@ -212,8 +212,9 @@ pub fn cmd_start(cwd: &Path, args: &StartArgs) -> Result<(), CommandError> {
             secs: args.budget_secs,
             role_tokens: args.budget_role.iter().cloned().collect(),
         },
-        docs: args.docs,
-        tests: args.tests,
+        // The configured finishing phases apply to merged runs, like their flags.
+        docs: args.docs || (args.merge && config.start.docs == Some(true)),
+        tests: args.tests || (args.merge && config.start.tests == Some(true)),
     };
     preflight(&repo, &config, &settings)?;
     let req = StartRequest {

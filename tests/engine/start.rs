@@ -629,6 +629,37 @@ fn docs_and_tests_phases_run_as_packets_after_integration_and_are_journaled() {
 }
 
 #[test]
+fn start_config_turns_on_the_documenting_phase_for_merged_runs() {
+    let s = Scripted::new();
+    std::fs::create_dir_all(s.repo.join(".orchestra")).unwrap();
+    std::fs::write(
+        s.repo.join(".orchestra/config.toml"),
+        "[start]\ndocs = true\n",
+    )
+    .unwrap();
+    git(&s.repo, &["add", ".orchestra/config.toml"]);
+    git(
+        &s.repo,
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-qm",
+            "config",
+        ],
+    );
+    let out = s.start(&[]);
+    assert!(out.status.success(), "{}", text(&out));
+    let all = text(&out);
+    assert!(all.contains("→ documenting: integrated"), "{all}");
+    assert!(!all.contains("→ testing"), "{all}");
+    assert!(s.repo.join("docs/changes.md").exists());
+    assert!(!s.repo.join("tests/farewell_test.sh").exists());
+}
+
+#[test]
 fn kill_9_inside_the_documenting_and_testing_phases_then_start_again_completes() {
     let s = Scripted::new();
     let crash_env = |step: &str| {
