@@ -107,6 +107,7 @@ fn run(
             budget: Default::default(),
             docs: false,
             tests: false,
+            publish: None,
         },
         timeout: Duration::from_secs(600),
         worktree_root: Some(dir.with_extension("worktrees")),

@@ -83,15 +83,16 @@ pub fn run_pr(
 }
 
 /// Publishes like [`run_pr`], appending `notes` (Markdown by packet id) to the bodies.
-pub fn publish_run(
+/// Opens or updates the pull requests of `run` and returns what was done, printing nothing
+/// but a note when the forge cannot be reached and local files are written instead.
+pub fn publish_report(
     repo: &RepoInfo,
     run: &str,
     mode: PrMode,
     remote: Option<&str>,
     target: Option<&str>,
-    json: bool,
     notes: std::collections::BTreeMap<String, String>,
-) -> Result<(), CommandError> {
+) -> Result<PrReport, CommandError> {
     let git = repo.git();
     let settings = ForgeSettings::load(&git, remote).map_err(CommandError::user)?;
     let forge = match mode {
@@ -111,7 +112,19 @@ pub fn publish_run(
         timeout: git_orchestra::engine::DEFAULT_TIMEOUT,
         notes,
     };
-    let report = forge::publish(repo, run, forge.as_deref(), &opts).map_err(forge_error)?;
+    forge::publish(repo, run, forge.as_deref(), &opts).map_err(forge_error)
+}
+
+pub fn publish_run(
+    repo: &RepoInfo,
+    run: &str,
+    mode: PrMode,
+    remote: Option<&str>,
+    target: Option<&str>,
+    json: bool,
+    notes: std::collections::BTreeMap<String, String>,
+) -> Result<(), CommandError> {
+    let report = publish_report(repo, run, mode, remote, target, notes)?;
     if json {
         println!(
             "{}",

@@ -11,8 +11,8 @@ use git_orchestra::config::RepoConfig;
 use git_orchestra::engine;
 use git_orchestra::git::RepoInfo;
 use git_orchestra::orchestrator::{
-    self, Approval, Interaction, StartError, StartJournal, StartOutcome, StartRequest,
-    StartSettings, WorkflowState,
+    self, Approval, Interaction, PublishSettings, StartError, StartJournal, StartOutcome,
+    StartRequest, StartSettings, WorkflowState,
 };
 use git_orchestra::store::Event;
 
@@ -215,6 +215,11 @@ pub fn cmd_start(cwd: &Path, args: &StartArgs) -> Result<(), CommandError> {
         // The configured finishing phases apply to merged runs, like their flags.
         docs: args.docs || (args.merge && config.start.docs == Some(true)),
         tests: args.tests || (args.merge && config.start.tests == Some(true)),
+        publish: args.pr.map(|mode| PublishSettings {
+            local: mode == super::pr::PrMode::Local,
+            remote: args.remote.clone(),
+            target: args.target.clone(),
+        }),
     };
     preflight(&repo, &config, &settings)?;
     let req = StartRequest {
@@ -238,17 +243,7 @@ pub fn cmd_start(cwd: &Path, args: &StartArgs) -> Result<(), CommandError> {
             .and_then(|v| v.parse().ok()),
         answer_wait: Duration::from_secs(3600),
     };
-    let publish = args.pr.map(|mode| Publish {
-        mode,
-        remote: args.remote.clone(),
-    });
-    run_start_with(&repo, &config, &req, args.quiet, publish.as_ref())
-}
-
-/// Where `start --pr` publishes the packets once the run is done.
-pub struct Publish {
-    pub mode: super::pr::PrMode,
-    pub remote: Option<String>,
+    run_start(&repo, &config, &req, args.quiet)
 }
 
 /// Returns the engine's crash-injection setting from `ORCHESTRA_CRASH_AFTER_EVENTS`.
@@ -278,51 +273,74 @@ pub fn preflight(
     })
 }
 
-/// Drives the run and prints its report; maps the outcome to the exit code.
+/// Drives the run and prints its report; maps the outcome to the exit code. A completed run
+/// started with `--pr` then opens (or updates) one pull request per succeeded packet, each
+/// with its section of the report, and journals where they are; a resumed run that had not
+/// published yet publishes now (publication is idempotent: pull requests are found by head).
 pub fn run_start(
     repo: &RepoInfo,
     config: &RepoConfig,
     req: &StartRequest,
     quiet: bool,
 ) -> Result<(), CommandError> {
-    run_start_with(repo, config, req, quiet, None)
-}
-
-/// Drives the run, prints its report and, with `publish`, opens a pull request per succeeded
-/// packet of a completed run (its section of the report attached).
-pub fn run_start_with(
-    repo: &RepoInfo,
-    config: &RepoConfig,
-    req: &StartRequest,
-    quiet: bool,
-    publish: Option<&Publish>,
-) -> Result<(), CommandError> {
     let stop = engine::install_signal_handlers();
     let ui = Terminal { quiet };
     let outcome = orchestrator::start(repo, config, req, &ui, stop).map_err(start_error)?;
     let finished = finish(&outcome);
-    let Some(publish) = publish else {
-        return finished;
-    };
     // A completed run may have failed packets; the succeeded ones still get pull requests.
     if outcome.state != WorkflowState::Completed {
         return finished;
     }
+    let journal =
+        StartJournal::open(&repo.common_dir, &outcome.run).map_err(CommandError::internal)?;
+    let settings = match journal.entries().map_err(CommandError::internal)?.first() {
+        Some(e) => match &e.event {
+            orchestrator::WorkflowEvent::Started { settings, .. } => settings.clone(),
+            _ => return finished,
+        },
+        None => return finished,
+    };
+    let Some(publish) = req.settings.publish.clone().or(settings.publish) else {
+        return finished;
+    };
+    orchestrator::fault::point("publish");
     let notes = outcome
         .report
         .iter()
         .flat_map(|r| &r.packets)
         .map(|p| (p.id.clone(), orchestrator::report::render_packet(p)))
         .collect();
-    let published = super::pr::publish_run(
+    let mode = if publish.local {
+        super::pr::PrMode::Local
+    } else {
+        super::pr::PrMode::Auto
+    };
+    let published = super::pr::publish_report(
         repo,
         &outcome.run,
-        publish.mode,
+        mode,
         publish.remote.as_deref(),
-        req.target.as_deref(),
-        false,
+        publish.target.as_deref().or(req.target.as_deref()),
         notes,
-    );
+    )
+    .and_then(|report| {
+        print!("{}", super::pr::render(&report));
+        let prs = report
+            .entries
+            .iter()
+            .map(|e| orchestrator::PublishedPr {
+                packet: e.packet.clone(),
+                location: e
+                    .url
+                    .clone()
+                    .unwrap_or_else(|| e.file.display().to_string()),
+            })
+            .collect();
+        journal
+            .append(&orchestrator::WorkflowEvent::Published { prs })
+            .map(|_| ())
+            .map_err(CommandError::internal)
+    });
     finished.and(published)
 }
 
@@ -501,6 +519,13 @@ pub fn status_lines(repo: &RepoInfo, run: &str) -> Vec<String> {
         ));
     }
     let entries = j.entries().unwrap_or_default();
+    let published = entries.iter().rev().find_map(|e| match &e.event {
+        orchestrator::WorkflowEvent::Published { prs } => Some(prs),
+        _ => None,
+    });
+    for pr in published.into_iter().flatten() {
+        out.push(format!("pr        {}: {}", pr.packet, pr.location));
+    }
     for (i, e) in entries.iter().enumerate() {
         if let orchestrator::WorkflowEvent::Asked { packet, question } = &e.event {
             let answered = entries[i..].iter().any(|later| {

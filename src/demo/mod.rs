@@ -137,6 +137,7 @@ pub fn request(worktree_root: &Path) -> StartRequest {
             budget: Default::default(),
             docs: false,
             tests: false,
+            publish: None,
         },
         timeout: Duration::from_secs(120),
         worktree_root: Some(worktree_root.to_path_buf()),

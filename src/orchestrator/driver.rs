@@ -177,6 +177,8 @@ pub fn start(
             } else {
                 req.settings.budget.clone()
             },
+            // `start --pr` on a run begun without it publishes it too.
+            publish: req.settings.publish.clone().or(settings.publish.clone()),
             ..settings.clone()
         },
         _ => {

@@ -29,3 +29,17 @@ pub fn step() {
         }
     }
 }
+
+/// The environment variable naming one fault point to die at, e.g. `publish`.
+pub const POINT_ENV: &str = "ORCHESTRA_CRASH_AT";
+
+/// Kills the process with SIGKILL when `ORCHESTRA_CRASH_AT` names this point: for crash tests
+/// of moments no step count pins down, such as between a run's completion and its publication.
+pub fn point(name: &str) {
+    if std::env::var(POINT_ENV).is_ok_and(|v| v == name) {
+        // SAFETY: sends SIGKILL to this very process, as `step` does.
+        unsafe {
+            libc::kill(libc::getpid(), libc::SIGKILL);
+        }
+    }
+}

@@ -64,6 +64,29 @@ pub struct StartSettings {
     /// After integrating (and documenting), the tester role tests the change.
     #[serde(default)]
     pub tests: bool,
+    /// Once completed, one pull request per succeeded packet (`start --pr`); kept so that a
+    /// run killed before or while publishing publishes on resume.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub publish: Option<PublishSettings>,
+}
+
+/// Where a completed run's pull requests go.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PublishSettings {
+    /// Only Markdown files in the run's state directory; nothing is pushed.
+    pub local: bool,
+    /// The remote to push to (default: `orchestra.forge.remote`, else `origin`).
+    pub remote: Option<String>,
+    /// The branch the stacks target (default: the current branch).
+    pub target: Option<String>,
+}
+
+/// One published pull request, as journaled.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PublishedPr {
+    pub packet: String,
+    /// The pull request's address on the forge, or the local file written.
+    pub location: String,
 }
 
 /// One durable fact about a `start` run's workflow.
@@ -136,6 +159,8 @@ pub enum WorkflowEvent {
     Driving { pid: u32 },
     /// A pause or cancel was asked for from another process.
     StopRequested { cancel: bool },
+    /// The run's pull requests were opened or updated (`start --pr`).
+    Published { prs: Vec<PublishedPr> },
     /// The report was written.
     ReportSaved { markdown: String, json: String },
 }

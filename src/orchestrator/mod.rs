@@ -29,8 +29,8 @@ pub use driver::{
 };
 pub use execute::MAX_MERGE_ROUNDS;
 pub use journal::{
-    ClarifyOutcome, Entry, JournalError, StartJournal, StartSettings, TurnRecord, UsageRow,
-    WorkflowEvent,
+    ClarifyOutcome, Entry, JournalError, PublishSettings, PublishedPr, StartJournal, StartSettings,
+    TurnRecord, UsageRow, WorkflowEvent,
 };
 pub use phases::{MAX_PLAN_ROUNDS, MAX_REVIEW_ROUNDS};
 pub use replay::{Replaying, SharedJournal, request_key};

@@ -739,6 +739,52 @@ fn kill_9_inside_the_documenting_and_testing_phases_then_start_again_completes()
 }
 
 #[test]
+fn a_start_pr_run_killed_before_publishing_publishes_on_resume() {
+    let s = Scripted::new();
+    let env = [
+        ("ORCHESTRA_PROVIDER", "openai-compatible"),
+        ("ORCHESTRA_BASE_URL", s.model.url.as_str()),
+        ("ORCHESTRA_MODEL", "scripted"),
+    ];
+    let mut crashing = env.to_vec();
+    crashing.push(("ORCHESTRA_CRASH_AT", "publish"));
+    let out = orchestra_with_env(
+        &s.repo,
+        &[
+            "start",
+            "--yes",
+            "--pr=local",
+            "--worktree-root",
+            s.root.to_str().unwrap(),
+            demo::OBJECTIVE,
+        ],
+        &crashing,
+    );
+    assert_eq!(out.status.signal(), Some(9), "{}", text(&out));
+    let status = String::from_utf8_lossy(&orchestra(&s.repo, &["status"]).stdout).to_string();
+    assert!(status.contains("phase     completed"), "{status}");
+    assert!(!status.contains("\npr "), "published already: {status}");
+    let run = status
+        .lines()
+        .find_map(|l| l.strip_prefix("run"))
+        .unwrap()
+        .trim()
+        .to_string();
+    // Killed after completing, before publishing: resume publishes and journals where.
+    let out = orchestra_with_env(&s.repo, &["resume", &run], &env);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("branches ready to push"),
+        "{}",
+        text(&out)
+    );
+    let status = String::from_utf8_lossy(&orchestra(&s.repo, &["status", &run]).stdout).to_string();
+    let prs: Vec<&str> = status.lines().filter(|l| l.starts_with("pr ")).collect();
+    assert_eq!(prs.len(), 4, "{status}");
+    assert!(prs[0].contains(&format!("runs/{run}/pr/")), "{status}");
+}
+
+#[test]
 fn start_pr_opens_stacked_pull_requests_on_the_forge_with_the_report_sections() {
     use crate::forge_mock::{FakeForge, Flavour};
     let forge = FakeForge::start(Flavour::GitHub);
