@@ -222,9 +222,12 @@ pub fn execute_with(
         }
     })?;
     let records = store.packets(run_id)?;
-    // A previous process may have died with workers still running in their own groups.
+    // A previous process may have died with workers still running in their own groups; a
+    // recorded group is killed only while it still runs this run's packet.
     for p in &records {
-        if let Some(pgid) = p.pgid {
+        if let Some(pgid) = p.pgid
+            && process::group_belongs_to(pgid, run_id, &p.id)
+        {
             kill_group(pgid, libc::SIGKILL);
         }
     }

@@ -197,6 +197,41 @@ pub fn kill_group(pgid: i32, signal: i32) {
     }
 }
 
+/// Returns true if and only if a live process of group `pgid` carries `ORCHESTRA_RUN=run` and
+/// `ORCHESTRA_PACKET=packet` in its environment: a group id recorded by a dead run may since
+/// have been reused by an unrelated program, which must not be killed.
+pub fn group_belongs_to(pgid: i32, run: &str, packet: &str) -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    let (want_run, want_packet) = (
+        format!("ORCHESTRA_RUN={run}"),
+        format!("ORCHESTRA_PACKET={packet}"),
+    );
+    entries.flatten().any(|e| {
+        let pid = e.file_name();
+        let Some(pid) = pid
+            .to_str()
+            .filter(|p| p.bytes().all(|b| b.is_ascii_digit()))
+        else {
+            return false;
+        };
+        process_group(pid) == Some(pgid)
+            && std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|env| {
+                let vars: Vec<&[u8]> = env.split(|b| *b == 0).collect();
+                vars.contains(&want_run.as_bytes()) && vars.contains(&want_packet.as_bytes())
+            })
+    })
+}
+
+/// Returns the process group of process `pid`, from `/proc/<pid>/stat`.
+fn process_group(pid: &str) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may hold spaces and parentheses: fields resume after the last `)`.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(2)?.parse().ok()
+}
+
 /// Returns the last [`TAIL_BYTES`] of the file, lossily decoded, or an empty string.
 pub fn read_tail(path: &Path) -> String {
     let Ok(mut file) = File::open(path) else {
@@ -298,5 +333,26 @@ mod tests {
         let tail = read_tail(&p);
         assert!(tail.starts_with('…') && tail.ends_with("END"));
         assert!(tail.len() <= TAIL_BYTES as usize + 4);
+    }
+
+    #[test]
+    fn a_group_is_ours_only_with_the_run_and_packet_in_its_environment() {
+        let mut child = Command::new("sleep")
+            .arg("5")
+            .env("ORCHESTRA_RUN", "r1")
+            .env("ORCHESTRA_PACKET", "p1")
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let pgid = child.id() as i32;
+        assert!(group_belongs_to(pgid, "r1", "p1"));
+        assert!(!group_belongs_to(pgid, "r1", "p2"));
+        assert!(!group_belongs_to(pgid, "r2", "p1"));
+        // Our own group carries no such variables.
+        let own = unsafe { libc::getpgrp() };
+        assert!(!group_belongs_to(own, "r1", "p1"));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(!group_belongs_to(pgid, "r1", "p1"));
     }
 }
