@@ -548,6 +548,7 @@ fn ensure_worktree(
     before_worker: bool,
 ) -> Result<Created, gitops::WorktreeError> {
     let _serial = ctx.worktree_lock.lock().unwrap_or_else(|p| p.into_inner());
+    let _registrations = crate::git::registration_lock();
     let created = match gitops::create(request) {
         Ok((_, created)) => created,
         Err(first) => {

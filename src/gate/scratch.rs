@@ -39,6 +39,7 @@ impl ScratchWorktree {
             })?;
         }
         let git = repo.git();
+        let _registrations = crate::git::registration_lock();
         git.run([
             "-c",
             "core.hooksPath=/dev/null",
@@ -65,6 +66,7 @@ impl ScratchWorktree {
 impl Drop for ScratchWorktree {
     fn drop(&mut self) {
         let path = self.path.to_string_lossy().into_owned();
+        let _registrations = crate::git::registration_lock();
         if self
             .repo
             .run(["worktree", "remove", "--force", "--force", &path])

@@ -23,3 +23,15 @@ pub use repo::{RepoError, RepoInfo};
 pub use worktree::{
     Created, Reuse, Worktree, WorktreeError, WorktreeRequest, WorktreeStatus, create, validate,
 };
+
+/// Returns this process's lock on the repository's worktree registrations.
+///
+/// git and gix read every `.git/worktrees/*` entry while adding or removing one, and fail on an
+/// entry another thread is half-way through writing ("failed to read …/commondir"); packets,
+/// reviews and merges create and remove worktrees from many threads, so each such change holds
+/// this lock.
+pub fn registration_lock() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}

@@ -88,6 +88,7 @@ fn parse_porcelain(out: &str) -> Vec<WorktreeEntry> {
 /// the worktree between the backup and this call. Ignored files (build output, copied `.env`)
 /// are deleted with the directory. Stale registrations are pruned afterwards.
 pub fn remove(repo: &RepoInfo, worktree: &Path) -> Result<(), WorktreeError> {
+    let _registrations = super::registration_lock();
     let entries = list(repo)?;
     let Some(position) = entries.iter().position(|e| same_path(&e.path, worktree)) else {
         return Err(WorktreeError::NotAWorktree {
