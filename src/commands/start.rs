@@ -486,8 +486,8 @@ pub fn planning_runs(
         .collect()
 }
 
-/// Returns the lines `status` adds for a `start` run: phase, tokens spent, and the questions
-/// agents wait on.
+/// Returns the lines `status` adds for a `start` run: phase, tokens and cost spent, pull
+/// requests, and the questions agents wait on.
 pub fn status_lines(repo: &RepoInfo, run: &str) -> Vec<String> {
     // A documenting or testing packet runs as its own engine run; its lines are its
     // `start` run's.
@@ -517,6 +517,29 @@ pub fn status_lines(repo: &RepoInfo, run: &str) -> Vec<String> {
         out.push(format!(
             "tokens    {input} in / {output} out over {calls} model calls"
         ));
+        // Cost where `[prices]` knows the models (keyed by model name, as in the report).
+        let prices = RepoConfig::load(&repo.toplevel)
+            .map(|c| c.prices)
+            .unwrap_or_default();
+        let (cost, priced) = usage.iter().fold((0.0, 0), |(sum, n), u| {
+            match prices.get(u.model.rsplit(':').next().unwrap_or(&u.model)) {
+                Some(p) => (
+                    sum + (u.usage.input_tokens as f64 * p.input_per_mtok
+                        + u.usage.output_tokens as f64 * p.output_per_mtok)
+                        / 1e6,
+                    n + 1,
+                ),
+                None => (sum, n),
+            }
+        });
+        if priced > 0 {
+            let partial = if priced < usage.len() {
+                " (models without a price not counted)"
+            } else {
+                ""
+            };
+            out.push(format!("cost      ${cost:.4}{partial}"));
+        }
     }
     let entries = j.entries().unwrap_or_default();
     let published = entries.iter().rev().find_map(|e| match &e.event {

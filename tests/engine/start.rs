@@ -629,12 +629,12 @@ fn docs_and_tests_phases_run_as_packets_after_integration_and_are_journaled() {
 }
 
 #[test]
-fn start_config_turns_on_the_documenting_phase_for_merged_runs() {
+fn start_config_turns_on_the_documenting_phase_and_prices_the_status() {
     let s = Scripted::new();
     std::fs::create_dir_all(s.repo.join(".orchestra")).unwrap();
     std::fs::write(
         s.repo.join(".orchestra/config.toml"),
-        "[start]\ndocs = true\n",
+        "[start]\ndocs = true\n[prices.scripted]\ninput_per_mtok = 1.0\noutput_per_mtok = 2.0\n",
     )
     .unwrap();
     git(&s.repo, &["add", ".orchestra/config.toml"]);
@@ -657,6 +657,13 @@ fn start_config_turns_on_the_documenting_phase_for_merged_runs() {
     assert!(!all.contains("→ testing"), "{all}");
     assert!(s.repo.join("docs/changes.md").exists());
     assert!(!s.repo.join("tests/farewell_test.sh").exists());
+    // `status` prices the run's tokens with `[prices]`.
+    let status = String::from_utf8_lossy(&orchestra(&s.repo, &["status"]).stdout).to_string();
+    let cost = status
+        .lines()
+        .find_map(|l| l.strip_prefix("cost      $"))
+        .unwrap_or_else(|| panic!("no cost line in {status}"));
+    assert!(cost.parse::<f64>().unwrap() > 0.0, "{status}");
 }
 
 #[test]
