@@ -7,9 +7,8 @@ use serde_json::{Value, json};
 use super::github::{encode, parse_pull};
 use super::http::{Api, Token};
 use super::limit::DEFAULT_WRITES_PER_MINUTE;
-use super::{
-    Forge, ForgeError, ForgeKind, NewPullRequest, PrState, PullRequest, PullRequestUpdate,
-};
+use super::shared;
+use super::{Forge, ForgeError, ForgeKind, NewPullRequest, PullRequest, PullRequestUpdate};
 
 /// The title prefix Gitea treats as "work in progress" (its draft state).
 const WIP: &str = "WIP: ";
@@ -49,6 +48,13 @@ impl Gitea {
     fn repo_path(&self) -> String {
         format!("/repos/{}/{}", encode(&self.owner), encode(&self.name))
     }
+
+    fn issues(&self) -> shared::IssueCalls<'_> {
+        shared::IssueCalls {
+            api: &self.api,
+            repo_path: self.repo_path(),
+        }
+    }
 }
 
 /// Returns the title and draft flag a Gitea title encodes.
@@ -83,27 +89,19 @@ impl Forge for Gitea {
     }
 
     fn find_by_head(&self, branch: &str) -> Result<Option<PullRequest>, ForgeError> {
+        // No server-side head filter: page through every pull request.
         let mut found = Vec::new();
         for page in 1..=MAX_PAGES {
             let path = format!("{}/pulls?state=all&limit=50&page={page}", self.repo_path());
             let answer = self.api.request("GET", &path, None)?;
-            let list = answer.as_array().ok_or_else(|| ForgeError::Protocol {
-                method: "GET".into(),
-                path: path.clone(),
-                message: "expected a list of pull requests".into(),
-            })?;
-            for v in list {
-                let pr = parse(v, "GET", &path)?;
-                if pr.head == branch {
-                    found.push(pr);
-                }
-            }
-            if list.len() < 50 {
+            let list = shared::pull_list(&answer, "GET", &path, parse)?;
+            let last = list.len() < 50;
+            found.extend(list.into_iter().filter(|p| p.head == branch));
+            if last {
                 break;
             }
         }
-        found.sort_by_key(|p| (p.state == PrState::Open, p.number));
-        Ok(found.pop())
+        Ok(shared::pick_for_head(found, branch))
     }
 
     fn create(&self, pr: &NewPullRequest) -> Result<PullRequest, ForgeError> {
@@ -123,18 +121,15 @@ impl Forge for Gitea {
         pr: &PullRequest,
         change: &PullRequestUpdate,
     ) -> Result<PullRequest, ForgeError> {
-        let mut fields = serde_json::Map::new();
-        if change.title.is_some() || change.draft.is_some_and(|d| d != pr.draft) {
-            let title = change.title.as_deref().unwrap_or(&pr.title);
-            let draft = change.draft.unwrap_or(pr.draft);
-            fields.insert("title".into(), json!(with_wip(title, draft)));
-        }
-        if let Some(b) = &change.body {
-            fields.insert("body".into(), json!(b));
-        }
-        if let Some(b) = &change.base {
-            fields.insert("base".into(), json!(b));
-        }
+        let fields = shared::update_fields(
+            pr,
+            change,
+            &shared::UpdateShape {
+                body: "body",
+                base: "base",
+                titled_draft: Some(with_wip),
+            },
+        );
         if fields.is_empty() {
             return Ok(pr.clone());
         }
@@ -146,30 +141,15 @@ impl Forge for Gitea {
     }
 
     fn add_labels(&self, number: u64, labels: &[String]) -> Result<(), ForgeError> {
-        if labels.is_empty() {
-            return Ok(());
-        }
-        let path = format!("{}/issues/{number}/labels", self.repo_path());
-        self.api
-            .request("POST", &path, Some(&json!({ "labels": labels })))?;
-        Ok(())
+        self.issues().add_labels(number, labels)
     }
 
     fn request_reviewers(&self, number: u64, reviewers: &[String]) -> Result<(), ForgeError> {
-        if reviewers.is_empty() {
-            return Ok(());
-        }
-        let path = format!("{}/pulls/{number}/requested_reviewers", self.repo_path());
-        self.api
-            .request("POST", &path, Some(&json!({ "reviewers": reviewers })))?;
-        Ok(())
+        self.issues().request_reviewers(number, reviewers)
     }
 
     fn comment(&self, number: u64, body: &str) -> Result<(), ForgeError> {
-        let path = format!("{}/issues/{number}/comments", self.repo_path());
-        self.api
-            .request("POST", &path, Some(&json!({ "body": body })))?;
-        Ok(())
+        self.issues().comment(number, body)
     }
 }
 

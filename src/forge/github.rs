@@ -5,6 +5,7 @@ use serde_json::{Value, json};
 
 use super::http::{Api, Token};
 use super::limit::DEFAULT_WRITES_PER_MINUTE;
+use super::shared;
 use super::{
     Forge, ForgeError, ForgeKind, NewPullRequest, PrState, PullRequest, PullRequestUpdate,
 };
@@ -44,6 +45,13 @@ impl GitHub {
 
     fn repo_path(&self) -> String {
         format!("/repos/{}/{}", encode(&self.owner), encode(&self.name))
+    }
+
+    fn issues(&self) -> shared::IssueCalls<'_> {
+        shared::IssueCalls {
+            api: &self.api,
+            repo_path: self.repo_path(),
+        }
     }
 
     /// Returns the GraphQL endpoint that belongs to the REST base.
@@ -99,20 +107,8 @@ impl Forge for GitHub {
             encode(branch)
         );
         let answer = self.api.request("GET", &path, None)?;
-        let list = answer.as_array().ok_or_else(|| ForgeError::Protocol {
-            method: "GET".into(),
-            path: path.clone(),
-            message: "expected a list of pull requests".into(),
-        })?;
-        let mut found: Vec<PullRequest> = list
-            .iter()
-            .map(|v| parse_pull(v, "GET", &path))
-            .collect::<Result<_, _>>()?;
-        // The head filter is the server's; check it anyway, then prefer an open pull request,
-        // else the newest.
-        found.retain(|p| p.head == branch);
-        found.sort_by_key(|p| (p.state == PrState::Open, p.number));
-        Ok(found.pop())
+        let found = shared::pull_list(&answer, "GET", &path, parse_pull)?;
+        Ok(shared::pick_for_head(found, branch))
     }
 
     fn create(&self, pr: &NewPullRequest) -> Result<PullRequest, ForgeError> {
@@ -134,16 +130,15 @@ impl Forge for GitHub {
         change: &PullRequestUpdate,
     ) -> Result<PullRequest, ForgeError> {
         let mut current = pr.clone();
-        let mut fields = serde_json::Map::new();
-        if let Some(t) = &change.title {
-            fields.insert("title".into(), json!(t));
-        }
-        if let Some(b) = &change.body {
-            fields.insert("body".into(), json!(b));
-        }
-        if let Some(b) = &change.base {
-            fields.insert("base".into(), json!(b));
-        }
+        let fields = shared::update_fields(
+            pr,
+            change,
+            &shared::UpdateShape {
+                body: "body",
+                base: "base",
+                titled_draft: None,
+            },
+        );
         if !fields.is_empty() {
             let path = format!("{}/pulls/{}", self.repo_path(), pr.number);
             let answer = self
@@ -164,30 +159,15 @@ impl Forge for GitHub {
     }
 
     fn add_labels(&self, number: u64, labels: &[String]) -> Result<(), ForgeError> {
-        if labels.is_empty() {
-            return Ok(());
-        }
-        let path = format!("{}/issues/{number}/labels", self.repo_path());
-        self.api
-            .request("POST", &path, Some(&json!({ "labels": labels })))?;
-        Ok(())
+        self.issues().add_labels(number, labels)
     }
 
     fn request_reviewers(&self, number: u64, reviewers: &[String]) -> Result<(), ForgeError> {
-        if reviewers.is_empty() {
-            return Ok(());
-        }
-        let path = format!("{}/pulls/{number}/requested_reviewers", self.repo_path());
-        self.api
-            .request("POST", &path, Some(&json!({ "reviewers": reviewers })))?;
-        Ok(())
+        self.issues().request_reviewers(number, reviewers)
     }
 
     fn comment(&self, number: u64, body: &str) -> Result<(), ForgeError> {
-        let path = format!("{}/issues/{number}/comments", self.repo_path());
-        self.api
-            .request("POST", &path, Some(&json!({ "body": body })))?;
-        Ok(())
+        self.issues().comment(number, body)
     }
 }
 

@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 use super::github::encode;
 use super::http::{Api, Token};
 use super::limit::DEFAULT_WRITES_PER_MINUTE;
+use super::shared;
 use super::{
     Forge, ForgeError, ForgeKind, NewPullRequest, PrState, PullRequest, PullRequestUpdate,
 };
@@ -107,18 +108,8 @@ impl Forge for GitLab {
             encode(branch)
         );
         let answer = self.api.request("GET", &path, None)?;
-        let list = answer.as_array().ok_or_else(|| ForgeError::Protocol {
-            method: "GET".into(),
-            path: path.clone(),
-            message: "expected a list of merge requests".into(),
-        })?;
-        let mut found: Vec<PullRequest> = list
-            .iter()
-            .map(|v| parse(v, "GET", &path))
-            .collect::<Result<_, _>>()?;
-        found.retain(|p| p.head == branch);
-        found.sort_by_key(|p| (p.state == PrState::Open, p.number));
-        Ok(found.pop())
+        let found = shared::pull_list(&answer, "GET", &path, parse)?;
+        Ok(shared::pick_for_head(found, branch))
     }
 
     fn create(&self, pr: &NewPullRequest) -> Result<PullRequest, ForgeError> {
@@ -138,18 +129,15 @@ impl Forge for GitLab {
         pr: &PullRequest,
         change: &PullRequestUpdate,
     ) -> Result<PullRequest, ForgeError> {
-        let mut fields = serde_json::Map::new();
-        if change.title.is_some() || change.draft.is_some_and(|d| d != pr.draft) {
-            let title = change.title.as_deref().unwrap_or(&pr.title);
-            let draft = change.draft.unwrap_or(pr.draft);
-            fields.insert("title".into(), json!(with_draft(title, draft)));
-        }
-        if let Some(b) = &change.body {
-            fields.insert("description".into(), json!(b));
-        }
-        if let Some(b) = &change.base {
-            fields.insert("target_branch".into(), json!(b));
-        }
+        let fields = shared::update_fields(
+            pr,
+            change,
+            &shared::UpdateShape {
+                body: "description",
+                base: "target_branch",
+                titled_draft: Some(with_draft),
+            },
+        );
         if fields.is_empty() {
             return Ok(pr.clone());
         }

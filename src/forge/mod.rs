@@ -18,6 +18,7 @@ mod http;
 mod limit;
 mod publish;
 mod remote;
+mod shared;
 
 pub use body::{PrContext, render_body};
 pub use gitea::Gitea;

@@ -1,0 +1,179 @@
+//! Request plumbing the forge clients share: reading a list of pull requests, picking the one
+//! for a head branch, the fields of an update, and the label, reviewer and comment calls that
+//! GitHub and Gitea answer with the same shapes.
+
+use serde_json::{Map, Value, json};
+
+use super::http::Api;
+use super::{ForgeError, PrState, PullRequest, PullRequestUpdate};
+
+/// Reads a pull request object of one forge's shape.
+pub(super) type Parse = fn(&Value, &str, &str) -> Result<PullRequest, ForgeError>;
+
+/// Returns the pull requests of a list answer, or a protocol error naming the request.
+pub(super) fn pull_list(
+    answer: &Value,
+    method: &str,
+    path: &str,
+    parse: Parse,
+) -> Result<Vec<PullRequest>, ForgeError> {
+    answer
+        .as_array()
+        .ok_or_else(|| ForgeError::Protocol {
+            method: method.into(),
+            path: path.into(),
+            message: "expected a list of pull requests".into(),
+        })?
+        .iter()
+        .map(|v| parse(v, method, path))
+        .collect()
+}
+
+/// Returns the pull request of `branch` among `found`: an open one if any, else the newest.
+/// (Server-side head filters are checked again here.)
+pub(super) fn pick_for_head(mut found: Vec<PullRequest>, branch: &str) -> Option<PullRequest> {
+    found.retain(|p| p.head == branch);
+    found.sort_by_key(|p| (p.state == PrState::Open, p.number));
+    found.pop()
+}
+
+/// How a forge names an update's fields, and how it marks drafts.
+pub(super) struct UpdateShape {
+    pub body: &'static str,
+    pub base: &'static str,
+    /// Forges that mark drafts in the title (`WIP:`, `Draft:`) rewrite it with this; `None`
+    /// when drafts are a separate flag.
+    pub titled_draft: Option<fn(&str, bool) -> String>,
+}
+
+/// Returns the fields to send for `change` to `pr`; empty when nothing changes.
+pub(super) fn update_fields(
+    pr: &PullRequest,
+    change: &PullRequestUpdate,
+    shape: &UpdateShape,
+) -> Map<String, Value> {
+    let mut fields = Map::new();
+    match shape.titled_draft {
+        Some(with_draft) => {
+            if change.title.is_some() || change.draft.is_some_and(|d| d != pr.draft) {
+                let title = change.title.as_deref().unwrap_or(&pr.title);
+                let draft = change.draft.unwrap_or(pr.draft);
+                fields.insert("title".into(), json!(with_draft(title, draft)));
+            }
+        }
+        None => {
+            if let Some(t) = &change.title {
+                fields.insert("title".into(), json!(t));
+            }
+        }
+    }
+    if let Some(b) = &change.body {
+        fields.insert(shape.body.into(), json!(b));
+    }
+    if let Some(b) = &change.base {
+        fields.insert(shape.base.into(), json!(b));
+    }
+    fields
+}
+
+/// The issue-side calls of a GitHub-shaped REST API (GitHub, Gitea) for one repository.
+pub(super) struct IssueCalls<'a> {
+    pub api: &'a Api,
+    /// `/repos/<owner>/<name>`, encoded.
+    pub repo_path: String,
+}
+
+impl IssueCalls<'_> {
+    pub(super) fn add_labels(&self, number: u64, labels: &[String]) -> Result<(), ForgeError> {
+        if labels.is_empty() {
+            return Ok(());
+        }
+        let path = format!("{}/issues/{number}/labels", self.repo_path);
+        self.api
+            .request("POST", &path, Some(&json!({ "labels": labels })))?;
+        Ok(())
+    }
+
+    pub(super) fn request_reviewers(
+        &self,
+        number: u64,
+        reviewers: &[String],
+    ) -> Result<(), ForgeError> {
+        if reviewers.is_empty() {
+            return Ok(());
+        }
+        let path = format!("{}/pulls/{number}/requested_reviewers", self.repo_path);
+        self.api
+            .request("POST", &path, Some(&json!({ "reviewers": reviewers })))?;
+        Ok(())
+    }
+
+    pub(super) fn comment(&self, number: u64, body: &str) -> Result<(), ForgeError> {
+        let path = format!("{}/issues/{number}/comments", self.repo_path);
+        self.api
+            .request("POST", &path, Some(&json!({ "body": body })))?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pr(number: u64, head: &str, state: PrState) -> PullRequest {
+        PullRequest {
+            number,
+            url: String::new(),
+            head: head.into(),
+            base: "main".into(),
+            title: "Add x".into(),
+            body: String::new(),
+            draft: false,
+            state,
+            node_id: None,
+        }
+    }
+
+    #[test]
+    fn an_open_pull_request_of_the_head_wins_over_newer_closed_ones() {
+        let found = vec![
+            pr(1, "a", PrState::Open),
+            pr(2, "a", PrState::Closed),
+            pr(3, "b", PrState::Open),
+        ];
+        assert_eq!(pick_for_head(found, "a").map(|p| p.number), Some(1));
+        let closed = vec![pr(4, "a", PrState::Closed), pr(5, "a", PrState::Merged)];
+        assert_eq!(pick_for_head(closed, "a").map(|p| p.number), Some(5));
+        assert!(pick_for_head(vec![pr(6, "b", PrState::Open)], "a").is_none());
+    }
+
+    #[test]
+    fn titled_drafts_rewrite_the_title_only_when_the_draft_state_changes() {
+        let shape = UpdateShape {
+            body: "description",
+            base: "target_branch",
+            titled_draft: Some(|t, d| {
+                if d {
+                    format!("Draft: {t}")
+                } else {
+                    t.to_string()
+                }
+            }),
+        };
+        let current = pr(1, "a", PrState::Open);
+        let same = PullRequestUpdate {
+            draft: Some(false),
+            body: Some("b".into()),
+            ..PullRequestUpdate::default()
+        };
+        let fields = update_fields(&current, &same, &shape);
+        assert_eq!(fields.get("description"), Some(&json!("b")));
+        assert!(fields.get("title").is_none());
+        let drafted = PullRequestUpdate {
+            draft: Some(true),
+            ..PullRequestUpdate::default()
+        };
+        let fields = update_fields(&current, &drafted, &shape);
+        assert_eq!(fields.get("title"), Some(&json!("Draft: Add x")));
+    }
+}
