@@ -9,6 +9,7 @@
 
 pub mod budget;
 pub mod conflicts;
+pub mod consult;
 pub mod context;
 pub mod driver;
 mod execute;
@@ -20,6 +21,7 @@ mod phases;
 pub mod plan_phase;
 pub mod replay;
 pub mod report;
+mod subtask;
 pub mod worker;
 pub mod workflow;
 
