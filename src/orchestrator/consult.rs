@@ -10,6 +10,7 @@
 //! An answer the asker already had is marked as cached, so a model that keeps asking sees it.
 
 use std::collections::HashSet;
+use std::io::Write;
 use std::path::Path;
 use std::sync::Mutex;
 use std::sync::atomic::AtomicBool;
@@ -21,6 +22,7 @@ use crate::agent::tools::{Registry, nav};
 use crate::agent::{self, AgentSpec, Host, Reply, WorkerState};
 use crate::confine::ConfinedRoot;
 use crate::llm::{ChatModel, RetryPolicy};
+use sha2::{Digest, Sha256};
 
 /// Default deepest chain of consultations.
 pub const DEFAULT_DEPTH: u32 = 2;
@@ -46,6 +48,8 @@ pub(super) struct Consultation<'a> {
     packet: &'a str,
     /// The asker's worktree, which consulted roles read.
     root: &'a Path,
+    /// Where consulted roles' transcripts go (`consult-<role>-<hash>.log`).
+    logs: &'a Path,
     chain: Vec<Link>,
     stop: &'a AtomicBool,
     /// Cache keys this agent has asked already (its conversation order, so a replayed run
@@ -64,13 +68,15 @@ pub fn normalise(question: &str) -> String {
 }
 
 impl<'a> Consultation<'a> {
-    /// Returns the consultations of the packet agent of role `role` working in `root`.
+    /// Returns the consultations of the packet agent of role `role` working in `root`;
+    /// consulted roles' transcripts are written to the directory `logs`.
     pub(super) fn new(
         models: &'a RoleModels,
         journal: &'a SharedJournal,
         packet: &'a str,
         role: &str,
         root: &'a Path,
+        logs: &'a Path,
         stop: &'a AtomicBool,
     ) -> Consultation<'a> {
         Consultation {
@@ -78,6 +84,7 @@ impl<'a> Consultation<'a> {
             journal,
             packet,
             root,
+            logs,
             chain: vec![Link {
                 role: role.to_string(),
                 question: None,
@@ -247,7 +254,18 @@ impl<'a> Consultation<'a> {
             answer: Some(&nested),
             sandbox: None,
         };
-        let outcome = agent::run(&spec, &mut |_| {}).map_err(|e| e.to_string())?;
+        let hash: String = Sha256::digest(format!("{}\n{to}\n{norm}", self.chain.len()))[..4]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        let mut transcript =
+            agent::open_transcript(&self.logs.join(format!("consult-{to}-{hash}.log")));
+        let mut on_event = |e: &agent::AgentEvent| {
+            if let Ok(line) = serde_json::to_string(e) {
+                let _ = writeln!(transcript, "{line}");
+            }
+        };
+        let outcome = agent::run(&spec, &mut on_event).map_err(|e| e.to_string())?;
         match (outcome.state, outcome.summary) {
             (WorkerState::Completed, Some(answer)) if !answer.trim().is_empty() => Ok(answer),
             (state, _) => Err(format!("{}: {}", state.as_str(), outcome.reason)),
@@ -283,5 +301,120 @@ mod tests {
             "which limiter should we use"
         );
         assert_eq!(normalise(" ?! "), "");
+    }
+
+    #[test]
+    fn cycles_depth_and_repeats_are_answered_without_a_consultant() {
+        use crate::agent::Roles;
+        use crate::orchestrator::StartJournal;
+        use std::sync::{Arc, Mutex};
+        let dir = tempfile::tempdir().unwrap();
+        let journal: SharedJournal =
+            Arc::new(Mutex::new(StartJournal::open(dir.path(), "r").unwrap()));
+        let mut config = crate::config::RepoConfig::default();
+        // A profile whose server is not there: a consultation that passes the checks fails
+        // to reach its model, which shows the checks let it through.
+        config.profiles.insert(
+            "default".into(),
+            crate::config::ProfileConfig {
+                provider: "openai-compatible".into(),
+                model: "m".into(),
+                base_url: Some("http://127.0.0.1:9/v1".into()),
+                timeout_secs: Some(1),
+                ..Default::default()
+            },
+        );
+        let models = RoleModels::new(Roles::builtin().unwrap(), config, journal.clone());
+        let stop = AtomicBool::new(false);
+        let c = Consultation::new(
+            &models,
+            &journal,
+            "p1",
+            "coder",
+            dir.path(),
+            dir.path(),
+            &stop,
+        );
+        let refused = |r: Reply, needle: &str| match r {
+            Reply::Refused(m) => assert!(m.contains(needle), "{m}"),
+            other => panic!("expected a refusal with `{needle}`, got {other:?}"),
+        };
+        refused(c.ask("nobody", "Which file?"), "nobody");
+        refused(c.ask("reviewer", "  "), "empty");
+        let link = |role: &str, q: Option<&str>| Link {
+            role: role.into(),
+            question: q.map(normalise),
+        };
+        let b = Consultation {
+            chain: vec![link("coder", None), link("reviewer", Some("Which file?"))],
+            asked: Mutex::new(HashSet::new()),
+            ..c
+        };
+        refused(
+            b.ask("coder", "which FILE"),
+            "consultation cycle refused: coder → reviewer → coder",
+        );
+        let deep = Consultation {
+            chain: vec![
+                link("coder", None),
+                link("reviewer", Some("a")),
+                link("researcher", Some("b")),
+            ],
+            asked: Mutex::new(HashSet::new()),
+            ..c
+        };
+        refused(
+            deep.ask("product", "c"),
+            "depth limit: coder → reviewer → researcher",
+        );
+        // A new question passes every check and goes to the model (which is not there).
+        refused(
+            c.ask("reviewer", "Which file?"),
+            "reviewer could not answer",
+        );
+        refused(b.answer("Which file?", None), "cannot ask a person");
+        // A journaled answer is the answer, marked as cached when asked again.
+        journal
+            .lock()
+            .unwrap()
+            .append(&WorkflowEvent::Consulted {
+                packet: "p1".into(),
+                asker: vec!["coder".into()],
+                role: "reviewer".into(),
+                question: "Which file?".into(),
+                key: "reviewer\nwhich file".into(),
+                answer: "NOTES.md".into(),
+            })
+            .unwrap();
+        let fresh = Consultation::new(
+            &models,
+            &journal,
+            "p1",
+            "coder",
+            dir.path(),
+            dir.path(),
+            &stop,
+        );
+        assert_eq!(
+            fresh.ask("reviewer", "which file"),
+            Reply::Answer("NOTES.md".into())
+        );
+        assert_eq!(
+            fresh.ask("reviewer", "Which   file??"),
+            Reply::Answer("[cached answer: you asked reviewer this before] NOTES.md".into())
+        );
+        let other = Consultation::new(
+            &models,
+            &journal,
+            "p2",
+            "coder",
+            dir.path(),
+            dir.path(),
+            &stop,
+        );
+        assert_eq!(
+            other.ask("reviewer", "Which file?"),
+            Reply::Answer("[cached answer: reviewer answered this for packet p1] NOTES.md".into())
+        );
     }
 }

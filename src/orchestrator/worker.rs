@@ -219,6 +219,7 @@ impl StartWorker {
                 &packet.id,
                 &role.name,
                 job.worktree,
+                job.log.parent().unwrap_or(job.worktree),
                 job.stop,
             ),
         };
