@@ -29,6 +29,22 @@ pub struct RepoConfig {
     pub prices: BTreeMap<String, Price>,
     #[serde(default)]
     pub sandbox: SandboxConfig,
+    #[serde(default)]
+    pub agents: AgentsConfig,
+}
+
+/// The `[agents]` table: how far agents may consult each other and spawn subtasks.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentsConfig {
+    /// Deepest chain of consultations (a consulted role consulting another …); default 2.
+    pub consult_depth: Option<u32>,
+    /// Most turns a consulted role may take to answer; default 6.
+    pub consult_turns: Option<u32>,
+    /// Deepest nesting of subtasks; default 1 (a subtask cannot spawn subtasks).
+    pub subtask_depth: Option<u32>,
+    /// Most subtasks one packet may spawn; default 3.
+    pub subtasks_per_packet: Option<u32>,
 }
 
 /// The `[sandbox]` table: how agents' commands are confined.
@@ -226,6 +242,15 @@ impl RepoConfig {
             prices: merge(self.prices, base.prices),
             sandbox: SandboxConfig {
                 if_unavailable: self.sandbox.if_unavailable.or(base.sandbox.if_unavailable),
+            },
+            agents: AgentsConfig {
+                consult_depth: self.agents.consult_depth.or(base.agents.consult_depth),
+                consult_turns: self.agents.consult_turns.or(base.agents.consult_turns),
+                subtask_depth: self.agents.subtask_depth.or(base.agents.subtask_depth),
+                subtasks_per_packet: self
+                    .agents
+                    .subtasks_per_packet
+                    .or(base.agents.subtasks_per_packet),
             },
         }
     }

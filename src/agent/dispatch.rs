@@ -4,7 +4,7 @@
 use std::time::Instant;
 
 use super::events::AgentEvent;
-use super::runner::Run;
+use super::runner::{Reply, Run};
 use super::state::WorkerState;
 use super::tools::{Signal, ToolContext, ToolFailure, ToolResult};
 use crate::llm::{Message, ToolCall};
@@ -108,15 +108,46 @@ impl Run<'_, '_> {
                     to: to.clone(),
                 });
                 self.transition(WorkerState::WaitingForInput, &question);
-                match self.spec.answer.and_then(|a| a(&question, to.as_deref())) {
-                    Some(answer) => {
+                let reply = self
+                    .spec
+                    .answer
+                    .map_or(Reply::Pending, |a| a.answer(&question, to.as_deref()));
+                match reply {
+                    Reply::Answer(answer) => {
                         self.transition(WorkerState::Running, "answer received");
                         (answer, false, None)
                     }
-                    None => {
+                    Reply::Refused(why) => {
+                        self.transition(WorkerState::Running, "question refused");
+                        (why, true, None)
+                    }
+                    Reply::Pending => {
                         let reason = format!("waiting for an answer to: {question}");
                         (text, false, Some((WorkerState::WaitingForInput, reason)))
                     }
+                }
+            }
+            Signal::Spawn(request) => {
+                let Some(host) = self.spec.answer else {
+                    return (
+                        "subtasks are not available to this agent; do the work yourself".into(),
+                        true,
+                        None,
+                    );
+                };
+                self.emit(AgentEvent::Subtask {
+                    title: request.title.clone(),
+                    files: request.files.clone(),
+                });
+                self.transition(
+                    WorkerState::WaitingForSubtask,
+                    &format!("subtask: {}", request.title),
+                );
+                let result = host.spawn(&request);
+                self.transition(WorkerState::Running, "subtask ended");
+                match result {
+                    Ok(report) => (report, false, None),
+                    Err(why) => (why, true, None),
                 }
             }
             Signal::Complete {

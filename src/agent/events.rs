@@ -55,6 +55,11 @@ pub enum AgentEvent {
         question: String,
         to: Option<String>,
     },
+    /// The agent spawned a subtask and waits for it.
+    Subtask {
+        title: String,
+        files: Vec<String>,
+    },
 }
 
 /// How a run ended.

@@ -71,7 +71,8 @@ pub fn store_event(packet: &str, role: &str, keys: &[ApiKey], event: &AgentEvent
         },
         AgentEvent::ContextTrimmed { .. }
         | AgentEvent::ContextSummarised { .. }
-        | AgentEvent::Question { .. } => return None,
+        | AgentEvent::Question { .. }
+        | AgentEvent::Subtask { .. } => return None,
     })
 }
 

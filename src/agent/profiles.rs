@@ -161,6 +161,13 @@ pub fn from_env(env: &dyn Fn(&str) -> Option<String>) -> Result<Option<Profile>,
         model: env("ORCHESTRA_MODEL").unwrap_or_default(),
         base_url: env("ORCHESTRA_BASE_URL"),
         api_key_env: env("ORCHESTRA_API_KEY_ENV"),
+        concurrency: match env("ORCHESTRA_CONCURRENCY") {
+            Some(v) => Some(v.trim().parse().map_err(|_| ProfileError::Invalid {
+                name: ENV_PROFILE.to_string(),
+                message: format!("ORCHESTRA_CONCURRENCY must be a whole number, got `{v}`"),
+            })?),
+            None => None,
+        },
         ..Default::default()
     };
     let mut cfg = cfg;

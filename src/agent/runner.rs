@@ -18,7 +18,7 @@ use super::events::{AgentError, AgentEvent, AgentOutcome};
 use super::role::Role;
 use super::state::WorkerState;
 use super::summary;
-use super::tools::{Registry, ToolContext};
+use super::tools::{Registry, SubtaskRequest, ToolContext};
 use crate::config::Price;
 use crate::confine::ConfinedRoot;
 use crate::llm::{ChatModel, ChatRequest, LlmError, Message, RetryEvent, RetryPolicy, Usage};
@@ -27,8 +27,41 @@ use crate::plan::Scope;
 /// Identical consecutive rounds of tool calls that count as a stall.
 const STALL_REPEATS: usize = 3;
 
-/// Answers an agent's question (`question`, addressee role) or returns `None`.
-pub type Answerer = dyn Fn(&str, Option<&str>) -> Option<String> + Sync;
+/// What became of an agent's question.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reply {
+    /// The answer, given back to the agent as the tool's result.
+    Answer(String),
+    /// The question may not be asked (depth limit, cycle, unknown role): the reason goes
+    /// back to the agent as a tool error, and it goes on working.
+    Refused(String),
+    /// Nobody answers now: the agent ends waiting for input.
+    Pending,
+}
+
+/// The runtime's side of the control tools that need more than the worktree: questions
+/// (`ask`) and subtasks (`spawn_subtask`).
+pub trait Host: Sync {
+    /// Answers `question`, addressed to role `to` (`None`: a human).
+    fn answer(&self, question: &str, to: Option<&str>) -> Reply;
+
+    /// Runs a subtask to its end and returns what the parent is told: `Ok` when its work is
+    /// merged into the parent's worktree, `Err` with the reason otherwise.
+    fn spawn(&self, request: &SubtaskRequest) -> Result<String, String> {
+        let _ = request;
+        Err("subtasks are not available to this agent; do the work yourself".into())
+    }
+}
+
+/// A plain function answers questions and has no subtasks.
+impl<F: Fn(&str, Option<&str>) -> Reply + Sync> Host for F {
+    fn answer(&self, question: &str, to: Option<&str>) -> Reply {
+        self(question, to)
+    }
+}
+
+/// Answers an agent's questions and runs its subtasks.
+pub type Answerer<'a> = dyn Host + 'a;
 
 /// What one agent run needs.
 pub struct AgentSpec<'a> {
@@ -46,8 +79,9 @@ pub struct AgentSpec<'a> {
     pub policy: RetryPolicy,
     /// The model's price, for cost accounting.
     pub price: Option<Price>,
-    /// Answers `ask`; `None` (or a `None` answer) leaves the agent waiting for input.
-    pub answer: Option<&'a Answerer>,
+    /// Answers `ask` and runs `spawn_subtask`; `None` (or a pending answer) leaves an
+    /// asking agent waiting for input, and refuses subtasks.
+    pub answer: Option<&'a (dyn Host + 'a)>,
     /// How run_command is confined; `None` runs commands unrestricted.
     pub sandbox: Option<super::sandbox::Sandbox>,
 }

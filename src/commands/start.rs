@@ -549,6 +549,32 @@ pub fn status_lines(repo: &RepoInfo, run: &str) -> Vec<String> {
     for pr in published.into_iter().flatten() {
         out.push(format!("pr        {}: {}", pr.packet, pr.location));
     }
+    // The latest concurrency change of each profile, and each subtask's latest state.
+    let mut limits: Vec<(&str, &str)> = Vec::new();
+    let mut subtasks: Vec<(&str, String)> = Vec::new();
+    for e in &entries {
+        match &e.event {
+            orchestrator::WorkflowEvent::ConcurrencyChanged { profile, text, .. } => {
+                limits.retain(|(p, _)| p != profile);
+                limits.push((profile, text));
+            }
+            orchestrator::WorkflowEvent::SubtaskSpawned { parent, child, .. } => {
+                subtasks.push((child, format!("{child} of {parent}: running")));
+            }
+            orchestrator::WorkflowEvent::SubtaskFinished {
+                parent,
+                child,
+                state,
+                ..
+            } => {
+                subtasks.retain(|(c, _)| c != child);
+                subtasks.push((child, format!("{child} of {parent}: {state}")));
+            }
+            _ => {}
+        }
+    }
+    out.extend(limits.iter().map(|(_, t)| format!("limit     {t}")));
+    out.extend(subtasks.iter().map(|(_, t)| format!("subtask   {t}")));
     for (i, e) in entries.iter().enumerate() {
         if let orchestrator::WorkflowEvent::Asked { packet, question } = &e.event {
             let answered = entries[i..].iter().any(|later| {

@@ -23,7 +23,9 @@ mod types;
 
 pub use anthropic::AnthropicClient;
 pub use error::LlmError;
-pub use limit::{Gate, Gates, Limited, Permit};
+pub use limit::{
+    DEFAULT_RECOVER_AFTER, Gate, Gates, LimitCause, LimitChange, LimitListener, Limited, Permit,
+};
 pub use openai::OpenAiClient;
 pub use profile::{ApiKey, Profile, Provider};
 pub use retry::{RetryEvent, RetryPolicy, chat_with_retry};

@@ -163,6 +163,48 @@ pub enum WorkflowEvent {
     Published { prs: Vec<PublishedPr> },
     /// The report was written.
     ReportSaved { markdown: String, json: String },
+    /// A profile's effective concurrency changed: halved after a rate limit, grown back by
+    /// one after a run of successful calls.
+    ConcurrencyChanged {
+        profile: String,
+        from: usize,
+        to: usize,
+        /// The line shown to people, e.g. `openai-main: concurrency 8 → 4 after rate limit`.
+        text: String,
+    },
+    /// A role answered another agent's question (`asker` is the chain of roles that asked,
+    /// outermost first); cached per run under the role and the normalised question.
+    Consulted {
+        packet: String,
+        asker: Vec<String>,
+        role: String,
+        question: String,
+        key: String,
+        answer: String,
+    },
+    /// A packet's agent spawned subtask `child`, forked from the parent's work at `base`.
+    SubtaskSpawned {
+        parent: String,
+        child: String,
+        title: String,
+        description: String,
+        role: String,
+        files: Vec<String>,
+        validation: Vec<String>,
+        branch: String,
+        base: String,
+    },
+    /// A subtask ended: `completed` (its `commit` merged into the parent's worktree) or
+    /// `failed` (its work stays on its branch); `message` is what the parent was told.
+    SubtaskFinished {
+        parent: String,
+        child: String,
+        state: String,
+        summary: String,
+        commit: Option<String>,
+        changed: Vec<String>,
+        message: String,
+    },
 }
 
 /// One journal entry.

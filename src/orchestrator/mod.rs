@@ -9,6 +9,7 @@
 
 pub mod budget;
 pub mod conflicts;
+pub mod consult;
 pub mod context;
 pub mod driver;
 mod execute;
@@ -21,6 +22,7 @@ pub mod plan_phase;
 pub mod replay;
 pub mod report;
 pub mod review;
+mod subtask;
 pub mod worker;
 pub mod workflow;
 

@@ -36,6 +36,8 @@ pub struct RoleModels {
     policy: RetryPolicy,
     /// Connected clients by role, made once: clients are cheap to share across threads.
     clients: Mutex<HashMap<String, Clients>>,
+    /// One adaptive concurrency gate per profile, shared by every packet and phase.
+    gates: llm::Gates,
 }
 
 /// A role's connected model chain (primary first) and its profiles.
@@ -53,9 +55,10 @@ impl RoleModels {
             config,
             budget: Budget::default(),
             started_ms: crate::store::now_ms(),
-            journal,
+            journal: journal.clone(),
             policy: RetryPolicy::default(),
             clients: Mutex::new(HashMap::new()),
+            gates: llm::Gates::with_listener(limit_listener(journal)),
         }
     }
 
@@ -126,7 +129,10 @@ impl RoleModels {
         let mut models: Vec<Arc<dyn ChatModel>> = Vec::new();
         for (i, p) in chain.iter().enumerate() {
             match llm::connect(p) {
-                Ok(m) => models.push(Arc::from(m)),
+                Ok(m) => models.push(Arc::new(llm::Limited::new(
+                    m,
+                    self.gates.get(&p.name, p.concurrency),
+                ))),
                 Err(e) if i == 0 => return Err(e.into()),
                 Err(_) => {}
             }
@@ -142,6 +148,25 @@ impl RoleModels {
     pub fn price(&self, model: &str) -> Option<crate::config::Price> {
         self.config.prices.get(model).copied()
     }
+}
+
+/// Returns a listener that journals every change of a profile's effective concurrency, so
+/// the report (and `status`) can say why a run slowed down.
+fn limit_listener(journal: SharedJournal) -> llm::LimitListener {
+    Arc::new(move |change: &llm::LimitChange| {
+        tracing::info!(%change, "model concurrency changed");
+        let event = super::journal::WorkflowEvent::ConcurrencyChanged {
+            profile: change.profile.clone(),
+            from: change.from,
+            to: change.to,
+            text: change.to_string(),
+        };
+        if let Ok(j) = journal.lock()
+            && let Err(e) = j.append(&event)
+        {
+            tracing::warn!(error = %e, "concurrency change not journaled");
+        }
+    })
 }
 
 /// Returns the first JSON object in `text` (fenced or bare), if any.

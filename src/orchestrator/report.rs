@@ -30,6 +30,8 @@ pub struct PacketReport {
     pub changed: Vec<String>,
     pub validation: Vec<Evidence>,
     pub summary: String,
+    /// The packet's subtasks: id, state and summary, one line each.
+    pub subtasks: Vec<String>,
 }
 
 /// Tokens and cost of one role on one model.
@@ -57,6 +59,8 @@ pub struct Report {
     pub assumptions: Vec<String>,
     pub learnings: Vec<String>,
     pub integration: Vec<String>,
+    /// Model limits met on the way: concurrency changes after rate limits, consultations.
+    pub agents: Vec<String>,
     pub next_steps: Vec<String>,
     pub usage: Vec<UsageLine>,
     pub phases: Vec<(String, u64)>,
@@ -157,6 +161,8 @@ pub fn build(s: &Sources<'_>) -> Report {
         }
     }
     let mut summaries: BTreeMap<&str, String> = BTreeMap::new();
+    let mut subtasks: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    let mut agents = Vec::new();
     let (mut findings, mut requirements, mut assumptions, mut learnings) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut phases: Vec<(String, u64)> = Vec::new();
@@ -192,6 +198,27 @@ pub fn build(s: &Sources<'_>) -> Report {
                 summaries.insert(packet, summary.clone());
                 learnings.extend(l.iter().map(|x| format!("{packet}: {x}")));
             }
+            WorkflowEvent::SubtaskFinished {
+                parent,
+                child,
+                state,
+                summary,
+                ..
+            } => subtasks.entry(parent).or_default().push(format!(
+                "{child} ({state}, branch {}): {summary}",
+                crate::names::packet_branch(s.run, child)
+            )),
+            WorkflowEvent::ConcurrencyChanged { text, .. } => agents.push(text.clone()),
+            WorkflowEvent::Consulted {
+                packet,
+                asker,
+                role,
+                question,
+                ..
+            } => agents.push(format!(
+                "{packet}: {} consulted {role}: {question}",
+                asker.last().map_or("agent", String::as_str)
+            )),
             WorkflowEvent::ConflictResolved { packet, paths, .. } => integration.push(format!(
                 "{packet}: conflicts in {} resolved by its agent",
                 paths.join(", ")
@@ -219,6 +246,7 @@ pub fn build(s: &Sources<'_>) -> Report {
                 .cloned()
                 .or_else(|| p.reason.clone())
                 .unwrap_or_default(),
+            subtasks: subtasks.remove(p.id.as_str()).unwrap_or_default(),
         })
         .collect();
     let risks: Vec<String> = s
@@ -279,6 +307,7 @@ pub fn build(s: &Sources<'_>) -> Report {
         // Agents restate what they learned on every fix round; each lesson is listed once.
         learnings: dedup_keep_order(learnings),
         integration,
+        agents,
         next_steps,
         usage,
         phases,
@@ -319,6 +348,7 @@ pub fn render(r: &Report) -> String {
         let _ = writeln!(o);
     }
     list(&mut o, "Integration", &r.integration);
+    list(&mut o, "Agents", &r.agents);
     list(&mut o, "Review findings", &r.review_findings);
     list(&mut o, "Risks", &r.risks);
     list(&mut o, "Learnings", &r.learnings);
@@ -360,6 +390,9 @@ pub fn render_packet(p: &PacketReport) -> String {
     }
     if !p.changed.is_empty() {
         let _ = writeln!(o, "Changed: {}", p.changed.join(", "));
+    }
+    for t in &p.subtasks {
+        let _ = writeln!(o, "- subtask {t}");
     }
     for v in &p.validation {
         let _ = writeln!(

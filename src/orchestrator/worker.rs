@@ -1,19 +1,23 @@
 //! The packet worker of `start` runs: our agents, like [`crate::agent::AgentWorker`], with
 //! every model turn journaled (so a resumed packet replays finished turns), human questions
-//! routed to `git orchestra answer`, questions to other roles answered by those roles, and
-//! each agent's report (summary, touched files, learnings) journaled for the final report.
+//! routed to `git orchestra answer`, questions to other roles answered by those roles in a
+//! bounded consultation ([`super::consult`]), subtasks run as child packets
+//! ([`super::subtask`]), and each agent's report (summary, touched files, learnings)
+//! journaled for the final report.
 
 use std::io::Write;
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use super::consult::Consultation;
 use super::journal::WorkflowEvent;
 use super::models::RoleModels;
 use super::replay::{Replaying, SharedJournal};
 use crate::agent::sandbox::{IfUnavailable, Sandbox};
 use crate::agent::tools::Registry;
-use crate::agent::{AgentEvent, AgentSpec, WorkerState};
+use crate::agent::{AgentEvent, AgentOutcome, AgentSpec, Host, Reply, SubtaskRequest, WorkerState};
 use crate::confine::ConfinedRoot;
 use crate::engine::{Worker, WorkerJob, WorkerReport};
 use crate::llm::{self, ChatModel};
@@ -45,7 +49,7 @@ impl StartWorker {
         }
     }
 
-    fn record(&self, event: &WorkflowEvent) {
+    pub(super) fn record(&self, event: &WorkflowEvent) {
         record(&self.journal, event);
     }
 }
@@ -120,8 +124,68 @@ fn human_answer(
     None
 }
 
+/// One agent run of a `start` packet or subtask.
+pub(super) struct AgentJob<'a> {
+    pub run: &'a str,
+    pub objective: &'a str,
+    pub packet: &'a Packet,
+    pub worktree: &'a Path,
+    /// The transcript's path; a subtask's files go beside it.
+    pub log: &'a Path,
+    pub stop: &'a AtomicBool,
+    pub timeout: Duration,
+    /// The review's required fixes, in a fix round.
+    pub fixes: Option<&'a str>,
+    /// 0 for a plan packet, 1 for its subtask, and so on.
+    pub depth: u32,
+}
+
+/// The runtime side of one packet agent's `ask` and `spawn_subtask`.
+struct PacketHost<'a> {
+    worker: &'a StartWorker,
+    job: &'a AgentJob<'a>,
+    role: &'a str,
+    consult: Consultation<'a>,
+}
+
+impl Host for PacketHost<'_> {
+    fn answer(&self, question: &str, to: Option<&str>) -> Reply {
+        match to {
+            Some(other) if other != "human" => self.consult.ask(other, question),
+            _ => human_answer(
+                &self.worker.journal,
+                self.worker.answer_wait,
+                &self.job.packet.id,
+                question,
+                self.job.stop,
+            )
+            .map_or(Reply::Pending, Reply::Answer),
+        }
+    }
+
+    fn spawn(&self, request: &SubtaskRequest) -> Result<String, String> {
+        super::subtask::spawn(self.worker, self.job, self.role, request)
+    }
+}
+
 impl StartWorker {
-    fn run_packet(&self, job: &WorkerJob<'_>, log: &mut dyn Write) -> Result<WorkerReport, String> {
+    /// Returns the roles and models this worker uses.
+    pub(super) fn models(&self) -> &RoleModels {
+        &self.models
+    }
+
+    /// Returns the run's workflow journal.
+    pub(super) fn journal(&self) -> &SharedJournal {
+        &self.journal
+    }
+
+    /// Runs the agent of `job`'s packet in its worktree, every model turn journaled, its
+    /// events written to `log`; returns how it ended.
+    pub(super) fn run_agent(
+        &self,
+        job: &AgentJob<'_>,
+        log: &mut dyn Write,
+    ) -> Result<AgentOutcome, String> {
         let packet = job.packet;
         let mut role = self
             .models
@@ -131,42 +195,33 @@ impl StartWorker {
             .clone();
         role.timeout_secs = role.timeout_secs.min(job.timeout.as_secs().max(1));
         let (models, chain) = self.models.clients(&role.name).map_err(|e| e.to_string())?;
-        let wrapped: Vec<Replaying<'_>> = models
-            .iter()
-            .map(|m| Replaying::new(m.as_ref(), self.journal.clone(), &role.name))
-            .collect();
         let role_name = role.name.clone();
         let guard = || self.models.budget_exceeded(Some(&role_name));
-        let wrapped: Vec<Replaying<'_>> =
-            wrapped.into_iter().map(|w| w.with_guard(&guard)).collect();
+        let wrapped: Vec<Replaying<'_>> = models
+            .iter()
+            .map(|m| {
+                Replaying::new(m.as_ref(), self.journal.clone(), &role.name).with_guard(&guard)
+            })
+            .collect();
         let price = chain
             .first()
             .and_then(|p| self.models.config.prices.get(&p.model).copied());
         let root = ConfinedRoot::open(job.worktree)
             .map_err(|e| format!("cannot open the worktree: {e}"))?;
         let registry = self.registry.for_role(&role);
-        // The answerer must own what it uses; a watcher mirrors the job's stop flag into it.
-        let stop = Arc::new(AtomicBool::new(false));
-        let (models, journal, wait, id) = (
-            self.models.clone(),
-            self.journal.clone(),
-            self.answer_wait,
-            packet.id.clone(),
-        );
-        let answer_stop = stop.clone();
-        let answer = move |question: &str, to: Option<&str>| -> Option<String> {
-            match to {
-                Some(other) if other != "human" && models.roles.get(other).is_ok() => models
-                    .ask(
-                        other,
-                        "Another agent consults you. Answer briefly and concretely; you cannot see its worktree.",
-                        &format!("Packet `{id}`: {question}"),
-                        &answer_stop,
-                    )
-                    .ok()
-                    .map(|r| r.text),
-                _ => human_answer(&journal, wait, &id, question, &answer_stop),
-            }
+        let host = PacketHost {
+            worker: self,
+            job,
+            role: &role_name,
+            consult: Consultation::new(
+                &self.models,
+                &self.journal,
+                &packet.id,
+                &role.name,
+                job.worktree,
+                job.log.parent().unwrap_or(job.worktree),
+                job.stop,
+            ),
         };
         let spec = AgentSpec {
             role: &role,
@@ -179,7 +234,7 @@ impl StartWorker {
             stop: job.stop,
             policy: llm::RetryPolicy::default(),
             price,
-            answer: Some(&answer),
+            answer: Some(&host),
             sandbox: std::env::current_exe().ok().map(|launcher| Sandbox {
                 launcher,
                 tmp: job.log.with_extension("tmp"),
@@ -191,24 +246,26 @@ impl StartWorker {
                 let _ = writeln!(log, "{line}");
             }
         };
-        let done = AtomicBool::new(false);
-        let outcome = std::thread::scope(|scope| {
-            scope.spawn(|| {
-                while !done.load(Ordering::SeqCst) {
-                    if job.stop.load(Ordering::SeqCst) {
-                        stop.store(true, Ordering::SeqCst);
-                    }
-                    std::thread::sleep(ANSWER_POLL);
-                }
-            });
-            let outcome = crate::agent::run(&spec, &mut on_event);
-            done.store(true, Ordering::SeqCst);
-            outcome
-        })
-        .map_err(|e| e.to_string())?;
+        crate::agent::run(&spec, &mut on_event).map_err(|e| e.to_string())
+    }
+
+    fn run_packet(&self, job: &WorkerJob<'_>, log: &mut dyn Write) -> Result<WorkerReport, String> {
+        let packet = job.packet;
+        let agent_job = AgentJob {
+            run: job.run,
+            objective: job.objective,
+            packet,
+            worktree: job.worktree,
+            log: job.log,
+            stop: job.stop,
+            timeout: job.timeout,
+            fixes: job.fixes,
+            depth: 0,
+        };
+        let outcome = self.run_agent(&agent_job, log)?;
         self.record(&WorkflowEvent::PacketReport {
             packet: packet.id.clone(),
-            role: role.name.clone(),
+            role: packet.role.clone(),
             state: outcome.state.as_str().to_string(),
             summary: outcome
                 .summary
@@ -218,7 +275,7 @@ impl StartWorker {
             learnings: outcome.learnings.clone(),
         });
         if outcome.state != WorkerState::Completed
-            && let Some(reason) = guard()
+            && let Some(reason) = self.models.budget_exceeded(Some(&packet.role))
         {
             // Out of budget: stop cleanly; the packet restarts from its worktree on resume.
             self.halt.store(true, Ordering::SeqCst);

@@ -12,6 +12,7 @@ mod edit_diff;
 mod llm;
 mod mock;
 mod nav_tools;
+mod rate_limit;
 mod review;
 mod sandbox;
 mod stall;

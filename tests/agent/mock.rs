@@ -203,3 +203,102 @@ fn respond(mut stream: TcpStream, reply: &Value) -> std::io::Result<()> {
     stream.write_all(head.as_bytes())?;
     stream.write_all(body.as_bytes())
 }
+
+/// One request a [`ThrottledServer`] received: when, how many were in flight with it, and
+/// whether it was refused with 429.
+#[derive(Debug, Clone, Copy)]
+pub struct Arrival {
+    pub at: std::time::Instant,
+    pub in_flight: usize,
+    pub refused: bool,
+}
+
+/// A model server with a provider's concurrency cap: a request arriving while `max` others
+/// are being answered gets HTTP 429 (`retry-after: 0`); the others get a short answer after
+/// `delay_ms`. Only the first `throttled` requests are subject to the cap, so a test can
+/// watch a client recover once the provider relents.
+pub struct ThrottledServer {
+    pub url: String,
+    arrivals: Arc<Mutex<Vec<Arrival>>>,
+}
+
+impl ThrottledServer {
+    pub fn start(max: usize, delay_ms: u64, throttled: usize) -> ThrottledServer {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/v1", listener.local_addr().unwrap());
+        let arrivals = Arc::new(Mutex::new(Vec::new()));
+        let in_flight = Arc::new(Mutex::new(0usize));
+        let log = arrivals.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { continue };
+                let (log, fly) = (log.clone(), in_flight.clone());
+                std::thread::spawn(move || {
+                    throttled_serve(stream, max, delay_ms, throttled, &log, &fly)
+                });
+            }
+        });
+        ThrottledServer { url, arrivals }
+    }
+
+    /// Returns every arrival so far, in order.
+    pub fn arrivals(&self) -> Vec<Arrival> {
+        self.arrivals.lock().unwrap().clone()
+    }
+}
+
+fn throttled_serve(
+    stream: TcpStream,
+    max: usize,
+    delay_ms: u64,
+    throttled: usize,
+    log: &Mutex<Vec<Arrival>>,
+    in_flight: &Mutex<usize>,
+) {
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut line = String::new();
+    let mut length = 0usize;
+    loop {
+        line.clear();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        let l = line.trim_end();
+        if l.is_empty() {
+            break;
+        }
+        if let Some((k, v)) = l.split_once(':')
+            && k.eq_ignore_ascii_case("content-length")
+        {
+            length = v.trim().parse().unwrap_or(0);
+        }
+    }
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body).unwrap();
+    let refused = {
+        let mut fly = in_flight.lock().unwrap();
+        let mut log = log.lock().unwrap();
+        *fly += 1;
+        let refused = log.len() < throttled && *fly > max;
+        log.push(Arrival {
+            at: std::time::Instant::now(),
+            in_flight: *fly,
+            refused,
+        });
+        if refused {
+            *fly -= 1;
+        }
+        refused
+    };
+    let reply = if refused {
+        serde_json::json!({"status": 429, "headers": {"retry-after": "0"},
+            "json": {"error": {"message": "too many concurrent requests", "type": "rate_limit_error"}}})
+    } else {
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        *in_flight.lock().unwrap() -= 1;
+        serde_json::json!({"json": {"id": "x", "model": "mock-model", "choices": [{"index": 0,
+            "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 3, "completion_tokens": 1}}})
+    };
+    let _ = respond(stream, &reply);
+}

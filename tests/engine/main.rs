@@ -16,6 +16,7 @@ mod review;
 mod run;
 mod run_input;
 mod start;
+mod start_agents;
 #[path = "../support/mod.rs"]
 mod support;
 mod worktree;

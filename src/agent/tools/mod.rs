@@ -22,12 +22,12 @@ use crate::confine::ConfinedRoot;
 use crate::llm::ToolDef;
 use crate::plan::Scope;
 
-pub use control::Signal;
+pub use control::{Signal, SubtaskRequest};
 
 use super::role::Role;
 
 /// Names of every built-in tool but the symbol tools ([`nav::NAMES`]).
-pub const KNOWN: [&str; 9] = [
+pub const KNOWN: [&str; 10] = [
     "read_file",
     "list_dir",
     "write_file",
@@ -36,6 +36,7 @@ pub const KNOWN: [&str; 9] = [
     "run_command",
     "signal_state",
     "ask",
+    "spawn_subtask",
     "complete",
 ];
 

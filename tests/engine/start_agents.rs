@@ -1,0 +1,558 @@
+//! `start` with agents that go beyond their packet: subtasks spawned as child packets,
+//! consultations between roles, and a provider's rate limits shrinking the shared
+//! concurrency — end to end against the scripted model over loopback HTTP.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use git_orchestra::demo;
+use git_orchestra::orchestrator::{StartJournal, WorkflowEvent};
+use serde_json::{Value, json};
+
+use crate::support::{git, hermetic, orchestra_with_env, text};
+
+/// A sample repository, a scripted model and where the worktrees go.
+struct Setup {
+    _tmp: tempfile::TempDir,
+    repo: PathBuf,
+    root: PathBuf,
+    model: demo::MockModel,
+}
+
+fn plan(packets: &[(&str, &[&str])]) -> String {
+    let mut t = String::from("```toml\n");
+    for (id, files) in packets {
+        t.push_str(&format!(
+            "[[packet]]\nid = \"{id}\"\ntitle = \"Write {id}\"\ndescription = \"d\"\nfiles = {}\n\n",
+            json!(files)
+        ));
+    }
+    t.push_str("```");
+    t
+}
+
+fn setup(plan_text: &str, mut scripts: Vec<Value>, config: Option<&str>) -> Setup {
+    hermetic();
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = demo::create_sample(&tmp.path().join("greeter")).unwrap();
+    if let Some(config) = config {
+        std::fs::create_dir_all(repo.join(".orchestra")).unwrap();
+        std::fs::write(repo.join(".orchestra/config.toml"), config).unwrap();
+        git(&repo, &["add", "-A"]);
+        git(&repo, &["commit", "-qm", "configure"]);
+    }
+    scripts.extend([
+        json!({"name": "planner", "match": ["# Planner"], "replies": [{"text": plan_text}]}),
+        json!({"name": "review", "match": ["# Reviewer"], "replies": [{"text": "{\"verdict\": \"approve\"}"}]}),
+        json!({"name": "orchestrator", "match": ["# Orchestrator"], "replies": [{"text": "{}"}]}),
+    ]);
+    let model =
+        demo::MockModel::start(demo::parse_scripts(&Value::Array(scripts).to_string()).unwrap())
+            .unwrap();
+    Setup {
+        root: tmp.path().join("worktrees"),
+        _tmp: tmp,
+        repo,
+        model,
+    }
+}
+
+impl Setup {
+    fn start_with(&self, url: &str, env: &[(&str, &str)]) -> std::process::Output {
+        let mut vars = vec![
+            ("ORCHESTRA_PROVIDER", "openai-compatible"),
+            ("ORCHESTRA_BASE_URL", url),
+            ("ORCHESTRA_MODEL", "scripted"),
+        ];
+        vars.extend_from_slice(env);
+        orchestra_with_env(
+            &self.repo,
+            &[
+                "start",
+                "--yes",
+                "--no-clarify",
+                "--worktree-root",
+                self.root.to_str().unwrap(),
+                "Write notes",
+            ],
+            &vars,
+        )
+    }
+
+    fn start(&self) -> std::process::Output {
+        self.start_with(&self.model.url, &[])
+    }
+
+    fn journal(&self) -> Vec<WorkflowEvent> {
+        let common = self.repo.join(".git");
+        let runs = StartJournal::runs(&common).unwrap();
+        let j = StartJournal::open(&common, &runs[0]).unwrap();
+        j.entries().unwrap().into_iter().map(|e| e.event).collect()
+    }
+
+    /// Returns the run's directory of logs.
+    fn run_dir(&self) -> PathBuf {
+        let runs = StartJournal::runs(&self.repo.join(".git")).unwrap();
+        self.repo.join(".git/orchestra/runs").join(&runs[0])
+    }
+
+    fn branch(&self, name: &str) -> String {
+        let runs = StartJournal::runs(&self.repo.join(".git")).unwrap();
+        format!("orchestra/{}/{name}", runs[0])
+    }
+}
+
+fn call(name: &str, args: Value) -> Value {
+    json!({"calls": [{"name": name, "args": args}]})
+}
+
+/// Returns the tool calls of an agent transcript: (name, ok, summary).
+fn tool_calls(log: &Path) -> Vec<(String, bool, String)> {
+    std::fs::read_to_string(log)
+        .unwrap_or_else(|e| panic!("{}: {e}", log.display()))
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["type"] == "tool_call")
+        .map(|v| {
+            (
+                v["name"].as_str().unwrap_or("").to_string(),
+                v["ok"].as_bool().unwrap_or(false),
+                v["summary"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect()
+}
+
+fn subtask_scripts() -> Vec<Value> {
+    vec![
+        json!({"name": "child", "match": ["# Coder", "# Write the child file"], "replies": [
+            call("spawn_subtask", json!({"title": "Grandchild", "description": "x", "files": ["child.txt"]})),
+            call("write_file", json!({"path": "child.txt", "content": "from the child\n"})),
+            call("complete", json!({"summary": "wrote child.txt"}))]}),
+        json!({"name": "parent", "match": ["# Coder", "# Write p1"], "replies": [
+            call("write_file", json!({"path": "NOTES.md", "content": "notes\n"})),
+            call("spawn_subtask", json!({"title": "Write the child file", "description": "Create child.txt",
+                "files": ["child.txt"], "validation": ["test -f child.txt"]})),
+            call("complete", json!({"summary": "notes written with a subtask"}))]}),
+    ]
+}
+
+#[test]
+fn a_subtask_runs_as_a_child_packet_and_its_work_lands_in_the_parents_commit() {
+    let s = setup(
+        &plan(&[("p1", &["NOTES.md", "child.txt"])]),
+        subtask_scripts(),
+        None,
+    );
+    let out = s.start();
+    assert!(out.status.success(), "{}", text(&out));
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(report.contains("all 1 packets succeeded"), "{report}");
+    assert!(
+        report.contains(&format!(
+            "- subtask p1.s1 (completed, branch {}): wrote child.txt",
+            s.branch("p1-s1")
+        )),
+        "{report}"
+    );
+    // The child's branch holds its own commit, made by the engine with its trailers.
+    let child = s.branch("p1-s1");
+    let message = git(&s.repo, &["log", "-1", "--format=%an%n%B", &child]);
+    assert!(
+        message.starts_with("git-orchestra\nWrite the child file"),
+        "{message}"
+    );
+    assert!(message.contains("Orchestra-Packet: p1.s1"), "{message}");
+    assert_eq!(
+        git(&s.repo, &["show", &format!("{child}:child.txt")]),
+        "from the child"
+    );
+    // The parent's final commit contains the child's file and its own, and descends from the
+    // child's commit.
+    let parent = s.branch("p1");
+    assert_eq!(
+        git(&s.repo, &["show", &format!("{parent}:child.txt")]),
+        "from the child"
+    );
+    assert_eq!(
+        git(&s.repo, &["show", &format!("{parent}:NOTES.md")]),
+        "notes"
+    );
+    git(&s.repo, &["merge-base", "--is-ancestor", &child, &parent]);
+    // The child, a subtask itself, could not spawn another: a depth-limit tool error.
+    let dir = s.run_dir().join("p1");
+    let child_calls = tool_calls(&dir.join("p1-s1/worker.log"));
+    assert_eq!(child_calls[0].0, "spawn_subtask");
+    assert!(
+        !child_calls[0].1 && child_calls[0].2.starts_with("depth limit"),
+        "{child_calls:?}"
+    );
+    // The parent waited for it in state waiting_for_subtask.
+    let parent_log = std::fs::read_to_string(dir.join("worker-1.log")).unwrap();
+    assert!(
+        parent_log.contains(
+            "\"to\":\"waiting_for_subtask\",\"reason\":\"subtask: Write the child file\""
+        ),
+        "{parent_log}"
+    );
+    let events = s.journal();
+    let spawned = events
+        .iter()
+        .filter(|e| matches!(e, WorkflowEvent::SubtaskSpawned { .. }))
+        .count();
+    assert_eq!(spawned, 1);
+    let status = orchestra_with_env(&s.repo, &["status"], &[]);
+    assert!(
+        String::from_utf8_lossy(&status.stdout).contains("subtask   p1.s1 of p1: completed"),
+        "{}",
+        text(&status)
+    );
+}
+
+#[test]
+fn subtasks_outside_the_parents_files_or_beyond_the_count_limit_are_tool_errors() {
+    let scripts = vec![
+        json!({"name": "child", "match": ["# Coder", "# First part"], "replies": [
+            call("write_file", json!({"path": "a.txt", "content": "a\n"})),
+            call("complete", json!({"summary": "wrote a.txt"}))]}),
+        json!({"name": "parent", "match": ["# Coder", "# Write p1"], "replies": [
+            call("spawn_subtask", json!({"title": "Elsewhere", "description": "x", "files": ["README.md"]})),
+            call("spawn_subtask", json!({"title": "Glob", "description": "x", "files": ["*.md"]})),
+            call("spawn_subtask", json!({"title": "First part", "description": "x", "files": ["a.txt"]})),
+            call("spawn_subtask", json!({"title": "Second part", "description": "x", "files": ["b.txt"]})),
+            call("write_file", json!({"path": "b.txt", "content": "b\n"})),
+            call("complete", json!({"summary": "done"}))]}),
+    ];
+    let s = setup(
+        &plan(&[("p1", &["a.txt", "b.txt"])]),
+        scripts,
+        Some("[agents]\nsubtasks_per_packet = 1\n"),
+    );
+    let out = s.start();
+    assert!(out.status.success(), "{}", text(&out));
+    let calls = tool_calls(&s.run_dir().join("p1/worker-1.log"));
+    let spawns: Vec<_> = calls.iter().filter(|c| c.0 == "spawn_subtask").collect();
+    assert_eq!(spawns.len(), 4, "{calls:?}");
+    assert!(
+        !spawns[0].1
+            && spawns[0]
+                .2
+                .contains("README.md are outside your packet's files"),
+        "{spawns:?}"
+    );
+    assert!(
+        !spawns[1].1 && spawns[1].2.contains("*.md are outside"),
+        "{spawns:?}"
+    );
+    assert!(spawns[2].1, "{spawns:?}");
+    assert!(
+        !spawns[3].1 && spawns[3].2.starts_with("subtask limit"),
+        "{spawns:?}"
+    );
+    // Only the allowed subtask has a branch; the refused ones changed nothing.
+    let branches = git(
+        &s.repo,
+        &[
+            "branch",
+            "--list",
+            "orchestra/*",
+            "--format=%(refname:short)",
+        ],
+    );
+    assert_eq!(
+        branches.lines().collect::<Vec<_>>(),
+        [s.branch("p1"), s.branch("p1-s1")],
+        "{branches}"
+    );
+    let parent = s.branch("p1");
+    assert_eq!(git(&s.repo, &["show", &format!("{parent}:a.txt")]), "a");
+    assert_eq!(git(&s.repo, &["show", &format!("{parent}:b.txt")]), "b");
+}
+
+#[test]
+fn killed_during_and_after_a_subtask_resume_neither_reruns_it_nor_loses_its_work() {
+    let s = setup(
+        &plan(&[("p1", &["NOTES.md", "child.txt"])]),
+        subtask_scripts(),
+        None,
+    );
+    let mut kills = 0u64;
+    let mut step = 8u64;
+    loop {
+        let crash = step.to_string();
+        let out = s.start_with(
+            &s.model.url,
+            &[("ORCHESTRA_CRASH_AFTER_STEPS", crash.as_str())],
+        );
+        if std::os::unix::process::ExitStatusExt::signal(&out.status) == Some(9) {
+            kills += 1;
+            step += 3;
+            assert!(kills < 60, "no progress after {kills} kills");
+            continue;
+        }
+        assert!(out.status.success(), "after {kills} kills: {}", text(&out));
+        assert!(String::from_utf8_lossy(&out.stdout).contains("all 1 packets succeeded"));
+        break;
+    }
+    assert!(
+        kills > 2,
+        "the run was killed along the way ({kills} times)"
+    );
+    let events = s.journal();
+    let finished = events
+        .iter()
+        .filter(|e| matches!(e, WorkflowEvent::SubtaskFinished { .. }))
+        .count();
+    assert_eq!(finished, 1, "the subtask finished once");
+    // One commit on the child's branch beyond the parent's work in progress: it was not
+    // redone, and its work is in the parent.
+    let child = s.branch("p1-s1");
+    let parent = s.branch("p1");
+    let own = git(
+        &s.repo,
+        &["rev-list", "--count", &format!("{parent}~1..{child}")],
+    );
+    assert!(own == "1" || own == "0", "{own}");
+    assert_eq!(
+        git(&s.repo, &["show", &format!("{parent}:child.txt")]),
+        "from the child"
+    );
+    assert_eq!(
+        git(&s.repo, &["show", &format!("{parent}:NOTES.md")]),
+        "notes"
+    );
+}
+
+#[test]
+fn consultations_are_bounded_read_only_loops_refusing_cycles_and_depth_and_cached_per_run() {
+    let q = "Which file should hold the notes?";
+    let scripts = vec![
+        json!({"name": "reviewer-consulted", "match": ["# Reviewer", "Question: Which file should hold"], "replies": [
+            call("ask", json!({"to": "coder", "question": "which file should hold the notes"})),
+            call("ask", json!({"to": "researcher", "question": "What do notes usually contain?"})),
+            call("read_file", json!({"path": "README.md"})),
+            call("complete", json!({"summary": "Use NOTES.md"}))]}),
+        json!({"name": "researcher-consulted", "match": ["# Researcher", "Question: What do notes usually"], "replies": [
+            call("ask", json!({"to": "product", "question": "Who reads them?"})),
+            call("complete", json!({"summary": "Decisions and open questions"}))]}),
+        json!({"name": "coder", "match": ["# Coder", "# Write p1"], "replies": [
+            call("ask", json!({"to": "reviewer", "question": q})),
+            call("ask", json!({"to": "reviewer", "question": "which file should hold the NOTES"})),
+            call("write_file", json!({"path": "NOTES.md", "content": "notes\n"})),
+            call("complete", json!({"summary": "wrote notes"}))]}),
+    ];
+    let s = setup(&plan(&[("p1", &["NOTES.md"])]), scripts, None);
+    let out = s.start();
+    assert!(out.status.success(), "{}", text(&out));
+    let dir = s.run_dir().join("p1");
+    let coder = tool_calls(&dir.join("worker-1.log"));
+    assert_eq!(
+        (coder[0].1, coder[0].2.as_str()),
+        (true, "Use NOTES.md"),
+        "{coder:?}"
+    );
+    assert_eq!(
+        (coder[1].1, coder[1].2.as_str()),
+        (
+            true,
+            "[cached answer: you asked reviewer this before] Use NOTES.md"
+        ),
+        "{coder:?}"
+    );
+    let logs: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("consult-")
+        })
+        .collect();
+    let log_of = |role: &str| {
+        logs.iter()
+            .find(|p| {
+                p.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with(&format!("consult-{role}-"))
+            })
+            .unwrap_or_else(|| panic!("no consult log for {role} in {logs:?}"))
+    };
+    let reviewer = tool_calls(log_of("reviewer"));
+    assert!(
+        !reviewer[0].1
+            && reviewer[0]
+                .2
+                .starts_with("consultation cycle refused: coder → reviewer → coder"),
+        "{reviewer:?}"
+    );
+    assert_eq!(
+        (reviewer[1].1, reviewer[1].2.as_str()),
+        (true, "Decisions and open questions")
+    );
+    assert!(
+        reviewer[2].0 == "read_file" && reviewer[2].1,
+        "{reviewer:?}"
+    );
+    let researcher = tool_calls(log_of("researcher"));
+    assert!(
+        !researcher[0].1
+            && researcher[0]
+                .2
+                .starts_with("depth limit: coder → reviewer → researcher"),
+        "{researcher:?}"
+    );
+    // Each answer was journaled once, under the role and the normalised question.
+    let consulted: Vec<(String, String)> = s
+        .journal()
+        .into_iter()
+        .filter_map(|e| match e {
+            WorkflowEvent::Consulted { role, key, .. } => Some((role, key)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        consulted,
+        [
+            (
+                "researcher".to_string(),
+                "researcher\nwhat do notes usually contain".to_string()
+            ),
+            (
+                "reviewer".to_string(),
+                "reviewer\nwhich file should hold the notes".to_string()
+            ),
+        ]
+    );
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        report.contains(&format!("p1: coder consulted reviewer: {q}")),
+        "{report}"
+    );
+    // A second start of the finished run asks no model again.
+    let before = s.model.requests();
+    assert!(s.start().status.success());
+    assert_eq!(s.model.requests(), before);
+}
+
+/// A proxy in front of the scripted model that answers 429 while another request is in
+/// flight, and holds each request it forwards for `hold`, like a provider with one slot.
+struct OneSlot {
+    url: String,
+    refused: Arc<Mutex<usize>>,
+}
+
+fn one_slot(upstream: &str, hold: Duration) -> OneSlot {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let upstream = upstream
+        .trim_start_matches("http://")
+        .trim_end_matches("/v1")
+        .to_string();
+    let busy = Arc::new(Mutex::new(0usize));
+    let refused = Arc::new(Mutex::new(0usize));
+    let r = refused.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { continue };
+            let (busy, refused, upstream) = (busy.clone(), r.clone(), upstream.clone());
+            std::thread::spawn(move || relay(stream, &upstream, hold, &busy, &refused));
+        }
+    });
+    OneSlot { url, refused }
+}
+
+fn relay(
+    mut stream: TcpStream,
+    upstream: &str,
+    hold: Duration,
+    busy: &Mutex<usize>,
+    refused: &Mutex<usize>,
+) {
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut head = String::new();
+    let mut length = 0usize;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        if let Some((k, v)) = line.trim_end().split_once(':')
+            && k.eq_ignore_ascii_case("content-length")
+        {
+            length = v.trim().parse().unwrap_or(0);
+        }
+        head.push_str(&line);
+        if line.trim_end().is_empty() {
+            break;
+        }
+    }
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body).unwrap();
+    {
+        let mut b = busy.lock().unwrap();
+        if *b > 0 {
+            *refused.lock().unwrap() += 1;
+            let msg = "{\"error\": {\"message\": \"one request at a time\"}}";
+            let _ = write!(
+                stream,
+                "HTTP/1.1 429 Too Many\r\nretry-after: 0\r\nconnection: close\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{msg}",
+                msg.len()
+            );
+            return;
+        }
+        *b += 1;
+    }
+    std::thread::sleep(hold);
+    let mut up = TcpStream::connect(upstream).unwrap();
+    up.write_all(head.as_bytes()).unwrap();
+    up.write_all(&body).unwrap();
+    let mut answer = Vec::new();
+    let _ = up.read_to_end(&mut answer);
+    *busy.lock().unwrap() -= 1;
+    let _ = stream.write_all(&answer);
+}
+
+#[test]
+fn a_rate_limited_profile_runs_its_packets_at_lower_concurrency_and_the_report_says_so() {
+    let scripts = ["p1", "p2", "p3"]
+        .iter()
+        .map(|id| {
+            json!({"name": id, "match": ["# Coder", format!("# Write {id}")], "replies": [
+                call("write_file", json!({"path": format!("{id}.txt"), "content": "x\n"})),
+                call("complete", json!({"summary": format!("wrote {id}")}))]})
+        })
+        .collect();
+    let s = setup(
+        &plan(&[
+            ("p1", &["p1.txt"]),
+            ("p2", &["p2.txt"]),
+            ("p3", &["p3.txt"]),
+        ]),
+        scripts,
+        None,
+    );
+    let proxy = one_slot(&s.model.url, Duration::from_millis(300));
+    let out = s.start_with(&proxy.url, &[("ORCHESTRA_CONCURRENCY", "4")]);
+    assert!(out.status.success(), "{}", text(&out));
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(report.contains("all 3 packets succeeded"), "{report}");
+    assert!(
+        *proxy.refused.lock().unwrap() > 0,
+        "the packets did collide"
+    );
+    assert!(
+        report.contains("env: concurrency 4 → 2 after rate limit"),
+        "{report}"
+    );
+    let status = orchestra_with_env(&s.repo, &["status"], &[]);
+    assert!(
+        String::from_utf8_lossy(&status.stdout).contains("limit     env: concurrency"),
+        "{}",
+        text(&status)
+    );
+}
