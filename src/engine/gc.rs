@@ -67,54 +67,112 @@ pub fn gc(repo: &RepoInfo, only: Option<&str>, dry_run: bool) -> Result<GcReport
         let _lock = RunLock::acquire(&dir, &run.id)?;
         let Some(s) = store.take() else { break };
         let journal = Journal::new(s, &run.id, &noop, None);
-        for p in journal.packets()? {
+        let packets = journal.packets()?;
+        for p in &packets {
             let wt = PathBuf::from(&p.worktree);
-            let exists = !p.removed && wt.exists();
-            let mut item = GcItem {
-                run: run.id.clone(),
-                packet: p.id.clone(),
-                worktree: exists.then(|| wt.clone()),
-                bytes: if exists { disk_usage(&wt) } else { 0 },
-                branch: p.branch.clone(),
-                delete_branch: false,
-                keep_reason: None,
-                backup: p.backup.clone(),
-            };
-            if exists {
-                let refname = names::backup_ref(&run.id, &p.id);
-                let dirty = has_unsaved_changes(&wt)?;
-                if dirty {
-                    item.backup = Some(refname.clone());
-                }
-                if !dry_run {
-                    let saved = gitops::backup(&wt, &refname, "git-orchestra gc: unsaved work")
-                        .map_err(worktree_err)?;
-                    if saved.is_some() {
-                        item.backup = Some(refname);
-                    }
-                    gitops::remove(repo, &wt).map_err(worktree_err)?;
-                    journal.record(Event::WorktreeRemoved {
-                        packet: p.id.clone(),
-                        backup: item.backup.clone(),
-                    })?;
-                }
-            }
-            let (delete, reason) = branch_fate(repo, &run.base, &p.branch)?;
-            item.delete_branch = delete;
-            item.keep_reason = reason;
-            if delete && !dry_run {
-                repo.git()
-                    .run(["branch", "-D", "--", &p.branch])
-                    .map_err(crate::git::RepoError::from)?;
+            let live = (!p.removed && wt.exists()).then_some(wt);
+            let item = sweep(
+                repo,
+                &run,
+                &p.id,
+                live,
+                &p.branch,
+                p.backup.clone(),
+                dry_run,
+            )?;
+            if item.worktree.is_some() && !dry_run {
+                journal.record(Event::WorktreeRemoved {
+                    packet: p.id.clone(),
+                    backup: item.backup.clone(),
+                })?;
             }
             report.bytes += item.bytes;
             if item.worktree.is_some() || item.delete_branch || item.keep_reason.is_some() {
                 report.items.push(item);
             }
         }
+        // Worktrees on the run's branches that no packet record names: subtasks spawned by
+        // agents (`orchestra/<run>/<packet>-s1`), or leftovers of an interrupted creation.
+        let prefix = format!("refs/heads/orchestra/{}/", run.id);
+        for entry in gitops::list(repo).map_err(worktree_err)? {
+            let Some(branch) = entry
+                .branch
+                .as_deref()
+                .and_then(|b| b.strip_prefix("refs/heads/"))
+            else {
+                continue;
+            };
+            let Some(id) = entry
+                .branch
+                .as_deref()
+                .and_then(|b| b.strip_prefix(&prefix))
+            else {
+                continue;
+            };
+            if packets.iter().any(|p| p.branch == branch) || entry.prunable.is_some() {
+                continue;
+            }
+            let item = sweep(
+                repo,
+                &run,
+                id,
+                Some(entry.path.clone()),
+                branch,
+                None,
+                dry_run,
+            )?;
+            report.bytes += item.bytes;
+            report.items.push(item);
+        }
         store = Some(journal.into_store());
     }
     Ok(report)
+}
+
+/// Saves the unsaved work of a run's worktree `live` to a backup ref and removes it (unless
+/// `dry_run`), and decides the fate of its branch.
+fn sweep(
+    repo: &RepoInfo,
+    run: &RunRecord,
+    id: &str,
+    live: Option<PathBuf>,
+    branch: &str,
+    backup: Option<String>,
+    dry_run: bool,
+) -> Result<GcItem, EngineError> {
+    let mut item = GcItem {
+        run: run.id.clone(),
+        packet: id.to_string(),
+        bytes: live.as_deref().map_or(0, disk_usage),
+        worktree: live.clone(),
+        branch: branch.to_string(),
+        delete_branch: false,
+        keep_reason: None,
+        backup,
+    };
+    if let Some(wt) = &live {
+        let refname = names::backup_ref(&run.id, id);
+        if has_unsaved_changes(wt)? {
+            item.backup = Some(refname.clone());
+        }
+        if !dry_run {
+            let saved = gitops::backup(wt, &refname, "git-orchestra gc: unsaved work")
+                .map_err(worktree_err)?;
+            if saved.is_some() {
+                item.backup = Some(refname);
+            }
+            gitops::remove(repo, wt).map_err(worktree_err)?;
+        }
+    }
+    let (delete, reason) = branch_fate(repo, &run.base, branch)?;
+    item.delete_branch = delete;
+    item.keep_reason = reason;
+    if delete && !dry_run {
+        repo.git()
+            .run(["branch", "-D", "--", branch])
+            .map_err(crate::git::RepoError::from)?;
+    }
+    Ok(item)
 }
 
 fn worktree_err(e: gitops::WorktreeError) -> EngineError {

@@ -210,6 +210,24 @@ fn a_subtask_runs_as_a_child_packet_and_its_work_lands_in_the_parents_commit() {
         "{}",
         text(&status)
     );
+    // gc knows the child's worktree although no packet record names it: unsaved work there
+    // goes to a backup ref first.
+    let listed = git(&s.repo, &["worktree", "list", "--porcelain"]);
+    let child_wt = listed
+        .split("\n\n")
+        .find(|e| e.contains(&format!("branch refs/heads/{child}")))
+        .and_then(|e| e.lines().next())
+        .and_then(|l| l.strip_prefix("worktree "))
+        .map(PathBuf::from)
+        .unwrap_or_else(|| panic!("no worktree on {child}: {listed}"));
+    std::fs::write(child_wt.join("unsaved.txt"), "keep me\n").unwrap();
+    let gc = orchestra_with_env(&s.repo, &["gc"], &[]);
+    assert!(gc.status.success(), "{}", text(&gc));
+    assert!(!child_wt.exists(), "{}", text(&gc));
+    let runs = StartJournal::runs(&s.repo.join(".git")).unwrap();
+    let backup = format!("refs/orchestra/backup/{}/p1-s1", runs[0]);
+    let saved = git(&s.repo, &["ls-tree", "-r", "--name-only", &backup]);
+    assert!(saved.lines().any(|l| l == "unsaved.txt"), "{saved}");
 }
 
 #[test]
