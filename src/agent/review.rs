@@ -145,8 +145,26 @@ impl ReviewAgent<'_> {
     /// Reviews `input` in a scratch checkout of its tip: the agent reads the diff and the
     /// files it needs and answers with JSON findings; an unreadable answer gets one more try.
     pub fn review(&self, input: &ReviewInput<'_>) -> Result<ReviewOutcome, GateError> {
-        let scratch = ScratchWorktree::create(input.repo, input.tip, "review")?;
-        let root = ConfinedRoot::open(scratch.path())
+        // The packet's own worktree when it sits at the reviewed commit; else a scratch
+        // checkout, removed when the review ends.
+        let own = input
+            .packet
+            .and_then(|p| p.checkout.as_deref())
+            .filter(|dir| {
+                crate::git::Git::new(dir)
+                    .run(["rev-parse", "HEAD"])
+                    .is_ok_and(|h| h == input.tip)
+            });
+        let scratch = match own {
+            Some(_) => None,
+            None => Some(ScratchWorktree::create(input.repo, input.tip, "review")?),
+        };
+        let dir = match (&scratch, own) {
+            (Some(s), _) => s.path(),
+            (None, Some(dir)) => dir,
+            (None, None) => return Err(self.fail("no checkout to review in")),
+        };
+        let root = ConfinedRoot::open(dir)
             .map_err(|e| self.fail(format!("cannot open the review checkout: {e}")))?;
         let diff =
             input

@@ -166,7 +166,7 @@ fn pipeline(ctx: &Context<'_>, index: usize, rec: &PacketRecord) -> Result<Strin
     };
     let mut round = 0u32;
     loop {
-        let verdict = review_step(ctx, packet, &start, &head, round, review)?;
+        let verdict = review_step(ctx, packet, &wt, &start, &head, round, review)?;
         if verdict.verdict == gate::Decision::Approve {
             return Ok(head);
         }
@@ -382,6 +382,7 @@ fn validate(
 fn review_step(
     ctx: &Context<'_>,
     packet: &Packet,
+    wt: &Path,
     start: &str,
     head: &str,
     round: u32,
@@ -390,6 +391,8 @@ fn review_step(
     let packet_ref = gate::PacketRef {
         run: ctx.run.id.clone(),
         packet: packet.clone(),
+        // The worktree is at `head` now: committed and validated.
+        checkout: Some(wt.to_path_buf()),
     };
     let reviewers: [&dyn gate::Reviewer; 1] = [review.reviewer];
     let verdict = match gate::review(ctx.repo, start, head, Some(&packet_ref), &reviewers) {

@@ -238,6 +238,7 @@ fn verdict_for(
     let packet_ref = PacketRef {
         run: run_id.to_string(),
         packet: packet.clone(),
+        checkout: None,
     };
     let reviewers: [&dyn Reviewer; 1] = [reviewer];
     Ok(gate::review(

@@ -135,6 +135,9 @@ fn default_base(git: &Git, name: &str) -> Result<(String, String), GateError> {
 pub struct PacketRef {
     pub run: String,
     pub packet: Packet,
+    /// The packet's own worktree when it is checked out at the reviewed commit (inside the
+    /// packet pipeline): reviewers read it there instead of making a scratch checkout.
+    pub checkout: Option<std::path::PathBuf>,
 }
 
 /// Returns the packet named by `commit`'s `Orchestra-Run` and `Orchestra-Packet` trailers when
@@ -172,5 +175,9 @@ pub fn packet_of(repo: &RepoInfo, commit: &str) -> Result<Option<PacketRef>, Gat
         .packets
         .into_iter()
         .find(|p| p.id == packet)
-        .map(|packet| PacketRef { run, packet }))
+        .map(|packet| PacketRef {
+            run,
+            packet,
+            checkout: None,
+        }))
 }
