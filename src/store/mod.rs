@@ -424,7 +424,9 @@ fn apply(
         | Event::MergeStarted { .. }
         | Event::PacketConflicted { .. }
         | Event::MergeValidationFinished { .. }
-        | Event::MergeFinished { .. } => {}
+        | Event::MergeFinished { .. }
+        | Event::PacketsShareFiles { .. }
+        | Event::ScopeFinding { .. } => {}
         Event::PacketIntegrated { packet: id, .. } => {
             packet("reason = NULL", id, &[])?;
         }
