@@ -102,17 +102,23 @@ pub fn parse_entry(written: &str) -> Result<SymbolEntry, String> {
 /// Returns the spans of every packet's declared symbols in the files at `commit` of the
 /// repository at `repo_root`, and one located issue per entry that cannot be resolved.
 ///
-/// Entries that do not parse are skipped here (`validate` reports them).
+/// Entries that do not parse or name a file outside the packet's `files` are skipped here
+/// (`validate` reports them).
 pub fn resolve(plan: &Plan, repo_root: &Path, commit: &str) -> (SymbolSpans, Vec<PlanIssue>) {
     let mut out = SymbolSpans::default();
     let mut issues = Vec::new();
     let mut files: BTreeMap<String, Result<Parsed, String>> = BTreeMap::new();
     let mut extractor = Extractor::new();
     for (i, packet) in plan.packets.iter().enumerate() {
+        let scope = packet.scope().ok();
         for (k, written) in packet.symbols.iter().enumerate() {
+            // Entries that do not parse or lie outside `files` are `validate`'s to report.
             let Ok(entry) = parse_entry(written) else {
                 continue;
             };
+            if !scope.as_ref().is_some_and(|s| s.matches(&entry.file)) {
+                continue;
+            }
             let parsed = files
                 .entry(entry.file.clone())
                 .or_insert_with(|| parse_file(&mut extractor, repo_root, commit, &entry.file));

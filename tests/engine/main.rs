@@ -18,4 +18,5 @@ mod run_input;
 mod start;
 #[path = "../support/mod.rs"]
 mod support;
+mod symbols;
 mod worktree;
