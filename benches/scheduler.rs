@@ -2,7 +2,12 @@
 //! run by the engine, side by side with the same work scripted by hand with the git CLI
 //! (`git worktree add` + commit per packet, sequentially).
 //!
-//! Run with `cargo bench --bench scheduler`. Prints a table; no thresholds are asserted.
+//! Also: file-level vs symbol-aware overlap on the demo plan and on a generated plan whose
+//! packets share files on distinct functions, by simulating the scheduler (`scheduler::decide`)
+//! with fixed durations: makespan and maximum parallelism side by side.
+//!
+//! Run with `cargo bench --bench scheduler` (`-- symbols` for the simulation only). Prints a
+//! table; no thresholds are asserted.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -11,9 +16,10 @@ use std::process::Command;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
-use git_orchestra::engine::{self, Control, RunOptions};
+use git_orchestra::engine::{self, Control, RunOptions, scheduler};
 use git_orchestra::git::RepoInfo;
-use git_orchestra::plan::Plan;
+use git_orchestra::plan::{LineSpan, Plan, SymbolSpans};
+use git_orchestra::store::PacketState;
 
 const PACKETS: usize = 100;
 const WAVES: usize = 10;
@@ -143,7 +149,125 @@ fn scripted_run(repo_dir: &Path, wt_root: &Path) -> Duration {
     started.elapsed()
 }
 
+/// Returns (makespan, max packets running at once) of `plan` under `graph`, packet `i` taking
+/// `dur[i]` time units, with the scheduler's own decisions at every completion.
+fn simulate(graph: &scheduler::Graph, dur: &[u64], cap: usize) -> (u64, usize) {
+    let n = dur.len();
+    let mut states = vec![PacketState::Pending; n];
+    let mut executing = vec![false; n];
+    let mut finish = vec![0u64; n];
+    let (mut now, mut peak) = (0u64, 0usize);
+    loop {
+        let decision = scheduler::decide(graph, &states, &executing, cap);
+        for i in decision.start {
+            states[i] = PacketState::Running;
+            executing[i] = true;
+            finish[i] = now + dur[i];
+        }
+        peak = peak.max(executing.iter().filter(|e| **e).count());
+        let Some(next) = (0..n).filter(|&i| executing[i]).min_by_key(|&i| finish[i]) else {
+            break;
+        };
+        now = finish[next];
+        for i in 0..n {
+            if executing[i] && finish[i] == now {
+                executing[i] = false;
+                states[i] = PacketState::Succeeded;
+            }
+        }
+    }
+    assert!(states.iter().all(|s| *s == PacketState::Succeeded));
+    (now, peak)
+}
+
+/// Returns the demo's plan, as its scripted planner writes it.
+fn demo_plan() -> Plan {
+    let scripts: serde_json::Value =
+        serde_json::from_str(include_str!("../fixtures/demo/model.json")).expect("json");
+    let text = scripts
+        .as_array()
+        .expect("array")
+        .iter()
+        .find(|s| s["name"] == "planner")
+        .and_then(|s| s["replies"][0]["text"].as_str())
+        .expect("planner reply");
+    let toml = text
+        .split("```toml\n")
+        .nth(1)
+        .and_then(|t| t.split("```").next())
+        .expect("fenced plan");
+    Plan::from_toml_str(&format!("objective = \"demo\"\n{toml}"), "demo.toml").expect("plan")
+}
+
+/// Returns a plan of 20 packets in two layers where every file is shared by four packets, each
+/// editing its own two-line function, with the spans the resolver would give those functions.
+fn shared_files_plan() -> (Plan, SymbolSpans) {
+    let mut text = String::from("objective = \"Shared files\"\n");
+    let mut spans = SymbolSpans::default();
+    for i in 0..20usize {
+        let file = format!("src/m{}.py", i % 5);
+        let func = (i / 5) as u32;
+        let deps = if i >= 10 {
+            format!("\"p{}\"", i - 10)
+        } else {
+            String::new()
+        };
+        text.push_str(&format!(
+            "[[packet]]\nid = \"p{i}\"\ntitle = \"t\"\ndescription = \"d\"\nfiles = [\"{file}\"]\nsymbols = [\"{file}:f{func}\"]\ndepends_on = [{deps}]\n"
+        ));
+        // `def fN():` and its body, then two blank lines: functions 4 lines apart.
+        spans.insert(
+            i,
+            &file,
+            vec![LineSpan {
+                start: func * 4 + 1,
+                end: func * 4 + 2,
+            }],
+        );
+    }
+    (
+        Plan::from_toml_str(&text, "shared.toml").expect("plan"),
+        spans,
+    )
+}
+
+fn symbol_aware() {
+    let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    println!("file-level vs symbol-aware overlap (simulated durations, max_parallel 8)");
+    println!(
+        "{:<34} {:>10} {:>10} {:>8} {:>9} {:>9}",
+        "plan", "makespan", "(symbols)", "ratio", "max par.", "(symbols)"
+    );
+    let (shared, shared_spans) = shared_files_plan();
+    for (name, plan, spans) in [
+        ("demo (4 packets)", demo_plan(), SymbolSpans::default()),
+        ("20 packets, 4 per file, 2 layers", shared, shared_spans),
+    ] {
+        let dur: Vec<u64> = plan.packets.iter().map(|_| 1000 + next() % 1000).collect();
+        let (file_ms, file_peak) = simulate(&engine::graph_of(&plan), &dur, 8);
+        let (sym_ms, sym_peak) = simulate(&engine::graph_with(&plan, &spans), &dur, 8);
+        println!(
+            "{name:<34} {:>9.2}s {:>9.2}s {:>7.2}x {:>9} {:>9}",
+            file_ms as f64 / 1000.0,
+            sym_ms as f64 / 1000.0,
+            file_ms as f64 / sym_ms as f64,
+            file_peak,
+            sym_peak
+        );
+    }
+}
+
 fn main() {
+    symbol_aware();
+    if std::env::args().skip(1).any(|a| a == "symbols") {
+        return;
+    }
     let tmp = tempfile::tempdir().expect("tempdir");
     hermetic(tmp.path());
     let a = tmp.path().join("engine-repo");

@@ -80,6 +80,7 @@ pub fn cmd_agent(cwd: &Path, args: &AgentArgs) -> Result<(), CommandError> {
         } else {
             args.files.clone()
         },
+        symbols: Vec::new(),
         depends_on: Vec::new(),
         validation: args.validation.clone(),
         acceptance: Vec::new(),

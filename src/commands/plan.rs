@@ -52,6 +52,8 @@ struct CheckReport<'a> {
     max_parallel: Option<usize>,
     waves: &'a [Vec<String>],
     serialized: Vec<Serialized<'a>>,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    parallel: &'a [String],
 }
 
 /// What `plan check --json` prints when the plan has problems.
@@ -110,7 +112,9 @@ fn cmd_check(cwd: &Path, args: &CheckArgs) -> Result<(), CommandError> {
     let (Some(plan), Some(commit), true) = (plan, commit, issues.is_empty()) else {
         return Err(report_issues(&shown, &issues, args.json));
     };
-    let schedule = plan::schedule(&plan);
+    // Symbols were checked by `validate`; those that resolve make shared files parallel.
+    let (spans, _) = plan::resolve_symbols(&plan, &repo.toplevel, &commit);
+    let schedule = plan::schedule_with(&plan, &spans);
     let report = CheckReport {
         plan: shown,
         valid: true,
@@ -127,6 +131,7 @@ fn cmd_check(cwd: &Path, args: &CheckArgs) -> Result<(), CommandError> {
         max_parallel: plan.max_parallel,
         waves: &schedule.waves,
         serialized: serialized(&schedule),
+        parallel: &schedule.parallel,
     };
     if args.json {
         print_json(&report)?;
@@ -220,5 +225,8 @@ fn print_text(r: &CheckReport) {
         for s in &r.serialized {
             println!("  {} before {}: {}", s.first, s.second, s.reason);
         }
+    }
+    for note in r.parallel {
+        println!("parallel: {note}");
     }
 }

@@ -152,6 +152,16 @@ pub fn line(event: &Event) -> Option<String> {
         Event::AgentFallback {
             packet, from, to, ..
         } => format!("[{packet}] model {from} keeps failing; falling back to {to}"),
+        Event::PacketsShareFiles { note, .. } => note.clone(),
+        Event::ScopeFinding {
+            packet,
+            file,
+            lines,
+            declared,
+        } => format!(
+            "[{packet}] scope finding: changed {file} lines {lines} outside its declared symbols ({}); commit kept",
+            declared.join(", ")
+        ),
         _ => return None,
     })
 }

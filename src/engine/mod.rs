@@ -10,6 +10,7 @@ mod packet;
 pub mod process;
 pub mod scheduler;
 mod signal;
+mod symbol_scope;
 mod worker;
 
 use std::path::{Path, PathBuf};
@@ -233,12 +234,34 @@ pub fn execute_with(
     }
     // Half-written worktree registrations from a crash block every worktree operation.
     crate::git::repair_registrations(repo).map_err(|e| EngineError::Worktree(e.to_string()))?;
-    let graph = graph_of(&plan);
+    // Declared symbols are looked up at the run's base; any that cannot be (the plan was
+    // validated, so only a vanished object would do that) leave their files at file level.
+    let (spans, unresolved) = crate::plan::resolve_symbols(&plan, &repo.toplevel, &run.base);
+    for issue in &unresolved {
+        tracing::warn!(%issue, "declared symbol scheduled at file level");
+    }
+    let overlaps = plan.overlaps_with(&spans);
+    let graph = graph_from(&plan, &overlaps.conflicts);
     let journal = Journal::new(store, run_id, ctl.on_event, ctl.crash_after_events);
+    let resumed = run.state != RunState::Created;
     journal.record(Event::RunStarted {
         pid: std::process::id(),
-        resumed: run.state != RunState::Created,
+        resumed,
     })?;
+    if !resumed {
+        for shared in &overlaps.shared {
+            let (a, b) = (shared.first, shared.second);
+            if plan.has_dependency_path(&plan.packets[a].id, &plan.packets[b].id) {
+                continue;
+            }
+            journal.record(Event::PacketsShareFiles {
+                first: plan.packets[a].id.clone(),
+                second: plan.packets[b].id.clone(),
+                files: shared.files.clone(),
+                note: plan.shared_note(shared),
+            })?;
+        }
+    }
 
     let worktree_lock = std::sync::Mutex::new(());
     let ctx = packet::Context {
@@ -342,10 +365,19 @@ pub fn execute_with(
 
 /// Builds the scheduler's view of the plan: dependency indices and file-scope conflicts.
 pub fn graph_of(plan: &Plan) -> scheduler::Graph {
+    graph_from(plan, &plan.overlaps())
+}
+
+/// Builds the scheduler's view of the plan with symbol-aware conflicts: packets that share a
+/// file but edit symbols apart in it (`spans`, at the run's base) may run together.
+pub fn graph_with(plan: &Plan, spans: &crate::plan::SymbolSpans) -> scheduler::Graph {
+    graph_from(plan, &plan.overlaps_with(spans).conflicts)
+}
+
+fn graph_from(plan: &Plan, conflicts: &[crate::plan::Overlap]) -> scheduler::Graph {
     // Compiles each scope once; pair-by-pair compilation dominated large plans.
-    let pairs: std::collections::HashSet<(usize, usize)> = plan
-        .overlaps()
-        .into_iter()
+    let pairs: std::collections::HashSet<(usize, usize)> = conflicts
+        .iter()
         .map(|o| (o.first.min(o.second), o.first.max(o.second)))
         .collect();
     scheduler::Graph::new(plan.dependency_indices(), |a, b| {

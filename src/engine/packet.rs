@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use super::journal::Journal;
 use super::process::{self, Outcome, Spec};
+use super::symbol_scope;
 use super::worker::{PacketReview, Worker, WorkerJob};
 use crate::gate;
 use crate::git::commit::{self, Trailers};
@@ -156,11 +157,12 @@ fn pipeline(ctx: &Context<'_>, index: usize, rec: &PacketRecord) -> Result<Strin
         phase = Phase::Commit;
     }
 
+    let mut committed = None;
     if phase == Phase::Commit {
-        commit_step(ctx, packet, &wt, &start)?;
+        committed = Some(commit_step(ctx, packet, &wt, &start)?);
     }
 
-    let mut head = validate(ctx, packet, rec, &wt, &env, &dir, &start)?;
+    let mut head = validate(ctx, packet, rec, &wt, &env, &dir, &start, committed)?;
     let Some(review) = ctx.review else {
         return Ok(head);
     };
@@ -189,8 +191,8 @@ fn pipeline(ctx: &Context<'_>, index: usize, rec: &PacketRecord) -> Result<Strin
             file.to_string_lossy().into_owned(),
         ));
         work(ctx, packet, rec, &wt, &env, &dir, Some((&fixes, round)))?;
-        commit_step(ctx, packet, &wt, &start)?;
-        head = validate(ctx, packet, rec, &wt, &env, &dir, &start)?;
+        let committed = commit_step(ctx, packet, &wt, &start)?;
+        head = validate(ctx, packet, rec, &wt, &env, &dir, &start, Some(committed))?;
     }
 }
 
@@ -294,8 +296,14 @@ fn work(
     Ok(())
 }
 
-/// Commits what the worker left in the worktree, with the engine's identity and trailers.
-fn commit_step(ctx: &Context<'_>, packet: &Packet, wt: &Path, start: &str) -> Result<(), Halt> {
+/// Commits what the worker left in the worktree, with the engine's identity and trailers, and
+/// returns the branch tip with the paths it changed since `start`.
+fn commit_step(
+    ctx: &Context<'_>,
+    packet: &Packet,
+    wt: &Path,
+    start: &str,
+) -> Result<(String, Vec<String>), Halt> {
     let message = commit::message(
         &packet.title,
         &Trailers {
@@ -304,25 +312,32 @@ fn commit_step(ctx: &Context<'_>, packet: &Packet, wt: &Path, start: &str) -> Re
             role: &packet.role,
         },
     );
-    commit::commit_all(wt, &message)
+    let made = commit::commit_all(wt, &message)
         .map_err(|e| Halt::Fail(format!("could not commit the worker's changes: {e}")))?;
-    let head = gitops::Git::new(wt)
-        .run(["rev-parse", "HEAD"])
-        .map_err(|e| Halt::Fail(format!("cannot read the packet branch: {e}")))?;
+    let head = match made {
+        Some(head) => head,
+        None => gitops::Git::new(wt)
+            .run(["rev-parse", "HEAD"])
+            .map_err(|e| Halt::Fail(format!("cannot read the packet branch: {e}")))?,
+    };
     let changed = commit::changed_paths(wt, start, &head)
         .map_err(|e| Halt::Fail(format!("cannot list the packet's changes: {e}")))?;
     record(
         ctx,
         Event::PacketCommitted {
             packet: packet.id.clone(),
-            commit: head,
-            changed,
+            commit: head.clone(),
+            changed: changed.clone(),
         },
     )?;
-    Ok(())
+    Ok((head, changed))
 }
 
 /// Checks the packet's scope and runs its validation commands; returns the validated commit.
+///
+/// `committed` is the tip and changed paths the commit step just found; a resumed packet passes
+/// `None` and they are read from its worktree.
+#[allow(clippy::too_many_arguments)]
 fn validate(
     ctx: &Context<'_>,
     packet: &Packet,
@@ -331,14 +346,20 @@ fn validate(
     env: &[(String, String)],
     dir: &Path,
     start: &str,
+    committed: Option<(String, Vec<String>)>,
 ) -> Result<String, Halt> {
     // Validate: scope first (enforced, not advised), then the packet's own commands.
-    let git = gitops::Git::new(wt);
-    let head = git
-        .run(["rev-parse", "HEAD"])
-        .map_err(|e| Halt::Fail(format!("cannot read the packet branch: {e}")))?;
-    let changed = commit::changed_paths(wt, start, &head)
-        .map_err(|e| Halt::Fail(format!("cannot list the packet's changes: {e}")))?;
+    let (head, changed) = match committed {
+        Some(known) => known,
+        None => {
+            let head = gitops::Git::new(wt)
+                .run(["rev-parse", "HEAD"])
+                .map_err(|e| Halt::Fail(format!("cannot read the packet branch: {e}")))?;
+            let changed = commit::changed_paths(wt, start, &head)
+                .map_err(|e| Halt::Fail(format!("cannot list the packet's changes: {e}")))?;
+            (head, changed)
+        }
+    };
     let scope = packet
         .scope()
         .map_err(|e| Halt::Fail(format!("invalid file scope: {e}")))?;
@@ -350,6 +371,20 @@ fn validate(
             packet.files.join(", "),
             rec.branch
         )));
+    }
+    if !packet.symbols.is_empty() {
+        for f in symbol_scope::findings(wt, packet, start, &head, &changed) {
+            tracing::warn!(file = %f.file, lines = %f.lines, "edits outside declared symbols");
+            record(
+                ctx,
+                Event::ScopeFinding {
+                    packet: packet.id.clone(),
+                    file: f.file,
+                    lines: f.lines,
+                    declared: f.declared,
+                },
+            )?;
+        }
     }
     for (n, command) in packet.validation.iter().enumerate() {
         let log = dir.join(format!("validate-{}.log", n + 1));

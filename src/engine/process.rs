@@ -7,6 +7,7 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 /// How many bytes of a command's output are kept in events and shown in reasons.
@@ -14,6 +15,10 @@ pub const TAIL_BYTES: u64 = 2_000;
 
 /// Grace period between SIGTERM and SIGKILL when a command is stopped.
 const KILL_GRACE: Duration = Duration::from_secs(2);
+
+/// How often a running command checks the stop flag and its timeout; its exit itself is
+/// noticed immediately.
+const STOP_CHECK: Duration = Duration::from_millis(25);
 
 /// What to run and where.
 pub struct Spec<'a> {
@@ -134,14 +139,27 @@ pub fn run(
     on_spawn(pgid);
     let mut timed_out = false;
     let mut interrupted = false;
+    // A helper thread blocks in wait(2) and reports the exit at once, so the next packet of a
+    // dependency chain starts the moment this one ends instead of at the next poll; this
+    // thread only wakes every STOP_CHECK to honour a stop or the timeout.
+    let (exited_tx, exited) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = exited_tx.send(child.wait());
+    });
     let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) => {}
-            Err(source) => {
+        match exited.recv_timeout(STOP_CHECK) {
+            Ok(Ok(status)) => break status,
+            Ok(Err(source)) => {
                 return Err(ProcessError::Wait {
                     command: spec.command.to_string(),
                     source,
+                });
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                return Err(ProcessError::Wait {
+                    command: spec.command.to_string(),
+                    source: std::io::Error::other("the thread waiting for the command ended"),
                 });
             }
         }
@@ -154,7 +172,6 @@ pub fn run(
                 terminate_group(pgid);
             }
         }
-        std::thread::sleep(poll_interval(started.elapsed()));
     };
     // The shell is gone; make sure nothing it started lingers in its group.
     kill_group(pgid, libc::SIGKILL);
@@ -165,17 +182,6 @@ pub fn run(
         duration: started.elapsed(),
         tail: read_tail(spec.log),
     })
-}
-
-/// Polls fast at first (short commands finish in milliseconds), then backs off.
-fn poll_interval(elapsed: Duration) -> Duration {
-    if elapsed < Duration::from_millis(100) {
-        Duration::from_millis(2)
-    } else if elapsed < Duration::from_secs(2) {
-        Duration::from_millis(20)
-    } else {
-        Duration::from_millis(100)
-    }
 }
 
 /// Sends SIGTERM to the group, then SIGKILL after a grace period on a helper thread.

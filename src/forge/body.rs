@@ -167,6 +167,7 @@ mod tests {
             role: "coder".into(),
             description: "Write the parser.".into(),
             files: vec!["src/parser.rs".into()],
+            symbols: vec![],
             depends_on: vec!["p1".into()],
             validation: vec!["cargo test".into()],
             acceptance: vec!["parses | pipes".into()],

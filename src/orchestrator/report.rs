@@ -137,6 +137,15 @@ pub fn build(s: &Sources<'_>) -> Report {
             Event::PacketSentBack { packet, reason } => {
                 integration.push(format!("{packet} sent back: {reason}"))
             }
+            Event::PacketsShareFiles { note, .. } => integration.push(note.clone()),
+            Event::ScopeFinding {
+                packet,
+                file,
+                lines,
+                ..
+            } => integration.push(format!(
+                "{packet} changed {file} lines {lines} outside its declared symbols (commit kept)"
+            )),
             Event::MergeFinished {
                 integration: branch,
                 commit,

@@ -131,6 +131,7 @@ pub(super) fn spawn(
         validation: req.validation.clone(),
         acceptance: Vec::new(),
         risks: Vec::new(),
+        symbols: Vec::new(),
     };
     let branch = names::packet_branch(parent.run, &id);
     let finished = k.finished.iter().find_map(|e| match e {

@@ -6,6 +6,8 @@
 use serde::Serialize;
 
 use super::model::{Packet, Plan};
+use super::overlap::{Relation, relate};
+use super::symbols::SymbolSpans;
 
 /// Two packets whose declared scopes may touch the same path.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -16,6 +18,24 @@ pub struct Overlap {
     pub second: usize,
     /// Why, e.g. "both declare src/parser.rs" or "src/*.rs overlaps src/parser.rs".
     pub reason: String,
+}
+
+/// Two packets that share files in which both edit symbols far enough apart to run together.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SharedFiles {
+    /// Index in plan order of the earlier packet.
+    pub first: usize,
+    /// Index in plan order of the later packet.
+    pub second: usize,
+    /// The shared files.
+    pub files: Vec<String>,
+}
+
+/// The pairs a symbol-aware schedule keeps apart and the pairs it lets share files.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Overlaps {
+    pub conflicts: Vec<Overlap>,
+    pub shared: Vec<SharedFiles>,
 }
 
 impl Plan {
@@ -72,26 +92,52 @@ impl Plan {
     /// Returns every pair of packets whose declared scopes may touch the same path, in plan
     /// order; a run must never execute both packets of a pair at the same time.
     pub fn overlaps(&self) -> Vec<Overlap> {
+        self.overlaps_with(&SymbolSpans::default()).conflicts
+    }
+
+    /// Returns the pairs of packets that must not run together once declared symbols are
+    /// taken into account (`spans`, resolved at the run's base), and the pairs that share
+    /// files but edit symbols apart in them; both in plan order.
+    pub fn overlaps_with(&self, spans: &SymbolSpans) -> Overlaps {
         // Compile every scope once: pairs are quadratic in the number of packets.
         let scopes: Vec<_> = self.packets.iter().map(Packet::scope).collect();
-        let mut out = Vec::new();
+        let mut out = Overlaps::default();
         for (i, a) in scopes.iter().enumerate() {
             for (j, b) in scopes.iter().enumerate().skip(i + 1) {
-                let reason = match (a, b) {
-                    (Ok(a), Ok(b)) => a.overlap(b),
+                let relation = match (a, b) {
+                    (Ok(a), Ok(b)) => relate(i, a, j, b, spans),
                     // A scope nobody can interpret overlaps everything (see `overlap`).
-                    (Err(e), _) | (_, Err(e)) => Some(format!("{e}; treated as overlapping")),
+                    (Err(e), _) | (_, Err(e)) => {
+                        Relation::Conflict(format!("{e}; treated as overlapping"))
+                    }
                 };
-                if let Some(reason) = reason {
-                    out.push(Overlap {
+                match relation {
+                    Relation::Disjoint => {}
+                    Relation::Conflict(reason) => out.conflicts.push(Overlap {
                         first: i,
                         second: j,
                         reason,
-                    });
+                    }),
+                    Relation::SharedSymbols(files) => out.shared.push(SharedFiles {
+                        first: i,
+                        second: j,
+                        files,
+                    }),
                 }
             }
         }
         out
+    }
+
+    /// Returns the sentence that explains why packets `first` and `second` run side by side
+    /// although they share `files`.
+    pub fn shared_note(&self, shared: &SharedFiles) -> String {
+        format!(
+            "{} and {} share {} but edit disjoint symbols: run in parallel",
+            self.packets[shared.first].id,
+            self.packets[shared.second].id,
+            shared.files.join(", ")
+        )
     }
 }
 

@@ -13,16 +13,21 @@ mod overlap;
 mod parse;
 mod schedule;
 mod scope;
+mod symbols;
 mod validate;
 
 use std::path::{Path, PathBuf};
 
-pub use graph::Overlap;
+pub use graph::{Overlap, Overlaps, SharedFiles};
 pub use model::{DEFAULT_ROLE, Packet, Plan};
 pub use overlap::overlap;
 pub use parse::Location;
-pub use schedule::{Schedule, schedule};
+pub use schedule::{Schedule, schedule, schedule_with};
 pub use scope::{PatternError, PatternProblem, Scope};
+pub use symbols::{
+    LINE_MARGIN, LineSpan, SymbolEntry, SymbolSpans, apart, parse_entry,
+    resolve as resolve_symbols, spans_at,
+};
 pub use validate::{MAX_ID_LEN, PlanIssue, sort_by_location, validate};
 
 /// Why a plan could not be read or one of its scopes compiled.

@@ -51,6 +51,11 @@ pub struct Packet {
     pub description: String,
     /// The declared scope: repository-relative paths or globs the packet may change.
     pub files: Vec<String>,
+    /// The symbols the packet plans to edit, as `path:Qualified.name` entries whose path is one
+    /// of `files` (e.g. `src/app.py:Client.send`). Two packets that share a file may run in
+    /// parallel when both name their symbols there and the symbols' definitions are apart.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub symbols: Vec<String>,
     /// Ids of packets whose work must be merged before this one starts.
     #[serde(default)]
     pub depends_on: Vec<String>,
@@ -90,6 +95,16 @@ impl Plan {
     pub fn base_location(&self) -> Option<super::Location> {
         let source = self.source.as_deref()?;
         source.base.as_ref().map(|span| source.locate(span.start))
+    }
+}
+
+impl Plan {
+    /// Returns where `symbols` entry `entry` of packet `packet` sits in the source file.
+    pub fn symbol_location(&self, packet: usize, entry: usize) -> Option<super::Location> {
+        let source = self.source.as_deref()?;
+        let id = &self.packets.get(packet)?.id;
+        let span = source.packet(packet, id)?.symbols.get(entry)?;
+        Some(source.locate(span.start))
     }
 }
 

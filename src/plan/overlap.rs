@@ -12,6 +12,7 @@
 
 use super::model::Packet;
 use super::scope::{Constraint, Part, Pattern, Scope, is_within};
+use super::symbols::{SymbolSpans, apart};
 
 /// Returns why packets `a` and `b` may touch the same path, or `None` when their scopes are
 /// disjoint.
@@ -31,6 +32,50 @@ impl Scope {
         self.patterns
             .iter()
             .find_map(|a| other.patterns.iter().find_map(|b| pattern_overlap(a, b)))
+    }
+}
+
+/// How two packets' scopes relate once declared symbols are taken into account.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Relation {
+    /// No path can be in both scopes.
+    Disjoint,
+    /// Some path may be changed by both; the reason names it.
+    Conflict(String),
+    /// The scopes share only these literal files, and in each both packets declared symbols
+    /// whose spans keep the margin apart: the packets may run side by side.
+    SharedSymbols(Vec<String>),
+}
+
+/// Returns how the scopes `sa` of packet `a` and `sb` of packet `b` relate.
+///
+/// A shared literal file stops being a conflict only when both packets declared symbols in it
+/// and those symbols' spans are apart; every other overlap (globs, directories, a file one of
+/// them declared no symbols for) stays a conflict.
+pub(crate) fn relate(a: usize, sa: &Scope, b: usize, sb: &Scope, spans: &SymbolSpans) -> Relation {
+    let mut shared = Vec::new();
+    for pa in &sa.patterns {
+        for pb in &sb.patterns {
+            let Some(reason) = pattern_overlap(pa, pb) else {
+                continue;
+            };
+            if let (Pattern::Literal { path: x, .. }, Pattern::Literal { path: y, .. }) = (pa, pb)
+                && x == y
+                && let (Some(ka), Some(kb)) = (spans.get(a, x), spans.get(b, y))
+                && apart(ka, kb)
+            {
+                if !shared.contains(x) {
+                    shared.push(x.clone());
+                }
+                continue;
+            }
+            return Relation::Conflict(reason);
+        }
+    }
+    if shared.is_empty() {
+        Relation::Disjoint
+    } else {
+        Relation::SharedSymbols(shared)
     }
 }
 

@@ -50,6 +50,8 @@ struct RawPacket {
     description: Spanned<String>,
     files: Spanned<Vec<Spanned<String>>>,
     #[serde(default)]
+    symbols: Vec<Spanned<String>>,
+    #[serde(default)]
     depends_on: Vec<Spanned<String>>,
     #[serde(default)]
     validation: Vec<Spanned<String>>,
@@ -70,6 +72,7 @@ pub(crate) struct PacketSpans {
     pub description: Range<usize>,
     pub files: Range<usize>,
     pub file: Vec<Range<usize>>,
+    pub symbols: Vec<Range<usize>>,
     pub depends_on: Vec<Range<usize>>,
     pub validation: Vec<Range<usize>>,
 }
@@ -137,6 +140,7 @@ impl Plan {
                 description: p.description.span(),
                 files: p.files.span(),
                 file: p.files.get_ref().iter().map(Spanned::span).collect(),
+                symbols: p.symbols.iter().map(Spanned::span).collect(),
                 depends_on: p.depends_on.iter().map(Spanned::span).collect(),
                 validation: p.validation.iter().map(Spanned::span).collect(),
             });
@@ -153,6 +157,7 @@ impl Plan {
                     .into_iter()
                     .map(Spanned::into_inner)
                     .collect(),
+                symbols: p.symbols.into_iter().map(Spanned::into_inner).collect(),
                 depends_on: p.depends_on.into_iter().map(Spanned::into_inner).collect(),
                 validation: p.validation.into_iter().map(Spanned::into_inner).collect(),
                 acceptance: p.acceptance,

@@ -4,6 +4,7 @@ use serde::Serialize;
 
 use super::graph::reaches;
 use super::model::Plan;
+use super::symbols::SymbolSpans;
 
 /// The static order of a plan: waves of packets that may run together, and the overlapping
 /// pairs kept apart.
@@ -14,6 +15,10 @@ pub struct Schedule {
     /// `(earlier, later, reason)` for every pair of packets whose scopes overlap and that no
     /// dependency orders: the later one never runs while the earlier one does.
     pub serialized: Vec<(String, String, String)>,
+    /// One sentence per pair of packets that share files but edit symbols apart in them and
+    /// that no dependency orders: they may run at the same time.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parallel: Vec<String>,
 }
 
 impl Schedule {
@@ -32,9 +37,22 @@ impl Schedule {
 /// Meant for validated plans. On others it still terminates: unknown dependencies are ignored and
 /// packets on a dependency cycle are placed after everything else, in plan order.
 pub fn schedule(plan: &Plan) -> Schedule {
+    schedule_with(plan, &SymbolSpans::default())
+}
+
+/// Returns the waves of a plan with symbol-aware overlaps: packets that share a file but edit
+/// symbols whose spans (`spans`, at the run's base) are apart may share a wave.
+pub fn schedule_with(plan: &Plan, spans: &SymbolSpans) -> Schedule {
     let n = plan.packets.len();
     let deps = plan.dependency_indices();
-    let overlaps = plan.overlaps();
+    let all = plan.overlaps_with(spans);
+    let overlaps = all.conflicts;
+    let parallel = all
+        .shared
+        .iter()
+        .filter(|s| !reaches(&deps, s.first, s.second) && !reaches(&deps, s.second, s.first))
+        .map(|s| plan.shared_note(s))
+        .collect();
     let mut wave: Vec<Option<usize>> = vec![None; n];
     let mut serialized_idx: Vec<(usize, usize, String)> = Vec::new();
     let mut placed_any = true;
@@ -97,7 +115,11 @@ pub fn schedule(plan: &Plan) -> Schedule {
             (plan.packets[a].id.clone(), plan.packets[b].id.clone(), r)
         })
         .collect();
-    Schedule { waves, serialized }
+    Schedule {
+        waves,
+        serialized,
+        parallel,
+    }
 }
 
 #[cfg(test)]
@@ -112,6 +134,7 @@ mod tests {
             role: "coder".into(),
             description: "d".into(),
             files: files.iter().map(|s| s.to_string()).collect(),
+            symbols: vec![],
             depends_on: deps.iter().map(|s| s.to_string()).collect(),
             validation: vec![],
             acceptance: vec![],

@@ -10,6 +10,7 @@ use super::graph::cycles;
 use super::model::Plan;
 use super::parse::{Location, PacketSpans};
 use super::scope::{Pattern, PatternProblem};
+use super::symbols;
 
 /// The longest packet id accepted: ids end up in branch and worktree names.
 pub const MAX_ID_LEN: usize = 48;
@@ -43,8 +44,10 @@ impl fmt::Display for PlanIssue {
 /// `^[a-z0-9]+(-[a-z0-9]+)*$`, are at most 48 characters and unique; non-empty titles,
 /// descriptions and roles; known dependencies that are not the packet itself and form no
 /// cycle; a non-empty `files` whose every pattern is a valid, repository-relative glob or path
-/// outside `.git`; non-empty validation commands. Nothing is read from the repository: the root
-/// only serves to suggest the relative form of an absolute path inside it.
+/// outside `.git`; non-empty validation commands; `symbols` entries of the form `path:Name` whose
+/// path is in `files` and whose name is defined there at the plan's base commit (or `HEAD`).
+/// Only those definitions are read from the repository (git objects, never the working tree);
+/// otherwise the root only serves to suggest the relative form of an absolute path inside it.
 pub fn validate(plan: &Plan, repo_root: &Path) -> Result<(), Vec<PlanIssue>> {
     let mut v = Validator {
         plan,
@@ -55,6 +58,7 @@ pub fn validate(plan: &Plan, repo_root: &Path) -> Result<(), Vec<PlanIssue>> {
         v.packet(i, repo_root);
     }
     v.cycles();
+    v.symbols_at_base(repo_root);
     sort_by_location(&mut v.issues);
     if v.issues.is_empty() {
         Ok(())
@@ -184,6 +188,7 @@ impl Validator<'_> {
             );
         }
         self.files(i, &name, spans.as_ref(), repo_root);
+        self.symbols(i, &name);
         self.dependencies(i, &name, spans.as_ref());
         for (k, cmd) in p.validation.iter().enumerate() {
             if cmd.trim().is_empty() {
@@ -219,6 +224,61 @@ impl Validator<'_> {
                 hint,
             );
         }
+    }
+
+    fn symbols(&mut self, i: usize, name: &str) {
+        let p = &self.plan.packets[i];
+        let scope = p.scope().ok();
+        for (k, written) in p.symbols.iter().enumerate() {
+            let loc = self.plan.symbol_location(i, k);
+            match symbols::parse_entry(written) {
+                Err(problem) => self.push(
+                    loc,
+                    format!("{name}: symbol `{written}` {problem}"),
+                    "write `path:Qualified.name` with a path from `files`, e.g. \"src/app.py:Client.send\"",
+                ),
+                Ok(entry) => {
+                    if scope.as_ref().is_some_and(|s| !s.matches(&entry.file)) {
+                        self.push(
+                            loc,
+                            format!(
+                                "{name}: symbol `{written}` is in {}, which is not in the packet's files",
+                                entry.file
+                            ),
+                            format!("add {} to `files` or remove the symbol", entry.file),
+                        );
+                    } else if p.symbols[..k]
+                        .iter()
+                        .any(|w| symbols::parse_entry(w).as_ref() == Ok(&entry))
+                    {
+                        self.push(
+                            loc,
+                            format!("{name} lists symbol `{written}` twice"),
+                            "list each symbol once",
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    /// Looks every declared symbol up at the plan's base commit, when there is one to read.
+    fn symbols_at_base(&mut self, repo_root: &Path) {
+        if self.plan.packets.iter().all(|p| p.symbols.is_empty()) {
+            return;
+        }
+        // An unknown base is reported by the callers that resolve it; nothing to look up then.
+        let base = self.plan.base.as_deref().unwrap_or("HEAD");
+        let Ok(commit) = crate::git::Git::new(repo_root).run([
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            &format!("{base}^{{commit}}"),
+        ]) else {
+            return;
+        };
+        let (_, issues) = symbols::resolve(self.plan, repo_root, &commit);
+        self.issues.extend(issues);
     }
 
     fn dependencies(&mut self, i: usize, name: &str, spans: Option<&PacketSpans>) {

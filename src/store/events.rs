@@ -200,6 +200,22 @@ pub enum Event {
         to: String,
         error: String,
     },
+    /// Packets `first` and `second` share `files` but edit declared symbols far enough apart
+    /// there, so the scheduler may run them at the same time; `note` says so in a sentence.
+    PacketsShareFiles {
+        first: String,
+        second: String,
+        files: Vec<String>,
+        note: String,
+    },
+    /// The packet changed `lines` (of its start commit) of a file outside the symbols it
+    /// declared there. The commit is kept; the merge's conflict path is the safety net.
+    ScopeFinding {
+        packet: String,
+        file: String,
+        lines: String,
+        declared: Vec<String>,
+    },
 }
 
 /// How a finished run ended.
@@ -236,7 +252,8 @@ impl Event {
             | Event::AgentModelCall { packet, .. }
             | Event::AgentToolCall { packet, .. }
             | Event::AgentRetry { packet, .. }
-            | Event::AgentFallback { packet, .. } => Some(packet),
+            | Event::AgentFallback { packet, .. }
+            | Event::ScopeFinding { packet, .. } => Some(packet),
             Event::RunCreated { .. }
             | Event::RunStarted { .. }
             | Event::RunInterrupted { .. }
@@ -244,7 +261,8 @@ impl Event {
             | Event::RunFinished { .. }
             | Event::MergeStarted { .. }
             | Event::MergeValidationFinished { .. }
-            | Event::MergeFinished { .. } => None,
+            | Event::MergeFinished { .. }
+            | Event::PacketsShareFiles { .. } => None,
         }
     }
 
@@ -280,6 +298,8 @@ impl Event {
             Event::AgentToolCall { .. } => "agent_tool_call",
             Event::AgentRetry { .. } => "agent_retry",
             Event::AgentFallback { .. } => "agent_fallback",
+            Event::PacketsShareFiles { .. } => "packets_share_files",
+            Event::ScopeFinding { .. } => "scope_finding",
         }
     }
 }

@@ -58,7 +58,9 @@ pub(super) fn apply(
         | Event::MergeStarted { .. }
         | Event::PacketConflicted { .. }
         | Event::MergeValidationFinished { .. }
-        | Event::MergeFinished { .. } => {}
+        | Event::MergeFinished { .. }
+        | Event::PacketsShareFiles { .. }
+        | Event::ScopeFinding { .. } => {}
         Event::PacketIntegrated { packet: id, .. } => {
             packet("reason = NULL", id, &[])?;
         }

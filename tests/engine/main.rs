@@ -19,4 +19,5 @@ mod start;
 mod start_agents;
 #[path = "../support/mod.rs"]
 mod support;
+mod symbols;
 mod worktree;

@@ -441,6 +441,7 @@ fn packet(id: &str, files: &[&str], deps: &[&str]) -> Packet {
         role: plan::DEFAULT_ROLE.into(),
         description: "d".into(),
         files: files.iter().map(|s| s.to_string()).collect(),
+        symbols: vec![],
         depends_on: deps.iter().map(|s| s.to_string()).collect(),
         validation: vec![],
         acceptance: vec![],
