@@ -146,3 +146,81 @@ fn tsx_and_jsx_components_are_indexed() {
         "{outline:?}"
     );
 }
+
+#[test]
+fn generic_parameters_resolve_to_their_declaration() {
+    let repo = TestRepo::with_files(&[(
+        "src/gen.ts",
+        concat!(
+            "export class T {}\n",                                               // 1
+            "export function id<T>(x: T): T {\n",                                // 2
+            "  const y: T = x;\n",                                               // 3
+            "  return y;\n",                                                     // 4
+            "}\n",                                                               // 5
+            "export class Box<T> {\n",                                           // 6
+            "  constructor(public v: T) {}\n",                                   // 7
+            "  map<U>(f: (v: T) => U): Box<U> { return new Box(f(this.v)); }\n", // 8
+            "}\n",                                                               // 9
+            "export interface Source<T> {\n",                                    // 10
+            "  next(): T;\n",                                                    // 11
+            "}\n",                                                               // 12
+            "export function plain(t: T): T { return t; }\n",                    // 13
+        ),
+    )]);
+    let idx = index(&repo);
+    let def =
+        |name: &str, line| resolved(&idx.definition(name, Some(("src/gen.ts", line))).unwrap());
+    assert_eq!(def("T", 2), vec!["src/gen.ts:2"]);
+    assert_eq!(def("T", 3), vec!["src/gen.ts:2"]);
+    assert_eq!(def("T", 7), vec!["src/gen.ts:6"]);
+    assert_eq!(def("T", 8), vec!["src/gen.ts:6"]);
+    assert_eq!(def("U", 8), vec!["src/gen.ts:8"]);
+    assert_eq!(def("T", 11), vec!["src/gen.ts:10"]);
+    // Outside generic declarations `T` is the class.
+    assert_eq!(def("T", 13), vec!["src/gen.ts:1"]);
+    assert_eq!(
+        places(&idx.definition("T", None).unwrap()),
+        vec!["src/gen.ts:1"]
+    );
+    let mut refs = places(&idx.references("T").unwrap());
+    refs.dedup();
+    assert_eq!(refs, vec!["src/gen.ts:13"]);
+}
+
+#[test]
+fn import_and_export_aliases_resolve_to_the_original() {
+    let repo = TestRepo::with_files(&[
+        (
+            "src/lib.ts",
+            concat!(
+                "function make(): number { return 1; }\n", // 1
+                "export { make as build };\n",             // 2
+                "export function parse(s: string) {}\n",   // 3
+            ),
+        ),
+        (
+            "src/use.ts",
+            concat!(
+                "import { build as b, parse as p } from './lib';\n", // 1
+                "import { build } from './lib';\n",                  // 2
+                "export const n = b() + build();\n",                 // 3
+                "p('x');\n",                                         // 4
+            ),
+        ),
+    ]);
+    let idx = index(&repo);
+    for name in ["b", "build"] {
+        assert_eq!(
+            resolved(&idx.definition(name, Some(("src/use.ts", 3))).unwrap()),
+            vec!["src/lib.ts:1"],
+            "{name}"
+        );
+    }
+    assert_eq!(
+        resolved(&idx.definition("p", Some(("src/use.ts", 4))).unwrap()),
+        vec!["src/lib.ts:3"]
+    );
+    let mut callers = resolved(&idx.callers("make").unwrap());
+    callers.dedup();
+    assert_eq!(callers, vec!["src/use.ts:3"]);
+}
