@@ -325,8 +325,9 @@ impl Index {
             let hit = if o.bound {
                 o.defs.iter().any(|d| targets.contains(d))
             } else {
-                // Attribute reads through unknown receivers (`x.default`) are mostly data.
-                !matches!(r.kind.as_str(), "read" | "field")
+                // Attribute reads through unknown receivers (`x.default`) are mostly data;
+                // a doc link to a name the file does not bind is prose, not a reference.
+                !matches!(r.kind.as_str(), "read" | "field" | "doc")
                     && o.defs.first().is_some_and(|d| targets.contains(d))
             };
             if !hit {

@@ -224,3 +224,48 @@ fn import_and_export_aliases_resolve_to_the_original() {
     callers.dedup();
     assert_eq!(callers, vec!["src/use.ts:3"]);
 }
+
+#[test]
+fn jsdoc_links_are_references() {
+    let repo = TestRepo::with_files(&[
+        (
+            "src/ops.ts",
+            "export function mergeMap() {}\nexport function concatMap() {}\n",
+        ),
+        (
+            "src/use.ts",
+            concat!(
+                "import { mergeMap } from './ops';\n", // 1
+                "/**\n",                               // 2
+                " * Like {@link mergeMap}, not {@link https://example.com}.\n", // 3
+                " * @see mergeMap\n",                  // 4
+                " */\n",                               // 5
+                "export const run = () => mergeMap();\n", // 6
+                "// {@link concatMap} is unrelated here\n", // 7
+            ),
+        ),
+    ]);
+    let idx = index(&repo);
+    let refs = idx.references("mergeMap").unwrap();
+    let mut lines = resolved(&refs);
+    lines.dedup();
+    assert_eq!(
+        lines,
+        vec![
+            "src/use.ts:1",
+            "src/use.ts:3",
+            "src/use.ts:4",
+            "src/use.ts:6"
+        ]
+    );
+    let doc = refs.iter().find(|l| l.line == 3).unwrap();
+    assert_eq!((doc.kind.as_str(), doc.col), ("doc", 16));
+    // Doc links are not calls.
+    assert_eq!(
+        resolved(&idx.callers("mergeMap").unwrap()),
+        vec!["src/use.ts:6"]
+    );
+    // A link to a name the file does not bind is prose, not a reference.
+    let concat = places(&idx.references("concatMap").unwrap());
+    assert!(concat.is_empty(), "{concat:?}");
+}
