@@ -244,6 +244,10 @@ fn jsdoc_links_are_references() {
                 "// {@link concatMap} is unrelated here\n", // 7
             ),
         ),
+        (
+            "web/util.js",
+            "/** Calls {@link helper}. */\nfunction run() { helper(); }\nfunction helper() {}\n",
+        ),
     ]);
     let idx = index(&repo);
     let refs = idx.references("mergeMap").unwrap();
@@ -264,6 +268,11 @@ fn jsdoc_links_are_references() {
     assert_eq!(
         resolved(&idx.callers("mergeMap").unwrap()),
         vec!["src/use.ts:6"]
+    );
+    // JavaScript too.
+    assert_eq!(
+        resolved(&idx.references("helper").unwrap()),
+        vec!["web/util.js:1", "web/util.js:2"]
     );
     // A link to a name the file does not bind is prose, not a reference.
     let concat = places(&idx.references("concatMap").unwrap());

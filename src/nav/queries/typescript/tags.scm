@@ -43,7 +43,3 @@
 
 (nested_type_identifier module: (_) @qualifier name: (type_identifier) @name) @reference.type
 (type_identifier) @name @reference.type
-
-; Documentation comments that link to names (`{@link Observable}`, `@see mergeMap`); the
-; names are read from the comment text in code (doc_links.rs).
-((comment) @doc (#match? @doc "\\{@link|@see "))
