@@ -193,9 +193,11 @@ fn import_and_export_aliases_resolve_to_the_original() {
         (
             "src/lib.ts",
             concat!(
-                "function make(): number { return 1; }\n", // 1
-                "export { make as build };\n",             // 2
-                "export function parse(s: string) {}\n",   // 3
+                "function make(): number { return 1; }\n",   // 1
+                "export { make as build };\n",               // 2
+                "export function parse(s: string): void;\n", // 3
+                "export function parse(n: number): void;\n", // 4
+                "export function parse(x: unknown) {}\n",    // 5
             ),
         ),
         (
@@ -216,9 +218,26 @@ fn import_and_export_aliases_resolve_to_the_original() {
             "{name}"
         );
     }
+    // An overloaded function through an alias: every declaration, and the first one first.
+    let p = idx.definition("p", Some(("src/use.ts", 4))).unwrap();
     assert_eq!(
-        resolved(&idx.definition("p", Some(("src/use.ts", 4))).unwrap()),
-        vec!["src/lib.ts:3"]
+        resolved(&p),
+        vec!["src/lib.ts:3", "src/lib.ts:4", "src/lib.ts:5"]
+    );
+    assert_eq!(p[0].line, 3);
+    // References to one overload are references to all, its sibling declarations included.
+    let id = idx.def_at("src/lib.ts", 3).unwrap();
+    let mut refs = resolved(&idx.references_of(id));
+    refs.dedup();
+    assert_eq!(
+        refs,
+        vec![
+            "src/lib.ts:3",
+            "src/lib.ts:4",
+            "src/lib.ts:5",
+            "src/use.ts:1",
+            "src/use.ts:4"
+        ]
     );
     let mut callers = resolved(&idx.callers("make").unwrap());
     callers.dedup();

@@ -113,6 +113,9 @@ fn accuracy_repo() -> TestRepo {
                 "}\n",                                                   // 16
                 "pub fn plain(t: T) -> T { t }\n",                       // 17
                 "pub fn run() -> Sq { helper(); other(); Sq::new() }\n", // 18
+                "impl Bound for Sq {}\n",                                // 19
+                "use crate::shapes::util as u;\n",                       // 20
+                "pub fn again() { u::other(); }\n",                      // 21
             ),
         ),
         (
@@ -244,7 +247,10 @@ fn nested_use_trees_report_the_line_of_each_name() {
     let repo = accuracy_repo();
     let idx = index(&repo);
     let other = places(&idx.references("other").unwrap());
-    assert_eq!(other, vec!["src/lib.rs:18", "src/lib.rs:5"]);
+    assert_eq!(
+        other,
+        vec!["src/lib.rs:18", "src/lib.rs:21", "src/lib.rs:5"]
+    );
     let helper = places(&idx.references("helper").unwrap());
     assert_eq!(helper, vec!["src/lib.rs:18", "src/lib.rs:4"]);
     let edges = idx.imports_of("src/lib.rs").unwrap();
@@ -299,5 +305,16 @@ fn aliases_resolve_to_the_original_definition() {
     assert!(
         refs.contains(&"src/lib.rs:3".into()) && refs.contains(&"src/lib.rs:18".into()),
         "{refs:?}"
+    );
+    // An alias as the type of an impl block is the aliased type, not the block.
+    assert_eq!(
+        resolved(&idx.definition("Sq", Some(("src/lib.rs", 19))).unwrap()),
+        vec!["src/shapes/mod.rs:2"]
+    );
+    assert!(refs.contains(&"src/lib.rs:19".into()), "{refs:?}");
+    // A module alias (`use crate::shapes::util as u;`) reaches the module's file.
+    assert_eq!(
+        resolved(&idx.definition("other", Some(("src/lib.rs", 21))).unwrap()),
+        vec!["src/shapes/util.rs:2"]
     );
 }
