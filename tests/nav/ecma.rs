@@ -152,19 +152,21 @@ fn generic_parameters_resolve_to_their_declaration() {
     let repo = TestRepo::with_files(&[(
         "src/gen.ts",
         concat!(
-            "export class T {}\n",                                               // 1
-            "export function id<T>(x: T): T {\n",                                // 2
-            "  const y: T = x;\n",                                               // 3
-            "  return y;\n",                                                     // 4
-            "}\n",                                                               // 5
-            "export class Box<T> {\n",                                           // 6
-            "  constructor(public v: T) {}\n",                                   // 7
-            "  map<U>(f: (v: T) => U): Box<U> { return new Box(f(this.v)); }\n", // 8
-            "}\n",                                                               // 9
-            "export interface Source<T> {\n",                                    // 10
-            "  next(): T;\n",                                                    // 11
-            "}\n",                                                               // 12
-            "export function plain(t: T): T { return t; }\n",                    // 13
+            "export class T {}\n",                                                     // 1
+            "export function id<T>(x: T): T {\n",                                      // 2
+            "  const y: T = x;\n",                                                     // 3
+            "  return y;\n",                                                           // 4
+            "}\n",                                                                     // 5
+            "export class Box<T> {\n",                                                 // 6
+            "  constructor(public v: T) {}\n",                                         // 7
+            "  map<U>(f: (v: T) => U): Box<U> { return new Box(f(this.v)); }\n",       // 8
+            "}\n",                                                                     // 9
+            "export interface Source<T> {\n",                                          // 10
+            "  next(): T;\n",                                                          // 11
+            "}\n",                                                                     // 12
+            "export function plain(t: T): T { return t; }\n",                          // 13
+            "export type Elem<A> = A extends Array<infer E extends T> ? E : never;\n", // 14
+            "export type Keys<O> = { [K in keyof O]: O[K] };\n",                       // 15
         ),
     )]);
     let idx = index(&repo);
@@ -176,15 +178,19 @@ fn generic_parameters_resolve_to_their_declaration() {
     assert_eq!(def("T", 8), vec!["src/gen.ts:6"]);
     assert_eq!(def("U", 8), vec!["src/gen.ts:8"]);
     assert_eq!(def("T", 11), vec!["src/gen.ts:10"]);
-    // Outside generic declarations `T` is the class.
+    // Outside generic declarations `T` is the class (also as an `infer` constraint).
     assert_eq!(def("T", 13), vec!["src/gen.ts:1"]);
+    assert_eq!(def("T", 14), vec!["src/gen.ts:1"]);
+    // `infer E` and mapped `[K in …]` declare parameters as well.
+    assert_eq!(def("E", 14), vec!["src/gen.ts:14"]);
+    assert_eq!(def("K", 15), vec!["src/gen.ts:15"]);
     assert_eq!(
         places(&idx.definition("T", None).unwrap()),
         vec!["src/gen.ts:1"]
     );
     let mut refs = places(&idx.references("T").unwrap());
     refs.dedup();
-    assert_eq!(refs, vec!["src/gen.ts:13"]);
+    assert_eq!(refs, vec!["src/gen.ts:13", "src/gen.ts:14"]);
 }
 
 #[test]

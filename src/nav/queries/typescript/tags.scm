@@ -17,7 +17,7 @@
 (type_parameter name: (type_identifier) @name) @definition.type_parameter
 ; `{ [K in keyof T]: … }` and `T extends Array<infer U> ? U : never` declare parameters too.
 (mapped_type_clause name: (type_identifier) @name) @definition.type_parameter
-(infer_type (type_identifier) @name) @definition.type_parameter
+(infer_type . (type_identifier) @name) @definition.type_parameter
 
 (required_parameter pattern: (identifier) @local)
 (optional_parameter pattern: (identifier) @local)
