@@ -1,6 +1,8 @@
-//! Rust: the `globset` crate from the local cargo registry, checked against the hand-checked
-//! answers in `rust_expected.txt` — no compiler-grade Rust oracle runs offline here
-//! (rust-analyzer is not installed; rustdoc JSON needs nightly).
+//! Rust: crates from the local cargo registry checked against hand-checked answers — no
+//! compiler-grade Rust oracle runs offline here (rust-analyzer is not installed; rustdoc JSON
+//! needs nightly). `rust_expected.txt` covers `globset`; `rust_alias_expected.txt` covers
+//! aliases (`use a::B as C`, `pub use … as …`, module aliases) and generic parameters in
+//! `memchr` and `indexmap`, copied side by side into a second repository.
 
 use std::path::{Path, PathBuf};
 
@@ -8,15 +10,18 @@ use git_orchestra::nav::Index;
 
 /// The crate under test, as unpacked by cargo.
 const CRATE: &str = "globset-0.4.21";
+/// The crates of the alias set and the directory each is copied to.
+const ALIAS_CRATES: &[(&str, &str)] =
+    &[("memchr-2.8.3", "memchr"), ("indexmap-2.14.2", "indexmap")];
 
-fn registry_crate() -> Option<PathBuf> {
+fn registry_crate(name: &str) -> Option<PathBuf> {
     let home = std::env::var_os("CARGO_HOME")
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cargo")))?;
     std::fs::read_dir(home.join("registry/src"))
         .ok()?
         .flatten()
-        .map(|e| e.path().join(CRATE))
+        .map(|e| e.path().join(name))
         .find(|p| p.join("src/lib.rs").exists())
 }
 
@@ -25,9 +30,12 @@ fn loc(s: &str) -> serde_json::Value {
     serde_json::json!([file, line.parse::<u32>().unwrap()])
 }
 
-/// Parses `rust_expected.txt` into the harness's {"defs", "refs"} shape.
-fn expected() -> serde_json::Value {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/nav_accuracy/rust_expected.txt");
+/// Parses an expected-answers file of `benches/nav_accuracy/` into the harness's
+/// {"defs", "refs"} shape.
+fn expected(file: &str) -> serde_json::Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("benches/nav_accuracy")
+        .join(file);
     let text = std::fs::read_to_string(path).unwrap();
     let (mut defs, mut refs) = (Vec::new(), Vec::new());
     for line in text.lines() {
@@ -45,7 +53,7 @@ fn expected() -> serde_json::Value {
         match q[0] {
             "def" => defs.push(entry),
             "refs" => refs.push(entry),
-            other => panic!("rust_expected.txt: unknown kind {other}"),
+            other => panic!("{file}: unknown kind {other}"),
         }
     }
     serde_json::json!({"defs": defs, "refs": refs})
@@ -53,7 +61,7 @@ fn expected() -> serde_json::Value {
 
 /// Runs the Rust part of the harness under `tmp`, or says why it is skipped.
 pub fn run(tmp: &Path) {
-    let Some(src) = registry_crate() else {
+    let Some(src) = registry_crate(CRATE) else {
         println!("== rust: skipped ({CRATE} is not in the cargo registry cache)");
         return;
     };
@@ -67,6 +75,26 @@ pub fn run(tmp: &Path) {
         "rust (globset 0.4.21; hand-checked answers, no compiler-grade oracle offline)",
         &repo,
         &index,
-        &expected(),
+        &expected("rust_expected.txt"),
+    );
+
+    let repo = tmp.join("rs-alias-repo");
+    for (name, dir) in ALIAS_CRATES {
+        let Some(src) = registry_crate(name) else {
+            println!("== rust aliases: skipped ({name} is not in the cargo registry cache)");
+            return;
+        };
+        let dest = repo.join(dir);
+        std::fs::create_dir_all(&dest).unwrap();
+        super::sh(&dest, "cp", &["-r", src.join("src").to_str().unwrap(), "."]);
+    }
+    super::commit_all(&repo);
+    let mut index = Index::open_with_cache(&repo, &tmp.join("nav-rs-alias.db")).unwrap();
+    index.refresh().unwrap();
+    super::score(
+        "rust aliases and generics (memchr 2.8.3 + indexmap 2.14.2; hand-checked answers)",
+        &repo,
+        &index,
+        &expected("rust_alias_expected.txt"),
     );
 }

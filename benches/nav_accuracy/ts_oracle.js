@@ -64,8 +64,7 @@ for (const s of sites.defs) {
   const at = locate(s);
   if (!at) continue;
   const got = service.getDefinitionAtPosition(at.abs, at.pos) || [];
-  // Generic type parameters (`T`, `R`) are not symbols one navigates to; they are left out.
-  const exp = uniq(got.filter((d) => d.kind !== "type parameter" && (d.name === s.name || d.kind !== "alias")).map((d) => [rel(d.fileName), lineOf(d.fileName, d.textSpan.start)]));
+  const exp = uniq(got.filter((d) => d.name === s.name || d.kind !== "alias").map((d) => [rel(d.fileName), lineOf(d.fileName, d.textSpan.start)]));
   if (exp.length) defs.push({ ...s, expected: exp });
 }
 const refs = [];

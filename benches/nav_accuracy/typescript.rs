@@ -2,6 +2,7 @@
 //! checked against the TypeScript language service (`ts_oracle.js`). Skipped with a message
 //! when node, npm or the network is unavailable.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -140,6 +141,139 @@ fn decl_sites(text: &str, file: &str, max: usize) -> Vec<serde_json::Value> {
     out
 }
 
+/// Returns the source files under `dir`, relative to `root`, sorted.
+fn ts_files(root: &Path, dir: &Path, out: &mut Vec<String>) {
+    let mut entries: Vec<_> = std::fs::read_dir(dir).unwrap().flatten().collect();
+    entries.sort_by_key(|e| e.path());
+    for e in entries {
+        let p = e.path();
+        if p.is_dir() {
+            ts_files(root, &p, out);
+        } else if p.extension().is_some_and(|x| x == "ts") {
+            out.push(p.strip_prefix(root).unwrap().to_string_lossy().into_owned());
+        }
+    }
+}
+
+/// Returns the column of the first whole-word `word` in `line` outside strings, if any.
+fn word_col(line: &str, word: &str) -> Option<usize> {
+    let b = line.as_bytes();
+    let is_id = |c: u8| c.is_ascii_alphanumeric() || c == b'_' || c == b'$';
+    let mut from = 0;
+    while let Some(i) = line[from..].find(word).map(|i| i + from) {
+        let before = i.checked_sub(1).map(|j| b[j]);
+        let after = b.get(i + word.len()).copied();
+        if line[..i].contains(['\'', '"', '`']) {
+            return None;
+        }
+        if !before.is_some_and(|c| is_id(c) || c == b'.') && !after.is_some_and(is_id) {
+            return Some(i + 1);
+        }
+        from = i + word.len();
+    }
+    None
+}
+
+/// Returns the line and column of the first top-level declaration of `name` in `lines`.
+fn decl_of(lines: &[&str], name: &str) -> Option<(usize, usize)> {
+    const HEADS: &[&str] = &["function ", "const ", "class ", "let "];
+    lines.iter().enumerate().find_map(|(j, l)| {
+        let t = l.strip_prefix("export ").unwrap_or(l);
+        let rest = HEADS.iter().find_map(|h| t.strip_prefix(h))?;
+        let rest = rest.strip_prefix(name)?;
+        let next = rest.bytes().next();
+        (!next.is_some_and(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b'$'))
+            .then(|| (j + 1, word_col(l, name).unwrap_or(1)))
+    })
+}
+
+/// Returns the repository path a relative specifier names from `file`, if it is a file.
+fn module_file(repo: &Path, file: &str, spec: &str) -> Option<String> {
+    if !spec.starts_with('.') {
+        return None;
+    }
+    let mut parts: Vec<&str> = file.split('/').collect();
+    parts.pop();
+    for seg in spec.split('/') {
+        match seg {
+            "." => {}
+            ".." => {
+                parts.pop()?;
+            }
+            s => parts.push(s),
+        }
+    }
+    let base = parts.join("/");
+    [format!("{base}.ts"), format!("{base}/index.ts")]
+        .into_iter()
+        .find(|c| repo.join(c).is_file())
+}
+
+/// Returns use sites of every alias bound by `import { a as b }` or `export { a as b }` in the
+/// repository (the first two uses of `b` after the statement, in the same file) as definition
+/// queries, and the declarations of the aliased names as reference queries (their references
+/// include the uses through the alias).
+fn alias_sites(repo: &Path) -> (Vec<serde_json::Value>, Vec<serde_json::Value>) {
+    let mut files = Vec::new();
+    ts_files(repo, repo, &mut files);
+    let (mut defs, mut refs) = (Vec::new(), Vec::new());
+    let mut decls: BTreeSet<(String, usize)> = BTreeSet::new();
+    for f in &files {
+        let text = std::fs::read_to_string(repo.join(f)).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        for (i, line) in lines.iter().enumerate() {
+            let t = line.trim_start();
+            if !(t.starts_with("import {") || t.starts_with("export {")) {
+                continue;
+            }
+            let Some((inner, tail)) = t.split_once('{').and_then(|(_, r)| r.split_once('}')) else {
+                continue;
+            };
+            let spec = tail
+                .split_once(" from ")
+                .map(|(_, m)| m.trim().trim_end_matches(';').trim_matches(['\'', '"']));
+            for item in inner.split(',') {
+                let Some((name, alias)) = item.trim().split_once(" as ") else {
+                    continue;
+                };
+                let (name, alias) = (name.trim(), alias.trim());
+                if name == alias || alias.is_empty() {
+                    continue;
+                }
+                let uses = lines.iter().enumerate().skip(i + 1).filter_map(|(j, l)| {
+                    let lt = l.trim_start();
+                    if lt.starts_with("//") || lt.starts_with('*') || lt.starts_with("/*") {
+                        return None;
+                    }
+                    word_col(l, alias).map(|c| (j, c))
+                });
+                for (j, col) in uses.take(2) {
+                    defs.push(
+                        serde_json::json!({"file": f, "line": j + 1, "col": col, "name": alias}),
+                    );
+                }
+                // The aliased declaration: in the imported module, or local for `export {}`.
+                let target = match spec {
+                    Some(m) => module_file(repo, f, m),
+                    None if t.starts_with("export {") => Some(f.clone()),
+                    None => None,
+                };
+                let Some(target) = target else { continue };
+                let target_text = std::fs::read_to_string(repo.join(&target)).unwrap();
+                let target_lines: Vec<&str> = target_text.lines().collect();
+                if let Some((line, col)) = decl_of(&target_lines, name)
+                    && decls.insert((target.clone(), line))
+                {
+                    refs.push(
+                        serde_json::json!({"file": target, "line": line, "col": col, "name": name}),
+                    );
+                }
+            }
+        }
+    }
+    (defs, refs)
+}
+
 /// Runs the TypeScript part of the harness under `tmp`, or says why it is skipped.
 pub fn run(tmp: &Path) {
     let Some(cache) = npm_cache() else {
@@ -159,6 +293,10 @@ pub fn run(tmp: &Path) {
         defs.extend(ident_sites(&text, f, 8));
         refs.extend(decl_sites(&text, f, 3));
     }
+    let (alias_defs, alias_refs) = alias_sites(&repo);
+    let aliases = (alias_defs.len(), alias_refs.len());
+    defs.extend(alias_defs);
+    refs.extend(alias_refs);
     let sites = serde_json::json!({"defs": defs, "refs": refs});
     let oracle = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/nav_accuracy/ts_oracle.js");
     let mut child = Command::new("node")
@@ -184,5 +322,9 @@ pub fn run(tmp: &Path) {
         &repo,
         &index,
         &expected,
+    );
+    println!(
+        "(of these, {} definition queries at uses of import/export aliases, {} reference queries of aliased declarations)",
+        aliases.0, aliases.1
     );
 }

@@ -6,6 +6,7 @@ use super::extract::is_function;
 use super::facts::ImportKind;
 use super::index::{DefId, Index};
 use super::query::{ImportEdge, Location, OutlineItem, Resolution, SymbolSource};
+use super::resolve::is_type_parameter;
 
 impl Index {
     fn file_or_err(&self, path: &str) -> Result<u32, NavError> {
@@ -74,9 +75,10 @@ impl Index {
             .iter()
             .enumerate()
             .filter(|(_, d)| {
-                // Locals of functions clutter an outline.
-                d.parent
-                    .is_none_or(|p| !is_function(&facts.defs[p as usize].kind))
+                // Locals of functions and generic parameters clutter an outline.
+                !is_type_parameter(&d.kind)
+                    && d.parent
+                        .is_none_or(|p| !is_function(&facts.defs[p as usize].kind))
             })
             .map(|(i, d)| OutlineItem {
                 name: d.name.clone(),
@@ -153,6 +155,7 @@ impl Index {
                 let facts = &self.files[id.file as usize].facts;
                 let d = &facts.defs[id.def as usize];
                 if d.kind == "impl"
+                    || is_type_parameter(&d.kind)
                     || d.parent
                         .is_some_and(|p| is_function(&facts.defs[p as usize].kind))
                 {

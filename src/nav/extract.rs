@@ -10,6 +10,7 @@ use streaming_iterator::StreamingIterator;
 use tree_sitter::{Node, Parser, QueryCursor};
 
 use super::NavError;
+use super::doc_links::doc_link_refs;
 use super::facts::{Def, FileFacts, Import, ImportKind, Ref, Relation, Span};
 use super::lang::Lang;
 use super::use_tree::rust_use_tree;
@@ -189,6 +190,7 @@ impl Extractor {
         let mut seen_defs: HashSet<(usize, usize)> = HashSet::new();
         let mut locals: Vec<(usize, String)> = Vec::new();
         let mut raw_refs: Vec<RawRef> = Vec::new();
+        let mut docs: Vec<Node> = Vec::new();
         let mut matches = self.cursor.matches(q, root, source);
         while let Some(m) = matches.next() {
             let mut role: Option<(&str, Node)> = None;
@@ -211,6 +213,7 @@ impl Extractor {
                     "ignore" => {
                         excluded.insert((c.node.start_byte(), c.node.end_byte()));
                     }
+                    "doc" => docs.push(c.node),
                     r if r.starts_with("definition.")
                         || r.starts_with("container.")
                         || r.starts_with("reference.")
@@ -334,6 +337,7 @@ impl Extractor {
                 scope,
             });
         }
+        doc_link_refs(&mut facts, &docs, source);
         Ok(facts)
     }
 }

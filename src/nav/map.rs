@@ -93,6 +93,7 @@ impl Index {
         for (fi, f) in self.files.iter().enumerate() {
             for d in &f.facts.defs {
                 if d.kind == "impl"
+                    || d.kind == "type_parameter"
                     || d.parent
                         .is_some_and(|p| is_function(&f.facts.defs[p as usize].kind))
                 {
@@ -179,8 +180,9 @@ impl Index {
         let mut scored: Vec<(f64, DefId)> = Vec::new();
         for (fi, f) in self.files.iter().enumerate() {
             for (di, d) in f.facts.defs.iter().enumerate() {
-                if d.parent
-                    .is_some_and(|p| is_function(&f.facts.defs[p as usize].kind))
+                if d.kind == "type_parameter"
+                    || d.parent
+                        .is_some_and(|p| is_function(&f.facts.defs[p as usize].kind))
                 {
                     continue;
                 }

@@ -13,6 +13,7 @@
 
 mod browse;
 mod cache;
+mod doc_links;
 mod extract;
 mod facts;
 mod index;

@@ -14,7 +14,8 @@ use super::NavError;
 use super::extract::{enclosing_def, is_function};
 use super::facts::ImportKind;
 use super::index::{DefId, Index};
-use super::resolve::Outcome;
+use super::lang::Lang;
+use super::resolve::{Outcome, is_type_parameter};
 
 /// One place in the code, with what is there and how it was found.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -97,8 +98,10 @@ impl Index {
                 if d.kind == "impl" {
                     return false;
                 }
-                if d.parent
-                    .is_some_and(|p| is_function(&facts.defs[p as usize].kind))
+                // Locals and generic parameters are reached through their item, or `--from`.
+                if (is_type_parameter(&d.kind)
+                    || d.parent
+                        .is_some_and(|p| is_function(&facts.defs[p as usize].kind)))
                     && containers.is_empty()
                 {
                     return false;
@@ -197,7 +200,8 @@ impl Index {
         } else if let Some(d) = facts
             .defs
             .iter()
-            .position(|d| d.name_span.line == line && d.name == name)
+            // An impl block's name is its type, a use of a name defined elsewhere.
+            .position(|d| d.name_span.line == line && d.name == name && d.kind != "impl")
         {
             Outcome {
                 defs: vec![DefId {
@@ -295,6 +299,21 @@ impl Index {
         let mut out = Vec::new();
         let mut lines: HashMap<u32, Vec<String>> = HashMap::new();
         let names = self.alias_names(name);
+        let overloads = self.overload_groups(targets);
+        let expanded: HashSet<DefId>;
+        let targets = if overloads.is_empty() {
+            targets
+        } else {
+            expanded = targets.iter().chain(&overloads).copied().collect();
+            &expanded
+        };
+        if keep_kind("overload") {
+            for d in &overloads {
+                let mut loc = self.def_location(*d, Resolution::Resolved);
+                loc.kind = "overload".into();
+                out.push(loc);
+            }
+        }
         for &(fi, ri) in names.iter().flat_map(|n| self.refs_named(n)) {
             let r = &self.refs_of(fi)[ri as usize];
             if !keep_kind(&r.kind) {
@@ -306,8 +325,9 @@ impl Index {
             let hit = if o.bound {
                 o.defs.iter().any(|d| targets.contains(d))
             } else {
-                // Attribute reads through unknown receivers (`x.default`) are mostly data.
-                !matches!(r.kind.as_str(), "read" | "field")
+                // Attribute reads through unknown receivers (`x.default`) are mostly data;
+                // a doc link to a name the file does not bind is prose, not a reference.
+                !matches!(r.kind.as_str(), "read" | "field" | "doc")
                     && o.defs.first().is_some_and(|d| targets.contains(d))
             };
             if !hit {
@@ -322,6 +342,9 @@ impl Index {
                 o.resolution(),
                 &mut lines,
             ));
+        }
+        if keep_kind("implementation") {
+            out.extend(self.impl_sites(targets, &names, &mut lines));
         }
         if keep_kind("import") {
             for (fi, f) in self.files.iter().enumerate() {
@@ -359,6 +382,86 @@ impl Index {
             (a.resolution, &a.path, a.line, a.col).cmp(&(b.resolution, &b.path, b.line, b.col))
         });
         out.dedup_by(|a, b| a.path == b.path && a.line == b.line && a.col == b.col);
+        out
+    }
+
+    /// Returns every declaration of the TypeScript functions and methods among `targets` that
+    /// are overloaded (`function f(a: string): R; function f(a: number): R; function f(a) {…}`),
+    /// when there is more than one: the language treats them as one symbol, so a reference to
+    /// one is a reference to all, and each declaration is itself a reference.
+    fn overload_groups(&self, targets: &HashSet<DefId>) -> Vec<DefId> {
+        let mut out: BTreeSet<DefId> = BTreeSet::new();
+        for t in targets {
+            let f = &self.files[t.file as usize];
+            if !matches!(f.lang, Lang::TypeScript | Lang::Tsx) {
+                continue;
+            }
+            let d = &f.facts.defs[t.def as usize];
+            if !is_function(&d.kind) {
+                continue;
+            }
+            let group: Vec<DefId> = self
+                .names
+                .get(&d.name)
+                .map(Vec::as_slice)
+                .unwrap_or(&[])
+                .iter()
+                .filter(|o| {
+                    o.file == t.file && {
+                        let od = &f.facts.defs[o.def as usize];
+                        od.parent == d.parent && is_function(&od.kind)
+                    }
+                })
+                .copied()
+                .collect();
+            if group.len() > 1 {
+                out.extend(group);
+            }
+        }
+        out.into_iter().collect()
+    }
+
+    /// Returns the `impl` blocks whose type (`X` in `impl Visitor for X`, `impl<T> X<T>`) is
+    /// one of `names` and binds to a target. The type of an impl block is recorded as the
+    /// block's name, not as a reference, so reference search asks the blocks themselves.
+    fn impl_sites(
+        &self,
+        targets: &HashSet<DefId>,
+        names: &[String],
+        lines: &mut HashMap<u32, Vec<String>>,
+    ) -> Vec<Location> {
+        let mut out = Vec::new();
+        for n in names {
+            for id in self.names.get(n).map(Vec::as_slice).unwrap_or(&[]) {
+                let d = self.def(*id);
+                if d.kind != "impl" {
+                    continue;
+                }
+                let o = self
+                    .resolve_unqualified(id.file, &d.name, d.name_span.start_byte, d.parent, 0)
+                    .filter(|o| !o.defs.is_empty())
+                    .unwrap_or_else(|| Outcome {
+                        defs: self.candidates(id.file, &d.name, false),
+                        ..Outcome::default()
+                    });
+                let hit = if o.bound {
+                    o.defs.iter().any(|t| targets.contains(t))
+                } else {
+                    o.defs.first().is_some_and(|t| targets.contains(t))
+                };
+                if hit {
+                    out.push(self.ref_location(
+                        id.file,
+                        d.name_span,
+                        "implementation",
+                        &d.name,
+                        d.parent,
+                        o.resolution(),
+                        lines,
+                    ));
+                }
+            }
+        }
         out
     }
 
@@ -452,7 +555,14 @@ impl Index {
                 let o = if rel.qualifier.is_empty() {
                     self.resolve_unqualified(fi, &rel.target, rel.span.start_byte, scope, 0)
                 } else {
-                    None
+                    self.resolve_qualified(
+                        fi,
+                        &rel.qualifier,
+                        &rel.target,
+                        rel.span.start_byte,
+                        scope,
+                        0,
+                    )
                 };
                 let (hit, res) = match &o {
                     Some(o) if o.defs.iter().any(|d| targets.contains(d)) => {

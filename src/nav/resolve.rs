@@ -66,6 +66,12 @@ fn is_self(q: &str) -> bool {
     matches!(q, "self" | "this" | "cls" | "Self")
 }
 
+/// Returns true if and only if definitions of `kind` are generic parameters of an item, which
+/// are never reached from outside it (not exported, not members, not candidates elsewhere).
+pub(crate) fn is_type_parameter(kind: &str) -> bool {
+    kind == "type_parameter"
+}
+
 fn is_ident(s: &str) -> bool {
     !s.is_empty()
         && s.chars()
@@ -84,10 +90,35 @@ impl Index {
         match out {
             Some(o) if !o.is_empty() => o,
             _ => Outcome {
-                defs: self.candidates(file, &r.name, !r.qualifier.is_empty()),
+                defs: self.qualified_candidates(file, &r.qualifier, &r.name),
                 ..Outcome::default()
             },
         }
+    }
+
+    /// Returns the candidates for `qualifier::name` (or `qualifier.name`) that the rules could
+    /// not bind: members of a type named like the qualifier's last segment first, so
+    /// `Glob::new` ranks `Glob`'s `new` above every other `new` while staying a candidate.
+    pub(crate) fn qualified_candidates(
+        &self,
+        file: u32,
+        qualifier: &str,
+        name: &str,
+    ) -> Vec<DefId> {
+        let all = self.candidates(file, name, !qualifier.is_empty());
+        let owner = qualifier
+            .rsplit(['.', ':'])
+            .next()
+            .map(|s| s.split('<').next().unwrap_or(s).trim())
+            .unwrap_or_default();
+        if owner.is_empty() || is_self(owner) {
+            return all;
+        }
+        let (mut first, rest): (Vec<DefId>, Vec<DefId>) = all
+            .into_iter()
+            .partition(|id| self.files[id.file as usize].facts.container(id.def) == Some(owner));
+        first.extend(rest);
+        first
     }
 
     /// Resolves `name` used unqualified at byte `at` of `file`; `None` when nothing binds it.
@@ -118,7 +149,14 @@ impl Index {
                 continue;
             }
             let level = match d.parent {
+                // A generic parameter outside every item binds nothing.
+                None if is_type_parameter(&d.kind) => None,
                 None => Some(0),
+                // A generic parameter is visible anywhere inside its item, header included.
+                Some(p) if is_type_parameter(&d.kind) => ancestors
+                    .iter()
+                    .position(|a| *a == p)
+                    .map(|pos| ancestors.len() - pos),
                 Some(p) => {
                     let pd = &facts.defs[p as usize];
                     let encloses = ancestors.iter().position(|a| *a == p);
@@ -233,7 +271,11 @@ impl Index {
         let facts = &entry.facts;
         for id in self.names.get(name).map(Vec::as_slice).unwrap_or(&[]) {
             let d = &facts.defs.get(id.def as usize);
-            if id.file == file && d.is_some_and(|d| d.parent.is_none() && d.kind != "impl") {
+            if id.file == file
+                && d.is_some_and(|d| {
+                    d.parent.is_none() && d.kind != "impl" && !is_type_parameter(&d.kind)
+                })
+            {
                 out.defs.push(*id);
             }
         }
@@ -313,7 +355,7 @@ impl Index {
     }
 
     /// Resolves `qualifier.name` (or `qualifier::name`) at byte `at` of `file`.
-    fn resolve_qualified(
+    pub(crate) fn resolve_qualified(
         &self,
         file: u32,
         qualifier: &str,
@@ -351,10 +393,18 @@ impl Index {
         if !segs.iter().all(|s| is_ident(s)) {
             return None;
         }
+        let mut rest = 1;
         let mut cur = match segs[0] {
             "crate" | "super" | "self" if entry.lang == Lang::Rust => {
-                let m = self.modules.rust_module(file, qualifier)?;
-                return Some(self.member_of(&Outcome::bound(Vec::new(), vec![m]), name, depth));
+                // The longest module prefix (`crate::a::b` of `crate::a::b::Type`); the
+                // remaining segments are items inside it.
+                let (k, m) = (1..=segs.len()).rev().find_map(|k| {
+                    self.modules
+                        .rust_module(file, &segs[..k].join("::"))
+                        .map(|m| (k, m))
+                })?;
+                rest = k;
+                Outcome::bound(Vec::new(), vec![m])
             }
             "Self" => {
                 let ty = self.enclosing_type(file, scope)?;
@@ -363,7 +413,7 @@ impl Index {
             }
             first => self.resolve_unqualified(file, first, at, scope, depth)?,
         };
-        for seg in &segs[1..] {
+        for seg in &segs[rest..] {
             cur = self.member_of(&cur, seg, depth);
             if cur.is_empty() {
                 return None;
@@ -390,10 +440,27 @@ impl Index {
                 out.defs
                     .extend(self.members_by_name(d.file, &def.name, name, depth + 1));
             }
+            // Rust `mod util;` declares a module whose items live in its own file.
+            if def.kind == "module"
+                && def.signature.ends_with(';')
+                && let Some(m) = self.rust_child_module(d.file, &def.name)
+            {
+                let o = self.exports(m, name, depth + 1, false);
+                out.defs.extend(o.defs);
+                out.modules.extend(o.modules);
+            }
         }
         out.defs.sort();
         out.defs.dedup();
         out
+    }
+
+    /// Returns the file of Rust module `name` declared in `file` (`mod name;`), if indexed.
+    fn rust_child_module(&self, file: u32, name: &str) -> Option<u32> {
+        let (root, segs) = self.modules.rust_module_of(file)?;
+        let mut child = segs.clone();
+        child.push(name.to_string());
+        self.modules.rust_file(root, &child).filter(|m| *m != file)
     }
 
     /// Returns true if and only if `name` is the receiver of the Go method enclosing `scope`.
@@ -445,7 +512,7 @@ impl Index {
             .filter(|id| self.files[id.file as usize].lang.same_family(lang))
             .filter(|id| {
                 let f = &self.files[id.file as usize].facts;
-                f.container(id.def) == Some(ty)
+                f.container(id.def) == Some(ty) && !is_type_parameter(&f.defs[id.def as usize].kind)
             })
             .copied()
             .collect();
@@ -519,7 +586,7 @@ impl Index {
             .filter(|id| self.files[id.file as usize].lang.same_family(from.lang))
             .filter(|id| {
                 let d = self.def(**id);
-                if d.kind == "impl" {
+                if d.kind == "impl" || is_type_parameter(&d.kind) {
                     return false;
                 }
                 let f = &self.files[id.file as usize].facts;

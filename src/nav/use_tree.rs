@@ -1,5 +1,9 @@
 //! Unfolds Rust `use` trees (`use a::{b::{self, C as D}, e::*}`) into one import per bound
 //! name; a query can match the tree but not rebuild the paths inside its nesting.
+//!
+//! Each import carries the span of the name as written (`C` above, on whatever line of a
+//! multi-line tree it stands), not of the whole statement, so an import site is reported
+//! where the name is.
 
 use tree_sitter::Node;
 
@@ -9,13 +13,46 @@ fn node_text(node: Node, source: &[u8]) -> String {
     String::from_utf8_lossy(&source[node.byte_range()]).into_owned()
 }
 
-/// Unfolds a Rust `use` tree into one import per bound name.
+fn span_of(node: Node) -> Span {
+    let s = node.start_position();
+    let e = node.end_position();
+    Span {
+        start_byte: node.start_byte() as u32,
+        end_byte: node.end_byte() as u32,
+        line: s.row as u32 + 1,
+        col: s.column as u32 + 1,
+        end_line: e.row as u32 + 1,
+    }
+}
+
+/// Returns the span of the last segment of a path (`c` in `b::c`), where the name is written.
+fn last_segment_span(node: Node) -> Span {
+    match node.kind() {
+        "scoped_identifier" => node
+            .child_by_field_name("name")
+            .map_or_else(|| span_of(node), span_of),
+        _ => span_of(node),
+    }
+}
+
+/// Unfolds a Rust `use` tree into one import per bound name. `_statement` is the span of the
+/// whole `use` item; every import takes the span of its own name instead.
 pub(crate) fn rust_use_tree(
     node: Node,
     source: &[u8],
     prefix: &mut Vec<String>,
     reexport: bool,
-    span: Span,
+    _statement: Span,
+    out: &mut Vec<Import>,
+) {
+    unfold(node, source, prefix, reexport, out);
+}
+
+fn unfold(
+    node: Node,
+    source: &[u8],
+    prefix: &mut Vec<String>,
+    reexport: bool,
     out: &mut Vec<Import>,
 ) {
     let segments = |n: Node| -> Vec<String> {
@@ -25,7 +62,7 @@ pub(crate) fn rust_use_tree(
             .filter(|s| !s.is_empty())
             .collect()
     };
-    let push = |path: Vec<String>, alias: Option<String>, out: &mut Vec<Import>| {
+    let push = |path: Vec<String>, alias: Option<String>, span: Span, out: &mut Vec<Import>| {
         let Some((last, module)) = path.split_last() else {
             return;
         };
@@ -61,7 +98,10 @@ pub(crate) fn rust_use_tree(
             let alias = node
                 .child_by_field_name("alias")
                 .map(|a| node_text(a, source));
-            push(path, alias, out);
+            let span = node
+                .child_by_field_name("path")
+                .map_or_else(|| span_of(node), last_segment_span);
+            push(path, alias, span, out);
         }
         "scoped_use_list" => {
             let added = node
@@ -71,7 +111,7 @@ pub(crate) fn rust_use_tree(
             let n = added.len();
             prefix.extend(added);
             if let Some(list) = node.child_by_field_name("list") {
-                rust_use_tree(list, source, prefix, reexport, span, out);
+                unfold(list, source, prefix, reexport, out);
             }
             prefix.truncate(prefix.len() - n);
         }
@@ -79,7 +119,7 @@ pub(crate) fn rust_use_tree(
             let mut c = node.walk();
             let children: Vec<Node> = node.named_children(&mut c).collect();
             for child in children {
-                rust_use_tree(child, source, prefix, reexport, span, out);
+                unfold(child, source, prefix, reexport, out);
             }
         }
         "use_wildcard" => {
@@ -94,13 +134,13 @@ pub(crate) fn rust_use_tree(
                 name: String::new(),
                 alias: String::new(),
                 reexport,
-                span,
+                span: span_of(node),
             });
         }
         _ => {
             let mut path = prefix.clone();
             path.extend(segments(node));
-            push(path, None, out);
+            push(path, None, last_segment_span(node), out);
         }
     }
 }

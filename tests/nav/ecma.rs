@@ -146,3 +146,160 @@ fn tsx_and_jsx_components_are_indexed() {
         "{outline:?}"
     );
 }
+
+#[test]
+fn generic_parameters_resolve_to_their_declaration() {
+    let repo = TestRepo::with_files(&[(
+        "src/gen.ts",
+        concat!(
+            "export class T {}\n",                                                     // 1
+            "export function id<T>(x: T): T {\n",                                      // 2
+            "  const y: T = x;\n",                                                     // 3
+            "  return y;\n",                                                           // 4
+            "}\n",                                                                     // 5
+            "export class Box<T> {\n",                                                 // 6
+            "  constructor(public v: T) {}\n",                                         // 7
+            "  map<U>(f: (v: T) => U): Box<U> { return new Box(f(this.v)); }\n",       // 8
+            "}\n",                                                                     // 9
+            "export interface Source<T> {\n",                                          // 10
+            "  next(): T;\n",                                                          // 11
+            "}\n",                                                                     // 12
+            "export function plain(t: T): T { return t; }\n",                          // 13
+            "export type Elem<A> = A extends Array<infer E extends T> ? E : never;\n", // 14
+            "export type Keys<O> = { [K in keyof O]: O[K] };\n",                       // 15
+        ),
+    )]);
+    let idx = index(&repo);
+    let def =
+        |name: &str, line| resolved(&idx.definition(name, Some(("src/gen.ts", line))).unwrap());
+    assert_eq!(def("T", 2), vec!["src/gen.ts:2"]);
+    assert_eq!(def("T", 3), vec!["src/gen.ts:2"]);
+    assert_eq!(def("T", 7), vec!["src/gen.ts:6"]);
+    assert_eq!(def("T", 8), vec!["src/gen.ts:6"]);
+    assert_eq!(def("U", 8), vec!["src/gen.ts:8"]);
+    assert_eq!(def("T", 11), vec!["src/gen.ts:10"]);
+    // Outside generic declarations `T` is the class (also as an `infer` constraint).
+    assert_eq!(def("T", 13), vec!["src/gen.ts:1"]);
+    assert_eq!(def("T", 14), vec!["src/gen.ts:1"]);
+    // `infer E` and mapped `[K in …]` declare parameters as well.
+    assert_eq!(def("E", 14), vec!["src/gen.ts:14"]);
+    assert_eq!(def("K", 15), vec!["src/gen.ts:15"]);
+    assert_eq!(
+        places(&idx.definition("T", None).unwrap()),
+        vec!["src/gen.ts:1"]
+    );
+    let mut refs = places(&idx.references("T").unwrap());
+    refs.dedup();
+    assert_eq!(refs, vec!["src/gen.ts:13", "src/gen.ts:14"]);
+}
+
+#[test]
+fn import_and_export_aliases_resolve_to_the_original() {
+    let repo = TestRepo::with_files(&[
+        (
+            "src/lib.ts",
+            concat!(
+                "function make(): number { return 1; }\n",   // 1
+                "export { make as build };\n",               // 2
+                "export function parse(s: string): void;\n", // 3
+                "export function parse(n: number): void;\n", // 4
+                "export function parse(x: unknown) {}\n",    // 5
+            ),
+        ),
+        (
+            "src/use.ts",
+            concat!(
+                "import { build as b, parse as p } from './lib';\n", // 1
+                "import { build } from './lib';\n",                  // 2
+                "export const n = b() + build();\n",                 // 3
+                "p('x');\n",                                         // 4
+            ),
+        ),
+    ]);
+    let idx = index(&repo);
+    for name in ["b", "build"] {
+        assert_eq!(
+            resolved(&idx.definition(name, Some(("src/use.ts", 3))).unwrap()),
+            vec!["src/lib.ts:1"],
+            "{name}"
+        );
+    }
+    // An overloaded function through an alias: every declaration, and the first one first.
+    let p = idx.definition("p", Some(("src/use.ts", 4))).unwrap();
+    assert_eq!(
+        resolved(&p),
+        vec!["src/lib.ts:3", "src/lib.ts:4", "src/lib.ts:5"]
+    );
+    assert_eq!(p[0].line, 3);
+    // References to one overload are references to all, its sibling declarations included.
+    let id = idx.def_at("src/lib.ts", 3).unwrap();
+    let mut refs = resolved(&idx.references_of(id));
+    refs.dedup();
+    assert_eq!(
+        refs,
+        vec![
+            "src/lib.ts:3",
+            "src/lib.ts:4",
+            "src/lib.ts:5",
+            "src/use.ts:1",
+            "src/use.ts:4"
+        ]
+    );
+    let mut callers = resolved(&idx.callers("make").unwrap());
+    callers.dedup();
+    assert_eq!(callers, vec!["src/use.ts:3"]);
+}
+
+#[test]
+fn jsdoc_links_are_references() {
+    let repo = TestRepo::with_files(&[
+        (
+            "src/ops.ts",
+            "export function mergeMap() {}\nexport function concatMap() {}\n",
+        ),
+        (
+            "src/use.ts",
+            concat!(
+                "import { mergeMap } from './ops';\n", // 1
+                "/**\n",                               // 2
+                " * Like {@link mergeMap}, not {@link https://example.com}.\n", // 3
+                " * @see mergeMap\n",                  // 4
+                " */\n",                               // 5
+                "export const run = () => mergeMap();\n", // 6
+                "// {@link concatMap} is unrelated here\n", // 7
+            ),
+        ),
+        (
+            "web/util.js",
+            "/** Calls {@link helper}. */\nfunction run() { helper(); }\nfunction helper() {}\n",
+        ),
+    ]);
+    let idx = index(&repo);
+    let refs = idx.references("mergeMap").unwrap();
+    let mut lines = resolved(&refs);
+    lines.dedup();
+    assert_eq!(
+        lines,
+        vec![
+            "src/use.ts:1",
+            "src/use.ts:3",
+            "src/use.ts:4",
+            "src/use.ts:6"
+        ]
+    );
+    let doc = refs.iter().find(|l| l.line == 3).unwrap();
+    assert_eq!((doc.kind.as_str(), doc.col), ("doc", 16));
+    // Doc links are not calls.
+    assert_eq!(
+        resolved(&idx.callers("mergeMap").unwrap()),
+        vec!["src/use.ts:6"]
+    );
+    // JavaScript too.
+    assert_eq!(
+        resolved(&idx.references("helper").unwrap()),
+        vec!["web/util.js:1", "web/util.js:2"]
+    );
+    // A link to a name the file does not bind is prose, not a reference.
+    let concat = places(&idx.references("concatMap").unwrap());
+    assert!(concat.is_empty(), "{concat:?}");
+}

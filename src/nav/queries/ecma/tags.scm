@@ -69,3 +69,7 @@
 
 ; Plain names; built-in constants are dropped in code (cheaper than a predicate per name).
 (identifier) @name @reference.read
+
+; Documentation comments that link to names (`{@link Observable}`, `@see mergeMap`); the
+; names are read from the comment text in code (doc_links.rs).
+((comment) @doc (#match? @doc "\\{@link|@see "))

@@ -15,21 +15,29 @@
 (field_declaration name: (field_identifier) @name) @definition.field
 (associated_type name: (type_identifier) @name) @definition.type
 
+; Generic parameters (`fn f<T: Bound>`, `struct S<T>`, `impl<T>`, `const N: usize`): visible
+; inside the item that declares them, where they shadow every global of the same name.
+(type_parameter name: (type_identifier) @name) @definition.type_parameter
+(const_parameter name: (identifier) @name) @definition.type_parameter
+
 ; Impl blocks contain methods; `impl Trait for Type` is also a relation.
 
 (impl_item
   type: [(type_identifier) @name
          (generic_type type: (type_identifier) @name)
-         (scoped_type_identifier name: (type_identifier) @name)]
+         (scoped_type_identifier name: (type_identifier) @name)
+         (primitive_type) @name]
   body: (_) @body) @container.impl
 
 (impl_item
   trait: [(type_identifier) @target
           (generic_type type: (type_identifier) @target)
-          (scoped_type_identifier path: (_) @qualifier name: (type_identifier) @target)]
+          (scoped_type_identifier path: (_) @qualifier name: (type_identifier) @target)
+          (generic_type type: (scoped_type_identifier path: (_) @qualifier name: (type_identifier) @target))]
   type: [(type_identifier) @subject
          (generic_type type: (type_identifier) @subject)
-         (scoped_type_identifier name: (type_identifier) @subject)]) @relation.implements
+         (scoped_type_identifier name: (type_identifier) @subject)
+         (primitive_type) @subject]) @relation.implements
 
 (trait_item
   name: (type_identifier) @subject
@@ -83,7 +91,19 @@
 (macro_invocation macro: (identifier) @name) @reference.macro
 (macro_invocation macro: (scoped_identifier path: (_) @qualifier name: (identifier) @name)) @reference.macro
 
-; Calls inside macro arguments: `name(…)` and `a.name(…)` appear as token trees.
+; Calls inside macro arguments and macro_rules! bodies appear as token trees. A path call
+; `Type::new(…)` (or `$t::new(…)`) keeps the segment before `new` as its qualifier, so `new` is
+; looked up in `Type`, never bound to an unrelated `new`.
+(token_tree
+  [(identifier) (metavariable)] @qualifier
+  .
+  "::"
+  .
+  (identifier) @name
+  .
+  (token_tree)) @reference.call
+
+; `name(…)` and `a.name(…)`.
 (token_tree
   (identifier) @name
   .

@@ -12,6 +12,13 @@
 (public_field_definition name: (property_identifier) @name) @definition.field
 (property_signature name: (property_identifier) @name) @definition.field
 
+; Generic parameters (`function f<T>()`, `class C<T>`, `interface I<T>`): visible inside the
+; declaration that introduces them, where they shadow every global of the same name.
+(type_parameter name: (type_identifier) @name) @definition.type_parameter
+; `{ [K in keyof T]: … }` and `T extends Array<infer U> ? U : never` declare parameters too.
+(mapped_type_clause name: (type_identifier) @name) @definition.type_parameter
+(infer_type . (type_identifier) @name) @definition.type_parameter
+
 (required_parameter pattern: (identifier) @local)
 (optional_parameter pattern: (identifier) @local)
 
