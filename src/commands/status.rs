@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::Args;
 use git_orchestra::git::RepoInfo;
-use git_orchestra::store::{AgentUsage, PacketRecord, RunRecord, Store};
+use git_orchestra::store::{AgentUsage, Event, PacketRecord, RunRecord, Store};
 use serde::Serialize;
 
 use super::CommandError;
@@ -90,6 +90,7 @@ pub fn cmd_status(cwd: &Path, args: &StatusArgs) -> Result<(), CommandError> {
         let mut out = String::new();
         render(&mut out, &run, &packets);
         render_agents(&mut out, &agents);
+        render_scheduling_notes(&mut out, &store, &run.id)?;
         let lines = super::start::status_lines(&repo, &run.id);
         if !lines.is_empty() {
             out.push_str(&format!("\n{}\n", lines.join("\n")));
@@ -117,6 +118,36 @@ pub fn cmd_status(cwd: &Path, args: &StatusArgs) -> Result<(), CommandError> {
             return Ok(());
         }
     }
+}
+
+/// Appends why packets sharing files ran side by side, and edits found outside declared
+/// symbols.
+fn render_scheduling_notes(out: &mut String, store: &Store, run: &str) -> Result<(), CommandError> {
+    let mut lines = Vec::new();
+    for kind in ["packets_share_files", "scope_finding"] {
+        for e in store
+            .events_of_kind(run, kind)
+            .map_err(CommandError::internal)?
+        {
+            match e.event {
+                Event::PacketsShareFiles { note, .. } => lines.push(format!("parallel  {note}")),
+                Event::ScopeFinding {
+                    packet,
+                    file,
+                    lines: changed,
+                    declared,
+                } => lines.push(format!(
+                    "finding   {packet} changed {file} lines {changed} outside its declared symbols ({})",
+                    declared.join(", ")
+                )),
+                _ => {}
+            }
+        }
+    }
+    if !lines.is_empty() {
+        out.push_str(&format!("\n{}\n", lines.join("\n")));
+    }
+    Ok(())
 }
 
 /// Appends a run's header and packet table to `out`.

@@ -64,8 +64,9 @@ depends_on = ["other-id"]   # packets whose work must be merged first
 validation = ["cargo test"] # shell commands that must pass in the packet's worktree
 acceptance = ["criteria the reviewer checks"]
 risks = ["what could go wrong"]
+symbols = ["src/a.rs:Parser.parse"]  # optional: existing definitions this packet edits in shared files
 
-Packets that change the same files must depend on each other or will be ordered; keep file scopes disjoint where you can."#;
+Packets that change the same files must depend on each other or will be ordered; keep file scopes disjoint where you can. Two packets that share a file but each name the existing definitions they edit there (`symbols`, at least one line apart) may run in parallel."#;
 
 /// What the planner is told besides the objective.
 pub struct PlanInputs<'a> {

@@ -285,14 +285,28 @@ impl Store {
 
     /// Returns the run's journal entries with a sequence number above `after`, oldest first.
     pub fn events(&self, run: &str, after: i64) -> Result<Vec<JournalEntry>, StoreError> {
-        let mut stmt = self
-            .conn
-            .prepare_cached(
-                "SELECT seq, ts_ms, payload FROM events WHERE run_id = ?1 AND seq > ?2 ORDER BY seq",
-            )
-            .map_err(|e| self.err(e))?;
+        self.entries(
+            "SELECT seq, ts_ms, payload FROM events WHERE run_id = ?1 AND seq > ?2 ORDER BY seq",
+            params![run, after],
+        )
+    }
+
+    /// Returns the run's journal entries of type `kind` (an [`Event::kind`] tag), oldest first.
+    pub fn events_of_kind(&self, run: &str, kind: &str) -> Result<Vec<JournalEntry>, StoreError> {
+        self.entries(
+            "SELECT seq, ts_ms, payload FROM events WHERE run_id = ?1 AND type = ?2 ORDER BY seq",
+            params![run, kind],
+        )
+    }
+
+    fn entries(
+        &self,
+        sql: &str,
+        values: impl rusqlite::Params,
+    ) -> Result<Vec<JournalEntry>, StoreError> {
+        let mut stmt = self.conn.prepare_cached(sql).map_err(|e| self.err(e))?;
         let rows = stmt
-            .query_map(params![run, after], |r| {
+            .query_map(values, |r| {
                 Ok((
                     r.get::<_, i64>(0)?,
                     r.get::<_, i64>(1)?,

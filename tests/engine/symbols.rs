@@ -231,4 +231,14 @@ fn a_plan_that_lies_about_its_symbols_is_reported_and_its_conflict_loses_nothing
         "return 10"
     };
     assert!(kept.contains(expect), "{kept}");
+    // `status` keeps both explanations after the run.
+    let status = String::from_utf8_lossy(&orchestra(&repo.path, &["status"]).stdout).to_string();
+    assert!(
+        status.contains("parallel  pa and pb share src/app.py but edit disjoint symbols"),
+        "{status}"
+    );
+    assert!(
+        status.contains("finding   pb changed src/app.py lines 2 outside its declared symbols (src/app.py:second)"),
+        "{status}"
+    );
 }
