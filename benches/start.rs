@@ -69,11 +69,15 @@ fn repo(dir: &Path, files: usize) {
     );
 }
 
-/// Returns scripts: a planner answering `plan`, an approving reviewer and orchestrator, and
-/// one instant coder conversation per packet (write its file, complete).
+/// Returns scripts: a planner answering `plan`, an approving reviewer (of the plan and of each
+/// packet) and orchestrator, and one instant coder conversation per packet (write its file,
+/// complete).
 fn scripts(plan: &str, packets: usize) -> String {
     let mut s = vec![
         json!({"name": "planner", "match": ["# Planner"], "replies": [{"text": format!("```toml\n{plan}```\n")}]}),
+        // Packet reviews answer through `complete`, plan reviews in text.
+        json!({"name": "packet-review", "match": ["# Reviewer", "# Review this change"], "replies": [
+            {"calls": [{"name": "complete", "args": {"summary": "{\"verdict\": \"approve\", \"findings\": []}"}}]}]}),
         json!({"name": "review", "match": ["# Reviewer"], "replies": [{"text": "{\"verdict\": \"approve\", \"findings\": []}"}]}),
         json!({"name": "orchestrator", "match": ["# Orchestrator"], "replies": [{"text": "{\"next_steps\": []}"}]}),
     ];
