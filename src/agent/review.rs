@@ -145,16 +145,9 @@ impl ReviewAgent<'_> {
     /// Reviews `input` in a scratch checkout of its tip: the agent reads the diff and the
     /// files it needs and answers with JSON findings; an unreadable answer gets one more try.
     pub fn review(&self, input: &ReviewInput<'_>) -> Result<ReviewOutcome, GateError> {
-        // The packet's own worktree when it sits at the reviewed commit; else a scratch
-        // checkout, removed when the review ends.
-        let own = input
-            .packet
-            .and_then(|p| p.checkout.as_deref())
-            .filter(|dir| {
-                crate::git::Git::new(dir)
-                    .run(["rev-parse", "HEAD"])
-                    .is_ok_and(|h| h == input.tip)
-            });
+        // The packet's own worktree (the pipeline hands it over at the reviewed commit); else
+        // a scratch checkout, removed when the review ends.
+        let own = input.packet.and_then(|p| p.checkout.as_deref());
         let scratch = match own {
             Some(_) => None,
             None => Some(ScratchWorktree::create(input.repo, input.tip, "review")?),

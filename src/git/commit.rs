@@ -43,9 +43,15 @@ pub fn commit_all(worktree: &Path, message: &str) -> Result<Option<String>, GitE
     if git.succeeds(["diff", "--cached", "--quiet"])? {
         return Ok(None);
     }
+    // No signing prompt, and no `git maintenance run --auto` process after each of a run's
+    // many commits (the user's own next git command still runs it).
     let mut cmd_args = vec![
         "-c".to_string(),
         "commit.gpgsign=false".to_string(),
+        "-c".to_string(),
+        "maintenance.auto=false".to_string(),
+        "-c".to_string(),
+        "gc.auto=0".to_string(),
         "commit".to_string(),
         "--quiet".to_string(),
         "--no-edit".to_string(),
