@@ -47,6 +47,13 @@ impl Encoded {
     }
 }
 
+impl Encoded {
+    /// Returns the encoded facts (references apart).
+    pub fn data(&self) -> &[u8] {
+        &self.data
+    }
+}
+
 /// An open blob cache.
 pub struct Cache {
     conn: Connection,

@@ -34,6 +34,10 @@ pub struct FileEntry {
     refs: Arc<OnceLock<Vec<Ref>>>,
 }
 
+/// Name → entries, hashed with a fast hash: names come from the repository, not from an
+/// adversary, and these tables are rebuilt on every refresh that changes paths.
+pub(crate) type NameTable<T> = HashMap<String, Vec<T>, foldhash::fast::RandomState>;
+
 /// Facts of one blob held in memory: everything but references, and the references slot.
 type Loaded = (Facts, Arc<OnceLock<Vec<Ref>>>);
 
@@ -66,10 +70,10 @@ pub struct Index {
     pub(crate) files: Vec<FileEntry>,
     pub(crate) by_path: HashMap<String, u32>,
     /// Definition name → definitions.
-    pub(crate) names: HashMap<String, Vec<DefId>>,
+    pub(crate) names: NameTable<DefId>,
     pub(crate) modules: ModuleTable,
     /// Reference name → (file, reference number), built on first use after each refresh.
-    ref_names: OnceLock<HashMap<String, Vec<(u32, u32)>>>,
+    ref_names: OnceLock<NameTable<(u32, u32)>>,
     /// Reads the worktree's state, reusing what it learnt in earlier refreshes.
     scanner: worktree::Scanner,
 }
@@ -90,7 +94,7 @@ impl Index {
             cache: Cache::open(db)?,
             files: Vec::new(),
             by_path: HashMap::new(),
-            names: HashMap::new(),
+            names: NameTable::default(),
             modules: ModuleTable::default(),
             ref_names: OnceLock::new(),
             scanner: worktree::Scanner::new(root),
@@ -159,7 +163,16 @@ impl Index {
             if let Some(stored) = self.cache.get_snapshot(key, view.len())?
                 && let Some(loaded) = snapshot::decode(stored, view.len())
             {
-                stats.cached = view.len();
+                // Later paths holding an earlier path's blob count as reused, as when the
+                // facts come from blob rows.
+                let mut distinct = std::collections::HashSet::new();
+                for vf in view.values() {
+                    if distinct.insert((vf.oid.as_str(), vf.lang)) {
+                        stats.cached += 1;
+                    } else {
+                        stats.reused += 1;
+                    }
+                }
                 self.files = view
                     .into_iter()
                     .zip(loaded.facts)
@@ -223,7 +236,10 @@ impl Index {
         }
         let parsed = parse_parallel(&self.root, &jobs, &mut self.cache)?;
         let mut fresh: HashMap<String, Loaded> = HashMap::new();
-        for ((_, oid, _), (facts, refs)) in jobs.iter().zip(parsed) {
+        // The encodings workers made for the cache, reused by the view snapshot.
+        let mut encoded: HashMap<&str, Vec<u8>> = HashMap::new();
+        for ((_, oid, _), (facts, refs, data)) in jobs.iter().zip(parsed) {
+            encoded.insert(oid, data);
             fresh.insert(
                 oid.clone(),
                 (Facts::new(facts), Arc::new(OnceLock::from(refs))),
@@ -267,7 +283,7 @@ impl Index {
         } else {
             self.rebuild_tables();
             // Only later opens depend on the snapshot; this refresh succeeded without it.
-            if let Err(e) = self.save_snapshot() {
+            if let Err(e) = self.save_snapshot(&encoded) {
                 tracing::warn!(error = %e, "cannot store the navigation view snapshot");
             }
         }
@@ -277,7 +293,7 @@ impl Index {
     /// Patches the name tables for the files numbered `changed`, whose previous contents are
     /// in `previous` (indexed by file number); paths and file numbers are unchanged.
     fn update_tables(&mut self, changed: &[usize], previous: &[(String, Loaded)]) {
-        fn remove<T>(table: &mut HashMap<String, Vec<T>>, name: &str, keep: impl Fn(&T) -> bool) {
+        fn remove<T>(table: &mut NameTable<T>, name: &str, keep: impl Fn(&T) -> bool) {
             if let Some(v) = table.get_mut(name) {
                 v.retain(keep);
                 if v.is_empty() {
@@ -327,7 +343,7 @@ impl Index {
 
     /// Stores a snapshot of a large view unless one is stored already, so that the next
     /// index of the same view opens from it.
-    fn save_snapshot(&mut self) -> Result<(), NavError> {
+    fn save_snapshot(&mut self, encoded: &HashMap<&str, Vec<u8>>) -> Result<(), NavError> {
         if self.files.len() < snapshot::MIN_FILES {
             return Ok(());
         }
@@ -339,7 +355,11 @@ impl Index {
         if self.cache.has_snapshot(key)? {
             return Ok(());
         }
-        let stored = snapshot::encode(self.files.iter().map(|f| &*f.facts), &self.names)?;
+        let files = self.files.iter().map(|f| {
+            let known = encoded.get(f.oid.as_str()).map(Vec::as_slice);
+            (&*f.facts, known)
+        });
+        let stored = snapshot::encode(files, &self.names)?;
         self.cache.put_snapshot(key, self.files.len(), &stored)
     }
 
@@ -353,7 +373,7 @@ impl Index {
 
     fn rebuild_tables(&mut self) {
         self.by_path = self.path_table();
-        let mut names: HashMap<String, Vec<DefId>> = HashMap::new();
+        let mut names: NameTable<DefId> = NameTable::default();
         for (fi, f) in self.files.iter().enumerate() {
             for (di, d) in f.facts.defs.iter().enumerate() {
                 names.entry(d.name.clone()).or_default().push(DefId {
@@ -371,7 +391,7 @@ impl Index {
     /// Returns every reference named `name` as (file, reference number).
     pub(crate) fn refs_named(&self, name: &str) -> &[(u32, u32)] {
         let table = self.ref_names.get_or_init(|| {
-            let mut t: HashMap<String, Vec<(u32, u32)>> = HashMap::new();
+            let mut t: NameTable<(u32, u32)> = NameTable::default();
             for fi in 0..self.files.len() {
                 for (ri, r) in self.refs_of(fi as u32).iter().enumerate() {
                     t.entry(r.name.clone())
@@ -417,6 +437,12 @@ impl Index {
     }
 }
 
+/// One parsed blob: its facts (references apart), its references, and its encoded facts.
+type Parsed = (FileFacts, Vec<Ref>, Vec<u8>);
+
+/// What one parser thread parsed, by job number.
+type Numbered = Vec<(usize, Parsed)>;
+
 /// Parses `jobs` (path, blob id, language) on all cores, stores the facts in `cache`, and
 /// returns them in job order, references apart.
 ///
@@ -427,7 +453,7 @@ fn parse_parallel(
     root: &Path,
     jobs: &[(String, String, Lang)],
     cache: &mut Cache,
-) -> Result<Vec<(FileFacts, Vec<Ref>)>, NavError> {
+) -> Result<Vec<Parsed>, NavError> {
     if jobs.is_empty() {
         return Ok(Vec::new());
     }
@@ -436,8 +462,7 @@ fn parse_parallel(
         .unwrap_or(1)
         .min(jobs.len());
     let next = AtomicUsize::new(0);
-    type Parsed = Vec<(usize, FileFacts, Vec<Ref>)>;
-    let (results, written): (Vec<Result<Parsed, NavError>>, Result<(), NavError>) =
+    let (results, written): (Vec<Result<Numbered, NavError>>, Result<(), NavError>) =
         std::thread::scope(|s| {
             let (tx, rx) = std::sync::mpsc::sync_channel::<Encoded>(256);
             let writer = s.spawn(move || cache.put_stream(rx.into_iter()));
@@ -445,7 +470,7 @@ fn parse_parallel(
                 .map(|_| {
                     let tx = tx.clone();
                     let next = &next;
-                    s.spawn(move || -> Result<Parsed, NavError> {
+                    s.spawn(move || -> Result<Numbered, NavError> {
                         let mut extractor = Extractor::new();
                         let mut out = Vec::new();
                         loop {
@@ -463,9 +488,10 @@ fn parse_parallel(
                             let mut facts = extractor.extract(*lang, &source)?;
                             let refs = std::mem::take(&mut facts.refs);
                             let row = Encoded::new(oid, *lang, &facts, &refs)?;
+                            let data = row.data().to_vec();
                             // A closed channel means the writer failed; its error is reported.
                             let _ = tx.send(row);
-                            out.push((i, facts, refs));
+                            out.push((i, (facts, refs, data)));
                         }
                         Ok(out)
                     })
@@ -479,10 +505,10 @@ fn parse_parallel(
             let written = writer.join().unwrap_or_else(|_| Err(panicked()));
             (results, written)
         });
-    let mut all: Vec<Option<(FileFacts, Vec<Ref>)>> = (0..jobs.len()).map(|_| None).collect();
+    let mut all: Vec<Option<Parsed>> = (0..jobs.len()).map(|_| None).collect();
     for r in results {
-        for (i, facts, refs) in r? {
-            all[i] = Some((facts, refs));
+        for (i, parsed) in r? {
+            all[i] = Some(parsed);
         }
     }
     written?;

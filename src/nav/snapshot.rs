@@ -8,14 +8,13 @@
 //! encoded facts back to back, and each file's facts are decoded on first use instead
 //! ([`Facts`]), so a query pays only for the files it reads.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::ops::{Deref, Range};
 use std::sync::{Arc, OnceLock};
 
 use super::NavError;
 use super::facts::FileFacts;
-use super::index::DefId;
+use super::index::{DefId, NameTable};
 use super::lang::{Lang, fnv1a};
 
 /// Views smaller than this are opened from per-blob rows: a snapshot would not pay for its
@@ -111,10 +110,11 @@ pub struct Stored {
     pub names: Vec<u8>,
 }
 
-/// Encodes the facts of `files` (in view order) and the name table `names`.
+/// Encodes the facts of `files` (in view order; with their encoding when already known)
+/// and the name table `names`.
 pub fn encode<'a>(
-    files: impl Iterator<Item = &'a FileFacts>,
-    names: &HashMap<String, Vec<DefId>>,
+    files: impl Iterator<Item = (&'a FileFacts, Option<&'a [u8]>)>,
+    names: &NameTable<DefId>,
 ) -> Result<Stored, NavError> {
     let fail = |e: postcard::Error| NavError::Encode {
         oid: "view snapshot".into(),
@@ -122,8 +122,11 @@ pub fn encode<'a>(
     };
     let mut data = Vec::new();
     let mut ends: Vec<u32> = Vec::new();
-    for facts in files {
-        data = postcard::to_extend(facts, data).map_err(fail)?;
+    for (facts, known) in files {
+        match known {
+            Some(bytes) => data.extend_from_slice(bytes),
+            None => data = postcard::to_extend(facts, data).map_err(fail)?,
+        }
         ends.push(data.len() as u32);
     }
     let names: Vec<(&str, Vec<(u32, u32)>)> = names
@@ -140,7 +143,7 @@ pub fn encode<'a>(
 /// A decoded snapshot: one lazily decoded [`Facts`] per file, and the name table.
 pub struct Loaded {
     pub facts: Vec<Facts>,
-    pub names: HashMap<String, Vec<DefId>>,
+    pub names: NameTable<DefId>,
 }
 
 /// Decodes a stored snapshot of a view of `files` files; `None` when it does not fit.
@@ -294,13 +297,15 @@ mod tests {
             defs: vec![def("run")],
             ..FileFacts::default()
         };
-        let mut names: HashMap<String, Vec<DefId>> = HashMap::new();
+        let mut names: NameTable<DefId> = NameTable::default();
         names.insert(
             "run".into(),
             vec![DefId { file: 0, def: 0 }, DefId { file: 2, def: 0 }],
         );
         names.insert("stop".into(), vec![DefId { file: 0, def: 1 }]);
-        let stored = encode([&a, &b, &c].into_iter(), &names).unwrap();
+        let known = postcard::to_stdvec(&b).unwrap();
+        let parts = [(&a, None), (&b, Some(known.as_slice())), (&c, None)];
+        let stored = encode(parts.into_iter(), &names).unwrap();
         let loaded = decode(stored, 3).unwrap();
         assert_eq!(loaded.names, names);
         assert_eq!(*loaded.facts[0], a);
@@ -310,7 +315,8 @@ mod tests {
 
     #[test]
     fn a_snapshot_of_another_view_size_is_refused() {
-        let stored = encode([FileFacts::default()].iter(), &HashMap::new()).unwrap();
+        let empty = FileFacts::default();
+        let stored = encode([(&empty, None)].into_iter(), &NameTable::default()).unwrap();
         assert!(decode(stored, 2).is_none());
     }
 
