@@ -13,6 +13,46 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use super::NavError;
 use super::facts::{FileFacts, Ref};
+use super::lang::Lang;
+use super::snapshot::Stored;
+
+/// The facts of one blob encoded for the cache: everything but references, and references.
+pub struct Encoded {
+    oid: String,
+    version: u64,
+    lang: &'static str,
+    data: Vec<u8>,
+    refs: Vec<u8>,
+}
+
+impl Encoded {
+    /// Encodes the facts (whose `refs` are left out) and the references of blob `oid`.
+    pub fn new(
+        oid: &str,
+        lang: Lang,
+        facts: &FileFacts,
+        refs: &[Ref],
+    ) -> Result<Encoded, NavError> {
+        let encode = |e: postcard::Error| NavError::Encode {
+            oid: oid.to_string(),
+            message: e.to_string(),
+        };
+        Ok(Encoded {
+            oid: oid.to_string(),
+            version: lang.queries()?.version,
+            lang: lang.name(),
+            data: postcard::to_stdvec(facts).map_err(encode)?,
+            refs: postcard::to_stdvec(refs).map_err(encode)?,
+        })
+    }
+}
+
+impl Encoded {
+    /// Returns the encoded facts (references apart).
+    pub fn data(&self) -> &[u8] {
+        &self.data
+    }
+}
 
 /// An open blob cache.
 pub struct Cache {
@@ -46,7 +86,15 @@ impl Cache {
                  data BLOB NOT NULL,
                  refs BLOB NOT NULL,
                  PRIMARY KEY (oid, version)
-             ) WITHOUT ROWID;",
+             ) WITHOUT ROWID;
+             CREATE TABLE IF NOT EXISTS view_snapshots (
+                 key INTEGER PRIMARY KEY,
+                 written INTEGER NOT NULL,
+                 files INTEGER NOT NULL,
+                 ends BLOB NOT NULL,
+                 names BLOB NOT NULL,
+                 data BLOB NOT NULL
+             );",
         )
         .map_err(err)?;
         Ok(Cache {
@@ -122,15 +170,9 @@ impl Cache {
         }))
     }
 
-    /// Stores facts (without references) and references for many blobs in one transaction.
-    #[allow(clippy::type_complexity)]
-    pub fn put_many(
-        &mut self,
-        rows: &[(String, u64, &'static str, &FileFacts, &[Ref])],
-    ) -> Result<(), NavError> {
-        if rows.is_empty() {
-            return Ok(());
-        }
+    /// Stores the encoded facts of many blobs in one transaction, as they arrive; returns
+    /// once `rows` ends.
+    pub fn put_stream(&mut self, rows: impl Iterator<Item = Encoded>) -> Result<(), NavError> {
         let path = self.path.clone();
         let err = |source| NavError::Cache {
             path: path.clone(),
@@ -143,17 +185,84 @@ impl Cache {
                     "INSERT OR REPLACE INTO blob_facts (oid, version, lang, data, refs) VALUES (?1, ?2, ?3, ?4, ?5)",
                 )
                 .map_err(err)?;
-            for (oid, version, lang, facts, refs) in rows {
-                let encode = |e: postcard::Error| NavError::Encode {
-                    oid: oid.clone(),
-                    message: e.to_string(),
-                };
-                let data = postcard::to_stdvec(facts).map_err(encode)?;
-                let refs = postcard::to_stdvec(refs).map_err(encode)?;
-                stmt.execute(params![oid, *version as i64, lang, data, refs])
-                    .map_err(err)?;
+            for row in rows {
+                stmt.execute(params![
+                    row.oid,
+                    row.version as i64,
+                    row.lang,
+                    row.data,
+                    row.refs
+                ])
+                .map_err(err)?;
             }
         }
+        tx.commit().map_err(err)
+    }
+
+    /// Returns the snapshot of the view with key `key` holding `files` files, or `None`.
+    pub fn get_snapshot(&self, key: i64, files: usize) -> Result<Option<Stored>, NavError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT ends, names, data FROM view_snapshots WHERE key = ?1 AND files = ?2",
+            )
+            .map_err(|e| self.err(e))?;
+        stmt.query_row(params![key, files as i64], |row| {
+            Ok(Stored {
+                ends: row.get(0)?,
+                names: row.get(1)?,
+                data: row.get(2)?,
+            })
+        })
+        .optional()
+        .map_err(|e| self.err(e))
+    }
+
+    /// Returns true if and only if a snapshot of the view with key `key` is stored.
+    pub fn has_snapshot(&self, key: i64) -> Result<bool, NavError> {
+        self.conn
+            .query_row(
+                "SELECT 1 FROM view_snapshots WHERE key = ?1",
+                params![key],
+                |_| Ok(()),
+            )
+            .optional()
+            .map(|r| r.is_some())
+            .map_err(|e| self.err(e))
+    }
+
+    /// Stores the snapshot of a view of `files` files, keeping only the most recent few (each
+    /// is about a quarter of the view's source size).
+    pub fn put_snapshot(
+        &mut self,
+        key: i64,
+        files: usize,
+        stored: &Stored,
+    ) -> Result<(), NavError> {
+        const KEEP: i64 = 4;
+        let path = self.path.clone();
+        let err = |source| NavError::Cache {
+            path: path.clone(),
+            source,
+        };
+        let tx = self.conn.transaction().map_err(err)?;
+        let written: i64 = tx
+            .query_row(
+                "SELECT COALESCE(MAX(written), 0) + 1 FROM view_snapshots",
+                [],
+                |r| r.get(0),
+            )
+            .map_err(err)?;
+        tx.execute(
+            "INSERT OR REPLACE INTO view_snapshots (key, written, files, ends, names, data) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![key, written, files as i64, stored.ends, stored.names, stored.data],
+        )
+        .map_err(err)?;
+        tx.execute(
+            "DELETE FROM view_snapshots WHERE written <= ?1",
+            params![written - KEEP],
+        )
+        .map_err(err)?;
         tx.commit().map_err(err)
     }
 

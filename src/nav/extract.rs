@@ -4,15 +4,15 @@
 //! definitions, which names are local to a function (and so never refer to a global), which
 //! definitions are exported, and the unfolding of Rust `use` trees.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use streaming_iterator::StreamingIterator;
-use tree_sitter::{Node, Parser, QueryCursor};
+use tree_sitter::{Node, Parser, QueryCursor, QueryMatch};
 
 use super::NavError;
 use super::doc_links::doc_link_refs;
 use super::facts::{Def, FileFacts, Import, ImportKind, Ref, Relation, Span};
-use super::lang::Lang;
+use super::lang::{Capture, Family, Lang, LangQueries};
 use super::use_tree::rust_use_tree;
 
 /// Bumped when the extraction code (not the queries) changes what it produces.
@@ -27,14 +27,20 @@ pub struct Extractor {
     cursor: QueryCursor,
 }
 
-/// A reference as matched, before filtering; text is only copied for references kept.
-struct RawRef {
+/// A reference as matched, before filtering; text and positions are only computed for
+/// references kept.
+struct RawRef<'t> {
     pattern: usize,
     name: (usize, usize),
-    node: Span,
+    node: Node<'t>,
     kind: &'static str,
     qualifier: Option<(usize, usize)>,
 }
+
+/// Hash tables keyed by small integers and short byte strings, which need no defence
+/// against crafted collisions and are probed once per capture.
+type FastSet<T> = std::collections::HashSet<T, foldhash::fast::RandomState>;
+type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 
 impl Extractor {
     /// Returns a fresh extractor.
@@ -62,183 +68,88 @@ impl Extractor {
         };
         let root = tree.root_node();
         let mut facts = FileFacts::default();
-        let mut excluded: HashSet<(usize, usize)> = HashSet::new();
+        // Byte ranges of names that are not references (definition names, locals, ignored).
+        let mut excluded: Vec<(usize, usize)> = Vec::new();
         let mut import_spans: Vec<(usize, usize)> = Vec::new();
-
-        // Imports first: names inside import statements are not references.
-        let q = &queries.imports;
-        let names = q.capture_names();
-        let mut seen_stmt: HashSet<(usize, usize, usize)> = HashSet::new();
-        let mut matches = self.cursor.matches(q, root, source);
-        while let Some(m) = matches.next() {
-            let mut role = None;
-            let (mut module, mut name, mut alias, mut tree_node) = (None, None, None, None);
-            for c in m.captures() {
-                match names[c.index as usize] {
-                    "module" => module = Some(c.node),
-                    "name" => name = Some(c.node),
-                    "alias" => alias = Some(c.node),
-                    "tree" => tree_node = Some(c.node),
-                    r if r.starts_with("import.")
-                        || r.starts_with("reexport.")
-                        || r.starts_with("export.") =>
-                    {
-                        role = Some((r, c.node))
-                    }
-                    _ => {}
-                }
-            }
-            let Some((role, stmt)) = role else { continue };
-            // `pub use` and `use` both match a use declaration; the earlier pattern wins.
-            let key = (
-                stmt.start_byte(),
-                stmt.end_byte(),
-                name.map_or(0, |n| n.start_byte()),
-            );
-            if !seen_stmt.insert(key) {
-                continue;
-            }
-            import_spans.push((stmt.start_byte(), stmt.end_byte()));
-            let text = |n: Option<Node>| n.map(|n| node_text(n, source)).unwrap_or_default();
-            let span = span_of(stmt);
-            let (family, kind) = role.split_once('.').unwrap_or((role, ""));
-            let reexport = family == "reexport";
-            if kind == "rust" {
-                if let Some(t) = tree_node {
-                    rust_use_tree(
-                        t,
-                        source,
-                        &mut Vec::new(),
-                        reexport,
-                        span,
-                        &mut facts.imports,
-                    );
-                }
-                continue;
-            }
-            let module = text(module).trim_matches(['"', '`', '\'']).to_string();
-            let name_t = text(name);
-            let alias_t = text(alias);
-            let import = match (family, kind) {
-                ("export", "local") => Import {
-                    // `export { x as y }`: `y` names the local `x`.
-                    kind: ImportKind::Name,
-                    module: String::new(),
-                    alias: alias_t,
-                    name: name_t,
-                    reexport: true,
-                    span,
-                },
-                ("export", _) => Import {
-                    // `export default foo`: `default` names the local `foo`.
-                    kind: ImportKind::Name,
-                    module: String::new(),
-                    name: name_t,
-                    alias: "default".into(),
-                    reexport: true,
-                    span,
-                },
-                (_, "module") => Import {
-                    kind: ImportKind::Module,
-                    alias: if alias_t.is_empty() {
-                        default_module_alias(lang, &module)
-                    } else {
-                        alias_t
-                    },
-                    module,
-                    name: String::new(),
-                    reexport,
-                    span,
-                },
-                (_, "glob") => Import {
-                    kind: ImportKind::Glob,
-                    module,
-                    name: String::new(),
-                    alias: String::new(),
-                    reexport,
-                    span,
-                },
-                (_, "default") => Import {
-                    kind: ImportKind::Name,
-                    module,
-                    name: "default".into(),
-                    alias: alias_t,
-                    reexport,
-                    span,
-                },
-                _ => Import {
-                    kind: ImportKind::Name,
-                    alias: if alias_t.is_empty() {
-                        name_t.clone()
-                    } else {
-                        alias_t
-                    },
-                    module,
-                    name: name_t,
-                    reexport,
-                    span,
-                },
-            };
-            // Python `import a.b` binds `a`; keep the dotted module for resolution.
-            facts.imports.push(import);
-        }
-
-        // Tags: definitions, containers, relations, locals, references.
-        let q = &queries.tags;
-        let names = q.capture_names();
+        let mut seen_stmt: FastSet<(usize, usize, usize)> = FastSet::default();
         let mut defs: Vec<(Node, Def)> = Vec::new();
-        let mut seen_defs: HashSet<(usize, usize)> = HashSet::new();
-        let mut locals: Vec<(usize, String)> = Vec::new();
+        let mut seen_defs: FastSet<(usize, usize)> = FastSet::default();
+        let mut locals: Vec<(usize, (usize, usize))> = Vec::new();
         let mut raw_refs: Vec<RawRef> = Vec::new();
         let mut docs: Vec<Node> = Vec::new();
-        let mut matches = self.cursor.matches(q, root, source);
+
+        // One pass matches the tags and the imports patterns; imports are told apart by
+        // pattern number. Names inside import statements are not references: they are
+        // dropped after the pass, once every import statement is known.
+        let mut matches = self.cursor.matches(&queries.query, root, source);
         while let Some(m) = matches.next() {
-            let mut role: Option<(&str, Node)> = None;
+            if m.pattern_index >= queries.imports_from {
+                import_match(
+                    lang,
+                    queries,
+                    m,
+                    source,
+                    &mut seen_stmt,
+                    &mut import_spans,
+                    &mut facts.imports,
+                );
+                continue;
+            }
+            // Tags: definitions, containers, relations, locals, references.
+            let mut role: Option<(Family, u32, Node)> = None;
             let (mut name, mut body, mut qualifier, mut subject, mut target, mut receiver) =
                 (None, None, None, None, None, None);
             let mut receiver_var = None;
             for c in m.captures() {
-                match names[c.index as usize] {
-                    "name" => name = Some(c.node),
-                    "body" => body = Some(c.node),
-                    "qualifier" => qualifier = Some(c.node),
-                    "subject" => subject = Some(c.node),
-                    "target" => target = Some(c.node),
-                    "receiver" => receiver = Some(c.node),
-                    "receiver_var" => receiver_var = Some(c.node),
-                    "local" => {
-                        locals.push((c.node.start_byte(), node_text(c.node, source)));
-                        excluded.insert((c.node.start_byte(), c.node.end_byte()));
+                match queries.captures[c.index as usize] {
+                    Capture::Name => name = Some(c.node),
+                    Capture::Body => body = Some(c.node),
+                    Capture::Qualifier => qualifier = Some(c.node),
+                    Capture::Subject => subject = Some(c.node),
+                    Capture::Target => target = Some(c.node),
+                    Capture::Receiver => receiver = Some(c.node),
+                    Capture::ReceiverVar => receiver_var = Some(c.node),
+                    Capture::Local => {
+                        let range = (c.node.start_byte(), c.node.end_byte());
+                        locals.push((range.0, range));
+                        excluded.push(range);
                     }
-                    "ignore" => {
-                        excluded.insert((c.node.start_byte(), c.node.end_byte()));
+                    Capture::Ignore => {
+                        excluded.push((c.node.start_byte(), c.node.end_byte()));
                     }
-                    "doc" => docs.push(c.node),
-                    r if r.starts_with("definition.")
-                        || r.starts_with("container.")
-                        || r.starts_with("reference.")
-                        || r.starts_with("relation.") =>
-                    {
+                    Capture::Doc => docs.push(c.node),
+                    Capture::Role(
+                        family @ (Family::Definition
+                        | Family::Container
+                        | Family::Reference
+                        | Family::Relation),
+                    ) => {
                         // A capture that is also `@name` (Go `type_identifier`) names itself.
-                        role = Some((r, c.node));
+                        role = Some((family, c.index, c.node));
                     }
                     _ => {}
                 }
             }
-            let Some((role, node)) = role else { continue };
-            let (family, kind) = role.split_once('.').unwrap_or((role, ""));
+            let Some((family, capture, node)) = role else {
+                continue;
+            };
+            let kind = queries.kind(capture);
             let name = name.unwrap_or(node);
             match family {
-                "definition" | "container" => {
+                Family::Definition | Family::Container => {
                     if !seen_defs.insert((node.start_byte(), node.end_byte())) {
                         continue;
                     }
-                    let name_t = node_text(name, source);
-                    if name_t.is_empty() {
+                    if name.start_byte() == name.end_byte() {
                         continue;
                     }
-                    excluded.insert((name.start_byte(), name.end_byte()));
-                    let kind = if family == "container" { "impl" } else { kind };
+                    let name_t = node_text(name, source);
+                    excluded.push((name.start_byte(), name.end_byte()));
+                    let kind = if family == Family::Container {
+                        "impl"
+                    } else {
+                        kind
+                    };
                     defs.push((
                         node,
                         Def {
@@ -257,7 +168,7 @@ impl Extractor {
                         },
                     ));
                 }
-                "relation" => {
+                Family::Relation => {
                     if let (Some(s), Some(t)) = (subject, target) {
                         facts.relations.push(Relation {
                             kind: kind.to_string(),
@@ -268,16 +179,17 @@ impl Extractor {
                         });
                     }
                 }
-                "reference" => raw_refs.push(RawRef {
+                Family::Reference => raw_refs.push(RawRef {
                     pattern: m.pattern_index,
                     name: (name.start_byte(), name.end_byte()),
-                    node: span_of(name),
+                    node: name,
                     kind,
                     qualifier: qualifier.map(|q| (q.start_byte(), q.end_byte())),
                 }),
                 _ => {}
             }
         }
+        drop(matches);
 
         // Nest definitions: sorted by start, outer before inner at the same start.
         defs.sort_by_key(|(n, _)| (n.start_byte(), std::cmp::Reverse(n.end_byte())));
@@ -291,38 +203,40 @@ impl Extractor {
                 stack.pop();
             }
             defs[i].1.parent = stack.last().map(|&p| p as u32);
-            if let Some(&p) = stack.last() {
-                let parent_kind = defs[p].1.kind.clone();
-                if defs[i].1.kind == "function" && is_type_container(&parent_kind) {
-                    defs[i].1.kind = "method".into();
-                }
+            if let Some(&p) = stack.last()
+                && defs[i].1.kind == "function"
+                && is_type_container(&defs[p].1.kind)
+            {
+                defs[i].1.kind = "method".into();
             }
             stack.push(i);
         }
         facts.defs = defs.into_iter().map(|(_, d)| d).collect();
 
         // Locals belong to the innermost enclosing function; at module level they are not locals.
-        let mut local_names: HashMap<u32, HashSet<String>> = HashMap::new();
-        for (at, name) in locals {
+        let mut local_names: FastMap<u32, FastSet<&[u8]>> = FastMap::default();
+        for (at, (s, e)) in locals {
             if let Some(f) = enclosing_function(&facts, at) {
-                local_names.entry(f).or_default().insert(name);
+                local_names.entry(f).or_default().insert(&source[s..e]);
             }
         }
 
         // References: one per name node (earliest pattern wins), minus definitions and locals.
         raw_refs.sort_by_key(|r| (r.name, r.pattern));
         raw_refs.dedup_by_key(|r| r.name);
+        excluded.sort_unstable();
         import_spans.sort_unstable();
         for r in raw_refs {
-            if excluded.contains(&r.name) || inside_any(&import_spans, r.name.0) {
+            if excluded.binary_search(&r.name).is_ok() || inside_any(&import_spans, r.name.0) {
                 continue;
             }
-            let name = String::from_utf8_lossy(&source[r.name.0..r.name.1]);
+            let raw = &source[r.name.0..r.name.1];
+            let name = String::from_utf8_lossy(raw);
             if r.kind == "read" && r.qualifier.is_none() && is_builtin_constant(&name) {
                 continue;
             }
             let scope = enclosing_def(&facts, r.name.0);
-            if r.qualifier.is_none() && is_local(&facts, &local_names, scope, &name) {
+            if r.qualifier.is_none() && is_local(&facts, &local_names, scope, raw) {
                 continue;
             }
             let qualifier = r
@@ -333,13 +247,128 @@ impl Extractor {
                 name: name.into_owned(),
                 kind: r.kind.to_string(),
                 qualifier,
-                span: r.node,
+                span: span_of(r.node),
                 scope,
             });
         }
         doc_link_refs(&mut facts, &docs, source);
         Ok(facts)
     }
+}
+
+/// Records the import of one match of an imports pattern, unless an earlier pattern already
+/// recorded the same statement and name.
+fn import_match(
+    lang: Lang,
+    queries: &LangQueries,
+    m: &QueryMatch<'_, '_>,
+    source: &[u8],
+    seen_stmt: &mut FastSet<(usize, usize, usize)>,
+    import_spans: &mut Vec<(usize, usize)>,
+    imports: &mut Vec<Import>,
+) {
+    let mut role = None;
+    let (mut module, mut name, mut alias, mut tree_node) = (None, None, None, None);
+    for c in m.captures() {
+        match queries.captures[c.index as usize] {
+            Capture::Module => module = Some(c.node),
+            Capture::Name => name = Some(c.node),
+            Capture::Alias => alias = Some(c.node),
+            Capture::Tree => tree_node = Some(c.node),
+            Capture::Role(family @ (Family::Import | Family::Reexport | Family::Export)) => {
+                role = Some((family, c.index, c.node))
+            }
+            _ => {}
+        }
+    }
+    let Some((family, capture, stmt)) = role else {
+        return;
+    };
+    // `pub use` and `use` both match a use declaration; the earlier pattern wins.
+    let key = (
+        stmt.start_byte(),
+        stmt.end_byte(),
+        name.map_or(0, |n| n.start_byte()),
+    );
+    if !seen_stmt.insert(key) {
+        return;
+    }
+    import_spans.push((stmt.start_byte(), stmt.end_byte()));
+    let text = |n: Option<Node>| n.map(|n| node_text(n, source)).unwrap_or_default();
+    let span = span_of(stmt);
+    let kind = queries.kind(capture);
+    let reexport = family == Family::Reexport;
+    if kind == "rust" {
+        if let Some(t) = tree_node {
+            rust_use_tree(t, source, &mut Vec::new(), reexport, span, imports);
+        }
+        return;
+    }
+    let module = text(module).trim_matches(['"', '`', '\'']).to_string();
+    let name_t = text(name);
+    let alias_t = text(alias);
+    let import = match (family, kind) {
+        (Family::Export, "local") => Import {
+            // `export { x as y }`: `y` names the local `x`.
+            kind: ImportKind::Name,
+            module: String::new(),
+            alias: alias_t,
+            name: name_t,
+            reexport: true,
+            span,
+        },
+        (Family::Export, _) => Import {
+            // `export default foo`: `default` names the local `foo`.
+            kind: ImportKind::Name,
+            module: String::new(),
+            name: name_t,
+            alias: "default".into(),
+            reexport: true,
+            span,
+        },
+        (_, "module") => Import {
+            kind: ImportKind::Module,
+            alias: if alias_t.is_empty() {
+                default_module_alias(lang, &module)
+            } else {
+                alias_t
+            },
+            module,
+            name: String::new(),
+            reexport,
+            span,
+        },
+        (_, "glob") => Import {
+            kind: ImportKind::Glob,
+            module,
+            name: String::new(),
+            alias: String::new(),
+            reexport,
+            span,
+        },
+        (_, "default") => Import {
+            kind: ImportKind::Name,
+            module,
+            name: "default".into(),
+            alias: alias_t,
+            reexport,
+            span,
+        },
+        _ => Import {
+            kind: ImportKind::Name,
+            alias: if alias_t.is_empty() {
+                name_t.clone()
+            } else {
+                alias_t
+            },
+            module,
+            name: name_t,
+            reexport,
+            span,
+        },
+    };
+    // Python `import a.b` binds `a`; keep the dotted module for resolution.
+    imports.push(import);
 }
 
 impl Default for Extractor {
@@ -419,9 +448,9 @@ fn enclosing_function(facts: &FileFacts, at: usize) -> Option<u32> {
 
 fn is_local(
     facts: &FileFacts,
-    locals: &HashMap<u32, HashSet<String>>,
+    locals: &FastMap<u32, FastSet<&[u8]>>,
     scope: Option<u32>,
-    name: &str,
+    name: &[u8],
 ) -> bool {
     let mut cur = scope;
     while let Some(c) = cur {

@@ -12,11 +12,12 @@ use std::sync::{Arc, OnceLock};
 use crate::git::RepoInfo;
 
 use super::NavError;
-use super::cache::Cache;
+use super::cache::{Cache, Encoded};
 use super::extract::Extractor;
 use super::facts::{FileFacts, Ref};
 use super::lang::Lang;
 use super::modules::ModuleTable;
+use super::snapshot::{self, Facts};
 use super::worktree;
 
 /// One file of the view with its facts.
@@ -25,15 +26,20 @@ pub struct FileEntry {
     pub path: String,
     pub oid: String,
     pub lang: Lang,
-    /// Definitions, imports and relations; `facts.refs` is always empty (see `refs`).
-    pub facts: Arc<FileFacts>,
+    /// Definitions, imports and relations; `facts.refs` is always empty (see `refs`). Read
+    /// through `Deref`; files opened from a view snapshot decode on first read.
+    pub facts: Facts,
     /// References, loaded from the cache on first use: they are most of the facts' bulk and
     /// most queries never need them, so opening an index does not pay for them.
     refs: Arc<OnceLock<Vec<Ref>>>,
 }
 
+/// Name → entries, hashed with a fast hash: names come from the repository, not from an
+/// adversary, and these tables are rebuilt on every refresh that changes paths.
+pub(crate) type NameTable<T> = HashMap<String, Vec<T>, foldhash::fast::RandomState>;
+
 /// Facts of one blob held in memory: everything but references, and the references slot.
-type Loaded = (Arc<FileFacts>, Arc<OnceLock<Vec<Ref>>>);
+type Loaded = (Facts, Arc<OnceLock<Vec<Ref>>>);
 
 /// A definition: file number in the view and definition number in that file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -64,10 +70,10 @@ pub struct Index {
     pub(crate) files: Vec<FileEntry>,
     pub(crate) by_path: HashMap<String, u32>,
     /// Definition name → definitions.
-    pub(crate) names: HashMap<String, Vec<DefId>>,
+    pub(crate) names: NameTable<DefId>,
     pub(crate) modules: ModuleTable,
     /// Reference name → (file, reference number), built on first use after each refresh.
-    ref_names: OnceLock<HashMap<String, Vec<(u32, u32)>>>,
+    ref_names: OnceLock<NameTable<(u32, u32)>>,
     /// Reads the worktree's state, reusing what it learnt in earlier refreshes.
     scanner: worktree::Scanner,
 }
@@ -88,7 +94,7 @@ impl Index {
             cache: Cache::open(db)?,
             files: Vec::new(),
             by_path: HashMap::new(),
-            names: HashMap::new(),
+            names: NameTable::default(),
             modules: ModuleTable::default(),
             ref_names: OnceLock::new(),
             scanner: worktree::Scanner::new(root),
@@ -148,6 +154,43 @@ impl Index {
             stats.reused = view.len();
             return Ok(stats);
         }
+        // A fresh index of a view seen before opens from that view's snapshot.
+        if self.files.is_empty() && view.len() >= snapshot::MIN_FILES {
+            let key = snapshot::view_key(
+                view.iter()
+                    .map(|(p, v)| (p.as_str(), v.oid.as_str(), v.lang)),
+            )?;
+            if let Some(stored) = self.cache.get_snapshot(key, view.len())?
+                && let Some(loaded) = snapshot::decode(stored, view.len())
+            {
+                // Later paths holding an earlier path's blob count as reused, as when the
+                // facts come from blob rows.
+                let mut distinct = std::collections::HashSet::new();
+                for vf in view.values() {
+                    if distinct.insert((vf.oid.as_str(), vf.lang)) {
+                        stats.cached += 1;
+                    } else {
+                        stats.reused += 1;
+                    }
+                }
+                self.files = view
+                    .into_iter()
+                    .zip(loaded.facts)
+                    .map(|((path, vf), facts)| FileEntry {
+                        path,
+                        oid: vf.oid,
+                        lang: vf.lang,
+                        facts,
+                        refs: Arc::new(OnceLock::new()),
+                    })
+                    .collect();
+                self.by_path = self.path_table();
+                self.names = loaded.names;
+                self.modules = ModuleTable::build(&self.files);
+                self.ref_names = OnceLock::new();
+                return Ok(stats);
+            }
+        }
         // With the same paths, file numbers stay valid and the tables are patched in place.
         let same_paths = view.len() == self.files.len()
             && self
@@ -191,29 +234,15 @@ impl Index {
                 jobs.push((path.clone(), vf.oid.clone(), vf.lang));
             }
         }
-        let parsed: Vec<(FileFacts, Vec<Ref>)> = parse_parallel(&self.root, &jobs)?
-            .into_iter()
-            .map(|mut f| {
-                let refs = std::mem::take(&mut f.refs);
-                (f, refs)
-            })
-            .collect();
-        let mut rows = Vec::with_capacity(parsed.len());
-        for ((_, oid, lang), (facts, refs)) in jobs.iter().zip(parsed.iter()) {
-            rows.push((
-                oid.clone(),
-                lang.queries()?.version,
-                lang.name(),
-                facts,
-                refs.as_slice(),
-            ));
-        }
-        self.cache.put_many(&rows)?;
+        let parsed = parse_parallel(&self.root, &jobs, &mut self.cache)?;
         let mut fresh: HashMap<String, Loaded> = HashMap::new();
-        for ((_, oid, _), (facts, refs)) in jobs.iter().zip(parsed) {
+        // The encodings workers made for the cache, reused by the view snapshot.
+        let mut encoded: HashMap<&str, Vec<u8>> = HashMap::new();
+        for ((_, oid, _), (facts, refs, data)) in jobs.iter().zip(parsed) {
+            encoded.insert(oid, data);
             fresh.insert(
                 oid.clone(),
-                (Arc::new(facts), Arc::new(OnceLock::from(refs))),
+                (Facts::new(facts), Arc::new(OnceLock::from(refs))),
             );
         }
 
@@ -227,13 +256,13 @@ impl Index {
                 f.clone()
             } else if let Some(f) = loaded.remove(&vf.oid) {
                 stats.cached += 1;
-                let f: Loaded = (Arc::new(f), Arc::new(OnceLock::new()));
+                let f: Loaded = (Facts::new(f), Arc::new(OnceLock::new()));
                 // Later paths holding the same blob share these facts.
                 in_memory.insert((vf.oid.clone(), vf.lang), f.clone());
                 f
             } else {
                 stats.cached += 1;
-                (Arc::new(FileFacts::default()), Arc::new(OnceLock::new()))
+                (Facts::new(FileFacts::default()), Arc::new(OnceLock::new()))
             };
             files.push(FileEntry {
                 path,
@@ -253,6 +282,10 @@ impl Index {
             self.update_tables(&changed, &previous);
         } else {
             self.rebuild_tables();
+            // Only later opens depend on the snapshot; this refresh succeeded without it.
+            if let Err(e) = self.save_snapshot(&encoded) {
+                tracing::warn!(error = %e, "cannot store the navigation view snapshot");
+            }
         }
         Ok(stats)
     }
@@ -260,7 +293,7 @@ impl Index {
     /// Patches the name tables for the files numbered `changed`, whose previous contents are
     /// in `previous` (indexed by file number); paths and file numbers are unchanged.
     fn update_tables(&mut self, changed: &[usize], previous: &[(String, Loaded)]) {
-        fn remove<T>(table: &mut HashMap<String, Vec<T>>, name: &str, keep: impl Fn(&T) -> bool) {
+        fn remove<T>(table: &mut NameTable<T>, name: &str, keep: impl Fn(&T) -> bool) {
             if let Some(v) = table.get_mut(name) {
                 v.retain(keep);
                 if v.is_empty() {
@@ -308,14 +341,39 @@ impl Index {
         self.ref_names = OnceLock::from(refs);
     }
 
-    fn rebuild_tables(&mut self) {
-        self.by_path = self
-            .files
+    /// Stores a snapshot of a large view unless one is stored already, so that the next
+    /// index of the same view opens from it.
+    fn save_snapshot(&mut self, encoded: &HashMap<&str, Vec<u8>>) -> Result<(), NavError> {
+        if self.files.len() < snapshot::MIN_FILES {
+            return Ok(());
+        }
+        let key = snapshot::view_key(
+            self.files
+                .iter()
+                .map(|f| (f.path.as_str(), f.oid.as_str(), f.lang)),
+        )?;
+        if self.cache.has_snapshot(key)? {
+            return Ok(());
+        }
+        let files = self.files.iter().map(|f| {
+            let known = encoded.get(f.oid.as_str()).map(Vec::as_slice);
+            (&*f.facts, known)
+        });
+        let stored = snapshot::encode(files, &self.names)?;
+        self.cache.put_snapshot(key, self.files.len(), &stored)
+    }
+
+    fn path_table(&self) -> HashMap<String, u32> {
+        self.files
             .iter()
             .enumerate()
             .map(|(i, f)| (f.path.clone(), i as u32))
-            .collect();
-        let mut names: HashMap<String, Vec<DefId>> = HashMap::new();
+            .collect()
+    }
+
+    fn rebuild_tables(&mut self) {
+        self.by_path = self.path_table();
+        let mut names: NameTable<DefId> = NameTable::default();
         for (fi, f) in self.files.iter().enumerate() {
             for (di, d) in f.facts.defs.iter().enumerate() {
                 names.entry(d.name.clone()).or_default().push(DefId {
@@ -326,13 +384,14 @@ impl Index {
         }
         self.names = names;
         self.modules = ModuleTable::build(&self.files);
+
         self.ref_names = OnceLock::new();
     }
 
     /// Returns every reference named `name` as (file, reference number).
     pub(crate) fn refs_named(&self, name: &str) -> &[(u32, u32)] {
         let table = self.ref_names.get_or_init(|| {
-            let mut t: HashMap<String, Vec<(u32, u32)>> = HashMap::new();
+            let mut t: NameTable<(u32, u32)> = NameTable::default();
             for fi in 0..self.files.len() {
                 for (ri, r) in self.refs_of(fi as u32).iter().enumerate() {
                     t.entry(r.name.clone())
@@ -378,11 +437,23 @@ impl Index {
     }
 }
 
-/// Parses `jobs` (path, blob id, language) on all cores and returns facts in job order.
+/// One parsed blob: its facts (references apart), its references, and its encoded facts.
+type Parsed = (FileFacts, Vec<Ref>, Vec<u8>);
+
+/// What one parser thread parsed, by job number.
+type Numbered = Vec<(usize, Parsed)>;
+
+/// Parses `jobs` (path, blob id, language) on all cores, stores the facts in `cache`, and
+/// returns them in job order, references apart.
+///
+/// Workers also encode what they parsed, and one more thread writes the encoded rows while
+/// parsing goes on (in one transaction), so neither encoding nor SQLite is left to run alone
+/// after the last file is parsed.
 fn parse_parallel(
     root: &Path,
     jobs: &[(String, String, Lang)],
-) -> Result<Vec<FileFacts>, NavError> {
+    cache: &mut Cache,
+) -> Result<Vec<Parsed>, NavError> {
     if jobs.is_empty() {
         return Ok(Vec::new());
     }
@@ -391,46 +462,61 @@ fn parse_parallel(
         .unwrap_or(1)
         .min(jobs.len());
     let next = AtomicUsize::new(0);
-    let results: Vec<Result<Vec<(usize, FileFacts)>, NavError>> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads)
-            .map(|_| {
-                s.spawn(|| {
-                    let mut extractor = Extractor::new();
-                    let mut out = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some((path, _, lang)) = jobs.get(i) else {
-                            break;
-                        };
-                        let full = root.join(path);
-                        let source = match fs_err::read(&full) {
-                            Ok(s) => s,
-                            // A file deleted since the scan is indexed as empty.
-                            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-                            Err(source) => return Err(NavError::Io { path: full, source }),
-                        };
-                        out.push((i, extractor.extract(*lang, &source)?));
-                    }
-                    Ok(out)
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join().unwrap_or_else(|_| {
-                    Err(NavError::BadArgument {
-                        message: "a parser thread panicked".into(),
+    let (results, written): (Vec<Result<Numbered, NavError>>, Result<(), NavError>) =
+        std::thread::scope(|s| {
+            let (tx, rx) = std::sync::mpsc::sync_channel::<Encoded>(256);
+            let writer = s.spawn(move || cache.put_stream(rx.into_iter()));
+            let handles: Vec<_> = (0..threads)
+                .map(|_| {
+                    let tx = tx.clone();
+                    let next = &next;
+                    s.spawn(move || -> Result<Numbered, NavError> {
+                        let mut extractor = Extractor::new();
+                        let mut out = Vec::new();
+                        loop {
+                            let i = next.fetch_add(1, Ordering::Relaxed);
+                            let Some((path, oid, lang)) = jobs.get(i) else {
+                                break;
+                            };
+                            let full = root.join(path);
+                            let source = match fs_err::read(&full) {
+                                Ok(s) => s,
+                                // A file deleted since the scan is indexed as empty.
+                                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+                                Err(source) => return Err(NavError::Io { path: full, source }),
+                            };
+                            let mut facts = extractor.extract(*lang, &source)?;
+                            let refs = std::mem::take(&mut facts.refs);
+                            let row = Encoded::new(oid, *lang, &facts, &refs)?;
+                            let data = row.data().to_vec();
+                            // A closed channel means the writer failed; its error is reported.
+                            let _ = tx.send(row);
+                            out.push((i, (facts, refs, data)));
+                        }
+                        Ok(out)
                     })
                 })
-            })
-            .collect()
-    });
-    let mut all: Vec<Option<FileFacts>> = (0..jobs.len()).map(|_| None).collect();
+                .collect();
+            drop(tx);
+            let results = handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|_| Err(panicked())))
+                .collect();
+            let written = writer.join().unwrap_or_else(|_| Err(panicked()));
+            (results, written)
+        });
+    let mut all: Vec<Option<Parsed>> = (0..jobs.len()).map(|_| None).collect();
     for r in results {
-        for (i, f) in r? {
-            all[i] = Some(f);
+        for (i, parsed) in r? {
+            all[i] = Some(parsed);
         }
     }
+    written?;
     Ok(all.into_iter().map(Option::unwrap_or_default).collect())
+}
+
+fn panicked() -> NavError {
+    NavError::BadArgument {
+        message: "a navigation index thread panicked".into(),
+    }
 }

@@ -3,6 +3,12 @@
 //! Queries are data files under `src/nav/queries/<lang>/`, compiled once per process. The
 //! query text and grammar version are hashed into the facts version, so editing a query file
 //! invalidates exactly the cached facts it would change.
+//!
+//! A language's tags and imports files stay separate files but compile into one query, so a
+//! single pass of the query cursor over the tree matches both: walking the tree costs as much
+//! as matching, and a second pass for a handful of import patterns cost almost as much as the
+//! first. Capture names are mapped to [`Capture`] roles once here instead of being compared
+//! as strings for every capture of every match.
 
 use std::sync::OnceLock;
 
@@ -23,10 +29,98 @@ pub enum Lang {
 
 /// The compiled queries of one language.
 pub struct LangQueries {
-    pub tags: Query,
-    pub imports: Query,
+    /// The tags patterns followed by the imports patterns.
+    pub query: Query,
+    /// Index of the first imports pattern in `query`; tags patterns come before it.
+    pub imports_from: usize,
+    /// The role of each capture of `query`, by capture index.
+    pub captures: Vec<Capture>,
     /// Hash of the grammar version and query text; part of every cache key.
     pub version: u64,
+}
+
+/// What a capture name means to the extractor (see `queries/README.md`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Capture {
+    Name,
+    Body,
+    Qualifier,
+    Subject,
+    Target,
+    Receiver,
+    ReceiverVar,
+    Local,
+    Ignore,
+    Module,
+    Alias,
+    Tree,
+    /// A comment whose `{@link X}` / `@see X` names are doc references.
+    Doc,
+    /// `@<family>.<kind>`: the node a pattern is about; see [`LangQueries::kind`].
+    Role(Family),
+    /// A capture the extractor does not read.
+    Other,
+}
+
+/// The part before the dot of a role capture.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Family {
+    Definition,
+    Container,
+    Reference,
+    Relation,
+    Import,
+    Reexport,
+    Export,
+}
+
+impl LangQueries {
+    /// Returns the kind of role capture number `capture` (`function` in
+    /// `@definition.function`), or an empty string for a capture without one.
+    pub fn kind(&self, capture: u32) -> &str {
+        self.query
+            .capture_names()
+            .get(capture as usize)
+            .and_then(|n| n.split_once('.'))
+            .map_or("", |(_, kind)| kind)
+    }
+}
+
+impl Capture {
+    /// Returns the role of the capture named `name`.
+    fn parse(name: &str) -> Capture {
+        match name {
+            "name" => Capture::Name,
+            "body" => Capture::Body,
+            "qualifier" => Capture::Qualifier,
+            "subject" => Capture::Subject,
+            "target" => Capture::Target,
+            "receiver" => Capture::Receiver,
+            "receiver_var" => Capture::ReceiverVar,
+            "local" => Capture::Local,
+            "ignore" => Capture::Ignore,
+            "module" => Capture::Module,
+            "alias" => Capture::Alias,
+            "tree" => Capture::Tree,
+            "doc" => Capture::Doc,
+            _ => {
+                let Some((family, _)) = name.split_once('.') else {
+                    return Capture::Other;
+                };
+                let family = match family {
+                    "definition" => Family::Definition,
+                    "container" => Family::Container,
+                    "reference" => Family::Reference,
+                    "relation" => Family::Relation,
+                    "import" => Family::Import,
+                    "reexport" => Family::Reexport,
+                    "export" => Family::Export,
+                    _ => return Capture::Other,
+                };
+                Capture::Role(family)
+            }
+        }
+    }
 }
 
 impl Lang {
@@ -153,12 +247,27 @@ impl Lang {
                 self.name().as_bytes(),
                 super::extract::EXTRACTOR_VERSION.as_bytes(),
             ]);
-            let tags = Query::new(&grammar, &tags).map_err(|e| format!("tags.scm: {e}"))?;
-            let imports =
-                Query::new(&grammar, &imports).map_err(|e| format!("imports.scm: {e}"))?;
+            let query = match Query::new(&grammar, &format!("{tags}\n{imports}")) {
+                Ok(q) => q,
+                Err(e) => {
+                    // Name the file at fault, with positions inside that file.
+                    Query::new(&grammar, &tags).map_err(|e| format!("tags.scm: {e}"))?;
+                    Query::new(&grammar, &imports).map_err(|e| format!("imports.scm: {e}"))?;
+                    return Err(format!("tags.scm with imports.scm: {e}"));
+                }
+            };
+            let imports_from = (0..query.pattern_count())
+                .find(|&i| query.start_byte_for_pattern(i) > tags.len())
+                .unwrap_or(query.pattern_count());
+            let captures = query
+                .capture_names()
+                .iter()
+                .map(|n| Capture::parse(n))
+                .collect();
             Ok(LangQueries {
-                tags,
-                imports,
+                imports_from,
+                captures,
+                query,
                 version,
             })
         });

@@ -24,6 +24,7 @@ mod modules;
 mod query;
 mod render;
 mod resolve;
+mod snapshot;
 pub mod tools;
 mod use_tree;
 mod worktree;
