@@ -35,7 +35,9 @@ pub struct Def {
     #[serde(rename = "n")]
     pub name: String,
     /// `function`, `method`, `class`, `struct`, `interface`, `trait`, `type`, `enum`,
-    /// `module`, `constant`, `variable`, `field`, `macro`, or `impl` (a container only).
+    /// `module`, `constant`, `variable`, `field`, `macro`, `overload` (a TypeScript overload
+    /// signature), `type_parameter` (generic and const parameters, scoped to their item), or
+    /// `impl` (a container only).
     #[serde(rename = "k")]
     pub kind: String,
     /// Index of the enclosing definition in the same file, if any.
@@ -69,7 +71,8 @@ pub struct Def {
 pub struct Ref {
     #[serde(rename = "n")]
     pub name: String,
-    /// `call`, `type`, `read`, `new`, `implementation`, `inherit`, `macro`.
+    /// `call`, `type`, `read`, `new`, `implementation`, `inherit`, `macro`, `doc` (a
+    /// `{@link X}` / `@see X` in a comment).
     #[serde(rename = "k")]
     pub kind: String,
     /// What the name is reached through: `self`, `Foo`, `crate::a`, `mod.sub`, or empty.
