@@ -149,6 +149,8 @@ fn main() {
         ("ORCHESTRA_PROVIDER", "openai-compatible"),
         ("ORCHESTRA_BASE_URL", model.url.as_str()),
         ("ORCHESTRA_MODEL", "scripted"),
+        // The profile must admit every agent's call at once (its default is 4).
+        ("ORCHESTRA_CONCURRENCY", "16"),
     ];
     let root = tmp.path().join("worktrees");
     let (floor, _, ok) = measure(&dir, &["status"], &env);
