@@ -574,3 +574,70 @@ fn a_rate_limited_profile_runs_its_packets_at_lower_concurrency_and_the_report_s
         text(&status)
     );
 }
+
+#[test]
+fn an_agent_waits_for_a_human_answer_given_with_answer_from_another_process() {
+    let s = setup(
+        &plan(&[("p1", &["NOTES.md"])]),
+        vec![
+            json!({"name": "asker", "match": ["# Coder", "# Write p1"], "replies": [
+                call("ask", json!({"question": "Which heading should the notes start with?"})),
+                call("write_file", json!({"path": "NOTES.md", "content": "# Decisions\n"})),
+                call("complete", json!({"summary": "notes written as answered"}))]}),
+        ],
+        None,
+    );
+    let mut child = crate::support::orchestra_command(
+        &s.repo,
+        &[
+            "start",
+            "--yes",
+            "--no-clarify",
+            "--worktree-root",
+            s.root.to_str().unwrap(),
+            "Write notes",
+        ],
+    )
+    .env("ORCHESTRA_PROVIDER", "openai-compatible")
+    .env("ORCHESTRA_BASE_URL", &s.model.url)
+    .env("ORCHESTRA_MODEL", "scripted")
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
+    // `status` shows the waiting question and how to answer it.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let status = orchestra_with_env(&s.repo, &["status"], &[]);
+        let shown = String::from_utf8_lossy(&status.stdout).to_string();
+        if shown.contains("question  p1: Which heading should the notes start with?") {
+            assert!(shown.contains("git orchestra answer p1"), "{shown}");
+            break;
+        }
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "start ended without asking"
+        );
+        assert!(std::time::Instant::now() < deadline, "no question: {shown}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let answered = orchestra_with_env(&s.repo, &["answer", "p1", "Start with # Decisions"], &[]);
+    assert!(answered.status.success(), "{}", text(&answered));
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    // The agent got the answer as its tool result, then finished the packet.
+    let calls = tool_calls(&s.run_dir().join("p1/worker-1.log"));
+    assert_eq!(calls[0].0, "ask");
+    assert!(
+        calls[0].1 && calls[0].2.contains("Start with # Decisions"),
+        "{calls:?}"
+    );
+    let branch = s.branch("p1");
+    assert_eq!(
+        git(&s.repo, &["show", &format!("{branch}:NOTES.md")]),
+        "# Decisions"
+    );
+    // Once answered, the question is no longer listed.
+    let status = orchestra_with_env(&s.repo, &["status"], &[]);
+    assert!(!String::from_utf8_lossy(&status.stdout).contains("question  p1"));
+}
