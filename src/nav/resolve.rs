@@ -369,11 +369,21 @@ impl Index {
         }
         let entry = &self.files[file as usize];
         if is_self(qualifier) || self.is_receiver_var(file, scope, qualifier) {
-            let ty = self.enclosing_type(file, scope)?;
-            let defs = self.members_by_name(file, &ty, name, depth);
-            return (!defs.is_empty()).then(|| Outcome::bound(defs, Vec::new()));
+            let defs = self
+                .enclosing_type(file, scope)
+                .map(|ty| self.members_by_name(file, &ty, name, depth))
+                .unwrap_or_default();
+            if !defs.is_empty() {
+                return Some(Outcome::bound(defs, Vec::new()));
+            }
+            // Rust's `self::f()` names the current module, not a receiver.
+            if !(entry.lang == Lang::Rust && qualifier == "self") {
+                return None;
+            }
         }
-        if qualifier == "super" || qualifier.starts_with("super(") {
+        // Rust's `super::f()` is a module path, resolved below; elsewhere `super` is the parent
+        // class.
+        if entry.lang != Lang::Rust && (qualifier == "super" || qualifier.starts_with("super(")) {
             // `super().m()` / `super.m()`: the member as inherited by the enclosing class.
             let ty = self.enclosing_type(file, scope)?;
             let mut defs = Vec::new();

@@ -318,3 +318,50 @@ fn aliases_resolve_to_the_original_definition() {
         vec!["src/shapes/util.rs:2"]
     );
 }
+
+#[test]
+fn super_and_self_path_calls_name_modules_not_receivers() {
+    let repo = TestRepo::with_files(&[
+        ("Cargo.toml", "[package]\nname = \"demo\"\n"),
+        ("src/lib.rs", "mod git;\n"),
+        (
+            "src/git/mod.rs",
+            "mod registry;\npub fn lock() {}\nfn local() {}\n",
+        ),
+        (
+            "src/git/registry.rs",
+            concat!(
+                "pub struct Registry;\n",                                      // 1
+                "impl Registry {\n",                                           // 2
+                "    pub fn lock(&self) { super::lock(); self::helper(); }\n", // 3
+                "    pub fn other(&self) { self.lock(); }\n",                  // 4
+                "}\n",                                                         // 5
+                "fn helper() {}\n",                                            // 6
+            ),
+        ),
+    ]);
+    let idx = index(&repo);
+    // `super::lock()` inside a method named `lock` is the parent module's function.
+    assert_eq!(
+        resolved(
+            &idx.definition("lock", Some(("src/git/registry.rs", 3)))
+                .unwrap()
+        ),
+        vec!["src/git/mod.rs:2"]
+    );
+    assert_eq!(
+        resolved(
+            &idx.definition("helper", Some(("src/git/registry.rs", 3)))
+                .unwrap()
+        ),
+        vec!["src/git/registry.rs:6"]
+    );
+    // `self.lock()` is still the method.
+    assert_eq!(
+        resolved(
+            &idx.definition("lock", Some(("src/git/registry.rs", 4)))
+                .unwrap()
+        ),
+        vec!["src/git/registry.rs:3"]
+    );
+}
