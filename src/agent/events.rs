@@ -81,7 +81,8 @@ pub struct AgentOutcome {
     /// Navigation calls through grep.
     pub textual_nav_calls: u64,
     /// The text of the model's last answer that had any, kept for roles whose answer is the
-    /// text itself when a model forgets to call `complete`.
+    /// text itself when a model forgets to call `complete` (not repeated in transcripts).
+    #[serde(skip)]
     pub last_text: String,
 }
 
