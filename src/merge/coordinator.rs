@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use super::MergeError;
 use super::report::{Batch, MergeReport, SentBack};
-use super::resolve::{ConflictWorker, Resolution, ResolveError, resolve as resolve_conflicts};
+use super::resolve::ConflictWorker;
+use super::steps::{Resolver, send_back, start_integration, validate_candidate};
 use super::tree::{MergeTree, commit_merge, merge_tree};
 use crate::engine::{self, Journal, RunLock, Worker};
-use crate::gate::run_validation;
 use crate::git::{Git, GitError, RepoInfo};
 use crate::names;
 use crate::plan::Plan;
@@ -108,29 +108,7 @@ pub fn integrate_with(
     let branch = integration_branch(run_id);
     let int_ref = format!("refs/heads/{branch}");
 
-    // The integration branch starts at the target, or catches up with a target that moved.
-    let mut tip = match rev(&git, &int_ref)? {
-        None => {
-            git.run(["update-ref", &int_ref, &target_tip, ""])?;
-            target_tip.clone()
-        }
-        Some(t) if is_ancestor(&git, &target_tip, &t)? => t,
-        Some(t) => match merge_tree(&git, &t, &target_tip)? {
-            MergeTree::Clean { tree } => {
-                let msg = format!("Merge {target} into {branch}");
-                let c = commit_merge(&git, &tree, &[&t, &target_tip], &msg)?;
-                git.run(["update-ref", &int_ref, &c, &t])?;
-                c
-            }
-            MergeTree::Conflicts { paths } => {
-                return Err(MergeError::TargetConflicts {
-                    branch,
-                    target,
-                    paths: paths.join(", "),
-                });
-            }
-        },
-    };
+    let mut tip = start_integration(&git, &branch, &int_ref, &target, &target_tip)?;
 
     let records = store.packets(run_id)?;
     let journal = Journal::new(store, run_id, on_event, None);
@@ -183,6 +161,19 @@ pub fn integrate_with(
     };
     let mut rounds: HashMap<String, u32> = HashMap::new();
     let stop = AtomicBool::new(false);
+    let record_event = |e| journal.record(e);
+    let resolver = Resolver {
+        run_id,
+        objective: &run.objective,
+        records: &records,
+        plan: &plan,
+        worker: conflict_worker,
+        opts,
+        branch: &branch,
+        dir: &dir,
+        stop: &stop,
+        journal: &record_event,
+    };
     while !queue.is_empty() {
         // Take up to `size` packets whose dependencies are all integrated (or not in the run's
         // succeeded set at all: those were never candidates); send back dependents of packets
@@ -193,15 +184,7 @@ pub fn integrate_with(
         while let Some(item) = queue.pop_front() {
             if let Some(dep) = item.deps.iter().find(|d| blocked.contains(*d)) {
                 let reason = format!("its dependency `{dep}` was not integrated");
-                journal.record(Event::PacketSentBack {
-                    packet: item.id.clone(),
-                    reason: reason.clone(),
-                })?;
-                sent_back.push(SentBack {
-                    packet: item.id,
-                    reason,
-                    conflicts: Vec::new(),
-                });
+                send_back(&journal, &mut sent_back, item.id, reason, Vec::new())?;
                 continue;
             }
             if batch.len() < size {
@@ -232,56 +215,18 @@ pub fn integrate_with(
                         packet: item.id.clone(),
                         paths: paths.clone(),
                     })?;
-                    let mut reason = format!("conflicts with {branch} in {}", paths.join(", "));
                     let round = rounds.entry(item.id.clone()).or_insert(0);
-                    let rec = records.iter().find(|r| r.id == item.id);
-                    let packet = plan.packets.iter().find(|p| p.id == item.id);
-                    if let (Some(worker), Some(rec), Some(packet), true) =
-                        (conflict_worker, rec, packet, opts.resolve_rounds > 0)
-                    {
-                        if *round < opts.resolve_rounds {
-                            *round += 1;
-                            let r = Resolution {
-                                run: run_id,
-                                objective: &run.objective,
-                                record: rec,
-                                packet,
-                                integration: &branch,
-                                onto: &tip,
-                                paths: &paths,
-                                dir: &dir.join(&item.id),
-                                round: *round,
-                                stop: &stop,
-                                timeout: opts.timeout,
-                                revalidate: true,
-                                journal: &|e| journal.record(e),
-                            };
-                            match resolve_conflicts(&r, worker) {
-                                Ok(commit) => {
-                                    // Back into the queue with the resolved commit.
-                                    item.commit = commit;
-                                    postponed.push(item);
-                                    continue;
-                                }
-                                Err(ResolveError::Store(e)) => return Err(e.into()),
-                                Err(e) => reason = format!("{reason}; {e}"),
-                            }
-                        } else {
-                            reason = format!(
-                                "{reason}; still conflicting after {round} resolution round{}",
-                                if *round == 1 { "" } else { "s" }
-                            );
+                    match resolver.resolve(&item.id, &tip, &paths, round)? {
+                        Ok(commit) => {
+                            // Back into the queue with the resolved commit.
+                            item.commit = commit;
+                            postponed.push(item);
+                            continue;
+                        }
+                        Err(reason) => {
+                            send_back(&journal, &mut sent_back, item.id, reason, paths)?;
                         }
                     }
-                    journal.record(Event::PacketSentBack {
-                        packet: item.id.clone(),
-                        reason: reason.clone(),
-                    })?;
-                    sent_back.push(SentBack {
-                        packet: item.id,
-                        reason,
-                        conflicts: paths,
-                    });
                 }
                 // It may only conflict with a batch-mate that could still fail validation:
                 // try it again on its own, on the confirmed tip.
@@ -304,31 +249,15 @@ pub fn integrate_with(
         commands.retain(|c| seen.insert(c.clone()));
         attempt += 1;
         let names: Vec<String> = merged.iter().map(|i| i.id.clone()).collect();
-        let results = run_validation(
+        let failure = validate_candidate(
             repo,
+            &journal,
             &candidate,
             &commands,
+            &names,
             opts.timeout,
             &log_root.join(format!("batch-{attempt}")),
         )?;
-        let mut failure = None;
-        for (command, outcome, log) in &results {
-            journal.record(Event::MergeValidationFinished {
-                packets: names.clone(),
-                command: command.clone(),
-                exit_code: outcome.exit_code,
-                duration_ms: outcome.duration.as_millis() as u64,
-                timed_out: outcome.timed_out,
-                tail: outcome.tail.clone(),
-            })?;
-            if !outcome.success() {
-                failure = Some(format!(
-                    "validation `{command}` failed on the merged tree ({}); log {}",
-                    outcome.describe(opts.timeout),
-                    log.display()
-                ));
-            }
-        }
         let passed = failure.is_none();
         batches.push(Batch {
             packets: names.clone(),
@@ -338,15 +267,7 @@ pub fn integrate_with(
         if let Some(reason) = failure {
             if merged.len() == 1 {
                 let item = merged.remove(0);
-                journal.record(Event::PacketSentBack {
-                    packet: item.id.clone(),
-                    reason: reason.clone(),
-                })?;
-                sent_back.push(SentBack {
-                    packet: item.id,
-                    reason,
-                    conflicts: Vec::new(),
-                });
+                send_back(&journal, &mut sent_back, item.id, reason, Vec::new())?;
             } else {
                 size = (merged.len() / 2).max(1);
                 for item in merged.into_iter().rev() {
@@ -508,7 +429,7 @@ fn resolve_target(
     repo.branch.clone().ok_or(MergeError::NoTarget)
 }
 
-fn rev(git: &Git, spec: &str) -> Result<Option<String>, MergeError> {
+pub(super) fn rev(git: &Git, spec: &str) -> Result<Option<String>, MergeError> {
     match git.run([
         "rev-parse",
         "--verify",
@@ -521,6 +442,6 @@ fn rev(git: &Git, spec: &str) -> Result<Option<String>, MergeError> {
     }
 }
 
-fn is_ancestor(git: &Git, a: &str, b: &str) -> Result<bool, MergeError> {
+pub(super) fn is_ancestor(git: &Git, a: &str, b: &str) -> Result<bool, MergeError> {
     Ok(git.succeeds(["merge-base", "--is-ancestor", a, b])?)
 }

@@ -12,6 +12,7 @@
 mod coordinator;
 mod report;
 mod resolve;
+mod steps;
 mod tree;
 
 pub use coordinator::{

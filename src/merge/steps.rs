@@ -1,0 +1,165 @@
+//! The steps of the batching loop that stand on their own: starting the integration branch,
+//! validating a candidate, sending a packet back, and having a conflicting packet's worker
+//! resolve its conflicts.
+
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use super::MergeError;
+use super::coordinator::{MergeOptions, is_ancestor, rev};
+use super::report::SentBack;
+use super::resolve::{ConflictWorker, Resolution, ResolveError, resolve as resolve_conflicts};
+use super::tree::{MergeTree, commit_merge, merge_tree};
+use crate::engine::Journal;
+use crate::gate::run_validation;
+use crate::git::{Git, RepoInfo};
+use crate::plan::Plan;
+use crate::store::Event;
+
+/// What sending a conflicting packet back to its worker needs, for the whole merge.
+pub(super) struct Resolver<'a> {
+    pub run_id: &'a str,
+    pub objective: &'a str,
+    pub records: &'a [crate::store::PacketRecord],
+    pub plan: &'a Plan,
+    pub worker: Option<ConflictWorker<'a>>,
+    pub opts: &'a MergeOptions,
+    pub branch: &'a str,
+    pub dir: &'a std::path::Path,
+    pub stop: &'a AtomicBool,
+    pub journal: &'a dyn Fn(Event) -> Result<(), crate::store::StoreError>,
+}
+
+impl Resolver<'_> {
+    /// Has packet `id`'s worker resolve its conflicts with `onto` in `paths` (its `round`-th
+    /// try): returns the resolved commit, or why the packet goes back unresolved.
+    pub(super) fn resolve(
+        &self,
+        id: &str,
+        onto: &str,
+        paths: &[String],
+        round: &mut u32,
+    ) -> Result<Result<String, String>, MergeError> {
+        let reason = format!("conflicts with {} in {}", self.branch, paths.join(", "));
+        let rec = self.records.iter().find(|r| r.id == id);
+        let packet = self.plan.packets.iter().find(|p| p.id == id);
+        let (Some(worker), Some(rec), Some(packet), true) =
+            (self.worker, rec, packet, self.opts.resolve_rounds > 0)
+        else {
+            return Ok(Err(reason));
+        };
+        if *round >= self.opts.resolve_rounds {
+            return Ok(Err(format!(
+                "{reason}; still conflicting after {round} resolution round{}",
+                if *round == 1 { "" } else { "s" }
+            )));
+        }
+        *round += 1;
+        let r = Resolution {
+            run: self.run_id,
+            objective: self.objective,
+            record: rec,
+            packet,
+            integration: self.branch,
+            onto,
+            paths,
+            dir: &self.dir.join(id),
+            round: *round,
+            stop: self.stop,
+            timeout: self.opts.timeout,
+            revalidate: true,
+            journal: self.journal,
+        };
+        match resolve_conflicts(&r, worker) {
+            Ok(commit) => Ok(Ok(commit)),
+            Err(ResolveError::Store(e)) => Err(e.into()),
+            Err(e) => Ok(Err(format!("{reason}; {e}"))),
+        }
+    }
+}
+
+/// Returns the integration branch's tip: created at the target, kept when it already contains
+/// the target, or caught up with a target that moved (an in-memory merge; conflicts refuse).
+pub(super) fn start_integration(
+    git: &Git,
+    branch: &str,
+    int_ref: &str,
+    target: &str,
+    target_tip: &str,
+) -> Result<String, MergeError> {
+    Ok(match rev(git, int_ref)? {
+        None => {
+            git.run(["update-ref", int_ref, target_tip, ""])?;
+            target_tip.to_string()
+        }
+        Some(t) if is_ancestor(git, target_tip, &t)? => t,
+        Some(t) => match merge_tree(git, &t, target_tip)? {
+            MergeTree::Clean { tree } => {
+                let msg = format!("Merge {target} into {branch}");
+                let c = commit_merge(git, &tree, &[&t, target_tip], &msg)?;
+                git.run(["update-ref", int_ref, &c, &t])?;
+                c
+            }
+            MergeTree::Conflicts { paths } => {
+                return Err(MergeError::TargetConflicts {
+                    branch: branch.to_string(),
+                    target: target.to_string(),
+                    paths: paths.join(", "),
+                });
+            }
+        },
+    })
+}
+
+/// Journals that `packet` goes back to its worker, and why.
+pub(super) fn send_back(
+    journal: &Journal<'_>,
+    sent_back: &mut Vec<SentBack>,
+    packet: String,
+    reason: String,
+    conflicts: Vec<String>,
+) -> Result<(), MergeError> {
+    journal.record(Event::PacketSentBack {
+        packet: packet.clone(),
+        reason: reason.clone(),
+    })?;
+    sent_back.push(SentBack {
+        packet,
+        reason,
+        conflicts,
+    });
+    Ok(())
+}
+
+/// Runs `commands` on the candidate commit in a scratch checkout, journaling each outcome;
+/// returns the first failure, described.
+pub(super) fn validate_candidate(
+    repo: &RepoInfo,
+    journal: &Journal<'_>,
+    candidate: &str,
+    commands: &[String],
+    packets: &[String],
+    timeout: Duration,
+    log_dir: &std::path::Path,
+) -> Result<Option<String>, MergeError> {
+    let results = run_validation(repo, candidate, commands, timeout, log_dir)?;
+    let mut failure = None;
+    for (command, outcome, log) in &results {
+        journal.record(Event::MergeValidationFinished {
+            packets: packets.to_vec(),
+            command: command.clone(),
+            exit_code: outcome.exit_code,
+            duration_ms: outcome.duration.as_millis() as u64,
+            timed_out: outcome.timed_out,
+            tail: outcome.tail.clone(),
+        })?;
+        if !outcome.success() {
+            failure = Some(format!(
+                "validation `{command}` failed on the merged tree ({}); log {}",
+                outcome.describe(timeout),
+                log.display()
+            ));
+        }
+    }
+    Ok(failure)
+}
