@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use super::github::{encode, parse_pull};
+use super::github::parse_pull;
 use super::http::{Api, Token};
 use super::limit::DEFAULT_WRITES_PER_MINUTE;
 use super::shared;
@@ -18,9 +18,7 @@ const MAX_PAGES: usize = 20;
 
 /// Pull requests of one Gitea or Forgejo repository.
 pub struct Gitea {
-    api: Api,
-    owner: String,
-    name: String,
+    repo: shared::RepoApi,
 }
 
 impl Gitea {
@@ -33,46 +31,28 @@ impl Gitea {
         writes_per_minute: Option<usize>,
     ) -> Gitea {
         Gitea {
-            api: Api::new(
-                api_url,
-                token,
-                "token",
-                "application/json",
-                writes_per_minute.unwrap_or(DEFAULT_WRITES_PER_MINUTE),
+            repo: shared::RepoApi::new(
+                Api::new(
+                    api_url,
+                    token,
+                    "token",
+                    "application/json",
+                    writes_per_minute.unwrap_or(DEFAULT_WRITES_PER_MINUTE),
+                ),
+                owner,
+                name,
             ),
-            owner: owner.to_string(),
-            name: name.to_string(),
-        }
-    }
-
-    fn repo_path(&self) -> String {
-        format!("/repos/{}/{}", encode(&self.owner), encode(&self.name))
-    }
-
-    fn issues(&self) -> shared::IssueCalls<'_> {
-        shared::IssueCalls {
-            api: &self.api,
-            repo_path: self.repo_path(),
         }
     }
 }
 
 /// Returns the title and draft flag a Gitea title encodes.
 fn split_wip(title: &str) -> (String, bool) {
-    for prefix in ["WIP:", "[WIP]"] {
-        if let Some(rest) = title.strip_prefix(prefix) {
-            return (rest.trim_start().to_string(), true);
-        }
-    }
-    (title.to_string(), false)
+    shared::split_marked(title, &["WIP:", "[WIP]"])
 }
 
 fn with_wip(title: &str, draft: bool) -> String {
-    if draft {
-        format!("{WIP}{title}")
-    } else {
-        title.to_string()
-    }
+    shared::marked(WIP, title, draft)
 }
 
 fn parse(v: &Value, method: &str, path: &str) -> Result<PullRequest, ForgeError> {
@@ -92,8 +72,8 @@ impl Forge for Gitea {
         // No server-side head filter: page through every pull request.
         let mut found = Vec::new();
         for page in 1..=MAX_PAGES {
-            let path = format!("{}/pulls?state=all&limit=50&page={page}", self.repo_path());
-            let answer = self.api.request("GET", &path, None)?;
+            let path = format!("{}/pulls?state=all&limit=50&page={page}", self.repo.path);
+            let answer = self.repo.api.request("GET", &path, None)?;
             let list = shared::pull_list(&answer, "GET", &path, parse)?;
             let last = list.len() < 50;
             found.extend(list.into_iter().filter(|p| p.head == branch));
@@ -105,14 +85,14 @@ impl Forge for Gitea {
     }
 
     fn create(&self, pr: &NewPullRequest) -> Result<PullRequest, ForgeError> {
-        let path = format!("{}/pulls", self.repo_path());
+        let path = format!("{}/pulls", self.repo.path);
         let body = json!({
             "title": with_wip(&pr.title, pr.draft),
             "head": pr.head,
             "base": pr.base,
             "body": pr.body,
         });
-        let answer = self.api.request("POST", &path, Some(&body))?;
+        let answer = self.repo.api.request("POST", &path, Some(&body))?;
         parse(&answer, "POST", &path)
     }
 
@@ -130,26 +110,20 @@ impl Forge for Gitea {
                 titled_draft: Some(with_wip),
             },
         );
-        if fields.is_empty() {
-            return Ok(pr.clone());
-        }
-        let path = format!("{}/pulls/{}", self.repo_path(), pr.number);
-        let answer = self
-            .api
-            .request("PATCH", &path, Some(&Value::Object(fields)))?;
-        parse(&answer, "PATCH", &path)
+        let path = format!("{}/pulls/{}", self.repo.path, pr.number);
+        shared::send_update(&self.repo.api, "PATCH", &path, pr, fields, parse)
     }
 
     fn add_labels(&self, number: u64, labels: &[String]) -> Result<(), ForgeError> {
-        self.issues().add_labels(number, labels)
+        self.repo.add_labels(number, labels)
     }
 
     fn request_reviewers(&self, number: u64, reviewers: &[String]) -> Result<(), ForgeError> {
-        self.issues().request_reviewers(number, reviewers)
+        self.repo.request_reviewers(number, reviewers)
     }
 
     fn comment(&self, number: u64, body: &str) -> Result<(), ForgeError> {
-        self.issues().comment(number, body)
+        self.repo.comment(number, body)
     }
 }
 

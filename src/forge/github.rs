@@ -15,9 +15,7 @@ pub const GITHUB_API: &str = "https://api.github.com";
 
 /// Pull requests of one GitHub repository.
 pub struct GitHub {
-    api: Api,
-    owner: String,
-    name: String,
+    repo: shared::RepoApi,
 }
 
 impl GitHub {
@@ -31,32 +29,23 @@ impl GitHub {
         writes_per_minute: Option<usize>,
     ) -> GitHub {
         GitHub {
-            api: Api::new(
-                api_url,
-                token,
-                "Bearer",
-                "application/vnd.github+json",
-                writes_per_minute.unwrap_or(DEFAULT_WRITES_PER_MINUTE),
+            repo: shared::RepoApi::new(
+                Api::new(
+                    api_url,
+                    token,
+                    "Bearer",
+                    "application/vnd.github+json",
+                    writes_per_minute.unwrap_or(DEFAULT_WRITES_PER_MINUTE),
+                ),
+                owner,
+                name,
             ),
-            owner: owner.to_string(),
-            name: name.to_string(),
-        }
-    }
-
-    fn repo_path(&self) -> String {
-        format!("/repos/{}/{}", encode(&self.owner), encode(&self.name))
-    }
-
-    fn issues(&self) -> shared::IssueCalls<'_> {
-        shared::IssueCalls {
-            api: &self.api,
-            repo_path: self.repo_path(),
         }
     }
 
     /// Returns the GraphQL endpoint that belongs to the REST base.
     fn graphql_url(&self) -> String {
-        let base = self.api.base();
+        let base = self.repo.api.base();
         match base.strip_suffix("/api/v3") {
             Some(host) => format!("{host}/api/graphql"),
             None => format!("{base}/graphql"),
@@ -66,7 +55,7 @@ impl GitHub {
     fn set_draft(&self, pr: &PullRequest, draft: bool) -> Result<(), ForgeError> {
         let id = pr.node_id.clone().ok_or_else(|| ForgeError::Protocol {
             method: "GET".into(),
-            path: format!("{}/pulls/{}", self.repo_path(), pr.number),
+            path: format!("{}/pulls/{}", self.repo.path, pr.number),
             message: "the pull request has no node_id".into(),
         })?;
         let mutation = if draft {
@@ -78,7 +67,7 @@ impl GitHub {
             "mutation($id: ID!) {{ {mutation}(input: {{pullRequestId: $id}}) {{ pullRequest {{ isDraft }} }} }}"
         );
         let url = self.graphql_url();
-        let answer = self.api.request(
+        let answer = self.repo.api.request(
             "POST",
             &url,
             Some(&json!({ "query": query, "variables": { "id": id } })),
@@ -102,17 +91,17 @@ impl Forge for GitHub {
     fn find_by_head(&self, branch: &str) -> Result<Option<PullRequest>, ForgeError> {
         let path = format!(
             "{}/pulls?head={}:{}&state=all&per_page=100",
-            self.repo_path(),
-            encode(&self.owner),
+            self.repo.path,
+            encode(&self.repo.owner),
             encode(branch)
         );
-        let answer = self.api.request("GET", &path, None)?;
+        let answer = self.repo.api.request("GET", &path, None)?;
         let found = shared::pull_list(&answer, "GET", &path, parse_pull)?;
         Ok(shared::pick_for_head(found, branch))
     }
 
     fn create(&self, pr: &NewPullRequest) -> Result<PullRequest, ForgeError> {
-        let path = format!("{}/pulls", self.repo_path());
+        let path = format!("{}/pulls", self.repo.path);
         let body = json!({
             "title": pr.title,
             "head": pr.head,
@@ -120,7 +109,7 @@ impl Forge for GitHub {
             "body": pr.body,
             "draft": pr.draft,
         });
-        let answer = self.api.request("POST", &path, Some(&body))?;
+        let answer = self.repo.api.request("POST", &path, Some(&body))?;
         parse_pull(&answer, "POST", &path)
     }
 
@@ -140,11 +129,8 @@ impl Forge for GitHub {
             },
         );
         if !fields.is_empty() {
-            let path = format!("{}/pulls/{}", self.repo_path(), pr.number);
-            let answer = self
-                .api
-                .request("PATCH", &path, Some(&Value::Object(fields)))?;
-            current = parse_pull(&answer, "PATCH", &path)?;
+            let path = format!("{}/pulls/{}", self.repo.path, pr.number);
+            current = shared::send_update(&self.repo.api, "PATCH", &path, pr, fields, parse_pull)?;
             if current.node_id.is_none() {
                 current.node_id = pr.node_id.clone();
             }
@@ -159,15 +145,15 @@ impl Forge for GitHub {
     }
 
     fn add_labels(&self, number: u64, labels: &[String]) -> Result<(), ForgeError> {
-        self.issues().add_labels(number, labels)
+        self.repo.add_labels(number, labels)
     }
 
     fn request_reviewers(&self, number: u64, reviewers: &[String]) -> Result<(), ForgeError> {
-        self.issues().request_reviewers(number, reviewers)
+        self.repo.request_reviewers(number, reviewers)
     }
 
     fn comment(&self, number: u64, body: &str) -> Result<(), ForgeError> {
-        self.issues().comment(number, body)
+        self.repo.comment(number, body)
     }
 }
 

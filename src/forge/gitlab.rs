@@ -49,20 +49,11 @@ impl GitLab {
 }
 
 fn split_draft(title: &str) -> (String, bool) {
-    for prefix in ["Draft:", "[Draft]", "(Draft)", "WIP:", "[WIP]"] {
-        if let Some(rest) = title.strip_prefix(prefix) {
-            return (rest.trim_start().to_string(), true);
-        }
-    }
-    (title.to_string(), false)
+    shared::split_marked(title, &["Draft:", "[Draft]", "(Draft)", "WIP:", "[WIP]"])
 }
 
 fn with_draft(title: &str, draft: bool) -> String {
-    if draft {
-        format!("{DRAFT}{title}")
-    } else {
-        title.to_string()
-    }
+    shared::marked(DRAFT, title, draft)
 }
 
 fn parse(v: &Value, method: &str, path: &str) -> Result<PullRequest, ForgeError> {
@@ -138,14 +129,8 @@ impl Forge for GitLab {
                 titled_draft: Some(with_draft),
             },
         );
-        if fields.is_empty() {
-            return Ok(pr.clone());
-        }
         let path = format!("{}/{}", self.mr_path(), pr.number);
-        let answer = self
-            .api
-            .request("PUT", &path, Some(&Value::Object(fields)))?;
-        parse(&answer, "PUT", &path)
+        shared::send_update(&self.api, "PUT", &path, pr, fields, parse)
     }
 
     fn add_labels(&self, number: u64, labels: &[String]) -> Result<(), ForgeError> {

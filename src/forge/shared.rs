@@ -4,6 +4,7 @@
 
 use serde_json::{Map, Value, json};
 
+use super::github::encode;
 use super::http::Api;
 use super::{ForgeError, PrState, PullRequest, PullRequestUpdate};
 
@@ -76,19 +77,66 @@ pub(super) fn update_fields(
     fields
 }
 
-/// The issue-side calls of a GitHub-shaped REST API (GitHub, Gitea) for one repository.
-pub(super) struct IssueCalls<'a> {
-    pub api: &'a Api,
-    /// `/repos/<owner>/<name>`, encoded.
-    pub repo_path: String,
+/// Returns the title without a leading draft marker (one of `markers`) and whether it had
+/// one: forges that mark drafts in the title (Gitea's `WIP:`, GitLab's `Draft:`).
+pub(super) fn split_marked(title: &str, markers: &[&str]) -> (String, bool) {
+    for prefix in markers {
+        if let Some(rest) = title.strip_prefix(prefix) {
+            return (rest.trim_start().to_string(), true);
+        }
+    }
+    (title.to_string(), false)
 }
 
-impl IssueCalls<'_> {
+/// Returns `title` with `marker` in front when `draft`.
+pub(super) fn marked(marker: &str, title: &str, draft: bool) -> String {
+    if draft {
+        format!("{marker}{title}")
+    } else {
+        title.to_string()
+    }
+}
+
+/// Sends `fields` with `method` to `path` and reads the updated pull request; `pr` as it is
+/// when there is nothing to change.
+pub(super) fn send_update(
+    api: &Api,
+    method: &str,
+    path: &str,
+    pr: &PullRequest,
+    fields: Map<String, Value>,
+    parse: Parse,
+) -> Result<PullRequest, ForgeError> {
+    if fields.is_empty() {
+        return Ok(pr.clone());
+    }
+    let answer = api.request(method, path, Some(&Value::Object(fields)))?;
+    parse(&answer, method, path)
+}
+
+/// One repository of a GitHub-shaped REST API (GitHub, Gitea): its client, owner and path,
+/// and the issue-side calls both forges answer alike.
+pub(super) struct RepoApi {
+    pub api: Api,
+    pub owner: String,
+    /// `/repos/<owner>/<name>`, encoded.
+    pub path: String,
+}
+
+impl RepoApi {
+    pub(super) fn new(api: Api, owner: &str, name: &str) -> RepoApi {
+        RepoApi {
+            api,
+            owner: owner.to_string(),
+            path: format!("/repos/{}/{}", encode(owner), encode(name)),
+        }
+    }
+
     pub(super) fn add_labels(&self, number: u64, labels: &[String]) -> Result<(), ForgeError> {
         if labels.is_empty() {
             return Ok(());
         }
-        let path = format!("{}/issues/{number}/labels", self.repo_path);
+        let path = format!("{}/issues/{number}/labels", self.path);
         self.api
             .request("POST", &path, Some(&json!({ "labels": labels })))?;
         Ok(())
@@ -102,14 +150,14 @@ impl IssueCalls<'_> {
         if reviewers.is_empty() {
             return Ok(());
         }
-        let path = format!("{}/pulls/{number}/requested_reviewers", self.repo_path);
+        let path = format!("{}/pulls/{number}/requested_reviewers", self.path);
         self.api
             .request("POST", &path, Some(&json!({ "reviewers": reviewers })))?;
         Ok(())
     }
 
     pub(super) fn comment(&self, number: u64, body: &str) -> Result<(), ForgeError> {
-        let path = format!("{}/issues/{number}/comments", self.repo_path);
+        let path = format!("{}/issues/{number}/comments", self.path);
         self.api
             .request("POST", &path, Some(&json!({ "body": body })))?;
         Ok(())
