@@ -263,7 +263,6 @@ pub fn execute_with(
         }
     }
 
-    let worktree_lock = std::sync::Mutex::new(());
     let ctx = packet::Context {
         repo,
         run: &run,
@@ -275,7 +274,6 @@ pub fn execute_with(
         stop: ctl.stop,
         setup: ctl.setup.as_deref(),
         timeout: Duration::from_secs(run.timeout_secs),
-        worktree_lock: &worktree_lock,
         review: ctl.review,
     };
     let result = std::thread::scope(|scope| -> Result<(), EngineError> {

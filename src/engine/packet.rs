@@ -34,8 +34,6 @@ pub(super) struct Context<'a> {
     pub stop: &'a AtomicBool,
     pub setup: Option<&'a str>,
     pub timeout: Duration,
-    /// Serialises worktree creation and repair within the process.
-    pub worktree_lock: &'a std::sync::Mutex<()>,
     /// The review after validation, when a reviewer is configured.
     pub review: Option<&'a PacketReview<'a>>,
 }
@@ -116,7 +114,7 @@ fn pipeline(ctx: &Context<'_>, index: usize, rec: &PacketRecord) -> Result<Strin
         base: &start,
         reuse: Reuse::ReportDirty,
     };
-    let created = ensure_worktree(ctx, &request, phase == Phase::Worktree)
+    let created = ensure_worktree(&request, phase == Phase::Worktree)
         .map_err(|e| Halt::Fail(format!("could not prepare the worktree: {e}")))?;
     if phase == Phase::Worktree {
         if matches!(created, Created::Fresh | Created::Recreated) {
@@ -581,39 +579,10 @@ fn clear_stale_locks(ctx: &Context<'_>, branch: &str, wt: &Path) {
 /// repaired: a half-written registration is dropped, a half-populated directory is moved aside
 /// (not deleted), and a partial checkout is reset to the branch tip.
 fn ensure_worktree(
-    ctx: &Context<'_>,
     request: &WorktreeRequest<'_>,
     before_worker: bool,
 ) -> Result<Created, gitops::WorktreeError> {
-    let _serial = ctx.worktree_lock.lock().unwrap_or_else(|p| p.into_inner());
-    let _registrations = crate::git::registration_lock();
-    let created = match gitops::create(request) {
-        Ok((_, created)) => created,
-        Err(first) => {
-            // A crash elsewhere may have left a registration that breaks every worktree
-            // operation in the repository; dropping it is safe while creation is serialised.
-            let repaired = gitops::repair_registrations(ctx.repo)?;
-            let occupied = before_worker
-                && request.path.exists()
-                && gitops::validate(ctx.repo, request.path, request.branch).is_err();
-            if repaired.is_empty() && !occupied {
-                return Err(first);
-            }
-            tracing::warn!(error = %first, "repairing an interrupted worktree creation");
-            if occupied {
-                let aside = request
-                    .path
-                    .with_extension(format!("incomplete-{}", crate::store::now_ms()));
-                fs_err::rename(request.path, &aside).map_err(|source| {
-                    gitops::WorktreeError::Io {
-                        path: request.path.to_path_buf(),
-                        source,
-                    }
-                })?;
-            }
-            gitops::create(request)?.1
-        }
-    };
+    let created = gitops::create_repairing(request, before_worker)?;
     if before_worker && created == (Created::Reused { dirty: true }) {
         gitops::Git::new(request.path).run(["reset", "--hard", "--quiet", "HEAD"])?;
         return Ok(Created::Reused { dirty: false });

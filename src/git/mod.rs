@@ -18,7 +18,7 @@ pub use checkout::{CheckoutStats, add_checked_out};
 pub use cli::{Git, GitError};
 pub use include::{INCLUDE_FILE, copy_includes};
 pub use registry::{WorktreeEntry, delete_branch, list, remove};
-pub use repair::repair_registrations;
+pub use repair::{create_repairing, repair_registrations};
 pub use repo::{RepoError, RepoInfo};
 pub use worktree::{
     Created, Reuse, Worktree, WorktreeError, WorktreeRequest, WorktreeStatus, create, validate,

@@ -6,13 +6,13 @@
 //! operation in the repository. Such a registration holds no work — only pointers — and git's
 //! own `worktree prune` would drop it as "invalid gitdir file"; this drops just those, plus
 //! registrations still locked with gix's "initializing" marker (a creation that never finished),
-//! leaving healthy and user-locked registrations alone. Callers serialise worktree creation so
-//! that no creation of their own is in flight while they repair.
+//! leaving healthy and user-locked registrations alone. Repairs happen under the registration
+//! lock, so that no creation of this process is in flight while they run.
 
 use std::path::PathBuf;
 
 use super::RepoInfo;
-use super::worktree::WorktreeError;
+use super::worktree::{Created, WorktreeError, WorktreeRequest};
 
 /// Removes unreadable worktree registrations and returns their administrative directories.
 pub fn repair_registrations(repo: &RepoInfo) -> Result<Vec<PathBuf>, WorktreeError> {
@@ -54,4 +54,39 @@ pub fn repair_registrations(repo: &RepoInfo) -> Result<Vec<PathBuf>, WorktreeErr
         removed.push(dir);
     }
     Ok(removed)
+}
+
+/// Creates (or reuses) the worktree of `request` under the registration lock, repairing what
+/// an interrupted creation left behind: half-written registrations are dropped and, when
+/// `move_aside` allows it, a directory at the path that is not a valid worktree of the branch is
+/// renamed beside it (never deleted); then creation is tried once more. Without anything to
+/// repair, the first error is returned.
+pub fn create_repairing(
+    request: &WorktreeRequest<'_>,
+    move_aside: bool,
+) -> Result<Created, WorktreeError> {
+    let _registrations = super::registration_lock();
+    let first = match super::worktree::create(request) {
+        Ok((_, created)) => return Ok(created),
+        Err(e) => e,
+    };
+    // Safe while creation is serialised: no creation of this process is half-way.
+    let repaired = repair_registrations(request.repo)?;
+    let occupied = move_aside
+        && request.path.exists()
+        && super::worktree::validate(request.repo, request.path, request.branch).is_err();
+    if repaired.is_empty() && !occupied {
+        return Err(first);
+    }
+    tracing::warn!(error = %first, "repairing an interrupted worktree creation");
+    if occupied {
+        let aside = request
+            .path
+            .with_extension(format!("incomplete-{}", crate::store::now_ms()));
+        fs_err::rename(request.path, &aside).map_err(|source| WorktreeError::Io {
+            path: request.path.to_path_buf(),
+            source,
+        })?;
+    }
+    Ok(super::worktree::create(request)?.1)
 }

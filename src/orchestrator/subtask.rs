@@ -251,21 +251,8 @@ fn child_worktree(
         base,
         reuse: Reuse::ReportDirty,
     };
-    let failed = |e: gitops::WorktreeError| format!("cannot prepare the subtask's worktree: {e}");
-    // Packets, reviews and other subtasks change the registrations from other threads.
-    let _registrations = crate::git::registration_lock();
-    if let Err(first) = gitops::create(&request) {
-        // A process killed while creating it may have left a half-made registration or
-        // directory: drop the registration, move the directory aside (never delete it), and
-        // try once more.
-        tracing::warn!(error = %first, "repairing an interrupted subtask worktree");
-        gitops::repair_registrations(&repo).map_err(failed)?;
-        if dir.exists() && gitops::validate(&repo, &dir, branch).is_err() {
-            let aside = dir.with_extension(format!("incomplete-{}", crate::store::now_ms()));
-            fs_err::rename(&dir, &aside).map_err(|e| format!("{first}; {e}"))?;
-        }
-        gitops::create(&request).map_err(failed)?;
-    }
+    gitops::create_repairing(&request, true)
+        .map_err(|e| format!("cannot prepare the subtask's worktree: {e}"))?;
     Ok(dir)
 }
 
