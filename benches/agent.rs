@@ -17,6 +17,9 @@ use git_orchestra::confine::ConfinedRoot;
 use git_orchestra::llm::{self, Profile, Provider, RetryPolicy};
 use serde_json::{Value, json};
 
+#[path = "support/mod.rs"]
+mod support;
+
 const TURNS: usize = 60;
 
 fn call(id: &str, name: &str, args: Value) -> Value {
@@ -72,15 +75,6 @@ fn run_one(dir: &std::path::Path) -> Duration {
     t.elapsed()
 }
 
-fn peak_rss_kb() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap_or_default()
-        .lines()
-        .find(|l| l.starts_with("VmHWM:"))
-        .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-        .unwrap_or(0)
-}
-
 fn main() {
     mock::forget_bodies();
     let dir = tempfile::tempdir().unwrap();
@@ -97,7 +91,7 @@ fn main() {
         single.as_secs_f64() * 1e3,
         single.as_secs_f64() * 1e6 / (TURNS + 1) as f64
     );
-    let before = peak_rss_kb();
+    let before = support::peak_rss_kib("self").unwrap_or(0);
     let t = Instant::now();
     std::thread::scope(|s| {
         for _ in 0..16 {
@@ -107,7 +101,7 @@ fn main() {
     println!(
         "16 agents at once: {:.1} ms wall; peak RSS {} MB (before: {} MB; includes the 16 mock servers, which keep no bodies)",
         t.elapsed().as_secs_f64() * 1e3,
-        peak_rss_kb() / 1024,
+        support::peak_rss_kib("self").unwrap_or(0) / 1024,
         before / 1024
     );
 }

@@ -21,22 +21,12 @@ use git_orchestra::git::RepoInfo;
 use git_orchestra::plan::{LineSpan, Plan, SymbolSpans};
 use git_orchestra::store::PacketState;
 
+#[path = "support/mod.rs"]
+mod support;
+use support::git;
+
 const PACKETS: usize = 100;
 const WAVES: usize = 10;
-
-fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .output()
-        .expect("git runs");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
 
 fn hermetic(home: &Path) {
     for (k, v) in [

@@ -7,7 +7,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
-use std::process::Command;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
@@ -16,6 +15,10 @@ use git_orchestra::git::RepoInfo;
 use git_orchestra::orchestrator::{self, Approval, Interaction, StartRequest, StartSettings};
 use git_orchestra::store::Event;
 use serde_json::json;
+
+#[path = "support/mod.rs"]
+mod support;
+use support::git;
 
 struct Quiet;
 
@@ -31,21 +34,6 @@ impl Interaction for Quiet {
     }
     fn progress(&self, _: &str) {}
     fn engine_event(&self, _: &str, _: &Event) {}
-}
-
-fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .current_dir(dir)
-        .args(args)
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 fn repo(dir: &Path, files: usize) {

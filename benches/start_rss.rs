@@ -15,24 +15,13 @@ use std::time::{Duration, Instant};
 use git_orchestra::demo::{MockModel, parse_scripts};
 use serde_json::json;
 
+#[path = "support/mod.rs"]
+mod support;
+use support::git;
+
 const AGENTS: usize = 16;
 /// Latency of every scripted model turn.
 const TURN_MS: u64 = 1000;
-
-fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .current_dir(dir)
-        .args(args)
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
 
 fn repo(dir: &Path) {
     std::fs::create_dir_all(dir).unwrap();
@@ -92,15 +81,6 @@ fn scripts() -> String {
     serde_json::to_string(&s).unwrap()
 }
 
-/// Returns the process's high-water resident set in KiB, while it lives.
-fn hwm_kib(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-}
-
 /// Runs the binary in `dir`, sampling its peak RSS; returns (peak MiB, wall time, success).
 fn measure(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> (f64, Duration, bool) {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_git-orchestra"));
@@ -118,7 +98,7 @@ fn measure(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> (f64, Duration, b
     let pid = child.id();
     let mut peak = 0u64;
     let status = loop {
-        if let Some(kib) = hwm_kib(pid) {
+        if let Some(kib) = support::peak_rss_kib(&pid.to_string()) {
             peak = peak.max(kib);
         }
         if let Some(status) = child.try_wait().unwrap() {

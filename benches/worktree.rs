@@ -21,6 +21,10 @@ use std::time::{Duration, Instant};
 
 use git_orchestra::git::{RepoInfo, Reuse, WorktreeRequest, add_checked_out, create};
 
+#[path = "support/mod.rs"]
+mod support;
+use support::git;
+
 /// Bumped when fixture contents change, so stale caches are rebuilt.
 const FIXTURE_VERSION: u32 = 1;
 
@@ -157,23 +161,27 @@ fn measure(repo: &Path, iterations: usize) -> [Vec<Sample>; 4] {
                     git(repo, &["branch", "--no-track", &branch, &info.head]);
                     add_checked_out(&info.toplevel, &path, &branch).unwrap();
                 }
-                2 => git(
-                    repo,
-                    &["worktree", "add", "-q", "-b", &branch, path_str(&path)],
-                ),
-                _ => git(
-                    repo,
-                    &[
-                        "-c",
-                        "checkout.workers=0",
-                        "worktree",
-                        "add",
-                        "-q",
-                        "-b",
-                        &branch,
-                        path_str(&path),
-                    ],
-                ),
+                2 => {
+                    git(
+                        repo,
+                        &["worktree", "add", "-q", "-b", &branch, path_str(&path)],
+                    );
+                }
+                _ => {
+                    git(
+                        repo,
+                        &[
+                            "-c",
+                            "checkout.workers=0",
+                            "worktree",
+                            "add",
+                            "-q",
+                            "-b",
+                            &branch,
+                            path_str(&path),
+                        ],
+                    );
+                }
             }
             let sample = Sample {
                 wall: started.elapsed(),
@@ -287,20 +295,6 @@ fn python_path(key: &str) -> Option<PathBuf> {
         .ok()?;
     let path = PathBuf::from(String::from_utf8(out.stdout).ok()?.trim());
     (out.status.success() && path.is_dir()).then_some(path)
-}
-
-fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 fn path_str(path: &Path) -> &str {
