@@ -92,12 +92,6 @@ fn run_plan(repo: &TestRepo, plan: &Path, pr: &str, env: &[(&str, &str)]) -> Out
     )
 }
 
-fn run_id(repo: &TestRepo) -> String {
-    let out = orchestra(&repo.path, &["status", "--json"]);
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    v["run"]["id"].as_str().unwrap().to_string()
-}
-
 fn remote_branches(bare: &Path) -> String {
     git(
         bare,
@@ -135,7 +129,7 @@ fn run_pr_opens_stacked_pull_requests_updates_them_idempotently_and_retargets_af
     let plan = write_plan(&repo, &body);
     let out = run_plan(&repo, &plan, "--pr", &[("GH_TOKEN", TOKEN)]);
     assert!(out.status.success(), "{}", text(&out));
-    let run = run_id(&repo);
+    let run = run_id(&repo.path);
     let b = |p: &str| format!("orchestra/{run}/{p}");
 
     // Real pushes: every packet branch is on the bare remote at the packet's commit.
@@ -353,7 +347,7 @@ fn without_a_token_the_pull_requests_are_local_files_and_nothing_is_pushed() {
     assert!(text(&out).contains("no GitHub token"), "{}", text(&out));
     assert!(forge.requests().is_empty());
     assert_eq!(remote_branches(&bare), "main");
-    let run = run_id(&repo);
+    let run = run_id(&repo.path);
     let dir = repo.path.join(format!(".git/orchestra/runs/{run}/pr"));
     let p2 = std::fs::read_to_string(dir.join("p2.md")).unwrap();
     assert!(p2.contains(&format!("base: orchestra/{run}/p1")), "{p2}");
@@ -396,7 +390,7 @@ fn gitlab_merge_requests_stack_and_retarget_through_the_same_interface() {
     );
     let out = run_plan(&repo, &plan, "--pr", &[("GITLAB_TOKEN", TOKEN)]);
     assert!(out.status.success(), "{}", text(&out));
-    let run = run_id(&repo);
+    let run = run_id(&repo.path);
     let mrs = forge.pulls();
     assert_eq!(mrs.len(), 2, "{}", text(&out));
     assert_eq!(mrs[0]["target_branch"], "main");

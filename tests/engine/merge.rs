@@ -5,43 +5,6 @@ use std::path::PathBuf;
 
 use crate::support::*;
 
-fn packet(id: &str, files: &str, deps: &str, validation: &str) -> String {
-    format!(
-        "[[packet]]\nid = \"{id}\"\ntitle = \"Packet {id}\"\ndescription = \"does {id}\"\nfiles = [{files}]\ndepends_on = [{deps}]\nvalidation = [{validation}]\n\n"
-    )
-}
-
-fn plan(repo: &TestRepo, body: &str) -> PathBuf {
-    let p = repo.scratch().join("plan.toml");
-    std::fs::write(&p, body).unwrap();
-    p
-}
-
-fn run_with(
-    repo: &TestRepo,
-    plan: &std::path::Path,
-    worker: &str,
-    extra: &[&str],
-) -> std::process::Output {
-    let root = repo.scratch().join("wt");
-    let mut args = vec![
-        "run",
-        plan.to_str().unwrap(),
-        "--worker-cmd",
-        worker,
-        "--worktree-root",
-        root.to_str().unwrap(),
-    ];
-    args.extend_from_slice(extra);
-    orchestra(&repo.path, &args)
-}
-
-fn run_id(repo: &TestRepo) -> String {
-    let out = orchestra(&repo.path, &["status", "--json"]);
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    v["run"]["id"].as_str().unwrap().to_string()
-}
-
 const WORKER: &str = r#"echo "$ORCHESTRA_PACKET" > "out-$ORCHESTRA_PACKET.txt"; if [ "$ORCHESTRA_PACKET" = p3 ]; then touch poison; fi"#;
 
 #[test]
@@ -53,11 +16,11 @@ fn run_with_merge_integrates_in_dependency_order_and_advances_main() {
         packet("p1", "\"out-p1.txt\"", "", "\"test -f out-p1.txt\""),
         packet("p4", "\"out-p4.txt\"", "", "\"test -f out-p4.txt\""),
     );
-    let plan = plan(&repo, &body);
+    let plan = repo.write_plan("plan.toml", &body);
     let base = repo.git(&["rev-parse", "main"]);
-    let out = run_with(&repo, &plan, WORKER, &["--merge"]);
+    let out = repo.run_plan(&plan, WORKER, &["--merge"]);
     assert!(out.status.success(), "{}", text(&out));
-    let run = run_id(&repo);
+    let run = run_id(&repo.path);
     let integration = format!("orchestra/{run}/integration");
     let tip = repo.git(&["rev-parse", &integration]);
     assert_eq!(repo.git(&["rev-parse", "main"]), tip);
@@ -104,10 +67,10 @@ fn a_failing_packet_is_bisected_out_without_evicting_others() {
         packet("p3", "\"out-p3.txt\", \"poison\"", "", "\"test -f poison\""),
         packet("p4", "\"out-p4.txt\"", "", clean),
     );
-    let plan = plan(&repo, &body);
-    let out = run_with(&repo, &plan, WORKER, &[]);
+    let plan = repo.write_plan("plan.toml", &body);
+    let out = repo.run_plan(&plan, WORKER, &[]);
     assert!(out.status.success(), "{}", text(&out));
-    let run = run_id(&repo);
+    let run = run_id(&repo.path);
     // Work on another branch, so the target is advanced by ref (compare-and-swap).
     repo.git(&["checkout", "-q", "-b", "elsewhere"]);
     let out = orchestra(&repo.path, &["merge", &run, "--target", "main", "--json"]);
@@ -202,11 +165,11 @@ fn conflicting_packet_is_sent_back_with_its_paths_when_its_worker_cannot_resolve
         packet("pb", "\"README.md\"", "", ""),
         packet("pc", "\"out-pc.txt\"", "", "\"test -f out-pc.txt\""),
     );
-    let plan = plan(&repo, &body);
+    let plan = repo.write_plan("plan.toml", &body);
     // A conflict round (ORCHESTRA_FIXES_FILE set) fails: the worker cannot resolve.
     let worker = r#"if [ -n "$ORCHESTRA_FIXES_FILE" ]; then echo cannot resolve; exit 3; fi; if [ "$ORCHESTRA_PACKET" = pc ]; then echo pc > out-pc.txt; else echo "$ORCHESTRA_PACKET was here" > README.md; fi"#;
     let before_main = repo.git(&["rev-parse", "main"]);
-    let out = run_with(&repo, &plan, worker, &["--merge"]);
+    let out = repo.run_plan(&plan, worker, &["--merge"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let all = text(&out);
     assert!(all.contains("[pb] CONFLICTS in README.md"), "{all}");
@@ -216,7 +179,7 @@ fn conflicting_packet_is_sent_back_with_its_paths_when_its_worker_cannot_resolve
     assert_eq!(repo.git(&["show", "main:README.md"]), "pa was here");
     assert_eq!(repo.git(&["show", "main:out-pc.txt"]), "pc");
     // The reason names the paths and the failed resolution; the packet's work is intact.
-    let run = run_id(&repo);
+    let run = run_id(&repo.path);
     let status = orchestra(&repo.path, &["status", "--json"]);
     let v: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
     let pb = v["packets"]
@@ -268,11 +231,11 @@ fn conflicting_packet_goes_back_to_its_worker_and_re_enters_the_queue() {
             "\"grep -q 'pb was here' README.md\""
         ),
     );
-    let plan = plan(&repo, &body);
+    let plan = repo.write_plan("plan.toml", &body);
     // In a conflict round the worker takes both sides: it drops the marker lines.
     let worker = r#"if [ -n "$ORCHESTRA_FIXES_FILE" ]; then grep -q README.md "$ORCHESTRA_FIXES_FILE" && sed -i -e '/^<<<<<<< /d' -e '/^=======$/d' -e '/^>>>>>>> /d' README.md; else echo "$ORCHESTRA_PACKET was here" > README.md; fi"#;
     let before_main = repo.git(&["rev-parse", "main"]);
-    let out = run_with(&repo, &plan, worker, &["--merge"]);
+    let out = repo.run_plan(&plan, worker, &["--merge"]);
     assert!(out.status.success(), "{}", text(&out));
     let all = text(&out);
     assert!(all.contains("[pb] CONFLICTS in README.md"), "{all}");
@@ -286,7 +249,7 @@ fn conflicting_packet_goes_back_to_its_worker_and_re_enters_the_queue() {
     );
     assert!(!readme.contains("<<<<<<<"), "{readme}");
     // The resolution is the engine's commit, with trailers, on the packet's branch.
-    let run = run_id(&repo);
+    let run = run_id(&repo.path);
     let branch = format!("orchestra/{run}/pb");
     let msg = repo.git(&["log", "-1", "--format=%B", &branch]);
     assert!(msg.contains("resolve conflicts"), "{msg}");

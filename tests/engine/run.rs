@@ -1,31 +1,13 @@
 //! `git orchestra run / status / resume`: packets in worktrees, scope enforcement, overlap
 //! serialization, deterministic names, crash safety and interrupts.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use crate::support::*;
 
 /// A worker that writes one file named after its packet, plus the environment it saw.
 const WORKER: &str = r#"printf '%s %s %s\n' "$ORCHESTRA_RUN" "$ORCHESTRA_PORT_BASE" "$(test -f "$ORCHESTRA_PACKET_FILE" && echo file)" > "out-$ORCHESTRA_PACKET.txt""#;
-
-fn write_plan(repo: &TestRepo, name: &str, body: &str) -> PathBuf {
-    let p = repo.scratch().join(name);
-    std::fs::write(&p, body).unwrap();
-    p
-}
-
-fn packet(id: &str, files: &str, deps: &str, validation: &str) -> String {
-    format!(
-        "[[packet]]\nid = \"{id}\"\ntitle = \"Packet {id}\"\ndescription = \"does {id}\"\nfiles = [{files}]\ndepends_on = [{deps}]\nvalidation = [{validation}]\n\n"
-    )
-}
-
-fn status_json(repo: &Path) -> serde_json::Value {
-    let out = orchestra(repo, &["status", "--json"]);
-    assert!(out.status.success(), "{}", text(&out));
-    serde_json::from_slice(&out.stdout).unwrap()
-}
 
 fn packet_states(v: &serde_json::Value) -> Vec<(String, String)> {
     v["packets"]
@@ -53,25 +35,10 @@ fn three_packet_plan(repo: &TestRepo) -> PathBuf {
             "\"test -f out-p3-c.txt\""
         ),
     );
-    write_plan(repo, "plan.toml", &body)
+    repo.write_plan("plan.toml", &body)
 }
 
 /// Runs `plan` in `repo` with `worker`, worktrees under the repository's scratch `wt` directory.
-fn run_plan(repo: &TestRepo, plan: &Path, worker: &str) -> std::process::Output {
-    let root = repo.scratch().join("wt");
-    orchestra(
-        &repo.path,
-        &[
-            "run",
-            plan.to_str().unwrap(),
-            "--worker-cmd",
-            worker,
-            "--worktree-root",
-            root.to_str().unwrap(),
-        ],
-    )
-}
-
 fn run_args<'a>(plan: &'a str, root: &'a str) -> Vec<&'a str> {
     vec!["run", plan, "--worker-cmd", WORKER, "--worktree-root", root]
 }
@@ -178,10 +145,10 @@ fn changes_outside_the_declared_scope_fail_the_packet_and_skip_dependents() {
         packet("p2-b", "\"out-p2-b.txt\"", "", ""),
         packet("p3-c", "\"out-p3-c.txt\"", "\"p1-a\"", ""),
     );
-    let plan = write_plan(&repo, "plan.toml", &body);
+    let plan = repo.write_plan("plan.toml", &body);
     // p1-a also touches README.md, outside its scope.
     let worker = r#"echo x > "out-$ORCHESTRA_PACKET.txt"; if [ "$ORCHESTRA_PACKET" = p1-a ]; then echo changed >> README.md; fi"#;
-    let out = run_plan(&repo, &plan, worker);
+    let out = repo.run_plan(&plan, worker, &[]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let v = status_json(&repo.path);
     assert_eq!(v["run"]["state"], "failed");
@@ -215,9 +182,9 @@ fn failing_worker_and_failing_validation_are_reported_with_their_output() {
             "\"echo checking; exit 4\""
         ),
     );
-    let plan = write_plan(&repo, "plan.toml", &body);
+    let plan = repo.write_plan("plan.toml", &body);
     let worker = r#"echo x > "out-$ORCHESTRA_PACKET.txt"; if [ "$ORCHESTRA_PACKET" = p1-worker ]; then echo "model quota exceeded" >&2; exit 3; fi"#;
-    let out = run_plan(&repo, &plan, worker);
+    let out = repo.run_plan(&plan, worker, &[]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let v = status_json(&repo.path);
     let r0 = v["packets"][0]["reason"].as_str().unwrap();
@@ -236,8 +203,7 @@ fn failing_worker_and_failing_validation_are_reported_with_their_output() {
 #[test]
 fn a_worker_that_runs_too_long_times_out() {
     let repo = TestRepo::new();
-    let plan = write_plan(
-        &repo,
+    let plan = repo.write_plan(
         "plan.toml",
         &format!(
             "objective = \"Slow\"\n\n{}",
@@ -271,21 +237,6 @@ fn a_worker_that_runs_too_long_times_out() {
 }
 
 /// Reads `start end` nanosecond pairs written by the timing worker, keyed by packet.
-fn intervals(log: &Path) -> Vec<(String, u128, u128)> {
-    std::fs::read_to_string(log)
-        .unwrap()
-        .lines()
-        .map(|l| {
-            let p: Vec<&str> = l.split(' ').collect();
-            (
-                p[0].to_string(),
-                p[1].parse().unwrap(),
-                p[2].parse().unwrap(),
-            )
-        })
-        .collect()
-}
-
 #[test]
 fn overlapping_packets_never_run_at_the_same_time_but_disjoint_ones_do() {
     let repo = TestRepo::new();
@@ -295,13 +246,13 @@ fn overlapping_packets_never_run_at_the_same_time_but_disjoint_ones_do() {
         packet("p2-b", "\"src/parser.rs\"", "", ""),
         packet("p3-c", "\"docs/**\"", "", ""),
     );
-    let plan = write_plan(&repo, "plan.toml", &body);
+    let plan = repo.write_plan("plan.toml", &body);
     let log = repo.scratch().join("times.log");
     let worker = format!(
         r#"s=$(date +%s%N); sleep 0.6; e=$(date +%s%N); echo "$ORCHESTRA_PACKET $s $e" >> {}"#,
         log.display()
     );
-    let out = run_plan(&repo, &plan, &worker);
+    let out = repo.run_plan(&plan, &worker, &[]);
     assert!(out.status.success(), "{}", text(&out));
     let times = intervals(&log);
     let get = |id: &str| times.iter().find(|t| t.0 == id).unwrap().clone();
@@ -339,7 +290,7 @@ fn names_are_deterministic_across_clones() {
             &run_args(plan.to_str().unwrap(), root.to_str().unwrap()),
         );
         assert!(out.status.success(), "{}", text(&out));
-        let run = status_json(&dir)["run"]["id"].as_str().unwrap().to_string();
+        let run = run_id(&dir);
         let branches = git(
             &dir,
             &[
@@ -394,10 +345,7 @@ fn a_crash_after_any_journaled_event_is_resumed_to_completion() {
         &run_args(plan.to_str().unwrap(), root.to_str().unwrap()),
     );
     assert!(out.status.success(), "{}", text(&out));
-    let run = status_json(&probe.path)["run"]["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let run = run_id(&probe.path);
     let store = git_orchestra::store::Store::open(&probe.path.join(".git")).unwrap();
     // The journal minus `run_created`, which is written with the run, not by the engine.
     let total = store.events(&run, 0).unwrap().len() - 1;
@@ -438,8 +386,7 @@ fn a_crash_after_any_journaled_event_is_resumed_to_completion() {
 #[test]
 fn kill_9_while_a_worker_runs_then_resume_keeps_its_partial_work() {
     let repo = TestRepo::new();
-    let plan = write_plan(
-        &repo,
+    let plan = repo.write_plan(
         "plan.toml",
         &format!(
             "objective = \"Kill\"\n\n{}",
@@ -497,8 +444,7 @@ fn kill_9_while_a_worker_runs_then_resume_keeps_its_partial_work() {
 #[test]
 fn ctrl_c_stops_workers_and_leaves_a_resumable_run() {
     let repo = TestRepo::new();
-    let plan = write_plan(
-        &repo,
+    let plan = repo.write_plan(
         "plan.toml",
         &format!(
             "objective = \"Interrupt\"\n\n{}",
@@ -554,10 +500,7 @@ fn gc_saves_unsaved_work_before_removing_worktrees() {
         &run_args(plan.to_str().unwrap(), root.to_str().unwrap()),
     );
     assert!(out.status.success(), "{}", text(&out));
-    let run = status_json(&repo.path)["run"]["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let run = run_id(&repo.path);
     let wt = root.join(&run).join("p1-a");
     std::fs::write(wt.join("README.md"), "edited after the run\n").unwrap();
     std::fs::write(wt.join("notes.txt"), "untracked notes\n").unwrap();
@@ -603,8 +546,7 @@ fn gc_saves_unsaved_work_before_removing_worktrees() {
 #[test]
 fn cancel_saves_in_progress_work() {
     let repo = TestRepo::new();
-    let plan = write_plan(
-        &repo,
+    let plan = repo.write_plan(
         "plan.toml",
         &format!(
             "objective = \"Cancel me\"\n\n{}",
@@ -647,9 +589,9 @@ fn a_packet_whose_dependencies_conflict_fails_with_the_conflicting_paths() {
         packet("p2-b", "\"shared.txt\"", "", ""),
         packet("p3-c", "\"out-p3-c.txt\"", "\"p1-a\", \"p2-b\"", ""),
     );
-    let plan = write_plan(&repo, "plan.toml", &body);
+    let plan = repo.write_plan("plan.toml", &body);
     let worker = r#"echo "$ORCHESTRA_PACKET" > shared.txt; echo x > "out-$ORCHESTRA_PACKET.txt" 2>/dev/null; rm -f out-p1-a.txt out-p2-b.txt"#;
-    let out = run_plan(&repo, &plan, worker);
+    let out = repo.run_plan(&plan, worker, &[]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let v = status_json(&repo.path);
     let states = packet_states(&v);

@@ -1,8 +1,6 @@
 //! Symbol-aware scheduling: `symbols` in plans, checked at the base commit; packets that share
 //! a file but edit symbols apart run together; a plan that lies is caught at merge.
 
-use std::path::{Path, PathBuf};
-
 use crate::support::*;
 
 const APP: &str = "def first():\n    return 1\n\n\ndef second():\n    return 2\n\n\nclass Client:\n    def send(self):\n        return 3\n    def recv(self):\n        return 4\n";
@@ -21,26 +19,6 @@ fn packet(id: &str, files: &str, symbols: &str, deps: &str) -> String {
     )
 }
 
-fn write_plan(repo: &TestRepo, body: &str) -> PathBuf {
-    let p = repo.scratch().join("plan.toml");
-    std::fs::write(&p, body).unwrap();
-    p
-}
-
-fn run_with(repo: &TestRepo, plan: &Path, worker: &str, extra: &[&str]) -> std::process::Output {
-    let root = repo.scratch().join("wt");
-    let mut args = vec![
-        "run",
-        plan.to_str().unwrap(),
-        "--worker-cmd",
-        worker,
-        "--worktree-root",
-        root.to_str().unwrap(),
-    ];
-    args.extend_from_slice(extra);
-    orchestra(&repo.path, &args)
-}
-
 #[test]
 fn plan_check_points_at_bad_symbols_with_suggestions_and_changes_nothing() {
     let repo = repo();
@@ -54,7 +32,7 @@ fn plan_check_points_at_bad_symbols_with_suggestions_and_changes_nothing() {
         ),
         packet("pb", "\"src/app.py\"", "\"README.md:first\"", ""),
     );
-    let plan = write_plan(&repo, &body);
+    let plan = repo.write_plan("plan.toml", &body);
     let before = refs(&repo.path);
     let out = orchestra(&repo.path, &["plan", "check", plan.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
@@ -108,7 +86,7 @@ fn plan_check_lets_disjoint_symbols_share_a_file_and_keeps_adjacent_ones_apart()
             "\"pa\""
         ),
     );
-    let plan = write_plan(&repo, &body);
+    let plan = repo.write_plan("plan.toml", &body);
     let out = orchestra(&repo.path, &["plan", "check", plan.to_str().unwrap()]);
     assert!(out.status.success(), "{}", text(&out));
     let s = String::from_utf8_lossy(&out.stdout);
@@ -130,28 +108,13 @@ fn plan_check_lets_disjoint_symbols_share_a_file_and_keeps_adjacent_ones_apart()
         packet("pa", "\"src/app.py\"", "\"src/app.py:first\"", ""),
         packet("pb", "\"src/app.py\"", "", ""),
     );
-    let plan = write_plan(&repo, &body);
+    let plan = repo.write_plan("plan.toml", &body);
     let out = orchestra(&repo.path, &["plan", "check", plan.to_str().unwrap()]);
     let s = String::from_utf8_lossy(&out.stdout);
     assert!(s.contains("pa before pb: both declare src/app.py"), "{s}");
 }
 
 /// Reads `start end` nanosecond pairs written by the timing worker, keyed by packet.
-fn intervals(log: &Path) -> Vec<(String, u128, u128)> {
-    std::fs::read_to_string(log)
-        .unwrap()
-        .lines()
-        .map(|l| {
-            let p: Vec<&str> = l.split(' ').collect();
-            (
-                p[0].to_string(),
-                p[1].parse().unwrap(),
-                p[2].parse().unwrap(),
-            )
-        })
-        .collect()
-}
-
 #[test]
 fn packets_editing_disjoint_symbols_of_one_file_run_together_and_both_land() {
     let repo = repo();
@@ -160,13 +123,13 @@ fn packets_editing_disjoint_symbols_of_one_file_run_together_and_both_land() {
         packet("pa", "\"src/app.py\"", "\"src/app.py:first\"", ""),
         packet("pb", "\"src/app.py\"", "\"src/app.py:second\"", ""),
     );
-    let plan = write_plan(&repo, &body);
+    let plan = repo.write_plan("plan.toml", &body);
     let log = repo.scratch().join("times.log");
     let worker = format!(
         r#"s=$(date +%s%N); if [ "$ORCHESTRA_PACKET" = pa ]; then sed -i 's/return 1$/return 10/' src/app.py; else sed -i 's/return 2$/return 20/' src/app.py; fi; sleep 0.6; e=$(date +%s%N); echo "$ORCHESTRA_PACKET $s $e" >> {}"#,
         log.display()
     );
-    let out = run_with(&repo, &plan, &worker, &["--merge"]);
+    let out = repo.run_plan(&plan, &worker, &["--merge"]);
     assert!(out.status.success(), "{}", text(&out));
     let all = text(&out);
     assert!(
@@ -197,9 +160,9 @@ fn a_plan_that_lies_about_its_symbols_is_reported_and_its_conflict_loses_nothing
         // pb claims `second` but edits `first`, the line pa edits.
         packet("pb", "\"src/app.py\"", "\"src/app.py:second\"", ""),
     );
-    let plan = write_plan(&repo, &body);
+    let plan = repo.write_plan("plan.toml", &body);
     let worker = r#"if [ -n "$ORCHESTRA_FIXES_FILE" ]; then echo cannot resolve; exit 3; fi; if [ "$ORCHESTRA_PACKET" = pa ]; then sed -i 's/return 1$/return 10/' src/app.py; else sed -i 's/return 1$/return 11/' src/app.py; fi; sleep 0.3"#;
-    let out = run_with(&repo, &plan, worker, &["--merge"]);
+    let out = repo.run_plan(&plan, worker, &["--merge"]);
     let all = text(&out);
     // Both packets ran; the liar is reported, its commit kept.
     assert!(
@@ -221,9 +184,7 @@ fn a_plan_that_lies_about_its_symbols_is_reported_and_its_conflict_loses_nothing
     let back = if landed == "pa" { "pb" } else { "pa" };
     assert!(all.contains(&format!("sent back: {back}")), "{all}");
     // Nothing is lost: the sent-back packet's work is still on its branch.
-    let status = orchestra(&repo.path, &["status", "--json"]);
-    let v: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
-    let run = v["run"]["id"].as_str().unwrap().to_string();
+    let run = run_id(&repo.path);
     let kept = repo.git(&["show", &format!("orchestra/{run}/{back}:src/app.py")]);
     let expect = if back == "pb" {
         "return 11"

@@ -114,6 +114,29 @@ impl TestRepo {
         std::fs::create_dir_all(&p).unwrap();
         p
     }
+
+    /// Writes the plan file `name` (outside the repository) and returns its path.
+    pub fn write_plan(&self, name: &str, body: &str) -> PathBuf {
+        let p = self.scratch().join(name);
+        std::fs::write(&p, body).unwrap();
+        p
+    }
+
+    /// Runs `git orchestra run <plan> --worker-cmd <worker>` with worktrees under the scratch
+    /// directory, plus `extra` arguments.
+    pub fn run_plan(&self, plan: &Path, worker: &str, extra: &[&str]) -> Output {
+        let root = self.scratch().join("wt");
+        let mut args = vec![
+            "run",
+            plan.to_str().unwrap(),
+            "--worker-cmd",
+            worker,
+            "--worktree-root",
+            root.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        orchestra(&self.path, &args)
+    }
 }
 
 /// Runs the `git-orchestra` binary in `dir` with `args` and returns its output.
@@ -158,4 +181,39 @@ pub fn orchestra_command(dir: &Path, args: &[&str]) -> Command {
 /// Returns every ref name and target, for "nothing changed" assertions.
 pub fn refs(dir: &Path) -> String {
     git(dir, &["for-each-ref", "--format=%(refname) %(objectname)"])
+}
+
+/// Returns one `[[packet]]` table (`files`, `deps` and `validation` are TOML array contents).
+pub fn packet(id: &str, files: &str, deps: &str, validation: &str) -> String {
+    format!(
+        "[[packet]]\nid = \"{id}\"\ntitle = \"Packet {id}\"\ndescription = \"does {id}\"\nfiles = [{files}]\ndepends_on = [{deps}]\nvalidation = [{validation}]\n\n"
+    )
+}
+
+/// Returns `git orchestra status --json` of the newest run in `repo`.
+pub fn status_json(repo: &Path) -> serde_json::Value {
+    let out = orchestra(repo, &["status", "--json"]);
+    assert!(out.status.success(), "{}", text(&out));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Returns the id of the newest run in `repo`.
+pub fn run_id(repo: &Path) -> String {
+    status_json(repo)["run"]["id"].as_str().unwrap().to_string()
+}
+
+/// Reads a log of `<packet> <start-ms> <end-ms>` lines written by timing workers.
+pub fn intervals(log: &Path) -> Vec<(String, u128, u128)> {
+    std::fs::read_to_string(log)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let p: Vec<&str> = l.split(' ').collect();
+            (
+                p[0].to_string(),
+                p[1].parse().unwrap(),
+                p[2].parse().unwrap(),
+            )
+        })
+        .collect()
 }
