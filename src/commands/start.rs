@@ -291,16 +291,7 @@ pub fn run_start(
     if outcome.state != WorkflowState::Completed {
         return finished;
     }
-    let journal =
-        StartJournal::open(&repo.common_dir, &outcome.run).map_err(CommandError::internal)?;
-    let settings = match journal.entries().map_err(CommandError::internal)?.first() {
-        Some(e) => match &e.event {
-            orchestrator::WorkflowEvent::Started { settings, .. } => settings.clone(),
-            _ => return finished,
-        },
-        None => return finished,
-    };
-    let Some(publish) = req.settings.publish.clone().or(settings.publish) else {
+    let Some(publish) = outcome.publish.clone() else {
         return finished;
     };
     orchestrator::fault::point("publish");
@@ -336,8 +327,8 @@ pub fn run_start(
                     .unwrap_or_else(|| e.file.display().to_string()),
             })
             .collect();
-        journal
-            .append(&orchestrator::WorkflowEvent::Published { prs })
+        StartJournal::open(&repo.common_dir, &outcome.run)
+            .and_then(|journal| journal.append(&orchestrator::WorkflowEvent::Published { prs }))
             .map(|_| ())
             .map_err(CommandError::internal)
     });

@@ -105,6 +105,9 @@ pub struct StartOutcome {
     pub state: S,
     pub report: Option<Report>,
     pub report_path: Option<PathBuf>,
+    /// Where the run's pull requests go once it completes (`start --pr`, from the command
+    /// line or the run's journaled settings).
+    pub publish: Option<super::PublishSettings>,
 }
 
 /// What every step of a run works with.
@@ -227,6 +230,7 @@ pub fn start(
                 state: S::Failed,
                 report: Some(report),
                 report_path: Some(path),
+                publish: ctx.settings.publish.clone(),
             });
         }
         if stop.load(Ordering::SeqCst) && state.is_active() {
@@ -247,6 +251,7 @@ pub fn start(
                     state: to,
                     report: None,
                     report_path: None,
+                    publish: ctx.settings.publish.clone(),
                 });
             }
             continue;
@@ -309,6 +314,7 @@ pub fn start(
                     state,
                     report: Some(report),
                     report_path: Some(path),
+                    publish: ctx.settings.publish.clone(),
                 });
             }
         }
@@ -318,6 +324,7 @@ pub fn start(
                 state: S::Paused,
                 report: None,
                 report_path: None,
+                publish: ctx.settings.publish.clone(),
             });
         }
     }
@@ -361,6 +368,7 @@ impl Ctx<'_> {
                 state: to,
                 report: None,
                 report_path: None,
+                publish: self.settings.publish.clone(),
             });
         }
         self.move_to(wf, S::Failed, &e.to_string())?;

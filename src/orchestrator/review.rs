@@ -16,6 +16,8 @@ use crate::llm::{ChatModel, RetryPolicy};
 pub struct StartReviewer {
     models: Arc<RoleModels>,
     name: String,
+    /// The reviewer role's tools.
+    registry: Registry,
     /// Set when the budget runs out, to stop the run (the packet is reviewed on resume).
     halt: Arc<AtomicBool>,
 }
@@ -27,7 +29,13 @@ impl StartReviewer {
         models.check(REVIEWER_ROLE).ok()?;
         let (_, chain) = models.clients(REVIEWER_ROLE).ok()?;
         let name = format!("{REVIEWER_ROLE}:{}", chain.first()?.label());
-        Some(StartReviewer { models, name, halt })
+        let registry = Registry::builtin().for_role(models.roles.get(REVIEWER_ROLE).ok()?);
+        Some(StartReviewer {
+            models,
+            name,
+            registry,
+            halt,
+        })
     }
 
     fn fail(&self, message: impl std::fmt::Display) -> GateError {
@@ -61,11 +69,10 @@ impl Reviewer for StartReviewer {
                     .with_guard(&guard)
             })
             .collect();
-        let registry = Registry::builtin().for_role(role);
         let reviewed = ReviewAgent {
             name: &self.name,
             role,
-            registry: &registry,
+            registry: &self.registry,
             models: wrapped.iter().map(|m| m as &dyn ChatModel).collect(),
             context_tokens: chain.first().map_or(32_000, |p| p.context_tokens),
             policy: RetryPolicy::default(),
