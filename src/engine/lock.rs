@@ -54,6 +54,9 @@ impl RunLock {
     }
 
     /// Returns true if and only if some process holds the lock of the run in `dir`.
+    ///
+    /// A lock just released can still read as held for a moment: a child being spawned by
+    /// another thread shares the descriptor between `fork` and `exec` (it is close-on-exec).
     pub fn is_held(dir: &Path) -> bool {
         let Ok(file) = File::open(dir.join("lock")) else {
             return false;
@@ -78,7 +81,20 @@ mod tests {
             Err(LockError::Busy { .. })
         ));
         drop(lock);
-        assert!(!RunLock::is_held(dir.path()));
-        RunLock::acquire(dir.path(), "r").unwrap();
+        // Other tests spawn processes from their threads; a child between fork and exec holds a
+        // copy of every descriptor for a moment, so the release is awaited, not assumed instant.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while RunLock::is_held(dir.path()) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the lock stayed held after release"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        // The probe's own shared lock can linger in such a child too.
+        while let Err(err) = RunLock::acquire(dir.path(), "r") {
+            assert!(std::time::Instant::now() < deadline, "{err}");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
     }
 }
