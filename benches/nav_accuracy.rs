@@ -14,7 +14,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Command;
 
-use git_orchestra::nav::{Index, render_locations};
+use git_orchestra::nav::{Detail, Index, render_locations_at};
 
 #[path = "nav_accuracy/rust.rs"]
 mod rust;
@@ -212,11 +212,8 @@ fn score(label: &str, repo: &Path, index: &Index, expected: &serde_json::Value) 
         ours_n += ours.len();
         exp_n += exp.len();
         rq += 1;
-        our_bytes += render_locations(name, &locs, usize::MAX, false).text.len();
-        our_loc_bytes += locs
-            .iter()
-            .map(|l| format!("{}:{}:{} {} {}\n", l.path, l.line, l.col, l.kind, l.name).len())
-            .sum::<usize>();
+        our_bytes += render_locations_at(name, &locs, Detail::Full, false).len();
+        our_loc_bytes += render_locations_at(name, &locs, Detail::Locations, false).len();
         grep_bytes += sh(repo, "git", &["grep", "-n", "-w", name]).len();
     }
     let (p, r) = prf(tp, ours_n, exp_n);

@@ -45,6 +45,7 @@ use cap_std::fs::Dir;
 
 pub use entry::{DirEntryInfo, EntryInfo, EntryKind};
 pub use error::{Action, ConfineError};
+pub use write::TEMP_PREFIX;
 
 use gitdirs::FileId;
 

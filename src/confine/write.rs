@@ -244,6 +244,10 @@ fn lstat(dir: &Dir, name: &str, shown: &str) -> Result<Option<Metadata>, Confine
     }
 }
 
+/// How the names of this module's temporary files begin. A write cut short by a crash can
+/// leave one behind; packet commits drop such files (see `git::commit::commit_all`).
+pub const TEMP_PREFIX: &str = ".orchestra-tmp-";
+
 /// Writes `contents` to a new temporary file in `dir` and returns its name; the file gets the
 /// permissions of `like` when given.
 fn write_temp(
@@ -253,7 +257,7 @@ fn write_temp(
     like: Option<&Metadata>,
 ) -> Result<String, ConfineError> {
     let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
-    let temp = format!(".orchestra-tmp-{}-{n}", std::process::id());
+    let temp = format!("{TEMP_PREFIX}{}-{n}", std::process::id());
     let mut options = OpenOptions::new();
     options
         .write(true)

@@ -351,7 +351,16 @@ mod tests {
             .spawn()
             .unwrap();
         let pgid = child.id() as i32;
-        assert!(group_belongs_to(pgid, "r1", "p1"));
+        // `spawn` returns once the child has begun its exec, which is a moment before the
+        // kernel shows the new environment in /proc: wait for it rather than assume it.
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while !group_belongs_to(pgid, "r1", "p1") {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the child's environment never showed the run and packet"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
         assert!(!group_belongs_to(pgid, "r1", "p2"));
         assert!(!group_belongs_to(pgid, "r2", "p1"));
         // Our own group carries no such variables.

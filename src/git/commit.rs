@@ -37,10 +37,44 @@ pub fn message(subject: &str, trailers: &Trailers<'_>) -> String {
 
 /// Stages everything in `worktree` (tracked changes, deletions, untracked files; not ignored
 /// ones) and commits it. Returns the new commit id, or `None` when there was nothing to commit.
+///
+/// New files named like the confined writer's temporary files are left out and removed: they
+/// are what a write cut short by a crash leaves behind (the tool call never completed, so the
+/// turn is redone), never anyone's work.
 pub fn commit_all(worktree: &Path, message: &str) -> Result<Option<String>, GitError> {
     let git = Git::new(worktree);
     git.run(["add", "--all", "--", "."])?;
-    if git.succeeds(["diff", "--cached", "--quiet"])? {
+    // Paths as bytes: a repository may hold names that are not UTF-8.
+    let staged = git
+        .command(["diff", "--cached", "--name-status", "--no-renames", "-z"])
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .map_err(|source| GitError::Spawn { source })?;
+    if !staged.status.success() {
+        return Err(GitError::Failed {
+            args: "diff --cached --name-status".to_string(),
+            code: staged.status.code().unwrap_or(-1),
+            stderr: String::new(),
+        });
+    }
+    let fields: Vec<&[u8]> = staged
+        .stdout
+        .split(|b| *b == 0)
+        .filter(|f| !f.is_empty())
+        .collect();
+    let mut changed = 0;
+    for pair in fields.chunks(2) {
+        let [status, path] = pair else { continue };
+        let name = path.rsplit(|b| *b == b'/').next().unwrap_or(path);
+        if *status == b"A" && name.starts_with(crate::confine::TEMP_PREFIX.as_bytes()) {
+            let path = String::from_utf8_lossy(path).into_owned();
+            git.run(["rm", "--cached", "--quiet", "--", &path])?;
+            let _ = std::fs::remove_file(worktree.join(&path));
+        } else {
+            changed += 1;
+        }
+    }
+    if changed == 0 {
         return Ok(None);
     }
     // No signing prompt, and no `git maintenance run --auto` process after each of a run's
@@ -210,5 +244,37 @@ mod tests {
             "Validate input\n\nOrchestra-Run: r-1\nOrchestra-Packet: p1\nOrchestra-Role: coder\n"
         );
         assert!(message("  ", &t).starts_with("p1\n"));
+    }
+
+    fn repo() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        let git = Git::new(dir.path());
+        git.run(["init", "--quiet", "-b", "main"]).unwrap();
+        std::fs::write(dir.path().join("a.txt"), "a\n").unwrap();
+        commit_all(dir.path(), "base").unwrap().unwrap();
+        dir
+    }
+
+    #[test]
+    fn a_crashed_writers_temporary_file_is_neither_committed_nor_kept() {
+        let dir = repo();
+        let sub = dir.path().join("src");
+        std::fs::create_dir(&sub).unwrap();
+        let temp = sub.join(format!("{}4242-0", crate::confine::TEMP_PREFIX));
+        std::fs::write(&temp, "half a fi").unwrap();
+        // Nothing else changed: no commit, and the leftover is gone.
+        assert_eq!(commit_all(dir.path(), "nothing").unwrap(), None);
+        assert!(!temp.exists());
+
+        std::fs::write(&temp, "half a fi").unwrap();
+        std::fs::write(sub.join("real.rs"), "fn main() {}\n").unwrap();
+        commit_all(dir.path(), "work").unwrap().unwrap();
+        let files = Git::new(dir.path())
+            .run(["show", "--name-only", "--format=", "HEAD"])
+            .unwrap();
+        assert_eq!(files, "src/real.rs");
+        assert!(!temp.exists());
+        let status = Git::new(dir.path()).run(["status", "--porcelain"]).unwrap();
+        assert_eq!(status, "");
     }
 }

@@ -38,7 +38,9 @@ pub use index::{DefId, FileEntry, Index, RefreshStats};
 pub use lang::Lang;
 pub use map::{MapOptions, estimate_tokens};
 pub use query::{ImportEdge, Location, OutlineItem, Resolution, SymbolSource};
-pub use render::{Detail, Rendered, render_imports, render_locations, render_outline};
+pub use render::{
+    Detail, Rendered, render_imports, render_locations, render_locations_at, render_outline,
+};
 
 /// Why a navigation request failed; each message says what to do next.
 #[derive(Debug, thiserror::Error)]

@@ -14,7 +14,7 @@ use super::query::{ImportEdge, Location, OutlineItem};
 pub enum Detail {
     /// Each result with its signature or source line.
     Full,
-    /// `path:line:col kind name` only.
+    /// Locations only, grouped under their file: `line:col kind name [label]`.
     Locations,
     /// Result counts per file.
     Counts,
@@ -32,6 +32,7 @@ pub struct Rendered {
 struct Row {
     path: String,
     full: String,
+    /// The location without its path: rows at this detail are printed under a file heading.
     short: String,
     json_full: Value,
     json_short: Value,
@@ -55,16 +56,18 @@ fn location_rows(locs: &[Location]) -> Vec<Row> {
                     "{}:{}:{} {} {}{} [{label}]\n    {}",
                     l.path, l.line, l.col, l.kind, l.name, within, l.signature
                 ),
-                short: format!(
-                    "{}:{}:{} {} {} [{label}]",
-                    l.path, l.line, l.col, l.kind, l.name
-                ),
+                short: format!("{}:{} {} {} [{label}]", l.line, l.col, l.kind, l.name),
                 json_full: serde_json::to_value(l).unwrap_or(Value::Null),
                 json_short: json!({"path": l.path, "line": l.line, "col": l.col, "kind": l.kind,
                                    "name": l.name, "resolution": label}),
             }
         })
         .collect()
+}
+
+/// Renders locations at one level of detail (`Full` or `Locations`), whatever its length.
+pub fn render_locations_at(title: &str, locs: &[Location], detail: Detail, json: bool) -> String {
+    assemble(title, &location_rows(locs), detail, json, None)
 }
 
 /// Renders locations within `max_chars`, as text or JSON.
@@ -116,7 +119,7 @@ pub fn render_imports(title: &str, edges: &[ImportEdge], max_chars: usize, json:
             Row {
                 path: e.path.clone(),
                 full: format!("{}:{} {what}{re} -> {target}", e.path, e.line),
-                short: format!("{}:{} -> {target}", e.path, e.line),
+                short: format!("{} -> {target}", e.line),
                 json_full: serde_json::to_value(e).unwrap_or(Value::Null),
                 json_short: json!({"path": e.path, "line": e.line, "target": e.target}),
             }
@@ -239,13 +242,31 @@ fn assemble(title: &str, rows: &[Row], detail: Detail, json: bool, notice: Optio
         t.push('\n');
     }
     t.push_str(&format!("{title}: {} results\n", rows.len()));
+    if detail == Detail::Full {
+        for r in rows {
+            t.push_str(&r.full);
+            t.push('\n');
+        }
+        return t;
+    }
+    // Locations: each file named once, its rows beneath it, files in order of first appearance.
+    let mut files: Vec<(&str, Vec<&str>)> = Vec::new();
+    let mut at: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
     for r in rows {
-        t.push_str(if detail == Detail::Full {
-            &r.full
-        } else {
-            &r.short
+        let i = *at.entry(&r.path).or_insert_with(|| {
+            files.push((&r.path, Vec::new()));
+            files.len() - 1
         });
+        files[i].1.push(&r.short);
+    }
+    for (path, shorts) in files {
+        t.push_str(path);
         t.push('\n');
+        for s in shorts {
+            t.push_str("  ");
+            t.push_str(s);
+            t.push('\n');
+        }
     }
     t
 }
