@@ -14,7 +14,8 @@ use super::query::{ImportEdge, Location, OutlineItem};
 pub enum Detail {
     /// Each result with its signature or source line.
     Full,
-    /// Locations only, grouped under their file: `line:col kind name [label]`.
+    /// Locations only, grouped under their file: `line:col kind name`, the name left out when
+    /// every result has the same one, and only candidates labelled (the heading says so).
     Locations,
     /// Result counts per file.
     Counts,
@@ -32,8 +33,13 @@ pub struct Rendered {
 struct Row {
     path: String,
     full: String,
-    /// The location without its path: rows at this detail are printed under a file heading.
+    /// The location without its path or name: rows at this detail are printed under a file
+    /// heading.
     short: String,
+    /// The result's name, for rows of locations (printed unless every row has the same one).
+    name: Option<String>,
+    /// Set on a candidate location: at the locations detail only candidates carry a label.
+    candidate: bool,
     json_full: Value,
     json_short: Value,
 }
@@ -56,7 +62,9 @@ fn location_rows(locs: &[Location]) -> Vec<Row> {
                     "{}:{}:{} {} {}{} [{label}]\n    {}",
                     l.path, l.line, l.col, l.kind, l.name, within, l.signature
                 ),
-                short: format!("{}:{} {} {} [{label}]", l.line, l.col, l.kind, l.name),
+                short: format!("{}:{} {}", l.line, l.col, l.kind),
+                name: Some(l.name.clone()),
+                candidate: l.resolution == super::query::Resolution::Candidate,
                 json_full: serde_json::to_value(l).unwrap_or(Value::Null),
                 json_short: json!({"path": l.path, "line": l.line, "col": l.col, "kind": l.kind,
                                    "name": l.name, "resolution": label}),
@@ -98,6 +106,8 @@ pub fn render_outline(path: &str, items: &[OutlineItem], max_chars: usize, json:
             ),
             json_full: serde_json::to_value(i).unwrap_or(Value::Null),
             json_short: json!({"name": i.name, "kind": i.kind, "line": i.line}),
+            name: None,
+            candidate: false,
         })
         .collect();
     render_rows(&format!("outline of {path}"), rows, max_chars, json)
@@ -120,6 +130,8 @@ pub fn render_imports(title: &str, edges: &[ImportEdge], max_chars: usize, json:
                 path: e.path.clone(),
                 full: format!("{}:{} {what}{re} -> {target}", e.path, e.line),
                 short: format!("{} -> {target}", e.line),
+                name: None,
+                candidate: false,
                 json_full: serde_json::to_value(e).unwrap_or(Value::Null),
                 json_short: json!({"path": e.path, "line": e.line, "target": e.target}),
             }
@@ -241,30 +253,51 @@ fn assemble(title: &str, rows: &[Row], detail: Detail, json: bool, notice: Optio
         t.push_str(n);
         t.push('\n');
     }
-    t.push_str(&format!("{title}: {} results\n", rows.len()));
     if detail == Detail::Full {
+        t.push_str(&format!("{title}: {} results\n", rows.len()));
         for r in rows {
             t.push_str(&r.full);
             t.push('\n');
         }
         return t;
     }
-    // Locations: each file named once, its rows beneath it, files in order of first appearance.
-    let mut files: Vec<(&str, Vec<&str>)> = Vec::new();
+    // Locations: each file named once, its rows beneath it, files in order of first appearance;
+    // a name shared by every row is said once in the heading.
+    let first_name = rows.first().and_then(|r| r.name.as_deref());
+    let shared_name = first_name.filter(|n| rows.iter().all(|r| r.name.as_deref() == Some(n)));
+    let mut heading = format!("{title}: {} results", rows.len());
+    if rows.iter().any(|r| r.name.is_some()) {
+        match shared_name {
+            Some(n) => heading.push_str(&format!(
+                " (all named {n}; resolved unless marked [candidate])"
+            )),
+            None => heading.push_str(" (resolved unless marked [candidate])"),
+        }
+    }
+    t.push_str(&heading);
+    t.push('\n');
+    let mut files: Vec<(&str, Vec<&Row>)> = Vec::new();
     let mut at: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
     for r in rows {
         let i = *at.entry(&r.path).or_insert_with(|| {
             files.push((&r.path, Vec::new()));
             files.len() - 1
         });
-        files[i].1.push(&r.short);
+        files[i].1.push(r);
     }
-    for (path, shorts) in files {
+    for (path, file_rows) in files {
         t.push_str(path);
         t.push('\n');
-        for s in shorts {
+        for r in file_rows {
             t.push_str("  ");
-            t.push_str(s);
+            t.push_str(&r.short);
+            if let (Some(name), None) = (&r.name, shared_name) {
+                t.push(' ');
+                t.push_str(name);
+            }
+            if r.candidate {
+                t.push_str(" [candidate]");
+            }
             t.push('\n');
         }
     }

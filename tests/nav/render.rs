@@ -1,7 +1,7 @@
 //! Bounded rendering: full → locations → per-file counts, always within the limit, always
 //! with a notice when degraded.
 
-use git_orchestra::nav::{Detail, render_locations};
+use git_orchestra::nav::{Detail, Location, Resolution, render_locations, render_locations_at};
 
 use crate::index;
 use crate::support::TestRepo;
@@ -65,4 +65,56 @@ fn answers_degrade_in_order_and_never_exceed_the_limit() {
         serde_json::from_str(&render_locations("x", &locs, 2_000, true).text).unwrap();
     assert_eq!(j["detail"], "counts");
     assert_eq!(j["total"], 300);
+}
+
+fn loc(path: &str, line: u32, name: &str, resolution: Resolution) -> Location {
+    Location {
+        path: path.into(),
+        line,
+        col: 5,
+        end_line: line,
+        kind: "call".into(),
+        name: name.into(),
+        container: None,
+        signature: format!("    {name}()"),
+        resolution,
+    }
+}
+
+#[test]
+fn locations_are_grouped_by_file_with_shared_names_and_resolved_labels_said_once() {
+    let locs = vec![
+        loc("src/app.py", 3, "send", Resolution::Resolved),
+        loc("src/app.py", 9, "send", Resolution::Candidate),
+        loc("src/cli.py", 4, "send", Resolution::Resolved),
+    ];
+    let text = render_locations_at("callers of send", &locs, Detail::Locations, false);
+    assert_eq!(
+        text,
+        "callers of send: 3 results (all named send; resolved unless marked [candidate])\n\
+         src/app.py\n  3:5 call\n  9:5 call [candidate]\nsrc/cli.py\n  4:5 call\n"
+    );
+    // Different names (an alias, say) are printed on every row.
+    let mut mixed = locs.clone();
+    mixed[2].name = "post".into();
+    let text = render_locations_at("callers of send", &mixed, Detail::Locations, false);
+    assert!(
+        text.contains("(resolved unless marked [candidate])\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("  3:5 call send\n  9:5 call send [candidate]\n"),
+        "{text}"
+    );
+    assert!(text.contains("  4:5 call post\n"), "{text}");
+    // The full detail keeps every label and source line.
+    let full = render_locations_at("callers of send", &locs, Detail::Full, false);
+    assert!(
+        full.contains("src/app.py:9:5 call send [candidate]\n        send()"),
+        "{full}"
+    );
+    assert!(
+        full.contains("src/cli.py:4:5 call send [resolved]"),
+        "{full}"
+    );
 }
