@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use git_orchestra::nav::Index;
+use git_orchestra::nav::{Extractor, Index, Lang};
 
 #[path = "support/mod.rs"]
 mod support;
@@ -215,4 +215,56 @@ fn main() {
         p(0.99)
     );
     println!("peak RSS at end: {:.0} MB", peak_rss_mb());
+
+    matcher_vs_query_cursor(&repo);
+}
+
+/// Extraction of every file on one thread, patterns run by the walk matcher and by
+/// tree-sitter's query cursor, side by side; the facts must be the same.
+fn matcher_vs_query_cursor(repo: &Path) {
+    let mut files = Vec::new();
+    let mut stack = vec![repo.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap().flatten() {
+            let p = e.path();
+            if e.file_type().unwrap().is_dir() {
+                if e.file_name() != ".git" {
+                    stack.push(p);
+                }
+            } else if p.extension().is_some_and(|x| x == "py") {
+                files.push(std::fs::read(&p).unwrap());
+            }
+        }
+    }
+    let run = |mut extractor: Extractor| {
+        let t = Instant::now();
+        let facts: Vec<_> = files
+            .iter()
+            .map(|f| extractor.extract(Lang::Python, f).unwrap())
+            .collect();
+        (t.elapsed(), facts)
+    };
+    // Alternate, keeping each one's best of three.
+    let (mut walk, mut cursor) = (Duration::MAX, Duration::MAX);
+    let (mut walk_facts, mut cursor_facts) = (Vec::new(), Vec::new());
+    for _ in 0..3 {
+        let (t, f) = run(Extractor::new());
+        walk = walk.min(t);
+        walk_facts = f;
+        let (t, f) = run(Extractor::with_query_cursor_only());
+        cursor = cursor.min(t);
+        cursor_facts = f;
+    }
+    let same = walk_facts
+        .iter()
+        .zip(&cursor_facts)
+        .filter(|(a, b)| a == b)
+        .count();
+    println!(
+        "parse + extract on one thread, best of 3: walk matcher {:.0} ms, tree-sitter query cursor {:.0} ms ({:.2}x); facts identical in {same} of {} files",
+        ms(walk),
+        ms(cursor),
+        walk.as_secs_f64() / cursor.as_secs_f64(),
+        files.len()
+    );
 }

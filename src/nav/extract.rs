@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 
 use streaming_iterator::StreamingIterator;
-use tree_sitter::{Node, Parser, QueryCursor, QueryMatch};
+use tree_sitter::{Node, Parser, QueryCursor};
 
 use super::NavError;
 use super::doc_links::doc_link_refs;
@@ -16,7 +16,7 @@ use super::lang::{Capture, Family, Lang, LangQueries};
 use super::use_tree::rust_use_tree;
 
 /// Bumped when the extraction code (not the queries) changes what it produces.
-pub const EXTRACTOR_VERSION: &str = "3";
+pub const EXTRACTOR_VERSION: &str = "4";
 
 /// Files larger than this are indexed as empty: they are almost always generated or minified.
 pub const MAX_FILE_BYTES: usize = 2 * 1024 * 1024;
@@ -25,6 +25,8 @@ pub const MAX_FILE_BYTES: usize = 2 * 1024 * 1024;
 pub struct Extractor {
     parser: Parser,
     cursor: QueryCursor,
+    /// Runs every language's patterns with tree-sitter's query cursor, never the walk matcher.
+    query_cursor_only: bool,
 }
 
 /// A reference as matched, before filtering; text and positions are only computed for
@@ -48,7 +50,22 @@ impl Extractor {
         Extractor {
             parser: Parser::new(),
             cursor: QueryCursor::new(),
+            query_cursor_only: false,
         }
+    }
+
+    /// Returns an extractor that runs the patterns with tree-sitter's query cursor only (to
+    /// check and measure the walk matcher against it).
+    pub fn with_query_cursor_only() -> Self {
+        Extractor {
+            query_cursor_only: true,
+            ..Extractor::new()
+        }
+    }
+
+    /// Returns true if and only if `lang`'s patterns run on the walk matcher here.
+    pub fn uses_matcher(&self, lang: Lang) -> bool {
+        !self.query_cursor_only && lang.queries().is_ok_and(|q| q.matcher.is_some())
     }
 
     /// Returns the facts of `source` in language `lang`.
@@ -77,47 +94,56 @@ impl Extractor {
         let mut locals: Vec<(usize, (usize, usize))> = Vec::new();
         let mut raw_refs: Vec<RawRef> = Vec::new();
         let mut docs: Vec<Node> = Vec::new();
+        let mut import_order: Vec<usize> = Vec::new();
 
         // One pass matches the tags and the imports patterns; imports are told apart by
         // pattern number. Names inside import statements are not references: they are
         // dropped after the pass, once every import statement is known.
-        let mut matches = self.cursor.matches(&queries.query, root, source);
-        while let Some(m) = matches.next() {
-            if m.pattern_index >= queries.imports_from {
+        let mut handle = for_tree(root, |pattern: usize, captures: &[(u32, Node)]| {
+            if pattern >= queries.imports_from {
+                let before = facts.imports.len();
                 import_match(
                     lang,
                     queries,
-                    m,
+                    captures,
                     source,
                     &mut seen_stmt,
                     &mut import_spans,
                     &mut facts.imports,
                 );
-                continue;
+                // Imports are put in document order after the pass: by statement, then by the
+                // position of the captures (the imported name) within it.
+                let at = captures
+                    .iter()
+                    .map(|(_, n)| n.start_byte())
+                    .max()
+                    .unwrap_or(0);
+                import_order.extend((before..facts.imports.len()).map(|_| at));
+                return;
             }
             // Tags: definitions, containers, relations, locals, references.
             let mut role: Option<(Family, u32, Node)> = None;
             let (mut name, mut body, mut qualifier, mut subject, mut target, mut receiver) =
                 (None, None, None, None, None, None);
             let mut receiver_var = None;
-            for c in m.captures() {
-                match queries.captures[c.index as usize] {
-                    Capture::Name => name = Some(c.node),
-                    Capture::Body => body = Some(c.node),
-                    Capture::Qualifier => qualifier = Some(c.node),
-                    Capture::Subject => subject = Some(c.node),
-                    Capture::Target => target = Some(c.node),
-                    Capture::Receiver => receiver = Some(c.node),
-                    Capture::ReceiverVar => receiver_var = Some(c.node),
+            for &(index, node) in captures {
+                match queries.captures[index as usize] {
+                    Capture::Name => name = Some(node),
+                    Capture::Body => body = Some(node),
+                    Capture::Qualifier => qualifier = Some(node),
+                    Capture::Subject => subject = Some(node),
+                    Capture::Target => target = Some(node),
+                    Capture::Receiver => receiver = Some(node),
+                    Capture::ReceiverVar => receiver_var = Some(node),
                     Capture::Local => {
-                        let range = (c.node.start_byte(), c.node.end_byte());
+                        let range = (node.start_byte(), node.end_byte());
                         locals.push((range.0, range));
                         excluded.push(range);
                     }
                     Capture::Ignore => {
-                        excluded.push((c.node.start_byte(), c.node.end_byte()));
+                        excluded.push((node.start_byte(), node.end_byte()));
                     }
-                    Capture::Doc => docs.push(c.node),
+                    Capture::Doc => docs.push(node),
                     Capture::Role(
                         family @ (Family::Definition
                         | Family::Container
@@ -125,23 +151,23 @@ impl Extractor {
                         | Family::Relation),
                     ) => {
                         // A capture that is also `@name` (Go `type_identifier`) names itself.
-                        role = Some((family, c.index, c.node));
+                        role = Some((family, index, node));
                     }
                     _ => {}
                 }
             }
             let Some((family, capture, node)) = role else {
-                continue;
+                return;
             };
             let kind = queries.kind(capture);
             let name = name.unwrap_or(node);
             match family {
                 Family::Definition | Family::Container => {
                     if !seen_defs.insert((node.start_byte(), node.end_byte())) {
-                        continue;
+                        return;
                     }
                     if name.start_byte() == name.end_byte() {
-                        continue;
+                        return;
                     }
                     let name_t = node_text(name, source);
                     excluded.push((name.start_byte(), name.end_byte()));
@@ -180,7 +206,7 @@ impl Extractor {
                     }
                 }
                 Family::Reference => raw_refs.push(RawRef {
-                    pattern: m.pattern_index,
+                    pattern,
                     name: (name.start_byte(), name.end_byte()),
                     node: name,
                     kind,
@@ -188,8 +214,31 @@ impl Extractor {
                 }),
                 _ => {}
             }
+        });
+        match queries.matcher.as_ref().filter(|_| !self.query_cursor_only) {
+            Some(matcher) => matcher.for_each_match(root, |hit| handle(hit.pattern, hit.captures)),
+            None => {
+                let mut captures: Vec<(u32, Node)> = Vec::new();
+                let mut matches = self.cursor.matches(&queries.query, root, source);
+                while let Some(m) = matches.next() {
+                    captures.clear();
+                    captures.extend(m.captures().iter().map(|c| (c.index, c.node)));
+                    handle(m.pattern_index, &captures);
+                }
+            }
         }
-        drop(matches);
+        // Matchers differ in the order they find matches in; facts kept in that order are put
+        // in document order.
+        let mut keyed: Vec<(usize, Import)> = import_order
+            .into_iter()
+            .zip(std::mem::take(&mut facts.imports))
+            .collect();
+        keyed.sort_by_key(|(at, i)| (i.span.start_byte, *at));
+        facts.imports = keyed.into_iter().map(|(_, i)| i).collect();
+        facts
+            .relations
+            .sort_by_key(|r| (r.span.start_byte, r.span.end_byte));
+        docs.sort_by_key(|d| d.start_byte());
 
         // Nest definitions: sorted by start, outer before inner at the same start.
         defs.sort_by_key(|(n, _)| (n.start_byte(), std::cmp::Reverse(n.end_byte())));
@@ -256,12 +305,17 @@ impl Extractor {
     }
 }
 
+/// Ties the nodes a match handler receives to the lifetime of `root`'s tree.
+fn for_tree<'t, F: FnMut(usize, &[(u32, Node<'t>)])>(_root: Node<'t>, f: F) -> F {
+    f
+}
+
 /// Records the import of one match of an imports pattern, unless an earlier pattern already
 /// recorded the same statement and name.
 fn import_match(
     lang: Lang,
     queries: &LangQueries,
-    m: &QueryMatch<'_, '_>,
+    captures: &[(u32, Node<'_>)],
     source: &[u8],
     seen_stmt: &mut FastSet<(usize, usize, usize)>,
     import_spans: &mut Vec<(usize, usize)>,
@@ -269,14 +323,14 @@ fn import_match(
 ) {
     let mut role = None;
     let (mut module, mut name, mut alias, mut tree_node) = (None, None, None, None);
-    for c in m.captures() {
-        match queries.captures[c.index as usize] {
-            Capture::Module => module = Some(c.node),
-            Capture::Name => name = Some(c.node),
-            Capture::Alias => alias = Some(c.node),
-            Capture::Tree => tree_node = Some(c.node),
+    for &(index, node) in captures {
+        match queries.captures[index as usize] {
+            Capture::Module => module = Some(node),
+            Capture::Name => name = Some(node),
+            Capture::Alias => alias = Some(node),
+            Capture::Tree => tree_node = Some(node),
             Capture::Role(family @ (Family::Import | Family::Reexport | Family::Export)) => {
-                role = Some((family, c.index, c.node))
+                role = Some((family, index, node))
             }
             _ => {}
         }

@@ -37,6 +37,9 @@ pub struct LangQueries {
     pub captures: Vec<Capture>,
     /// Hash of the grammar version and query text; part of every cache key.
     pub version: u64,
+    /// The same patterns for the walk matcher, when they stay within its subset; otherwise
+    /// tree-sitter's query cursor runs them.
+    pub matcher: Option<super::matcher::Matcher>,
 }
 
 /// What a capture name means to the extractor (see `queries/README.md`).
@@ -247,7 +250,8 @@ impl Lang {
                 self.name().as_bytes(),
                 super::extract::EXTRACTOR_VERSION.as_bytes(),
             ]);
-            let query = match Query::new(&grammar, &format!("{tags}\n{imports}")) {
+            let text = format!("{tags}\n{imports}");
+            let query = match Query::new(&grammar, &text) {
                 Ok(q) => q,
                 Err(e) => {
                     // Name the file at fault, with positions inside that file.
@@ -264,11 +268,17 @@ impl Lang {
                 .iter()
                 .map(|n| Capture::parse(n))
                 .collect();
+            let matcher = if std::env::var_os("ORCHESTRA_NAV_QUERY_CURSOR").is_some() {
+                None
+            } else {
+                super::matcher::Matcher::compile(&grammar, &text, &query)
+            };
             Ok(LangQueries {
                 imports_from,
                 captures,
                 query,
                 version,
+                matcher,
             })
         });
         compiled.as_ref().map_err(|message| NavError::Query {

@@ -19,6 +19,7 @@ mod facts;
 mod index;
 mod lang;
 mod map;
+mod matcher;
 pub mod mcp;
 mod modules;
 mod query;

@@ -11,6 +11,7 @@ mod cli;
 mod ecma;
 mod go;
 mod map;
+mod matcher;
 mod mcp;
 mod python;
 mod render;
