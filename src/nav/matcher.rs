@@ -130,9 +130,6 @@ impl Matcher {
             }
             let mut list = std::mem::take(&mut levels[depth].0);
             list.clear();
-            if node.child_count() > 0 {
-                ctx.list_into(node, &mut list);
-            }
             // Match the patterns rooted here.
             let roots = &self.by_kind[usize::from(node.kind_id())];
             let candidates: &[u32] = if self.any_named.is_empty() || !node.is_named() {
@@ -143,6 +140,10 @@ impl Matcher {
                 both.sort_unstable();
                 &both
             };
+            // Field ids are looked up only where patterns may ask for them.
+            if node.child_count() > 0 {
+                ctx.list_into(node, &mut list, !candidates.is_empty());
+            }
             if !candidates.is_empty() {
                 ctx.listed.clear();
                 for &p in candidates {
@@ -195,12 +196,17 @@ struct Ctx<'t> {
 }
 
 impl<'t> Ctx<'t> {
-    /// Appends the children of `node` with their field ids to `list`.
-    fn list_into(&mut self, node: Node<'t>, list: &mut Vec<Child<'t>>) {
+    /// Appends the children of `node` to `list`, with their field ids when `fields`.
+    fn list_into(&mut self, node: Node<'t>, list: &mut Vec<Child<'t>>, fields: bool) {
         self.lister.reset(node);
         if self.lister.goto_first_child() {
             loop {
-                list.push((self.lister.node(), self.lister.field_id().map(|f| f.get())));
+                let field = if fields {
+                    self.lister.field_id().map(|f| f.get())
+                } else {
+                    None
+                };
+                list.push((self.lister.node(), field));
                 if !self.lister.goto_next_sibling() {
                     break;
                 }
@@ -214,7 +220,7 @@ impl<'t> Ctx<'t> {
             return list.clone();
         }
         let mut list = Vec::new();
-        self.list_into(node, &mut list);
+        self.list_into(node, &mut list, true);
         let list = std::rc::Rc::new(list);
         self.listed.push((node.id(), list.clone()));
         list
