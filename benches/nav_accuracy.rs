@@ -14,7 +14,8 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Command;
 
-use git_orchestra::nav::{Detail, Index, render_locations_at};
+use git_orchestra::nav::tools::DEFAULT_MAX_CHARS;
+use git_orchestra::nav::{Detail, Index, render_locations_at, render_places};
 
 #[path = "nav_accuracy/rust.rs"]
 mod rust;
@@ -189,6 +190,7 @@ fn score(label: &str, repo: &Path, index: &Index, expected: &serde_json::Value) 
     // References of top-level definitions.
     let (mut tp, mut ours_n, mut exp_n, mut rq) = (0, 0, 0, 0);
     let (mut our_bytes, mut our_loc_bytes, mut grep_bytes) = (0usize, 0usize, 0usize);
+    let mut default_bytes = 0usize;
     for q in expected["refs"].as_array().unwrap() {
         let file = q["file"].as_str().unwrap();
         let line = q["line"].as_u64().unwrap() as u32;
@@ -212,8 +214,24 @@ fn score(label: &str, repo: &Path, index: &Index, expected: &serde_json::Value) 
         ours_n += ours.len();
         exp_n += exp.len();
         rq += 1;
-        our_bytes += render_locations_at(name, &locs, Detail::Full, false).len();
-        our_loc_bytes += render_locations_at(name, &locs, Detail::Locations, false).len();
+        our_bytes +=
+            render_locations_at(&format!("references to {name}"), &locs, Detail::Full, false).len();
+        our_loc_bytes += render_locations_at(
+            &format!("references to {name}"),
+            &locs,
+            Detail::Locations,
+            false,
+        )
+        .len();
+        default_bytes += render_places(
+            &format!("references to {name}"),
+            &locs,
+            DEFAULT_MAX_CHARS,
+            false,
+            false,
+        )
+        .text
+        .len();
         grep_bytes += sh(repo, "git", &["grep", "-n", "-w", name]).len();
     }
     let (p, r) = prf(tp, ours_n, exp_n);
@@ -221,8 +239,9 @@ fn score(label: &str, repo: &Path, index: &Index, expected: &serde_json::Value) 
     println!("references: {rq} queries, precision {p:.3}, recall {r:.3}, F1 {f1:.3}");
     let pct = |n: usize| 100.0 * n as f64 / grep_bytes.max(1) as f64;
     println!(
-        "bytes: grep -w {grep_bytes}; ours with source lines {our_bytes} ({:.1}%), locations only {our_loc_bytes} ({:.1}%)",
+        "bytes: grep -w {grep_bytes}; ours with source lines {our_bytes} ({:.1}%), locations only {our_loc_bytes} ({:.1}%), as the agent tools answer by default (budget {DEFAULT_MAX_CHARS} characters) {default_bytes} ({:.1}%)",
         pct(our_bytes),
-        pct(our_loc_bytes)
+        pct(our_loc_bytes),
+        pct(default_bytes)
     );
 }

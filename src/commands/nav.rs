@@ -6,7 +6,7 @@ use std::path::Path;
 use clap::{Args, Subcommand};
 use git_orchestra::nav::{
     Index, MapOptions, NavError, estimate_tokens, render_imports, render_locations, render_outline,
-    tools::parse_from,
+    render_places, tools::parse_from,
 };
 
 use super::CommandError;
@@ -24,6 +24,10 @@ pub struct NavArgs {
     /// Bound every answer to this many characters.
     #[arg(long, global = true, default_value_t = 8000, value_name = "N")]
     max_chars: usize,
+    /// Show the source line of every place found by refs, callers, callees and impls (by
+    /// default they list locations grouped by file).
+    #[arg(long, global = true)]
+    context: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -100,7 +104,7 @@ pub fn cmd_nav(cwd: &Path, args: NavArgs) -> Result<(), CommandError> {
     let mut index = Index::open(cwd)?;
     index.refresh()?;
     let root = index.root().to_path_buf();
-    let (limit, json) = (args.max_chars, args.json);
+    let (limit, json, context) = (args.max_chars, args.json, args.context);
     let text = match args.query {
         NavQuery::Def { symbol, from } => {
             let from = from.map(|f| parse_from(&f).map(|(p, l)| (repo_path(&root, cwd, p), l)));
@@ -109,38 +113,42 @@ pub fn cmd_nav(cwd: &Path, args: NavArgs) -> Result<(), CommandError> {
             render_locations(&format!("definition of {symbol}"), &locs, limit, json).text
         }
         NavQuery::Refs { symbol } => {
-            render_locations(
+            render_places(
                 &format!("references to {symbol}"),
                 &index.references(&symbol)?,
                 limit,
                 json,
+                context,
             )
             .text
         }
         NavQuery::Callers { symbol } => {
-            render_locations(
+            render_places(
                 &format!("callers of {symbol}"),
                 &index.callers(&symbol)?,
                 limit,
                 json,
+                context,
             )
             .text
         }
         NavQuery::Callees { symbol } => {
-            render_locations(
+            render_places(
                 &format!("callees of {symbol}"),
                 &index.callees(&symbol)?,
                 limit,
                 json,
+                context,
             )
             .text
         }
         NavQuery::Impls { symbol } => {
-            render_locations(
+            render_places(
                 &format!("implementations of {symbol}"),
                 &index.implementations(&symbol)?,
                 limit,
                 json,
+                context,
             )
             .text
         }

@@ -40,6 +40,8 @@ struct Row {
     name: Option<String>,
     /// Set on a candidate location: at the locations detail only candidates carry a label.
     candidate: bool,
+    /// The definition a location lies in; locations of a file are listed by it.
+    container: Option<String>,
     json_full: Value,
     json_short: Value,
 }
@@ -63,6 +65,7 @@ fn location_rows(locs: &[Location]) -> Vec<Row> {
                     l.path, l.line, l.col, l.kind, l.name, within, l.signature
                 ),
                 short: format!("{}:{} {}", l.line, l.col, l.kind),
+                container: l.container.clone(),
                 name: Some(l.name.clone()),
                 candidate: l.resolution == super::query::Resolution::Candidate,
                 json_full: serde_json::to_value(l).unwrap_or(Value::Null),
@@ -71,6 +74,23 @@ fn location_rows(locs: &[Location]) -> Vec<Row> {
             }
         })
         .collect()
+}
+
+/// Renders a list of places (references, callers, callees, implementations) within
+/// `max_chars`: locations grouped by file, or with each place's source line when `context`.
+pub fn render_places(
+    title: &str,
+    locs: &[Location],
+    max_chars: usize,
+    json: bool,
+    context: bool,
+) -> Rendered {
+    let first = if context {
+        Detail::Full
+    } else {
+        Detail::Locations
+    };
+    render_rows_from(title, location_rows(locs), max_chars, json, first)
 }
 
 /// Renders locations at one level of detail (`Full` or `Locations`), whatever its length.
@@ -108,6 +128,7 @@ pub fn render_outline(path: &str, items: &[OutlineItem], max_chars: usize, json:
             json_short: json!({"name": i.name, "kind": i.kind, "line": i.line}),
             name: None,
             candidate: false,
+            container: None,
         })
         .collect();
     render_rows(&format!("outline of {path}"), rows, max_chars, json)
@@ -132,6 +153,7 @@ pub fn render_imports(title: &str, edges: &[ImportEdge], max_chars: usize, json:
                 short: format!("{} -> {target}", e.line),
                 name: None,
                 candidate: false,
+                container: None,
                 json_full: serde_json::to_value(e).unwrap_or(Value::Null),
                 json_short: json!({"path": e.path, "line": e.line, "target": e.target}),
             }
@@ -141,29 +163,49 @@ pub fn render_imports(title: &str, edges: &[ImportEdge], max_chars: usize, json:
 }
 
 fn render_rows(title: &str, rows: Vec<Row>, max_chars: usize, json: bool) -> Rendered {
+    render_rows_from(title, rows, max_chars, json, Detail::Full)
+}
+
+/// Renders `rows` at `first` detail, or less when that is over `max_chars`.
+fn render_rows_from(
+    title: &str,
+    rows: Vec<Row>,
+    max_chars: usize,
+    json: bool,
+    first: Detail,
+) -> Rendered {
     let total = rows.len();
-    let full = assemble(title, &rows, Detail::Full, json, None);
-    if full.chars().count() <= max_chars {
+    let wanted = assemble(title, &rows, first, json, None);
+    let wanted_len = wanted.chars().count();
+    if wanted_len <= max_chars {
         return Rendered {
-            text: full,
-            detail: Detail::Full,
+            text: wanted,
+            detail: first,
             total,
         };
     }
-    let full_len = full.chars().count();
+    let what_was_wanted = if first == Detail::Full {
+        "full output"
+    } else {
+        "the locations"
+    };
     let notice = |what: &str| {
         format!(
-            "note: {total} results; full output would be {full_len} characters, over the limit of {max_chars}; showing {what}. Narrow the query or raise --max-chars."
+            "note: {total} results; {what_was_wanted} would be {wanted_len} characters, over the limit of {max_chars}; showing {what}. Narrow the query or raise --max-chars."
         )
     };
-    let locs = assemble(
-        title,
-        &rows,
-        Detail::Locations,
-        json,
-        Some(&notice("locations only")),
-    );
-    if locs.chars().count() <= max_chars {
+    let locs = if first == Detail::Full {
+        assemble(
+            title,
+            &rows,
+            Detail::Locations,
+            json,
+            Some(&notice("locations only")),
+        )
+    } else {
+        String::new()
+    };
+    if first == Detail::Full && locs.chars().count() <= max_chars {
         return Rendered {
             text: locs,
             detail: Detail::Locations,
@@ -265,17 +307,26 @@ fn assemble(title: &str, rows: &[Row], detail: Detail, json: bool, notice: Optio
     // a name shared by every row is said once in the heading.
     let first_name = rows.first().and_then(|r| r.name.as_deref());
     let shared_name = first_name.filter(|n| rows.iter().all(|r| r.name.as_deref() == Some(n)));
-    let mut heading = format!("{title}: {} results", rows.len());
-    if rows.iter().any(|r| r.name.is_some()) {
-        match shared_name {
-            Some(n) => heading.push_str(&format!(
-                " (all named {n}; resolved unless marked [candidate])"
-            )),
-            None => heading.push_str(" (resolved unless marked [candidate])"),
+    let candidates = rows.iter().filter(|r| r.candidate).count();
+    let mut heading = if rows.iter().any(|r| r.name.is_some()) {
+        let mut h = if candidates == 0 {
+            format!("{title}: {} resolved", rows.len())
+        } else {
+            format!(
+                "{title}: {} results, {} resolved, {candidates} marked [candidate] (matched by name only)",
+                rows.len(),
+                rows.len() - candidates
+            )
+        };
+        if let Some(n) = shared_name.filter(|n| !title.contains(n)) {
+            h.push_str(&format!(", all named {n}"));
         }
-    }
+        h
+    } else {
+        format!("{title}: {} results", rows.len())
+    };
+    heading.push('\n');
     t.push_str(&heading);
-    t.push('\n');
     let mut files: Vec<(&str, Vec<&Row>)> = Vec::new();
     let mut at: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
     for r in rows {
@@ -285,19 +336,44 @@ fn assemble(title: &str, rows: &[Row], detail: Detail, json: bool, notice: Optio
         });
         files[i].1.push(r);
     }
+    let place = |r: &Row| {
+        let mut p = r.short.clone();
+        if let (Some(name), None) = (&r.name, shared_name) {
+            p.push(' ');
+            p.push_str(name);
+        }
+        if r.candidate {
+            p.push_str(" [candidate]");
+        }
+        p
+    };
     for (path, file_rows) in files {
         t.push_str(path);
         t.push('\n');
+        // Places (rows with a name) go on one line per enclosing definition, in order of first
+        // appearance; other rows (outline entries, imports) one per line.
+        let mut groups: Vec<(Option<&str>, Vec<String>)> = Vec::new();
         for r in file_rows {
+            if r.name.is_none() {
+                t.push_str("  ");
+                t.push_str(&r.short);
+                t.push('\n');
+                continue;
+            }
+            let within = r.container.as_deref();
+            match groups.iter_mut().find(|(c, _)| *c == within) {
+                Some((_, places)) => places.push(place(r)),
+                None => groups.push((within, vec![place(r)])),
+            }
+        }
+        for (within, places) in groups {
             t.push_str("  ");
-            t.push_str(&r.short);
-            if let (Some(name), None) = (&r.name, shared_name) {
-                t.push(' ');
-                t.push_str(name);
+            if let Some(c) = within {
+                t.push_str("in ");
+                t.push_str(c);
+                t.push_str(": ");
             }
-            if r.candidate {
-                t.push_str(" [candidate]");
-            }
+            t.push_str(&places.join(", "));
             t.push('\n');
         }
     }

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use super::NavError;
 use super::index::Index;
 use super::map::MapOptions;
-use super::render::{render_imports, render_locations, render_outline};
+use super::render::{render_imports, render_locations, render_outline, render_places};
 use crate::git::Git;
 
 /// The default answer budget in characters when the caller gives none.
@@ -115,22 +115,30 @@ pub fn tool_specs() -> Vec<ToolSpec> {
         ToolSpec {
             name: "nav_refs",
             description: "Every reference to a symbol, resolved through imports, labelled resolved or candidate.",
-            parameters: symbol_schema(json!({})),
+            parameters: symbol_schema(
+                json!({"context": {"type": "boolean", "description": "Show each place's source line too (default: locations grouped by file)"}}),
+            ),
         },
         ToolSpec {
             name: "nav_callers",
             description: "Call sites of a function or method, with the calling definition.",
-            parameters: symbol_schema(json!({})),
+            parameters: symbol_schema(
+                json!({"context": {"type": "boolean", "description": "Show each place's source line too (default: locations grouped by file)"}}),
+            ),
         },
         ToolSpec {
             name: "nav_callees",
             description: "Functions and methods a definition calls.",
-            parameters: symbol_schema(json!({})),
+            parameters: symbol_schema(
+                json!({"context": {"type": "boolean", "description": "Show each place's source line too (default: locations grouped by file)"}}),
+            ),
         },
         ToolSpec {
             name: "nav_impls",
             description: "Subclasses, implementations and impl blocks of a type or trait.",
-            parameters: symbol_schema(json!({})),
+            parameters: symbol_schema(
+                json!({"context": {"type": "boolean", "description": "Show each place's source line too (default: locations grouped by file)"}}),
+            ),
         },
         ToolSpec {
             name: "nav_imports",
@@ -216,6 +224,10 @@ pub fn call(
     counter.record_symbolic();
     index.refresh()?;
     let limit = max_chars(args);
+    let context = args
+        .get("context")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
     let text = match name {
         "nav_def" => {
             let symbol = str_arg(args, "symbol")?;
@@ -233,29 +245,45 @@ pub fn call(
         }
         "nav_refs" => {
             let s = str_arg(args, "symbol")?;
-            render_locations(
+            render_places(
                 &format!("references to {s}"),
                 &index.references(s)?,
                 limit,
                 false,
+                context,
             )
             .text
         }
         "nav_callers" => {
             let s = str_arg(args, "symbol")?;
-            render_locations(&format!("callers of {s}"), &index.callers(s)?, limit, false).text
+            render_places(
+                &format!("callers of {s}"),
+                &index.callers(s)?,
+                limit,
+                false,
+                context,
+            )
+            .text
         }
         "nav_callees" => {
             let s = str_arg(args, "symbol")?;
-            render_locations(&format!("callees of {s}"), &index.callees(s)?, limit, false).text
+            render_places(
+                &format!("callees of {s}"),
+                &index.callees(s)?,
+                limit,
+                false,
+                context,
+            )
+            .text
         }
         "nav_impls" => {
             let s = str_arg(args, "symbol")?;
-            render_locations(
+            render_places(
                 &format!("implementations of {s}"),
                 &index.implementations(s)?,
                 limit,
                 false,
+                context,
             )
             .text
         }

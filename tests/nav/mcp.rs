@@ -100,7 +100,11 @@ fn an_mcp_client_lists_the_navigation_tools_and_calls_them() {
             )
             .await
             .unwrap();
-        assert!(text(&impls).contains("src/extra.py:3"), "{}", text(&impls));
+        assert!(
+            text(&impls).contains("src/extra.py\n  3:"),
+            "{}",
+            text(&impls)
+        );
 
         // Bad arguments come back as a tool error the model can read, not a protocol failure.
         let bad = client

@@ -91,22 +91,43 @@ fn locations_are_grouped_by_file_with_shared_names_and_resolved_labels_said_once
     let text = render_locations_at("callers of send", &locs, Detail::Locations, false);
     assert_eq!(
         text,
-        "callers of send: 3 results (all named send; resolved unless marked [candidate])\n\
-         src/app.py\n  3:5 call\n  9:5 call [candidate]\nsrc/cli.py\n  4:5 call\n"
+        "callers of send: 3 results, 2 resolved, 1 marked [candidate] (matched by name only)\n\
+         src/app.py\n  3:5 call, 9:5 call [candidate]\nsrc/cli.py\n  4:5 call\n"
     );
     // Different names (an alias, say) are printed on every row.
     let mut mixed = locs.clone();
     mixed[2].name = "post".into();
     let text = render_locations_at("callers of send", &mixed, Detail::Locations, false);
     assert!(
-        text.contains("(resolved unless marked [candidate])\n"),
+        text.contains(
+            "callers of send: 3 results, 2 resolved, 1 marked [candidate] (matched by name only)\n"
+        ),
         "{text}"
     );
     assert!(
-        text.contains("  3:5 call send\n  9:5 call send [candidate]\n"),
+        text.contains("  3:5 call send, 9:5 call send [candidate]\n"),
         "{text}"
     );
     assert!(text.contains("  4:5 call post\n"), "{text}");
+    // A shared name the title does not give is said once.
+    let text = render_locations_at("references", &locs, Detail::Locations, false);
+    assert!(
+        text.starts_with(
+            "references: 3 results, 2 resolved, 1 marked [candidate] (matched by name only), all named send\n"
+        ),
+        "{text}"
+    );
+    // Places in a file are listed by the definition they lie in.
+    let mut within = locs.clone();
+    within[0].container = Some("App.run".into());
+    within[1].container = Some("main".into());
+    let text = render_locations_at("callers of send", &within, Detail::Locations, false);
+    assert!(
+        text.contains(
+            "src/app.py\n  in App.run: 3:5 call\n  in main: 9:5 call [candidate]\nsrc/cli.py\n  4:5 call\n"
+        ),
+        "{text}"
+    );
     // The full detail keeps every label and source line.
     let full = render_locations_at("callers of send", &locs, Detail::Full, false);
     assert!(

@@ -39,7 +39,7 @@ fn tools_answer_within_bounds_and_count_symbolic_and_textual_calls() {
     )
     .unwrap();
     assert!(
-        out.chars().count() <= 200 && out.contains("a.py:4"),
+        out.chars().count() <= 200 && out.contains("a.py\n  in alpha: 4:12 call"),
         "{out}"
     );
     let out = call(&mut idx, &counter, "nav_show", &json!({"symbol": "alpha"})).unwrap();
@@ -61,4 +61,48 @@ fn tools_answer_within_bounds_and_count_symbolic_and_textual_calls() {
         Err(ToolError::Arguments(m)) => assert!(m.contains("nav search"), "{m}"),
         other => panic!("{other:?}"),
     }
+}
+
+#[test]
+fn places_are_listed_by_file_and_show_source_lines_on_request() {
+    let repo = TestRepo::with_files(&[
+        (
+            "a.py",
+            "from b import beta\n\ndef alpha():\n    return beta()\n",
+        ),
+        (
+            "b.py",
+            "def beta():\n    return 1\n\ndef gamma():\n    beta()\n",
+        ),
+    ]);
+    let mut idx = index(&repo);
+    let counter = NavCounter::default();
+    let compact = call(
+        &mut idx,
+        &counter,
+        "nav_callers",
+        &json!({"symbol": "beta"}),
+    )
+    .unwrap();
+    assert_eq!(
+        compact,
+        "callers of beta: 2 resolved\n\
+         a.py\n  in alpha: 4:12 call\nb.py\n  in gamma: 5:5 call\n"
+    );
+    let full = call(
+        &mut idx,
+        &counter,
+        "nav_callers",
+        &json!({"symbol": "beta", "context": true}),
+    )
+    .unwrap();
+    assert!(
+        full.contains("a.py:4:12 call beta in alpha [resolved]\n    return beta()"),
+        "{full}"
+    );
+    let spec = tool_specs()
+        .into_iter()
+        .find(|s| s.name == "nav_refs")
+        .unwrap();
+    assert_eq!(spec.parameters["properties"]["context"]["type"], "boolean");
 }
