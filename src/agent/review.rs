@@ -165,6 +165,41 @@ impl ReviewAgent<'_> {
                 .git()
                 .run(["diff", "--no-color", "--no-ext-diff", input.base, input.tip])?;
         let task = task_text(input, &diff);
+        let reviewed = self.review_in(input, &root, task);
+        let Some(dir) = own else {
+            return reviewed;
+        };
+        // What the review's commands changed in the packet's worktree (test output, an edited
+        // file) is saved and undone: the reviewed commit is what merges, and a fix round starts
+        // from it.
+        let saved = undo_review_changes(dir, input).map_err(|e| {
+            self.fail(format!(
+                "cannot restore the packet's worktree after the review: {e}"
+            ))
+        })?;
+        let mut outcome = reviewed?;
+        if let Some(refname) = saved {
+            outcome.findings.push(Finding {
+                severity: Severity::Minor,
+                category: "review".into(),
+                file: None,
+                line: None,
+                evidence: format!(
+                    "the review's commands changed files in the packet's worktree; the changes were saved at {refname} and undone"
+                ),
+                suggestion: "nothing to do: the reviewed commit is unchanged".into(),
+            });
+        }
+        Ok(outcome)
+    }
+
+    /// Asks for findings until an answer parses, at most [`ATTEMPTS`] times.
+    fn review_in(
+        &self,
+        input: &ReviewInput<'_>,
+        root: &ConfinedRoot,
+        task: String,
+    ) -> Result<ReviewOutcome, GateError> {
         let mut last_error = String::new();
         for attempt in 0..ATTEMPTS {
             let task = if attempt == 0 {
@@ -174,7 +209,7 @@ impl ReviewAgent<'_> {
                     "{task}\n\nYour previous answer could not be read: {last_error}. Call `complete` again with `summary` set to exactly the JSON object described above, nothing else."
                 )
             };
-            let answer = self.ask(input, &root, task)?;
+            let answer = self.ask(input, root, task)?;
             match parse_findings(&answer) {
                 Ok(findings) => {
                     return Ok(ReviewOutcome {
@@ -231,6 +266,33 @@ impl ReviewAgent<'_> {
             ))),
         }
     }
+}
+
+/// Saves what differs from HEAD in the packet worktree `dir` under a backup ref and resets the
+/// worktree to HEAD (untracked files too; ignored ones stay). Returns the ref, or `None` when
+/// nothing had changed.
+fn undo_review_changes(
+    dir: &std::path::Path,
+    input: &ReviewInput<'_>,
+) -> Result<Option<String>, crate::git::WorktreeError> {
+    let snap = crate::git::snapshot(dir)?;
+    if !snap.has_changes() {
+        return Ok(None);
+    }
+    let refname = match input.packet {
+        Some(p) => format!(
+            "{}{}/{}-review",
+            crate::git::BACKUP_PREFIX,
+            p.run,
+            p.packet.id
+        ),
+        None => format!("{}review", crate::git::BACKUP_PREFIX),
+    };
+    crate::git::backup(dir, &refname, "changes made while reviewing")?;
+    let git = crate::git::Git::new(dir);
+    git.run(["reset", "--hard", "--quiet", "HEAD"])?;
+    git.run(["clean", "-d", "--force", "--quiet"])?;
+    Ok(Some(refname))
 }
 
 impl Reviewer for ModelReviewer {

@@ -278,3 +278,59 @@ fn the_pre_push_hook_asks_the_model_reviewer_in_auto_mode() {
     assert_eq!(server.requests().len(), 1);
     assert!(!all.contains(SECRET));
 }
+
+/// A model reply that runs `command` with the run_command tool.
+fn runs(command: &str) -> Value {
+    json!({"json": {"model": "mock-model", "choices": [{"index": 0, "message": {"role": "assistant", "content": null,
+        "tool_calls": [{"id": "r1", "type": "function", "function": {"name": "run_command",
+            "arguments": json!({"command": command}).to_string()}}]}, "finish_reason": "tool_calls"}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5}}})
+}
+
+#[test]
+fn what_a_reviews_commands_change_in_the_packet_worktree_is_saved_and_undone() {
+    let approve = completes_with(&json!({"verdict": "approve", "findings": []}).to_string());
+    let server = MockServer::start(vec![
+        runs("echo tampered > out.txt && echo junk > junk.txt"),
+        approve,
+    ]);
+    let (repo, out) = run_reviewed_plan(&server);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(server.requests().len(), 2);
+    let branch = repo.git(&[
+        "for-each-ref",
+        "--format=%(refname:short)",
+        "refs/heads/orchestra/",
+    ]);
+    // The packet's work is what the worker wrote, not what the review's command did.
+    assert_eq!(repo.git(&["show", &format!("{branch}:out.txt")]), "v1");
+    assert!(
+        repo.git(&["ls-tree", "--name-only", &branch])
+            .lines()
+            .all(|f| f != "junk.txt")
+    );
+    // The review's changes were saved, not lost.
+    let saved = repo.git(&[
+        "for-each-ref",
+        "--format=%(refname)",
+        "refs/orchestra/backup/",
+    ]);
+    let saved = saved
+        .lines()
+        .find(|r| r.ends_with("/p1-review"))
+        .unwrap_or_else(|| panic!("no review backup among: {saved}"));
+    assert_eq!(repo.git(&["show", &format!("{saved}:out.txt")]), "tampered");
+    assert_eq!(repo.git(&["show", &format!("{saved}:junk.txt")]), "junk");
+    // The verdict says so.
+    let info = RepoInfo::discover(&repo.path).unwrap();
+    let tip = repo.git(&["rev-parse", &branch]);
+    let v = gate::read_verdict(&info.git(), &tip).unwrap().unwrap();
+    assert_eq!(v.verdict, Decision::Approve);
+    assert!(
+        v.findings
+            .iter()
+            .any(|f| f.category == "review" && f.evidence.contains(saved)),
+        "{:?}",
+        v.findings
+    );
+}
