@@ -216,7 +216,9 @@ impl Extractor {
             }
         });
         match queries.matcher.as_ref().filter(|_| !self.query_cursor_only) {
-            Some(matcher) => matcher.for_each_match(root, |hit| handle(hit.pattern, hit.captures)),
+            Some(matcher) => {
+                matcher.for_each_match(root, source, |hit| handle(hit.pattern, hit.captures))
+            }
             None => {
                 let mut captures: Vec<(u32, Node)> = Vec::new();
                 let mut matches = self.cursor.matches(&queries.query, root, source);
