@@ -518,11 +518,13 @@ fn is_local(
     false
 }
 
-fn node_text(node: Node, source: &[u8]) -> String {
+/// The text of `node`, lossily decoded.
+pub(super) fn node_text(node: Node, source: &[u8]) -> String {
     String::from_utf8_lossy(&source[node.byte_range()]).into_owned()
 }
 
-fn span_of(node: Node) -> Span {
+/// Where `node` is, in bytes and 1-based lines and columns.
+pub(super) fn span_of(node: Node) -> Span {
     let s = node.start_position();
     let e = node.end_position();
     Span {

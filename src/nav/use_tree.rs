@@ -7,23 +7,8 @@
 
 use tree_sitter::Node;
 
+use super::extract::{node_text, span_of};
 use super::facts::{Import, ImportKind, Span};
-
-fn node_text(node: Node, source: &[u8]) -> String {
-    String::from_utf8_lossy(&source[node.byte_range()]).into_owned()
-}
-
-fn span_of(node: Node) -> Span {
-    let s = node.start_position();
-    let e = node.end_position();
-    Span {
-        start_byte: node.start_byte() as u32,
-        end_byte: node.end_byte() as u32,
-        line: s.row as u32 + 1,
-        col: s.column as u32 + 1,
-        end_line: e.row as u32 + 1,
-    }
-}
 
 /// Returns the span of the last segment of a path (`c` in `b::c`), where the name is written.
 fn last_segment_span(node: Node) -> Span {
