@@ -14,7 +14,7 @@ use git_orchestra::nav::{Extractor, Index, Lang};
 
 #[path = "support/mod.rs"]
 mod support;
-use support::git;
+use support::{git, init_and_commit};
 
 fn stdlib() -> PathBuf {
     if let Ok(p) = std::env::var("NAV_BENCH_SRC") {
@@ -77,9 +77,7 @@ fn main() {
     let repo = tmp.path().join("repo");
     std::fs::create_dir_all(&repo).unwrap();
     let (files, bytes) = copy_py(&stdlib(), &repo);
-    git(&repo, &["init", "-q", "-b", "main"]);
-    git(&repo, &["add", "-A"]);
-    git(&repo, &["commit", "-q", "-m", "stdlib"]);
+    init_and_commit(&repo, "stdlib");
     println!("tree: {files} .py files, {:.1} MB", bytes as f64 / 1e6);
 
     let t = Instant::now();

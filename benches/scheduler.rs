@@ -23,7 +23,7 @@ use git_orchestra::store::PacketState;
 
 #[path = "support/mod.rs"]
 mod support;
-use support::git;
+use support::{git, init_and_commit};
 
 const PACKETS: usize = 100;
 const WAVES: usize = 10;
@@ -52,9 +52,7 @@ fn small_repo(dir: &Path) {
         )
         .expect("write");
     }
-    git(dir, &["init", "-q", "-b", "main"]);
-    git(dir, &["add", "-A"]);
-    git(dir, &["commit", "-q", "-m", "init"]);
+    init_and_commit(dir, "init");
 }
 
 fn plan_text() -> String {

@@ -18,7 +18,7 @@ use serde_json::json;
 
 #[path = "support/mod.rs"]
 mod support;
-use support::git;
+use support::init_and_commit;
 
 struct Quiet;
 
@@ -41,20 +41,7 @@ fn repo(dir: &Path, files: usize) {
     for i in 0..files {
         std::fs::write(dir.join(format!("f{i:03}.txt")), "x\n").unwrap();
     }
-    git(dir, &["init", "-q", "-b", "main"]);
-    git(dir, &["add", "-A"]);
-    git(
-        dir,
-        &[
-            "-c",
-            "user.name=b",
-            "-c",
-            "user.email=b@b",
-            "commit",
-            "-qm",
-            "init",
-        ],
-    );
+    init_and_commit(dir, "init");
 }
 
 /// Returns scripts: a planner answering `plan`, an approving reviewer (of the plan and of each

@@ -17,7 +17,7 @@ use serde_json::json;
 
 #[path = "support/mod.rs"]
 mod support;
-use support::git;
+use support::init_and_commit;
 
 const AGENTS: usize = 16;
 /// Latency of every scripted model turn.
@@ -32,20 +32,7 @@ fn repo(dir: &Path) {
             .collect();
         std::fs::write(dir.join(format!("f{i:02}.txt")), body).unwrap();
     }
-    git(dir, &["init", "-q", "-b", "main"]);
-    git(dir, &["add", "-A"]);
-    git(
-        dir,
-        &[
-            "-c",
-            "user.name=b",
-            "-c",
-            "user.email=b@b",
-            "commit",
-            "-qm",
-            "init",
-        ],
-    );
+    init_and_commit(dir, "init");
 }
 
 /// Returns the scripts: a planner answering a plan of independent packets, an approving

@@ -28,6 +28,13 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
+/// Makes `dir` a repository on `main` whose one commit, `message`, holds every file in it.
+pub fn init_and_commit(dir: &Path, message: &str) {
+    git(dir, &["init", "-q", "-b", "main"]);
+    git(dir, &["add", "-A"]);
+    git(dir, &["commit", "-q", "-m", message]);
+}
+
 /// Returns the high-water resident set of process `pid` (`"self"` for this one) in KiB, from
 /// its VmHWM line, while the process lives.
 pub fn peak_rss_kib(pid: &str) -> Option<u64> {
