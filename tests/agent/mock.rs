@@ -7,7 +7,8 @@
 
 #![allow(dead_code)]
 
-use std::io::{BufRead, BufReader, Read, Write};
+use crate::support::{HttpRequest, read_request};
+use std::io::Write;
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -115,32 +116,15 @@ fn serve(
     remaining: &Mutex<std::collections::VecDeque<Value>>,
     in_flight: &Mutex<(usize, usize)>,
 ) {
-    let mut reader = BufReader::new(stream.try_clone().unwrap());
-    let mut line = String::new();
-    if reader.read_line(&mut line).unwrap_or(0) == 0 {
+    let Some(HttpRequest {
+        path,
+        headers,
+        body,
+        ..
+    }) = read_request(&stream)
+    else {
         return;
-    }
-    let path = line.split_whitespace().nth(1).unwrap_or("").to_string();
-    let mut headers = Vec::new();
-    let mut length = 0usize;
-    loop {
-        line.clear();
-        if reader.read_line(&mut line).unwrap_or(0) == 0 {
-            return;
-        }
-        let l = line.trim_end();
-        if l.is_empty() {
-            break;
-        }
-        if let Some((k, v)) = l.split_once(':') {
-            if k.eq_ignore_ascii_case("content-length") {
-                length = v.trim().parse().unwrap_or(0);
-            }
-            headers.push((k.trim().to_string(), v.trim().to_string()));
-        }
-    }
-    let mut body = vec![0; length];
-    reader.read_exact(&mut body).unwrap();
+    };
     requests.lock().unwrap().push(Recorded {
         path,
         headers,
@@ -255,26 +239,9 @@ fn throttled_serve(
     log: &Mutex<Vec<Arrival>>,
     in_flight: &Mutex<usize>,
 ) {
-    let mut reader = BufReader::new(stream.try_clone().unwrap());
-    let mut line = String::new();
-    let mut length = 0usize;
-    loop {
-        line.clear();
-        if reader.read_line(&mut line).unwrap_or(0) == 0 {
-            return;
-        }
-        let l = line.trim_end();
-        if l.is_empty() {
-            break;
-        }
-        if let Some((k, v)) = l.split_once(':')
-            && k.eq_ignore_ascii_case("content-length")
-        {
-            length = v.trim().parse().unwrap_or(0);
-        }
+    if read_request(&stream).is_none() {
+        return;
     }
-    let mut body = vec![0; length];
-    reader.read_exact(&mut body).unwrap();
     let refused = {
         let mut fly = in_flight.lock().unwrap();
         let mut log = log.lock().unwrap();

@@ -9,7 +9,7 @@
 #![allow(dead_code)]
 
 use std::collections::VecDeque;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::Write;
 use std::net::{TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -149,37 +149,12 @@ fn decode(s: &str) -> String {
 }
 
 fn serve(stream: TcpStream, state: &Mutex<State>) {
-    let mut reader = BufReader::new(stream.try_clone().unwrap());
-    let mut line = String::new();
-    if reader.read_line(&mut line).unwrap_or(0) == 0 {
+    let Some(request) = crate::support::read_request(&stream) else {
         return;
-    }
-    let mut parts = line.split_whitespace();
-    let method = parts.next().unwrap_or("").to_string();
-    let path = parts.next().unwrap_or("").to_string();
-    let mut auth = None;
-    let mut length = 0usize;
-    loop {
-        line.clear();
-        if reader.read_line(&mut line).unwrap_or(0) == 0 {
-            return;
-        }
-        let l = line.trim_end();
-        if l.is_empty() {
-            break;
-        }
-        if let Some((k, v)) = l.split_once(':') {
-            if k.eq_ignore_ascii_case("content-length") {
-                length = v.trim().parse().unwrap_or(0);
-            }
-            if k.eq_ignore_ascii_case("authorization") {
-                auth = Some(v.trim().to_string());
-            }
-        }
-    }
-    let mut body = vec![0; length];
-    reader.read_exact(&mut body).unwrap();
-    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    };
+    let auth = request.header("authorization").map(str::to_string);
+    let (method, path) = (request.method, request.path);
+    let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
     let mut s = state.lock().unwrap();
     let observed = s.observer.as_ref().map(|f| f()).unwrap_or_default();
     s.log.push(Req {

@@ -7,6 +7,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::Once;
 
+mod http;
+#[allow(unused_imports)] // not every binary runs a mock server
+pub use http::{HttpRequest, read_request};
+
 static HERMETIC: Once = Once::new();
 
 /// Makes the whole test process hermetic: no user or system git config, fixed identity and
