@@ -99,6 +99,11 @@ impl Setup {
         self.repo.join(".git/orchestra/runs").join(&runs[0])
     }
 
+    /// Returns the content of `path` at revision `rev`.
+    fn show(&self, rev: &str, path: &str) -> String {
+        git(&self.repo, &["show", &format!("{rev}:{path}")])
+    }
+
     fn branch(&self, name: &str) -> String {
         let runs = StartJournal::runs(&self.repo.join(".git")).unwrap();
         format!("orchestra/{}/{name}", runs[0])
@@ -166,21 +171,12 @@ fn a_subtask_runs_as_a_child_packet_and_its_work_lands_in_the_parents_commit() {
         "{message}"
     );
     assert!(message.contains("Orchestra-Packet: p1.s1"), "{message}");
-    assert_eq!(
-        git(&s.repo, &["show", &format!("{child}:child.txt")]),
-        "from the child"
-    );
+    assert_eq!(s.show(&child, "child.txt"), "from the child");
     // The parent's final commit contains the child's file and its own, and descends from the
     // child's commit.
     let parent = s.branch("p1");
-    assert_eq!(
-        git(&s.repo, &["show", &format!("{parent}:child.txt")]),
-        "from the child"
-    );
-    assert_eq!(
-        git(&s.repo, &["show", &format!("{parent}:NOTES.md")]),
-        "notes"
-    );
+    assert_eq!(s.show(&parent, "child.txt"), "from the child");
+    assert_eq!(s.show(&parent, "NOTES.md"), "notes");
     git(&s.repo, &["merge-base", "--is-ancestor", &child, &parent]);
     // The child, a subtask itself, could not spawn another: a depth-limit tool error.
     let dir = s.run_dir().join("p1");
@@ -286,8 +282,8 @@ fn subtasks_outside_the_parents_files_or_beyond_the_count_limit_are_tool_errors(
         "{branches}"
     );
     let parent = s.branch("p1");
-    assert_eq!(git(&s.repo, &["show", &format!("{parent}:a.txt")]), "a");
-    assert_eq!(git(&s.repo, &["show", &format!("{parent}:b.txt")]), "b");
+    assert_eq!(s.show(&parent, "a.txt"), "a");
+    assert_eq!(s.show(&parent, "b.txt"), "b");
 }
 
 #[test]
@@ -334,14 +330,8 @@ fn killed_during_and_after_a_subtask_resume_neither_reruns_it_nor_loses_its_work
         &["rev-list", "--count", &format!("{parent}~1..{child}")],
     );
     assert!(own == "1" || own == "0", "{own}");
-    assert_eq!(
-        git(&s.repo, &["show", &format!("{parent}:child.txt")]),
-        "from the child"
-    );
-    assert_eq!(
-        git(&s.repo, &["show", &format!("{parent}:NOTES.md")]),
-        "notes"
-    );
+    assert_eq!(s.show(&parent, "child.txt"), "from the child");
+    assert_eq!(s.show(&parent, "NOTES.md"), "notes");
 }
 
 #[test]
@@ -633,10 +623,7 @@ fn an_agent_waits_for_a_human_answer_given_with_answer_from_another_process() {
         "{calls:?}"
     );
     let branch = s.branch("p1");
-    assert_eq!(
-        git(&s.repo, &["show", &format!("{branch}:NOTES.md")]),
-        "# Decisions"
-    );
+    assert_eq!(s.show(&branch, "NOTES.md"), "# Decisions");
     // Once answered, the question is no longer listed.
     let status = orchestra_with_env(&s.repo, &["status"], &[]);
     assert!(!String::from_utf8_lossy(&status.stdout).contains("question  p1"));
