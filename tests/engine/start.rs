@@ -209,6 +209,17 @@ impl Scripted {
         }
     }
 
+    /// The environment that points `start` at the scripted model, plus `extra`.
+    fn env<'a>(&'a self, extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
+        let mut env = vec![
+            ("ORCHESTRA_PROVIDER", "openai-compatible"),
+            ("ORCHESTRA_BASE_URL", self.model.url.as_str()),
+            ("ORCHESTRA_MODEL", "scripted"),
+        ];
+        env.extend_from_slice(extra);
+        env
+    }
+
     fn start(&self, extra: &[&str]) -> std::process::Output {
         let mut args = vec![
             "start",
@@ -219,15 +230,7 @@ impl Scripted {
         ];
         args.extend_from_slice(extra);
         args.push(demo::OBJECTIVE);
-        orchestra_with_env(
-            &self.repo,
-            &args,
-            &[
-                ("ORCHESTRA_PROVIDER", "openai-compatible"),
-                ("ORCHESTRA_BASE_URL", self.model.url.as_str()),
-                ("ORCHESTRA_MODEL", "scripted"),
-            ],
-        )
+        orchestra_with_env(&self.repo, &args, &self.env(&[]))
     }
 }
 
@@ -519,12 +522,7 @@ fn start_pr_local_writes_one_stacked_pull_request_per_packet_with_its_report_sec
             s.root.to_str().unwrap(),
             demo::OBJECTIVE,
         ],
-        &[
-            ("ORCHESTRA_PROVIDER", "openai-compatible"),
-            ("ORCHESTRA_BASE_URL", s.model.url.as_str()),
-            ("ORCHESTRA_MODEL", "scripted"),
-            ("GH_TOKEN", "never-used"),
-        ],
+        &s.env(&[("GH_TOKEN", "never-used")]),
     );
     assert!(out.status.success(), "{}", text(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -670,15 +668,10 @@ fn start_config_turns_on_the_documenting_phase_and_prices_the_status() {
 fn kill_9_inside_the_documenting_and_testing_phases_then_start_again_completes() {
     let s = Scripted::new();
     let crash_env = |step: &str| {
-        vec![
-            ("ORCHESTRA_PROVIDER", "openai-compatible"),
-            ("ORCHESTRA_BASE_URL", s.model.url.as_str()),
-            ("ORCHESTRA_MODEL", "scripted"),
-            ("ORCHESTRA_CRASH_AFTER_STEPS", step),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect::<Vec<_>>()
+        s.env(&[("ORCHESTRA_CRASH_AFTER_STEPS", step)])
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect::<Vec<_>>()
     };
     let args = [
         "start",
@@ -748,13 +741,8 @@ fn kill_9_inside_the_documenting_and_testing_phases_then_start_again_completes()
 #[test]
 fn a_start_pr_run_killed_before_publishing_publishes_on_resume() {
     let s = Scripted::new();
-    let env = [
-        ("ORCHESTRA_PROVIDER", "openai-compatible"),
-        ("ORCHESTRA_BASE_URL", s.model.url.as_str()),
-        ("ORCHESTRA_MODEL", "scripted"),
-    ];
-    let mut crashing = env.to_vec();
-    crashing.push(("ORCHESTRA_CRASH_AT", "publish"));
+    let env = s.env(&[]);
+    let crashing = s.env(&[("ORCHESTRA_CRASH_AT", "publish")]);
     let out = orchestra_with_env(
         &s.repo,
         &[
@@ -820,12 +808,7 @@ fn start_pr_opens_stacked_pull_requests_on_the_forge_with_the_report_sections() 
             s.root.to_str().unwrap(),
             demo::OBJECTIVE,
         ],
-        &[
-            ("ORCHESTRA_PROVIDER", "openai-compatible"),
-            ("ORCHESTRA_BASE_URL", s.model.url.as_str()),
-            ("ORCHESTRA_MODEL", "scripted"),
-            ("GH_TOKEN", "ghp_startTOKEN0123456789"),
-        ],
+        &s.env(&[("GH_TOKEN", "ghp_startTOKEN0123456789")]),
     );
     assert!(out.status.success(), "{}", text(&out));
     let pulls = forge.pulls();
