@@ -79,12 +79,21 @@ pub fn run_pr(
     target: Option<&str>,
     json: bool,
 ) -> Result<(), CommandError> {
-    publish_run(repo, run, mode, remote, target, json, Default::default())
+    let report = publish_report(repo, run, mode, remote, target, Default::default())?;
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).map_err(CommandError::internal)?
+        );
+    } else {
+        print!("{}", render(&report));
+    }
+    Ok(())
 }
 
-/// Publishes like [`run_pr`], appending `notes` (Markdown by packet id) to the bodies.
-/// Opens or updates the pull requests of `run` and returns what was done, printing nothing
-/// but a note when the forge cannot be reached and local files are written instead.
+/// Opens or updates the pull requests of `run`, appending `notes` (Markdown by packet id) to
+/// the bodies, and returns what was done; prints nothing but a note when the forge cannot be
+/// reached and local files are written instead.
 pub fn publish_report(
     repo: &RepoInfo,
     run: &str,
@@ -113,27 +122,6 @@ pub fn publish_report(
         notes,
     };
     forge::publish(repo, run, forge.as_deref(), &opts).map_err(forge_error)
-}
-
-pub fn publish_run(
-    repo: &RepoInfo,
-    run: &str,
-    mode: PrMode,
-    remote: Option<&str>,
-    target: Option<&str>,
-    json: bool,
-    notes: std::collections::BTreeMap<String, String>,
-) -> Result<(), CommandError> {
-    let report = publish_report(repo, run, mode, remote, target, notes)?;
-    if json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&report).map_err(CommandError::internal)?
-        );
-    } else {
-        print!("{}", render(&report));
-    }
-    Ok(())
 }
 
 /// Returns the report as text.
