@@ -108,7 +108,7 @@ impl Predicate {
 #[derive(Debug, Clone)]
 struct ChildStep {
     step: Step,
-    /// `?`: the pattern also matches without this child.
+    /// `?`: taken when some child matches it; the pattern matches without it only otherwise.
     optional: bool,
     /// `.` before it: no named child may lie between it and the previous child matched (or the
     /// start of the children, for the first step).

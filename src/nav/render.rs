@@ -194,23 +194,21 @@ fn render_rows_from(
             "note: {total} results; {what_was_wanted} would be {wanted_len} characters, over the limit of {max_chars}; showing {what}. Narrow the query or raise --max-chars."
         )
     };
-    let locs = if first == Detail::Full {
-        assemble(
+    if first == Detail::Full {
+        let locs = assemble(
             title,
             &rows,
             Detail::Locations,
             json,
             Some(&notice("locations only")),
-        )
-    } else {
-        String::new()
-    };
-    if first == Detail::Full && locs.chars().count() <= max_chars {
-        return Rendered {
-            text: locs,
-            detail: Detail::Locations,
-            total,
-        };
+        );
+        if locs.chars().count() <= max_chars {
+            return Rendered {
+                text: locs,
+                detail: Detail::Locations,
+                total,
+            };
+        }
     }
     // Counts per file, dropping the least-populated files (and saying how many) if needed.
     let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
