@@ -275,10 +275,6 @@ fn undo_review_changes(
     dir: &std::path::Path,
     input: &ReviewInput<'_>,
 ) -> Result<Option<String>, crate::git::WorktreeError> {
-    let snap = crate::git::snapshot(dir)?;
-    if !snap.has_changes() {
-        return Ok(None);
-    }
     let refname = match input.packet {
         Some(p) => format!(
             "{}{}/{}-review",
@@ -288,7 +284,10 @@ fn undo_review_changes(
         ),
         None => format!("{}review", crate::git::BACKUP_PREFIX),
     };
-    crate::git::backup(dir, &refname, "changes made while reviewing")?;
+    // `backup` saves nothing, and says so, when the files equal HEAD.
+    if crate::git::backup(dir, &refname, "changes made while reviewing")?.is_none() {
+        return Ok(None);
+    }
     let git = crate::git::Git::new(dir);
     git.run(["reset", "--hard", "--quiet", "HEAD"])?;
     git.run(["clean", "-d", "--force", "--quiet"])?;

@@ -225,6 +225,13 @@ fn a_rejected_packet_gets_the_findings_as_required_fixes_and_is_reviewed_again()
     let v = gate::read_verdict(&info.git(), &tip).unwrap().unwrap();
     assert_eq!(v.verdict, Decision::Approve);
     assert_eq!(v.packet.as_deref().map(|p| p.ends_with("/p1")), Some(true));
+    // Reviews that change nothing leave no backup behind.
+    let backups = repo.git(&[
+        "for-each-ref",
+        "--format=%(refname)",
+        "refs/orchestra/backup/",
+    ]);
+    assert!(!backups.contains("-review"), "{backups}");
 }
 
 #[test]
