@@ -38,9 +38,9 @@ fn three_packet_plan(repo: &TestRepo) -> PathBuf {
     repo.write_plan("plan.toml", &body)
 }
 
-/// Runs `plan` in `repo` with `worker`, worktrees under the repository's scratch `wt` directory.
-fn run_args<'a>(plan: &'a str, root: &'a str) -> Vec<&'a str> {
-    vec!["run", plan, "--worker-cmd", WORKER, "--worktree-root", root]
+/// Arguments that run `plan` with `worker`, worktrees under `root`.
+fn run_args<'a>(plan: &'a str, worker: &'a str, root: &'a str) -> Vec<&'a str> {
+    vec!["run", plan, "--worker-cmd", worker, "--worktree-root", root]
 }
 
 #[test]
@@ -50,7 +50,7 @@ fn run_executes_every_packet_on_its_own_branch_and_worktree() {
     let root = repo.scratch().join("wt");
     let out = orchestra(
         &repo.path,
-        &run_args(plan.to_str().unwrap(), root.to_str().unwrap()),
+        &run_args(plan.to_str().unwrap(), WORKER, root.to_str().unwrap()),
     );
     assert!(out.status.success(), "{}", text(&out));
 
@@ -119,7 +119,7 @@ fn run_executes_every_packet_on_its_own_branch_and_worktree() {
     // Running the same plan again finds the finished run instead of duplicating it.
     let again = orchestra(
         &repo.path,
-        &run_args(plan.to_str().unwrap(), root.to_str().unwrap()),
+        &run_args(plan.to_str().unwrap(), WORKER, root.to_str().unwrap()),
     );
     assert!(again.status.success(), "{}", text(&again));
     assert!(
@@ -287,7 +287,7 @@ fn names_are_deterministic_across_clones() {
         let root = origin.scratch().join(format!("{name}-wt"));
         let out = orchestra(
             &dir,
-            &run_args(plan.to_str().unwrap(), root.to_str().unwrap()),
+            &run_args(plan.to_str().unwrap(), WORKER, root.to_str().unwrap()),
         );
         assert!(out.status.success(), "{}", text(&out));
         let run = run_id(&dir);
@@ -342,7 +342,7 @@ fn a_crash_after_any_journaled_event_is_resumed_to_completion() {
     let root = probe.scratch().join("wt");
     let out = orchestra(
         &probe.path,
-        &run_args(plan.to_str().unwrap(), root.to_str().unwrap()),
+        &run_args(plan.to_str().unwrap(), WORKER, root.to_str().unwrap()),
     );
     assert!(out.status.success(), "{}", text(&out));
     let run = run_id(&probe.path);
@@ -363,7 +363,7 @@ fn a_crash_after_any_journaled_event_is_resumed_to_completion() {
         let n_text = n.to_string();
         let out = orchestra_with_env(
             &repo.path,
-            &run_args(plan.to_str().unwrap(), root.to_str().unwrap()),
+            &run_args(plan.to_str().unwrap(), WORKER, root.to_str().unwrap()),
             &[("ORCHESTRA_CRASH_AFTER_EVENTS", &n_text)],
         );
         use std::os::unix::process::ExitStatusExt;
@@ -399,14 +399,7 @@ fn kill_9_while_a_worker_runs_then_resume_keeps_its_partial_work() {
         "if [ -f part1.txt ]; then echo two > part2.txt; else echo one > part1.txt; sleep 60; fi";
     let mut child = orchestra_command(
         &repo.path,
-        &[
-            "run",
-            plan.to_str().unwrap(),
-            "--worker-cmd",
-            worker,
-            "--worktree-root",
-            root.to_str().unwrap(),
-        ],
+        &run_args(plan.to_str().unwrap(), worker, root.to_str().unwrap()),
     )
     .stderr(std::process::Stdio::null())
     .spawn()
@@ -459,14 +452,7 @@ fn ctrl_c_stops_workers_and_leaves_a_resumable_run() {
     );
     let mut child = orchestra_command(
         &repo.path,
-        &[
-            "run",
-            plan.to_str().unwrap(),
-            "--worker-cmd",
-            &worker,
-            "--worktree-root",
-            root.to_str().unwrap(),
-        ],
+        &run_args(plan.to_str().unwrap(), &worker, root.to_str().unwrap()),
     )
     .stderr(std::process::Stdio::piped())
     .spawn()
@@ -497,7 +483,7 @@ fn gc_saves_unsaved_work_before_removing_worktrees() {
     let root = repo.scratch().join("wt");
     let out = orchestra(
         &repo.path,
-        &run_args(plan.to_str().unwrap(), root.to_str().unwrap()),
+        &run_args(plan.to_str().unwrap(), WORKER, root.to_str().unwrap()),
     );
     assert!(out.status.success(), "{}", text(&out));
     let run = run_id(&repo.path);
@@ -558,14 +544,7 @@ fn cancel_saves_in_progress_work() {
     // Crash right after the worker finished, before its commit: the work sits uncommitted.
     let out = orchestra_with_env(
         &repo.path,
-        &[
-            "run",
-            plan.to_str().unwrap(),
-            "--worker-cmd",
-            worker,
-            "--worktree-root",
-            root.to_str().unwrap(),
-        ],
+        &run_args(plan.to_str().unwrap(), worker, root.to_str().unwrap()),
         &[("ORCHESTRA_CRASH_AFTER_EVENTS", "6")],
     );
     assert!(!out.status.success());
