@@ -171,7 +171,7 @@ impl Matcher {
         if patterns.len() != query.pattern_count() {
             return None;
         }
-        let mut by_kind: Vec<Vec<u32>> = vec![Vec::new(); usize::from(u16::MAX) + 1];
+        let mut by_kind: Vec<Vec<u32>> = vec![Vec::new(); language.node_kind_count()];
         let mut any_named = Vec::new();
         for (i, p) in patterns.iter().enumerate() {
             match p {
@@ -179,7 +179,7 @@ impl Matcher {
                     kind: Some(k),
                     field: None,
                     ..
-                } => by_kind[usize::from(*k)].push(i as u32),
+                } => by_kind.get_mut(usize::from(*k))?.push(i as u32),
                 Step::Node {
                     kind: None,
                     field: None,
@@ -225,7 +225,11 @@ impl Matcher {
             let mut list = std::mem::take(&mut levels[depth].0);
             list.clear();
             // Match the patterns rooted here.
-            let roots = &self.by_kind[usize::from(node.kind_id())];
+            // ERROR nodes have a kind beyond the grammar's; no pattern is rooted there.
+            let roots = self
+                .by_kind
+                .get(usize::from(node.kind_id()))
+                .map_or(&[][..], Vec::as_slice);
             let candidates: &[u32] = if self.any_named.is_empty() || !node.is_named() {
                 roots
             } else {
