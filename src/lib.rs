@@ -10,6 +10,7 @@ pub mod config;
 pub mod confine;
 pub mod demo;
 pub mod engine;
+pub mod exec;
 pub mod forge;
 pub mod gate;
 pub mod git;

@@ -233,7 +233,7 @@ impl ReviewAgent<'_> {
         task: String,
     ) -> Result<String, GateError> {
         let stop = AtomicBool::new(false);
-        let tmp = crate::store::state_dir(&input.repo.common_dir).join("review-tmp");
+        let tmp = crate::exec::state_dir(&input.repo.common_dir).join("review-tmp");
         let spec = AgentSpec {
             role: self.role,
             models: self.models.clone(),

@@ -6,7 +6,6 @@ use std::time::Instant;
 
 use clap::Args;
 use git_orchestra::demo;
-use git_orchestra::engine;
 use git_orchestra::git::RepoInfo;
 use git_orchestra::orchestrator::{self, Approval, Interaction};
 use git_orchestra::store::Event;
@@ -61,7 +60,7 @@ pub fn cmd_demo(cwd: &Path, args: &DemoArgs) -> Result<(), CommandError> {
         None => std::env::temp_dir().join(format!(
             "git-orchestra-demo-{}-{}",
             std::process::id(),
-            git_orchestra::store::now_ms()
+            git_orchestra::exec::now_ms()
         )),
     };
     let repo_dir = base.join("greeter");
@@ -79,7 +78,7 @@ pub fn cmd_demo(cwd: &Path, args: &DemoArgs) -> Result<(), CommandError> {
             req.objective
         );
     }
-    let stop = engine::install_signal_handlers();
+    let stop = git_orchestra::exec::install_signal_handlers();
     let ui = DemoUi(Terminal { quiet: args.quiet });
     let outcome =
         orchestrator::start(&repo, &config, &req, &ui, stop).map_err(super::start::start_error)?;

@@ -63,7 +63,7 @@ pub fn cmd_merge(cwd: &Path, args: &MergeArgs) -> Result<(), CommandError> {
         timeout: args
             .timeout
             .map(Duration::from_secs)
-            .unwrap_or(git_orchestra::engine::DEFAULT_TIMEOUT),
+            .unwrap_or(git_orchestra::exec::DEFAULT_TIMEOUT),
         max_batch: args
             .max_batch
             .map(usize::from)

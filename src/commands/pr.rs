@@ -118,7 +118,7 @@ pub fn publish_report(
         target: target.map(str::to_string),
         settings,
         checks: super::review::check_options(&git, None),
-        timeout: git_orchestra::engine::DEFAULT_TIMEOUT,
+        timeout: git_orchestra::exec::DEFAULT_TIMEOUT,
         notes,
     };
     forge::publish(repo, run, forge.as_deref(), &opts).map_err(forge_error)

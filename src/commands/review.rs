@@ -91,7 +91,7 @@ pub fn cmd_review(cwd: &Path, args: &ReviewArgs) -> Result<(), CommandError> {
         validation: args.validate.clone(),
         timeout: Duration::from_secs(
             args.timeout
-                .unwrap_or(git_orchestra::engine::DEFAULT_TIMEOUT.as_secs()),
+                .unwrap_or(git_orchestra::exec::DEFAULT_TIMEOUT.as_secs()),
         ),
     };
     let model = model_reviewer(&repo, args.no_model)?;

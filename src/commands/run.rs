@@ -121,7 +121,7 @@ pub fn cmd_run(cwd: &Path, args: &RunArgs) -> Result<(), CommandError> {
         timeout: Duration::from_secs(
             args.timeout
                 .or(config.run.timeout_secs)
-                .unwrap_or(engine::DEFAULT_TIMEOUT.as_secs()),
+                .unwrap_or(git_orchestra::exec::DEFAULT_TIMEOUT.as_secs()),
         ),
         worktree_root: args
             .worktree_root
@@ -218,7 +218,7 @@ pub fn drive(
     quiet: bool,
     json: bool,
 ) -> Result<(), CommandError> {
-    let stop = engine::install_signal_handlers();
+    let stop = git_orchestra::exec::install_signal_handlers();
     let model = super::review::model_reviewer(repo, false)?;
     let review = model.as_ref().map(|m| engine::PacketReview {
         reviewer: m,

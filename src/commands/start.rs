@@ -8,7 +8,6 @@ use std::time::Duration;
 use clap::Args;
 use git_orchestra::agent::AgentWorker;
 use git_orchestra::config::RepoConfig;
-use git_orchestra::engine;
 use git_orchestra::git::RepoInfo;
 use git_orchestra::orchestrator::{
     self, Approval, Interaction, PublishSettings, StartError, StartJournal, StartOutcome,
@@ -228,7 +227,7 @@ pub fn cmd_start(cwd: &Path, args: &StartArgs) -> Result<(), CommandError> {
         timeout: Duration::from_secs(
             args.timeout
                 .or(config.run.timeout_secs)
-                .unwrap_or(engine::DEFAULT_TIMEOUT.as_secs()),
+                .unwrap_or(git_orchestra::exec::DEFAULT_TIMEOUT.as_secs()),
         ),
         worktree_root: args
             .worktree_root
@@ -283,7 +282,7 @@ pub fn run_start(
     req: &StartRequest,
     quiet: bool,
 ) -> Result<(), CommandError> {
-    let stop = engine::install_signal_handlers();
+    let stop = git_orchestra::exec::install_signal_handlers();
     let ui = Terminal { quiet };
     let outcome = orchestrator::start(repo, config, req, &ui, stop).map_err(start_error)?;
     let finished = finish(&outcome);
@@ -440,7 +439,7 @@ pub fn resume_start(
             config
                 .run
                 .timeout_secs
-                .unwrap_or(engine::DEFAULT_TIMEOUT.as_secs()),
+                .unwrap_or(git_orchestra::exec::DEFAULT_TIMEOUT.as_secs()),
         ),
         worktree_root: config.worktree.root.clone(),
         setup: config.worktree.setup.clone(),

@@ -235,7 +235,7 @@ fn cost(c: Option<f64>) -> String {
 /// Prints the saved report of `run` (default: the newest `start` run).
 fn print_report(repo: &RepoInfo, run: Option<&str>) -> Result<(), CommandError> {
     let run = super::pause::pick(repo, run)?;
-    let path = git_orchestra::engine::run_dir(&repo.common_dir, &run).join("report.md");
+    let path = git_orchestra::exec::run_dir(&repo.common_dir, &run).join("report.md");
     match fs_err::read_to_string(&path) {
         Ok(text) => {
             print!("{text}");

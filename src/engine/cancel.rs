@@ -3,8 +3,9 @@
 
 use std::time::{Duration, Instant};
 
+use super::EngineError;
 use super::gc::{GcReport, gc};
-use super::{EngineError, LockError, RunLock, run_dir};
+use crate::exec::{LockError, RunLock, run_dir};
 use crate::git::RepoInfo;
 use crate::store::{Event, Store};
 

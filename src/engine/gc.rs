@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::{EngineError, Journal, RunLock, run_dir};
+use super::{EngineError, Journal};
+use crate::exec::{RunLock, run_dir};
 use crate::git::{self as gitops, Git, RepoInfo};
 use crate::names;
 use crate::store::{Event, RunRecord, Store};

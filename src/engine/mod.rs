@@ -5,35 +5,27 @@
 mod cancel;
 pub mod gc;
 mod journal;
-mod lock;
 mod packet;
-pub mod process;
 pub mod scheduler;
-mod signal;
 mod symbol_scope;
 mod worker;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc;
 use std::time::Duration;
 
 pub use cancel::cancel;
 pub use journal::Journal;
-pub use lock::{LockError, RunLock};
-pub use process::kill_group;
-pub use signal::install as install_signal_handlers;
 pub use worker::{DEFAULT_FIX_ROUNDS, PacketReview, Worker, WorkerJob, WorkerReport};
 
+use crate::exec::{LockError, RunLock, kill_group, process, run_dir};
 use crate::git::{RepoError, RepoInfo};
 use crate::names;
 use crate::plan::Plan;
 use crate::store::{
-    self, Event, NewPacket, NewRun, PacketState, RunOutcome, RunRecord, RunState, Store, StoreError,
+    Event, NewPacket, NewRun, PacketState, RunOutcome, RunRecord, RunState, Store, StoreError,
 };
-
-/// Default longest time a worker or validation command may run.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(3600);
 
 /// Default cap on packets running at once when neither plan nor flags say.
 pub const DEFAULT_MAX_PARALLEL: usize = 4;
@@ -155,11 +147,6 @@ pub fn latest_unfinished(repo: &RepoInfo) -> Result<String, EngineError> {
         .find(|r| !r.state.is_finished())
         .map(|r| r.id)
         .ok_or(EngineError::NothingToResume)
-}
-
-/// Returns the directory holding one run's logs, packet files and lock.
-pub fn run_dir(common_dir: &Path, run: &str) -> PathBuf {
-    store::state_dir(common_dir).join("runs").join(run)
 }
 
 /// How the engine is steered while it executes.

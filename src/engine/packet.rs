@@ -11,9 +11,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use super::journal::Journal;
-use super::process::{self, Outcome, Spec};
 use super::symbol_scope;
 use super::worker::{PacketReview, Worker, WorkerJob};
+use crate::exec::process::{self, Outcome, Spec};
 use crate::gate;
 use crate::git::commit::{self, Trailers};
 use crate::git::{self as gitops, Created, RepoInfo, Reuse, WorktreeRequest};

@@ -154,7 +154,7 @@ pub enum ForgeError {
     #[error(transparent)]
     Store(#[from] crate::store::StoreError),
     #[error(transparent)]
-    Lock(#[from] crate::engine::LockError),
+    Lock(#[from] crate::exec::LockError),
     #[error("the plan stored with run `{run}` no longer parses: {message}")]
     StoredPlan { run: String, message: String },
     #[error("cannot write {path}: {source}")]

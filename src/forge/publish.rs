@@ -16,7 +16,7 @@ use serde::Serialize;
 use super::body::{PrContext, render_body};
 use super::remote::ForgeSettings;
 use super::{Forge, ForgeError, NewPullRequest, PrState, PullRequest, PullRequestUpdate};
-use crate::engine::{self, RunLock};
+use crate::exec::RunLock;
 use crate::gate::{self, CheckOptions, DeterministicReviewer, PacketRef, Reviewer, Verdict};
 use crate::git::{Git, RepoInfo};
 use crate::plan::{Packet, Plan};
@@ -112,7 +112,7 @@ pub fn publish(
     forge: Option<&dyn Forge>,
     opts: &PublishOptions,
 ) -> Result<PrReport, ForgeError> {
-    let dir = engine::run_dir(&repo.common_dir, run_id);
+    let dir = crate::exec::run_dir(&repo.common_dir, run_id);
     let _lock = RunLock::acquire(&dir, run_id)?;
     let store = Store::open(&repo.common_dir)?;
     let run = store.require_run(run_id)?;

@@ -299,7 +299,7 @@ pub fn check_push(
             let reviewer = DeterministicReviewer {
                 options: options.clone(),
                 validation: Vec::new(),
-                timeout: crate::engine::DEFAULT_TIMEOUT,
+                timeout: crate::exec::DEFAULT_TIMEOUT,
             };
             let mut reviewers: Vec<&dyn Reviewer> = vec![&reviewer];
             reviewers.extend_from_slice(extra);

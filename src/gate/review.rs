@@ -14,9 +14,8 @@ use super::diff::{RangeDiff, read_diff};
 use super::range::PacketRef;
 use super::scratch::ScratchWorktree;
 use super::verdict::{Decision, Verdict, rfc3339_utc, write_verdict};
-use crate::engine::process::{self, Outcome, Spec};
+use crate::exec::process::{self, Outcome, Spec};
 use crate::git::RepoInfo;
-use crate::store;
 
 /// What every reviewer looks at.
 pub struct ReviewInput<'a> {
@@ -93,7 +92,7 @@ impl Reviewer for DeterministicReviewer {
         }
         if !commands.is_empty() {
             out.checks.push("validation".into());
-            let log_dir = store::state_dir(&input.repo.common_dir)
+            let log_dir = crate::exec::state_dir(&input.repo.common_dir)
                 .join("review-logs")
                 .join(&input.tip[..input.tip.len().min(12)]);
             let results = run_validation(input.repo, input.tip, &commands, self.timeout, &log_dir)?;
@@ -205,7 +204,7 @@ pub fn review(
         checks,
         findings,
         packet: packet.map(|p| format!("{}/{}", p.run, p.packet.id)),
-        timestamp: rfc3339_utc(store::now_ms() / 1000),
+        timestamp: rfc3339_utc(crate::exec::now_ms() / 1000),
     };
     write_verdict(&git, &verdict)?;
     Ok(verdict)

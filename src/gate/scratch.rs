@@ -10,7 +10,6 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use super::GateError;
 use crate::git::{Git, RepoInfo};
-use crate::store;
 
 /// A detached checkout of one commit that is removed on drop.
 #[derive(Debug)]
@@ -29,7 +28,7 @@ impl ScratchWorktree {
             crate::names::sanitize(label, 40),
             std::process::id()
         );
-        let path = store::state_dir(&repo.common_dir)
+        let path = crate::exec::state_dir(&repo.common_dir)
             .join("scratch")
             .join(name);
         if let Some(parent) = path.parent() {

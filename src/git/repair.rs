@@ -82,7 +82,7 @@ pub fn create_repairing(
     if occupied {
         let aside = request
             .path
-            .with_extension(format!("incomplete-{}", crate::store::now_ms()));
+            .with_extension(format!("incomplete-{}", crate::exec::now_ms()));
         fs_err::rename(request.path, &aside).map_err(|source| WorktreeError::Io {
             path: request.path.to_path_buf(),
             source,

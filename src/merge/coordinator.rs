@@ -10,7 +10,8 @@ use super::report::{Batch, MergeReport, SentBack};
 use super::resolve::ConflictWorker;
 use super::steps::{Resolver, send_back, start_integration, validate_candidate};
 use super::tree::{MergeTree, commit_merge, merge_tree};
-use crate::engine::{self, Journal, RunLock, Worker};
+use crate::engine::{Journal, Worker};
+use crate::exec::RunLock;
 use crate::git::{Git, GitError, RepoInfo};
 use crate::names;
 use crate::plan::Plan;
@@ -44,7 +45,7 @@ impl Default for MergeOptions {
     fn default() -> Self {
         MergeOptions {
             target: None,
-            timeout: engine::DEFAULT_TIMEOUT,
+            timeout: crate::exec::DEFAULT_TIMEOUT,
             max_batch: DEFAULT_MAX_BATCH,
             resolve_rounds: DEFAULT_RESOLVE_ROUNDS,
         }
@@ -84,7 +85,7 @@ pub fn integrate_with(
     agent: Option<&dyn Worker>,
     on_event: &(dyn Fn(&str, &Event) + Sync),
 ) -> Result<MergeReport, MergeError> {
-    let dir = engine::run_dir(&repo.common_dir, run_id);
+    let dir = crate::exec::run_dir(&repo.common_dir, run_id);
     let _lock = RunLock::acquire(&dir, run_id)?;
     let store = Store::open(&repo.common_dir)?;
     let run = store.require_run(run_id)?;

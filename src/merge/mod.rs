@@ -25,7 +25,7 @@ pub use resolve::{
 };
 pub use tree::{MergeTree, commit_merge, merge_tree, predict};
 
-use crate::engine::LockError;
+use crate::exec::LockError;
 use crate::gate::GateError;
 use crate::git::GitError;
 use crate::store::StoreError;

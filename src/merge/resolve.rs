@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use crate::engine::process::{self, Spec};
 use crate::engine::{Worker, WorkerJob};
+use crate::exec::process::{self, Spec};
 use crate::git::commit::{self, Trailers};
 use crate::git::{self, Git};
 use crate::plan::Packet;

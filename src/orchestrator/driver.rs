@@ -40,7 +40,7 @@ pub enum StartError {
     #[error(transparent)]
     Merge(#[from] MergeError),
     #[error(transparent)]
-    Lock(#[from] crate::engine::LockError),
+    Lock(#[from] crate::exec::LockError),
     #[error(
         "the planner did not produce a valid plan in {rounds} rounds; last problems:\n  {issues}"
     )]
@@ -209,7 +209,7 @@ pub fn start(
             m.budget = settings.budget.clone();
             m.started_ms = entries
                 .first()
-                .map_or_else(crate::store::now_ms, |e| e.ts_ms);
+                .map_or_else(crate::exec::now_ms, |e| e.ts_ms);
             m
         }),
         journal,
@@ -332,9 +332,9 @@ pub fn start(
 
 /// Takes the lock that lets one process drive the workflow of `run`; the engine and merge
 /// coordinator keep their own run lock for the packets, so the two never contend.
-pub fn driver_lock(repo: &RepoInfo, run: &str) -> Result<crate::engine::RunLock, StartError> {
-    let dir = crate::engine::run_dir(&repo.common_dir, run).join("driver");
-    Ok(crate::engine::RunLock::acquire(&dir, run)?)
+pub fn driver_lock(repo: &RepoInfo, run: &str) -> Result<crate::exec::RunLock, StartError> {
+    let dir = crate::exec::run_dir(&repo.common_dir, run).join("driver");
+    Ok(crate::exec::RunLock::acquire(&dir, run)?)
 }
 
 pub(super) fn ask_err(phase: &'static str) -> impl Fn(AskError) -> StartError {

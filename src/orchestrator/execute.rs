@@ -15,9 +15,10 @@ use super::review::StartReviewer;
 use super::worker::StartWorker;
 use super::workflow::WorkflowState as S;
 use crate::engine::{self, Control, RunOptions, Worker};
+use crate::exec::now_ms;
 use crate::merge::{self, MergeOptions};
 use crate::plan::Plan;
-use crate::store::{Event, RunState, Store, now_ms};
+use crate::store::{Event, RunState, Store};
 
 /// Most merge attempts while conflicted packets are being resolved.
 pub const MAX_MERGE_ROUNDS: usize = 3;
@@ -154,7 +155,7 @@ impl Ctx<'_> {
                     s.packet,
                     s.conflicts.join(", ")
                 ));
-                let dir = engine::run_dir(&self.repo.common_dir, &self.run)
+                let dir = crate::exec::run_dir(&self.repo.common_dir, &self.run)
                     .join("logs")
                     .join(format!("{}-resolve", s.packet));
                 match conflicts::resolve(
@@ -194,7 +195,7 @@ impl Ctx<'_> {
 
     /// Builds, saves and returns the report (the journaled one when already written).
     pub(super) fn report(&self, state: S) -> Result<(Report, PathBuf), StartError> {
-        let dir = engine::run_dir(&self.repo.common_dir, &self.run);
+        let dir = crate::exec::run_dir(&self.repo.common_dir, &self.run);
         let path = dir.join("report.md");
         let store = Store::open(&self.repo.common_dir)?;
         let run = store.run(&self.run)?;

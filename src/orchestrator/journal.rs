@@ -12,8 +12,8 @@ use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 
 use super::workflow::{IllegalTransition, Workflow, WorkflowState};
+use crate::exec::now_ms;
 use crate::llm::Usage;
-use crate::store::{self, now_ms};
 
 /// A failure of the workflow journal, naming the database file.
 #[derive(Debug, thiserror::Error)]
@@ -269,7 +269,7 @@ impl StartJournal {
     /// Opens (creating if needed) the journal of `run` in the store of the repository whose
     /// common git directory is `common_dir`.
     pub fn open(common_dir: &Path, run: &str) -> Result<StartJournal, JournalError> {
-        let dir = store::state_dir(common_dir);
+        let dir = crate::exec::state_dir(common_dir);
         fs_err::create_dir_all(&dir).map_err(|source| JournalError::CreateDir {
             path: dir.clone(),
             source,
@@ -295,7 +295,10 @@ impl StartJournal {
 
     /// Returns the ids of runs that have a workflow journal, newest first.
     pub fn runs(common_dir: &Path) -> Result<Vec<String>, JournalError> {
-        if !store::state_dir(common_dir).join("orchestra.db").exists() {
+        if !crate::exec::state_dir(common_dir)
+            .join("orchestra.db")
+            .exists()
+        {
             return Ok(Vec::new());
         }
         let j = StartJournal::open(common_dir, "")?;

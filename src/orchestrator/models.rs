@@ -54,7 +54,7 @@ impl RoleModels {
             roles,
             config,
             budget: Budget::default(),
-            started_ms: crate::store::now_ms(),
+            started_ms: crate::exec::now_ms(),
             journal: journal.clone(),
             policy: RetryPolicy::default(),
             clients: Mutex::new(HashMap::new()),
@@ -114,7 +114,7 @@ impl RoleModels {
             return None;
         }
         let usage = self.journal.lock().ok()?.usage().ok()?;
-        let secs = ((crate::store::now_ms() - self.started_ms).max(0) / 1000) as u64;
+        let secs = ((crate::exec::now_ms() - self.started_ms).max(0) / 1000) as u64;
         let spent = budget::spent(&usage, &|m| self.price(m), secs);
         self.budget.exceeded(&spent, role)
     }

@@ -18,7 +18,7 @@ use std::path::PathBuf;
 use super::journal::WorkflowEvent;
 use super::worker::{AgentJob, StartWorker};
 use crate::agent::{SubtaskRequest, WorkerState};
-use crate::engine::process::{self, Spec};
+use crate::exec::process::{self, Spec};
 use crate::git::commit::{self, MergeOutcome, Trailers};
 use crate::git::{self as gitops, Git, RepoInfo, Reuse, WorktreeRequest};
 use crate::names;

@@ -11,10 +11,10 @@ mod records;
 mod usage;
 
 use std::path::{Path, PathBuf};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use rusqlite::{Connection, OptionalExtension, params};
 
+use crate::exec::{now_ms, state_dir};
 use projection::{apply, insert_event};
 
 pub use events::{Event, RunOutcome};
@@ -40,19 +40,6 @@ pub enum StoreError {
     Corrupt { path: PathBuf, what: String },
     #[error("no run `{id}` in this repository; `git orchestra status` lists the runs")]
     UnknownRun { id: String },
-}
-
-/// Returns the directory holding the store and per-run files: `<common-dir>/orchestra`.
-pub fn state_dir(common_dir: &Path) -> PathBuf {
-    common_dir.join("orchestra")
-}
-
-/// Returns milliseconds since the Unix epoch.
-pub fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
 }
 
 /// An open run store.
