@@ -105,6 +105,13 @@ pub struct Price {
     pub output_per_mtok: f64,
 }
 
+impl Price {
+    /// Returns what `input` and `output` tokens cost at this price.
+    pub fn cost(&self, input: u64, output: u64) -> f64 {
+        (input as f64 * self.input_per_mtok + output as f64 * self.output_per_mtok) / 1e6
+    }
+}
+
 /// The `[worktree]` table.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -169,6 +176,31 @@ pub fn user_config_path(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf>
 }
 
 impl RepoConfig {
+    /// Returns how long a worker or validation command may run: `secs` (a command-line
+    /// argument) over `[run] timeout_secs` over [`crate::exec::DEFAULT_TIMEOUT`].
+    pub fn timeout(&self, secs: Option<u64>) -> std::time::Duration {
+        secs.or(self.run.timeout_secs)
+            .map_or(crate::exec::DEFAULT_TIMEOUT, std::time::Duration::from_secs)
+    }
+
+    /// Returns where packet worktrees go: `dir` (a command-line argument, relative to `cwd`)
+    /// over `[worktree] root`; `None` leaves the default beside the repository.
+    pub fn worktree_root(&self, dir: Option<&Path>, cwd: &Path) -> Option<PathBuf> {
+        dir.map(|p| cwd.join(p))
+            .or_else(|| self.worktree.root.clone())
+    }
+
+    /// Returns the cap on packets running at once: `n` (a command-line argument) over
+    /// `[run] max_parallel`; `None` leaves it to the plan.
+    pub fn max_parallel(&self, n: Option<u16>) -> Option<usize> {
+        n.map(usize::from).or(self.run.max_parallel)
+    }
+
+    /// Returns the price of `model` from `[prices]`, if it has one.
+    pub fn price(&self, model: &str) -> Option<Price> {
+        self.prices.get(model).copied()
+    }
+
     /// Reads the repository's configuration, or the defaults when the file does not exist.
     pub fn load(toplevel: &Path) -> Result<RepoConfig, ConfigError> {
         RepoConfig::load_with_user(toplevel, None)

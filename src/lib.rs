@@ -20,4 +20,5 @@ pub mod names;
 pub mod nav;
 pub mod orchestrator;
 pub mod plan;
+pub mod status;
 pub mod store;

@@ -11,7 +11,8 @@ use git_orchestra::names;
 use git_orchestra::plan::{Packet, Plan};
 
 use super::CommandError;
-use super::run::{agent_worker, drive, engine_error, print_final};
+use super::drive::{drive, print_final};
+use super::{agent_worker, engine_error};
 
 /// Runs one of our agents on a task in its own worktree and branch, then commits its work.
 ///
@@ -45,7 +46,7 @@ pub struct AgentArgs {
 /// Builds a one-packet plan for the task and drives it with our agent.
 pub fn cmd_agent(cwd: &Path, args: &AgentArgs) -> Result<(), CommandError> {
     let repo = RepoInfo::discover(cwd)?;
-    let config = super::run::load_config(&repo)?;
+    let config = super::load_config(&repo)?;
     if args.task.trim().is_empty() {
         return Err(CommandError::user("the task is empty")
             .hint("git orchestra agent coder \"Make parse() reject empty input\""));
@@ -93,11 +94,7 @@ pub fn cmd_agent(cwd: &Path, args: &AgentArgs) -> Result<(), CommandError> {
         worker_cmd: None,
         max_parallel: Some(1),
         timeout: Duration::from_secs(timeout),
-        worktree_root: args
-            .worktree_root
-            .as_ref()
-            .map(|p| cwd.join(p))
-            .or(config.worktree.root.clone()),
+        worktree_root: config.worktree_root(args.worktree_root.as_deref(), cwd),
     };
     let prepared =
         engine::prepare(&repo, &plan, &text, "(agent task)", &opts).map_err(engine_error)?;

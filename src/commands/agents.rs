@@ -24,7 +24,7 @@ pub struct AgentsArgs {
 /// Prints every role with its resolved profile (or why there is none).
 pub fn cmd_agents(cwd: &Path, args: &AgentsArgs) -> Result<(), CommandError> {
     let repo = RepoInfo::discover(cwd)?;
-    let config = super::run::load_config(&repo)?;
+    let config = super::load_config(&repo)?;
     let roles = Roles::load(&repo.toplevel).map_err(CommandError::user)?;
     let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
     let mut rows = Vec::new();

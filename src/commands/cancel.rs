@@ -8,8 +8,8 @@ use git_orchestra::engine;
 use git_orchestra::git::RepoInfo;
 
 use super::CommandError;
+use super::engine_error;
 use super::gc::print_report;
-use super::run::engine_error;
 
 /// Cancels a run: stops the process driving it, marks it cancelled, and removes its worktrees
 /// after saving unsaved work to refs/orchestra/backup/<run>/<packet>.
@@ -27,8 +27,8 @@ pub fn cmd_cancel(cwd: &Path, args: &CancelArgs) -> Result<(), CommandError> {
     let repo = RepoInfo::discover(cwd)?;
     // A `start` run is cancelled as a workflow first (its driver stops), then its packets.
     let start_run = match &args.run {
-        Some(id) => super::start::workflow_state(&repo, id).map(|_| id.clone()),
-        None => super::start::latest_unfinished_start(&repo),
+        Some(id) => git_orchestra::status::start_state(&repo.common_dir, id).map(|_| id.clone()),
+        None => git_orchestra::status::latest_unfinished_start(&repo.common_dir),
     };
     if let Some(run) = &start_run
         && !super::pause::cancel_start(&repo, run)?

@@ -7,7 +7,7 @@ use git_orchestra::engine::gc::{GcReport, gc};
 use git_orchestra::git::RepoInfo;
 
 use super::CommandError;
-use super::run::engine_error;
+use super::engine_error;
 
 /// Removes the worktrees of finished runs, saving any unsaved work to
 /// refs/orchestra/backup/<run>/<packet> first; deletes packet branches only when they add

@@ -88,8 +88,8 @@ pub fn run_merge(
             .and_then(|s| s.run(run).ok().flatten())
             .is_some_and(|r| r.worker_cmd.is_none());
     let agent = if needs_agent {
-        super::run::load_config(repo)
-            .and_then(|config| super::run::agent_worker(repo, &config))
+        super::load_config(repo)
+            .and_then(|config| super::agent_worker(repo, &config))
             .ok()
     } else {
         None

@@ -6,6 +6,7 @@ mod agents;
 mod answer;
 mod cancel;
 mod demo;
+mod drive;
 mod error;
 mod gc;
 mod hook;
@@ -27,6 +28,11 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 pub use error::CommandError;
+
+use git_orchestra::agent::AgentWorker;
+use git_orchestra::config::RepoConfig;
+use git_orchestra::engine;
+use git_orchestra::git::RepoInfo;
 
 /// Runs several coding agents in parallel on one repository, one git worktree and branch per
 /// packet of work, and integrates their work only through review and merge gates.
@@ -111,5 +117,43 @@ fn init_tracing() {
             .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
             .with_writer(std::io::stderr)
             .try_init();
+    }
+}
+
+/// Returns the repository's configuration merged over the user's
+/// (`~/.config/git-orchestra/config.toml`, or under `$XDG_CONFIG_HOME`).
+pub(crate) fn load_config(repo: &RepoInfo) -> Result<RepoConfig, CommandError> {
+    let env = |k: &str| std::env::var(k).ok();
+    let user = git_orchestra::config::user_config_path(&env);
+    RepoConfig::load_with_user(&repo.toplevel, user.as_deref()).map_err(CommandError::user)
+}
+
+/// Returns our agents as the worker for runs without a worker command.
+pub(crate) fn agent_worker(
+    repo: &RepoInfo,
+    config: &RepoConfig,
+) -> Result<AgentWorker, CommandError> {
+    let worker = AgentWorker::new(&repo.toplevel, config.clone()).map_err(|e| {
+        CommandError::user(e)
+            .hint("fix the agent file named above, or pass --worker-cmd '<command>'")
+    })?;
+    if let Some(notice) = worker.sandbox_notice() {
+        eprintln!("{notice}");
+    }
+    Ok(worker)
+}
+
+/// Maps engine errors to the CLI's kinds: bad input and lock contention are the user's to fix.
+pub(crate) fn engine_error(e: engine::EngineError) -> CommandError {
+    use engine::EngineError as E;
+    match e {
+        E::Repo(e) => e.into(),
+        E::Lock(_)
+        | E::MissingWorker { .. }
+        | E::NotResumable { .. }
+        | E::NothingToResume
+        | E::NotFinished { .. } => CommandError::user(e),
+        E::Store(git_orchestra::store::StoreError::UnknownRun { .. }) => CommandError::user(e),
+        other => CommandError::internal(other),
     }
 }

@@ -7,7 +7,8 @@ use git_orchestra::engine;
 use git_orchestra::git::RepoInfo;
 
 use super::CommandError;
-use super::run::{drive, engine_error};
+use super::drive::drive;
+use super::engine_error;
 
 /// Continues a run after a crash or Ctrl-C: finished packets are kept, half-done ones restart
 /// from their worktree's state.
@@ -26,11 +27,11 @@ pub struct ResumeArgs {
 /// Resumes the chosen run and drives it to the end.
 pub fn cmd_resume(cwd: &Path, args: &ResumeArgs) -> Result<(), CommandError> {
     let repo = RepoInfo::discover(cwd)?;
-    let config = super::run::load_config(&repo)?;
+    let config = super::load_config(&repo)?;
     // Runs made by `start` continue their whole workflow, not only the engine's part.
     let start_run = match &args.run {
-        Some(id) => super::start::workflow_state(&repo, id).map(|_| id.clone()),
-        None => super::start::latest_unfinished_start(&repo),
+        Some(id) => git_orchestra::status::start_state(&repo.common_dir, id).map(|_| id.clone()),
+        None => git_orchestra::status::latest_unfinished_start(&repo.common_dir),
     };
     if let Some(run) = start_run {
         return super::start::resume_start(&repo, &config, &run, args.quiet);

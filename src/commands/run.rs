@@ -2,18 +2,15 @@
 //! packet, with any command-line agent as the worker.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use clap::Args;
-use git_orchestra::agent::AgentWorker;
-use git_orchestra::config::RepoConfig;
-use git_orchestra::engine::{self, Control, RunOptions, Summary};
+use git_orchestra::engine::{self, RunOptions};
 use git_orchestra::git::RepoInfo;
 use git_orchestra::store::{RunState, Store};
 use git_orchestra::{names, plan};
 
-use super::CommandError;
-use super::progress;
+use super::drive::{drive, print_final};
+use super::{CommandError, agent_worker, engine_error, load_config, progress};
 
 /// Runs a plan: every packet in its own worktree and branch, ready packets in parallel.
 ///
@@ -114,20 +111,9 @@ pub fn cmd_run(cwd: &Path, args: &RunArgs) -> Result<(), CommandError> {
     }
     let opts = RunOptions {
         worker_cmd: args.worker_cmd.clone(),
-        max_parallel: args
-            .max_parallel
-            .map(usize::from)
-            .or(config.run.max_parallel),
-        timeout: Duration::from_secs(
-            args.timeout
-                .or(config.run.timeout_secs)
-                .unwrap_or(git_orchestra::exec::DEFAULT_TIMEOUT.as_secs()),
-        ),
-        worktree_root: args
-            .worktree_root
-            .as_ref()
-            .map(|p| cwd.join(p))
-            .or(config.worktree.root.clone()),
+        max_parallel: config.max_parallel(args.max_parallel),
+        timeout: config.timeout(args.timeout),
+        worktree_root: config.worktree_root(args.worktree_root.as_deref(), cwd),
     };
     let prepared = engine::prepare(&repo, &plan, &text, &display, &opts).map_err(engine_error)?;
     if !prepared.created {
@@ -147,28 +133,10 @@ pub fn cmd_run(cwd: &Path, args: &RunArgs) -> Result<(), CommandError> {
                 prepared.run.state.as_str()
             );
             let shown = print_final(&repo, &prepared.run.id, args.json, prepared.run.state);
-            if let Some(mode) = args.pr
-                && prepared.run.state != RunState::Cancelled
-            {
-                let published = super::pr::run_pr(
-                    &repo,
-                    &prepared.run.id,
-                    mode,
-                    args.remote.as_deref(),
-                    args.target.as_deref(),
-                    args.json,
-                );
-                return shown.and(published);
+            if prepared.run.state == RunState::Cancelled {
+                return shown;
             }
-            if args.merge && prepared.run.state != RunState::Cancelled {
-                let opts = git_orchestra::merge::MergeOptions {
-                    target: args.target.clone(),
-                    ..Default::default()
-                };
-                let merged = super::merge::run_merge(&repo, &prepared.run.id, &opts, args.json);
-                return shown.and(merged);
-            }
-            return shown;
+            return afterwards(&repo, &prepared.run.id, args, shown);
         }
         eprintln!("run {} exists; resuming it", prepared.run.id);
     } else if !args.quiet {
@@ -180,9 +148,6 @@ pub fn cmd_run(cwd: &Path, args: &RunArgs) -> Result<(), CommandError> {
         );
     }
     let driven = drive(&repo, &prepared.run.id, &config, args.quiet, args.json);
-    if !args.merge && args.pr.is_none() {
-        return driven;
-    }
     // A failed run may still have succeeded packets worth integrating; an interrupted or
     // broken one is left alone.
     if let Err(e) = &driven
@@ -190,134 +155,34 @@ pub fn cmd_run(cwd: &Path, args: &RunArgs) -> Result<(), CommandError> {
     {
         return driven;
     }
+    afterwards(&repo, &prepared.run.id, args, driven)
+}
+
+/// Does what `--pr` or `--merge` asks once the run has ended with `outcome`, and returns the
+/// outcome combined with that step's.
+fn afterwards(
+    repo: &RepoInfo,
+    run: &str,
+    args: &RunArgs,
+    outcome: Result<(), CommandError>,
+) -> Result<(), CommandError> {
     if let Some(mode) = args.pr {
         let published = super::pr::run_pr(
-            &repo,
-            &prepared.run.id,
+            repo,
+            run,
             mode,
             args.remote.as_deref(),
             args.target.as_deref(),
             args.json,
         );
-        return driven.and(published);
+        return outcome.and(published);
     }
-    let opts = git_orchestra::merge::MergeOptions {
-        target: args.target.clone(),
-        ..Default::default()
-    };
-    let merged = super::merge::run_merge(&repo, &prepared.run.id, &opts, args.json);
-    driven.and(merged)
-}
-
-/// Executes a run with progress on stderr and the summary on stdout; maps the outcome to the
-/// exit code (0 completed, 1 failed, 130 interrupted).
-pub fn drive(
-    repo: &RepoInfo,
-    run_id: &str,
-    config: &RepoConfig,
-    quiet: bool,
-    json: bool,
-) -> Result<(), CommandError> {
-    let stop = git_orchestra::exec::install_signal_handlers();
-    let model = super::review::model_reviewer(repo, false)?;
-    let review = model.as_ref().map(|m| engine::PacketReview {
-        reviewer: m,
-        max_rounds: engine::DEFAULT_FIX_ROUNDS,
-    });
-    let printer = progress::printer(quiet || json);
-    let crash_after_events = std::env::var("ORCHESTRA_CRASH_AFTER_EVENTS")
-        .ok()
-        .and_then(|v| v.parse().ok());
-    let ctl = Control {
-        stop,
-        on_event: &printer,
-        setup: config.worktree.setup.clone(),
-        crash_after_events,
-        review: review.as_ref(),
-    };
-    let store = Store::open(&repo.common_dir).map_err(CommandError::internal)?;
-    let has_cmd = store
-        .require_run(run_id)
-        .map_err(CommandError::internal)?
-        .worker_cmd
-        .is_some();
-    drop(store);
-    let worker = if has_cmd {
-        None
-    } else {
-        Some(agent_worker(repo, config)?)
-    };
-    let worker_ref = worker.as_ref().map(|w| w as &dyn engine::Worker);
-    let summary: Summary =
-        engine::execute_with(repo, run_id, &ctl, worker_ref).map_err(engine_error)?;
-    print_final(repo, run_id, json, summary.state)
-}
-
-/// Returns the repository's configuration merged over the user's
-/// (`~/.config/git-orchestra/config.toml`, or under `$XDG_CONFIG_HOME`).
-pub fn load_config(repo: &RepoInfo) -> Result<RepoConfig, CommandError> {
-    let env = |k: &str| std::env::var(k).ok();
-    let user = git_orchestra::config::user_config_path(&env);
-    RepoConfig::load_with_user(&repo.toplevel, user.as_deref()).map_err(CommandError::user)
-}
-
-/// Returns our agents as the worker for runs without a worker command.
-pub fn agent_worker(repo: &RepoInfo, config: &RepoConfig) -> Result<AgentWorker, CommandError> {
-    let worker = AgentWorker::new(&repo.toplevel, config.clone()).map_err(|e| {
-        CommandError::user(e)
-            .hint("fix the agent file named above, or pass --worker-cmd '<command>'")
-    })?;
-    if let Some(notice) = worker.sandbox_notice() {
-        eprintln!("{notice}");
+    if args.merge {
+        let opts = git_orchestra::merge::MergeOptions {
+            target: args.target.clone(),
+            ..Default::default()
+        };
+        return outcome.and(super::merge::run_merge(repo, run, &opts, args.json));
     }
-    Ok(worker)
-}
-
-pub(super) fn print_final(
-    repo: &RepoInfo,
-    run_id: &str,
-    json: bool,
-    state: RunState,
-) -> Result<(), CommandError> {
-    let store = Store::open(&repo.common_dir).map_err(CommandError::internal)?;
-    let run = store.require_run(run_id).map_err(CommandError::internal)?;
-    let packets = store.packets(run_id).map_err(CommandError::internal)?;
-    let agents = store.agent_usage(run_id).map_err(CommandError::internal)?;
-    if json {
-        let value = serde_json::json!({ "run": run, "packets": packets, "agents": agents });
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&value).map_err(CommandError::internal)?
-        );
-    } else {
-        let mut out = String::new();
-        super::status::render(&mut out, &run, &packets);
-        super::status::render_agents(&mut out, &agents);
-        print!("{out}");
-    }
-    match state {
-        RunState::Completed => Ok(()),
-        RunState::Interrupted => Err(CommandError::interrupted(format!(
-            "run {run_id} interrupted; `git orchestra resume` continues it"
-        ))),
-        _ => Err(CommandError::failed(format!(
-            "run {run_id} {}: see the packets above; their work stays on their branches",
-            state.as_str()
-        ))),
-    }
-}
-
-/// Maps engine errors to the CLI's kinds: bad input and lock contention are the user's to fix.
-pub fn engine_error(e: engine::EngineError) -> CommandError {
-    use engine::EngineError as E;
-    match e {
-        E::Repo(e) => e.into(),
-        E::Lock(_)
-        | E::MissingWorker { .. }
-        | E::NotResumable { .. }
-        | E::NothingToResume
-        | E::NotFinished { .. } => CommandError::user(e),
-        E::Store(git_orchestra::store::StoreError::UnknownRun { .. }) => CommandError::user(e),
-        other => CommandError::internal(other),
-    }
+    outcome
 }

@@ -201,10 +201,7 @@ pub fn cmd_start(cwd: &Path, args: &StartArgs) -> Result<(), CommandError> {
         merge: args.merge,
         clarify: !args.no_clarify && config.start.clarify != Some(false),
         worker_cmd: args.worker_cmd.clone(),
-        max_parallel: args
-            .max_parallel
-            .map(usize::from)
-            .or(config.run.max_parallel),
+        max_parallel: config.max_parallel(args.max_parallel),
         budget: orchestrator::budget::Budget {
             tokens: args.budget_tokens,
             cost: args.budget_cost,
@@ -224,16 +221,8 @@ pub fn cmd_start(cwd: &Path, args: &StartArgs) -> Result<(), CommandError> {
     let req = StartRequest {
         objective: args.objective.trim().to_string(),
         settings,
-        timeout: Duration::from_secs(
-            args.timeout
-                .or(config.run.timeout_secs)
-                .unwrap_or(git_orchestra::exec::DEFAULT_TIMEOUT.as_secs()),
-        ),
-        worktree_root: args
-            .worktree_root
-            .as_ref()
-            .map(|p| cwd.join(p))
-            .or(config.worktree.root.clone()),
+        timeout: config.timeout(args.timeout),
+        worktree_root: config.worktree_root(args.worktree_root.as_deref(), cwd),
         setup: config.worktree.setup.clone(),
         target: args.target.clone(),
         crash_after_events: crash_after_events(),
@@ -372,45 +361,13 @@ pub fn finish(outcome: &StartOutcome) -> Result<(), CommandError> {
 pub fn start_error(e: StartError) -> CommandError {
     match e {
         StartError::Repo(e) => e.into(),
-        StartError::Engine(e) => super::run::engine_error(e),
+        StartError::Engine(e) => super::engine_error(e),
         e @ (StartError::NeedsApproval { .. } | StartError::Roles(_)) => CommandError::user(e),
         StartError::Lock(e) => CommandError::user(e),
         e @ (StartError::PlanInvalid { .. } | StartError::Ask { .. }) => CommandError::failed(e)
             .hint("`git orchestra start` with the same objective (or `resume`) retries from this phase"),
         e => CommandError::internal(e),
     }
-}
-
-/// Returns the workflow state line of a `start` run, if `run` is one.
-pub fn workflow_state(repo: &RepoInfo, run: &str) -> Option<(WorkflowState, String)> {
-    let ids = StartJournal::runs(&repo.common_dir).ok()?;
-    if !ids.iter().any(|i| i == run) {
-        return None;
-    }
-    let j = StartJournal::open(&repo.common_dir, run).ok()?;
-    let entries = j.entries().ok()?;
-    let objective = entries.first().and_then(|e| match &e.event {
-        orchestrator::WorkflowEvent::Started { objective, .. } => Some(objective.clone()),
-        _ => None,
-    })?;
-    Some((j.workflow().ok()?.state(), objective))
-}
-
-/// Returns the `start` run whose documenting or testing phase is the engine run `run`.
-fn phase_parent(repo: &RepoInfo, run: &str) -> Option<String> {
-    StartJournal::runs(&repo.common_dir)
-        .ok()?
-        .into_iter()
-        .filter(|id| id != run)
-        .find(|id| {
-            StartJournal::open(&repo.common_dir, id)
-                .and_then(|j| j.entries())
-                .is_ok_and(|entries| {
-                    entries.iter().any(|e| {
-                        matches!(&e.event, orchestrator::WorkflowEvent::PhaseRun { run: r, .. } if r == run)
-                    })
-                })
-        })
 }
 
 /// Continues the `start` run `run` with the settings it was started with.
@@ -435,13 +392,8 @@ pub fn resume_start(
     let req = StartRequest {
         objective,
         settings,
-        timeout: Duration::from_secs(
-            config
-                .run
-                .timeout_secs
-                .unwrap_or(git_orchestra::exec::DEFAULT_TIMEOUT.as_secs()),
-        ),
-        worktree_root: config.worktree.root.clone(),
+        timeout: config.timeout(None),
+        worktree_root: config.worktree_root(None, &repo.toplevel),
         setup: config.worktree.setup.clone(),
         target: None,
         crash_after_events: crash_after_events(),
@@ -451,131 +403,4 @@ pub fn resume_start(
         answer_wait: Duration::from_secs(3600),
     };
     run_start(repo, config, &req, quiet)
-}
-
-/// Returns the newest `start` run that is neither completed nor cancelled.
-pub fn latest_unfinished_start(repo: &RepoInfo) -> Option<String> {
-    StartJournal::runs(&repo.common_dir)
-        .ok()?
-        .into_iter()
-        .find(|r| workflow_state(repo, r).is_some_and(|(s, _)| !s.is_final()))
-}
-
-/// Returns the `start` runs that have no engine run yet (still clarifying or planning), with
-/// their phase and objective.
-pub fn planning_runs(
-    repo: &RepoInfo,
-    engine_runs: &[git_orchestra::store::RunRecord],
-) -> Vec<(String, (WorkflowState, String))> {
-    StartJournal::runs(&repo.common_dir)
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|r| !engine_runs.iter().any(|e| &e.id == r))
-        .filter_map(|r| workflow_state(repo, &r).map(|s| (r, s)))
-        .filter(|(_, (s, _))| !s.is_final())
-        .collect()
-}
-
-/// Returns the lines `status` adds for a `start` run: phase, tokens and cost spent, pull
-/// requests, and the questions agents wait on.
-pub fn status_lines(repo: &RepoInfo, run: &str) -> Vec<String> {
-    // A documenting or testing packet runs as its own engine run; its lines are its
-    // `start` run's.
-    let (run, parent) = match phase_parent(repo, run) {
-        Some(parent) => (parent.clone(), Some(parent)),
-        None => (run.to_string(), None),
-    };
-    let run = run.as_str();
-    let Some((phase, _)) = workflow_state(repo, run) else {
-        return Vec::new();
-    };
-    let mut out = vec![match parent {
-        Some(parent) => format!("phase     {phase} (of start run {parent})"),
-        None => format!("phase     {phase}"),
-    }];
-    let Ok(j) = StartJournal::open(&repo.common_dir, run) else {
-        return out;
-    };
-    if let Ok(usage) = j.usage() {
-        let (calls, input, output) = usage.iter().fold((0, 0, 0), |(c, i, o), u| {
-            (
-                c + u.calls,
-                i + u.usage.input_tokens,
-                o + u.usage.output_tokens,
-            )
-        });
-        out.push(format!(
-            "tokens    {input} in / {output} out over {calls} model calls"
-        ));
-        // Cost where `[prices]` knows the models (keyed by model name, as in the report).
-        let prices = RepoConfig::load(&repo.toplevel)
-            .map(|c| c.prices)
-            .unwrap_or_default();
-        let (cost, priced) = usage.iter().fold((0.0, 0), |(sum, n), u| {
-            match prices.get(u.model.rsplit(':').next().unwrap_or(&u.model)) {
-                Some(p) => (
-                    sum + (u.usage.input_tokens as f64 * p.input_per_mtok
-                        + u.usage.output_tokens as f64 * p.output_per_mtok)
-                        / 1e6,
-                    n + 1,
-                ),
-                None => (sum, n),
-            }
-        });
-        if priced > 0 {
-            let partial = if priced < usage.len() {
-                " (models without a price not counted)"
-            } else {
-                ""
-            };
-            out.push(format!("cost      ${cost:.4}{partial}"));
-        }
-    }
-    let entries = j.entries().unwrap_or_default();
-    let published = entries.iter().rev().find_map(|e| match &e.event {
-        orchestrator::WorkflowEvent::Published { prs } => Some(prs),
-        _ => None,
-    });
-    for pr in published.into_iter().flatten() {
-        out.push(format!("pr        {}: {}", pr.packet, pr.location));
-    }
-    // The latest concurrency change of each profile, and each subtask's latest state.
-    let mut limits: Vec<(&str, &str)> = Vec::new();
-    let mut subtasks: Vec<(&str, String)> = Vec::new();
-    for e in &entries {
-        match &e.event {
-            orchestrator::WorkflowEvent::ConcurrencyChanged { profile, text, .. } => {
-                limits.retain(|(p, _)| p != profile);
-                limits.push((profile, text));
-            }
-            orchestrator::WorkflowEvent::SubtaskSpawned { parent, child, .. } => {
-                subtasks.push((child, format!("{child} of {parent}: running")));
-            }
-            orchestrator::WorkflowEvent::SubtaskFinished {
-                parent,
-                child,
-                state,
-                ..
-            } => {
-                subtasks.retain(|(c, _)| c != child);
-                subtasks.push((child, format!("{child} of {parent}: {state}")));
-            }
-            _ => {}
-        }
-    }
-    out.extend(limits.iter().map(|(_, t)| format!("limit     {t}")));
-    out.extend(subtasks.iter().map(|(_, t)| format!("subtask   {t}")));
-    for (i, e) in entries.iter().enumerate() {
-        if let orchestrator::WorkflowEvent::Asked { packet, question } = &e.event {
-            let answered = entries[i..].iter().any(|later| {
-                matches!(&later.event, orchestrator::WorkflowEvent::Answered { packet: p, .. } if p == packet)
-            });
-            if !answered {
-                out.push(format!(
-                    "question  {packet}: {question}  (git orchestra answer {packet} \"…\")"
-                ));
-            }
-        }
-    }
-    out
 }

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use clap::Args;
 use git_orchestra::git::RepoInfo;
-use git_orchestra::store::{AgentUsage, Event, PacketRecord, RunRecord, Store};
-use serde::Serialize;
+use git_orchestra::status::{self, Note, Overview, RunStatus, StartStatus, StatusError};
+use git_orchestra::store::{AgentUsage, PacketRecord, RunRecord, StoreError};
 
 use super::CommandError;
 use super::progress::short;
@@ -28,88 +28,52 @@ pub struct StatusArgs {
     report: bool,
 }
 
-#[derive(Serialize)]
-struct RunView<'a> {
-    run: &'a RunRecord,
-    packets: &'a [PacketRecord],
-}
-
 /// Prints the status of a run (and a line for each other run).
 pub fn cmd_status(cwd: &Path, args: &StatusArgs) -> Result<(), CommandError> {
     let repo = RepoInfo::discover(cwd)?;
     if args.report {
         return print_report(&repo, args.run.as_deref());
     }
+    let config = super::load_config(&repo)?;
+    let price = |model: &str| config.price(model);
     loop {
-        let Some(store) = Store::open_existing(&repo.common_dir).map_err(CommandError::internal)?
-        else {
-            if let Some(id) = &args.run {
-                return Err(CommandError::user(format!(
-                    "no run `{id}` in this repository (no runs yet)"
-                )));
+        let overview = match status::overview(&repo.common_dir, args.run.as_deref(), &price) {
+            Ok(o) => o,
+            Err(StatusError::Store(e @ StoreError::UnknownRun { .. })) => {
+                return Err(CommandError::user(e));
             }
-            if args.json {
-                println!("{{\"runs\":[]}}");
-            } else {
-                println!(
-                    "no runs yet; start one with `git orchestra run <plan.toml> --worker-cmd '…'`"
-                );
-            }
-            return Ok(());
+            Err(e) => return Err(CommandError::internal(e)),
         };
-        let runs = store.runs().map_err(CommandError::internal)?;
-        let chosen = match &args.run {
-            Some(id) => Some(store.require_run(id).map_err(CommandError::user)?),
-            None => runs.first().cloned(),
-        };
-        let Some(run) = chosen else {
-            let planning = super::start::planning_runs(&repo, &runs);
-            if planning.is_empty() {
-                println!("no runs yet");
+        let status = match overview {
+            Overview::Run(status) => status,
+            Overview::NoRun { planning } => {
+                if args.json {
+                    let value = serde_json::json!({ "runs": [], "planning": planning });
+                    println!("{value}");
+                } else if planning.is_empty() {
+                    println!(
+                        "no runs yet; start one with `git orchestra start \"<objective>\"` or `git orchestra run <plan.toml>`"
+                    );
+                }
+                for p in planning.iter().filter(|_| !args.json) {
+                    println!("run {} ({}) is {}", p.id, p.objective, p.phase);
+                }
+                return Ok(());
             }
-            for (id, (phase, objective)) in planning {
-                println!("run {id} ({objective}) is {phase}");
-            }
-            return Ok(());
         };
-        let packets = store.packets(&run.id).map_err(CommandError::internal)?;
-        let agents = store.agent_usage(&run.id).map_err(CommandError::internal)?;
         if args.json {
-            let view = RunView {
-                run: &run,
-                packets: &packets,
-            };
-            let others: Vec<&RunRecord> = runs.iter().filter(|r| r.id != run.id).collect();
-            let value = serde_json::json!({ "run": view.run, "packets": view.packets, "agents": agents, "other_runs": others });
             println!(
                 "{}",
-                serde_json::to_string_pretty(&value).map_err(CommandError::internal)?
+                serde_json::to_string_pretty(&status).map_err(CommandError::internal)?
             );
             return Ok(());
         }
-        let mut out = String::new();
-        render(&mut out, &run, &packets);
-        render_agents(&mut out, &agents);
-        render_scheduling_notes(&mut out, &store, &run.id)?;
-        let lines = super::start::status_lines(&repo, &run.id);
-        if !lines.is_empty() {
-            out.push_str(&format!("\n{}\n", lines.join("\n")));
-        }
-        for (id, (phase, objective)) in super::start::planning_runs(&repo, &runs) {
-            out.push_str(&format!("\nrun {id} ({objective}) is {phase}\n"));
-        }
-        let others: Vec<&RunRecord> = runs.iter().filter(|r| r.id != run.id).collect();
-        if !others.is_empty() {
-            out.push_str("\nother runs:\n");
-            for r in others {
-                out.push_str(&format!("  {:<12} {}\n", r.state.as_str(), r.id));
-            }
-        }
+        let out = render_status(&status);
         if args.watch {
             // Clear the screen and home the cursor, then redraw.
             print!("\x1b[2J\x1b[H{out}");
             let _ = std::io::stdout().flush();
-            if run.state.is_finished() {
+            if status.run.state.is_finished() {
                 return Ok(());
             }
             std::thread::sleep(Duration::from_secs(1));
@@ -120,34 +84,89 @@ pub fn cmd_status(cwd: &Path, args: &StatusArgs) -> Result<(), CommandError> {
     }
 }
 
-/// Appends why packets sharing files ran side by side, and edits found outside declared
-/// symbols.
-fn render_scheduling_notes(out: &mut String, store: &Store, run: &str) -> Result<(), CommandError> {
-    let mut lines = Vec::new();
-    for kind in ["packets_share_files", "scope_finding"] {
-        for e in store
-            .events_of_kind(run, kind)
-            .map_err(CommandError::internal)?
-        {
-            match e.event {
-                Event::PacketsShareFiles { note, .. } => lines.push(format!("parallel  {note}")),
-                Event::ScopeFinding {
-                    packet,
-                    file,
-                    lines: changed,
-                    declared,
-                } => lines.push(format!(
-                    "finding   {packet} changed {file} lines {changed} outside its declared symbols ({})",
-                    declared.join(", ")
-                )),
-                _ => {}
-            }
+/// Returns the whole human status of a run: table, agents, notes, its `start` lines, what
+/// else is planning, the other runs.
+fn render_status(status: &RunStatus) -> String {
+    let mut out = String::new();
+    render(&mut out, &status.run, &status.packets);
+    render_agents(&mut out, &status.agents);
+    render_notes(&mut out, &status.notes);
+    if let Some(start) = &status.start {
+        out.push_str(&format!("\n{}\n", start_lines(start).join("\n")));
+    }
+    for p in &status.planning {
+        out.push_str(&format!(
+            "\nrun {} ({}) is {}\n",
+            p.id, p.objective, p.phase
+        ));
+    }
+    if !status.other_runs.is_empty() {
+        out.push_str("\nother runs:\n");
+        for r in &status.other_runs {
+            out.push_str(&format!("  {:<12} {}\n", r.state.as_str(), r.id));
         }
     }
+    out
+}
+
+/// Appends why packets sharing files ran side by side, and edits found outside declared
+/// symbols.
+fn render_notes(out: &mut String, notes: &[Note]) {
+    let lines: Vec<String> = notes
+        .iter()
+        .map(|n| match n {
+            Note::Parallel { note } => format!("parallel  {note}"),
+            Note::Finding {
+                packet,
+                file,
+                lines,
+                declared,
+            } => format!(
+                "finding   {packet} changed {file} lines {lines} outside its declared symbols ({})",
+                declared.join(", ")
+            ),
+        })
+        .collect();
     if !lines.is_empty() {
         out.push_str(&format!("\n{}\n", lines.join("\n")));
     }
-    Ok(())
+}
+
+/// Returns the lines a `start` run adds: phase, tokens and cost spent, pull requests, limits,
+/// subtasks and the questions agents wait on.
+fn start_lines(s: &StartStatus) -> Vec<String> {
+    let mut out = vec![if s.parent_of_phase {
+        format!("phase     {} (of start run {})", s.phase, s.run)
+    } else {
+        format!("phase     {}", s.phase)
+    }];
+    let spend = &s.spend;
+    out.push(format!(
+        "tokens    {} in / {} out over {} model calls",
+        spend.input_tokens, spend.output_tokens, spend.calls
+    ));
+    if let Some(cost) = spend.cost {
+        let partial = if spend.partial {
+            " (models without a price not counted)"
+        } else {
+            ""
+        };
+        out.push(format!("cost      ${cost:.4}{partial}"));
+    }
+    out.extend(
+        s.prs
+            .iter()
+            .map(|(packet, at)| format!("pr        {packet}: {at}")),
+    );
+    out.extend(s.limits.iter().map(|t| format!("limit     {t}")));
+    out.extend(s.subtasks.iter().map(|t| format!("subtask   {t}")));
+    out.extend(s.questions.iter().map(|q| {
+        format!(
+            "question  {}: {}  (git orchestra answer {} \"…\")",
+            q.packet, q.question, q.packet
+        )
+    }));
+    out
 }
 
 /// Appends a run's header and packet table to `out`.

@@ -1,0 +1,367 @@
+//! What a run looks like right now, read from the run store and the workflow journal: the one
+//! query behind `status`, `status --json`, the final summary of `run`/`agent`/`resume`, and any
+//! other view of a run.
+//!
+//! Front ends render these values; none of them reads the journal on its own, so every view
+//! agrees on a run's phase, its packets, its tokens and its cost.
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::config::Price;
+use crate::orchestrator::{StartJournal, WorkflowEvent, WorkflowState};
+use crate::store::{AgentUsage, Event, PacketRecord, RunRecord, Store, StoreError};
+
+/// Why a run's status could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum StatusError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// A `start` run's phase and objective.
+#[derive(Debug, Clone, Serialize)]
+pub struct StartState {
+    pub phase: WorkflowState,
+    pub objective: String,
+}
+
+/// A `start` run that has no engine run yet (still clarifying or planning).
+#[derive(Debug, Clone, Serialize)]
+pub struct PlanningRun {
+    pub id: String,
+    pub phase: WorkflowState,
+    pub objective: String,
+}
+
+/// Tokens a `start` run's model calls used, and what they cost where `[prices]` knows the model.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Spend {
+    pub calls: u64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// The cost of the priced models; `None` when no model has a price.
+    pub cost: Option<f64>,
+    /// True when some models had no price and are not counted in `cost`.
+    pub partial: bool,
+}
+
+/// A question an agent asked that nobody has answered yet.
+#[derive(Debug, Clone, Serialize)]
+pub struct OpenQuestion {
+    pub packet: String,
+    pub question: String,
+}
+
+/// What a `start` run adds to its engine run's status.
+#[derive(Debug, Clone, Serialize)]
+pub struct StartStatus {
+    /// The `start` run these lines belong to (an engine run of a documenting or testing phase
+    /// reports its parent's).
+    pub run: String,
+    /// Set when the engine run asked about is a phase of this `start` run.
+    pub parent_of_phase: bool,
+    pub phase: WorkflowState,
+    pub spend: Spend,
+    /// Published pull requests: packet and where its request is.
+    pub prs: Vec<(String, String)>,
+    /// The latest concurrency change of each model profile.
+    pub limits: Vec<String>,
+    /// Each subtask's latest state, one line each.
+    pub subtasks: Vec<String>,
+    pub questions: Vec<OpenQuestion>,
+}
+
+/// A note on how packets were scheduled or what they changed.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Note {
+    /// Packets that share files ran side by side, and why that was allowed.
+    Parallel { note: String },
+    /// A packet changed lines outside the symbols it declared.
+    Finding {
+        packet: String,
+        file: String,
+        lines: String,
+        declared: Vec<String>,
+    },
+}
+
+/// One run's status with what surrounds it.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunStatus {
+    pub run: RunRecord,
+    pub packets: Vec<PacketRecord>,
+    pub agents: Vec<AgentUsage>,
+    pub notes: Vec<Note>,
+    /// Present when the run belongs to a `start` run.
+    pub start: Option<StartStatus>,
+    /// `start` runs still clarifying or planning.
+    pub planning: Vec<PlanningRun>,
+    pub other_runs: Vec<RunRecord>,
+}
+
+/// What the repository holds when a status is asked for.
+#[derive(Debug, Clone)]
+pub enum Overview {
+    /// No engine run exists yet; `start` runs may be planning.
+    NoRun { planning: Vec<PlanningRun> },
+    /// The chosen run.
+    Run(Box<RunStatus>),
+}
+
+/// Returns the status of `run` (default: the newest run), or what is planning when no run
+/// exists.
+///
+/// `prices` prices a model by name (as `[prices]` keys them); an unknown run is
+/// [`StoreError::UnknownRun`].
+pub fn overview(
+    common_dir: &Path,
+    run: Option<&str>,
+    prices: &dyn Fn(&str) -> Option<Price>,
+) -> Result<Overview, StatusError> {
+    let Some(store) = Store::open_existing(common_dir)? else {
+        if let Some(id) = run {
+            return Err(StoreError::UnknownRun { id: id.to_string() }.into());
+        }
+        return Ok(Overview::NoRun {
+            planning: planning_runs(common_dir, &[]),
+        });
+    };
+    let runs = store.runs()?;
+    let chosen = match run {
+        Some(id) => Some(store.require_run(id)?),
+        None => runs.first().cloned(),
+    };
+    let Some(run) = chosen else {
+        return Ok(Overview::NoRun {
+            planning: planning_runs(common_dir, &runs),
+        });
+    };
+    Ok(Overview::Run(Box::new(run_status(
+        common_dir, &store, &runs, run, prices,
+    )?)))
+}
+
+/// Returns the status of the run `id`, which must exist.
+pub fn of_run(
+    common_dir: &Path,
+    id: &str,
+    prices: &dyn Fn(&str) -> Option<Price>,
+) -> Result<RunStatus, StatusError> {
+    let store = Store::open(common_dir)?;
+    let runs = store.runs()?;
+    let run = store.require_run(id)?;
+    run_status(common_dir, &store, &runs, run, prices)
+}
+
+fn run_status(
+    common_dir: &Path,
+    store: &Store,
+    runs: &[RunRecord],
+    run: RunRecord,
+    prices: &dyn Fn(&str) -> Option<Price>,
+) -> Result<RunStatus, StatusError> {
+    let packets = store.packets(&run.id)?;
+    let agents = store.agent_usage(&run.id)?;
+    let notes = notes(store, &run.id)?;
+    let start = start_status(common_dir, &run.id, prices);
+    let planning = planning_runs(common_dir, runs);
+    let other_runs = runs.iter().filter(|r| r.id != run.id).cloned().collect();
+    Ok(RunStatus {
+        run,
+        packets,
+        agents,
+        notes,
+        start,
+        planning,
+        other_runs,
+    })
+}
+
+/// Returns why packets sharing files ran side by side, and edits found outside declared
+/// symbols.
+fn notes(store: &Store, run: &str) -> Result<Vec<Note>, StatusError> {
+    let mut notes = Vec::new();
+    for kind in ["packets_share_files", "scope_finding"] {
+        for e in store.events_of_kind(run, kind)? {
+            match e.event {
+                Event::PacketsShareFiles { note, .. } => notes.push(Note::Parallel { note }),
+                Event::ScopeFinding {
+                    packet,
+                    file,
+                    lines,
+                    declared,
+                } => notes.push(Note::Finding {
+                    packet,
+                    file,
+                    lines,
+                    declared,
+                }),
+                _ => {}
+            }
+        }
+    }
+    Ok(notes)
+}
+
+/// Returns the phase and objective of `run` if it is a `start` run.
+pub fn start_state(common_dir: &Path, run: &str) -> Option<StartState> {
+    let ids = StartJournal::runs(common_dir).ok()?;
+    if !ids.iter().any(|i| i == run) {
+        return None;
+    }
+    let j = StartJournal::open(common_dir, run).ok()?;
+    let entries = j.entries().ok()?;
+    let objective = entries.first().and_then(|e| match &e.event {
+        WorkflowEvent::Started { objective, .. } => Some(objective.clone()),
+        _ => None,
+    })?;
+    Some(StartState {
+        phase: j.workflow().ok()?.state(),
+        objective,
+    })
+}
+
+/// Returns the newest `start` run that is neither completed nor cancelled.
+pub fn latest_unfinished_start(common_dir: &Path) -> Option<String> {
+    StartJournal::runs(common_dir)
+        .ok()?
+        .into_iter()
+        .find(|r| start_state(common_dir, r).is_some_and(|s| !s.phase.is_final()))
+}
+
+/// Returns the `start` runs that have no engine run among `engine_runs` yet and are not
+/// finished, with their phase and objective.
+pub fn planning_runs(common_dir: &Path, engine_runs: &[RunRecord]) -> Vec<PlanningRun> {
+    StartJournal::runs(common_dir)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|r| !engine_runs.iter().any(|e| &e.id == r))
+        .filter_map(|id| {
+            start_state(common_dir, &id).map(|s| PlanningRun {
+                id,
+                phase: s.phase,
+                objective: s.objective,
+            })
+        })
+        .filter(|p| !p.phase.is_final())
+        .collect()
+}
+
+/// Returns the `start` run whose documenting or testing phase is the engine run `run`.
+fn phase_parent(common_dir: &Path, run: &str) -> Option<String> {
+    StartJournal::runs(common_dir)
+        .ok()?
+        .into_iter()
+        .filter(|id| id != run)
+        .find(|id| {
+            StartJournal::open(common_dir, id)
+                .and_then(|j| j.entries())
+                .is_ok_and(|entries| {
+                    entries.iter().any(
+                        |e| matches!(&e.event, WorkflowEvent::PhaseRun { run: r, .. } if r == run),
+                    )
+                })
+        })
+}
+
+/// Returns what a `start` run adds to the status of `run`: its phase, tokens and cost spent,
+/// pull requests, limits, subtasks and the questions agents wait on. `None` when `run` is
+/// neither a `start` run nor one of its phases.
+pub fn start_status(
+    common_dir: &Path,
+    run: &str,
+    prices: &dyn Fn(&str) -> Option<Price>,
+) -> Option<StartStatus> {
+    // A documenting or testing packet runs as its own engine run; its lines are its `start`
+    // run's.
+    let parent = phase_parent(common_dir, run);
+    let run = parent.as_deref().unwrap_or(run);
+    let phase = start_state(common_dir, run)?.phase;
+    let mut status = StartStatus {
+        run: run.to_string(),
+        parent_of_phase: parent.is_some(),
+        phase,
+        spend: Spend::default(),
+        prs: Vec::new(),
+        limits: Vec::new(),
+        subtasks: Vec::new(),
+        questions: Vec::new(),
+    };
+    let Ok(j) = StartJournal::open(common_dir, run) else {
+        return Some(status);
+    };
+    if let Ok(usage) = j.usage() {
+        status.spend = spend(&usage, prices);
+    }
+    let entries = j.entries().unwrap_or_default();
+    let published = entries.iter().rev().find_map(|e| match &e.event {
+        WorkflowEvent::Published { prs } => Some(prs),
+        _ => None,
+    });
+    status.prs = published
+        .into_iter()
+        .flatten()
+        .map(|pr| (pr.packet.clone(), pr.location.clone()))
+        .collect();
+    let mut limits: Vec<(&str, &str)> = Vec::new();
+    let mut subtasks: Vec<(&str, String)> = Vec::new();
+    for e in &entries {
+        match &e.event {
+            WorkflowEvent::ConcurrencyChanged { profile, text, .. } => {
+                limits.retain(|(p, _)| p != profile);
+                limits.push((profile, text));
+            }
+            WorkflowEvent::SubtaskSpawned { parent, child, .. } => {
+                subtasks.push((child, format!("{child} of {parent}: running")));
+            }
+            WorkflowEvent::SubtaskFinished {
+                parent,
+                child,
+                state,
+                ..
+            } => {
+                subtasks.retain(|(c, _)| c != child);
+                subtasks.push((child, format!("{child} of {parent}: {state}")));
+            }
+            _ => {}
+        }
+    }
+    status.limits = limits.iter().map(|(_, t)| t.to_string()).collect();
+    status.subtasks = subtasks.into_iter().map(|(_, t)| t).collect();
+    for (i, e) in entries.iter().enumerate() {
+        if let WorkflowEvent::Asked { packet, question } = &e.event {
+            let answered = entries[i..].iter().any(
+                |later| matches!(&later.event, WorkflowEvent::Answered { packet: p, .. } if p == packet),
+            );
+            if !answered {
+                status.questions.push(OpenQuestion {
+                    packet: packet.clone(),
+                    question: question.clone(),
+                });
+            }
+        }
+    }
+    Some(status)
+}
+
+/// Adds up the journaled model usage and prices it, keyed by model name as `[prices]` is
+/// (a `profile:model` name is priced by its model part).
+fn spend(usage: &[crate::orchestrator::UsageRow], prices: &dyn Fn(&str) -> Option<Price>) -> Spend {
+    let mut s = Spend::default();
+    let mut priced = 0;
+    for u in usage {
+        s.calls += u.calls;
+        s.input_tokens += u.usage.input_tokens;
+        s.output_tokens += u.usage.output_tokens;
+        if let Some(p) = prices(u.model.rsplit(':').next().unwrap_or(&u.model)) {
+            let cost = p.cost(u.usage.input_tokens, u.usage.output_tokens);
+            s.cost = Some(s.cost.unwrap_or(0.0) + cost);
+            priced += 1;
+        }
+    }
+    s.partial = s.cost.is_some() && priced < usage.len();
+    s
+}
