@@ -19,8 +19,17 @@ pub fn printer(quiet: bool) -> impl Fn(&str, &Event) + Sync {
 
 /// Returns the progress line for `event`, or `None` for events not worth a line.
 pub fn line(event: &Event) -> Option<String> {
+    if let Event::RunStarted { resumed: true, .. } = event {
+        return Some("resuming run".to_string());
+    }
+    packet_line(event)
+        .or_else(|| merge_line(event))
+        .or_else(|| agent_line(event))
+}
+
+/// Returns the line for an event of a packet's pipeline.
+fn packet_line(event: &Event) -> Option<String> {
     Some(match event {
-        Event::RunStarted { resumed: true, .. } => "resuming run".to_string(),
         Event::PacketStarted {
             packet,
             worktree,
@@ -96,6 +105,13 @@ pub fn line(event: &Event) -> Option<String> {
         Event::PacketFailed { packet, reason } => format!("[{packet}] FAILED: {reason}"),
         Event::PacketSkipped { packet, reason } => format!("[{packet}] skipped: {reason}"),
         Event::PacketInterrupted { packet } => format!("[{packet}] interrupted"),
+        _ => return None,
+    })
+}
+
+/// Returns the line for an event of the merge coordinator.
+fn merge_line(event: &Event) -> Option<String> {
+    Some(match event {
         Event::MergeStarted {
             target,
             integration,
@@ -142,6 +158,13 @@ pub fn line(event: &Event) -> Option<String> {
                 ""
             }
         ),
+        _ => return None,
+    })
+}
+
+/// Returns the line for an agent's state, a fallback or a scheduling note.
+fn agent_line(event: &Event) -> Option<String> {
+    Some(match event {
         Event::AgentState {
             packet,
             role,

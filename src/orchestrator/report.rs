@@ -84,16 +84,54 @@ pub struct Sources<'a> {
 
 /// Builds the report.
 pub fn build(s: &Sources<'_>) -> Report {
-    let mut changed: BTreeMap<&str, Vec<String>> = BTreeMap::new();
-    let mut evidence: BTreeMap<&str, Vec<Evidence>> = BTreeMap::new();
-    let mut integration = Vec::new();
-    let mut packet_findings = Vec::new();
-    for e in s.events {
+    let mut engine = engine_facts(s.events);
+    let flow = workflow_facts(s, &mut engine.integration);
+    let packets = packet_reports(s, &mut engine, flow.summaries, flow.subtasks);
+    let next_steps = next_steps(s, &packets, &flow.assumptions);
+    Report {
+        run: s.run.to_string(),
+        objective: s.objective.to_string(),
+        outcome: outcome(s.state, &packets),
+        state: s.state,
+        packets,
+        review_findings: flow
+            .findings
+            .into_iter()
+            .chain(engine.packet_findings)
+            .collect(),
+        risks: risks(s.plan),
+        requirements: flow.requirements,
+        assumptions: flow.assumptions,
+        // Agents restate what they learned on every fix round; each lesson is listed once.
+        learnings: dedup_keep_order(flow.learnings),
+        integration: engine.integration,
+        agents: flow.agents,
+        next_steps,
+        usage: usage_lines(s),
+        phases: flow.phases,
+        wall_ms: (s.now_ms - flow.start_ms).max(0) as u64,
+    }
+}
+
+/// What the report takes from the engine's journal.
+#[derive(Default)]
+struct EngineFacts<'a> {
+    changed: BTreeMap<&'a str, Vec<String>>,
+    evidence: BTreeMap<&'a str, Vec<Evidence>>,
+    integration: Vec<String>,
+    packet_findings: Vec<String>,
+}
+
+/// Collects changed files, validation evidence, packet review findings and integration notes
+/// from the engine's events.
+fn engine_facts(events: &[JournalEntry]) -> EngineFacts<'_> {
+    let mut f = EngineFacts::default();
+    for e in events {
         match &e.event {
             Event::PacketCommitted {
                 packet, changed: c, ..
             } => {
-                changed.insert(packet, c.clone());
+                f.changed.insert(packet, c.clone());
             }
             Event::ValidationFinished {
                 packet,
@@ -101,7 +139,7 @@ pub fn build(s: &Sources<'_>) -> Report {
                 exit_code,
                 duration_ms,
                 ..
-            } => evidence.entry(packet).or_default().push(Evidence {
+            } => f.evidence.entry(packet).or_default().push(Evidence {
                 command: command.clone(),
                 exit_code: *exit_code,
                 ms: *duration_ms,
@@ -111,101 +149,127 @@ pub fn build(s: &Sources<'_>) -> Report {
                 reviewer,
                 approved: false,
                 round,
-                findings: f,
+                findings,
                 ..
-            } => packet_findings.extend(f.iter().map(|x| {
+            } => f.packet_findings.extend(findings.iter().map(|x| {
                 let when = match round {
                     0 => String::new(),
                     r => format!(" after fix round {r}"),
                 };
                 format!("{packet} rejected by {reviewer}{when}: {x}")
             })),
-            Event::PacketConflicted { packet, paths } => integration.push(format!(
-                "{packet} conflicted with the integration branch in {}",
-                paths.join(", ")
-            )),
-            Event::MergeValidationFinished {
-                packets,
-                command,
-                exit_code,
-                ..
-            } => integration.push(format!(
-                "merged tree with {}: `{command}` exit {}",
-                packets.join(", "),
-                exit_code.map_or("none".into(), |c| c.to_string())
-            )),
-            Event::PacketSentBack { packet, reason } => {
-                integration.push(format!("{packet} sent back: {reason}"))
-            }
-            Event::PacketsShareFiles { note, .. } => integration.push(note.clone()),
-            Event::ScopeFinding {
-                packet,
-                file,
-                lines,
-                ..
-            } => integration.push(format!(
-                "{packet} changed {file} lines {lines} outside its declared symbols (commit kept)"
-            )),
-            Event::MergeFinished {
-                integration: branch,
-                commit,
-                integrated,
-                target_advanced,
-                ..
-            } => integration.push(format!(
-                "{branch} at {} with {}; target {}",
-                &commit[..commit.len().min(10)],
-                if integrated.is_empty() {
-                    "nothing new".to_string()
-                } else {
-                    integrated.join(", ")
-                },
-                if *target_advanced {
-                    "advanced"
-                } else {
-                    "not advanced"
-                }
-            )),
-            _ => {}
+            other => f.integration.extend(integration_note(other)),
         }
     }
-    let mut summaries: BTreeMap<&str, String> = BTreeMap::new();
-    let mut subtasks: BTreeMap<&str, Vec<String>> = BTreeMap::new();
-    let mut agents = Vec::new();
-    let (mut findings, mut requirements, mut assumptions, mut learnings) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    let mut phases: Vec<(String, u64)> = Vec::new();
+    f
+}
+
+/// Returns the integration section's line for an engine event, if it has one.
+fn integration_note(event: &Event) -> Option<String> {
+    Some(match event {
+        Event::PacketConflicted { packet, paths } => format!(
+            "{packet} conflicted with the integration branch in {}",
+            paths.join(", ")
+        ),
+        Event::MergeValidationFinished {
+            packets,
+            command,
+            exit_code,
+            ..
+        } => format!(
+            "merged tree with {}: `{command}` exit {}",
+            packets.join(", "),
+            exit_code.map_or("none".into(), |c| c.to_string())
+        ),
+        Event::PacketSentBack { packet, reason } => format!("{packet} sent back: {reason}"),
+        Event::PacketsShareFiles { note, .. } => note.clone(),
+        Event::ScopeFinding {
+            packet,
+            file,
+            lines,
+            ..
+        } => format!(
+            "{packet} changed {file} lines {lines} outside its declared symbols (commit kept)"
+        ),
+        Event::MergeFinished {
+            integration: branch,
+            commit,
+            integrated,
+            target_advanced,
+            ..
+        } => format!(
+            "{branch} at {} with {}; target {}",
+            &commit[..commit.len().min(10)],
+            if integrated.is_empty() {
+                "nothing new".to_string()
+            } else {
+                integrated.join(", ")
+            },
+            if *target_advanced {
+                "advanced"
+            } else {
+                "not advanced"
+            }
+        ),
+        _ => return None,
+    })
+}
+
+/// What the report takes from the workflow journal.
+#[derive(Default)]
+struct WorkflowFacts<'a> {
+    summaries: BTreeMap<&'a str, String>,
+    subtasks: BTreeMap<&'a str, Vec<String>>,
+    agents: Vec<String>,
+    findings: Vec<String>,
+    requirements: Vec<String>,
+    assumptions: Vec<String>,
+    learnings: Vec<String>,
+    phases: Vec<(String, u64)>,
+    start_ms: i64,
+}
+
+/// Collects summaries, subtasks, plan findings, requirements, learnings, agent notes and the
+/// time spent per phase from the workflow journal; conflict resolutions go to `integration`.
+fn workflow_facts<'a>(s: &Sources<'a>, integration: &mut Vec<String>) -> WorkflowFacts<'a> {
+    let mut f = WorkflowFacts {
+        start_ms: s.workflow.first().map_or(s.now_ms, |e| e.ts_ms),
+        ..WorkflowFacts::default()
+    };
     let mut last: Option<(WorkflowState, i64)> = None;
-    let start_ms = s.workflow.first().map_or(s.now_ms, |e| e.ts_ms);
     for e in s.workflow {
         match &e.event {
             WorkflowEvent::Transition { to, .. } => {
                 if let Some((state, since)) = last {
-                    add_phase(&mut phases, state, (e.ts_ms - since).max(0) as u64);
+                    add_phase(&mut f.phases, state, (e.ts_ms - since).max(0) as u64);
                 }
                 last = Some((*to, e.ts_ms));
             }
             WorkflowEvent::PlanReviewed {
-                round, findings: f, ..
-            } => findings.extend(f.iter().map(|x| format!("plan review {round}: {x}"))),
+                round, findings, ..
+            } => f
+                .findings
+                .extend(findings.iter().map(|x| format!("plan review {round}: {x}"))),
             WorkflowEvent::Clarified {
-                requirements: r,
-                assumptions: a,
+                requirements,
+                assumptions,
                 answers,
                 ..
             } => {
-                requirements = r.clone();
-                assumptions = a.clone();
-                requirements.extend(answers.iter().map(|(q, a)| format!("{q} — {a}")));
+                f.requirements = requirements.clone();
+                f.assumptions = assumptions.clone();
+                f.requirements
+                    .extend(answers.iter().map(|(q, a)| format!("{q} — {a}")));
             }
             WorkflowEvent::PacketReport {
                 packet,
                 summary,
-                learnings: l,
+                learnings,
                 ..
             } => {
-                summaries.insert(packet, summary.clone());
-                learnings.extend(l.iter().map(|x| format!("{packet}: {x}")));
+                f.summaries.insert(packet, summary.clone());
+                f.learnings
+                    .extend(learnings.iter().map(|x| format!("{packet}: {x}")));
             }
             WorkflowEvent::SubtaskFinished {
                 parent,
@@ -213,18 +277,18 @@ pub fn build(s: &Sources<'_>) -> Report {
                 state,
                 summary,
                 ..
-            } => subtasks.entry(parent).or_default().push(format!(
+            } => f.subtasks.entry(parent).or_default().push(format!(
                 "{child} ({state}, branch {}): {summary}",
                 crate::names::packet_branch(s.run, child)
             )),
-            WorkflowEvent::ConcurrencyChanged { text, .. } => agents.push(text.clone()),
+            WorkflowEvent::ConcurrencyChanged { text, .. } => f.agents.push(text.clone()),
             WorkflowEvent::Consulted {
                 packet,
                 asker,
                 role,
                 question,
                 ..
-            } => agents.push(format!(
+            } => f.agents.push(format!(
                 "{packet}: {} consulted {role}: {question}",
                 asker.last().map_or("agent", String::as_str)
             )),
@@ -238,18 +302,31 @@ pub fn build(s: &Sources<'_>) -> Report {
     if let Some((state, since)) = last
         && state.is_active()
     {
-        add_phase(&mut phases, state, (s.now_ms - since).max(0) as u64);
+        add_phase(&mut f.phases, state, (s.now_ms - since).max(0) as u64);
     }
-    let packets: Vec<PacketReport> = s
-        .packets
+    f
+}
+
+/// Returns each packet's part of the report.
+fn packet_reports(
+    s: &Sources<'_>,
+    engine: &mut EngineFacts<'_>,
+    summaries: BTreeMap<&str, String>,
+    mut subtasks: BTreeMap<&str, Vec<String>>,
+) -> Vec<PacketReport> {
+    s.packets
         .iter()
         .map(|p| PacketReport {
             id: p.id.clone(),
             title: p.title.clone(),
             role: p.role.clone(),
             state: p.state.as_str().to_string(),
-            changed: changed.get(p.id.as_str()).cloned().unwrap_or_default(),
-            validation: evidence.remove(p.id.as_str()).unwrap_or_default(),
+            changed: engine
+                .changed
+                .get(p.id.as_str())
+                .cloned()
+                .unwrap_or_default(),
+            validation: engine.evidence.remove(p.id.as_str()).unwrap_or_default(),
             summary: summaries
                 .get(p.id.as_str())
                 .cloned()
@@ -257,18 +334,24 @@ pub fn build(s: &Sources<'_>) -> Report {
                 .unwrap_or_default(),
             subtasks: subtasks.remove(p.id.as_str()).unwrap_or_default(),
         })
-        .collect();
-    let risks: Vec<String> = s
-        .plan
-        .map(|plan| {
-            plan.packets
-                .iter()
-                .flat_map(|p| p.risks.iter().map(move |r| format!("{}: {r}", p.id)))
-                .collect()
-        })
-        .unwrap_or_default();
+        .collect()
+}
+
+/// Returns the plan's risks, each prefixed with its packet.
+fn risks(plan: Option<&crate::plan::Plan>) -> Vec<String> {
+    plan.map(|plan| {
+        plan.packets
+            .iter()
+            .flat_map(|p| p.risks.iter().map(move |r| format!("{}: {r}", p.id)))
+            .collect()
+    })
+    .unwrap_or_default()
+}
+
+/// Returns the headline: the run's state and how many packets succeeded.
+fn outcome(state: WorkflowState, packets: &[PacketReport]) -> String {
     let ok = packets.iter().filter(|p| p.state == "succeeded").count();
-    let outcome = match s.state {
+    match state {
         WorkflowState::Completed if !packets.is_empty() && ok == packets.len() => {
             format!("completed: all {ok} packets succeeded")
         }
@@ -277,18 +360,26 @@ pub fn build(s: &Sources<'_>) -> Report {
             "{other}: {ok} of {} packets succeeded so far",
             packets.len()
         ),
-    };
-    let mut next_steps: Vec<String> = packets
+    }
+}
+
+/// Returns what is left to do: unfinished packets, assumptions to confirm, the advice given.
+fn next_steps(s: &Sources<'_>, packets: &[PacketReport], assumptions: &[String]) -> Vec<String> {
+    let mut steps: Vec<String> = packets
         .iter()
         .filter(|p| p.state != "succeeded")
         .map(|p| format!("packet {} is {}: {}", p.id, p.state, p.summary))
         .collect();
     if !assumptions.is_empty() {
-        next_steps.push("confirm the assumptions listed above".into());
+        steps.push("confirm the assumptions listed above".into());
     }
-    next_steps.extend(s.advice.iter().cloned());
-    let usage = s
-        .usage
+    steps.extend(s.advice.iter().cloned());
+    steps
+}
+
+/// Returns tokens and cost per role and model, priced by model name as `[prices]` keys them.
+fn usage_lines(s: &Sources<'_>) -> Vec<UsageLine> {
+    s.usage
         .iter()
         .map(|u| UsageLine {
             role: u.role.clone(),
@@ -296,32 +387,10 @@ pub fn build(s: &Sources<'_>) -> Report {
             calls: u.calls,
             input_tokens: u.usage.input_tokens,
             output_tokens: u.usage.output_tokens,
-            cost: (s.price)(u.model.rsplit(':').next().unwrap_or(&u.model)).map(|p| {
-                (u.usage.input_tokens as f64 * p.input_per_mtok
-                    + u.usage.output_tokens as f64 * p.output_per_mtok)
-                    / 1e6
-            }),
+            cost: (s.price)(u.model.rsplit(':').next().unwrap_or(&u.model))
+                .map(|p| p.cost(u.usage.input_tokens, u.usage.output_tokens)),
         })
-        .collect();
-    Report {
-        run: s.run.to_string(),
-        objective: s.objective.to_string(),
-        outcome,
-        state: s.state,
-        packets,
-        review_findings: findings.into_iter().chain(packet_findings).collect(),
-        risks,
-        requirements,
-        assumptions,
-        // Agents restate what they learned on every fix round; each lesson is listed once.
-        learnings: dedup_keep_order(learnings),
-        integration,
-        agents,
-        next_steps,
-        usage,
-        phases,
-        wall_ms: (s.now_ms - start_ms).max(0) as u64,
-    }
+        .collect()
 }
 
 fn add_phase(phases: &mut Vec<(String, u64)>, state: WorkflowState, ms: u64) {
