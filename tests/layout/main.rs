@@ -1,0 +1,334 @@
+//! Checks on the shape of the source tree that keep it navigable: no import cycle between the
+//! library's top-level modules.
+//!
+//! They read the sources as text (comments, strings and character literals blanked out), so
+//! they need neither a parser nor the compiler's help, and name the file and line to fix.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Returns every `.rs` file under `dir`, sorted.
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Returns `text` with comments, string literals (raw ones included) and character literals
+/// replaced by spaces, keeping every newline so line numbers stay true.
+fn code_only(text: &str) -> String {
+    let c: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    let blank = |out: &mut String, chars: &[char]| {
+        out.extend(chars.iter().map(|&ch| if ch == '\n' { '\n' } else { ' ' }));
+    };
+    let starts = |i: usize, s: &str| {
+        s.chars()
+            .enumerate()
+            .all(|(k, ch)| c.get(i + k) == Some(&ch))
+    };
+    let mut i = 0;
+    while i < c.len() {
+        let len = if starts(i, "//") {
+            c[i..]
+                .iter()
+                .position(|&ch| ch == '\n')
+                .unwrap_or(c.len() - i)
+        } else if starts(i, "/*") {
+            let mut depth = 0;
+            let mut j = i;
+            while j < c.len() {
+                if starts(j, "/*") {
+                    depth += 1;
+                    j += 2;
+                } else if starts(j, "*/") {
+                    depth -= 1;
+                    j += 2;
+                    if depth == 0 {
+                        break;
+                    }
+                } else {
+                    j += 1;
+                }
+            }
+            j - i
+        } else if let Some(len) = raw_string_len(&c[i..])
+            && (i == 0 || !(c[i - 1].is_alphanumeric() || c[i - 1] == '_'))
+        {
+            len
+        } else if c[i] == '"' {
+            let mut j = i + 1;
+            while j < c.len() && c[j] != '"' {
+                j += if c[j] == '\\' { 2 } else { 1 };
+            }
+            (j + 1).min(c.len()) - i
+        } else if c[i] == '\'' {
+            // A character literal ('x', '\n', '\u{..}'), else a lifetime or label.
+            if c.get(i + 1) == Some(&'\\') {
+                c[i + 3..]
+                    .iter()
+                    .position(|&ch| ch == '\'')
+                    .map_or(1, |p| p + 4)
+            } else if c.get(i + 2) == Some(&'\'') {
+                3
+            } else {
+                0
+            }
+        } else {
+            0
+        };
+        if len == 0 {
+            out.push(c[i]);
+            i += 1;
+        } else {
+            blank(&mut out, &c[i..i + len]);
+            i += len;
+        }
+    }
+    out
+}
+
+/// Returns the length of a raw (byte) string literal starting at `s`, if one starts there.
+fn raw_string_len(s: &[char]) -> Option<usize> {
+    let start = match s {
+        ['b', 'r', ..] => 2,
+        ['r', ..] => 1,
+        _ => return None,
+    };
+    let hashes = s[start..].iter().take_while(|&&ch| ch == '#').count();
+    if s.get(start + hashes) != Some(&'"') {
+        return None;
+    }
+    let body = start + hashes + 1;
+    (body..s.len())
+        .find(|&k| {
+            s[k] == '"'
+                && s[k + 1..]
+                    .iter()
+                    .take(hashes)
+                    .filter(|&&h| h == '#')
+                    .count()
+                    == hashes
+        })
+        .map(|k| k + 1 + hashes)
+}
+
+/// Returns true if and only if the byte before `at` cannot continue an identifier.
+fn word_starts(code: &[u8], at: usize) -> bool {
+    at == 0 || !(code[at - 1].is_ascii_alphanumeric() || code[at - 1] == b'_')
+}
+
+/// Returns the top-level modules a file's code names through `crate::…`.
+fn crate_modules(code: &str) -> BTreeSet<String> {
+    let b = code.as_bytes();
+    let mut out = BTreeSet::new();
+    let mut from = 0;
+    while let Some(p) = code[from..].find("crate::") {
+        let at = from + p;
+        from = at + "crate::".len();
+        if !word_starts(b, at) {
+            continue;
+        }
+        let rest = &code[from..];
+        if let Some(group) = rest.strip_prefix('{') {
+            // `crate::{a::x, b, c::{..}}`: the first segment of each item at depth one.
+            let mut depth = 1;
+            let mut item = String::new();
+            let mut first = true;
+            for c in group.chars() {
+                match c {
+                    '{' => depth += 1,
+                    '}' if depth == 1 => break,
+                    '}' => depth -= 1,
+                    ',' if depth == 1 => {
+                        if first && !item.is_empty() {
+                            out.insert(std::mem::take(&mut item));
+                        }
+                        first = true;
+                        item.clear();
+                        continue;
+                    }
+                    _ => {}
+                }
+                if depth == 1 && first {
+                    if c.is_ascii_alphanumeric() || c == '_' {
+                        item.push(c);
+                    } else if !item.is_empty() {
+                        out.insert(std::mem::take(&mut item));
+                        first = false;
+                    }
+                }
+            }
+            if first && !item.is_empty() {
+                out.insert(item);
+            }
+        } else {
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            if !name.is_empty() {
+                out.insert(name);
+            }
+        }
+    }
+    out.remove("self");
+    out
+}
+
+/// Returns the top-level module a source file belongs to (`src/git/cli.rs` → `git`).
+fn top_module(src: &Path, file: &Path) -> Option<String> {
+    let rel = file.strip_prefix(src).ok()?;
+    let first = rel.components().next()?.as_os_str().to_str()?;
+    Some(first.trim_end_matches(".rs").to_string())
+}
+
+/// Returns the cycles of the graph as its strongly connected components of more than one
+/// node (Tarjan's algorithm).
+fn cycles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
+    struct State<'a> {
+        graph: &'a BTreeMap<String, BTreeSet<String>>,
+        index: BTreeMap<&'a str, usize>,
+        low: BTreeMap<&'a str, usize>,
+        stack: Vec<&'a str>,
+        on_stack: BTreeSet<&'a str>,
+        next: usize,
+        found: Vec<Vec<String>>,
+    }
+    fn visit<'a>(s: &mut State<'a>, v: &'a str) {
+        s.index.insert(v, s.next);
+        s.low.insert(v, s.next);
+        s.next += 1;
+        s.stack.push(v);
+        s.on_stack.insert(v);
+        let graph = s.graph;
+        for w in graph.get(v).into_iter().flatten() {
+            let w = w.as_str();
+            if !s.index.contains_key(w) {
+                visit(s, w);
+                let low = s.low[v].min(s.low[w]);
+                s.low.insert(v, low);
+            } else if s.on_stack.contains(w) {
+                let low = s.low[v].min(s.index[w]);
+                s.low.insert(v, low);
+            }
+        }
+        if s.low[v] == s.index[v] {
+            let mut component = Vec::new();
+            while let Some(w) = s.stack.pop() {
+                s.on_stack.remove(w);
+                component.push(w.to_string());
+                if w == v {
+                    break;
+                }
+            }
+            if component.len() > 1 {
+                component.sort();
+                s.found.push(component);
+            }
+        }
+    }
+    let mut s = State {
+        graph,
+        index: BTreeMap::new(),
+        low: BTreeMap::new(),
+        stack: Vec::new(),
+        on_stack: BTreeSet::new(),
+        next: 0,
+        found: Vec::new(),
+    };
+    for v in graph.keys() {
+        if !s.index.contains_key(v.as_str()) {
+            visit(&mut s, v);
+        }
+    }
+    s.found
+}
+
+/// Returns the module graph of the library: top-level module → the modules it names.
+fn module_graph() -> BTreeMap<String, BTreeSet<String>> {
+    let src = root().join("src");
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for file in rust_files(&src) {
+        let Some(top) = top_module(&src, &file) else {
+            continue;
+        };
+        if matches!(top.as_str(), "main" | "lib" | "commands") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        let uses = crate_modules(&code_only(&text));
+        let entry = graph.entry(top.clone()).or_default();
+        entry.extend(uses.into_iter().filter(|m| *m != top));
+    }
+    graph
+}
+
+#[test]
+fn no_import_cycle_between_top_level_modules() {
+    let graph = module_graph();
+    assert!(
+        graph.len() > 10,
+        "expected the library's modules, found {graph:?}"
+    );
+    let found = cycles(&graph);
+    let explain: Vec<String> = found
+        .iter()
+        .map(|c| {
+            let edges: Vec<String> = c
+                .iter()
+                .flat_map(|a| {
+                    graph[a]
+                        .iter()
+                        .filter(|b| c.contains(b))
+                        .map(move |b| format!("{a} → {b}"))
+                })
+                .collect();
+            format!("{{{}}}: {}", c.join(", "), edges.join(", "))
+        })
+        .collect();
+    assert!(
+        found.is_empty(),
+        "top-level modules import each other in a cycle: {}",
+        explain.join("; ")
+    );
+}
+
+#[test]
+fn the_cycle_check_finds_a_cycle() {
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let edge = |g: &mut BTreeMap<String, BTreeSet<String>>, a: &str, b: &str| {
+        g.entry(a.into()).or_default().insert(b.into());
+        g.entry(b.into()).or_default();
+    };
+    edge(&mut graph, "engine", "gate");
+    edge(&mut graph, "gate", "exec");
+    assert!(cycles(&graph).is_empty());
+    edge(&mut graph, "gate", "engine");
+    assert_eq!(cycles(&graph), vec![vec!["engine", "gate"]]);
+    let code = code_only(
+        "use crate::{git::{A, B}, plan, store::X};\n// crate::nav\nlet s = \"crate::llm\";\nfn f() { crate::names::x(); }\n",
+    );
+    assert_eq!(
+        crate_modules(&code).into_iter().collect::<Vec<_>>(),
+        vec!["git", "names", "plan", "store"]
+    );
+}
