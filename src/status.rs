@@ -18,6 +18,10 @@ use crate::store::{AgentUsage, Event, PacketRecord, RunRecord, Store, StoreError
 pub enum StatusError {
     #[error(transparent)]
     Store(#[from] StoreError),
+    #[error(
+        "no run in this repository yet; `git orchestra start \"<objective>\"` or `git orchestra run <plan.toml>` makes one"
+    )]
+    NoRun,
 }
 
 /// A `start` run's phase and objective.
@@ -204,6 +208,24 @@ fn notes(store: &Store, run: &str) -> Result<Vec<Note>, StatusError> {
         }
     }
     Ok(notes)
+}
+
+/// Returns `run` when given, else the newest run of the repository (as `status` shows it).
+///
+/// An unknown `run` is [`StoreError::UnknownRun`]; no run at all is [`StatusError::NoRun`].
+pub fn pick_run(common_dir: &Path, run: Option<&str>) -> Result<String, StatusError> {
+    let store = Store::open_existing(common_dir)?;
+    match (run, store) {
+        (Some(id), Some(store)) => Ok(store.require_run(id)?.id),
+        (Some(id), None) => Err(StoreError::UnknownRun { id: id.to_string() }.into()),
+        (None, Some(store)) => store
+            .runs()?
+            .into_iter()
+            .next()
+            .map(|r| r.id)
+            .ok_or(StatusError::NoRun),
+        (None, None) => Err(StatusError::NoRun),
+    }
 }
 
 /// Returns the phase and objective of `run` if it is a `start` run.

@@ -1,8 +1,7 @@
-//! `git orchestra merge <run>`: integrates a run's succeeded packets; `--predict A B` says
+//! `git orchestra merge [<run>]`: integrates a run's succeeded packets; `--predict A B` says
 //! whether two branches would conflict.
 
 use std::path::Path;
-use std::time::Duration;
 
 use clap::Args;
 use git_orchestra::git::RepoInfo;
@@ -25,8 +24,7 @@ use super::progress::{self, short};
 /// 2 on bad input. With --predict: 0 clean, 1 conflicts.
 #[derive(Debug, Args)]
 pub struct MergeArgs {
-    /// The run to integrate (see `git orchestra status`).
-    #[arg(required_unless_present = "predict")]
+    /// The run to integrate (default: the newest run; see `git orchestra status`).
     run: Option<String>,
     /// The branch to advance (default: the plan's base when it is a branch, else the current
     /// branch).
@@ -57,13 +55,11 @@ pub fn cmd_merge(cwd: &Path, args: &MergeArgs) -> Result<(), CommandError> {
     if let Some(pair) = &args.predict {
         return predict(&repo, &pair[0], &pair[1], args.json);
     }
-    let run = args.run.clone().unwrap_or_default();
+    let run = super::pick_run(&repo, args.run.as_deref())?;
+    let config = super::load_config(&repo)?;
     let opts = MergeOptions {
         target: args.target.clone(),
-        timeout: args
-            .timeout
-            .map(Duration::from_secs)
-            .unwrap_or(git_orchestra::exec::DEFAULT_TIMEOUT),
+        timeout: config.timeout(args.timeout),
         max_batch: args
             .max_batch
             .map(usize::from)

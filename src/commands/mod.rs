@@ -157,3 +157,16 @@ pub(crate) fn engine_error(e: engine::EngineError) -> CommandError {
         other => CommandError::internal(other),
     }
 }
+
+/// Returns `run`, or the newest run when none is given, as the command's error when there is
+/// no such run.
+pub(crate) fn pick_run(repo: &RepoInfo, run: Option<&str>) -> Result<String, CommandError> {
+    use git_orchestra::status::{self, StatusError};
+    status::pick_run(&repo.common_dir, run).map_err(|e| match e {
+        StatusError::NoRun
+        | StatusError::Store(git_orchestra::store::StoreError::UnknownRun { .. }) => {
+            CommandError::user(e).hint("`git orchestra status` lists the runs")
+        }
+        other => CommandError::internal(other),
+    })
+}

@@ -1,4 +1,4 @@
-//! `git orchestra pr <run>` (and `run --pr`): one pull request per succeeded packet, stacked
+//! `git orchestra pr [<run>]` (and `run --pr`): one pull request per succeeded packet, stacked
 //! where packets depend on each other, or the same pull requests as local Markdown files.
 
 use std::path::Path;
@@ -35,8 +35,8 @@ pub enum PrMode {
 /// Labels and reviewers for new pull requests: orchestra.pr.labels, orchestra.pr.reviewers.
 #[derive(Debug, Args)]
 pub struct PrArgs {
-    /// The run (see `git orchestra status`).
-    run: String,
+    /// The run (default: the newest run; see `git orchestra status`).
+    run: Option<String>,
     /// Only write the Markdown files; push nothing and call no forge.
     #[arg(long)]
     local: bool,
@@ -60,9 +60,10 @@ pub fn cmd_pr(cwd: &Path, args: &PrArgs) -> Result<(), CommandError> {
     } else {
         PrMode::Auto
     };
+    let run = super::pick_run(&repo, args.run.as_deref())?;
     run_pr(
         &repo,
-        &args.run,
+        &run,
         mode,
         args.remote.as_deref(),
         args.target.as_deref(),

@@ -300,3 +300,42 @@ fn predict_reports_conflicts_without_writing_refs() {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert_eq!(refs(&repo.path), before);
 }
+
+#[test]
+fn merge_and_pr_without_a_run_take_the_newest_run() {
+    let repo = TestRepo::new();
+    // No run yet: a clear message and exit 2, nothing changed.
+    let out = orchestra(&repo.path, &["merge"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("no run in this repository"),
+        "{}",
+        text(&out)
+    );
+    let body = format!(
+        "objective = \"Newest\"\n\n{}",
+        packet("p1", "\"out-p1.txt\"", "", "\"test -f out-p1.txt\""),
+    );
+    let plan = repo.write_plan("plan.toml", &body);
+    let out = repo.run_plan(&plan, WORKER, &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    let run = run_id(&repo.path);
+    let out = orchestra(&repo.path, &["merge", "--json"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["integrated"].as_array().unwrap().len(), 1, "{v}");
+    assert_eq!(
+        repo.git(&["rev-parse", "main"]),
+        repo.git(&["rev-parse", &format!("orchestra/{run}/integration")])
+    );
+    assert_eq!(
+        repo.git(&["show", "main:out-p1.txt"]),
+        "p1",
+        "the packet's work is on main"
+    );
+    let out = orchestra(&repo.path, &["pr", "--local", "--json"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let out = orchestra(&repo.path, &["merge", "no-such-run"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("no-such-run"), "{}", text(&out));
+}
