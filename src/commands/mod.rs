@@ -10,6 +10,7 @@ mod drive;
 mod error;
 mod gc;
 mod hook;
+mod manual;
 mod mcp;
 mod merge;
 mod nav;
@@ -71,8 +72,9 @@ enum Command {
 
 /// Parses the command line, runs the command and maps its error to an exit code and message.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
     init_tracing();
+    manual::install_beside_binary();
+    let cli = Cli::parse();
     let cwd = match std::env::current_dir() {
         Ok(dir) => match &cli.directory {
             Some(d) => dir.join(d),

@@ -8,6 +8,7 @@
 mod confine;
 mod forge;
 mod forge_mock;
+mod help;
 mod hook;
 mod hook_fast;
 mod merge;
