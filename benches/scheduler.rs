@@ -81,6 +81,7 @@ fn engine_run(repo_dir: &Path, wt_root: &Path) -> Duration {
         max_parallel: None,
         timeout: Duration::from_secs(60),
         worktree_root: Some(wt_root.to_path_buf()),
+        kind: git_orchestra::engine::RunKind::Plan,
     };
     let started = Instant::now();
     let prepared = engine::prepare(&repo, &plan, &text, "bench.toml", &opts).expect("prepare");

@@ -46,7 +46,19 @@ pub fn sanitize(text: &str, max: usize) -> String {
 /// Returns the run id for an objective on a base commit: a readable slug plus a short hash of
 /// both, e.g. `add-input-validation-3f2a9c1e`.
 pub fn run_id(objective: &str, base_commit: &str) -> String {
+    run_id_in("", objective, base_commit)
+}
+
+/// Returns the run id of a `git orchestra agent` task on a base commit: the same shape as
+/// [`run_id`], hashed apart from it so a task never shares a run with an objective of the
+/// same words.
+pub fn agent_run_id(task: &str, base_commit: &str) -> String {
+    run_id_in("agent\0", task, base_commit)
+}
+
+fn run_id_in(domain: &str, objective: &str, base_commit: &str) -> String {
     let mut hasher = Sha256::new();
+    hasher.update(domain.as_bytes());
     hasher.update(objective.trim().as_bytes());
     hasher.update([0u8]);
     hasher.update(base_commit.as_bytes());
@@ -132,6 +144,15 @@ mod tests {
         assert_ne!(a, run_id("Add input validation", "abc124"));
         assert_ne!(a, run_id("Add input checks", "abc123"));
         assert!(run_id("!!!", "x").starts_with("run-"));
+    }
+
+    #[test]
+    fn an_agent_task_never_shares_a_run_id_with_an_objective_of_the_same_words() {
+        let task = agent_run_id("Add input validation", "abc123");
+        assert_eq!(task, agent_run_id("Add input validation", "abc123"));
+        assert_ne!(task, run_id("Add input validation", "abc123"));
+        assert!(task.starts_with("add-input-validation-"), "{task}");
+        assert_eq!(task.len(), run_id("Add input validation", "abc123").len());
     }
 
     #[test]

@@ -29,6 +29,7 @@ pub enum StatusError {
 pub struct StartState {
     pub phase: WorkflowState,
     pub objective: String,
+    pub started_ms: i64,
 }
 
 /// A `start` run that has no engine run yet (still clarifying or planning).
@@ -37,6 +38,8 @@ pub struct PlanningRun {
     pub id: String,
     pub phase: WorkflowState,
     pub objective: String,
+    /// When the `start` run began, in milliseconds since the Unix epoch.
+    pub started_ms: i64,
 }
 
 /// Tokens a `start` run's model calls used, and what they cost where `[prices]` knows the model.
@@ -106,11 +109,22 @@ pub struct RunStatus {
     pub other_runs: Vec<RunRecord>,
 }
 
+/// A `start` run that is still clarifying or planning, with what surrounds it.
+#[derive(Debug, Clone, Serialize)]
+pub struct PlanningStatus {
+    pub planning: PlanningRun,
+    pub start: Option<StartStatus>,
+    pub other_runs: Vec<RunRecord>,
+}
+
 /// What the repository holds when a status is asked for.
 #[derive(Debug, Clone)]
 pub enum Overview {
-    /// No engine run exists yet; `start` runs may be planning.
-    NoRun { planning: Vec<PlanningRun> },
+    /// No run of any kind exists yet.
+    NoRun,
+    /// The chosen run is a `start` run with no packets yet (asked for by id, or newer than
+    /// every run with packets).
+    Planning(Box<PlanningStatus>),
     /// The chosen run.
     Run(Box<RunStatus>),
 }
@@ -125,27 +139,53 @@ pub fn overview(
     run: Option<&str>,
     prices: &dyn Fn(&str) -> Option<Price>,
 ) -> Result<Overview, StatusError> {
-    let Some(store) = Store::open_existing(common_dir)? else {
-        if let Some(id) = run {
-            return Err(StoreError::UnknownRun { id: id.to_string() }.into());
-        }
-        return Ok(Overview::NoRun {
-            planning: planning_runs(common_dir, &[]),
-        });
+    let store = Store::open_existing(common_dir)?;
+    let runs = match &store {
+        Some(store) => store.runs()?,
+        None => Vec::new(),
     };
-    let runs = store.runs()?;
+    let planning = planning_runs(common_dir, &runs);
     let chosen = match run {
-        Some(id) => Some(store.require_run(id)?),
-        None => runs.first().cloned(),
+        Some(id) => match runs.iter().find(|r| r.id == id) {
+            Some(r) => Some(r.clone()),
+            None => {
+                let Some(p) = planning.iter().find(|p| p.id == id) else {
+                    return Err(StoreError::UnknownRun { id: id.to_string() }.into());
+                };
+                return Ok(planning_overview(common_dir, p.clone(), &runs, prices));
+            }
+        },
+        None => {
+            let newest = runs.first();
+            let newer_plan = planning
+                .iter()
+                .filter(|p| newest.is_none_or(|r| p.started_ms > r.created_ms))
+                .max_by_key(|p| p.started_ms);
+            if let Some(p) = newer_plan {
+                return Ok(planning_overview(common_dir, p.clone(), &runs, prices));
+            }
+            newest.cloned()
+        }
     };
-    let Some(run) = chosen else {
-        return Ok(Overview::NoRun {
-            planning: planning_runs(common_dir, &runs),
-        });
-    };
-    Ok(Overview::Run(Box::new(run_status(
-        common_dir, &store, &runs, run, prices,
-    )?)))
+    match (chosen, store) {
+        (Some(run), Some(store)) => Ok(Overview::Run(Box::new(run_status(
+            common_dir, &store, &runs, run, prices,
+        )?))),
+        _ => Ok(Overview::NoRun),
+    }
+}
+
+fn planning_overview(
+    common_dir: &Path,
+    planning: PlanningRun,
+    runs: &[RunRecord],
+    prices: &dyn Fn(&str) -> Option<Price>,
+) -> Overview {
+    Overview::Planning(Box::new(PlanningStatus {
+        start: start_status(common_dir, &planning.id, prices),
+        other_runs: runs.to_vec(),
+        planning,
+    }))
 }
 
 /// Returns the status of the run `id`, which must exist.
@@ -236,13 +276,14 @@ pub fn start_state(common_dir: &Path, run: &str) -> Option<StartState> {
     }
     let j = StartJournal::open(common_dir, run).ok()?;
     let entries = j.entries().ok()?;
-    let objective = entries.first().and_then(|e| match &e.event {
-        WorkflowEvent::Started { objective, .. } => Some(objective.clone()),
-        _ => None,
-    })?;
+    let first = entries.first()?;
+    let WorkflowEvent::Started { objective, .. } = &first.event else {
+        return None;
+    };
     Some(StartState {
         phase: j.workflow().ok()?.state(),
-        objective,
+        objective: objective.clone(),
+        started_ms: first.ts_ms,
     })
 }
 
@@ -266,6 +307,7 @@ pub fn planning_runs(common_dir: &Path, engine_runs: &[RunRecord]) -> Vec<Planni
                 id,
                 phase: s.phase,
                 objective: s.objective,
+                started_ms: s.started_ms,
             })
         })
         .filter(|p| !p.phase.is_final())

@@ -95,6 +95,7 @@ pub fn cmd_agent(cwd: &Path, args: &AgentArgs) -> Result<(), CommandError> {
         max_parallel: Some(1),
         timeout: Duration::from_secs(timeout),
         worktree_root: config.worktree_root(args.worktree_root.as_deref(), cwd),
+        kind: engine::RunKind::Agent,
     };
     let prepared =
         engine::prepare(&repo, &plan, &text, "(agent task)", &opts).map_err(engine_error)?;

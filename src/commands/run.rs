@@ -114,6 +114,7 @@ pub fn cmd_run(cwd: &Path, args: &RunArgs) -> Result<(), CommandError> {
         max_parallel: config.max_parallel(args.max_parallel),
         timeout: config.timeout(args.timeout),
         worktree_root: config.worktree_root(args.worktree_root.as_deref(), cwd),
+        kind: engine::RunKind::Plan,
     };
     let prepared = engine::prepare(&repo, &plan, &text, &display, &opts).map_err(engine_error)?;
     if !prepared.created {

@@ -6,7 +6,9 @@ use std::time::Duration;
 
 use clap::Args;
 use git_orchestra::git::RepoInfo;
-use git_orchestra::status::{self, Note, Overview, RunStatus, StartStatus, StatusError};
+use git_orchestra::status::{
+    self, Note, Overview, PlanningStatus, RunStatus, StartStatus, StatusError,
+};
 use git_orchestra::store::{AgentUsage, PacketRecord, RunRecord, StoreError};
 
 use super::CommandError;
@@ -44,42 +46,70 @@ pub fn cmd_status(cwd: &Path, args: &StatusArgs) -> Result<(), CommandError> {
             }
             Err(e) => return Err(CommandError::internal(e)),
         };
-        let status = match overview {
-            Overview::Run(status) => status,
-            Overview::NoRun { planning } => {
-                if args.json {
-                    let value = serde_json::json!({ "runs": [], "planning": planning });
-                    println!("{value}");
-                } else if planning.is_empty() {
-                    println!(
-                        "no runs yet; start one with `git orchestra start \"<objective>\"` or `git orchestra run <plan.toml>`"
-                    );
-                }
-                for p in planning.iter().filter(|_| !args.json) {
-                    println!("run {} ({}) is {}", p.id, p.objective, p.phase);
-                }
+        let (out, finished) = match overview {
+            Overview::Run(status) if args.json => {
+                print_json(&status)?;
                 return Ok(());
             }
+            Overview::Planning(status) if args.json => {
+                print_json(&status)?;
+                return Ok(());
+            }
+            Overview::NoRun if args.json => {
+                println!("{{\"runs\":[]}}");
+                return Ok(());
+            }
+            Overview::NoRun => {
+                println!(
+                    "no runs yet; start one with `git orchestra start \"<objective>\"` or `git orchestra run <plan.toml>`"
+                );
+                return Ok(());
+            }
+            Overview::Run(status) => (render_status(&status), status.run.state.is_finished()),
+            Overview::Planning(status) => (render_planning(&status), false),
         };
-        if args.json {
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&status).map_err(CommandError::internal)?
-            );
-            return Ok(());
-        }
-        let out = render_status(&status);
         if args.watch {
             // Clear the screen and home the cursor, then redraw.
             print!("\x1b[2J\x1b[H{out}");
             let _ = std::io::stdout().flush();
-            if status.run.state.is_finished() {
+            if finished {
                 return Ok(());
             }
             std::thread::sleep(Duration::from_secs(1));
         } else {
             print!("{out}");
             return Ok(());
+        }
+    }
+}
+
+fn print_json(value: &impl serde::Serialize) -> Result<(), CommandError> {
+    println!(
+        "{}",
+        serde_json::to_string_pretty(value).map_err(CommandError::internal)?
+    );
+    Ok(())
+}
+
+/// Returns the human status of a `start` run that has no packets yet.
+fn render_planning(status: &PlanningStatus) -> String {
+    let p = &status.planning;
+    let mut out = format!(
+        "run {} ({}) is {}; it has no packets yet\n",
+        p.id, p.objective, p.phase
+    );
+    if let Some(start) = &status.start {
+        out.push_str(&format!("\n{}\n", start_lines(start).join("\n")));
+    }
+    render_others(&mut out, &status.other_runs);
+    out
+}
+
+fn render_others(out: &mut String, others: &[RunRecord]) {
+    if !others.is_empty() {
+        out.push_str("\nother runs:\n");
+        for r in others {
+            out.push_str(&format!("  {:<12} {}\n", r.state.as_str(), r.id));
         }
     }
 }
@@ -100,12 +130,7 @@ fn render_status(status: &RunStatus) -> String {
             p.id, p.objective, p.phase
         ));
     }
-    if !status.other_runs.is_empty() {
-        out.push_str("\nother runs:\n");
-        for r in &status.other_runs {
-            out.push_str(&format!("  {:<12} {}\n", r.state.as_str(), r.id));
-        }
-    }
+    render_others(&mut out, &status.other_runs);
     out
 }
 

@@ -74,6 +74,19 @@ pub struct RunOptions {
     pub timeout: Duration,
     /// Where packet worktrees go; default beside the repository (see [`names::default_worktree_root`]).
     pub worktree_root: Option<PathBuf>,
+    /// What made the run; it keeps the runs of different kinds apart (see [`RunKind`]).
+    pub kind: RunKind,
+}
+
+/// What made a run. A one-packet `git orchestra agent` task gets run ids of its own, so it
+/// never shares a run with a plan or a `start` objective of the same words.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum RunKind {
+    /// A plan: `git orchestra run`, or the packets of a `start` run.
+    #[default]
+    Plan,
+    /// A single agent task: `git orchestra agent`.
+    Agent,
 }
 
 /// A run ready to execute.
@@ -96,7 +109,10 @@ pub fn prepare(
     opts: &RunOptions,
 ) -> Result<Prepared, EngineError> {
     let base = repo.resolve_base(plan.base.as_deref())?;
-    let run_id = names::run_id(&plan.objective, &base);
+    let run_id = match opts.kind {
+        RunKind::Plan => names::run_id(&plan.objective, &base),
+        RunKind::Agent => names::agent_run_id(&plan.objective, &base),
+    };
     let root = opts
         .worktree_root
         .clone()

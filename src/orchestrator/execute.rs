@@ -52,6 +52,7 @@ impl Ctx<'_> {
             max_parallel: self.settings.max_parallel,
             timeout: self.req.timeout,
             worktree_root: self.req.worktree_root.clone(),
+            kind: engine::RunKind::Plan,
         };
         let prepared = engine::prepare(self.repo, plan, toml, "plan.toml", &opts)?;
         let id = prepared.run.id.clone();

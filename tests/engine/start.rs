@@ -507,6 +507,19 @@ fn a_planner_that_never_fixes_its_plan_fails_after_bounded_rounds() {
         "{}",
         text(&status)
     );
+    // The run that never got packets is found by its id too, with its phase and spend.
+    let runs = git_orchestra::orchestrator::StartJournal::runs(&repo.join(".git")).unwrap();
+    let status = orchestra(&repo, &["status", &runs[0]]);
+    assert!(status.status.success(), "{}", text(&status));
+    let shown = String::from_utf8_lossy(&status.stdout);
+    assert!(
+        shown.contains(&format!("run {} (Write notes) is failed", runs[0])),
+        "{shown}"
+    );
+    assert!(shown.contains("phase     failed"), "{shown}");
+    let status = orchestra(&repo, &["status", &runs[0], "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(v["planning"]["id"], runs[0].as_str(), "{v}");
 }
 
 #[test]
