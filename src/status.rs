@@ -70,6 +70,9 @@ pub struct StartStatus {
     /// Set when the engine run asked about is a phase of this `start` run.
     pub parent_of_phase: bool,
     pub phase: WorkflowState,
+    /// The headline of the run's final report, once written (the same words the report and
+    /// the exit status of `start` give).
+    pub outcome: Option<String>,
     pub spend: Spend,
     /// Published pull requests: packet and where its request is.
     pub prs: Vec<(String, String)>,
@@ -348,6 +351,7 @@ pub fn start_status(
         run: run.to_string(),
         parent_of_phase: parent.is_some(),
         phase,
+        outcome: report_outcome(common_dir, run),
         spend: Spend::default(),
         prs: Vec::new(),
         limits: Vec::new(),
@@ -409,6 +413,14 @@ pub fn start_status(
         }
     }
     Some(status)
+}
+
+/// Returns the headline of the run's saved report, if it has one.
+fn report_outcome(common_dir: &Path, run: &str) -> Option<String> {
+    let path = crate::exec::run_dir(common_dir, run).join("report.json");
+    let text = fs_err::read_to_string(path).ok()?;
+    let value: serde_json::Value = serde_json::from_str(&text).ok()?;
+    value.get("outcome")?.as_str().map(str::to_string)
 }
 
 /// Adds up the journaled model usage and prices it, keyed by model name as `[prices]` is

@@ -165,6 +165,9 @@ fn start_lines(s: &StartStatus) -> Vec<String> {
     } else {
         format!("phase     {}", s.phase)
     }];
+    if let Some(outcome) = &s.outcome {
+        out.push(format!("outcome   {outcome}"));
+    }
     let spend = &s.spend;
     out.push(format!(
         "tokens    {} in / {} out over {} model calls",

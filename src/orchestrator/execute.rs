@@ -231,6 +231,7 @@ impl Ctx<'_> {
                 .rev()
                 .find(|e| matches!(e.event, WorkflowEvent::Transition { .. }))
                 .map_or_else(now_ms, |e| e.ts_ms),
+            merge: self.settings.merge,
         });
         let markdown = report::render(&report);
         let io = |source| StartError::Report {

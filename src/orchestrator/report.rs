@@ -2,7 +2,7 @@
 //! objective, outcome, per-packet changes and validation evidence, review findings, risks,
 //! assumptions, learnings, next steps, tokens and cost per role and model, wall time per phase.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 use serde::Serialize;
@@ -80,6 +80,9 @@ pub struct Sources<'a> {
     pub price: &'a dyn Fn(&str) -> Option<Price>,
     pub advice: Vec<String>,
     pub now_ms: i64,
+    /// True when the run promised to integrate its packets and advance the target branch
+    /// (`--merge`): a packet counts as landed only once it is there.
+    pub merge: bool,
 }
 
 /// Builds the report.
@@ -120,6 +123,12 @@ struct EngineFacts<'a> {
     evidence: BTreeMap<&'a str, Vec<Evidence>>,
     integration: Vec<String>,
     packet_findings: Vec<String>,
+    /// Packets merged into the integration branch whose merge has not advanced the target yet.
+    integrated: BTreeSet<&'a str>,
+    /// Packets whose merge advanced the target branch.
+    landed: BTreeSet<&'a str>,
+    /// Why a packet was kept out of the integration branch, the latest reason.
+    kept_out: BTreeMap<&'a str, String>,
 }
 
 /// Collects changed files, validation evidence, packet review findings and integration notes
@@ -158,10 +167,34 @@ fn engine_facts(events: &[JournalEntry]) -> EngineFacts<'_> {
                 };
                 format!("{packet} rejected by {reviewer}{when}: {x}")
             })),
-            other => f.integration.extend(integration_note(other)),
+            other => {
+                f.integration.extend(integration_note(other));
+                f.track_landing(other);
+            }
         }
     }
     f
+}
+
+impl<'a> EngineFacts<'a> {
+    /// Follows a packet from the integration branch to the target branch.
+    fn track_landing(&mut self, event: &'a Event) {
+        match event {
+            Event::PacketIntegrated { packet, .. } => {
+                self.kept_out.remove(packet.as_str());
+                self.integrated.insert(packet);
+            }
+            Event::PacketSentBack { packet, reason } => {
+                self.integrated.remove(packet.as_str());
+                self.kept_out.insert(packet, reason.clone());
+            }
+            Event::MergeFinished {
+                target_advanced: true,
+                ..
+            } => self.landed.append(&mut self.integrated),
+            _ => {}
+        }
+    }
 }
 
 /// Returns the integration section's line for an engine event, if it has one.
@@ -316,23 +349,42 @@ fn packet_reports(
 ) -> Vec<PacketReport> {
     s.packets
         .iter()
-        .map(|p| PacketReport {
-            id: p.id.clone(),
-            title: p.title.clone(),
-            role: p.role.clone(),
-            state: p.state.as_str().to_string(),
-            changed: engine
-                .changed
-                .get(p.id.as_str())
-                .cloned()
-                .unwrap_or_default(),
-            validation: engine.evidence.remove(p.id.as_str()).unwrap_or_default(),
-            summary: summaries
+        .map(|p| {
+            let mut state = p.state.as_str().to_string();
+            let mut summary = summaries
                 .get(p.id.as_str())
                 .cloned()
                 .or_else(|| p.reason.clone())
-                .unwrap_or_default(),
-            subtasks: subtasks.remove(p.id.as_str()).unwrap_or_default(),
+                .unwrap_or_default();
+            // With --merge a packet is done only once its work is on the target branch.
+            if s.merge && state == "succeeded" && !engine.landed.contains(p.id.as_str()) {
+                let why = match engine.kept_out.get(p.id.as_str()) {
+                    Some(reason) => format!("sent back by the merge: {reason}"),
+                    None if engine.integrated.contains(p.id.as_str()) => {
+                        "integrated, but the target branch was not advanced".to_string()
+                    }
+                    None => "never integrated".to_string(),
+                };
+                state = "not_landed".to_string();
+                summary = format!(
+                    "{why}; its work is on branch {} (fix it there, then `git orchestra merge {}`)",
+                    p.branch, s.run
+                );
+            }
+            PacketReport {
+                id: p.id.clone(),
+                title: p.title.clone(),
+                role: p.role.clone(),
+                state,
+                changed: engine
+                    .changed
+                    .get(p.id.as_str())
+                    .cloned()
+                    .unwrap_or_default(),
+                validation: engine.evidence.remove(p.id.as_str()).unwrap_or_default(),
+                summary,
+                subtasks: subtasks.remove(p.id.as_str()).unwrap_or_default(),
+            }
         })
         .collect()
 }
@@ -355,7 +407,15 @@ fn outcome(state: WorkflowState, packets: &[PacketReport]) -> String {
         WorkflowState::Completed if !packets.is_empty() && ok == packets.len() => {
             format!("completed: all {ok} packets succeeded")
         }
-        WorkflowState::Completed => format!("completed with {ok} of {} packets", packets.len()),
+        WorkflowState::Completed => format!(
+            "completed with failures: {ok} of {} packets {}",
+            packets.len(),
+            if packets.iter().any(|p| p.state == "not_landed") {
+                "landed"
+            } else {
+                "succeeded"
+            }
+        ),
         other => format!(
             "{other}: {ok} of {} packets succeeded so far",
             packets.len()

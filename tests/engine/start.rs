@@ -845,3 +845,69 @@ fn start_pr_opens_stacked_pull_requests_on_the_forge_with_the_report_sections() 
     }
     assert!(!text(&out).contains("ghp_startTOKEN"));
 }
+
+/// Serves a planner whose two packets each pass in their own worktree but not together: p2's
+/// validation fails once p1's file is merged.
+fn packets_that_break_together() -> (tempfile::TempDir, std::path::PathBuf, demo::MockModel) {
+    hermetic();
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = demo::create_sample(&tmp.path().join("greeter")).unwrap();
+    let plan = "```toml\n[[packet]]\nid = \"p1\"\ntitle = \"One\"\ndescription = \"d\"\nfiles = [\"p1.txt\"]\nvalidation = [\"test -f p1.txt\"]\n\n[[packet]]\nid = \"p2\"\ntitle = \"Two\"\ndescription = \"d\"\nfiles = [\"p2.txt\"]\nvalidation = [\"test ! -e p1.txt\"]\n```";
+    let scripts = serde_json::json!([
+        {"name": "planner", "match": ["# Planner"], "replies": [{"text": plan}]},
+        {"name": "review", "match": ["# Reviewer"], "replies": [{"text": "{\"verdict\": \"approve\"}"}]},
+        {"name": "orchestrator", "match": ["# Orchestrator"], "replies": [{"text": "{}"}]}
+    ]);
+    let model = demo::MockModel::start(demo::parse_scripts(&scripts.to_string()).unwrap()).unwrap();
+    (tmp, repo, model)
+}
+
+#[test]
+fn a_packet_the_merge_sends_back_is_reported_as_not_landed_and_the_run_exits_1() {
+    let (_tmp, repo, model) = packets_that_break_together();
+    let out = orchestra_with_env(
+        &repo,
+        &[
+            "start",
+            "--yes",
+            "--no-clarify",
+            "--merge",
+            "--worker-cmd",
+            "echo done > \"$ORCHESTRA_PACKET.txt\"",
+            "Two files",
+        ],
+        &[
+            ("ORCHESTRA_PROVIDER", "openai-compatible"),
+            ("ORCHESTRA_BASE_URL", model.url.as_str()),
+            ("ORCHESTRA_MODEL", "scripted"),
+        ],
+    );
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    // What is on main decides: p1's work landed, p2's did not.
+    assert_eq!(git(&repo, &["show", "main:p1.txt"]), "done");
+    assert!(
+        !git(&repo, &["ls-tree", "--name-only", "main"]).contains("p2.txt"),
+        "{all}"
+    );
+    assert!(
+        all.contains("completed with failures: 1 of 2 packets landed"),
+        "{all}"
+    );
+    assert!(!all.contains("completed: all"), "{all}");
+    let p2 = all
+        .lines()
+        .find(|l| l.contains("packet p2 is not_landed"))
+        .unwrap_or_else(|| panic!("no line names p2 as not landed: {all}"));
+    assert!(p2.contains("sent back by the merge"), "{p2}");
+    assert!(p2.contains("orchestra/") && p2.contains("/p2"), "{p2}");
+    assert!(p2.contains("git orchestra merge"), "{p2}");
+    // status says the same as the report.
+    let status = orchestra(&repo, &["status"]);
+    assert!(
+        String::from_utf8_lossy(&status.stdout)
+            .contains("outcome   completed with failures: 1 of 2 packets landed"),
+        "{}",
+        text(&status)
+    );
+}
