@@ -93,6 +93,7 @@ fn engine_run(repo_dir: &Path, wt_root: &Path) -> Duration {
         setup: None,
         crash_after_events: None,
         review: None,
+        fix_rounds: 0,
     };
     let summary = engine::execute(&repo, &prepared.run.id, &ctl).expect("execute");
     assert_eq!(summary.succeeded, PACKETS, "every packet should succeed");

@@ -95,6 +95,7 @@ fn run(
         crash_after_events: None,
         crash_after_steps: None,
         answer_wait: Duration::from_secs(1),
+        fix_rounds: git_orchestra::config::DEFAULT_FIX_ROUNDS,
     };
     let stop = AtomicBool::new(false);
     let outcome = orchestrator::start(&info, &config, &req, &Quiet, &stop).unwrap();

@@ -97,6 +97,9 @@ pub struct RoleConfig {
     pub fallback: Option<String>,
 }
 
+/// Default fix rounds of a packet whose scope check, validation or review fails.
+pub const DEFAULT_FIX_ROUNDS: u32 = 2;
+
 /// Prices of one model in a currency unit per million tokens.
 #[derive(Debug, Clone, Copy, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -130,6 +133,9 @@ pub struct RunConfig {
     pub timeout_secs: Option<u64>,
     /// Default cap on packets running at once.
     pub max_parallel: Option<usize>,
+    /// How many times a packet whose scope check or validation fails goes back to its worker
+    /// with the failure (default 2; 0 fails it at once).
+    pub fix_rounds: Option<u32>,
 }
 
 /// The `[start]` table: defaults of `git orchestra start` that its flags turn on.
@@ -194,6 +200,11 @@ impl RepoConfig {
     /// `[run] max_parallel`; `None` leaves it to the plan.
     pub fn max_parallel(&self, n: Option<u16>) -> Option<usize> {
         n.map(usize::from).or(self.run.max_parallel)
+    }
+
+    /// Returns how many fix rounds a packet gets after a failed scope check or validation.
+    pub fn fix_rounds(&self) -> u32 {
+        self.run.fix_rounds.unwrap_or(DEFAULT_FIX_ROUNDS)
     }
 
     /// Returns the price of `model` from `[prices]`, if it has one.
@@ -263,6 +274,7 @@ impl RepoConfig {
             run: RunConfig {
                 timeout_secs: self.run.timeout_secs.or(base.run.timeout_secs),
                 max_parallel: self.run.max_parallel.or(base.run.max_parallel),
+                fix_rounds: self.run.fix_rounds.or(base.run.fix_rounds),
             },
             start: StartConfig {
                 clarify: self.start.clarify.or(base.start.clarify),

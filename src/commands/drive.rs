@@ -34,6 +34,7 @@ pub fn drive(
         setup: config.worktree.setup.clone(),
         crash_after_events,
         review: review.as_ref(),
+        fix_rounds: config.fix_rounds(),
     };
     let store = Store::open(&repo.common_dir).map_err(CommandError::internal)?;
     let has_cmd = store

@@ -230,6 +230,7 @@ pub fn cmd_start(cwd: &Path, args: &StartArgs) -> Result<(), CommandError> {
             .ok()
             .and_then(|v| v.parse().ok()),
         answer_wait: Duration::from_secs(3600),
+        fix_rounds: config.fix_rounds(),
     };
     run_start(&repo, &config, &req, args.quiet)
 }
@@ -401,6 +402,7 @@ pub fn resume_start(
             .ok()
             .and_then(|v| v.parse().ok()),
         answer_wait: Duration::from_secs(3600),
+        fix_rounds: config.fix_rounds(),
     };
     run_start(repo, config, &req, quiet)
 }

@@ -146,6 +146,7 @@ pub fn request(worktree_root: &Path) -> StartRequest {
         crash_after_events: None,
         crash_after_steps: None,
         answer_wait: Duration::from_secs(1),
+        fix_rounds: crate::config::DEFAULT_FIX_ROUNDS,
     }
 }
 

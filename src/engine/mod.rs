@@ -178,6 +178,9 @@ pub struct Control<'a> {
     pub crash_after_events: Option<u64>,
     /// Reviews each validated packet; `None` ends the pipeline at validation.
     pub review: Option<&'a PacketReview<'a>>,
+    /// How many times a packet whose scope check or validation fails goes back to its worker
+    /// with the failure as required fixes before it fails.
+    pub fix_rounds: u32,
 }
 
 /// How an execution ended.
@@ -278,6 +281,7 @@ pub fn execute_with(
         setup: ctl.setup.as_deref(),
         timeout: Duration::from_secs(run.timeout_secs),
         review: ctl.review,
+        fix_rounds: ctl.fix_rounds,
     };
     let result = std::thread::scope(|scope| -> Result<(), EngineError> {
         let (done_tx, done_rx) = mpsc::channel::<usize>();

@@ -36,6 +36,8 @@ pub(super) struct Context<'a> {
     pub timeout: Duration,
     /// The review after validation, when a reviewer is configured.
     pub review: Option<&'a PacketReview<'a>>,
+    /// Fix rounds for a failed scope check or validation.
+    pub fix_rounds: u32,
 }
 
 /// Why a pipeline stopped before success.
@@ -160,25 +162,52 @@ fn pipeline(ctx: &Context<'_>, index: usize, rec: &PacketRecord) -> Result<Strin
         committed = Some(commit_step(ctx, packet, &wt, &start)?);
     }
 
-    let mut head = validate(ctx, packet, rec, &wt, &env, &dir, &start, committed)?;
-    let Some(review) = ctx.review else {
-        return Ok(head);
-    };
+    let mut checked = validate(ctx, packet, rec, &wt, &env, &dir, &start, committed)?;
     let mut round = 0u32;
     loop {
-        let verdict = review_step(ctx, packet, &wt, &start, &head, round, review)?;
-        if verdict.verdict == gate::Decision::Approve {
-            return Ok(head);
-        }
-        let fixes = required_fixes(&verdict);
-        if round >= review.max_rounds {
-            return Err(Halt::Fail(format!(
-                "the review rejected {} after {round} fix round{}; the work stays on {}:\n{fixes}",
-                &head[..head.len().min(12)],
-                if round == 1 { "" } else { "s" },
-                rec.branch
-            )));
-        }
+        // A failed check, or a rejecting review, goes back to the worker as required fixes.
+        let fixes = match checked {
+            Checked::Failed {
+                reason,
+                fixes,
+                rewrite,
+            } => {
+                if round >= ctx.fix_rounds {
+                    return Err(Halt::Fail(match round {
+                        0 => reason,
+                        n => format!(
+                            "{reason}\n(after {n} fix round{})",
+                            if n == 1 { "" } else { "s" }
+                        ),
+                    }));
+                }
+                if rewrite {
+                    commit::uncommit_to(&wt, &start).map_err(|e| {
+                        Halt::Fail(format!("cannot take back the out-of-scope commit: {e}"))
+                    })?;
+                }
+                fixes
+            }
+            Checked::Passed(head) => {
+                let Some(review) = ctx.review else {
+                    return Ok(head);
+                };
+                let verdict = review_step(ctx, packet, &wt, &start, &head, round, review)?;
+                if verdict.verdict == gate::Decision::Approve {
+                    return Ok(head);
+                }
+                let fixes = required_fixes(&verdict);
+                if round >= review.max_rounds {
+                    return Err(Halt::Fail(format!(
+                        "the review rejected {} after {round} fix round{}; the work stays on {}:\n{fixes}",
+                        &head[..head.len().min(12)],
+                        if round == 1 { "" } else { "s" },
+                        rec.branch
+                    )));
+                }
+                fixes
+            }
+        };
         round += 1;
         let file = dir.join(format!("fixes-{round}.md"));
         fs_err::write(&file, &fixes)
@@ -190,8 +219,21 @@ fn pipeline(ctx: &Context<'_>, index: usize, rec: &PacketRecord) -> Result<Strin
         ));
         work(ctx, packet, rec, &wt, &env, &dir, Some((&fixes, round)))?;
         let committed = commit_step(ctx, packet, &wt, &start)?;
-        head = validate(ctx, packet, rec, &wt, &env, &dir, &start, Some(committed))?;
+        checked = validate(ctx, packet, rec, &wt, &env, &dir, &start, Some(committed))?;
     }
+}
+
+/// What the scope check and the validation commands found.
+enum Checked {
+    /// Both passed at this commit.
+    Passed(String),
+    /// One failed: `reason` for the user, `fixes` for the worker that can repair it;
+    /// `rewrite` when the failed commits must not stay in the branch's history.
+    Failed {
+        reason: String,
+        fixes: String,
+        rewrite: bool,
+    },
 }
 
 /// Runs the packet's worker once, with the review's required fixes when this is a fix round.
@@ -331,7 +373,8 @@ fn commit_step(
     Ok((head, changed))
 }
 
-/// Checks the packet's scope and runs its validation commands; returns the validated commit.
+/// Checks the packet's scope and runs its validation commands; returns the validated commit,
+/// or what failed with the fixes its worker needs to make.
 ///
 /// `committed` is the tip and changed paths the commit step just found; a resumed packet passes
 /// `None` and they are read from its worktree.
@@ -345,7 +388,7 @@ fn validate(
     dir: &Path,
     start: &str,
     committed: Option<(String, Vec<String>)>,
-) -> Result<String, Halt> {
+) -> Result<Checked, Halt> {
     // Validate: scope first (enforced, not advised), then the packet's own commands.
     let (head, changed) = match committed {
         Some(known) => known,
@@ -363,12 +406,20 @@ fn validate(
         .map_err(|e| Halt::Fail(format!("invalid file scope: {e}")))?;
     let outside = scope.violations(changed.iter().map(String::as_str));
     if !outside.is_empty() {
-        return Err(Halt::Fail(format!(
-            "changed files outside the packet's declared scope: {} (declared: {}); the commit is kept on {}",
-            outside.join(", "),
-            packet.files.join(", "),
-            rec.branch
-        )));
+        return Ok(Checked::Failed {
+            reason: format!(
+                "changed files outside the packet's declared scope: {} (declared: {}); the commit is kept on {}",
+                outside.join(", "),
+                packet.files.join(", "),
+                rec.branch
+            ),
+            fixes: format!(
+                "- The scope check failed: this packet may change only {}, but it changed {}. Undo the changes to those files (restore them as they were at the start), and keep your work inside the declared files.\n",
+                packet.files.join(", "),
+                outside.join(", ")
+            ),
+            rewrite: true,
+        });
     }
     if !packet.symbols.is_empty() {
         for f in symbol_scope::findings(wt, packet, start, &head, &changed) {
@@ -399,15 +450,23 @@ fn validate(
             },
         )?;
         if !out.success() {
-            return Err(Halt::Fail(format!(
-                "validation `{command}` failed ({}); log: {}\n{}",
-                out.describe(ctx.timeout),
-                log.display(),
-                out.tail
-            )));
+            return Ok(Checked::Failed {
+                reason: format!(
+                    "validation `{command}` failed ({}); log: {}\n{}",
+                    out.describe(ctx.timeout),
+                    log.display(),
+                    out.tail
+                ),
+                fixes: format!(
+                    "- The validation command `{command}` failed ({}). Make it pass. The end of its output:\n\n```\n{}\n```\n",
+                    out.describe(ctx.timeout),
+                    out.tail.trim_end()
+                ),
+                rewrite: false,
+            });
         }
     }
-    Ok(head)
+    Ok(Checked::Passed(head))
 }
 
 /// Reviews `start..head` with the configured reviewer, storing the verdict in git, and

@@ -52,5 +52,4 @@ pub struct PacketReview<'a> {
     pub max_rounds: u32,
 }
 
-/// Default fix rounds after a rejecting review.
-pub const DEFAULT_FIX_ROUNDS: u32 = 2;
+pub use crate::config::DEFAULT_FIX_ROUNDS;

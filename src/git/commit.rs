@@ -210,6 +210,16 @@ pub fn merge_in_memory(
     Ok(MergeOutcome::Merged(id))
 }
 
+/// Moves the worktree's branch back to `start`, keeping every change in the working tree, so
+/// the next commit replaces the commits made since `start` instead of following them.
+///
+/// Used before a fix round for work that must never enter the branch's history (files outside
+/// the packet's scope), so what the fixed commit leaves out is not reachable from it either.
+pub fn uncommit_to(worktree: &Path, start: &str) -> Result<(), GitError> {
+    Git::new(worktree).run(["reset", "--soft", "--quiet", start])?;
+    Ok(())
+}
+
 /// Returns every path that differs between `base` and `head` (both sides of a rename).
 pub fn changed_paths(repo: &Path, base: &str, head: &str) -> Result<Vec<String>, GitError> {
     let out = Git::new(repo).run([

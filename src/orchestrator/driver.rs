@@ -96,6 +96,8 @@ pub struct StartRequest {
     pub crash_after_steps: Option<u64>,
     /// Longest an agent waits for `git orchestra answer`.
     pub answer_wait: Duration,
+    /// Fix rounds of a packet whose scope check or validation fails.
+    pub fix_rounds: u32,
 }
 
 /// How a `start` call ended.

@@ -77,6 +77,7 @@ impl Ctx<'_> {
                 setup: self.req.setup.clone(),
                 crash_after_events: self.req.crash_after_events,
                 review: review.as_ref(),
+                fix_rounds: self.req.fix_rounds,
             };
             let w: Option<&dyn Worker> = match prepared.run.worker_cmd {
                 Some(_) => None,

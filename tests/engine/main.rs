@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod confine;
+mod fix_rounds;
 mod forge;
 mod forge_mock;
 mod help;

@@ -1,0 +1,100 @@
+//! Failures go back to the worker that can fix them: a failed validation command or scope check
+//! becomes required fixes (`ORCHESTRA_FIXES_FILE`) for a bounded number of fix rounds.
+
+use crate::support::*;
+
+/// A worker that gets it wrong first and right once it is given fixes, keeping what the fixes
+/// said in `fixes-seen.md`.
+const LEARNS: &str = r#"if [ -n "$ORCHESTRA_FIXES_FILE" ]; then cp "$ORCHESTRA_FIXES_FILE" fixes-seen.md; echo ok > out.txt; else echo wrong > out.txt; echo "broken output line" >&2; fi"#;
+
+#[test]
+fn a_failed_validation_goes_back_to_the_worker_with_its_output_and_the_fix_lands() {
+    let repo = TestRepo::new();
+    let body = format!(
+        "objective = \"Fix on validation\"\n\n{}",
+        packet(
+            "p1",
+            "\"out.txt\", \"fixes-seen.md\"",
+            "",
+            "\"grep -q ok out.txt || { echo out.txt says $(cat out.txt); exit 3; }\""
+        ),
+    );
+    let plan = repo.write_plan("plan.toml", &body);
+    let out = repo.run_plan(&plan, LEARNS, &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    let run = run_id(&repo.path);
+    let branch = format!("orchestra/{run}/p1");
+    assert_eq!(repo.git(&["show", &format!("{branch}:out.txt")]), "ok");
+    let seen = repo.git(&["show", &format!("{branch}:fixes-seen.md")]);
+    assert!(
+        seen.contains("The validation command `grep -q ok out.txt"),
+        "{seen}"
+    );
+    assert!(seen.contains("exit 3"), "{seen}");
+    assert!(seen.contains("out.txt says wrong"), "{seen}");
+    let v = status_json(&repo.path);
+    assert_eq!(v["packets"][0]["state"], "succeeded", "{v}");
+}
+
+#[test]
+fn fix_rounds_are_bounded_and_the_reason_says_how_many_were_tried() {
+    let repo = TestRepo::new();
+    let body = format!(
+        "objective = \"Never fixed\"\n\n{}",
+        packet("p1", "\"out.txt\"", "", "\"test -e never\""),
+    );
+    let plan = repo.write_plan("plan.toml", &body);
+    let counter = repo.scratch().join("runs.txt");
+    let worker = format!("echo run >> {}; echo x > out.txt", counter.display());
+    let out = repo.run_plan(&plan, &worker, &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let runs = std::fs::read_to_string(&counter).unwrap();
+    assert_eq!(runs.lines().count(), 3, "one run and two fix rounds");
+    let v = status_json(&repo.path);
+    let reason = v["packets"][0]["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("validation `test -e never` failed"),
+        "{reason}"
+    );
+    assert!(reason.contains("after 2 fix rounds"), "{reason}");
+
+    // `[run] fix_rounds = 0` fails at once.
+    let repo = TestRepo::new();
+    repo.write(".orchestra/config.toml", "[run]\nfix_rounds = 0\n");
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-qm", "config"]);
+    let plan = repo.write_plan("plan.toml", &body);
+    let counter = repo.scratch().join("runs.txt");
+    let worker = format!("echo run >> {}; echo x > out.txt", counter.display());
+    let out = repo.run_plan(&plan, &worker, &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let runs = std::fs::read_to_string(&counter).unwrap();
+    assert_eq!(runs.lines().count(), 1, "no fix round");
+}
+
+#[test]
+fn a_scope_violation_is_sent_back_and_never_enters_the_branch_history() {
+    let repo = TestRepo::new();
+    let body = format!(
+        "objective = \"Stay in scope\"\n\n{}",
+        packet("p1", "\"out.txt\"", "", "\"test -f out.txt\""),
+    );
+    let plan = repo.write_plan("plan.toml", &body);
+    // First the worker also writes a file outside its scope; given fixes, it removes it.
+    let worker = r#"echo ok > out.txt; if [ -n "$ORCHESTRA_FIXES_FILE" ]; then grep -q "outside.txt" "$ORCHESTRA_FIXES_FILE" && rm -f outside.txt; else echo secret > outside.txt; fi"#;
+    let out = repo.run_plan(&plan, worker, &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    let run = run_id(&repo.path);
+    let branch = format!("orchestra/{run}/p1");
+    let touched = repo.git(&[
+        "log",
+        "--format=",
+        "--name-only",
+        &format!("main..{branch}"),
+    ]);
+    assert!(touched.contains("out.txt"), "{touched}");
+    assert!(
+        !touched.contains("outside.txt"),
+        "no commit of the branch holds the out-of-scope file: {touched}"
+    );
+}
