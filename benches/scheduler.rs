@@ -66,7 +66,7 @@ fn plan_text() -> String {
             format!("\"p{}\"", (wave - 1) * per_wave + i % per_wave)
         };
         s.push_str(&format!(
-            "[[packet]]\nid = \"p{i}\"\ntitle = \"t{i}\"\ndescription = \"d\"\nfiles = [\"out/p{i}.txt\"]\ndepends_on = [{deps}]\n\n"
+            "[[packet]]\nid = \"p{i}\"\ntitle = \"t{i}\"\ndescription = \"d\"\nfiles = [\"out/p{i}.txt\"]\ndepends_on = [{deps}]\nmay_be_empty = true\n\n"
         ));
     }
     s

@@ -137,7 +137,8 @@ fn overhead() {
         .filter(|p| p.state == "succeeded")
         .count();
     assert_eq!(ok, N, "{}", orchestrator::report::render(&report));
-    // The same plan with a no-op external worker: what the engine and gates cost alone.
+    // The same plan with a trivial external worker (one line appended to the packet's own
+    // file): what the engine and gates cost alone.
     let tmp2 = tempfile::tempdir().unwrap();
     let dir2 = tmp2.path().join("repo");
     repo(&dir2, N);
@@ -146,12 +147,12 @@ fn overhead() {
         &dir2,
         &model,
         "Edit a hundred files",
-        Some("true".into()),
+        Some(r#"echo x >> "f${ORCHESTRA_PACKET#p}.txt""#.into()),
         true,
     );
     let total2 = began2.elapsed().as_secs_f64();
     println!(
-        "  same plan, no-op --worker-cmd (engine and gates alone): total {total2:.2} s (executing {:.2} s, integrating {:.2} s)",
+        "  same plan, trivial --worker-cmd (engine and gates alone): total {total2:.2} s (executing {:.2} s, integrating {:.2} s)",
         phase(&alone, "executing"),
         phase(&alone, "integrating")
     );

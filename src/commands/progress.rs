@@ -52,6 +52,9 @@ fn packet_line(event: &Event) -> Option<String> {
             format!("[{packet}] worker finished: {how} ({})", secs(*duration_ms))
         }
         Event::PacketCommitted {
+            packet, changed, ..
+        } if changed.is_empty() => format!("[{packet}] no changes: the worker changed no file"),
+        Event::PacketCommitted {
             packet,
             commit,
             changed,

@@ -401,6 +401,19 @@ fn validate(
             (head, changed)
         }
     };
+    if changed.is_empty() && !packet.files.is_empty() && !packet.may_be_empty {
+        return Ok(Checked::Failed {
+            reason: format!(
+                "the worker changed no file (declared: {}); nothing was committed. If the packet may rightly change nothing, mark it `may_be_empty = true` in the plan",
+                packet.files.join(", ")
+            ),
+            fixes: format!(
+                "- No file changed: the worktree is exactly as the packet started, so none of the work this packet asks for was done. Make the changes in {} and check them before you finish.\n",
+                packet.files.join(", ")
+            ),
+            rewrite: false,
+        });
+    }
     let scope = packet
         .scope()
         .map_err(|e| Halt::Fail(format!("invalid file scope: {e}")))?;

@@ -172,6 +172,7 @@ mod tests {
             validation: vec!["cargo test".into()],
             acceptance: vec!["parses | pipes".into()],
             risks: vec!["slow".into()],
+            may_be_empty: false,
         };
         let verdict = Verdict {
             version: 1,

@@ -131,6 +131,7 @@ pub(super) fn spawn(
         validation: req.validation.clone(),
         acceptance: Vec::new(),
         risks: Vec::new(),
+        may_be_empty: false,
         symbols: Vec::new(),
     };
     let branch = names::packet_branch(parent.run, &id);

@@ -68,6 +68,10 @@ pub struct Packet {
     /// Free-text risks the reviewer and the report mention.
     #[serde(default)]
     pub risks: Vec<String>,
+    /// True when the packet may rightly change nothing (an investigation, a check); otherwise
+    /// a packet that declares files and changes none of them is not done.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub may_be_empty: bool,
 }
 
 fn default_role() -> String {

@@ -59,6 +59,8 @@ struct RawPacket {
     acceptance: Vec<String>,
     #[serde(default)]
     risks: Vec<String>,
+    #[serde(default)]
+    may_be_empty: bool,
 }
 
 /// Where the values of one packet sat in the source text.
@@ -162,6 +164,7 @@ impl Plan {
                 validation: p.validation.into_iter().map(Spanned::into_inner).collect(),
                 acceptance: p.acceptance,
                 risks: p.risks,
+                may_be_empty: p.may_be_empty,
             });
         }
         let source = SourceMap {

@@ -139,6 +139,7 @@ mod tests {
             validation: vec![],
             acceptance: vec![],
             risks: vec![],
+            may_be_empty: false,
         }
     }
 

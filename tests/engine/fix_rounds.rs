@@ -98,3 +98,48 @@ fn a_scope_violation_is_sent_back_and_never_enters_the_branch_history() {
         "no commit of the branch holds the out-of-scope file: {touched}"
     );
 }
+
+#[test]
+fn a_packet_that_changes_nothing_says_so_and_fails_unless_it_may_be_empty() {
+    let repo = TestRepo::new();
+    let body = format!(
+        "objective = \"Do nothing\"\n\n{}",
+        packet("p1", "\"out.txt\"", "", ""),
+    );
+    let plan = repo.write_plan("plan.toml", &body);
+    let out = repo.run_plan(&plan, "echo 'I edited out.txt'", &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let all = text(&out);
+    assert!(
+        all.contains("[p1] no changes: the worker changed no file"),
+        "{all}"
+    );
+    assert!(
+        !all.contains("files changed)"),
+        "no commit is claimed: {all}"
+    );
+    let v = status_json(&repo.path);
+    assert_eq!(v["packets"][0]["state"], "failed", "{v}");
+    let reason = v["packets"][0]["reason"].as_str().unwrap();
+    assert!(reason.contains("changed no file"), "{reason}");
+    assert!(reason.contains("may_be_empty = true"), "{reason}");
+    let run = run_id(&repo.path);
+    assert_eq!(
+        repo.git(&["rev-parse", &format!("orchestra/{run}/p1")]),
+        repo.git(&["rev-parse", "main"]),
+        "no commit was made"
+    );
+
+    // Marked as possibly empty, the same packet succeeds and says it changed nothing.
+    let repo = TestRepo::new();
+    let plan = repo.write_plan(
+        "plan.toml",
+        &body.replace(
+            "validation = []\n",
+            "validation = []\nmay_be_empty = true\n",
+        ),
+    );
+    let out = repo.run_plan(&plan, "true", &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("[p1] no changes"), "{}", text(&out));
+}

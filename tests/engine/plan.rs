@@ -446,6 +446,7 @@ fn packet(id: &str, files: &[&str], deps: &[&str]) -> Packet {
         validation: vec![],
         acceptance: vec![],
         risks: vec![],
+        may_be_empty: false,
     }
 }
 
