@@ -357,7 +357,7 @@ fn commit_step(
     let head = match made {
         Some(head) => head,
         None => gitops::Git::new(wt)
-            .run(["rev-parse", "HEAD"])
+            .head()
             .map_err(|e| Halt::Fail(format!("cannot read the packet branch: {e}")))?,
     };
     let changed = commit::changed_paths(wt, start, &head)
@@ -394,7 +394,7 @@ fn validate(
         Some(known) => known,
         None => {
             let head = gitops::Git::new(wt)
-                .run(["rev-parse", "HEAD"])
+                .head()
                 .map_err(|e| Halt::Fail(format!("cannot read the packet branch: {e}")))?;
             let changed = commit::changed_paths(wt, start, &head)
                 .map_err(|e| Halt::Fail(format!("cannot list the packet's changes: {e}")))?;
@@ -598,9 +598,9 @@ fn start_point(ctx: &Context<'_>, packet: &Packet) -> Result<String, Halt> {
                     "Merge the dependencies of {}\n\nOrchestra-Run: {}\nOrchestra-Packet: {}\n",
                     packet.id, ctx.run.id, packet.id
                 );
-                match commit::merge_in_memory(&ctx.repo.toplevel, &acc, &commit, &message) {
-                    Ok(commit::MergeOutcome::Merged(id)) => id,
-                    Ok(commit::MergeOutcome::Conflict(paths)) => {
+                match ctx.repo.git().merge_in_memory(&acc, &commit, &message) {
+                    Ok(gitops::MergeOutcome::Merged(id)) => id,
+                    Ok(gitops::MergeOutcome::Conflict(paths)) => {
                         return Err(Halt::Fail(format!(
                             "its dependencies' work conflicts in {}; resolve by making one depend on the other",
                             paths.join(", ")
@@ -626,12 +626,7 @@ fn clear_stale_locks(ctx: &Context<'_>, branch: &str, wt: &Path) {
     ];
     if wt.join(".git").exists() {
         for name in ["index.lock", "HEAD.lock"] {
-            if let Ok(path) = gitops::Git::new(wt).run([
-                "rev-parse",
-                "--path-format=absolute",
-                "--git-path",
-                name,
-            ]) {
+            if let Ok(path) = gitops::Git::new(wt).git_path(name) {
                 locks.push(PathBuf::from(path));
             }
         }
@@ -656,7 +651,7 @@ fn ensure_worktree(
 ) -> Result<Created, gitops::WorktreeError> {
     let created = gitops::create_repairing(request, before_worker)?;
     if before_worker && created == (Created::Reused { dirty: true }) {
-        gitops::Git::new(request.path).run(["reset", "--hard", "--quiet", "HEAD"])?;
+        gitops::Git::new(request.path).reset_hard()?;
         return Ok(Created::Reused { dirty: false });
     }
     Ok(created)

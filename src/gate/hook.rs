@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use super::GateError;
 use super::checks::CheckOptions;
-use super::range::{commit_of, empty_tree, packet_of};
+use super::range::{commit_of, packet_of};
 use super::review::{DeterministicReviewer, Reviewer, review};
 use super::verdict::{Decision, Verdict, approved_for_tree};
 use crate::git::{GitError, RepoInfo};
@@ -45,6 +45,8 @@ pub enum HookError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error("cannot list the repository's worktrees: {0}")]
+    Worktrees(String),
     #[error(transparent)]
     Git(#[from] GitError),
 }
@@ -72,22 +74,15 @@ pub struct Uninstalled {
 /// working tree.
 pub fn hooks_dir(repo: &RepoInfo) -> Result<PathBuf, HookError> {
     let git = repo.git();
-    let configured = git.run(["config", "--get", "core.hooksPath"]).ok();
+    let configured = git.config_get("core.hooksPath").ok().flatten();
     if configured.is_none() {
         return Ok(repo.common_dir.join("hooks"));
     }
-    let path =
-        PathBuf::from(git.run(["rev-parse", "--path-format=absolute", "--git-path", "hooks"])?);
+    let path = PathBuf::from(git.git_path("hooks")?);
     let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
     let resolved = canonical(&path);
     let inside = |top: &Path| resolved.starts_with(canonical(top));
-    let worktrees = crate::git::list(repo).map_err(|e| {
-        HookError::Git(GitError::Failed {
-            args: "worktree list".into(),
-            code: -1,
-            stderr: e.to_string(),
-        })
-    })?;
+    let worktrees = crate::git::list(repo).map_err(|e| HookError::Worktrees(e.to_string()))?;
     if inside(&repo.toplevel) || worktrees.iter().any(|w| !w.bare && inside(&w.path)) {
         return Err(HookError::HooksPathInWorktree { path });
     }
@@ -268,23 +263,16 @@ pub fn check_push(
         }
         update.remote_oid.clone()
     } else {
-        let new = git.run([
-            "rev-list",
-            "--topo-order",
-            &tip,
-            "--not",
-            &format!("--remotes={remote}"),
-        ])?;
-        let Some(oldest) = new.lines().last() else {
+        let new = git.new_to_remote(&tip, remote)?;
+        let Some(oldest) = new.last() else {
             return Ok(RefDecision::NothingNew);
         };
-        match git.run(["rev-parse", "--verify", "--quiet", &format!("{oldest}^1")]) {
-            Ok(parent) => parent,
-            Err(GitError::Failed { .. }) => empty_tree(&git)?,
-            Err(e) => return Err(e.into()),
+        match git.resolve(&format!("{oldest}^1"))? {
+            Some(parent) => parent,
+            None => git.empty_tree()?,
         }
     };
-    let tree = git.run(["rev-parse", &format!("{tip}^{{tree}}")])?;
+    let tree = git.tree_of(&tip)?;
     if let Some(verdict) = approved_for_tree(&git, &tree)? {
         return Ok(RefDecision::Approved {
             verdict: Box::new(verdict),

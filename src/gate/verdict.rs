@@ -9,8 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::GateError;
 use super::checks::Finding;
-use crate::git::commit::{COMMITTER_EMAIL, COMMITTER_NAME};
-use crate::git::{Git, GitError};
+use crate::git::Git;
 
 /// The notes ref verdicts live under.
 pub const NOTES_REF: &str = "refs/notes/orchestra/review";
@@ -61,73 +60,14 @@ pub fn write_verdict(git: &Git, verdict: &Verdict) -> Result<(), GateError> {
 
 /// Writes one note, retrying briefly when another process holds the notes ref's lock.
 fn add_note(git: &Git, object: &str, text: &str) -> Result<(), GateError> {
-    let mut attempt = 0;
-    loop {
-        match note_command(git, object, text) {
-            Ok(()) => return Ok(()),
-            Err(GitError::Failed { ref stderr, .. })
-                if attempt < 20
-                    && (stderr.contains("lock") || stderr.contains("cannot update")) =>
-            {
-                attempt += 1;
-                std::thread::sleep(std::time::Duration::from_millis(25 * attempt));
-            }
-            Err(e) => return Err(e.into()),
-        }
-    }
-}
-
-fn note_command(git: &Git, object: &str, text: &str) -> Result<(), GitError> {
-    use std::io::Write;
-    use std::process::Stdio;
-    let mut cmd = git.command([
-        "-c",
-        "core.hooksPath=/dev/null",
-        "notes",
-        "--ref",
-        NOTES_REF,
-        "add",
-        "--force",
-        "--file=-",
-        object,
-    ]);
-    for (k, v) in [
-        ("GIT_AUTHOR_NAME", COMMITTER_NAME),
-        ("GIT_AUTHOR_EMAIL", COMMITTER_EMAIL),
-        ("GIT_COMMITTER_NAME", COMMITTER_NAME),
-        ("GIT_COMMITTER_EMAIL", COMMITTER_EMAIL),
-    ] {
-        cmd.env(k, v);
-    }
-    cmd.stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd.spawn().map_err(|source| GitError::Spawn { source })?;
-    if let Some(mut stdin) = child.stdin.take() {
-        let _ = stdin.write_all(text.as_bytes());
-    }
-    let out = child
-        .wait_with_output()
-        .map_err(|source| GitError::Spawn { source })?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(GitError::Failed {
-            args: format!("notes --ref {NOTES_REF} add --force {object}"),
-            code: out.status.code().unwrap_or(-1),
-            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-        })
-    }
+    Ok(git.add_note(NOTES_REF, object, text)?)
 }
 
 /// Returns the verdict stored on `object` (a commit or tree id), `None` when there is none.
 pub fn read_verdict(git: &Git, object: &str) -> Result<Option<Verdict>, GateError> {
-    let text = match git.run(["notes", "--ref", NOTES_REF, "show", object]) {
-        Ok(t) => t,
-        // `git notes show` exits 1 both for "no note" and for an unknown object; the caller
-        // resolved the object already, so this means "no verdict".
-        Err(GitError::Failed { code: 1, .. }) => return Ok(None),
-        Err(e) => return Err(e.into()),
+    // The caller resolved the object already, so no note means "no verdict".
+    let Some(text) = git.note(NOTES_REF, object)? else {
+        return Ok(None);
     };
     serde_json::from_str(&text)
         .map(Some)

@@ -8,24 +8,14 @@
 //! second parent is the previous backup under the same ref, so no older backup becomes
 //! unreachable.
 
-use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 
+use super::refs::{Expected, RefError};
 use super::worktree::WorktreeError;
 use super::{Git, GitError, RepoInfo};
 
 /// The namespace backup refs live in: `refs/orchestra/backup/<run>/<packet>`.
 pub const BACKUP_PREFIX: &str = "refs/orchestra/backup/";
-
-/// Identity used for backup commits only when git has none configured, so a backup never fails
-/// for want of `user.name`.
-const FALLBACK_IDENT: [(&str, &str); 4] = [
-    ("GIT_AUTHOR_NAME", "git-orchestra"),
-    ("GIT_AUTHOR_EMAIL", "git-orchestra@localhost"),
-    ("GIT_COMMITTER_NAME", "git-orchestra"),
-    ("GIT_COMMITTER_EMAIL", "git-orchestra@localhost"),
-];
 
 /// A worktree's state as a tree, next to the commit it started from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,43 +52,29 @@ pub fn backup(
     if !snap.has_changes() {
         return Ok(None);
     }
-    let previous = match git.run(["rev-parse", "--verify", "--quiet", refname]) {
-        Ok(id) => Some(id),
-        Err(GitError::Failed { .. }) => None,
-        Err(e) => return Err(e.into()),
-    };
-    if let Some(prev) = &previous {
-        let facts = format!("{prev}^{{tree}}");
-        let first_parent = format!("{prev}^1");
-        if let Ok(out) = git.run(["rev-parse", "--verify", "--quiet", &facts])
-            && out == snap.tree
-            && git.run(["rev-parse", "--verify", "--quiet", &first_parent])? == snap.head
-        {
-            return Ok(Some(prev.clone()));
-        }
+    let previous = git.resolve(refname)?;
+    if let Some(prev) = &previous
+        && git.resolve(&format!("{prev}^{{tree}}"))?.as_deref() == Some(snap.tree.as_str())
+        && git.resolve(&format!("{prev}^1"))?.as_deref() == Some(snap.head.as_str())
+    {
+        return Ok(Some(prev.clone()));
     }
-    let mut args = vec!["commit-tree", snap.tree.as_str(), "-p", snap.head.as_str()];
+    let mut parents = vec![snap.head.as_str()];
     if let Some(prev) = &previous {
-        args.extend(["-p", prev.as_str()]);
+        parents.push(prev.as_str());
     }
-    args.extend(["-m", message]);
-    let commit = match run_env::<&str>(&git, &args, &[]) {
-        Ok(id) => id,
-        Err(GitError::Failed { stderr, .. })
-            if stderr.contains("tell me who you are") || stderr.contains("ident") =>
-        {
-            run_env(&git, &args, &FALLBACK_IDENT)?
-        }
-        Err(e) => return Err(e.into()),
+    // Under the engine's identity, so a backup never fails for want of `user.name`.
+    let commit = git.commit_tree(&snap.tree, &parents, message)?;
+    let expected = match &previous {
+        Some(prev) => Expected::At(prev),
+        None => Expected::Absent,
     };
-    // An empty old value means "must not exist yet".
-    let old = previous.as_deref().unwrap_or("");
-    match git.run(["update-ref", "-m", message, refname, &commit, old]) {
-        Ok(_) => Ok(Some(commit)),
-        Err(GitError::Failed { .. }) => Err(WorktreeError::RefMoved {
+    match git.update_ref(refname, &commit, expected, Some(message)) {
+        Ok(()) => Ok(Some(commit)),
+        Err(RefError::RefMoved { .. }) => Err(WorktreeError::RefMoved {
             refname: refname.to_string(),
         }),
-        Err(e) => Err(e.into()),
+        Err(RefError::Git(e)) => Err(e.into()),
     }
 }
 
@@ -122,10 +98,9 @@ pub fn snapshot(worktree: &Path) -> Result<Snapshot, WorktreeError> {
     };
     let index = TempIndex::seeded_from(Path::new(git_dir))?;
     // From the top so `add -A` covers the whole tree even when `worktree` is a subdirectory.
-    let top = Git::new(toplevel);
-    let env = [("GIT_INDEX_FILE", index.path.as_os_str())];
-    run_env(&top, &["add", "--all", "--", ":/"], &env)?;
-    let tree = run_env(&top, &["write-tree"], &env)?;
+    let top = Git::new(toplevel).with_env("GIT_INDEX_FILE", &index.path);
+    top.run(["add", "--all", "--", ":/"])?;
+    let tree = top.run(["write-tree"])?;
     Ok(Snapshot {
         head: head.to_string(),
         head_tree: head_tree.to_string(),
@@ -159,36 +134,6 @@ fn check_refname(git: &Git, refname: &str) -> Result<(), WorktreeError> {
         Err(GitError::Failed { .. }) => Err(invalid()),
         Err(e) => Err(e.into()),
     }
-}
-
-/// Runs `git <args>` with extra environment variables; returns stdout without the final newline.
-fn run_env<V: AsRef<OsStr>>(
-    git: &Git,
-    args: &[&str],
-    env: &[(&str, V)],
-) -> Result<String, GitError> {
-    let mut cmd = git.command(args);
-    for (key, value) in env {
-        cmd.env(key, value);
-    }
-    let out = cmd
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|source| GitError::Spawn { source })?;
-    let printable = args.join(" ");
-    if !out.status.success() {
-        return Err(GitError::Failed {
-            args: printable,
-            code: out.status.code().unwrap_or(-1),
-            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-        });
-    }
-    let mut text =
-        String::from_utf8(out.stdout).map_err(|_| GitError::NotUtf8 { args: printable })?;
-    if text.ends_with('\n') {
-        text.pop();
-    }
-    Ok(text)
 }
 
 /// A private index file in the worktree's git directory, removed on drop.

@@ -28,13 +28,10 @@ pub(crate) fn open(toplevel: &Path) -> Result<gix::Repository, WorktreeError> {
     // Branch creation and the new worktree's HEAD reflog need a committer; users without a git
     // identity get the engine's, while a configured identity still wins.
     let options = gix::open::Options::default().config_overrides([
-        format!(
-            "gitoxide.committer.nameFallback={}",
-            super::commit::COMMITTER_NAME
-        ),
+        format!("gitoxide.committer.nameFallback={}", super::COMMITTER_NAME),
         format!(
             "gitoxide.committer.emailFallback={}",
-            super::commit::COMMITTER_EMAIL
+            super::COMMITTER_EMAIL
         ),
     ]);
     gix::open_opts(toplevel, options).map_err(|e| WorktreeError::Checkout {

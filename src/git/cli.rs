@@ -1,9 +1,75 @@
-//! Runs the `git` command line and turns its failures into typed errors.
+//! Runs the `git` command line and turns its failures into typed errors; the only place in the
+//! crate that starts a git process.
+//!
+//! Callers outside `crate::git` never see the raw runner: they call the typed operations of
+//! `revs`, `refs`, `merge`, `notes`, `remote`, `tree` and friends, so how git is invoked (no
+//! pager, no prompt, the engine's identity on every write) is decided here once.
 
-use std::ffi::OsStr;
+use std::ffi::{OsStr, OsString};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+
+use super::identity::Identity;
+
+/// What kind of failure a git command reported, told from its exit status and messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailureKind {
+    /// git has no user identity to write a commit, note or reflog with.
+    IdentityMissing,
+    /// Another process holds a lock file (`index.lock`, a ref's `.lock`).
+    LockHeld,
+    /// Local changes would be overwritten, or the tree must be clean first.
+    DirtyTree,
+    /// A merge stopped with conflicts in the working tree.
+    Conflict,
+    /// A revision, ref, object or path does not exist.
+    NotFound,
+    /// Anything else.
+    Other,
+}
+
+impl FailureKind {
+    /// Returns the kind of failure that `code`, `stderr` and `stdout` of a git command describe.
+    ///
+    /// Only a merge that actually stopped with conflicts is a conflict (git prints `CONFLICT`
+    /// and "Automatic merge failed" on stdout, exit 1); a merge refused before it started (no
+    /// identity, a held lock, local changes) is that refusal.
+    pub fn classify(code: i32, stderr: &str, stdout: &str) -> FailureKind {
+        let said = |needle: &str| stderr.contains(needle) || stdout.contains(needle);
+        if said("Please tell me who you are")
+            || said("Committer identity unknown")
+            || said("Author identity unknown")
+            || said("unable to auto-detect email address")
+            || said("empty ident name")
+        {
+            FailureKind::IdentityMissing
+        } else if (said("Unable to create") && said(".lock")) || said("index.lock") {
+            FailureKind::LockHeld
+        } else if said("would be overwritten by merge")
+            || said("would be overwritten by checkout")
+            || said("Your local changes")
+            || said("commit your changes or stash them")
+            || said("You have not concluded your merge")
+        {
+            FailureKind::DirtyTree
+        } else if code == 1 && (said("CONFLICT") || said("Automatic merge failed")) {
+            FailureKind::Conflict
+        } else if said("unknown revision")
+            || said("bad revision")
+            || said("Needed a single revision")
+            || said("not a valid object name")
+            || said("not something we can merge")
+            || said("does not exist")
+            || said("couldn't find remote ref")
+            || said("No such remote")
+        {
+            FailureKind::NotFound
+        } else {
+            FailureKind::Other
+        }
+    }
+}
 
 /// An error from one `git` invocation, carrying the command line and git's own message.
 #[derive(Debug, thiserror::Error)]
@@ -15,6 +81,7 @@ pub enum GitError {
         args: String,
         code: i32,
         stderr: String,
+        kind: FailureKind,
     },
     #[error("`git {args}` printed output that is not UTF-8")]
     NotUtf8 { args: String },
@@ -28,26 +95,120 @@ impl GitError {
             _ => None,
         }
     }
+
+    /// Returns what kind of failure this was; `Other` when git did not run at all.
+    pub fn kind(&self) -> FailureKind {
+        match self {
+            GitError::Failed { kind, .. } => *kind,
+            _ => FailureKind::Other,
+        }
+    }
+
+    /// Returns an error for a command git ran but that failed in a way the caller detected.
+    pub(in crate::git) fn failed(args: impl Into<String>, code: i32, stderr: String) -> GitError {
+        let kind = FailureKind::classify(code, &stderr, "");
+        GitError::Failed {
+            args: args.into(),
+            code,
+            stderr,
+            kind,
+        }
+    }
+}
+
+/// What a git process printed and how it exited, for operations that read more than success.
+pub(in crate::git) struct Finished {
+    pub code: i32,
+    pub stdout: Vec<u8>,
+    pub stderr: String,
+    printable: String,
+}
+
+impl Finished {
+    /// Returns true if and only if git exited 0.
+    pub fn success(&self) -> bool {
+        self.code == 0
+    }
+
+    /// Returns this outcome as the typed error of a failed command.
+    pub fn into_error(self) -> GitError {
+        let stdout = String::from_utf8_lossy(&self.stdout);
+        let kind = FailureKind::classify(self.code, &self.stderr, &stdout);
+        // Some commands (merge, commit) say why they stopped on stdout only.
+        let stderr = if self.stderr.is_empty() {
+            stdout.trim().to_string()
+        } else {
+            self.stderr
+        };
+        GitError::Failed {
+            args: self.printable,
+            code: self.code,
+            stderr,
+            kind,
+        }
+    }
+
+    /// Returns stdout as text without the final newline, or the error of a failed command.
+    pub fn text(self) -> Result<String, GitError> {
+        if !self.success() {
+            return Err(self.into_error());
+        }
+        let mut text = String::from_utf8(self.stdout).map_err(|_| GitError::NotUtf8 {
+            args: self.printable,
+        })?;
+        if text.ends_with('\n') {
+            text.pop();
+        }
+        Ok(text)
+    }
 }
 
 /// A `git` runner bound to one directory (a working tree or a git directory).
 ///
 /// Every call runs `git -C <dir> …` with the environment inherited, so tests make it hermetic by
-/// setting `HOME` and `GIT_CONFIG_GLOBAL` for the whole process.
+/// setting `HOME` and `GIT_CONFIG_GLOBAL` for the whole process. Writing operations run under an
+/// [`Identity`] (the engine's unless told otherwise), which wins over any `GIT_AUTHOR_*`,
+/// `GIT_COMMITTER_*` or `user.*` the user has, and stands in when they have none.
 #[derive(Debug, Clone)]
 pub struct Git {
     dir: PathBuf,
+    identity: Option<Identity>,
+    env: Vec<(&'static str, OsString)>,
 }
 
 impl Git {
     /// Returns a runner whose commands execute in `dir`.
     pub fn new(dir: impl Into<PathBuf>) -> Self {
-        Git { dir: dir.into() }
+        Git {
+            dir: dir.into(),
+            identity: None,
+            env: Vec::new(),
+        }
     }
 
     /// Returns the directory commands run in.
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// Returns this runner writing as the engine's identity.
+    pub(in crate::git) fn writing(&self) -> Git {
+        self.writing_as(&Identity::ENGINE)
+    }
+
+    /// Returns this runner writing as `identity`.
+    pub(in crate::git) fn writing_as(&self, identity: &Identity) -> Git {
+        Git {
+            identity: Some(identity.clone()),
+            ..self.clone()
+        }
+    }
+
+    /// Returns this runner with one more environment variable set for every command.
+    pub(in crate::git) fn with_env(&self, key: &'static str, value: impl AsRef<OsStr>) -> Git {
+        let mut git = self.clone();
+        git.env.push((key, value.as_ref().to_owned()));
+        git
     }
 
     /// Returns a `Command` for `git <args>` in this directory, for callers that need to stream.
@@ -60,20 +221,22 @@ impl Git {
         cmd.arg("-C").arg(&self.dir).args(args);
         // Never let git open a pager or prompt on a terminal the engine does not own.
         cmd.env("GIT_TERMINAL_PROMPT", "0").env("GIT_PAGER", "cat");
+        if let Some(identity) = &self.identity {
+            identity.apply(&mut cmd);
+        }
+        for (key, value) in &self.env {
+            cmd.env(key, value);
+        }
         cmd
     }
 
-    /// Runs `git <args>` and returns its stdout with the trailing newline removed.
-    pub fn run<I, S>(&self, args: I) -> Result<String, GitError>
-    where
-        I: IntoIterator<Item = S>,
-        S: AsRef<OsStr>,
-    {
-        self.run_with_stdin(args, None)
-    }
-
-    /// Runs `git <args>`, feeding `stdin` when given, and returns stdout without the final newline.
-    pub fn run_with_stdin<I, S>(&self, args: I, stdin: Option<&[u8]>) -> Result<String, GitError>
+    /// Runs `git <args>`, feeding `stdin` when given, and returns what it printed and its exit
+    /// status whether or not it succeeded; only a git that could not run is an error.
+    pub(in crate::git) fn finish<I, S>(
+        &self,
+        args: I,
+        stdin: Option<&[u8]>,
+    ) -> Result<Finished, GitError>
     where
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
@@ -100,19 +263,30 @@ impl Git {
         let out = child
             .wait_with_output()
             .map_err(|source| GitError::Spawn { source })?;
-        if !out.status.success() {
-            return Err(GitError::Failed {
-                args: printable,
-                code: out.status.code().unwrap_or(-1),
-                stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-            });
-        }
-        let mut text =
-            String::from_utf8(out.stdout).map_err(|_| GitError::NotUtf8 { args: printable })?;
-        if text.ends_with('\n') {
-            text.pop();
-        }
-        Ok(text)
+        Ok(Finished {
+            code: out.status.code().unwrap_or(-1),
+            stdout: out.stdout,
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            printable,
+        })
+    }
+
+    /// Runs `git <args>` and returns its stdout with the trailing newline removed.
+    pub fn run<I, S>(&self, args: I) -> Result<String, GitError>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        self.run_with_stdin(args, None)
+    }
+
+    /// Runs `git <args>`, feeding `stdin` when given, and returns stdout without the final newline.
+    pub fn run_with_stdin<I, S>(&self, args: I, stdin: Option<&[u8]>) -> Result<String, GitError>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        self.finish(args, stdin)?.text()
     }
 
     /// Returns true if and only if `git <args>` exits 0; other failures to run are errors.
@@ -121,10 +295,6 @@ impl Git {
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
     {
-        match self.run(args) {
-            Ok(_) => Ok(true),
-            Err(GitError::Failed { .. }) => Ok(false),
-            Err(e) => Err(e),
-        }
+        Ok(self.finish(args, None)?.success())
     }
 }

@@ -2,16 +2,12 @@
 //! branch changed since its base.
 //!
 //! Agents never commit with their own identity or configuration: the engine commits as
-//! `git-orchestra` with trailers naming run, packet and role, so every commit is traceable.
+//! `git-orchestra` (see `identity`) with trailers naming run, packet and role, so every commit
+//! is traceable.
 
 use std::path::Path;
 
-use super::{Git, GitError};
-
-/// The identity the engine commits under.
-pub const COMMITTER_NAME: &str = "git-orchestra";
-/// The e-mail of the engine's identity (a reserved, non-routable domain).
-pub const COMMITTER_EMAIL: &str = "git-orchestra@localhost.invalid";
+use super::{Git, GitError, Identity};
 
 /// Trailers that tie a commit to its run, packet and role.
 #[derive(Debug, Clone)]
@@ -36,26 +32,31 @@ pub fn message(subject: &str, trailers: &Trailers<'_>) -> String {
 }
 
 /// Stages everything in `worktree` (tracked changes, deletions, untracked files; not ignored
-/// ones) and commits it. Returns the new commit id, or `None` when there was nothing to commit.
+/// ones) and commits it under the engine's identity. Returns the new commit id, or `None` when
+/// there was nothing to commit.
 ///
 /// New files named like the confined writer's temporary files are left out and removed: they
 /// are what a write cut short by a crash leaves behind (the tool call never completed, so the
 /// turn is redone), never anyone's work.
 pub fn commit_all(worktree: &Path, message: &str) -> Result<Option<String>, GitError> {
+    commit_all_as(worktree, message, &Identity::ENGINE)
+}
+
+/// Does what [`commit_all`] does, as `identity` instead of the engine.
+pub fn commit_all_as(
+    worktree: &Path,
+    message: &str,
+    identity: &Identity,
+) -> Result<Option<String>, GitError> {
     let git = Git::new(worktree);
     git.run(["add", "--all", "--", "."])?;
     // Paths as bytes: a repository may hold names that are not UTF-8.
-    let staged = git
-        .command(["diff", "--cached", "--name-status", "--no-renames", "-z"])
-        .stderr(std::process::Stdio::inherit())
-        .output()
-        .map_err(|source| GitError::Spawn { source })?;
-    if !staged.status.success() {
-        return Err(GitError::Failed {
-            args: "diff --cached --name-status".to_string(),
-            code: staged.status.code().unwrap_or(-1),
-            stderr: String::new(),
-        });
+    let staged = git.finish(
+        ["diff", "--cached", "--name-status", "--no-renames", "-z"],
+        None,
+    )?;
+    if !staged.success() {
+        return Err(staged.into_error());
     }
     let fields: Vec<&[u8]> = staged
         .stdout
@@ -79,135 +80,36 @@ pub fn commit_all(worktree: &Path, message: &str) -> Result<Option<String>, GitE
     }
     // No signing prompt, and no `git maintenance run --auto` process after each of a run's
     // many commits (the user's own next git command still runs it).
-    let mut cmd_args = vec![
-        "-c".to_string(),
-        "commit.gpgsign=false".to_string(),
-        "-c".to_string(),
-        "maintenance.auto=false".to_string(),
-        "-c".to_string(),
-        "gc.auto=0".to_string(),
-        "commit".to_string(),
-        "--quiet".to_string(),
-        "--no-edit".to_string(),
-        "--file=-".to_string(),
-    ];
-    // The engine's identity wins over any GIT_AUTHOR_* in the environment or user config.
-    let ident = [
-        ("GIT_AUTHOR_NAME", COMMITTER_NAME),
-        ("GIT_AUTHOR_EMAIL", COMMITTER_EMAIL),
-        ("GIT_COMMITTER_NAME", COMMITTER_NAME),
-        ("GIT_COMMITTER_EMAIL", COMMITTER_EMAIL),
-    ];
-    let mut cmd = git.command(cmd_args.drain(..));
-    for (k, v) in ident {
-        cmd.env(k, v);
-    }
-    run_capturing(cmd, message.as_bytes(), "commit")?;
-    Ok(Some(git.run(["rev-parse", "HEAD"])?))
+    git.writing_as(identity).run_with_stdin(
+        [
+            "-c",
+            "commit.gpgsign=false",
+            "-c",
+            "maintenance.auto=false",
+            "-c",
+            "gc.auto=0",
+            "commit",
+            "--quiet",
+            "--no-edit",
+            "--file=-",
+        ],
+        Some(message.as_bytes()),
+    )?;
+    Ok(Some(git.head()?))
 }
 
-fn run_capturing(
-    mut cmd: std::process::Command,
-    input: &[u8],
-    what: &str,
-) -> Result<String, GitError> {
-    use std::io::Write;
-    use std::process::Stdio;
-    cmd.stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd.spawn().map_err(|source| GitError::Spawn { source })?;
-    if let Some(mut stdin) = child.stdin.take() {
-        let _ = stdin.write_all(input);
-    }
-    let out = child
-        .wait_with_output()
-        .map_err(|source| GitError::Spawn { source })?;
-    if out.status.success() {
-        Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
-    } else {
-        let mut stderr = String::from_utf8_lossy(&out.stderr).trim().to_string();
-        if stderr.is_empty() {
-            stderr = String::from_utf8_lossy(&out.stdout).trim().to_string();
-        }
-        Err(GitError::Failed {
-            args: what.to_string(),
-            code: out.status.code().unwrap_or(-1),
-            stderr,
-        })
-    }
-}
-
-/// The result of merging two commits without touching any working tree.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum MergeOutcome {
-    /// The merged commit (one of the inputs when the other was already contained in it).
-    Merged(String),
-    /// The two sides conflict in these paths.
-    Conflict(Vec<String>),
-}
-
-/// Merges `theirs` into `ours` in memory (`git merge-tree --write-tree`) and, when clean,
-/// returns a merge commit with both as parents made under the engine's identity. When one side
-/// already contains the other, no commit is made and the containing side is returned.
-pub fn merge_in_memory(
-    repo: &Path,
-    ours: &str,
-    theirs: &str,
+/// Creates a repository in `dir` on branch `branch` and commits every file in it as
+/// `identity`; returns the commit id.
+pub fn init_with_files(
+    dir: &Path,
+    branch: &str,
     message: &str,
-) -> Result<MergeOutcome, GitError> {
-    let git = Git::new(repo);
-    if git.succeeds(["merge-base", "--is-ancestor", theirs, ours])? {
-        return Ok(MergeOutcome::Merged(ours.to_string()));
-    }
-    if git.succeeds(["merge-base", "--is-ancestor", ours, theirs])? {
-        return Ok(MergeOutcome::Merged(theirs.to_string()));
-    }
-    let out = git
-        .command([
-            "merge-tree",
-            "--write-tree",
-            "--name-only",
-            "--no-messages",
-            ours,
-            theirs,
-        ])
-        .output()
-        .map_err(|source| GitError::Spawn { source })?;
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let mut lines = stdout.lines();
-    let tree = lines.next().unwrap_or("").trim().to_string();
-    match out.status.code() {
-        Some(0) => {}
-        // Exit 1 means conflicts; the listed names are what conflicts (never infer "clean"
-        // from an empty list).
-        Some(1) => {
-            let mut paths: Vec<String> = lines
-                .filter(|l| !l.is_empty())
-                .map(str::to_string)
-                .collect();
-            paths.dedup();
-            return Ok(MergeOutcome::Conflict(paths));
-        }
-        code => {
-            return Err(GitError::Failed {
-                args: format!("merge-tree --write-tree {ours} {theirs}"),
-                code: code.unwrap_or(-1),
-                stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-            });
-        }
-    }
-    let mut cmd = git.command(["commit-tree", &tree, "-p", ours, "-p", theirs, "-F", "-"]);
-    for (k, v) in [
-        ("GIT_AUTHOR_NAME", COMMITTER_NAME),
-        ("GIT_AUTHOR_EMAIL", COMMITTER_EMAIL),
-        ("GIT_COMMITTER_NAME", COMMITTER_NAME),
-        ("GIT_COMMITTER_EMAIL", COMMITTER_EMAIL),
-    ] {
-        cmd.env(k, v);
-    }
-    let id = run_capturing(cmd, message.as_bytes(), "commit-tree")?;
-    Ok(MergeOutcome::Merged(id))
+    identity: &Identity,
+) -> Result<String, GitError> {
+    let git = Git::new(dir);
+    git.run(["init", "--quiet", &format!("--initial-branch={branch}")])?;
+    commit_all_as(dir, message, identity)?
+        .ok_or_else(|| GitError::failed("commit", 1, "nothing to commit".to_string()))
 }
 
 /// Moves the worktree's branch back to `start`, keeping every change in the working tree, so

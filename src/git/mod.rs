@@ -1,25 +1,41 @@
-//! Git access: a small runner for the `git` CLI, repository discovery, and packet worktrees.
+//! Git access: typed operations over the `git` CLI, repository discovery, and packet worktrees.
 //!
 //! Operations that must honour users' hooks, credential helpers and configuration go through
-//! the `git` CLI; object-level work that needs speed uses gix.
+//! the `git` CLI; object-level work that needs speed uses gix. This module is the only place
+//! that starts a git process: the raw runner (`Git::run` and friends) is visible only inside
+//! `crate::git`, and everything else calls a typed operation (`Git::resolve_commit`,
+//! `Git::update_ref`, `Git::merge_no_commit`, …) whose failures are classified
+//! ([`FailureKind`]) and whose writes carry the engine's [`Identity`].
 
 mod backup;
 mod checkout;
 mod cli;
 pub mod commit;
+mod diff;
+mod identity;
 mod include;
+mod merge;
+mod notes;
+mod refs;
 mod registry;
+mod remote;
 mod repair;
 mod repo;
+mod revs;
+mod workdir;
 mod worktree;
 
 pub use backup::{BACKUP_PREFIX, Snapshot, backup, is_saved, snapshot};
 pub use checkout::{CheckoutStats, add_checked_out};
-pub use cli::{Git, GitError};
+pub use cli::{FailureKind, Git, GitError};
+pub use identity::{COMMITTER_EMAIL, COMMITTER_NAME, Identity};
 pub use include::{INCLUDE_FILE, copy_includes};
+pub use merge::{MergeOutcome, MergeStart, MergeTree};
+pub use refs::{Expected, RefError};
 pub use registry::{WorktreeEntry, delete_branch, list, remove};
 pub use repair::{create_repairing, repair_registrations};
 pub use repo::{RepoError, RepoInfo};
+pub use workdir::Untracked;
 pub use worktree::{
     Created, Reuse, Worktree, WorktreeError, WorktreeRequest, WorktreeStatus, create, validate,
 };

@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 
 use super::backup::{self, BACKUP_PREFIX};
-use super::worktree::{WorktreeError, resolve_commit};
+use super::worktree::WorktreeError;
 use super::{GitError, RepoInfo};
 
 /// One worktree as `git worktree list --porcelain` describes it.
@@ -118,7 +118,7 @@ pub fn remove(repo: &RepoInfo, worktree: &Path) -> Result<(), WorktreeError> {
         let path = entry.path.to_string_lossy().into_owned();
         git.run(["worktree", "remove", "--force", "--", &path])?;
     }
-    git.run(["worktree", "prune"])?;
+    git.prune_worktrees()?;
     Ok(())
 }
 
@@ -130,7 +130,7 @@ pub fn remove(repo: &RepoInfo, worktree: &Path) -> Result<(), WorktreeError> {
 pub fn delete_branch(repo: &RepoInfo, branch: &str, target: &str) -> Result<(), WorktreeError> {
     let git = repo.git();
     let full_ref = format!("refs/heads/{branch}");
-    let Some(tip) = resolve_commit(&git, &full_ref)? else {
+    let Some(tip) = git.resolve_commit(&full_ref)? else {
         return Ok(());
     };
     if let Some(entry) = list(repo)?
@@ -142,8 +142,8 @@ pub fn delete_branch(repo: &RepoInfo, branch: &str, target: &str) -> Result<(), 
             path: entry.path,
         });
     }
-    let merged = match resolve_commit(&git, target)? {
-        Some(target_id) => git.succeeds(["merge-base", "--is-ancestor", &tip, &target_id])?,
+    let merged = match git.resolve_commit(target)? {
+        Some(target_id) => git.is_ancestor(&tip, &target_id)?,
         None => false,
     };
     let backed_up = || -> Result<bool, GitError> {
@@ -163,7 +163,7 @@ pub fn delete_branch(repo: &RepoInfo, branch: &str, target: &str) -> Result<(), 
             target: target.to_string(),
         });
     }
-    git.run(["update-ref", "-d", &full_ref, &tip])?;
+    git.delete_ref(&full_ref, &tip).map_err(GitError::from)?;
     Ok(())
 }
 

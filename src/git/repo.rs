@@ -100,30 +100,18 @@ impl RepoInfo {
         match base {
             None if self.branch.is_none() => Err(RepoError::DetachedHead),
             None => Ok(self.head.clone()),
-            Some(name) => {
-                let spec = format!("{name}^{{commit}}");
-                match self.git().run([
-                    "rev-parse",
-                    "--verify",
-                    "--quiet",
-                    "--end-of-options",
-                    &spec,
-                ]) {
-                    Ok(id) => Ok(id),
-                    Err(GitError::Failed { .. }) => Err(RepoError::UnknownBase {
-                        base: name.to_string(),
-                    }),
-                    Err(e) => Err(e.into()),
-                }
-            }
+            Some(name) => self
+                .git()
+                .resolve_commit(name)?
+                .ok_or_else(|| RepoError::UnknownBase {
+                    base: name.to_string(),
+                }),
         }
     }
 
     /// Returns true if and only if the working tree has uncommitted or untracked changes.
     pub fn is_dirty(&self) -> Result<bool, RepoError> {
-        let out = self
-            .git()
-            .run(["status", "--porcelain", "--untracked-files=normal"])?;
+        let out = self.git().status_porcelain(super::Untracked::Normal)?;
         Ok(!out.is_empty())
     }
 }

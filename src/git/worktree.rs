@@ -158,9 +158,10 @@ pub fn create(req: &WorktreeRequest) -> Result<(Worktree, Created), WorktreeErro
     let base = if checkout::is_commit(&repo, req.base) {
         req.base.to_string()
     } else {
-        resolve_commit(&git, req.base)?.ok_or_else(|| WorktreeError::UnknownBase {
-            base: req.base.to_string(),
-        })?
+        git.resolve_commit(req.base)?
+            .ok_or_else(|| WorktreeError::UnknownBase {
+                base: req.base.to_string(),
+            })?
     };
     let path = absolute(req.path)?;
     let mut entries = registry::list(req.repo)?;
@@ -177,7 +178,7 @@ pub fn create(req: &WorktreeRequest) -> Result<(Worktree, Created), WorktreeErro
         }
         // The directory is gone but still registered: drop the stale registration (it holds
         // no files) so the path can be registered again.
-        git.run(["worktree", "prune"])?;
+        git.prune_worktrees()?;
         entries = registry::list(req.repo)?;
     }
     check_destination_free(&path)?;
@@ -216,7 +217,7 @@ pub fn create(req: &WorktreeRequest) -> Result<(Worktree, Created), WorktreeErro
             if kind == Created::Fresh {
                 // Only a branch this call created is rolled back, and only if it still points
                 // at the base (compare-and-swap), so no commit can be lost.
-                let _ = git.run(["update-ref", "-d", &full_ref_text, &base]);
+                let _ = git.delete_ref(&full_ref_text, &base);
             }
             Err(e)
         }
@@ -352,22 +353,6 @@ fn parse_status(status: &str) -> ParsedStatus {
         }
     }
     parsed
-}
-
-/// Returns the full commit id `spec` names, or `None` when it names no commit.
-pub(crate) fn resolve_commit(git: &Git, spec: &str) -> Result<Option<String>, WorktreeError> {
-    let peeled = format!("{spec}^{{commit}}");
-    match git.run([
-        "rev-parse",
-        "--verify",
-        "--quiet",
-        "--end-of-options",
-        &peeled,
-    ]) {
-        Ok(id) => Ok(Some(id)),
-        Err(GitError::Failed { .. }) => Ok(None),
-        Err(e) => Err(e.into()),
-    }
 }
 
 /// Refuses a destination that exists and is anything but an empty directory.

@@ -12,7 +12,7 @@ use super::steps::{Resolver, send_back, start_integration, validate_candidate};
 use super::tree::{MergeTree, commit_merge, merge_tree};
 use crate::engine::{Journal, Worker};
 use crate::exec::RunLock;
-use crate::git::{Git, GitError, RepoInfo};
+use crate::git::{Expected, Git, GitError, RefError, RepoInfo};
 use crate::names;
 use crate::plan::Plan;
 use crate::store::{Event, PacketState, Store};
@@ -279,9 +279,9 @@ pub fn integrate_with(
         }
 
         // Advance the integration branch only if nobody else moved it meanwhile.
-        match git.run(["update-ref", &int_ref, &candidate, &base_tip]) {
-            Ok(_) => {}
-            Err(GitError::Failed { .. }) if retries < MAX_CAS_RETRIES => {
+        match git.update_ref(&int_ref, &candidate, Expected::At(&base_tip), None) {
+            Ok(()) => {}
+            Err(RefError::RefMoved { .. }) if retries < MAX_CAS_RETRIES => {
                 retries += 1;
                 tip = rev(&git, &int_ref)?.ok_or_else(|| MergeError::Contended {
                     branch: branch.clone(),
@@ -291,8 +291,8 @@ pub fn integrate_with(
                 }
                 continue;
             }
-            Err(GitError::Failed { .. }) => return Err(MergeError::Contended { branch }),
-            Err(e) => return Err(e.into()),
+            Err(RefError::RefMoved { .. }) => return Err(MergeError::Contended { branch }),
+            Err(RefError::Git(e)) => return Err(e.into()),
         }
         tip = candidate;
         for item in merged {
@@ -373,16 +373,12 @@ fn advance_target(
         ));
     }
     let checked_out = crate::git::list(repo)
-        .map_err(|e| GitError::Failed {
-            args: "worktree list".into(),
-            code: -1,
-            stderr: e.to_string(),
-        })?
+        .map_err(|e| MergeError::Worktree(e.to_string()))?
         .into_iter()
         .find(|w| w.branch.as_deref() == Some(target_ref));
     if let Some(wt) = checked_out {
-        return match Git::new(&wt.path).run(["merge", "--ff-only", "--quiet", tip]) {
-            Ok(_) => Ok((true, None)),
+        return match Git::new(&wt.path).merge_ff_only(tip) {
+            Ok(()) => Ok((true, None)),
             Err(GitError::Failed { stderr, .. }) => Ok((
                 false,
                 Some(format!(
@@ -393,15 +389,15 @@ fn advance_target(
             Err(e) => Err(e.into()),
         };
     }
-    match git.run(["update-ref", target_ref, tip, &current]) {
-        Ok(_) => Ok((true, None)),
-        Err(GitError::Failed { .. }) => Ok((
+    match git.update_ref(target_ref, tip, Expected::At(&current), None) {
+        Ok(()) => Ok((true, None)),
+        Err(RefError::RefMoved { .. }) => Ok((
             false,
             Some(format!(
                 "{target} moved during the merge; run the merge again"
             )),
         )),
-        Err(e) => Err(e.into()),
+        Err(RefError::Git(e)) => Err(e.into()),
     }
 }
 
@@ -430,19 +426,12 @@ fn resolve_target(
     repo.branch.clone().ok_or(MergeError::NoTarget)
 }
 
+/// Returns the commit `spec` names, `None` when it names none.
 pub(super) fn rev(git: &Git, spec: &str) -> Result<Option<String>, MergeError> {
-    match git.run([
-        "rev-parse",
-        "--verify",
-        "--quiet",
-        &format!("{spec}^{{commit}}"),
-    ]) {
-        Ok(id) => Ok(Some(id)),
-        Err(GitError::Failed { .. }) => Ok(None),
-        Err(e) => Err(e.into()),
-    }
+    Ok(git.resolve_commit(spec)?)
 }
 
+/// Returns true if and only if commit `a` is an ancestor of (or equal to) commit `b`.
 pub(super) fn is_ancestor(git: &Git, a: &str, b: &str) -> Result<bool, MergeError> {
-    Ok(git.succeeds(["merge-base", "--is-ancestor", a, b])?)
+    Ok(git.is_ancestor(a, b)?)
 }

@@ -67,4 +67,6 @@ pub enum MergeError {
     },
     #[error("{branch} kept moving while the merge tried to advance it; run the merge again")]
     Contended { branch: String },
+    #[error("cannot list the repository's worktrees: {0}")]
+    Worktree(String),
 }

@@ -12,7 +12,7 @@ use super::resolve::{ConflictWorker, Resolution, ResolveError, resolve as resolv
 use super::tree::{MergeTree, commit_merge, merge_tree};
 use crate::engine::Journal;
 use crate::gate::run_validation;
-use crate::git::{Git, RepoInfo};
+use crate::git::{Expected, Git, GitError, RepoInfo};
 use crate::plan::Plan;
 use crate::store::Event;
 
@@ -89,7 +89,8 @@ pub(super) fn start_integration(
 ) -> Result<String, MergeError> {
     Ok(match rev(git, int_ref)? {
         None => {
-            git.run(["update-ref", int_ref, target_tip, ""])?;
+            git.update_ref(int_ref, target_tip, Expected::Absent, None)
+                .map_err(GitError::from)?;
             target_tip.to_string()
         }
         Some(t) if is_ancestor(git, target_tip, &t)? => t,
@@ -97,7 +98,8 @@ pub(super) fn start_integration(
             MergeTree::Clean { tree } => {
                 let msg = format!("Merge {target} into {branch}");
                 let c = commit_merge(git, &tree, &[&t, target_tip], &msg)?;
-                git.run(["update-ref", int_ref, &c, &t])?;
+                git.update_ref(int_ref, &c, Expected::At(&t), None)
+                    .map_err(GitError::from)?;
                 c
             }
             MergeTree::Conflicts { paths } => {

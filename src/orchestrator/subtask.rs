@@ -19,7 +19,8 @@ use super::journal::WorkflowEvent;
 use super::worker::{AgentJob, StartWorker};
 use crate::agent::{SubtaskRequest, WorkerState};
 use crate::exec::process::{self, Spec};
-use crate::git::commit::{self, MergeOutcome, Trailers};
+use crate::git::MergeOutcome;
+use crate::git::commit::{self, Trailers};
 use crate::git::{self as gitops, Git, RepoInfo, Reuse, WorktreeRequest};
 use crate::names;
 use crate::plan::{DEFAULT_ROLE, Packet};
@@ -169,7 +170,7 @@ pub(super) fn spawn(
         ),
     )
     .map_err(|e| format!("cannot commit your work in progress before the subtask: {e}"))?;
-    let base = git.run(["rev-parse", "HEAD"]).map_err(|e| e.to_string())?;
+    let base = git.head().map_err(|e| e.to_string())?;
     if !k.spawned.iter().any(|(c, _)| *c == id) {
         worker.record(&WorkflowEvent::SubtaskSpawned {
             parent: parent.packet.id.clone(),
@@ -315,7 +316,7 @@ fn run_child(
     )
     .map_err(|e| failed("cannot commit its work", &e))?;
     let head = Git::new(worktree)
-        .run(["rev-parse", "HEAD"])
+        .head()
         .map_err(|e| failed("cannot read its branch", &e))?;
     let changed = commit::changed_paths(worktree, base, &head)
         .map_err(|e| failed("cannot list its changes", &e))?;
@@ -358,19 +359,16 @@ fn run_child(
 /// to the result (a fast-forward: the parent's work was committed before the child forked).
 fn merge_into_parent(parent: &AgentJob<'_>, id: &str, child: &str) -> Result<(), String> {
     let git = Git::new(parent.worktree);
-    let head = git.run(["rev-parse", "HEAD"]).map_err(|e| e.to_string())?;
+    let head = git.head().map_err(|e| e.to_string())?;
     let message = format!(
         "Merge subtask {id} into {}\n\nOrchestra-Run: {}\nOrchestra-Packet: {}\n",
         parent.packet.id, parent.run, parent.packet.id
     );
-    match commit::merge_in_memory(parent.worktree, &head, child, &message) {
+    match git.merge_in_memory(&head, child, &message) {
         Ok(MergeOutcome::Merged(merged)) if merged == head => Ok(()),
-        Ok(MergeOutcome::Merged(merged)) => git
-            .run(["merge", "--ff-only", "--quiet", &merged])
-            .map(|_| ())
-            .map_err(|e| {
-                format!("subtask {id}'s work could not be brought into your worktree: {e}")
-            }),
+        Ok(MergeOutcome::Merged(merged)) => git.merge_ff_only(&merged).map_err(|e| {
+            format!("subtask {id}'s work could not be brought into your worktree: {e}")
+        }),
         Ok(MergeOutcome::Conflict(paths)) => Err(format!(
             "subtask {id}'s work conflicts with yours in {}; it stays on branch {} — resolve by redoing that part yourself",
             paths.join(", "),

@@ -1,0 +1,159 @@
+//! Merges: in memory (`merge-tree --write-tree` + `commit-tree`), fast-forwards of a checked-out
+//! branch, and the conflicted merge a worker resolves in its worktree.
+//!
+//! Every merge that can write a commit or a reflog runs under the engine's identity, so a user
+//! with no git identity configured gets the same merges as one with. A merge that git refuses
+//! before it starts (no identity, a held lock, local changes) is an error of that kind, never a
+//! conflict: only a merge that stopped with conflict markers is `MergeStart::Conflicted`.
+
+use super::{FailureKind, Git, GitError};
+
+/// The result of merging two commits in the object database.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MergeTree {
+    /// The merge is clean; its tree is written.
+    Clean { tree: String },
+    /// The merge conflicts on these paths.
+    Conflicts { paths: Vec<String> },
+}
+
+/// The result of merging two commits without touching any working tree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MergeOutcome {
+    /// The merged commit (one of the inputs when the other was already contained in it).
+    Merged(String),
+    /// The two sides conflict in these paths.
+    Conflict(Vec<String>),
+}
+
+/// How a merge into a worktree that leaves the result uncommitted went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MergeStart {
+    /// Everything merged; the result is staged, waiting for a commit.
+    Clean,
+    /// The merge stopped with conflicts in the working tree (`MERGE_HEAD` is set).
+    Conflicted,
+}
+
+impl Git {
+    /// Merges `ours` and `theirs` with `git merge-tree --write-tree`, trusting its exit status
+    /// (0 clean, 1 conflicts) rather than the emptiness of any list.
+    pub fn merge_tree(&self, ours: &str, theirs: &str) -> Result<MergeTree, GitError> {
+        let out = self.finish(
+            [
+                "merge-tree",
+                "--write-tree",
+                "--name-only",
+                "--no-messages",
+                "-z",
+                "--end-of-options",
+                ours,
+                theirs,
+            ],
+            None,
+        )?;
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let mut fields = stdout.split('\0');
+        let tree = fields.next().unwrap_or("").trim().to_string();
+        match out.code {
+            0 => Ok(MergeTree::Clean { tree }),
+            // Exit 1 means conflicts; the listed names are what conflicts (never infer "clean"
+            // from an empty list).
+            1 => {
+                let mut paths: Vec<String> = fields
+                    .take_while(|f| !f.is_empty())
+                    .map(str::to_string)
+                    .collect();
+                paths.dedup();
+                Ok(MergeTree::Conflicts { paths })
+            }
+            _ => Err(out.into_error()),
+        }
+    }
+
+    /// Writes a commit of `tree` with `parents` and `message` under the engine's identity and
+    /// returns its id.
+    pub fn commit_tree(
+        &self,
+        tree: &str,
+        parents: &[&str],
+        message: &str,
+    ) -> Result<String, GitError> {
+        let mut args = vec!["commit-tree", tree];
+        for p in parents {
+            args.extend(["-p", p]);
+        }
+        args.extend(["-F", "-"]);
+        // As `-m` would: the message ends with exactly one line break.
+        let mut text = message.to_string();
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+        self.writing().run_with_stdin(args, Some(text.as_bytes()))
+    }
+
+    /// Merges `theirs` into `ours` in memory and, when clean, returns a merge commit with both
+    /// as parents made under the engine's identity. When one side already contains the other,
+    /// no commit is made and the containing side is returned.
+    pub fn merge_in_memory(
+        &self,
+        ours: &str,
+        theirs: &str,
+        message: &str,
+    ) -> Result<MergeOutcome, GitError> {
+        if self.is_ancestor(theirs, ours)? {
+            return Ok(MergeOutcome::Merged(ours.to_string()));
+        }
+        if self.is_ancestor(ours, theirs)? {
+            return Ok(MergeOutcome::Merged(theirs.to_string()));
+        }
+        match self.merge_tree(ours, theirs)? {
+            MergeTree::Clean { tree } => Ok(MergeOutcome::Merged(self.commit_tree(
+                &tree,
+                &[ours, theirs],
+                message,
+            )?)),
+            MergeTree::Conflicts { paths } => Ok(MergeOutcome::Conflict(paths)),
+        }
+    }
+
+    /// Fast-forwards the branch checked out in this worktree to `tip`; refuses (an error) when
+    /// that is not a fast-forward or the worktree's changes are in the way.
+    pub fn merge_ff_only(&self, tip: &str) -> Result<(), GitError> {
+        self.writing()
+            .run(["merge", "--ff-only", "--quiet", tip])
+            .map(drop)
+    }
+
+    /// Merges `onto` into this worktree's branch without committing, leaving conflict markers
+    /// for a worker to resolve.
+    ///
+    /// Returns `Conflicted` only when git stopped with conflicts (`MERGE_HEAD` is set); a merge
+    /// git refused to start is its classified error (`IdentityMissing`, `LockHeld`,
+    /// `DirtyTree`, …) and leaves no merge under way.
+    pub fn merge_no_commit(&self, onto: &str) -> Result<MergeStart, GitError> {
+        let out = self
+            .writing()
+            .finish(["merge", "--no-ff", "--no-commit", onto], None)?;
+        if out.success() {
+            return Ok(MergeStart::Clean);
+        }
+        let merging = self.is_merging()?;
+        let error = out.into_error();
+        if error.kind() == FailureKind::Conflict && merging {
+            Ok(MergeStart::Conflicted)
+        } else {
+            Err(error)
+        }
+    }
+
+    /// Returns true if and only if a merge is under way in this worktree (`MERGE_HEAD` exists).
+    pub fn is_merging(&self) -> Result<bool, GitError> {
+        Ok(self.resolve("MERGE_HEAD")?.is_some())
+    }
+
+    /// Abandons the merge under way in this worktree, restoring the branch's own state.
+    pub fn merge_abort(&self) -> Result<(), GitError> {
+        self.run(["merge", "--abort"]).map(drop)
+    }
+}

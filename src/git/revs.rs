@@ -1,0 +1,163 @@
+//! Reads revisions: what a name points at, a commit's tree, merge-bases, ancestry, upstreams,
+//! trailers and objects.
+//!
+//! A revision given by a user or a plan is always passed after `--end-of-options` as its own
+//! argument, so a name that starts with `-` can never be read as an option.
+
+use super::{FailureKind, Git, GitError};
+
+impl Git {
+    /// Returns the full object id `spec` names, or `None` when it names nothing.
+    pub fn resolve(&self, spec: &str) -> Result<Option<String>, GitError> {
+        let out = self.finish(
+            ["rev-parse", "--verify", "--quiet", "--end-of-options", spec],
+            None,
+        )?;
+        if out.success() {
+            out.text().map(Some)
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// Returns the full commit id `spec` names (peeling tags), or `None` when it names no commit.
+    pub fn resolve_commit(&self, spec: &str) -> Result<Option<String>, GitError> {
+        self.resolve(&format!("{spec}^{{commit}}"))
+    }
+
+    /// Returns the commit HEAD points at.
+    pub fn head(&self) -> Result<String, GitError> {
+        self.run(["rev-parse", "HEAD"])
+    }
+
+    /// Returns the id of the tree of `commit`; an unknown commit is a `NotFound` failure.
+    pub fn tree_of(&self, commit: &str) -> Result<String, GitError> {
+        let spec = format!("{commit}^{{tree}}");
+        self.resolve(&spec)?.ok_or_else(|| GitError::Failed {
+            args: format!("rev-parse --verify {spec}"),
+            code: 128,
+            stderr: format!("`{commit}` does not name a commit"),
+            kind: FailureKind::NotFound,
+        })
+    }
+
+    /// Returns the best common ancestor of `a` and `b`, or `None` for unrelated histories.
+    pub fn merge_base(&self, a: &str, b: &str) -> Result<Option<String>, GitError> {
+        match self.run(["merge-base", "--end-of-options", a, b]) {
+            Ok(id) => Ok(Some(id)),
+            Err(GitError::Failed { code: 1, .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Returns true if and only if commit `a` is an ancestor of (or equal to) commit `b`.
+    pub fn is_ancestor(&self, a: &str, b: &str) -> Result<bool, GitError> {
+        match self.run(["merge-base", "--is-ancestor", "--end-of-options", a, b]) {
+            Ok(_) => Ok(true),
+            Err(GitError::Failed { code: 1, .. }) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Returns the short name of the upstream of `branch` (e.g. `origin/main`), or `None` when
+    /// it has none, when its upstream ref is gone, or when `branch` is a detached HEAD.
+    pub fn upstream(&self, branch: &str) -> Result<Option<String>, GitError> {
+        let spec = format!("{branch}@{{upstream}}");
+        let out = self.finish(
+            [
+                "rev-parse",
+                "--abbrev-ref",
+                "--symbolic-full-name",
+                "--verify",
+                "--quiet",
+                "--end-of-options",
+                &spec,
+            ],
+            None,
+        )?;
+        if !out.success() {
+            return Ok(None);
+        }
+        let name = out.text()?;
+        Ok((!name.is_empty() && !name.contains('\n')).then_some(name))
+    }
+
+    /// Returns the short name a symbolic ref points at (`refs/remotes/origin/HEAD` →
+    /// `origin/main`), or `None` when it is not a symbolic ref.
+    pub fn symbolic_target(&self, refname: &str) -> Result<Option<String>, GitError> {
+        match self.run(["symbolic-ref", "--quiet", "--short", refname]) {
+            Ok(name) => Ok(Some(name)),
+            Err(GitError::Failed { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Returns the commits reachable from `tip` but from no remote-tracking ref of `remote`,
+    /// newest first in topological order.
+    pub fn new_to_remote(&self, tip: &str, remote: &str) -> Result<Vec<String>, GitError> {
+        let remotes = format!("--remotes={remote}");
+        let out = self.run(["rev-list", "--topo-order", tip, "--not", &remotes])?;
+        Ok(out.lines().map(str::to_string).collect())
+    }
+
+    /// Returns the value of trailer `key` in `commit`'s message (the first when repeated), or
+    /// an empty string when it has none.
+    pub fn trailer(&self, commit: &str, key: &str) -> Result<String, GitError> {
+        let format = format!("--format=%(trailers:key={key},valueonly,separator=%x00)");
+        let out = self.run(["log", "-1", &format, commit])?;
+        Ok(out.split('\0').next().unwrap_or("").trim().to_string())
+    }
+
+    /// Returns the id of the empty tree in this repository's hash (nothing is written).
+    pub fn empty_tree(&self) -> Result<String, GitError> {
+        self.hash_object("tree", b"", false)
+    }
+
+    /// Returns the id of `data` as an object of `kind` (`blob`, `tree`), writing the object
+    /// into the repository when `write` is true.
+    pub fn hash_object(&self, kind: &str, data: &[u8], write: bool) -> Result<String, GitError> {
+        let mut args = vec!["hash-object", "-t", kind, "--stdin"];
+        if write {
+            args.push("-w");
+            return self.writing().run_with_stdin(args, Some(data));
+        }
+        self.run_with_stdin(args, Some(data))
+    }
+
+    /// Returns the bytes of the file `path` at commit `commit`, or `None` when it has no such
+    /// file.
+    pub fn blob_at(&self, commit: &str, path: &str) -> Result<Option<Vec<u8>>, GitError> {
+        let out = self.finish(["cat-file", "blob", &format!("{commit}:{path}")], None)?;
+        Ok(out.success().then_some(out.stdout))
+    }
+
+    /// Returns the size of each listed object that exists, in one `cat-file` batch.
+    pub fn object_sizes(
+        &self,
+        ids: &[&str],
+    ) -> Result<std::collections::HashMap<String, u64>, GitError> {
+        let mut map = std::collections::HashMap::new();
+        if ids.is_empty() {
+            return Ok(map);
+        }
+        let input = ids.join("\n") + "\n";
+        let out = self.run_with_stdin(
+            ["cat-file", "--batch-check=%(objectname) %(objectsize)"],
+            Some(input.as_bytes()),
+        )?;
+        for line in out.lines() {
+            if let Some((id, size)) = line.split_once(' ')
+                && let Ok(size) = size.parse()
+            {
+                map.insert(id.to_string(), size);
+            }
+        }
+        Ok(map)
+    }
+
+    /// Returns the absolute path of `name` inside the git directory (`hooks`, `info/…`),
+    /// honouring `core.hooksPath` and per-worktree paths as git does.
+    pub fn git_path(&self, name: &str) -> Result<String, GitError> {
+        self.run(["rev-parse", "--path-format=absolute", "--git-path", name])
+    }
+}
