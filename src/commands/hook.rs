@@ -91,8 +91,9 @@ fn pre_push(cwd: &Path, remote: &str) -> Result<(), CommandError> {
     let repo = &RepoInfo::discover(cwd)?;
     let git = repo.git();
     let policy = match git
-        .run(["config", "--get", "orchestra.gate.review"])
+        .config_get("orchestra.gate.review")
         .ok()
+        .flatten()
         .as_deref()
     {
         Some("auto") => GatePolicy::Auto,

@@ -63,9 +63,7 @@ pub fn cmd_review(cwd: &Path, args: &ReviewArgs) -> Result<(), CommandError> {
             range.base_source
         );
     }
-    let tree = git
-        .run(["rev-parse", &format!("{}^{{tree}}", range.tip)])
-        .map_err(CommandError::internal)?;
+    let tree = git.tree_of(&range.tip).map_err(CommandError::internal)?;
     if !args.again
         && let Some(v) = gate::approved_for_tree(&git, &tree).map_err(gate_error)?
     {
@@ -128,33 +126,19 @@ pub fn model_reviewer(
 /// Returns the check options from flags, then `orchestra.gate.maxFileSize`, then defaults.
 pub fn check_options(git: &Git, flag: Option<u64>) -> CheckOptions {
     let configured = git
-        .run([
-            "config",
-            "--type=int",
-            "--get",
-            "orchestra.gate.maxFileSize",
-        ])
-        .ok()
-        .and_then(|v| v.parse().ok());
+        .config_get_int("orchestra.gate.maxFileSize")
+        .and_then(|v| u64::try_from(v).ok());
     CheckOptions {
         max_file_size: flag.or(configured).unwrap_or(gate::DEFAULT_MAX_FILE_SIZE),
     }
 }
 
 fn show(git: &Git, object: &str, json: bool) -> Result<(), CommandError> {
-    let id = git
-        .run([
-            "rev-parse",
-            "--verify",
-            "--quiet",
-            "--end-of-options",
-            object,
-        ])
-        .map_err(|_| {
-            CommandError::user(format!(
-                "`{object}` does not name an object in this repository"
-            ))
-        })?;
+    let id = git.resolve(object).ok().flatten().ok_or_else(|| {
+        CommandError::user(format!(
+            "`{object}` does not name an object in this repository"
+        ))
+    })?;
     match gate::read_verdict(git, &id).map_err(gate_error)? {
         Some(v) => print_verdict(&v, json),
         None => Err(CommandError::user(format!(

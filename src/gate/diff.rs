@@ -47,43 +47,8 @@ impl RangeDiff {
 /// Returns the files and added lines between `base` and `tip` (both commit or tree ids).
 pub fn read_diff(git: &Git, base: &str, tip: &str) -> Result<RangeDiff, GateError> {
     let files = changed_files(git, base, tip)?;
-    let patch = git.run([
-        "-c",
-        "core.quotePath=false",
-        "diff",
-        "--no-color",
-        "--no-ext-diff",
-        "--no-renames",
-        "--no-textconv",
-        "-U0",
-        base,
-        tip,
-        "--",
-    ]);
-    let patch = match patch {
-        Ok(p) => p,
-        // A diff with bytes that are not UTF-8 is read lossily through the raw command.
-        Err(crate::git::GitError::NotUtf8 { .. }) => {
-            let out = git
-                .command([
-                    "-c",
-                    "core.quotePath=false",
-                    "diff",
-                    "--no-color",
-                    "--no-ext-diff",
-                    "--no-renames",
-                    "--no-textconv",
-                    "-U0",
-                    base,
-                    tip,
-                    "--",
-                ])
-                .output()
-                .map_err(|source| crate::git::GitError::Spawn { source })?;
-            String::from_utf8_lossy(&out.stdout).into_owned()
-        }
-        Err(e) => return Err(e.into()),
-    };
+    // A diff with bytes that are not UTF-8 is read lossily.
+    let patch = git.diff_zero_context(base, tip, &[])?;
     Ok(RangeDiff {
         files,
         added: parse_added(&patch),
@@ -92,16 +57,7 @@ pub fn read_diff(git: &Git, base: &str, tip: &str) -> Result<RangeDiff, GateErro
 
 /// Lists changed files with `diff --raw`, then sizes every blob in one `cat-file` batch.
 fn changed_files(git: &Git, base: &str, tip: &str) -> Result<Vec<ChangedFile>, GateError> {
-    let raw = git.run([
-        "diff",
-        "--raw",
-        "--no-renames",
-        "--no-abbrev",
-        "-z",
-        base,
-        tip,
-        "--",
-    ])?;
+    let raw = git.diff_raw(base, tip)?;
     let mut parts = raw.split('\0').filter(|s| !s.is_empty());
     let mut entries = Vec::new();
     while let (Some(meta), Some(path)) = (parts.next(), parts.next()) {
@@ -123,7 +79,7 @@ fn changed_files(git: &Git, base: &str, tip: &str) -> Result<Vec<ChangedFile>, G
         .flat_map(|(_, _, o, n)| [o.as_deref(), n.as_deref()])
         .flatten()
         .collect();
-    let sizes = blob_sizes(git, &ids)?;
+    let sizes = git.object_sizes(&ids)?;
     Ok(entries
         .into_iter()
         .map(|(path, status, old, new)| ChangedFile {
@@ -133,29 +89,6 @@ fn changed_files(git: &Git, base: &str, tip: &str) -> Result<Vec<ChangedFile>, G
             new_size: new.and_then(|id| sizes.get(&id).copied()),
         })
         .collect())
-}
-
-fn blob_sizes(
-    git: &Git,
-    ids: &[&str],
-) -> Result<std::collections::HashMap<String, u64>, GateError> {
-    let mut map = std::collections::HashMap::new();
-    if ids.is_empty() {
-        return Ok(map);
-    }
-    let input = ids.join("\n") + "\n";
-    let out = git.run_with_stdin(
-        ["cat-file", "--batch-check=%(objectname) %(objectsize)"],
-        Some(input.as_bytes()),
-    )?;
-    for line in out.lines() {
-        if let Some((id, size)) = line.split_once(' ')
-            && let Ok(size) = size.parse()
-        {
-            map.insert(id.to_string(), size);
-        }
-    }
-    Ok(map)
 }
 
 /// Parses a `-U0` patch into added lines, counting each hunk's new lines so that an added line

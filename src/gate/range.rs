@@ -3,7 +3,7 @@
 //! packet whose declared scope and validation commands apply.
 
 use super::GateError;
-use crate::git::{Git, GitError, RepoInfo};
+use crate::git::{Git, RepoInfo};
 use crate::plan::{Packet, Plan};
 use crate::store::Store;
 
@@ -61,34 +61,18 @@ fn or_head(s: &str) -> &str {
 
 /// Returns the full commit id `spec` names.
 pub(crate) fn commit_of(git: &Git, spec: &str) -> Result<String, GateError> {
-    let full = format!("{spec}^{{commit}}");
-    match git.run([
-        "rev-parse",
-        "--verify",
-        "--quiet",
-        "--end-of-options",
-        &full,
-    ]) {
-        Ok(id) => Ok(id),
-        Err(GitError::Failed { .. }) => Err(GateError::UnknownRevision {
+    git.resolve_commit(spec)?
+        .ok_or_else(|| GateError::UnknownRevision {
             spec: spec.to_string(),
-        }),
-        Err(e) => Err(e.into()),
-    }
+        })
 }
 
 fn merge_base(git: &Git, a: &str, b: &str) -> Result<String, GateError> {
-    match git.run(["merge-base", a, b]) {
-        Ok(id) => Ok(id),
+    match git.merge_base(a, b)? {
+        Some(id) => Ok(id),
         // Unrelated histories: everything in the tip is new; compare with the empty tree.
-        Err(GitError::Failed { code: 1, .. }) => Ok(empty_tree(git)?),
-        Err(e) => Err(e.into()),
+        None => Ok(git.empty_tree()?),
     }
-}
-
-/// Returns the id of the empty tree in this repository's hash.
-pub(crate) fn empty_tree(git: &Git) -> Result<String, GitError> {
-    git.run_with_stdin(["hash-object", "-t", "tree", "--stdin"], Some(b""))
 }
 
 /// Returns the ref a review of `name` compares against and a description of the choice.
@@ -103,24 +87,14 @@ fn default_base(git: &Git, name: &str) -> Result<(String, String), GateError> {
     ]) {
         return Ok((u.clone(), format!("upstream {u}")));
     }
-    if let Ok(target) = git.run([
-        "symbolic-ref",
-        "--quiet",
-        "--short",
-        "refs/remotes/origin/HEAD",
-    ]) {
+    if let Some(target) = git.symbolic_target("refs/remotes/origin/HEAD")? {
         return Ok((
             target.clone(),
             format!("merge-base with default branch {target}"),
         ));
     }
     for candidate in ["main", "master", "origin/main", "origin/master"] {
-        if git.succeeds([
-            "rev-parse",
-            "--verify",
-            "--quiet",
-            &format!("{candidate}^{{commit}}"),
-        ])? {
+        if git.resolve_commit(candidate)?.is_some() {
             return Ok((
                 candidate.to_string(),
                 format!("merge-base with default branch {candidate}"),
@@ -144,17 +118,8 @@ pub struct PacketRef {
 /// the run store knows it; `None` for ordinary commits or runs that are gone.
 pub fn packet_of(repo: &RepoInfo, commit: &str) -> Result<Option<PacketRef>, GateError> {
     let git = repo.git();
-    let trailer = |key: &str| -> Result<String, GitError> {
-        git.run([
-            "log",
-            "-1",
-            &format!("--format=%(trailers:key={key},valueonly,separator=%x00)"),
-            commit,
-        ])
-        .map(|s| s.split('\0').next().unwrap_or("").trim().to_string())
-    };
-    let run = trailer("Orchestra-Run")?;
-    let packet = trailer("Orchestra-Packet")?;
+    let run = git.trailer(commit, "Orchestra-Run")?;
+    let packet = git.trailer(commit, "Orchestra-Packet")?;
     if run.is_empty() || packet.is_empty() {
         return Ok(None);
     }

@@ -170,7 +170,7 @@ pub fn review(
     reviewers: &[&dyn Reviewer],
 ) -> Result<Verdict, GateError> {
     let git = repo.git();
-    let tree = git.run(["rev-parse", &format!("{tip}^{{tree}}")])?;
+    let tree = git.tree_of(tip)?;
     let diff = read_diff(&git, base, tip)?;
     let input = ReviewInput {
         repo,

@@ -39,20 +39,11 @@ impl ScratchWorktree {
         }
         let git = repo.git();
         let _registrations = crate::git::registration_lock();
-        git.run([
-            "-c",
-            "core.hooksPath=/dev/null",
-            "worktree",
-            "add",
-            "--detach",
-            "--quiet",
-            &path.to_string_lossy(),
-            commit,
-        ])
-        .map_err(|e| GateError::Scratch {
-            path: path.clone(),
-            message: e.to_string(),
-        })?;
+        git.add_detached_worktree(&path, commit)
+            .map_err(|e| GateError::Scratch {
+                path: path.clone(),
+                message: e.to_string(),
+            })?;
         Ok(ScratchWorktree { repo: git, path })
     }
 
@@ -64,16 +55,11 @@ impl ScratchWorktree {
 
 impl Drop for ScratchWorktree {
     fn drop(&mut self) {
-        let path = self.path.to_string_lossy().into_owned();
         let _registrations = crate::git::registration_lock();
-        if self
-            .repo
-            .run(["worktree", "remove", "--force", "--force", &path])
-            .is_err()
-        {
+        if self.repo.force_remove_worktree(&self.path).is_err() {
             // The registration may be half-made; remove the directory and prune.
             let _ = fs_err::remove_dir_all(&self.path);
-            let _ = self.repo.run(["worktree", "prune"]);
+            let _ = self.repo.prune_worktrees();
         }
     }
 }
