@@ -159,11 +159,7 @@ impl ReviewAgent<'_> {
         };
         let root = ConfinedRoot::open(dir)
             .map_err(|e| self.fail(format!("cannot open the review checkout: {e}")))?;
-        let diff =
-            input
-                .repo
-                .git()
-                .run(["diff", "--no-color", "--no-ext-diff", input.base, input.tip])?;
+        let diff = input.repo.git().diff_patch(input.base, input.tip)?;
         let task = task_text(input, &diff);
         let reviewed = self.review_in(input, &root, task);
         let Some(dir) = own else {
@@ -289,8 +285,8 @@ fn undo_review_changes(
         return Ok(None);
     }
     let git = crate::git::Git::new(dir);
-    git.run(["reset", "--hard", "--quiet", "HEAD"])?;
-    git.run(["clean", "-d", "--force", "--quiet"])?;
+    git.reset_hard()?;
+    git.clean()?;
     Ok(Some(refname))
 }
 

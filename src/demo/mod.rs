@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::config::{Price, ProfileConfig, RepoConfig};
-use crate::git::Git;
+use crate::git::{Identity, commit};
 use crate::orchestrator::{StartRequest, StartSettings};
 
 pub use mock::{MockModel, Script, ScriptError, parse_scripts};
@@ -58,6 +58,9 @@ pub enum DemoError {
     Script(#[from] ScriptError),
 }
 
+/// The identity the sample repository's first commit is made under.
+pub const DEMO_IDENTITY: Identity = Identity::new("git-orchestra demo", "demo@localhost.invalid");
+
 /// Creates the sample repository in `dir` (a new or empty directory) on branch `main`, with
 /// one commit; returns its path.
 pub fn create_sample(dir: &Path) -> Result<PathBuf, DemoError> {
@@ -77,21 +80,8 @@ pub fn create_sample(dir: &Path) -> Result<PathBuf, DemoError> {
         }
         fs_err::write(&file, text).map_err(io)?;
     }
-    let git = Git::new(dir);
-    git.run(["init", "--quiet", "--initial-branch=main"])?;
-    git.run(["add", "--all"])?;
-    git.run([
-        "-c",
-        "user.name=git-orchestra demo",
-        "-c",
-        "user.email=demo@localhost.invalid",
-        "-c",
-        "commit.gpgsign=false",
-        "commit",
-        "--quiet",
-        "-m",
-        "Sample greeter",
-    ])?;
+    // The sample's history is the demo's own, not the engine's and not the user's.
+    commit::init_with_files(dir, "main", "Sample greeter", &DEMO_IDENTITY)?;
     Ok(dir.to_path_buf())
 }
 

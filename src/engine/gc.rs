@@ -170,7 +170,7 @@ fn sweep(
     item.keep_reason = reason;
     if delete && !dry_run {
         repo.git()
-            .run(["branch", "-D", "--", branch])
+            .force_delete_branch(branch)
             .map_err(crate::git::RepoError::from)?;
     }
     Ok(item)
@@ -189,16 +189,15 @@ fn branch_fate(
 ) -> Result<(bool, Option<String>), EngineError> {
     let git: Git = repo.git();
     let full = format!("refs/heads/{branch}");
-    let tip = match git.run(["rev-parse", "--verify", "--quiet", &full]) {
-        Ok(tip) => tip,
-        Err(crate::git::GitError::Failed { .. }) => return Ok((false, None)),
-        Err(e) => return Err(crate::git::RepoError::from(e).into()),
+    let tip = match git.resolve(&full).map_err(crate::git::RepoError::from)? {
+        Some(tip) => tip,
+        None => return Ok((false, None)),
     };
     if tip == base {
         return Ok((true, None));
     }
     let merged = git
-        .succeeds(["merge-base", "--is-ancestor", &tip, "HEAD"])
+        .is_ancestor(&tip, "HEAD")
         .map_err(crate::git::RepoError::from)?;
     if merged {
         Ok((true, None))
@@ -215,7 +214,7 @@ fn branch_fate(
 /// Returns true if and only if the worktree has uncommitted or untracked (not ignored) files.
 fn has_unsaved_changes(wt: &Path) -> Result<bool, EngineError> {
     let out = Git::new(wt)
-        .run(["status", "--porcelain", "--untracked-files=all"])
+        .status_porcelain(crate::git::Untracked::All)
         .map_err(crate::git::RepoError::from)?;
     Ok(!out.is_empty())
 }

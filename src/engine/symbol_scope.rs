@@ -54,16 +54,7 @@ pub(super) fn findings(
         let Some(spans) = spans_at(repo, start, file, &mine) else {
             continue;
         };
-        let Ok(diff) = Git::new(repo).run([
-            "diff",
-            "-U0",
-            "--no-renames",
-            "--no-color",
-            start,
-            head,
-            "--",
-            file,
-        ]) else {
+        let Ok(diff) = Git::new(repo).diff_zero_context(start, head, &[file]) else {
             continue;
         };
         let outside: Vec<String> = hunks(&diff)

@@ -228,7 +228,7 @@ fn verdict_for(
     commit: &str,
     reviewer: &DeterministicReviewer,
 ) -> Result<Verdict, ForgeError> {
-    let tree = git.run(["rev-parse", &format!("{commit}^{{tree}}")])?;
+    let tree = git.tree_of(commit)?;
     if let Some(v) = gate::approved_for_tree(git, &tree)? {
         return Ok(v);
     }
@@ -357,9 +357,7 @@ fn publish_remote(
         .map(|i| format!("{}:refs/heads/{}", i.commit, i.branch))
         .collect();
     if !refspecs.is_empty() {
-        let mut args = vec!["push".to_string(), "--porcelain".into(), remote.clone()];
-        args.extend(refspecs);
-        git.run(&args).map_err(|e| ForgeError::Push {
+        git.push(remote, &refspecs).map_err(|e| ForgeError::Push {
             remote: remote.clone(),
             message: e.to_string(),
         })?;
@@ -486,21 +484,14 @@ fn publish_remote(
                 continue;
             }
             let remote_ref = format!("refs/heads/{}", item.branch);
-            let listed = git.run(["ls-remote", "--heads", remote.as_str(), remote_ref.as_str()])?;
-            if listed.trim().is_empty() {
+            if !git.remote_has_branch(remote, &remote_ref)? {
                 continue;
             }
-            git.run([
-                "push",
-                "--porcelain",
-                remote.as_str(),
-                "--delete",
-                remote_ref.as_str(),
-            ])
-            .map_err(|e| ForgeError::Push {
-                remote: remote.clone(),
-                message: e.to_string(),
-            })?;
+            git.push_delete(remote, &remote_ref)
+                .map_err(|e| ForgeError::Push {
+                    remote: remote.clone(),
+                    message: e.to_string(),
+                })?;
             report.deleted.push(item.branch.clone());
         }
     }
@@ -533,12 +524,8 @@ fn resolve_target(
     given: Option<&str>,
 ) -> Result<String, ForgeError> {
     let is_branch = |b: &str| {
-        git.succeeds([
-            "rev-parse",
-            "--verify",
-            "--quiet",
-            &format!("refs/heads/{b}"),
-        ])
+        git.resolve(&format!("refs/heads/{b}"))
+            .map(|id| id.is_some())
     };
     if let Some(t) = given {
         let t = t.strip_prefix("refs/heads/").unwrap_or(t);

@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use super::http::Token;
 use super::{Forge, ForgeError, GitHub, GitLab, Gitea};
-use crate::git::{Git, GitError};
+use crate::git::Git;
 
 /// The forges we speak to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -126,11 +126,7 @@ pub struct ForgeSettings {
 impl ForgeSettings {
     /// Reads the settings from git configuration; `remote` overrides `orchestra.forge.remote`.
     pub fn load(git: &Git, remote: Option<&str>) -> Result<ForgeSettings, ForgeError> {
-        let listing = match git.run(["config", "--get-regexp", r"^orchestra\.(forge|pr)\."]) {
-            Ok(t) => t,
-            Err(GitError::Failed { code: 1, .. }) => String::new(),
-            Err(e) => return Err(e.into()),
-        };
+        let listing = git.config_matching(r"^orchestra\.(forge|pr)\.")?;
         let mut s = ForgeSettings {
             remote: "origin".into(),
             delete_merged: true,
@@ -143,10 +139,9 @@ impl ForgeSettings {
                 .map(str::to_string)
                 .collect()
         };
-        for line in listing.lines() {
-            let (key, value) = line.split_once(' ').unwrap_or((line, ""));
-            let value = value.trim();
-            match key {
+        for (key, value) in &listing {
+            let value = value.as_str();
+            match key.as_str() {
                 "orchestra.forge.remote" => s.remote = value.to_string(),
                 "orchestra.forge.type" => {
                     s.kind = Some(ForgeKind::parse(value).ok_or_else(|| {
@@ -176,7 +171,7 @@ impl ForgeSettings {
         if let Some(r) = remote {
             s.remote = r.to_string();
         }
-        s.remote_url = git.run(["remote", "get-url", &s.remote]).ok();
+        s.remote_url = git.remote_url(&s.remote);
         Ok(s)
     }
 

@@ -381,9 +381,8 @@ pub fn symbol_tool_names() -> Vec<&'static str> {
 fn grep(index: &Index, pattern: &str, limit: usize) -> Result<String, ToolError> {
     const POINTER: &str = GREP_POINTER;
     let git = Git::new(index.root());
-    let out = match git.run(["grep", "-n", "-I", "--untracked", "-E", "-e", pattern]) {
+    let out = match git.grep(pattern) {
         Ok(o) => o,
-        Err(crate::git::GitError::Failed { code: 1, .. }) => String::new(),
         Err(crate::git::GitError::Failed { stderr, .. }) => {
             return Err(ToolError::Arguments(format!("grep failed: {stderr}")));
         }

@@ -282,7 +282,7 @@ impl Ctx<'_> {
         let git = self.repo.git();
         for p in packets {
             if let (Some(start), Some(commit)) = (&p.start, &p.commit)
-                && let Ok(diff) = git.run(["diff", start.as_str(), commit.as_str()])
+                && let Ok(diff) = git.diff_patch(start, commit)
             {
                 out.push(
                     context::store_artifact(&adir, "diff", &p.id, &diff, limits.summary_tokens)

@@ -182,21 +182,19 @@ fn parse_file(
             "is in {file}, which the symbol graph does not parse; declare symbols only in .rs, .py, .ts, .tsx, .js or .go files, or leave them out to schedule {file} as a whole"
         ));
     };
-    let out = crate::git::Git::new(repo_root)
-        .command(["cat-file", "blob", &format!("{commit}:{file}")])
-        .stdin(std::process::Stdio::null())
-        .output()
+    let blob = crate::git::Git::new(repo_root)
+        .blob_at(commit, file)
         .map_err(|e| format!("cannot be looked up: git did not run ({e})"))?;
-    if !out.status.success() {
+    let Some(stdout) = blob else {
         return Err(format!(
             "is in {file}, which does not exist at the base commit {}; declare symbols only in existing files",
             &commit[..commit.len().min(12)]
         ));
-    }
+    };
     let facts = extractor
-        .extract(lang, &out.stdout)
+        .extract(lang, &stdout)
         .map_err(|e| format!("cannot be looked up: {e}"))?;
-    let lines = String::from_utf8_lossy(&out.stdout)
+    let lines = String::from_utf8_lossy(&stdout)
         .lines()
         .map(str::to_string)
         .collect();

@@ -269,12 +269,7 @@ impl Validator<'_> {
         }
         // An unknown base is reported by the callers that resolve it; nothing to look up then.
         let base = self.plan.base.as_deref().unwrap_or("HEAD");
-        let Ok(commit) = crate::git::Git::new(repo_root).run([
-            "rev-parse",
-            "--verify",
-            "--quiet",
-            &format!("{base}^{{commit}}"),
-        ]) else {
+        let Ok(Some(commit)) = crate::git::Git::new(repo_root).resolve_commit(base) else {
             return;
         };
         let (_, issues) = symbols::resolve(self.plan, repo_root, &commit);
