@@ -10,66 +10,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use super::classify::FailureKind;
 use super::identity::Identity;
-
-/// What kind of failure a git command reported, told from its exit status and messages.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FailureKind {
-    /// git has no user identity to write a commit, note or reflog with.
-    IdentityMissing,
-    /// Another process holds a lock file (`index.lock`, a ref's `.lock`).
-    LockHeld,
-    /// Local changes would be overwritten, or the tree must be clean first.
-    DirtyTree,
-    /// A merge stopped with conflicts in the working tree.
-    Conflict,
-    /// A revision, ref, object or path does not exist.
-    NotFound,
-    /// Anything else.
-    Other,
-}
-
-impl FailureKind {
-    /// Returns the kind of failure that `code`, `stderr` and `stdout` of a git command describe.
-    ///
-    /// Only a merge that actually stopped with conflicts is a conflict (git prints `CONFLICT`
-    /// and "Automatic merge failed" on stdout, exit 1); a merge refused before it started (no
-    /// identity, a held lock, local changes) is that refusal.
-    pub fn classify(code: i32, stderr: &str, stdout: &str) -> FailureKind {
-        let said = |needle: &str| stderr.contains(needle) || stdout.contains(needle);
-        if said("Please tell me who you are")
-            || said("Committer identity unknown")
-            || said("Author identity unknown")
-            || said("unable to auto-detect email address")
-            || said("empty ident name")
-        {
-            FailureKind::IdentityMissing
-        } else if (said("Unable to create") && said(".lock")) || said("index.lock") {
-            FailureKind::LockHeld
-        } else if said("would be overwritten by merge")
-            || said("would be overwritten by checkout")
-            || said("Your local changes")
-            || said("commit your changes or stash them")
-            || said("You have not concluded your merge")
-        {
-            FailureKind::DirtyTree
-        } else if code == 1 && (said("CONFLICT") || said("Automatic merge failed")) {
-            FailureKind::Conflict
-        } else if said("unknown revision")
-            || said("bad revision")
-            || said("Needed a single revision")
-            || said("not a valid object name")
-            || said("not something we can merge")
-            || said("does not exist")
-            || said("couldn't find remote ref")
-            || said("No such remote")
-        {
-            FailureKind::NotFound
-        } else {
-            FailureKind::Other
-        }
-    }
-}
 
 /// An error from one `git` invocation, carrying the command line and git's own message.
 #[derive(Debug, thiserror::Error)]
@@ -173,7 +115,8 @@ impl Finished {
 pub struct Git {
     dir: PathBuf,
     identity: Option<Identity>,
-    env: Vec<(&'static str, OsString)>,
+    /// Variables set (`Some`) or removed (`None`) for every command.
+    env: Vec<(&'static str, Option<OsString>)>,
 }
 
 impl Git {
@@ -207,7 +150,15 @@ impl Git {
     /// Returns this runner with one more environment variable set for every command.
     pub(in crate::git) fn with_env(&self, key: &'static str, value: impl AsRef<OsStr>) -> Git {
         let mut git = self.clone();
-        git.env.push((key, value.as_ref().to_owned()));
+        git.env.push((key, Some(value.as_ref().to_owned())));
+        git
+    }
+
+    /// Returns this runner with `key` removed from the environment of every command.
+    #[cfg(test)]
+    pub(in crate::git) fn without_env(&self, key: &'static str) -> Git {
+        let mut git = self.clone();
+        git.env.push((key, None));
         git
     }
 
@@ -221,11 +172,15 @@ impl Git {
         cmd.arg("-C").arg(&self.dir).args(args);
         // Never let git open a pager or prompt on a terminal the engine does not own.
         cmd.env("GIT_TERMINAL_PROMPT", "0").env("GIT_PAGER", "cat");
+        for (key, value) in &self.env {
+            match value {
+                Some(value) => cmd.env(key, value),
+                None => cmd.env_remove(key),
+            };
+        }
+        // Last, so that the identity wins over anything else in the environment.
         if let Some(identity) = &self.identity {
             identity.apply(&mut cmd);
-        }
-        for (key, value) in &self.env {
-            cmd.env(key, value);
         }
         cmd
     }

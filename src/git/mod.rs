@@ -9,6 +9,7 @@
 
 mod backup;
 mod checkout;
+mod classify;
 mod cli;
 pub mod commit;
 mod diff;
@@ -27,7 +28,8 @@ mod worktree;
 
 pub use backup::{BACKUP_PREFIX, Snapshot, backup, is_saved, snapshot};
 pub use checkout::{CheckoutStats, add_checked_out};
-pub use cli::{FailureKind, Git, GitError};
+pub use classify::FailureKind;
+pub use cli::{Git, GitError};
 pub use identity::{COMMITTER_EMAIL, COMMITTER_NAME, Identity};
 pub use include::{INCLUDE_FILE, copy_includes};
 pub use merge::{MergeOutcome, MergeStart, MergeTree};

@@ -15,7 +15,7 @@ use std::time::Duration;
 use crate::engine::{Worker, WorkerJob};
 use crate::exec::process::{self, Spec};
 use crate::git::commit::{self, Trailers};
-use crate::git::{self, Git};
+use crate::git::{self, Git, MergeStart};
 use crate::plan::Packet;
 use crate::store::{Event, PacketRecord, StoreError};
 
@@ -34,6 +34,12 @@ pub enum ResolveError {
     Dirty { packet: String, path: String },
     #[error("packet `{packet}`: {message}")]
     Git { packet: String, message: String },
+    #[error("packet `{packet}`: git refused to start the merge ({kind}): {message}")]
+    MergeRefused {
+        packet: String,
+        kind: git::FailureKind,
+        message: String,
+    },
     #[error("packet `{packet}`: the worker did not resolve the conflicts: {reason}")]
     Unresolved { packet: String, reason: String },
     #[error("packet `{packet}`: the resolution was committed as {commit} but {reason}")]
@@ -95,32 +101,37 @@ pub fn resolve(r: &Resolution<'_>, worker: ConflictWorker<'_>) -> Result<String,
         message: e.to_string(),
     };
     // A resumed resolution finds the merge already under way.
-    let merging = g
-        .succeeds(["rev-parse", "-q", "--verify", "MERGE_HEAD"])
-        .map_err(gerr)?;
+    let merging = g.is_merging().map_err(gerr)?;
     if !merging {
-        if !g.run(["status", "--porcelain"]).map_err(gerr)?.is_empty() {
+        if !g
+            .status_porcelain(git::Untracked::Normal)
+            .map_err(gerr)?
+            .is_empty()
+        {
             return Err(ResolveError::Dirty {
                 packet: id.clone(),
                 path: r.record.worktree.clone(),
             });
         }
-        let out = g
-            .command(["merge", "--no-ff", "--no-commit", r.onto])
-            .output()
-            .map_err(|e| ResolveError::Git {
-                packet: id.clone(),
-                message: format!("git merge: {e}"),
-            })?;
-        if out.status.code() == Some(0) {
+        // Only a merge that stopped with conflicts goes to the worker; one git refused (no
+        // identity, a held lock, local changes) is reported as what it is.
+        match g.merge_no_commit(r.onto) {
+            Ok(MergeStart::Conflicted) => {}
             // It merges cleanly now (the integration branch changed): just commit.
-            return finish(r, &wt);
+            Ok(MergeStart::Clean) => return finish(r, &wt),
+            Err(e) => {
+                return Err(ResolveError::MergeRefused {
+                    packet: id.clone(),
+                    kind: e.kind(),
+                    message: e.to_string(),
+                });
+            }
         }
     }
     let outcome = run_worker(r, &wt, worker).and_then(|()| markers_left(r, &wt));
     if let Err(e) = outcome {
         // Never lose work: the packet's branch goes back to its own commits.
-        let _ = g.run(["merge", "--abort"]);
+        let _ = g.merge_abort();
         return Err(e);
     }
     finish(r, &wt)
@@ -311,14 +322,14 @@ fn finish(r: &Resolution<'_>, wt: &Path) -> Result<String, ResolveError> {
         },
     );
     let new = match commit::commit_all(wt, &msg).map_err(|e| {
-        let _ = Git::new(wt).run(["merge", "--abort"]);
+        let _ = Git::new(wt).merge_abort();
         gerr(e)
     })? {
         Some(c) => c,
         // Committed before a crash but not recorded: the branch tip is the resolution, if it
         // moved past the recorded commit.
         None => {
-            let head = Git::new(wt).run(["rev-parse", "HEAD"]).map_err(gerr)?;
+            let head = Git::new(wt).head().map_err(gerr)?;
             if r.record.commit.as_deref() == Some(head.trim()) {
                 return Err(ResolveError::Unresolved {
                     packet: id.clone(),
