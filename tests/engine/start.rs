@@ -85,6 +85,48 @@ fn demo_runs_the_whole_flow_offline_in_under_a_minute() {
     );
 }
 
+/// Regression: with no git identity anywhere, the conflict-resolution merge was refused by git,
+/// taken for a conflict, and farewell() never reached `main` while the demo said all packets
+/// succeeded.
+#[test]
+fn demo_without_any_git_identity_lands_every_packet_on_main() {
+    hermetic();
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let dir = tmp.path().join("demo");
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_git-orchestra"));
+    cmd.current_dir(tmp.path())
+        .args(["demo", "--dir", dir.to_str().unwrap()])
+        .env("HOME", &home)
+        .env("XDG_CONFIG_HOME", &home)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        // No identity from the host name either, whatever machine this runs on.
+        .env("GIT_CONFIG_COUNT", "1")
+        .env("GIT_CONFIG_KEY_0", "user.useConfigOnly")
+        .env("GIT_CONFIG_VALUE_0", "true");
+    for key in [
+        "GIT_AUTHOR_NAME",
+        "GIT_AUTHOR_EMAIL",
+        "GIT_COMMITTER_NAME",
+        "GIT_COMMITTER_EMAIL",
+        "EMAIL",
+    ] {
+        cmd.env_remove(key);
+    }
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let repo = dir.join("greeter");
+    let core = git(&repo, &["show", "main:greeter/core.py"]);
+    assert!(
+        core.contains("def farewell"),
+        "main has no farewell():\n{core}\n{}",
+        text(&out)
+    );
+    assert_eq!(format!("{core}\n"), FINAL_CORE);
+}
+
 /// Runs `start` on a fresh sample repository against the scripted model, killing the process
 /// after `first`, then `first + 1`, `first + 2`, … durable steps of each attempt and starting
 /// it again, until it completes. (A resumed process spends a few steps taking the run over, so
