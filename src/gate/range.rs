@@ -77,14 +77,8 @@ fn merge_base(git: &Git, a: &str, b: &str) -> Result<String, GateError> {
 
 /// Returns the ref a review of `name` compares against and a description of the choice.
 fn default_base(git: &Git, name: &str) -> Result<(String, String), GateError> {
-    let upstream = format!("{name}@{{upstream}}");
-    if let Ok(u) = git.run([
-        "rev-parse",
-        "--abbrev-ref",
-        "--symbolic-full-name",
-        "--end-of-options",
-        &upstream,
-    ]) {
+    // `None` as well on a detached HEAD, without an upstream, or when the upstream is gone.
+    if let Some(u) = git.upstream(name)? {
         return Ok((u.clone(), format!("upstream {u}")));
     }
     if let Some(target) = git.symbolic_target("refs/remotes/origin/HEAD")? {

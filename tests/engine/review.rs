@@ -252,3 +252,67 @@ fn a_packet_commit_is_checked_against_its_declared_scope() {
     assert_eq!(v["findings"][0]["file"], "README.md");
     assert!(v["packet"].as_str().unwrap().ends_with("/p1"));
 }
+
+/// Returns a repository whose `main` is pushed to a bare remote `origin`, with a commit on
+/// branch `feature` that the remote does not have.
+fn with_remote() -> (TestRepo, std::path::PathBuf) {
+    let repo = TestRepo::new();
+    let remote = repo.tmp.path().join("remote.git");
+    git(
+        repo.tmp.path(),
+        &["init", "-q", "--bare", remote.to_str().unwrap()],
+    );
+    repo.git(&["remote", "add", "origin", remote.to_str().unwrap()]);
+    repo.git(&["push", "-q", "origin", "main"]);
+    feature(&repo, &[("src/feature.rs", "pub fn feature() {}\n")]);
+    (repo, remote)
+}
+
+/// Runs `review` with no range and returns its output, asserting it approved.
+fn review_default(repo: &TestRepo) -> String {
+    let out = orchestra(&repo.path, &["review"]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    assert!(
+        all.contains("APPROVED") || all.contains("approved"),
+        "{all}"
+    );
+    all
+}
+
+#[test]
+fn the_default_range_uses_the_branchs_upstream() {
+    let (repo, _remote) = with_remote();
+    repo.git(&["branch", "-q", "--set-upstream-to=origin/main", "feature"]);
+    let all = review_default(&repo);
+    assert!(all.contains("base: upstream origin/main"), "{all}");
+}
+
+#[test]
+fn the_default_range_without_an_upstream_uses_the_default_branch() {
+    let (repo, _remote) = with_remote();
+    let all = review_default(&repo);
+    assert!(all.contains("merge-base with default branch main"), "{all}");
+}
+
+#[test]
+fn the_default_range_on_a_detached_head_uses_the_default_branch() {
+    let (repo, _remote) = with_remote();
+    repo.git(&["checkout", "-q", "--detach", "feature"]);
+    let all = review_default(&repo);
+    assert!(all.contains("merge-base with default branch main"), "{all}");
+}
+
+#[test]
+fn the_default_range_when_the_upstream_is_gone_uses_the_default_branch() {
+    let (repo, _remote) = with_remote();
+    repo.git(&["push", "-q", "-u", "origin", "feature"]);
+    // The remote branch is deleted: the upstream stays configured but names nothing.
+    repo.git(&["push", "-q", "origin", "--delete", "feature"]);
+    assert_eq!(
+        repo.git(&["config", "branch.feature.merge"]),
+        "refs/heads/feature"
+    );
+    let all = review_default(&repo);
+    assert!(all.contains("merge-base with default branch main"), "{all}");
+}
