@@ -163,7 +163,7 @@ impl Git {
     }
 
     /// Returns a `Command` for `git <args>` in this directory, for callers that need to stream.
-    pub fn command<I, S>(&self, args: I) -> Command
+    pub(in crate::git) fn command<I, S>(&self, args: I) -> Command
     where
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
@@ -227,7 +227,7 @@ impl Git {
     }
 
     /// Runs `git <args>` and returns its stdout with the trailing newline removed.
-    pub fn run<I, S>(&self, args: I) -> Result<String, GitError>
+    pub(in crate::git) fn run<I, S>(&self, args: I) -> Result<String, GitError>
     where
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
@@ -236,20 +236,15 @@ impl Git {
     }
 
     /// Runs `git <args>`, feeding `stdin` when given, and returns stdout without the final newline.
-    pub fn run_with_stdin<I, S>(&self, args: I, stdin: Option<&[u8]>) -> Result<String, GitError>
+    pub(in crate::git) fn run_with_stdin<I, S>(
+        &self,
+        args: I,
+        stdin: Option<&[u8]>,
+    ) -> Result<String, GitError>
     where
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
     {
         self.finish(args, stdin)?.text()
-    }
-
-    /// Returns true if and only if `git <args>` exits 0; other failures to run are errors.
-    pub fn succeeds<I, S>(&self, args: I) -> Result<bool, GitError>
-    where
-        I: IntoIterator<Item = S>,
-        S: AsRef<OsStr>,
-    {
-        Ok(self.finish(args, None)?.success())
     }
 }

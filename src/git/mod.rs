@@ -23,6 +23,8 @@ mod remote;
 mod repair;
 mod repo;
 mod revs;
+#[cfg(test)]
+pub(crate) mod testing;
 mod workdir;
 mod worktree;
 

@@ -132,7 +132,7 @@ fn a_malformed_answer_gets_one_retry_then_a_clear_error() {
     assert!(err.contains("not the JSON asked for, twice"), "{err}");
     // Nothing was stored.
     let info = RepoInfo::discover(&repo.path).unwrap();
-    let tip = info.git().run(["rev-parse", "feature"]).unwrap();
+    let tip = info.git().resolve_commit("feature").unwrap().unwrap();
     assert!(gate::read_verdict(&info.git(), &tip).unwrap().is_none());
 }
 

@@ -77,33 +77,53 @@ fn notes_in_fanned_out_trees_are_found() {
     let (c1, t1) = feature_commit(&repo, "a.txt");
     let json = serde_json::to_string(&verdict(&c1, &t1, Decision::Approve)).unwrap();
     let g = Git::new(&repo.path);
-    let blob = g
-        .run_with_stdin(["hash-object", "-w", "--stdin"], Some(json.as_bytes()))
-        .unwrap();
+    let blob = git_stdin(&repo.path, &["hash-object", "-w", "--stdin"], &json);
     // `ab/cd/<36 more>`: two levels of fan-out, as git writes for very many notes.
-    let inner = g
-        .run_with_stdin(
-            ["mktree"],
-            Some(format!("100644 blob {blob}\t{}\n", &t1[4..]).as_bytes()),
-        )
-        .unwrap();
-    let middle = g
-        .run_with_stdin(
-            ["mktree"],
-            Some(format!("040000 tree {inner}\t{}\n", &t1[2..4]).as_bytes()),
-        )
-        .unwrap();
-    let root = g
-        .run_with_stdin(
-            ["mktree"],
-            Some(format!("040000 tree {middle}\t{}\n", &t1[..2]).as_bytes()),
-        )
-        .unwrap();
-    let notes = g.run(["commit-tree", &root, "-m", "notes"]).unwrap();
-    g.run(["update-ref", gate::NOTES_REF, &notes]).unwrap();
+    let inner = git_stdin(
+        &repo.path,
+        &["mktree"],
+        &format!("100644 blob {blob}\t{}\n", &t1[4..]),
+    );
+    let middle = git_stdin(
+        &repo.path,
+        &["mktree"],
+        &format!("040000 tree {inner}\t{}\n", &t1[2..4]),
+    );
+    let root = git_stdin(
+        &repo.path,
+        &["mktree"],
+        &format!("040000 tree {middle}\t{}\n", &t1[..2]),
+    );
+    let notes = repo.git(&["commit-tree", &root, "-m", "notes"]);
+    repo.git(&["update-ref", gate::NOTES_REF, &notes]);
     // git itself reads it the same way.
     assert_eq!(gate::approved_for_tree(&g, &t1).unwrap().unwrap().tree, t1);
     assert!(all_approved(&repo.path, &[update(&c1, ZERO)]));
+}
+
+/// Runs git in `dir` with `input` on stdin and returns trimmed stdout.
+fn git_stdin(dir: &Path, args: &[&str], input: &str) -> String {
+    use std::io::Write;
+    let mut child = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "git {args:?}");
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .trim_end()
+        .to_string()
 }
 
 fn bin_dir() -> PathBuf {
