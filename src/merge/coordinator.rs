@@ -1,15 +1,15 @@
-//! The batching loop: merge a batch in memory, validate the candidate, advance the
-//! integration branch by compare-and-swap; grow the batch on success, halve it on failure.
+//! One merge of a run: the packets to integrate in dependency order, the integration branch,
+//! the batching loop (`batch`) over them, and the target advanced at the end.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashSet, VecDeque};
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use super::MergeError;
-use super::report::{Batch, MergeReport, SentBack};
+use super::batch::{Batcher, Item, Progress};
+use super::report::MergeReport;
 use super::resolve::ConflictWorker;
-use super::steps::{Resolver, send_back, start_integration, validate_candidate};
-use super::tree::{MergeTree, commit_merge, merge_tree};
+use super::steps::{Resolver, start_integration};
 use crate::engine::{Journal, Worker};
 use crate::exec::RunLock;
 use crate::git::{Expected, Git, GitError, RefError, RepoInfo};
@@ -22,9 +22,6 @@ pub const DEFAULT_MAX_BATCH: usize = 8;
 
 /// Default resolution rounds for a conflicting packet.
 pub const DEFAULT_RESOLVE_ROUNDS: u32 = 2;
-
-/// How many times a batch is retried because the integration branch moved underneath it.
-const MAX_CAS_RETRIES: usize = 5;
 
 /// Choices for one merge.
 #[derive(Debug, Clone)]
@@ -55,13 +52,6 @@ impl Default for MergeOptions {
 /// Returns the integration branch of a run: `orchestra/<run>/integration`.
 pub fn integration_branch(run: &str) -> String {
     names::packet_branch(run, "integration")
-}
-
-struct Item {
-    id: String,
-    commit: String,
-    deps: Vec<String>,
-    validation: Vec<String>,
 }
 
 /// Integrates run `run_id`'s succeeded packets and advances the target; see the module docs.
@@ -109,58 +99,27 @@ pub fn integrate_with(
     let branch = integration_branch(run_id);
     let int_ref = format!("refs/heads/{branch}");
 
-    let mut tip = start_integration(&git, &branch, &int_ref, &target, &target_tip)?;
+    let tip = start_integration(&git, &branch, &int_ref, &target, &target_tip)?;
 
     let records = store.packets(run_id)?;
     let journal = Journal::new(store, run_id, on_event, None);
-    let mut already = Vec::new();
-    let mut queue = VecDeque::new();
-    for packet in &plan.packets {
-        let Some(rec) = records.iter().find(|r| r.id == packet.id) else {
-            continue;
-        };
-        let (PacketState::Succeeded, Some(commit)) = (rec.state, rec.commit.clone()) else {
-            continue;
-        };
-        if is_ancestor(&git, &commit, &tip)? {
-            already.push(packet.id.clone());
-            continue;
-        }
-        queue.push_back(Item {
-            id: packet.id.clone(),
-            commit,
-            deps: packet.depends_on.clone(),
-            validation: packet.validation.clone(),
-        });
-    }
-    // Plan order is not necessarily dependency order: stable topological sort.
-    let queue = topo_order(queue);
-    let mut queue: VecDeque<Item> = queue.into();
+    let (already, queue) = queue_packets(&git, &plan, &records, &tip)?;
     journal.record(Event::MergeStarted {
         target: target.clone(),
         integration: branch.clone(),
         packets: queue.iter().map(|i| i.id.clone()).collect(),
     })?;
-
-    let mut integrated: Vec<String> = Vec::new();
-    let mut validations: Vec<String> = plan
+    let validations: Vec<String> = plan
         .packets
         .iter()
         .filter(|p| already.contains(&p.id))
         .flat_map(|p| p.validation.clone())
         .collect();
-    let mut sent_back: Vec<SentBack> = Vec::new();
-    let mut batches = Vec::new();
-    let mut size = 1usize;
-    let mut retries = 0usize;
-    let log_root = dir.join("merge");
-    let mut attempt = 0usize;
     let conflict_worker = match (&run.worker_cmd, agent) {
         (Some(cmd), _) => Some(ConflictWorker::Command(cmd.as_str())),
         (None, Some(w)) => Some(ConflictWorker::Agent(w)),
         (None, None) => None,
     };
-    let mut rounds: HashMap<String, u32> = HashMap::new();
     let stop = AtomicBool::new(false);
     let record_event = |e| journal.record(e);
     let resolver = Resolver {
@@ -175,137 +134,28 @@ pub fn integrate_with(
         stop: &stop,
         journal: &record_event,
     };
-    while !queue.is_empty() {
-        // Take up to `size` packets whose dependencies are all integrated (or not in the run's
-        // succeeded set at all: those were never candidates); send back dependents of packets
-        // that were sent back.
-        let blocked: HashSet<String> = sent_back.iter().map(|s| s.packet.clone()).collect();
-        let mut batch: Vec<Item> = Vec::new();
-        let mut rest = VecDeque::new();
-        while let Some(item) = queue.pop_front() {
-            if let Some(dep) = item.deps.iter().find(|d| blocked.contains(*d)) {
-                let reason = format!("its dependency `{dep}` was not integrated");
-                send_back(&journal, &mut sent_back, item.id, reason, Vec::new())?;
-                continue;
-            }
-            if batch.len() < size {
-                batch.push(item);
-            } else {
-                rest.push_back(item);
-            }
-        }
-        queue = rest;
-        if batch.is_empty() {
-            continue;
-        }
-
-        // Merge the batch in memory on top of the confirmed tip.
-        let base_tip = tip.clone();
-        let mut candidate = tip.clone();
-        let mut merged: Vec<Item> = Vec::new();
-        let mut postponed: Vec<Item> = Vec::new();
-        for mut item in batch {
-            match merge_tree(&git, &candidate, &item.commit)? {
-                MergeTree::Clean { tree } => {
-                    let msg = format!("Merge packet {} into {branch}", item.id);
-                    candidate = commit_merge(&git, &tree, &[&candidate, &item.commit], &msg)?;
-                    merged.push(item);
-                }
-                MergeTree::Conflicts { paths } if merged.is_empty() => {
-                    journal.record(Event::PacketConflicted {
-                        packet: item.id.clone(),
-                        paths: paths.clone(),
-                    })?;
-                    let round = rounds.entry(item.id.clone()).or_insert(0);
-                    match resolver.resolve(&item.id, &tip, &paths, round)? {
-                        Ok(commit) => {
-                            // Back into the queue with the resolved commit.
-                            item.commit = commit;
-                            postponed.push(item);
-                            continue;
-                        }
-                        Err(reason) => {
-                            send_back(&journal, &mut sent_back, item.id, reason, paths)?;
-                        }
-                    }
-                }
-                // It may only conflict with a batch-mate that could still fail validation:
-                // try it again on its own, on the confirmed tip.
-                MergeTree::Conflicts { .. } => postponed.push(item),
-            }
-        }
-        for item in postponed.into_iter().rev() {
-            queue.push_front(item);
-        }
-        if merged.is_empty() {
-            continue;
-        }
-
-        // Validate the candidate with the commands of everything integrated so far.
-        let mut commands = validations.clone();
-        for item in &merged {
-            commands.extend(item.validation.iter().cloned());
-        }
-        let mut seen = HashSet::new();
-        commands.retain(|c| seen.insert(c.clone()));
-        attempt += 1;
-        let names: Vec<String> = merged.iter().map(|i| i.id.clone()).collect();
-        let failure = validate_candidate(
-            repo,
-            &journal,
-            &candidate,
-            &commands,
-            &names,
-            opts.timeout,
-            &log_root.join(format!("batch-{attempt}")),
-        )?;
-        let passed = failure.is_none();
-        batches.push(Batch {
-            packets: names.clone(),
-            candidate: candidate.clone(),
-            passed,
-        });
-        if let Some(reason) = failure {
-            if merged.len() == 1 {
-                let item = merged.remove(0);
-                send_back(&journal, &mut sent_back, item.id, reason, Vec::new())?;
-            } else {
-                size = (merged.len() / 2).max(1);
-                for item in merged.into_iter().rev() {
-                    queue.push_front(item);
-                }
-            }
-            continue;
-        }
-
-        // Advance the integration branch only if nobody else moved it meanwhile.
-        match git.update_ref(&int_ref, &candidate, Expected::At(&base_tip), None) {
-            Ok(()) => {}
-            Err(RefError::RefMoved { .. }) if retries < MAX_CAS_RETRIES => {
-                retries += 1;
-                tip = rev(&git, &int_ref)?.ok_or_else(|| MergeError::Contended {
-                    branch: branch.clone(),
-                })?;
-                for item in merged.into_iter().rev() {
-                    queue.push_front(item);
-                }
-                continue;
-            }
-            Err(RefError::RefMoved { .. }) => return Err(MergeError::Contended { branch }),
-            Err(RefError::Git(e)) => return Err(e.into()),
-        }
-        tip = candidate;
-        for item in merged {
-            journal.record(Event::PacketIntegrated {
-                packet: item.id.clone(),
-                commit: tip.clone(),
-            })?;
-            validations.extend(item.validation);
-            integrated.push(item.id);
-        }
-        size = (size * 2).min(opts.max_batch.max(1));
+    let batcher = Batcher {
+        repo,
+        git: &git,
+        journal: &journal,
+        resolver: &resolver,
+        opts,
+        branch: &branch,
+        int_ref: &int_ref,
+        log_root: dir.join("merge"),
+    };
+    let mut progress = Progress::new(queue, tip, validations);
+    while !progress.queue.is_empty() {
+        batcher.step(&mut progress)?;
     }
 
+    let Progress {
+        tip,
+        integrated,
+        sent_back,
+        batches,
+        ..
+    } = progress;
     let (target_advanced, target_note) = advance_target(repo, &target, &target_ref, &tip)?;
     journal.record(Event::MergeFinished {
         integration: branch.clone(),
@@ -326,6 +176,38 @@ pub fn integrate_with(
         target_advanced,
         target_note,
     })
+}
+
+/// Returns the succeeded packets already in `tip` and, in dependency order, the ones still to
+/// integrate.
+fn queue_packets(
+    git: &Git,
+    plan: &Plan,
+    records: &[crate::store::PacketRecord],
+    tip: &str,
+) -> Result<(Vec<String>, VecDeque<Item>), MergeError> {
+    let mut already = Vec::new();
+    let mut queue = VecDeque::new();
+    for packet in &plan.packets {
+        let Some(rec) = records.iter().find(|r| r.id == packet.id) else {
+            continue;
+        };
+        let (PacketState::Succeeded, Some(commit)) = (rec.state, rec.commit.clone()) else {
+            continue;
+        };
+        if is_ancestor(git, &commit, tip)? {
+            already.push(packet.id.clone());
+            continue;
+        }
+        queue.push_back(Item {
+            id: packet.id.clone(),
+            commit,
+            deps: packet.depends_on.clone(),
+            validation: packet.validation.clone(),
+        });
+    }
+    // Plan order is not necessarily dependency order: stable topological sort.
+    Ok((already, topo_order(queue).into()))
 }
 
 /// Orders items so each comes after its dependencies, keeping plan order otherwise.

@@ -9,6 +9,7 @@
 //! and halve when they fail, so one bad packet costs a few extra validations but never keeps
 //! an innocent one out.
 
+mod batch;
 mod coordinator;
 mod report;
 mod resolve;
