@@ -328,6 +328,36 @@ fn publish_local(target: &str, items: &[Item], report: &mut PrReport) {
     }
 }
 
+/// Pull requests already on the forge, by packet id (`None`: the packet has none yet).
+type Known = HashMap<String, Option<PullRequest>>;
+
+/// Returns true if and only if the packet's pull request exists and is no longer open.
+fn finished(id: &str, known: &Known) -> bool {
+    known
+        .get(id)
+        .and_then(|p| p.as_ref())
+        .is_some_and(|p| p.state != PrState::Open)
+}
+
+/// Returns true if and only if the packet's pull request was merged.
+fn merged(id: &str, known: &Known) -> bool {
+    known
+        .get(id)
+        .and_then(|p| p.as_ref())
+        .is_some_and(|p| p.state == PrState::Merged)
+}
+
+/// What publishing one run's pull requests on a forge shares.
+struct Remote<'a> {
+    forge: &'a dyn Forge,
+    git: &'a Git,
+    objective: &'a str,
+    run_id: &'a str,
+    target: &'a str,
+    items: &'a [Item],
+    opts: &'a PublishOptions,
+}
+
 #[allow(clippy::too_many_arguments)]
 fn publish_remote(
     forge: &dyn Forge,
@@ -339,51 +369,75 @@ fn publish_remote(
     opts: &PublishOptions,
     report: &mut PrReport,
 ) -> Result<(), ForgeError> {
-    let remote = &opts.settings.remote;
-    let mut known: HashMap<String, Option<PullRequest>> = HashMap::new();
+    let r = Remote {
+        forge,
+        git,
+        objective,
+        run_id,
+        target,
+        items,
+        opts,
+    };
+    let mut known: Known = HashMap::new();
     for item in items {
         known.insert(item.packet.id.clone(), forge.find_by_head(&item.branch)?);
     }
-    let finished = |id: &str, known: &HashMap<String, Option<PullRequest>>| {
-        known
-            .get(id)
-            .and_then(|p| p.as_ref())
-            .is_some_and(|p| p.state != PrState::Open)
-    };
-    // One push for every branch whose pull request is still to be opened or updated.
-    let refspecs: Vec<String> = items
-        .iter()
-        .filter(|i| !finished(&i.packet.id, &known))
-        .map(|i| format!("{}:refs/heads/{}", i.commit, i.branch))
-        .collect();
-    if !refspecs.is_empty() {
-        git.push(remote, &refspecs).map_err(|e| ForgeError::Push {
-            remote: remote.clone(),
-            message: e.to_string(),
-        })?;
+    r.push_branches(&known)?;
+    for item in items {
+        let (entry, pr) = r.publish_item(item, &known, &report.dir)?;
+        known.insert(item.packet.id.clone(), Some(pr));
+        report.entries.push(entry);
+    }
+    // Only now, with every pull request above retargeted, may merged lower branches go.
+    if opts.settings.delete_merged {
+        r.delete_merged_branches(&known, report)?;
+    }
+    Ok(())
+}
+
+impl Remote<'_> {
+    /// Pushes, in one push, every branch whose pull request is still to be opened or updated.
+    fn push_branches(&self, known: &Known) -> Result<(), ForgeError> {
+        let remote = &self.opts.settings.remote;
+        let refspecs: Vec<String> = self
+            .items
+            .iter()
+            .filter(|i| !finished(&i.packet.id, known))
+            .map(|i| format!("{}:refs/heads/{}", i.commit, i.branch))
+            .collect();
+        if refspecs.is_empty() {
+            return Ok(());
+        }
+        self.git
+            .push(remote, &refspecs)
+            .map_err(|e| ForgeError::Push {
+                remote: remote.clone(),
+                message: e.to_string(),
+            })
     }
 
-    for item in items {
-        let id = &item.packet.id;
-        let merged_deps: Vec<&String> = item
-            .packet
-            .depends_on
-            .iter()
-            .filter(|d| {
-                known
-                    .get(*d)
-                    .and_then(|p| p.as_ref())
-                    .is_some_and(|p| p.state == PrState::Merged)
-            })
-            .collect();
-        let base = item
-            .packet
+    /// Returns the branch `item`'s pull request targets: its last dependency in the run whose
+    /// pull request is not merged, else the target.
+    fn base_of(&self, item: &Item, known: &Known) -> String {
+        item.packet
             .depends_on
             .iter()
             .rev()
-            .filter(|d| !merged_deps.contains(d))
-            .find_map(|d| items.iter().find(|i| &i.packet.id == d))
-            .map_or_else(|| target.to_string(), |i| i.branch.clone());
+            .filter(|d| !merged(d, known))
+            .find_map(|d| self.items.iter().find(|i| &i.packet.id == d))
+            .map_or_else(|| self.target.to_string(), |i| i.branch.clone())
+    }
+
+    /// Creates, updates or just reports `item`'s pull request; returns its report entry and
+    /// the pull request as the forge now has it.
+    fn publish_item(
+        &self,
+        item: &Item,
+        known: &Known,
+        dir: &std::path::Path,
+    ) -> Result<(PrEntry, PullRequest), ForgeError> {
+        let id = &item.packet.id;
+        let base = self.base_of(item, known);
         let deps: Vec<(String, String)> = item
             .packet
             .depends_on
@@ -393,8 +447,8 @@ fn publish_remote(
                 Some((d.clone(), format!("#{}", pr.number)))
             })
             .collect();
-        let note = opts.notes.get(&item.packet.id).map(String::as_str);
-        let body = body_for(objective, run_id, item, &base, &deps, note);
+        let note = self.opts.notes.get(id).map(String::as_str);
+        let body = body_for(self.objective, self.run_id, item, &base, &deps, note);
         let draft = is_draft(item);
         let mut entry = PrEntry {
             packet: id.clone(),
@@ -406,51 +460,26 @@ fn publish_remote(
             number: None,
             url: None,
             retargeted_from: None,
-            file: report.dir.join(format!("{id}.md")),
+            file: dir.join(format!("{id}.md")),
         };
-        let current = known.get(id).cloned().flatten();
-        let pr = match current {
+        let pr = match known.get(id).cloned().flatten() {
             None => {
-                let pr = forge.create(&NewPullRequest {
+                let settings = &self.opts.settings;
+                let pr = self.forge.create(&NewPullRequest {
                     title: item.packet.title.clone(),
-                    body: body.clone(),
+                    body,
                     head: item.branch.clone(),
-                    base: base.clone(),
+                    base,
                     draft,
                 })?;
-                forge.add_labels(pr.number, &opts.settings.labels)?;
-                forge.request_reviewers(pr.number, &opts.settings.reviewers)?;
+                self.forge.add_labels(pr.number, &settings.labels)?;
+                self.forge
+                    .request_reviewers(pr.number, &settings.reviewers)?;
                 entry.action = PrAction::Created;
                 pr
             }
             Some(pr) if pr.state == PrState::Open => {
-                let change = PullRequestUpdate {
-                    title: (pr.title != item.packet.title).then(|| item.packet.title.clone()),
-                    body: (normalise(&pr.body) != normalise(&body)).then(|| body.clone()),
-                    base: (pr.base != base).then(|| base.clone()),
-                    draft: (pr.draft != draft).then_some(draft),
-                };
-                if change.is_empty() {
-                    pr
-                } else {
-                    let updated = forge.update(&pr, &change)?;
-                    entry.action = PrAction::Updated;
-                    if change.base.is_some() {
-                        entry.retargeted_from = Some(pr.base.clone());
-                        let below = items.iter().find(|i| i.branch == pr.base);
-                        let why = match below.and_then(|i| known.get(&i.packet.id)?.as_ref()) {
-                            Some(b) if b.state == PrState::Merged => {
-                                format!("the pull request below it, #{}, was merged", b.number)
-                            }
-                            _ => "the stack changed".to_string(),
-                        };
-                        forge.comment(
-                            updated.number,
-                            &format!("Retargeted from `{}` to `{base}`: {why}.", pr.base),
-                        )?;
-                    }
-                    updated
-                }
+                self.update_open(item, pr, &base, &body, known, &mut entry)?
             }
             Some(pr) => {
                 entry.action = if pr.state == PrState::Merged {
@@ -465,37 +494,79 @@ fn publish_remote(
         };
         entry.number = Some(pr.number);
         entry.url = Some(pr.url.clone()).filter(|u| !u.is_empty());
-        known.insert(id.clone(), Some(pr));
-        report.entries.push(entry);
+        Ok((entry, pr))
     }
 
-    // Only now, with every pull request above retargeted, may merged lower branches go.
-    if opts.settings.delete_merged {
-        for item in items {
-            let merged = known
-                .get(&item.packet.id)
-                .and_then(|p| p.as_ref())
-                .is_some_and(|p| p.state == PrState::Merged);
+    /// Brings an open pull request's title, body, base and draft state up to date, with a
+    /// comment saying why when it is retargeted; returns it as updated.
+    fn update_open(
+        &self,
+        item: &Item,
+        pr: PullRequest,
+        base: &str,
+        body: &str,
+        known: &Known,
+        entry: &mut PrEntry,
+    ) -> Result<PullRequest, ForgeError> {
+        let draft = is_draft(item);
+        let change = PullRequestUpdate {
+            title: (pr.title != item.packet.title).then(|| item.packet.title.clone()),
+            body: (normalise(&pr.body) != normalise(body)).then(|| body.to_string()),
+            base: (pr.base != base).then(|| base.to_string()),
+            draft: (pr.draft != draft).then_some(draft),
+        };
+        if change.is_empty() {
+            return Ok(pr);
+        }
+        let updated = self.forge.update(&pr, &change)?;
+        entry.action = PrAction::Updated;
+        if change.base.is_some() {
+            entry.retargeted_from = Some(pr.base.clone());
+            let below = self.items.iter().find(|i| i.branch == pr.base);
+            let why = match below.and_then(|i| known.get(&i.packet.id)?.as_ref()) {
+                Some(b) if b.state == PrState::Merged => {
+                    format!("the pull request below it, #{}, was merged", b.number)
+                }
+                _ => "the stack changed".to_string(),
+            };
+            self.forge.comment(
+                updated.number,
+                &format!("Retargeted from `{}` to `{base}`: {why}.", pr.base),
+            )?;
+        }
+        Ok(updated)
+    }
+
+    /// Deletes from the remote the branches of merged pull requests that no open pull request
+    /// still targets.
+    fn delete_merged_branches(
+        &self,
+        known: &Known,
+        report: &mut PrReport,
+    ) -> Result<(), ForgeError> {
+        let remote = &self.opts.settings.remote;
+        for item in self.items {
             let still_a_base = report
                 .entries
                 .iter()
                 .any(|e| e.base == item.branch && e.action != PrAction::Merged);
-            if !merged || still_a_base {
+            if !merged(&item.packet.id, known) || still_a_base {
                 continue;
             }
             let remote_ref = format!("refs/heads/{}", item.branch);
-            if !git.remote_has_branch(remote, &remote_ref)? {
+            if !self.git.remote_has_branch(remote, &remote_ref)? {
                 continue;
             }
-            git.push_delete(remote, &remote_ref)
+            self.git
+                .push_delete(remote, &remote_ref)
                 .map_err(|e| ForgeError::Push {
                     remote: remote.clone(),
                     message: e.to_string(),
                 })?;
             report.deleted.push(item.branch.clone());
         }
+        Ok(())
     }
-    Ok(())
 }
 
 fn normalise(s: &str) -> String {
