@@ -93,97 +93,18 @@ pub(super) fn spawn(
     role: &str,
     req: &SubtaskRequest,
 ) -> Result<String, String> {
-    let cfg = &worker.models().config.agents;
-    let max_depth = cfg.subtask_depth.unwrap_or(DEFAULT_DEPTH);
-    if parent.depth + 1 > max_depth {
-        return Err(format!(
-            "depth limit: `{}` is itself a subtask, and subtasks nest at most {max_depth} deep ([agents] subtask_depth); do this part yourself",
-            parent.packet.id
-        ));
-    }
-    let child_role = req.role.clone().unwrap_or_else(|| DEFAULT_ROLE.to_string());
-    worker
-        .models()
-        .roles
-        .get(&child_role)
-        .map_err(|e| e.to_string())?;
     let k = known(worker, &parent.packet.id)?;
-    let id = match k.spawned.iter().find(|(_, r)| same_request(r, req)) {
-        Some((id, _)) => id.clone(),
-        None => {
-            let max = cfg.subtasks_per_packet.unwrap_or(DEFAULT_PER_PACKET);
-            if k.spawned.len() as u32 >= max {
-                return Err(format!(
-                    "subtask limit: packet `{}` already spawned {} subtasks, the most allowed ([agents] subtasks_per_packet); do the rest yourself",
-                    parent.packet.id,
-                    k.spawned.len()
-                ));
-            }
-            format!("{}.s{}", parent.packet.id, k.spawned.len() + 1)
-        }
-    };
-    let child = Packet {
-        id: id.clone(),
-        title: req.title.clone(),
-        role: child_role,
-        description: req.description.clone(),
-        files: req.files.clone(),
-        depends_on: Vec::new(),
-        validation: req.validation.clone(),
-        acceptance: Vec::new(),
-        risks: Vec::new(),
-        may_be_empty: false,
-        symbols: Vec::new(),
-    };
+    let child = child_packet(worker, parent, req, &k)?;
+    let id = child.id.clone();
     let branch = names::packet_branch(parent.run, &id);
-    let finished = k.finished.iter().find_map(|e| match e {
-        WorkflowEvent::SubtaskFinished {
-            child: c,
-            commit,
-            message,
-            state,
-            ..
-        } if *c == id => Some((commit.clone(), message.clone(), state == "completed")),
-        _ => None,
-    });
-    if let Some((commit, message, ok)) = finished {
+    if let Some((commit, message, ok)) = finished(&k, &id) {
         // Finished before a restart: make sure its work is in the parent, never redo it.
         if let (true, Some(commit)) = (ok, commit) {
             merge_into_parent(parent, &id, &commit)?;
         }
         return if ok { Ok(message) } else { Err(message) };
     }
-    let git = Git::new(parent.worktree);
-    let trailers = Trailers {
-        run: parent.run,
-        packet: &parent.packet.id,
-        role,
-    };
-    commit::commit_all(
-        parent.worktree,
-        &commit::message(
-            &format!(
-                "Work in progress of {} before subtask {id}",
-                parent.packet.id
-            ),
-            &trailers,
-        ),
-    )
-    .map_err(|e| format!("cannot commit your work in progress before the subtask: {e}"))?;
-    let base = git.head().map_err(|e| e.to_string())?;
-    if !k.spawned.iter().any(|(c, _)| *c == id) {
-        worker.record(&WorkflowEvent::SubtaskSpawned {
-            parent: parent.packet.id.clone(),
-            child: id.clone(),
-            title: child.title.clone(),
-            description: child.description.clone(),
-            role: child.role.clone(),
-            files: child.files.clone(),
-            validation: child.validation.clone(),
-            branch: branch.clone(),
-            base: base.clone(),
-        });
-    }
+    let base = fork(worker, parent, role, &child, &branch, &k)?;
     let worktree = child_worktree(parent, &id, &branch, &base)?;
     let result = run_child(worker, parent, &child, &worktree, &base);
     let (state, summary, commit, changed, message) = match result {
@@ -225,6 +146,118 @@ pub(super) fn spawn(
     } else {
         Err(message)
     }
+}
+
+/// Returns the child packet `req` asks for, with the id it already has (same request) or the
+/// next one; refuses beyond the depth and per-packet limits or for an unknown role.
+fn child_packet(
+    worker: &StartWorker,
+    parent: &AgentJob<'_>,
+    req: &SubtaskRequest,
+    k: &Known,
+) -> Result<Packet, String> {
+    let cfg = &worker.models().config.agents;
+    let max_depth = cfg.subtask_depth.unwrap_or(DEFAULT_DEPTH);
+    if parent.depth + 1 > max_depth {
+        return Err(format!(
+            "depth limit: `{}` is itself a subtask, and subtasks nest at most {max_depth} deep ([agents] subtask_depth); do this part yourself",
+            parent.packet.id
+        ));
+    }
+    let child_role = req.role.clone().unwrap_or_else(|| DEFAULT_ROLE.to_string());
+    worker
+        .models()
+        .roles
+        .get(&child_role)
+        .map_err(|e| e.to_string())?;
+    let id = match k.spawned.iter().find(|(_, r)| same_request(r, req)) {
+        Some((id, _)) => id.clone(),
+        None => {
+            let max = cfg.subtasks_per_packet.unwrap_or(DEFAULT_PER_PACKET);
+            if k.spawned.len() as u32 >= max {
+                return Err(format!(
+                    "subtask limit: packet `{}` already spawned {} subtasks, the most allowed ([agents] subtasks_per_packet); do the rest yourself",
+                    parent.packet.id,
+                    k.spawned.len()
+                ));
+            }
+            format!("{}.s{}", parent.packet.id, k.spawned.len() + 1)
+        }
+    };
+    Ok(Packet {
+        id,
+        title: req.title.clone(),
+        role: child_role,
+        description: req.description.clone(),
+        files: req.files.clone(),
+        depends_on: Vec::new(),
+        validation: req.validation.clone(),
+        acceptance: Vec::new(),
+        risks: Vec::new(),
+        may_be_empty: false,
+        symbols: Vec::new(),
+    })
+}
+
+/// Returns the journaled end of child `id` — its commit, what the parent was told, and
+/// whether it completed — or `None` when it has not finished.
+fn finished(k: &Known, id: &str) -> Option<(Option<String>, String, bool)> {
+    k.finished.iter().find_map(|e| match e {
+        WorkflowEvent::SubtaskFinished {
+            child: c,
+            commit,
+            message,
+            state,
+            ..
+        } if c == id => Some((commit.clone(), message.clone(), state == "completed")),
+        _ => None,
+    })
+}
+
+/// Commits the parent's work in progress (a `role` agent's) and journals the child as spawned
+/// from it, once; returns the commit the child starts from.
+fn fork(
+    worker: &StartWorker,
+    parent: &AgentJob<'_>,
+    role: &str,
+    child: &Packet,
+    branch: &str,
+    k: &Known,
+) -> Result<String, String> {
+    let id = &child.id;
+    let trailers = Trailers {
+        run: parent.run,
+        packet: &parent.packet.id,
+        role,
+    };
+    commit::commit_all(
+        parent.worktree,
+        &commit::message(
+            &format!(
+                "Work in progress of {} before subtask {id}",
+                parent.packet.id
+            ),
+            &trailers,
+        ),
+    )
+    .map_err(|e| format!("cannot commit your work in progress before the subtask: {e}"))?;
+    let base = Git::new(parent.worktree)
+        .head()
+        .map_err(|e| e.to_string())?;
+    if !k.spawned.iter().any(|(c, _)| c == id) {
+        worker.record(&WorkflowEvent::SubtaskSpawned {
+            parent: parent.packet.id.clone(),
+            child: id.clone(),
+            title: child.title.clone(),
+            description: child.description.clone(),
+            role: child.role.clone(),
+            files: child.files.clone(),
+            validation: child.validation.clone(),
+            branch: branch.to_string(),
+            base: base.clone(),
+        });
+    }
+    Ok(base)
 }
 
 /// Why a child ended without work to merge.
