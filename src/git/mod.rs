@@ -55,3 +55,45 @@ pub fn registration_lock() -> std::sync::MutexGuard<'static, ()> {
     LOCK.lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
+
+#[cfg(test)]
+mod tests {
+    /// Returns every `.rs` file under `dir`, recursively.
+    fn rust_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                rust_files(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+
+    /// The runner's visibility keeps `Git::run` inside this module; this keeps a hand-made
+    /// `Command::new("git")` out of the rest of the crate.
+    #[test]
+    fn no_git_process_is_started_outside_the_git_module() {
+        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut files = Vec::new();
+        rust_files(&src, &mut files);
+        let needle = concat!("Command::new(", "\"git\")");
+        let mut found = Vec::new();
+        for file in files {
+            if file.starts_with(src.join("git")) {
+                continue;
+            }
+            let text = std::fs::read_to_string(&file).unwrap();
+            for (n, line) in text.lines().enumerate() {
+                if line.contains(needle) {
+                    found.push(format!("{}:{}", file.display(), n + 1));
+                }
+            }
+        }
+        assert!(
+            found.is_empty(),
+            "git started outside src/git/ (use a typed operation of crate::git): {}",
+            found.join(", ")
+        );
+    }
+}
