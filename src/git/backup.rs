@@ -98,7 +98,9 @@ pub fn snapshot(worktree: &Path) -> Result<Snapshot, WorktreeError> {
     };
     let index = TempIndex::seeded_from(Path::new(git_dir))?;
     // From the top so `add -A` covers the whole tree even when `worktree` is a subdirectory.
-    let top = Git::new(toplevel).with_env("GIT_INDEX_FILE", &index.path);
+    let top = Git::new(toplevel)
+        .with_env("GIT_INDEX_FILE", &index.path)
+        .writing();
     top.run(["add", "--all", "--", ":/"])?;
     let tree = top.run(["write-tree"])?;
     Ok(Snapshot {

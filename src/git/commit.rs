@@ -48,7 +48,8 @@ pub fn commit_all_as(
     message: &str,
     identity: &Identity,
 ) -> Result<Option<String>, GitError> {
-    let git = Git::new(worktree);
+    // Staging writes blobs; every object the engine writes is written as `identity`.
+    let git = Git::new(worktree).writing_as(identity);
     git.run(["add", "--all", "--", "."])?;
     // Paths as bytes: a repository may hold names that are not UTF-8.
     let staged = git.finish(
@@ -80,7 +81,7 @@ pub fn commit_all_as(
     }
     // No signing prompt, and no `git maintenance run --auto` process after each of a run's
     // many commits (the user's own next git command still runs it).
-    git.writing_as(identity).run_with_stdin(
+    git.run_with_stdin(
         [
             "-c",
             "commit.gpgsign=false",

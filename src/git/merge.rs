@@ -154,6 +154,6 @@ impl Git {
 
     /// Abandons the merge under way in this worktree, restoring the branch's own state.
     pub fn merge_abort(&self) -> Result<(), GitError> {
-        self.run(["merge", "--abort"]).map(drop)
+        self.writing().run(["merge", "--abort"]).map(drop)
     }
 }

@@ -26,7 +26,10 @@ impl Git {
 
     /// Resets this worktree's index and tracked files to HEAD.
     pub fn reset_hard(&self) -> Result<(), GitError> {
-        self.run(["reset", "--hard", "--quiet", "HEAD"]).map(drop)
+        // Resetting writes ORIG_HEAD and a reflog entry: under the engine's identity.
+        self.writing()
+            .run(["reset", "--hard", "--quiet", "HEAD"])
+            .map(drop)
     }
 
     /// Removes untracked (not ignored) files and directories from this worktree.
@@ -46,17 +49,18 @@ impl Git {
     /// Checks `commit` out at `path` as a new detached worktree, without running hooks.
     pub fn add_detached_worktree(&self, path: &Path, commit: &str) -> Result<(), GitError> {
         let path = path.to_string_lossy();
-        self.run([
-            "-c",
-            "core.hooksPath=/dev/null",
-            "worktree",
-            "add",
-            "--detach",
-            "--quiet",
-            &path,
-            commit,
-        ])
-        .map(drop)
+        self.writing()
+            .run([
+                "-c",
+                "core.hooksPath=/dev/null",
+                "worktree",
+                "add",
+                "--detach",
+                "--quiet",
+                &path,
+                commit,
+            ])
+            .map(drop)
     }
 
     /// Removes the worktree at `path` with whatever it holds (`worktree remove --force
