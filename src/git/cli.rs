@@ -2,7 +2,7 @@
 //! crate that starts a git process.
 //!
 //! Callers outside `crate::git` never see the raw runner: they call the typed operations of
-//! `revs`, `refs`, `merge`, `notes`, `remote`, `tree` and friends, so how git is invoked (no
+//! `revs`, `refs`, `merge`, `notes`, `diff`, `remote` and `workdir`, so how git is invoked (no
 //! pager, no prompt, the engine's identity on every write) is decided here once.
 
 use std::ffi::{OsStr, OsString};

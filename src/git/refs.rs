@@ -74,16 +74,6 @@ impl Git {
     pub fn force_delete_branch(&self, branch: &str) -> Result<(), GitError> {
         self.writing().run(["branch", "-D", "--", branch]).map(drop)
     }
-
-    /// Returns the full id each ref under `prefix` points at, as `(refname, id)` pairs.
-    pub fn refs_under(&self, prefix: &str) -> Result<Vec<(String, String)>, GitError> {
-        let out = self.run(["for-each-ref", "--format=%(refname) %(objectname)", prefix])?;
-        Ok(out
-            .lines()
-            .filter_map(|l| l.split_once(' '))
-            .map(|(r, id)| (r.to_string(), id.to_string()))
-            .collect())
-    }
 }
 
 /// Returns a failed `update-ref` as a lost compare-and-swap; git could not tell a ref that moved
