@@ -119,7 +119,10 @@ pub fn init_with_files(
 /// Used before a fix round for work that must never enter the branch's history (files outside
 /// the packet's scope), so what the fixed commit leaves out is not reachable from it either.
 pub fn uncommit_to(worktree: &Path, start: &str) -> Result<(), GitError> {
-    Git::new(worktree).run(["reset", "--soft", "--quiet", start])?;
+    // Moving the branch writes a reflog entry: under the engine's identity.
+    Git::new(worktree)
+        .writing()
+        .run(["reset", "--soft", "--quiet", "--end-of-options", start])?;
     Ok(())
 }
 
