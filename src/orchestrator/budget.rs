@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::journal::UsageRow;
+use super::start_journal::UsageRow;
 use crate::config::Price;
 
 /// The limits; `None` (or a missing role) means no limit.

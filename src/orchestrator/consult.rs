@@ -15,9 +15,9 @@ use std::path::Path;
 use std::sync::Mutex;
 use std::sync::atomic::AtomicBool;
 
-use super::journal::WorkflowEvent;
 use super::models::RoleModels;
 use super::replay::{Replaying, SharedJournal};
+use super::start_journal::WorkflowEvent;
 use crate::agent::tools::{Registry, nav};
 use crate::agent::{self, AgentSpec, Host, Reply, WorkerState};
 use crate::confine::ConfinedRoot;

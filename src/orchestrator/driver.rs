@@ -7,9 +7,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use super::journal::{Entry, JournalError, StartJournal, StartSettings, WorkflowEvent};
 use super::models::{AskError, RoleModels};
 use super::report::Report;
+use super::start_journal::{Entry, JournalError, StartJournal, StartSettings, WorkflowEvent};
 use super::workflow::{Workflow, WorkflowState as S};
 use crate::agent::{RoleError, Roles};
 use crate::config::RepoConfig;

@@ -6,7 +6,7 @@
 //! from (journaled as the `Merged` event before it), so a resumed phase finds its run again.
 
 use super::driver::{Ctx, StartError};
-use super::journal::WorkflowEvent;
+use super::start_journal::WorkflowEvent;
 use super::workflow::WorkflowState as S;
 use crate::merge::{self, MergeOptions};
 use crate::plan::Plan;

@@ -15,13 +15,13 @@ pub mod driver;
 mod execute;
 pub mod fault;
 mod finishing;
-pub mod journal;
 pub mod models;
 mod phases;
 pub mod plan_phase;
 pub mod replay;
 pub mod report;
 pub mod review;
+pub mod start_journal;
 mod subtask;
 pub mod worker;
 pub mod workflow;
@@ -30,11 +30,11 @@ pub use driver::{
     Approval, Interaction, StartError, StartOutcome, StartRequest, driver_lock, locate, start,
 };
 pub use execute::MAX_MERGE_ROUNDS;
-pub use journal::{
-    ClarifyOutcome, Entry, JournalError, PublishSettings, PublishedPr, StartJournal, StartSettings,
-    TurnRecord, UsageRow, WorkflowEvent,
-};
 pub use phases::{MAX_PLAN_ROUNDS, MAX_REVIEW_ROUNDS};
 pub use replay::{Replaying, SharedJournal, request_key};
 pub use report::Report;
+pub use start_journal::{
+    ClarifyOutcome, Entry, JournalError, PublishSettings, PublishedPr, StartJournal, StartSettings,
+    TurnRecord, UsageRow, WorkflowEvent,
+};
 pub use workflow::{IllegalTransition, Workflow, WorkflowState};

@@ -155,7 +155,7 @@ impl RoleModels {
 fn limit_listener(journal: SharedJournal) -> llm::LimitListener {
     Arc::new(move |change: &llm::LimitChange| {
         tracing::info!(%change, "model concurrency changed");
-        let event = super::journal::WorkflowEvent::ConcurrencyChanged {
+        let event = super::start_journal::WorkflowEvent::ConcurrencyChanged {
             profile: change.profile.clone(),
             from: change.from,
             to: change.to,

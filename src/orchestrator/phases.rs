@@ -3,8 +3,8 @@
 //! a step it finished.
 
 use super::driver::{Approval, Ctx, StartError, ask_err};
-use super::journal::{ClarifyOutcome, WorkflowEvent};
 use super::plan_phase::{self, PlanInputs};
+use super::start_journal::{ClarifyOutcome, WorkflowEvent};
 use super::workflow::{Workflow, WorkflowState as S};
 use crate::plan::Plan;
 

@@ -11,7 +11,7 @@ use std::time::Instant;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
-use super::journal::{StartJournal, TurnRecord};
+use super::start_journal::{StartJournal, TurnRecord};
 use crate::llm::{ChatModel, ChatRequest, ChatResponse, Delta, LlmError, StopReason, ToolCall};
 
 /// The journal shared by every model wrapper of a run.

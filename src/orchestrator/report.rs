@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use super::journal::{Entry, UsageRow, WorkflowEvent};
+use super::start_journal::{Entry, UsageRow, WorkflowEvent};
 use super::workflow::WorkflowState;
 use crate::config::Price;
 use crate::store::{Event, JournalEntry, PacketRecord};

@@ -15,7 +15,7 @@
 
 use std::path::PathBuf;
 
-use super::journal::WorkflowEvent;
+use super::start_journal::WorkflowEvent;
 use super::worker::{AgentJob, StartWorker};
 use crate::agent::{SubtaskRequest, WorkerState};
 use crate::exec::process::{self, Spec};

@@ -12,9 +12,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use super::consult::Consultation;
-use super::journal::WorkflowEvent;
 use super::models::RoleModels;
 use super::replay::{Replaying, SharedJournal};
+use super::start_journal::WorkflowEvent;
 use crate::agent::sandbox::{IfUnavailable, Sandbox};
 use crate::agent::tools::Registry;
 use crate::agent::{AgentEvent, AgentOutcome, AgentSpec, Host, Reply, SubtaskRequest, WorkerState};

@@ -4,11 +4,14 @@
 //! Every state change goes through [`Store::record`], which appends the event and updates the
 //! `runs`/`packets` projection in one transaction. Callers record an event *before* acting on
 //! it, so after a crash the store says what was about to happen and a resume can redo it.
+//! The `start` workflow's events and model turns live in the same database (`workflow.rs`);
+//! this module is the only one that opens it.
 
 mod events;
 mod projection;
 mod records;
 mod usage;
+mod workflow;
 
 use std::path::{Path, PathBuf};
 
@@ -22,6 +25,7 @@ pub use records::{
     JournalEntry, NewPacket, NewRun, PacketRecord, PacketState, Phase, RunRecord, RunState,
 };
 pub use usage::AgentUsage;
+pub use workflow::{TurnRecord, UsageRow, WorkflowEntry};
 
 /// A failure of the run store, naming the database file.
 #[derive(Debug, thiserror::Error)]
@@ -291,6 +295,21 @@ impl Store {
         sql: &str,
         values: impl rusqlite::Params,
     ) -> Result<Vec<JournalEntry>, StoreError> {
+        let rows = self.payload_rows(sql, values, "event")?;
+        Ok(rows
+            .into_iter()
+            .map(|(seq, ts_ms, event)| JournalEntry { seq, ts_ms, event })
+            .collect())
+    }
+
+    /// Returns the `(seq, ts_ms, payload)` rows `sql` selects with each JSON payload decoded;
+    /// a payload that does not decode is named as `what` and its sequence number.
+    fn payload_rows<T: serde::de::DeserializeOwned>(
+        &self,
+        sql: &str,
+        values: impl rusqlite::Params,
+        what: &str,
+    ) -> Result<Vec<(i64, i64, T)>, StoreError> {
         let mut stmt = self.conn.prepare_cached(sql).map_err(|e| self.err(e))?;
         let rows = stmt
             .query_map(values, |r| {
@@ -305,11 +324,11 @@ impl Store {
             .map_err(|e| self.err(e))?;
         rows.into_iter()
             .map(|(seq, ts_ms, payload)| {
-                let event = serde_json::from_str(&payload).map_err(|e| StoreError::Corrupt {
+                let value = serde_json::from_str(&payload).map_err(|e| StoreError::Corrupt {
                     path: self.path.clone(),
-                    what: format!("event {seq}: {e}"),
+                    what: format!("{what} {seq}: {e}"),
                 })?;
-                Ok(JournalEntry { seq, ts_ms, event })
+                Ok((seq, ts_ms, value))
             })
             .collect()
     }

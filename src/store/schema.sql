@@ -62,3 +62,25 @@ CREATE TABLE IF NOT EXISTS agent_usage (
     updated_ms    INTEGER NOT NULL,
     PRIMARY KEY (run_id, packet_id, role)
 );
+-- The `start` workflow: its events (keyed by run id alone: planning precedes the engine's
+-- run) and its finished model turns, replayed on resume by request key.
+CREATE TABLE IF NOT EXISTS workflow_events (
+    seq     INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id  TEXT NOT NULL,
+    ts_ms   INTEGER NOT NULL,
+    type    TEXT NOT NULL,
+    payload TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS workflow_events_run ON workflow_events (run_id, seq);
+CREATE TABLE IF NOT EXISTS workflow_turns (
+    run_id        TEXT NOT NULL,
+    key           TEXT NOT NULL,
+    ts_ms         INTEGER NOT NULL,
+    role          TEXT NOT NULL,
+    model         TEXT NOT NULL,
+    input_tokens  INTEGER NOT NULL,
+    output_tokens INTEGER NOT NULL,
+    ms            INTEGER NOT NULL,
+    response      TEXT NOT NULL,
+    PRIMARY KEY (run_id, key)
+);

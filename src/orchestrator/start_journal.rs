@@ -1,35 +1,26 @@
-//! The workflow journal of `start` runs: workflow events and finished model turns, appended to
-//! the run store's SQLite database (its own tables) before they are acted on.
+//! The workflow journal of `start` runs: what the workflow events mean (their type, the
+//! transitions they record) over the run store's workflow tables, appended before they are
+//! acted on.
 //!
 //! The journal exists before the engine's run does — planning happens before there is a plan
 //! to create the run from — so it is keyed by the run id alone (objective + base), which is
 //! known from the first moment. Finished model turns are kept by a hash of their request so a
 //! resumed run replays them instead of asking the model again.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 
 use super::workflow::{IllegalTransition, Workflow, WorkflowState};
-use crate::exec::now_ms;
-use crate::llm::Usage;
+use crate::store::{Store, StoreError, WorkflowEntry};
 
-/// A failure of the workflow journal, naming the database file.
+pub use crate::store::{TurnRecord, UsageRow};
+
+/// A failure of the workflow journal: the run store's, or a refused transition.
 #[derive(Debug, thiserror::Error)]
 pub enum JournalError {
-    #[error("workflow journal {path}: {source}")]
-    Sqlite {
-        path: PathBuf,
-        source: rusqlite::Error,
-    },
-    #[error("cannot create {path}: {source}")]
-    CreateDir {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("workflow journal {path} holds an entry it cannot read: {what}")]
-    Corrupt { path: PathBuf, what: String },
+    #[error(transparent)]
+    Store(#[from] StoreError),
     #[error(transparent)]
     Illegal(#[from] IllegalTransition),
 }
@@ -208,118 +199,29 @@ pub enum WorkflowEvent {
 }
 
 /// One journal entry.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Entry {
-    pub seq: i64,
-    pub ts_ms: i64,
-    pub event: WorkflowEvent,
-}
-
-/// One finished model call, as recorded.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TurnRecord {
-    pub role: String,
-    pub model: String,
-    pub usage: Usage,
-    pub ms: u64,
-    /// The answer: text, tool calls and stop reason, as JSON.
-    pub response: serde_json::Value,
-}
-
-/// Usage summed over one role and model.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct UsageRow {
-    pub role: String,
-    pub model: String,
-    pub calls: u64,
-    pub usage: Usage,
-    pub ms: u64,
-}
+pub type Entry = WorkflowEntry<WorkflowEvent>;
 
 /// The workflow journal of one run.
 pub struct StartJournal {
-    conn: Connection,
-    path: PathBuf,
+    store: Store,
     run: String,
 }
-
-const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS workflow_events (
-  seq INTEGER PRIMARY KEY AUTOINCREMENT,
-  run_id TEXT NOT NULL,
-  ts_ms INTEGER NOT NULL,
-  type TEXT NOT NULL,
-  payload TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS workflow_events_run ON workflow_events (run_id, seq);
-CREATE TABLE IF NOT EXISTS workflow_turns (
-  run_id TEXT NOT NULL,
-  key TEXT NOT NULL,
-  ts_ms INTEGER NOT NULL,
-  role TEXT NOT NULL,
-  model TEXT NOT NULL,
-  input_tokens INTEGER NOT NULL,
-  output_tokens INTEGER NOT NULL,
-  ms INTEGER NOT NULL,
-  response TEXT NOT NULL,
-  PRIMARY KEY (run_id, key)
-);";
 
 impl StartJournal {
     /// Opens (creating if needed) the journal of `run` in the store of the repository whose
     /// common git directory is `common_dir`.
     pub fn open(common_dir: &Path, run: &str) -> Result<StartJournal, JournalError> {
-        let dir = crate::exec::state_dir(common_dir);
-        fs_err::create_dir_all(&dir).map_err(|source| JournalError::CreateDir {
-            path: dir.clone(),
-            source,
-        })?;
-        let path = dir.join("orchestra.db");
-        let err = |source| JournalError::Sqlite {
-            path: path.clone(),
-            source,
-        };
-        let conn = Connection::open(&path).map_err(err)?;
-        conn.busy_timeout(std::time::Duration::from_secs(10))
-            .map_err(err)?;
-        conn.execute_batch(&format!(
-            "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; {SCHEMA}"
-        ))
-        .map_err(err)?;
         Ok(StartJournal {
-            conn,
-            path,
+            store: Store::open(common_dir)?,
             run: run.to_string(),
         })
     }
 
     /// Returns the ids of runs that have a workflow journal, newest first.
     pub fn runs(common_dir: &Path) -> Result<Vec<String>, JournalError> {
-        if !crate::exec::state_dir(common_dir)
-            .join("orchestra.db")
-            .exists()
-        {
-            return Ok(Vec::new());
-        }
-        let j = StartJournal::open(common_dir, "")?;
-        let mut stmt = j
-            .conn
-            .prepare(
-                "SELECT run_id, MAX(seq) m FROM workflow_events GROUP BY run_id ORDER BY m DESC",
-            )
-            .map_err(|e| j.err(e))?;
-        let rows = stmt
-            .query_map([], |r| r.get::<_, String>(0))
-            .map_err(|e| j.err(e))?
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| j.err(e))?;
-        Ok(rows)
-    }
-
-    fn err(&self, source: rusqlite::Error) -> JournalError {
-        JournalError::Sqlite {
-            path: self.path.clone(),
-            source,
+        match Store::open_existing(common_dir)? {
+            Some(store) => Ok(store.workflow_runs()?),
+            None => Ok(Vec::new()),
         }
     }
 
@@ -330,53 +232,18 @@ impl StartJournal {
 
     /// Appends `event`; returns its sequence number.
     pub fn append(&self, event: &WorkflowEvent) -> Result<i64, JournalError> {
-        let payload = serde_json::to_string(event).map_err(|e| JournalError::Corrupt {
-            path: self.path.clone(),
-            what: e.to_string(),
-        })?;
         let kind = serde_json::to_value(event)
             .ok()
             .and_then(|v| v.get("type").and_then(|t| t.as_str().map(String::from)))
             .unwrap_or_default();
-        self.conn
-            .execute(
-                "INSERT INTO workflow_events (run_id, ts_ms, type, payload) VALUES (?1, ?2, ?3, ?4)",
-                params![self.run, now_ms(), kind, payload],
-            )
-            .map_err(|e| self.err(e))?;
-        let seq = self.conn.last_insert_rowid();
+        let seq = self.store.append_workflow_event(&self.run, &kind, event)?;
         super::fault::step();
         Ok(seq)
     }
 
     /// Returns every entry of the run, oldest first.
     pub fn entries(&self) -> Result<Vec<Entry>, JournalError> {
-        let mut stmt = self
-            .conn
-            .prepare_cached(
-                "SELECT seq, ts_ms, payload FROM workflow_events WHERE run_id = ?1 ORDER BY seq",
-            )
-            .map_err(|e| self.err(e))?;
-        let rows = stmt
-            .query_map([&self.run], |r| {
-                Ok((
-                    r.get::<_, i64>(0)?,
-                    r.get::<_, i64>(1)?,
-                    r.get::<_, String>(2)?,
-                ))
-            })
-            .map_err(|e| self.err(e))?
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| self.err(e))?;
-        rows.into_iter()
-            .map(|(seq, ts_ms, payload)| {
-                let event = serde_json::from_str(&payload).map_err(|e| JournalError::Corrupt {
-                    path: self.path.clone(),
-                    what: format!("entry {seq}: {e}"),
-                })?;
-                Ok(Entry { seq, ts_ms, event })
-            })
-            .collect()
+        Ok(self.store.workflow_events(&self.run)?)
     }
 
     /// Returns the workflow as the journal's transitions left it.
@@ -419,113 +286,31 @@ impl StartJournal {
 
     /// Returns the recorded model turn with this request key, if any.
     pub fn turn(&self, key: &str) -> Result<Option<TurnRecord>, JournalError> {
-        let mut stmt = self
-            .conn
-            .prepare_cached(
-                "SELECT role, model, input_tokens, output_tokens, ms, response FROM workflow_turns
-                 WHERE run_id = ?1 AND key = ?2",
-            )
-            .map_err(|e| self.err(e))?;
-        let row = stmt
-            .query_row(params![self.run, key], |r| {
-                Ok((
-                    r.get::<_, String>(0)?,
-                    r.get::<_, String>(1)?,
-                    r.get::<_, i64>(2)?,
-                    r.get::<_, i64>(3)?,
-                    r.get::<_, i64>(4)?,
-                    r.get::<_, String>(5)?,
-                ))
-            })
-            .optional()
-            .map_err(|e| self.err(e))?;
-        row.map(|(role, model, i, o, ms, response)| {
-            let response = serde_json::from_str(&response).map_err(|e| JournalError::Corrupt {
-                path: self.path.clone(),
-                what: format!("turn {key}: {e}"),
-            })?;
-            Ok(TurnRecord {
-                role,
-                model,
-                usage: Usage {
-                    input_tokens: i.max(0) as u64,
-                    output_tokens: o.max(0) as u64,
-                },
-                ms: ms.max(0) as u64,
-                response,
-            })
-        })
-        .transpose()
+        Ok(self.store.turn(&self.run, key)?)
     }
 
     /// Records a finished model turn under its request key (the first record wins).
     pub fn record_turn(&self, key: &str, turn: &TurnRecord) -> Result<(), JournalError> {
-        self.conn
-            .execute(
-                "INSERT OR IGNORE INTO workflow_turns
-                 (run_id, key, ts_ms, role, model, input_tokens, output_tokens, ms, response)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-                params![
-                    self.run,
-                    key,
-                    now_ms(),
-                    turn.role,
-                    turn.model,
-                    turn.usage.input_tokens as i64,
-                    turn.usage.output_tokens as i64,
-                    turn.ms as i64,
-                    turn.response.to_string()
-                ],
-            )
-            .map_err(|e| self.err(e))?;
+        self.store.record_turn(&self.run, key, turn)?;
         super::fault::step();
         Ok(())
     }
 
     /// Returns how many model turns are recorded for the run.
     pub fn turn_count(&self) -> Result<u64, JournalError> {
-        self.conn
-            .query_row(
-                "SELECT COUNT(*) FROM workflow_turns WHERE run_id = ?1",
-                [&self.run],
-                |r| r.get::<_, i64>(0),
-            )
-            .map(|n| n.max(0) as u64)
-            .map_err(|e| self.err(e))
+        Ok(self.store.turn_count(&self.run)?)
     }
 
     /// Returns token usage and model time per role and model.
     pub fn usage(&self) -> Result<Vec<UsageRow>, JournalError> {
-        let mut stmt = self
-            .conn
-            .prepare_cached(
-                "SELECT role, model, COUNT(*), SUM(input_tokens), SUM(output_tokens), SUM(ms)
-                 FROM workflow_turns WHERE run_id = ?1 GROUP BY role, model ORDER BY role, model",
-            )
-            .map_err(|e| self.err(e))?;
-        let rows = stmt
-            .query_map([&self.run], |r| {
-                Ok(UsageRow {
-                    role: r.get(0)?,
-                    model: r.get(1)?,
-                    calls: r.get::<_, i64>(2)?.max(0) as u64,
-                    usage: Usage {
-                        input_tokens: r.get::<_, i64>(3)?.max(0) as u64,
-                        output_tokens: r.get::<_, i64>(4)?.max(0) as u64,
-                    },
-                    ms: r.get::<_, i64>(5)?.max(0) as u64,
-                })
-            })
-            .map_err(|e| self.err(e))?
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| self.err(e))?;
-        Ok(rows)
+        Ok(self.store.turn_usage(&self.run)?)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::llm::Usage;
 
     #[test]
     fn transitions_replay_and_illegal_ones_are_journaled_as_rejected() {

@@ -1,0 +1,201 @@
+//! The `start` workflow's tables in the run store: its journaled workflow events (opaque
+//! payloads of the orchestrator's event type) and its finished model turns.
+//!
+//! The orchestrator journals before there is an engine run (planning happens first), so these
+//! rows are keyed by the run id alone and reference no `runs` row. The store owns the SQL; the
+//! orchestrator owns what the events mean.
+
+use rusqlite::{OptionalExtension, params};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use super::{Store, StoreError};
+use crate::exec::now_ms;
+use crate::llm::Usage;
+
+/// One journaled workflow event, decoded into the caller's event type.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorkflowEntry<E> {
+    pub seq: i64,
+    pub ts_ms: i64,
+    pub event: E,
+}
+
+/// One finished model call, as recorded.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TurnRecord {
+    pub role: String,
+    pub model: String,
+    pub usage: Usage,
+    pub ms: u64,
+    /// The answer: text, tool calls and stop reason, as JSON.
+    pub response: serde_json::Value,
+}
+
+/// Usage summed over one role and model.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct UsageRow {
+    pub role: String,
+    pub model: String,
+    pub calls: u64,
+    pub usage: Usage,
+    pub ms: u64,
+}
+
+fn count(n: i64) -> u64 {
+    n.max(0) as u64
+}
+
+impl Store {
+    /// Appends `event` (tagged `kind`) to `run`'s workflow events; returns its sequence number.
+    pub fn append_workflow_event<E: Serialize>(
+        &self,
+        run: &str,
+        kind: &str,
+        event: &E,
+    ) -> Result<i64, StoreError> {
+        let payload = serde_json::to_string(event).map_err(|e| StoreError::Corrupt {
+            path: self.path.clone(),
+            what: e.to_string(),
+        })?;
+        self.conn
+            .execute(
+                "INSERT INTO workflow_events (run_id, ts_ms, type, payload) VALUES (?1, ?2, ?3, ?4)",
+                params![run, now_ms(), kind, payload],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    /// Returns every workflow event of `run`, oldest first.
+    pub fn workflow_events<E: DeserializeOwned>(
+        &self,
+        run: &str,
+    ) -> Result<Vec<WorkflowEntry<E>>, StoreError> {
+        let rows = self.payload_rows(
+            "SELECT seq, ts_ms, payload FROM workflow_events WHERE run_id = ?1 ORDER BY seq",
+            [run],
+            "entry",
+        )?;
+        Ok(rows
+            .into_iter()
+            .map(|(seq, ts_ms, event)| WorkflowEntry { seq, ts_ms, event })
+            .collect())
+    }
+
+    /// Returns the ids of runs that have workflow events, newest first.
+    pub fn workflow_runs(&self) -> Result<Vec<String>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT run_id, MAX(seq) m FROM workflow_events GROUP BY run_id ORDER BY m DESC",
+            )
+            .map_err(|e| self.err(e))?;
+        stmt.query_map([], |r| r.get::<_, String>(0))
+            .map_err(|e| self.err(e))?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| self.err(e))
+    }
+
+    /// Returns `run`'s recorded model turn with this request key, if any.
+    pub fn turn(&self, run: &str, key: &str) -> Result<Option<TurnRecord>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT role, model, input_tokens, output_tokens, ms, response FROM workflow_turns
+                 WHERE run_id = ?1 AND key = ?2",
+            )
+            .map_err(|e| self.err(e))?;
+        let row = stmt
+            .query_row(params![run, key], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, i64>(2)?,
+                    r.get::<_, i64>(3)?,
+                    r.get::<_, i64>(4)?,
+                    r.get::<_, String>(5)?,
+                ))
+            })
+            .optional()
+            .map_err(|e| self.err(e))?;
+        row.map(|(role, model, i, o, ms, response)| {
+            let response = serde_json::from_str(&response).map_err(|e| StoreError::Corrupt {
+                path: self.path.clone(),
+                what: format!("turn {key}: {e}"),
+            })?;
+            Ok(TurnRecord {
+                role,
+                model,
+                usage: Usage {
+                    input_tokens: count(i),
+                    output_tokens: count(o),
+                },
+                ms: count(ms),
+                response,
+            })
+        })
+        .transpose()
+    }
+
+    /// Records `run`'s finished model turn under its request key (the first record wins).
+    pub fn record_turn(&self, run: &str, key: &str, turn: &TurnRecord) -> Result<(), StoreError> {
+        self.conn
+            .execute(
+                "INSERT OR IGNORE INTO workflow_turns
+                 (run_id, key, ts_ms, role, model, input_tokens, output_tokens, ms, response)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                params![
+                    run,
+                    key,
+                    now_ms(),
+                    turn.role,
+                    turn.model,
+                    turn.usage.input_tokens as i64,
+                    turn.usage.output_tokens as i64,
+                    turn.ms as i64,
+                    turn.response.to_string()
+                ],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    /// Returns how many model turns are recorded for `run`.
+    pub fn turn_count(&self, run: &str) -> Result<u64, StoreError> {
+        self.conn
+            .query_row(
+                "SELECT COUNT(*) FROM workflow_turns WHERE run_id = ?1",
+                [run],
+                |r| r.get::<_, i64>(0),
+            )
+            .map(count)
+            .map_err(|e| self.err(e))
+    }
+
+    /// Returns `run`'s token usage and model time per role and model.
+    pub fn turn_usage(&self, run: &str) -> Result<Vec<UsageRow>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT role, model, COUNT(*), SUM(input_tokens), SUM(output_tokens), SUM(ms)
+                 FROM workflow_turns WHERE run_id = ?1 GROUP BY role, model ORDER BY role, model",
+            )
+            .map_err(|e| self.err(e))?;
+        stmt.query_map([run], |r| {
+            Ok(UsageRow {
+                role: r.get(0)?,
+                model: r.get(1)?,
+                calls: count(r.get(2)?),
+                usage: Usage {
+                    input_tokens: count(r.get(3)?),
+                    output_tokens: count(r.get(4)?),
+                },
+                ms: count(r.get(5)?),
+            })
+        })
+        .map_err(|e| self.err(e))?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| self.err(e))
+    }
+}
