@@ -18,9 +18,10 @@ pub mod tools;
 mod worker;
 
 pub use events::{AgentError, AgentEvent, AgentOutcome};
+pub use profiles::SetupError;
 pub use review::{ModelReviewer, REVIEWER_ROLE, ReviewAgent, parse_findings};
 pub use role::{Role, RoleError, RoleSource, Roles};
 pub use runner::{AgentSpec, Answerer, Host, Reply, run};
 pub use state::WorkerState;
 pub use tools::SubtaskRequest;
-pub use worker::{AgentWorker, SetupError, open_transcript, task_text};
+pub use worker::{AgentWorker, open_transcript, task_text};

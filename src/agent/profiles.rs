@@ -10,9 +10,9 @@
 use std::time::Duration;
 
 use crate::config::{ProfileConfig, RepoConfig};
-use crate::llm::{Profile, Provider};
+use crate::llm::{LlmError, Profile, Provider};
 
-use super::role::Role;
+use super::role::{Role, RoleError};
 
 /// The name under which the environment-only profile appears.
 pub const ENV_PROFILE: &str = "env";
@@ -34,6 +34,32 @@ pub enum ProfileError {
     },
     #[error("profile `{name}`: {message}")]
     Invalid { name: String, message: String },
+}
+
+/// Why a role's models cannot be set up: the role, its profile or its model client.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    #[error(transparent)]
+    Role(#[from] RoleError),
+    #[error(transparent)]
+    Profile(#[from] ProfileError),
+    #[error(transparent)]
+    Model(#[from] LlmError),
+}
+
+/// Returns the process environment's value of `key`, treating an empty value as unset.
+pub fn env(key: &str) -> Option<String> {
+    std::env::var(key).ok().filter(|v| !v.is_empty())
+}
+
+/// Checks that `role` resolves to a profile chain whose primary profile's key variable is
+/// set, so a misconfiguration is one clear error before anything starts.
+pub fn check(config: &RepoConfig, role: &Role) -> Result<(), SetupError> {
+    let chain = resolve(config, role, &env)?;
+    if let Some(primary) = chain.first() {
+        primary.api_key()?;
+    }
+    Ok(())
 }
 
 /// Returns the profile role `role` uses and its fallback chain (first is primary).

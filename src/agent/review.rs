@@ -13,11 +13,11 @@ use std::sync::atomic::AtomicBool;
 use serde::Deserialize;
 
 use super::profiles;
+use super::profiles::SetupError;
 use super::role::Roles;
 use super::sandbox::{IfUnavailable, Sandbox};
 use super::state::WorkerState;
 use super::tools::Registry;
-use super::worker::SetupError;
 use super::{AgentEvent, AgentSpec};
 use crate::config::RepoConfig;
 use crate::confine::ConfinedRoot;

@@ -5,8 +5,8 @@ use std::io::Write;
 use std::path::Path;
 use std::sync::atomic::Ordering;
 
-use super::profiles::{self, ProfileError};
-use super::role::{RoleError, Roles};
+use super::profiles::{self, SetupError, env};
+use super::role::Roles;
 use super::sandbox::{IfUnavailable, Sandbox};
 use super::state::WorkerState;
 use super::tools::Registry;
@@ -17,17 +17,6 @@ use crate::engine::{Worker, WorkerJob, WorkerReport};
 use crate::llm::{self, ChatModel, LlmError, RetryPolicy};
 use crate::plan::Packet;
 
-/// Why the agent worker cannot be set up.
-#[derive(Debug, thiserror::Error)]
-pub enum SetupError {
-    #[error(transparent)]
-    Role(#[from] RoleError),
-    #[error(transparent)]
-    Profile(#[from] ProfileError),
-    #[error(transparent)]
-    Model(#[from] LlmError),
-}
-
 /// Runs packets with our agents.
 pub struct AgentWorker {
     roles: Roles,
@@ -36,10 +25,6 @@ pub struct AgentWorker {
     policy: RetryPolicy,
     /// One gate per profile, shared by all packets: the profile's concurrency limit.
     gates: llm::Gates,
-}
-
-fn env(key: &str) -> Option<String> {
-    std::env::var(key).ok().filter(|v| !v.is_empty())
 }
 
 impl AgentWorker {
@@ -71,11 +56,7 @@ impl AgentWorker {
     /// failure in every packet.
     pub fn check<'r>(&self, roles: impl IntoIterator<Item = &'r str>) -> Result<(), SetupError> {
         for name in roles {
-            let role = self.roles.get(name)?;
-            let chain = profiles::resolve(&self.config, role, &env)?;
-            if let Some(primary) = chain.first() {
-                primary.api_key()?;
-            }
+            profiles::check(&self.config, self.roles.get(name)?)?;
         }
         Ok(())
     }

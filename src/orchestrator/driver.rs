@@ -7,10 +7,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use super::models::{AskError, RoleModels};
+use super::models::RoleModels;
 use super::report::Report;
 use super::start_journal::{Entry, JournalError, StartJournal, StartSettings, WorkflowEvent};
 use super::workflow::{Workflow, WorkflowState as S};
+use crate::agent::SetupError;
 use crate::agent::{RoleError, Roles};
 use crate::config::RepoConfig;
 use crate::engine::EngineError;
@@ -33,7 +34,7 @@ pub enum StartError {
     #[error("{phase}: {source}")]
     Ask {
         phase: &'static str,
-        source: AskError,
+        source: SetupError,
     },
     #[error(transparent)]
     Engine(#[from] EngineError),
@@ -339,7 +340,7 @@ pub fn driver_lock(repo: &RepoInfo, run: &str) -> Result<crate::exec::RunLock, S
     Ok(crate::exec::RunLock::acquire(&dir, run)?)
 }
 
-pub(super) fn ask_err(phase: &'static str) -> impl Fn(AskError) -> StartError {
+pub(super) fn ask_err(phase: &'static str) -> impl Fn(SetupError) -> StartError {
     move |source| StartError::Ask { phase, source }
 }
 

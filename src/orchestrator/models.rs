@@ -8,21 +8,10 @@ use std::sync::{Arc, Mutex};
 
 use super::budget::{self, Budget};
 use super::replay::{Replaying, SharedJournal};
-use crate::agent::profiles::{self, ProfileError};
-use crate::agent::{RoleError, Roles};
+use crate::agent::Roles;
+use crate::agent::profiles::{self, SetupError, env};
 use crate::config::RepoConfig;
-use crate::llm::{self, ChatModel, ChatRequest, ChatResponse, LlmError, Message, RetryPolicy};
-
-/// Why a role could not be asked.
-#[derive(Debug, thiserror::Error)]
-pub enum AskError {
-    #[error(transparent)]
-    Role(#[from] RoleError),
-    #[error(transparent)]
-    Profile(#[from] ProfileError),
-    #[error(transparent)]
-    Model(#[from] LlmError),
-}
+use crate::llm::{self, ChatModel, ChatRequest, ChatResponse, Message, RetryPolicy};
 
 /// The roles and model profiles of a repository, for one-shot questions.
 pub struct RoleModels {
@@ -43,10 +32,6 @@ pub struct RoleModels {
 /// A role's connected model chain (primary first) and its profiles.
 pub type Clients = (Vec<Arc<dyn ChatModel>>, Vec<crate::llm::Profile>);
 
-fn env(key: &str) -> Option<String> {
-    std::env::var(key).ok().filter(|v| !v.is_empty())
-}
-
 impl RoleModels {
     /// Returns the models of `roles` configured by `config`, journaling into `journal`.
     pub fn new(roles: Roles, config: RepoConfig, journal: SharedJournal) -> RoleModels {
@@ -63,13 +48,8 @@ impl RoleModels {
     }
 
     /// Checks that `role` exists and has a usable model profile, with its key set.
-    pub fn check(&self, role: &str) -> Result<(), AskError> {
-        let r = self.roles.get(role)?;
-        let chain = profiles::resolve(&self.config, r, &env)?;
-        if let Some(p) = chain.first() {
-            p.api_key()?;
-        }
-        Ok(())
+    pub fn check(&self, role: &str) -> Result<(), SetupError> {
+        profiles::check(&self.config, self.roles.get(role)?)
     }
 
     /// Returns the journal the models record into.
@@ -85,7 +65,7 @@ impl RoleModels {
         guidance: &str,
         prompt: &str,
         stop: &AtomicBool,
-    ) -> Result<ChatResponse, AskError> {
+    ) -> Result<ChatResponse, SetupError> {
         let r = self.roles.get(role)?;
         let (models, _) = self.clients(role)?;
         let wrapped: Vec<Replaying<'_>> = models
@@ -120,7 +100,7 @@ impl RoleModels {
     }
 
     /// Returns the connected model chain of `role` and its profiles, connecting on first use.
-    pub fn clients(&self, role: &str) -> Result<Clients, AskError> {
+    pub fn clients(&self, role: &str) -> Result<Clients, SetupError> {
         if let Some(c) = self.clients.lock().ok().and_then(|m| m.get(role).cloned()) {
             return Ok(c);
         }

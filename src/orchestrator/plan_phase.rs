@@ -6,7 +6,8 @@ use std::path::Path;
 use std::sync::atomic::AtomicBool;
 
 use super::context::summarize;
-use super::models::{AskError, RoleModels, extract_fenced, extract_json, strings};
+use super::models::{RoleModels, extract_fenced, extract_json, strings};
+use crate::agent::SetupError;
 use crate::nav::{Index, MapOptions};
 use crate::plan::{self, Plan};
 
@@ -33,7 +34,7 @@ pub fn clarify(
     objective: &str,
     project: &str,
     stop: &AtomicBool,
-) -> Result<Clarification, AskError> {
+) -> Result<Clarification, SetupError> {
     let prompt = format!("Objective: {objective}\n\n{project}");
     let resp = models.ask("clarifier", CLARIFY_GUIDANCE, &prompt, stop)?;
     let Some(v) = extract_json(&resp.text) else {
@@ -87,7 +88,7 @@ pub fn propose(
     models: &RoleModels,
     inputs: &PlanInputs<'_>,
     stop: &AtomicBool,
-) -> Result<String, AskError> {
+) -> Result<String, SetupError> {
     let mut prompt = format!("Objective: {}\n", inputs.objective);
     if !inputs.notes.is_empty() {
         prompt.push_str(&format!(
@@ -171,7 +172,7 @@ pub fn review(
     objective: &str,
     plan_toml: &str,
     stop: &AtomicBool,
-) -> Result<(bool, Vec<String>), AskError> {
+) -> Result<(bool, Vec<String>), SetupError> {
     let prompt = format!("Objective: {objective}\n\n```toml\n{plan_toml}\n```\n");
     let resp = models.ask("reviewer", REVIEW_GUIDANCE, &prompt, stop)?;
     let v = extract_json(&resp.text).unwrap_or_default();
