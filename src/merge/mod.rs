@@ -22,7 +22,7 @@ pub use coordinator::{
 };
 pub use report::{Batch, MergeReport, SentBack};
 pub use resolve::{
-    ConflictWorker, Resolution, ResolveError, fixes_text, resolve as resolve_conflicts,
+    ConflictJob, ConflictWorker, ResolveError, fixes_text, resolve as resolve_conflicts,
 };
 pub use tree::{MergeTree, commit_merge, merge_tree, predict};
 

@@ -61,8 +61,9 @@ pub enum ConflictWorker<'a> {
     Agent(&'a dyn Worker),
 }
 
-/// What one resolution needs.
-pub struct Resolution<'a> {
+/// Describes one conflicted packet to resolve: which packet, onto what, where its notes go and
+/// how each step is journaled; both `merge` and `start` build it.
+pub struct ConflictJob<'a> {
     pub run: &'a str,
     pub objective: &'a str,
     pub record: &'a PacketRecord,
@@ -85,7 +86,7 @@ pub struct Resolution<'a> {
 }
 
 /// Resolves one conflicted packet with `worker`; returns the packet's new, journaled commit.
-pub fn resolve(r: &Resolution<'_>, worker: ConflictWorker<'_>) -> Result<String, ResolveError> {
+pub fn resolve(r: &ConflictJob<'_>, worker: ConflictWorker<'_>) -> Result<String, ResolveError> {
     let id = &r.packet.id;
     let wt = PathBuf::from(&r.record.worktree);
     if !wt.exists() || r.record.removed {
@@ -138,7 +139,7 @@ pub fn resolve(r: &Resolution<'_>, worker: ConflictWorker<'_>) -> Result<String,
 }
 
 /// Returns the Markdown the worker reads in a conflict round.
-pub fn fixes_text(r: &Resolution<'_>) -> String {
+pub fn fixes_text(r: &ConflictJob<'_>) -> String {
     let mut s = format!(
         "# Resolve the merge conflicts\n\n{} changed these files too; `{}` merged it into this \
          worktree and left conflict markers in them:\n\n",
@@ -155,7 +156,7 @@ pub fn fixes_text(r: &Resolution<'_>) -> String {
 }
 
 fn run_worker(
-    r: &Resolution<'_>,
+    r: &ConflictJob<'_>,
     wt: &Path,
     worker: ConflictWorker<'_>,
 ) -> Result<(), ResolveError> {
@@ -231,7 +232,7 @@ fn run_worker(
     Ok(())
 }
 
-fn markers_left(r: &Resolution<'_>, wt: &Path) -> Result<(), ResolveError> {
+fn markers_left(r: &ConflictJob<'_>, wt: &Path) -> Result<(), ResolveError> {
     let left: Vec<&String> = r
         .paths
         .iter()
@@ -258,7 +259,7 @@ fn markers_left(r: &Resolution<'_>, wt: &Path) -> Result<(), ResolveError> {
 }
 
 fn run_command(
-    r: &Resolution<'_>,
+    r: &ConflictJob<'_>,
     command: &str,
     wt: &Path,
     fixes: &Path,
@@ -307,7 +308,7 @@ fn run_command(
 }
 
 /// Commits the resolution with trailers, re-checks it when asked, and journals it.
-fn finish(r: &Resolution<'_>, wt: &Path) -> Result<String, ResolveError> {
+fn finish(r: &ConflictJob<'_>, wt: &Path) -> Result<String, ResolveError> {
     let id = &r.packet.id;
     let gerr = |e: git::GitError| ResolveError::Git {
         packet: id.clone(),
@@ -351,7 +352,7 @@ fn finish(r: &Resolution<'_>, wt: &Path) -> Result<String, ResolveError> {
 
 /// Checks the packet's scope against its changes relative to the integration tip, then runs
 /// its validation commands in the worktree.
-fn revalidate(r: &Resolution<'_>, wt: &Path, new: &str) -> Result<(), ResolveError> {
+fn revalidate(r: &ConflictJob<'_>, wt: &Path, new: &str) -> Result<(), ResolveError> {
     let id = &r.packet.id;
     let rejected = |reason: String| ResolveError::Rejected {
         packet: id.clone(),

@@ -8,7 +8,7 @@ use std::time::Duration;
 use super::MergeError;
 use super::coordinator::{MergeOptions, is_ancestor, rev};
 use super::report::SentBack;
-use super::resolve::{ConflictWorker, Resolution, ResolveError, resolve as resolve_conflicts};
+use super::resolve::{ConflictJob, ConflictWorker, ResolveError, resolve as resolve_conflicts};
 use super::tree::{MergeTree, commit_merge, merge_tree};
 use crate::engine::Journal;
 use crate::gate::run_validation;
@@ -55,7 +55,7 @@ impl Resolver<'_> {
             )));
         }
         *round += 1;
-        let r = Resolution {
+        let r = ConflictJob {
             run: self.run_id,
             objective: self.objective,
             record: rec,

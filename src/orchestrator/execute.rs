@@ -5,7 +5,6 @@
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 
-use super::conflicts::{self, Resolution};
 use super::context::{self, Artifact, ContextLimits, OrchestratorView};
 use super::driver::{Ctx, StartError};
 use super::models::{extract_json, strings};
@@ -160,22 +159,28 @@ impl Ctx<'_> {
                 let dir = crate::exec::run_dir(&self.repo.common_dir, &self.run)
                     .join("logs")
                     .join(format!("{}-resolve", s.packet));
-                match conflicts::resolve(
-                    &Resolution {
-                        common_dir: &self.repo.common_dir,
-                        run: &self.run,
-                        objective: &self.req.objective,
-                        record: rec,
-                        packet,
-                        integration: &report.integration,
-                        paths: &s.conflicts,
-                        dir: &dir,
-                        round: round as u32 + 1,
-                        stop: self.stop,
-                        timeout: self.req.timeout,
-                    },
-                    &worker,
-                ) {
+                let onto = format!("refs/heads/{}", report.integration);
+                let journal = |event| -> Result<(), crate::store::StoreError> {
+                    Store::open(&self.repo.common_dir)?
+                        .record(&self.run, &event)
+                        .map(|_| ())
+                };
+                let job = merge::ConflictJob {
+                    run: &self.run,
+                    objective: &self.req.objective,
+                    record: rec,
+                    packet,
+                    integration: &report.integration,
+                    onto: &onto,
+                    paths: &s.conflicts,
+                    dir: &dir,
+                    round: round as u32 + 1,
+                    stop: self.stop,
+                    timeout: self.req.timeout,
+                    revalidate: false,
+                    journal: &journal,
+                };
+                match merge::resolve_conflicts(&job, merge::ConflictWorker::Agent(&worker)) {
                     Ok(commit) => {
                         self.j()?.append(&WorkflowEvent::ConflictResolved {
                             packet: s.packet.clone(),

@@ -8,7 +8,6 @@
 //! ([`context`]); every model turn is journaled and replayed on resume ([`replay`]).
 
 pub mod budget;
-pub mod conflicts;
 pub mod consult;
 pub mod context;
 pub mod driver;
