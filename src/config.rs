@@ -109,10 +109,19 @@ pub struct Price {
 }
 
 impl Price {
-    /// Returns what `input` and `output` tokens cost at this price.
-    pub fn cost(&self, input: u64, output: u64) -> f64 {
-        (input as f64 * self.input_per_mtok + output as f64 * self.output_per_mtok) / 1e6
+    /// Returns what `usage` costs at this price; the one place tokens meet prices, so every
+    /// cost shown (agent events, budget, report, status) agrees.
+    pub fn cost(&self, usage: crate::llm::Usage) -> f64 {
+        (usage.input_tokens as f64 * self.input_per_mtok
+            + usage.output_tokens as f64 * self.output_per_mtok)
+            / 1e6
     }
+}
+
+/// Returns the model name `[prices]` is keyed by in a journaled `profile:model` label (the
+/// label itself when it has no profile part).
+pub fn price_key(label: &str) -> &str {
+    label.rsplit(':').next().unwrap_or(label)
 }
 
 /// The `[worktree]` table.

@@ -432,8 +432,8 @@ fn spend(usage: &[crate::orchestrator::UsageRow], prices: &dyn Fn(&str) -> Optio
         s.calls += u.calls;
         s.input_tokens += u.usage.input_tokens;
         s.output_tokens += u.usage.output_tokens;
-        if let Some(p) = prices(u.model.rsplit(':').next().unwrap_or(&u.model)) {
-            let cost = p.cost(u.usage.input_tokens, u.usage.output_tokens);
+        if let Some(p) = prices(crate::config::price_key(&u.model)) {
+            let cost = p.cost(u.usage);
             s.cost = Some(s.cost.unwrap_or(0.0) + cost);
             priced += 1;
         }

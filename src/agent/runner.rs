@@ -21,7 +21,7 @@ use super::summary;
 use super::tools::{Registry, SubtaskRequest, ToolContext};
 use crate::config::Price;
 use crate::confine::ConfinedRoot;
-use crate::llm::{ChatModel, ChatRequest, LlmError, Message, RetryEvent, RetryPolicy, Usage};
+use crate::llm::{ChatModel, ChatRequest, LlmError, Message, RetryEvent, RetryPolicy};
 use crate::plan::Scope;
 
 /// Identical consecutive rounds of tool calls that count as a stall.
@@ -124,7 +124,7 @@ impl Run<'_, '_> {
         self.out.state = self.state;
         self.out.reason = reason;
         (self.out.symbolic_nav_calls, self.out.textual_nav_calls) = self.nav.counts();
-        self.out.cost = self.spec.price.map(|p| cost_of(p, self.out.usage));
+        self.out.cost = self.spec.price.map(|p| p.cost(self.out.usage));
         self.out
     }
 
@@ -187,7 +187,7 @@ impl Run<'_, '_> {
                     model: resp.model.clone(),
                     input_tokens: resp.usage.input_tokens,
                     output_tokens: resp.usage.output_tokens,
-                    cost: spec.price.map(|p| cost_of(p, resp.usage)),
+                    cost: spec.price.map(|p| p.cost(resp.usage)),
                     ms: started.elapsed().as_millis() as u64,
                 });
                 (resp.text, true)
@@ -325,7 +325,7 @@ pub fn run(
             model: resp.model.clone(),
             input_tokens: resp.usage.input_tokens,
             output_tokens: resp.usage.output_tokens,
-            cost: spec.price.map(|p| cost_of(p, resp.usage)),
+            cost: spec.price.map(|p| p.cost(resp.usage)),
             ms: started.elapsed().as_millis() as u64,
         });
         req.messages.push(resp.to_message());
@@ -389,11 +389,4 @@ fn stall_reason(quiet: Duration) -> String {
         "stalled: the model sent nothing for {}s (the role's stall timeout)",
         quiet.as_secs()
     )
-}
-
-/// Returns what `usage` costs at `price` (prices are per million tokens).
-fn cost_of(price: Price, usage: Usage) -> f64 {
-    (usage.input_tokens as f64 * price.input_per_mtok
-        + usage.output_tokens as f64 * price.output_per_mtok)
-        / 1e6
 }

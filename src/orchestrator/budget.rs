@@ -44,10 +44,8 @@ pub fn spent(usage: &[UsageRow], price: &dyn Fn(&str) -> Option<Price>, secs: u6
         let t = u.usage.input_tokens + u.usage.output_tokens;
         s.tokens += t;
         *s.by_role.entry(u.role.clone()).or_default() += t;
-        if let Some(p) = price(u.model.rsplit(':').next().unwrap_or(&u.model)) {
-            s.cost += (u.usage.input_tokens as f64 * p.input_per_mtok
-                + u.usage.output_tokens as f64 * p.output_per_mtok)
-                / 1e6;
+        if let Some(p) = price(crate::config::price_key(&u.model)) {
+            s.cost += p.cost(u.usage);
         }
     }
     s

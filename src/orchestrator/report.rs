@@ -447,8 +447,7 @@ fn usage_lines(s: &Sources<'_>) -> Vec<UsageLine> {
             calls: u.calls,
             input_tokens: u.usage.input_tokens,
             output_tokens: u.usage.output_tokens,
-            cost: (s.price)(u.model.rsplit(':').next().unwrap_or(&u.model))
-                .map(|p| p.cost(u.usage.input_tokens, u.usage.output_tokens)),
+            cost: (s.price)(crate::config::price_key(&u.model)).map(|p| p.cost(u.usage)),
         })
         .collect()
 }
