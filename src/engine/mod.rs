@@ -222,11 +222,9 @@ pub fn execute_with(
             run: run.id.clone(),
         });
     }
-    let plan = Plan::from_toml_str(&run.plan_toml, &run.plan_path).map_err(|e| {
-        EngineError::StoredPlan {
-            run: run.id.clone(),
-            message: e.to_string(),
-        }
+    let plan = run.plan().map_err(|e| EngineError::StoredPlan {
+        run: run.id.clone(),
+        message: e.to_string(),
     })?;
     let records = store.packets(run_id)?;
     // A previous process may have died with workers still running in their own groups; a

@@ -116,11 +116,9 @@ pub fn publish(
     let _lock = RunLock::acquire(&dir, run_id)?;
     let store = Store::open(&repo.common_dir)?;
     let run = store.require_run(run_id)?;
-    let plan = Plan::from_toml_str(&run.plan_toml, &run.plan_path).map_err(|e| {
-        ForgeError::StoredPlan {
-            run: run_id.to_string(),
-            message: e.to_string(),
-        }
+    let plan = run.plan().map_err(|e| ForgeError::StoredPlan {
+        run: run_id.to_string(),
+        message: e.to_string(),
     })?;
     let git = repo.git();
     let target = resolve_target(&git, repo, &plan, opts.target.as_deref())?;

@@ -4,7 +4,7 @@
 
 use super::GateError;
 use crate::git::{Git, RepoInfo};
-use crate::plan::{Packet, Plan};
+use crate::plan::Packet;
 use crate::store::Store;
 
 /// A range ready to review, with the words that explain where its base came from.
@@ -127,7 +127,7 @@ pub fn packet_of(repo: &RepoInfo, commit: &str) -> Result<Option<PacketRef>, Gat
     else {
         return Ok(None);
     };
-    let Ok(plan) = Plan::from_toml_str(&record.plan_toml, &record.plan_path) else {
+    let Ok(plan) = record.plan() else {
         return Ok(None);
     };
     Ok(plan

@@ -79,11 +79,9 @@ pub fn integrate_with(
     let _lock = RunLock::acquire(&dir, run_id)?;
     let store = Store::open(&repo.common_dir)?;
     let run = store.require_run(run_id)?;
-    let plan = Plan::from_toml_str(&run.plan_toml, &run.plan_path).map_err(|e| {
-        MergeError::StoredPlan {
-            run: run_id.to_string(),
-            message: e.to_string(),
-        }
+    let plan = run.plan().map_err(|e| MergeError::StoredPlan {
+        run: run_id.to_string(),
+        message: e.to_string(),
     })?;
     if plan.packets.iter().any(|p| p.id == "integration") {
         return Err(MergeError::IntegrationNameTaken {

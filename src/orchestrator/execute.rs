@@ -122,11 +122,9 @@ impl Ctx<'_> {
         };
         let store = Store::open(&self.repo.common_dir)?;
         let run = store.require_run(&self.run)?;
-        let plan = Plan::from_toml_str(&run.plan_toml, &run.plan_path).map_err(|e| {
-            StartError::PlanInvalid {
-                rounds: 0,
-                issues: e.to_string(),
-            }
+        let plan = run.plan().map_err(|e| StartError::PlanInvalid {
+            rounds: 0,
+            issues: e.to_string(),
         })?;
         let worker = StartWorker::new(self.models.clone(), self.req.answer_wait);
         let mut last = None;
@@ -213,9 +211,7 @@ impl Ctx<'_> {
             packets.extend(store.packets(&phase).unwrap_or_default());
             events.extend(store.events(&phase, 0).unwrap_or_default());
         }
-        let plan = run
-            .as_ref()
-            .and_then(|r| Plan::from_toml_str(&r.plan_toml, &r.plan_path).ok());
+        let plan = run.as_ref().and_then(|r| r.plan().ok());
         let artifacts = self.artifacts(&dir, plan.as_ref(), &packets)?;
         let advice = self.advice(state, &artifacts, &packets);
         let workflow = self.all()?;

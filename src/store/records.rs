@@ -171,6 +171,16 @@ pub struct RunRecord {
     pub updated_ms: i64,
 }
 
+impl RunRecord {
+    /// Returns the run's plan parsed from its stored text, named by the path it was read from.
+    ///
+    /// The stored text is what the run was created with, so every reader of a run's plan
+    /// (engine, merge, review, publishing, report) sees the same packets.
+    pub fn plan(&self) -> Result<crate::plan::Plan, crate::plan::PlanError> {
+        crate::plan::Plan::from_toml_str(&self.plan_toml, &self.plan_path)
+    }
+}
+
 /// One packet of a run as stored.
 #[derive(Debug, Clone, Serialize)]
 pub struct PacketRecord {
