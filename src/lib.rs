@@ -20,5 +20,6 @@ pub mod names;
 pub mod nav;
 pub mod orchestrator;
 pub mod plan;
+pub mod redact;
 pub mod status;
 pub mod store;

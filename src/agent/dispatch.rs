@@ -167,5 +167,5 @@ impl Run<'_, '_> {
 
 /// Returns the first line of `text`, clipped to `max` bytes.
 fn first_line(text: &str, max: usize) -> String {
-    crate::llm::clip_text(text.lines().next().unwrap_or(""), max)
+    crate::redact::clip(text.lines().next().unwrap_or(""), max)
 }

@@ -12,7 +12,7 @@ use crate::store::Event;
 /// Returns the run-store event for `event` of the agent of `role` on `packet`, or `None` for
 /// events the journal does not keep (context trimming, questions: the transcript has them).
 pub fn store_event(packet: &str, role: &str, keys: &[ApiKey], event: &AgentEvent) -> Option<Event> {
-    let scrub = |text: &str| keys.iter().fold(text.to_string(), |t, k| k.scrub(&t));
+    let scrub = |text: &str| ApiKey::scrub_all(keys, text);
     let (packet, role) = (packet.to_string(), role.to_string());
     Some(match event {
         AgentEvent::State { from, to, reason } => Event::AgentState {

@@ -7,7 +7,8 @@
 //! from the turns themselves (tools called with their paths, errors, the agent's notes) takes
 //! its place, so summarising never ends a run.
 
-use crate::llm::{ChatRequest, Message, clip_text};
+use crate::llm::{ChatRequest, Message};
+use crate::redact::clip;
 
 /// Messages at the end of the conversation that are never summarised.
 pub(super) const KEEP_RECENT: usize = 6;
@@ -54,7 +55,7 @@ pub(super) fn request(older: &[Message], context_tokens: u64) -> ChatRequest {
             Message::system(INSTRUCTION),
             Message::user(format!(
                 "The earlier conversation:\n\n{}",
-                clip_text(&text, budget)
+                clip(&text, budget)
             )),
         ],
         tools: Vec::new(),
@@ -74,7 +75,7 @@ pub(super) fn digest(older: &[Message]) -> String {
                 tool_calls,
             } => {
                 if !content.trim().is_empty() {
-                    lines.push(format!("- said: {}", clip_text(content.trim(), 200)));
+                    lines.push(format!("- said: {}", clip(content.trim(), 200)));
                 }
                 for c in tool_calls {
                     let path = c
@@ -93,10 +94,10 @@ pub(super) fn digest(older: &[Message]) -> String {
                 ..
             } => lines.push(format!(
                 "- {name} failed: {}",
-                clip_text(content.lines().next().unwrap_or(""), 200)
+                clip(content.lines().next().unwrap_or(""), 200)
             )),
             Message::User { content } => {
-                lines.push(format!("- told: {}", clip_text(content.trim(), 200)))
+                lines.push(format!("- told: {}", clip(content.trim(), 200)))
             }
             _ => {}
         }
@@ -114,18 +115,18 @@ pub(super) fn message(summary: &str, replaced: usize) -> Message {
 
 fn render(m: &Message, max: usize) -> String {
     match m {
-        Message::System { content } => format!("[system] {}", clip_text(content, max)),
-        Message::User { content } => format!("[user] {}", clip_text(content, max)),
+        Message::System { content } => format!("[system] {}", clip(content, max)),
+        Message::User { content } => format!("[user] {}", clip(content, max)),
         Message::Assistant {
             content,
             tool_calls,
         } => {
-            let mut s = format!("[assistant] {}", clip_text(content, max));
+            let mut s = format!("[assistant] {}", clip(content, max));
             for c in tool_calls {
                 s.push_str(&format!(
                     "\n  calls {}({})",
                     c.name,
-                    clip_text(&c.arguments, 300)
+                    clip(&c.arguments, 300)
                 ));
             }
             s
@@ -138,7 +139,7 @@ fn render(m: &Message, max: usize) -> String {
         } => format!(
             "[{name} {}] {}",
             if *is_error { "error" } else { "result" },
-            clip_text(content, max)
+            clip(content, max)
         ),
     }
 }

@@ -119,7 +119,7 @@ impl AgentWorker {
             .collect();
         let mut on_event = |e: &AgentEvent| {
             if let Ok(line) = serde_json::to_string(e) {
-                let _ = writeln!(log, "{}", scrub(&keys, &line));
+                let _ = writeln!(log, "{}", llm::ApiKey::scrub_all(&keys, &line));
             }
             if let Some(event) = super::journal::store_event(&packet.id, &role.name, &keys, e) {
                 (job.journal)(event);
@@ -174,11 +174,6 @@ pub fn open_transcript(path: &std::path::Path) -> Box<dyn Write> {
         Ok(f) => Box::new(f),
         Err(_) => Box::new(std::io::sink()),
     }
-}
-
-/// Returns `text` with every key in `keys` replaced by a placeholder.
-fn scrub(keys: &[llm::ApiKey], text: &str) -> String {
-    keys.iter().fold(text.to_string(), |t, k| k.scrub(&t))
 }
 
 /// Returns the task message for a packet: title, description, objective, scope, acceptance

@@ -15,6 +15,9 @@ const MAX_WAIT: Duration = Duration::from_secs(300);
 /// How many times one request is retried after a rate-limit answer.
 const MAX_RATE_RETRIES: usize = 4;
 
+/// What a scrubbed forge token is replaced with.
+const TOKEN_PLACEHOLDER: &str = "***";
+
 /// A forge access token. Its `Debug` form hides it, and [`Token::scrub`] removes it from text
 /// before that text goes into an error.
 #[derive(Clone)]
@@ -28,11 +31,7 @@ impl Token {
 
     /// Returns `text` with every occurrence of the token replaced by `***`.
     pub fn scrub(&self, text: &str) -> String {
-        if self.0.is_empty() {
-            text.to_string()
-        } else {
-            text.replace(&self.0, "***")
-        }
+        crate::redact::scrub(text, [self.0.as_str()], TOKEN_PLACEHOLDER)
     }
 
     fn expose(&self) -> &str {
@@ -159,7 +158,12 @@ impl Api {
                 method: method.to_string(),
                 path: path.to_string(),
                 status: answer.status,
-                message: self.scrub(&clip(&answer.text, 400)),
+                message: crate::redact::scrub_and_clip(
+                    &answer.text,
+                    self.token.iter().map(Token::expose),
+                    TOKEN_PLACEHOLDER,
+                    400,
+                ),
             });
         }
     }
@@ -297,18 +301,6 @@ impl Answer {
             _ => None,
         }
     }
-}
-
-fn clip(text: &str, max: usize) -> String {
-    let t = text.trim();
-    if t.len() <= max {
-        return t.to_string();
-    }
-    let mut end = max;
-    while !t.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &t[..end])
 }
 
 #[cfg(test)]

@@ -143,7 +143,7 @@ impl ChatModel for AnthropicClient {
             let v: Value = serde_json::from_str(&event.data).map_err(|e| {
                 http.truncated(&format!(
                     "a complete event ({e}): {}",
-                    super::types::clip(&event.data, 200)
+                    crate::redact::clip(&event.data, 200)
                 ))
             })?;
             let kind = v

@@ -5,7 +5,6 @@ use std::io::{BufReader, Read};
 
 use super::LlmError;
 use super::profile::{ApiKey, Profile};
-use super::types::clip;
 
 /// How the key is presented.
 #[derive(Debug, Clone, Copy)]
@@ -55,13 +54,14 @@ impl Transport {
         }
     }
 
-    /// Returns a message safe to show: clipped and without the key.
+    /// Returns a message safe to show: without the key, then clipped.
     pub fn scrub(&self, text: &str) -> String {
-        let clipped = clip(text.trim(), 600);
-        match &self.key {
-            Some(k) => k.scrub(&clipped),
-            None => clipped,
-        }
+        crate::redact::scrub_and_clip(
+            text,
+            self.key.iter().map(|k| k.expose()),
+            super::profile::KEY_PLACEHOLDER,
+            600,
+        )
     }
 
     /// Posts `body` to `path` under the base URL and returns the body of a 2xx answer; any

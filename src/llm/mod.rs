@@ -29,10 +29,7 @@ pub use limit::{
 pub use openai::OpenAiClient;
 pub use profile::{ApiKey, Profile, Provider};
 pub use retry::{RetryEvent, RetryPolicy, chat_with_retry};
-pub use types::{
-    ChatRequest, ChatResponse, Delta, Message, StopReason, ToolCall, ToolDef, Usage,
-    clip as clip_text,
-};
+pub use types::{ChatRequest, ChatResponse, Delta, Message, StopReason, ToolCall, ToolDef, Usage};
 
 /// A chat model behind one wire format; implementations are cheap to share across threads.
 pub trait ChatModel: Send + Sync {

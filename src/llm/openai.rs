@@ -236,7 +236,7 @@ impl ChatModel for OpenAiClient {
             let chunk: Value = serde_json::from_str(data).map_err(|e| {
                 http.truncated(&format!(
                     "a complete chunk ({e}): {}",
-                    super::types::clip(data, 200)
+                    crate::redact::clip(data, 200)
                 ))
             })?;
             if let Some(err) = chunk.get("error") {

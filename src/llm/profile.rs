@@ -184,6 +184,9 @@ impl Profile {
     }
 }
 
+/// What a scrubbed API key is replaced with.
+pub const KEY_PLACEHOLDER: &str = "<redacted>";
+
 /// An API key. Its `Debug` prints a placeholder and it has no `Display`, so it cannot end up
 /// in a log line or an error message by accident.
 #[derive(Clone, PartialEq, Eq)]
@@ -202,10 +205,12 @@ impl ApiKey {
 
     /// Returns `text` with every occurrence of the key replaced by a placeholder.
     pub fn scrub(&self, text: &str) -> String {
-        if self.0.len() < 4 {
-            return text.to_string();
-        }
-        text.replace(&self.0, "<redacted>")
+        ApiKey::scrub_all(std::slice::from_ref(self), text)
+    }
+
+    /// Returns `text` with every occurrence of any of `keys` replaced by a placeholder.
+    pub fn scrub_all(keys: &[ApiKey], text: &str) -> String {
+        crate::redact::scrub(text, keys.iter().map(ApiKey::expose), KEY_PLACEHOLDER)
     }
 }
 

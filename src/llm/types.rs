@@ -93,27 +93,15 @@ impl ToolCall {
             Ok(_) => Err(format!(
                 "the arguments of `{}` must be a JSON object, got: {}",
                 self.name,
-                clip(text, 200)
+                crate::redact::clip(text, 200)
             )),
             Err(e) => Err(format!(
                 "the arguments of `{}` are not valid JSON ({e}); got: {} — call the tool again with a JSON object matching its schema",
                 self.name,
-                clip(text, 200)
+                crate::redact::clip(text, 200)
             )),
         }
     }
-}
-
-/// Returns at most `max` bytes of `text` (on a character boundary), marked when cut.
-pub fn clip(text: &str, max: usize) -> String {
-    if text.len() <= max {
-        return text.to_string();
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &text[..end])
 }
 
 /// One request to a chat model.
@@ -211,11 +199,5 @@ mod tests {
         );
         let err = call("[1]").parse_arguments().unwrap_err();
         assert!(err.contains("JSON object"), "{err}");
-    }
-
-    #[test]
-    fn clip_respects_char_boundaries() {
-        assert_eq!(clip("héllo", 2), "h…");
-        assert_eq!(clip("abc", 3), "abc");
     }
 }
