@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::frontmatter::{self, Value};
+use super::tools::nav::NAMES;
 
 /// The embedded default roles, by file name.
 const DEFAULTS: [(&str, &str); 11] = [
@@ -169,23 +170,21 @@ impl Roles {
     }
 }
 
-/// Maps another tool's tool name to ours; `None` when there is no equivalent.
 /// What a foreign role's search permission grants: grep and every symbol tool.
-const SEARCH_TOOLS: [&str; 12] = [
-    "grep",
-    "nav_def",
-    "nav_refs",
-    "nav_callers",
-    "nav_callees",
-    "nav_impls",
-    "nav_imports",
-    "nav_importers",
-    "nav_outline",
-    "nav_show",
-    "nav_search",
-    "nav_map",
-];
+const SEARCH_TOOLS: [&str; 1 + NAMES.len()] = search_tools();
 
+/// Returns `grep` followed by the symbol tools, so the grant follows the one list of them.
+const fn search_tools() -> [&'static str; 1 + NAMES.len()] {
+    let mut out = ["grep"; 1 + NAMES.len()];
+    let mut i = 0;
+    while i < NAMES.len() {
+        out[i + 1] = NAMES[i];
+        i += 1;
+    }
+    out
+}
+
+/// Maps another tool's tool name to ours; `None` when there is no equivalent.
 fn map_tool(name: &str) -> Option<&'static [&'static str]> {
     Some(match name.trim().to_ascii_lowercase().as_str() {
         "read" | "read_file" | "readfile" | "view" => &["read_file"],
