@@ -7,7 +7,9 @@
 //! once under the run's directory and its prompts carry only bounded summaries
 //! ([`context`]); every model turn is journaled and replayed on resume ([`replay`]).
 
+mod approval;
 pub mod budget;
+mod clarify;
 pub mod consult;
 pub mod context;
 pub mod driver;
@@ -15,8 +17,8 @@ mod execute;
 pub mod fault;
 mod finishing;
 pub mod models;
-mod phases;
-pub mod plan_phase;
+mod plan_review;
+pub mod planning;
 pub mod replay;
 pub mod report;
 pub mod review;
@@ -29,7 +31,8 @@ pub use driver::{
     Approval, Interaction, StartError, StartOutcome, StartRequest, driver_lock, locate, start,
 };
 pub use execute::MAX_MERGE_ROUNDS;
-pub use phases::{MAX_PLAN_ROUNDS, MAX_REVIEW_ROUNDS};
+pub use plan_review::MAX_REVIEW_ROUNDS;
+pub use planning::MAX_PLAN_ROUNDS;
 pub use replay::{Replaying, SharedJournal, request_key};
 pub use report::Report;
 pub use start_journal::{

@@ -1,55 +1,26 @@
-//! The phases before execution: clarify the objective, have the planner write a plan in the
-//! packet-engine format, validate it (sending problems back to the planner), and have a
-//! reviewer review it.
+//! The planning phase of `start`: the planner role writes a plan in the packet-engine format
+//! from the objective, the clarified notes, `ORCHESTRA.md` and a repository map; each proposal
+//! is validated and its problems (or the plan reviewer's findings) go back to the planner, for
+//! a bounded number of rounds.
 
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 
 use super::context::summarize;
-use super::models::{RoleModels, extract_fenced, extract_json, strings};
+use super::driver::{Ctx, StartError, ask_err};
+use super::models::{RoleModels, extract_fenced};
+use super::start_journal::WorkflowEvent;
+use super::workflow::{Workflow, WorkflowState as S};
 use crate::agent::SetupError;
 use crate::nav::{Index, MapOptions};
 use crate::plan::{self, Plan};
 
+/// Most planner rounds to reach a plan that passes validation.
+pub const MAX_PLAN_ROUNDS: usize = 3;
 /// Estimated-token budget of the repository map the planner sees.
 pub const REPO_MAP_TOKENS: usize = 1_500;
 /// Estimated-token cap of `ORCHESTRA.md` in the planner's prompt.
 pub const PROJECT_CONTEXT_TOKENS: usize = 4_800;
-
-/// What the clarifier said.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Clarification {
-    pub requirements: Vec<String>,
-    pub questions: Vec<String>,
-    pub assumptions: Vec<String>,
-}
-
-const CLARIFY_GUIDANCE: &str = "You are the clarification phase of a run. Reply with only a JSON object:
-{\"outcome\": \"clear\" or \"questions\", \"requirements\": [testable requirements],
- \"questions\": [questions only a person can answer], \"assumptions\": [what you will assume for each question if nobody answers]}";
-
-/// Asks the clarifier about `objective`.
-pub fn clarify(
-    models: &RoleModels,
-    objective: &str,
-    project: &str,
-    stop: &AtomicBool,
-) -> Result<Clarification, SetupError> {
-    let prompt = format!("Objective: {objective}\n\n{project}");
-    let resp = models.ask("clarifier", CLARIFY_GUIDANCE, &prompt, stop)?;
-    let Some(v) = extract_json(&resp.text) else {
-        // An answer that is not the requested object is read as requirements text.
-        return Ok(Clarification {
-            requirements: vec![summarize(resp.text.trim(), 200)],
-            ..Default::default()
-        });
-    };
-    Ok(Clarification {
-        requirements: strings(&v, "requirements"),
-        questions: strings(&v, "questions"),
-        assumptions: strings(&v, "assumptions"),
-    })
-}
 
 const PLAN_GUIDANCE: &str = r#"You are the planning phase of a run. Reply with only the plan, in TOML, in one ```toml block, without `objective` or `base` (they are added for you):
 
@@ -164,23 +135,6 @@ pub fn check(toml_text: &str, repo_root: &Path, role_exists: &dyn Fn(&str) -> bo
     issues
 }
 
-const REVIEW_GUIDANCE: &str = "You are reviewing a plan before any work starts. Check that the packets achieve the objective, that file scopes are complete and as disjoint as possible, that dependencies are right and that every packet has validation. Reply with only a JSON object: {\"verdict\": \"approve\" or \"revise\", \"findings\": [concrete problems, most severe first]}";
-
-/// Asks the reviewer about a plan; returns whether it is approved and the findings.
-pub fn review(
-    models: &RoleModels,
-    objective: &str,
-    plan_toml: &str,
-    stop: &AtomicBool,
-) -> Result<(bool, Vec<String>), SetupError> {
-    let prompt = format!("Objective: {objective}\n\n```toml\n{plan_toml}\n```\n");
-    let resp = models.ask("reviewer", REVIEW_GUIDANCE, &prompt, stop)?;
-    let v = extract_json(&resp.text).unwrap_or_default();
-    let verdict = v.get("verdict").and_then(|s| s.as_str()).unwrap_or("");
-    let findings = strings(&v, "findings");
-    Ok((verdict.eq_ignore_ascii_case("approve"), findings))
-}
-
 /// Returns the repository map for the planner within [`REPO_MAP_TOKENS`], or a note saying
 /// why there is none.
 pub fn repo_map(toplevel: &Path, objective: &str) -> String {
@@ -213,6 +167,107 @@ pub fn project_context(toplevel: &Path) -> String {
     fs_err::read_to_string(toplevel.join("ORCHESTRA.md"))
         .map(|t| summarize(&t, PROJECT_CONTEXT_TOKENS))
         .unwrap_or_default()
+}
+
+impl Ctx<'_> {
+    /// Returns the last plan that passed validation, if any.
+    pub(super) fn valid_plan(&self) -> Result<Option<String>, StartError> {
+        Ok(self.all()?.iter().rev().find_map(|e| match &e.event {
+            WorkflowEvent::PlanProposed { toml, issues, .. } if issues.is_empty() => {
+                Some(toml.clone())
+            }
+            _ => None,
+        }))
+    }
+
+    /// Runs planning rounds until a proposal passes validation, resuming from the journaled
+    /// proposals of this phase; fails after [`MAX_PLAN_ROUNDS`] invalid ones.
+    pub(super) fn plan(&self, wf: &Workflow) -> Result<(), StartError> {
+        let state = wf.state();
+        let here = self.since_entering(state)?;
+        let mut round = self
+            .all()?
+            .iter()
+            .filter(|e| matches!(e.event, WorkflowEvent::PlanProposed { .. }))
+            .count() as u32;
+        let mut last: Option<(String, Vec<String>)> =
+            here.iter().rev().find_map(|e| match &e.event {
+                WorkflowEvent::PlanProposed { toml, issues, .. } => {
+                    Some((toml.clone(), issues.clone()))
+                }
+                _ => None,
+            });
+        if last.as_ref().is_some_and(|(_, i)| i.is_empty()) {
+            return Ok(());
+        }
+        let mut feedback: Vec<String> = match (&last, state) {
+            (Some((_, issues)), _) => issues.clone(),
+            (None, S::PlanRevision) => self
+                .all()?
+                .iter()
+                .rev()
+                .find_map(|e| match &e.event {
+                    WorkflowEvent::PlanReviewed { findings, .. } => Some(findings.clone()),
+                    _ => None,
+                })
+                .unwrap_or_default(),
+            (None, _) => Vec::new(),
+        };
+        let mut previous = match state {
+            S::PlanRevision => self.valid_plan()?,
+            _ => None,
+        };
+        if let Some((t, _)) = &last {
+            previous = Some(t.clone());
+        }
+        let done = here
+            .iter()
+            .filter(|e| matches!(e.event, WorkflowEvent::PlanProposed { .. }))
+            .count();
+        let notes = self.notes()?;
+        let project = project_context(&self.repo.toplevel);
+        let map = repo_map(&self.repo.toplevel, &self.req.objective);
+        let roles = &self.models.roles;
+        for attempt in done..MAX_PLAN_ROUNDS {
+            round += 1;
+            self.ui
+                .progress(&format!("{}: planning, round {round}", self.run));
+            let toml = propose(
+                &self.models,
+                &PlanInputs {
+                    objective: &self.req.objective,
+                    base: &self.base,
+                    notes: &notes,
+                    project: &project,
+                    repo_map: &map,
+                    feedback: &feedback,
+                    previous: previous.as_deref(),
+                    attempt: (attempt + 1, MAX_PLAN_ROUNDS),
+                },
+                self.stop,
+            )
+            .map_err(ask_err("plan"))?;
+            let worker_cmd = self.settings.worker_cmd.is_some();
+            let issues = check(&toml, &self.repo.toplevel, &|r| {
+                worker_cmd || roles.get(r).is_ok()
+            });
+            self.j()?.append(&WorkflowEvent::PlanProposed {
+                round,
+                toml: toml.clone(),
+                issues: issues.clone(),
+            })?;
+            if issues.is_empty() {
+                return Ok(());
+            }
+            feedback = issues.clone();
+            previous = Some(toml);
+            last = Some((String::new(), issues));
+        }
+        Err(StartError::PlanInvalid {
+            rounds: MAX_PLAN_ROUNDS,
+            issues: last.map(|(_, i)| i.join("\n  ")).unwrap_or_default(),
+        })
+    }
 }
 
 #[cfg(test)]
