@@ -24,4 +24,6 @@ pub use role::{Role, RoleError, RoleSource, Roles};
 pub use runner::{AgentSpec, Answerer, Host, Reply, run};
 pub use state::WorkerState;
 pub use tools::SubtaskRequest;
-pub use worker::{AgentWorker, open_transcript, task_text};
+pub use worker::{
+    AgentWorker, PacketAgent, open_transcript, outcome_report, role_for_job, task_text,
+};

@@ -3,14 +3,15 @@
 
 use std::io::Write;
 use std::path::Path;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use super::profiles::{self, SetupError, env};
-use super::role::Roles;
+use super::role::{Role, RoleError, Roles};
 use super::sandbox::{IfUnavailable, Sandbox};
 use super::state::WorkerState;
 use super::tools::Registry;
-use super::{AgentEvent, AgentSpec};
+use super::{AgentEvent, AgentOutcome, AgentSpec, Host};
 use crate::config::RepoConfig;
 use crate::confine::ConfinedRoot;
 use crate::engine::{Worker, WorkerJob, WorkerReport};
@@ -22,7 +23,6 @@ pub struct AgentWorker {
     roles: Roles,
     config: RepoConfig,
     registry: Registry,
-    policy: RetryPolicy,
     /// One gate per profile, shared by all packets: the profile's concurrency limit.
     gates: llm::Gates,
 }
@@ -34,7 +34,6 @@ impl AgentWorker {
             roles: Roles::load(toplevel)?,
             config,
             registry: Registry::builtin(),
-            policy: RetryPolicy::default(),
             gates: llm::Gates::default(),
         })
     }
@@ -67,8 +66,7 @@ impl AgentWorker {
         log: &mut dyn Write,
     ) -> Result<WorkerReport, SetupError> {
         let packet = job.packet;
-        let mut role = self.roles.get(&packet.role)?.clone();
-        role.timeout_secs = role.timeout_secs.min(job.timeout.as_secs().max(1));
+        let role = role_for_job(&self.roles, packet, job.timeout)?;
         let chain = profiles::resolve(&self.config, &role, &env)?;
         let mut models: Vec<Box<dyn ChatModel>> = Vec::new();
         for (i, p) in chain.iter().enumerate() {
@@ -87,32 +85,27 @@ impl AgentWorker {
                 }
             }
         }
-        let price = chain
-            .first()
-            .and_then(|p| self.config.prices.get(&p.model).copied());
         let root = ConfinedRoot::open(job.worktree).map_err(|e| LlmError::Protocol {
             model: String::new(),
             message: format!("cannot open the worktree: {e}"),
         })?;
         let registry = self.registry.for_role(&role);
-        let spec = AgentSpec {
+        let spec = PacketAgent {
             role: &role,
             models: models.iter().map(|m| m.as_ref()).collect(),
-            context_tokens: chain.first().map_or(32_000, |p| p.context_tokens),
-            task: task_text(job.objective, packet, job.fixes),
-            root: &root,
-            packet_files: Some(packet.files.clone()),
+            chain: &chain,
             registry: &registry,
-            stop: job.stop,
-            policy: self.policy,
-            price,
             answer: None,
-            sandbox: std::env::current_exe().ok().map(|launcher| Sandbox {
-                launcher,
-                tmp: job.log.with_extension("tmp"),
-                if_unavailable: IfUnavailable::from_config(self.config.sandbox.if_unavailable),
-            }),
-        };
+            if_unavailable: IfUnavailable::from_config(self.config.sandbox.if_unavailable),
+        }
+        .spec(
+            &self.config,
+            &root,
+            task_text(job.objective, packet, job.fixes),
+            packet,
+            job.stop,
+            job.log,
+        );
         let keys: Vec<llm::ApiKey> = chain
             .iter()
             .filter_map(|p| p.api_key().ok().flatten())
@@ -142,23 +135,85 @@ impl AgentWorker {
         if let Some(share) = outcome.symbolic_share() {
             tokens.push_str(&format!(", {:.0}% of navigation symbolic", share * 100.0));
         }
-        Ok(match outcome.state {
-            WorkerState::Completed => WorkerReport {
-                success: true,
-                interrupted: false,
-                summary: format!("{} ({tokens})", outcome.summary.unwrap_or_default()),
-            },
-            WorkerState::Cancelled if job.stop.load(Ordering::SeqCst) => WorkerReport {
-                success: false,
-                interrupted: true,
-                summary: "cancelled".into(),
-            },
-            state => WorkerReport {
-                success: false,
-                interrupted: false,
-                summary: format!("{}: {} ({tokens})", state.as_str(), outcome.reason),
-            },
-        })
+        Ok(outcome_report(outcome, job.stop, &format!(" ({tokens})")))
+    }
+}
+
+/// Returns the role of `packet` from `roles`, its time limit cut to the packet's `timeout`.
+pub fn role_for_job(roles: &Roles, packet: &Packet, timeout: Duration) -> Result<Role, RoleError> {
+    let mut role = roles.get(&packet.role)?.clone();
+    role.timeout_secs = role.timeout_secs.min(timeout.as_secs().max(1));
+    Ok(role)
+}
+
+/// The parts of a packet agent that the `run` and `start` workers choose differently: which
+/// clients (plain or journaled), which host answers `ask`, how strict the sandbox is.
+pub struct PacketAgent<'a> {
+    pub role: &'a Role,
+    /// The connected model chain, primary first.
+    pub models: Vec<&'a dyn ChatModel>,
+    /// The chain's profiles, primary first: context window and price.
+    pub chain: &'a [llm::Profile],
+    /// The role's tools.
+    pub registry: &'a Registry,
+    pub answer: Option<&'a (dyn Host + 'a)>,
+    pub if_unavailable: IfUnavailable,
+}
+
+impl<'a> PacketAgent<'a> {
+    /// Returns the spec of this agent working on `packet` in `root` with `task`, priced by
+    /// `config`, its confined commands' temporary directory beside the transcript `log`.
+    pub fn spec(
+        self,
+        config: &RepoConfig,
+        root: &'a ConfinedRoot,
+        task: String,
+        packet: &Packet,
+        stop: &'a AtomicBool,
+        log: &Path,
+    ) -> AgentSpec<'a> {
+        let primary = self.chain.first();
+        AgentSpec {
+            role: self.role,
+            models: self.models,
+            context_tokens: primary.map_or(32_000, |p| p.context_tokens),
+            task,
+            root,
+            packet_files: Some(packet.files.clone()),
+            registry: self.registry,
+            stop,
+            policy: RetryPolicy::default(),
+            price: primary.and_then(|p| config.prices.get(&p.model).copied()),
+            answer: self.answer,
+            sandbox: std::env::current_exe().ok().map(|launcher| Sandbox {
+                launcher,
+                tmp: log.with_extension("tmp"),
+                if_unavailable: self.if_unavailable,
+            }),
+        }
+    }
+}
+
+/// Returns the engine's report of how a packet's agent ended: completed is a success, a
+/// cancellation while the run is stopping is an interruption (the packet resumes), anything
+/// else a failure; `detail` is appended to the summary (e.g. the token tally).
+pub fn outcome_report(outcome: AgentOutcome, stop: &AtomicBool, detail: &str) -> WorkerReport {
+    match outcome.state {
+        WorkerState::Completed => WorkerReport {
+            success: true,
+            interrupted: false,
+            summary: format!("{}{detail}", outcome.summary.unwrap_or_default()),
+        },
+        WorkerState::Cancelled if stop.load(Ordering::SeqCst) => WorkerReport {
+            success: false,
+            interrupted: true,
+            summary: "cancelled".into(),
+        },
+        state => WorkerReport {
+            success: false,
+            interrupted: false,
+            summary: format!("{}: {}{detail}", state.as_str(), outcome.reason),
+        },
     }
 }
 

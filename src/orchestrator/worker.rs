@@ -15,12 +15,12 @@ use super::consult::Consultation;
 use super::models::RoleModels;
 use super::replay::{Replaying, SharedJournal};
 use super::start_journal::WorkflowEvent;
-use crate::agent::sandbox::{IfUnavailable, Sandbox};
+use crate::agent::sandbox::IfUnavailable;
 use crate::agent::tools::Registry;
-use crate::agent::{AgentEvent, AgentOutcome, AgentSpec, Host, Reply, SubtaskRequest, WorkerState};
+use crate::agent::{self, AgentEvent, AgentOutcome, Host, Reply, SubtaskRequest, WorkerState};
 use crate::confine::ConfinedRoot;
 use crate::engine::{Worker, WorkerJob, WorkerReport};
-use crate::llm::{self, ChatModel};
+use crate::llm::ChatModel;
 use crate::plan::Packet;
 
 /// How often a waiting agent looks for a human's answer.
@@ -187,13 +187,8 @@ impl StartWorker {
         log: &mut dyn Write,
     ) -> Result<AgentOutcome, String> {
         let packet = job.packet;
-        let mut role = self
-            .models
-            .roles
-            .get(&packet.role)
-            .map_err(|e| e.to_string())?
-            .clone();
-        role.timeout_secs = role.timeout_secs.min(job.timeout.as_secs().max(1));
+        let role = agent::role_for_job(&self.models.roles, packet, job.timeout)
+            .map_err(|e| e.to_string())?;
         let (models, chain) = self.models.clients(&role.name).map_err(|e| e.to_string())?;
         let role_name = role.name.clone();
         let guard = || self.models.budget_exceeded(Some(&role_name));
@@ -203,9 +198,6 @@ impl StartWorker {
                 Replaying::new(m.as_ref(), self.journal.clone(), &role.name).with_guard(&guard)
             })
             .collect();
-        let price = chain
-            .first()
-            .and_then(|p| self.models.config.prices.get(&p.model).copied());
         let root = ConfinedRoot::open(job.worktree)
             .map_err(|e| format!("cannot open the worktree: {e}"))?;
         let registry = self.registry.for_role(&role);
@@ -223,24 +215,22 @@ impl StartWorker {
                 job.stop,
             ),
         };
-        let spec = AgentSpec {
+        let spec = agent::PacketAgent {
             role: &role,
             models: wrapped.iter().map(|m| m as &dyn ChatModel).collect(),
-            context_tokens: chain.first().map_or(32_000, |p| p.context_tokens),
-            task: crate::agent::task_text(job.objective, packet, job.fixes),
-            root: &root,
-            packet_files: Some(packet.files.clone()),
+            chain: &chain,
             registry: &registry,
-            stop: job.stop,
-            policy: llm::RetryPolicy::default(),
-            price,
             answer: Some(&host),
-            sandbox: std::env::current_exe().ok().map(|launcher| Sandbox {
-                launcher,
-                tmp: job.log.with_extension("tmp"),
-                if_unavailable: IfUnavailable::Refuse,
-            }),
-        };
+            if_unavailable: IfUnavailable::Refuse,
+        }
+        .spec(
+            &self.models.config,
+            &root,
+            agent::task_text(job.objective, packet, job.fixes),
+            packet,
+            job.stop,
+            job.log,
+        );
         let mut on_event = |e: &AgentEvent| {
             if let Ok(line) = serde_json::to_string(e) {
                 let _ = writeln!(log, "{line}");
@@ -285,23 +275,7 @@ impl StartWorker {
                 summary: reason,
             });
         }
-        Ok(match outcome.state {
-            WorkerState::Completed => WorkerReport {
-                success: true,
-                interrupted: false,
-                summary: outcome.summary.unwrap_or_default(),
-            },
-            WorkerState::Cancelled if job.stop.load(Ordering::SeqCst) => WorkerReport {
-                success: false,
-                interrupted: true,
-                summary: "cancelled".into(),
-            },
-            state => WorkerReport {
-                success: false,
-                interrupted: false,
-                summary: format!("{}: {}", state.as_str(), outcome.reason),
-            },
-        })
+        Ok(agent::outcome_report(outcome, job.stop, ""))
     }
 }
 
