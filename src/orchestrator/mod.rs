@@ -21,10 +21,10 @@ mod plan_review;
 pub mod planning;
 pub mod replay;
 pub mod report;
-pub mod review;
 pub mod start_journal;
+pub mod start_reviewer;
+pub mod start_worker;
 mod subtask;
-pub mod worker;
 pub mod workflow;
 
 pub use driver::{

@@ -16,7 +16,7 @@
 use std::path::PathBuf;
 
 use super::start_journal::WorkflowEvent;
-use super::worker::{AgentJob, StartWorker};
+use super::start_worker::{AgentJob, StartWorker};
 use crate::agent::{SubtaskRequest, WorkerState};
 use crate::exec::process::{self, Spec};
 use crate::git::MergeOutcome;

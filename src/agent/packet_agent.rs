@@ -114,7 +114,7 @@ impl AgentWorker {
             if let Ok(line) = serde_json::to_string(e) {
                 let _ = writeln!(log, "{}", llm::ApiKey::scrub_all(&keys, &line));
             }
-            if let Some(event) = super::journal::store_event(&packet.id, &role.name, &keys, e) {
+            if let Some(event) = super::activity::store_event(&packet.id, &role.name, &keys, e) {
                 (job.journal)(event);
             }
         };
