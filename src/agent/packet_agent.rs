@@ -1,5 +1,7 @@
 //! Our agents as the engine's in-process worker: one agent of the packet's role works in the
-//! packet's worktree; the engine then commits and validates as for any worker.
+//! packet's worktree; the engine then commits and validates as for any worker. The packet
+//! agent's spec ([`PacketAgent`]), its role limits and its outcome report are built here
+//! for the `start` worker too, which differs only in its clients and host.
 
 use std::io::Write;
 use std::path::Path;
