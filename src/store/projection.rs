@@ -7,6 +7,7 @@ use rusqlite::params;
 use super::events::{Event, RunOutcome};
 use super::usage;
 
+/// Appends `event` to the run's journal; returns its sequence number.
 pub(super) fn insert_event(
     tx: &rusqlite::Transaction<'_>,
     run: &str,
@@ -22,36 +23,54 @@ pub(super) fn insert_event(
     Ok(tx.last_insert_rowid())
 }
 
+/// The projection's update statements within one transaction, for one run at one time.
+struct Updates<'t> {
+    tx: &'t rusqlite::Transaction<'t>,
+    run: &'t str,
+    now: i64,
+}
+
+impl Updates<'_> {
+    /// Updates packet `id` with `sql`, whose anonymous `?` placeholders take `values`; the
+    /// timestamp and keys are appended.
+    fn packet(&self, sql: &str, id: &str, values: &[&dyn rusqlite::ToSql]) -> rusqlite::Result<()> {
+        let mut all: Vec<&dyn rusqlite::ToSql> = values.to_vec();
+        all.extend([&self.now as &dyn rusqlite::ToSql, &self.run, &id]);
+        self.tx.execute(
+            &format!("UPDATE packets SET {sql}, updated_ms = ? WHERE run_id = ? AND id = ?"),
+            all.as_slice(),
+        )?;
+        Ok(())
+    }
+
+    /// Updates the run with `sql`, whose anonymous `?` placeholders take `values`.
+    fn run(&self, sql: &str, values: &[&dyn rusqlite::ToSql]) -> rusqlite::Result<()> {
+        let mut all: Vec<&dyn rusqlite::ToSql> = values.to_vec();
+        all.extend([&self.now as &dyn rusqlite::ToSql, &self.run]);
+        self.tx.execute(
+            &format!("UPDATE runs SET {sql}, updated_ms = ? WHERE id = ?"),
+            all.as_slice(),
+        )?;
+        Ok(())
+    }
+}
+
 /// Applies one event to the `runs`/`packets` projection.
+///
+/// Every event kind is named here, so a new one must say where it goes.
 pub(super) fn apply(
     tx: &rusqlite::Transaction<'_>,
     run: &str,
     event: &Event,
     now: i64,
 ) -> rusqlite::Result<()> {
-    // `sql` uses anonymous `?` placeholders for `values`; timestamp and keys are appended.
-    let packet = |sql: &str, id: &str, values: &[&dyn rusqlite::ToSql]| {
-        let mut all: Vec<&dyn rusqlite::ToSql> = values.to_vec();
-        all.extend([&now as &dyn rusqlite::ToSql, &run, &id]);
-        tx.execute(
-            &format!("UPDATE packets SET {sql}, updated_ms = ? WHERE run_id = ? AND id = ?"),
-            all.as_slice(),
-        )
-    };
-    let run_state = |sql: &str, values: &[&dyn rusqlite::ToSql]| {
-        let mut all: Vec<&dyn rusqlite::ToSql> = values.to_vec();
-        all.extend([&now as &dyn rusqlite::ToSql, &run]);
-        tx.execute(
-            &format!("UPDATE runs SET {sql}, updated_ms = ? WHERE id = ?"),
-            all.as_slice(),
-        )
-    };
+    let updates = Updates { tx, run, now };
     match event {
         Event::AgentState { .. }
         | Event::AgentModelCall { .. }
         | Event::AgentToolCall { .. }
         | Event::AgentRetry { .. }
-        | Event::AgentFallback { .. } => usage::apply(tx, run, event, now)?,
+        | Event::AgentFallback { .. } => usage::apply(tx, run, event, now),
         Event::RunCreated { .. }
         | Event::WorkerStarted { .. }
         | Event::PacketReviewed { .. }
@@ -60,30 +79,42 @@ pub(super) fn apply(
         | Event::MergeValidationFinished { .. }
         | Event::MergeFinished { .. }
         | Event::PacketsShareFiles { .. }
-        | Event::ScopeFinding { .. } => {}
-        Event::PacketIntegrated { packet: id, .. } => {
-            packet("reason = NULL", id, &[])?;
-        }
-        Event::PacketSentBack { packet: id, reason } => {
-            // The packet keeps its state (its work passed its own checks); the reason says
-            // that the merge sent it back and why.
-            packet("reason = 'sent back by the merge: ' || ?", id, &[reason])?;
-        }
-        Event::ValidationFinished { packet: id, .. } => {
-            packet("pgid = NULL", id, &[])?;
-        }
+        | Event::ScopeFinding { .. } => Ok(()),
+        Event::RunStarted { .. }
+        | Event::RunInterrupted { .. }
+        | Event::RunCancelled
+        | Event::RunFinished { .. } => apply_to_run(&updates, event),
+        Event::PacketIntegrated { .. }
+        | Event::PacketSentBack { .. }
+        | Event::ValidationFinished { .. }
+        | Event::PacketStarted { .. }
+        | Event::WorktreeReady { .. }
+        | Event::WorkerSpawned { .. }
+        | Event::WorkerFinished { .. }
+        | Event::PacketCommitted { .. }
+        | Event::PacketSucceeded { .. }
+        | Event::PacketFailed { .. }
+        | Event::PacketSkipped { .. }
+        | Event::PacketInterrupted { .. }
+        | Event::WorktreeRemoved { .. } => apply_to_packet(&updates, event),
+    }
+}
+
+/// Applies an event about the run as a whole.
+fn apply_to_run(u: &Updates<'_>, event: &Event) -> rusqlite::Result<()> {
+    match event {
         Event::RunStarted { pid, .. } => {
-            run_state("state = 'running', pid = ?", &[&i64::from(*pid)])?;
+            u.run("state = 'running', pid = ?", &[&i64::from(*pid)])?;
         }
         Event::RunInterrupted { .. } => {
-            run_state("state = 'interrupted', pid = NULL", &[])?;
+            u.run("state = 'interrupted', pid = NULL", &[])?;
         }
         Event::RunCancelled => {
-            run_state("state = 'cancelled', pid = NULL", &[])?;
-            tx.execute(
+            u.run("state = 'cancelled', pid = NULL", &[])?;
+            u.tx.execute(
                 "UPDATE packets SET state = 'cancelled', phase = NULL, reason = 'run cancelled',
                  updated_ms = ?2 WHERE run_id = ?1 AND state IN ('pending', 'running', 'interrupted')",
-                params![run, now],
+                params![u.run, u.now],
             )?;
         }
         Event::RunFinished { outcome } => {
@@ -91,8 +122,23 @@ pub(super) fn apply(
                 RunOutcome::Completed => "completed",
                 RunOutcome::Failed => "failed",
             };
-            run_state("state = ?, pid = NULL", &[&state])?;
+            u.run("state = ?, pid = NULL", &[&state])?;
         }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// Applies an event about one packet.
+fn apply_to_packet(u: &Updates<'_>, event: &Event) -> rusqlite::Result<()> {
+    match event {
+        Event::PacketIntegrated { packet: id, .. } => u.packet("reason = NULL", id, &[]),
+        Event::PacketSentBack { packet: id, reason } => {
+            // The packet keeps its state (its work passed its own checks); the reason says
+            // that the merge sent it back and why.
+            u.packet("reason = 'sent back by the merge: ' || ?", id, &[reason])
+        }
+        Event::ValidationFinished { packet: id, .. } => u.packet("pgid = NULL", id, &[]),
         Event::PacketStarted {
             packet,
             branch,
@@ -100,19 +146,18 @@ pub(super) fn apply(
             start,
             attempt,
         } => {
-            tx.execute(
+            u.tx.execute(
                 "UPDATE packets SET state = 'running', phase = 'worktree', branch = ?3, worktree = ?4,
                  attempt = ?5, start_commit = ?6, reason = NULL, updated_ms = ?7
                  WHERE run_id = ?1 AND id = ?2",
-                params![run, packet, branch, worktree, i64::from(*attempt), start, now],
+                params![u.run, packet, branch, worktree, i64::from(*attempt), start, u.now],
             )?;
+            Ok(())
         }
         Event::WorktreeReady { packet: id, .. } => {
-            packet("phase = 'worker', removed = 0, pgid = NULL", id, &[])?;
+            u.packet("phase = 'worker', removed = 0, pgid = NULL", id, &[])
         }
-        Event::WorkerSpawned { packet: id, pgid } => {
-            packet("pgid = ?", id, &[pgid])?;
-        }
+        Event::WorkerSpawned { packet: id, pgid } => u.packet("pgid = ?", id, &[pgid]),
         Event::WorkerFinished {
             packet: id,
             exit_code,
@@ -120,43 +165,35 @@ pub(super) fn apply(
             ..
         } => {
             if *exit_code == Some(0) && !timed_out {
-                packet("phase = 'commit', pgid = NULL", id, &[])?;
+                u.packet("phase = 'commit', pgid = NULL", id, &[])
             } else {
-                packet("pgid = NULL", id, &[])?;
+                u.packet("pgid = NULL", id, &[])
             }
         }
         Event::PacketCommitted {
             packet: id, commit, ..
-        } => {
-            packet("phase = 'validate', commit_id = ?", id, &[commit])?;
-        }
-        Event::PacketSucceeded { packet: id, commit } => {
-            packet(
-                "state = 'succeeded', phase = NULL, commit_id = ?, reason = NULL, pgid = NULL",
-                id,
-                &[commit],
-            )?;
-        }
-        Event::PacketFailed { packet: id, reason } => {
-            packet(
-                "state = 'failed', phase = NULL, reason = ?, pgid = NULL",
-                id,
-                &[reason],
-            )?;
-        }
+        } => u.packet("phase = 'validate', commit_id = ?", id, &[commit]),
+        Event::PacketSucceeded { packet: id, commit } => u.packet(
+            "state = 'succeeded', phase = NULL, commit_id = ?, reason = NULL, pgid = NULL",
+            id,
+            &[commit],
+        ),
+        Event::PacketFailed { packet: id, reason } => u.packet(
+            "state = 'failed', phase = NULL, reason = ?, pgid = NULL",
+            id,
+            &[reason],
+        ),
         Event::PacketSkipped { packet: id, reason } => {
-            packet("state = 'skipped', phase = NULL, reason = ?", id, &[reason])?;
+            u.packet("state = 'skipped', phase = NULL, reason = ?", id, &[reason])
         }
-        Event::PacketInterrupted { packet: id } => {
-            packet(
-                "state = 'interrupted', pgid = NULL, reason = 'interrupted; resume restarts it from its worktree'",
-                id,
-                &[],
-            )?;
-        }
+        Event::PacketInterrupted { packet: id } => u.packet(
+            "state = 'interrupted', pgid = NULL, reason = 'interrupted; resume restarts it from its worktree'",
+            id,
+            &[],
+        ),
         Event::WorktreeRemoved { packet: id, backup } => {
-            packet("removed = 1, backup = ?", id, &[backup])?;
+            u.packet("removed = 1, backup = ?", id, &[backup])
         }
+        _ => Ok(()),
     }
-    Ok(())
 }
