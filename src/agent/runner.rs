@@ -21,7 +21,9 @@ use super::summary;
 use super::tools::{Registry, SubtaskRequest, ToolContext};
 use crate::config::Price;
 use crate::confine::ConfinedRoot;
-use crate::llm::{ChatModel, ChatRequest, LlmError, Message, RetryEvent, RetryPolicy};
+use crate::llm::{
+    ChatModel, ChatRequest, ChatResponse, LlmError, Message, RetryEvent, RetryPolicy,
+};
 use crate::plan::Scope;
 
 /// Identical consecutive rounds of tool calls that count as a stall.
@@ -169,27 +171,11 @@ impl Run<'_, '_> {
         let older = &messages[range.clone()];
         let req = summary::request(older, spec.context_tokens);
         let started = Instant::now();
-        let watched = Watched {
-            models: &spec.models,
-            req: &req,
-            policy: &spec.policy,
-            stop: spec.stop,
-            deadline,
-            stall,
-        };
-        let end = call::watched(&watched, &mut |_| {});
+        let end = call::watched(&watched(spec, &req, deadline, stall), &mut |_| {});
         self.retried(end.retries);
         let (text, by_model) = match end.result {
             Ok((resp, _)) if !resp.text.trim().is_empty() => {
-                self.out.usage.add(resp.usage);
-                self.emit(AgentEvent::ModelCall {
-                    turn: self.out.turns,
-                    model: resp.model.clone(),
-                    input_tokens: resp.usage.input_tokens,
-                    output_tokens: resp.usage.output_tokens,
-                    cost: spec.price.map(|p| p.cost(resp.usage)),
-                    ms: started.elapsed().as_millis() as u64,
-                });
+                self.model_call(self.out.turns, &resp, started);
                 (resp.text, true)
             }
             _ => (summary::digest(older), false),
@@ -204,6 +190,38 @@ impl Run<'_, '_> {
     }
 }
 
+impl Run<'_, '_> {
+    /// Counts a model answer's usage and reports the call.
+    fn model_call(&mut self, turn: u32, resp: &ChatResponse, started: Instant) {
+        self.out.usage.add(resp.usage);
+        self.emit(AgentEvent::ModelCall {
+            turn,
+            model: resp.model.clone(),
+            input_tokens: resp.usage.input_tokens,
+            output_tokens: resp.usage.output_tokens,
+            cost: self.spec.price.map(|p| p.cost(resp.usage)),
+            ms: started.elapsed().as_millis() as u64,
+        });
+    }
+}
+
+/// Returns the watched model call of `req` within the run's limits.
+fn watched<'w>(
+    spec: &'w AgentSpec<'_>,
+    req: &'w ChatRequest,
+    deadline: Instant,
+    stall: Duration,
+) -> Watched<'w> {
+    Watched {
+        models: &spec.models,
+        req,
+        policy: &spec.policy,
+        stop: spec.stop,
+        deadline,
+        stall,
+    }
+}
+
 /// Runs the agent to its end and returns how it ended; `on_event` sees every step.
 pub fn run(
     spec: &AgentSpec<'_>,
@@ -212,12 +230,39 @@ pub fn run(
     if spec.models.is_empty() {
         return Err(AgentError::NoModel);
     }
+    let ctx = tool_context(spec)?;
+    let mut run = Run {
+        spec,
+        state: WorkerState::Initializing,
+        out: AgentOutcome::default(),
+        on_event,
+        nav: &ctx.nav.counter,
+    };
+    run.transition(WorkerState::Running, "started");
+    let mut talk = Conversation::new(spec);
+    while run.out.turns < spec.role.max_turns {
+        if let Some((state, reason)) = run.turn(&ctx, &mut talk) {
+            return Ok(run.finish(state, reason));
+        }
+    }
+    Ok(run.finish(
+        WorkerState::Blocked,
+        format!(
+            "reached the role's limit of {} turns without calling `complete`",
+            spec.role.max_turns
+        ),
+    ))
+}
+
+/// Returns the tool context of the run: the worktree, the role's and the packet's write
+/// scopes, the sandbox, and navigation (offered when the registry has the symbol tools).
+fn tool_context<'a>(spec: &AgentSpec<'a>) -> Result<ToolContext<'a>, AgentError> {
     let role = spec.role;
     let scope_err = |e: crate::plan::PatternError| AgentError::Scope {
         role: role.name.clone(),
         message: e.to_string(),
     };
-    let ctx = ToolContext {
+    Ok(ToolContext {
         root: spec.root,
         role_scope: Scope::new(&role.write_scope).map_err(scope_err)?,
         role_scope_text: role.write_scope.clone(),
@@ -230,157 +275,178 @@ pub fn run(
         network: role.network,
         sandbox: spec.sandbox.clone(),
         nav: super::tools::nav::NavState::new(spec.registry.get("nav_def").is_some()),
-    };
-    let mut run = Run {
-        spec,
-        state: WorkerState::Initializing,
-        out: AgentOutcome::default(),
-        on_event,
-        nav: &ctx.nav.counter,
-    };
-    run.transition(WorkerState::Running, "started");
-    let timed_out = || {
-        format!(
-            "timed out after {}s (the role's timeout)",
-            role.timeout_secs
-        )
-    };
-    let deadline = Instant::now() + Duration::from_secs(role.timeout_secs.max(1));
-    let stall = Duration::from_secs(role.stall_timeout_secs.max(1));
-    let mut req = ChatRequest {
-        messages: vec![
-            Message::system(system_prompt(spec)),
-            Message::user(spec.task.clone()),
-        ],
-        tools: spec.registry.defs(),
-        ..Default::default()
-    };
-    let mut nudged = false;
-    let mut last_round: Option<Vec<(String, String)>> = None;
-    let mut repeats = 0;
-    let mut trimmed_for_overflow = false;
-    // The provider's count of the last prompt, the best measure of the conversation's size.
-    let mut last_input = 0;
-    while run.out.turns < role.max_turns {
+    })
+}
+
+/// The conversation of one run and what the loop remembers between turns.
+struct Conversation {
+    req: ChatRequest,
+    deadline: Instant,
+    stall: Duration,
+    /// Whether the agent was already asked to call `complete` after a turn without tools.
+    nudged: bool,
+    last_round: Option<Vec<(String, String)>>,
+    repeats: usize,
+    trimmed_for_overflow: bool,
+    /// The provider's count of the last prompt, the best measure of the conversation's size.
+    last_input: u64,
+}
+
+impl Conversation {
+    fn new(spec: &AgentSpec<'_>) -> Conversation {
+        let role = spec.role;
+        Conversation {
+            req: ChatRequest {
+                messages: vec![
+                    Message::system(system_prompt(spec)),
+                    Message::user(spec.task.clone()),
+                ],
+                tools: spec.registry.defs(),
+                ..Default::default()
+            },
+            deadline: Instant::now() + Duration::from_secs(role.timeout_secs.max(1)),
+            stall: Duration::from_secs(role.stall_timeout_secs.max(1)),
+            nudged: false,
+            last_round: None,
+            repeats: 0,
+            trimmed_for_overflow: false,
+            last_input: 0,
+        }
+    }
+}
+
+/// Returns the reason given when the run outlives the role's timeout.
+fn timed_out(role: &Role) -> String {
+    format!(
+        "timed out after {}s (the role's timeout)",
+        role.timeout_secs
+    )
+}
+
+impl Run<'_, '_> {
+    /// Plays one turn: keeps the context bounded, asks the model, and acts on its answer.
+    /// Returns how the run ends, or `None` to go on.
+    fn turn(
+        &mut self,
+        ctx: &ToolContext<'_>,
+        talk: &mut Conversation,
+    ) -> Option<(WorkerState, String)> {
+        let spec = self.spec;
         if spec.stop.load(Ordering::SeqCst) {
-            return Ok(run.finish(WorkerState::Cancelled, "cancelled"));
+            return Some((WorkerState::Cancelled, "cancelled".into()));
         }
-        if Instant::now() > deadline {
-            return Ok(run.finish(WorkerState::Error, timed_out()));
+        if Instant::now() > talk.deadline {
+            return Some((WorkerState::Error, timed_out(spec.role)));
         }
-        run.out.turns += 1;
-        let turn = run.out.turns;
-        if summary::near_window(&req.messages, spec.context_tokens, last_input)
-            && run.summarise(&mut req.messages, deadline, stall)
+        self.out.turns += 1;
+        let turn = self.out.turns;
+        if summary::near_window(&talk.req.messages, spec.context_tokens, talk.last_input)
+            && self.summarise(&mut talk.req.messages, talk.deadline, talk.stall)
         {
-            last_input = 0;
+            talk.last_input = 0;
         }
-        let dropped = bound_context(&mut req.messages, spec.context_tokens, 6);
+        let dropped = bound_context(&mut talk.req.messages, spec.context_tokens, 6);
         if dropped > 0 {
-            run.emit(AgentEvent::ContextTrimmed {
+            self.emit(AgentEvent::ContextTrimmed {
                 dropped_outputs: dropped,
             });
         }
         let started = Instant::now();
-        let watched = Watched {
-            models: &spec.models,
-            req: &req,
-            policy: &spec.policy,
-            stop: spec.stop,
-            deadline,
-            stall,
-        };
-        let end = call::watched(&watched, &mut |quiet| {
-            let reason = stall_reason(quiet);
-            run.transition(WorkerState::Blocked, &reason);
-        });
-        run.retried(end.retries);
+        let end = call::watched(
+            &watched(spec, &talk.req, talk.deadline, talk.stall),
+            &mut |quiet| {
+                let reason = stall_reason(quiet);
+                self.transition(WorkerState::Blocked, &reason);
+            },
+        );
+        self.retried(end.retries);
         if let Some(quiet) = end.stalled {
-            return Ok(run.finish(WorkerState::Blocked, stall_reason(quiet)));
+            return Some((WorkerState::Blocked, stall_reason(quiet)));
         }
         let resp = match end.result {
             Ok((resp, _)) => resp,
             Err(LlmError::Cancelled { .. }) if spec.stop.load(Ordering::SeqCst) => {
-                return Ok(run.finish(WorkerState::Cancelled, "cancelled"));
+                return Some((WorkerState::Cancelled, "cancelled".into()));
             }
             Err(LlmError::Cancelled { .. }) => {
-                return Ok(run.finish(WorkerState::Error, timed_out()));
+                return Some((WorkerState::Error, timed_out(spec.role)));
             }
-            Err(LlmError::ContextTooLong { .. }) if !trimmed_for_overflow => {
-                trimmed_for_overflow = true;
-                run.summarise(&mut req.messages, deadline, stall);
-                let dropped = bound_context(&mut req.messages, 0, 2);
-                run.emit(AgentEvent::ContextTrimmed {
+            Err(LlmError::ContextTooLong { .. }) if !talk.trimmed_for_overflow => {
+                talk.trimmed_for_overflow = true;
+                self.summarise(&mut talk.req.messages, talk.deadline, talk.stall);
+                let dropped = bound_context(&mut talk.req.messages, 0, 2);
+                self.emit(AgentEvent::ContextTrimmed {
                     dropped_outputs: dropped,
                 });
-                run.out.turns -= 1;
-                continue;
+                self.out.turns -= 1;
+                return None;
             }
-            Err(e) => return Ok(run.finish(WorkerState::Error, e.to_string())),
+            Err(e) => return Some((WorkerState::Error, e.to_string())),
         };
-        run.out.usage.add(resp.usage);
-        last_input = resp.usage.input_tokens;
-        run.emit(AgentEvent::ModelCall {
-            turn,
-            model: resp.model.clone(),
-            input_tokens: resp.usage.input_tokens,
-            output_tokens: resp.usage.output_tokens,
-            cost: spec.price.map(|p| p.cost(resp.usage)),
-            ms: started.elapsed().as_millis() as u64,
-        });
-        req.messages.push(resp.to_message());
+        self.model_call(turn, &resp, started);
+        talk.last_input = resp.usage.input_tokens;
+        talk.req.messages.push(resp.to_message());
         if !resp.text.trim().is_empty() {
-            run.out.last_text.clone_from(&resp.text);
+            self.out.last_text.clone_from(&resp.text);
         }
+        self.act(ctx, talk, turn, &resp)
+    }
+
+    /// Runs the tools the model called in `resp` (or nudges a model that called none);
+    /// returns how the run ends, or `None` to go on.
+    fn act(
+        &mut self,
+        ctx: &ToolContext<'_>,
+        talk: &mut Conversation,
+        turn: u32,
+        resp: &ChatResponse,
+    ) -> Option<(WorkerState, String)> {
         if resp.tool_calls.is_empty() {
-            if nudged {
-                return Ok(run.finish(
+            if talk.nudged {
+                return Some((
                     WorkerState::Blocked,
-                    "the agent ended its turn twice without calling `complete`",
+                    "the agent ended its turn twice without calling `complete`".into(),
                 ));
             }
-            nudged = true;
-            req.messages.push(Message::user(
+            talk.nudged = true;
+            talk.req.messages.push(Message::user(
                 "You ended your turn without calling `complete`. If the task is done, call `complete` with a summary; if you cannot go on, call `signal_state` with state `blocked` and the reason.",
             ));
-            continue;
+            return None;
         }
         let round: Vec<(String, String)> = resp
             .tool_calls
             .iter()
             .map(|c| (c.name.clone(), c.arguments.clone()))
             .collect();
-        if last_round.as_ref() == Some(&round) {
-            repeats += 1;
+        if talk.last_round.as_ref() == Some(&round) {
+            talk.repeats += 1;
         } else {
-            repeats = 1;
-            last_round = Some(round);
+            talk.repeats = 1;
+            talk.last_round = Some(round);
         }
         let mut end: Option<(WorkerState, String)> = None;
         for call in &resp.tool_calls {
-            match run.dispatch(&ctx, turn, call, end.is_some(), &mut req.messages) {
+            match self.dispatch(ctx, turn, call, end.is_some(), &mut talk.req.messages) {
                 Dispatched::Continue => {}
                 Dispatched::End(state, reason) => end = Some((state, reason)),
-                Dispatched::Failed(reason) => return Ok(run.finish(WorkerState::Error, reason)),
+                Dispatched::Failed(reason) => return Some((WorkerState::Error, reason)),
             }
         }
-        if let Some((state, reason)) = end {
-            return Ok(run.finish(state, reason));
+        if end.is_some() {
+            return end;
         }
-        if repeats >= STALL_REPEATS {
-            return Ok(run.finish(
+        if talk.repeats >= STALL_REPEATS {
+            return Some((
                 WorkerState::Blocked,
-                format!("stalled: the same tool calls {repeats} times in a row without progress"),
+                format!(
+                    "stalled: the same tool calls {} times in a row without progress",
+                    talk.repeats
+                ),
             ));
         }
+        None
     }
-    Ok(run.finish(
-        WorkerState::Blocked,
-        format!(
-            "reached the role's limit of {} turns without calling `complete`",
-            role.max_turns
-        ),
-    ))
 }
 
 /// Returns the reason given when the model streamed nothing for `quiet`.
