@@ -172,75 +172,113 @@ pub fn start(
     // One driver per run: a second `start` of the same objective is refused before it
     // journals anything, so two processes never plan (or drive) the same run at once.
     let _driver = driver_lock(repo, &run)?;
-    let journal = StartJournal::open(&repo.common_dir, &run)?;
-    let entries = journal.entries()?;
-    let settings = match entries.first().map(|e| &e.event) {
-        Some(WorkflowEvent::Started { settings, .. }) => StartSettings {
-            yes: settings.yes || req.settings.yes,
-            // A new budget given on the command line replaces the one the run started with.
-            budget: if req.settings.budget.is_unlimited() {
-                settings.budget.clone()
-            } else {
-                req.settings.budget.clone()
-            },
-            // `start --pr` on a run begun without it publishes it too.
-            publish: req.settings.publish.clone().or(settings.publish.clone()),
-            ..settings.clone()
-        },
-        _ => {
-            journal.append(&WorkflowEvent::Started {
-                objective: req.objective.clone(),
-                base: base.clone(),
-                settings: req.settings.clone(),
-            })?;
-            req.settings.clone()
-        }
-    };
-    journal.append(&WorkflowEvent::Driving {
-        pid: std::process::id(),
-    })?;
-    let journal = Arc::new(Mutex::new(journal));
-    let roles = Roles::load(&repo.toplevel)?;
-    let ctx = Ctx {
-        repo,
-        req,
-        settings: settings.clone(),
-        run: run.clone(),
-        base,
-        models: Arc::new({
-            let mut m = RoleModels::new(roles, config.clone(), journal.clone());
-            m.budget = settings.budget.clone();
-            m.started_ms = entries
-                .first()
-                .map_or_else(crate::exec::now_ms, |e| e.ts_ms);
-            m
-        }),
-        journal,
-        ui,
-        stop,
-    };
+    let ctx = Ctx::open(repo, config, req, ui, stop, (run, base))?;
     let mut wf = ctx.j()?.workflow()?;
     loop {
+        if let Some(outcome) = ctx.step(&mut wf)? {
+            return Ok(outcome);
+        }
+    }
+}
+
+/// Returns the settings a resumed run goes on with: those it started with, updated by what
+/// this invocation's command line adds.
+fn resumed_settings(started: &StartSettings, now: &StartSettings) -> StartSettings {
+    StartSettings {
+        yes: started.yes || now.yes,
+        // A new budget given on the command line replaces the one the run started with.
+        budget: if now.budget.is_unlimited() {
+            started.budget.clone()
+        } else {
+            now.budget.clone()
+        },
+        // `start --pr` on a run begun without it publishes it too.
+        publish: now.publish.clone().or(started.publish.clone()),
+        ..started.clone()
+    }
+}
+
+impl<'a> Ctx<'a> {
+    /// Opens the journal of `run` (at `base`), journals its start on first use and that this
+    /// process drives it, and returns the context every step works with.
+    fn open(
+        repo: &'a RepoInfo,
+        config: &RepoConfig,
+        req: &'a StartRequest,
+        ui: &'a dyn Interaction,
+        stop: &'a AtomicBool,
+        (run, base): (String, String),
+    ) -> Result<Ctx<'a>, StartError> {
+        let journal = StartJournal::open(&repo.common_dir, &run)?;
+        let entries = journal.entries()?;
+        let settings = match entries.first().map(|e| &e.event) {
+            Some(WorkflowEvent::Started { settings, .. }) => {
+                resumed_settings(settings, &req.settings)
+            }
+            _ => {
+                journal.append(&WorkflowEvent::Started {
+                    objective: req.objective.clone(),
+                    base: base.clone(),
+                    settings: req.settings.clone(),
+                })?;
+                req.settings.clone()
+            }
+        };
+        journal.append(&WorkflowEvent::Driving {
+            pid: std::process::id(),
+        })?;
+        let journal = Arc::new(Mutex::new(journal));
+        let roles = Roles::load(&repo.toplevel)?;
+        let mut models = RoleModels::new(roles, config.clone(), journal.clone());
+        models.budget = settings.budget.clone();
+        models.started_ms = entries
+            .first()
+            .map_or_else(crate::exec::now_ms, |e| e.ts_ms);
+        Ok(Ctx {
+            repo,
+            req,
+            settings,
+            run,
+            base,
+            models: Arc::new(models),
+            journal,
+            ui,
+            stop,
+        })
+    }
+}
+
+impl Ctx<'_> {
+    /// Returns how the run ended in `state`, with its report when it has one.
+    fn outcome(&self, state: S, report: Option<(Report, PathBuf)>) -> StartOutcome {
+        let (report, report_path) = report.unzip();
+        StartOutcome {
+            run: self.run.clone(),
+            state,
+            report,
+            report_path,
+            publish: self.settings.publish.clone(),
+        }
+    }
+
+    /// Takes one step of the workflow: stops it when the budget is spent or a stop was
+    /// asked for, otherwise does the current state's work. Returns the outcome once the
+    /// run ends (or pauses) in this process.
+    fn step(&self, wf: &mut Workflow) -> Result<Option<StartOutcome>, StartError> {
         let state = wf.state();
         if state.is_active()
-            && let Some(reason) = ctx.models.budget_exceeded(None)
+            && let Some(reason) = self.models.budget_exceeded(None)
         {
             // Out of budget: keep everything, report what is done and what remains.
-            ctx.move_to(&mut wf, S::Failed, &reason)?;
-            let (report, path) = ctx.report(S::Failed)?;
-            return Ok(StartOutcome {
-                run,
-                state: S::Failed,
-                report: Some(report),
-                report_path: Some(path),
-                publish: ctx.settings.publish.clone(),
-            });
+            self.move_to(wf, S::Failed, &reason)?;
+            let report = self.report(S::Failed)?;
+            return Ok(Some(self.outcome(S::Failed, Some(report))));
         }
-        if stop.load(Ordering::SeqCst) && state.is_active() {
-            let cancel = ctx.cancel_requested()?;
+        if self.stop.load(Ordering::SeqCst) && state.is_active() {
+            let cancel = self.cancel_requested()?;
             let to = if cancel { S::Cancelled } else { S::Paused };
-            ctx.move_to(
-                &mut wf,
+            self.move_to(
+                wf,
                 to,
                 if cancel {
                     "cancel requested"
@@ -248,88 +286,78 @@ pub fn start(
                     "stopped; `git orchestra resume` continues"
                 },
             )?;
-            if to == S::Paused {
-                return Ok(StartOutcome {
-                    run,
-                    state: to,
-                    report: None,
-                    report_path: None,
-                    publish: ctx.settings.publish.clone(),
-                });
-            }
-            continue;
+            return Ok((to == S::Paused).then(|| self.outcome(to, None)));
         }
+        if let Some(outcome) = self.advance(wf, state)? {
+            return Ok(Some(outcome));
+        }
+        Ok((wf.state() == S::Paused).then(|| self.outcome(S::Paused, None)))
+    }
+
+    /// Does the work of `state` and moves the workflow on; returns the outcome when the run
+    /// ends here (completed, cancelled, failed).
+    fn advance(&self, wf: &mut Workflow, state: S) -> Result<Option<StartOutcome>, StartError> {
         match state {
             S::Idle => {
-                let to = if ctx.settings.clarify {
+                let to = if self.settings.clarify {
                     S::Clarifying
                 } else {
                     S::Planning
                 };
-                ctx.move_to(&mut wf, to, "started")?;
+                self.move_to(wf, to, "started")?;
             }
             S::Clarifying => {
-                ctx.clarify()?;
-                ctx.move_to(&mut wf, S::Planning, "objective clarified")?;
+                self.clarify()?;
+                self.move_to(wf, S::Planning, "objective clarified")?;
             }
-            S::Planning | S::PlanRevision => match ctx.plan(&wf) {
-                Ok(()) => ctx.move_to(&mut wf, S::PlanReview, "plan passes validation")?,
-                Err(e) => return ctx.fail(&mut wf, e),
+            S::Planning | S::PlanRevision => match self.plan(wf) {
+                Ok(()) => self.move_to(wf, S::PlanReview, "plan passes validation")?,
+                Err(e) => return self.fail(wf, e).map(Some),
             },
-            S::PlanReview => match ctx.review()? {
-                true => ctx.move_to(&mut wf, S::AwaitingApproval, "plan review done")?,
-                false => ctx.move_to(&mut wf, S::PlanRevision, "the reviewer asked for changes")?,
+            S::PlanReview => match self.review()? {
+                true => self.move_to(wf, S::AwaitingApproval, "plan review done")?,
+                false => self.move_to(wf, S::PlanRevision, "the reviewer asked for changes")?,
             },
-            S::AwaitingApproval => match ctx.approve()? {
-                Some(true) => ctx.move_to(&mut wf, S::Executing, "plan approved")?,
-                Some(false) => ctx.move_to(&mut wf, S::Cancelled, "plan rejected")?,
-                None => return Err(StartError::NeedsApproval { run }),
+            S::AwaitingApproval => match self.approve()? {
+                Some(true) => self.move_to(wf, S::Executing, "plan approved")?,
+                Some(false) => self.move_to(wf, S::Cancelled, "plan rejected")?,
+                None => {
+                    return Err(StartError::NeedsApproval {
+                        run: self.run.clone(),
+                    });
+                }
             },
-            S::Executing => match ctx.execute() {
+            S::Executing => match self.execute() {
                 Ok(Some(any_ok)) => {
-                    let to = if ctx.settings.merge && any_ok {
+                    let to = if self.settings.merge && any_ok {
                         S::Integrating
                     } else {
                         S::Completed
                     };
-                    ctx.move_to(&mut wf, to, "packets finished")?;
+                    self.move_to(wf, to, "packets finished")?;
                 }
                 Ok(None) => {}
-                Err(e) => return ctx.fail(&mut wf, e),
+                Err(e) => return self.fail(wf, e).map(Some),
             },
-            S::Integrating => match ctx.integrate() {
-                Ok(()) => ctx.move_to(&mut wf, ctx.after(S::Integrating), "integrated")?,
-                Err(e) => return ctx.fail(&mut wf, e),
+            S::Integrating => match self.integrate() {
+                Ok(()) => self.move_to(wf, self.after(S::Integrating), "integrated")?,
+                Err(e) => return self.fail(wf, e).map(Some),
             },
-            S::Documenting | S::Testing => match ctx.finishing(state) {
-                Ok(Some(reason)) => ctx.move_to(&mut wf, ctx.after(state), &reason)?,
+            S::Documenting | S::Testing => match self.finishing(state) {
+                Ok(Some(reason)) => self.move_to(wf, self.after(state), &reason)?,
                 Ok(None) => {}
-                Err(e) => return ctx.fail(&mut wf, e),
+                Err(e) => return self.fail(wf, e).map(Some),
             },
             S::Paused | S::Failed => match wf.resume_target() {
-                Some(to) => ctx.move_to(&mut wf, to, "resumed")?,
-                None => ctx.move_to(&mut wf, S::Cancelled, "nothing to resume into")?,
+                Some(to) => self.move_to(wf, to, "resumed")?,
+                None => self.move_to(wf, S::Cancelled, "nothing to resume into")?,
             },
             S::Completed | S::Cancelled => {
-                let (report, path) = ctx.report(state)?;
-                return Ok(StartOutcome {
-                    run,
-                    state,
-                    report: Some(report),
-                    report_path: Some(path),
-                    publish: ctx.settings.publish.clone(),
-                });
+                let report = self.report(state)?;
+                return Ok(Some(self.outcome(state, Some(report))));
             }
         }
-        if wf.state() == S::Paused {
-            return Ok(StartOutcome {
-                run,
-                state: S::Paused,
-                report: None,
-                report_path: None,
-                publish: ctx.settings.publish.clone(),
-            });
-        }
+        Ok(None)
     }
 }
 
