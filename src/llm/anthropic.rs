@@ -109,6 +109,186 @@ enum Block {
     Other,
 }
 
+/// What the stream has said so far: text, content blocks in progress, finished tool calls,
+/// usage, model and stop reason.
+struct Streamed {
+    text: String,
+    blocks: Vec<Block>,
+    calls: Vec<ToolCall>,
+    usage: Usage,
+    model: String,
+    stop: StopReason,
+}
+
+/// The error for an answer the caller stopped by refusing a delta.
+fn cancelled(http: &Transport) -> LlmError {
+    LlmError::Cancelled {
+        model: http.profile.label(),
+    }
+}
+
+impl Streamed {
+    /// Returns the state before the first event: nothing said, an ordinary end.
+    fn new() -> Streamed {
+        Streamed {
+            text: String::new(),
+            blocks: Vec::new(),
+            calls: Vec::new(),
+            usage: Usage::default(),
+            model: String::new(),
+            stop: StopReason::End,
+        }
+    }
+
+    /// Takes the model and the first usage from `message_start`.
+    fn message_start(&mut self, m: &Value) {
+        self.model = m["model"].as_str().unwrap_or_default().to_string();
+        self.usage.input_tokens = m["usage"]["input_tokens"].as_u64().unwrap_or(0);
+        self.usage.output_tokens = m["usage"]["output_tokens"].as_u64().unwrap_or(0);
+    }
+
+    /// Opens content block `index` from `content_block_start` (`b` is its `content_block`).
+    fn block_start(
+        &mut self,
+        http: &Transport,
+        index: usize,
+        b: &Value,
+        on_delta: &mut dyn FnMut(Delta<'_>) -> bool,
+    ) -> Result<(), LlmError> {
+        let block = match b["type"].as_str() {
+            Some("text") => {
+                if let Some(t) = b["text"].as_str().filter(|t| !t.is_empty()) {
+                    self.text.push_str(t);
+                    if !on_delta(Delta::Text(t)) {
+                        return Err(cancelled(http));
+                    }
+                }
+                Block::Text
+            }
+            Some("tool_use") => {
+                let name = b["name"].as_str().unwrap_or_default();
+                if !on_delta(Delta::ToolCallStarted { name }) {
+                    return Err(cancelled(http));
+                }
+                Block::Tool {
+                    call: ToolCall {
+                        id: b["id"].as_str().unwrap_or_default().to_string(),
+                        name: name.to_string(),
+                        arguments: String::new(),
+                    },
+                    initial: b
+                        .get("input")
+                        .filter(|i| i.as_object().is_some_and(|o| !o.is_empty()))
+                        .map(Value::to_string),
+                }
+            }
+            _ => Block::Other,
+        };
+        while self.blocks.len() < index {
+            self.blocks.push(Block::Other);
+        }
+        if self.blocks.len() == index {
+            self.blocks.push(block);
+        } else {
+            self.blocks[index] = block;
+        }
+        Ok(())
+    }
+
+    /// Adds a `content_block_delta` (`d` is its `delta`) to block `index`.
+    fn block_delta(
+        &mut self,
+        http: &Transport,
+        index: usize,
+        d: &Value,
+        on_delta: &mut dyn FnMut(Delta<'_>) -> bool,
+    ) -> Result<(), LlmError> {
+        match (d["type"].as_str(), self.blocks.get_mut(index)) {
+            (Some("text_delta"), _) => {
+                let t = d["text"].as_str().unwrap_or_default();
+                self.text.push_str(t);
+                if !on_delta(Delta::Text(t)) {
+                    return Err(cancelled(http));
+                }
+            }
+            (Some("input_json_delta"), Some(Block::Tool { call, .. })) => {
+                let f = d["partial_json"].as_str().unwrap_or_default();
+                call.arguments.push_str(f);
+                if !on_delta(Delta::ToolArguments(f)) {
+                    return Err(cancelled(http));
+                }
+            }
+            (Some("input_json_delta"), _) => {
+                return Err(http.protocol(format!(
+                    "input_json_delta for block {index}, which is not a tool_use block"
+                )));
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Closes block `index`; a finished tool block becomes a call.
+    fn block_stop(&mut self, index: usize) {
+        if let Some(slot) = self.blocks.get_mut(index)
+            && let Block::Tool { call, initial } = std::mem::replace(slot, Block::Other)
+        {
+            let mut call = call;
+            if call.arguments.trim().is_empty() {
+                call.arguments = initial.unwrap_or_else(|| "{}".to_string());
+            }
+            self.calls.push(call);
+        }
+    }
+
+    /// Takes the stop reason and final usage from `message_delta`.
+    fn message_delta(&mut self, v: &Value) {
+        if let Some(r) = v["delta"]["stop_reason"].as_str() {
+            self.stop = stop_reason(r);
+        }
+        if let Some(o) = v["usage"]["output_tokens"].as_u64() {
+            self.usage.output_tokens = o;
+        }
+        if let Some(i) = v["usage"]["input_tokens"].as_u64().filter(|i| *i > 0) {
+            self.usage.input_tokens = i;
+        }
+    }
+
+    /// Returns the whole answer; any tool call makes it a tool-use stop.
+    fn finish(self) -> ChatResponse {
+        let stop = if self.calls.is_empty() {
+            self.stop
+        } else {
+            StopReason::ToolUse
+        };
+        ChatResponse {
+            text: self.text,
+            tool_calls: self.calls,
+            stop,
+            usage: self.usage,
+            model: self.model,
+        }
+    }
+}
+
+/// Returns the classified error of an in-stream `error` event (`e` is its `error`).
+fn stream_error(http: &Transport, e: &Value) -> LlmError {
+    let message = http.scrub(e["message"].as_str().unwrap_or_default());
+    let model = http.profile.label();
+    match e["type"].as_str() {
+        Some("overloaded_error") | Some("api_error") => LlmError::Unavailable {
+            model,
+            status: 529,
+            message,
+        },
+        Some("rate_limit_error") => LlmError::RateLimited {
+            model,
+            retry_after: None,
+        },
+        _ => LlmError::BrokenStream { model, message },
+    }
+}
+
 impl ChatModel for AnthropicClient {
     fn chat(
         &self,
@@ -116,9 +296,6 @@ impl ChatModel for AnthropicClient {
         on_delta: &mut dyn FnMut(Delta<'_>) -> bool,
     ) -> Result<ChatResponse, LlmError> {
         let http = &self.http;
-        let cancelled = || LlmError::Cancelled {
-            model: http.profile.label(),
-        };
         let Stream { reader, is_sse } = http.post(
             "/messages",
             &[("anthropic-version", API_VERSION)],
@@ -128,12 +305,7 @@ impl ChatModel for AnthropicClient {
             return whole(http, reader, on_delta);
         }
         let mut sse = SseReader::new(reader);
-        let mut text = String::new();
-        let mut blocks: Vec<Block> = Vec::new();
-        let mut calls = Vec::new();
-        let mut usage = Usage::default();
-        let mut model = String::new();
-        let mut stop = StopReason::End;
+        let mut streamed = Streamed::new();
         loop {
             let event = match sse.next_event() {
                 Ok(Some(e)) => e,
@@ -152,130 +324,21 @@ impl ChatModel for AnthropicClient {
                 .unwrap_or(&event.event);
             let index = v.get("index").and_then(Value::as_u64).unwrap_or(0) as usize;
             match kind {
-                "message_start" => {
-                    let m = &v["message"];
-                    model = m["model"].as_str().unwrap_or_default().to_string();
-                    usage.input_tokens = m["usage"]["input_tokens"].as_u64().unwrap_or(0);
-                    usage.output_tokens = m["usage"]["output_tokens"].as_u64().unwrap_or(0);
-                }
+                "message_start" => streamed.message_start(&v["message"]),
                 "content_block_start" => {
-                    let b = &v["content_block"];
-                    let block = match b["type"].as_str() {
-                        Some("text") => {
-                            if let Some(t) = b["text"].as_str().filter(|t| !t.is_empty()) {
-                                text.push_str(t);
-                                if !on_delta(Delta::Text(t)) {
-                                    return Err(cancelled());
-                                }
-                            }
-                            Block::Text
-                        }
-                        Some("tool_use") => {
-                            let name = b["name"].as_str().unwrap_or_default();
-                            if !on_delta(Delta::ToolCallStarted { name }) {
-                                return Err(cancelled());
-                            }
-                            Block::Tool {
-                                call: ToolCall {
-                                    id: b["id"].as_str().unwrap_or_default().to_string(),
-                                    name: name.to_string(),
-                                    arguments: String::new(),
-                                },
-                                initial: b
-                                    .get("input")
-                                    .filter(|i| i.as_object().is_some_and(|o| !o.is_empty()))
-                                    .map(Value::to_string),
-                            }
-                        }
-                        _ => Block::Other,
-                    };
-                    while blocks.len() < index {
-                        blocks.push(Block::Other);
-                    }
-                    if blocks.len() == index {
-                        blocks.push(block);
-                    } else {
-                        blocks[index] = block;
-                    }
+                    streamed.block_start(http, index, &v["content_block"], on_delta)?;
                 }
                 "content_block_delta" => {
-                    let d = &v["delta"];
-                    match (d["type"].as_str(), blocks.get_mut(index)) {
-                        (Some("text_delta"), _) => {
-                            let t = d["text"].as_str().unwrap_or_default();
-                            text.push_str(t);
-                            if !on_delta(Delta::Text(t)) {
-                                return Err(cancelled());
-                            }
-                        }
-                        (Some("input_json_delta"), Some(Block::Tool { call, .. })) => {
-                            let f = d["partial_json"].as_str().unwrap_or_default();
-                            call.arguments.push_str(f);
-                            if !on_delta(Delta::ToolArguments(f)) {
-                                return Err(cancelled());
-                            }
-                        }
-                        (Some("input_json_delta"), _) => {
-                            return Err(http.protocol(format!(
-                                "input_json_delta for block {index}, which is not a tool_use block"
-                            )));
-                        }
-                        _ => {}
-                    }
+                    streamed.block_delta(http, index, &v["delta"], on_delta)?;
                 }
-                "content_block_stop" => {
-                    if let Some(slot) = blocks.get_mut(index)
-                        && let Block::Tool { call, initial } = std::mem::replace(slot, Block::Other)
-                    {
-                        let mut call = call;
-                        if call.arguments.trim().is_empty() {
-                            call.arguments = initial.unwrap_or_else(|| "{}".to_string());
-                        }
-                        calls.push(call);
-                    }
-                }
-                "message_delta" => {
-                    if let Some(r) = v["delta"]["stop_reason"].as_str() {
-                        stop = stop_reason(r);
-                    }
-                    if let Some(o) = v["usage"]["output_tokens"].as_u64() {
-                        usage.output_tokens = o;
-                    }
-                    if let Some(i) = v["usage"]["input_tokens"].as_u64().filter(|i| *i > 0) {
-                        usage.input_tokens = i;
-                    }
-                }
+                "content_block_stop" => streamed.block_stop(index),
+                "message_delta" => streamed.message_delta(&v),
                 "message_stop" => break,
-                "error" => {
-                    let e = &v["error"];
-                    let message = http.scrub(e["message"].as_str().unwrap_or_default());
-                    let model = http.profile.label();
-                    return Err(match e["type"].as_str() {
-                        Some("overloaded_error") | Some("api_error") => LlmError::Unavailable {
-                            model,
-                            status: 529,
-                            message,
-                        },
-                        Some("rate_limit_error") => LlmError::RateLimited {
-                            model,
-                            retry_after: None,
-                        },
-                        _ => LlmError::BrokenStream { model, message },
-                    });
-                }
+                "error" => return Err(stream_error(http, &v["error"])),
                 _ => {}
             }
         }
-        if !calls.is_empty() {
-            stop = StopReason::ToolUse;
-        }
-        Ok(ChatResponse {
-            text,
-            tool_calls: calls,
-            stop,
-            usage,
-            model,
-        })
+        Ok(streamed.finish())
     }
 
     fn label(&self) -> String {
