@@ -226,18 +226,7 @@ pub fn execute_with(
         run: run.id.clone(),
         message: e.to_string(),
     })?;
-    let records = store.packets(run_id)?;
-    // A previous process may have died with workers still running in their own groups; a
-    // recorded group is killed only while it still runs this run's packet.
-    for p in &records {
-        if let Some(pgid) = p.pgid
-            && process::group_belongs_to(pgid, run_id, &p.id)
-        {
-            kill_group(pgid, libc::SIGKILL);
-        }
-    }
-    // Half-written worktree registrations from a crash block every worktree operation.
-    crate::git::repair_registrations(repo).map_err(|e| EngineError::Worktree(e.to_string()))?;
+    recover(repo, run_id, &store.packets(run_id)?)?;
     // Declared symbols are looked up at the run's base; any that cannot be (the plan was
     // validated, so only a vanished object would do that) leave their files at file level.
     let (spans, unresolved) = crate::plan::resolve_symbols(&plan, &repo.toplevel, &run.base);
@@ -253,18 +242,7 @@ pub fn execute_with(
         resumed,
     })?;
     if !resumed {
-        for shared in &overlaps.shared {
-            let (a, b) = (shared.first, shared.second);
-            if plan.has_dependency_path(&plan.packets[a].id, &plan.packets[b].id) {
-                continue;
-            }
-            journal.record(Event::PacketsShareFiles {
-                first: plan.packets[a].id.clone(),
-                second: plan.packets[b].id.clone(),
-                files: shared.files.clone(),
-                note: plan.shared_note(shared),
-            })?;
-        }
+        journal_shared_files(&journal, &plan, &overlaps.shared)?;
     }
 
     let ctx = packet::Context {
@@ -281,16 +259,67 @@ pub fn execute_with(
         review: ctl.review,
         fix_rounds: ctl.fix_rounds,
     };
-    let result = std::thread::scope(|scope| -> Result<(), EngineError> {
+    drive(&ctx, &graph)?;
+    finish(&journal, run_id)
+}
+
+/// Stops what a previous process of `run_id` left running and repairs what it left half done.
+fn recover(
+    repo: &RepoInfo,
+    run_id: &str,
+    records: &[crate::store::PacketRecord],
+) -> Result<(), EngineError> {
+    // A previous process may have died with workers still running in their own groups; a
+    // recorded group is killed only while it still runs this run's packet.
+    for p in records {
+        if let Some(pgid) = p.pgid
+            && process::group_belongs_to(pgid, run_id, &p.id)
+        {
+            kill_group(pgid, libc::SIGKILL);
+        }
+    }
+    // Half-written worktree registrations from a crash block every worktree operation.
+    crate::git::repair_registrations(repo).map_err(|e| EngineError::Worktree(e.to_string()))?;
+    Ok(())
+}
+
+/// Journals each pair of packets that share files without depending on each other, with the
+/// sentence `plan check` prints.
+fn journal_shared_files(
+    journal: &Journal<'_>,
+    plan: &Plan,
+    shared: &[crate::plan::SharedFiles],
+) -> Result<(), EngineError> {
+    for shared in shared {
+        let (a, b) = (shared.first, shared.second);
+        if plan.has_dependency_path(&plan.packets[a].id, &plan.packets[b].id) {
+            continue;
+        }
+        journal.record(Event::PacketsShareFiles {
+            first: plan.packets[a].id.clone(),
+            second: plan.packets[b].id.clone(),
+            files: shared.files.clone(),
+            note: plan.shared_note(shared),
+        })?;
+    }
+    Ok(())
+}
+
+/// Runs the scheduling loop: skips dependents of failures, starts ready packets on threads
+/// and waits for them, until nothing runs and nothing more may start (or a stop or a
+/// journal failure ends it once the running packets return).
+fn drive(ctx: &packet::Context<'_>, graph: &scheduler::Graph) -> Result<(), EngineError> {
+    let (plan, journal) = (ctx.plan, ctx.journal);
+    std::thread::scope(|scope| -> Result<(), EngineError> {
         let (done_tx, done_rx) = mpsc::channel::<usize>();
         let mut executing = vec![false; plan.packets.len()];
         let mut failure: Option<EngineError> = None;
         loop {
             let records = journal.packets()?;
             let states: Vec<PacketState> = records.iter().map(|r| r.state).collect();
-            let stopping = ctl.stop.load(std::sync::atomic::Ordering::SeqCst) || failure.is_some();
+            let stopping = ctx.stop.load(std::sync::atomic::Ordering::SeqCst) || failure.is_some();
             if !stopping {
-                let decision = scheduler::decide(&graph, &states, &executing, run.max_parallel);
+                let decision = scheduler::decide(graph, &states, &executing, ctx.run.max_parallel);
                 for (i, blocker) in &decision.skip {
                     journal.record(Event::PacketSkipped {
                         packet: plan.packets[*i].id.clone(),
@@ -307,7 +336,6 @@ pub fn execute_with(
                     executing[i] = true;
                     let record = records[i].clone();
                     let tx = done_tx.clone();
-                    let ctx = &ctx;
                     scope.spawn(move || {
                         packet::run(ctx, i, &record);
                         let _ = tx.send(i);
@@ -330,9 +358,12 @@ pub fn execute_with(
             Some(err) => Err(err),
             None => Ok(()),
         }
-    });
-    result?;
+    })
+}
 
+/// Journals how the run ended — finished when every packet is final, interrupted otherwise —
+/// and returns its summary.
+fn finish(journal: &Journal<'_>, run_id: &str) -> Result<Summary, EngineError> {
     let records = journal.packets()?;
     let count = |s: PacketState| records.iter().filter(|r| r.state == s).count();
     let (succeeded, failed, skipped) = (
