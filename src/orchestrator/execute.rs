@@ -19,6 +19,15 @@ use crate::merge::{self, MergeOptions};
 use crate::plan::Plan;
 use crate::store::{Event, RunState, Store};
 
+/// Returns the error for a journaled or stored plan that no longer parses: the run fails as
+/// one without a valid plan.
+pub(super) fn plan_invalid(e: crate::plan::PlanError) -> StartError {
+    StartError::PlanInvalid {
+        rounds: 0,
+        issues: e.to_string(),
+    }
+}
+
 /// Most merge attempts while conflicted packets are being resolved.
 pub const MAX_MERGE_ROUNDS: usize = 3;
 
@@ -31,11 +40,7 @@ impl Ctx<'_> {
                 rounds: 0,
                 issues: "no approved plan in the journal".into(),
             })?;
-        let plan =
-            Plan::from_toml_str(&toml, "plan.toml").map_err(|e| StartError::PlanInvalid {
-                rounds: 0,
-                issues: e.to_string(),
-            })?;
+        let plan = Plan::from_toml_str(&toml, "plan.toml").map_err(plan_invalid)?;
         Ok(self.run_packets(&plan, &toml)?.map(|(_, any_ok)| any_ok))
     }
 
@@ -122,10 +127,7 @@ impl Ctx<'_> {
         };
         let store = Store::open(&self.repo.common_dir)?;
         let run = store.require_run(&self.run)?;
-        let plan = run.plan().map_err(|e| StartError::PlanInvalid {
-            rounds: 0,
-            issues: e.to_string(),
-        })?;
+        let plan = run.plan().map_err(plan_invalid)?;
         let worker = StartWorker::new(self.models.clone(), self.req.answer_wait);
         let mut last = None;
         for round in 0..MAX_MERGE_ROUNDS {

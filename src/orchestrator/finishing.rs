@@ -27,11 +27,7 @@ impl Ctx<'_> {
     pub(super) fn finishing(&self, phase: S) -> Result<Option<String>, StartError> {
         let base = self.phase_base(phase)?;
         let (toml, label) = self.phase_plan(phase, &base);
-        let plan =
-            Plan::from_toml_str(&toml, "plan.toml").map_err(|e| StartError::PlanInvalid {
-                rounds: 0,
-                issues: e.to_string(),
-            })?;
+        let plan = Plan::from_toml_str(&toml, "plan.toml").map_err(super::execute::plan_invalid)?;
         let run = crate::names::run_id(&plan.objective, &base);
         let known = self
             .all()?
