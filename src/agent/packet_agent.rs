@@ -70,23 +70,13 @@ impl AgentWorker {
         let packet = job.packet;
         let role = role_for_job(&self.roles, packet, job.timeout)?;
         let chain = profiles::resolve(&self.config, &role, &env)?;
-        let mut models: Vec<Box<dyn ChatModel>> = Vec::new();
-        for (i, p) in chain.iter().enumerate() {
-            match llm::connect(p) {
-                Ok(m) => models.push(Box::new(llm::Limited::new(
-                    m,
-                    self.gates.get(&p.name, p.concurrency),
-                ))),
-                Err(e) if i == 0 => return Err(e.into()),
-                Err(e) => {
-                    let _ = writeln!(
-                        log,
-                        "{{\"type\":\"fallback_unusable\",\"error\":{}}}",
-                        serde_json::Value::String(e.to_string())
-                    );
-                }
-            }
-        }
+        let models = llm::connect_chain(&chain, &self.gates, &mut |e| {
+            let _ = writeln!(
+                log,
+                "{{\"type\":\"fallback_unusable\",\"error\":{}}}",
+                serde_json::Value::String(e.to_string())
+            );
+        })?;
         let root = ConfinedRoot::open(job.worktree).map_err(|e| LlmError::Protocol {
             model: String::new(),
             message: format!("cannot open the worktree: {e}"),

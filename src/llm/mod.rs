@@ -57,3 +57,25 @@ pub fn connect(profile: &Profile) -> Result<Box<dyn ChatModel>, LlmError> {
         profile::Wire::Anthropic => Box::new(AnthropicClient::new(profile.clone(), key)),
     })
 }
+
+/// Connects the clients of `chain` (primary first), each behind its profile's gate in
+/// `gates`. A primary that cannot be connected is the error; a fallback that cannot is
+/// told to `unusable` and left out, so the run goes on with the rest of the chain.
+pub fn connect_chain(
+    chain: &[Profile],
+    gates: &Gates,
+    unusable: &mut dyn FnMut(&LlmError),
+) -> Result<Vec<std::sync::Arc<dyn ChatModel>>, LlmError> {
+    let mut models: Vec<std::sync::Arc<dyn ChatModel>> = Vec::new();
+    for (i, p) in chain.iter().enumerate() {
+        match connect(p) {
+            Ok(m) => models.push(std::sync::Arc::new(Limited::new(
+                m,
+                gates.get(&p.name, p.concurrency),
+            ))),
+            Err(e) if i == 0 => return Err(e),
+            Err(e) => unusable(&e),
+        }
+    }
+    Ok(models)
+}

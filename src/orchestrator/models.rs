@@ -106,17 +106,7 @@ impl RoleModels {
         }
         let r = self.roles.get(role)?;
         let chain = profiles::resolve(&self.config, r, &env)?;
-        let mut models: Vec<Arc<dyn ChatModel>> = Vec::new();
-        for (i, p) in chain.iter().enumerate() {
-            match llm::connect(p) {
-                Ok(m) => models.push(Arc::new(llm::Limited::new(
-                    m,
-                    self.gates.get(&p.name, p.concurrency),
-                ))),
-                Err(e) if i == 0 => return Err(e.into()),
-                Err(_) => {}
-            }
-        }
+        let models = llm::connect_chain(&chain, &self.gates, &mut |_| {})?;
         let c = (models, chain);
         if let Ok(mut m) = self.clients.lock() {
             m.insert(role.to_string(), c.clone());
