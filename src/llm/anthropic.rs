@@ -254,20 +254,9 @@ impl Streamed {
         }
     }
 
-    /// Returns the whole answer; any tool call makes it a tool-use stop.
+    /// Returns the whole answer.
     fn finish(self) -> ChatResponse {
-        let stop = if self.calls.is_empty() {
-            self.stop
-        } else {
-            StopReason::ToolUse
-        };
-        ChatResponse {
-            text: self.text,
-            tool_calls: self.calls,
-            stop,
-            usage: self.usage,
-            model: self.model,
-        }
+        ChatResponse::assembled(self.text, self.calls, self.stop, self.usage, self.model)
     }
 }
 

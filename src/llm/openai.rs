@@ -179,19 +179,12 @@ impl Partial {
         }
         self.calls.retain(|c| !c.name.is_empty());
         let stop = match self.finish.as_deref() {
-            _ if !self.calls.is_empty() => StopReason::ToolUse,
             Some("stop") | None => StopReason::End,
             Some("tool_calls") | Some("function_call") => StopReason::ToolUse,
             Some("length") => StopReason::MaxTokens,
             Some(_) => StopReason::Other,
         };
-        ChatResponse {
-            text: self.text,
-            tool_calls: self.calls,
-            stop,
-            usage: self.usage,
-            model: self.model,
-        }
+        ChatResponse::assembled(self.text, self.calls, stop, self.usage, self.model)
     }
 }
 

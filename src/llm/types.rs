@@ -156,6 +156,29 @@ pub struct ChatResponse {
 }
 
 impl ChatResponse {
+    /// Returns the answer assembled from a stream; any tool call makes it a tool-use stop,
+    /// whatever stop reason the provider gave (some send `stop` with tool calls).
+    pub fn assembled(
+        text: String,
+        tool_calls: Vec<ToolCall>,
+        stop: StopReason,
+        usage: Usage,
+        model: String,
+    ) -> ChatResponse {
+        let stop = if tool_calls.is_empty() {
+            stop
+        } else {
+            StopReason::ToolUse
+        };
+        ChatResponse {
+            text,
+            tool_calls,
+            stop,
+            usage,
+            model,
+        }
+    }
+
     /// Returns the assistant message that records this answer in the conversation.
     pub fn to_message(&self) -> Message {
         Message::Assistant {
