@@ -199,3 +199,41 @@ impl Store {
         .map_err(|e| self.err(e))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_database_made_by_the_former_workflow_journal_opens_with_its_rows() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = crate::exec::state_dir(dir.path());
+        fs_err::create_dir_all(&db).unwrap();
+        // The tables exactly as the orchestrator used to create them, before the run store's.
+        let conn = rusqlite::Connection::open(db.join("orchestra.db")).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE workflow_events (seq INTEGER PRIMARY KEY AUTOINCREMENT,
+               run_id TEXT NOT NULL, ts_ms INTEGER NOT NULL, type TEXT NOT NULL,
+               payload TEXT NOT NULL);
+             CREATE INDEX workflow_events_run ON workflow_events (run_id, seq);
+             CREATE TABLE workflow_turns (run_id TEXT NOT NULL, key TEXT NOT NULL,
+               ts_ms INTEGER NOT NULL, role TEXT NOT NULL, model TEXT NOT NULL,
+               input_tokens INTEGER NOT NULL, output_tokens INTEGER NOT NULL,
+               ms INTEGER NOT NULL, response TEXT NOT NULL, PRIMARY KEY (run_id, key));
+             INSERT INTO workflow_events (run_id, ts_ms, type, payload)
+               VALUES ('old', 1, 'driving', '{\"type\":\"driving\",\"pid\":7}');
+             INSERT INTO workflow_turns VALUES ('old', 'k', 1, 'planner', 'm', 3, 4, 5, '{}');",
+        )
+        .unwrap();
+        drop(conn);
+        let store = Store::open(dir.path()).unwrap();
+        assert_eq!(store.workflow_runs().unwrap(), vec!["old"]);
+        let events: Vec<WorkflowEntry<serde_json::Value>> = store.workflow_events("old").unwrap();
+        assert_eq!(events[0].event["pid"], 7);
+        assert_eq!(
+            store.turn("old", "k").unwrap().unwrap().usage.output_tokens,
+            4
+        );
+        assert!(store.runs().unwrap().is_empty());
+    }
+}
