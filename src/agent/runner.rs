@@ -293,6 +293,8 @@ struct Conversation {
 }
 
 impl Conversation {
+    /// Returns the opening conversation (system prompt, task, the role's tools) and the
+    /// run's deadline and stall limit, counted from now.
     fn new(spec: &AgentSpec<'_>) -> Conversation {
         let role = spec.role;
         Conversation {

@@ -120,7 +120,7 @@ struct Streamed {
     stop: StopReason,
 }
 
-/// The error for an answer the caller stopped by refusing a delta.
+/// Returns the error for an answer the caller stopped by refusing a delta.
 fn cancelled(http: &Transport) -> LlmError {
     LlmError::Cancelled {
         model: http.profile.label(),
