@@ -61,10 +61,7 @@ impl Store {
             source,
         })?;
         let path = dir.join("orchestra.db");
-        let conn = Connection::open(&path).map_err(|source| StoreError::Sqlite {
-            path: path.clone(),
-            source,
-        })?;
+        let conn = Connection::open(&path).map_err(sqlite_error(&path))?;
         let store = Store { conn, path };
         store.init()?;
         Ok(store)
@@ -94,10 +91,7 @@ impl Store {
     }
 
     fn err(&self, source: rusqlite::Error) -> StoreError {
-        StoreError::Sqlite {
-            path: self.path.clone(),
-            source,
-        }
+        sqlite_error(&self.path)(source)
     }
 
     /// Returns the database file's path.
@@ -109,11 +103,7 @@ impl Store {
     /// only if it was created. The `RunCreated` event is journaled in the same transaction.
     pub fn create_run(&mut self, run: &NewRun) -> Result<bool, StoreError> {
         let now = now_ms();
-        let path = self.path.clone();
-        let err = |source| StoreError::Sqlite {
-            path: path.clone(),
-            source,
-        };
+        let err = sqlite_error(&self.path);
         let tx = self.conn.transaction().map_err(err)?;
         let inserted = tx
             .execute(
@@ -159,11 +149,7 @@ impl Store {
     /// Returns the event's sequence number.
     pub fn record(&mut self, run: &str, event: &Event) -> Result<i64, StoreError> {
         let now = now_ms();
-        let path = self.path.clone();
-        let err = |source| StoreError::Sqlite {
-            path: path.clone(),
-            source,
-        };
+        let err = sqlite_error(&self.path);
         let tx = self.conn.transaction().map_err(err)?;
         let seq = insert_event(&tx, run, event, now).map_err(err)?;
         apply(&tx, run, event, now).map_err(err)?;
@@ -331,6 +317,14 @@ impl Store {
                 Ok((seq, ts_ms, value))
             })
             .collect()
+    }
+}
+
+/// Returns the conversion of a SQLite failure into the store's error naming the file at `path`.
+fn sqlite_error(path: &Path) -> impl Fn(rusqlite::Error) -> StoreError + Copy + '_ {
+    move |source| StoreError::Sqlite {
+        path: path.to_path_buf(),
+        source,
     }
 }
 
