@@ -107,48 +107,16 @@ fn pipeline(ctx: &Context<'_>, index: usize, rec: &PacketRecord) -> Result<Strin
     }
     let env = environment(ctx, index, packet, &wt, &dir, &start)?;
 
-    // The worktree is ensured on every (re)start: created fresh, re-added on its branch's tip,
-    // or reused as it is, work in progress included.
-    let request = WorktreeRequest {
-        repo: ctx.repo,
-        path: &wt,
-        branch: &rec.branch,
-        base: &start,
-        reuse: Reuse::ReportDirty,
-    };
-    let created = ensure_worktree(&request, phase == Phase::Worktree)
-        .map_err(|e| Halt::Fail(format!("could not prepare the worktree: {e}")))?;
-    if phase == Phase::Worktree {
-        if matches!(created, Created::Fresh | Created::Recreated) {
-            gitops::copy_includes(&ctx.repo.toplevel, &wt)
-                .map_err(|e| Halt::Fail(format!("could not copy .worktreeinclude files: {e}")))?;
-        }
-        if let Some(setup) = ctx.setup {
-            let out = run_command(ctx, &packet.id, setup, &wt, &env, &dir.join("setup.log"))?;
-            if !out.success() {
-                return Err(Halt::Fail(format!(
-                    "setup command `{setup}` failed ({}): {}",
-                    out.describe(ctx.timeout),
-                    out.tail
-                )));
-            }
-        }
-        record(
-            ctx,
-            Event::WorktreeReady {
-                packet: packet.id.clone(),
-                how: match created {
-                    Created::Fresh => "fresh".to_string(),
-                    Created::Recreated => "recreated at its branch tip".to_string(),
-                    Created::Reused { dirty } => {
-                        format!(
-                            "reused{}",
-                            if dirty { ", with work in progress" } else { "" }
-                        )
-                    }
-                },
-            },
-        )?;
+    if ensure_ready(
+        ctx,
+        packet,
+        rec,
+        &wt,
+        &env,
+        &dir,
+        &start,
+        phase == Phase::Worktree,
+    )? {
         phase = Phase::Worker;
     }
 
@@ -166,47 +134,9 @@ fn pipeline(ctx: &Context<'_>, index: usize, rec: &PacketRecord) -> Result<Strin
     let mut round = 0u32;
     loop {
         // A failed check, or a rejecting review, goes back to the worker as required fixes.
-        let fixes = match checked {
-            Checked::Failed {
-                reason,
-                fixes,
-                rewrite,
-            } => {
-                if round >= ctx.fix_rounds {
-                    return Err(Halt::Fail(match round {
-                        0 => reason,
-                        n => format!(
-                            "{reason}\n(after {n} fix round{})",
-                            if n == 1 { "" } else { "s" }
-                        ),
-                    }));
-                }
-                if rewrite {
-                    commit::uncommit_to(&wt, &start).map_err(|e| {
-                        Halt::Fail(format!("cannot take back the out-of-scope commit: {e}"))
-                    })?;
-                }
-                fixes
-            }
-            Checked::Passed(head) => {
-                let Some(review) = ctx.review else {
-                    return Ok(head);
-                };
-                let verdict = review_step(ctx, packet, &wt, &start, &head, round, review)?;
-                if verdict.verdict == gate::Decision::Approve {
-                    return Ok(head);
-                }
-                let fixes = required_fixes(&verdict);
-                if round >= review.max_rounds {
-                    return Err(Halt::Fail(format!(
-                        "the review rejected {} after {round} fix round{}; the work stays on {}:\n{fixes}",
-                        &head[..head.len().min(12)],
-                        if round == 1 { "" } else { "s" },
-                        rec.branch
-                    )));
-                }
-                fixes
-            }
+        let fixes = match next_step(ctx, packet, rec, &wt, &start, checked, round)? {
+            Step::Done(head) => return Ok(head),
+            Step::Fix(fixes) => fixes,
         };
         round += 1;
         let file = dir.join(format!("fixes-{round}.md"));
@@ -220,6 +150,127 @@ fn pipeline(ctx: &Context<'_>, index: usize, rec: &PacketRecord) -> Result<Strin
         work(ctx, packet, rec, &wt, &env, &dir, Some((&fixes, round)))?;
         let committed = commit_step(ctx, packet, &wt, &start)?;
         checked = validate(ctx, packet, rec, &wt, &env, &dir, &start, Some(committed))?;
+    }
+}
+
+/// Ensures the packet's worktree on every (re)start — created fresh, re-added on its branch's
+/// tip, or reused as it is, work in progress included — and, when the packet is in its
+/// worktree phase, copies the included files, runs the setup command and journals it ready.
+/// Returns true when that phase was done here.
+#[allow(clippy::too_many_arguments)]
+fn ensure_ready(
+    ctx: &Context<'_>,
+    packet: &Packet,
+    rec: &PacketRecord,
+    wt: &Path,
+    env: &[(String, String)],
+    dir: &Path,
+    start: &str,
+    fresh_phase: bool,
+) -> Result<bool, Halt> {
+    let request = WorktreeRequest {
+        repo: ctx.repo,
+        path: wt,
+        branch: &rec.branch,
+        base: start,
+        reuse: Reuse::ReportDirty,
+    };
+    let created = ensure_worktree(&request, fresh_phase)
+        .map_err(|e| Halt::Fail(format!("could not prepare the worktree: {e}")))?;
+    if !fresh_phase {
+        return Ok(false);
+    }
+    if matches!(created, Created::Fresh | Created::Recreated) {
+        gitops::copy_includes(&ctx.repo.toplevel, wt)
+            .map_err(|e| Halt::Fail(format!("could not copy .worktreeinclude files: {e}")))?;
+    }
+    if let Some(setup) = ctx.setup {
+        let out = run_command(ctx, &packet.id, setup, wt, env, &dir.join("setup.log"))?;
+        if !out.success() {
+            return Err(Halt::Fail(format!(
+                "setup command `{setup}` failed ({}): {}",
+                out.describe(ctx.timeout),
+                out.tail
+            )));
+        }
+    }
+    record(
+        ctx,
+        Event::WorktreeReady {
+            packet: packet.id.clone(),
+            how: match created {
+                Created::Fresh => "fresh".to_string(),
+                Created::Recreated => "recreated at its branch tip".to_string(),
+                Created::Reused { dirty } => {
+                    format!(
+                        "reused{}",
+                        if dirty { ", with work in progress" } else { "" }
+                    )
+                }
+            },
+        },
+    )?;
+    Ok(true)
+}
+
+/// What comes after a check: the packet is done, or it goes back to its worker with fixes.
+enum Step {
+    Done(String),
+    Fix(String),
+}
+
+/// Decides what follows `checked` in fix round `round`: a passed check goes to the review
+/// (when there is one), a failed check or a rejection becomes fixes until the rounds run out.
+fn next_step(
+    ctx: &Context<'_>,
+    packet: &Packet,
+    rec: &PacketRecord,
+    wt: &Path,
+    start: &str,
+    checked: Checked,
+    round: u32,
+) -> Result<Step, Halt> {
+    match checked {
+        Checked::Failed {
+            reason,
+            fixes,
+            rewrite,
+        } => {
+            if round >= ctx.fix_rounds {
+                return Err(Halt::Fail(match round {
+                    0 => reason,
+                    n => format!(
+                        "{reason}\n(after {n} fix round{})",
+                        if n == 1 { "" } else { "s" }
+                    ),
+                }));
+            }
+            if rewrite {
+                commit::uncommit_to(wt, start).map_err(|e| {
+                    Halt::Fail(format!("cannot take back the out-of-scope commit: {e}"))
+                })?;
+            }
+            Ok(Step::Fix(fixes))
+        }
+        Checked::Passed(head) => {
+            let Some(review) = ctx.review else {
+                return Ok(Step::Done(head));
+            };
+            let verdict = review_step(ctx, packet, wt, start, &head, round, review)?;
+            if verdict.verdict == gate::Decision::Approve {
+                return Ok(Step::Done(head));
+            }
+            let fixes = required_fixes(&verdict);
+            if round >= review.max_rounds {
+                return Err(Halt::Fail(format!(
+                    "the review rejected {} after {round} fix round{}; the work stays on {}:\n{fixes}",
+                    &head[..head.len().min(12)],
+                    if round == 1 { "" } else { "s" },
+                    rec.branch
+                )));
+            }
+            Ok(Step::Fix(fixes))
+        }
     }
 }
 
