@@ -245,7 +245,7 @@ pub fn task_text(objective: &str, p: &Packet, fixes: Option<&str>) -> String {
     }
     if let Some(fixes) = fixes {
         t.push_str(&format!(
-            "\n## Required fixes\n\nYour previous work is already in the worktree and was reviewed.\n{fixes}\n"
+            "\n## Required fixes\n\nYour previous work is already in the worktree; it was checked (scope, validation commands, review) and needs these fixes:\n{fixes}\n"
         ));
     }
     t.push_str(

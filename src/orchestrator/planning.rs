@@ -36,6 +36,7 @@ depends_on = ["other-id"]   # packets whose work must be merged first
 validation = ["cargo test"] # shell commands that must pass in the packet's worktree
 acceptance = ["criteria the reviewer checks"]
 risks = ["what could go wrong"]
+may_be_empty = false        # optional: true only when changing no file is a right outcome
 symbols = ["src/a.rs:Parser.parse"]  # optional: existing definitions this packet edits in shared files
 
 Packets that change the same files must depend on each other or will be ordered; keep file scopes disjoint where you can. Two packets that share a file but each name the existing definitions they edit there (`symbols`, at least one line apart) may run in parallel."#;
