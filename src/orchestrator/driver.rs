@@ -402,6 +402,9 @@ impl Ctx<'_> {
                 publish: self.settings.publish.clone(),
             });
         }
+        self.j()?.append(&WorkflowEvent::ReplayEpochEnded {
+            reason: e.to_string(),
+        })?;
         self.move_to(wf, S::Failed, &e.to_string())?;
         Err(e)
     }

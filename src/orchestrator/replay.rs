@@ -23,16 +23,25 @@ pub struct Replaying<'a> {
     journal: SharedJournal,
     role: String,
     guard: Option<&'a (dyn Fn() -> Option<String> + Sync)>,
+    /// How many times the run failed before this wrapper was made: turns journaled before a
+    /// failure are not replayed to a retry (see [`request_key`]).
+    epoch: u64,
 }
 
 impl<'a> Replaying<'a> {
     /// Wraps `inner`, journaling its turns as `role`'s.
     pub fn new(inner: &'a dyn ChatModel, journal: SharedJournal, role: &str) -> Replaying<'a> {
+        let epoch = journal
+            .lock()
+            .ok()
+            .and_then(|j| j.failures().ok())
+            .unwrap_or(0);
         Replaying {
             inner,
             journal,
             role: role.to_string(),
             guard: None,
+            epoch,
         }
     }
 
@@ -43,9 +52,18 @@ impl<'a> Replaying<'a> {
     }
 }
 
-/// Returns the journal key of a request: a hash of role, model label, messages and tool names.
-pub fn request_key(role: &str, model: &str, req: &ChatRequest) -> String {
+/// Returns the journal key of a request: a hash of role, model label, messages and tool names,
+/// and of the replay epoch once the run has failed.
+///
+/// A resumed run (killed, paused, out of budget) replays its finished turns; a run that failed
+/// and is started again is in a new epoch, so the turns that led to the failure are asked
+/// again — a retry that replayed them would fail the same way without asking anyone.
+pub fn request_key(role: &str, model: &str, req: &ChatRequest, epoch: u64) -> String {
     let mut h = Sha256::new();
+    if epoch > 0 {
+        h.update(b"epoch");
+        h.update(epoch.to_le_bytes());
+    }
     h.update(role.as_bytes());
     h.update([0]);
     h.update(model.as_bytes());
@@ -87,7 +105,7 @@ impl ChatModel for Replaying<'_> {
         on_delta: &mut dyn FnMut(Delta<'_>) -> bool,
     ) -> Result<ChatResponse, LlmError> {
         let label = self.inner.label();
-        let key = request_key(&self.role, &label, req);
+        let key = request_key(&self.role, &label, req, self.epoch);
         let recorded = self
             .journal
             .lock()

@@ -90,6 +90,9 @@ pub enum WorkflowEvent {
         base: String,
         settings: StartSettings,
     },
+    /// The run failed on an error: the model turns journaled so far are not replayed to a
+    /// retry, which asks again (a stop for a spent budget keeps them).
+    ReplayEpochEnded { reason: String },
     /// The workflow moved from one state to another.
     Transition {
         from: WorkflowState,
@@ -285,6 +288,17 @@ impl StartJournal {
     }
 
     /// Returns the recorded model turn with this request key, if any.
+    /// Returns how many times the run has failed on an error: each such failure starts a new
+    /// replay epoch, so a retry asks the models again instead of replaying the turns that led
+    /// to the failure.
+    pub fn failures(&self) -> Result<u64, JournalError> {
+        Ok(self
+            .entries()?
+            .iter()
+            .filter(|e| matches!(e.event, WorkflowEvent::ReplayEpochEnded { .. }))
+            .count() as u64)
+    }
+
     pub fn turn(&self, key: &str) -> Result<Option<TurnRecord>, JournalError> {
         Ok(self.store.turn(&self.run, key)?)
     }
