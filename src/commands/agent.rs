@@ -100,6 +100,17 @@ pub fn cmd_agent(cwd: &Path, args: &AgentArgs) -> Result<(), CommandError> {
     };
     let prepared =
         engine::prepare(&repo, &plan, &text, "(agent task)", &opts).map_err(engine_error)?;
+    if prepared.run.state == git_orchestra::store::RunState::Failed {
+        // The same task again is another try: the packet starts from the work it left.
+        engine::reopen(&repo, &prepared.run.id, &[], None).map_err(engine_error)?;
+        if !args.quiet {
+            eprintln!(
+                "run {} failed before; trying again from its worktree",
+                prepared.run.id
+            );
+        }
+        return drive(&repo, &prepared.run.id, &config, args.quiet, args.json);
+    }
     if prepared.run.state.is_finished() {
         eprintln!(
             "run {} is already {}",

@@ -19,6 +19,7 @@ mod plan;
 mod pr;
 mod progress;
 mod resume;
+mod retry;
 mod review;
 mod run;
 mod start;
@@ -58,6 +59,7 @@ enum Command {
     Plan(plan::PlanArgs),
     Status(status::StatusArgs),
     Resume(resume::ResumeArgs),
+    Retry(retry::RetryArgs),
     Cancel(cancel::CancelArgs),
     Gc(gc::GcArgs),
     Review(review::ReviewArgs),
@@ -93,6 +95,7 @@ pub fn main() -> ExitCode {
         Command::Run(args) => run::cmd_run(&cwd, &args),
         Command::Status(args) => status::cmd_status(&cwd, &args),
         Command::Resume(args) => resume::cmd_resume(&cwd, &args),
+        Command::Retry(args) => retry::cmd_retry(&cwd, &args),
         Command::Cancel(args) => cancel::cmd_cancel(&cwd, &args),
         Command::Gc(args) => gc::cmd_gc(&cwd, &args),
         Command::Plan(args) => plan::cmd_plan(&cwd, &args),
@@ -154,6 +157,10 @@ pub(crate) fn engine_error(e: engine::EngineError) -> CommandError {
         | E::MissingWorker { .. }
         | E::NotResumable { .. }
         | E::NothingToResume
+        | E::NotRetryable { .. }
+        | E::NoSuchPacket { .. }
+        | E::PacketNotRetryable { .. }
+        | E::NothingToRetry { .. }
         | E::NotFinished { .. } => CommandError::user(e),
         E::Store(git_orchestra::store::StoreError::UnknownRun { .. }) => CommandError::user(e),
         other => CommandError::internal(other),

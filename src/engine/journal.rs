@@ -74,6 +74,12 @@ impl<'a> Journal<'a> {
         self.store.into_inner().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Returns the note a `retry` left for `packet`'s worker, if the packet was reopened with one.
+    pub fn retry_note(&self, packet: &str) -> Option<String> {
+        let store = self.store.lock().unwrap_or_else(|p| p.into_inner());
+        super::retry::note_for(&store, &self.run, packet)
+    }
+
     /// Returns the run's packets as currently stored.
     pub fn packets(&self) -> Result<Vec<PacketRecord>, StoreError> {
         self.store

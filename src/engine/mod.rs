@@ -6,6 +6,7 @@ mod cancel;
 pub mod gc;
 mod journal;
 mod packet;
+mod retry;
 pub mod scheduler;
 mod symbol_scope;
 mod worker;
@@ -17,6 +18,7 @@ use std::time::Duration;
 
 pub use cancel::cancel;
 pub use journal::Journal;
+pub use retry::reopen;
 pub use worker::{DEFAULT_FIX_ROUNDS, PacketReview, Worker, WorkerJob, WorkerReport};
 
 use crate::exec::{LockError, RunLock, kill_group, process, run_dir};
@@ -53,6 +55,20 @@ pub enum EngineError {
     NotResumable { run: String, state: &'static str },
     #[error("no unfinished run in this repository; `git orchestra status` lists the runs")]
     NothingToResume,
+    #[error(
+        "run `{run}` is {state}; only a completed or failed run can be retried (`git orchestra resume {run}` continues an unfinished one)"
+    )]
+    NotRetryable { run: String, state: &'static str },
+    #[error("run `{run}` has no packet `{packet}`; its packets: {}", known.join(", "))]
+    NoSuchPacket {
+        run: String,
+        packet: String,
+        known: Vec<String>,
+    },
+    #[error("packet `{packet}` {state}; only failed or skipped packets are retried")]
+    PacketNotRetryable { packet: String, state: &'static str },
+    #[error("run `{run}` has no failed or skipped packet to retry")]
+    NothingToRetry { run: String },
     #[error(
         "run `{run}` is not finished; `git orchestra cancel {run}` stops it (saving its work) first"
     )]

@@ -100,6 +100,17 @@ fn pipeline(ctx: &Context<'_>, index: usize, rec: &PacketRecord) -> Result<Strin
         )?;
         (Phase::Worktree, start)
     };
+    // A packet started again (retried) is on its next attempt; its logs keep the old ones.
+    let next;
+    let rec = if in_flight {
+        rec
+    } else {
+        next = PacketRecord {
+            attempt: rec.attempt + 1,
+            ..rec.clone()
+        };
+        &next
+    };
     let wt = PathBuf::from(&rec.worktree);
     let dir = ctx.run_dir.join(&packet.id);
     if in_flight {
@@ -121,7 +132,20 @@ fn pipeline(ctx: &Context<'_>, index: usize, rec: &PacketRecord) -> Result<Strin
     }
 
     if phase == Phase::Worker {
-        work(ctx, packet, rec, &wt, &env, &dir, None)?;
+        // A retried packet's worker gets the note the retry left, the way fixes reach it.
+        match ctx
+            .journal
+            .retry_note(&packet.id)
+            .filter(|_| rec.attempt > 1)
+        {
+            Some(note) => {
+                let text = format!("- A person retrying this packet says: {note}\n");
+                let env =
+                    with_fixes_file(&env, &dir.join(format!("retry-{}.md", rec.attempt)), &text)?;
+                work(ctx, packet, rec, &wt, &env, &dir, Some((&text, 0)))?;
+            }
+            None => work(ctx, packet, rec, &wt, &env, &dir, None)?,
+        }
         phase = Phase::Commit;
     }
 
@@ -139,14 +163,7 @@ fn pipeline(ctx: &Context<'_>, index: usize, rec: &PacketRecord) -> Result<Strin
             Step::Fix(fixes) => fixes,
         };
         round += 1;
-        let file = dir.join(format!("fixes-{round}.md"));
-        fs_err::write(&file, &fixes)
-            .map_err(|e| Halt::Fail(format!("cannot write the review's required fixes: {e}")))?;
-        let mut env = env.clone();
-        env.push((
-            "ORCHESTRA_FIXES_FILE".into(),
-            file.to_string_lossy().into_owned(),
-        ));
+        let env = with_fixes_file(&env, &dir.join(format!("fixes-{round}.md")), &fixes)?;
         work(ctx, packet, rec, &wt, &env, &dir, Some((&fixes, round)))?;
         let committed = commit_step(ctx, packet, &wt, &start)?;
         checked = validate(ctx, packet, rec, &wt, &env, &dir, &start, Some(committed))?;
@@ -274,6 +291,22 @@ fn next_step(
     }
 }
 
+/// Writes `fixes` to `file` and returns `env` with `ORCHESTRA_FIXES_FILE` naming it.
+fn with_fixes_file(
+    env: &[(String, String)],
+    file: &Path,
+    fixes: &str,
+) -> Result<Vec<(String, String)>, Halt> {
+    fs_err::write(file, fixes)
+        .map_err(|e| Halt::Fail(format!("cannot write the required fixes: {e}")))?;
+    let mut env = env.to_vec();
+    env.push((
+        "ORCHESTRA_FIXES_FILE".into(),
+        file.to_string_lossy().into_owned(),
+    ));
+    Ok(env)
+}
+
 /// What the scope check and the validation commands found.
 enum Checked {
     /// Both passed at this commit.
@@ -298,7 +331,7 @@ fn work(
     fixes: Option<(&str, u32)>,
 ) -> Result<(), Halt> {
     let log = match fixes {
-        None => dir.join(format!("worker-{}.log", rec.attempt.max(1))),
+        None | Some((_, 0)) => dir.join(format!("worker-{}.log", rec.attempt.max(1))),
         Some((_, round)) => dir.join(format!("worker-{}-fix-{round}.log", rec.attempt.max(1))),
     };
     match (ctx.worker_cmd, ctx.worker) {

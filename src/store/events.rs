@@ -105,6 +105,12 @@ pub enum Event {
     },
     /// The run was cancelled; its packets will not be started again.
     RunCancelled,
+    /// A finished run was opened again (`git orchestra retry`): `packets` go back to pending,
+    /// the run becomes resumable, and their workers get `note` with their next task.
+    RunReopened {
+        packets: Vec<String>,
+        note: Option<String>,
+    },
     /// Every packet reached a final state.
     RunFinished {
         outcome: RunOutcome,
@@ -258,6 +264,7 @@ impl Event {
             | Event::RunStarted { .. }
             | Event::RunInterrupted { .. }
             | Event::RunCancelled
+            | Event::RunReopened { .. }
             | Event::RunFinished { .. }
             | Event::MergeStarted { .. }
             | Event::MergeValidationFinished { .. }
@@ -285,6 +292,7 @@ impl Event {
             Event::PacketInterrupted { .. } => "packet_interrupted",
             Event::RunInterrupted { .. } => "run_interrupted",
             Event::RunCancelled => "run_cancelled",
+            Event::RunReopened { .. } => "run_reopened",
             Event::RunFinished { .. } => "run_finished",
             Event::WorktreeRemoved { .. } => "worktree_removed",
             Event::MergeStarted { .. } => "merge_started",

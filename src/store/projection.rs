@@ -83,6 +83,7 @@ pub(super) fn apply(
         Event::RunStarted { .. }
         | Event::RunInterrupted { .. }
         | Event::RunCancelled
+        | Event::RunReopened { .. }
         | Event::RunFinished { .. } => apply_to_run(&updates, event),
         Event::PacketIntegrated { .. }
         | Event::PacketSentBack { .. }
@@ -116,6 +117,17 @@ fn apply_to_run(u: &Updates<'_>, event: &Event) -> rusqlite::Result<()> {
                  updated_ms = ?2 WHERE run_id = ?1 AND state IN ('pending', 'running', 'interrupted')",
                 params![u.run, u.now],
             )?;
+        }
+        Event::RunReopened { packets, .. } => {
+            // Resumable again; `resume` and `retry` drive it like an interrupted run.
+            u.run("state = 'interrupted', pid = NULL", &[])?;
+            for id in packets {
+                u.packet(
+                    "state = 'pending', phase = NULL, reason = NULL, pgid = NULL",
+                    id,
+                    &[],
+                )?;
+            }
         }
         Event::RunFinished { outcome } => {
             let state = match outcome {

@@ -14,6 +14,7 @@ mod hook;
 mod hook_fast;
 mod merge;
 mod plan;
+mod retry;
 mod review;
 mod run;
 mod run_input;

@@ -1,0 +1,78 @@
+//! `git orchestra retry [<run>] [<packet>…]`: runs a finished run's failed or skipped packets
+//! again, with their dependents, and integrates them as the run was before.
+
+use std::path::Path;
+
+use clap::Args;
+use git_orchestra::engine;
+use git_orchestra::git::RepoInfo;
+use git_orchestra::store::{Event, Store};
+
+use super::drive::drive;
+use super::{CommandError, engine_error, pick_run};
+
+/// Runs a finished run's failed or skipped packets again.
+///
+/// Each packet starts from the work its worktree and branch already hold, on its next attempt;
+/// skipped packets that depend on it run again with it. With --note the workers get your words
+/// with their task (our agents in their prompt, external workers in ORCHESTRA_FIXES_FILE).
+/// A run that was merged before is merged again afterwards.
+#[derive(Debug, Args)]
+pub struct RetryArgs {
+    /// The run (default: the newest run; see `git orchestra status`).
+    run: Option<String>,
+    /// The packets to retry (default: every failed or skipped packet).
+    packets: Vec<String>,
+    /// A note for the packets' workers, e.g. "the tests need the fixture in tests/data".
+    #[arg(long, value_name = "TEXT")]
+    note: Option<String>,
+    /// Print only the final summary.
+    #[arg(long, short)]
+    quiet: bool,
+    /// Print the final summary as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Reopens the run's packets, drives them, and merges when the run was merged before.
+pub fn cmd_retry(cwd: &Path, args: &RetryArgs) -> Result<(), CommandError> {
+    let repo = RepoInfo::discover(cwd)?;
+    let config = super::load_config(&repo)?;
+    let run = pick_run(&repo, args.run.as_deref())?;
+    if git_orchestra::status::start_state(&repo.common_dir, &run).is_some() {
+        return Err(CommandError::user(format!(
+            "run {run} was made by `start`; retrying its packets alone would skip its review and integration phases"
+        ))
+        .hint("a `start` run that failed continues with the same `git orchestra start` command"));
+    }
+    let reopened =
+        engine::reopen(&repo, &run, &args.packets, args.note.as_deref()).map_err(engine_error)?;
+    if !args.quiet && !args.json {
+        eprintln!("retrying {} of run {run}", reopened.join(", "));
+    }
+    let driven = drive(&repo, &run, &config, args.quiet, args.json);
+    if was_merged(&repo, &run)?
+        && driven
+            .as_ref()
+            .err()
+            .is_none_or(|e| e.kind == super::error::ErrorKind::Failed)
+    {
+        let opts = git_orchestra::merge::MergeOptions {
+            timeout: config.timeout(None),
+            ..Default::default()
+        };
+        return driven.and(super::merge::run_merge(&repo, &run, &opts, args.json));
+    }
+    driven
+}
+
+/// Returns true if and only if the run was integrated before (`run --merge` or `merge`).
+fn was_merged(repo: &RepoInfo, run: &str) -> Result<bool, CommandError> {
+    let store = Store::open(&repo.common_dir).map_err(CommandError::internal)?;
+    let started = store
+        .events_of_kind(run, "merge_started")
+        .map_err(CommandError::internal)?;
+    Ok(started
+        .iter()
+        .any(|e| matches!(e.event, Event::MergeStarted { .. })))
+}
