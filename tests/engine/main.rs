@@ -7,7 +7,7 @@
 
 mod confine;
 mod fix_rounds;
-mod forge;
+#[path = "../forge/forge_mock.rs"]
 mod forge_mock;
 mod help;
 mod hook;

@@ -1,4 +1,4 @@
-//! Test harness shared by the integration binaries (tests/engine, tests/nav, tests/agent):
+//! Test harness shared by every integration binary (`tests/<area>/main.rs`):
 //! hermetic environment, temporary repositories, running the binary.
 
 #![allow(dead_code)]
