@@ -12,7 +12,6 @@ mod forge_mock;
 mod help;
 mod hook;
 mod hook_fast;
-mod merge;
 mod plan;
 mod retry;
 mod review;

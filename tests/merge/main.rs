@@ -1,0 +1,9 @@
+//! Integration tests of integration: `git orchestra merge` and `run --merge` on real temporary
+//! repositories — in-memory merges, validation of the merged tree, conflicts, bisection of
+//! failing batches, and `--predict`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod merge;
+#[path = "../support/mod.rs"]
+mod support;
