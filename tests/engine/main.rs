@@ -10,11 +10,8 @@ mod fix_rounds;
 #[path = "../forge/forge_mock.rs"]
 mod forge_mock;
 mod help;
-mod hook;
-mod hook_fast;
 mod plan;
 mod retry;
-mod review;
 mod run;
 mod run_input;
 mod start;
