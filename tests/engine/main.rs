@@ -1,4 +1,6 @@
-//! Integration tests of the packet engine, in one binary to keep link time low.
+//! Integration tests of the packet engine: plans, worktrees, confined file access, runs and their
+//! crash safety, fix rounds, `retry`, bad run input, symbol-aware scheduling, and the manual
+//! pages behind `--help`.
 //!
 //! Every test works on real temporary repositories with the real `git`, in a hermetic
 //! environment (see `support::hermetic`).
@@ -7,15 +9,11 @@
 
 mod confine;
 mod fix_rounds;
-#[path = "../forge/forge_mock.rs"]
-mod forge_mock;
 mod help;
 mod plan;
 mod retry;
 mod run;
 mod run_input;
-mod start;
-mod start_agents;
 #[path = "../support/mod.rs"]
 mod support;
 mod symbols;

@@ -1,0 +1,12 @@
+//! Integration tests of the `start` workflow: `git orchestra start` and `demo` end to end
+//! against the scripted model, kill -9 and resume at many points, refusals of bad input, and
+//! agents that spawn subtasks, consult other roles or hit a provider's rate limits.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "../forge/forge_mock.rs"]
+mod forge_mock;
+mod start;
+mod start_agents;
+#[path = "../support/mod.rs"]
+mod support;
