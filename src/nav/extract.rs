@@ -84,135 +84,16 @@ impl Extractor {
             return Ok(FileFacts::default());
         };
         let root = tree.root_node();
-        let mut facts = FileFacts::default();
-        // Byte ranges of names that are not references (definition names, locals, ignored).
-        let mut excluded: Vec<(usize, usize)> = Vec::new();
-        let mut import_spans: Vec<(usize, usize)> = Vec::new();
-        let mut seen_stmt: FastSet<(usize, usize, usize)> = FastSet::default();
-        let mut defs: Vec<(Node, Def)> = Vec::new();
-        let mut seen_defs: FastSet<(usize, usize)> = FastSet::default();
-        let mut locals: Vec<(usize, (usize, usize))> = Vec::new();
-        let mut raw_refs: Vec<RawRef> = Vec::new();
-        let mut docs: Vec<Node> = Vec::new();
-        let mut import_order: Vec<usize> = Vec::new();
+        let mut pass = Pass::default();
 
         // One pass matches the tags and the imports patterns; imports are told apart by
         // pattern number. Names inside import statements are not references: they are
         // dropped after the pass, once every import statement is known.
         let mut handle = for_tree(root, |pattern: usize, captures: &[(u32, Node)]| {
             if pattern >= queries.imports_from {
-                let before = facts.imports.len();
-                import_match(
-                    lang,
-                    queries,
-                    captures,
-                    source,
-                    &mut seen_stmt,
-                    &mut import_spans,
-                    &mut facts.imports,
-                );
-                // Imports are put in document order after the pass: by statement, then by the
-                // position of the captures (the imported name) within it.
-                let at = captures
-                    .iter()
-                    .map(|(_, n)| n.start_byte())
-                    .max()
-                    .unwrap_or(0);
-                import_order.extend((before..facts.imports.len()).map(|_| at));
-                return;
-            }
-            // Tags: definitions, containers, relations, locals, references.
-            let mut role: Option<(Family, u32, Node)> = None;
-            let (mut name, mut body, mut qualifier, mut subject, mut target, mut receiver) =
-                (None, None, None, None, None, None);
-            let mut receiver_var = None;
-            for &(index, node) in captures {
-                match queries.captures[index as usize] {
-                    Capture::Name => name = Some(node),
-                    Capture::Body => body = Some(node),
-                    Capture::Qualifier => qualifier = Some(node),
-                    Capture::Subject => subject = Some(node),
-                    Capture::Target => target = Some(node),
-                    Capture::Receiver => receiver = Some(node),
-                    Capture::ReceiverVar => receiver_var = Some(node),
-                    Capture::Local => {
-                        let range = (node.start_byte(), node.end_byte());
-                        locals.push((range.0, range));
-                        excluded.push(range);
-                    }
-                    Capture::Ignore => {
-                        excluded.push((node.start_byte(), node.end_byte()));
-                    }
-                    Capture::Doc => docs.push(node),
-                    Capture::Role(
-                        family @ (Family::Definition
-                        | Family::Container
-                        | Family::Reference
-                        | Family::Relation),
-                    ) => {
-                        // A capture that is also `@name` (Go `type_identifier`) names itself.
-                        role = Some((family, index, node));
-                    }
-                    _ => {}
-                }
-            }
-            let Some((family, capture, node)) = role else {
-                return;
-            };
-            let kind = queries.kind(capture);
-            let name = name.unwrap_or(node);
-            match family {
-                Family::Definition | Family::Container => {
-                    if !seen_defs.insert((node.start_byte(), node.end_byte())) {
-                        return;
-                    }
-                    if name.start_byte() == name.end_byte() {
-                        return;
-                    }
-                    let name_t = node_text(name, source);
-                    excluded.push((name.start_byte(), name.end_byte()));
-                    let kind = if family == Family::Container {
-                        "impl"
-                    } else {
-                        kind
-                    };
-                    defs.push((
-                        node,
-                        Def {
-                            exported: is_exported(lang, node, &name_t, source),
-                            name: name_t,
-                            kind: kind.to_string(),
-                            parent: None,
-                            span: span_of(node),
-                            name_span: span_of(name),
-                            body_start: body.map_or(name.end_byte(), |b| b.start_byte()) as u32,
-                            signature: signature(node, source),
-                            owner: receiver.map(|r| node_text(r, source)).unwrap_or_default(),
-                            receiver_var: receiver_var
-                                .map(|r| node_text(r, source))
-                                .unwrap_or_default(),
-                        },
-                    ));
-                }
-                Family::Relation => {
-                    if let (Some(s), Some(t)) = (subject, target) {
-                        facts.relations.push(Relation {
-                            kind: kind.to_string(),
-                            subject: node_text(s, source),
-                            target: node_text(t, source),
-                            qualifier: qualifier.map(|q| node_text(q, source)).unwrap_or_default(),
-                            span: span_of(t),
-                        });
-                    }
-                }
-                Family::Reference => raw_refs.push(RawRef {
-                    pattern,
-                    name: (name.start_byte(), name.end_byte()),
-                    node: name,
-                    kind,
-                    qualifier: qualifier.map(|q| (q.start_byte(), q.end_byte())),
-                }),
-                _ => {}
+                pass.import(lang, queries, captures, source);
+            } else {
+                pass.tag(lang, queries, pattern, captures, source);
             }
         });
         match queries.matcher.as_ref().filter(|_| !self.query_cursor_only) {
@@ -229,6 +110,205 @@ impl Extractor {
                 }
             }
         }
+        Ok(pass.into_facts(source))
+    }
+}
+
+/// Everything one pass of a language's patterns over a tree collects, before definitions are
+/// nested and references filtered.
+#[derive(Default)]
+struct Pass<'t> {
+    /// Imports and relations as matched; definitions and references are added at the end.
+    facts: FileFacts,
+    /// Byte ranges of names that are not references (definition names, locals, ignored).
+    excluded: Vec<(usize, usize)>,
+    import_spans: Vec<(usize, usize)>,
+    seen_stmt: FastSet<(usize, usize, usize)>,
+    defs: Vec<(Node<'t>, Def)>,
+    seen_defs: FastSet<(usize, usize)>,
+    locals: Vec<(usize, (usize, usize))>,
+    raw_refs: Vec<RawRef<'t>>,
+    docs: Vec<Node<'t>>,
+    /// For each import, the position it is put in document order by within its statement.
+    import_order: Vec<usize>,
+}
+
+/// The captures of one match of a tags pattern, by what they mean.
+#[derive(Default)]
+struct TagMatch<'t> {
+    /// The capture naming what the match is (definition, container, reference, relation).
+    role: Option<(Family, u32, Node<'t>)>,
+    name: Option<Node<'t>>,
+    body: Option<Node<'t>>,
+    qualifier: Option<Node<'t>>,
+    subject: Option<Node<'t>>,
+    target: Option<Node<'t>>,
+    receiver: Option<Node<'t>>,
+    receiver_var: Option<Node<'t>>,
+}
+
+impl<'t> Pass<'t> {
+    /// Records one match of an imports pattern.
+    fn import(
+        &mut self,
+        lang: Lang,
+        queries: &LangQueries,
+        captures: &[(u32, Node<'t>)],
+        source: &[u8],
+    ) {
+        let before = self.facts.imports.len();
+        import_match(
+            lang,
+            queries,
+            captures,
+            source,
+            &mut self.seen_stmt,
+            &mut self.import_spans,
+            &mut self.facts.imports,
+        );
+        // Imports are put in document order after the pass: by statement, then by the
+        // position of the captures (the imported name) within it.
+        let at = captures
+            .iter()
+            .map(|(_, n)| n.start_byte())
+            .max()
+            .unwrap_or(0);
+        self.import_order
+            .extend((before..self.facts.imports.len()).map(|_| at));
+    }
+
+    /// Records one match of a tags pattern: a definition, container, relation, local or
+    /// reference.
+    fn tag(
+        &mut self,
+        lang: Lang,
+        queries: &'static LangQueries,
+        pattern: usize,
+        captures: &[(u32, Node<'t>)],
+        source: &[u8],
+    ) {
+        let mut m = TagMatch::default();
+        for &(index, node) in captures {
+            match queries.captures[index as usize] {
+                Capture::Name => m.name = Some(node),
+                Capture::Body => m.body = Some(node),
+                Capture::Qualifier => m.qualifier = Some(node),
+                Capture::Subject => m.subject = Some(node),
+                Capture::Target => m.target = Some(node),
+                Capture::Receiver => m.receiver = Some(node),
+                Capture::ReceiverVar => m.receiver_var = Some(node),
+                Capture::Local => {
+                    let range = (node.start_byte(), node.end_byte());
+                    self.locals.push((range.0, range));
+                    self.excluded.push(range);
+                }
+                Capture::Ignore => {
+                    self.excluded.push((node.start_byte(), node.end_byte()));
+                }
+                Capture::Doc => self.docs.push(node),
+                Capture::Role(
+                    family @ (Family::Definition
+                    | Family::Container
+                    | Family::Reference
+                    | Family::Relation),
+                ) => {
+                    // A capture that is also `@name` (Go `type_identifier`) names itself.
+                    m.role = Some((family, index, node));
+                }
+                _ => {}
+            }
+        }
+        let Some((family, capture, node)) = m.role else {
+            return;
+        };
+        let kind = queries.kind(capture);
+        let name = m.name.unwrap_or(node);
+        match family {
+            Family::Definition | Family::Container => {
+                let kind = if family == Family::Container {
+                    "impl"
+                } else {
+                    kind
+                };
+                self.definition(lang, kind, node, name, &m, source);
+            }
+            Family::Relation => {
+                if let (Some(s), Some(t)) = (m.subject, m.target) {
+                    self.facts.relations.push(Relation {
+                        kind: kind.to_string(),
+                        subject: node_text(s, source),
+                        target: node_text(t, source),
+                        qualifier: m
+                            .qualifier
+                            .map(|q| node_text(q, source))
+                            .unwrap_or_default(),
+                        span: span_of(t),
+                    });
+                }
+            }
+            Family::Reference => self.raw_refs.push(RawRef {
+                pattern,
+                name: (name.start_byte(), name.end_byte()),
+                node: name,
+                kind,
+                qualifier: m.qualifier.map(|q| (q.start_byte(), q.end_byte())),
+            }),
+            _ => {}
+        }
+    }
+
+    /// Records the definition `node` named by `name`, unless already recorded or unnamed.
+    fn definition(
+        &mut self,
+        lang: Lang,
+        kind: &str,
+        node: Node<'t>,
+        name: Node<'t>,
+        m: &TagMatch<'t>,
+        source: &[u8],
+    ) {
+        if !self.seen_defs.insert((node.start_byte(), node.end_byte())) {
+            return;
+        }
+        if name.start_byte() == name.end_byte() {
+            return;
+        }
+        let name_t = node_text(name, source);
+        self.excluded.push((name.start_byte(), name.end_byte()));
+        self.defs.push((
+            node,
+            Def {
+                exported: is_exported(lang, node, &name_t, source),
+                name: name_t,
+                kind: kind.to_string(),
+                parent: None,
+                span: span_of(node),
+                name_span: span_of(name),
+                body_start: m.body.map_or(name.end_byte(), |b| b.start_byte()) as u32,
+                signature: signature(node, source),
+                owner: m.receiver.map(|r| node_text(r, source)).unwrap_or_default(),
+                receiver_var: m
+                    .receiver_var
+                    .map(|r| node_text(r, source))
+                    .unwrap_or_default(),
+            },
+        ));
+    }
+
+    /// Returns the file's facts: imports and relations in document order, definitions nested,
+    /// references filtered and scoped, then the references in doc comments.
+    fn into_facts(self, source: &[u8]) -> FileFacts {
+        let Pass {
+            mut facts,
+            mut excluded,
+            mut import_spans,
+            mut defs,
+            locals,
+            mut raw_refs,
+            mut docs,
+            import_order,
+            ..
+        } = self;
         // Matchers differ in the order they find matches in; facts kept in that order are put
         // in document order.
         let mut keyed: Vec<(usize, Import)> = import_order
@@ -242,26 +322,7 @@ impl Extractor {
             .sort_by_key(|r| (r.span.start_byte, r.span.end_byte));
         docs.sort_by_key(|d| d.start_byte());
 
-        // Nest definitions: sorted by start, outer before inner at the same start.
-        defs.sort_by_key(|(n, _)| (n.start_byte(), std::cmp::Reverse(n.end_byte())));
-        let mut stack: Vec<usize> = Vec::new();
-        for i in 0..defs.len() {
-            let span = defs[i].1.span;
-            while let Some(&top) = stack.last() {
-                if defs[top].1.span.contains(&span) {
-                    break;
-                }
-                stack.pop();
-            }
-            defs[i].1.parent = stack.last().map(|&p| p as u32);
-            if let Some(&p) = stack.last()
-                && defs[i].1.kind == "function"
-                && is_type_container(&defs[p].1.kind)
-            {
-                defs[i].1.kind = "method".into();
-            }
-            stack.push(i);
-        }
+        nest(&mut defs);
         facts.defs = defs.into_iter().map(|(_, d)| d).collect();
 
         // Locals belong to the innermost enclosing function; at module level they are not locals.
@@ -303,7 +364,32 @@ impl Extractor {
             });
         }
         doc_link_refs(&mut facts, &docs, source);
-        Ok(facts)
+        facts
+    }
+}
+
+/// Nests definitions: each gets the innermost definition containing it as parent, and a
+/// function directly inside a type container becomes a method. Sorts them by start, outer
+/// before inner at the same start.
+fn nest(defs: &mut [(Node, Def)]) {
+    defs.sort_by_key(|(n, _)| (n.start_byte(), std::cmp::Reverse(n.end_byte())));
+    let mut stack: Vec<usize> = Vec::new();
+    for i in 0..defs.len() {
+        let span = defs[i].1.span;
+        while let Some(&top) = stack.last() {
+            if defs[top].1.span.contains(&span) {
+                break;
+            }
+            stack.pop();
+        }
+        defs[i].1.parent = stack.last().map(|&p| p as u32);
+        if let Some(&p) = stack.last()
+            && defs[i].1.kind == "function"
+            && is_type_container(&defs[p].1.kind)
+        {
+            defs[i].1.kind = "method".into();
+        }
+        stack.push(i);
     }
 }
 
