@@ -223,6 +223,7 @@ pub fn call(
     }
     counter.record_symbolic();
     index.refresh()?;
+    let index: &Index = index;
     let limit = max_chars(args);
     let context = args
         .get("context")
@@ -243,95 +244,15 @@ pub fn call(
             )
             .text
         }
-        "nav_refs" => {
-            let s = str_arg(args, "symbol")?;
-            render_places(
-                &format!("references to {s}"),
-                &index.references(s)?,
-                limit,
-                false,
-                context,
-            )
-            .text
+        "nav_refs" | "nav_callers" | "nav_callees" | "nav_impls" => {
+            places(index, name, str_arg(args, "symbol")?, limit, context)?
         }
-        "nav_callers" => {
-            let s = str_arg(args, "symbol")?;
-            render_places(
-                &format!("callers of {s}"),
-                &index.callers(s)?,
-                limit,
-                false,
-                context,
-            )
-            .text
-        }
-        "nav_callees" => {
-            let s = str_arg(args, "symbol")?;
-            render_places(
-                &format!("callees of {s}"),
-                &index.callees(s)?,
-                limit,
-                false,
-                context,
-            )
-            .text
-        }
-        "nav_impls" => {
-            let s = str_arg(args, "symbol")?;
-            render_places(
-                &format!("implementations of {s}"),
-                &index.implementations(s)?,
-                limit,
-                false,
-                context,
-            )
-            .text
-        }
-        "nav_imports" => {
-            let p = str_arg(args, "path")?;
-            render_imports(
-                &format!("imports of {p}"),
-                &index.imports_of(p)?,
-                limit,
-                false,
-            )
-            .text
-        }
-        "nav_importers" => {
-            let p = str_arg(args, "path")?;
-            render_imports(
-                &format!("importers of {p}"),
-                &index.importers_of(p)?,
-                limit,
-                false,
-            )
-            .text
-        }
+        "nav_imports" | "nav_importers" => imports(index, name, str_arg(args, "path")?, limit)?,
         "nav_outline" => {
             let p = str_arg(args, "path")?;
             render_outline(p, &index.outline(p)?, limit, false).text
         }
-        "nav_show" => {
-            let s = str_arg(args, "symbol")?;
-            let mut out = String::new();
-            for src in index.show(s)? {
-                let head = format!(
-                    "{}:{}-{}\n",
-                    src.location.path, src.location.line, src.location.end_line
-                );
-                if out.len() + head.len() + src.source.len() > limit {
-                    out.push_str(&format!(
-                        "{head}(source of {} lines not shown: over the {limit}-character limit)\n",
-                        src.location.end_line + 1 - src.location.line
-                    ));
-                } else {
-                    out.push_str(&head);
-                    out.push_str(&src.source);
-                    out.push('\n');
-                }
-            }
-            out
-        }
+        "nav_show" => show(index, str_arg(args, "symbol")?, limit)?,
         "nav_search" => {
             let p = str_arg(args, "pattern")?;
             let kind = args.get("kind").and_then(Value::as_str);
@@ -343,26 +264,83 @@ pub fn call(
             )
             .text
         }
-        _ => {
-            let list = |k: &str| -> Vec<String> {
-                args.get(k)
-                    .and_then(Value::as_array)
-                    .map(|a| {
-                        a.iter()
-                            .filter_map(|v| v.as_str().map(str::to_string))
-                            .collect()
-                    })
-                    .unwrap_or_default()
-            };
-            let tokens = args.get("tokens").and_then(Value::as_u64).unwrap_or(1024) as usize;
-            index.repo_map(&MapOptions {
-                focus: list("focus"),
-                mentioned: list("mentioned"),
-                tokens,
-            })
-        }
+        _ => repo_map(index, args),
     };
     Ok(text)
+}
+
+/// Runs one of the tools that list the places of `symbol`: `nav_refs`, `nav_callers`,
+/// `nav_callees` or `nav_impls`.
+fn places(
+    index: &Index,
+    tool: &str,
+    symbol: &str,
+    limit: usize,
+    context: bool,
+) -> Result<String, ToolError> {
+    let (title, places) = match tool {
+        "nav_refs" => (format!("references to {symbol}"), index.references(symbol)?),
+        "nav_callers" => (format!("callers of {symbol}"), index.callers(symbol)?),
+        "nav_callees" => (format!("callees of {symbol}"), index.callees(symbol)?),
+        _ => (
+            format!("implementations of {symbol}"),
+            index.implementations(symbol)?,
+        ),
+    };
+    Ok(render_places(&title, &places, limit, false, context).text)
+}
+
+/// Runs `nav_imports` or `nav_importers` on the file `path`.
+fn imports(index: &Index, tool: &str, path: &str, limit: usize) -> Result<String, ToolError> {
+    let (title, edges) = match tool {
+        "nav_imports" => (format!("imports of {path}"), index.imports_of(path)?),
+        _ => (format!("importers of {path}"), index.importers_of(path)?),
+    };
+    Ok(render_imports(&title, &edges, limit, false).text)
+}
+
+/// Runs `nav_show`: the source of every definition of `symbol`, each one replaced by a note
+/// once the answer would go over `limit` characters.
+fn show(index: &Index, symbol: &str, limit: usize) -> Result<String, ToolError> {
+    let mut out = String::new();
+    for src in index.show(symbol)? {
+        let head = format!(
+            "{}:{}-{}\n",
+            src.location.path, src.location.line, src.location.end_line
+        );
+        if out.len() + head.len() + src.source.len() > limit {
+            out.push_str(&format!(
+                "{head}(source of {} lines not shown: over the {limit}-character limit)\n",
+                src.location.end_line + 1 - src.location.line
+            ));
+        } else {
+            out.push_str(&head);
+            out.push_str(&src.source);
+            out.push('\n');
+        }
+    }
+    Ok(out)
+}
+
+/// Runs `nav_map`: the repository map under the `tokens` budget, ranked towards `focus` and
+/// `mentioned`.
+fn repo_map(index: &Index, args: &Value) -> String {
+    let list = |k: &str| -> Vec<String> {
+        args.get(k)
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let tokens = args.get("tokens").and_then(Value::as_u64).unwrap_or(1024) as usize;
+    index.repo_map(&MapOptions {
+        focus: list("focus"),
+        mentioned: list("mentioned"),
+        tokens,
+    })
 }
 
 /// The note every grep answer ends with, pointing at the symbol tools.
