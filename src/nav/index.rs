@@ -135,6 +135,7 @@ impl Index {
         self.apply_view(view)
     }
 
+    /// Makes `view` (path → blob of every source file) the indexed state and says how.
     fn apply_view(
         &mut self,
         view: BTreeMap<String, worktree::ViewFile>,
@@ -155,42 +156,72 @@ impl Index {
             return Ok(stats);
         }
         // A fresh index of a view seen before opens from that view's snapshot.
-        if self.files.is_empty() && view.len() >= snapshot::MIN_FILES {
-            let key = snapshot::view_key(
-                view.iter()
-                    .map(|(p, v)| (p.as_str(), v.oid.as_str(), v.lang)),
-            )?;
-            if let Some(stored) = self.cache.get_snapshot(key, view.len())?
-                && let Some(loaded) = snapshot::decode(stored, view.len())
-            {
-                // Later paths holding an earlier path's blob count as reused, as when the
-                // facts come from blob rows.
-                let mut distinct = std::collections::HashSet::new();
-                for vf in view.values() {
-                    if distinct.insert((vf.oid.as_str(), vf.lang)) {
-                        stats.cached += 1;
-                    } else {
-                        stats.reused += 1;
-                    }
-                }
-                self.files = view
-                    .into_iter()
-                    .zip(loaded.facts)
-                    .map(|((path, vf), facts)| FileEntry {
-                        path,
-                        oid: vf.oid,
-                        lang: vf.lang,
-                        facts,
-                        refs: Arc::new(OnceLock::new()),
-                    })
-                    .collect();
-                self.by_path = self.path_table();
-                self.names = loaded.names;
-                self.modules = ModuleTable::build(&self.files);
-                self.ref_names = OnceLock::new();
-                return Ok(stats);
+        if self.files.is_empty()
+            && view.len() >= snapshot::MIN_FILES
+            && let Some(loaded) = self.stored_snapshot(&view)?
+        {
+            self.open_snapshot(view, loaded, &mut stats);
+            return Ok(stats);
+        }
+        self.apply_changes(view, stats)
+    }
+
+    /// Returns the decoded snapshot of `view`, if one is stored and readable.
+    fn stored_snapshot(
+        &self,
+        view: &BTreeMap<String, worktree::ViewFile>,
+    ) -> Result<Option<snapshot::Loaded>, NavError> {
+        let key = snapshot::view_key(
+            view.iter()
+                .map(|(p, v)| (p.as_str(), v.oid.as_str(), v.lang)),
+        )?;
+        Ok(self
+            .cache
+            .get_snapshot(key, view.len())?
+            .and_then(|stored| snapshot::decode(stored, view.len())))
+    }
+
+    /// Opens the (empty) index on `view` from its snapshot `loaded`.
+    fn open_snapshot(
+        &mut self,
+        view: BTreeMap<String, worktree::ViewFile>,
+        loaded: snapshot::Loaded,
+        stats: &mut RefreshStats,
+    ) {
+        // Later paths holding an earlier path's blob count as reused, as when the
+        // facts come from blob rows.
+        let mut distinct = std::collections::HashSet::new();
+        for vf in view.values() {
+            if distinct.insert((vf.oid.as_str(), vf.lang)) {
+                stats.cached += 1;
+            } else {
+                stats.reused += 1;
             }
         }
+        self.files = view
+            .into_iter()
+            .zip(loaded.facts)
+            .map(|((path, vf), facts)| FileEntry {
+                path,
+                oid: vf.oid,
+                lang: vf.lang,
+                facts,
+                refs: Arc::new(OnceLock::new()),
+            })
+            .collect();
+        self.by_path = self.path_table();
+        self.names = loaded.names;
+        self.modules = ModuleTable::build(&self.files);
+        self.ref_names = OnceLock::new();
+    }
+
+    /// Brings the index to `view` incrementally: facts in memory are kept, the rest loaded
+    /// from the blob cache or parsed, and the tables patched or rebuilt.
+    fn apply_changes(
+        &mut self,
+        view: BTreeMap<String, worktree::ViewFile>,
+        mut stats: RefreshStats,
+    ) -> Result<RefreshStats, NavError> {
         // With the same paths, file numbers stay valid and the tables are patched in place.
         let same_paths = view.len() == self.files.len()
             && self
@@ -213,27 +244,10 @@ impl Index {
             }
             in_memory.insert((f.oid, f.lang), (f.facts, f.refs));
         }
-        let mut missing: Vec<(String, u64)> = Vec::new();
-        for vf in view.values() {
-            if !in_memory.contains_key(&(vf.oid.clone(), vf.lang)) {
-                missing.push((vf.oid.clone(), vf.lang.queries()?.version));
-            }
-        }
-        missing.sort();
-        missing.dedup();
-        let mut loaded = self.cache.get_many(&missing)?;
+        let mut loaded = self.cache.get_many(&missing_blobs(&view, &in_memory)?)?;
 
         // Parse blobs neither in memory nor cached; one job per distinct blob.
-        let mut jobs: Vec<(String, String, Lang)> = Vec::new();
-        let mut queued: std::collections::HashSet<&str> = std::collections::HashSet::new();
-        for (path, vf) in &view {
-            if in_memory.contains_key(&(vf.oid.clone(), vf.lang)) || loaded.contains_key(&vf.oid) {
-                continue;
-            }
-            if queued.insert(vf.oid.as_str()) {
-                jobs.push((path.clone(), vf.oid.clone(), vf.lang));
-            }
-        }
+        let jobs = parse_jobs(&view, &in_memory, &loaded);
         let parsed = parse_parallel(&self.root, &jobs, &mut self.cache)?;
         let mut fresh: HashMap<String, Loaded> = HashMap::new();
         // The encodings workers made for the cache, reused by the view snapshot.
@@ -246,35 +260,9 @@ impl Index {
             );
         }
 
-        let mut files = Vec::with_capacity(view.len());
-        for (path, vf) in view {
-            let (facts, refs) = if let Some(f) = in_memory.get(&(vf.oid.clone(), vf.lang)) {
-                stats.reused += 1;
-                f.clone()
-            } else if let Some(f) = fresh.get(&vf.oid) {
-                stats.parsed += 1;
-                f.clone()
-            } else if let Some(f) = loaded.remove(&vf.oid) {
-                stats.cached += 1;
-                let f: Loaded = (Facts::new(f), Arc::new(OnceLock::new()));
-                // Later paths holding the same blob share these facts.
-                in_memory.insert((vf.oid.clone(), vf.lang), f.clone());
-                f
-            } else {
-                stats.cached += 1;
-                (Facts::new(FileFacts::default()), Arc::new(OnceLock::new()))
-            };
-            files.push(FileEntry {
-                path,
-                oid: vf.oid,
-                lang: vf.lang,
-                facts,
-                refs,
-            });
-        }
+        self.files = view_files(view, &mut in_memory, &fresh, &mut loaded, &mut stats);
         // Same-blob duplicates parsed once count as parsed once.
         stats.parsed = stats.parsed.min(jobs.len());
-        self.files = files;
         if same_paths {
             let changed: Vec<usize> = (0..self.files.len())
                 .filter(|&i| self.files[i].oid != previous[i].0)
@@ -435,6 +423,81 @@ impl Index {
         let path = self.root.join(&self.files[file as usize].path);
         fs_err::read(&path).map_err(|source| NavError::Io { path, source })
     }
+}
+
+/// Returns the cache keys (blob, facts version) of the view's blobs not in memory, sorted and
+/// without duplicates.
+fn missing_blobs(
+    view: &BTreeMap<String, worktree::ViewFile>,
+    in_memory: &HashMap<(String, Lang), Loaded>,
+) -> Result<Vec<(String, u64)>, NavError> {
+    let mut missing: Vec<(String, u64)> = Vec::new();
+    for vf in view.values() {
+        if !in_memory.contains_key(&(vf.oid.clone(), vf.lang)) {
+            missing.push((vf.oid.clone(), vf.lang.queries()?.version));
+        }
+    }
+    missing.sort();
+    missing.dedup();
+    Ok(missing)
+}
+
+/// Returns the (path, blob, language) to parse: one per distinct blob of the view that is
+/// neither in memory nor loaded from the cache.
+fn parse_jobs(
+    view: &BTreeMap<String, worktree::ViewFile>,
+    in_memory: &HashMap<(String, Lang), Loaded>,
+    loaded: &HashMap<String, FileFacts>,
+) -> Vec<(String, String, Lang)> {
+    let mut jobs: Vec<(String, String, Lang)> = Vec::new();
+    let mut queued: std::collections::HashSet<&str> = std::collections::HashSet::new();
+    for (path, vf) in view {
+        if in_memory.contains_key(&(vf.oid.clone(), vf.lang)) || loaded.contains_key(&vf.oid) {
+            continue;
+        }
+        if queued.insert(vf.oid.as_str()) {
+            jobs.push((path.clone(), vf.oid.clone(), vf.lang));
+        }
+    }
+    jobs
+}
+
+/// Returns the entries of the view, taking each file's facts from memory, then from the
+/// freshly parsed, then from those loaded from the cache, and counting where they came from.
+fn view_files(
+    view: BTreeMap<String, worktree::ViewFile>,
+    in_memory: &mut HashMap<(String, Lang), Loaded>,
+    fresh: &HashMap<String, Loaded>,
+    loaded: &mut HashMap<String, FileFacts>,
+    stats: &mut RefreshStats,
+) -> Vec<FileEntry> {
+    let mut files = Vec::with_capacity(view.len());
+    for (path, vf) in view {
+        let (facts, refs) = if let Some(f) = in_memory.get(&(vf.oid.clone(), vf.lang)) {
+            stats.reused += 1;
+            f.clone()
+        } else if let Some(f) = fresh.get(&vf.oid) {
+            stats.parsed += 1;
+            f.clone()
+        } else if let Some(f) = loaded.remove(&vf.oid) {
+            stats.cached += 1;
+            let f: Loaded = (Facts::new(f), Arc::new(OnceLock::new()));
+            // Later paths holding the same blob share these facts.
+            in_memory.insert((vf.oid.clone(), vf.lang), f.clone());
+            f
+        } else {
+            stats.cached += 1;
+            (Facts::new(FileFacts::default()), Arc::new(OnceLock::new()))
+        };
+        files.push(FileEntry {
+            path,
+            oid: vf.oid,
+            lang: vf.lang,
+            facts,
+            refs,
+        });
+    }
+    files
 }
 
 /// One parsed blob: its facts (references apart), its references, and its encoded facts.
