@@ -57,6 +57,24 @@ fn pagerank(n: usize, edges: &[(usize, usize, f64)], personal: &[f64]) -> Vec<f6
     rank
 }
 
+/// Returns the personalisation vector of `n` files: uniform, or shared among the `focus`
+/// files only.
+fn personalisation(n: usize, focus: &HashSet<u32>) -> Vec<f64> {
+    if focus.is_empty() {
+        vec![1.0 / n as f64; n]
+    } else {
+        (0..n)
+            .map(|i| {
+                if focus.contains(&(i as u32)) {
+                    1.0 / focus.len() as f64
+                } else {
+                    0.0
+                }
+            })
+            .collect()
+    }
+}
+
 impl Index {
     /// Returns the ranked repository map within `opts.tokens` estimated tokens.
     pub fn repo_map(&self, opts: &MapOptions) -> String {
@@ -88,7 +106,15 @@ impl Index {
         }
         let mentioned: HashSet<&str> = opts.mentioned.iter().map(String::as_str).collect();
         let focus: HashSet<u32> = opts.focus.iter().filter_map(|p| self.file_id(p)).collect();
-        // Identifier → files defining it (top-level and members, not locals).
+        let defines = self.definers();
+        let (edges, edge_idents) = self.reference_edges(&defines, &mentioned, &focus);
+        let rank = pagerank(n, &edges, &personalisation(n, &focus));
+        let def_rank = self.definition_ranks(&edges, &edge_idents, &rank, &mentioned, &focus);
+        self.by_rank(&def_rank, &rank)
+    }
+
+    /// Returns identifier → files defining it (top-level and members, not locals).
+    fn definers(&self) -> HashMap<&str, Vec<u32>> {
         let mut defines: HashMap<&str, Vec<u32>> = HashMap::new();
         for (fi, f) in self.files.iter().enumerate() {
             for d in &f.facts.defs {
@@ -105,6 +131,17 @@ impl Index {
                 }
             }
         }
+        defines
+    }
+
+    /// Returns the weighted edges (referencing file, defining file, weight) of the reference
+    /// graph, and the identifier each edge is for.
+    fn reference_edges<'a>(
+        &'a self,
+        defines: &HashMap<&'a str, Vec<u32>>,
+        mentioned: &HashSet<&str>,
+        focus: &HashSet<u32>,
+    ) -> (Vec<(usize, usize, f64)>, Vec<&'a str>) {
         // (referencing file, identifier) → count.
         let mut uses: BTreeMap<(u32, &str), usize> = BTreeMap::new();
         for fi in 0..self.files.len() {
@@ -141,27 +178,26 @@ impl Index {
                 edge_idents.push(ident);
             }
         }
-        let personal: Vec<f64> = if focus.is_empty() {
-            vec![1.0 / n as f64; n]
-        } else {
-            (0..n)
-                .map(|i| {
-                    if focus.contains(&(i as u32)) {
-                        1.0 / focus.len() as f64
-                    } else {
-                        0.0
-                    }
-                })
-                .collect()
-        };
-        let rank = pagerank(n, &edges, &personal);
-        let mut out_weight = vec![0.0; n];
-        for (s, _, w) in &edges {
+        (edges, edge_idents)
+    }
+
+    /// Returns the rank of each (file, identifier) definition: the share of each file's `rank`
+    /// that its edges point at it, plus the boosts of focus files and mentioned identifiers.
+    fn definition_ranks<'a>(
+        &'a self,
+        edges: &[(usize, usize, f64)],
+        edge_idents: &[&'a str],
+        rank: &[f64],
+        mentioned: &HashSet<&str>,
+        focus: &HashSet<u32>,
+    ) -> HashMap<(u32, &'a str), f64> {
+        let mut out_weight = vec![0.0; self.files.len()];
+        for (s, _, w) in edges {
             out_weight[*s] += w;
         }
         // Share each file's rank among the (file, identifier) definitions it points at.
         let mut def_rank: HashMap<(u32, &str), f64> = HashMap::new();
-        for ((s, d, w), ident) in edges.iter().zip(&edge_idents) {
+        for ((s, d, w), ident) in edges.iter().zip(edge_idents) {
             *def_rank.entry((*d as u32, ident)).or_default() += rank[*s] * w / out_weight[*s];
         }
         for (fi, f) in self.files.iter().enumerate() {
@@ -177,6 +213,12 @@ impl Index {
                 }
             }
         }
+        def_rank
+    }
+
+    /// Returns the definitions (not locals, not type parameters) best first by `def_rank`,
+    /// with a tiny share of their file's `rank`.
+    fn by_rank(&self, def_rank: &HashMap<(u32, &str), f64>, rank: &[f64]) -> Vec<DefId> {
         let mut scored: Vec<(f64, DefId)> = Vec::new();
         for (fi, f) in self.files.iter().enumerate() {
             for (di, d) in f.facts.defs.iter().enumerate() {
