@@ -187,16 +187,66 @@ fn route(s: &mut State, method: &str, path: &str, body: &Value) -> (u16, Value) 
     };
     let (route, query) = rest.split_once('?').unwrap_or((rest, ""));
     let segs: Vec<&str> = route.trim_matches('/').split('/').collect();
-    let param = |k: &str| {
-        query
-            .split('&')
-            .filter_map(|kv| kv.split_once('='))
-            .find(|(n, _)| *n == k)
-            .map(|(_, v)| decode(v))
-    };
-    let by_iid = |p: &&mut Value, n: &str| p["iid"].as_u64() == n.parse::<u64>().ok();
     match (method, segs.as_slice()) {
-        ("GET", ["users"]) => (200, json!([{"id": 42, "username": param("username")}])),
+        ("GET", ["users"]) => (
+            200,
+            json!([{"id": 42, "username": query_param(query, "username")}]),
+        ),
+        (_, ["projects", ..]) => {
+            gitlab(s, method, &segs, query, body).unwrap_or_else(|| no_route(method, path))
+        }
+        ("POST", ["graphql"]) => {
+            let id = body["variables"]["id"].as_str().unwrap_or("");
+            let draft = body["query"]
+                .as_str()
+                .unwrap_or("")
+                .contains("convertPullRequestToDraft");
+            match s.pulls.iter_mut().find(|p| p["node_id"] == id) {
+                Some(p) => {
+                    p["draft"] = json!(draft);
+                    (
+                        200,
+                        json!({"data": {"pr": {"pullRequest": {"isDraft": draft}}}}),
+                    )
+                }
+                None => (200, json!({"errors": [{"message": "no such node"}]})),
+            }
+        }
+        (_, ["repos", ..]) => {
+            github(s, method, &segs, query, body).unwrap_or_else(|| no_route(method, path))
+        }
+        _ => no_route(method, path),
+    }
+}
+
+/// Returns the decoded value of parameter `k` of a query string.
+fn query_param(query: &str, k: &str) -> Option<String> {
+    query
+        .split('&')
+        .filter_map(|kv| kv.split_once('='))
+        .find(|(n, _)| *n == k)
+        .map(|(_, v)| decode(v))
+}
+
+/// The answer to a request no route serves.
+fn no_route(method: &str, path: &str) -> (u16, Value) {
+    (
+        404,
+        json!({"message": format!("fake forge: no route for {method} {path}")}),
+    )
+}
+
+/// Serves GitLab's merge requests and their notes; `None` for a request it has no route for.
+fn gitlab(
+    s: &mut State,
+    method: &str,
+    segs: &[&str],
+    query: &str,
+    body: &Value,
+) -> Option<(u16, Value)> {
+    let param = |k: &str| query_param(query, k);
+    let by_iid = |p: &&mut Value, n: &str| p["iid"].as_u64() == n.parse::<u64>().ok();
+    Some(match (method, segs) {
         ("GET", ["projects", _, "merge_requests"]) => {
             let head = param("source_branch");
             let list: Vec<Value> = s
@@ -230,7 +280,7 @@ fn route(s: &mut State, method: &str, path: &str, body: &Value) -> (u16, Value) 
         }
         ("PUT", ["projects", _, "merge_requests", n]) => {
             let Some(p) = s.pulls.iter_mut().find(|p| by_iid(p, n)) else {
-                return (404, json!({"message": "no such merge request"}));
+                return Some((404, json!({"message": "no such merge request"})));
             };
             for k in ["title", "description", "target_branch", "reviewer_ids"] {
                 if !body[k].is_null() {
@@ -247,7 +297,7 @@ fn route(s: &mut State, method: &str, path: &str, body: &Value) -> (u16, Value) 
         }
         ("POST", ["projects", _, "merge_requests", n, "notes"]) => {
             let Some(p) = s.pulls.iter_mut().find(|p| by_iid(p, n)) else {
-                return (404, json!({"message": "no such merge request"}));
+                return Some((404, json!({"message": "no such merge request"})));
             };
             p["notes"]
                 .as_array_mut()
@@ -255,23 +305,20 @@ fn route(s: &mut State, method: &str, path: &str, body: &Value) -> (u16, Value) 
                 .push(body["body"].clone());
             (201, json!({"id": 1}))
         }
-        ("POST", ["graphql"]) => {
-            let id = body["variables"]["id"].as_str().unwrap_or("");
-            let draft = body["query"]
-                .as_str()
-                .unwrap_or("")
-                .contains("convertPullRequestToDraft");
-            match s.pulls.iter_mut().find(|p| p["node_id"] == id) {
-                Some(p) => {
-                    p["draft"] = json!(draft);
-                    (
-                        200,
-                        json!({"data": {"pr": {"pullRequest": {"isDraft": draft}}}}),
-                    )
-                }
-                None => (200, json!({"errors": [{"message": "no such node"}]})),
-            }
-        }
+        _ => return None,
+    })
+}
+
+/// Serves GitHub's (and Gitea's) pull requests, their labels, comments and reviewers; `None`
+/// for a request it has no route for.
+fn github(
+    s: &mut State,
+    method: &str,
+    segs: &[&str],
+    query: &str,
+    body: &Value,
+) -> Option<(u16, Value)> {
+    Some(match (method, segs) {
         ("GET", ["repos", _, _, "pulls"]) => {
             let params: Vec<(String, String)> = query
                 .split('&')
@@ -280,7 +327,7 @@ fn route(s: &mut State, method: &str, path: &str, body: &Value) -> (u16, Value) 
                 .collect();
             let get = |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
             if get("page").is_some_and(|p| p != "1") {
-                return (200, json!([]));
+                return Some((200, json!([])));
             }
             let head = get("head").map(|h| h.split_once(':').map(|x| x.1.to_string()).unwrap_or(h));
             let list: Vec<Value> = s
@@ -317,7 +364,7 @@ fn route(s: &mut State, method: &str, path: &str, body: &Value) -> (u16, Value) 
                 .iter_mut()
                 .find(|p| p["number"].as_u64() == n.parse::<u64>().ok())
             else {
-                return (404, json!({"message": "no such pull request"}));
+                return Some((404, json!({"message": "no such pull request"})));
             };
             for k in ["title", "body"] {
                 if !body[k].is_null() {
@@ -335,7 +382,7 @@ fn route(s: &mut State, method: &str, path: &str, body: &Value) -> (u16, Value) 
                 .iter_mut()
                 .find(|p| p["number"].as_u64() == n.parse::<u64>().ok())
             else {
-                return (404, json!({"message": "no such issue"}));
+                return Some((404, json!({"message": "no such issue"})));
             };
             for l in body["labels"].as_array().cloned().unwrap_or_default() {
                 p["labels"].as_array_mut().unwrap().push(l);
@@ -348,7 +395,7 @@ fn route(s: &mut State, method: &str, path: &str, body: &Value) -> (u16, Value) 
                 .iter_mut()
                 .find(|p| p["number"].as_u64() == n.parse::<u64>().ok())
             else {
-                return (404, json!({"message": "no such issue"}));
+                return Some((404, json!({"message": "no such issue"})));
             };
             p["comments"]
                 .as_array_mut()
@@ -357,11 +404,8 @@ fn route(s: &mut State, method: &str, path: &str, body: &Value) -> (u16, Value) 
             (201, json!({"id": 1}))
         }
         ("POST", ["repos", _, _, "pulls", _, "requested_reviewers"]) => (201, json!({})),
-        _ => (
-            404,
-            json!({"message": format!("fake forge: no route for {method} {path}")}),
-        ),
-    }
+        _ => return None,
+    })
 }
 
 fn respond(
