@@ -130,14 +130,33 @@ fn run_pr_opens_stacked_pull_requests_updates_them_idempotently_and_retargets_af
     let out = run_plan(&repo, &plan, "--pr", &[("GH_TOKEN", TOKEN)]);
     assert!(out.status.success(), "{}", text(&out));
     let run = run_id(&repo.path);
-    let b = |p: &str| format!("orchestra/{run}/{p}");
+    assert_pushed_and_opened_bottom_up(&forge, &repo, &bare, &run, &out);
+    let again = assert_publishing_again_only_looks_up(&forge, &repo, &run);
+    let third = assert_retargeted_after_the_bottom_one_is_merged(&forge, &repo, &bare, &run);
 
+    // The token appears in no output and no file of the repository.
+    for o in [&out, &again, &third] {
+        assert!(!text(o).contains(TOKEN));
+    }
+    assert!(!any_file_contains(&repo.path.join(".git"), TOKEN));
+}
+
+/// Checks the first `run --pr` of the stack p1 ← p2, p3: every branch pushed, the pull requests
+/// opened bottom-up with their labels, reviewers and bodies, and the bodies kept as Markdown.
+fn assert_pushed_and_opened_bottom_up(
+    forge: &FakeForge,
+    repo: &TestRepo,
+    bare: &Path,
+    run: &str,
+    out: &Output,
+) {
+    let b = |p: &str| format!("orchestra/{run}/{p}");
     // Real pushes: every packet branch is on the bare remote at the packet's commit.
-    let branches = remote_branches(&bare);
+    let branches = remote_branches(bare);
     for p in ["p1", "p2", "p3"] {
         assert!(branches.contains(&b(p)), "{branches}");
         assert_eq!(
-            git(&bare, &["rev-parse", &b(p)]),
+            git(bare, &["rev-parse", &b(p)]),
             repo.git(&["rev-parse", &b(p)])
         );
     }
@@ -159,7 +178,7 @@ fn run_pr_opens_stacked_pull_requests_updates_them_idempotently_and_retargets_af
         "POST /repos/acme/widgets/issues/3/labels",
         "POST /repos/acme/widgets/pulls/3/requested_reviewers",
     ];
-    assert_eq!(calls, expected, "{}", text(&out));
+    assert_eq!(calls, expected, "{}", text(out));
     let reqs = forge.requests();
     assert!(
         reqs.iter()
@@ -213,10 +232,13 @@ fn run_pr_opens_stacked_pull_requests_updates_them_idempotently_and_retargets_af
         .join(format!(".git/orchestra/runs/{run}/pr/p2.md"));
     let md = std::fs::read_to_string(&md).unwrap_or_else(|e| panic!("{}: {e}", md.display()));
     assert!(md.starts_with("# Packet p2\n"), "{md}");
+}
 
-    // Again: nothing is created or changed, only looked up.
+/// Publishes the stack again and checks that nothing is created or changed, only looked up;
+/// returns the output.
+fn assert_publishing_again_only_looks_up(forge: &FakeForge, repo: &TestRepo, run: &str) -> Output {
     let before = forge.requests().len();
-    let again = run_env(&repo, &["pr", &run], &[("GH_TOKEN", TOKEN)]);
+    let again = run_env(repo, &["pr", run], &[("GH_TOKEN", TOKEN)]);
     assert!(again.status.success(), "{}", text(&again));
     let calls = forge.calls()[before..].to_vec();
     assert_eq!(
@@ -227,11 +249,22 @@ fn run_pr_opens_stacked_pull_requests_updates_them_idempotently_and_retargets_af
     );
     assert_eq!(forge.pulls().len(), 3);
     assert!(String::from_utf8_lossy(&again.stdout).contains("up to date"));
+    again
+}
 
+/// Merges p1 on the forge, publishes again and checks that p2 is retargeted to main (while p1's
+/// branch still exists) and told why before p1's branch is deleted; returns the output.
+fn assert_retargeted_after_the_bottom_one_is_merged(
+    forge: &FakeForge,
+    repo: &TestRepo,
+    bare: &Path,
+    run: &str,
+) -> Output {
+    let b = |p: &str| format!("orchestra/{run}/{p}");
     // p1 is merged on the forge: p2 is retargeted to main (while p1's branch still exists),
     // told why, and only then is p1's branch deleted from the remote.
     let p1_branch = b("p1");
-    let bare_for_observer = bare.clone();
+    let bare_for_observer = bare.to_path_buf();
     forge.observe(move || {
         let refs = git(
             &bare_for_observer,
@@ -246,7 +279,7 @@ fn run_pr_opens_stacked_pull_requests_updates_them_idempotently_and_retargets_af
     });
     forge.merge(1);
     let before = forge.requests().len();
-    let third = run_env(&repo, &["pr", &run, "--json"], &[("GH_TOKEN", TOKEN)]);
+    let third = run_env(repo, &["pr", run, "--json"], &[("GH_TOKEN", TOKEN)]);
     assert!(third.status.success(), "{}", text(&third));
     let reqs = forge.requests()[before..].to_vec();
     let calls: Vec<String> = reqs
@@ -274,10 +307,10 @@ fn run_pr_opens_stacked_pull_requests_updates_them_idempotently_and_retargets_af
         reqs[4].body
     );
     assert!(
-        !remote_branches(&bare).contains(&b("p1")),
+        !remote_branches(bare).contains(&b("p1")),
         "p1's branch should be deleted"
     );
-    assert!(remote_branches(&bare).contains(&b("p2")));
+    assert!(remote_branches(bare).contains(&b("p2")));
     let report: serde_json::Value = serde_json::from_slice(&third.stdout).unwrap();
     assert_eq!(report["deleted"], serde_json::json!([b("p1")]));
     assert_eq!(
@@ -286,12 +319,7 @@ fn run_pr_opens_stacked_pull_requests_updates_them_idempotently_and_retargets_af
     );
     // The local branch is untouched: nothing is deleted locally.
     repo.git(&["rev-parse", "--verify", &b("p1")]);
-
-    // The token appears in no output and no file of the repository.
-    for o in [&out, &again, &third] {
-        assert!(!text(o).contains(TOKEN));
-    }
-    assert!(!any_file_contains(&repo.path.join(".git"), TOKEN));
+    third
 }
 
 #[test]
