@@ -355,8 +355,17 @@ fn every_escape_attempt_is_denied_in_a_linked_worktree() {
     assert_corpus_denied(&world);
 }
 
-/// Runs the legitimate operations an agent needs, which must all succeed.
+/// Runs the legitimate operations an agent needs, which must all succeed. Each step works on
+/// what the steps before it left.
 fn assert_legitimate_operations_work(world: &World) {
+    assert_writes_and_moves_work(world);
+    assert_unusual_names_work(world);
+    assert_reads_and_listings_work(world);
+    assert_removals_work(world);
+}
+
+/// Writes, replaces, creates and renames files and directories.
+fn assert_writes_and_moves_work(world: &World) {
     let c = &world.confined;
     let root = &world.root;
 
@@ -403,6 +412,12 @@ fn assert_legitimate_operations_work(world: &World) {
         matches!(into_itself, ConfineError::MoveIntoItself { .. }),
         "{into_itself}"
     );
+}
+
+/// Writes files and creates directories whose names look special but stay inside.
+fn assert_unusual_names_work(world: &World) {
+    let c = &world.confined;
+    let root = &world.root;
 
     for (path, text) in [
         (".gitignore", "target/\n"),
@@ -426,6 +441,12 @@ fn assert_legitimate_operations_work(world: &World) {
     c.create_dir_all("a/b/c").unwrap();
     c.create_dir_all(".").unwrap();
     assert_eq!(c.metadata("a/b").unwrap().kind, EntryKind::Dir);
+}
+
+/// Reads through inside links, lists directories and checks what exists.
+fn assert_reads_and_listings_work(world: &World) {
+    let c = &world.confined;
+    let root = &world.root;
 
     // Symlinks that stay inside may be read through; the link itself is described as a link.
     assert_eq!(c.read_to_string("inside_link").unwrap(), "ok\n");
@@ -469,6 +490,13 @@ fn assert_legitimate_operations_work(world: &World) {
     assert!(!c.exists("missing/deeper.txt").unwrap());
     assert!(!c.exists("ok.txt/below-a-file").unwrap());
     assert_eq!(c.metadata(".").unwrap().kind, EntryKind::Dir);
+}
+
+/// Removes files and links (never a link's target), moves a link as a link, and leaves no
+/// temporary file behind and the repository intact.
+fn assert_removals_work(world: &World) {
+    let c = &world.confined;
+    let root = &world.root;
 
     // Removing a symlink removes the link, never its target; a hard link's name may go too.
     c.remove_file("link_out_rel").unwrap();
