@@ -71,11 +71,16 @@ fn the_run_store_keeps_agent_states_tokens_cost_tools_and_retries_but_no_key() {
     );
     assert_eq!(agent["retries"], 1, "{v}");
 
-    // The journal: every agent event names packet and role; states carry reasons; tool
-    // calls carry the name only; no event holds the key.
+    assert_journal_holds_states_tools_and_retries_but_no_key(&repo, &run_id);
+    assert_status_shows_usage_and_transcripts_hold_no_key(&repo, &env);
+}
+
+/// Checks the journal of run `run_id`: every agent event names packet and role; states carry
+/// reasons; tool calls carry the name only; no event holds the key.
+fn assert_journal_holds_states_tools_and_retries_but_no_key(repo: &TestRepo, run_id: &str) {
     let common = repo.git(&["rev-parse", "--git-common-dir"]);
     let store = Store::open(&repo.path.join(common)).unwrap();
-    let journal = store.events(&run_id, 0).unwrap();
+    let journal = store.events(run_id, 0).unwrap();
     let payloads: Vec<Value> = journal
         .iter()
         .map(|e| serde_json::to_value(&e.event).unwrap())
@@ -136,9 +141,12 @@ fn the_run_store_keeps_agent_states_tokens_cost_tools_and_retries_but_no_key() {
         "{retry}"
     );
     assert_eq!(of("agent_model_call").count(), 6);
+}
 
-    // `status` shows tokens and cost per packet and role.
-    let out = orchestra_with_env(&repo.path, &["status"], &env);
+/// Checks that `status` shows tokens and cost per packet and role, and that the transcripts
+/// are scrubbed of the key.
+fn assert_status_shows_usage_and_transcripts_hold_no_key(repo: &TestRepo, env: &[(&str, &str)]) {
+    let out = orchestra_with_env(&repo.path, &["status"], env);
     let shown = String::from_utf8_lossy(&out.stdout).to_string();
     assert!(out.status.success(), "{}", text(&out));
     assert!(
