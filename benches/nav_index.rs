@@ -80,10 +80,25 @@ fn main() {
     init_and_commit(&repo, "stdlib");
     println!("tree: {files} .py files, {:.1} MB", bytes as f64 / 1e6);
 
+    let ctags_time = ctags(tmp.path(), &repo);
+    let db = tmp.path().join("nav.db");
+    // Both indexes stay open to the end, as an agent's would.
+    let _index = cold_index(&repo, &db, ctags_time);
+    let wt = tmp.path().join("wt2");
+    let mut second = warm_index_of_a_second_worktree(&repo, &wt, &db, ctags_time);
+    reindex_one_file(&mut second, &wt);
+    query_latency(&second);
+    println!("peak RSS at end: {:.0} MB", peak_rss_mb());
+
+    matcher_vs_query_cursor(&repo);
+}
+
+/// Runs `ctags -R` over `repo` (tags file in `tmp`) and returns how long it took.
+fn ctags(tmp: &Path, repo: &Path) -> Duration {
     let t = Instant::now();
     let ctags = Command::new("ctags")
-        .args(["-R", "-f", tmp.path().join("tags").to_str().unwrap(), "."])
-        .current_dir(&repo)
+        .args(["-R", "-f", tmp.join("tags").to_str().unwrap(), "."])
+        .current_dir(repo)
         .output();
     let ctags_time = t.elapsed();
     match ctags {
@@ -91,10 +106,14 @@ fn main() {
         _ => println!("ctags -R: not available"),
     }
 
-    let db = tmp.path().join("nav.db");
+    ctags_time
+}
+
+/// Indexes `repo` from nothing with its cache at `db`, and returns the index.
+fn cold_index(repo: &Path, db: &Path, ctags_time: Duration) -> Index {
     let cpu0 = cpu_s();
     let t = Instant::now();
-    let mut index = Index::open_with_cache(&repo, &db).unwrap();
+    let mut index = Index::open_with_cache(repo, db).unwrap();
     let cold = index.refresh().unwrap();
     let cold_time = t.elapsed();
     let rss_cold = peak_rss_mb();
@@ -105,12 +124,22 @@ fn main() {
         cold_time.as_secs_f64() / ctags_time.as_secs_f64(),
         cold.parsed,
         rss_cold,
-        std::fs::metadata(&db).map(|m| m.len()).unwrap_or(0) as f64 / 1e6
+        std::fs::metadata(db).map(|m| m.len()).unwrap_or(0) as f64 / 1e6
     );
 
-    let wt = tmp.path().join("wt2");
+    index
+}
+
+/// Adds a second worktree of `repo` at `wt` and indexes it with the cache at `db` that the
+/// cold index filled; returns its index.
+fn warm_index_of_a_second_worktree(
+    repo: &Path,
+    wt: &Path,
+    db: &Path,
+    ctags_time: Duration,
+) -> Index {
     git(
-        &repo,
+        repo,
         &[
             "worktree",
             "add",
@@ -122,7 +151,7 @@ fn main() {
     );
     let cpu0 = cpu_s();
     let t = Instant::now();
-    let mut second = Index::open_with_cache(&wt, &db).unwrap();
+    let mut second = Index::open_with_cache(wt, db).unwrap();
     let warm = second.refresh().unwrap();
     let warm_time = t.elapsed();
     println!(
@@ -134,6 +163,12 @@ fn main() {
         warm.cached
     );
 
+    second
+}
+
+/// Refreshes `second` (the index of worktree `wt`) with nothing changed, then after a
+/// one-file edit: in a fresh worktree, and in steady state.
+fn reindex_one_file(second: &mut Index, wt: &Path) {
     let t = Instant::now();
     let noop = second.refresh().unwrap();
     println!(
@@ -156,7 +191,7 @@ fn main() {
         // Files written in the same second as git's index are "racily clean": git re-reads
         // them. Steady state is measured once the worktree is older than its index.
         std::thread::sleep(Duration::from_millis(1100));
-        git(&wt, &["status", "--porcelain"]);
+        git(wt, &["status", "--porcelain"]);
         second.refresh().unwrap();
         let mut times = Vec::new();
         let cpu0 = cpu_s();
@@ -176,8 +211,10 @@ fn main() {
             times[2]
         );
     }
+}
 
-    // Query latency on the warm index: common and rare names.
+/// Measures query latency on the warm index: common and rare names.
+fn query_latency(second: &Index) {
     let names = [
         "get",
         "run",
@@ -212,9 +249,6 @@ fn main() {
         p(0.5),
         p(0.99)
     );
-    println!("peak RSS at end: {:.0} MB", peak_rss_mb());
-
-    matcher_vs_query_cursor(&repo);
 }
 
 /// Extraction of every file on one thread, patterns run by the walk matcher and by
