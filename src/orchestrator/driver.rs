@@ -271,7 +271,7 @@ impl Ctx<'_> {
         {
             // Out of budget: keep everything, report what is done and what remains.
             self.move_to(wf, S::Failed, &reason)?;
-            let report = self.report(S::Failed)?;
+            let report = self.report(S::Failed, true)?;
             return Ok(Some(self.outcome(S::Failed, Some(report))));
         }
         if self.stop.load(Ordering::SeqCst) && state.is_active() {
@@ -353,7 +353,7 @@ impl Ctx<'_> {
                 None => self.move_to(wf, S::Cancelled, "nothing to resume into")?,
             },
             S::Completed | S::Cancelled => {
-                let report = self.report(state)?;
+                let report = self.report(state, true)?;
                 return Ok(Some(self.outcome(state, Some(report))));
             }
         }
@@ -406,6 +406,11 @@ impl Ctx<'_> {
             reason: e.to_string(),
         })?;
         self.move_to(wf, S::Failed, &e.to_string())?;
+        // A failed run has a report too: what was done, what failed and why. Writing it must
+        // not hide the failure itself, nor ask a model that may be what failed.
+        if let Err(report_error) = self.report(S::Failed, false) {
+            tracing::warn!(error = %report_error, "the failed run's report was not written");
+        }
         Err(e)
     }
 

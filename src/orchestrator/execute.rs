@@ -201,7 +201,9 @@ impl Ctx<'_> {
     }
 
     /// Builds, saves and returns the report (the journaled one when already written).
-    pub(super) fn report(&self, state: S) -> Result<(Report, PathBuf), StartError> {
+    ///
+    /// `advise` asks the orchestrator model for next steps.
+    pub(super) fn report(&self, state: S, advise: bool) -> Result<(Report, PathBuf), StartError> {
         let dir = crate::exec::run_dir(&self.repo.common_dir, &self.run);
         let path = dir.join("report.md");
         let store = Store::open(&self.repo.common_dir)?;
@@ -215,7 +217,11 @@ impl Ctx<'_> {
         }
         let plan = run.as_ref().and_then(|r| r.plan().ok());
         let artifacts = self.artifacts(&dir, plan.as_ref(), &packets)?;
-        let advice = self.advice(state, &artifacts, &packets);
+        let advice = if advise {
+            self.advice(state, &artifacts, &packets)
+        } else {
+            Vec::new()
+        };
         let workflow = self.all()?;
         let usage = self.j()?.usage()?;
         let price = |m: &str| self.models.price(m);

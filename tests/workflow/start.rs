@@ -562,6 +562,11 @@ fn a_planner_that_never_fixes_its_plan_fails_after_bounded_rounds() {
     let status = orchestra(&repo, &["status", &runs[0], "--json"]);
     let v: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
     assert_eq!(v["planning"]["id"], runs[0].as_str(), "{v}");
+    // The failed run has a report that says why.
+    let report = orchestra(&repo, &["status", "--report"]);
+    assert!(report.status.success(), "{}", text(&report));
+    let shown = String::from_utf8_lossy(&report.stdout);
+    assert!(shown.contains("failed"), "{shown}");
     // Trying again asks the planner again: the failed rounds are not replayed from the journal.
     let out = start_plain(&repo, &model);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
