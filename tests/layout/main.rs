@@ -1,5 +1,5 @@
 //! Checks on the shape of the source tree that keep it navigable: no import cycle between the
-//! library's top-level modules.
+//! library's top-level modules, and no function longer than 120 lines.
 //!
 //! They read the sources as text (comments, strings and character literals blanked out), so
 //! they need neither a parser nor the compiler's help, and name the file and line to fix.
@@ -331,4 +331,135 @@ fn the_cycle_check_finds_a_cycle() {
         crate_modules(&code).into_iter().collect::<Vec<_>>(),
         vec!["git", "names", "plan", "store"]
     );
+}
+
+/// The longest a function may be, counted from its `fn` line to its closing brace.
+const MAX_FUNCTION_LINES: usize = 120;
+
+/// A function found in the sources: where it starts and how many lines it spans.
+#[derive(Debug)]
+struct Function {
+    file: PathBuf,
+    line: usize,
+    name: String,
+    lines: usize,
+}
+
+/// Returns every function with a body in `code`, nested ones included.
+fn functions(file: &Path, code: &str) -> Vec<Function> {
+    let b = code.as_bytes();
+    let mut out = Vec::new();
+    let mut from = 0;
+    while let Some(p) = code[from..].find("fn ") {
+        let at = from + p;
+        from = at + 3;
+        if !word_starts(b, at) {
+            continue;
+        }
+        let name: String = code[from..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        if name.is_empty() {
+            continue;
+        }
+        // The body starts at the first `{` at bracket depth zero; a `;` first means no body.
+        let mut depth = 0i32;
+        let mut open = None;
+        for (i, &c) in b.iter().enumerate().skip(from) {
+            match c {
+                b'(' | b'[' | b'<' => depth += 1,
+                b')' | b']' => depth -= 1,
+                b'>' if i > 0 && b[i - 1] != b'-' && b[i - 1] != b'=' => depth -= 1,
+                b';' if depth <= 0 => break,
+                b'{' if depth <= 0 => {
+                    open = Some(i);
+                    break;
+                }
+                _ => {}
+            }
+        }
+        let Some(open) = open else {
+            continue;
+        };
+        let mut braces = 0;
+        let mut close = None;
+        for (i, &c) in b.iter().enumerate().skip(open) {
+            match c {
+                b'{' => braces += 1,
+                b'}' => {
+                    braces -= 1;
+                    if braces == 0 {
+                        close = Some(i);
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        let Some(close) = close else {
+            continue;
+        };
+        let line = code[..at].matches('\n').count() + 1;
+        let last = code[..close].matches('\n').count() + 1;
+        out.push(Function {
+            file: file.to_path_buf(),
+            line,
+            name,
+            lines: last - line + 1,
+        });
+    }
+    out
+}
+
+#[test]
+fn no_function_is_longer_than_the_limit() {
+    let mut all = Vec::new();
+    for dir in ["src", "tests", "benches"] {
+        for file in rust_files(&root().join(dir)) {
+            let text = std::fs::read_to_string(&file).unwrap_or_default();
+            all.extend(functions(&file, &code_only(&text)));
+        }
+    }
+    assert!(
+        all.len() > 500,
+        "expected the crate's functions, found {}",
+        all.len()
+    );
+    let mut long: Vec<&Function> = all
+        .iter()
+        .filter(|f| f.lines > MAX_FUNCTION_LINES)
+        .collect();
+    long.sort_by(|a, b| b.lines.cmp(&a.lines));
+    let list: Vec<String> = long
+        .iter()
+        .map(|f| {
+            let rel = f.file.strip_prefix(root()).unwrap_or(&f.file);
+            format!(
+                "{}:{} {} ({} lines)",
+                rel.display(),
+                f.line,
+                f.name,
+                f.lines
+            )
+        })
+        .collect();
+    assert!(
+        long.is_empty(),
+        "functions longer than {MAX_FUNCTION_LINES} lines; split them at their seams:\n  {}",
+        list.join("\n  ")
+    );
+}
+
+#[test]
+fn the_length_check_measures_bodies() {
+    let code = code_only(
+        "fn a() {\n    let s = \"}\";\n    let c = '}';\n}\nfn b<T: Fn() -> u8>(x: T) -> Vec<u8> where T: Copy {\n  x();\n  vec![]\n}\ntrait T { fn c(&self); }\n",
+    );
+    let found = functions(Path::new("x.rs"), &code);
+    let shape: Vec<(&str, usize, usize)> = found
+        .iter()
+        .map(|f| (f.name.as_str(), f.line, f.lines))
+        .collect();
+    assert_eq!(shape, vec![("a", 1, 4), ("b", 5, 4)]);
 }
