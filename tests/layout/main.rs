@@ -430,7 +430,7 @@ fn no_function_is_longer_than_the_limit() {
         .iter()
         .filter(|f| f.lines > MAX_FUNCTION_LINES)
         .collect();
-    long.sort_by(|a, b| b.lines.cmp(&a.lines));
+    long.sort_by_key(|f| std::cmp::Reverse(f.lines));
     let list: Vec<String> = long
         .iter()
         .map(|f| {
