@@ -52,13 +52,22 @@ fn env(key: &str) -> Option<String> {
 }
 
 impl ModelReviewer {
-    /// Returns true if and only if `.orchestra/config.toml` names a profile for the reviewer
-    /// role (`[roles.reviewer] profile = …`): only then do reviews call a model.
-    pub fn configured(config: &RepoConfig) -> bool {
-        config
-            .roles
-            .get(REVIEWER_ROLE)
-            .is_some_and(|r| r.profile.is_some())
+    /// Returns true if and only if the reviewer role resolves to a model profile — from
+    /// `[roles.reviewer]`, the role file, a `default` profile (repository or user-wide
+    /// configuration) or the environment (`ORCHESTRA_PROVIDER`) — exactly as `git orchestra
+    /// agents` shows it: then reviews call that model. A role that cannot be loaded counts as
+    /// configured, so [`ModelReviewer::new`] reports what is wrong with it.
+    pub fn configured(toplevel: &std::path::Path, config: &RepoConfig) -> bool {
+        let Ok(roles) = Roles::load(toplevel) else {
+            return true;
+        };
+        let Ok(role) = roles.get(REVIEWER_ROLE) else {
+            return true;
+        };
+        !matches!(
+            profiles::resolve(config, role, &profiles::env),
+            Err(profiles::ProfileError::None { .. })
+        )
     }
 
     /// Loads the reviewer role of the repository at `toplevel` and checks its profile.

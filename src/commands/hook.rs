@@ -4,6 +4,7 @@ use std::io::Read;
 use std::path::Path;
 
 use clap::{Args, Subcommand};
+use git_orchestra::gate::ApprovalPolicy;
 use git_orchestra::gate::hook::{self, GatePolicy, HookError, RefDecision};
 use git_orchestra::git::RepoInfo;
 
@@ -83,9 +84,12 @@ fn pre_push(cwd: &Path, remote: &str) -> Result<(), CommandError> {
     std::io::stdin()
         .read_to_string(&mut input)
         .map_err(|e| CommandError::internal(format!("cannot read the hook's input: {e}")))?;
+    // Once a model reviewer is configured, approvals the deterministic checks gave alone do
+    // not let work out. The hook runs at the top of the worktree.
+    let approval = approval_policy(cwd);
     // Reviewed work is the common case: answer it in-process, without spawning git.
     let updates = hook::parse_updates(&input);
-    if git_orchestra::gate::all_approved(cwd, &updates) {
+    if git_orchestra::gate::all_approved(cwd, &updates, approval) {
         return Ok(());
     }
     let repo = &RepoInfo::discover(cwd)?;
@@ -110,7 +114,7 @@ fn pre_push(cwd: &Path, remote: &str) -> Result<(), CommandError> {
         .collect();
     let mut refused = Vec::new();
     for update in updates {
-        let decision = hook::check_push(repo, remote, &update, policy, &options, &extra)
+        let decision = hook::check_push(repo, remote, &update, policy, approval, &options, &extra)
             .map_err(gate_error)?;
         let name = &update.local_ref;
         match &decision {
@@ -129,8 +133,13 @@ fn pre_push(cwd: &Path, remote: &str) -> Result<(), CommandError> {
                 ));
             }
             RefDecision::Unreviewed { tree, command } => refused.push(format!(
-                "{name}: tree {} has no approving review; run `{command}`",
-                short(tree)
+                "{name}: tree {} has no approving review{}; run `{command}`",
+                short(tree),
+                if approval.model_required {
+                    " by the configured model reviewer (the deterministic checks alone do not suffice once one is set up)"
+                } else {
+                    ""
+                }
             )),
             _ => {}
         }
@@ -144,6 +153,18 @@ fn pre_push(cwd: &Path, remote: &str) -> Result<(), CommandError> {
     Err(CommandError::failed("pre-push gate refused the push").hint(
         "or `git config orchestra.gate.review auto` to review during the push; `git push --no-verify` skips every hook",
     ))
+}
+
+/// Returns which approvals suffice in the worktree at `toplevel`: a model reviewer's once the
+/// reviewer role has a model profile (a configuration that cannot be read is reported by the
+/// review that needs it).
+fn approval_policy(toplevel: &Path) -> ApprovalPolicy {
+    let env = |k: &str| std::env::var(k).ok();
+    let user = git_orchestra::config::user_config_path(&env);
+    let model_required =
+        git_orchestra::config::RepoConfig::load_with_user(toplevel, user.as_deref())
+            .is_ok_and(|c| git_orchestra::agent::ModelReviewer::configured(toplevel, &c));
+    ApprovalPolicy { model_required }
 }
 
 fn hook_error(e: HookError) -> CommandError {

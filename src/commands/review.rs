@@ -105,20 +105,20 @@ pub fn cmd_review(cwd: &Path, args: &ReviewArgs) -> Result<(), CommandError> {
     print_verdict(&verdict, args.json)
 }
 
-/// Returns the model reviewer when `[roles.reviewer] profile` is configured and not refused.
+/// Returns the model reviewer when the reviewer role has a model profile (see
+/// `ModelReviewer::configured`) and it was not refused.
 pub fn model_reviewer(
     repo: &RepoInfo,
     refused: bool,
 ) -> Result<Option<git_orchestra::agent::ModelReviewer>, CommandError> {
     use git_orchestra::agent::ModelReviewer;
-    let config =
-        git_orchestra::config::RepoConfig::load(&repo.toplevel).map_err(CommandError::user)?;
-    if refused || !ModelReviewer::configured(&config) {
+    let config = super::load_config(repo)?;
+    if refused || !ModelReviewer::configured(&repo.toplevel, &config) {
         return Ok(None);
     }
     ModelReviewer::new(&repo.toplevel, config).map(Some).map_err(|e| {
         CommandError::user(e).hint(
-            "fix the reviewer's profile in .orchestra/config.toml, or pass --no-model for the deterministic checks only",
+            "fix the reviewer's profile (`git orchestra agents` shows where it comes from), or pass --no-model for the deterministic checks only",
         )
     })
 }

@@ -163,6 +163,10 @@ fn pipeline(ctx: &Context<'_>, index: usize, rec: &PacketRecord) -> Result<Strin
             Step::Fix(fixes) => fixes,
         };
         round += 1;
+        // The fixed commit replaces the rejected one, so nothing a check or a review rejected
+        // (a file outside the scope, a secret) stays in the branch's history.
+        commit::uncommit_to(&wt, &start)
+            .map_err(|e| Halt::Fail(format!("cannot take back the rejected commit: {e}")))?;
         let env = with_fixes_file(&env, &dir.join(format!("fixes-{round}.md")), &fixes)?;
         work(ctx, packet, rec, &wt, &env, &dir, Some((&fixes, round)))?;
         let committed = commit_step(ctx, packet, &wt, &start)?;
@@ -248,11 +252,7 @@ fn next_step(
     round: u32,
 ) -> Result<Step, Halt> {
     match checked {
-        Checked::Failed {
-            reason,
-            fixes,
-            rewrite,
-        } => {
+        Checked::Failed { reason, fixes } => {
             if round >= ctx.fix_rounds {
                 return Err(Halt::Fail(match round {
                     0 => reason,
@@ -262,18 +262,40 @@ fn next_step(
                     ),
                 }));
             }
-            if rewrite {
-                commit::uncommit_to(wt, start).map_err(|e| {
-                    Halt::Fail(format!("cannot take back the out-of-scope commit: {e}"))
-                })?;
-            }
             Ok(Step::Fix(fixes))
         }
         Checked::Passed(head) => {
+            // The deterministic checks gate every packet, before any model sees it.
+            let checks = gate::PacketChecks::for_repo(&ctx.repo.git());
+            let verdict = review_step(ctx, packet, wt, start, &head, round, &[&checks])?;
+            if verdict.verdict != gate::Decision::Approve {
+                let fixes = required_fixes(&verdict);
+                if round >= ctx.fix_rounds {
+                    return Err(Halt::Fail(format!(
+                        "the deterministic checks rejected {}{}; the work stays on {}:\n{fixes}",
+                        &head[..head.len().min(12)],
+                        match round {
+                            0 => String::new(),
+                            n => format!(" after {n} fix round{}", if n == 1 { "" } else { "s" }),
+                        },
+                        rec.branch
+                    )));
+                }
+                return Ok(Step::Fix(fixes));
+            }
             let Some(review) = ctx.review else {
                 return Ok(Step::Done(head));
             };
-            let verdict = review_step(ctx, packet, wt, start, &head, round, review)?;
+            // The stored verdict names both reviewers, so a gate can tell what approved it.
+            let verdict = review_step(
+                ctx,
+                packet,
+                wt,
+                start,
+                &head,
+                round,
+                &[&checks, review.reviewer],
+            )?;
             if verdict.verdict == gate::Decision::Approve {
                 return Ok(Step::Done(head));
             }
@@ -311,13 +333,8 @@ fn with_fixes_file(
 enum Checked {
     /// Both passed at this commit.
     Passed(String),
-    /// One failed: `reason` for the user, `fixes` for the worker that can repair it;
-    /// `rewrite` when the failed commits must not stay in the branch's history.
-    Failed {
-        reason: String,
-        fixes: String,
-        rewrite: bool,
-    },
+    /// One failed: `reason` for the user, `fixes` for the worker that can repair it.
+    Failed { reason: String, fixes: String },
 }
 
 /// Runs the packet's worker once, with the review's required fixes when this is a fix round.
@@ -495,7 +512,6 @@ fn validate(
                 "- No file changed: the worktree is exactly as the packet started, so none of the work this packet asks for was done. Make the changes in {} and check them before you finish.\n",
                 packet.files.join(", ")
             ),
-            rewrite: false,
         });
     }
     let scope = packet
@@ -515,7 +531,6 @@ fn validate(
                 packet.files.join(", "),
                 outside.join(", ")
             ),
-            rewrite: true,
         });
     }
     if !packet.symbols.is_empty() {
@@ -559,7 +574,6 @@ fn validate(
                     out.describe(ctx.timeout),
                     out.tail.trim_end()
                 ),
-                rewrite: false,
             });
         }
     }
@@ -575,7 +589,7 @@ fn review_step(
     start: &str,
     head: &str,
     round: u32,
-    review: &PacketReview<'_>,
+    reviewers: &[&dyn gate::Reviewer],
 ) -> Result<gate::Verdict, Halt> {
     let packet_ref = gate::PacketRef {
         run: ctx.run.id.clone(),
@@ -583,8 +597,7 @@ fn review_step(
         // The worktree is at `head` now: committed and validated.
         checkout: Some(wt.to_path_buf()),
     };
-    let reviewers: [&dyn gate::Reviewer; 1] = [review.reviewer];
-    let verdict = match gate::review(ctx.repo, start, head, Some(&packet_ref), &reviewers) {
+    let verdict = match gate::review(ctx.repo, start, head, Some(&packet_ref), reviewers) {
         Ok(v) => v,
         // A review cut short by a stop (a signal, a spent budget) is redone on resume.
         Err(_) if ctx.stop.load(Ordering::SeqCst) => return Err(Halt::Interrupted),
@@ -595,7 +608,10 @@ fn review_step(
         Event::PacketReviewed {
             packet: packet.id.clone(),
             commit: head.to_string(),
-            reviewer: verdict.reviewer.clone(),
+            // The reviewer this step added: the deterministic checks come first on their own.
+            reviewer: reviewers
+                .last()
+                .map_or_else(|| verdict.reviewer.clone(), |r| r.name().to_string()),
             approved: verdict.verdict == gate::Decision::Approve,
             blocking: verdict
                 .findings
@@ -615,31 +631,7 @@ const FINDING_CHARS: usize = 240;
 
 /// Returns one bounded line per blocking finding, for the journal and the reports.
 fn blocking_lines(verdict: &gate::Verdict) -> Vec<String> {
-    verdict
-        .findings
-        .iter()
-        .filter(|f| f.severity.rejects())
-        .take(JOURNALED_FINDINGS)
-        .map(|f| {
-            let place = f
-                .file
-                .as_deref()
-                .map_or(String::new(), |file| match f.line {
-                    Some(line) => format!(" {file}:{line}"),
-                    None => format!(" {file}"),
-                });
-            let line = format!(
-                "[{}] {}{place}: {}",
-                f.severity.as_str(),
-                f.category,
-                f.evidence.trim()
-            );
-            match line.char_indices().nth(FINDING_CHARS) {
-                Some((cut, _)) => format!("{}…", &line[..cut]),
-                None => line,
-            }
-        })
-        .collect()
+    verdict.blocking_lines(JOURNALED_FINDINGS, FINDING_CHARS)
 }
 
 /// Returns the review's findings as the worker's list of required fixes.

@@ -104,7 +104,8 @@ struct Item {
     verdict: Verdict,
 }
 
-/// Publishes run `run_id`'s succeeded packets: to `forge` when given (pushing branches to the
+/// Publishes run `run_id`'s succeeded packets, and as drafts the failed ones whose work the
+/// gate rejected: to `forge` when given (pushing branches to the
 /// configured remote), else as Markdown files only. See the module docs.
 pub fn publish(
     repo: &RepoInfo,
@@ -133,6 +134,16 @@ pub fn publish(
         };
         match (rec.state, &rec.commit) {
             (PacketState::Succeeded, Some(commit)) => {
+                candidates.push((
+                    packet.clone(),
+                    rec.branch.clone(),
+                    commit.clone(),
+                    rec.start.clone(),
+                ));
+            }
+            // Work the gate rejected after its fix rounds is shown to people as a draft
+            // that says what is required; the packet stays failed.
+            (PacketState::Failed, Some(commit)) if gate_rejected(&git, commit) => {
                 candidates.push((
                     packet.clone(),
                     rec.branch.clone(),
@@ -217,6 +228,14 @@ fn write_error(path: &std::path::Path, source: std::io::Error) -> ForgeError {
 }
 
 /// Returns the stored verdict of the packet's tree or commit, or reviews it now.
+/// Returns true if and only if `commit` carries a stored verdict that rejects it.
+fn gate_rejected(git: &Git, commit: &str) -> bool {
+    matches!(
+        gate::read_verdict(git, commit),
+        Ok(Some(v)) if v.commit == commit && v.verdict != gate::Decision::Approve
+    )
+}
+
 fn verdict_for(
     repo: &RepoInfo,
     git: &Git,

@@ -9,12 +9,12 @@
 use std::path::Path;
 
 use super::hook::PushUpdate;
-use super::verdict::{Decision, NOTES_REF, Verdict};
+use super::verdict::{ApprovalPolicy, NOTES_REF, Verdict};
 
 /// Returns true if and only if every update is a deletion, changes nothing, or pushes a tip
-/// whose tree carries an approving verdict. `dir` is where the hook runs; `GIT_DIR` wins when
-/// git set it.
-pub fn all_approved(dir: &Path, updates: &[PushUpdate]) -> bool {
+/// whose tree carries a verdict `policy` accepts. `dir` is where the hook runs; `GIT_DIR` wins
+/// when git set it.
+pub fn all_approved(dir: &Path, updates: &[PushUpdate], policy: ApprovalPolicy) -> bool {
     let repo = match std::env::var_os("GIT_DIR") {
         Some(git_dir) => gix::open(dir.join(git_dir)),
         None => gix::discover(dir),
@@ -38,7 +38,7 @@ pub fn all_approved(dir: &Path, updates: &[PushUpdate]) -> bool {
                 None => return false,
             },
         };
-        if !tip_approved(&repo, notes_tree, &u.local_oid) {
+        if !tip_approved(&repo, notes_tree, &u.local_oid, policy) {
             return false;
         }
     }
@@ -52,7 +52,12 @@ fn notes_tree(repo: &gix::Repository) -> Option<gix::ObjectId> {
     commit.tree_id().ok().map(|id| id.detach())
 }
 
-fn tip_approved(repo: &gix::Repository, notes: gix::ObjectId, tip_hex: &str) -> bool {
+fn tip_approved(
+    repo: &gix::Repository,
+    notes: gix::ObjectId,
+    tip_hex: &str,
+    policy: ApprovalPolicy,
+) -> bool {
     let Ok(tip) = gix::ObjectId::from_hex(tip_hex.as_bytes()) else {
         return false;
     };
@@ -68,8 +73,7 @@ fn tip_approved(repo: &gix::Repository, notes: gix::ObjectId, tip_hex: &str) -> 
     let Some(text) = note_blob(repo, notes, &tree_hex) else {
         return false;
     };
-    serde_json::from_slice::<Verdict>(&text)
-        .is_ok_and(|v| v.verdict == Decision::Approve && v.tree == tree_hex)
+    serde_json::from_slice::<Verdict>(&text).is_ok_and(|v| policy.accepts(&v) && v.tree == tree_hex)
 }
 
 /// Returns the note on the object `hex`, following git's fan-out directories (`ab/cdef…`).

@@ -17,8 +17,8 @@ use super::GateError;
 use super::checks::CheckOptions;
 use super::range::{commit_of, packet_of};
 use super::review::{DeterministicReviewer, Reviewer, review};
-use super::verdict::{Decision, Verdict, approved_for_tree};
-use crate::git::{GitError, RepoInfo};
+use super::verdict::{ApprovalPolicy, Decision, Verdict, approved_for_tree, read_verdict};
+use crate::git::{Git, GitError, RepoInfo};
 
 /// The hook script, embedded from `hooks/pre-push`.
 pub const HOOK_SCRIPT: &str = include_str!("../../hooks/pre-push");
@@ -235,8 +235,10 @@ impl RefDecision {
     }
 }
 
-/// Decides whether `update` may be pushed to `remote`; with [`GatePolicy::Auto`] an unreviewed
-/// range is reviewed by the deterministic checks and `extra` reviewers (a model reviewer).
+/// Decides whether `update` may be pushed to `remote`: a tip whose tree carries a verdict
+/// `approval` accepts passes, and so does one whose own verdict covers everything the remote
+/// lacks. With [`GatePolicy::Auto`] an unreviewed range is reviewed by the deterministic checks
+/// and `extra` reviewers (a model reviewer).
 ///
 /// The range reviewed is `<remote oid>..<local oid>` when the remote's old tip exists locally;
 /// for a new branch (or an unknown old tip) it is the commits not on any of the remote's
@@ -247,6 +249,7 @@ pub fn check_push(
     remote: &str,
     update: &PushUpdate,
     policy: GatePolicy,
+    approval: ApprovalPolicy,
     options: &CheckOptions,
     extra: &[&dyn Reviewer],
 ) -> Result<RefDecision, GateError> {
@@ -273,7 +276,11 @@ pub fn check_push(
         }
     };
     let tree = git.tree_of(&tip)?;
-    if let Some(verdict) = approved_for_tree(&git, &tree)? {
+    let approved = match approved_for_tree(&git, &tree)?.filter(|v| approval.accepts(v)) {
+        Some(v) => Some(v),
+        None => range_approved(&git, &tip, &base, approval)?,
+    };
+    if let Some(verdict) = approved {
         return Ok(RefDecision::Approved {
             verdict: Box::new(verdict),
             fresh: false,
@@ -305,6 +312,21 @@ pub fn check_push(
             })
         }
     }
+}
+
+/// Returns the verdict stored on `tip` itself when it approves a range whose base the remote
+/// already has (`base` is it or descends from it): then everything pushed was reviewed.
+fn range_approved(
+    git: &Git,
+    tip: &str,
+    base: &str,
+    approval: ApprovalPolicy,
+) -> Result<Option<Verdict>, GateError> {
+    let Some(v) = read_verdict(git, tip)?.filter(|v| v.commit == tip && approval.accepts(v)) else {
+        return Ok(None);
+    };
+    let covered = v.base == base || git.is_ancestor(&v.base, base).unwrap_or(false);
+    Ok(covered.then_some(v))
 }
 
 #[cfg(test)]

@@ -26,12 +26,14 @@ pub use diff::{AddedLine, ChangedFile, RangeDiff, read_diff};
 pub use fast::all_approved;
 pub use range::{PacketRef, ResolvedRange, packet_of, resolve_range};
 pub use review::{
-    DeterministicReviewer, ReviewInput, ReviewOutcome, Reviewer, review, run_validation,
+    DeterministicReviewer, PacketChecks, ReviewInput, ReviewOutcome, Reviewer, review,
+    run_validation,
 };
 pub use scratch::ScratchWorktree;
 pub use secrets::{SecretKind, redact};
 pub use verdict::{
-    Decision, NOTES_REF, Verdict, approved_for_tree, read_verdict, rfc3339_utc, write_verdict,
+    ApprovalPolicy, DETERMINISTIC, Decision, NOTES_REF, Verdict, approved_for_tree, read_verdict,
+    rfc3339_utc, write_range_verdict, write_verdict,
 };
 
 use std::path::PathBuf;

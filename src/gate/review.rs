@@ -56,30 +56,11 @@ pub struct DeterministicReviewer {
 
 impl Reviewer for DeterministicReviewer {
     fn name(&self) -> &str {
-        "deterministic"
+        super::verdict::DETERMINISTIC
     }
 
     fn review(&self, input: &ReviewInput<'_>) -> Result<ReviewOutcome, GateError> {
-        let mut out = ReviewOutcome::default();
-        if let Some(p) = input.packet {
-            let scope = p.packet.scope().map_err(|e| GateError::Scope {
-                packet: p.packet.id.clone(),
-                message: e.to_string(),
-            })?;
-            out.checks.push("scope".into());
-            out.findings
-                .extend(checks::check_scope(input.diff, &scope, &p.packet.id));
-        }
-        out.checks.push("conflict-markers".into());
-        out.findings
-            .extend(checks::check_conflict_markers(input.diff));
-        out.checks.push("secrets".into());
-        out.findings.extend(checks::check_secrets(input.diff));
-        out.checks.push("file-size".into());
-        out.findings.extend(checks::check_file_sizes(
-            input.diff,
-            self.options.max_file_size,
-        ));
+        let mut out = static_checks(input, &self.options)?;
 
         let mut commands: Vec<String> = input
             .packet
@@ -114,6 +95,73 @@ impl Reviewer for DeterministicReviewer {
                     });
                 }
             }
+        }
+        Ok(out)
+    }
+}
+
+/// Runs the checks that need neither a model nor a command: the packet's scope, conflict
+/// markers, secrets and file sizes.
+fn static_checks(
+    input: &ReviewInput<'_>,
+    options: &CheckOptions,
+) -> Result<ReviewOutcome, GateError> {
+    let mut out = ReviewOutcome::default();
+    if let Some(p) = input.packet {
+        let scope = p.packet.scope().map_err(|e| GateError::Scope {
+            packet: p.packet.id.clone(),
+            message: e.to_string(),
+        })?;
+        out.checks.push("scope".into());
+        out.findings
+            .extend(checks::check_scope(input.diff, &scope, &p.packet.id));
+    }
+    out.checks.push("conflict-markers".into());
+    out.findings
+        .extend(checks::check_conflict_markers(input.diff));
+    out.checks.push("secrets".into());
+    out.findings.extend(checks::check_secrets(input.diff));
+    out.checks.push("file-size".into());
+    out.findings
+        .extend(checks::check_file_sizes(input.diff, options.max_file_size));
+    Ok(out)
+}
+
+/// The deterministic reviewer inside a packet's pipeline, where the packet's validation
+/// commands have just passed in its own worktree at the reviewed commit: the same checks as
+/// [`DeterministicReviewer`] without running those commands a second time.
+pub struct PacketChecks {
+    pub options: CheckOptions,
+}
+
+impl PacketChecks {
+    /// Returns the checks with the repository's file size limit (`orchestra.gate.maxFileSize`,
+    /// as `review` reads it).
+    pub fn for_repo(git: &crate::git::Git) -> PacketChecks {
+        let configured = git
+            .config_get_int("orchestra.gate.maxFileSize")
+            .and_then(|n| u64::try_from(n).ok());
+        PacketChecks {
+            options: CheckOptions {
+                max_file_size: configured.unwrap_or(super::checks::DEFAULT_MAX_FILE_SIZE),
+            },
+        }
+    }
+}
+
+impl Reviewer for PacketChecks {
+    fn name(&self) -> &str {
+        super::verdict::DETERMINISTIC
+    }
+
+    fn review(&self, input: &ReviewInput<'_>) -> Result<ReviewOutcome, GateError> {
+        let mut out = static_checks(input, &self.options)?;
+        if input
+            .packet
+            .is_some_and(|p| !p.packet.validation.is_empty())
+        {
+            out.checks
+                .push("validation (in the packet's worktree)".into());
         }
         Ok(out)
     }

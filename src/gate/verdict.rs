@@ -46,6 +46,65 @@ pub struct Verdict {
     pub timestamp: String,
 }
 
+/// The name the deterministic reviewer signs verdicts with.
+pub const DETERMINISTIC: &str = "deterministic";
+
+impl Verdict {
+    /// Returns the reviewers that approved or rejected together, in order (`reviewer` joins
+    /// them with `+`).
+    pub fn reviewers(&self) -> impl Iterator<Item = &str> {
+        self.reviewer.split('+').filter(|r| !r.is_empty())
+    }
+
+    /// Returns one line per blocking finding (at most `max`, each at most `chars` characters):
+    /// `[blocker] secrets src/a.rs:3: <redacted evidence>`.
+    pub fn blocking_lines(&self, max: usize, chars: usize) -> Vec<String> {
+        self.findings
+            .iter()
+            .filter(|f| f.severity.rejects())
+            .take(max)
+            .map(|f| {
+                let place = f
+                    .file
+                    .as_deref()
+                    .map_or(String::new(), |file| match f.line {
+                        Some(line) => format!(" {file}:{line}"),
+                        None => format!(" {file}"),
+                    });
+                let line = format!(
+                    "[{}] {}{place}: {}",
+                    f.severity.as_str(),
+                    f.category,
+                    f.evidence.trim()
+                );
+                match line.char_indices().nth(chars) {
+                    Some((cut, _)) => format!("{}…", &line[..cut]),
+                    None => line,
+                }
+            })
+            .collect()
+    }
+
+    /// Returns true if and only if a reviewer other than the deterministic checks took part.
+    pub fn by_model(&self) -> bool {
+        self.reviewers().any(|r| r != DETERMINISTIC)
+    }
+}
+
+/// Which approvals suffice: once a model reviewer is configured, a verdict the deterministic
+/// checks signed alone is not enough; the range is reviewed again with the model.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ApprovalPolicy {
+    pub model_required: bool,
+}
+
+impl ApprovalPolicy {
+    /// Returns true if and only if `verdict` approves and its reviewers satisfy the policy.
+    pub fn accepts(&self, verdict: &Verdict) -> bool {
+        verdict.verdict == Decision::Approve && (!self.model_required || verdict.by_model())
+    }
+}
+
 /// Stores `verdict` as the note of its commit and of its tree, replacing earlier notes.
 pub fn write_verdict(git: &Git, verdict: &Verdict) -> Result<(), GateError> {
     let json = serde_json::to_string_pretty(verdict).map_err(|e| GateError::CorruptVerdict {
@@ -56,6 +115,17 @@ pub fn write_verdict(git: &Git, verdict: &Verdict) -> Result<(), GateError> {
         add_note(git, object, &json)?;
     }
     Ok(())
+}
+
+/// Stores `verdict` as the note of its commit only: it speaks for the range `base..commit`,
+/// not for every commit with the same tree (the integration branch's verdict, whose tree also
+/// holds the target's own history).
+pub fn write_range_verdict(git: &Git, verdict: &Verdict) -> Result<(), GateError> {
+    let json = serde_json::to_string_pretty(verdict).map_err(|e| GateError::CorruptVerdict {
+        object: verdict.commit.clone(),
+        message: e.to_string(),
+    })?;
+    add_note(git, &verdict.commit, &json)
 }
 
 /// Writes one note, retrying briefly when another process holds the notes ref's lock.

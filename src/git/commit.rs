@@ -116,13 +116,18 @@ pub fn init_with_files(
 /// Moves the worktree's branch back to `start`, keeping every change in the working tree, so
 /// the next commit replaces the commits made since `start` instead of following them.
 ///
-/// Used before a fix round for work that must never enter the branch's history (files outside
-/// the packet's scope), so what the fixed commit leaves out is not reachable from it either.
+/// Used before every fix round: what a check or a review rejected (a file outside the packet's
+/// scope, a secret) must never enter the branch's history, so what the fixed commit leaves out
+/// is not reachable from it either.
 pub fn uncommit_to(worktree: &Path, start: &str) -> Result<(), GitError> {
+    let git = Git::new(worktree);
+    // `reset` before git 2.43 refuses `--end-of-options` after its options, so it is given the
+    // commit's full id, which cannot be read as an option.
+    let id = git
+        .resolve_commit(start)?
+        .unwrap_or_else(|| start.to_string());
     // Moving the branch writes a reflog entry: under the engine's identity.
-    Git::new(worktree)
-        .writing()
-        .run(["reset", "--soft", "--quiet", "--end-of-options", start])?;
+    git.writing().run(["reset", "--soft", "--quiet", &id])?;
     Ok(())
 }
 

@@ -31,7 +31,7 @@ pub(super) struct Progress {
     pub tip: String,
     pub integrated: Vec<String>,
     /// The validation commands of everything integrated so far.
-    validations: Vec<String>,
+    pub validations: Vec<String>,
     pub sent_back: Vec<SentBack>,
     pub batches: Vec<Batch>,
     /// How many packets the next batch takes.

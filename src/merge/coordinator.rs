@@ -6,6 +6,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use super::MergeError;
+use super::approval::{Approval, vouch_for_integration};
 use super::batch::{Batcher, Item, Progress};
 use super::report::MergeReport;
 use super::resolve::ConflictWorker;
@@ -107,16 +108,10 @@ pub fn integrate_with(
         integration: branch.clone(),
         packets: queue.iter().map(|i| i.id.clone()).collect(),
     })?;
-    let validations: Vec<String> = plan
-        .packets
-        .iter()
-        .filter(|p| already.contains(&p.id))
-        .flat_map(|p| p.validation.clone())
-        .collect();
+    let validations = validations_of(&plan, &already);
     let conflict_worker = match (&run.worker_cmd, agent) {
         (Some(cmd), _) => Some(ConflictWorker::Command(cmd.as_str())),
-        (None, Some(w)) => Some(ConflictWorker::Agent(w)),
-        (None, None) => None,
+        (None, w) => w.map(ConflictWorker::Agent),
     };
     let stop = AtomicBool::new(false);
     let record_event = |e| journal.record(e);
@@ -142,7 +137,15 @@ pub fn integrate_with(
         int_ref: &int_ref,
         log_root: dir.join("merge"),
     };
-    let mut progress = Progress::new(queue, tip, validations);
+    let approval = Approval {
+        repo,
+        git: &git,
+        run_id,
+        run_base: &run.base,
+        plan: &plan,
+        records: &records,
+    };
+    let (mut progress, signers) = approval.progress(&journal, queue, &already, tip, validations)?;
     while !progress.queue.is_empty() {
         batcher.step(&mut progress)?;
     }
@@ -152,9 +155,15 @@ pub fn integrate_with(
         integrated,
         sent_back,
         batches,
+        validations: validated,
         ..
     } = progress;
     let (target_advanced, target_note) = advance_target(repo, &target, &target_ref, &tip)?;
+    if target_advanced {
+        let merged: Vec<String> = already.iter().chain(&integrated).cloned().collect();
+        let signed = (signers.as_slice(), validated.as_slice());
+        vouch_for_integration(&git, &target_tip, &tip, &merged, signed)?;
+    }
     journal.record(Event::MergeFinished {
         integration: branch.clone(),
         commit: tip.clone(),
@@ -174,6 +183,15 @@ pub fn integrate_with(
         target_advanced,
         target_note,
     })
+}
+
+/// Returns the validation commands of the packets in `already`, which every candidate runs.
+fn validations_of(plan: &Plan, already: &[String]) -> Vec<String> {
+    plan.packets
+        .iter()
+        .filter(|p| already.contains(&p.id))
+        .flat_map(|p| p.validation.clone())
+        .collect()
 }
 
 /// Returns the succeeded packets already in `tip` and, in dependency order, the ones still to

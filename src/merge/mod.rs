@@ -7,8 +7,9 @@
 //! no working tree is touched until a candidate is known to merge cleanly; validation runs on
 //! the merged tree, never on a packet alone. Packets go in batches that grow while they pass
 //! and halve when they fail, so one bad packet costs a few extra validations but never keeps
-//! an innocent one out.
+//! an innocent one out. Only packets with an approving verdict go in (`approval`).
 
+mod approval;
 mod batch;
 mod coordinator;
 mod report;

@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use crate::engine::{Worker, WorkerJob};
 use crate::exec::process::{self, Spec};
+use crate::gate;
 use crate::git::commit::{self, Trailers};
 use crate::git::{self, Git, MergeStart};
 use crate::plan::Packet;
@@ -343,11 +344,44 @@ fn finish(r: &ConflictJob<'_>, wt: &Path) -> Result<String, ResolveError> {
     if r.revalidate {
         revalidate(r, wt, &new)?;
     }
+    // Every resolution gets its verdict, so the merge can let it in.
+    review_resolution(r, wt, &new)?;
     (r.journal)(Event::PacketSucceeded {
         packet: id.clone(),
         commit: new.clone(),
     })?;
     Ok(new)
+}
+
+/// Reviews the resolution with the deterministic checks against the integration tip it merged,
+/// storing the verdict, so the merge lets it in (its changes there are the packet's own).
+fn review_resolution(r: &ConflictJob<'_>, wt: &Path, new: &str) -> Result<(), ResolveError> {
+    let id = &r.packet.id;
+    let failed = |message: String| ResolveError::Git {
+        packet: id.clone(),
+        message,
+    };
+    let repo = git::RepoInfo::discover(wt).map_err(|e| failed(e.to_string()))?;
+    let checks = gate::PacketChecks::for_repo(&repo.git());
+    let packet_ref = gate::PacketRef {
+        run: r.run.to_string(),
+        packet: r.packet.clone(),
+        checkout: Some(wt.to_path_buf()),
+    };
+    let reviewers: [&dyn gate::Reviewer; 1] = [&checks];
+    let verdict = gate::review(&repo, r.onto, new, Some(&packet_ref), &reviewers)
+        .map_err(|e| failed(format!("the review of the resolution failed: {e}")))?;
+    if verdict.verdict == gate::Decision::Approve {
+        return Ok(());
+    }
+    Err(ResolveError::Rejected {
+        packet: id.clone(),
+        commit: new.chars().take(12).collect(),
+        reason: format!(
+            "the review rejected it: {}",
+            verdict.blocking_lines(3, 200).join("; ")
+        ),
+    })
 }
 
 /// Checks the packet's scope against its changes relative to the integration tip, then runs

@@ -8,19 +8,6 @@ use crate::llm::{KEY_VAR, SECRET};
 use crate::mock::MockServer;
 use crate::support::{TestRepo, orchestra_with_env, text};
 
-/// Returns the scripted replies of `fixtures/llm/<name>.jsonl`.
-fn fixture(name: &str) -> Vec<Value> {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures/llm")
-        .join(format!("{name}.jsonl"));
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .filter(|l| !l.trim().is_empty() && !l.starts_with("//"))
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
 #[test]
 fn the_run_store_keeps_agent_states_tokens_cost_tools_and_retries_but_no_key() {
     let repo = TestRepo::new();
@@ -29,7 +16,9 @@ fn the_run_store_keeps_agent_states_tokens_cost_tools_and_retries_but_no_key() {
         "status": 500,
         "json": {"error": {"message": format!("upstream failure for key {SECRET}")}}
     })];
-    replies.extend(fixture("openai/agent_edit"));
+    replies.extend(crate::mock::fixture_replies("openai/agent_edit"));
+    // The reviewer role resolves to the same default profile.
+    replies.push(crate::mock::approval());
     let server = MockServer::start(replies);
     repo.write(
         ".orchestra/config.toml",

@@ -54,7 +54,7 @@ fn agents_lists_roles_with_profiles_tools_and_scopes() {
 #[test]
 fn single_agent_mode_commits_the_agents_work_on_its_branch() {
     let repo = TestRepo::new();
-    let server = MockServer::from_fixture("openai/agent_edit");
+    let server = MockServer::from_fixture_reviewed("openai/agent_edit");
     let env = quick_profile(&server);
     let out = orchestra_with_env(
         &repo.path,
@@ -107,7 +107,7 @@ fn a_plan_runs_with_our_agents_when_no_worker_command_is_given() {
     );
     repo.git(&["add", "plan.toml"]);
     repo.git(&["commit", "-qm", "plan"]);
-    let server = MockServer::from_fixture("openai/agent_edit");
+    let server = MockServer::from_fixture_reviewed("openai/agent_edit");
     let env = quick_profile(&server);
     let out = orchestra_with_env(&repo.path, &["run", "plan.toml", "--json"], &with(&env));
     assert!(out.status.success(), "{}", text(&out));

@@ -53,17 +53,14 @@ pub fn forget_bodies() {
 impl MockServer {
     /// Starts a server answering with the replies in `fixtures/llm/<name>.jsonl`, in order.
     pub fn from_fixture(name: &str) -> MockServer {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("fixtures/llm")
-            .join(format!("{name}.jsonl"));
-        let text = std::fs::read_to_string(&path).unwrap();
-        let replies = text
-            .lines()
-            .filter(|l| !l.trim().is_empty() && !l.starts_with("//"))
-            .map(|l| {
-                serde_json::from_str(l).unwrap_or_else(|e| panic!("{}: {e}: {l}", path.display()))
-            })
-            .collect();
+        MockServer::start(fixture_replies(name))
+    }
+
+    /// Serves fixture `name`, then the model reviewer's approval: for runs whose reviewer role
+    /// resolves to the same profile as the worker.
+    pub fn from_fixture_reviewed(name: &str) -> MockServer {
+        let mut replies = fixture_replies(name);
+        replies.push(approval());
         MockServer::start(replies)
     }
 
@@ -268,4 +265,25 @@ fn throttled_serve(
             "usage": {"prompt_tokens": 3, "completion_tokens": 1}}})
     };
     let _ = respond(stream, &reply);
+}
+
+/// Returns the replies of `fixtures/llm/<name>.jsonl`, one per line (`//` lines are comments).
+pub fn fixture_replies(name: &str) -> Vec<serde_json::Value> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/llm")
+        .join(format!("{name}.jsonl"));
+    let text = std::fs::read_to_string(&path).unwrap();
+    text.lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with("//"))
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{}: {e}: {l}", path.display())))
+        .collect()
+}
+
+/// A model reviewer's reply that approves with no findings.
+pub fn approval() -> serde_json::Value {
+    let answer = serde_json::json!({"verdict": "approve", "findings": []}).to_string();
+    serde_json::json!({"json": {"model": "mock-model", "choices": [{"index": 0, "message": {"role": "assistant", "content": null,
+        "tool_calls": [{"id": "r1", "type": "function", "function": {"name": "complete",
+            "arguments": serde_json::json!({"summary": answer}).to_string()}}]}, "finish_reason": "tool_calls"}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5}}})
 }

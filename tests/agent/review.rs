@@ -46,7 +46,7 @@ fn repo_with_reviewer(server: &MockServer) -> TestRepo {
 fn review(repo: &TestRepo) -> Result<gate::Verdict, gate::GateError> {
     let info = RepoInfo::discover(&repo.path).unwrap();
     let config = RepoConfig::load(&info.toplevel).unwrap();
-    assert!(ModelReviewer::configured(&config));
+    assert!(ModelReviewer::configured(&info.toplevel, &config));
     let mut model = ModelReviewer::new(&info.toplevel, config).unwrap();
     model.launcher = None;
     let det = DeterministicReviewer {
@@ -340,4 +340,125 @@ fn what_a_reviews_commands_change_in_the_packet_worktree_is_saved_and_undone() {
         "{:?}",
         v.findings
     );
+}
+
+/// A repository whose `feature` branch changes `add`, with no configuration of its own.
+fn repo_without_config() -> TestRepo {
+    export_key();
+    let repo = TestRepo::new();
+    repo.git(&["checkout", "-qb", "feature"]);
+    repo.write(
+        "src/lib.rs",
+        "pub fn add(a: i32, b: i32) -> i32 { a - b }\n",
+    );
+    repo.git(&["commit", "-qam", "change add"]);
+    repo
+}
+
+#[test]
+fn the_reviewer_profile_from_the_environment_or_the_user_config_is_the_one_review_uses() {
+    let approve = completes_with(&json!({"verdict": "approve", "findings": []}).to_string());
+    // The environment's quick profile, as `git orchestra agents` shows it.
+    let server = MockServer::start(vec![approve.clone()]);
+    let repo = repo_without_config();
+    let env = [
+        (KEY_VAR, SECRET),
+        ("ORCHESTRA_PROVIDER", "openai-compatible"),
+        ("ORCHESTRA_BASE_URL", server.url.as_str()),
+        ("ORCHESTRA_API_KEY_ENV", KEY_VAR),
+    ];
+    let out = orchestra_with_env(&repo.path, &["review", "main..feature", "--json"], &env);
+    assert!(out.status.success(), "{}", text(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        v["reviewer"]
+            .as_str()
+            .unwrap()
+            .contains("reviewer:openai-compatible"),
+        "{v}"
+    );
+    assert_eq!(server.requests().len(), 1);
+
+    // The user-wide configuration.
+    let server = MockServer::start(vec![approve]);
+    let repo = repo_without_config();
+    let xdg = repo.scratch().join("xdg");
+    std::fs::create_dir_all(xdg.join("git-orchestra")).unwrap();
+    std::fs::write(
+        xdg.join("git-orchestra/config.toml"),
+        format!(
+            "[profiles.mine]\nprovider = \"openai-compatible\"\nmodel = \"user-model\"\nbase_url = \"{}\"\napi_key_env = \"{KEY_VAR}\"\n\n[roles.reviewer]\nprofile = \"mine\"\n",
+            server.url
+        ),
+    )
+    .unwrap();
+    let env = [
+        (KEY_VAR, SECRET),
+        ("XDG_CONFIG_HOME", xdg.to_str().unwrap()),
+    ];
+    let out = orchestra_with_env(&repo.path, &["review", "main..feature", "--json"], &env);
+    assert!(out.status.success(), "{}", text(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        v["reviewer"],
+        "deterministic+reviewer:openai-compatible:user-model"
+    );
+    assert_eq!(server.requests().len(), 1);
+}
+
+#[test]
+fn once_a_model_reviewer_is_configured_the_hook_wants_its_approval() {
+    let repo = repo_without_config();
+    let remote = repo.tmp.path().join("remote.git");
+    repo.git(&["init", "-q", "--bare", remote.to_str().unwrap()]);
+    repo.git(&["remote", "add", "origin", remote.to_str().unwrap()]);
+    repo.git(&["push", "-q", "origin", "main"]);
+    let out = orchestra_with_env(&repo.path, &["hook", "install"], &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    // Approved by the deterministic checks alone.
+    let out = orchestra_with_env(&repo.path, &["review", "main..feature", "--no-model"], &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    let server = MockServer::start(vec![completes_with(
+        &json!({"verdict": "approve", "findings": []}).to_string(),
+    )]);
+    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_git-orchestra"))
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let push = |with_model: bool| {
+        let mut cmd = std::process::Command::new("git");
+        cmd.current_dir(&repo.path)
+            .args(["push", "origin", "feature"])
+            .env(
+                "PATH",
+                format!("{}:{}", bin.display(), std::env::var("PATH").unwrap()),
+            )
+            .env(KEY_VAR, SECRET);
+        if with_model {
+            cmd.env("ORCHESTRA_PROVIDER", "openai-compatible")
+                .env("ORCHESTRA_BASE_URL", &server.url)
+                .env("ORCHESTRA_API_KEY_ENV", KEY_VAR);
+        }
+        cmd.output().unwrap()
+    };
+    // With a model reviewer set up, that approval no longer lets the branch out.
+    let out = push(true);
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("by the configured model reviewer"),
+        "{}",
+        text(&out)
+    );
+    // The review the refusal names asks the model; then the push passes.
+    let env = [
+        (KEY_VAR, SECRET),
+        ("ORCHESTRA_PROVIDER", "openai-compatible"),
+        ("ORCHESTRA_BASE_URL", server.url.as_str()),
+        ("ORCHESTRA_API_KEY_ENV", KEY_VAR),
+    ];
+    let out = orchestra_with_env(&repo.path, &["review", "main..feature", "--again"], &env);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(server.requests().len(), 1);
+    let out = push(true);
+    assert!(out.status.success(), "{}", text(&out));
 }

@@ -143,3 +143,48 @@ fn a_packet_that_changes_nothing_says_so_and_fails_unless_it_may_be_empty() {
     assert!(out.status.success(), "{}", text(&out));
     assert!(text(&out).contains("[p1] no changes"), "{}", text(&out));
 }
+
+/// A worker that leaves an AWS key in its file first and takes it out once it is given fixes,
+/// keeping what the fixes said in `fixes-seen.md`.
+const LEAKS_THEN_FIXES: &str = r#"if [ -n "$ORCHESTRA_FIXES_FILE" ]; then cp "$ORCHESTRA_FIXES_FILE" fixes-seen.md; echo "key = from_env()" > out.txt; else echo "key = AKIAIOSFODNN7EXAMPLE" > out.txt; fi"#;
+
+#[test]
+fn the_deterministic_checks_gate_every_packet_and_their_findings_go_back_as_fixes() {
+    let repo = TestRepo::new();
+    let body = format!(
+        "objective = \"Gate in the pipeline\"\n\n{}",
+        packet(
+            "p1",
+            "\"out.txt\", \"fixes-seen.md\"",
+            "",
+            "\"test -f out.txt\""
+        ),
+    );
+    let plan = repo.write_plan("plan.toml", &body);
+    let out = repo.run_plan(&plan, LEAKS_THEN_FIXES, &["--merge"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let progress = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        progress.contains("[p1] review by deterministic: rejected (1 blocking finding)"),
+        "{progress}"
+    );
+    assert!(
+        progress.contains("[p1] review by deterministic (fix round 1): approved"),
+        "{progress}"
+    );
+    // The worker was told what was found, without the key itself.
+    let run = run_id(&repo.path);
+    let branch = format!("orchestra/{run}/p1");
+    let seen = repo.git(&["show", &format!("{branch}:fixes-seen.md")]);
+    assert!(seen.contains("out.txt:1"), "{seen}");
+    assert!(!seen.contains("AKIAIOSFODNN7EXAMPLE"), "{seen}");
+    // What landed is the fixed file; the key is in no commit the target reached.
+    assert_eq!(repo.git(&["show", "main:out.txt"]), "key = from_env()");
+    let history = repo.git(&["log", "-p", "main"]);
+    assert!(!history.contains("AKIAIOSFODNN7EXAMPLE"), "{history}");
+    // The pipeline's verdict is stored on the packet's commit, naming its reviewer.
+    let tip = repo.git(&["rev-parse", &branch]);
+    let note = repo.git(&["notes", "--ref=orchestra/review", "show", &tip]);
+    assert!(note.contains("\"reviewer\": \"deterministic\""), "{note}");
+    assert!(note.contains("\"verdict\": \"approve\""), "{note}");
+}

@@ -128,7 +128,13 @@ fn run_pr_opens_stacked_pull_requests_updates_them_idempotently_and_retargets_af
     );
     let plan = write_plan(&repo, &body);
     let out = run_plan(&repo, &plan, "--pr", &[("GH_TOKEN", TOKEN)]);
-    assert!(out.status.success(), "{}", text(&out));
+    // p3's conflict marker fails the gate in its pipeline: the run did not do all it was asked.
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains("the deterministic checks rejected"),
+        "{}",
+        text(&out)
+    );
     let run = run_id(&repo.path);
     assert_pushed_and_opened_bottom_up(&forge, &repo, &bare, &run, &out);
     let again = assert_publishing_again_only_looks_up(&forge, &repo, &run);
@@ -207,7 +213,7 @@ fn assert_pushed_and_opened_bottom_up(
             .contains("**Depends on** `p1` (#1)"),
         "{c2}"
     );
-    // p3 left a conflict marker: the review rejects it, so it stays a draft.
+    // p3 left a conflict marker on every round: the gate rejected it, so its work is a draft.
     assert_eq!(c3["draft"], true);
     let body1 = c1["body"].as_str().unwrap();
     for part in [
@@ -337,7 +343,7 @@ fn gitea_drafts_by_title_and_rate_limits_are_waited_out() {
         serde_json::json!({"message": "You have exceeded a secondary rate limit"}),
     );
     let out = run_plan(&repo, &plan, "--pr", &[("GITEA_TOKEN", TOKEN)]);
-    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let reqs = forge.requests();
     assert_eq!(reqs[0].path, reqs[1].path, "the limited request is retried");
     let waited = reqs[1].at.duration_since(reqs[0].at);

@@ -235,3 +235,45 @@ fn hooks_path_inside_the_working_tree_is_refused() {
     install(&repo);
     assert!(outside.join("pre-push").exists());
 }
+
+#[test]
+fn the_merged_result_is_pushed_without_a_second_review_and_later_commits_are_not() {
+    let (repo, remote) = with_remote();
+    install(&repo);
+    let body = format!(
+        "objective = \"Merge then push\"\n\n{}{}",
+        packet("p1", "\"out-p1.txt\"", "", "\"test -f out-p1.txt\""),
+        packet("p2", "\"out-p2.txt\"", "", "\"test -f out-p2.txt\""),
+    );
+    let plan = repo.write_plan("plan.toml", &body);
+    let worker = r#"echo "$ORCHESTRA_PACKET" > "out-$ORCHESTRA_PACKET.txt""#;
+    let before = repo.git(&["rev-parse", "main"]);
+    let out = repo.run_plan(&plan, worker, &["--merge"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let tip = repo.git(&["rev-parse", "main"]);
+    assert_ne!(tip, before);
+    // The merged tree is neither packet's tree; the merge's verdict covers before..tip.
+    let note = repo.git(&["notes", "--ref=orchestra/review", "show", &tip]);
+    assert!(note.contains(&format!("\"base\": \"{before}\"")), "{note}");
+    assert!(
+        note.contains("every merged packet approved: p1, p2"),
+        "{note}"
+    );
+
+    // The default policy reviews nothing during a push: the verdicts let it out.
+    let out = git_out(&repo.path, &["push", "origin", "main"], true);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(git(&remote, &["rev-parse", "main"]), tip);
+
+    // A commit of the user's on top has no review: refused, with the range to review.
+    repo.write("notes.txt", "mine\n");
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-qm", "mine"]);
+    let out = git_out(&repo.path, &["push", "origin", "main"], true);
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains(&format!("review {tip}..")),
+        "{}",
+        text(&out)
+    );
+}

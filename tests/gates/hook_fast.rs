@@ -5,7 +5,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use git_orchestra::gate::{self, Decision, Verdict, all_approved, hook::PushUpdate};
+use git_orchestra::gate::{
+    self, ApprovalPolicy, Decision, Verdict, all_approved, hook::PushUpdate,
+};
 use git_orchestra::git::Git;
 
 use crate::support::*;
@@ -51,24 +53,52 @@ fn approved_trees_pass_and_anything_else_goes_to_the_full_check() {
     let repo = TestRepo::new();
     let (c1, t1) = feature_commit(&repo, "a.txt");
     // No notes ref at all: look closer.
-    assert!(!all_approved(&repo.path, &[update(&c1, ZERO)]));
+    assert!(!all_approved(
+        &repo.path,
+        &[update(&c1, ZERO)],
+        ApprovalPolicy::default()
+    ));
     gate::write_verdict(&Git::new(&repo.path), &verdict(&c1, &t1, Decision::Approve)).unwrap();
-    assert!(all_approved(&repo.path, &[update(&c1, ZERO)]));
+    assert!(all_approved(
+        &repo.path,
+        &[update(&c1, ZERO)],
+        ApprovalPolicy::default()
+    ));
+    // Once a model reviewer is configured, the deterministic checks' approval alone is not
+    // enough; a verdict a model reviewer took part in is.
+    let model = ApprovalPolicy {
+        model_required: true,
+    };
+    assert!(!all_approved(&repo.path, &[update(&c1, ZERO)], model));
+    let mut by_model = verdict(&c1, &t1, Decision::Approve);
+    by_model.reviewer = "deterministic+reviewer:openai-compatible:m".into();
+    gate::write_verdict(&Git::new(&repo.path), &by_model).unwrap();
+    assert!(all_approved(&repo.path, &[update(&c1, ZERO)], model));
     // A deletion and an unchanged ref pass; an unreviewed tip does not.
     let (c2, t2) = feature_commit(&repo, "b.txt");
     assert!(all_approved(
         &repo.path,
-        &[update(ZERO, &c1), update(&c2, &c2)]
+        &[update(ZERO, &c1), update(&c2, &c2)],
+        ApprovalPolicy::default()
     ));
     assert!(!all_approved(
         &repo.path,
-        &[update(&c1, ZERO), update(&c2, &c1)]
+        &[update(&c1, ZERO), update(&c2, &c1)],
+        ApprovalPolicy::default()
     ));
     // A rejecting verdict is not an approval.
     gate::write_verdict(&Git::new(&repo.path), &verdict(&c2, &t2, Decision::Reject)).unwrap();
-    assert!(!all_approved(&repo.path, &[update(&c2, &c1)]));
+    assert!(!all_approved(
+        &repo.path,
+        &[update(&c2, &c1)],
+        ApprovalPolicy::default()
+    ));
     // Garbage input is doubt, not approval.
-    assert!(!all_approved(&repo.path, &[update("not-an-id", ZERO)]));
+    assert!(!all_approved(
+        &repo.path,
+        &[update("not-an-id", ZERO)],
+        ApprovalPolicy::default()
+    ));
 }
 
 #[test]
@@ -98,7 +128,11 @@ fn notes_in_fanned_out_trees_are_found() {
     repo.git(&["update-ref", gate::NOTES_REF, &notes]);
     // git itself reads it the same way.
     assert_eq!(gate::approved_for_tree(&g, &t1).unwrap().unwrap().tree, t1);
-    assert!(all_approved(&repo.path, &[update(&c1, ZERO)]));
+    assert!(all_approved(
+        &repo.path,
+        &[update(&c1, ZERO)],
+        ApprovalPolicy::default()
+    ));
 }
 
 /// Runs git in `dir` with `input` on stdin and returns trimmed stdout.

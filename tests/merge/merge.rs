@@ -339,3 +339,79 @@ fn merge_and_pr_without_a_run_take_the_newest_run() {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(text(&out).contains("no-such-run"), "{}", text(&out));
 }
+
+/// Stores `json` as the review note of `object`, replacing any.
+fn put_note(repo: &TestRepo, object: &str, json: &str) {
+    repo.git(&[
+        "notes",
+        "--ref=orchestra/review",
+        "add",
+        "-f",
+        "-m",
+        json,
+        object,
+    ]);
+}
+
+#[test]
+fn merge_integrates_only_approved_packets_and_reviews_the_ones_without_a_verdict() {
+    let repo = TestRepo::new();
+    let body = format!(
+        "objective = \"Approved only\"\n\n{}{}{}",
+        packet("p1", "\"out-p1.txt\"", "", "\"test -f out-p1.txt\""),
+        packet("p2", "\"out-p2.txt\"", "", "\"test -f out-p2.txt\""),
+        packet("p4", "\"out-p4.txt\"", "\"p2\"", "\"test -f out-p4.txt\""),
+    );
+    let plan = repo.write_plan("plan.toml", &body);
+    let out = repo.run_plan(&plan, WORKER, &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    let run = run_id(&repo.path);
+    let tip = |p: &str| repo.git(&["rev-parse", &format!("orchestra/{run}/{p}")]);
+    // Someone's later review rejected p2: its commit and tree carry the rejection.
+    let (c2, t2) = (
+        tip("p2"),
+        repo.git(&["rev-parse", &format!("{}^{{tree}}", tip("p2"))]),
+    );
+    let rejection = |object: &str| {
+        format!(
+            r#"{{"version":1,"commit":"{c2}","tree":"{t2}","base":"{c2}","reviewer":"reviewer:m","verdict":"reject","checks":[],"findings":[{{"severity":"blocker","category":"correctness","file":"out-p2.txt","line":1,"evidence":"wrong greeting","suggestion":"fix it"}}],"timestamp":"2026-01-01T00:00:00Z","packet":"{object}"}}"#
+        )
+    };
+    put_note(&repo, &c2, &rejection("x"));
+    put_note(&repo, &t2, &rejection("x"));
+    // p1's verdict is gone: the merge reviews it before it goes in.
+    let (c1, t1) = (
+        tip("p1"),
+        repo.git(&["rev-parse", &format!("{}^{{tree}}", tip("p1"))]),
+    );
+    for object in [&c1, &t1] {
+        repo.git(&["notes", "--ref=orchestra/review", "remove", object]);
+    }
+
+    let out = orchestra(&repo.path, &["merge", &run, "--json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["integrated"], serde_json::json!(["p1"]), "{v}");
+    let sent: Vec<&str> = v["sent_back"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["packet"].as_str().unwrap())
+        .collect();
+    assert_eq!(sent, ["p2", "p4"], "{v}");
+    let reason = v["sent_back"][0]["reason"].as_str().unwrap();
+    assert!(reason.contains("no approving review"), "{reason}");
+    assert!(reason.contains("out-p2.txt:1"), "{reason}");
+    assert!(
+        v["sent_back"][1]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("`p2` was not integrated"),
+        "{v}"
+    );
+    // What landed is p1 alone, and p1 carries the verdict the merge's review stored.
+    assert!(repo.path.join("out-p1.txt").exists());
+    assert!(!repo.path.join("out-p2.txt").exists());
+    let note = repo.git(&["notes", "--ref=orchestra/review", "show", &c1]);
+    assert!(note.contains("\"verdict\": \"approve\""), "{note}");
+}
