@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use super::MergeError;
 use super::coordinator::{MergeOptions, rev};
-use super::report::{Batch, SentBack};
+use super::report::{Batch, BrokenCommand, SentBack};
 use super::steps::{Resolver, send_back, validate_candidate};
 use super::tree::{MergeTree, commit_merge, merge_tree};
 use crate::engine::Journal;
@@ -163,8 +163,8 @@ impl Batcher<'_> {
     }
 
     /// Validates the candidate with the commands of everything integrated so far; returns the
-    /// merged packets when it passes. On failure a lone packet is sent back and a larger batch
-    /// is halved and requeued.
+    /// merged packets when it passes. On failure a lone packet goes to its worker with the
+    /// output (or is sent back) and a larger batch is halved and requeued.
     fn validate(
         &self,
         p: &mut Progress,
@@ -193,12 +193,32 @@ impl Batcher<'_> {
             candidate: candidate.to_string(),
             passed: failure.is_none(),
         });
-        let Some(reason) = failure else {
+        let Some(failure) = failure else {
             return Ok(Some(merged));
         };
         if merged.len() == 1 {
-            let item = merged.remove(0);
-            send_back(self.journal, &mut p.sent_back, item.id, reason, Vec::new())?;
+            // This packet's merge broke the tree: its worker gets the output to fix it on the
+            // merged tree, and the fix re-enters the queue.
+            let mut item = merged.remove(0);
+            let round = p.rounds.entry(item.id.clone()).or_insert(0);
+            match self
+                .resolver
+                .fix_broken(&item.id, &p.tip, &failure, round)?
+            {
+                Ok(commit) => {
+                    item.commit = commit;
+                    p.queue.push_front(item);
+                }
+                Err(reason) => {
+                    send_back(self.journal, &mut p.sent_back, item.id, reason, Vec::new())?;
+                    if let Some(s) = p.sent_back.last_mut() {
+                        s.broken = Some(BrokenCommand {
+                            command: failure.command,
+                            tail: failure.tail,
+                        });
+                    }
+                }
+            }
         } else {
             p.size = (merged.len() / 2).max(1);
             for item in merged.into_iter().rev() {

@@ -21,9 +21,10 @@ pub use coordinator::{
     DEFAULT_MAX_BATCH, DEFAULT_RESOLVE_ROUNDS, MergeOptions, integrate, integrate_with,
     integration_branch,
 };
-pub use report::{Batch, MergeReport, SentBack};
+pub use report::{Batch, BrokenCommand, MergeReport, SentBack};
 pub use resolve::{
-    ConflictJob, ConflictWorker, ResolveError, fixes_text, resolve as resolve_conflicts,
+    BrokenValidation, ConflictJob, ConflictWorker, ResolveError, fixes_text,
+    resolve as resolve_conflicts,
 };
 pub use tree::{MergeTree, commit_merge, merge_tree, predict};
 

@@ -19,6 +19,16 @@ pub struct SentBack {
     /// Conflicting paths, when the reason is a conflict.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub conflicts: Vec<String>,
+    /// The validation command the packet's clean merge broke, when that is the reason.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub broken: Option<BrokenCommand>,
+}
+
+/// A validation command that failed on the merged tree, and the end of its output.
+#[derive(Debug, Clone, Serialize)]
+pub struct BrokenCommand {
+    pub command: String,
+    pub tail: String,
 }
 
 /// The outcome of `integrate`.

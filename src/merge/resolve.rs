@@ -62,6 +62,14 @@ pub enum ConflictWorker<'a> {
     Agent(&'a dyn Worker),
 }
 
+/// A validation command that failed on the merged tree: what a packet sent back for it must fix.
+#[derive(Debug, Clone, Copy)]
+pub struct BrokenValidation<'a> {
+    pub command: &'a str,
+    /// The end of the command's output.
+    pub tail: &'a str,
+}
+
 /// Describes one conflicted packet to resolve: which packet, onto what, where its notes go and
 /// how each step is journaled; both `merge` and `start` build it.
 pub struct ConflictJob<'a> {
@@ -82,6 +90,9 @@ pub struct ConflictJob<'a> {
     pub timeout: Duration,
     /// Re-run the packet's scope check and validation commands on the resolution.
     pub revalidate: bool,
+    /// Set when the packet merged cleanly but broke this validation command on the merged
+    /// tree: the worker fixes that instead of conflicts (`paths` is then empty).
+    pub broken: Option<BrokenValidation<'a>>,
     /// Journals one event of the resolution durably.
     pub journal: &'a dyn Fn(Event) -> Result<(), StoreError>,
 }
@@ -120,7 +131,9 @@ pub fn resolve(r: &ConflictJob<'_>, worker: ConflictWorker<'_>) -> Result<String
         match g.merge_no_commit(r.onto) {
             Ok(MergeStart::Conflicted) => {}
             // It merges cleanly now (the integration branch changed): just commit.
-            Ok(MergeStart::Clean) => return finish(r, &wt),
+            Ok(MergeStart::Clean) if r.broken.is_none() => return finish(r, &wt),
+            // A clean merge that broke a validation: the worker fixes it on the merged tree.
+            Ok(MergeStart::Clean) => {}
             Err(e) => {
                 return Err(ResolveError::MergeRefused {
                     packet: id.clone(),
@@ -139,8 +152,20 @@ pub fn resolve(r: &ConflictJob<'_>, worker: ConflictWorker<'_>) -> Result<String
     finish(r, &wt)
 }
 
-/// Returns the Markdown the worker reads in a conflict round.
+/// Returns the Markdown the worker reads in a conflict round, or in a round that fixes a
+/// validation the merge broke.
 pub fn fixes_text(r: &ConflictJob<'_>) -> String {
+    if let Some(b) = r.broken {
+        return format!(
+            "# Fix the merged tree\n\n{} merged into this worktree without conflicts, but the \
+             validation command `{}` fails on the result. The end of its output:\n\n```\n{}\n```\n\n\
+             Change this packet's files so that it passes with the other packets' work in place. \
+             Do not commit: the engine commits.\n",
+            r.integration,
+            b.command,
+            b.tail.trim_end()
+        );
+    }
     let mut s = format!(
         "# Resolve the merge conflicts\n\n{} changed these files too; `{}` merged it into this \
          worktree and left conflict markers in them:\n\n",
@@ -188,13 +213,19 @@ fn run_worker(
         }
         ConflictWorker::Agent(w) => {
             let mut task = r.packet.clone();
-            task.description = format!(
-                "Resolve the merge conflicts in {}: the integration branch changed these files \
-                 too. Keep the intent of both sides and remove every conflict marker \
-                 (<<<<<<<, =======, >>>>>>>).\n\nThe packet's original task:\n{}",
-                r.paths.join(", "),
-                r.packet.description
-            );
+            task.description = match r.broken {
+                Some(_) => format!(
+                    "{}\nThe packet's original task:\n{}",
+                    fixes, r.packet.description
+                ),
+                None => format!(
+                    "Resolve the merge conflicts in {}: the integration branch changed these \
+                     files too. Keep the intent of both sides and remove every conflict marker \
+                     (<<<<<<<, =======, >>>>>>>).\n\nThe packet's original task:\n{}",
+                    r.paths.join(", "),
+                    r.packet.description
+                ),
+            };
             for p in r.paths {
                 if !task.files.contains(p) {
                     task.files.push(p.clone());
@@ -315,8 +346,12 @@ fn finish(r: &ConflictJob<'_>, wt: &Path) -> Result<String, ResolveError> {
         packet: id.clone(),
         message: e.to_string(),
     };
+    let subject = match r.broken {
+        Some(b) => format!("Merge {} into {id} and fix `{}`", r.integration, b.command),
+        None => format!("Merge {} into {id} and resolve conflicts", r.integration),
+    };
     let msg = commit::message(
-        &format!("Merge {} into {id} and resolve conflicts", r.integration),
+        &subject,
         &Trailers {
             run: r.run,
             packet: id,
@@ -409,14 +444,19 @@ fn revalidate(r: &ConflictJob<'_>, wt: &Path, new: &str) -> Result<(), ResolveEr
         )));
     }
     let none = PathBuf::new();
-    for (n, command) in r.packet.validation.iter().enumerate() {
+    // The command the merge broke runs too, in the packet's worktree, now on the merged tree.
+    let mut commands: Vec<&str> = r.packet.validation.iter().map(String::as_str).collect();
+    if let Some(b) = r.broken.filter(|b| !commands.contains(&b.command)) {
+        commands.push(b.command);
+    }
+    for (n, command) in commands.into_iter().enumerate() {
         let log = r
             .dir
             .join(format!("resolve-{}-validate-{}.log", r.round, n + 1));
         let out = run_command(r, command, wt, &none, &log)?;
         (r.journal)(Event::ValidationFinished {
             packet: id.clone(),
-            command: command.clone(),
+            command: command.to_string(),
             exit_code: out.exit_code,
             duration_ms: out.duration.as_millis() as u64,
             timed_out: out.timed_out,

@@ -8,7 +8,9 @@ use std::time::Duration;
 use super::MergeError;
 use super::coordinator::{MergeOptions, is_ancestor, rev};
 use super::report::SentBack;
-use super::resolve::{ConflictJob, ConflictWorker, ResolveError, resolve as resolve_conflicts};
+use super::resolve::{
+    BrokenValidation, ConflictJob, ConflictWorker, ResolveError, resolve as resolve_conflicts,
+};
 use super::tree::{MergeTree, commit_merge, merge_tree};
 use crate::engine::Journal;
 use crate::gate::run_validation;
@@ -41,6 +43,34 @@ impl Resolver<'_> {
         round: &mut u32,
     ) -> Result<Result<String, String>, MergeError> {
         let reason = format!("conflicts with {} in {}", self.branch, paths.join(", "));
+        self.send_to_worker(id, onto, paths, None, reason, round)
+    }
+
+    /// Has packet `id`'s worker fix the validation its clean merge onto `onto` broke (its
+    /// `round`-th try): returns the fixed commit, or why the packet goes back.
+    pub(super) fn fix_broken(
+        &self,
+        id: &str,
+        onto: &str,
+        failure: &CandidateFailure,
+        round: &mut u32,
+    ) -> Result<Result<String, String>, MergeError> {
+        let broken = BrokenValidation {
+            command: &failure.command,
+            tail: &failure.tail,
+        };
+        self.send_to_worker(id, onto, &[], Some(broken), failure.reason.clone(), round)
+    }
+
+    fn send_to_worker(
+        &self,
+        id: &str,
+        onto: &str,
+        paths: &[String],
+        broken: Option<BrokenValidation<'_>>,
+        reason: String,
+        round: &mut u32,
+    ) -> Result<Result<String, String>, MergeError> {
         let rec = self.records.iter().find(|r| r.id == id);
         let packet = self.plan.packets.iter().find(|p| p.id == id);
         let (Some(worker), Some(rec), Some(packet), true) =
@@ -50,7 +80,7 @@ impl Resolver<'_> {
         };
         if *round >= self.opts.resolve_rounds {
             return Ok(Err(format!(
-                "{reason}; still conflicting after {round} resolution round{}",
+                "{reason}; still failing after {round} round{} with its worker",
                 if *round == 1 { "" } else { "s" }
             )));
         }
@@ -68,6 +98,7 @@ impl Resolver<'_> {
             stop: self.stop,
             timeout: self.opts.timeout,
             revalidate: true,
+            broken,
             journal: self.journal,
         };
         match resolve_conflicts(&r, worker) {
@@ -129,8 +160,18 @@ pub(super) fn send_back(
         packet,
         reason,
         conflicts,
+        broken: None,
     });
     Ok(())
+}
+
+/// A validation command that failed on a candidate.
+pub(super) struct CandidateFailure {
+    /// For the report: the command, how it failed, where its log is.
+    pub reason: String,
+    pub command: String,
+    /// The end of its output.
+    pub tail: String,
 }
 
 /// Runs `commands` on the candidate commit in a scratch checkout, journaling each outcome;
@@ -143,7 +184,7 @@ pub(super) fn validate_candidate(
     packets: &[String],
     timeout: Duration,
     log_dir: &std::path::Path,
-) -> Result<Option<String>, MergeError> {
+) -> Result<Option<CandidateFailure>, MergeError> {
     let results = run_validation(repo, candidate, commands, timeout, log_dir)?;
     let mut failure = None;
     for (command, outcome, log) in &results {
@@ -155,12 +196,16 @@ pub(super) fn validate_candidate(
             timed_out: outcome.timed_out,
             tail: outcome.tail.clone(),
         })?;
-        if !outcome.success() {
-            failure = Some(format!(
-                "validation `{command}` failed on the merged tree ({}); log {}",
-                outcome.describe(timeout),
-                log.display()
-            ));
+        if !outcome.success() && failure.is_none() {
+            failure = Some(CandidateFailure {
+                reason: format!(
+                    "validation `{command}` failed on the merged tree ({}); log {}",
+                    outcome.describe(timeout),
+                    log.display()
+                ),
+                command: command.clone(),
+                tail: outcome.tail.clone(),
+            });
         }
     }
     Ok(failure)

@@ -132,10 +132,11 @@ impl Ctx<'_> {
         let mut last = None;
         for round in 0..MAX_MERGE_ROUNDS {
             let report = merge::integrate(self.repo, &self.run, &opts, &on_event)?;
+            // Conflicts, and validations a clean merge broke, go back to the packet's agent.
             let conflicted: Vec<_> = report
                 .sent_back
                 .iter()
-                .filter(|s| !s.conflicts.is_empty())
+                .filter(|s| !s.conflicts.is_empty() || s.broken.is_some())
                 .cloned()
                 .collect();
             last = Some(report.clone());
@@ -150,12 +151,18 @@ impl Ctx<'_> {
                 ) else {
                     continue;
                 };
-                self.ui.progress(&format!(
-                    "{}: {} conflicts in {}; its agent resolves them",
-                    self.run,
-                    s.packet,
-                    s.conflicts.join(", ")
-                ));
+                self.ui.progress(&match &s.broken {
+                    Some(b) => format!(
+                        "{}: {} broke `{}` on the merged tree; its agent fixes it",
+                        self.run, s.packet, b.command
+                    ),
+                    None => format!(
+                        "{}: {} conflicts in {}; its agent resolves them",
+                        self.run,
+                        s.packet,
+                        s.conflicts.join(", ")
+                    ),
+                });
                 let dir = crate::exec::run_dir(&self.repo.common_dir, &self.run)
                     .join("logs")
                     .join(format!("{}-resolve", s.packet));
@@ -178,6 +185,10 @@ impl Ctx<'_> {
                     stop: self.stop,
                     timeout: self.req.timeout,
                     revalidate: false,
+                    broken: s.broken.as_ref().map(|b| merge::BrokenValidation {
+                        command: &b.command,
+                        tail: &b.tail,
+                    }),
                     journal: &journal,
                 };
                 match merge::resolve_conflicts(&job, merge::ConflictWorker::Agent(&worker)) {

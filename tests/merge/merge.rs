@@ -415,3 +415,42 @@ fn merge_integrates_only_approved_packets_and_reviews_the_ones_without_a_verdict
     let note = repo.git(&["notes", "--ref=orchestra/review", "show", &c1]);
     assert!(note.contains("\"verdict\": \"approve\""), "{note}");
 }
+
+/// Each packet writes its own file; on a fix round p2 reads what it was told and writes a
+/// value that gets along with p1's.
+const CLASHING: &str = r#"if [ -n "$ORCHESTRA_FIXES_FILE" ]; then cp "$ORCHESTRA_FIXES_FILE" "seen-$ORCHESTRA_PACKET.md"; echo 2 > "$ORCHESTRA_PACKET.txt"; else echo 1 > "$ORCHESTRA_PACKET.txt"; fi"#;
+
+#[test]
+fn a_validation_the_merge_broke_goes_back_to_the_packet_that_broke_it_and_the_fix_lands() {
+    let repo = TestRepo::new();
+    // Either file alone passes; both saying 1 does not.
+    repo.write(
+        "check.sh",
+        "if [ \"$(cat p1.txt 2>/dev/null)\" = 1 ] && [ \"$(cat p2.txt 2>/dev/null)\" = 1 ]; then echo 'p1.txt and p2.txt both say 1'; exit 4; fi\n",
+    );
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-qm", "check"]);
+    let body = format!(
+        "objective = \"Merged tree\"\n\n{}{}",
+        packet("p1", "\"p1.txt\", \"seen-p1.md\"", "", "\"sh check.sh\""),
+        packet("p2", "\"p2.txt\", \"seen-p2.md\"", "", "\"sh check.sh\""),
+    );
+    let plan = repo.write_plan("plan.toml", &body);
+    let out = repo.run_plan(&plan, CLASHING, &["--merge"]);
+    assert!(out.status.success(), "{}", text(&out));
+    // Both landed, p2 with its fix, and p2's worker was told what broke.
+    assert_eq!(repo.git(&["show", "main:p1.txt"]), "1");
+    assert_eq!(repo.git(&["show", "main:p2.txt"]), "2");
+    let seen = repo.git(&["show", "main:seen-p2.md"]);
+    assert!(seen.contains("`sh check.sh` fails on the result"), "{seen}");
+    assert!(seen.contains("p1.txt and p2.txt both say 1"), "{seen}");
+    let log = repo.git(&["log", "--format=%s", "main"]);
+    assert!(log.contains("and fix `sh check.sh`"), "{log}");
+    // The merged result passes the check.
+    let check = std::process::Command::new("sh")
+        .arg("check.sh")
+        .current_dir(&repo.path)
+        .output()
+        .unwrap();
+    assert!(check.status.success(), "{}", text(&check));
+}
