@@ -145,6 +145,9 @@ pub struct RunConfig {
     /// How many times a packet whose scope check or validation fails goes back to its worker
     /// with the failure (default 2; 0 fails it at once).
     pub fix_rounds: Option<u32>,
+    /// Keep the worktrees of integrated packets (default: removed after the merge, unsaved
+    /// work saved first; their branches stay until `gc`).
+    pub keep_worktrees: Option<bool>,
 }
 
 /// The `[start]` table: defaults of `git orchestra start` that its flags turn on.
@@ -216,6 +219,11 @@ impl RepoConfig {
         self.run.fix_rounds.unwrap_or(DEFAULT_FIX_ROUNDS)
     }
 
+    /// Returns true if and only if the worktrees of integrated packets are kept.
+    pub fn keep_worktrees(&self) -> bool {
+        self.run.keep_worktrees.unwrap_or(false)
+    }
+
     /// Returns the price of `model` from `[prices]`, if it has one.
     pub fn price(&self, model: &str) -> Option<Price> {
         self.prices.get(model).copied()
@@ -284,6 +292,7 @@ impl RepoConfig {
                 timeout_secs: self.run.timeout_secs.or(base.run.timeout_secs),
                 max_parallel: self.run.max_parallel.or(base.run.max_parallel),
                 fix_rounds: self.run.fix_rounds.or(base.run.fix_rounds),
+                keep_worktrees: self.run.keep_worktrees.or(base.run.keep_worktrees),
             },
             start: StartConfig {
                 clarify: self.start.clarify.or(base.start.clarify),

@@ -39,9 +39,9 @@ pub struct MergeArgs {
     /// Longest a validation command may run, in seconds (default 3600).
     #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
     timeout: Option<u64>,
-    /// How many times a conflicting packet goes back to its worker (the run's --worker-cmd,
-    /// else our agents) to resolve the conflicts in its worktree before it stays sent back
-    /// (default 2; 0 sends it back at once).
+    /// How many times a conflicting packet, or one whose merge broke a validation command,
+    /// goes back to its worker (the run's --worker-cmd, else our agents) to fix it in its
+    /// worktree before it stays sent back (default 2; 0 sends it back at once).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=10))]
     resolve_rounds: Option<u32>,
     /// Print the merge report as JSON.
@@ -65,6 +65,7 @@ pub fn cmd_merge(cwd: &Path, args: &MergeArgs) -> Result<(), CommandError> {
             .map(usize::from)
             .unwrap_or(merge::DEFAULT_MAX_BATCH),
         resolve_rounds: args.resolve_rounds.unwrap_or(merge::DEFAULT_RESOLVE_ROUNDS),
+        keep_worktrees: config.keep_worktrees(),
     };
     run_merge(&repo, &run, &opts, args.json)
 }

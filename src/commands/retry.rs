@@ -59,6 +59,7 @@ pub fn cmd_retry(cwd: &Path, args: &RetryArgs) -> Result<(), CommandError> {
     {
         let opts = git_orchestra::merge::MergeOptions {
             timeout: config.timeout(None),
+            keep_worktrees: config.keep_worktrees(),
             ..Default::default()
         };
         return driven.and(super::merge::run_merge(&repo, &run, &opts, args.json));

@@ -137,7 +137,7 @@ pub fn cmd_run(cwd: &Path, args: &RunArgs) -> Result<(), CommandError> {
             if prepared.run.state == RunState::Cancelled {
                 return shown;
             }
-            return afterwards(&repo, &prepared.run.id, args, shown);
+            return afterwards(&repo, &prepared.run.id, args, &config, shown);
         }
         eprintln!("run {} exists; resuming it", prepared.run.id);
     } else if !args.quiet {
@@ -156,7 +156,7 @@ pub fn cmd_run(cwd: &Path, args: &RunArgs) -> Result<(), CommandError> {
     {
         return driven;
     }
-    afterwards(&repo, &prepared.run.id, args, driven)
+    afterwards(&repo, &prepared.run.id, args, &config, driven)
 }
 
 /// Does what `--pr` or `--merge` asks once the run has ended with `outcome`, and returns the
@@ -165,6 +165,7 @@ fn afterwards(
     repo: &RepoInfo,
     run: &str,
     args: &RunArgs,
+    config: &git_orchestra::config::RepoConfig,
     outcome: Result<(), CommandError>,
 ) -> Result<(), CommandError> {
     if let Some(mode) = args.pr {
@@ -181,6 +182,7 @@ fn afterwards(
     if args.merge {
         let opts = git_orchestra::merge::MergeOptions {
             target: args.target.clone(),
+            keep_worktrees: config.keep_worktrees(),
             ..Default::default()
         };
         return outcome.and(super::merge::run_merge(repo, run, &opts, args.json));

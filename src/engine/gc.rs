@@ -10,7 +10,7 @@ use super::{EngineError, Journal};
 use crate::exec::{RunLock, run_dir};
 use crate::git::{self as gitops, Git, RepoInfo};
 use crate::names;
-use crate::store::{Event, RunRecord, Store};
+use crate::store::{Event, PacketRecord, RunRecord, Store};
 
 /// One thing gc removes or keeps.
 #[derive(Debug, Clone, Serialize)]
@@ -128,6 +128,32 @@ pub fn gc(repo: &RepoInfo, only: Option<&str>, dry_run: bool) -> Result<GcReport
         store = Some(journal.into_store());
     }
     Ok(report)
+}
+
+/// Removes the worktrees of the packets in `ids`, just integrated, saving unsaved work to each
+/// packet's backup ref first and journaling each removal; their branches stay until `gc`.
+pub fn remove_integrated(
+    repo: &RepoInfo,
+    journal: &Journal<'_>,
+    run_id: &str,
+    records: &[PacketRecord],
+    ids: &[String],
+) -> Result<(), EngineError> {
+    for rec in records.iter().filter(|r| ids.contains(&r.id)) {
+        let wt = PathBuf::from(&rec.worktree);
+        if rec.removed || !wt.exists() {
+            continue;
+        }
+        let refname = names::backup_ref(run_id, &rec.id);
+        let saved = gitops::backup(&wt, &refname, "git-orchestra merge: unsaved work")
+            .map_err(worktree_err)?;
+        gitops::remove(repo, &wt).map_err(worktree_err)?;
+        journal.record(Event::WorktreeRemoved {
+            packet: rec.id.clone(),
+            backup: saved.map(|_| refname).or_else(|| rec.backup.clone()),
+        })?;
+    }
+    Ok(())
 }
 
 /// Saves the unsaved work of a run's worktree `live` to a backup ref and removes it (unless

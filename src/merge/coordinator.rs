@@ -37,6 +37,9 @@ pub struct MergeOptions {
     /// How many times a conflicting packet goes back to its worker to resolve the conflicts
     /// in its worktree before it stays sent back; 0 sends it back at once.
     pub resolve_rounds: u32,
+    /// Keep the worktrees of integrated packets instead of removing them (unsaved work saved
+    /// first) once they are in.
+    pub keep_worktrees: bool,
 }
 
 impl Default for MergeOptions {
@@ -46,6 +49,7 @@ impl Default for MergeOptions {
             timeout: crate::exec::DEFAULT_TIMEOUT,
             max_batch: DEFAULT_MAX_BATCH,
             resolve_rounds: DEFAULT_RESOLVE_ROUNDS,
+            keep_worktrees: false,
         }
     }
 }
@@ -163,6 +167,10 @@ pub fn integrate_with(
         let merged: Vec<String> = already.iter().chain(&integrated).cloned().collect();
         let signed = (signers.as_slice(), validated.as_slice());
         vouch_for_integration(&git, &target_tip, &tip, &merged, signed)?;
+    }
+    if !opts.keep_worktrees {
+        crate::engine::gc::remove_integrated(repo, &journal, run_id, &records, &integrated)
+            .map_err(|e| MergeError::Worktree(e.to_string()))?;
     }
     journal.record(Event::MergeFinished {
         integration: branch.clone(),

@@ -117,6 +117,7 @@ impl Ctx<'_> {
         let opts = MergeOptions {
             target: self.req.target.clone(),
             timeout: self.req.timeout,
+            keep_worktrees: self.models.config.keep_worktrees(),
             // Conflicts are resolved below, by the packet's agent, between merge rounds.
             resolve_rounds: 0,
             ..Default::default()

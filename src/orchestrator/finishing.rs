@@ -47,6 +47,7 @@ impl Ctx<'_> {
         let opts = MergeOptions {
             target: self.req.target.clone(),
             timeout: self.req.timeout,
+            keep_worktrees: self.models.config.keep_worktrees(),
             ..Default::default()
         };
         let on_event = |run: &str, e: &Event| {

@@ -454,3 +454,39 @@ fn a_validation_the_merge_broke_goes_back_to_the_packet_that_broke_it_and_the_fi
         .unwrap();
     assert!(check.status.success(), "{}", text(&check));
 }
+
+#[test]
+fn integrated_packets_lose_their_worktrees_keep_their_branches_unless_configured() {
+    for keep in [false, true] {
+        let repo = TestRepo::new();
+        if keep {
+            repo.write(".orchestra/config.toml", "[run]\nkeep_worktrees = true\n");
+            repo.git(&["add", "-A"]);
+            repo.git(&["commit", "-qm", "config"]);
+        }
+        let body = format!(
+            "objective = \"Tidy\"\n\n{}{}",
+            packet("p1", "\"out-p1.txt\"", "", "\"test -f out-p1.txt\""),
+            packet(
+                "p3",
+                "\"out-p3.txt\", \"poison\"",
+                "",
+                "\"test -f out-p3.txt\""
+            ),
+        );
+        let plan = repo.write_plan("plan.toml", &body);
+        let out = repo.run_plan(&plan, WORKER, &["--merge"]);
+        assert!(out.status.success(), "{}", text(&out));
+        let run = run_id(&repo.path);
+        let v = status_json(&repo.path);
+        for p in v["packets"].as_array().unwrap() {
+            let wt = std::path::Path::new(p["worktree"].as_str().unwrap());
+            assert_eq!(wt.exists(), keep, "{p}");
+            let branch = format!("orchestra/{run}/{}", p["id"].as_str().unwrap());
+            assert!(
+                !repo.git(&["branch", "--list", &branch]).is_empty(),
+                "{branch}"
+            );
+        }
+    }
+}
