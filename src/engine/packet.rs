@@ -597,6 +597,17 @@ fn review_step(
         // The worktree is at `head` now: committed and validated.
         checkout: Some(wt.to_path_buf()),
     };
+    record(
+        ctx,
+        Event::ReviewStarted {
+            packet: packet.id.clone(),
+            commit: head.to_string(),
+            reviewer: reviewers
+                .last()
+                .map_or_else(String::new, |r| r.name().to_string()),
+            round,
+        },
+    )?;
     let verdict = match gate::review(ctx.repo, start, head, Some(&packet_ref), reviewers) {
         Ok(v) => v,
         // A review cut short by a stop (a signal, a spent budget) is redone on resume.

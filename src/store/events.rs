@@ -69,6 +69,13 @@ pub enum Event {
         tail: String,
     },
     /// The packet passed every check; its work is on its branch at `commit`.
+    /// A reviewer starts judging the packet's validated commit.
+    ReviewStarted {
+        packet: String,
+        commit: String,
+        reviewer: String,
+        round: u32,
+    },
     /// A reviewer judged the packet's validated commit (`round` 0 first, then fix rounds).
     PacketReviewed {
         packet: String,
@@ -245,6 +252,7 @@ impl Event {
             | Event::WorkerFinished { packet, .. }
             | Event::PacketCommitted { packet, .. }
             | Event::ValidationFinished { packet, .. }
+            | Event::ReviewStarted { packet, .. }
             | Event::PacketReviewed { packet, .. }
             | Event::PacketSucceeded { packet, .. }
             | Event::PacketFailed { packet, .. }
@@ -285,6 +293,7 @@ impl Event {
             Event::WorkerFinished { .. } => "worker_finished",
             Event::PacketCommitted { .. } => "packet_committed",
             Event::ValidationFinished { .. } => "validation_finished",
+            Event::ReviewStarted { .. } => "review_started",
             Event::PacketReviewed { .. } => "packet_reviewed",
             Event::PacketSucceeded { .. } => "packet_succeeded",
             Event::PacketFailed { .. } => "packet_failed",

@@ -425,6 +425,41 @@ mod tests {
     }
 
     #[test]
+    fn a_packet_under_review_is_in_its_review_phase() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(dir.path()).unwrap();
+        store.create_run(&new_run("r")).unwrap();
+        let events = [
+            Event::PacketStarted {
+                packet: "a".into(),
+                branch: "orchestra/r/a".into(),
+                worktree: "/tmp/wt/r/a".into(),
+                start: "abc".into(),
+                attempt: 1,
+            },
+            Event::PacketCommitted {
+                packet: "a".into(),
+                commit: "def".into(),
+                changed: vec!["a.txt".into()],
+            },
+        ];
+        for e in &events {
+            store.record("r", e).unwrap();
+        }
+        let phase = |store: &Store| store.packets("r").unwrap()[0].phase;
+        assert_eq!(phase(&store), Some(Phase::Validate));
+        let review = Event::ReviewStarted {
+            packet: "a".into(),
+            commit: "def".into(),
+            reviewer: "reviewer:m".into(),
+            round: 0,
+        };
+        store.record("r", &review).unwrap();
+        assert_eq!(phase(&store), Some(Phase::Review));
+        assert_eq!(Phase::parse(Phase::Review.as_str()), Some(Phase::Review));
+    }
+
+    #[test]
     fn create_is_idempotent_and_events_project_states() {
         let dir = tempfile::tempdir().unwrap();
         let mut store = Store::open(dir.path()).unwrap();

@@ -93,6 +93,7 @@ pub(super) fn apply(
         | Event::WorkerSpawned { .. }
         | Event::WorkerFinished { .. }
         | Event::PacketCommitted { .. }
+        | Event::ReviewStarted { .. }
         | Event::PacketSucceeded { .. }
         | Event::PacketFailed { .. }
         | Event::PacketSkipped { .. }
@@ -185,6 +186,7 @@ fn apply_to_packet(u: &Updates<'_>, event: &Event) -> rusqlite::Result<()> {
         Event::PacketCommitted {
             packet: id, commit, ..
         } => u.packet("phase = 'validate', commit_id = ?", id, &[commit]),
+        Event::ReviewStarted { packet: id, .. } => u.packet("phase = 'review'", id, &[]),
         Event::PacketSucceeded { packet: id, commit } => u.packet(
             "state = 'succeeded', phase = NULL, commit_id = ?, reason = NULL, pgid = NULL",
             id,

@@ -127,6 +127,9 @@ pub enum Phase {
     Commit,
     /// Committed; scope and validation checks run.
     Validate,
+    /// Checked; a reviewer (the deterministic checks or a model) is judging it. Resumed like
+    /// `Validate`: the checks run again, then the review.
+    Review,
 }
 
 impl Phase {
@@ -137,6 +140,7 @@ impl Phase {
             Phase::Worker => "worker",
             Phase::Commit => "commit",
             Phase::Validate => "validate",
+            Phase::Review => "review",
         }
     }
 
@@ -147,6 +151,7 @@ impl Phase {
             "worker" => Phase::Worker,
             "commit" => Phase::Commit,
             "validate" => Phase::Validate,
+            "review" => Phase::Review,
             _ => return None,
         })
     }
