@@ -94,6 +94,7 @@ fn engine_run(repo_dir: &Path, wt_root: &Path) -> Duration {
         crash_after_events: None,
         review: None,
         fix_rounds: 0,
+        retries: (0, std::time::Duration::ZERO),
     };
     let summary = engine::execute(&repo, &prepared.run.id, &ctl).expect("execute");
     assert_eq!(summary.succeeded, PACKETS, "every packet should succeed");

@@ -145,6 +145,11 @@ pub struct RunConfig {
     /// How many times a packet whose scope check or validation fails goes back to its worker
     /// with the failure (default 2; 0 fails it at once).
     pub fix_rounds: Option<u32>,
+    /// How many more times a worker runs after a failure that may pass on another try (a
+    /// model outage, a stall, a timeout, a killed process; default 2).
+    pub retries: Option<u32>,
+    /// The first wait before such a retry, in milliseconds, doubling after each (default 5000).
+    pub retry_delay_ms: Option<u64>,
     /// Keep the worktrees of integrated packets (default: removed after the merge, unsaved
     /// work saved first; their branches stay until `gc`).
     pub keep_worktrees: Option<bool>,
@@ -217,6 +222,15 @@ impl RepoConfig {
     /// Returns how many fix rounds a packet gets after a failed scope check or validation.
     pub fn fix_rounds(&self) -> u32 {
         self.run.fix_rounds.unwrap_or(DEFAULT_FIX_ROUNDS)
+    }
+
+    /// Returns how many more times a worker runs after a transient failure, and the first
+    /// wait before it.
+    pub fn retries(&self) -> (u32, std::time::Duration) {
+        (
+            self.run.retries.unwrap_or(2),
+            std::time::Duration::from_millis(self.run.retry_delay_ms.unwrap_or(5000)),
+        )
     }
 
     /// Returns true if and only if the worktrees of integrated packets are kept.
@@ -293,6 +307,8 @@ impl RepoConfig {
                 max_parallel: self.run.max_parallel.or(base.run.max_parallel),
                 fix_rounds: self.run.fix_rounds.or(base.run.fix_rounds),
                 keep_worktrees: self.run.keep_worktrees.or(base.run.keep_worktrees),
+                retries: self.run.retries.or(base.run.retries),
+                retry_delay_ms: self.run.retry_delay_ms.or(base.run.retry_delay_ms),
             },
             start: StartConfig {
                 clarify: self.start.clarify.or(base.start.clarify),

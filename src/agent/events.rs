@@ -84,6 +84,10 @@ pub struct AgentOutcome {
     /// text itself when a model forgets to call `complete` (not repeated in transcripts).
     #[serde(skip)]
     pub last_text: String,
+    /// True when the run ended on something that may pass on another try: a model outage
+    /// after the client's own retries, a stall, a timeout.
+    #[serde(skip)]
+    pub transient: bool,
 }
 
 impl AgentOutcome {

@@ -25,8 +25,9 @@ pub struct AgentWorker {
     roles: Roles,
     config: RepoConfig,
     registry: Registry,
-    /// One gate per profile, shared by all packets: the profile's concurrency limit.
-    gates: llm::Gates,
+    /// One gate per profile, shared by all packets (and the run's model reviewer): the
+    /// profile's concurrency limit.
+    gates: std::sync::Arc<llm::Gates>,
 }
 
 impl AgentWorker {
@@ -36,8 +37,13 @@ impl AgentWorker {
             roles: Roles::load(toplevel)?,
             config,
             registry: Registry::builtin(),
-            gates: llm::Gates::default(),
+            gates: std::sync::Arc::default(),
         })
+    }
+
+    /// Returns the per-profile gates, for other model users of the same run to share.
+    pub fn gates(&self) -> std::sync::Arc<llm::Gates> {
+        std::sync::Arc::clone(&self.gates)
     }
 
     /// Returns what to tell the user, once, about command confinement on this machine:
@@ -192,16 +198,19 @@ impl<'a> PacketAgent<'a> {
 pub fn outcome_report(outcome: AgentOutcome, stop: &AtomicBool, detail: &str) -> WorkerReport {
     match outcome.state {
         WorkerState::Completed => WorkerReport {
+            transient: false,
             success: true,
             interrupted: false,
             summary: format!("{}{detail}", outcome.summary.unwrap_or_default()),
         },
         WorkerState::Cancelled if stop.load(Ordering::SeqCst) => WorkerReport {
+            transient: false,
             success: false,
             interrupted: true,
             summary: "cancelled".into(),
         },
         state => WorkerReport {
+            transient: outcome.transient,
             success: false,
             interrupted: false,
             summary: format!("{}: {}{detail}", state.as_str(), outcome.reason),
@@ -266,6 +275,7 @@ impl Worker for AgentWorker {
         match self.run_packet(job, &mut log) {
             Ok(report) => report,
             Err(e) => WorkerReport {
+                transient: false,
                 success: false,
                 interrupted: false,
                 summary: e.to_string(),

@@ -45,6 +45,8 @@ pub struct ModelReviewer {
     pub policy: RetryPolicy,
     /// The binary that confines run_command (`None`: commands run unconfined).
     pub launcher: Option<std::path::PathBuf>,
+    /// Per-profile concurrency gates, shared with the run's agents when it has them.
+    gates: std::sync::Arc<llm::Gates>,
 }
 
 fn env(key: &str) -> Option<String> {
@@ -89,7 +91,14 @@ impl ModelReviewer {
             config,
             policy: RetryPolicy::default(),
             launcher: std::env::current_exe().ok(),
+            gates: std::sync::Arc::default(),
         })
+    }
+
+    /// Makes the reviewer's model calls wait under `gates` (those of the run's agents), so a
+    /// profile's concurrency limit holds for reviews and work together.
+    pub fn share_gates(&mut self, gates: std::sync::Arc<llm::Gates>) {
+        self.gates = gates;
     }
 
     fn fail(&self, message: impl Into<String>) -> GateError {
@@ -107,12 +116,9 @@ impl ModelReviewer {
             .map_err(|e| self.fail(e.to_string()))?;
         let chain =
             profiles::resolve(&self.config, role, &env).map_err(|e| self.fail(e.to_string()))?;
-        let mut models: Vec<Box<dyn ChatModel>> = Vec::new();
-        for p in &chain {
-            if let Ok(m) = llm::connect(p) {
-                models.push(m);
-            }
-        }
+        // Under the profiles' concurrency limits, with the agents of the same run.
+        let models = llm::connect_chain(&chain, &self.gates, &mut |_| {})
+            .map_err(|e| self.fail(e.to_string()))?;
         ReviewAgent {
             name: &self.name,
             role,

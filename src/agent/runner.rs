@@ -338,6 +338,7 @@ impl Run<'_, '_> {
             return Some((WorkerState::Cancelled, "cancelled".into()));
         }
         if Instant::now() > talk.deadline {
+            self.out.transient = true;
             return Some((WorkerState::Error, timed_out(spec.role)));
         }
         self.out.turns += 1;
@@ -363,6 +364,7 @@ impl Run<'_, '_> {
         );
         self.retried(end.retries);
         if let Some(quiet) = end.stalled {
+            self.out.transient = true;
             return Some((WorkerState::Blocked, stall_reason(quiet)));
         }
         let resp = match end.result {
@@ -371,6 +373,7 @@ impl Run<'_, '_> {
                 return Some((WorkerState::Cancelled, "cancelled".into()));
             }
             Err(LlmError::Cancelled { .. }) => {
+                self.out.transient = true;
                 return Some((WorkerState::Error, timed_out(spec.role)));
             }
             Err(LlmError::ContextTooLong { .. }) if !talk.trimmed_for_overflow => {
@@ -383,7 +386,10 @@ impl Run<'_, '_> {
                 self.out.turns -= 1;
                 return None;
             }
-            Err(e) => return Some((WorkerState::Error, e.to_string())),
+            Err(e) => {
+                self.out.transient = e.is_transient();
+                return Some((WorkerState::Error, e.to_string()));
+            }
         };
         self.model_call(turn, &resp, started);
         talk.last_input = resp.usage.input_tokens;

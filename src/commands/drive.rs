@@ -19,7 +19,22 @@ pub fn drive(
     json: bool,
 ) -> Result<(), CommandError> {
     let stop = git_orchestra::exec::install_signal_handlers();
-    let model = super::review::model_reviewer(repo, false)?;
+    let store = Store::open(&repo.common_dir).map_err(CommandError::internal)?;
+    let has_cmd = store
+        .require_run(run_id)
+        .map_err(CommandError::internal)?
+        .worker_cmd
+        .is_some();
+    drop(store);
+    let worker = if has_cmd {
+        None
+    } else {
+        Some(agent_worker(repo, config)?)
+    };
+    let mut model = super::review::model_reviewer(repo, false)?;
+    if let (Some(m), Some(w)) = (model.as_mut(), worker.as_ref()) {
+        m.share_gates(w.gates());
+    }
     let review = model.as_ref().map(|m| engine::PacketReview {
         reviewer: m,
         max_rounds: engine::DEFAULT_FIX_ROUNDS,
@@ -35,18 +50,7 @@ pub fn drive(
         crash_after_events,
         review: review.as_ref(),
         fix_rounds: config.fix_rounds(),
-    };
-    let store = Store::open(&repo.common_dir).map_err(CommandError::internal)?;
-    let has_cmd = store
-        .require_run(run_id)
-        .map_err(CommandError::internal)?
-        .worker_cmd
-        .is_some();
-    drop(store);
-    let worker = if has_cmd {
-        None
-    } else {
-        Some(agent_worker(repo, config)?)
+        retries: config.retries(),
     };
     let worker_ref = worker.as_ref().map(|w| w as &dyn engine::Worker);
     let summary: Summary =

@@ -79,6 +79,15 @@ fn packet_line(event: &Event) -> Option<String> {
             },
             secs(*duration_ms)
         ),
+        Event::WorkerRetrying {
+            packet,
+            attempt,
+            reason,
+            delay_ms,
+        } => format!(
+            "[{packet}] {reason}; may pass on another try: try {attempt} in {:.1}s",
+            *delay_ms as f64 / 1000.0
+        ),
         Event::PacketReviewed {
             packet,
             reviewer,

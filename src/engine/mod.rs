@@ -197,6 +197,9 @@ pub struct Control<'a> {
     /// How many times a packet whose scope check or validation fails goes back to its worker
     /// with the failure as required fixes before it fails.
     pub fix_rounds: u32,
+    /// How many more times a worker runs after a failure that may pass on another try, and
+    /// the first wait before it (doubling after each).
+    pub retries: (u32, Duration),
 }
 
 /// How an execution ended.
@@ -274,6 +277,8 @@ pub fn execute_with(
         timeout: Duration::from_secs(run.timeout_secs),
         review: ctl.review,
         fix_rounds: ctl.fix_rounds,
+        retries: ctl.retries.0,
+        retry_delay: ctl.retries.1,
     };
     drive(&ctx, &graph)?;
     finish(&journal, run_id)

@@ -38,6 +38,10 @@ pub(super) struct Context<'a> {
     pub review: Option<&'a PacketReview<'a>>,
     /// Fix rounds for a failed scope check or validation.
     pub fix_rounds: u32,
+    /// How many more times a worker that failed transiently runs, and the first wait between
+    /// tries (doubling after each).
+    pub retries: u32,
+    pub retry_delay: Duration,
 }
 
 /// Why a pipeline stopped before success.
@@ -48,6 +52,9 @@ enum Halt {
     Interrupted,
     /// The journal could not be written; the scheduler stops the run.
     Journal,
+    /// The worker failed in a way another try may not (an outage, a stall, a timeout, a
+    /// killed process); [`work`] tries again and never returns this.
+    Transient(String),
 }
 
 /// Runs packet `index` from wherever its record says it stopped, and journals the outcome.
@@ -59,7 +66,7 @@ pub(super) fn run(ctx: &Context<'_>, index: usize, record: &PacketRecord) {
             ctx.journal
                 .record_or_keep(Event::PacketSucceeded { packet: id, commit });
         }
-        Err(Halt::Fail(reason)) => {
+        Err(Halt::Fail(reason) | Halt::Transient(reason)) => {
             tracing::warn!(%reason, "packet failed");
             ctx.journal
                 .record_or_keep(Event::PacketFailed { packet: id, reason });
@@ -347,9 +354,75 @@ fn work(
     dir: &Path,
     fixes: Option<(&str, u32)>,
 ) -> Result<(), Halt> {
+    let mut tries = 1u32;
+    loop {
+        match work_once(ctx, packet, rec, wt, env, dir, fixes, tries) {
+            Err(Halt::Transient(reason)) if tries <= ctx.retries => {
+                let delay = ctx.retry_delay.saturating_mul(1 << (tries - 1).min(6));
+                record(
+                    ctx,
+                    Event::WorkerRetrying {
+                        packet: packet.id.clone(),
+                        attempt: tries + 1,
+                        reason: first_line(&reason),
+                        delay_ms: delay.as_millis() as u64,
+                    },
+                )?;
+                if !wait_unless_stopped(ctx.stop, delay) {
+                    return Err(Halt::Interrupted);
+                }
+                tries += 1;
+            }
+            Err(Halt::Transient(reason)) => {
+                return Err(Halt::Fail(if tries > 1 {
+                    format!("{reason}\n(tried {tries} times)")
+                } else {
+                    reason
+                }));
+            }
+            other => return other,
+        }
+    }
+}
+
+/// Returns the first line of `text`, for a journal entry.
+fn first_line(text: &str) -> String {
+    text.lines().next().unwrap_or_default().to_string()
+}
+
+/// Sleeps `delay` in short steps; returns false as soon as `stop` is set.
+fn wait_unless_stopped(stop: &AtomicBool, delay: Duration) -> bool {
+    let until = std::time::Instant::now() + delay;
+    while std::time::Instant::now() < until {
+        if stop.load(Ordering::SeqCst) {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(50).min(delay));
+    }
+    !stop.load(Ordering::SeqCst)
+}
+
+/// Runs the packet's worker once (its `tries`-th try of this step).
+#[allow(clippy::too_many_arguments)]
+fn work_once(
+    ctx: &Context<'_>,
+    packet: &Packet,
+    rec: &PacketRecord,
+    wt: &Path,
+    env: &[(String, String)],
+    dir: &Path,
+    fixes: Option<(&str, u32)>,
+    tries: u32,
+) -> Result<(), Halt> {
+    let attempt = rec.attempt.max(1);
+    let again = if tries > 1 {
+        format!("-try-{tries}")
+    } else {
+        String::new()
+    };
     let log = match fixes {
-        None | Some((_, 0)) => dir.join(format!("worker-{}.log", rec.attempt.max(1))),
-        Some((_, round)) => dir.join(format!("worker-{}-fix-{round}.log", rec.attempt.max(1))),
+        None | Some((_, 0)) => dir.join(format!("worker-{attempt}{again}.log")),
+        Some((_, round)) => dir.join(format!("worker-{attempt}-fix-{round}{again}.log")),
     };
     match (ctx.worker_cmd, ctx.worker) {
         (Some(worker_cmd), _) => {
@@ -373,13 +446,20 @@ fn work(
                 },
             )?;
             if !out.success() {
-                return Err(Halt::Fail(format!(
+                let reason = format!(
                     "worker failed ({}); its work stays in {} — log: {}\n{}",
                     out.describe(ctx.timeout),
                     wt.display(),
                     log.display(),
                     out.tail
-                )));
+                );
+                // A timeout or a kill may pass on another try; an exit status is the worker's say.
+                let killed = out.exit_code.is_none();
+                return Err(if out.timed_out || killed {
+                    Halt::Transient(reason)
+                } else {
+                    Halt::Fail(reason)
+                });
             }
         }
         (None, Some(worker)) => {
@@ -420,12 +500,17 @@ fn work(
                 },
             )?;
             if !report.success {
-                return Err(Halt::Fail(format!(
+                let reason = format!(
                     "agent did not complete: {}; its work stays in {} — transcript: {}",
                     report.summary,
                     wt.display(),
                     log.display()
-                )));
+                );
+                return Err(if report.transient {
+                    Halt::Transient(reason)
+                } else {
+                    Halt::Fail(reason)
+                });
             }
         }
         (None, None) => {

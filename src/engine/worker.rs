@@ -34,6 +34,9 @@ pub struct WorkerReport {
     pub interrupted: bool,
     /// A short account for the journal: summary on success, reason otherwise.
     pub summary: String,
+    /// True when the failure may pass if the work is tried again (a model outage, a stall, a
+    /// timeout); the engine then runs the worker again, with backoff, a bounded number of times.
+    pub transient: bool,
 }
 
 /// Does a packet's work phase in-process; shared by all packet threads.

@@ -1,7 +1,8 @@
 //! Reads and writes git notes, the store review verdicts live in.
 //!
 //! Notes are commits on a notes ref, so writing one needs an identity (the engine's) and takes
-//! the ref's lock; concurrent reviews retry briefly instead of failing on each other's lock.
+//! the ref's lock; concurrent reviews retry briefly instead of failing on each other's lock, and
+//! take turns under a file lock so that no writer drops another's note.
 
 use super::{FailureKind, Git, GitError};
 
@@ -29,6 +30,11 @@ impl Git {
     }
 
     fn add_note_once(&self, notes_ref: &str, object: &str, text: &str) -> Result<(), GitError> {
+        // `git notes add` moves the notes ref without checking its old value, so two writers
+        // at once would each drop the other's note: writers take turns under a file lock.
+        let common = self.run(["rev-parse", "--path-format=absolute", "--git-common-dir"])?;
+        let _turn =
+            NotesLock::acquire(&std::path::Path::new(common.trim()).join("orchestra-notes.lock"));
         self.writing()
             .run_with_stdin(
                 [
@@ -56,6 +62,68 @@ impl Git {
             Ok(text) => Ok(Some(text)),
             Err(GitError::Failed { code: 1, .. }) => Ok(None),
             Err(e) => Err(e),
+        }
+    }
+}
+
+/// An exclusive `flock` on the notes lock file, held until dropped; the kernel releases it if
+/// the process dies. Each acquisition opens its own descriptor, so threads take turns too.
+/// Without a lock file (a read-only git directory) writers go on unlocked.
+struct NotesLock {
+    _held: Option<std::fs::File>,
+}
+
+impl NotesLock {
+    fn acquire(path: &std::path::Path) -> NotesLock {
+        use std::os::fd::AsRawFd;
+        let Ok(file) = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(path)
+        else {
+            return NotesLock { _held: None };
+        };
+        // SAFETY: flock on a descriptor we own; no memory is shared with the kernel.
+        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
+        NotesLock {
+            _held: (rc == 0).then_some(file),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::git::Git;
+    use crate::git::testing::git;
+
+    #[test]
+    fn notes_written_at_once_from_many_threads_are_all_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        git(dir.path(), &["init", "--quiet", "-b", "main"]);
+        let mut commits = Vec::new();
+        for i in 0..8 {
+            git(
+                dir.path(),
+                &["commit", "--quiet", "--allow-empty", "-m", &format!("c{i}")],
+            );
+            commits.push(git(dir.path(), &["rev-parse", "HEAD"]).trim().to_string());
+        }
+        std::thread::scope(|s| {
+            for (i, c) in commits.iter().enumerate() {
+                let path = dir.path();
+                s.spawn(move || {
+                    Git::new(path)
+                        .with_env("GIT_CONFIG_GLOBAL", "/dev/null")
+                        .add_note("refs/notes/t", c, &format!("note {i}"))
+                        .unwrap();
+                });
+            }
+        });
+        let g = Git::new(dir.path());
+        for (i, c) in commits.iter().enumerate() {
+            let note = g.note("refs/notes/t", c).unwrap();
+            assert_eq!(note.as_deref().map(str::trim), Some(&*format!("note {i}")));
         }
     }
 }

@@ -82,6 +82,7 @@ impl Ctx<'_> {
                 crash_after_events: self.req.crash_after_events,
                 review: review.as_ref(),
                 fix_rounds: self.req.fix_rounds,
+                retries: self.models.config.retries(),
             };
             let w: Option<&dyn Worker> = match prepared.run.worker_cmd {
                 Some(_) => None,

@@ -270,6 +270,7 @@ impl StartWorker {
             // Out of budget: stop cleanly; the packet restarts from its worktree on resume.
             self.halt.store(true, Ordering::SeqCst);
             return Ok(WorkerReport {
+                transient: false,
                 success: false,
                 interrupted: true,
                 summary: reason,
@@ -291,6 +292,7 @@ impl Worker for StartWorker {
         match self.run_packet(job, &mut log) {
             Ok(report) => report,
             Err(summary) => WorkerReport {
+                transient: false,
                 success: false,
                 interrupted: false,
                 summary,

@@ -69,6 +69,14 @@ pub enum Event {
         tail: String,
     },
     /// The packet passed every check; its work is on its branch at `commit`.
+    /// The worker failed in a way another try may not; it runs again after `delay_ms`.
+    WorkerRetrying {
+        packet: String,
+        /// The try about to start (2 for the first retry).
+        attempt: u32,
+        reason: String,
+        delay_ms: u64,
+    },
     /// A reviewer starts judging the packet's validated commit.
     ReviewStarted {
         packet: String,
@@ -253,6 +261,7 @@ impl Event {
             | Event::PacketCommitted { packet, .. }
             | Event::ValidationFinished { packet, .. }
             | Event::ReviewStarted { packet, .. }
+            | Event::WorkerRetrying { packet, .. }
             | Event::PacketReviewed { packet, .. }
             | Event::PacketSucceeded { packet, .. }
             | Event::PacketFailed { packet, .. }
@@ -294,6 +303,7 @@ impl Event {
             Event::PacketCommitted { .. } => "packet_committed",
             Event::ValidationFinished { .. } => "validation_finished",
             Event::ReviewStarted { .. } => "review_started",
+            Event::WorkerRetrying { .. } => "worker_retrying",
             Event::PacketReviewed { .. } => "packet_reviewed",
             Event::PacketSucceeded { .. } => "packet_succeeded",
             Event::PacketFailed { .. } => "packet_failed",

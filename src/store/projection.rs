@@ -74,6 +74,7 @@ pub(super) fn apply(
         Event::RunCreated { .. }
         | Event::WorkerStarted { .. }
         | Event::PacketReviewed { .. }
+        | Event::WorkerRetrying { .. }
         | Event::MergeStarted { .. }
         | Event::PacketConflicted { .. }
         | Event::MergeValidationFinished { .. }

@@ -115,3 +115,43 @@ fn a_plan_runs_with_our_agents_when_no_worker_command_is_given() {
     assert_eq!(v["packets"][0]["state"], "succeeded", "{v}");
     assert_eq!(server.unused(), 0);
 }
+
+#[test]
+fn an_agent_whose_provider_stays_down_through_the_clients_retries_runs_again_later() {
+    let repo = TestRepo::new();
+    repo.write(
+        ".orchestra/config.toml",
+        "[run]\nretries = 1\nretry_delay_ms = 20\n",
+    );
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-qm", "config"]);
+    // Five outages: the first call and its four client retries; then the provider is back.
+    let down = serde_json::json!({"status": 503, "headers": {"retry-after": "0"},
+        "json": {"error": {"message": "overloaded"}}});
+    let mut replies = vec![down; 5];
+    replies.extend(crate::mock::fixture_replies("openai/agent_edit"));
+    replies.push(crate::mock::approval());
+    let server = MockServer::start(replies);
+    let env = quick_profile(&server);
+    let out = orchestra_with_env(
+        &repo.path,
+        &["agent", "coder", "Swap the operands in add()"],
+        &with(&env),
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("may pass on another try: try 2"),
+        "{stderr}"
+    );
+    let branch = repo.git(&[
+        "for-each-ref",
+        "--format=%(refname:short)",
+        "refs/heads/orchestra/",
+    ]);
+    assert!(
+        repo.git(&["show", &format!("{branch}:src/lib.rs")])
+            .contains("b + a"),
+        "the work landed on {branch}"
+    );
+}

@@ -22,7 +22,10 @@ fn complete_after(delay_ms: u64) -> Value {
 /// `concurrency` calls in flight; returns the most calls the server saw at once.
 fn peak_with_concurrency(concurrency: usize) -> usize {
     let repo = TestRepo::new();
-    let server = MockServer::start((0..3).map(|_| complete_after(400)).collect());
+    // Three agents at once, then their three reviews (the reviewer uses the default profile).
+    let mut replies: Vec<Value> = (0..3).map(|_| complete_after(400)).collect();
+    replies.extend((0..3).map(|_| crate::mock::approval()));
+    let server = MockServer::start(replies);
     repo.write(
         ".orchestra/config.toml",
         &format!(
@@ -33,7 +36,7 @@ fn peak_with_concurrency(concurrency: usize) -> usize {
     let mut plan = String::from("objective = \"three\"\n");
     for id in ["a", "b", "c"] {
         plan.push_str(&format!(
-            "[[packet]]\nid = \"{id}\"\ntitle = \"Packet {id}\"\ndescription = \"Nothing to do.\"\nfiles = [\"src/{id}.rs\"]\n"
+            "[[packet]]\nid = \"{id}\"\ntitle = \"Packet {id}\"\ndescription = \"Nothing to do.\"\nfiles = [\"src/{id}.rs\"]\nmay_be_empty = true\n"
         ));
     }
     repo.write("plan.toml", &plan);

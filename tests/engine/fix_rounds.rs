@@ -188,3 +188,45 @@ fn the_deterministic_checks_gate_every_packet_and_their_findings_go_back_as_fixe
     assert!(note.contains("\"reviewer\": \"deterministic\""), "{note}");
     assert!(note.contains("\"verdict\": \"approve\""), "{note}");
 }
+
+#[test]
+fn a_killed_worker_runs_again_after_a_pause_and_a_failing_one_does_not() {
+    let repo = TestRepo::new();
+    repo.write(
+        ".orchestra/config.toml",
+        "[run]\nretries = 2\nretry_delay_ms = 20\n",
+    );
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-qm", "config"]);
+    let body = format!(
+        "objective = \"Try again\"\n\n{}",
+        packet("p1", "\"out.txt\"", "", "\"test -f out.txt\""),
+    );
+    let plan = repo.write_plan("plan.toml", &body);
+    // Killed on its first try (a crash, the OOM killer), fine on the second.
+    let marker = repo.scratch().join("killed-once");
+    let worker = format!(
+        "if [ ! -e {m} ]; then touch {m}; kill -9 $$; fi; echo ok > out.txt",
+        m = marker.display()
+    );
+    let out = repo.run_plan(&plan, &worker, &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    let progress = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        progress.contains("may pass on another try: try 2 in 0.0s"),
+        "{progress}"
+    );
+    let v = status_json(&repo.path);
+    assert_eq!(v["packets"][0]["state"], "succeeded", "{v}");
+
+    // A worker that exits with a failure said so itself: it is not run again.
+    let repo = TestRepo::new();
+    let plan = repo.write_plan("plan.toml", &body);
+    let counter = repo.scratch().join("runs.txt");
+    let worker = format!("echo run >> {}; exit 3", counter.display());
+    let out = repo.run_plan(&plan, &worker, &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let runs = std::fs::read_to_string(&counter).unwrap();
+    assert_eq!(runs.lines().count(), 1);
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("another try"));
+}

@@ -203,6 +203,13 @@ fn failing_worker_and_failing_validation_are_reported_with_their_output() {
 #[test]
 fn a_worker_that_runs_too_long_times_out() {
     let repo = TestRepo::new();
+    // A timeout may pass on another try: one quick retry, so it is tried twice in all.
+    repo.write(
+        ".orchestra/config.toml",
+        "[run]\nretries = 1\nretry_delay_ms = 10\n",
+    );
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-qm", "config"]);
     let plan = repo.write_plan(
         "plan.toml",
         &format!(
@@ -234,6 +241,8 @@ fn a_worker_that_runs_too_long_times_out() {
             .unwrap()
             .contains("timed out after 1s")
     );
+    let reason = v["packets"][0]["reason"].as_str().unwrap();
+    assert!(reason.contains("(tried 2 times)"), "{reason}");
 }
 
 /// Reads `start end` nanosecond pairs written by the timing worker, keyed by packet.
