@@ -88,6 +88,9 @@ pub struct AgentOutcome {
     /// after the client's own retries, a stall, a timeout.
     #[serde(skip)]
     pub transient: bool,
+    /// The whole conversation at the end, for a later turn of the same agent (a fix round).
+    #[serde(skip)]
+    pub messages: Vec<crate::llm::Message>,
 }
 
 impl AgentOutcome {

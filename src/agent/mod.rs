@@ -24,6 +24,6 @@ pub use packet_agent::{
 pub use profiles::SetupError;
 pub use review_agent::{ModelReviewer, REVIEWER_ROLE, ReviewAgent, parse_findings};
 pub use role::{Role, RoleError, RoleSource, Roles};
-pub use runner::{AgentSpec, Answerer, Host, Reply, run};
+pub use runner::{AgentSpec, Answerer, Host, Reply, run, run_from};
 pub use state::WorkerState;
 pub use tools::SubtaskRequest;

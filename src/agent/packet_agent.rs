@@ -28,6 +28,9 @@ pub struct AgentWorker {
     /// One gate per profile, shared by all packets (and the run's model reviewer): the
     /// profile's concurrency limit.
     gates: std::sync::Arc<llm::Gates>,
+    /// Each packet's last conversation (`<run>/<packet>`), so a fix round is the next turn of
+    /// the same conversation; a new process starts the fix round afresh with the task.
+    conversations: std::sync::Mutex<std::collections::HashMap<String, Vec<llm::Message>>>,
 }
 
 impl AgentWorker {
@@ -38,6 +41,7 @@ impl AgentWorker {
             config,
             registry: Registry::builtin(),
             gates: std::sync::Arc::default(),
+            conversations: std::sync::Mutex::default(),
         })
     }
 
@@ -88,6 +92,16 @@ impl AgentWorker {
             message: format!("cannot open the worktree: {e}"),
         })?;
         let registry = self.registry.for_role(&role);
+        // A fix round continues the packet's conversation when this process has it.
+        let key = format!("{}/{}", job.run, packet.id);
+        let history = match job.fixes {
+            Some(_) => self.take_conversation(&key),
+            None => Vec::new(),
+        };
+        let task = match job.fixes {
+            Some(fixes) if !history.is_empty() => fix_turn_text(fixes),
+            _ => task_text(job.objective, packet, job.fixes),
+        };
         let spec = PacketAgent {
             role: &role,
             models: models.iter().map(|m| m.as_ref()).collect(),
@@ -96,14 +110,7 @@ impl AgentWorker {
             answer: None,
             if_unavailable: IfUnavailable::from_config(self.config.sandbox.if_unavailable),
         }
-        .spec(
-            &self.config,
-            &root,
-            task_text(job.objective, packet, job.fixes),
-            packet,
-            job.stop,
-            job.log,
-        );
+        .spec(&self.config, &root, task, packet, job.stop, job.log);
         let keys: Vec<llm::ApiKey> = chain
             .iter()
             .filter_map(|p| p.api_key().ok().flatten())
@@ -116,10 +123,14 @@ impl AgentWorker {
                 (job.journal)(event);
             }
         };
-        let outcome = super::run(&spec, &mut on_event).map_err(|e| LlmError::Protocol {
-            model: String::new(),
-            message: e.to_string(),
-        })?;
+        let mut outcome =
+            super::run_from(&spec, history, &mut on_event).map_err(|e| LlmError::Protocol {
+                model: String::new(),
+                message: e.to_string(),
+            })?;
+        if outcome.state == WorkerState::Completed {
+            self.keep_conversation(key, std::mem::take(&mut outcome.messages));
+        }
         if let Ok(line) = serde_json::to_string(&outcome) {
             let _ = writeln!(log, "{{\"type\":\"outcome\",\"outcome\":{line}}}");
         }
@@ -135,6 +146,29 @@ impl AgentWorker {
         }
         Ok(outcome_report(outcome, job.stop, &format!(" ({tokens})")))
     }
+}
+
+impl AgentWorker {
+    fn take_conversation(&self, key: &str) -> Vec<llm::Message> {
+        self.conversations
+            .lock()
+            .map(|mut m| m.remove(key).unwrap_or_default())
+            .unwrap_or_default()
+    }
+
+    fn keep_conversation(&self, key: String, messages: Vec<llm::Message>) {
+        if let Ok(mut m) = self.conversations.lock() {
+            m.insert(key, messages);
+        }
+    }
+}
+
+/// Returns the next user message of a packet's conversation in a fix round: what the engine's
+/// checks or the review require.
+pub fn fix_turn_text(fixes: &str) -> String {
+    format!(
+        "The engine committed your work and checked it (scope, validation commands, review); it needs these fixes before it can land. Your work is still in the worktree: fix it there, check it, then call `complete` again.\n\n{fixes}"
+    )
 }
 
 /// Returns the role of `packet` from `roles`, its time limit cut to the packet's `timeout`.

@@ -227,6 +227,17 @@ pub fn run(
     spec: &AgentSpec<'_>,
     on_event: &mut dyn FnMut(&AgentEvent),
 ) -> Result<AgentOutcome, AgentError> {
+    run_from(spec, Vec::new(), on_event)
+}
+
+/// Runs the agent like [`run`], continuing `history` (an earlier run's conversation, see
+/// [`AgentOutcome::messages`]) with `spec.task` as the next user message; an empty history
+/// starts afresh. The outcome carries the whole conversation.
+pub fn run_from(
+    spec: &AgentSpec<'_>,
+    history: Vec<Message>,
+    on_event: &mut dyn FnMut(&AgentEvent),
+) -> Result<AgentOutcome, AgentError> {
     if spec.models.is_empty() {
         return Err(AgentError::NoModel);
     }
@@ -240,18 +251,29 @@ pub fn run(
     };
     run.transition(WorkerState::Running, "started");
     let mut talk = Conversation::new(spec);
-    while run.out.turns < spec.role.max_turns {
-        if let Some((state, reason)) = run.turn(&ctx, &mut talk) {
-            return Ok(run.finish(state, reason));
-        }
+    if !history.is_empty() {
+        let mut messages = history;
+        messages.push(Message::user(spec.task.clone()));
+        talk.req.messages = messages;
     }
-    Ok(run.finish(
-        WorkerState::Blocked,
-        format!(
-            "reached the role's limit of {} turns without calling `complete`",
-            spec.role.max_turns
-        ),
-    ))
+    let outcome = loop {
+        if run.out.turns >= spec.role.max_turns {
+            break run.finish(
+                WorkerState::Blocked,
+                format!(
+                    "reached the role's limit of {} turns without calling `complete`",
+                    spec.role.max_turns
+                ),
+            );
+        }
+        if let Some((state, reason)) = run.turn(&ctx, &mut talk) {
+            break run.finish(state, reason);
+        }
+    };
+    Ok(AgentOutcome {
+        messages: talk.req.messages,
+        ..outcome
+    })
 }
 
 /// Returns the tool context of the run: the worktree, the role's and the packet's write

@@ -155,3 +155,55 @@ fn an_agent_whose_provider_stays_down_through_the_clients_retries_runs_again_lat
         "the work landed on {branch}"
     );
 }
+
+/// A non-streamed model reply that calls `name` with `args`.
+fn calls(id: &str, name: &str, args: serde_json::Value) -> serde_json::Value {
+    serde_json::json!({"json": {"model": "mock-model", "choices": [{"index": 0, "message": {"role": "assistant", "content": null,
+        "tool_calls": [{"id": id, "type": "function", "function": {"name": name, "arguments": args.to_string()}}]},
+        "finish_reason": "tool_calls"}], "usage": {"prompt_tokens": 10, "completion_tokens": 5}}})
+}
+
+#[test]
+fn a_fix_round_is_the_next_turn_of_the_agents_conversation() {
+    let repo = TestRepo::new();
+    repo.write(
+        "plan.toml",
+        "objective = \"Say ok\"\n\n[[packet]]\nid = \"p1\"\ntitle = \"Write ok\"\ndescription = \"Write ok to out.txt\"\nfiles = [\"out.txt\"]\nvalidation = [\"grep -q ok out.txt || { echo out.txt says $(cat out.txt); exit 2; }\"]\n",
+    );
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-qm", "plan"]);
+    let server = MockServer::start(vec![
+        calls(
+            "c1",
+            "write_file",
+            serde_json::json!({"path": "out.txt", "content": "wrong\n"}),
+        ),
+        calls(
+            "c2",
+            "complete",
+            serde_json::json!({"summary": "wrote out.txt"}),
+        ),
+        calls(
+            "c3",
+            "write_file",
+            serde_json::json!({"path": "out.txt", "content": "ok\n"}),
+        ),
+        calls(
+            "c4",
+            "complete",
+            serde_json::json!({"summary": "fixed out.txt"}),
+        ),
+        crate::mock::approval(),
+    ]);
+    let env = quick_profile(&server);
+    let out = orchestra_with_env(&repo.path, &["run", "plan.toml", "--merge"], &with(&env));
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(repo.git(&["show", "main:out.txt"]), "ok");
+    // The fix round's request carries the first round's conversation, then the failure.
+    let reqs = server.requests();
+    let fix = reqs[2].body.to_string();
+    assert!(fix.contains("wrote out.txt"), "{fix}");
+    assert!(fix.contains("\\\"content\\\":\\\"wrong\\\\n\\\""), "{fix}");
+    assert!(fix.contains("out.txt says wrong"), "{fix}");
+    assert!(fix.contains("call `complete` again"), "{fix}");
+}
