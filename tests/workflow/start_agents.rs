@@ -628,3 +628,49 @@ fn an_agent_waits_for_a_human_answer_given_with_answer_from_another_process() {
     let status = orchestra_with_env(&s.repo, &["status"], &[]);
     assert!(!String::from_utf8_lossy(&status.stdout).contains("question  p1"));
 }
+
+#[test]
+fn a_validation_the_merge_broke_goes_back_to_the_packets_agent_and_its_fix_lands() {
+    // Each packet passes alone; p2's check fails once p1's file is there, until p2 says so.
+    let plan_text = "```toml\n[[packet]]\nid = \"p1\"\ntitle = \"Write p1\"\ndescription = \"d\"\nfiles = [\"p1.txt\"]\nvalidation = [\"test -f p1.txt\"]\n\n[[packet]]\nid = \"p2\"\ntitle = \"Write p2\"\ndescription = \"d\"\nfiles = [\"p2.txt\"]\nvalidation = [\"test ! -e p1.txt || grep -q 'knows p1' p2.txt || { echo p2.txt does not know p1; exit 5; }\"]\n```";
+    let s = setup(
+        plan_text,
+        vec![
+            json!({"name": "fix", "match": ["# Coder", "# Fix the merged tree"], "replies": [
+                call("write_file", json!({"path": "p2.txt", "content": "p2 knows p1\n"})),
+                call("complete", json!({"summary": "p2 knows p1 now"}))]}),
+            json!({"name": "p1", "match": ["# Coder", "# Write p1"], "replies": [
+                call("write_file", json!({"path": "p1.txt", "content": "p1\n"})),
+                call("complete", json!({"summary": "wrote p1"}))]}),
+            json!({"name": "p2", "match": ["# Coder", "# Write p2"], "replies": [
+                call("write_file", json!({"path": "p2.txt", "content": "p2\n"})),
+                call("complete", json!({"summary": "wrote p2"}))]}),
+        ],
+        None,
+    );
+    let out = orchestra_with_env(
+        &s.repo,
+        &[
+            "start",
+            "--yes",
+            "--no-clarify",
+            "--merge",
+            "--worktree-root",
+            s.root.to_str().unwrap(),
+            "Write notes",
+        ],
+        &[
+            ("ORCHESTRA_PROVIDER", "openai-compatible"),
+            ("ORCHESTRA_BASE_URL", s.model.url.as_str()),
+            ("ORCHESTRA_MODEL", "scripted"),
+        ],
+    );
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
+    assert!(
+        all.contains("p2 broke `test ! -e p1.txt"),
+        "the progress says what broke: {all}"
+    );
+    assert_eq!(s.show("main", "p1.txt"), "p1");
+    assert_eq!(s.show("main", "p2.txt"), "p2 knows p1");
+}
