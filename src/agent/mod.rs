@@ -20,6 +20,7 @@ pub mod tools;
 pub use events::{AgentError, AgentEvent, AgentOutcome};
 pub use packet_agent::{
     AgentWorker, PacketAgent, open_transcript, outcome_report, role_for_job, task_text,
+    with_dependencies,
 };
 pub use profiles::SetupError;
 pub use review_agent::{ModelReviewer, REVIEWER_ROLE, ReviewAgent, parse_findings};

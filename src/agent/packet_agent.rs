@@ -100,7 +100,10 @@ impl AgentWorker {
         };
         let task = match job.fixes {
             Some(fixes) if !history.is_empty() => fix_turn_text(fixes),
-            _ => task_text(job.objective, packet, job.fixes),
+            _ => with_dependencies(
+                task_text(job.objective, packet, job.fixes),
+                job.dependencies,
+            ),
         };
         let spec = PacketAgent {
             role: &role,
@@ -161,6 +164,16 @@ impl AgentWorker {
             m.insert(key, messages);
         }
     }
+}
+
+/// Returns `task` followed by what the packets it depends on did, when it depends on any.
+pub fn with_dependencies(mut task: String, dependencies: &str) -> String {
+    if !dependencies.trim().is_empty() {
+        task.push_str(&format!(
+            "\n## What the packets this one depends on did\n\n{dependencies}"
+        ));
+    }
+    task
 }
 
 /// Returns the next user message of a packet's conversation in a fix round: what the engine's

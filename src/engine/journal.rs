@@ -80,6 +80,26 @@ impl<'a> Journal<'a> {
         super::retry::note_for(&store, &self.run, packet)
     }
 
+    /// Returns what `packet`'s last successful worker said of its work (an agent's summary,
+    /// an external worker's output tail), if it has finished.
+    pub fn worker_account(&self, packet: &str) -> Option<String> {
+        let store = self.store.lock().unwrap_or_else(|p| p.into_inner());
+        store
+            .events_of_kind(&self.run, "worker_finished")
+            .ok()?
+            .into_iter()
+            .rev()
+            .find_map(|e| match e.event {
+                Event::WorkerFinished {
+                    packet: p,
+                    exit_code: Some(0),
+                    tail,
+                    ..
+                } if p == packet => Some(tail),
+                _ => None,
+            })
+    }
+
     /// Returns the run's packets as currently stored.
     pub fn packets(&self) -> Result<Vec<PacketRecord>, StoreError> {
         self.store

@@ -385,6 +385,49 @@ fn work(
     }
 }
 
+/// Most characters of one dependency's account in a dependent's task.
+const DEPENDENCY_CHARS: usize = 1_200;
+
+/// Returns what each packet `packet` depends on did, for its worker: the files its work
+/// changed and what its worker said of it, bounded per dependency.
+fn dependency_summary(ctx: &Context<'_>, packet: &Packet) -> String {
+    if packet.depends_on.is_empty() {
+        return String::new();
+    }
+    let records = ctx.journal.packets().unwrap_or_default();
+    let mut out = String::new();
+    for dep in &packet.depends_on {
+        let Some(rec) = records.iter().find(|r| &r.id == dep) else {
+            continue;
+        };
+        let changed = match (&rec.start, &rec.commit) {
+            (Some(start), Some(commit)) => {
+                commit::changed_paths(&ctx.repo.toplevel, start, commit).unwrap_or_default()
+            }
+            _ => Vec::new(),
+        };
+        let said = ctx.journal.worker_account(dep).unwrap_or_default();
+        let title = ctx
+            .plan
+            .packets
+            .iter()
+            .find(|p| &p.id == dep)
+            .map_or("", |p| p.title.as_str());
+        let text = format!(
+            "- `{dep}` ({title}), now in this worktree: changed {}. Its worker said: {}",
+            if changed.is_empty() {
+                "no file".to_string()
+            } else {
+                changed.join(", ")
+            },
+            crate::redact::clip(said.trim(), DEPENDENCY_CHARS)
+        );
+        out.push_str(&text);
+        out.push('\n');
+    }
+    out
+}
+
 /// Returns the first line of `text`, for a journal entry.
 fn first_line(text: &str) -> String {
     text.lines().next().unwrap_or_default().to_string()
@@ -484,6 +527,7 @@ fn work_once(
                     ctx.journal.record_or_keep(event);
                 },
                 fixes: fixes.map(|f| f.0),
+                dependencies: &dependency_summary(ctx, packet),
             };
             let report = worker.work(&job);
             if report.interrupted {
@@ -880,6 +924,10 @@ fn environment(
             names::packet_branch(&ctx.run.id, &packet.id).into(),
         );
         map.insert("worktree".into(), wt.to_string_lossy().into_owned().into());
+        let deps = dependency_summary(ctx, packet);
+        if !deps.is_empty() {
+            map.insert("dependencies".into(), deps.into());
+        }
     }
     let text = serde_json::to_string_pretty(&value)
         .map_err(|e| Halt::Fail(format!("cannot serialise the packet: {e}")))?;

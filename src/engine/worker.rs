@@ -23,6 +23,9 @@ pub struct WorkerJob<'a> {
     pub journal: &'a dyn Fn(crate::store::Event),
     /// The review's required fixes, when this is a fix round after a rejection.
     pub fixes: Option<&'a str>,
+    /// What the packets this one depends on did (see `dependency_summary`); empty when it
+    /// depends on none.
+    pub dependencies: &'a str,
 }
 
 /// How an in-process worker's work phase ended.

@@ -243,6 +243,7 @@ fn run_worker(
                 journal: &|_| {},
                 // The task itself is the conflict list; this is not a review's fix round.
                 fixes: None,
+                dependencies: "",
             });
             let code = if report.success { 0 } else { 1 };
             (report.success, Some(code), false, report.summary)

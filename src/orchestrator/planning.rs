@@ -22,24 +22,25 @@ pub const REPO_MAP_TOKENS: usize = 1_500;
 /// Estimated-token cap of `ORCHESTRA.md` in the planner's prompt.
 pub const PROJECT_CONTEXT_TOKENS: usize = 4_800;
 
-const PLAN_GUIDANCE: &str = r#"You are the planning phase of a run. Reply with only the plan, in TOML, in one ```toml block, without `objective` or `base` (they are added for you):
+/// What the planner is asked for: the plan format as a template of placeholders.
+pub const PLAN_GUIDANCE: &str = r#"You are the planning phase of a run. Reply with only the plan, in TOML, in one ```toml block, without `objective` or `base` (they are added for you). The shape, with placeholders in <angle brackets> — fill them from this repository (its files, languages and commands), never from this template:
 
 max_parallel = 4            # optional
 
 [[packet]]
-id = "short-id"             # [a-z0-9-], unique
-title = "one line"
-role = "coder"              # an agent role: coder, tester, docs, ...
-description = "what to do, precisely"
-files = ["src/a.rs", "docs/**"]   # every path the packet may change (globs allowed)
-depends_on = ["other-id"]   # packets whose work must be merged first
-validation = ["cargo test"] # shell commands that must pass in the packet's worktree
-acceptance = ["criteria the reviewer checks"]
-risks = ["what could go wrong"]
+id = "<short-id>"           # [a-z0-9-], unique
+title = "<one line>"
+role = "<a role from the list of roles for packets>"
+description = "<what to do, precisely>"
+files = ["<path/of/a/file>", "<a/directory>/**"]   # every path the packet may change (globs allowed)
+depends_on = ["<other-id>"] # packets whose work must be merged first
+validation = ["<this project's own check or test command>"] # must pass in the packet's worktree
+acceptance = ["<criteria the reviewer checks>"]
+risks = ["<what could go wrong>"]
 may_be_empty = false        # optional: true only when changing no file is a right outcome
-symbols = ["src/a.rs:Parser.parse"]  # optional: existing definitions this packet edits in shared files
+symbols = ["<path/of/a/file>:<Qualified.name>"]  # existing definitions this packet edits in a file it shares
 
-Packets that change the same files must depend on each other or will be ordered; keep file scopes disjoint where you can. Two packets that share a file but each name the existing definitions they edit there (`symbols`, at least one line apart) may run in parallel."#;
+Packets that change the same files must depend on each other or will be ordered; keep file scopes disjoint where you can. When two packets must change the same file, give each the existing definitions it edits there (`symbols`, at least one line apart) and they may run in parallel."#;
 
 /// What the planner is told besides the objective.
 pub struct PlanInputs<'a> {
@@ -53,6 +54,27 @@ pub struct PlanInputs<'a> {
     pub previous: Option<&'a str>,
     /// Which attempt this is (1-based) and of how many, so a retry is a new question.
     pub attempt: (usize, usize),
+    /// The roles packets may use, one line each (see [`roles_for_packets`]).
+    pub roles: &'a str,
+}
+
+/// Returns the roles that can do a packet's work (those with a write scope), one line each:
+/// name, description and what it may write.
+pub fn roles_for_packets(roles: &crate::agent::Roles) -> String {
+    roles
+        .by_name
+        .values()
+        .filter(|r| !r.write_scope.is_empty())
+        .map(|r| {
+            format!(
+                "- {}: {} (may write: {})",
+                r.name,
+                r.description.trim(),
+                r.write_scope.join(", ")
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// Asks the planner for a plan and returns it as complete TOML (objective and base set).
@@ -70,6 +92,9 @@ pub fn propose(
     }
     if !inputs.project.is_empty() {
         prompt.push_str(&format!("\n## ORCHESTRA.md\n{}\n", inputs.project));
+    }
+    if !inputs.roles.is_empty() {
+        prompt.push_str(&format!("\n## Roles for packets\n{}\n", inputs.roles));
     }
     prompt.push_str(&format!("\n## Repository map\n{}\n", inputs.repo_map));
     if let Some(prev) = inputs.previous {
@@ -229,6 +254,7 @@ impl Ctx<'_> {
         let project = project_context(&self.repo.toplevel);
         let map = repo_map(&self.repo.toplevel, &self.req.objective);
         let roles = &self.models.roles;
+        let role_lines = roles_for_packets(roles);
         for attempt in done..MAX_PLAN_ROUNDS {
             round += 1;
             self.ui
@@ -244,6 +270,7 @@ impl Ctx<'_> {
                     feedback: &feedback,
                     previous: previous.as_deref(),
                     attempt: (attempt + 1, MAX_PLAN_ROUNDS),
+                    roles: &role_lines,
                 },
                 self.stop,
             )

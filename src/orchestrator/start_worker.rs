@@ -138,6 +138,8 @@ pub(super) struct AgentJob<'a> {
     pub fixes: Option<&'a str>,
     /// 0 for a plan packet, 1 for its subtask, and so on.
     pub depth: u32,
+    /// What the packets this one depends on did; empty for none (and for subtasks).
+    pub dependencies: &'a str,
 }
 
 /// The runtime side of one packet agent's `ask` and `spawn_subtask`.
@@ -226,7 +228,10 @@ impl StartWorker {
         .spec(
             &self.models.config,
             &root,
-            agent::task_text(job.objective, packet, job.fixes),
+            agent::with_dependencies(
+                agent::task_text(job.objective, packet, job.fixes),
+                job.dependencies,
+            ),
             packet,
             job.stop,
             job.log,
@@ -251,6 +256,7 @@ impl StartWorker {
             timeout: job.timeout,
             fixes: job.fixes,
             depth: 0,
+            dependencies: job.dependencies,
         };
         let outcome = self.run_agent(&agent_job, log)?;
         self.record(&WorkflowEvent::PacketReport {

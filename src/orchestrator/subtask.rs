@@ -316,6 +316,7 @@ fn run_child(
         timeout: parent.timeout,
         fixes: None,
         depth: parent.depth + 1,
+        dependencies: "",
     };
     let mut transcript = crate::agent::open_transcript(&log);
     let outcome = worker

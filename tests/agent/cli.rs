@@ -207,3 +207,53 @@ fn a_fix_round_is_the_next_turn_of_the_agents_conversation() {
     assert!(fix.contains("out.txt says wrong"), "{fix}");
     assert!(fix.contains("call `complete` again"), "{fix}");
 }
+
+#[test]
+fn a_dependent_packets_first_prompt_says_what_its_dependency_did() {
+    let repo = TestRepo::new();
+    repo.write(
+        "plan.toml",
+        "objective = \"Two steps\"\n\n[[packet]]\nid = \"p1\"\ntitle = \"Add the helper\"\ndescription = \"Write helper.txt\"\nfiles = [\"helper.txt\"]\n\n[[packet]]\nid = \"p2\"\ntitle = \"Use the helper\"\ndescription = \"Write user.txt\"\nfiles = [\"user.txt\"]\ndepends_on = [\"p1\"]\n",
+    );
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-qm", "plan"]);
+    let server = MockServer::start(vec![
+        calls(
+            "c1",
+            "write_file",
+            serde_json::json!({"path": "helper.txt", "content": "h\n"}),
+        ),
+        calls(
+            "c2",
+            "complete",
+            serde_json::json!({"summary": "added helper() taking a name"}),
+        ),
+        crate::mock::approval(),
+        calls(
+            "c3",
+            "write_file",
+            serde_json::json!({"path": "user.txt", "content": "u\n"}),
+        ),
+        calls(
+            "c4",
+            "complete",
+            serde_json::json!({"summary": "used helper()"}),
+        ),
+        crate::mock::approval(),
+    ]);
+    let env = quick_profile(&server);
+    let out = orchestra_with_env(&repo.path, &["run", "plan.toml"], &with(&env));
+    assert!(out.status.success(), "{}", text(&out));
+    let reqs = server.requests();
+    let first_of_p2 = reqs[3].body.to_string();
+    assert!(first_of_p2.contains("Use the helper"), "{first_of_p2}");
+    assert!(
+        first_of_p2.contains("What the packets this one depends on did"),
+        "{first_of_p2}"
+    );
+    assert!(first_of_p2.contains("changed helper.txt"), "{first_of_p2}");
+    assert!(
+        first_of_p2.contains("added helper() taking a name"),
+        "{first_of_p2}"
+    );
+}

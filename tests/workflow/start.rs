@@ -962,3 +962,41 @@ fn a_packet_the_merge_sends_back_is_reported_as_not_landed_and_the_run_exits_1()
         text(&status)
     );
 }
+
+#[test]
+fn the_planner_is_told_which_roles_packets_can_use_and_gets_no_foreign_example() {
+    hermetic();
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = demo::create_sample(&tmp.path().join("greeter")).unwrap();
+    let plan = "```toml\n[[packet]]\nid = \"p1\"\ntitle = \"One\"\ndescription = \"d\"\nfiles = [\"p1.txt\"]\nvalidation = [\"test -f p1.txt\"]\n```";
+    // The planner answers only a prompt that lists the roles with their write scopes.
+    let scripts = serde_json::json!([
+        {"name": "planner", "match": ["# Planner", "## Roles for packets", "- coder: ", "(may write: "],
+         "replies": [{"text": plan}]},
+        {"name": "review", "match": ["# Reviewer"], "replies": [{"text": "{\"verdict\": \"approve\"}"}]},
+        {"name": "orchestrator", "match": ["# Orchestrator"], "replies": [{"text": "{}"}]}
+    ]);
+    let model = demo::MockModel::start(demo::parse_scripts(&scripts.to_string()).unwrap()).unwrap();
+    let out = orchestra_with_env(
+        &repo,
+        &[
+            "start",
+            "--yes",
+            "--no-clarify",
+            "--merge",
+            "--worker-cmd",
+            "echo done > \"$ORCHESTRA_PACKET.txt\"",
+            "One file",
+        ],
+        &[
+            ("ORCHESTRA_PROVIDER", "openai-compatible"),
+            ("ORCHESTRA_BASE_URL", model.url.as_str()),
+            ("ORCHESTRA_MODEL", "scripted"),
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(git(&repo, &["show", "main:p1.txt"]), "done");
+    // The template the planner gets has placeholders, not another project's files or commands.
+    let guidance = git_orchestra::orchestrator::planning::PLAN_GUIDANCE;
+    assert!(!guidance.contains("cargo test") && !guidance.contains("src/a.rs"));
+}
