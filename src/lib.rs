@@ -20,6 +20,7 @@ pub mod names;
 pub mod nav;
 pub mod orchestrator;
 pub mod plan;
+pub mod project;
 pub mod redact;
 pub mod status;
 pub mod store;

@@ -31,7 +31,14 @@ pub struct AgentWorker {
     /// Each packet's last conversation (`<run>/<packet>`), so a fix round is the next turn of
     /// the same conversation; a new process starts the fix round afresh with the task.
     conversations: std::sync::Mutex<std::collections::HashMap<String, Vec<llm::Message>>>,
+    /// The repository's top, where the project context comes from.
+    toplevel: std::path::PathBuf,
+    /// The project context (`ORCHESTRA.md`, or built in memory), read once per process.
+    project: std::sync::OnceLock<String>,
 }
+
+/// Most characters of the project context in a packet agent's task.
+pub const PROJECT_CONTEXT_CHARS: usize = 6_000;
 
 impl AgentWorker {
     /// Loads the roles of the repository at `toplevel` with its configuration.
@@ -42,6 +49,8 @@ impl AgentWorker {
             registry: Registry::builtin(),
             gates: std::sync::Arc::default(),
             conversations: std::sync::Mutex::default(),
+            toplevel: toplevel.to_path_buf(),
+            project: std::sync::OnceLock::new(),
         })
     }
 
@@ -100,9 +109,14 @@ impl AgentWorker {
         };
         let task = match job.fixes {
             Some(fixes) if !history.is_empty() => fix_turn_text(fixes),
-            _ => with_dependencies(
-                task_text(job.objective, packet, job.fixes),
-                job.dependencies,
+            _ => with_project(
+                with_dependencies(
+                    task_text(job.objective, packet, job.fixes),
+                    job.dependencies,
+                ),
+                self.project.get_or_init(|| {
+                    crate::project::context(&self.toplevel, PROJECT_CONTEXT_CHARS / 4)
+                }),
             ),
         };
         let spec = PacketAgent {
@@ -164,6 +178,17 @@ impl AgentWorker {
             m.insert(key, messages);
         }
     }
+}
+
+/// Returns `task` followed by the project context (bounded), when there is one.
+pub fn with_project(mut task: String, project: &str) -> String {
+    if !project.trim().is_empty() {
+        task.push_str(&format!(
+            "\n## Project context (ORCHESTRA.md)\n\n{}\n",
+            crate::redact::clip(project.trim(), PROJECT_CONTEXT_CHARS)
+        ));
+    }
+    task
 }
 
 /// Returns `task` followed by what the packets it depends on did, when it depends on any.

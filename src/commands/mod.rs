@@ -10,6 +10,7 @@ mod drive;
 mod error;
 mod gc;
 mod hook;
+mod init;
 mod manual;
 mod mcp;
 mod merge;
@@ -51,6 +52,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     Start(start::StartArgs),
+    Init(init::InitArgs),
     Answer(answer::AnswerArgs),
     Demo(demo::DemoArgs),
     Pause(pause::PauseArgs),
@@ -98,6 +100,7 @@ pub fn main() -> ExitCode {
         Command::Retry(args) => retry::cmd_retry(&cwd, &args),
         Command::Cancel(args) => cancel::cmd_cancel(&cwd, &args),
         Command::Gc(args) => gc::cmd_gc(&cwd, &args),
+        Command::Init(args) => init::cmd_init(&cwd, &args),
         Command::Plan(args) => plan::cmd_plan(&cwd, &args),
         Command::Review(args) => review::cmd_review(&cwd, &args),
         Command::Hook(args) => hook::cmd_hook(&cwd, &args),

@@ -24,6 +24,16 @@ impl Git {
         self.run(["status", "--porcelain", mode])
     }
 
+    /// Returns the paths of the files this worktree tracks, as git lists them.
+    pub fn tracked_files(&self) -> Result<Vec<String>, GitError> {
+        let out = self.run(["ls-files", "-z"])?;
+        Ok(out
+            .split('\0')
+            .filter(|p| !p.is_empty())
+            .map(str::to_string)
+            .collect())
+    }
+
     /// Resets this worktree's index and tracked files to HEAD.
     pub fn reset_hard(&self) -> Result<(), GitError> {
         // Resetting writes ORIG_HEAD and a reflog entry: under the engine's identity.

@@ -187,12 +187,13 @@ pub fn repo_map(toplevel: &Path, objective: &str) -> String {
     )
 }
 
-/// Returns the project context file `ORCHESTRA.md`, cut to [`PROJECT_CONTEXT_TOKENS`], or
-/// nothing when the repository has none.
+/// Returns the project context — `ORCHESTRA.md`, or for a repository without one the same
+/// context built in memory (`git orchestra init` keeps it) — cut to [`PROJECT_CONTEXT_TOKENS`].
 pub fn project_context(toplevel: &Path) -> String {
-    fs_err::read_to_string(toplevel.join("ORCHESTRA.md"))
-        .map(|t| summarize(&t, PROJECT_CONTEXT_TOKENS))
-        .unwrap_or_default()
+    summarize(
+        &crate::project::context(toplevel, PROJECT_CONTEXT_TOKENS),
+        PROJECT_CONTEXT_TOKENS,
+    )
 }
 
 impl Ctx<'_> {

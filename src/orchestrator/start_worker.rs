@@ -35,6 +35,8 @@ pub struct StartWorker {
     pub answer_wait: Duration,
     /// Set when the budget runs out, to stop the other packets too.
     pub halt: Arc<AtomicBool>,
+    /// The project context, read once from the first packet's worktree.
+    project: std::sync::OnceLock<String>,
 }
 
 impl StartWorker {
@@ -46,6 +48,7 @@ impl StartWorker {
             registry: Registry::builtin(),
             answer_wait,
             halt: Arc::new(AtomicBool::new(false)),
+            project: std::sync::OnceLock::new(),
         }
     }
 
@@ -228,9 +231,14 @@ impl StartWorker {
         .spec(
             &self.models.config,
             &root,
-            agent::with_dependencies(
-                agent::task_text(job.objective, packet, job.fixes),
-                job.dependencies,
+            agent::with_project(
+                agent::with_dependencies(
+                    agent::task_text(job.objective, packet, job.fixes),
+                    job.dependencies,
+                ),
+                self.project.get_or_init(|| {
+                    crate::project::context(job.worktree, agent::PROJECT_CONTEXT_CHARS / 4)
+                }),
             ),
             packet,
             job.stop,

@@ -10,6 +10,7 @@
 mod confine;
 mod fix_rounds;
 mod help;
+mod init;
 mod plan;
 mod retry;
 mod run;

@@ -1,0 +1,59 @@
+//! `git orchestra init`: writes the project context file `ORCHESTRA.md` that every agent reads.
+
+use std::path::Path;
+
+use clap::Args;
+use git_orchestra::git::RepoInfo;
+use git_orchestra::project;
+
+use super::CommandError;
+
+/// Writes ORCHESTRA.md: the languages, the build, test, lint and format commands the project's
+/// own files declare (Cargo.toml, package.json scripts, pyproject/tox/nox, go.mod, Makefile),
+/// what CI runs, the layout and the key definitions, within a token budget.
+///
+/// Running it again rewrites only the generated part, between its two marker lines; what you
+/// write around it is kept as it is. Agents read the file with their task.
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// Estimated tokens the generated part may use (about four characters each).
+    #[arg(long, value_name = "N", default_value_t = project::DEFAULT_TOKENS)]
+    tokens: usize,
+    /// Print what would be written, without writing it.
+    #[arg(long)]
+    dry_run: bool,
+    /// Print what was detected as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Detects the project's facts and writes (or updates) its context file.
+pub fn cmd_init(cwd: &Path, args: &InitArgs) -> Result<(), CommandError> {
+    let repo = RepoInfo::discover(cwd)?;
+    let written = project::init(&repo.toplevel, args.tokens.max(200), args.dry_run)
+        .map_err(CommandError::user)?;
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&written).map_err(CommandError::internal)?
+        );
+        return Ok(());
+    }
+    let verb = match (args.dry_run, written.created, written.changed) {
+        (_, _, false) => "is up to date",
+        (true, true, _) => "would be created",
+        (true, false, _) => "would be updated",
+        (false, true, _) => "created",
+        (false, false, _) => "updated",
+    };
+    println!("{} {verb}", written.path.display());
+    for c in &written.facts.commands {
+        println!("  {:<7} {}  ({})", c.purpose.as_str(), c.command, c.source);
+    }
+    if written.facts.commands.is_empty() {
+        println!(
+            "  no build or test command found in the project's files; add yours by hand outside the generated part"
+        );
+    }
+    Ok(())
+}

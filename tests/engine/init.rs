@@ -1,0 +1,139 @@
+//! `git orchestra init`: the project context file from the project's own files, for Rust,
+//! Python, Node and Go repositories; a second run keeps what people wrote.
+
+use crate::support::*;
+
+/// Returns a repository holding `files` (path, content), committed.
+fn project(files: &[(&str, &str)]) -> TestRepo {
+    let repo = TestRepo::new();
+    for (path, content) in files {
+        repo.write(path, content);
+    }
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-qm", "project"]);
+    repo
+}
+
+/// A project's files (path, content) and what its context must say.
+type Case<'a> = (&'a [(&'a str, &'a str)], &'a [&'a str]);
+
+fn init(repo: &TestRepo) -> String {
+    let out = orchestra(&repo.path, &["init"]);
+    assert!(out.status.success(), "{}", text(&out));
+    std::fs::read_to_string(repo.path.join("ORCHESTRA.md")).unwrap()
+}
+
+#[test]
+fn init_finds_the_build_and_test_commands_of_rust_python_node_and_go_projects() {
+    let cases: [Case<'_>; 4] = [
+        (
+            &[(
+                "Cargo.toml",
+                "[package]\nname = \"x\"\nversion = \"0.1.0\"\n",
+            )],
+            &["test: `cargo test` (from Cargo.toml)", "- Rust: "],
+        ),
+        (
+            &[
+                (
+                    "pyproject.toml",
+                    "[project]\nname = \"p\"\n\n[tool.pytest.ini_options]\ntestpaths = [\"tests\"]\n\n[tool.ruff]\nline-length = 100\n",
+                ),
+                ("pkg/__init__.py", "def f():\n    return 1\n"),
+                (
+                    "tests/test_f.py",
+                    "from pkg import f\n\ndef test_f():\n    assert f() == 1\n",
+                ),
+            ],
+            &[
+                "test: `python -m pytest`",
+                "lint: `ruff check .`",
+                "- Python: 2 files",
+                "- `pkg/`: 1 file",
+            ],
+        ),
+        (
+            &[
+                (
+                    "package.json",
+                    "{\"name\": \"n\", \"scripts\": {\"test\": \"vitest run\", \"build\": \"tsc -p .\", \"lint\": \"eslint .\"}}",
+                ),
+                ("yarn.lock", ""),
+                ("src/index.ts", "export function g(): number { return 2 }\n"),
+            ],
+            &[
+                "test: `yarn test` (from package.json (scripts.test))",
+                "build: `yarn build`",
+                "lint: `yarn lint`",
+                "- TypeScript: 1 file",
+            ],
+        ),
+        (
+            &[
+                ("go.mod", "module example.com/m\n\ngo 1.22\n"),
+                ("main.go", "package main\n\nfunc main() {}\n"),
+                (
+                    "Makefile",
+                    "build:\n\tgo build ./...\n\ntest: build\n\tgo test ./...\n",
+                ),
+                (
+                    ".github/workflows/ci.yml",
+                    "jobs:\n  t:\n    steps:\n      - run: go test -race ./...\n",
+                ),
+            ],
+            &[
+                "test: `go test ./...` (from go.mod)",
+                "test: `make test` (from Makefile)",
+                "- `go test -race ./...`",
+                "- Go: 1 file",
+            ],
+        ),
+    ];
+    for (files, expected) in cases {
+        let repo = project(files);
+        let context = init(&repo);
+        for needle in expected {
+            assert!(context.contains(needle), "missing {needle:?} in\n{context}");
+        }
+        assert!(context.contains("## Key definitions") || context.contains("## Layout"));
+    }
+}
+
+#[test]
+fn init_again_keeps_hand_written_text_byte_for_byte_and_changes_nothing_else() {
+    let repo = project(&[(
+        "Cargo.toml",
+        "[package]\nname = \"x\"\nversion = \"0.1.0\"\n",
+    )]);
+    let first = init(&repo);
+    let mine = "\n## House rules\n\nNever touch `vendor/`.  Two spaces kept.\n";
+    std::fs::write(repo.path.join("ORCHESTRA.md"), format!("{first}{mine}")).unwrap();
+    // A new fact: the generated part changes, the rest does not.
+    repo.write("Makefile", "lint:\n\tcargo clippy\n");
+    let second = init(&repo);
+    assert!(second.ends_with(mine), "{second}");
+    assert!(
+        second.contains("lint: `make lint` (from Makefile)"),
+        "{second}"
+    );
+    // Nothing new: the file stays as it is and init says so.
+    let out = orchestra(&repo.path, &["init"]);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("is up to date"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(
+        std::fs::read_to_string(repo.path.join("ORCHESTRA.md")).unwrap(),
+        second
+    );
+    // --dry-run writes nothing.
+    std::fs::remove_file(repo.path.join("ORCHESTRA.md")).unwrap();
+    let out = orchestra(&repo.path, &["init", "--dry-run"]);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("would be created"),
+        "{}",
+        text(&out)
+    );
+    assert!(!repo.path.join("ORCHESTRA.md").exists());
+}
