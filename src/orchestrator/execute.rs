@@ -365,7 +365,7 @@ impl Ctx<'_> {
             },
             &ContextLimits::default(),
         );
-        let guidance = "The run has ended. Reply with only a JSON object {\"next_steps\": [at most five concrete follow-ups for the user]}";
+        let guidance = "The run has ended. Reply with only a JSON object {\"next_steps\": [at most five concrete follow-ups for the user]}. Each step is a plain sentence or a command the user can type (e.g. `git orchestra status`), never the name of a tool or a phase.";
         match self
             .models
             .ask("orchestrator", guidance, &prompt, self.stop)

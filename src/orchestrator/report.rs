@@ -433,8 +433,45 @@ fn next_steps(s: &Sources<'_>, packets: &[PacketReport], assumptions: &[String])
     if !assumptions.is_empty() {
         steps.push("confirm the assumptions listed above".into());
     }
-    steps.extend(s.advice.iter().cloned());
+    steps.extend(s.advice.iter().filter_map(|a| actionable(a)));
     steps
+}
+
+/// git-orchestra commands that do something useful as they are, without arguments: a bare one
+/// from the orchestrator becomes the command line to type.
+const BARE_COMMANDS: [&str; 5] = ["status", "resume", "retry", "review", "gc"];
+
+/// Returns the orchestrator's suggestion as a step a user can act on — a sentence, or a command
+/// to type — or `None` when it is not one.
+///
+/// Models sometimes answer with the names of their tools or phases (`complete`, `plan`) instead
+/// of advice: a bare word is dropped unless it is a git-orchestra command that runs as it is,
+/// which is written out in full, and a tool call (`complete(...)`, a JSON object) is dropped.
+fn actionable(step: &str) -> Option<String> {
+    let step = step.trim();
+    let bare = step
+        .trim_start_matches(['-', '*'])
+        .trim()
+        .trim_matches(['`', '"', '\''])
+        .trim();
+    let mut words = bare.split_whitespace();
+    let first = words.next()?;
+    if words.next().is_none() {
+        let word = first
+            .trim_end_matches(['.', ':', '!'])
+            .trim_end_matches("()")
+            .to_ascii_lowercase();
+        return BARE_COMMANDS
+            .contains(&word.as_str())
+            .then(|| format!("run `git orchestra {word}`"));
+    }
+    let called = bare.split(['(', ' ', '{', ':']).next().is_some_and(|name| {
+        crate::agent::tools::is_known(name) && bare[name.len()..].starts_with(['(', '{'])
+    });
+    if called || bare.starts_with('{') {
+        return None;
+    }
+    Some(step.to_string())
 }
 
 /// Returns tokens and cost per role and model, priced by model name as `[prices]` keys them.
@@ -550,4 +587,37 @@ fn dedup_keep_order(items: Vec<String>) -> Vec<String> {
         .into_iter()
         .filter(|i| seen.insert(i.clone()))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::actionable;
+
+    /// Regression: the report's next steps listed the orchestrator's bare tool and phase names
+    /// (`complete`, `plan`), which are neither commands nor advice.
+    #[test]
+    fn next_steps_keep_sentences_and_commands_and_drop_tool_names() {
+        for noise in [
+            "complete",
+            "plan",
+            "`complete`",
+            "- plan.",
+            "complete({\"summary\": \"done\"})",
+            "{\"name\": \"complete\"}",
+            "",
+        ] {
+            assert_eq!(actionable(noise), None, "{noise:?}");
+        }
+        assert_eq!(
+            actionable("status").as_deref(),
+            Some("run `git orchestra status`")
+        );
+        for kept in [
+            "Add a unit test runner once the project grows",
+            "git orchestra merge add-x-1234abcd",
+            "Complete the docs for farewell()",
+        ] {
+            assert_eq!(actionable(kept).as_deref(), Some(kept));
+        }
+    }
 }

@@ -1,13 +1,15 @@
 //! Integration tests of the `start` workflow: `git orchestra start` and `demo` end to end
 //! against the scripted model, kill -9 and resume at many points, refusals of bad input, and
-//! agents that spawn subtasks, consult other roles or hit a provider's rate limits.
-//! `environments` walks the same journey users take in a bare environment and a configured one.
+//! agents that spawn subtasks, consult other roles or hit a provider's rate limits; what the
+//! report and the errors tell the user. `environments` walks the same journey users take in a
+//! bare environment and a configured one.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod environments;
 #[path = "../forge/forge_mock.rs"]
 mod forge_mock;
+mod messages;
 mod start;
 mod start_agents;
 #[path = "../support/mod.rs"]

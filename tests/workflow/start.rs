@@ -463,7 +463,9 @@ fn cancel_stops_a_running_start_for_good_and_saves_its_packets_work() {
 
 /// Serves scripts where the planner's first plan is invalid (an unknown dependency) and, when
 /// `fixes` is true, its second (answering the validation errors) is valid.
-fn invalid_first_plan(fixes: bool) -> (tempfile::TempDir, std::path::PathBuf, demo::MockModel) {
+pub(crate) fn invalid_first_plan(
+    fixes: bool,
+) -> (tempfile::TempDir, std::path::PathBuf, demo::MockModel) {
     hermetic();
     let tmp = tempfile::tempdir().unwrap();
     let repo = demo::create_sample(&tmp.path().join("greeter")).unwrap();
@@ -490,7 +492,7 @@ fn invalid_first_plan(fixes: bool) -> (tempfile::TempDir, std::path::PathBuf, de
     (tmp, repo, model)
 }
 
-fn start_plain(repo: &Path, model: &demo::MockModel) -> std::process::Output {
+pub(crate) fn start_plain(repo: &Path, model: &demo::MockModel) -> std::process::Output {
     orchestra_with_env(
         repo,
         &["start", "--yes", "--no-clarify", "Write notes"],
