@@ -210,7 +210,11 @@ fn run_status(
     run: RunRecord,
     prices: &dyn Fn(&str) -> Option<Price>,
 ) -> Result<RunStatus, StatusError> {
-    let packets = store.packets(&run.id)?;
+    let packets = store
+        .packets(&run.id)?
+        .into_iter()
+        .map(|p| after_gc(common_dir, p))
+        .collect();
     let agents = store.agent_usage(&run.id)?;
     let notes = notes(store, &run.id)?;
     let start = start_status(common_dir, &run.id, prices);
@@ -225,6 +229,44 @@ fn run_status(
         planning,
         other_runs,
     })
+}
+
+/// Returns `p` with its reason saying where its work is now once `gc` removed its worktree:
+/// a failed packet's reason said its work "stays in" that worktree, which no longer exists, so
+/// the reason names the branch kept and the backup ref of its unsaved files instead, or says
+/// that nothing was left to keep.
+fn after_gc(common_dir: &Path, mut p: PacketRecord) -> PacketRecord {
+    let stays = format!("its work stays in {}", p.worktree);
+    let Some(reason) = p
+        .reason
+        .as_deref()
+        .filter(|r| p.removed && r.contains(&stays))
+    else {
+        return p;
+    };
+    let branch_kept = crate::git::Git::new(common_dir)
+        .resolve(&format!("refs/heads/{}", p.branch))
+        .ok()
+        .flatten()
+        .is_some();
+    let mut places = Vec::new();
+    if branch_kept {
+        places.push(format!("its branch {} is kept", p.branch));
+    }
+    if let Some(backup) = &p.backup {
+        places.push(format!("its uncommitted files are saved in {backup}"));
+    }
+    let now = if places.is_empty() {
+        "nothing of it was left to keep".to_string()
+    } else {
+        places.join(" and ")
+    };
+    let reason = reason.replace(
+        &stays,
+        &format!("its worktree {} was removed by gc; {now}", p.worktree),
+    );
+    p.reason = Some(reason);
+    p
 }
 
 /// Returns why packets sharing files ran side by side, and edits found outside declared

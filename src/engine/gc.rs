@@ -1,6 +1,6 @@
-//! Cleanup of finished runs: removes packet worktrees and empty or merged packet branches,
-//! never losing work — unsaved changes are saved to a backup ref first, and branches holding
-//! unmerged commits are kept.
+//! Cleanup of finished runs: removes packet worktrees, the run's worktree directory once empty,
+//! and empty or merged packet branches, never losing work — unsaved changes are saved to a
+//! backup ref first, and branches holding unmerged commits are kept.
 
 use std::path::{Path, PathBuf};
 
@@ -125,6 +125,9 @@ pub fn gc(repo: &RepoInfo, only: Option<&str>, dry_run: bool) -> Result<GcReport
             report.bytes += item.bytes;
             report.items.push(item);
         }
+        if !dry_run {
+            remove_empty_run_dirs(&run.id, packets.iter().map(|p| Path::new(&p.worktree)));
+        }
         store = Some(journal.into_store());
     }
     Ok(report)
@@ -154,6 +157,20 @@ pub fn remove_integrated(
         })?;
     }
     Ok(())
+}
+
+/// Removes the run's worktree directory (`<root>/<run>`, the parent of its packets'
+/// worktrees) once gc has emptied it; a directory that still holds anything is left alone.
+fn remove_empty_run_dirs<'p>(run: &str, worktrees: impl Iterator<Item = &'p Path>) {
+    let mut dirs: Vec<&Path> = worktrees
+        .filter_map(Path::parent)
+        .filter(|d| d.file_name().is_some_and(|n| n == run))
+        .collect();
+    dirs.dedup();
+    for dir in dirs {
+        // Fails, harmlessly, unless the directory is empty: nothing in it is ever deleted.
+        let _ = std::fs::remove_dir(dir);
+    }
 }
 
 /// Saves the unsaved work of a run's worktree `live` to a backup ref and removes it (unless

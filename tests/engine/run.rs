@@ -543,6 +543,67 @@ fn gc_saves_unsaved_work_before_removing_worktrees() {
     assert_eq!(repo.git(&["fsck", "--no-progress"]), "");
 }
 
+/// Regression: after gc, `status` still said a failed packet's work "stays in" its removed
+/// worktree, and the run's emptied worktree directory was left behind.
+#[test]
+fn after_gc_status_says_where_a_failed_packets_work_is_and_the_run_directory_is_gone() {
+    let repo = TestRepo::new();
+    let body = format!(
+        "objective = \"Fail halfway\"\n\n{}",
+        packet("p1", "\"wip.txt\"", "", "")
+    );
+    let plan = repo.write_plan("plan.toml", &body);
+    let root = repo.scratch().join("wt");
+    let out = orchestra(
+        &repo.path,
+        &run_args(
+            plan.to_str().unwrap(),
+            "echo half-done > wip.txt; exit 3",
+            root.to_str().unwrap(),
+        ),
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let run = run_id(&repo.path);
+    let wt = root.join(&run).join("p1");
+    let reason = status_json(&repo.path)["packets"][0]["reason"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        reason.contains(&format!("its work stays in {}", wt.display())),
+        "{reason}"
+    );
+
+    let out = orchestra(&repo.path, &["gc"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(!wt.exists());
+    assert!(
+        !root.join(&run).exists(),
+        "the emptied run directory is left"
+    );
+    assert!(root.exists(), "gc removed the worktree root itself");
+    let backup = format!("refs/orchestra/backup/{run}/p1");
+    assert_eq!(
+        repo.git(&["show", &format!("{backup}:wip.txt")]),
+        "half-done"
+    );
+    let shown = orchestra(&repo.path, &["status"]);
+    let shown = String::from_utf8_lossy(&shown.stdout).to_string();
+    let line = shown
+        .lines()
+        .find(|l| l.starts_with("p1 "))
+        .unwrap_or_else(|| panic!("no p1 line: {shown}"));
+    assert!(!line.contains("stays in"), "{line}");
+    assert!(
+        line.contains(&format!("its worktree {} was removed by gc", wt.display())),
+        "{line}"
+    );
+    assert!(
+        line.contains(&format!("its uncommitted files are saved in {backup}")),
+        "{line}"
+    );
+}
+
 #[test]
 fn cancel_saves_in_progress_work() {
     let repo = TestRepo::new();
