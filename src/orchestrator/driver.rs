@@ -42,9 +42,7 @@ pub enum StartError {
     Merge(#[from] MergeError),
     #[error(transparent)]
     Lock(#[from] crate::exec::LockError),
-    #[error(
-        "the planner did not produce a valid plan in {rounds} rounds; last problems:\n  {issues}"
-    )]
+    #[error("the planner did not produce a valid plan in {rounds} rounds:\n  {issues}")]
     PlanInvalid { rounds: usize, issues: String },
     #[error(
         "run `{run}` needs the plan approved: run `git orchestra start` at a terminal, or pass --yes"

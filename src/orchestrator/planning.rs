@@ -138,14 +138,30 @@ pub fn normalize(objective: &str, base: &str, answer: &str) -> String {
 
 /// Returns the problems of a plan text: parse errors, `plan check` issues, and roles that do
 /// not exist; empty when the plan is good to run.
+///
+/// The proposal lives only in the run's journal, so a problem's place is given as the line it
+/// is on, quoted, rather than as a `file:line:column` nobody can open.
 pub fn check(toml_text: &str, repo_root: &Path, role_exists: &dyn Fn(&str) -> bool) -> Vec<String> {
     let plan = match Plan::from_toml_str(toml_text, "plan.toml") {
         Ok(p) => p,
+        Err(plan::PlanError::Syntax {
+            location, message, ..
+        }) => return vec![at_line(toml_text, location.as_ref(), &message)],
         Err(e) => return vec![e.to_string()],
     };
     let mut issues: Vec<String> = match plan::validate(&plan, repo_root) {
         Ok(()) => Vec::new(),
-        Err(list) => list.iter().map(|i| i.to_string()).collect(),
+        Err(list) => list
+            .iter()
+            .map(|i| {
+                let text = if i.hint.is_empty() {
+                    i.message.clone()
+                } else {
+                    format!("{}; {}", i.message, i.hint)
+                };
+                at_line(toml_text, i.location.as_ref(), &text)
+            })
+            .collect(),
     };
     if plan.packets.is_empty() {
         issues.push("the plan has no packets; add at least one [[packet]]".into());
@@ -159,6 +175,24 @@ pub fn check(toml_text: &str, repo_root: &Path, role_exists: &dyn Fn(&str) -> bo
         }
     }
     issues
+}
+
+/// Longest quote of an offending plan line, in bytes.
+const QUOTE_LEN: usize = 160;
+
+/// Returns `problem` prefixed with the line of `text` it was found on, quoted.
+fn at_line(text: &str, location: Option<&plan::Location>, problem: &str) -> String {
+    let Some(loc) = location else {
+        return problem.to_string();
+    };
+    match text.lines().nth(loc.line.saturating_sub(1)).map(str::trim) {
+        Some(line) if !line.is_empty() => format!(
+            "line {} `{}`: {problem}",
+            loc.line,
+            crate::redact::clip(line, QUOTE_LEN)
+        ),
+        _ => format!("line {}: {problem}", loc.line),
+    }
 }
 
 /// Returns the repository map for the planner within [`REPO_MAP_TOKENS`], or a note saying
@@ -217,13 +251,12 @@ impl Ctx<'_> {
             .iter()
             .filter(|e| matches!(e.event, WorkflowEvent::PlanProposed { .. }))
             .count() as u32;
-        let mut last: Option<(String, Vec<String>)> =
-            here.iter().rev().find_map(|e| match &e.event {
-                WorkflowEvent::PlanProposed { toml, issues, .. } => {
-                    Some((toml.clone(), issues.clone()))
-                }
-                _ => None,
-            });
+        let last: Option<(String, Vec<String>)> = here.iter().rev().find_map(|e| match &e.event {
+            WorkflowEvent::PlanProposed { toml, issues, .. } => {
+                Some((toml.clone(), issues.clone()))
+            }
+            _ => None,
+        });
         if last.as_ref().is_some_and(|(_, i)| i.is_empty()) {
             return Ok(());
         }
@@ -288,13 +321,45 @@ impl Ctx<'_> {
             if issues.is_empty() {
                 return Ok(());
             }
+            self.ui.progress(&format!(
+                "{}: plan of round {round} rejected:\n  - {}",
+                self.run,
+                issues.join("\n  - ")
+            ));
             feedback = issues.clone();
             previous = Some(toml);
-            last = Some((String::new(), issues));
         }
-        Err(StartError::PlanInvalid {
+        Err(self.rounds_rejected(state, previous.as_deref())?)
+    }
+
+    /// Returns the error of a planning phase whose every round was rejected: each round with
+    /// its problems, and where the last proposal was saved for the user to read.
+    fn rounds_rejected(&self, state: S, last: Option<&str>) -> Result<StartError, StartError> {
+        let rounds: Vec<String> = self
+            .since_entering(state)?
+            .iter()
+            .filter_map(|e| match &e.event {
+                WorkflowEvent::PlanProposed { round, issues, .. } if !issues.is_empty() => {
+                    Some(format!("round {round}:\n    - {}", issues.join("\n    - ")))
+                }
+                _ => None,
+            })
+            .collect();
+        let mut issues = rounds.join("\n  ");
+        if let Some(text) = last {
+            let path =
+                crate::exec::run_dir(&self.repo.common_dir, &self.run).join("plan-rejected.toml");
+            let saved = path
+                .parent()
+                .map_or(Ok(()), fs_err::create_dir_all)
+                .and_then(|()| fs_err::write(&path, text));
+            if saved.is_ok() {
+                issues.push_str(&format!("\n  the last proposal: {}", path.display()));
+            }
+        }
+        Ok(StartError::PlanInvalid {
             rounds: MAX_PLAN_ROUNDS,
-            issues: last.map(|(_, i)| i.join("\n  ")).unwrap_or_default(),
+            issues,
         })
     }
 }

@@ -1,10 +1,47 @@
-//! What `start` tells the user when things go wrong or are left to do: next steps that are
-//! commands or sentences rather than the orchestrator's tool names.
+//! What `start` tells the user when things go wrong or are left to do: why each planner round
+//! was rejected, the offending plan lines instead of a file nobody can open, and next steps
+//! that are commands or sentences rather than the orchestrator's tool names.
 
 use git_orchestra::demo;
 
-use crate::start::start_plain;
+use crate::start::{invalid_first_plan, start_plain};
 use crate::support::{hermetic, text};
+
+/// Regression: the rounds were rejected silently, and the final error cited `plan.toml:7:15`,
+/// a file that exists only in the run's journal.
+#[test]
+fn every_rejected_planner_round_says_why_and_quotes_the_offending_line() {
+    let (_tmp, repo, model) = invalid_first_plan(false);
+    let out = start_plain(&repo, &model);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let progress = String::from_utf8_lossy(&out.stderr).to_string();
+    for round in 1..=3 {
+        let said = progress
+            .split(&format!("plan of round {round} rejected:"))
+            .nth(1)
+            .unwrap_or_else(|| panic!("round {round} rejected silently:\n{progress}"));
+        let reason = said.lines().nth(1).unwrap_or("");
+        assert!(
+            reason.contains("`depends_on = [\"ghost\"]`") && reason.contains("ghost"),
+            "round {round}: {reason}\n{progress}"
+        );
+    }
+    assert!(!progress.contains("plan.toml:"), "{progress}");
+    // The final error lists each round's problems and where the last proposal can be read.
+    let error = progress
+        .split("did not produce a valid plan in 3 rounds")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no final error: {progress}"));
+    for round in 1..=3 {
+        assert!(error.contains(&format!("round {round}:")), "{error}");
+    }
+    let saved = error
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("the last proposal: "))
+        .unwrap_or_else(|| panic!("no saved proposal named: {error}"));
+    let plan = std::fs::read_to_string(saved).unwrap();
+    assert!(plan.contains("depends_on = [\"ghost\"]"), "{plan}");
+}
 
 /// Regression: the orchestrator's advice `complete` and `plan` were listed as next steps.
 #[test]
