@@ -19,6 +19,17 @@ pub enum LlmError {
         status: u16,
         message: String,
     },
+    /// HTTP 5xx whose body says the server could not parse the tool call the model wrote
+    /// (llama.cpp and other OpenAI-compatible servers answer 500 for it): the model's output
+    /// was malformed, the service is fine. Sent again, the model may write it right.
+    #[error(
+        "{model}: the model wrote a tool call the server could not parse (HTTP {status}): {message}; the service is up — a model or chat template with reliable tool calls avoids this"
+    )]
+    MalformedToolCall {
+        model: String,
+        status: u16,
+        message: String,
+    },
     /// The server could not be reached at all.
     #[error("{model}: cannot reach {url}: {message}")]
     Connect {
@@ -64,6 +75,7 @@ impl LlmError {
             self,
             LlmError::RateLimited { .. }
                 | LlmError::Unavailable { .. }
+                | LlmError::MalformedToolCall { .. }
                 | LlmError::Connect { .. }
                 | LlmError::Timeout { .. }
                 | LlmError::BrokenStream { .. }
@@ -75,6 +87,7 @@ impl LlmError {
         match self {
             LlmError::RateLimited { .. } => "rate_limited",
             LlmError::Unavailable { .. } => "unavailable",
+            LlmError::MalformedToolCall { .. } => "malformed_tool_call",
             LlmError::Connect { .. } => "connect",
             LlmError::Timeout { .. } => "timeout",
             LlmError::BrokenStream { .. } => "broken_stream",

@@ -138,6 +138,11 @@ impl Transport {
                     .unwrap_or_else(|| "named by the profile's api_key_env".to_string()),
                 message: format!("the server refused the credentials (HTTP {status}): {message}"),
             },
+            500..=599 if is_tool_call_parse_failure(body) => LlmError::MalformedToolCall {
+                model,
+                status,
+                message,
+            },
             500..=599 => LlmError::Unavailable {
                 model,
                 status,
@@ -236,6 +241,22 @@ fn is_context_overflow(body: &str) -> bool {
     .any(|k| b.contains(k))
 }
 
+/// Returns true if and only if a 5xx body says the server failed to parse the tool call the
+/// model generated. llama.cpp's server says `Failed to parse tool call arguments as JSON`, or
+/// `Failed to parse input at pos N: <the model's output>` when its tool-call grammar rejects
+/// what the model wrote; other OpenAI-compatible servers (vLLM's tool parsers, proxies in
+/// front of them) word it as an error "parsing" or "extracting" a "tool call".
+fn is_tool_call_parse_failure(body: &str) -> bool {
+    let b = error_message(body).to_lowercase();
+    let tool_call = ["tool call", "tool_call", "function call", "tool-call"]
+        .iter()
+        .any(|k| b.contains(k));
+    let parse = ["parse", "parsing", "extract", "malformed", "invalid json"]
+        .iter()
+        .any(|k| b.contains(k));
+    b.contains("failed to parse input at pos") || (tool_call && parse)
+}
+
 /// Parses `Retry-After` as seconds (fractions allowed); HTTP dates are ignored.
 fn parse_retry_after(value: &str) -> Option<std::time::Duration> {
     let secs: f64 = value.trim().parse().ok()?;
@@ -258,5 +279,15 @@ mod tests {
         ));
         assert!(!is_context_overflow(r#"{"error":{"message":"bad tool"}}"#));
         assert_eq!(error_message(r#"{"error":{"message":"nope"}}"#), "nope");
+        assert!(is_tool_call_parse_failure(
+            r#"{"error":{"code":500,"message":"Failed to parse tool call arguments as JSON: parse error at line 1","type":"server_error"}}"#
+        ));
+        assert!(is_tool_call_parse_failure(
+            r#"{"error":{"code":500,"message":"Failed to parse input at pos 395: <|tool_call_start|>[f(x=1)]","type":"server_error"}}"#
+        ));
+        assert!(!is_tool_call_parse_failure(
+            r#"{"error":{"message":"upstream exploded"}}"#
+        ));
+        assert!(!is_tool_call_parse_failure("Internal Server Error"));
     }
 }

@@ -182,6 +182,39 @@ fn a_rate_limit_is_waited_out_for_retry_after_and_a_5xx_is_retried() {
     assert_eq!(server.requests().len(), 3);
 }
 
+/// Regression: llama.cpp answers HTTP 500 when it cannot parse the tool call the model
+/// wrote, and that was reported as "service unavailable".
+#[test]
+fn a_500_about_an_unparsable_tool_call_blames_the_models_output_not_the_service() {
+    let server = MockServer::from_fixture("openai/tool_call_parse_500");
+    let model = llm::connect(&profile(&server, Provider::OpenaiCompatible)).unwrap();
+    let req = ChatRequest {
+        messages: vec![Message::user("hi")],
+        tools: vec![read_file_tool()],
+        ..Default::default()
+    };
+    for _ in 0..2 {
+        let err = model.chat(&req, &mut no_deltas()).unwrap_err();
+        assert!(
+            matches!(err, LlmError::MalformedToolCall { status: 500, .. }),
+            "{err:?}"
+        );
+        assert_eq!(err.kind(), "malformed_tool_call");
+        let shown = err.to_string();
+        assert!(!shown.contains("unavailable"), "{shown}");
+        assert!(
+            shown.contains("the model wrote a tool call the server could not parse"),
+            "{shown}"
+        );
+        assert!(shown.contains("Failed to parse"), "{shown}");
+        assert_no_secret(&shown);
+        // Sampled again, the model may write the call right: it is retried.
+        assert!(err.is_transient());
+    }
+    let ok = model.chat(&req, &mut no_deltas()).unwrap();
+    assert_eq!(ok.text, "recovered");
+}
+
 #[test]
 fn a_truncated_stream_is_a_broken_stream_and_is_retried() {
     let server = MockServer::from_fixture("openai/truncated_then_ok");
