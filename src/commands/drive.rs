@@ -31,7 +31,11 @@ pub fn drive(
     } else {
         Some(agent_worker(repo, config)?)
     };
-    let mut model = super::review::model_reviewer(repo, false)?;
+    let mut model = super::review::model_reviewer(
+        repo,
+        false,
+        "fix the reviewer's profile (`git orchestra agents` shows where it comes from)",
+    )?;
     if let (Some(m), Some(w)) = (model.as_mut(), worker.as_ref()) {
         m.share_gates(w.gates());
     }

@@ -6,6 +6,7 @@ use std::path::Path;
 use clap::{Args, Subcommand};
 use git_orchestra::gate::ApprovalPolicy;
 use git_orchestra::gate::hook::{self, GatePolicy, HookError, RefDecision};
+use git_orchestra::gate::{Verdict, mask_secrets};
 use git_orchestra::git::RepoInfo;
 
 use super::CommandError;
@@ -104,8 +105,15 @@ fn pre_push(cwd: &Path, remote: &str) -> Result<(), CommandError> {
         _ => GatePolicy::Require,
     };
     let options = check_options(&git, None);
+    let model_off = git
+        .config_get("orchestra.gate.model")
+        .ok()
+        .flatten()
+        .is_some_and(|v| {
+            ["false", "no", "off", "0"].contains(&v.trim().to_ascii_lowercase().as_str())
+        });
     let model = match policy {
-        GatePolicy::Auto => super::review::model_reviewer(repo, false)?,
+        GatePolicy::Auto => super::review::model_reviewer(repo, model_off, MODEL_OFF)?,
         GatePolicy::Require => None,
     };
     let extra: Vec<&dyn git_orchestra::gate::Reviewer> = model
@@ -115,7 +123,14 @@ fn pre_push(cwd: &Path, remote: &str) -> Result<(), CommandError> {
     let mut refused = Vec::new();
     for update in updates {
         let decision = hook::check_push(repo, remote, &update, policy, approval, &options, &extra)
-            .map_err(gate_error)?;
+            .map_err(|e| {
+                let mut e = gate_error(e);
+                if e.hints.iter().any(|h| h.contains("--no-model")) {
+                    // `git push` takes no such flag: say what works from a push.
+                    e.hints = vec![MODEL_OFF.to_string()];
+                }
+                e
+            })?;
         let name = &update.local_ref;
         match &decision {
             RefDecision::Approved {
@@ -125,12 +140,13 @@ fn pre_push(cwd: &Path, remote: &str) -> Result<(), CommandError> {
                 "git-orchestra: {name}: reviewed now and approved (tree {})",
                 short(&verdict.tree)
             ),
-            RefDecision::Rejected { verdict, command } => {
-                eprint!("{}", super::review::render(verdict));
-                refused.push(format!(
-                    "{name}: review rejected tree {}; fix the findings, then `{command}`",
-                    short(&verdict.tree)
-                ));
+            RefDecision::Rejected {
+                verdict,
+                fresh,
+                command,
+            } => {
+                eprint!("{}", mask_secrets(&super::review::render(verdict)));
+                refused.push(rejection(name, verdict, *fresh, command));
             }
             RefDecision::Unreviewed { tree, command } => refused.push(format!(
                 "{name}: tree {} has no approving review{}; run `{command}`",
@@ -165,6 +181,42 @@ fn approval_policy(toplevel: &Path) -> ApprovalPolicy {
         git_orchestra::config::RepoConfig::load_with_user(toplevel, user.as_deref())
             .is_ok_and(|c| git_orchestra::agent::ModelReviewer::configured(toplevel, &c));
     ApprovalPolicy { model_required }
+}
+
+/// What a person pushing can do when the model reviewer is in the way: `git push` takes no
+/// `--no-model`, but a configuration value set for one push reaches the hook.
+const MODEL_OFF: &str = "push with the model reviewer off (the deterministic checks still run): `git -c orchestra.gate.model=false push …`, or `git config orchestra.gate.model false` to keep it off";
+
+/// Returns the refusal of a ref whose tree a review rejected: by whom and when, each finding's
+/// place (the findings themselves are printed above, secrets masked), and what to do.
+fn rejection(name: &str, v: &Verdict, fresh: bool, command: &str) -> String {
+    let when = if fresh {
+        "now".to_string()
+    } else {
+        format!("at {}", v.timestamp)
+    };
+    let findings: Vec<String> = v
+        .findings
+        .iter()
+        .map(|f| {
+            let place = match (&f.file, f.line) {
+                (Some(file), Some(line)) => format!(" {file}:{line}"),
+                (Some(file), None) => format!(" {file}"),
+                _ => String::new(),
+            };
+            mask_secrets(&format!("[{}] {}{place}", f.severity.as_str(), f.category))
+        })
+        .collect();
+    format!(
+        "{name}: rejected by review (tree {}, reviewed by {} {when}): {}; fix the findings, commit, then `{command}`",
+        short(&v.tree),
+        v.reviewer,
+        if findings.is_empty() {
+            "no findings recorded".to_string()
+        } else {
+            findings.join(", ")
+        }
+    )
 }
 
 fn hook_error(e: HookError) -> CommandError {

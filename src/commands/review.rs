@@ -92,7 +92,11 @@ pub fn cmd_review(cwd: &Path, args: &ReviewArgs) -> Result<(), CommandError> {
                 .unwrap_or(git_orchestra::exec::DEFAULT_TIMEOUT.as_secs()),
         ),
     };
-    let model = model_reviewer(&repo, args.no_model)?;
+    let model = model_reviewer(
+        &repo,
+        args.no_model,
+        "pass --no-model for the deterministic checks only",
+    )?;
     let mut reviewers: Vec<&dyn Reviewer> = vec![&reviewer];
     if let Some(m) = &model {
         if !args.json {
@@ -106,21 +110,25 @@ pub fn cmd_review(cwd: &Path, args: &ReviewArgs) -> Result<(), CommandError> {
 }
 
 /// Returns the model reviewer when the reviewer role has a model profile (see
-/// `ModelReviewer::configured`) and it was not refused.
+/// `ModelReviewer::configured`) and it was not refused; `off` says how the user turns it off
+/// where the command was run, for the error's hint.
 pub fn model_reviewer(
     repo: &RepoInfo,
     refused: bool,
+    off: &str,
 ) -> Result<Option<git_orchestra::agent::ModelReviewer>, CommandError> {
     use git_orchestra::agent::ModelReviewer;
     let config = super::load_config(repo)?;
     if refused || !ModelReviewer::configured(&repo.toplevel, &config) {
         return Ok(None);
     }
-    ModelReviewer::new(&repo.toplevel, config).map(Some).map_err(|e| {
-        CommandError::user(e).hint(
-            "fix the reviewer's profile (`git orchestra agents` shows where it comes from), or pass --no-model for the deterministic checks only",
-        )
-    })
+    ModelReviewer::new(&repo.toplevel, config)
+        .map(Some)
+        .map_err(|e| {
+            CommandError::user(e).hint(format!(
+                "fix the reviewer's profile (`git orchestra agents` shows where it comes from), or {off}"
+            ))
+        })
 }
 
 /// Returns the check options from flags, then `orchestra.gate.maxFileSize`, then defaults.

@@ -216,9 +216,11 @@ pub enum RefDecision {
     NothingNew,
     /// The tip's tree carries an approving verdict (from this review or an earlier one).
     Approved { verdict: Box<Verdict>, fresh: bool },
-    /// A review ran now and rejected.
+    /// The tip's tree was rejected: by a review that ran now (`fresh`), or by the latest
+    /// review stored for it.
     Rejected {
         verdict: Box<Verdict>,
+        fresh: bool,
         command: String,
     },
     /// No verdict and the policy requires one.
@@ -288,7 +290,18 @@ pub fn check_push(
     }
     let command = format!("git orchestra review {base}..{tip}");
     match policy {
-        GatePolicy::Require => Ok(RefDecision::Unreviewed { tree, command }),
+        GatePolicy::Require => Ok(match read_verdict(&git, &tree)? {
+            // The latest review of this very tree rejected it: say so and why, rather than
+            // that nobody reviewed it.
+            Some(verdict) if verdict.verdict == Decision::Reject && verdict.tree == tree => {
+                RefDecision::Rejected {
+                    verdict: Box::new(verdict),
+                    fresh: false,
+                    command,
+                }
+            }
+            _ => RefDecision::Unreviewed { tree, command },
+        }),
         GatePolicy::Auto => {
             let packet = packet_of(repo, &tip)?;
             let reviewer = DeterministicReviewer {
@@ -307,6 +320,7 @@ pub fn check_push(
             } else {
                 RefDecision::Rejected {
                     verdict: Box::new(verdict),
+                    fresh: true,
                     command,
                 }
             })

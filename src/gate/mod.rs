@@ -30,7 +30,7 @@ pub use review::{
     run_validation,
 };
 pub use scratch::ScratchWorktree;
-pub use secrets::{SecretKind, redact};
+pub use secrets::{SecretKind, mask as mask_secrets, redact};
 pub use verdict::{
     ApprovalPolicy, DETERMINISTIC, Decision, NOTES_REF, Verdict, approved_for_tree, read_verdict,
     rfc3339_utc, write_range_verdict, write_verdict,

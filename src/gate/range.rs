@@ -19,6 +19,7 @@ pub struct ResolvedRange {
 }
 
 /// Resolves `spec` (`A..B`, `A...B`, a single commit, or `None` for HEAD) into base and tip.
+/// `A` may be the empty tree's id, for a range of everything up to `B`.
 ///
 /// A single commit is compared with its upstream when it is a branch that has one, otherwise
 /// with the merge-base of the default branch (`origin/HEAD`, `main`, `master`, `origin/main`,
@@ -32,12 +33,17 @@ pub fn resolve_range(repo: &RepoInfo, spec: Option<&str>) -> Result<ResolvedRang
         let base = merge_base(&git, &a, &b)?;
         (base, b, "merge-base of the range's ends".to_string())
     } else if let Some((a, b)) = spec.and_then(|s| s.split_once("..")) {
-        let source = format!("`{}` as given", or_head(a));
-        (
-            commit_of(&git, or_head(a))?,
-            commit_of(&git, or_head(b))?,
-            source,
-        )
+        let tip = commit_of(&git, or_head(b))?;
+        match empty_tree_named(&git, a)? {
+            // `<empty tree>..<tip>`: everything up to the tip is new, as on a first push to an
+            // empty remote (the range the pre-push gate suggests then).
+            Some(empty) => (empty, tip, "the empty tree: everything is new".to_string()),
+            None => (
+                commit_of(&git, or_head(a))?,
+                tip,
+                format!("`{}` as given", or_head(a)),
+            ),
+        }
     } else {
         let name = spec.unwrap_or("HEAD");
         let tip = commit_of(&git, name)?;
@@ -53,6 +59,17 @@ pub fn resolve_range(repo: &RepoInfo, spec: Option<&str>) -> Result<ResolvedRang
         tip,
         base_source: source,
     })
+}
+
+/// Returns the empty tree's id when `spec` names it (in full, or at least 7 of its leading
+/// hex digits), `None` otherwise.
+fn empty_tree_named(git: &Git, spec: &str) -> Result<Option<String>, GateError> {
+    let spec = spec.trim().to_ascii_lowercase();
+    if spec.len() < 7 || !spec.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Ok(None);
+    }
+    let empty = git.empty_tree()?;
+    Ok(empty.starts_with(&spec).then_some(empty))
 }
 
 fn or_head(s: &str) -> &str {

@@ -101,6 +101,35 @@ fn patterns() -> Option<&'static Patterns> {
 
 /// Returns the credentials found in `line`, each redacted.
 pub fn scan_line(line: &str) -> Vec<SecretMatch> {
+    found_in(line).into_iter().map(|(_, m)| m).collect()
+}
+
+/// Returns `text` with every credential in it replaced by its redacted form, for showing
+/// text that may quote one — a model reviewer's finding, say — where secrets must not go.
+pub fn mask(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for (i, line) in text.split('\n').enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        let mut found = found_in(line);
+        found.sort_by_key(|(r, _)| r.start);
+        let mut at = 0;
+        for (range, m) in found {
+            if m.kind == SecretKind::PrivateKey {
+                continue;
+            }
+            out.push_str(&line[at..range.start]);
+            out.push_str(&m.redacted);
+            at = range.end;
+        }
+        out.push_str(&line[at..]);
+    }
+    out
+}
+
+/// Returns the credentials found in `line` with their byte ranges, each redacted.
+fn found_in(line: &str) -> Vec<(std::ops::Range<usize>, SecretMatch)> {
     let Some(patterns) = patterns() else {
         return Vec::new();
     };
@@ -137,7 +166,7 @@ pub fn scan_line(line: &str) -> Vec<SecretMatch> {
             ));
         }
     }
-    found.into_iter().map(|(_, m)| m).collect()
+    found
 }
 
 /// Returns a form of `secret` safe to print: its first four characters (at most a quarter of
@@ -230,6 +259,22 @@ mod tests {
         assert!(kinds(r#"token = "aaaaaaaaaaaaaaaaaaaa""#).is_empty());
         assert!(kinds("let task_id = ask-ant-colony;").is_empty());
         assert!(kinds("fn main() { println!(\"hello\"); }").is_empty());
+    }
+
+    #[test]
+    fn mask_replaces_every_secret_and_keeps_the_rest() {
+        let key = "AKIAQWERTYUIOPASDFGH";
+        let text = format!("line one\nexport AWS_ACCESS_KEY_ID={key} # deploy\nlast");
+        let masked = mask(&text);
+        assert!(!masked.contains(key), "{masked}");
+        assert_eq!(
+            masked,
+            format!(
+                "line one\nexport AWS_ACCESS_KEY_ID={} # deploy\nlast",
+                redact(key)
+            )
+        );
+        assert_eq!(mask("nothing secret here"), "nothing secret here");
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::process::{Command, Output};
 
 use crate::support::*;
 
-fn bin_dir() -> PathBuf {
+pub(crate) fn bin_dir() -> PathBuf {
     Path::new(env!("CARGO_BIN_EXE_git-orchestra"))
         .parent()
         .unwrap()
@@ -14,7 +14,7 @@ fn bin_dir() -> PathBuf {
 }
 
 /// Runs git with the binary's directory on PATH (or without it), returning the output.
-fn git_out(dir: &Path, args: &[&str], with_bin: bool) -> Output {
+pub(crate) fn git_out(dir: &Path, args: &[&str], with_bin: bool) -> Output {
     hermetic();
     let path = std::env::var("PATH").unwrap_or_default();
     let path = if with_bin {
@@ -33,7 +33,7 @@ fn git_out(dir: &Path, args: &[&str], with_bin: bool) -> Output {
 }
 
 /// A repository with a bare `origin` that already has `main`.
-fn with_remote() -> (TestRepo, PathBuf) {
+pub(crate) fn with_remote() -> (TestRepo, PathBuf) {
     let repo = TestRepo::new();
     let remote = repo.tmp.path().join("remote.git");
     git(
@@ -45,7 +45,7 @@ fn with_remote() -> (TestRepo, PathBuf) {
     (repo, remote)
 }
 
-fn commit_on_feature(repo: &TestRepo, file: &str, body: &str) {
+pub(crate) fn commit_on_feature(repo: &TestRepo, file: &str, body: &str) {
     if repo.git(&["branch", "--show-current"]) != "feature" {
         repo.git(&["checkout", "-q", "-b", "feature"]);
     }
@@ -54,12 +54,12 @@ fn commit_on_feature(repo: &TestRepo, file: &str, body: &str) {
     repo.git(&["commit", "-q", "-m", &format!("add {file}")]);
 }
 
-fn install(repo: &TestRepo) {
+pub(crate) fn install(repo: &TestRepo) {
     let out = orchestra(&repo.path, &["hook", "install"]);
     assert!(out.status.success(), "{}", text(&out));
 }
 
-fn remote_has(remote: &Path, branch: &str) -> bool {
+pub(crate) fn remote_has(remote: &Path, branch: &str) -> bool {
     git_out(
         remote,
         &[
