@@ -295,11 +295,12 @@ fn undo_review_changes(
         ),
         None => format!("{}review", crate::git::BACKUP_PREFIX),
     };
+    // Pinned: the reviewer's commands may have changed the worktree's `.git` too.
+    let git = crate::git::Git::pinned(&input.repo.common_dir, dir)?;
     // `backup` saves nothing, and says so, when the files equal HEAD.
-    if crate::git::backup(dir, &refname, "changes made while reviewing")?.is_none() {
+    if crate::git::backup(&git, &refname, "changes made while reviewing")?.is_none() {
         return Ok(None);
     }
-    let git = crate::git::Git::new(dir);
     git.reset_hard()?;
     git.clean()?;
     Ok(Some(refname))

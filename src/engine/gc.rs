@@ -148,7 +148,9 @@ pub fn remove_integrated(
             continue;
         }
         let refname = names::backup_ref(run_id, &rec.id);
-        let saved = gitops::backup(&wt, &refname, "git-orchestra merge: unsaved work")
+        // Pinned: the worktree's own `.git` is not trusted (see `Git::pinned`).
+        let git = Git::pinned(&repo.common_dir, &wt).map_err(worktree_err)?;
+        let saved = gitops::backup(&git, &refname, "git-orchestra merge: unsaved work")
             .map_err(worktree_err)?;
         gitops::remove(repo, &wt).map_err(worktree_err)?;
         journal.record(Event::WorktreeRemoved {
@@ -196,11 +198,13 @@ fn sweep(
     };
     if let Some(wt) = &live {
         let refname = names::backup_ref(&run.id, id);
-        if has_unsaved_changes(wt)? {
+        // Pinned: the worktree's own `.git` is not trusted (see `Git::pinned`).
+        let git = Git::pinned(&repo.common_dir, wt).map_err(worktree_err)?;
+        if has_unsaved_changes(&git)? {
             item.backup = Some(refname.clone());
         }
         if !dry_run {
-            let saved = gitops::backup(wt, &refname, "git-orchestra gc: unsaved work")
+            let saved = gitops::backup(&git, &refname, "git-orchestra gc: unsaved work")
                 .map_err(worktree_err)?;
             if saved.is_some() {
                 item.backup = Some(refname);
@@ -255,8 +259,8 @@ fn branch_fate(
 }
 
 /// Returns true if and only if the worktree has uncommitted or untracked (not ignored) files.
-fn has_unsaved_changes(wt: &Path) -> Result<bool, EngineError> {
-    let out = Git::new(wt)
+fn has_unsaved_changes(git: &Git) -> Result<bool, EngineError> {
+    let out = git
         .status_porcelain(crate::git::Untracked::All)
         .map_err(crate::git::RepoError::from)?;
     Ok(!out.is_empty())

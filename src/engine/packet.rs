@@ -121,7 +121,7 @@ fn pipeline(ctx: &Context<'_>, index: usize, rec: &PacketRecord) -> Result<Strin
     let wt = PathBuf::from(&rec.worktree);
     let dir = ctx.run_dir.join(&packet.id);
     if in_flight {
-        clear_stale_locks(ctx, &rec.branch, &wt);
+        clear_stale_locks(ctx, &rec.branch, &wt)?;
     }
     let env = environment(ctx, index, packet, &wt, &dir, &start)?;
 
@@ -172,7 +172,7 @@ fn pipeline(ctx: &Context<'_>, index: usize, rec: &PacketRecord) -> Result<Strin
         round += 1;
         // The fixed commit replaces the rejected one, so nothing a check or a review rejected
         // (a file outside the scope, a secret) stays in the branch's history.
-        commit::uncommit_to(&wt, &start)
+        commit::uncommit_to(&worktree_git(ctx, &wt)?, &start)
             .map_err(|e| Halt::Fail(format!("cannot take back the rejected commit: {e}")))?;
         let env = with_fixes_file(&env, &dir.join(format!("fixes-{round}.md")), &fixes)?;
         work(ctx, packet, rec, &wt, &env, &dir, Some((&fixes, round)))?;
@@ -402,7 +402,7 @@ fn dependency_summary(ctx: &Context<'_>, packet: &Packet) -> String {
         };
         let changed = match (&rec.start, &rec.commit) {
             (Some(start), Some(commit)) => {
-                commit::changed_paths(&ctx.repo.toplevel, start, commit).unwrap_or_default()
+                commit::changed_paths(&ctx.repo.git(), start, commit).unwrap_or_default()
             }
             _ => Vec::new(),
         };
@@ -520,6 +520,7 @@ fn work_once(
                 objective: &ctx.run.objective,
                 packet,
                 worktree: wt,
+                common_dir: &ctx.repo.common_dir,
                 log: &log,
                 stop: ctx.stop,
                 timeout: ctx.timeout,
@@ -582,15 +583,16 @@ fn commit_step(
             role: &packet.role,
         },
     );
-    let made = commit::commit_all(wt, &message)
+    let git = worktree_git(ctx, wt)?;
+    let made = commit::commit_all(&git, &message)
         .map_err(|e| Halt::Fail(format!("could not commit the worker's changes: {e}")))?;
     let head = match made {
         Some(head) => head,
-        None => gitops::Git::new(wt)
+        None => git
             .head()
             .map_err(|e| Halt::Fail(format!("cannot read the packet branch: {e}")))?,
     };
-    let changed = commit::changed_paths(wt, start, &head)
+    let changed = commit::changed_paths(&git, start, &head)
         .map_err(|e| Halt::Fail(format!("cannot list the packet's changes: {e}")))?;
     record(
         ctx,
@@ -623,10 +625,11 @@ fn validate(
     let (head, changed) = match committed {
         Some(known) => known,
         None => {
-            let head = gitops::Git::new(wt)
+            let git = worktree_git(ctx, wt)?;
+            let head = git
                 .head()
                 .map_err(|e| Halt::Fail(format!("cannot read the packet branch: {e}")))?;
-            let changed = commit::changed_paths(wt, start, &head)
+            let changed = commit::changed_paths(&git, start, &head)
                 .map_err(|e| Halt::Fail(format!("cannot list the packet's changes: {e}")))?;
             (head, changed)
         }
@@ -663,7 +666,7 @@ fn validate(
         });
     }
     if !packet.symbols.is_empty() {
-        for f in symbol_scope::findings(wt, packet, start, &head, &changed) {
+        for f in symbol_scope::findings(&ctx.repo.toplevel, packet, start, &head, &changed) {
             tracing::warn!(file = %f.file, lines = %f.lines, "edits outside declared symbols");
             record(
                 ctx,
@@ -833,19 +836,27 @@ fn start_point(ctx: &Context<'_>, packet: &Packet) -> Result<String, Halt> {
 /// Removes lock files a killed process of this packet may have left: its branch ref's lock and
 /// its worktree's index and HEAD locks. Only this packet's own locks are touched, and the run
 /// lock guarantees that no other git-orchestra process drives this packet; its previous worker
-/// was killed before the resume started.
-fn clear_stale_locks(ctx: &Context<'_>, branch: &str, wt: &Path) {
+/// was killed before the resume started. A worktree whose `.git` its worker changed fails the
+/// packet here (the link is put back, see [`gitops::Git::pinned`]).
+fn clear_stale_locks(ctx: &Context<'_>, branch: &str, wt: &Path) -> Result<(), Halt> {
     let mut locks = vec![
         ctx.repo
             .common_dir
             .join(format!("refs/heads/{branch}.lock")),
     ];
-    if wt.join(".git").exists() {
-        for name in ["index.lock", "HEAD.lock"] {
-            if let Ok(path) = gitops::Git::new(wt).git_path(name) {
-                locks.push(PathBuf::from(path));
+    match gitops::Git::pinned(&ctx.repo.common_dir, wt) {
+        Ok(git) => {
+            for name in ["index.lock", "HEAD.lock"] {
+                if let Ok(path) = git.git_path(name) {
+                    locks.push(PathBuf::from(path));
+                }
             }
         }
+        Err(e @ gitops::WorktreeError::GitLinkChanged { .. }) => {
+            return Err(Halt::Fail(format!("cannot run git in the worktree: {e}")));
+        }
+        // A worktree that is gone is created again; its locks went with it.
+        Err(_) => {}
     }
     for lock in locks {
         if lock.exists() {
@@ -853,6 +864,14 @@ fn clear_stale_locks(ctx: &Context<'_>, branch: &str, wt: &Path) {
             let _ = fs_err::remove_file(&lock);
         }
     }
+    Ok(())
+}
+
+/// Returns the engine's git runner for the packet's worktree, pinned to the git directory
+/// registered for it; a `.git` the worker changed fails the packet.
+fn worktree_git(ctx: &Context<'_>, wt: &Path) -> Result<gitops::Git, Halt> {
+    gitops::Git::pinned(&ctx.repo.common_dir, wt)
+        .map_err(|e| Halt::Fail(format!("cannot run git in the worktree: {e}")))
 }
 
 /// Creates or reuses the packet's worktree.
@@ -867,7 +886,7 @@ fn ensure_worktree(
 ) -> Result<Created, gitops::WorktreeError> {
     let created = gitops::create_repairing(request, before_worker)?;
     if before_worker && created == (Created::Reused { dirty: true }) {
-        gitops::Git::new(request.path).reset_hard()?;
+        gitops::Git::pinned(&request.repo.common_dir, request.path)?.reset_hard()?;
         return Ok(Created::Reused { dirty: false });
     }
     Ok(created)

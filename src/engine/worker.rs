@@ -14,6 +14,9 @@ pub struct WorkerJob<'a> {
     pub packet: &'a Packet,
     /// The packet's worktree, on its branch; the engine commits what is left there.
     pub worktree: &'a Path,
+    /// The repository's common git directory as the engine found it: the way to the worktree's
+    /// git metadata that its own (writable) `.git` file cannot redirect.
+    pub common_dir: &'a Path,
     /// A log file the worker may write its transcript to.
     pub log: &'a Path,
     pub stop: &'a AtomicBool,

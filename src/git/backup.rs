@@ -35,20 +35,16 @@ impl Snapshot {
     }
 }
 
-/// Saves the uncommitted and untracked work in `worktree` as a commit under `refname` and
-/// returns its id, or `None` when the files equal HEAD and there is nothing to save.
+/// Saves the uncommitted and untracked work in the worktree of `git` (its pinned runner, see
+/// [`Git::pinned`]) as a commit under `refname` and returns its id, or `None` when the files
+/// equal HEAD and there is nothing to save.
 ///
 /// When the same state is already the ref's tip, that commit is returned and nothing is
 /// written. The ref is updated with compare-and-swap, so a concurrent backup makes this one fail
 /// (`RefMoved`) instead of dropping either.
-pub fn backup(
-    worktree: &Path,
-    refname: &str,
-    message: &str,
-) -> Result<Option<String>, WorktreeError> {
-    let git = Git::new(worktree);
-    check_refname(&git, refname)?;
-    let snap = snapshot(worktree)?;
+pub fn backup(git: &Git, refname: &str, message: &str) -> Result<Option<String>, WorktreeError> {
+    check_refname(git, refname)?;
+    let snap = snapshot(git)?;
     if !snap.has_changes() {
         return Ok(None);
     }
@@ -78,29 +74,26 @@ pub fn backup(
     }
 }
 
-/// Returns the tree of `worktree`'s files as they are now, built in a temporary index.
-pub fn snapshot(worktree: &Path) -> Result<Snapshot, WorktreeError> {
-    let git = Git::new(worktree);
+/// Returns the tree of the files of the worktree of `git` (its pinned runner) as they are
+/// now, built in a temporary index.
+pub fn snapshot(git: &Git) -> Result<Snapshot, WorktreeError> {
     let facts = git.run([
         "rev-parse",
         "--path-format=absolute",
         "--git-dir",
-        "--show-toplevel",
         "HEAD",
         "HEAD^{tree}",
     ])?;
     let lines: Vec<&str> = facts.lines().collect();
-    let [git_dir, toplevel, head, head_tree] = lines[..] else {
+    let [git_dir, head, head_tree] = lines[..] else {
         return Err(WorktreeError::NotAWorktree {
-            path: worktree.to_path_buf(),
-            repo: worktree.to_path_buf(),
+            path: git.dir().to_path_buf(),
+            repo: git.dir().to_path_buf(),
         });
     };
     let index = TempIndex::seeded_from(Path::new(git_dir))?;
-    // From the top so `add -A` covers the whole tree even when `worktree` is a subdirectory.
-    let top = Git::new(toplevel)
-        .with_env("GIT_INDEX_FILE", &index.path)
-        .writing();
+    // `:/` so `add -A` covers the whole tree.
+    let top = git.with_env("GIT_INDEX_FILE", &index.path).writing();
     top.run(["add", "--all", "--", ":/"])?;
     let tree = top.run(["write-tree"])?;
     Ok(Snapshot {
@@ -113,7 +106,7 @@ pub fn snapshot(worktree: &Path) -> Result<Snapshot, WorktreeError> {
 /// Returns true if and only if everything in `worktree` is committed or equals the tip of some
 /// backup ref under `refs/orchestra/backup/`.
 pub fn is_saved(repo: &RepoInfo, worktree: &Path) -> Result<bool, WorktreeError> {
-    let snap = snapshot(worktree)?;
+    let snap = snapshot(&Git::pinned(&repo.common_dir, worktree)?)?;
     if !snap.has_changes() {
         return Ok(true);
     }

@@ -117,6 +117,8 @@ pub struct Git {
     identity: Option<Identity>,
     /// Variables set (`Some`) or removed (`None`) for every command.
     env: Vec<(&'static str, Option<OsString>)>,
+    /// `key=value` settings given to every command with `-c`, over any configuration file.
+    config: Vec<String>,
 }
 
 impl Git {
@@ -126,6 +128,7 @@ impl Git {
             dir: dir.into(),
             identity: None,
             env: Vec::new(),
+            config: Vec::new(),
         }
     }
 
@@ -154,6 +157,14 @@ impl Git {
         git
     }
 
+    /// Returns this runner with `key=value` given to every command with `-c`, so it wins over
+    /// every configuration file (and reaches the git processes git itself starts).
+    pub(in crate::git) fn with_config(&self, setting: impl Into<String>) -> Git {
+        let mut git = self.clone();
+        git.config.push(setting.into());
+        git
+    }
+
     /// Returns this runner with `key` removed from the environment of every command.
     #[cfg(test)]
     pub(in crate::git) fn without_env(&self, key: &'static str) -> Git {
@@ -169,7 +180,11 @@ impl Git {
         S: AsRef<OsStr>,
     {
         let mut cmd = Command::new("git");
-        cmd.arg("-C").arg(&self.dir).args(args);
+        cmd.arg("-C").arg(&self.dir);
+        for setting in &self.config {
+            cmd.arg("-c").arg(setting);
+        }
+        cmd.args(args);
         // Never let git open a pager or prompt on a terminal the engine does not own.
         cmd.env("GIT_TERMINAL_PROMPT", "0").env("GIT_PAGER", "cat");
         for (key, value) in &self.env {

@@ -31,25 +31,28 @@ pub fn message(subject: &str, trailers: &Trailers<'_>) -> String {
     )
 }
 
-/// Stages everything in `worktree` (tracked changes, deletions, untracked files; not ignored
-/// ones) and commits it under the engine's identity. Returns the new commit id, or `None` when
-/// there was nothing to commit.
+/// Stages everything in the worktree of `git` (tracked changes, deletions, untracked files;
+/// not ignored ones) and commits it under the engine's identity. Returns the new commit id, or
+/// `None` when there was nothing to commit.
 ///
+/// `git` is the worktree's pinned runner ([`Git::pinned`]): staging and committing then use
+/// the worktree's registered git directory with hooks off, whatever its `.git` file says.
 /// New files named like the confined writer's temporary files are left out and removed: they
 /// are what a write cut short by a crash leaves behind (the tool call never completed, so the
 /// turn is redone), never anyone's work.
-pub fn commit_all(worktree: &Path, message: &str) -> Result<Option<String>, GitError> {
-    commit_all_as(worktree, message, &Identity::ENGINE)
+pub fn commit_all(git: &Git, message: &str) -> Result<Option<String>, GitError> {
+    commit_all_as(git, message, &Identity::ENGINE)
 }
 
 /// Does what [`commit_all`] does, as `identity` instead of the engine.
 pub fn commit_all_as(
-    worktree: &Path,
+    git: &Git,
     message: &str,
     identity: &Identity,
 ) -> Result<Option<String>, GitError> {
     // Staging writes blobs; every object the engine writes is written as `identity`.
-    let git = Git::new(worktree).writing_as(identity);
+    let git = git.writing_as(identity);
+    let worktree = git.dir().to_path_buf();
     git.run(["add", "--all", "--", "."])?;
     // Paths as bytes: a repository may hold names that are not UTF-8.
     let staged = git.finish(
@@ -79,8 +82,9 @@ pub fn commit_all_as(
     if changed == 0 {
         return Ok(None);
     }
-    // No signing prompt, and no `git maintenance run --auto` process after each of a run's
-    // many commits (the user's own next git command still runs it).
+    // No signing prompt, no hook (`--no-verify`, besides the pinned runner's empty hooks path),
+    // and no `git maintenance run --auto` process after each of a run's many commits (the
+    // user's own next git command still runs it).
     git.run_with_stdin(
         [
             "-c",
@@ -91,6 +95,7 @@ pub fn commit_all_as(
             "gc.auto=0",
             "commit",
             "--quiet",
+            "--no-verify",
             "--no-edit",
             "--file=-",
         ],
@@ -109,18 +114,17 @@ pub fn init_with_files(
 ) -> Result<String, GitError> {
     let git = Git::new(dir);
     git.run(["init", "--quiet", &format!("--initial-branch={branch}")])?;
-    commit_all_as(dir, message, identity)?
+    commit_all_as(&git, message, identity)?
         .ok_or_else(|| GitError::failed("commit", 1, "nothing to commit".to_string()))
 }
 
-/// Moves the worktree's branch back to `start`, keeping every change in the working tree, so
-/// the next commit replaces the commits made since `start` instead of following them.
+/// Moves the branch of the worktree of `git` (its pinned runner) back to `start`, keeping every
+/// change in the working tree, so the next commit replaces the commits made since `start` instead of following them.
 ///
 /// Used before every fix round: what a check or a review rejected (a file outside the packet's
 /// scope, a secret) must never enter the branch's history, so what the fixed commit leaves out
 /// is not reachable from it either.
-pub fn uncommit_to(worktree: &Path, start: &str) -> Result<(), GitError> {
-    let git = Git::new(worktree);
+pub fn uncommit_to(git: &Git, start: &str) -> Result<(), GitError> {
     // `reset` before git 2.43 refuses `--end-of-options` after its options, so it is given the
     // commit's full id, which cannot be read as an option.
     let id = git
@@ -132,8 +136,8 @@ pub fn uncommit_to(worktree: &Path, start: &str) -> Result<(), GitError> {
 }
 
 /// Returns every path that differs between `base` and `head` (both sides of a rename).
-pub fn changed_paths(repo: &Path, base: &str, head: &str) -> Result<Vec<String>, GitError> {
-    let out = Git::new(repo).run([
+pub fn changed_paths(git: &Git, base: &str, head: &str) -> Result<Vec<String>, GitError> {
+    let out = git.run([
         "diff",
         "--name-only",
         "--no-renames",
@@ -172,7 +176,7 @@ mod tests {
         let git = Git::new(dir.path());
         git.run(["init", "--quiet", "-b", "main"]).unwrap();
         std::fs::write(dir.path().join("a.txt"), "a\n").unwrap();
-        commit_all(dir.path(), "base").unwrap().unwrap();
+        commit_all(&git, "base").unwrap().unwrap();
         dir
     }
 
@@ -184,12 +188,13 @@ mod tests {
         let temp = sub.join(format!("{}4242-0", crate::confine::TEMP_PREFIX));
         std::fs::write(&temp, "half a fi").unwrap();
         // Nothing else changed: no commit, and the leftover is gone.
-        assert_eq!(commit_all(dir.path(), "nothing").unwrap(), None);
+        let git = Git::new(dir.path());
+        assert_eq!(commit_all(&git, "nothing").unwrap(), None);
         assert!(!temp.exists());
 
         std::fs::write(&temp, "half a fi").unwrap();
         std::fs::write(sub.join("real.rs"), "fn main() {}\n").unwrap();
-        commit_all(dir.path(), "work").unwrap().unwrap();
+        commit_all(&git, "work").unwrap().unwrap();
         let files = Git::new(dir.path())
             .run(["show", "--name-only", "--format=", "HEAD"])
             .unwrap();

@@ -50,7 +50,16 @@ impl Git {
     /// Returns `path:line:text` for every line of tracked and untracked text files matching the
     /// extended regular expression `pattern` (empty when nothing matches).
     pub fn grep(&self, pattern: &str) -> Result<String, GitError> {
-        match self.run(["grep", "-n", "-I", "--untracked", "-E", "-e", pattern]) {
+        match self.run([
+            "grep",
+            "-n",
+            "-I",
+            "--no-textconv",
+            "--untracked",
+            "-E",
+            "-e",
+            pattern,
+        ]) {
             Err(GitError::Failed { code: 1, .. }) => Ok(String::new()),
             other => other,
         }

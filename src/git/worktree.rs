@@ -70,6 +70,22 @@ pub enum WorktreeError {
     RefMoved { refname: String },
     #[error("checking out {path} failed: {message}")]
     Checkout { path: PathBuf, message: String },
+    #[error(
+        "{path}/.git was changed from within the worktree (it is {found}); the engine runs no git through it{}",
+        match (repaired, saved) {
+            (false, _) => String::new(),
+            (true, None) => "; the link to the worktree's registered git directory is back".to_string(),
+            (true, Some(s)) => format!("; the link to the worktree's registered git directory is back, and what replaced it is kept at {}", s.display()),
+        }
+    )]
+    GitLinkChanged {
+        path: PathBuf,
+        found: String,
+        /// Whether the link was put back.
+        repaired: bool,
+        /// Where what replaced the link was moved, when something did.
+        saved: Option<PathBuf>,
+    },
     #[error("{path}: {source}")]
     Io {
         path: PathBuf,
@@ -224,8 +240,9 @@ pub fn create(req: &WorktreeRequest) -> Result<(Worktree, Created), WorktreeErro
     }
 }
 
-/// Returns what a worktree at `path` looks like: it must exist, be a linked worktree of `repo`
-/// (its top directory, not a subdirectory) and have HEAD attached to `branch`.
+/// Returns what a worktree at `path` looks like: it must exist, be a worktree of `repo` (its top
+/// directory, not a subdirectory) whose `.git` still points at its registration (see
+/// [`Git::pinned`]) and have HEAD attached to `branch`.
 ///
 /// Dirtiness is reported, not refused: a resumed packet legitimately has work in progress.
 pub fn validate(
@@ -238,29 +255,9 @@ pub fn validate(
             path: path.to_path_buf(),
         });
     }
-    let not_a_worktree = || WorktreeError::NotAWorktree {
-        path: path.to_path_buf(),
-        repo: repo.toplevel.clone(),
-    };
-    let git = Git::new(path);
-    // rev-parse fails outside any repository; status v2 reports HEAD and the branch in one go.
-    let facts = match git.run([
-        "rev-parse",
-        "--path-format=absolute",
-        "--show-toplevel",
-        "--git-common-dir",
-    ]) {
-        Ok(out) => out,
-        Err(GitError::Failed { .. }) => return Err(not_a_worktree()),
-        Err(e) => return Err(e.into()),
-    };
-    let mut lines = facts.lines();
-    let (Some(toplevel), Some(common)) = (lines.next(), lines.next()) else {
-        return Err(not_a_worktree());
-    };
-    if !same_path(Path::new(toplevel), path) || !same_path(Path::new(common), &repo.common_dir) {
-        return Err(not_a_worktree());
-    }
+    // Pinned: the registration must name this directory (not a subdirectory of a worktree,
+    // not another repository's), and git runs with it whatever `.git` says now.
+    let git = Git::pinned(&repo.common_dir, path)?;
     let status = git.run([
         "status",
         "--porcelain=v2",
@@ -280,7 +277,7 @@ pub fn validate(
         });
     }
     Ok(WorktreeStatus {
-        path: PathBuf::from(toplevel),
+        path: git.dir().to_path_buf(),
         head: parsed.head.unwrap_or_default(),
         changed: parsed.changed,
     })

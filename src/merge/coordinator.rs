@@ -128,6 +128,7 @@ pub fn integrate_with(
         opts,
         branch: &branch,
         dir: &dir,
+        common_dir: &repo.common_dir,
         stop: &stop,
         journal: &record_event,
     };

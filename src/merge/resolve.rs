@@ -82,6 +82,8 @@ pub struct ConflictJob<'a> {
     /// The commit (or ref) the packet must merge in: the confirmed integration tip.
     pub onto: &'a str,
     pub paths: &'a [String],
+    /// The repository's common git directory: git runs in the worktree pinned to it.
+    pub common_dir: &'a Path,
     /// Where the fixes file and the logs go.
     pub dir: &'a Path,
     /// The round, from 1; names the fixes file and logs.
@@ -108,7 +110,10 @@ pub fn resolve(r: &ConflictJob<'_>, worker: ConflictWorker<'_>) -> Result<String
             branch: r.record.branch.clone(),
         });
     }
-    let g = Git::new(&wt);
+    let g = Git::pinned(r.common_dir, &wt).map_err(|e| ResolveError::Git {
+        packet: id.clone(),
+        message: e.to_string(),
+    })?;
     let gerr = |e: git::GitError| ResolveError::Git {
         packet: id.clone(),
         message: e.to_string(),
@@ -131,7 +136,7 @@ pub fn resolve(r: &ConflictJob<'_>, worker: ConflictWorker<'_>) -> Result<String
         match g.merge_no_commit(r.onto) {
             Ok(MergeStart::Conflicted) => {}
             // It merges cleanly now (the integration branch changed): just commit.
-            Ok(MergeStart::Clean) if r.broken.is_none() => return finish(r, &wt),
+            Ok(MergeStart::Clean) if r.broken.is_none() => return finish(r, &g),
             // A clean merge that broke a validation: the worker fixes it on the merged tree.
             Ok(MergeStart::Clean) => {}
             Err(e) => {
@@ -144,12 +149,17 @@ pub fn resolve(r: &ConflictJob<'_>, worker: ConflictWorker<'_>) -> Result<String
         }
     }
     let outcome = run_worker(r, &wt, worker).and_then(|()| markers_left(r, &wt));
+    // The worker may have changed the worktree's `.git`: pinned again, which refuses then.
+    let g = Git::pinned(r.common_dir, &wt).map_err(|e| ResolveError::Git {
+        packet: id.clone(),
+        message: e.to_string(),
+    })?;
     if let Err(e) = outcome {
         // Never lose work: the packet's branch goes back to its own commits.
         let _ = g.merge_abort();
         return Err(e);
     }
-    finish(r, &wt)
+    finish(r, &g)
 }
 
 /// Returns the Markdown the worker reads in a conflict round, or in a round that fixes a
@@ -236,6 +246,7 @@ fn run_worker(
                 objective: r.objective,
                 packet: &task,
                 worktree: wt,
+                common_dir: r.common_dir,
                 log: &log,
                 stop: r.stop,
                 timeout: r.timeout,
@@ -341,7 +352,7 @@ fn run_command(
 }
 
 /// Commits the resolution with trailers, re-checks it when asked, and journals it.
-fn finish(r: &ConflictJob<'_>, wt: &Path) -> Result<String, ResolveError> {
+fn finish(r: &ConflictJob<'_>, g: &Git) -> Result<String, ResolveError> {
     let id = &r.packet.id;
     let gerr = |e: git::GitError| ResolveError::Git {
         packet: id.clone(),
@@ -359,15 +370,15 @@ fn finish(r: &ConflictJob<'_>, wt: &Path) -> Result<String, ResolveError> {
             role: &r.packet.role,
         },
     );
-    let new = match commit::commit_all(wt, &msg).map_err(|e| {
-        let _ = Git::new(wt).merge_abort();
+    let new = match commit::commit_all(g, &msg).map_err(|e| {
+        let _ = g.merge_abort();
         gerr(e)
     })? {
         Some(c) => c,
         // Committed before a crash but not recorded: the branch tip is the resolution, if it
         // moved past the recorded commit.
         None => {
-            let head = Git::new(wt).head().map_err(gerr)?;
+            let head = g.head().map_err(gerr)?;
             if r.record.commit.as_deref() == Some(head.trim()) {
                 return Err(ResolveError::Unresolved {
                     packet: id.clone(),
@@ -378,10 +389,10 @@ fn finish(r: &ConflictJob<'_>, wt: &Path) -> Result<String, ResolveError> {
         }
     };
     if r.revalidate {
-        revalidate(r, wt, &new)?;
+        revalidate(r, g, &new)?;
     }
     // Every resolution gets its verdict, so the merge can let it in.
-    review_resolution(r, wt, &new)?;
+    review_resolution(r, g.dir(), &new)?;
     (r.journal)(Event::PacketSucceeded {
         packet: id.clone(),
         commit: new.clone(),
@@ -397,7 +408,9 @@ fn review_resolution(r: &ConflictJob<'_>, wt: &Path, new: &str) -> Result<(), Re
         packet: id.clone(),
         message,
     };
-    let repo = git::RepoInfo::discover(wt).map_err(|e| failed(e.to_string()))?;
+    // The repository as its common directory names it, never as the worktree's `.git` would.
+    let main = r.common_dir.parent().unwrap_or(r.common_dir);
+    let repo = git::RepoInfo::discover(main).map_err(|e| failed(e.to_string()))?;
     let checks = gate::PacketChecks::for_repo(&repo.git());
     let packet_ref = gate::PacketRef {
         run: r.run.to_string(),
@@ -422,14 +435,15 @@ fn review_resolution(r: &ConflictJob<'_>, wt: &Path, new: &str) -> Result<(), Re
 
 /// Checks the packet's scope against its changes relative to the integration tip, then runs
 /// its validation commands in the worktree.
-fn revalidate(r: &ConflictJob<'_>, wt: &Path, new: &str) -> Result<(), ResolveError> {
+fn revalidate(r: &ConflictJob<'_>, g: &Git, new: &str) -> Result<(), ResolveError> {
+    let wt = g.dir();
     let id = &r.packet.id;
     let rejected = |reason: String| ResolveError::Rejected {
         packet: id.clone(),
         commit: new.chars().take(12).collect(),
         reason,
     };
-    let changed = commit::changed_paths(wt, r.onto, new).map_err(|e| ResolveError::Git {
+    let changed = commit::changed_paths(g, r.onto, new).map_err(|e| ResolveError::Git {
         packet: id.clone(),
         message: e.to_string(),
     })?;

@@ -28,6 +28,8 @@ pub(super) struct Resolver<'a> {
     pub opts: &'a MergeOptions,
     pub branch: &'a str,
     pub dir: &'a std::path::Path,
+    /// The repository's common git directory (see `ConflictJob::common_dir`).
+    pub common_dir: &'a std::path::Path,
     pub stop: &'a AtomicBool,
     pub journal: &'a dyn Fn(Event) -> Result<(), crate::store::StoreError>,
 }
@@ -93,6 +95,7 @@ impl Resolver<'_> {
             integration: self.branch,
             onto,
             paths,
+            common_dir: self.common_dir,
             dir: &self.dir.join(id),
             round: *round,
             stop: self.stop,

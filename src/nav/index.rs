@@ -76,6 +76,9 @@ pub struct Index {
     ref_names: OnceLock<NameTable<(u32, u32)>>,
     /// Reads the worktree's state, reusing what it learnt in earlier refreshes.
     scanner: worktree::Scanner,
+    /// The repository's common git directory when known: git then runs in the worktree
+    /// pinned to its registration (`Git::pinned`).
+    common_dir: Option<PathBuf>,
 }
 
 impl Index {
@@ -83,8 +86,27 @@ impl Index {
     /// directory so every worktree of the repository shares it. Call [`Index::refresh`] next.
     pub fn open(dir: &Path) -> Result<Index, NavError> {
         let info = RepoInfo::discover(dir)?;
-        let db = info.common_dir.join("orchestra").join("nav.db");
-        Index::open_with_cache(&info.toplevel, &db)
+        Index::open_in(&info.toplevel, &info.common_dir)
+    }
+
+    /// Opens the index of the worktree at `root` of the repository whose common git directory
+    /// is `common_dir`, reading the git directory registered for it there — never the one its
+    /// `.git` file names now, which whoever works in the worktree may have changed (a changed
+    /// link is refused and left for the engine's commit to find, see
+    /// `git::registered_git_dir_unrepaired`).
+    pub fn open_in(root: &Path, common_dir: &Path) -> Result<Index, NavError> {
+        let (top, git_dir) =
+            crate::git::registered_git_dir_unrepaired(common_dir, root).map_err(|e| {
+                NavError::GitIndex {
+                    path: root.to_path_buf(),
+                    message: e.to_string(),
+                }
+            })?;
+        let db = common_dir.join("orchestra").join("nav.db");
+        let mut index = Index::open_with_cache(&top, &db)?;
+        index.scanner = worktree::Scanner::pinned(&top, &git_dir);
+        index.common_dir = Some(common_dir.to_path_buf());
+        Ok(index)
     }
 
     /// Opens the index of the worktree at `root` with the cache database at `db`.
@@ -98,6 +120,7 @@ impl Index {
             modules: ModuleTable::default(),
             ref_names: OnceLock::new(),
             scanner: worktree::Scanner::new(root),
+            common_dir: None,
         })
     }
 
@@ -111,6 +134,21 @@ impl Index {
     /// Returns the worktree root.
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// Returns a git runner for the worktree: pinned to its registration when the common git
+    /// directory is known (a changed `.git` is refused, not repaired: the engine's commit finds
+    /// it), otherwise discovered from the root.
+    pub fn git(&self) -> Result<crate::git::Git, NavError> {
+        match &self.common_dir {
+            Some(common) => crate::git::Git::pinned_unrepaired(common, &self.root).map_err(|e| {
+                NavError::GitIndex {
+                    path: self.root.clone(),
+                    message: e.to_string(),
+                }
+            }),
+            None => Ok(crate::git::Git::new(&self.root)),
+        }
     }
 
     /// Returns the blob cache.

@@ -13,7 +13,6 @@ use super::NavError;
 use super::index::Index;
 use super::map::MapOptions;
 use super::render::{render_imports, render_locations, render_outline, render_places};
-use crate::git::Git;
 
 /// The default answer budget in characters when the caller gives none.
 pub const DEFAULT_MAX_CHARS: usize = 8_000;
@@ -358,7 +357,7 @@ pub fn symbol_tool_names() -> Vec<&'static str> {
 /// Runs `git grep` in the worktree and appends a pointer to the symbol tools.
 fn grep(index: &Index, pattern: &str, limit: usize) -> Result<String, ToolError> {
     const POINTER: &str = GREP_POINTER;
-    let git = Git::new(index.root());
+    let git = index.git().map_err(ToolError::Failed)?;
     let out = match git.grep(pattern) {
         Ok(o) => o,
         Err(crate::git::GitError::Failed { stderr, .. }) => {

@@ -76,6 +76,9 @@ struct Walked {
 /// Scans one worktree repeatedly, remembering what it may reuse between scans.
 pub struct Scanner {
     root: PathBuf,
+    /// The worktree's registered git directory, opened instead of following `.git` (see
+    /// `git::registered_git_dir`); `None` to discover it from the worktree.
+    git_dir: Option<PathBuf>,
     repo: Option<gix::Repository>,
     /// Blob ids of files hashed before, with the stamp they had then.
     hashed: HashMap<String, (Stamp, String)>,
@@ -83,10 +86,20 @@ pub struct Scanner {
 }
 
 impl Scanner {
+    /// Returns a scanner of the worktree at `root` whose git directory is `git_dir`, whatever
+    /// the worktree's own `.git` says.
+    pub fn pinned(root: &Path, git_dir: &Path) -> Scanner {
+        Scanner {
+            git_dir: Some(git_dir.to_path_buf()),
+            ..Scanner::new(root)
+        }
+    }
+
     /// Returns a scanner of the worktree at `root`; nothing is read until [`Scanner::scan`].
     pub fn new(root: &Path) -> Scanner {
         Scanner {
             root: root.to_path_buf(),
+            git_dir: None,
             repo: None,
             hashed: HashMap::new(),
             walked: None,
@@ -103,7 +116,8 @@ impl Scanner {
     /// Returns the indexable files of the worktree, keyed by repository-relative path.
     pub fn scan(&mut self) -> Result<BTreeMap<String, ViewFile>, NavError> {
         if self.repo.is_none() {
-            let repo = gix::open_opts(&self.root, gix::open::Options::isolated())
+            let at = self.git_dir.as_deref().unwrap_or(&self.root);
+            let repo = gix::open_opts(at, gix::open::Options::isolated())
                 .map_err(|e| self.index_error(e))?;
             self.repo = Some(repo);
         }
@@ -182,6 +196,11 @@ impl Scanner {
         }
         drop(tracked);
 
+        // Files are read through their path: one whose directory leads out of the worktree
+        // (a symbolic link put in a directory's place) is not the worktree's, and is not read.
+        let mut beneath = Beneath::new(&self.root);
+        files.retain(|path, _| beneath.check(path));
+        to_hash.retain(|(path, _)| beneath.check(path));
         let hashed = self.hash_all(&to_hash, repo.object_hash());
         for ((path, lang), oid) in to_hash.into_iter().zip(hashed) {
             if let Some(oid) = oid {
@@ -239,6 +258,38 @@ impl Scanner {
             out[i] = oid;
         }
         out
+    }
+}
+
+/// Tells whether a relative path's directory lies inside the worktree once symbolic links are
+/// followed, remembering the answer per directory.
+struct Beneath {
+    root: Option<PathBuf>,
+    dirs: HashMap<String, bool>,
+}
+
+impl Beneath {
+    fn new(root: &Path) -> Beneath {
+        Beneath {
+            root: root.canonicalize().ok(),
+            dirs: HashMap::new(),
+        }
+    }
+
+    /// Returns true if and only if the directory of `rel` resolves beneath the root.
+    fn check(&mut self, rel: &str) -> bool {
+        let Some(root) = &self.root else {
+            return false;
+        };
+        let dir = rel.rsplit_once('/').map_or("", |(d, _)| d);
+        if rel.split('/').any(|c| c == ".." || c.is_empty()) {
+            return false;
+        }
+        *self.dirs.entry(dir.to_string()).or_insert_with(|| {
+            root.join(dir)
+                .canonicalize()
+                .is_ok_and(|real| real.starts_with(root))
+        })
     }
 }
 

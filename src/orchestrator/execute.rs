@@ -182,6 +182,7 @@ impl Ctx<'_> {
                     integration: &report.integration,
                     onto: &onto,
                     paths: &s.conflicts,
+                    common_dir: &self.repo.common_dir,
                     dir: &dir,
                     round: round as u32 + 1,
                     stop: self.stop,

@@ -133,6 +133,8 @@ pub(super) struct AgentJob<'a> {
     pub objective: &'a str,
     pub packet: &'a Packet,
     pub worktree: &'a Path,
+    /// The repository's common git directory: engine git in the worktree is pinned to it.
+    pub common_dir: &'a Path,
     /// The transcript's path; a subtask's files go beside it.
     pub log: &'a Path,
     pub stop: &'a AtomicBool,
@@ -259,6 +261,7 @@ impl StartWorker {
             objective: job.objective,
             packet,
             worktree: job.worktree,
+            common_dir: job.common_dir,
             log: job.log,
             stop: job.stop,
             timeout: job.timeout,

@@ -230,8 +230,9 @@ fn fork(
         packet: &parent.packet.id,
         role,
     };
+    let git = pinned(parent.common_dir, parent.worktree)?;
     commit::commit_all(
-        parent.worktree,
+        &git,
         &commit::message(
             &format!(
                 "Work in progress of {} before subtask {id}",
@@ -241,9 +242,7 @@ fn fork(
         ),
     )
     .map_err(|e| format!("cannot commit your work in progress before the subtask: {e}"))?;
-    let base = Git::new(parent.worktree)
-        .head()
-        .map_err(|e| e.to_string())?;
+    let base = git.head().map_err(|e| e.to_string())?;
     if !k.spawned.iter().any(|(c, _)| c == id) {
         worker.record(&WorkflowEvent::SubtaskSpawned {
             parent: parent.packet.id.clone(),
@@ -273,7 +272,10 @@ fn child_worktree(
     branch: &str,
     base: &str,
 ) -> Result<PathBuf, String> {
-    let repo = RepoInfo::discover(parent.worktree).map_err(|e| e.to_string())?;
+    // The repository as its common directory names it (its main working tree), never as the
+    // parent's writable `.git` file would.
+    let main = parent.common_dir.parent().unwrap_or(parent.common_dir);
+    let repo = RepoInfo::discover(main).map_err(|e| e.to_string())?;
     let dir = parent
         .worktree
         .parent()
@@ -311,6 +313,7 @@ fn run_child(
         objective: parent.objective,
         packet: child,
         worktree,
+        common_dir: parent.common_dir,
         log: &log,
         stop: parent.stop,
         timeout: parent.timeout,
@@ -337,8 +340,9 @@ fn run_child(
     }
     let summary = outcome.summary.unwrap_or_default();
     let failed = |what: &str, e: &dyn std::fmt::Display| Stop::Failed(format!("{what}: {e}"));
+    let git = pinned(parent.common_dir, worktree).map_err(Stop::Failed)?;
     commit::commit_all(
-        worktree,
+        &git,
         &commit::message(
             &child.title,
             &Trailers {
@@ -349,10 +353,10 @@ fn run_child(
         ),
     )
     .map_err(|e| failed("cannot commit its work", &e))?;
-    let head = Git::new(worktree)
+    let head = git
         .head()
         .map_err(|e| failed("cannot read its branch", &e))?;
-    let changed = commit::changed_paths(worktree, base, &head)
+    let changed = commit::changed_paths(&git, base, &head)
         .map_err(|e| failed("cannot list its changes", &e))?;
     let scope = child
         .scope()
@@ -392,7 +396,7 @@ fn run_child(
 /// Merges commit `child` into the parent's branch in memory and moves the parent's worktree
 /// to the result (a fast-forward: the parent's work was committed before the child forked).
 fn merge_into_parent(parent: &AgentJob<'_>, id: &str, child: &str) -> Result<(), String> {
-    let git = Git::new(parent.worktree);
+    let git = pinned(parent.common_dir, parent.worktree)?;
     let head = git.head().map_err(|e| e.to_string())?;
     let message = format!(
         "Merge subtask {id} into {}\n\nOrchestra-Run: {}\nOrchestra-Packet: {}\n",
@@ -410,4 +414,10 @@ fn merge_into_parent(parent: &AgentJob<'_>, id: &str, child: &str) -> Result<(),
         )),
         Err(e) => Err(format!("cannot merge subtask {id}'s work: {e}")),
     }
+}
+
+/// Returns the engine's git runner for an agent's worktree, pinned to its registration (see
+/// [`Git::pinned`]): an agent that changed its `.git` gets the refusal as its tool error.
+fn pinned(common_dir: &std::path::Path, worktree: &std::path::Path) -> Result<Git, String> {
+    Git::pinned(common_dir, worktree).map_err(|e| format!("cannot run git in the worktree: {e}"))
 }

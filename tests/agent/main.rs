@@ -5,6 +5,7 @@
 
 mod activity;
 mod agent_loop;
+mod attacks;
 mod cli;
 mod config;
 mod e2e;

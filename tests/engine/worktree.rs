@@ -324,7 +324,7 @@ fn backup_saves_exactly_the_worktree_state_without_touching_it() {
     let path = worktree_path(&repo);
     create(&request(&info, &path)).unwrap();
     assert_eq!(
-        backup(&path, "refs/orchestra/backup/run-1/p1", "m").unwrap(),
+        backup(&pinned(&info, &path), "refs/orchestra/backup/run-1/p1", "m").unwrap(),
         None
     );
 
@@ -335,7 +335,9 @@ fn backup_saves_exactly_the_worktree_state_without_touching_it() {
     let status_before = git(&path, &["status", "--porcelain"]);
 
     let refname = "refs/orchestra/backup/run-1/p1";
-    let id = backup(&path, refname, "backup p1").unwrap().unwrap();
+    let id = backup(&pinned(&info, &path), refname, "backup p1")
+        .unwrap()
+        .unwrap();
     assert_eq!(repo.git(&["rev-parse", refname]), id);
     assert_eq!(repo.git(&["rev-parse", &format!("{id}^1")]), info.head);
     let files = repo.git(&["ls-tree", "-r", "--name-only", &id]);
@@ -368,7 +370,7 @@ fn backup_saves_exactly_the_worktree_state_without_touching_it() {
     assert!(leftovers.is_empty(), "temporary index removed");
 
     assert!(matches!(
-        backup(&path, "orchestra/backup/x", "m"),
+        backup(&pinned(&info, &path), "orchestra/backup/x", "m"),
         Err(WorktreeError::InvalidRef { .. })
     ));
 }
@@ -381,14 +383,18 @@ fn a_second_backup_keeps_the_first_reachable() {
     create(&request(&info, &path)).unwrap();
     let refname = "refs/orchestra/backup/run-1/p1";
     make_mess(&path);
-    let first = backup(&path, refname, "first").unwrap().unwrap();
+    let first = backup(&pinned(&info, &path), refname, "first")
+        .unwrap()
+        .unwrap();
     assert_eq!(
-        backup(&path, refname, "same").unwrap(),
+        backup(&pinned(&info, &path), refname, "same").unwrap(),
         Some(first.clone()),
         "an unchanged state is not saved twice"
     );
     std::fs::write(path.join("docs/new.md"), "more\n").unwrap();
-    let second = backup(&path, refname, "second").unwrap().unwrap();
+    let second = backup(&pinned(&info, &path), refname, "second")
+        .unwrap()
+        .unwrap();
     assert_ne!(first, second);
     assert_eq!(repo.git(&["rev-parse", &format!("{second}^2")]), first);
     repo.git(&["merge-base", "--is-ancestor", &first, refname]);
@@ -412,7 +418,9 @@ fn remove_refuses_unsaved_work_and_succeeds_after_a_backup() {
     assert_eq!(git::list(&info).unwrap().len(), 2);
 
     let refname = "refs/orchestra/backup/run-1/p1";
-    backup(&path, refname, "before removal").unwrap().unwrap();
+    backup(&pinned(&info, &path), refname, "before removal")
+        .unwrap()
+        .unwrap();
     remove(&info, &path).unwrap();
     assert!(!path.exists());
     assert_eq!(git::list(&info).unwrap().len(), 1);
@@ -439,7 +447,7 @@ fn clean_worktree_removes_without_backup_and_stale_registrations_are_pruned() {
     let path = worktree_path(&repo);
     create(&request(&info, &path)).unwrap();
     assert_eq!(
-        backup(&path, "refs/orchestra/backup/r/p", "m").unwrap(),
+        backup(&pinned(&info, &path), "refs/orchestra/backup/r/p", "m").unwrap(),
         None
     );
     remove(&info, &path).unwrap();
@@ -481,4 +489,9 @@ fn branches_are_deleted_only_when_merged_or_backed_up() {
     repo.git(&["merge", "-q", "--ff-only", BRANCH]);
     git::delete_branch(&info, BRANCH, "main").unwrap();
     assert!(repo.git(&["branch", "--list", BRANCH]).is_empty());
+}
+
+/// Returns the engine's pinned git runner for the worktree at `path`.
+fn pinned(info: &RepoInfo, path: &Path) -> git_orchestra::git::Git {
+    git_orchestra::git::Git::pinned(&info.common_dir, path).unwrap()
 }

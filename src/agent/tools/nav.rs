@@ -84,7 +84,13 @@ fn call<const I: usize>(ctx: &ToolContext<'_>, args: &Value) -> Result<ToolResul
         .lock()
         .map_err(|_| ToolFailure::Infrastructure("the symbol index lock is poisoned".into()))?;
     if slot.is_none() {
-        *slot = Some(Index::open(ctx.root.root()).map_err(unavailable)?);
+        // The common directory recorded when the root was opened, before the agent ran: the
+        // worktree's `.git` may have been changed since.
+        let index = match ctx.root.common_dir() {
+            Some(common) => Index::open_in(ctx.root.root(), common),
+            None => Index::open(ctx.root.root()),
+        };
+        *slot = Some(index.map_err(unavailable)?);
     }
     let Some(index) = slot.as_mut() else {
         return Err(ToolFailure::Infrastructure(
