@@ -10,5 +10,10 @@ fn main() -> std::process::ExitCode {
         eprintln!("git-orchestra: {err}");
         return std::process::ExitCode::from(126);
     }
+    // First, while the process has one thread: API keys out of the environment, and the
+    // process's memory and environment closed to other processes of the same user.
+    // SAFETY: nothing has started a thread yet.
+    unsafe { git_orchestra::exec::secret_env::take_from_environment() };
+    git_orchestra::exec::secret_env::make_undumpable();
     commands::main()
 }

@@ -477,7 +477,11 @@ fn work_once(
                     log: log.to_string_lossy().into_owned(),
                 },
             )?;
-            let out = run_command(ctx, &packet.id, worker_cmd, wt, env, &log)?;
+            // The worker command (an agent CLI, usually) gets the API keys the engine took out
+            // of its own environment; setup and validation commands do not.
+            let mut env = env.to_vec();
+            env.extend(crate::exec::secret_env::stashed().iter().cloned());
+            let out = run_command(ctx, &packet.id, worker_cmd, wt, &env, &log)?;
             record(
                 ctx,
                 Event::WorkerFinished {

@@ -7,6 +7,7 @@
 
 mod lock;
 pub mod process;
+pub mod secret_env;
 mod signal;
 
 use std::path::{Path, PathBuf};

@@ -238,8 +238,7 @@ impl ForgeSettings {
 /// GitHub `gh auth token` when gh is installed and logged in.
 pub fn find_token(kind: ForgeKind, settings: &ForgeSettings) -> Option<Token> {
     let from_env = |name: &str| {
-        std::env::var(name)
-            .ok()
+        crate::exec::secret_env::var(name)
             .filter(|v| !v.trim().is_empty())
             .map(Token::new)
     };

@@ -170,8 +170,9 @@ impl Profile {
         let Some(var) = &self.api_key_env else {
             return Ok(None);
         };
-        match std::env::var(var) {
-            Ok(v) if !v.trim().is_empty() => Ok(Some(ApiKey(v.trim().to_string()))),
+        // Through the store: keys named `*_API_KEY` are taken out of the environment at start.
+        match crate::exec::secret_env::var(var) {
+            Some(v) if !v.trim().is_empty() => Ok(Some(ApiKey(v.trim().to_string()))),
             _ => Err(LlmError::Auth {
                 model: self.label(),
                 var: var.clone(),

@@ -323,6 +323,9 @@ fn run_command(
             "ORCHESTRA_FIXES_FILE".to_string(),
             fixes.to_string_lossy().into_owned(),
         ));
+        // Only the worker command is given a fixes file; it alone gets the API keys the engine
+        // took out of its own environment (validation commands do not).
+        env.extend(crate::exec::secret_env::stashed().iter().cloned());
     }
     let packet_file = r.dir.join("packet.json");
     if packet_file.exists() {

@@ -233,3 +233,73 @@ printf 'gitdir: .evil\n' > .git
     // The engine's commit still finds the changed link and fails the packet.
     assert_eq!(ran.state(), "failed", "{}", text(&ran.out));
 }
+
+/// Looks for `needle` in the environment and memory maps of every ancestor of the command,
+/// writes what it finds into the worktree (to be committed) and prints it (to the model).
+fn steal_from_ancestors(needle: &str) -> String {
+    format!(
+        r#"grep -E 'CapEff|CapBnd|NoNewPrivs' /proc/self/status
+p=$$
+for i in 1 2 3 4 5 6; do
+  p=$(sed 's/.*) //' /proc/$p/stat | cut -d' ' -f2)
+  [ "$p" -gt 1 ] 2>/dev/null || break
+  tr '\0' '\n' < /proc/$p/environ 2>/dev/null | grep '{needle}' >> stolen.txt
+done
+cat stolen.txt
+true
+"#
+    )
+}
+
+#[test]
+fn a_command_cannot_read_the_engines_environment_even_as_root() {
+    let repo = TestRepo::new();
+    // A key variable the engine keeps in its environment (its name is not `*_API_KEY`).
+    let secret = "sk-attack-5f8a1c9e7d3b2a4f6e8c";
+    let ran = attack(
+        &repo,
+        vec![
+            run("c1", &steal_from_ancestors("ATTACK_SECRET_TOKEN")),
+            complete("c2"),
+        ],
+        &[
+            ("ORCHESTRA_API_KEY_ENV", "ATTACK_SECRET_TOKEN"),
+            ("ATTACK_SECRET_TOKEN", secret),
+        ],
+    );
+    let results = ran.tool_results();
+    let shown = &results[0];
+    assert!(shown.contains("NoNewPrivs:\t1"), "{shown}");
+    assert!(shown.contains("CapEff:\t0000000000000000"), "{shown}");
+    if unsafe { libc::getuid() } == 0 {
+        assert!(shown.contains("CapBnd:\t0000000000000000"), "{shown}");
+    }
+    assert!(!shown.contains(secret), "the command read the key: {shown}");
+    let branch = ran.json["packets"][0]["branch"].as_str().unwrap_or("");
+    let log = repo.git(&["log", "-p", "--all", "--format=%B"]);
+    assert!(!log.contains(secret), "the key was committed on {branch}");
+}
+
+#[test]
+fn keys_named_like_api_keys_leave_the_engines_environment() {
+    let repo = TestRepo::new();
+    let secret = "sk-attack-0b1c2d3e4f5a6b7c8d9e";
+    let ran = attack(
+        &repo,
+        vec![
+            run("c1", &steal_from_ancestors("ATTACK_TEST_API_KEY")),
+            complete("c2"),
+        ],
+        &[
+            ("ORCHESTRA_API_KEY_ENV", "ATTACK_TEST_API_KEY"),
+            ("ATTACK_TEST_API_KEY", secret),
+        ],
+    );
+    // The profile still found its key (the model was asked, with the key as credential).
+    assert_eq!(
+        ran.requests[0].header("authorization"),
+        Some(format!("Bearer {secret}").as_str())
+    );
+    let results = ran.tool_results();
+    assert!(!results[0].contains(secret), "{}", results[0]);
+}

@@ -18,4 +18,5 @@ mod run_input;
 #[path = "../support/mod.rs"]
 mod support;
 mod symbols;
+mod worker_attacks;
 mod worktree;

@@ -1,6 +1,7 @@
 //! The run_command sandbox: on Linux with Landlock, a command may write only inside its
 //! worktree and a private temporary directory, reads everything else, and opens no TCP
-//! connection unless its role allows the network.
+//! connection unless its role allows the network; it runs without any capability and with
+//! `no_new_privs` (see `privileges`), root or not.
 //!
 //! Landlock restricts the calling thread and everything it then executes, so the restriction
 //! is applied in a fresh process: `git-orchestra __sandbox …` (this binary, re-executed as a
@@ -17,6 +18,8 @@ use landlock::{
     ABI, Access, AccessFs, AccessNet, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus,
     path_beneath_rules,
 };
+
+mod privileges;
 
 /// The hidden subcommand that turns the binary into the launcher.
 pub const LAUNCHER_ARG: &str = "__sandbox";
@@ -107,6 +110,8 @@ pub enum SandboxError {
     Unavailable,
     #[error("cannot apply the Landlock ruleset: {0}")]
     Ruleset(String),
+    #[error("cannot drop the command's privileges: {0}")]
+    Privileges(String),
     #[error("cannot execute `{program}`: {source}")]
     Exec {
         program: String,
@@ -147,6 +152,10 @@ pub fn exec_sandboxed(args: &[OsString]) -> SandboxError {
         Ok(false) if allow => {}
         Ok(false) => return SandboxError::Unavailable,
         Err(e) => return e,
+    }
+    // Whether or not Landlock is there: no capability survives into the command.
+    if let Err(e) = privileges::drop_all() {
+        return e;
     }
     let err = Command::new(program)
         .args(program_args)
