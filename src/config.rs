@@ -53,6 +53,9 @@ pub struct AgentsConfig {
 pub struct SandboxConfig {
     /// What to do where Landlock is unavailable; default `refuse`.
     pub if_unavailable: Option<SandboxPolicy>,
+    /// Paths agents' commands may read besides the defaults (`~/` is the home directory);
+    /// a credential location listed here (`~/.docker`) becomes readable.
+    pub read: Option<Vec<String>>,
 }
 
 /// What agents' commands do where the kernel cannot confine them.
@@ -320,6 +323,7 @@ impl RepoConfig {
             prices: merge(self.prices, base.prices),
             sandbox: SandboxConfig {
                 if_unavailable: self.sandbox.if_unavailable.or(base.sandbox.if_unavailable),
+                read: self.sandbox.read.or(base.sandbox.read),
             },
             agents: AgentsConfig {
                 consult_depth: self.agents.consult_depth.or(base.agents.consult_depth),

@@ -258,6 +258,7 @@ impl<'a> PacketAgent<'a> {
             sandbox: std::env::current_exe().ok().map(|launcher| Sandbox {
                 launcher,
                 tmp: log.with_extension("tmp"),
+                read: Sandbox::reads(root.common_dir(), &config.sandbox),
                 if_unavailable: self.if_unavailable,
             }),
         }

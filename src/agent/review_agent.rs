@@ -260,6 +260,7 @@ impl ReviewAgent<'_> {
             sandbox: self.launcher.clone().map(|launcher| Sandbox {
                 launcher,
                 tmp,
+                read: vec![input.repo.common_dir.clone()],
                 if_unavailable: IfUnavailable::Refuse,
             }),
         };

@@ -77,6 +77,7 @@ pub(crate) fn run_role_on(
         sandbox: sandboxed.then(|| git_orchestra::agent::sandbox::Sandbox {
             launcher: env!("CARGO_BIN_EXE_git-orchestra").into(),
             tmp: repo.scratch().join("tmp"),
+            read: vec![repo.path.join(".git")],
             if_unavailable: git_orchestra::agent::sandbox::IfUnavailable::Allow,
         }),
     };

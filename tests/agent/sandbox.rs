@@ -8,12 +8,18 @@ use std::process::{Command, Output};
 use crate::support::TestRepo;
 
 fn launcher(worktree: &Path, tmp: &Path, network: bool, script: &str) -> Output {
+    let common = crate::support::git(
+        worktree,
+        &["rev-parse", "--path-format=absolute", "--git-common-dir"],
+    );
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_git-orchestra"));
     cmd.arg("__sandbox")
         .arg("--worktree")
         .arg(worktree)
         .arg("--tmp")
-        .arg(tmp);
+        .arg(tmp)
+        .arg("--read")
+        .arg(common);
     if network {
         cmd.arg("--network");
     }

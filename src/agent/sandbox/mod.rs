@@ -1,7 +1,10 @@
 //! The run_command sandbox: on Linux with Landlock, a command may write only inside its
-//! worktree and a private temporary directory, reads everything else, and opens no TCP
-//! connection unless its role allows the network; it runs without any capability and with
-//! `no_new_privs` (see `privileges`), root or not.
+//! worktree and a private temporary directory, read only those, the repository's git
+//! directory, the system and the toolchains (no credentials under `$HOME` or in `/etc`, see
+//! `reads`), and open no connection unless its role allows the network (TCP by Landlock, every
+//! other socket by `seccomp`); it signals and reaches abstract sockets of no process outside
+//! its own sandbox, and it runs without any capability and with `no_new_privs` (see
+//! `privileges`), root or not.
 //!
 //! Landlock restricts the calling thread and everything it then executes, so the restriction
 //! is applied in a fresh process: `git-orchestra __sandbox …` (this binary, re-executed as a
@@ -16,10 +19,12 @@ use std::process::Command;
 
 use landlock::{
     ABI, Access, AccessFs, AccessNet, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus,
-    path_beneath_rules,
+    Scope, path_beneath_rules,
 };
 
 mod privileges;
+mod reads;
+mod seccomp;
 
 /// The hidden subcommand that turns the binary into the launcher.
 pub const LAUNCHER_ARG: &str = "__sandbox";
@@ -78,10 +83,29 @@ pub struct Sandbox {
     pub launcher: PathBuf,
     /// The command's private temporary directory (writable, set as TMPDIR).
     pub tmp: PathBuf,
+    /// Paths the command may read besides the worktree, the system and the home directory's
+    /// non-secret entries: the repository's git directory, the configured `[sandbox] read`.
+    pub read: Vec<PathBuf>,
     pub if_unavailable: IfUnavailable,
 }
 
 impl Sandbox {
+    /// Returns the paths to grant reading besides the defaults: the repository's common git
+    /// directory (git in the worktree needs it) and the configured `[sandbox] read` entries,
+    /// `~/` expanded to the home directory.
+    pub fn reads(common_dir: Option<&Path>, config: &crate::config::SandboxConfig) -> Vec<PathBuf> {
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let mut out: Vec<PathBuf> = common_dir.map(Path::to_path_buf).into_iter().collect();
+        for entry in config.read.iter().flatten() {
+            match (entry.strip_prefix("~/"), &home) {
+                (Some(rest), Some(home)) => out.push(home.join(rest)),
+                (Some(_), None) => {}
+                (None, _) => out.push(PathBuf::from(entry)),
+            }
+        }
+        out
+    }
+
     /// Returns the command that runs `sh -c <script>` in `worktree` under the sandbox.
     pub fn command(&self, worktree: &Path, script: &str, network: bool) -> Command {
         let mut cmd = Command::new(&self.launcher);
@@ -90,6 +114,9 @@ impl Sandbox {
             .arg(worktree)
             .arg("--tmp")
             .arg(&self.tmp);
+        for path in &self.read {
+            cmd.arg("--read").arg(path);
+        }
         if network {
             cmd.arg("--network");
         }
@@ -112,6 +139,8 @@ pub enum SandboxError {
     Ruleset(String),
     #[error("cannot drop the command's privileges: {0}")]
     Privileges(String),
+    #[error("cannot install the system call filter: {0}")]
+    Seccomp(String),
     #[error("cannot execute `{program}`: {source}")]
     Exec {
         program: String,
@@ -126,12 +155,14 @@ pub fn exec_sandboxed(args: &[OsString]) -> SandboxError {
     let mut tmp = None;
     let mut network = false;
     let mut allow = false;
+    let mut read = Vec::new();
     let mut it = args.iter();
     let mut rest: Vec<OsString> = Vec::new();
     while let Some(a) = it.next() {
         match a.to_str() {
             Some("--worktree") => worktree = it.next().map(PathBuf::from),
             Some("--tmp") => tmp = it.next().map(PathBuf::from),
+            Some("--read") => read.extend(it.next().map(PathBuf::from)),
             Some("--network") => network = true,
             Some("--allow-unsandboxed") => allow = true,
             Some("--") => {
@@ -147,14 +178,15 @@ pub fn exec_sandboxed(args: &[OsString]) -> SandboxError {
     let Some((program, program_args)) = rest.split_first() else {
         return SandboxError::Usage("no command after --".into());
     };
-    match restrict(&worktree, &tmp, network) {
+    match restrict(&worktree, &tmp, &read, network) {
         Ok(true) => {}
         Ok(false) if allow => {}
         Ok(false) => return SandboxError::Unavailable,
         Err(e) => return e,
     }
-    // Whether or not Landlock is there: no capability survives into the command.
-    if let Err(e) = privileges::drop_all() {
+    // Whether or not Landlock is there: no capability survives into the command, and the
+    // system call filter holds.
+    if let Err(e) = privileges::drop_all().and_then(|()| seccomp::install(network)) {
         return e;
     }
     let err = Command::new(program)
@@ -169,11 +201,23 @@ pub fn exec_sandboxed(args: &[OsString]) -> SandboxError {
 }
 
 /// Restricts this process; returns whether Landlock enforced the file-system rules.
-fn restrict(worktree: &Path, tmp: &Path, network: bool) -> Result<bool, SandboxError> {
+fn restrict(
+    worktree: &Path,
+    tmp: &Path,
+    read: &[PathBuf],
+    network: bool,
+) -> Result<bool, SandboxError> {
     let e = |e: landlock::RulesetError| SandboxError::Ruleset(e.to_string());
     let abi = ABI::V5;
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let path = std::env::var("PATH").ok();
+    let readable = reads::readable(read, home.as_deref(), path.as_deref(), network);
+    // Scopes (Landlock ABI 6, applied where the kernel has them): no signal to, and no
+    // abstract UNIX socket of, a process outside this sandbox — the engine included.
     let mut ruleset = Ruleset::default()
         .handle_access(AccessFs::from_all(abi))
+        .map_err(e)?
+        .scope(Scope::AbstractUnixSocket | Scope::Signal)
         .map_err(e)?;
     if !network {
         ruleset = ruleset
@@ -184,7 +228,7 @@ fn restrict(worktree: &Path, tmp: &Path, network: bool) -> Result<bool, SandboxE
     let status = ruleset
         .create()
         .map_err(e)?
-        .add_rules(path_beneath_rules(["/"], AccessFs::from_read(abi)))
+        .add_rules(path_beneath_rules(readable, AccessFs::from_read(abi)))
         .map_err(e)?
         .add_rules(path_beneath_rules([worktree, tmp], AccessFs::from_all(abi)))
         .map_err(e)?

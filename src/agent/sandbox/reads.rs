@@ -1,0 +1,190 @@
+//! What a sandboxed command may read: its worktree and temporary directory, the repository's
+//! git directory, the system and the toolchains — not the secrets people keep under their home
+//! directory or in `/etc`.
+//!
+//! Landlock only allows (a rule grants access beneath a path; nothing can take it back below),
+//! so a denied path is carved out by granting its siblings instead: a readable directory that
+//! holds a denied path is replaced by its entries, recursively, skipping the denied ones. The
+//! home directory thus becomes every entry of `$HOME` but `.ssh`, `.aws`, …, and `.config`
+//! every entry but `gh`, `gcloud`, … Entries that are symbolic links get no rule of their own:
+//! what they point at is readable only where another rule allows it.
+
+use std::path::{Path, PathBuf};
+
+/// The system's read-only trees: programs, libraries, configuration, devices and the process
+/// file systems (reading another process's `environ` or memory is refused by the kernel to a
+/// process without capabilities in another Landlock domain).
+const SYSTEM: &[&str] = &[
+    "/bin", "/sbin", "/usr", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/nix", "/gnu",
+    "/snap", "/proc", "/sys", "/dev",
+];
+
+/// Where name resolution's configuration lives on systems that link `/etc/resolv.conf` there;
+/// readable only with the network.
+const RESOLVER: &[&str] = &["/run/systemd/resolve", "/run/resolvconf"];
+
+/// Credentials under the home directory, never readable unless configured.
+const HOME_SECRETS: &[&str] = &[
+    ".ssh",
+    ".gnupg",
+    ".aws",
+    ".azure",
+    ".kube",
+    ".docker",
+    ".netrc",
+    ".git-credentials",
+    ".password-store",
+    ".pgpass",
+    ".npmrc",
+    ".pypirc",
+    ".vault-token",
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
+    ".config/gh",
+    ".config/hub",
+    ".config/gcloud",
+    ".config/git/credentials",
+    ".config/git-orchestra",
+    ".local/share/keyrings",
+    ".terraform.d/credentials.tfrc.json",
+];
+
+/// Credentials of the system, readable by root even without capabilities (it owns them).
+const SYSTEM_SECRETS: &[&str] = &[
+    "/etc/shadow",
+    "/etc/shadow-",
+    "/etc/gshadow",
+    "/etc/gshadow-",
+    "/etc/sudoers",
+    "/etc/sudoers.d",
+    "/etc/ssl/private",
+];
+
+/// Returns every path the command may read, each to be granted with everything beneath it.
+///
+/// `extra` are paths the engine or the configuration adds (the repository's git directory,
+/// `[sandbox] read`); they are granted as they are, so configuring a path under a denied one
+/// (`~/.docker`) makes it readable. `home` is `$HOME`; `path` the command's `PATH`, whose
+/// absolute entries are granted so the tools it names can run.
+pub(super) fn readable(
+    extra: &[PathBuf],
+    home: Option<&Path>,
+    path: Option<&str>,
+    network: bool,
+) -> Vec<PathBuf> {
+    let home = home.filter(|h| h.is_absolute() && h.parent().is_some());
+    let mut denied: Vec<PathBuf> = SYSTEM_SECRETS.iter().map(PathBuf::from).collect();
+    if let Some(home) = home {
+        denied.extend(HOME_SECRETS.iter().map(|s| home.join(s)));
+    }
+    denied.retain(|d| std::fs::symlink_metadata(d).is_ok());
+    let mut roots: Vec<PathBuf> = SYSTEM.iter().map(PathBuf::from).collect();
+    if network {
+        roots.extend(RESOLVER.iter().map(PathBuf::from));
+    }
+    roots.extend(home.map(Path::to_path_buf));
+    for var in ["CARGO_HOME", "RUSTUP_HOME"] {
+        roots.extend(std::env::var_os(var).map(PathBuf::from));
+    }
+    if let Some(path) = path {
+        roots.extend(
+            std::env::split_paths(path).filter(|p| p.is_absolute() && p.parent().is_some()),
+        );
+    }
+    let mut out = Vec::new();
+    for root in roots {
+        carve(&root, &denied, &mut out, true);
+    }
+    out.extend(extra.iter().cloned());
+    out
+}
+
+/// Adds `path` to `out`, or, when a denied path lies beneath it, its entries (recursively)
+/// except the denied ones. `top` is true for the starting paths, whose symbolic links are
+/// followed (`/bin` may link to `/usr/bin`); entries met on the way down are not.
+fn carve(path: &Path, denied: &[PathBuf], out: &mut Vec<PathBuf>, top: bool) {
+    if denied.iter().any(|d| d == path) || is_host_key(path) {
+        return;
+    }
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return;
+    };
+    if meta.file_type().is_symlink() && !top {
+        return;
+    }
+    let holds_denied = denied.iter().any(|d| d != path && d.starts_with(path))
+        || path == Path::new("/etc/ssh")
+        || path == Path::new("/etc");
+    if !holds_denied || !path.is_dir() {
+        out.push(path.to_path_buf());
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(path) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        carve(&entry.path(), denied, out, false);
+    }
+}
+
+/// Returns true if and only if `path` is an SSH host's private key (`/etc/ssh/ssh_host_*_key`).
+fn is_host_key(path: &Path) -> bool {
+    path.parent() == Some(Path::new("/etc/ssh"))
+        && path.file_name().is_some_and(|n| {
+            let n = n.to_string_lossy();
+            n.starts_with("ssh_host_") && !n.ends_with(".pub")
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_home_directory_is_granted_around_its_secrets() {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path();
+        for dir in [".ssh", ".cargo/bin", ".config/gh", ".config/nvim", "src"] {
+            std::fs::create_dir_all(home.join(dir)).unwrap();
+        }
+        std::fs::write(home.join(".netrc"), "machine x").unwrap();
+        std::fs::write(home.join(".cargo/credentials.toml"), "t").unwrap();
+        std::fs::write(home.join(".bashrc"), "").unwrap();
+        let granted = readable(&[], Some(home), None, false);
+        let under_home: Vec<String> = granted
+            .iter()
+            .filter_map(|p| p.strip_prefix(home).ok())
+            .map(|p| p.display().to_string())
+            .collect();
+        for allowed in [".bashrc", "src", ".cargo/bin", ".config/nvim"] {
+            assert!(under_home.iter().any(|p| p == allowed), "{under_home:?}");
+        }
+        for denied in [
+            ".ssh",
+            ".netrc",
+            ".config/gh",
+            ".cargo/credentials.toml",
+            "",
+        ] {
+            assert!(!under_home.iter().any(|p| p == denied), "{under_home:?}");
+        }
+        // Configured paths are granted as given, a denied one included.
+        let granted = readable(&[home.join(".ssh")], Some(home), None, false);
+        assert!(granted.contains(&home.join(".ssh")));
+        // A home of `/` grants nothing by itself.
+        assert!(!readable(&[], Some(Path::new("/")), None, false).contains(&PathBuf::from("/")));
+    }
+
+    #[test]
+    fn system_secrets_are_carved_out_of_etc() {
+        let granted = readable(&[], None, None, false);
+        assert!(!granted.contains(&PathBuf::from("/etc")));
+        assert!(!granted.contains(&PathBuf::from("/etc/shadow")));
+        if Path::new("/etc/passwd").exists() {
+            assert!(granted.contains(&PathBuf::from("/etc/passwd")));
+        }
+        assert!(granted.contains(&PathBuf::from("/usr")));
+        assert!(is_host_key(Path::new("/etc/ssh/ssh_host_ed25519_key")));
+        assert!(!is_host_key(Path::new("/etc/ssh/ssh_host_ed25519_key.pub")));
+    }
+}
