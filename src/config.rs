@@ -56,6 +56,12 @@ pub struct SandboxConfig {
     /// Paths agents' commands may read besides the defaults (`~/` is the home directory);
     /// a credential location listed here (`~/.docker`) becomes readable.
     pub read: Option<Vec<String>>,
+    /// Processes an agent's command may run at once beyond the user's others; default 1024.
+    pub max_processes: Option<u64>,
+    /// Data memory per process of an agent's command, in MiB; default three quarters of RAM.
+    pub max_memory_mb: Option<u64>,
+    /// Largest file an agent's command may write, in MiB; default 4096.
+    pub max_file_mb: Option<u64>,
 }
 
 /// What agents' commands do where the kernel cannot confine them.
@@ -324,6 +330,9 @@ impl RepoConfig {
             sandbox: SandboxConfig {
                 if_unavailable: self.sandbox.if_unavailable.or(base.sandbox.if_unavailable),
                 read: self.sandbox.read.or(base.sandbox.read),
+                max_processes: self.sandbox.max_processes.or(base.sandbox.max_processes),
+                max_memory_mb: self.sandbox.max_memory_mb.or(base.sandbox.max_memory_mb),
+                max_file_mb: self.sandbox.max_file_mb.or(base.sandbox.max_file_mb),
             },
             agents: AgentsConfig {
                 consult_depth: self.agents.consult_depth.or(base.agents.consult_depth),

@@ -259,6 +259,7 @@ impl<'a> PacketAgent<'a> {
                 launcher,
                 tmp: log.with_extension("tmp"),
                 read: Sandbox::reads(root.common_dir(), &config.sandbox),
+                limits: super::sandbox::Limits::from_config(&config.sandbox),
                 if_unavailable: self.if_unavailable,
             }),
         }

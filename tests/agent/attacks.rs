@@ -404,3 +404,38 @@ true"#;
     assert_eq!(ran.state(), "succeeded", "{}", text(&ran.out));
     assert!(!ran.tool_results()[0].contains("killed"));
 }
+
+#[test]
+fn nothing_a_command_starts_outlives_it_or_holds_its_timeout() {
+    let repo = TestRepo::new();
+    // A child holding the output pipes, one leaving the session to write later, and a
+    // command that would run past its timeout.
+    let lingering = "sleep 30 & (setsid sh -c 'sleep 2; touch \"$0/late\"' \"$PWD\" &) ; echo started; echo '// x' >> src/lib.rs";
+    let started = std::time::Instant::now();
+    let ran = attack(
+        &repo,
+        vec![
+            run("c1", lingering),
+            call(
+                "c2",
+                "run_command",
+                json!({"command": "sleep 30", "timeout_secs": 2}),
+            ),
+            complete("c3"),
+        ],
+        &[],
+    );
+    let elapsed = started.elapsed();
+    let results = ran.tool_results();
+    assert!(
+        elapsed < std::time::Duration::from_secs(20),
+        "the commands held the agent for {elapsed:?}: {results:?}"
+    );
+    assert!(results[0].contains("started"), "{results:?}");
+    assert!(results[1].contains("timed out after 2s"), "{results:?}");
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    assert!(
+        !worktree(&ran).join("late").exists(),
+        "a process the command started outlived it"
+    );
+}

@@ -13,7 +13,6 @@
 //! outside both writable trees, so `.git/config` and hooks are read-only to the command.
 
 use std::ffi::OsString;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -25,6 +24,9 @@ use landlock::{
 mod privileges;
 mod reads;
 mod seccomp;
+mod supervise;
+
+pub use supervise::Limits;
 
 /// The hidden subcommand that turns the binary into the launcher.
 pub const LAUNCHER_ARG: &str = "__sandbox";
@@ -86,6 +88,8 @@ pub struct Sandbox {
     /// Paths the command may read besides the worktree, the system and the home directory's
     /// non-secret entries: the repository's git directory, the configured `[sandbox] read`.
     pub read: Vec<PathBuf>,
+    /// Resource limits of the command and everything it starts.
+    pub limits: Limits,
     pub if_unavailable: IfUnavailable,
 }
 
@@ -106,8 +110,15 @@ impl Sandbox {
         out
     }
 
-    /// Returns the command that runs `sh -c <script>` in `worktree` under the sandbox.
-    pub fn command(&self, worktree: &Path, script: &str, network: bool) -> Command {
+    /// Returns the command that runs `sh -c <script>` in `worktree` under the sandbox, for at
+    /// most `timeout` (which bounds its processes' CPU time too).
+    pub fn command(
+        &self,
+        worktree: &Path,
+        script: &str,
+        network: bool,
+        timeout: std::time::Duration,
+    ) -> Command {
         let mut cmd = Command::new(&self.launcher);
         cmd.arg(LAUNCHER_ARG)
             .arg("--worktree")
@@ -116,6 +127,17 @@ impl Sandbox {
             .arg(&self.tmp);
         for path in &self.read {
             cmd.arg("--read").arg(path);
+        }
+        // A process cannot use more CPU time than the wall time times the cores.
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
+        cmd.arg("--max-processes")
+            .arg(self.limits.processes.to_string())
+            .arg("--max-file-mb")
+            .arg(self.limits.file_mb.to_string())
+            .arg("--cpu-secs")
+            .arg((timeout.as_secs() * cores + 60).to_string());
+        if let Some(mb) = self.limits.memory_mb {
+            cmd.arg("--max-memory-mb").arg(mb.to_string());
         }
         if network {
             cmd.arg("--network");
@@ -148,16 +170,30 @@ pub enum SandboxError {
     },
 }
 
-/// Applies the sandbox described by `args` (the launcher's arguments after `__sandbox`) to
-/// this process and executes the command; returns only on failure.
-pub fn exec_sandboxed(args: &[OsString]) -> SandboxError {
-    let mut worktree = None;
-    let mut tmp = None;
-    let mut network = false;
-    let mut allow = false;
+/// The launcher's arguments, parsed.
+struct LaunchArgs {
+    worktree: PathBuf,
+    tmp: PathBuf,
+    read: Vec<PathBuf>,
+    network: bool,
+    allow: bool,
+    limits: Limits,
+    cpu_secs: Option<u64>,
+    command: Vec<OsString>,
+}
+
+/// Parses the launcher's arguments (see [`Sandbox::command`]).
+fn parse(args: &[OsString]) -> Result<LaunchArgs, SandboxError> {
+    let (mut worktree, mut tmp, mut cpu_secs) = (None, None, None);
+    let (mut network, mut allow) = (false, false);
     let mut read = Vec::new();
+    let mut limits = Limits::default();
+    let mut command = Vec::new();
     let mut it = args.iter();
-    let mut rest: Vec<OsString> = Vec::new();
+    let number = |v: Option<&OsString>| -> Result<u64, SandboxError> {
+        v.and_then(|v| v.to_str()?.parse().ok())
+            .ok_or_else(|| SandboxError::Usage("a limit needs a number".into()))
+    };
     while let Some(a) = it.next() {
         match a.to_str() {
             Some("--worktree") => worktree = it.next().map(PathBuf::from),
@@ -165,39 +201,66 @@ pub fn exec_sandboxed(args: &[OsString]) -> SandboxError {
             Some("--read") => read.extend(it.next().map(PathBuf::from)),
             Some("--network") => network = true,
             Some("--allow-unsandboxed") => allow = true,
+            Some("--max-processes") => limits.processes = number(it.next())?,
+            Some("--max-memory-mb") => limits.memory_mb = Some(number(it.next())?),
+            Some("--max-file-mb") => limits.file_mb = number(it.next())?,
+            Some("--cpu-secs") => cpu_secs = Some(number(it.next())?),
             Some("--") => {
-                rest = it.by_ref().cloned().collect();
+                command = it.by_ref().cloned().collect();
                 break;
             }
-            _ => return SandboxError::Usage(format!("unexpected argument {a:?}")),
+            _ => return Err(SandboxError::Usage(format!("unexpected argument {a:?}"))),
         }
     }
     let (Some(worktree), Some(tmp)) = (worktree, tmp) else {
-        return SandboxError::Usage("--worktree and --tmp are required".into());
+        return Err(SandboxError::Usage(
+            "--worktree and --tmp are required".into(),
+        ));
     };
-    let Some((program, program_args)) = rest.split_first() else {
-        return SandboxError::Usage("no command after --".into());
+    if command.is_empty() {
+        return Err(SandboxError::Usage("no command after --".into()));
+    }
+    Ok(LaunchArgs {
+        worktree,
+        tmp,
+        read,
+        network,
+        allow,
+        limits,
+        cpu_secs,
+        command,
+    })
+}
+
+/// Applies the sandbox described by `args` (the launcher's arguments after `__sandbox`) to
+/// this process, runs the command under its supervision and exits as the command did; returns
+/// only on failure.
+pub fn exec_sandboxed(args: &[OsString]) -> SandboxError {
+    let a = match parse(args) {
+        Ok(a) => a,
+        Err(e) => return e,
     };
-    match restrict(&worktree, &tmp, &read, network) {
+    match restrict(&a.worktree, &a.tmp, &a.read, a.network) {
         Ok(true) => {}
-        Ok(false) if allow => {}
+        Ok(false) if a.allow => {}
         Ok(false) => return SandboxError::Unavailable,
         Err(e) => return e,
     }
-    // Whether or not Landlock is there: no capability survives into the command, and the
-    // system call filter holds.
-    if let Err(e) = privileges::drop_all().and_then(|()| seccomp::install(network)) {
-        return e;
-    }
-    let err = Command::new(program)
-        .args(program_args)
-        .current_dir(&worktree)
-        .env("TMPDIR", &tmp)
-        .exec();
-    SandboxError::Exec {
-        program: program.to_string_lossy().into_owned(),
-        source: err,
-    }
+    // Whether or not Landlock is there: limits set, no capability survives into the command,
+    // and the system call filter holds.
+    let confined = supervise::set_limits(&a.limits, a.cpu_secs)
+        .and_then(|()| privileges::drop_all())
+        .and_then(|()| seccomp::install(a.network))
+        .and_then(|()| seccomp::protect(std::process::id() as libc::pid_t));
+    let protect = match confined {
+        Ok(protect) => protect,
+        Err(e) => return e,
+    };
+    let mut cmd = Command::new(&a.command[0]);
+    cmd.args(&a.command[1..])
+        .current_dir(&a.worktree)
+        .env("TMPDIR", &a.tmp);
+    supervise::run(cmd, protect)
 }
 
 /// Restricts this process; returns whether Landlock enforced the file-system rules.

@@ -144,6 +144,38 @@ fn program(network: bool) -> Vec<Op> {
     ops
 }
 
+/// Returns the filter the supervised command installs on itself: no signal, queued signal or
+/// pidfd may address the supervising launcher `launcher` (nor its process group, nor every
+/// process at once), so the command cannot kill the process that cleans up after it.
+pub(super) fn protect(launcher: libc::pid_t) -> Result<Vec<libc::sock_filter>, SandboxError> {
+    use Op::{Jump, Label, Stmt};
+    use To::{Label as L, Next};
+    let pid = launcher as u32;
+    let mut ops = vec![Stmt(BPF_LD_W_ABS, NR)];
+    for nr in [
+        libc::SYS_kill,
+        libc::SYS_tkill,
+        libc::SYS_tgkill,
+        libc::SYS_rt_sigqueueinfo,
+        libc::SYS_rt_tgsigqueueinfo,
+        libc::SYS_pidfd_open,
+    ] {
+        ops.push(Jump(BPF_JMP_JEQ_K, nr as u32, L("target"), Next));
+    }
+    ops.extend([
+        Stmt(BPF_RET_K, RET_ALLOW),
+        Label("target"),
+        Stmt(BPF_LD_W_ABS, arg(0)),
+        Jump(BPF_JMP_JEQ_K, pid, L("eperm"), Next),
+        Jump(BPF_JMP_JEQ_K, pid.wrapping_neg(), L("eperm"), Next),
+        Jump(BPF_JMP_JEQ_K, u32::MAX, L("eperm"), Next),
+        Stmt(BPF_RET_K, RET_ALLOW),
+        Label("eperm"),
+        Stmt(BPF_RET_K, RET_ERRNO | libc::EPERM as u32),
+    ]);
+    assemble(&ops)
+}
+
 /// Returns the program with its labels resolved to relative jumps.
 fn assemble(ops: &[Op]) -> Result<Vec<libc::sock_filter>, SandboxError> {
     let mut labels = std::collections::HashMap::new();
@@ -221,6 +253,11 @@ pub(super) fn install(network: bool) -> Result<(), SandboxError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_protecting_filter_assembles() {
+        assert!(protect(4242).unwrap().len() < 24);
+    }
 
     #[test]
     fn both_programs_assemble_with_every_jump_forward() {

@@ -1,19 +1,19 @@
 //! run_command: a shell command in the worktree with a timeout, a scrubbed environment and
 //! truncated output.
 
-use std::io::Read;
-use std::os::unix::process::CommandExt;
-use std::process::{Command, Stdio};
-use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use super::{Tool, ToolContext, ToolFailure, ToolResult, arg_str, truncate};
+use crate::exec::capture::capture;
 use crate::llm::ToolDef;
 
 const DEFAULT_TIMEOUT: u64 = 300;
 const MAX_OUTPUT: usize = 16 * 1024;
+/// Bytes of each stream kept before truncation (the rest is read and counted).
+const KEPT_OUTPUT: usize = 64 * 1024;
 
 /// Environment variables a command keeps; everything else (API keys included) is dropped.
 const KEEP: [&str; 9] = [
@@ -56,7 +56,7 @@ fn run_command(ctx: &ToolContext<'_>, args: &Value) -> Result<ToolResult, ToolFa
             fs_err::create_dir_all(&sandbox.tmp).map_err(|e| {
                 ToolFailure::Infrastructure(format!("cannot create the command's temp dir: {e}"))
             })?;
-            sandbox.command(ctx.root.root(), command, ctx.network)
+            sandbox.command(ctx.root.root(), command, ctx.network, timeout)
         }
         None => {
             let mut c = Command::new("sh");
@@ -64,64 +64,22 @@ fn run_command(ctx: &ToolContext<'_>, args: &Value) -> Result<ToolResult, ToolFa
             c
         }
     };
-    cmd.current_dir(ctx.root.root())
-        .env_clear()
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
+    cmd.current_dir(ctx.root.root()).env_clear();
     for k in KEEP {
         if let Ok(v) = std::env::var(k) {
             cmd.env(k, v);
         }
     }
-    let mut child = cmd
-        .spawn()
+    // Pipes read with a deadline and the whole tree ended with the command (see
+    // `exec::capture`; the sandbox's launcher also kills what left the process group).
+    let ran = capture(&mut cmd, timeout, ctx.stop, KEPT_OUTPUT)
         .map_err(|e| ToolFailure::Infrastructure(format!("cannot start `sh`: {e}")))?;
-    let pid = child.id() as i32;
-    let mut out = child.stdout.take();
-    let mut err = child.stderr.take();
-    let reader = std::thread::spawn(move || {
-        let mut o = Vec::new();
-        if let Some(s) = out.as_mut() {
-            let _ = s.read_to_end(&mut o);
-        }
-        o
-    });
-    let ereader = std::thread::spawn(move || {
-        let mut e = Vec::new();
-        if let Some(s) = err.as_mut() {
-            let _ = s.read_to_end(&mut e);
-        }
-        e
-    });
-    let started = Instant::now();
-    let mut timed_out = false;
-    let status = loop {
-        if let Some(status) = child
-            .try_wait()
-            .map_err(|e| ToolFailure::Infrastructure(format!("cannot wait for the command: {e}")))?
-        {
-            break status;
-        }
-        if started.elapsed() > timeout || ctx.stop.load(Ordering::SeqCst) {
-            timed_out = started.elapsed() > timeout;
-            // SAFETY: plain syscall on the group this function created.
-            unsafe { libc::kill(-pid, libc::SIGKILL) };
-            break child.wait().map_err(|e| {
-                ToolFailure::Infrastructure(format!("cannot wait for the command: {e}"))
-            })?;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let stdout = reader.join().unwrap_or_default();
-    let stderr = ereader.join().unwrap_or_default();
     let mut text = format!(
         "exit status: {}{}{}\n",
-        status
-            .code()
+        ran.status
+            .and_then(|s| s.code())
             .map_or("killed".to_string(), |c| c.to_string()),
-        if timed_out {
+        if ran.timed_out {
             format!(" (timed out after {}s)", timeout.as_secs())
         } else {
             String::new()
@@ -132,13 +90,19 @@ fn run_command(ctx: &ToolContext<'_>, args: &Value) -> Result<ToolResult, ToolFa
             ""
         }
     );
-    if !stdout.is_empty() {
+    if !ran.stdout.is_empty() {
         text.push_str("--- stdout ---\n");
-        text.push_str(&String::from_utf8_lossy(&stdout));
+        text.push_str(&String::from_utf8_lossy(&ran.stdout));
     }
-    if !stderr.is_empty() {
+    if !ran.stderr.is_empty() {
         text.push_str("\n--- stderr ---\n");
-        text.push_str(&String::from_utf8_lossy(&stderr));
+        text.push_str(&String::from_utf8_lossy(&ran.stderr));
+    }
+    if ran.dropped > 0 {
+        text.push_str(&format!(
+            "\n[{} more bytes of output not kept]",
+            ran.dropped
+        ));
     }
     Ok(ToolResult::Text(truncate(&text, MAX_OUTPUT)))
 }

@@ -1,0 +1,300 @@
+//! The launcher stays as the command's supervisor, so nothing the command starts outlives it.
+//!
+//! A command's children may leave its process group (`setsid`) or double-fork; killing the
+//! group then misses them, and they keep running — holding the output pipes, writing in the
+//! worktree — after the command, its timeout and the agent are gone. So the launcher makes
+//! itself a child subreaper (`PR_SET_CHILD_SUBREAPER`: every orphaned descendant is re-parented
+//! to it, whatever its session or group), runs the command in a process group of its own, and
+//! when the command exits — or the engine sends SIGTERM at a timeout or stop — kills every
+//! process re-parented to it, round after round, until it has no child left; then it exits the
+//! way the command did. The command cannot kill its supervisor: its system call filter refuses
+//! signals addressed to the launcher (see `seccomp::protect`).
+//!
+//! Resource limits are set here too, for the command and everything it starts: processes
+//! beyond those the user already runs, data memory per process, file size, CPU time, no core
+//! dumps.
+
+use std::os::unix::process::CommandExt;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use super::SandboxError;
+
+/// Resource limits of a sandboxed command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Processes the command may run at once beyond those its user already has.
+    pub processes: u64,
+    /// Data memory (heap and private mappings) per process, in MiB; `None`: three quarters of
+    /// the machine's memory.
+    pub memory_mb: Option<u64>,
+    /// Largest file a process may write, in MiB.
+    pub file_mb: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            processes: 1024,
+            memory_mb: None,
+            file_mb: 4096,
+        }
+    }
+}
+
+impl Limits {
+    /// Returns the limits `[sandbox]` configures, defaults where it says nothing.
+    pub fn from_config(config: &crate::config::SandboxConfig) -> Limits {
+        let d = Limits::default();
+        Limits {
+            processes: config.max_processes.unwrap_or(d.processes),
+            memory_mb: config.max_memory_mb.or(d.memory_mb),
+            file_mb: config.max_file_mb.unwrap_or(d.file_mb),
+        }
+    }
+}
+
+/// How long the launcher keeps killing what its command left before it gives up.
+const CLEANUP: Duration = Duration::from_secs(5);
+
+/// Sets `limits` (and `cpu_secs` of CPU time per process) on this process, for everything it
+/// starts; a limit is only ever lowered.
+pub(super) fn set_limits(limits: &Limits, cpu_secs: Option<u64>) -> Result<(), SandboxError> {
+    const MIB: u64 = 1024 * 1024;
+    let memory = limits.memory_mb.map(|m| m * MIB).or_else(|| {
+        // SAFETY: sysconf only reads system constants.
+        let (pages, size) = unsafe {
+            (
+                libc::sysconf(libc::_SC_PHYS_PAGES),
+                libc::sysconf(libc::_SC_PAGESIZE),
+            )
+        };
+        (pages > 0 && size > 0).then(|| pages as u64 * size as u64 / 4 * 3)
+    });
+    let mut wanted = vec![
+        (libc::RLIMIT_CORE, 0),
+        (libc::RLIMIT_FSIZE, limits.file_mb.saturating_mul(MIB)),
+        (
+            libc::RLIMIT_NPROC,
+            processes_of_user().saturating_add(limits.processes),
+        ),
+    ];
+    wanted.extend(memory.map(|m| (libc::RLIMIT_DATA, m)));
+    wanted.extend(cpu_secs.map(|s| (libc::RLIMIT_CPU, s)));
+    for (resource, value) in wanted {
+        let mut current = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit/setrlimit read and write one rlimit struct of this process.
+        unsafe {
+            if libc::getrlimit(resource, &mut current) != 0 {
+                continue;
+            }
+            let new = libc::rlimit {
+                rlim_cur: current.rlim_cur.min(value),
+                rlim_max: current.rlim_max.min(value),
+            };
+            if libc::setrlimit(resource, &new) != 0 {
+                return Err(SandboxError::Privileges(format!(
+                    "cannot set a resource limit: {}",
+                    std::io::Error::last_os_error()
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Returns how many processes this process's real user runs now.
+fn processes_of_user() -> u64 {
+    // SAFETY: getuid cannot fail.
+    let uid = unsafe { libc::getuid() };
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .bytes()
+                .all(|b| b.is_ascii_digit())
+        })
+        .filter(|e| {
+            std::fs::read_to_string(e.path().join("status")).is_ok_and(|s| {
+                s.lines()
+                    .find_map(|l| l.strip_prefix("Uid:"))
+                    .and_then(|l| l.split_whitespace().next())
+                    .and_then(|u| u.parse::<u32>().ok())
+                    == Some(uid)
+            })
+        })
+        .count() as u64
+}
+
+/// Runs `cmd` as the supervised command and exits as it did; returns only when it could not be
+/// started. `protect` is the filter the command installs on itself before it executes.
+pub(super) fn run(mut cmd: Command, protect: Vec<libc::sock_filter>) -> SandboxError {
+    let program = format!("{:?}", cmd.get_program());
+    // SAFETY: plain prctl/sigprocmask calls on this (single-threaded) process; `set` and `old`
+    // are valid signal sets for the duration of the calls.
+    let old = unsafe {
+        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM, 0, 0, 0);
+        libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
+        let set = signals();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigprocmask(libc::SIG_BLOCK, &set, &mut old);
+        old
+    };
+    // SAFETY: the closure runs in the forked child before exec; it only restores the signal
+    // mask, starts a process group and installs a filter, all async-signal-safe system calls.
+    unsafe {
+        cmd.pre_exec(move || {
+            libc::sigprocmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+            libc::setpgid(0, 0);
+            let prog = libc::sock_fprog {
+                len: protect.len() as u16,
+                filter: protect.as_ptr() as *mut libc::sock_filter,
+            };
+            if libc::prctl(
+                libc::PR_SET_SECCOMP,
+                2,
+                &prog as *const libc::sock_fprog,
+                0,
+                0,
+            ) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let child = match cmd.spawn() {
+        Ok(child) => child,
+        Err(source) => return SandboxError::Exec { program, source },
+    };
+    let main = child.id() as libc::pid_t;
+    // The engine may have gone between spawning us and now: then nothing supervises.
+    // SAFETY: getppid cannot fail.
+    let orphaned = unsafe { libc::getppid() } == 1;
+    let (status, signal) = if orphaned {
+        (None, Some(libc::SIGTERM))
+    } else {
+        wait_for(main)
+    };
+    kill_descendants();
+    exit_as(status, signal)
+}
+
+/// Returns SIGTERM, SIGINT, SIGHUP and SIGCHLD as a set.
+fn signals() -> libc::sigset_t {
+    // SAFETY: sigemptyset/sigaddset initialise and fill a set this function owns.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for s in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGCHLD] {
+            libc::sigaddset(&mut set, s);
+        }
+        set
+    }
+}
+
+/// Waits until `main` exits (reaping orphans meanwhile) or a terminating signal arrives;
+/// returns the command's wait status and the signal, whichever came.
+fn wait_for(main: libc::pid_t) -> (Option<libc::c_int>, Option<libc::c_int>) {
+    let set = signals();
+    loop {
+        loop {
+            let mut status = 0;
+            // SAFETY: waitpid writes the status of a child of this process.
+            let pid = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
+            if pid == main {
+                return (Some(status), None);
+            }
+            if pid <= 0 {
+                break;
+            }
+        }
+        let timeout = libc::timespec {
+            tv_sec: 1,
+            tv_nsec: 0,
+        };
+        // SAFETY: the set is blocked in this process, so sigtimedwait takes it from the queue.
+        let signal = unsafe { libc::sigtimedwait(&set, std::ptr::null_mut(), &timeout) };
+        if matches!(signal, libc::SIGTERM | libc::SIGINT | libc::SIGHUP) {
+            return (None, Some(signal));
+        }
+    }
+}
+
+/// Kills every child of this process, and the children re-parented to it as their parents
+/// die, until none is left (or [`CLEANUP`] has passed).
+fn kill_descendants() {
+    // SAFETY: getpid cannot fail.
+    let me = unsafe { libc::getpid() };
+    let deadline = Instant::now() + CLEANUP;
+    loop {
+        let children = children_of(me);
+        for &pid in &children {
+            // SAFETY: kill(2) on a child of this process.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+        let mut none_left = false;
+        loop {
+            // SAFETY: waitpid with no status pointer reaps a child of this process.
+            let pid = unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) };
+            if pid == -1 {
+                none_left = true;
+                break;
+            }
+            if pid == 0 {
+                break;
+            }
+        }
+        if (none_left && children.is_empty()) || Instant::now() >= deadline {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Returns the processes whose parent is `parent`, from `/proc`.
+fn children_of(parent: libc::pid_t) -> Vec<libc::pid_t> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<libc::pid_t>().ok())
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+                stat.rfind(')')
+                    .and_then(|i| stat[i + 1..].split_whitespace().nth(1))
+                    .and_then(|p| p.parse::<libc::pid_t>().ok())
+                    == Some(parent)
+            })
+        })
+        .collect()
+}
+
+/// Ends this process the way the command ended: its exit code, or its signal.
+fn exit_as(status: Option<libc::c_int>, signal: Option<libc::c_int>) -> ! {
+    let signal = match status {
+        Some(s) if libc::WIFEXITED(s) => std::process::exit(libc::WEXITSTATUS(s)),
+        Some(s) if libc::WIFSIGNALED(s) => libc::WTERMSIG(s),
+        _ => signal.unwrap_or(libc::SIGKILL),
+    };
+    // SAFETY: restores the default action of `signal`, unblocks it and sends it to this
+    // process; if it does not end the process, exit follows.
+    unsafe {
+        libc::signal(signal, libc::SIG_DFL);
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, signal);
+        libc::sigprocmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+        libc::kill(libc::getpid(), signal);
+    }
+    std::process::exit(128 + signal)
+}
