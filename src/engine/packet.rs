@@ -156,9 +156,13 @@ fn pipeline(ctx: &Context<'_>, index: usize, rec: &PacketRecord) -> Result<Strin
         phase = Phase::Commit;
     }
 
+    // The engine's last commit on the branch: what a worker's own commits are taken back to.
+    let mut last = rec.commit.clone();
     let mut committed = None;
     if phase == Phase::Commit {
-        committed = Some(commit_step(ctx, packet, &wt, &start)?);
+        let made = commit_step(ctx, packet, &wt, &start, last.as_deref())?;
+        last = Some(made.0.clone());
+        committed = Some(made);
     }
 
     let mut checked = validate(ctx, packet, rec, &wt, &env, &dir, &start, committed)?;
@@ -176,7 +180,8 @@ fn pipeline(ctx: &Context<'_>, index: usize, rec: &PacketRecord) -> Result<Strin
             .map_err(|e| Halt::Fail(format!("cannot take back the rejected commit: {e}")))?;
         let env = with_fixes_file(&env, &dir.join(format!("fixes-{round}.md")), &fixes)?;
         work(ctx, packet, rec, &wt, &env, &dir, Some((&fixes, round)))?;
-        let committed = commit_step(ctx, packet, &wt, &start)?;
+        let committed = commit_step(ctx, packet, &wt, &start, last.as_deref())?;
+        last = Some(committed.0.clone());
         checked = validate(ctx, packet, rec, &wt, &env, &dir, &start, Some(committed))?;
     }
 }
@@ -573,11 +578,17 @@ fn work_once(
 
 /// Commits what the worker left in the worktree, with the engine's identity and trailers, and
 /// returns the branch tip with the paths it changed since `start`.
+///
+/// An external worker's own commits are taken back first (to `last`, the engine's previous
+/// commit, see `commit::take_back_worker_commits`): only the engine's commits, whose whole
+/// diff the scope check sees, enter the branch. Our agents cannot commit (their commands
+/// cannot write the git directory), and the merges of their subtasks are the engine's.
 fn commit_step(
     ctx: &Context<'_>,
     packet: &Packet,
     wt: &Path,
     start: &str,
+    last: Option<&str>,
 ) -> Result<(String, Vec<String>), Halt> {
     let message = commit::message(
         &packet.title,
@@ -588,6 +599,13 @@ fn commit_step(
         },
     );
     let git = worktree_git(ctx, wt)?;
+    if ctx.worker_cmd.is_some() {
+        let taken = commit::take_back_worker_commits(&git, start, last)
+            .map_err(|e| Halt::Fail(format!("cannot take back the worker's own commits: {e}")))?;
+        if let Some(tip) = taken {
+            tracing::warn!(%tip, "the worker committed itself; its commits are folded into the engine's");
+        }
+    }
     let made = commit::commit_all(&git, &message)
         .map_err(|e| Halt::Fail(format!("could not commit the worker's changes: {e}")))?;
     let head = match made {

@@ -15,9 +15,25 @@ use super::verdict::{ApprovalPolicy, NOTES_REF, Verdict};
 /// whose tree carries a verdict `policy` accepts. `dir` is where the hook runs; `GIT_DIR` wins
 /// when git set it.
 pub fn all_approved(dir: &Path, updates: &[PushUpdate], policy: ApprovalPolicy) -> bool {
+    // Replace refs are never followed: the verdict is for the tree the pushed commit names.
+    let overrides = ["core.useReplaceRefs=false"];
     let repo = match std::env::var_os("GIT_DIR") {
-        Some(git_dir) => gix::open(dir.join(git_dir)),
-        None => gix::discover(dir),
+        Some(git_dir) => gix::open_opts(
+            dir.join(git_dir),
+            gix::open::Options::default().config_overrides(overrides),
+        ),
+        None => {
+            let trust = gix::sec::trust::Mapping::<gix::open::Options>::default();
+            gix::ThreadSafeRepository::discover_opts(
+                dir,
+                Default::default(),
+                gix::sec::trust::Mapping {
+                    full: trust.full.config_overrides(overrides),
+                    reduced: trust.reduced.config_overrides(overrides),
+                },
+            )
+            .map(Into::into)
+        }
     };
     let Ok(repo) = repo else {
         return false;

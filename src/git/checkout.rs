@@ -27,7 +27,9 @@ pub struct CheckoutStats {
 pub(crate) fn open(toplevel: &Path) -> Result<gix::Repository, WorktreeError> {
     // Branch creation and the new worktree's HEAD reflog need a committer; users without a git
     // identity get the engine's, while a configured identity still wins.
+    // Replace refs are never followed: the checkout is of the objects the ids name.
     let options = gix::open::Options::default().config_overrides([
+        "core.useReplaceRefs=false".to_string(),
         format!("gitoxide.committer.nameFallback={}", super::COMMITTER_NAME),
         format!(
             "gitoxide.committer.emailFallback={}",

@@ -185,8 +185,12 @@ impl Git {
             cmd.arg("-c").arg(setting);
         }
         cmd.args(args);
-        // Never let git open a pager or prompt on a terminal the engine does not own.
-        cmd.env("GIT_TERMINAL_PROMPT", "0").env("GIT_PAGER", "cat");
+        // Never let git open a pager or prompt on a terminal the engine does not own, and never
+        // let replace refs (`git replace`, which whoever can write refs may add) make git read
+        // other objects than the ids name: the engine checks, merges and reviews what is there.
+        cmd.env("GIT_TERMINAL_PROMPT", "0")
+            .env("GIT_PAGER", "cat")
+            .env("GIT_NO_REPLACE_OBJECTS", "1");
         for (key, value) in &self.env {
             match value {
                 Some(value) => cmd.env(key, value),

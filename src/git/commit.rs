@@ -56,7 +56,14 @@ pub fn commit_all_as(
     git.run(["add", "--all", "--", "."])?;
     // Paths as bytes: a repository may hold names that are not UTF-8.
     let staged = git.finish(
-        ["diff", "--cached", "--name-status", "--no-renames", "-z"],
+        [
+            "diff",
+            "--cached",
+            "--name-status",
+            "--no-renames",
+            "--ignore-submodules=none",
+            "-z",
+        ],
         None,
     )?;
     if !staged.success() {
@@ -135,12 +142,37 @@ pub fn uncommit_to(git: &Git, start: &str) -> Result<(), GitError> {
     Ok(())
 }
 
+/// Takes back the commits a worker made on its own: when the branch of the worktree of `git`
+/// (its pinned runner) is past `last` — the engine's last commit there, or `start` when that
+/// is not on the branch any more — it goes back to it with every change kept in the worktree.
+/// The engine's next commit then holds the worker's work, and none of the worker's commits
+/// (an out-of-scope file or a secret added and removed again) enters the branch's history,
+/// where only the net diff would have been checked. Returns the worker's tip, if it moved one.
+pub fn take_back_worker_commits(
+    git: &Git,
+    start: &str,
+    last: Option<&str>,
+) -> Result<Option<String>, GitError> {
+    let head = git.head()?;
+    let base = match last {
+        Some(last) if git.is_ancestor(last, &head)? => last,
+        _ => start,
+    };
+    if head == base {
+        return Ok(None);
+    }
+    uncommit_to(git, base)?;
+    Ok(Some(head))
+}
+
 /// Returns every path that differs between `base` and `head` (both sides of a rename).
 pub fn changed_paths(git: &Git, base: &str, head: &str) -> Result<Vec<String>, GitError> {
     let out = git.run([
         "diff",
         "--name-only",
         "--no-renames",
+        // Explicit, over `diff.ignoreSubmodules` and `.gitmodules`: a gitlink is a change.
+        "--ignore-submodules=none",
         "-z",
         base,
         head,

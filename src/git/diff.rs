@@ -1,15 +1,23 @@
 //! Diffs of a range: the patch a person or a model reads, zero-context hunks the checks parse,
 //! and the raw listing of changed files.
 //!
-//! All of them switch off what a user's configuration could change in the output a program
-//! parses (colour, external diff drivers, text conversion, renames).
+//! All of them switch off what a user's — or a worker's — configuration could change in the
+//! output a program parses (colour, external diff drivers, text conversion, renames, ignored
+//! submodules); replace refs are off for every engine git command (see `cli`).
 
 use super::{Git, GitError};
 
 impl Git {
     /// Returns the patch from `base` to `tip` as git prints it, for reading.
     pub fn diff_patch(&self, base: &str, tip: &str) -> Result<String, GitError> {
-        self.run(["diff", "--no-color", "--no-ext-diff", base, tip])
+        self.run([
+            "diff",
+            "--no-color",
+            "--no-ext-diff",
+            "--ignore-submodules=none",
+            base,
+            tip,
+        ])
     }
 
     /// Returns the `-U0` patch from `base` to `tip`, limited to `paths` when any are given,
@@ -29,6 +37,7 @@ impl Git {
             "--no-ext-diff",
             "--no-renames",
             "--no-textconv",
+            "--ignore-submodules=none",
             "-U0",
             base,
             tip,
@@ -49,6 +58,7 @@ impl Git {
             "diff",
             "--raw",
             "--no-renames",
+            "--ignore-submodules=none",
             "--no-abbrev",
             "-z",
             base,

@@ -152,6 +152,20 @@ impl Git {
         Ok(self.resolve("MERGE_HEAD")?.is_some())
     }
 
+    /// Returns the commit being merged in (`MERGE_HEAD`), `None` when no merge is under way.
+    pub fn merge_head(&self) -> Result<Option<String>, GitError> {
+        self.resolve("MERGE_HEAD")
+    }
+
+    /// Makes `commit` the one being merged in (`MERGE_HEAD`), so this worktree's next commit is
+    /// a merge with it.
+    pub fn set_merge_head(&self, commit: &str) -> Result<(), GitError> {
+        // A pseudo-ref git's `update-ref` refuses to write: the file, as `git merge` writes it.
+        let path = self.git_path("MERGE_HEAD")?;
+        fs_err::write(&path, format!("{commit}\n"))
+            .map_err(|e| GitError::failed(format!("write {path}"), 1, e.to_string()))
+    }
+
     /// Abandons the merge under way in this worktree, restoring the branch's own state.
     pub fn merge_abort(&self) -> Result<(), GitError> {
         self.writing().run(["merge", "--abort"]).map(drop)

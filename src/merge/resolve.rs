@@ -148,18 +148,36 @@ pub fn resolve(r: &ConflictJob<'_>, worker: ConflictWorker<'_>) -> Result<String
             }
         }
     }
+    let before = g.head().map_err(gerr)?;
+    let merging_in = g.merge_head().map_err(gerr)?;
     let outcome = run_worker(r, &wt, worker).and_then(|()| markers_left(r, &wt));
     // The worker may have changed the worktree's `.git`: pinned again, which refuses then.
     let g = Git::pinned(r.common_dir, &wt).map_err(|e| ResolveError::Git {
         packet: id.clone(),
         message: e.to_string(),
     })?;
+    if let (ConflictWorker::Command(_), Some(merging_in)) = (worker, &merging_in) {
+        take_back_worker_commits(&g, &before, merging_in).map_err(gerr)?;
+    }
     if let Err(e) = outcome {
         // Never lose work: the packet's branch goes back to its own commits.
         let _ = g.merge_abort();
         return Err(e);
     }
     finish(r, &g)
+}
+
+/// Takes back commits an external worker made itself while resolving (concluding the merge
+/// included): the branch goes back to `before` with the worktree as the worker left it, and
+/// the merge of `merging_in` is under way again, so the engine's commit is the one merge that
+/// enters the branch and is checked.
+fn take_back_worker_commits(g: &Git, before: &str, merging_in: &str) -> Result<(), git::GitError> {
+    if g.head()? == before {
+        return Ok(());
+    }
+    tracing::warn!(packet_tip = %before, "the worker committed itself while resolving; taken back");
+    commit::uncommit_to(g, before)?;
+    g.set_merge_head(merging_in)
 }
 
 /// Returns the Markdown the worker reads in a conflict round, or in a round that fixes a
