@@ -473,47 +473,7 @@ fn work_once(
         Some((_, round)) => dir.join(format!("worker-{attempt}-fix-{round}{again}.log")),
     };
     match (ctx.worker_cmd, ctx.worker) {
-        (Some(worker_cmd), _) => {
-            record(
-                ctx,
-                Event::WorkerStarted {
-                    packet: packet.id.clone(),
-                    command: worker_cmd.to_string(),
-                    log: log.to_string_lossy().into_owned(),
-                },
-            )?;
-            // The worker command (an agent CLI, usually) gets the API keys the engine took out
-            // of its own environment; setup and validation commands do not.
-            let mut env = env.to_vec();
-            env.extend(crate::exec::secret_env::stashed().iter().cloned());
-            let out = run_command(ctx, &packet.id, worker_cmd, wt, &env, &log)?;
-            record(
-                ctx,
-                Event::WorkerFinished {
-                    packet: packet.id.clone(),
-                    exit_code: out.exit_code,
-                    duration_ms: out.duration.as_millis() as u64,
-                    timed_out: out.timed_out,
-                    tail: out.tail.clone(),
-                },
-            )?;
-            if !out.success() {
-                let reason = format!(
-                    "worker failed ({}); its work stays in {} — log: {}\n{}",
-                    out.describe(ctx.timeout),
-                    wt.display(),
-                    log.display(),
-                    out.tail
-                );
-                // A timeout or a kill may pass on another try; an exit status is the worker's say.
-                let killed = out.exit_code.is_none();
-                return Err(if out.timed_out || killed {
-                    Halt::Transient(reason)
-                } else {
-                    Halt::Fail(reason)
-                });
-            }
-        }
+        (Some(worker_cmd), _) => work_external(ctx, packet, wt, env, &log, worker_cmd)?,
         (None, Some(worker)) => {
             record(
                 ctx,
@@ -572,6 +532,58 @@ fn work_once(
                 "no worker: pass --worker-cmd or configure a model profile".to_string(),
             ));
         }
+    }
+    Ok(())
+}
+
+/// Runs the external worker command once in the packet's worktree and journals it; a
+/// timeout or a kill is transient, a non-zero exit is the worker's answer.
+fn work_external(
+    ctx: &Context<'_>,
+    packet: &Packet,
+    wt: &Path,
+    env: &[(String, String)],
+    log: &Path,
+    worker_cmd: &str,
+) -> Result<(), Halt> {
+    record(
+        ctx,
+        Event::WorkerStarted {
+            packet: packet.id.clone(),
+            command: worker_cmd.to_string(),
+            log: log.to_string_lossy().into_owned(),
+        },
+    )?;
+    // The worker command (an agent CLI, usually) gets the API keys the engine took out
+    // of its own environment; setup and validation commands do not.
+    let mut env = env.to_vec();
+    env.extend(crate::exec::secret_env::stashed().iter().cloned());
+    let out = run_command(ctx, &packet.id, worker_cmd, wt, &env, log)?;
+    record(
+        ctx,
+        Event::WorkerFinished {
+            packet: packet.id.clone(),
+            exit_code: out.exit_code,
+            duration_ms: out.duration.as_millis() as u64,
+            timed_out: out.timed_out,
+            tail: out.tail.clone(),
+        },
+    )?;
+    if !out.success() {
+        let reason = format!(
+            "worker failed ({}); its work stays in {} — log: {}\n{}",
+            out.describe(ctx.timeout),
+            wt.display(),
+            log.display(),
+            out.tail
+        );
+        // A timeout or a kill may pass on another try; an exit status is the worker's say.
+        let killed = out.exit_code.is_none();
+        return Err(if out.timed_out || killed {
+            Halt::Transient(reason)
+        } else {
+            Halt::Fail(reason)
+        });
     }
     Ok(())
 }

@@ -76,7 +76,9 @@ impl Attacked {
 
 /// Runs `git orchestra agent coder` in `repo` against a model that answers with `replies`,
 /// with `env` added to the engine's environment.
-pub(crate) fn attack(repo: &TestRepo, replies: Vec<Value>, env: &[(&str, &str)]) -> Attacked {
+pub(crate) fn attack(repo: &TestRepo, mut replies: Vec<Value>, env: &[(&str, &str)]) -> Attacked {
+    // The reviewer role resolves to the same profile: its approval, should the work get there.
+    replies.push(crate::mock::approval());
     let server = MockServer::start(replies);
     let mut vars = vec![
         ("ORCHESTRA_PROVIDER", "openai-compatible"),
