@@ -19,8 +19,8 @@ pub mod tools;
 
 pub use events::{AgentError, AgentEvent, AgentOutcome};
 pub use packet_agent::{
-    AgentWorker, PROJECT_CONTEXT_CHARS, PacketAgent, open_transcript, outcome_report, role_for_job,
-    task_text, with_dependencies, with_project,
+    AgentWorker, PROJECT_CONTEXT_CHARS, PacketAgent, learned, open_transcript, outcome_report,
+    remember, role_for_job, task_text, with_dependencies, with_learned, with_project,
 };
 pub use profiles::SetupError;
 pub use review_agent::{ModelReviewer, REVIEWER_ROLE, ReviewAgent, parse_findings};

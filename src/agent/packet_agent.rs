@@ -109,14 +109,17 @@ impl AgentWorker {
         };
         let task = match job.fixes {
             Some(fixes) if !history.is_empty() => fix_turn_text(fixes),
-            _ => with_project(
-                with_dependencies(
-                    task_text(job.objective, packet, job.fixes),
-                    job.dependencies,
+            _ => with_learned(
+                with_project(
+                    with_dependencies(
+                        task_text(job.objective, packet, job.fixes),
+                        job.dependencies,
+                    ),
+                    self.project.get_or_init(|| {
+                        crate::project::context(&self.toplevel, PROJECT_CONTEXT_CHARS / 4)
+                    }),
                 ),
-                self.project.get_or_init(|| {
-                    crate::project::context(&self.toplevel, PROJECT_CONTEXT_CHARS / 4)
-                }),
+                &learned(job.common_dir),
             ),
         };
         let spec = PacketAgent {
@@ -147,6 +150,7 @@ impl AgentWorker {
             })?;
         if outcome.state == WorkerState::Completed {
             self.keep_conversation(key, std::mem::take(&mut outcome.messages));
+            remember(job.common_dir, job.run, &packet.id, &outcome.learnings);
         }
         if let Ok(line) = serde_json::to_string(&outcome) {
             let _ = writeln!(log, "{{\"type\":\"outcome\",\"outcome\":{line}}}");
@@ -178,6 +182,42 @@ impl AgentWorker {
             m.insert(key, messages);
         }
     }
+}
+
+/// Keeps what an agent learned in the run store, for later runs; a store that cannot be
+/// opened loses the learnings, not the work.
+pub fn remember(common_dir: &Path, run: &str, packet: &str, learnings: &[String]) {
+    if learnings.is_empty() {
+        return;
+    }
+    if let Ok(store) = crate::store::Store::open(common_dir) {
+        for l in learnings {
+            let _ = store.add_learning(run, packet, l);
+        }
+    }
+}
+
+/// Most characters of earlier runs' learnings in a prompt.
+pub const LEARNED_CHARS: usize = 2_000;
+
+/// Returns the learnings of earlier runs kept in the run store at `common_dir`, as prompt lines.
+pub fn learned(common_dir: &Path) -> String {
+    crate::store::Store::open_existing(common_dir)
+        .ok()
+        .flatten()
+        .and_then(|s| s.learnings(40).ok())
+        .map(|l| crate::store::memory::prompt_lines(&l, LEARNED_CHARS))
+        .unwrap_or_default()
+}
+
+/// Returns `task` followed by what earlier runs learned, when there is anything.
+pub fn with_learned(mut task: String, learned: &str) -> String {
+    if !learned.trim().is_empty() {
+        task.push_str(&format!(
+            "\n## Learned in earlier runs (check before relying on it)\n\n{learned}"
+        ));
+    }
+    task
 }
 
 /// Returns `task` followed by the project context (bounded), when there is one.

@@ -13,6 +13,7 @@ mod hook;
 mod init;
 mod manual;
 mod mcp;
+mod memory;
 mod merge;
 mod nav;
 mod pause;
@@ -71,6 +72,7 @@ enum Command {
     Nav(nav::NavArgs),
     Mcp(mcp::McpArgs),
     Agents(agents::AgentsArgs),
+    Memory(memory::MemoryArgs),
     Agent(agent::AgentArgs),
 }
 
@@ -101,6 +103,7 @@ pub fn main() -> ExitCode {
         Command::Cancel(args) => cancel::cmd_cancel(&cwd, &args),
         Command::Gc(args) => gc::cmd_gc(&cwd, &args),
         Command::Init(args) => init::cmd_init(&cwd, &args),
+        Command::Memory(args) => memory::cmd_memory(&cwd, &args),
         Command::Plan(args) => plan::cmd_plan(&cwd, &args),
         Command::Review(args) => review::cmd_review(&cwd, &args),
         Command::Hook(args) => hook::cmd_hook(&cwd, &args),

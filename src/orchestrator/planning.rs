@@ -56,6 +56,8 @@ pub struct PlanInputs<'a> {
     pub attempt: (usize, usize),
     /// The roles packets may use, one line each (see [`roles_for_packets`]).
     pub roles: &'a str,
+    /// What agents of earlier runs learned, one line each.
+    pub learned: &'a str,
 }
 
 /// Returns the roles that can do a packet's work (those with a write scope), one line each:
@@ -92,6 +94,12 @@ pub fn propose(
     }
     if !inputs.project.is_empty() {
         prompt.push_str(&format!("\n## ORCHESTRA.md\n{}\n", inputs.project));
+    }
+    if !inputs.learned.trim().is_empty() {
+        prompt.push_str(&format!(
+            "\n## Learned in earlier runs (check before relying on it)\n{}",
+            inputs.learned
+        ));
     }
     if !inputs.roles.is_empty() {
         prompt.push_str(&format!("\n## Roles for packets\n{}\n", inputs.roles));
@@ -289,6 +297,7 @@ impl Ctx<'_> {
         let map = repo_map(&self.repo.toplevel, &self.req.objective);
         let roles = &self.models.roles;
         let role_lines = roles_for_packets(roles);
+        let learned = crate::agent::learned(&self.repo.common_dir);
         for attempt in done..MAX_PLAN_ROUNDS {
             round += 1;
             self.ui
@@ -305,6 +314,7 @@ impl Ctx<'_> {
                     previous: previous.as_deref(),
                     attempt: (attempt + 1, MAX_PLAN_ROUNDS),
                     roles: &role_lines,
+                    learned: &learned,
                 },
                 self.stop,
             )

@@ -37,6 +37,8 @@ pub struct StartWorker {
     pub halt: Arc<AtomicBool>,
     /// The project context, read once from the first packet's worktree.
     project: std::sync::OnceLock<String>,
+    /// What earlier runs learned, read once from the run store.
+    learned: std::sync::OnceLock<String>,
 }
 
 impl StartWorker {
@@ -49,6 +51,7 @@ impl StartWorker {
             answer_wait,
             halt: Arc::new(AtomicBool::new(false)),
             project: std::sync::OnceLock::new(),
+            learned: std::sync::OnceLock::new(),
         }
     }
 
@@ -233,14 +236,17 @@ impl StartWorker {
         .spec(
             &self.models.config,
             &root,
-            agent::with_project(
-                agent::with_dependencies(
-                    agent::task_text(job.objective, packet, job.fixes),
-                    job.dependencies,
+            agent::with_learned(
+                agent::with_project(
+                    agent::with_dependencies(
+                        agent::task_text(job.objective, packet, job.fixes),
+                        job.dependencies,
+                    ),
+                    self.project.get_or_init(|| {
+                        crate::project::context(job.worktree, agent::PROJECT_CONTEXT_CHARS / 4)
+                    }),
                 ),
-                self.project.get_or_init(|| {
-                    crate::project::context(job.worktree, agent::PROJECT_CONTEXT_CHARS / 4)
-                }),
+                self.learned.get().map_or("", String::as_str),
             ),
             packet,
             job.stop,
@@ -269,6 +275,7 @@ impl StartWorker {
             depth: 0,
             dependencies: job.dependencies,
         };
+        self.learned.get_or_init(|| agent::learned(job.common_dir));
         let outcome = self.run_agent(&agent_job, log)?;
         self.record(&WorkflowEvent::PacketReport {
             packet: packet.id.clone(),
@@ -281,6 +288,9 @@ impl StartWorker {
             touched: outcome.touched_files.clone(),
             learnings: outcome.learnings.clone(),
         });
+        if outcome.state == WorkerState::Completed {
+            agent::remember(job.common_dir, job.run, &packet.id, &outcome.learnings);
+        }
         if outcome.state != WorkerState::Completed
             && let Some(reason) = self.models.budget_exceeded(Some(&packet.role))
         {

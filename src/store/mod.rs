@@ -8,6 +8,7 @@
 //! this module is the only one that opens it.
 
 mod events;
+pub mod memory;
 mod projection;
 mod records;
 mod usage;
@@ -21,6 +22,7 @@ use crate::exec::{now_ms, state_dir};
 use projection::{apply, insert_event};
 
 pub use events::{Event, RunOutcome};
+pub use memory::Learning;
 pub use records::{
     JournalEntry, NewPacket, NewRun, PacketRecord, PacketState, Phase, RunRecord, RunState,
 };

@@ -84,3 +84,11 @@ CREATE TABLE IF NOT EXISTS workflow_turns (
     response      TEXT NOT NULL,
     PRIMARY KEY (run_id, key)
 );
+-- What agents learned, kept across runs for the planners and agents of later runs.
+CREATE TABLE IF NOT EXISTS learnings (
+    id         INTEGER PRIMARY KEY AUTOINCREMENT,
+    text       TEXT NOT NULL UNIQUE,
+    run_id     TEXT NOT NULL,
+    packet_id  TEXT NOT NULL,
+    created_ms INTEGER NOT NULL
+);

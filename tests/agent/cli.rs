@@ -257,3 +257,75 @@ fn a_dependent_packets_first_prompt_says_what_its_dependency_did() {
         "{first_of_p2}"
     );
 }
+
+#[test]
+fn what_an_agent_learned_is_kept_listed_given_to_the_next_run_and_forgotten_on_request() {
+    let repo = TestRepo::new();
+    let server = MockServer::start(vec![
+        calls(
+            "c1",
+            "write_file",
+            serde_json::json!({"path": "src/lib.rs", "content": "pub fn add(a: i32, b: i32) -> i32 { b + a }\n"}),
+        ),
+        calls(
+            "c2",
+            "complete",
+            serde_json::json!({"summary": "swapped",
+            "learnings": ["src/lib.rs is re-exported by the parser; keep add() public"]}),
+        ),
+        crate::mock::approval(),
+        calls(
+            "c3",
+            "write_file",
+            serde_json::json!({"path": "README.md", "content": "# sample\n\nadds\n"}),
+        ),
+        calls(
+            "c4",
+            "complete",
+            serde_json::json!({"summary": "documented"}),
+        ),
+        crate::mock::approval(),
+    ]);
+    let env = quick_profile(&server);
+    let out = orchestra_with_env(
+        &repo.path,
+        &["agent", "coder", "Swap the operands in add()"],
+        &with(&env),
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let out = orchestra(&repo.path, &["memory", "--json"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let kept: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        kept[0]["text"],
+        "src/lib.rs is re-exported by the parser; keep add() public"
+    );
+    assert_eq!(kept[0]["packet"], "coder");
+    // The next run's agent is told.
+    let out = orchestra_with_env(
+        &repo.path,
+        &[
+            "agent",
+            "docs",
+            "Say what add() does in README.md",
+            "--files",
+            "README.md",
+        ],
+        &with(&env),
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let next = server.requests()[3].body.to_string();
+    assert!(next.contains("Learned in earlier runs"), "{next}");
+    assert!(next.contains("keep add() public"), "{next}");
+    // Forgetting needs ids or --all, and then it is gone.
+    let out = orchestra(&repo.path, &["memory", "forget"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let out = orchestra(&repo.path, &["memory", "forget", "--all"]);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("forgot 1 learning"),
+        "{}",
+        text(&out)
+    );
+    let out = orchestra(&repo.path, &["memory", "--json"]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "[]");
+}

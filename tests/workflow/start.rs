@@ -1002,3 +1002,43 @@ fn the_planner_is_told_which_roles_packets_can_use_and_gets_no_foreign_example()
     let guidance = git_orchestra::orchestrator::planning::PLAN_GUIDANCE;
     assert!(!guidance.contains("cargo test") && !guidance.contains("src/a.rs"));
 }
+
+#[test]
+fn the_planner_is_told_what_earlier_runs_learned() {
+    hermetic();
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = demo::create_sample(&tmp.path().join("greeter")).unwrap();
+    // An earlier run's agent learned this (see the agent tests for how it is kept).
+    let store = git_orchestra::store::Store::open(&repo.join(".git")).unwrap();
+    store
+        .add_learning("earlier-run", "p1", "tests/check.sh needs python3 on PATH")
+        .unwrap();
+    drop(store);
+    let plan = "```toml\n[[packet]]\nid = \"p1\"\ntitle = \"One\"\ndescription = \"d\"\nfiles = [\"p1.txt\"]\nvalidation = [\"test -f p1.txt\"]\n```";
+    let scripts = serde_json::json!([
+        {"name": "planner", "match": ["# Planner", "Learned in earlier runs", "tests/check.sh needs python3 on PATH"],
+         "replies": [{"text": plan}]},
+        {"name": "review", "match": ["# Reviewer"], "replies": [{"text": "{\"verdict\": \"approve\"}"}]},
+        {"name": "orchestrator", "match": ["# Orchestrator"], "replies": [{"text": "{}"}]}
+    ]);
+    let model = demo::MockModel::start(demo::parse_scripts(&scripts.to_string()).unwrap()).unwrap();
+    let out = orchestra_with_env(
+        &repo,
+        &[
+            "start",
+            "--yes",
+            "--no-clarify",
+            "--merge",
+            "--worker-cmd",
+            "echo done > \"$ORCHESTRA_PACKET.txt\"",
+            "One file",
+        ],
+        &[
+            ("ORCHESTRA_PROVIDER", "openai-compatible"),
+            ("ORCHESTRA_BASE_URL", model.url.as_str()),
+            ("ORCHESTRA_MODEL", "scripted"),
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(git(&repo, &["show", "main:p1.txt"]), "done");
+}

@@ -1,0 +1,70 @@
+//! `git orchestra memory`: lists and forgets what agents learned, kept across runs.
+
+use std::path::Path;
+
+use clap::{Args, Subcommand};
+use git_orchestra::git::RepoInfo;
+use git_orchestra::store::Store;
+
+use super::CommandError;
+
+/// Lists what agents learned in earlier runs (the learnings of their `complete`), which the
+/// planners and agents of later runs are given; `forget` drops some or all of them.
+#[derive(Debug, Args)]
+pub struct MemoryArgs {
+    #[command(subcommand)]
+    action: Option<MemoryAction>,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+enum MemoryAction {
+    /// Forgets the learnings with these ids (see `git orchestra memory`), or all with --all.
+    Forget {
+        ids: Vec<i64>,
+        /// Forget every learning.
+        #[arg(long, conflicts_with = "ids")]
+        all: bool,
+    },
+}
+
+/// Lists or forgets the kept learnings.
+pub fn cmd_memory(cwd: &Path, args: &MemoryArgs) -> Result<(), CommandError> {
+    let repo = RepoInfo::discover(cwd)?;
+    let store = Store::open(&repo.common_dir).map_err(CommandError::internal)?;
+    if let Some(MemoryAction::Forget { ids, all }) = &args.action {
+        if ids.is_empty() && !all {
+            return Err(
+                CommandError::user("name the learnings to forget by id").hint(
+                    "`git orchestra memory` lists them with their ids; --all forgets every one",
+                ),
+            );
+        }
+        let n = store
+            .forget_learnings(ids)
+            .map_err(CommandError::internal)?;
+        println!("forgot {n} learning{}", if n == 1 { "" } else { "s" });
+        return Ok(());
+    }
+    let all = store
+        .learnings(git_orchestra::store::memory::MAX_LEARNINGS)
+        .map_err(CommandError::internal)?;
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&all).map_err(CommandError::internal)?
+        );
+        return Ok(());
+    }
+    if all.is_empty() {
+        println!(
+            "nothing learned yet: agents' learnings are kept here when their packets complete"
+        );
+    }
+    for l in &all {
+        println!("{:>4}  {}  ({} / {})", l.id, l.text, l.run, l.packet);
+    }
+    Ok(())
+}
