@@ -105,6 +105,8 @@ pub struct RunStatus {
     pub packets: Vec<PacketRecord>,
     pub agents: Vec<AgentUsage>,
     pub notes: Vec<Note>,
+    /// Questions the run's agents wait on (in a `start` run they are its `start` lines').
+    pub questions: Vec<OpenQuestion>,
     /// Present when the run belongs to a `start` run.
     pub start: Option<StartStatus>,
     /// `start` runs still clarifying or planning.
@@ -217,6 +219,11 @@ fn run_status(
         .collect();
     let agents = store.agent_usage(&run.id)?;
     let notes = notes(store, &run.id)?;
+    let questions = store
+        .open_questions(&run.id)?
+        .into_iter()
+        .map(|(packet, question)| OpenQuestion { packet, question })
+        .collect();
     let start = start_status(common_dir, &run.id, prices);
     let planning = planning_runs(common_dir, runs);
     let other_runs = runs.iter().filter(|r| r.id != run.id).cloned().collect();
@@ -225,6 +232,7 @@ fn run_status(
         packets,
         agents,
         notes,
+        questions,
         start,
         planning,
         other_runs,

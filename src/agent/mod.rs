@@ -8,6 +8,7 @@ mod dispatch;
 mod events;
 pub mod frontmatter;
 mod packet_agent;
+mod person;
 pub mod profiles;
 mod review_agent;
 pub mod role;
@@ -22,6 +23,7 @@ pub use packet_agent::{
     AgentWorker, PROJECT_CONTEXT_CHARS, PacketAgent, learned, open_transcript, outcome_report,
     remember, role_for_job, task_text, with_dependencies, with_learned, with_project,
 };
+pub use person::{ANSWER_POLL, Person};
 pub use profiles::SetupError;
 pub use review_agent::{ModelReviewer, REVIEWER_ROLE, ReviewAgent, parse_findings};
 pub use role::{Role, RoleError, RoleSource, Roles};

@@ -1,13 +1,16 @@
 //! Our agents as the engine's in-process worker: one agent of the packet's role works in the
 //! packet's worktree; the engine then commits and validates as for any worker. The packet
 //! agent's spec ([`PacketAgent`]), its role limits and its outcome report are built here
-//! for the `start` worker too, which differs only in its clients and host.
+//! for the `start` worker too, which differs only in its clients and host. Here a person
+//! answers the agents' questions ([`super::person`]) when the front end provides one.
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use super::person::{AskPerson, Person};
 use super::profiles::{self, SetupError, env};
 use super::role::{Role, RoleError, Roles};
 use super::sandbox::{IfUnavailable, Sandbox};
@@ -35,6 +38,9 @@ pub struct AgentWorker {
     toplevel: std::path::PathBuf,
     /// The project context (`ORCHESTRA.md`, or built in memory), read once per process.
     project: std::sync::OnceLock<String>,
+    /// Who answers the agents' questions, and the common git directory of the run store
+    /// where questions and answers are journaled; `None`: an asking agent ends waiting.
+    person: Option<(Arc<dyn Person>, PathBuf)>,
 }
 
 /// Most characters of the project context in a packet agent's task.
@@ -51,12 +57,20 @@ impl AgentWorker {
             conversations: std::sync::Mutex::default(),
             toplevel: toplevel.to_path_buf(),
             project: std::sync::OnceLock::new(),
+            person: None,
         })
     }
 
     /// Returns the per-profile gates, for other model users of the same run to share.
     pub fn gates(&self) -> std::sync::Arc<llm::Gates> {
         std::sync::Arc::clone(&self.gates)
+    }
+
+    /// Returns this worker with `person` answering its agents' questions (`ask`), journaled
+    /// in the run store of the repository whose common git directory is `common_dir`.
+    pub fn with_person(mut self, person: Arc<dyn Person>, common_dir: &Path) -> AgentWorker {
+        self.person = Some((person, common_dir.to_path_buf()));
+        self
     }
 
     /// Returns what to tell the user, once, about command confinement on this machine:
@@ -122,12 +136,20 @@ impl AgentWorker {
                 &learned(job.common_dir),
             ),
         };
+        let host = self.person.as_ref().map(|(person, common_dir)| AskPerson {
+            person: person.as_ref(),
+            common_dir,
+            run: job.run,
+            packet: &packet.id,
+            stop: job.stop,
+            journal: job.journal,
+        });
         let spec = PacketAgent {
             role: &role,
             models: models.iter().map(|m| m.as_ref()).collect(),
             chain: &chain,
             registry: &registry,
-            answer: None,
+            answer: host.as_ref().map(|h| h as &dyn Host),
             if_unavailable: IfUnavailable::from_config(self.config.sandbox.if_unavailable),
         }
         .spec(&self.config, &root, task, packet, job.stop, job.log);
@@ -317,12 +339,15 @@ pub fn outcome_report(outcome: AgentOutcome, stop: &AtomicBool, detail: &str) ->
             interrupted: false,
             summary: format!("{}{detail}", outcome.summary.unwrap_or_default()),
         },
-        WorkerState::Cancelled if stop.load(Ordering::SeqCst) => WorkerReport {
-            transient: false,
-            success: false,
-            interrupted: true,
-            summary: "cancelled".into(),
-        },
+        // An agent waiting for an answer when the run stops asks again on resume.
+        WorkerState::Cancelled | WorkerState::WaitingForInput if stop.load(Ordering::SeqCst) => {
+            WorkerReport {
+                transient: false,
+                success: false,
+                interrupted: true,
+                summary: "cancelled".into(),
+            }
+        }
         state => WorkerReport {
             transient: outcome.transient,
             success: false,

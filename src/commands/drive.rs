@@ -1,6 +1,14 @@
 //! Drives a run in the terminal: progress lines on stderr while it executes, the final status
-//! on stdout, and the exit code its state maps to. `run`, `agent` and `resume` share it.
+//! on stdout, and the exit code its state maps to. `run`, `agent` and `resume` share it. An
+//! agent's question is asked at the terminal when there is one; `git orchestra answer` from
+//! another shell answers it too.
 
+use std::io::{BufRead, IsTerminal, Write};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use git_orchestra::agent::Person;
 use git_orchestra::config::RepoConfig;
 use git_orchestra::engine::{self, Control, Summary};
 use git_orchestra::git::RepoInfo;
@@ -29,7 +37,8 @@ pub fn drive(
     let worker = if has_cmd {
         None
     } else {
-        Some(agent_worker(repo, config)?)
+        let person: Arc<dyn Person> = Arc::new(TerminalPerson::new());
+        Some(agent_worker(repo, config)?.with_person(person, &repo.common_dir))
     };
     let mut model = super::review::model_reviewer(
         repo,
@@ -93,5 +102,77 @@ pub fn print_final(
             "run {run_id} {}: see the packets above; their work stays on their branches",
             state.as_str()
         ))),
+    }
+}
+
+/// The person running the command, answering agents' questions at the terminal: lines typed
+/// on a terminal stdin go to the question shown last. Without a terminal nothing is typed and
+/// questions wait for `git orchestra answer`.
+struct TerminalPerson {
+    /// Lines read from stdin by a reader thread, when stdin and stderr are terminals.
+    lines: Option<Mutex<Receiver<String>>>,
+    /// The packet whose question was shown last: typed lines answer it.
+    shown: Mutex<Option<String>>,
+}
+
+impl TerminalPerson {
+    fn new() -> TerminalPerson {
+        let lines =
+            (std::io::stdin().is_terminal() && std::io::stderr().is_terminal()).then(|| {
+                let (tx, rx) = std::sync::mpsc::channel();
+                // Blocked in read_line for as long as the process lives; it ends with it.
+                std::thread::spawn(move || {
+                    for line in std::io::stdin().lock().lines() {
+                        let Ok(line) = line else { break };
+                        if tx.send(line).is_err() {
+                            break;
+                        }
+                    }
+                });
+                Mutex::new(rx)
+            });
+        TerminalPerson {
+            lines,
+            shown: Mutex::new(None),
+        }
+    }
+}
+
+impl Person for TerminalPerson {
+    fn show(&self, packet: &str, question: &str) {
+        if self.lines.is_none() {
+            return;
+        }
+        *self.shown.lock().unwrap_or_else(|p| p.into_inner()) = Some(packet.to_string());
+        let mut err = std::io::stderr().lock();
+        let _ = write!(
+            err,
+            "? [{packet}] {question}\n  type the answer and press Enter (or run `git orchestra answer {packet} \"…\"` in another shell)\n> "
+        );
+        let _ = err.flush();
+    }
+
+    fn typed(&self, packet: &str, wait: Duration) -> Option<String> {
+        let shown = self
+            .shown
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_deref()
+            == Some(packet);
+        let Some(lines) = self.lines.as_ref().filter(|_| shown) else {
+            std::thread::sleep(wait);
+            return None;
+        };
+        let rx = lines.lock().unwrap_or_else(|p| p.into_inner());
+        match rx.recv_timeout(wait) {
+            Ok(line) if !line.trim().is_empty() => Some(line.trim().to_string()),
+            Ok(_) => None,
+            Err(RecvTimeoutError::Timeout) => None,
+            Err(RecvTimeoutError::Disconnected) => {
+                drop(rx);
+                std::thread::sleep(wait);
+                None
+            }
+        }
     }
 }

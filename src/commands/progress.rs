@@ -187,6 +187,13 @@ fn agent_line(event: &Event) -> Option<String> {
         Event::AgentFallback {
             packet, from, to, ..
         } => format!("[{packet}] model {from} keeps failing; falling back to {to}"),
+        Event::QuestionAsked { packet, question } => format!(
+            "[{packet}] asks: {} — answer with `git orchestra answer {packet} \"…\"`",
+            first_line(question)
+        ),
+        Event::QuestionAnswered { packet, text } => {
+            format!("[{packet}] answered: {}", first_line(text))
+        }
         Event::PacketsShareFiles { note, .. } => note.clone(),
         Event::ScopeFinding {
             packet,

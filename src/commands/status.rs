@@ -7,7 +7,7 @@ use std::time::Duration;
 use clap::Args;
 use git_orchestra::git::RepoInfo;
 use git_orchestra::status::{
-    self, Note, Overview, PlanningStatus, RunStatus, StartStatus, StatusError,
+    self, Note, OpenQuestion, Overview, PlanningStatus, RunStatus, StartStatus, StatusError,
 };
 use git_orchestra::store::{AgentUsage, PacketRecord, RunRecord, StoreError};
 
@@ -121,6 +121,10 @@ fn render_status(status: &RunStatus) -> String {
     render(&mut out, &status.run, &status.packets);
     render_agents(&mut out, &status.agents);
     render_notes(&mut out, &status.notes);
+    if !status.questions.is_empty() {
+        let lines: Vec<String> = status.questions.iter().map(question_line).collect();
+        out.push_str(&format!("\n{}\n", lines.join("\n")));
+    }
     if let Some(start) = &status.start {
         out.push_str(&format!("\n{}\n", start_lines(start).join("\n")));
     }
@@ -188,13 +192,16 @@ fn start_lines(s: &StartStatus) -> Vec<String> {
     );
     out.extend(s.limits.iter().map(|t| format!("limit     {t}")));
     out.extend(s.subtasks.iter().map(|t| format!("subtask   {t}")));
-    out.extend(s.questions.iter().map(|q| {
-        format!(
-            "question  {}: {}  (git orchestra answer {} \"…\")",
-            q.packet, q.question, q.packet
-        )
-    }));
+    out.extend(s.questions.iter().map(question_line));
     out
+}
+
+/// Returns the status line of a question an agent waits on, with the command that answers it.
+fn question_line(q: &OpenQuestion) -> String {
+    format!(
+        "question  {}: {}  (git orchestra answer {} \"…\")",
+        q.packet, q.question, q.packet
+    )
 }
 
 /// Appends a run's header and packet table to `out`.

@@ -23,7 +23,7 @@ pub struct WorkerJob<'a> {
     pub timeout: Duration,
     /// Journals an event of the worker's own (agent states, model and tool calls) in the run
     /// store; the engine's events stay the engine's.
-    pub journal: &'a dyn Fn(crate::store::Event),
+    pub journal: &'a (dyn Fn(crate::store::Event) + Sync),
     /// The review's required fixes, when this is a fix round after a rejection.
     pub fixes: Option<&'a str>,
     /// What the packets this one depends on did (see `dependency_summary`); empty when it

@@ -221,6 +221,17 @@ pub enum Event {
         to: String,
         error: String,
     },
+    /// The agent of `packet` asked a person `question` (the `ask` tool) and waits for the
+    /// answer, typed at the terminal or given with `git orchestra answer`.
+    QuestionAsked {
+        packet: String,
+        question: String,
+    },
+    /// A person answered the question `packet`'s agent waits on.
+    QuestionAnswered {
+        packet: String,
+        text: String,
+    },
     /// Packets `first` and `second` share `files` but edit declared symbols far enough apart
     /// there, so the scheduler may run them at the same time; `note` says so in a sentence.
     PacketsShareFiles {
@@ -276,6 +287,8 @@ impl Event {
             | Event::AgentToolCall { packet, .. }
             | Event::AgentRetry { packet, .. }
             | Event::AgentFallback { packet, .. }
+            | Event::QuestionAsked { packet, .. }
+            | Event::QuestionAnswered { packet, .. }
             | Event::ScopeFinding { packet, .. } => Some(packet),
             Event::RunCreated { .. }
             | Event::RunStarted { .. }
@@ -325,6 +338,8 @@ impl Event {
             Event::AgentToolCall { .. } => "agent_tool_call",
             Event::AgentRetry { .. } => "agent_retry",
             Event::AgentFallback { .. } => "agent_fallback",
+            Event::QuestionAsked { .. } => "question_asked",
+            Event::QuestionAnswered { .. } => "question_answered",
             Event::PacketsShareFiles { .. } => "packets_share_files",
             Event::ScopeFinding { .. } => "scope_finding",
         }

@@ -10,6 +10,7 @@
 mod events;
 pub mod memory;
 mod projection;
+mod questions;
 mod records;
 mod usage;
 mod workflow;

@@ -80,6 +80,8 @@ pub(super) fn apply(
         | Event::MergeValidationFinished { .. }
         | Event::MergeFinished { .. }
         | Event::PacketsShareFiles { .. }
+        | Event::QuestionAsked { .. }
+        | Event::QuestionAnswered { .. }
         | Event::ScopeFinding { .. } => Ok(()),
         Event::RunStarted { .. }
         | Event::RunInterrupted { .. }

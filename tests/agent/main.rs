@@ -13,6 +13,7 @@ mod edit_diff;
 mod llm;
 mod mock;
 mod nav_tools;
+mod questions;
 mod rate_limit;
 mod review;
 mod sandbox;
