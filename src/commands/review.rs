@@ -64,8 +64,17 @@ pub fn cmd_review(cwd: &Path, args: &ReviewArgs) -> Result<(), CommandError> {
         );
     }
     let tree = git.tree_of(&range.tip).map_err(CommandError::internal)?;
+    // A tree's approval carries over to another commit only when that commit's own history
+    // holds nothing the tip hides (a credential added and removed on the way).
+    let reusable = |v: &gate::Verdict| -> Result<bool, CommandError> {
+        Ok(v.commit == range.tip
+            || gate::history_findings(&git, &range.base, &range.tip)
+                .map_err(gate_error)?
+                .is_empty())
+    };
     if !args.again
         && let Some(v) = gate::approved_for_tree(&git, &tree).map_err(gate_error)?
+        && reusable(&v)?
     {
         if !args.json {
             eprintln!(

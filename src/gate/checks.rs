@@ -116,15 +116,31 @@ pub fn check_conflict_markers(diff: &RangeDiff) -> Vec<Finding> {
             category: "conflict-marker".into(),
             file: Some(a.path.clone()),
             line: Some(a.line),
-            evidence: a.text.chars().take(80).collect(),
+            // Redacted before it is cut: a credential cut in two would no longer be recognised.
+            evidence: secrets::redact_text(&a.text).chars().take(80).collect(),
             suggestion: "resolve the merge conflict and remove the marker lines".into(),
         })
         .collect()
 }
 
-/// Returns a blocker for every credential in an added line, reported only in redacted form.
+/// Returns a blocker for every credential in an added line or in the name of a changed file,
+/// reported only in redacted form.
 pub fn check_secrets(diff: &RangeDiff) -> Vec<Finding> {
     let mut out = Vec::new();
+    for f in &diff.files {
+        for m in secrets::scan_line(&f.path) {
+            out.push(Finding {
+                severity: Severity::Blocker,
+                category: "secret".into(),
+                file: Some(secrets::redact_text(&f.path)),
+                line: None,
+                evidence: format!("{} `{}` in the file's name", m.kind.describe(), m.redacted),
+                suggestion:
+                    "rename the file and rewrite the commits that added it, revoke the credential"
+                        .into(),
+            });
+        }
+    }
     for a in &diff.added {
         for m in secrets::scan_line(&a.text) {
             out.push(Finding {
@@ -135,6 +151,69 @@ pub fn check_secrets(diff: &RangeDiff) -> Vec<Finding> {
                 evidence: format!("{} `{}`", m.kind.describe(), m.redacted),
                 suggestion: "remove it from the commits (rewrite them, do not just delete the line), revoke the credential, and load it from the environment or a secret store".into(),
             });
+        }
+    }
+    out
+}
+
+/// Returns a blocker for every credential the range's history holds that its net diff does not
+/// show: added by one commit and removed by a later one, in a commit message, or in the name of
+/// a file that no longer exists — all published with the commits, whatever the tip looks like.
+pub fn check_history_secrets(diff: &RangeDiff) -> Vec<Finding> {
+    let in_tip: std::collections::HashSet<(String, String)> = diff
+        .added
+        .iter()
+        .flat_map(|a| {
+            secrets::scan_line(&a.text)
+                .into_iter()
+                .map(|m| (a.path.clone(), m.redacted))
+        })
+        .chain(diff.files.iter().flat_map(|f| {
+            secrets::scan_line(&f.path)
+                .into_iter()
+                .map(|m| (secrets::redact_text(&f.path), m.redacted))
+        }))
+        .collect();
+    let mut out = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for c in &diff.history {
+        let short = &c.commit[..c.commit.len().min(12)];
+        let mut found = |file: Option<String>,
+                         line: Option<u32>,
+                         m: secrets::SecretMatch,
+                         where_: &str| {
+            let key = (file.clone().unwrap_or_default(), m.redacted.clone());
+            if in_tip.contains(&key) || !seen.insert(key) {
+                return;
+            }
+            out.push(Finding {
+                severity: Severity::Blocker,
+                category: "secret".into(),
+                file,
+                line,
+                evidence: format!("{} `{}` {where_} commit {short}; the tip no longer shows it, the history does", m.kind.describe(), m.redacted),
+                suggestion: "rewrite the commits so none of them holds it (a later commit that removes it is not enough), and revoke the credential".into(),
+            });
+        };
+        for a in &c.added {
+            for m in secrets::scan_line(&a.text) {
+                found(Some(a.path.clone()), Some(a.line), m, "was added by");
+            }
+        }
+        for line in c.message.lines() {
+            for m in secrets::scan_line(line) {
+                found(None, None, m, "is in the message of");
+            }
+        }
+        for path in &c.paths {
+            for m in secrets::scan_line(path) {
+                found(
+                    Some(secrets::redact_text(path)),
+                    None,
+                    m,
+                    "is in a file name in",
+                );
+            }
         }
     }
     out
@@ -186,6 +265,7 @@ mod tests {
                 added("a.rs", 5, ">>>>>>> feature"),
                 added("b.rs", 1, "<<<<<<<<<< not a marker"),
             ],
+            history: vec![],
         };
         let lines: Vec<(String, u32)> = check_conflict_markers(&diff)
             .into_iter()
@@ -213,6 +293,7 @@ mod tests {
                 f("small", None, Some(1000)),
             ],
             added: vec![],
+            history: vec![],
         };
         let files: Vec<String> = check_file_sizes(&diff, 1000)
             .into_iter()

@@ -1,9 +1,12 @@
 //! Reads what a commit range adds: the changed files with their blob sizes and every added
-//! line with its line number in the new version.
+//! line with its line number in the new version — and, commit by commit, what each commit of
+//! the range added, its message and the paths it touched.
 //!
 //! The checks only look at added lines, so a conflict marker or a key that was already in the
 //! base is not blamed on the range. `git diff -U0` gives exactly those lines; hunk headers give
-//! their numbers.
+//! their numbers. The history matters because only the net diff reaches the tip: a credential
+//! added by one commit and removed by the next is in neither the tip nor the net diff, but it
+//! is in the history that a merge or a push publishes.
 
 use super::GateError;
 use crate::git::Git;
@@ -30,11 +33,24 @@ pub struct AddedLine {
     pub text: String,
 }
 
+/// One commit of a range, as the history checks see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HistoryCommit {
+    pub commit: String,
+    pub message: String,
+    /// The paths its patch names (a merge's: only those no parent had as the merge has them).
+    pub paths: Vec<String>,
+    /// The lines it added (a merge's: only those no parent had).
+    pub added: Vec<AddedLine>,
+}
+
 /// Everything the deterministic checks need to know about a range.
 #[derive(Debug, Clone, Default)]
 pub struct RangeDiff {
     pub files: Vec<ChangedFile>,
     pub added: Vec<AddedLine>,
+    /// Every commit of the range, oldest first.
+    pub history: Vec<HistoryCommit>,
 }
 
 impl RangeDiff {
@@ -52,7 +68,49 @@ pub fn read_diff(git: &Git, base: &str, tip: &str) -> Result<RangeDiff, GateErro
     Ok(RangeDiff {
         files,
         added: parse_added(&patch),
+        history: read_history(git, base, tip)?,
     })
+}
+
+/// Returns every commit of `base..tip`, oldest first (all of `tip`'s history when `base` is a
+/// tree, the empty one of unrelated histories).
+pub fn read_history(git: &Git, base: &str, tip: &str) -> Result<Vec<HistoryCommit>, GateError> {
+    let base = git.resolve_commit(base)?;
+    let log = git.log_patches(base.as_deref(), tip)?;
+    Ok(parse_history(&log))
+}
+
+/// Parses [`Git::log_patches`] output into commits.
+fn parse_history(log: &str) -> Vec<HistoryCommit> {
+    let mut out = Vec::new();
+    for chunk in log.split("\u{1}commit ").skip(1) {
+        let (head, patch) = chunk.split_once("\u{1}end").unwrap_or((chunk, ""));
+        let (commit, message) = head.split_once('\n').unwrap_or((head, ""));
+        let added = parse_added(patch);
+        let mut paths: Vec<String> = Vec::new();
+        for line in patch.lines() {
+            let named = line
+                .strip_prefix("diff --cc ")
+                .or_else(|| line.strip_prefix("diff --combined "))
+                .map(unquote)
+                .or_else(|| {
+                    line.strip_prefix("diff --git a/")
+                        .and_then(|rest| rest.split_once(" b/").map(|(_, b)| unquote(b)))
+                });
+            if let Some(path) = named
+                && !paths.contains(&path)
+            {
+                paths.push(path);
+            }
+        }
+        out.push(HistoryCommit {
+            commit: commit.trim().to_string(),
+            message: message.trim_end().to_string(),
+            paths,
+            added,
+        });
+    }
+    out
 }
 
 /// Lists changed files with `diff --raw`, then sizes every blob in one `cat-file` batch.
@@ -92,26 +150,34 @@ fn changed_files(git: &Git, base: &str, tip: &str) -> Result<Vec<ChangedFile>, G
 }
 
 /// Parses a `-U0` patch into added lines, counting each hunk's new lines so that an added line
-/// which itself starts with `++` is never mistaken for a file header.
+/// which itself starts with `++` is never mistaken for a file header. Combined diffs (a merge's,
+/// `@@@` hunks with a column per parent) count too: a line is in the result unless a column
+/// says `-`, and added only when every column says `+` (no parent had it).
 fn parse_added(patch: &str) -> Vec<AddedLine> {
     let mut out = Vec::new();
     let mut path: Option<String> = None;
     let mut next_line = 0u32;
     let mut remaining = 0u32;
+    // Columns of markers before each line: 1 in a plain diff, one per parent in a combined one.
+    let mut columns = 1usize;
     for line in patch.lines() {
         if remaining > 0 {
-            if let Some(text) = line.strip_prefix('+') {
-                if let Some(p) = &path {
-                    out.push(AddedLine {
-                        path: p.clone(),
-                        line: next_line,
-                        text: text.to_string(),
-                    });
-                }
-                next_line += 1;
-                remaining -= 1;
+            let (marks, text) = split_columns(line, columns);
+            if marks.starts_with('\\') || marks.contains('-') {
+                // Removed lines and "\ No newline" markers do not count against new lines.
+                continue;
             }
-            // '-' lines and "\ No newline" markers do not count against new lines.
+            if marks.chars().all(|c| c == '+')
+                && let Some(p) = &path
+            {
+                out.push(AddedLine {
+                    path: p.clone(),
+                    line: next_line,
+                    text: text.to_string(),
+                });
+            }
+            next_line += 1;
+            remaining -= 1;
             continue;
         }
         if let Some(rest) = line.strip_prefix("+++ ") {
@@ -120,9 +186,15 @@ fn parse_added(patch: &str) -> Vec<AddedLine> {
             } else {
                 Some(unquote(rest.strip_prefix("b/").unwrap_or(rest)))
             };
-        } else if let Some(header) = line.strip_prefix("@@ ") {
-            // "@@ -a,b +c,d @@"
-            if let Some(new) = header.split(' ').find(|s| s.starts_with('+')) {
+        } else if line.starts_with("@@") {
+            // "@@ -a,b +c,d @@", or "@@@ -a,b -c,d +e,f @@@" for a merge with two parents.
+            columns = line
+                .bytes()
+                .take_while(|b| *b == b'@')
+                .count()
+                .saturating_sub(1)
+                .max(1);
+            if let Some(new) = line.split(' ').find(|s| s.starts_with('+')) {
                 let new = &new[1..];
                 let (start, count) = match new.split_once(',') {
                     Some((s, c)) => (s.parse().unwrap_or(0), c.parse().unwrap_or(0)),
@@ -134,6 +206,15 @@ fn parse_added(patch: &str) -> Vec<AddedLine> {
         }
     }
     out
+}
+
+/// Splits a hunk line into its `columns` marker characters and its text.
+fn split_columns(line: &str, columns: usize) -> (&str, &str) {
+    let cut = line
+        .char_indices()
+        .nth(columns)
+        .map_or(line.len(), |(i, _)| i);
+    line.split_at(cut)
 }
 
 /// Removes git's C-style quoting from a path it had to quote (tabs, newlines, quotes).
@@ -175,6 +256,26 @@ mod tests {
             got,
             vec![("x", 3, "+++ odd"), ("x", 4, "two"), ("x", 10, "new")]
         );
+    }
+
+    #[test]
+    fn combined_diffs_count_lines_no_parent_had() {
+        let patch = "diff --cc m.txt\n--- a/m.txt\n+++ b/m.txt\n@@@ -1,1 -1,1 +1,3 @@@\n- ours\n -theirs\n++evil\n +from theirs\n+ from ours\n";
+        let added = parse_added(patch);
+        let got: Vec<(u32, &str)> = added.iter().map(|a| (a.line, a.text.as_str())).collect();
+        assert_eq!(got, vec![(1, "evil")]);
+    }
+
+    #[test]
+    fn history_is_read_commit_by_commit() {
+        let log = "\u{1}commit aaa\nfirst\n\nbody\n\u{1}end\n\ndiff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -0,0 +1 @@\n+one\n\u{1}commit bbb\nsecond\n\u{1}end\n";
+        let h = parse_history(log);
+        assert_eq!(h.len(), 2);
+        assert_eq!(h[0].commit, "aaa");
+        assert_eq!(h[0].message, "first\n\nbody");
+        assert_eq!(h[0].paths, vec!["x"]);
+        assert_eq!(h[0].added[0].text, "one");
+        assert!(h[1].added.is_empty());
     }
 
     #[test]

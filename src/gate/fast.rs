@@ -89,7 +89,10 @@ fn tip_approved(
     let Some(text) = note_blob(repo, notes, &tree_hex) else {
         return false;
     };
-    serde_json::from_slice::<Verdict>(&text).is_ok_and(|v| policy.accepts(&v) && v.tree == tree_hex)
+    // Only the commit that was reviewed: its history is what the review scanned. Another commit
+    // with the same tree may hold other history, which the full check reads.
+    serde_json::from_slice::<Verdict>(&text)
+        .is_ok_and(|v| policy.accepts(&v) && v.tree == tree_hex && v.commit == tip_hex)
 }
 
 /// Returns the note on the object `hex`, following git's fan-out directories (`ab/cdef…`).

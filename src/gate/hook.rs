@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use super::GateError;
 use super::checks::CheckOptions;
 use super::range::{commit_of, packet_of};
-use super::review::{DeterministicReviewer, Reviewer, review};
+use super::review::{DeterministicReviewer, Reviewer, history_findings, review};
 use super::verdict::{ApprovalPolicy, Decision, Verdict, approved_for_tree, read_verdict};
 use crate::git::{Git, GitError, RepoInfo};
 
@@ -283,9 +283,29 @@ pub fn check_push(
         None => range_approved(&git, &tip, &base, approval)?,
     };
     if let Some(verdict) = approved {
-        return Ok(RefDecision::Approved {
-            verdict: Box::new(verdict),
-            fresh: false,
+        // A verdict speaks for the history it reviewed; the pushed commits may carry another
+        // one to the same tree — with a credential added and removed again on the way.
+        let history = history_findings(&git, &base, &tip)?;
+        if history.is_empty() {
+            return Ok(RefDecision::Approved {
+                verdict: Box::new(verdict),
+                fresh: false,
+            });
+        }
+        return Ok(RefDecision::Rejected {
+            verdict: Box::new(Verdict {
+                commit: tip.clone(),
+                tree,
+                base: base.clone(),
+                reviewer: super::verdict::DETERMINISTIC.to_string(),
+                verdict: Decision::Reject,
+                checks: vec!["secrets in history".into()],
+                findings: history,
+                timestamp: super::rfc3339_utc(crate::exec::now_ms() / 1000),
+                ..verdict
+            }),
+            fresh: true,
+            command: format!("git orchestra review {base}..{tip}"),
         });
     }
     let command = format!("git orchestra review {base}..{tip}");

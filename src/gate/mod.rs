@@ -26,8 +26,8 @@ pub use diff::{AddedLine, ChangedFile, RangeDiff, read_diff};
 pub use fast::all_approved;
 pub use range::{PacketRef, ResolvedRange, packet_of, resolve_range};
 pub use review::{
-    DeterministicReviewer, PacketChecks, ReviewInput, ReviewOutcome, Reviewer, review,
-    run_validation,
+    DeterministicReviewer, PacketChecks, ReviewInput, ReviewOutcome, Reviewer, history_findings,
+    review, run_validation,
 };
 pub use scratch::ScratchWorktree;
 pub use secrets::{SecretKind, mask as mask_secrets, redact};

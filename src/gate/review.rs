@@ -121,6 +121,9 @@ fn static_checks(
         .extend(checks::check_conflict_markers(input.diff));
     out.checks.push("secrets".into());
     out.findings.extend(checks::check_secrets(input.diff));
+    out.checks.push("secrets in history".into());
+    out.findings
+        .extend(checks::check_history_secrets(input.diff));
     out.checks.push("file-size".into());
     out.findings
         .extend(checks::check_file_sizes(input.diff, options.max_file_size));
@@ -207,6 +210,21 @@ pub fn run_validation(
     Ok(results)
 }
 
+/// Returns the credentials the commits of `base..tip` hold that the tip does not show (see
+/// [`checks::check_history_secrets`]): what a verdict for the same tree reached through other
+/// history does not speak for.
+pub fn history_findings(
+    git: &crate::git::Git,
+    base: &str,
+    tip: &str,
+) -> Result<Vec<Finding>, GateError> {
+    let diff = RangeDiff {
+        history: super::diff::read_history(git, base, tip)?,
+        ..RangeDiff::default()
+    };
+    Ok(checks::check_history_secrets(&diff))
+}
+
 /// Reviews `base..tip` with every reviewer, stores the combined verdict as git notes on the tip
 /// and its tree, and returns it. The verdict rejects if and only if a finding is `blocker` or
 /// `major`.
@@ -236,6 +254,13 @@ pub fn review(
         names.push(reviewer.name().to_string());
         checks.extend(outcome.checks);
         findings.extend(outcome.findings);
+    }
+    // Whatever a reviewer quoted — a marker line, a model's paraphrase, a path — is shown and
+    // stored only redacted: no credential, no terminal control sequence.
+    for f in &mut findings {
+        f.evidence = super::secrets::safe_to_show(&f.evidence);
+        f.suggestion = super::secrets::safe_to_show(&f.suggestion);
+        f.file = f.file.as_deref().map(super::secrets::safe_to_show);
     }
     findings.sort_by(|a, b| (a.severity, &a.file, a.line).cmp(&(b.severity, &b.file, b.line)));
     let verdict = Verdict {

@@ -1,5 +1,7 @@
 //! Recognises credentials in added lines: cloud and forge tokens by their documented prefixes,
-//! private key blocks, and generic `api_key = "…"` assignments whose value looks random.
+//! private key blocks, AWS secret access keys, and assignments to a credential-like name whose
+//! value looks random — quoted anywhere (`api_key = "…"`, `"token": "…"`), or unquoted as a
+//! whole line (`.env`'s `DB_PASSWORD=…`, YAML's `client_secret: …`, `export …`).
 //!
 //! A finding must never repeat the secret (review output lands in terminals, CI logs and git
 //! notes), so every match is reported through [`redact`]: a short prefix and the length.
@@ -12,6 +14,7 @@ use regex_automata::meta::Regex;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SecretKind {
     AwsAccessKey,
+    AwsSecretKey,
     GithubToken,
     AnthropicKey,
     OpenAiKey,
@@ -24,6 +27,7 @@ impl SecretKind {
     pub fn describe(self) -> &'static str {
         match self {
             SecretKind::AwsAccessKey => "AWS access key id",
+            SecretKind::AwsSecretKey => "AWS secret access key",
             SecretKind::GithubToken => "GitHub token",
             SecretKind::AnthropicKey => "Anthropic API key",
             SecretKind::OpenAiKey => "OpenAI API key",
@@ -53,7 +57,7 @@ fn patterns() -> Option<&'static Patterns> {
             // Patterns stay within ASCII classes: the regex engine is built without Unicode
             // tables (no `\b`, no Unicode case folding), which keeps the dependency tree as is.
             // Order matters: the Anthropic prefix `sk-ant-` must win over OpenAI's `sk-`.
-            let specs: [(SecretKind, &str, usize); 7] = [
+            let specs: [(SecretKind, &str, usize); 9] = [
                 (
                     SecretKind::AwsAccessKey,
                     r"(?:^|[^A-Z0-9])((?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16})(?:[^A-Z0-9]|$)",
@@ -85,8 +89,19 @@ fn patterns() -> Option<&'static Patterns> {
                     1,
                 ),
                 (
+                    SecretKind::AwsSecretKey,
+                    r#"(?i-u:aws)[A-Za-z0-9_.\-]*(?i-u:secret|private)[A-Za-z0-9_.\-]*["']?[ \t]*(?:=|:|:=|=>)[ \t]*["']?([A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=]|$)"#,
+                    1,
+                ),
+                (
                     SecretKind::GenericAssignment,
                     r#"(?i-u:api[_\-]?key|apikey|secret[_\-]?key|client[_\-]?secret|access[_\-]?token|auth[_\-]?token|secret|token|password|passwd)["']?[ \t]*(?:=|:|:=|=>)[ \t]*["']([A-Za-z0-9_\-+/=.~!@#$%^&*]{16,})["']"#,
+                    1,
+                ),
+                // A whole line `NAME=value` / `name: value` (.env, YAML, INI, shell), unquoted.
+                (
+                    SecretKind::GenericAssignment,
+                    r#"^[ \t]*(?:export[ \t]+)?-?[ \t]*[A-Za-z0-9_.\-]*(?i-u:api[_\-]?key|apikey|secret|token|password|passwd|pwd|access[_\-]?key|private[_\-]?key|credential)[A-Za-z0-9_.\-]*[ \t]*(?:=|:)[ \t]*([A-Za-z0-9_\-+/=.~!@$%^&*]{16,})[ \t]*(?:#.*)?$"#,
                     1,
                 ),
             ];
@@ -101,7 +116,7 @@ fn patterns() -> Option<&'static Patterns> {
 
 /// Returns the credentials found in `line`, each redacted.
 pub fn scan_line(line: &str) -> Vec<SecretMatch> {
-    found_in(line).into_iter().map(|(_, m)| m).collect()
+    matches(line).into_iter().map(|(_, m)| m).collect()
 }
 
 /// Returns `text` with every credential in it replaced by its redacted form, for showing
@@ -112,7 +127,7 @@ pub fn mask(text: &str) -> String {
         if i > 0 {
             out.push('\n');
         }
-        let mut found = found_in(line);
+        let mut found = matches(line);
         found.sort_by_key(|(r, _)| r.start);
         let mut at = 0;
         for (range, m) in found {
@@ -128,8 +143,16 @@ pub fn mask(text: &str) -> String {
     out
 }
 
+/// Returns each credential in `line` with the form that replaces it when shown.
+fn scan_raw(line: &str) -> Vec<(String, String)> {
+    matches(line)
+        .into_iter()
+        .map(|(range, m)| (line[range].to_string(), m.redacted))
+        .collect()
+}
+
 /// Returns the credentials found in `line` with their byte ranges, each redacted.
-fn found_in(line: &str) -> Vec<(std::ops::Range<usize>, SecretMatch)> {
+fn matches(line: &str) -> Vec<(std::ops::Range<usize>, SecretMatch)> {
     let Some(patterns) = patterns() else {
         return Vec::new();
     };
@@ -148,7 +171,11 @@ fn found_in(line: &str) -> Vec<(std::ops::Range<usize>, SecretMatch)> {
                 continue;
             }
             let secret = &line[range.clone()];
-            if *kind == SecretKind::GenericAssignment && !looks_random(secret) {
+            let assigned = matches!(
+                kind,
+                SecretKind::GenericAssignment | SecretKind::AwsSecretKey
+            );
+            if assigned && !looks_random(secret) {
                 continue;
             }
             let redacted = if *kind == SecretKind::PrivateKey {
@@ -167,6 +194,30 @@ fn found_in(line: &str) -> Vec<(std::ops::Range<usize>, SecretMatch)> {
         }
     }
     found
+}
+
+/// Returns `text` with every credential [`scan_line`] finds in it replaced by its redacted form.
+pub fn redact_text(text: &str) -> String {
+    let mut out = text.to_string();
+    for m in scan_raw(text) {
+        out = out.replace(&m.0, &m.1);
+    }
+    out
+}
+
+/// Returns `text` made safe to show in a finding: every credential redacted, and control
+/// characters (terminal escape sequences included) shown as `?`, line breaks kept.
+pub fn safe_to_show(text: &str) -> String {
+    redact_text(text)
+        .chars()
+        .map(|c| {
+            if c.is_control() && c != '\n' && c != '\t' {
+                '?'
+            } else {
+                c
+            }
+        })
+        .collect()
 }
 
 /// Returns a form of `secret` safe to print: its first four characters (at most a quarter of
@@ -250,6 +301,29 @@ mod tests {
             kinds(r#"api_key = "q8Zr2LmX9vT4bN7cW1sK5dF3""#),
             vec![SecretKind::GenericAssignment]
         );
+    }
+
+    #[test]
+    fn recognises_unquoted_assignments_and_aws_secret_keys() {
+        let aws = "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYzQ8rT2mX9v";
+        assert_eq!(kinds(aws), vec![SecretKind::AwsSecretKey]);
+        assert_eq!(
+            kinds("AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYzQ8rT2mX9v"),
+            vec![SecretKind::AwsSecretKey]
+        );
+        for line in [
+            "DB_PASSWORD=q8Zr2LmX9vT4bN7cW1sK5dF3",
+            "export STRIPE_API_KEY=q8Zr2LmX9vT4bN7cW1sK5dF3",
+            "  client_secret: q8Zr2LmX9vT4bN7cW1sK5dF3",
+            "- token: q8Zr2LmX9vT4bN7cW1sK5dF3  # prod",
+        ] {
+            assert_eq!(kinds(line), vec![SecretKind::GenericAssignment], "{line}");
+        }
+        // Code and placeholders stay quiet.
+        assert!(kinds("let token = self.next_token_for(kind);").is_empty());
+        assert!(kinds("PASSWORD=changeme-please-1234567").is_empty());
+        assert!(kinds("token: ${{ secrets.GITHUB_TOKEN }}").is_empty());
+        assert!(kinds("TOKEN_URL=https://example.com/oauth/token").is_empty());
     }
 
     #[test]

@@ -21,8 +21,8 @@ impl Git {
     }
 
     /// Returns the `-U0` patch from `base` to `tip`, limited to `paths` when any are given,
-    /// with unquoted paths and renames shown as delete + add; bytes that are not UTF-8 are
-    /// replaced, never an error.
+    /// with unquoted paths and renames shown as delete + add, every file as text; bytes that
+    /// are not UTF-8 are replaced, never an error.
     pub fn diff_zero_context(
         &self,
         base: &str,
@@ -38,12 +38,47 @@ impl Git {
             "--no-renames",
             "--no-textconv",
             "--ignore-submodules=none",
+            // Files git would call binary (a NUL byte, `-diff` in .gitattributes) are shown
+            // as text: a credential in them is still a credential.
+            "--text",
             "-U0",
             base,
             tip,
             "--",
         ];
         args.extend(paths);
+        let out = self.finish(args, None)?;
+        if !out.success() {
+            return Err(out.into_error());
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    /// Returns every commit of `base..tip` (all of `tip`'s history without a base), oldest
+    /// first, each as a line `\x01commit <id>`, its message, a line `\x01end`, then its `-U0`
+    /// patch against its parent — a merge's as a dense combined diff, the lines no parent had —
+    /// with every file as text; bytes that are not UTF-8 are replaced.
+    pub fn log_patches(&self, base: Option<&str>, tip: &str) -> Result<String, GitError> {
+        let mut args = vec![
+            "-c",
+            "core.quotePath=false",
+            "log",
+            "--reverse",
+            "--no-color",
+            "--no-ext-diff",
+            "--no-textconv",
+            "--no-renames",
+            "--ignore-submodules=none",
+            "--text",
+            "-p",
+            "--cc",
+            "-U0",
+            "--format=%x01commit %H%n%B%x01end",
+            tip,
+        ];
+        let not_base = base.map(|b| format!("^{b}"));
+        args.extend(not_base.as_deref());
+        args.push("--");
         let out = self.finish(args, None)?;
         if !out.success() {
             return Err(out.into_error());

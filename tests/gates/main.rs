@@ -8,5 +8,6 @@ mod hook;
 mod hook_fast;
 mod hook_messages;
 mod review;
+mod secret_attacks;
 #[path = "../support/mod.rs"]
 mod support;
