@@ -5,8 +5,8 @@ use std::path::Path;
 
 use clap::{Args, Subcommand};
 use git_orchestra::nav::{
-    Index, MapOptions, NavError, estimate_tokens, render_imports, render_locations, render_outline,
-    render_places, tools::parse_from,
+    Index, MapOptions, NavError, PlaceOptions, estimate_tokens, render_imports, render_locations,
+    render_outline, render_places_with, tools::parse_from,
 };
 
 use super::CommandError;
@@ -28,6 +28,11 @@ pub struct NavArgs {
     /// default they list locations grouped by file).
     #[arg(long, global = true)]
     context: bool,
+    /// List the candidates (matched by name only) of refs, callers, callees and impls in
+    /// --json answers too; by default JSON counts them and lists the resolved places only
+    /// (text lists them after the resolved ones).
+    #[arg(long, global = true)]
+    candidates: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -105,6 +110,12 @@ pub fn cmd_nav(cwd: &Path, args: NavArgs) -> Result<(), CommandError> {
     index.refresh()?;
     let root = index.root().to_path_buf();
     let (limit, json, context) = (args.max_chars, args.json, args.context);
+    let opts = PlaceOptions {
+        max_chars: limit,
+        json,
+        context,
+        candidates: args.candidates,
+    };
     let text = match args.query {
         NavQuery::Def { symbol, from } => {
             let from = from.map(|f| parse_from(&f).map(|(p, l)| (repo_path(&root, cwd, p), l)));
@@ -113,42 +124,34 @@ pub fn cmd_nav(cwd: &Path, args: NavArgs) -> Result<(), CommandError> {
             render_locations(&format!("definition of {symbol}"), &locs, limit, json).text
         }
         NavQuery::Refs { symbol } => {
-            render_places(
+            render_places_with(
                 &format!("references to {symbol}"),
                 &index.references(&symbol)?,
-                limit,
-                json,
-                context,
+                opts,
             )
             .text
         }
         NavQuery::Callers { symbol } => {
-            render_places(
+            render_places_with(
                 &format!("callers of {symbol}"),
                 &index.callers(&symbol)?,
-                limit,
-                json,
-                context,
+                opts,
             )
             .text
         }
         NavQuery::Callees { symbol } => {
-            render_places(
+            render_places_with(
                 &format!("callees of {symbol}"),
                 &index.callees(&symbol)?,
-                limit,
-                json,
-                context,
+                opts,
             )
             .text
         }
         NavQuery::Impls { symbol } => {
-            render_places(
+            render_places_with(
                 &format!("implementations of {symbol}"),
                 &index.implementations(&symbol)?,
-                limit,
-                json,
-                context,
+                opts,
             )
             .text
         }

@@ -5,8 +5,29 @@ use super::NavError;
 use super::extract::is_function;
 use super::facts::ImportKind;
 use super::index::{DefId, Index};
+use super::lang::Lang;
 use super::query::{ImportEdge, Location, OutlineItem, Resolution, SymbolSource};
 use super::resolve::is_type_parameter;
+
+/// Returns true if and only if a Python import is written to re-export what it binds: a
+/// `from … import` in a package's `__init__`. Every Python import binds a name importers can
+/// reach (resolution follows them all), but only these are labelled re-exports.
+fn python_reexport(path: &str, imp: &super::facts::Import) -> bool {
+    let init = path.ends_with("__init__.py") || path.ends_with("__init__.pyi");
+    init && imp.kind != ImportKind::Module
+}
+
+/// Returns true if and only if an import binds a name other than the one it imports (`import
+/// numpy as np`, `{ a as b }`), not the name a module import binds by default (`sys` of
+/// `import sys`, `os` of `import os.path`, `fmt` of Go's `"fmt"`).
+fn shows_alias(imp: &super::facts::Import) -> bool {
+    if imp.kind != ImportKind::Module {
+        return imp.alias != imp.name;
+    }
+    let first = imp.module.split(['.', '/', ':']).next();
+    let last = imp.module.rsplit(['.', '/', ':']).next();
+    !imp.alias.is_empty() && first != Some(imp.alias.as_str()) && last != Some(imp.alias.as_str())
+}
 
 impl Index {
     fn file_or_err(&self, path: &str) -> Result<u32, NavError> {
@@ -37,12 +58,12 @@ impl Index {
                 line: imp.span.line,
                 module: imp.module.clone(),
                 name: imp.name.clone(),
-                alias: if imp.alias != imp.name {
+                alias: if shows_alias(imp) {
                     imp.alias.clone()
                 } else {
                     String::new()
                 },
-                reexport: imp.reexport,
+                reexport: imp.reexport && (f.lang != Lang::Python || python_reexport(&f.path, imp)),
                 target: targets.last().map(|t| self.files[*t as usize].path.clone()),
             });
         }

@@ -40,8 +40,8 @@ pub use lang::Lang;
 pub use map::{MapOptions, estimate_tokens};
 pub use query::{ImportEdge, Location, OutlineItem, Resolution, SymbolSource};
 pub use render::{
-    Detail, Rendered, render_imports, render_locations, render_locations_at, render_outline,
-    render_places,
+    Detail, PlaceOptions, Rendered, render_imports, render_locations, render_locations_at,
+    render_outline, render_places, render_places_with,
 };
 
 /// Why a navigation request failed; each message says what to do next.

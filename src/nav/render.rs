@@ -1,5 +1,9 @@
 //! Bounded output: every answer fits its character budget by degrading — full context, then
 //! locations only, then per-file counts — and says so; it never truncates silently.
+//!
+//! Lists of places put the resolved ones first and the candidates (matched by name only) after
+//! them under their own heading; in JSON the candidates stay out of `results` unless asked
+//! for, and locations are grouped by file and enclosing definition as the text groups them.
 
 use std::collections::BTreeMap;
 
@@ -76,8 +80,20 @@ fn location_rows(locs: &[Location]) -> Vec<Row> {
         .collect()
 }
 
+/// How a list of places is rendered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PlaceOptions {
+    pub max_chars: usize,
+    pub json: bool,
+    /// Each place with its source line (by default, locations grouped by file).
+    pub context: bool,
+    /// JSON: list the candidates under `candidates` (by default only counted).
+    pub candidates: bool,
+}
+
 /// Renders a list of places (references, callers, callees, implementations) within
-/// `max_chars`: locations grouped by file, or with each place's source line when `context`.
+/// `max_chars`: locations grouped by file, or with each place's source line when `context`;
+/// resolved places first, candidates apart (and only counted in JSON).
 pub fn render_places(
     title: &str,
     locs: &[Location],
@@ -85,17 +101,84 @@ pub fn render_places(
     json: bool,
     context: bool,
 ) -> Rendered {
-    let first = if context {
+    render_places_with(
+        title,
+        locs,
+        PlaceOptions {
+            max_chars,
+            json,
+            context,
+            candidates: false,
+        },
+    )
+}
+
+/// Renders a list of places as [`render_places`] does, with every option.
+pub fn render_places_with(title: &str, locs: &[Location], opts: PlaceOptions) -> Rendered {
+    let first = if opts.context {
         Detail::Full
     } else {
         Detail::Locations
     };
-    render_rows_from(title, location_rows(locs), max_chars, json, first)
+    let mut rows = location_rows(locs);
+    // Resolved first, candidates after, each in the order given.
+    rows.sort_by_key(|r| r.candidate);
+    let layout = Layout {
+        json: opts.json,
+        separate: true,
+        hidden: 0,
+    };
+    if opts.json && !opts.candidates {
+        let total = rows.len();
+        rows.retain(|r| !r.candidate);
+        let layout = Layout {
+            hidden: total - rows.len(),
+            ..layout
+        };
+        return render_rows_from(title, rows, opts.max_chars, layout, first);
+    }
+    render_rows_from(title, rows, opts.max_chars, layout, first)
+}
+
+/// How rows are laid out.
+#[derive(Debug, Clone, Copy)]
+struct Layout {
+    json: bool,
+    /// Places: candidates after the resolved ones under their own heading (in JSON, under
+    /// `candidates`).
+    separate: bool,
+    /// Candidates left out of a JSON answer; counted in it.
+    hidden: usize,
+}
+
+impl Layout {
+    fn plain(json: bool) -> Layout {
+        Layout {
+            json,
+            separate: false,
+            hidden: 0,
+        }
+    }
+}
+
+/// Returns "1 result" or "`n` results" (or any other noun).
+fn count(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
 }
 
 /// Renders locations at one level of detail (`Full` or `Locations`), whatever its length.
 pub fn render_locations_at(title: &str, locs: &[Location], detail: Detail, json: bool) -> String {
-    assemble(title, &location_rows(locs), detail, json, None)
+    assemble(
+        title,
+        &location_rows(locs),
+        detail,
+        Layout::plain(json),
+        None,
+    )
 }
 
 /// Renders locations within `max_chars`, as text or JSON.
@@ -163,7 +246,7 @@ pub fn render_imports(title: &str, edges: &[ImportEdge], max_chars: usize, json:
 }
 
 fn render_rows(title: &str, rows: Vec<Row>, max_chars: usize, json: bool) -> Rendered {
-    render_rows_from(title, rows, max_chars, json, Detail::Full)
+    render_rows_from(title, rows, max_chars, Layout::plain(json), Detail::Full)
 }
 
 /// Renders `rows` at `first` detail, or less when that is over `max_chars`.
@@ -171,11 +254,12 @@ fn render_rows_from(
     title: &str,
     rows: Vec<Row>,
     max_chars: usize,
-    json: bool,
+    layout: Layout,
     first: Detail,
 ) -> Rendered {
+    let json = layout.json;
     let total = rows.len();
-    let wanted = assemble(title, &rows, first, json, None);
+    let wanted = assemble(title, &rows, first, layout, None);
     let wanted_len = wanted.chars().count();
     if wanted_len <= max_chars {
         return Rendered {
@@ -191,7 +275,8 @@ fn render_rows_from(
     };
     let notice = |what: &str| {
         format!(
-            "note: {total} results; {what_was_wanted} would be {wanted_len} characters, over the limit of {max_chars}; showing {what}. Narrow the query or raise --max-chars."
+            "note: {}; {what_was_wanted} would be {wanted_len} characters, over the limit of {max_chars}; showing {what}. Narrow the query or raise --max-chars.",
+            count(total, "result")
         )
     };
     if first == Detail::Full {
@@ -199,7 +284,7 @@ fn render_rows_from(
             title,
             &rows,
             Detail::Locations,
-            json,
+            layout,
             Some(&notice("locations only")),
         );
         if locs.chars().count() <= max_chars {
@@ -228,20 +313,26 @@ fn render_rows_from(
                 .iter()
                 .map(|(p, n)| (p.to_string(), json!(n)))
                 .collect();
-            json!({"title": title, "detail": "counts", "total": total, "notice": note,
-                   "counts": map, "files_not_shown": hidden_files, "results_not_shown": hidden})
-            .to_string()
+            let mut v = json!({"title": title, "detail": "counts", "total": total, "notice": note,
+                   "counts": map, "files_not_shown": hidden_files, "results_not_shown": hidden});
+            if layout.hidden > 0 {
+                v["candidates_not_shown"] = json!(layout.hidden);
+            }
+            v.to_string()
         } else {
             let mut t = format!(
-                "{note}\n{title}: {total} results in {} files\n",
-                ordered.len()
+                "{note}\n{title}: {} in {}\n",
+                count(total, "result"),
+                count(ordered.len(), "file")
             );
             for (p, n) in shown {
                 t.push_str(&format!("{p}: {n}\n"));
             }
             if hidden_files > 0 {
+                let files = if hidden_files == 1 { "file" } else { "files" };
                 t.push_str(&format!(
-                    "… {hidden_files} more files with {hidden} results not shown\n"
+                    "… {hidden_files} more {files} with {} not shown\n",
+                    count(hidden, "result")
                 ));
             }
             t
@@ -249,7 +340,7 @@ fn render_rows_from(
         if text.chars().count() <= max_chars || keep == 0 {
             let text = if text.chars().count() > max_chars {
                 // Even the summary line does not fit: say only that.
-                let t = format!("{total} results; raise --max-chars to see them");
+                let t = format!("{}; raise --max-chars to see them", count(total, "result"));
                 t.chars().take(max_chars).collect()
             } else {
                 text
@@ -264,107 +355,162 @@ fn render_rows_from(
     }
 }
 
-fn assemble(title: &str, rows: &[Row], detail: Detail, json: bool, notice: Option<&str>) -> String {
-    if json {
-        let results: Vec<&Value> = rows
-            .iter()
-            .map(|r| {
-                if detail == Detail::Full {
-                    &r.json_full
-                } else {
-                    &r.json_short
-                }
-            })
-            .collect();
-        let detail_name = if detail == Detail::Full {
-            "full"
-        } else {
-            "locations"
-        };
-        let mut v =
-            json!({"title": title, "detail": detail_name, "total": rows.len(), "results": results});
-        if let Some(n) = notice {
-            v["notice"] = json!(n);
-        }
-        return v.to_string();
+fn assemble(
+    title: &str,
+    rows: &[Row],
+    detail: Detail,
+    layout: Layout,
+    notice: Option<&str>,
+) -> String {
+    if layout.json {
+        return assemble_json(title, rows, detail, layout, notice);
     }
     let mut t = String::new();
     if let Some(n) = notice {
         t.push_str(n);
         t.push('\n');
     }
+    let places = rows.iter().any(|r| r.name.is_some());
+    let split = layout.separate && places;
+    let (main, cands): (Vec<&Row>, Vec<&Row>) = if split {
+        rows.iter().partition(|r| !r.candidate)
+    } else {
+        (rows.iter().collect(), Vec::new())
+    };
+    let first_name = rows.first().and_then(|r| r.name.as_deref());
+    let shared_name = first_name.filter(|n| rows.iter().all(|r| r.name.as_deref() == Some(n)));
+    t.push_str(&heading(title, rows, detail, split, shared_name));
+    let cand_heading = format!("candidates, matched by name only ({}):\n", cands.len());
     if detail == Detail::Full {
-        t.push_str(&format!("{title}: {} results\n", rows.len()));
-        for r in rows {
+        for r in &main {
             t.push_str(&r.full);
             t.push('\n');
         }
+        if !cands.is_empty() {
+            t.push_str(&cand_heading);
+            for r in &cands {
+                t.push_str(&r.full);
+                t.push('\n');
+            }
+        }
         return t;
     }
-    // Locations: each file named once, its rows beneath it, files in order of first appearance;
-    // a name shared by every row is said once in the heading.
-    let first_name = rows.first().and_then(|r| r.name.as_deref());
-    let shared_name = first_name.filter(|n| rows.iter().all(|r| r.name.as_deref() == Some(n)));
-    let candidates = rows.iter().filter(|r| r.candidate).count();
-    let mut heading = if rows.iter().any(|r| r.name.is_some()) {
-        let mut h = if candidates == 0 {
-            format!("{title}: {} resolved", rows.len())
-        } else {
-            format!(
-                "{title}: {} results, {} resolved, {candidates} marked [candidate] (matched by name only)",
-                rows.len(),
-                rows.len() - candidates
-            )
-        };
-        if let Some(n) = shared_name.filter(|n| !title.contains(n)) {
-            h.push_str(&format!(", all named {n}"));
-        }
-        h
-    } else {
-        format!("{title}: {} results", rows.len())
-    };
-    heading.push('\n');
-    t.push_str(&heading);
-    let mut files: Vec<(&str, Vec<&Row>)> = Vec::new();
-    let mut at: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
-    for r in rows {
-        let i = *at.entry(&r.path).or_insert_with(|| {
-            files.push((&r.path, Vec::new()));
-            files.len() - 1
-        });
-        files[i].1.push(r);
+    t.push_str(&grouped_text(&main, shared_name, !split));
+    if !cands.is_empty() {
+        t.push_str(&cand_heading);
+        t.push_str(&grouped_text(&cands, shared_name, false));
     }
-    let place = |r: &Row| {
-        let mut p = r.short.clone();
-        if let (Some(name), None) = (&r.name, shared_name) {
-            p.push(' ');
-            p.push_str(name);
-        }
-        if r.candidate {
-            p.push_str(" [candidate]");
-        }
-        p
+    t
+}
+
+/// Returns the first line of a text answer: what it is and how many of each label.
+fn heading(
+    title: &str,
+    rows: &[Row],
+    detail: Detail,
+    split: bool,
+    shared_name: Option<&str>,
+) -> String {
+    let candidates = rows.iter().filter(|r| r.candidate).count();
+    let resolved = rows.len() - candidates;
+    let places = rows.iter().any(|r| r.name.is_some());
+    let mut h = if !places || (detail == Detail::Full && !split) {
+        format!("{title}: {}", count(rows.len(), "result"))
+    } else if candidates == 0 {
+        format!("{title}: {resolved} resolved")
+    } else if split {
+        format!(
+            "{title}: {resolved} resolved, then {} matched by name only",
+            count(candidates, "candidate")
+        )
+    } else {
+        format!(
+            "{title}: {}, {resolved} resolved, {candidates} marked [candidate] (matched by name only)",
+            count(rows.len(), "result")
+        )
     };
-    for (path, file_rows) in files {
+    if places
+        && detail == Detail::Locations
+        && let Some(n) = shared_name.filter(|n| !title.contains(n))
+    {
+        h.push_str(&format!(", all named {n}"));
+    }
+    h.push('\n');
+    h
+}
+
+/// Returns the place of a row as listed under its file: `12:9 call`, the name unless shared,
+/// the candidate label when `label`.
+fn place(r: &Row, shared_name: Option<&str>, label: bool) -> String {
+    let mut p = r.short.clone();
+    if let (Some(name), None) = (&r.name, shared_name) {
+        p.push(' ');
+        p.push_str(name);
+    }
+    if label && r.candidate {
+        p.push_str(" [candidate]");
+    }
+    p
+}
+
+/// The rows of one file: places by the definition they lie in, and other rows.
+struct FileGroup<'r> {
+    path: &'r str,
+    /// (enclosing definition, places in it), in order of first appearance.
+    places: Vec<(Option<&'r str>, Vec<String>)>,
+    /// Rows that are not places (outline entries, imports).
+    others: Vec<&'r Row>,
+}
+
+/// Returns rows grouped by file (in order of first appearance) and, for places, by the
+/// definition they lie in.
+fn groups<'r>(rows: &[&'r Row], shared_name: Option<&str>, label: bool) -> Vec<FileGroup<'r>> {
+    let mut files: Vec<FileGroup<'r>> = Vec::new();
+    for r in rows {
+        let i = match files.iter().position(|g| g.path == r.path) {
+            Some(i) => i,
+            None => {
+                files.push(FileGroup {
+                    path: &r.path,
+                    places: Vec::new(),
+                    others: Vec::new(),
+                });
+                files.len() - 1
+            }
+        };
+        if r.name.is_none() {
+            files[i].others.push(r);
+            continue;
+        }
+        let within = r.container.as_deref();
+        let entry = &mut files[i].places;
+        let p = place(r, shared_name, label);
+        match entry.iter_mut().find(|(c, _)| *c == within) {
+            Some((_, places)) => places.push(p),
+            None => entry.push((within, vec![p])),
+        }
+    }
+    files
+}
+
+/// Returns the locations text: each file named once, its rows beneath it; places on one line
+/// per enclosing definition, other rows (outline entries, imports) one per line.
+fn grouped_text(rows: &[&Row], shared_name: Option<&str>, label: bool) -> String {
+    let mut t = String::new();
+    for FileGroup {
+        path,
+        places,
+        others,
+    } in groups(rows, shared_name, label)
+    {
         t.push_str(path);
         t.push('\n');
-        // Places (rows with a name) go on one line per enclosing definition, in order of first
-        // appearance; other rows (outline entries, imports) one per line.
-        let mut groups: Vec<(Option<&str>, Vec<String>)> = Vec::new();
-        for r in file_rows {
-            if r.name.is_none() {
-                t.push_str("  ");
-                t.push_str(&r.short);
-                t.push('\n');
-                continue;
-            }
-            let within = r.container.as_deref();
-            match groups.iter_mut().find(|(c, _)| *c == within) {
-                Some((_, places)) => places.push(place(r)),
-                None => groups.push((within, vec![place(r)])),
-            }
+        for r in others {
+            t.push_str("  ");
+            t.push_str(&r.short);
+            t.push('\n');
         }
-        for (within, places) in groups {
+        for (within, places) in places {
             t.push_str("  ");
             if let Some(c) = within {
                 t.push_str("in ");
@@ -376,4 +522,73 @@ fn assemble(title: &str, rows: &[Row], detail: Detail, json: bool, notice: Optio
         }
     }
     t
+}
+
+/// Returns the JSON answer: full rows, or locations — places grouped by file and enclosing
+/// definition (`{"path", "in", "places": ["12:9 call", …]}`) as the text groups them.
+fn assemble_json(
+    title: &str,
+    rows: &[Row],
+    detail: Detail,
+    layout: Layout,
+    notice: Option<&str>,
+) -> String {
+    let places = rows.iter().any(|r| r.name.is_some());
+    let split = layout.separate && places;
+    let (main, cands): (Vec<&Row>, Vec<&Row>) = if split {
+        rows.iter().partition(|r| !r.candidate)
+    } else {
+        (rows.iter().collect(), Vec::new())
+    };
+    let first_name = rows.first().and_then(|r| r.name.as_deref());
+    let shared_name = first_name.filter(|n| rows.iter().all(|r| r.name.as_deref() == Some(n)));
+    let listed = |rows: &[&Row]| -> Value {
+        if detail == Detail::Full {
+            return Value::Array(rows.iter().map(|r| r.json_full.clone()).collect());
+        }
+        if !places {
+            return Value::Array(rows.iter().map(|r| r.json_short.clone()).collect());
+        }
+        let mut out = Vec::new();
+        for g in groups(rows, shared_name, !split) {
+            let path = g.path;
+            for (within, places) in g.places {
+                let mut g = json!({"path": path, "places": places});
+                if let Some(c) = within {
+                    g["in"] = json!(c);
+                }
+                out.push(g);
+            }
+        }
+        Value::Array(out)
+    };
+    let detail_name = if detail == Detail::Full {
+        "full"
+    } else {
+        "locations"
+    };
+    let mut v = json!({"title": title, "detail": detail_name, "total": rows.len() + layout.hidden,
+                       "results": listed(&main)});
+    if places
+        && detail == Detail::Locations
+        && let Some(n) = shared_name
+    {
+        v["name"] = json!(n);
+    }
+    if split {
+        v["resolved"] = json!(main.len());
+        if !cands.is_empty() {
+            v["candidates"] = listed(&cands);
+        }
+    }
+    if layout.hidden > 0 {
+        v["candidates_not_shown"] = json!(layout.hidden);
+        v["hint"] = json!(
+            "candidates (matched by name only) are left out; ask for them with --candidates (tool argument `candidates`)"
+        );
+    }
+    if let Some(n) = notice {
+        v["notice"] = json!(n);
+    }
+    v.to_string()
 }

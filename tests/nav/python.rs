@@ -129,3 +129,36 @@ fn imports_importers_outline_and_impls() {
         "{impls:?}"
     );
 }
+
+#[test]
+fn imports_are_labelled_re_exports_only_where_a_package_re_exports() {
+    let repo = repo();
+    let idx = index(&repo);
+    let label = |path: &str| {
+        git_orchestra::nav::render_imports("imports", &idx.imports_of(path).unwrap(), 8_000, false)
+            .text
+    };
+    let app = label("app.py");
+    assert!(!app.contains("re-export"), "{app}");
+    let init = label("pkg/__init__.py");
+    assert!(
+        init.contains("pkg/__init__.py:1 Config from .config (re-export) -> pkg/config.py"),
+        "{init}"
+    );
+    let repo = TestRepo::with_files(&[(
+        "tool.py",
+        "import sys\n\ndef main():\n    return sys.argv\n",
+    )]);
+    let idx = index(&repo);
+    let text = git_orchestra::nav::render_imports(
+        "imports of tool.py",
+        &idx.imports_of("tool.py").unwrap(),
+        8_000,
+        false,
+    )
+    .text;
+    assert_eq!(
+        text,
+        "imports of tool.py: 1 result\ntool.py:1 sys -> (external)\n"
+    );
+}

@@ -1,7 +1,10 @@
 //! Bounded rendering: full → locations → per-file counts, always within the limit, always
 //! with a notice when degraded.
 
-use git_orchestra::nav::{Detail, Location, Resolution, render_locations, render_locations_at};
+use git_orchestra::nav::{
+    Detail, Location, PlaceOptions, Resolution, render_locations, render_locations_at,
+    render_places, render_places_with,
+};
 
 use crate::index;
 use crate::support::TestRepo;
@@ -138,4 +141,83 @@ fn locations_are_grouped_by_file_with_shared_names_and_resolved_labels_said_once
         full.contains("src/cli.py:4:5 call send [resolved]"),
         "{full}"
     );
+}
+
+#[test]
+fn places_list_resolved_first_and_candidates_apart() {
+    let mut locs = vec![
+        loc("src/app.py", 9, "send", Resolution::Candidate),
+        loc("src/app.py", 3, "send", Resolution::Resolved),
+        loc("src/cli.py", 4, "send", Resolution::Resolved),
+    ];
+    locs[1].container = Some("App.run".into());
+    let text = render_places("callers of send", &locs, 8_000, false, false).text;
+    assert_eq!(
+        text,
+        "callers of send: 2 resolved, then 1 candidate matched by name only\n\
+         src/app.py\n  in App.run: 3:5 call\nsrc/cli.py\n  4:5 call\n\
+         candidates, matched by name only (1):\nsrc/app.py\n  9:5 call\n"
+    );
+    // JSON: the resolved places grouped by file and definition as the text groups them; the
+    // candidates counted, or listed apart when asked for.
+    let v: serde_json::Value =
+        serde_json::from_str(&render_places("callers of send", &locs, 8_000, true, false).text)
+            .unwrap();
+    assert_eq!(
+        v["results"],
+        serde_json::json!([
+            {"path": "src/app.py", "in": "App.run", "places": ["3:5 call"]},
+            {"path": "src/cli.py", "places": ["4:5 call"]}
+        ])
+    );
+    assert_eq!(v["total"], 3);
+    assert_eq!(v["candidates_not_shown"], 1);
+    assert_eq!(v["name"], "send");
+    let opts = PlaceOptions {
+        max_chars: 8_000,
+        json: true,
+        context: false,
+        candidates: true,
+    };
+    let v: serde_json::Value =
+        serde_json::from_str(&render_places_with("callers of send", &locs, opts).text).unwrap();
+    assert_eq!(
+        v["candidates"],
+        serde_json::json!([{"path": "src/app.py", "places": ["9:5 call"]}])
+    );
+    assert_eq!(v["resolved"], 2);
+    // One result is one result.
+    let one = render_places("callers of send", &locs[1..2], 8_000, false, true).text;
+    assert!(one.starts_with("callers of send: 1 resolved\n"), "{one}");
+    let one = render_locations("definition of send", &locs[1..2], 8_000, false).text;
+    assert!(one.starts_with("definition of send: 1 result\n"), "{one}");
+}
+
+#[test]
+fn many_places_in_json_stay_listed_as_long_as_the_text_does() {
+    // 108 implementations in 12 files: the grouped JSON is about as long as the text.
+    let locs: Vec<Location> = (0..108)
+        .map(|i| {
+            let mut l = loc(
+                &format!("src/shapes/s{:02}.rs", i % 12),
+                10 + i as u32,
+                "Shape",
+                Resolution::Resolved,
+            );
+            l.kind = "impl (implements)".into();
+            l
+        })
+        .collect();
+    let text = render_places("implementations of Shape", &locs, 8_000, false, false);
+    let json = render_places("implementations of Shape", &locs, 8_000, true, false);
+    assert_eq!(text.detail, Detail::Locations);
+    assert_eq!(json.detail, Detail::Locations, "{}", json.text);
+    let v: serde_json::Value = serde_json::from_str(&json.text).unwrap();
+    let listed: usize = v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["places"].as_array().unwrap().len())
+        .sum();
+    assert_eq!(listed, 108);
 }
