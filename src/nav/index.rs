@@ -16,6 +16,7 @@ use super::cache::{Cache, Encoded};
 use super::extract::Extractor;
 use super::facts::{FileFacts, Ref};
 use super::lang::Lang;
+use super::manifests::Manifests;
 use super::modules::ModuleTable;
 use super::snapshot::{self, Facts};
 use super::worktree;
@@ -249,7 +250,7 @@ impl Index {
             .collect();
         self.by_path = self.path_table();
         self.names = loaded.names;
-        self.modules = ModuleTable::build(&self.files);
+        self.modules = ModuleTable::build(&self.files, &Manifests::read(&self.root, &self.files));
         self.ref_names = OnceLock::new();
     }
 
@@ -409,7 +410,7 @@ impl Index {
             }
         }
         self.names = names;
-        self.modules = ModuleTable::build(&self.files);
+        self.modules = ModuleTable::build(&self.files, &Manifests::read(&self.root, &self.files));
 
         self.ref_names = OnceLock::new();
     }

@@ -18,6 +18,7 @@ mod extract;
 mod facts;
 mod index;
 mod lang;
+mod manifests;
 mod map;
 mod matcher;
 pub mod mcp;

@@ -1,13 +1,16 @@
 //! Module resolution: which file an import names, per language.
 //!
 //! Python dotted modules (absolute, relative, packages), TS/JS relative specifiers with
-//! extension and `index` probing, Rust module paths (`crate`, `self`, `super`, file-per-module
-//! layout), and Go import paths matched to package directories.
+//! extension and `index` probing and the `baseUrl`/`paths` of tsconfig files, Rust module paths
+//! (`crate`, `self`, `super`, other crates of the workspace by name, file-per-module layout;
+//! `tests/`, `examples/`, `benches/` and `src/bin/` files as crate roots of their own), and Go
+//! import paths matched to package directories.
 
 use std::collections::HashMap;
 
 use super::index::FileEntry;
 use super::lang::Lang;
+use super::manifests::{Manifests, TsConfig};
 
 /// Lookup tables from module names to files, rebuilt on every refresh.
 #[derive(Debug, Default)]
@@ -25,6 +28,9 @@ pub struct ModuleTable {
     rust_modules: HashMap<u32, (String, Vec<String>)>,
     /// (crate source directory, `a::b`) → file.
     rust_paths: HashMap<(String, String), u32>,
+    /// Crate name (as `use` writes it) → the crate's source directory.
+    crates: HashMap<String, String>,
+    ts_configs: Vec<TsConfig>,
 }
 
 /// Returns the directory part of a path (empty at the root).
@@ -37,6 +43,18 @@ fn join(dir: &str, rest: &str) -> String {
         rest.to_string()
     } else {
         format!("{dir}/{rest}")
+    }
+}
+
+/// Returns true if and only if every Rust file directly in `dir` (whose last component is
+/// `last`) is a crate root: a package's `tests/`, `examples/` or `benches/`, or `src/bin/`.
+fn is_target_dir(dir: &str, last: &str) -> bool {
+    let parent = dir_of(dir);
+    let in_src = dir.starts_with("src/") || dir.contains("/src/");
+    match last {
+        "tests" | "examples" | "benches" => !in_src,
+        "bin" => parent == "src" || parent.ends_with("/src"),
+        _ => false,
     }
 }
 
@@ -56,9 +74,13 @@ fn normalise(path: &str) -> Option<String> {
 }
 
 impl ModuleTable {
-    /// Builds the tables for the files of a view.
-    pub fn build(files: &[FileEntry]) -> ModuleTable {
-        let mut t = ModuleTable::default();
+    /// Builds the tables for the files of a view and the project's manifests.
+    pub fn build(files: &[FileEntry], manifests: &Manifests) -> ModuleTable {
+        let mut t = ModuleTable {
+            crates: manifests.crates.iter().cloned().collect(),
+            ts_configs: manifests.ts_configs.clone(),
+            ..ModuleTable::default()
+        };
         for (i, f) in files.iter().enumerate() {
             let i = i as u32;
             t.paths.insert(f.path.clone(), i);
@@ -93,17 +115,25 @@ impl ModuleTable {
                 _ => {}
             }
         }
-        // Rust: a crate's source directory holds lib.rs or main.rs.
-        let roots: Vec<String> = files
+        // Rust: a crate's source directory holds lib.rs or main.rs; every file directly in
+        // `tests/`, `examples/`, `benches/` or `src/bin/` is a crate root of its own, whose
+        // `mod x;` are its neighbours.
+        let mut roots: Vec<String> = files
             .iter()
-            .filter(|f| {
-                f.path.ends_with("/lib.rs")
+            .filter(|f| f.lang == Lang::Rust)
+            .filter_map(|f| {
+                let dir = dir_of(&f.path);
+                let last = dir.rsplit('/').next().unwrap_or(dir);
+                let root = f.path.ends_with("/lib.rs")
                     || f.path.ends_with("/main.rs")
                     || f.path == "lib.rs"
                     || f.path == "main.rs"
+                    || is_target_dir(dir, last);
+                root.then(|| dir.to_string())
             })
-            .map(|f| dir_of(&f.path).to_string())
             .collect();
+        roots.sort();
+        roots.dedup();
         for (i, f) in files.iter().enumerate() {
             if f.lang != Lang::Rust {
                 continue;
@@ -210,9 +240,26 @@ impl ModuleTable {
 
     fn ecma_module(&self, from: &str, spec: &str) -> Option<u32> {
         if !spec.starts_with('.') {
-            return None; // a package from node_modules: external
+            // `baseUrl` and `paths` of the nearest tsconfig; else a package from node_modules:
+            // external.
+            let dir = dir_of(from);
+            return self
+                .ts_configs
+                .iter()
+                .filter(|c| {
+                    c.dir.is_empty() || dir == c.dir || dir.starts_with(&format!("{}/", c.dir))
+                })
+                .flat_map(|c| c.candidates(spec))
+                .find_map(|base| self.ecma_file(&normalise(&base)?));
         }
         let base = normalise(&join(dir_of(from), spec))?;
+        self.ecma_file(&base)
+    }
+
+    /// Returns the file a module path without extension names: itself, with an extension,
+    /// or its directory's `index`.
+    fn ecma_file(&self, base: &str) -> Option<u32> {
+        let base = base.to_string();
         let stripped = ["js", "jsx", "mjs", "cjs"]
             .iter()
             .find_map(|e| base.strip_suffix(&format!(".{e}")))
@@ -253,14 +300,25 @@ impl ModuleTable {
             .copied()
     }
 
-    /// Resolves a Rust module path (`crate::a::b`, `super::x`, `self::y`, `a::b`) from `from`.
+    /// Returns the file of module `segs[1..]` in the crate named `segs[0]`, if that is a
+    /// crate of the view.
+    fn extern_crate(&self, segs: &[String]) -> Option<u32> {
+        let (name, rest) = segs.split_first()?;
+        let root = self.crates.get(name)?;
+        self.rust_file(root, rest)
+    }
+
+    /// Resolves a Rust module path (`crate::a::b`, `super::x`, `self::y`, `a::b`, `other_crate::c`)
+    /// from `from`.
     pub fn rust_module(&self, from: u32, module: &str) -> Option<u32> {
-        let (root, here) = self.rust_module_of(from)?;
         let segs: Vec<String> = module
             .split("::")
             .filter(|s| !s.is_empty())
             .map(str::to_string)
             .collect();
+        let Some((root, here)) = self.rust_module_of(from) else {
+            return self.extern_crate(&segs);
+        };
         let (mut base, rest): (Vec<String>, &[String]) = match segs.first().map(String::as_str) {
             Some("crate") => (Vec::new(), &segs[1..]),
             Some("self") => (here.clone(), &segs[1..]),
@@ -273,11 +331,15 @@ impl ModuleTable {
                 }
                 (b, &segs[i..])
             }
-            // 2018 paths: a child of the current module, else a module of the crate root.
+            // 2018 paths: a child of the current module, another crate by name, else a module
+            // of the crate root.
             _ => {
                 let mut child = here.clone();
                 child.extend(segs.iter().cloned());
                 if let Some(f) = self.rust_file(root, &child) {
+                    return Some(f);
+                }
+                if let Some(f) = self.extern_crate(&segs) {
                     return Some(f);
                 }
                 (Vec::new(), &segs[..])

@@ -238,8 +238,29 @@ impl Index {
         } else {
             imp.module.clone()
         };
+        if lang == Lang::Rust && imp.module.is_empty() && imp.kind == ImportKind::Name {
+            // `use wire;`, `pub use wire as proto;`: a crate (or module) by name.
+            if let Some(m) = self.modules.rust_module(file, &imp.name) {
+                out.modules.push(m);
+                return;
+            }
+        }
         let targets = self.modules.resolve(&self.files, file, &module);
         if targets.is_empty() {
+            // Rust: a path through inline modules and re-exports (`use facade::sub::Thing`).
+            if lang == Lang::Rust
+                && let Some(path) = self.rust_path(file, &module, depth + 1)
+            {
+                let o = match imp.kind {
+                    ImportKind::Name => self.member_of(&path, &imp.name, depth + 1),
+                    _ => path,
+                };
+                if !o.defs.is_empty() || !o.modules.is_empty() {
+                    out.defs.extend(o.defs);
+                    out.modules.extend(o.modules);
+                    return;
+                }
+            }
             out.external = Some(module);
             return;
         }
@@ -433,6 +454,36 @@ impl Index {
         (!out.is_empty()).then_some(out)
     }
 
+    /// Resolves a Rust path that is not a module file (`facade::sub`, `proto::frame` after
+    /// `pub use wire as proto`): its longest module-file prefix, else its first segment as a
+    /// name in scope, then each further segment as a member.
+    fn rust_path(&self, file: u32, path: &str, depth: usize) -> Option<Outcome> {
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        let segs: Vec<&str> = path.split("::").filter(|s| !s.is_empty()).collect();
+        let first = segs.first()?;
+        let (k, mut cur) = (1..=segs.len())
+            .rev()
+            .find_map(|k| {
+                self.modules
+                    .rust_module(file, &segs[..k].join("::"))
+                    .map(|m| (k, Outcome::bound(Vec::new(), vec![m])))
+            })
+            .or_else(|| {
+                self.resolve_unqualified(file, first, 0, None, depth + 1)
+                    .filter(|o| !o.defs.is_empty() || !o.modules.is_empty())
+                    .map(|o| (1, o))
+            })?;
+        for seg in &segs[k..] {
+            cur = self.member_of(&cur, seg, depth + 1);
+            if cur.defs.is_empty() && cur.modules.is_empty() {
+                return None;
+            }
+        }
+        Some(cur)
+    }
+
     /// Returns the members named `name` of what `of` denotes (modules or types).
     fn member_of(&self, of: &Outcome, name: &str, depth: usize) -> Outcome {
         let mut out = Outcome::bound(Vec::new(), Vec::new());
@@ -449,6 +500,17 @@ impl Index {
             if is_type_container(&def.kind) || def.kind == "module" || def.kind == "type" {
                 out.defs
                     .extend(self.members_by_name(d.file, &def.name, name, depth + 1));
+            }
+            // An inline Rust module's `pub use` items.
+            if def.kind == "module" && !def.signature.ends_with(';') {
+                let facts = &self.files[d.file as usize].facts;
+                for imp in facts
+                    .imports
+                    .iter()
+                    .filter(|i| i.alias == name && def.span.contains(&i.span))
+                {
+                    self.follow_import(d.file, imp, &mut out, depth + 1);
+                }
             }
             // Rust `mod util;` declares a module whose items live in its own file.
             if def.kind == "module"

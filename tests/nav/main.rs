@@ -20,6 +20,7 @@ mod scan;
 #[path = "../support/mod.rs"]
 mod support;
 mod tools;
+mod workspaces;
 
 use git_orchestra::nav::{Index, Location, Resolution};
 use support::TestRepo;
@@ -49,4 +50,56 @@ pub fn resolved(locs: &[Location]) -> Vec<String> {
         .cloned()
         .collect();
     places(&r)
+}
+
+/// Returns a repository holding the files of `fixtures/nav/<name>`.
+pub fn fixture(name: &str) -> TestRepo {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/nav")
+        .join(name);
+    let mut files: Vec<(String, String)> = Vec::new();
+    let mut dirs = vec![root.clone()];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else {
+                let rel = p
+                    .strip_prefix(&root)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned();
+                files.push((rel, std::fs::read_to_string(&p).unwrap()));
+            }
+        }
+    }
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    TestRepo::with_files(&refs)
+}
+
+/// Returns the line of `path` holding `needle` first, as `path:line`.
+pub fn line_of(repo: &TestRepo, path: &str, needle: &str) -> String {
+    let text = std::fs::read_to_string(repo.path.join(path)).unwrap();
+    let i = text
+        .lines()
+        .position(|l| l.contains(needle))
+        .unwrap_or_else(|| panic!("`{needle}` is not in {path}"));
+    format!("{path}:{}", i + 1)
+}
+
+/// Returns `path:line` of the single resolved definition of `name` as used on the first line
+/// of `path` holding `needle`; panics when the answer is a candidate or not one definition.
+pub fn def_on(idx: &Index, repo: &TestRepo, path: &str, needle: &str, name: &str) -> String {
+    let line = line_of(repo, path, needle);
+    let n: u32 = line.rsplit(':').next().unwrap().parse().unwrap();
+    let locs = idx.definition(name, Some((path, n))).unwrap();
+    assert!(
+        locs.len() == 1 && locs[0].resolution == Resolution::Resolved,
+        "{name} at {line}: {locs:?}"
+    );
+    format!("{}:{}", locs[0].path, locs[0].line)
 }

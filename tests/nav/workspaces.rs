@@ -1,0 +1,161 @@
+//! Workspaces and facades: Rust crates used by name, through a facade re-exporting them, and
+//! `mod` declarations in binary roots; TypeScript barrels and tsconfig `baseUrl`/`paths`;
+//! Python `src/` layouts, `__init__` re-exports and relative imports seen from tests and
+//! examples.
+
+use crate::{def_on, fixture, index, line_of};
+
+#[test]
+fn rust_crates_are_reached_by_name_through_facades_and_binary_roots() {
+    let repo = fixture("rust");
+    let idx = index(&repo);
+    let frame = "crates/wire/src/frame.rs";
+    let frame_struct = line_of(&repo, frame, "pub struct Frame");
+    // `use net_kit::sub::Frame;` (package `net-kit`, an inline module re-exporting it).
+    assert_eq!(
+        def_on(
+            &idx,
+            &repo,
+            "crates/server/src/main.rs",
+            "let frame = Frame::new()",
+            "Frame"
+        ),
+        frame_struct
+    );
+    assert_eq!(
+        def_on(
+            &idx,
+            &repo,
+            "crates/server/src/main.rs",
+            "let frame = Frame::new()",
+            "new"
+        ),
+        line_of(&repo, frame, "pub fn new() -> Self")
+    );
+    // `use net_kit::proto::codec::Encode;` through `pub use wire as proto;`.
+    assert_eq!(
+        def_on(
+            &idx,
+            &repo,
+            "crates/server/src/handler.rs",
+            "use net_kit::proto::codec::Encode",
+            "Encode"
+        ),
+        line_of(&repo, "crates/wire/src/codec.rs", "pub trait Encode")
+    );
+    // `use wire::frame::Frame;` by the crate's name, and from an integration test.
+    assert_eq!(
+        def_on(
+            &idx,
+            &repo,
+            "crates/server/src/handler.rs",
+            "    frame: Frame,",
+            "Frame"
+        ),
+        frame_struct
+    );
+    assert_eq!(
+        def_on(
+            &idx,
+            &repo,
+            "crates/wire/tests/roundtrip.rs",
+            "Frame::new()",
+            "Frame"
+        ),
+        frame_struct
+    );
+    // `mod handler;` in main.rs and `mod util;` in a binary's own directory.
+    assert_eq!(
+        def_on(
+            &idx,
+            &repo,
+            "crates/server/src/main.rs",
+            "handler::handle(&frame)",
+            "handle"
+        ),
+        line_of(&repo, "crates/server/src/handler.rs", "pub fn handle(")
+    );
+    assert_eq!(
+        def_on(
+            &idx,
+            &repo,
+            "crates/server/src/bin/probe/main.rs",
+            "util::ping()",
+            "ping"
+        ),
+        line_of(&repo, "crates/server/src/bin/probe/util.rs", "pub fn ping")
+    );
+}
+
+#[test]
+fn typescript_barrels_and_tsconfig_paths_resolve() {
+    let repo = fixture("typescript");
+    let idx = index(&repo);
+    let main = "src/app/main.ts";
+    // `import { Source, Stream, Subscriber } from '@core/index'` (paths) → barrel → files.
+    assert_eq!(
+        def_on(&idx, &repo, main, "new Stream(source)", "Stream"),
+        line_of(&repo, "src/core/stream.ts", "export class Stream")
+    );
+    assert_eq!(
+        def_on(&idx, &repo, main, "new Subscriber<number>()", "Subscriber"),
+        line_of(&repo, "src/core/subscriber.ts", "export class Subscriber")
+    );
+    // `import { BufferedStream } from '@core/buffered'`.
+    assert_eq!(
+        def_on(
+            &idx,
+            &repo,
+            main,
+            "new BufferedStream(source)",
+            "BufferedStream"
+        ),
+        line_of(&repo, "src/core/buffered.ts", "export class BufferedStream")
+    );
+    // `import { Subscription } from 'src/core/stream'` (baseUrl).
+    assert_eq!(
+        def_on(
+            &idx,
+            &repo,
+            main,
+            "private subscription: Subscription",
+            "Subscription"
+        ),
+        line_of(&repo, "src/core/stream.ts", "export class Subscription")
+    );
+    let targets: Vec<Option<String>> = idx
+        .imports_of(main)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.target)
+        .collect();
+    assert!(targets.iter().all(Option::is_some), "{targets:?}");
+}
+
+#[test]
+fn python_src_layouts_reexports_and_relative_imports_resolve() {
+    let repo = fixture("python");
+    let idx = index(&repo);
+    // `from courier import Client` (src/ layout, `__init__` re-export of `.client`).
+    assert_eq!(
+        def_on(
+            &idx,
+            &repo,
+            "tests/test_client.py",
+            "from courier import Client",
+            "Client"
+        ),
+        line_of(&repo, "src/courier/client.py", "class Client:")
+    );
+    // `import courier` then `courier.session()`.
+    assert_eq!(
+        def_on(
+            &idx,
+            &repo,
+            "examples/send_mail.py",
+            "courier.session()",
+            "session"
+        ),
+        line_of(&repo, "src/courier/sessions.py", "def session()")
+    );
+}
