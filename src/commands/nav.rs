@@ -5,8 +5,8 @@ use std::path::Path;
 
 use clap::{Args, Subcommand};
 use git_orchestra::nav::{
-    Index, MapOptions, NavError, PlaceOptions, estimate_tokens, render_imports, render_locations,
-    render_outline, render_places_with, tools::parse_from,
+    At, Index, Location, MapOptions, NavError, PlaceOptions, estimate_tokens, render_imports,
+    render_locations, render_outline, render_places_with, tools::title_of,
 };
 
 use super::CommandError;
@@ -35,23 +35,32 @@ pub struct NavArgs {
     candidates: bool,
 }
 
+/// What a query is about: a symbol, narrowed by a position.
+#[derive(Debug, Args)]
+struct TargetArgs {
+    /// The symbol: `send`, `Client.send`, `Client::send`; may be left out when --from has a
+    /// column.
+    symbol: Option<String>,
+    /// Answer about the definition the token at this position denotes (the use of the symbol
+    /// on that line, or the token at the column), resolved through its qualifier, receiver,
+    /// imports and scopes, instead of every definition of the name.
+    #[arg(long, value_name = "PATH:LINE[:COL]")]
+    from: Option<String>,
+}
+
 #[derive(Debug, Subcommand)]
 enum NavQuery {
-    /// Where a symbol is defined; with --from, as used at that line.
-    Def {
-        symbol: String,
-        /// The use to resolve, as path:line (e.g. src/app.py:120).
-        #[arg(long, value_name = "PATH:LINE")]
-        from: Option<String>,
-    },
-    /// Every reference to a symbol, grouped by file.
-    Refs { symbol: String },
+    /// Where a symbol is defined; with --from, as used at that position.
+    Def(TargetArgs),
+    /// Every reference to a symbol (with --from, to the definition used there), grouped by
+    /// file.
+    Refs(TargetArgs),
     /// Call sites of a function or method.
-    Callers { symbol: String },
+    Callers(TargetArgs),
     /// What a function or method calls.
-    Callees { symbol: String },
+    Callees(TargetArgs),
     /// Implementations, subclasses and impl blocks of a type or trait.
-    Impls { symbol: String },
+    Impls(TargetArgs),
     /// What a file imports.
     Imports { path: String },
     /// Which files import a file.
@@ -117,44 +126,26 @@ pub fn cmd_nav(cwd: &Path, args: NavArgs) -> Result<(), CommandError> {
         candidates: args.candidates,
     };
     let text = match args.query {
-        NavQuery::Def { symbol, from } => {
-            let from = from.map(|f| parse_from(&f).map(|(p, l)| (repo_path(&root, cwd, p), l)));
-            let from = from.transpose()?;
-            let locs = index.definition(&symbol, from.as_ref().map(|(p, l)| (p.as_str(), *l)))?;
-            render_locations(&format!("definition of {symbol}"), &locs, limit, json).text
+        NavQuery::Def(t) => {
+            let (symbol, from) = target(&root, cwd, t)?;
+            let what = title_of(symbol.as_deref(), from.as_ref());
+            let locs = index.definition_at(symbol.as_deref(), from.as_ref())?;
+            render_locations(&format!("definition of {what}"), &locs, limit, json).text
         }
-        NavQuery::Refs { symbol } => {
-            render_places_with(
-                &format!("references to {symbol}"),
-                &index.references(&symbol)?,
-                opts,
-            )
-            .text
+        NavQuery::Refs(t) => places(&root, cwd, "references to", t, |s, f| {
+            index.references_at(s, f)
+        })?
+        .render(opts),
+        NavQuery::Callers(t) => {
+            places(&root, cwd, "callers of", t, |s, f| index.callers_at(s, f))?.render(opts)
         }
-        NavQuery::Callers { symbol } => {
-            render_places_with(
-                &format!("callers of {symbol}"),
-                &index.callers(&symbol)?,
-                opts,
-            )
-            .text
+        NavQuery::Callees(t) => {
+            places(&root, cwd, "callees of", t, |s, f| index.callees_at(s, f))?.render(opts)
         }
-        NavQuery::Callees { symbol } => {
-            render_places_with(
-                &format!("callees of {symbol}"),
-                &index.callees(&symbol)?,
-                opts,
-            )
-            .text
-        }
-        NavQuery::Impls { symbol } => {
-            render_places_with(
-                &format!("implementations of {symbol}"),
-                &index.implementations(&symbol)?,
-                opts,
-            )
-            .text
-        }
+        NavQuery::Impls(t) => places(&root, cwd, "implementations of", t, |s, f| {
+            index.implementations_at(s, f)
+        })?
+        .render(opts),
         NavQuery::Imports { path } => {
             let p = repo_path(&root, cwd, &path);
             render_imports(
@@ -220,6 +211,57 @@ pub fn cmd_nav(cwd: &Path, args: NavArgs) -> Result<(), CommandError> {
         ))),
         Ok(()) => Ok(()),
     }
+}
+
+/// Returns the symbol and position of a query, the position's path made relative to the
+/// worktree root.
+fn target(
+    root: &Path,
+    cwd: &Path,
+    t: TargetArgs,
+) -> Result<(Option<String>, Option<At>), CommandError> {
+    let from = match t.from {
+        Some(f) => {
+            let mut at = At::parse(&f)?;
+            at.path = repo_path(root, cwd, &at.path);
+            Some(at)
+        }
+        None => None,
+    };
+    if t.symbol.is_none() && from.as_ref().is_none_or(|f| f.col.is_none()) {
+        return Err(CommandError::user(
+            "give a symbol, or a position with a column: --from path:line:col",
+        ));
+    }
+    Ok((t.symbol, from))
+}
+
+/// A list of places answered, with its title.
+struct Places {
+    title: String,
+    locs: Vec<Location>,
+}
+
+impl Places {
+    fn render(&self, opts: PlaceOptions) -> String {
+        render_places_with(&self.title, &self.locs, opts).text
+    }
+}
+
+/// Runs a query listing places (`refs`, `callers`, `callees`, `impls`).
+fn places(
+    root: &Path,
+    cwd: &Path,
+    title: &str,
+    t: TargetArgs,
+    query: impl Fn(Option<&str>, Option<&At>) -> Result<Vec<Location>, NavError>,
+) -> Result<Places, CommandError> {
+    let (symbol, from) = target(root, cwd, t)?;
+    let what = title_of(symbol.as_deref(), from.as_ref());
+    Ok(Places {
+        title: format!("{title} {what}"),
+        locs: query(symbol.as_deref(), from.as_ref())?,
+    })
 }
 
 fn show(index: &Index, symbol: &str, limit: usize, json: bool) -> Result<String, CommandError> {

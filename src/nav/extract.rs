@@ -13,10 +13,11 @@ use super::NavError;
 use super::doc_links::doc_link_refs;
 use super::facts::{Def, FileFacts, Import, ImportKind, Ref, Relation, Span};
 use super::lang::{Capture, Family, Lang, LangQueries};
+use super::typefacts::{RawBinding, type_facts};
 use super::use_tree::rust_use_tree;
 
 /// Bumped when the extraction code (not the queries) changes what it produces.
-pub const EXTRACTOR_VERSION: &str = "4";
+pub const EXTRACTOR_VERSION: &str = "5";
 
 /// Files larger than this are indexed as empty: they are almost always generated or minified.
 pub const MAX_FILE_BYTES: usize = 2 * 1024 * 1024;
@@ -128,6 +129,7 @@ struct Pass<'t> {
     seen_defs: FastSet<(usize, usize)>,
     locals: Vec<(usize, (usize, usize))>,
     raw_refs: Vec<RawRef<'t>>,
+    bindings: Vec<RawBinding<'t>>,
     docs: Vec<Node<'t>>,
     /// For each import, the position it is put in document order by within its statement.
     import_order: Vec<usize>,
@@ -145,6 +147,7 @@ struct TagMatch<'t> {
     target: Option<Node<'t>>,
     receiver: Option<Node<'t>>,
     receiver_var: Option<Node<'t>>,
+    ty: Option<Node<'t>>,
 }
 
 impl<'t> Pass<'t> {
@@ -206,11 +209,13 @@ impl<'t> Pass<'t> {
                     self.excluded.push((node.start_byte(), node.end_byte()));
                 }
                 Capture::Doc => self.docs.push(node),
+                Capture::Type => m.ty = Some(node),
                 Capture::Role(
                     family @ (Family::Definition
                     | Family::Container
                     | Family::Reference
-                    | Family::Relation),
+                    | Family::Relation
+                    | Family::Binding),
                 ) => {
                     // A capture that is also `@name` (Go `type_identifier`) names itself.
                     m.role = Some((family, index, node));
@@ -246,6 +251,12 @@ impl<'t> Pass<'t> {
                     });
                 }
             }
+            Family::Binding => self.bindings.push(RawBinding {
+                pattern,
+                kind,
+                name: m.name,
+                ty: m.ty,
+            }),
             Family::Reference => self.raw_refs.push(RawRef {
                 pattern,
                 name: (name.start_byte(), name.end_byte()),
@@ -306,6 +317,7 @@ impl<'t> Pass<'t> {
             locals,
             mut raw_refs,
             mut docs,
+            bindings,
             import_order,
             ..
         } = self;
@@ -364,6 +376,7 @@ impl<'t> Pass<'t> {
             });
         }
         doc_link_refs(&mut facts, &docs, source);
+        facts.types = type_facts(bindings, &facts, source);
         facts
     }
 }

@@ -136,6 +136,34 @@ pub struct Relation {
     pub span: Span,
 }
 
+/// A local type fact: what a name is known to hold, as the syntax says it — an annotation
+/// (`app: Flask`, `let c: Client`, a struct field, `-> Session`) or the value of a call
+/// (`client = Client()`, `let c = Client::new()?`, `new Client()`, `this.x = new X()`).
+///
+/// Facts are resolved on demand ([`crate::nav`]'s `types`); one that does not resolve to a single
+/// type leaves the receiver untyped, so its members stay candidates.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TypeFact {
+    /// The name bound: a variable, `self.x` / `this.x`, a field of the enclosing type, or
+    /// empty for the return type of the enclosing function.
+    #[serde(rename = "v")]
+    pub var: String,
+    /// For an annotation, the type as written; for a call, the callee (`Client`,
+    /// `Client::new`, `app.test_client`).
+    #[serde(rename = "t")]
+    pub ty: String,
+    /// `annotation`, `call`, or `unwrap` (a call whose `Result`/`Option`/`Promise` is unwrapped
+    /// by `?`, `.unwrap()` or `await`).
+    #[serde(rename = "k")]
+    pub kind: String,
+    /// Where the binding is made; a later binding of the same name in the same scope wins.
+    #[serde(rename = "s")]
+    pub span: Span,
+    /// The function or type the binding belongs to (none at module level).
+    #[serde(rename = "in", default)]
+    pub scope: Option<u32>,
+}
+
 /// Everything extracted from one blob.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct FileFacts {
@@ -147,6 +175,8 @@ pub struct FileFacts {
     pub imports: Vec<Import>,
     #[serde(rename = "rel")]
     pub relations: Vec<Relation>,
+    #[serde(rename = "ty")]
+    pub types: Vec<TypeFact>,
 }
 
 impl FileFacts {

@@ -59,6 +59,8 @@ pub enum Capture {
     Tree,
     /// A comment whose `{@link X}` / `@see X` names are doc references.
     Doc,
+    /// The type or callee of a `@binding.*` match.
+    Type,
     /// `@<family>.<kind>`: the node a pattern is about; see [`LangQueries::kind`].
     Role(Family),
     /// A capture the extractor does not read.
@@ -72,6 +74,8 @@ pub enum Family {
     Container,
     Reference,
     Relation,
+    /// What a name holds (`@binding.annotation`, `.call`, …): a type fact.
+    Binding,
     Import,
     Reexport,
     Export,
@@ -106,6 +110,7 @@ impl Capture {
             "alias" => Capture::Alias,
             "tree" => Capture::Tree,
             "doc" => Capture::Doc,
+            "type" => Capture::Type,
             _ => {
                 let Some((family, _)) = name.split_once('.') else {
                     return Capture::Other;
@@ -115,6 +120,7 @@ impl Capture {
                     "container" => Family::Container,
                     "reference" => Family::Reference,
                     "relation" => Family::Relation,
+                    "binding" => Family::Binding,
                     "import" => Family::Import,
                     "reexport" => Family::Reexport,
                     "export" => Family::Export,

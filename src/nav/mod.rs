@@ -27,7 +27,10 @@ mod query;
 mod render;
 mod resolve;
 mod snapshot;
+mod target;
 pub mod tools;
+mod typefacts;
+mod types;
 mod use_tree;
 mod worktree;
 
@@ -35,7 +38,7 @@ use std::path::PathBuf;
 
 pub use cache::Cache;
 pub use extract::Extractor;
-pub use facts::{Def, FileFacts, Import, ImportKind, Ref, Relation, Span};
+pub use facts::{Def, FileFacts, Import, ImportKind, Ref, Relation, Span, TypeFact};
 pub use index::{DefId, FileEntry, Index, RefreshStats};
 pub use lang::Lang;
 pub use map::{MapOptions, estimate_tokens};
@@ -44,6 +47,7 @@ pub use render::{
     Detail, PlaceOptions, Rendered, render_imports, render_locations, render_locations_at,
     render_outline, render_places, render_places_with,
 };
+pub use target::{At, Targets};
 
 /// Why a navigation request failed; each message says what to do next.
 #[derive(Debug, thiserror::Error)]

@@ -16,6 +16,7 @@ use super::facts::ImportKind;
 use super::index::{DefId, Index};
 use super::lang::Lang;
 use super::resolve::{Outcome, is_type_parameter};
+use super::target::At;
 
 /// One place in the code, with what is there and how it was found.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -73,7 +74,7 @@ pub struct SymbolSource {
 }
 
 /// Splits `Client.send` / `Client::send` into (containers, name).
-fn split_symbol(symbol: &str) -> (Vec<&str>, &str) {
+pub(crate) fn split_symbol(symbol: &str) -> (Vec<&str>, &str) {
     let parts: Vec<&str> = symbol.split(['.', ':']).filter(|s| !s.is_empty()).collect();
     match parts.split_last() {
         Some((last, rest)) => (rest.to_vec(), last),
@@ -162,13 +163,6 @@ impl Index {
         }
     }
 
-    fn outcome_locations(&self, o: &Outcome) -> Vec<Location> {
-        let r = o.resolution();
-        let mut out: Vec<Location> = o.defs.iter().map(|d| self.def_location(*d, r)).collect();
-        out.extend(o.modules.iter().map(|m| self.module_location(*m)));
-        out
-    }
-
     /// Returns where `symbol` is defined. With `from` (path, line), resolves the use of the
     /// name on that line through that file's scopes and imports.
     pub fn definition(
@@ -176,72 +170,30 @@ impl Index {
         symbol: &str,
         from: Option<(&str, u32)>,
     ) -> Result<Vec<Location>, NavError> {
-        let Some((path, line)) = from else {
-            let defs = self.lookup_or_err(symbol)?;
-            let r = if defs.len() == 1 {
-                Resolution::Resolved
-            } else {
-                Resolution::Candidate
-            };
-            return Ok(defs.iter().map(|d| self.def_location(*d, r)).collect());
-        };
-        let file = self.file_id(path).ok_or_else(|| NavError::UnknownFile {
+        let at = from.map(|(path, line)| At {
             path: path.to_string(),
-        })?;
-        let (_, name) = split_symbol(symbol);
-        let facts = &self.files[file as usize].facts;
-        let on_line: Vec<_> = self
-            .refs_of(file)
-            .iter()
-            .filter(|r| r.span.line == line && r.name == name)
-            .collect();
-        let outcome = if let Some(r) = on_line.first() {
-            self.resolve_ref(file, r)
-        } else if let Some(d) = facts
+            line,
+            col: None,
+        });
+        self.definition_at(Some(symbol), at.as_ref())
+    }
+
+    /// Returns where the token at `from` is defined (the use of `symbol` on that line, or the
+    /// token at its column), or without `from` every definition `symbol` names. A token the
+    /// rules cannot bind answers its best-ranked candidates only.
+    pub fn definition_at(
+        &self,
+        symbol: Option<&str>,
+        from: Option<&At>,
+    ) -> Result<Vec<Location>, NavError> {
+        let t = self.targets(symbol, from)?;
+        let mut out: Vec<Location> = t
             .defs
             .iter()
-            // An impl block's name is its type, a use of a name defined elsewhere.
-            .position(|d| d.name_span.line == line && d.name == name && d.kind != "impl")
-        {
-            Outcome {
-                defs: vec![DefId {
-                    file,
-                    def: d as u32,
-                }],
-                bound: true,
-                ..Outcome::default()
-            }
-        } else {
-            // The name is not used on that line; resolve it in the scope of that line.
-            let scope = facts
-                .defs
-                .iter()
-                .enumerate()
-                .filter(|(_, d)| d.span.line <= line && line <= d.span.end_line)
-                .map(|(i, _)| i as u32)
-                .next_back();
-            let at = scope.map_or(0, |s| facts.defs[s as usize].body_start);
-            match self.resolve_unqualified(file, name, at, scope, 0) {
-                Some(o) if !o.defs.is_empty() || !o.modules.is_empty() => o,
-                _ => Outcome {
-                    defs: self.candidates(file, name, false),
-                    ..Outcome::default()
-                },
-            }
-        };
-        if outcome.defs.is_empty() && outcome.modules.is_empty() {
-            if let Some(ext) = outcome.external {
-                return Err(NavError::BadArgument {
-                    message: format!(
-                        "`{name}` at {path}:{line} comes from `{ext}`, which is outside this repository"
-                    ),
-                });
-            }
-            return Err(NavError::UnknownSymbol {
-                name: symbol.to_string(),
-            });
-        }
-        Ok(self.outcome_locations(&outcome))
+            .map(|d| self.def_location(*d, t.resolution))
+            .collect();
+        out.extend(t.modules.iter().map(|m| self.module_location(*m)));
+        Ok(out)
     }
 
     /// Returns the definition whose name is on `line` of `path`, if any.
@@ -267,8 +219,33 @@ impl Index {
     /// Returns every reference to the definitions `symbol` names (including import sites),
     /// resolved ones first, sorted by file and line.
     pub fn references(&self, symbol: &str) -> Result<Vec<Location>, NavError> {
-        let targets: HashSet<DefId> = self.lookup_or_err(symbol)?.into_iter().collect();
-        Ok(self.references_to(&targets, split_symbol(symbol).1, |_| true))
+        self.references_at(Some(symbol), None)
+    }
+
+    /// Returns every reference to the definitions the query is about (see
+    /// [`Index::targets`]): with `from`, the one the token there denotes.
+    pub fn references_at(
+        &self,
+        symbol: Option<&str>,
+        from: Option<&At>,
+    ) -> Result<Vec<Location>, NavError> {
+        let (targets, name) = self.target_set(symbol, from)?;
+        Ok(self.references_to(&targets, &name, |_| true))
+    }
+
+    /// Returns the definitions a query is about as a set, with the name they are defined under.
+    fn target_set(
+        &self,
+        symbol: Option<&str>,
+        from: Option<&At>,
+    ) -> Result<(HashSet<DefId>, String), NavError> {
+        let t = self.targets(symbol, from)?;
+        // Through an alias (`Cfg` for `Config`) the definition's own name finds every use.
+        let name = t
+            .defs
+            .first()
+            .map_or(t.name.clone(), |d| self.def(*d).name.clone());
+        Ok((t.defs.into_iter().collect(), name))
     }
 
     /// Returns `name` and every local name it is imported under (`import {a as b}`), to a
@@ -506,14 +483,31 @@ impl Index {
 
     /// Returns the definitions that call `symbol`, one entry per call site.
     pub fn callers(&self, symbol: &str) -> Result<Vec<Location>, NavError> {
-        let targets: HashSet<DefId> = self.lookup_or_err(symbol)?.into_iter().collect();
-        let (_, name) = split_symbol(symbol);
-        Ok(self.references_to(&targets, name, |k| matches!(k, "call" | "new" | "macro")))
+        self.callers_at(Some(symbol), None)
+    }
+
+    /// Returns the call sites of the definitions the query is about.
+    pub fn callers_at(
+        &self,
+        symbol: Option<&str>,
+        from: Option<&At>,
+    ) -> Result<Vec<Location>, NavError> {
+        let (targets, name) = self.target_set(symbol, from)?;
+        Ok(self.references_to(&targets, &name, |k| matches!(k, "call" | "new" | "macro")))
     }
 
     /// Returns the definitions `symbol`'s bodies call, resolved where the rules allow.
     pub fn callees(&self, symbol: &str) -> Result<Vec<Location>, NavError> {
-        let defs = self.lookup_or_err(symbol)?;
+        self.callees_at(Some(symbol), None)
+    }
+
+    /// Returns what the bodies of the definitions the query is about call.
+    pub fn callees_at(
+        &self,
+        symbol: Option<&str>,
+        from: Option<&At>,
+    ) -> Result<Vec<Location>, NavError> {
+        let defs = self.targets(symbol, from)?.defs;
         let mut seen: BTreeSet<(Resolution, DefId)> = BTreeSet::new();
         for d in defs {
             let facts = &self.files[d.file as usize].facts;
@@ -539,9 +533,17 @@ impl Index {
 
     /// Returns implementations of `symbol`: subclasses, implementing types, `impl` blocks.
     pub fn implementations(&self, symbol: &str) -> Result<Vec<Location>, NavError> {
-        let targets: HashSet<DefId> = self.lookup_or_err(symbol)?.into_iter().collect();
-        let (_, name) = split_symbol(symbol);
-        let names = self.alias_names(name);
+        self.implementations_at(Some(symbol), None)
+    }
+
+    /// Returns the implementations of the types the query is about.
+    pub fn implementations_at(
+        &self,
+        symbol: Option<&str>,
+        from: Option<&At>,
+    ) -> Result<Vec<Location>, NavError> {
+        let (targets, name) = self.target_set(symbol, from)?;
+        let names = self.alias_names(&name);
         let mut out = Vec::new();
         for (fi, f) in self.files.iter().enumerate() {
             let fi = fi as u32;
@@ -591,15 +593,23 @@ impl Index {
                 }
             }
         }
-        // Rust: inherent and trait impl blocks of a type.
+        // Rust: inherent and trait impl blocks of a type, resolved when the block's type
+        // resolves to it.
         for t in &targets {
             let d = self.def(*t);
             if matches!(d.kind.as_str(), "struct" | "enum" | "type") {
                 for id in self.names.get(&d.name).map(Vec::as_slice).unwrap_or(&[]) {
-                    if self.def(*id).kind == "impl"
-                        && self.files[id.file as usize].lang == self.files[t.file as usize].lang
+                    if self.def(*id).kind != "impl"
+                        || self.files[id.file as usize].lang != self.files[t.file as usize].lang
                     {
-                        out.push(self.def_location(*id, Resolution::Candidate));
+                        continue;
+                    }
+                    match self.enclosing_class(id.file, Some(id.def), 0) {
+                        Some(c) if c == *t => {
+                            out.push(self.def_location(*id, Resolution::Resolved))
+                        }
+                        Some(_) => {}
+                        None => out.push(self.def_location(*id, Resolution::Candidate)),
                     }
                 }
             }

@@ -106,12 +106,8 @@ impl Index {
         name: &str,
     ) -> Vec<DefId> {
         let all = self.candidates(file, name, !qualifier.is_empty());
-        let owner = qualifier
-            .rsplit(['.', ':'])
-            .next()
-            .map(|s| s.split('<').next().unwrap_or(s).trim())
-            .unwrap_or_default();
-        if owner.is_empty() || is_self(owner) {
+        let owner = qualifier_owner(qualifier);
+        if owner.is_empty() {
             return all;
         }
         let (mut first, rest): (Vec<DefId>, Vec<DefId>) = all
@@ -389,6 +385,17 @@ impl Index {
             return None;
         }
         let entry = &self.files[file as usize];
+        // A typed receiver: `client.send()`, `self.session.send()`, `this.http.get()`.
+        if let Some(ty) = self.receiver_type(file, qualifier, at, scope, depth) {
+            let defs = self.class_members(ty, name, depth);
+            if !defs.is_empty() {
+                return Some(Outcome::bound(defs, Vec::new()));
+            }
+            if !is_self(qualifier) {
+                // The type is known but the member is not declared on it: a candidate.
+                return None;
+            }
+        }
         if is_self(qualifier) || self.is_receiver_var(file, scope, qualifier) {
             let defs = self
                 .enclosing_type(file, scope)
@@ -405,7 +412,16 @@ impl Index {
         // Rust's `super::f()` is a module path, resolved below; elsewhere `super` is the parent
         // class.
         if entry.lang != Lang::Rust && (qualifier == "super" || qualifier.starts_with("super(")) {
-            // `super().m()` / `super.m()`: the member as inherited by the enclosing class.
+            // `super().m()` / `super.m()`: the member as inherited by the enclosing class, from
+            // the first base along the lookup order that has it.
+            if let Some(class) = self.enclosing_class(file, scope, depth + 1) {
+                for base in self.class_bases(class, depth + 1) {
+                    let defs = self.class_members(base, name, depth + 1);
+                    if !defs.is_empty() {
+                        return Some(Outcome::bound(defs, Vec::new()));
+                    }
+                }
+            }
             let ty = self.enclosing_type(file, scope)?;
             let mut defs = Vec::new();
             for base in self.bases(file, &ty, depth + 1) {
@@ -485,7 +501,7 @@ impl Index {
     }
 
     /// Returns the members named `name` of what `of` denotes (modules or types).
-    fn member_of(&self, of: &Outcome, name: &str, depth: usize) -> Outcome {
+    pub(crate) fn member_of(&self, of: &Outcome, name: &str, depth: usize) -> Outcome {
         let mut out = Outcome::bound(Vec::new(), Vec::new());
         for m in &of.modules {
             let o = self.exports(*m, name, depth + 1, false);
@@ -498,8 +514,17 @@ impl Index {
         for d in &of.defs {
             let def = self.def(*d);
             if is_type_container(&def.kind) || def.kind == "module" || def.kind == "type" {
-                out.defs
-                    .extend(self.members_by_name(d.file, &def.name, name, depth + 1));
+                let own = if def.kind == "module" || def.kind == "type" {
+                    Vec::new()
+                } else {
+                    self.class_members(*d, name, depth + 1)
+                };
+                if own.is_empty() {
+                    out.defs
+                        .extend(self.members_by_name(d.file, &def.name, name, depth + 1));
+                } else {
+                    out.defs.extend(own);
+                }
             }
             // An inline Rust module's `pub use` items.
             if def.kind == "module" && !def.signature.ends_with(';') {
@@ -641,6 +666,36 @@ impl Index {
     /// Returns definitions named `name`, best first: same file, same directory, imported
     /// files, then the rest; members first when the use was qualified.
     pub(crate) fn candidates(&self, file: u32, name: &str, member: bool) -> Vec<DefId> {
+        self.scored_candidates(file, name, member)
+            .into_iter()
+            .map(|(_, id)| id)
+            .collect()
+    }
+
+    /// Returns the best-ranked candidates for `qualifier.name` only: the members of types named
+    /// like the qualifier's last segment when there are any, and of those (or of all) the ones
+    /// ranked highest. A `def` at a position answers these instead of every ranked match.
+    pub(crate) fn best_candidates(&self, file: u32, qualifier: &str, name: &str) -> Vec<DefId> {
+        let scored = self.scored_candidates(file, name, !qualifier.is_empty());
+        let owner = qualifier_owner(qualifier);
+        let owned: Vec<(i32, DefId)> = scored
+            .iter()
+            .filter(|(_, id)| {
+                !owner.is_empty()
+                    && self.files[id.file as usize].facts.container(id.def) == Some(owner)
+            })
+            .copied()
+            .collect();
+        let pool = if owned.is_empty() { scored } else { owned };
+        let best = pool.first().map(|(s, _)| *s);
+        pool.into_iter()
+            .take_while(|(s, _)| Some(*s) == best)
+            .map(|(_, id)| id)
+            .collect()
+    }
+
+    /// Returns the candidates named `name` with their rank (lower is better), sorted.
+    fn scored_candidates(&self, file: u32, name: &str, member: bool) -> Vec<(i32, DefId)> {
         let from = &self.files[file as usize];
         let dir = dir_of(&from.path);
         let imported: HashSet<u32> = from
@@ -688,6 +743,16 @@ impl Index {
             })
             .collect();
         scored.sort();
-        scored.into_iter().map(|(_, id)| id).collect()
+        scored
     }
+}
+
+/// Returns the type a qualifier names last (`Glob` of `crate::glob::Glob<T>`), or empty.
+fn qualifier_owner(qualifier: &str) -> &str {
+    let owner = qualifier
+        .rsplit(['.', ':'])
+        .next()
+        .map(|s| s.split('<').next().unwrap_or(s).trim())
+        .unwrap_or_default();
+    if is_self(owner) { "" } else { owner }
 }

@@ -13,6 +13,7 @@ use super::NavError;
 use super::index::Index;
 use super::map::MapOptions;
 use super::render::{render_imports, render_locations, render_outline, render_places};
+use super::target::At;
 
 /// The default answer budget in characters when the caller gives none.
 pub const DEFAULT_MAX_CHARS: usize = 8_000;
@@ -94,6 +95,22 @@ fn symbol_schema(extra: Value) -> Value {
     json!({"type": "object", "properties": props, "required": ["symbol"], "additionalProperties": false})
 }
 
+/// The schema of a query about a symbol that a position can narrow (`from`); the symbol may
+/// be left out when `from` has a column.
+fn target_schema(extra: Value) -> Value {
+    let mut props = json!({
+        "symbol": {"type": "string", "description": "Name or qualified name: `send`, `Client.send`, `mod::Type`; optional when `from` has a column"},
+        "from": {"type": "string", "description": "path:line or path:line:col of a use or definition: answer about the definition the token there denotes (through its qualifier, receiver, imports and scopes) instead of every definition of the name"},
+        "max_chars": {"type": "integer", "minimum": 200, "description": "Answer budget in characters"}
+    });
+    if let (Some(p), Some(e)) = (props.as_object_mut(), extra.as_object()) {
+        for (k, v) in e {
+            p.insert(k.clone(), v.clone());
+        }
+    }
+    json!({"type": "object", "properties": props, "additionalProperties": false})
+}
+
 fn path_schema() -> Value {
     json!({"type": "object", "properties": {
         "path": {"type": "string", "description": "File path relative to the repository root"},
@@ -101,43 +118,37 @@ fn path_schema() -> Value {
     }, "required": ["path"], "additionalProperties": false})
 }
 
+fn context_property() -> Value {
+    json!({"context": {"type": "boolean", "description": "Show each place's source line too (default: locations grouped by file)"}})
+}
+
 /// Returns the declarations of every navigation tool.
 pub fn tool_specs() -> Vec<ToolSpec> {
     vec![
         ToolSpec {
             name: "nav_def",
-            description: "Where a symbol is defined. Give `from` (path:line) to resolve the name as used on that line through imports and scopes.",
-            parameters: symbol_schema(
-                json!({"from": {"type": "string", "description": "path:line of the use"}}),
-            ),
+            description: "Where a symbol is defined. Give `from` (path:line, or path:line:col) to resolve the name as used there through its qualifier, receiver, imports and scopes.",
+            parameters: target_schema(json!({})),
         },
         ToolSpec {
             name: "nav_refs",
-            description: "Every reference to a symbol, resolved through imports, labelled resolved or candidate.",
-            parameters: symbol_schema(
-                json!({"context": {"type": "boolean", "description": "Show each place's source line too (default: locations grouped by file)"}}),
-            ),
+            description: "Every reference to a symbol (with `from`: to the definition the token there denotes), resolved through imports, labelled resolved or candidate.",
+            parameters: target_schema(context_property()),
         },
         ToolSpec {
             name: "nav_callers",
             description: "Call sites of a function or method, with the calling definition.",
-            parameters: symbol_schema(
-                json!({"context": {"type": "boolean", "description": "Show each place's source line too (default: locations grouped by file)"}}),
-            ),
+            parameters: target_schema(context_property()),
         },
         ToolSpec {
             name: "nav_callees",
             description: "Functions and methods a definition calls.",
-            parameters: symbol_schema(
-                json!({"context": {"type": "boolean", "description": "Show each place's source line too (default: locations grouped by file)"}}),
-            ),
+            parameters: target_schema(context_property()),
         },
         ToolSpec {
             name: "nav_impls",
             description: "Subclasses, implementations and impl blocks of a type or trait.",
-            parameters: symbol_schema(
-                json!({"context": {"type": "boolean", "description": "Show each place's source line too (default: locations grouped by file)"}}),
-            ),
+            parameters: target_schema(context_property()),
         },
         ToolSpec {
             name: "nav_imports",
@@ -195,15 +206,32 @@ fn max_chars(args: &Value) -> usize {
         .map_or(DEFAULT_MAX_CHARS, |n| (n as usize).max(200))
 }
 
-/// Parses `path:line` into its parts.
-pub fn parse_from(from: &str) -> Result<(&str, u32), NavError> {
-    from.rsplit_once(':')
-        .and_then(|(p, l)| l.parse().ok().map(|l| (p, l)))
-        .ok_or_else(|| NavError::BadArgument {
-            message: format!(
-                "`{from}` is not a location; write it as path:line, e.g. src/app.py:120"
-            ),
-        })
+/// Returns the `symbol` and `from` arguments of a query about a symbol; at least one is
+/// needed.
+fn target_args(args: &Value) -> Result<(Option<&str>, Option<At>), ToolError> {
+    let symbol = args
+        .get("symbol")
+        .and_then(Value::as_str)
+        .filter(|s| !s.trim().is_empty());
+    let from = match args.get("from").and_then(Value::as_str) {
+        Some(f) => Some(At::parse(f)?),
+        None => None,
+    };
+    if symbol.is_none() && from.as_ref().is_none_or(|f| f.col.is_none()) {
+        return Err(ToolError::Arguments(
+            "missing string argument `symbol` (or give `from` as path:line:col)".into(),
+        ));
+    }
+    Ok((symbol, from))
+}
+
+/// Returns how an answer's title names what it is about: the symbol, or the position.
+pub fn title_of(symbol: Option<&str>, from: Option<&At>) -> String {
+    match (symbol, from) {
+        (Some(s), _) => s.to_string(),
+        (None, Some(at)) => format!("{}:{}:{}", at.path, at.line, at.col.unwrap_or(0)),
+        (None, None) => String::new(),
+    }
 }
 
 /// Runs tool `name` with JSON `args` on a refreshed index and returns bounded text.
@@ -230,21 +258,18 @@ pub fn call(
         .unwrap_or(false);
     let text = match name {
         "nav_def" => {
-            let symbol = str_arg(args, "symbol")?;
-            let from = match args.get("from").and_then(Value::as_str) {
-                Some(f) => Some(parse_from(f)?),
-                None => None,
-            };
+            let (symbol, from) = target_args(args)?;
             render_locations(
-                &format!("definition of {symbol}"),
-                &index.definition(symbol, from)?,
+                &format!("definition of {}", title_of(symbol, from.as_ref())),
+                &index.definition_at(symbol, from.as_ref())?,
                 limit,
                 false,
             )
             .text
         }
         "nav_refs" | "nav_callers" | "nav_callees" | "nav_impls" => {
-            places(index, name, str_arg(args, "symbol")?, limit, context)?
+            let (symbol, from) = target_args(args)?;
+            places(index, name, symbol, from.as_ref(), limit, context)?
         }
         "nav_imports" | "nav_importers" => imports(index, name, str_arg(args, "path")?, limit)?,
         "nav_outline" => {
@@ -273,17 +298,28 @@ pub fn call(
 fn places(
     index: &Index,
     tool: &str,
-    symbol: &str,
+    symbol: Option<&str>,
+    from: Option<&At>,
     limit: usize,
     context: bool,
 ) -> Result<String, ToolError> {
+    let what = title_of(symbol, from);
     let (title, places) = match tool {
-        "nav_refs" => (format!("references to {symbol}"), index.references(symbol)?),
-        "nav_callers" => (format!("callers of {symbol}"), index.callers(symbol)?),
-        "nav_callees" => (format!("callees of {symbol}"), index.callees(symbol)?),
+        "nav_refs" => (
+            format!("references to {what}"),
+            index.references_at(symbol, from)?,
+        ),
+        "nav_callers" => (
+            format!("callers of {what}"),
+            index.callers_at(symbol, from)?,
+        ),
+        "nav_callees" => (
+            format!("callees of {what}"),
+            index.callees_at(symbol, from)?,
+        ),
         _ => (
-            format!("implementations of {symbol}"),
-            index.implementations(symbol)?,
+            format!("implementations of {what}"),
+            index.implementations_at(symbol, from)?,
         ),
     };
     Ok(render_places(&title, &places, limit, false, context).text)

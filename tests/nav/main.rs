@@ -10,10 +10,13 @@ mod cache;
 mod cli;
 mod ecma;
 mod go;
+mod inheritance;
 mod map;
 mod matcher;
 mod mcp;
+mod position;
 mod python;
+mod receivers;
 mod render;
 mod rust;
 mod scan;
@@ -22,7 +25,7 @@ mod support;
 mod tools;
 mod workspaces;
 
-use git_orchestra::nav::{Index, Location, Resolution};
+use git_orchestra::nav::{At, Index, Location, Resolution};
 use support::TestRepo;
 
 /// Returns a refreshed index of the repository's worktree.
@@ -81,6 +84,32 @@ pub fn fixture(name: &str) -> TestRepo {
     TestRepo::with_files(&refs)
 }
 
+/// Returns the position of `token` in the first line of `path` containing `needle` (the token
+/// searched from where the needle starts).
+pub fn at(repo: &TestRepo, path: &str, needle: &str, token: &str) -> At {
+    let text = std::fs::read_to_string(repo.path.join(path)).unwrap();
+    let (i, line) = text
+        .lines()
+        .enumerate()
+        .find(|(_, l)| l.contains(needle))
+        .unwrap_or_else(|| panic!("`{needle}` is not in {path}"));
+    let start = line.find(needle).unwrap();
+    // The first whole-word occurrence of the token (`handle` is not `handler`).
+    let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+    let col = line[start..]
+        .match_indices(token)
+        .map(|(i, _)| start + i)
+        .find(|&i| {
+            !word(line[..i].chars().next_back()) && !word(line[i + token.len()..].chars().next())
+        })
+        .expect("the token is in the needle");
+    At {
+        path: path.to_string(),
+        line: i as u32 + 1,
+        col: Some(col as u32 + 1),
+    }
+}
+
 /// Returns the line of `path` holding `needle` first, as `path:line`.
 pub fn line_of(repo: &TestRepo, path: &str, needle: &str) -> String {
     let text = std::fs::read_to_string(repo.path.join(path)).unwrap();
@@ -91,15 +120,13 @@ pub fn line_of(repo: &TestRepo, path: &str, needle: &str) -> String {
     format!("{path}:{}", i + 1)
 }
 
-/// Returns `path:line` of the single resolved definition of `name` as used on the first line
-/// of `path` holding `needle`; panics when the answer is a candidate or not one definition.
-pub fn def_on(idx: &Index, repo: &TestRepo, path: &str, needle: &str, name: &str) -> String {
-    let line = line_of(repo, path, needle);
-    let n: u32 = line.rsplit(':').next().unwrap().parse().unwrap();
-    let locs = idx.definition(name, Some((path, n))).unwrap();
+/// Returns `path:line` of the single resolved definition the token at `at` denotes; panics
+/// when the answer is a candidate or not one definition.
+pub fn def_at(idx: &Index, at: &At) -> String {
+    let locs = idx.definition_at(None, Some(at)).unwrap();
     assert!(
         locs.len() == 1 && locs[0].resolution == Resolution::Resolved,
-        "{name} at {line}: {locs:?}"
+        "{at:?}: {locs:?}"
     );
     format!("{}:{}", locs[0].path, locs[0].line)
 }

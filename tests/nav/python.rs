@@ -92,8 +92,13 @@ fn self_method_calls_resolve_by_class_and_callers_callees_follow() {
         names.contains(&"helper") && names.contains(&"Config"),
         "{names:?}"
     );
-    // `c.load()`: the receiver type is not inferred, so load is a candidate.
-    assert!(names.contains(&"load"));
+    // `c = Cfg()` types `c`: `c.load()` is Config's.
+    assert!(
+        callees
+            .iter()
+            .any(|l| l.name == "load" && l.resolution == git_orchestra::nav::Resolution::Resolved),
+        "{callees:?}"
+    );
 }
 
 #[test]

@@ -3,7 +3,7 @@
 //! Python `src/` layouts, `__init__` re-exports and relative imports seen from tests and
 //! examples.
 
-use crate::{def_on, fixture, index, line_of};
+use crate::{at, def_at, fixture, index, line_of};
 
 #[test]
 fn rust_crates_are_reached_by_name_through_facades_and_binary_roots() {
@@ -12,77 +12,68 @@ fn rust_crates_are_reached_by_name_through_facades_and_binary_roots() {
     let frame = "crates/wire/src/frame.rs";
     let frame_struct = line_of(&repo, frame, "pub struct Frame");
     // `use net_kit::sub::Frame;` (package `net-kit`, an inline module re-exporting it).
-    assert_eq!(
-        def_on(
-            &idx,
-            &repo,
-            "crates/server/src/main.rs",
-            "let frame = Frame::new()",
-            "Frame"
-        ),
-        frame_struct
+    let p = at(
+        &repo,
+        "crates/server/src/main.rs",
+        "let frame = Frame::new()",
+        "Frame",
+    );
+    assert_eq!(def_at(&idx, &p), frame_struct);
+    let p = at(
+        &repo,
+        "crates/server/src/main.rs",
+        "let frame = Frame::new()",
+        "new",
     );
     assert_eq!(
-        def_on(
-            &idx,
-            &repo,
-            "crates/server/src/main.rs",
-            "let frame = Frame::new()",
-            "new"
-        ),
+        def_at(&idx, &p),
         line_of(&repo, frame, "pub fn new() -> Self")
     );
     // `use net_kit::proto::codec::Encode;` through `pub use wire as proto;`.
+    let p = at(
+        &repo,
+        "crates/server/src/handler.rs",
+        "use net_kit::proto::codec::Encode",
+        "Encode",
+    );
     assert_eq!(
-        def_on(
-            &idx,
-            &repo,
-            "crates/server/src/handler.rs",
-            "use net_kit::proto::codec::Encode",
-            "Encode"
-        ),
+        def_at(&idx, &p),
         line_of(&repo, "crates/wire/src/codec.rs", "pub trait Encode")
     );
     // `use wire::frame::Frame;` by the crate's name, and from an integration test.
-    assert_eq!(
-        def_on(
-            &idx,
-            &repo,
-            "crates/server/src/handler.rs",
-            "    frame: Frame,",
-            "Frame"
-        ),
-        frame_struct
+    let p = at(
+        &repo,
+        "crates/server/src/handler.rs",
+        "    frame: Frame,",
+        "Frame",
     );
-    assert_eq!(
-        def_on(
-            &idx,
-            &repo,
-            "crates/wire/tests/roundtrip.rs",
-            "Frame::new()",
-            "Frame"
-        ),
-        frame_struct
+    assert_eq!(def_at(&idx, &p), frame_struct);
+    let p = at(
+        &repo,
+        "crates/wire/tests/roundtrip.rs",
+        "Frame::new()",
+        "Frame",
     );
+    assert_eq!(def_at(&idx, &p), frame_struct);
     // `mod handler;` in main.rs and `mod util;` in a binary's own directory.
+    let p = at(
+        &repo,
+        "crates/server/src/main.rs",
+        "handler::handle(&frame)",
+        "handle",
+    );
     assert_eq!(
-        def_on(
-            &idx,
-            &repo,
-            "crates/server/src/main.rs",
-            "handler::handle(&frame)",
-            "handle"
-        ),
+        def_at(&idx, &p),
         line_of(&repo, "crates/server/src/handler.rs", "pub fn handle(")
     );
+    let p = at(
+        &repo,
+        "crates/server/src/bin/probe/main.rs",
+        "util::ping()",
+        "ping",
+    );
     assert_eq!(
-        def_on(
-            &idx,
-            &repo,
-            "crates/server/src/bin/probe/main.rs",
-            "util::ping()",
-            "ping"
-        ),
+        def_at(&idx, &p),
         line_of(&repo, "crates/server/src/bin/probe/util.rs", "pub fn ping")
     );
 }
@@ -93,34 +84,31 @@ fn typescript_barrels_and_tsconfig_paths_resolve() {
     let idx = index(&repo);
     let main = "src/app/main.ts";
     // `import { Source, Stream, Subscriber } from '@core/index'` (paths) → barrel → files.
+    let p = at(&repo, main, "new Stream(source)", "Stream");
     assert_eq!(
-        def_on(&idx, &repo, main, "new Stream(source)", "Stream"),
+        def_at(&idx, &p),
         line_of(&repo, "src/core/stream.ts", "export class Stream")
     );
+    let p = at(&repo, main, "new Subscriber<number>()", "Subscriber");
     assert_eq!(
-        def_on(&idx, &repo, main, "new Subscriber<number>()", "Subscriber"),
+        def_at(&idx, &p),
         line_of(&repo, "src/core/subscriber.ts", "export class Subscriber")
     );
     // `import { BufferedStream } from '@core/buffered'`.
+    let p = at(&repo, main, "new BufferedStream(source)", "BufferedStream");
     assert_eq!(
-        def_on(
-            &idx,
-            &repo,
-            main,
-            "new BufferedStream(source)",
-            "BufferedStream"
-        ),
+        def_at(&idx, &p),
         line_of(&repo, "src/core/buffered.ts", "export class BufferedStream")
     );
     // `import { Subscription } from 'src/core/stream'` (baseUrl).
+    let p = at(
+        &repo,
+        main,
+        "private subscription: Subscription",
+        "Subscription",
+    );
     assert_eq!(
-        def_on(
-            &idx,
-            &repo,
-            main,
-            "private subscription: Subscription",
-            "Subscription"
-        ),
+        def_at(&idx, &p),
         line_of(&repo, "src/core/stream.ts", "export class Subscription")
     );
     let targets: Vec<Option<String>> = idx
@@ -137,25 +125,25 @@ fn python_src_layouts_reexports_and_relative_imports_resolve() {
     let repo = fixture("python");
     let idx = index(&repo);
     // `from courier import Client` (src/ layout, `__init__` re-export of `.client`).
+    let p = at(
+        &repo,
+        "tests/test_client.py",
+        "from courier import Client",
+        "Client",
+    );
     assert_eq!(
-        def_on(
-            &idx,
-            &repo,
-            "tests/test_client.py",
-            "from courier import Client",
-            "Client"
-        ),
+        def_at(&idx, &p),
         line_of(&repo, "src/courier/client.py", "class Client:")
     );
     // `import courier` then `courier.session()`.
+    let p = at(
+        &repo,
+        "examples/send_mail.py",
+        "courier.session()",
+        "session",
+    );
     assert_eq!(
-        def_on(
-            &idx,
-            &repo,
-            "examples/send_mail.py",
-            "courier.session()",
-            "session"
-        ),
+        def_at(&idx, &p),
         line_of(&repo, "src/courier/sessions.py", "def session()")
     );
 }

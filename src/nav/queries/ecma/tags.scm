@@ -46,6 +46,28 @@
 (catch_clause parameter: (identifier) @local)
 (for_in_statement left: (identifier) @local)
 
+; Type facts: what a name holds (`@binding.<kind>` + `@name` + `@type`). A name matched by
+; several patterns keeps the most telling kind: annotation, then call, then none/unknown.
+
+(variable_declarator
+  name: (identifier) @name
+  value: (new_expression constructor: [(identifier) (member_expression)] @type)) @binding.call
+(variable_declarator
+  name: (identifier) @name
+  value: (call_expression function: [(identifier) (member_expression)] @type)) @binding.call
+(variable_declarator
+  name: (identifier) @name
+  value: (await_expression (call_expression function: [(identifier) (member_expression)] @type))) @binding.unwrap
+(variable_declarator name: (identifier) @name) @binding.unknown
+(assignment_expression
+  left: (member_expression object: (this)) @name
+  right: (new_expression constructor: [(identifier) (member_expression)] @type)) @binding.call
+(assignment_expression
+  left: (member_expression object: (this)) @name
+  right: (call_expression function: [(identifier) (member_expression)] @type)) @binding.call
+(assignment_expression left: (member_expression object: (this)) @name right: [(null) (undefined)]) @binding.none
+(assignment_expression left: [(identifier) (member_expression object: (this))] @name) @binding.unknown
+
 ; References
 
 (call_expression

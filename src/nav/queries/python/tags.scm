@@ -43,6 +43,33 @@
 (as_pattern alias: (as_pattern_target (identifier) @local))
 (named_expression name: (identifier) @local)
 
+; Type facts: what a name holds (`@binding.<kind>` + `@name` + `@type`). A name matched by
+; several patterns keeps the most telling kind: annotation, then call, then none/unknown.
+
+(typed_parameter (identifier) @name type: (type) @type) @binding.annotation
+(typed_default_parameter name: (identifier) @name type: (type) @type) @binding.annotation
+(function_definition return_type: (type) @type) @binding.returns
+(assignment left: [(identifier) (attribute)] @name type: (type) @type) @binding.annotation
+(assignment left: [(identifier) (attribute)] @name right: (none)) @binding.none
+(assignment
+  left: [(identifier) (attribute)] @name
+  right: (call function: [(identifier) (attribute)] @type)) @binding.call
+(assignment
+  left: [(identifier) (attribute)] @name
+  right: (await (call function: [(identifier) (attribute)] @type))) @binding.unwrap
+(assignment left: [(identifier) (attribute)] @name) @binding.unknown
+(with_item
+  value: (as_pattern
+    (call function: [(identifier) (attribute)] @type)
+    alias: (as_pattern_target (identifier) @name))) @binding.call
+(as_pattern alias: (as_pattern_target (identifier) @name)) @binding.unknown
+(parameters (identifier) @name) @binding.unknown
+(parameters (default_parameter name: (identifier) @name)) @binding.unknown
+(for_statement left: (identifier) @name) @binding.unknown
+(for_statement left: (pattern_list (identifier) @name)) @binding.unknown
+(assignment left: (pattern_list (identifier) @name)) @binding.unknown
+(assignment left: (tuple_pattern (identifier) @name)) @binding.unknown
+
 ; Names that are not references
 
 (keyword_argument name: (identifier) @ignore)

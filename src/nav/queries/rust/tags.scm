@@ -57,6 +57,40 @@
 (let_condition pattern: (tuple_struct_pattern (identifier) @local))
 (match_pattern (identifier) @local)
 
+; Type facts: what a name holds (`@binding.<kind>` + `@name` + `@type`). A name matched by
+; several patterns keeps the most telling kind: annotation, then call, then unknown.
+
+(parameter
+  pattern: [(identifier) @name (mut_pattern (identifier) @name)]
+  type: (_) @type) @binding.annotation
+(let_declaration
+  pattern: [(identifier) @name (mut_pattern (identifier) @name)]
+  type: (_) @type) @binding.annotation
+(let_declaration
+  pattern: [(identifier) @name (mut_pattern (identifier) @name)]
+  value: (call_expression function: [(identifier) (scoped_identifier) (field_expression)] @type)) @binding.call
+(let_declaration
+  pattern: [(identifier) @name (mut_pattern (identifier) @name)]
+  value: (try_expression (call_expression function: [(identifier) (scoped_identifier) (field_expression)] @type))) @binding.unwrap
+(let_declaration
+  pattern: [(identifier) @name (mut_pattern (identifier) @name)]
+  value: (call_expression
+    function: (field_expression
+      value: (call_expression function: [(identifier) (scoped_identifier)] @type)
+      field: (field_identifier) @unwrap)
+    (#match? @unwrap "^(unwrap|expect)$"))) @binding.unwrap
+(let_declaration
+  pattern: [(identifier) @name (mut_pattern (identifier) @name)]
+  value: (struct_expression name: [(type_identifier) (scoped_type_identifier)] @type)) @binding.annotation
+(let_declaration pattern: [(identifier) @name (mut_pattern (identifier) @name)]) @binding.unknown
+(function_item return_type: (_) @type) @binding.returns
+(function_signature_item return_type: (_) @type) @binding.returns
+(field_declaration name: (field_identifier) @name type: (_) @type) @binding.annotation
+(closure_parameters (identifier) @name) @binding.unknown
+(for_expression pattern: (identifier) @name) @binding.unknown
+(tuple_struct_pattern (identifier) @name) @binding.unknown
+(match_pattern (identifier) @name) @binding.unknown
+
 ; Names that are not references
 
 (field_initializer field: (field_identifier) @ignore)

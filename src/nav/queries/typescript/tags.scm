@@ -19,6 +19,28 @@
 (mapped_type_clause name: (type_identifier) @name) @definition.type_parameter
 (infer_type . (type_identifier) @name) @definition.type_parameter
 
+; Type facts (after ecma/tags.scm's): annotations of parameters, variables, fields and
+; returns; `constructor(private x: X)` declares the property `this.x`.
+
+(required_parameter
+  (accessibility_modifier)
+  pattern: (identifier) @name
+  type: (type_annotation (_) @type)) @binding.property
+(required_parameter pattern: (identifier) @name type: (type_annotation (_) @type)) @binding.annotation
+(optional_parameter pattern: (identifier) @name type: (type_annotation (_) @type)) @binding.annotation
+(required_parameter pattern: (identifier) @name) @binding.unknown
+(optional_parameter pattern: (identifier) @name) @binding.unknown
+(public_field_definition name: (property_identifier) @name type: (type_annotation (_) @type)) @binding.annotation
+(public_field_definition
+  name: (property_identifier) @name
+  value: (new_expression constructor: [(identifier) (member_expression)] @type)) @binding.call
+(variable_declarator name: (identifier) @name type: (type_annotation (_) @type)) @binding.annotation
+(function_declaration return_type: (type_annotation (_) @type)) @binding.returns
+(method_definition return_type: (type_annotation (_) @type)) @binding.returns
+(method_signature return_type: (type_annotation (_) @type)) @binding.returns
+(abstract_method_signature return_type: (type_annotation (_) @type)) @binding.returns
+(function_signature return_type: (type_annotation (_) @type)) @binding.returns
+
 (required_parameter pattern: (identifier) @local)
 (optional_parameter pattern: (identifier) @local)
 

@@ -1,0 +1,528 @@
+//! Light, local typing of receivers: what type `client` in `client.send()` or `self.session`
+//! in `self.session.send()` holds, from the file's [`TypeFact`]s — annotations of parameters,
+//! variables, fields and returns, constructor calls, `self.x = …` — and the members of that
+//! type along its bases (Python's method resolution order, TypeScript's `extends` then
+//! `implements`, Rust's inherent and trait impls).
+//!
+//! Typing is deliberately shallow: a name typed by one fact that resolves to exactly one type
+//! is typed; anything else (no fact, a fact naming a generic or external type, a call whose
+//! return is not annotated) leaves the receiver untyped, so its members stay candidates and
+//! nothing is labelled resolved on a guess.
+
+use super::extract::{is_function, is_type_container};
+use super::facts::TypeFact;
+use super::index::{DefId, Index};
+use super::lang::Lang;
+
+/// Deepest chain of facts followed (a call's return type naming another call's …).
+const MAX_DEPTH: usize = 8;
+
+/// What a name is bound to in a scope.
+enum Binding {
+    /// No binding of the name in the scopes searched: it is not a local.
+    Absent,
+    /// Bound, to a value no rule types.
+    Unknown,
+    /// Bound to an instance of this type.
+    Typed(DefId),
+}
+
+/// Returns true if and only if definitions of `kind` can be the type of a value.
+fn is_type_like(kind: &str) -> bool {
+    is_type_container(kind) && kind != "impl"
+}
+
+/// Returns the type a type expression names, as a path (`Client`, `http.Client`,
+/// `crate::net::Client`), or `None` when it names no single type (a union of two, a list, a
+/// tuple, a function type). `unwrap` takes the success type of `Result<T, E>`, `Option<T>`
+/// or `Promise<T>`.
+pub(crate) fn type_path(lang: Lang, text: &str, unwrap: bool) -> Option<String> {
+    let mut t = text.trim().trim_matches(['"', '\'']).trim().to_string();
+    // References, `mut`, `dyn` / `impl` trait objects, lifetimes.
+    loop {
+        let before = t.len();
+        for p in ["&", "mut ", "dyn ", "impl ", "readonly "] {
+            if let Some(rest) = t.strip_prefix(p) {
+                t = rest.trim_start().to_string();
+            }
+        }
+        if t.starts_with('\'')
+            && let Some((_, rest)) = t.split_once(' ')
+        {
+            t = rest.to_string();
+        }
+        if t.len() == before {
+            break;
+        }
+    }
+    // `X | None`, `X | undefined | null`, `Optional[X]`.
+    let parts: Vec<&str> = t
+        .split('|')
+        .map(str::trim)
+        .filter(|p| !matches!(*p, "None" | "null" | "undefined"))
+        .collect();
+    if parts.len() != 1 {
+        return None;
+    }
+    let mut t = parts[0].to_string();
+    let (open, close) = if lang == Lang::Python {
+        ('[', ']')
+    } else {
+        ('<', '>')
+    };
+    while let Some((head, args)) = t.split_once(open) {
+        let head = head.trim();
+        let last = head.rsplit(['.', ':']).next().unwrap_or(head);
+        let inner = args.strip_suffix(close)?.trim();
+        let first_arg = inner.split(',').next().unwrap_or(inner).trim();
+        let wraps = matches!(last, "Box" | "Arc" | "Rc" | "Optional" | "Type")
+            || (unwrap && matches!(last, "Result" | "Option" | "Promise"));
+        if wraps {
+            t = first_arg.to_string();
+        } else {
+            t = head.to_string();
+            break;
+        }
+    }
+    let ok = !t.is_empty()
+        && t.split(['.', ':']).filter(|s| !s.is_empty()).all(|s| {
+            s.chars()
+                .all(|c| c.is_alphanumeric() || c == '_' || c == '$')
+        });
+    ok.then_some(t)
+}
+
+/// Splits a path into (qualifier, last name) at its last `.` or `::`.
+fn split_path(path: &str) -> (&str, &str) {
+    if let Some((q, n)) = path.rsplit_once("::") {
+        return (q, n);
+    }
+    path.rsplit_once('.').unwrap_or(("", path))
+}
+
+impl Index {
+    /// Returns the type (class, struct, trait, interface) whose body encloses `scope`: a class
+    /// or trait itself, the type an `impl` block is for, or a Go method's receiver type.
+    pub(crate) fn enclosing_class(
+        &self,
+        file: u32,
+        scope: Option<u32>,
+        depth: usize,
+    ) -> Option<DefId> {
+        let facts = &self.files[file as usize].facts;
+        let mut cur = scope;
+        while let Some(c) = cur {
+            let d = &facts.defs[c as usize];
+            if !d.owner.is_empty() {
+                return self.single_type(file, &d.owner, d.span.start_byte, None, depth);
+            }
+            if d.kind == "impl" {
+                return self.single_type(file, &d.name, d.name_span.start_byte, d.parent, depth);
+            }
+            if is_type_like(&d.kind) {
+                return Some(DefId { file, def: c });
+            }
+            cur = d.parent;
+        }
+        None
+    }
+
+    /// Resolves the type path `path` used at byte `at` of `file` to exactly one type.
+    fn single_type(
+        &self,
+        file: u32,
+        path: &str,
+        at: u32,
+        scope: Option<u32>,
+        depth: usize,
+    ) -> Option<DefId> {
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        if path == "Self" {
+            return self.enclosing_class(file, scope, depth + 1);
+        }
+        let (q, name) = split_path(path);
+        let o = if q.is_empty() {
+            self.resolve_unqualified(file, name, at, scope, depth + 1)
+        } else {
+            self.resolve_qualified(file, q, name, at, scope, depth + 1)
+        }?;
+        let types: Vec<DefId> = o
+            .defs
+            .iter()
+            .copied()
+            .filter(|d| is_type_like(&self.def(*d).kind))
+            .collect();
+        match types.as_slice() {
+            [one] if o.bound => Some(*one),
+            _ => None,
+        }
+    }
+
+    /// Returns the type a fact of `file` gives its name, if the rules can tell.
+    fn fact_type(&self, file: u32, fact: &TypeFact, depth: usize) -> Option<DefId> {
+        if depth > MAX_DEPTH || fact.ty.is_empty() {
+            return None;
+        }
+        let lang = self.files[file as usize].lang;
+        let at = fact.span.start_byte;
+        match fact.kind.as_str() {
+            "annotation" => {
+                let path = type_path(lang, &fact.ty, false)?;
+                self.single_type(file, &path, at, fact.scope, depth + 1)
+            }
+            "call" | "unwrap" => {
+                let unwrap = fact.kind == "unwrap";
+                let path = type_path(lang, &fact.ty, false)?;
+                let (q, name) = split_path(&path);
+                let o = if q.is_empty() {
+                    self.resolve_unqualified(file, name, at, fact.scope, depth + 1)
+                } else {
+                    self.resolve_qualified(file, q, name, at, fact.scope, depth + 1)
+                }?;
+                let [callee] = o.defs.as_slice() else {
+                    return None;
+                };
+                if !o.bound {
+                    return None;
+                }
+                let kind = self.def(*callee).kind.clone();
+                if is_type_like(&kind) && !unwrap {
+                    Some(*callee)
+                } else if is_function(&kind) {
+                    self.return_type(*callee, unwrap, depth + 1)
+                } else {
+                    None
+                }
+            }
+            _ => None,
+        }
+    }
+
+    /// Returns the type function `func` is annotated to return (its success type when
+    /// `unwrap`).
+    pub(crate) fn return_type(&self, func: DefId, unwrap: bool, depth: usize) -> Option<DefId> {
+        let f = &self.files[func.file as usize];
+        let fact = f
+            .facts
+            .types
+            .iter()
+            .find(|t| t.var.is_empty() && t.scope == Some(func.def))?;
+        let path = type_path(f.lang, &fact.ty, unwrap)?;
+        self.single_type(
+            func.file,
+            &path,
+            fact.span.start_byte,
+            Some(func.def),
+            depth + 1,
+        )
+    }
+
+    /// Returns what `var` is bound to at byte `at` inside `scope` of `file`: the binding in
+    /// the innermost function that binds it (the last one before `at`, else the first after),
+    /// then at module level.
+    fn binding(&self, file: u32, scope: Option<u32>, var: &str, at: u32, depth: usize) -> Binding {
+        let facts = &self.files[file as usize].facts;
+        let mut cur = scope;
+        loop {
+            let here: Vec<&TypeFact> = facts
+                .types
+                .iter()
+                .filter(|t| t.scope == cur && t.var == var)
+                .collect();
+            let pick = if cur.is_none() {
+                here.last().copied()
+            } else {
+                here.iter()
+                    .rev()
+                    .find(|t| t.span.start_byte <= at)
+                    .or(here.first())
+                    .copied()
+            };
+            if let Some(t) = pick {
+                return match self.fact_type(file, t, depth + 1) {
+                    Some(ty) => Binding::Typed(ty),
+                    None => Binding::Unknown,
+                };
+            }
+            let Some(c) = cur else {
+                return Binding::Absent;
+            };
+            // Names of a class body are not visible in its methods.
+            let mut next = facts.defs[c as usize].parent;
+            while let Some(n) = next {
+                let d = &facts.defs[n as usize];
+                if is_function(&d.kind) || d.kind == "module" {
+                    break;
+                }
+                next = d.parent;
+            }
+            cur = next;
+        }
+    }
+
+    /// Returns the type of attribute `attr` of instances of `class`: assigned as
+    /// `self.attr = …` / `this.attr = …` in its methods, or declared as a field, in the class
+    /// or one of its bases.
+    fn attribute_type(&self, class: DefId, attr: &str, depth: usize) -> Option<DefId> {
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        let facts = &self.files[class.file as usize].facts;
+        let dotted = [format!("self.{attr}"), format!("this.{attr}")];
+        let mut found: Option<DefId> = None;
+        let mut any = false;
+        for t in &facts.types {
+            let owner = t.scope.and_then(|s| {
+                if s == class.def {
+                    return Some(class);
+                }
+                self.enclosing_class(class.file, Some(s), depth + 1)
+            });
+            let mine = owner == Some(class);
+            let hit =
+                (t.var == attr && t.scope == Some(class.def)) || (mine && dotted.contains(&t.var));
+            if !hit {
+                continue;
+            }
+            any = true;
+            match self.fact_type(class.file, t, depth + 1) {
+                Some(ty) if found.is_none_or(|f| f == ty) => found = Some(ty),
+                // Two different types, or a value no rule types: unknown.
+                _ => return None,
+            }
+        }
+        if any {
+            return found;
+        }
+        self.class_bases(class, depth + 1)
+            .into_iter()
+            .find_map(|b| self.attribute_type(b, attr, depth + 1))
+    }
+
+    /// Returns the type the receiver expression `qualifier` (`client`, `self.session`,
+    /// `this.http.client`) holds at byte `at` of `file`, or `None` when it is not a typed
+    /// receiver (a module, a type, an untyped name).
+    pub(crate) fn receiver_type(
+        &self,
+        file: u32,
+        qualifier: &str,
+        at: u32,
+        scope: Option<u32>,
+        depth: usize,
+    ) -> Option<DefId> {
+        if depth > MAX_DEPTH || qualifier.contains("::") {
+            return None;
+        }
+        let segs: Vec<&str> = qualifier.split('.').map(str::trim).collect();
+        if segs
+            .iter()
+            .any(|s| s.is_empty() || !s.chars().all(|c| c.is_alphanumeric() || c == '_'))
+        {
+            return None;
+        }
+        let mut ty = match segs[0] {
+            "self" | "this" => self.enclosing_class(file, scope, depth + 1)?,
+            first => match self.binding(file, scope, first, at, depth + 1) {
+                Binding::Typed(t) => t,
+                Binding::Unknown => return None,
+                Binding::Absent => self.global_instance(file, first, at, scope, depth + 1)?,
+            },
+        };
+        for seg in &segs[1..] {
+            ty = self.attribute_type(ty, seg, depth + 1)?;
+        }
+        Some(ty)
+    }
+
+    /// Returns the type of a module-level variable `name` as seen from `file` (`app` after
+    /// `from app import app`, where `app = Flask(…)`).
+    fn global_instance(
+        &self,
+        file: u32,
+        name: &str,
+        at: u32,
+        scope: Option<u32>,
+        depth: usize,
+    ) -> Option<DefId> {
+        let o = self.resolve_unqualified(file, name, at, scope, depth + 1)?;
+        let [var] = o.defs.as_slice() else {
+            return None;
+        };
+        let d = self.def(*var);
+        if !o.bound || !matches!(d.kind.as_str(), "constant" | "variable") {
+            return None;
+        }
+        match self.binding(var.file, d.parent, &d.name, d.span.start_byte, depth + 1) {
+            Binding::Typed(t) => Some(t),
+            _ => None,
+        }
+    }
+
+    /// Returns the members named `name` of type `class`: its own, else those of the first
+    /// base along the language's lookup order that has one.
+    pub(crate) fn class_members(&self, class: DefId, name: &str, depth: usize) -> Vec<DefId> {
+        let own = self.own_members(class, name, depth);
+        if !own.is_empty() || depth > MAX_DEPTH {
+            return own;
+        }
+        for base in self.class_bases(class, depth + 1) {
+            let m = self.class_members(base, name, depth + 1);
+            if !m.is_empty() {
+                return m;
+            }
+        }
+        Vec::new()
+    }
+
+    /// Returns the members named `name` declared in `class`'s body or, for a Rust or Go type,
+    /// in its `impl` blocks and methods (of the same file, or elsewhere when their type
+    /// resolves to it: another crate's `Iter` is another type).
+    fn own_members(&self, class: DefId, name: &str, depth: usize) -> Vec<DefId> {
+        let cd = self.def(class);
+        let lang = self.files[class.file as usize].lang;
+        let nested = matches!(lang, Lang::Rust | Lang::Go) && cd.kind != "trait";
+        let candidates: Vec<DefId> = self
+            .names
+            .get(name)
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
+            .iter()
+            .copied()
+            .filter(|id| {
+                let f = &self.files[id.file as usize];
+                let d = &f.facts.defs[id.def as usize];
+                if d.kind == "impl" {
+                    return false;
+                }
+                if id.file == class.file && d.parent == Some(class.def) {
+                    return true;
+                }
+                // Methods of `impl Type` blocks (Rust) and receivers (Go), matched by the
+                // type's name within the language.
+                nested
+                    && f.lang == lang
+                    && match d.parent {
+                        Some(p) => {
+                            let pd = &f.facts.defs[p as usize];
+                            pd.kind == "impl" && pd.name == cd.name
+                        }
+                        None => d.owner == cd.name,
+                    }
+            })
+            .collect();
+        candidates
+            .into_iter()
+            .filter(|id| {
+                let d = self.def(*id);
+                let own =
+                    id.file == class.file && (d.parent == Some(class.def) || lang == Lang::Rust);
+                own || !nested
+                    || self.enclosing_class(id.file, d.parent.or(Some(id.def)), depth + 1)
+                        == Some(class)
+            })
+            .collect()
+    }
+
+    /// Returns the bases of `class` in lookup order: Python's and TypeScript's as written
+    /// (`extends` before `implements`), a Rust type's implemented traits.
+    pub(crate) fn class_bases(&self, class: DefId, depth: usize) -> Vec<DefId> {
+        let cd = self.def(class);
+        let lang = self.files[class.file as usize].lang;
+        let mut out: Vec<DefId> = Vec::new();
+        let mut files: Vec<u32> = vec![class.file];
+        if lang == Lang::Rust && cd.kind != "trait" {
+            // `impl Trait for Type` may stand in any file of the crate.
+            files = (0..self.files.len() as u32)
+                .filter(|f| {
+                    self.files[*f as usize].lang == Lang::Rust
+                        && self.files[*f as usize]
+                            .facts
+                            .relations
+                            .iter()
+                            .any(|r| r.subject == cd.name)
+                })
+                .collect();
+        }
+        let mut rels: Vec<(u32, &super::facts::Relation)> = Vec::new();
+        for f in files {
+            let facts = &self.files[f as usize].facts;
+            for r in facts.relations.iter().filter(|r| r.subject == cd.name) {
+                // In one file the relation must be this class's own (not a namesake's).
+                if f == class.file
+                    && lang != Lang::Rust
+                    && !cd.span.contains(&r.span)
+                    && !(cd.span.start_byte <= r.span.start_byte
+                        && r.span.start_byte <= cd.body_start)
+                {
+                    continue;
+                }
+                // Elsewhere the impl block's type must resolve to this type.
+                if f != class.file && lang == Lang::Rust {
+                    let block = super::extract::enclosing_def(facts, r.span.start_byte as usize);
+                    if self.enclosing_class(f, block, depth + 1) != Some(class) {
+                        continue;
+                    }
+                }
+                rels.push((f, r));
+            }
+        }
+        rels.sort_by_key(|(f, r)| (*f != class.file, r.kind != "inherits", r.span.start_byte));
+        for (f, r) in rels {
+            let scope = super::extract::enclosing_def(
+                &self.files[f as usize].facts,
+                r.span.start_byte as usize,
+            );
+            let path = if r.qualifier.is_empty() {
+                r.target.clone()
+            } else {
+                let sep = if lang == Lang::Rust { "::" } else { "." };
+                format!("{}{sep}{}", r.qualifier, r.target)
+            };
+            if let Some(b) = self.single_type(f, &path, r.span.start_byte, scope, depth + 1)
+                && b != class
+                && !out.contains(&b)
+            {
+                out.push(b);
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn type_paths_are_read_through_wrappers_and_optionals() {
+        let py = |t| type_path(Lang::Python, t, false);
+        assert_eq!(py("Flask").as_deref(), Some("Flask"));
+        assert_eq!(py("\"Session\"").as_deref(), Some("Session"));
+        assert_eq!(py("Optional[Session]").as_deref(), Some("Session"));
+        assert_eq!(py("Session | None").as_deref(), Some("Session"));
+        assert_eq!(py("requests.Session").as_deref(), Some("requests.Session"));
+        assert_eq!(py("list[Session]").as_deref(), Some("list"));
+        assert_eq!(py("int | str"), None);
+        let rs = |t, u| type_path(Lang::Rust, t, u);
+        assert_eq!(rs("&mut Client", false).as_deref(), Some("Client"));
+        assert_eq!(rs("&'a Client<'a>", false).as_deref(), Some("Client"));
+        assert_eq!(rs("Arc<Mutex<State>>", false).as_deref(), Some("Mutex"));
+        assert_eq!(rs("Result<Self, Error>", false).as_deref(), Some("Result"));
+        assert_eq!(rs("Result<Self, Error>", true).as_deref(), Some("Self"));
+        assert_eq!(
+            rs("io::Result<crate::a::B>", true).as_deref(),
+            Some("crate::a::B")
+        );
+        assert_eq!(
+            rs("impl Iterator<Item = u8>", false).as_deref(),
+            Some("Iterator")
+        );
+        assert_eq!(rs("(A, B)", false), None);
+        let ts = |t, u| type_path(Lang::TypeScript, t, u);
+        assert_eq!(ts("Client | undefined", false).as_deref(), Some("Client"));
+        assert_eq!(ts("Promise<Client>", true).as_deref(), Some("Client"));
+        assert_eq!(ts("Map<string, Client>", false).as_deref(), Some("Map"));
+    }
+}
