@@ -20,6 +20,7 @@ mod receivers;
 mod render;
 mod rust;
 mod scan;
+mod shadowing;
 #[path = "../support/mod.rs"]
 mod support;
 mod tools;

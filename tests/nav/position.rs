@@ -55,6 +55,8 @@ fn refs_callers_callees_and_impls_take_a_position() {
     let want = vec![
         line_of(&repo, HANDLER, "out.size() + frame.len()"),
         line_of(&repo, FRAME, "self.len() == 0"),
+        line_of(&repo, FRAME, "assert_eq!(f.len(), 3)"),
+        line_of(&repo, "crates/wire/src/codec.rs", "vec![self.len() as u8]"),
     ];
     let mut want_sorted = want.clone();
     want_sorted.sort();

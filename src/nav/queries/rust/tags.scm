@@ -137,7 +137,19 @@
   .
   (token_tree)) @reference.call
 
-; `name(…)` and `a.name(…)`.
+; `a.name(…)`, `self.name(…)`, `f(x).name(…)`: a method call on whatever stands before the
+; dot (its qualifier), never a free function `name` — a test named like the method it tests
+; must not capture it.
+(token_tree
+  (_) @qualifier
+  .
+  "."
+  .
+  (identifier) @name
+  .
+  (token_tree)) @reference.call
+
+; `name(…)`.
 (token_tree
   (identifier) @name
   .
