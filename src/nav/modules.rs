@@ -300,6 +300,14 @@ impl ModuleTable {
             .copied()
     }
 
+    /// Returns the name of the crate whose source directory is `root`, if known.
+    pub fn crate_name(&self, root: &str) -> Option<String> {
+        self.crates
+            .iter()
+            .find(|(_, r)| r.as_str() == root)
+            .map(|(n, _)| n.clone())
+    }
+
     /// Returns the file of module `segs[1..]` in the crate named `segs[0]`, if that is a
     /// crate of the view.
     fn extern_crate(&self, segs: &[String]) -> Option<u32> {

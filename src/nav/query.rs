@@ -121,7 +121,11 @@ impl Index {
     }
 
     pub(crate) fn lookup_or_err(&self, symbol: &str) -> Result<Vec<DefId>, NavError> {
-        let defs = self.lookup(symbol);
+        let mut defs = self.lookup(symbol);
+        if defs.is_empty() {
+            // `pkg.mod.func`, `crate::a::Type::f`, `src/app.py:main`.
+            defs = self.lookup_in_module(symbol);
+        }
         if defs.is_empty() {
             return Err(NavError::UnknownSymbol {
                 name: symbol.to_string(),

@@ -283,6 +283,109 @@ impl Index {
     }
 }
 
+impl Index {
+    /// Returns the definitions a module-qualified symbol names: `pkg.mod.func`,
+    /// `mod.Class.method`, `crate::net::Client::new`, `other_crate::Type`, or a file and a
+    /// name, `src/app.py:main` / `src/app.py:App.run`. The module part names a file by its
+    /// module path (a suffix of it will do); the rest is looked up in that file, then among
+    /// what the file exports (its re-exports included).
+    pub(crate) fn lookup_in_module(&self, symbol: &str) -> Vec<DefId> {
+        if let Some((path, rest)) = symbol.split_once(':')
+            && super::lang::Lang::from_path(path).is_some()
+        {
+            let Some(file) = self.file_id(path) else {
+                return Vec::new();
+            };
+            let rest = rest.trim_start_matches(':');
+            return self
+                .lookup(rest)
+                .into_iter()
+                .filter(|d| d.file == file)
+                .collect();
+        }
+        let (containers, name) = split_symbol(symbol);
+        let mut out = Vec::new();
+        for k in 1..=containers.len() {
+            let (module, inner) = containers.split_at(k);
+            let files = self.files_of_module(module);
+            for file in files {
+                let facts = &self.files[file as usize].facts;
+                let mut found: Vec<DefId> = self
+                    .names
+                    .get(name)
+                    .map(Vec::as_slice)
+                    .unwrap_or(&[])
+                    .iter()
+                    .filter(|id| id.file == file && facts.defs[id.def as usize].kind != "impl")
+                    .filter(|id| facts.container_chain(id.def) == inner)
+                    .copied()
+                    .collect();
+                if found.is_empty() {
+                    // Re-exported by the module (`pkg/__init__.py`, a barrel, `pub use`).
+                    let path: Vec<&str> = inner.iter().copied().chain([name]).collect();
+                    let mut cur = self.exports(file, path[0], 0, false);
+                    for seg in &path[1..] {
+                        cur = self.member_of(&cur, seg, 0);
+                    }
+                    found = cur.defs;
+                }
+                out.extend(found);
+            }
+            if !out.is_empty() {
+                break;
+            }
+        }
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    /// Returns the files whose module path ends with `module` (`json`, `courier.client`,
+    /// `crate::net`, `wire::frame`, `src/core/stream`).
+    fn files_of_module(&self, module: &[&str]) -> Vec<u32> {
+        // `core/stream` is two segments, as `core.stream` is.
+        let want: Vec<&str> = module
+            .iter()
+            .flat_map(|s| s.split('/'))
+            .filter(|s| !matches!(*s, "crate" | "self" | ""))
+            .collect();
+        if want.is_empty() {
+            return Vec::new();
+        }
+        (0..self.files.len() as u32)
+            .filter(|f| {
+                let segs = self.module_segments(*f);
+                segs.len() >= want.len()
+                    && segs[segs.len() - want.len()..]
+                        .iter()
+                        .zip(&want)
+                        .all(|(a, b)| a == b)
+            })
+            .collect()
+    }
+
+    /// Returns the module path of a file as its segments: `src/courier/client` of
+    /// `src/courier/client.py`; a Rust file's crate name and module path (`wire/frame`).
+    fn module_segments(&self, file: u32) -> Vec<String> {
+        let f = &self.files[file as usize];
+        if let Some((root, segs)) = self.modules.rust_module_of(file) {
+            let mut out: Vec<String> = self.modules.crate_name(root).into_iter().collect();
+            out.extend(segs.iter().cloned());
+            return out;
+        }
+        let stem = f.path.rsplit_once('.').map_or(f.path.as_str(), |(s, _)| s);
+        let stem = stem.strip_suffix(".d").unwrap_or(stem);
+        let mut segs: Vec<String> = stem.split('/').map(str::to_string).collect();
+        if matches!(
+            segs.last().map(String::as_str),
+            Some("__init__" | "index" | "mod")
+        ) {
+            segs.pop();
+        }
+        segs
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -56,6 +56,23 @@ fn def_refs_outline_search_and_map_answer_in_text_and_json() {
     assert!(out.status.success(), "{}", text(&out));
     assert!(String::from_utf8_lossy(&out.stdout).chars().count() <= 161);
 
+    // A module-qualified name, and a file with a name.
+    for symbol in [
+        "config.Config.send",
+        "src.config.Config.send",
+        "src/config.py:Config.send",
+    ] {
+        let out = orchestra(&repo.path, &["nav", "refs", symbol]);
+        assert!(out.status.success(), "{symbol}: {}", text(&out));
+    }
+    let out = orchestra(&repo.path, &["nav", "def", "src.config.Config.send"]);
+    assert!(
+        String::from_utf8_lossy(&out.stdout)
+            .contains("src/config.py:2:9 method send in Config [resolved]"),
+        "{}",
+        text(&out)
+    );
+
     let out = orchestra(&repo.path, &["nav", "show", "Config.send"]);
     assert!(
         String::from_utf8_lossy(&out.stdout).contains("    def send(self):\n        pass"),

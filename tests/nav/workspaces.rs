@@ -76,6 +76,23 @@ fn rust_crates_are_reached_by_name_through_facades_and_binary_roots() {
         def_at(&idx, &p),
         line_of(&repo, "crates/server/src/bin/probe/util.rs", "pub fn ping")
     );
+    // The crate-qualified name of a method.
+    let len = vec![line_of(&repo, frame, "pub fn len(&self)")];
+    for symbol in [
+        "wire::frame::Frame::len",
+        "crate::frame::Frame::len",
+        "frame::Frame::len",
+        "crates/wire/src/frame.rs:Frame::len",
+    ] {
+        let locs = idx.definition(symbol, None).unwrap();
+        assert_eq!(crate::places(&locs), len, "{symbol}");
+    }
+    // The facade's re-export by its path: `net_kit::sub::Frame`.
+    let locs = idx.definition("net_kit::sub::Frame", None).unwrap();
+    assert_eq!(
+        crate::places(&locs),
+        vec![line_of(&repo, frame, "pub struct Frame")]
+    );
 }
 
 #[test]
@@ -111,6 +128,15 @@ fn typescript_barrels_and_tsconfig_paths_resolve() {
         def_at(&idx, &p),
         line_of(&repo, "src/core/stream.ts", "export class Subscription")
     );
+    // A file and a qualified name; a module path and a name.
+    let subscribe = vec![line_of(&repo, "src/core/stream.ts", "  subscribe(observer")];
+    for symbol in [
+        "src/core/stream.ts:Stream.subscribe",
+        "core/stream.Stream.subscribe",
+    ] {
+        let locs = idx.definition(symbol, None).unwrap();
+        assert_eq!(crate::places(&locs), subscribe, "{symbol}");
+    }
     let targets: Vec<Option<String>> = idx
         .imports_of(main)
         .unwrap()
@@ -146,4 +172,33 @@ fn python_src_layouts_reexports_and_relative_imports_resolve() {
         def_at(&idx, &p),
         line_of(&repo, "src/courier/sessions.py", "def session()")
     );
+    // Module-qualified names: `pkg.mod.func`, `pkg.Class.method` through a re-export, a file
+    // and a name.
+    let sessions = "src/courier/sessions.py";
+    let want = vec![line_of(&repo, sessions, "def session()")];
+    assert_eq!(
+        crate::places(&idx.definition("courier.sessions.session", None).unwrap()),
+        want
+    );
+    assert_eq!(
+        crate::places(&idx.definition("courier.session", None).unwrap()),
+        want
+    );
+    assert_eq!(
+        crate::places(
+            &idx.definition("src/courier/sessions.py:session", None)
+                .unwrap()
+        ),
+        want
+    );
+    assert_eq!(
+        crate::places(&idx.definition("courier.Client.send", None).unwrap()),
+        vec![line_of(
+            &repo,
+            "src/courier/client.py",
+            "    def send(self, path):"
+        )]
+    );
+    let refs = idx.references("courier.sessions.Session.close").unwrap();
+    assert!(!refs.is_empty());
 }
