@@ -44,6 +44,9 @@ pub enum StartError {
     Lock(#[from] crate::exec::LockError),
     #[error("the planner did not produce a valid plan in {rounds} rounds:\n  {issues}")]
     PlanInvalid { rounds: usize, issues: String },
+    /// A plan the journal holds (approved earlier) no longer reads as a plan.
+    #[error("the run's approved plan can no longer be read: {0}")]
+    StoredPlanUnreadable(String),
     #[error(
         "run `{run}` needs the plan approved: run `git orchestra start` at a terminal, or pass --yes"
     )]

@@ -22,10 +22,7 @@ use crate::store::{Event, RunState, Store};
 /// Returns the error for a journaled or stored plan that no longer parses: the run fails as
 /// one without a valid plan.
 pub(super) fn plan_invalid(e: crate::plan::PlanError) -> StartError {
-    StartError::PlanInvalid {
-        rounds: 0,
-        issues: e.to_string(),
-    }
+    StartError::StoredPlanUnreadable(e.to_string())
 }
 
 /// Most merge attempts while conflicted packets are being resolved.
@@ -34,12 +31,9 @@ pub const MAX_MERGE_ROUNDS: usize = 3;
 impl Ctx<'_> {
     /// Runs the packets; returns Some(any succeeded) when all are final, None when stopped.
     pub(super) fn execute(&self) -> Result<Option<bool>, StartError> {
-        let toml = self
-            .approved_plan()?
-            .ok_or_else(|| StartError::PlanInvalid {
-                rounds: 0,
-                issues: "no approved plan in the journal".into(),
-            })?;
+        let toml = self.approved_plan()?.ok_or_else(|| {
+            StartError::StoredPlanUnreadable("no approved plan in the journal".into())
+        })?;
         let plan = Plan::from_toml_str(&toml, "plan.toml").map_err(plan_invalid)?;
         Ok(self.run_packets(&plan, &toml)?.map(|(_, any_ok)| any_ok))
     }
