@@ -60,7 +60,7 @@ impl Outcome {
     }
 }
 
-const MAX_DEPTH: usize = 10;
+const MAX_DEPTH: usize = 24;
 
 fn is_self(q: &str) -> bool {
     matches!(q, "self" | "this" | "cls" | "Self")

@@ -15,7 +15,7 @@ use super::index::{DefId, Index};
 use super::lang::Lang;
 
 /// Deepest chain of facts followed (a call's return type naming another call's …).
-const MAX_DEPTH: usize = 8;
+const MAX_DEPTH: usize = 24;
 
 /// What a name is bound to in a scope.
 enum Binding {
@@ -90,6 +90,34 @@ pub(crate) fn type_path(lang: Lang, text: &str, unwrap: bool) -> Option<String> 
                 .all(|c| c.is_alphanumeric() || c == '_' || c == '$')
         });
     ok.then_some(t)
+}
+
+/// Splits `recv(…).method` (a method of a call's value, `?` allowed after the call) into the
+/// receiver call and the method; `None` for a plain path.
+fn split_call_chain(callee: &str) -> Option<(&str, &str)> {
+    let (receiver, method) = callee.rsplit_once('.')?;
+    let receiver = receiver.trim_end();
+    (receiver.ends_with(')') || receiver.ends_with(")?"))
+        .then_some((receiver, method.trim()))
+        .filter(|(_, m)| m.chars().all(|c| c.is_alphanumeric() || c == '_'))
+}
+
+/// Returns the byte where the parenthesised arguments ending `call` open.
+fn matching_open(call: &str) -> Option<usize> {
+    let mut depth = 0usize;
+    for (i, c) in call.char_indices().rev() {
+        match c {
+            ')' => depth += 1,
+            '(' => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 {
+                    return Some(i);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 /// Splits a path into (qualifier, last name) at its last `.` or `::`.
@@ -172,31 +200,74 @@ impl Index {
                 let path = type_path(lang, &fact.ty, false)?;
                 self.single_type(file, &path, at, fact.scope, depth + 1)
             }
-            "call" | "unwrap" => {
-                let unwrap = fact.kind == "unwrap";
-                let path = type_path(lang, &fact.ty, false)?;
-                let (q, name) = split_path(&path);
-                let o = if q.is_empty() {
-                    self.resolve_unqualified(file, name, at, fact.scope, depth + 1)
-                } else {
-                    self.resolve_qualified(file, q, name, at, fact.scope, depth + 1)
-                }?;
-                let [callee] = o.defs.as_slice() else {
-                    return None;
-                };
-                if !o.bound {
-                    return None;
-                }
-                let kind = self.def(*callee).kind.clone();
-                if is_type_like(&kind) && !unwrap {
-                    Some(*callee)
-                } else if is_function(&kind) {
-                    self.return_type(*callee, unwrap, depth + 1)
-                } else {
-                    None
-                }
-            }
+            "call" | "unwrap" => self.call_type(
+                file,
+                &fact.ty,
+                fact.kind == "unwrap",
+                at,
+                fact.scope,
+                depth + 1,
+            ),
             _ => None,
+        }
+    }
+
+    /// Returns the type a call of `callee` gives (its success value when `unwrap`): an
+    /// instance of the type called, or what the function called returns. The callee may be a
+    /// path (`Client`, `Client::new`, `app.test_client`) or a method of another call's value
+    /// (`Index::open(p).unwrap`, `Client::builder().build`).
+    fn call_type(
+        &self,
+        file: u32,
+        callee: &str,
+        unwrap: bool,
+        at: u32,
+        scope: Option<u32>,
+        depth: usize,
+    ) -> Option<DefId> {
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        if let Some((receiver, method)) = split_call_chain(callee) {
+            let (receiver, try_op) = match receiver.strip_suffix('?') {
+                Some(r) => (r, true),
+                None => (receiver, false),
+            };
+            let inner = &receiver[..matching_open(receiver)?];
+            if matches!(method, "unwrap" | "expect") {
+                // `f(…).unwrap()`: the success value of what `f` returns.
+                return self.call_type(file, inner, true, at, scope, depth + 1);
+            }
+            let ty = self.call_type(file, inner, try_op, at, scope, depth + 1)?;
+            let members = self.class_members(ty, method, depth + 1);
+            let [m] = members.as_slice() else {
+                return None;
+            };
+            return is_function(&self.def(*m).kind)
+                .then(|| self.return_type(*m, unwrap, depth + 1))
+                .flatten();
+        }
+        let lang = self.files[file as usize].lang;
+        let path = type_path(lang, callee, false)?;
+        let (q, name) = split_path(&path);
+        let o = if q.is_empty() {
+            self.resolve_unqualified(file, name, at, scope, depth + 1)
+        } else {
+            self.resolve_qualified(file, q, name, at, scope, depth + 1)
+        }?;
+        let [callee] = o.defs.as_slice() else {
+            return None;
+        };
+        if !o.bound {
+            return None;
+        }
+        let kind = self.def(*callee).kind.clone();
+        if is_type_like(&kind) && !unwrap {
+            Some(*callee)
+        } else if is_function(&kind) {
+            self.return_type(*callee, unwrap, depth + 1)
+        } else {
+            None
         }
     }
 
@@ -494,6 +565,24 @@ impl Index {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn call_chains_split_into_the_receiver_call_and_its_method() {
+        assert_eq!(
+            split_call_chain("Index::open(p).unwrap"),
+            Some(("Index::open(p)", "unwrap"))
+        );
+        assert_eq!(
+            split_call_chain("Client::builder(a.b()).build"),
+            Some(("Client::builder(a.b())", "build"))
+        );
+        assert_eq!(
+            split_call_chain("open(p)?.refresh"),
+            Some(("open(p)?", "refresh"))
+        );
+        assert_eq!(split_call_chain("app.test_client"), None);
+        assert_eq!(matching_open("f(a(b), c)"), Some(1));
+    }
 
     #[test]
     fn type_paths_are_read_through_wrappers_and_optionals() {

@@ -57,6 +57,7 @@ fn refs_callers_callees_and_impls_take_a_position() {
         line_of(&repo, FRAME, "self.len() == 0"),
         line_of(&repo, FRAME, "assert_eq!(f.len(), 3)"),
         line_of(&repo, "crates/wire/src/codec.rs", "vec![self.len() as u8]"),
+        line_of(&repo, "crates/server/src/main.rs", "built.len()"),
     ];
     let mut want_sorted = want.clone();
     want_sorted.sort();

@@ -170,3 +170,51 @@ fn typescript_receivers_are_typed_by_parameter_properties_fields_and_constructor
         line_of(&repo, stream, "  connect(observer")
     );
 }
+
+#[test]
+fn rust_values_of_calls_are_typed_through_unwrap_try_and_method_chains() {
+    let repo = crate::support::TestRepo::with_files(&[(
+        "src/lib.rs",
+        concat!(
+            "pub struct Index;\n",
+            "pub struct NavError;\n",
+            "impl Index {\n",
+            "    pub fn open(p: &str) -> Result<Index, NavError> { Ok(Index) }\n",
+            "    pub fn refresh(&mut self) {}\n",
+            "}\n",
+            "pub fn a() {\n",
+            "    let mut index = Index::open(\"x\").unwrap();\n",
+            "    index.refresh();\n",
+            "}\n",
+            "pub fn b() -> Result<(), NavError> {\n",
+            "    let mut index = Index::open(\"x\")?;\n",
+            "    index.refresh();\n",
+            "    let mut other = Index::open(\"y\").expect(\"an index\");\n",
+            "    other.refresh();\n",
+            "    Ok(())\n",
+            "}\n",
+        ),
+    )]);
+    let idx = index(&repo);
+    for line in [9, 13, 15] {
+        let p = git_orchestra::nav::At {
+            path: "src/lib.rs".into(),
+            line,
+            col: None,
+        };
+        let locs = idx.definition_at(Some("refresh"), Some(&p)).unwrap();
+        assert_eq!(
+            crate::resolved(&locs),
+            vec!["src/lib.rs:5"],
+            "line {line}: {locs:?}"
+        );
+    }
+    // `let built = handler::Builder::new().build();` then `built.len()`.
+    let repo = fixture("rust");
+    let idx = index(&repo);
+    let p = at(&repo, "crates/server/src/main.rs", "built.len()", "len");
+    assert_eq!(
+        def_at(&idx, &p),
+        line_of(&repo, "crates/wire/src/frame.rs", "pub fn len(&self)")
+    );
+}
