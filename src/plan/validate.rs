@@ -142,6 +142,12 @@ impl Validator<'_> {
                 format!("{name}: id `{}` is not a valid packet id", p.id),
                 "use lower-case letters, digits and single dashes, e.g. `p1-validate-core`",
             );
+        } else if let Some(why) = reserved(&p.id, plan) {
+            self.push(
+                id_loc.clone(),
+                format!("{name}: id `{}` is reserved: {why}", p.id),
+                "pick another id",
+            );
         } else if p.id.len() > MAX_ID_LEN {
             self.push(
                 id_loc.clone(),
@@ -338,6 +344,27 @@ impl Validator<'_> {
 }
 
 /// Returns true if and only if `id` matches `^[a-z0-9]+(-[a-z0-9]+)*$`.
+/// Returns why `id` cannot name a packet of `plan`, when a name the engine derives for itself
+/// would collide with it: the run's integration branch (`orchestra/<run>/integration`), a
+/// subtask's branch (`<packet>-s<n>`) or a review's backup ref (`<packet>-review`) of another
+/// packet of the plan.
+fn reserved(id: &str, plan: &Plan) -> Option<String> {
+    if id == "integration" {
+        return Some("the run's integration branch is orchestra/<run>/integration".into());
+    }
+    let other = |prefix: &str| plan.packets.iter().any(|q| q.id == prefix);
+    if let Some(prefix) = id.strip_suffix("-review")
+        && other(prefix)
+    {
+        return Some(format!(
+            "the backup of a review of packet `{prefix}` is named {id}"
+        ));
+    }
+    let (prefix, n) = id.rsplit_once("-s")?;
+    (!n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) && other(prefix))
+        .then(|| format!("a subtask of packet `{prefix}` gets the branch of that name"))
+}
+
 pub(crate) fn is_valid_id(id: &str) -> bool {
     !id.is_empty()
         && id.split('-').all(|part| {

@@ -633,3 +633,24 @@ fn plans_built_in_code_validate_without_locations() {
         "{text:?}"
     );
 }
+
+#[test]
+fn ids_the_engine_uses_for_its_own_names_are_refused() {
+    let integration = with_objective(&PACKET_A.replace("id = \"a\"", "id = \"integration\""));
+    check_fails(
+        &integration,
+        &[
+            "packet `integration`: id `integration` is reserved",
+            "integration branch",
+        ],
+    );
+    let subtask = PACKET_A.replace("id = \"a\"", "id = \"a-s1\"");
+    let review = PACKET_A.replace("id = \"a\"", "id = \"a-review\"");
+    check_fails(
+        &with_objective(&format!("{PACKET_A}{subtask}{review}")),
+        &[
+            "id `a-s1` is reserved: a subtask of packet `a`",
+            "id `a-review` is reserved: the backup of a review of packet `a`",
+        ],
+    );
+}
