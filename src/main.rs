@@ -10,10 +10,30 @@ fn main() -> std::process::ExitCode {
         eprintln!("git-orchestra: {err}");
         return std::process::ExitCode::from(126);
     }
+    exit_quietly_on_broken_pipe();
     // First, while the process has one thread: API keys out of the environment, and the
     // process's memory and environment closed to other processes of the same user.
     // SAFETY: nothing has started a thread yet.
     unsafe { git_orchestra::exec::secret_env::take_from_environment() };
     git_orchestra::exec::secret_env::make_undumpable();
     commands::main()
+}
+
+/// Makes a write to a closed stdout (`git orchestra status --json | head -1`) end the process
+/// quietly with status 0, as a reader that stopped reading means "enough", instead of the
+/// panic `println!` raises. Work in progress is journaled, so a run cut off there resumes.
+fn exit_quietly_on_broken_pipe() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let message = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
+            std::process::exit(0);
+        }
+        default(info);
+    }));
 }

@@ -654,3 +654,20 @@ fn ids_the_engine_uses_for_its_own_names_are_refused() {
         ],
     );
 }
+
+#[test]
+fn a_reader_that_stops_reading_ends_the_output_quietly() {
+    let repo = TestRepo::new();
+    repo.write("plan.toml", &with_objective(PACKET_A));
+    // stdout is a pipe nobody reads: its reading end is closed before the command starts.
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out =
+        crate::support::orchestra_command(&repo.path, &["plan", "check", "plan.toml", "--json"])
+            .stdout(writer)
+            .output()
+            .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
