@@ -45,7 +45,7 @@ use cap_std::fs::Dir;
 
 pub use entry::{DirEntryInfo, EntryInfo, EntryKind};
 pub use error::{Action, ConfineError};
-pub use write::TEMP_PREFIX;
+pub use write::{TEMP_PREFIX, is_writer_temp, temp_name};
 
 use gitdirs::FileId;
 

@@ -245,8 +245,41 @@ fn lstat(dir: &Dir, name: &str, shown: &str) -> Result<Option<Metadata>, Confine
 }
 
 /// How the names of this module's temporary files begin. A write cut short by a crash can
-/// leave one behind; packet commits drop such files (see `git::commit::commit_all`).
+/// leave one behind; packet commits drop such files (see `git::commit::commit_all`), and only
+/// those: see [`is_writer_temp`].
 pub const TEMP_PREFIX: &str = ".orchestra-tmp-";
+
+/// Returns the name of temporary file number `n` of process `pid`:
+/// `.orchestra-tmp-<pid>-<n>-<tag>`, where the tag is a hash of the rest, so that no file a
+/// worker names itself — `.orchestra-tmp-notes`, `.orchestra-tmp-1-2` — is ever taken for one.
+pub fn temp_name(pid: u32, n: u64) -> String {
+    format!("{TEMP_PREFIX}{pid}-{n}-{}", temp_tag(pid, n))
+}
+
+/// Returns true if and only if `name` (a file name, no directory) is one [`temp_name`] makes.
+pub fn is_writer_temp(name: &[u8]) -> bool {
+    let Some(rest) = std::str::from_utf8(name)
+        .ok()
+        .and_then(|n| n.strip_prefix(TEMP_PREFIX))
+    else {
+        return false;
+    };
+    let mut parts = rest.splitn(3, '-');
+    let (Some(pid), Some(n), Some(tag)) = (parts.next(), parts.next(), parts.next()) else {
+        return false;
+    };
+    match (pid.parse::<u32>(), n.parse::<u64>()) {
+        (Ok(pid), Ok(n)) => tag == temp_tag(pid, n),
+        _ => false,
+    }
+}
+
+/// Returns the 16 hex digits that end the name of temporary file `n` of process `pid`.
+fn temp_tag(pid: u32, n: u64) -> String {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(format!("git-orchestra confined write {pid} {n}"));
+    digest[..8].iter().map(|b| format!("{b:02x}")).collect()
+}
 
 /// Writes `contents` to a new temporary file in `dir` and returns its name; the file gets the
 /// permissions of `like` when given.
@@ -257,7 +290,7 @@ fn write_temp(
     like: Option<&Metadata>,
 ) -> Result<String, ConfineError> {
     let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
-    let temp = format!("{TEMP_PREFIX}{}-{n}", std::process::id());
+    let temp = temp_name(std::process::id(), n);
     let mut options = OpenOptions::new();
     options
         .write(true)

@@ -37,9 +37,10 @@ pub fn message(subject: &str, trailers: &Trailers<'_>) -> String {
 ///
 /// `git` is the worktree's pinned runner ([`Git::pinned`]): staging and committing then use
 /// the worktree's registered git directory with hooks off, whatever its `.git` file says.
-/// New files named like the confined writer's temporary files are left out and removed: they
-/// are what a write cut short by a crash leaves behind (the tool call never completed, so the
-/// turn is redone), never anyone's work.
+/// New files the confined writer made as temporary files (named by `confine::temp_name`, a
+/// hash in the name telling them from any file a worker names alike) are left out and
+/// removed: they are what a write cut short by a crash leaves behind (the tool call never
+/// completed, so the turn is redone), never anyone's work.
 pub fn commit_all(git: &Git, message: &str) -> Result<Option<String>, GitError> {
     commit_all_as(git, message, &Identity::ENGINE)
 }
@@ -78,7 +79,7 @@ pub fn commit_all_as(
     for pair in fields.chunks(2) {
         let [status, path] = pair else { continue };
         let name = path.rsplit(|b| *b == b'/').next().unwrap_or(path);
-        if *status == b"A" && name.starts_with(crate::confine::TEMP_PREFIX.as_bytes()) {
+        if *status == b"A" && crate::confine::is_writer_temp(name) {
             let path = String::from_utf8_lossy(path).into_owned();
             git.run(["rm", "--cached", "--quiet", "--", &path])?;
             let _ = std::fs::remove_file(worktree.join(&path));
@@ -217,7 +218,7 @@ mod tests {
         let dir = repo();
         let sub = dir.path().join("src");
         std::fs::create_dir(&sub).unwrap();
-        let temp = sub.join(format!("{}4242-0", crate::confine::TEMP_PREFIX));
+        let temp = sub.join(crate::confine::temp_name(4242, 0));
         std::fs::write(&temp, "half a fi").unwrap();
         // Nothing else changed: no commit, and the leftover is gone.
         let git = Git::new(dir.path());
@@ -234,5 +235,24 @@ mod tests {
         assert!(!temp.exists());
         let status = Git::new(dir.path()).run(["status", "--porcelain"]).unwrap();
         assert_eq!(status, "");
+    }
+
+    #[test]
+    fn a_workers_own_files_named_like_temporary_files_are_committed() {
+        let dir = repo();
+        let git = Git::new(dir.path());
+        let prefix = crate::confine::TEMP_PREFIX;
+        let own = [format!("{prefix}notes.md"), format!("{prefix}4242-0")];
+        for name in &own {
+            std::fs::write(dir.path().join(name), "mine\n").unwrap();
+        }
+        commit_all(&git, "work").unwrap().unwrap();
+        let files = git
+            .run(["show", "--name-only", "--format=", "HEAD"])
+            .unwrap();
+        for name in &own {
+            assert!(files.lines().any(|f| f == name), "{files}");
+            assert!(dir.path().join(name).exists());
+        }
     }
 }

@@ -166,3 +166,23 @@ else echo "$ORCHESTRA_PACKET was here" > README.md; fi"#;
     assert!(!history.contains("resolved by the worker"), "{history}");
     assert!(history.contains("resolve conflicts"), "{history}");
 }
+
+#[test]
+fn a_workers_own_files_named_like_the_engines_temporary_files_are_kept() {
+    let repo = TestRepo::new();
+    let plan = repo.write_plan(
+        "plan.toml",
+        &format!(
+            "objective = \"Notes\"\n\n{}",
+            packet("p1", "\".orchestra-tmp-notes.md\"", "", "\"true\"")
+        ),
+    );
+    let out = repo.run_plan(&plan, "echo kept > .orchestra-tmp-notes.md", &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    let v = status_json(&repo.path);
+    let branch = v["packets"][0]["branch"].as_str().unwrap();
+    assert_eq!(
+        repo.git(&["show", &format!("{branch}:.orchestra-tmp-notes.md")]),
+        "kept"
+    );
+}
