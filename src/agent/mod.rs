@@ -21,7 +21,8 @@ pub mod tools;
 pub use events::{AgentError, AgentEvent, AgentOutcome};
 pub use packet_agent::{
     AgentWorker, PROJECT_CONTEXT_CHARS, PacketAgent, learned, open_transcript, outcome_report,
-    remember, role_for_job, task_text, with_dependencies, with_learned, with_project,
+    remember, role_for_job, task_text, validation_sandbox, with_dependencies, with_learned,
+    with_project,
 };
 pub use person::{ANSWER_POLL, Person};
 pub use profiles::SetupError;

@@ -41,6 +41,8 @@ pub struct AgentWorker {
     /// Who answers the agents' questions, and the common git directory of the run store
     /// where questions and answers are journaled; `None`: an asking agent ends waiting.
     person: Option<(Arc<dyn Person>, PathBuf)>,
+    /// The sandbox validation commands run in (see `Worker::confine`).
+    confine: Option<Box<crate::exec::process::Confine>>,
 }
 
 /// Most characters of the project context in a packet agent's task.
@@ -49,6 +51,11 @@ pub const PROJECT_CONTEXT_CHARS: usize = 6_000;
 impl AgentWorker {
     /// Loads the roles of the repository at `toplevel` with its configuration.
     pub fn new(toplevel: &Path, config: RepoConfig) -> Result<AgentWorker, SetupError> {
+        let common_dir = crate::git::RepoInfo::discover(toplevel)
+            .ok()
+            .map(|r| r.common_dir);
+        let policy = IfUnavailable::from_config(config.sandbox.if_unavailable);
+        let confine = validation_sandbox(common_dir.as_deref(), &config, policy);
         Ok(AgentWorker {
             roles: Roles::load(toplevel)?,
             config,
@@ -58,6 +65,7 @@ impl AgentWorker {
             toplevel: toplevel.to_path_buf(),
             project: std::sync::OnceLock::new(),
             person: None,
+            confine,
         })
     }
 
@@ -271,6 +279,26 @@ pub fn fix_turn_text(fixes: &str) -> String {
     )
 }
 
+/// Returns the confinement of the validation commands of packets our agents work on in the
+/// repository whose common git directory is `common_dir`: the agents' own sandbox, without the
+/// network; `None` when this binary cannot act as the launcher.
+pub fn validation_sandbox(
+    common_dir: Option<&Path>,
+    config: &RepoConfig,
+    if_unavailable: IfUnavailable,
+) -> Option<Box<crate::exec::process::Confine>> {
+    let common_dir = common_dir?;
+    let launcher = std::env::current_exe().ok()?;
+    let sandbox = Sandbox {
+        launcher,
+        tmp: crate::exec::state_dir(common_dir).join("validate-tmp"),
+        read: Sandbox::reads(Some(common_dir), &config.sandbox),
+        limits: super::sandbox::Limits::from_config(&config.sandbox),
+        if_unavailable,
+    };
+    Some(sandbox.confinement())
+}
+
 /// Returns the role of `packet` from `roles`, its time limit cut to the packet's `timeout`.
 pub fn role_for_job(roles: &Roles, packet: &Packet, timeout: Duration) -> Result<Role, RoleError> {
     let mut role = roles.get(&packet.role)?.clone();
@@ -405,6 +433,10 @@ pub fn task_text(objective: &str, p: &Packet, fixes: Option<&str>) -> String {
 impl Worker for AgentWorker {
     fn label(&self, packet: &Packet) -> String {
         format!("agent:{}", packet.role)
+    }
+
+    fn confine(&self) -> Option<&crate::exec::process::Confine> {
+        self.confine.as_deref()
     }
 
     fn work(&self, job: &WorkerJob<'_>) -> WorkerReport {

@@ -715,7 +715,13 @@ fn validate(
     }
     for (n, command) in packet.validation.iter().enumerate() {
         let log = dir.join(format!("validate-{}.log", n + 1));
-        let out = run_command(ctx, &packet.id, command, wt, env, &log)?;
+        // Validation commands of a packet our agents work on run in the agents' sandbox: a
+        // model may have written them.
+        let confine = ctx
+            .worker
+            .filter(|_| ctx.worker_cmd.is_none())
+            .and_then(|w| w.confine());
+        let out = run_confined(ctx, &packet.id, command, wt, env, &log, confine)?;
         record(
             ctx,
             Event::ValidationFinished {
@@ -935,12 +941,26 @@ fn run_command(
     env: &[(String, String)],
     log: &Path,
 ) -> Result<Outcome, Halt> {
+    run_confined(ctx, packet, command, wt, env, log, None)
+}
+
+/// Does what [`run_command`] does, under `confine` when given.
+fn run_confined(
+    ctx: &Context<'_>,
+    packet: &str,
+    command: &str,
+    wt: &Path,
+    env: &[(String, String)],
+    log: &Path,
+    confine: Option<&process::Confine>,
+) -> Result<Outcome, Halt> {
     let spec = Spec {
         command,
         dir: wt,
         env,
         log,
         timeout: ctx.timeout,
+        confine,
     };
     let mut on_spawn = |pgid: i32| {
         ctx.journal.record_or_keep(Event::WorkerSpawned {

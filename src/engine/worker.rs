@@ -52,6 +52,13 @@ pub trait Worker: Sync {
 
     /// Does the work of `job` in its worktree.
     fn work(&self, job: &WorkerJob<'_>) -> WorkerReport;
+
+    /// Returns the confinement the packet's validation commands run under — the sandbox of the
+    /// worker's own commands, since a model may have written them (a plan's or a subtask's) —
+    /// or `None` to run them as the user.
+    fn confine(&self) -> Option<&crate::exec::process::Confine> {
+        None
+    }
 }
 
 /// The review step of the packet pipeline: who reviews a validated packet, and how many fix

@@ -20,6 +20,11 @@ const KILL_GRACE: Duration = Duration::from_secs(2);
 /// noticed immediately.
 const STOP_CHECK: Duration = Duration::from_millis(25);
 
+/// Confines a command: given the directory it runs in and its timeout, returns the program and
+/// arguments that run what follows them (`sh -c <command>`) under the confinement — a sandbox
+/// launcher and its options.
+pub type Confine = dyn Fn(&Path, Duration) -> Vec<std::ffi::OsString> + Sync;
+
 /// What to run and where.
 pub struct Spec<'a> {
     /// The shell command line, run with `sh -c`.
@@ -32,6 +37,8 @@ pub struct Spec<'a> {
     pub log: &'a Path,
     /// Longest the command may run.
     pub timeout: Duration,
+    /// The confinement the command runs under; `None` runs it as this process's user.
+    pub confine: Option<&'a Confine>,
 }
 
 /// How a command ended.
@@ -110,7 +117,15 @@ pub fn run(
         path: spec.log.to_path_buf(),
         source,
     })?;
-    let mut cmd = Command::new("sh");
+    let prefix = spec.confine.map(|c| c(spec.dir, spec.timeout));
+    let mut cmd = match prefix.as_deref() {
+        Some([program, args @ ..]) => {
+            let mut c = Command::new(program);
+            c.args(args).arg("sh");
+            c
+        }
+        _ => Command::new("sh"),
+    };
     cmd.arg("-c")
         .arg(spec.command)
         .current_dir(spec.dir)
@@ -269,6 +284,7 @@ mod tests {
             env: &[],
             log,
             timeout,
+            confine: None,
         }
     }
 

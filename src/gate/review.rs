@@ -195,6 +195,7 @@ pub fn run_validation(
             env: &env,
             log: &log,
             timeout,
+            confine: None,
         };
         let outcome =
             process::run(&spec, &stop, &mut |_| {}).map_err(|e| GateError::Validation {

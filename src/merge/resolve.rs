@@ -84,6 +84,8 @@ pub struct ConflictJob<'a> {
     pub paths: &'a [String],
     /// The repository's common git directory: git runs in the worktree pinned to it.
     pub common_dir: &'a Path,
+    /// The confinement of the packet's validation commands (our agents' sandbox), if any.
+    pub confine: Option<&'a process::Confine>,
     /// Where the fixes file and the logs go.
     pub dir: &'a Path,
     /// The round, from 1; names the fixes file and logs.
@@ -236,7 +238,7 @@ fn run_worker(
     let started = std::time::Instant::now();
     let (ok, exit_code, timed_out, tail) = match worker {
         ConflictWorker::Command(command) => {
-            let out = run_command(r, command, wt, &file, &log)?;
+            let out = run_command(r, command, wt, &file, &log, None)?;
             (out.success(), out.exit_code, out.timed_out, out.tail)
         }
         ConflictWorker::Agent(w) => {
@@ -326,6 +328,7 @@ fn run_command(
     wt: &Path,
     fixes: &Path,
     log: &Path,
+    confine: Option<&process::Confine>,
 ) -> Result<process::Outcome, ResolveError> {
     let mut env = vec![
         ("ORCHESTRA_RUN".to_string(), r.run.to_string()),
@@ -358,6 +361,7 @@ fn run_command(
         env: &env,
         log,
         timeout: r.timeout,
+        confine,
     };
     let out = process::run(&spec, r.stop, &mut |_| {}).map_err(|e| ResolveError::Unresolved {
         packet: r.packet.id.clone(),
@@ -489,7 +493,7 @@ fn revalidate(r: &ConflictJob<'_>, g: &Git, new: &str) -> Result<(), ResolveErro
         let log = r
             .dir
             .join(format!("resolve-{}-validate-{}.log", r.round, n + 1));
-        let out = run_command(r, command, wt, &none, &log)?;
+        let out = run_command(r, command, wt, &none, &log, r.confine)?;
         (r.journal)(Event::ValidationFinished {
             packet: id.clone(),
             command: command.to_string(),

@@ -96,6 +96,10 @@ impl Resolver<'_> {
             onto,
             paths,
             common_dir: self.common_dir,
+            confine: match worker {
+                ConflictWorker::Agent(w) => w.confine(),
+                ConflictWorker::Command(_) => None,
+            },
             dir: &self.dir.join(id),
             round: *round,
             stop: self.stop,

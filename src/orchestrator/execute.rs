@@ -60,7 +60,11 @@ impl Ctx<'_> {
                 self.ui.engine_event(run, e);
                 super::fault::step();
             };
-            let worker = StartWorker::new(self.models.clone(), self.req.answer_wait);
+            let worker = StartWorker::new(
+                self.models.clone(),
+                self.req.answer_wait,
+                &self.repo.common_dir,
+            );
             // The engine stops on the user's signal or when a packet finds the budget spent.
             let halt = worker.halt.clone();
             let done = std::sync::atomic::AtomicBool::new(false);
@@ -124,7 +128,11 @@ impl Ctx<'_> {
         let store = Store::open(&self.repo.common_dir)?;
         let run = store.require_run(&self.run)?;
         let plan = run.plan().map_err(plan_invalid)?;
-        let worker = StartWorker::new(self.models.clone(), self.req.answer_wait);
+        let worker = StartWorker::new(
+            self.models.clone(),
+            self.req.answer_wait,
+            &self.repo.common_dir,
+        );
         let mut last = None;
         for round in 0..MAX_MERGE_ROUNDS {
             let report = merge::integrate(self.repo, &self.run, &opts, &on_event)?;
@@ -177,6 +185,7 @@ impl Ctx<'_> {
                     onto: &onto,
                     paths: &s.conflicts,
                     common_dir: &self.repo.common_dir,
+                    confine: crate::engine::Worker::confine(&worker),
                     dir: &dir,
                     round: round as u32 + 1,
                     stop: self.stop,

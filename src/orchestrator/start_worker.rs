@@ -39,11 +39,19 @@ pub struct StartWorker {
     project: std::sync::OnceLock<String>,
     /// What earlier runs learned, read once from the run store.
     learned: std::sync::OnceLock<String>,
+    /// The sandbox validation commands run in (see `Worker::confine`).
+    confine: Option<Box<crate::exec::process::Confine>>,
 }
 
 impl StartWorker {
-    /// Returns a worker using the roles and profiles of `models`.
-    pub fn new(models: Arc<RoleModels>, answer_wait: Duration) -> StartWorker {
+    /// Returns a worker using the roles and profiles of `models` in the repository whose common
+    /// git directory is `common_dir`.
+    pub fn new(models: Arc<RoleModels>, answer_wait: Duration, common_dir: &Path) -> StartWorker {
+        let confine = crate::agent::validation_sandbox(
+            Some(common_dir),
+            &models.config,
+            IfUnavailable::Refuse,
+        );
         StartWorker {
             journal: models.journal().clone(),
             models,
@@ -52,6 +60,7 @@ impl StartWorker {
             halt: Arc::new(AtomicBool::new(false)),
             project: std::sync::OnceLock::new(),
             learned: std::sync::OnceLock::new(),
+            confine,
         }
     }
 
@@ -310,6 +319,10 @@ impl StartWorker {
 impl Worker for StartWorker {
     fn label(&self, packet: &Packet) -> String {
         format!("agent:{}", packet.role)
+    }
+
+    fn confine(&self) -> Option<&crate::exec::process::Confine> {
+        self.confine.as_deref()
     }
 
     fn work(&self, job: &WorkerJob<'_>) -> WorkerReport {

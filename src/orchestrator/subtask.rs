@@ -376,6 +376,8 @@ fn run_child(
             env: &[],
             log: &dir.join(format!("validate-{}.log", n + 1)),
             timeout: parent.timeout,
+            // The agent chose these commands: they run in its sandbox.
+            confine: crate::engine::Worker::confine(worker),
         };
         let out = process::run(&spec, parent.stop, &mut |_| {})
             .map_err(|e| failed("cannot run its validation", &e))?;

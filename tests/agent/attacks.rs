@@ -74,10 +74,20 @@ impl Attacked {
     }
 }
 
-/// Runs `git orchestra agent coder` in `repo` against a model that answers with `replies`,
-/// with `env` added to the engine's environment.
-pub(crate) fn attack(repo: &TestRepo, mut replies: Vec<Value>, env: &[(&str, &str)]) -> Attacked {
-    // The reviewer role resolves to the same profile: its approval, should the work get there.
+/// Runs `git orchestra agent coder` in `repo` against a model that answers with `replies`
+/// (then approves as the reviewer), with `env` added to the engine's environment.
+pub(crate) fn attack(repo: &TestRepo, replies: Vec<Value>, env: &[(&str, &str)]) -> Attacked {
+    attack_with(repo, replies, env, &[])
+}
+
+/// Does what [`attack`] does with `extra` arguments to `git orchestra agent`.
+pub(crate) fn attack_with(
+    repo: &TestRepo,
+    mut replies: Vec<Value>,
+    env: &[(&str, &str)],
+    extra: &[&str],
+) -> Attacked {
+    // The model reviewer (the quick profile serves it too) approves what the engine lets in.
     replies.push(crate::mock::approval());
     let server = MockServer::start(replies);
     let mut vars = vec![
@@ -86,11 +96,9 @@ pub(crate) fn attack(repo: &TestRepo, mut replies: Vec<Value>, env: &[(&str, &st
         ("ORCHESTRA_MODEL", "mock-model"),
     ];
     vars.extend_from_slice(env);
-    let out = orchestra_with_env(
-        &repo.path,
-        &["agent", "coder", "Change src/lib.rs", "--json"],
-        &vars,
-    );
+    let mut args = vec!["agent", "coder", "Change src/lib.rs", "--json"];
+    args.extend_from_slice(extra);
+    let out = orchestra_with_env(&repo.path, &args, &vars);
     let json = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
     Attacked {
         out,
@@ -439,5 +447,32 @@ fn nothing_a_command_starts_outlives_it_or_holds_its_timeout() {
     assert!(
         !worktree(&ran).join("late").exists(),
         "a process the command started outlived it"
+    );
+}
+
+#[test]
+fn validation_commands_of_a_packet_our_agents_work_on_run_in_their_sandbox() {
+    let repo = TestRepo::new();
+    let home = PathBuf::from(std::env::var("HOME").unwrap());
+    std::fs::create_dir_all(home.join(".ssh")).unwrap();
+    std::fs::write(home.join(".ssh/id_validation"), "ssh-secret-7e1a").unwrap();
+    let leak = repo.scratch().join("leak-from-validation");
+    // A validation command (a model may have written it, in a plan or a subtask) that reads a
+    // credential and writes it outside the worktree, then passes.
+    let validation = format!(
+        "cat ~/.ssh/id_validation > {leak} 2>/dev/null; echo stolen >> {leak} 2>/dev/null; true",
+        leak = leak.display()
+    );
+    let ran = attack_with(
+        &repo,
+        vec![run("c1", "echo '// x' >> src/lib.rs"), complete("c2")],
+        &[],
+        &["--validate", &validation],
+    );
+    assert!(ran.out.status.code().is_some(), "{}", text(&ran.out));
+    assert!(
+        !leak.exists(),
+        "the validation command ran outside the sandbox: {}",
+        std::fs::read_to_string(&leak).unwrap_or_default()
     );
 }

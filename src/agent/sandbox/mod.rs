@@ -119,6 +119,29 @@ impl Sandbox {
         network: bool,
         timeout: std::time::Duration,
     ) -> Command {
+        let prefix = self.prefix(worktree, network, timeout);
+        let mut cmd = Command::new(&self.launcher);
+        cmd.args(&prefix[1..]).arg("sh").arg("-c").arg(script);
+        cmd
+    }
+
+    /// Returns the confinement for commands our agents did not run but a model may have
+    /// written — validation commands of a plan or a subtask: this sandbox without the network,
+    /// its temporary directory `tmp` (created when needed).
+    pub fn confinement(self) -> Box<crate::exec::process::Confine> {
+        Box::new(move |dir: &Path, timeout| {
+            let _ = fs_err::create_dir_all(&self.tmp);
+            self.prefix(dir, false, timeout)
+        })
+    }
+
+    /// Returns the launcher and its arguments up to `--`, after which comes the command.
+    fn prefix(
+        &self,
+        worktree: &Path,
+        network: bool,
+        timeout: std::time::Duration,
+    ) -> Vec<OsString> {
         let mut cmd = Command::new(&self.launcher);
         cmd.arg(LAUNCHER_ARG)
             .arg("--worktree")
@@ -145,8 +168,10 @@ impl Sandbox {
         if self.if_unavailable == IfUnavailable::Allow {
             cmd.arg("--allow-unsandboxed");
         }
-        cmd.arg("--").arg("sh").arg("-c").arg(script);
-        cmd
+        cmd.arg("--");
+        std::iter::once(cmd.get_program().to_owned())
+            .chain(cmd.get_args().map(ToOwned::to_owned))
+            .collect()
     }
 }
 
