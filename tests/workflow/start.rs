@@ -965,22 +965,20 @@ fn a_packet_the_merge_sends_back_is_reported_as_not_landed_and_the_run_exits_1()
     );
 }
 
-#[test]
-fn the_planner_is_told_which_roles_packets_can_use_and_gets_no_foreign_example() {
-    hermetic();
-    let tmp = tempfile::tempdir().unwrap();
-    let repo = demo::create_sample(&tmp.path().join("greeter")).unwrap();
+/// Starts "One file" in `repo` with an external worker, the planner answering one packet only
+/// to a prompt that contains every one of `planner_sees`; returns the output.
+fn start_one_file(repo: &Path, planner_sees: &[&str]) -> std::process::Output {
     let plan = "```toml\n[[packet]]\nid = \"p1\"\ntitle = \"One\"\ndescription = \"d\"\nfiles = [\"p1.txt\"]\nvalidation = [\"test -f p1.txt\"]\n```";
-    // The planner answers only a prompt that lists the roles with their write scopes.
+    let mut planner_match = vec!["# Planner"];
+    planner_match.extend_from_slice(planner_sees);
     let scripts = serde_json::json!([
-        {"name": "planner", "match": ["# Planner", "## Roles for packets", "- coder: ", "(may write: "],
-         "replies": [{"text": plan}]},
+        {"name": "planner", "match": planner_match, "replies": [{"text": plan}]},
         {"name": "review", "match": ["# Reviewer"], "replies": [{"text": "{\"verdict\": \"approve\"}"}]},
         {"name": "orchestrator", "match": ["# Orchestrator"], "replies": [{"text": "{}"}]}
     ]);
     let model = demo::MockModel::start(demo::parse_scripts(&scripts.to_string()).unwrap()).unwrap();
-    let out = orchestra_with_env(
-        &repo,
+    orchestra_with_env(
+        repo,
         &[
             "start",
             "--yes",
@@ -995,6 +993,18 @@ fn the_planner_is_told_which_roles_packets_can_use_and_gets_no_foreign_example()
             ("ORCHESTRA_BASE_URL", model.url.as_str()),
             ("ORCHESTRA_MODEL", "scripted"),
         ],
+    )
+}
+
+#[test]
+fn the_planner_is_told_which_roles_packets_can_use_and_gets_no_foreign_example() {
+    hermetic();
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = demo::create_sample(&tmp.path().join("greeter")).unwrap();
+    // The planner answers only a prompt that lists the roles with their write scopes.
+    let out = start_one_file(
+        &repo,
+        &["## Roles for packets", "- coder: ", "(may write: "],
     );
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(git(&repo, &["show", "main:p1.txt"]), "done");
@@ -1014,29 +1024,11 @@ fn the_planner_is_told_what_earlier_runs_learned() {
         .add_learning("earlier-run", "p1", "tests/check.sh needs python3 on PATH")
         .unwrap();
     drop(store);
-    let plan = "```toml\n[[packet]]\nid = \"p1\"\ntitle = \"One\"\ndescription = \"d\"\nfiles = [\"p1.txt\"]\nvalidation = [\"test -f p1.txt\"]\n```";
-    let scripts = serde_json::json!([
-        {"name": "planner", "match": ["# Planner", "Learned in earlier runs", "tests/check.sh needs python3 on PATH"],
-         "replies": [{"text": plan}]},
-        {"name": "review", "match": ["# Reviewer"], "replies": [{"text": "{\"verdict\": \"approve\"}"}]},
-        {"name": "orchestrator", "match": ["# Orchestrator"], "replies": [{"text": "{}"}]}
-    ]);
-    let model = demo::MockModel::start(demo::parse_scripts(&scripts.to_string()).unwrap()).unwrap();
-    let out = orchestra_with_env(
+    let out = start_one_file(
         &repo,
         &[
-            "start",
-            "--yes",
-            "--no-clarify",
-            "--merge",
-            "--worker-cmd",
-            "echo done > \"$ORCHESTRA_PACKET.txt\"",
-            "One file",
-        ],
-        &[
-            ("ORCHESTRA_PROVIDER", "openai-compatible"),
-            ("ORCHESTRA_BASE_URL", model.url.as_str()),
-            ("ORCHESTRA_MODEL", "scripted"),
+            "Learned in earlier runs",
+            "tests/check.sh needs python3 on PATH",
         ],
     );
     assert!(out.status.success(), "{}", text(&out));
