@@ -9,6 +9,7 @@
 //! every entry but `gh`, `gcloud`, … Entries that are symbolic links get no rule of their own:
 //! what they point at is readable only where another rule allows it.
 
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 /// The system's read-only trees: programs, libraries, configuration, devices and the process
@@ -74,8 +75,14 @@ pub(super) fn readable(
 ) -> Vec<PathBuf> {
     let home = home.filter(|h| h.is_absolute() && h.parent().is_some());
     let mut denied: Vec<PathBuf> = SYSTEM_SECRETS.iter().map(PathBuf::from).collect();
-    if let Some(home) = home {
-        denied.extend(HOME_SECRETS.iter().map(|s| home.join(s)));
+    // The user's home by `$HOME` and by the password database: a `PATH` or toolchain entry
+    // may lie in the latter when `$HOME` was changed.
+    for base in home
+        .map(Path::to_path_buf)
+        .into_iter()
+        .chain(account_home())
+    {
+        denied.extend(HOME_SECRETS.iter().map(|s| base.join(s)));
     }
     denied.retain(|d| std::fs::symlink_metadata(d).is_ok());
     let mut roots: Vec<PathBuf> = SYSTEM.iter().map(PathBuf::from).collect();
@@ -97,6 +104,30 @@ pub(super) fn readable(
     }
     out.extend(extra.iter().cloned());
     out
+}
+
+/// Returns the home directory the password database gives this process's user.
+fn account_home() -> Option<PathBuf> {
+    let mut buf = vec![0 as libc::c_char; 16 * 1024];
+    // SAFETY: getpwuid_r fills `pwd` with pointers into `buf`, which outlives their use below;
+    // `found` is null when there is no entry.
+    unsafe {
+        let mut pwd: libc::passwd = std::mem::zeroed();
+        let mut found: *mut libc::passwd = std::ptr::null_mut();
+        let rc = libc::getpwuid_r(
+            libc::getuid(),
+            &mut pwd,
+            buf.as_mut_ptr(),
+            buf.len(),
+            &mut found,
+        );
+        if rc != 0 || found.is_null() || pwd.pw_dir.is_null() {
+            return None;
+        }
+        let dir = std::ffi::CStr::from_ptr(pwd.pw_dir);
+        let dir = PathBuf::from(std::ffi::OsStr::from_bytes(dir.to_bytes()));
+        (dir.is_absolute() && dir.parent().is_some()).then_some(dir)
+    }
 }
 
 /// Adds `path` to `out`, or, when a denied path lies beneath it, its entries (recursively)
@@ -173,6 +204,28 @@ mod tests {
         assert!(granted.contains(&home.join(".ssh")));
         // A home of `/` grants nothing by itself.
         assert!(!readable(&[], Some(Path::new("/")), None, false).contains(&PathBuf::from("/")));
+    }
+
+    #[test]
+    fn the_accounts_own_home_keeps_its_credentials_when_home_points_elsewhere() {
+        let Some(account) = account_home() else {
+            eprintln!("skipped: no password database entry for this user");
+            return;
+        };
+        if !account.join(".ssh").exists() {
+            eprintln!("skipped: {} has no .ssh", account.display());
+            return;
+        }
+        let elsewhere = tempfile::tempdir().unwrap();
+        // A PATH entry naming the account's home, while $HOME points somewhere else.
+        let granted = readable(
+            &[],
+            Some(elsewhere.path()),
+            Some(&account.display().to_string()),
+            false,
+        );
+        assert!(!granted.contains(&account), "{granted:?}");
+        assert!(!granted.contains(&account.join(".ssh")), "{granted:?}");
     }
 
     #[test]
