@@ -366,15 +366,16 @@ impl Index {
         out
     }
 
-    /// Returns every declaration of the TypeScript functions and methods among `targets` that
-    /// are overloaded (`function f(a: string): R; function f(a: number): R; function f(a) {…}`),
-    /// when there is more than one: the language treats them as one symbol, so a reference to
-    /// one is a reference to all, and each declaration is itself a reference.
+    /// Returns every declaration of the TypeScript or Python functions and methods among
+    /// `targets` that are overloaded (`function f(a: string): R; function f(a: number): R;
+    /// function f(a) {…}`, `@overload def f(…)` before `def f(…)`, a property's getter and
+    /// setter), when there is more than one: the language treats them as one symbol, so a
+    /// reference to one is a reference to all, and each declaration is itself a reference.
     fn overload_groups(&self, targets: &HashSet<DefId>) -> Vec<DefId> {
         let mut out: BTreeSet<DefId> = BTreeSet::new();
         for t in targets {
             let f = &self.files[t.file as usize];
-            if !matches!(f.lang, Lang::TypeScript | Lang::Tsx) {
+            if !matches!(f.lang, Lang::TypeScript | Lang::Tsx | Lang::Python) {
                 continue;
             }
             let d = &f.facts.defs[t.def as usize];

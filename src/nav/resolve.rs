@@ -177,7 +177,7 @@ impl Index {
                 .filter(|(l, _)| *l == max)
                 .map(|(_, d)| d)
                 .collect();
-            return Some(Outcome::bound(defs, Vec::new()));
+            return Some(Outcome::bound(self.last_binding(defs), Vec::new()));
         }
         // 2. Imports binding the name.
         let mut out = Outcome::bound(Vec::new(), Vec::new());
@@ -214,7 +214,7 @@ impl Index {
         None
     }
 
-    fn follow_import(
+    pub(crate) fn follow_import(
         &self,
         file: u32,
         imp: &super::facts::Import,
@@ -300,6 +300,7 @@ impl Index {
             out.defs = self.package_level(file, name);
         }
         if !out.defs.is_empty() {
+            out.defs = self.last_binding(std::mem::take(&mut out.defs));
             return out;
         }
         let visible = |r: bool| r || private || entry.lang == Lang::Python;
@@ -345,6 +346,32 @@ impl Index {
                 }
             }
             _ => {}
+        }
+        out
+    }
+
+    /// Returns, of Python definitions of one name in one scope, the one the name is bound to
+    /// once the scope has run: the last (`@overload` signatures before the implementation, a
+    /// property's getter before its setter). Other languages keep every definition.
+    pub(crate) fn last_binding(&self, mut defs: Vec<DefId>) -> Vec<DefId> {
+        if defs.len() < 2 {
+            return defs;
+        }
+        defs.sort();
+        let mut out: Vec<DefId> = Vec::new();
+        for d in defs {
+            let python = self.files[d.file as usize].lang == Lang::Python;
+            match out.last_mut() {
+                Some(prev)
+                    if python
+                        && prev.file == d.file
+                        && self.def(*prev).parent == self.def(d).parent =>
+                {
+                    // Definitions are in source order: the later one wins.
+                    *prev = d;
+                }
+                _ => out.push(d),
+            }
         }
         out
     }

@@ -256,6 +256,23 @@ impl Index {
     /// scope of `line` of `file`.
     fn resolve_word(&self, file: u32, word: &str, line: u32) -> Outcome {
         let facts = &self.files[file as usize].facts;
+        // A name in an import statement is what the import names (`asdict` in `from ._funcs
+        // import asdict as _asdict`), whatever the file defines under that name later.
+        if let Some(imp) = facts.imports.iter().find(|i| {
+            i.span.line <= line
+                && line <= i.span.end_line
+                && !i.module.is_empty()
+                && (i.name == word || i.alias == word)
+        }) {
+            let mut out = Outcome {
+                bound: true,
+                ..Outcome::default()
+            };
+            self.follow_import(file, imp, &mut out, 0);
+            if !out.defs.is_empty() || !out.modules.is_empty() || out.external.is_some() {
+                return out;
+            }
+        }
         let scope = facts
             .defs
             .iter()

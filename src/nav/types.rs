@@ -434,7 +434,7 @@ impl Index {
     /// Returns the members named `name` of type `class`: its own, else those of the first
     /// base along the language's lookup order that has one.
     pub(crate) fn class_members(&self, class: DefId, name: &str, depth: usize) -> Vec<DefId> {
-        let own = self.own_members(class, name, depth);
+        let own = self.last_binding(self.own_members(class, name, depth));
         if !own.is_empty() || depth > MAX_DEPTH {
             return own;
         }

@@ -167,3 +167,83 @@ fn imports_are_labelled_re_exports_only_where_a_package_re_exports() {
         "imports of tool.py: 1 result\ntool.py:1 sys -> (external)\n"
     );
 }
+
+/// A package in the shapes of itsdangerous and werkzeug: a generic base class, overloads, an
+/// import line naming what the file later defines again.
+fn generic_repo() -> TestRepo {
+    TestRepo::with_files(&[
+        ("pkg/__init__.py", ""),
+        (
+            "pkg/base.py",
+            concat!(
+                "import typing as t\n",                   // 1
+                "T = t.TypeVar(\"T\")\n",                 // 2
+                "class Serializer(t.Generic[T]):\n",      // 3
+                "    def load_payload(self, payload):\n", // 4
+                "        return payload\n",               // 5
+            ),
+        ),
+        ("pkg/_funcs.py", "def asdict(inst):\n    return {}\n"),
+        (
+            "pkg/url_safe.py",
+            concat!(
+                "from .base import Serializer\n",                 // 1
+                "from ._funcs import asdict as _asdict\n",        // 2
+                "class URLSafe(Serializer[str]):\n",              // 3
+                "    def load_payload(self, payload):\n",         // 4
+                "        return super().load_payload(payload)\n", // 5
+                "def asdict(inst):\n",                            // 6
+                "    return _asdict(inst)\n",                     // 7
+            ),
+        ),
+        (
+            "pkg/_internal.py",
+            concat!(
+                "import typing as t\n",                    // 1
+                "@t.overload\n",                           // 2
+                "def _dt_as_utc(dt: None) -> None: ...\n", // 3
+                "@t.overload\n",                           // 4
+                "def _dt_as_utc(dt: int) -> int: ...\n",   // 5
+                "def _dt_as_utc(dt):\n",                   // 6
+                "    return dt\n",                         // 7
+            ),
+        ),
+        (
+            "pkg/http.py",
+            "from ._internal import _dt_as_utc\n\ndef f(x):\n    return _dt_as_utc(x)\n",
+        ),
+    ])
+}
+
+#[test]
+fn generic_bases_overloads_and_import_lines_resolve_as_python_binds_them() {
+    let repo = generic_repo();
+    let idx = index(&repo);
+    // `class URLSafe(Serializer[str])`: `super()` reaches the generic base.
+    let defs = idx
+        .definition("load_payload", Some(("pkg/url_safe.py", 5)))
+        .unwrap();
+    assert_eq!(resolved(&defs), vec!["pkg/base.py:4"]);
+    // The name is bound to the last definition: the implementation after the overloads.
+    let defs = idx
+        .definition("_dt_as_utc", Some(("pkg/http.py", 4)))
+        .unwrap();
+    assert_eq!(places(&defs), vec!["pkg/_internal.py:6"]);
+    // On the import line, `asdict` is the imported function, not the file's own `asdict`.
+    let defs = idx
+        .definition("asdict", Some(("pkg/url_safe.py", 2)))
+        .unwrap();
+    assert_eq!(resolved(&defs), vec!["pkg/_funcs.py:1"]);
+}
+
+#[test]
+fn references_of_an_overload_are_those_of_the_whole_group() {
+    let repo = generic_repo();
+    let idx = index(&repo);
+    // Asked at the first `@overload` signature, the call binds to the implementation: one
+    // symbol.
+    let id = idx.def_at("pkg/_internal.py", 3).unwrap();
+    let refs = places(&idx.references_of(id));
+    assert!(refs.contains(&"pkg/http.py:4".to_string()), "{refs:?}");
+    assert!(refs.contains(&"pkg/_internal.py:6".to_string()), "{refs:?}");
+}

@@ -25,7 +25,9 @@
   name: (identifier) @subject
   superclasses: (argument_list
     [(identifier) @target
-     (attribute object: (_) @qualifier attribute: (identifier) @target)])) @relation.inherits
+     (attribute object: (_) @qualifier attribute: (identifier) @target)
+     (subscript value: (identifier) @target)
+     (subscript value: (attribute object: (_) @qualifier attribute: (identifier) @target))])) @relation.inherits
 
 ; Local bindings (only those inside functions shadow anything)
 
