@@ -132,17 +132,19 @@ pub fn cmd_nav(cwd: &Path, args: NavArgs) -> Result<(), CommandError> {
             let locs = index.definition_at(symbol.as_deref(), from.as_ref())?;
             render_locations(&format!("definition of {what}"), &locs, limit, json).text
         }
-        NavQuery::Refs(t) => places(&root, cwd, "references to", t, |s, f| {
+        NavQuery::Refs(t) => places(&index, &root, cwd, "references to", t, |s, f| {
             index.references_at(s, f)
         })?
         .render(opts),
-        NavQuery::Callers(t) => {
-            places(&root, cwd, "callers of", t, |s, f| index.callers_at(s, f))?.render(opts)
-        }
-        NavQuery::Callees(t) => {
-            places(&root, cwd, "callees of", t, |s, f| index.callees_at(s, f))?.render(opts)
-        }
-        NavQuery::Impls(t) => places(&root, cwd, "implementations of", t, |s, f| {
+        NavQuery::Callers(t) => places(&index, &root, cwd, "callers of", t, |s, f| {
+            index.callers_at(s, f)
+        })?
+        .render(opts),
+        NavQuery::Callees(t) => places(&index, &root, cwd, "callees of", t, |s, f| {
+            index.callees_at(s, f)
+        })?
+        .render(opts),
+        NavQuery::Impls(t) => places(&index, &root, cwd, "implementations of", t, |s, f| {
             index.implementations_at(s, f)
         })?
         .render(opts),
@@ -240,16 +242,30 @@ fn target(
 struct Places {
     title: String,
     locs: Vec<Location>,
+    /// Said first when a bare name names several definitions.
+    note: Option<String>,
 }
 
 impl Places {
     fn render(&self, opts: PlaceOptions) -> String {
-        render_places_with(&self.title, &self.locs, opts).text
+        let Some(note) = self.note.as_ref().filter(|_| !opts.json) else {
+            return render_places_with(&self.title, &self.locs, opts).text;
+        };
+        let budget = opts.max_chars.saturating_sub(note.chars().count() + 1);
+        let opts = PlaceOptions {
+            max_chars: budget.max(200),
+            ..opts
+        };
+        format!(
+            "{note}\n{}",
+            render_places_with(&self.title, &self.locs, opts).text
+        )
     }
 }
 
 /// Runs a query listing places (`refs`, `callers`, `callees`, `impls`).
 fn places(
+    index: &Index,
     root: &Path,
     cwd: &Path,
     title: &str,
@@ -261,6 +277,7 @@ fn places(
     Ok(Places {
         title: format!("{title} {what}"),
         locs: query(symbol.as_deref(), from.as_ref())?,
+        note: index.ambiguity_note(symbol.as_deref(), from.as_ref()),
     })
 }
 

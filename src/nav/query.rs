@@ -190,7 +190,17 @@ impl Index {
         symbol: Option<&str>,
         from: Option<&At>,
     ) -> Result<Vec<Location>, NavError> {
-        let t = self.targets(symbol, from)?;
+        let t = match self.targets(symbol, from) {
+            Err(e @ NavError::BadArgument { .. }) => {
+                // A name imported from outside the repository is defined, as far as the
+                // repository goes, by its import.
+                return match from.and_then(|at| self.external_import_site(symbol, at)) {
+                    Some(site) => Ok(vec![site]),
+                    None => Err(e),
+                };
+            }
+            t => t?,
+        };
         let mut out: Vec<Location> = t
             .defs
             .iter()

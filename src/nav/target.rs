@@ -9,7 +9,7 @@
 use super::NavError;
 use super::facts::Ref;
 use super::index::{DefId, Index};
-use super::query::split_symbol;
+use super::query::{Location, split_symbol};
 use super::resolve::{Outcome, Resolution};
 
 /// A position in a file of the view: a repository-relative path, a 1-based line and, when
@@ -140,6 +140,66 @@ impl Index {
             modules: outcome.modules,
             name,
         })
+    }
+
+    /// Returns where the name at `at` is imported from outside the repository, as a location
+    /// of kind `import` (its signature names the module), if it is.
+    pub(crate) fn external_import_site(&self, symbol: Option<&str>, at: &At) -> Option<Location> {
+        let file = self.file_id(&at.path)?;
+        let (name, outcome) = self.resolve_at(symbol, at).ok()?;
+        let module = outcome.external?;
+        let f = &self.files[file as usize];
+        let imp = f
+            .facts
+            .imports
+            .iter()
+            .find(|i| i.alias == name && (i.module == module || module.starts_with(&i.module)))
+            .or_else(|| f.facts.imports.iter().find(|i| i.alias == name))?;
+        Some(Location {
+            path: f.path.clone(),
+            line: imp.span.line,
+            col: imp.span.col,
+            end_line: imp.span.end_line,
+            kind: "import".into(),
+            name,
+            container: None,
+            signature: format!("from {module}, outside the repository"),
+            resolution: Resolution::Resolved,
+        })
+    }
+
+    /// Returns a note for a query by a bare name that several definitions share (the answer
+    /// covers all of them), naming them and how to pick one; `None` otherwise.
+    pub fn ambiguity_note(&self, symbol: Option<&str>, from: Option<&At>) -> Option<String> {
+        if from.is_some() {
+            return None;
+        }
+        let defs = self.lookup(symbol?);
+        if defs.len() < 2 {
+            return None;
+        }
+        let mut names: Vec<String> = defs
+            .iter()
+            .take(4)
+            .map(|d| {
+                let f = &self.files[d.file as usize];
+                format!(
+                    "{} ({}:{})",
+                    f.facts.qualified_name(d.def),
+                    f.path,
+                    self.def(*d).name_span.line
+                )
+            })
+            .collect();
+        if defs.len() > 4 {
+            names.push(format!("{} more", defs.len() - 4));
+        }
+        Some(format!(
+            "note: `{}` names {} definitions: {}; this answer covers them all. For one, give a qualified name or --from PATH:LINE[:COL] (tool argument `from`).",
+            symbol?,
+            defs.len(),
+            names.join(", ")
+        ))
     }
 
     /// Resolves the token at `at` (named like `symbol`'s last segment when given) and returns

@@ -322,7 +322,13 @@ fn places(
             index.implementations_at(symbol, from)?,
         ),
     };
-    Ok(render_places(&title, &places, limit, false, context).text)
+    let note = index.ambiguity_note(symbol, from);
+    let budget = limit.saturating_sub(note.as_ref().map_or(0, |n| n.chars().count() + 1));
+    let text = render_places(&title, &places, budget.max(200), false, context).text;
+    Ok(match note {
+        Some(n) => format!("{n}\n{text}"),
+        None => text,
+    })
 }
 
 /// Runs `nav_imports` or `nav_importers` on the file `path`.

@@ -104,3 +104,33 @@ fn unknown_symbols_and_files_are_user_errors_with_advice() {
         text(&out)
     );
 }
+
+#[test]
+fn a_bare_name_several_definitions_share_is_said_and_a_position_picks_one() {
+    let repo = TestRepo::with_files(&[
+        (
+            "src/client.py",
+            "class Client:\n    def send(self):\n        pass\n\ndef run(c: Client):\n    c.send()\n",
+        ),
+        (
+            "src/session.py",
+            "class Session:\n    def send(self):\n        pass\n",
+        ),
+    ]);
+    let out = orchestra(&repo.path, &["nav", "refs", "send"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.starts_with("note: `send` names 2 definitions: Client.send (src/client.py:2), Session.send (src/session.py:2);"),
+        "{stdout}"
+    );
+    let out = orchestra(
+        &repo.path,
+        &["nav", "refs", "send", "--from", "src/client.py:2"],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!stdout.contains("note:"), "{stdout}");
+    assert!(
+        stdout.contains("src/client.py\n  in run: 6:7 call\n"),
+        "{stdout}"
+    );
+}

@@ -303,3 +303,19 @@ fn jsdoc_links_are_references() {
     let concat = places(&idx.references("concatMap").unwrap());
     assert!(concat.is_empty(), "{concat:?}");
 }
+
+#[test]
+fn a_name_imported_from_a_package_is_defined_by_its_import() {
+    let repo = TestRepo::with_files(&[(
+        "src/slice.ts",
+        "import type { Action } from 'redux';\n\nexport function reduce(a: Action): Action {\n  return a;\n}\n",
+    )]);
+    let idx = crate::index(&repo);
+    let defs = idx.definition("Action", Some(("src/slice.ts", 3))).unwrap();
+    assert_eq!(defs.len(), 1, "{defs:?}");
+    assert_eq!(
+        (defs[0].path.as_str(), defs[0].line, defs[0].kind.as_str()),
+        ("src/slice.ts", 1, "import")
+    );
+    assert!(defs[0].signature.contains("redux"), "{defs:?}");
+}
