@@ -17,6 +17,8 @@ use std::process::Command;
 use git_orchestra::nav::tools::DEFAULT_MAX_CHARS;
 use git_orchestra::nav::{Detail, Index, render_locations_at, render_places};
 
+#[path = "nav_accuracy/heldout.rs"]
+mod heldout;
 #[path = "nav_accuracy/rust.rs"]
 mod rust;
 #[path = "nav_accuracy/typescript.rs"]
@@ -134,6 +136,60 @@ fn main() {
 
     typescript::run(tmp.path());
     rust::run(tmp.path());
+    heldout::run(tmp.path());
+    heldout::run_typescript(tmp.path());
+}
+
+/// Counts of one scored set, to add sets up.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Tally {
+    def_queries: usize,
+    /// Top answers that are right, and top answers given.
+    def_top_tp: usize,
+    def_top_n: usize,
+    /// Every answer: right ones, all given, and queries with a right one among them.
+    def_all_tp: usize,
+    def_all_n: usize,
+    def_any: usize,
+    ref_queries: usize,
+    ref_tp: usize,
+    ref_ours: usize,
+    ref_exp: usize,
+}
+
+impl Tally {
+    /// Adds another set's counts.
+    pub fn add(&mut self, o: &Tally) {
+        self.def_queries += o.def_queries;
+        self.def_top_tp += o.def_top_tp;
+        self.def_top_n += o.def_top_n;
+        self.def_all_tp += o.def_all_tp;
+        self.def_all_n += o.def_all_n;
+        self.def_any += o.def_any;
+        self.ref_queries += o.ref_queries;
+        self.ref_tp += o.ref_tp;
+        self.ref_ours += o.ref_ours;
+        self.ref_exp += o.ref_exp;
+    }
+
+    /// Prints the figures: top-answer precision and recall, precision over every answer
+    /// given, references' precision, recall and F1.
+    pub fn print(&self, label: &str) {
+        println!("== {label}");
+        let (p, r) = prf(self.def_top_tp, self.def_top_n, self.def_queries);
+        let (pa, _) = prf(self.def_all_tp, self.def_all_n, self.def_queries);
+        let (_, ra) = prf(self.def_any, self.def_queries, self.def_queries);
+        println!(
+            "definitions: {} queries, precision {p:.3}, recall {r:.3} (top answer); every answer given: precision {pa:.3}, recall {ra:.3}",
+            self.def_queries
+        );
+        let (p, r) = prf(self.ref_tp, self.ref_ours, self.ref_exp);
+        let f1 = 2.0 * p * r / (p + r).max(1e-9);
+        println!(
+            "references: {} queries, precision {p:.3}, recall {r:.3}, F1 {f1:.3}",
+            self.ref_queries
+        );
+    }
 }
 
 /// Builds a committed git repository at `repo` from its current files.
@@ -158,9 +214,10 @@ fn pairs(v: &serde_json::Value) -> BTreeSet<(String, u32)> {
 
 /// Scores our index against `expected` ({"defs": [...], "refs": [...]}, each entry with file,
 /// line, name and expected [path, line] pairs) and prints P/R per kind and bytes against grep.
-fn score(label: &str, repo: &Path, index: &Index, expected: &serde_json::Value) {
+fn score(label: &str, repo: &Path, index: &Index, expected: &serde_json::Value) -> Tally {
     println!("== {label}");
     let verbose = std::env::var_os("NAV_ACC_VERBOSE").is_some();
+    let mut tally = Tally::default();
 
     // Definitions at use sites.
     let (mut tp, mut ours_n, mut exp_n, mut queries) = (0, 0, 0, 0);
@@ -169,13 +226,17 @@ fn score(label: &str, repo: &Path, index: &Index, expected: &serde_json::Value) 
         let line = q["line"].as_u64().unwrap() as u32;
         let name = q["name"].as_str().unwrap();
         let exp = pairs(&q["expected"]);
-        let ours: BTreeSet<(String, u32)> = index
+        let all: Vec<(String, u32)> = index
             .definition(name, Some((file, line)))
             .unwrap_or_default()
             .into_iter()
-            .take(1)
             .map(|l| (l.path, l.line))
             .collect();
+        let every: BTreeSet<(String, u32)> = all.iter().cloned().collect();
+        tally.def_all_tp += every.intersection(&exp).count();
+        tally.def_all_n += every.len();
+        tally.def_any += usize::from(every.intersection(&exp).next().is_some());
+        let ours: BTreeSet<(String, u32)> = all.into_iter().take(1).collect();
         if verbose && ours.intersection(&exp).count() == 0 {
             println!("def {name} ({file}:{line}): ours {ours:?} expected {exp:?}");
         }
@@ -185,7 +246,13 @@ fn score(label: &str, repo: &Path, index: &Index, expected: &serde_json::Value) 
         queries += 1;
     }
     let (p, r) = prf(tp, ours_n, exp_n);
-    println!("definitions: {queries} queries, precision {p:.3}, recall {r:.3} (top answer)");
+    let (pa, _) = prf(tally.def_all_tp, tally.def_all_n, exp_n);
+    println!(
+        "definitions: {queries} queries, precision {p:.3}, recall {r:.3} (top answer); precision over every answer given {pa:.3}"
+    );
+    tally.def_queries = queries;
+    tally.def_top_tp = tp;
+    tally.def_top_n = ours_n;
 
     // References of top-level definitions.
     let (mut tp, mut ours_n, mut exp_n, mut rq) = (0, 0, 0, 0);
@@ -237,6 +304,10 @@ fn score(label: &str, repo: &Path, index: &Index, expected: &serde_json::Value) 
     let (p, r) = prf(tp, ours_n, exp_n);
     let f1 = 2.0 * p * r / (p + r).max(1e-9);
     println!("references: {rq} queries, precision {p:.3}, recall {r:.3}, F1 {f1:.3}");
+    tally.ref_queries = rq;
+    tally.ref_tp = tp;
+    tally.ref_ours = ours_n;
+    tally.ref_exp = exp_n;
     let pct = |n: usize| 100.0 * n as f64 / grep_bytes.max(1) as f64;
     println!(
         "bytes: grep -w {grep_bytes}; ours with source lines {our_bytes} ({:.1}%), locations only {our_loc_bytes} ({:.1}%), as the agent tools answer by default (budget {DEFAULT_MAX_CHARS} characters) {default_bytes} ({:.1}%)",
@@ -244,4 +315,5 @@ fn score(label: &str, repo: &Path, index: &Index, expected: &serde_json::Value) 
         pct(our_loc_bytes),
         pct(default_bytes)
     );
+    tally
 }

@@ -4,7 +4,7 @@ Usage: jedi_oracle.py REPO FILE... > expected.json
 
 For each file: sampled name uses (calls, attribute and plain names) with jedi's goto
 definitions, and top-level functions/classes with jedi's project-wide references. Only answers
-inside REPO count; the sys.path is REPO alone, so imports resolve to the copied tree.
+inside REPO count; the sys.path is REPO (and REPO/src), so imports resolve to the copied tree.
 """
 import json
 import os
@@ -14,7 +14,9 @@ import jedi
 
 repo = os.path.abspath(sys.argv[1])
 files = sys.argv[2:]
-project = jedi.Project(path=repo, sys_path=[repo], smart_sys_path=False, load_unsafe_extensions=False)
+# A `src/` layout's packages import from `src`.
+sys_path = [repo] + ([os.path.join(repo, "src")] if os.path.isdir(os.path.join(repo, "src")) else [])
+project = jedi.Project(path=repo, sys_path=sys_path, smart_sys_path=False, load_unsafe_extensions=False)
 
 
 def rel(p):

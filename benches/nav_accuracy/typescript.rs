@@ -274,6 +274,78 @@ fn alias_sites(repo: &Path) -> (Vec<serde_json::Value>, Vec<serde_json::Value>) 
     (defs, refs)
 }
 
+/// Samples queries in `eval` (identifier uses and declarations, and every import/export alias
+/// of the repository), asks the TypeScript language service (`typescript`, the installed
+/// module) for the answers, and scores the index of `repo` against them. Returns the tally
+/// and how many queries were at aliases (definitions, references).
+pub fn score_package(
+    label: &str,
+    repo: &Path,
+    typescript: &Path,
+    eval: &[&str],
+    db: &Path,
+) -> (super::Tally, (usize, usize)) {
+    let (mut defs, mut refs) = (Vec::new(), Vec::new());
+    for f in eval {
+        let text = std::fs::read_to_string(repo.join(f)).unwrap();
+        defs.extend(ident_sites(&text, f, 8));
+        refs.extend(decl_sites(&text, f, 3));
+    }
+    let (alias_defs, alias_refs) = alias_sites(repo);
+    let aliases = (alias_defs.len(), alias_refs.len());
+    defs.extend(alias_defs);
+    refs.extend(alias_refs);
+    let sites = serde_json::json!({"defs": defs, "refs": refs});
+    let oracle = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/nav_accuracy/ts_oracle.js");
+    let mut child = Command::new("node")
+        .arg(&oracle)
+        .arg(typescript)
+        .arg(repo)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(sites.to_string().as_bytes()).unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "ts_oracle.js failed");
+    let expected: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut index = Index::open_with_cache(repo, db).unwrap();
+    index.refresh().unwrap();
+    let tally = super::score(label, repo, &index, &expected);
+    (tally, aliases)
+}
+
+/// Returns the TypeScript files under `dir` of `repo`, largest first (ties by path),
+/// declaration files and tests left out.
+pub fn largest_sources(repo: &Path, dir: &Path, n: usize) -> Vec<String> {
+    let mut files = Vec::new();
+    ts_files(repo, dir, &mut files);
+    let mut sized: Vec<(u64, String)> = files
+        .into_iter()
+        .filter(|f| !f.ends_with(".d.ts") && !f.contains(".test.") && !f.contains(".spec."))
+        .filter(|f| !f.contains("/tests/") && !f.contains("/__tests__/"))
+        .map(|f| {
+            (
+                std::fs::metadata(repo.join(&f))
+                    .map(|m| m.len())
+                    .unwrap_or(0),
+                f,
+            )
+        })
+        .collect();
+    sized.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    sized.into_iter().take(n).map(|(_, f)| f).collect()
+}
+
+/// Returns the installed TypeScript module of the harness's npm cache, installing it first.
+pub fn typescript_module() -> Option<std::path::PathBuf> {
+    npm_cache().map(|c| c.join("node_modules/typescript"))
+}
+
 /// Runs the TypeScript part of the harness under `tmp`, or says why it is skipped.
 pub fn run(tmp: &Path) {
     let Some(cache) = npm_cache() else {
@@ -287,41 +359,14 @@ pub fn run(tmp: &Path) {
     let src = cache.join("node_modules/rxjs/src");
     super::sh(&repo, "cp", &["-r", src.to_str().unwrap(), "."]);
     super::commit_all(&repo);
-    let (mut defs, mut refs) = (Vec::new(), Vec::new());
-    for f in EVAL {
-        let text = std::fs::read_to_string(repo.join(f)).unwrap();
-        defs.extend(ident_sites(&text, f, 8));
-        refs.extend(decl_sites(&text, f, 3));
-    }
-    let (alias_defs, alias_refs) = alias_sites(&repo);
-    let aliases = (alias_defs.len(), alias_refs.len());
-    defs.extend(alias_defs);
-    refs.extend(alias_refs);
-    let sites = serde_json::json!({"defs": defs, "refs": refs});
-    let oracle = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/nav_accuracy/ts_oracle.js");
-    let mut child = Command::new("node")
-        .arg(&oracle)
-        .arg(cache.join("node_modules/typescript"))
-        .arg(&repo)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    {
-        use std::io::Write;
-        let mut stdin = child.stdin.take().unwrap();
-        stdin.write_all(sites.to_string().as_bytes()).unwrap();
-    }
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "ts_oracle.js failed");
-    let expected: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let mut index = Index::open_with_cache(&repo, &tmp.join("nav-ts.db")).unwrap();
-    index.refresh().unwrap();
-    super::score(
-        "typescript (rxjs 7.8 sources; oracle: TypeScript language service)",
+    let tally_label = "typescript (rxjs 7.8 sources; oracle: TypeScript language service)";
+    let typescript = cache.join("node_modules/typescript");
+    let (_, aliases) = score_package(
+        tally_label,
         &repo,
-        &index,
-        &expected,
+        &typescript,
+        EVAL,
+        &tmp.join("nav-ts.db"),
     );
     println!(
         "(of these, {} definition queries at uses of import/export aliases, {} reference queries of aliased declarations)",
