@@ -21,13 +21,17 @@ pub enum LockError {
     },
 }
 
+/// How long a held lock is tried again before the run counts as driven by another process.
+const BUSY_GRACE: std::time::Duration = std::time::Duration::from_millis(750);
+
 /// A held run lock; released on drop.
 pub struct RunLock {
     _file: File,
 }
 
 impl RunLock {
-    /// Takes the lock of `run` whose state lives in `dir`, failing at once if it is held.
+    /// Takes the lock of `run` whose state lives in `dir`, failing if it stays held for
+    /// [`BUSY_GRACE`].
     pub fn acquire(dir: &Path, run: &str) -> Result<RunLock, LockError> {
         fs_err::create_dir_all(dir).map_err(|source| LockError::Io {
             path: dir.to_path_buf(),
@@ -43,14 +47,22 @@ impl RunLock {
                 path: path.clone(),
                 source,
             })?;
-        // SAFETY: flock on a descriptor we own; no memory is shared with the kernel.
-        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-        if rc != 0 {
-            return Err(LockError::Busy {
-                run: run.to_string(),
-            });
+        // A lock just released can read as held for a moment (a child forked by a process that
+        // died keeps the descriptor until its exec): try again briefly before calling it busy.
+        let until = std::time::Instant::now() + BUSY_GRACE;
+        loop {
+            // SAFETY: flock on a descriptor we own; no memory is shared with the kernel.
+            let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+            if rc == 0 {
+                return Ok(RunLock { _file: file });
+            }
+            if std::time::Instant::now() >= until {
+                return Err(LockError::Busy {
+                    run: run.to_string(),
+                });
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
         }
-        Ok(RunLock { _file: file })
     }
 
     /// Returns true if and only if some process holds the lock of the run in `dir`.
