@@ -16,7 +16,9 @@ use super::{CommandError, engine_error, pick_run};
 /// Each packet starts from the work its worktree and branch already hold, on its next attempt;
 /// skipped packets that depend on it run again with it. With --note the workers get your words
 /// with their task (our agents in their prompt, external workers in ORCHESTRA_FIXES_FILE).
-/// A run that was merged before is merged again afterwards.
+/// A run that was merged before is merged again afterwards. A run made by `start` goes on
+/// through its workflow: its agents work the packets, then it integrates and reports as it was
+/// started to.
 #[derive(Debug, Args)]
 pub struct RetryArgs {
     /// The run (default: the newest run; see `git orchestra status`).
@@ -40,10 +42,19 @@ pub fn cmd_retry(cwd: &Path, args: &RetryArgs) -> Result<(), CommandError> {
     let config = super::load_config(&repo)?;
     let run = pick_run(&repo, args.run.as_deref())?;
     if git_orchestra::status::start_state(&repo.common_dir, &run).is_some() {
-        return Err(CommandError::user(format!(
-            "run {run} was made by `start`; retrying its packets alone would skip its review and integration phases"
-        ))
-        .hint("a `start` run that failed continues with the same `git orchestra start` command"));
+        // A `start` run goes on through its own workflow: its agents work the packets, then it
+        // integrates, tests and reports as it was asked to.
+        let reopened = git_orchestra::orchestrator::retry::reopen(
+            &repo,
+            &run,
+            &args.packets,
+            args.note.as_deref(),
+        )
+        .map_err(super::start::start_error)?;
+        if !args.quiet && !args.json {
+            eprintln!("retrying {} of run {run}", reopened.join(", "));
+        }
+        return super::start::resume_start(&repo, &config, &run, args.quiet);
     }
     let reopened =
         engine::reopen(&repo, &run, &args.packets, args.note.as_deref()).map_err(engine_error)?;

@@ -363,7 +363,9 @@ pub fn start_error(e: StartError) -> CommandError {
     match e {
         StartError::Repo(e) => e.into(),
         StartError::Engine(e) => super::engine_error(e),
-        e @ (StartError::NeedsApproval { .. } | StartError::Roles(_)) => CommandError::user(e),
+        e @ (StartError::NeedsApproval { .. }
+        | StartError::Roles(_)
+        | StartError::RetryRefused(_)) => CommandError::user(e),
         StartError::Lock(e) => CommandError::user(e),
         e @ (StartError::PlanInvalid { .. } | StartError::Ask { .. }) => CommandError::failed(e)
             .hint("`git orchestra start` with the same objective (or `resume`) retries from this phase"),

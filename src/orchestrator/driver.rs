@@ -58,6 +58,8 @@ pub enum StartError {
     },
     #[error("the workflow journal is in use by a thread that panicked")]
     Poisoned,
+    #[error(transparent)]
+    RetryRefused(#[from] super::retry::RetryRefused),
 }
 
 /// The user's answer to a plan.

@@ -21,6 +21,7 @@ mod plan_review;
 pub mod planning;
 pub mod replay;
 pub mod report;
+pub mod retry;
 pub mod start_journal;
 pub mod start_reviewer;
 pub mod start_worker;

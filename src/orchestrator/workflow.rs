@@ -3,7 +3,8 @@
 //!
 //! Only the transitions of [`WorkflowState::can_move_to`] are legal. `paused` and `failed` are
 //! reachable from every active state and lead back only to the state they interrupted, so a
-//! resume continues exactly where the run stopped.
+//! resume continues exactly where the run stopped. A completed run goes back to `executing`
+//! only through `retry`, which reopens its failed packets.
 
 use serde::{Deserialize, Serialize};
 
@@ -92,7 +93,8 @@ impl WorkflowState {
         )
     }
 
-    /// Returns true if and only if nothing can follow this state.
+    /// Returns true if and only if the run is over in this state (only an explicit `retry`
+    /// reopens a completed one).
     pub fn is_final(self) -> bool {
         matches!(self, WorkflowState::Completed | WorkflowState::Cancelled)
     }
@@ -121,7 +123,9 @@ impl WorkflowState {
             S::Documenting => matches!(to, S::Testing | S::Completed),
             S::Testing => to == S::Completed,
             S::Paused | S::Failed => to.is_active() || to == S::Cancelled,
-            S::Completed | S::Cancelled => false,
+            // `retry` reopens a completed run's failed packets.
+            S::Completed => to == S::Executing,
+            S::Cancelled => false,
         }
     }
 }
@@ -243,6 +247,7 @@ mod tests {
         (S::Documenting, S::Testing),
         (S::Documenting, S::Completed),
         (S::Testing, S::Completed),
+        (S::Completed, S::Executing),
     ];
 
     #[test]
@@ -259,9 +264,9 @@ mod tests {
     }
 
     #[test]
-    fn final_states_lead_nowhere_and_idle_is_not_pausable() {
+    fn final_states_lead_nowhere_but_a_retry_and_idle_is_not_pausable() {
         for to in ALL_STATES {
-            assert!(!S::Completed.can_move_to(to));
+            assert_eq!(S::Completed.can_move_to(to), to == S::Executing, "{to}");
             assert!(!S::Cancelled.can_move_to(to));
         }
         assert!(!S::Idle.can_move_to(S::Paused));

@@ -674,3 +674,78 @@ fn a_validation_the_merge_broke_goes_back_to_the_packets_agent_and_its_fix_lands
     assert_eq!(s.show("main", "p1.txt"), "p1");
     assert_eq!(s.show("main", "p2.txt"), "p2 knows p1");
 }
+
+#[test]
+fn retry_of_a_start_run_reopens_its_failed_packet_with_the_note_and_its_work_lands() {
+    // p1's check needs ok.txt, which its agent only writes once a person says so.
+    let plan_text = "```toml\n[[packet]]\nid = \"p1\"\ntitle = \"Write p1\"\ndescription = \"d\"\nfiles = [\"p1.txt\", \"ok.txt\"]\nvalidation = [\"test -f ok.txt\"]\n\n[[packet]]\nid = \"p2\"\ntitle = \"Write p2\"\ndescription = \"d\"\nfiles = [\"p2.txt\"]\n```";
+    let complete = || call("complete", json!({"summary": "wrote p1"}));
+    let s = setup(
+        plan_text,
+        vec![
+            json!({"name": "retried", "match": ["# Coder", "please create ok.txt"], "replies": [
+                call("write_file", json!({"path": "ok.txt", "content": "ok\n"})),
+                call("complete", json!({"summary": "wrote ok.txt"}))]}),
+            json!({"name": "p1", "match": ["# Coder", "# Write p1"], "replies": [
+                call("write_file", json!({"path": "p1.txt", "content": "p1\n"})),
+                complete(), complete(), complete(), complete(), complete(), complete()]}),
+            json!({"name": "p2", "match": ["# Coder", "# Write p2"], "replies": [
+                call("write_file", json!({"path": "p2.txt", "content": "p2\n"})),
+                call("complete", json!({"summary": "wrote p2"}))]}),
+        ],
+        None,
+    );
+    let vars = [
+        ("ORCHESTRA_PROVIDER", "openai-compatible"),
+        ("ORCHESTRA_BASE_URL", s.model.url.as_str()),
+        ("ORCHESTRA_MODEL", "scripted"),
+    ];
+    let root = s.root.to_str().unwrap();
+    let first = orchestra_with_env(
+        &s.repo,
+        &[
+            "start",
+            "--yes",
+            "--no-clarify",
+            "--merge",
+            "--worktree-root",
+            root,
+            "Write notes",
+        ],
+        &vars,
+    );
+    let all = text(&first);
+    assert!(
+        !first.status.success(),
+        "p1 failed, so the run did not: {all}"
+    );
+    assert_eq!(s.show("main", "p2.txt"), "p2", "{all}");
+    let missing = std::process::Command::new("git")
+        .args(["cat-file", "-e", "main:p1.txt"])
+        .current_dir(&s.repo)
+        .stderr(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(!missing.success(), "p1's work is not on main yet: {all}");
+
+    let retry = orchestra_with_env(&s.repo, &["retry", "--note", "please create ok.txt"], &vars);
+    let all = text(&retry);
+    assert!(retry.status.success(), "{all}");
+    assert!(all.contains("retrying p1 of run"), "{all}");
+    assert_eq!(s.show("main", "p1.txt"), "p1", "{all}");
+    assert_eq!(s.show("main", "ok.txt"), "ok", "{all}");
+    assert_eq!(s.show("main", "p2.txt"), "p2", "{all}");
+    let events = s.journal();
+    assert!(
+        events.iter().any(
+            |e| matches!(e, WorkflowEvent::Transition { reason, .. } if reason == "retry of p1")
+        ),
+        "the workflow journals the retry: {events:?}"
+    );
+
+    // A finished run with nothing failed left has nothing to retry: said, and nothing changes.
+    let again = orchestra_with_env(&s.repo, &["retry"], &vars);
+    let all = text(&again);
+    assert!(!again.status.success(), "{all}");
+    assert!(all.contains("no failed or skipped packet"), "{all}");
+}
