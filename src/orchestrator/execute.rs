@@ -144,7 +144,7 @@ impl Ctx<'_> {
                 .cloned()
                 .collect();
             last = Some(report.clone());
-            if conflicted.is_empty() || self.settings.worker_cmd.is_some() {
+            if conflicted.is_empty() {
                 break;
             }
             let records = store.packets(&self.run)?;
@@ -155,13 +155,18 @@ impl Ctx<'_> {
                 ) else {
                     continue;
                 };
+                let who = if self.settings.worker_cmd.is_some() {
+                    "its worker command"
+                } else {
+                    "its agent"
+                };
                 self.ui.progress(&match &s.broken {
                     Some(b) => format!(
-                        "{}: {} broke `{}` on the merged tree; its agent fixes it",
+                        "{}: {} broke `{}` on the merged tree; {who} fixes it",
                         self.run, s.packet, b.command
                     ),
                     None => format!(
-                        "{}: {} conflicts in {}; its agent resolves them",
+                        "{}: {} conflicts in {}; {who} resolves them",
                         self.run,
                         s.packet,
                         s.conflicts.join(", ")
@@ -185,7 +190,10 @@ impl Ctx<'_> {
                     onto: &onto,
                     paths: &s.conflicts,
                     common_dir: &self.repo.common_dir,
-                    confine: crate::engine::Worker::confine(&worker),
+                    confine: match &self.settings.worker_cmd {
+                        Some(_) => None,
+                        None => crate::engine::Worker::confine(&worker),
+                    },
                     dir: &dir,
                     round: round as u32 + 1,
                     stop: self.stop,
@@ -197,7 +205,13 @@ impl Ctx<'_> {
                     }),
                     journal: &journal,
                 };
-                match merge::resolve_conflicts(&job, merge::ConflictWorker::Agent(&worker)) {
+                // The run's worker resolves: the external command (with ORCHESTRA_FIXES_FILE) or
+                // the packet's agent.
+                let resolver = match &self.settings.worker_cmd {
+                    Some(cmd) => merge::ConflictWorker::Command(cmd),
+                    None => merge::ConflictWorker::Agent(&worker),
+                };
+                match merge::resolve_conflicts(&job, resolver) {
                     Ok(commit) => {
                         self.j()?.append(&WorkflowEvent::ConflictResolved {
                             packet: s.packet.clone(),

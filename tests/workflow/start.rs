@@ -1034,3 +1034,42 @@ fn the_planner_is_told_what_earlier_runs_learned() {
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(git(&repo, &["show", "main:p1.txt"]), "done");
 }
+
+#[test]
+fn with_a_worker_command_a_validation_the_merge_broke_goes_back_to_the_command_and_lands() {
+    hermetic();
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = demo::create_sample(&tmp.path().join("greeter")).unwrap();
+    // Each packet passes alone; p2's check fails once p1's file is there, until p2 says so.
+    let plan = "```toml\n[[packet]]\nid = \"p1\"\ntitle = \"One\"\ndescription = \"d\"\nfiles = [\"p1.txt\"]\nvalidation = [\"test -f p1.txt\"]\n\n[[packet]]\nid = \"p2\"\ntitle = \"Two\"\ndescription = \"d\"\nfiles = [\"p2.txt\"]\nvalidation = [\"test ! -e p1.txt || grep -q 'knows p1' p2.txt\"]\n```";
+    let scripts = serde_json::json!([
+        {"name": "planner", "match": ["# Planner"], "replies": [{"text": plan}]},
+        {"name": "review", "match": ["# Reviewer"], "replies": [{"text": "{\"verdict\": \"approve\"}"}]},
+        {"name": "orchestrator", "match": ["# Orchestrator"], "replies": [{"text": "{}"}]}
+    ]);
+    let model = demo::MockModel::start(demo::parse_scripts(&scripts.to_string()).unwrap()).unwrap();
+    // The command answers the fixes file (which names the broken command) by saying so.
+    let worker = r#"if [ -n "$ORCHESTRA_FIXES_FILE" ]; then grep -q "grep -q 'knows p1' p2.txt" "$ORCHESTRA_FIXES_FILE" && echo "p2 knows p1" > "$ORCHESTRA_PACKET.txt"; else echo done > "$ORCHESTRA_PACKET.txt"; fi"#;
+    let out = orchestra_with_env(
+        &repo,
+        &[
+            "start",
+            "--yes",
+            "--no-clarify",
+            "--merge",
+            "--worker-cmd",
+            worker,
+            "Two files",
+        ],
+        &[
+            ("ORCHESTRA_PROVIDER", "openai-compatible"),
+            ("ORCHESTRA_BASE_URL", model.url.as_str()),
+            ("ORCHESTRA_MODEL", "scripted"),
+        ],
+    );
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
+    assert!(all.contains("its worker command fixes it"), "{all}");
+    assert_eq!(git(&repo, &["show", "main:p1.txt"]), "done");
+    assert_eq!(git(&repo, &["show", "main:p2.txt"]), "p2 knows p1");
+}
