@@ -246,6 +246,14 @@ impl Ctx<'_> {
             packets.extend(store.packets(&phase).unwrap_or_default());
             events.extend(store.events(&phase, 0).unwrap_or_default());
         }
+        // Tests that failed on the change land with the fix packet that made them pass: the
+        // fix stands for them.
+        let fixed = |p: &crate::store::PacketRecord| {
+            p.id == "fix" && p.state == crate::store::PacketState::Succeeded
+        };
+        if packets.iter().any(fixed) {
+            packets.retain(|p| p.id != "tests" || p.state != crate::store::PacketState::Failed);
+        }
         let plan = run.as_ref().and_then(|r| r.plan().ok());
         let artifacts = self.artifacts(&dir, plan.as_ref(), &packets)?;
         let advice = if advise {

@@ -749,3 +749,69 @@ fn retry_of_a_start_run_reopens_its_failed_packet_with_the_note_and_its_work_lan
     assert!(!again.status.success(), "{all}");
     assert!(all.contains("no failed or skipped packet"), "{all}");
 }
+
+#[test]
+fn tests_that_fail_on_the_integrated_change_become_a_fix_packet_and_both_land() {
+    // The project's test command (its Makefile's `test`) runs every tests/*.sh.
+    let plan_text = "```toml\n[[packet]]\nid = \"p1\"\ntitle = \"Write p1\"\ndescription = \"d\"\nfiles = [\"lib.txt\"]\n```";
+    let fails = || {
+        call(
+            "complete",
+            json!({"summary": "the test fails: lib.txt is v1"}),
+        )
+    };
+    let s = setup(
+        plan_text,
+        vec![
+            json!({"name": "fix", "match": ["# Coder", "# Make the new tests pass"], "replies": [
+                call("write_file", json!({"path": "lib.txt", "content": "v2\n"})),
+                call("complete", json!({"summary": "lib.txt is v2"}))]}),
+            json!({"name": "p1", "match": ["# Coder", "# Write p1"], "replies": [
+                call("write_file", json!({"path": "lib.txt", "content": "v1\n"})),
+                call("complete", json!({"summary": "wrote lib.txt"}))]}),
+            json!({"name": "tester", "match": ["# Tester"], "replies": [
+                call("write_file", json!({"path": "tests/check.sh", "content": "grep -q v2 lib.txt || { echo 'lib.txt is not v2'; exit 1; }\n"})),
+                fails(), fails(), fails(), fails(), fails()]}),
+        ],
+        None,
+    );
+    std::fs::write(
+        s.repo.join("Makefile"),
+        "test:\n\t@for t in tests/*.sh; do [ -e \"$$t\" ] || continue; sh \"$$t\" || exit 1; done\n",
+    )
+    .unwrap();
+    git(&s.repo, &["add", "Makefile"]);
+    git(&s.repo, &["commit", "-qm", "tests"]);
+    let out = orchestra_with_env(
+        &s.repo,
+        &[
+            "start",
+            "--yes",
+            "--no-clarify",
+            "--merge",
+            "--tests",
+            "--worktree-root",
+            s.root.to_str().unwrap(),
+            "Write notes",
+        ],
+        &[
+            ("ORCHESTRA_PROVIDER", "openai-compatible"),
+            ("ORCHESTRA_BASE_URL", s.model.url.as_str()),
+            ("ORCHESTRA_MODEL", "scripted"),
+        ],
+    );
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
+    assert!(
+        all.contains("the new tests fail on the change; a fix packet makes them pass"),
+        "{all}"
+    );
+    // The tests and the fix are on main together, and the tests pass there.
+    assert_eq!(s.show("main", "lib.txt"), "v2", "{all}");
+    assert!(
+        s.show("main", "tests/check.sh").contains("grep -q v2"),
+        "{all}"
+    );
+    assert!(all.contains("completed: all 2 packets succeeded"), "{all}");
+    assert!(all.contains("they land with this fix"), "{all}");
+}
