@@ -15,6 +15,7 @@ pub mod forge;
 pub mod gate;
 pub mod git;
 pub mod llm;
+pub mod lsp;
 pub mod merge;
 pub mod names;
 pub mod nav;

@@ -11,6 +11,7 @@ mod error;
 mod gc;
 mod hook;
 mod init;
+mod lsp;
 mod manual;
 mod mcp;
 mod memory;
@@ -71,6 +72,7 @@ enum Command {
     Pr(pr::PrArgs),
     Nav(nav::NavArgs),
     Mcp(mcp::McpArgs),
+    Lsp(lsp::LspArgs),
     Agents(agents::AgentsArgs),
     Memory(memory::MemoryArgs),
     Agent(agent::AgentArgs),
@@ -111,6 +113,7 @@ pub fn main() -> ExitCode {
         Command::Pr(args) => pr::cmd_pr(&cwd, &args),
         Command::Nav(args) => nav::cmd_nav(&cwd, args),
         Command::Mcp(args) => mcp::cmd_mcp(&cwd, &args),
+        Command::Lsp(args) => lsp::cmd_lsp(&cwd, &args),
         Command::Agents(args) => agents::cmd_agents(&cwd, &args),
         Command::Agent(args) => agent::cmd_agent(&cwd, &args),
     };

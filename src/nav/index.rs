@@ -80,6 +80,8 @@ pub struct Index {
     /// The repository's common git directory when known: git then runs in the worktree
     /// pinned to its registration (`Git::pinned`).
     common_dir: Option<PathBuf>,
+    /// Contents that stand for a file's working-tree copy (an editor's unsaved buffer).
+    unsaved: HashMap<String, Vec<u8>>,
 }
 
 impl Index {
@@ -122,6 +124,7 @@ impl Index {
             ref_names: OnceLock::new(),
             scanner: worktree::Scanner::new(root),
             common_dir: None,
+            unsaved: HashMap::new(),
         })
     }
 
@@ -170,8 +173,24 @@ impl Index {
 
     /// Brings the index up to date with the worktree, parsing only blobs never seen before.
     pub fn refresh(&mut self) -> Result<RefreshStats, NavError> {
-        let view = self.scanner.scan()?;
+        let mut view = self.scanner.scan()?;
+        for (path, data) in &self.unsaved {
+            if let Some(lang) = Lang::from_path(path) {
+                let oid = self.scanner.blob_id(data);
+                view.insert(path.clone(), worktree::ViewFile { oid, lang });
+            }
+        }
         self.apply_view(view)
+    }
+
+    /// Makes `contents` the text of `path` (repository-relative) for the next refresh, in
+    /// place of the working-tree file — an editor's unsaved buffer; `None` goes back to the
+    /// file. The contents are indexed through the same blob cache as the worktree's files.
+    pub fn set_unsaved(&mut self, path: &str, contents: Option<Vec<u8>>) {
+        match contents {
+            Some(data) => self.unsaved.insert(path.to_string(), data),
+            None => self.unsaved.remove(path),
+        };
     }
 
     /// Makes `view` (path → blob of every source file) the indexed state and says how.
@@ -287,7 +306,7 @@ impl Index {
 
         // Parse blobs neither in memory nor cached; one job per distinct blob.
         let jobs = parse_jobs(&view, &in_memory, &loaded);
-        let parsed = parse_parallel(&self.root, &jobs, &mut self.cache)?;
+        let parsed = parse_parallel(&self.root, &self.unsaved, &jobs, &mut self.cache)?;
         let mut fresh: HashMap<String, Loaded> = HashMap::new();
         // The encodings workers made for the cache, reused by the view snapshot.
         let mut encoded: HashMap<&str, Vec<u8>> = HashMap::new();
@@ -459,6 +478,9 @@ impl Index {
 
     /// Returns the current contents of a file in the view (from the working tree).
     pub fn read_source(&self, file: u32) -> Result<Vec<u8>, NavError> {
+        if let Some(data) = self.unsaved.get(&self.files[file as usize].path) {
+            return Ok(data.clone());
+        }
         let path = self.root.join(&self.files[file as usize].path);
         fs_err::read(&path).map_err(|source| NavError::Io { path, source })
     }
@@ -553,6 +575,7 @@ type Numbered = Vec<(usize, Parsed)>;
 /// after the last file is parsed.
 fn parse_parallel(
     root: &Path,
+    unsaved: &HashMap<String, Vec<u8>>,
     jobs: &[(String, String, Lang)],
     cache: &mut Cache,
 ) -> Result<Vec<Parsed>, NavError> {
@@ -581,7 +604,11 @@ fn parse_parallel(
                                 break;
                             };
                             let full = root.join(path);
-                            let source = match fs_err::read(&full) {
+                            let read = match unsaved.get(path) {
+                                Some(data) => Ok(data.clone()),
+                                None => fs_err::read(&full),
+                            };
+                            let source = match read {
                                 Ok(s) => s,
                                 // A file deleted since the scan is indexed as empty.
                                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),

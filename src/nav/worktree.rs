@@ -210,6 +210,17 @@ impl Scanner {
         Ok(files)
     }
 
+    /// Returns the blob id `data` would have in the repository (SHA-1 before the first scan).
+    pub fn blob_id(&self, data: &[u8]) -> String {
+        let kind = self
+            .repo
+            .as_ref()
+            .map_or(gix::hash::Kind::Sha1, |r| r.object_hash());
+        gix::objs::compute_hash(kind, gix::objs::Kind::Blob, data)
+            .map(|id| id.to_string())
+            .unwrap_or_default()
+    }
+
     /// Returns the blob id of each file (`None` when it cannot be read), reusing ids of files
     /// whose stamp has not changed since they were hashed and hashing the rest in parallel.
     fn hash_all(&mut self, paths: &[(String, Lang)], kind: gix::hash::Kind) -> Vec<Option<String>> {
