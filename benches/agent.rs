@@ -68,6 +68,7 @@ fn run_one(dir: &std::path::Path) -> Duration {
         price: None,
         answer: None,
         sandbox: None,
+        text_answer: false,
     };
     let t = Instant::now();
     let out = agent::run(&spec, &mut |_| {}).unwrap();

@@ -41,6 +41,9 @@ pub struct AgentsConfig {
     pub consult_depth: Option<u32>,
     /// Most turns a consulted role may take to answer; default 6.
     pub consult_turns: Option<u32>,
+    /// Most turns the planner (and the plan reviewer) may read the code before answering;
+    /// default 12.
+    pub explore_turns: Option<u32>,
     /// Deepest nesting of subtasks; default 1 (a subtask cannot spawn subtasks).
     pub subtask_depth: Option<u32>,
     /// Most subtasks one packet may spawn; default 3.
@@ -337,6 +340,7 @@ impl RepoConfig {
             agents: AgentsConfig {
                 consult_depth: self.agents.consult_depth.or(base.agents.consult_depth),
                 consult_turns: self.agents.consult_turns.or(base.agents.consult_turns),
+                explore_turns: self.agents.explore_turns.or(base.agents.explore_turns),
                 subtask_depth: self.agents.subtask_depth.or(base.agents.subtask_depth),
                 subtasks_per_packet: self
                     .agents

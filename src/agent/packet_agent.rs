@@ -352,6 +352,7 @@ impl<'a> PacketAgent<'a> {
                 limits: super::sandbox::Limits::from_config(&config.sandbox),
                 if_unavailable: self.if_unavailable,
             }),
+            text_answer: false,
         }
     }
 }

@@ -45,6 +45,9 @@ pub enum SetupError {
     Profile(#[from] ProfileError),
     #[error(transparent)]
     Model(#[from] LlmError),
+    /// A role asked to read and then answer stopped without an answer.
+    #[error("the {role} did not answer: {reason}")]
+    Unanswered { role: String, reason: String },
 }
 
 /// Returns the process environment's value of `key`, treating an empty value as unset.

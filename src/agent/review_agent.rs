@@ -264,6 +264,7 @@ impl ReviewAgent<'_> {
                 limits: super::sandbox::Limits::default(),
                 if_unavailable: IfUnavailable::Refuse,
             }),
+            text_answer: false,
         };
         let mut events = |e: &AgentEvent| tracing::debug!(event = ?e, "reviewer");
         let outcome = super::run(&spec, &mut events).map_err(|e| self.fail(e.to_string()))?;

@@ -86,6 +86,9 @@ pub struct AgentSpec<'a> {
     pub answer: Option<&'a (dyn Host + 'a)>,
     /// How run_command is confined; `None` runs commands unrestricted.
     pub sandbox: Option<super::sandbox::Sandbox>,
+    /// A reply with text and no tool call is the agent's answer (roles that answer in text
+    /// after reading, such as the planner); otherwise the agent is reminded to call `complete`.
+    pub text_answer: bool,
 }
 
 /// A run in progress: its state, its tally, and where its events go.
@@ -432,6 +435,11 @@ impl Run<'_, '_> {
         resp: &ChatResponse,
     ) -> Option<(WorkerState, String)> {
         if resp.tool_calls.is_empty() {
+            if self.spec.text_answer && !resp.text.trim().is_empty() {
+                self.transition(WorkerState::Completing, "answered");
+                self.out.summary = Some(resp.text.clone());
+                return Some((WorkerState::Completed, "answered".into()));
+            }
             if talk.nudged {
                 return Some((
                     WorkerState::Blocked,

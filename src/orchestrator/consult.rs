@@ -253,6 +253,7 @@ impl<'a> Consultation<'a> {
                 .and_then(|p| self.models.config.prices.get(&p.model).copied()),
             answer: Some(&nested),
             sandbox: None,
+            text_answer: false,
         };
         let hash: String = Sha256::digest(format!("{}\n{to}\n{norm}", self.chain.len()))[..4]
             .iter()

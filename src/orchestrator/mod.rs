@@ -14,6 +14,7 @@ pub mod consult;
 pub mod context;
 pub mod driver;
 mod execute;
+pub mod explore;
 pub mod fault;
 mod finishing;
 pub mod models;

@@ -2,6 +2,7 @@
 //! sends findings back to the planner, for a bounded number of rounds; skipped when the
 //! reviewer role has no model.
 
+use std::path::Path;
 use std::sync::atomic::AtomicBool;
 
 use super::driver::{Ctx, StartError, ask_err};
@@ -13,18 +14,27 @@ use crate::agent::SetupError;
 /// Most plan review rounds before the last valid plan goes to approval as it is.
 pub const MAX_REVIEW_ROUNDS: usize = 2;
 
-const REVIEW_GUIDANCE: &str = "You are reviewing a plan before any work starts. Check that the packets achieve the objective, that file scopes are complete and as disjoint as possible, that dependencies are right and that every packet has validation. Reply with only a JSON object: {\"verdict\": \"approve\" or \"revise\", \"findings\": [concrete problems, most severe first]}";
+const REVIEW_GUIDANCE: &str = "You are reviewing a plan before any work starts. Check that the packets achieve the objective, that file scopes are complete and as disjoint as possible, that dependencies are right and that every packet has validation. Check the scopes against the code: read what the packets will change, and find the callers, importers and tests of the symbols they change (nav_callers, nav_refs, nav_importers); a packet whose change needs a file outside its `files` (a caller to update, a test file, a module's `__init__.py`/`mod.rs`/index export) gets a finding naming the packet and the missing paths. Reply with only a JSON object: {\"verdict\": \"approve\" or \"revise\", \"findings\": [concrete problems, most severe first]}";
 
 /// Asks the reviewer about a plan; returns whether it is approved and the findings.
+///
+/// With `explore` (the repository and the transcript's path) the reviewer reads the code with
+/// read-only tools before it answers; without, it answers in one completion.
 pub fn review(
     models: &RoleModels,
     objective: &str,
     plan_toml: &str,
+    explore: Option<(&Path, &Path)>,
     stop: &AtomicBool,
 ) -> Result<(bool, Vec<String>), SetupError> {
     let prompt = format!("Objective: {objective}\n\n```toml\n{plan_toml}\n```\n");
-    let resp = models.ask("reviewer", REVIEW_GUIDANCE, &prompt, stop)?;
-    let v = extract_json(&resp.text).unwrap_or_default();
+    let answer = match explore {
+        Some((root, transcript)) => {
+            models.explore("reviewer", REVIEW_GUIDANCE, &prompt, root, transcript, stop)?
+        }
+        None => models.ask("reviewer", REVIEW_GUIDANCE, &prompt, stop)?.text,
+    };
+    let v = extract_json(&answer).unwrap_or_default();
     let verdict = v.get("verdict").and_then(|s| s.as_str()).unwrap_or("");
     let findings = strings(&v, "findings");
     Ok((verdict.eq_ignore_ascii_case("approve"), findings))
@@ -60,9 +70,18 @@ impl Ctx<'_> {
         let Some(plan) = self.valid_plan()? else {
             return Ok(true);
         };
-        let (approved, findings) = review(&self.models, &self.req.objective, &plan, self.stop)
-            .map_err(ask_err("plan review"))?;
         let round = done.len() as u32 + 1;
+        let transcript = crate::exec::run_dir(&self.repo.common_dir, &self.run)
+            .join("logs")
+            .join(format!("plan-review-{round}.log"));
+        let (approved, findings) = review(
+            &self.models,
+            &self.req.objective,
+            &plan,
+            Some((&self.repo.toplevel, &transcript)),
+            self.stop,
+        )
+        .map_err(ask_err("plan review"))?;
         self.j()?.append(&WorkflowEvent::PlanReviewed {
             round,
             approved,

@@ -58,6 +58,9 @@ pub struct PlanInputs<'a> {
     pub roles: &'a str,
     /// What agents of earlier runs learned, one line each.
     pub learned: &'a str,
+    /// The repository the planner reads before it answers, and where its transcript goes;
+    /// `None` asks for the plan in one completion.
+    pub explore: Option<(&'a Path, &'a Path)>,
 }
 
 /// Returns the roles that can do a packet's work (those with a write scope), one line each:
@@ -116,8 +119,13 @@ pub fn propose(
             inputs.feedback.join("\n- ")
         ));
     }
-    let resp = models.ask("planner", PLAN_GUIDANCE, &prompt, stop)?;
-    Ok(normalize(inputs.objective, inputs.base, &resp.text))
+    let answer = match inputs.explore {
+        Some((root, transcript)) => {
+            models.explore("planner", PLAN_GUIDANCE, &prompt, root, transcript, stop)?
+        }
+        None => models.ask("planner", PLAN_GUIDANCE, &prompt, stop)?.text,
+    };
+    Ok(normalize(inputs.objective, inputs.base, &answer))
 }
 
 /// Returns the planner's answer as a plan file: the fenced TOML with any top-level
@@ -298,8 +306,10 @@ impl Ctx<'_> {
         let roles = &self.models.roles;
         let role_lines = roles_for_packets(roles);
         let learned = crate::agent::learned(&self.repo.common_dir);
+        let logs = crate::exec::run_dir(&self.repo.common_dir, &self.run).join("logs");
         for attempt in done..MAX_PLAN_ROUNDS {
             round += 1;
+            let transcript = logs.join(format!("planner-{round}.log"));
             self.ui
                 .progress(&format!("{}: planning, round {round}", self.run));
             let toml = propose(
@@ -315,6 +325,7 @@ impl Ctx<'_> {
                     attempt: (attempt + 1, MAX_PLAN_ROUNDS),
                     roles: &role_lines,
                     learned: &learned,
+                    explore: Some((&self.repo.toplevel, &transcript)),
                 },
                 self.stop,
             )

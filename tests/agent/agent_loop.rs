@@ -81,6 +81,7 @@ pub(crate) fn run_role_on(
             limits: Default::default(),
             if_unavailable: git_orchestra::agent::sandbox::IfUnavailable::Allow,
         }),
+        text_answer: false,
     };
     let mut events = Vec::new();
     let outcome = agent::run(&spec, &mut |e| events.push(e.clone())).unwrap();

@@ -80,6 +80,7 @@ fn run_against_local_server(provider: Provider) {
         price: None,
         answer: None,
         sandbox: None,
+        text_answer: false,
     };
     let mut events = Vec::new();
     let started = Instant::now();

@@ -52,6 +52,7 @@ fn a_unified_diff_applies_and_a_stale_one_is_refused_with_the_reason() {
         price: None,
         answer: None,
         sandbox: None,
+        text_answer: false,
     };
     let mut events = Vec::new();
     let outcome = agent::run(&spec, &mut |e| events.push(e.clone())).unwrap();

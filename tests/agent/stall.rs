@@ -44,6 +44,7 @@ fn a_silent_model_is_detected_as_stalled_within_seconds_and_the_agent_blocked() 
         price: None,
         answer: None,
         sandbox: None,
+        text_answer: false,
     };
     let started = Instant::now();
     let mut blocked_at = None;
@@ -111,6 +112,7 @@ fn waiting_for_a_place_under_the_profiles_limit_is_not_a_stall() {
         price: None,
         answer: None,
         sandbox: None,
+        text_answer: false,
     };
     // Another packet holds the profile's only place for twice the stall timeout.
     let held = gate.acquire(&mut || true).unwrap();

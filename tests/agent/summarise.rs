@@ -58,6 +58,7 @@ fn older_turns_are_replaced_by_the_models_summary_near_the_window() {
         price: None,
         answer: None,
         sandbox: None,
+        text_answer: false,
     };
     let mut events = Vec::new();
     let outcome = agent::run(&spec, &mut |e| events.push(e.clone())).unwrap();

@@ -815,3 +815,84 @@ fn tests_that_fail_on_the_integrated_change_become_a_fix_packet_and_both_land() 
     assert!(all.contains("completed: all 2 packets succeeded"), "{all}");
     assert!(all.contains("they land with this fix"), "{all}");
 }
+
+#[test]
+fn the_planner_reads_the_code_with_nav_and_read_tools_before_it_writes_the_plan() {
+    let plan_text = plan(&[("p1", &["p1.txt"])]);
+    let s = setup(
+        "unused",
+        vec![
+            json!({"name": "explorer", "match": ["# Planner", "read_file, list_dir, grep and the nav_* symbol tools"], "replies": [
+                call("nav_def", json!({"symbol": "greet"})),
+                call("read_file", json!({"path": "greeter/core.py"})),
+                call("write_file", json!({"path": "planted.txt", "content": "x"})),
+                {"text": plan_text}]}),
+            json!({"name": "p1", "match": ["# Coder", "# Write p1"], "replies": [
+                call("write_file", json!({"path": "p1.txt", "content": "p1\n"})),
+                call("complete", json!({"summary": "wrote p1"}))]}),
+        ],
+        None,
+    );
+    let out = s.start();
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
+    assert!(s.repo.join(".git").exists());
+    let calls = tool_calls(&s.run_dir().join("logs/planner-1.log"));
+    let names: Vec<&str> = calls.iter().map(|(n, _, _)| n.as_str()).collect();
+    assert_eq!(names, ["nav_def", "read_file", "write_file"], "{calls:?}");
+    let oks: Vec<bool> = calls.iter().map(|(_, ok, _)| *ok).collect();
+    assert_eq!(oks, [true, true, false], "{calls:?}");
+    // The planner reads only: a write it tries is refused and nothing is written.
+    assert!(!s.repo.join("planted.txt").exists());
+}
+
+#[test]
+fn the_plan_reviewer_reads_the_callers_and_sends_back_a_plan_missing_a_file() {
+    // The first plan renames greet in core.py only; its importer greeter/__init__.py is missing.
+    let narrow = "```toml\n[[packet]]\nid = \"p1\"\ntitle = \"Write p1\"\ndescription = \"rename greet to hello\"\nfiles = [\"greeter/core.py\"]\n```";
+    let full = "```toml\n[[packet]]\nid = \"p1\"\ntitle = \"Write p1\"\ndescription = \"rename greet to hello\"\nfiles = [\"greeter/core.py\", \"greeter/__init__.py\"]\n```";
+    let s = setup(
+        "unused",
+        vec![
+            json!({"name": "planner-revised", "match": ["# Planner", "p1 is missing files: greeter/__init__.py"], "replies": [{"text": full}]}),
+            json!({"name": "planner", "match": ["# Planner"], "replies": [{"text": narrow}]}),
+            json!({"name": "plan-review-2", "match": ["# Reviewer", "You are reviewing a plan", "\"greeter/__init__.py\"]"], "replies": [
+                {"text": "{\"verdict\": \"approve\", \"findings\": []}"}]}),
+            json!({"name": "plan-review-1", "match": ["# Reviewer", "You are reviewing a plan"], "replies": [
+                call("nav_importers", json!({"path": "greeter/core.py"})),
+                {"text": "{\"verdict\": \"revise\", \"findings\": [\"p1 is missing files: greeter/__init__.py (it imports greet)\"]}"}]}),
+            json!({"name": "p1", "match": ["# Coder", "# Write p1"], "replies": [
+                call("write_file", json!({"path": "greeter/core.py", "content": "def hello(name):\n    return \"Hello, \" + name + \"!\"\n"})),
+                call("write_file", json!({"path": "greeter/__init__.py", "content": "from .core import hello\n"})),
+                call("complete", json!({"summary": "renamed"}))]}),
+        ],
+        None,
+    );
+    let out = s.start();
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
+    let calls = tool_calls(&s.run_dir().join("logs/plan-review-1.log"));
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    assert_eq!(
+        (calls[0].0.as_str(), calls[0].1),
+        ("nav_importers", true),
+        "{calls:?}"
+    );
+    let reviewed: Vec<(bool, Vec<String>)> = s
+        .journal()
+        .into_iter()
+        .filter_map(|e| match e {
+            WorkflowEvent::PlanReviewed {
+                approved, findings, ..
+            } => Some((approved, findings)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(reviewed.len(), 2, "{reviewed:?}");
+    assert!(!reviewed[0].0 && reviewed[0].1[0].contains("greeter/__init__.py"));
+    assert!(reviewed[1].0, "{reviewed:?}");
+    assert_eq!(
+        s.show(&s.branch("p1"), "greeter/__init__.py"),
+        "from .core import hello"
+    );
+}

@@ -1,0 +1,106 @@
+//! Roles that read before they answer: the planner (and any role asked the same way) runs as
+//! a read-only tool loop over the repository — `read_file`, `list_dir`, `grep` and the `nav_*`
+//! symbol tools — and answers in text once it has seen enough. Every turn goes through the
+//! journal ([`Replaying`]), so a resumed run replays them instead of asking again, and the
+//! run's budgets stop the loop like any other model call.
+
+use std::io::Write;
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+
+use super::models::RoleModels;
+use super::replay::Replaying;
+use crate::agent::profiles::SetupError;
+use crate::agent::tools::{Registry, nav};
+use crate::agent::{self, AgentSpec, WorkerState};
+use crate::confine::ConfinedRoot;
+use crate::llm::{ChatModel, RetryPolicy};
+
+/// The reading tools an exploring role gets, beside the `nav_*` tools.
+pub const READ_TOOLS: [&str; 3] = ["read_file", "list_dir", "grep"];
+/// Default most turns an exploring role takes before it must answer.
+pub const DEFAULT_TURNS: u32 = 12;
+/// Longest an exploring role may work on one answer, in seconds.
+const TIMEOUT_SECS: u64 = 900;
+
+impl RoleModels {
+    /// Asks `role` for an answer after it has read what it needs of the repository at `root`
+    /// with read-only tools; `guidance` extends its instructions, `prompt` is its task. The
+    /// answer is the text of its last reply without a tool call (or its `complete` summary).
+    /// Its transcript goes to `transcript`.
+    pub fn explore(
+        &self,
+        role: &str,
+        guidance: &str,
+        prompt: &str,
+        root: &Path,
+        transcript: &Path,
+        stop: &AtomicBool,
+    ) -> Result<String, SetupError> {
+        let mut spec_role = self.roles.get(role)?.clone();
+        let turns = self
+            .config
+            .agents
+            .explore_turns
+            .unwrap_or(DEFAULT_TURNS)
+            .max(1);
+        spec_role.tools = READ_TOOLS
+            .iter()
+            .chain(nav::NAMES.iter())
+            .map(|t| t.to_string())
+            .collect();
+        spec_role.write_scope.clear();
+        spec_role.max_turns = turns;
+        spec_role.timeout_secs = spec_role.timeout_secs.clamp(60, TIMEOUT_SECS);
+        spec_role.instructions = format!("{}\n\n{guidance}", spec_role.instructions.trim());
+        let (clients, profiles) = self.clients(role)?;
+        let guard = || self.budget_exceeded(Some(role));
+        let wrapped: Vec<Replaying<'_>> = clients
+            .iter()
+            .map(|m| Replaying::new(m.as_ref(), self.journal().clone(), role).with_guard(&guard))
+            .collect();
+        let confined = ConfinedRoot::open(root).map_err(|e| SetupError::Unanswered {
+            role: role.to_string(),
+            reason: format!("cannot open the repository {}: {e}", root.display()),
+        })?;
+        let registry = Registry::builtin().for_role(&spec_role);
+        let task = format!(
+            "{prompt}\n\nBefore you answer, look at the code this needs: {} and the nav_* symbol tools read the repository (at most {turns} turns; you cannot change anything). Then reply with your answer as text, without a tool call.\n",
+            READ_TOOLS.join(", ")
+        );
+        let spec = AgentSpec {
+            role: &spec_role,
+            models: wrapped.iter().map(|m| m as &dyn ChatModel).collect(),
+            context_tokens: profiles.first().map_or(32_000, |p| p.context_tokens),
+            task,
+            root: &confined,
+            packet_files: None,
+            registry: &registry,
+            stop,
+            policy: RetryPolicy::default(),
+            price: profiles
+                .first()
+                .and_then(|p| self.config.prices.get(&p.model).copied()),
+            answer: None,
+            sandbox: None,
+            text_answer: true,
+        };
+        let mut log = agent::open_transcript(transcript);
+        let mut on_event = |e: &agent::AgentEvent| {
+            if let Ok(line) = serde_json::to_string(e) {
+                let _ = writeln!(log, "{line}");
+            }
+        };
+        let outcome = agent::run(&spec, &mut on_event).map_err(|e| SetupError::Unanswered {
+            role: role.to_string(),
+            reason: e.to_string(),
+        })?;
+        match (outcome.state, outcome.summary) {
+            (WorkerState::Completed, Some(answer)) if !answer.trim().is_empty() => Ok(answer),
+            (state, _) => Err(SetupError::Unanswered {
+                role: role.to_string(),
+                reason: format!("{}: {}", state.as_str(), outcome.reason),
+            }),
+        }
+    }
+}
