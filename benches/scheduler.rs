@@ -91,6 +91,7 @@ fn engine_run(repo_dir: &Path, wt_root: &Path) -> Duration {
         stop: &stop,
         on_event: &noop,
         setup: None,
+        sandboxes: Default::default(),
         crash_after_events: None,
         review: None,
         fix_rounds: 0,

@@ -31,6 +31,10 @@ pub struct RepoConfig {
     pub sandbox: SandboxConfig,
     #[serde(default)]
     pub agents: AgentsConfig,
+    /// What loading ignored and why (a repository's file trying to loosen the sandbox), for
+    /// the command to show.
+    #[serde(skip)]
+    pub notices: Vec<String>,
 }
 
 /// The `[agents]` table: how far agents may consult each other and spawn subtasks.
@@ -65,6 +69,121 @@ pub struct SandboxConfig {
     pub max_memory_mb: Option<u64>,
     /// Largest file an agent's command may write, in MiB; default 4096.
     pub max_file_mb: Option<u64>,
+    /// How external worker commands, setup and validation commands (the merged tree's and
+    /// `review --validate`'s too) run: `landlock` (the default) or `off` (as the user).
+    pub workers: Option<WorkersSandbox>,
+    /// Which of those commands may open network connections; default `["worker"]` (an agent
+    /// CLI needs its provider); setup and validation commands get none unless listed.
+    pub network: Option<Vec<NetworkUse>>,
+    /// Paths those commands may write besides their tree and temporary directory: tool
+    /// caches such as `~/.cargo/registry` or `~/.npm` (`~/` is the home directory).
+    pub writable: Option<Vec<String>>,
+}
+
+/// Processes a sandboxed command may add to its user's by default.
+pub const DEFAULT_MAX_PROCESSES: u64 = 1024;
+
+/// Largest file a sandboxed command may write by default, in MiB.
+pub const DEFAULT_MAX_FILE_MB: u64 = 4096;
+
+/// `[sandbox] workers`: whether worker, setup and validation commands are confined.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WorkersSandbox {
+    /// Under the Landlock launcher, like agents' commands.
+    Landlock,
+    /// As the user, unconfined.
+    Off,
+}
+
+/// An entry of `[sandbox] network`: a kind of command allowed to open connections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NetworkUse {
+    /// External worker commands (`--worker-cmd`), conflict resolution by them included.
+    Worker,
+    /// `[worktree] setup` commands.
+    Setup,
+    /// Validation commands: a packet's, the merged tree's, `review --validate`'s.
+    Validation,
+}
+
+impl SandboxConfig {
+    /// Returns the kinds of command allowed the network (default: the worker).
+    pub fn network_uses(&self) -> Vec<NetworkUse> {
+        self.network
+            .clone()
+            .unwrap_or_else(|| vec![NetworkUse::Worker])
+    }
+
+    /// Returns this table (a repository's, read from `path`) with everything that would
+    /// loosen `user`'s sandbox left out — running unconfined where the user's settings do not
+    /// say so, paths to read or write, network the user's settings do not allow, higher
+    /// limits — and a notice for each setting left out.
+    pub fn within(&self, user: &SandboxConfig, path: &Path) -> (SandboxConfig, Vec<String>) {
+        let mut notices = Vec::new();
+        let mut ignore = |what: &str| {
+            notices.push(format!(
+                "ignoring `[sandbox] {what}` in {}: a repository's configuration cannot loosen the sandbox; set it in your user configuration (~/.config/git-orchestra/config.toml) instead",
+                path.display()
+            ));
+        };
+        let mut out = SandboxConfig::default();
+        match (self.if_unavailable, user.if_unavailable) {
+            (Some(SandboxPolicy::Warn), Some(SandboxPolicy::Warn)) | (None, _) => {}
+            (Some(SandboxPolicy::Warn), _) => ignore("if_unavailable = \"warn\""),
+            (Some(p), _) => out.if_unavailable = Some(p),
+        }
+        match (self.workers, user.workers) {
+            (Some(WorkersSandbox::Off), Some(WorkersSandbox::Off)) | (None, _) => {}
+            (Some(WorkersSandbox::Off), _) => ignore("workers = \"off\""),
+            (Some(w), _) => out.workers = Some(w),
+        }
+        if self.read.as_ref().is_some_and(|r| !r.is_empty()) {
+            ignore("read");
+        }
+        if self.writable.as_ref().is_some_and(|w| !w.is_empty()) {
+            ignore("writable");
+        }
+        if let Some(network) = &self.network {
+            let allowed = user.network_uses();
+            if network.iter().any(|n| !allowed.contains(n)) {
+                ignore("network (beyond what the user allows)");
+            }
+            out.network = Some(
+                network
+                    .iter()
+                    .copied()
+                    .filter(|n| allowed.contains(n))
+                    .collect(),
+            );
+        }
+        // A limit may only be lowered.
+        let limits = [
+            (
+                self.max_processes,
+                user.max_processes.or(Some(DEFAULT_MAX_PROCESSES)),
+                "max_processes",
+            ),
+            (self.max_memory_mb, user.max_memory_mb, "max_memory_mb"),
+            (
+                self.max_file_mb,
+                user.max_file_mb.or(Some(DEFAULT_MAX_FILE_MB)),
+                "max_file_mb",
+            ),
+        ];
+        let [processes, memory, file] = limits.map(|(mine, theirs, name)| match (mine, theirs) {
+            (Some(m), Some(t)) if m > t => {
+                ignore(&format!("{name} = {m}"));
+                None
+            }
+            (m, _) => m,
+        });
+        out.max_processes = processes;
+        out.max_memory_mb = memory;
+        out.max_file_mb = file;
+        (out, notices)
+    }
 }
 
 /// What agents' commands do where the kernel cannot confine them.
@@ -264,14 +383,24 @@ impl RepoConfig {
     /// and present): the repository wins key by key, and tables of profiles, roles and prices
     /// are merged entry by entry.
     pub fn load_with_user(toplevel: &Path, user: Option<&Path>) -> Result<RepoConfig, ConfigError> {
-        let repo = RepoConfig::read(&repo_config_path(toplevel))?.unwrap_or_default();
-        let mut config = match user {
-            Some(path) => match RepoConfig::read(path)? {
-                Some(user) => repo.over(user),
-                None => repo,
-            },
-            None => repo,
+        let path = repo_config_path(toplevel);
+        let mut repo = RepoConfig::read(&path)?.unwrap_or_default();
+        let user = match user {
+            Some(path) => RepoConfig::read(path)?.unwrap_or_default(),
+            None => RepoConfig::default(),
         };
+        // The repository's file travels with a clone and a packet's agent may edit it: it may
+        // tighten the sandbox, never loosen it.
+        let (sandbox, notices) = repo.sandbox.within(&user.sandbox, &path);
+        repo.sandbox = sandbox;
+        let mut config = repo.over(user);
+        config.notices = notices;
+        crate::exec::secret_env::withhold(
+            config
+                .profiles
+                .values()
+                .filter_map(|p| p.api_key_env.as_deref()),
+        );
         if let Some(root) = &config.worktree.root
             && root.is_relative()
         {
@@ -336,7 +465,11 @@ impl RepoConfig {
                 max_processes: self.sandbox.max_processes.or(base.sandbox.max_processes),
                 max_memory_mb: self.sandbox.max_memory_mb.or(base.sandbox.max_memory_mb),
                 max_file_mb: self.sandbox.max_file_mb.or(base.sandbox.max_file_mb),
+                workers: self.sandbox.workers.or(base.sandbox.workers),
+                network: self.sandbox.network.or(base.sandbox.network),
+                writable: self.sandbox.writable.or(base.sandbox.writable),
             },
+            notices: Vec::new(),
             agents: AgentsConfig {
                 consult_depth: self.agents.consult_depth.or(base.agents.consult_depth),
                 consult_turns: self.agents.consult_turns.or(base.agents.consult_turns),
@@ -420,6 +553,43 @@ mod tests {
         assert!(err.contains("refuse") && err.contains("warn"), "{err}");
         let missing = dir.path().join("none.toml");
         assert!(RepoConfig::load_with_user(dir.path(), Some(&missing)).is_ok());
+    }
+
+    #[test]
+    fn a_repository_may_tighten_the_sandbox_never_loosen_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let user = dir.path().join("user.toml");
+        let repo = |body: &str| {
+            std::fs::create_dir_all(dir.path().join(".orchestra")).unwrap();
+            std::fs::write(dir.path().join(".orchestra/config.toml"), body).unwrap();
+            RepoConfig::load_with_user(dir.path(), Some(&user)).unwrap()
+        };
+        std::fs::write(
+            &user,
+            "[sandbox]\nnetwork = [\"worker\", \"setup\"]\nmax_file_mb = 100\n",
+        )
+        .unwrap();
+        let cfg = repo(
+            "[sandbox]\nworkers = \"off\"\nnetwork = [\"setup\", \"validation\"]\nmax_file_mb = 50\nmax_processes = 2000\nwritable = [\"/\"]\n",
+        );
+        assert_eq!(cfg.sandbox.workers, None);
+        assert_eq!(cfg.sandbox.network, Some(vec![NetworkUse::Setup]));
+        assert_eq!(cfg.sandbox.max_file_mb, Some(50));
+        assert_eq!(cfg.sandbox.max_processes, None);
+        assert_eq!(cfg.sandbox.writable, None);
+        assert_eq!(cfg.notices.len(), 4, "{:?}", cfg.notices);
+        assert!(cfg.notices.iter().all(|n| n.contains("cannot loosen")));
+        // Tightening is taken, silently; the user's own loosening stays.
+        std::fs::write(
+            &user,
+            "[sandbox]\nworkers = \"off\"\nif_unavailable = \"warn\"\n",
+        )
+        .unwrap();
+        let cfg = repo("[sandbox]\nnetwork = []\nif_unavailable = \"refuse\"\n");
+        assert_eq!(cfg.sandbox.workers, Some(WorkersSandbox::Off));
+        assert_eq!(cfg.sandbox.if_unavailable, Some(SandboxPolicy::Refuse));
+        assert_eq!(cfg.sandbox.network_uses(), Vec::new());
+        assert!(cfg.notices.is_empty(), "{:?}", cfg.notices);
     }
 
     #[test]

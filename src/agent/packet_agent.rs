@@ -293,6 +293,7 @@ pub fn validation_sandbox(
         launcher,
         tmp: crate::exec::state_dir(common_dir).join("validate-tmp"),
         read: Sandbox::reads(Some(common_dir), &config.sandbox),
+        write: Vec::new(),
         limits: super::sandbox::Limits::from_config(&config.sandbox),
         if_unavailable,
     };
@@ -349,6 +350,7 @@ impl<'a> PacketAgent<'a> {
                 launcher,
                 tmp: log.with_extension("tmp"),
                 read: Sandbox::reads(root.common_dir(), &config.sandbox),
+                write: Vec::new(),
                 limits: super::sandbox::Limits::from_config(&config.sandbox),
                 if_unavailable: self.if_unavailable,
             }),

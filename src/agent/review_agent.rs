@@ -261,6 +261,7 @@ impl ReviewAgent<'_> {
                 launcher,
                 tmp,
                 read: vec![input.repo.common_dir.clone()],
+                write: Vec::new(),
                 limits: super::sandbox::Limits::default(),
                 if_unavailable: IfUnavailable::Refuse,
             }),

@@ -60,6 +60,10 @@ pub fn drive(
         stop,
         on_event: &printer,
         setup: config.worktree.setup.clone(),
+        sandboxes: git_orchestra::agent::sandbox::command_sandboxes(
+            &repo.common_dir,
+            &config.sandbox,
+        ),
         crash_after_events,
         review: review.as_ref(),
         fix_rounds: config.fix_rounds(),

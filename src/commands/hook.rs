@@ -104,7 +104,7 @@ fn pre_push(cwd: &Path, remote: &str) -> Result<(), CommandError> {
         Some("auto") => GatePolicy::Auto,
         _ => GatePolicy::Require,
     };
-    let options = check_options(&git, None);
+    let options = check_options(repo, &git, None);
     let model_off = git
         .config_get("orchestra.gate.model")
         .ok()

@@ -136,7 +136,17 @@ fn init_tracing() {
 
 /// Returns the repository's configuration merged over the user's
 /// (`~/.config/git-orchestra/config.toml`, or under `$XDG_CONFIG_HOME`).
+/// What the file ignored (a repository's settings loosening the sandbox) is said on stderr.
 pub(crate) fn load_config(repo: &RepoInfo) -> Result<RepoConfig, CommandError> {
+    let config = load_config_quietly(repo)?;
+    for notice in &config.notices {
+        eprintln!("warning: {notice}");
+    }
+    Ok(config)
+}
+
+/// Does what [`load_config`] does without a word, for a second reading.
+pub(crate) fn load_config_quietly(repo: &RepoInfo) -> Result<RepoConfig, CommandError> {
     let env = |k: &str| std::env::var(k).ok();
     let user = git_orchestra::config::user_config_path(&env);
     RepoConfig::load_with_user(&repo.toplevel, user.as_deref()).map_err(CommandError::user)

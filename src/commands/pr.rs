@@ -118,7 +118,7 @@ pub fn publish_report(
     let opts = PublishOptions {
         target: target.map(str::to_string),
         settings,
-        checks: super::review::check_options(&git, None),
+        checks: super::review::check_options(repo, &git, None),
         timeout: git_orchestra::exec::DEFAULT_TIMEOUT,
         notes,
     };

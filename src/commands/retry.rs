@@ -71,6 +71,10 @@ pub fn cmd_retry(cwd: &Path, args: &RetryArgs) -> Result<(), CommandError> {
         let opts = git_orchestra::merge::MergeOptions {
             timeout: config.timeout(None),
             keep_worktrees: config.keep_worktrees(),
+            sandboxes: git_orchestra::agent::sandbox::command_sandboxes(
+                &repo.common_dir,
+                &config.sandbox,
+            ),
             ..Default::default()
         };
         return driven.and(super::merge::run_merge(&repo, &run, &opts, args.json));

@@ -94,7 +94,7 @@ pub fn cmd_review(cwd: &Path, args: &ReviewArgs) -> Result<(), CommandError> {
         );
     }
     let reviewer = DeterministicReviewer {
-        options: check_options(&git, args.max_file_size),
+        options: check_options(&repo, &git, args.max_file_size),
         validation: args.validate.clone(),
         timeout: Duration::from_secs(
             args.timeout
@@ -140,13 +140,19 @@ pub fn model_reviewer(
         })
 }
 
-/// Returns the check options from flags, then `orchestra.gate.maxFileSize`, then defaults.
-pub fn check_options(git: &Git, flag: Option<u64>) -> CheckOptions {
+/// Returns the check options from flags, then `orchestra.gate.maxFileSize`, then defaults;
+/// validation commands confined as `[sandbox]` says (as by default when the configuration
+/// cannot be read: a broken file never unconfines them).
+pub fn check_options(repo: &RepoInfo, git: &Git, flag: Option<u64>) -> CheckOptions {
     let configured = git
         .config_get_int("orchestra.gate.maxFileSize")
         .and_then(|v| u64::try_from(v).ok());
+    let sandbox = super::load_config_quietly(repo)
+        .map(|c| c.sandbox)
+        .unwrap_or_default();
     CheckOptions {
         max_file_size: flag.or(configured).unwrap_or(gate::DEFAULT_MAX_FILE_SIZE),
+        sandboxes: git_orchestra::agent::sandbox::command_sandboxes(&repo.common_dir, &sandbox),
     }
 }
 

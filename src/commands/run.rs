@@ -183,6 +183,10 @@ fn afterwards(
         let opts = git_orchestra::merge::MergeOptions {
             target: args.target.clone(),
             keep_worktrees: config.keep_worktrees(),
+            sandboxes: git_orchestra::agent::sandbox::command_sandboxes(
+                &repo.common_dir,
+                &config.sandbox,
+            ),
             ..Default::default()
         };
         return outcome.and(super::merge::run_merge(repo, run, &opts, args.json));

@@ -190,7 +190,7 @@ fn tempfile_dir() -> std::io::Result<PathBuf> {
 /// Runs `start`.
 pub fn cmd_start(cwd: &Path, args: &StartArgs) -> Result<(), CommandError> {
     let repo = RepoInfo::discover(cwd)?;
-    let config = RepoConfig::load(&repo.toplevel).map_err(CommandError::user)?;
+    let config = super::load_config(&repo)?;
     if args.objective.trim().is_empty() {
         return Err(CommandError::user("the objective is empty").hint(
             "say what the run must achieve, e.g. git orchestra start \"Add rate limiting\"",

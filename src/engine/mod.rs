@@ -189,6 +189,9 @@ pub struct Control<'a> {
     pub on_event: &'a (dyn Fn(&str, &Event) + Sync),
     /// Shell command run once in each newly created worktree.
     pub setup: Option<String>,
+    /// How the worker command, setup and validation commands are confined (our agents'
+    /// validation commands run in the agents' sandbox, see [`Worker::confine`]).
+    pub sandboxes: crate::exec::process::Sandboxes,
     /// Fault injection for crash tests: the process kills itself with SIGKILL right after
     /// journaling this many events.
     pub crash_after_events: Option<u64>,
@@ -274,6 +277,7 @@ pub fn execute_with(
         journal: &journal,
         stop: ctl.stop,
         setup: ctl.setup.as_deref(),
+        sandboxes: &ctl.sandboxes,
         timeout: Duration::from_secs(run.timeout_secs),
         review: ctl.review,
         fix_rounds: ctl.fix_rounds,

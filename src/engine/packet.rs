@@ -33,6 +33,8 @@ pub(super) struct Context<'a> {
     pub journal: &'a Journal<'a>,
     pub stop: &'a AtomicBool,
     pub setup: Option<&'a str>,
+    /// How worker, setup and validation commands are confined.
+    pub sandboxes: &'a process::Sandboxes,
     pub timeout: Duration,
     /// The review after validation, when a reviewer is configured.
     pub review: Option<&'a PacketReview<'a>>,
@@ -218,7 +220,9 @@ fn ensure_ready(
             .map_err(|e| Halt::Fail(format!("could not copy .worktreeinclude files: {e}")))?;
     }
     if let Some(setup) = ctx.setup {
-        let out = run_command(ctx, &packet.id, setup, wt, env, &dir.join("setup.log"))?;
+        let log = dir.join("setup.log");
+        let confine = ctx.sandboxes.setup.as_deref();
+        let out = run_confined(ctx, &packet.id, setup, wt, env, &log, confine)?;
         if !out.success() {
             return Err(Halt::Fail(format!(
                 "setup command `{setup}` failed ({}): {}",
@@ -558,7 +562,8 @@ fn work_external(
     // of its own environment; setup and validation commands do not.
     let mut env = env.to_vec();
     env.extend(crate::exec::secret_env::stashed().iter().cloned());
-    let out = run_command(ctx, &packet.id, worker_cmd, wt, &env, log)?;
+    let confine = ctx.sandboxes.worker.as_deref();
+    let out = run_confined(ctx, &packet.id, worker_cmd, wt, &env, log, confine)?;
     record(
         ctx,
         Event::WorkerFinished {
@@ -715,12 +720,12 @@ fn validate(
     }
     for (n, command) in packet.validation.iter().enumerate() {
         let log = dir.join(format!("validate-{}.log", n + 1));
-        // Validation commands of a packet our agents work on run in the agents' sandbox: a
-        // model may have written them.
-        let confine = ctx
-            .worker
-            .filter(|_| ctx.worker_cmd.is_none())
-            .and_then(|w| w.confine());
+        // Validation commands of a packet our agents work on run in the agents' sandbox, an
+        // external worker's in the configured one: a model may have written them.
+        let confine = match (ctx.worker_cmd, ctx.worker) {
+            (None, Some(w)) => w.confine(),
+            _ => ctx.sandboxes.validation.as_deref(),
+        };
         let out = run_confined(ctx, &packet.id, command, wt, env, &log, confine)?;
         record(
             ctx,
@@ -932,19 +937,8 @@ fn ensure_worktree(
     Ok(created)
 }
 
-/// Runs one command in the worktree, turning an interrupt or a spawn failure into a halt.
-fn run_command(
-    ctx: &Context<'_>,
-    packet: &str,
-    command: &str,
-    wt: &Path,
-    env: &[(String, String)],
-    log: &Path,
-) -> Result<Outcome, Halt> {
-    run_confined(ctx, packet, command, wt, env, log, None)
-}
-
-/// Does what [`run_command`] does, under `confine` when given.
+/// Runs one command in the worktree under `confine` (as the user when `None`), turning an
+/// interrupt or a spawn failure into a halt. Every command of a packet starts here.
 fn run_confined(
     ctx: &Context<'_>,
     packet: &str,

@@ -23,7 +23,29 @@ const STOP_CHECK: Duration = Duration::from_millis(25);
 /// Confines a command: given the directory it runs in and its timeout, returns the program and
 /// arguments that run what follows them (`sh -c <command>`) under the confinement — a sandbox
 /// launcher and its options.
-pub type Confine = dyn Fn(&Path, Duration) -> Vec<std::ffi::OsString> + Sync;
+pub type Confine = dyn Fn(&Path, Duration) -> Vec<std::ffi::OsString> + Send + Sync;
+
+/// The confinements of the commands run on behalf of a plan or a model rather than by our
+/// agents' tools: external worker commands, setup commands and validation commands (a
+/// packet's, the merged tree's, `review --validate`'s). `None` runs that kind as the user.
+///
+/// Every such command starts through [`run`] with one of these as its [`Spec::confine`].
+#[derive(Clone, Default)]
+pub struct Sandboxes {
+    pub worker: Option<std::sync::Arc<Confine>>,
+    pub setup: Option<std::sync::Arc<Confine>>,
+    pub validation: Option<std::sync::Arc<Confine>>,
+}
+
+impl std::fmt::Debug for Sandboxes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sandboxes")
+            .field("worker", &self.worker.is_some())
+            .field("setup", &self.setup.is_some())
+            .field("validation", &self.validation.is_some())
+            .finish()
+    }
+}
 
 /// What to run and where.
 pub struct Spec<'a> {
@@ -133,11 +155,16 @@ pub fn run(
         .stdout(log)
         .stderr(log_err)
         .process_group(0);
+    // Keys the engine holds never reach a command unless its spec hands them over.
+    for name in crate::exec::secret_env::withheld() {
+        cmd.env_remove(name);
+    }
     for (k, v) in spec.env {
         cmd.env(k, v);
     }
     // SAFETY: prctl is async-signal-safe; it asks the kernel to kill the shell if this process
     // dies (kill -9 included), so a crashed run leaves no worker writing behind its back.
+    #[cfg(target_os = "linux")]
     unsafe {
         cmd.pre_exec(|| {
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);

@@ -8,16 +8,75 @@
 //! the external worker command gets them back explicitly ([`stashed`]), since the agent CLI it
 //! usually is needs its own key.
 //!
-//! Variables named otherwise (a profile's `api_key_env` may name anything) stay in the
-//! environment; name the variable `…_API_KEY` to keep it out.
+//! Besides `*_API_KEY`, names that join a model provider's name with `KEY`, `TOKEN` or
+//! `SECRET` (`MY_ANTHROPIC_TOKEN`, `OPENAI_SECRET`) are taken. A variable a profile's
+//! `api_key_env` names otherwise stays in the environment (it is known only once the
+//! configuration is read, when other threads may run), but is [`withhold`]en: every command
+//! the engine starts — git, worker, setup and validation commands — runs without it.
 
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 static STASH: OnceLock<Vec<(String, String)>> = OnceLock::new();
 
+/// Names of variables kept from every command the engine starts.
+static WITHHELD: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+/// Model providers whose name in a variable holding a key, token or secret marks it a key.
+const PROVIDERS: &[&str] = &[
+    "ANTHROPIC",
+    "OPENAI",
+    "GEMINI",
+    "GOOGLE_AI",
+    "OPENROUTER",
+    "MISTRAL",
+    "GROQ",
+    "DEEPSEEK",
+    "XAI",
+    "COHERE",
+    "TOGETHER",
+    "FIREWORKS",
+    "HUGGINGFACE",
+    "DASHSCOPE",
+    "CLAUDE",
+    "AZURE_OPENAI",
+];
+
 /// Returns true if and only if a variable named `name` is taken out of the environment.
 pub fn is_secret_name(name: &str) -> bool {
-    name.ends_with("_API_KEY") && name.len() > "_API_KEY".len()
+    if name.ends_with("_API_KEY") && name.len() > "_API_KEY".len() {
+        return true;
+    }
+    let words: Vec<&str> = name.split('_').collect();
+    let has = |w: &str| words.contains(&w);
+    let names_provider = PROVIDERS.iter().any(|p| {
+        let parts: Vec<&str> = p.split('_').collect();
+        words
+            .windows(parts.len())
+            .any(|win| win == parts.as_slice())
+    });
+    names_provider && (has("KEY") || has("TOKEN") || has("SECRET"))
+}
+
+/// Keeps the variables `names` (a profile's `api_key_env`) from every command the engine
+/// starts from now on.
+pub fn withhold<'a>(names: impl IntoIterator<Item = &'a str>) {
+    if let Ok(mut w) = WITHHELD.lock() {
+        for name in names {
+            if !w.iter().any(|n| n == name) {
+                w.push(name.to_string());
+            }
+        }
+    }
+}
+
+/// Returns the names of variables a started command must not inherit: those taken out of
+/// the environment (in case a library put one back) and those [`withhold`] named.
+pub fn withheld() -> Vec<String> {
+    let mut out: Vec<String> = stashed().iter().map(|(n, _)| n.clone()).collect();
+    if let Ok(w) = WITHHELD.lock() {
+        out.extend(w.iter().cloned());
+    }
+    out
 }
 
 /// Moves every variable named like an API key out of the environment into the store, once.
@@ -78,6 +137,7 @@ unsafe fn forget(name: &str) {
 /// process of the same user, and a crash writes no core file holding its memory.
 pub fn make_undumpable() {
     // SAFETY: prctl with PR_SET_DUMPABLE only changes this process's flag.
+    #[cfg(target_os = "linux")]
     unsafe {
         libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
     }
@@ -108,6 +168,14 @@ mod tests {
         assert!(!is_secret_name("_API_KEY"));
         assert!(!is_secret_name("PATH"));
         assert!(!is_secret_name("ORCHESTRA_API_KEY_ENV"));
+        assert!(is_secret_name("MY_ANTHROPIC_TOKEN"));
+        assert!(is_secret_name("OPENAI_SECRET"));
+        assert!(is_secret_name("AZURE_OPENAI_KEY"));
+        assert!(!is_secret_name("ANTHROPIC_BASE_URL"));
+        assert!(!is_secret_name("GITHUB_TOKEN"));
+        assert!(!is_secret_name("MAXAI_TOKEN"));
+        withhold(["SOME_PROFILE_VAR"]);
+        assert!(withheld().contains(&"SOME_PROFILE_VAR".to_string()));
         // Without a store, the environment answers.
         assert_eq!(var("PATH"), std::env::var("PATH").ok());
     }

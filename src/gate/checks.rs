@@ -57,12 +57,15 @@ pub struct Finding {
 pub struct CheckOptions {
     /// Largest size in bytes an added (or newly grown) file may have.
     pub max_file_size: u64,
+    /// How validation commands are confined (only `validation` is used).
+    pub sandboxes: crate::exec::process::Sandboxes,
 }
 
 impl Default for CheckOptions {
     fn default() -> Self {
         CheckOptions {
             max_file_size: DEFAULT_MAX_FILE_SIZE,
+            sandboxes: Default::default(),
         }
     }
 }

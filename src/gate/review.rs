@@ -76,7 +76,14 @@ impl Reviewer for DeterministicReviewer {
             let log_dir = crate::exec::state_dir(&input.repo.common_dir)
                 .join("review-logs")
                 .join(&input.tip[..input.tip.len().min(12)]);
-            let results = run_validation(input.repo, input.tip, &commands, self.timeout, &log_dir)?;
+            let results = run_validation(
+                input.repo,
+                input.tip,
+                &commands,
+                self.timeout,
+                &log_dir,
+                self.options.sandboxes.validation.as_deref(),
+            )?;
             for (command, outcome, log) in results {
                 if !outcome.success() {
                     out.findings.push(Finding {
@@ -147,6 +154,7 @@ impl PacketChecks {
         PacketChecks {
             options: CheckOptions {
                 max_file_size: configured.unwrap_or(super::checks::DEFAULT_MAX_FILE_SIZE),
+                ..Default::default()
             },
         }
     }
@@ -179,6 +187,7 @@ pub fn run_validation(
     commands: &[String],
     timeout: Duration,
     log_dir: &Path,
+    confine: Option<&process::Confine>,
 ) -> Result<Vec<(String, Outcome, PathBuf)>, GateError> {
     let mut results = Vec::new();
     if commands.is_empty() {
@@ -195,7 +204,7 @@ pub fn run_validation(
             env: &env,
             log: &log,
             timeout,
-            confine: None,
+            confine,
         };
         let outcome =
             process::run(&spec, &stop, &mut |_| {}).map_err(|e| GateError::Validation {

@@ -191,6 +191,10 @@ impl Git {
         cmd.env("GIT_TERMINAL_PROMPT", "0")
             .env("GIT_PAGER", "cat")
             .env("GIT_NO_REPLACE_OBJECTS", "1");
+        // Nor does git (nor a filter or credential helper it runs) get a model key.
+        for name in crate::exec::secret_env::withheld() {
+            cmd.env_remove(name);
+        }
         for (key, value) in &self.env {
             match value {
                 Some(value) => cmd.env(key, value),

@@ -185,7 +185,7 @@ impl Batcher<'_> {
             candidate,
             &commands,
             &names,
-            self.opts.timeout,
+            self.opts,
             &self.log_root.join(format!("batch-{}", p.attempt)),
         )?;
         p.batches.push(Batch {

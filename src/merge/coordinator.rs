@@ -40,6 +40,9 @@ pub struct MergeOptions {
     /// Keep the worktrees of integrated packets instead of removing them (unsaved work saved
     /// first) once they are in.
     pub keep_worktrees: bool,
+    /// How the merged tree's validation commands and a worker command resolving conflicts
+    /// are confined.
+    pub sandboxes: crate::exec::process::Sandboxes,
 }
 
 impl Default for MergeOptions {
@@ -50,6 +53,7 @@ impl Default for MergeOptions {
             max_batch: DEFAULT_MAX_BATCH,
             resolve_rounds: DEFAULT_RESOLVE_ROUNDS,
             keep_worktrees: false,
+            sandboxes: Default::default(),
         }
     }
 }

@@ -86,6 +86,8 @@ pub struct ConflictJob<'a> {
     pub common_dir: &'a Path,
     /// The confinement of the packet's validation commands (our agents' sandbox), if any.
     pub confine: Option<&'a process::Confine>,
+    /// The confinement of a worker command resolving the conflicts.
+    pub worker_confine: Option<&'a process::Confine>,
     /// Where the fixes file and the logs go.
     pub dir: &'a Path,
     /// The round, from 1; names the fixes file and logs.
@@ -238,7 +240,7 @@ fn run_worker(
     let started = std::time::Instant::now();
     let (ok, exit_code, timed_out, tail) = match worker {
         ConflictWorker::Command(command) => {
-            let out = run_command(r, command, wt, &file, &log, None)?;
+            let out = run_command(r, command, wt, &file, &log, r.worker_confine)?;
             (out.success(), out.exit_code, out.timed_out, out.tail)
         }
         ConflictWorker::Agent(w) => {

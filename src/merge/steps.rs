@@ -3,7 +3,6 @@
 //! resolve its conflicts.
 
 use std::sync::atomic::AtomicBool;
-use std::time::Duration;
 
 use super::MergeError;
 use super::coordinator::{MergeOptions, is_ancestor, rev};
@@ -98,8 +97,9 @@ impl Resolver<'_> {
             common_dir: self.common_dir,
             confine: match worker {
                 ConflictWorker::Agent(w) => w.confine(),
-                ConflictWorker::Command(_) => None,
+                ConflictWorker::Command(_) => self.opts.sandboxes.validation.as_deref(),
             },
+            worker_confine: self.opts.sandboxes.worker.as_deref(),
             dir: &self.dir.join(id),
             round: *round,
             stop: self.stop,
@@ -181,18 +181,20 @@ pub(super) struct CandidateFailure {
     pub tail: String,
 }
 
-/// Runs `commands` on the candidate commit in a scratch checkout, journaling each outcome;
-/// returns the first failure, described.
+/// Runs `commands` on the candidate commit in a scratch checkout, confined as `opts` says,
+/// journaling each outcome; returns the first failure, described.
 pub(super) fn validate_candidate(
     repo: &RepoInfo,
     journal: &Journal<'_>,
     candidate: &str,
     commands: &[String],
     packets: &[String],
-    timeout: Duration,
+    opts: &super::MergeOptions,
     log_dir: &std::path::Path,
 ) -> Result<Option<CandidateFailure>, MergeError> {
-    let results = run_validation(repo, candidate, commands, timeout, log_dir)?;
+    let timeout = opts.timeout;
+    let confine = opts.sandboxes.validation.as_deref();
+    let results = run_validation(repo, candidate, commands, timeout, log_dir, confine)?;
     let mut failure = None;
     for (command, outcome, log) in &results {
         journal.record(Event::MergeValidationFinished {

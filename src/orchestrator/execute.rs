@@ -77,6 +77,10 @@ impl Ctx<'_> {
                 stop: &halt,
                 on_event: &on_event,
                 setup: self.req.setup.clone(),
+                sandboxes: crate::agent::sandbox::command_sandboxes(
+                    &self.repo.common_dir,
+                    &self.models.config.sandbox,
+                ),
                 crash_after_events: self.req.crash_after_events,
                 review: review.as_ref(),
                 fix_rounds: self.req.fix_rounds,
@@ -117,7 +121,11 @@ impl Ctx<'_> {
             target: self.req.target.clone(),
             timeout: self.req.timeout,
             keep_worktrees: self.models.config.keep_worktrees(),
-            // Conflicts are resolved below, by the packet's agent, between merge rounds.
+            sandboxes: crate::agent::sandbox::command_sandboxes(
+                &self.repo.common_dir,
+                &self.models.config.sandbox,
+            ),
+            // Conflicts are resolved below, by the packet's worker, between merge rounds.
             resolve_rounds: 0,
             ..Default::default()
         };
@@ -191,9 +199,11 @@ impl Ctx<'_> {
                     paths: &s.conflicts,
                     common_dir: &self.repo.common_dir,
                     confine: match &self.settings.worker_cmd {
-                        Some(_) => None,
+                        Some(_) => opts.sandboxes.validation.as_deref(),
                         None => crate::engine::Worker::confine(&worker),
                     },
+                    // A worker command resolving the conflicts runs in the workers' sandbox.
+                    worker_confine: opts.sandboxes.worker.as_deref(),
                     dir: &dir,
                     round: round as u32 + 1,
                     stop: self.stop,

@@ -66,6 +66,10 @@ impl Ctx<'_> {
             target: self.req.target.clone(),
             timeout: self.req.timeout,
             keep_worktrees: self.models.config.keep_worktrees(),
+            sandboxes: crate::agent::sandbox::command_sandboxes(
+                &self.repo.common_dir,
+                &self.models.config.sandbox,
+            ),
             ..Default::default()
         };
         let on_event = |run: &str, e: &Event| {

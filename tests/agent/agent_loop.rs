@@ -78,6 +78,7 @@ pub(crate) fn run_role_on(
             launcher: env!("CARGO_BIN_EXE_git-orchestra").into(),
             tmp: repo.scratch().join("tmp"),
             read: vec![repo.path.join(".git")],
+            write: Vec::new(),
             limits: Default::default(),
             if_unavailable: git_orchestra::agent::sandbox::IfUnavailable::Allow,
         }),

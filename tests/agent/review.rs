@@ -52,6 +52,7 @@ fn review(repo: &TestRepo) -> Result<gate::Verdict, gate::GateError> {
     let det = DeterministicReviewer {
         options: gate::CheckOptions {
             max_file_size: gate::DEFAULT_MAX_FILE_SIZE,
+            ..Default::default()
         },
         validation: Vec::new(),
         timeout: std::time::Duration::from_secs(30),

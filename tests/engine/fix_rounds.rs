@@ -39,6 +39,7 @@ fn a_failed_validation_goes_back_to_the_worker_with_its_output_and_the_fix_lands
 #[test]
 fn fix_rounds_are_bounded_and_the_reason_says_how_many_were_tried() {
     let repo = TestRepo::new();
+    repo.scratch_writable();
     let body = format!(
         "objective = \"Never fixed\"\n\n{}",
         packet("p1", "\"out.txt\"", "", "\"test -e never\""),
@@ -60,6 +61,7 @@ fn fix_rounds_are_bounded_and_the_reason_says_how_many_were_tried() {
 
     // `[run] fix_rounds = 0` fails at once.
     let repo = TestRepo::new();
+    repo.scratch_writable();
     repo.write(".orchestra/config.toml", "[run]\nfix_rounds = 0\n");
     repo.git(&["add", "-A"]);
     repo.git(&["commit", "-qm", "config"]);
@@ -192,6 +194,7 @@ fn the_deterministic_checks_gate_every_packet_and_their_findings_go_back_as_fixe
 #[test]
 fn a_killed_worker_runs_again_after_a_pause_and_a_failing_one_does_not() {
     let repo = TestRepo::new();
+    repo.scratch_writable();
     repo.write(
         ".orchestra/config.toml",
         "[run]\nretries = 2\nretry_delay_ms = 20\n",
@@ -221,6 +224,7 @@ fn a_killed_worker_runs_again_after_a_pause_and_a_failing_one_does_not() {
 
     // A worker that exits with a failure said so itself: it is not run again.
     let repo = TestRepo::new();
+    repo.scratch_writable();
     let plan = repo.write_plan("plan.toml", &body);
     let counter = repo.scratch().join("runs.txt");
     let worker = format!("echo run >> {}; exit 3", counter.display());

@@ -249,6 +249,7 @@ fn a_worker_that_runs_too_long_times_out() {
 #[test]
 fn overlapping_packets_never_run_at_the_same_time_but_disjoint_ones_do() {
     let repo = TestRepo::new();
+    repo.scratch_writable();
     // The timing worker changes no file, which these packets declare they may do.
     let body = format!(
         "objective = \"Overlap\"\nmax_parallel = 4\n\n{}{}{}",
@@ -451,6 +452,7 @@ fn kill_9_while_a_worker_runs_then_resume_keeps_its_partial_work() {
 #[test]
 fn ctrl_c_stops_workers_and_leaves_a_resumable_run() {
     let repo = TestRepo::new();
+    repo.scratch_writable();
     let plan = repo.write_plan(
         "plan.toml",
         &format!(

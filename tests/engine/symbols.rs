@@ -118,6 +118,7 @@ fn plan_check_lets_disjoint_symbols_share_a_file_and_keeps_adjacent_ones_apart()
 #[test]
 fn packets_editing_disjoint_symbols_of_one_file_run_together_and_both_land() {
     let repo = repo();
+    repo.scratch_writable();
     let body = format!(
         "objective = \"Edit two functions\"\nmax_parallel = 4\n\n{}{}",
         packet("pa", "\"src/app.py\"", "\"src/app.py:first\"", ""),

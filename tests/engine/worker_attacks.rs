@@ -1,12 +1,20 @@
 //! Attacks by a hostile external worker (`--worker-cmd`) on what the engine then does with its
 //! work: the engine's own git, the scope check, the history that reaches the branch. Each test
 //! runs a real plan with a worker script and asserts the attack is held.
+//!
+//! The worker command, setup and validation commands run in the sandbox by default: the first
+//! tests pin what it prevents (a worker, a merge-time validation command, `review --validate`
+//! attacking the repository, the home directory, credentials, the network, the process tree).
+//! The engine's own defences behind it are tested with the sandbox off.
+
+use std::path::Path;
 
 use crate::support::*;
 
 #[test]
 fn the_worker_command_gets_the_api_keys_the_engine_keeps_from_validation_commands() {
     let repo = TestRepo::new();
+    repo.scratch_writable();
     let marks = repo.scratch().join("marks");
     std::fs::create_dir_all(&marks).unwrap();
     let worker = format!(
@@ -52,6 +60,321 @@ fn the_worker_command_gets_the_api_keys_the_engine_keeps_from_validation_command
     );
 }
 
+/// A shell script that attacks the main repository at `main` and the user's home, and reads
+/// the credential `~/.ssh/id_attack` into `out.txt`; each step reports `<name>=<status>`.
+/// The script always ends with status 0 and `ran` in `out.txt`.
+fn hostile(main: &Path) -> String {
+    format!(
+        r#"m={main}
+common=$(git rev-parse --git-common-dir)
+echo 'touch /tmp/hooked' > "$common/hooks/pre-commit"; echo hook=$?
+echo 'touch /tmp/hooked' > "$m/.git/hooks/post-checkout"; echo hook2=$?
+git config core.hooksPath /tmp; echo config=$?
+printf '[core]
+	hooksPath = /tmp
+' >> "$m/.git/config"; echo config2=$?
+git update-ref refs/heads/main HEAD~0 2>/dev/null; git update-ref refs/heads/attacker HEAD; echo ref=$?
+echo planted > "$m/README.md"; echo checkout=$?
+echo planted > "$HOME/planted"; echo home=$?
+(setsid sh -c 'sleep 2; touch "$0/late"' "$PWD" &)
+cat ~/.ssh/id_attack > out.txt 2>/dev/null; echo read=$?
+echo ran >> out.txt
+true"#,
+        main = main.display()
+    )
+}
+
+/// Plants the credential [`hostile`] reads and returns it.
+fn plant_credential() -> String {
+    let home = std::path::PathBuf::from(std::env::var("HOME").unwrap());
+    let secret = "ssh-secret-worker-5b2e8c";
+    std::fs::create_dir_all(home.join(".ssh")).unwrap();
+    std::fs::write(home.join(".ssh/id_attack"), secret).unwrap();
+    secret.to_string()
+}
+
+/// Asserts that nothing [`hostile`] attempted reached the repository at `repo` (its refs
+/// `before`), the home directory or the git history, and that nothing it started outlived it
+/// in `tree`.
+fn assert_held(repo: &TestRepo, before: &str, secret: &str, tree: &Path) {
+    let git_dir = repo.path.join(".git");
+    assert!(
+        !git_dir.join("hooks/pre-commit").exists(),
+        "a hook was planted"
+    );
+    assert!(
+        !git_dir.join("hooks/post-checkout").exists(),
+        "a hook was planted"
+    );
+    let config = std::fs::read_to_string(git_dir.join("config")).unwrap();
+    assert!(!config.contains("hooksPath"), "{config}");
+    assert_eq!(
+        std::fs::read_to_string(repo.path.join("README.md")).unwrap(),
+        "# sample\n"
+    );
+    let home = std::path::PathBuf::from(std::env::var("HOME").unwrap());
+    assert!(
+        !home.join("planted").exists(),
+        "the home directory was written"
+    );
+    let after = refs(&repo.path);
+    for line in before.lines().filter(|l| l.starts_with("refs/heads/main ")) {
+        assert!(after.contains(line), "main moved: {after}");
+    }
+    assert!(!after.contains("refs/heads/attacker"), "{after}");
+    let history = repo.git(&["log", "-p", "--all"]);
+    assert!(!history.contains(secret), "a credential was committed");
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    assert!(
+        !tree.join("late").exists(),
+        "a detached process outlived the command"
+    );
+}
+
+#[test]
+fn a_sandboxed_worker_reaches_nothing_outside_its_worktree() {
+    let repo = TestRepo::new();
+    let secret = plant_credential();
+    let before = refs(&repo.path);
+    let (out, v, branch) = run_scoped(&repo, &hostile(&repo.path));
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(v["packets"][0]["state"], "succeeded", "{v}");
+    let landed = repo.git(&["show", &format!("{branch}:out.txt")]);
+    assert_eq!(landed, "ran", "the worker ran, and read nothing");
+    let wt = std::path::PathBuf::from(v["packets"][0]["worktree"].as_str().unwrap());
+    assert_held(&repo, &before, &secret, &wt);
+    let run = v["run"]["id"].as_str().unwrap();
+    let log = std::fs::read_to_string(
+        repo.path
+            .join(format!(".git/orchestra/runs/{run}/p1/worker.log")),
+    )
+    .unwrap_or_default();
+    assert!(!log.contains(secret.as_str()), "{log}");
+}
+
+#[test]
+fn merge_time_validation_is_sandboxed_without_the_network() {
+    let repo = TestRepo::new();
+    let secret = plant_credential();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    // The attack runs only on the merged tree (the merge sets ORCHESTRA_COMMIT); it then
+    // also tries to reach the network.
+    let attack = format!(
+        "if [ -n \"$ORCHESTRA_COMMIT\" ]; then {}; bash -c 'echo out > /dev/tcp/127.0.0.1/{port}'; fi; true",
+        hostile(&repo.path)
+            .replace("> out.txt", "> \"$TMPDIR/leak\"")
+            .replace(">> out.txt", ">> \"$TMPDIR/leak\"")
+    );
+    // The script is part of the repository: validation reads its own tree.
+    repo.write("validate.sh", &attack);
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-qm", "validation script"]);
+    let plan = repo.write_plan(
+        "plan.toml",
+        &format!(
+            "objective = \"Merge attack\"\n\n{}",
+            packet("p1", "\"out.txt\"", "", "\"sh validate.sh\"")
+        ),
+    );
+    let before = refs(&repo.path);
+    let out = repo.run_plan(&plan, "echo ok > out.txt", &["--merge"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(
+        repo.git(&["show", "main:out.txt"]),
+        "ok",
+        "the merge happened"
+    );
+    assert!(
+        listener.accept().is_err(),
+        "merge-time validation connected out"
+    );
+    // main moved by the merge itself; the attack's own ref and files are what must be absent.
+    let before: String = before
+        .lines()
+        .filter(|l| !l.starts_with("refs/heads/main "))
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert_held(&repo, &before, &secret, &repo.scratch());
+}
+
+#[test]
+fn review_validate_and_setup_commands_are_sandboxed() {
+    let repo = TestRepo::new();
+    let secret = plant_credential();
+    let home = std::path::PathBuf::from(std::env::var("HOME").unwrap());
+    repo.git(&["checkout", "-qb", "feature"]);
+    repo.write("out.txt", "x\n");
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-qm", "feature"]);
+    repo.git(&["checkout", "-q", "main"]);
+    let before = refs(&repo.path);
+    let attack = hostile(&repo.path)
+        .replace("> out.txt", "> \"$TMPDIR/leak\"")
+        .replace(">> out.txt", ">> \"$TMPDIR/leak\"");
+    let out = orchestra(
+        &repo.path,
+        &[
+            "review",
+            "main..feature",
+            "--no-model",
+            "--validate",
+            &attack,
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert_held(&repo, &before, &secret, &repo.scratch());
+    // A setup command writing the home directory fails the packet, and wrote nothing.
+    repo.write(
+        ".orchestra/config.toml",
+        "[worktree]\nsetup = \"echo planted > $HOME/planted-by-setup\"\n",
+    );
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-qm", "setup"]);
+    let (out, v, _) = run_scoped(&repo, "echo ok > out.txt");
+    assert!(!out.status.success(), "{}", text(&out));
+    let reason = v["packets"][0]["reason"].as_str().unwrap();
+    assert!(reason.contains("setup command"), "{reason}");
+    assert!(!home.join("planted-by-setup").exists());
+}
+
+#[test]
+fn the_repository_configuration_cannot_loosen_the_sandbox() {
+    let repo = TestRepo::new();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let outside = repo.scratch().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    // A cloned repository (or a packet's agent) ships settings that would unconfine its
+    // commands, grant them a directory outside and the network.
+    repo.write(
+        ".orchestra/config.toml",
+        &format!(
+            "[sandbox]\nworkers = \"off\"\nif_unavailable = \"warn\"\nwritable = [\"{o}\"]\nread = [\"~/.ssh\"]\nnetwork = [\"worker\", \"validation\"]\nmax_processes = 100000\n",
+            o = outside.display()
+        ),
+    );
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-qm", "loosen"]);
+    let plan = repo.write_plan(
+        "plan.toml",
+        &format!(
+            "objective = \"Loosen\"\n\n{}",
+            packet(
+                "p1",
+                "\"out.txt\"",
+                "",
+                &format!("\"bash -c 'echo x > /dev/tcp/127.0.0.1/{port}'; true\"")
+            )
+        ),
+    );
+    let worker = format!(
+        "echo planted > {o}/by-worker; echo ok > out.txt",
+        o = outside.display()
+    );
+    let out = repo.run_plan(&plan, &worker, &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        !outside.join("by-worker").exists(),
+        "the worker wrote outside"
+    );
+    assert!(listener.accept().is_err(), "validation connected out");
+    let err = String::from_utf8_lossy(&out.stderr);
+    for what in [
+        "workers = \"off\"",
+        "if_unavailable = \"warn\"",
+        "writable",
+        "read",
+        "network",
+        "max_processes",
+    ] {
+        assert!(
+            err.contains(&format!("ignoring `[sandbox] {what}")),
+            "{what}: {err}"
+        );
+    }
+    // The same settings in the user's own configuration apply.
+    repo.user_config(&format!(
+        "[sandbox]\nworkers = \"off\"\nwritable = [\"{o}\"]\n",
+        o = outside.display()
+    ));
+    let plan = repo.write_plan(
+        "plan2.toml",
+        &format!(
+            "objective = \"Loosened by the user\"\n\n{}",
+            packet("p1", "\"out.txt\"", "", "")
+        ),
+    );
+    let out = repo.run_plan(&plan, &worker, &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(outside.join("by-worker").exists());
+}
+
+#[test]
+fn model_keys_under_any_name_reach_no_setup_or_validation_command() {
+    let repo = TestRepo::new();
+    repo.scratch_writable();
+    let marks = repo.scratch().join("marks");
+    std::fs::create_dir_all(&marks).unwrap();
+    // A profile names its key variable freely; another key carries a provider's name.
+    repo.write(
+        ".orchestra/config.toml",
+        &format!(
+            "[profiles.spare]\nprovider = \"openai-compatible\"\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"m\"\napi_key_env = \"MY_KEY_VAR\"\n\n[worktree]\nsetup = \"env > {m}/setup\"\n",
+            m = marks.display()
+        ),
+    );
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-qm", "profile"]);
+    let plan = repo.write_plan(
+        "plan.toml",
+        &format!(
+            "objective = \"Keys\"\n\n{}",
+            packet(
+                "p1",
+                "\"out.txt\"",
+                "",
+                &format!("\"env > {}/validation\"", marks.display())
+            )
+        ),
+    );
+    let worker = format!("env > {}/worker; echo x > out.txt", marks.display());
+    let out = orchestra_with_env(
+        &repo.path,
+        &[
+            "run",
+            plan.to_str().unwrap(),
+            "--worker-cmd",
+            &worker,
+            "--worktree-root",
+            repo.scratch().join("wt").to_str().unwrap(),
+        ],
+        &[
+            ("MY_KEY_VAR", "profile-key-31"),
+            ("MY_ANTHROPIC_TOKEN", "provider-token-47"),
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    for kind in ["setup", "validation"] {
+        let seen = std::fs::read_to_string(marks.join(kind)).unwrap();
+        assert!(seen.contains("ORCHESTRA_PACKET="), "{kind} ran: {seen}");
+        assert!(
+            !seen.contains("profile-key-31"),
+            "{kind} saw the profile's key"
+        );
+        assert!(!seen.contains("provider-token-47"), "{kind} saw the token");
+    }
+    // The worker command (an agent CLI) gets back the keys the engine took by their names,
+    // not the variable a profile of ours reads.
+    let seen = std::fs::read_to_string(marks.join("worker")).unwrap();
+    assert!(seen.contains("MY_ANTHROPIC_TOKEN=provider-token-47"));
+    assert!(!seen.contains("profile-key-31"));
+    let history = repo.git(&["log", "-p", "--all"]);
+    assert!(!history.contains("provider-token-47") && !history.contains("profile-key-31"));
+}
+
 /// Runs a one-packet plan whose packet may change only `out.txt`, with `worker`; returns the
 /// command's output, the status JSON and the packet's branch.
 fn run_scoped(repo: &TestRepo, worker: &str) -> (std::process::Output, serde_json::Value, String) {
@@ -71,6 +394,7 @@ fn run_scoped(repo: &TestRepo, worker: &str) -> (std::process::Output, serde_jso
 #[test]
 fn repository_config_cannot_hide_an_out_of_scope_gitlink_from_the_scope_check() {
     let repo = TestRepo::new();
+    repo.sandbox_off();
     let worker = "set -e
 git init -q vendor/evil
 git -C vendor/evil -c user.name=w -c user.email=w@x commit -q --allow-empty -m inside
@@ -88,6 +412,7 @@ echo ok > out.txt";
 #[test]
 fn replace_refs_cannot_make_the_scope_check_diff_a_fake_tree() {
     let repo = TestRepo::new();
+    repo.sandbox_off();
     // The worker replaces the packet's start commit with one whose tree already holds its
     // out-of-scope file, so a diff that honours replace refs sees only out.txt change.
     let worker = r#"set -e
@@ -111,6 +436,7 @@ git replace -f "$ORCHESTRA_BASE" "$fake""#;
 #[test]
 fn a_workers_own_commits_never_enter_the_branch_history() {
     let repo = TestRepo::new();
+    repo.sandbox_off();
     // An out-of-scope file and a secret, committed and taken out again before the worker ends:
     // the net diff is clean, the history is not.
     let worker = "set -e
@@ -138,6 +464,7 @@ echo ok > out.txt";
 #[test]
 fn a_worker_concluding_a_conflict_merge_itself_lands_only_the_engines_merge() {
     let repo = TestRepo::new();
+    repo.sandbox_off();
     let body = format!(
         "objective = \"Conflict\"\n\n{}{}",
         packet("pa", "\"README.md\"", "", "\"true\""),

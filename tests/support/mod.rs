@@ -119,6 +119,29 @@ impl TestRepo {
         p
     }
 
+    /// Writes the user configuration (`~/.config/git-orchestra/config.toml`) every command
+    /// run in this repository or its worktrees reads.
+    pub fn user_config(&self, body: &str) {
+        let dir = self.tmp.path().join(USER_CONFIG_DIR).join("git-orchestra");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("config.toml"), body).unwrap();
+    }
+
+    /// Lets worker, setup and validation commands write the scratch directory (where tests
+    /// keep their marker files) besides their own trees.
+    pub fn scratch_writable(&self) {
+        self.user_config(&format!(
+            "[sandbox]\nwritable = [\"{}\"]\n",
+            self.scratch().display()
+        ));
+    }
+
+    /// Runs worker, setup and validation commands unconfined, to test what the engine itself
+    /// holds against a worker the sandbox does not stop.
+    pub fn sandbox_off(&self) {
+        self.user_config("[sandbox]\nworkers = \"off\"\n");
+    }
+
     /// Writes the plan file `name` (outside the repository) and returns its path.
     pub fn write_plan(&self, name: &str, body: &str) -> PathBuf {
         let p = self.scratch().join(name);
@@ -143,14 +166,28 @@ impl TestRepo {
     }
 }
 
+/// Returns the binary as a command run in `dir`, reading the user configuration a
+/// [`TestRepo::user_config`] above `dir` wrote (the shared test home's otherwise).
+fn binary(dir: &Path) -> Command {
+    hermetic();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_git-orchestra"));
+    cmd.current_dir(dir);
+    if let Some(xdg) = dir
+        .ancestors()
+        .map(|a| a.join(USER_CONFIG_DIR))
+        .find(|x| x.join("git-orchestra/config.toml").is_file())
+    {
+        cmd.env("XDG_CONFIG_HOME", xdg);
+    }
+    cmd
+}
+
+/// Where [`TestRepo::user_config`] puts the user configuration, beside the repository.
+const USER_CONFIG_DIR: &str = "user-config";
+
 /// Runs the `git-orchestra` binary in `dir` with `args` and returns its output.
 pub fn orchestra(dir: &Path, args: &[&str]) -> Output {
-    hermetic();
-    Command::new(env!("CARGO_BIN_EXE_git-orchestra"))
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .unwrap()
+    binary(dir).args(args).output().unwrap()
 }
 
 /// Returns stdout and stderr of an output as one string, for assertion messages.
@@ -165,9 +202,8 @@ pub fn text(out: &Output) -> String {
 
 /// Runs the binary with extra environment variables.
 pub fn orchestra_with_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
-    hermetic();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_git-orchestra"));
-    cmd.current_dir(dir).args(args);
+    let mut cmd = binary(dir);
+    cmd.args(args);
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -176,9 +212,8 @@ pub fn orchestra_with_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Ou
 
 /// Returns a `Command` for the binary, for tests that need to signal it while it runs.
 pub fn orchestra_command(dir: &Path, args: &[&str]) -> Command {
-    hermetic();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_git-orchestra"));
-    cmd.current_dir(dir).args(args);
+    let mut cmd = binary(dir);
+    cmd.args(args);
     cmd
 }
 

@@ -16,17 +16,23 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+#[cfg(all(target_os = "linux", not(orchestra_no_landlock)))]
 use landlock::{
     ABI, Access, AccessFs, AccessNet, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus,
     Scope, path_beneath_rules,
 };
 
+mod limits;
+#[cfg(all(target_os = "linux", not(orchestra_no_landlock)))]
 mod privileges;
+#[cfg(all(target_os = "linux", not(orchestra_no_landlock)))]
 mod reads;
+#[cfg(all(target_os = "linux", not(orchestra_no_landlock)))]
 mod seccomp;
+#[cfg(all(target_os = "linux", not(orchestra_no_landlock)))]
 mod supervise;
 
-pub use supervise::Limits;
+pub use limits::Limits;
 
 /// The hidden subcommand that turns the binary into the launcher.
 pub const LAUNCHER_ARG: &str = "__sandbox";
@@ -42,6 +48,7 @@ pub enum IfUnavailable {
 
 /// Returns the Landlock ABI version the running kernel supports, or `None` when it has no
 /// Landlock (not built in, or disabled at boot).
+#[cfg(all(target_os = "linux", not(orchestra_no_landlock)))]
 pub fn landlock_abi() -> Option<i32> {
     // SAFETY: with a null attribute, size 0 and the VERSION flag, the call only reports the
     // ABI version; it creates nothing and touches no memory.
@@ -54,6 +61,12 @@ pub fn landlock_abi() -> Option<i32> {
         )
     };
     (v > 0).then_some(v as i32)
+}
+
+/// Returns `None`: this build has no sandbox (it is the Linux build's, by Landlock).
+#[cfg(not(all(target_os = "linux", not(orchestra_no_landlock))))]
+pub fn landlock_abi() -> Option<i32> {
+    None
 }
 
 impl IfUnavailable {
@@ -88,6 +101,9 @@ pub struct Sandbox {
     /// Paths the command may read besides the worktree, the system and the home directory's
     /// non-secret entries: the repository's git directory, the configured `[sandbox] read`.
     pub read: Vec<PathBuf>,
+    /// Paths the command may write besides the worktree and `tmp`: the configured
+    /// `[sandbox] writable` (tool caches); empty for agents' commands.
+    pub write: Vec<PathBuf>,
     /// Resource limits of the command and everything it starts.
     pub limits: Limits,
     pub if_unavailable: IfUnavailable,
@@ -98,16 +114,19 @@ impl Sandbox {
     /// directory (git in the worktree needs it) and the configured `[sandbox] read` entries,
     /// `~/` expanded to the home directory.
     pub fn reads(common_dir: Option<&Path>, config: &crate::config::SandboxConfig) -> Vec<PathBuf> {
-        let home = std::env::var_os("HOME").map(PathBuf::from);
         let mut out: Vec<PathBuf> = common_dir.map(Path::to_path_buf).into_iter().collect();
-        for entry in config.read.iter().flatten() {
-            match (entry.strip_prefix("~/"), &home) {
-                (Some(rest), Some(home)) => out.push(home.join(rest)),
-                (Some(_), None) => {}
-                (None, _) => out.push(PathBuf::from(entry)),
-            }
-        }
+        out.extend(expand_home(config.read.iter().flatten()));
         out
+    }
+
+    /// Returns the configured `[sandbox] writable` paths, `~/` expanded; those that do not
+    /// exist yet are created (a tool cache a first build would make), so they can be granted.
+    pub fn writes(config: &crate::config::SandboxConfig) -> Vec<PathBuf> {
+        let paths = expand_home(config.writable.iter().flatten());
+        for p in &paths {
+            let _ = fs_err::create_dir_all(p);
+        }
+        paths
     }
 
     /// Returns the command that runs `sh -c <script>` in `worktree` under the sandbox, for at
@@ -135,6 +154,28 @@ impl Sandbox {
         })
     }
 
+    /// Returns the confinement of commands that run in a tree of their own — a worktree, a
+    /// merge's scratch tree: this sandbox, with the network if `network`, each tree's
+    /// commands given a private temporary directory under `tmp` (created when needed).
+    pub fn per_tree(self, network: bool) -> std::sync::Arc<crate::exec::process::Confine> {
+        std::sync::Arc::new(move |dir: &Path, timeout| {
+            use std::hash::{Hash, Hasher};
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            dir.hash(&mut h);
+            let name = dir.file_name().map_or_else(
+                || "tree".to_string(),
+                |n| n.to_string_lossy().chars().take(40).collect(),
+            );
+            let tmp = self.tmp.join(format!("{name}-{:08x}", h.finish() as u32));
+            let _ = fs_err::create_dir_all(&tmp);
+            Sandbox {
+                tmp,
+                ..self.clone()
+            }
+            .prefix(dir, network, timeout)
+        })
+    }
+
     /// Returns the launcher and its arguments up to `--`, after which comes the command.
     fn prefix(
         &self,
@@ -150,6 +191,9 @@ impl Sandbox {
             .arg(&self.tmp);
         for path in &self.read {
             cmd.arg("--read").arg(path);
+        }
+        for path in &self.write {
+            cmd.arg("--write").arg(path);
         }
         // A process cannot use more CPU time than the wall time times the cores.
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
@@ -173,6 +217,61 @@ impl Sandbox {
             .chain(cmd.get_args().map(ToOwned::to_owned))
             .collect()
     }
+}
+
+/// Returns the confinements of the commands a plan or a person names — external worker
+/// commands, setup and validation commands — in the repository whose common git directory is
+/// `common_dir`, as `config` says: writes only in the command's tree, a private temporary
+/// directory and the `writable` caches; reads as for agents' commands; the network for the
+/// kinds `network` lists. `workers = "off"` runs them all as the user.
+pub fn command_sandboxes(
+    common_dir: &Path,
+    config: &crate::config::SandboxConfig,
+) -> crate::exec::process::Sandboxes {
+    use crate::config::{NetworkUse, WorkersSandbox};
+    if config.workers == Some(WorkersSandbox::Off) {
+        tracing::warn!(
+            "[sandbox] workers = \"off\": worker, setup and validation commands run unconfined"
+        );
+        return crate::exec::process::Sandboxes::default();
+    }
+    let launcher = match std::env::current_exe() {
+        Ok(l) => l,
+        Err(e) => {
+            // Without a launcher nothing can run confined: refuse every command rather than
+            // run it as the user.
+            tracing::warn!(error = %e, "cannot find this program to launch sandboxed commands");
+            PathBuf::from("/nonexistent/git-orchestra")
+        }
+    };
+    let sandbox = Sandbox {
+        launcher,
+        tmp: crate::exec::state_dir(common_dir).join("tmp"),
+        read: Sandbox::reads(Some(common_dir), config),
+        write: Sandbox::writes(config),
+        limits: Limits::from_config(config),
+        if_unavailable: IfUnavailable::from_config(config.if_unavailable),
+    };
+    let network = config.network_uses();
+    let confine = |kind| Some(sandbox.clone().per_tree(network.contains(&kind)));
+    crate::exec::process::Sandboxes {
+        worker: confine(NetworkUse::Worker),
+        setup: confine(NetworkUse::Setup),
+        validation: confine(NetworkUse::Validation),
+    }
+}
+
+/// Returns `entries` with a leading `~/` replaced by the home directory (entries naming the
+/// home directory are dropped when `HOME` is unset).
+fn expand_home<'a>(entries: impl Iterator<Item = &'a String>) -> Vec<PathBuf> {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    entries
+        .filter_map(|entry| match (entry.strip_prefix("~/"), &home) {
+            (Some(rest), Some(home)) => Some(home.join(rest)),
+            (Some(_), None) => None,
+            (None, _) => Some(PathBuf::from(entry)),
+        })
+        .collect()
 }
 
 /// Why the launcher could not run the command.
@@ -200,6 +299,7 @@ struct LaunchArgs {
     worktree: PathBuf,
     tmp: PathBuf,
     read: Vec<PathBuf>,
+    write: Vec<PathBuf>,
     network: bool,
     allow: bool,
     limits: Limits,
@@ -211,7 +311,7 @@ struct LaunchArgs {
 fn parse(args: &[OsString]) -> Result<LaunchArgs, SandboxError> {
     let (mut worktree, mut tmp, mut cpu_secs) = (None, None, None);
     let (mut network, mut allow) = (false, false);
-    let mut read = Vec::new();
+    let (mut read, mut write) = (Vec::new(), Vec::new());
     let mut limits = Limits::default();
     let mut command = Vec::new();
     let mut it = args.iter();
@@ -224,6 +324,7 @@ fn parse(args: &[OsString]) -> Result<LaunchArgs, SandboxError> {
             Some("--worktree") => worktree = it.next().map(PathBuf::from),
             Some("--tmp") => tmp = it.next().map(PathBuf::from),
             Some("--read") => read.extend(it.next().map(PathBuf::from)),
+            Some("--write") => write.extend(it.next().map(PathBuf::from)),
             Some("--network") => network = true,
             Some("--allow-unsandboxed") => allow = true,
             Some("--max-processes") => limits.processes = number(it.next())?,
@@ -249,6 +350,7 @@ fn parse(args: &[OsString]) -> Result<LaunchArgs, SandboxError> {
         worktree,
         tmp,
         read,
+        write,
         network,
         allow,
         limits,
@@ -257,15 +359,49 @@ fn parse(args: &[OsString]) -> Result<LaunchArgs, SandboxError> {
     })
 }
 
+/// Runs the command `args` describes (the launcher's arguments after `__sandbox`) where this
+/// build has no sandbox: only where `if_unavailable = "warn"` allows it (`--allow-unsandboxed`),
+/// after saying loudly on stderr that it runs unconfined; returns only on failure.
+#[cfg(not(all(target_os = "linux", not(orchestra_no_landlock))))]
+pub fn exec_sandboxed(args: &[OsString]) -> SandboxError {
+    use std::os::unix::process::CommandExt;
+    let a = match parse(args) {
+        Ok(a) => a,
+        Err(e) => return e,
+    };
+    if !a.allow {
+        return SandboxError::Unavailable;
+    }
+    eprintln!(
+        "warning: this build of git-orchestra has no sandbox (Landlock is Linux's): `{}` runs UNCONFINED, as `[sandbox] if_unavailable = \"warn\"` allows",
+        a.command.join(std::ffi::OsStr::new(" ")).to_string_lossy()
+    );
+    let _ = (&a.read, &a.write, a.network, &a.limits, a.cpu_secs);
+    let err = Command::new(&a.command[0])
+        .args(&a.command[1..])
+        .current_dir(&a.worktree)
+        .env("TMPDIR", &a.tmp)
+        .exec();
+    SandboxError::Exec {
+        program: a.command[0].to_string_lossy().into_owned(),
+        source: err,
+    }
+}
+
 /// Applies the sandbox described by `args` (the launcher's arguments after `__sandbox`) to
 /// this process, runs the command under its supervision and exits as the command did; returns
 /// only on failure.
+#[cfg(all(target_os = "linux", not(orchestra_no_landlock)))]
 pub fn exec_sandboxed(args: &[OsString]) -> SandboxError {
     let a = match parse(args) {
         Ok(a) => a,
         Err(e) => return e,
     };
-    match restrict(&a.worktree, &a.tmp, &a.read, a.network) {
+    let writable: Vec<&Path> = [a.worktree.as_path(), a.tmp.as_path()]
+        .into_iter()
+        .chain(a.write.iter().map(PathBuf::as_path))
+        .collect();
+    match restrict(&writable, &a.read, a.network) {
         Ok(true) => {}
         Ok(false) if a.allow => {}
         Ok(false) => return SandboxError::Unavailable,
@@ -288,13 +424,11 @@ pub fn exec_sandboxed(args: &[OsString]) -> SandboxError {
     supervise::run(cmd, protect)
 }
 
-/// Restricts this process; returns whether Landlock enforced the file-system rules.
-fn restrict(
-    worktree: &Path,
-    tmp: &Path,
-    read: &[PathBuf],
-    network: bool,
-) -> Result<bool, SandboxError> {
+/// Restricts this process to writing `writable` (the worktree, the temporary directory, the
+/// granted caches) and reading `read` besides the defaults; returns whether Landlock enforced
+/// the file-system rules.
+#[cfg(all(target_os = "linux", not(orchestra_no_landlock)))]
+fn restrict(writable: &[&Path], read: &[PathBuf], network: bool) -> Result<bool, SandboxError> {
     let e = |e: landlock::RulesetError| SandboxError::Ruleset(e.to_string());
     let abi = ABI::V5;
     let home = std::env::var_os("HOME").map(PathBuf::from);
@@ -318,7 +452,7 @@ fn restrict(
         .map_err(e)?
         .add_rules(path_beneath_rules(readable, AccessFs::from_read(abi)))
         .map_err(e)?
-        .add_rules(path_beneath_rules([worktree, tmp], AccessFs::from_all(abi)))
+        .add_rules(path_beneath_rules(writable, AccessFs::from_all(abi)))
         .map_err(e)?
         .add_rules(path_beneath_rules(
             devices.iter().filter(|d| Path::new(d).exists()),
