@@ -280,23 +280,38 @@ fn process_group(pid: &str) -> Option<i32> {
     rest.split_whitespace().nth(2)?.parse().ok()
 }
 
-/// Returns the last [`TAIL_BYTES`] of the file, lossily decoded, or an empty string.
+/// What replaces a key in a kept tail.
+const KEY_PLACEHOLDER: &str = "<redacted>";
+
+/// Returns the last [`TAIL_BYTES`] of the file, lossily decoded, with every key the engine
+/// knows of ([`crate::exec::secret_env::values`]) replaced, or an empty string. The keys are
+/// replaced before the cut, so one straddling it leaves none of its characters behind.
 pub fn read_tail(path: &Path) -> String {
     let Ok(mut file) = File::open(path) else {
         return String::new();
     };
     let len = file.metadata().map(|m| m.len()).unwrap_or(0);
-    let start = len.saturating_sub(TAIL_BYTES);
+    // Room for a key that straddles the cut.
+    let start = len.saturating_sub(TAIL_BYTES + 1024);
     if file.seek(SeekFrom::Start(start)).is_err() {
         return String::new();
     }
     let mut buf = Vec::new();
     let _ = file.read_to_end(&mut buf);
-    let text = String::from_utf8_lossy(&buf).into_owned();
-    if start > 0 {
-        format!("…{}", text.trim_end())
+    let keys = crate::exec::secret_env::values();
+    // (What `redact::scrub` does; this module stays a leaf.)
+    let text = keys.iter().filter(|k| k.len() >= 4).fold(
+        String::from_utf8_lossy(&buf).trim_end().to_string(),
+        |t, k| t.replace(k.as_str(), KEY_PLACEHOLDER),
+    );
+    let mut cut = text.len().saturating_sub(TAIL_BYTES as usize);
+    while !text.is_char_boundary(cut) {
+        cut += 1;
+    }
+    if start > 0 || cut > 0 {
+        format!("…{}", &text[cut..])
     } else {
-        text.trim_end().to_string()
+        text
     }
 }
 

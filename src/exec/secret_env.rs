@@ -152,6 +152,17 @@ pub fn var(name: &str) -> Option<String> {
         .or_else(|| std::env::var(name).ok())
 }
 
+/// Returns the values of every key the engine knows of — those taken out of the environment
+/// and those of the variables [`withhold`] named — for scrubbing what it keeps of a command's
+/// output.
+pub fn values() -> Vec<String> {
+    let mut out: Vec<String> = stashed().iter().map(|(_, v)| v.clone()).collect();
+    if let Ok(w) = WITHHELD.lock() {
+        out.extend(w.iter().filter_map(|n| std::env::var(n).ok()));
+    }
+    out
+}
+
 /// Returns every variable taken out of the environment, for the command that must get it.
 pub fn stashed() -> &'static [(String, String)] {
     STASH.get().map_or(&[], Vec::as_slice)

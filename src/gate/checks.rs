@@ -91,6 +91,52 @@ pub fn check_scope(diff: &RangeDiff, scope: &Scope, packet: &str) -> Vec<Finding
         .collect()
 }
 
+/// Returns a blocker for every symbolic link the range adds or changes that points outside the
+/// repository (an absolute target, or one climbing above the top with `..`): whatever path it
+/// sits at, in scope or not, what it makes readable or writable through it is not.
+pub fn check_symlinks(diff: &RangeDiff) -> Vec<Finding> {
+    diff.files
+        .iter()
+        .filter_map(|f| Some((f, f.symlink.as_deref()?)))
+        .filter(|(f, target)| link_escapes(&f.path, target))
+        .map(|(f, target)| Finding {
+            severity: Severity::Blocker,
+            category: "symlink".into(),
+            file: Some(f.path.clone()),
+            line: None,
+            evidence: format!(
+                "`{}` is a symbolic link to `{target}`, outside the repository",
+                f.path
+            ),
+            suggestion: "replace the link with the file itself, or point it inside the repository"
+                .into(),
+        })
+        .collect()
+}
+
+/// Returns true if and only if a link at repository path `path` pointing at `target` leads
+/// outside the repository.
+fn link_escapes(path: &str, target: &str) -> bool {
+    if target.starts_with('/') || target.is_empty() {
+        return true;
+    }
+    // Depth of the link's directory below the top, then the target's steps from there.
+    let mut depth = path.split('/').count() as i64 - 1;
+    for part in target.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                depth -= 1;
+                if depth < 0 {
+                    return true;
+                }
+            }
+            _ => depth += 1,
+        }
+    }
+    false
+}
+
 /// Returns a blocker for every added conflict marker line.
 ///
 /// `<<<<<<<`, `|||||||` and `>>>>>>>` always count; a bare `=======` only in a file that also
@@ -281,12 +327,42 @@ mod tests {
     }
 
     #[test]
+    fn links_leading_out_of_the_repository_are_blockers() {
+        assert!(link_escapes("out.txt", "/etc/passwd"));
+        assert!(link_escapes("out.txt", "../x"));
+        assert!(link_escapes("a/b/out.txt", "../../../x"));
+        assert!(link_escapes("a/out.txt", "b/../../../x"));
+        assert!(!link_escapes("a/b/out.txt", "../../x"));
+        assert!(!link_escapes("a/out.txt", "./c/../d"));
+        let f = |path: &str, target: &str| ChangedFile {
+            path: path.into(),
+            status: 'A',
+            old_size: None,
+            new_size: Some(1),
+            symlink: Some(target.into()),
+        };
+        let diff = RangeDiff {
+            files: vec![
+                f("out.txt", "/home/u/.ssh/id_rsa"),
+                f("docs/x", "../README.md"),
+            ],
+            added: vec![],
+            history: vec![],
+        };
+        let found = check_symlinks(&diff);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].file.as_deref(), Some("out.txt"));
+        assert_eq!(found[0].severity, Severity::Blocker);
+    }
+
+    #[test]
     fn sizes_blame_only_new_growth() {
         let f = |path: &str, old: Option<u64>, new: Option<u64>| ChangedFile {
             path: path.into(),
             status: 'M',
             old_size: old,
             new_size: new,
+            symlink: None,
         };
         let diff = RangeDiff {
             files: vec![

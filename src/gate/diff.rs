@@ -22,6 +22,8 @@ pub struct ChangedFile {
     pub old_size: Option<u64>,
     /// Size of the new blob in bytes, `None` when deleted or not a blob (a submodule).
     pub new_size: Option<u64>,
+    /// Where the new version points when it is a symbolic link (lossily decoded).
+    pub symlink: Option<String>,
 }
 
 /// One line the range added.
@@ -130,23 +132,32 @@ fn changed_files(git: &Git, base: &str, tip: &str) -> Result<Vec<ChangedFile>, G
         let old = blob(fields[0], fields[2]).then(|| fields[2].to_string());
         let new = blob(fields[1], fields[3]).then(|| fields[3].to_string());
         let status = fields[4].chars().next().unwrap_or('M');
-        entries.push((path.to_string(), status, old, new));
+        let link = (fields[1] == "120000" && new.is_some()).then_some(path.to_string());
+        entries.push((path.to_string(), status, old, new, link));
     }
     let ids: Vec<&str> = entries
         .iter()
-        .flat_map(|(_, _, o, n)| [o.as_deref(), n.as_deref()])
+        .flat_map(|(_, _, o, n, _)| [o.as_deref(), n.as_deref()])
         .flatten()
         .collect();
     let sizes = git.object_sizes(&ids)?;
-    Ok(entries
-        .into_iter()
-        .map(|(path, status, old, new)| ChangedFile {
+    let mut files = Vec::with_capacity(entries.len());
+    for (path, status, old, new, link) in entries {
+        let symlink = match link {
+            Some(p) => git
+                .blob_at(tip, &p)?
+                .map(|b| String::from_utf8_lossy(&b).into_owned()),
+            None => None,
+        };
+        files.push(ChangedFile {
             path,
             status,
             old_size: old.and_then(|id| sizes.get(&id).copied()),
             new_size: new.and_then(|id| sizes.get(&id).copied()),
-        })
-        .collect())
+            symlink,
+        });
+    }
+    Ok(files)
 }
 
 /// Parses a `-U0` patch into added lines, counting each hunk's new lines so that an added line

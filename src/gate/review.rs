@@ -123,6 +123,8 @@ fn static_checks(
         out.findings
             .extend(checks::check_scope(input.diff, &scope, &p.packet.id));
     }
+    out.checks.push("symlinks".into());
+    out.findings.extend(checks::check_symlinks(input.diff));
     out.checks.push("conflict-markers".into());
     out.findings
         .extend(checks::check_conflict_markers(input.diff));

@@ -382,7 +382,9 @@ fn credentials_under_home_and_in_etc_stay_unreadable_to_commands_and_file_tools(
         &[],
     );
     let results = ran.tool_results();
-    assert_eq!(results.len(), 4, "{results:?}");
+    // Four results, then the fix rounds the link to `~/.ssh` the command left in the
+    // worktree earns (a link out of the repository is a review blocker).
+    assert!(results.len() >= 4, "{results:?}");
     for r in &results {
         assert!(!r.contains(secret), "a credential was read: {results:?}");
         if let Some(line) = &shadow {

@@ -375,6 +375,59 @@ fn model_keys_under_any_name_reach_no_setup_or_validation_command() {
     assert!(!history.contains("provider-token-47") && !history.contains("profile-key-31"));
 }
 
+#[test]
+fn a_workers_output_tail_is_journaled_without_the_keys_it_printed() {
+    let repo = TestRepo::new();
+    let plan = repo.write_plan(
+        "plan.toml",
+        &format!(
+            "objective = \"Tail\"\n\n{}",
+            packet("p1", "\"out.txt\"", "", "")
+        ),
+    );
+    // The key fills the output up to the cut of the kept tail and past it.
+    let worker = "head -c 1990 /dev/zero | tr '\\0' x; echo \"$SOME_TOOL_API_KEY\"; exit 3";
+    let key = "k-tail-0123456789abcdef";
+    let out = orchestra_with_env(
+        &repo.path,
+        &[
+            "run",
+            plan.to_str().unwrap(),
+            "--worker-cmd",
+            worker,
+            "--worktree-root",
+            repo.scratch().join("wt").to_str().unwrap(),
+        ],
+        &[("SOME_TOOL_API_KEY", key)],
+    );
+    assert!(!out.status.success(), "{}", text(&out));
+    let v = status_json(&repo.path);
+    let reason = v["packets"][0]["reason"].as_str().unwrap();
+    assert!(reason.contains("<redacted>"), "{reason}");
+    assert!(!reason.contains("k-tail"), "{reason}");
+    // Nothing of the key in the run store either.
+    for entry in std::fs::read_dir(repo.path.join(".git/orchestra")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_file() {
+            let bytes = std::fs::read(&path).unwrap();
+            let hit = bytes.windows(6).any(|w| w == b"k-tail");
+            assert!(!hit, "the key is in {}", path.display());
+        }
+    }
+    assert!(!text(&out).contains("k-tail"), "{}", text(&out));
+}
+
+#[test]
+fn an_in_scope_path_linking_out_of_the_repository_does_not_land() {
+    let repo = TestRepo::new();
+    let (out, v, _) = run_scoped(&repo, "ln -s /etc/passwd out.txt");
+    assert!(!out.status.success(), "{}", text(&out));
+    assert_eq!(v["packets"][0]["state"], "failed", "{v}");
+    let reason = v["packets"][0]["reason"].as_str().unwrap();
+    assert!(reason.contains("symbolic link"), "{reason}");
+    assert!(repo.git(&["ls-tree", "main", "out.txt"]).is_empty());
+}
+
 /// Runs a one-packet plan whose packet may change only `out.txt`, with `worker`; returns the
 /// command's output, the status JSON and the packet's branch.
 fn run_scoped(repo: &TestRepo, worker: &str) -> (std::process::Output, serde_json::Value, String) {

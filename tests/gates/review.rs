@@ -63,6 +63,26 @@ fn secret_is_rejected_without_echoing_it_and_the_verdict_is_stored() {
 }
 
 #[test]
+fn a_symbolic_link_leading_out_of_the_repository_is_rejected() {
+    let repo = TestRepo::new();
+    repo.git(&["checkout", "-q", "-b", "feature"]);
+    std::os::unix::fs::symlink("/etc/passwd", repo.path.join("passwd")).unwrap();
+    std::os::unix::fs::symlink("../README.md", repo.path.join("src/readme")).unwrap();
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-q", "-m", "links"]);
+    let out = orchestra(&repo.path, &["review", "--no-model", "--json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let findings = v["findings"].as_array().unwrap();
+    let links: Vec<&serde_json::Value> = findings
+        .iter()
+        .filter(|f| f["category"] == "symlink")
+        .collect();
+    assert_eq!(links.len(), 1, "{v}");
+    assert_eq!(links[0]["file"], "passwd");
+}
+
+#[test]
 fn conflict_markers_and_large_files_are_found() {
     let repo = TestRepo::new();
     let big = "x".repeat(3000);
