@@ -35,6 +35,52 @@ pub struct RepoConfig {
     /// the command to show.
     #[serde(skip)]
     pub notices: Vec<String>,
+    #[serde(default)]
+    pub nav: NavConfig,
+}
+
+/// The `[nav]` table: navigation settings.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NavConfig {
+    #[serde(default)]
+    pub lsp: LspConfig,
+}
+
+/// The `[nav.lsp]` table: language servers behind navigation.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LspConfig {
+    /// `auto` (default): use a server found on `PATH` or configured; `off`: the graph only.
+    pub mode: Option<LspMode>,
+    /// Most servers running at once in one process (default 4).
+    pub max_servers: Option<usize>,
+    /// A server using more resident memory than this is shut down (default 2048).
+    pub memory_mb: Option<u64>,
+    /// Seconds a server may take to start before answers stop waiting for it (default 60).
+    pub startup_timeout: Option<u64>,
+    /// Seconds a ready server may take to answer one request (default 10).
+    pub request_timeout: Option<u64>,
+    /// Per language (`python`, `rust`, `typescript`, `javascript`, `go`): the server's command.
+    #[serde(default)]
+    pub servers: BTreeMap<String, LspServerConfig>,
+}
+
+/// Whether language servers are used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LspMode {
+    Auto,
+    Off,
+}
+
+/// One language's server command (`[nav.lsp.servers.python]`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LspServerConfig {
+    pub command: String,
+    #[serde(default)]
+    pub args: Vec<String>,
 }
 
 /// The `[agents]` table: how far agents may consult each other and spawn subtasks.
@@ -479,6 +525,24 @@ impl RepoConfig {
                     .agents
                     .subtasks_per_packet
                     .or(base.agents.subtasks_per_packet),
+            },
+            nav: NavConfig {
+                lsp: LspConfig {
+                    mode: self.nav.lsp.mode.or(base.nav.lsp.mode),
+                    max_servers: self.nav.lsp.max_servers.or(base.nav.lsp.max_servers),
+                    memory_mb: self.nav.lsp.memory_mb.or(base.nav.lsp.memory_mb),
+                    startup_timeout: self
+                        .nav
+                        .lsp
+                        .startup_timeout
+                        .or(base.nav.lsp.startup_timeout),
+                    request_timeout: self
+                        .nav
+                        .lsp
+                        .request_timeout
+                        .or(base.nav.lsp.request_timeout),
+                    servers: merge(self.nav.lsp.servers, base.nav.lsp.servers),
+                },
             },
         }
     }

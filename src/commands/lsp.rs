@@ -4,8 +4,11 @@
 use std::path::Path;
 
 use clap::Args;
-use git_orchestra::lsp::serve_stdio;
-use git_orchestra::nav::Index;
+use git_orchestra::git::RepoInfo;
+use git_orchestra::lsp::tier::render;
+use git_orchestra::lsp::{Outcome, Query, Settings, Tier, serve_stdio};
+use git_orchestra::nav::tools::title_of;
+use git_orchestra::nav::{At, Index, PlaceOptions};
 
 use super::CommandError;
 
@@ -31,4 +34,95 @@ pub fn cmd_lsp(cwd: &Path, _args: &LspArgs) -> Result<(), CommandError> {
             "the language client ended the session without a shutdown request",
         ))
     }
+}
+
+/// Returns the language-server settings of the repository containing `cwd`.
+fn settings(cwd: &Path) -> Result<Settings, CommandError> {
+    let repo = RepoInfo::discover(cwd)?;
+    let config = super::load_config(&repo)?;
+    Ok(Settings::from_config(&config.nav.lsp))
+}
+
+/// `git orchestra nav status`: the configured language servers and whether each is installed.
+pub(super) fn nav_status(cwd: &Path, json: bool) -> Result<String, CommandError> {
+    let s = settings(cwd)?;
+    let servers = s.status();
+    if json {
+        return Ok(serde_json::json!({
+            "mode": if s.enabled { "auto" } else { "off" },
+            "max_servers": s.max_servers,
+            "memory_mb": s.memory_mb,
+            "startup_timeout": s.startup_timeout.as_secs(),
+            "request_timeout": s.request_timeout.as_secs(),
+            "servers": servers,
+            "unknown_languages": s.unknown_languages(),
+        })
+        .to_string());
+    }
+    let mut out = format!(
+        "language servers: mode {} (max_servers {}, memory_mb {}, startup_timeout {} s, request_timeout {} s)\n",
+        if s.enabled {
+            "auto"
+        } else {
+            "off: the symbol graph answers alone"
+        },
+        s.max_servers,
+        s.memory_mb,
+        s.startup_timeout.as_secs(),
+        s.request_timeout.as_secs()
+    );
+    for v in &servers {
+        let command = std::iter::once(v.command.as_str())
+            .chain(v.args.iter().map(String::as_str))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let origin = if v.configured {
+            "configured"
+        } else {
+            "default"
+        };
+        let found = match &v.found {
+            Some(p) => format!("found at {}", p.display()),
+            None => "not found on PATH: the graph answers".to_string(),
+        };
+        out.push_str(&format!(
+            "  {:<11} {command} ({origin}) — {found}\n",
+            v.language
+        ));
+    }
+    for l in s.unknown_languages() {
+        out.push_str(&format!(
+            "warning: [nav.lsp.servers.{l}] is not a language navigation knows (python, rust, typescript, javascript, go)\n"
+        ));
+    }
+    Ok(out)
+}
+
+/// Answers a `nav --precise` query from the file's language server, waiting for it up to
+/// `startup_timeout`; `None` when the graph answers (a notice on stderr says why).
+pub(super) fn precise(
+    cwd: &Path,
+    index: &mut Index,
+    query: Query,
+    (symbol, from): (Option<&str>, Option<&At>),
+    opts: PlaceOptions,
+) -> Result<Option<String>, CommandError> {
+    let settings = settings(cwd)?;
+    let wait = settings.startup_timeout;
+    let tier = Tier::new(settings);
+    let outcome = tier.query(index, query, symbol, from, wait);
+    tier.shutdown();
+    Ok(match outcome {
+        Outcome::Lsp { server, locations } => {
+            let what = title_of(symbol, from);
+            Some(render(query, &server, &what, &locations, opts))
+        }
+        Outcome::Graph(notice) => {
+            let why = notice.unwrap_or_else(|| {
+                "no language server answers this query (it needs a position or one definition, in a language with a server)".into()
+            });
+            eprintln!("[graph] {why}; answered from the symbol graph");
+            None
+        }
+    })
 }

@@ -9,6 +9,8 @@ use git_orchestra::nav::{
     render_locations, render_outline, render_places_with, tools::title_of,
 };
 
+use git_orchestra::lsp::Query;
+
 use super::CommandError;
 
 /// Navigates code through the symbol graph (definitions, references, callers, imports, a
@@ -33,19 +35,24 @@ pub struct NavArgs {
     /// (text lists them after the resolved ones).
     #[arg(long, global = true)]
     candidates: bool,
+    /// Ask the language server of the file's language (`nav status` lists them) for def, refs,
+    /// callers, callees and impls, waiting for it to start (up to [nav.lsp] startup_timeout);
+    /// when it cannot answer, the symbol graph does, with a notice.
+    #[arg(long, global = true)]
+    precise: bool,
 }
 
 /// What a query is about: a symbol, narrowed by a position.
-#[derive(Debug, Args)]
-struct TargetArgs {
+#[derive(Debug, Clone, Args)]
+pub(super) struct TargetArgs {
     /// The symbol: `send`, `Client.send`, `Client::send`; may be left out when --from has a
     /// column.
-    symbol: Option<String>,
+    pub(super) symbol: Option<String>,
     /// Answer about the definition the token at this position denotes (the use of the symbol
     /// on that line, or the token at the column), resolved through its qualifier, receiver,
     /// imports and scopes, instead of every definition of the name.
     #[arg(long, value_name = "PATH:LINE[:COL]")]
-    from: Option<String>,
+    pub(super) from: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -88,6 +95,9 @@ enum NavQuery {
         #[arg(long, default_value_t = 1024)]
         tokens: usize,
     },
+    /// The language servers behind --precise and `git orchestra mcp`: which are configured
+    /// ([nav.lsp]) and which are installed.
+    Status,
 }
 
 impl From<NavError> for CommandError {
@@ -115,8 +125,35 @@ fn repo_path(root: &Path, cwd: &Path, path: &str) -> String {
 
 /// Runs one navigation query on the refreshed index of the worktree containing `cwd`.
 pub fn cmd_nav(cwd: &Path, args: NavArgs) -> Result<(), CommandError> {
+    if matches!(args.query, NavQuery::Status) {
+        return print(&super::lsp::nav_status(cwd, args.json)?);
+    }
     let mut index = Index::open(cwd)?;
     index.refresh()?;
+    if args.precise {
+        let query = match &args.query {
+            NavQuery::Def(t) => Some((Query::Definition, t.clone())),
+            NavQuery::Refs(t) => Some((Query::References, t.clone())),
+            NavQuery::Callers(t) => Some((Query::Callers, t.clone())),
+            NavQuery::Callees(t) => Some((Query::Callees, t.clone())),
+            NavQuery::Impls(t) => Some((Query::Implementations, t.clone())),
+            _ => None,
+        };
+        if let Some((query, t)) = query {
+            let root = index.root().to_path_buf();
+            let (symbol, from) = target(&root, cwd, t)?;
+            let opts = PlaceOptions {
+                max_chars: args.max_chars,
+                json: args.json,
+                context: args.context,
+                candidates: args.candidates,
+            };
+            let at = (symbol.as_deref(), from.as_ref());
+            if let Some(text) = super::lsp::precise(cwd, &mut index, query, at, opts)? {
+                return print(&text);
+            }
+        }
+    }
     let root = index.root().to_path_buf();
     let (limit, json, context) = (args.max_chars, args.json, args.context);
     let opts = PlaceOptions {
@@ -173,6 +210,7 @@ pub fn cmd_nav(cwd: &Path, args: NavArgs) -> Result<(), CommandError> {
             render_outline(&p, &index.outline(&p)?, limit, json).text
         }
         NavQuery::Show { symbol } => show(&index, &symbol, limit, json)?,
+        NavQuery::Status => String::new(),
         NavQuery::Search { pattern, kind } => {
             render_locations(
                 &format!("definitions matching {pattern}"),
@@ -203,6 +241,11 @@ pub fn cmd_nav(cwd: &Path, args: NavArgs) -> Result<(), CommandError> {
             }
         }
     };
+    print(&text)
+}
+
+/// Prints an answer; a reader that stopped reading is not an error.
+fn print(text: &str) -> Result<(), CommandError> {
     let mut out = std::io::stdout().lock();
     let end = if text.ends_with('\n') { "" } else { "\n" };
     match write!(out, "{text}{end}") {

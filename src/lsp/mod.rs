@@ -1,11 +1,18 @@
-//! Language servers and the symbol graph: `server` serves the graph to editors over the
-//! Language Server Protocol (`git orchestra lsp`). Beside `nav`, not inside it: the graph
-//! knows nothing of the protocol; this module speaks it with `lsp-types`' types and its own
-//! JSON-RPC framing (`rpc`), and maps positions and URIs (`convert`).
+//! Language servers and the symbol graph, both ways, beside `nav` and outside its core: the
+//! graph knows nothing of the protocol. `server` serves the graph to editors (`git orchestra
+//! lsp`); `settings`, `client` and `tier` put installed language servers behind navigation
+//! (`[nav.lsp]`): answers from a server once it is ready, from the graph until then and
+//! whenever it fails, each saying where it came from. Both sides use `lsp-types`' types and
+//! this module's JSON-RPC framing (`rpc`); `convert` maps positions and URIs.
 
 mod answers;
+pub mod client;
 pub mod convert;
 pub mod rpc;
 pub mod server;
+pub mod settings;
+pub mod tier;
 
 pub use server::{Server, serve_stdio};
+pub use settings::Settings;
+pub use tier::{Outcome, Query, Tier};

@@ -78,7 +78,21 @@ impl Server {
                     };
                     rpc::write_message(output, &reply).map_err(io)?;
                 }
-                (Some(method), None) => self.notify(method, params),
+                (Some(method), None) => {
+                    // An opened or changed document is analysed at once: an empty list of
+                    // diagnostics tells the client so.
+                    let uri = params["textDocument"]["uri"].as_str().map(str::to_string);
+                    self.notify(method, params);
+                    if let ("textDocument/didOpen" | "textDocument/didChange", Some(uri)) =
+                        (method, uri)
+                    {
+                        let published = rpc::notification(
+                            "textDocument/publishDiagnostics",
+                            json!({"uri": uri, "diagnostics": []}),
+                        );
+                        rpc::write_message(output, &published).map_err(io)?;
+                    }
+                }
                 // Responses to requests this server never sends.
                 (None, _) => {}
             }

@@ -19,7 +19,7 @@ use serde_json::Value;
 
 use super::NavError;
 use super::index::Index;
-use super::tools::{self, NavCounter, ToolError};
+use super::tools::{self, NavCounter, Precise, ToolError};
 
 /// What the server tells clients about itself.
 const INSTRUCTIONS: &str = "Code navigation over a symbol graph of this git worktree (Rust, Python, TypeScript, JavaScript, Go). Use nav_def, nav_refs, nav_callers, nav_impls and nav_outline instead of grep: they resolve imports and scopes, label answers resolved or candidate, and bound their output.";
@@ -28,6 +28,7 @@ const INSTRUCTIONS: &str = "Code navigation over a symbol graph of this git work
 pub struct NavServer {
     index: Mutex<Index>,
     counter: NavCounter,
+    precise: Option<Box<dyn Precise>>,
 }
 
 impl NavServer {
@@ -36,7 +37,14 @@ impl NavServer {
         NavServer {
             index: Mutex::new(index),
             counter: NavCounter::default(),
+            precise: None,
         }
+    }
+
+    /// Returns the server asking `precise` (language servers) before the graph.
+    pub fn with_precise(mut self, precise: Box<dyn Precise>) -> NavServer {
+        self.precise = Some(precise);
+        self
     }
 
     /// Returns the symbolic and textual calls served so far.
@@ -72,13 +80,16 @@ impl NavServer {
             .index
             .lock()
             .map_err(|_| ErrorData::internal_error("the index lock is poisoned", None))?;
-        Ok(match tools::call(&mut index, &self.counter, name, args) {
-            Ok(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
-            Err(ToolError::Arguments(m)) => CallToolResult::error(vec![ContentBlock::text(m)]),
-            Err(ToolError::Failed(e)) => {
-                return Err(ErrorData::internal_error(e.to_string(), None));
-            }
-        })
+        let precise = self.precise.as_deref();
+        Ok(
+            match tools::call_with(&mut index, &self.counter, name, args, precise) {
+                Ok(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
+                Err(ToolError::Arguments(m)) => CallToolResult::error(vec![ContentBlock::text(m)]),
+                Err(ToolError::Failed(e)) => {
+                    return Err(ErrorData::internal_error(e.to_string(), None));
+                }
+            },
+        )
     }
 }
 
@@ -112,6 +123,11 @@ impl ServerHandler for NavServer {
 
 /// Serves `index` over MCP on standard input and output until the client disconnects.
 pub fn serve_stdio(index: Index) -> Result<(), NavError> {
+    serve_stdio_with(NavServer::new(index))
+}
+
+/// Serves `server` over MCP on standard input and output until the client disconnects.
+pub fn serve_stdio_with(server: NavServer) -> Result<(), NavError> {
     let io = |e: std::io::Error| NavError::Io {
         path: "<stdio>".into(),
         source: e,
@@ -121,7 +137,7 @@ pub fn serve_stdio(index: Index) -> Result<(), NavError> {
         .build()
         .map_err(io)?;
     runtime.block_on(async {
-        let service = NavServer::new(index)
+        let service = server
             .serve(rmcp::transport::stdio())
             .await
             .map_err(|e| NavError::Mcp {

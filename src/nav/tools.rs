@@ -234,6 +234,61 @@ pub fn title_of(symbol: Option<&str>, from: Option<&At>) -> String {
     }
 }
 
+/// A source of answers more precise than the graph for some tools (a language server),
+/// consulted before the graph.
+pub trait Precise: Send + Sync {
+    /// Answers tool `name` with `args` (refreshing `index` first), or says why the graph
+    /// answers instead.
+    fn answer(&self, index: &mut Index, name: &str, args: &Value) -> PreciseAnswer;
+}
+
+/// What a [`Precise`] source made of a tool call.
+pub enum PreciseAnswer {
+    /// The whole answer, saying where it came from.
+    Answered(String),
+    /// The graph answers; the notice (if any) goes first.
+    Graph(Option<String>),
+}
+
+/// Runs tool `name` like [`call`], asking `precise` first when there is one.
+pub fn call_with(
+    index: &mut Index,
+    counter: &NavCounter,
+    name: &str,
+    args: &Value,
+    precise: Option<&dyn Precise>,
+) -> Result<String, ToolError> {
+    let Some(precise) = precise else {
+        return call(index, counter, name, args);
+    };
+    if !tool_specs().iter().any(|t| t.name == name) || name == "grep" {
+        return call(index, counter, name, args);
+    }
+    match precise.answer(index, name, args) {
+        PreciseAnswer::Answered(text) => {
+            counter.record_symbolic();
+            Ok(text)
+        }
+        PreciseAnswer::Graph(None) => call(index, counter, name, args),
+        PreciseAnswer::Graph(Some(notice)) => {
+            let text = call(index, counter, name, args)?;
+            Ok(format!(
+                "[graph] {notice}; answered from the symbol graph\n{text}"
+            ))
+        }
+    }
+}
+
+/// Returns the `symbol` and `from` arguments of a symbol tool.
+pub fn target_of(args: &Value) -> Result<(Option<&str>, Option<At>), ToolError> {
+    target_args(args)
+}
+
+/// Returns the `max_chars` argument of a tool call, or its default.
+pub fn max_chars_of(args: &Value) -> usize {
+    max_chars(args)
+}
+
 /// Runs tool `name` with JSON `args` on a refreshed index and returns bounded text.
 pub fn call(
     index: &mut Index,

@@ -12,6 +12,7 @@ mod ecma;
 mod go;
 mod inheritance;
 mod lsp;
+mod lsp_client;
 mod map;
 mod matcher;
 mod mcp;

@@ -1,0 +1,411 @@
+//! One language server process spoken to over its standard input and output: requests with
+//! deadlines, the server's own requests answered (configuration, registrations, progress),
+//! its state (starting, ready, failed) and a clean shutdown.
+//!
+//! The process is started in the caller's thread with `PR_SET_PDEATHSIG` (it dies with the
+//! thread that owns it, so a killed engine takes it along) in its own process group, and is
+//! shut down — `shutdown`, `exit`, then SIGKILL to the group — when the connection is dropped:
+//! no server outlives the process that started it.
+
+use std::collections::HashMap;
+use std::io::BufReader;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::mpsc::{Sender, channel};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use super::rpc;
+
+/// Where a server stands.
+#[derive(Debug, Clone, PartialEq)]
+pub enum State {
+    /// Started at `since`, not initialized yet.
+    Starting { since: Instant },
+    /// Initialized; it took `warmup` from the start.
+    Ready { warmup: Duration },
+    /// Gone or unusable, and why.
+    Failed(String),
+}
+
+type Pending = Arc<Mutex<HashMap<i64, Sender<Result<Value, String>>>>>;
+
+/// A running language server.
+pub struct Connection {
+    /// The command, for notices (`pyright-langserver`).
+    pub name: String,
+    child: Mutex<Child>,
+    pid: u32,
+    stdin: Arc<Mutex<ChildStdin>>,
+    pending: Pending,
+    next_id: AtomicI64,
+    state: Arc<Mutex<State>>,
+    /// The `capabilities` of the server's `initialize` answer.
+    capabilities: Mutex<Value>,
+    /// When the server last said anything.
+    heard: Arc<Mutex<Instant>>,
+    /// Documents the server published diagnostics for: it has analysed them.
+    diagnosed: Arc<Mutex<std::collections::HashSet<String>>>,
+}
+
+/// How long a server must stay quiet after `initialized` to count as ready: servers load
+/// their workspace after it (pyright asks for its settings, then finds the source files) and
+/// answer emptily until they have.
+const SETTLE: Duration = Duration::from_millis(500);
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl Connection {
+    /// Starts `command args` in `dir`; the server is not initialized yet (see
+    /// [`Connection::initialize`]).
+    pub fn spawn(command: &str, args: &[String], dir: &Path) -> std::io::Result<Arc<Connection>> {
+        let mut cmd = Command::new(command);
+        cmd.args(args)
+            .current_dir(dir)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        // SAFETY: only async-signal-safe calls between fork and exec.
+        unsafe {
+            use std::os::unix::process::CommandExt;
+            cmd.pre_exec(|| {
+                libc::setpgid(0, 0);
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+        let mut child = cmd.spawn()?;
+        let pid = child.id();
+        let stdin = Arc::new(Mutex::new(child.stdin.take().ok_or_else(|| {
+            std::io::Error::other("the server's standard input is not a pipe")
+        })?));
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or_else(|| std::io::Error::other("the server's standard output is not a pipe"))?;
+        let conn = Arc::new(Connection {
+            name: command.rsplit('/').next().unwrap_or(command).to_string(),
+            child: Mutex::new(child),
+            pid,
+            stdin,
+            pending: Arc::new(Mutex::new(HashMap::new())),
+            next_id: AtomicI64::new(1),
+            state: Arc::new(Mutex::new(State::Starting {
+                since: Instant::now(),
+            })),
+            capabilities: Mutex::new(Value::Null),
+            heard: Arc::new(Mutex::new(Instant::now())),
+            diagnosed: Arc::new(Mutex::new(std::collections::HashSet::new())),
+        });
+        let shared = Shared {
+            pending: conn.pending.clone(),
+            state: conn.state.clone(),
+            stdin: conn.stdin.clone(),
+            heard: conn.heard.clone(),
+            diagnosed: conn.diagnosed.clone(),
+        };
+        std::thread::spawn(move || read_loop(stdout, shared));
+        Ok(conn)
+    }
+
+    /// Returns the server's process id.
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// Returns where the server stands, noticing a process that ended.
+    pub fn state(&self) -> State {
+        if let Ok(Some(status)) = lock(&self.child).try_wait() {
+            let mut s = lock(&self.state);
+            if !matches!(*s, State::Failed(_)) {
+                *s = State::Failed(format!("exited ({status})"));
+            }
+        }
+        lock(&self.state).clone()
+    }
+
+    fn fail(&self, why: String) {
+        *lock(&self.state) = State::Failed(why);
+    }
+
+    /// Initializes the server for the worktree at `root` within `timeout`; the state says how
+    /// it went.
+    pub fn initialize(&self, root: &Path, timeout: Duration) {
+        let started = match self.state() {
+            State::Starting { since } => since,
+            _ => return,
+        };
+        let params = json!({
+            "processId": std::process::id(),
+            "rootUri": super::convert::path_uri(root).as_str(),
+            "workspaceFolders": [folder(root)],
+            "capabilities": {
+                "general": {"positionEncodings": ["utf-16"]},
+                "workspace": {"workspaceFolders": true, "configuration": true},
+                "textDocument": {
+                    "synchronization": {"didSave": true},
+                    "definition": {"linkSupport": false},
+                    "references": {},
+                    "implementation": {"linkSupport": false},
+                    "callHierarchy": {}
+                }
+            }
+        });
+        match self.request("initialize", params, timeout) {
+            Ok(result) => {
+                *lock(&self.capabilities) = result["capabilities"].clone();
+                self.notify("initialized", json!({}));
+                // Servers that pull their settings (pyright) start loading on this.
+                self.notify("workspace/didChangeConfiguration", json!({"settings": {}}));
+                let sent = Instant::now();
+                let deadline = started + timeout;
+                while Instant::now() < deadline && !matches!(self.state(), State::Failed(_)) {
+                    let quiet = lock(&self.heard).elapsed();
+                    if quiet >= SETTLE && sent.elapsed() >= SETTLE {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(25));
+                }
+                let mut s = lock(&self.state);
+                if matches!(*s, State::Starting { .. }) {
+                    *s = State::Ready {
+                        warmup: started.elapsed(),
+                    };
+                }
+            }
+            Err(e) => self.fail(format!("did not initialize: {e}")),
+        }
+    }
+
+    /// Returns true if and only if the server said it serves several workspace folders.
+    pub fn serves_folders(&self) -> bool {
+        lock(&self.capabilities)["workspace"]["workspaceFolders"]["supported"] == json!(true)
+    }
+
+    /// Returns true if and only if the server's capabilities offer `provider` (for example
+    /// `referencesProvider`).
+    pub fn offers(&self, provider: &str) -> bool {
+        let c = lock(&self.capabilities);
+        !matches!(
+            c.get(provider),
+            None | Some(Value::Null) | Some(Value::Bool(false))
+        )
+    }
+
+    /// Adds the worktree at `root` to the server's workspace folders.
+    pub fn add_folder(&self, root: &Path) {
+        self.notify(
+            "workspace/didChangeWorkspaceFolders",
+            json!({"event": {"added": [folder(root)], "removed": []}}),
+        );
+    }
+
+    /// Sends a request and waits at most `timeout` for its result.
+    pub fn request(&self, method: &str, params: Value, timeout: Duration) -> Result<Value, String> {
+        if let State::Failed(why) = self.state() {
+            return Err(why);
+        }
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = channel();
+        lock(&self.pending).insert(id, tx);
+        let sent = rpc::write_message(&mut *lock(&self.stdin), &rpc::request(id, method, params));
+        if let Err(e) = sent {
+            lock(&self.pending).remove(&id);
+            return Err(format!("cannot write to it: {e}"));
+        }
+        let answer = rx.recv_timeout(timeout);
+        lock(&self.pending).remove(&id);
+        match answer {
+            Ok(r) => r,
+            Err(_) => {
+                // Tell the server to stop working on it; the answer no longer matters.
+                self.notify("$/cancelRequest", json!({"id": id}));
+                Err(format!("no answer within {:.1} s", timeout.as_secs_f64()))
+            }
+        }
+    }
+
+    /// Sends a notification (errors show in the state later, when the process is gone).
+    pub fn notify(&self, method: &str, params: Value) {
+        let _ = rpc::write_message(&mut *lock(&self.stdin), &rpc::notification(method, params));
+    }
+
+    /// Waits up to `wait` for the server to publish diagnostics of `uri` — the sign that it
+    /// has analysed the document (answers asked before can come back empty); returns true if
+    /// it did.
+    pub fn await_analysis(&self, uri: &str, wait: Duration) -> bool {
+        let deadline = Instant::now() + wait;
+        loop {
+            if lock(&self.diagnosed).contains(uri) {
+                return true;
+            }
+            if Instant::now() >= deadline || matches!(self.state(), State::Failed(_)) {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Forgets that `uri` was analysed (its text changed).
+    pub fn changed(&self, uri: &str) {
+        lock(&self.diagnosed).remove(uri);
+    }
+
+    /// Returns the server's resident memory in MiB, its children's included.
+    pub fn memory_mb(&self) -> Option<u64> {
+        let mut total = 0u64;
+        let mut todo = vec![self.pid];
+        let mut seen = 0;
+        while let Some(pid) = todo.pop() {
+            seen += 1;
+            if seen > 64 {
+                break;
+            }
+            total += rss_kb(pid)?;
+            todo.extend(children(pid));
+        }
+        Some(total / 1024)
+    }
+
+    /// Shuts the server down: `shutdown` and `exit` when it is running, then, after a
+    /// moment, SIGKILL to its process group.
+    pub fn shutdown(&self) {
+        if matches!(self.state(), State::Ready { .. }) {
+            let _ = self.request("shutdown", Value::Null, Duration::from_secs(2));
+            self.notify("exit", Value::Null);
+        }
+        let mut child = lock(&self.child);
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = child.try_wait() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // The group too: servers start helpers of their own.
+        // SAFETY: a plain system call on the group this connection created.
+        unsafe { libc::kill(-(self.pid as i32), libc::SIGKILL) };
+        let _ = child.kill();
+        let _ = child.wait();
+        drop(child);
+        let mut s = lock(&self.state);
+        if !matches!(*s, State::Failed(_)) {
+            *s = State::Failed("shut down".into());
+        }
+    }
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+fn folder(root: &Path) -> Value {
+    let name = root
+        .file_name()
+        .map_or(String::new(), |n| n.to_string_lossy().into_owned());
+    json!({"uri": super::convert::path_uri(root).as_str(), "name": name})
+}
+
+/// Reads the server's messages: responses go to their waiting request, the server's requests
+/// are answered, notifications are dropped. At the end of the output, the server has failed.
+/// What the reading thread shares with the connection.
+struct Shared {
+    pending: Pending,
+    state: Arc<Mutex<State>>,
+    stdin: Arc<Mutex<ChildStdin>>,
+    heard: Arc<Mutex<Instant>>,
+    diagnosed: Arc<Mutex<std::collections::HashSet<String>>>,
+}
+
+fn read_loop(stdout: std::process::ChildStdout, shared: Shared) {
+    let Shared {
+        pending,
+        state,
+        stdin,
+        heard,
+        diagnosed,
+    } = shared;
+    let mut input = BufReader::new(stdout);
+    let why = loop {
+        let message = match rpc::read_message(&mut input) {
+            Ok(Some(m)) => {
+                *lock(&heard) = Instant::now();
+                m
+            }
+            Ok(None) => break "exited".to_string(),
+            Err(e) => break format!("sent a malformed message: {e}"),
+        };
+        let id = message.get("id").cloned();
+        tracing::debug!(message = %message, "language server said");
+        match (message.get("method").and_then(Value::as_str), id) {
+            (Some(method), Some(id)) => {
+                let result = match method {
+                    // One answer per item asked: no settings of ours.
+                    "workspace/configuration" => Value::Array(
+                        message["params"]["items"]
+                            .as_array()
+                            .map_or(Vec::new(), |a| a.iter().map(|_| Value::Null).collect()),
+                    ),
+                    "workspace/workspaceFolders" => Value::Null,
+                    _ => Value::Null,
+                };
+                let _ = rpc::write_message(&mut *lock(&stdin), &rpc::response(id, result));
+            }
+            (None, Some(id)) => {
+                let Some(id) = id.as_i64() else { continue };
+                if let Some(tx) = lock(&pending).remove(&id) {
+                    let r = match message.get("error") {
+                        Some(e) => Err(e["message"].as_str().unwrap_or("error").to_string()),
+                        None => Ok(message.get("result").cloned().unwrap_or(Value::Null)),
+                    };
+                    let _ = tx.send(r);
+                }
+            }
+            (Some("textDocument/publishDiagnostics"), None) => {
+                if let Some(uri) = message["params"]["uri"].as_str() {
+                    lock(&diagnosed).insert(uri.to_string());
+                }
+            }
+            _ => {}
+        }
+    };
+    {
+        let mut s = lock(&state);
+        if !matches!(*s, State::Failed(_)) {
+            *s = State::Failed(why.clone());
+        }
+    }
+    for (_, tx) in lock(&pending).drain() {
+        let _ = tx.send(Err(why.clone()));
+    }
+}
+
+fn rss_kb(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
+fn children(pid: u32) -> Vec<u32> {
+    let tasks = PathBuf::from(format!("/proc/{pid}/task"));
+    let Ok(dir) = std::fs::read_dir(tasks) else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
+        .flat_map(|c| {
+            c.split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect::<Vec<u32>>()
+        })
+        .collect()
+}

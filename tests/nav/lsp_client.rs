@@ -1,0 +1,321 @@
+//! Language servers behind navigation: `nav status`, `nav --precise`, and `git orchestra mcp`
+//! answering from a server once it is ready. The server is either `git orchestra lsp` itself
+//! (always there) or pyright (`pyright-langserver --stdio`, installed by `.ci/run`; skipped
+//! with a reason elsewhere unless ORCHESTRA_REQUIRE_LSP_TOOLS=1).
+
+use std::time::{Duration, Instant};
+
+use rmcp::ServiceExt;
+use rmcp::model::CallToolRequestParams;
+use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
+use serde_json::{Value, json};
+
+use super::fixture;
+use super::nvim::tool_available;
+use crate::support::{TestRepo, orchestra, text};
+
+/// Writes `[nav.lsp]` settings (TOML lines) into the repository's configuration.
+fn configure(repo: &TestRepo, lines: &str) {
+    repo.write(".orchestra/config.toml", &format!("[nav.lsp]\n{lines}\n"));
+}
+
+/// Our own binary as the Python server.
+fn ourselves() -> String {
+    format!(
+        "[nav.lsp.servers.python]\ncommand = \"{}\"\nargs = [\"lsp\"]",
+        env!("CARGO_BIN_EXE_git-orchestra")
+    )
+}
+
+fn stdout(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn stderr(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn nav_status_lists_the_servers_and_whether_they_are_installed() {
+    let repo = fixture("lsp");
+    configure(
+        &repo,
+        "max_servers = 2\nstartup_timeout = 5\n[nav.lsp.servers.go]\ncommand = \"no-such-gopls-here\"",
+    );
+    let out = orchestra(&repo.path, &["nav", "status"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let s = stdout(&out);
+    assert!(
+        s.contains("mode auto (max_servers 2, memory_mb 2048, startup_timeout 5 s"),
+        "{s}"
+    );
+    assert!(
+        s.contains("go          no-such-gopls-here (configured) — not found on PATH"),
+        "{s}"
+    );
+    assert!(
+        s.contains("python      pyright-langserver --stdio (default)"),
+        "{s}"
+    );
+    let out = orchestra(&repo.path, &["nav", "status", "--json"]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let go = v["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["language"] == "go")
+        .unwrap();
+    assert_eq!(go["found"], Value::Null);
+    assert_eq!(go["configured"], true);
+
+    configure(&repo, "mode = \"sometimes\"");
+    let out = orchestra(&repo.path, &["nav", "status"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(stderr(&out).contains("sometimes"), "{}", text(&out));
+}
+
+#[test]
+fn precise_queries_answer_from_the_server_and_say_so() {
+    let repo = fixture("lsp");
+    configure(&repo, &ourselves());
+    let out = orchestra(&repo.path, &["nav", "refs", "make", "--precise"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let s = stdout(&out);
+    assert!(
+        s.starts_with("[lsp] answered by git-orchestra\nreferences to make: 2 resolved"),
+        "{s}"
+    );
+    assert!(
+        s.contains("app/main.py\n  1:33 reference\n  in run: 5:9 reference"),
+        "{s}"
+    );
+    let out = orchestra(&repo.path, &["nav", "callers", "make", "--precise"]);
+    assert!(stdout(&out).contains("in run: 5:9 call"), "{}", text(&out));
+    // Without --precise the graph answers, as always.
+    let out = orchestra(&repo.path, &["nav", "refs", "make"]);
+    assert!(!stdout(&out).contains("[lsp]"), "{}", text(&out));
+    assert!(stdout(&out).contains("in run: 5:9 call"), "{}", text(&out));
+    // Off: the graph answers and says nothing of servers.
+    configure(&repo, &format!("mode = \"off\"\n{}", ourselves()));
+    let out = orchestra(&repo.path, &["nav", "refs", "make", "--precise"]);
+    assert!(!stdout(&out).contains("[lsp]"), "{}", text(&out));
+    assert!(
+        stdout(&out).contains("references to make"),
+        "{}",
+        text(&out)
+    );
+}
+
+/// Asserts that `nav refs make --precise` answered from the graph, with a notice on stderr
+/// containing `why`, within `limit`.
+fn degrades(repo: &TestRepo, why: &str, limit: Duration) {
+    let started = Instant::now();
+    let out = orchestra(&repo.path, &["nav", "refs", "make", "--precise"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        stdout(&out).starts_with("references to make: 2 resolved"),
+        "{}",
+        text(&out)
+    );
+    assert!(
+        stderr(&out).contains("[graph]") && stderr(&out).contains(why),
+        "{}",
+        text(&out)
+    );
+    assert!(started.elapsed() < limit, "took {:?}", started.elapsed());
+}
+
+/// Returns the process ids whose command line contains `needle`.
+fn processes_with(needle: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        if String::from_utf8_lossy(&cmdline)
+            .replace('\0', " ")
+            .contains(needle)
+        {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+#[test]
+fn a_missing_crashing_or_slow_server_degrades_to_the_graph_with_a_notice() {
+    let repo = fixture("lsp");
+    let server = |cmd: &str, args: &str| {
+        format!("[nav.lsp.servers.python]\ncommand = \"{cmd}\"\nargs = [{args}]")
+    };
+    configure(&repo, &server("no-such-language-server", ""));
+    degrades(
+        &repo,
+        "no-such-language-server is not installed",
+        Duration::from_secs(30),
+    );
+    configure(&repo, &server("sh", "\"-c\", \"exit 3\""));
+    degrades(
+        &repo,
+        "sh did not initialize: exited",
+        Duration::from_secs(30),
+    );
+    // A server that never answers: the wait ends at startup_timeout, and the process ends
+    // with the command.
+    configure(
+        &repo,
+        &format!("startup_timeout = 2\n{}", server("sleep", "\"3601.2718\"")),
+    );
+    degrades(&repo, "sleep is still starting", Duration::from_secs(30));
+    assert_eq!(
+        processes_with("sleep 3601.2718"),
+        Vec::<u32>::new(),
+        "the server outlived its run"
+    );
+}
+
+/// A `git orchestra mcp` session in `repo`, calling tools with JSON arguments.
+struct Mcp {
+    runtime: tokio::runtime::Runtime,
+    client: rmcp::service::RunningService<rmcp::RoleClient, ()>,
+}
+
+impl Mcp {
+    fn start(repo: &TestRepo) -> Mcp {
+        crate::support::hermetic();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let dir = repo.path.clone();
+        let client = runtime.block_on(async {
+            let transport = TokioChildProcess::new(
+                tokio::process::Command::new(env!("CARGO_BIN_EXE_git-orchestra")).configure(
+                    |cmd| {
+                        cmd.arg("mcp").current_dir(&dir);
+                    },
+                ),
+            )
+            .unwrap();
+            ().serve(transport).await.unwrap()
+        });
+        Mcp { runtime, client }
+    }
+
+    fn call(&self, tool: &str, args: Value) -> String {
+        let request = CallToolRequestParams::new(tool.to_string())
+            .with_arguments(args.as_object().cloned().unwrap());
+        let result = self
+            .runtime
+            .block_on(self.client.call_tool(request))
+            .unwrap();
+        result
+            .content
+            .iter()
+            .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+            .collect()
+    }
+
+    /// Calls the tool until its answer starts with `[lsp]` (at most two minutes).
+    fn until_lsp(&self, tool: &str, args: Value) -> String {
+        self.until(tool, args, |a| a.starts_with("[lsp]"))
+    }
+
+    /// Calls the tool until its answer satisfies `done` (at most two minutes).
+    fn until(&self, tool: &str, args: Value, done: impl Fn(&str) -> bool) -> String {
+        let started = Instant::now();
+        loop {
+            let answer = self.call(tool, args.clone());
+            if done(&answer) {
+                return answer;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(120),
+                "never from the server: {answer}"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
+
+/// The processes running `needle` started by the `git orchestra mcp` serving `dir`, and no
+/// one else's.
+fn servers_in(dir: &std::path::Path, needle: &str) -> Vec<u32> {
+    let dir = dir.canonicalize().unwrap();
+    let mcp = processes_with(" mcp")
+        .into_iter()
+        .filter(|pid| std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|c| c == dir));
+    let mut out = Vec::new();
+    for pid in mcp {
+        let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).unwrap();
+        for t in tasks.flatten() {
+            let children = std::fs::read_to_string(t.path().join("children")).unwrap_or_default();
+            out.extend(
+                children
+                    .split_whitespace()
+                    .filter_map(|c| c.parse::<u32>().ok()),
+            );
+        }
+    }
+    let named = processes_with(needle);
+    out.retain(|p| named.contains(p));
+    out
+}
+
+#[test]
+fn mcp_answers_from_pyright_after_warm_up_sees_edits_and_falls_back_when_it_dies() {
+    if !tool_available("pyright", "--version") {
+        return;
+    }
+    let repo = fixture("lsp");
+    let mcp = Mcp::start(&repo);
+    let refs = json!({"symbol": "make"});
+    // The graph answers at once, saying the server is starting.
+    let first = mcp.call("nav_refs", refs.clone());
+    assert!(
+        first.starts_with("[graph] pyright-langserver is still starting"),
+        "{first}"
+    );
+    assert!(first.contains("in run: 5:9 call"), "{first}");
+    let answer = mcp.until_lsp("nav_refs", refs.clone());
+    assert!(
+        answer.contains("app/main.py\n  1:33 reference\n  in run: 5:9 reference"),
+        "{answer}"
+    );
+    let def = mcp.until_lsp("nav_def", json!({"from": "app/main.py:6:31"}));
+    assert!(def.contains("app/models.py:1:7"), "{def}");
+    // An edit on disk reaches the server before the next question.
+    let main = std::fs::read_to_string(repo.path.join("app/main.py")).unwrap();
+    repo.write(
+        "app/main.py",
+        &format!("{main}\n\ndef later():\n    return make()\n"),
+    );
+    let answer = mcp.until("nav_refs", refs.clone(), |a| a.contains("in later"));
+    assert!(
+        answer.starts_with("[lsp]") && answer.contains("in later: 16:12 reference"),
+        "{answer}"
+    );
+    // A killed server: the graph answers, saying so.
+    let pids = servers_in(&repo.path, "pyright-langserver");
+    assert!(!pids.is_empty(), "no pyright process while it answered");
+    for pid in &pids {
+        // SAFETY: a plain system call on processes this test's server started.
+        unsafe { libc::kill(*pid as i32, libc::SIGKILL) };
+    }
+    let after = mcp.call("nav_refs", refs);
+    assert!(
+        after.starts_with("[graph] pyright-langserver exited"),
+        "{after}"
+    );
+    assert!(after.contains("in later: 16:12 call"), "{after}");
+    drop(mcp);
+    let started = Instant::now();
+    while !servers_in(&repo.path, "pyright").is_empty() {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "a server outlived the session"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
