@@ -82,6 +82,7 @@ fn run(
             merge,
             clarify: false,
             worker_cmd,
+            agent: None,
             max_parallel: Some(16),
             budget: Default::default(),
             docs: false,

@@ -98,6 +98,29 @@ pub struct AgentsConfig {
     pub subtask_depth: Option<u32>,
     /// Most subtasks one packet may spawn; default 3.
     pub subtasks_per_packet: Option<u32>,
+    /// Agent CLIs by name (`[agents.cli.<name>]`): a built-in one changed, or another one.
+    #[serde(default)]
+    pub cli: BTreeMap<String, CliAgentConfig>,
+}
+
+/// An `[agents.cli.<name>]` table: how to run an agent CLI as a packet's worker.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CliAgentConfig {
+    /// The program (default: the table's name).
+    pub command: Option<String>,
+    /// Arguments before the prompt (after a built-in adapter's own).
+    pub args: Option<Vec<String>>,
+    /// How the prompt is passed: `arg` (default), `stdin` or `flag:<flag>`.
+    pub prompt: Option<String>,
+    /// Its output format: claude, codex, gemini, qwen, opencode or text (default).
+    pub output: Option<String>,
+    /// The model, passed as `--model`.
+    pub model: Option<String>,
+    /// Extra environment variables (keys belong in the environment, not here).
+    pub env: Option<BTreeMap<String, String>>,
+    /// Seconds it may print nothing before it counts as stalled and is stopped (default 900).
+    pub stall_secs: Option<u64>,
 }
 
 /// The `[sandbox]` table: how agents' commands are confined.
@@ -272,6 +295,9 @@ pub struct RoleConfig {
     pub profile: Option<String>,
     /// Overrides the fallback of the role's profile.
     pub fallback: Option<String>,
+    /// An agent CLI (claude, codex, gemini, opencode, qwen or an `[agents.cli.<name>]`) that
+    /// works this role's packets instead of our agents.
+    pub agent: Option<String>,
 }
 
 /// Default fix rounds of a packet whose scope check, validation or review fails.
@@ -525,6 +551,7 @@ impl RepoConfig {
                     .agents
                     .subtasks_per_packet
                     .or(base.agents.subtasks_per_packet),
+                cli: merge(self.agents.cli, base.agents.cli),
             },
             nav: NavConfig {
                 lsp: LspConfig {

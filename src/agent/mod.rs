@@ -3,6 +3,7 @@
 
 mod activity;
 mod call;
+pub mod cli;
 mod context;
 mod dispatch;
 mod events;

@@ -41,6 +41,10 @@ pub struct AgentArgs {
     /// Print the final summary as JSON.
     #[arg(long)]
     json: bool,
+    /// An agent CLI that does the task instead of our agent: claude, codex, gemini, opencode,
+    /// qwen, or one described as [agents.cli.<name>] in .orchestra/config.toml.
+    #[arg(long, value_name = "NAME")]
+    agent: Option<String>,
 }
 
 /// Builds a one-packet plan for the task and drives it with our agent.
@@ -52,10 +56,13 @@ pub fn cmd_agent(cwd: &Path, args: &AgentArgs) -> Result<(), CommandError> {
             .hint("git orchestra agent coder \"Make parse() reject empty input\""));
     }
     let worker = agent_worker(&repo, &config)?;
-    worker.check([args.role.as_str()]).map_err(|e| {
-        CommandError::user(e)
-            .hint("`git orchestra agents` lists the roles and their model profiles")
-    })?;
+    let cli = super::agent_cli::cli_worker(&repo, &config, args.agent.as_deref())?;
+    if cli.agent_for(&args.role).is_none() {
+        worker.check([args.role.as_str()]).map_err(|e| {
+            CommandError::user(e)
+                .hint("`git orchestra agents` lists the roles and their model profiles")
+        })?;
+    }
     let role = worker.roles().get(&args.role).map_err(CommandError::user)?;
     let id = names::sanitize(&role.name, 40);
     let id = if id.is_empty() {
@@ -100,6 +107,9 @@ pub fn cmd_agent(cwd: &Path, args: &AgentArgs) -> Result<(), CommandError> {
     };
     let prepared =
         engine::prepare(&repo, &plan, &text, "(agent task)", &opts).map_err(engine_error)?;
+    if let Some(name) = &args.agent {
+        super::agent_cli::remember(&repo, &prepared.run.id, name)?;
+    }
     if prepared.run.state == git_orchestra::store::RunState::Failed {
         // The same task again is another try: the packet starts from the work it left.
         engine::reopen(&repo, &prepared.run.id, &[], None).map_err(engine_error)?;

@@ -8,7 +8,9 @@ use git_orchestra::git::RepoInfo;
 
 use super::CommandError;
 
-/// Lists the agent roles: their model profile, tools and write scope.
+/// Lists the agent roles: their model profile, tools and write scope; then the agent CLIs
+/// (claude, codex, gemini, opencode, qwen and any [agents.cli.<name>]): installed or not,
+/// their versions, and whether they are usable as workers (`--agent <name>`).
 ///
 /// Roles come from the built-in defaults, `.claude/agents/*.md`, `.github/agents/*.agent.md`
 /// and `.orchestra/agents/*.md` (later ones override earlier ones). Profiles come from
@@ -16,9 +18,12 @@ use super::CommandError;
 /// ORCHESTRA_BASE_URL, ORCHESTRA_MODEL and ORCHESTRA_API_KEY_ENV.
 #[derive(Debug, Args)]
 pub struct AgentsArgs {
-    /// Print the roles as JSON.
+    /// Print the roles (with --clis, the agent CLIs) as JSON.
     #[arg(long)]
     json: bool,
+    /// Show only the agent CLIs: installed or not, versions, usable or not.
+    #[arg(long)]
+    clis: bool,
 }
 
 /// Prints every role with its resolved profile (or why there is none).
@@ -83,10 +88,54 @@ pub fn cmd_agents(cwd: &Path, args: &AgentsArgs) -> Result<(), CommandError> {
             out.push_str(&format!("  note:        {note}\n"));
         }
     }
+    if args.clis {
+        out.clear();
+        rows.clear();
+    }
+    let clis = git_orchestra::agent::cli::probe(&config);
     if args.json {
-        let text = serde_json::to_string_pretty(&rows).map_err(CommandError::internal)?;
+        let text = if args.clis {
+            serde_json::to_string_pretty(&clis)
+        } else {
+            serde_json::to_string_pretty(&rows)
+        }
+        .map_err(CommandError::internal)?;
         println!("{text}");
     } else {
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        out.push_str("Agent CLIs (--agent <name>, or [roles.<role>] agent = \"<name>\"):\n");
+        for c in &clis {
+            let role_uses: Vec<&str> = config
+                .roles
+                .iter()
+                .filter(|(_, r)| r.agent.as_deref() == Some(c.name.as_str()))
+                .map(|(n, _)| n.as_str())
+                .collect();
+            out.push_str(&format!(
+                "{:<9} {:<8} {}{}{}\n",
+                c.name,
+                if c.usable { "usable" } else { "unusable" },
+                match (&c.path, &c.version) {
+                    (Some(p), Some(v)) => format!("{v} at {}", p.display()),
+                    (Some(p), None) => format!("at {}", p.display()),
+                    _ => "not installed".to_string(),
+                },
+                c.tested
+                    .as_ref()
+                    .map(|t| format!(" (tested: {t})"))
+                    .unwrap_or_default(),
+                if role_uses.is_empty() {
+                    String::new()
+                } else {
+                    format!("; works role {}", role_uses.join(", "))
+                },
+            ));
+            if let Some(note) = &c.note {
+                out.push_str(&format!("          note: {note}\n"));
+            }
+        }
         print!("{out}");
     }
     Ok(())

@@ -34,6 +34,8 @@ pub fn drive(
         .worker_cmd
         .is_some();
     drop(store);
+    let forced = super::agent_cli::chosen(repo, run_id);
+    let cli = super::agent_cli::cli_worker(repo, config, forced.as_deref())?;
     let worker = if has_cmd {
         None
     } else {
@@ -69,7 +71,13 @@ pub fn drive(
         fix_rounds: config.fix_rounds(),
         retries: config.retries(),
     };
-    let worker_ref = worker.as_ref().map(|w| w as &dyn engine::Worker);
+    let ours = worker.as_ref().map(|w| w as &dyn engine::Worker);
+    // Roles with an agent CLI (all of them with --agent) go to it, the others to our agents.
+    let routed = cli.routed(ours);
+    let worker_ref = match (has_cmd, cli.any()) {
+        (false, true) => Some(&routed as &dyn engine::Worker),
+        _ => ours,
+    };
     let summary: Summary =
         engine::execute_with(repo, run_id, &ctl, worker_ref).map_err(engine_error)?;
     print_final(repo, run_id, json, summary.state)

@@ -2,6 +2,7 @@
 //! function; the doc comments are the help text.
 
 mod agent;
+mod agent_cli;
 mod agents;
 mod answer;
 mod cancel;

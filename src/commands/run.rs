@@ -27,6 +27,11 @@ pub struct RunArgs {
     /// ORCHESTRA_WORKTREE, ORCHESTRA_BASE and ORCHESTRA_PORT_BASE.
     #[arg(long, value_name = "COMMAND")]
     worker_cmd: Option<String>,
+    /// An agent CLI that works every packet instead of our agents: claude, codex, gemini,
+    /// opencode, qwen, or one described as [agents.cli.<name>] in .orchestra/config.toml
+    /// (`[roles.<role>] agent = …` chooses one per role). Kept with the run.
+    #[arg(long, value_name = "NAME", conflicts_with = "worker_cmd")]
+    agent: Option<String>,
     /// Most packets running at once (default: the plan's max_parallel, else 4).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     max_parallel: Option<u16>,
@@ -93,10 +98,22 @@ pub fn cmd_run(cwd: &Path, args: &RunArgs) -> Result<(), CommandError> {
         .map_err(CommandError::internal)?
         .flatten();
     if existing.as_ref().is_none_or(|r| r.worker_cmd.is_none()) && args.worker_cmd.is_none() {
-        // Our own agents do the work: check roles and profiles before anything starts.
+        // Our own agents do the work of roles without an agent CLI: check those roles and
+        // their profiles before anything starts.
+        let forced = args.agent.clone().or_else(|| {
+            existing
+                .as_ref()
+                .and_then(|r| super::agent_cli::chosen(&repo, &r.id))
+        });
+        let cli = super::agent_cli::cli_worker(&repo, &config, forced.as_deref())?;
         let worker = agent_worker(&repo, &config)?;
         worker
-            .check(plan.packets.iter().map(|p| p.role.as_str()))
+            .check(
+                plan.packets
+                    .iter()
+                    .map(|p| p.role.as_str())
+                    .filter(|r| cli.agent_for(r).is_none()),
+            )
             .map_err(|e| {
                 CommandError::user(e).hint(
                     "configure a model profile (see `git orchestra agents`), or pass --worker-cmd '<command>' to use an external agent",
@@ -117,6 +134,9 @@ pub fn cmd_run(cwd: &Path, args: &RunArgs) -> Result<(), CommandError> {
         kind: engine::RunKind::Plan,
     };
     let prepared = engine::prepare(&repo, &plan, &text, &display, &opts).map_err(engine_error)?;
+    if let Some(name) = &args.agent {
+        super::agent_cli::remember(&repo, &prepared.run.id, name)?;
+    }
     if !prepared.created {
         if let Some(w) = &args.worker_cmd
             && prepared.run.worker_cmd.as_deref() != Some(w.as_str())

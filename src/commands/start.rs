@@ -50,6 +50,10 @@ pub struct StartArgs {
     /// Run this command (`sh -c`, in each packet's worktree) instead of our agents.
     #[arg(long, value_name = "COMMAND")]
     worker_cmd: Option<String>,
+    /// An agent CLI that works every packet instead of our agents (planning and review stay
+    /// ours): claude, codex, gemini, opencode, qwen, or an [agents.cli.<name>].
+    #[arg(long, value_name = "NAME", conflicts_with = "worker_cmd")]
+    agent: Option<String>,
     /// Most packets running at once (default: the plan's, else 4).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     max_parallel: Option<u16>,
@@ -201,6 +205,7 @@ pub fn cmd_start(cwd: &Path, args: &StartArgs) -> Result<(), CommandError> {
         merge: args.merge,
         clarify: !args.no_clarify && config.start.clarify != Some(false),
         worker_cmd: args.worker_cmd.clone(),
+        agent: args.agent.clone(),
         max_parallel: config.max_parallel(args.max_parallel),
         budget: orchestrator::budget::Budget {
             tokens: args.budget_tokens,
@@ -251,6 +256,7 @@ pub fn preflight(
 ) -> Result<(), CommandError> {
     let worker = AgentWorker::new(&repo.toplevel, config.clone())
         .map_err(|e| CommandError::user(e).hint("fix the agent file named above"))?;
+    super::agent_cli::cli_worker(repo, config, settings.agent.as_deref())?;
     let mut roles = vec!["planner"];
     if settings.clarify {
         roles.push("clarifier");
@@ -365,7 +371,8 @@ pub fn start_error(e: StartError) -> CommandError {
         StartError::Engine(e) => super::engine_error(e),
         e @ (StartError::NeedsApproval { .. }
         | StartError::Roles(_)
-        | StartError::RetryRefused(_)) => CommandError::user(e),
+        | StartError::RetryRefused(_)
+        | StartError::AgentCli(_)) => CommandError::user(e),
         StartError::Lock(e) => CommandError::user(e),
         e @ (StartError::PlanInvalid { .. } | StartError::Ask { .. }) => CommandError::failed(e)
             .hint("`git orchestra start` with the same objective (or `resume`) retries from this phase"),

@@ -123,6 +123,7 @@ pub fn request(worktree_root: &Path) -> StartRequest {
             merge: true,
             clarify: true,
             worker_cmd: None,
+            agent: None,
             max_parallel: Some(4),
             budget: Default::default(),
             docs: false,

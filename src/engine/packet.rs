@@ -616,7 +616,7 @@ fn commit_step(
         },
     );
     let git = worktree_git(ctx, wt)?;
-    if ctx.worker_cmd.is_some() {
+    if ctx.worker_cmd.is_some() || ctx.worker.is_some_and(|w| w.commits_itself()) {
         let taken = commit::take_back_worker_commits(&git, start, last)
             .map_err(|e| Halt::Fail(format!("cannot take back the worker's own commits: {e}")))?;
         if let Some(tip) = taken {

@@ -59,6 +59,12 @@ pub trait Worker: Sync {
     fn confine(&self) -> Option<&crate::exec::process::Confine> {
         None
     }
+
+    /// True when the worker may make commits of its own (an agent CLI outside a sandbox),
+    /// which the engine takes back before committing, as an external command's.
+    fn commits_itself(&self) -> bool {
+        false
+    }
 }
 
 /// The review step of the packet pipeline: who reviews a validated packet, and how many fix

@@ -60,6 +60,8 @@ pub enum StartError {
     Poisoned,
     #[error(transparent)]
     RetryRefused(#[from] super::retry::RetryRefused),
+    #[error(transparent)]
+    AgentCli(#[from] crate::agent::cli::AdapterError),
 }
 
 /// The user's answer to a plan.

@@ -86,9 +86,17 @@ impl Ctx<'_> {
                 fix_rounds: self.req.fix_rounds,
                 retries: self.models.config.retries(),
             };
-            let w: Option<&dyn Worker> = match prepared.run.worker_cmd {
-                Some(_) => None,
-                None => Some(&worker),
+            // Roles with an agent CLI (every one with `--agent`) go to it.
+            let cli = crate::agent::cli::CliWorker::new(
+                &self.repo.toplevel,
+                self.models.config.clone(),
+                self.settings.agent.as_deref(),
+            )?;
+            let routed = cli.routed(Some(&worker));
+            let w: Option<&dyn Worker> = match (&prepared.run.worker_cmd, cli.any()) {
+                (Some(_), _) => None,
+                (None, true) => Some(&routed),
+                (None, false) => Some(&worker),
             };
             let result = std::thread::scope(|scope| {
                 scope.spawn(|| {

@@ -46,6 +46,9 @@ pub struct StartSettings {
     pub merge: bool,
     pub clarify: bool,
     pub worker_cmd: Option<String>,
+    /// The agent CLI working every packet (`--agent`), instead of our agents.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
     pub max_parallel: Option<usize>,
     #[serde(default)]
     pub budget: super::budget::Budget,

@@ -4,6 +4,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod activity;
+mod agent_cli;
+mod agent_cli_e2e;
 mod agent_loop;
 mod attacks;
 mod cli;

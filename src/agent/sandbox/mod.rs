@@ -176,6 +176,16 @@ impl Sandbox {
         })
     }
 
+    /// Returns the confinement of an agent CLI working a packet: this sandbox with the network
+    /// (the CLI talks to its provider), writable in the worktree and its temporary directory
+    /// `tmp` (created when needed).
+    pub fn worker_confinement(self) -> Box<crate::exec::process::Confine> {
+        Box::new(move |dir: &Path, timeout| {
+            let _ = fs_err::create_dir_all(&self.tmp);
+            self.prefix(dir, true, timeout)
+        })
+    }
+
     /// Returns the launcher and its arguments up to `--`, after which comes the command.
     fn prefix(
         &self,
