@@ -37,6 +37,8 @@ pub struct RepoConfig {
     pub notices: Vec<String>,
     #[serde(default)]
     pub nav: NavConfig,
+    #[serde(default)]
+    pub notify: NotifyConfig,
 }
 
 /// The `[nav]` table: navigation settings.
@@ -81,6 +83,15 @@ pub struct LspServerConfig {
     pub command: String,
     #[serde(default)]
     pub args: Vec<String>,
+}
+
+/// The `[notify]` table: where to tell people that a run needs them or ended.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NotifyConfig {
+    /// An address that gets a JSON post (Slack- and Discord-compatible) when a packet waits for
+    /// a person, a plan waits for approval, or a run ends.
+    pub webhook: Option<String>,
 }
 
 /// The `[agents]` table: how far agents may consult each other and spawn subtasks.
@@ -570,6 +581,9 @@ impl RepoConfig {
                         .or(base.nav.lsp.request_timeout),
                     servers: merge(self.nav.lsp.servers, base.nav.lsp.servers),
                 },
+            },
+            notify: NotifyConfig {
+                webhook: self.notify.webhook.or(base.notify.webhook),
             },
         }
     }

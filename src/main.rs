@@ -1,6 +1,7 @@
 //! The `git-orchestra` binary: parses arguments, runs one command, renders its output.
 
 mod commands;
+mod web;
 
 fn main() -> std::process::ExitCode {
     // Re-executed as the run_command sandbox launcher (see `agent::sandbox`).

@@ -78,8 +78,12 @@ pub fn drive(
         (false, true) => Some(&routed as &dyn engine::Worker),
         _ => ours,
     };
-    let summary: Summary =
-        engine::execute_with(repo, run_id, &ctl, worker_ref).map_err(engine_error)?;
+    let notifier = super::notify::Notifier::start(&repo.common_dir, config);
+    let summary = engine::execute_with(repo, run_id, &ctl, worker_ref).map_err(engine_error);
+    if let Some(n) = notifier {
+        n.finish();
+    }
+    let summary: Summary = summary?;
     print_final(repo, run_id, json, summary.state)
 }
 

@@ -7,6 +7,7 @@ mod agents;
 mod answer;
 mod cancel;
 mod demo;
+mod diff;
 mod drive;
 mod error;
 mod gc;
@@ -18,6 +19,7 @@ mod mcp;
 mod memory;
 mod merge;
 mod nav;
+mod notify;
 mod pause;
 mod plan;
 mod pr;
@@ -28,6 +30,7 @@ mod review;
 mod run;
 mod start;
 mod status;
+mod ui;
 
 use std::process::ExitCode;
 
@@ -77,6 +80,8 @@ enum Command {
     Agents(agents::AgentsArgs),
     Memory(memory::MemoryArgs),
     Agent(agent::AgentArgs),
+    Ui(ui::UiArgs),
+    Diff(diff::DiffArgs),
 }
 
 /// Parses the command line, runs the command and maps its error to an exit code and message.
@@ -117,6 +122,8 @@ pub fn main() -> ExitCode {
         Command::Lsp(args) => lsp::cmd_lsp(&cwd, &args),
         Command::Agents(args) => agents::cmd_agents(&cwd, &args),
         Command::Agent(args) => agent::cmd_agent(&cwd, &args),
+        Command::Ui(args) => ui::cmd_ui(&cwd, &args),
+        Command::Diff(args) => diff::cmd_diff(&cwd, &args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

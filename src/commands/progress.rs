@@ -194,6 +194,12 @@ fn agent_line(event: &Event) -> Option<String> {
         Event::QuestionAnswered { packet, text } => {
             format!("[{packet}] answered: {}", first_line(text))
         }
+        Event::CommentsSent { packet, fixes } => {
+            format!("[{packet}] a person commented: {}", first_line(fixes))
+        }
+        Event::CommentsDelivered { packet, round } => {
+            format!("[{packet}] the comments go to its worker (fix round {round})")
+        }
         Event::PacketsShareFiles { note, .. } => note.clone(),
         Event::ScopeFinding {
             packet,

@@ -91,6 +91,12 @@ pub struct StartArgs {
     /// Print only the report.
     #[arg(long, short)]
     quiet: bool,
+    /// Serve the web view of this run while it runs (as `git orchestra ui --no-open`); the
+    /// plan then waits for approval on the page.
+    #[arg(long)]
+    ui: bool,
+    #[command(flatten)]
+    listen: super::ui::ListenArgs,
 }
 
 fn role_budget(text: &str) -> Result<(String, u64), String> {
@@ -158,6 +164,43 @@ impl Interaction for Terminal {
         {
             eprintln!("{line}");
         }
+    }
+}
+
+/// The terminal with the web view beside it (`start --ui`): the plan waits for approval on
+/// the page.
+struct WithPage {
+    terminal: Terminal,
+    live: std::sync::Arc<crate::web::Live>,
+    stop: &'static std::sync::atomic::AtomicBool,
+}
+
+impl Interaction for WithPage {
+    fn interactive(&self) -> bool {
+        true
+    }
+
+    fn ask(&self, question: &str) -> Option<String> {
+        self.terminal
+            .interactive()
+            .then(|| self.terminal.ask(question))
+            .flatten()
+    }
+
+    fn approve(&self, plan_toml: &str, problems: &[String]) -> Approval {
+        self.terminal
+            .progress("the plan waits for approval on the web view (approve, edit or reject)");
+        self.live.wait_for_approval(plan_toml, problems, &|| {
+            self.stop.load(std::sync::atomic::Ordering::SeqCst)
+        })
+    }
+
+    fn progress(&self, line: &str) {
+        self.terminal.progress(line);
+    }
+
+    fn engine_event(&self, run: &str, event: &Event) {
+        self.terminal.engine_event(run, event);
     }
 }
 
@@ -237,7 +280,15 @@ pub fn cmd_start(cwd: &Path, args: &StartArgs) -> Result<(), CommandError> {
         answer_wait: Duration::from_secs(3600),
         fix_rounds: config.fix_rounds(),
     };
-    run_start(&repo, &config, &req, args.quiet)
+    let web = match args.ui {
+        true => {
+            let live = std::sync::Arc::new(crate::web::Live::default());
+            super::ui::start_view(&repo, &args.listen, live.clone())?;
+            Some(live)
+        }
+        false => None,
+    };
+    run_start(&repo, &config, &req, args.quiet, web)
 }
 
 /// Returns the engine's crash-injection setting from `ORCHESTRA_CRASH_AFTER_EVENTS`.
@@ -277,10 +328,26 @@ pub fn run_start(
     config: &RepoConfig,
     req: &StartRequest,
     quiet: bool,
+    web: Option<std::sync::Arc<crate::web::Live>>,
 ) -> Result<(), CommandError> {
     let stop = git_orchestra::exec::install_signal_handlers();
-    let ui = Terminal { quiet };
-    let outcome = orchestrator::start(repo, config, req, &ui, stop).map_err(start_error)?;
+    let terminal = Terminal { quiet };
+    let notifier = super::notify::Notifier::start(&repo.common_dir, config);
+    let outcome = match web {
+        Some(live) => {
+            let ui = WithPage {
+                terminal,
+                live,
+                stop,
+            };
+            orchestrator::start(repo, config, req, &ui, stop)
+        }
+        None => orchestrator::start(repo, config, req, &terminal, stop),
+    };
+    if let Some(n) = notifier {
+        n.finish();
+    }
+    let outcome = outcome.map_err(start_error)?;
     let finished = finish(&outcome);
     // A completed run may have failed packets; the succeeded ones still get pull requests.
     if outcome.state != WorkflowState::Completed {
@@ -413,5 +480,5 @@ pub fn resume_start(
         answer_wait: Duration::from_secs(3600),
         fix_rounds: config.fix_rounds(),
     };
-    run_start(repo, config, &req, quiet)
+    run_start(repo, config, &req, quiet, None)
 }

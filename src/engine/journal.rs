@@ -80,6 +80,33 @@ impl<'a> Journal<'a> {
         super::retry::note_for(&store, &self.run, packet)
     }
 
+    /// Returns the comments a person sent for `packet` (the web view's "send to agent") that
+    /// no fix round has taken yet, joined as one list of required fixes.
+    pub fn pending_comments(&self, packet: &str) -> Option<String> {
+        let store = self.store.lock().unwrap_or_else(|p| p.into_inner());
+        let delivered = store
+            .events_of_kind(&self.run, "comments_delivered")
+            .ok()?
+            .into_iter()
+            .filter(
+                |e| matches!(&e.event, Event::CommentsDelivered { packet: p, .. } if p == packet),
+            )
+            .map(|e| e.seq)
+            .max()
+            .unwrap_or(0);
+        let fixes: Vec<String> = store
+            .events_of_kind(&self.run, "comments_sent")
+            .ok()?
+            .into_iter()
+            .filter(|e| e.seq > delivered)
+            .filter_map(|e| match e.event {
+                Event::CommentsSent { packet: p, fixes } if p == packet => Some(fixes),
+                _ => None,
+            })
+            .collect();
+        (!fixes.is_empty()).then(|| fixes.join(""))
+    }
+
     /// Returns what `packet`'s last successful worker said of its work (an agent's summary,
     /// an external worker's output tail), if it has finished.
     pub fn worker_account(&self, packet: &str) -> Option<String> {

@@ -169,10 +169,20 @@ fn pipeline(ctx: &Context<'_>, index: usize, rec: &PacketRecord) -> Result<Strin
 
     let mut checked = validate(ctx, packet, rec, &wt, &env, &dir, &start, committed)?;
     let mut round = 0u32;
+    let mut comment_rounds = 0u32;
     loop {
         // A failed check, or a rejecting review, goes back to the worker as required fixes.
-        let fixes = match next_step(ctx, packet, rec, &wt, &start, checked, round)? {
-            Step::Done(head) => return Ok(head),
+        let counted = round - comment_rounds;
+        let fixes = match next_step(ctx, packet, rec, &wt, &start, checked, counted)? {
+            // A person's comments on the diff are required fixes too, like a rejection's;
+            // they do not count against the rounds the checks and the reviewer have.
+            Step::Done(head) => match comments_for_round(ctx, packet, round + 1)? {
+                None => return Ok(head),
+                Some(comments) => {
+                    comment_rounds += 1;
+                    comments
+                }
+            },
             Step::Fix(fixes) => fixes,
         };
         round += 1;
@@ -186,6 +196,26 @@ fn pipeline(ctx: &Context<'_>, index: usize, rec: &PacketRecord) -> Result<Strin
         last = Some(committed.0.clone());
         checked = validate(ctx, packet, rec, &wt, &env, &dir, &start, Some(committed))?;
     }
+}
+
+/// Returns the comments a person sent on the packet's diff that no fix round took yet, and
+/// journals that fix round `round` takes them.
+fn comments_for_round(
+    ctx: &Context<'_>,
+    packet: &Packet,
+    round: u32,
+) -> Result<Option<String>, Halt> {
+    let Some(comments) = ctx.journal.pending_comments(&packet.id) else {
+        return Ok(None);
+    };
+    record(
+        ctx,
+        Event::CommentsDelivered {
+            packet: packet.id.clone(),
+            round,
+        },
+    )?;
+    Ok(Some(comments))
 }
 
 /// Ensures the packet's worktree on every (re)start — created fresh, re-added on its branch's

@@ -232,6 +232,17 @@ pub enum Event {
         packet: String,
         text: String,
     },
+    /// A person commented on `packet`'s diff (the web view's "send to agent"): `fixes` are
+    /// required fixes its worker gets in a fix round before the packet is done.
+    CommentsSent {
+        packet: String,
+        fixes: String,
+    },
+    /// The comments sent so far for `packet` went to its worker in fix round `round`.
+    CommentsDelivered {
+        packet: String,
+        round: u32,
+    },
     /// Packets `first` and `second` share `files` but edit declared symbols far enough apart
     /// there, so the scheduler may run them at the same time; `note` says so in a sentence.
     PacketsShareFiles {
@@ -289,6 +300,8 @@ impl Event {
             | Event::AgentFallback { packet, .. }
             | Event::QuestionAsked { packet, .. }
             | Event::QuestionAnswered { packet, .. }
+            | Event::CommentsSent { packet, .. }
+            | Event::CommentsDelivered { packet, .. }
             | Event::ScopeFinding { packet, .. } => Some(packet),
             Event::RunCreated { .. }
             | Event::RunStarted { .. }
@@ -340,6 +353,8 @@ impl Event {
             Event::AgentFallback { .. } => "agent_fallback",
             Event::QuestionAsked { .. } => "question_asked",
             Event::QuestionAnswered { .. } => "question_answered",
+            Event::CommentsSent { .. } => "comments_sent",
+            Event::CommentsDelivered { .. } => "comments_delivered",
             Event::PacketsShareFiles { .. } => "packets_share_files",
             Event::ScopeFinding { .. } => "scope_finding",
         }

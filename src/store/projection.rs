@@ -82,6 +82,8 @@ pub(super) fn apply(
         | Event::PacketsShareFiles { .. }
         | Event::QuestionAsked { .. }
         | Event::QuestionAnswered { .. }
+        | Event::CommentsSent { .. }
+        | Event::CommentsDelivered { .. }
         | Event::ScopeFinding { .. } => Ok(()),
         Event::RunStarted { .. }
         | Event::RunInterrupted { .. }

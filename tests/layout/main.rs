@@ -271,7 +271,7 @@ fn module_graph() -> BTreeMap<String, BTreeSet<String>> {
         let Some(top) = top_module(&src, &file) else {
             continue;
         };
-        if matches!(top.as_str(), "main" | "lib" | "commands") {
+        if matches!(top.as_str(), "main" | "lib" | "commands" | "web") {
             continue;
         }
         let text = std::fs::read_to_string(&file).unwrap_or_default();

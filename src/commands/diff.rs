@@ -1,0 +1,61 @@
+//! `git orchestra diff [<run>] [<packet>]`: a packet's change against its start, in the
+//! terminal.
+
+use std::path::Path;
+
+use clap::Args;
+use git_orchestra::git::{Git, RepoInfo};
+use git_orchestra::store::Store;
+
+use super::CommandError;
+
+/// Shows what packets changed: each packet's commit against the point it started from (every
+/// packet of the run, or the one named).
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// The run (default: the newest).
+    run: Option<String>,
+    /// Only this packet.
+    packet: Option<String>,
+}
+
+/// Runs `diff`.
+pub fn cmd_diff(cwd: &Path, args: &DiffArgs) -> Result<(), CommandError> {
+    let repo = RepoInfo::discover(cwd)?;
+    let run = super::pick_run(&repo, args.run.as_deref())?;
+    let store = Store::open(&repo.common_dir).map_err(CommandError::internal)?;
+    let packets = store.packets(&run).map_err(CommandError::internal)?;
+    let chosen: Vec<_> = match &args.packet {
+        Some(id) => match packets.iter().find(|p| &p.id == id) {
+            Some(p) => vec![p],
+            None => {
+                let known: Vec<&str> = packets.iter().map(|p| p.id.as_str()).collect();
+                return Err(CommandError::user(format!(
+                    "run {run} has no packet `{id}`; its packets: {}",
+                    known.join(", ")
+                )));
+            }
+        },
+        None => packets.iter().collect(),
+    };
+    let git = Git::new(&repo.common_dir);
+    for p in chosen {
+        match (&p.start, &p.commit) {
+            (Some(start), Some(commit)) => {
+                println!(
+                    "# {} ({}): {}..{}",
+                    p.id,
+                    p.state.as_str(),
+                    &start[..start.len().min(12)],
+                    &commit[..commit.len().min(12)]
+                );
+                let patch = git
+                    .diff_patch(start, commit)
+                    .map_err(CommandError::internal)?;
+                print!("{patch}");
+            }
+            _ => println!("# {} ({}): no commit yet", p.id, p.state.as_str()),
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,328 @@
+//! The page's JSON: the runs, one run (its status as `status --json` gives it, its plan as
+//! waves and dependencies, one card per packet), one packet (its agent's activity, its diff).
+
+use std::path::Path;
+
+use git_orchestra::orchestrator::{StartJournal, WorkflowEvent, WorkflowState};
+use git_orchestra::plan::Plan;
+use git_orchestra::status::{self, Overview};
+use git_orchestra::store::{AgentUsage, Event, PacketRecord, PacketState, Store};
+use serde_json::{Value, json};
+
+use super::{Reply, Shared, json};
+
+/// Activity lines shown per packet: the newest ones.
+const ACTIVITY_LINES: usize = 400;
+/// The largest diff sent to the page.
+const MAX_DIFF: usize = 2 << 20;
+
+fn error(status: u16, message: impl std::fmt::Display) -> Reply {
+    json(status, &json!({"error": message.to_string()}))
+}
+
+/// Every run of the repository, newest first.
+pub(super) fn runs(shared: &Shared) -> Reply {
+    match list_runs(shared) {
+        Ok(list) => json(200, &json!({ "runs": list })),
+        Err(e) => error(500, e),
+    }
+}
+
+fn list_runs(shared: &Shared) -> Result<Vec<Value>, String> {
+    let common = &shared.repo.common_dir;
+    let price = |model: &str| shared.config.price(model);
+    let store = Store::open_existing(common).map_err(|e| e.to_string())?;
+    let engine_runs = match &store {
+        Some(s) => s.runs().map_err(|e| e.to_string())?,
+        None => Vec::new(),
+    };
+    let mut list = Vec::new();
+    for p in status::planning_runs(common, &engine_runs) {
+        list.push(json!({
+            "id": p.id, "state": p.phase.to_string(), "objective": p.objective,
+            "created_ms": p.started_ms, "done": 0, "failed": 0, "packets": 0,
+            "tokens": status::start_status(common, &p.id, &price).map(|s| s.spend.input_tokens + s.spend.output_tokens).unwrap_or(0),
+            "cost": Value::Null,
+        }));
+    }
+    for r in &engine_runs {
+        let Some(store) = &store else { break };
+        let packets = store.packets(&r.id).map_err(|e| e.to_string())?;
+        let usage = store.agent_usage(&r.id).map_err(|e| e.to_string())?;
+        let start = status::start_status(common, &r.id, &price);
+        let (tokens, cost) = match &start {
+            Some(s) => (s.spend.input_tokens + s.spend.output_tokens, s.spend.cost),
+            None => usage_totals(&usage),
+        };
+        let state = match &start {
+            Some(s) if !s.parent_of_phase => s.phase.to_string(),
+            _ => r.state.as_str().to_string(),
+        };
+        list.push(json!({
+            "id": r.id, "state": state, "objective": r.objective, "created_ms": r.created_ms,
+            "packets": packets.len(),
+            "done": packets.iter().filter(|p| p.state == PacketState::Succeeded).count(),
+            "failed": packets.iter().filter(|p| p.state == PacketState::Failed).count(),
+            "tokens": tokens, "cost": cost,
+        }));
+    }
+    list.sort_by_key(|r| std::cmp::Reverse(r["created_ms"].as_i64().unwrap_or(0)));
+    Ok(list)
+}
+
+fn usage_totals(usage: &[AgentUsage]) -> (u64, Option<f64>) {
+    let tokens = usage.iter().map(|u| u.input_tokens + u.output_tokens).sum();
+    let nanos: Option<u64> = usage
+        .iter()
+        .filter_map(|u| u.cost_nanos)
+        .reduce(|a, b| a + b);
+    (tokens, nanos.map(|n| n as f64 / 1e9))
+}
+
+/// One run: its status, plan graph, packet cards and the approval it waits for.
+pub(super) fn run(shared: &Shared, id: &str) -> Reply {
+    let common = &shared.repo.common_dir;
+    let price = |model: &str| shared.config.price(model);
+    let overview = match status::overview(common, Some(id), &price) {
+        Ok(o) => o,
+        Err(e) => return error(404, e),
+    };
+    let (status_json, plan_text, cards) = match &overview {
+        Overview::Run(s) => {
+            let store = Store::open_existing(common).ok().flatten();
+            let run_dir = git_orchestra::exec::run_dir(common, id);
+            let cards = cards(store.as_ref(), &run_dir, id, &s.packets, &s.agents);
+            (
+                serde_json::to_value(s).unwrap_or(Value::Null),
+                Some(s.run.plan_toml.clone()),
+                cards,
+            )
+        }
+        Overview::Planning(s) => (
+            serde_json::to_value(s).unwrap_or(Value::Null),
+            proposed_plan(common, id),
+            Vec::new(),
+        ),
+        Overview::NoRun => return error(404, format!("no run `{id}`")),
+    };
+    let phase = status::start_state(common, id).map(|s| s.phase);
+    let approval = approval(shared, id, phase);
+    let plan = plan_text
+        .as_deref()
+        .or(approval["plan"].as_str())
+        .map(graph)
+        .unwrap_or(Value::Null);
+    json(
+        200,
+        &json!({
+            "id": id,
+            "phase": phase.map(|p| p.to_string()),
+            "status": status_json,
+            "plan": plan,
+            "cards": cards,
+            "approval": approval,
+        }),
+    )
+}
+
+/// The plan a `start` run's planner proposed last and that passed validation.
+fn proposed_plan(common: &Path, run: &str) -> Option<String> {
+    let j = StartJournal::open(common, run).ok()?;
+    j.entries().ok()?.iter().rev().find_map(|e| match &e.event {
+        WorkflowEvent::PlanProposed { toml, issues, .. } if issues.is_empty() => Some(toml.clone()),
+        _ => None,
+    })
+}
+
+/// The approval a `start` run waits for: in this process (`start --ui`, with the last edit's
+/// problems) or in the journal (the run stopped to wait for it).
+fn approval(shared: &Shared, run: &str, phase: Option<WorkflowState>) -> Value {
+    if phase != Some(WorkflowState::AwaitingApproval) {
+        return Value::Null;
+    }
+    if let Some((plan, problems)) = shared.live.waiting() {
+        return json!({"plan": plan, "problems": problems, "live": true});
+    }
+    match proposed_plan(&shared.repo.common_dir, run) {
+        Some(plan) => json!({"plan": plan, "problems": [], "live": false}),
+        None => Value::Null,
+    }
+}
+
+/// The plan as a graph: packets with their dependencies and files, the waves they run in,
+/// and the pairs sharing files (kept apart, or allowed together and why).
+pub(super) fn graph(toml_text: &str) -> Value {
+    let Ok(plan) = Plan::from_toml_str(toml_text, "plan.toml") else {
+        return Value::Null;
+    };
+    let schedule = git_orchestra::plan::schedule(&plan);
+    let packets: Vec<Value> = plan
+        .packets
+        .iter()
+        .map(|p| {
+            json!({"id": p.id, "title": p.title, "role": p.role, "depends_on": p.depends_on,
+                   "files": p.files, "wave": schedule.wave_of(&p.id)})
+        })
+        .collect();
+    json!({
+        "objective": plan.objective,
+        "packets": packets,
+        "waves": schedule.waves,
+        "serialized": schedule.serialized,
+        "parallel": schedule.parallel,
+    })
+}
+
+/// One card per packet: its record, worker state, model, tokens and when it started.
+fn cards(
+    store: Option<&Store>,
+    run_dir: &Path,
+    run: &str,
+    packets: &[PacketRecord],
+    agents: &[AgentUsage],
+) -> Vec<Value> {
+    let started: Vec<(String, i64)> = store
+        .and_then(|s| s.events_of_kind(run, "packet_started").ok())
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|e| match e.event {
+            Event::PacketStarted { packet, .. } => Some((packet, e.ts_ms)),
+            _ => None,
+        })
+        .collect();
+    packets
+        .iter()
+        .map(|p| {
+            let mine: Vec<&AgentUsage> = agents.iter().filter(|a| a.packet == p.id).collect();
+            let worker = mine.iter().find(|a| a.role == p.role).or(mine.first());
+            let (worker_state, model, tokens) = match worker {
+                Some(w) => (
+                    Some(w.state.clone()),
+                    w.model.clone(),
+                    mine.iter().map(|a| a.input_tokens + a.output_tokens).sum(),
+                ),
+                // A `start` run keeps its agents' events in their transcripts only.
+                None => from_transcripts(&run_dir.join(&p.id)),
+            };
+            let since = started
+                .iter()
+                .rev()
+                .find(|(id, _)| *id == p.id)
+                .map(|(_, ts)| *ts);
+            json!({
+                "id": p.id, "title": p.title, "role": p.role, "state": p.state.as_str(),
+                "phase": p.phase.map(|ph| ph.as_str()), "attempt": p.attempt,
+                "worker_state": worker_state,
+                "model": model,
+                "tokens": tokens, "started_ms": since, "updated_ms": p.updated_ms,
+                "reason": p.reason, "branch": p.branch,
+            })
+        })
+        .collect()
+}
+
+/// The worker state, model and tokens a packet's transcripts (`<run dir>/<packet>/*.log`)
+/// record: the latest state and model, the tokens of every model call.
+fn from_transcripts(dir: &Path) -> (Option<String>, Option<String>, u64) {
+    let (mut state, mut model, mut tokens) = (None, None, 0);
+    for item in activity_of(dir, usize::MAX) {
+        let e = &item["event"];
+        match e["type"].as_str() {
+            Some("state") => state = e["to"].as_str().map(str::to_string),
+            Some("model_call") => {
+                model = e["model"].as_str().map(str::to_string);
+                tokens += e["input_tokens"].as_u64().unwrap_or(0)
+                    + e["output_tokens"].as_u64().unwrap_or(0);
+            }
+            _ => {}
+        }
+    }
+    (state, model, tokens)
+}
+
+/// One packet: its record, its agent's activity (every transcript of its directory, oldest
+/// first) and its diff against its start (`?diff=0` leaves the diff out).
+pub(super) fn packet(shared: &Shared, rest: &str, query: &str) -> Reply {
+    let Some((run, id)) = rest.split_once('/') else {
+        return error(404, "use /api/packet/<run>/<packet>");
+    };
+    let common = &shared.repo.common_dir;
+    let store = match Store::open_existing(common) {
+        Ok(Some(s)) => s,
+        Ok(None) => return error(404, "no run yet"),
+        Err(e) => return error(500, e),
+    };
+    let found = store
+        .packets(run)
+        .ok()
+        .and_then(|list| list.into_iter().find(|p| p.id == id));
+    let Some(rec) = found else {
+        return error(404, format!("no packet `{id}` in run `{run}`"));
+    };
+    let activity = activity_of(
+        &git_orchestra::exec::run_dir(common, run).join(id),
+        ACTIVITY_LINES,
+    );
+    let diff = if super::query_value(query, "diff").as_deref() == Some("0") {
+        Value::Null
+    } else {
+        diff(shared, &rec)
+    };
+    let questions = store.open_question(run, id).ok().flatten();
+    json(
+        200,
+        &json!({"run": run, "packet": rec, "activity": activity, "diff": diff,
+                "question": questions}),
+    )
+}
+
+/// The newest `limit` events of the packet's transcripts, oldest transcript first.
+fn activity_of(dir: &Path, limit: usize) -> Vec<Value> {
+    let mut logs: Vec<(std::time::SystemTime, std::path::PathBuf)> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "log"))
+        .filter_map(|p| Some((std::fs::metadata(&p).ok()?.modified().ok()?, p)))
+        .collect();
+    logs.sort();
+    let mut lines = Vec::new();
+    for (_, path) in logs {
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        for line in text.lines() {
+            let value = serde_json::from_str::<Value>(line)
+                .ok()
+                .filter(Value::is_object)
+                .unwrap_or_else(|| json!({"type": "output", "text": line}));
+            lines.push(json!({"log": name, "event": value}));
+        }
+    }
+    let skip = lines.len().saturating_sub(limit);
+    lines.into_iter().skip(skip).collect()
+}
+
+/// The packet's change against its start: its branch tip (the engine's last commit).
+fn diff(shared: &Shared, rec: &PacketRecord) -> Value {
+    let (Some(start), Some(tip)) = (&rec.start, &rec.commit) else {
+        return json!({"patch": "", "note": "no commit yet"});
+    };
+    match git_orchestra::git::Git::new(&shared.repo.common_dir).diff_patch(start, tip) {
+        Ok(mut patch) => {
+            let clipped = patch.len() > MAX_DIFF;
+            if clipped {
+                let mut cut = MAX_DIFF;
+                while !patch.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                patch.truncate(cut);
+            }
+            json!({"patch": patch, "start": start, "tip": tip, "clipped": clipped})
+        }
+        Err(e) => json!({"patch": "", "note": e.to_string()}),
+    }
+}

@@ -1,0 +1,302 @@
+// The web view of git orchestra: one page, three views (runs, a run, a packet), redrawn from
+// the server's JSON whenever the journal changes (server-sent events).
+"use strict";
+
+const TOKEN = document.querySelector('meta[name="orchestra-token"]').content;
+const main = document.getElementById("main");
+const path = location.pathname;
+let refreshing = false, again = false, lastSeen = {};
+
+function esc(s) {
+  return String(s == null ? "" : s).replace(/[&<>"']/g, c => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"}[c]));
+}
+function state(s) { return `<span class="state ${esc(s)}">${esc(s || "–")}</span>`; }
+function num(n) { return n == null ? "–" : Number(n).toLocaleString("en"); }
+function cost(c) { return c == null ? "–" : c.toFixed(4); }
+function ago(ms) {
+  if (!ms) return "–";
+  const s = Math.max(0, Math.round((Date.now() - ms) / 1000));
+  return s < 60 ? `${s}s` : s < 3600 ? `${Math.floor(s / 60)}m ${s % 60}s` : `${Math.floor(s / 3600)}h ${Math.floor(s / 60) % 60}m`;
+}
+async function getJSON(url) {
+  const r = await fetch(url, {credentials: "same-origin"});
+  return r.json();
+}
+async function post(url, body) {
+  const r = await fetch(url, {method: "POST", credentials: "same-origin",
+    headers: {"Content-Type": "application/json", "X-Orchestra-Token": TOKEN}, body: JSON.stringify(body || {})});
+  let j = {};
+  try { j = await r.json(); } catch (e) { j = {ok: false, error: `HTTP ${r.status}`}; }
+  j.status = r.status;
+  return j;
+}
+function say(text, bad) {
+  const b = document.getElementById("banner");
+  b.hidden = !text;
+  b.textContent = text || "";
+  b.className = bad ? "bad" : "";
+}
+// The page's own notification, and the desktop's where the browser may show one.
+function notify(key, text) {
+  if (lastSeen[key]) return;
+  lastSeen[key] = true;
+  say(text);
+  if (window.Notification && Notification.permission === "granted") new Notification("git orchestra", {body: text});
+}
+if (window.Notification && Notification.permission === "default") {
+  document.addEventListener("click", () => Notification.requestPermission(), {once: true});
+}
+
+// ---------- runs ----------
+async function showRuns() {
+  const data = await getJSON("/api/runs");
+  const rows = (data.runs || []).map(r => `<tr data-run="${esc(r.id)}">
+    <td><a href="/run/${encodeURIComponent(r.id)}">${esc(r.id)}</a></td><td>${state(r.state)}</td>
+    <td>${esc(r.objective)}</td><td>${r.done}/${r.packets}${r.failed ? ` <span class="state failed">${r.failed} failed</span>` : ""}</td>
+    <td>${num(r.tokens)}</td><td>${cost(r.cost)}</td><td class="muted">${ago(r.created_ms)} ago</td></tr>`).join("");
+  main.innerHTML = `<h1>Runs</h1>` + (rows ? `<table id="runs"><tr><th>run</th><th>state</th><th>objective</th>
+    <th>packets done</th><th>tokens</th><th>cost</th><th>started</th></tr>${rows}</table>`
+    : `<p class="muted">No runs yet: <code>git orchestra start "…"</code> makes one.</p>`);
+}
+
+// ---------- a run ----------
+function graphHtml(plan, cards) {
+  if (!plan || !plan.packets) return "";
+  const byId = {};
+  (cards || []).forEach(c => byId[c.id] = c);
+  const waves = plan.waves.map((w, i) => `<div class="wave"><div class="label">wave ${i + 1}</div>` +
+    w.map(id => {
+      const p = plan.packets.find(x => x.id === id) || {id};
+      const c = byId[id] || {};
+      return `<div class="node ${esc(c.state || "")}" data-node="${esc(id)}" title="${esc((p.files || []).join(", "))}">
+        <b>${esc(id)}</b> ${state(c.state || "planned")}<div class="muted">${esc(p.title || "")}</div></div>`;
+    }).join("") + `</div>`).join("");
+  const notes = (plan.serialized || []).map(([a, b, why]) => `<li>${esc(a)} before ${esc(b)}: ${esc(why)}</li>`)
+    .concat((plan.parallel || []).map(n => `<li>${esc(n)}</li>`)).join("");
+  return `<h2>Plan</h2><div class="waves" id="graph">${waves}<svg class="edges"></svg></div>` +
+    (notes ? `<ul class="muted">${notes}</ul>` : "");
+}
+function drawEdges(plan) {
+  const g = document.getElementById("graph");
+  if (!g || !plan) return;
+  const svg = g.querySelector("svg"), box = g.getBoundingClientRect();
+  svg.setAttribute("width", g.scrollWidth); svg.setAttribute("height", g.scrollHeight);
+  const paths = [];
+  for (const p of plan.packets) for (const d of p.depends_on || []) {
+    const a = g.querySelector(`[data-node="${CSS.escape(d)}"]`), b = g.querySelector(`[data-node="${CSS.escape(p.id)}"]`);
+    if (!a || !b) continue;
+    const ra = a.getBoundingClientRect(), rb = b.getBoundingClientRect();
+    const x1 = ra.right - box.left, y1 = ra.top + ra.height / 2 - box.top, x2 = rb.left - box.left, y2 = rb.top + rb.height / 2 - box.top;
+    paths.push(`<path d="M${x1},${y1} C${x1 + 30},${y1} ${x2 - 30},${y2} ${x2},${y2}"/>`);
+  }
+  svg.innerHTML = paths.join("");
+}
+function cardHtml(run, c) {
+  const time = c.started_ms ? (["running", "pending"].includes(c.state) ? ago(c.started_ms) : ago(c.started_ms) + " ago") : "–";
+  return `<div class="card" data-packet="${esc(c.id)}" data-state="${esc(c.state)}">
+    <h3><a href="/packet/${encodeURIComponent(run)}/${encodeURIComponent(c.id)}">${esc(c.id)}</a> ${state(c.state)}</h3>
+    <div class="muted">${esc(c.title)}</div>
+    <dl><dt>worker</dt><dd class="worker-state">${esc(c.worker_state || "–")}</dd><dt>phase</dt><dd>${esc(c.phase || "–")}</dd>
+    <dt>attempt</dt><dd>${c.attempt}</dd><dt>role</dt><dd>${esc(c.role)}</dd><dt>model</dt><dd>${esc(c.model || "–")}</dd>
+    <dt>started</dt><dd>${time}</dd><dt>tokens</dt><dd>${num(c.tokens)}</dd></dl>
+    ${c.reason && c.state === "failed" ? `<div class="muted">${esc(c.reason.split("\n")[0])}</div>` : ""}</div>`;
+}
+function approvalHtml(a) {
+  if (!a) return "";
+  const problems = (a.problems || []).map(p => `<li>${esc(p)}</li>`).join("");
+  return `<div class="panel attention" id="approval"><h2>The plan waits for approval</h2>
+    <textarea id="plan-text" rows="18" spellcheck="false">${esc(a.plan)}</textarea>
+    <ul class="problems" id="plan-problems">${problems}</ul>
+    <div class="toolbar"><button class="primary" id="approve">Approve</button>
+    <button id="approve-edited">Approve as edited</button><button class="danger" id="reject">Reject</button></div></div>`;
+}
+function questionsHtml(status) {
+  const qs = (status && status.questions) || [];
+  return qs.map(q => `<div class="panel attention question" data-question="${esc(q.packet)}">
+    <b>${esc(q.packet)} asks:</b> ${esc(q.question)}
+    <div class="toolbar"><input type="text" class="answer-text" placeholder="your answer">
+    <button class="answer" data-packet="${esc(q.packet)}">Answer</button></div></div>`).join("");
+}
+let planTimer = null;
+function wireRun(run, data) {
+  const act = async (what, body) => {
+    const r = await post(`/api/run/${encodeURIComponent(run)}/${what}`, body);
+    if (r.problems) document.getElementById("plan-problems").innerHTML = r.problems.map(p => `<li>${esc(p)}</li>`).join("");
+    say(r.ok ? r.message : (r.error || (r.problems ? "the edited plan has problems" : "refused")), !r.ok);
+    refresh();
+  };
+  main.querySelectorAll("[data-act]").forEach(b => b.onclick = () => act(b.dataset.act));
+  const approve = document.getElementById("approve");
+  if (approve) {
+    approve.onclick = () => act("approve");
+    document.getElementById("reject").onclick = () => act("reject");
+    document.getElementById("approve-edited").onclick = () => act("edit", {plan: document.getElementById("plan-text").value});
+    document.getElementById("plan-text").oninput = e => {
+      clearTimeout(planTimer);
+      planTimer = setTimeout(async () => {
+        const r = await post("/api/check", {plan: e.target.value});
+        document.getElementById("plan-problems").innerHTML = (r.problems || []).map(p => `<li>${esc(p)}</li>`).join("");
+      }, 350);
+    };
+  }
+  main.querySelectorAll("button.answer").forEach(b => b.onclick = () => {
+    const text = b.parentElement.querySelector(".answer-text").value;
+    act("answer", {packet: b.dataset.packet, text});
+  });
+}
+async function showRun(run) {
+  // An edit in progress is not redrawn away.
+  const editing = document.activeElement && ["plan-text"].includes(document.activeElement.id);
+  if (editing || (document.activeElement && document.activeElement.classList.contains("answer-text"))) return;
+  const data = await getJSON(`/api/run/${encodeURIComponent(run)}`);
+  if (data.error) { main.innerHTML = `<p>${esc(data.error)}</p>`; return; }
+  const s = data.status || {};
+  const r = s.run || (s.planning || {});
+  const shown = data.phase || r.state || (s.planning && s.planning.phase);
+  if (data.approval) notify(`approval-${run}`, `The plan of ${run} waits for approval.`);
+  (s.questions || []).forEach(q => notify(`q-${run}-${q.packet}-${q.question}`, `${q.packet} asks: ${q.question}`));
+  if (["completed", "failed", "cancelled"].includes(shown)) notify(`end-${run}-${shown}`, `Run ${run} is ${shown}.`);
+  const spend = s.start && s.start.spend;
+  main.innerHTML = `<h1>${esc(r.objective || (data.plan && data.plan.objective) || run)}</h1>
+    <div>${state(shown)} <span class="muted">${esc(run)}</span>
+    ${spend ? `<span class="muted"> · ${num(spend.input_tokens + spend.output_tokens)} tokens · cost ${cost(spend.cost)}</span>` : ""}</div>
+    <div class="toolbar"><button data-act="pause">Pause</button><button data-act="resume">Resume</button>
+    <button data-act="retry">Retry failed</button><button class="danger" data-act="cancel">Cancel</button></div>
+    ${approvalHtml(data.approval)}${questionsHtml(s.start || s)}
+    ${graphHtml(data.plan, data.cards)}
+    <h2>Packets</h2><div class="cards" id="cards">${(data.cards || []).map(c => cardHtml(run, c)).join("") || `<p class="muted">No packets yet.</p>`}</div>
+    ${(s.notes || []).length ? `<h2>Notes</h2><ul>${s.notes.map(n => `<li>${esc(n.note || `${n.packet} changed ${n.file} ${n.lines} outside ${n.declared.join(", ")}`)}</li>`).join("")}</ul>` : ""}`;
+  wireRun(run, data);
+  drawEdges(data.plan);
+}
+
+// ---------- a packet ----------
+let comments = [];      // {file, line, code, text}
+let diffShown = "";
+function activityHtml(items) {
+  return items.map(({event: e}) => {
+    switch (e.type) {
+      case "tool_call": return `<div class="${e.ok ? "" : "err"}">⚙ ${esc(e.name)} ${esc(e.summary)} <span class="muted">${e.ms} ms</span></div>`;
+      case "model_call": return `<div class="muted">◆ turn ${e.turn} ${esc(e.model)}: ${num(e.input_tokens)} in / ${num(e.output_tokens)} out, ${e.ms} ms</div>`;
+      case "state": return `<div>▸ ${esc(e.from)} → ${esc(e.to)} <span class="muted">${esc(e.reason)}</span></div>`;
+      case "question": return `<div>? ${esc(e.question)}</div>`;
+      case "outcome": return `<div><b>✔ ${esc(e.outcome.state)}</b> ${esc(e.outcome.summary || e.outcome.reason || "")}</div>`;
+      case "output": return `<div class="muted">${esc(e.text)}</div>`;
+      default: return `<div class="muted">${esc(e.type)} ${esc(JSON.stringify(e))}</div>`;
+    }
+  }).join("");
+}
+function parsePatch(patch) {
+  const files = [];
+  let f = null, oldNo = 0, newNo = 0;
+  for (const line of patch.split("\n")) {
+    if (line.startsWith("diff --git ")) { f = {name: line.replace(/^diff --git a\/.* b\//, ""), lines: []}; files.push(f); continue; }
+    if (!f) continue;
+    if (line.startsWith("+++ ") || line.startsWith("--- ") || line.startsWith("index ") || /^(new|deleted) file mode/.test(line)) continue;
+    const h = line.match(/^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@/);
+    if (h) { oldNo = +h[1]; newNo = +h[2]; f.lines.push({kind: "hunk", text: line}); continue; }
+    if (line.startsWith("+")) f.lines.push({kind: "add", no: newNo++, text: line});
+    else if (line.startsWith("-")) f.lines.push({kind: "del", no: oldNo++, old: true, text: line});
+    else if (line.startsWith(" ")) { f.lines.push({kind: "ctx", no: newNo++, text: line}); oldNo++; }
+  }
+  return files;
+}
+function diffHtml(files) {
+  return files.map((f, fi) => `<div class="file" data-file="${esc(f.name)}"><div class="name">${esc(f.name)}</div><div class="diff">` +
+    f.lines.map((l, li) => `<div class="line ${l.kind}" data-fi="${fi}" data-li="${li}" ${l.kind === "hunk" ? "" : `data-line="${l.no}"`}>
+      <span class="no">${l.kind === "hunk" ? "" : l.no}</span><span>${esc(l.text)}</span></div>` +
+      comments.filter(c => c.fi === fi && c.li === li).map(c => `<div class="comment">💬 ${esc(c.text)}</div>`).join("")).join("") +
+    `</div></div>`).join("");
+}
+async function showPacket(run, id) {
+  const data = await getJSON(`/api/packet/${encodeURIComponent(run)}/${encodeURIComponent(id)}`);
+  if (data.error) { main.innerHTML = `<p>${esc(data.error)}</p>`; return; }
+  const p = data.packet;
+  const act = document.getElementById("activity");
+  // A comment being written, or an answer being typed, is never redrawn away: only the
+  // activity and the state follow then.
+  const busy = document.querySelector(".composer") || (document.activeElement && document.activeElement.id === "answer-text");
+  if (busy && act) {
+    act.innerHTML = activityHtml(data.activity);
+    const st = document.querySelector(".packet-state");
+    if (st) { st.dataset.state = p.state; st.querySelector(".state").outerHTML = state(p.state); }
+    return;
+  }
+  const files = parsePatch((data.diff && data.diff.patch) || "");
+  main.innerHTML = `<p><a href="/run/${encodeURIComponent(run)}">← ${esc(run)}</a></p>
+    <h1>${esc(p.id)}: ${esc(p.title)}</h1><div class="packet-state" data-state="${esc(p.state)}">${state(p.state)}
+    <span class="muted">attempt ${p.attempt} · ${esc(p.role)} · ${esc(p.branch)} · ${esc(p.commit ? p.commit.slice(0, 12) : "no commit yet")}</span></div>
+    ${data.question ? `<div class="panel attention question"><b>The agent asks:</b> ${esc(data.question)}
+      <div class="toolbar"><input type="text" class="answer-text" id="answer-text" placeholder="your answer"><button id="answer">Answer</button></div></div>` : ""}
+    <h2>Activity</h2><div class="activity" id="activity">${activityHtml(data.activity) || `<span class="muted">nothing yet</span>`}</div>
+    <h2>Changes against its start</h2><p class="muted">Click a line to comment on it; "Send to agent" makes the comments required fixes for the packet's next fix round.</p>
+    <div id="diff">${diffHtml(files) || `<p class="muted">${esc((data.diff && data.diff.note) || "no changes")}</p>`}</div>
+    <div class="pending-bar" id="pending" ${comments.length ? "" : "hidden"}><span id="pending-count">${comments.length} comment(s)</span>
+    <button class="primary" id="send-comments">Send to agent</button></div>`;
+  diffShown = files;
+  const actEl = document.getElementById("activity"); actEl.scrollTop = actEl.scrollHeight;
+  if (data.question) notify(`q-${run}-${id}-${data.question}`, `${id} asks: ${data.question}`);
+  const answer = document.getElementById("answer");
+  if (answer) answer.onclick = async () => {
+    const r = await post(`/api/run/${encodeURIComponent(run)}/answer`, {packet: id, text: document.getElementById("answer-text").value});
+    say(r.ok ? r.message : r.error, !r.ok); refresh();
+  };
+  document.querySelectorAll(".diff .line[data-line]").forEach(el => el.onclick = () => openComposer(el));
+  document.getElementById("send-comments").onclick = async () => {
+    const r = await post(`/api/run/${encodeURIComponent(run)}/comments`, {packet: id,
+      comments: comments.map(c => ({file: c.file, line: c.line, code: c.code, text: c.text}))});
+    say(r.ok ? r.message : r.error, !r.ok);
+    if (r.ok) { comments = []; refresh(); }
+  };
+}
+function openComposer(el) {
+  document.querySelectorAll(".composer").forEach(c => c.remove());
+  document.querySelectorAll(".line.selected").forEach(c => c.classList.remove("selected"));
+  el.classList.add("selected");
+  const fi = +el.dataset.fi, li = +el.dataset.li, f = diffShown[fi], l = f.lines[li];
+  const box = document.createElement("div");
+  box.className = "composer";
+  box.innerHTML = `<textarea id="comment-text" rows="3" placeholder="what should change here?"></textarea>
+    <div class="toolbar"><button class="primary" id="add-comment">Add comment</button><button id="cancel-comment">Cancel</button></div>`;
+  el.after(box);
+  document.getElementById("comment-text").focus();
+  document.getElementById("cancel-comment").onclick = () => box.remove();
+  document.getElementById("add-comment").onclick = () => {
+    const text = document.getElementById("comment-text").value.trim();
+    if (!text) return;
+    comments.push({fi, li, file: f.name, line: l.old ? null : l.no, code: l.text.slice(1), text});
+    box.remove();
+    const c = document.createElement("div");
+    c.className = "comment"; c.textContent = "💬 " + text;
+    el.after(c);
+    document.getElementById("pending").hidden = false;
+    document.getElementById("pending-count").textContent = `${comments.length} comment(s)`;
+  };
+}
+
+// ---------- routing and live updates ----------
+function view() {
+  const m = path.match(/^\/run\/([^/]+)$/), k = path.match(/^\/packet\/([^/]+)\/([^/]+)$/);
+  if (m) return {key: decodeURIComponent(m[1]), show: () => showRun(decodeURIComponent(m[1]))};
+  if (k) return {key: decodeURIComponent(k[1]), show: () => showPacket(decodeURIComponent(k[1]), decodeURIComponent(k[2]))};
+  return {key: "", show: showRuns};
+}
+const current = view();
+async function refresh() {
+  if (refreshing) { again = true; return; }
+  refreshing = true;
+  try { await current.show(); } catch (e) { say(`cannot update: ${e}`, true); }
+  refreshing = false;
+  if (again) { again = false; refresh(); }
+}
+function listen() {
+  const live = document.getElementById("live");
+  const es = new EventSource(`/api/events/${encodeURIComponent(current.key)}`);
+  es.onopen = () => live.classList.add("on");
+  es.onmessage = () => refresh();
+  es.onerror = () => live.classList.remove("on");
+}
+refresh();
+listen();
+// Elapsed times keep moving between events.
+setInterval(() => { if (!document.activeElement || document.activeElement === document.body) refresh(); }, 5000);

@@ -1,0 +1,175 @@
+//! The web view in a real browser (headless Chromium over WebDriver) against a scripted
+//! `start --ui` run.
+
+use std::time::{Duration, Instant};
+
+use crate::view;
+use crate::webdriver::{Browser, tools};
+
+const WAIT: Duration = Duration::from_secs(120);
+
+fn state_of(b: &Browser, packet: &str) -> String {
+    b.eval(&format!(
+        "const c = document.querySelector('[data-packet=\"{packet}\"]'); return c ? c.dataset.state : ''"
+    ))
+    .as_str()
+    .unwrap_or("")
+    .to_string()
+}
+
+#[test]
+fn a_run_is_approved_watched_live_and_a_diff_comment_reaches_the_agent() {
+    let Some((chromium, driver)) = tools() else {
+        return;
+    };
+    let scratch = tempfile::tempdir().unwrap();
+    let release = scratch.path().join("release");
+    let mut run = view::start(&release);
+    let b = Browser::start(&chromium, &driver);
+
+    // A wrong token is refused, and so is a page without one.
+    b.goto(&format!(
+        "{}/?token=0123456789abcdef0123456789abcdef",
+        run.base
+    ));
+    b.wait_for(
+        "the refusal",
+        "return document.body.innerText.includes('wrong token')",
+        WAIT,
+    );
+    b.goto(&format!("{}/run/x", run.base));
+    b.wait_for(
+        "the refusal",
+        "return document.body.innerText.includes('no token')",
+        WAIT,
+    );
+
+    // The printed address lets the browser in; the plan waits for approval on the run page.
+    b.goto(&run.url);
+    b.wait_for(
+        "the runs list",
+        "return document.querySelector('#runs a')",
+        WAIT,
+    );
+    let id = run.run_id();
+    b.goto(&format!("{}/run/{id}", run.base));
+    b.wait_for(
+        "the plan to approve",
+        "return document.getElementById('approve')",
+        WAIT,
+    );
+    assert!(
+        b.eval("return document.getElementById('plan-text').value")
+            .as_str()
+            .unwrap()
+            .contains("id = \"p1\""),
+        "the plan is shown for approval"
+    );
+    // The page is never reloaded from here on: the marker survives only live updates.
+    b.eval("window.notReloaded = true; return true");
+    b.click("#approve");
+
+    // Approval starts execution: both packets appear, and p1 is seen running, live.
+    b.wait_for("p1 running", "const c = document.querySelector('[data-packet=\"p1\"]'); return c && c.dataset.state === 'running'", WAIT);
+    assert!(!state_of(&b, "p2").is_empty(), "p2's card is shown");
+    b.wait_for(
+        "the live stream",
+        "return document.getElementById('live').classList.contains('on')",
+        WAIT,
+    );
+    assert_eq!(
+        b.eval("return window.notReloaded === true"),
+        serde_json::json!(true)
+    );
+
+    comment_and_see_the_fix(&b, &run, &id, &release);
+
+    // `start --ui` serves while the run lasts; the run ends well.
+    let deadline = Instant::now() + WAIT;
+    let status = loop {
+        if let Some(status) = run.child_exited() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "the run did not end");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success(), "{}", run.stderr.lock().unwrap());
+
+    // The finished run in `git orchestra ui`: both packets succeeded.
+    let ui = view::ui(&run.repo);
+    b.goto(&ui.url);
+    b.goto(&format!("{}/run/{id}", ui.base));
+    b.wait_for("p2 succeeded", "const c = document.querySelector('[data-packet=\"p2\"]'); return c && c.dataset.state === 'succeeded'", WAIT);
+    assert_eq!(state_of(&b, "p1"), "succeeded");
+    if let Ok(path) = std::env::var("ORCHESTRA_UI_SCREENSHOT") {
+        std::fs::write(&path, b.screenshot()).unwrap();
+    }
+}
+
+/// Comments on p1's diff while p1 waits in validation, lets validation go on, and checks that
+/// the comment reaches the model in p1's next prompt and a new commit follows.
+fn comment_and_see_the_fix(b: &Browser, run: &view::Run, id: &str, release: &std::path::Path) {
+    // p1 has committed and waits in validation: its diff is there to comment on.
+    let tip_before = wait_for_tip(run, "p1");
+    b.goto(&format!("{}/packet/{id}/p1", run.base));
+    b.wait_for("the diff", "return [...document.querySelectorAll('.diff .line.add')].find(l => l.innerText.includes('first notes'))", WAIT);
+    b.eval("[...document.querySelectorAll('.diff .line.add')].find(l => l.innerText.includes('first notes')).click(); return true");
+    b.type_into("#comment-text", "Add a line saying what was fixed");
+    b.click("#add-comment");
+    b.click("#send-comments");
+    b.wait_for(
+        "the confirmation",
+        "return document.getElementById('banner').innerText.includes('sent to the agent')",
+        WAIT,
+    );
+
+    // Validation goes on; the comment becomes a fix round: the model gets it in p1's next
+    // prompt and a new commit follows.
+    std::fs::write(release, "").unwrap();
+    let deadline = Instant::now() + WAIT;
+    while run.branch_tip("p1") == tip_before
+        || run.branch_file("p1", "NOTES.md") != "first notes\nfixed as the person asked"
+    {
+        assert!(
+            Instant::now() < deadline,
+            "no fix commit on p1 (tip {} before {tip_before}, NOTES.md {:?}): {}",
+            run.branch_tip("p1"),
+            run.branch_file("p1", "NOTES.md"),
+            run.stderr.lock().unwrap()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let prompts = run.prompts.lock().unwrap().clone();
+    let with_comment: Vec<&String> = prompts
+        .iter()
+        .filter(|p| p.contains("Add a line saying what was fixed"))
+        .collect();
+    assert!(
+        !with_comment.is_empty(),
+        "the comment never reached the model"
+    );
+    assert!(
+        with_comment[0].contains("NOTES.md") && with_comment[0].contains("first notes"),
+        "the comment names its file and line: {}",
+        with_comment[0]
+    );
+}
+
+/// Waits until `packet`'s branch has the engine's commit, and returns it.
+fn wait_for_tip(run: &view::Run, packet: &str) -> String {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let tip = run.branch_tip(packet);
+        if crate::support::git(&run.repo, &["log", "-1", "--format=%B", &tip])
+            .contains("Orchestra-Packet")
+        {
+            return tip;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no commit on {packet}: {}",
+            run.stderr.lock().unwrap()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}

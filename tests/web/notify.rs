@@ -1,0 +1,125 @@
+//! `[notify] webhook`: JSON posts a loopback receiver gets when a plan waits for approval and
+//! when a run ends, with Slack's `text` and Discord's `content`.
+
+use std::net::TcpListener;
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+
+use crate::support::{
+    TestRepo, git, hermetic, orchestra, orchestra_with_env, packet, read_request, text,
+};
+
+/// A loopback receiver keeping each JSON body posted to it.
+fn receiver() -> (String, Arc<Mutex<Vec<Value>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/hook/secret-part", listener.local_addr().unwrap());
+    let got = Arc::new(Mutex::new(Vec::new()));
+    let sink = got.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            if let Some(req) = read_request(&stream) {
+                assert_eq!(req.path, "/hook/secret-part");
+                sink.lock()
+                    .unwrap()
+                    .push(serde_json::from_slice(&req.body).unwrap_or(Value::Null));
+            }
+            use std::io::Write;
+            let _ = stream
+                .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok");
+        }
+    });
+    (url, got)
+}
+
+fn configure(repo: &std::path::Path, url: &str) {
+    std::fs::create_dir_all(repo.join(".orchestra")).unwrap();
+    std::fs::write(
+        repo.join(".orchestra/config.toml"),
+        format!("[notify]\nwebhook = \"{url}\"\n"),
+    )
+    .unwrap();
+    git(repo, &["add", "-A"]);
+    git(repo, &["commit", "-qm", "notify"]);
+}
+
+#[test]
+fn a_finished_run_and_a_plan_waiting_for_approval_are_posted_to_the_webhook() {
+    let (url, got) = receiver();
+    let repo = TestRepo::new();
+    configure(&repo.path, &url);
+    let plan = repo.write_plan(
+        "plan.toml",
+        &format!(
+            "objective = \"notes\"\n\n{}",
+            packet("p1", "\"notes.txt\"", "", "")
+        ),
+    );
+    let out = repo.run_plan(&plan, "echo notes > notes.txt", &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    let posts = got.lock().unwrap().clone();
+    let ended: Vec<&Value> = posts.iter().filter(|p| p["event"] == "run_ended").collect();
+    assert_eq!(ended.len(), 1, "{posts:?}");
+    let run = crate::support::run_id(&repo.path);
+    assert_eq!(ended[0]["run"], json!(run));
+    let message = ended[0]["message"].as_str().unwrap();
+    assert!(message.contains("completed"), "{message}");
+    assert_eq!(
+        ended[0]["text"], ended[0]["content"],
+        "Slack's and Discord's field"
+    );
+    assert_eq!(ended[0]["text"].as_str(), Some(message));
+
+    // `start` without --yes and without a terminal stops to wait for approval: posted once.
+    hermetic();
+    let tmp = tempfile::tempdir().unwrap();
+    let sample = git_orchestra::demo::create_sample(&tmp.path().join("greeter")).unwrap();
+    configure(&sample, &url);
+    let scripts = json!([
+        {"name": "planner", "match": ["# Planner"], "replies": [{"text":
+            "```toml\n[[packet]]\nid = \"p1\"\ntitle = \"Write p1\"\ndescription = \"d\"\nfiles = [\"NOTES.md\"]\n```"}]},
+        {"name": "review", "match": ["# Reviewer"], "replies": [{"text": "{\"verdict\": \"approve\"}"}]},
+    ]);
+    let model = git_orchestra::demo::MockModel::start(
+        git_orchestra::demo::parse_scripts(&scripts.to_string()).unwrap(),
+    )
+    .unwrap();
+    let root = tmp.path().join("wt");
+    let out = orchestra_with_env(
+        &sample,
+        &[
+            "start",
+            "--no-clarify",
+            "--worktree-root",
+            root.to_str().unwrap(),
+            "Write notes",
+        ],
+        &[
+            ("ORCHESTRA_PROVIDER", "openai-compatible"),
+            ("ORCHESTRA_BASE_URL", &model.url),
+            ("ORCHESTRA_MODEL", "scripted"),
+        ],
+    );
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("needs the plan approved"),
+        "{}",
+        text(&out)
+    );
+    let posts = got.lock().unwrap().clone();
+    let waiting: Vec<&Value> = posts
+        .iter()
+        .filter(|p| p["event"] == "plan_awaiting_approval")
+        .collect();
+    assert_eq!(waiting.len(), 1, "{posts:?}");
+    assert!(
+        waiting[0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("waits for approval")
+    );
+    // The webhook's address is a secret: nothing printed names it.
+    assert!(!text(&out).contains("secret-part"));
+    let _ = orchestra(&sample, &["status"]);
+}

@@ -1,0 +1,249 @@
+//! A scripted `start --ui` run to look at: the sample repository, the scripted model behind a
+//! recording relay, and the web view's address.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use git_orchestra::demo;
+use serde_json::{Value, json};
+
+use crate::support::{git, hermetic, orchestra_command};
+
+pub struct Run {
+    pub tmp: tempfile::TempDir,
+    pub repo: PathBuf,
+    pub model: demo::MockModel,
+    /// Every request body the model received, in order.
+    pub prompts: Arc<Mutex<Vec<String>>>,
+    pub child: Child,
+    /// What the process printed on stderr so far.
+    pub stderr: Arc<Mutex<String>>,
+    /// The printed address, token included.
+    pub url: String,
+    /// `http://127.0.0.1:<port>`.
+    pub base: String,
+}
+
+impl Drop for Run {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn call(name: &str, args: Value) -> Value {
+    json!({"calls": [{"name": name, "args": args}]})
+}
+
+/// Forwards each request to `upstream` and keeps its body.
+fn recording_relay(upstream: &str, seen: Arc<Mutex<Vec<String>>>) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let upstream = upstream
+        .trim_start_matches("http://")
+        .trim_end_matches("/v1")
+        .to_string();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { continue };
+            let (seen, upstream) = (seen.clone(), upstream.clone());
+            std::thread::spawn(move || relay(stream, &upstream, &seen));
+        }
+    });
+    url
+}
+
+fn relay(mut stream: TcpStream, upstream: &str, seen: &Mutex<Vec<String>>) {
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut head = String::new();
+    let mut length = 0usize;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        if let Some((k, v)) = line.trim_end().split_once(':')
+            && k.eq_ignore_ascii_case("content-length")
+        {
+            length = v.trim().parse().unwrap_or(0);
+        }
+        head.push_str(&line);
+        if line.trim_end().is_empty() {
+            break;
+        }
+    }
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body).unwrap();
+    seen.lock()
+        .unwrap()
+        .push(String::from_utf8_lossy(&body).into_owned());
+    let mut up = TcpStream::connect(upstream).unwrap();
+    up.write_all(head.as_bytes()).unwrap();
+    up.write_all(&body).unwrap();
+    let mut answer = Vec::new();
+    let _ = up.read_to_end(&mut answer);
+    let _ = stream.write_all(&answer);
+}
+
+/// Starts `git orchestra start --ui` (without --yes: the plan waits on the page) for a plan of
+/// two packets: p1 writes NOTES.md and its validation waits for the file `release`; p2 writes
+/// p2.txt. p1's agent has a second pair of turns for a fix round.
+pub fn start(release: &std::path::Path) -> Run {
+    hermetic();
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = demo::create_sample(&tmp.path().join("greeter")).unwrap();
+    let plan = format!(
+        "```toml\n[[packet]]\nid = \"p1\"\ntitle = \"Write p1\"\ndescription = \"d\"\nfiles = [\"NOTES.md\"]\nvalidation = [\"while [ ! -e {} ]; do sleep 0.1; done\"]\n\n[[packet]]\nid = \"p2\"\ntitle = \"Write p2\"\ndescription = \"d\"\nfiles = [\"p2.txt\"]\ndepends_on = [\"p1\"]\n```",
+        release.display()
+    );
+    // The fix round's prompt carries the comment (a continued conversation would take p1's
+    // third and fourth replies instead).
+    let scripts = json!([
+        {"name": "p1-fix", "match": ["# Coder", "Add a line saying what was fixed"], "replies": [
+            call("write_file", json!({"path": "NOTES.md", "content": "first notes\nfixed as the person asked\n"})),
+            call("complete", json!({"summary": "notes fixed"}))]},
+        {"name": "p1", "match": ["# Coder", "# Write p1"], "replies": [
+            call("write_file", json!({"path": "NOTES.md", "content": "first notes\n"})),
+            call("complete", json!({"summary": "notes written"})),
+            call("write_file", json!({"path": "NOTES.md", "content": "first notes\nfixed as the person asked\n"})),
+            call("complete", json!({"summary": "notes fixed"}))]},
+        {"name": "p2", "match": ["# Coder", "# Write p2"], "replies": [
+            call("write_file", json!({"path": "p2.txt", "content": "p2\n"})),
+            call("complete", json!({"summary": "p2 written"}))]},
+        {"name": "planner", "match": ["# Planner"], "replies": [{"text": plan}]},
+        {"name": "review", "match": ["# Reviewer"], "replies": [{"text": "{\"verdict\": \"approve\"}"}]},
+        {"name": "orchestrator", "match": ["# Orchestrator"], "replies": [{"text": "{}"}]},
+    ]);
+    let model = demo::MockModel::start(demo::parse_scripts(&scripts.to_string()).unwrap()).unwrap();
+    let prompts = Arc::new(Mutex::new(Vec::new()));
+    let relay_url = recording_relay(&model.url, prompts.clone());
+    let root = tmp.path().join("worktrees");
+    let mut child = orchestra_command(
+        &repo,
+        &[
+            "start",
+            "--ui",
+            "--no-clarify",
+            "--worktree-root",
+            root.to_str().unwrap(),
+            "Write notes",
+        ],
+    )
+    .env("ORCHESTRA_PROVIDER", "openai-compatible")
+    .env("ORCHESTRA_BASE_URL", &relay_url)
+    .env("ORCHESTRA_MODEL", "scripted")
+    .stdin(Stdio::null())
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let stderr = Arc::new(Mutex::new(String::new()));
+    let err = child.stderr.take().unwrap();
+    let sink = stderr.clone();
+    std::thread::spawn(move || {
+        for line in BufReader::new(err).lines().map_while(Result::ok) {
+            let mut s = sink.lock().unwrap();
+            s.push_str(&line);
+            s.push('\n');
+        }
+    });
+    let url = wait_for_url(&stderr, &mut child);
+    let base = url.split("/?").next().unwrap().to_string();
+    Run {
+        tmp,
+        repo,
+        model,
+        prompts,
+        child,
+        stderr,
+        url,
+        base,
+    }
+}
+
+fn wait_for_url(stderr: &Mutex<String>, child: &mut Child) -> String {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Some(url) = stderr
+            .lock()
+            .unwrap()
+            .lines()
+            .find_map(|l| l.strip_prefix("web view: "))
+        {
+            return url.trim().to_string();
+        }
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "start ended: {}",
+            stderr.lock().unwrap()
+        );
+        assert!(Instant::now() < deadline, "no web view address printed");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A `git orchestra ui --no-open` process.
+pub struct Ui {
+    pub child: Child,
+    pub url: String,
+    pub base: String,
+}
+
+impl Drop for Ui {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `git orchestra ui --no-open` in `repo`.
+pub fn ui(repo: &std::path::Path) -> Ui {
+    let mut child = orchestra_command(repo, &["ui", "--no-open"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line.trim().to_string();
+    let base = url.split("/?").next().unwrap().to_string();
+    Ui { child, url, base }
+}
+
+impl Run {
+    /// The exit status of `start`, once it ended.
+    pub fn child_exited(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.try_wait().unwrap()
+    }
+
+    pub fn run_id(&self) -> String {
+        let runs =
+            git_orchestra::orchestrator::StartJournal::runs(&self.repo.join(".git")).unwrap();
+        runs[0].clone()
+    }
+
+    /// The file at the tip of `packet`'s branch; empty while it is not there (a fix round
+    /// takes the rejected commit back first).
+    pub fn branch_file(&self, packet: &str, path: &str) -> String {
+        let branch = format!("orchestra/{}/{packet}", self.run_id());
+        let out = std::process::Command::new("git")
+            .current_dir(&self.repo)
+            .args(["show", &format!("{branch}:{path}")])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    pub fn branch_tip(&self, packet: &str) -> String {
+        let branch = format!("orchestra/{}/{packet}", self.run_id());
+        git(&self.repo, &["rev-parse", &branch])
+    }
+}
