@@ -171,23 +171,7 @@ impl Ctx<'_> {
                 ) else {
                     continue;
                 };
-                let who = if self.settings.worker_cmd.is_some() {
-                    "its worker command"
-                } else {
-                    "its agent"
-                };
-                self.ui.progress(&match &s.broken {
-                    Some(b) => format!(
-                        "{}: {} broke `{}` on the merged tree; {who} fixes it",
-                        self.run, s.packet, b.command
-                    ),
-                    None => format!(
-                        "{}: {} conflicts in {}; {who} resolves them",
-                        self.run,
-                        s.packet,
-                        s.conflicts.join(", ")
-                    ),
-                });
+                self.announce_sent_back(&s);
                 let dir = crate::exec::run_dir(&self.repo.common_dir, &self.run)
                     .join("logs")
                     .join(format!("{}-resolve", s.packet));
@@ -247,6 +231,27 @@ impl Ctx<'_> {
             })?;
         }
         Ok(())
+    }
+
+    /// Says which packet the merge sent back for what, and who fixes it.
+    fn announce_sent_back(&self, s: &merge::SentBack) {
+        let who = if self.settings.worker_cmd.is_some() {
+            "its worker command"
+        } else {
+            "its agent"
+        };
+        self.ui.progress(&match &s.broken {
+            Some(b) => format!(
+                "{}: {} broke `{}` on the merged tree; {who} fixes it",
+                self.run, s.packet, b.command
+            ),
+            None => format!(
+                "{}: {} conflicts in {}; {who} resolves them",
+                self.run,
+                s.packet,
+                s.conflicts.join(", ")
+            ),
+        });
     }
 
     /// Builds, saves and returns the report (the journaled one when already written).

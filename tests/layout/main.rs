@@ -1,5 +1,6 @@
 //! Checks on the shape of the source tree that keep it navigable: no import cycle between the
-//! library's top-level modules, and no function longer than 120 lines.
+//! library's top-level modules, no function longer than 120 lines, and no merge conflict
+//! marker left in the sources or the documents.
 //!
 //! They read the sources as text (comments, strings and character literals blanked out), so
 //! they need neither a parser nor the compiler's help, and name the file and line to fix.
@@ -462,4 +463,57 @@ fn the_length_check_measures_bodies() {
         .map(|f| (f.name.as_str(), f.line, f.lines))
         .collect();
     assert_eq!(shape, vec![("a", 1, 4), ("b", 5, 4)]);
+}
+
+/// Returns the lines of `text` that are merge conflict markers, 1-based.
+fn conflict_markers(text: &str) -> Vec<usize> {
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| {
+            l.starts_with("<<<<<<< ")
+                || l.starts_with(">>>>>>> ")
+                || *l == "<<<<<<<"
+                || *l == ">>>>>>>"
+        })
+        .map(|(i, _)| i + 1)
+        .collect()
+}
+
+#[test]
+fn no_merge_conflict_marker_is_left_in_the_sources_or_the_documents() {
+    let r = root();
+    let mut files: Vec<PathBuf> = ["src", "tests", "benches"]
+        .iter()
+        .flat_map(|d| rust_files(&r.join(d)))
+        .collect();
+    for f in [
+        "README.md",
+        "ARCHITECTURE.md",
+        "Cargo.toml",
+        ".ci/run",
+        "hooks/pre-push",
+    ] {
+        files.push(r.join(f));
+    }
+    let found: Vec<String> = files
+        .iter()
+        .filter_map(|f| Some((f, std::fs::read_to_string(f).ok()?)))
+        .flat_map(|(f, text)| {
+            let name = f.strip_prefix(&r).unwrap_or(f).display().to_string();
+            conflict_markers(&text)
+                .into_iter()
+                .map(move |n| format!("{name}:{n}"))
+        })
+        .collect();
+    assert!(
+        found.is_empty(),
+        "merge conflict markers left at: {found:?}"
+    );
+}
+
+#[test]
+fn the_marker_check_finds_markers() {
+    let text =
+        "a\n<<<<<<< HEAD\nb\n=======\nc\n>>>>>>> 0d2e2dd (x)\n    \"<<<<<<< not at the start\"\n";
+    assert_eq!(conflict_markers(text), [2, 6]);
 }
