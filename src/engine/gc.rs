@@ -69,6 +69,11 @@ pub fn gc(repo: &RepoInfo, only: Option<&str>, dry_run: bool) -> Result<GcReport
         let Some(s) = store.take() else { break };
         let journal = Journal::new(s, &run.id, &noop, None);
         let packets = journal.packets()?;
+        // Nothing a crashed process of the run left running keeps writing in a worktree that
+        // is about to be saved and removed.
+        if !dry_run {
+            super::kill_recorded_groups(&run.id, &packets);
+        }
         for p in &packets {
             let wt = PathBuf::from(&p.worktree);
             let live = (!p.removed && wt.exists()).then_some(wt);

@@ -288,14 +288,10 @@ pub fn execute_with(
     finish(&journal, run_id)
 }
 
-/// Stops what a previous process of `run_id` left running and repairs what it left half done.
-fn recover(
-    repo: &RepoInfo,
-    run_id: &str,
-    records: &[crate::store::PacketRecord],
-) -> Result<(), EngineError> {
-    // A previous process may have died with workers still running in their own groups; a
-    // recorded group is killed only while it still runs this run's packet.
+/// Kills what a previous process of `run_id` may have left running: the process group each
+/// packet's last command was recorded in, only while that group still runs this run's packet
+/// (a group id may since have been reused by an unrelated program).
+pub(crate) fn kill_recorded_groups(run_id: &str, records: &[crate::store::PacketRecord]) {
     for p in records {
         if let Some(pgid) = p.pgid
             && process::group_belongs_to(pgid, run_id, &p.id)
@@ -303,6 +299,15 @@ fn recover(
             kill_group(pgid, libc::SIGKILL);
         }
     }
+}
+
+/// Stops what a previous process of `run_id` left running and repairs what it left half done.
+fn recover(
+    repo: &RepoInfo,
+    run_id: &str,
+    records: &[crate::store::PacketRecord],
+) -> Result<(), EngineError> {
+    kill_recorded_groups(run_id, records);
     // Half-written worktree registrations from a crash block every worktree operation.
     crate::git::repair_registrations(repo).map_err(|e| EngineError::Worktree(e.to_string()))?;
     Ok(())

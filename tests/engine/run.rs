@@ -636,6 +636,68 @@ fn cancel_saves_in_progress_work() {
     );
 }
 
+/// Returns true if and only if process `pid` runs (a zombie does not).
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| s.rsplit(')').next().map(|r| r.trim_start().to_string()))
+        .is_some_and(|r| !r.starts_with('Z'))
+}
+
+#[test]
+fn cancel_after_a_crash_kills_what_the_worker_left_running() {
+    let repo = TestRepo::new();
+    // Unconfined, a worker's background child outlives a killed engine (the sandbox's
+    // supervisor would take it down with the engine).
+    repo.sandbox_off();
+    let plan = repo.write_plan(
+        "plan.toml",
+        &format!(
+            "objective = \"Crash\"\n\n{}",
+            packet("p1", "\"wip.txt\"", "", "")
+        ),
+    );
+    let root = repo.scratch().join("wt");
+    let pid_file = repo.scratch().join("pid");
+    let worker = format!(
+        "sleep 120 & echo $! > {p}.tmp; mv {p}.tmp {p}; echo w > wip.txt; wait",
+        p = pid_file.display()
+    );
+    let mut child = orchestra_command(
+        &repo.path,
+        &run_args(plan.to_str().unwrap(), &worker, root.to_str().unwrap()),
+    )
+    .stderr(std::process::Stdio::null())
+    .spawn()
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !pid_file.exists() {
+        assert!(Instant::now() < deadline, "worker never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pid: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    child.kill().unwrap(); // SIGKILL: no cleanup of its own
+    child.wait().unwrap();
+    assert!(
+        alive(pid),
+        "the worker's child should have survived the crash"
+    );
+    let out = orchestra(&repo.path, &["cancel"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while alive(pid) {
+        assert!(
+            Instant::now() < deadline,
+            "cancel left the worker's child running"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 #[test]
 fn a_packet_whose_dependencies_conflict_fails_with_the_conflicting_paths() {
     let repo = TestRepo::new();
