@@ -214,6 +214,8 @@ pub enum RefDecision {
     Deletion,
     /// Every commit is already on the remote.
     NothingNew,
+    /// A notes ref (`refs/notes/*`, verdicts among them): notes, not code, so not reviewed.
+    Notes,
     /// The tip's tree carries an approving verdict (from this review or an earlier one).
     Approved { verdict: Box<Verdict>, fresh: bool },
     /// The tip's tree was rejected: by a review that ran now (`fresh`), or by the latest
@@ -232,7 +234,10 @@ impl RefDecision {
     pub fn allows(&self) -> bool {
         matches!(
             self,
-            RefDecision::Deletion | RefDecision::NothingNew | RefDecision::Approved { .. }
+            RefDecision::Deletion
+                | RefDecision::NothingNew
+                | RefDecision::Notes
+                | RefDecision::Approved { .. }
         )
     }
 }
@@ -259,6 +264,11 @@ pub fn check_push(
     let is_zero = |id: &str| !id.is_empty() && id.bytes().all(|b| b == b'0');
     if is_zero(&update.local_oid) {
         return Ok(RefDecision::Deletion);
+    }
+    // Verdicts travel as notes; a notes ref's commits hold notes about other objects, never a
+    // tree of the code, so there is nothing for a review to approve.
+    if update.remote_ref.starts_with("refs/notes/") {
+        return Ok(RefDecision::Notes);
     }
     let tip = commit_of(&git, &update.local_oid)?;
     let known_remote = !is_zero(&update.remote_oid) && commit_of(&git, &update.remote_oid).is_ok();

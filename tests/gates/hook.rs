@@ -112,6 +112,16 @@ fn unreviewed_push_is_refused_reviewed_push_passes_deletion_passes() {
     let out = git_out(&repo.path, &["push", "origin", "--delete", "feature"], true);
     assert!(out.status.success(), "{}", text(&out));
     assert!(!remote_has(&remote, "feature"));
+
+    // Verdicts are shared by pushing their notes ref: no review is asked of it.
+    let notes = "refs/notes/orchestra/review";
+    let out = git_out(&repo.path, &["push", "origin", notes], true);
+    assert!(out.status.success(), "{}", text(&out));
+    let theirs = git_out(&remote, &["rev-parse", notes], false);
+    assert_eq!(
+        String::from_utf8_lossy(&theirs.stdout).trim(),
+        repo.git(&["rev-parse", notes])
+    );
 }
 
 #[test]
