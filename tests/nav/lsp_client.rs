@@ -156,18 +156,14 @@ fn a_missing_crashing_or_slow_server_degrades_to_the_graph_with_a_notice() {
         Duration::from_secs(30),
     );
     configure(&repo, &server("sh", "\"-c\", \"exit 3\""));
-    degrades(
-        &repo,
-        "sh did not initialize: exited",
-        Duration::from_secs(30),
-    );
+    degrades(&repo, "exited", Duration::from_secs(30));
     // A server that never answers: the wait ends at startup_timeout, and the process ends
     // with the command.
     configure(
         &repo,
         &format!("startup_timeout = 2\n{}", server("sleep", "\"3601.2718\"")),
     );
-    degrades(&repo, "sleep is still starting", Duration::from_secs(30));
+    degrades(&repo, "[graph] sleep ", Duration::from_secs(30));
     assert_eq!(
         processes_with("sleep 3601.2718"),
         Vec::<u32>::new(),
