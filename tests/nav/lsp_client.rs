@@ -169,6 +169,13 @@ fn a_missing_crashing_or_slow_server_degrades_to_the_graph_with_a_notice() {
         Vec::<u32>::new(),
         "the server outlived its run"
     );
+    // A server over its memory limit is shut down, and the graph answers.
+    configure(&repo, &format!("memory_mb = 0\n{}", ourselves()));
+    degrades(
+        &repo,
+        "over [nav.lsp] memory_mb = 0",
+        Duration::from_secs(60),
+    );
 }
 
 /// A `git orchestra mcp` session in `repo`, calling tools with JSON arguments.
