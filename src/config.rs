@@ -102,7 +102,8 @@ pub struct AgentsConfig {
     pub consult_depth: Option<u32>,
     /// Most turns a consulted role may take to answer; default 6.
     pub consult_turns: Option<u32>,
-    /// Most turns the planner (and the plan reviewer) may read the code before answering;
+    /// Most turns the clarifier, the planner and the plan reviewer may read the code before
+    /// answering;
     /// default 12.
     pub explore_turns: Option<u32>,
     /// Deepest nesting of subtasks; default 1 (a subtask cannot spawn subtasks).

@@ -2,6 +2,7 @@
 //! is required, what only a person can answer and what it assumes otherwise; the answers (or
 //! the assumptions) are journaled once, so a resumed run does not ask again.
 
+use std::path::Path;
 use std::sync::atomic::AtomicBool;
 
 use super::context::summarize;
@@ -24,18 +25,36 @@ const CLARIFY_GUIDANCE: &str = "You are the clarification phase of a run. Reply 
  \"questions\": [questions only a person can answer], \"assumptions\": [what you will assume for each question if nobody answers]}";
 
 /// Asks the clarifier about `objective`.
+///
+/// With `explore` (the repository and the transcript's path) the clarifier reads the code with
+/// read-only tools first, so it asks only what the code cannot answer.
 pub fn clarify(
     models: &RoleModels,
     objective: &str,
     project: &str,
+    explore: Option<(&Path, &Path)>,
     stop: &AtomicBool,
 ) -> Result<Clarification, SetupError> {
     let prompt = format!("Objective: {objective}\n\n{project}");
-    let resp = models.ask("clarifier", CLARIFY_GUIDANCE, &prompt, stop)?;
-    let Some(v) = extract_json(&resp.text) else {
+    let answer = match explore {
+        Some((root, transcript)) => models.explore(
+            "clarifier",
+            CLARIFY_GUIDANCE,
+            &prompt,
+            root,
+            transcript,
+            stop,
+        )?,
+        None => {
+            models
+                .ask("clarifier", CLARIFY_GUIDANCE, &prompt, stop)?
+                .text
+        }
+    };
+    let Some(v) = extract_json(&answer) else {
         // An answer that is not the requested object is read as requirements text.
         return Ok(Clarification {
-            requirements: vec![summarize(resp.text.trim(), 200)],
+            requirements: vec![summarize(answer.trim(), 200)],
             ..Default::default()
         });
     };
@@ -58,8 +77,17 @@ impl Ctx<'_> {
             return Ok(());
         }
         let project = project_context(&self.repo.toplevel);
-        let c = clarify(&self.models, &self.req.objective, &project, self.stop)
-            .map_err(ask_err("clarify"))?;
+        let transcript = crate::exec::run_dir(&self.repo.common_dir, &self.run)
+            .join("logs")
+            .join("clarifier.log");
+        let c = clarify(
+            &self.models,
+            &self.req.objective,
+            &project,
+            Some((&self.repo.toplevel, &transcript)),
+            self.stop,
+        )
+        .map_err(ask_err("clarify"))?;
         let mut answers = Vec::new();
         if !c.questions.is_empty() && self.ui.interactive() {
             for q in &c.questions {

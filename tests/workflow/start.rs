@@ -279,7 +279,7 @@ impl Scripted {
 #[test]
 fn an_exhausted_token_budget_stops_cleanly_keeps_the_work_and_a_larger_one_finishes() {
     let s = Scripted::new();
-    let out = s.start(&["--budget-tokens", "12000"]);
+    let out = s.start(&["--budget-tokens", "18000"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let all = text(&out);
     assert!(all.contains("token budget exhausted"), "{all}");

@@ -896,3 +896,48 @@ fn the_plan_reviewer_reads_the_callers_and_sends_back_a_plan_missing_a_file() {
         "from .core import hello"
     );
 }
+
+#[test]
+fn the_clarifier_reads_the_code_before_it_says_what_is_required() {
+    let s = setup(
+        &plan(&[("p1", &["p1.txt"])]),
+        vec![
+            json!({"name": "clarifier", "match": ["# Clarifier", "read_file, list_dir, grep and the nav_* symbol tools"], "replies": [
+                call("read_file", json!({"path": "greeter/core.py"})),
+                {"text": "{\"outcome\": \"clear\", \"requirements\": [\"greet(name) keeps its greeting\"]}"}]}),
+            json!({"name": "p1", "match": ["# Coder", "# Write p1"], "replies": [
+                call("write_file", json!({"path": "p1.txt", "content": "p1\n"})),
+                call("complete", json!({"summary": "wrote p1"}))]}),
+        ],
+        None,
+    );
+    let out = orchestra_with_env(
+        &s.repo,
+        &[
+            "start",
+            "--yes",
+            "--worktree-root",
+            s.root.to_str().unwrap(),
+            "Write notes",
+        ],
+        &[
+            ("ORCHESTRA_PROVIDER", "openai-compatible"),
+            ("ORCHESTRA_BASE_URL", s.model.url.as_str()),
+            ("ORCHESTRA_MODEL", "scripted"),
+        ],
+    );
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
+    let calls = tool_calls(&s.run_dir().join("logs/clarifier.log"));
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    assert_eq!((calls[0].0.as_str(), calls[0].1), ("read_file", true));
+    let requirements: Vec<String> = s
+        .journal()
+        .into_iter()
+        .find_map(|e| match e {
+            WorkflowEvent::Clarified { requirements, .. } => Some(requirements),
+            _ => None,
+        })
+        .expect("clarified");
+    assert_eq!(requirements, ["greet(name) keeps its greeting"]);
+}
