@@ -103,8 +103,7 @@ pub struct AgentsConfig {
     /// Most turns a consulted role may take to answer; default 6.
     pub consult_turns: Option<u32>,
     /// Most turns the clarifier, the planner and the plan reviewer may read the code before
-    /// answering;
-    /// default 12.
+    /// answering; default 12.
     pub explore_turns: Option<u32>,
     /// Deepest nesting of subtasks; default 1 (a subtask cannot spawn subtasks).
     pub subtask_depth: Option<u32>,
