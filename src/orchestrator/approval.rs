@@ -25,6 +25,7 @@ impl Ctx<'_> {
         } else if !self.ui.interactive() {
             return Ok(None);
         } else {
+            self.ui.progress(&overview(&plan, &self.plan_findings()?));
             let mut problems = Vec::new();
             let mut edited = false;
             loop {
@@ -64,5 +65,80 @@ impl Ctx<'_> {
             WorkflowEvent::PlanApproved { toml, .. } => Some(toml.clone()),
             _ => None,
         }))
+    }
+}
+
+impl Ctx<'_> {
+    /// Returns the findings of the last plan review, if any.
+    pub(super) fn plan_findings(&self) -> Result<Vec<String>, StartError> {
+        Ok(self
+            .all()?
+            .iter()
+            .rev()
+            .find_map(|e| match &e.event {
+                WorkflowEvent::PlanReviewed { findings, .. } => Some(findings.clone()),
+                _ => None,
+            })
+            .unwrap_or_default())
+    }
+}
+
+/// Returns the plan as a person reads it before approving: each packet with its role, files,
+/// dependencies and checks, then the plan reviewer's findings. A plan that does not parse is
+/// shown as its text.
+pub fn overview(toml: &str, findings: &[String]) -> String {
+    let Ok(plan) = Plan::from_toml_str(toml, "plan.toml") else {
+        return toml.to_string();
+    };
+    let mut out = format!(
+        "Plan: {} packet{} for \"{}\"\n",
+        plan.packets.len(),
+        if plan.packets.len() == 1 { "" } else { "s" },
+        plan.objective.trim()
+    );
+    for p in &plan.packets {
+        let role = if p.role.is_empty() { "coder" } else { &p.role };
+        out.push_str(&format!("\n  {} — {} ({role})\n", p.id, p.title));
+        out.push_str(&format!("      files: {}\n", p.files.join(", ")));
+        if !p.depends_on.is_empty() {
+            out.push_str(&format!("      after: {}\n", p.depends_on.join(", ")));
+        }
+        if !p.validation.is_empty() {
+            out.push_str(&format!("      checks: {}\n", p.validation.join("; ")));
+        }
+    }
+    if findings.is_empty() {
+        out.push_str("\nPlan review: no findings\n");
+    } else {
+        out.push_str("\nPlan review findings:\n");
+        for f in findings {
+            out.push_str(&format!("  - {f}\n"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::overview;
+
+    #[test]
+    fn the_overview_lists_packets_and_the_findings() {
+        let toml = "objective = \"o\"\n\n[[packet]]\nid = \"p1\"\ntitle = \"One\"\ndescription = \"d\"\nfiles = [\"a.py\"]\nvalidation = [\"pytest\"]\n\n[[packet]]\nid = \"p2\"\ntitle = \"Two\"\nrole = \"tester\"\ndescription = \"d\"\nfiles = [\"tests/a.py\"]\ndepends_on = [\"p1\"]\n";
+        let o = overview(toml, &["p2 misses tests/conftest.py".into()]);
+        assert!(o.starts_with("Plan: 2 packets for \"o\""), "{o}");
+        assert!(
+            o.contains("p1 — One (coder)\n      files: a.py\n      checks: pytest"),
+            "{o}"
+        );
+        assert!(
+            o.contains("p2 — Two (tester)\n      files: tests/a.py\n      after: p1"),
+            "{o}"
+        );
+        assert!(
+            o.contains("Plan review findings:\n  - p2 misses tests/conftest.py"),
+            "{o}"
+        );
+        assert_eq!(overview("not toml [", &[]), "not toml [");
     }
 }

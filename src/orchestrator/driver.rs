@@ -48,9 +48,15 @@ pub enum StartError {
     #[error("the run's approved plan can no longer be read: {0}")]
     StoredPlanUnreadable(String),
     #[error(
-        "run `{run}` needs the plan approved: run `git orchestra start` at a terminal, or pass --yes"
+        "run `{run}` needs the plan approved:\n\n{overview}\nApprove it with `git orchestra start --yes {objective}` (or run `git orchestra start` at a terminal to approve, edit or reject it)"
     )]
-    NeedsApproval { run: String },
+    NeedsApproval {
+        run: String,
+        /// The plan as a person reads it, with the plan reviewer's findings.
+        overview: String,
+        /// The objective, quoted for a shell.
+        objective: String,
+    },
     #[error("cannot write the report {path}: {source}")]
     Report {
         path: PathBuf,
@@ -327,8 +333,11 @@ impl Ctx<'_> {
                 Some(true) => self.move_to(wf, S::Executing, "plan approved")?,
                 Some(false) => self.move_to(wf, S::Cancelled, "plan rejected")?,
                 None => {
+                    let plan = self.valid_plan()?.unwrap_or_default();
                     return Err(StartError::NeedsApproval {
                         run: self.run.clone(),
+                        overview: super::approval::overview(&plan, &self.plan_findings()?),
+                        objective: shell_quote(&self.req.objective),
                     });
                 }
             },
@@ -445,4 +454,9 @@ impl Ctx<'_> {
     pub(super) fn all(&self) -> Result<Vec<Entry>, StartError> {
         Ok(self.j()?.entries()?)
     }
+}
+
+/// Returns `s` quoted for a POSIX shell.
+fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "'\\''"))
 }

@@ -941,3 +941,66 @@ fn the_clarifier_reads_the_code_before_it_says_what_is_required() {
         .expect("clarified");
     assert_eq!(requirements, ["greet(name) keeps its greeting"]);
 }
+
+#[test]
+fn without_a_terminal_start_prints_the_plan_and_the_command_that_approves_it() {
+    let s = setup(
+        &plan(&[("p1", &["p1.txt"])]),
+        vec![
+            json!({"name": "plan-review", "match": ["# Reviewer", "You are reviewing a plan"], "replies": [
+                {"text": "{\"verdict\": \"approve\", \"findings\": [\"p1 could say what p1.txt holds\"]}"}]}),
+            json!({"name": "p1", "match": ["# Coder", "# Write p1"], "replies": [
+                call("write_file", json!({"path": "p1.txt", "content": "p1\n"})),
+                call("complete", json!({"summary": "wrote p1"}))]}),
+        ],
+        None,
+    );
+    let vars = [
+        ("ORCHESTRA_PROVIDER", "openai-compatible"),
+        ("ORCHESTRA_BASE_URL", s.model.url.as_str()),
+        ("ORCHESTRA_MODEL", "scripted"),
+    ];
+    let root = s.root.to_str().unwrap();
+    let out = orchestra_with_env(
+        &s.repo,
+        &[
+            "start",
+            "--no-clarify",
+            "--worktree-root",
+            root,
+            "Write notes",
+        ],
+        &vars,
+    );
+    let all = text(&out);
+    assert!(!out.status.success(), "{all}");
+    assert!(all.contains("Plan: 1 packet for \"Write notes\""), "{all}");
+    assert!(
+        all.contains("p1 — Write p1 (coder)\n      files: p1.txt"),
+        "{all}"
+    );
+    assert!(
+        all.contains("Plan review findings:\n  - p1 could say what p1.txt holds"),
+        "{all}"
+    );
+    assert!(
+        all.contains("Approve it with `git orchestra start --yes 'Write notes'`"),
+        "{all}"
+    );
+    assert!(!s.root.exists() || std::fs::read_dir(&s.root).unwrap().next().is_none());
+    // The printed command approves the waiting plan and the run goes on.
+    let out = orchestra_with_env(
+        &s.repo,
+        &[
+            "start",
+            "--yes",
+            "--no-clarify",
+            "--worktree-root",
+            root,
+            "Write notes",
+        ],
+        &vars,
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(s.show(&s.branch("p1"), "p1.txt"), "p1");
+}
