@@ -431,3 +431,16 @@ fn gemini_and_qwen_recordings_parse() {
             .any(|t| t == "mcp__orchestra__nav_outline")
     );
 }
+
+#[test]
+fn an_opencode_recording_parses() {
+    let done = parse(Format::Opencode, &fixture("opencode-done"));
+    assert_eq!(
+        done.session.as_deref(),
+        Some("ses_defbbd33cffe3Dmmd3ztU70a0V")
+    );
+    assert_eq!((done.input_tokens, done.output_tokens), (9062, 2));
+    assert_eq!((done.turns, done.cost_usd), (1, Some(0.0)));
+    assert_eq!(done.last_message(), Some("done"));
+    assert_eq!(done.error, None);
+}

@@ -217,8 +217,11 @@ impl CliWorker {
                 summary: String::new(),
             });
         }
+        let stopped = out.outcome.interrupted && !out.stalled && job.stop.load(Ordering::SeqCst);
         let to = if out.outcome.success() && report.error.is_none() {
             super::WorkerState::Completed
+        } else if stopped {
+            super::WorkerState::Cancelled
         } else {
             super::WorkerState::Error
         };
