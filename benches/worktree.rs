@@ -19,7 +19,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use git_orchestra::git::{RepoInfo, Reuse, WorktreeRequest, add_checked_out, create};
+use git_orchestra::git::{
+    Created, RepoInfo, Reuse, WorktreeRequest, add_checked_out, create, park,
+};
 
 #[path = "support/mod.rs"]
 mod support;
@@ -96,6 +98,158 @@ process and its git children. ours ready = create(): branch, gix parallel checko
 validation (git status); ours co = branch + gix checkout only; git add = `git worktree add -b`; \
 git add -j = the same with `-c checkout.workers=0`. Removal is not timed."
     );
+    recycling(&cache, &fixtures);
+}
+
+/// Prints the recycling table: a packet's worktree at a commit that changes 10 files of the
+/// fixture, made fresh, by `git worktree add`, and recycled from a parked worktree of the
+/// fixture's HEAD, on the fixtures and on a generated 50,000-file tree.
+fn recycling(cache: &Path, fixtures: &[(String, PathBuf, usize)]) {
+    let mut all: Vec<(String, PathBuf, usize)> = fixtures.to_vec();
+    all.push(("generated (50k files)".into(), large_fixture(cache), 3));
+    println!(
+        "\n{:<22} {:>6} | {:>10} {:>10} {:>10} | {:>9} {:>9}",
+        "fixture", "files", "fresh", "git add", "recycled", "fresh/git", "recy/git"
+    );
+    for (name, repo, iterations) in &all {
+        let next = next_commit(repo);
+        let samples = measure_recycled(repo, &next, *iterations);
+        let medians: Vec<Duration> = samples
+            .iter()
+            .map(|s| median(&s.iter().map(|m| m.wall).collect::<Vec<_>>()))
+            .collect();
+        let ratio = |a: Duration| a.as_secs_f64() / medians[1].as_secs_f64();
+        println!(
+            "{:<22} {:>6} | {:>10} {:>10} {:>10} | {:>9.2} {:>9.2}",
+            name,
+            tree_size(repo).0,
+            ms(medians[0]),
+            ms(medians[1]),
+            ms(medians[2]),
+            ratio(medians[0]),
+            ratio(medians[2]),
+        );
+    }
+    println!(
+        "\nwall-clock medians; fresh = create() of a new branch at the next commit; git add = \
+`git worktree add -b` there; recycled = create() taking a parked worktree of the previous commit \
+(`[worktree] recycle`): move, branch, checkout of the 10 files that differ, validation."
+    );
+}
+
+/// Returns a commit on top of the fixture's HEAD that changes 10 of its files (made once).
+fn next_commit(repo: &Path) -> String {
+    let existing = git(repo, &["rev-parse", "-q", "--verify", "refs/bench/next"]);
+    if !existing.is_empty() {
+        return existing;
+    }
+    let files = git(repo, &["ls-files"]);
+    let scratch = repo.parent().unwrap().join("next-commit");
+    let _ = std::fs::remove_dir_all(&scratch);
+    git(
+        repo,
+        &["worktree", "add", "-q", "--detach", path_str(&scratch)],
+    );
+    for file in files
+        .lines()
+        .step_by(files.lines().count() / 10 + 1)
+        .take(10)
+    {
+        let path = scratch.join(file);
+        if path.is_file() && !path.is_symlink() {
+            let mut text = std::fs::read(&path).unwrap();
+            text.extend_from_slice(b"\n# changed\n");
+            std::fs::write(&path, text).unwrap();
+        }
+    }
+    git(&scratch, &["commit", "-qam", "next"]);
+    let next = git(&scratch, &["rev-parse", "HEAD"]);
+    git(repo, &["update-ref", "refs/bench/next", &next]);
+    git(repo, &["worktree", "remove", "--force", path_str(&scratch)]);
+    next
+}
+
+/// Times fresh, `git worktree add` and recycled creation at `next`, interleaved.
+fn measure_recycled(repo: &Path, next: &str, iterations: usize) -> [Vec<Sample>; 3] {
+    let info = RepoInfo::discover(repo).unwrap();
+    let root = repo.parent().unwrap().join("recycling");
+    let _ = std::fs::remove_dir_all(&root);
+    git(repo, &["worktree", "prune"]);
+    let mut times: [Vec<Sample>; 3] = Default::default();
+    for round in 0..=iterations {
+        // A parked worktree of HEAD, as an integrated packet leaves it (not timed).
+        let parked = root.join("old").join(format!("p{round}"));
+        let old_branch = format!("bench/old-{round}");
+        create(&WorktreeRequest {
+            repo: &info,
+            path: &parked,
+            branch: &old_branch,
+            base: &info.head,
+            reuse: Reuse::ReportDirty,
+        })
+        .unwrap();
+        park(&info, &parked, 1).unwrap().expect("parked");
+        // Recycled first: it empties the pool, so the other two find nothing there to take.
+        for variant in [2, 0, 1] {
+            let branch = format!("bench/r{variant}-{round}");
+            let path = root.join(format!("run{variant}")).join(format!("q{round}"));
+            let started = Instant::now();
+            if variant == 1 {
+                git(
+                    repo,
+                    &[
+                        "worktree",
+                        "add",
+                        "-q",
+                        "-b",
+                        &branch,
+                        path_str(&path),
+                        next,
+                    ],
+                );
+            } else {
+                let (_, how) = create(&WorktreeRequest {
+                    repo: &info,
+                    path: &path,
+                    branch: &branch,
+                    base: next,
+                    reuse: Reuse::ReportDirty,
+                })
+                .unwrap();
+                assert_eq!(matches!(how, Created::Recycled { .. }), variant == 2);
+            }
+            let wall = started.elapsed();
+            if round > 0 {
+                times[variant].push(Sample {
+                    wall,
+                    cpu: Duration::ZERO,
+                });
+            }
+            git(repo, &["worktree", "remove", "--force", path_str(&path)]);
+            git(repo, &["branch", "-q", "-D", &branch]);
+        }
+        git(repo, &["branch", "-q", "-D", &old_branch]);
+    }
+    times
+}
+
+/// Returns a generated repository of 50,000 small files in 500 directories.
+fn large_fixture(cache: &Path) -> PathBuf {
+    let repo = cache.join(format!("large-v{FIXTURE_VERSION}/repo"));
+    if repo.join(".git/orchestra-bench-ready").exists() {
+        return repo;
+    }
+    eprintln!("building fixture {} …", repo.display());
+    let _ = std::fs::remove_dir_all(&repo);
+    for i in 0..50_000 {
+        let path = repo.join(format!("d{:03}/f{i:05}.txt", i % 500));
+        if i < 500 {
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        }
+        std::fs::write(&path, format!("line {i}\n").repeat(8)).unwrap();
+    }
+    commit_fixture(&repo);
+    repo
 }
 
 /// One timed run: elapsed time and CPU time (user + system, self and waited-for children).

@@ -346,6 +346,8 @@ pub struct WorktreeConfig {
     pub root: Option<PathBuf>,
     /// A shell command run once in each new worktree (e.g. `npm ci`).
     pub setup: Option<String>,
+    /// How many clean worktrees of integrated packets to keep for new packets (default 0: none).
+    pub recycle: Option<usize>,
 }
 
 /// The `[run]` table.
@@ -447,6 +449,11 @@ impl RepoConfig {
         )
     }
 
+    /// Returns how many worktrees of integrated packets are parked for new packets.
+    pub fn recycle_worktrees(&self) -> usize {
+        self.worktree.recycle.unwrap_or(0)
+    }
+
     /// Returns true if and only if the worktrees of integrated packets are kept.
     pub fn keep_worktrees(&self) -> bool {
         self.run.keep_worktrees.unwrap_or(false)
@@ -525,6 +532,7 @@ impl RepoConfig {
             worktree: WorktreeConfig {
                 root: self.worktree.root.or(base.worktree.root),
                 setup: self.worktree.setup.or(base.worktree.setup),
+                recycle: self.worktree.recycle.or(base.worktree.recycle),
             },
             run: RunConfig {
                 timeout_secs: self.run.timeout_secs.or(base.run.timeout_secs),

@@ -70,6 +70,7 @@ pub fn cmd_merge(cwd: &Path, args: &MergeArgs) -> Result<(), CommandError> {
             &repo.common_dir,
             &config.sandbox,
         ),
+        recycle_worktrees: config.recycle_worktrees(),
     };
     run_merge(&repo, &run, &opts, args.json)
 }

@@ -75,6 +75,7 @@ pub fn cmd_retry(cwd: &Path, args: &RetryArgs) -> Result<(), CommandError> {
                 &repo.common_dir,
                 &config.sandbox,
             ),
+            recycle_worktrees: config.recycle_worktrees(),
             ..Default::default()
         };
         return driven.and(super::merge::run_merge(&repo, &run, &opts, args.json));

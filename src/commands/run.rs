@@ -207,6 +207,7 @@ fn afterwards(
                 &repo.common_dir,
                 &config.sandbox,
             ),
+            recycle_worktrees: config.recycle_worktrees(),
             ..Default::default()
         };
         return outcome.and(super::merge::run_merge(repo, run, &opts, args.json));

@@ -139,17 +139,29 @@ pub fn gc(repo: &RepoInfo, only: Option<&str>, dry_run: bool) -> Result<GcReport
 }
 
 /// Removes the worktrees of the packets in `ids`, just integrated, saving unsaved work to each
-/// packet's backup ref first and journaling each removal; their branches stay until `gc`.
+/// packet's backup ref first and journaling each removal; their branches stay until `gc`. Up
+/// to `recycle` clean ones are parked in the worktree pool instead (see `git::park`).
 pub fn remove_integrated(
     repo: &RepoInfo,
     journal: &Journal<'_>,
     run_id: &str,
     records: &[PacketRecord],
     ids: &[String],
+    recycle: usize,
 ) -> Result<(), EngineError> {
     for rec in records.iter().filter(|r| ids.contains(&r.id)) {
         let wt = PathBuf::from(&rec.worktree);
         if rec.removed || !wt.exists() {
+            continue;
+        }
+        if recycle > 0
+            && let Some(pooled) = gitops::park(repo, &wt, recycle).map_err(worktree_err)?
+        {
+            tracing::debug!(packet = %rec.id, pooled = %pooled.display(), "worktree parked");
+            journal.record(Event::WorktreeRemoved {
+                packet: rec.id.clone(),
+                backup: rec.backup.clone(),
+            })?;
             continue;
         }
         let refname = names::backup_ref(run_id, &rec.id);

@@ -245,7 +245,10 @@ fn ensure_ready(
     if !fresh_phase {
         return Ok(false);
     }
-    if matches!(created, Created::Fresh | Created::Recreated) {
+    if matches!(
+        created,
+        Created::Fresh | Created::Recreated | Created::Recycled { .. }
+    ) {
         gitops::copy_includes(&ctx.repo.toplevel, wt)
             .map_err(|e| Halt::Fail(format!("could not copy .worktreeinclude files: {e}")))?;
     }
@@ -268,6 +271,7 @@ fn ensure_ready(
             how: match created {
                 Created::Fresh => "fresh".to_string(),
                 Created::Recreated => "recreated at its branch tip".to_string(),
+                Created::Recycled { from } => format!("recycled from {}", from.display()),
                 Created::Reused { dirty } => {
                     format!(
                         "reused{}",

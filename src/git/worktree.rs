@@ -121,7 +121,7 @@ pub struct WorktreeRequest<'a> {
 }
 
 /// How `create` obtained the worktree.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Created {
     /// A new branch at the base and a fresh, clean checkout.
     Fresh,
@@ -129,6 +129,12 @@ pub enum Created {
     Reused { dirty: bool },
     /// The branch existed (maybe with commits); the worktree was checked out again at its tip.
     Recreated,
+    /// A clean worktree parked in the pool (see [`super::recycle`]) was moved here and checked
+    /// out on the branch, rewriting only the files that differ.
+    Recycled {
+        /// Where the worktree was parked.
+        from: PathBuf,
+    },
 }
 
 /// A packet worktree that exists and is on its branch.
@@ -180,6 +186,28 @@ pub fn create(req: &WorktreeRequest) -> Result<(Worktree, Created), WorktreeErro
             })?
     };
     let path = absolute(req.path)?;
+    let resolved = WorktreeRequest {
+        base: &base,
+        ..*req
+    };
+    if let Some(from) = super::recycle::recycle(&resolved, &path)? {
+        let status = validate(req.repo, &path, req.branch)?;
+        if status.dirty() {
+            return Err(WorktreeError::Checkout {
+                path,
+                message: format!(
+                    "the recycled checkout is not clean ({} path(s) differ from the branch)",
+                    status.changed
+                ),
+            });
+        }
+        let worktree = Worktree {
+            path,
+            branch: req.branch.to_string(),
+            head: status.head,
+        };
+        return Ok((worktree, Created::Recycled { from }));
+    }
     let mut entries = registry::list(req.repo)?;
 
     if let Some(entry) = entries.iter().find(|e| same_path(&e.path, &path)) {

@@ -43,6 +43,9 @@ pub struct MergeOptions {
     /// How the merged tree's validation commands and a worker command resolving conflicts
     /// are confined.
     pub sandboxes: crate::exec::process::Sandboxes,
+    /// How many clean worktrees of integrated packets are parked for new packets instead of
+    /// removed (`[worktree] recycle`).
+    pub recycle_worktrees: usize,
 }
 
 impl Default for MergeOptions {
@@ -54,6 +57,7 @@ impl Default for MergeOptions {
             resolve_rounds: DEFAULT_RESOLVE_ROUNDS,
             keep_worktrees: false,
             sandboxes: Default::default(),
+            recycle_worktrees: 0,
         }
     }
 }
@@ -173,10 +177,8 @@ pub fn integrate_with(
         let signed = (signers.as_slice(), validated.as_slice());
         vouch_for_integration(&git, &target_tip, &tip, &merged, signed)?;
     }
-    if !opts.keep_worktrees {
-        crate::engine::gc::remove_integrated(repo, &journal, run_id, &records, &integrated)
-            .map_err(|e| MergeError::Worktree(e.to_string()))?;
-    }
+    let integrated_ids = (run_id, records.as_slice(), integrated.as_slice());
+    release_worktrees(repo, &journal, integrated_ids, opts)?;
     journal.record(Event::MergeFinished {
         integration: branch.clone(),
         commit: tip.clone(),
@@ -345,4 +347,20 @@ pub(super) fn rev(git: &Git, spec: &str) -> Result<Option<String>, MergeError> {
 /// Returns true if and only if commit `a` is an ancestor of (or equal to) commit `b`.
 pub(super) fn is_ancestor(git: &Git, a: &str, b: &str) -> Result<bool, MergeError> {
     Ok(git.is_ancestor(a, b)?)
+}
+
+/// Removes (or parks for recycling) the worktrees of the packets just integrated, unless
+/// `[run] keep_worktrees` keeps them.
+fn release_worktrees(
+    repo: &RepoInfo,
+    journal: &Journal<'_>,
+    (run_id, records, integrated): (&str, &[crate::store::PacketRecord], &[String]),
+    opts: &MergeOptions,
+) -> Result<(), MergeError> {
+    if opts.keep_worktrees {
+        return Ok(());
+    }
+    let recycle = opts.recycle_worktrees;
+    crate::engine::gc::remove_integrated(repo, journal, run_id, records, integrated, recycle)
+        .map_err(|e| MergeError::Worktree(e.to_string()))
 }

@@ -133,6 +133,7 @@ impl Ctx<'_> {
                 &self.repo.common_dir,
                 &self.models.config.sandbox,
             ),
+            recycle_worktrees: self.models.config.recycle_worktrees(),
             // Conflicts are resolved below, by the packet's worker, between merge rounds.
             resolve_rounds: 0,
             ..Default::default()

@@ -70,6 +70,7 @@ impl Ctx<'_> {
                 &self.repo.common_dir,
                 &self.models.config.sandbox,
             ),
+            recycle_worktrees: self.models.config.recycle_worktrees(),
             ..Default::default()
         };
         let on_event = |run: &str, e: &Event| {

@@ -12,6 +12,7 @@ mod fix_rounds;
 mod help;
 mod init;
 mod plan;
+mod recycle;
 mod retry;
 mod run;
 mod run_input;

@@ -1,0 +1,234 @@
+//! Recycles the worktrees of integrated packets for new packets.
+//!
+//! Checking out a whole tree per packet costs time and disk in proportion to the repository;
+//! moving an existing checkout to another commit costs in proportion to what differs. With
+//! `[worktree] recycle = N`, the worktree of an integrated packet that is clean (nothing
+//! uncommitted, nothing untracked that is not ignored) is *parked* instead of removed: HEAD is
+//! detached at the packet's commit (the branch is untouched, `gc` decides its fate) and the
+//! directory moves to the pool `<root>/.recycle/`, at most `N` of them. A new packet whose
+//! worktree does not exist yet takes one from the pool: the pooled worktree is checked clean
+//! again, moved to the packet's path and checked out on the packet's branch, which rewrites only
+//! the files that differ.
+//!
+//! Ignored files (build output such as `target/` or `node_modules/`) stay, as warm caches, when
+//! the new commit ignores what the old one did; when any `.gitignore` differs between the two
+//! commits they are removed first (`git clean -X`), so a file that the new commit no longer
+//! ignores can never turn up as a change of the new packet. Either way the recycled worktree
+//! must validate clean on its branch before a worker sees it.
+//!
+//! Crash safety: before anything moves, a marker in the pooled worktree's administrative
+//! directory (`<common-dir>/worktrees/<id>/orchestra-recycle`) names the destination. Every step
+//! after it is idempotent, and the next creation of that destination finds the marker and
+//! finishes the move and the checkout (the worktree held nothing but committed content and
+//! ignored files when the marker was written, so a forced checkout loses nothing).
+
+use std::path::{Path, PathBuf};
+
+use super::registry::{self, same_path};
+use super::worktree::{WorktreeError, WorktreeRequest};
+use super::{Git, RefError, RepoInfo, Untracked};
+
+/// The pool directory's name under the worktree root.
+pub const POOL_DIR: &str = ".recycle";
+
+/// The marker file, in a worktree's administrative directory, of a recycling under way.
+const MARKER: &str = "orchestra-recycle";
+
+/// The fault point (`ORCHESTRA_CRASH_AT`) between the move and the checkout, for crash tests.
+pub const CRASH_POINT: &str = "recycle-moved";
+
+/// Returns the pool of the worktree root that `packet_path` (`<root>/<run>/<packet>`) is in.
+pub fn pool_dir(packet_path: &Path) -> Option<PathBuf> {
+    Some(packet_path.parent()?.parent()?.join(POOL_DIR))
+}
+
+/// Returns the worktrees parked in the pool of `root`'s packets, as registered.
+pub fn pooled(repo: &RepoInfo, pool: &Path) -> Result<Vec<PathBuf>, WorktreeError> {
+    Ok(registry::list(repo)?
+        .into_iter()
+        .filter(|e| e.branch.is_none() && !e.bare && e.locked.is_none() && e.prunable.is_none())
+        .filter(|e| e.path.parent().is_some_and(|p| same_path(p, pool)))
+        .map(|e| e.path)
+        .collect())
+}
+
+/// Parks the worktree `wt` in its root's pool when it is clean and the pool holds fewer than
+/// `capacity` worktrees; returns where it went, or `None` when it was left where it is.
+///
+/// The caller has made sure the packet's work is integrated; its branch stays.
+pub fn park(repo: &RepoInfo, wt: &Path, capacity: usize) -> Result<Option<PathBuf>, WorktreeError> {
+    let Some(pool) = pool_dir(wt) else {
+        return Ok(None);
+    };
+    let _registrations = super::registration_lock();
+    if capacity == 0 || pooled(repo, &pool)?.len() >= capacity {
+        return Ok(None);
+    }
+    let git = Git::pinned(&repo.common_dir, wt)?;
+    if !git.status_porcelain(Untracked::All)?.is_empty() || git.is_merging()? {
+        return Ok(None);
+    }
+    git.writing().run(["checkout", "--quiet", "--detach"])?;
+    fs_err::create_dir_all(&pool).map_err(|source| WorktreeError::Io {
+        path: pool.clone(),
+        source,
+    })?;
+    let run = wt.parent().and_then(Path::file_name).unwrap_or_default();
+    let packet = wt.file_name().unwrap_or_default();
+    let stem = format!("{}-{}", run.to_string_lossy(), packet.to_string_lossy());
+    let mut dest = pool.join(&stem);
+    let mut n = 1;
+    while dest.exists() {
+        n += 1;
+        dest = pool.join(format!("{stem}-{n}"));
+    }
+    move_worktree(repo, wt, &dest)?;
+    Ok(Some(dest))
+}
+
+/// Gives the worktree of `req` from the pool, or finishes a recycling into `req.path` that a
+/// crash interrupted; returns the pooled directory it came from, or `None` when the pool had
+/// nothing usable (or something already is at the path). Called under the registration lock.
+pub(crate) fn recycle(
+    req: &WorktreeRequest,
+    path: &Path,
+) -> Result<Option<PathBuf>, WorktreeError> {
+    if let Some((admin, from)) = interrupted(req.repo, path)? {
+        tracing::warn!(path = %path.display(), "finishing an interrupted worktree recycling");
+        finish(req, path, &admin)?;
+        return Ok(Some(from));
+    }
+    let Some(pool) = pool_dir(path) else {
+        return Ok(None);
+    };
+    if !pool.is_dir() || path.exists() {
+        return Ok(None);
+    }
+    let entries = registry::list(req.repo)?;
+    let branch_ref = format!("refs/heads/{}", req.branch);
+    if entries
+        .iter()
+        .any(|e| same_path(&e.path, path) || e.branch.as_deref() == Some(branch_ref.as_str()))
+    {
+        return Ok(None);
+    }
+    for candidate in pooled(req.repo, &pool)? {
+        let Ok((_, admin)) = super::registered_git_dir(&req.repo.common_dir, &candidate) else {
+            continue;
+        };
+        let git = Git::pinned(&req.repo.common_dir, &candidate)?;
+        if !git.status_porcelain(Untracked::All)?.is_empty() {
+            continue;
+        }
+        let marker = format!("{}\n{}\n", path.display(), candidate.display());
+        fs_err::write(admin.join(MARKER), marker).map_err(|source| WorktreeError::Io {
+            path: admin.join(MARKER),
+            source,
+        })?;
+        finish(req, path, &admin)?;
+        return Ok(Some(candidate));
+    }
+    Ok(None)
+}
+
+/// Returns the administrative directory and origin of a recycling into `path` that is under way.
+fn interrupted(repo: &RepoInfo, path: &Path) -> Result<Option<(PathBuf, PathBuf)>, WorktreeError> {
+    let Ok(dirs) = std::fs::read_dir(repo.common_dir.join("worktrees")) else {
+        return Ok(None);
+    };
+    for dir in dirs.flatten() {
+        let Ok(text) = std::fs::read_to_string(dir.path().join(MARKER)) else {
+            continue;
+        };
+        let mut lines = text.lines();
+        if let (Some(target), Some(from)) = (lines.next(), lines.next())
+            && same_path(Path::new(target), path)
+        {
+            return Ok(Some((dir.path(), PathBuf::from(from))));
+        }
+    }
+    Ok(None)
+}
+
+/// Moves the worktree registered at `admin` to `path` (unless it is there already), puts it on
+/// `req.branch` (created at `req.base` when missing) and drops the marker. Idempotent.
+fn finish(req: &WorktreeRequest, path: &Path, admin: &Path) -> Result<(), WorktreeError> {
+    let gitdir =
+        fs_err::read_to_string(admin.join("gitdir")).map_err(|source| WorktreeError::Io {
+            path: admin.join("gitdir"),
+            source,
+        })?;
+    let registered = Path::new(gitdir.trim())
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
+    if !same_path(&registered, path) {
+        if registered.exists() && !path.exists() {
+            if let Some(parent) = path.parent() {
+                fs_err::create_dir_all(parent).map_err(|source| WorktreeError::Io {
+                    path: parent.to_path_buf(),
+                    source,
+                })?;
+            }
+            move_worktree(req.repo, &registered, path)?;
+        } else {
+            // The directory moved but the registration was not updated yet.
+            let target = path.to_string_lossy().into_owned();
+            req.repo.git().run(["worktree", "repair", "--", &target])?;
+        }
+    }
+    crash_point(CRASH_POINT);
+    let git = Git::pinned(&req.repo.common_dir, path)?;
+    let full = format!("refs/heads/{}", req.branch);
+    let repo_git = req.repo.git();
+    let existing = repo_git.resolve(&full)?;
+    let target = existing.as_deref().unwrap_or(req.base);
+    if ignore_rules_differ(&git, &git.head()?, target)? {
+        git.run(["clean", "-X", "-d", "--force", "--quiet"])?;
+    }
+    if existing.is_none() {
+        match repo_git.update_ref(&full, req.base, super::Expected::Absent, None) {
+            Ok(()) | Err(RefError::RefMoved { .. }) => {}
+            Err(RefError::Git(e)) => return Err(e.into()),
+        }
+    }
+    git.writing()
+        .run(["checkout", "--quiet", "--force", req.branch, "--"])?;
+    fs_err::remove_file(admin.join(MARKER)).map_err(|source| WorktreeError::Io {
+        path: admin.join(MARKER),
+        source,
+    })?;
+    Ok(())
+}
+
+/// Returns true if and only if any `.gitignore` differs between the commits `a` and `b`.
+fn ignore_rules_differ(git: &Git, a: &str, b: &str) -> Result<bool, WorktreeError> {
+    let out = git.run([
+        "diff",
+        "--name-only",
+        a,
+        b,
+        "--",
+        ":(glob).gitignore",
+        ":(glob)**/.gitignore",
+    ])?;
+    Ok(!out.trim().is_empty())
+}
+
+/// Moves a registered worktree with `git worktree move`.
+fn move_worktree(repo: &RepoInfo, from: &Path, to: &Path) -> Result<(), WorktreeError> {
+    let from = from.to_string_lossy().into_owned();
+    let to = to.to_string_lossy().into_owned();
+    repo.git().run(["worktree", "move", "--", &from, &to])?;
+    Ok(())
+}
+
+/// Kills the process with SIGKILL when `ORCHESTRA_CRASH_AT` names `name`: crash tests' `kill -9`.
+fn crash_point(name: &str) {
+    if std::env::var("ORCHESTRA_CRASH_AT").is_ok_and(|v| v == name) {
+        // SAFETY: sends SIGKILL to this very process.
+        unsafe {
+            libc::kill(libc::getpid(), libc::SIGKILL);
+        }
+    }
+}

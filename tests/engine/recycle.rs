@@ -1,0 +1,190 @@
+//! Recycled worktrees: integrated packets' clean worktrees parked in the pool and moved to new
+//! packets, dirty ones never taken, ignored build output kept out of commits, and a kill in the
+//! middle of recycling resumed.
+
+use std::path::{Path, PathBuf};
+
+use git_orchestra::git::{
+    self, Created, RepoInfo, Reuse, WorktreeRequest, create, park, pool_dir, validate,
+};
+
+use crate::support::{TestRepo, orchestra, orchestra_with_env, packet, status_json, text};
+
+/// Writes its packet's file and an ignored build cache, as a build would.
+const WORKER: &str = r#"echo "$ORCHESTRA_PACKET" > "out-$ORCHESTRA_PACKET.txt"; mkdir -p target; echo warm > target/cache"#;
+
+/// A repository ignoring `target/` whose runs park up to two worktrees.
+fn recycling_repo() -> TestRepo {
+    let repo = TestRepo::new();
+    repo.write(".gitignore", "target/\n");
+    repo.write(".orchestra/config.toml", "[worktree]\nrecycle = 2\n");
+    for i in 0..40 {
+        repo.write(&format!("data/f{i}.txt"), &format!("file {i}\n"));
+    }
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-qm", "recycling set-up"]);
+    repo
+}
+
+fn one_packet_plan(repo: &TestRepo, objective: &str, id: &str) -> PathBuf {
+    repo.write_plan(
+        &format!("{id}.toml"),
+        &format!(
+            "objective = \"{objective}\"\n\n{}",
+            packet(id, &format!("\"out-{id}.txt\""), "", "")
+        ),
+    )
+}
+
+/// Returns the worktrees parked in the pool of the scratch root.
+fn parked(repo: &TestRepo) -> Vec<PathBuf> {
+    let info = RepoInfo::discover(&repo.path).unwrap();
+    let pool = repo.scratch().join("wt").join(git::POOL_DIR);
+    git::pooled(&info, &pool).unwrap()
+}
+
+/// Returns the packet record `id` of the newest run's status.
+fn packet_record(repo: &TestRepo, id: &str) -> serde_json::Value {
+    let v = status_json(&repo.path);
+    v["packets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["id"] == id)
+        .cloned()
+        .unwrap()
+}
+
+/// Asserts that the second packet's worktree came from the pool and is a correct checkout.
+fn assert_recycled(repo: &TestRepo, out: &str, first: &Path) {
+    assert!(out.contains("recycled from"), "{out}");
+    let rec = packet_record(repo, "q1");
+    let wt = PathBuf::from(rec["worktree"].as_str().unwrap());
+    assert!(parked(repo).is_empty(), "the pool gave its worktree away");
+    assert!(!first.exists());
+    // The base (with p1 merged) is checked out, the kept cache is there, and it is clean.
+    assert_eq!(
+        std::fs::read_to_string(wt.join("out-p1.txt")).unwrap(),
+        "p1\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(wt.join("target/cache")).unwrap(),
+        "warm\n"
+    );
+    let branch = rec["branch"].as_str().unwrap();
+    let files = repo.git(&["show", "--name-only", "--format=", branch]);
+    assert_eq!(files.trim(), "out-q1.txt", "ignored output never committed");
+    let info = RepoInfo::discover(&repo.path).unwrap();
+    let status = validate(&info, &wt, branch).unwrap();
+    assert!(!status.dirty());
+    assert!(
+        !std::fs::read_dir(repo.path.join(".git/worktrees"))
+            .unwrap()
+            .flatten()
+            .any(|d| d.path().join("orchestra-recycle").exists()),
+        "no recycling marker is left"
+    );
+}
+
+/// Runs the first plan with `--merge` and returns the parked worktree.
+fn integrate_first(repo: &TestRepo) -> PathBuf {
+    let plan = one_packet_plan(repo, "First", "p1");
+    let out = repo.run_plan(&plan, WORKER, &["--merge"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let first = PathBuf::from(packet_record(repo, "p1")["worktree"].as_str().unwrap());
+    assert!(!first.exists(), "the integrated worktree left its path");
+    let pool = parked(repo);
+    assert_eq!(pool.len(), 1, "{pool:?}");
+    assert!(pool[0].join("target/cache").exists(), "the cache is kept");
+    first
+}
+
+#[test]
+fn an_integrated_worktree_is_parked_and_recycled_for_the_next_packet() {
+    let repo = recycling_repo();
+    let first = integrate_first(&repo);
+    let plan = one_packet_plan(&repo, "Second", "q1");
+    let out = repo.run_plan(&plan, WORKER, &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_recycled(&repo, &text(&out), &first);
+}
+
+#[test]
+fn a_kill_in_the_middle_of_recycling_is_finished_on_resume() {
+    let repo = recycling_repo();
+    let first = integrate_first(&repo);
+    let plan = one_packet_plan(&repo, "Second", "q1");
+    let root = repo.scratch().join("wt");
+    let args = [
+        "run",
+        plan.to_str().unwrap(),
+        "--worker-cmd",
+        WORKER,
+        "--worktree-root",
+        root.to_str().unwrap(),
+    ];
+    let out = orchestra_with_env(
+        &repo.path,
+        &args,
+        &[("ORCHESTRA_CRASH_AT", "recycle-moved")],
+    );
+    assert!(!out.status.success(), "{}", text(&out));
+    // Killed after the move, before the checkout: the marker names the destination.
+    let wt = PathBuf::from(packet_record(&repo, "q1")["worktree"].as_str().unwrap());
+    assert!(wt.exists());
+    assert!(parked(&repo).is_empty());
+    let resumed = orchestra(&repo.path, &["resume"]);
+    assert!(resumed.status.success(), "{}", text(&resumed));
+    assert_eq!(packet_record(&repo, "q1")["state"], "succeeded");
+    assert_recycled(&repo, &text(&resumed), &first);
+}
+
+#[test]
+fn a_dirty_worktree_is_never_parked_and_ignore_changes_drop_the_cache() {
+    let repo = recycling_repo();
+    let info = RepoInfo::discover(&repo.path).unwrap();
+    let root = repo.scratch().join("wt");
+    let path = root.join("run-a").join("p1");
+    let request = WorktreeRequest {
+        repo: &info,
+        path: &path,
+        branch: "orchestra/run-a/p1",
+        base: &info.head,
+        reuse: Reuse::ReportDirty,
+    };
+    let (_, created) = create(&request).unwrap();
+    assert_eq!(created, Created::Fresh);
+    std::fs::write(path.join("notes.txt"), "unsaved").unwrap();
+    assert_eq!(park(&info, &path, 2).unwrap(), None);
+    assert_eq!(
+        std::fs::read_to_string(path.join("notes.txt")).unwrap(),
+        "unsaved"
+    );
+    std::fs::remove_file(path.join("notes.txt")).unwrap();
+    std::fs::create_dir_all(path.join("target")).unwrap();
+    std::fs::write(path.join("target/cache"), "old").unwrap();
+    let parked_at = park(&info, &path, 2).unwrap().unwrap();
+    assert_eq!(parked_at.parent().unwrap(), pool_dir(&path).unwrap());
+    // A full pool takes no more.
+    assert_eq!(park(&info, &parked_at, 1).unwrap(), None);
+
+    // The next base stops ignoring `target/`: the cache must not appear as a change.
+    repo.write(".gitignore", "build/\n");
+    repo.git(&["commit", "-qam", "ignore build/ instead"]);
+    let head = repo.git(&["rev-parse", "HEAD"]);
+    let next = root.join("run-b").join("q1");
+    let request = WorktreeRequest {
+        path: &next,
+        branch: "orchestra/run-b/q1",
+        base: &head,
+        ..request
+    };
+    let (wt, created) = create(&request).unwrap();
+    assert_eq!(created, Created::Recycled { from: parked_at });
+    assert_eq!(wt.head, head);
+    assert!(!next.join("target").exists());
+    assert_eq!(
+        std::fs::read_to_string(next.join(".gitignore")).unwrap(),
+        "build/\n"
+    );
+}
