@@ -139,7 +139,10 @@ fn recycling(cache: &Path, fixtures: &[(String, PathBuf, usize)]) {
 
 /// Returns a commit on top of the fixture's HEAD that changes 10 of its files (made once).
 fn next_commit(repo: &Path) -> String {
-    let existing = git(repo, &["rev-parse", "-q", "--verify", "refs/bench/next"]);
+    let existing = git(
+        repo,
+        &["for-each-ref", "--format=%(objectname)", "refs/bench/next"],
+    );
     if !existing.is_empty() {
         return existing;
     }
