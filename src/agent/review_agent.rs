@@ -175,7 +175,10 @@ impl ReviewAgent<'_> {
         let root = ConfinedRoot::open(dir)
             .map_err(|e| self.fail(format!("cannot open the review checkout: {e}")))?;
         let diff = input.repo.git().diff_patch(input.base, input.tip)?;
-        let task = task_text(input, &diff);
+        // The project context, as the packet's agent had it (from the main worktree).
+        let project =
+            crate::project::cached_context(&input.repo.toplevel, super::PROJECT_CONTEXT_CHARS / 4);
+        let task = super::packet_agent::with_project(task_text(input, &diff), &project);
         let reviewed = self.review_in(input, &root, task);
         let Some(dir) = own else {
             return reviewed;

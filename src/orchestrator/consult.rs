@@ -237,11 +237,14 @@ impl<'a> Consultation<'a> {
             role: &role,
             models: wrapped.iter().map(|m| m as &dyn ChatModel).collect(),
             context_tokens: profiles.first().map_or(32_000, |p| p.context_tokens),
-            task: format!(
-                "The {asker} agent working on packet `{}` consults you.\n\nQuestion: {question}\n\nYou can read its worktree with {} and the nav_* symbol tools, for at most {} turns; you cannot change anything. Answer by calling `complete` with your answer as the `summary`: brief and concrete.\n",
-                self.packet,
-                READ_TOOLS.join(", "),
-                role.max_turns
+            task: agent::with_project(
+                format!(
+                    "The {asker} agent working on packet `{}` consults you.\n\nQuestion: {question}\n\nYou can read its worktree with {} and the nav_* symbol tools, for at most {} turns; you cannot change anything. Answer by calling `complete` with your answer as the `summary`: brief and concrete.\n",
+                    self.packet,
+                    READ_TOOLS.join(", "),
+                    role.max_turns
+                ),
+                &crate::project::cached_context(self.root, agent::PROJECT_CONTEXT_CHARS / 4),
             ),
             root: &root,
             packet_files: None,

@@ -172,6 +172,23 @@ pub fn context(toplevel: &Path, tokens: usize) -> String {
     }
 }
 
+/// Returns [`context`] of `toplevel`, worked out once per process (a run) for each worktree:
+/// reviewers and consulted roles get it with every question without rebuilding it.
+pub fn cached_context(toplevel: &Path, tokens: usize) -> String {
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock};
+    static CACHE: OnceLock<Mutex<HashMap<std::path::PathBuf, String>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    if let Some(text) = cache.lock().ok().and_then(|c| c.get(toplevel).cloned()) {
+        return text;
+    }
+    let text = context(toplevel, tokens);
+    if let Ok(mut c) = cache.lock() {
+        c.insert(toplevel.to_path_buf(), text.clone());
+    }
+    text
+}
+
 /// Returns the top-level directories with how many files each holds, and the loose files.
 fn layout(files: &[String]) -> String {
     let mut dirs: std::collections::BTreeMap<&str, usize> = Default::default();

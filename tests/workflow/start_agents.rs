@@ -1004,3 +1004,32 @@ fn without_a_terminal_start_prints_the_plan_and_the_command_that_approves_it() {
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(s.show(&s.branch("p1"), "p1.txt"), "p1");
 }
+
+#[test]
+fn the_packet_reviewer_gets_the_project_context_with_the_change() {
+    let s = setup(
+        &plan(&[("p1", &["p1.txt"])]),
+        vec![
+            // Approves only a review whose prompt carries the project's context.
+            json!({"name": "informed", "match": ["# Reviewer", "# Review this change", "Tabs, never spaces"], "replies": [
+                {"text": "{\"verdict\": \"approve\", \"findings\": []}"}]}),
+            json!({"name": "uninformed", "match": ["# Reviewer", "# Review this change"], "replies": [
+                {"text": "{\"verdict\": \"reject\", \"findings\": [{\"severity\": \"blocker\", \"category\": \"style\", \"file\": \"p1.txt\", \"line\": 1, \"evidence\": \"no project context\", \"suggestion\": \"x\"}]}"}]}),
+            json!({"name": "p1", "match": ["# Coder", "# Write p1"], "replies": [
+                call("write_file", json!({"path": "p1.txt", "content": "p1\n"})),
+                call("complete", json!({"summary": "wrote p1"}))]}),
+        ],
+        None,
+    );
+    std::fs::write(
+        s.repo.join("ORCHESTRA.md"),
+        "# Project\n\nTabs, never spaces.\n",
+    )
+    .unwrap();
+    git(&s.repo, &["add", "ORCHESTRA.md"]);
+    git(&s.repo, &["commit", "-qm", "context"]);
+    let out = s.start();
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
+    assert_eq!(s.show(&s.branch("p1"), "p1.txt"), "p1");
+}
