@@ -40,7 +40,16 @@ pub struct RetryArgs {
 pub fn cmd_retry(cwd: &Path, args: &RetryArgs) -> Result<(), CommandError> {
     let repo = RepoInfo::discover(cwd)?;
     let config = super::load_config(&repo)?;
-    let run = pick_run(&repo, args.run.as_deref())?;
+    // A `start` run that stopped before execution has no engine run yet: it is found by its
+    // workflow journal (by name, or as the newest unfinished one).
+    let start_run = match &args.run {
+        Some(id) => git_orchestra::status::start_state(&repo.common_dir, id).map(|_| id.clone()),
+        None => git_orchestra::status::latest_unfinished_start(&repo.common_dir),
+    };
+    let run = match start_run {
+        Some(run) => run,
+        None => pick_run(&repo, args.run.as_deref())?,
+    };
     if git_orchestra::status::start_state(&repo.common_dir, &run).is_some() {
         // A `start` run goes on through its own workflow: its agents work the packets, then it
         // integrates, tests and reports as it was asked to.
@@ -52,7 +61,11 @@ pub fn cmd_retry(cwd: &Path, args: &RetryArgs) -> Result<(), CommandError> {
         )
         .map_err(super::start::start_error)?;
         if !args.quiet && !args.json {
-            eprintln!("retrying {} of run {run}", reopened.join(", "));
+            if reopened.is_empty() {
+                eprintln!("retrying run {run} from where it stopped");
+            } else {
+                eprintln!("retrying {} of run {run}", reopened.join(", "));
+            }
         }
         return super::start::resume_start(&repo, &config, &run, args.quiet);
     }

@@ -119,8 +119,13 @@ impl Ctx<'_> {
 
     /// Returns the journaled requirements, assumptions and answers, as planner notes.
     pub(super) fn notes(&self) -> Result<Vec<String>, StartError> {
-        Ok(self
-            .all()?
+        let entries = self.all()?;
+        let noted = entries.iter().filter_map(|e| match &e.event {
+            WorkflowEvent::Noted { note } => Some(format!("from the person running this: {note}")),
+            _ => None,
+        });
+        let mut notes: Vec<String> = noted.collect();
+        let clarified: Vec<String> = entries
             .iter()
             .find_map(|e| match &e.event {
                 WorkflowEvent::Clarified {
@@ -138,6 +143,8 @@ impl Ctx<'_> {
                 ),
                 _ => None,
             })
-            .unwrap_or_default())
+            .unwrap_or_default();
+        notes.splice(0..0, clarified);
+        Ok(notes)
     }
 }

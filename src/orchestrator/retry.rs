@@ -20,6 +20,8 @@ pub enum RetryRefused {
 /// Reopens the `start` run `run` for `packets` (empty: every failed or skipped one) with a
 /// `note` for their agents, and moves its workflow back to execution; returns the packets
 /// reopened. The models are asked again (the turns that led to the failures are not replayed).
+/// A run that stopped before execution (its planning failed) keeps its phase: the note is
+/// journaled for the planner and no packet is reopened (an empty list); the caller resumes it.
 /// Nothing changes when an error is returned.
 pub fn reopen(
     repo: &RepoInfo,
@@ -34,6 +36,24 @@ pub fn reopen(
     match workflow.state() {
         S::Completed => {}
         S::Cancelled => return Err(RetryRefused::Cancelled { run: run.into() }.into()),
+        // Stopped before execution (planning failed, say): the note goes to the planner and
+        // the run goes on where it stopped, asking the models again.
+        S::Failed | S::Paused
+            if workflow.resume_target().is_some_and(|s| {
+                matches!(
+                    s,
+                    S::Clarifying | S::Planning | S::PlanReview | S::PlanRevision
+                )
+            }) =>
+        {
+            if let Some(note) = note.map(str::trim).filter(|n| !n.is_empty()) {
+                journal.append(&WorkflowEvent::Noted { note: note.into() })?;
+            }
+            journal.append(&WorkflowEvent::ReplayEpochEnded {
+                reason: "retry".into(),
+            })?;
+            return Ok(Vec::new());
+        }
         state => {
             return Err(RetryRefused::Unfinished {
                 run: run.into(),

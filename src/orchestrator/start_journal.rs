@@ -96,6 +96,9 @@ pub enum WorkflowEvent {
     /// The run failed on an error: the model turns journaled so far are not replayed to a
     /// retry, which asks again (a stop for a spent budget keeps them).
     ReplayEpochEnded { reason: String },
+    /// A person's note for the run's planning (`retry --note` of a run stopped before
+    /// execution); the planner gets it with the clarified requirements.
+    Noted { note: String },
     /// The workflow moved from one state to another.
     Transition {
         from: WorkflowState,

@@ -1033,3 +1033,39 @@ fn the_packet_reviewer_gets_the_project_context_with_the_change() {
     assert!(out.status.success(), "{all}");
     assert_eq!(s.show(&s.branch("p1"), "p1.txt"), "p1");
 }
+
+#[test]
+fn a_failed_planning_phase_is_retried_with_a_note_that_reaches_the_planner() {
+    let s = setup(
+        "unused",
+        vec![
+            json!({"name": "planner-noted", "match": ["# Planner", "only write p1.txt"], "replies": [
+                {"text": plan(&[("p1", &["p1.txt"])])}]}),
+            json!({"name": "planner-lost", "match": ["# Planner"], "replies": [{"text": "I cannot plan this."}]}),
+            json!({"name": "p1", "match": ["# Coder", "# Write p1"], "replies": [
+                call("write_file", json!({"path": "p1.txt", "content": "p1\n"})),
+                call("complete", json!({"summary": "wrote p1"}))]}),
+        ],
+        None,
+    );
+    let first = s.start();
+    let all = text(&first);
+    assert!(!first.status.success(), "{all}");
+    assert!(all.contains("did not produce a valid plan"), "{all}");
+    let vars = [
+        ("ORCHESTRA_PROVIDER", "openai-compatible"),
+        ("ORCHESTRA_BASE_URL", s.model.url.as_str()),
+        ("ORCHESTRA_MODEL", "scripted"),
+    ];
+    let retry = orchestra_with_env(&s.repo, &["retry", "--note", "only write p1.txt"], &vars);
+    let all = text(&retry);
+    assert!(retry.status.success(), "{all}");
+    assert!(all.contains("from where it stopped"), "{all}");
+    assert_eq!(s.show(&s.branch("p1"), "p1.txt"), "p1");
+    assert!(
+        s.journal()
+            .iter()
+            .any(|e| matches!(e, WorkflowEvent::Noted { note } if note == "only write p1.txt")),
+        "the note is journaled"
+    );
+}
