@@ -1,7 +1,7 @@
 //! The agent runtime: roles as files, provider profiles, the tool registry and the loop that
 //! lets one model work inside one packet's worktree.
 
-mod activity;
+pub mod activity;
 mod call;
 pub mod cli;
 mod context;

@@ -187,6 +187,30 @@ fn agent_line(event: &Event) -> Option<String> {
         Event::AgentFallback {
             packet, from, to, ..
         } => format!("[{packet}] model {from} keeps failing; falling back to {to}"),
+        Event::AgentModelCall {
+            packet,
+            role,
+            turn,
+            input_tokens,
+            output_tokens,
+            duration_ms,
+            ..
+        } => format!(
+            "[{packet}] {role}: model turn {turn} ({input_tokens} in / {output_tokens} out, {})",
+            secs(*duration_ms)
+        ),
+        Event::AgentToolCall {
+            packet,
+            role,
+            tool,
+            ok,
+            duration_ms,
+            ..
+        } => format!(
+            "[{packet}] {role}: {tool}{} ({})",
+            if *ok { "" } else { " failed" },
+            secs(*duration_ms)
+        ),
         Event::QuestionAsked { packet, question } => format!(
             "[{packet}] asks: {} — answer with `git orchestra answer {packet} \"…\"`",
             first_line(question)

@@ -157,6 +157,10 @@ pub(super) struct AgentJob<'a> {
     pub depth: u32,
     /// What the packets this one depends on did; empty for none (and for subtasks).
     pub dependencies: &'a str,
+    /// Where the agent's activity goes in the run store (states, model calls, tool names),
+    /// for `status`, the terminal and the web view; `None` for subtasks, which the store
+    /// does not know as packets.
+    pub journal: Option<&'a (dyn Fn(crate::store::Event) + Sync)>,
 }
 
 /// The runtime side of one packet agent's `ask` and `spawn_subtask`.
@@ -261,9 +265,18 @@ impl StartWorker {
             job.stop,
             job.log,
         );
+        let keys: Vec<crate::llm::ApiKey> = chain
+            .iter()
+            .filter_map(|p| p.api_key().ok().flatten())
+            .collect();
         let mut on_event = |e: &AgentEvent| {
             if let Ok(line) = serde_json::to_string(e) {
                 let _ = writeln!(log, "{line}");
+            }
+            if let Some(journal) = job.journal
+                && let Some(event) = agent::activity::store_event(&packet.id, &role_name, &keys, e)
+            {
+                journal(event);
             }
         };
         crate::agent::run(&spec, &mut on_event).map_err(|e| e.to_string())
@@ -283,6 +296,7 @@ impl StartWorker {
             fixes: job.fixes,
             depth: 0,
             dependencies: job.dependencies,
+            journal: Some(job.journal),
         };
         self.learned.get_or_init(|| agent::learned(job.common_dir));
         let outcome = self.run_agent(&agent_job, log)?;

@@ -320,6 +320,7 @@ fn run_child(
         fixes: None,
         depth: parent.depth + 1,
         dependencies: "",
+        journal: None,
     };
     let mut transcript = crate::agent::open_transcript(&log);
     let outcome = worker

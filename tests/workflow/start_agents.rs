@@ -1069,3 +1069,55 @@ fn a_failed_planning_phase_is_retried_with_a_note_that_reaches_the_planner() {
         "the note is journaled"
     );
 }
+
+#[test]
+fn start_shows_its_agents_tool_calls_and_model_turns_as_they_happen_and_quiet_hides_them() {
+    let scripts = || {
+        vec![
+            json!({"name": "p1", "match": ["# Coder", "# Write p1"], "replies": [
+            call("write_file", json!({"path": "p1.txt", "content": "p1\n"})),
+            call("complete", json!({"summary": "wrote p1"}))]}),
+        ]
+    };
+    let s = setup(&plan(&[("p1", &["p1.txt"])]), scripts(), None);
+    let out = s.start();
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
+    assert!(all.contains("[p1] coder: write_file ("), "{all}");
+    assert!(all.contains("[p1] coder: model turn 1 ("), "{all}");
+    // The run store has them too, for status and the web view.
+    let run = StartJournal::runs(&s.repo.join(".git")).unwrap()[0].clone();
+    let store = git_orchestra::store::Store::open(&s.repo.join(".git")).unwrap();
+    let tools: Vec<String> = store
+        .events_of_kind(&run, "agent_tool_call")
+        .unwrap()
+        .into_iter()
+        .filter_map(|e| match e.event {
+            git_orchestra::store::Event::AgentToolCall { tool, .. } => Some(tool),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(tools, ["write_file", "complete"]);
+
+    let quiet = setup(&plan(&[("p1", &["p1.txt"])]), scripts(), None);
+    let out = orchestra_with_env(
+        &quiet.repo,
+        &[
+            "start",
+            "--yes",
+            "--no-clarify",
+            "--quiet",
+            "--worktree-root",
+            quiet.root.to_str().unwrap(),
+            "Write notes",
+        ],
+        &[
+            ("ORCHESTRA_PROVIDER", "openai-compatible"),
+            ("ORCHESTRA_BASE_URL", quiet.model.url.as_str()),
+            ("ORCHESTRA_MODEL", "scripted"),
+        ],
+    );
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
+    assert!(!all.contains("write_file ("), "{all}");
+}
