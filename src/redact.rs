@@ -44,6 +44,59 @@ pub fn scrub_and_clip<'s>(
     clip(&scrub(text.trim(), secrets, placeholder), max)
 }
 
+/// Returns `path` as git prints it with `core.quotePath`: as it is when it holds no control
+/// character, double quote or backslash; otherwise in double quotes with C escapes (`\t`,
+/// `\n`, `\"`, `\\`) and the other control bytes as three octal digits (`\033`), so a file
+/// name cannot move the cursor, recolour or retitle the terminal it is shown in.
+pub fn quote_path(path: &str) -> std::borrow::Cow<'_, str> {
+    let needs = |c: char| c.is_control() || c == '"' || c == '\\';
+    if !path.chars().any(needs) {
+        return path.into();
+    }
+    let mut out = String::with_capacity(path.len() + 2);
+    out.push('"');
+    for c in path.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\t' => out.push_str("\\t"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            c if c.is_control() => {
+                let mut buf = [0u8; 4];
+                for b in c.encode_utf8(&mut buf).bytes() {
+                    out.push_str(&format!("\\{b:03o}"));
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out.into()
+}
+
+/// Returns `text` safe to print on a terminal: control characters other than newline and tab
+/// (escape sequences, carriage returns, C1 controls) written as octal escapes (`\033`), so text
+/// that came from a repository or a model cannot drive the terminal it is shown in.
+pub fn terminal_safe(text: &str) -> std::borrow::Cow<'_, str> {
+    let bad = |c: char| c.is_control() && c != '\n' && c != '\t';
+    if !text.chars().any(bad) {
+        return text.into();
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if bad(c) {
+            let mut buf = [0u8; 4];
+            for b in c.encode_utf8(&mut buf).bytes() {
+                out.push_str(&format!("\\{b:03o}"));
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out.into()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -74,5 +127,20 @@ mod tests {
             "nothing here"
         );
         assert_eq!(scrub("k1=aaaa k2=bbbb", ["aaaa", "bbbb"], "#"), "k1=# k2=#");
+    }
+
+    #[test]
+    fn paths_are_quoted_as_git_quotes_them_and_terminals_get_no_escapes() {
+        use super::{quote_path, terminal_safe};
+        assert_eq!(quote_path("src/a b.rs"), "src/a b.rs");
+        assert_eq!(quote_path("héllo.txt"), "héllo.txt");
+        assert_eq!(quote_path("a\u{1b}[31mred"), "\"a\\033[31mred\"");
+        assert_eq!(quote_path("tab\there"), "\"tab\\there\"");
+        assert_eq!(quote_path("q\"uote"), "\"q\\\"uote\"");
+        assert_eq!(terminal_safe("ok\nline\ttab"), "ok\nline\ttab");
+        assert_eq!(
+            terminal_safe("x\u{1b}]0;title\u{7}\r\u{9b}y"),
+            "x\\033]0;title\\007\\015\\302\\233y"
+        );
     }
 }

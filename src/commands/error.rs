@@ -69,9 +69,11 @@ impl CommandError {
 
     /// Prints the error to stderr and returns the exit code for its kind.
     pub fn report(&self) -> ExitCode {
-        eprintln!("error: {}", self.message);
+        // What an error quotes (file names, model output) never drives the terminal.
+        let safe = git_orchestra::redact::terminal_safe;
+        eprintln!("error: {}", safe(&self.message));
         for hint in &self.hints {
-            eprintln!("hint: {hint}");
+            eprintln!("hint: {}", safe(hint));
         }
         match self.kind {
             ErrorKind::User => ExitCode::from(2),

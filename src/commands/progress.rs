@@ -25,6 +25,8 @@ pub fn line(event: &Event) -> Option<String> {
     packet_line(event)
         .or_else(|| merge_line(event))
         .or_else(|| agent_line(event))
+        // What a line quotes (file names, commands, model text) never drives the terminal.
+        .map(|l| git_orchestra::redact::terminal_safe(&l).into_owned())
 }
 
 /// Returns the line for an event of a packet's pipeline.

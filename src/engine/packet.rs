@@ -722,7 +722,11 @@ fn validate(
     let scope = packet
         .scope()
         .map_err(|e| Halt::Fail(format!("invalid file scope: {e}")))?;
-    let outside = scope.violations(changed.iter().map(String::as_str));
+    let outside: Vec<String> = scope
+        .violations(changed.iter().map(String::as_str))
+        .into_iter()
+        .map(|p| crate::redact::quote_path(&p).into_owned())
+        .collect();
     if !outside.is_empty() {
         return Ok(Checked::Failed {
             reason: format!(

@@ -721,3 +721,27 @@ fn a_packet_whose_dependencies_conflict_fails_with_the_conflicting_paths() {
     let reason = v["packets"][2]["reason"].as_str().unwrap();
     assert!(reason.contains("conflicts in shared.txt"), "{reason}");
 }
+
+#[test]
+fn a_file_name_with_terminal_escapes_is_quoted_as_git_quotes_it_never_printed_raw() {
+    let repo = TestRepo::new();
+    let body = format!(
+        "objective = \"Escapes\"\n\n{}",
+        packet("p1", "\"out.txt\"", "", "")
+    );
+    let plan = repo.write_plan("plan.toml", &body);
+    let root = repo.scratch().join("wt");
+    // The worker writes a file outside its scope whose name would recolour the terminal.
+    let worker = r#"echo x > out.txt; printf x > "$(printf 'evil\033[31mred.txt')""#;
+    let out = orchestra(
+        &repo.path,
+        &run_args(plan.to_str().unwrap(), worker, root.to_str().unwrap()),
+    );
+    let all = text(&out);
+    assert!(!out.status.success(), "{all}");
+    assert!(all.contains(r#""evil\033[31mred.txt""#), "{all}");
+    assert!(
+        !all.contains('\u{1b}'),
+        "a raw escape reached the output: {all:?}"
+    );
+}
