@@ -107,7 +107,7 @@ pub fn print_final(
         let mut out = String::new();
         super::status::render(&mut out, &status.run, &status.packets);
         super::status::render_agents(&mut out, &status.agents);
-        print!("{out}");
+        print!("{}", git_orchestra::redact::terminal_safe(&out));
     }
     match state {
         RunState::Completed => Ok(()),

@@ -107,7 +107,7 @@ pub fn run_merge(
             serde_json::to_string_pretty(&report).map_err(CommandError::internal)?
         );
     } else {
-        print!("{}", render(&report));
+        print!("{}", git_orchestra::redact::terminal_safe(&render(&report)));
     }
     if report.sent_back.is_empty() && report.target_advanced {
         Ok(())
@@ -174,7 +174,7 @@ fn predict(repo: &RepoInfo, a: &str, b: &str, json: bool) -> Result<(), CommandE
     } else {
         println!("{a} and {b} conflict in:");
         for p in &paths {
-            println!("  {p}");
+            println!("  {}", git_orchestra::redact::quote_path(p));
         }
     }
     if paths.is_empty() {

@@ -180,7 +180,7 @@ fn print_verdict(v: &Verdict, json: bool) -> Result<(), CommandError> {
             serde_json::to_string_pretty(v).map_err(CommandError::internal)?
         );
     } else {
-        print!("{}", render(v));
+        print!("{}", git_orchestra::redact::terminal_safe(&render(v)));
     }
     match v.verdict {
         Decision::Approve => Ok(()),

@@ -154,7 +154,7 @@ impl Interaction for Terminal {
 
     fn progress(&self, line: &str) {
         if !self.quiet {
-            eprintln!("{line}");
+            eprintln!("{}", git_orchestra::redact::terminal_safe(line));
         }
     }
 
@@ -400,7 +400,10 @@ pub fn run_start(
 /// Prints the outcome's report and returns the exit status it deserves.
 pub fn finish(outcome: &StartOutcome) -> Result<(), CommandError> {
     if let Some(report) = &outcome.report {
-        print!("{}", orchestrator::report::render(report));
+        print!(
+            "{}",
+            git_orchestra::redact::terminal_safe(&orchestrator::report::render(report))
+        );
         if let Some(path) = &outcome.report_path {
             eprintln!("report saved to {}", path.display());
         }

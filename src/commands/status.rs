@@ -70,14 +70,17 @@ pub fn cmd_status(cwd: &Path, args: &StatusArgs) -> Result<(), CommandError> {
         };
         if args.watch {
             // Clear the screen and home the cursor, then redraw.
-            print!("\x1b[2J\x1b[H{out}");
+            print!(
+                "\x1b[2J\x1b[H{}",
+                git_orchestra::redact::terminal_safe(&out)
+            );
             let _ = std::io::stdout().flush();
             if finished {
                 return Ok(());
             }
             std::thread::sleep(Duration::from_secs(1));
         } else {
-            print!("{out}");
+            print!("{}", git_orchestra::redact::terminal_safe(&out));
             return Ok(());
         }
     }
@@ -292,7 +295,7 @@ fn print_report(repo: &RepoInfo, run: Option<&str>) -> Result<(), CommandError> 
     let path = git_orchestra::exec::run_dir(&repo.common_dir, &run).join("report.md");
     match fs_err::read_to_string(&path) {
         Ok(text) => {
-            print!("{text}");
+            print!("{}", git_orchestra::redact::terminal_safe(&text));
             Ok(())
         }
         Err(_) => Err(CommandError::user(format!("run {run} has no report yet"))

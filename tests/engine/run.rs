@@ -745,3 +745,41 @@ fn a_file_name_with_terminal_escapes_is_quoted_as_git_quotes_it_never_printed_ra
         "a raw escape reached the output: {all:?}"
     );
 }
+
+#[test]
+fn escapes_in_a_commands_output_reach_neither_the_run_nor_the_status_output_raw() {
+    let repo = TestRepo::new();
+    let body = format!(
+        "objective = \"Escapes\"\n\n{}",
+        packet(
+            "p1",
+            "\"out.txt\"",
+            "",
+            r#""printf 'clear\\033[2J'; exit 3""#
+        )
+    );
+    let plan = repo.write_plan("plan.toml", &body);
+    let root = repo.scratch().join("wt");
+    let out = orchestra(
+        &repo.path,
+        &run_args(
+            plan.to_str().unwrap(),
+            "echo x > out.txt",
+            root.to_str().unwrap(),
+        ),
+    );
+    let all = text(&out);
+    assert!(!out.status.success(), "{all}");
+    assert!(all.contains(r"clear\033[2J"), "{all}");
+    assert!(
+        !all.contains('\u{1b}'),
+        "a raw escape reached the output: {all:?}"
+    );
+    let status = orchestra(&repo.path, &["status"]);
+    let shown = text(&status);
+    assert!(shown.contains(r"clear\033[2J"), "{shown}");
+    assert!(
+        !shown.contains('\u{1b}'),
+        "a raw escape reached status: {shown:?}"
+    );
+}
