@@ -44,6 +44,14 @@ pub fn scrub_and_clip<'s>(
     clip(&scrub(text.trim(), secrets, placeholder), max)
 }
 
+/// Appends `c`'s UTF-8 bytes to `out` as three-digit octal escapes (`\033`), as git writes them.
+fn push_octal(out: &mut String, c: char) {
+    let mut buf = [0u8; 4];
+    for b in c.encode_utf8(&mut buf).bytes() {
+        out.push_str(&format!("\\{b:03o}"));
+    }
+}
+
 /// Returns `path` as git prints it with `core.quotePath`: as it is when it holds no control
 /// character, double quote or backslash; otherwise in double quotes with C escapes (`\t`,
 /// `\n`, `\"`, `\\`) and the other control bytes as three octal digits (`\033`), so a file
@@ -62,12 +70,7 @@ pub fn quote_path(path: &str) -> std::borrow::Cow<'_, str> {
             '\t' => out.push_str("\\t"),
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
-            c if c.is_control() => {
-                let mut buf = [0u8; 4];
-                for b in c.encode_utf8(&mut buf).bytes() {
-                    out.push_str(&format!("\\{b:03o}"));
-                }
-            }
+            c if c.is_control() => push_octal(&mut out, c),
             c => out.push(c),
         }
     }
@@ -86,10 +89,7 @@ pub fn terminal_safe(text: &str) -> std::borrow::Cow<'_, str> {
     let mut out = String::with_capacity(text.len() + 8);
     for c in text.chars() {
         if bad(c) {
-            let mut buf = [0u8; 4];
-            for b in c.encode_utf8(&mut buf).bytes() {
-                out.push_str(&format!("\\{b:03o}"));
-            }
+            push_octal(&mut out, c);
         } else {
             out.push(c);
         }

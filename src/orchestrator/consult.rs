@@ -15,6 +15,7 @@ use std::path::Path;
 use std::sync::Mutex;
 use std::sync::atomic::AtomicBool;
 
+use super::explore::READ_TOOLS;
 use super::models::RoleModels;
 use super::replay::{Replaying, SharedJournal};
 use super::start_journal::WorkflowEvent;
@@ -30,9 +31,6 @@ pub const DEFAULT_DEPTH: u32 = 2;
 pub const DEFAULT_TURNS: u32 = 6;
 /// Longest a consulted role may work on one answer, in seconds.
 const TIMEOUT_SECS: u64 = 600;
-
-/// The reading tools a consulted role gets (beside `ask`, `signal_state` and `complete`).
-const READ_TOOLS: [&str; 3] = ["read_file", "list_dir", "grep"];
 
 /// One role in a chain of consultations and the (normalised) question it is answering.
 #[derive(Debug, Clone)]

@@ -34,13 +34,18 @@ impl Ctx<'_> {
     /// makes them pass, the tests and the fix are integrated together.
     pub(super) fn finishing(&self, phase: S) -> Result<Option<String>, StartError> {
         let base = self.phase_base(phase)?;
-        let (toml, label) = self.phase_plan(phase, &base);
+        // The project's test command, read once: it validates the tests packet and its fix.
+        let test = match phase {
+            S::Testing => self.test_command(),
+            _ => None,
+        };
+        let (toml, label) = self.phase_plan(phase, &base, test.as_deref());
         let Some((mut id, any_ok)) = self.phase_packets(phase, &toml, &base)? else {
             return Ok(None);
         };
         if !any_ok {
             let fix = match phase {
-                S::Testing => self.tests_fix(&id)?,
+                S::Testing => self.tests_fix(&id, test.as_deref())?,
                 _ => None,
             };
             let Some((fix_toml, fix_base)) = fix else {
@@ -113,7 +118,11 @@ impl Ctx<'_> {
 
     /// Returns the fix packet's plan and base when the tests packet of `tests_run` failed on
     /// its validation with a commit to start from, else None.
-    fn tests_fix(&self, tests_run: &str) -> Result<Option<(String, String)>, StartError> {
+    fn tests_fix(
+        &self,
+        tests_run: &str,
+        test: Option<&str>,
+    ) -> Result<Option<(String, String)>, StartError> {
         let store = Store::open(&self.repo.common_dir)?;
         let Some(rec) = store
             .packets(tests_run)?
@@ -122,9 +131,7 @@ impl Ctx<'_> {
         else {
             return Ok(None);
         };
-        let (Some(commit), Some(reason), Some(test)) =
-            (rec.commit, rec.reason, self.test_command())
-        else {
+        let (Some(commit), Some(reason), Some(test)) = (rec.commit, rec.reason, test) else {
             return Ok(None);
         };
         if rec.state != PacketState::Failed || !reason.contains("validation `") {
@@ -140,7 +147,9 @@ impl Ctx<'_> {
             None => Vec::new(),
         };
         files.extend(TEST_FILES.iter().map(|f| f.to_string()));
-        files.dedup();
+        // Each glob once, in the plan's order.
+        let mut seen = std::collections::HashSet::new();
+        files.retain(|f| seen.insert(f.clone()));
         let task = format!(
             "The objective \"{}\" is implemented and integrated, and the tester's new tests (the commit this branch starts from) fail on it:\n\n{}\n\nFix the implementation so `{test}` passes. Change a test only where the test itself is wrong, and say why in your summary.",
             self.req.objective.trim(),
@@ -153,7 +162,7 @@ impl Ctx<'_> {
             q(&commit),
             q(&task),
             serde_json::to_string(&files).unwrap_or_default(),
-            q(&test),
+            q(test),
         );
         Ok(Some((toml, commit)))
     }
@@ -204,7 +213,7 @@ impl Ctx<'_> {
     }
 
     /// Returns the one-packet plan of `phase` on `base`, and the phase's name.
-    fn phase_plan(&self, phase: S, base: &str) -> (String, &'static str) {
+    fn phase_plan(&self, phase: S, base: &str, test: Option<&str>) -> (String, &'static str) {
         let tests = serde_json::to_string(&TEST_FILES).unwrap_or_default();
         let (id, role, title, files, task, label) = match phase {
             S::Documenting => (
@@ -240,10 +249,8 @@ impl Ctx<'_> {
             q(&description),
         );
         // The tests must pass: the project's own test command checks them.
-        if phase == S::Testing
-            && let Some(test) = self.test_command()
-        {
-            toml.push_str(&format!("validation = [{}]\n", q(&test)));
+        if let Some(test) = test {
+            toml.push_str(&format!("validation = [{}]\n", q(test)));
         }
         (toml, label)
     }
