@@ -70,16 +70,39 @@ impl Setup {
         vars.extend_from_slice(env);
         orchestra_with_env(
             &self.repo,
-            &[
-                "start",
-                "--yes",
-                "--no-clarify",
-                "--worktree-root",
-                self.root.to_str().unwrap(),
-                "Write notes",
-            ],
+            &self.start_args(&["--yes", "--no-clarify"]),
             &vars,
         )
+    }
+
+    /// Returns `start <flags> --worktree-root <root> "Write notes"`.
+    fn start_args<'a>(&'a self, flags: &[&'a str]) -> Vec<&'a str> {
+        let mut args = vec!["start"];
+        args.extend_from_slice(flags);
+        args.extend([
+            "--worktree-root",
+            self.root.to_str().unwrap(),
+            "Write notes",
+        ]);
+        args
+    }
+
+    /// Runs `git orchestra <args>` in the repository against the scripted model.
+    fn orchestra(&self, args: &[&str]) -> std::process::Output {
+        orchestra_with_env(
+            &self.repo,
+            args,
+            &[
+                ("ORCHESTRA_PROVIDER", "openai-compatible"),
+                ("ORCHESTRA_BASE_URL", self.model.url.as_str()),
+                ("ORCHESTRA_MODEL", "scripted"),
+            ],
+        )
+    }
+
+    /// Runs `start` with `flags` against the scripted model.
+    fn start_flags(&self, flags: &[&str]) -> std::process::Output {
+        self.orchestra(&self.start_args(flags))
     }
 
     fn start(&self) -> std::process::Output {
@@ -648,23 +671,7 @@ fn a_validation_the_merge_broke_goes_back_to_the_packets_agent_and_its_fix_lands
         ],
         None,
     );
-    let out = orchestra_with_env(
-        &s.repo,
-        &[
-            "start",
-            "--yes",
-            "--no-clarify",
-            "--merge",
-            "--worktree-root",
-            s.root.to_str().unwrap(),
-            "Write notes",
-        ],
-        &[
-            ("ORCHESTRA_PROVIDER", "openai-compatible"),
-            ("ORCHESTRA_BASE_URL", s.model.url.as_str()),
-            ("ORCHESTRA_MODEL", "scripted"),
-        ],
-    );
+    let out = s.start_flags(&["--yes", "--no-clarify", "--merge"]);
     let all = text(&out);
     assert!(out.status.success(), "{all}");
     assert!(
@@ -695,25 +702,7 @@ fn retry_of_a_start_run_reopens_its_failed_packet_with_the_note_and_its_work_lan
         ],
         None,
     );
-    let vars = [
-        ("ORCHESTRA_PROVIDER", "openai-compatible"),
-        ("ORCHESTRA_BASE_URL", s.model.url.as_str()),
-        ("ORCHESTRA_MODEL", "scripted"),
-    ];
-    let root = s.root.to_str().unwrap();
-    let first = orchestra_with_env(
-        &s.repo,
-        &[
-            "start",
-            "--yes",
-            "--no-clarify",
-            "--merge",
-            "--worktree-root",
-            root,
-            "Write notes",
-        ],
-        &vars,
-    );
+    let first = s.start_flags(&["--yes", "--no-clarify", "--merge"]);
     let all = text(&first);
     assert!(
         !first.status.success(),
@@ -728,7 +717,7 @@ fn retry_of_a_start_run_reopens_its_failed_packet_with_the_note_and_its_work_lan
         .unwrap();
     assert!(!missing.success(), "p1's work is not on main yet: {all}");
 
-    let retry = orchestra_with_env(&s.repo, &["retry", "--note", "please create ok.txt"], &vars);
+    let retry = s.orchestra(&["retry", "--note", "please create ok.txt"]);
     let all = text(&retry);
     assert!(retry.status.success(), "{all}");
     assert!(all.contains("retrying p1 of run"), "{all}");
@@ -744,7 +733,7 @@ fn retry_of_a_start_run_reopens_its_failed_packet_with_the_note_and_its_work_lan
     );
 
     // A finished run with nothing failed left has nothing to retry: said, and nothing changes.
-    let again = orchestra_with_env(&s.repo, &["retry"], &vars);
+    let again = s.orchestra(&["retry"]);
     let all = text(&again);
     assert!(!again.status.success(), "{all}");
     assert!(all.contains("no failed or skipped packet"), "{all}");
@@ -782,24 +771,7 @@ fn tests_that_fail_on_the_integrated_change_become_a_fix_packet_and_both_land() 
     .unwrap();
     git(&s.repo, &["add", "Makefile"]);
     git(&s.repo, &["commit", "-qm", "tests"]);
-    let out = orchestra_with_env(
-        &s.repo,
-        &[
-            "start",
-            "--yes",
-            "--no-clarify",
-            "--merge",
-            "--tests",
-            "--worktree-root",
-            s.root.to_str().unwrap(),
-            "Write notes",
-        ],
-        &[
-            ("ORCHESTRA_PROVIDER", "openai-compatible"),
-            ("ORCHESTRA_BASE_URL", s.model.url.as_str()),
-            ("ORCHESTRA_MODEL", "scripted"),
-        ],
-    );
+    let out = s.start_flags(&["--yes", "--no-clarify", "--merge", "--tests"]);
     let all = text(&out);
     assert!(out.status.success(), "{all}");
     assert!(
@@ -911,21 +883,7 @@ fn the_clarifier_reads_the_code_before_it_says_what_is_required() {
         ],
         None,
     );
-    let out = orchestra_with_env(
-        &s.repo,
-        &[
-            "start",
-            "--yes",
-            "--worktree-root",
-            s.root.to_str().unwrap(),
-            "Write notes",
-        ],
-        &[
-            ("ORCHESTRA_PROVIDER", "openai-compatible"),
-            ("ORCHESTRA_BASE_URL", s.model.url.as_str()),
-            ("ORCHESTRA_MODEL", "scripted"),
-        ],
-    );
+    let out = s.start_flags(&["--yes"]);
     let all = text(&out);
     assert!(out.status.success(), "{all}");
     let calls = tool_calls(&s.run_dir().join("logs/clarifier.log"));
@@ -955,23 +913,7 @@ fn without_a_terminal_start_prints_the_plan_and_the_command_that_approves_it() {
         ],
         None,
     );
-    let vars = [
-        ("ORCHESTRA_PROVIDER", "openai-compatible"),
-        ("ORCHESTRA_BASE_URL", s.model.url.as_str()),
-        ("ORCHESTRA_MODEL", "scripted"),
-    ];
-    let root = s.root.to_str().unwrap();
-    let out = orchestra_with_env(
-        &s.repo,
-        &[
-            "start",
-            "--no-clarify",
-            "--worktree-root",
-            root,
-            "Write notes",
-        ],
-        &vars,
-    );
+    let out = s.start_flags(&["--no-clarify"]);
     let all = text(&out);
     assert!(!out.status.success(), "{all}");
     assert!(all.contains("Plan: 1 packet for \"Write notes\""), "{all}");
@@ -989,18 +931,7 @@ fn without_a_terminal_start_prints_the_plan_and_the_command_that_approves_it() {
     );
     assert!(!s.root.exists() || std::fs::read_dir(&s.root).unwrap().next().is_none());
     // The printed command approves the waiting plan and the run goes on.
-    let out = orchestra_with_env(
-        &s.repo,
-        &[
-            "start",
-            "--yes",
-            "--no-clarify",
-            "--worktree-root",
-            root,
-            "Write notes",
-        ],
-        &vars,
-    );
+    let out = s.start_flags(&["--yes", "--no-clarify"]);
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(s.show(&s.branch("p1"), "p1.txt"), "p1");
 }
@@ -1052,12 +983,7 @@ fn a_failed_planning_phase_is_retried_with_a_note_that_reaches_the_planner() {
     let all = text(&first);
     assert!(!first.status.success(), "{all}");
     assert!(all.contains("did not produce a valid plan"), "{all}");
-    let vars = [
-        ("ORCHESTRA_PROVIDER", "openai-compatible"),
-        ("ORCHESTRA_BASE_URL", s.model.url.as_str()),
-        ("ORCHESTRA_MODEL", "scripted"),
-    ];
-    let retry = orchestra_with_env(&s.repo, &["retry", "--note", "only write p1.txt"], &vars);
+    let retry = s.orchestra(&["retry", "--note", "only write p1.txt"]);
     let all = text(&retry);
     assert!(retry.status.success(), "{all}");
     assert!(all.contains("from where it stopped"), "{all}");
@@ -1100,23 +1026,7 @@ fn start_shows_its_agents_tool_calls_and_model_turns_as_they_happen_and_quiet_hi
     assert_eq!(tools, ["write_file", "complete"]);
 
     let quiet = setup(&plan(&[("p1", &["p1.txt"])]), scripts(), None);
-    let out = orchestra_with_env(
-        &quiet.repo,
-        &[
-            "start",
-            "--yes",
-            "--no-clarify",
-            "--quiet",
-            "--worktree-root",
-            quiet.root.to_str().unwrap(),
-            "Write notes",
-        ],
-        &[
-            ("ORCHESTRA_PROVIDER", "openai-compatible"),
-            ("ORCHESTRA_BASE_URL", quiet.model.url.as_str()),
-            ("ORCHESTRA_MODEL", "scripted"),
-        ],
-    );
+    let out = quiet.start_flags(&["--yes", "--no-clarify", "--quiet"]);
     let all = text(&out);
     assert!(out.status.success(), "{all}");
     assert!(!all.contains("write_file ("), "{all}");
