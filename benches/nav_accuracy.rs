@@ -21,39 +21,12 @@ use git_orchestra::nav::{Detail, Index, render_locations_at, render_places};
 mod heldout;
 #[path = "nav_accuracy/rust.rs"]
 mod rust;
+#[path = "nav_accuracy/sets.rs"]
+mod sets;
 #[path = "nav_accuracy/typescript.rs"]
 mod typescript;
 
-/// Packages and modules copied into the evaluation repository.
-const TREE: &[&str] = &[
-    "json",
-    "email",
-    "http",
-    "logging",
-    "urllib",
-    "concurrent",
-    "collections",
-    "importlib",
-    "argparse.py",
-    "functools.py",
-    "textwrap.py",
-    "shlex.py",
-];
-/// Files whose names are sampled as queries (aliases, relative imports, re-exports, overrides).
-const EVAL: &[&str] = &[
-    "json/__init__.py",
-    "json/decoder.py",
-    "json/encoder.py",
-    "email/message.py",
-    "email/parser.py",
-    "email/feedparser.py",
-    "http/client.py",
-    "logging/handlers.py",
-    "urllib/request.py",
-    "concurrent/futures/thread.py",
-    "argparse.py",
-    "textwrap.py",
-];
+use sets::{EVAL, TREE};
 
 fn sh(dir: &Path, prog: &str, args: &[&str]) -> Vec<u8> {
     let out = Command::new(prog)

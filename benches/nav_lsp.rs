@@ -20,45 +20,9 @@ use git_orchestra::config::LspConfig;
 use git_orchestra::lsp::{Outcome, Query, Settings, Tier};
 use git_orchestra::nav::{At, Index, Location};
 
-/// The accuracy harness's standard library slice.
-const TREE: &[&str] = &[
-    "json",
-    "email",
-    "http",
-    "logging",
-    "urllib",
-    "concurrent",
-    "collections",
-    "importlib",
-    "argparse.py",
-    "functools.py",
-    "textwrap.py",
-    "shlex.py",
-];
-const EVAL: &[&str] = &[
-    "json/__init__.py",
-    "json/decoder.py",
-    "json/encoder.py",
-    "email/message.py",
-    "email/parser.py",
-    "email/feedparser.py",
-    "http/client.py",
-    "logging/handlers.py",
-    "urllib/request.py",
-    "concurrent/futures/thread.py",
-    "argparse.py",
-    "textwrap.py",
-];
-/// The accuracy harness's held-out packages: (source distribution stem, import name).
-const HELDOUT: &[(&str, &str)] = &[
-    ("requests-2.32.3", "requests"),
-    ("flask-3.0.3", "flask"),
-    ("click-8.1.7", "click"),
-    ("jinja2-3.1.4", "jinja2"),
-    ("werkzeug-3.0.4", "werkzeug"),
-    ("itsdangerous-2.2.0", "itsdangerous"),
-    ("attrs-24.2.0", "attr"),
-];
+#[path = "nav_accuracy/sets.rs"]
+mod sets;
+use sets::{EVAL, PACKAGES, TREE};
 
 fn sh(dir: &Path, prog: &str, args: &[&str]) -> Vec<u8> {
     let out = Command::new(prog)
@@ -425,7 +389,9 @@ fn main() {
     }
     let cache = std::env::temp_dir().join("git-orchestra-nav-accuracy-pypi");
     let (mut graph, mut server) = (Side::default(), Side::default());
-    for (stem, import) in HELDOUT {
+    for (requirement, import) in PACKAGES {
+        // The source distribution's stem: `requests==2.32.3` → `requests-2.32.3`.
+        let stem = &requirement.replace("==", "-");
         let Some((dest, eval)) = heldout_repo(tmp.path(), &cache, stem, import) else {
             println!("== held-out {stem}: skipped (not in {})", cache.display());
             continue;

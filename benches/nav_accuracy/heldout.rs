@@ -12,16 +12,7 @@ use std::process::{Command, Stdio};
 
 use git_orchestra::nav::Index;
 
-/// The packages, pinned: (requirement, import name).
-const PACKAGES: &[(&str, &str)] = &[
-    ("requests==2.32.3", "requests"),
-    ("flask==3.0.3", "flask"),
-    ("click==8.1.7", "click"),
-    ("jinja2==3.1.4", "jinja2"),
-    ("werkzeug==3.0.4", "werkzeug"),
-    ("itsdangerous==2.2.0", "itsdangerous"),
-    ("attrs==24.2.0", "attr"),
-];
+use super::sets::PACKAGES;
 /// Modules of each package whose names are sampled as queries.
 const FILES_PER_PACKAGE: usize = 8;
 
