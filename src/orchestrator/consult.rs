@@ -15,11 +15,11 @@ use std::path::Path;
 use std::sync::Mutex;
 use std::sync::atomic::AtomicBool;
 
-use super::explore::READ_TOOLS;
+use super::explore::{READ_TOOLS, read_only};
 use super::models::RoleModels;
 use super::replay::{Replaying, SharedJournal};
 use super::start_journal::WorkflowEvent;
-use crate::agent::tools::{Registry, nav};
+use crate::agent::tools::Registry;
 use crate::agent::{self, AgentSpec, Host, Reply, WorkerState};
 use crate::confine::ConfinedRoot;
 use crate::llm::{ChatModel, RetryPolicy};
@@ -196,19 +196,14 @@ impl<'a> Consultation<'a> {
             .consult_turns
             .unwrap_or(DEFAULT_TURNS)
             .max(1);
-        let mut role = self
-            .models
-            .roles
-            .get(to)
-            .map_err(|e| e.to_string())?
-            .clone();
-        role.tools = READ_TOOLS
-            .iter()
-            .chain(nav::NAMES.iter())
-            .chain(["ask"].iter())
-            .map(|t| t.to_string())
-            .collect();
-        role.write_scope.clear();
+        let mut role = read_only(
+            self.models
+                .roles
+                .get(to)
+                .map_err(|e| e.to_string())?
+                .clone(),
+            &["ask"],
+        );
         role.max_turns = role.max_turns.clamp(1, turns);
         role.timeout_secs = role.timeout_secs.min(TIMEOUT_SECS);
         let (clients, profiles) = self.models.clients(to).map_err(|e| e.to_string())?;

@@ -12,7 +12,7 @@ use super::models::RoleModels;
 use super::replay::Replaying;
 use crate::agent::profiles::SetupError;
 use crate::agent::tools::{Registry, nav};
-use crate::agent::{self, AgentSpec, WorkerState};
+use crate::agent::{self, AgentSpec, Role, WorkerState};
 use crate::confine::ConfinedRoot;
 use crate::llm::{ChatModel, RetryPolicy};
 
@@ -22,6 +22,19 @@ pub const READ_TOOLS: [&str; 3] = ["read_file", "list_dir", "grep"];
 pub const DEFAULT_TURNS: u32 = 12;
 /// Longest an exploring role may work on one answer, in seconds.
 const TIMEOUT_SECS: u64 = 900;
+
+/// Returns `role` able only to read: its tools the reading ones, the `nav_*` tools and
+/// `extra` (`signal_state` and `complete` are always there), its write scope empty.
+pub(super) fn read_only(mut role: Role, extra: &[&str]) -> Role {
+    role.tools = READ_TOOLS
+        .iter()
+        .chain(nav::NAMES.iter())
+        .chain(extra.iter())
+        .map(|t| t.to_string())
+        .collect();
+    role.write_scope.clear();
+    role
+}
 
 impl RoleModels {
     /// Asks `role` for an answer after it has read what it needs of the repository at `root`
@@ -37,19 +50,13 @@ impl RoleModels {
         transcript: &Path,
         stop: &AtomicBool,
     ) -> Result<String, SetupError> {
-        let mut spec_role = self.roles.get(role)?.clone();
         let turns = self
             .config
             .agents
             .explore_turns
             .unwrap_or(DEFAULT_TURNS)
             .max(1);
-        spec_role.tools = READ_TOOLS
-            .iter()
-            .chain(nav::NAMES.iter())
-            .map(|t| t.to_string())
-            .collect();
-        spec_role.write_scope.clear();
+        let mut spec_role = read_only(self.roles.get(role)?.clone(), &[]);
         spec_role.max_turns = turns;
         spec_role.timeout_secs = spec_role.timeout_secs.clamp(60, TIMEOUT_SECS);
         spec_role.instructions = format!("{}\n\n{guidance}", spec_role.instructions.trim());
