@@ -26,7 +26,10 @@ pub fn line(event: &Event) -> Option<String> {
         .or_else(|| merge_line(event))
         .or_else(|| agent_line(event))
         // What a line quotes (file names, commands, model text) never drives the terminal.
-        .map(|l| git_orchestra::redact::terminal_safe(&l).into_owned())
+        .map(|l| match git_orchestra::redact::terminal_safe(&l) {
+            std::borrow::Cow::Borrowed(_) => l,
+            std::borrow::Cow::Owned(safe) => safe,
+        })
 }
 
 /// Returns the line for an event of a packet's pipeline.
