@@ -21,7 +21,7 @@ pub use parse::{CliReport, Format};
 pub use probe::{CliStatus, probe, which};
 
 use super::AgentEvent;
-use super::sandbox::{IfUnavailable, Limits, Sandbox};
+use super::sandbox::{IfUnavailable, Sandbox};
 use crate::config::RepoConfig;
 use crate::engine::{Worker, WorkerJob, WorkerReport};
 use crate::exec::process::{self, Confine, Outcome, Spec};
@@ -139,17 +139,16 @@ impl CliWorker {
         let prompt_file = tmp.join(format!("{stem}-prompt.md"));
         let prompt = self.prompt(job, session.is_some());
         let launcher = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("git-orchestra"));
-        let mut read = Sandbox::reads(Some(job.common_dir), &self.config.sandbox);
-        read.extend(program_dirs(&launcher, &adapter.command));
-        let sandbox = Sandbox {
-            launcher: launcher.clone(),
-            tmp: tmp.clone(),
-            read,
-            // Tool caches the user declared (`[sandbox] writable`), as for worker commands.
-            write: Sandbox::writes(&self.config.sandbox),
-            limits: Limits::from_config(&self.config.sandbox),
-            if_unavailable: IfUnavailable::from_config(self.config.sandbox.if_unavailable),
-        };
+        // The workers' sandbox, which must also let the CLI read its own program.
+        let mut sandbox = Sandbox::from_config(
+            launcher.clone(),
+            job.common_dir,
+            &self.config.sandbox,
+            tmp.clone(),
+        );
+        sandbox
+            .read
+            .extend(program_dirs(&launcher, &adapter.command));
         let call = Call {
             worktree: job.worktree,
             tmp: &tmp,

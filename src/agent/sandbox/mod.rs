@@ -229,6 +229,27 @@ impl Sandbox {
     }
 }
 
+impl Sandbox {
+    /// Returns the sandbox `config` describes for commands run on behalf of the repository at
+    /// `common_dir` (workers, setup and validation commands, agent CLIs), launched by
+    /// `launcher`, with `tmp` as the parent of their private temporary directories.
+    pub fn from_config(
+        launcher: PathBuf,
+        common_dir: &Path,
+        config: &crate::config::SandboxConfig,
+        tmp: PathBuf,
+    ) -> Sandbox {
+        Sandbox {
+            launcher,
+            tmp,
+            read: Sandbox::reads(Some(common_dir), config),
+            write: Sandbox::writes(config),
+            limits: Limits::from_config(config),
+            if_unavailable: IfUnavailable::from_config(config.if_unavailable),
+        }
+    }
+}
+
 /// Returns the confinements of the commands a plan or a person names — external worker
 /// commands, setup and validation commands — in the repository whose common git directory is
 /// `common_dir`, as `config` says: writes only in the command's tree, a private temporary
@@ -254,14 +275,12 @@ pub fn command_sandboxes(
             PathBuf::from("/nonexistent/git-orchestra")
         }
     };
-    let sandbox = Sandbox {
+    let sandbox = Sandbox::from_config(
         launcher,
-        tmp: crate::exec::state_dir(common_dir).join("tmp"),
-        read: Sandbox::reads(Some(common_dir), config),
-        write: Sandbox::writes(config),
-        limits: Limits::from_config(config),
-        if_unavailable: IfUnavailable::from_config(config.if_unavailable),
-    };
+        common_dir,
+        config,
+        crate::exec::state_dir(common_dir).join("tmp"),
+    );
     let network = config.network_uses();
     let confine = |kind| Some(sandbox.clone().per_tree(network.contains(&kind)));
     crate::exec::process::Sandboxes {
