@@ -100,6 +100,21 @@ impl AgentOutcome {
         let total = self.symbolic_nav_calls + self.textual_nav_calls;
         (total > 0).then(|| self.symbolic_nav_calls as f64 / total as f64)
     }
+
+    /// Replaces every one of `keys` in the texts the outcome carries — why it ended, the
+    /// agent's summary, its learnings, its last answer — which are journaled, reported, kept
+    /// in the run store's memory and put into other roles' prompts: a model that read a key
+    /// somewhere must not be able to pass it on through its final words.
+    pub fn scrub(&mut self, keys: &[crate::llm::ApiKey]) {
+        if keys.is_empty() {
+            return;
+        }
+        let scrub = |t: &mut String| *t = crate::llm::ApiKey::scrub_all(keys, t);
+        scrub(&mut self.reason);
+        scrub(&mut self.last_text);
+        self.summary.iter_mut().for_each(scrub);
+        self.learnings.iter_mut().for_each(scrub);
+    }
 }
 
 /// Why a run could not even start.

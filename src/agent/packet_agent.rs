@@ -161,10 +161,7 @@ impl AgentWorker {
             if_unavailable: IfUnavailable::from_config(self.config.sandbox.if_unavailable),
         }
         .spec(&self.config, &root, task, packet, job.stop, job.log);
-        let keys: Vec<llm::ApiKey> = chain
-            .iter()
-            .filter_map(|p| p.api_key().ok().flatten())
-            .collect();
+        let keys = llm::Profile::keys_of(chain.iter());
         let mut on_event = |e: &AgentEvent| {
             if let Ok(line) = serde_json::to_string(e) {
                 let _ = writeln!(log, "{}", llm::ApiKey::scrub_all(&keys, &line));
@@ -178,6 +175,7 @@ impl AgentWorker {
                 model: String::new(),
                 message: e.to_string(),
             })?;
+        outcome.scrub(&keys);
         if outcome.state == WorkerState::Completed {
             self.keep_conversation(key, std::mem::take(&mut outcome.messages));
             remember(job.common_dir, job.run, &packet.id, &outcome.learnings);

@@ -248,6 +248,9 @@ pub fn cmd_nav(cwd: &Path, args: NavArgs) -> Result<(), CommandError> {
 fn print(text: &str) -> Result<(), CommandError> {
     let mut out = std::io::stdout().lock();
     let end = if text.ends_with('\n') { "" } else { "\n" };
+    // Names and lines come from the repository: a file name or a line holding an escape
+    // sequence must not drive the terminal (JSON answers escape them already).
+    let text = git_orchestra::redact::terminal_safe(text);
     match write!(out, "{text}{end}") {
         // A closed pipe (`| head`) is not an error.
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),

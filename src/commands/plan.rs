@@ -177,7 +177,8 @@ fn report_issues(shown: &str, issues: &[PlanIssue], json: bool) -> CommandError 
         }
     } else {
         for issue in issues {
-            eprintln!("error: {issue}");
+            let issue = issue.to_string();
+            eprintln!("error: {}", git_orchestra::redact::terminal_safe(&issue));
         }
     }
     let n = issues.len();
@@ -206,27 +207,32 @@ fn serialized(schedule: &Schedule) -> Vec<Serialized<'_>> {
         .collect()
 }
 
+/// Prints the check's report; the plan's names, objective and reasons come from a plan file
+/// (perhaps a model's), so control characters in them are escaped.
 fn print_text(r: &CheckReport) {
-    println!("plan {} is valid", r.plan);
-    println!("objective: {}", r.objective);
-    println!("packets: {}", r.packets);
-    println!("base: {} ({})", r.base.name, r.base.commit);
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let _ = writeln!(out, "plan {} is valid", r.plan);
+    let _ = writeln!(out, "objective: {}", r.objective);
+    let _ = writeln!(out, "packets: {}", r.packets);
+    let _ = writeln!(out, "base: {} ({})", r.base.name, r.base.commit);
     if let Some(n) = r.max_parallel {
-        println!("max parallel: {n}");
+        let _ = writeln!(out, "max parallel: {n}");
     }
-    println!("waves:");
+    let _ = writeln!(out, "waves:");
     for (i, wave) in r.waves.iter().enumerate() {
-        println!("  {}: {}", i + 1, wave.join(", "));
+        let _ = writeln!(out, "  {}: {}", i + 1, wave.join(", "));
     }
     if r.serialized.is_empty() {
-        println!("serialized: none");
+        let _ = writeln!(out, "serialized: none");
     } else {
-        println!("serialized:");
+        let _ = writeln!(out, "serialized:");
         for s in &r.serialized {
-            println!("  {} before {}: {}", s.first, s.second, s.reason);
+            let _ = writeln!(out, "  {} before {}: {}", s.first, s.second, s.reason);
         }
     }
     for note in r.parallel {
-        println!("parallel: {note}");
+        let _ = writeln!(out, "parallel: {note}");
     }
+    print!("{}", git_orchestra::redact::terminal_safe(&out));
 }

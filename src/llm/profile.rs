@@ -183,6 +183,14 @@ impl Profile {
             }),
         }
     }
+
+    /// Returns the keys `profiles` read (those set), for scrubbing what their models say.
+    pub fn keys_of<'p>(profiles: impl IntoIterator<Item = &'p Profile>) -> Vec<ApiKey> {
+        profiles
+            .into_iter()
+            .filter_map(|p| p.api_key().ok().flatten())
+            .collect()
+    }
 }
 
 /// What a scrubbed API key is replaced with.

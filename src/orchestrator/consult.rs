@@ -257,12 +257,18 @@ impl<'a> Consultation<'a> {
             .collect();
         let mut transcript =
             agent::open_transcript(&self.logs.join(format!("consult-{to}-{hash}.log")));
+        let keys = crate::llm::Profile::keys_of(&profiles);
         let mut on_event = |e: &agent::AgentEvent| {
             if let Ok(line) = serde_json::to_string(e) {
-                let _ = writeln!(transcript, "{line}");
+                let _ = writeln!(
+                    transcript,
+                    "{}",
+                    crate::llm::ApiKey::scrub_all(&keys, &line)
+                );
             }
         };
-        let outcome = agent::run(&spec, &mut on_event).map_err(|e| e.to_string())?;
+        let mut outcome = agent::run(&spec, &mut on_event).map_err(|e| e.to_string())?;
+        outcome.scrub(&keys);
         match (outcome.state, outcome.summary) {
             (WorkerState::Completed, Some(answer)) if !answer.trim().is_empty() => Ok(answer),
             (state, _) => Err(format!("{}: {}", state.as_str(), outcome.reason)),

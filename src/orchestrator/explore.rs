@@ -93,15 +93,17 @@ impl RoleModels {
             text_answer: true,
         };
         let mut log = agent::open_transcript(transcript);
+        let keys = crate::llm::Profile::keys_of(&profiles);
         let mut on_event = |e: &agent::AgentEvent| {
             if let Ok(line) = serde_json::to_string(e) {
-                let _ = writeln!(log, "{line}");
+                let _ = writeln!(log, "{}", crate::llm::ApiKey::scrub_all(&keys, &line));
             }
         };
-        let outcome = agent::run(&spec, &mut on_event).map_err(|e| SetupError::Unanswered {
+        let mut outcome = agent::run(&spec, &mut on_event).map_err(|e| SetupError::Unanswered {
             role: role.to_string(),
             reason: e.to_string(),
         })?;
+        outcome.scrub(&keys);
         match (outcome.state, outcome.summary) {
             (WorkerState::Completed, Some(answer)) if !answer.trim().is_empty() => Ok(answer),
             (state, _) => Err(SetupError::Unanswered {

@@ -265,13 +265,10 @@ impl StartWorker {
             job.stop,
             job.log,
         );
-        let keys: Vec<crate::llm::ApiKey> = chain
-            .iter()
-            .filter_map(|p| p.api_key().ok().flatten())
-            .collect();
+        let keys = crate::llm::Profile::keys_of(chain.iter());
         let mut on_event = |e: &AgentEvent| {
             if let Ok(line) = serde_json::to_string(e) {
-                let _ = writeln!(log, "{line}");
+                let _ = writeln!(log, "{}", crate::llm::ApiKey::scrub_all(&keys, &line));
             }
             if let Some(journal) = job.journal
                 && let Some(event) = agent::activity::store_event(&packet.id, &role_name, &keys, e)
@@ -279,7 +276,9 @@ impl StartWorker {
                 journal(event);
             }
         };
-        crate::agent::run(&spec, &mut on_event).map_err(|e| e.to_string())
+        let mut outcome = crate::agent::run(&spec, &mut on_event).map_err(|e| e.to_string())?;
+        outcome.scrub(&keys);
+        Ok(outcome)
     }
 
     fn run_packet(&self, job: &WorkerJob<'_>, log: &mut dyn Write) -> Result<WorkerReport, String> {

@@ -167,3 +167,81 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     }
     found
 }
+
+#[test]
+fn an_agents_final_words_cannot_carry_the_key_into_the_journal_memory_or_report() {
+    let repo = TestRepo::new();
+    // The model repeats the key in its summary and its learnings, as one that read it
+    // somewhere would; nothing it says at the end may keep it.
+    let replies = vec![
+        crate::attacks::call(
+            "w1",
+            "write_file",
+            serde_json::json!({"path": "src/lib.rs", "content": "// changed\n"}),
+        ),
+        crate::attacks::call(
+            "c1",
+            "complete",
+            serde_json::json!({
+                "summary": format!("changed src/lib.rs; the key is {SECRET}"),
+                "learnings": [format!("the provider key {SECRET} works")],
+            }),
+        ),
+        crate::mock::approval(),
+    ];
+    let server = MockServer::start(replies);
+    repo.write(
+        ".orchestra/config.toml",
+        &format!(
+            "[profiles.default]\nprovider = \"openai-compatible\"\nbase_url = \"{}\"\nmodel = \"mock-model\"\napi_key_env = \"{KEY_VAR}\"\n",
+            server.url
+        ),
+    );
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-qm", "config"]);
+    let env = [(KEY_VAR, SECRET)];
+    let out = orchestra_with_env(
+        &repo.path,
+        &["agent", "coder", "Change src/lib.rs", "--json"],
+        &env,
+    );
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
+    assert!(!all.contains(SECRET), "the key reached the output: {all}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let run_id = v["run"]["id"].as_str().unwrap();
+    let common = repo.path.join(repo.git(&["rev-parse", "--git-common-dir"]));
+    let store = Store::open(&common).unwrap();
+    let events: Vec<String> = store
+        .events(run_id, 0)
+        .unwrap()
+        .iter()
+        .map(|e| serde_json::to_string(&e.event).unwrap())
+        .collect();
+    let finished = events
+        .iter()
+        .find(|e| e.contains("\"worker_finished\""))
+        .expect("the worker's end was journaled");
+    assert!(
+        finished.contains("changed src/lib.rs; the key is <redacted>"),
+        "the summary is journaled, scrubbed: {finished}"
+    );
+    assert!(events.iter().all(|e| !e.contains(SECRET)), "{events:#?}");
+    let learned: Vec<String> = store
+        .learnings(10)
+        .unwrap()
+        .into_iter()
+        .map(|l| l.text)
+        .collect();
+    assert_eq!(
+        learned,
+        ["the provider key <redacted> works"],
+        "{learned:?}"
+    );
+    for log in walk(&common) {
+        let body = std::fs::read_to_string(&log).unwrap();
+        assert!(!body.contains(SECRET), "{} holds the key", log.display());
+    }
+    let shown = orchestra_with_env(&repo.path, &["status", run_id], &env);
+    assert!(!text(&shown).contains(SECRET), "{}", text(&shown));
+}

@@ -671,3 +671,46 @@ fn a_reader_that_stops_reading_ends_the_output_quietly() {
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
+
+#[test]
+fn escape_sequences_in_a_plan_reach_neither_the_report_nor_the_errors_raw() {
+    let repo = TestRepo::new();
+    // A plan (perhaps a model's) whose objective and file scope would recolour the terminal.
+    repo.write(
+        "plan.toml",
+        &format!(
+            "objective = \"Add \\u001b[31mred\\u001b[0m validation\"\n{}",
+            PACKET_A.replace("src/parser.rs", "src/pa\\u001b]0;pwned\\u0007rser.rs")
+        ),
+    );
+    let out = orchestra(&repo.path, &["plan", "check", "plan.toml"]);
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
+    assert!(
+        all.contains(r"objective: Add \033[31mred\033[0m validation"),
+        "{all}"
+    );
+    assert!(
+        !all.contains('\u{1b}'),
+        "a raw escape reached the report: {all:?}"
+    );
+
+    repo.write(
+        "plan.toml",
+        &format!(
+            "objective = \"x\"\n{}",
+            PACKET_A.replace("src/parser.rs", "../\\u001b[2Jout.rs")
+        ),
+    );
+    let out = orchestra(&repo.path, &["plan", "check", "plan.toml"]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{all}");
+    assert!(
+        all.contains(r"\033[2Jout.rs"),
+        "the error names the path: {all}"
+    );
+    assert!(
+        !all.contains('\u{1b}'),
+        "a raw escape reached the errors: {all:?}"
+    );
+}

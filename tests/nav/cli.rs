@@ -134,3 +134,29 @@ fn a_bare_name_several_definitions_share_is_said_and_a_position_picks_one() {
         "{stdout}"
     );
 }
+
+#[test]
+fn file_names_and_lines_with_escape_sequences_are_escaped_in_text_answers() {
+    let repo = TestRepo::with_files(&[
+        (
+            "src/r\u{1b}[31med.py",
+            "def paint():\n    return '\u{1b}[2J'\n\n\ndef main():\n    paint()\n",
+        ),
+        ("src/use.py", "x = 1\n"),
+    ]);
+    for args in [
+        &["nav", "def", "paint"][..],
+        &["nav", "refs", "paint"],
+        &["nav", "search", "paint"],
+        &["nav", "map"],
+    ] {
+        let out = orchestra(&repo.path, args);
+        let all = text(&out);
+        assert!(out.status.success(), "{args:?}: {all}");
+        assert!(
+            all.contains(r"r\033[31med.py"),
+            "{args:?} names the file: {all}"
+        );
+        assert!(!all.contains('\u{1b}'), "{args:?}: a raw escape: {all:?}");
+    }
+}
