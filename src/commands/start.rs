@@ -134,7 +134,7 @@ impl Interaction for Terminal {
             eprintln!("problem: {p}");
         }
         loop {
-            eprint!("[a]pprove, [e]dit in $EDITOR, [r]eject? ");
+            eprint!("[a]pprove, [e]dit in $EDITOR, [s]end back with feedback, [r]eject? ");
             let _ = std::io::stderr().flush();
             let mut line = String::new();
             if std::io::stdin().lock().read_line(&mut line).unwrap_or(0) == 0 {
@@ -143,6 +143,12 @@ impl Interaction for Terminal {
             match line.trim() {
                 "a" | "approve" | "y" | "yes" => return Approval::Approve,
                 "r" | "reject" | "n" | "no" => return Approval::Reject,
+                "s" | "send" | "f" | "feedback" => {
+                    match self.ask("What should the planner change? (one line)") {
+                        Some(feedback) => return Approval::Revise(feedback),
+                        None => eprintln!("no feedback given; the plan still waits"),
+                    }
+                }
                 "e" | "edit" => match edit(plan_toml) {
                     Ok(text) => return Approval::Edited(text),
                     Err(e) => eprintln!("cannot edit: {e}"),

@@ -1,5 +1,6 @@
 //! The approval phase of `start`: the valid plan is approved by `--yes`, or shown to the
-//! person at the terminal, who approves, edits (the edit is validated again) or rejects it.
+//! person at the terminal (or on the web view), who approves, edits (the edit is validated
+//! again), sends it back to the planner with feedback, or rejects it.
 
 use super::driver::{Approval, Ctx, StartError};
 use super::planning;
@@ -7,23 +8,35 @@ use super::start_journal::WorkflowEvent;
 use super::workflow::WorkflowState as S;
 use crate::plan::Plan;
 
+/// What became of the plan waiting for approval.
+pub(super) enum Decision {
+    Approved,
+    Rejected,
+    /// Sent back to the planner with the person's feedback (journaled as `PlanSentBack`).
+    SentBack,
+    /// Nobody can decide now (no terminal): the run stops and says how to approve.
+    Nobody,
+}
+
 impl Ctx<'_> {
-    /// Returns Some(true) when approved, Some(false) when rejected, None when nobody can say.
-    pub(super) fn approve(&self) -> Result<Option<bool>, StartError> {
-        if self
-            .since_entering(S::AwaitingApproval)?
-            .iter()
-            .any(|e| matches!(e.event, WorkflowEvent::PlanApproved { .. }))
-        {
-            return Ok(Some(true));
+    /// Decides on the valid plan: a decision journaled since the run began waiting (by the
+    /// web view, or before a crash) stands; otherwise `--yes` approves, or the person does.
+    pub(super) fn approve(&self) -> Result<Decision, StartError> {
+        let waiting = self.since_entering(S::AwaitingApproval)?;
+        for e in waiting.iter().rev() {
+            match e.event {
+                WorkflowEvent::PlanApproved { .. } => return Ok(Decision::Approved),
+                WorkflowEvent::PlanSentBack { .. } => return Ok(Decision::SentBack),
+                _ => {}
+            }
         }
         let Some(mut plan) = self.valid_plan()? else {
-            return Ok(Some(false));
+            return Ok(Decision::Rejected);
         };
         let how = if self.settings.yes {
             "flag"
         } else if !self.ui.interactive() {
-            return Ok(None);
+            return Ok(Decision::Nobody);
         } else {
             self.ui.progress(&overview(&plan, &self.plan_findings()?));
             let mut problems = Vec::new();
@@ -32,7 +45,14 @@ impl Ctx<'_> {
                 match self.ui.approve(&plan, &problems) {
                     Approval::Approve if problems.is_empty() => break,
                     Approval::Approve => {}
-                    Approval::Reject => return Ok(Some(false)),
+                    Approval::Reject => return Ok(Decision::Rejected),
+                    Approval::Revise(feedback) if !feedback.trim().is_empty() => {
+                        self.j()?.append(&WorkflowEvent::PlanSentBack {
+                            feedback: feedback.trim().to_string(),
+                        })?;
+                        return Ok(Decision::SentBack);
+                    }
+                    Approval::Revise(_) => continue,
                     Approval::Edited(text) => {
                         plan = text;
                         edited = true;
@@ -56,7 +76,7 @@ impl Ctx<'_> {
             how: how.to_string(),
             toml: plan,
         })?;
-        Ok(Some(true))
+        Ok(Decision::Approved)
     }
 
     /// Returns the journaled approved plan, if any.

@@ -122,6 +122,9 @@ impl Ctx<'_> {
         let entries = self.all()?;
         let noted = entries.iter().filter_map(|e| match &e.event {
             WorkflowEvent::Noted { note } => Some(format!("from the person running this: {note}")),
+            WorkflowEvent::PlanSentBack { feedback } => Some(format!(
+                "from the person running this, sending an earlier plan back: {feedback}"
+            )),
             _ => None,
         });
         let mut notes: Vec<String> = noted.collect();

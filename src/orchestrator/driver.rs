@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use super::approval::Decision;
 use super::models::RoleModels;
 use super::report::Report;
 use super::start_journal::{Entry, JournalError, StartJournal, StartSettings, WorkflowEvent};
@@ -76,6 +77,8 @@ pub enum Approval {
     Approve,
     /// The user edited the plan; this is the new text.
     Edited(String),
+    /// The user sends the plan back to the planner with this feedback for a new round.
+    Revise(String),
     Reject,
 }
 
@@ -330,9 +333,12 @@ impl Ctx<'_> {
                 false => self.move_to(wf, S::PlanRevision, "the reviewer asked for changes")?,
             },
             S::AwaitingApproval => match self.approve()? {
-                Some(true) => self.move_to(wf, S::Executing, "plan approved")?,
-                Some(false) => self.move_to(wf, S::Cancelled, "plan rejected")?,
-                None => {
+                Decision::Approved => self.move_to(wf, S::Executing, "plan approved")?,
+                Decision::Rejected => self.move_to(wf, S::Cancelled, "plan rejected")?,
+                Decision::SentBack => {
+                    self.move_to(wf, S::PlanRevision, "sent back with the person's feedback")?
+                }
+                Decision::Nobody => {
                     let plan = self.valid_plan()?.unwrap_or_default();
                     return Err(StartError::NeedsApproval {
                         run: self.run.clone(),

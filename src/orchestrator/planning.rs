@@ -284,6 +284,9 @@ impl Ctx<'_> {
                 .rev()
                 .find_map(|e| match &e.event {
                     WorkflowEvent::PlanReviewed { findings, .. } => Some(findings.clone()),
+                    WorkflowEvent::PlanSentBack { feedback } => Some(vec![format!(
+                        "the person approving plans sent this plan back: {feedback}"
+                    )]),
                     _ => None,
                 })
                 .unwrap_or_default(),

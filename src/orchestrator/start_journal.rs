@@ -99,6 +99,9 @@ pub enum WorkflowEvent {
     /// A person's note for the run's planning (`retry --note` of a run stopped before
     /// execution); the planner gets it with the clarified requirements.
     Noted { note: String },
+    /// The person sent the plan waiting for approval back to the planner with this feedback
+    /// (at the prompt or on the web view): the next planning round revises it.
+    PlanSentBack { feedback: String },
     /// The workflow moved from one state to another.
     Transition {
         from: WorkflowState,

@@ -114,7 +114,7 @@ impl WorkflowState {
             S::Planning => matches!(to, S::PlanReview | S::AwaitingApproval),
             S::PlanReview => matches!(to, S::PlanRevision | S::AwaitingApproval),
             S::PlanRevision => to == S::PlanReview,
-            S::AwaitingApproval => matches!(to, S::Executing | S::PlanReview),
+            S::AwaitingApproval => matches!(to, S::Executing | S::PlanReview | S::PlanRevision),
             S::Executing => matches!(
                 to,
                 S::Integrating | S::Documenting | S::Testing | S::Completed
@@ -237,6 +237,7 @@ mod tests {
         (S::PlanRevision, S::PlanReview),
         (S::AwaitingApproval, S::Executing),
         (S::AwaitingApproval, S::PlanReview),
+        (S::AwaitingApproval, S::PlanRevision),
         (S::Executing, S::Integrating),
         (S::Executing, S::Documenting),
         (S::Executing, S::Testing),

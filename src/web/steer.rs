@@ -43,6 +43,13 @@ pub(super) fn post(shared: &Shared, path: &str, body: &str) -> Reply {
     match action {
         "approve" => decide(shared, run, Approval::Approve),
         "reject" => decide(shared, run, Approval::Reject),
+        "revise" => match text("feedback").trim() {
+            "" => refused(
+                400,
+                "say what the planner should change: the feedback is empty",
+            ),
+            feedback => decide(shared, run, Approval::Revise(feedback.to_string())),
+        },
         "edit" => {
             let plan = text("plan");
             let problems = check(shared, Some(run), &plan);
@@ -79,9 +86,9 @@ fn check(shared: &Shared, run: Option<&str>, plan: &str) -> Vec<String> {
     problems
 }
 
-/// Approves, edits or rejects the plan `run` waits on: the waiting `start --ui` process gets
-/// the decision; a run that stopped to wait has it journaled and is resumed (approved) or
-/// cancelled (rejected).
+/// Approves, edits, sends back or rejects the plan `run` waits on: the waiting `start --ui`
+/// process gets the decision; a run that stopped to wait has it journaled and is resumed
+/// (approved or sent back to its planner) or cancelled (rejected).
 fn decide(shared: &Shared, run: &str, decision: Approval) -> Reply {
     let common = &shared.repo.common_dir;
     let phase = git_orchestra::status::start_state(common, run).map(|s| s.phase);
@@ -94,9 +101,10 @@ fn decide(shared: &Shared, run: &str, decision: Approval) -> Reply {
     let what = match &decision {
         Approval::Approve => "approved",
         Approval::Edited(_) => "approved as edited",
+        Approval::Revise(_) => "sent back to the planner",
         Approval::Reject => "rejected",
     };
-    if shared.live.waiting().is_some() && shared.live.decide(decision.clone_decision()) {
+    if shared.live.waiting().is_some() && shared.live.decide(decision.clone()) {
         return done(format!("plan {what}"));
     }
     let Ok(j) = StartJournal::open(common, run) else {
@@ -116,6 +124,12 @@ fn decide(shared: &Shared, run: &str, decision: Approval) -> Reply {
                 Ok(_) => done("plan rejected; the run is cancelled"),
                 Err(e) => refused(500, e),
             };
+        }
+        Approval::Revise(feedback) => {
+            if let Err(e) = j.append(&WorkflowEvent::PlanSentBack { feedback }) {
+                return refused(500, e.to_string());
+            }
+            return detached(shared, run, &["resume", run]);
         }
         Approval::Edited(plan) => plan,
         Approval::Approve => match j.entries().ok().and_then(|entries| {
@@ -142,20 +156,6 @@ fn decide(shared: &Shared, run: &str, decision: Approval) -> Reply {
         return refused(500, e.to_string());
     }
     detached(shared, run, &["resume", run])
-}
-
-trait CloneDecision {
-    fn clone_decision(&self) -> Approval;
-}
-
-impl CloneDecision for Approval {
-    fn clone_decision(&self) -> Approval {
-        match self {
-            Approval::Approve => Approval::Approve,
-            Approval::Reject => Approval::Reject,
-            Approval::Edited(t) => Approval::Edited(t.clone()),
-        }
-    }
 }
 
 /// Journals a person's comments on `packet`'s diff as required fixes for its next fix round.

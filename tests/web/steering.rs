@@ -115,3 +115,134 @@ fn comments_from_the_view_reach_an_external_worker_as_required_fixes() {
         text(&out)
     );
 }
+
+/// The scripted model's planner: a plan of one packet `id` writing `file`.
+fn one_packet_plan(id: &str, file: &str) -> String {
+    format!(
+        "```toml\n[[packet]]\nid = \"{id}\"\ntitle = \"Write {id}\"\ndescription = \"d\"\nfiles = [\"{file}\"]\n```"
+    )
+}
+
+/// Waits until `path` holds `needle` (a detached command's log), or fails after two minutes.
+fn wait_for_log(path: &std::path::Path, needle: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let log = std::fs::read_to_string(path).unwrap_or_default();
+        if log.contains(needle) {
+            return log;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "never {needle:?} in {}: {log}",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn a_plan_sent_back_from_the_view_is_revised_with_the_feedback_then_approved_and_run() {
+    use git_orchestra::orchestrator::{StartJournal, WorkflowEvent};
+    crate::support::hermetic();
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = git_orchestra::demo::create_sample(&tmp.path().join("greeter")).unwrap();
+    let feedback = "Put the notes in notes.txt instead";
+    let scripts = serde_json::json!([
+        // Only a planner that was given the person's feedback plans notes.txt.
+        {"name": "revised", "match": ["# Planner", feedback], "replies": [{"text": one_packet_plan("p2", "notes.txt")}]},
+        {"name": "planner", "match": ["# Planner"], "replies": [{"text": one_packet_plan("p1", "p1.txt")}]},
+        {"name": "p2", "match": ["# Coder", "# Write p2"], "replies": [
+            {"calls": [{"name": "write_file", "args": {"path": "notes.txt", "content": "notes\n"}}]},
+            {"calls": [{"name": "complete", "args": {"summary": "wrote notes"}}]}]},
+        {"name": "review", "match": ["# Reviewer"], "replies": [{"text": "{\"verdict\": \"approve\"}"}]},
+        {"name": "orchestrator", "match": ["# Orchestrator"], "replies": [{"text": "{}"}]}
+    ]);
+    let model = git_orchestra::demo::MockModel::start(
+        git_orchestra::demo::parse_scripts(&scripts.to_string()).unwrap(),
+    )
+    .unwrap();
+    let vars = [
+        ("ORCHESTRA_PROVIDER", "openai-compatible"),
+        ("ORCHESTRA_BASE_URL", model.url.as_str()),
+        ("ORCHESTRA_MODEL", "scripted"),
+    ];
+    let root = tmp.path().join("worktrees");
+    let start = [
+        "start",
+        "--no-clarify",
+        "--worktree-root",
+        root.to_str().unwrap(),
+        "Write notes",
+    ];
+    // Without a terminal, `start` stops with the plan waiting for approval.
+    let out = crate::support::orchestra_with_env(&repo, &start, &vars);
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("p1 — Write p1"), "{}", text(&out));
+
+    let mut child = crate::support::orchestra_command(&repo, &["ui", "--no-open"]);
+    child
+        .envs(vars)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null());
+    let mut child = child.spawn().unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    let ui = crate::view::Ui {
+        child,
+        url: line.trim().to_string(),
+        base: String::new(),
+    };
+    let common = repo.join(".git");
+    let run = StartJournal::runs(&common).unwrap()[0].clone();
+    let log = git_orchestra::exec::run_dir(&common, &run).join("ui-resume.log");
+
+    let (status, answer) = post_as_page(
+        &ui.url,
+        &format!("/api/run/{run}/revise"),
+        r#"{"feedback": "  "}"#,
+    );
+    assert_eq!(status, 400, "empty feedback is refused: {answer}");
+    let body = serde_json::json!({"feedback": feedback}).to_string();
+    let (status, answer) = post_as_page(&ui.url, &format!("/api/run/{run}/revise"), &body);
+    assert_eq!(status, 200, "{answer}");
+    // The planner revises; the new plan waits for approval again.
+    let shown = wait_for_log(&log, "Approve it with");
+    assert!(shown.contains("p2 — Write p2"), "{shown}");
+    let events: Vec<WorkflowEvent> = StartJournal::open(&common, &run)
+        .unwrap()
+        .entries()
+        .unwrap()
+        .into_iter()
+        .map(|e| e.event)
+        .collect();
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, WorkflowEvent::PlanSentBack { feedback: f } if f == feedback)),
+        "{events:#?}"
+    );
+
+    let (status, answer) = post_as_page(&ui.url, &format!("/api/run/{run}/approve"), "{}");
+    assert_eq!(status, 200, "{answer}");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while git_orchestra::status::start_state(&common, &run).map(|s| s.phase)
+        != Some(git_orchestra::orchestrator::WorkflowState::Completed)
+    {
+        let log = std::fs::read_to_string(&log).unwrap_or_default();
+        assert!(Instant::now() < deadline, "the run never completed: {log}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let branch = format!("orchestra/{run}/p2");
+    assert_eq!(
+        git(&repo, &["show", &format!("{branch}:notes.txt")]),
+        "notes"
+    );
+    assert!(
+        git(&repo, &["branch", "--list", &format!("orchestra/{run}/p1")]).is_empty(),
+        "the first plan never ran"
+    );
+}

@@ -1031,3 +1031,73 @@ fn start_shows_its_agents_tool_calls_and_model_turns_as_they_happen_and_quiet_hi
     assert!(out.status.success(), "{all}");
     assert!(!all.contains("write_file ("), "{all}");
 }
+
+#[test]
+fn at_the_prompt_a_plan_is_sent_back_with_feedback_and_the_revised_plan_runs() {
+    let feedback = "Put the notes in notes.txt instead";
+    let s = setup(
+        &plan(&[("p1", &["p1.txt"])]),
+        vec![
+            // Only a planner that was given the person's feedback plans notes.txt.
+            json!({"name": "revised", "match": ["# Planner", feedback], "replies": [
+                {"text": plan(&[("p2", &["notes.txt"])])}]}),
+            json!({"name": "p2", "match": ["# Coder", "# Write p2"], "replies": [
+                call("write_file", json!({"path": "notes.txt", "content": "notes\n"})),
+                call("complete", json!({"summary": "wrote notes"}))]}),
+        ],
+        None,
+    );
+    // A person at a terminal (a pseudo-terminal from `script`) sends the first plan back with
+    // one line of feedback, then approves the revised plan.
+    let command = s
+        .start_args(&["--no-clarify"])
+        .iter()
+        .map(|a| format!("'{}'", a.replace('\'', r"'\''")))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let mut script = std::process::Command::new("script");
+    script
+        .args([
+            "-qec",
+            &format!("'{}' {command}", env!("CARGO_BIN_EXE_git-orchestra")),
+            "/dev/null",
+        ])
+        .current_dir(&s.repo)
+        .envs([
+            ("ORCHESTRA_PROVIDER", "openai-compatible"),
+            ("ORCHESTRA_BASE_URL", s.model.url.as_str()),
+            ("ORCHESTRA_MODEL", "scripted"),
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = script.spawn().unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(format!("s\n{feedback}\na\n").as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
+    assert!(all.contains("[s]end back with feedback"), "{all}");
+    assert!(
+        all.contains("p2 — Write p2 (coder)"),
+        "the revised plan is shown: {all}"
+    );
+    let sent_back: Vec<String> = s
+        .journal()
+        .into_iter()
+        .filter_map(|e| match e {
+            WorkflowEvent::PlanSentBack { feedback } => Some(feedback),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(sent_back, [feedback]);
+    assert_eq!(s.show(&s.branch("p2"), "notes.txt"), "notes");
+    assert!(
+        git(&s.repo, &["branch", "--list", &s.branch("p1")]).is_empty(),
+        "the first plan never ran"
+    );
+}

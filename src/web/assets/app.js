@@ -108,7 +108,9 @@ function approvalHtml(a) {
     <textarea id="plan-text" rows="18" spellcheck="false">${esc(a.plan)}</textarea>
     <ul class="problems" id="plan-problems">${problems}</ul>
     <div class="toolbar"><button class="primary" id="approve">Approve</button>
-    <button id="approve-edited">Approve as edited</button><button class="danger" id="reject">Reject</button></div></div>`;
+    <button id="approve-edited">Approve as edited</button><button class="danger" id="reject">Reject</button></div>
+    <div class="toolbar"><input type="text" id="plan-feedback" placeholder="what should the planner change?">
+    <button id="revise">Send back to the planner</button></div></div>`;
 }
 function questionsHtml(status) {
   const qs = (status && status.questions) || [];
@@ -130,6 +132,7 @@ function wireRun(run, data) {
   if (approve) {
     approve.onclick = () => act("approve");
     document.getElementById("reject").onclick = () => act("reject");
+    document.getElementById("revise").onclick = () => act("revise", {feedback: document.getElementById("plan-feedback").value});
     document.getElementById("approve-edited").onclick = () => act("edit", {plan: document.getElementById("plan-text").value});
     document.getElementById("plan-text").oninput = e => {
       clearTimeout(planTimer);
