@@ -39,6 +39,28 @@ pub struct RepoConfig {
     pub nav: NavConfig,
     #[serde(default)]
     pub notify: NotifyConfig,
+    /// MCP servers our agents may use (`[mcp.servers.<name>]`), beside `.mcp.json`'s.
+    #[serde(default)]
+    pub mcp: McpConfig,
+}
+
+/// The `[mcp]` table.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpConfig {
+    #[serde(default)]
+    pub servers: BTreeMap<String, McpServerConfig>,
+}
+
+/// One MCP server started as a command speaking MCP on its standard input and output (the
+/// fields of a `.mcp.json` entry; other fields there, such as `type`, are ignored).
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct McpServerConfig {
+    pub command: String,
+    #[serde(default)]
+    pub args: Vec<String>,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
 }
 
 /// The `[nav]` table: navigation settings.
@@ -309,6 +331,9 @@ pub struct RoleConfig {
     /// An agent CLI (claude, codex, gemini, opencode, qwen or an `[agents.cli.<name>]`) that
     /// works this role's packets instead of our agents.
     pub agent: Option<String>,
+    /// The MCP servers (from `.mcp.json` or `[mcp.servers]`) this role's agents may use;
+    /// replaces the role file's `mcp` list.
+    pub mcp: Option<Vec<String>>,
 }
 
 /// Default fix rounds of a packet whose scope check, validation or review fails.
@@ -561,6 +586,9 @@ impl RepoConfig {
                 writable: self.sandbox.writable.or(base.sandbox.writable),
             },
             notices: Vec::new(),
+            mcp: McpConfig {
+                servers: merge(self.mcp.servers, base.mcp.servers),
+            },
             agents: AgentsConfig {
                 consult_depth: self.agents.consult_depth.or(base.agents.consult_depth),
                 consult_turns: self.agents.consult_turns.or(base.agents.consult_turns),

@@ -122,7 +122,15 @@ impl AgentWorker {
             model: String::new(),
             message: format!("cannot open the worktree: {e}"),
         })?;
-        let registry = self.registry.for_role(&role);
+        let mut registry = self.registry.for_role(&role);
+        let _mcp = super::mcp::for_agent(
+            &mut registry,
+            &role,
+            &self.config,
+            job.worktree,
+            job.log,
+            log,
+        );
         // A fix round continues the packet's conversation when this process has it.
         let key = format!("{}/{}", job.run, packet.id);
         let history = match job.fixes {

@@ -64,6 +64,8 @@ pub struct Role {
     pub max_turns: u32,
     /// Whether `run_command` may open network connections.
     pub network: bool,
+    /// The MCP servers (by name in `.mcp.json` or `[mcp.servers]`) whose tools this role gets.
+    pub mcp: Vec<String>,
     pub instructions: String,
     pub source: RoleSource,
     /// Fields that were present but not understood, for `git orchestra agents` to show.
@@ -233,6 +235,7 @@ fn parse(
         stall_timeout_secs: DEFAULT_STALL_TIMEOUT_SECS,
         max_turns: DEFAULT_MAX_TURNS,
         network: false,
+        mcp: Vec::new(),
         instructions: body,
         source,
         notes: Vec::new(),
@@ -274,6 +277,7 @@ fn parse(
             }
             (Dialect::Orchestra, "max_turns") => role.max_turns = number(key, value)? as u32,
             (Dialect::Orchestra, "network") => role.network = value.to_scalar() == "true",
+            (Dialect::Orchestra, "mcp") => role.mcp = value.to_list(),
             _ => role
                 .notes
                 .push(format!("field `{key}` is not used; ignored")),

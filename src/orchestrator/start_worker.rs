@@ -223,7 +223,15 @@ impl StartWorker {
             .collect();
         let root = ConfinedRoot::open(job.worktree)
             .map_err(|e| format!("cannot open the worktree: {e}"))?;
-        let registry = self.registry.for_role(&role);
+        let mut registry = self.registry.for_role(&role);
+        let _mcp = agent::mcp::for_agent(
+            &mut registry,
+            &role,
+            &self.models.config,
+            job.worktree,
+            job.log,
+            log,
+        );
         let host = PacketHost {
             worker: self,
             job,

@@ -13,6 +13,7 @@ mod config;
 mod e2e;
 mod edit_diff;
 mod llm;
+mod mcp_servers;
 mod mock;
 mod nav_tools;
 mod questions;

@@ -39,7 +39,7 @@ pub(super) fn tools() -> Vec<Tool> {
                 "required": ["command"]}),
         },
         mutating: true,
-        handler: run_command,
+        handler: std::sync::Arc::new(run_command),
     }]
 }
 

@@ -50,7 +50,7 @@ pub(super) fn tools() -> Vec<Tool> {
                     "required": ["state", "reason"]}),
             },
             mutating: false,
-            handler: signal_state,
+            handler: std::sync::Arc::new(signal_state),
         },
         Tool {
             def: ToolDef {
@@ -62,7 +62,7 @@ pub(super) fn tools() -> Vec<Tool> {
                     "required": ["question"]}),
             },
             mutating: false,
-            handler: ask,
+            handler: std::sync::Arc::new(ask),
         },
         Tool {
             def: ToolDef {
@@ -77,7 +77,7 @@ pub(super) fn tools() -> Vec<Tool> {
                     "required": ["title", "description", "files"]}),
             },
             mutating: true,
-            handler: spawn_subtask,
+            handler: std::sync::Arc::new(spawn_subtask),
         },
         Tool {
             def: ToolDef {
@@ -90,7 +90,7 @@ pub(super) fn tools() -> Vec<Tool> {
                     "required": ["summary"]}),
             },
             mutating: false,
-            handler: complete,
+            handler: std::sync::Arc::new(complete),
         },
     ]
 }

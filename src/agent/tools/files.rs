@@ -23,7 +23,7 @@ pub(super) fn tools() -> Vec<Tool> {
                     "required": ["path"]}),
             },
             mutating: false,
-            handler: read_file,
+            handler: std::sync::Arc::new(read_file),
         },
         Tool {
             def: ToolDef {
@@ -33,7 +33,7 @@ pub(super) fn tools() -> Vec<Tool> {
                     "path": {"type": "string", "description": "directory relative to the root; default ."}}}),
             },
             mutating: false,
-            handler: list_dir,
+            handler: std::sync::Arc::new(list_dir),
         },
         Tool {
             def: ToolDef {
@@ -44,7 +44,7 @@ pub(super) fn tools() -> Vec<Tool> {
                     "required": ["path", "content"]}),
             },
             mutating: true,
-            handler: write_file,
+            handler: std::sync::Arc::new(write_file),
         },
         Tool {
             def: ToolDef {
@@ -59,7 +59,7 @@ pub(super) fn tools() -> Vec<Tool> {
                     "required": ["path"]}),
             },
             mutating: true,
-            handler: edit_file,
+            handler: std::sync::Arc::new(edit_file),
         },
     ]
 }

@@ -157,8 +157,13 @@ pub fn normalise(path: &str) -> Option<String> {
     Some(parts.join("/"))
 }
 
-/// A tool handler.
-pub type Handler = fn(&ToolContext<'_>, &Value) -> Result<ToolResult, ToolFailure>;
+/// A built-in tool's handler.
+pub type HandlerFn = fn(&ToolContext<'_>, &Value) -> Result<ToolResult, ToolFailure>;
+
+/// A tool handler: a built-in function, or a closure holding what it calls (an MCP server).
+pub type Handler = std::sync::Arc<
+    dyn Fn(&ToolContext<'_>, &Value) -> Result<ToolResult, ToolFailure> + Send + Sync,
+>;
 
 /// One tool: its definition for the model and its handler.
 #[derive(Clone)]

@@ -52,7 +52,7 @@ impl NavState {
 
 /// Returns the symbol tools as agent tools.
 pub(super) fn tools() -> Vec<Tool> {
-    const HANDLERS: [super::Handler; 11] = [
+    const HANDLERS: [super::HandlerFn; 11] = [
         call::<0>, call::<1>, call::<2>, call::<3>, call::<4>, call::<5>, call::<6>, call::<7>,
         call::<8>, call::<9>, call::<10>,
     ];
@@ -69,7 +69,7 @@ pub(super) fn tools() -> Vec<Tool> {
                     parameters: spec.parameters.clone(),
                 },
                 mutating: false,
-                handler,
+                handler: std::sync::Arc::new(handler),
             })
         })
         .collect()

@@ -26,7 +26,7 @@ pub(super) fn tools() -> Vec<Tool> {
                 "required": ["pattern"]}),
         },
         mutating: false,
-        handler: grep,
+        handler: std::sync::Arc::new(grep),
     }]
 }
 
