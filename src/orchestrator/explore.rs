@@ -106,10 +106,55 @@ impl RoleModels {
         outcome.scrub(&keys);
         match (outcome.state, outcome.summary) {
             (WorkerState::Completed, Some(answer)) if !answer.trim().is_empty() => Ok(answer),
+            // A model that kept exploring (the turn limit, the same calls again and again)
+            // has read what it could: it is asked once more, without tools, for its answer.
+            (WorkerState::Blocked, _) if !stop.load(std::sync::atomic::Ordering::SeqCst) => {
+                let _ = writeln!(
+                    log,
+                    "{}",
+                    serde_json::json!({"type": "answer_requested", "after": outcome.reason})
+                );
+                final_answer(&wrapped, outcome.messages, &keys).map_err(|e| {
+                    SetupError::Unanswered {
+                        role: role.to_string(),
+                        reason: format!(
+                            "blocked: {}; asked for its answer without tools: {e}",
+                            outcome.reason
+                        ),
+                    }
+                })
+            }
             (state, _) => Err(SetupError::Unanswered {
                 role: role.to_string(),
                 reason: format!("{}: {}", state.as_str(), outcome.reason),
             }),
         }
     }
+}
+
+/// Asks the first of `models` that answers for a text answer to the conversation `messages`,
+/// offering no tools; the answer is scrubbed of `keys`.
+fn final_answer(
+    models: &[Replaying<'_>],
+    mut messages: Vec<crate::llm::Message>,
+    keys: &[crate::llm::ApiKey],
+) -> Result<String, String> {
+    messages.push(crate::llm::Message::user(
+        "You have read enough. Do not call any tool: reply now with your answer as text, in the form asked for above.",
+    ));
+    let req = crate::llm::ChatRequest {
+        messages,
+        ..Default::default()
+    };
+    let mut last = String::from("no model");
+    for model in models {
+        match model.chat(&req, &mut |_| true) {
+            Ok(resp) if !resp.text.trim().is_empty() => {
+                return Ok(crate::llm::ApiKey::scrub_all(keys, &resp.text));
+            }
+            Ok(_) => last = "the model answered with no text".into(),
+            Err(e) => last = e.to_string(),
+        }
+    }
+    Err(last)
 }

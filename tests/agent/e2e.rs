@@ -152,3 +152,54 @@ fn e2e_openai_compatible_client_drives_the_loop_against_a_local_server() {
 fn e2e_anthropic_client_drives_the_loop_against_a_local_server() {
     run_against_local_server(Provider::Anthropic);
 }
+
+#[test]
+fn e2e_the_planner_of_start_reads_the_code_with_a_tool_before_it_plans() {
+    let Some(url) = server_url() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = git_orchestra::demo::create_sample(&tmp.path().join("greeter")).unwrap();
+    std::fs::create_dir_all(repo.join(".orchestra")).unwrap();
+    std::fs::write(
+        repo.join(".orchestra/config.toml"),
+        format!(
+            "[profiles.default]\nprovider = \"openai-compatible\"\nbase_url = \"{url}\"\nmodel = \"local-qwen\"\ntemperature = 0.0\nmax_tokens = 256\n"
+        ),
+    )
+    .unwrap();
+    crate::support::git(&repo, &["add", "-A"]);
+    crate::support::git(&repo, &["commit", "-qm", "profile"]);
+    // The token budget lets the planner's first model call through and stops the run before
+    // the second: enough to see what the real model does first, in bounded time.
+    let started = Instant::now();
+    let out = crate::support::orchestra(
+        &repo,
+        &[
+            "start",
+            "--no-clarify",
+            "--budget-tokens",
+            "3000",
+            "Add a farewell function next to greet",
+        ],
+    );
+    let all = crate::support::text(&out);
+    eprintln!(
+        "start ended after {:.0}s: {all}",
+        started.elapsed().as_secs_f64()
+    );
+    assert!(!all.contains("panicked"), "{all}");
+    let runs = git_orchestra::orchestrator::StartJournal::runs(&repo.join(".git")).unwrap();
+    let log = git_orchestra::exec::run_dir(&repo.join(".git"), &runs[0]).join("logs/planner-1.log");
+    let transcript = std::fs::read_to_string(&log).unwrap_or_default();
+    let tool_calls: Vec<&str> = transcript
+        .lines()
+        .filter(|l| l.contains("\"type\":\"tool_call\""))
+        .collect();
+    assert!(
+        !tool_calls.is_empty(),
+        "the planner made no tool call before planning:\n{transcript}\n{all}"
+    );
+    assert!(
+        all.contains("budget"),
+        "the run stopped on its budget: {all}"
+    );
+}

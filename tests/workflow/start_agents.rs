@@ -819,6 +819,36 @@ fn the_planner_reads_the_code_with_nav_and_read_tools_before_it_writes_the_plan(
 }
 
 #[test]
+fn a_planner_that_keeps_calling_the_same_tool_is_asked_for_its_plan_without_tools() {
+    let plan_text = plan(&[("p1", &["p1.txt"])]);
+    let s = setup(
+        "unused",
+        vec![
+            // A small model repeats one call until the loop calls it stalled; asked once more
+            // without tools, it writes the plan.
+            json!({"name": "looper", "match": ["# Planner", "read_file, list_dir, grep and the nav_* symbol tools"], "replies": [
+                call("list_dir", json!({"path": "."})),
+                call("list_dir", json!({"path": "."})),
+                call("list_dir", json!({"path": "."})),
+                {"text": plan_text}]}),
+            json!({"name": "p1", "match": ["# Coder", "# Write p1"], "replies": [
+                call("write_file", json!({"path": "p1.txt", "content": "p1\n"})),
+                call("complete", json!({"summary": "wrote p1"}))]}),
+        ],
+        None,
+    );
+    let out = s.start();
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
+    let log = std::fs::read_to_string(s.run_dir().join("logs/planner-1.log")).unwrap();
+    assert!(
+        log.contains("\"answer_requested\"") && log.contains("stalled"),
+        "{log}"
+    );
+    assert_eq!(s.show(&s.branch("p1"), "p1.txt"), "p1");
+}
+
+#[test]
 fn the_plan_reviewer_reads_the_callers_and_sends_back_a_plan_missing_a_file() {
     // The first plan renames greet in core.py only; its importer greeter/__init__.py is missing.
     let narrow = "```toml\n[[packet]]\nid = \"p1\"\ntitle = \"Write p1\"\ndescription = \"rename greet to hello\"\nfiles = [\"greeter/core.py\"]\n```";
