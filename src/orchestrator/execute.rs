@@ -416,11 +416,20 @@ impl Ctx<'_> {
             &ContextLimits::default(),
         );
         let guidance = "The run has ended. Reply with only a JSON object {\"next_steps\": [at most five concrete follow-ups for the user]}. Each step is a plain sentence or a command the user can type (e.g. `git orchestra status`), never the name of a tool or a phase.";
-        match self
-            .models
-            .ask("orchestrator", guidance, &prompt, self.stop)
-        {
-            Ok(r) => extract_json(&r.text)
+        // Like the planner, the orchestrator may read the code (the integrated result in the
+        // checkout, the packets' changes through the tools) before it advises.
+        let transcript = crate::exec::run_dir(&self.repo.common_dir, &self.run)
+            .join("logs")
+            .join("orchestrator.log");
+        match self.models.explore(
+            "orchestrator",
+            guidance,
+            &prompt,
+            &self.repo.toplevel,
+            &transcript,
+            self.stop,
+        ) {
+            Ok(text) => extract_json(&text)
                 .map(|v| strings(&v, "next_steps"))
                 .unwrap_or_default(),
             Err(e) => vec![format!("(the orchestrator gave no advice: {e})")],

@@ -55,7 +55,10 @@ fn next_steps_are_commands_or_sentences_never_bare_tool_names() {
     let scripts = serde_json::json!([
         {"name": "planner", "match": ["# Planner"], "replies": [{"text": plan}]},
         {"name": "review", "match": ["# Reviewer"], "replies": [{"text": "{\"verdict\": \"approve\"}"}]},
-        {"name": "orchestrator", "match": ["# Orchestrator"], "replies": [{"text": advice}]},
+        // The orchestrator reads the integrated result before it advises.
+        {"name": "orchestrator", "match": ["# Orchestrator"], "replies": [
+            {"calls": [{"name": "read_file", "args": {"path": "NOTES.md"}}]},
+            {"text": advice}]},
         {"name": "coder", "match": ["# Coder"], "replies": [
             {"calls": [{"name": "write_file", "args": {"path": "NOTES.md", "content": "notes\n"}}]},
             {"calls": [{"name": "complete", "args": {"summary": "wrote notes"}}]}]}
@@ -74,5 +77,13 @@ fn next_steps_are_commands_or_sentences_never_bare_tool_names() {
         items,
         ["run `git orchestra status`", "Tell the team about NOTES.md"],
         "{report}"
+    );
+    let runs = git_orchestra::orchestrator::StartJournal::runs(&repo.join(".git")).unwrap();
+    let log =
+        git_orchestra::exec::run_dir(&repo.join(".git"), &runs[0]).join("logs/orchestrator.log");
+    let transcript = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        transcript.contains("\"tool_call\"") && transcript.contains("\"read_file\""),
+        "{transcript}"
     );
 }
