@@ -15,7 +15,7 @@ use super::frontmatter::{self, Value};
 use super::tools::nav::NAMES;
 
 /// The embedded default roles, by file name.
-const DEFAULTS: [(&str, &str); 11] = [
+const DEFAULTS: [(&str, &str); 12] = [
     ("orchestrator", include_str!("../../agents/orchestrator.md")),
     ("clarifier", include_str!("../../agents/clarifier.md")),
     ("planner", include_str!("../../agents/planner.md")),
@@ -27,6 +27,7 @@ const DEFAULTS: [(&str, &str); 11] = [
     ("researcher", include_str!("../../agents/researcher.md")),
     ("product", include_str!("../../agents/product.md")),
     ("qa", include_str!("../../agents/qa.md")),
+    ("init", include_str!("../../agents/init.md")),
 ];
 
 /// Default turn limit for roles that do not set one.
@@ -318,7 +319,7 @@ mod tests {
     #[test]
     fn builtin_roles_parse_with_limits_and_scopes() {
         let roles = Roles::builtin().unwrap();
-        assert_eq!(roles.by_name.len(), 11);
+        assert_eq!(roles.by_name.len(), 12);
         let tester = roles.get("tester").unwrap();
         assert!(tester.write_scope.iter().any(|s| s == "tests/**"));
         assert!(tester.instructions.contains("signal_state"));

@@ -25,13 +25,43 @@ pub struct InitArgs {
     /// Print what was detected as JSON.
     #[arg(long)]
     json: bool,
+    /// Write only what detection finds, even when a model profile resolves for the `init`
+    /// role (which otherwise reads the code and adds the architecture and conventions).
+    #[arg(long)]
+    no_model: bool,
 }
 
 /// Detects the project's facts and writes (or updates) its context file.
 pub fn cmd_init(cwd: &Path, args: &InitArgs) -> Result<(), CommandError> {
     let repo = RepoInfo::discover(cwd)?;
-    let written = project::init(&repo.toplevel, args.tokens.max(200), args.dry_run)
-        .map_err(CommandError::user)?;
+    let config = super::load_config(&repo)?;
+    let tokens = args.tokens.max(200);
+    let stop = git_orchestra::exec::install_signal_handlers();
+    let improve = |detected: &str| -> Result<String, String> {
+        if !args.json {
+            eprintln!(
+                "the init role's model reads the code (transcript: .git/orchestra/init.log)…"
+            );
+        }
+        git_orchestra::orchestrator::explore::project_notes(
+            &repo.toplevel,
+            &repo.common_dir,
+            &config,
+            detected,
+            tokens * 4 / 3,
+            stop,
+        )
+        .unwrap_or_else(|| Err("no model profile resolves for the `init` role".into()))
+    };
+    let with_model = !args.no_model
+        && git_orchestra::orchestrator::explore::has_model(&repo.toplevel, &config, "init");
+    let written = project::init_with(
+        &repo.toplevel,
+        tokens,
+        args.dry_run,
+        with_model.then_some(&improve as project::Improve<'_>),
+    )
+    .map_err(CommandError::user)?;
     if args.json {
         println!(
             "{}",
@@ -49,6 +79,11 @@ pub fn cmd_init(cwd: &Path, args: &InitArgs) -> Result<(), CommandError> {
     println!("{} {verb}", written.path.display());
     for c in &written.facts.commands {
         println!("  {:<7} {}  ({})", c.purpose.as_str(), c.command, c.source);
+    }
+    match written.model.as_deref() {
+        Some("added") => println!("  the init role's model added the architecture and conventions"),
+        Some(why) => println!("  the init role's model added nothing: {why}"),
+        None => {}
     }
     if written.facts.commands.is_empty() {
         println!(

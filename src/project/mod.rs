@@ -49,6 +49,9 @@ pub struct Written {
     /// True when its content changed.
     pub changed: bool,
     pub facts: Facts,
+    /// What the `init` role's model did when one was asked: `added`, or why it added nothing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 /// Returns the generated part for the worktree at `toplevel`, within about `tokens`
@@ -142,9 +145,42 @@ pub fn merge(existing: Option<&str>, generated: &str, path: &Path) -> Result<Str
 
 /// Writes (or updates) `ORCHESTRA.md` at `toplevel`; with `dry_run` only says what it would do.
 pub fn init(toplevel: &Path, tokens: usize, dry_run: bool) -> Result<Written, ProjectError> {
+    init_with(toplevel, tokens, dry_run, None)
+}
+
+/// What a model adds to the generated part: given the detected part, the notes to add (the
+/// `init` role's), or why there are none.
+pub type Improve<'a> = &'a dyn Fn(&str) -> Result<String, String>;
+
+/// Does what [`init`] does; `improve`, when given, adds a model's notes on the project's
+/// architecture and conventions to the generated part (a failure is reported in
+/// [`Written::model`] and the detected part is written alone).
+pub fn init_with(
+    toplevel: &Path,
+    tokens: usize,
+    dry_run: bool,
+    improve: Option<Improve<'_>>,
+) -> Result<Written, ProjectError> {
     let path = toplevel.join(FILE);
     let existing = fs_err::read_to_string(&path).ok();
-    let (generated, facts) = generate(toplevel, tokens)?;
+    // With a model, detection gets two thirds of the budget and the model's notes the rest.
+    let detected = if improve.is_some() {
+        tokens * 2 / 3
+    } else {
+        tokens
+    };
+    let (mut generated, facts) = generate(toplevel, detected)?;
+    let model = improve.map(|improve| match improve(&generated) {
+        Ok(notes) if !notes.trim().is_empty() => {
+            generated.push_str(&format!(
+                "\n## Architecture and conventions (read from the code by the `init` role's model)\n\n{}\n",
+                crate::redact::clip(notes.trim(), (tokens - detected) * 4)
+            ));
+            Ok(())
+        }
+        Ok(_) => Err("the model wrote nothing".to_string()),
+        Err(e) => Err(e),
+    });
     let text = merge(existing.as_deref(), &generated, &path)?;
     let changed = existing.as_deref() != Some(text.as_str());
     if changed && !dry_run {
@@ -158,6 +194,7 @@ pub fn init(toplevel: &Path, tokens: usize, dry_run: bool) -> Result<Written, Pr
         created: existing.is_none(),
         changed,
         facts,
+        model: model.map(|r| r.err().unwrap_or_else(|| "added".to_string())),
     })
 }
 

@@ -137,3 +137,64 @@ fn init_again_keeps_hand_written_text_byte_for_byte_and_changes_nothing_else() {
     );
     assert!(!repo.path.join("ORCHESTRA.md").exists());
 }
+
+#[test]
+fn with_a_model_the_init_role_reads_the_code_and_adds_the_conventions() {
+    let repo = project(&[
+        (
+            "Cargo.toml",
+            "[package]\nname = \"x\"\nversion = \"0.1.0\"\n",
+        ),
+        ("src/errors.rs", "pub enum Error { Parse }\n"),
+    ]);
+    let notes = "- **Conventions**: errors are `Error` variants (src/errors.rs).";
+    let scripts = serde_json::json!([
+        {"name": "init", "match": ["# Init", "Detection already found this", "cargo test"], "replies": [
+            {"calls": [{"name": "read_file", "args": {"path": "src/errors.rs"}}]},
+            {"text": notes}]}
+    ]);
+    let model = git_orchestra::demo::MockModel::start(
+        git_orchestra::demo::parse_scripts(&scripts.to_string()).unwrap(),
+    )
+    .unwrap();
+    let env = [
+        ("ORCHESTRA_PROVIDER", "openai-compatible"),
+        ("ORCHESTRA_BASE_URL", model.url.as_str()),
+        ("ORCHESTRA_MODEL", "scripted"),
+    ];
+    let out = orchestra_with_env(&repo.path, &["init"], &env);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("the init role's model added the architecture and conventions"),
+        "{}",
+        text(&out)
+    );
+    let written = std::fs::read_to_string(repo.path.join("ORCHESTRA.md")).unwrap();
+    let generated = written
+        .split(git_orchestra::project::BEGIN)
+        .nth(1)
+        .and_then(|rest| rest.split(git_orchestra::project::END).next())
+        .unwrap();
+    assert!(generated.contains("test: `cargo test`"), "{written}");
+    assert!(
+        generated.contains("## Architecture and conventions") && generated.contains(notes),
+        "the notes are inside the generated part: {written}"
+    );
+    let transcript = std::fs::read_to_string(repo.path.join(".git/orchestra/init.log")).unwrap();
+    assert!(transcript.contains("\"read_file\""), "{transcript}");
+    // No run is left behind by init.
+    assert!(
+        git_orchestra::orchestrator::StartJournal::runs(&repo.path.join(".git"))
+            .unwrap()
+            .is_empty()
+    );
+
+    // --no-model writes what detection finds alone.
+    let out = orchestra_with_env(&repo.path, &["init", "--no-model"], &env);
+    assert!(out.status.success(), "{}", text(&out));
+    let written = std::fs::read_to_string(repo.path.join("ORCHESTRA.md")).unwrap();
+    assert!(
+        !written.contains("## Architecture and conventions"),
+        "{written}"
+    );
+}
