@@ -304,6 +304,13 @@ impl Ctx<'_> {
             .filter(|e| matches!(e.event, WorkflowEvent::PlanProposed { .. }))
             .count();
         let notes = self.notes()?;
+        if !self.repo.toplevel.join(crate::project::FILE).exists() && done == 0 {
+            self.ui.progress(&format!(
+                "{}: no {} here: the project context was built in memory; `git orchestra init` writes it to keep and edit",
+                self.run,
+                crate::project::FILE
+            ));
+        }
         let project = project_context(&self.repo.toplevel);
         let map = repo_map(&self.repo.toplevel, &self.req.objective);
         let roles = &self.models.roles;

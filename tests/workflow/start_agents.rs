@@ -959,6 +959,11 @@ fn without_a_terminal_start_prints_the_plan_and_the_command_that_approves_it() {
         all.contains("Approve it with `git orchestra start --yes 'Write notes'`"),
         "{all}"
     );
+    // The sample has no ORCHESTRA.md: start says where its context came from and how to keep it.
+    assert!(
+        all.contains("no ORCHESTRA.md here: the project context was built in memory; `git orchestra init` writes it"),
+        "{all}"
+    );
     assert!(!s.root.exists() || std::fs::read_dir(&s.root).unwrap().next().is_none());
     // The printed command approves the waiting plan and the run goes on.
     let out = s.start_flags(&["--yes", "--no-clarify"]);
