@@ -1,9 +1,11 @@
 //! Turns an agent's events into run-store events: what the run store keeps of an agent's
 //! work (states with reasons, model calls with tokens and cost, tool names, retries).
 //!
-//! Tool arguments and outputs are deliberately left out — they may hold file contents or
-//! secrets and belong to the packet's transcript — and every text field is scrubbed of the
-//! API keys in use, so no key reaches the journal even if a provider echoes one.
+//! Of a tool call only its key argument is kept (a path, a symbol, a command's first line,
+//! clipped), for the progress lines; whole arguments, outputs and the model's text are
+//! deliberately left out — they may hold file contents or secrets and belong to the packet's
+//! transcript — and every text field is scrubbed of the API keys in use, so no key reaches
+//! the journal even if a provider echoes one.
 
 use super::AgentEvent;
 use crate::llm::ApiKey;
@@ -40,7 +42,12 @@ pub fn store_event(packet: &str, role: &str, keys: &[ApiKey], event: &AgentEvent
             duration_ms: *ms,
         },
         AgentEvent::ToolCall {
-            turn, name, ok, ms, ..
+            turn,
+            name,
+            ok,
+            ms,
+            target,
+            ..
         } => Event::AgentToolCall {
             packet,
             role,
@@ -48,6 +55,12 @@ pub fn store_event(packet: &str, role: &str, keys: &[ApiKey], event: &AgentEvent
             tool: scrub(name),
             ok: *ok,
             duration_ms: *ms,
+            target: scrub(target),
+        },
+        AgentEvent::ModelWaiting { turn } => Event::AgentWaiting {
+            packet,
+            role,
+            turn: *turn,
         },
         AgentEvent::Retry {
             model,
@@ -70,6 +83,7 @@ pub fn store_event(packet: &str, role: &str, keys: &[ApiKey], event: &AgentEvent
             error: scrub(error),
         },
         AgentEvent::ContextTrimmed { .. }
+        | AgentEvent::ModelText { .. }
         | AgentEvent::ContextSummarised { .. }
         | AgentEvent::Question { .. }
         | AgentEvent::Subtask { .. } => return None,
@@ -111,10 +125,17 @@ mod tests {
                 ok: true,
                 ms: 1,
                 summary: "token=hunter2".into(),
+                target: "notes sk-abcdef-123456.txt".into(),
+                args: serde_json::json!({"content": "token=hunter2"}),
             },
         )
         .unwrap();
-        assert!(!serde_json::to_string(&tool).unwrap().contains("hunter2"));
+        let tool = serde_json::to_string(&tool).unwrap();
+        assert!(!tool.contains("hunter2"), "{tool}");
+        assert!(
+            tool.contains("\"target\":\"notes <redacted>.txt\""),
+            "{tool}"
+        );
         let state = store_event(
             "p",
             "coder",

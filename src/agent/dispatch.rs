@@ -65,12 +65,15 @@ impl Run<'_, '_> {
         if is_error {
             self.out.tool_errors += 1;
         }
+        let args = call.parse_arguments().unwrap_or_default();
         self.emit(AgentEvent::ToolCall {
             turn,
             name: call.name.clone(),
             ok: !is_error,
             ms: t0.elapsed().as_millis() as u64,
             summary: first_line(&content, 120),
+            target: target_of(&args),
+            args: clipped(args),
         });
         messages.push(Message::Tool {
             call_id: call.id.clone(),
@@ -168,4 +171,40 @@ impl Run<'_, '_> {
 /// Returns the first line of `text`, clipped to `max` bytes.
 fn first_line(text: &str, max: usize) -> String {
     crate::redact::clip(text.lines().next().unwrap_or(""), max)
+}
+
+/// Arguments whose value names what a tool call is about, in the order they are looked for.
+const KEY_ARGUMENTS: [&str; 9] = [
+    "path", "command", "symbol", "pattern", "query", "from", "question", "title", "q",
+];
+
+/// Returns the key argument of a call's `args` (its first line, at most 100 bytes), or an
+/// empty string when it has none.
+pub(super) fn target_of(args: &serde_json::Value) -> String {
+    KEY_ARGUMENTS
+        .iter()
+        .find_map(|k| args.get(*k).and_then(|v| v.as_str()))
+        .map(|v| first_line(v, 100))
+        .unwrap_or_default()
+}
+
+/// Returns `args` with every string longer than 2,000 bytes clipped (a file's new content),
+/// for the transcript.
+pub(super) fn clipped(mut args: serde_json::Value) -> serde_json::Value {
+    fn walk(v: &mut serde_json::Value) {
+        match v {
+            serde_json::Value::String(s) if s.len() > 2_000 => {
+                *s = format!(
+                    "{} [{} bytes in all]",
+                    crate::redact::clip(s, 2_000),
+                    s.len()
+                );
+            }
+            serde_json::Value::Array(items) => items.iter_mut().for_each(walk),
+            serde_json::Value::Object(map) => map.values_mut().for_each(walk),
+            _ => {}
+        }
+    }
+    walk(&mut args);
+    args
 }

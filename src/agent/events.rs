@@ -24,12 +24,28 @@ pub enum AgentEvent {
         cost: Option<f64>,
         ms: u64,
     },
+    /// A model call began (the display shows how long it has been waiting).
+    ModelWaiting {
+        turn: u32,
+    },
+    /// The model's text of a turn (the transcript keeps it; the journal does not).
+    ModelText {
+        turn: u32,
+        text: String,
+    },
     ToolCall {
         turn: u32,
         name: String,
         ok: bool,
         ms: u64,
         summary: String,
+        /// The call's key argument (a path, a symbol, a command's first line), clipped.
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        target: String,
+        /// The call's arguments, long strings clipped (the transcript keeps them, scrubbed
+        /// of keys; the journal does not).
+        #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
+        args: serde_json::Value,
     },
     Retry {
         model: String,

@@ -379,6 +379,7 @@ impl Run<'_, '_> {
                 dropped_outputs: dropped,
             });
         }
+        self.emit(AgentEvent::ModelWaiting { turn });
         let started = Instant::now();
         let end = call::watched(
             &watched(spec, &talk.req, talk.deadline, talk.stall),
@@ -417,6 +418,12 @@ impl Run<'_, '_> {
             }
         };
         self.model_call(turn, &resp, started);
+        if !resp.text.trim().is_empty() {
+            self.emit(AgentEvent::ModelText {
+                turn,
+                text: resp.text.clone(),
+            });
+        }
         talk.last_input = resp.usage.input_tokens;
         talk.req.messages.push(resp.to_message());
         if !resp.text.trim().is_empty() {

@@ -79,7 +79,7 @@ pub fn cmd_demo(cwd: &Path, args: &DemoArgs) -> Result<(), CommandError> {
         );
     }
     let stop = git_orchestra::exec::install_signal_handlers();
-    let ui = DemoUi(Terminal { quiet: args.quiet });
+    let ui = DemoUi(Terminal::new(args.quiet));
     let outcome =
         orchestrator::start(&repo, &config, &req, &ui, stop).map_err(super::start::start_error)?;
     let result = super::start::finish(&outcome);

@@ -1,20 +1,92 @@
 //! Renders engine events as progress lines on stderr while a run executes.
 
+use std::collections::HashMap;
 use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use git_orchestra::store::Event;
 
-/// Returns a closure that prints one line per interesting event, or nothing when `quiet`.
+/// Returns a closure that prints one line per interesting event, or nothing when `quiet`;
+/// while an agent waits for its model, a line says for how long.
 pub fn printer(quiet: bool) -> impl Fn(&str, &Event) + Sync {
+    let waits = (!quiet).then(Waits::start);
     move |_run: &str, event: &Event| {
-        if quiet {
+        let Some(waits) = &waits else {
             return;
-        }
+        };
+        waits.observe(event);
         if let Some(line) = line(event) {
             let mut err = std::io::stderr().lock();
             let _ = writeln!(err, "{line}");
         }
     }
+}
+
+/// Seconds of waiting for a model before the first "waiting" line, and between later ones.
+const WAIT_FIRST_SECS: u64 = 15;
+const WAIT_EVERY_SECS: u64 = 30;
+
+/// Agents waiting for their model, by packet: role, turn, since when, and how many waiting
+/// lines were printed.
+type Waiting = HashMap<String, (String, u32, Instant, u64)>;
+
+/// Says on stderr, every so often, which agents have been waiting for their model and for
+/// how long: a long model call otherwise prints nothing at all.
+#[derive(Clone, Default)]
+pub struct Waits {
+    waiting: Arc<Mutex<Waiting>>,
+}
+
+impl Waits {
+    /// Returns the tracker, with the thread that prints its lines.
+    pub fn start() -> Waits {
+        let waits = Waits::default();
+        let shared = waits.waiting.clone();
+        std::thread::spawn(move || {
+            loop {
+                std::thread::sleep(Duration::from_secs(1));
+                for line in due(&mut shared.lock().unwrap_or_else(|p| p.into_inner())) {
+                    let _ = writeln!(std::io::stderr().lock(), "{line}");
+                }
+            }
+        });
+        waits
+    }
+
+    /// Notes what `event` says of an agent's waiting.
+    pub fn observe(&self, event: &Event) {
+        let mut waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
+        match event {
+            Event::AgentWaiting { packet, role, turn } => {
+                waiting.insert(packet.clone(), (role.clone(), *turn, Instant::now(), 0));
+            }
+            Event::AgentModelCall { packet, .. }
+            | Event::AgentState { packet, .. }
+            | Event::WorkerFinished { packet, .. } => {
+                waiting.remove(packet);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Returns the waiting lines due now, counting them in `waiting`.
+fn due(waiting: &mut Waiting) -> Vec<String> {
+    let mut lines = Vec::new();
+    for (packet, (role, turn, since, printed)) in waiting.iter_mut() {
+        let secs = since.elapsed().as_secs();
+        if secs >= WAIT_FIRST_SECS + *printed * WAIT_EVERY_SECS {
+            *printed += 1;
+            lines.push(format!(
+                "[{}] {}: waiting for the model (turn {turn}): {secs}s",
+                git_orchestra::redact::terminal_safe(packet),
+                git_orchestra::redact::terminal_safe(role)
+            ));
+        }
+    }
+    lines.sort();
+    lines
 }
 
 /// Returns the progress line for `event`, or `None` for events not worth a line.
@@ -210,9 +282,15 @@ fn agent_line(event: &Event) -> Option<String> {
             tool,
             ok,
             duration_ms,
+            target,
             ..
         } => format!(
-            "[{packet}] {role}: {tool}{} ({})",
+            "[{packet}] {role}: {tool}{}{} ({})",
+            if target.is_empty() {
+                String::new()
+            } else {
+                format!(" {target}")
+            },
             if *ok { "" } else { " failed" },
             secs(*duration_ms)
         ),

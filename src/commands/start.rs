@@ -113,6 +113,18 @@ fn role_budget(text: &str) -> Result<(String, u64), String> {
 /// The terminal side of a `start` run.
 pub struct Terminal {
     pub quiet: bool,
+    /// Agents waiting for their model, said every so often (none when quiet).
+    waits: Option<progress::Waits>,
+}
+
+impl Terminal {
+    /// Returns the terminal side; `quiet` prints only questions, the plan and the report.
+    pub fn new(quiet: bool) -> Terminal {
+        Terminal {
+            quiet,
+            waits: (!quiet).then(progress::Waits::start),
+        }
+    }
 }
 
 impl Interaction for Terminal {
@@ -165,6 +177,9 @@ impl Interaction for Terminal {
     }
 
     fn engine_event(&self, _run: &str, event: &Event) {
+        if let Some(waits) = &self.waits {
+            waits.observe(event);
+        }
         if !self.quiet
             && let Some(line) = progress::line(event)
         {
@@ -337,7 +352,7 @@ pub fn run_start(
     web: Option<std::sync::Arc<crate::web::Live>>,
 ) -> Result<(), CommandError> {
     let stop = git_orchestra::exec::install_signal_handlers();
-    let terminal = Terminal { quiet };
+    let terminal = Terminal::new(quiet);
     let notifier = super::notify::Notifier::start(&repo.common_dir, config);
     let outcome = match web {
         Some(live) => {

@@ -203,6 +203,16 @@ pub enum Event {
         tool: String,
         ok: bool,
         duration_ms: u64,
+        /// The call's key argument (a path, a symbol, a command's first line), clipped to a
+        /// line and scrubbed of keys; never file contents or output.
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        target: String,
+    },
+    /// An agent's model call began; the next `AgentModelCall` of the packet ends it.
+    AgentWaiting {
+        packet: String,
+        role: String,
+        turn: u32,
     },
     /// A failed model call will be retried after `delay_ms`.
     AgentRetry {
@@ -296,6 +306,7 @@ impl Event {
             | Event::AgentState { packet, .. }
             | Event::AgentModelCall { packet, .. }
             | Event::AgentToolCall { packet, .. }
+            | Event::AgentWaiting { packet, .. }
             | Event::AgentRetry { packet, .. }
             | Event::AgentFallback { packet, .. }
             | Event::QuestionAsked { packet, .. }
@@ -349,6 +360,7 @@ impl Event {
             Event::AgentState { .. } => "agent_state",
             Event::AgentModelCall { .. } => "agent_model_call",
             Event::AgentToolCall { .. } => "agent_tool_call",
+            Event::AgentWaiting { .. } => "agent_waiting",
             Event::AgentRetry { .. } => "agent_retry",
             Event::AgentFallback { .. } => "agent_fallback",
             Event::QuestionAsked { .. } => "question_asked",

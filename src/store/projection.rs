@@ -71,6 +71,7 @@ pub(super) fn apply(
         | Event::AgentToolCall { .. }
         | Event::AgentRetry { .. }
         | Event::AgentFallback { .. } => usage::apply(tx, run, event, now),
+        Event::AgentWaiting { .. } => Ok(()),
         Event::RunCreated { .. }
         | Event::WorkerStarted { .. }
         | Event::PacketReviewed { .. }

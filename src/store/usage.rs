@@ -203,6 +203,7 @@ mod tests {
                         tool: "read_file".into(),
                         ok,
                         duration_ms: 1,
+                        target: String::new(),
                     },
                 )
                 .unwrap();

@@ -1136,3 +1136,46 @@ fn at_the_prompt_a_plan_is_sent_back_with_feedback_and_the_revised_plan_runs() {
         "the first plan never ran"
     );
 }
+
+#[test]
+fn the_terminal_shows_tool_arguments_and_a_waiting_line_during_a_long_model_call() {
+    let s = setup(
+        &plan(&[("p1", &["p1.txt"])]),
+        vec![
+            json!({"name": "p1", "match": ["# Coder", "# Write p1"], "replies": [
+            // A model that takes its time before its first answer.
+            {"text": "I will write p1.txt now.", "calls": [{"name": "write_file", "args": {"path": "p1.txt", "content": "p1\n"}}], "delay_ms": 16_500},
+            call("complete", json!({"summary": "wrote p1"}))]}),
+        ],
+        None,
+    );
+    let out = s.start();
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
+    assert!(
+        all.contains("[p1] coder: waiting for the model (turn 1): 15s"),
+        "{all}"
+    );
+    assert!(all.contains("[p1] coder: write_file p1.txt ("), "{all}");
+    // The transcript keeps the model's text and the call's arguments.
+    let log = std::fs::read_dir(s.run_dir().join("p1"))
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("worker-")
+        })
+        .unwrap();
+    let transcript = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        transcript.contains("\"model_text\"") && transcript.contains("I will write p1.txt now."),
+        "{transcript}"
+    );
+    assert!(
+        transcript.contains("\"args\":{\"content\":\"p1\\n\",\"path\":\"p1.txt\"}"),
+        "{transcript}"
+    );
+}

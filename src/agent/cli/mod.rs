@@ -214,6 +214,8 @@ impl CliWorker {
                 ok: t.ok,
                 ms: 0,
                 summary: String::new(),
+                target: String::new(),
+                args: serde_json::Value::Null,
             });
         }
         let stopped = out.outcome.interrupted && !out.stalled && job.stop.load(Ordering::SeqCst);
