@@ -96,6 +96,7 @@ fn engine_run(repo_dir: &Path, wt_root: &Path) -> Duration {
         review: None,
         fix_rounds: 0,
         retries: (0, std::time::Duration::ZERO),
+        executor: None,
     };
     let summary = engine::execute(&repo, &prepared.run.id, &ctl).expect("execute");
     assert_eq!(summary.succeeded, PACKETS, "every packet should succeed");

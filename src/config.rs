@@ -42,6 +42,8 @@ pub struct RepoConfig {
     /// MCP servers our agents may use (`[mcp.servers.<name>]`), beside `.mcp.json`'s.
     #[serde(default)]
     pub mcp: McpConfig,
+    #[serde(default)]
+    pub executor: ExecutorConfig,
 }
 
 /// The `[mcp]` table.
@@ -61,6 +63,49 @@ pub struct McpServerConfig {
     pub args: Vec<String>,
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+}
+
+/// The `[executor]` table: where packets run.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExecutorConfig {
+    /// `local` (default): in worktrees beside the repository; `ssh`: on `[executor.ssh]` hosts.
+    pub kind: Option<ExecutorKind>,
+    #[serde(default)]
+    pub ssh: SshConfig,
+}
+
+/// Where a run's packets run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ExecutorKind {
+    Local,
+    Ssh,
+}
+
+impl ExecutorKind {
+    /// Returns the kind's name as configured.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExecutorKind::Local => "local",
+            ExecutorKind::Ssh => "ssh",
+        }
+    }
+}
+
+/// The `[executor.ssh]` table: the hosts packets run on over ssh.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SshConfig {
+    /// Host names as `ssh` knows them (its config's `Host` entries or `user@host`).
+    pub hosts: Option<Vec<String>>,
+    /// Packets one host runs at once (default 2).
+    pub slots: Option<usize>,
+    /// The ssh program and its options, split like a shell word list (default `ssh`).
+    pub ssh_command: Option<String>,
+    /// Where on each host the repository packets meet in lives, relative to the remote home
+    /// unless absolute (default `.cache/git-orchestra/remote`).
+    pub remote_dir: Option<String>,
 }
 
 /// The `[nav]` table: navigation settings.
@@ -620,6 +665,23 @@ impl RepoConfig {
             },
             notify: NotifyConfig {
                 webhook: self.notify.webhook.or(base.notify.webhook),
+            },
+            executor: ExecutorConfig {
+                kind: self.executor.kind.or(base.executor.kind),
+                ssh: SshConfig {
+                    hosts: self.executor.ssh.hosts.or(base.executor.ssh.hosts),
+                    slots: self.executor.ssh.slots.or(base.executor.ssh.slots),
+                    ssh_command: self
+                        .executor
+                        .ssh
+                        .ssh_command
+                        .or(base.executor.ssh.ssh_command),
+                    remote_dir: self
+                        .executor
+                        .ssh
+                        .remote_dir
+                        .or(base.executor.ssh.remote_dir),
+                },
             },
         }
     }

@@ -112,6 +112,16 @@ pub struct RunStatus {
     /// `start` runs still clarifying or planning.
     pub planning: Vec<PlanningRun>,
     pub other_runs: Vec<RunRecord>,
+    /// Where packets that ran on an executor's hosts ran last: packet, executor, host.
+    pub hosts: Vec<PacketHost>,
+}
+
+/// Where a packet ran, when an executor put it on another machine.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct PacketHost {
+    pub packet: String,
+    pub executor: String,
+    pub host: String,
 }
 
 /// A `start` run that is still clarifying or planning, with what surrounds it.
@@ -227,7 +237,9 @@ fn run_status(
     let start = start_status(common_dir, &run.id, prices);
     let planning = planning_runs(common_dir, runs);
     let other_runs = runs.iter().filter(|r| r.id != run.id).cloned().collect();
+    let hosts = hosts(store, &run.id)?;
     Ok(RunStatus {
+        hosts,
         run,
         packets,
         agents,
@@ -275,6 +287,28 @@ fn after_gc(common_dir: &Path, mut p: PacketRecord) -> PacketRecord {
     );
     p.reason = Some(reason);
     p
+}
+
+/// Returns the host each packet was last dispatched to.
+fn hosts(store: &Store, run: &str) -> Result<Vec<PacketHost>, StatusError> {
+    let mut out: Vec<PacketHost> = Vec::new();
+    for e in store.events_of_kind(run, "packet_dispatched")? {
+        if let Event::PacketDispatched {
+            packet,
+            executor,
+            host,
+            ..
+        } = e.event
+        {
+            out.retain(|h| h.packet != packet);
+            out.push(PacketHost {
+                packet,
+                executor,
+                host,
+            });
+        }
+    }
+    Ok(out)
 }
 
 /// Returns why packets sharing files ran side by side, and edits found outside declared

@@ -54,6 +54,8 @@ pub fn drive(
         reviewer: m,
         max_rounds: engine::DEFAULT_FIX_ROUNDS,
     });
+    let executor =
+        super::executor::build(config, super::executor::kind_of(repo, config, Some(run_id)))?;
     let printer = progress::printer(quiet || json);
     let crash_after_events = std::env::var("ORCHESTRA_CRASH_AFTER_EVENTS")
         .ok()
@@ -70,6 +72,7 @@ pub fn drive(
         review: review.as_ref(),
         fix_rounds: config.fix_rounds(),
         retries: config.retries(),
+        executor: executor.as_ref().map(|e| e as &dyn engine::Executor),
     };
     let ours = worker.as_ref().map(|w| w as &dyn engine::Worker);
     // Roles with an agent CLI (all of them with --agent) go to it, the others to our agents.
@@ -106,6 +109,7 @@ pub fn print_final(
     } else {
         let mut out = String::new();
         super::status::render(&mut out, &status.run, &status.packets);
+        super::status::render_hosts(&mut out, &status.hosts);
         super::status::render_agents(&mut out, &status.agents);
         print!("{}", git_orchestra::redact::terminal_safe(&out));
     }

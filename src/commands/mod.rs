@@ -10,6 +10,7 @@ mod demo;
 mod diff;
 mod drive;
 mod error;
+mod executor;
 mod gc;
 mod hook;
 mod init;
@@ -20,6 +21,7 @@ mod memory;
 mod merge;
 mod nav;
 mod notify;
+mod packet;
 mod pause;
 mod plan;
 mod pr;
@@ -82,6 +84,7 @@ enum Command {
     Agent(agent::AgentArgs),
     Ui(ui::UiArgs),
     Diff(diff::DiffArgs),
+    Packet(packet::PacketArgs),
 }
 
 /// Parses the command line, runs the command and maps its error to an exit code and message.
@@ -124,6 +127,7 @@ pub fn main() -> ExitCode {
         Command::Agent(args) => agent::cmd_agent(&cwd, &args),
         Command::Ui(args) => ui::cmd_ui(&cwd, &args),
         Command::Diff(args) => diff::cmd_diff(&cwd, &args),
+        Command::Packet(args) => packet::cmd_packet(&cwd, &args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

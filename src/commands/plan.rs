@@ -32,6 +32,9 @@ struct CheckArgs {
     /// Print the summary as JSON instead of text.
     #[arg(long)]
     json: bool,
+    /// Where the packets would run (default: `[executor] kind`, else local).
+    #[arg(long, value_enum, value_name = "KIND")]
+    executor: Option<super::executor::ExecutorArg>,
 }
 
 /// Runs a `plan` subcommand in `cwd`.
@@ -54,6 +57,14 @@ struct CheckReport<'a> {
     serialized: Vec<Serialized<'a>>,
     #[serde(skip_serializing_if = "<[String]>::is_empty")]
     parallel: &'a [String],
+    runs_on: RunsOn,
+}
+
+/// Where the packets run: `local`, or an executor and the hosts it picks from.
+#[derive(Debug, Serialize)]
+struct RunsOn {
+    executor: &'static str,
+    hosts: Vec<String>,
 }
 
 /// What `plan check --json` prints when the plan has problems.
@@ -115,7 +126,19 @@ fn cmd_check(cwd: &Path, args: &CheckArgs) -> Result<(), CommandError> {
     // Symbols were checked by `validate`; those that resolve make shared files parallel.
     let (spans, _) = plan::resolve_symbols(&plan, &repo.toplevel, &commit);
     let schedule = plan::schedule_with(&plan, &spans);
+    let config = super::load_config(&repo)?;
+    let kind = match args.executor {
+        Some(e) => e.kind(),
+        None => super::executor::kind_of(&repo, &config, None),
+    };
+    let runs_on = RunsOn {
+        executor: kind.as_str(),
+        hosts: super::executor::build(&config, kind)?
+            .map(|e| git_orchestra::engine::Executor::places(&e))
+            .unwrap_or_default(),
+    };
     let report = CheckReport {
+        runs_on,
         plan: shown,
         valid: true,
         objective: &plan.objective,
@@ -233,6 +256,19 @@ fn print_text(r: &CheckReport) {
     }
     for note in r.parallel {
         let _ = writeln!(out, "parallel: {note}");
+    }
+    if r.runs_on.hosts.is_empty() {
+        let _ = writeln!(
+            out,
+            "runs on: this machine (worktrees beside the repository)"
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "runs on: {} — each packet on the first free host of {}",
+            r.runs_on.executor,
+            r.runs_on.hosts.join(", ")
+        );
     }
     print!("{}", git_orchestra::redact::terminal_safe(&out));
 }

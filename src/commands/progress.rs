@@ -308,6 +308,15 @@ fn agent_line(event: &Event) -> Option<String> {
             format!("[{packet}] the comments go to its worker (fix round {round})")
         }
         Event::PacketsShareFiles { note, .. } => note.clone(),
+        Event::PacketDispatched {
+            packet,
+            executor,
+            host,
+            round,
+        } => match round {
+            0 => format!("[{packet}] runs on {executor} host {host}"),
+            n => format!("[{packet}] fix round {n} runs on {executor} host {host}"),
+        },
         Event::ScopeFinding {
             packet,
             file,

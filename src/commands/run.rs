@@ -41,6 +41,11 @@ pub struct RunArgs {
     /// Where packet worktrees go (default: <repo-parent>/.orchestra/<repo-name>).
     #[arg(long, value_name = "DIR")]
     worktree_root: Option<PathBuf>,
+    /// Where packets run: `local` (worktrees beside the repository) or `ssh` (the hosts of
+    /// `[executor.ssh]`, with --worker-cmd); default `[executor] kind`, else local. Kept
+    /// with the run.
+    #[arg(long, value_enum, value_name = "KIND")]
+    executor: Option<super::executor::ExecutorArg>,
     /// Print only the final summary.
     #[arg(long, short)]
     quiet: bool,
@@ -97,6 +102,13 @@ pub fn cmd_run(cwd: &Path, args: &RunArgs) -> Result<(), CommandError> {
         .transpose()
         .map_err(CommandError::internal)?
         .flatten();
+    let executor = super::executor::choose(
+        &repo,
+        &config,
+        args.executor,
+        existing.as_ref(),
+        args.worker_cmd.is_some(),
+    )?;
     if existing.as_ref().is_none_or(|r| r.worker_cmd.is_none()) && args.worker_cmd.is_none() {
         // Our own agents do the work of roles without an agent CLI: check those roles and
         // their profiles before anything starts.
@@ -137,6 +149,7 @@ pub fn cmd_run(cwd: &Path, args: &RunArgs) -> Result<(), CommandError> {
     if let Some(name) = &args.agent {
         super::agent_cli::remember(&repo, &prepared.run.id, name)?;
     }
+    super::executor::keep(&repo, &prepared, args.executor.is_some(), executor)?;
     if !prepared.created {
         if let Some(w) = &args.worker_cmd
             && prepared.run.worker_cmd.as_deref() != Some(w.as_str())

@@ -122,6 +122,7 @@ fn render_others(out: &mut String, others: &[RunRecord]) {
 fn render_status(status: &RunStatus) -> String {
     let mut out = String::new();
     render(&mut out, &status.run, &status.packets);
+    render_hosts(&mut out, &status.hosts);
     render_agents(&mut out, &status.agents);
     render_notes(&mut out, &status.notes);
     if !status.questions.is_empty() {
@@ -233,6 +234,26 @@ pub fn render(out: &mut String, run: &RunRecord, packets: &[PacketRecord]) {
         out.push_str(&format!(
             "{:<width$}  {state:<11}  {commit:<10}  {detail}\n",
             p.id
+        ));
+    }
+}
+
+/// Appends where packets ran on an executor's hosts, or nothing when all ran here.
+pub fn render_hosts(out: &mut String, hosts: &[git_orchestra::status::PacketHost]) {
+    if hosts.is_empty() {
+        return;
+    }
+    let width = hosts
+        .iter()
+        .map(|h| h.packet.len())
+        .max()
+        .unwrap_or(6)
+        .max(6);
+    out.push_str(&format!("\n{:<width$}  HOST\n", "PACKET"));
+    for h in hosts {
+        out.push_str(&format!(
+            "{:<width$}  {} ({})\n",
+            h.packet, h.host, h.executor
         ));
     }
 }

@@ -6,6 +6,7 @@ mod cancel;
 pub mod gc;
 mod journal;
 mod packet;
+pub mod remote;
 mod retry;
 pub mod scheduler;
 mod symbol_scope;
@@ -18,6 +19,7 @@ use std::time::Duration;
 
 pub use cancel::cancel;
 pub use journal::Journal;
+pub use remote::Executor;
 pub use retry::reopen;
 pub use worker::{DEFAULT_FIX_ROUNDS, PacketReview, Worker, WorkerJob, WorkerReport};
 
@@ -203,6 +205,9 @@ pub struct Control<'a> {
     /// How many more times a worker runs after a failure that may pass on another try, and
     /// the first wait before it (doubling after each).
     pub retries: (u32, Duration),
+    /// Where packets' work runs: `None` in worktrees beside the repository, else on the
+    /// executor's hosts (see [`remote`]).
+    pub executor: Option<&'a dyn Executor>,
 }
 
 /// How an execution ended.
@@ -283,6 +288,7 @@ pub fn execute_with(
         fix_rounds: ctl.fix_rounds,
         retries: ctl.retries.0,
         retry_delay: ctl.retries.1,
+        executor: ctl.executor,
     };
     drive(&ctx, &graph)?;
     finish(&journal, run_id)

@@ -44,10 +44,12 @@ pub(super) struct Context<'a> {
     /// tries (doubling after each).
     pub retries: u32,
     pub retry_delay: Duration,
+    /// Where the packet's work runs: `None` here, in a worktree beside the repository.
+    pub executor: Option<&'a dyn super::remote::Executor>,
 }
 
 /// Why a pipeline stopped before success.
-enum Halt {
+pub(super) enum Halt {
     /// The packet failed; the reason is shown to the user as is.
     Fail(String),
     /// The run is being interrupted; the packet restarts on resume.
@@ -63,7 +65,11 @@ enum Halt {
 pub(super) fn run(ctx: &Context<'_>, index: usize, record: &PacketRecord) {
     let id = ctx.plan.packets[index].id.clone();
     let _span = tracing::info_span!("packet", run = %ctx.run.id, packet = %id).entered();
-    match pipeline(ctx, index, record) {
+    let outcome = match ctx.executor {
+        Some(executor) => super::remote::pipeline(ctx, executor, index, record),
+        None => pipeline(ctx, index, record),
+    };
+    match outcome {
         Ok(commit) => {
             ctx.journal
                 .record_or_keep(Event::PacketSucceeded { packet: id, commit });
@@ -81,7 +87,7 @@ pub(super) fn run(ctx: &Context<'_>, index: usize, record: &PacketRecord) {
     }
 }
 
-fn record(ctx: &Context<'_>, event: Event) -> Result<(), Halt> {
+pub(super) fn record(ctx: &Context<'_>, event: Event) -> Result<(), Halt> {
     if ctx.journal.record_or_keep(event) {
         Ok(())
     } else {
@@ -173,7 +179,7 @@ fn pipeline(ctx: &Context<'_>, index: usize, rec: &PacketRecord) -> Result<Strin
     loop {
         // A failed check, or a rejecting review, goes back to the worker as required fixes.
         let counted = round - comment_rounds;
-        let fixes = match next_step(ctx, packet, rec, &wt, &start, checked, counted)? {
+        let fixes = match next_step(ctx, packet, rec, Some(&wt), &start, checked, counted)? {
             // A person's comments on the diff are required fixes too, like a rejection's;
             // they do not count against the rounds the checks and the reviewer have.
             Step::Done(head) => match comments_for_round(ctx, packet, round + 1)? {
@@ -200,7 +206,7 @@ fn pipeline(ctx: &Context<'_>, index: usize, rec: &PacketRecord) -> Result<Strin
 
 /// Returns the comments a person sent on the packet's diff that no fix round took yet, and
 /// journals that fix round `round` takes them.
-fn comments_for_round(
+pub(super) fn comments_for_round(
     ctx: &Context<'_>,
     packet: &Packet,
     round: u32,
@@ -223,7 +229,7 @@ fn comments_for_round(
 /// worktree phase, copies the included files, runs the setup command and journals it ready.
 /// Returns true when that phase was done here.
 #[allow(clippy::too_many_arguments)]
-fn ensure_ready(
+pub(super) fn ensure_ready(
     ctx: &Context<'_>,
     packet: &Packet,
     rec: &PacketRecord,
@@ -285,18 +291,18 @@ fn ensure_ready(
 }
 
 /// What comes after a check: the packet is done, or it goes back to its worker with fixes.
-enum Step {
+pub(super) enum Step {
     Done(String),
     Fix(String),
 }
 
 /// Decides what follows `checked` in fix round `round`: a passed check goes to the review
 /// (when there is one), a failed check or a rejection becomes fixes until the rounds run out.
-fn next_step(
+pub(super) fn next_step(
     ctx: &Context<'_>,
     packet: &Packet,
     rec: &PacketRecord,
-    wt: &Path,
+    wt: Option<&Path>,
     start: &str,
     checked: Checked,
     round: u32,
@@ -364,7 +370,7 @@ fn next_step(
 }
 
 /// Writes `fixes` to `file` and returns `env` with `ORCHESTRA_FIXES_FILE` naming it.
-fn with_fixes_file(
+pub(super) fn with_fixes_file(
     env: &[(String, String)],
     file: &Path,
     fixes: &str,
@@ -380,7 +386,7 @@ fn with_fixes_file(
 }
 
 /// What the scope check and the validation commands found.
-enum Checked {
+pub(super) enum Checked {
     /// Both passed at this commit.
     Passed(String),
     /// One failed: `reason` for the user, `fixes` for the worker that can repair it.
@@ -388,7 +394,7 @@ enum Checked {
 }
 
 /// Runs the packet's worker once, with the review's required fixes when this is a fix round.
-fn work(
+pub(super) fn work(
     ctx: &Context<'_>,
     packet: &Packet,
     rec: &PacketRecord,
@@ -634,7 +640,7 @@ fn work_external(
 /// commit, see `commit::take_back_worker_commits`): only the engine's commits, whose whole
 /// diff the scope check sees, enter the branch. Our agents cannot commit (their commands
 /// cannot write the git directory), and the merges of their subtasks are the engine's.
-fn commit_step(
+pub(super) fn commit_step(
     ctx: &Context<'_>,
     packet: &Packet,
     wt: &Path,
@@ -684,7 +690,7 @@ fn commit_step(
 /// `committed` is the tip and changed paths the commit step just found; a resumed packet passes
 /// `None` and they are read from its worktree.
 #[allow(clippy::too_many_arguments)]
-fn validate(
+pub(super) fn validate(
     ctx: &Context<'_>,
     packet: &Packet,
     rec: &PacketRecord,
@@ -800,7 +806,7 @@ fn validate(
 fn review_step(
     ctx: &Context<'_>,
     packet: &Packet,
-    wt: &Path,
+    wt: Option<&Path>,
     start: &str,
     head: &str,
     round: u32,
@@ -809,8 +815,9 @@ fn review_step(
     let packet_ref = gate::PacketRef {
         run: ctx.run.id.clone(),
         packet: packet.clone(),
-        // The worktree is at `head` now: committed and validated.
-        checkout: Some(wt.to_path_buf()),
+        // The worktree is at `head` now: committed and validated (a packet that ran elsewhere
+        // has none here; the review makes a scratch checkout).
+        checkout: wt.map(Path::to_path_buf),
     };
     record(
         ctx,
@@ -884,7 +891,7 @@ fn required_fixes(verdict: &gate::Verdict) -> String {
 
 /// Returns the commit a packet starts from: the run's base without dependencies, the single
 /// dependency's work, or the in-memory merge of all its dependencies' work.
-fn start_point(ctx: &Context<'_>, packet: &Packet) -> Result<String, Halt> {
+pub(super) fn start_point(ctx: &Context<'_>, packet: &Packet) -> Result<String, Halt> {
     let records = ctx.journal.packets().map_err(|_| Halt::Journal)?;
     let mut start: Option<String> = None;
     for dep in &packet.depends_on {
@@ -952,7 +959,7 @@ fn clear_stale_locks(ctx: &Context<'_>, branch: &str, wt: &Path) -> Result<(), H
 
 /// Returns the engine's git runner for the packet's worktree, pinned to the git directory
 /// registered for it; a `.git` the worker changed fails the packet.
-fn worktree_git(ctx: &Context<'_>, wt: &Path) -> Result<gitops::Git, Halt> {
+pub(super) fn worktree_git(ctx: &Context<'_>, wt: &Path) -> Result<gitops::Git, Halt> {
     gitops::Git::pinned(&ctx.repo.common_dir, wt)
         .map_err(|e| Halt::Fail(format!("cannot run git in the worktree: {e}")))
 }
@@ -1009,7 +1016,7 @@ fn run_confined(
 }
 
 /// Returns the variables every command of the packet sees, writing the packet file they name.
-fn environment(
+pub(super) fn environment(
     ctx: &Context<'_>,
     index: usize,
     packet: &Packet,

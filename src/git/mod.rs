@@ -27,6 +27,7 @@ mod repo;
 mod revs;
 #[cfg(test)]
 pub(crate) mod testing;
+mod transport;
 mod workdir;
 mod worktree;
 
@@ -43,6 +44,7 @@ pub use refs::{Expected, RefError};
 pub use registry::{WorktreeEntry, delete_branch, list, remove};
 pub use repair::{create_repairing, repair_registrations};
 pub use repo::{RepoError, RepoInfo};
+pub use transport::init_bare;
 pub use workdir::Untracked;
 pub use worktree::{
     Created, Reuse, Worktree, WorktreeError, WorktreeRequest, WorktreeStatus, create, validate,

@@ -85,6 +85,7 @@ impl Ctx<'_> {
                 review: review.as_ref(),
                 fix_rounds: self.req.fix_rounds,
                 retries: self.models.config.retries(),
+                executor: None,
             };
             // Roles with an agent CLI (every one with `--agent`) go to it.
             let cli = crate::agent::cli::CliWorker::new(

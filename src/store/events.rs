@@ -269,6 +269,14 @@ pub enum Event {
         lines: String,
         declared: Vec<String>,
     },
+    /// The packet's work (fix round `round`) was handed to `host` of executor `executor`;
+    /// what the host did follows as the events it sent back.
+    PacketDispatched {
+        packet: String,
+        executor: String,
+        host: String,
+        round: u32,
+    },
 }
 
 /// How a finished run ended.
@@ -313,7 +321,8 @@ impl Event {
             | Event::QuestionAnswered { packet, .. }
             | Event::CommentsSent { packet, .. }
             | Event::CommentsDelivered { packet, .. }
-            | Event::ScopeFinding { packet, .. } => Some(packet),
+            | Event::ScopeFinding { packet, .. }
+            | Event::PacketDispatched { packet, .. } => Some(packet),
             Event::RunCreated { .. }
             | Event::RunStarted { .. }
             | Event::RunInterrupted { .. }
@@ -369,6 +378,7 @@ impl Event {
             Event::CommentsDelivered { .. } => "comments_delivered",
             Event::PacketsShareFiles { .. } => "packets_share_files",
             Event::ScopeFinding { .. } => "scope_finding",
+            Event::PacketDispatched { .. } => "packet_dispatched",
         }
     }
 }

@@ -85,7 +85,8 @@ pub(super) fn apply(
         | Event::QuestionAnswered { .. }
         | Event::CommentsSent { .. }
         | Event::CommentsDelivered { .. }
-        | Event::ScopeFinding { .. } => Ok(()),
+        | Event::ScopeFinding { .. }
+        | Event::PacketDispatched { .. } => Ok(()),
         Event::RunStarted { .. }
         | Event::RunInterrupted { .. }
         | Event::RunCancelled

@@ -8,6 +8,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod confine;
+mod executor;
 mod fix_rounds;
 mod help;
 mod init;

@@ -113,7 +113,8 @@ fn valid_plan_prints_waves_and_serialized_pairs() {
          4: docs\n\
          serialized:\n  \
          parser before all-src: src/*.rs overlaps src/parser.rs\n  \
-         readme before docs: docs/ contains docs/guide.md\n"
+         readme before docs: docs/ contains docs/guide.md\n\
+         runs on: this machine (worktrees beside the repository)\n"
     );
     assert_eq!(stdout, expected);
     assert_eq!(state(&repo), before);

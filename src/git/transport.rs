@@ -1,0 +1,84 @@
+//! Moving a packet between repositories for executors that run it elsewhere: named refs
+//! fetched and pushed (over the user's `ssh` when the remote is a host), blobs kept as refs'
+//! contents, and the scratch repository a host works in.
+
+use std::path::Path;
+
+use super::{Git, GitError};
+
+impl Git {
+    /// Returns this runner reaching ssh remotes with `ssh_command` (git reads it as a shell
+    /// word list, like `GIT_SSH_COMMAND`).
+    pub fn over_ssh(&self, ssh_command: &str) -> Git {
+        self.with_env("GIT_SSH_COMMAND", ssh_command)
+    }
+
+    /// Fetches `refspecs` (`+src:dst`, ref names only) from `remote`, without tags and
+    /// without writing `FETCH_HEAD`.
+    pub fn fetch_refs(&self, remote: &str, refspecs: &[String]) -> Result<(), GitError> {
+        let mut args = vec![
+            "fetch",
+            "--quiet",
+            "--no-tags",
+            "--no-write-fetch-head",
+            remote,
+        ];
+        args.extend(refspecs.iter().map(String::as_str));
+        self.run(args).map(drop)
+    }
+
+    /// Returns the refs of `remote` whose names match `pattern` (as `git ls-remote` takes it),
+    /// as `(name, id)` pairs.
+    pub fn remote_refs(
+        &self,
+        remote: &str,
+        pattern: &str,
+    ) -> Result<Vec<(String, String)>, GitError> {
+        let listed = self.run(["ls-remote", "--refs", remote, pattern])?;
+        Ok(listed
+            .lines()
+            .filter_map(|l| l.split_once('\t'))
+            .map(|(id, name)| (name.to_string(), id.to_string()))
+            .collect())
+    }
+
+    /// Writes `data` as a blob and points `refname` at it, whatever it held before.
+    pub fn write_blob_ref(&self, refname: &str, data: &[u8]) -> Result<String, GitError> {
+        let id = self.hash_object("blob", data, true)?;
+        self.set_ref(refname, &id)?;
+        Ok(id)
+    }
+
+    /// Returns the contents of the blob `refname` points at, or `None` when there is no such ref.
+    pub fn read_blob_ref(&self, refname: &str) -> Result<Option<Vec<u8>>, GitError> {
+        if self.resolve(refname)?.is_none() {
+            return Ok(None);
+        }
+        let out = self.finish(["cat-file", "blob", refname], None)?;
+        if !out.success() {
+            return Err(out.into_error());
+        }
+        Ok(Some(out.stdout))
+    }
+
+    /// Points `refname` at `id`, whatever it held before (refs only the engine writes).
+    pub fn set_ref(&self, refname: &str, id: &str) -> Result<(), GitError> {
+        self.writing()
+            .run(["update-ref", "-m", "git-orchestra", refname, id])
+            .map(drop)
+    }
+
+    /// Returns true if and only if the object `id` is in this repository.
+    pub fn has_object(&self, id: &str) -> Result<bool, GitError> {
+        Ok(self
+            .finish(["cat-file", "-e", &format!("{id}^{{commit}}")], None)?
+            .success())
+    }
+}
+
+/// Creates a bare repository at `dir` when there is none (`git init --bare`, which leaves an
+/// existing repository as it is).
+pub fn init_bare(dir: &Path) -> Result<(), GitError> {
+    fs_err::create_dir_all(dir).map_err(|source| GitError::Spawn { source })?;
+    Git::new(dir).run(["init", "--bare", "--quiet"]).map(drop)
+}

@@ -1,0 +1,390 @@
+//! Executors: packets worked by `git orchestra packet exec` on other "hosts". Here a stand-in
+//! for ssh runs the command in a directory per host on this machine, so the transport, the
+//! job and events refs, idempotence and a failing host are tested everywhere; `sshd.rs` runs
+//! the same against a real sshd.
+
+use std::path::{Path, PathBuf};
+
+use crate::support::*;
+
+/// A stand-in for `ssh [options] host command`: drops the options, then runs the command with
+/// `sh -c` in `$FAKE_HOSTS/<host>`, the host's "home"; a host without a directory is down.
+const FAKE_SSH: &str = r#"#!/bin/sh
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -o|-F|-i|-p|-l) shift 2 ;;
+    -*) shift ;;
+    *) break ;;
+  esac
+done
+host=$1
+shift
+[ -n "$host" ] && [ -d "$FAKE_HOSTS/$host" ] || { echo "ssh: connect to host $host: Connection refused" >&2; exit 255; }
+cd "$FAKE_HOSTS/$host" || exit 255
+exec sh -c "$*"
+"#;
+
+/// The worker: one file named after its packet.
+const WORKER: &str = r#"printf 'done by %s\n' "$ORCHESTRA_PACKET" > "out-$ORCHESTRA_PACKET.txt""#;
+
+/// A repository whose configuration puts packets on fake hosts `hosts` (the ones in `up`
+/// have a home), and the environment the binary needs to reach them.
+pub struct Hosts {
+    pub repo: TestRepo,
+    pub homes: PathBuf,
+    pub env: Vec<(String, String)>,
+}
+
+impl Hosts {
+    fn new(hosts: &[&str], up: &[&str]) -> Hosts {
+        let repo = TestRepo::new();
+        let scratch = repo.scratch();
+        let homes = scratch.join("hosts");
+        for h in up {
+            std::fs::create_dir_all(homes.join(h)).unwrap();
+        }
+        let ssh = scratch.join("fake-ssh");
+        std::fs::write(&ssh, FAKE_SSH).unwrap();
+        make_executable(&ssh);
+        let list: Vec<String> = hosts.iter().map(|h| format!("\"{h}\"")).collect();
+        repo.write(
+            ".orchestra/config.toml",
+            &format!(
+                "[executor.ssh]\nhosts = [{}]\nslots = 1\nssh_command = \"{}\"\n",
+                list.join(", "),
+                ssh.display()
+            ),
+        );
+        repo.git(&["add", "-A"]);
+        repo.git(&["commit", "-q", "-m", "executor config"]);
+        let env = vec![
+            ("FAKE_HOSTS".to_string(), homes.display().to_string()),
+            ("PATH".to_string(), path_with_binary()),
+        ];
+        Hosts { repo, homes, env }
+    }
+
+    fn run(&self, args: &[&str]) -> std::process::Output {
+        let env: Vec<(&str, &str)> = self
+            .env
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        orchestra_with_env(&self.repo.path, args, &env)
+    }
+}
+
+/// Returns `PATH` with the directory of the `git-orchestra` under test first.
+pub fn path_with_binary() -> String {
+    let bin = Path::new(env!("CARGO_BIN_EXE_git-orchestra"));
+    format!(
+        "{}:{}",
+        bin.parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+pub fn make_executable(path: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+fn plan(repo: &TestRepo) -> PathBuf {
+    let body = format!(
+        "objective = \"Remote outputs\"\n\n{}{}{}",
+        packet("a", "\"out-a.txt\"", "", "\"test -f out-a.txt\""),
+        packet("b", "\"out-b.txt\"", "", "\"test -f out-b.txt\""),
+        packet(
+            "c",
+            "\"out-c.txt\"",
+            "\"a\", \"b\"",
+            "\"test -f out-a.txt && test -f out-c.txt\""
+        ),
+    );
+    repo.write_plan("plan.toml", &body)
+}
+
+#[test]
+fn packets_run_on_hosts_come_back_as_branches_with_trailers_and_merge() {
+    let hosts = Hosts::new(&["h1", "h2"], &["h1", "h2"]);
+    let repo = &hosts.repo;
+    let plan = plan(repo);
+    let check = hosts.run(&["plan", "check", plan.to_str().unwrap(), "--executor", "ssh"]);
+    assert!(check.status.success(), "{}", text(&check));
+    let shown = String::from_utf8_lossy(&check.stdout);
+    assert!(
+        shown.contains("runs on: ssh")
+            && shown.contains("h1 (1 slot)")
+            && shown.contains("h2 (1 slot)"),
+        "{shown}"
+    );
+    let out = hosts.run(&[
+        "run",
+        plan.to_str().unwrap(),
+        "--worker-cmd",
+        WORKER,
+        "--executor",
+        "ssh",
+        "--merge",
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    let v = status_json(&repo.path);
+    let run = v["run"]["id"].as_str().unwrap().to_string();
+    assert_eq!(v["run"]["state"], "completed", "{}", text(&out));
+    // Each packet's branch came back with the engine's commit and trailers.
+    for p in ["a", "b", "c"] {
+        let branch = format!("orchestra/{run}/{p}");
+        let message = repo.git(&["log", "-1", "--format=%B", &branch]);
+        assert!(
+            message.contains(&format!("Orchestra-Packet: {p}")),
+            "{message}"
+        );
+        assert!(
+            message.contains(&format!("Orchestra-Run: {run}")),
+            "{message}"
+        );
+        assert_eq!(
+            repo.git(&["log", "-1", "--format=%an", &branch]),
+            "git-orchestra"
+        );
+        let file = repo.git(&["show", &format!("{branch}:out-{p}.txt")]);
+        assert_eq!(file, format!("done by {p}"));
+        // The events came back in their ref, and the packet's worktree was never made here.
+        let events = repo.git(&[
+            "cat-file",
+            "blob",
+            &format!("refs/orchestra/events/{run}/{p}"),
+        ]);
+        assert!(events.contains("\"outcome\":\"passed\""), "{events}");
+        assert!(
+            !Path::new(
+                v["packets"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|x| x["id"] == p)
+                    .unwrap()["worktree"]
+                    .as_str()
+                    .unwrap()
+            )
+            .exists()
+        );
+    }
+    // `c` started from the merge of its dependencies' work, which travelled with its job.
+    let c = format!("orchestra/{run}/c");
+    assert_eq!(repo.git(&["show", &format!("{c}:out-a.txt")]), "done by a");
+    assert_eq!(repo.git(&["show", &format!("{c}:out-b.txt")]), "done by b");
+    // Merged into main.
+    for p in ["a", "b", "c"] {
+        assert_eq!(
+            repo.git(&["show", &format!("main:out-{p}.txt")]),
+            format!("done by {p}")
+        );
+    }
+    // The hosts' work is journaled and shown: where each packet ran, its commit, its checks.
+    let placed: Vec<String> = v["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| {
+            format!(
+                "{}@{}",
+                h["packet"].as_str().unwrap(),
+                h["host"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(placed.len(), 3, "{placed:?}");
+    assert!(
+        placed
+            .iter()
+            .all(|p| p.ends_with("@h1") || p.ends_with("@h2")),
+        "{placed:?}"
+    );
+    let status = hosts.run(&["status"]);
+    let shown = String::from_utf8_lossy(&status.stdout);
+    assert!(shown.contains("HOST") && shown.contains("(ssh)"), "{shown}");
+    // The host's bare repository holds the branch it pushed.
+    let on_host: Vec<String> = ["h1", "h2"]
+        .iter()
+        .flat_map(|h| {
+            let dir = hosts.homes.join(h).join(".cache/git-orchestra/remote");
+            git(
+                &dir,
+                &["for-each-ref", "--format=%(refname)", "refs/heads/"],
+            )
+            .lines()
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+        })
+        .collect();
+    for p in ["a", "b", "c"] {
+        assert!(
+            on_host.contains(&format!("refs/heads/orchestra/{run}/{p}")),
+            "{on_host:?}"
+        );
+    }
+}
+
+#[test]
+fn packet_exec_again_finds_its_result_and_does_not_redo_the_work() {
+    let hosts = Hosts::new(&["h1"], &["h1"]);
+    let repo = &hosts.repo;
+    let plan = repo.write_plan(
+        "plan.toml",
+        &format!(
+            "objective = \"Once\"\n\n{}",
+            packet("a", "\"out-a.txt\"", "", "\"test -f out-a.txt\"")
+        ),
+    );
+    let counter = repo.scratch().join("count");
+    let worker = format!("echo x >> {}; {WORKER}", counter.display());
+    repo.scratch_writable();
+    let out = hosts.run(&[
+        "run",
+        plan.to_str().unwrap(),
+        "--worker-cmd",
+        &worker,
+        "--executor",
+        "ssh",
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    let run = run_id(&repo.path);
+    let remote = hosts.homes.join("h1/.cache/git-orchestra/remote");
+    let branch = format!("refs/heads/orchestra/{run}/a");
+    let tip = git(&remote, &["rev-parse", &branch]);
+    let again = orchestra_with_env(
+        &remote,
+        &["packet", "exec", &run, "a", "--remote", "."],
+        &[("PATH", &path_with_binary())],
+    );
+    assert!(again.status.success(), "{}", text(&again));
+    assert!(
+        String::from_utf8_lossy(&again.stdout).contains("passed (worked before)"),
+        "{}",
+        text(&again)
+    );
+    assert_eq!(git(&remote, &["rev-parse", &branch]), tip);
+    assert_eq!(
+        std::fs::read_to_string(&counter).unwrap().lines().count(),
+        1
+    );
+    // A packet that has no job there is refused with what is missing.
+    let none = orchestra(&remote, &["packet", "exec", &run, "zz", "--remote", "."]);
+    assert!(!none.status.success());
+    assert!(
+        String::from_utf8_lossy(&none.stderr).contains("no job for packet `zz`"),
+        "{}",
+        text(&none)
+    );
+}
+
+#[test]
+fn a_host_that_is_down_leaves_its_packets_to_the_others() {
+    let hosts = Hosts::new(&["down", "h2"], &["h2"]);
+    let repo = &hosts.repo;
+    let plan = plan(repo);
+    let out = hosts.run(&[
+        "run",
+        plan.to_str().unwrap(),
+        "--worker-cmd",
+        WORKER,
+        "--executor",
+        "ssh",
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    let v = status_json(&repo.path);
+    assert_eq!(v["run"]["state"], "completed");
+    for h in v["hosts"].as_array().unwrap() {
+        assert_eq!(h["host"], "h2", "{v}");
+    }
+    let run = v["run"]["id"].as_str().unwrap();
+    assert!(
+        !repo
+            .git(&["rev-parse", &format!("orchestra/{run}/c")])
+            .is_empty()
+    );
+}
+
+#[test]
+fn the_ssh_executor_without_hosts_or_worker_command_is_refused_before_anything_changes() {
+    let repo = TestRepo::new();
+    let plan = plan(&repo);
+    let before = refs(&repo.path);
+    let args = [
+        "run",
+        plan.to_str().unwrap(),
+        "--worker-cmd",
+        WORKER,
+        "--executor",
+        "ssh",
+    ];
+    let out = orchestra(&repo.path, &args);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("[executor.ssh] hosts"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(refs(&repo.path), before);
+    repo.write(
+        ".orchestra/config.toml",
+        "[executor]\nkind = \"ssh\"\n[executor.ssh]\nhosts = [\"h1\"]\n",
+    );
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-q", "-m", "config"]);
+    let before = refs(&repo.path);
+    // Configured as the default, it needs a worker command: our agents work here.
+    let out = orchestra(&repo.path, &["run", plan.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("external worker command"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(refs(&repo.path), before);
+    let out = orchestra(&repo.path, &["status", "--json"]);
+    assert!(
+        !String::from_utf8_lossy(&out.stdout).contains("remote-outputs"),
+        "{}",
+        text(&out)
+    );
+}
+
+#[test]
+fn a_failed_validation_on_a_host_goes_back_to_the_worker_there_as_a_fix_round() {
+    let hosts = Hosts::new(&["h1"], &["h1"]);
+    let repo = &hosts.repo;
+    let plan = repo.write_plan(
+        "plan.toml",
+        &format!(
+            "objective = \"Fix it\"\n\n{}",
+            packet("a", "\"out-a.txt\"", "", "\"grep -q fixed out-a.txt\"")
+        ),
+    );
+    // Wrong at first; right once it is told what to fix.
+    let worker = r#"if [ -n "$ORCHESTRA_FIXES_FILE" ] && grep -q 'grep -q fixed' "$ORCHESTRA_FIXES_FILE"; then echo fixed > out-a.txt; else echo wrong > out-a.txt; fi"#;
+    let out = hosts.run(&[
+        "run",
+        plan.to_str().unwrap(),
+        "--worker-cmd",
+        worker,
+        "--executor",
+        "ssh",
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("fix round 1 runs on ssh host h1"),
+        "{}",
+        text(&out)
+    );
+    let run = run_id(&repo.path);
+    let branch = format!("orchestra/{run}/a");
+    assert_eq!(repo.git(&["show", &format!("{branch}:out-a.txt")]), "fixed");
+    // The rejected commit was replaced, not kept under the fix.
+    let base = repo.git(&["rev-parse", "main"]);
+    assert_eq!(
+        repo.git(&["rev-list", "--count", &format!("{base}..{branch}")]),
+        "1"
+    );
+}
