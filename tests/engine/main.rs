@@ -17,6 +17,7 @@ mod recycle;
 mod retry;
 mod run;
 mod run_input;
+mod sshd;
 #[path = "../support/mod.rs"]
 mod support;
 mod symbols;
