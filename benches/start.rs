@@ -88,6 +88,7 @@ fn run(
             docs: false,
             tests: false,
             publish: None,
+            executor: None,
         },
         timeout: Duration::from_secs(600),
         worktree_root: Some(dir.with_extension("worktrees")),

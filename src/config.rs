@@ -76,7 +76,7 @@ pub struct ExecutorConfig {
 }
 
 /// Where a run's packets run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ExecutorKind {
     Local,

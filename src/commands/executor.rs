@@ -104,6 +104,21 @@ pub(crate) fn choose(
     Ok(kind)
 }
 
+/// Returns where a new `start` run's packets run (`None` here), checked like `run`'s.
+pub(crate) fn for_start(
+    config: &RepoConfig,
+    arg: Option<ExecutorArg>,
+    worker_cmd_given: bool,
+) -> Result<Option<ExecutorKind>, CommandError> {
+    let kind = arg
+        .map(ExecutorArg::kind)
+        .or(config.executor.kind)
+        .unwrap_or(ExecutorKind::Local);
+    build(config, kind)?;
+    check_worker(kind, worker_cmd_given)?;
+    Ok((kind != ExecutorKind::Local).then_some(kind))
+}
+
 /// Checks that a run of `kind` can work its packets there: the ssh executor runs an external
 /// worker command, not our agents.
 pub(crate) fn check_worker(kind: ExecutorKind, has_worker_cmd: bool) -> Result<(), CommandError> {

@@ -192,7 +192,8 @@ pub(crate) fn engine_error(e: engine::EngineError) -> CommandError {
         | E::NoSuchPacket { .. }
         | E::PacketNotRetryable { .. }
         | E::NothingToRetry { .. }
-        | E::NotFinished { .. } => CommandError::user(e),
+        | E::NotFinished { .. }
+        | E::Executor(_) => CommandError::user(e),
         E::Store(git_orchestra::store::StoreError::UnknownRun { .. }) => CommandError::user(e),
         other => CommandError::internal(other),
     }

@@ -54,6 +54,10 @@ pub struct StartArgs {
     /// ours): claude, codex, gemini, opencode, qwen, or an [agents.cli.<name>].
     #[arg(long, value_name = "NAME", conflicts_with = "worker_cmd")]
     agent: Option<String>,
+    /// Where packets run: `local` or `ssh` (the hosts of `[executor.ssh]`, with --worker-cmd);
+    /// default `[executor] kind`, else local. Kept with the run.
+    #[arg(long, value_enum, value_name = "KIND")]
+    executor: Option<super::executor::ExecutorArg>,
     /// Most packets running at once (default: the plan's, else 4).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     max_parallel: Option<u16>,
@@ -285,6 +289,7 @@ pub fn cmd_start(cwd: &Path, args: &StartArgs) -> Result<(), CommandError> {
             remote: args.remote.clone(),
             target: args.target.clone(),
         }),
+        executor: super::executor::for_start(&config, args.executor, args.worker_cmd.is_some())?,
     };
     preflight(&repo, &config, &settings)?;
     let req = StartRequest {

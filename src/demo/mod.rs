@@ -129,6 +129,7 @@ pub fn request(worktree_root: &Path) -> StartRequest {
             docs: false,
             tests: false,
             publish: None,
+            executor: None,
         },
         timeout: Duration::from_secs(120),
         worktree_root: Some(worktree_root.to_path_buf()),

@@ -77,6 +77,9 @@ pub enum EngineError {
     NotFinished { run: String },
     #[error("{0}")]
     Worktree(String),
+    /// The executor's configuration is incomplete or wrong.
+    #[error("{0}")]
+    Executor(String),
     #[error("the engine's packet thread panicked")]
     Panicked,
 }

@@ -68,6 +68,13 @@ impl Ctx<'_> {
             // The engine stops on the user's signal or when a packet finds the budget spent.
             let halt = worker.halt.clone();
             let done = std::sync::atomic::AtomicBool::new(false);
+            let remote = match self.settings.executor {
+                Some(crate::config::ExecutorKind::Ssh) => Some(
+                    engine::remote::ssh::SshExecutor::new(&self.models.config.executor.ssh)
+                        .map_err(engine::EngineError::Executor)?,
+                ),
+                _ => None,
+            };
             let reviewer = StartReviewer::new(self.models.clone(), halt.clone());
             let review = reviewer.as_ref().map(|r| engine::PacketReview {
                 reviewer: r,
@@ -85,7 +92,7 @@ impl Ctx<'_> {
                 review: review.as_ref(),
                 fix_rounds: self.req.fix_rounds,
                 retries: self.models.config.retries(),
-                executor: None,
+                executor: remote.as_ref().map(|e| e as &dyn engine::Executor),
             };
             // Roles with an agent CLI (every one with `--agent`) go to it.
             let cli = crate::agent::cli::CliWorker::new(

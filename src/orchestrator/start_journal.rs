@@ -62,6 +62,9 @@ pub struct StartSettings {
     /// run killed before or while publishing publishes on resume.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub publish: Option<PublishSettings>,
+    /// Where the packets run when not here (`start --executor ssh`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub executor: Option<crate::config::ExecutorKind>,
 }
 
 /// Where a completed run's pull requests go.

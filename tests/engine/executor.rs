@@ -7,23 +7,6 @@ use std::path::{Path, PathBuf};
 
 use crate::support::*;
 
-/// A stand-in for `ssh [options] host command`: drops the options, then runs the command with
-/// `sh -c` in `$FAKE_HOSTS/<host>`, the host's "home"; a host without a directory is down.
-const FAKE_SSH: &str = r#"#!/bin/sh
-while [ $# -gt 0 ]; do
-  case "$1" in
-    -o|-F|-i|-p|-l) shift 2 ;;
-    -*) shift ;;
-    *) break ;;
-  esac
-done
-host=$1
-shift
-[ -n "$host" ] && [ -d "$FAKE_HOSTS/$host" ] || { echo "ssh: connect to host $host: Connection refused" >&2; exit 255; }
-cd "$FAKE_HOSTS/$host" || exit 255
-exec sh -c "$*"
-"#;
-
 /// The worker: one file named after its packet.
 const WORKER: &str = r#"printf 'done by %s\n' "$ORCHESTRA_PACKET" > "out-$ORCHESTRA_PACKET.txt""#;
 
@@ -43,9 +26,7 @@ impl Hosts {
         for h in up {
             std::fs::create_dir_all(homes.join(h)).unwrap();
         }
-        let ssh = scratch.join("fake-ssh");
-        std::fs::write(&ssh, FAKE_SSH).unwrap();
-        make_executable(&ssh);
+        let ssh = fake_ssh(&scratch);
         let list: Vec<String> = hosts.iter().map(|h| format!("\"{h}\"")).collect();
         repo.write(
             ".orchestra/config.toml",
@@ -72,21 +53,6 @@ impl Hosts {
             .collect();
         orchestra_with_env(&self.repo.path, args, &env)
     }
-}
-
-/// Returns `PATH` with the directory of the `git-orchestra` under test first.
-pub fn path_with_binary() -> String {
-    let bin = Path::new(env!("CARGO_BIN_EXE_git-orchestra"));
-    format!(
-        "{}:{}",
-        bin.parent().unwrap().display(),
-        std::env::var("PATH").unwrap_or_default()
-    )
-}
-
-pub fn make_executable(path: &Path) {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
 fn plan(repo: &TestRepo) -> PathBuf {
@@ -387,4 +353,63 @@ fn a_failed_validation_on_a_host_goes_back_to_the_worker_there_as_a_fix_round() 
         repo.git(&["rev-list", "--count", &format!("{base}..{branch}")]),
         "1"
     );
+}
+
+#[test]
+fn a_coordinator_killed_while_a_packet_runs_elsewhere_resumes_without_working_it_again() {
+    let hosts = Hosts::new(&["h1"], &["h1"]);
+    let repo = &hosts.repo;
+    let plan = repo.write_plan(
+        "plan.toml",
+        &format!(
+            "objective = \"Once only\"\n\n{}",
+            packet("a", "\"out-a.txt\"", "", "\"test -f out-a.txt\"")
+        ),
+    );
+    repo.scratch_writable();
+    let counter = repo.scratch().join("count");
+    let worker = format!("echo x >> {}; {WORKER}", counter.display());
+    // Killed right after journaling the host's first events (run started, packet started,
+    // dispatched, worktree ready, worker started): the host finished, the import did not.
+    let mut env: Vec<(&str, &str)> = hosts
+        .env
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    env.push(("ORCHESTRA_CRASH_AFTER_EVENTS", "5"));
+    let args = [
+        "run",
+        plan.to_str().unwrap(),
+        "--worker-cmd",
+        &worker,
+        "--executor",
+        "ssh",
+    ];
+    let out = orchestra_with_env(&repo.path, &args, &env);
+    assert_eq!(out.status.signal_or_code(), Some(-9), "{}", text(&out));
+    let out = hosts.run(&["resume"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let v = status_json(&repo.path);
+    assert_eq!(v["run"]["state"], "completed");
+    let run = v["run"]["id"].as_str().unwrap();
+    assert_eq!(
+        repo.git(&["show", &format!("orchestra/{run}/a:out-a.txt")]),
+        "done by a"
+    );
+    // The worker ran once: the resumed coordinator took the result the host had pushed.
+    assert_eq!(
+        std::fs::read_to_string(&counter).unwrap().lines().count(),
+        1
+    );
+}
+
+trait SignalOrCode {
+    fn signal_or_code(&self) -> Option<i32>;
+}
+
+impl SignalOrCode for std::process::ExitStatus {
+    fn signal_or_code(&self) -> Option<i32> {
+        use std::os::unix::process::ExitStatusExt;
+        self.signal().map(|s| -s).or(self.code())
+    }
 }

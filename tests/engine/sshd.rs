@@ -12,7 +12,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::executor::{make_executable, path_with_binary};
 use crate::support::*;
 
 const SSHD: &str = "/usr/sbin/sshd";

@@ -256,3 +256,46 @@ pub fn intervals(log: &Path) -> Vec<(String, u128, u128)> {
         })
         .collect()
 }
+
+/// A stand-in for `ssh [options] host command` (the ssh executor's transport): drops the
+/// options, then runs the command with `sh -c` in `$FAKE_HOSTS/<host>`, the host's "home"; a
+/// host without a directory there is down.
+const FAKE_SSH: &str = r#"#!/bin/sh
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -o|-F|-i|-p|-l) shift 2 ;;
+    -*) shift ;;
+    *) break ;;
+  esac
+done
+host=$1
+shift
+[ -n "$host" ] && [ -d "$FAKE_HOSTS/$host" ] || { echo "ssh: connect to host $host: Connection refused" >&2; exit 255; }
+cd "$FAKE_HOSTS/$host" || exit 255
+exec sh -c "$*"
+"#;
+
+/// Writes the stand-in ssh to `dir/fake-ssh` and returns its path; the binary reaches hosts
+/// through it with `FAKE_HOSTS` and [`path_with_binary`] in its environment.
+pub fn fake_ssh(dir: &Path) -> PathBuf {
+    let ssh = dir.join("fake-ssh");
+    std::fs::write(&ssh, FAKE_SSH).unwrap();
+    make_executable(&ssh);
+    ssh
+}
+
+/// Returns `PATH` with the directory of the `git-orchestra` under test first.
+pub fn path_with_binary() -> String {
+    let bin = Path::new(env!("CARGO_BIN_EXE_git-orchestra"));
+    format!(
+        "{}:{}",
+        bin.parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+/// Makes `path` executable by everyone.
+pub fn make_executable(path: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}

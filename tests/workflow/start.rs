@@ -1073,3 +1073,64 @@ fn with_a_worker_command_a_validation_the_merge_broke_goes_back_to_the_command_a
     assert_eq!(git(&repo, &["show", "main:p1.txt"]), "done");
     assert_eq!(git(&repo, &["show", "main:p2.txt"]), "p2 knows p1");
 }
+
+#[test]
+fn start_with_the_ssh_executor_works_its_packets_on_a_host_and_reviews_and_merges_them_here() {
+    hermetic();
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = demo::create_sample(&tmp.path().join("greeter")).unwrap();
+    let homes = tmp.path().join("hosts");
+    std::fs::create_dir_all(homes.join("h1")).unwrap();
+    let ssh = crate::support::fake_ssh(tmp.path());
+    let config = repo.join(".orchestra/config.toml");
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    let mut text_now = std::fs::read_to_string(&config).unwrap_or_default();
+    text_now.push_str(&format!(
+        "\n[executor.ssh]\nhosts = [\"h1\"]\nssh_command = \"{}\"\n",
+        ssh.display()
+    ));
+    std::fs::write(&config, text_now).unwrap();
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-q", "-m", "hosts"]);
+    let plan = "```toml\n[[packet]]\nid = \"p1\"\ntitle = \"One\"\ndescription = \"d\"\nfiles = [\"p1.txt\"]\nvalidation = [\"test -f p1.txt\"]\n```";
+    let scripts = serde_json::json!([
+        {"name": "planner", "match": ["# Planner"], "replies": [{"text": plan}]},
+        {"name": "review", "match": ["# Reviewer"], "replies": [{"text": "{\"verdict\": \"approve\"}"}]},
+        {"name": "orchestrator", "match": ["# Orchestrator"], "replies": [{"text": "{}"}]}
+    ]);
+    let model = demo::MockModel::start(demo::parse_scripts(&scripts.to_string()).unwrap()).unwrap();
+    let path = crate::support::path_with_binary();
+    let out = orchestra_with_env(
+        &repo,
+        &[
+            "start",
+            "--yes",
+            "--no-clarify",
+            "--merge",
+            "--executor",
+            "ssh",
+            "--worker-cmd",
+            "echo remote > \"$ORCHESTRA_PACKET.txt\"",
+            "One file",
+        ],
+        &[
+            ("ORCHESTRA_PROVIDER", "openai-compatible"),
+            ("ORCHESTRA_BASE_URL", model.url.as_str()),
+            ("ORCHESTRA_MODEL", "scripted"),
+            ("FAKE_HOSTS", homes.to_str().unwrap()),
+            ("PATH", path.as_str()),
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(git(&repo, &["show", "main:p1.txt"]), "remote");
+    // Worked on the host: its repository has the branch, and the events came back.
+    let on_host = git(
+        &homes.join("h1/.cache/git-orchestra/remote"),
+        &["for-each-ref", "--format=%(refname)", "refs/heads/"],
+    );
+    assert!(on_host.contains("/p1"), "{on_host}");
+    let status = orchestra(&repo, &["status", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(v["hosts"][0]["host"], "h1", "{v}");
+    assert_eq!(v["hosts"][0]["packet"], "p1", "{v}");
+}
