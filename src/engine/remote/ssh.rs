@@ -9,7 +9,7 @@
 //! variables forwarded by ssh (`SendEnv`, which the host's sshd must `AcceptEnv`). A host that
 //! fails before it answers is not used again in this process, and the job goes to another.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::Duration;
@@ -33,6 +33,8 @@ pub struct SshExecutor {
     remote_dir: String,
     state: Mutex<Vec<HostState>>,
     freed: Condvar,
+    /// A private directory for ssh's connection sockets, removed with the executor.
+    control_dir: Option<PathBuf>,
 }
 
 #[derive(Default)]
@@ -83,6 +85,7 @@ impl SshExecutor {
                 .clone()
                 .unwrap_or_else(|| DEFAULT_REMOTE_DIR.to_string()),
             freed: Condvar::new(),
+            control_dir: control_dir(),
         })
     }
 
@@ -97,6 +100,18 @@ impl SshExecutor {
             "ServerAliveCountMax=3",
         ] {
             words.extend(["-o".to_string(), option.to_string()]);
+        }
+        // One connection per host carries this process's transfers and commands (unless the
+        // user's own options say otherwise: ssh takes the first value it is given).
+        if let Some(dir) = &self.control_dir {
+            words.extend([
+                "-o".to_string(),
+                "ControlMaster=auto".to_string(),
+                "-o".to_string(),
+                format!("ControlPath={}/%C", dir.display()),
+                "-o".to_string(),
+                "ControlPersist=30".to_string(),
+            ]);
         }
         for (name, _) in crate::exec::secret_env::stashed() {
             words.extend(["-o".to_string(), format!("SendEnv={name}")]);
@@ -242,6 +257,26 @@ impl SshExecutor {
             .map_err(|e| HostFailure(format!("cannot fetch the packet branch: {e}")))?;
         Ok(lines)
     }
+}
+
+impl Drop for SshExecutor {
+    fn drop(&mut self) {
+        // Masters still persisting stop on their own; no new connection can find them.
+        if let Some(dir) = &self.control_dir {
+            let _ = fs_err::remove_dir_all(dir);
+        }
+    }
+}
+
+/// Makes a directory only this user can enter for ssh's control sockets, short enough for a
+/// socket path; `None` (no sharing of connections) when there is no such place.
+fn control_dir() -> Option<PathBuf> {
+    use std::os::unix::fs::DirBuilderExt;
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = NEXT.fetch_add(1, Ordering::SeqCst);
+    let dir = Path::new("/tmp").join(format!("orchestra-ssh-{}-{n}", std::process::id()));
+    std::fs::DirBuilder::new().mode(0o700).create(&dir).ok()?;
+    Some(dir)
 }
 
 impl Executor for SshExecutor {
