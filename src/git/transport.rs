@@ -77,8 +77,12 @@ impl Git {
 }
 
 /// Creates a bare repository at `dir` when there is none (`git init --bare`, which leaves an
-/// existing repository as it is).
+/// existing repository as it is) that accepts pushes to the branches its worktrees have
+/// checked out: a packet's worktree is reset to its branch before any work there.
 pub fn init_bare(dir: &Path) -> Result<(), GitError> {
     fs_err::create_dir_all(dir).map_err(|source| GitError::Spawn { source })?;
-    Git::new(dir).run(["init", "--bare", "--quiet"]).map(drop)
+    let git = Git::new(dir);
+    git.run(["init", "--bare", "--quiet"])?;
+    git.run(["config", "receive.denyCurrentBranch", "ignore"])
+        .map(drop)
 }

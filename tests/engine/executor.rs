@@ -413,3 +413,66 @@ impl SignalOrCode for std::process::ExitStatus {
         self.signal().map(|s| -s).or(self.code())
     }
 }
+
+#[test]
+fn packet_exec_with_a_repository_of_its_own_fetches_the_job_and_pushes_the_results_back() {
+    let hosts = Hosts::new(&["h1"], &["h1"]);
+    let repo = &hosts.repo;
+    let plan = repo.write_plan(
+        "plan.toml",
+        &format!(
+            "objective = \"Elsewhere\"\n\n{}",
+            packet("a", "\"out-a.txt\"", "", "\"test -f out-a.txt\"")
+        ),
+    );
+    let out = hosts.run(&[
+        "run",
+        plan.to_str().unwrap(),
+        "--worker-cmd",
+        WORKER,
+        "--executor",
+        "ssh",
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    let run = run_id(&repo.path);
+    let remote = hosts.homes.join("h1/.cache/git-orchestra/remote");
+    // The remote keeps the job and the start; its results are taken away, so the job is
+    // worked again, this time in a repository of its own that fetches from the remote.
+    let events = format!("refs/orchestra/events/{run}/a");
+    let branch = format!("refs/heads/orchestra/{run}/a");
+    git(&remote, &["update-ref", "-d", &events]);
+    git(&remote, &["update-ref", "-d", &branch]);
+    let work = repo.scratch().join("elsewhere");
+    let out = orchestra_with_env(
+        &repo.scratch(),
+        &[
+            "packet",
+            "exec",
+            &run,
+            "a",
+            "--remote",
+            remote.to_str().unwrap(),
+            "--repo",
+            work.to_str().unwrap(),
+        ],
+        &[("PATH", &path_with_binary())],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("packet a passed"),
+        "{}",
+        text(&out)
+    );
+    // Pushed back: the branch with the engine's commit, and the events with the result.
+    let tip = git(&remote, &["rev-parse", &branch]);
+    assert_eq!(
+        git(&remote, &["show", &format!("{tip}:out-a.txt")]),
+        "done by a"
+    );
+    let message = git(&remote, &["log", "-1", "--format=%B", &tip]);
+    assert!(message.contains("Orchestra-Packet: a"), "{message}");
+    let lines = git(&remote, &["cat-file", "blob", &events]);
+    assert!(lines.contains("\"outcome\":\"passed\""), "{lines}");
+    assert!(lines.contains("\"type\":\"packet_committed\""), "{lines}");
+    assert_eq!(git(&work, &["rev-parse", &branch]), tip);
+}

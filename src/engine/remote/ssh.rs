@@ -191,7 +191,12 @@ impl SshExecutor {
                 job.attempt, job.round
             ))
         };
-        let init = format!("git init --bare --quiet {}", quote(&self.remote_dir));
+        // The host's worktrees have packet branches checked out; the coordinator's push of a
+        // fix round's branch must still land (the worktree is reset to it before any work).
+        let dir = quote(&self.remote_dir);
+        let init = format!(
+            "git init --bare --quiet {dir} && git -C {dir} config receive.denyCurrentBranch ignore"
+        );
         let out = self.ssh_run(host, &init, d, &log("init"), Duration::from_secs(120))?;
         if !out.success() {
             return Err(HostFailure(format!(
