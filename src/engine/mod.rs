@@ -292,6 +292,7 @@ pub fn execute_with(
         retries: ctl.retries.0,
         retry_delay: ctl.retries.1,
         executor: ctl.executor,
+        dependencies: None,
     };
     drive(&ctx, &graph)?;
     finish(&journal, run_id)

@@ -46,6 +46,9 @@ pub(super) struct Context<'a> {
     pub retry_delay: Duration,
     /// Where the packet's work runs: `None` here, in a worktree beside the repository.
     pub executor: Option<&'a dyn super::remote::Executor>,
+    /// What the packets this one depends on did, when the coordinator that knows worked it out
+    /// (a job from another machine); `None` reads it from the journal.
+    pub dependencies: Option<&'a str>,
 }
 
 /// Why a pipeline stopped before success.
@@ -439,7 +442,10 @@ const DEPENDENCY_CHARS: usize = 1_200;
 
 /// Returns what each packet `packet` depends on did, for its worker: the files its work
 /// changed and what its worker said of it, bounded per dependency.
-fn dependency_summary(ctx: &Context<'_>, packet: &Packet) -> String {
+pub(super) fn dependency_summary(ctx: &Context<'_>, packet: &Packet) -> String {
+    if let Some(known) = ctx.dependencies {
+        return known.to_string();
+    }
     if packet.depends_on.is_empty() {
         return String::new();
     }

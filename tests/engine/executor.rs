@@ -136,6 +136,21 @@ fn packets_run_on_hosts_come_back_as_branches_with_trailers_and_merge() {
             .exists()
         );
     }
+    // `c`'s packet file on its host says what its dependencies did, as a local one would.
+    let c_file = ["h1", "h2"]
+        .iter()
+        .map(|h| {
+            hosts.homes.join(h).join(format!(
+                ".cache/git-orchestra/remote/orchestra/runs/{run}/c/packet.json"
+            ))
+        })
+        .find(|p| p.exists())
+        .expect("c's packet file on a host");
+    let file: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(c_file).unwrap()).unwrap();
+    let deps = file["dependencies"].as_str().unwrap_or_default();
+    assert!(deps.contains("`a`") && deps.contains("out-a.txt"), "{file}");
+    assert!(deps.contains("`b`") && deps.contains("out-b.txt"), "{file}");
     // `c` started from the merge of its dependencies' work, which travelled with its job.
     let c = format!("orchestra/{run}/c");
     assert_eq!(repo.git(&["show", &format!("{c}:out-a.txt")]), "done by a");

@@ -53,6 +53,7 @@ pub(in crate::engine) fn pipeline(
         attempt,
         round: 0,
         fixes: None,
+        dependencies: packet::dependency_summary(ctx, packet),
     };
     let mut comment_rounds = 0u32;
     loop {

@@ -255,6 +255,7 @@ fn work(
         retries: 0,
         retry_delay: Duration::from_secs(1),
         executor: None,
+        dependencies: Some(&job.dependencies),
     };
     match steps(&ctx, job, &wt) {
         Ok(Checked::Passed(head)) => Ok(ExecResult::Passed { head }),

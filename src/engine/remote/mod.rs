@@ -80,6 +80,10 @@ pub struct Job {
     /// The fix round (0 for the first work); with `fixes`, what to fix.
     pub round: u32,
     pub fixes: Option<String>,
+    /// What the packets this one depends on did (their changed files, what their workers
+    /// said), for the packet file's `dependencies`.
+    #[serde(default)]
+    pub dependencies: String,
 }
 
 /// One line of a packet's events ref.
