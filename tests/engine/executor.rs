@@ -136,21 +136,7 @@ fn packets_run_on_hosts_come_back_as_branches_with_trailers_and_merge() {
             .exists()
         );
     }
-    // `c`'s packet file on its host says what its dependencies did, as a local one would.
-    let c_file = ["h1", "h2"]
-        .iter()
-        .map(|h| {
-            hosts.homes.join(h).join(format!(
-                ".cache/git-orchestra/remote/orchestra/runs/{run}/c/packet.json"
-            ))
-        })
-        .find(|p| p.exists())
-        .expect("c's packet file on a host");
-    let file: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(c_file).unwrap()).unwrap();
-    let deps = file["dependencies"].as_str().unwrap_or_default();
-    assert!(deps.contains("`a`") && deps.contains("out-a.txt"), "{file}");
-    assert!(deps.contains("`b`") && deps.contains("out-b.txt"), "{file}");
+    assert_dependencies_reached_the_host(&hosts, &run);
     // `c` started from the merge of its dependencies' work, which travelled with its job.
     let c = format!("orchestra/{run}/c");
     assert_eq!(repo.git(&["show", &format!("{c}:out-a.txt")]), "done by a");
@@ -185,7 +171,30 @@ fn packets_run_on_hosts_come_back_as_branches_with_trailers_and_merge() {
     let status = hosts.run(&["status"]);
     let shown = String::from_utf8_lossy(&status.stdout);
     assert!(shown.contains("HOST") && shown.contains("(ssh)"), "{shown}");
-    // The host's bare repository holds the branch it pushed.
+    assert_hosts_hold_the_branches(&hosts, &run);
+}
+
+/// Asserts that `c`'s packet file on its host says what its dependencies did, as a local one
+/// would.
+fn assert_dependencies_reached_the_host(hosts: &Hosts, run: &str) {
+    let c_file = ["h1", "h2"]
+        .iter()
+        .map(|h| {
+            hosts.homes.join(h).join(format!(
+                ".cache/git-orchestra/remote/orchestra/runs/{run}/c/packet.json"
+            ))
+        })
+        .find(|p| p.exists())
+        .expect("c's packet file on a host");
+    let file: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(c_file).unwrap()).unwrap();
+    let deps = file["dependencies"].as_str().unwrap_or_default();
+    assert!(deps.contains("`a`") && deps.contains("out-a.txt"), "{file}");
+    assert!(deps.contains("`b`") && deps.contains("out-b.txt"), "{file}");
+}
+
+/// Asserts that the hosts' bare repositories hold the branches they pushed.
+fn assert_hosts_hold_the_branches(hosts: &Hosts, run: &str) {
     let on_host: Vec<String> = ["h1", "h2"]
         .iter()
         .flat_map(|h| {
