@@ -237,15 +237,19 @@ impl SshExecutor {
             quote(&self.remote_dir)
         );
         let out = self.ssh_run(host, &exec, d, &log("exec"), d.timeout)?;
-        // Whatever the exit, a result in the events ref is the answer.
-        git.fetch_refs(&remote, &[format!("+{events}:{events}")])
-            .map_err(|e| {
-                HostFailure(format!(
-                    "`packet exec` ended ({}) without sending its events back: {}\n{e}",
-                    out.describe(d.timeout),
-                    out.tail.trim()
-                ))
-            })?;
+        // Whatever the exit, a result in the events ref is the answer; the branch is there
+        // whenever a result is (the job points it at its start before any work).
+        git.fetch_refs(
+            &remote,
+            &[format!("+{events}:{events}"), format!("+{branch}:{branch}")],
+        )
+        .map_err(|e| {
+            HostFailure(format!(
+                "`packet exec` ended ({}) without sending its branch and events back: {}\n{e}",
+                out.describe(d.timeout),
+                out.tail.trim()
+            ))
+        })?;
         let lines = git
             .read_blob_ref(&events)
             .map_err(|e| HostFailure(e.to_string()))?
@@ -258,8 +262,6 @@ impl SshExecutor {
                 out.tail.trim()
             )));
         }
-        git.fetch_refs(&remote, &[format!("+{branch}:{branch}")])
-            .map_err(|e| HostFailure(format!("cannot fetch the packet branch: {e}")))?;
         Ok(lines)
     }
 }
