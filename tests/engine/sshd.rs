@@ -92,6 +92,14 @@ fn descendants(pid: i32) -> Vec<i32> {
     found
 }
 
+/// Returns true when the test runs as root: then its sshd uses PAM, which lets the key in even
+/// when the account has no password (a locked root, as on many fresh machines); another user's
+/// sshd cannot use PAM.
+fn root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -135,9 +143,10 @@ fn start_host(dir: &Path, name: &str) -> Host {
     std::fs::write(
         &config,
         format!(
-            "ListenAddress 127.0.0.1\nHostKey {dir}/hostkey\nPidFile {dir}/sshd-{name}.pid\nAuthorizedKeysFile {dir}/authorized_keys\nStrictModes no\nPubkeyAuthentication yes\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\nPermitRootLogin yes\nAcceptEnv ORCHESTRA_TEST_API_KEY\nForceCommand {session}\nLogLevel ERROR\n",
+            "ListenAddress 127.0.0.1\nHostKey {dir}/hostkey\nPidFile {dir}/sshd-{name}.pid\nAuthorizedKeysFile {dir}/authorized_keys\nStrictModes no\nPubkeyAuthentication yes\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM {pam}\nPermitRootLogin yes\nAcceptEnv ORCHESTRA_TEST_API_KEY\nForceCommand {session}\nLogLevel ERROR\n",
             dir = dir.display(),
-            session = session.display()
+            session = session.display(),
+            pam = if root() { "yes" } else { "no" },
         ),
     )
     .unwrap();
