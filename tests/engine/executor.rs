@@ -500,3 +500,49 @@ fn packet_exec_with_a_repository_of_its_own_fetches_the_job_and_pushes_the_resul
     assert!(lines.contains("\"type\":\"packet_committed\""), "{lines}");
     assert_eq!(git(&work, &["rev-parse", &branch]), tip);
 }
+
+#[test]
+fn a_packet_from_a_host_that_conflicts_at_the_merge_is_left_on_its_branch_with_the_way_to_resolve_it()
+ {
+    let hosts = Hosts::new(&["h1"], &["h1"]);
+    let repo = &hosts.repo;
+    let plan = repo.write_plan(
+        "plan.toml",
+        &format!(
+            "objective = \"Same file\"\n\n{}{}",
+            packet("a", "\"README.md\"", "", ""),
+            packet("b", "\"README.md\"", "", ""),
+        ),
+    );
+    let worker = r#"echo "by $ORCHESTRA_PACKET" > README.md"#;
+    let args = [
+        "run",
+        plan.to_str().unwrap(),
+        "--worker-cmd",
+        worker,
+        "--executor",
+        "ssh",
+        "--merge",
+    ];
+    let out = hosts.run(&args);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let all = text(&out);
+    let run = run_id(&repo.path);
+    // One landed; the other stays on its branch, and the report says how to resolve it.
+    let main = repo.git(&["show", "main:README.md"]);
+    let (landed, left) = if main == "by a" {
+        ("a", "b")
+    } else {
+        ("b", "a")
+    };
+    assert_eq!(main, format!("by {landed}"));
+    let branch = format!("orchestra/{run}/{left}");
+    assert_eq!(
+        repo.git(&["show", &format!("{branch}:README.md")]),
+        format!("by {left}")
+    );
+    assert!(
+        all.contains(&format!("resolve on branch {branch} by hand")),
+        "{all}"
+    );
+}
