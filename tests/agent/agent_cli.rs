@@ -444,3 +444,61 @@ fn an_opencode_recording_parses() {
     assert_eq!(done.last_message(), Some("done"));
     assert_eq!(done.error, None);
 }
+
+#[test]
+fn sandbox_workers_off_runs_an_agent_cli_as_the_user_and_otherwise_it_is_confined() {
+    use std::os::unix::fs::PermissionsExt;
+    for off in [false, true] {
+        let repo = TestRepo::new();
+        let bin = repo.scratch().join("bin-mine");
+        std::fs::create_dir_all(&bin).unwrap();
+        // A CLI that does its work, then writes beside the repository, outside its worktree.
+        let mark = repo.scratch().join("outside-mark");
+        std::fs::write(
+            bin.join("mine"),
+            format!(
+                "#!/bin/sh\necho noted > src/note.txt\necho x > '{}' 2>/dev/null\necho done\n",
+                mark.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(bin.join("mine"), std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::create_dir_all(repo.path.join(".orchestra")).unwrap();
+        std::fs::write(
+            repo.path.join(".orchestra/config.toml"),
+            format!(
+                "[sandbox]\nif_unavailable = \"warn\"\nread = [\"{}\"]\n\n[roles.coder]\nagent = \"mine\"\n\n[agents.cli.mine]\ncommand = \"{}\"\noutput = \"text\"\n",
+                bin.display(),
+                bin.join("mine").display()
+            ),
+        )
+        .unwrap();
+        repo.git(&["add", ".orchestra/config.toml"]);
+        repo.git(&["commit", "-qm", "configuration"]);
+        if off {
+            // Only the user's own configuration may turn the workers' sandbox off.
+            repo.user_config("[sandbox]\nworkers = \"off\"\n");
+        }
+        let plan = repo.write_plan(
+            "plan.toml",
+            "objective = \"o\"\n\n[[packet]]\nid = \"p1\"\ntitle = \"Mine\"\ndescription = \"d\"\nfiles = [\"src/**\"]\n",
+        );
+        let root = repo.scratch().join("wt");
+        let out = orchestra_with_env(
+            &repo.path,
+            &[
+                "run",
+                plan.to_str().unwrap(),
+                "--worktree-root",
+                root.to_str().unwrap(),
+            ],
+            &[],
+        );
+        assert!(out.status.success(), "{}", text(&out));
+        if off {
+            assert!(mark.exists(), "workers = \"off\" runs the CLI as the user");
+        } else if git_orchestra::agent::sandbox::landlock_abi().is_some() {
+            assert!(!mark.exists(), "the CLI is confined to its worktree");
+        }
+    }
+}

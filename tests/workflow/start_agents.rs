@@ -1044,7 +1044,7 @@ fn start_shows_its_agents_tool_calls_and_model_turns_as_they_happen_and_quiet_hi
     let out = s.start();
     let all = text(&out);
     assert!(out.status.success(), "{all}");
-    assert!(all.contains("[p1] coder: write_file ("), "{all}");
+    assert!(all.contains("[p1] coder: write_file p1.txt ("), "{all}");
     assert!(all.contains("[p1] coder: model turn 1 ("), "{all}");
     // The run store has them too, for status and the web view.
     let run = StartJournal::runs(&s.repo.join(".git")).unwrap()[0].clone();

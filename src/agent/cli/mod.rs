@@ -149,6 +149,9 @@ impl CliWorker {
         sandbox
             .read
             .extend(program_dirs(&launcher, &adapter.command));
+        // `[sandbox] workers = "off"` runs agent CLIs as the user too, like worker commands.
+        let sandbox = (self.config.sandbox.workers != Some(crate::config::WorkersSandbox::Off))
+            .then_some(sandbox);
         let call = Call {
             worktree: job.worktree,
             tmp: &tmp,
@@ -162,7 +165,7 @@ impl CliWorker {
                 ],
             ),
             resume: session.as_deref(),
-            confined: super::sandbox::landlock_abi().is_some(),
+            confined: sandbox.is_some() && super::sandbox::landlock_abi().is_some(),
         };
         let mut inv = adapter.invocation(&call);
         inv.files.push((prompt_file.clone(), prompt));
@@ -374,7 +377,8 @@ fn first_line(error: &str, text: &str) -> String {
 }
 
 /// Starts the CLI of `inv` in `job`'s worktree — the one place an agent CLI is spawned —
-/// under `sandbox` with the network (writable: the worktree and `tmp`), its settings files
+/// under `sandbox` (none with `[sandbox] workers = "off"`) with the network (writable: the
+/// worktree and `tmp`), its settings files
 /// written first, its output to the job's log; a CLI that prints nothing for `stall` is
 /// stopped. The CLI gets the API keys the engine took out of its own environment, and a home
 /// of its own under `tmp` (its login under the user's home is not what it reads).
@@ -382,7 +386,7 @@ pub fn spawn(
     inv: &Invocation,
     tmp: &Path,
     job: &WorkerJob<'_>,
-    sandbox: Sandbox,
+    sandbox: Option<Sandbox>,
     stall: Duration,
     auth: &(dyn Fn(&str) -> bool + Sync),
 ) -> Result<Run, String> {
@@ -415,14 +419,14 @@ pub fn spawn(
     ];
     env.extend(inv.env.iter().cloned());
     env.extend(crate::exec::secret_env::stashed().iter().cloned());
-    let confine = sandbox.worker_confinement();
+    let confine = sandbox.map(Sandbox::worker_confinement);
     let spec = Spec {
         command: &inv.command,
         dir: job.worktree,
         env: &env,
         log: job.log,
         timeout: job.timeout,
-        confine: Some(confine.as_ref()),
+        confine: confine.as_deref(),
     };
     let halt = AtomicBool::new(false);
     let done = AtomicBool::new(false);
