@@ -89,10 +89,99 @@ impl Index {
         };
         match out {
             Some(o) if !o.is_empty() => o,
-            _ => Outcome {
-                defs: self.qualified_candidates(file, &r.qualifier, &r.name),
-                ..Outcome::default()
-            },
+            _ => {
+                let mut defs = self.qualified_candidates(file, &r.qualifier, &r.name);
+                if r.qualifier.is_empty() {
+                    defs.retain(|d| self.reachable_by_bare_name(file, r.scope, *d));
+                }
+                Outcome {
+                    defs,
+                    ..Outcome::default()
+                }
+            }
+        }
+    }
+
+    /// Returns false for a method (a function declared in a type's body or `impl` block, or a
+    /// Go method) that a bare name used in `scope` of `file` cannot denote: methods are reached
+    /// through a receiver or a type, except from the class body itself (outside its methods).
+    fn reachable_by_bare_name(&self, file: u32, scope: Option<u32>, d: DefId) -> bool {
+        let def = self.def(d);
+        if !is_function(&def.kind) {
+            return true;
+        }
+        let facts = &self.files[d.file as usize].facts;
+        let in_type = !def.owner.is_empty()
+            || def
+                .parent
+                .is_some_and(|p| is_type_container(&facts.defs[p as usize].kind));
+        if !in_type {
+            return true;
+        }
+        if d.file != file {
+            return false;
+        }
+        let mut cur = scope;
+        while let Some(c) = cur {
+            if Some(c) == def.parent {
+                return true;
+            }
+            if is_function(&facts.defs[c as usize].kind) {
+                return false;
+            }
+            cur = facts.defs[c as usize].parent;
+        }
+        false
+    }
+
+    /// Returns the module outside the repository that a base of `class` (or of its bases in
+    /// the repository) comes from, if any: members not found on the class are then most
+    /// likely inherited from there (`class Session(MutableMapping)` … `self.get(k)`).
+    pub(crate) fn external_base(&self, class: DefId, depth: usize) -> Option<String> {
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        let lang = self.files[class.file as usize].lang;
+        if !matches!(
+            lang,
+            Lang::Python | Lang::TypeScript | Lang::Tsx | Lang::JavaScript
+        ) {
+            return None;
+        }
+        let cd = self.def(class);
+        let facts = &self.files[class.file as usize].facts;
+        for r in facts.relations.iter().filter(|r| {
+            r.subject == cd.name
+                // Markers that bring no methods a class would call on itself.
+                && !matches!(r.target.as_str(), "ABC" | "Generic" | "Protocol" | "object")
+                && cd.span.start_byte <= r.span.start_byte
+                && r.span.start_byte <= cd.body_start
+        }) {
+            let scope = super::extract::enclosing_def(facts, r.span.start_byte as usize);
+            let head = if r.qualifier.is_empty() {
+                r.target.as_str()
+            } else {
+                r.qualifier.split('.').next().unwrap_or_default()
+            };
+            let o = self.resolve_unqualified(class.file, head, r.span.start_byte, scope, depth + 1);
+            if let Some(o) = o
+                && o.defs.is_empty()
+                && o.modules.is_empty()
+                && o.external.is_some()
+            {
+                return o.external;
+            }
+        }
+        self.class_bases(class, depth + 1)
+            .into_iter()
+            .find_map(|b| self.external_base(b, depth + 1))
+    }
+
+    /// An outcome naming a module outside the repository only: no definition here.
+    fn external(module: String) -> Outcome {
+        Outcome {
+            external: Some(module),
+            ..Outcome::bound(Vec::new(), Vec::new())
         }
     }
 
@@ -185,6 +274,10 @@ impl Index {
             self.follow_import(file, imp, &mut out, depth);
         }
         if !out.is_empty() {
+            // Several imports of one name (`from .a import X` at module level and again in a
+            // function) bind the same definition once.
+            dedup_stable(&mut out.defs);
+            dedup_stable(&mut out.modules);
             return Some(out);
         }
         // 3. Go: the rest of the package.
@@ -418,6 +511,10 @@ impl Index {
             if !defs.is_empty() {
                 return Some(Outcome::bound(defs, Vec::new()));
             }
+            // Not declared on the type or its bases here: inherited from a base outside.
+            if let Some(m) = self.external_base(ty, depth + 1) {
+                return Some(Self::external(m));
+            }
             if !is_self(qualifier) {
                 // The type is known but the member is not declared on it: a candidate.
                 return None;
@@ -439,23 +536,7 @@ impl Index {
         // Rust's `super::f()` is a module path, resolved below; elsewhere `super` is the parent
         // class.
         if entry.lang != Lang::Rust && (qualifier == "super" || qualifier.starts_with("super(")) {
-            // `super().m()` / `super.m()`: the member as inherited by the enclosing class, from
-            // the first base along the lookup order that has it.
-            if let Some(class) = self.enclosing_class(file, scope, depth + 1) {
-                for base in self.class_bases(class, depth + 1) {
-                    let defs = self.class_members(base, name, depth + 1);
-                    if !defs.is_empty() {
-                        return Some(Outcome::bound(defs, Vec::new()));
-                    }
-                }
-            }
-            let ty = self.enclosing_type(file, scope)?;
-            let mut defs = Vec::new();
-            for base in self.bases(file, &ty, depth + 1) {
-                let b = self.def(base).name.clone();
-                defs.extend(self.members_by_name(base.file, &b, name, depth + 1));
-            }
-            return (!defs.is_empty()).then(|| Outcome::bound(defs, Vec::new()));
+            return self.resolve_super(file, name, scope, depth);
         }
         let sep = if entry.lang == Lang::Rust { "::" } else { "." };
         let segs: Vec<&str> = qualifier.split(sep).map(str::trim).collect();
@@ -485,7 +566,20 @@ impl Index {
                 let defs = self.members_by_name(file, &ty, name, depth);
                 return (!defs.is_empty()).then(|| Outcome::bound(defs, Vec::new()));
             }
-            first => self.resolve_unqualified(file, first, at, scope, depth)?,
+            first => {
+                let o = self.resolve_unqualified(file, first, at, scope, depth)?;
+                // `re.compile`, `os.path.join`, `React.useState`: a member of a module outside
+                // the repository is defined there, not by a namesake here.
+                if o.defs.is_empty()
+                    && o.modules.is_empty()
+                    && let Some(m) = &o.external
+                    && (entry.lang != Lang::Rust
+                        || matches!(m.split("::").next(), Some("std" | "core" | "alloc")))
+                {
+                    return Some(Self::external(m.clone()));
+                }
+                o
+            }
         };
         for seg in &segs[rest..] {
             cur = self.member_of(&cur, seg, depth);
@@ -495,6 +589,40 @@ impl Index {
         }
         let out = self.member_of(&cur, name, depth);
         (!out.is_empty()).then_some(out)
+    }
+
+    /// Resolves `super().name` / `super.name` used in `scope` of `file`.
+    fn resolve_super(
+        &self,
+        file: u32,
+        name: &str,
+        scope: Option<u32>,
+        depth: usize,
+    ) -> Option<Outcome> {
+        // `super().m()` / `super.m()`: the member as inherited by the enclosing class, from
+        // the first base along the lookup order that has it.
+        if let Some(class) = self.enclosing_class(file, scope, depth + 1) {
+            for base in self.class_bases(class, depth + 1) {
+                let defs = self.class_members(base, name, depth + 1);
+                if !defs.is_empty() {
+                    return Some(Outcome::bound(defs, Vec::new()));
+                }
+            }
+        }
+        let ty = self.enclosing_type(file, scope)?;
+        let mut defs = Vec::new();
+        for base in self.bases(file, &ty, depth + 1) {
+            let b = self.def(base).name.clone();
+            defs.extend(self.members_by_name(base.file, &b, name, depth + 1));
+        }
+        if defs.is_empty()
+            && let Some(m) = self
+                .enclosing_class(file, scope, depth + 1)
+                .and_then(|c| self.external_base(c, depth + 1))
+        {
+            return Some(Self::external(m));
+        }
+        (!defs.is_empty()).then(|| Outcome::bound(defs, Vec::new()))
     }
 
     /// Resolves a Rust path that is not a module file (`facade::sub`, `proto::frame` after
@@ -774,6 +902,17 @@ impl Index {
         scored.sort();
         scored
     }
+}
+
+/// Removes repeated entries, keeping the first of each in place.
+fn dedup_stable<T: PartialEq + Copy>(v: &mut Vec<T>) {
+    let mut out: Vec<T> = Vec::with_capacity(v.len());
+    for x in v.iter() {
+        if !out.contains(x) {
+            out.push(*x);
+        }
+    }
+    *v = out;
 }
 
 /// Returns the type a qualifier names last (`Glob` of `crate::glob::Glob<T>`), or empty.

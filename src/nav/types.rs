@@ -102,6 +102,33 @@ fn split_call_chain(callee: &str) -> Option<(&str, &str)> {
         .filter(|(_, m)| m.chars().all(|c| c.is_alphanumeric() || c == '_'))
 }
 
+/// Splits a receiver expression that is a call's value (`Greeter()`, `new Greeter(a)`,
+/// `open(p)?`, `make().session`) into the call (without `new `) and the attribute names read
+/// from its value; `None` when the receiver is not a call or reads anything but attributes.
+fn split_call_receiver(qualifier: &str) -> Option<(&str, Vec<&str>)> {
+    let q = qualifier.trim();
+    let q = q.strip_prefix("new ").map_or(q, str::trim_start);
+    let close = q.rfind(')')?;
+    let end = if q[close + 1..].starts_with('?') {
+        close + 2
+    } else {
+        close + 1
+    };
+    let (call, rest) = q.split_at(end);
+    let attrs: Vec<&str> = if rest.is_empty() {
+        Vec::new()
+    } else {
+        rest.strip_prefix('.')?.split('.').map(str::trim).collect()
+    };
+    let ident = |s: &str| {
+        !s.is_empty()
+            && s.chars()
+                .all(|c| c.is_alphanumeric() || c == '_' || c == '$')
+    };
+    (attrs.iter().all(|a| ident(a)) && matching_open(call).is_some_and(|o| o > 0))
+        .then_some((call, attrs))
+}
+
 /// Returns the byte where the parenthesised arguments ending `call` open.
 fn matching_open(call: &str) -> Option<usize> {
     let mut depth = 0usize;
@@ -383,7 +410,24 @@ impl Index {
         scope: Option<u32>,
         depth: usize,
     ) -> Option<DefId> {
-        if depth > MAX_DEPTH || qualifier.contains("::") {
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        if let Some((call, attrs)) = split_call_receiver(qualifier) {
+            // `Greeter().greet()`, `new Greeter().greet()`, `open(p)?.refresh()`,
+            // `make().session.send()`: the value of the call, then its attributes.
+            let (call, try_op) = match call.strip_suffix('?') {
+                Some(c) => (c, true),
+                None => (call, false),
+            };
+            let callee = call[..matching_open(call)?].trim_end();
+            let mut ty = self.call_type(file, callee, try_op, at, scope, depth + 1)?;
+            for seg in attrs {
+                ty = self.attribute_type(ty, seg, depth + 1)?;
+            }
+            return Some(ty);
+        }
+        if qualifier.contains("::") {
             return None;
         }
         let segs: Vec<&str> = qualifier.split('.').map(str::trim).collect();
@@ -582,6 +626,23 @@ mod tests {
         );
         assert_eq!(split_call_chain("app.test_client"), None);
         assert_eq!(matching_open("f(a(b), c)"), Some(1));
+        assert_eq!(
+            split_call_receiver("Greeter()"),
+            Some(("Greeter()", vec![]))
+        );
+        assert_eq!(
+            split_call_receiver("new Greeter(a, b(c))"),
+            Some(("Greeter(a, b(c))", vec![]))
+        );
+        assert_eq!(
+            split_call_receiver("make(x).session.http"),
+            Some(("make(x)", vec!["session", "http"]))
+        );
+        assert_eq!(split_call_receiver("open(p)?"), Some(("open(p)?", vec![])));
+        assert_eq!(split_call_receiver("client"), None);
+        assert_eq!(split_call_receiver("items[0]"), None);
+        assert_eq!(split_call_receiver("f()[0]"), None);
+        assert_eq!(split_call_receiver("(a + b)"), None);
     }
 
     #[test]

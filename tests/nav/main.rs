@@ -9,6 +9,7 @@
 mod cache;
 mod cli;
 mod ecma;
+mod externals;
 mod go;
 mod inheritance;
 mod lsp;
