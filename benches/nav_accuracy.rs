@@ -15,7 +15,7 @@ use std::path::Path;
 use std::process::Command;
 
 use git_orchestra::nav::tools::DEFAULT_MAX_CHARS;
-use git_orchestra::nav::{Detail, Index, render_locations_at, render_places};
+use git_orchestra::nav::{Detail, Index, Resolution, render_locations_at, render_places};
 
 #[path = "nav_accuracy/heldout.rs"]
 mod heldout;
@@ -128,6 +128,9 @@ pub struct Tally {
     ref_tp: usize,
     ref_ours: usize,
     ref_exp: usize,
+    /// References as `--json` lists them by default: the resolved places only.
+    json_tp: usize,
+    json_ours: usize,
 }
 
 impl Tally {
@@ -143,6 +146,8 @@ impl Tally {
         self.ref_tp += o.ref_tp;
         self.ref_ours += o.ref_ours;
         self.ref_exp += o.ref_exp;
+        self.json_tp += o.json_tp;
+        self.json_ours += o.json_ours;
     }
 
     /// Prints the figures: top-answer precision and recall, precision over every answer
@@ -162,7 +167,18 @@ impl Tally {
             "references: {} queries, precision {p:.3}, recall {r:.3}, F1 {f1:.3}",
             self.ref_queries
         );
+        print_json_refs(self.json_tp, self.json_ours, self.ref_exp);
     }
+}
+
+/// Prints references' figures over the resolved places only (what `--json` lists unless
+/// candidates are asked for).
+fn print_json_refs(tp: usize, ours: usize, expected: usize) {
+    let (p, r) = prf(tp, ours, expected);
+    let f1 = 2.0 * p * r / (p + r).max(1e-9);
+    println!(
+        "references, resolved only (as --json lists them): precision {p:.3}, recall {r:.3}, F1 {f1:.3}"
+    );
 }
 
 /// Builds a committed git repository at `repo` from its current files.
@@ -250,6 +266,14 @@ fn score(label: &str, repo: &Path, index: &Index, expected: &serde_json::Value) 
                 println!("refs {name} ({file}:{line}): extra {extra:?} missed {missed:?}");
             }
         }
+        let mut resolved: BTreeSet<(String, u32)> = locs
+            .iter()
+            .filter(|l| l.resolution == Resolution::Resolved)
+            .map(|l| (l.path.clone(), l.line))
+            .collect();
+        resolved.insert((file.to_string(), line));
+        tally.json_tp += resolved.intersection(&exp).count();
+        tally.json_ours += resolved.len();
         tp += ours.intersection(&exp).count();
         ours_n += ours.len();
         exp_n += exp.len();
@@ -277,6 +301,7 @@ fn score(label: &str, repo: &Path, index: &Index, expected: &serde_json::Value) 
     let (p, r) = prf(tp, ours_n, exp_n);
     let f1 = 2.0 * p * r / (p + r).max(1e-9);
     println!("references: {rq} queries, precision {p:.3}, recall {r:.3}, F1 {f1:.3}");
+    print_json_refs(tally.json_tp, tally.json_ours, exp_n);
     tally.ref_queries = rq;
     tally.ref_tp = tp;
     tally.ref_ours = ours_n;

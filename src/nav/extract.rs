@@ -17,7 +17,7 @@ use super::typefacts::{RawBinding, type_facts};
 use super::use_tree::rust_use_tree;
 
 /// Bumped when the extraction code (not the queries) changes what it produces.
-pub const EXTRACTOR_VERSION: &str = "5";
+pub const EXTRACTOR_VERSION: &str = "6";
 
 /// Files larger than this are indexed as empty: they are almost always generated or minified.
 pub const MAX_FILE_BYTES: usize = 2 * 1024 * 1024;
@@ -459,6 +459,9 @@ fn import_match(
         }
         return;
     }
+    // A named import takes the span of its name, where a reader (and a language server)
+    // sees the reference, on whatever line of a multi-line import it stands.
+    let name_span = name.or(alias).map_or(span, span_of);
     let module = text(module).trim_matches(['"', '`', '\'']).to_string();
     let name_t = text(name);
     let alias_t = text(alias);
@@ -470,7 +473,7 @@ fn import_match(
             alias: alias_t,
             name: name_t,
             reexport: true,
-            span,
+            span: name_span,
         },
         (Family::Export, _) => Import {
             // `export default foo`: `default` names the local `foo`.
@@ -479,7 +482,7 @@ fn import_match(
             name: name_t,
             alias: "default".into(),
             reexport: true,
-            span,
+            span: name_span,
         },
         (_, "module") => Import {
             kind: ImportKind::Module,
@@ -507,7 +510,7 @@ fn import_match(
             name: "default".into(),
             alias: alias_t,
             reexport,
-            span,
+            span: name_span,
         },
         _ => Import {
             kind: ImportKind::Name,
@@ -519,7 +522,7 @@ fn import_match(
             module,
             name: name_t,
             reexport,
-            span,
+            span: name_span,
         },
     };
     // Python `import a.b` binds `a`; keep the dotted module for resolution.

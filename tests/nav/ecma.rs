@@ -319,3 +319,35 @@ fn a_name_imported_from_a_package_is_defined_by_its_import() {
     );
     assert!(defs[0].signature.contains("redux"), "{defs:?}");
 }
+
+#[test]
+fn a_name_in_a_multi_line_import_is_referenced_on_its_own_line() {
+    let repo = TestRepo::with_files(&[
+        (
+            "src/draft.ts",
+            "export function isDraft(x: unknown): boolean {\n  return !!x;\n}\nexport function freeze(x: unknown) {\n  return x;\n}\n",
+        ),
+        (
+            "src/main.ts",
+            "import {\n  freeze,\n  isDraft,\n} from \"./draft\";\n\nexport const ok = isDraft(freeze(1));\n",
+        ),
+        ("pkg/flags.py", "def enabled():\n    return True\n"),
+        (
+            "pkg/use.py",
+            "from .flags import (\n    enabled,\n)\n\nON = enabled()\n",
+        ),
+    ]);
+    let idx = index(&repo);
+    let refs = idx.references("isDraft").unwrap();
+    assert_eq!(
+        places(&refs),
+        vec!["src/main.ts:3", "src/main.ts:6"],
+        "{refs:?}"
+    );
+    let refs = idx.references("enabled").unwrap();
+    assert_eq!(
+        places(&refs),
+        vec!["pkg/use.py:2", "pkg/use.py:5"],
+        "{refs:?}"
+    );
+}
