@@ -252,6 +252,20 @@ impl Index {
                         {
                             Some(ancestors.len() - pos)
                         }
+                        // Python's class body is a scope of its own for the code directly in
+                        // it (`__radd__ = _fail`), not for its methods' bodies; it runs in
+                        // order, so only names bound before the use count (`@x.setter` is
+                        // the getter `x`).
+                        Some(pos)
+                            if entry.lang == Lang::Python
+                                && is_type_container(&pd.kind)
+                                && d.name_span.start_byte < at
+                                && ancestors[..pos]
+                                    .iter()
+                                    .all(|a| !is_function(&facts.defs[*a as usize].kind)) =>
+                        {
+                            Some(ancestors.len() - pos)
+                        }
                         _ => None,
                     }
                 }
@@ -519,6 +533,9 @@ impl Index {
                 // The type is known but the member is not declared on it: a candidate.
                 return None;
             }
+        }
+        if let Some(m) = self.foreign_receiver(file, qualifier, at, scope) {
+            return Some(Self::external(m));
         }
         if is_self(qualifier) || self.is_receiver_var(file, scope, qualifier) {
             let defs = self

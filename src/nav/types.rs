@@ -321,6 +321,18 @@ impl Index {
     /// the innermost function that binds it (the last one before `at`, else the first after),
     /// then at module level.
     fn binding(&self, file: u32, scope: Option<u32>, var: &str, at: u32, depth: usize) -> Binding {
+        match self.binding_fact(file, scope, var, at) {
+            None => Binding::Absent,
+            Some(t) => match self.fact_type(file, t, depth + 1) {
+                Some(ty) => Binding::Typed(ty),
+                None => Binding::Unknown,
+            },
+        }
+    }
+
+    /// Returns the type fact that binds `var` at byte `at` inside `scope` of `file` (see
+    /// [`Index::binding`]), if any.
+    fn binding_fact(&self, file: u32, scope: Option<u32>, var: &str, at: u32) -> Option<&TypeFact> {
         let facts = &self.files[file as usize].facts;
         let mut cur = scope;
         loop {
@@ -339,14 +351,9 @@ impl Index {
                     .copied()
             };
             if let Some(t) = pick {
-                return match self.fact_type(file, t, depth + 1) {
-                    Some(ty) => Binding::Typed(ty),
-                    None => Binding::Unknown,
-                };
+                return Some(t);
             }
-            let Some(c) = cur else {
-                return Binding::Absent;
-            };
+            let c = cur?;
             // Names of a class body are not visible in its methods.
             let mut next = facts.defs[c as usize].parent;
             while let Some(n) = next {
@@ -449,6 +456,89 @@ impl Index {
             ty = self.attribute_type(ty, seg, depth + 1)?;
         }
         Some(ty)
+    }
+
+    /// Returns what a receiver variable is annotated with when that is a type from outside the
+    /// repository (`name: str`, `parts: string[]`, `resp: httpx.Response`): its members are
+    /// that type's, never a namesake's here. `None` when it is not so annotated.
+    pub(crate) fn foreign_receiver(
+        &self,
+        file: u32,
+        qualifier: &str,
+        at: u32,
+        scope: Option<u32>,
+    ) -> Option<String> {
+        let is_name = !qualifier.is_empty()
+            && qualifier
+                .chars()
+                .all(|c| c.is_alphanumeric() || c == '_' || c == '$');
+        if !is_name || matches!(qualifier, "self" | "this" | "cls") {
+            return None;
+        }
+        let fact = self.binding_fact(file, scope, qualifier, at)?;
+        // Inside the binding itself (`nodes: t.Iterable[nodes.Node]`) the name is still the
+        // enclosing scope's.
+        let facts = &self.files[file as usize].facts;
+        let in_header = fact
+            .scope
+            .is_some_and(|f| at < facts.defs[f as usize].body_start);
+        if fact.kind != "annotation" || in_header || at < fact.span.end_byte {
+            return None;
+        }
+        let lang = self.files[file as usize].lang;
+        let text = fact.ty.trim();
+        let builtin: &[&str] = match lang {
+            Lang::Python => &[
+                "str",
+                "bytes",
+                "bytearray",
+                "int",
+                "float",
+                "complex",
+                "bool",
+                "list",
+                "dict",
+                "set",
+                "frozenset",
+                "tuple",
+            ],
+            Lang::TypeScript | Lang::Tsx | Lang::JavaScript => &[
+                "string",
+                "number",
+                "boolean",
+                "bigint",
+                "symbol",
+                "Array",
+                "ReadonlyArray",
+                "Map",
+                "Set",
+                "WeakMap",
+                "WeakSet",
+                "Date",
+                "RegExp",
+                "Promise",
+            ],
+            _ => return None,
+        };
+        // `string[]`: an array.
+        let path = if lang != Lang::Python && text.ends_with("[]") && !text.contains('|') {
+            "Array".to_string()
+        } else {
+            type_path(lang, text, false)?
+        };
+        // `Any`, `t.Any`, `object`: anything, so no type at all.
+        let last = path.rsplit('.').next().unwrap_or(&path);
+        if matches!(last, "Any" | "object" | "Self") {
+            return None;
+        }
+        let head = path.split('.').next().unwrap_or(&path);
+        let o = self.resolve_unqualified(file, head, at, fact.scope, 0);
+        match o {
+            // A name nothing here binds: foreign only when it is the language's own type.
+            None => builtin.contains(&head).then(|| head.to_string()),
+            Some(o) if o.defs.is_empty() && o.modules.is_empty() => o.external,
+            Some(_) => None,
+        }
     }
 
     /// Returns the type of a module-level variable `name` as seen from `file` (`app` after

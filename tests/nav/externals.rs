@@ -196,3 +196,82 @@ fn typescript_inline_constructors_and_outside_modules() {
     let refs = idx.references_at(None, Some(&join)).unwrap();
     assert!(refs.is_empty(), "{refs:?}");
 }
+
+#[test]
+fn a_receiver_annotated_with_an_outside_type_is_not_a_namesake_here() {
+    let repo = crate::support::TestRepo::with_files(&[
+        (
+            "pkg/paths.py",
+            concat!(
+                "import typing as t\n",
+                "from decimal import Decimal\n",
+                "\n",
+                "\n",
+                "class Path:\n",
+                "    def split(self):\n",
+                "        return []\n",
+                "\n",
+                "    def quantize(self):\n",
+                "        return self\n",
+                "\n",
+                "\n",
+                "def parts(text: str, amount: Decimal, p: Path, x: t.Any):\n",
+                "    \"\"\"Splits.\"\"\"\n",
+                "    amount.quantize()\n",
+                "    p.split()\n",
+                "    x.split()\n",
+                "    return text.split(\"/\")\n",
+            ),
+        ),
+        ("pkg/__init__.py", ""),
+        (
+            "pkg/more.py",
+            concat!(
+                "import typing as t\n",
+                "\n",
+                "from . import paths\n",
+                "\n",
+                "\n",
+                "def walk(paths: t.Iterable[paths.Path]) -> int:\n",
+                "    return len(paths)\n",
+            ),
+        ),
+        (
+            "src/names.ts",
+            concat!(
+                "export class Words {\n",
+                "  split(): string[] {\n",
+                "    return [];\n",
+                "  }\n",
+                "}\n",
+                "export function cut(text: string, many: string[], w: Words): number {\n",
+                "  text.split(\",\");\n",
+                "  many.map((m) => m);\n",
+                "  return w.split().length;\n",
+                "}\n",
+            ),
+        ),
+    ]);
+    let idx = index(&repo);
+    // `text: str` and `amount: Decimal` (imported from outside) are not `Path`'s; `p: Path`
+    // is, resolved; `x: t.Any` stays a candidate.
+    let split = at(&repo, "pkg/paths.py", "def split(", "split");
+    let refs = idx.references_at(None, Some(&split)).unwrap();
+    assert_eq!(resolved(&refs), vec!["pkg/paths.py:16"], "{refs:?}");
+    assert_eq!(
+        places(&refs),
+        vec!["pkg/paths.py:16", "pkg/paths.py:17"],
+        "{refs:?}"
+    );
+    let quantize = at(&repo, "pkg/paths.py", "def quantize(", "quantize");
+    assert!(idx.references_at(None, Some(&quantize)).unwrap().is_empty());
+    // A parameter named like a module keeps the module's meaning in its own annotation.
+    let p = at(&repo, "pkg/more.py", "paths.Path", "Path");
+    assert_eq!(
+        def_at(&idx, &p),
+        line_of(&repo, "pkg/paths.py", "class Path")
+    );
+    let split = at(&repo, "src/names.ts", "  split()", "split");
+    let refs = idx.references_at(None, Some(&split)).unwrap();
+    assert_eq!(places(&refs), vec!["src/names.ts:9"], "{refs:?}");
+}

@@ -247,3 +247,48 @@ fn references_of_an_overload_are_those_of_the_whole_group() {
     assert!(refs.contains(&"pkg/http.py:4".to_string()), "{refs:?}");
     assert!(refs.contains(&"pkg/_internal.py:6".to_string()), "{refs:?}");
 }
+
+#[test]
+fn names_of_a_class_body_bind_uses_in_that_body_not_in_its_methods() {
+    let repo = TestRepo::with_files(&[(
+        "pkg/vals.py",
+        concat!(
+            "def fail(*args):\n",
+            "    raise ValueError(args)\n",
+            "\n",
+            "\n",
+            "class Missing:\n",
+            "    def fail(self, *args):\n",
+            "        raise TypeError(args)\n",
+            "\n",
+            "    __add__ = __radd__ = fail\n",
+            "    __sub__ = fail\n",
+            "\n",
+            "    def other(self):\n",
+            "        return fail()\n",
+            "\n",
+            "    @property\n",
+            "    def size(self):\n",
+            "        return 0\n",
+            "\n",
+            "    @size.setter\n",
+            "    def size(self, value):\n",
+            "        pass\n",
+        ),
+    )]);
+    let idx = index(&repo);
+    // References to the method: the two aliases in the class body, resolved.
+    let method = crate::at(&repo, "pkg/vals.py", "    def fail(self", "fail");
+    let refs = idx.references_at(None, Some(&method)).unwrap();
+    assert_eq!(
+        resolved(&refs),
+        vec!["pkg/vals.py:10", "pkg/vals.py:9"],
+        "{refs:?}"
+    );
+    // Inside a method the bare name is the module's function.
+    let p = crate::at(&repo, "pkg/vals.py", "return fail()", "fail");
+    assert_eq!(crate::def_at(&idx, &p), "pkg/vals.py:1");
+    // The class body runs in order: `@size.setter` reads the getter bound above it.
+    let p = crate::at(&repo, "pkg/vals.py", "@size.setter", "size");
+    assert_eq!(crate::def_at(&idx, &p), "pkg/vals.py:16");
+}
