@@ -3,14 +3,15 @@
 use std::path::Path;
 
 use clap::Args;
-use git_orchestra::engine::gc::{GcReport, gc};
-use git_orchestra::git::RepoInfo;
+use git_orchestra::engine::gc::{GcItem, GcReport, gc};
+use git_orchestra::git::{RepoInfo, UNCOMMITTED_REF};
 
 use super::CommandError;
 use super::engine_error;
 
 /// Removes the worktrees of finished runs, saving any unsaved work to
-/// refs/orchestra/backup/<run>/<packet> first; deletes packet branches only when they add
+/// refs/orchestra/backup/<run>/<packet> first (nested git repositories as bundles and ignored
+/// files as a tar archive under .git/orchestra/runs/<run>/<packet>/saved/); deletes packet branches only when they add
 /// nothing or are merged into HEAD.
 #[derive(Debug, Args)]
 pub struct GcArgs {
@@ -57,6 +58,7 @@ pub fn print_report(report: &GcReport, json: bool) -> Result<(), CommandError> {
                 Some(b) => println!("; unsaved work saved to {b}"),
                 None => println!(),
             }
+            print_leftovers(item, report.dry_run);
         }
         if item.delete_branch {
             println!(
@@ -82,6 +84,36 @@ pub fn print_report(report: &GcReport, json: bool) -> Result<(), CommandError> {
         human(report.bytes)
     );
     Ok(())
+}
+
+/// Prints where a worktree's nested repositories and ignored files went (or would go).
+fn print_leftovers(item: &GcItem, dry_run: bool) {
+    for nested in &item.nested {
+        match &nested.bundle {
+            Some(b) => println!(
+                "  nested git repository {} saved to the bundle {} (uncommitted files under {UNCOMMITTED_REF})",
+                nested.path,
+                b.display()
+            ),
+            None if dry_run => println!(
+                "  would save the nested git repository {} to a bundle",
+                nested.path
+            ),
+            None => {}
+        }
+    }
+    match &item.archive {
+        Some(a) => println!(
+            "  {} ignored path(s) archived in {}",
+            item.ignored,
+            a.display()
+        ),
+        None if dry_run && item.ignored > 0 => println!(
+            "  would archive {} ignored path(s) in the run store",
+            item.ignored
+        ),
+        None => {}
+    }
 }
 
 fn human(bytes: u64) -> String {

@@ -1,6 +1,8 @@
 //! Cleanup of finished runs: removes packet worktrees, the run's worktree directory once empty,
 //! and empty or merged packet branches, never losing work — unsaved changes are saved to a
-//! backup ref first, and branches holding unmerged commits are kept.
+//! backup ref first, git repositories nested in a worktree to bundles and its ignored files to
+//! a tar archive in the run store (a worktree where that fails is not removed), and branches
+//! holding unmerged commits are kept.
 
 use std::path::{Path, PathBuf};
 
@@ -28,6 +30,22 @@ pub struct GcItem {
     pub keep_reason: Option<String>,
     /// Where unsaved work was (or, in a dry run, would be) saved.
     pub backup: Option<String>,
+    /// The git repositories nested in the worktree, each saved as a bundle.
+    pub nested: Vec<SavedNested>,
+    /// How many ignored files and directories the worktree held.
+    pub ignored: usize,
+    /// The tar archive the ignored files were saved to.
+    pub archive: Option<PathBuf>,
+}
+
+/// A git repository nested in a worktree, and the bundle it was saved to.
+#[derive(Debug, Clone, Serialize)]
+pub struct SavedNested {
+    /// Its path in the worktree.
+    pub path: String,
+    /// The bundle (all its refs, and its uncommitted files under
+    /// `refs/orchestra/uncommitted`); `None` in a dry run.
+    pub bundle: Option<PathBuf>,
 }
 
 /// What a gc did or would do.
@@ -74,61 +92,45 @@ pub fn gc(repo: &RepoInfo, only: Option<&str>, dry_run: bool) -> Result<GcReport
         if !dry_run {
             super::kill_recorded_groups(&run.id, &packets);
         }
-        for p in &packets {
-            let wt = PathBuf::from(&p.worktree);
-            let live = (!p.removed && wt.exists()).then_some(wt);
-            let item = sweep(
-                repo,
-                &run,
-                &p.id,
-                live,
-                &p.branch,
-                p.backup.clone(),
-                dry_run,
-            )?;
-            if item.worktree.is_some() && !dry_run {
+        let mut targets: Vec<Target> = packets
+            .iter()
+            .map(|p| {
+                let wt = PathBuf::from(&p.worktree);
+                Target {
+                    id: p.id.clone(),
+                    live: (!p.removed && wt.exists()).then_some(wt),
+                    branch: p.branch.clone(),
+                    backup: p.backup.clone(),
+                    journaled: true,
+                }
+            })
+            .collect();
+        targets.extend(unrecorded_worktrees(repo, &run.id, &packets)?);
+        // Before anything is removed: what each worktree holds beyond a backup ref (nested
+        // repositories, ignored files); one that cannot be saved stops the run's cleanup here.
+        let mut leftovers = Vec::with_capacity(targets.len());
+        for t in &targets {
+            leftovers.push(match &t.live {
+                Some(wt) => {
+                    let git = Git::pinned(&repo.common_dir, wt).map_err(worktree_err)?;
+                    gitops::find_leftovers(&git).map_err(worktree_err)?
+                }
+                None => gitops::Leftovers::default(),
+            });
+        }
+        for (t, found) in targets.iter().zip(&leftovers) {
+            let item = sweep(repo, &run, t, found, dry_run)?;
+            if t.journaled && item.worktree.is_some() && !dry_run {
                 journal.record(Event::WorktreeRemoved {
-                    packet: p.id.clone(),
+                    packet: t.id.clone(),
                     backup: item.backup.clone(),
                 })?;
             }
             report.bytes += item.bytes;
-            if item.worktree.is_some() || item.delete_branch || item.keep_reason.is_some() {
+            let shown = item.worktree.is_some() || item.delete_branch || item.keep_reason.is_some();
+            if shown || !t.journaled {
                 report.items.push(item);
             }
-        }
-        // Worktrees on the run's branches that no packet record names: subtasks spawned by
-        // agents (`orchestra/<run>/<packet>-s1`), or leftovers of an interrupted creation.
-        let prefix = format!("refs/heads/orchestra/{}/", run.id);
-        for entry in gitops::list(repo).map_err(worktree_err)? {
-            let Some(branch) = entry
-                .branch
-                .as_deref()
-                .and_then(|b| b.strip_prefix("refs/heads/"))
-            else {
-                continue;
-            };
-            let Some(id) = entry
-                .branch
-                .as_deref()
-                .and_then(|b| b.strip_prefix(&prefix))
-            else {
-                continue;
-            };
-            if packets.iter().any(|p| p.branch == branch) || entry.prunable.is_some() {
-                continue;
-            }
-            let item = sweep(
-                repo,
-                &run,
-                id,
-                Some(entry.path.clone()),
-                branch,
-                None,
-                dry_run,
-            )?;
-            report.bytes += item.bytes;
-            report.items.push(item);
         }
         if !dry_run {
             remove_empty_run_dirs(&run.id, packets.iter().map(|p| Path::new(&p.worktree)));
@@ -136,6 +138,52 @@ pub fn gc(repo: &RepoInfo, only: Option<&str>, dry_run: bool) -> Result<GcReport
         store = Some(journal.into_store());
     }
     Ok(report)
+}
+
+/// A worktree (or only a branch) of a run that gc cleans up.
+struct Target {
+    id: String,
+    /// The worktree, when it still exists.
+    live: Option<PathBuf>,
+    branch: String,
+    /// The backup ref the journal already names for it.
+    backup: Option<String>,
+    /// True for a packet of the journal (its removal is journaled).
+    journaled: bool,
+}
+
+/// Returns the worktrees on the run's branches that no packet record names: subtasks spawned
+/// by agents (`orchestra/<run>/<packet>-s1`), or leftovers of an interrupted creation.
+fn unrecorded_worktrees(
+    repo: &RepoInfo,
+    run: &str,
+    packets: &[PacketRecord],
+) -> Result<Vec<Target>, EngineError> {
+    let prefix = format!("refs/heads/orchestra/{run}/");
+    let mut found = Vec::new();
+    for entry in gitops::list(repo).map_err(worktree_err)? {
+        let Some(branch) = entry.branch_name() else {
+            continue;
+        };
+        let Some(id) = entry
+            .branch
+            .as_deref()
+            .and_then(|b| b.strip_prefix(&prefix))
+        else {
+            continue;
+        };
+        if packets.iter().any(|p| p.branch == branch) || entry.prunable.is_some() {
+            continue;
+        }
+        found.push(Target {
+            id: id.to_string(),
+            live: Some(entry.path.clone()),
+            branch: branch.to_string(),
+            backup: None,
+            journaled: false,
+        });
+    }
+    Ok(found)
 }
 
 /// Removes the worktrees of the packets in `ids`, just integrated, saving unsaved work to each
@@ -192,35 +240,53 @@ fn remove_empty_run_dirs<'p>(run: &str, worktrees: impl Iterator<Item = &'p Path
     }
 }
 
-/// Saves the unsaved work of a run's worktree `live` to a backup ref and removes it (unless
-/// `dry_run`), and decides the fate of its branch.
+/// Saves the unsaved work of a run's worktree (to a backup ref), its nested repositories and
+/// ignored files (`found`, to the run store) and removes it (unless `dry_run`), and decides
+/// the fate of its branch.
 fn sweep(
     repo: &RepoInfo,
     run: &RunRecord,
-    id: &str,
-    live: Option<PathBuf>,
-    branch: &str,
-    backup: Option<String>,
+    target: &Target,
+    found: &gitops::Leftovers,
     dry_run: bool,
 ) -> Result<GcItem, EngineError> {
+    let live = target.live.as_deref();
     let mut item = GcItem {
         run: run.id.clone(),
-        packet: id.to_string(),
-        bytes: live.as_deref().map_or(0, disk_usage),
-        worktree: live.clone(),
-        branch: branch.to_string(),
+        packet: target.id.clone(),
+        bytes: live.map_or(0, disk_usage),
+        worktree: live.map(Path::to_path_buf),
+        branch: target.branch.clone(),
         delete_branch: false,
         keep_reason: None,
-        backup,
+        backup: target.backup.clone(),
+        nested: found
+            .nested
+            .iter()
+            .map(|n| SavedNested {
+                path: n.path.clone(),
+                bundle: None,
+            })
+            .collect(),
+        ignored: found.ignored.len(),
+        archive: None,
     };
-    if let Some(wt) = &live {
-        let refname = names::backup_ref(&run.id, id);
+    if let Some(wt) = live {
+        let refname = names::backup_ref(&run.id, &target.id);
         // Pinned: the worktree's own `.git` is not trusted (see `Git::pinned`).
         let git = Git::pinned(&repo.common_dir, wt).map_err(worktree_err)?;
         if has_unsaved_changes(&git)? {
             item.backup = Some(refname.clone());
         }
         if !dry_run {
+            let dest = run_dir(&repo.common_dir, &run.id)
+                .join(&target.id)
+                .join("saved");
+            let saved = gitops::save_leftovers(&git, found, &dest).map_err(worktree_err)?;
+            for (n, (_, bundle)) in item.nested.iter_mut().zip(saved.bundles) {
+                n.bundle = Some(bundle);
+            }
+            item.archive = saved.archive;
             let saved = gitops::backup(&git, &refname, "git-orchestra gc: unsaved work")
                 .map_err(worktree_err)?;
             if saved.is_some() {
@@ -229,12 +295,12 @@ fn sweep(
             gitops::remove(repo, wt).map_err(worktree_err)?;
         }
     }
-    let (delete, reason) = branch_fate(repo, &run.base, branch)?;
+    let (delete, reason) = branch_fate(repo, &run.base, &target.branch)?;
     item.delete_branch = delete;
     item.keep_reason = reason;
     if delete && !dry_run {
         repo.git()
-            .force_delete_branch(branch)
+            .force_delete_branch(&target.branch)
             .map_err(crate::git::RepoError::from)?;
     }
     Ok(item)

@@ -15,6 +15,7 @@ pub mod commit;
 mod diff;
 mod identity;
 mod include;
+mod leftovers;
 mod merge;
 mod notes;
 mod pinned;
@@ -37,6 +38,9 @@ pub use classify::FailureKind;
 pub use cli::{Git, GitError};
 pub use identity::{COMMITTER_EMAIL, COMMITTER_NAME, Identity};
 pub use include::{INCLUDE_FILE, copy_includes};
+pub use leftovers::{
+    Leftovers, NestedRepo, SavedLeftovers, UNCOMMITTED_REF, find_leftovers, save_leftovers,
+};
 pub use merge::{MergeOutcome, MergeStart, MergeTree};
 pub use pinned::{registered_git_dir, registered_git_dir_unrepaired};
 pub use recycle::{POOL_DIR, park, pool_dir, pooled};

@@ -42,7 +42,7 @@ impl Git {
     }
 
     /// Returns a runner for the worktree `top` with `git_dir` as its git directory, hardened.
-    fn pinned_to(top: &Path, git_dir: &Path) -> Git {
+    pub(in crate::git) fn pinned_to(top: &Path, git_dir: &Path) -> Git {
         let mut git = Git::new(top)
             .with_env("GIT_DIR", git_dir)
             .with_env("GIT_WORK_TREE", top);

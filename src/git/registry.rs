@@ -86,7 +86,8 @@ fn parse_porcelain(out: &str) -> Vec<WorktreeEntry> {
 ///
 /// The branch is kept. Callers back up first (`backup`), and must make sure nothing writes into
 /// the worktree between the backup and this call. Ignored files (build output, copied `.env`)
-/// are deleted with the directory. Stale registrations are pruned afterwards.
+/// and nested repositories are deleted with the directory: `gc` saves them first (see
+/// `leftovers`). Stale registrations are pruned afterwards.
 pub fn remove(repo: &RepoInfo, worktree: &Path) -> Result<(), WorktreeError> {
     let _registrations = super::registration_lock();
     let entries = list(repo)?;

@@ -68,6 +68,10 @@ pub enum WorktreeError {
         "{refname} moved while a backup was being written; run the backup again (the earlier one is kept)"
     )]
     RefMoved { refname: String },
+    #[error(
+        "cannot save everything in worktree {path} before removing it: {reason}; nothing was removed"
+    )]
+    CannotSave { path: PathBuf, reason: String },
     #[error("checking out {path} failed: {message}")]
     Checkout { path: PathBuf, message: String },
     #[error(

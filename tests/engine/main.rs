@@ -10,6 +10,7 @@
 mod confine;
 mod executor;
 mod fix_rounds;
+mod gc;
 mod help;
 mod init;
 mod plan;

@@ -1,0 +1,169 @@
+//! `gc` and `cancel` save what a backup ref cannot hold before removing a worktree: git
+//! repositories nested in it (as bundles) and its ignored files (as a tar archive), or refuse.
+
+use std::path::{Path, PathBuf};
+
+use crate::support::*;
+
+/// Makes a nested repository `vendor/lib` with one commit and an uncommitted file, and an
+/// ignored file `build/out.bin` holding bytes that are not text.
+const NESTING_WORKER: &str = r#"set -e
+mkdir -p vendor/lib build
+cd vendor/lib
+git init -q
+echo one > a.txt
+git add a.txt
+git -c user.name=w -c user.email=w@x commit -qm nested-commit
+echo dirty > wip.txt
+cd ../..
+printf 'bin\001\377data' > build/out.bin
+echo ok > out.txt"#;
+
+fn repo_ignoring_build() -> TestRepo {
+    TestRepo::with_files(&[("README.md", "# sample\n"), (".gitignore", "build/\n")])
+}
+
+fn one_packet_plan(repo: &TestRepo) -> PathBuf {
+    repo.write_plan(
+        "plan.toml",
+        &format!(
+            "objective = \"Nest\"\n\n{}",
+            packet("p1", "\"out.txt\"", "", "")
+        ),
+    )
+}
+
+/// Asserts that the nested repository and the ignored file of [`NESTING_WORKER`]'s worktree
+/// were saved to the run store and that the output says where.
+fn assert_saved(repo: &TestRepo, run: &str, shown: &str) {
+    let saved = repo
+        .path
+        .join(format!(".git/orchestra/runs/{run}/p1/saved"));
+    let bundle = saved.join("vendor%lib.bundle");
+    assert!(shown.contains(&bundle.display().to_string()), "{shown}");
+    let archive = saved.join("ignored.tar");
+    assert!(shown.contains(&archive.display().to_string()), "{shown}");
+    let bundle_text = bundle.to_str().unwrap();
+    repo.git(&["bundle", "verify", "--quiet", bundle_text]);
+    // The nested commit and the uncommitted file come back from the bundle.
+    let restored = repo.scratch().join("restored");
+    git(
+        repo.scratch().as_path(),
+        &["init", "-q", "--bare", restored.to_str().unwrap()],
+    );
+    git(&restored, &["fetch", "-q", bundle_text, "+refs/*:refs/*"]);
+    assert_eq!(
+        git(&restored, &["log", "--format=%s", "refs/orchestra/head"]),
+        "nested-commit"
+    );
+    assert_eq!(
+        git(&restored, &["show", "refs/orchestra/head:a.txt"]),
+        "one"
+    );
+    assert_eq!(
+        git(&restored, &["show", "refs/orchestra/uncommitted:wip.txt"]),
+        "dirty"
+    );
+    assert_eq!(tar_member(&archive, "build/out.bin"), b"bin\x01\xffdata");
+}
+
+/// Returns the bytes of `member` in the tar archive `archive`.
+fn tar_member(archive: &Path, member: &str) -> Vec<u8> {
+    let out = std::process::Command::new("tar")
+        .arg("-xOf")
+        .arg(archive)
+        .arg(member)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+#[test]
+fn gc_bundles_a_nested_repository_and_archives_ignored_files() {
+    let repo = repo_ignoring_build();
+    let plan = one_packet_plan(&repo);
+    repo.run_plan(&plan, NESTING_WORKER, &[]);
+    let run = run_id(&repo.path);
+    let wt = repo.scratch().join("wt").join(&run).join("p1");
+    assert!(wt.join("vendor/lib/.git").is_dir(), "the worker ran");
+    let dry = orchestra(&repo.path, &["gc", "--dry-run"]);
+    let dry_text = String::from_utf8_lossy(&dry.stdout);
+    assert!(
+        dry_text.contains("would save the nested git repository vendor/lib")
+            && dry_text.contains("would archive 1 ignored path(s)"),
+        "{}",
+        text(&dry)
+    );
+    let out = orchestra(&repo.path, &["gc"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(!wt.exists());
+    assert_saved(&repo, &run, &String::from_utf8_lossy(&out.stdout));
+}
+
+#[test]
+fn cancel_bundles_a_nested_repository_and_archives_ignored_files() {
+    let repo = repo_ignoring_build();
+    let plan = one_packet_plan(&repo);
+    // Crash right after the worker finished, before its commit: the run is left interrupted.
+    let root = repo.scratch().join("wt");
+    let out = orchestra_with_env(
+        &repo.path,
+        &[
+            "run",
+            plan.to_str().unwrap(),
+            "--worker-cmd",
+            NESTING_WORKER,
+            "--worktree-root",
+            root.to_str().unwrap(),
+        ],
+        &[("ORCHESTRA_CRASH_AFTER_EVENTS", "6")],
+    );
+    assert!(!out.status.success(), "{}", text(&out));
+    let run = run_id(&repo.path);
+    let out = orchestra(&repo.path, &["cancel"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(status_json(&repo.path)["run"]["state"], "cancelled");
+    assert!(!root.join(&run).join("p1").exists());
+    assert_saved(&repo, &run, &String::from_utf8_lossy(&out.stdout));
+}
+
+#[test]
+fn gc_refuses_a_worktree_holding_a_repository_it_cannot_save_and_removes_nothing() {
+    let repo = repo_ignoring_build();
+    let plan = repo.write_plan(
+        "plan.toml",
+        &format!(
+            "objective = \"Empty nest\"\n\n{}{}",
+            packet("p1", "\"out.txt\"", "", ""),
+            packet("p2", "\"other.txt\"", "", "")
+        ),
+    );
+    let worker = r#"if [ "$ORCHESTRA_PACKET" = p1 ]; then git init -q empty; echo w > empty/f; fi
+echo ok > out.txt; echo ok > other.txt"#;
+    repo.run_plan(&plan, worker, &[]);
+    let run = run_id(&repo.path);
+    let root = repo.scratch().join("wt").join(&run);
+    let before = refs(&repo.path);
+    let out = orchestra(&repo.path, &["gc"]);
+    assert!(!out.status.success(), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("empty is a git repository with no commit")
+            && err.contains("nothing was removed"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("p1/empty/f")).unwrap(),
+        "w\n"
+    );
+    assert!(
+        root.join("p2").exists(),
+        "another worktree of the run was removed"
+    );
+    assert_eq!(refs(&repo.path), before);
+}
