@@ -34,6 +34,12 @@ impl<'a> Journal<'a> {
         }
     }
 
+    /// Returns the run's plan as the store holds it.
+    pub fn stored_plan(&self) -> Result<String, StoreError> {
+        let store = self.store.lock().unwrap_or_else(|p| p.into_inner());
+        Ok(store.require_run(&self.run)?.plan_toml)
+    }
+
     /// Journals `event` durably before returning; the caller acts on it only afterwards.
     pub fn record(&self, event: Event) -> Result<(), StoreError> {
         {

@@ -10,6 +10,8 @@ pub mod remote;
 mod retry;
 pub mod scheduler;
 mod symbol_scope;
+mod watch;
+mod watch_fs;
 mod worker;
 
 use std::path::PathBuf;
@@ -256,6 +258,7 @@ pub fn execute_with(
         run: run.id.clone(),
         message: e.to_string(),
     })?;
+    watch::check_stored_plan(&run.id, &dir, &run.plan_toml)?;
     recover(repo, run_id, &store.packets(run_id)?)?;
     // Declared symbols are looked up at the run's base; any that cannot be (the plan was
     // validated, so only a vanished object would do that) leave their files at file level.
@@ -275,8 +278,13 @@ pub fn execute_with(
         journal_shared_files(&journal, &plan, &overlaps.shared)?;
     }
 
+    // Unconfined, a worker could write the other packets' worktrees: watch the idle ones.
+    let activity = watch::Activity::new(
+        ctl.sandboxes.worker.is_none() || worker.is_some_and(|w| w.commits_itself()),
+    );
     let ctx = packet::Context {
         repo,
+        activity: &activity,
         run: &run,
         plan: &plan,
         worker_cmd: worker_cmd.as_deref(),

@@ -38,6 +38,8 @@ pub(super) struct Context<'a> {
     pub timeout: Duration,
     /// The review after validation, when a reviewer is configured.
     pub review: Option<&'a PacketReview<'a>>,
+    /// Which packets' pipelines are running (see `watch`).
+    pub activity: &'a super::watch::Activity,
     /// Fix rounds for a failed scope check or validation.
     pub fix_rounds: u32,
     /// How many more times a worker that failed transiently runs, and the first wait between
@@ -68,10 +70,12 @@ pub(super) enum Halt {
 pub(super) fn run(ctx: &Context<'_>, index: usize, record: &PacketRecord) {
     let id = ctx.plan.packets[index].id.clone();
     let _span = tracing::info_span!("packet", run = %ctx.run.id, packet = %id).entered();
+    ctx.activity.start(&id);
     let outcome = match ctx.executor {
         Some(executor) => super::remote::pipeline(ctx, executor, index, record),
         None => pipeline(ctx, index, record),
     };
+    ctx.activity.end(&id, Path::new(&record.worktree));
     match outcome {
         Ok(commit) => {
             ctx.journal
@@ -523,65 +527,111 @@ fn work_once(
         Some((_, round)) => dir.join(format!("worker-{attempt}-fix-{round}{again}.log")),
     };
     match (ctx.worker_cmd, ctx.worker) {
-        (Some(worker_cmd), _) => work_external(ctx, packet, wt, env, &log, worker_cmd)?,
-        (None, Some(worker)) => {
-            record(
-                ctx,
-                Event::WorkerStarted {
-                    packet: packet.id.clone(),
-                    command: worker.label(packet),
-                    log: log.to_string_lossy().into_owned(),
-                },
-            )?;
-            let started = std::time::Instant::now();
-            let job = WorkerJob {
-                run: &ctx.run.id,
-                objective: &ctx.run.objective,
-                packet,
-                worktree: wt,
-                common_dir: &ctx.repo.common_dir,
-                log: &log,
-                stop: ctx.stop,
-                timeout: ctx.timeout,
-                journal: &|event| {
-                    ctx.journal.record_or_keep(event);
-                },
-                fixes: fixes.map(|f| f.0),
-                dependencies: &dependency_summary(ctx, packet),
-            };
-            let report = worker.work(&job);
-            if report.interrupted {
-                return Err(Halt::Interrupted);
-            }
-            record(
-                ctx,
-                Event::WorkerFinished {
-                    packet: packet.id.clone(),
-                    exit_code: Some(if report.success { 0 } else { 1 }),
-                    duration_ms: started.elapsed().as_millis() as u64,
-                    timed_out: false,
-                    tail: report.summary.clone(),
-                },
-            )?;
-            if !report.success {
-                let reason = format!(
-                    "agent did not complete: {}; its work stays in {} — transcript: {}",
-                    report.summary,
-                    wt.display(),
-                    log.display()
-                );
-                return Err(if report.transient {
-                    Halt::Transient(reason)
-                } else {
-                    Halt::Fail(reason)
-                });
-            }
+        (Some(worker_cmd), _) => {
+            // Unconfined, it could also have written the other packets' worktrees.
+            let siblings = ctx.sandboxes.worker.is_none();
+            watched(ctx, &packet.id, siblings, || {
+                work_external(ctx, packet, wt, env, &log, worker_cmd)
+            })?
         }
+        (None, Some(worker)) if worker.commits_itself() => watched(ctx, &packet.id, true, || {
+            work_in_process(ctx, worker, packet, wt, &log, fixes)
+        })?,
+        (None, Some(worker)) => work_in_process(ctx, worker, packet, wt, &log, fixes)?,
         (None, None) => {
             return Err(Halt::Fail(
                 "no worker: pass --worker-cmd or configure a model profile".to_string(),
             ));
         }
+    }
+    Ok(())
+}
+
+/// Runs `work`, a worker's run, between two snapshots of what lies outside the packet's
+/// worktree (see `watch`); a difference fails the packet, naming what changed, whatever
+/// the worker's own outcome.
+fn watched(
+    ctx: &Context<'_>,
+    packet: &str,
+    siblings: bool,
+    work: impl FnOnce() -> Result<(), Halt>,
+) -> Result<(), Halt> {
+    let snapshot = || super::watch::snapshot(ctx, packet, siblings).map_err(Halt::Fail);
+    let before = snapshot()?;
+    let outcome = work();
+    let changed = super::watch::changes(ctx.activity, packet, &before, &snapshot()?);
+    if changed.is_empty() {
+        return outcome;
+    }
+    Err(Halt::Fail(format!(
+        "the worker changed what lies outside its worktree, so none of its work is used:\n- {}",
+        changed
+            .iter()
+            .map(|c| crate::redact::terminal_safe(c).into_owned())
+            .collect::<Vec<_>>()
+            .join("\n- ")
+    )))
+}
+
+/// Runs an in-process worker once and journals it.
+fn work_in_process(
+    ctx: &Context<'_>,
+    worker: &dyn Worker,
+    packet: &Packet,
+    wt: &Path,
+    log: &Path,
+    fixes: Option<(&str, u32)>,
+) -> Result<(), Halt> {
+    record(
+        ctx,
+        Event::WorkerStarted {
+            packet: packet.id.clone(),
+            command: worker.label(packet),
+            log: log.to_string_lossy().into_owned(),
+        },
+    )?;
+    let started = std::time::Instant::now();
+    let job = WorkerJob {
+        run: &ctx.run.id,
+        objective: &ctx.run.objective,
+        packet,
+        worktree: wt,
+        common_dir: &ctx.repo.common_dir,
+        log,
+        stop: ctx.stop,
+        timeout: ctx.timeout,
+        journal: &|event| {
+            ctx.journal.record_or_keep(event);
+        },
+        fixes: fixes.map(|f| f.0),
+        dependencies: &dependency_summary(ctx, packet),
+    };
+    let report = worker.work(&job);
+    if report.interrupted {
+        return Err(Halt::Interrupted);
+    }
+    record(
+        ctx,
+        Event::WorkerFinished {
+            packet: packet.id.clone(),
+            exit_code: Some(if report.success { 0 } else { 1 }),
+            duration_ms: started.elapsed().as_millis() as u64,
+            timed_out: false,
+            tail: report.summary.clone(),
+        },
+    )?;
+    if !report.success {
+        let reason = format!(
+            "agent did not complete: {}; its work stays in {} — transcript: {}",
+            report.summary,
+            wt.display(),
+            log.display()
+        );
+        return Err(if report.transient {
+            Halt::Transient(reason)
+        } else {
+            Halt::Fail(reason)
+        });
     }
     Ok(())
 }

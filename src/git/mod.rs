@@ -29,6 +29,7 @@ mod revs;
 #[cfg(test)]
 pub(crate) mod testing;
 mod transport;
+mod watch;
 mod workdir;
 mod worktree;
 

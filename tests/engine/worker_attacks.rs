@@ -448,10 +448,12 @@ fn run_scoped(repo: &TestRepo, worker: &str) -> (std::process::Output, serde_jso
 fn repository_config_cannot_hide_an_out_of_scope_gitlink_from_the_scope_check() {
     let repo = TestRepo::new();
     repo.sandbox_off();
+    // Set before the run (a worker writing the common configuration is caught on its own,
+    // see below): a cloned repository, or an earlier worker, may carry it.
+    repo.git(&["config", "diff.ignoreSubmodules", "all"]);
     let worker = "set -e
 git init -q vendor/evil
 git -C vendor/evil -c user.name=w -c user.email=w@x commit -q --allow-empty -m inside
-git config diff.ignoreSubmodules all
 echo ok > out.txt";
     let (out, v, _) = run_scoped(&repo, worker);
     assert!(!out.status.success(), "{}", text(&out));
@@ -466,17 +468,41 @@ echo ok > out.txt";
 fn replace_refs_cannot_make_the_scope_check_diff_a_fake_tree() {
     let repo = TestRepo::new();
     repo.sandbox_off();
-    // The worker replaces the packet's start commit with one whose tree already holds its
-    // out-of-scope file, so a diff that honours replace refs sees only out.txt change.
-    let worker = r#"set -e
-echo evil > evil.txt
-echo ok > out.txt
-idx=$(mktemp)
-GIT_INDEX_FILE=$idx git read-tree "$ORCHESTRA_BASE"
-GIT_INDEX_FILE=$idx git update-index --add evil.txt
-tree=$(GIT_INDEX_FILE=$idx git write-tree)
-fake=$(git commit-tree "$tree" -m fake)
-git replace -f "$ORCHESTRA_BASE" "$fake""#;
+    // The packet's start commit is replaced by one whose tree already holds the worker's
+    // out-of-scope file, so a diff that honours replace refs sees only out.txt change. The
+    // replace ref is there before the run (one a worker creates is caught on its own, as a
+    // ref it changed, see below).
+    let base = repo.git(&["rev-parse", "HEAD"]);
+    let blob = repo.git(&["hash-object", "-w", "--stdin"]); // the empty file
+    let scratch_index = repo.scratch().join("fake.index");
+    let index = scratch_index.to_str().unwrap();
+    let with_index = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .current_dir(&repo.path)
+            .env("GIT_INDEX_FILE", index)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap().trim().to_string()
+    };
+    with_index(&["read-tree", &base]);
+    with_index(&[
+        "update-index",
+        "--add",
+        "--cacheinfo",
+        &format!("100644,{blob},evil.txt"),
+    ]);
+    let tree = with_index(&["write-tree"]);
+    let fake = repo.git(&["commit-tree", &tree, "-m", "fake"]);
+    repo.git(&["replace", "-f", &base, &fake]);
+    let worker = "set -e
+: > evil.txt
+echo ok > out.txt";
     let (out, v, _) = run_scoped(&repo, worker);
     assert!(!out.status.success(), "{}", text(&out));
     let reason = v["packets"][0]["reason"].as_str().unwrap_or_default();
@@ -493,7 +519,7 @@ fn a_workers_own_commits_never_enter_the_branch_history() {
     // An out-of-scope file and a secret, committed and taken out again before the worker ends:
     // the net diff is clean, the history is not.
     let worker = "set -e
-git config user.name w; git config user.email w@x
+export GIT_AUTHOR_NAME=w GIT_AUTHOR_EMAIL=w@x GIT_COMMITTER_NAME=w GIT_COMMITTER_EMAIL=w@x
 echo evil > evil.txt; echo 'AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKEY9' > key.env
 git add evil.txt key.env && git commit -qm 'sneak in'
 git rm -q evil.txt key.env && git commit -qm 'take out'
@@ -564,5 +590,138 @@ fn a_workers_own_files_named_like_the_engines_temporary_files_are_kept() {
     assert_eq!(
         repo.git(&["show", &format!("{branch}:.orchestra-tmp-notes.md")]),
         "kept"
+    );
+}
+
+/// Runs the one-packet plan of [`run_scoped`] with the sandbox off and `worker`, and asserts
+/// the packet failed naming `what` and that nothing of its work reached its branch.
+fn assert_outside_write_fails(repo: &TestRepo, worker: &str, what: &str) -> String {
+    repo.sandbox_off();
+    let (out, v, branch) = run_scoped(repo, worker);
+    assert!(!out.status.success(), "{}", text(&out));
+    assert_eq!(v["packets"][0]["state"], "failed", "{v}");
+    let reason = v["packets"][0]["reason"].as_str().unwrap().to_string();
+    assert!(
+        reason.contains("changed what lies outside its worktree") && reason.contains(what),
+        "{reason}"
+    );
+    let base = v["run"]["base"].as_str().unwrap();
+    assert_eq!(repo.git(&["rev-list", &format!("{base}..{branch}")]), "");
+    assert!(
+        repo.git(&["ls-tree", "-r", "--name-only", &branch])
+            .lines()
+            .all(|l| l != "out.txt")
+    );
+    reason
+}
+
+#[test]
+fn an_unconfined_worker_writing_the_main_checkout_fails_its_packet() {
+    let repo = TestRepo::new();
+    let worker = format!(
+        "echo planted > {}/README.md; echo ok > out.txt",
+        repo.path.display()
+    );
+    let reason = assert_outside_write_fails(&repo, &worker, "the main checkout changed");
+    assert!(reason.contains("README.md"), "{reason}");
+}
+
+#[test]
+fn an_unconfined_worker_moving_another_branch_fails_its_packet() {
+    let repo = TestRepo::new();
+    repo.git(&["branch", "feature"]);
+    repo.git(&["commit", "-q", "--allow-empty", "-m", "main moves on"]);
+    let worker = "git update-ref refs/heads/feature HEAD; echo ok > out.txt";
+    assert_outside_write_fails(&repo, worker, "ref refs/heads/feature moved");
+}
+
+#[test]
+fn an_unconfined_worker_planting_a_hook_in_the_common_git_dir_fails_its_packet() {
+    let repo = TestRepo::new();
+    let worker = r#"common=$(git rev-parse --git-common-dir)
+printf '#!/bin/sh\ntouch /tmp/hooked\n' > "$common/hooks/pre-commit"; chmod +x "$common/hooks/pre-commit"
+echo ok > out.txt"#;
+    assert_outside_write_fails(&repo, worker, "hook pre-commit was planted");
+}
+
+#[test]
+fn an_unconfined_worker_editing_a_sibling_worktree_fails_its_packet() {
+    let repo = TestRepo::new();
+    repo.sandbox_off();
+    let plan = repo.write_plan(
+        "plan.toml",
+        &format!(
+            "objective = \"Sibling\"\n\n{}{}",
+            packet("p1", "\"one.txt\"", "", ""),
+            packet("p2", "\"out.txt\"", "\"p1\"", "")
+        ),
+    );
+    let worker = r#"if [ "$ORCHESTRA_PACKET" = p1 ]; then echo one > one.txt
+else echo planted >> ../p1/README.md; echo ok > out.txt; fi"#;
+    let out = repo.run_plan(&plan, worker, &[]);
+    assert!(!out.status.success(), "{}", text(&out));
+    let v = status_json(&repo.path);
+    assert_eq!(v["packets"][0]["state"], "succeeded", "{v}");
+    assert_eq!(v["packets"][1]["state"], "failed", "{v}");
+    let reason = v["packets"][1]["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("the worktree of packet `p1`") && reason.contains("README.md"),
+        "{reason}"
+    );
+    let base = v["packets"][1]["start"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let branch = v["packets"][1]["branch"].as_str().unwrap();
+    if !base.is_empty() {
+        assert_eq!(repo.git(&["rev-list", &format!("{base}..{branch}")]), "");
+    }
+    assert!(
+        repo.git(&["ls-tree", "-r", "--name-only", branch])
+            .lines()
+            .all(|l| l != "out.txt")
+    );
+}
+
+#[test]
+fn a_stored_plan_changed_behind_the_engine_is_refused_on_resume() {
+    let repo = TestRepo::new();
+    let plan = repo.write_plan(
+        "plan.toml",
+        &format!(
+            "objective = \"Tamper\"\n\n{}",
+            packet("p1", "\"out.txt\"", "", "")
+        ),
+    );
+    // Interrupted right after the worker ran: the run waits for `resume`.
+    let root = repo.scratch().join("wt");
+    let out = orchestra_with_env(
+        &repo.path,
+        &[
+            "run",
+            plan.to_str().unwrap(),
+            "--worker-cmd",
+            "echo ok > out.txt",
+            "--worktree-root",
+            root.to_str().unwrap(),
+        ],
+        &[("ORCHESTRA_CRASH_AFTER_EVENTS", "6")],
+    );
+    assert!(!out.status.success(), "{}", text(&out));
+    let db = rusqlite::Connection::open(repo.path.join(".git/orchestra/orchestra.db")).unwrap();
+    let changed = db
+        .execute(
+            "UPDATE runs SET plan_toml = replace(plan_toml, '\"out.txt\"', '\"**\"')",
+            [],
+        )
+        .unwrap();
+    assert_eq!(changed, 1);
+    drop(db);
+    let out = orchestra(&repo.path, &["resume"]);
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("no longer matches the hash"),
+        "{}",
+        text(&out)
     );
 }

@@ -238,8 +238,11 @@ fn work(
     };
     let journal = Journal::new(store, &job.run, on_event, None);
     let dir = run_dir(repo_dir, &job.run);
+    // Unconfined, the worker could write elsewhere on the host: its writes are looked for.
+    let activity = crate::engine::watch::Activity::new(o.sandboxes.worker.is_none());
     let ctx = Context {
         repo: &repo,
+        activity: &activity,
         run: &run,
         plan: &plan,
         worker_cmd: Some(&job.worker_cmd),

@@ -1,0 +1,347 @@
+//! Finds what an external worker changed outside its worktree.
+//!
+//! The sandbox keeps a confined worker's writes in its worktree; a worker run unconfined
+//! (`[sandbox] workers = "off"`, or where the sandbox is unavailable) could write anywhere the
+//! user can. So around each run of a worker command (and of an agent CLI, which may commit)
+//! the engine takes a snapshot of what lies outside the worktree, and a difference fails the
+//! packet before anything of its work is committed:
+//!
+//! - the main checkout's HEAD and `git status` (untracked files included, ignored ones not);
+//! - every ref outside the engine's namespaces (`refs/orchestra/`, `refs/notes/orchestra/`)
+//!   and the run's packet branches, which the engine itself moves meanwhile;
+//! - the common git directory's `hooks/` and `config`;
+//! - with an unconfined worker, the HEAD and status of every other packet worktree of the run
+//!   whose packet is not running at the time (a running one changes legitimately);
+//! - in the run store, the stored plan, its hash kept beside it at the run's first start
+//!   (checked again on every resume), and the packet's own `packet.json`.
+//!
+//! Each read is a listing or a status, never a hash of a whole tree.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use sha2::{Digest, Sha256};
+
+use super::EngineError;
+use super::packet::Context;
+use super::watch_fs::IdleWatch;
+use crate::git::Git;
+
+/// The file in a run's directory that holds the hash of its stored plan.
+pub const PLAN_HASH_FILE: &str = "plan.sha256";
+
+/// Which packets' pipelines run, so that a worktree the engine may be writing is not taken
+/// for one a worker wrote: each pipeline's start and end advance its packet's epoch, odd
+/// while it runs. With `watch_idle`, the worktrees of packets that do not run are watched
+/// for writes (see `watch_fs`); those it could not watch whole are read with `git status`.
+#[derive(Default)]
+pub(crate) struct Activity {
+    epochs: Mutex<HashMap<String, u64>>,
+    idle: Option<IdleWatch>,
+    unwatched: Mutex<HashSet<String>>,
+}
+
+impl Activity {
+    /// Returns the activity of a run; `watch_idle` when its workers may write other
+    /// packets' worktrees.
+    pub(crate) fn new(watch_idle: bool) -> Activity {
+        Activity {
+            idle: if watch_idle { IdleWatch::new() } else { None },
+            ..Activity::default()
+        }
+    }
+
+    /// Marks the pipeline of `packet` as started.
+    pub(crate) fn start(&self, packet: &str) {
+        self.advance(packet);
+        if let Some(idle) = &self.idle {
+            idle.unwatch(packet);
+        }
+    }
+
+    /// Marks the pipeline of `packet`, whose worktree is `worktree`, as ended.
+    pub(crate) fn end(&self, packet: &str, worktree: &Path) {
+        if let Some(idle) = &self.idle
+            && worktree.is_dir()
+            && !idle.watch(packet, worktree)
+        {
+            idle.unwatch(packet);
+            let mut unwatched = self.unwatched.lock().unwrap_or_else(|p| p.into_inner());
+            unwatched.insert(packet.to_string());
+        }
+        self.advance(packet);
+    }
+
+    fn advance(&self, packet: &str) {
+        let mut epochs = self.epochs.lock().unwrap_or_else(|p| p.into_inner());
+        *epochs.entry(packet.to_string()).or_default() += 1;
+    }
+
+    fn epoch(&self, packet: &str) -> u64 {
+        let epochs = self.epochs.lock().unwrap_or_else(|p| p.into_inner());
+        epochs.get(packet).copied().unwrap_or(0)
+    }
+
+    /// Returns true when the worktree of `packet` is not watched for writes.
+    fn is_unwatched(&self, packet: &str) -> bool {
+        self.idle.is_none()
+            || self
+                .unwatched
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .contains(packet)
+    }
+}
+
+/// What lies outside a packet's worktree at one moment.
+#[derive(Debug, Default)]
+pub(super) struct Outside {
+    main: Option<(String, String)>,
+    refs: BTreeMap<String, String>,
+    /// The run's packet branches of packets not running (other than this one), with their
+    /// packets' epochs: ref → (epoch, tip; empty when the branch does not exist).
+    run_refs: BTreeMap<String, (u64, String)>,
+    git_files: BTreeMap<String, String>,
+    /// Idle sibling packets not watched for writes: epoch, worktree, HEAD and status.
+    siblings: BTreeMap<String, (u64, PathBuf, String, String)>,
+    /// The newest write seen into watched idle worktrees (see `watch_fs`).
+    mark: Option<u64>,
+    store: BTreeMap<String, String>,
+}
+
+/// Returns the snapshot of what lies outside the worktree of `packet` (see the module
+/// comment); `siblings` adds the other packets' worktrees.
+pub(super) fn snapshot(ctx: &Context<'_>, packet: &str, siblings: bool) -> Result<Outside, String> {
+    let repo = ctx.repo;
+    let fail = |what: &str, e: &dyn std::fmt::Display| format!("cannot read {what}: {e}");
+    let mut out = Outside::default();
+    // The main checkout, hardened like every engine git (its configuration is not trusted).
+    if let Ok(main) = Git::pinned_unrepaired(&repo.common_dir, &repo.toplevel) {
+        let state = main
+            .head_and_status()
+            .map_err(|e| fail("the main checkout's status", &e))?;
+        out.main = Some(state);
+    }
+    let records = ctx.journal.packets().map_err(|e| fail("the journal", &e))?;
+    // A packet branch is compared only while its packet does not run (the engine commits
+    // there meanwhile); the run's other branches (subtasks') not at all.
+    for r in records.iter().filter(|r| r.id != packet) {
+        let epoch = ctx.activity.epoch(&r.id);
+        if epoch.is_multiple_of(2) {
+            let name = format!("refs/heads/{}", r.branch);
+            out.run_refs.insert(name, (epoch, String::new()));
+        }
+    }
+    let own_branches = format!("refs/heads/orchestra/{}/", ctx.run.id);
+    let tips = repo
+        .git()
+        .ref_tips(&["refs/orchestra/", "refs/notes/orchestra/"])
+        .map_err(|e| fail("the repository's refs", &e))?;
+    for (name, id) in tips {
+        if !name.starts_with(&own_branches) {
+            out.refs.insert(name, id);
+        } else if let Some((_, tip)) = out.run_refs.get_mut(&name) {
+            *tip = id;
+        }
+    }
+    out.git_files = git_files(&repo.common_dir);
+    if siblings {
+        out.mark = ctx.activity.idle.as_ref().map(IdleWatch::mark);
+        for rec in &records {
+            let epoch = ctx.activity.epoch(&rec.id);
+            let wt = PathBuf::from(&rec.worktree);
+            if rec.id == packet
+                || rec.removed
+                || !epoch.is_multiple_of(2)
+                || !wt.is_dir()
+                || !ctx.activity.is_unwatched(&rec.id)
+            {
+                continue;
+            }
+            let Ok(git) = Git::pinned_unrepaired(&repo.common_dir, &wt) else {
+                continue;
+            };
+            let (head, status) = git
+                .head_and_status()
+                .map_err(|e| fail(&format!("the worktree {}", wt.display()), &e))?;
+            out.siblings
+                .insert(rec.id.clone(), (epoch, wt, head, status));
+        }
+    }
+    let stored = ctx
+        .journal
+        .stored_plan()
+        .map_err(|e| fail("the stored plan", &e))?;
+    out.store
+        .insert("the stored plan".into(), hash(stored.as_bytes()));
+    for (label, file) in [
+        ("its hash", ctx.run_dir.join(PLAN_HASH_FILE)),
+        (
+            "the packet file",
+            ctx.run_dir.join(packet).join("packet.json"),
+        ),
+    ] {
+        let bytes = std::fs::read(&file).unwrap_or_default();
+        out.store
+            .insert(format!("{label} ({})", file.display()), hash(&bytes));
+    }
+    Ok(out)
+}
+
+/// Returns what differs between `before` and `after`, the snapshots around a run of the
+/// worker of `packet`, one line each, naming what changed.
+pub(super) fn changes(
+    activity: &Activity,
+    packet: &str,
+    before: &Outside,
+    after: &Outside,
+) -> Vec<String> {
+    let mut found = Vec::new();
+    if let (Some((h0, s0)), Some((h1, s1))) = (&before.main, &after.main) {
+        if h0 != h1 {
+            found.push(format!("the main checkout's HEAD moved ({h0} → {h1})"));
+        }
+        for line in changed_lines(s0, s1) {
+            found.push(format!("the main checkout changed: `{line}`"));
+        }
+    }
+    let run_refs = before.run_refs.iter().filter_map(|(name, (epoch, old))| {
+        let (e, new) = after.run_refs.get(name)?;
+        (e == epoch).then_some((name, old, new))
+    });
+    let refs = diff_maps(&before.refs, &after.refs)
+        .into_iter()
+        .map(|(name, old, new)| {
+            (
+                name,
+                old.cloned().unwrap_or_default(),
+                new.cloned().unwrap_or_default(),
+            )
+        })
+        .chain(run_refs.map(|(n, o, w)| (n, o.clone(), w.clone())));
+    for (name, old, new) in refs {
+        found.push(match (old.is_empty(), new.is_empty()) {
+            _ if old == new => continue,
+            (false, false) => format!("ref {name} moved ({old} → {new})"),
+            (true, false) => format!("ref {name} was created (at {new})"),
+            (false, true) => format!("ref {name} was deleted (it was at {old})"),
+            (true, true) => continue,
+        });
+    }
+    for (name, old, new) in diff_maps(&before.git_files, &after.git_files) {
+        let what = match (old, new) {
+            (None, Some(_)) => "was planted",
+            (Some(_), None) => "was deleted",
+            _ => "was changed",
+        };
+        found.push(format!("the repository's {name} {what}"));
+    }
+    if let (Some(mark), Some(idle)) = (before.mark, &activity.idle) {
+        for (id, path) in idle.changes_since(mark, packet) {
+            found.push(format!(
+                "the worktree of packet `{id}` changed: {} was written",
+                path.display()
+            ));
+        }
+    }
+    for (id, (epoch, wt, h0, s0)) in &before.siblings {
+        let Some((epoch1, _, h1, s1)) = after.siblings.get(id) else {
+            continue;
+        };
+        if epoch1 != epoch {
+            continue;
+        }
+        if h0 != h1 {
+            found.push(format!(
+                "the worktree of packet `{id}` ({}) moved its HEAD ({h0} → {h1})",
+                wt.display()
+            ));
+        }
+        for line in changed_lines(s0, s1) {
+            found.push(format!(
+                "the worktree of packet `{id}` ({}) changed: `{line}`",
+                wt.display()
+            ));
+        }
+    }
+    for (name, _, _) in diff_maps(&before.store, &after.store) {
+        found.push(format!("the run store's {name} was changed"));
+    }
+    found
+}
+
+/// Checks the stored plan of a run against the hash kept beside it (writing the hash at the
+/// run's first start): a plan changed in the store since is refused.
+pub(super) fn check_stored_plan(run: &str, dir: &Path, plan_toml: &str) -> Result<(), EngineError> {
+    let file = dir.join(PLAN_HASH_FILE);
+    let expected = hash(plan_toml.as_bytes());
+    match std::fs::read_to_string(&file) {
+        Ok(text) if text.trim() == expected => Ok(()),
+        Ok(_) => Err(EngineError::StoredPlan {
+            run: run.to_string(),
+            message: format!(
+                "the plan in the run store no longer matches the hash recorded when the run started ({}); something changed it — start a new run from your plan file",
+                file.display()
+            ),
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => fs_err::create_dir_all(dir)
+            .and_then(|()| fs_err::write(&file, format!("{expected}\n")))
+            .map_err(|e| EngineError::StoredPlan {
+                run: run.to_string(),
+                message: format!("cannot record the plan's hash: {e}"),
+            }),
+        Err(e) => Err(EngineError::StoredPlan {
+            run: run.to_string(),
+            message: format!("cannot read {}: {e}", file.display()),
+        }),
+    }
+}
+
+/// Returns the hashes of the common git directory's `config` and of each file in `hooks/`.
+fn git_files(common: &Path) -> BTreeMap<String, String> {
+    let mut files = BTreeMap::new();
+    if let Ok(bytes) = std::fs::read(common.join("config")) {
+        files.insert("config".to_string(), hash(&bytes));
+    }
+    if let Ok(entries) = std::fs::read_dir(common.join("hooks")) {
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let bytes = std::fs::read(entry.path()).unwrap_or_default();
+            files.insert(format!("hook {name}"), hash(&bytes));
+        }
+    }
+    files
+}
+
+/// Returns the lines of `after` that `before` does not have and those it lost.
+fn changed_lines(before: &str, after: &str) -> Vec<String> {
+    let old: std::collections::BTreeSet<&str> = before.lines().collect();
+    let new: std::collections::BTreeSet<&str> = after.lines().collect();
+    let mut lines: Vec<String> = new.difference(&old).map(|l| l.to_string()).collect();
+    lines.extend(old.difference(&new).map(|l| format!("{l} (no longer)")));
+    lines
+}
+
+type Change<'m> = (&'m String, Option<&'m String>, Option<&'m String>);
+
+/// Returns each key whose value differs between `a` and `b`, with both values.
+fn diff_maps<'m>(
+    a: &'m BTreeMap<String, String>,
+    b: &'m BTreeMap<String, String>,
+) -> Vec<Change<'m>> {
+    let mut keys: Vec<&String> = a.keys().chain(b.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    keys.into_iter()
+        .filter(|k| a.get(*k) != b.get(*k))
+        .map(|k| (k, a.get(k), b.get(k)))
+        .collect()
+}
+
+fn hash(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}

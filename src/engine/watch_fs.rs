@@ -1,0 +1,187 @@
+//! Notices writes into the worktrees of packets that are not running, with inotify: a
+//! packet's worktree is watched (every directory in it) from the end of its pipeline until
+//! its next start, and each write there is recorded with a sequence number, so the engine
+//! can ask which idle worktrees changed while one worker ran at the cost of reading a few
+//! events, whatever the number of worktrees.
+
+use std::collections::{HashMap, VecDeque};
+use std::ffi::CString;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// Most writes kept per packet (the newest; a finding names them).
+const MAX_CHANGES: usize = 16;
+
+/// The watches on idle packets' worktrees and the writes they saw.
+pub(crate) struct IdleWatch {
+    fd: OwnedFd,
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    /// Watch descriptor → packet and directory.
+    dirs: HashMap<i32, (String, PathBuf)>,
+    /// Packet → its watch descriptors.
+    by_packet: HashMap<String, Vec<i32>>,
+    /// Packet → the newest writes seen there, with their sequence numbers.
+    changes: HashMap<String, VecDeque<(u64, PathBuf)>>,
+    seq: u64,
+}
+
+impl IdleWatch {
+    /// Returns a watcher, or `None` where inotify is unavailable.
+    pub(crate) fn new() -> Option<IdleWatch> {
+        // SAFETY: inotify_init1 has no preconditions; a non-negative result is a descriptor
+        // this process owns.
+        let fd = unsafe { libc::inotify_init1(libc::IN_NONBLOCK | libc::IN_CLOEXEC) };
+        if fd < 0 {
+            return None;
+        }
+        Some(IdleWatch {
+            // SAFETY: `fd` was just returned by inotify_init1 and is owned by nobody else.
+            fd: unsafe { OwnedFd::from_raw_fd(fd) },
+            state: Mutex::new(State::default()),
+        })
+    }
+
+    /// Starts watching every directory of `worktree`, the worktree of the idle `packet`;
+    /// returns false when not every directory could be watched (the watch limit).
+    pub(crate) fn watch(&self, packet: &str, worktree: &Path) -> bool {
+        self.unwatch(packet);
+        let mut state = self.lock();
+        let mut complete = true;
+        let mut stack = vec![worktree.to_path_buf()];
+        let mask = libc::IN_MODIFY
+            | libc::IN_ATTRIB
+            | libc::IN_CLOSE_WRITE
+            | libc::IN_CREATE
+            | libc::IN_DELETE
+            | libc::IN_MOVED_FROM
+            | libc::IN_MOVED_TO
+            | libc::IN_DELETE_SELF
+            | libc::IN_MOVE_SELF
+            | libc::IN_ONLYDIR
+            | libc::IN_DONT_FOLLOW;
+        while let Some(dir) = stack.pop() {
+            let Ok(c) = CString::new(dir.as_os_str().as_bytes()) else {
+                complete = false;
+                continue;
+            };
+            // SAFETY: a valid descriptor and a NUL-terminated path.
+            let wd = unsafe { libc::inotify_add_watch(self.fd.as_raw_fd(), c.as_ptr(), mask) };
+            if wd < 0 {
+                complete = false;
+                continue;
+            }
+            state.dirs.insert(wd, (packet.to_string(), dir.clone()));
+            state
+                .by_packet
+                .entry(packet.to_string())
+                .or_default()
+                .push(wd);
+            if let Ok(entries) = std::fs::read_dir(&dir) {
+                for entry in entries.flatten() {
+                    if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                        stack.push(entry.path());
+                    }
+                }
+            }
+        }
+        complete
+    }
+
+    /// Stops watching the worktree of `packet` (its pipeline is about to write there).
+    pub(crate) fn unwatch(&self, packet: &str) {
+        self.drain();
+        let mut state = self.lock();
+        for wd in state.by_packet.remove(packet).unwrap_or_default() {
+            state.dirs.remove(&wd);
+            // SAFETY: removing a watch this descriptor added; a stale one fails harmlessly.
+            unsafe {
+                libc::inotify_rm_watch(self.fd.as_raw_fd(), wd);
+            }
+        }
+    }
+
+    /// Returns the sequence number of the newest write seen so far.
+    pub(crate) fn mark(&self) -> u64 {
+        self.drain();
+        self.lock().seq
+    }
+
+    /// Returns the writes seen after `mark` into worktrees of packets other than `except`,
+    /// as `(packet, path)`.
+    pub(crate) fn changes_since(&self, mark: u64, except: &str) -> Vec<(String, PathBuf)> {
+        self.drain();
+        let state = self.lock();
+        let mut found: Vec<(String, PathBuf)> = Vec::new();
+        for (packet, writes) in &state.changes {
+            if packet == except {
+                continue;
+            }
+            for (seq, path) in writes {
+                if *seq > mark && !found.iter().any(|(p, f)| p == packet && f == path) {
+                    found.push((packet.clone(), path.clone()));
+                }
+            }
+        }
+        found.sort();
+        found
+    }
+
+    /// Reads every pending event into the list of writes.
+    fn drain(&self) {
+        let mut state = self.lock();
+        let mut buf = [0u8; 8192];
+        loop {
+            // SAFETY: reading into a buffer of the length given.
+            let n = unsafe {
+                libc::read(
+                    self.fd.as_raw_fd(),
+                    buf.as_mut_ptr().cast::<libc::c_void>(),
+                    buf.len(),
+                )
+            };
+            if n <= 0 {
+                return;
+            }
+            let mut at = 0usize;
+            let header = std::mem::size_of::<libc::inotify_event>();
+            while at + header <= n as usize {
+                // SAFETY: the kernel wrote a whole event header at `at`; read it unaligned.
+                let event: libc::inotify_event = unsafe {
+                    std::ptr::read_unaligned(buf.as_ptr().add(at).cast::<libc::inotify_event>())
+                };
+                let name_len = event.len as usize;
+                let name = &buf[at + header..(at + header + name_len).min(n as usize)];
+                let name = name.split(|b| *b == 0).next().unwrap_or_default();
+                at += header + name_len;
+                if event.mask & libc::IN_IGNORED != 0 {
+                    continue;
+                }
+                let Some((packet, dir)) = state.dirs.get(&event.wd).cloned() else {
+                    continue;
+                };
+                let path = if name.is_empty() {
+                    dir
+                } else {
+                    dir.join(std::ffi::OsStr::from_bytes(name))
+                };
+                state.seq += 1;
+                let seq = state.seq;
+                let writes = state.changes.entry(packet).or_default();
+                if writes.len() == MAX_CHANGES {
+                    writes.pop_front();
+                }
+                writes.push_back((seq, path));
+            }
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
