@@ -21,6 +21,14 @@ use crate::support::TestRepo;
 /// The variable holding the local server's base URL.
 const URL_VAR: &str = "ORCHESTRA_E2E_LLM_URL";
 
+/// Takes the local model server for one test: its few slots on two cores answer one
+/// conversation in time, not several at once (tests waiting in its queue ran into their own
+/// timeouts), so the tests against it take turns.
+pub(crate) fn local_server_turn() -> std::sync::MutexGuard<'static, ()> {
+    static SERVER: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    SERVER.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// Returns the server's base URL ending in `/v1`, or `None` (after saying so) when the test
 /// is not enabled.
 fn server_url() -> Option<String> {
@@ -42,6 +50,7 @@ fn server_url() -> Option<String> {
 
 fn run_against_local_server(provider: Provider) {
     let Some(url) = server_url() else { return };
+    let _turn = local_server_turn();
     let repo = TestRepo::with_files(&[("README.md", "# sample\n\nThe magic word is: pelican.\n")]);
     let mut profile = Profile::new("e2e", provider, "local-qwen", &url);
     profile.api_key_env = None;
@@ -156,6 +165,7 @@ fn e2e_anthropic_client_drives_the_loop_against_a_local_server() {
 #[test]
 fn e2e_the_planner_of_start_reads_the_code_with_a_tool_before_it_plans() {
     let Some(url) = server_url() else { return };
+    let _turn = local_server_turn();
     let tmp = tempfile::tempdir().unwrap();
     let repo = git_orchestra::demo::create_sample(&tmp.path().join("greeter")).unwrap();
     std::fs::create_dir_all(repo.join(".orchestra")).unwrap();
