@@ -102,6 +102,25 @@ impl Index {
         }
     }
 
+    /// Of generic parameters of sibling signatures of one item (an interface's call
+    /// signatures `<S>(…): S; <S, A>(…): S`), keeps the nearest declared before byte `at`: the
+    /// enclosing signature's. Other definitions are returned as they are.
+    fn nearest_type_parameter(&self, defs: Vec<DefId>, at: u32) -> Vec<DefId> {
+        let generic = |d: &DefId| is_type_parameter(&self.def(*d).kind);
+        if defs.len() < 2 || !defs.iter().all(generic) {
+            return defs;
+        }
+        let start = |d: &DefId| self.def(*d).span.start_byte;
+        match defs
+            .iter()
+            .filter(|d| start(d) <= at)
+            .max_by_key(|d| start(d))
+        {
+            Some(near) => vec![*near],
+            None => defs,
+        }
+    }
+
     /// Returns false for a method (a function declared in a type's body or `impl` block, or a
     /// Go method) that a bare name used in `scope` of `file` cannot denote: methods are reached
     /// through a receiver or a type, except from the class body itself (outside its methods).
@@ -275,11 +294,12 @@ impl Index {
             }
         }
         if let Some(max) = best.iter().map(|(l, _)| *l).max() {
-            let defs = best
+            let defs: Vec<DefId> = best
                 .into_iter()
                 .filter(|(l, _)| *l == max)
                 .map(|(_, d)| d)
                 .collect();
+            let defs = self.nearest_type_parameter(defs, at);
             return Some(Outcome::bound(self.last_binding(defs), Vec::new()));
         }
         // 2. Imports binding the name.

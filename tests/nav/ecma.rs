@@ -194,6 +194,28 @@ fn generic_parameters_resolve_to_their_declaration() {
 }
 
 #[test]
+fn generic_parameters_of_sibling_call_signatures_are_each_their_own() {
+    let repo = TestRepo::with_files(&[(
+        "src/make.ts",
+        concat!(
+            "export interface Maker {\n",      // 1
+            "  <S>(seed: S): S;\n",            // 2
+            "  <\n",                           // 3
+            "    S,\n",                        // 4
+            "    K extends string,\n",         // 5
+            "  >(seed: S, key: K): [S, K];\n", // 6
+            "}\n",                             // 7
+        ),
+    )]);
+    let idx = index(&repo);
+    let def =
+        |name: &str, line| resolved(&idx.definition(name, Some(("src/make.ts", line))).unwrap());
+    assert_eq!(def("S", 2), vec!["src/make.ts:2"]);
+    assert_eq!(def("S", 6), vec!["src/make.ts:4"]);
+    assert_eq!(def("K", 6), vec!["src/make.ts:5"]);
+}
+
+#[test]
 fn import_and_export_aliases_resolve_to_the_original() {
     let repo = TestRepo::with_files(&[
         (
