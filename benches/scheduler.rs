@@ -6,8 +6,12 @@
 //! packets share files on distinct functions, by simulating the scheduler (`scheduler::decide`)
 //! with fixed durations: makespan and maximum parallelism side by side.
 //!
-//! Run with `cargo bench --bench scheduler` (`-- symbols` for the simulation only). Prints a
-//! table; no thresholds are asserted.
+//! Also (`-- many`): how the per-packet cost grows with the number of worktrees — 200 and 1,000
+//! independent packets with a no-op worker, each left in its worktree, then `gc` removing them
+//! all; per packet and per worktree.
+//!
+//! Run with `cargo bench --bench scheduler` (`-- symbols` for the simulation only, `-- many`
+//! for the many-packet case only). Prints a table; no thresholds are asserted.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -73,8 +77,50 @@ fn plan_text() -> String {
 }
 
 fn engine_run(repo_dir: &Path, wt_root: &Path) -> Duration {
+    engine_run_plan(repo_dir, wt_root, &plan_text(), PACKETS)
+}
+
+/// Returns a plan of `n` independent packets, eight at a time.
+fn independent_plan(n: usize) -> String {
+    let mut s = String::from("objective = \"Many packets\"\nmax_parallel = 8\n\n");
+    for i in 0..n {
+        s.push_str(&format!(
+            "[[packet]]\nid = \"p{i}\"\ntitle = \"t{i}\"\ndescription = \"d\"\nfiles = [\"out/p{i}.txt\"]\nmay_be_empty = true\n\n"
+        ));
+    }
+    s
+}
+
+/// Runs `n` independent packets with a no-op worker, then `gc`; prints the time per packet
+/// and per removed worktree.
+fn many_packets(dir: &Path, n: usize) {
+    let repo_dir = dir.join(format!("many-{n}"));
+    small_repo(&repo_dir);
+    let ran = engine_run_plan(
+        &repo_dir,
+        &dir.join(format!("wt-many-{n}")),
+        &independent_plan(n),
+        n,
+    );
+    let repo = RepoInfo::discover(&repo_dir).expect("repo");
+    let started = Instant::now();
+    let report = engine::gc::gc(&repo, None, false).expect("gc");
+    let gc_time = started.elapsed();
+    let removed = report.items.iter().filter(|i| i.worktree.is_some()).count();
+    assert_eq!(removed, n, "gc removes every worktree");
+    println!(
+        "{:<44} {:>9.2}s {:>12.1}ms {:>10.2}s {:>12.1}ms",
+        format!("{n} independent packets, no-op worker"),
+        ran.as_secs_f64(),
+        ran.as_secs_f64() * 1000.0 / n as f64,
+        gc_time.as_secs_f64(),
+        gc_time.as_secs_f64() * 1000.0 / n as f64
+    );
+}
+
+fn engine_run_plan(repo_dir: &Path, wt_root: &Path, text: &str, expected: usize) -> Duration {
     let repo = RepoInfo::discover(repo_dir).expect("repo");
-    let text = plan_text();
+    let text = text.to_string();
     let plan = Plan::from_toml_str(&text, "bench.toml").expect("plan parses");
     let opts = RunOptions {
         worker_cmd: Some("true".into()),
@@ -99,7 +145,7 @@ fn engine_run(repo_dir: &Path, wt_root: &Path) -> Duration {
         executor: None,
     };
     let summary = engine::execute(&repo, &prepared.run.id, &ctl).expect("execute");
-    assert_eq!(summary.succeeded, PACKETS, "every packet should succeed");
+    assert_eq!(summary.succeeded, expected, "every packet should succeed");
     started.elapsed()
 }
 
@@ -257,8 +303,21 @@ fn symbol_aware() {
 }
 
 fn main() {
+    let arg = |name: &str| std::env::args().skip(1).any(|a| a == name);
+    if arg("many") {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        hermetic(tmp.path());
+        println!(
+            "{:<44} {:>10} {:>14} {:>11} {:>14}",
+            "", "run", "per packet", "gc", "per worktree"
+        );
+        for n in [200, 1000] {
+            many_packets(tmp.path(), n);
+        }
+        return;
+    }
     symbol_aware();
-    if std::env::args().skip(1).any(|a| a == "symbols") {
+    if arg("symbols") {
         return;
     }
     let tmp = tempfile::tempdir().expect("tempdir");

@@ -133,6 +133,10 @@ pub fn gc(repo: &RepoInfo, only: Option<&str>, dry_run: bool) -> Result<GcReport
             }
         }
         if !dry_run {
+            // Registrations whose directories are gone, once for the run (not per worktree).
+            repo.git()
+                .prune_worktrees()
+                .map_err(crate::git::RepoError::from)?;
             remove_empty_run_dirs(&run.id, packets.iter().map(|p| Path::new(&p.worktree)));
         }
         store = Some(journal.into_store());
@@ -295,13 +299,16 @@ fn sweep(
             gitops::remove(repo, wt).map_err(worktree_err)?;
         }
     }
-    let (delete, reason) = branch_fate(repo, &run.base, &target.branch)?;
-    item.delete_branch = delete;
+    let (tip, reason) = branch_fate(repo, &run.base, &target.branch)?;
+    item.delete_branch = tip.is_some();
     item.keep_reason = reason;
-    if delete && !dry_run {
+    if let (Some(tip), false) = (tip, dry_run) {
+        // The tip that was checked, compare-and-swap; and no `git branch -D`, which reads
+        // every worktree's HEAD: this branch's worktree was removed above.
+        let full = format!("refs/heads/{}", target.branch);
         repo.git()
-            .force_delete_branch(&target.branch)
-            .map_err(crate::git::RepoError::from)?;
+            .delete_ref(&full, &tip)
+            .map_err(|e| crate::git::RepoError::from(crate::git::GitError::from(e)))?;
     }
     Ok(item)
 }
@@ -311,29 +318,30 @@ fn worktree_err(e: gitops::WorktreeError) -> EngineError {
 }
 
 /// Decides whether a packet branch may be deleted: only when it does not exist any more, adds
-/// nothing to the base, or is already merged into the current HEAD.
+/// nothing to the base, or is already merged into the current HEAD. Returns the tip to delete
+/// it at, or why it is kept.
 fn branch_fate(
     repo: &RepoInfo,
     base: &str,
     branch: &str,
-) -> Result<(bool, Option<String>), EngineError> {
+) -> Result<(Option<String>, Option<String>), EngineError> {
     let git: Git = repo.git();
     let full = format!("refs/heads/{branch}");
     let tip = match git.resolve(&full).map_err(crate::git::RepoError::from)? {
         Some(tip) => tip,
-        None => return Ok((false, None)),
+        None => return Ok((None, None)),
     };
     if tip == base {
-        return Ok((true, None));
+        return Ok((Some(tip), None));
     }
     let merged = git
         .is_ancestor(&tip, "HEAD")
         .map_err(crate::git::RepoError::from)?;
     if merged {
-        Ok((true, None))
+        Ok((Some(tip), None))
     } else {
         Ok((
-            false,
+            None,
             Some(format!(
                 "has commits not merged into HEAD (merge it, or delete it with `git branch -D {branch}`)"
             )),

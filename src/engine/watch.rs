@@ -134,10 +134,19 @@ pub(super) fn snapshot(ctx: &Context<'_>, packet: &str, siblings: bool) -> Resul
         }
     }
     let own_branches = format!("refs/heads/orchestra/{}/", ctx.run.id);
-    let tips = repo
-        .git()
-        .ref_tips(&["refs/orchestra/", "refs/notes/orchestra/"])
-        .map_err(|e| fail("the repository's refs", &e))?;
+    let wanted: Vec<String> = out.run_refs.keys().cloned().collect();
+    let skip = [
+        "refs/orchestra/",
+        "refs/notes/orchestra/",
+        own_branches.as_str(),
+    ];
+    let tips = match crate::git::ref_files(&repo.common_dir, &skip, &wanted) {
+        Some(tips) => tips.into_iter().collect(),
+        None => repo
+            .git()
+            .ref_tips(&skip[..2])
+            .map_err(|e| fail("the repository's refs", &e))?,
+    };
     for (name, id) in tips {
         if !name.starts_with(&own_branches) {
             out.refs.insert(name, id);

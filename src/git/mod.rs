@@ -50,6 +50,7 @@ pub use registry::{WorktreeEntry, delete_branch, list, remove};
 pub use repair::{create_repairing, repair_registrations};
 pub use repo::{RepoError, RepoInfo};
 pub use transport::init_bare;
+pub use watch::ref_files;
 pub use workdir::Untracked;
 pub use worktree::{
     Created, Reuse, Worktree, WorktreeError, WorktreeRequest, WorktreeStatus, create, validate,

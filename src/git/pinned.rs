@@ -95,18 +95,49 @@ fn locate(
 }
 
 /// Returns the registration directory (`<common>/worktrees/<id>`) whose `gitdir` file names
-/// `<top>/.git`, where `top` is canonical.
+/// `<top>/.git`, where `common` and `top` are canonical.
+///
+/// The registration the worktree's `.git` names is tried first, so finding it costs the same
+/// however many worktrees the repository has; only when that one does not name the worktree
+/// back (the `.git` was changed, or the worktree moved) are all registrations read.
 pub(crate) fn registration(common: &Path, top: &Path) -> Option<PathBuf> {
+    if let Some(admin) = linked_registration(common, top) {
+        return Some(admin);
+    }
     let entries = std::fs::read_dir(common.join("worktrees")).ok()?;
-    entries.flatten().map(|e| e.path()).find(|admin| {
-        std::fs::read_to_string(admin.join("gitdir")).is_ok_and(|text| {
-            let named = admin.join(text.trim());
-            named.file_name().is_some_and(|n| n == ".git")
-                && named
-                    .parent()
-                    .and_then(|p| p.canonicalize().ok())
-                    .is_some_and(|p| p == top)
-        })
+    entries
+        .flatten()
+        .map(|e| e.path())
+        .find(|admin| names_worktree(admin, top))
+}
+
+/// Returns the registration `<top>/.git` points at, when it is one of `common`'s and names
+/// `top` back.
+fn linked_registration(common: &Path, top: &Path) -> Option<PathBuf> {
+    let link = top.join(".git");
+    if !std::fs::symlink_metadata(&link).ok()?.is_file() {
+        return None;
+    }
+    let text = std::fs::read_to_string(&link).ok()?;
+    let named = top.join(text.trim().strip_prefix("gitdir:")?.trim());
+    let id = named.file_name()?;
+    let admin = common.join("worktrees").join(id);
+    let same = named
+        .canonicalize()
+        .ok()
+        .is_some_and(|n| admin.canonicalize().ok().is_some_and(|a| a == n));
+    (same && names_worktree(&admin, top)).then_some(admin)
+}
+
+/// Returns true if and only if the registration `admin`'s `gitdir` file names `<top>/.git`.
+fn names_worktree(admin: &Path, top: &Path) -> bool {
+    std::fs::read_to_string(admin.join("gitdir")).is_ok_and(|text| {
+        let named = admin.join(text.trim());
+        named.file_name().is_some_and(|n| n == ".git")
+            && named
+                .parent()
+                .and_then(|p| p.canonicalize().ok())
+                .is_some_and(|p| p == top)
     })
 }
 

@@ -90,6 +90,9 @@ fn parse_porcelain(out: &str) -> Vec<WorktreeEntry> {
 /// `leftovers`). Stale registrations are pruned afterwards.
 pub fn remove(repo: &RepoInfo, worktree: &Path) -> Result<(), WorktreeError> {
     let _registrations = super::registration_lock();
+    if remove_linked(repo, worktree)? {
+        return Ok(());
+    }
     let entries = list(repo)?;
     let Some(position) = entries.iter().position(|e| same_path(&e.path, worktree)) else {
         return Err(WorktreeError::NotAWorktree {
@@ -121,6 +124,90 @@ pub fn remove(repo: &RepoInfo, worktree: &Path) -> Result<(), WorktreeError> {
     }
     git.prune_worktrees()?;
     Ok(())
+}
+
+/// Removes the existing worktree at `worktree` found through its own registration (see
+/// `pinned::registration`), without listing every worktree; returns false, having done
+/// nothing, when it is not found that way. Stale registrations are left for `git worktree
+/// prune` (`gc` runs it once at its end).
+fn remove_linked(repo: &RepoInfo, worktree: &Path) -> Result<bool, WorktreeError> {
+    let (Ok(top), Ok(common)) = (worktree.canonicalize(), repo.common_dir.canonicalize()) else {
+        return Ok(false);
+    };
+    if common.parent() == Some(top.as_path()) {
+        return Err(WorktreeError::MainWorktree { path: top });
+    }
+    let Some(admin) = super::pinned::registration(&common, &top) else {
+        return Ok(false);
+    };
+    if let Ok(reason) = std::fs::read_to_string(admin.join("locked")) {
+        return Err(WorktreeError::Locked {
+            path: top,
+            reason: reason.trim().to_string(),
+        });
+    }
+    if !backup::is_saved(repo, &top)? {
+        return Err(WorktreeError::UnsavedWork { path: top });
+    }
+    // As `git worktree remove --force` does: the files, then the registration (a crash in
+    // between leaves a stale registration that prune drops).
+    for dir in [&top, &admin] {
+        fs_err::remove_dir_all(dir).map_err(|source| WorktreeError::Io {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+    }
+    Ok(true)
+}
+
+/// Returns the worktree registrations of `repo` read from their administrative directories,
+/// without a git process: path, branch (`HEAD` when it names one), lock, and whether the
+/// directory is gone. `head` is not resolved (`None`). The main working tree comes first.
+pub(crate) fn registrations(repo: &RepoInfo) -> Vec<WorktreeEntry> {
+    let branch_of = |admin: &Path| {
+        let head = std::fs::read_to_string(admin.join("HEAD")).unwrap_or_default();
+        head.trim()
+            .strip_prefix("ref:")
+            .map(|r| r.trim().to_string())
+    };
+    let mut entries = Vec::new();
+    // A bare repository's common directory is not a `.git` inside a working tree.
+    if repo.common_dir.file_name().is_some_and(|n| n == ".git")
+        && let Some(main) = repo.common_dir.parent()
+    {
+        entries.push(WorktreeEntry {
+            path: main.to_path_buf(),
+            head: None,
+            branch: branch_of(&repo.common_dir),
+            bare: false,
+            locked: None,
+            prunable: None,
+        });
+    }
+    let Ok(dirs) = std::fs::read_dir(repo.common_dir.join("worktrees")) else {
+        return entries;
+    };
+    for admin in dirs.flatten().map(|d| d.path()) {
+        let Ok(gitdir) = std::fs::read_to_string(admin.join("gitdir")) else {
+            continue;
+        };
+        let named = admin.join(gitdir.trim());
+        let Some(path) = named.parent().map(Path::to_path_buf) else {
+            continue;
+        };
+        entries.push(WorktreeEntry {
+            prunable: (!named.exists())
+                .then(|| "gitdir file points to non-existent location".to_string()),
+            path,
+            head: None,
+            branch: branch_of(&admin),
+            bare: false,
+            locked: std::fs::read_to_string(admin.join("locked"))
+                .ok()
+                .map(|r| r.trim().to_string()),
+        });
+    }
+    entries
 }
 
 /// Deletes the local branch `branch`, refusing unless its tip is merged into `target` (any

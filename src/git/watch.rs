@@ -1,7 +1,77 @@
 //! The reads the engine compares before and after an external worker runs, to find what the
 //! worker changed outside its worktree: refs, and a working tree's HEAD and status.
 
+use std::collections::BTreeMap;
+use std::path::Path;
+
 use super::{Git, GitError, Untracked};
+
+/// Returns the refs of the repository whose common git directory is `common`, read from its
+/// ref files (a loose ref over a packed one), as name → object id (or `ref: …` for a symbolic
+/// ref): every ref except those under the prefixes in `skip` (each ending in `/`), whose
+/// directories are not even read, plus the refs named in `wanted` whatever `skip` says.
+/// Returns `None` when the refs are not kept in files (the reftable format).
+///
+/// A `git for-each-ref` reads every loose ref; skipping the directories of the refs the
+/// engine itself keeps moving (the run's packet branches) makes this cost what the user's own
+/// refs cost, however many packets the run has.
+pub fn ref_files(
+    common: &Path,
+    skip: &[&str],
+    wanted: &[String],
+) -> Option<BTreeMap<String, String>> {
+    if common.join("reftable").exists() {
+        return None;
+    }
+    let skipped = |name: &str| skip.iter().any(|s| name.starts_with(s));
+    let mut refs = BTreeMap::new();
+    if let Ok(packed) = std::fs::read_to_string(common.join("packed-refs")) {
+        for line in packed.lines() {
+            if line.starts_with('#') || line.starts_with('^') {
+                continue;
+            }
+            if let Some((id, name)) = line.split_once(' ')
+                && (!skipped(name) || wanted.iter().any(|w| w == name))
+            {
+                refs.insert(name.to_string(), id.to_string());
+            }
+        }
+    }
+    let mut stack = vec![(common.join("refs"), "refs/".to_string())];
+    while let Some((dir, prefix)) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let file_name = entry.file_name().to_string_lossy().into_owned();
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            if kind.is_dir() {
+                let name = format!("{prefix}{file_name}/");
+                if !skipped(&name) {
+                    stack.push((entry.path(), name));
+                }
+            } else if !file_name.ends_with(".lock") {
+                let name = format!("{prefix}{file_name}");
+                if !skipped(&name) {
+                    read_loose(&entry.path(), name, &mut refs);
+                }
+            }
+        }
+    }
+    for name in wanted {
+        read_loose(&common.join(name), name.clone(), &mut refs);
+    }
+    Some(refs)
+}
+
+/// Reads the loose ref file `path` (the ref `name`) into `refs`, when it exists.
+fn read_loose(path: &Path, name: String, refs: &mut BTreeMap<String, String>) {
+    if let Ok(text) = std::fs::read_to_string(path) {
+        refs.insert(name, text.trim().to_string());
+    }
+}
 
 impl Git {
     /// Returns every ref with the object it points at, as `(name, id)` pairs in name order,
@@ -22,5 +92,37 @@ impl Git {
         let head = self.resolve("HEAD")?.unwrap_or_default();
         let status = self.status_porcelain(Untracked::Normal)?;
         Ok((head, status))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::git::testing::git;
+
+    #[test]
+    fn ref_files_read_what_for_each_ref_lists_without_the_skipped_directories() {
+        let tmp = tempfile::tempdir().unwrap();
+        let repo = tmp.path().join("r");
+        std::fs::create_dir(&repo).unwrap();
+        git(&repo, &["init", "-q", "-b", "main"]);
+        git(&repo, &["commit", "-q", "--allow-empty", "-m", "a"]);
+        git(&repo, &["branch", "packed"]);
+        git(&repo, &["branch", "orchestra/r1/p1"]);
+        git(&repo, &["branch", "orchestra/r1/p2"]);
+        git(&repo, &["pack-refs", "--all"]);
+        git(&repo, &["commit", "-q", "--allow-empty", "-m", "b"]);
+        git(&repo, &["branch", "loose"]);
+        git(&repo, &["update-ref", "refs/heads/orchestra/r1/p2", "HEAD"]);
+        let common = repo.join(".git");
+        let wanted = vec!["refs/heads/orchestra/r1/p2".to_string()];
+        let read = ref_files(&common, &["refs/heads/orchestra/r1/"], &wanted).unwrap();
+        let listed = Git::new(&repo).ref_tips(&[]).unwrap();
+        let expected: BTreeMap<String, String> = listed
+            .into_iter()
+            .filter(|(n, _)| !n.starts_with("refs/heads/orchestra/r1/") || wanted.contains(n))
+            .collect();
+        assert_eq!(read, expected);
+        assert_eq!(read.len(), 4, "{read:?}");
     }
 }

@@ -212,7 +212,9 @@ pub fn create(req: &WorktreeRequest) -> Result<(Worktree, Created), WorktreeErro
         };
         return Ok((worktree, Created::Recycled { from }));
     }
-    let mut entries = registry::list(req.repo)?;
+    // Read from the registrations' files: a `git worktree list` would also resolve every
+    // worktree's HEAD, for each packet.
+    let mut entries = registry::registrations(req.repo);
 
     if let Some(entry) = entries.iter().find(|e| same_path(&e.path, &path)) {
         if path.exists() {
@@ -227,7 +229,7 @@ pub fn create(req: &WorktreeRequest) -> Result<(Worktree, Created), WorktreeErro
         // The directory is gone but still registered: drop the stale registration (it holds
         // no files) so the path can be registered again.
         git.prune_worktrees()?;
-        entries = registry::list(req.repo)?;
+        entries = registry::registrations(req.repo);
     }
     check_destination_free(&path)?;
 
