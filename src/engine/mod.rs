@@ -282,6 +282,7 @@ pub fn execute_with(
     let activity = watch::Activity::new(
         ctl.sandboxes.worker.is_none() || worker.is_some_and(|w| w.commits_itself()),
     );
+    activity.watch_existing(&journal.packets()?);
     let ctx = packet::Context {
         repo,
         activity: &activity,

@@ -73,6 +73,25 @@ impl Activity {
         self.advance(packet);
     }
 
+    /// Starts watching the worktrees the run's packets already have (a resumed run's), each
+    /// idle until its pipeline starts.
+    pub(crate) fn watch_existing(&self, records: &[crate::store::PacketRecord]) {
+        if self.idle.is_none() {
+            return;
+        }
+        for rec in records.iter().filter(|r| !r.removed) {
+            let wt = Path::new(&rec.worktree);
+            if let Some(idle) = &self.idle
+                && wt.is_dir()
+                && !idle.watch(&rec.id, wt)
+            {
+                idle.unwatch(&rec.id);
+                let mut unwatched = self.unwatched.lock().unwrap_or_else(|p| p.into_inner());
+                unwatched.insert(rec.id.clone());
+            }
+        }
+    }
+
     fn advance(&self, packet: &str) {
         let mut epochs = self.epochs.lock().unwrap_or_else(|p| p.into_inner());
         *epochs.entry(packet.to_string()).or_default() += 1;
