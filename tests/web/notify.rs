@@ -1,5 +1,5 @@
-//! `[notify] webhook`: JSON posts a loopback receiver gets when a plan waits for approval and
-//! when a run ends, with Slack's `text` and Discord's `content`.
+//! `[notify] webhook`: JSON posts a loopback receiver gets when a plan waits for approval, when
+//! an agent waits for a person's answer and when a run ends, with Slack's `text` and Discord's `content`.
 
 use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
@@ -122,4 +122,68 @@ fn a_finished_run_and_a_plan_waiting_for_approval_are_posted_to_the_webhook() {
     // The webhook's address is a secret: nothing printed names it.
     assert!(!text(&out).contains("secret-part"));
     let _ = orchestra(&sample, &["status"]);
+}
+
+#[test]
+fn an_agent_waiting_for_a_persons_answer_is_posted_once_and_the_run_goes_on_when_answered() {
+    use std::time::{Duration, Instant};
+    let (url, got) = receiver();
+    let repo = TestRepo::new();
+    configure(&repo.path, &url);
+    let question = "Which operand order should add() use?";
+    let scripts = json!([
+        {"name": "coder", "match": ["# Coder"], "replies": [
+            {"calls": [{"name": "ask", "args": {"question": question}}]},
+            {"calls": [{"name": "edit_file", "args": {"path": "src/lib.rs", "search": "a + b", "replace": "b + a"}}]},
+            {"calls": [{"name": "complete", "args": {"summary": "swapped"}}]}]},
+        {"name": "review", "match": ["# Reviewer"], "replies": [{"text": "{\"verdict\": \"approve\"}"}]}
+    ]);
+    let model = git_orchestra::demo::MockModel::start(
+        git_orchestra::demo::parse_scripts(&scripts.to_string()).unwrap(),
+    )
+    .unwrap();
+    let child = crate::support::orchestra_command(
+        &repo.path,
+        &["agent", "coder", "Swap the operands in add()"],
+    )
+    .env("ORCHESTRA_PROVIDER", "openai-compatible")
+    .env("ORCHESTRA_BASE_URL", &model.url)
+    .env("ORCHESTRA_MODEL", "scripted")
+    .stdin(std::process::Stdio::null())
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
+    let waiting = |posts: &[Value]| -> Vec<Value> {
+        posts
+            .iter()
+            .filter(|p| p["event"] == "waiting_for_person")
+            .cloned()
+            .collect()
+    };
+    let began = Instant::now();
+    let posted = loop {
+        let found = waiting(&got.lock().unwrap());
+        if let Some(first) = found.first() {
+            break first.clone();
+        }
+        assert!(
+            began.elapsed() < Duration::from_secs(90),
+            "no post for the waiting agent: {:?}",
+            got.lock().unwrap()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(posted["packet"], "coder", "{posted}");
+    assert!(
+        posted["text"].as_str().unwrap().contains(question),
+        "{posted}"
+    );
+    let out = orchestra(&repo.path, &["answer", "coder", "put b first"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let posts = got.lock().unwrap().clone();
+    assert_eq!(waiting(&posts).len(), 1, "posted once: {posts:?}");
+    assert!(posts.iter().any(|p| p["event"] == "run_ended"), "{posts:?}");
 }

@@ -246,3 +246,123 @@ fn a_plan_sent_back_from_the_view_is_revised_with_the_feedback_then_approved_and
         "the first plan never ran"
     );
 }
+
+/// Waits until run `run` of `repo` is in `phase`, or fails after two minutes.
+fn wait_for_phase(
+    repo: &std::path::Path,
+    run: &str,
+    phase: git_orchestra::orchestrator::WorkflowState,
+) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let now = git_orchestra::status::start_state(&repo.join(".git"), run).map(|s| s.phase);
+        if now == Some(phase) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "run {run} never reached {phase}: {now:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn pause_resume_and_cancel_from_the_view_reach_the_running_start() {
+    use git_orchestra::orchestrator::{StartJournal, WorkflowState as S};
+    crate::support::hermetic();
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = git_orchestra::demo::create_sample(&tmp.path().join("greeter")).unwrap();
+    // The coder takes a few seconds before each first answer: time to press the buttons.
+    let scripts = serde_json::json!([
+        {"name": "planner", "match": ["# Planner"], "replies": [{"text": one_packet_plan("p1", "p1.txt")}]},
+        {"name": "p1", "match": ["# Coder", "# Write p1"], "replies": [
+            {"calls": [{"name": "write_file", "args": {"path": "p1.txt", "content": "p1\n"}}], "delay_ms": 4000},
+            {"calls": [{"name": "complete", "args": {"summary": "wrote p1"}}]}]},
+        {"name": "review", "match": ["# Reviewer"], "replies": [{"text": "{\"verdict\": \"approve\"}"}]},
+        {"name": "orchestrator", "match": ["# Orchestrator"], "replies": [{"text": "{}"}]}
+    ]);
+    let model = git_orchestra::demo::MockModel::start(
+        git_orchestra::demo::parse_scripts(&scripts.to_string()).unwrap(),
+    )
+    .unwrap();
+    let vars = [
+        ("ORCHESTRA_PROVIDER", "openai-compatible"),
+        ("ORCHESTRA_BASE_URL", model.url.as_str()),
+        ("ORCHESTRA_MODEL", "scripted"),
+    ];
+    let root = tmp.path().join("worktrees");
+    let start = |objective: &str| {
+        let mut cmd = crate::support::orchestra_command(
+            &repo,
+            &[
+                "start",
+                "--yes",
+                "--no-clarify",
+                "--worktree-root",
+                root.to_str().unwrap(),
+                objective,
+            ],
+        );
+        cmd.envs(vars)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        cmd.spawn().unwrap()
+    };
+    let mut ui = crate::support::orchestra_command(&repo, &["ui", "--no-open"]);
+    ui.envs(vars)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null());
+    let mut child = ui.spawn().unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    let ui = crate::view::Ui {
+        child,
+        url: line.trim().to_string(),
+        base: String::new(),
+    };
+    let common = repo.join(".git");
+
+    // Pause while the packet's agent waits for its model; resume finishes the run.
+    let mut first = start("Write notes");
+    let run = loop {
+        if let Some(r) = StartJournal::runs(&common).unwrap().first() {
+            break r.clone();
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    wait_for_phase(&repo, &run, S::Executing);
+    let (status, answer) = post_as_page(&ui.url, &format!("/api/run/{run}/pause"), "{}");
+    assert_eq!(status, 200, "{answer}");
+    first.wait().unwrap();
+    wait_for_phase(&repo, &run, S::Paused);
+    let (status, answer) = post_as_page(&ui.url, &format!("/api/run/{run}/resume"), "{}");
+    assert_eq!(status, 200, "{answer}");
+    wait_for_phase(&repo, &run, S::Completed);
+    assert_eq!(
+        git(&repo, &["show", &format!("orchestra/{run}/p1:p1.txt")]),
+        "p1"
+    );
+
+    // Cancel a running one: it ends cancelled.
+    let mut second = start("Write more notes");
+    let other = loop {
+        if let Some(r) = StartJournal::runs(&common)
+            .unwrap()
+            .into_iter()
+            .find(|r| *r != run)
+        {
+            break r;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    wait_for_phase(&repo, &other, S::Executing);
+    let (status, answer) = post_as_page(&ui.url, &format!("/api/run/{other}/cancel"), "{}");
+    assert_eq!(status, 200, "{answer}");
+    second.wait().unwrap();
+    wait_for_phase(&repo, &other, S::Cancelled);
+}
