@@ -121,8 +121,60 @@ pub(super) fn run(shared: &Shared, id: &str) -> Reply {
             "plan": plan,
             "cards": cards,
             "approval": approval,
+            "gates": gates(common, id),
+            "report": report(common, id),
         }),
     )
+}
+
+/// The run's gates from its journal: each packet review (round, reviewer, verdict, blocking
+/// findings), the merge coordinator's batches and what it sent back, and the tokens and cost
+/// of its model calls over time (cumulative, one point per call).
+fn gates(common: &Path, run: &str) -> Value {
+    use git_orchestra::store::Event;
+    let Some(store) = Store::open_existing(common).ok().flatten() else {
+        return Value::Null;
+    };
+    let entries = store.events(run, 0).unwrap_or_default();
+    let mut reviews = Vec::new();
+    let mut merge = Vec::new();
+    let mut spend = Vec::new();
+    let (mut tokens, mut nanos) = (0u64, 0u64);
+    for e in &entries {
+        match &e.event {
+            Event::PacketReviewed { .. } => {
+                reviews.push(json!({"ts_ms": e.ts_ms, "event": e.event}))
+            }
+            Event::MergeStarted { .. }
+            | Event::PacketConflicted { .. }
+            | Event::MergeValidationFinished { .. }
+            | Event::PacketIntegrated { .. }
+            | Event::PacketSentBack { .. }
+            | Event::MergeFinished { .. } => {
+                merge.push(json!({"ts_ms": e.ts_ms, "event": e.event}))
+            }
+            Event::AgentModelCall {
+                input_tokens,
+                output_tokens,
+                cost_nanos,
+                ..
+            } => {
+                tokens += input_tokens + output_tokens;
+                nanos += cost_nanos.unwrap_or(0);
+                spend.push(json!([e.ts_ms, tokens, nanos as f64 / 1e9]));
+            }
+            _ => {}
+        }
+    }
+    json!({"reviews": reviews, "merge": merge, "spend": spend})
+}
+
+/// The run's final report (Markdown) once written, clipped to 200 KB.
+fn report(common: &Path, run: &str) -> Value {
+    match fs_err::read_to_string(git_orchestra::exec::run_dir(common, run).join("report.md")) {
+        Ok(text) => Value::String(git_orchestra::redact::clip(&text, 200_000)),
+        Err(_) => Value::Null,
+    }
 }
 
 /// The plan a `start` run's planner proposed last and that passed validation.

@@ -101,6 +101,16 @@ fn a_run_is_approved_watched_live_and_a_diff_comment_reaches_the_agent() {
     b.goto(&format!("{}/run/{id}", ui.base));
     b.wait_for("p2 succeeded", "const c = document.querySelector('[data-packet=\"p2\"]'); return c && c.dataset.state === 'succeeded'", WAIT);
     assert_eq!(state_of(&b, "p1"), "succeeded");
+    // The run page renders the final report and the packets' reviews.
+    b.wait_for(
+        "the report",
+        "const r = document.getElementById('report'); return r && r.textContent.includes('Report')",
+        WAIT,
+    );
+    assert_eq!(
+        b.eval("return document.querySelectorAll('#reviews li').length > 0"),
+        serde_json::json!(true)
+    );
     if let Ok(path) = std::env::var("ORCHESTRA_UI_SCREENSHOT") {
         std::fs::write(&path, b.screenshot()).unwrap();
     }

@@ -247,6 +247,27 @@ fn a_plan_sent_back_from_the_view_is_revised_with_the_feedback_then_approved_and
     );
 }
 
+/// GETs `path` from the view at `url` (as printed) with the page's cookie.
+fn get_as_page(url: &str, path: &str) -> (u16, String) {
+    let rest = url.strip_prefix("http://").unwrap();
+    let (addr, token) = rest.split_once("/?token=").unwrap();
+    let port = addr.rsplit(':').next().unwrap();
+    let mut s = TcpStream::connect(addr).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nCookie: orchestra_token_{port}={token}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).unwrap();
+    let status = answer
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    (status, answer)
+}
+
 /// Waits until run `run` of `repo` is in `phase`, or fails after two minutes.
 fn wait_for_phase(
     repo: &std::path::Path,
@@ -298,6 +319,7 @@ fn pause_resume_and_cancel_from_the_view_reach_the_running_start() {
             &[
                 "start",
                 "--yes",
+                "--merge",
                 "--no-clarify",
                 "--worktree-root",
                 root.to_str().unwrap(),
@@ -346,6 +368,38 @@ fn pause_resume_and_cancel_from_the_view_reach_the_running_start() {
     assert_eq!(
         git(&repo, &["show", &format!("orchestra/{run}/p1:p1.txt")]),
         "p1"
+    );
+    // The finished run's page data: its reviews, its merge, its spend over time and its report.
+    let (status, answer) = get_as_page(&ui.url, &format!("/api/run/{run}"));
+    assert_eq!(status, 200, "{answer}");
+    let body: serde_json::Value =
+        serde_json::from_str(answer.split("\r\n\r\n").nth(1).unwrap_or("")).unwrap();
+    let reviews = body["gates"]["reviews"].as_array().unwrap();
+    assert!(
+        reviews
+            .iter()
+            .any(|r| r["event"]["packet"] == "p1" && r["event"]["approved"] == true),
+        "{body}"
+    );
+    assert!(
+        body["gates"]["merge"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["event"]["type"] == "packet_integrated" && m["event"]["packet"] == "p1"),
+        "{body}"
+    );
+    let spend = body["gates"]["spend"].as_array().unwrap();
+    assert!(spend.len() >= 2, "{body}");
+    assert!(
+        spend
+            .windows(2)
+            .all(|w| w[0][1].as_u64() <= w[1][1].as_u64()),
+        "cumulative: {body}"
+    );
+    assert!(
+        body["report"].as_str().unwrap().starts_with("# Report"),
+        "{body}"
     );
 
     // Cancel a running one: it ends cancelled.

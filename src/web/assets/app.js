@@ -168,9 +168,51 @@ async function showRun(run) {
     ${approvalHtml(data.approval)}${questionsHtml(s.start || s)}
     ${graphHtml(data.plan, data.cards)}
     <h2>Packets</h2><div class="cards" id="cards">${(data.cards || []).map(c => cardHtml(run, c)).join("") || `<p class="muted">No packets yet.</p>`}</div>
-    ${(s.notes || []).length ? `<h2>Notes</h2><ul>${s.notes.map(n => `<li>${esc(n.note || `${n.packet} changed ${n.file} ${n.lines} outside ${n.declared.join(", ")}`)}</li>`).join("")}</ul>` : ""}`;
+    ${(s.notes || []).length ? `<h2>Notes</h2><ul>${s.notes.map(n => `<li>${esc(n.note || `${n.packet} changed ${n.file} ${n.lines} outside ${n.declared.join(", ")}`)}</li>`).join("")}</ul>` : ""}
+    ${gatesHtml(data.gates)}${data.report ? `<h2>Report</h2><div class="panel report" id="report">${markdown(data.report)}</div>` : ""}`;
   wireRun(run, data);
   drawEdges(data.plan);
+}
+
+// ---------- gates, merge, spend and the report ----------
+function gatesHtml(g) {
+  if (!g) return "";
+  const reviews = (g.reviews || []).map(({event: e}) => `<li>${esc(e.packet)} round ${e.round}: ${e.approved ? "approved" : `<b>rejected</b>, ${e.blocking} blocking`} by ${esc(e.reviewer)}
+    ${(e.findings || []).length ? `<ul>${e.findings.map(f => `<li>${esc(f)}</li>`).join("")}</ul>` : ""}</li>`).join("");
+  const merge = (g.merge || []).map(({event: e}) => {
+    switch (e.type) {
+      case "merge_started": return `<li>batch ${esc((e.packets || []).join(", "))} into ${esc(e.integration)} for ${esc(e.target)}</li>`;
+      case "packet_conflicted": return `<li>${esc(e.packet)} conflicts in ${esc((e.paths || []).join(", "))}</li>`;
+      case "merge_validation_finished": return `<li>${e.exit_code === 0 ? "passed" : "<b>failed</b>"}: <code>${esc(e.command)}</code> on ${esc((e.packets || []).join(", "))}</li>`;
+      case "packet_integrated": return `<li>${esc(e.packet)} integrated</li>`;
+      case "packet_sent_back": return `<li><b>${esc(e.packet)} sent back</b>: ${esc(e.reason)}</li>`;
+      case "merge_finished": return `<li>merge finished: ${esc((e.integrated || []).length)} integrated, ${esc((e.sent_back || []).length)} sent back${e.target_advanced ? ", target advanced" : ""}</li>`;
+      default: return "";
+    }
+  }).join("");
+  const spend = g.spend || [];
+  let chart = "";
+  if (spend.length > 1) {
+    const t0 = spend[0][0], t1 = spend[spend.length - 1][0] || t0 + 1, max = spend[spend.length - 1][1] || 1;
+    const pts = spend.map(([t, tok]) => `${(400 * (t - t0) / Math.max(1, t1 - t0)).toFixed(1)},${(60 - 56 * tok / max).toFixed(1)}`).join(" ");
+    const last = spend[spend.length - 1];
+    chart = `<h2>Tokens over time</h2><svg id="spend" width="400" height="64" class="spend"><polyline fill="none" stroke="currentColor" points="${pts}"/></svg>
+      <div class="muted">${num(last[1])} tokens · cost ${cost(last[2])} over ${spend.length} model calls</div>`;
+  }
+  return (reviews ? `<h2>Reviews</h2><ul id="reviews">${reviews}</ul>` : "") + (merge ? `<h2>Merge</h2><ul id="merge">${merge}</ul>` : "") + chart;
+}
+// Renders the report's Markdown: headings, lists, bold and code, everything escaped first.
+function markdown(text) {
+  const inline = s => esc(s).replace(/`([^`]+)`/g, "<code>$1</code>").replace(/\*\*([^*]+)\*\*/g, "<b>$1</b>");
+  let out = "", list = false;
+  for (const line of text.split("\n")) {
+    const h = line.match(/^(#{1,4}) (.*)$/), li = line.match(/^\s*[-*] (.*)$/);
+    if (list && !li) { out += "</ul>"; list = false; }
+    if (h) out += `<h${h[1].length + 2}>${inline(h[2])}</h${h[1].length + 2}>`;
+    else if (li) { if (!list) { out += "<ul>"; list = true; } out += `<li>${inline(li[1])}</li>`; }
+    else if (line.trim()) out += `<p>${inline(line)}</p>`;
+  }
+  return out + (list ? "</ul>" : "");
 }
 
 // ---------- a packet ----------
@@ -179,7 +221,9 @@ let diffShown = "";
 function activityHtml(items) {
   return items.map(({event: e}) => {
     switch (e.type) {
-      case "tool_call": return `<div class="${e.ok ? "" : "err"}">⚙ ${esc(e.name)} ${esc(e.summary)} <span class="muted">${e.ms} ms</span></div>`;
+      case "tool_call": return `<div class="${e.ok ? "" : "err"}">⚙ ${esc(e.name)} <code>${esc(e.target || "")}</code> ${esc(e.summary)} <span class="muted">${e.ms} ms</span>${e.args ? `<details><summary class="muted">arguments</summary><pre>${esc(JSON.stringify(e.args, null, 1))}</pre></details>` : ""}</div>`;
+      case "model_text": return `<div class="said">“${esc(e.text)}”</div>`;
+      case "model_waiting": return `<div class="muted">… turn ${e.turn}: waiting for the model</div>`;
       case "model_call": return `<div class="muted">◆ turn ${e.turn} ${esc(e.model)}: ${num(e.input_tokens)} in / ${num(e.output_tokens)} out, ${e.ms} ms</div>`;
       case "state": return `<div>▸ ${esc(e.from)} → ${esc(e.to)} <span class="muted">${esc(e.reason)}</span></div>`;
       case "question": return `<div>? ${esc(e.question)}</div>`;
