@@ -179,8 +179,15 @@ fn an_agent_waiting_for_a_persons_answer_is_posted_once_and_the_run_goes_on_when
         posted["text"].as_str().unwrap().contains(question),
         "{posted}"
     );
-    let out = orchestra(&repo.path, &["answer", "coder", "put b first"]);
-    assert!(out.status.success(), "{}", text(&out));
+    // Answered on the page, as a person notified would.
+    let ui = crate::view::ui(&repo.path);
+    let run = crate::support::run_id(&repo.path);
+    let (status, answer) = crate::steering::post_as_page(
+        &ui.url,
+        &format!("/api/run/{run}/answer"),
+        &json!({"packet": "coder", "text": "put b first"}).to_string(),
+    );
+    assert_eq!(status, 200, "{answer}");
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "{}", text(&out));
     let posts = got.lock().unwrap().clone();

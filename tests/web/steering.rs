@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use crate::support::{TestRepo, git, orchestra, packet, text};
 
 /// POSTs `body` to the view at `url` (as printed) the way its page does.
-fn post_as_page(url: &str, path: &str, body: &str) -> (u16, String) {
+pub(crate) fn post_as_page(url: &str, path: &str, body: &str) -> (u16, String) {
     let rest = url.strip_prefix("http://").unwrap();
     let (addr, token) = rest.split_once("/?token=").unwrap();
     let port = addr.rsplit(':').next().unwrap();
