@@ -131,6 +131,10 @@ impl AgentWorker {
             job.log,
             log,
         );
+        super::tools::nav::with_servers(
+            &mut registry,
+            crate::lsp::Settings::from_config(&self.config.nav.lsp),
+        );
         // A fix round continues the packet's conversation when this process has it.
         let key = format!("{}/{}", job.run, packet.id);
         let history = match job.fixes {

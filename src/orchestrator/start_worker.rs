@@ -232,6 +232,10 @@ impl StartWorker {
             job.log,
             log,
         );
+        agent::tools::nav::with_servers(
+            &mut registry,
+            crate::lsp::Settings::from_config(&self.models.config.nav.lsp),
+        );
         let host = PacketHost {
             worker: self,
             job,

@@ -132,3 +132,64 @@ fn grep_without_symbol_tools_does_not_point_at_them() {
     );
     assert_eq!(ran.outcome.symbolic_share(), Some(0.0));
 }
+
+/// Returns true when `pyright-langserver` runs here; under `ORCHESTRA_REQUIRE_LSP_TOOLS=1`
+/// (as in `.ci/run`) its absence fails the test instead.
+fn pyright_available() -> bool {
+    let ok = std::process::Command::new("pyright")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        assert!(
+            std::env::var("ORCHESTRA_REQUIRE_LSP_TOOLS").as_deref() != Ok("1"),
+            "pyright is required here (ORCHESTRA_REQUIRE_LSP_TOOLS=1); .ci/run installs it"
+        );
+        eprintln!("skipped: pyright is not installed");
+    }
+    ok
+}
+
+#[test]
+fn a_packet_agents_symbol_tools_answer_from_pyright_once_it_is_ready() {
+    if !pyright_available() {
+        return;
+    }
+    let repo = crate::support::TestRepo::with_files(&[
+        ("app/__init__.py", ""),
+        (
+            "app/models.py",
+            "class Greeter:\n    def greet(self, name):\n        return \"hello \" + name\n\n\ndef make():\n    return Greeter()\n",
+        ),
+        (
+            "app/main.py",
+            "from app.models import Greeter, make\n\n\ndef run():\n    g = make()\n    return g\n",
+        ),
+    ]);
+    // The agent asks for the references of `make` again and again, waiting between asks,
+    // until the server has had time to start; then it completes.
+    let mut replies = Vec::new();
+    for i in 0..8 {
+        replies.push(crate::attacks::call(
+            &format!("r{i}"),
+            "nav_refs",
+            serde_json::json!({"symbol": "make"}),
+        ));
+        replies.push(crate::attacks::run(&format!("s{i}"), "sleep 4"));
+    }
+    replies.push(crate::attacks::complete("done"));
+    let ran = crate::attacks::attack_with(&repo, replies, &[], &["--files", "app/**"]);
+    let results = ran.tool_results();
+    let answers: Vec<&String> = results.iter().step_by(2).collect();
+    assert!(
+        answers[0].starts_with("[graph] pyright-langserver"),
+        "the graph answers while the server starts: {answers:?}"
+    );
+    assert!(
+        answers
+            .iter()
+            .any(|a| a.starts_with("[lsp]") && a.contains("app/main.py")),
+        "the server answers once ready: {answers:?}\n{}",
+        crate::support::text(&ran.out)
+    );
+}

@@ -77,7 +77,50 @@ pub(super) fn tools() -> Vec<Tool> {
 
 /// Runs symbol tool number `I` of [`NAMES`].
 fn call<const I: usize>(ctx: &ToolContext<'_>, args: &Value) -> Result<ToolResult, ToolFailure> {
-    let name = NAMES[I];
+    answer(ctx, NAMES[I], args, None)
+}
+
+/// Language servers behind one agent's symbol tools: started for its worktree with the
+/// first navigation call (in the background; the graph answers until they are ready, with a
+/// notice), told of the agent's edits before each question, shut down when the agent's
+/// registry is dropped.
+pub struct Servers {
+    tier: crate::lsp::Tier,
+    started: std::sync::Once,
+}
+
+/// Replaces the symbol tools of `registry` by ones that ask the language servers of
+/// `settings` first (`[nav.lsp]`); nothing changes when the settings turn them off.
+pub fn with_servers(registry: &mut super::Registry, settings: crate::lsp::Settings) {
+    if !settings.enabled {
+        return;
+    }
+    let servers = std::sync::Arc::new(Servers {
+        tier: crate::lsp::Tier::new(settings),
+        started: std::sync::Once::new(),
+    });
+    for tool in tools() {
+        if registry.get(&tool.def.name).is_none() {
+            continue;
+        }
+        let servers = servers.clone();
+        let name = tool.def.name.clone();
+        registry.register(Tool {
+            handler: std::sync::Arc::new(move |ctx: &ToolContext<'_>, args: &Value| {
+                answer(ctx, &name, args, Some(&servers))
+            }),
+            ..tool
+        });
+    }
+}
+
+/// Answers symbol tool `name` from the worktree's index, asking `servers` first when given.
+fn answer(
+    ctx: &ToolContext<'_>,
+    name: &str,
+    args: &Value,
+    servers: Option<&Servers>,
+) -> Result<ToolResult, ToolFailure> {
     let mut slot = ctx
         .nav
         .index
@@ -97,7 +140,17 @@ fn call<const I: usize>(ctx: &ToolContext<'_>, args: &Value) -> Result<ToolResul
             "the symbol index did not open".into(),
         ));
     };
-    match nav_tools::call(index, &ctx.nav.counter, name, args) {
+    // Servers start with the first question they can answer (not for an outline or a map).
+    let servers = servers.filter(|_| crate::lsp::Query::of_tool(name).is_some());
+    let precise = servers.map(|s| {
+        s.started.call_once(|| {
+            for notice in s.tier.start(index) {
+                tracing::info!(notice, "language server not used");
+            }
+        });
+        &s.tier as &dyn nav_tools::Precise
+    });
+    match nav_tools::call_with(index, &ctx.nav.counter, name, args, precise) {
         Ok(text) => Ok(ToolResult::Text(text)),
         Err(ToolError::Arguments(m)) => Err(ToolFailure::Model(m)),
         Err(ToolError::Failed(e)) => Err(unavailable(e)),
