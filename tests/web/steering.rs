@@ -288,6 +288,42 @@ fn wait_for_phase(
     }
 }
 
+/// Checks the finished run `run`'s page data on the view at `url`: its reviews, its merge,
+/// its spend over time and its report.
+fn assert_page_shows_gates_and_report(url: &str, run: &str) {
+    let (status, answer) = get_as_page(url, &format!("/api/run/{run}"));
+    assert_eq!(status, 200, "{answer}");
+    let body: serde_json::Value =
+        serde_json::from_str(answer.split("\r\n\r\n").nth(1).unwrap_or("")).unwrap();
+    let reviews = body["gates"]["reviews"].as_array().unwrap();
+    assert!(
+        reviews
+            .iter()
+            .any(|r| r["event"]["packet"] == "p1" && r["event"]["approved"] == true),
+        "{body}"
+    );
+    assert!(
+        body["gates"]["merge"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["event"]["type"] == "packet_integrated" && m["event"]["packet"] == "p1"),
+        "{body}"
+    );
+    let spend = body["gates"]["spend"].as_array().unwrap();
+    assert!(spend.len() >= 2, "{body}");
+    assert!(
+        spend
+            .windows(2)
+            .all(|w| w[0][1].as_u64() <= w[1][1].as_u64()),
+        "cumulative: {body}"
+    );
+    assert!(
+        body["report"].as_str().unwrap().starts_with("# Report"),
+        "{body}"
+    );
+}
+
 #[test]
 fn pause_resume_and_cancel_from_the_view_reach_the_running_start() {
     use git_orchestra::orchestrator::{StartJournal, WorkflowState as S};
@@ -369,38 +405,7 @@ fn pause_resume_and_cancel_from_the_view_reach_the_running_start() {
         git(&repo, &["show", &format!("orchestra/{run}/p1:p1.txt")]),
         "p1"
     );
-    // The finished run's page data: its reviews, its merge, its spend over time and its report.
-    let (status, answer) = get_as_page(&ui.url, &format!("/api/run/{run}"));
-    assert_eq!(status, 200, "{answer}");
-    let body: serde_json::Value =
-        serde_json::from_str(answer.split("\r\n\r\n").nth(1).unwrap_or("")).unwrap();
-    let reviews = body["gates"]["reviews"].as_array().unwrap();
-    assert!(
-        reviews
-            .iter()
-            .any(|r| r["event"]["packet"] == "p1" && r["event"]["approved"] == true),
-        "{body}"
-    );
-    assert!(
-        body["gates"]["merge"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|m| m["event"]["type"] == "packet_integrated" && m["event"]["packet"] == "p1"),
-        "{body}"
-    );
-    let spend = body["gates"]["spend"].as_array().unwrap();
-    assert!(spend.len() >= 2, "{body}");
-    assert!(
-        spend
-            .windows(2)
-            .all(|w| w[0][1].as_u64() <= w[1][1].as_u64()),
-        "cumulative: {body}"
-    );
-    assert!(
-        body["report"].as_str().unwrap().starts_with("# Report"),
-        "{body}"
-    );
+    assert_page_shows_gates_and_report(&ui.url, &run);
 
     // Cancel a running one: it ends cancelled.
     let mut second = start("Write more notes");
