@@ -127,6 +127,7 @@ mod tests {
                 summary: "token=hunter2".into(),
                 target: "notes sk-abcdef-123456.txt".into(),
                 args: serde_json::json!({"content": "token=hunter2"}),
+                output_tail: "token=hunter2".into(),
             },
         )
         .unwrap();

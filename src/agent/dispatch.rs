@@ -74,6 +74,11 @@ impl Run<'_, '_> {
             summary: first_line(&content, 120),
             target: target_of(&args),
             args: clipped(args),
+            output_tail: if call.name == "run_command" {
+                tail_of(&content, 1_500)
+            } else {
+                String::new()
+            },
         });
         messages.push(Message::Tool {
             call_id: call.id.clone(),
@@ -207,4 +212,13 @@ pub(super) fn clipped(mut args: serde_json::Value) -> serde_json::Value {
     }
     walk(&mut args);
     args
+}
+
+/// Returns the last `max` bytes of `text` (from a character boundary), for a command's tail.
+fn tail_of(text: &str, max: usize) -> String {
+    let mut start = text.len().saturating_sub(max);
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    text[start..].to_string()
 }

@@ -46,6 +46,9 @@ pub enum AgentEvent {
         /// of keys; the journal does not).
         #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
         args: serde_json::Value,
+        /// The end of a command's output (`run_command` only; the transcript keeps it).
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        output_tail: String,
     },
     Retry {
         model: String,

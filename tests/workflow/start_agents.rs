@@ -1145,6 +1145,7 @@ fn the_terminal_shows_tool_arguments_and_a_waiting_line_during_a_long_model_call
             json!({"name": "p1", "match": ["# Coder", "# Write p1"], "replies": [
             // A model that takes its time before its first answer.
             {"text": "I will write p1.txt now.", "calls": [{"name": "write_file", "args": {"path": "p1.txt", "content": "p1\n"}}], "delay_ms": 16_500},
+            call("run_command", json!({"command": "echo first; echo the-tail-line"})),
             call("complete", json!({"summary": "wrote p1"}))]}),
         ],
         None,
@@ -1177,5 +1178,14 @@ fn the_terminal_shows_tool_arguments_and_a_waiting_line_during_a_long_model_call
     assert!(
         transcript.contains("\"args\":{\"content\":\"p1\\n\",\"path\":\"p1.txt\"}"),
         "{transcript}"
+    );
+    // A command's output tail is kept with its call, for the web view's activity.
+    let command = transcript
+        .lines()
+        .find(|l| l.contains("\"name\":\"run_command\""))
+        .unwrap_or_else(|| panic!("no run_command in {transcript}"));
+    assert!(
+        command.contains("\"output_tail\"") && command.contains("the-tail-line"),
+        "{command}"
     );
 }

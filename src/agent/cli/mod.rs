@@ -219,6 +219,7 @@ impl CliWorker {
                 summary: String::new(),
                 target: String::new(),
                 args: serde_json::Value::Null,
+                output_tail: String::new(),
             });
         }
         let stopped = out.outcome.interrupted && !out.stalled && job.stop.load(Ordering::SeqCst);

@@ -221,7 +221,7 @@ let diffShown = "";
 function activityHtml(items) {
   return items.map(({event: e}) => {
     switch (e.type) {
-      case "tool_call": return `<div class="${e.ok ? "" : "err"}">⚙ ${esc(e.name)} <code>${esc(e.target || "")}</code> ${esc(e.summary)} <span class="muted">${e.ms} ms</span>${e.args ? `<details><summary class="muted">arguments</summary><pre>${esc(JSON.stringify(e.args, null, 1))}</pre></details>` : ""}</div>`;
+      case "tool_call": return `<div class="${e.ok ? "" : "err"}">⚙ ${esc(e.name)} <code>${esc(e.target || "")}</code> ${esc(e.summary)} <span class="muted">${e.ms} ms</span>${e.args ? `<details><summary class="muted">arguments</summary><pre>${esc(JSON.stringify(e.args, null, 1))}</pre></details>` : ""}${e.output_tail ? `<details><summary class="muted">output</summary><pre>${esc(e.output_tail)}</pre></details>` : ""}</div>`;
       case "model_text": return `<div class="said">“${esc(e.text)}”</div>`;
       case "model_waiting": return `<div class="muted">… turn ${e.turn}: waiting for the model</div>`;
       case "model_call": return `<div class="muted">◆ turn ${e.turn} ${esc(e.model)}: ${num(e.input_tokens)} in / ${num(e.output_tokens)} out, ${e.ms} ms</div>`;
