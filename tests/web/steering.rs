@@ -425,3 +425,97 @@ fn pause_resume_and_cancel_from_the_view_reach_the_running_start() {
     second.wait().unwrap();
     wait_for_phase(&repo, &other, S::Cancelled);
 }
+
+#[test]
+fn retry_from_the_view_works_a_finished_runs_failed_packet_again() {
+    crate::support::hermetic();
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = git_orchestra::demo::create_sample(&tmp.path().join("greeter")).unwrap();
+    // p1's check passes only once the test has made the release file: its first work fails.
+    let release = tmp.path().join("release");
+    std::fs::create_dir_all(repo.join(".orchestra")).unwrap();
+    std::fs::write(
+        repo.join(".orchestra/config.toml"),
+        "[run]\nfix_rounds = 0\nretries = 0\n",
+    )
+    .unwrap();
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-qm", "no fix rounds"]);
+    let plan = format!(
+        "```toml\n[[packet]]\nid = \"p1\"\ntitle = \"Write p1\"\ndescription = \"d\"\nfiles = [\"p1.txt\"]\nvalidation = [\"test -e {}\"]\n```",
+        release.display()
+    );
+    let scripts = serde_json::json!([
+        {"name": "planner", "match": ["# Planner"], "replies": [{"text": plan}]},
+        {"name": "p1", "match": ["# Coder", "# Write p1"], "replies": [
+            {"calls": [{"name": "write_file", "args": {"path": "p1.txt", "content": "p1\n"}}]},
+            {"calls": [{"name": "complete", "args": {"summary": "wrote p1"}}]}]},
+        {"name": "review", "match": ["# Reviewer"], "replies": [{"text": "{\"verdict\": \"approve\"}"}]},
+        {"name": "orchestrator", "match": ["# Orchestrator"], "replies": [{"text": "{}"}]}
+    ]);
+    let model = git_orchestra::demo::MockModel::start(
+        git_orchestra::demo::parse_scripts(&scripts.to_string()).unwrap(),
+    )
+    .unwrap();
+    let vars = [
+        ("ORCHESTRA_PROVIDER", "openai-compatible"),
+        ("ORCHESTRA_BASE_URL", model.url.as_str()),
+        ("ORCHESTRA_MODEL", "scripted"),
+    ];
+    let root = tmp.path().join("worktrees");
+    let out = crate::support::orchestra_with_env(
+        &repo,
+        &[
+            "start",
+            "--yes",
+            "--no-clarify",
+            "--worktree-root",
+            root.to_str().unwrap(),
+            "Write notes",
+        ],
+        &vars,
+    );
+    assert!(!out.status.success(), "p1 fails its check: {}", text(&out));
+    let state = |repo: &std::path::Path| {
+        crate::support::status_json(repo)["packets"][0]["state"]
+            .as_str()
+            .unwrap_or("")
+            .to_string()
+    };
+    assert_eq!(state(&repo), "failed");
+
+    let mut ui = crate::support::orchestra_command(&repo, &["ui", "--no-open"]);
+    ui.envs(vars)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null());
+    let mut child = ui.spawn().unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    let ui = crate::view::Ui {
+        child,
+        url: line.trim().to_string(),
+        base: String::new(),
+    };
+    let run =
+        git_orchestra::orchestrator::StartJournal::runs(&repo.join(".git")).unwrap()[0].clone();
+    std::fs::write(&release, "").unwrap();
+    let (status, answer) = post_as_page(&ui.url, &format!("/api/run/{run}/retry"), "{}");
+    assert_eq!(status, 200, "{answer}");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while state(&repo) != "succeeded" {
+        assert!(
+            Instant::now() < deadline,
+            "the retried packet never succeeded: {}",
+            crate::support::status_json(&repo)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(
+        git(&repo, &["show", &format!("orchestra/{run}/p1:p1.txt")]),
+        "p1"
+    );
+}
