@@ -289,7 +289,7 @@ impl ReviewAgent<'_> {
 /// Saves what differs from HEAD in the packet worktree `dir` under a backup ref and resets the
 /// worktree to HEAD (untracked files too; ignored ones stay). Returns the ref, or `None` when
 /// nothing had changed.
-fn undo_review_changes(
+pub(crate) fn undo_review_changes(
     dir: &std::path::Path,
     input: &ReviewInput<'_>,
 ) -> Result<Option<String>, crate::git::WorktreeError> {
@@ -324,7 +324,7 @@ impl Reviewer for ModelReviewer {
 }
 
 /// Returns the reviewer's task: the packet, the rules of the answer and the diff.
-fn task_text(input: &ReviewInput<'_>, diff: &str) -> String {
+pub(crate) fn task_text(input: &ReviewInput<'_>, diff: &str) -> String {
     let mut t = String::from("# Review this change\n\n");
     t.push_str(&format!(
         "Range {}..{} (tree {}). The working directory is a checkout of the tip; read any file you need.\n\n",

@@ -37,19 +37,6 @@ pub(crate) fn cli_worker(
     config: &RepoConfig,
     forced: Option<&str>,
 ) -> Result<CliWorker, CommandError> {
-    if let Some(name) = config
-        .roles
-        .get(git_orchestra::agent::REVIEWER_ROLE)
-        .and_then(|r| r.agent.as_deref())
-    {
-        static ONCE: std::sync::Once = std::sync::Once::new();
-        ONCE.call_once(|| {
-            eprintln!(
-            "note: [roles.{}] agent = \"{name}\" is not used: reviews are made by the reviewer's model profile, not by an agent CLI",
-                git_orchestra::agent::REVIEWER_ROLE
-            );
-        });
-    }
     CliWorker::new(&repo.toplevel, config.clone(), forced).map_err(|e| {
         CommandError::user(e).hint("`git orchestra agents` lists the agent CLIs it knows")
     })

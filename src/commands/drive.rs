@@ -50,10 +50,20 @@ pub fn drive(
     if let (Some(m), Some(w)) = (model.as_mut(), worker.as_ref()) {
         m.share_gates(w.gates());
     }
-    let review = model.as_ref().map(|m| engine::PacketReview {
-        reviewer: m,
-        max_rounds: engine::DEFAULT_FIX_ROUNDS,
-    });
+    // `[roles.reviewer] agent` reviews packets with that agent CLI; else the role's model.
+    let by_cli = git_orchestra::agent::cli::CliReviewer::configured(config).map_err(|e| {
+        CommandError::user(e).hint("`git orchestra agents` lists the agent CLIs it knows")
+    })?;
+    let review = match &by_cli {
+        Some(cli) => Some(engine::PacketReview {
+            reviewer: cli as &(dyn git_orchestra::gate::Reviewer + Sync),
+            max_rounds: engine::DEFAULT_FIX_ROUNDS,
+        }),
+        None => model.as_ref().map(|m| engine::PacketReview {
+            reviewer: m as &(dyn git_orchestra::gate::Reviewer + Sync),
+            max_rounds: engine::DEFAULT_FIX_ROUNDS,
+        }),
+    };
     let executor =
         super::executor::build(config, super::executor::kind_of(repo, config, Some(run_id)))?;
     let printer = progress::printer(quiet || json);

@@ -75,11 +75,19 @@ impl Ctx<'_> {
                 ),
                 _ => None,
             };
+            // `[roles.reviewer] agent` reviews with that agent CLI; else the role's model.
+            let by_cli = crate::agent::cli::CliReviewer::configured(&self.models.config)?;
             let reviewer = StartReviewer::new(self.models.clone(), halt.clone());
-            let review = reviewer.as_ref().map(|r| engine::PacketReview {
-                reviewer: r,
-                max_rounds: engine::DEFAULT_FIX_ROUNDS,
-            });
+            let review = match &by_cli {
+                Some(cli) => Some(engine::PacketReview {
+                    reviewer: cli as &(dyn crate::gate::Reviewer + Sync),
+                    max_rounds: engine::DEFAULT_FIX_ROUNDS,
+                }),
+                None => reviewer.as_ref().map(|r| engine::PacketReview {
+                    reviewer: r as &(dyn crate::gate::Reviewer + Sync),
+                    max_rounds: engine::DEFAULT_FIX_ROUNDS,
+                }),
+            };
             let ctl = Control {
                 stop: &halt,
                 on_event: &on_event,

@@ -502,3 +502,94 @@ fn sandbox_workers_off_runs_an_agent_cli_as_the_user_and_otherwise_it_is_confine
         }
     }
 }
+
+#[test]
+fn an_agent_cli_configured_as_the_reviewer_reviews_packets_and_its_rejection_is_fixed() {
+    use std::os::unix::fs::PermissionsExt;
+    let repo = TestRepo::new();
+    let bin = repo.scratch().join("bin-rev");
+    std::fs::create_dir_all(&bin).unwrap();
+    // A reviewing CLI: rejects the first change it sees with an evidenced blocker, approves
+    // the next; it notes the prompt it got in its own home.
+    let reject = r#"{"verdict": "reject", "findings": [{"severity": "blocker", "category": "correctness", "file": "notes.txt", "line": 1, "evidence": "notes.txt holds a draft", "suggestion": "say draft-reviewed"}]}"#;
+    let approve = r#"{"verdict": "approve", "findings": []}"#;
+    std::fs::write(
+        bin.join("rev"),
+        format!(
+            "#!/bin/sh\nfor a in \"$@\"; do last=\"$a\"; done\nprintf '%s' \"$last\" > \"$HOME/prompt-$$.md\"\nif [ -e \"$HOME/reviewed-once\" ]; then echo 'Looks right.'; echo '{approve}'; else touch \"$HOME/reviewed-once\"; echo 'One problem.'; echo '{reject}'; fi\n"
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(bin.join("rev"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::create_dir_all(repo.path.join(".orchestra")).unwrap();
+    std::fs::write(
+        repo.path.join(".orchestra/config.toml"),
+        format!(
+            "[sandbox]\nif_unavailable = \"warn\"\nread = [\"{}\"]\n\n[roles.reviewer]\nagent = \"rev\"\n\n[agents.cli.rev]\ncommand = \"{}\"\noutput = \"text\"\n",
+            bin.display(),
+            bin.join("rev").display()
+        ),
+    )
+    .unwrap();
+    repo.git(&["add", ".orchestra/config.toml"]);
+    repo.git(&["commit", "-qm", "configuration"]);
+    let plan = repo.write_plan(
+        "plan.toml",
+        "objective = \"o\"\n\n[[packet]]\nid = \"p1\"\ntitle = \"Notes\"\ndescription = \"Write notes\"\nfiles = [\"notes.txt\"]\n",
+    );
+    let worker = "if [ -n \"$ORCHESTRA_FIXES_FILE\" ]; then echo draft-reviewed > notes.txt; else echo draft > notes.txt; fi";
+    let root = repo.scratch().join("wt");
+    let out = orchestra_with_env(
+        &repo.path,
+        &[
+            "run",
+            plan.to_str().unwrap(),
+            "--worker-cmd",
+            worker,
+            "--worktree-root",
+            root.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let status = status_json(&repo.path);
+    let branch = status["packets"][0]["branch"].as_str().unwrap();
+    assert_eq!(
+        git(&repo.path, &["show", &format!("{branch}:notes.txt")]),
+        "draft-reviewed",
+        "the rejection went back as a fix round and the fix landed"
+    );
+    let common = repo.path.join(repo.git(&["rev-parse", "--git-common-dir"]));
+    let store = git_orchestra::store::Store::open(&common).unwrap();
+    let id = status["run"]["id"].as_str().unwrap();
+    let reviews: Vec<(String, bool)> = store
+        .events_of_kind(id, "packet_reviewed")
+        .unwrap()
+        .into_iter()
+        .filter_map(|e| match e.event {
+            git_orchestra::store::Event::PacketReviewed {
+                reviewer, approved, ..
+            } if reviewer.contains("cli") => Some((reviewer, approved)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        reviews,
+        [
+            ("reviewer:cli:rev".to_string(), false),
+            ("reviewer:cli:rev".to_string(), true)
+        ]
+    );
+    // It was asked to review the packet's change, with the diff.
+    let home = common.join(format!("orchestra/runs/{id}/p1/review-rev-tmp/home"));
+    let prompt = std::fs::read_dir(&home)
+        .unwrap()
+        .filter_map(Result::ok)
+        .find(|e| e.file_name().to_string_lossy().starts_with("prompt-"))
+        .map(|e| std::fs::read_to_string(e.path()).unwrap())
+        .expect("the CLI got a prompt");
+    assert!(
+        prompt.contains("# Review this change") && prompt.contains("+draft"),
+        "{prompt}"
+    );
+}

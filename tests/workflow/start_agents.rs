@@ -1189,3 +1189,60 @@ fn the_terminal_shows_tool_arguments_and_a_waiting_line_during_a_long_model_call
         "{command}"
     );
 }
+
+#[test]
+fn start_reviews_packets_with_the_agent_cli_the_reviewer_role_names() {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = tempfile::tempdir().unwrap();
+    // A reviewing CLI that approves, saying so in a file of its own home.
+    std::fs::write(
+        bin.path().join("rev"),
+        "#!/bin/sh\ntouch \"$HOME/reviewed\"\necho 'Fine.'\necho '{\"verdict\": \"approve\", \"findings\": []}'\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        bin.path().join("rev"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    let config = format!(
+        "[sandbox]\nif_unavailable = \"warn\"\nread = [\"{}\"]\n\n[roles.reviewer]\nagent = \"rev\"\n\n[agents.cli.rev]\ncommand = \"{}\"\noutput = \"text\"\n",
+        bin.path().display(),
+        bin.path().join("rev").display()
+    );
+    let s = setup(
+        &plan(&[("p1", &["p1.txt"])]),
+        vec![
+            json!({"name": "p1", "match": ["# Coder", "# Write p1"], "replies": [
+            call("write_file", json!({"path": "p1.txt", "content": "p1\n"})),
+            call("complete", json!({"summary": "wrote p1"}))]}),
+        ],
+        Some(&config),
+    );
+    let out = s.start();
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(s.show(&s.branch("p1"), "p1.txt"), "p1");
+    let run = StartJournal::runs(&s.repo.join(".git")).unwrap()[0].clone();
+    let store = git_orchestra::store::Store::open(&s.repo.join(".git")).unwrap();
+    let reviewers: Vec<String> = store
+        .events_of_kind(&run, "packet_reviewed")
+        .unwrap()
+        .into_iter()
+        .filter_map(|e| match e.event {
+            git_orchestra::store::Event::PacketReviewed {
+                reviewer,
+                approved: true,
+                ..
+            } => Some(reviewer),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        reviewers.iter().any(|r| r == "reviewer:cli:rev"),
+        "{reviewers:?}"
+    );
+    assert!(
+        s.run_dir().join("p1/review-rev-tmp/home/reviewed").exists(),
+        "the CLI ran in its own home beside the packet's logs"
+    );
+}

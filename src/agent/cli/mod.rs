@@ -15,10 +15,12 @@ use std::time::{Duration, Instant};
 pub mod adapter;
 pub mod parse;
 mod probe;
+mod review;
 
 pub use adapter::{Adapter, AdapterError, BUILTIN, Call, Invocation, PromptVia};
 pub use parse::{CliReport, Format};
 pub use probe::{CliStatus, probe, which};
+pub use review::CliReviewer;
 
 use super::AgentEvent;
 use super::sandbox::{IfUnavailable, Sandbox};

@@ -1,0 +1,183 @@
+//! Packet reviews by an agent CLI (`[roles.reviewer] agent = "<cli>"`): the CLI reads the
+//! packet's worktree at the reviewed commit — sandboxed like a CLI worker, our navigation as
+//! its MCP server — and ends its answer with the JSON findings our model reviewer gives; they
+//! are held to the same rules (only evidenced blocker and major findings reject). What its
+//! commands change in the worktree is saved and undone, as after a model review.
+
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use super::adapter::{self, Adapter, Call};
+use super::{DEFAULT_STALL, parse, spawn};
+use crate::agent::review_agent::{task_text, undo_review_changes};
+use crate::agent::sandbox::Sandbox;
+use crate::config::RepoConfig;
+use crate::engine::WorkerJob;
+use crate::gate::{Finding, GateError, ReviewInput, ReviewOutcome, Reviewer, Severity};
+
+/// Longest one review by a CLI may take.
+const REVIEW_TIMEOUT: Duration = Duration::from_secs(1800);
+
+/// Reviews packets with an agent CLI.
+pub struct CliReviewer {
+    config: RepoConfig,
+    adapter: Adapter,
+    /// The name in verdicts: `reviewer:cli:<name>`.
+    name: String,
+}
+
+impl CliReviewer {
+    /// Returns the reviewer of `[roles.reviewer] agent`, `None` when none is configured, or
+    /// an error for a CLI that is not known.
+    pub fn configured(config: &RepoConfig) -> Result<Option<CliReviewer>, adapter::AdapterError> {
+        let Some(name) = config
+            .roles
+            .get(crate::agent::REVIEWER_ROLE)
+            .and_then(|r| r.agent.as_deref())
+        else {
+            return Ok(None);
+        };
+        let adapter = adapter::adapter(name, config.agents.cli.get(name))?;
+        Ok(Some(CliReviewer {
+            config: config.clone(),
+            adapter,
+            name: format!("{}:cli:{name}", crate::agent::REVIEWER_ROLE),
+        }))
+    }
+
+    fn fail(&self, message: impl Into<String>) -> GateError {
+        GateError::Reviewer {
+            reviewer: self.name.clone(),
+            message: message.into(),
+        }
+    }
+
+    /// Runs the CLI once in `dir` with `prompt` and returns the text of its answer.
+    fn ask(
+        &self,
+        input: &ReviewInput<'_>,
+        dir: &std::path::Path,
+        prompt: String,
+    ) -> Result<String, GateError> {
+        let packet = input
+            .packet
+            .ok_or_else(|| self.fail("an agent CLI reviews packets only"))?;
+        let logs =
+            crate::exec::run_dir(&input.repo.common_dir, &packet.run).join(&packet.packet.id);
+        let tmp = logs.join(format!("review-{}-tmp", self.adapter.name));
+        let log = logs.join(format!("review-{}.log", self.adapter.name));
+        let prompt_file = tmp.join("review-prompt.md");
+        fs_err::create_dir_all(&tmp).map_err(|e| self.fail(e.to_string()))?;
+        let launcher = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("git-orchestra"));
+        let mut sandbox = Sandbox::from_config(
+            launcher.clone(),
+            &input.repo.common_dir,
+            &self.config.sandbox,
+            tmp.clone(),
+        );
+        sandbox
+            .read
+            .extend(super::program_dirs(&launcher, &self.adapter.command));
+        let sandbox = (self.config.sandbox.workers != Some(crate::config::WorkersSandbox::Off))
+            .then_some(sandbox);
+        let call = Call {
+            worktree: dir,
+            tmp: &tmp,
+            prompt_file: &prompt_file,
+            mcp: (
+                &launcher,
+                vec![
+                    "-C".into(),
+                    dir.to_string_lossy().into_owned(),
+                    "mcp".into(),
+                ],
+            ),
+            resume: None,
+            confined: sandbox.is_some() && crate::agent::sandbox::landlock_abi().is_some(),
+        };
+        let mut inv = self.adapter.invocation(&call);
+        inv.files.push((prompt_file.clone(), prompt));
+        let stop = AtomicBool::new(false);
+        let job = WorkerJob {
+            run: &packet.run,
+            objective: "",
+            packet: &packet.packet,
+            worktree: dir,
+            common_dir: &input.repo.common_dir,
+            log: &log,
+            stop: &stop,
+            timeout: REVIEW_TIMEOUT,
+            journal: &|_| {},
+            fixes: None,
+            dependencies: "",
+        };
+        let auth = |t: &str| self.adapter.auth_hint(t).is_some();
+        let out =
+            spawn(&inv, &tmp, &job, sandbox, DEFAULT_STALL, &auth).map_err(|e| self.fail(e))?;
+        let text = String::from_utf8_lossy(&fs_err::read(&log).unwrap_or_default()).into_owned();
+        let report = parse::parse(self.adapter.format, &text);
+        if !out.outcome.success() {
+            return Err(self.fail(format!(
+                "{} ended without a review: {}; its output is in {}",
+                self.adapter.name,
+                report.error.unwrap_or_else(|| "no error reported".into()),
+                log.display()
+            )));
+        }
+        Ok(report.messages.join("\n"))
+    }
+}
+
+impl Reviewer for CliReviewer {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn review(&self, input: &ReviewInput<'_>) -> Result<ReviewOutcome, GateError> {
+        let Some(dir) = input.packet.and_then(|p| p.checkout.as_deref()) else {
+            return Err(self.fail(
+                "an agent CLI reviews packets in their worktrees (`run`, `agent`, `start`); use the reviewer's model profile for `review`",
+            ));
+        };
+        let diff = input.repo.git().diff_patch(input.base, input.tip)?;
+        let project = crate::project::cached_context(
+            &input.repo.toplevel,
+            crate::agent::PROJECT_CONTEXT_CHARS / 4,
+        );
+        let task = crate::agent::packet_agent::with_project(task_text(input, &diff), &project)
+            .replace(
+                "Call `complete` with `summary` set to one JSON object and nothing else:",
+                "There is no `complete` tool here: end your answer with one JSON object and nothing after it:",
+            );
+        let answer = self.ask(input, dir, task);
+        let saved = undo_review_changes(dir, input).map_err(|e| {
+            self.fail(format!(
+                "cannot restore the packet's worktree after the review: {e}"
+            ))
+        })?;
+        let findings = crate::agent::parse_findings(&answer?).map_err(|e| {
+            self.fail(format!(
+                "{} did not end its answer with the JSON asked for: {e}",
+                self.adapter.name
+            ))
+        })?;
+        let mut outcome = ReviewOutcome {
+            checks: vec!["cli-review".into()],
+            findings,
+        };
+        if let Some(refname) = saved {
+            outcome.findings.push(Finding {
+                severity: Severity::Minor,
+                category: "review".into(),
+                file: None,
+                line: None,
+                evidence: format!(
+                    "the review's commands changed files in the packet's worktree; the changes were saved at {refname} and undone"
+                ),
+                suggestion: "nothing to do: the reviewed commit is unchanged".into(),
+            });
+        }
+        Ok(outcome)
+    }
+}
