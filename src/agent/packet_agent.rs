@@ -43,6 +43,8 @@ pub struct AgentWorker {
     person: Option<(Arc<dyn Person>, PathBuf)>,
     /// The sandbox validation commands run in (see `Worker::confine`).
     confine: Option<Box<crate::exec::process::Confine>>,
+    /// The language servers behind the agents' symbol tools, shared by the run's packets.
+    servers: std::sync::OnceLock<Option<Arc<super::tools::nav::Servers>>>,
 }
 
 /// Most characters of the project context in a packet agent's task.
@@ -66,6 +68,7 @@ impl AgentWorker {
             project: std::sync::OnceLock::new(),
             person: None,
             confine,
+            servers: std::sync::OnceLock::new(),
         })
     }
 
@@ -131,10 +134,11 @@ impl AgentWorker {
             job.log,
             log,
         );
-        super::tools::nav::with_servers(
-            &mut registry,
-            crate::lsp::Settings::from_config(&self.config.nav.lsp),
-        );
+        if let Some(servers) = self.servers.get_or_init(|| {
+            super::tools::nav::Servers::new(crate::lsp::Settings::from_config(&self.config.nav.lsp))
+        }) {
+            super::tools::nav::with_servers(&mut registry, servers);
+        }
         // A fix round continues the packet's conversation when this process has it.
         let key = format!("{}/{}", job.run, packet.id);
         let history = match job.fixes {

@@ -41,6 +41,8 @@ pub struct StartWorker {
     learned: std::sync::OnceLock<String>,
     /// The sandbox validation commands run in (see `Worker::confine`).
     confine: Option<Box<crate::exec::process::Confine>>,
+    /// The language servers behind the agents' symbol tools, shared by the run's packets.
+    servers: std::sync::OnceLock<Option<Arc<crate::agent::tools::nav::Servers>>>,
 }
 
 impl StartWorker {
@@ -61,6 +63,7 @@ impl StartWorker {
             project: std::sync::OnceLock::new(),
             learned: std::sync::OnceLock::new(),
             confine,
+            servers: std::sync::OnceLock::new(),
         }
     }
 
@@ -232,10 +235,13 @@ impl StartWorker {
             job.log,
             log,
         );
-        agent::tools::nav::with_servers(
-            &mut registry,
-            crate::lsp::Settings::from_config(&self.models.config.nav.lsp),
-        );
+        if let Some(servers) = self.servers.get_or_init(|| {
+            agent::tools::nav::Servers::new(crate::lsp::Settings::from_config(
+                &self.models.config.nav.lsp,
+            ))
+        }) {
+            agent::tools::nav::with_servers(&mut registry, servers);
+        }
         let host = PacketHost {
             worker: self,
             job,

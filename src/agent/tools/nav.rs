@@ -80,25 +80,41 @@ fn call<const I: usize>(ctx: &ToolContext<'_>, args: &Value) -> Result<ToolResul
     answer(ctx, NAMES[I], args, None)
 }
 
-/// Language servers behind one agent's symbol tools: started for its worktree with the
-/// first navigation call (in the background; the graph answers until they are ready, with a
-/// notice), told of the agent's edits before each question, shut down when the agent's
-/// registry is dropped.
+/// Language servers behind the symbol tools of a run's agents: started for a worktree with
+/// the first question an agent there asks that a server can answer (in the background; the
+/// graph answers until they are ready, with a notice), told of the agents' edits before each
+/// question, shared by the run's worktrees where the server takes workspace folders, and shut
+/// down when the last agent of the run lets go of them.
 pub struct Servers {
     tier: crate::lsp::Tier,
-    started: std::sync::Once,
+    /// The worktrees servers were started for.
+    started: Mutex<std::collections::HashSet<std::path::PathBuf>>,
 }
 
-/// Replaces the symbol tools of `registry` by ones that ask the language servers of
-/// `settings` first (`[nav.lsp]`); nothing changes when the settings turn them off.
-pub fn with_servers(registry: &mut super::Registry, settings: crate::lsp::Settings) {
-    if !settings.enabled {
-        return;
+impl Servers {
+    /// Returns the servers of `settings` (`[nav.lsp]`), or `None` when they are turned off.
+    pub fn new(settings: crate::lsp::Settings) -> Option<std::sync::Arc<Servers>> {
+        settings.enabled.then(|| {
+            std::sync::Arc::new(Servers {
+                tier: crate::lsp::Tier::new(settings),
+                started: Mutex::default(),
+            })
+        })
     }
-    let servers = std::sync::Arc::new(Servers {
-        tier: crate::lsp::Tier::new(settings),
-        started: std::sync::Once::new(),
-    });
+
+    /// Starts the servers of `index`'s worktree unless they were started already.
+    fn start_for(&self, index: &Index) {
+        let mut started = self.started.lock().unwrap_or_else(|p| p.into_inner());
+        if started.insert(index.root().to_path_buf()) {
+            for notice in self.tier.start(index) {
+                tracing::info!(notice, "language server not used");
+            }
+        }
+    }
+}
+
+/// Replaces the symbol tools of `registry` by ones that ask `servers` first.
+pub fn with_servers(registry: &mut super::Registry, servers: &std::sync::Arc<Servers>) {
     for tool in tools() {
         if registry.get(&tool.def.name).is_none() {
             continue;
@@ -143,11 +159,7 @@ fn answer(
     // Servers start with the first question they can answer (not for an outline or a map).
     let servers = servers.filter(|_| crate::lsp::Query::of_tool(name).is_some());
     let precise = servers.map(|s| {
-        s.started.call_once(|| {
-            for notice in s.tier.start(index) {
-                tracing::info!(notice, "language server not used");
-            }
-        });
+        s.start_for(index);
         &s.tier as &dyn nav_tools::Precise
     });
     match nav_tools::call_with(index, &ctx.nav.counter, name, args, precise) {
