@@ -178,33 +178,15 @@ impl ReviewAgent<'_> {
         // The project context, as the packet's agent had it (from the main worktree).
         let project =
             crate::project::cached_context(&input.repo.toplevel, super::PROJECT_CONTEXT_CHARS / 4);
-        let task = super::packet_agent::with_project(task_text(input, &diff), &project);
+        let task = super::packet_agent::with_project(
+            task_text(input, &diff, ANSWER_BY_COMPLETE),
+            &project,
+        );
         let reviewed = self.review_in(input, &root, task);
-        let Some(dir) = own else {
-            return reviewed;
-        };
-        // What the review's commands changed in the packet's worktree (test output, an edited
-        // file) is saved and undone: the reviewed commit is what merges, and a fix round starts
-        // from it.
-        let saved = undo_review_changes(dir, input).map_err(|e| {
-            self.fail(format!(
-                "cannot restore the packet's worktree after the review: {e}"
-            ))
-        })?;
-        let mut outcome = reviewed?;
-        if let Some(refname) = saved {
-            outcome.findings.push(Finding {
-                severity: Severity::Minor,
-                category: "review".into(),
-                file: None,
-                line: None,
-                evidence: format!(
-                    "the review's commands changed files in the packet's worktree; the changes were saved at {refname} and undone"
-                ),
-                suggestion: "nothing to do: the reviewed commit is unchanged".into(),
-            });
+        match own {
+            Some(dir) => restored(dir, input, reviewed, |m| self.fail(m)),
+            None => reviewed,
         }
-        Ok(outcome)
     }
 
     /// Asks for findings until an answer parses, at most [`ATTEMPTS`] times.
@@ -286,10 +268,41 @@ impl ReviewAgent<'_> {
     }
 }
 
+/// Returns `reviewed`, the review made in the packet worktree `dir`, after what the review's
+/// commands changed there (test output, an edited file) is saved and undone — the reviewed
+/// commit is what merges, and a fix round starts from it — with a minor finding saying where
+/// the changes went; `fail` makes the error of a worktree that cannot be restored.
+pub(crate) fn restored(
+    dir: &std::path::Path,
+    input: &ReviewInput<'_>,
+    reviewed: Result<ReviewOutcome, GateError>,
+    fail: impl Fn(String) -> GateError,
+) -> Result<ReviewOutcome, GateError> {
+    let saved = undo_review_changes(dir, input).map_err(|e| {
+        fail(format!(
+            "cannot restore the packet's worktree after the review: {e}"
+        ))
+    })?;
+    let mut outcome = reviewed?;
+    if let Some(refname) = saved {
+        outcome.findings.push(Finding {
+            severity: Severity::Minor,
+            category: "review".into(),
+            file: None,
+            line: None,
+            evidence: format!(
+                "the review's commands changed files in the packet's worktree; the changes were saved at {refname} and undone"
+            ),
+            suggestion: "nothing to do: the reviewed commit is unchanged".into(),
+        });
+    }
+    Ok(outcome)
+}
+
 /// Saves what differs from HEAD in the packet worktree `dir` under a backup ref and resets the
 /// worktree to HEAD (untracked files too; ignored ones stay). Returns the ref, or `None` when
 /// nothing had changed.
-pub(crate) fn undo_review_changes(
+fn undo_review_changes(
     dir: &std::path::Path,
     input: &ReviewInput<'_>,
 ) -> Result<Option<String>, crate::git::WorktreeError> {
@@ -324,7 +337,13 @@ impl Reviewer for ModelReviewer {
 }
 
 /// Returns the reviewer's task: the packet, the rules of the answer and the diff.
-pub(crate) fn task_text(input: &ReviewInput<'_>, diff: &str) -> String {
+/// How our reviewer agent gives its answer, for [`task_text`].
+const ANSWER_BY_COMPLETE: &str =
+    "Call `complete` with `summary` set to one JSON object and nothing else:";
+
+/// Returns the review's task: the range, the packet, the JSON asked for — given the way
+/// `answer` says — and the diff.
+pub(crate) fn task_text(input: &ReviewInput<'_>, diff: &str, answer: &str) -> String {
     let mut t = String::from("# Review this change\n\n");
     t.push_str(&format!(
         "Range {}..{} (tree {}). The working directory is a checkout of the tip; read any file you need.\n\n",
@@ -344,9 +363,10 @@ pub(crate) fn task_text(input: &ReviewInput<'_>, diff: &str) -> String {
         }
         t.push('\n');
     }
+    t.push_str("## Your answer\n\n");
+    t.push_str(answer);
     t.push_str(
-        "## Your answer\n\nCall `complete` with `summary` set to one JSON object and nothing else:\n\
-         {\"verdict\": \"approve\" | \"reject\", \"findings\": [{\"severity\": \"blocker\" | \"major\" | \"minor\" | \"nit\", \
+        "\n{\"verdict\": \"approve\" | \"reject\", \"findings\": [{\"severity\": \"blocker\" | \"major\" | \"minor\" | \"nit\", \
          \"category\": \"correctness\" | \"security\" | \"tests\" | \"scope\" | \"style\" | …, \"file\": \"path\", \"line\": 12, \
          \"evidence\": \"what you saw, quoting the code\", \"suggestion\": \"what to change\"}]}\n\
          Only blocker and major findings with concrete evidence block the change. Report real problems only.\n\n",

@@ -140,37 +140,6 @@ impl CliWorker {
             .map_or("worker".into(), |s| s.to_string_lossy().into_owned());
         let prompt_file = tmp.join(format!("{stem}-prompt.md"));
         let prompt = self.prompt(job, session.is_some());
-        let launcher = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("git-orchestra"));
-        // The workers' sandbox, which must also let the CLI read its own program.
-        let mut sandbox = Sandbox::from_config(
-            launcher.clone(),
-            job.common_dir,
-            &self.config.sandbox,
-            tmp.clone(),
-        );
-        sandbox
-            .read
-            .extend(program_dirs(&launcher, &adapter.command));
-        // `[sandbox] workers = "off"` runs agent CLIs as the user too, like worker commands.
-        let sandbox = (self.config.sandbox.workers != Some(crate::config::WorkersSandbox::Off))
-            .then_some(sandbox);
-        let call = Call {
-            worktree: job.worktree,
-            tmp: &tmp,
-            prompt_file: &prompt_file,
-            mcp: (
-                &launcher,
-                vec![
-                    "-C".into(),
-                    job.worktree.to_string_lossy().into_owned(),
-                    "mcp".into(),
-                ],
-            ),
-            resume: session.as_deref(),
-            confined: sandbox.is_some() && super::sandbox::landlock_abi().is_some(),
-        };
-        let mut inv = adapter.invocation(&call);
-        inv.files.push((prompt_file.clone(), prompt));
         let stall = self
             .config
             .agents
@@ -178,13 +147,19 @@ impl CliWorker {
             .get(name)
             .and_then(|c| c.stall_secs)
             .map_or(DEFAULT_STALL, Duration::from_secs);
-        let auth = |t: &str| adapter.auth_hint(t).is_some();
-        let out = match spawn(&inv, &tmp, job, sandbox, stall, &auth) {
-            Ok(out) => out,
+        let launched = Launch {
+            adapter: &adapter,
+            config: &self.config,
+            tmp: &tmp,
+            prompt_file: &prompt_file,
+            resume: session.as_deref(),
+            stall,
+        }
+        .run(job, prompt);
+        let (out, text, report) = match launched {
+            Ok(done) => done,
             Err(e) => return failed(e, false),
         };
-        let text = String::from_utf8_lossy(&fs_err::read(job.log).unwrap_or_default()).into_owned();
-        let report = parse::parse(adapter.format, &text);
         self.journal(name, job, &report, &out);
         if let Some(id) = &report.session
             && let Ok(mut m) = self.sessions.lock()
@@ -237,6 +212,66 @@ impl CliWorker {
             to,
             reason: account(name, report),
         });
+    }
+}
+
+/// One run of an agent CLI: its adapter, where its private files go, the session it resumes.
+pub(super) struct Launch<'a> {
+    pub adapter: &'a Adapter,
+    pub config: &'a RepoConfig,
+    /// Its private directory: settings files, the prompt, its own home.
+    pub tmp: &'a Path,
+    pub prompt_file: &'a Path,
+    pub resume: Option<&'a str>,
+    pub stall: Duration,
+}
+
+impl Launch<'_> {
+    /// Runs the CLI once in `job`'s worktree with `prompt`: under the workers' sandbox, which
+    /// also lets it read its own program and ours (none with `[sandbox] workers = "off"`, as
+    /// for worker commands), with our navigation as its MCP server. Returns how it ended, its
+    /// output (the job's log) and what that output says.
+    pub fn run(
+        &self,
+        job: &WorkerJob<'_>,
+        prompt: String,
+    ) -> Result<(Run, String, CliReport), String> {
+        let launcher = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("git-orchestra"));
+        let sandbox = (self.config.sandbox.workers != Some(crate::config::WorkersSandbox::Off))
+            .then(|| {
+                let mut sandbox = Sandbox::from_config(
+                    launcher.clone(),
+                    job.common_dir,
+                    &self.config.sandbox,
+                    self.tmp.to_path_buf(),
+                );
+                sandbox
+                    .read
+                    .extend(program_dirs(&launcher, &self.adapter.command));
+                sandbox
+            });
+        let call = Call {
+            worktree: job.worktree,
+            tmp: self.tmp,
+            prompt_file: self.prompt_file,
+            mcp: (
+                &launcher,
+                vec![
+                    "-C".into(),
+                    job.worktree.to_string_lossy().into_owned(),
+                    "mcp".into(),
+                ],
+            ),
+            resume: self.resume,
+            confined: sandbox.is_some() && super::sandbox::landlock_abi().is_some(),
+        };
+        let mut inv = self.adapter.invocation(&call);
+        inv.files.push((self.prompt_file.to_path_buf(), prompt));
+        let auth = |t: &str| self.adapter.auth_hint(t).is_some();
+        let out = spawn(&inv, self.tmp, job, sandbox, self.stall, &auth)?;
+        let text = String::from_utf8_lossy(&fs_err::read(job.log).unwrap_or_default()).into_owned();
+        let report = parse::parse(self.adapter.format, &text);
+        Ok((out, text, report))
     }
 }
 

@@ -4,17 +4,15 @@
 //! are held to the same rules (only evidenced blocker and major findings reject). What its
 //! commands change in the worktree is saved and undone, as after a model review.
 
-use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use super::adapter::{self, Adapter, Call};
-use super::{DEFAULT_STALL, parse, spawn};
-use crate::agent::review_agent::{task_text, undo_review_changes};
-use crate::agent::sandbox::Sandbox;
+use super::adapter::{self, Adapter};
+use super::{DEFAULT_STALL, Launch};
+use crate::agent::review_agent::{restored, task_text};
 use crate::config::RepoConfig;
 use crate::engine::WorkerJob;
-use crate::gate::{Finding, GateError, ReviewInput, ReviewOutcome, Reviewer, Severity};
+use crate::gate::{GateError, ReviewInput, ReviewOutcome, Reviewer};
 
 /// Longest one review by a CLI may take.
 const REVIEW_TIMEOUT: Duration = Duration::from_secs(1800);
@@ -67,37 +65,7 @@ impl CliReviewer {
             crate::exec::run_dir(&input.repo.common_dir, &packet.run).join(&packet.packet.id);
         let tmp = logs.join(format!("review-{}-tmp", self.adapter.name));
         let log = logs.join(format!("review-{}.log", self.adapter.name));
-        let prompt_file = tmp.join("review-prompt.md");
         fs_err::create_dir_all(&tmp).map_err(|e| self.fail(e.to_string()))?;
-        let launcher = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("git-orchestra"));
-        let mut sandbox = Sandbox::from_config(
-            launcher.clone(),
-            &input.repo.common_dir,
-            &self.config.sandbox,
-            tmp.clone(),
-        );
-        sandbox
-            .read
-            .extend(super::program_dirs(&launcher, &self.adapter.command));
-        let sandbox = (self.config.sandbox.workers != Some(crate::config::WorkersSandbox::Off))
-            .then_some(sandbox);
-        let call = Call {
-            worktree: dir,
-            tmp: &tmp,
-            prompt_file: &prompt_file,
-            mcp: (
-                &launcher,
-                vec![
-                    "-C".into(),
-                    dir.to_string_lossy().into_owned(),
-                    "mcp".into(),
-                ],
-            ),
-            resume: None,
-            confined: sandbox.is_some() && crate::agent::sandbox::landlock_abi().is_some(),
-        };
-        let mut inv = self.adapter.invocation(&call);
-        inv.files.push((prompt_file.clone(), prompt));
         let stop = AtomicBool::new(false);
         let job = WorkerJob {
             run: &packet.run,
@@ -112,11 +80,16 @@ impl CliReviewer {
             fixes: None,
             dependencies: "",
         };
-        let auth = |t: &str| self.adapter.auth_hint(t).is_some();
-        let out =
-            spawn(&inv, &tmp, &job, sandbox, DEFAULT_STALL, &auth).map_err(|e| self.fail(e))?;
-        let text = String::from_utf8_lossy(&fs_err::read(&log).unwrap_or_default()).into_owned();
-        let report = parse::parse(self.adapter.format, &text);
+        let (out, _, report) = Launch {
+            adapter: &self.adapter,
+            config: &self.config,
+            tmp: &tmp,
+            prompt_file: &tmp.join("review-prompt.md"),
+            resume: None,
+            stall: DEFAULT_STALL,
+        }
+        .run(&job, prompt)
+        .map_err(|e| self.fail(e))?;
         if !out.outcome.success() {
             return Err(self.fail(format!(
                 "{} ended without a review: {}; its output is in {}",
@@ -145,39 +118,26 @@ impl Reviewer for CliReviewer {
             &input.repo.toplevel,
             crate::agent::PROJECT_CONTEXT_CHARS / 4,
         );
-        let task = crate::agent::packet_agent::with_project(task_text(input, &diff), &project)
-            .replace(
-                "Call `complete` with `summary` set to one JSON object and nothing else:",
+        let task = crate::agent::packet_agent::with_project(
+            task_text(
+                input,
+                &diff,
                 "There is no `complete` tool here: end your answer with one JSON object and nothing after it:",
-            );
-        let answer = self.ask(input, dir, task);
-        let saved = undo_review_changes(dir, input).map_err(|e| {
-            self.fail(format!(
-                "cannot restore the packet's worktree after the review: {e}"
-            ))
-        })?;
-        let findings = crate::agent::parse_findings(&answer?).map_err(|e| {
-            self.fail(format!(
-                "{} did not end its answer with the JSON asked for: {e}",
-                self.adapter.name
-            ))
-        })?;
-        let mut outcome = ReviewOutcome {
-            checks: vec!["cli-review".into()],
-            findings,
-        };
-        if let Some(refname) = saved {
-            outcome.findings.push(Finding {
-                severity: Severity::Minor,
-                category: "review".into(),
-                file: None,
-                line: None,
-                evidence: format!(
-                    "the review's commands changed files in the packet's worktree; the changes were saved at {refname} and undone"
-                ),
-                suggestion: "nothing to do: the reviewed commit is unchanged".into(),
-            });
-        }
-        Ok(outcome)
+            ),
+            &project,
+        );
+        let reviewed = self.ask(input, dir, task).and_then(|answer| {
+            let findings = crate::agent::parse_findings(&answer).map_err(|e| {
+                self.fail(format!(
+                    "{} did not end its answer with the JSON asked for: {e}",
+                    self.adapter.name
+                ))
+            })?;
+            Ok(ReviewOutcome {
+                checks: vec!["cli-review".into()],
+                findings,
+            })
+        });
+        restored(dir, input, reviewed, |m| self.fail(m))
     }
 }
