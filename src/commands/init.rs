@@ -51,7 +51,6 @@ pub fn cmd_init(cwd: &Path, args: &InitArgs) -> Result<(), CommandError> {
             tokens * 4 / 3,
             stop,
         )
-        .unwrap_or_else(|| Err("no model profile resolves for the `init` role".into()))
     };
     let with_model = !args.no_model
         && git_orchestra::orchestrator::explore::has_model(&repo.toplevel, &config, "init");

@@ -159,12 +159,11 @@ fn final_answer(
     Err(last)
 }
 
-/// Asks the `init` role, when a model profile resolves for it, for the architecture and
+/// Asks the `init` role (whose model profile [`has_model`] checks) for the architecture and
 /// conventions of the repository at `toplevel` as read from its code, in at most about
 /// `chars` characters of Markdown (for `git orchestra init`); `detected` is what detection
-/// already wrote. `None` when no profile resolves for the role. Its transcript goes to
-/// `.git/orchestra/init.log`; its model turns to a scratch journal removed afterwards (an
-/// `init` is not a run to resume).
+/// already wrote. Its transcript goes to `.git/orchestra/init.log`; its model turns to a
+/// scratch journal removed afterwards (an `init` is not a run to resume).
 pub fn project_notes(
     toplevel: &Path,
     common_dir: &Path,
@@ -172,15 +171,13 @@ pub fn project_notes(
     detected: &str,
     chars: usize,
     stop: &AtomicBool,
-) -> Option<Result<String, String>> {
-    let roles = crate::agent::Roles::load(toplevel).ok()?;
-    crate::agent::profiles::check(config, roles.get("init").ok()?).ok()?;
+) -> Result<String, String> {
+    let roles = crate::agent::Roles::load(toplevel).map_err(|e| e.to_string())?;
     let state = crate::exec::state_dir(common_dir);
     let scratch = state.join(format!("init-{}", std::process::id()));
-    let journal = match super::StartJournal::open(&scratch, "init") {
-        Ok(j) => std::sync::Arc::new(std::sync::Mutex::new(j)),
-        Err(e) => return Some(Err(format!("cannot open a scratch journal: {e}"))),
-    };
+    let journal = super::StartJournal::open(&scratch, "init")
+        .map(|j| std::sync::Arc::new(std::sync::Mutex::new(j)))
+        .map_err(|e| format!("cannot open a scratch journal: {e}"))?;
     let models = RoleModels::new(roles, config.clone(), journal);
     let prompt = format!(
         "Write the architecture and conventions of this repository for the agents that will work on it, in at most {} words of Markdown. Detection already found this (do not repeat it):\n\n{detected}",
@@ -198,7 +195,7 @@ pub fn project_notes(
         .map_err(|e| e.to_string());
     drop(models);
     let _ = fs_err::remove_dir_all(&scratch);
-    Some(answer)
+    answer
 }
 
 /// Returns true if and only if a model profile resolves for `role` in the repository at

@@ -131,7 +131,6 @@ pub(super) fn run(shared: &Shared, id: &str) -> Reply {
 /// findings), the merge coordinator's batches and what it sent back, and the tokens and cost
 /// of its model calls over time (cumulative, one point per call).
 fn gates(common: &Path, run: &str) -> Value {
-    use git_orchestra::store::Event;
     let Some(store) = Store::open_existing(common).ok().flatten() else {
         return Value::Null;
     };
