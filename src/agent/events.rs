@@ -112,6 +112,16 @@ pub struct AgentOutcome {
     pub messages: Vec<crate::llm::Message>,
 }
 
+impl AgentEvent {
+    /// Writes the event to a transcript as one JSON line, scrubbed of `keys`; a transcript
+    /// that cannot be written does not stop the agent.
+    pub fn transcribe(&self, log: &mut dyn std::io::Write, keys: &[crate::llm::ApiKey]) {
+        if let Ok(line) = serde_json::to_string(self) {
+            let _ = writeln!(log, "{}", crate::llm::ApiKey::scrub_all(keys, &line));
+        }
+    }
+}
+
 impl AgentOutcome {
     /// Returns the share of navigation calls that went through the symbol tools, `None` when
     /// the agent did not navigate.

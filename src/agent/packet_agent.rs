@@ -179,9 +179,7 @@ impl AgentWorker {
         .spec(&self.config, &root, task, packet, job.stop, job.log);
         let keys = llm::Profile::keys_of(chain.iter());
         let mut on_event = |e: &AgentEvent| {
-            if let Ok(line) = serde_json::to_string(e) {
-                let _ = writeln!(log, "{}", llm::ApiKey::scrub_all(&keys, &line));
-            }
+            e.transcribe(log, &keys);
             if let Some(event) = super::activity::store_event(&packet.id, &role.name, &keys, e) {
                 (job.journal)(event);
             }

@@ -10,7 +10,6 @@
 //! An answer the asker already had is marked as cached, so a model that keeps asking sees it.
 
 use std::collections::HashSet;
-use std::io::Write;
 use std::path::Path;
 use std::sync::Mutex;
 use std::sync::atomic::AtomicBool;
@@ -258,15 +257,7 @@ impl<'a> Consultation<'a> {
         let mut transcript =
             agent::open_transcript(&self.logs.join(format!("consult-{to}-{hash}.log")));
         let keys = crate::llm::Profile::keys_of(&profiles);
-        let mut on_event = |e: &agent::AgentEvent| {
-            if let Ok(line) = serde_json::to_string(e) {
-                let _ = writeln!(
-                    transcript,
-                    "{}",
-                    crate::llm::ApiKey::scrub_all(&keys, &line)
-                );
-            }
-        };
+        let mut on_event = |e: &agent::AgentEvent| e.transcribe(&mut transcript, &keys);
         let mut outcome = agent::run(&spec, &mut on_event).map_err(|e| e.to_string())?;
         outcome.scrub(&keys);
         match (outcome.state, outcome.summary) {

@@ -94,11 +94,7 @@ impl RoleModels {
         };
         let mut log = agent::open_transcript(transcript);
         let keys = crate::llm::Profile::keys_of(&profiles);
-        let mut on_event = |e: &agent::AgentEvent| {
-            if let Ok(line) = serde_json::to_string(e) {
-                let _ = writeln!(log, "{}", crate::llm::ApiKey::scrub_all(&keys, &line));
-            }
-        };
+        let mut on_event = |e: &agent::AgentEvent| e.transcribe(&mut log, &keys);
         let mut outcome = agent::run(&spec, &mut on_event).map_err(|e| SetupError::Unanswered {
             role: role.to_string(),
             reason: e.to_string(),

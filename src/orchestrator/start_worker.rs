@@ -285,9 +285,7 @@ impl StartWorker {
         );
         let keys = crate::llm::Profile::keys_of(chain.iter());
         let mut on_event = |e: &AgentEvent| {
-            if let Ok(line) = serde_json::to_string(e) {
-                let _ = writeln!(log, "{}", crate::llm::ApiKey::scrub_all(&keys, &line));
-            }
+            e.transcribe(log, &keys);
             if let Some(journal) = job.journal
                 && let Some(event) = agent::activity::store_event(&packet.id, &role_name, &keys, e)
             {
