@@ -8,16 +8,25 @@ use std::time::{Duration, Instant};
 
 use crate::support::{TestRepo, git, orchestra, packet, text};
 
-/// POSTs `body` to the view at `url` (as printed) the way its page does.
-pub(crate) fn post_as_page(url: &str, path: &str, body: &str) -> (u16, String) {
+/// Sends `method path` to the view at `url` (as printed) the way its page does — its cookie,
+/// and for a POST its token header, origin and JSON `body` — and returns the status and the
+/// whole answer.
+fn as_page(url: &str, method: &str, path: &str, body: &str) -> (u16, String) {
     let rest = url.strip_prefix("http://").unwrap();
     let (addr, token) = rest.split_once("/?token=").unwrap();
     let port = addr.rsplit(':').next().unwrap();
+    let changes = if method == "POST" {
+        format!(
+            "Origin: http://{addr}\r\nX-Orchestra-Token: {token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n",
+            body.len()
+        )
+    } else {
+        String::new()
+    };
     let mut s = TcpStream::connect(addr).unwrap();
     write!(
         s,
-        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nOrigin: http://{addr}\r\nCookie: orchestra_token_{port}={token}\r\nX-Orchestra-Token: {token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nCookie: orchestra_token_{port}={token}\r\n{changes}Connection: close\r\n\r\n{body}"
     )
     .unwrap();
     let mut answer = String::new();
@@ -28,6 +37,70 @@ pub(crate) fn post_as_page(url: &str, path: &str, body: &str) -> (u16, String) {
         .and_then(|c| c.parse().ok())
         .unwrap_or(0);
     (status, answer)
+}
+
+/// POSTs `body` to the view at `url` (as printed) the way its page does.
+pub(crate) fn post_as_page(url: &str, path: &str, body: &str) -> (u16, String) {
+    as_page(url, "POST", path, body)
+}
+
+/// GETs `path` from the view at `url` (as printed) with the page's cookie.
+fn get_as_page(url: &str, path: &str) -> (u16, String) {
+    as_page(url, "GET", path, "")
+}
+
+/// The demo's sample repository and a scripted model serving `scripts` for its runs.
+struct Sample {
+    tmp: tempfile::TempDir,
+    repo: std::path::PathBuf,
+    model: git_orchestra::demo::MockModel,
+}
+
+impl Sample {
+    fn new(scripts: &serde_json::Value) -> Sample {
+        crate::support::hermetic();
+        let tmp = tempfile::tempdir().unwrap();
+        let repo = git_orchestra::demo::create_sample(&tmp.path().join("greeter")).unwrap();
+        let model = git_orchestra::demo::MockModel::start(
+            git_orchestra::demo::parse_scripts(&scripts.to_string()).unwrap(),
+        )
+        .unwrap();
+        Sample { tmp, repo, model }
+    }
+
+    /// The environment that points our agents at the scripted model.
+    fn vars(&self) -> [(&str, &str); 3] {
+        [
+            ("ORCHESTRA_PROVIDER", "openai-compatible"),
+            ("ORCHESTRA_BASE_URL", self.model.url.as_str()),
+            ("ORCHESTRA_MODEL", "scripted"),
+        ]
+    }
+
+    /// Returns `start <flags> --worktree-root <beside the repository> <objective>`.
+    fn start_args(&self, flags: &[&str], objective: &str) -> Vec<String> {
+        let mut args: Vec<String> = std::iter::once("start")
+            .chain(flags.iter().copied())
+            .map(String::from)
+            .collect();
+        args.push("--worktree-root".into());
+        args.push(self.tmp.path().join("worktrees").display().to_string());
+        args.push(objective.into());
+        args
+    }
+
+    /// Runs `start` with `flags` to its end.
+    fn start(&self, flags: &[&str], objective: &str) -> std::process::Output {
+        let args = self.start_args(flags, objective);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        crate::support::orchestra_with_env(&self.repo, &args, &self.vars())
+    }
+
+    /// Starts `git orchestra ui` on the repository, with the scripted model's environment for
+    /// the runs it resumes.
+    fn ui(&self) -> crate::view::Ui {
+        crate::view::ui_with(&self.repo, &self.vars())
+    }
 }
 
 #[test]
@@ -143,9 +216,6 @@ fn wait_for_log(path: &std::path::Path, needle: &str) -> String {
 #[test]
 fn a_plan_sent_back_from_the_view_is_revised_with_the_feedback_then_approved_and_run() {
     use git_orchestra::orchestrator::{StartJournal, WorkflowEvent};
-    crate::support::hermetic();
-    let tmp = tempfile::tempdir().unwrap();
-    let repo = git_orchestra::demo::create_sample(&tmp.path().join("greeter")).unwrap();
     let feedback = "Put the notes in notes.txt instead";
     let scripts = serde_json::json!([
         // Only a planner that was given the person's feedback plans notes.txt.
@@ -157,45 +227,14 @@ fn a_plan_sent_back_from_the_view_is_revised_with_the_feedback_then_approved_and
         {"name": "review", "match": ["# Reviewer"], "replies": [{"text": "{\"verdict\": \"approve\"}"}]},
         {"name": "orchestrator", "match": ["# Orchestrator"], "replies": [{"text": "{}"}]}
     ]);
-    let model = git_orchestra::demo::MockModel::start(
-        git_orchestra::demo::parse_scripts(&scripts.to_string()).unwrap(),
-    )
-    .unwrap();
-    let vars = [
-        ("ORCHESTRA_PROVIDER", "openai-compatible"),
-        ("ORCHESTRA_BASE_URL", model.url.as_str()),
-        ("ORCHESTRA_MODEL", "scripted"),
-    ];
-    let root = tmp.path().join("worktrees");
-    let start = [
-        "start",
-        "--no-clarify",
-        "--worktree-root",
-        root.to_str().unwrap(),
-        "Write notes",
-    ];
+    let sample = Sample::new(&scripts);
+    let repo = &sample.repo;
     // Without a terminal, `start` stops with the plan waiting for approval.
-    let out = crate::support::orchestra_with_env(&repo, &start, &vars);
+    let out = sample.start(&["--no-clarify"], "Write notes");
     assert!(!out.status.success(), "{}", text(&out));
     assert!(text(&out).contains("p1 — Write p1"), "{}", text(&out));
 
-    let mut child = crate::support::orchestra_command(&repo, &["ui", "--no-open"]);
-    child
-        .envs(vars)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null());
-    let mut child = child.spawn().unwrap();
-    let mut line = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
-        &mut line,
-    )
-    .unwrap();
-    let ui = crate::view::Ui {
-        child,
-        url: line.trim().to_string(),
-        base: String::new(),
-    };
+    let ui = sample.ui();
     let common = repo.join(".git");
     let run = StartJournal::runs(&common).unwrap()[0].clone();
     let log = git_orchestra::exec::run_dir(&common, &run).join("ui-resume.log");
@@ -238,34 +277,13 @@ fn a_plan_sent_back_from_the_view_is_revised_with_the_feedback_then_approved_and
     }
     let branch = format!("orchestra/{run}/p2");
     assert_eq!(
-        git(&repo, &["show", &format!("{branch}:notes.txt")]),
+        git(repo, &["show", &format!("{branch}:notes.txt")]),
         "notes"
     );
     assert!(
-        git(&repo, &["branch", "--list", &format!("orchestra/{run}/p1")]).is_empty(),
+        git(repo, &["branch", "--list", &format!("orchestra/{run}/p1")]).is_empty(),
         "the first plan never ran"
     );
-}
-
-/// GETs `path` from the view at `url` (as printed) with the page's cookie.
-fn get_as_page(url: &str, path: &str) -> (u16, String) {
-    let rest = url.strip_prefix("http://").unwrap();
-    let (addr, token) = rest.split_once("/?token=").unwrap();
-    let port = addr.rsplit(':').next().unwrap();
-    let mut s = TcpStream::connect(addr).unwrap();
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nCookie: orchestra_token_{port}={token}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut answer = String::new();
-    s.read_to_string(&mut answer).unwrap();
-    let status = answer
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    (status, answer)
 }
 
 /// Waits until run `run` of `repo` is in `phase`, or fails after two minutes.
@@ -327,9 +345,6 @@ fn assert_page_shows_gates_and_report(url: &str, run: &str) {
 #[test]
 fn pause_resume_and_cancel_from_the_view_reach_the_running_start() {
     use git_orchestra::orchestrator::{StartJournal, WorkflowState as S};
-    crate::support::hermetic();
-    let tmp = tempfile::tempdir().unwrap();
-    let repo = git_orchestra::demo::create_sample(&tmp.path().join("greeter")).unwrap();
     // The coder takes a few seconds before each first answer: time to press the buttons.
     let scripts = serde_json::json!([
         {"name": "planner", "match": ["# Planner"], "replies": [{"text": one_packet_plan("p1", "p1.txt")}]},
@@ -339,50 +354,19 @@ fn pause_resume_and_cancel_from_the_view_reach_the_running_start() {
         {"name": "review", "match": ["# Reviewer"], "replies": [{"text": "{\"verdict\": \"approve\"}"}]},
         {"name": "orchestrator", "match": ["# Orchestrator"], "replies": [{"text": "{}"}]}
     ]);
-    let model = git_orchestra::demo::MockModel::start(
-        git_orchestra::demo::parse_scripts(&scripts.to_string()).unwrap(),
-    )
-    .unwrap();
-    let vars = [
-        ("ORCHESTRA_PROVIDER", "openai-compatible"),
-        ("ORCHESTRA_BASE_URL", model.url.as_str()),
-        ("ORCHESTRA_MODEL", "scripted"),
-    ];
-    let root = tmp.path().join("worktrees");
+    let sample = Sample::new(&scripts);
+    let repo = &sample.repo;
     let start = |objective: &str| {
-        let mut cmd = crate::support::orchestra_command(
-            &repo,
-            &[
-                "start",
-                "--yes",
-                "--merge",
-                "--no-clarify",
-                "--worktree-root",
-                root.to_str().unwrap(),
-                objective,
-            ],
-        );
-        cmd.envs(vars)
+        let args = sample.start_args(&["--yes", "--merge", "--no-clarify"], objective);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        crate::support::orchestra_command(repo, &args)
+            .envs(sample.vars())
             .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null());
-        cmd.spawn().unwrap()
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap()
     };
-    let mut ui = crate::support::orchestra_command(&repo, &["ui", "--no-open"]);
-    ui.envs(vars)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null());
-    let mut child = ui.spawn().unwrap();
-    let mut line = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
-        &mut line,
-    )
-    .unwrap();
-    let ui = crate::view::Ui {
-        child,
-        url: line.trim().to_string(),
-        base: String::new(),
-    };
+    let ui = sample.ui();
     let common = repo.join(".git");
 
     // Pause while the packet's agent waits for its model; resume finishes the run.
@@ -393,16 +377,16 @@ fn pause_resume_and_cancel_from_the_view_reach_the_running_start() {
         }
         std::thread::sleep(Duration::from_millis(50));
     };
-    wait_for_phase(&repo, &run, S::Executing);
+    wait_for_phase(repo, &run, S::Executing);
     let (status, answer) = post_as_page(&ui.url, &format!("/api/run/{run}/pause"), "{}");
     assert_eq!(status, 200, "{answer}");
     first.wait().unwrap();
-    wait_for_phase(&repo, &run, S::Paused);
+    wait_for_phase(repo, &run, S::Paused);
     let (status, answer) = post_as_page(&ui.url, &format!("/api/run/{run}/resume"), "{}");
     assert_eq!(status, 200, "{answer}");
-    wait_for_phase(&repo, &run, S::Completed);
+    wait_for_phase(repo, &run, S::Completed);
     assert_eq!(
-        git(&repo, &["show", &format!("orchestra/{run}/p1:p1.txt")]),
+        git(repo, &["show", &format!("orchestra/{run}/p1:p1.txt")]),
         "p1"
     );
     assert_page_shows_gates_and_report(&ui.url, &run);
@@ -419,28 +403,18 @@ fn pause_resume_and_cancel_from_the_view_reach_the_running_start() {
         }
         std::thread::sleep(Duration::from_millis(50));
     };
-    wait_for_phase(&repo, &other, S::Executing);
+    wait_for_phase(repo, &other, S::Executing);
     let (status, answer) = post_as_page(&ui.url, &format!("/api/run/{other}/cancel"), "{}");
     assert_eq!(status, 200, "{answer}");
     second.wait().unwrap();
-    wait_for_phase(&repo, &other, S::Cancelled);
+    wait_for_phase(repo, &other, S::Cancelled);
 }
 
 #[test]
 fn retry_from_the_view_works_a_finished_runs_failed_packet_again() {
-    crate::support::hermetic();
-    let tmp = tempfile::tempdir().unwrap();
-    let repo = git_orchestra::demo::create_sample(&tmp.path().join("greeter")).unwrap();
     // p1's check passes only once the test has made the release file: its first work fails.
-    let release = tmp.path().join("release");
-    std::fs::create_dir_all(repo.join(".orchestra")).unwrap();
-    std::fs::write(
-        repo.join(".orchestra/config.toml"),
-        "[run]\nfix_rounds = 0\nretries = 0\n",
-    )
-    .unwrap();
-    git(&repo, &["add", "-A"]);
-    git(&repo, &["commit", "-qm", "no fix rounds"]);
+    let marks = tempfile::tempdir().unwrap();
+    let release = marks.path().join("release");
     let plan = format!(
         "```toml\n[[packet]]\nid = \"p1\"\ntitle = \"Write p1\"\ndescription = \"d\"\nfiles = [\"p1.txt\"]\nvalidation = [\"test -e {}\"]\n```",
         release.display()
@@ -453,28 +427,17 @@ fn retry_from_the_view_works_a_finished_runs_failed_packet_again() {
         {"name": "review", "match": ["# Reviewer"], "replies": [{"text": "{\"verdict\": \"approve\"}"}]},
         {"name": "orchestrator", "match": ["# Orchestrator"], "replies": [{"text": "{}"}]}
     ]);
-    let model = git_orchestra::demo::MockModel::start(
-        git_orchestra::demo::parse_scripts(&scripts.to_string()).unwrap(),
+    let sample = Sample::new(&scripts);
+    let repo = &sample.repo;
+    std::fs::create_dir_all(repo.join(".orchestra")).unwrap();
+    std::fs::write(
+        repo.join(".orchestra/config.toml"),
+        "[run]\nfix_rounds = 0\nretries = 0\n",
     )
     .unwrap();
-    let vars = [
-        ("ORCHESTRA_PROVIDER", "openai-compatible"),
-        ("ORCHESTRA_BASE_URL", model.url.as_str()),
-        ("ORCHESTRA_MODEL", "scripted"),
-    ];
-    let root = tmp.path().join("worktrees");
-    let out = crate::support::orchestra_with_env(
-        &repo,
-        &[
-            "start",
-            "--yes",
-            "--no-clarify",
-            "--worktree-root",
-            root.to_str().unwrap(),
-            "Write notes",
-        ],
-        &vars,
-    );
+    git(repo, &["add", "-A"]);
+    git(repo, &["commit", "-qm", "no fix rounds"]);
+    let out = sample.start(&["--yes", "--no-clarify"], "Write notes");
     assert!(!out.status.success(), "p1 fails its check: {}", text(&out));
     let state = |repo: &std::path::Path| {
         crate::support::status_json(repo)["packets"][0]["state"]
@@ -482,40 +445,25 @@ fn retry_from_the_view_works_a_finished_runs_failed_packet_again() {
             .unwrap_or("")
             .to_string()
     };
-    assert_eq!(state(&repo), "failed");
+    assert_eq!(state(repo), "failed");
 
-    let mut ui = crate::support::orchestra_command(&repo, &["ui", "--no-open"]);
-    ui.envs(vars)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null());
-    let mut child = ui.spawn().unwrap();
-    let mut line = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
-        &mut line,
-    )
-    .unwrap();
-    let ui = crate::view::Ui {
-        child,
-        url: line.trim().to_string(),
-        base: String::new(),
-    };
+    let ui = sample.ui();
     let run =
         git_orchestra::orchestrator::StartJournal::runs(&repo.join(".git")).unwrap()[0].clone();
     std::fs::write(&release, "").unwrap();
     let (status, answer) = post_as_page(&ui.url, &format!("/api/run/{run}/retry"), "{}");
     assert_eq!(status, 200, "{answer}");
     let deadline = Instant::now() + Duration::from_secs(120);
-    while state(&repo) != "succeeded" {
+    while state(repo) != "succeeded" {
         assert!(
             Instant::now() < deadline,
             "the retried packet never succeeded: {}",
-            crate::support::status_json(&repo)
+            crate::support::status_json(repo)
         );
         std::thread::sleep(Duration::from_millis(100));
     }
     assert_eq!(
-        git(&repo, &["show", &format!("orchestra/{run}/p1:p1.txt")]),
+        git(repo, &["show", &format!("orchestra/{run}/p1:p1.txt")]),
         "p1"
     );
 }

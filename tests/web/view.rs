@@ -204,7 +204,14 @@ impl Drop for Ui {
 
 /// Starts `git orchestra ui --no-open` in `repo`.
 pub fn ui(repo: &std::path::Path) -> Ui {
+    ui_with(repo, &[])
+}
+
+/// Starts `git orchestra ui --no-open` in `repo` with `env` added (a model profile for the
+/// runs it resumes).
+pub fn ui_with(repo: &std::path::Path, env: &[(&str, &str)]) -> Ui {
     let mut child = orchestra_command(repo, &["ui", "--no-open"])
+        .envs(env.iter().copied())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
