@@ -445,55 +445,67 @@ fn an_opencode_recording_parses() {
     assert_eq!(done.error, None);
 }
 
+/// Writes `script` (a shell script's body) as the agent CLI `name` of our own and configures it
+/// in `repo` as the agent of `role` (`[agents.cli.<name>]`, text output, readable in the
+/// sandbox); commits the configuration.
+fn own_cli(repo: &TestRepo, name: &str, role: &str, script: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = repo.scratch().join(format!("bin-{name}"));
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::write(bin.join(name), format!("#!/bin/sh\n{script}")).unwrap();
+    std::fs::set_permissions(bin.join(name), std::fs::Permissions::from_mode(0o755)).unwrap();
+    repo.write(
+        ".orchestra/config.toml",
+        &format!(
+            "[sandbox]\nif_unavailable = \"warn\"\nread = [\"{}\"]\n\n[roles.{role}]\nagent = \"{name}\"\n\n[agents.cli.{name}]\ncommand = \"{}\"\noutput = \"text\"\n",
+            bin.display(),
+            bin.join(name).display()
+        ),
+    );
+    repo.git(&["add", ".orchestra/config.toml"]);
+    repo.git(&["commit", "-qm", "configuration"]);
+}
+
+/// Runs a plan of one packet `p1` writing `files` (TOML array contents), with `extra`
+/// arguments to `run`.
+fn run_p1(repo: &TestRepo, files: &str, extra: &[&str]) -> std::process::Output {
+    let plan = repo.write_plan(
+        "plan.toml",
+        &format!(
+            "objective = \"o\"\n\n[[packet]]\nid = \"p1\"\ntitle = \"Notes\"\ndescription = \"Write notes\"\nfiles = [{files}]\n"
+        ),
+    );
+    let root = repo.scratch().join("wt");
+    let mut args = vec![
+        "run",
+        plan.to_str().unwrap(),
+        "--worktree-root",
+        root.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    orchestra_with_env(&repo.path, &args, &[])
+}
+
 #[test]
 fn sandbox_workers_off_runs_an_agent_cli_as_the_user_and_otherwise_it_is_confined() {
-    use std::os::unix::fs::PermissionsExt;
     for off in [false, true] {
         let repo = TestRepo::new();
-        let bin = repo.scratch().join("bin-mine");
-        std::fs::create_dir_all(&bin).unwrap();
         // A CLI that does its work, then writes beside the repository, outside its worktree.
         let mark = repo.scratch().join("outside-mark");
-        std::fs::write(
-            bin.join("mine"),
-            format!(
-                "#!/bin/sh\necho noted > src/note.txt\necho x > '{}' 2>/dev/null\necho done\n",
+        own_cli(
+            &repo,
+            "mine",
+            "coder",
+            &format!(
+                "echo noted > src/note.txt\necho x > '{}' 2>/dev/null\necho done\n",
                 mark.display()
             ),
-        )
-        .unwrap();
-        std::fs::set_permissions(bin.join("mine"), std::fs::Permissions::from_mode(0o755)).unwrap();
-        std::fs::create_dir_all(repo.path.join(".orchestra")).unwrap();
-        std::fs::write(
-            repo.path.join(".orchestra/config.toml"),
-            format!(
-                "[sandbox]\nif_unavailable = \"warn\"\nread = [\"{}\"]\n\n[roles.coder]\nagent = \"mine\"\n\n[agents.cli.mine]\ncommand = \"{}\"\noutput = \"text\"\n",
-                bin.display(),
-                bin.join("mine").display()
-            ),
-        )
-        .unwrap();
-        repo.git(&["add", ".orchestra/config.toml"]);
-        repo.git(&["commit", "-qm", "configuration"]);
+        );
         if off {
             // Only the user's own configuration may turn the workers' sandbox off.
             repo.user_config("[sandbox]\nworkers = \"off\"\n");
         }
-        let plan = repo.write_plan(
-            "plan.toml",
-            "objective = \"o\"\n\n[[packet]]\nid = \"p1\"\ntitle = \"Mine\"\ndescription = \"d\"\nfiles = [\"src/**\"]\n",
-        );
-        let root = repo.scratch().join("wt");
-        let out = orchestra_with_env(
-            &repo.path,
-            &[
-                "run",
-                plan.to_str().unwrap(),
-                "--worktree-root",
-                root.to_str().unwrap(),
-            ],
-            &[],
-        );
+        let out = run_p1(&repo, "\"src/**\"", &[]);
         assert!(out.status.success(), "{}", text(&out));
         if off {
             assert!(mark.exists(), "workers = \"off\" runs the CLI as the user");
@@ -505,52 +517,21 @@ fn sandbox_workers_off_runs_an_agent_cli_as_the_user_and_otherwise_it_is_confine
 
 #[test]
 fn an_agent_cli_configured_as_the_reviewer_reviews_packets_and_its_rejection_is_fixed() {
-    use std::os::unix::fs::PermissionsExt;
     let repo = TestRepo::new();
-    let bin = repo.scratch().join("bin-rev");
-    std::fs::create_dir_all(&bin).unwrap();
     // A reviewing CLI: rejects the first change it sees with an evidenced blocker, approves
     // the next; it notes the prompt it got in its own home.
     let reject = r#"{"verdict": "reject", "findings": [{"severity": "blocker", "category": "correctness", "file": "notes.txt", "line": 1, "evidence": "notes.txt holds a draft", "suggestion": "say draft-reviewed"}]}"#;
     let approve = r#"{"verdict": "approve", "findings": []}"#;
-    std::fs::write(
-        bin.join("rev"),
-        format!(
-            "#!/bin/sh\nfor a in \"$@\"; do last=\"$a\"; done\nprintf '%s' \"$last\" > \"$HOME/prompt-$$.md\"\nif [ -e \"$HOME/reviewed-once\" ]; then echo 'Looks right.'; echo '{approve}'; else touch \"$HOME/reviewed-once\"; echo 'One problem.'; echo '{reject}'; fi\n"
+    own_cli(
+        &repo,
+        "rev",
+        "reviewer",
+        &format!(
+            "for a in \"$@\"; do last=\"$a\"; done\nprintf '%s' \"$last\" > \"$HOME/prompt-$$.md\"\nif [ -e \"$HOME/reviewed-once\" ]; then echo 'Looks right.'; echo '{approve}'; else touch \"$HOME/reviewed-once\"; echo 'One problem.'; echo '{reject}'; fi\n"
         ),
-    )
-    .unwrap();
-    std::fs::set_permissions(bin.join("rev"), std::fs::Permissions::from_mode(0o755)).unwrap();
-    std::fs::create_dir_all(repo.path.join(".orchestra")).unwrap();
-    std::fs::write(
-        repo.path.join(".orchestra/config.toml"),
-        format!(
-            "[sandbox]\nif_unavailable = \"warn\"\nread = [\"{}\"]\n\n[roles.reviewer]\nagent = \"rev\"\n\n[agents.cli.rev]\ncommand = \"{}\"\noutput = \"text\"\n",
-            bin.display(),
-            bin.join("rev").display()
-        ),
-    )
-    .unwrap();
-    repo.git(&["add", ".orchestra/config.toml"]);
-    repo.git(&["commit", "-qm", "configuration"]);
-    let plan = repo.write_plan(
-        "plan.toml",
-        "objective = \"o\"\n\n[[packet]]\nid = \"p1\"\ntitle = \"Notes\"\ndescription = \"Write notes\"\nfiles = [\"notes.txt\"]\n",
     );
     let worker = "if [ -n \"$ORCHESTRA_FIXES_FILE\" ]; then echo draft-reviewed > notes.txt; else echo draft > notes.txt; fi";
-    let root = repo.scratch().join("wt");
-    let out = orchestra_with_env(
-        &repo.path,
-        &[
-            "run",
-            plan.to_str().unwrap(),
-            "--worker-cmd",
-            worker,
-            "--worktree-root",
-            root.to_str().unwrap(),
-        ],
-        &[],
-    );
+    let out = run_p1(&repo, "\"notes.txt\"", &["--worker-cmd", worker]);
     assert!(out.status.success(), "{}", text(&out));
     let status = status_json(&repo.path);
     let branch = status["packets"][0]["branch"].as_str().unwrap();
