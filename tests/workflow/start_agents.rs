@@ -133,6 +133,13 @@ impl Setup {
     }
 }
 
+/// The script of packet `id`'s coder: it writes `<id>.txt` holding its id, then completes.
+fn writes(id: &str) -> Value {
+    json!({"name": id, "match": ["# Coder", format!("# Write {id}")], "replies": [
+        call("write_file", json!({"path": format!("{id}.txt"), "content": format!("{id}\n")})),
+        call("complete", json!({"summary": format!("wrote {id}")}))]})
+}
+
 fn call(name: &str, args: Value) -> Value {
     json!({"calls": [{"name": name, "args": args}]})
 }
@@ -662,12 +669,8 @@ fn a_validation_the_merge_broke_goes_back_to_the_packets_agent_and_its_fix_lands
             json!({"name": "fix", "match": ["# Coder", "# Fix the merged tree"], "replies": [
                 call("write_file", json!({"path": "p2.txt", "content": "p2 knows p1\n"})),
                 call("complete", json!({"summary": "p2 knows p1 now"}))]}),
-            json!({"name": "p1", "match": ["# Coder", "# Write p1"], "replies": [
-                call("write_file", json!({"path": "p1.txt", "content": "p1\n"})),
-                call("complete", json!({"summary": "wrote p1"}))]}),
-            json!({"name": "p2", "match": ["# Coder", "# Write p2"], "replies": [
-                call("write_file", json!({"path": "p2.txt", "content": "p2\n"})),
-                call("complete", json!({"summary": "wrote p2"}))]}),
+            writes("p1"),
+            writes("p2"),
         ],
         None,
     );
@@ -696,9 +699,7 @@ fn retry_of_a_start_run_reopens_its_failed_packet_with_the_note_and_its_work_lan
             json!({"name": "p1", "match": ["# Coder", "# Write p1"], "replies": [
                 call("write_file", json!({"path": "p1.txt", "content": "p1\n"})),
                 complete(), complete(), complete(), complete(), complete(), complete()]}),
-            json!({"name": "p2", "match": ["# Coder", "# Write p2"], "replies": [
-                call("write_file", json!({"path": "p2.txt", "content": "p2\n"})),
-                call("complete", json!({"summary": "wrote p2"}))]}),
+            writes("p2"),
         ],
         None,
     );
@@ -799,9 +800,7 @@ fn the_planner_reads_the_code_with_nav_and_read_tools_before_it_writes_the_plan(
                 call("read_file", json!({"path": "greeter/core.py"})),
                 call("write_file", json!({"path": "planted.txt", "content": "x"})),
                 {"text": plan_text}]}),
-            json!({"name": "p1", "match": ["# Coder", "# Write p1"], "replies": [
-                call("write_file", json!({"path": "p1.txt", "content": "p1\n"})),
-                call("complete", json!({"summary": "wrote p1"}))]}),
+            writes("p1"),
         ],
         None,
     );
@@ -831,9 +830,7 @@ fn a_planner_that_keeps_calling_the_same_tool_is_asked_for_its_plan_without_tool
                 call("list_dir", json!({"path": "."})),
                 call("list_dir", json!({"path": "."})),
                 {"text": plan_text}]}),
-            json!({"name": "p1", "match": ["# Coder", "# Write p1"], "replies": [
-                call("write_file", json!({"path": "p1.txt", "content": "p1\n"})),
-                call("complete", json!({"summary": "wrote p1"}))]}),
+            writes("p1"),
         ],
         None,
     );
@@ -907,9 +904,7 @@ fn the_clarifier_reads_the_code_before_it_says_what_is_required() {
             json!({"name": "clarifier", "match": ["# Clarifier", "read_file, list_dir, grep and the nav_* symbol tools"], "replies": [
                 call("read_file", json!({"path": "greeter/core.py"})),
                 {"text": "{\"outcome\": \"clear\", \"requirements\": [\"greet(name) keeps its greeting\"]}"}]}),
-            json!({"name": "p1", "match": ["# Coder", "# Write p1"], "replies": [
-                call("write_file", json!({"path": "p1.txt", "content": "p1\n"})),
-                call("complete", json!({"summary": "wrote p1"}))]}),
+            writes("p1"),
         ],
         None,
     );
@@ -937,9 +932,7 @@ fn without_a_terminal_start_prints_the_plan_and_the_command_that_approves_it() {
         vec![
             json!({"name": "plan-review", "match": ["# Reviewer", "You are reviewing a plan"], "replies": [
                 {"text": "{\"verdict\": \"approve\", \"findings\": [\"p1 could say what p1.txt holds\"]}"}]}),
-            json!({"name": "p1", "match": ["# Coder", "# Write p1"], "replies": [
-                call("write_file", json!({"path": "p1.txt", "content": "p1\n"})),
-                call("complete", json!({"summary": "wrote p1"}))]}),
+            writes("p1"),
         ],
         None,
     );
@@ -981,9 +974,7 @@ fn the_packet_reviewer_gets_the_project_context_with_the_change() {
                 {"text": "{\"verdict\": \"approve\", \"findings\": []}"}]}),
             json!({"name": "uninformed", "match": ["# Reviewer", "# Review this change"], "replies": [
                 {"text": "{\"verdict\": \"reject\", \"findings\": [{\"severity\": \"blocker\", \"category\": \"style\", \"file\": \"p1.txt\", \"line\": 1, \"evidence\": \"no project context\", \"suggestion\": \"x\"}]}"}]}),
-            json!({"name": "p1", "match": ["# Coder", "# Write p1"], "replies": [
-                call("write_file", json!({"path": "p1.txt", "content": "p1\n"})),
-                call("complete", json!({"summary": "wrote p1"}))]}),
+            writes("p1"),
         ],
         None,
     );
@@ -1008,9 +999,7 @@ fn a_failed_planning_phase_is_retried_with_a_note_that_reaches_the_planner() {
             json!({"name": "planner-noted", "match": ["# Planner", "only write p1.txt"], "replies": [
                 {"text": plan(&[("p1", &["p1.txt"])])}]}),
             json!({"name": "planner-lost", "match": ["# Planner"], "replies": [{"text": "I cannot plan this."}]}),
-            json!({"name": "p1", "match": ["# Coder", "# Write p1"], "replies": [
-                call("write_file", json!({"path": "p1.txt", "content": "p1\n"})),
-                call("complete", json!({"summary": "wrote p1"}))]}),
+            writes("p1"),
         ],
         None,
     );
@@ -1033,13 +1022,7 @@ fn a_failed_planning_phase_is_retried_with_a_note_that_reaches_the_planner() {
 
 #[test]
 fn start_shows_its_agents_tool_calls_and_model_turns_as_they_happen_and_quiet_hides_them() {
-    let scripts = || {
-        vec![
-            json!({"name": "p1", "match": ["# Coder", "# Write p1"], "replies": [
-            call("write_file", json!({"path": "p1.txt", "content": "p1\n"})),
-            call("complete", json!({"summary": "wrote p1"}))]}),
-        ]
-    };
+    let scripts = || vec![writes("p1")];
     let s = setup(&plan(&[("p1", &["p1.txt"])]), scripts(), None);
     let out = s.start();
     let all = text(&out);
@@ -1212,11 +1195,7 @@ fn start_reviews_packets_with_the_agent_cli_the_reviewer_role_names() {
     );
     let s = setup(
         &plan(&[("p1", &["p1.txt"])]),
-        vec![
-            json!({"name": "p1", "match": ["# Coder", "# Write p1"], "replies": [
-            call("write_file", json!({"path": "p1.txt", "content": "p1\n"})),
-            call("complete", json!({"summary": "wrote p1"}))]}),
-        ],
+        vec![writes("p1")],
         Some(&config),
     );
     let out = s.start();
