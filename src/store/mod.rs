@@ -273,9 +273,24 @@ impl Store {
 
     /// Returns the run's journal entries of type `kind` (an [`Event::kind`] tag), oldest first.
     pub fn events_of_kind(&self, run: &str, kind: &str) -> Result<Vec<JournalEntry>, StoreError> {
+        self.events_of_kinds(run, &[kind])
+    }
+
+    /// Returns the run's journal entries of any of the types `kinds`, oldest first: only those
+    /// payloads are read and decoded.
+    pub fn events_of_kinds(
+        &self,
+        run: &str,
+        kinds: &[&str],
+    ) -> Result<Vec<JournalEntry>, StoreError> {
+        let slots: Vec<String> = (0..kinds.len()).map(|i| format!("?{}", i + 2)).collect();
+        let sql = format!(
+            "SELECT seq, ts_ms, payload FROM events WHERE run_id = ?1 AND type IN ({}) ORDER BY seq",
+            slots.join(", ")
+        );
         self.entries(
-            "SELECT seq, ts_ms, payload FROM events WHERE run_id = ?1 AND type = ?2 ORDER BY seq",
-            params![run, kind],
+            &sql,
+            rusqlite::params_from_iter(std::iter::once(run).chain(kinds.iter().copied())),
         )
     }
 

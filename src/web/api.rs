@@ -134,7 +134,23 @@ fn gates(common: &Path, run: &str) -> Value {
     let Some(store) = Store::open_existing(common).ok().flatten() else {
         return Value::Null;
     };
-    let entries = store.events(run, 0).unwrap_or_default();
+    // Only the kinds shown here are read: tool calls and agent states, the bulk of a run's
+    // journal, are not decoded on every refresh of the page.
+    let entries = store
+        .events_of_kinds(
+            run,
+            &[
+                "packet_reviewed",
+                "merge_started",
+                "packet_conflicted",
+                "merge_validation_finished",
+                "packet_integrated",
+                "packet_sent_back",
+                "merge_finished",
+                "agent_model_call",
+            ],
+        )
+        .unwrap_or_default();
     let mut reviews = Vec::new();
     let mut merge = Vec::new();
     let mut spend = Vec::new();
