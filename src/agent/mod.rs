@@ -22,9 +22,9 @@ pub mod tools;
 
 pub use events::{AgentError, AgentEvent, AgentOutcome};
 pub use packet_agent::{
-    AgentWorker, PROJECT_CONTEXT_CHARS, PacketAgent, learned, open_transcript, outcome_report,
-    remember, role_for_job, task_text, validation_sandbox, with_dependencies, with_learned,
-    with_project,
+    AgentWorker, PROJECT_CONTEXT_CHARS, PacketAgent, PacketTools, learned, open_transcript,
+    outcome_report, remember, role_for_job, task_text, validation_sandbox, with_dependencies,
+    with_learned, with_project,
 };
 pub use person::{ANSWER_POLL, Person};
 pub use profiles::SetupError;

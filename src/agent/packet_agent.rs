@@ -43,8 +43,40 @@ pub struct AgentWorker {
     person: Option<(Arc<dyn Person>, PathBuf)>,
     /// The sandbox validation commands run in (see `Worker::confine`).
     confine: Option<Box<crate::exec::process::Confine>>,
-    /// The language servers behind the agents' symbol tools, shared by the run's packets.
+    /// What a packet agent's tools reach beyond the built-in ones.
+    tools: PacketTools,
+}
+
+/// What a run's packet agents reach beyond the built-in tools: the MCP servers their role
+/// names (started per agent) and the language servers behind their symbol tools (one set per
+/// run, shared by its packets).
+#[derive(Default)]
+pub struct PacketTools {
     servers: std::sync::OnceLock<Option<Arc<super::tools::nav::Servers>>>,
+}
+
+impl PacketTools {
+    /// Returns the tools of `role` from `builtin` for an agent in `worktree`, with its MCP
+    /// servers' (their session stops them when dropped; notes go to the transcript `log`,
+    /// at `transcript`) and the run's language servers behind the symbol tools.
+    pub fn for_agent(
+        &self,
+        builtin: &Registry,
+        role: &super::Role,
+        config: &RepoConfig,
+        worktree: &Path,
+        transcript: &Path,
+        log: &mut dyn Write,
+    ) -> (Registry, super::mcp::McpSession) {
+        let mut registry = builtin.for_role(role);
+        let mcp = super::mcp::for_agent(&mut registry, role, config, worktree, transcript, log);
+        if let Some(servers) = self.servers.get_or_init(|| {
+            super::tools::nav::Servers::new(crate::lsp::Settings::from_config(&config.nav.lsp))
+        }) {
+            super::tools::nav::with_servers(&mut registry, servers);
+        }
+        (registry, mcp)
+    }
 }
 
 /// Most characters of the project context in a packet agent's task.
@@ -68,7 +100,7 @@ impl AgentWorker {
             project: std::sync::OnceLock::new(),
             person: None,
             confine,
-            servers: std::sync::OnceLock::new(),
+            tools: PacketTools::default(),
         })
     }
 
@@ -125,20 +157,14 @@ impl AgentWorker {
             model: String::new(),
             message: format!("cannot open the worktree: {e}"),
         })?;
-        let mut registry = self.registry.for_role(&role);
-        let _mcp = super::mcp::for_agent(
-            &mut registry,
+        let (registry, _mcp) = self.tools.for_agent(
+            &self.registry,
             &role,
             &self.config,
             job.worktree,
             job.log,
             log,
         );
-        if let Some(servers) = self.servers.get_or_init(|| {
-            super::tools::nav::Servers::new(crate::lsp::Settings::from_config(&self.config.nav.lsp))
-        }) {
-            super::tools::nav::with_servers(&mut registry, servers);
-        }
         // A fix round continues the packet's conversation when this process has it.
         let key = format!("{}/{}", job.run, packet.id);
         let history = match job.fixes {

@@ -41,8 +41,8 @@ pub struct StartWorker {
     learned: std::sync::OnceLock<String>,
     /// The sandbox validation commands run in (see `Worker::confine`).
     confine: Option<Box<crate::exec::process::Confine>>,
-    /// The language servers behind the agents' symbol tools, shared by the run's packets.
-    servers: std::sync::OnceLock<Option<Arc<crate::agent::tools::nav::Servers>>>,
+    /// What a packet agent's tools reach beyond the built-in ones.
+    tools: agent::PacketTools,
 }
 
 impl StartWorker {
@@ -63,7 +63,7 @@ impl StartWorker {
             project: std::sync::OnceLock::new(),
             learned: std::sync::OnceLock::new(),
             confine,
-            servers: std::sync::OnceLock::new(),
+            tools: agent::PacketTools::default(),
         }
     }
 
@@ -226,22 +226,14 @@ impl StartWorker {
             .collect();
         let root = ConfinedRoot::open(job.worktree)
             .map_err(|e| format!("cannot open the worktree: {e}"))?;
-        let mut registry = self.registry.for_role(&role);
-        let _mcp = agent::mcp::for_agent(
-            &mut registry,
+        let (registry, _mcp) = self.tools.for_agent(
+            &self.registry,
             &role,
             &self.models.config,
             job.worktree,
             job.log,
             log,
         );
-        if let Some(servers) = self.servers.get_or_init(|| {
-            agent::tools::nav::Servers::new(crate::lsp::Settings::from_config(
-                &self.models.config.nav.lsp,
-            ))
-        }) {
-            agent::tools::nav::with_servers(&mut registry, servers);
-        }
         let host = PacketHost {
             worker: self,
             job,
