@@ -56,24 +56,26 @@ pub struct PacketTools {
 }
 
 impl PacketTools {
-    /// Returns the tools of `role` from `builtin` for an agent in `worktree`, with its MCP
-    /// servers' (their session stops them when dropped; notes go to the transcript `log`,
-    /// at `transcript`) and the run's language servers behind the symbol tools.
+    /// Returns the tools of `role` from `builtin` for an agent in the worktree at `root`,
+    /// with its MCP servers' (their session stops them when dropped; notes go to the
+    /// transcript `log`, at `transcript`) and the run's language servers behind the symbol
+    /// tools, which start for the worktree now, in the background, when the role has them.
     pub fn for_agent(
         &self,
         builtin: &Registry,
         role: &super::Role,
         config: &RepoConfig,
-        worktree: &Path,
+        root: &ConfinedRoot,
         transcript: &Path,
         log: &mut dyn Write,
     ) -> (Registry, super::mcp::McpSession) {
         let mut registry = builtin.for_role(role);
-        let mcp = super::mcp::for_agent(&mut registry, role, config, worktree, transcript, log);
+        let mcp = super::mcp::for_agent(&mut registry, role, config, root.root(), transcript, log);
         if let Some(servers) = self.servers.get_or_init(|| {
             super::tools::nav::Servers::new(crate::lsp::Settings::from_config(&config.nav.lsp))
-        }) {
-            super::tools::nav::with_servers(&mut registry, servers);
+        }) && super::tools::nav::with_servers(&mut registry, servers)
+        {
+            super::tools::nav::Servers::start_early(servers, root);
         }
         (registry, mcp)
     }
@@ -157,14 +159,9 @@ impl AgentWorker {
             model: String::new(),
             message: format!("cannot open the worktree: {e}"),
         })?;
-        let (registry, _mcp) = self.tools.for_agent(
-            &self.registry,
-            &role,
-            &self.config,
-            job.worktree,
-            job.log,
-            log,
-        );
+        let (registry, _mcp) =
+            self.tools
+                .for_agent(&self.registry, &role, &self.config, &root, job.log, log);
         // A fix round continues the packet's conversation when this process has it.
         let key = format!("{}/{}", job.run, packet.id);
         let history = match job.fixes {

@@ -2,8 +2,9 @@
 //! deadlines, the server's own requests answered (configuration, registrations, progress),
 //! its state (starting, ready, failed) and a clean shutdown.
 //!
-//! The process is started in the caller's thread with `PR_SET_PDEATHSIG` (it dies with the
-//! thread that owns it, so a killed engine takes it along) in its own process group, and is
+//! The process is started with `PR_SET_PDEATHSIG` from a thread that lasts as long as the
+//! process (the signal comes when the thread that forked it ends, so a killed engine takes it
+//! along but an agent's thread ending does not) in its own process group, and is
 //! shut down — `shutdown`, `exit`, then SIGKILL to the group — when the connection is dropped:
 //! no server outlives the process that started it.
 
@@ -49,6 +50,8 @@ pub struct Connection {
     heard: Arc<Mutex<Instant>>,
     /// Documents the server published diagnostics for: it has analysed them.
     diagnosed: Arc<Mutex<std::collections::HashSet<String>>>,
+    /// Whether it was shut down (its process reaped).
+    closed: std::sync::atomic::AtomicBool,
 }
 
 /// How long a server must stay quiet after `initialized` to count as ready: servers load
@@ -79,7 +82,7 @@ impl Connection {
                 Ok(())
             });
         }
-        let mut child = cmd.spawn()?;
+        let mut child = spawn_lasting(cmd)?;
         let pid = child.id();
         let stdin = Arc::new(Mutex::new(child.stdin.take().ok_or_else(|| {
             std::io::Error::other("the server's standard input is not a pipe")
@@ -101,6 +104,7 @@ impl Connection {
             capabilities: Mutex::new(Value::Null),
             heard: Arc::new(Mutex::new(Instant::now())),
             diagnosed: Arc::new(Mutex::new(std::collections::HashSet::new())),
+            closed: std::sync::atomic::AtomicBool::new(false),
         });
         let shared = Shared {
             pending: conn.pending.clone(),
@@ -273,8 +277,12 @@ impl Connection {
     }
 
     /// Shuts the server down: `shutdown` and `exit` when it is running, then, after a
-    /// moment, SIGKILL to its process group.
+    /// moment, SIGKILL to its process group. Only once: after that the process id may
+    /// belong to someone else.
     pub fn shutdown(&self) {
+        if self.closed.swap(true, Ordering::SeqCst) {
+            return;
+        }
         if matches!(self.state(), State::Ready { .. }) {
             let _ = self.request("shutdown", Value::Null, Duration::from_secs(2));
             self.notify("exit", Value::Null);
@@ -304,6 +312,38 @@ impl Drop for Connection {
     fn drop(&mut self) {
         self.shutdown();
     }
+}
+
+/// Spawns `cmd` from a thread that lives as long as the process: `PR_SET_PDEATHSIG` fires
+/// when the thread that forked the child ends, and the threads asking for servers (an agent's,
+/// a background start) end long before the servers should.
+fn spawn_lasting(cmd: Command) -> std::io::Result<Child> {
+    type Request = (Command, Sender<std::io::Result<Child>>);
+    static SPAWNER: std::sync::OnceLock<Option<Mutex<Sender<Request>>>> =
+        std::sync::OnceLock::new();
+    let spawner = SPAWNER.get_or_init(|| {
+        let (tx, rx) = channel::<Request>();
+        std::thread::Builder::new()
+            .name("lsp-spawner".into())
+            .spawn(move || {
+                for (mut cmd, reply) in rx {
+                    let _ = reply.send(cmd.spawn());
+                }
+            })
+            .ok()
+            .map(|_| Mutex::new(tx))
+    });
+    let Some(spawner) = spawner else {
+        return Err(std::io::Error::other(
+            "cannot start the thread servers start from",
+        ));
+    };
+    let (tx, rx) = channel();
+    lock(spawner)
+        .send((cmd, tx))
+        .map_err(|_| std::io::Error::other("the thread servers start from has ended"))?;
+    rx.recv()
+        .map_err(|_| std::io::Error::other("the thread servers start from has ended"))?
 }
 
 fn folder(root: &Path) -> Value {

@@ -2,9 +2,10 @@
 //! servers a worktree's languages need in the background, forwards what changed in the
 //! worktree (`didOpen`/`didChange`/`didSave`) before each question, and asks them about a
 //! position once they are ready; until then, and whenever one is slow, exits or grows past its
-//! memory limit, the graph answers and the answer says why. Servers are shared by the
-//! worktrees of the process's repository through workspace folders where the server supports
-//! them, at most `max_servers` at once, and shut down with the tier.
+//! memory limit, the graph answers and the answer says why; a server that failed is started
+//! again, at most [`RESTARTS`] times. Servers are shared by the worktrees of the process's
+//! repository through workspace folders where the server supports them, at most
+//! `max_servers` at once, and shut down with the tier.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -65,10 +66,16 @@ struct Slot {
     known: HashMap<(PathBuf, String), (String, i32)>,
 }
 
+/// How many times a tier starts a failed server again (a crash, a failed start, memory over
+/// the limit); after that the graph answers for its language.
+pub const RESTARTS: u32 = 2;
+
 /// The language servers of one process.
 pub struct Tier {
     settings: Settings,
     slots: Mutex<HashMap<ServerCommand, Slot>>,
+    /// How many times each server was started again.
+    restarts: Mutex<HashMap<ServerCommand, u32>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -80,6 +87,7 @@ impl Tier {
         Tier {
             settings,
             slots: Mutex::new(HashMap::new()),
+            restarts: Mutex::new(HashMap::new()),
         }
     }
 
@@ -172,7 +180,10 @@ impl Tier {
         loop {
             match conn.state() {
                 State::Ready { .. } => break,
-                State::Failed(why) => return Err(format!("{} {why}", conn.name)),
+                State::Failed(why) => {
+                    let why = format!("{} {why}", conn.name);
+                    return Err(self.restart(index, lang, &cmd, &conn, why));
+                }
                 State::Starting { since } if Instant::now() >= deadline => {
                     return Err(format!(
                         "{} is still starting ({:.1} s so far)",
@@ -186,14 +197,48 @@ impl Tier {
         if let Some(mb) = conn.memory_mb()
             && mb > self.settings.memory_mb
         {
-            lock(&self.slots).remove(&cmd);
-            conn.shutdown();
-            return Err(format!(
-                "{} was shut down: it used {mb} MB, over [nav.lsp] memory_mb = {}",
+            let why = format!(
+                "{} used {mb} MB, over [nav.lsp] memory_mb = {}",
                 conn.name, self.settings.memory_mb
-            ));
+            );
+            return Err(self.restart(index, lang, &cmd, &conn, why));
         }
         Ok((cmd, conn))
+    }
+
+    /// Shuts down `conn`, the failed server of `cmd`, and starts it again for `index`'s
+    /// worktree (in the background) unless it was restarted [`RESTARTS`] times already, in
+    /// which case its failed slot stays and the graph answers for its language from now on.
+    /// Returns the notice for the answer.
+    fn restart(
+        &self,
+        index: &Index,
+        lang: Lang,
+        cmd: &ServerCommand,
+        conn: &Arc<Connection>,
+        why: String,
+    ) -> String {
+        let mut restarts = lock(&self.restarts);
+        let count = restarts.entry(cmd.clone()).or_default();
+        if *count >= RESTARTS {
+            conn.shutdown();
+            return format!("{why}; not started again (restarted {count} times already)");
+        }
+        {
+            let mut slots = lock(&self.slots);
+            // Another question may have restarted it already.
+            if !slots.get(cmd).is_some_and(|s| Arc::ptr_eq(&s.conn, conn)) {
+                return format!("{why}; started again");
+            }
+            slots.remove(cmd);
+        }
+        conn.shutdown();
+        *count += 1;
+        drop(restarts);
+        match self.ensure(index, lang) {
+            Ok(()) => format!("{why}; starting it again"),
+            Err(e) => format!("{why}; {e}"),
+        }
     }
 
     /// Answers `query` about the token at `from` (or the one definition `symbol` names) from
@@ -250,7 +295,14 @@ impl Tier {
                 server: conn.name.clone(),
                 locations,
             },
-            Err(why) => Outcome::Graph(Some(format!("{} {why}", conn.name))),
+            Err(why) => {
+                let why = format!("{} {why}", conn.name);
+                if matches!(conn.state(), State::Failed(_)) {
+                    Outcome::Graph(Some(self.restart(index, lang, &cmd, &conn, why)))
+                } else {
+                    Outcome::Graph(Some(why))
+                }
+            }
         }
     }
 

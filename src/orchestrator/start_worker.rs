@@ -230,7 +230,7 @@ impl StartWorker {
             &self.registry,
             &role,
             &self.models.config,
-            job.worktree,
+            &root,
             job.log,
             log,
         );

@@ -306,12 +306,21 @@ fn mcp_answers_from_pyright_after_warm_up_sees_edits_and_falls_back_when_it_dies
         // SAFETY: a plain system call on processes this test's server started.
         unsafe { libc::kill(*pid as i32, libc::SIGKILL) };
     }
-    let after = mcp.call("nav_refs", refs);
+    let after = mcp.call("nav_refs", refs.clone());
     assert!(
-        after.starts_with("[graph] pyright-langserver exited"),
+        after.starts_with("[graph] pyright-langserver exited")
+            && after.contains("starting it again"),
         "{after}"
     );
     assert!(after.contains("in later: 16:12 call"), "{after}");
+    // ... and a new one answers once it is ready, knowing the edit.
+    let again = mcp.until_lsp("nav_refs", refs);
+    assert!(again.contains("in later: 16:12 reference"), "{again}");
+    let restarted = servers_in(&repo.path, "pyright-langserver");
+    assert!(
+        !restarted.is_empty() && restarted.iter().all(|p| !pids.contains(p)),
+        "no new server: {pids:?} then {restarted:?}"
+    );
     drop(mcp);
     let started = Instant::now();
     while !servers_in(&repo.path, "pyright").is_empty() {
@@ -320,5 +329,115 @@ fn mcp_answers_from_pyright_after_warm_up_sees_edits_and_falls_back_when_it_dies
             "a server outlived the session"
         );
         std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn one_server_serves_two_worktrees_through_workspace_folders_and_restarts_at_most_twice() {
+    if !tool_available("pyright", "--version") {
+        return;
+    }
+    use git_orchestra::lsp::{Outcome, Query, Settings, Tier};
+    let repo = fixture("lsp");
+    // A second worktree of the repository, where `make` has one more caller.
+    let other = repo.scratch().join("other");
+    repo.git(&[
+        "worktree",
+        "add",
+        "-q",
+        "-b",
+        "other",
+        other.to_str().unwrap(),
+    ]);
+    std::fs::write(
+        other.join("app/extra.py"),
+        "from app.models import make\n\n\ndef extra():\n    return make()\n",
+    )
+    .unwrap();
+    let tier = Tier::new(Settings::from_config(&Default::default()));
+    let mut first = git_orchestra::nav::Index::open(&repo.path).unwrap();
+    let mut second = git_orchestra::nav::Index::open(&other).unwrap();
+    let ask = |index: &mut git_orchestra::nav::Index| {
+        let started = Instant::now();
+        loop {
+            match tier.query(
+                index,
+                Query::References,
+                Some("make"),
+                None,
+                Duration::from_secs(60),
+            ) {
+                Outcome::Lsp { locations, .. } => {
+                    let mut paths: Vec<String> = locations.iter().map(|l| l.path.clone()).collect();
+                    paths.sort();
+                    paths.dedup();
+                    return paths;
+                }
+                Outcome::Graph(why) => assert!(
+                    started.elapsed() < Duration::from_secs(120),
+                    "never from the server: {why:?}"
+                ),
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    };
+    assert_eq!(ask(&mut first), ["app/main.py"]);
+    let pid = tier.server_pid(git_orchestra::nav::Lang::Python).unwrap();
+    assert_eq!(
+        ask(&mut second),
+        ["app/extra.py", "app/main.py"],
+        "the second worktree's own files"
+    );
+    assert_eq!(
+        (
+            tier.servers().len(),
+            tier.server_pid(git_orchestra::nav::Lang::Python)
+        ),
+        (1, Some(pid)),
+        "one server for both worktrees"
+    );
+    assert_eq!(ask(&mut first), ["app/main.py"]);
+    // A server that keeps dying is started again twice, then left to the graph.
+    let mut notices = Vec::new();
+    for _ in 0..=git_orchestra::lsp::tier::RESTARTS {
+        let pid = tier.server_pid(git_orchestra::nav::Lang::Python).unwrap();
+        // SAFETY: a plain system call on the server this test's tier started.
+        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+        let started = Instant::now();
+        let notice = loop {
+            match tier.query(
+                &mut first,
+                Query::References,
+                Some("make"),
+                None,
+                Duration::ZERO,
+            ) {
+                Outcome::Graph(Some(why)) if why.contains("exited") => break why,
+                other => assert!(started.elapsed() < Duration::from_secs(30), "{other:?}"),
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        notices.push(notice);
+        if notices.len() <= git_orchestra::lsp::tier::RESTARTS as usize {
+            ask(&mut first);
+        }
+    }
+    assert!(notices[0].contains("starting it again"), "{notices:?}");
+    assert!(
+        notices
+            .last()
+            .unwrap()
+            .contains("not started again (restarted 2 times already)"),
+        "{notices:?}"
+    );
+    match tier.query(
+        &mut first,
+        Query::References,
+        Some("make"),
+        None,
+        Duration::ZERO,
+    ) {
+        Outcome::Graph(Some(why)) => assert!(why.contains("not started again"), "{why}"),
+        other => panic!("{other:?}"),
     }
 }

@@ -80,11 +80,11 @@ fn call<const I: usize>(ctx: &ToolContext<'_>, args: &Value) -> Result<ToolResul
     answer(ctx, NAMES[I], args, None)
 }
 
-/// Language servers behind the symbol tools of a run's agents: started for a worktree with
-/// the first question an agent there asks that a server can answer (in the background; the
-/// graph answers until they are ready, with a notice), told of the agents' edits before each
-/// question, shared by the run's worktrees where the server takes workspace folders, and shut
-/// down when the last agent of the run lets go of them.
+/// Language servers behind the symbol tools of a run's agents: started for a worktree in the
+/// background when an agent with symbol tools starts there (or, failing that, with its first
+/// question a server can answer; the graph answers until they are ready, with a notice), told
+/// of the agents' edits before each question, shared by the run's worktrees where the server
+/// takes workspace folders, and shut down when the last agent of the run lets go of them.
 pub struct Servers {
     tier: crate::lsp::Tier,
     /// The worktrees servers were started for.
@@ -102,9 +102,43 @@ impl Servers {
         })
     }
 
+    /// Starts, on a thread of its own, the servers the worktree at `root` needs, unless they
+    /// were started for it already: its index is opened and refreshed there (which also warms
+    /// the blob cache the agent's own index reads). Nothing starts when the run has ended by
+    /// the time the index is ready.
+    pub fn start_early(servers: &std::sync::Arc<Servers>, root: &crate::confine::ConfinedRoot) {
+        let dir = root.root().to_path_buf();
+        if !lock(&servers.started).insert(dir.clone()) {
+            return;
+        }
+        let common = root.common_dir().map(std::path::Path::to_path_buf);
+        let servers = std::sync::Arc::downgrade(servers);
+        let started = std::thread::Builder::new()
+            .name("lsp-start".into())
+            .spawn(move || {
+                let index = match &common {
+                    Some(common) => Index::open_in(&dir, common),
+                    None => Index::open(&dir),
+                };
+                let Ok(mut index) = index else { return };
+                if let Err(e) = index.refresh() {
+                    tracing::info!(error = %e, "language servers not started early");
+                    return;
+                }
+                if let Some(servers) = servers.upgrade() {
+                    for notice in servers.tier.start(&index) {
+                        tracing::info!(notice, "language server not used");
+                    }
+                }
+            });
+        if let Err(e) = started {
+            tracing::info!(error = %e, "language servers not started early");
+        }
+    }
+
     /// Starts the servers of `index`'s worktree unless they were started already.
     fn start_for(&self, index: &Index) {
-        let mut started = self.started.lock().unwrap_or_else(|p| p.into_inner());
+        let mut started = lock(&self.started);
         if started.insert(index.root().to_path_buf()) {
             for notice in self.tier.start(index) {
                 tracing::info!(notice, "language server not used");
@@ -113,12 +147,19 @@ impl Servers {
     }
 }
 
-/// Replaces the symbol tools of `registry` by ones that ask `servers` first.
-pub fn with_servers(registry: &mut super::Registry, servers: &std::sync::Arc<Servers>) {
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Replaces the symbol tools of `registry` by ones that ask `servers` first; returns true if
+/// and only if one of them is a question a server can answer.
+pub fn with_servers(registry: &mut super::Registry, servers: &std::sync::Arc<Servers>) -> bool {
+    let mut answerable = false;
     for tool in tools() {
         if registry.get(&tool.def.name).is_none() {
             continue;
         }
+        answerable |= crate::lsp::Query::of_tool(&tool.def.name).is_some();
         let servers = servers.clone();
         let name = tool.def.name.clone();
         registry.register(Tool {
@@ -128,6 +169,7 @@ pub fn with_servers(registry: &mut super::Registry, servers: &std::sync::Arc<Ser
             ..tool
         });
     }
+    answerable
 }
 
 /// Answers symbol tool `name` from the worktree's index, asking `servers` first when given.
