@@ -135,7 +135,7 @@ impl Tier {
         }
         if slots.len() >= self.settings.max_servers {
             return Err(format!(
-                "{} not started: {} servers run already ([nav.lsp] max_servers)",
+                "{} not started: already at [nav.lsp] max_servers = {}",
                 cmd.command, self.settings.max_servers
             ));
         }

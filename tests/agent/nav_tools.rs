@@ -200,4 +200,39 @@ fn a_packet_agents_language_server_starts_with_the_packet_and_answers_once_ready
         "the server answers once ready: {answers:?}\n{}",
         crate::support::text(&ran.out)
     );
+    // No server outlives the run.
+    let worktree = std::path::PathBuf::from(ran.json["packets"][0]["worktree"].as_str().unwrap());
+    let roots = [worktree.parent().unwrap().to_path_buf(), repo.path.clone()];
+    let started = std::time::Instant::now();
+    loop {
+        let left = servers_under(&roots);
+        if left.is_empty() {
+            break;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "servers outlived the run: {left:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+/// Returns the pyright processes (zombies aside) working in a directory under one of `roots`.
+fn servers_under(roots: &[std::path::PathBuf]) -> Vec<u32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+        let cwd = std::fs::read_link(e.path().join("cwd")).unwrap_or_default();
+        if String::from_utf8_lossy(&cmdline).contains("pyright")
+            && !stat.contains(") Z ")
+            && roots.iter().any(|r| cwd.starts_with(r))
+        {
+            out.push(pid);
+        }
+    }
+    out
 }

@@ -441,3 +441,56 @@ fn one_server_serves_two_worktrees_through_workspace_folders_and_restarts_at_mos
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn max_servers_limits_the_servers_of_a_process_and_shutdown_ends_them() {
+    use git_orchestra::lsp::{Outcome, Query, Settings, Tier};
+    let repo = TestRepo::with_files(&[
+        ("app/models.py", "def make():\n    return 1\n"),
+        (
+            "app/main.py",
+            "from app.models import make\n\n\ndef run():\n    return make()\n",
+        ),
+        (
+            "src/lib.rs",
+            "pub fn build() -> u32 {\n    1\n}\n\npub fn twice() -> u32 {\n    build() + build()\n}\n",
+        ),
+    ]);
+    let ours = env!("CARGO_BIN_EXE_git-orchestra");
+    configure(
+        &repo,
+        &format!(
+            "max_servers = 1\n[nav.lsp.servers.python]\ncommand = \"{ours}\"\nargs = [\"lsp\"]\n\
+             [nav.lsp.servers.rust]\ncommand = \"{ours}\"\nargs = [\"lsp\", \"--stdio\"]"
+        ),
+    );
+    let config = git_orchestra::config::RepoConfig::load(&repo.path).unwrap();
+    let tier = Tier::new(Settings::from_config(&config.nav.lsp));
+    let mut index = git_orchestra::nav::Index::open(&repo.path).unwrap();
+    let wait = Duration::from_secs(60);
+    match tier.query(&mut index, Query::References, Some("make"), None, wait) {
+        Outcome::Lsp { locations, .. } => {
+            assert!(
+                locations.iter().any(|l| l.path == "app/main.py"),
+                "{locations:?}"
+            )
+        }
+        other => panic!("the Python server did not answer: {other:?}"),
+    }
+    let python = tier.server_pid(git_orchestra::nav::Lang::Python).unwrap();
+    match tier.query(&mut index, Query::References, Some("build"), None, wait) {
+        Outcome::Graph(Some(why)) => assert!(
+            why.contains("not started") && why.contains("max_servers"),
+            "{why}"
+        ),
+        other => panic!("a second server started: {other:?}"),
+    }
+    assert_eq!(tier.servers().len(), 1);
+    tier.shutdown();
+    assert!(
+        !std::path::Path::new(&format!("/proc/{python}")).exists()
+            || std::fs::read_to_string(format!("/proc/{python}/stat"))
+                .is_ok_and(|s| s.contains(") Z ")),
+        "the server outlived the shutdown"
+    );
+}
