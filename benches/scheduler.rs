@@ -137,6 +137,7 @@ fn engine_run_plan(repo_dir: &Path, wt_root: &Path, text: &str, expected: usize)
         stop: &stop,
         on_event: &noop,
         setup: None,
+        sparse: None,
         sandboxes: Default::default(),
         crash_after_events: None,
         review: None,

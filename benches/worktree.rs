@@ -4,7 +4,9 @@
 //! the installed Python standard library (without site-packages and `__pycache__`, ≈ 2,450
 //! files, ≈ 100 MB) committed once and packed. Fixture repositories are cached under the system
 //! temp directory (`git-orchestra-bench/`), so only the first run pays for building them. With
-//! `ORCHESTRA_BENCH_HUGE=1` the interpreter's whole `lib` tree is measured too.
+//! `ORCHESTRA_BENCH_HUGE=1` the interpreter's whole `lib` tree is measured too. The last table
+//! compares sparse packet worktrees (`[worktree] sparse`) with full ones; `WORKTREE_BENCH=sparse`
+//! runs that table alone.
 //!
 //! Every variant creates a worktree on a new branch at the fixture's HEAD; removal is not
 //! timed (it runs between iterations with `git worktree remove --force` and `git branch -D`).
@@ -20,7 +22,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use git_orchestra::git::{
-    Created, RepoInfo, Reuse, WorktreeRequest, add_checked_out, create, park,
+    Created, RepoInfo, Reuse, WorktreeRequest, add_checked_out, cone, create, create_sparse,
+    enable_worktree_config, park,
 };
 
 #[path = "support/mod.rs"]
@@ -34,6 +37,10 @@ fn main() {
     hermetic();
     let cache = std::env::temp_dir().join("git-orchestra-bench");
     let stdlib = python_path("stdlib");
+    if std::env::var("WORKTREE_BENCH").as_deref() == Ok("sparse") {
+        sparse(&cache, stdlib.as_deref());
+        return;
+    }
     let mut fixtures: Vec<(String, PathBuf, usize)> =
         vec![("generated (200 files)".into(), small_fixture(&cache), 10)];
     match &stdlib {
@@ -99,6 +106,141 @@ validation (git status); ours co = branch + gix checkout only; git add = `git wo
 git add -j = the same with `-c checkout.workers=0`. Removal is not timed."
     );
     recycling(&cache, &fixtures);
+    sparse(&cache, stdlib.as_deref());
+}
+
+/// Prints the sparse table: a packet declaring one directory of the fixture gets a sparse
+/// worktree (its directory and the top-level files) or a full one (`create`, and
+/// `git worktree add -b`): time to ready and what the checkout puts on disk.
+fn sparse(cache: &Path, stdlib: Option<&Path>) {
+    let mut all = vec![(
+        "generated (50k files)".to_string(),
+        large_fixture(cache),
+        "d007/**",
+    )];
+    if let Some(dir) = stdlib {
+        all.push((
+            "python stdlib".into(),
+            copied_fixture(cache, "stdlib", dir, true),
+            "json/**",
+        ));
+    }
+    println!(
+        "\n{:<22} {:>6} | {:>10} {:>10} {:>10} | {:>9} {:>9} | {:>16} {:>16} {:>8}",
+        "fixture",
+        "files",
+        "sparse",
+        "full",
+        "git add",
+        "sp/git",
+        "full/git",
+        "sparse disk",
+        "full disk",
+        "sp/full"
+    );
+    for (name, repo, declared) in &all {
+        let (times, disk) = measure_sparse(repo, declared, 3);
+        let medians: Vec<Duration> = times.iter().map(|t| median(t)).collect();
+        let ratio = |a: Duration| a.as_secs_f64() / medians[2].as_secs_f64();
+        println!(
+            "{:<22} {:>6} | {:>10} {:>10} {:>10} | {:>9.2} {:>9.2} | {:>16} {:>16} {:>8.3}",
+            name,
+            tree_size(repo).0,
+            ms(medians[0]),
+            ms(medians[1]),
+            ms(medians[2]),
+            ratio(medians[0]),
+            ratio(medians[1]),
+            format!("{} f, {:.1} MB", disk[0].0, disk[0].1 as f64 / 1e6),
+            format!("{} f, {:.1} MB", disk[1].0, disk[1].1 as f64 / 1e6),
+            disk[0].1 as f64 / disk[1].1 as f64,
+        );
+    }
+    println!(
+        "\nwall-clock medians of 3 runs after a warm-up; a packet declaring one directory \
+(`d007/**`, `json/**`); sparse = create_sparse(): branch, worktree registered without a checkout, \
+cone set, checkout of the cone, validation; full = create(); git add = `git worktree add -b`. \
+Disk = files and bytes the checkout wrote (allocated blocks), the worktree's .git file aside."
+    );
+}
+
+/// Times sparse, full and `git worktree add` worktrees of a packet declaring `declared`, and
+/// returns the times and the (files, bytes on disk) of a sparse and a full checkout.
+fn measure_sparse(
+    repo: &Path,
+    declared: &str,
+    iterations: usize,
+) -> ([Vec<Duration>; 3], [(usize, u64); 2]) {
+    let info = RepoInfo::discover(repo).unwrap();
+    enable_worktree_config(&info.git()).unwrap();
+    let root = repo.parent().unwrap().join("sparse");
+    let _ = std::fs::remove_dir_all(&root);
+    git(repo, &["worktree", "prune"]);
+    let cone = cone(&[declared.to_string()], &[], &info.toplevel).unwrap();
+    let mut times: [Vec<Duration>; 3] = Default::default();
+    let mut disk = [(0, 0); 2];
+    for round in 0..=iterations {
+        for variant in 0..3 {
+            let branch = format!("bench/s{variant}-{round}");
+            let path = root.join(format!("s{variant}-{round}"));
+            let started = Instant::now();
+            let req = WorktreeRequest {
+                repo: &info,
+                path: &path,
+                branch: &branch,
+                base: &info.head,
+                reuse: Reuse::ReportDirty,
+            };
+            match variant {
+                0 => {
+                    create_sparse(&req, &cone).unwrap();
+                }
+                1 => {
+                    create(&req).unwrap();
+                }
+                _ => {
+                    git(
+                        repo,
+                        &["worktree", "add", "-q", "-b", &branch, path_str(&path)],
+                    );
+                }
+            };
+            let wall = started.elapsed();
+            if round > 0 {
+                times[variant].push(wall);
+            }
+            if variant < 2 {
+                disk[variant] = disk_use(&path);
+            }
+            git(
+                repo,
+                &["worktree", "remove", "--force", "--force", path_str(&path)],
+            );
+            git(repo, &["branch", "-q", "-D", &branch]);
+        }
+    }
+    (times, disk)
+}
+
+/// Returns the files under `dir` (its `.git` file aside) and the bytes allocated to them.
+fn disk_use(dir: &Path) -> (usize, u64) {
+    use std::os::unix::fs::MetadataExt;
+    let (mut files, mut bytes) = (0, 0);
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let entry = entry.unwrap();
+            let meta = entry.metadata().unwrap();
+            if meta.is_dir() {
+                stack.push(entry.path());
+                bytes += meta.blocks() * 512;
+            } else if !(d == dir && entry.file_name() == ".git") {
+                files += 1;
+                bytes += meta.blocks() * 512;
+            }
+        }
+    }
+    (files, bytes)
 }
 
 /// Prints the recycling table: a packet's worktree at a commit that changes 10 files of the

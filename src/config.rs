@@ -69,18 +69,38 @@ pub struct McpServerConfig {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ExecutorConfig {
-    /// `local` (default): in worktrees beside the repository; `ssh`: on `[executor.ssh]` hosts.
+    /// `local` (default): in worktrees beside the repository; `ssh`: on `[executor.ssh]` hosts;
+    /// `github-actions`: one workflow run per packet (`[executor.github-actions]`).
     pub kind: Option<ExecutorKind>,
     #[serde(default)]
     pub ssh: SshConfig,
+    #[serde(default, rename = "github-actions")]
+    pub github_actions: ActionsConfig,
+}
+
+/// The `[executor.github-actions]` table: packets as runs of a `workflow_dispatch` workflow.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ActionsConfig {
+    /// The workflow file's name under `.github/workflows/` (default `orchestra-packet.yml`).
+    pub workflow: Option<String>,
+    /// The branch (or tag) whose workflow file runs (default: the branch checked out here).
+    #[serde(rename = "ref")]
+    pub git_ref: Option<String>,
+    /// The URL the runners fetch jobs from and push results to (default: the forge remote's
+    /// URL, `orchestra.forge.remote`, `origin` unless set).
+    pub remote_url: Option<String>,
+    /// Milliseconds between two looks at a workflow run (default 10000).
+    pub poll_ms: Option<u64>,
 }
 
 /// Where a run's packets run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "kebab-case")]
 pub enum ExecutorKind {
     Local,
     Ssh,
+    GithubActions,
 }
 
 impl ExecutorKind {
@@ -89,6 +109,7 @@ impl ExecutorKind {
         match self {
             ExecutorKind::Local => "local",
             ExecutorKind::Ssh => "ssh",
+            ExecutorKind::GithubActions => "github-actions",
         }
     }
 }
@@ -418,6 +439,11 @@ pub struct WorktreeConfig {
     pub setup: Option<String>,
     /// How many clean worktrees of integrated packets to keep for new packets (default 0: none).
     pub recycle: Option<usize>,
+    /// Check out only what each packet needs (cone mode): the directories of its declared
+    /// files, the top-level files and `sparse_include` (default false).
+    pub sparse: Option<bool>,
+    /// Directories every sparse worktree gets besides its packet's (what builds and tests need).
+    pub sparse_include: Option<Vec<String>>,
 }
 
 /// The `[run]` table.
@@ -524,6 +550,15 @@ impl RepoConfig {
         self.worktree.recycle.unwrap_or(0)
     }
 
+    /// Returns the directories every packet's sparse worktree gets when worktrees are sparse
+    /// (`[worktree] sparse`), or `None` for full checkouts.
+    pub fn sparse_worktrees(&self) -> Option<Vec<String>> {
+        self.worktree
+            .sparse
+            .unwrap_or(false)
+            .then(|| self.worktree.sparse_include.clone().unwrap_or_default())
+    }
+
     /// Returns true if and only if the worktrees of integrated packets are kept.
     pub fn keep_worktrees(&self) -> bool {
         self.run.keep_worktrees.unwrap_or(false)
@@ -603,6 +638,11 @@ impl RepoConfig {
                 root: self.worktree.root.or(base.worktree.root),
                 setup: self.worktree.setup.or(base.worktree.setup),
                 recycle: self.worktree.recycle.or(base.worktree.recycle),
+                sparse: self.worktree.sparse.or(base.worktree.sparse),
+                sparse_include: self
+                    .worktree
+                    .sparse_include
+                    .or(base.worktree.sparse_include),
             },
             run: RunConfig {
                 timeout_secs: self.run.timeout_secs.or(base.run.timeout_secs),
@@ -681,6 +721,16 @@ impl RepoConfig {
                         .ssh
                         .remote_dir
                         .or(base.executor.ssh.remote_dir),
+                },
+                github_actions: {
+                    let (mine, theirs) =
+                        (self.executor.github_actions, base.executor.github_actions);
+                    ActionsConfig {
+                        workflow: mine.workflow.or(theirs.workflow),
+                        git_ref: mine.git_ref.or(theirs.git_ref),
+                        remote_url: mine.remote_url.or(theirs.remote_url),
+                        poll_ms: mine.poll_ms.or(theirs.poll_ms),
+                    }
                 },
             },
         }

@@ -64,8 +64,11 @@ pub fn drive(
             max_rounds: engine::DEFAULT_FIX_ROUNDS,
         }),
     };
-    let executor =
-        super::executor::build(config, super::executor::kind_of(repo, config, Some(run_id)))?;
+    let executor = super::executor::build(
+        repo,
+        config,
+        super::executor::kind_of(repo, config, Some(run_id)),
+    )?;
     let printer = progress::printer(quiet || json);
     let crash_after_events = std::env::var("ORCHESTRA_CRASH_AFTER_EVENTS")
         .ok()
@@ -74,6 +77,7 @@ pub fn drive(
         stop,
         on_event: &printer,
         setup: config.worktree.setup.clone(),
+        sparse: config.sparse_worktrees(),
         sandboxes: git_orchestra::agent::sandbox::command_sandboxes(
             &repo.common_dir,
             &config.sandbox,
@@ -82,7 +86,7 @@ pub fn drive(
         review: review.as_ref(),
         fix_rounds: config.fix_rounds(),
         retries: config.retries(),
-        executor: executor.as_ref().map(|e| e as &dyn engine::Executor),
+        executor: executor.as_deref(),
     };
     let ours = worker.as_ref().map(|w| w as &dyn engine::Worker);
     // Roles with an agent CLI (all of them with --agent) go to it, the others to our agents.

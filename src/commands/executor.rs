@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use git_orchestra::config::{ExecutorKind, RepoConfig};
-use git_orchestra::engine::remote::ssh::SshExecutor;
+use git_orchestra::engine::Executor;
 use git_orchestra::git::RepoInfo;
 
 use super::CommandError;
@@ -16,6 +16,8 @@ pub enum ExecutorArg {
     Local,
     /// On the hosts of `[executor.ssh]`, through the user's ssh.
     Ssh,
+    /// As runs of the repository's GitHub Actions workflow (`executor init github-actions`).
+    GithubActions,
 }
 
 impl ExecutorArg {
@@ -23,6 +25,7 @@ impl ExecutorArg {
         match self {
             ExecutorArg::Local => ExecutorKind::Local,
             ExecutorArg::Ssh => ExecutorKind::Ssh,
+            ExecutorArg::GithubActions => ExecutorKind::GithubActions,
         }
     }
 }
@@ -60,6 +63,7 @@ pub(crate) fn kind_of(repo: &RepoInfo, config: &RepoConfig, run: Option<&str>) -
         .and_then(|r| fs_err::read_to_string(choice_file(repo, r)).ok())
         .and_then(|s| match s.trim() {
             "ssh" => Some(ExecutorKind::Ssh),
+            "github-actions" => Some(ExecutorKind::GithubActions),
             "local" => Some(ExecutorKind::Local),
             _ => None,
         });
@@ -68,19 +72,18 @@ pub(crate) fn kind_of(repo: &RepoInfo, config: &RepoConfig, run: Option<&str>) -
 
 /// Returns the executor of `kind` (`None` for local), or what is wrong with its configuration.
 pub(crate) fn build(
+    repo: &RepoInfo,
     config: &RepoConfig,
     kind: ExecutorKind,
-) -> Result<Option<SshExecutor>, CommandError> {
-    match kind {
-        ExecutorKind::Local => Ok(None),
-        ExecutorKind::Ssh => SshExecutor::new(&config.executor.ssh)
-            .map(Some)
-            .map_err(|e| {
-                CommandError::user(e).hint(
-                    "README's \"Running packets on other machines\" shows an [executor.ssh] table",
-                )
-            }),
-    }
+) -> Result<Option<Box<dyn Executor>>, CommandError> {
+    git_orchestra::engine::remote::build(config, repo, kind).map_err(|e| {
+        CommandError::user(e).hint(match kind {
+            ExecutorKind::GithubActions => {
+                "README's \"Running packets on GitHub Actions\" shows the set-up"
+            }
+            _ => "README's \"Running packets on other machines\" shows an [executor.ssh] table",
+        })
+    })
 }
 
 /// Returns where the packets of a run started with `arg` (or found `existing`) run, checked:
@@ -96,7 +99,7 @@ pub(crate) fn choose(
         Some(e) => e.kind(),
         None => kind_of(repo, config, existing.map(|r| r.id.as_str())),
     };
-    build(config, kind)?;
+    build(repo, config, kind)?;
     check_worker(
         kind,
         worker_cmd_given || existing.is_some_and(|r| r.worker_cmd.is_some()),
@@ -106,6 +109,7 @@ pub(crate) fn choose(
 
 /// Returns where a new `start` run's packets run (`None` here), checked like `run`'s.
 pub(crate) fn for_start(
+    repo: &RepoInfo,
     config: &RepoConfig,
     arg: Option<ExecutorArg>,
     worker_cmd_given: bool,
@@ -114,19 +118,149 @@ pub(crate) fn for_start(
         .map(ExecutorArg::kind)
         .or(config.executor.kind)
         .unwrap_or(ExecutorKind::Local);
-    build(config, kind)?;
+    build(repo, config, kind)?;
     check_worker(kind, worker_cmd_given)?;
     Ok((kind != ExecutorKind::Local).then_some(kind))
 }
 
-/// Checks that a run of `kind` can work its packets there: the ssh executor runs an external
-/// worker command, not our agents.
+/// Checks that a run of `kind` can work its packets there: the remote executors run an
+/// external worker command, not our agents.
 pub(crate) fn check_worker(kind: ExecutorKind, has_worker_cmd: bool) -> Result<(), CommandError> {
-    if kind == ExecutorKind::Ssh && !has_worker_cmd {
-        return Err(CommandError::user(
-            "the ssh executor runs packets with an external worker command, and this run has none",
-        )
-        .hint("pass --worker-cmd '<command>' (it runs on the host, in the packet's worktree), or --executor local"));
+    if kind != ExecutorKind::Local && !has_worker_cmd {
+        return Err(CommandError::user(format!(
+            "the {} executor runs packets with an external worker command, and this run has none",
+            kind.as_str()
+        ))
+        .hint("pass --worker-cmd '<command>' (it runs where the packet runs, in the packet's worktree), or --executor local"));
     }
     Ok(())
+}
+
+/// Sets up where packets can run elsewhere.
+#[derive(Debug, clap::Args)]
+pub struct ExecutorArgs {
+    #[command(subcommand)]
+    command: ExecutorCommand,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum ExecutorCommand {
+    Init(InitArgs),
+}
+
+/// Writes what an executor needs in the repository: for `github-actions`, the workflow
+/// `.github/workflows/orchestra-packet.yml` (or `[executor.github-actions] workflow`) that
+/// runs one packet per workflow run with `git orchestra packet exec`. Nothing is committed:
+/// commit and push the file, add the secrets it names to the repository
+/// (`gh secret set NAME`), then run with `--executor github-actions`.
+#[derive(Debug, clap::Args)]
+struct InitArgs {
+    /// The executor to set up.
+    #[arg(value_enum)]
+    kind: InitKind,
+    /// A repository secret the worker needs, given to the packet step as the variable of the
+    /// same name (repeatable). Default: the key variables of the configured model profiles and
+    /// those in this environment (`*_API_KEY`), else ANTHROPIC_API_KEY.
+    #[arg(long = "secret", value_name = "NAME")]
+    secrets: Vec<String>,
+    /// The shell command of the step that installs git-orchestra (and the worker) on the
+    /// runner.
+    #[arg(long, value_name = "COMMAND")]
+    install: Option<String>,
+    /// Replace an existing workflow file.
+    #[arg(long)]
+    force: bool,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum InitKind {
+    /// GitHub Actions: one workflow run per packet.
+    GithubActions,
+}
+
+/// Runs `executor <command>`.
+pub fn cmd_executor(cwd: &std::path::Path, args: &ExecutorArgs) -> Result<(), CommandError> {
+    let ExecutorCommand::Init(init) = &args.command;
+    match init.kind {
+        InitKind::GithubActions => init_actions(cwd, init),
+    }
+}
+
+fn init_actions(cwd: &std::path::Path, args: &InitArgs) -> Result<(), CommandError> {
+    use git_orchestra::engine::remote::actions;
+    let repo = RepoInfo::discover(cwd)?;
+    let config = super::load_config(&repo)?;
+    let workflow = config
+        .executor
+        .github_actions
+        .workflow
+        .clone()
+        .unwrap_or_else(|| actions::DEFAULT_WORKFLOW.to_string());
+    let mut secrets = args.secrets.clone();
+    if secrets.is_empty() {
+        secrets.extend(
+            config
+                .profiles
+                .values()
+                .filter_map(|p| p.api_key_env.clone()),
+        );
+        secrets.extend(
+            git_orchestra::exec::secret_env::stashed()
+                .iter()
+                .map(|(n, _)| n.clone()),
+        );
+        if secrets.is_empty() {
+            secrets.push("ANTHROPIC_API_KEY".into());
+        }
+    }
+    secrets.sort();
+    secrets.dedup();
+    if let Some(bad) = secrets.iter().find(|n| !is_secret_name(n)) {
+        return Err(
+            CommandError::user(format!("`{bad}` cannot be an Actions secret's name"))
+                .hint("use letters, digits and underscores, not starting with a digit or GITHUB_"),
+        );
+    }
+    let path = repo.toplevel.join(".github/workflows").join(&workflow);
+    if path.exists() && !args.force {
+        return Err(CommandError::user(format!(
+            "{} exists already",
+            path.display()
+        ))
+        .hint("pass --force to replace it, or set [executor.github-actions] workflow to another name"));
+    }
+    let install = args
+        .install
+        .clone()
+        .unwrap_or_else(|| actions::DEFAULT_INSTALL.to_string());
+    if install.trim().is_empty() {
+        return Err(CommandError::user("--install is empty")
+            .hint("leave it out for the default (cargo install git-orchestra)"));
+    }
+    if let Some(dir) = path.parent() {
+        fs_err::create_dir_all(dir).map_err(CommandError::internal)?;
+    }
+    fs_err::write(&path, actions::workflow_text(&secrets, &install))
+        .map_err(CommandError::internal)?;
+    println!("wrote {}", path.display());
+    println!("next:");
+    println!(
+        "  git add {} && git commit -m 'Run git-orchestra packets on GitHub Actions' && git push",
+        path.strip_prefix(&repo.toplevel).unwrap_or(&path).display()
+    );
+    for name in &secrets {
+        println!("  gh secret set {name}");
+    }
+    println!("  git orchestra run <plan> --worker-cmd '<command>' --executor github-actions");
+    Ok(())
+}
+
+/// Returns true when `name` can name an Actions secret.
+fn is_secret_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !name.to_ascii_uppercase().starts_with("GITHUB_")
 }

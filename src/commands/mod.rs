@@ -85,6 +85,7 @@ enum Command {
     Ui(ui::UiArgs),
     Diff(diff::DiffArgs),
     Packet(packet::PacketArgs),
+    Executor(executor::ExecutorArgs),
 }
 
 /// Parses the command line, runs the command and maps its error to an exit code and message.
@@ -128,6 +129,7 @@ pub fn main() -> ExitCode {
         Command::Ui(args) => ui::cmd_ui(&cwd, &args),
         Command::Diff(args) => diff::cmd_diff(&cwd, &args),
         Command::Packet(args) => packet::cmd_packet(&cwd, &args),
+        Command::Executor(args) => executor::cmd_executor(&cwd, &args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -133,8 +133,8 @@ fn cmd_check(cwd: &Path, args: &CheckArgs) -> Result<(), CommandError> {
     };
     let runs_on = RunsOn {
         executor: kind.as_str(),
-        hosts: super::executor::build(&config, kind)?
-            .map(|e| git_orchestra::engine::Executor::places(&e))
+        hosts: super::executor::build(&repo, &config, kind)?
+            .map(|e| e.places())
             .unwrap_or_default(),
     };
     let report = CheckReport {
@@ -263,9 +263,14 @@ fn print_text(r: &CheckReport) {
             "runs on: this machine (worktrees beside the repository)"
         );
     } else {
+        let how = if r.runs_on.executor == "github-actions" {
+            "each packet as a run of"
+        } else {
+            "each packet on the first free host of"
+        };
         let _ = writeln!(
             out,
-            "runs on: {} — each packet on the first free host of {}",
+            "runs on: {} — {how} {}",
             r.runs_on.executor,
             r.runs_on.hosts.join(", ")
         );

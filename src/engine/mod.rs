@@ -196,6 +196,9 @@ pub struct Control<'a> {
     pub on_event: &'a (dyn Fn(&str, &Event) + Sync),
     /// Shell command run once in each newly created worktree.
     pub setup: Option<String>,
+    /// `Some(directories every packet gets)`: new worktrees are sparse checkouts of their
+    /// packet's directories (see [`crate::git::cone`]); `None`: full checkouts.
+    pub sparse: Option<Vec<String>>,
     /// How the worker command, setup and validation commands are confined (our agents'
     /// validation commands run in the agents' sandbox, see [`Worker::confine`]).
     pub sandboxes: crate::exec::process::Sandboxes,
@@ -260,6 +263,10 @@ pub fn execute_with(
     })?;
     watch::check_stored_plan(&run.id, &dir, &run.plan_toml)?;
     recover(repo, run_id, &store.packets(run_id)?)?;
+    if ctl.sparse.is_some() {
+        crate::git::enable_worktree_config(&repo.git())
+            .map_err(|e| EngineError::Worktree(format!("cannot prepare sparse worktrees: {e}")))?;
+    }
     // Declared symbols are looked up at the run's base; any that cannot be (the plan was
     // validated, so only a vanished object would do that) leave their files at file level.
     let (spans, unresolved) = crate::plan::resolve_symbols(&plan, &repo.toplevel, &run.base);
@@ -294,6 +301,7 @@ pub fn execute_with(
         journal: &journal,
         stop: ctl.stop,
         setup: ctl.setup.as_deref(),
+        sparse: ctl.sparse.as_deref(),
         sandboxes: &ctl.sandboxes,
         timeout: Duration::from_secs(run.timeout_secs),
         review: ctl.review,

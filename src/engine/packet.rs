@@ -33,6 +33,8 @@ pub(super) struct Context<'a> {
     pub journal: &'a Journal<'a>,
     pub stop: &'a AtomicBool,
     pub setup: Option<&'a str>,
+    /// Directories every sparse worktree gets, when new worktrees are sparse.
+    pub sparse: Option<&'a [String]>,
     /// How worker, setup and validation commands are confined.
     pub sandboxes: &'a process::Sandboxes,
     pub timeout: Duration,
@@ -253,8 +255,15 @@ pub(super) fn ensure_ready(
         base: start,
         reuse: Reuse::ReportDirty,
     };
-    let created = ensure_worktree(&request, fresh_phase)
-        .map_err(|e| Halt::Fail(format!("could not prepare the worktree: {e}")))?;
+    let sparse = ctx
+        .sparse
+        .filter(|_| fresh_phase && !wt.exists())
+        .and_then(|include| gitops::cone(&packet.files, include, &ctx.repo.toplevel));
+    let created = match &sparse {
+        Some(cone) => gitops::create_sparse(&request, cone),
+        None => ensure_worktree(&request, fresh_phase),
+    }
+    .map_err(|e| Halt::Fail(format!("could not prepare the worktree: {e}")))?;
     if !fresh_phase {
         return Ok(false);
     }
@@ -282,6 +291,7 @@ pub(super) fn ensure_ready(
         Event::WorktreeReady {
             packet: packet.id.clone(),
             how: match created {
+                Created::Fresh if sparse.is_some() => "fresh, sparse".to_string(),
                 Created::Fresh => "fresh".to_string(),
                 Created::Recreated => "recreated at its branch tip".to_string(),
                 Created::Recycled { from } => format!("recycled from {}", from.display()),

@@ -18,6 +18,12 @@ use std::sync::{Mutex, OnceLock};
 
 static STASH: OnceLock<Vec<(String, String)>> = OnceLock::new();
 
+/// The variable holding the token `packet exec` fetches and pushes with (a CI runner's
+/// repository token): taken out of the environment like a key, but never given to a worker.
+pub const REMOTE_TOKEN_VAR: &str = "ORCHESTRA_REMOTE_TOKEN";
+
+static REMOTE_TOKEN: OnceLock<Option<String>> = OnceLock::new();
+
 /// Names of variables kept from every command the engine starts.
 static WITHHELD: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
@@ -73,6 +79,7 @@ pub fn withhold<'a>(names: impl IntoIterator<Item = &'a str>) {
 /// the environment (in case a library put one back) and those [`withhold`] named.
 pub fn withheld() -> Vec<String> {
     let mut out: Vec<String> = stashed().iter().map(|(n, _)| n.clone()).collect();
+    out.push(REMOTE_TOKEN_VAR.to_string());
     if let Ok(w) = WITHHELD.lock() {
         out.extend(w.iter().cloned());
     }
@@ -101,6 +108,18 @@ pub unsafe fn take_from_environment() {
         unsafe { forget(name) };
     }
     let _ = STASH.set(taken);
+    let token = std::env::var(REMOTE_TOKEN_VAR)
+        .ok()
+        .filter(|t| !t.trim().is_empty());
+    // SAFETY: as above.
+    unsafe { forget(REMOTE_TOKEN_VAR) };
+    let _ = REMOTE_TOKEN.set(token);
+}
+
+/// Returns the token `packet exec` fetches and pushes with ([`REMOTE_TOKEN_VAR`]), if the
+/// process was given one.
+pub fn remote_token() -> Option<&'static str> {
+    REMOTE_TOKEN.get().and_then(Option::as_deref)
 }
 
 /// Removes `name` from the environment and zeroes the bytes of its value where libc had them
@@ -157,6 +176,7 @@ pub fn var(name: &str) -> Option<String> {
 /// output.
 pub fn values() -> Vec<String> {
     let mut out: Vec<String> = stashed().iter().map(|(_, v)| v.clone()).collect();
+    out.extend(remote_token().map(str::to_string));
     if let Ok(w) = WITHHELD.lock() {
         out.extend(w.iter().filter_map(|n| std::env::var(n).ok()));
     }

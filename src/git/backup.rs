@@ -94,7 +94,7 @@ pub fn snapshot(git: &Git) -> Result<Snapshot, WorktreeError> {
     let index = TempIndex::seeded_from(Path::new(git_dir))?;
     // `:/` so `add -A` covers the whole tree.
     let top = git.with_env("GIT_INDEX_FILE", &index.path).writing();
-    top.run(["add", "--all", "--", ":/"])?;
+    top.run(["add", "--all", "--sparse", "--", ":/"])?;
     let tree = top.run(["write-tree"])?;
     Ok(Snapshot {
         head: head.to_string(),

@@ -54,7 +54,7 @@ pub fn commit_all_as(
     // Staging writes blobs; every object the engine writes is written as `identity`.
     let git = git.writing_as(identity);
     let worktree = git.dir().to_path_buf();
-    git.run(["add", "--all", "--", "."])?;
+    git.run(["add", "--all", "--sparse", "--", "."])?;
     // Paths as bytes: a repository may hold names that are not UTF-8.
     let staged = git.finish(
         [

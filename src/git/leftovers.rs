@@ -277,7 +277,7 @@ fn bundle_nested(path: &Path, repo: &NestedRepo, bundle: &Path) -> Result<(), Wo
     let head = private
         .resolve("refs/orchestra/head^{commit}")?
         .ok_or_else(|| cannot(format!("{} has no commit at HEAD", repo.path)))?;
-    private.run(["add", "--all", "--", ":/"])?;
+    private.run(["add", "--all", "--sparse", "--", ":/"])?;
     let tree = private.run(["write-tree"])?;
     if private.resolve("refs/orchestra/head^{tree}")?.as_deref() != Some(tree.as_str()) {
         let commit = private.commit_tree(

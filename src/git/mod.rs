@@ -26,6 +26,7 @@ mod remote;
 mod repair;
 mod repo;
 mod revs;
+mod sparse;
 #[cfg(test)]
 pub(crate) mod testing;
 mod transport;
@@ -49,6 +50,7 @@ pub use refs::{Expected, RefError};
 pub use registry::{WorktreeEntry, delete_branch, list, remove};
 pub use repair::{create_repairing, repair_registrations};
 pub use repo::{RepoError, RepoInfo};
+pub use sparse::{cone, create_sparse, enable_worktree_config};
 pub use transport::init_bare;
 pub use watch::ref_files;
 pub use workdir::Untracked;

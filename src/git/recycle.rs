@@ -68,6 +68,11 @@ pub fn park(repo: &RepoInfo, wt: &Path, capacity: usize) -> Result<Option<PathBu
     if !git.status_porcelain(Untracked::All)?.is_empty() || git.is_merging()? {
         return Ok(None);
     }
+    // A sparse checkout holds one packet's cone; new packets get their own.
+    let sparse = git.finish(["config", "--bool", "--get", "core.sparseCheckout"], None)?;
+    if sparse.success() && String::from_utf8_lossy(&sparse.stdout).trim() == "true" {
+        return Ok(None);
+    }
     git.writing().run(["checkout", "--quiet", "--detach"])?;
     fs_err::create_dir_all(&pool).map_err(|source| WorktreeError::Io {
         path: pool.clone(),

@@ -69,11 +69,9 @@ impl Ctx<'_> {
             let halt = worker.halt.clone();
             let done = std::sync::atomic::AtomicBool::new(false);
             let remote = match self.settings.executor {
-                Some(crate::config::ExecutorKind::Ssh) => Some(
-                    engine::remote::ssh::SshExecutor::new(&self.models.config.executor.ssh)
-                        .map_err(engine::EngineError::Executor)?,
-                ),
-                _ => None,
+                Some(kind) => engine::remote::build(&self.models.config, self.repo, kind)
+                    .map_err(engine::EngineError::Executor)?,
+                None => None,
             };
             // `[roles.reviewer] agent` reviews with that agent CLI; else the role's model.
             let by_cli = crate::agent::cli::CliReviewer::configured(&self.models.config)?;
@@ -92,6 +90,7 @@ impl Ctx<'_> {
                 stop: &halt,
                 on_event: &on_event,
                 setup: self.req.setup.clone(),
+                sparse: self.models.config.sparse_worktrees(),
                 sandboxes: crate::agent::sandbox::command_sandboxes(
                     &self.repo.common_dir,
                     &self.models.config.sandbox,
@@ -100,7 +99,7 @@ impl Ctx<'_> {
                 review: review.as_ref(),
                 fix_rounds: self.req.fix_rounds,
                 retries: self.models.config.retries(),
-                executor: remote.as_ref().map(|e| e as &dyn engine::Executor),
+                executor: remote.as_deref(),
             };
             // Roles with an agent CLI (every one with `--agent`) go to it.
             let cli = crate::agent::cli::CliWorker::new(

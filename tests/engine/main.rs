@@ -7,6 +7,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod actions;
 mod confine;
 mod executor;
 mod fix_rounds;
@@ -18,6 +19,7 @@ mod recycle;
 mod retry;
 mod run;
 mod run_input;
+mod sparse;
 mod sshd;
 #[path = "../support/mod.rs"]
 mod support;

@@ -52,11 +52,16 @@ pub fn exec(o: &ExecOptions<'_>) -> Result<ExecReport, EngineError> {
     gitops::init_bare(o.repo).map_err(|e| failed("cannot create the work repository", e))?;
     let repo_dir = fs_err::canonicalize(o.repo).map_err(|e| failed("work repository", e))?;
     let git = Git::new(&repo_dir);
+    // The remote's token (a CI runner's) goes to the fetches and the push, never to the work.
+    let transport = match crate::exec::secret_env::remote_token() {
+        Some(token) => git.with_http_token(token),
+        None => git.clone(),
+    };
     let same = Path::new(o.remote)
         .canonicalize()
         .is_ok_and(|p| p == repo_dir);
     if !same {
-        fetch_packet_refs(&git, o)?;
+        fetch_packet_refs(&transport, o)?;
     }
     let lock_dir = run_dir(&repo_dir, o.run).join(o.packet);
     let _lock = wait_for_lock(&lock_dir, o)?;
@@ -104,11 +109,12 @@ pub fn exec(o: &ExecOptions<'_>) -> Result<ExecReport, EngineError> {
         .map_err(|e| failed("cannot write the packet's events", e))?;
     if !same {
         let branch = format!("refs/heads/{}", job.branch);
-        git.push(
-            o.remote,
-            &[format!("+{branch}:{branch}"), format!("+{events}:{events}")],
-        )
-        .map_err(|e| failed("cannot push the packet's branch and events", e))?;
+        transport
+            .push(
+                o.remote,
+                &[format!("+{branch}:{branch}"), format!("+{events}:{events}")],
+            )
+            .map_err(|e| failed("cannot push the packet's branch and events", e))?;
     }
     Ok(ExecReport {
         result,
@@ -251,6 +257,7 @@ fn work(
         journal: &journal,
         stop: o.stop,
         setup: job.setup.as_deref(),
+        sparse: None,
         sandboxes: &o.sandboxes,
         timeout: Duration::from_secs(job.timeout_secs.max(1)),
         review: None,

@@ -10,6 +10,7 @@
 //! never a key), the branch of a fix round; back come the branch and
 //! `refs/orchestra/events/<run>/<packet>`, a blob of JSON lines ([`Line`]).
 
+pub mod actions;
 mod coordinator;
 mod exec;
 pub mod ssh;
@@ -20,6 +21,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::config::{ExecutorKind, RepoConfig};
 use crate::git::RepoInfo;
 use crate::plan::Packet;
 use crate::store::Event;
@@ -38,6 +40,38 @@ pub trait Executor: Sync {
     /// Runs one job on some host and brings its branch and events into `d.repo`; tries
     /// another host when one fails before answering. `Err` says why no host answered.
     fn dispatch(&self, d: &Dispatch<'_>) -> Result<Dispatched, String>;
+}
+
+/// Returns the executor of `kind` for `repo` (`None` for local), or what is wrong with its
+/// configuration.
+pub fn build(
+    config: &RepoConfig,
+    repo: &RepoInfo,
+    kind: ExecutorKind,
+) -> Result<Option<Box<dyn Executor>>, String> {
+    Ok(match kind {
+        ExecutorKind::Local => None,
+        ExecutorKind::Ssh => Some(Box::new(ssh::SshExecutor::new(&config.executor.ssh)?)),
+        ExecutorKind::GithubActions => Some(Box::new(actions::ActionsExecutor::new(
+            &config.executor.github_actions,
+            repo,
+        )?)),
+    })
+}
+
+/// Returns the lines of the job's result when a dispatch before this one (by a coordinator
+/// that stopped before importing it) already brought the result and the branch here.
+fn earlier_result(d: &Dispatch<'_>) -> Option<Vec<Line>> {
+    let git = d.repo.git();
+    let text = git
+        .read_blob_ref(&events_ref(&d.job.run, &d.job.packet.id))
+        .ok()??;
+    let lines = parse_lines(&text);
+    result_of(&lines, d.job.attempt, d.job.round)?;
+    git.resolve(&format!("refs/heads/{}", d.job.branch))
+        .ok()
+        .flatten()?;
+    Some(lines)
 }
 
 /// One job to hand to an executor.

@@ -305,24 +305,11 @@ impl Executor for SshExecutor {
     }
 
     fn dispatch(&self, d: &Dispatch<'_>) -> Result<Dispatched, String> {
-        // A result fetched before (by a coordinator that stopped before importing it) is
-        // used as it is.
-        let events = events_ref(&d.job.run, &d.job.packet.id);
-        if let Ok(Some(text)) = d.repo.git().read_blob_ref(&events) {
-            let lines = parse_lines(&text);
-            if result_of(&lines, d.job.attempt, d.job.round).is_some()
-                && d.repo
-                    .git()
-                    .resolve(&format!("refs/heads/{}", d.job.branch))
-                    .ok()
-                    .flatten()
-                    .is_some()
-            {
-                return Ok(Dispatched {
-                    host: "an earlier dispatch".into(),
-                    lines,
-                });
-            }
+        if let Some(lines) = super::earlier_result(d) {
+            return Ok(Dispatched {
+                host: "an earlier dispatch".into(),
+                lines,
+            });
         }
         let mut excluded = Vec::new();
         let mut reasons = Vec::new();
