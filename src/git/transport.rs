@@ -126,6 +126,18 @@ fn base64(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod base64_tests {
     #[test]
+    fn a_token_reaches_git_as_an_extra_header_of_its_environment_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let git = super::Git::new(dir.path());
+        let header = git
+            .with_http_token("abc")
+            .run(["config", "--get", "http.extraHeader"])
+            .unwrap();
+        assert_eq!(header, "AUTHORIZATION: basic eC1hY2Nlc3MtdG9rZW46YWJj");
+        assert!(git.run(["config", "--get", "http.extraHeader"]).is_err());
+    }
+
+    #[test]
     fn encodes_like_rfc_4648() {
         for (plain, coded) in [
             ("", ""),

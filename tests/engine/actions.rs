@@ -15,6 +15,8 @@ use serde_json::{Value, json};
 use crate::support::*;
 
 const TOKEN: &str = "ghs_actionsTestToken0123456789";
+/// The repository token a runner's `packet exec` gets.
+const RUNNER_TOKEN: &str = "ghs_runnerRepositoryToken98765";
 const WORKER: &str = r#"printf 'done by %s\n' "$ORCHESTRA_PACKET" > "out-$ORCHESTRA_PACKET.txt""#;
 
 /// How the stand-in works a dispatched job.
@@ -264,6 +266,8 @@ fn work_job(how: &Runner, inputs: &Value, repo: &Path, work: &Path) -> &'static 
             ],
         )
         .env("PATH", path_with_binary())
+        // As a runner's workflow gives it (see `executor init`).
+        .env("ORCHESTRA_REMOTE_TOKEN", RUNNER_TOKEN)
         .output()
         .unwrap(),
         Runner::Act { act, secret } => {
@@ -431,6 +435,30 @@ fn packets_run_as_workflow_runs_come_back_as_branches_and_merge() {
     );
     assert_nowhere(&repo.path, TOKEN);
     assert_nowhere(&gh.remote, TOKEN);
+}
+
+#[test]
+fn the_runners_repository_token_never_reaches_the_worker() {
+    let gh = Actions::new(Runner::Exec);
+    let repo = &gh.repo;
+    let plan = repo.write_plan(
+        "plan.toml",
+        &format!(
+            "objective = \"Token\"\n\n{}",
+            packet("a", "\"out-a.txt\"", "", "")
+        ),
+    );
+    let worker =
+        r#"echo "${ORCHESTRA_REMOTE_TOKEN:-none} $(env | grep -c ghs_runner)" > out-a.txt"#;
+    let out = gh.run(&["run", plan.to_str().unwrap(), "--worker-cmd", worker]);
+    assert!(out.status.success(), "{}", text(&out));
+    let run = run_id(&repo.path);
+    assert_eq!(
+        repo.git(&["show", &format!("orchestra/{run}/a:out-a.txt")]),
+        "none 0"
+    );
+    assert_nowhere(&repo.path, RUNNER_TOKEN);
+    assert_nowhere(&gh.remote, RUNNER_TOKEN);
 }
 
 #[test]
