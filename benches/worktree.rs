@@ -6,7 +6,8 @@
 //! temp directory (`git-orchestra-bench/`), so only the first run pays for building them. With
 //! `ORCHESTRA_BENCH_HUGE=1` the interpreter's whole `lib` tree is measured too. The last table
 //! compares sparse packet worktrees (`[worktree] sparse`) with full ones; `WORKTREE_BENCH=sparse`
-//! runs that table alone.
+//! runs that table alone, `WORKTREE_BENCH=large` every table on the generated 50,000-file tree
+//! only.
 //!
 //! Every variant creates a worktree on a new branch at the fixture's HEAD; removal is not
 //! timed (it runs between iterations with `git worktree remove --force` and `git branch -D`).
@@ -37,13 +38,19 @@ fn main() {
     hermetic();
     let cache = std::env::temp_dir().join("git-orchestra-bench");
     let stdlib = python_path("stdlib");
-    if std::env::var("WORKTREE_BENCH").as_deref() == Ok("sparse") {
+    let only = std::env::var("WORKTREE_BENCH").unwrap_or_default();
+    if only == "sparse" {
         sparse(&cache, stdlib.as_deref());
         return;
     }
-    let mut fixtures: Vec<(String, PathBuf, usize)> =
-        vec![("generated (200 files)".into(), small_fixture(&cache), 10)];
+    let large = only == "large";
+    let mut fixtures: Vec<(String, PathBuf, usize)> = if large {
+        vec![("generated (50k files)".into(), large_fixture(&cache), 3)]
+    } else {
+        vec![("generated (200 files)".into(), small_fixture(&cache), 10)]
+    };
     match &stdlib {
+        _ if large => {}
         Some(dir) => fixtures.push((
             "python stdlib".into(),
             copied_fixture(&cache, "stdlib", dir, true),
@@ -105,8 +112,13 @@ process and its git children. ours ready = create(): branch, gix parallel checko
 validation (git status); ours co = branch + gix checkout only; git add = `git worktree add -b`; \
 git add -j = the same with `-c checkout.workers=0`. Removal is not timed."
     );
-    recycling(&cache, &fixtures);
-    sparse(&cache, stdlib.as_deref());
+    if large {
+        recycling(&cache, &[]);
+        sparse(&cache, None);
+    } else {
+        recycling(&cache, &fixtures);
+        sparse(&cache, stdlib.as_deref());
+    }
 }
 
 /// Prints the sparse table: a packet declaring one directory of the fixture gets a sparse

@@ -102,6 +102,9 @@ fn print_leftovers(item: &GcItem, dry_run: bool) {
             None => {}
         }
     }
+    if !item.regenerable.is_empty() {
+        println!("  build output not saved: {}", item.regenerable.join(", "));
+    }
     match &item.archive {
         Some(a) => println!(
             "  {} ignored path(s) archived in {}",

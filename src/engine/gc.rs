@@ -36,6 +36,9 @@ pub struct GcItem {
     pub ignored: usize,
     /// The tar archive the ignored files were saved to.
     pub archive: Option<PathBuf>,
+    /// Ignored directories of build output and caches, not saved (see
+    /// [`gitops::REGENERABLE`]).
+    pub regenerable: Vec<String>,
 }
 
 /// A git repository nested in a worktree, and the bundle it was saved to.
@@ -219,6 +222,17 @@ pub fn remove_integrated(
         let refname = names::backup_ref(run_id, &rec.id);
         // Pinned: the worktree's own `.git` is not trusted (see `Git::pinned`).
         let git = Git::pinned(&repo.common_dir, &wt).map_err(worktree_err)?;
+        // Ignored files (all but build output) and nested repositories go to the run store,
+        // as `gc` saves them; a worktree whose leftovers cannot be saved stays for `gc`.
+        let dest = run_dir(&repo.common_dir, run_id)
+            .join(&rec.id)
+            .join("saved");
+        let kept = gitops::find_leftovers(&git)
+            .and_then(|found| gitops::save_leftovers(&git, &found, &dest));
+        if let Err(e) = kept {
+            tracing::warn!(packet = %rec.id, error = %e, "worktree kept: its leftovers cannot be saved");
+            continue;
+        }
         let saved = gitops::backup(&git, &refname, "git-orchestra merge: unsaved work")
             .map_err(worktree_err)?;
         gitops::remove(repo, &wt).map_err(worktree_err)?;
@@ -274,6 +288,7 @@ fn sweep(
             .collect(),
         ignored: found.ignored.len(),
         archive: None,
+        regenerable: found.regenerable.clone(),
     };
     if let Some(wt) = live {
         let refname = names::backup_ref(&run.id, &target.id);

@@ -48,7 +48,29 @@ pub struct Leftovers {
     pub nested: Vec<NestedRepo>,
     /// Ignored files and directories, relative to the worktree's top.
     pub ignored: Vec<String>,
+    /// Ignored directories of build output and caches that tools make again (`target`,
+    /// `node_modules`, `__pycache__`, …; see [`REGENERABLE`]): not saved.
+    pub regenerable: Vec<String>,
 }
+
+/// Names of ignored directories that hold what a build or a package manager makes again,
+/// left out of the archive of ignored files (a `target/` can be gigabytes).
+pub const REGENERABLE: &[&str] = &[
+    "target",
+    "node_modules",
+    "__pycache__",
+    ".pytest_cache",
+    ".mypy_cache",
+    ".ruff_cache",
+    ".tox",
+    ".nox",
+    ".venv",
+    "venv",
+    ".gradle",
+    ".next",
+    ".turbo",
+    ".parcel-cache",
+];
 
 impl Leftovers {
     /// Returns true if and only if there is nothing to save.
@@ -72,8 +94,14 @@ pub struct SavedLeftovers {
 pub fn find_leftovers(git: &Git) -> Result<Leftovers, WorktreeError> {
     let top = git.dir().to_path_buf();
     let mut found = Leftovers::default();
-    let ignored = ignored_paths(git)?;
-    found.ignored.extend(ignored);
+    for (path, is_dir) in ignored_paths(git)? {
+        let name = path.rsplit('/').next().unwrap_or(&path);
+        if is_dir && REGENERABLE.contains(&name) {
+            found.regenerable.push(path);
+        } else {
+            found.ignored.push(path);
+        }
+    }
     let mut candidates = untracked_repos(git)?;
     let staged = git.run(["ls-files", "--stage", "-z"])?;
     for entry in staged.split('\0') {
@@ -131,7 +159,7 @@ fn descend(
     // comment): an empty index in a private directory makes every file of it untracked.
     let scratch = Scratch::new(&std::env::temp_dir())?;
     let private = private_repo(scratch.path(), &path)?;
-    for rel in ignored_paths(&private)? {
+    for (rel, _) in ignored_paths(&private)? {
         found.ignored.push(format!("{from_top}/{rel}"));
     }
     for inner_rel in untracked_repos(&private)? {
@@ -204,8 +232,8 @@ fn untracked_repos(git: &Git) -> Result<Vec<String>, WorktreeError> {
 }
 
 /// Returns the ignored files and directories (a wholly ignored directory as one entry) that
-/// `git` lists, relative to its work tree's top.
-fn ignored_paths(git: &Git) -> Result<Vec<String>, WorktreeError> {
+/// `git` lists, relative to its work tree's top, each with whether it is a directory.
+fn ignored_paths(git: &Git) -> Result<Vec<(String, bool)>, WorktreeError> {
     let out = git.run([
         "ls-files",
         "--others",
@@ -217,7 +245,7 @@ fn ignored_paths(git: &Git) -> Result<Vec<String>, WorktreeError> {
     Ok(out
         .split('\0')
         .filter(|e| !e.is_empty())
-        .map(|e| e.trim_end_matches('/').to_string())
+        .map(|e| (e.trim_end_matches('/').to_string(), e.ends_with('/')))
         .collect())
 }
 

@@ -167,3 +167,53 @@ echo ok > out.txt; echo ok > other.txt"#;
     );
     assert_eq!(refs(&repo.path), before);
 }
+
+#[test]
+fn a_merged_packets_worktree_is_removed_with_its_ignored_files_saved_but_not_its_build_output() {
+    let repo = TestRepo::with_files(&[
+        ("README.md", "# sample\n"),
+        (".gitignore", ".env.local\ntarget/\n"),
+    ]);
+    let plan = one_packet_plan(&repo);
+    let worker = "echo ok > out.txt; echo 'TOKEN=local' > .env.local; mkdir -p target/debug; echo obj > target/debug/app.o";
+    let out = repo.run_plan(&plan, worker, &["--merge"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let run = run_id(&repo.path);
+    let wt = repo.scratch().join("wt").join(&run).join("p1");
+    assert!(!wt.exists(), "the integrated packet's worktree was removed");
+    let archive = repo
+        .path
+        .join(format!(".git/orchestra/runs/{run}/p1/saved/ignored.tar"));
+    assert_eq!(tar_member(&archive, ".env.local"), b"TOKEN=local\n");
+    let listed = std::process::Command::new("tar")
+        .arg("-tf")
+        .arg(&archive)
+        .output()
+        .unwrap();
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    assert!(!listed.contains("target"), "{listed}");
+}
+
+#[test]
+fn gc_leaves_build_output_out_of_the_archive_and_says_so() {
+    let repo = TestRepo::with_files(&[
+        ("README.md", "# sample\n"),
+        (".gitignore", "notes.txt\nnode_modules/\n"),
+    ]);
+    let plan = one_packet_plan(&repo);
+    let worker = "echo ok > out.txt; echo mine > notes.txt; mkdir -p node_modules/x; echo js > node_modules/x/i.js";
+    let out = repo.run_plan(&plan, worker, &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    let run = run_id(&repo.path);
+    let out = orchestra(&repo.path, &["gc"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        shown.contains("build output not saved: node_modules"),
+        "{shown}"
+    );
+    let archive = repo
+        .path
+        .join(format!(".git/orchestra/runs/{run}/p1/saved/ignored.tar"));
+    assert_eq!(tar_member(&archive, "notes.txt"), b"mine\n");
+}
