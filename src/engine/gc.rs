@@ -141,6 +141,14 @@ pub fn gc(repo: &RepoInfo, only: Option<&str>, dry_run: bool) -> Result<GcReport
                 .prune_worktrees()
                 .map_err(crate::git::RepoError::from)?;
             remove_empty_run_dirs(&run.id, packets.iter().map(|p| Path::new(&p.worktree)));
+            // What packets run elsewhere travelled in: the journal holds what came back.
+            let travelled: Vec<String> = ["base", "jobs", "events"]
+                .iter()
+                .map(|kind| format!("refs/orchestra/{kind}/{}/", run.id))
+                .collect();
+            repo.git()
+                .delete_refs_under(&travelled)
+                .map_err(crate::git::RepoError::from)?;
         }
         store = Some(journal.into_store());
     }

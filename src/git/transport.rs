@@ -27,6 +27,25 @@ impl Git {
             .with_env("GIT_CONFIG_VALUE_0", header)
     }
 
+    /// Deletes every ref under each of `prefixes` (`refs/orchestra/jobs/<run>/`, …) and
+    /// returns how many there were.
+    pub fn delete_refs_under(&self, prefixes: &[String]) -> Result<usize, GitError> {
+        let mut args = vec![
+            "for-each-ref".to_string(),
+            "--format=%(refname)".to_string(),
+        ];
+        args.extend(prefixes.iter().cloned());
+        let listed = self.run(args)?;
+        let names: Vec<&str> = listed.lines().filter(|l| !l.is_empty()).collect();
+        if names.is_empty() {
+            return Ok(0);
+        }
+        let script: String = names.iter().map(|n| format!("delete {n}\n")).collect();
+        self.writing()
+            .run_with_stdin(["update-ref", "--stdin"], Some(script.as_bytes()))?;
+        Ok(names.len())
+    }
+
     /// Fetches `refspecs` (`+src:dst`, ref names only) from `remote`, without tags and
     /// without writing `FETCH_HEAD`.
     pub fn fetch_refs(&self, remote: &str, refspecs: &[String]) -> Result<(), GitError> {

@@ -435,6 +435,18 @@ fn packets_run_as_workflow_runs_come_back_as_branches_and_merge() {
     );
     assert_nowhere(&repo.path, TOKEN);
     assert_nowhere(&gh.remote, TOKEN);
+    // gc takes away what the packets travelled in, once the run is finished.
+    let travelled = |r: &str| repo.git(&["for-each-ref", "--format=%(refname)", r]);
+    assert!(!travelled(&format!("refs/orchestra/jobs/{run}/")).is_empty());
+    let gc = gh.run(&["gc"]);
+    assert!(gc.status.success(), "{}", text(&gc));
+    for kind in ["base", "jobs", "events"] {
+        assert_eq!(
+            travelled(&format!("refs/orchestra/{kind}/{run}/")),
+            "",
+            "{kind}"
+        );
+    }
 }
 
 #[test]
