@@ -12,6 +12,8 @@ pub mod scheduler;
 mod symbol_scope;
 mod watch;
 mod watch_fs;
+
+pub(crate) use watch::{outside_changes, outside_of_run};
 mod worker;
 
 use std::path::PathBuf;

@@ -115,7 +115,7 @@ impl Activity {
 
 /// What lies outside a packet's worktree at one moment.
 #[derive(Debug, Default)]
-pub(super) struct Outside {
+pub(crate) struct Outside {
     main: Option<(String, String)>,
     refs: BTreeMap<String, String>,
     /// The run's packet branches of packets not running (other than this one), with their
@@ -215,6 +215,48 @@ pub(super) fn snapshot(ctx: &Context<'_>, packet: &str, siblings: bool) -> Resul
             .insert(format!("{label} ({})", file.display()), hash(&bytes));
     }
     Ok(out)
+}
+
+/// Returns the part of a snapshot that needs no packet pipeline: the main checkout (of the
+/// repository whose common git directory is `common_dir`), refs outside the engine's
+/// namespaces and run `run`'s branches, and the common `hooks/` and `config`. Taken around a
+/// worker resolving a merge's conflicts, when no packet pipeline runs.
+pub(crate) fn outside_of_run(common_dir: &Path, run: &str) -> Result<Outside, String> {
+    let fail = |what: &str, e: &dyn std::fmt::Display| format!("cannot read {what}: {e}");
+    let mut out = Outside::default();
+    let main_top = common_dir
+        .file_name()
+        .is_some_and(|n| n == ".git")
+        .then(|| common_dir.parent())
+        .flatten();
+    if let Some(top) = main_top
+        && let Ok(main) = Git::pinned_unrepaired(common_dir, top)
+    {
+        let state = main
+            .head_and_status()
+            .map_err(|e| fail("the main checkout's status", &e))?;
+        out.main = Some(state);
+    }
+    let own = format!("refs/heads/orchestra/{run}/");
+    let skip = ["refs/orchestra/", "refs/notes/orchestra/", own.as_str()];
+    let tips = match crate::git::ref_files(common_dir, &skip, &[]) {
+        Some(tips) => tips.into_iter().collect(),
+        None => Git::new(common_dir)
+            .ref_tips(&skip[..2])
+            .map_err(|e| fail("the repository's refs", &e))?,
+    };
+    for (name, id) in tips {
+        if !name.starts_with(&own) {
+            out.refs.insert(name, id);
+        }
+    }
+    out.git_files = git_files(common_dir);
+    Ok(out)
+}
+
+/// Returns what differs between two [`outside_of_run`] snapshots, one line each.
+pub(crate) fn outside_changes(before: &Outside, after: &Outside) -> Vec<String> {
+    changes(&Activity::default(), "", before, after)
 }
 
 /// Returns what differs between `before` and `after`, the snapshots around a run of the

@@ -154,7 +154,38 @@ pub fn resolve(r: &ConflictJob<'_>, worker: ConflictWorker<'_>) -> Result<String
     }
     let before = g.head().map_err(gerr)?;
     let merging_in = g.merge_head().map_err(gerr)?;
-    let outcome = run_worker(r, &wt, worker).and_then(|()| markers_left(r, &wt));
+    // A worker that may write outside the worktree (a command, an agent CLI) is watched as in
+    // the packet's own rounds: a change outside fails the round, and none of its work is used.
+    let watched = match worker {
+        ConflictWorker::Command(_) => true,
+        ConflictWorker::Agent(w) => w.commits_itself(),
+    };
+    let snapshot = || {
+        crate::engine::outside_of_run(r.common_dir, r.run).map_err(|reason| {
+            ResolveError::Unresolved {
+                packet: id.clone(),
+                reason,
+            }
+        })
+    };
+    let outside = if watched { Some(snapshot()?) } else { None };
+    let mut outcome = run_worker(r, &wt, worker).and_then(|()| markers_left(r, &wt));
+    if let Some(before) = &outside {
+        let changed = crate::engine::outside_changes(before, &snapshot()?);
+        if !changed.is_empty() {
+            outcome = Err(ResolveError::Unresolved {
+                packet: id.clone(),
+                reason: format!(
+                    "the worker changed what lies outside its worktree, so none of its work is used:\n- {}",
+                    changed
+                        .iter()
+                        .map(|c| crate::redact::terminal_safe(c).into_owned())
+                        .collect::<Vec<_>>()
+                        .join("\n- ")
+                ),
+            });
+        }
+    }
     // The worker may have changed the worktree's `.git`: pinned again, which refuses then.
     let g = Git::pinned(r.common_dir, &wt).map_err(|e| ResolveError::Git {
         packet: id.clone(),

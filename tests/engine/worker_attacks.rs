@@ -555,7 +555,7 @@ fn a_worker_concluding_a_conflict_merge_itself_lands_only_the_engines_merge() {
     let worker = r#"if [ -n "$ORCHESTRA_FIXES_FILE" ]; then
   set -e
   sed -i -e '/^<<<<<<< /d' -e '/^=======$/d' -e '/^>>>>>>> /d' README.md
-  git config user.name w; git config user.email w@x
+  export GIT_AUTHOR_NAME=w GIT_AUTHOR_EMAIL=w@x GIT_COMMITTER_NAME=w GIT_COMMITTER_EMAIL=w@x
   git add -A && git commit -qm 'resolved by the worker'
   echo evil > evil.txt && git add evil.txt && git commit -qm 'sneak in'
   git rm -q evil.txt && git commit -qm 'take out'
@@ -723,5 +723,43 @@ fn a_stored_plan_changed_behind_the_engine_is_refused_on_resume() {
         String::from_utf8_lossy(&out.stderr).contains("no longer matches the hash"),
         "{}",
         text(&out)
+    );
+}
+
+#[test]
+fn a_worker_writing_outside_its_worktree_in_a_conflict_round_is_caught_and_its_resolution_not_used()
+{
+    let repo = TestRepo::new();
+    repo.sandbox_off();
+    let body = format!(
+        "objective = \"Conflict escape\"\n\n{}{}",
+        packet("pa", "\"README.md\"", "", "\"true\""),
+        packet("pb", "\"README.md\"", "", "\"true\""),
+    );
+    let plan = repo.write_plan("plan.toml", &body);
+    let main = repo.path.display().to_string();
+    // In the conflict round the worker resolves the conflict, and plants a hook in the common
+    // git directory and a file in the main checkout.
+    let worker = format!(
+        r#"if [ -n "$ORCHESTRA_FIXES_FILE" ]; then
+  sed -i -e '/^<<<<<<< /d' -e '/^=======$/d' -e '/^>>>>>>> /d' README.md
+  printf '#!/bin/sh\nexit 0\n' > {main}/.git/hooks/post-merge
+  echo planted > {main}/planted.txt
+else echo "$ORCHESTRA_PACKET was here" > README.md; fi"#
+    );
+    let out = repo.run_plan(&plan, &worker, &["--merge"]);
+    assert!(!out.status.success(), "{}", text(&out));
+    let all = text(&out);
+    assert!(
+        all.contains("changed what lies outside its worktree")
+            && all.contains("hook post-merge was planted")
+            && all.contains("planted.txt"),
+        "{all}"
+    );
+    // The resolution did not land: main holds one packet's README, not both.
+    let readme = repo.git(&["show", "main:README.md"]);
+    assert!(
+        !(readme.contains("pa was here") && readme.contains("pb was here")),
+        "{readme}"
     );
 }
