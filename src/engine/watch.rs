@@ -6,7 +6,8 @@
 //! the engine takes a snapshot of what lies outside the worktree, and a difference fails the
 //! packet before anything of its work is committed:
 //!
-//! - the main checkout's HEAD and `git status` (untracked files included, ignored ones not);
+//! - the main checkout's HEAD and `git status` (untracked files included), and the size and
+//!   modification time of each ignored file there (not of ignored directories);
 //! - every ref outside the engine's namespaces (`refs/orchestra/`, `refs/notes/orchestra/`)
 //!   and the run's packet branches, which the engine itself moves meanwhile;
 //! - the common git directory's `hooks/` and `config`;
@@ -138,7 +139,7 @@ pub(super) fn snapshot(ctx: &Context<'_>, packet: &str, siblings: bool) -> Resul
     // The main checkout, hardened like every engine git (its configuration is not trusted).
     if let Ok(main) = Git::pinned_unrepaired(&repo.common_dir, &repo.toplevel) {
         let state = main
-            .head_and_status()
+            .head_status_and_ignored_files()
             .map_err(|e| fail("the main checkout's status", &e))?;
         out.main = Some(state);
     }
@@ -233,7 +234,7 @@ pub(crate) fn outside_of_run(common_dir: &Path, run: &str) -> Result<Outside, St
         && let Ok(main) = Git::pinned_unrepaired(common_dir, top)
     {
         let state = main
-            .head_and_status()
+            .head_status_and_ignored_files()
             .map_err(|e| fail("the main checkout's status", &e))?;
         out.main = Some(state);
     }

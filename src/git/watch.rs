@@ -93,6 +93,39 @@ impl Git {
         let status = self.status_porcelain(Untracked::Normal)?;
         Ok((head, status))
     }
+
+    /// Returns [`Git::head_and_status`] with one more status line per ignored file (not
+    /// directory: build output changes with every build) — `!! <path> <size> <mtime>` — so a
+    /// planted or edited `.env` shows as a change.
+    pub fn head_status_and_ignored_files(&self) -> Result<(String, String), GitError> {
+        let (head, mut status) = self.head_and_status()?;
+        let listed = self.run([
+            "ls-files",
+            "--others",
+            "--ignored",
+            "--exclude-standard",
+            "--directory",
+            "-z",
+        ])?;
+        for path in listed
+            .split('\0')
+            .filter(|p| !p.is_empty() && !p.ends_with('/'))
+        {
+            let Ok(meta) = std::fs::symlink_metadata(self.dir().join(path)) else {
+                continue;
+            };
+            let mtime = meta
+                .modified()
+                .ok()
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map_or(0, |d| d.as_nanos());
+            if !status.is_empty() && !status.ends_with('\n') {
+                status.push('\n');
+            }
+            status.push_str(&format!("!! {path} {} {mtime}\n", meta.len()));
+        }
+        Ok((head, status))
+    }
 }
 
 #[cfg(test)]

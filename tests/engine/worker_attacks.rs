@@ -616,6 +616,43 @@ fn assert_outside_write_fails(repo: &TestRepo, worker: &str, what: &str) -> Stri
 }
 
 #[test]
+fn an_unconfined_worker_editing_or_planting_ignored_files_of_the_main_checkout_fails_its_packet() {
+    let ignoring = || {
+        let repo = TestRepo::new();
+        repo.write(".gitignore", ".env\n.env.*\ntarget/\n");
+        repo.git(&["add", ".gitignore"]);
+        repo.git(&["commit", "-qm", "ignore"]);
+        repo.write(".env", "TOKEN=mine\n");
+        std::fs::create_dir_all(repo.path.join("target")).unwrap();
+        repo
+    };
+    let repo = ignoring();
+    let worker = format!(
+        "echo 'TOKEN=theirs-1' > {}/.env; echo ok > out.txt",
+        repo.path.display()
+    );
+    let reason = assert_outside_write_fails(&repo, &worker, "the main checkout changed");
+    assert!(reason.contains("!! .env"), "{reason}");
+    let repo = ignoring();
+    let worker = format!(
+        "echo x > {}/.env.local; echo ok > out.txt",
+        repo.path.display()
+    );
+    let reason = assert_outside_write_fails(&repo, &worker, "the main checkout changed");
+    assert!(reason.contains("!! .env.local"), "{reason}");
+    // Ignored directories (build output) are not compared: a build there is no attack.
+    let repo = ignoring();
+    repo.sandbox_off();
+    let worker = format!(
+        "echo o > {}/target/app.o; echo ok > out.txt",
+        repo.path.display()
+    );
+    let (out, v, _) = run_scoped(&repo, &worker);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(v["packets"][0]["state"], "succeeded");
+}
+
+#[test]
 fn an_unconfined_worker_writing_the_main_checkout_fails_its_packet() {
     let repo = TestRepo::new();
     let worker = format!(
