@@ -87,23 +87,18 @@ pub(crate) fn build(
 }
 
 /// Returns where the packets of a run started with `arg` (or found `existing`) run, checked:
-/// its executor's configuration is complete and a worker command is there for it.
+/// its executor's configuration is complete.
 pub(crate) fn choose(
     repo: &RepoInfo,
     config: &RepoConfig,
     arg: Option<ExecutorArg>,
     existing: Option<&git_orchestra::store::RunRecord>,
-    worker_cmd_given: bool,
 ) -> Result<ExecutorKind, CommandError> {
     let kind = match arg {
         Some(e) => e.kind(),
         None => kind_of(repo, config, existing.map(|r| r.id.as_str())),
     };
     build(repo, config, kind)?;
-    check_worker(
-        kind,
-        worker_cmd_given || existing.is_some_and(|r| r.worker_cmd.is_some()),
-    )?;
     Ok(kind)
 }
 
@@ -112,28 +107,13 @@ pub(crate) fn for_start(
     repo: &RepoInfo,
     config: &RepoConfig,
     arg: Option<ExecutorArg>,
-    worker_cmd_given: bool,
 ) -> Result<Option<ExecutorKind>, CommandError> {
     let kind = arg
         .map(ExecutorArg::kind)
         .or(config.executor.kind)
         .unwrap_or(ExecutorKind::Local);
     build(repo, config, kind)?;
-    check_worker(kind, worker_cmd_given)?;
     Ok((kind != ExecutorKind::Local).then_some(kind))
-}
-
-/// Checks that a run of `kind` can work its packets there: the remote executors run an
-/// external worker command, not our agents.
-pub(crate) fn check_worker(kind: ExecutorKind, has_worker_cmd: bool) -> Result<(), CommandError> {
-    if kind != ExecutorKind::Local && !has_worker_cmd {
-        return Err(CommandError::user(format!(
-            "the {} executor runs packets with an external worker command, and this run has none",
-            kind.as_str()
-        ))
-        .hint("pass --worker-cmd '<command>' (it runs where the packet runs, in the packet's worktree), or --executor local"));
-    }
-    Ok(())
 }
 
 /// Sets up where packets can run elsewhere.

@@ -22,7 +22,8 @@ enum PacketCommand {
 
 /// Works one packet from the job its coordinator pushed to a git remote: fetches the job
 /// (refs/orchestra/jobs/<run>/<packet>) and its start commit, creates the packet's worktree
-/// and branch, runs the worker command, commits with the usual trailers, checks the scope
+/// and branch, runs the worker command (or, for a job without one, our agents with the model
+/// profiles configured on this machine), commits with the usual trailers, checks the scope
 /// and runs the validation commands, then pushes the branch and its events
 /// (refs/orchestra/events/<run>/<packet>, JSON lines) back. A job whose result is already
 /// there is not worked again. Exits 0 whenever a result was written, whatever it says.
@@ -67,6 +68,8 @@ fn cmd_exec(cwd: &Path, args: &ExecArgs) -> Result<(), CommandError> {
     let config = git_orchestra::config::RepoConfig::load_with_user(&repo, user.as_deref())
         .map_err(CommandError::user)?;
     let sandboxes = git_orchestra::agent::sandbox::command_sandboxes(&repo, &config.sandbox);
+    // A job without a worker command is worked by our agents, with this machine's profiles.
+    let agents = git_orchestra::agent::AgentWorker::new(&repo, config.clone()).ok();
     let remote = if local_is_path(&args.remote, cwd) {
         cwd.join(&args.remote).to_string_lossy().into_owned()
     } else {
@@ -78,6 +81,9 @@ fn cmd_exec(cwd: &Path, args: &ExecArgs) -> Result<(), CommandError> {
         remote: &remote,
         repo: &repo,
         sandboxes,
+        worker: agents
+            .as_ref()
+            .map(|a| a as &dyn git_orchestra::engine::Worker),
         stop,
         on_event: &printer,
     })

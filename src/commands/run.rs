@@ -102,13 +102,7 @@ pub fn cmd_run(cwd: &Path, args: &RunArgs) -> Result<(), CommandError> {
         .transpose()
         .map_err(CommandError::internal)?
         .flatten();
-    let executor = super::executor::choose(
-        &repo,
-        &config,
-        args.executor,
-        existing.as_ref(),
-        args.worker_cmd.is_some(),
-    )?;
+    let executor = super::executor::choose(&repo, &config, args.executor, existing.as_ref())?;
     if existing.as_ref().is_none_or(|r| r.worker_cmd.is_none()) && args.worker_cmd.is_none() {
         // Our own agents do the work of roles without an agent CLI: check those roles and
         // their profiles before anything starts.

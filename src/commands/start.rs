@@ -289,12 +289,7 @@ pub fn cmd_start(cwd: &Path, args: &StartArgs) -> Result<(), CommandError> {
             remote: args.remote.clone(),
             target: args.target.clone(),
         }),
-        executor: super::executor::for_start(
-            &repo,
-            &config,
-            args.executor,
-            args.worker_cmd.is_some(),
-        )?,
+        executor: super::executor::for_start(&repo, &config, args.executor)?,
     };
     preflight(&repo, &config, &settings)?;
     let req = StartRequest {

@@ -571,9 +571,11 @@ fn without_a_token_or_a_github_remote_the_executor_is_refused_before_anything_ch
         text(&out)
     );
     repo.git(&["config", "orchestra.forge.type", "github"]);
+    // Without a worker command, our agents work the packets on the runners: that needs a
+    // model profile.
     let out = gh.run(&["run", plan.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
-    assert!(text(&out).contains("--worker-cmd"), "{}", text(&out));
+    assert!(text(&out).contains("no model profile"), "{}", text(&out));
     assert_eq!(refs(&repo.path), before);
     assert!(gh.dispatches().is_empty());
 }

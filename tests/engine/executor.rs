@@ -324,11 +324,12 @@ fn the_ssh_executor_without_hosts_or_worker_command_is_refused_before_anything_c
     repo.git(&["add", "-A"]);
     repo.git(&["commit", "-q", "-m", "config"]);
     let before = refs(&repo.path);
-    // Configured as the default, it needs a worker command: our agents work here.
+    // Configured as the default without a worker command, our agents work the packets on
+    // the hosts: a model profile is needed for them.
     let out = orchestra(&repo.path, &["run", plan.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("external worker command"),
+        String::from_utf8_lossy(&out.stderr).contains("no model profile"),
         "{}",
         text(&out)
     );
@@ -545,4 +546,64 @@ fn a_packet_from_a_host_that_conflicts_at_the_merge_is_left_on_its_branch_with_t
         all.contains(&format!("resolve on branch {branch} by hand")),
         "{all}"
     );
+}
+
+#[test]
+fn without_a_worker_command_our_agents_work_the_packet_on_the_host() {
+    let hosts = Hosts::new(&["h1"], &["h1"]);
+    let repo = &hosts.repo;
+    let scripts = serde_json::json!([
+        {"name": "coder", "match": ["# Coder"], "replies": [
+            {"calls": [{"name": "write_file", "args": {"path": "out-a.txt", "content": "by our agent\n"}}]},
+            {"calls": [{"name": "complete", "args": {"summary": "wrote out-a.txt"}}]}]},
+        {"name": "review", "match": ["# Reviewer"], "replies": [{"text": "{\"verdict\": \"approve\"}"}]}
+    ]);
+    let model = git_orchestra::demo::MockModel::start(
+        git_orchestra::demo::parse_scripts(&scripts.to_string()).unwrap(),
+    )
+    .unwrap();
+    let plan = repo.write_plan(
+        "plan.toml",
+        &format!(
+            "objective = \"Agents on hosts\"\n\n{}",
+            packet("a", "\"out-a.txt\"", "", "\"test -f out-a.txt\"")
+        ),
+    );
+    let mut env: Vec<(&str, &str)> = hosts
+        .env
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    env.extend([
+        ("ORCHESTRA_PROVIDER", "openai-compatible"),
+        ("ORCHESTRA_BASE_URL", model.url.as_str()),
+        ("ORCHESTRA_MODEL", "scripted"),
+    ]);
+    let out = orchestra_with_env(
+        &repo.path,
+        &[
+            "run",
+            plan.to_str().unwrap(),
+            "--executor",
+            "ssh",
+            "--merge",
+        ],
+        &env,
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let run = run_id(&repo.path);
+    assert_eq!(
+        repo.git(&["show", &format!("orchestra/{run}/a:out-a.txt")]),
+        "by our agent"
+    );
+    assert_eq!(repo.git(&["show", "HEAD:out-a.txt"]), "by our agent");
+    // Our agent worked it on the host: the events the host sent back say so.
+    let all = text(&out);
+    assert!(all.contains("runs on ssh host h1"), "{all}");
+    let events = repo.git(&[
+        "cat-file",
+        "blob",
+        &format!("refs/orchestra/events/{run}/a"),
+    ]);
+    assert!(events.contains("agent:coder"), "{events}");
 }

@@ -17,12 +17,8 @@ pub(in crate::engine) fn pipeline(
     rec: &PacketRecord,
 ) -> Result<String, Halt> {
     let packet = &ctx.plan.packets[index];
-    let Some(worker_cmd) = ctx.worker_cmd else {
-        return Err(Halt::Fail(format!(
-            "the {} executor runs packets with an external worker; start the run with --worker-cmd '<command>'",
-            executor.kind()
-        )));
-    };
+    // Without a worker command, our agents work the packet where it runs.
+    let worker_cmd = ctx.worker_cmd.unwrap_or_default();
     let in_flight = matches!(rec.state, PacketState::Running | PacketState::Interrupted);
     let (start, attempt) = if in_flight {
         let start = rec.start.clone().unwrap_or_else(|| ctx.run.base.clone());

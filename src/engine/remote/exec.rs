@@ -30,6 +30,9 @@ pub struct ExecOptions<'a> {
     /// remote itself, and then nothing is fetched or pushed.
     pub repo: &'a Path,
     pub sandboxes: Sandboxes,
+    /// Our agents, for a job that names no worker command (`None` when no model profile is
+    /// configured here).
+    pub worker: Option<&'a dyn crate::engine::Worker>,
     pub stop: &'a AtomicBool,
     pub on_event: &'a (dyn Fn(&str, &Event) + Sync),
 }
@@ -251,8 +254,12 @@ fn work(
         activity: &activity,
         run: &run,
         plan: &plan,
-        worker_cmd: Some(&job.worker_cmd),
-        worker: None,
+        worker_cmd: (!job.worker_cmd.is_empty()).then_some(job.worker_cmd.as_str()),
+        worker: if job.worker_cmd.is_empty() {
+            o.worker
+        } else {
+            None
+        },
         run_dir: &dir,
         journal: &journal,
         stop: o.stop,

@@ -107,6 +107,8 @@ pub struct Job {
     /// The commit the packet starts from (pushed as `refs/orchestra/base/<run>/<packet>`).
     pub start: String,
     pub branch: String,
+    /// The external worker command; empty when the packet is worked by our agents (with the
+    /// model profiles configured where it runs).
     pub worker_cmd: String,
     pub timeout_secs: u64,
     pub setup: Option<String>,
