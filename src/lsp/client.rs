@@ -17,7 +17,20 @@ use std::sync::mpsc::{Sender, channel};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use lsp_types::notification::{
+    Cancel, DidChangeConfiguration, DidChangeWorkspaceFolders, Exit, Initialized, Notification,
+    PublishDiagnostics,
+};
+use lsp_types::request::{Initialize, Request, Shutdown};
+use lsp_types::{
+    CallHierarchyClientCapabilities, CancelParams, ClientCapabilities, ConfigurationParams,
+    DidChangeConfigurationParams, DidChangeWorkspaceFoldersParams, GeneralClientCapabilities,
+    GotoCapability, ImplementationProviderCapability, InitializeParams, InitializedParams,
+    NumberOrString, PositionEncodingKind, PublishDiagnosticsParams, ReferenceClientCapabilities,
+    ServerCapabilities, TextDocumentClientCapabilities, TextDocumentSyncClientCapabilities,
+    WorkspaceClientCapabilities, WorkspaceFolder, WorkspaceFoldersChangeEvent,
+};
+use serde_json::Value;
 
 use super::rpc;
 
@@ -45,7 +58,7 @@ pub struct Connection {
     next_id: AtomicI64,
     state: Arc<Mutex<State>>,
     /// The `capabilities` of the server's `initialize` answer.
-    capabilities: Mutex<Value>,
+    capabilities: Mutex<ServerCapabilities>,
     /// When the server last said anything.
     heard: Arc<Mutex<Instant>>,
     /// Documents the server published diagnostics for: it has analysed them.
@@ -101,7 +114,7 @@ impl Connection {
             state: Arc::new(Mutex::new(State::Starting {
                 since: Instant::now(),
             })),
-            capabilities: Mutex::new(Value::Null),
+            capabilities: Mutex::new(ServerCapabilities::default()),
             heard: Arc::new(Mutex::new(Instant::now())),
             diagnosed: Arc::new(Mutex::new(std::collections::HashSet::new())),
             closed: std::sync::atomic::AtomicBool::new(false),
@@ -144,28 +157,14 @@ impl Connection {
             State::Starting { since } => since,
             _ => return,
         };
-        let params = json!({
-            "processId": std::process::id(),
-            "rootUri": super::convert::path_uri(root).as_str(),
-            "workspaceFolders": [folder(root)],
-            "capabilities": {
-                "general": {"positionEncodings": ["utf-16"]},
-                "workspace": {"workspaceFolders": true, "configuration": true},
-                "textDocument": {
-                    "synchronization": {"didSave": true},
-                    "definition": {"linkSupport": false},
-                    "references": {},
-                    "implementation": {"linkSupport": false},
-                    "callHierarchy": {}
-                }
-            }
-        });
-        match self.request("initialize", params, timeout) {
+        match self.call::<Initialize>(initialize_params(root), timeout) {
             Ok(result) => {
-                *lock(&self.capabilities) = result["capabilities"].clone();
-                self.notify("initialized", json!({}));
+                *lock(&self.capabilities) = result.capabilities;
+                self.send::<Initialized>(InitializedParams {});
                 // Servers that pull their settings (pyright) start loading on this.
-                self.notify("workspace/didChangeConfiguration", json!({"settings": {}}));
+                self.send::<DidChangeConfiguration>(DidChangeConfigurationParams {
+                    settings: Value::Object(Default::default()),
+                });
                 let sent = Instant::now();
                 let deadline = started + timeout;
                 while Instant::now() < deadline && !matches!(self.state(), State::Failed(_)) {
@@ -188,29 +187,65 @@ impl Connection {
 
     /// Returns true if and only if the server said it serves several workspace folders.
     pub fn serves_folders(&self) -> bool {
-        lock(&self.capabilities)["workspace"]["workspaceFolders"]["supported"] == json!(true)
+        lock(&self.capabilities)
+            .workspace
+            .as_ref()
+            .and_then(|w| w.workspace_folders.as_ref())
+            .and_then(|f| f.supported)
+            == Some(true)
     }
 
-    /// Returns true if and only if the server's capabilities offer `provider` (for example
-    /// `referencesProvider`).
-    pub fn offers(&self, provider: &str) -> bool {
-        let c = lock(&self.capabilities);
+    /// Returns true if and only if the server's capabilities offer `textDocument/implementation`.
+    pub fn offers_implementations(&self) -> bool {
         !matches!(
-            c.get(provider),
-            None | Some(Value::Null) | Some(Value::Bool(false))
+            lock(&self.capabilities).implementation_provider,
+            None | Some(ImplementationProviderCapability::Simple(false))
+        )
+    }
+
+    /// Returns true if and only if the server's capabilities offer the call hierarchy.
+    pub fn offers_call_hierarchy(&self) -> bool {
+        use lsp_types::CallHierarchyServerCapability as C;
+        !matches!(
+            lock(&self.capabilities).call_hierarchy_provider,
+            None | Some(C::Simple(false))
         )
     }
 
     /// Adds the worktree at `root` to the server's workspace folders.
     pub fn add_folder(&self, root: &Path) {
-        self.notify(
-            "workspace/didChangeWorkspaceFolders",
-            json!({"event": {"added": [folder(root)], "removed": []}}),
-        );
+        self.send::<DidChangeWorkspaceFolders>(DidChangeWorkspaceFoldersParams {
+            event: WorkspaceFoldersChangeEvent {
+                added: vec![folder(root)],
+                removed: Vec::new(),
+            },
+        });
     }
 
-    /// Sends a request and waits at most `timeout` for its result.
-    pub fn request(&self, method: &str, params: Value, timeout: Duration) -> Result<Value, String> {
+    /// Sends request `R` and waits at most `timeout` for its result, decoded as the protocol
+    /// types it.
+    pub fn call<R: Request>(
+        &self,
+        params: R::Params,
+        timeout: Duration,
+    ) -> Result<R::Result, String> {
+        let params = serde_json::to_value(params)
+            .map_err(|e| format!("cannot encode {}: {e}", R::METHOD))?;
+        decode::<R>(self.request(R::METHOD, params, timeout)?)
+    }
+
+    /// Sends notification `N` (errors show in the state later, when the process is gone).
+    pub fn send<N: Notification>(&self, params: N::Params) {
+        match serde_json::to_value(params) {
+            Ok(params) => self.notify(N::METHOD, params),
+            Err(e) => {
+                tracing::warn!(method = N::METHOD, error = %e, "cannot encode a notification")
+            }
+        }
+    }
+
+    /// Sends a request and waits at most `timeout` for its raw result.
+    fn request(&self, method: &str, params: Value, timeout: Duration) -> Result<Value, String> {
         if let State::Failed(why) = self.state() {
             return Err(why);
         }
@@ -228,14 +263,16 @@ impl Connection {
             Ok(r) => r,
             Err(_) => {
                 // Tell the server to stop working on it; the answer no longer matters.
-                self.notify("$/cancelRequest", json!({"id": id}));
+                self.send::<Cancel>(CancelParams {
+                    id: NumberOrString::Number(id as i32),
+                });
                 Err(format!("no answer within {:.1} s", timeout.as_secs_f64()))
             }
         }
     }
 
-    /// Sends a notification (errors show in the state later, when the process is gone).
-    pub fn notify(&self, method: &str, params: Value) {
+    /// Sends a raw notification.
+    fn notify(&self, method: &str, params: Value) {
         let _ = rpc::write_message(&mut *lock(&self.stdin), &rpc::notification(method, params));
     }
 
@@ -284,8 +321,8 @@ impl Connection {
             return;
         }
         if matches!(self.state(), State::Ready { .. }) {
-            let _ = self.request("shutdown", Value::Null, Duration::from_secs(2));
-            self.notify("exit", Value::Null);
+            let _ = self.call::<Shutdown>((), Duration::from_secs(2));
+            self.send::<Exit>(());
         }
         let mut child = lock(&self.child);
         let deadline = Instant::now() + Duration::from_secs(2);
@@ -346,11 +383,64 @@ fn spawn_lasting(cmd: Command) -> std::io::Result<Child> {
         .map_err(|_| std::io::Error::other("the thread servers start from has ended"))?
 }
 
-fn folder(root: &Path) -> Value {
+fn folder(root: &Path) -> WorkspaceFolder {
     let name = root
         .file_name()
         .map_or(String::new(), |n| n.to_string_lossy().into_owned());
-    json!({"uri": super::convert::path_uri(root).as_str(), "name": name})
+    WorkspaceFolder {
+        uri: super::convert::path_uri(root),
+        name,
+    }
+}
+
+/// The `initialize` request for the worktree at `root`: what this client can do — UTF-16
+/// positions, workspace folders and settings, `didSave`, definitions and implementations as
+/// plain locations, references, the call hierarchy.
+fn initialize_params(root: &Path) -> InitializeParams {
+    let text_document = TextDocumentClientCapabilities {
+        synchronization: Some(TextDocumentSyncClientCapabilities {
+            did_save: Some(true),
+            ..Default::default()
+        }),
+        definition: Some(GotoCapability {
+            link_support: Some(false),
+            ..Default::default()
+        }),
+        references: Some(ReferenceClientCapabilities::default()),
+        implementation: Some(GotoCapability {
+            link_support: Some(false),
+            ..Default::default()
+        }),
+        call_hierarchy: Some(CallHierarchyClientCapabilities::default()),
+        ..Default::default()
+    };
+    // `rootUri` is deprecated for workspace folders, which come too; older servers read it.
+    #[allow(deprecated)]
+    InitializeParams {
+        process_id: Some(std::process::id()),
+        root_uri: Some(super::convert::path_uri(root)),
+        workspace_folders: Some(vec![folder(root)]),
+        capabilities: ClientCapabilities {
+            general: Some(GeneralClientCapabilities {
+                position_encodings: Some(vec![PositionEncodingKind::UTF16]),
+                ..Default::default()
+            }),
+            workspace: Some(WorkspaceClientCapabilities {
+                workspace_folders: Some(true),
+                configuration: Some(true),
+                ..Default::default()
+            }),
+            text_document: Some(text_document),
+            ..Default::default()
+        },
+        ..Default::default()
+    }
+}
+
+/// Decodes the result of request `R` as the protocol types it.
+pub fn decode<R: Request>(result: Value) -> Result<R::Result, String> {
+    serde_json::from_value(result)
+        .map_err(|e| format!("sent a malformed answer to {}: {e}", R::METHOD))
 }
 
 /// Reads the server's messages: responses go to their waiting request, the server's requests
@@ -389,11 +479,12 @@ fn read_loop(stdout: std::process::ChildStdout, shared: Shared) {
                 let result = match method {
                     // One answer per item asked: no settings of ours.
                     "workspace/configuration" => Value::Array(
-                        message["params"]["items"]
-                            .as_array()
-                            .map_or(Vec::new(), |a| a.iter().map(|_| Value::Null).collect()),
+                        serde_json::from_value::<ConfigurationParams>(message["params"].clone())
+                            .map_or(Vec::new(), |p| {
+                                p.items.iter().map(|_| Value::Null).collect()
+                            }),
                     ),
-                    "workspace/workspaceFolders" => Value::Null,
+                    // Registrations, progress tokens, folders: acknowledged, nothing more.
                     _ => Value::Null,
                 };
                 let _ = rpc::write_message(&mut *lock(&stdin), &rpc::response(id, result));
@@ -408,9 +499,11 @@ fn read_loop(stdout: std::process::ChildStdout, shared: Shared) {
                     let _ = tx.send(r);
                 }
             }
-            (Some("textDocument/publishDiagnostics"), None) => {
-                if let Some(uri) = message["params"]["uri"].as_str() {
-                    lock(&diagnosed).insert(uri.to_string());
+            (Some(PublishDiagnostics::METHOD), None) => {
+                if let Ok(p) =
+                    serde_json::from_value::<PublishDiagnosticsParams>(message["params"].clone())
+                {
+                    lock(&diagnosed).insert(p.uri.as_str().to_string());
                 }
             }
             _ => {}

@@ -12,14 +12,20 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use lsp_types::{CallHierarchyIncomingCall, CallHierarchyItem, CallHierarchyOutgoingCall};
-use serde_json::{Value, json};
+use lsp_types::notification::{DidChangeTextDocument, DidOpenTextDocument, DidSaveTextDocument};
+use lsp_types::{
+    DidChangeTextDocumentParams, DidOpenTextDocumentParams, DidSaveTextDocumentParams,
+    TextDocumentContentChangeEvent, TextDocumentIdentifier, TextDocumentItem,
+    VersionedTextDocumentIdentifier,
+};
+use serde_json::Value;
 
+use super::ask::ask;
 use super::client::{Connection, State};
-use super::convert::{Encoding, Root, line_of};
+use super::convert::{Root, line_of};
 use super::settings::{ServerCommand, Settings, language_id, which};
 use crate::nav::tools::{self, Precise, PreciseAnswer};
-use crate::nav::{At, Index, Lang, Location, Resolution};
+use crate::nav::{At, Index, Lang, Location};
 
 /// What a query asks a server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -272,14 +278,13 @@ impl Tier {
             Err(why) => return Outcome::Graph(Some(why)),
         };
         self.sync(index, &cmd, &conn, &at.path);
-        if query == Query::Implementations && !conn.offers("implementationProvider") {
+        if query == Query::Implementations && !conn.offers_implementations() {
             return Outcome::Graph(Some(format!(
                 "{} does not answer implementations",
                 conn.name
             )));
         }
-        if matches!(query, Query::Callers | Query::Callees) && !conn.offers("callHierarchyProvider")
-        {
+        if matches!(query, Query::Callers | Query::Callees) && !conn.offers_call_hierarchy() {
             return Outcome::Graph(Some(format!("{} has no call hierarchy", conn.name)));
         }
         let timeout = self.settings.request_timeout.max(wait);
@@ -331,21 +336,32 @@ impl Tier {
             let uri = uris.uri(&f.path);
             conn.changed(uri.as_str());
             if version == 0 {
-                conn.notify(
-                    "textDocument/didOpen",
-                    json!({"textDocument": {"uri": uri.as_str(), "languageId": language_id(&f.path), "version": 1, "text": text}}),
-                );
+                conn.send::<DidOpenTextDocument>(DidOpenTextDocumentParams {
+                    text_document: TextDocumentItem {
+                        uri: uri.clone(),
+                        language_id: language_id(&f.path).to_string(),
+                        version: 1,
+                        text,
+                    },
+                });
             } else {
-                conn.notify(
-                    "textDocument/didChange",
-                    json!({"textDocument": {"uri": uri.as_str(), "version": version + 1}, "contentChanges": [{"text": text}]}),
-                );
+                conn.send::<DidChangeTextDocument>(DidChangeTextDocumentParams {
+                    text_document: VersionedTextDocumentIdentifier {
+                        uri: uri.clone(),
+                        version: version + 1,
+                    },
+                    content_changes: vec![TextDocumentContentChangeEvent {
+                        range: None,
+                        range_length: None,
+                        text,
+                    }],
+                });
             }
             if oid != f.oid {
-                conn.notify(
-                    "textDocument/didSave",
-                    json!({"textDocument": {"uri": uri.as_str()}}),
-                );
+                conn.send::<DidSaveTextDocument>(DidSaveTextDocumentParams {
+                    text_document: TextDocumentIdentifier { uri },
+                    text: None,
+                });
             }
             slot.known.insert(key, (f.oid.clone(), version + 1));
         }
@@ -428,190 +444,6 @@ fn word_at(line: &str, name: &str) -> Option<usize> {
     line.match_indices(name).map(|(i, _)| i).find(|&i| {
         !word(line[..i].chars().next_back()) && !word(line[i + name.len()..].chars().next())
     })
-}
-
-/// Asks the server and turns its answer into places.
-fn ask(
-    index: &Index,
-    conn: &Connection,
-    query: Query,
-    at: &At,
-    timeout: Duration,
-) -> Result<Vec<Location>, String> {
-    let mut places = Places::new(index);
-    let position = places.position(at);
-    let doc = json!({"uri": Root::new(index.root()).uri(&at.path).as_str()});
-    let tdp = json!({"textDocument": doc, "position": position});
-    let mut out = Vec::new();
-    match query {
-        Query::Definition | Query::Implementations => {
-            let method = if query == Query::Definition {
-                "textDocument/definition"
-            } else {
-                "textDocument/implementation"
-            };
-            let r = conn.request(method, tdp, timeout)?;
-            for l in locations_of(&r) {
-                out.extend(places.location(&l.0, &l.1, "definition"));
-            }
-        }
-        Query::References => {
-            let mut p = tdp;
-            p["context"] = json!({"includeDeclaration": false});
-            let r = conn.request("textDocument/references", p, timeout)?;
-            for l in locations_of(&r) {
-                out.extend(places.location(&l.0, &l.1, "reference"));
-            }
-        }
-        Query::Callers | Query::Callees => {
-            let items = conn.request("textDocument/prepareCallHierarchy", tdp, timeout)?;
-            let items: Vec<CallHierarchyItem> = serde_json::from_value(items).unwrap_or_default();
-            for item in items {
-                out.extend(calls(conn, &mut places, query, item, timeout)?);
-            }
-        }
-    }
-    out.sort_by(|a, b| (&a.path, a.line, a.col).cmp(&(&b.path, b.line, b.col)));
-    out.dedup_by(|a, b| a.path == b.path && a.line == b.line && a.col == b.col);
-    Ok(out)
-}
-
-/// The incoming call sites or the outgoing callees of one call hierarchy item.
-fn calls(
-    conn: &Connection,
-    places: &mut Places,
-    query: Query,
-    item: CallHierarchyItem,
-    timeout: Duration,
-) -> Result<Vec<Location>, String> {
-    let mut out = Vec::new();
-    if query == Query::Callers {
-        let r = conn.request(
-            "callHierarchy/incomingCalls",
-            json!({"item": item}),
-            timeout,
-        )?;
-        let calls: Vec<CallHierarchyIncomingCall> = serde_json::from_value(r).unwrap_or_default();
-        for c in calls {
-            for range in &c.from_ranges {
-                let r = serde_json::to_value(range).unwrap_or_default();
-                out.extend(places.location(c.from.uri.as_str(), &r, "call"));
-            }
-        }
-    } else {
-        let r = conn.request(
-            "callHierarchy/outgoingCalls",
-            json!({"item": item}),
-            timeout,
-        )?;
-        let calls: Vec<CallHierarchyOutgoingCall> = serde_json::from_value(r).unwrap_or_default();
-        for c in calls {
-            let r = serde_json::to_value(c.to.selection_range).unwrap_or_default();
-            out.extend(places.location(c.to.uri.as_str(), &r, "definition"));
-        }
-    }
-    Ok(out)
-}
-
-/// The (uri, range) of a definition/references answer: a location, a list of locations or of
-/// location links.
-fn locations_of(v: &Value) -> Vec<(String, Value)> {
-    let one = |l: &Value| -> Option<(String, Value)> {
-        let uri = l.get("uri").or_else(|| l.get("targetUri"))?.as_str()?;
-        let range = l.get("range").or_else(|| l.get("targetSelectionRange"))?;
-        Some((uri.to_string(), range.clone()))
-    };
-    match v {
-        Value::Array(a) => a.iter().filter_map(one).collect(),
-        Value::Null => Vec::new(),
-        other => one(other).into_iter().collect(),
-    }
-}
-
-/// Turns protocol ranges into the graph's places, reading files once.
-struct Places<'a> {
-    index: &'a Index,
-    root: Root,
-    texts: HashMap<String, String>,
-}
-
-impl<'a> Places<'a> {
-    fn new(index: &'a Index) -> Places<'a> {
-        Places {
-            index,
-            root: Root::new(index.root()),
-            texts: HashMap::new(),
-        }
-    }
-
-    fn text(&mut self, path: &str) -> &str {
-        if !self.texts.contains_key(path) {
-            let data = match self.index.file_id(path) {
-                Some(f) => self.index.read_source(f).ok(),
-                None => std::fs::read(self.index.root().join(path)).ok(),
-            };
-            let text = String::from_utf8_lossy(&data.unwrap_or_default()).into_owned();
-            self.texts.insert(path.to_string(), text);
-        }
-        self.texts.get(path).map_or("", String::as_str)
-    }
-
-    /// The protocol position (UTF-16) of a graph position.
-    fn position(&mut self, at: &At) -> Value {
-        let line = at.line.saturating_sub(1);
-        let text = line_of(self.text(&at.path), line);
-        let byte = at.col.unwrap_or(1).saturating_sub(1) as usize;
-        json!({"line": line, "character": Encoding::Utf16.column(text, byte)})
-    }
-
-    /// The place a (uri, range) names; files outside the worktree keep their absolute path.
-    fn location(&mut self, uri: &str, range: &Value, kind: &str) -> Option<Location> {
-        let path = match self.root.relative(uri) {
-            Some(p) => p,
-            None => super::convert::uri_path(uri)?
-                .to_string_lossy()
-                .into_owned(),
-        };
-        let line0 = range["start"]["line"].as_u64()? as u32;
-        let ch = range["start"]["character"].as_u64()? as u32;
-        let end_ch = range["end"]["character"].as_u64().unwrap_or(ch as u64) as u32;
-        let text = if path.starts_with('/') {
-            std::fs::read_to_string(&path).unwrap_or_default()
-        } else {
-            self.text(&path).to_string()
-        };
-        let line = line_of(&text, line0);
-        let start = Encoding::Utf16.byte(line, ch);
-        let end = Encoding::Utf16.byte(line, end_ch).max(start);
-        let container = self.container(&path, line0 + 1, start as u32 + 1);
-        Some(Location {
-            path,
-            line: line0 + 1,
-            col: start as u32 + 1,
-            end_line: line0 + 1,
-            kind: kind.to_string(),
-            name: line[start..end].to_string(),
-            container,
-            signature: line.trim().to_string(),
-            resolution: Resolution::Resolved,
-        })
-    }
-
-    /// The qualified name of the innermost definition around a place, from the graph.
-    fn container(&self, path: &str, line: u32, col: u32) -> Option<String> {
-        let file = self.index.file_id(path)?;
-        let facts = &self.index.file(file).facts;
-        let mut best: Option<usize> = None;
-        for (i, d) in facts.defs.iter().enumerate() {
-            let inside = (d.span.line, d.span.col) <= (line, col)
-                && line <= d.span.end_line
-                && !(d.name_span.line == line && d.name_span.col == col);
-            if inside && d.kind != "type_parameter" {
-                best = Some(i);
-            }
-        }
-        best.map(|i| facts.qualified_name(i as u32))
-    }
 }
 
 /// Renders a server's answer as the graph's answers are rendered, under a first line saying
