@@ -146,7 +146,8 @@ impl Connection {
         lock(&self.state).clone()
     }
 
-    fn fail(&self, why: String) {
+    /// Marks the server failed, for `why` (after a shutdown: why it was shut down).
+    pub(super) fn fail(&self, why: String) {
         *lock(&self.state) = State::Failed(why);
     }
 

@@ -3,12 +3,16 @@
 //! worktree (`didOpen`/`didChange`/`didSave`) before each question, and asks them about a
 //! position once they are ready; until then, and whenever one is slow, exits or grows past its
 //! memory limit, the graph answers and the answer says why; a server that failed is started
-//! again, at most [`RESTARTS`] times. Servers are shared by the worktrees of the process's
+//! again, at most [`RESTARTS`] times. Memory is not left to the questions: a watchdog thread
+//! looks at every running server each [`WATCH_EVERY`], so a server that grows while nobody
+//! asks (or while it is still starting) is stopped all the same. Servers are shared by the worktrees of the process's
 //! repository through workspace folders where the server supports them, at most
 //! `max_servers` at once, and shut down with the tier.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{RecvTimeoutError, Sender, channel};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -76,12 +80,28 @@ struct Slot {
 /// the limit); after that the graph answers for its language.
 pub const RESTARTS: u32 = 2;
 
-/// The language servers of one process.
+/// How often the watchdog looks at the memory of every running server.
+pub const WATCH_EVERY: Duration = Duration::from_secs(1);
+
+/// The language servers of one process, watched by a thread of their own (every
+/// [`WATCH_EVERY`], a server over `memory_mb`, starting or ready, is shut down and started
+/// again, without waiting for a question) that ends with the tier.
 pub struct Tier {
+    inner: Arc<Inner>,
+    /// Dropped with the tier, which ends the watchdog.
+    _watchdog: Option<Sender<()>>,
+}
+
+/// What the tier's callers and its watchdog share.
+struct Inner {
     settings: Settings,
     slots: Mutex<HashMap<ServerCommand, Slot>>,
     /// How many times each server was started again.
     restarts: Mutex<HashMap<ServerCommand, u32>>,
+    /// Why the watchdog stopped a server, for the next question its language is asked.
+    notices: Mutex<HashMap<ServerCommand, String>>,
+    /// Set by [`Inner::shutdown`]: no server starts after it.
+    closed: AtomicBool,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -89,21 +109,88 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Tier {
+    /// Returns a tier with no server started yet, and starts its watchdog.
     pub fn new(settings: Settings) -> Tier {
-        Tier {
+        let inner = Arc::new(Inner {
             settings,
             slots: Mutex::new(HashMap::new()),
             restarts: Mutex::new(HashMap::new()),
+            notices: Mutex::new(HashMap::new()),
+            closed: AtomicBool::new(false),
+        });
+        let (stop, stopped) = channel::<()>();
+        let watched = Arc::downgrade(&inner);
+        let watchdog = std::thread::Builder::new()
+            .name("lsp-watchdog".into())
+            .spawn(move || {
+                while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(WATCH_EVERY) {
+                    let Some(inner) = watched.upgrade() else {
+                        return;
+                    };
+                    inner.watch();
+                }
+            });
+        if let Err(e) = &watchdog {
+            tracing::warn!(error = %e, "no language server watchdog: memory is checked per question only");
+        }
+        Tier {
+            inner,
+            _watchdog: watchdog.ok().map(|_| stop),
         }
     }
 
     pub fn settings(&self) -> &Settings {
-        &self.settings
+        &self.inner.settings
     }
 
     /// Starts, in the background, the servers the languages of `index`'s files need; returns
     /// a notice for each one that cannot start.
     pub fn start(&self, index: &Index) -> Vec<String> {
+        self.inner.start(index)
+    }
+
+    /// Answers `query` about the token at `from` (or the one definition `symbol` names) from
+    /// a language server, waiting up to `wait` for it to be ready; or says why the graph
+    /// answers instead. The index is refreshed first.
+    pub fn query(
+        &self,
+        index: &mut Index,
+        query: Query,
+        symbol: Option<&str>,
+        from: Option<&At>,
+        wait: Duration,
+    ) -> Outcome {
+        self.inner.query(index, query, symbol, from, wait)
+    }
+
+    /// Returns each running server's name, state and memory, for reports.
+    pub fn servers(&self) -> Vec<(String, State, Option<u64>)> {
+        lock(&self.inner.slots)
+            .values()
+            .map(|s| (s.conn.name.clone(), s.conn.state(), s.conn.memory_mb()))
+            .collect()
+    }
+
+    /// Returns the process id of the server for `lang`, if one runs.
+    pub fn server_pid(&self, lang: Lang) -> Option<u32> {
+        let cmd = self.inner.settings.command_for(lang)?;
+        lock(&self.inner.slots).get(cmd).map(|s| s.conn.pid())
+    }
+
+    /// Shuts every server down; none starts after that.
+    pub fn shutdown(&self) {
+        self.inner.shutdown();
+    }
+}
+
+impl Drop for Tier {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+impl Inner {
+    fn start(&self, index: &Index) -> Vec<String> {
         let mut langs: Vec<Lang> = index.files().iter().map(|f| f.lang).collect();
         langs.sort_by_key(|l| l.name());
         langs.dedup();
@@ -115,9 +202,14 @@ impl Tier {
 
     /// Makes sure the server for `lang` runs for `index`'s worktree.
     fn ensure(&self, index: &Index, lang: Lang) -> Result<(), String> {
-        let Some(cmd) = self.settings.command_for(lang).cloned() else {
-            return Ok(());
-        };
+        match self.settings.command_for(lang).cloned() {
+            Some(cmd) => self.ensure_cmd(index, cmd),
+            None => Ok(()),
+        }
+    }
+
+    /// Makes sure the server `cmd` runs for `index`'s worktree.
+    fn ensure_cmd(&self, index: &Index, cmd: ServerCommand) -> Result<(), String> {
         let root = index.root().to_path_buf();
         let mut slots = lock(&self.slots);
         if let Some(slot) = slots.get_mut(&cmd) {
@@ -139,6 +231,26 @@ impl Tier {
             baseline(slot, index, &cmd, &self.settings);
             return Ok(());
         }
+        let mut slot = self.spawn(&slots, &cmd, root)?;
+        baseline(&mut slot, index, &cmd, &self.settings);
+        slots.insert(cmd, slot);
+        Ok(())
+    }
+
+    /// Starts the server `cmd` for the worktree at `root` and initializes it in the
+    /// background; `slots` are the tier's, locked.
+    fn spawn(
+        &self,
+        slots: &HashMap<ServerCommand, Slot>,
+        cmd: &ServerCommand,
+        root: PathBuf,
+    ) -> Result<Slot, String> {
+        if self.closed.load(Ordering::SeqCst) {
+            return Err(format!(
+                "{} not started: the language servers were shut down",
+                cmd.command
+            ));
+        }
         if slots.len() >= self.settings.max_servers {
             return Err(format!(
                 "{} not started: already at [nav.lsp] max_servers = {}",
@@ -155,13 +267,29 @@ impl Tier {
             .map_err(|e| format!("{} did not start: {e}", cmd.command))?;
         let (c, r, timeout) = (conn.clone(), root.clone(), self.settings.startup_timeout);
         std::thread::spawn(move || c.initialize(&r, timeout));
-        let mut slot = Slot {
+        Ok(Slot {
             conn,
             roots: vec![root],
             known: HashMap::new(),
-        };
-        baseline(&mut slot, index, &cmd, &self.settings);
-        slots.insert(cmd, slot);
+        })
+    }
+
+    /// Starts `cmd` again in place of `old`, for `old`'s first worktree, knowing what the old
+    /// server was told of it: the new one reads those files from disk.
+    fn relaunch(&self, cmd: &ServerCommand, old: Slot) -> Result<(), String> {
+        let root = old.roots[0].clone();
+        let mut slots = lock(&self.slots);
+        if slots.contains_key(cmd) {
+            return Ok(());
+        }
+        let mut slot = self.spawn(&slots, cmd, root.clone())?;
+        slot.known = old
+            .known
+            .into_iter()
+            .filter(|((r, _), _)| *r == root)
+            .map(|(key, (oid, _))| (key, (oid, 0)))
+            .collect();
+        slots.insert(cmd.clone(), slot);
         Ok(())
     }
 
@@ -185,12 +313,20 @@ impl Tier {
         let deadline = Instant::now() + wait;
         loop {
             match conn.state() {
-                State::Ready { .. } => break,
+                State::Ready { .. } => {
+                    lock(&self.notices).remove(&cmd);
+                    break;
+                }
                 State::Failed(why) => {
+                    lock(&self.notices).remove(&cmd);
                     let why = format!("{} {why}", conn.name);
-                    return Err(self.restart(index, lang, &cmd, &conn, why));
+                    return Err(self.restart(&cmd, &conn, why, Some(index)));
                 }
                 State::Starting { since } if Instant::now() >= deadline => {
+                    // Started again by the watchdog: why says more than "still starting".
+                    if let Some(notice) = lock(&self.notices).remove(&cmd) {
+                        return Err(notice);
+                    }
                     return Err(format!(
                         "{} is still starting ({:.1} s so far)",
                         conn.name,
@@ -207,50 +343,53 @@ impl Tier {
                 "{} used {mb} MB, over [nav.lsp] memory_mb = {}",
                 conn.name, self.settings.memory_mb
             );
-            return Err(self.restart(index, lang, &cmd, &conn, why));
+            return Err(self.restart(&cmd, &conn, why, Some(index)));
         }
         Ok((cmd, conn))
     }
 
-    /// Shuts down `conn`, the failed server of `cmd`, and starts it again for `index`'s
-    /// worktree (in the background) unless it was restarted [`RESTARTS`] times already, in
-    /// which case its failed slot stays and the graph answers for its language from now on.
-    /// Returns the notice for the answer.
+    /// Shuts down `conn`, the failed server of `cmd`, and starts it again (in the background)
+    /// for `index`'s worktree, or without one (the watchdog) for the first worktree it
+    /// served, unless it was restarted [`RESTARTS`] times already, in which case its failed
+    /// slot stays and the graph answers for its language from now on. Returns the notice for
+    /// the answer.
     fn restart(
         &self,
-        index: &Index,
-        lang: Lang,
         cmd: &ServerCommand,
         conn: &Arc<Connection>,
         why: String,
+        index: Option<&Index>,
     ) -> String {
         let mut restarts = lock(&self.restarts);
         let count = restarts.entry(cmd.clone()).or_default();
-        if *count >= RESTARTS {
-            conn.shutdown();
-            return format!("{why}; not started again (restarted {count} times already)");
-        }
-        {
+        let old = {
             let mut slots = lock(&self.slots);
-            // Another question may have restarted it already.
+            // Another question, or the watchdog, may have restarted it already.
             if !slots.get(cmd).is_some_and(|s| Arc::ptr_eq(&s.conn, conn)) {
                 return format!("{why}; started again");
             }
-            slots.remove(cmd);
-        }
+            if *count >= RESTARTS {
+                drop(slots);
+                conn.shutdown();
+                return format!("{why}; not started again (restarted {count} times already)");
+            }
+            slots.remove(cmd)
+        };
         conn.shutdown();
         *count += 1;
         drop(restarts);
-        match self.ensure(index, lang) {
+        let started = match (index, old) {
+            (Some(index), _) => self.ensure_cmd(index, cmd.clone()),
+            (None, Some(old)) => self.relaunch(cmd, old),
+            (None, None) => Ok(()),
+        };
+        match started {
             Ok(()) => format!("{why}; starting it again"),
             Err(e) => format!("{why}; {e}"),
         }
     }
 
-    /// Answers `query` about the token at `from` (or the one definition `symbol` names) from
-    /// a language server, waiting up to `wait` for it to be ready; or says why the graph
-    /// answers instead. The index is refreshed first.
-    pub fn query(
+    fn query(
         &self,
         index: &mut Index,
         query: Query,
@@ -303,7 +442,7 @@ impl Tier {
             Err(why) => {
                 let why = format!("{} {why}", conn.name);
                 if matches!(conn.state(), State::Failed(_)) {
-                    Outcome::Graph(Some(self.restart(index, lang, &cmd, &conn, why)))
+                    Outcome::Graph(Some(self.restart(&cmd, &conn, why, Some(index))))
                 } else {
                     Outcome::Graph(Some(why))
                 }
@@ -367,32 +506,43 @@ impl Tier {
         }
     }
 
-    /// Returns each running server's name, state and memory, for reports.
-    pub fn servers(&self) -> Vec<(String, State, Option<u64>)> {
-        lock(&self.slots)
-            .values()
-            .map(|s| (s.conn.name.clone(), s.conn.state(), s.conn.memory_mb()))
-            .collect()
-    }
-
-    /// Returns the process id of the server for `lang`, if one runs.
-    pub fn server_pid(&self, lang: Lang) -> Option<u32> {
-        let cmd = self.settings.command_for(lang)?;
-        lock(&self.slots).get(cmd).map(|s| s.conn.pid())
-    }
-
-    /// Shuts every server down.
-    pub fn shutdown(&self) {
-        let slots: Vec<Slot> = lock(&self.slots).drain().map(|(_, s)| s).collect();
+    /// Shuts every server down; none starts after that.
+    fn shutdown(&self) {
+        let slots: Vec<Slot> = {
+            let mut slots = lock(&self.slots);
+            self.closed.store(true, Ordering::SeqCst);
+            slots.drain().map(|(_, s)| s).collect()
+        };
         for s in slots {
             s.conn.shutdown();
         }
     }
-}
 
-impl Drop for Tier {
-    fn drop(&mut self) {
-        self.shutdown();
+    /// Shuts down every server, starting or ready, whose memory is over `memory_mb`, and
+    /// starts it again within the restart budget; the next question about its language is
+    /// told why.
+    fn watch(&self) {
+        let running: Vec<(ServerCommand, Arc<Connection>)> = lock(&self.slots)
+            .iter()
+            .filter(|(_, s)| !matches!(s.conn.state(), State::Failed(_)))
+            .map(|(cmd, s)| (cmd.clone(), s.conn.clone()))
+            .collect();
+        for (cmd, conn) in running {
+            let Some(mb) = conn.memory_mb() else { continue };
+            if mb <= self.settings.memory_mb || self.closed.load(Ordering::SeqCst) {
+                continue;
+            }
+            let why = format!(
+                "used {mb} MB, over [nav.lsp] memory_mb = {}",
+                self.settings.memory_mb
+            );
+            tracing::info!(server = %conn.name, why, "language server over its memory limit");
+            conn.shutdown();
+            // The failed slot, if it stays (no restart left), says why.
+            conn.fail(why.clone());
+            let notice = self.restart(&cmd, &conn, format!("{} {why}", conn.name), None);
+            lock(&self.notices).insert(cmd, notice);
+        }
     }
 }
 

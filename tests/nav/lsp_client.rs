@@ -267,6 +267,55 @@ fn servers_in(dir: &std::path::Path, needle: &str) -> Vec<u32> {
 }
 
 #[test]
+fn a_server_over_memory_mb_is_stopped_and_started_again_without_a_question() {
+    let repo = fixture("lsp");
+    configure(&repo, &format!("memory_mb = 0\n{}", ourselves()));
+    let mcp = Mcp::start(&repo);
+    // No question is asked: the session starts its server, and the watchdog stops it (and
+    // each of its restarts) on its own.
+    let needle = concat!(env!("CARGO_BIN_EXE_git-orchestra"), " lsp");
+    let started = Instant::now();
+    let mut seen: Vec<u32> = Vec::new();
+    let mut quiet_since: Option<Instant> = None;
+    loop {
+        let running = servers_in(&repo.path, needle);
+        for pid in &running {
+            if !seen.contains(pid) {
+                seen.push(*pid);
+            }
+        }
+        if running.is_empty() && !seen.is_empty() {
+            if quiet_since.get_or_insert_with(Instant::now).elapsed() > Duration::from_secs(3) {
+                break;
+            }
+        } else {
+            quiet_since = None;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "servers seen {seen:?}, still running {running:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let restarts = git_orchestra::lsp::tier::RESTARTS as usize;
+    assert_eq!(
+        seen.len(),
+        1 + restarts,
+        "started, then restarted twice: {seen:?}"
+    );
+    // The next question is answered by the graph, saying why.
+    let answer = mcp.call("nav_refs", json!({"symbol": "make"}));
+    assert!(
+        answer.starts_with("[graph] git-orchestra used ")
+            && answer.contains(
+                "over [nav.lsp] memory_mb = 0; not started again (restarted 2 times already)"
+            ),
+        "{answer}"
+    );
+    assert!(answer.contains("in run: 5:9 call"), "{answer}");
+}
+
+#[test]
 fn mcp_answers_from_pyright_after_warm_up_sees_edits_and_falls_back_when_it_dies() {
     if !tool_available("pyright", "--version") {
         return;
