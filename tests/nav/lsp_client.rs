@@ -106,6 +106,36 @@ fn precise_queries_answer_from_the_server_and_say_so() {
     );
 }
 
+#[test]
+fn precise_queries_answer_from_pyright() {
+    if !tool_available("pyright", "--version") {
+        return;
+    }
+    // No [nav.lsp]: Python's default server, pyright-langserver, answers.
+    let repo = fixture("lsp");
+    let out = orchestra(&repo.path, &["nav", "refs", "make", "--precise"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let s = stdout(&out);
+    assert!(
+        s.starts_with("[lsp] answered by pyright-langserver\nreferences to make: 2 resolved"),
+        "{}",
+        text(&out)
+    );
+    assert!(
+        s.contains("app/main.py\n  1:33 reference\n  in run: 5:9 reference"),
+        "{s}"
+    );
+    let out = orchestra(&repo.path, &["nav", "callers", "make", "--precise"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let s = stdout(&out);
+    assert!(
+        s.starts_with("[lsp] answered by pyright-langserver\ncallers of make"),
+        "{}",
+        text(&out)
+    );
+    assert!(s.contains("app/main.py\n  in run: 5:9 call"), "{s}");
+}
+
 /// Asserts that `nav refs make --precise` answered from the graph, with a notice on stderr
 /// containing `why`, within `limit`.
 fn degrades(repo: &TestRepo, why: &str, limit: Duration) {
