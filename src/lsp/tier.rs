@@ -613,7 +613,13 @@ pub fn render(
         Query::Callees => format!("callees of {what}"),
     };
     let head = format!("[lsp] answered by {server}");
-    let budget = opts.max_chars.saturating_sub(head.len() + 1).max(200);
+    let source = format!("lsp:{server}");
+    let said = if opts.json {
+        source_len(&source, None)
+    } else {
+        head.len() + 1
+    };
+    let budget = opts.max_chars.saturating_sub(said).max(200);
     let text = if query == Query::Definition {
         crate::nav::render_locations(&title, locations, budget, opts.json).text
     } else {
@@ -624,9 +630,38 @@ pub fn render(
         crate::nav::render_places_with(&title, locations, opts).text
     };
     if opts.json {
-        return text;
+        return with_source(text, &source, None);
     }
     format!("{head}\n{text}")
+}
+
+/// The fields saying where a JSON answer came from: `source` (`lsp:<server>` or `graph`) and,
+/// when the graph answered because a server could not, `source_notice` saying why.
+fn source_fields(source: &str, notice: Option<&str>) -> serde_json::Map<String, Value> {
+    let mut fields = serde_json::Map::new();
+    fields.insert("source".into(), Value::from(source));
+    if let Some(n) = notice {
+        fields.insert("source_notice".into(), Value::from(n));
+    }
+    fields
+}
+
+/// Returns the JSON answer `text` saying where it came from (see [`source_fields`]); an
+/// answer that is not a JSON object (cut to a line by `max_chars`) is returned as it is.
+pub fn with_source(text: String, source: &str, notice: Option<&str>) -> String {
+    let Ok(Value::Object(mut answer)) = serde_json::from_str::<Value>(&text) else {
+        return text;
+    };
+    answer.extend(source_fields(source, notice));
+    Value::Object(answer).to_string()
+}
+
+/// Returns how many characters [`with_source`] adds to a JSON answer, at most.
+pub fn source_len(source: &str, notice: Option<&str>) -> usize {
+    Value::Object(source_fields(source, notice))
+        .to_string()
+        .chars()
+        .count()
 }
 
 impl Precise for Tier {

@@ -95,6 +95,33 @@ fn precise_queries_answer_from_the_server_and_say_so() {
     let out = orchestra(&repo.path, &["nav", "refs", "make"]);
     assert!(!stdout(&out).contains("[lsp]"), "{}", text(&out));
     assert!(stdout(&out).contains("in run: 5:9 call"), "{}", text(&out));
+    // JSON answers say where they came from: the server, or the graph and why.
+    let json = |args: &[&str]| -> Value {
+        let out = orchestra(&repo.path, args);
+        assert!(out.status.success(), "{}", text(&out));
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out)))
+    };
+    for (query, place) in [("refs", "5:9"), ("callers", "5:9")] {
+        let v = json(&["nav", query, "make", "--precise", "--json"]);
+        assert_eq!(v["source"], "lsp:git-orchestra", "{v}");
+        assert_eq!(v["source_notice"], Value::Null, "{v}");
+        assert!(v["results"].to_string().contains(place), "{v}");
+        let v = json(&["nav", query, "make", "--json"]);
+        assert_eq!(v["source"], "graph", "{v}");
+        assert_eq!(v["source_notice"], Value::Null, "{v}");
+    }
+    let v = json(&[
+        "nav",
+        "def",
+        "--from",
+        "app/main.py:6:31",
+        "--precise",
+        "--json",
+    ]);
+    assert_eq!(v["source"], "lsp:git-orchestra", "{v}");
+    assert!(v["results"].to_string().contains("app/models.py"), "{v}");
+    let v = json(&["nav", "impls", "Greeter", "--json"]);
+    assert_eq!(v["source"], "graph", "{v}");
     // Off: the graph answers and says nothing of servers.
     configure(&repo, &format!("mode = \"off\"\n{}", ourselves()));
     let out = orchestra(&repo.path, &["nav", "refs", "make", "--precise"]);
@@ -104,6 +131,26 @@ fn precise_queries_answer_from_the_server_and_say_so() {
         "{}",
         text(&out)
     );
+    let v = json(&["nav", "callees", "run", "--precise", "--json"]);
+    assert_eq!(
+        (&v["source"], &v["source_notice"]),
+        (&json!("graph"), &Value::Null),
+        "{v}"
+    );
+    // A server that cannot answer: the graph does, and the JSON says why.
+    configure(
+        &repo,
+        "[nav.lsp.servers.python]\ncommand = \"no-such-language-server\"",
+    );
+    let v = json(&["nav", "refs", "make", "--precise", "--json"]);
+    assert_eq!(v["source"], "graph", "{v}");
+    assert!(
+        v["source_notice"]
+            .as_str()
+            .is_some_and(|n| n.contains("no-such-language-server is not installed")),
+        "{v}"
+    );
+    assert!(v["results"].to_string().contains("5:9"), "{v}");
 }
 
 #[test]
