@@ -1,6 +1,8 @@
 //! One language server process spoken to over its standard input and output: requests with
-//! deadlines, the server's own requests answered (configuration, registrations, progress),
-//! its state (starting, ready, failed) and a clean shutdown.
+//! deadlines, written within deadlines too (a server that stops reading its input fails
+//! instead of blocking the thread that asks), the server's own requests answered
+//! (configuration, registrations, progress), its state (starting, ready, failed) and a clean
+//! shutdown.
 //!
 //! The process is started with `PR_SET_PDEATHSIG` from a thread that lasts as long as the
 //! process (the signal comes when the thread that forked it ends, so a killed engine takes it
@@ -53,7 +55,9 @@ pub struct Connection {
     pub name: String,
     child: Mutex<Child>,
     pid: u32,
-    stdin: Arc<Mutex<ChildStdin>>,
+    stdin: Arc<Input>,
+    /// How long a notification may wait for the server to read it.
+    write_timeout: Duration,
     pending: Pending,
     next_id: AtomicI64,
     state: Arc<Mutex<State>>,
@@ -78,8 +82,14 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 impl Connection {
     /// Starts `command args` in `dir`; the server is not initialized yet (see
-    /// [`Connection::initialize`]).
-    pub fn spawn(command: &str, args: &[String], dir: &Path) -> std::io::Result<Arc<Connection>> {
+    /// [`Connection::initialize`]). A message the server does not read within `write_timeout`
+    /// (a request: within its own timeout) fails it.
+    pub fn spawn(
+        command: &str,
+        args: &[String],
+        dir: &Path,
+        write_timeout: Duration,
+    ) -> std::io::Result<Arc<Connection>> {
         let mut cmd = Command::new(command);
         cmd.args(args)
             .current_dir(dir)
@@ -97,9 +107,11 @@ impl Connection {
         }
         let mut child = spawn_lasting(cmd)?;
         let pid = child.id();
-        let stdin = Arc::new(Mutex::new(child.stdin.take().ok_or_else(|| {
-            std::io::Error::other("the server's standard input is not a pipe")
-        })?));
+        let stdin = child
+            .stdin
+            .take()
+            .ok_or_else(|| std::io::Error::other("the server's standard input is not a pipe"))?;
+        let stdin = Arc::new(Input::new(stdin)?);
         let stdout = child
             .stdout
             .take()
@@ -109,6 +121,7 @@ impl Connection {
             child: Mutex::new(child),
             pid,
             stdin,
+            write_timeout,
             pending: Arc::new(Mutex::new(HashMap::new())),
             next_id: AtomicI64::new(1),
             state: Arc::new(Mutex::new(State::Starting {
@@ -123,6 +136,7 @@ impl Connection {
             pending: conn.pending.clone(),
             state: conn.state.clone(),
             stdin: conn.stdin.clone(),
+            write_timeout,
             heard: conn.heard.clone(),
             diagnosed: conn.diagnosed.clone(),
         };
@@ -253,10 +267,9 @@ impl Connection {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = channel();
         lock(&self.pending).insert(id, tx);
-        let sent = rpc::write_message(&mut *lock(&self.stdin), &rpc::request(id, method, params));
-        if let Err(e) = sent {
+        if let Err(why) = self.write(&rpc::request(id, method, params), timeout) {
             lock(&self.pending).remove(&id);
-            return Err(format!("cannot write to it: {e}"));
+            return Err(why);
         }
         let answer = rx.recv_timeout(timeout);
         lock(&self.pending).remove(&id);
@@ -274,7 +287,18 @@ impl Connection {
 
     /// Sends a raw notification.
     fn notify(&self, method: &str, params: Value) {
-        let _ = rpc::write_message(&mut *lock(&self.stdin), &rpc::notification(method, params));
+        let _ = self.write(&rpc::notification(method, params), self.write_timeout);
+    }
+
+    /// Writes `message` unless the server failed; a server that does not read it within
+    /// `timeout` has failed (what was written of it cannot be taken back).
+    fn write(&self, message: &Value, timeout: Duration) -> Result<(), String> {
+        if let State::Failed(why) = self.state() {
+            return Err(why);
+        }
+        self.stdin
+            .write(message, timeout)
+            .inspect_err(|why| self.fail(why.clone()))
     }
 
     /// Waits up to `wait` for the server to publish diagnostics of `uri` — the sign that it
@@ -314,19 +338,22 @@ impl Connection {
         Some(total / 1024)
     }
 
-    /// Shuts the server down: `shutdown` and `exit` when it is running, then, after a
-    /// moment, SIGKILL to its process group. Only once: after that the process id may
-    /// belong to someone else.
+    /// Shuts the server down: `shutdown` and `exit` when it is ready, then, after a moment
+    /// for it to exit (none when it was not ready), SIGKILL to its process group. Only once:
+    /// after that the process id may belong to someone else.
     pub fn shutdown(&self) {
         if self.closed.swap(true, Ordering::SeqCst) {
             return;
         }
-        if matches!(self.state(), State::Ready { .. }) {
+        let told = matches!(self.state(), State::Ready { .. });
+        if told {
             let _ = self.call::<Shutdown>((), Duration::from_secs(2));
             self.send::<Exit>(());
         }
         let mut child = lock(&self.child);
-        let deadline = Instant::now() + Duration::from_secs(2);
+        // Only a server told to exit is given time to: a failed or starting one (stuck,
+        // maybe) is killed at once.
+        let deadline = Instant::now() + Duration::from_secs(if told { 2 } else { 0 });
         while Instant::now() < deadline {
             if let Ok(Some(_)) = child.try_wait() {
                 break;
@@ -450,7 +477,8 @@ pub fn decode<R: Request>(result: Value) -> Result<R::Result, String> {
 struct Shared {
     pending: Pending,
     state: Arc<Mutex<State>>,
-    stdin: Arc<Mutex<ChildStdin>>,
+    stdin: Arc<Input>,
+    write_timeout: Duration,
     heard: Arc<Mutex<Instant>>,
     diagnosed: Arc<Mutex<std::collections::HashSet<String>>>,
 }
@@ -460,6 +488,7 @@ fn read_loop(stdout: std::process::ChildStdout, shared: Shared) {
         pending,
         state,
         stdin,
+        write_timeout,
         heard,
         diagnosed,
     } = shared;
@@ -488,7 +517,13 @@ fn read_loop(stdout: std::process::ChildStdout, shared: Shared) {
                     // Registrations, progress tokens, folders: acknowledged, nothing more.
                     _ => Value::Null,
                 };
-                let _ = rpc::write_message(&mut *lock(&stdin), &rpc::response(id, result));
+                if let Err(why) = stdin.write(&rpc::response(id, result), write_timeout) {
+                    // The server is not reading: it is stuck, whatever it sends.
+                    let mut s = lock(&state);
+                    if !matches!(*s, State::Failed(_)) {
+                        *s = State::Failed(why);
+                    }
+                }
             }
             (None, Some(id)) => {
                 let Some(id) = id.as_i64() else { continue };
@@ -518,6 +553,84 @@ fn read_loop(stdout: std::process::ChildStdout, shared: Shared) {
     }
     for (_, tx) in lock(&pending).drain() {
         let _ = tx.send(Err(why.clone()));
+    }
+}
+
+/// The server's standard input, written without blocking: a server that stops reading (a
+/// stopped or stuck process with a full pipe) makes a write fail at its deadline instead of
+/// holding the asking thread forever.
+struct Input {
+    pipe: Mutex<ChildStdin>,
+}
+
+impl Input {
+    fn new(pipe: ChildStdin) -> std::io::Result<Input> {
+        use std::os::fd::AsRawFd;
+        let fd = pipe.as_raw_fd();
+        // SAFETY: plain system calls on a descriptor this connection owns; the flag is the
+        // parent's end's own (the server's end of the pipe stays blocking).
+        let set = unsafe {
+            let flags = libc::fcntl(fd, libc::F_GETFL);
+            flags >= 0 && libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) == 0
+        };
+        if !set {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(Input {
+            pipe: Mutex::new(pipe),
+        })
+    }
+
+    /// Writes `message`, framed, whole within `timeout` (waiting for the lock included), or
+    /// says why not.
+    fn write(&self, message: &Value, timeout: Duration) -> Result<(), String> {
+        use std::io::Write;
+        use std::os::fd::AsRawFd;
+        let deadline = Instant::now() + timeout;
+        let late = || {
+            format!(
+                "did not read its input within {:.1} s",
+                timeout.as_secs_f64()
+            )
+        };
+        let mut bytes = Vec::new();
+        rpc::write_message(&mut bytes, message).map_err(|e| format!("cannot encode: {e}"))?;
+        let mut pipe = loop {
+            match self.pipe.try_lock() {
+                Ok(p) => break p,
+                Err(std::sync::TryLockError::Poisoned(p)) => break p.into_inner(),
+                Err(std::sync::TryLockError::WouldBlock) if Instant::now() >= deadline => {
+                    return Err(late());
+                }
+                Err(std::sync::TryLockError::WouldBlock) => {
+                    std::thread::sleep(Duration::from_millis(5))
+                }
+            }
+        };
+        let mut rest = bytes.as_slice();
+        while !rest.is_empty() {
+            match pipe.write(rest) {
+                Ok(0) => return Err("closed its input".into()),
+                Ok(n) => rest = &rest[n..],
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        return Err(late());
+                    }
+                    let mut ready = libc::pollfd {
+                        fd: pipe.as_raw_fd(),
+                        events: libc::POLLOUT,
+                        revents: 0,
+                    };
+                    let ms = left.as_millis().clamp(1, i32::MAX as u128) as i32;
+                    // SAFETY: one valid pollfd for the duration of the call.
+                    unsafe { libc::poll(&mut ready, 1, ms) };
+                }
+                Err(e) => return Err(format!("cannot write to it: {e}")),
+            }
+        }
+        Ok(())
     }
 }
 

@@ -263,7 +263,8 @@ impl Inner {
                 cmd.command
             ));
         }
-        let conn = Connection::spawn(&cmd.command, &cmd.args, &root)
+        let write_timeout = self.settings.request_timeout;
+        let conn = Connection::spawn(&cmd.command, &cmd.args, &root, write_timeout)
             .map_err(|e| format!("{} did not start: {e}", cmd.command))?;
         let (c, r, timeout) = (conn.clone(), root.clone(), self.settings.startup_timeout);
         std::thread::spawn(move || c.initialize(&r, timeout));

@@ -297,6 +297,24 @@ impl Mcp {
             .collect()
     }
 
+    /// Calls the tool, waiting at most `limit` for its answer.
+    fn call_within(&self, tool: &str, args: Value, limit: Duration) -> Option<String> {
+        let request = CallToolRequestParams::new(tool.to_string())
+            .with_arguments(args.as_object().cloned().unwrap());
+        let result = self
+            .runtime
+            .block_on(async { tokio::time::timeout(limit, self.client.call_tool(request)).await });
+        Some(
+            result
+                .ok()?
+                .unwrap()
+                .content
+                .iter()
+                .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+                .collect(),
+        )
+    }
+
     /// Calls the tool until its answer starts with `[lsp]` (at most two minutes).
     fn until_lsp(&self, tool: &str, args: Value) -> String {
         self.until(tool, args, |a| a.starts_with("[lsp]"))
@@ -390,6 +408,39 @@ fn a_server_over_memory_mb_is_stopped_and_started_again_without_a_question() {
         "{answer}"
     );
     assert!(answer.contains("in run: 5:9 call"), "{answer}");
+}
+
+#[test]
+fn a_server_that_stops_reading_degrades_to_the_graph_within_request_timeout() {
+    let repo = fixture("lsp");
+    configure(&repo, &format!("request_timeout = 2\n{}", ourselves()));
+    let mcp = Mcp::start(&repo);
+    let refs = json!({"symbol": "make"});
+    mcp.until_lsp("nav_refs", refs.clone());
+    let needle = concat!(env!("CARGO_BIN_EXE_git-orchestra"), " lsp");
+    let pids = servers_in(&repo.path, needle);
+    assert_eq!(pids.len(), 1, "{pids:?}");
+    // Alive but reading nothing: stopped.
+    // SAFETY: a plain system call on the server this test's session started.
+    unsafe { libc::kill(pids[0] as i32, libc::SIGSTOP) };
+    // A new file bigger than a pipe holds: telling the server of it fills its input.
+    let big = format!("# {}\n", "x".repeat(98)).repeat(3_000);
+    repo.write("app/big.py", &big);
+    let started = Instant::now();
+    let answer = mcp.call_within("nav_refs", refs, Duration::from_secs(60));
+    let took = started.elapsed();
+    let Some(answer) = answer else {
+        // SAFETY: as above, so that the stuck session can end.
+        unsafe { libc::kill(pids[0] as i32, libc::SIGKILL) };
+        panic!("no answer within {took:?}: the session is stuck writing to the server");
+    };
+    assert!(
+        answer.starts_with("[graph] git-orchestra did not read its input within 2.0 s"),
+        "{answer}"
+    );
+    assert!(answer.contains("in run: 5:9 call"), "{answer}");
+    // The write's deadline, the index's refresh and the server's end, on a busy machine.
+    assert!(took < Duration::from_secs(20), "took {took:?}");
 }
 
 #[test]
