@@ -98,15 +98,23 @@ pub(super) fn nav_status(cwd: &Path, json: bool) -> Result<String, CommandError>
     Ok(out)
 }
 
+/// What `nav --precise` made of a query.
+pub(super) enum Precise {
+    /// The server's answer, rendered.
+    Answered(String),
+    /// The graph answers; the notice says why the server did not (already said on stderr).
+    Graph(Option<String>),
+}
+
 /// Answers a `nav --precise` query from the file's language server, waiting for it up to
-/// `startup_timeout`; `None` when the graph answers (a notice on stderr says why).
+/// `startup_timeout`; or says on stderr why the graph answers.
 pub(super) fn precise(
     cwd: &Path,
     index: &mut Index,
     query: Query,
     (symbol, from): (Option<&str>, Option<&At>),
     opts: PlaceOptions,
-) -> Result<Option<String>, CommandError> {
+) -> Result<Precise, CommandError> {
     let settings = settings(cwd)?;
     let wait = settings.startup_timeout;
     let tier = Tier::new(settings);
@@ -115,14 +123,14 @@ pub(super) fn precise(
     Ok(match outcome {
         Outcome::Lsp { server, locations } => {
             let what = title_of(symbol, from);
-            Some(render(query, &server, &what, &locations, opts))
+            Precise::Answered(render(query, &server, &what, &locations, opts))
         }
         Outcome::Graph(notice) => {
-            let why = notice.unwrap_or_else(|| {
+            let why = notice.clone().unwrap_or_else(|| {
                 "no language server answers this query (it needs a position or one definition, in a language with a server)".into()
             });
             eprintln!("[graph] {why}; answered from the symbol graph");
-            None
+            Precise::Graph(notice)
         }
     })
 }

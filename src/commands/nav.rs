@@ -10,8 +10,10 @@ use git_orchestra::nav::{
 };
 
 use git_orchestra::lsp::Query;
+use git_orchestra::lsp::tier::{source_len, with_source};
 
 use super::CommandError;
+use super::lsp::Precise;
 
 /// Navigates code through the symbol graph (definitions, references, callers, imports, a
 /// ranked map) instead of grep. Every answer is bounded by --max-chars and, when it would be
@@ -130,6 +132,8 @@ pub fn cmd_nav(cwd: &Path, args: NavArgs) -> Result<(), CommandError> {
     }
     let mut index = Index::open(cwd)?;
     index.refresh()?;
+    // Why the graph answers a --precise query (a server was meant to).
+    let mut notice: Option<String> = None;
     if args.precise {
         let query = match &args.query {
             NavQuery::Def(t) => Some((Query::Definition, t.clone())),
@@ -149,13 +153,30 @@ pub fn cmd_nav(cwd: &Path, args: NavArgs) -> Result<(), CommandError> {
                 candidates: args.candidates,
             };
             let at = (symbol.as_deref(), from.as_ref());
-            if let Some(text) = super::lsp::precise(cwd, &mut index, query, at, opts)? {
-                return print(&text);
+            match super::lsp::precise(cwd, &mut index, query, at, opts)? {
+                Precise::Answered(text) => return print(&text),
+                Precise::Graph(why) => notice = why,
             }
         }
     }
     let root = index.root().to_path_buf();
-    let (limit, json, context) = (args.max_chars, args.json, args.context);
+    // JSON answers about a symbol say where they came from, within --max-chars.
+    let sourced = args.json
+        && matches!(
+            args.query,
+            NavQuery::Def(_)
+                | NavQuery::Refs(_)
+                | NavQuery::Callers(_)
+                | NavQuery::Callees(_)
+                | NavQuery::Impls(_)
+        );
+    let said = if sourced {
+        source_len("graph", notice.as_deref())
+    } else {
+        0
+    };
+    let limit = args.max_chars.saturating_sub(said);
+    let (json, context) = (args.json, args.context);
     let opts = PlaceOptions {
         max_chars: limit,
         json,
@@ -241,6 +262,9 @@ pub fn cmd_nav(cwd: &Path, args: NavArgs) -> Result<(), CommandError> {
             }
         }
     };
+    if sourced {
+        return print(&with_source(text, "graph", notice.as_deref()));
+    }
     print(&text)
 }
 

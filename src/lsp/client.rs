@@ -1,6 +1,8 @@
 //! One language server process spoken to over its standard input and output: requests with
-//! deadlines, the server's own requests answered (configuration, registrations, progress),
-//! its state (starting, ready, failed) and a clean shutdown.
+//! deadlines, written within deadlines too (a server that stops reading its input fails
+//! instead of blocking the thread that asks), the server's own requests answered
+//! (configuration, registrations, progress), its state (starting, ready, failed) and a clean
+//! shutdown.
 //!
 //! The process is started with `PR_SET_PDEATHSIG` from a thread that lasts as long as the
 //! process (the signal comes when the thread that forked it ends, so a killed engine takes it
@@ -17,7 +19,20 @@ use std::sync::mpsc::{Sender, channel};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use lsp_types::notification::{
+    Cancel, DidChangeConfiguration, DidChangeWorkspaceFolders, Exit, Initialized, Notification,
+    PublishDiagnostics,
+};
+use lsp_types::request::{Initialize, Request, Shutdown};
+use lsp_types::{
+    CallHierarchyClientCapabilities, CancelParams, ClientCapabilities, ConfigurationParams,
+    DidChangeConfigurationParams, DidChangeWorkspaceFoldersParams, GeneralClientCapabilities,
+    GotoCapability, ImplementationProviderCapability, InitializeParams, InitializedParams,
+    NumberOrString, PositionEncodingKind, PublishDiagnosticsParams, ReferenceClientCapabilities,
+    ServerCapabilities, TextDocumentClientCapabilities, TextDocumentSyncClientCapabilities,
+    WorkspaceClientCapabilities, WorkspaceFolder, WorkspaceFoldersChangeEvent,
+};
+use serde_json::Value;
 
 use super::rpc;
 
@@ -40,12 +55,14 @@ pub struct Connection {
     pub name: String,
     child: Mutex<Child>,
     pid: u32,
-    stdin: Arc<Mutex<ChildStdin>>,
+    stdin: Arc<Input>,
+    /// How long a notification may wait for the server to read it.
+    write_timeout: Duration,
     pending: Pending,
     next_id: AtomicI64,
     state: Arc<Mutex<State>>,
     /// The `capabilities` of the server's `initialize` answer.
-    capabilities: Mutex<Value>,
+    capabilities: Mutex<ServerCapabilities>,
     /// When the server last said anything.
     heard: Arc<Mutex<Instant>>,
     /// Documents the server published diagnostics for: it has analysed them.
@@ -65,8 +82,14 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 impl Connection {
     /// Starts `command args` in `dir`; the server is not initialized yet (see
-    /// [`Connection::initialize`]).
-    pub fn spawn(command: &str, args: &[String], dir: &Path) -> std::io::Result<Arc<Connection>> {
+    /// [`Connection::initialize`]). A message the server does not read within `write_timeout`
+    /// (a request: within its own timeout) fails it.
+    pub fn spawn(
+        command: &str,
+        args: &[String],
+        dir: &Path,
+        write_timeout: Duration,
+    ) -> std::io::Result<Arc<Connection>> {
         let mut cmd = Command::new(command);
         cmd.args(args)
             .current_dir(dir)
@@ -84,9 +107,11 @@ impl Connection {
         }
         let mut child = spawn_lasting(cmd)?;
         let pid = child.id();
-        let stdin = Arc::new(Mutex::new(child.stdin.take().ok_or_else(|| {
-            std::io::Error::other("the server's standard input is not a pipe")
-        })?));
+        let stdin = child
+            .stdin
+            .take()
+            .ok_or_else(|| std::io::Error::other("the server's standard input is not a pipe"))?;
+        let stdin = Arc::new(Input::new(stdin)?);
         let stdout = child
             .stdout
             .take()
@@ -96,12 +121,13 @@ impl Connection {
             child: Mutex::new(child),
             pid,
             stdin,
+            write_timeout,
             pending: Arc::new(Mutex::new(HashMap::new())),
             next_id: AtomicI64::new(1),
             state: Arc::new(Mutex::new(State::Starting {
                 since: Instant::now(),
             })),
-            capabilities: Mutex::new(Value::Null),
+            capabilities: Mutex::new(ServerCapabilities::default()),
             heard: Arc::new(Mutex::new(Instant::now())),
             diagnosed: Arc::new(Mutex::new(std::collections::HashSet::new())),
             closed: std::sync::atomic::AtomicBool::new(false),
@@ -110,6 +136,7 @@ impl Connection {
             pending: conn.pending.clone(),
             state: conn.state.clone(),
             stdin: conn.stdin.clone(),
+            write_timeout,
             heard: conn.heard.clone(),
             diagnosed: conn.diagnosed.clone(),
         };
@@ -133,7 +160,8 @@ impl Connection {
         lock(&self.state).clone()
     }
 
-    fn fail(&self, why: String) {
+    /// Marks the server failed, for `why` (after a shutdown: why it was shut down).
+    pub(super) fn fail(&self, why: String) {
         *lock(&self.state) = State::Failed(why);
     }
 
@@ -144,28 +172,14 @@ impl Connection {
             State::Starting { since } => since,
             _ => return,
         };
-        let params = json!({
-            "processId": std::process::id(),
-            "rootUri": super::convert::path_uri(root).as_str(),
-            "workspaceFolders": [folder(root)],
-            "capabilities": {
-                "general": {"positionEncodings": ["utf-16"]},
-                "workspace": {"workspaceFolders": true, "configuration": true},
-                "textDocument": {
-                    "synchronization": {"didSave": true},
-                    "definition": {"linkSupport": false},
-                    "references": {},
-                    "implementation": {"linkSupport": false},
-                    "callHierarchy": {}
-                }
-            }
-        });
-        match self.request("initialize", params, timeout) {
+        match self.call::<Initialize>(initialize_params(root), timeout) {
             Ok(result) => {
-                *lock(&self.capabilities) = result["capabilities"].clone();
-                self.notify("initialized", json!({}));
+                *lock(&self.capabilities) = result.capabilities;
+                self.send::<Initialized>(InitializedParams {});
                 // Servers that pull their settings (pyright) start loading on this.
-                self.notify("workspace/didChangeConfiguration", json!({"settings": {}}));
+                self.send::<DidChangeConfiguration>(DidChangeConfigurationParams {
+                    settings: Value::Object(Default::default()),
+                });
                 let sent = Instant::now();
                 let deadline = started + timeout;
                 while Instant::now() < deadline && !matches!(self.state(), State::Failed(_)) {
@@ -188,39 +202,74 @@ impl Connection {
 
     /// Returns true if and only if the server said it serves several workspace folders.
     pub fn serves_folders(&self) -> bool {
-        lock(&self.capabilities)["workspace"]["workspaceFolders"]["supported"] == json!(true)
+        lock(&self.capabilities)
+            .workspace
+            .as_ref()
+            .and_then(|w| w.workspace_folders.as_ref())
+            .and_then(|f| f.supported)
+            == Some(true)
     }
 
-    /// Returns true if and only if the server's capabilities offer `provider` (for example
-    /// `referencesProvider`).
-    pub fn offers(&self, provider: &str) -> bool {
-        let c = lock(&self.capabilities);
+    /// Returns true if and only if the server's capabilities offer `textDocument/implementation`.
+    pub fn offers_implementations(&self) -> bool {
         !matches!(
-            c.get(provider),
-            None | Some(Value::Null) | Some(Value::Bool(false))
+            lock(&self.capabilities).implementation_provider,
+            None | Some(ImplementationProviderCapability::Simple(false))
+        )
+    }
+
+    /// Returns true if and only if the server's capabilities offer the call hierarchy.
+    pub fn offers_call_hierarchy(&self) -> bool {
+        use lsp_types::CallHierarchyServerCapability as C;
+        !matches!(
+            lock(&self.capabilities).call_hierarchy_provider,
+            None | Some(C::Simple(false))
         )
     }
 
     /// Adds the worktree at `root` to the server's workspace folders.
     pub fn add_folder(&self, root: &Path) {
-        self.notify(
-            "workspace/didChangeWorkspaceFolders",
-            json!({"event": {"added": [folder(root)], "removed": []}}),
-        );
+        self.send::<DidChangeWorkspaceFolders>(DidChangeWorkspaceFoldersParams {
+            event: WorkspaceFoldersChangeEvent {
+                added: vec![folder(root)],
+                removed: Vec::new(),
+            },
+        });
     }
 
-    /// Sends a request and waits at most `timeout` for its result.
-    pub fn request(&self, method: &str, params: Value, timeout: Duration) -> Result<Value, String> {
+    /// Sends request `R` and waits at most `timeout` for its result, decoded as the protocol
+    /// types it.
+    pub fn call<R: Request>(
+        &self,
+        params: R::Params,
+        timeout: Duration,
+    ) -> Result<R::Result, String> {
+        let params = serde_json::to_value(params)
+            .map_err(|e| format!("cannot encode {}: {e}", R::METHOD))?;
+        decode::<R>(self.request(R::METHOD, params, timeout)?)
+    }
+
+    /// Sends notification `N` (errors show in the state later, when the process is gone).
+    pub fn send<N: Notification>(&self, params: N::Params) {
+        match serde_json::to_value(params) {
+            Ok(params) => self.notify(N::METHOD, params),
+            Err(e) => {
+                tracing::warn!(method = N::METHOD, error = %e, "cannot encode a notification")
+            }
+        }
+    }
+
+    /// Sends a request and waits at most `timeout` for its raw result.
+    fn request(&self, method: &str, params: Value, timeout: Duration) -> Result<Value, String> {
         if let State::Failed(why) = self.state() {
             return Err(why);
         }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = channel();
         lock(&self.pending).insert(id, tx);
-        let sent = rpc::write_message(&mut *lock(&self.stdin), &rpc::request(id, method, params));
-        if let Err(e) = sent {
+        if let Err(why) = self.write(&rpc::request(id, method, params), timeout) {
             lock(&self.pending).remove(&id);
-            return Err(format!("cannot write to it: {e}"));
+            return Err(why);
         }
         let answer = rx.recv_timeout(timeout);
         lock(&self.pending).remove(&id);
@@ -228,15 +277,28 @@ impl Connection {
             Ok(r) => r,
             Err(_) => {
                 // Tell the server to stop working on it; the answer no longer matters.
-                self.notify("$/cancelRequest", json!({"id": id}));
+                self.send::<Cancel>(CancelParams {
+                    id: NumberOrString::Number(id as i32),
+                });
                 Err(format!("no answer within {:.1} s", timeout.as_secs_f64()))
             }
         }
     }
 
-    /// Sends a notification (errors show in the state later, when the process is gone).
-    pub fn notify(&self, method: &str, params: Value) {
-        let _ = rpc::write_message(&mut *lock(&self.stdin), &rpc::notification(method, params));
+    /// Sends a raw notification.
+    fn notify(&self, method: &str, params: Value) {
+        let _ = self.write(&rpc::notification(method, params), self.write_timeout);
+    }
+
+    /// Writes `message` unless the server failed; a server that does not read it within
+    /// `timeout` has failed (what was written of it cannot be taken back).
+    fn write(&self, message: &Value, timeout: Duration) -> Result<(), String> {
+        if let State::Failed(why) = self.state() {
+            return Err(why);
+        }
+        self.stdin
+            .write(message, timeout)
+            .inspect_err(|why| self.fail(why.clone()))
     }
 
     /// Waits up to `wait` for the server to publish diagnostics of `uri` — the sign that it
@@ -276,19 +338,22 @@ impl Connection {
         Some(total / 1024)
     }
 
-    /// Shuts the server down: `shutdown` and `exit` when it is running, then, after a
-    /// moment, SIGKILL to its process group. Only once: after that the process id may
-    /// belong to someone else.
+    /// Shuts the server down: `shutdown` and `exit` when it is ready, then, after a moment
+    /// for it to exit (none when it was not ready), SIGKILL to its process group. Only once:
+    /// after that the process id may belong to someone else.
     pub fn shutdown(&self) {
         if self.closed.swap(true, Ordering::SeqCst) {
             return;
         }
-        if matches!(self.state(), State::Ready { .. }) {
-            let _ = self.request("shutdown", Value::Null, Duration::from_secs(2));
-            self.notify("exit", Value::Null);
+        let told = matches!(self.state(), State::Ready { .. });
+        if told {
+            let _ = self.call::<Shutdown>((), Duration::from_secs(2));
+            self.send::<Exit>(());
         }
         let mut child = lock(&self.child);
-        let deadline = Instant::now() + Duration::from_secs(2);
+        // Only a server told to exit is given time to: a failed or starting one (stuck,
+        // maybe) is killed at once.
+        let deadline = Instant::now() + Duration::from_secs(if told { 2 } else { 0 });
         while Instant::now() < deadline {
             if let Ok(Some(_)) = child.try_wait() {
                 break;
@@ -346,11 +411,64 @@ fn spawn_lasting(cmd: Command) -> std::io::Result<Child> {
         .map_err(|_| std::io::Error::other("the thread servers start from has ended"))?
 }
 
-fn folder(root: &Path) -> Value {
+fn folder(root: &Path) -> WorkspaceFolder {
     let name = root
         .file_name()
         .map_or(String::new(), |n| n.to_string_lossy().into_owned());
-    json!({"uri": super::convert::path_uri(root).as_str(), "name": name})
+    WorkspaceFolder {
+        uri: super::convert::path_uri(root),
+        name,
+    }
+}
+
+/// The `initialize` request for the worktree at `root`: what this client can do — UTF-16
+/// positions, workspace folders and settings, `didSave`, definitions and implementations as
+/// plain locations, references, the call hierarchy.
+fn initialize_params(root: &Path) -> InitializeParams {
+    let text_document = TextDocumentClientCapabilities {
+        synchronization: Some(TextDocumentSyncClientCapabilities {
+            did_save: Some(true),
+            ..Default::default()
+        }),
+        definition: Some(GotoCapability {
+            link_support: Some(false),
+            ..Default::default()
+        }),
+        references: Some(ReferenceClientCapabilities::default()),
+        implementation: Some(GotoCapability {
+            link_support: Some(false),
+            ..Default::default()
+        }),
+        call_hierarchy: Some(CallHierarchyClientCapabilities::default()),
+        ..Default::default()
+    };
+    // `rootUri` is deprecated for workspace folders, which come too; older servers read it.
+    #[allow(deprecated)]
+    InitializeParams {
+        process_id: Some(std::process::id()),
+        root_uri: Some(super::convert::path_uri(root)),
+        workspace_folders: Some(vec![folder(root)]),
+        capabilities: ClientCapabilities {
+            general: Some(GeneralClientCapabilities {
+                position_encodings: Some(vec![PositionEncodingKind::UTF16]),
+                ..Default::default()
+            }),
+            workspace: Some(WorkspaceClientCapabilities {
+                workspace_folders: Some(true),
+                configuration: Some(true),
+                ..Default::default()
+            }),
+            text_document: Some(text_document),
+            ..Default::default()
+        },
+        ..Default::default()
+    }
+}
+
+/// Decodes the result of request `R` as the protocol types it.
+pub fn decode<R: Request>(result: Value) -> Result<R::Result, String> {
+    serde_json::from_value(result)
+        .map_err(|e| format!("sent a malformed answer to {}: {e}", R::METHOD))
 }
 
 /// Reads the server's messages: responses go to their waiting request, the server's requests
@@ -359,7 +477,8 @@ fn folder(root: &Path) -> Value {
 struct Shared {
     pending: Pending,
     state: Arc<Mutex<State>>,
-    stdin: Arc<Mutex<ChildStdin>>,
+    stdin: Arc<Input>,
+    write_timeout: Duration,
     heard: Arc<Mutex<Instant>>,
     diagnosed: Arc<Mutex<std::collections::HashSet<String>>>,
 }
@@ -369,6 +488,7 @@ fn read_loop(stdout: std::process::ChildStdout, shared: Shared) {
         pending,
         state,
         stdin,
+        write_timeout,
         heard,
         diagnosed,
     } = shared;
@@ -389,14 +509,21 @@ fn read_loop(stdout: std::process::ChildStdout, shared: Shared) {
                 let result = match method {
                     // One answer per item asked: no settings of ours.
                     "workspace/configuration" => Value::Array(
-                        message["params"]["items"]
-                            .as_array()
-                            .map_or(Vec::new(), |a| a.iter().map(|_| Value::Null).collect()),
+                        serde_json::from_value::<ConfigurationParams>(message["params"].clone())
+                            .map_or(Vec::new(), |p| {
+                                p.items.iter().map(|_| Value::Null).collect()
+                            }),
                     ),
-                    "workspace/workspaceFolders" => Value::Null,
+                    // Registrations, progress tokens, folders: acknowledged, nothing more.
                     _ => Value::Null,
                 };
-                let _ = rpc::write_message(&mut *lock(&stdin), &rpc::response(id, result));
+                if let Err(why) = stdin.write(&rpc::response(id, result), write_timeout) {
+                    // The server is not reading: it is stuck, whatever it sends.
+                    let mut s = lock(&state);
+                    if !matches!(*s, State::Failed(_)) {
+                        *s = State::Failed(why);
+                    }
+                }
             }
             (None, Some(id)) => {
                 let Some(id) = id.as_i64() else { continue };
@@ -408,9 +535,11 @@ fn read_loop(stdout: std::process::ChildStdout, shared: Shared) {
                     let _ = tx.send(r);
                 }
             }
-            (Some("textDocument/publishDiagnostics"), None) => {
-                if let Some(uri) = message["params"]["uri"].as_str() {
-                    lock(&diagnosed).insert(uri.to_string());
+            (Some(PublishDiagnostics::METHOD), None) => {
+                if let Ok(p) =
+                    serde_json::from_value::<PublishDiagnosticsParams>(message["params"].clone())
+                {
+                    lock(&diagnosed).insert(p.uri.as_str().to_string());
                 }
             }
             _ => {}
@@ -424,6 +553,84 @@ fn read_loop(stdout: std::process::ChildStdout, shared: Shared) {
     }
     for (_, tx) in lock(&pending).drain() {
         let _ = tx.send(Err(why.clone()));
+    }
+}
+
+/// The server's standard input, written without blocking: a server that stops reading (a
+/// stopped or stuck process with a full pipe) makes a write fail at its deadline instead of
+/// holding the asking thread forever.
+struct Input {
+    pipe: Mutex<ChildStdin>,
+}
+
+impl Input {
+    fn new(pipe: ChildStdin) -> std::io::Result<Input> {
+        use std::os::fd::AsRawFd;
+        let fd = pipe.as_raw_fd();
+        // SAFETY: plain system calls on a descriptor this connection owns; the flag is the
+        // parent's end's own (the server's end of the pipe stays blocking).
+        let set = unsafe {
+            let flags = libc::fcntl(fd, libc::F_GETFL);
+            flags >= 0 && libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) == 0
+        };
+        if !set {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(Input {
+            pipe: Mutex::new(pipe),
+        })
+    }
+
+    /// Writes `message`, framed, whole within `timeout` (waiting for the lock included), or
+    /// says why not.
+    fn write(&self, message: &Value, timeout: Duration) -> Result<(), String> {
+        use std::io::Write;
+        use std::os::fd::AsRawFd;
+        let deadline = Instant::now() + timeout;
+        let late = || {
+            format!(
+                "did not read its input within {:.1} s",
+                timeout.as_secs_f64()
+            )
+        };
+        let mut bytes = Vec::new();
+        rpc::write_message(&mut bytes, message).map_err(|e| format!("cannot encode: {e}"))?;
+        let mut pipe = loop {
+            match self.pipe.try_lock() {
+                Ok(p) => break p,
+                Err(std::sync::TryLockError::Poisoned(p)) => break p.into_inner(),
+                Err(std::sync::TryLockError::WouldBlock) if Instant::now() >= deadline => {
+                    return Err(late());
+                }
+                Err(std::sync::TryLockError::WouldBlock) => {
+                    std::thread::sleep(Duration::from_millis(5))
+                }
+            }
+        };
+        let mut rest = bytes.as_slice();
+        while !rest.is_empty() {
+            match pipe.write(rest) {
+                Ok(0) => return Err("closed its input".into()),
+                Ok(n) => rest = &rest[n..],
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        return Err(late());
+                    }
+                    let mut ready = libc::pollfd {
+                        fd: pipe.as_raw_fd(),
+                        events: libc::POLLOUT,
+                        revents: 0,
+                    };
+                    let ms = left.as_millis().clamp(1, i32::MAX as u128) as i32;
+                    // SAFETY: one valid pollfd for the duration of the call.
+                    unsafe { libc::poll(&mut ready, 1, ms) };
+                }
+                Err(e) => return Err(format!("cannot write to it: {e}")),
+            }
+        }
+        Ok(())
     }
 }
 

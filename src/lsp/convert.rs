@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use lsp_types::{SymbolKind, Uri};
+use lsp_types::{PositionEncodingKind, SymbolKind, Uri};
 
 /// How the client counts characters within a line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -15,10 +15,10 @@ pub enum Encoding {
 
 impl Encoding {
     /// The protocol's name of the encoding.
-    pub fn name(self) -> &'static str {
+    pub fn kind(self) -> PositionEncodingKind {
         match self {
-            Encoding::Utf8 => "utf-8",
-            Encoding::Utf16 => "utf-16",
+            Encoding::Utf8 => PositionEncodingKind::UTF8,
+            Encoding::Utf16 => PositionEncodingKind::UTF16,
         }
     }
 

@@ -11,11 +11,18 @@
 use std::collections::HashMap;
 use std::io::{BufRead, Write};
 
-use lsp_types::{
-    DidChangeTextDocumentParams, DidCloseTextDocumentParams, DidOpenTextDocumentParams,
-    DidSaveTextDocumentParams, InitializeParams, PositionEncodingKind, TextDocumentPositionParams,
+use lsp_types::notification::{
+    DidChangeTextDocument, DidOpenTextDocument, Notification, PublishDiagnostics,
 };
-use serde_json::{Value, json};
+use lsp_types::{
+    CallHierarchyServerCapability, DidChangeTextDocumentParams, DidCloseTextDocumentParams,
+    DidOpenTextDocumentParams, DidSaveTextDocumentParams, HoverProviderCapability,
+    ImplementationProviderCapability, InitializeParams, InitializeResult, OneOf,
+    PositionEncodingKind, PublishDiagnosticsParams, SaveOptions, ServerCapabilities, ServerInfo,
+    TextDocumentPositionParams, TextDocumentSyncCapability, TextDocumentSyncKind,
+    TextDocumentSyncOptions, TextDocumentSyncSaveOptions, Uri,
+};
+use serde_json::Value;
 
 use super::convert::{Encoding, Root, offset_of};
 use super::rpc::{self, code};
@@ -81,14 +88,23 @@ impl Server {
                 (Some(method), None) => {
                     // An opened or changed document is analysed at once: an empty list of
                     // diagnostics tells the client so.
-                    let uri = params["textDocument"]["uri"].as_str().map(str::to_string);
+                    let uri = params["textDocument"]["uri"]
+                        .as_str()
+                        .and_then(|u| u.parse::<Uri>().ok());
                     self.notify(method, params);
-                    if let ("textDocument/didOpen" | "textDocument/didChange", Some(uri)) =
-                        (method, uri)
+                    if let (
+                        DidOpenTextDocument::METHOD | DidChangeTextDocument::METHOD,
+                        Some(uri),
+                    ) = (method, uri)
                     {
+                        let none = PublishDiagnosticsParams {
+                            uri,
+                            diagnostics: Vec::new(),
+                            version: None,
+                        };
                         let published = rpc::notification(
-                            "textDocument/publishDiagnostics",
-                            json!({"uri": uri, "diagnostics": []}),
+                            PublishDiagnostics::METHOD,
+                            serde_json::to_value(none).unwrap_or_default(),
                         );
                         rpc::write_message(output, &published).map_err(io)?;
                     }
@@ -158,24 +174,34 @@ impl Server {
             Encoding::Utf16
         };
         self.phase = Phase::Running;
-        Ok(json!({
-            "capabilities": {
-                "positionEncoding": self.enc.name(),
-                "textDocumentSync": {
-                    "openClose": true,
-                    "change": 2,
-                    "save": {"includeText": true}
-                },
-                "definitionProvider": true,
-                "referencesProvider": true,
-                "implementationProvider": true,
-                "hoverProvider": true,
-                "documentSymbolProvider": true,
-                "workspaceSymbolProvider": true,
-                "callHierarchyProvider": true
+        let result = InitializeResult {
+            capabilities: ServerCapabilities {
+                position_encoding: Some(self.enc.kind()),
+                text_document_sync: Some(TextDocumentSyncCapability::Options(
+                    TextDocumentSyncOptions {
+                        open_close: Some(true),
+                        change: Some(TextDocumentSyncKind::INCREMENTAL),
+                        save: Some(TextDocumentSyncSaveOptions::SaveOptions(SaveOptions {
+                            include_text: Some(true),
+                        })),
+                        ..Default::default()
+                    },
+                )),
+                definition_provider: Some(OneOf::Left(true)),
+                references_provider: Some(OneOf::Left(true)),
+                implementation_provider: Some(ImplementationProviderCapability::Simple(true)),
+                hover_provider: Some(HoverProviderCapability::Simple(true)),
+                document_symbol_provider: Some(OneOf::Left(true)),
+                workspace_symbol_provider: Some(OneOf::Left(true)),
+                call_hierarchy_provider: Some(CallHierarchyServerCapability::Simple(true)),
+                ..Default::default()
             },
-            "serverInfo": {"name": "git-orchestra", "version": env!("CARGO_PKG_VERSION")}
-        }))
+            server_info: Some(ServerInfo {
+                name: "git-orchestra".into(),
+                version: Some(env!("CARGO_PKG_VERSION").into()),
+            }),
+        };
+        serde_json::to_value(result).map_err(|e| (code::INTERNAL, e.to_string()))
     }
 
     /// Applies a notification: document contents and lifecycle; unknown ones are ignored.

@@ -3,23 +3,33 @@
 //! worktree (`didOpen`/`didChange`/`didSave`) before each question, and asks them about a
 //! position once they are ready; until then, and whenever one is slow, exits or grows past its
 //! memory limit, the graph answers and the answer says why; a server that failed is started
-//! again, at most [`RESTARTS`] times. Servers are shared by the worktrees of the process's
+//! again, at most [`RESTARTS`] times. Memory is not left to the questions: a watchdog thread
+//! looks at every running server each [`WATCH_EVERY`], so a server that grows while nobody
+//! asks (or while it is still starting) is stopped all the same. Servers are shared by the worktrees of the process's
 //! repository through workspace folders where the server supports them, at most
 //! `max_servers` at once, and shut down with the tier.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{RecvTimeoutError, Sender, channel};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use lsp_types::{CallHierarchyIncomingCall, CallHierarchyItem, CallHierarchyOutgoingCall};
-use serde_json::{Value, json};
+use lsp_types::notification::{DidChangeTextDocument, DidOpenTextDocument, DidSaveTextDocument};
+use lsp_types::{
+    DidChangeTextDocumentParams, DidOpenTextDocumentParams, DidSaveTextDocumentParams,
+    TextDocumentContentChangeEvent, TextDocumentIdentifier, TextDocumentItem,
+    VersionedTextDocumentIdentifier,
+};
+use serde_json::Value;
 
+use super::ask::ask;
 use super::client::{Connection, State};
-use super::convert::{Encoding, Root, line_of};
+use super::convert::{Root, line_of};
 use super::settings::{ServerCommand, Settings, language_id, which};
 use crate::nav::tools::{self, Precise, PreciseAnswer};
-use crate::nav::{At, Index, Lang, Location, Resolution};
+use crate::nav::{At, Index, Lang, Location};
 
 /// What a query asks a server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,12 +80,28 @@ struct Slot {
 /// the limit); after that the graph answers for its language.
 pub const RESTARTS: u32 = 2;
 
-/// The language servers of one process.
+/// How often the watchdog looks at the memory of every running server.
+pub const WATCH_EVERY: Duration = Duration::from_secs(1);
+
+/// The language servers of one process, watched by a thread of their own (every
+/// [`WATCH_EVERY`], a server over `memory_mb`, starting or ready, is shut down and started
+/// again, without waiting for a question) that ends with the tier.
 pub struct Tier {
+    inner: Arc<Inner>,
+    /// Dropped with the tier, which ends the watchdog.
+    _watchdog: Option<Sender<()>>,
+}
+
+/// What the tier's callers and its watchdog share.
+struct Inner {
     settings: Settings,
     slots: Mutex<HashMap<ServerCommand, Slot>>,
     /// How many times each server was started again.
     restarts: Mutex<HashMap<ServerCommand, u32>>,
+    /// Why the watchdog stopped a server, for the next question its language is asked.
+    notices: Mutex<HashMap<ServerCommand, String>>,
+    /// Set by [`Inner::shutdown`]: no server starts after it.
+    closed: AtomicBool,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -83,21 +109,88 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Tier {
+    /// Returns a tier with no server started yet, and starts its watchdog.
     pub fn new(settings: Settings) -> Tier {
-        Tier {
+        let inner = Arc::new(Inner {
             settings,
             slots: Mutex::new(HashMap::new()),
             restarts: Mutex::new(HashMap::new()),
+            notices: Mutex::new(HashMap::new()),
+            closed: AtomicBool::new(false),
+        });
+        let (stop, stopped) = channel::<()>();
+        let watched = Arc::downgrade(&inner);
+        let watchdog = std::thread::Builder::new()
+            .name("lsp-watchdog".into())
+            .spawn(move || {
+                while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(WATCH_EVERY) {
+                    let Some(inner) = watched.upgrade() else {
+                        return;
+                    };
+                    inner.watch();
+                }
+            });
+        if let Err(e) = &watchdog {
+            tracing::warn!(error = %e, "no language server watchdog: memory is checked per question only");
+        }
+        Tier {
+            inner,
+            _watchdog: watchdog.ok().map(|_| stop),
         }
     }
 
     pub fn settings(&self) -> &Settings {
-        &self.settings
+        &self.inner.settings
     }
 
     /// Starts, in the background, the servers the languages of `index`'s files need; returns
     /// a notice for each one that cannot start.
     pub fn start(&self, index: &Index) -> Vec<String> {
+        self.inner.start(index)
+    }
+
+    /// Answers `query` about the token at `from` (or the one definition `symbol` names) from
+    /// a language server, waiting up to `wait` for it to be ready; or says why the graph
+    /// answers instead. The index is refreshed first.
+    pub fn query(
+        &self,
+        index: &mut Index,
+        query: Query,
+        symbol: Option<&str>,
+        from: Option<&At>,
+        wait: Duration,
+    ) -> Outcome {
+        self.inner.query(index, query, symbol, from, wait)
+    }
+
+    /// Returns each running server's name, state and memory, for reports.
+    pub fn servers(&self) -> Vec<(String, State, Option<u64>)> {
+        lock(&self.inner.slots)
+            .values()
+            .map(|s| (s.conn.name.clone(), s.conn.state(), s.conn.memory_mb()))
+            .collect()
+    }
+
+    /// Returns the process id of the server for `lang`, if one runs.
+    pub fn server_pid(&self, lang: Lang) -> Option<u32> {
+        let cmd = self.inner.settings.command_for(lang)?;
+        lock(&self.inner.slots).get(cmd).map(|s| s.conn.pid())
+    }
+
+    /// Shuts every server down; none starts after that.
+    pub fn shutdown(&self) {
+        self.inner.shutdown();
+    }
+}
+
+impl Drop for Tier {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+impl Inner {
+    fn start(&self, index: &Index) -> Vec<String> {
         let mut langs: Vec<Lang> = index.files().iter().map(|f| f.lang).collect();
         langs.sort_by_key(|l| l.name());
         langs.dedup();
@@ -109,9 +202,14 @@ impl Tier {
 
     /// Makes sure the server for `lang` runs for `index`'s worktree.
     fn ensure(&self, index: &Index, lang: Lang) -> Result<(), String> {
-        let Some(cmd) = self.settings.command_for(lang).cloned() else {
-            return Ok(());
-        };
+        match self.settings.command_for(lang).cloned() {
+            Some(cmd) => self.ensure_cmd(index, cmd),
+            None => Ok(()),
+        }
+    }
+
+    /// Makes sure the server `cmd` runs for `index`'s worktree.
+    fn ensure_cmd(&self, index: &Index, cmd: ServerCommand) -> Result<(), String> {
         let root = index.root().to_path_buf();
         let mut slots = lock(&self.slots);
         if let Some(slot) = slots.get_mut(&cmd) {
@@ -133,6 +231,26 @@ impl Tier {
             baseline(slot, index, &cmd, &self.settings);
             return Ok(());
         }
+        let mut slot = self.spawn(&slots, &cmd, root)?;
+        baseline(&mut slot, index, &cmd, &self.settings);
+        slots.insert(cmd, slot);
+        Ok(())
+    }
+
+    /// Starts the server `cmd` for the worktree at `root` and initializes it in the
+    /// background; `slots` are the tier's, locked.
+    fn spawn(
+        &self,
+        slots: &HashMap<ServerCommand, Slot>,
+        cmd: &ServerCommand,
+        root: PathBuf,
+    ) -> Result<Slot, String> {
+        if self.closed.load(Ordering::SeqCst) {
+            return Err(format!(
+                "{} not started: the language servers were shut down",
+                cmd.command
+            ));
+        }
         if slots.len() >= self.settings.max_servers {
             return Err(format!(
                 "{} not started: already at [nav.lsp] max_servers = {}",
@@ -145,17 +263,34 @@ impl Tier {
                 cmd.command
             ));
         }
-        let conn = Connection::spawn(&cmd.command, &cmd.args, &root)
+        let write_timeout = self.settings.request_timeout;
+        let conn = Connection::spawn(&cmd.command, &cmd.args, &root, write_timeout)
             .map_err(|e| format!("{} did not start: {e}", cmd.command))?;
         let (c, r, timeout) = (conn.clone(), root.clone(), self.settings.startup_timeout);
         std::thread::spawn(move || c.initialize(&r, timeout));
-        let mut slot = Slot {
+        Ok(Slot {
             conn,
             roots: vec![root],
             known: HashMap::new(),
-        };
-        baseline(&mut slot, index, &cmd, &self.settings);
-        slots.insert(cmd, slot);
+        })
+    }
+
+    /// Starts `cmd` again in place of `old`, for `old`'s first worktree, knowing what the old
+    /// server was told of it: the new one reads those files from disk.
+    fn relaunch(&self, cmd: &ServerCommand, old: Slot) -> Result<(), String> {
+        let root = old.roots[0].clone();
+        let mut slots = lock(&self.slots);
+        if slots.contains_key(cmd) {
+            return Ok(());
+        }
+        let mut slot = self.spawn(&slots, cmd, root.clone())?;
+        slot.known = old
+            .known
+            .into_iter()
+            .filter(|((r, _), _)| *r == root)
+            .map(|(key, (oid, _))| (key, (oid, 0)))
+            .collect();
+        slots.insert(cmd.clone(), slot);
         Ok(())
     }
 
@@ -179,12 +314,20 @@ impl Tier {
         let deadline = Instant::now() + wait;
         loop {
             match conn.state() {
-                State::Ready { .. } => break,
+                State::Ready { .. } => {
+                    lock(&self.notices).remove(&cmd);
+                    break;
+                }
                 State::Failed(why) => {
+                    lock(&self.notices).remove(&cmd);
                     let why = format!("{} {why}", conn.name);
-                    return Err(self.restart(index, lang, &cmd, &conn, why));
+                    return Err(self.restart(&cmd, &conn, why, Some(index)));
                 }
                 State::Starting { since } if Instant::now() >= deadline => {
+                    // Started again by the watchdog: why says more than "still starting".
+                    if let Some(notice) = lock(&self.notices).remove(&cmd) {
+                        return Err(notice);
+                    }
                     return Err(format!(
                         "{} is still starting ({:.1} s so far)",
                         conn.name,
@@ -201,50 +344,53 @@ impl Tier {
                 "{} used {mb} MB, over [nav.lsp] memory_mb = {}",
                 conn.name, self.settings.memory_mb
             );
-            return Err(self.restart(index, lang, &cmd, &conn, why));
+            return Err(self.restart(&cmd, &conn, why, Some(index)));
         }
         Ok((cmd, conn))
     }
 
-    /// Shuts down `conn`, the failed server of `cmd`, and starts it again for `index`'s
-    /// worktree (in the background) unless it was restarted [`RESTARTS`] times already, in
-    /// which case its failed slot stays and the graph answers for its language from now on.
-    /// Returns the notice for the answer.
+    /// Shuts down `conn`, the failed server of `cmd`, and starts it again (in the background)
+    /// for `index`'s worktree, or without one (the watchdog) for the first worktree it
+    /// served, unless it was restarted [`RESTARTS`] times already, in which case its failed
+    /// slot stays and the graph answers for its language from now on. Returns the notice for
+    /// the answer.
     fn restart(
         &self,
-        index: &Index,
-        lang: Lang,
         cmd: &ServerCommand,
         conn: &Arc<Connection>,
         why: String,
+        index: Option<&Index>,
     ) -> String {
         let mut restarts = lock(&self.restarts);
         let count = restarts.entry(cmd.clone()).or_default();
-        if *count >= RESTARTS {
-            conn.shutdown();
-            return format!("{why}; not started again (restarted {count} times already)");
-        }
-        {
+        let old = {
             let mut slots = lock(&self.slots);
-            // Another question may have restarted it already.
+            // Another question, or the watchdog, may have restarted it already.
             if !slots.get(cmd).is_some_and(|s| Arc::ptr_eq(&s.conn, conn)) {
                 return format!("{why}; started again");
             }
-            slots.remove(cmd);
-        }
+            if *count >= RESTARTS {
+                drop(slots);
+                conn.shutdown();
+                return format!("{why}; not started again (restarted {count} times already)");
+            }
+            slots.remove(cmd)
+        };
         conn.shutdown();
         *count += 1;
         drop(restarts);
-        match self.ensure(index, lang) {
+        let started = match (index, old) {
+            (Some(index), _) => self.ensure_cmd(index, cmd.clone()),
+            (None, Some(old)) => self.relaunch(cmd, old),
+            (None, None) => Ok(()),
+        };
+        match started {
             Ok(()) => format!("{why}; starting it again"),
             Err(e) => format!("{why}; {e}"),
         }
     }
 
-    /// Answers `query` about the token at `from` (or the one definition `symbol` names) from
-    /// a language server, waiting up to `wait` for it to be ready; or says why the graph
-    /// answers instead. The index is refreshed first.
-    pub fn query(
+    fn query(
         &self,
         index: &mut Index,
         query: Query,
@@ -272,14 +418,13 @@ impl Tier {
             Err(why) => return Outcome::Graph(Some(why)),
         };
         self.sync(index, &cmd, &conn, &at.path);
-        if query == Query::Implementations && !conn.offers("implementationProvider") {
+        if query == Query::Implementations && !conn.offers_implementations() {
             return Outcome::Graph(Some(format!(
                 "{} does not answer implementations",
                 conn.name
             )));
         }
-        if matches!(query, Query::Callers | Query::Callees) && !conn.offers("callHierarchyProvider")
-        {
+        if matches!(query, Query::Callers | Query::Callees) && !conn.offers_call_hierarchy() {
             return Outcome::Graph(Some(format!("{} has no call hierarchy", conn.name)));
         }
         let timeout = self.settings.request_timeout.max(wait);
@@ -298,7 +443,7 @@ impl Tier {
             Err(why) => {
                 let why = format!("{} {why}", conn.name);
                 if matches!(conn.state(), State::Failed(_)) {
-                    Outcome::Graph(Some(self.restart(index, lang, &cmd, &conn, why)))
+                    Outcome::Graph(Some(self.restart(&cmd, &conn, why, Some(index))))
                 } else {
                     Outcome::Graph(Some(why))
                 }
@@ -331,52 +476,74 @@ impl Tier {
             let uri = uris.uri(&f.path);
             conn.changed(uri.as_str());
             if version == 0 {
-                conn.notify(
-                    "textDocument/didOpen",
-                    json!({"textDocument": {"uri": uri.as_str(), "languageId": language_id(&f.path), "version": 1, "text": text}}),
-                );
+                conn.send::<DidOpenTextDocument>(DidOpenTextDocumentParams {
+                    text_document: TextDocumentItem {
+                        uri: uri.clone(),
+                        language_id: language_id(&f.path).to_string(),
+                        version: 1,
+                        text,
+                    },
+                });
             } else {
-                conn.notify(
-                    "textDocument/didChange",
-                    json!({"textDocument": {"uri": uri.as_str(), "version": version + 1}, "contentChanges": [{"text": text}]}),
-                );
+                conn.send::<DidChangeTextDocument>(DidChangeTextDocumentParams {
+                    text_document: VersionedTextDocumentIdentifier {
+                        uri: uri.clone(),
+                        version: version + 1,
+                    },
+                    content_changes: vec![TextDocumentContentChangeEvent {
+                        range: None,
+                        range_length: None,
+                        text,
+                    }],
+                });
             }
             if oid != f.oid {
-                conn.notify(
-                    "textDocument/didSave",
-                    json!({"textDocument": {"uri": uri.as_str()}}),
-                );
+                conn.send::<DidSaveTextDocument>(DidSaveTextDocumentParams {
+                    text_document: TextDocumentIdentifier { uri },
+                    text: None,
+                });
             }
             slot.known.insert(key, (f.oid.clone(), version + 1));
         }
     }
 
-    /// Returns each running server's name, state and memory, for reports.
-    pub fn servers(&self) -> Vec<(String, State, Option<u64>)> {
-        lock(&self.slots)
-            .values()
-            .map(|s| (s.conn.name.clone(), s.conn.state(), s.conn.memory_mb()))
-            .collect()
-    }
-
-    /// Returns the process id of the server for `lang`, if one runs.
-    pub fn server_pid(&self, lang: Lang) -> Option<u32> {
-        let cmd = self.settings.command_for(lang)?;
-        lock(&self.slots).get(cmd).map(|s| s.conn.pid())
-    }
-
-    /// Shuts every server down.
-    pub fn shutdown(&self) {
-        let slots: Vec<Slot> = lock(&self.slots).drain().map(|(_, s)| s).collect();
+    /// Shuts every server down; none starts after that.
+    fn shutdown(&self) {
+        let slots: Vec<Slot> = {
+            let mut slots = lock(&self.slots);
+            self.closed.store(true, Ordering::SeqCst);
+            slots.drain().map(|(_, s)| s).collect()
+        };
         for s in slots {
             s.conn.shutdown();
         }
     }
-}
 
-impl Drop for Tier {
-    fn drop(&mut self) {
-        self.shutdown();
+    /// Shuts down every server, starting or ready, whose memory is over `memory_mb`, and
+    /// starts it again within the restart budget; the next question about its language is
+    /// told why.
+    fn watch(&self) {
+        let running: Vec<(ServerCommand, Arc<Connection>)> = lock(&self.slots)
+            .iter()
+            .filter(|(_, s)| !matches!(s.conn.state(), State::Failed(_)))
+            .map(|(cmd, s)| (cmd.clone(), s.conn.clone()))
+            .collect();
+        for (cmd, conn) in running {
+            let Some(mb) = conn.memory_mb() else { continue };
+            if mb <= self.settings.memory_mb || self.closed.load(Ordering::SeqCst) {
+                continue;
+            }
+            let why = format!(
+                "used {mb} MB, over [nav.lsp] memory_mb = {}",
+                self.settings.memory_mb
+            );
+            tracing::info!(server = %conn.name, why, "language server over its memory limit");
+            conn.shutdown();
+            // The failed slot, if it stays (no restart left), says why.
+            conn.fail(why.clone());
+            let notice = self.restart(&cmd, &conn, format!("{} {why}", conn.name), None);
+            lock(&self.notices).insert(cmd, notice);
+        }
     }
 }
 
@@ -430,190 +597,6 @@ fn word_at(line: &str, name: &str) -> Option<usize> {
     })
 }
 
-/// Asks the server and turns its answer into places.
-fn ask(
-    index: &Index,
-    conn: &Connection,
-    query: Query,
-    at: &At,
-    timeout: Duration,
-) -> Result<Vec<Location>, String> {
-    let mut places = Places::new(index);
-    let position = places.position(at);
-    let doc = json!({"uri": Root::new(index.root()).uri(&at.path).as_str()});
-    let tdp = json!({"textDocument": doc, "position": position});
-    let mut out = Vec::new();
-    match query {
-        Query::Definition | Query::Implementations => {
-            let method = if query == Query::Definition {
-                "textDocument/definition"
-            } else {
-                "textDocument/implementation"
-            };
-            let r = conn.request(method, tdp, timeout)?;
-            for l in locations_of(&r) {
-                out.extend(places.location(&l.0, &l.1, "definition"));
-            }
-        }
-        Query::References => {
-            let mut p = tdp;
-            p["context"] = json!({"includeDeclaration": false});
-            let r = conn.request("textDocument/references", p, timeout)?;
-            for l in locations_of(&r) {
-                out.extend(places.location(&l.0, &l.1, "reference"));
-            }
-        }
-        Query::Callers | Query::Callees => {
-            let items = conn.request("textDocument/prepareCallHierarchy", tdp, timeout)?;
-            let items: Vec<CallHierarchyItem> = serde_json::from_value(items).unwrap_or_default();
-            for item in items {
-                out.extend(calls(conn, &mut places, query, item, timeout)?);
-            }
-        }
-    }
-    out.sort_by(|a, b| (&a.path, a.line, a.col).cmp(&(&b.path, b.line, b.col)));
-    out.dedup_by(|a, b| a.path == b.path && a.line == b.line && a.col == b.col);
-    Ok(out)
-}
-
-/// The incoming call sites or the outgoing callees of one call hierarchy item.
-fn calls(
-    conn: &Connection,
-    places: &mut Places,
-    query: Query,
-    item: CallHierarchyItem,
-    timeout: Duration,
-) -> Result<Vec<Location>, String> {
-    let mut out = Vec::new();
-    if query == Query::Callers {
-        let r = conn.request(
-            "callHierarchy/incomingCalls",
-            json!({"item": item}),
-            timeout,
-        )?;
-        let calls: Vec<CallHierarchyIncomingCall> = serde_json::from_value(r).unwrap_or_default();
-        for c in calls {
-            for range in &c.from_ranges {
-                let r = serde_json::to_value(range).unwrap_or_default();
-                out.extend(places.location(c.from.uri.as_str(), &r, "call"));
-            }
-        }
-    } else {
-        let r = conn.request(
-            "callHierarchy/outgoingCalls",
-            json!({"item": item}),
-            timeout,
-        )?;
-        let calls: Vec<CallHierarchyOutgoingCall> = serde_json::from_value(r).unwrap_or_default();
-        for c in calls {
-            let r = serde_json::to_value(c.to.selection_range).unwrap_or_default();
-            out.extend(places.location(c.to.uri.as_str(), &r, "definition"));
-        }
-    }
-    Ok(out)
-}
-
-/// The (uri, range) of a definition/references answer: a location, a list of locations or of
-/// location links.
-fn locations_of(v: &Value) -> Vec<(String, Value)> {
-    let one = |l: &Value| -> Option<(String, Value)> {
-        let uri = l.get("uri").or_else(|| l.get("targetUri"))?.as_str()?;
-        let range = l.get("range").or_else(|| l.get("targetSelectionRange"))?;
-        Some((uri.to_string(), range.clone()))
-    };
-    match v {
-        Value::Array(a) => a.iter().filter_map(one).collect(),
-        Value::Null => Vec::new(),
-        other => one(other).into_iter().collect(),
-    }
-}
-
-/// Turns protocol ranges into the graph's places, reading files once.
-struct Places<'a> {
-    index: &'a Index,
-    root: Root,
-    texts: HashMap<String, String>,
-}
-
-impl<'a> Places<'a> {
-    fn new(index: &'a Index) -> Places<'a> {
-        Places {
-            index,
-            root: Root::new(index.root()),
-            texts: HashMap::new(),
-        }
-    }
-
-    fn text(&mut self, path: &str) -> &str {
-        if !self.texts.contains_key(path) {
-            let data = match self.index.file_id(path) {
-                Some(f) => self.index.read_source(f).ok(),
-                None => std::fs::read(self.index.root().join(path)).ok(),
-            };
-            let text = String::from_utf8_lossy(&data.unwrap_or_default()).into_owned();
-            self.texts.insert(path.to_string(), text);
-        }
-        self.texts.get(path).map_or("", String::as_str)
-    }
-
-    /// The protocol position (UTF-16) of a graph position.
-    fn position(&mut self, at: &At) -> Value {
-        let line = at.line.saturating_sub(1);
-        let text = line_of(self.text(&at.path), line);
-        let byte = at.col.unwrap_or(1).saturating_sub(1) as usize;
-        json!({"line": line, "character": Encoding::Utf16.column(text, byte)})
-    }
-
-    /// The place a (uri, range) names; files outside the worktree keep their absolute path.
-    fn location(&mut self, uri: &str, range: &Value, kind: &str) -> Option<Location> {
-        let path = match self.root.relative(uri) {
-            Some(p) => p,
-            None => super::convert::uri_path(uri)?
-                .to_string_lossy()
-                .into_owned(),
-        };
-        let line0 = range["start"]["line"].as_u64()? as u32;
-        let ch = range["start"]["character"].as_u64()? as u32;
-        let end_ch = range["end"]["character"].as_u64().unwrap_or(ch as u64) as u32;
-        let text = if path.starts_with('/') {
-            std::fs::read_to_string(&path).unwrap_or_default()
-        } else {
-            self.text(&path).to_string()
-        };
-        let line = line_of(&text, line0);
-        let start = Encoding::Utf16.byte(line, ch);
-        let end = Encoding::Utf16.byte(line, end_ch).max(start);
-        let container = self.container(&path, line0 + 1, start as u32 + 1);
-        Some(Location {
-            path,
-            line: line0 + 1,
-            col: start as u32 + 1,
-            end_line: line0 + 1,
-            kind: kind.to_string(),
-            name: line[start..end].to_string(),
-            container,
-            signature: line.trim().to_string(),
-            resolution: Resolution::Resolved,
-        })
-    }
-
-    /// The qualified name of the innermost definition around a place, from the graph.
-    fn container(&self, path: &str, line: u32, col: u32) -> Option<String> {
-        let file = self.index.file_id(path)?;
-        let facts = &self.index.file(file).facts;
-        let mut best: Option<usize> = None;
-        for (i, d) in facts.defs.iter().enumerate() {
-            let inside = (d.span.line, d.span.col) <= (line, col)
-                && line <= d.span.end_line
-                && !(d.name_span.line == line && d.name_span.col == col);
-            if inside && d.kind != "type_parameter" {
-                best = Some(i);
-            }
-        }
-        best.map(|i| facts.qualified_name(i as u32))
-    }
-}
-
 /// Renders a server's answer as the graph's answers are rendered, under a first line saying
 /// which server gave it.
 pub fn render(
@@ -631,7 +614,13 @@ pub fn render(
         Query::Callees => format!("callees of {what}"),
     };
     let head = format!("[lsp] answered by {server}");
-    let budget = opts.max_chars.saturating_sub(head.len() + 1).max(200);
+    let source = format!("lsp:{server}");
+    let said = if opts.json {
+        source_len(&source, None)
+    } else {
+        head.len() + 1
+    };
+    let budget = opts.max_chars.saturating_sub(said).max(200);
     let text = if query == Query::Definition {
         crate::nav::render_locations(&title, locations, budget, opts.json).text
     } else {
@@ -642,9 +631,38 @@ pub fn render(
         crate::nav::render_places_with(&title, locations, opts).text
     };
     if opts.json {
-        return text;
+        return with_source(text, &source, None);
     }
     format!("{head}\n{text}")
+}
+
+/// The fields saying where a JSON answer came from: `source` (`lsp:<server>` or `graph`) and,
+/// when the graph answered because a server could not, `source_notice` saying why.
+fn source_fields(source: &str, notice: Option<&str>) -> serde_json::Map<String, Value> {
+    let mut fields = serde_json::Map::new();
+    fields.insert("source".into(), Value::from(source));
+    if let Some(n) = notice {
+        fields.insert("source_notice".into(), Value::from(n));
+    }
+    fields
+}
+
+/// Returns the JSON answer `text` saying where it came from (see [`source_fields`]); an
+/// answer that is not a JSON object (cut to a line by `max_chars`) is returned as it is.
+pub fn with_source(text: String, source: &str, notice: Option<&str>) -> String {
+    let Ok(Value::Object(mut answer)) = serde_json::from_str::<Value>(&text) else {
+        return text;
+    };
+    answer.extend(source_fields(source, notice));
+    Value::Object(answer).to_string()
+}
+
+/// Returns how many characters [`with_source`] adds to a JSON answer, at most.
+pub fn source_len(source: &str, notice: Option<&str>) -> usize {
+    Value::Object(source_fields(source, notice))
+        .to_string()
+        .chars()
+        .count()
 }
 
 impl Precise for Tier {

@@ -95,6 +95,33 @@ fn precise_queries_answer_from_the_server_and_say_so() {
     let out = orchestra(&repo.path, &["nav", "refs", "make"]);
     assert!(!stdout(&out).contains("[lsp]"), "{}", text(&out));
     assert!(stdout(&out).contains("in run: 5:9 call"), "{}", text(&out));
+    // JSON answers say where they came from: the server, or the graph and why.
+    let json = |args: &[&str]| -> Value {
+        let out = orchestra(&repo.path, args);
+        assert!(out.status.success(), "{}", text(&out));
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out)))
+    };
+    for (query, place) in [("refs", "5:9"), ("callers", "5:9")] {
+        let v = json(&["nav", query, "make", "--precise", "--json"]);
+        assert_eq!(v["source"], "lsp:git-orchestra", "{v}");
+        assert_eq!(v["source_notice"], Value::Null, "{v}");
+        assert!(v["results"].to_string().contains(place), "{v}");
+        let v = json(&["nav", query, "make", "--json"]);
+        assert_eq!(v["source"], "graph", "{v}");
+        assert_eq!(v["source_notice"], Value::Null, "{v}");
+    }
+    let v = json(&[
+        "nav",
+        "def",
+        "--from",
+        "app/main.py:6:31",
+        "--precise",
+        "--json",
+    ]);
+    assert_eq!(v["source"], "lsp:git-orchestra", "{v}");
+    assert!(v["results"].to_string().contains("app/models.py"), "{v}");
+    let v = json(&["nav", "impls", "Greeter", "--json"]);
+    assert_eq!(v["source"], "graph", "{v}");
     // Off: the graph answers and says nothing of servers.
     configure(&repo, &format!("mode = \"off\"\n{}", ourselves()));
     let out = orchestra(&repo.path, &["nav", "refs", "make", "--precise"]);
@@ -104,6 +131,56 @@ fn precise_queries_answer_from_the_server_and_say_so() {
         "{}",
         text(&out)
     );
+    let v = json(&["nav", "callees", "run", "--precise", "--json"]);
+    assert_eq!(
+        (&v["source"], &v["source_notice"]),
+        (&json!("graph"), &Value::Null),
+        "{v}"
+    );
+    // A server that cannot answer: the graph does, and the JSON says why.
+    configure(
+        &repo,
+        "[nav.lsp.servers.python]\ncommand = \"no-such-language-server\"",
+    );
+    let v = json(&["nav", "refs", "make", "--precise", "--json"]);
+    assert_eq!(v["source"], "graph", "{v}");
+    assert!(
+        v["source_notice"]
+            .as_str()
+            .is_some_and(|n| n.contains("no-such-language-server is not installed")),
+        "{v}"
+    );
+    assert!(v["results"].to_string().contains("5:9"), "{v}");
+}
+
+#[test]
+fn precise_queries_answer_from_pyright() {
+    if !tool_available("pyright", "--version") {
+        return;
+    }
+    // No [nav.lsp]: Python's default server, pyright-langserver, answers.
+    let repo = fixture("lsp");
+    let out = orchestra(&repo.path, &["nav", "refs", "make", "--precise"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let s = stdout(&out);
+    assert!(
+        s.starts_with("[lsp] answered by pyright-langserver\nreferences to make: 2 resolved"),
+        "{}",
+        text(&out)
+    );
+    assert!(
+        s.contains("app/main.py\n  1:33 reference\n  in run: 5:9 reference"),
+        "{s}"
+    );
+    let out = orchestra(&repo.path, &["nav", "callers", "make", "--precise"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let s = stdout(&out);
+    assert!(
+        s.starts_with("[lsp] answered by pyright-langserver\ncallers of make"),
+        "{}",
+        text(&out)
+    );
+    assert!(s.contains("app/main.py\n  in run: 5:9 call"), "{s}");
 }
 
 /// Asserts that `nav refs make --precise` answered from the graph, with a notice on stderr
@@ -220,6 +297,24 @@ impl Mcp {
             .collect()
     }
 
+    /// Calls the tool, waiting at most `limit` for its answer.
+    fn call_within(&self, tool: &str, args: Value, limit: Duration) -> Option<String> {
+        let request = CallToolRequestParams::new(tool.to_string())
+            .with_arguments(args.as_object().cloned().unwrap());
+        let result = self
+            .runtime
+            .block_on(async { tokio::time::timeout(limit, self.client.call_tool(request)).await });
+        Some(
+            result
+                .ok()?
+                .unwrap()
+                .content
+                .iter()
+                .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+                .collect(),
+        )
+    }
+
     /// Calls the tool until its answer starts with `[lsp]` (at most two minutes).
     fn until_lsp(&self, tool: &str, args: Value) -> String {
         self.until(tool, args, |a| a.starts_with("[lsp]"))
@@ -264,6 +359,88 @@ fn servers_in(dir: &std::path::Path, needle: &str) -> Vec<u32> {
     let named = processes_with(needle);
     out.retain(|p| named.contains(p));
     out
+}
+
+#[test]
+fn a_server_over_memory_mb_is_stopped_and_started_again_without_a_question() {
+    let repo = fixture("lsp");
+    configure(&repo, &format!("memory_mb = 0\n{}", ourselves()));
+    let mcp = Mcp::start(&repo);
+    // No question is asked: the session starts its server, and the watchdog stops it (and
+    // each of its restarts) on its own.
+    let needle = concat!(env!("CARGO_BIN_EXE_git-orchestra"), " lsp");
+    let started = Instant::now();
+    let mut seen: Vec<u32> = Vec::new();
+    let mut quiet_since: Option<Instant> = None;
+    loop {
+        let running = servers_in(&repo.path, needle);
+        for pid in &running {
+            if !seen.contains(pid) {
+                seen.push(*pid);
+            }
+        }
+        if running.is_empty() && !seen.is_empty() {
+            if quiet_since.get_or_insert_with(Instant::now).elapsed() > Duration::from_secs(3) {
+                break;
+            }
+        } else {
+            quiet_since = None;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "servers seen {seen:?}, still running {running:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let restarts = git_orchestra::lsp::tier::RESTARTS as usize;
+    assert_eq!(
+        seen.len(),
+        1 + restarts,
+        "started, then restarted twice: {seen:?}"
+    );
+    // The next question is answered by the graph, saying why.
+    let answer = mcp.call("nav_refs", json!({"symbol": "make"}));
+    assert!(
+        answer.starts_with("[graph] git-orchestra used ")
+            && answer.contains(
+                "over [nav.lsp] memory_mb = 0; not started again (restarted 2 times already)"
+            ),
+        "{answer}"
+    );
+    assert!(answer.contains("in run: 5:9 call"), "{answer}");
+}
+
+#[test]
+fn a_server_that_stops_reading_degrades_to_the_graph_within_request_timeout() {
+    let repo = fixture("lsp");
+    configure(&repo, &format!("request_timeout = 2\n{}", ourselves()));
+    let mcp = Mcp::start(&repo);
+    let refs = json!({"symbol": "make"});
+    mcp.until_lsp("nav_refs", refs.clone());
+    let needle = concat!(env!("CARGO_BIN_EXE_git-orchestra"), " lsp");
+    let pids = servers_in(&repo.path, needle);
+    assert_eq!(pids.len(), 1, "{pids:?}");
+    // Alive but reading nothing: stopped.
+    // SAFETY: a plain system call on the server this test's session started.
+    unsafe { libc::kill(pids[0] as i32, libc::SIGSTOP) };
+    // A new file bigger than a pipe holds: telling the server of it fills its input.
+    let big = format!("# {}\n", "x".repeat(98)).repeat(3_000);
+    repo.write("app/big.py", &big);
+    let started = Instant::now();
+    let answer = mcp.call_within("nav_refs", refs, Duration::from_secs(60));
+    let took = started.elapsed();
+    let Some(answer) = answer else {
+        // SAFETY: as above, so that the stuck session can end.
+        unsafe { libc::kill(pids[0] as i32, libc::SIGKILL) };
+        panic!("no answer within {took:?}: the session is stuck writing to the server");
+    };
+    assert!(
+        answer.starts_with("[graph] git-orchestra did not read its input within 2.0 s"),
+        "{answer}"
+    );
+    assert!(answer.contains("in run: 5:9 call"), "{answer}");
+    // The write's deadline, the index's refresh and the server's end, on a busy machine.
+    assert!(took < Duration::from_secs(20), "took {took:?}");
 }
 
 #[test]
