@@ -243,8 +243,83 @@ impl Index {
         symbol: Option<&str>,
         from: Option<&At>,
     ) -> Result<Vec<Location>, NavError> {
-        let (targets, name) = self.target_set(symbol, from)?;
-        Ok(self.references_to(&targets, &name, |_| true))
+        match self.target_set(symbol, from) {
+            Ok((targets, name)) => Ok(self.references_to(&targets, &name, |_| true)),
+            Err(e @ NavError::UnknownSymbol { .. }) => match symbol.filter(|_| from.is_none()) {
+                Some(symbol) => self.outside_references(symbol, |_| true).ok_or(e),
+                None => Err(e),
+            },
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Returns the uses of a name of a module outside the repository that `symbol` names
+    /// (`json.dumps`, `os.path.join`, `React.useState`): each reference named like its last
+    /// segment that the graph binds to an import of that module (`import json` …
+    /// `json.dumps(x)`, `from json import dumps` … `dumps(x)`), with the imports of the name
+    /// itself. `None` when the symbol is not qualified or nothing here uses it.
+    pub(crate) fn outside_references(
+        &self,
+        symbol: &str,
+        keep_kind: impl Fn(&str) -> bool,
+    ) -> Option<Vec<Location>> {
+        let (qualifier, name) = split_symbol(symbol);
+        if qualifier.is_empty() {
+            return None;
+        }
+        let module = qualifier.join(".");
+        let rust_module = qualifier.join("::");
+        let from_module = |m: &str| {
+            m == module
+                || m == rust_module
+                || m.ends_with(&format!(".{module}"))
+                || m.ends_with(&format!("/{module}"))
+                || m.ends_with(&format!("::{rust_module}"))
+        };
+        let mut out = Vec::new();
+        let mut lines: HashMap<u32, Vec<String>> = HashMap::new();
+        for &(fi, ri) in self.refs_named(name) {
+            let r = &self.refs_of(fi)[ri as usize];
+            if !keep_kind(&r.kind) {
+                continue;
+            }
+            let o = self.resolve_ref(fi, r);
+            if o.defs.is_empty() && o.external.as_deref().is_some_and(from_module) {
+                let mut loc = self.ref_location(
+                    fi,
+                    r.span,
+                    &r.kind,
+                    &r.name,
+                    r.scope,
+                    Resolution::Resolved,
+                    &mut lines,
+                );
+                loc.signature = format!("from {module}, outside the repository");
+                out.push(loc);
+            }
+        }
+        if keep_kind("import") {
+            for (fi, f) in self.files.iter().enumerate() {
+                for imp in &f.facts.imports {
+                    if imp.name == name && from_module(&imp.module) {
+                        let mut loc = self.ref_location(
+                            fi as u32,
+                            imp.span,
+                            "import",
+                            &imp.alias,
+                            None,
+                            Resolution::Resolved,
+                            &mut lines,
+                        );
+                        loc.signature = format!("from {module}, outside the repository");
+                        out.push(loc);
+                    }
+                }
+            }
+        }
+        out.sort_by(|a, b| (&a.path, a.line, a.col).cmp(&(&b.path, b.line, b.col)));
+        out.dedup_by(|a, b| a.path == b.path && a.line == b.line && a.col == b.col);
+        (!out.is_empty()).then_some(out)
     }
 
     /// Returns the definitions a query is about as a set, with the name they are defined under.
@@ -507,8 +582,15 @@ impl Index {
         symbol: Option<&str>,
         from: Option<&At>,
     ) -> Result<Vec<Location>, NavError> {
-        let (targets, name) = self.target_set(symbol, from)?;
-        Ok(self.references_to(&targets, &name, |k| matches!(k, "call" | "new" | "macro")))
+        let is_call = |k: &str| matches!(k, "call" | "new" | "macro");
+        match self.target_set(symbol, from) {
+            Ok((targets, name)) => Ok(self.references_to(&targets, &name, is_call)),
+            Err(e @ NavError::UnknownSymbol { .. }) => match symbol.filter(|_| from.is_none()) {
+                Some(symbol) => self.outside_references(symbol, is_call).ok_or(e),
+                None => Err(e),
+            },
+            Err(e) => Err(e),
+        }
     }
 
     /// Returns the definitions `symbol`'s bodies call, resolved where the rules allow.

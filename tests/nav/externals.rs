@@ -275,3 +275,39 @@ fn a_receiver_annotated_with_an_outside_type_is_not_a_namesake_here() {
     let refs = idx.references_at(None, Some(&split)).unwrap();
     assert_eq!(places(&refs), vec!["src/names.ts:9"], "{refs:?}");
 }
+
+#[test]
+fn a_name_of_an_outside_module_is_answered_by_its_uses_here() {
+    let repo = repo();
+    let idx = index(&repo);
+    // `re.compile`: the use through `import re`, not the builtin nor `Greeter.compile`.
+    let refs = idx.references("re.compile").unwrap();
+    assert_eq!(
+        places(&refs),
+        vec![line_of(&repo, PATTERNS, "WORD = re.compile(")],
+        "{refs:?}"
+    );
+    assert!(
+        refs.iter()
+            .all(|r| r.signature == "from re, outside the repository")
+    );
+    assert_eq!(
+        places(&idx.callers("os.close").unwrap()),
+        vec![line_of(&repo, SHAPES, "os.close(fd)")]
+    );
+    // A name imported from an outside module: its import and its uses.
+    let refs = idx.references("collections.abc.MutableMapping").unwrap();
+    assert_eq!(
+        places(&refs),
+        vec![
+            line_of(&repo, SHAPES, "class Store(MutableMapping)"),
+            line_of(&repo, SHAPES, "from collections.abc import MutableMapping"),
+        ],
+        "{refs:?}"
+    );
+    // A module nothing here uses, and a bare name of nothing here, are still unknown.
+    for unknown in ["json.dumps", "dumps"] {
+        let err = idx.references(unknown).unwrap_err().to_string();
+        assert!(err.contains("no symbol named"), "{err}");
+    }
+}
