@@ -1,8 +1,10 @@
 //! Index benchmarks on the installed Python standard library committed into a temporary
 //! repository: cold index vs `ctags -R`, warm index of a second worktree, one-file re-index,
-//! query latency and peak memory — figures side by side in one run.
+//! query latency and peak memory, and the whole-process first answer of `nav def`/`nav refs` in
+//! a fresh clone and in a second worktree — figures side by side in one run.
 //!
-//! Run with `cargo bench --bench nav_index`. Set `NAV_BENCH_SRC` to index another tree.
+//! Run with `cargo bench --bench nav_index`. Set `NAV_BENCH_SRC` to index another tree, and
+//! `NAV_BENCH_ONLY=first` to time the first answers alone.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -79,6 +81,10 @@ fn main() {
     let (files, bytes) = copy_py(&stdlib(), &repo);
     init_and_commit(&repo, "stdlib");
     println!("tree: {files} .py files, {:.1} MB", bytes as f64 / 1e6);
+    if std::env::var("NAV_BENCH_ONLY").as_deref() == Ok("first") {
+        first_answers(tmp.path(), &repo);
+        return;
+    }
 
     let ctags_time = ctags(tmp.path(), &repo);
     let db = tmp.path().join("nav.db");
@@ -90,7 +96,133 @@ fn main() {
     query_latency(&second);
     println!("peak RSS at end: {:.0} MB", peak_rss_mb());
 
+    first_answers(tmp.path(), &repo);
     matcher_vs_query_cursor(&repo);
+}
+
+/// Times `git orchestra nav def|refs NAME` as a user meets it — a whole process — for the
+/// first query in a worktree never indexed (cache removed before each), and for a query in a
+/// second worktree of a commit already indexed, against `ctags -R` (also a whole process, the
+/// median of three) on the same tree. Names are chosen by rule: every tenth of the sorted,
+/// distinct names ctags finds. The background build a first query starts is switched off
+/// (`ORCHESTRA_NAV_NO_WARM`), so that it does not run into the next measurement.
+fn first_answers(tmp: &Path, repo: &Path) {
+    let bin = env!("CARGO_BIN_EXE_git-orchestra");
+    let tags = tmp.join("tags-first");
+    let mut ctags_runs: Vec<Duration> = (0..3)
+        .map(|_| {
+            let t = Instant::now();
+            let ok = Command::new("ctags")
+                .args(["-R", "-f", tags.to_str().unwrap(), "."])
+                .current_dir(repo)
+                .output()
+                .is_ok_and(|o| o.status.success());
+            if !ok {
+                return Duration::ZERO;
+            }
+            t.elapsed()
+        })
+        .collect();
+    ctags_runs.sort();
+    let ctags_time = ctags_runs[1];
+    if ctags_time.is_zero() {
+        println!("first answers: ctags not available");
+        return;
+    }
+    // Lines quote the source, which need not be UTF-8.
+    let text = String::from_utf8_lossy(&std::fs::read(&tags).unwrap_or_default()).into_owned();
+    let mut names: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.starts_with("!_"))
+        .filter_map(|l| l.split('\t').next())
+        .filter(|n| n.len() > 2 && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+        .collect();
+    names.sort();
+    names.dedup();
+    if names.len() < 10 {
+        println!(
+            "first answers: ctags listed {} names in {} ({} bytes); skipped",
+            names.len(),
+            tags.display(),
+            text.len()
+        );
+        return;
+    }
+    let picked: Vec<&str> = (0..10).map(|i| names[i * names.len() / 10]).collect();
+    let common = repo.join(".git");
+    let run = |dir: &Path, args: &[&str]| -> Duration {
+        let t = Instant::now();
+        let out = Command::new(bin)
+            .args(args)
+            .current_dir(dir)
+            .env("ORCHESTRA_NAV_NO_WARM", "1")
+            .output()
+            .unwrap();
+        let took = t.elapsed();
+        assert!(
+            out.status.success() || out.status.code() == Some(2),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        took
+    };
+    let mut first: Vec<(f64, String)> = Vec::new();
+    for name in &picked {
+        for query in ["def", "refs"] {
+            for f in ["nav.db", "nav.db-wal", "nav.db-shm"] {
+                let _ = std::fs::remove_file(common.join("orchestra").join(f));
+            }
+            let took = run(repo, &["nav", query, name]);
+            first.push((
+                took.as_secs_f64() / ctags_time.as_secs_f64(),
+                format!("{query} {name}"),
+            ));
+        }
+    }
+    // The whole index, then a second worktree of the same commit.
+    let out = Command::new(bin)
+        .args(["nav", "warm"])
+        .current_dir(repo)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "nav warm: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let wt = tmp.join("wt-first");
+    git(
+        repo,
+        &["worktree", "add", "-q", "--detach", wt.to_str().unwrap()],
+    );
+    let mut second: Vec<(f64, String)> = Vec::new();
+    for name in &picked {
+        for query in ["def", "refs"] {
+            let took = run(&wt, &["nav", query, name]);
+            second.push((
+                took.as_secs_f64() / ctags_time.as_secs_f64(),
+                format!("{query} {name}"),
+            ));
+        }
+    }
+    let report = |label: &str, mut v: Vec<(f64, String)>| {
+        v.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let median = v[v.len() / 2].0;
+        let slowest = v.last().unwrap();
+        println!(
+            "{label}: {} queries, ratio to ctags -R ({:.0} ms): median {median:.2}x, slowest {:.2}x ({})",
+            v.len(),
+            ms(ctags_time),
+            slowest.0,
+            slowest.1
+        );
+    };
+    println!("first answers: names {}", picked.join(", "));
+    report("first answer in a fresh clone (whole process)", first);
+    report(
+        "query in a second worktree of an indexed commit (whole process)",
+        second,
+    );
 }
 
 /// Runs `ctags -R` over `repo` (tags file in `tmp`) and returns how long it took.

@@ -100,6 +100,9 @@ enum NavQuery {
     /// The language servers behind --precise and `git orchestra mcp`: which are configured
     /// ([nav.lsp]) and which are installed.
     Status,
+    /// Builds the whole index of this worktree (what a first query starts in the background).
+    #[command(hide = true)]
+    Warm,
 }
 
 impl From<NavError> for CommandError {
@@ -130,10 +133,39 @@ pub fn cmd_nav(cwd: &Path, args: NavArgs) -> Result<(), CommandError> {
     if matches!(args.query, NavQuery::Status) {
         return print(&super::lsp::nav_status(cwd, args.json)?);
     }
+    if matches!(args.query, NavQuery::Warm) {
+        return warm(cwd);
+    }
     let mut index = Index::open(cwd)?;
-    index.refresh()?;
+    // A query by name in a worktree never indexed parses only the files it needs.
+    let quick = match &args.query {
+        _ if args.precise => None,
+        NavQuery::Def(t) | NavQuery::Refs(t) | NavQuery::Callers(t) | NavQuery::Impls(t) => {
+            quick_words(index.root(), cwd, t)
+        }
+        _ => None,
+    };
+    match &quick {
+        Some((words, needed)) => index.refresh_for(words, needed)?,
+        None => index.refresh()?,
+    };
+    let partial = (index.unparsed() > 0).then(|| {
+        let words = quick.as_ref().map(|q| q.0.join("`, `")).unwrap_or_default();
+        format!(
+            "answered from the {} files that mention `{words}` ({} files not read yet, a first query in this worktree); the whole index is being built in the background: ask again for answers that follow types and imports through every file",
+            index.files().len() - index.unparsed(),
+            index.unparsed()
+        )
+    });
+    if partial.is_some() {
+        warm_in_background(index.root());
+    }
+    // One question: references are read from the files that mention the names it asks about.
+    if quick.is_some() {
+        index.scope_refs_to_mentions();
+    }
     // Why the graph answers a --precise query (a server was meant to).
-    let mut notice: Option<String> = None;
+    let mut notice: Option<String> = partial.clone();
     if args.precise {
         let query = match &args.query {
             NavQuery::Def(t) => Some((Query::Definition, t.clone())),
@@ -231,7 +263,7 @@ pub fn cmd_nav(cwd: &Path, args: NavArgs) -> Result<(), CommandError> {
             render_outline(&p, &index.outline(&p)?, limit, json).text
         }
         NavQuery::Show { symbol } => show(&index, &symbol, limit, json)?,
-        NavQuery::Status => String::new(),
+        NavQuery::Status | NavQuery::Warm => String::new(),
         NavQuery::Search { pattern, kind } => {
             render_locations(
                 &format!("definitions matching {pattern}"),
@@ -265,7 +297,97 @@ pub fn cmd_nav(cwd: &Path, args: NavArgs) -> Result<(), CommandError> {
     if sourced {
         return print(&with_source(text, "graph", notice.as_deref()));
     }
+    if let Some(p) = &partial {
+        eprintln!("note: {p}");
+    }
     print(&text)
+}
+
+/// Returns the words a query by name needs the files of, and the files it needs whole (the
+/// position's), or `None` when the query names nothing to look for.
+fn quick_words(root: &Path, cwd: &Path, t: &TargetArgs) -> Option<(Vec<String>, Vec<String>)> {
+    let from = t
+        .from
+        .as_deref()
+        .and_then(|f| At::parse(f).ok())
+        .map(|mut at| {
+            at.path = repo_path(root, cwd, &at.path);
+            at
+        });
+    let word = match (&t.symbol, &from) {
+        (Some(symbol), _) => symbol
+            .rsplit(['.', ':', '/'])
+            .find(|w| !w.is_empty())?
+            .to_string(),
+        (None, Some(at)) => {
+            let text = std::fs::read_to_string(root.join(&at.path)).ok()?;
+            let line = text.lines().nth(at.line.checked_sub(1)? as usize)?;
+            word_at(line, at.col?)?
+        }
+        (None, None) => return None,
+    };
+    Some((vec![word], from.map(|at| at.path).into_iter().collect()))
+}
+
+/// Returns the identifier around byte column `col` (1-based) of `line`.
+fn word_at(line: &str, col: u32) -> Option<String> {
+    let bytes = line.as_bytes();
+    let is_word = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b == b'$' || b >= 0x80;
+    let at = (col as usize).checked_sub(1)?;
+    if at >= bytes.len() || !is_word(bytes[at]) {
+        return None;
+    }
+    let start = (0..=at).rev().take_while(|&i| is_word(bytes[i])).last()?;
+    let end = (at..bytes.len())
+        .take_while(|&i| is_word(bytes[i]))
+        .last()?
+        + 1;
+    line.get(start..end).map(str::to_string)
+}
+
+/// Starts `git orchestra nav warm` for the worktree at `root`, detached from this process and
+/// its terminal (its own process group), so the next query finds the whole index; quietly
+/// nothing when it cannot start.
+fn warm_in_background(root: &Path) {
+    use std::os::unix::process::CommandExt;
+    if std::env::var_os("ORCHESTRA_NAV_NO_WARM").is_some() {
+        return;
+    }
+    let Ok(exe) = std::env::current_exe() else {
+        return;
+    };
+    let _ = std::process::Command::new(exe)
+        .args(["nav", "warm"])
+        .current_dir(root)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .process_group(0)
+        .spawn();
+}
+
+/// `nav warm`: builds the whole index of the worktree containing `cwd` (its blob cache and
+/// view snapshot), unless another process is doing it.
+fn warm(cwd: &Path) -> Result<(), CommandError> {
+    let repo = git_orchestra::git::RepoInfo::discover(cwd)?;
+    let lock_path = repo.common_dir.join("orchestra").join("nav-warm.lock");
+    if let Some(dir) = lock_path.parent() {
+        fs_err::create_dir_all(dir).map_err(CommandError::internal)?;
+    }
+    let file = std::fs::File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(CommandError::internal)?;
+    // Held until this process ends; another warm of the repository meanwhile does nothing.
+    if file.try_lock().is_err() {
+        return Ok(());
+    }
+    let mut index = Index::open(cwd)?;
+    index.refresh()?;
+    drop(file);
+    Ok(())
 }
 
 /// Prints an answer; a reader that stopped reading is not an error.

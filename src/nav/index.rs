@@ -82,7 +82,19 @@ pub struct Index {
     common_dir: Option<PathBuf>,
     /// Contents that stand for a file's working-tree copy (an editor's unsaved buffer).
     unsaved: HashMap<String, Vec<u8>>,
+    /// Files of the view left unparsed by a [`Index::refresh_for`] that answered from the
+    /// files a query needs (0 when every file is indexed).
+    unparsed: usize,
+    /// Set for one-shot queries ([`Index::scope_refs_to_mentions`]): references of a name are
+    /// read from the files whose contents mention it only, per name asked.
+    refs_by_mention: Option<std::sync::Mutex<RefsByName>>,
 }
+
+/// References found per name: (file, reference number).
+type RefsByName = HashMap<String, Vec<(u32, u32)>>;
+
+/// Fewer blobs to parse than this, and a query-driven refresh parses them all.
+const QUICK_MIN_JOBS: usize = 200;
 
 impl Index {
     /// Opens the index of the worktree containing `dir`, with its cache in the common git
@@ -125,6 +137,8 @@ impl Index {
             scanner: worktree::Scanner::new(root),
             common_dir: None,
             unsaved: HashMap::new(),
+            unparsed: 0,
+            refs_by_mention: None,
         })
     }
 
@@ -173,6 +187,12 @@ impl Index {
 
     /// Brings the index up to date with the worktree, parsing only blobs never seen before.
     pub fn refresh(&mut self) -> Result<RefreshStats, NavError> {
+        self.refs_by_mention = None;
+        if self.unparsed > 0 {
+            // What a query-driven refresh left out is parsed now; the rest comes from the cache.
+            self.files.clear();
+            self.unparsed = 0;
+        }
         let mut view = self.scanner.scan()?;
         for (path, data) in &self.unsaved {
             if let Some(lang) = Lang::from_path(path) {
@@ -181,6 +201,62 @@ impl Index {
             }
         }
         self.apply_view(view)
+    }
+
+    /// Brings the index up to date for one query about `words` (identifiers) and the files
+    /// `needed` (repository-relative): like [`Index::refresh`], except that in a worktree whose
+    /// blobs were never indexed (a fresh clone) only the files that mention one of the words,
+    /// and those named, are parsed — what a query by name needs to find its definitions and
+    /// uses. [`Index::unparsed`] then says how many files were left out; no view snapshot is
+    /// stored for such an index (the blobs parsed are cached as usual).
+    pub fn refresh_for(
+        &mut self,
+        words: &[String],
+        needed: &[String],
+    ) -> Result<RefreshStats, NavError> {
+        if !self.files.is_empty() || words.is_empty() {
+            return self.refresh();
+        }
+        let mut view = self.scanner.scan()?;
+        for (path, data) in &self.unsaved {
+            if let Some(lang) = Lang::from_path(path) {
+                let oid = self.scanner.blob_id(data);
+                view.insert(path.clone(), worktree::ViewFile { oid, lang });
+            }
+        }
+        if view.len() >= snapshot::MIN_FILES
+            && let Some(loaded) = self.stored_snapshot(&view)?
+        {
+            let mut stats = RefreshStats {
+                files: view.len(),
+                ..RefreshStats::default()
+            };
+            self.open_snapshot(view, loaded, &mut stats);
+            return Ok(stats);
+        }
+        let pattern = words
+            .iter()
+            .filter(|w| !w.is_empty())
+            .map(|w| regex_escape(w))
+            .collect::<Vec<_>>()
+            .join("|");
+        let matcher = regex_automata::meta::Regex::new(&format!(r"(?-u:\b)(?:{pattern})(?-u:\b)"))
+            .map_err(|e| NavError::BadArgument {
+                message: format!("cannot search for {words:?}: {e}"),
+            })?;
+        let select = Selection {
+            root: self.root.clone(),
+            unsaved: self.unsaved.clone(),
+            matcher: &matcher,
+            needed,
+        };
+        self.apply_changes_selected(view, RefreshStats::default(), Some(&select))
+    }
+
+    /// Returns how many files of the view the last refresh left unparsed (see
+    /// [`Index::refresh_for`]); 0 when the index holds every file.
+    pub fn unparsed(&self) -> usize {
+        self.unparsed
     }
 
     /// Makes `contents` the text of `path` (repository-relative) for the next refresh, in
@@ -278,8 +354,20 @@ impl Index {
     fn apply_changes(
         &mut self,
         view: BTreeMap<String, worktree::ViewFile>,
-        mut stats: RefreshStats,
+        stats: RefreshStats,
     ) -> Result<RefreshStats, NavError> {
+        self.apply_changes_selected(view, stats, None)
+    }
+
+    /// [`Index::apply_changes`], parsing only the blobs `select` keeps when there are many
+    /// to parse (see [`Index::refresh_for`]).
+    fn apply_changes_selected(
+        &mut self,
+        view: BTreeMap<String, worktree::ViewFile>,
+        mut stats: RefreshStats,
+        select: Option<&Selection<'_>>,
+    ) -> Result<RefreshStats, NavError> {
+        stats.files = view.len();
         // With the same paths, file numbers stay valid and the tables are patched in place.
         let same_paths = view.len() == self.files.len()
             && self
@@ -305,7 +393,12 @@ impl Index {
         let mut loaded = self.cache.get_many(&missing_blobs(&view, &in_memory)?)?;
 
         // Parse blobs neither in memory nor cached; one job per distinct blob.
-        let jobs = parse_jobs(&view, &in_memory, &loaded);
+        let mut jobs = parse_jobs(&view, &in_memory, &loaded);
+        let all_jobs = jobs.len();
+        if let Some(select) = select.filter(|_| jobs.len() >= QUICK_MIN_JOBS) {
+            jobs.retain(|(path, _, _)| select.keeps(path));
+        }
+        let left_out = all_jobs - jobs.len();
         let parsed = parse_parallel(&self.root, &self.unsaved, &jobs, &mut self.cache)?;
         let mut fresh: HashMap<String, Loaded> = HashMap::new();
         // The encodings workers made for the cache, reused by the view snapshot.
@@ -318,9 +411,35 @@ impl Index {
             );
         }
 
+        let parsed_blobs: std::collections::HashSet<&str> =
+            jobs.iter().map(|(_, oid, _)| oid.as_str()).collect();
+        let unparsed_paths: Vec<String> = if left_out > 0 {
+            view.iter()
+                .filter(|(_, vf)| {
+                    !parsed_blobs.contains(vf.oid.as_str())
+                        && !loaded.contains_key(&vf.oid)
+                        && !in_memory.contains_key(&(vf.oid.clone(), vf.lang))
+                })
+                .map(|(p, _)| p.clone())
+                .collect()
+        } else {
+            Vec::new()
+        };
         self.files = view_files(view, &mut in_memory, &fresh, &mut loaded, &mut stats);
         // Same-blob duplicates parsed once count as parsed once.
         stats.parsed = stats.parsed.min(jobs.len());
+        self.unparsed = unparsed_paths.len();
+        if self.unparsed > 0 {
+            stats.cached = stats.cached.saturating_sub(self.unparsed);
+            // Files left out have no references either: none is looked for in the cache.
+            for f in &mut self.files {
+                if unparsed_paths.binary_search(&f.path).is_ok() {
+                    f.refs = Arc::new(OnceLock::from(Vec::new()));
+                }
+            }
+            self.rebuild_tables();
+            return Ok(stats);
+        }
         if same_paths {
             let changed: Vec<usize> = (0..self.files.len())
                 .filter(|&i| self.files[i].oid != previous[i].0)
@@ -434,8 +553,25 @@ impl Index {
         self.ref_names = OnceLock::new();
     }
 
+    /// Makes references be read, per name asked, from the files whose contents mention the
+    /// name only, instead of from every file at the first question: what a one-shot query
+    /// needs (a reference to a name is a mention of it; an alias's use mentions the alias,
+    /// which `alias_names` asks for too). Dropped by the next refresh.
+    pub fn scope_refs_to_mentions(&mut self) {
+        self.refs_by_mention = Some(std::sync::Mutex::default());
+    }
+
     /// Returns every reference named `name` as (file, reference number).
-    pub(crate) fn refs_named(&self, name: &str) -> &[(u32, u32)] {
+    pub(crate) fn refs_named(&self, name: &str) -> Vec<(u32, u32)> {
+        if let Some(scoped) = &self.refs_by_mention {
+            let mut known = scoped.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(found) = known.get(name) {
+                return found.clone();
+            }
+            let found = self.mentioned_refs(name);
+            known.insert(name.to_string(), found.clone());
+            return found;
+        }
         let table = self.ref_names.get_or_init(|| {
             let mut t: NameTable<(u32, u32)> = NameTable::default();
             for fi in 0..self.files.len() {
@@ -447,7 +583,32 @@ impl Index {
             }
             t
         });
-        table.get(name).map(Vec::as_slice).unwrap_or(&[])
+        table.get(name).cloned().unwrap_or_default()
+    }
+
+    /// Returns the references named `name` in the files whose contents mention it.
+    fn mentioned_refs(&self, name: &str) -> Vec<(u32, u32)> {
+        let Ok(matcher) =
+            regex_automata::meta::Regex::new(&format!(r"(?-u:\b){}(?-u:\b)", regex_escape(name)))
+        else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for fi in 0..self.files.len() as u32 {
+            let mentions = self
+                .read_source(fi)
+                .map(|data| matcher.is_match(data.as_slice()))
+                .unwrap_or(true);
+            if !mentions {
+                continue;
+            }
+            for (ri, r) in self.refs_of(fi).iter().enumerate() {
+                if r.name == name {
+                    out.push((fi, ri as u32));
+                }
+            }
+        }
+        out
     }
 
     /// Returns the references of file `file`, loading them from the cache on first use.
@@ -484,6 +645,44 @@ impl Index {
         let path = self.root.join(&self.files[file as usize].path);
         fs_err::read(&path).map_err(|source| NavError::Io { path, source })
     }
+}
+
+/// Which files a query-driven refresh parses: those named, and those whose contents mention
+/// one of the query's words.
+struct Selection<'a> {
+    root: PathBuf,
+    unsaved: HashMap<String, Vec<u8>>,
+    matcher: &'a regex_automata::meta::Regex,
+    needed: &'a [String],
+}
+
+impl Selection<'_> {
+    fn keeps(&self, path: &str) -> bool {
+        if self.needed.iter().any(|n| n == path) {
+            return true;
+        }
+        let data = match self.unsaved.get(path) {
+            Some(d) => d.clone(),
+            None => match std::fs::read(self.root.join(path)) {
+                Ok(d) => d,
+                // Unreadable now: parsing reports it as it would.
+                Err(_) => return true,
+            },
+        };
+        self.matcher.is_match(data.as_slice())
+    }
+}
+
+/// Returns `word` with the regular expression's special characters escaped.
+fn regex_escape(word: &str) -> String {
+    let mut out = String::with_capacity(word.len());
+    for c in word.chars() {
+        if "\\.+*?()|[]{}^$#&-~".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// Returns the cache keys (blob, facts version) of the view's blobs not in memory, sorted and

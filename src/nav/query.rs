@@ -278,7 +278,7 @@ impl Index {
         };
         let mut out = Vec::new();
         let mut lines: HashMap<u32, Vec<String>> = HashMap::new();
-        for &(fi, ri) in self.refs_named(name) {
+        for (fi, ri) in self.refs_named(name) {
             let r = &self.refs_of(fi)[ri as usize];
             if !keep_kind(&r.kind) {
                 continue;
@@ -380,7 +380,7 @@ impl Index {
                 out.push(loc);
             }
         }
-        for &(fi, ri) in names.iter().flat_map(|n| self.refs_named(n)) {
+        for (fi, ri) in names.iter().flat_map(|n| self.refs_named(n)) {
             let r = &self.refs_of(fi)[ri as usize];
             if !keep_kind(&r.kind) {
                 continue;

@@ -160,3 +160,103 @@ fn file_names_and_lines_with_escape_sequences_are_escaped_in_text_answers() {
         assert!(!all.contains('\u{1b}'), "{args:?}: a raw escape: {all:?}");
     }
 }
+
+/// A repository of 300 Python modules, of which three mention `render_page`: its definition,
+/// a module importing it, and one calling it through an alias.
+fn many_modules() -> TestRepo {
+    let mut files: Vec<(String, String)> = (0..300)
+        .map(|i| {
+            (
+                format!("pkg/m{i:03}.py"),
+                format!("def helper_{i}(x):\n    return x + {i}\n"),
+            )
+        })
+        .collect();
+    files.push(("pkg/__init__.py".into(), String::new()));
+    files.push((
+        "pkg/pages.py".into(),
+        "def render_page(title):\n    return f\"<h1>{title}</h1>\"\n".into(),
+    ));
+    files.push((
+        "pkg/site.py".into(),
+        "from .pages import render_page\n\n\ndef build():\n    return render_page(\"home\")\n"
+            .into(),
+    ));
+    files.push((
+        "pkg/blog.py".into(),
+        "from .pages import render_page as page\n\n\ndef post():\n    return page(\"post\")\n"
+            .into(),
+    ));
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, c)| (p.as_str(), c.as_str()))
+        .collect();
+    TestRepo::with_files(&refs)
+}
+
+#[test]
+fn a_first_query_in_a_fresh_clone_reads_only_the_files_that_mention_its_name() {
+    let repo = many_modules();
+    let quiet = [("ORCHESTRA_NAV_NO_WARM", "1")];
+    let first =
+        crate::support::orchestra_with_env(&repo.path, &["nav", "refs", "render_page"], &quiet);
+    assert!(first.status.success(), "{}", text(&first));
+    let note = String::from_utf8_lossy(&first.stderr);
+    assert!(
+        note.contains("answered from the 3 files that mention `render_page`")
+            && note.contains("301 files not read yet"),
+        "{note}"
+    );
+    // Nothing of the partial index is stored as the worktree's view: a full build follows.
+    let warm = orchestra(&repo.path, &["nav", "warm"]);
+    assert!(warm.status.success(), "{}", text(&warm));
+    let full = orchestra(&repo.path, &["nav", "refs", "render_page"]);
+    assert!(full.status.success(), "{}", text(&full));
+    assert!(
+        !String::from_utf8_lossy(&full.stderr).contains("answered from"),
+        "{}",
+        text(&full)
+    );
+    // The quick answer is the full one here: the definition, the import, the alias's call.
+    assert_eq!(
+        String::from_utf8_lossy(&first.stdout),
+        String::from_utf8_lossy(&full.stdout)
+    );
+    let shown = String::from_utf8_lossy(&full.stdout);
+    assert!(
+        shown.contains("pkg/site.py") && shown.contains("pkg/blog.py"),
+        "{shown}"
+    );
+    // A definition asked for first, in another fresh clone, the same way; the background
+    // build it starts leaves the whole index for the next query.
+    let clone = repo.scratch().join("clone");
+    crate::support::git(
+        &repo.scratch(),
+        &[
+            "clone",
+            "-q",
+            repo.path.to_str().unwrap(),
+            clone.to_str().unwrap(),
+        ],
+    );
+    let def = orchestra(&clone, &["nav", "def", "render_page"]);
+    assert!(def.status.success(), "{}", text(&def));
+    assert!(
+        String::from_utf8_lossy(&def.stdout).contains("pkg/pages.py:1:5 function render_page"),
+        "{}",
+        text(&def)
+    );
+    let since = std::time::Instant::now();
+    loop {
+        let again = orchestra(&clone, &["nav", "def", "helper_7"]);
+        assert!(again.status.success(), "{}", text(&again));
+        if !String::from_utf8_lossy(&again.stderr).contains("answered from") {
+            break;
+        }
+        assert!(
+            since.elapsed() < std::time::Duration::from_secs(120),
+            "the background build never finished"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
