@@ -146,15 +146,15 @@ pub(super) fn snapshot(ctx: &Context<'_>, packet: &str, siblings: bool) -> Resul
     let records = ctx.journal.packets().map_err(|e| fail("the journal", &e))?;
     // A packet branch is compared only while its packet does not run (the engine commits
     // there meanwhile); the run's other branches (subtasks') not at all.
-    for r in records.iter().filter(|r| r.id != packet) {
-        let epoch = ctx.activity.epoch(&r.id);
-        if epoch.is_multiple_of(2) {
-            let name = format!("refs/heads/{}", r.branch);
-            out.run_refs.insert(name, (epoch, String::new()));
-        }
-    }
+    let idle = idle_branches(
+        ctx.activity,
+        records
+            .iter()
+            .filter(|r| r.id != packet)
+            .map(|r| (r.id.as_str(), r.branch.as_str())),
+    );
     let own_branches = format!("refs/heads/orchestra/{}/", ctx.run.id);
-    let wanted: Vec<String> = out.run_refs.keys().cloned().collect();
+    let wanted: Vec<String> = idle.keys().cloned().collect();
     let skip = [
         "refs/orchestra/",
         "refs/notes/orchestra/",
@@ -167,13 +167,15 @@ pub(super) fn snapshot(ctx: &Context<'_>, packet: &str, siblings: bool) -> Resul
             .ref_tips(&skip[..2])
             .map_err(|e| fail("the repository's refs", &e))?,
     };
+    let mut run_tips = BTreeMap::new();
     for (name, id) in tips {
         if !name.starts_with(&own_branches) {
             out.refs.insert(name, id);
-        } else if let Some((_, tip)) = out.run_refs.get_mut(&name) {
-            *tip = id;
+        } else if idle.contains_key(&name) {
+            run_tips.insert(name, id);
         }
     }
+    out.run_refs = idle_tips(ctx.activity, idle, run_tips);
     out.git_files = git_files(&repo.common_dir);
     if siblings {
         out.mark = ctx.activity.idle.as_ref().map(IdleWatch::mark);
@@ -194,6 +196,11 @@ pub(super) fn snapshot(ctx: &Context<'_>, packet: &str, siblings: bool) -> Resul
             let (head, status) = git
                 .head_and_status()
                 .map_err(|e| fail(&format!("the worktree {}", wt.display()), &e))?;
+            // As for the branches (see `idle_tips`): a pipeline that started meanwhile may
+            // have written what was read.
+            if ctx.activity.epoch(&rec.id) != epoch {
+                continue;
+            }
             out.siblings
                 .insert(rec.id.clone(), (epoch, wt, head, status));
         }
@@ -258,6 +265,47 @@ pub(crate) fn outside_of_run(common_dir: &Path, run: &str) -> Result<Outside, St
 /// Returns what differs between two [`outside_of_run`] snapshots, one line each.
 pub(crate) fn outside_changes(before: &Outside, after: &Outside) -> Vec<String> {
     changes(&Activity::default(), "", before, after)
+}
+
+/// The run's packet branches whose packets do not run: ref → (packet, epoch).
+type IdleBranches = BTreeMap<String, (String, u64)>;
+
+/// Returns the branches of `packets` (id, branch) whose pipelines do not run, each with its
+/// packet's epoch as read before the branch is.
+fn idle_branches<'r>(
+    activity: &Activity,
+    packets: impl Iterator<Item = (&'r str, &'r str)>,
+) -> IdleBranches {
+    packets
+        .filter_map(|(id, branch)| {
+            let epoch = activity.epoch(id);
+            epoch
+                .is_multiple_of(2)
+                .then(|| (format!("refs/heads/{branch}"), (id.to_string(), epoch)))
+        })
+        .collect()
+}
+
+/// Returns the tips read (`tips`; empty for a branch that does not exist) of the `idle`
+/// branches with their epochs, leaving out the packets whose epoch moved since `idle` was
+/// read.
+///
+/// Reading the refs takes a while, and a pipeline that starts meanwhile creates its branch
+/// within milliseconds: its tip may be read under the epoch of before it started, and taken
+/// for a branch a worker created (a 1,000-packet run failed packets that way). Such a branch
+/// is not compared, as is one whose packet ran between the two snapshots.
+fn idle_tips(
+    activity: &Activity,
+    idle: IdleBranches,
+    mut tips: BTreeMap<String, String>,
+) -> BTreeMap<String, (u64, String)> {
+    idle.into_iter()
+        .filter(|(_, (id, epoch))| activity.epoch(id) == *epoch)
+        .map(|(name, (_, epoch))| {
+            let tip = tips.remove(&name).unwrap_or_default();
+            (name, (epoch, tip))
+        })
+        .collect()
 }
 
 /// Returns what differs between `before` and `after`, the snapshots around a run of the
@@ -415,4 +463,69 @@ fn hash(bytes: &[u8]) -> String {
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TIP: &str = "fa67962227d450434b7d7cb611c16ac0d5cf5c1c";
+
+    /// Returns the snapshot of the run refs of packets p1 to p3 (the watched packet is p0),
+    /// `meanwhile` running between the reading of the epochs and that of the refs, which
+    /// then finds the branches `existing`.
+    fn run_refs(activity: &Activity, meanwhile: impl FnOnce(), existing: &[&str]) -> Outside {
+        let branches = [
+            ("p1", "orchestra/r/p1"),
+            ("p2", "orchestra/r/p2"),
+            ("p3", "orchestra/r/p3"),
+        ];
+        let idle = idle_branches(activity, branches.into_iter());
+        meanwhile();
+        let tips = existing
+            .iter()
+            .map(|b| (format!("refs/heads/orchestra/r/{b}"), TIP.to_string()))
+            .collect();
+        Outside {
+            run_refs: idle_tips(activity, idle, tips),
+            ..Outside::default()
+        }
+    }
+
+    #[test]
+    fn a_packet_starting_while_the_refs_are_read_is_not_taken_for_the_workers_doing() {
+        let activity = Activity::new(false);
+        let before = run_refs(&activity, || {}, &[]);
+        // p2 starts while the refs are read and creates its branch at once (a 1,000-packet
+        // run failed packets for a sibling's branch "created" this way).
+        let after = run_refs(&activity, || activity.start("p2"), &["p2"]);
+        assert_eq!(
+            changes(&activity, "p0", &before, &after),
+            Vec::<String>::new()
+        );
+        assert!(!after.run_refs.contains_key("refs/heads/orchestra/r/p2"));
+    }
+
+    #[test]
+    fn a_branch_of_a_packet_idle_throughout_is_still_compared() {
+        let activity = Activity::new(false);
+        activity.start("p2");
+        activity.end("p2", Path::new("/nonexistent"));
+        let before = run_refs(&activity, || {}, &["p2"]);
+        let after = run_refs(&activity, || {}, &["p2", "p3"]);
+        assert_eq!(
+            changes(&activity, "p0", &before, &after),
+            vec![format!(
+                "ref refs/heads/orchestra/r/p3 was created (at {TIP})"
+            )]
+        );
+        let gone = run_refs(&activity, || {}, &[]);
+        assert_eq!(
+            changes(&activity, "p0", &after, &gone),
+            vec![
+                format!("ref refs/heads/orchestra/r/p2 was deleted (it was at {TIP})"),
+                format!("ref refs/heads/orchestra/r/p3 was deleted (it was at {TIP})"),
+            ]
+        );
+    }
 }

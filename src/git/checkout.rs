@@ -9,7 +9,7 @@
 //! idle many-core machine (9k files); on a 2-core machine saturated by builds both are bound by
 //! the kernel's file-creation cost and measure on par, gix never slower in CPU time.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
 use super::worktree::WorktreeError;
@@ -25,21 +25,25 @@ pub struct CheckoutStats {
 
 /// Returns the repository at `toplevel` opened with gix.
 pub(crate) fn open(toplevel: &Path) -> Result<gix::Repository, WorktreeError> {
+    gix::open_opts(toplevel, open_options()).map_err(|e| WorktreeError::Checkout {
+        path: toplevel.to_path_buf(),
+        message: format!("{e:#}"),
+    })
+}
+
+/// Returns the options every repository the engine opens with gix is opened with.
+fn open_options() -> gix::open::Options {
     // Branch creation and the new worktree's HEAD reflog need a committer; users without a git
     // identity get the engine's, while a configured identity still wins.
     // Replace refs are never followed: the checkout is of the objects the ids name.
-    let options = gix::open::Options::default().config_overrides([
+    gix::open::Options::default().config_overrides([
         "core.useReplaceRefs=false".to_string(),
         format!("gitoxide.committer.nameFallback={}", super::COMMITTER_NAME),
         format!(
             "gitoxide.committer.emailFallback={}",
             super::COMMITTER_EMAIL
         ),
-    ]);
-    gix::open_opts(toplevel, options).map_err(|e| WorktreeError::Checkout {
-        path: toplevel.to_path_buf(),
-        message: format!("{e:#}"),
-    })
+    ])
 }
 
 /// Returns `refs/heads/<branch>`, refusing names git would not accept for a branch.
@@ -110,9 +114,11 @@ pub(crate) fn create_branch(
 /// Registers `path` as a linked worktree of the repository at `toplevel` with HEAD attached to
 /// the existing local branch `branch`, and checks out that branch's tree into it.
 ///
-/// The destination must not exist or be an empty directory that no worktree is registered at;
-/// callers check both first so that they can name the problem. On failure gix rolls back the
-/// registration and the files it wrote; a pre-existing empty directory is left empty.
+/// The destination must not exist or be an empty directory that no worktree is registered at,
+/// and the branch must be checked out nowhere: callers check both first (see
+/// `worktree::create`), so that they can name the problem and read only the registrations that
+/// can matter. On failure the registration and the files written are rolled back; a
+/// pre-existing empty directory is left empty.
 pub fn add_checked_out(
     toplevel: &Path,
     path: &Path,
@@ -123,6 +129,15 @@ pub fn add_checked_out(
 }
 
 /// Like `add_checked_out`, with the repository already open.
+///
+/// gix's `Repository::add_worktree` makes the same registration, but first opens every
+/// registered worktree as a repository to refuse a branch checked out there and resolves every
+/// registered path to refuse a duplicate: per packet, a cost that grows with the number of
+/// worktrees. So this takes its steps itself — gix's `worktree::add::prepare` (the
+/// administrative files, with rollback until persisted), HEAD and its reflog, gix's initial
+/// `Worktree::checkout`, then `persist` — and leaves the checks to the caller. Only a repository
+/// with `worktree.useRelativePaths`, whose format gix upgrades on the way, goes through
+/// `add_worktree`.
 pub(crate) fn add_checked_out_in(
     repo: &gix::Repository,
     path: &Path,
@@ -133,14 +148,19 @@ pub(crate) fn add_checked_out_in(
         message: format!("{e:#}"),
     };
     let interrupt = AtomicBool::new(false);
-    let (_, outcome) = repo
-        .add_worktree(
+    let config = repo.config_snapshot();
+    let outcome = if config.boolean("worktree.useRelativePaths") == Some(true) {
+        repo.add_worktree(
             path,
             gix::worktree::add::Head::Attached(name.clone()),
             gix::progress::Discard,
             &interrupt,
         )
-        .map_err(gix_error)?;
+        .map_err(gix_error)?
+        .1
+    } else {
+        add_attached(repo, path, name, &interrupt)?
+    };
     if !outcome.collisions.is_empty() || !outcome.errors.is_empty() {
         // Case-folding collisions or per-file errors leave the checkout incomplete; validation
         // would see a dirty tree, but naming the first path helps more.
@@ -163,4 +183,97 @@ pub(crate) fn add_checked_out_in(
         files: outcome.files_updated,
         bytes: outcome.bytes_written,
     })
+}
+
+/// Registers and checks out the worktree of `add_checked_out_in` without gix's checks.
+fn add_attached(
+    repo: &gix::Repository,
+    path: &Path,
+    name: &gix::refs::FullName,
+    interrupt: &AtomicBool,
+) -> Result<gix::worktree::state::checkout::Outcome, WorktreeError> {
+    let fail = |message: String| WorktreeError::Checkout {
+        path: path.to_path_buf(),
+        message,
+    };
+    let commit = repo
+        .find_reference(name.as_ref())
+        .map_err(|e| fail(format!("reading {}: {e:#}", name.as_bstr())))?
+        .peel_to_commit()
+        .map_err(|e| fail(format!("reading {}: {e:#}", name.as_bstr())))?
+        .id;
+    let common_dir = repo.current_dir().join(repo.common_dir());
+    let git_dir = repo.current_dir().join(repo.git_dir());
+    let config = repo.config_snapshot();
+    // As `git worktree add` and gix do: a sparse main worktree's patterns go to the new one.
+    let sparse_source = (config.boolean("core.sparseCheckout") == Some(true)).then_some(&git_dir);
+    let prepared = gix_worktree::add::prepare(
+        path,
+        gix_worktree::add::Context {
+            common_dir: &common_dir,
+            git_dir: sparse_source.map(PathBuf::as_path),
+        },
+        gix_worktree::add::Options::default(),
+    )
+    .map_err(|e| fail(format!("registering the worktree: {e}")))?;
+    // From here on, dropping `prepared` removes the registration and what was written.
+    let admin = prepared.git_dir().to_path_buf();
+    let head = format!("ref: {}\n", name.as_bstr());
+    fs_err::write(admin.join("HEAD"), head).map_err(|e| fail(e.to_string()))?;
+    if config.boolean("extensions.worktreeConfig") == Some(true) {
+        copy_worktree_config(
+            &git_dir.join("config.worktree"),
+            &admin.join("config.worktree"),
+        )
+        .map_err(fail)?;
+    }
+    let worktree_repo = gix::open_opts(&admin, open_options().open_path_as_is(true))
+        .map_err(|e| fail(format!("opening the new worktree: {e:#}")))?;
+    // Like `git worktree add`: the new HEAD's reflog starts at the branch's commit; the
+    // branch itself is not touched.
+    worktree_repo
+        .edit_reference(gix::refs::transaction::RefEdit::update_with_log(
+            "HEAD".try_into().map_err(|e| fail(format!("{e}")))?,
+            commit,
+            gix::refs::transaction::PreviousValue::Any,
+            gix::refs::transaction::LogChange {
+                mode: gix::refs::transaction::RefLog::Only,
+                ..Default::default()
+            },
+        ))
+        .map_err(|e| fail(format!("writing the new worktree's HEAD: {e:#}")))?;
+    let worktree = worktree_repo
+        .worktree()
+        .ok_or_else(|| fail("the new registration has no working tree".into()))?;
+    let outcome = worktree
+        .checkout(gix::progress::Discard, interrupt)
+        .map_err(|e| fail(format!("{e:#}")))?;
+    prepared
+        .persist()
+        .map_err(|e| fail(format!("finishing the registration: {e}")))?;
+    Ok(outcome)
+}
+
+/// Copies the per-worktree configuration `from` (the main worktree's `config.worktree`) to
+/// `to` without `core.worktree` and a true `core.bare`, as `git worktree add` does; nothing when
+/// there is none.
+fn copy_worktree_config(from: &Path, to: &Path) -> Result<(), String> {
+    if !from.exists() {
+        return Ok(());
+    }
+    let mut config =
+        gix::config::File::from_path_no_includes(from.to_path_buf(), gix::config::Source::Worktree)
+            .map_err(|e| format!("reading {}: {e}", from.display()))?;
+    if config.boolean("core.bare").ok().flatten() == Some(true)
+        && let Ok(mut values) = config.raw_values_mut("core.bare")
+    {
+        values.delete_all();
+    }
+    if let Ok(mut values) = config.raw_values_mut("core.worktree") {
+        values.delete_all();
+    }
+    let mut file = fs_err::File::create(to).map_err(|e| e.to_string())?;
+    config
+        .write_to(&mut file)
+        .map_err(|e| format!("writing {}: {e}", to.display()))
 }

@@ -98,14 +98,19 @@ pub(crate) fn recycle(
     req: &WorktreeRequest,
     path: &Path,
 ) -> Result<Option<PathBuf>, WorktreeError> {
-    if let Some((admin, from)) = interrupted(req.repo, path)? {
+    let Some(pool) = pool_dir(path) else {
+        return Ok(None);
+    };
+    // A recycling into `path` takes a worktree out of this pool, which is never removed: with
+    // no pool and nothing at `path`, none can be under way, and the registrations (where its
+    // marker would be) are not read for every new packet.
+    if (pool.is_dir() || path.exists())
+        && let Some((admin, from)) = interrupted(req.repo, path)?
+    {
         tracing::warn!(path = %path.display(), "finishing an interrupted worktree recycling");
         finish(req, path, &admin)?;
         return Ok(Some(from));
     }
-    let Some(pool) = pool_dir(path) else {
-        return Ok(None);
-    };
     if !pool.is_dir() || path.exists() {
         return Ok(None);
     }

@@ -164,6 +164,35 @@ fn remove_linked(repo: &RepoInfo, worktree: &Path) -> Result<bool, WorktreeError
 /// without a git process: path, branch (`HEAD` when it names one), lock, and whether the
 /// directory is gone. `head` is not resolved (`None`). The main working tree comes first.
 pub(crate) fn registrations(repo: &RepoInfo) -> Vec<WorktreeEntry> {
+    registrations_where(repo, |_| true)
+}
+
+/// Returns what [`registrations`] returns, but of the linked worktrees only those whose
+/// registration may name `path`: the ones named after its directory name, as `git worktree add`
+/// and gix name a registration (the name, sanitized for a ref, then a number when taken), so
+/// that creating a packet's worktree reads a handful of registrations however many there are.
+/// A worktree moved to `path` afterwards (`git worktree move`) keeps its old registration's
+/// name and is not found this way; callers that may meet one read every registration.
+pub(crate) fn registrations_named(repo: &RepoInfo, path: &Path) -> Vec<WorktreeEntry> {
+    let Some(base) = path.file_name().and_then(|n| n.to_str()) else {
+        return registrations(repo);
+    };
+    let sanitized = gix::validate::reference::name_partial_or_sanitize(base.into()).to_string();
+    registrations_where(repo, |id| {
+        let id = id.to_string_lossy();
+        [base, sanitized.as_str()].iter().any(|stem| {
+            id.strip_prefix(stem)
+                .is_some_and(|rest| rest.bytes().all(|b| b.is_ascii_digit()))
+        })
+    })
+}
+
+/// Returns the main working tree and the linked worktrees whose registration's directory name
+/// `wanted` accepts (the names are listed; only the wanted registrations' files are read).
+fn registrations_where(
+    repo: &RepoInfo,
+    wanted: impl Fn(&std::ffi::OsStr) -> bool,
+) -> Vec<WorktreeEntry> {
     let branch_of = |admin: &Path| {
         let head = std::fs::read_to_string(admin.join("HEAD")).unwrap_or_default();
         head.trim()
@@ -187,7 +216,11 @@ pub(crate) fn registrations(repo: &RepoInfo) -> Vec<WorktreeEntry> {
     let Ok(dirs) = std::fs::read_dir(repo.common_dir.join("worktrees")) else {
         return entries;
     };
-    for admin in dirs.flatten().map(|d| d.path()) {
+    for admin in dirs
+        .flatten()
+        .filter(|d| wanted(&d.file_name()))
+        .map(|d| d.path())
+    {
         let Ok(gitdir) = std::fs::read_to_string(admin.join("gitdir")) else {
             continue;
         };
@@ -296,6 +329,49 @@ worktree /w/gone\0HEAD ccc\0branch refs/heads/orchestra/r/p\0prunable gitdir fil
         assert_eq!(entries[1].locked.as_deref(), Some("busy"));
         assert_eq!(entries[2].branch_name(), Some("orchestra/r/p"));
         assert!(entries[2].prunable.is_some());
+    }
+
+    #[test]
+    fn registrations_named_read_those_named_after_the_path_and_find_a_stale_one() {
+        use crate::git::testing::git;
+        let tmp = tempfile::tempdir().unwrap();
+        let top = tmp.path().canonicalize().unwrap();
+        let main = top.join("r");
+        std::fs::create_dir(&main).unwrap();
+        git(&main, &["init", "-q", "-b", "main"]);
+        git(&main, &["commit", "-q", "--allow-empty", "-m", "a"]);
+        for (dir, branch) in [("a/p1", "x"), ("b/p1", "y"), ("c/q1", "z"), ("d/p12", "w")] {
+            let path = top.join(dir);
+            git(
+                &main,
+                &[
+                    "worktree",
+                    "add",
+                    "-q",
+                    "-b",
+                    branch,
+                    path.to_str().unwrap(),
+                ],
+            );
+        }
+        // The second `p1` is registered as `p11`; its directory goes, the registration stays.
+        std::fs::remove_dir_all(top.join("b/p1")).unwrap();
+        let repo = RepoInfo::discover(&main).unwrap();
+        let named = registrations_named(&repo, &top.join("b/p1"));
+        let mut paths: Vec<_> = named.iter().map(|e| e.path.clone()).collect();
+        paths.sort();
+        let mut expected = [
+            main.clone(),
+            top.join("a/p1"),
+            top.join("b/p1"),
+            top.join("d/p12"),
+        ];
+        expected.sort();
+        assert_eq!(paths, expected);
+        let stale = named.iter().find(|e| e.path == top.join("b/p1")).unwrap();
+        assert_eq!(stale.branch.as_deref(), Some("refs/heads/y"));
+        assert!(stale.prunable.is_some());
+        assert_eq!(registrations(&repo).len(), 5);
     }
 
     #[test]

@@ -212,9 +212,23 @@ pub fn create(req: &WorktreeRequest) -> Result<(Worktree, Created), WorktreeErro
         };
         return Ok((worktree, Created::Recycled { from }));
     }
-    // Read from the registrations' files: a `git worktree list` would also resolve every
-    // worktree's HEAD, for each packet.
-    let mut entries = registry::registrations(req.repo);
+    let existing_tip = checkout::branch_tip(&repo, &full_ref)?;
+    let full_ref_text = full_ref.as_bstr().to_string();
+    // Read from the registrations' files, not `git worktree list` (which resolves every
+    // worktree's HEAD). A new packet's branch is checked out nowhere yet and a registration of
+    // its path is named after it, so only those are read (see `registrations_named`): a cost
+    // that does not grow with the number of worktrees. A packet coming back (its branch or its
+    // directory exists) may meet its branch checked out elsewhere, or its worktree recycled
+    // into the path under another registration's name: then every registration is read.
+    let every = existing_tip.is_some() || path.exists();
+    let read = |repo: &RepoInfo| {
+        if every {
+            registry::registrations(repo)
+        } else {
+            registry::registrations_named(repo, &path)
+        }
+    };
+    let mut entries = read(req.repo);
 
     if let Some(entry) = entries.iter().find(|e| same_path(&e.path, &path)) {
         if path.exists() {
@@ -229,12 +243,16 @@ pub fn create(req: &WorktreeRequest) -> Result<(Worktree, Created), WorktreeErro
         // The directory is gone but still registered: drop the stale registration (it holds
         // no files) so the path can be registered again.
         git.prune_worktrees()?;
-        entries = registry::registrations(req.repo);
+        entries = read(req.repo);
     }
     check_destination_free(&path)?;
-
-    let existing_tip = checkout::branch_tip(&repo, &full_ref)?;
-    let full_ref_text = full_ref.as_bstr().to_string();
+    // gix would refuse both too, but by opening every registered worktree (see
+    // `checkout::add_checked_out_in`); these checks are the ones it relies on.
+    if let Some(entry) = entries.iter().find(|e| same_path(&e.path, &path)) {
+        return Err(WorktreeError::PathOccupied {
+            path: entry.path.clone(),
+        });
+    }
     if existing_tip.is_some()
         && let Some(other) = entries
             .iter()
