@@ -136,59 +136,14 @@ pub fn cmd_nav(cwd: &Path, args: NavArgs) -> Result<(), CommandError> {
     if matches!(args.query, NavQuery::Warm) {
         return warm(cwd);
     }
-    let mut index = Index::open(cwd)?;
-    // A query by name in a worktree never indexed parses only the files it needs.
-    let quick = match &args.query {
-        _ if args.precise => None,
-        NavQuery::Def(t) | NavQuery::Refs(t) | NavQuery::Callers(t) | NavQuery::Impls(t) => {
-            quick_words(index.root(), cwd, t)
-        }
-        _ => None,
-    };
-    match &quick {
-        Some((words, needed)) => index.refresh_for(words, needed)?,
-        None => index.refresh()?,
-    };
-    let partial = (index.unparsed() > 0).then(|| {
-        let words = quick.as_ref().map(|q| q.0.join("`, `")).unwrap_or_default();
-        format!(
-            "answered from the {} files that mention `{words}` ({} files not read yet, a first query in this worktree); the whole index is being built in the background: ask again for answers that follow types and imports through every file",
-            index.files().len() - index.unparsed(),
-            index.unparsed()
-        )
-    });
-    if partial.is_some() {
-        warm_in_background(index.root());
-    }
-    // One question: references are read from the files that mention the names it asks about.
-    if quick.is_some() {
-        index.scope_refs_to_mentions();
-    }
+    let (mut index, partial) = open_for(cwd, &args)?;
     // Why the graph answers a --precise query (a server was meant to).
     let mut notice: Option<String> = partial.clone();
     if args.precise {
-        let query = match &args.query {
-            NavQuery::Def(t) => Some((Query::Definition, t.clone())),
-            NavQuery::Refs(t) => Some((Query::References, t.clone())),
-            NavQuery::Callers(t) => Some((Query::Callers, t.clone())),
-            NavQuery::Callees(t) => Some((Query::Callees, t.clone())),
-            NavQuery::Impls(t) => Some((Query::Implementations, t.clone())),
-            _ => None,
-        };
-        if let Some((query, t)) = query {
-            let root = index.root().to_path_buf();
-            let (symbol, from) = target(&root, cwd, t)?;
-            let opts = PlaceOptions {
-                max_chars: args.max_chars,
-                json: args.json,
-                context: args.context,
-                candidates: args.candidates,
-            };
-            let at = (symbol.as_deref(), from.as_ref());
-            match super::lsp::precise(cwd, &mut index, query, at, opts)? {
-                Precise::Answered(text) => return print(&text),
-                Precise::Graph(why) => notice = why,
-            }
+        match try_precise(cwd, &mut index, &args)? {
+            Some(Precise::Answered(text)) => return print(&text),
+            Some(Precise::Graph(why)) => notice = why,
+            None => {}
         }
     }
     let root = index.root().to_path_buf();
@@ -215,31 +170,50 @@ pub fn cmd_nav(cwd: &Path, args: NavArgs) -> Result<(), CommandError> {
         context,
         candidates: args.candidates,
     };
-    let text = match args.query {
+    let text = answer(&index, &root, cwd, args.query, opts)?;
+    if sourced {
+        return print(&with_source(text, "graph", notice.as_deref()));
+    }
+    if let Some(p) = &partial {
+        eprintln!("note: {p}");
+    }
+    print(&text)
+}
+
+/// Answers `query` from the graph as text (or JSON, per `opts`).
+fn answer(
+    index: &Index,
+    root: &Path,
+    cwd: &Path,
+    query: NavQuery,
+    opts: PlaceOptions,
+) -> Result<String, CommandError> {
+    let (limit, json) = (opts.max_chars, opts.json);
+    Ok(match query {
         NavQuery::Def(t) => {
-            let (symbol, from) = target(&root, cwd, t)?;
+            let (symbol, from) = target(root, cwd, t)?;
             let what = title_of(symbol.as_deref(), from.as_ref());
             let locs = index.definition_at(symbol.as_deref(), from.as_ref())?;
             render_locations(&format!("definition of {what}"), &locs, limit, json).text
         }
-        NavQuery::Refs(t) => places(&index, &root, cwd, "references to", t, |s, f| {
+        NavQuery::Refs(t) => places(index, root, cwd, "references to", t, |s, f| {
             index.references_at(s, f)
         })?
         .render(opts),
-        NavQuery::Callers(t) => places(&index, &root, cwd, "callers of", t, |s, f| {
+        NavQuery::Callers(t) => places(index, root, cwd, "callers of", t, |s, f| {
             index.callers_at(s, f)
         })?
         .render(opts),
-        NavQuery::Callees(t) => places(&index, &root, cwd, "callees of", t, |s, f| {
+        NavQuery::Callees(t) => places(index, root, cwd, "callees of", t, |s, f| {
             index.callees_at(s, f)
         })?
         .render(opts),
-        NavQuery::Impls(t) => places(&index, &root, cwd, "implementations of", t, |s, f| {
+        NavQuery::Impls(t) => places(index, root, cwd, "implementations of", t, |s, f| {
             index.implementations_at(s, f)
         })?
         .render(opts),
         NavQuery::Imports { path } => {
-            let p = repo_path(&root, cwd, &path);
+            let p = repo_path(root, cwd, &path);
             render_imports(
                 &format!("imports of {p}"),
                 &index.imports_of(&p)?,
@@ -249,7 +223,7 @@ pub fn cmd_nav(cwd: &Path, args: NavArgs) -> Result<(), CommandError> {
             .text
         }
         NavQuery::Importers { path } => {
-            let p = repo_path(&root, cwd, &path);
+            let p = repo_path(root, cwd, &path);
             render_imports(
                 &format!("importers of {p}"),
                 &index.importers_of(&p)?,
@@ -259,10 +233,10 @@ pub fn cmd_nav(cwd: &Path, args: NavArgs) -> Result<(), CommandError> {
             .text
         }
         NavQuery::Outline { path } => {
-            let p = repo_path(&root, cwd, &path);
+            let p = repo_path(root, cwd, &path);
             render_outline(&p, &index.outline(&p)?, limit, json).text
         }
-        NavQuery::Show { symbol } => show(&index, &symbol, limit, json)?,
+        NavQuery::Show { symbol } => show(index, &symbol, limit, json)?,
         NavQuery::Status | NavQuery::Warm => String::new(),
         NavQuery::Search { pattern, kind } => {
             render_locations(
@@ -278,7 +252,7 @@ pub fn cmd_nav(cwd: &Path, args: NavArgs) -> Result<(), CommandError> {
             mention,
             tokens,
         } => {
-            let focus = focus.iter().map(|f| repo_path(&root, cwd, f)).collect();
+            let focus = focus.iter().map(|f| repo_path(root, cwd, f)).collect();
             // The map's own budget is in tokens; --max-chars still caps it.
             let tokens = tokens.min(limit / 4);
             let map = index.repo_map(&MapOptions {
@@ -293,14 +267,68 @@ pub fn cmd_nav(cwd: &Path, args: NavArgs) -> Result<(), CommandError> {
                 map
             }
         }
+    })
+}
+
+/// Opens and refreshes the index of the worktree containing `cwd` for the query of `args`: a
+/// query by name in a worktree never indexed parses only the files it needs (and starts the
+/// whole index in the background); returns the index and, then, what the answer must say.
+fn open_for(cwd: &Path, args: &NavArgs) -> Result<(Index, Option<String>), CommandError> {
+    let mut index = Index::open(cwd)?;
+    let quick = match &args.query {
+        _ if args.precise => None,
+        NavQuery::Def(t) | NavQuery::Refs(t) | NavQuery::Callers(t) | NavQuery::Impls(t) => {
+            quick_words(index.root(), cwd, t)
+        }
+        _ => None,
     };
-    if sourced {
-        return print(&with_source(text, "graph", notice.as_deref()));
+    match &quick {
+        Some((words, needed)) => index.refresh_for(words, needed)?,
+        None => index.refresh()?,
+    };
+    let partial = (index.unparsed() > 0).then(|| {
+        let words = quick.as_ref().map(|q| q.0.join("`, `")).unwrap_or_default();
+        format!(
+            "answered from the {} files that mention `{words}` ({} files not read yet, a first query in this worktree); the whole index is being built in the background: ask again for answers that follow types and imports through every file",
+            index.files().len() - index.unparsed(),
+            index.unparsed()
+        )
+    });
+    if partial.is_some() {
+        warm_in_background(index.root());
     }
-    if let Some(p) = &partial {
-        eprintln!("note: {p}");
+    // One question: references are read from the files that mention the names it asks about.
+    if quick.is_some() {
+        index.scope_refs_to_mentions();
     }
-    print(&text)
+    Ok((index, partial))
+}
+
+/// Asks the language server for a `--precise` query about a symbol; `None` for the queries
+/// a server does not answer.
+fn try_precise(
+    cwd: &Path,
+    index: &mut Index,
+    args: &NavArgs,
+) -> Result<Option<Precise>, CommandError> {
+    let query = match &args.query {
+        NavQuery::Def(t) => (Query::Definition, t.clone()),
+        NavQuery::Refs(t) => (Query::References, t.clone()),
+        NavQuery::Callers(t) => (Query::Callers, t.clone()),
+        NavQuery::Callees(t) => (Query::Callees, t.clone()),
+        NavQuery::Impls(t) => (Query::Implementations, t.clone()),
+        _ => return Ok(None),
+    };
+    let root = index.root().to_path_buf();
+    let (symbol, from) = target(&root, cwd, query.1)?;
+    let opts = PlaceOptions {
+        max_chars: args.max_chars,
+        json: args.json,
+        context: args.context,
+        candidates: args.candidates,
+    };
+    let at = (symbol.as_deref(), from.as_ref());
+    Ok(Some(super::lsp::precise(cwd, index, query.0, at, opts)?))
 }
 
 /// Returns the words a query by name needs the files of, and the files it needs whole (the
