@@ -350,27 +350,11 @@ fn quick_words(root: &Path, cwd: &Path, t: &TargetArgs) -> Option<(Vec<String>, 
         (None, Some(at)) => {
             let text = std::fs::read_to_string(root.join(&at.path)).ok()?;
             let line = text.lines().nth(at.line.checked_sub(1)? as usize)?;
-            word_at(line, at.col?)?
+            git_orchestra::nav::word_at(line, at.col?)?
         }
         (None, None) => return None,
     };
     Some((vec![word], from.map(|at| at.path).into_iter().collect()))
-}
-
-/// Returns the identifier around byte column `col` (1-based) of `line`.
-fn word_at(line: &str, col: u32) -> Option<String> {
-    let bytes = line.as_bytes();
-    let is_word = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b == b'$' || b >= 0x80;
-    let at = (col as usize).checked_sub(1)?;
-    if at >= bytes.len() || !is_word(bytes[at]) {
-        return None;
-    }
-    let start = (0..=at).rev().take_while(|&i| is_word(bytes[i])).last()?;
-    let end = (at..bytes.len())
-        .take_while(|&i| is_word(bytes[i]))
-        .last()?
-        + 1;
-    line.get(start..end).map(str::to_string)
 }
 
 /// Starts `git orchestra nav warm` for the worktree at `root`, detached from this process and

@@ -13,7 +13,7 @@ mod symbol_scope;
 mod watch;
 mod watch_fs;
 
-pub(crate) use watch::{outside_changes, outside_of_run};
+pub(crate) use watch::{outside_changes, outside_of_run, outside_reason};
 mod worker;
 
 use std::path::PathBuf;

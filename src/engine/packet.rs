@@ -573,14 +573,7 @@ fn watched(
     if changed.is_empty() {
         return outcome;
     }
-    Err(Halt::Fail(format!(
-        "the worker changed what lies outside its worktree, so none of its work is used:\n- {}",
-        changed
-            .iter()
-            .map(|c| crate::redact::terminal_safe(c).into_owned())
-            .collect::<Vec<_>>()
-            .join("\n- ")
-    )))
+    Err(Halt::Fail(super::watch::outside_reason(&changed)))
 }
 
 /// Runs an in-process worker once and journals it.

@@ -262,6 +262,19 @@ pub(crate) fn outside_of_run(common_dir: &Path, run: &str) -> Result<Outside, St
     Ok(out)
 }
 
+/// Returns the reason a worker's work is refused when it changed `changed` (lines from
+/// [`changes`]) outside its worktree.
+pub(crate) fn outside_reason(changed: &[String]) -> String {
+    format!(
+        "the worker changed what lies outside its worktree, so none of its work is used:\n- {}",
+        changed
+            .iter()
+            .map(|c| crate::redact::terminal_safe(c).into_owned())
+            .collect::<Vec<_>>()
+            .join("\n- ")
+    )
+}
+
 /// Returns what differs between two [`outside_of_run`] snapshots, one line each.
 pub(crate) fn outside_changes(before: &Outside, after: &Outside) -> Vec<String> {
     changes(&Activity::default(), "", before, after)

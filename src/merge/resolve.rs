@@ -175,14 +175,7 @@ pub fn resolve(r: &ConflictJob<'_>, worker: ConflictWorker<'_>) -> Result<String
         if !changed.is_empty() {
             outcome = Err(ResolveError::Unresolved {
                 packet: id.clone(),
-                reason: format!(
-                    "the worker changed what lies outside its worktree, so none of its work is used:\n- {}",
-                    changed
-                        .iter()
-                        .map(|c| crate::redact::terminal_safe(c).into_owned())
-                        .collect::<Vec<_>>()
-                        .join("\n- ")
-                ),
+                reason: crate::engine::outside_reason(&changed),
             });
         }
     }

@@ -47,7 +47,7 @@ pub use render::{
     Detail, PlaceOptions, Rendered, render_imports, render_locations, render_locations_at,
     render_outline, render_places, render_places_with,
 };
-pub use target::{At, Targets};
+pub use target::{At, Targets, word_at};
 
 /// Why a navigation request failed; each message says what to do next.
 #[derive(Debug, thiserror::Error)]

@@ -80,7 +80,7 @@ fn covers(span: &super::facts::Span, line: u32, col: u32) -> bool {
 }
 
 /// Returns the identifier around byte column `col` (1-based) of `line`, if any.
-fn word_at(line: &str, col: u32) -> Option<String> {
+pub fn word_at(line: &str, col: u32) -> Option<String> {
     let bytes = line.as_bytes();
     let is_word = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b == b'$' || b >= 0x80;
     let at = (col as usize).checked_sub(1)?;
