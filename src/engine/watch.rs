@@ -135,14 +135,10 @@ pub(crate) struct Outside {
 pub(super) fn snapshot(ctx: &Context<'_>, packet: &str, siblings: bool) -> Result<Outside, String> {
     let repo = ctx.repo;
     let fail = |what: &str, e: &dyn std::fmt::Display| format!("cannot read {what}: {e}");
-    let mut out = Outside::default();
-    // The main checkout, hardened like every engine git (its configuration is not trusted).
-    if let Ok(main) = Git::pinned_unrepaired(&repo.common_dir, &repo.toplevel) {
-        let state = main
-            .head_status_and_ignored_files()
-            .map_err(|e| fail("the main checkout's status", &e))?;
-        out.main = Some(state);
-    }
+    let mut out = Outside {
+        main: main_state(&repo.common_dir, &repo.toplevel)?,
+        ..Outside::default()
+    };
     let records = ctx.journal.packets().map_err(|e| fail("the journal", &e))?;
     // A packet branch is compared only while its packet does not run (the engine commits
     // there meanwhile); the run's other branches (subtasks') not at all.
@@ -225,6 +221,18 @@ pub(super) fn snapshot(ctx: &Context<'_>, packet: &str, siblings: bool) -> Resul
     Ok(out)
 }
 
+/// Returns the HEAD and status (ignored files included) of the checkout at `top`, read with
+/// git pinned to its registration and hardened like every engine git (its configuration is
+/// not trusted); `None` when it cannot be pinned.
+fn main_state(common_dir: &Path, top: &Path) -> Result<Option<(String, String)>, String> {
+    let Ok(main) = Git::pinned_unrepaired(common_dir, top) else {
+        return Ok(None);
+    };
+    main.head_status_and_ignored_files()
+        .map(Some)
+        .map_err(|e| format!("cannot read the main checkout's status: {e}"))
+}
+
 /// Returns the part of a snapshot that needs no packet pipeline: the main checkout (of the
 /// repository whose common git directory is `common_dir`), refs outside the engine's
 /// namespaces and run `run`'s branches, and the common `hooks/` and `config`. Taken around a
@@ -237,13 +245,8 @@ pub(crate) fn outside_of_run(common_dir: &Path, run: &str) -> Result<Outside, St
         .is_some_and(|n| n == ".git")
         .then(|| common_dir.parent())
         .flatten();
-    if let Some(top) = main_top
-        && let Ok(main) = Git::pinned_unrepaired(common_dir, top)
-    {
-        let state = main
-            .head_status_and_ignored_files()
-            .map_err(|e| fail("the main checkout's status", &e))?;
-        out.main = Some(state);
+    if let Some(top) = main_top {
+        out.main = main_state(common_dir, top)?;
     }
     let own = format!("refs/heads/orchestra/{run}/");
     let skip = ["refs/orchestra/", "refs/notes/orchestra/", own.as_str()];

@@ -34,18 +34,9 @@ pub fn copy_includes(main_root: &Path, worktree: &Path) -> Result<Vec<PathBuf>, 
     }
     // `--directory` stops git at wholly ignored directories (e.g. `target/`) instead of listing
     // every file in them; those are walked below only as far as needed.
-    let listing = Git::new(main_root).run([
-        "ls-files",
-        "--others",
-        "--ignored",
-        "--exclude-standard",
-        "--directory",
-        "-z",
-    ])?;
     let mut copied = Vec::new();
-    for entry in listing.split('\0').filter(|e| !e.is_empty()) {
-        let is_dir = entry.ends_with('/');
-        let rel = PathBuf::from(entry.trim_end_matches('/'));
+    for (entry, is_dir) in Git::new(main_root).ignored_entries()? {
+        let rel = PathBuf::from(&entry);
         if !is_plain_relative(&rel) {
             continue;
         }

@@ -94,7 +94,7 @@ pub struct SavedLeftovers {
 pub fn find_leftovers(git: &Git) -> Result<Leftovers, WorktreeError> {
     let top = git.dir().to_path_buf();
     let mut found = Leftovers::default();
-    for (path, is_dir) in ignored_paths(git)? {
+    for (path, is_dir) in git.ignored_entries()? {
         let name = path.rsplit('/').next().unwrap_or(&path);
         if is_dir && REGENERABLE.contains(&name) {
             found.regenerable.push(path);
@@ -159,7 +159,7 @@ fn descend(
     // comment): an empty index in a private directory makes every file of it untracked.
     let scratch = Scratch::new(&std::env::temp_dir())?;
     let private = private_repo(scratch.path(), &path)?;
-    for (rel, _) in ignored_paths(&private)? {
+    for (rel, _) in private.ignored_entries()? {
         found.ignored.push(format!("{from_top}/{rel}"));
     }
     for inner_rel in untracked_repos(&private)? {
@@ -228,24 +228,6 @@ fn untracked_repos(git: &Git) -> Result<Vec<String>, WorktreeError> {
         .split('\0')
         .filter(|e| e.ends_with('/'))
         .map(str::to_string)
-        .collect())
-}
-
-/// Returns the ignored files and directories (a wholly ignored directory as one entry) that
-/// `git` lists, relative to its work tree's top, each with whether it is a directory.
-fn ignored_paths(git: &Git) -> Result<Vec<(String, bool)>, WorktreeError> {
-    let out = git.run([
-        "ls-files",
-        "--others",
-        "--ignored",
-        "--exclude-standard",
-        "--directory",
-        "-z",
-    ])?;
-    Ok(out
-        .split('\0')
-        .filter(|e| !e.is_empty())
-        .map(|e| (e.trim_end_matches('/').to_string(), e.ends_with('/')))
         .collect())
 }
 

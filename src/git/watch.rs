@@ -94,11 +94,10 @@ impl Git {
         Ok((head, status))
     }
 
-    /// Returns [`Git::head_and_status`] with one more status line per ignored file (not
-    /// directory: build output changes with every build) — `!! <path> <size> <mtime>` — so a
-    /// planted or edited `.env` shows as a change.
-    pub fn head_status_and_ignored_files(&self) -> Result<(String, String), GitError> {
-        let (head, mut status) = self.head_and_status()?;
+    /// Returns the ignored files and directories of the working tree (a wholly ignored
+    /// directory as one entry: git stops there), relative to its top, each with whether it is
+    /// a directory.
+    pub fn ignored_entries(&self) -> Result<Vec<(String, bool)>, GitError> {
         let listed = self.run([
             "ls-files",
             "--others",
@@ -107,11 +106,20 @@ impl Git {
             "--directory",
             "-z",
         ])?;
-        for path in listed
+        Ok(listed
             .split('\0')
-            .filter(|p| !p.is_empty() && !p.ends_with('/'))
-        {
-            let Ok(meta) = std::fs::symlink_metadata(self.dir().join(path)) else {
+            .filter(|e| !e.is_empty())
+            .map(|e| (e.trim_end_matches('/').to_string(), e.ends_with('/')))
+            .collect())
+    }
+
+    /// Returns [`Git::head_and_status`] with one more status line per ignored file (not
+    /// directory: build output changes with every build) — `!! <path> <size> <mtime>` — so a
+    /// planted or edited `.env` shows as a change.
+    pub fn head_status_and_ignored_files(&self) -> Result<(String, String), GitError> {
+        let (head, mut status) = self.head_and_status()?;
+        for (path, _) in self.ignored_entries()?.into_iter().filter(|(_, dir)| !dir) {
+            let Ok(meta) = std::fs::symlink_metadata(self.dir().join(&path)) else {
                 continue;
             };
             let mtime = meta
