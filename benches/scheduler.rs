@@ -312,7 +312,13 @@ fn main() {
             "{:<44} {:>10} {:>14} {:>11} {:>14}",
             "", "run", "per packet", "gc", "per worktree"
         );
-        for n in [200, 1000] {
+        // `MANY_SIZES=50,400` measures other sizes.
+        let sizes: Vec<usize> = std::env::var("MANY_SIZES")
+            .ok()
+            .map(|s| s.split(',').filter_map(|n| n.trim().parse().ok()).collect())
+            .filter(|s: &Vec<usize>| !s.is_empty())
+            .unwrap_or_else(|| vec![200, 1000]);
+        for n in sizes {
             many_packets(tmp.path(), n);
         }
         return;

@@ -133,6 +133,14 @@ impl<'a> Journal<'a> {
             })
     }
 
+    /// Returns the run's packet `id` as currently stored.
+    pub fn packet(&self, id: &str) -> Result<Option<PacketRecord>, StoreError> {
+        self.store
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .packet(&self.run, id)
+    }
+
     /// Returns the run's packets as currently stored.
     pub fn packets(&self) -> Result<Vec<PacketRecord>, StoreError> {
         self.store

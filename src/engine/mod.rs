@@ -291,7 +291,9 @@ pub fn execute_with(
     let activity = watch::Activity::new(
         ctl.sandboxes.worker.is_none() || worker.is_some_and(|w| w.commits_itself()),
     );
-    activity.watch_existing(&journal.packets()?);
+    let records = journal.packets()?;
+    let activity = activity.with_run_refs(&repo.common_dir, &run.id, &records);
+    activity.watch_existing(&records);
     let ctx = packet::Context {
         repo,
         activity: &activity,

@@ -463,10 +463,9 @@ pub(super) fn dependency_summary(ctx: &Context<'_>, packet: &Packet) -> String {
     if packet.depends_on.is_empty() {
         return String::new();
     }
-    let records = ctx.journal.packets().unwrap_or_default();
     let mut out = String::new();
     for dep in &packet.depends_on {
-        let Some(rec) = records.iter().find(|r| &r.id == dep) else {
+        let Ok(Some(rec)) = ctx.journal.packet(dep) else {
             continue;
         };
         let changed = match (&rec.start, &rec.commit) {
@@ -951,13 +950,13 @@ fn required_fixes(verdict: &gate::Verdict) -> String {
 /// Returns the commit a packet starts from: the run's base without dependencies, the single
 /// dependency's work, or the in-memory merge of all its dependencies' work.
 pub(super) fn start_point(ctx: &Context<'_>, packet: &Packet) -> Result<String, Halt> {
-    let records = ctx.journal.packets().map_err(|_| Halt::Journal)?;
     let mut start: Option<String> = None;
     for dep in &packet.depends_on {
-        let commit = records
-            .iter()
-            .find(|r| &r.id == dep)
-            .and_then(|r| r.commit.clone())
+        let commit = ctx
+            .journal
+            .packet(dep)
+            .map_err(|_| Halt::Journal)?
+            .and_then(|r| r.commit)
             .ok_or_else(|| Halt::Fail(format!("dependency `{dep}` has no recorded commit")))?;
         start = Some(match start {
             None => commit,

@@ -26,7 +26,7 @@ use sha2::{Digest, Sha256};
 
 use super::EngineError;
 use super::packet::Context;
-use super::watch_fs::IdleWatch;
+use super::watch_fs::{IdleWatch, RefWatch, Touched};
 use crate::git::Git;
 
 /// The file in a run's directory that holds the hash of its stored plan.
@@ -38,9 +38,28 @@ pub const PLAN_HASH_FILE: &str = "plan.sha256";
 /// for writes (see `watch_fs`); those it could not watch whole are read with `git status`.
 #[derive(Default)]
 pub(crate) struct Activity {
-    epochs: Mutex<HashMap<String, u64>>,
+    epochs: Mutex<Epochs>,
     idle: Option<IdleWatch>,
     unwatched: Mutex<HashSet<String>>,
+    refs: Option<RunRefs>,
+}
+
+/// Each packet's epoch and the clock reading of its last start or end.
+#[derive(Default)]
+struct Epochs {
+    clock: u64,
+    packets: HashMap<String, (u64, u64)>,
+}
+
+/// The run's packet branches, watched for changes (see [`RefWatch`]), with the tip each had
+/// when its packet's pipeline last ended.
+struct RunRefs {
+    watch: RefWatch,
+    common: PathBuf,
+    /// Branch file name → packet and full ref name.
+    packets: HashMap<String, (String, String)>,
+    /// Packet → its branch's tip as the engine left it (absent: no branch).
+    tips: Mutex<HashMap<String, String>>,
 }
 
 impl Activity {
@@ -53,6 +72,50 @@ impl Activity {
         }
     }
 
+    /// Watches the branches of the run `run`'s packets (`records`) in the repository whose
+    /// common git directory is `common`, so that a snapshot need not read them all; without
+    /// inotify (or with reftable) every snapshot reads them.
+    pub(crate) fn with_run_refs(
+        mut self,
+        common: &Path,
+        run: &str,
+        records: &[crate::store::PacketRecord],
+    ) -> Activity {
+        let probe = format!("refs/heads/{}", crate::names::packet_branch(run, "p"));
+        let Some(dir) = Path::new(&probe).parent().map(|d| common.join(d)) else {
+            return self;
+        };
+        let Some(watch) = RefWatch::new(common, &dir) else {
+            return self;
+        };
+        let mut packets = HashMap::new();
+        for rec in records {
+            let full = format!("refs/heads/{}", rec.branch);
+            if let Some(leaf) = common
+                .join(&full)
+                .strip_prefix(&dir)
+                .ok()
+                .and_then(Path::to_str)
+                && !leaf.contains('/')
+            {
+                packets.insert(leaf.to_string(), (rec.id.clone(), full));
+            }
+        }
+        let names: Vec<&str> = packets.values().map(|(_, full)| full.as_str()).collect();
+        let found = crate::git::ref_tips_named(common, &names);
+        let tips = packets
+            .values()
+            .filter_map(|(id, full)| Some((id.clone(), found.get(full.as_str())?.clone())))
+            .collect();
+        self.refs = Some(RunRefs {
+            watch,
+            common: common.to_path_buf(),
+            packets,
+            tips: Mutex::new(tips),
+        });
+        self
+    }
+
     /// Marks the pipeline of `packet` as started.
     pub(crate) fn start(&self, packet: &str) {
         self.advance(packet);
@@ -63,6 +126,16 @@ impl Activity {
 
     /// Marks the pipeline of `packet`, whose worktree is `worktree`, as ended.
     pub(crate) fn end(&self, packet: &str, worktree: &Path) {
+        if let Some(refs) = &self.refs
+            && let Some((_, full)) = refs.packets.values().find(|(id, _)| id == packet)
+        {
+            let tip = crate::git::ref_tips_named(&refs.common, &[full.as_str()]);
+            let mut tips = refs.tips.lock().unwrap_or_else(|p| p.into_inner());
+            match tip.get(full.as_str()) {
+                Some(tip) => tips.insert(packet.to_string(), tip.clone()),
+                None => tips.remove(packet),
+            };
+        }
         if let Some(idle) = &self.idle
             && worktree.is_dir()
             && !idle.watch(packet, worktree)
@@ -95,12 +168,70 @@ impl Activity {
 
     fn advance(&self, packet: &str) {
         let mut epochs = self.epochs.lock().unwrap_or_else(|p| p.into_inner());
-        *epochs.entry(packet.to_string()).or_default() += 1;
+        epochs.clock += 1;
+        let clock = epochs.clock;
+        let entry = epochs.packets.entry(packet.to_string()).or_default();
+        *entry = (entry.0 + 1, clock);
     }
 
     fn epoch(&self, packet: &str) -> u64 {
         let epochs = self.epochs.lock().unwrap_or_else(|p| p.into_inner());
-        epochs.get(packet).copied().unwrap_or(0)
+        epochs.packets.get(packet).map_or(0, |e| e.0)
+    }
+
+    /// Returns the clock: how many starts and ends there were.
+    fn clock(&self) -> u64 {
+        self.epochs.lock().unwrap_or_else(|p| p.into_inner()).clock
+    }
+
+    /// Returns true when the pipeline of `packet` has neither run nor started or ended since
+    /// the clock read `clock`.
+    fn idle_since(&self, packet: &str, clock: u64) -> bool {
+        let epochs = self.epochs.lock().unwrap_or_else(|p| p.into_inner());
+        epochs
+            .packets
+            .get(packet)
+            .is_none_or(|(epoch, at)| epoch.is_multiple_of(2) && *at <= clock)
+    }
+
+    /// Returns the packet branches (other than that of `packet`) that moved since the clock
+    /// read `clock` and the ref watch's mark `mark`, whose packets stayed idle meanwhile, as
+    /// `(ref, old tip, new tip)`; a tip is empty for a branch that does not exist.
+    fn moved_branches(&self, packet: &str, clock: u64, mark: u64) -> Vec<(String, String, String)> {
+        let Some(refs) = &self.refs else {
+            return Vec::new();
+        };
+        let candidates: Vec<&(String, String)> = match refs.watch.touched_since(mark) {
+            Touched::Names(names) => names.iter().filter_map(|n| refs.packets.get(n)).collect(),
+            Touched::Unknown => refs.packets.values().collect(),
+        };
+        let candidates: Vec<&(String, String)> = candidates
+            .into_iter()
+            .filter(|(id, _)| id != packet)
+            .collect();
+        let names: Vec<&str> = candidates.iter().map(|(_, full)| full.as_str()).collect();
+        let now = crate::git::ref_tips_named(&refs.common, &names);
+        let mut tips = refs.tips.lock().unwrap_or_else(|p| p.into_inner());
+        let mut moved = Vec::new();
+        for (id, full) in candidates {
+            // Read after the tips: a pipeline that started meanwhile may have written them.
+            if !self.idle_since(id, clock) {
+                continue;
+            }
+            let new = now.get(full.as_str()).cloned().unwrap_or_default();
+            let old = tips.get(id).cloned().unwrap_or_default();
+            if old != new {
+                // Named once, by the first worker whose watch sees it.
+                if new.is_empty() {
+                    tips.remove(id);
+                } else {
+                    tips.insert(id.clone(), new.clone());
+                }
+                moved.push((full.clone(), old, new));
+            }
+        }
+        moved.sort();
+        moved
     }
 
     /// Returns true when the worktree of `packet` is not watched for writes.
@@ -122,6 +253,9 @@ pub(crate) struct Outside {
     /// The run's packet branches of packets not running (other than this one), with their
     /// packets' epochs: ref → (epoch, tip; empty when the branch does not exist).
     run_refs: BTreeMap<String, (u64, String)>,
+    /// With the run's branches watched: the activity's clock and the ref watch's mark, in
+    /// place of `run_refs`.
+    ref_mark: Option<(u64, u64)>,
     git_files: BTreeMap<String, String>,
     /// Idle sibling packets not watched for writes: epoch, worktree, HEAD and status.
     siblings: BTreeMap<String, (u64, PathBuf, String, String)>,
@@ -139,14 +273,31 @@ pub(super) fn snapshot(ctx: &Context<'_>, packet: &str, siblings: bool) -> Resul
         main: main_state(&repo.common_dir, &repo.toplevel)?,
         ..Outside::default()
     };
-    let records = ctx.journal.packets().map_err(|e| fail("the journal", &e))?;
+    // The packet records, read only when needed: with the run's branches watched and idle
+    // worktrees watched for writes, a snapshot costs the same whatever the number of packets.
+    let unwatched_siblings = siblings
+        && (ctx.activity.idle.is_none()
+            || !ctx
+                .activity
+                .unwatched
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .is_empty());
+    let records = if ctx.activity.refs.is_none() || unwatched_siblings {
+        ctx.journal.packets().map_err(|e| fail("the journal", &e))?
+    } else {
+        Vec::new()
+    };
     // A packet branch is compared only while its packet does not run (the engine commits
     // there meanwhile); the run's other branches (subtasks') not at all.
+    if let Some(refs) = &ctx.activity.refs {
+        out.ref_mark = Some((ctx.activity.clock(), refs.watch.mark()));
+    }
     let idle = idle_branches(
         ctx.activity,
         records
             .iter()
-            .filter(|r| r.id != packet)
+            .filter(|r| r.id != packet && ctx.activity.refs.is_none())
             .map(|r| (r.id.as_str(), r.branch.as_str())),
     );
     let own_branches = format!("refs/heads/orchestra/{}/", ctx.run.id);
@@ -343,18 +494,23 @@ pub(super) fn changes(
     }
     let run_refs = before.run_refs.iter().filter_map(|(name, (epoch, old))| {
         let (e, new) = after.run_refs.get(name)?;
-        (e == epoch).then_some((name, old, new))
+        (e == epoch).then(|| (name.clone(), old.clone(), new.clone()))
     });
+    let watched = match (before.ref_mark, after.ref_mark) {
+        (Some((clock, mark)), Some(_)) => activity.moved_branches(packet, clock, mark),
+        _ => Vec::new(),
+    };
     let refs = diff_maps(&before.refs, &after.refs)
         .into_iter()
         .map(|(name, old, new)| {
             (
-                name,
+                name.clone(),
                 old.cloned().unwrap_or_default(),
                 new.cloned().unwrap_or_default(),
             )
         })
-        .chain(run_refs.map(|(n, o, w)| (n, o.clone(), w.clone())));
+        .chain(run_refs)
+        .chain(watched);
     for (name, old, new) in refs {
         found.push(match (old.is_empty(), new.is_empty()) {
             _ if old == new => continue,
@@ -373,11 +529,18 @@ pub(super) fn changes(
         found.push(format!("the repository's {name} {what}"));
     }
     if let (Some(mark), Some(idle)) = (before.mark, &activity.idle) {
-        for (id, path) in idle.changes_since(mark, packet) {
-            found.push(format!(
-                "the worktree of packet `{id}` changed: {} was written",
-                path.display()
-            ));
+        match idle.changes_since(mark, packet) {
+            Some(writes) => {
+                for (id, path) in writes {
+                    found.push(format!(
+                        "the worktree of packet `{id}` changed: {} was written",
+                        path.display()
+                    ));
+                }
+            }
+            None => found.push(
+                "the worktrees of idle packets were written more often than could be recorded (the watch's event queue overflowed)".into(),
+            ),
         }
     }
     for (id, (epoch, wt, h0, s0)) in &before.siblings {
@@ -542,6 +705,92 @@ mod tests {
                 format!("ref refs/heads/orchestra/r/p2 was deleted (it was at {TIP})"),
                 format!("ref refs/heads/orchestra/r/p3 was deleted (it was at {TIP})"),
             ]
+        );
+    }
+
+    fn record(id: &str) -> crate::store::PacketRecord {
+        crate::store::PacketRecord {
+            id: id.into(),
+            index: 0,
+            title: id.into(),
+            role: "implementer".into(),
+            state: crate::store::PacketState::Pending,
+            phase: None,
+            branch: crate::names::packet_branch("r", id),
+            worktree: String::new(),
+            attempt: 0,
+            start: None,
+            commit: None,
+            reason: None,
+            pgid: None,
+            removed: false,
+            backup: None,
+            updated_ms: 0,
+        }
+    }
+
+    use crate::git::testing::git;
+
+    #[test]
+    fn watched_branches_name_what_moved_while_their_packets_were_idle_and_nothing_else() {
+        let tmp = tempfile::tempdir().unwrap();
+        let repo = tmp.path();
+        git(repo, &["init", "-q", "-b", "main"]);
+        git(repo, &["commit", "-q", "--allow-empty", "-m", "a"]);
+        let first = git(repo, &["rev-parse", "HEAD"]);
+        git(repo, &["commit", "-q", "--allow-empty", "-m", "b"]);
+        let second = git(repo, &["rev-parse", "HEAD"]);
+        for p in ["p1", "p2"] {
+            git(repo, &["branch", &format!("orchestra/r/{p}"), &first]);
+        }
+        let common = repo.join(".git");
+        let records: Vec<_> = ["p0", "p1", "p2", "p3", "p4"].map(record).into();
+        let activity = Activity::new(false).with_run_refs(&common, "r", &records);
+        assert!(activity.refs.is_some(), "inotify is available here");
+        let window = |work: &dyn Fn()| {
+            let (clock, mark) = (
+                activity.clock(),
+                activity.refs.as_ref().unwrap().watch.mark(),
+            );
+            work();
+            activity.moved_branches("p0", clock, mark)
+        };
+        let name = |p: &str| format!("refs/heads/orchestra/r/{p}");
+        // The worker moves an idle packet's branch and creates one for a packet that never
+        // ran; packing every ref moves nothing.
+        let moved = window(&|| {
+            git(repo, &["update-ref", &name("p1"), &second]);
+            git(repo, &["branch", "orchestra/r/p3", &first]);
+            git(repo, &["pack-refs", "--all"]);
+        });
+        assert_eq!(
+            moved,
+            vec![
+                (name("p1"), first.clone(), second.clone()),
+                (name("p3"), String::new(), first.clone()),
+            ]
+        );
+        // Named once: the next window does not name them again.
+        assert_eq!(window(&|| {}), Vec::new());
+        // A packet that runs moves its own branch, and the engine records the tip it left.
+        let moved = window(&|| {
+            activity.start("p2");
+            git(repo, &["update-ref", &name("p2"), &second]);
+            activity.end("p2", Path::new("/nonexistent"));
+        });
+        assert_eq!(moved, Vec::new());
+        assert_eq!(window(&|| {}), Vec::new());
+        // Deleted by the worker: named, though the watched directory may go with it.
+        let moved = window(&|| {
+            git(repo, &["update-ref", "-d", &name("p2")]);
+        });
+        assert_eq!(moved, vec![(name("p2"), second.clone(), String::new())]);
+        // The worker's own branch is its own business.
+        assert_eq!(
+            window(&|| {
+                git(repo, &["branch", "-f", "orchestra/r/p0", &second]);
+            }),
+            Vec::new()
         );
     }
 }

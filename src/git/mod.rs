@@ -53,7 +53,7 @@ pub use repair::{create_repairing, repair_registrations};
 pub use repo::{RepoError, RepoInfo};
 pub use sparse::{cone, create_sparse, enable_worktree_config};
 pub use transport::init_bare;
-pub use watch::ref_files;
+pub use watch::{ref_files, ref_tips_named};
 pub use workdir::Untracked;
 pub use worktree::{
     Created, Reuse, Worktree, WorktreeError, WorktreeRequest, WorktreeStatus, create, validate,

@@ -66,6 +66,34 @@ pub fn ref_files(
     Some(refs)
 }
 
+/// Returns the tips of the refs `names` (full names) of the repository whose common git
+/// directory is `common`, read from their loose files and, for those that have none, from
+/// `packed-refs` (read once); a ref that exists in neither is left out. A symbolic ref's
+/// value is its target (`ref: …`).
+pub fn ref_tips_named(common: &Path, names: &[&str]) -> BTreeMap<String, String> {
+    let mut tips = BTreeMap::new();
+    let mut missing = Vec::new();
+    for name in names {
+        read_loose(&common.join(name), (*name).to_string(), &mut tips);
+        if !tips.contains_key(*name) {
+            missing.push(*name);
+        }
+    }
+    if !missing.is_empty()
+        && let Ok(packed) = std::fs::read_to_string(common.join("packed-refs"))
+    {
+        for line in packed.lines() {
+            if let Some((id, name)) = line.split_once(' ')
+                && !line.starts_with(['#', '^'])
+                && missing.contains(&name)
+            {
+                tips.insert(name.to_string(), id.to_string());
+            }
+        }
+    }
+    tips
+}
+
 /// Reads the loose ref file `path` (the ref `name`) into `refs`, when it exists.
 fn read_loose(path: &Path, name: String, refs: &mut BTreeMap<String, String>) {
     if let Ok(text) = std::fs::read_to_string(path) {

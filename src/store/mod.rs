@@ -197,15 +197,31 @@ impl Store {
 
     /// Returns the run's packets in plan order.
     pub fn packets(&self, run: &str) -> Result<Vec<PacketRecord>, StoreError> {
+        self.select_packets("WHERE run_id = ?1 ORDER BY idx", params![run])
+    }
+
+    /// Returns one packet of the run, `None` when the run has no packet `id`.
+    pub fn packet(&self, run: &str, id: &str) -> Result<Option<PacketRecord>, StoreError> {
+        Ok(self
+            .select_packets("WHERE run_id = ?1 AND id = ?2", params![run, id])?
+            .pop())
+    }
+
+    /// Returns the packets the clause `filter` (with its parameters) selects.
+    fn select_packets(
+        &self,
+        filter: &str,
+        args: impl rusqlite::Params,
+    ) -> Result<Vec<PacketRecord>, StoreError> {
         let mut stmt = self
             .conn
-            .prepare_cached(
+            .prepare_cached(&format!(
                 "SELECT id, idx, title, role, state, phase, branch, worktree, attempt, commit_id,
-                 reason, pgid, removed, backup, updated_ms, start_commit FROM packets WHERE run_id = ?1 ORDER BY idx",
-            )
+                 reason, pgid, removed, backup, updated_ms, start_commit FROM packets {filter}"
+            ))
             .map_err(|e| self.err(e))?;
         let rows = stmt
-            .query_map([run], |r| {
+            .query_map(args, |r| {
                 Ok((
                     r.get::<_, String>(0)?,
                     r.get::<_, i64>(1)?,

@@ -673,6 +673,38 @@ fn an_unconfined_worker_moving_another_branch_fails_its_packet() {
 }
 
 #[test]
+fn an_unconfined_worker_moving_an_idle_packets_branch_fails_its_packet() {
+    let repo = TestRepo::new();
+    repo.sandbox_off();
+    let plan = repo.write_plan(
+        "plan.toml",
+        &format!(
+            "objective = \"Branches\"\n\n{}{}{}",
+            packet("p1", "\"one.txt\"", "", ""),
+            packet("p2", "\"two.txt\"", "\"p1\"", ""),
+            packet("p3", "\"three.txt\"", "\"p2\"", "")
+        ),
+    );
+    // p2 rewinds p1's branch (done, idle) to the base; p3's worker, after it, is innocent.
+    let worker = r#"case "$ORCHESTRA_PACKET" in
+p1) echo one > one.txt ;;
+p2) git update-ref "refs/heads/orchestra/$ORCHESTRA_RUN/p1" "$(git rev-parse main)"; echo two > two.txt ;;
+*) echo three > three.txt ;;
+esac"#;
+    let out = repo.run_plan(&plan, worker, &[]);
+    assert!(!out.status.success(), "{}", text(&out));
+    let v = status_json(&repo.path);
+    assert_eq!(v["packets"][0]["state"], "succeeded", "{v}");
+    assert_eq!(v["packets"][1]["state"], "failed", "{v}");
+    let reason = v["packets"][1]["reason"].as_str().unwrap();
+    let p1_branch = v["packets"][0]["branch"].as_str().unwrap();
+    assert!(
+        reason.contains(&format!("ref refs/heads/{p1_branch} moved")),
+        "{reason}"
+    );
+}
+
+#[test]
 fn an_unconfined_worker_planting_a_hook_in_the_common_git_dir_fails_its_packet() {
     let repo = TestRepo::new();
     let worker = r#"common=$(git rev-parse --git-common-dir)
