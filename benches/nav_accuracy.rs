@@ -19,6 +19,8 @@ use git_orchestra::nav::{Detail, Index, Resolution, render_locations_at, render_
 
 #[path = "nav_accuracy/heldout.rs"]
 mod heldout;
+#[path = "nav_accuracy/heldout_rust.rs"]
+mod heldout_rust;
 #[path = "nav_accuracy/rust.rs"]
 mod rust;
 #[path = "nav_accuracy/sets.rs"]
@@ -62,6 +64,12 @@ fn prf(tp: usize, ours: usize, expected: usize) -> (f64, f64) {
 }
 
 fn main() {
+    // `NAV_ACC_ONLY=heldout-rust` scores the held-out Rust repositories alone.
+    if std::env::var("NAV_ACC_ONLY").is_ok_and(|o| o == "heldout-rust") {
+        let tmp = tempfile::tempdir().unwrap();
+        heldout_rust::run(tmp.path());
+        return;
+    }
     let stdlib = String::from_utf8(sh(
         Path::new("."),
         "python3",
@@ -111,6 +119,7 @@ fn main() {
     rust::run(tmp.path());
     heldout::run(tmp.path());
     heldout::run_typescript(tmp.path());
+    heldout_rust::run(tmp.path());
 }
 
 /// Counts of one scored set, to add sets up.

@@ -1,0 +1,233 @@
+//! Held-out Rust sets: crates from crates.io navigation was never tuned on, checked against
+//! rust-analyzer's LSIF dump (`lsif_oracle.py`). Two repositories are Cargo workspaces put
+//! together from crates that use one another by crate name — regex over regex-automata and
+//! regex-syntax; the clap facade re-exporting clap_builder, which uses clap_lex — their members
+//! joined by `[patch.crates-io]` path dependencies; four are single crates. Queries by the jedi
+//! rule in the eight largest sources under each member's `src/`.
+//!
+//! Needs a `rust-analyzer` binary: `RUST_ANALYZER`, else `~/.cache/rust-analyzer/bin/`
+//! (`cargo install ra_ap_rust-analyzer --version 0.0.330 --root ~/.cache/rust-analyzer`,
+//! built from the `ra_ap_*` crates), else `PATH`. Run with `NAV_ACC_HELDOUT=1`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use git_orchestra::nav::Index;
+
+/// Repositories: name, then the crates (name, version) of its members; one crate is a repository
+/// of its own, more are a workspace.
+const REPOS: &[(&str, &[(&str, &str)])] = &[
+    (
+        "regex",
+        &[
+            ("regex", "1.13.1"),
+            ("regex-automata", "0.4.18"),
+            ("regex-syntax", "0.8.11"),
+        ],
+    ),
+    (
+        "clap",
+        &[
+            ("clap", "4.6.7"),
+            ("clap_builder", "4.6.7"),
+            ("clap_lex", "1.1.1"),
+        ],
+    ),
+    ("serde_json", &[("serde_json", "1.0.149")]),
+    ("semver", &[("semver", "1.0.28")]),
+    ("itertools", &[("itertools", "0.14.0")]),
+    ("bytes", &[("bytes", "1.11.1")]),
+];
+
+const FILES_PER_REPO: usize = 8;
+
+/// Returns the rust-analyzer binary to ask, when one answers `--version`.
+fn rust_analyzer() -> Option<PathBuf> {
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_default();
+    let candidates = [
+        std::env::var_os("RUST_ANALYZER").map(PathBuf::from),
+        Some(home.join(".cache/rust-analyzer/bin/rust-analyzer")),
+        Some(PathBuf::from("rust-analyzer")),
+    ];
+    candidates.into_iter().flatten().find(|ra| {
+        Command::new(ra)
+            .arg("--version")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    })
+}
+
+/// Returns the unpacked sources of every crate of `REPOS` (cargo's registry sources),
+/// fetching them first: crate → its directory.
+fn crate_sources() -> Option<Vec<(String, PathBuf)>> {
+    let dir = std::env::temp_dir().join("git-orchestra-nav-accuracy-crates");
+    std::fs::create_dir_all(dir.join("src")).ok()?;
+    let mut manifest = String::from(
+        "[package]\nname = \"fetch\"\nversion = \"0.0.0\"\nedition = \"2021\"\n\n[dependencies]\n",
+    );
+    let crates: Vec<(&str, &str)> = REPOS.iter().flat_map(|(_, c)| c.iter().copied()).collect();
+    for (name, version) in &crates {
+        manifest.push_str(&format!("{name} = \"={version}\"\n"));
+    }
+    std::fs::write(dir.join("Cargo.toml"), manifest).ok()?;
+    std::fs::write(dir.join("src/lib.rs"), "").ok()?;
+    let ok = Command::new("cargo")
+        .arg("fetch")
+        .current_dir(&dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        return None;
+    }
+    let cargo_home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))?;
+    let registries: Vec<PathBuf> = std::fs::read_dir(cargo_home.join("registry/src"))
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    crates
+        .iter()
+        .map(|(name, version)| {
+            let found = registries
+                .iter()
+                .map(|r| r.join(format!("{name}-{version}")))
+                .find(|d| d.join("Cargo.toml").is_file())?;
+            Some((name.to_string(), found))
+        })
+        .collect()
+}
+
+/// Lays out the repository `name` at `dest`: one crate's sources, or a workspace of several.
+fn lay_out(dest: &Path, members: &[(&str, &str)], sources: &[(String, PathBuf)]) {
+    let source = |name: &str| {
+        sources
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, d)| d.clone())
+            .unwrap()
+    };
+    std::fs::create_dir_all(dest).unwrap();
+    let copy = |from: &Path, to: &Path| {
+        std::fs::create_dir_all(to).unwrap();
+        let from = format!("{}/.", from.display());
+        super::sh(to, "cp", &["-r", &from, "."]);
+        let _ = std::fs::remove_file(to.join(".cargo_vcs_info.json"));
+    };
+    if let [(name, _)] = members {
+        copy(&source(name), dest);
+        return;
+    }
+    let mut root = String::from("[workspace]\nresolver = \"2\"\nmembers = [");
+    let names: Vec<String> = members.iter().map(|(n, _)| format!("\"{n}\"")).collect();
+    root.push_str(&names.join(", "));
+    root.push_str("]\n\n[patch.crates-io]\n");
+    for (name, _) in members {
+        copy(&source(name), &dest.join(name));
+        root.push_str(&format!("{name} = {{ path = \"{name}\" }}\n"));
+    }
+    std::fs::write(dest.join("Cargo.toml"), root).unwrap();
+}
+
+/// Returns the `.rs` files under each member's `src/`, largest first (ties by path).
+fn largest_sources(repo: &Path, members: &[(&str, &str)], n: usize) -> Vec<String> {
+    let roots: Vec<PathBuf> = if members.len() == 1 {
+        vec![repo.join("src")]
+    } else {
+        members
+            .iter()
+            .map(|(m, _)| repo.join(m).join("src"))
+            .collect()
+    };
+    let mut files: Vec<(u64, String)> = Vec::new();
+    let mut dirs = roots;
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                let size = e.metadata().map(|m| m.len()).unwrap_or(0);
+                let rel = p.strip_prefix(repo).unwrap().to_string_lossy().into_owned();
+                files.push((size, rel));
+            }
+        }
+    }
+    files.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    files.into_iter().take(n).map(|(_, p)| p).collect()
+}
+
+/// Scores every held-out Rust repository and the sum over them.
+pub fn run(tmp: &Path) {
+    if std::env::var_os("NAV_ACC_HELDOUT").is_none() {
+        println!("== held-out rust: skipped (set NAV_ACC_HELDOUT=1)");
+        return;
+    }
+    let Some(ra) = rust_analyzer() else {
+        println!(
+            "== held-out rust: skipped (no rust-analyzer: set RUST_ANALYZER, or build it with `cargo install ra_ap_rust-analyzer --version 0.0.330 --root ~/.cache/rust-analyzer`)"
+        );
+        return;
+    };
+    let Some(sources) = crate_sources() else {
+        println!("== held-out rust: skipped (cargo cannot fetch the crates)");
+        return;
+    };
+    let oracle = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/nav_accuracy/lsif_oracle.py");
+    let mut total = super::Tally::default();
+    for (name, members) in REPOS {
+        let dest = tmp.join(format!("heldout-rs-{name}"));
+        lay_out(&dest, members, &sources);
+        super::commit_all(&dest);
+        let dump = tmp.join(format!("heldout-rs-{name}.lsif"));
+        let started = std::time::Instant::now();
+        let out = Command::new(&ra)
+            .args(["lsif", "."])
+            .current_dir(&dest)
+            .env("CARGO_TARGET_DIR", tmp.join("heldout-rs-target"))
+            .stderr(Stdio::null())
+            .output()
+            .unwrap();
+        if !out.status.success() || out.stdout.is_empty() {
+            println!("== held-out rust: {name}: skipped (rust-analyzer lsif failed)");
+            continue;
+        }
+        std::fs::write(&dump, &out.stdout).unwrap();
+        let eval = largest_sources(&dest, members, FILES_PER_REPO);
+        let mut args = vec![
+            oracle.to_string_lossy().into_owned(),
+            dest.to_string_lossy().into_owned(),
+            dump.to_string_lossy().into_owned(),
+        ];
+        args.extend(eval);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let expected: serde_json::Value =
+            serde_json::from_slice(&super::sh(&dest, "python3", &args)).unwrap();
+        let crates: Vec<String> = members.iter().map(|(n, v)| format!("{n} {v}")).collect();
+        println!(
+            "   (rust-analyzer's dump took {:.1} s)",
+            started.elapsed().as_secs_f64()
+        );
+        let mut index =
+            Index::open_with_cache(&dest, &tmp.join(format!("nav-rs-{name}.db"))).unwrap();
+        index.refresh().unwrap();
+        let t = super::score(
+            &format!(
+                "held-out rust: {} (oracle: rust-analyzer)",
+                crates.join(" + ")
+            ),
+            &dest,
+            &index,
+            &expected,
+        );
+        total.add(&t);
+    }
+    total.print("held-out rust, all repositories");
+}
