@@ -15,7 +15,7 @@ use std::path::Path;
 use std::process::Command;
 
 use git_orchestra::nav::tools::DEFAULT_MAX_CHARS;
-use git_orchestra::nav::{Detail, Index, Resolution, render_locations_at, render_places};
+use git_orchestra::nav::{At, Detail, Index, Resolution, render_locations_at, render_places};
 
 #[path = "nav_accuracy/heldout.rs"]
 mod heldout;
@@ -224,8 +224,15 @@ fn score(label: &str, repo: &Path, index: &Index, expected: &serde_json::Value) 
         let line = q["line"].as_u64().unwrap() as u32;
         let name = q["name"].as_str().unwrap();
         let exp = pairs(&q["expected"]);
+        // At the oracle's column when it gives one, as `--from FILE:LINE:COL` asks: a line
+        // may hold the name twice (`Deserializer::new(read::SliceRead::new(b))`).
+        let at = At {
+            path: file.to_string(),
+            line,
+            col: q["col"].as_u64().map(|c| c as u32),
+        };
         let all: Vec<(String, u32)> = index
-            .definition(name, Some((file, line)))
+            .definition_at(Some(name), Some(&at))
             .unwrap_or_default()
             .into_iter()
             .map(|l| (l.path, l.line))

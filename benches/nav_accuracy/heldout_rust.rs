@@ -182,24 +182,34 @@ pub fn run(tmp: &Path) {
     };
     let oracle = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/nav_accuracy/lsif_oracle.py");
     let mut total = super::Tally::default();
+    // The repositories and rust-analyzer's dumps of them are kept between runs (a dump takes
+    // half a minute or more); a repository is laid out again when its dump is missing.
+    let kept = std::env::temp_dir().join("git-orchestra-nav-accuracy-crates/repos");
     for (name, members) in REPOS {
-        let dest = tmp.join(format!("heldout-rs-{name}"));
-        lay_out(&dest, members, &sources);
-        super::commit_all(&dest);
-        let dump = tmp.join(format!("heldout-rs-{name}.lsif"));
-        let started = std::time::Instant::now();
-        let out = Command::new(&ra)
-            .args(["lsif", "."])
-            .current_dir(&dest)
-            .env("CARGO_TARGET_DIR", tmp.join("heldout-rs-target"))
-            .stderr(Stdio::null())
-            .output()
-            .unwrap();
-        if !out.status.success() || out.stdout.is_empty() {
-            println!("== held-out rust: {name}: skipped (rust-analyzer lsif failed)");
-            continue;
+        let dest = kept.join(name);
+        let dump = kept.join(format!("{name}.lsif"));
+        if !dump.is_file() {
+            let _ = std::fs::remove_dir_all(&dest);
+            lay_out(&dest, members, &sources);
+            super::commit_all(&dest);
+            let started = std::time::Instant::now();
+            let out = Command::new(&ra)
+                .args(["lsif", "."])
+                .current_dir(&dest)
+                .env("CARGO_TARGET_DIR", tmp.join("heldout-rs-target"))
+                .stderr(Stdio::null())
+                .output()
+                .unwrap();
+            if !out.status.success() || out.stdout.is_empty() {
+                println!("== held-out rust: {name}: skipped (rust-analyzer lsif failed)");
+                continue;
+            }
+            std::fs::write(&dump, &out.stdout).unwrap();
+            println!(
+                "   (rust-analyzer's dump of {name} took {:.1} s)",
+                started.elapsed().as_secs_f64()
+            );
         }
-        std::fs::write(&dump, &out.stdout).unwrap();
         let eval = largest_sources(&dest, members, FILES_PER_REPO);
         let mut args = vec![
             oracle.to_string_lossy().into_owned(),
@@ -211,10 +221,6 @@ pub fn run(tmp: &Path) {
         let expected: serde_json::Value =
             serde_json::from_slice(&super::sh(&dest, "python3", &args)).unwrap();
         let crates: Vec<String> = members.iter().map(|(n, v)| format!("{n} {v}")).collect();
-        println!(
-            "   (rust-analyzer's dump took {:.1} s)",
-            started.elapsed().as_secs_f64()
-        );
         let mut index =
             Index::open_with_cache(&dest, &tmp.join(format!("nav-rs-{name}.db"))).unwrap();
         index.refresh().unwrap();

@@ -94,12 +94,112 @@ impl Index {
                 if r.qualifier.is_empty() {
                     defs.retain(|d| self.reachable_by_bare_name(file, r.scope, *d));
                 }
+                let defs = self.rust_candidates(file, r, defs);
                 Outcome {
                     defs,
                     ..Outcome::default()
                 }
             }
         }
+    }
+
+    /// Adjusts the candidates `defs` of the unbound reference `r` of `file` by what Rust's
+    /// rules still say: a bare name that nothing in scope binds is no item of the repository
+    /// (see [`Index::rust_scope_is_known`]), and a method called on a receiver of unknown type
+    /// inside `impl Trait for T` (`self.inner.advance(n)` in a wrapper) is most likely the
+    /// trait's own, as a wrapper delegates to what it wraps.
+    pub(crate) fn rust_candidates(&self, file: u32, r: &Ref, mut defs: Vec<DefId>) -> Vec<DefId> {
+        if self.files[file as usize].lang != Lang::Rust {
+            return defs;
+        }
+        if r.qualifier.is_empty() {
+            if self.rust_scope_is_known(file, r) {
+                // `Result` beside a crate's own `type Result` is the prelude's; macros are
+                // scoped by text order, not by imports.
+                defs.retain(|d| self.def(*d).kind == "macro");
+            }
+        } else if !is_self(&r.qualifier) && !r.qualifier.contains("::") {
+            let declared = self.enclosing_trait_members(file, r.scope, &r.name, 0);
+            defs.retain(|d| !declared.contains(d));
+            defs.splice(0..0, declared);
+        }
+        defs
+    }
+
+    /// Returns the members named `name` of the trait that the `impl` block enclosing `scope`
+    /// of the Rust file `file` implements, when that trait is in the repository.
+    fn enclosing_trait_members(
+        &self,
+        file: u32,
+        scope: Option<u32>,
+        name: &str,
+        depth: usize,
+    ) -> Vec<DefId> {
+        let facts = &self.files[file as usize].facts;
+        let mut cur = scope;
+        let imp = loop {
+            let Some(c) = cur else { return Vec::new() };
+            let d = &facts.defs[c as usize];
+            if d.kind == "impl" {
+                break d;
+            }
+            cur = d.parent;
+        };
+        let Some(rel) = facts.relations.iter().find(|r| {
+            r.kind == "implements"
+                && imp.span.start_byte <= r.span.start_byte
+                && r.span.start_byte < imp.body_start
+        }) else {
+            return Vec::new();
+        };
+        let at = rel.span.start_byte;
+        let trait_of = if rel.qualifier.is_empty() {
+            self.resolve_unqualified(file, &rel.target, at, imp.parent, depth + 1)
+        } else {
+            self.resolve_qualified(file, &rel.qualifier, &rel.target, at, imp.parent, depth + 1)
+        };
+        trait_of
+            .map(|o| o.defs)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|t| self.def(*t).kind == "trait")
+            .flat_map(|t| self.class_members(t, name, depth + 1))
+            .collect()
+    }
+
+    /// Returns true when a bare name of reference `r` in the Rust file `file` can be bound
+    /// only by what the rules see: the file's items, its imports and glob imports, every glob
+    /// resolved (or from `std`, `core` or `alloc`, which bring nothing of the repository), and
+    /// the reference not inside a `macro_rules!` definition (whose names are bound where it
+    /// expands).
+    fn rust_scope_is_known(&self, file: u32, r: &Ref) -> bool {
+        let entry = &self.files[file as usize];
+        if entry.lang != Lang::Rust || matches!(r.kind.as_str(), "macro" | "doc") {
+            return false;
+        }
+        let facts = &entry.facts;
+        let mut cur = r.scope;
+        while let Some(c) = cur {
+            if facts.defs[c as usize].kind == "macro" {
+                return false;
+            }
+            cur = facts.defs[c as usize].parent;
+        }
+        facts
+            .imports
+            .iter()
+            .filter(|i| i.kind == ImportKind::Glob)
+            .all(|i| {
+                let root = i.module.split("::").next().unwrap_or_default();
+                matches!(root, "std" | "core" | "alloc")
+                    || !self
+                        .modules
+                        .resolve(&self.files, file, &i.module)
+                        .is_empty()
+                    || self
+                        .rust_path(file, &i.module, 1)
+                        .is_some_and(|o| !o.is_empty())
+            })
     }
 
     /// Of generic parameters of sibling signatures of one item (an interface's call
@@ -558,10 +658,22 @@ impl Index {
             return Some(Self::external(m));
         }
         if is_self(qualifier) || self.is_receiver_var(file, scope, qualifier) {
-            let defs = self
+            let mut defs = self
                 .enclosing_type(file, scope)
                 .map(|ty| self.members_by_name(file, &ty, name, depth))
                 .unwrap_or_default();
+            // Rust: `Self::Item` in `impl Trait for T` is the trait's associated type, which the
+            // impl only sets.
+            if entry.lang == Lang::Rust
+                && qualifier == "Self"
+                && !defs.is_empty()
+                && defs.iter().all(|d| self.def(*d).kind == "type")
+            {
+                let declared = self.enclosing_trait_members(file, scope, name, depth);
+                if !declared.is_empty() {
+                    defs = declared;
+                }
+            }
             if !defs.is_empty() {
                 return Some(Outcome::bound(defs, Vec::new()));
             }

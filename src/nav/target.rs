@@ -221,7 +221,8 @@ impl Index {
             Token::Ref(r) => {
                 let mut o = self.resolve_ref(file, r);
                 if !o.bound {
-                    o.defs = self.best_candidates(file, &r.qualifier, &r.name);
+                    let best = self.best_candidates(file, &r.qualifier, &r.name);
+                    o.defs = self.rust_candidates(file, r, best);
                 }
                 (r.name.clone(), o)
             }
