@@ -1,9 +1,10 @@
 //! Accuracy harness: navigation answers on real code checked against compiler-grade tools where
 //! one is available — not grep. Python: a slice of the installed standard library against jedi.
 //! TypeScript: the rxjs sources (installed with npm at bench time) against the TypeScript
-//! language service. Rust: a hand-checked expected set over the `globset` crate (no
-//! compiler-grade oracle runs offline here). Reports precision and recall per language and query
-//! kind, and the bytes of our answers against `git grep -w`.
+//! language service. Rust: hand-checked expected sets over `globset`, `memchr` and `indexmap`
+//! (regression sets); the held-out Rust repositories have rust-analyzer as their oracle
+//! (`heldout_rust.rs`). Reports precision and recall per language and query kind, and the bytes
+//! of our answers against `git grep -w`.
 //!
 //! Run with `cargo bench --bench nav_accuracy` (needs `python3 -m pip install jedi`; npm and
 //! network for TypeScript, which is skipped with a message when unavailable).
@@ -64,11 +65,13 @@ fn prf(tp: usize, ours: usize, expected: usize) -> (f64, f64) {
 }
 
 fn main() {
-    // `NAV_ACC_ONLY=heldout-rust` scores the held-out Rust repositories alone.
-    if std::env::var("NAV_ACC_ONLY").is_ok_and(|o| o == "heldout-rust") {
-        let tmp = tempfile::tempdir().unwrap();
-        heldout_rust::run(tmp.path());
-        return;
+    // `NAV_ACC_ONLY=heldout-rust` (or `heldout-typescript`) scores those held-out sets alone.
+    match std::env::var("NAV_ACC_ONLY").as_deref() {
+        Ok("heldout-rust") => return heldout_rust::run(tempfile::tempdir().unwrap().path()),
+        Ok("heldout-typescript") => {
+            return heldout::run_typescript(tempfile::tempdir().unwrap().path());
+        }
+        _ => {}
     }
     let stdlib = String::from_utf8(sh(
         Path::new("."),

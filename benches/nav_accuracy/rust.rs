@@ -72,7 +72,7 @@ pub fn run(tmp: &Path) {
     let mut index = Index::open_with_cache(&repo, &tmp.join("nav-rs.db")).unwrap();
     index.refresh().unwrap();
     super::score(
-        "rust (globset 0.4.21; hand-checked answers, no compiler-grade oracle offline)",
+        "rust (globset 0.4.21; hand-checked answers)",
         &repo,
         &index,
         &expected("rust_expected.txt"),

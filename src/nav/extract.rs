@@ -395,7 +395,15 @@ fn nest(defs: &mut [(Node, Def)]) {
             }
             stack.pop();
         }
-        defs[i].1.parent = stack.last().map(|&p| p as u32);
+        // A type bound by `infer` inside an object type (`T extends { a: infer U } ? U : …`)
+        // belongs to the declaration around it, not to the property it sits in.
+        let infer_in_field =
+            |p: usize| defs[i].1.kind == "type_parameter" && defs[p].1.kind == "field";
+        defs[i].1.parent = stack
+            .iter()
+            .rev()
+            .find(|&&p| !infer_in_field(p))
+            .map(|&p| p as u32);
         if let Some(&p) = stack.last()
             && defs[i].1.kind == "function"
             && is_type_container(&defs[p].1.kind)

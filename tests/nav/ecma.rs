@@ -194,6 +194,32 @@ fn generic_parameters_resolve_to_their_declaration() {
 }
 
 #[test]
+fn infer_inside_an_object_type_and_enum_members_are_definitions() {
+    let repo = TestRepo::with_files(&[(
+        "src/meta.ts",
+        concat!(
+            "export type Meta<C> = C extends {\n", // 1
+            "  meta: infer M\n",                   // 2
+            "}\n",                                 // 3
+            "  ? M\n",                             // 4
+            "  : unknown\n",                       // 5
+            "export enum Mode {\n",                // 6
+            "  NONE,\n",                           // 7
+            "  LOG = 2,\n",                        // 8
+            "}\n",                                 // 9
+            "export const m = Mode.LOG;\n",        // 10
+        ),
+    )]);
+    let idx = index(&repo);
+    let def =
+        |name: &str, line| resolved(&idx.definition(name, Some(("src/meta.ts", line))).unwrap());
+    // `M` is bound by `infer` in the property `meta` and used outside it.
+    assert_eq!(def("M", 4), vec!["src/meta.ts:2"]);
+    assert_eq!(def("NONE", 7), vec!["src/meta.ts:7"]);
+    assert_eq!(def("LOG", 10), vec!["src/meta.ts:8"]);
+}
+
+#[test]
 fn generic_parameters_of_sibling_call_signatures_are_each_their_own() {
     let repo = TestRepo::with_files(&[(
         "src/make.ts",

@@ -363,3 +363,52 @@ fn super_and_self_path_calls_name_modules_not_receivers() {
         vec!["src/git/registry.rs:3"]
     );
 }
+
+#[test]
+fn rust_scope_rules_decide_between_namesakes() {
+    let repo = TestRepo::with_files(&[
+        (
+            "src/lib.rs",
+            concat!(
+                "mod buf;\n",                                          // 1
+                "mod other;\n",                                        // 2
+                "pub type Result<T> = core::result::Result<T, ()>;\n", // 3
+            ),
+        ),
+        (
+            "src/other.rs",
+            "pub fn parse() -> Result<u8, String> { Ok(1) }\n",
+        ),
+        (
+            "src/buf.rs",
+            concat!(
+                "pub trait Buf {\n",                                     // 1
+                "    type Chunk;\n",                                     // 2
+                "    fn remaining(&self) -> usize;\n",                   // 3
+                "    fn chunk(&self) -> Option<Self::Chunk>;\n",         // 4
+                "}\n",                                                   // 5
+                "pub struct Take<T> { inner: T }\n",                     // 6
+                "impl<T: Buf> Buf for Take<T> {\n",                      // 7
+                "    type Chunk = T::Chunk;\n",                          // 8
+                "    fn remaining(&self) -> usize {\n",                  // 9
+                "        self.inner.remaining()\n",                      // 10
+                "    }\n",                                               // 11
+                "    fn chunk(&self) -> Option<Self::Chunk> { None }\n", // 12
+                "}\n",                                                   // 13
+            ),
+        ),
+    ]);
+    let idx = index(&repo);
+    let def = |file: &str, name: &str, line| {
+        places(&idx.definition(name, Some((file, line))).unwrap_or_default())
+    };
+    // `Result` in a module that neither defines nor imports the crate's alias is the
+    // prelude's: no definition here, and no candidate.
+    assert_eq!(def("src/other.rs", "Result", 1), Vec::<String>::new());
+    let refs = places(&idx.references("Result").unwrap());
+    assert!(!refs.contains(&"src/other.rs:1".to_string()), "{refs:?}");
+    // A wrapper's call on what it wraps: the trait's method first.
+    assert_eq!(def("src/buf.rs", "remaining", 10)[0], "src/buf.rs:3");
+    // `Self::Chunk` in a trait impl is the trait's associated type.
+    assert_eq!(def("src/buf.rs", "Chunk", 12), vec!["src/buf.rs:2"]);
+}

@@ -7,6 +7,8 @@
 (interface_declaration name: (type_identifier) @name body: (_) @body) @definition.interface
 (type_alias_declaration name: (type_identifier) @name) @definition.type
 (enum_declaration name: (identifier) @name body: (_) @body) @definition.enum
+(enum_body (property_identifier) @name @definition.constant)
+(enum_body (enum_assignment name: (property_identifier) @name) @definition.constant)
 (internal_module name: (identifier) @name body: (_) @body) @definition.module
 (module name: (identifier) @name body: (_) @body) @definition.module
 (public_field_definition name: (property_identifier) @name) @definition.field
