@@ -46,6 +46,46 @@ impl RepoInfo {
     /// Returns the repository containing `dir`, refusing bare repositories and empty histories.
     pub fn discover(dir: &Path) -> Result<RepoInfo, RepoError> {
         let git = Git::new(dir);
+        // Inside a working tree one process answers all three; elsewhere the questions one by
+        // one say what is wrong.
+        let located = git
+            .run([
+                "rev-parse",
+                "--is-inside-work-tree",
+                "--show-toplevel",
+                "--path-format=absolute",
+                "--git-common-dir",
+            ])
+            .ok()
+            .and_then(|out| match out.lines().collect::<Vec<_>>()[..] {
+                ["true", top, common] => Some((PathBuf::from(top), PathBuf::from(common))),
+                _ => None,
+            });
+        let (toplevel, common_dir) = match located {
+            Some(found) => found,
+            None => Self::locate(&git, dir)?,
+        };
+        let head = match git.run(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"]) {
+            Ok(h) => h,
+            Err(GitError::Failed { .. }) => return Err(RepoError::NoCommits { path: toplevel }),
+            Err(e) => return Err(e.into()),
+        };
+        let branch = match git.run(["symbolic-ref", "--quiet", "--short", "HEAD"]) {
+            Ok(b) => Some(b),
+            Err(GitError::Failed { .. }) => None,
+            Err(e) => return Err(e.into()),
+        };
+        Ok(RepoInfo {
+            toplevel,
+            common_dir,
+            branch,
+            head,
+        })
+    }
+
+    /// Returns the working tree's top level and the common git directory of the repository
+    /// around `dir`, or why there is none.
+    fn locate(git: &Git, dir: &Path) -> Result<(PathBuf, PathBuf), RepoError> {
         match git.run(["rev-parse", "--is-inside-work-tree"]) {
             Ok(inside) if inside == "true" => {}
             Ok(_) => {
@@ -72,22 +112,7 @@ impl RepoInfo {
         }
         let toplevel = PathBuf::from(git.run(["rev-parse", "--show-toplevel"])?);
         let common = git.run(["rev-parse", "--path-format=absolute", "--git-common-dir"])?;
-        let head = match git.run(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"]) {
-            Ok(h) => h,
-            Err(GitError::Failed { .. }) => return Err(RepoError::NoCommits { path: toplevel }),
-            Err(e) => return Err(e.into()),
-        };
-        let branch = match git.run(["symbolic-ref", "--quiet", "--short", "HEAD"]) {
-            Ok(b) => Some(b),
-            Err(GitError::Failed { .. }) => None,
-            Err(e) => return Err(e.into()),
-        };
-        Ok(RepoInfo {
-            toplevel,
-            common_dir: PathBuf::from(common),
-            branch,
-            head,
-        })
+        Ok((toplevel, PathBuf::from(common)))
     }
 
     /// Returns a git runner for the working tree.

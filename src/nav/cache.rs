@@ -39,7 +39,7 @@ impl Encoded {
         };
         Ok(Encoded {
             oid: oid.to_string(),
-            version: lang.queries()?.version,
+            version: lang.version(),
             lang: lang.name(),
             data: postcard::to_stdvec(facts).map_err(encode)?,
             refs: postcard::to_stdvec(refs).map_err(encode)?,

@@ -615,7 +615,7 @@ impl Index {
     pub fn refs_of(&self, file: u32) -> &[Ref] {
         let f = &self.files[file as usize];
         f.refs.get_or_init(|| {
-            let version = f.lang.queries().map(|q| q.version).unwrap_or_default();
+            let version = f.lang.version();
             match self.cache.get_refs(&f.oid, version) {
                 Ok(Some(refs)) => refs,
                 Ok(None) => Vec::new(),
@@ -694,7 +694,7 @@ fn missing_blobs(
     let mut missing: Vec<(String, u64)> = Vec::new();
     for vf in view.values() {
         if !in_memory.contains_key(&(vf.oid.clone(), vf.lang)) {
-            missing.push((vf.oid.clone(), vf.lang.queries()?.version));
+            missing.push((vf.oid.clone(), vf.lang.version()));
         }
     }
     missing.sort();

@@ -235,6 +235,30 @@ impl Lang {
         }
     }
 
+    /// Returns the version of this language's facts: a hash of its query sources, grammar
+    /// ABI and extractor version, which keys the caches. Computed without compiling the
+    /// queries, so a query answered from a stored snapshot compiles none.
+    pub fn version(self) -> u64 {
+        static CELLS: [OnceLock<u64>; 6] = [
+            OnceLock::new(),
+            OnceLock::new(),
+            OnceLock::new(),
+            OnceLock::new(),
+            OnceLock::new(),
+            OnceLock::new(),
+        ];
+        *CELLS[self as usize].get_or_init(|| {
+            let (tags, imports) = self.sources();
+            fnv1a(&[
+                tags.as_bytes(),
+                imports.as_bytes(),
+                &self.grammar().abi_version().to_le_bytes(),
+                self.name().as_bytes(),
+                super::extract::EXTRACTOR_VERSION.as_bytes(),
+            ])
+        })
+    }
+
     /// Returns the compiled queries, compiling them on first use.
     pub fn queries(self) -> Result<&'static LangQueries, NavError> {
         static CELLS: [OnceLock<Result<LangQueries, String>>; 6] = [
@@ -249,13 +273,7 @@ impl Lang {
         let compiled = slot.get_or_init(|| {
             let grammar = self.grammar();
             let (tags, imports) = self.sources();
-            let version = fnv1a(&[
-                tags.as_bytes(),
-                imports.as_bytes(),
-                &grammar.abi_version().to_le_bytes(),
-                self.name().as_bytes(),
-                super::extract::EXTRACTOR_VERSION.as_bytes(),
-            ]);
+            let version = self.version();
             let text = format!("{tags}\n{imports}");
             let query = match Query::new(&grammar, &text) {
                 Ok(q) => q,

@@ -90,7 +90,7 @@ pub fn view_key<'a>(
     let mut versions: Vec<[u8; 8]> = Vec::new();
     let mut names: Vec<(&str, &str)> = Vec::new();
     for (path, oid, lang) in files {
-        versions.push(lang.queries()?.version.to_le_bytes());
+        versions.push(lang.version().to_le_bytes());
         names.push((path, oid));
     }
     let mut parts: Vec<&[u8]> = Vec::with_capacity(names.len() * 3);
