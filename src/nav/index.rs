@@ -87,11 +87,16 @@ pub struct Index {
     unparsed: usize,
     /// Set for one-shot queries ([`Index::scope_refs_to_mentions`]): references of a name are
     /// read from the files whose contents mention it only, per name asked.
-    refs_by_mention: Option<std::sync::Mutex<RefsByName>>,
+    refs_by_mention: Option<std::sync::Mutex<Mentions>>,
 }
 
-/// References found per name: (file, reference number).
-type RefsByName = HashMap<String, Vec<(u32, u32)>>;
+/// What one-shot queries found per name: the files whose contents mention it, and its
+/// references there as (file, reference number).
+#[derive(Default)]
+struct Mentions {
+    files: HashMap<String, Vec<u32>>,
+    refs: HashMap<String, Vec<(u32, u32)>>,
+}
 
 /// Fewer blobs to parse than this, and a query-driven refresh parses them all.
 const QUICK_MIN_JOBS: usize = 200;
@@ -564,12 +569,12 @@ impl Index {
     /// Returns every reference named `name` as (file, reference number).
     pub(crate) fn refs_named(&self, name: &str) -> Vec<(u32, u32)> {
         if let Some(scoped) = &self.refs_by_mention {
-            let mut known = scoped.lock().unwrap_or_else(|p| p.into_inner());
-            if let Some(found) = known.get(name) {
+            let lock = || scoped.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(found) = lock().refs.get(name) {
                 return found.clone();
             }
             let found = self.mentioned_refs(name);
-            known.insert(name.to_string(), found.clone());
+            lock().refs.insert(name.to_string(), found.clone());
             return found;
         }
         let table = self.ref_names.get_or_init(|| {
@@ -586,22 +591,36 @@ impl Index {
         table.get(name).cloned().unwrap_or_default()
     }
 
-    /// Returns the references named `name` in the files whose contents mention it.
-    fn mentioned_refs(&self, name: &str) -> Vec<(u32, u32)> {
+    /// Returns the files whose contents mention the word `name` (every file when the index
+    /// is not scoped to mentions, see [`Index::scope_refs_to_mentions`]), remembered per name.
+    pub(crate) fn files_mentioning(&self, name: &str) -> Vec<u32> {
+        let Some(scoped) = &self.refs_by_mention else {
+            return (0..self.files.len() as u32).collect();
+        };
+        let lock = || scoped.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(found) = lock().files.get(name) {
+            return found.clone();
+        }
         let Ok(matcher) =
             regex_automata::meta::Regex::new(&format!(r"(?-u:\b){}(?-u:\b)", regex_escape(name)))
         else {
             return Vec::new();
         };
+        let found: Vec<u32> = (0..self.files.len() as u32)
+            .filter(|fi| {
+                self.read_source(*fi)
+                    .map(|data| matcher.is_match(data.as_slice()))
+                    .unwrap_or(true)
+            })
+            .collect();
+        lock().files.insert(name.to_string(), found.clone());
+        found
+    }
+
+    /// Returns the references named `name` in the files whose contents mention it.
+    fn mentioned_refs(&self, name: &str) -> Vec<(u32, u32)> {
         let mut out = Vec::new();
-        for fi in 0..self.files.len() as u32 {
-            let mentions = self
-                .read_source(fi)
-                .map(|data| matcher.is_match(data.as_slice()))
-                .unwrap_or(true);
-            if !mentions {
-                continue;
-            }
+        for fi in self.files_mentioning(name) {
             for (ri, r) in self.refs_of(fi).iter().enumerate() {
                 if r.name == name {
                     out.push((fi, ri as u32));

@@ -344,7 +344,10 @@ impl Index {
         let mut i = 0;
         while i < names.len() && names.len() < 64 {
             let n = names[i].clone();
-            for f in &self.files {
+            // An import of `n` mentions it: a one-shot query reads the facts of those files
+            // only, not every file's.
+            for fi in self.files_mentioning(&n) {
+                let f = &self.files[fi as usize];
                 for imp in &f.facts.imports {
                     if imp.name == n && !imp.alias.is_empty() && !names.contains(&imp.alias) {
                         names.push(imp.alias.clone());
@@ -413,7 +416,15 @@ impl Index {
             out.extend(self.impl_sites(targets, &names, &mut lines));
         }
         if keep_kind("import") {
-            for (fi, f) in self.files.iter().enumerate() {
+            // An import of one of the names mentions it (see `files_mentioning`).
+            let mut files: Vec<u32> = names
+                .iter()
+                .flat_map(|n| self.files_mentioning(n))
+                .collect();
+            files.sort_unstable();
+            files.dedup();
+            for fi in files {
+                let f = &self.files[fi as usize];
                 for imp in &f.facts.imports {
                     if !names.contains(&imp.name) && !names.contains(&imp.alias) {
                         continue;
@@ -422,7 +433,7 @@ impl Index {
                     if imp.kind == ImportKind::Name {
                         o = self
                             .resolve_unqualified(
-                                fi as u32,
+                                fi,
                                 &imp.alias,
                                 imp.span.start_byte,
                                 None,
@@ -432,7 +443,7 @@ impl Index {
                     }
                     if o.defs.iter().any(|d| targets.contains(d)) {
                         out.push(self.ref_location(
-                            fi as u32,
+                            fi,
                             imp.span,
                             "import",
                             name,
