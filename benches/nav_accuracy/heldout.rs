@@ -57,16 +57,17 @@ fn sdists() -> Option<PathBuf> {
     have(&dir).then_some(dir)
 }
 
-/// Returns the package's modules, largest first (ties by path), as repository paths.
-fn largest_modules(repo: &Path, package_dir: &Path, n: usize) -> Vec<String> {
+/// Returns the files ending in `.ext` under the directories `roots` of `repo`, largest first
+/// (ties by path), as repository paths; at most `n`.
+pub fn largest_files(repo: &Path, roots: &[PathBuf], ext: &str, n: usize) -> Vec<String> {
     let mut files: Vec<(u64, String)> = Vec::new();
-    let mut dirs = vec![package_dir.to_path_buf()];
+    let mut dirs = roots.to_vec();
     while let Some(d) = dirs.pop() {
         for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
             let p = e.path();
             if p.is_dir() {
                 dirs.push(p);
-            } else if p.extension().is_some_and(|x| x == "py") {
+            } else if p.extension().is_some_and(|x| x == ext) {
                 let size = e.metadata().map(|m| m.len()).unwrap_or(0);
                 let rel = p.strip_prefix(repo).unwrap().to_string_lossy().into_owned();
                 files.push((size, rel));
@@ -115,7 +116,7 @@ pub fn run(tmp: &Path) {
             .into_iter()
             .find(|d| d.is_dir())
             .unwrap();
-        let eval = largest_modules(&dest, &package_dir, FILES_PER_PACKAGE);
+        let eval = largest_files(&dest, &[package_dir], "py", FILES_PER_PACKAGE);
         let mut args = vec![
             oracle.to_str().unwrap().to_string(),
             dest.to_str().unwrap().to_string(),

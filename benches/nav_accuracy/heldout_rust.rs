@@ -146,22 +146,7 @@ fn largest_sources(repo: &Path, members: &[(&str, &str)], n: usize) -> Vec<Strin
             .map(|(m, _)| repo.join(m).join("src"))
             .collect()
     };
-    let mut files: Vec<(u64, String)> = Vec::new();
-    let mut dirs = roots;
-    while let Some(d) = dirs.pop() {
-        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                dirs.push(p);
-            } else if p.extension().is_some_and(|x| x == "rs") {
-                let size = e.metadata().map(|m| m.len()).unwrap_or(0);
-                let rel = p.strip_prefix(repo).unwrap().to_string_lossy().into_owned();
-                files.push((size, rel));
-            }
-        }
-    }
-    files.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-    files.into_iter().take(n).map(|(_, p)| p).collect()
+    super::heldout::largest_files(repo, &roots, "rs", n)
 }
 
 /// Scores every held-out Rust repository and the sum over them.

@@ -432,13 +432,7 @@ impl Index {
                     let mut o = Outcome::default();
                     if imp.kind == ImportKind::Name {
                         o = self
-                            .resolve_unqualified(
-                                fi,
-                                &imp.alias,
-                                imp.span.start_byte,
-                                None,
-                                0,
-                            )
+                            .resolve_unqualified(fi, &imp.alias, imp.span.start_byte, None, 0)
                             .unwrap_or_default();
                     }
                     if o.defs.iter().any(|d| targets.contains(d)) {
