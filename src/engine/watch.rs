@@ -56,8 +56,10 @@ struct Epochs {
 struct RunRefs {
     watch: RefWatch,
     common: PathBuf,
-    /// Branch file name → packet and full ref name.
-    packets: HashMap<String, (String, String)>,
+    /// Packet → its branch's full ref name.
+    branches: HashMap<String, String>,
+    /// Branch file name (what the watch's events name) → packet.
+    by_file: HashMap<String, String>,
     /// Packet → its branch's tip as the engine left it (absent: no branch).
     tips: Mutex<HashMap<String, String>>,
 }
@@ -88,7 +90,7 @@ impl Activity {
         let Some(watch) = RefWatch::new(common, &dir) else {
             return self;
         };
-        let mut packets = HashMap::new();
+        let (mut branches, mut by_file) = (HashMap::new(), HashMap::new());
         for rec in records {
             let full = format!("refs/heads/{}", rec.branch);
             if let Some(leaf) = common
@@ -98,19 +100,21 @@ impl Activity {
                 .and_then(Path::to_str)
                 && !leaf.contains('/')
             {
-                packets.insert(leaf.to_string(), (rec.id.clone(), full));
+                by_file.insert(leaf.to_string(), rec.id.clone());
+                branches.insert(rec.id.clone(), full);
             }
         }
-        let names: Vec<&str> = packets.values().map(|(_, full)| full.as_str()).collect();
+        let names: Vec<&str> = branches.values().map(String::as_str).collect();
         let found = crate::git::ref_tips_named(common, &names);
-        let tips = packets
-            .values()
+        let tips = branches
+            .iter()
             .filter_map(|(id, full)| Some((id.clone(), found.get(full.as_str())?.clone())))
             .collect();
         self.refs = Some(RunRefs {
             watch,
             common: common.to_path_buf(),
-            packets,
+            branches,
+            by_file,
             tips: Mutex::new(tips),
         });
         self
@@ -127,7 +131,7 @@ impl Activity {
     /// Marks the pipeline of `packet`, whose worktree is `worktree`, as ended.
     pub(crate) fn end(&self, packet: &str, worktree: &Path) {
         if let Some(refs) = &self.refs
-            && let Some((_, full)) = refs.packets.values().find(|(id, _)| id == packet)
+            && let Some(full) = refs.branches.get(packet)
         {
             let tip = crate::git::ref_tips_named(&refs.common, &[full.as_str()]);
             let mut tips = refs.tips.lock().unwrap_or_else(|p| p.into_inner());
@@ -201,13 +205,16 @@ impl Activity {
         let Some(refs) = &self.refs else {
             return Vec::new();
         };
-        let candidates: Vec<&(String, String)> = match refs.watch.touched_since(mark) {
-            Touched::Names(names) => names.iter().filter_map(|n| refs.packets.get(n)).collect(),
-            Touched::Unknown => refs.packets.values().collect(),
+        let candidates: Vec<(&String, &String)> = match refs.watch.touched_since(mark) {
+            Touched::Names(names) => names
+                .iter()
+                .filter_map(|n| refs.branches.get_key_value(refs.by_file.get(n)?))
+                .collect(),
+            Touched::Unknown => refs.branches.iter().collect(),
         };
-        let candidates: Vec<&(String, String)> = candidates
+        let candidates: Vec<(&String, &String)> = candidates
             .into_iter()
-            .filter(|(id, _)| id != packet)
+            .filter(|(id, _)| *id != packet)
             .collect();
         let names: Vec<&str> = candidates.iter().map(|(_, full)| full.as_str()).collect();
         let now = crate::git::ref_tips_named(&refs.common, &names);

@@ -33,18 +33,40 @@ struct State {
     overflow: u64,
 }
 
+/// The events that name a directory's entries being created, written, moved or deleted, or the
+/// directory itself going away; a directory only, its symlink not followed.
+const DIR_CHANGES: u32 = libc::IN_CLOSE_WRITE
+    | libc::IN_CREATE
+    | libc::IN_DELETE
+    | libc::IN_MOVED_FROM
+    | libc::IN_MOVED_TO
+    | libc::IN_DELETE_SELF
+    | libc::IN_MOVE_SELF
+    | libc::IN_ONLYDIR
+    | libc::IN_DONT_FOLLOW;
+
+/// Returns a new non-blocking inotify descriptor, or `None` where inotify is unavailable.
+fn inotify() -> Option<OwnedFd> {
+    // SAFETY: inotify_init1 has no preconditions; a non-negative result is a descriptor
+    // this process owns.
+    let fd = unsafe { libc::inotify_init1(libc::IN_NONBLOCK | libc::IN_CLOEXEC) };
+    // SAFETY: `fd` was just returned by inotify_init1 and is owned by nobody else.
+    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Adds a watch on `dir` for the events `mask` to `fd`; returns its descriptor.
+fn add_watch(fd: &OwnedFd, dir: &Path, mask: u32) -> Option<i32> {
+    let c = CString::new(dir.as_os_str().as_bytes()).ok()?;
+    // SAFETY: a valid descriptor and a NUL-terminated path.
+    let wd = unsafe { libc::inotify_add_watch(fd.as_raw_fd(), c.as_ptr(), mask) };
+    (wd >= 0).then_some(wd)
+}
+
 impl IdleWatch {
     /// Returns a watcher, or `None` where inotify is unavailable.
     pub(crate) fn new() -> Option<IdleWatch> {
-        // SAFETY: inotify_init1 has no preconditions; a non-negative result is a descriptor
-        // this process owns.
-        let fd = unsafe { libc::inotify_init1(libc::IN_NONBLOCK | libc::IN_CLOEXEC) };
-        if fd < 0 {
-            return None;
-        }
         Some(IdleWatch {
-            // SAFETY: `fd` was just returned by inotify_init1 and is owned by nobody else.
-            fd: unsafe { OwnedFd::from_raw_fd(fd) },
+            fd: inotify()?,
             state: Mutex::new(State::default()),
         })
     }
@@ -56,28 +78,12 @@ impl IdleWatch {
         let mut state = self.lock();
         let mut complete = true;
         let mut stack = vec![worktree.to_path_buf()];
-        let mask = libc::IN_MODIFY
-            | libc::IN_ATTRIB
-            | libc::IN_CLOSE_WRITE
-            | libc::IN_CREATE
-            | libc::IN_DELETE
-            | libc::IN_MOVED_FROM
-            | libc::IN_MOVED_TO
-            | libc::IN_DELETE_SELF
-            | libc::IN_MOVE_SELF
-            | libc::IN_ONLYDIR
-            | libc::IN_DONT_FOLLOW;
+        let mask = DIR_CHANGES | libc::IN_MODIFY | libc::IN_ATTRIB;
         while let Some(dir) = stack.pop() {
-            let Ok(c) = CString::new(dir.as_os_str().as_bytes()) else {
+            let Some(wd) = add_watch(&self.fd, &dir, mask) else {
                 complete = false;
                 continue;
             };
-            // SAFETY: a valid descriptor and a NUL-terminated path.
-            let wd = unsafe { libc::inotify_add_watch(self.fd.as_raw_fd(), c.as_ptr(), mask) };
-            if wd < 0 {
-                complete = false;
-                continue;
-            }
             state.dirs.insert(wd, (packet.to_string(), dir.clone()));
             state
                 .by_packet
@@ -244,31 +250,9 @@ impl RefWatch {
         if common.join("reftable").exists() || std::fs::create_dir_all(branches).is_err() {
             return None;
         }
-        // SAFETY: inotify_init1 has no preconditions; a non-negative result is a descriptor
-        // this process owns.
-        let fd = unsafe { libc::inotify_init1(libc::IN_NONBLOCK | libc::IN_CLOEXEC) };
-        if fd < 0 {
-            return None;
-        }
-        // SAFETY: `fd` was just returned by inotify_init1 and is owned by nobody else.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-        let mask = libc::IN_CLOSE_WRITE
-            | libc::IN_CREATE
-            | libc::IN_DELETE
-            | libc::IN_MOVED_FROM
-            | libc::IN_MOVED_TO
-            | libc::IN_DELETE_SELF
-            | libc::IN_MOVE_SELF
-            | libc::IN_ONLYDIR
-            | libc::IN_DONT_FOLLOW;
-        let add = |dir: &Path| -> Option<i32> {
-            let c = CString::new(dir.as_os_str().as_bytes()).ok()?;
-            // SAFETY: a valid descriptor and a NUL-terminated path.
-            let wd = unsafe { libc::inotify_add_watch(fd.as_raw_fd(), c.as_ptr(), mask) };
-            (wd >= 0).then_some(wd)
-        };
-        let branches_wd = add(branches)?;
-        let common_wd = add(common)?;
+        let fd = inotify()?;
+        let branches_wd = add_watch(&fd, branches, DIR_CHANGES)?;
+        let common_wd = add_watch(&fd, common, DIR_CHANGES)?;
         Some(RefWatch {
             fd,
             branches_wd,

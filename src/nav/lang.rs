@@ -239,14 +239,7 @@ impl Lang {
     /// ABI and extractor version, which keys the caches. Computed without compiling the
     /// queries, so a query answered from a stored snapshot compiles none.
     pub fn version(self) -> u64 {
-        static CELLS: [OnceLock<u64>; 6] = [
-            OnceLock::new(),
-            OnceLock::new(),
-            OnceLock::new(),
-            OnceLock::new(),
-            OnceLock::new(),
-            OnceLock::new(),
-        ];
+        static CELLS: [OnceLock<u64>; 6] = [const { OnceLock::new() }; 6];
         *CELLS[self as usize].get_or_init(|| {
             let (tags, imports) = self.sources();
             fnv1a(&[
@@ -261,14 +254,7 @@ impl Lang {
 
     /// Returns the compiled queries, compiling them on first use.
     pub fn queries(self) -> Result<&'static LangQueries, NavError> {
-        static CELLS: [OnceLock<Result<LangQueries, String>>; 6] = [
-            OnceLock::new(),
-            OnceLock::new(),
-            OnceLock::new(),
-            OnceLock::new(),
-            OnceLock::new(),
-            OnceLock::new(),
-        ];
+        static CELLS: [OnceLock<Result<LangQueries, String>>; 6] = [const { OnceLock::new() }; 6];
         let slot = &CELLS[self as usize];
         let compiled = slot.get_or_init(|| {
             let grammar = self.grammar();
