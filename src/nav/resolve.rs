@@ -112,7 +112,11 @@ impl Index {
         if self.files[file as usize].lang != Lang::Rust {
             return defs;
         }
-        if r.qualifier.is_empty() {
+        let root = r.qualifier.split("::").next().unwrap_or_default();
+        if r.qualifier.contains("::") && matches!(root, "std" | "core" | "alloc") {
+            // `core::result::Result`: the standard library's, never an item here.
+            defs.clear();
+        } else if r.qualifier.is_empty() {
             if self.rust_scope_is_known(file, r) {
                 // `Result` beside a crate's own `type Result` is the prelude's; macros are
                 // scoped by text order, not by imports.

@@ -373,6 +373,7 @@ fn rust_scope_rules_decide_between_namesakes() {
                 "mod buf;\n",                                          // 1
                 "mod other;\n",                                        // 2
                 "pub type Result<T> = core::result::Result<T, ()>;\n", // 3
+                "pub fn run() -> Result<u8> { Ok(1) }\n",              // 4
             ),
         ),
         (
@@ -405,8 +406,9 @@ fn rust_scope_rules_decide_between_namesakes() {
     // `Result` in a module that neither defines nor imports the crate's alias is the
     // prelude's: no definition here, and no candidate.
     assert_eq!(def("src/other.rs", "Result", 1), Vec::<String>::new());
+    // The crate's own use is its reference, the other module's is not even a candidate.
     let refs = places(&idx.references("Result").unwrap());
-    assert!(!refs.contains(&"src/other.rs:1".to_string()), "{refs:?}");
+    assert_eq!(refs, vec!["src/lib.rs:4"]);
     // A wrapper's call on what it wraps: the trait's method first.
     assert_eq!(def("src/buf.rs", "remaining", 10)[0], "src/buf.rs:3");
     // `Self::Chunk` in a trait impl is the trait's associated type.
