@@ -143,6 +143,23 @@ pub struct Tally {
     /// References as `--json` lists them by default: the resolved places only.
     json_tp: usize,
     json_ours: usize,
+    /// Bytes of the references answers as the agent tools give them by default, and of
+    /// `git grep -n -w NAME` for the same names.
+    default_bytes: usize,
+    grep_bytes: usize,
+    /// Implementations: queries, right places, places given, places expected; and the
+    /// resolved places only (what `--json` lists).
+    impl_queries: usize,
+    impl_tp: usize,
+    impl_ours: usize,
+    impl_exp: usize,
+    impl_json_tp: usize,
+    impl_json_ours: usize,
+    /// Imports: files asked, right edges, edges given, edges expected.
+    import_files: usize,
+    import_tp: usize,
+    import_ours: usize,
+    import_exp: usize,
 }
 
 impl Tally {
@@ -160,6 +177,18 @@ impl Tally {
         self.ref_exp += o.ref_exp;
         self.json_tp += o.json_tp;
         self.json_ours += o.json_ours;
+        self.default_bytes += o.default_bytes;
+        self.grep_bytes += o.grep_bytes;
+        self.impl_queries += o.impl_queries;
+        self.impl_tp += o.impl_tp;
+        self.impl_ours += o.impl_ours;
+        self.impl_exp += o.impl_exp;
+        self.impl_json_tp += o.impl_json_tp;
+        self.impl_json_ours += o.impl_json_ours;
+        self.import_files += o.import_files;
+        self.import_tp += o.import_tp;
+        self.import_ours += o.import_ours;
+        self.import_exp += o.import_exp;
     }
 
     /// Prints the figures: top-answer precision and recall, precision over every answer
@@ -180,7 +209,40 @@ impl Tally {
             self.ref_queries
         );
         print_json_refs(self.json_tp, self.json_ours, self.ref_exp);
+        println!(
+            "references' bytes as the agent tools answer by default: {:.1}% of grep -w's",
+            100.0 * self.default_bytes as f64 / self.grep_bytes.max(1) as f64
+        );
+        self.print_impls_imports();
     }
+
+    /// Prints implementations' and imports' figures, when the set has them.
+    fn print_impls_imports(&self) {
+        if self.impl_queries > 0 {
+            let (p, r) = prf(self.impl_tp, self.impl_ours, self.impl_exp);
+            let (jp, jr) = prf(self.impl_json_tp, self.impl_json_ours, self.impl_exp);
+            println!(
+                "implementations: {} queries, {} places expected, precision {p:.3}, recall {r:.3}, F1 {:.3}; resolved only: precision {jp:.3}, recall {jr:.3}, F1 {:.3}",
+                self.impl_queries,
+                self.impl_exp,
+                f1(p, r),
+                f1(jp, jr)
+            );
+        }
+        if self.import_files > 0 {
+            let (p, r) = prf(self.import_tp, self.import_ours, self.import_exp);
+            println!(
+                "imports: {} files, {} edges expected, precision {p:.3}, recall {r:.3}, F1 {:.3}",
+                self.import_files,
+                self.import_exp,
+                f1(p, r)
+            );
+        }
+    }
+}
+
+fn f1(p: f64, r: f64) -> f64 {
+    2.0 * p * r / (p + r).max(1e-9)
 }
 
 /// Prints references' figures over the resolved places only (what `--json` lists unless
@@ -325,6 +387,8 @@ fn score(label: &str, repo: &Path, index: &Index, expected: &serde_json::Value) 
     tally.ref_tp = tp;
     tally.ref_ours = ours_n;
     tally.ref_exp = exp_n;
+    tally.default_bytes = default_bytes;
+    tally.grep_bytes = grep_bytes;
     let pct = |n: usize| 100.0 * n as f64 / grep_bytes.max(1) as f64;
     println!(
         "bytes: grep -w {grep_bytes}; ours with source lines {our_bytes} ({:.1}%), locations only {our_loc_bytes} ({:.1}%), as the agent tools answer by default (budget {DEFAULT_MAX_CHARS} characters) {default_bytes} ({:.1}%)",
@@ -332,5 +396,78 @@ fn score(label: &str, repo: &Path, index: &Index, expected: &serde_json::Value) 
         pct(our_loc_bytes),
         pct(default_bytes)
     );
+    score_impls(index, expected, verbose, &mut tally);
+    score_imports(index, expected, verbose, &mut tally);
+    tally.print_impls_imports();
     tally
+}
+
+/// Scores implementations at the oracle's sites (`expected["impls"]`: file, line, col, name
+/// and the expected [path, line] pairs, the declaration itself left out).
+fn score_impls(index: &Index, expected: &serde_json::Value, verbose: bool, tally: &mut Tally) {
+    for q in expected["impls"].as_array().into_iter().flatten() {
+        let file = q["file"].as_str().unwrap();
+        let line = q["line"].as_u64().unwrap() as u32;
+        let name = q["name"].as_str().unwrap();
+        let exp = pairs(&q["expected"]);
+        let at = At {
+            path: file.to_string(),
+            line,
+            col: q["col"].as_u64().map(|c| c as u32),
+        };
+        let locs = index
+            .implementations_at(Some(name), Some(&at))
+            .unwrap_or_default();
+        let ours: BTreeSet<(String, u32)> = locs.iter().map(|l| (l.path.clone(), l.line)).collect();
+        let resolved: BTreeSet<(String, u32)> = locs
+            .iter()
+            .filter(|l| l.resolution == Resolution::Resolved)
+            .map(|l| (l.path.clone(), l.line))
+            .collect();
+        if verbose && ours != exp {
+            let extra: Vec<_> = ours.difference(&exp).collect();
+            let missed: Vec<_> = exp.difference(&ours).collect();
+            println!("impls {name} ({file}:{line}): extra {extra:?} missed {missed:?}");
+        }
+        tally.impl_queries += 1;
+        tally.impl_tp += ours.intersection(&exp).count();
+        tally.impl_ours += ours.len();
+        tally.impl_exp += exp.len();
+        tally.impl_json_tp += resolved.intersection(&exp).count();
+        tally.impl_json_ours += resolved.len();
+    }
+}
+
+/// Scores a file's imports (`expected["imports"]`: file and the expected [module as written,
+/// file it resolves to or ""] pairs) against `Index::imports_of`.
+fn score_imports(index: &Index, expected: &serde_json::Value, verbose: bool, tally: &mut Tally) {
+    for q in expected["imports"].as_array().into_iter().flatten() {
+        let file = q["file"].as_str().unwrap();
+        let exp: BTreeSet<(String, String)> = q["expected"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                (
+                    e[0].as_str().unwrap().to_string(),
+                    e[1].as_str().unwrap_or("").to_string(),
+                )
+            })
+            .collect();
+        let ours: BTreeSet<(String, String)> = index
+            .imports_of(file)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|e| (e.module, e.target.unwrap_or_default()))
+            .collect();
+        if verbose && ours != exp {
+            let extra: Vec<_> = ours.difference(&exp).collect();
+            let missed: Vec<_> = exp.difference(&ours).collect();
+            println!("imports {file}: extra {extra:?} missed {missed:?}");
+        }
+        tally.import_files += 1;
+        tally.import_tp += ours.intersection(&exp).count();
+        tally.import_ours += ours.len();
+        tally.import_exp += exp.len();
+    }
 }

@@ -3,9 +3,14 @@
 // not by grep.
 //
 // Usage: node ts_oracle.js TYPESCRIPT_MODULE_DIR REPO < sites.json > expected.json
-// sites.json: {"defs": [{file, line, col, name}], "refs": [{file, line, col, name}]}
-// (1-based line and column). Only answers inside REPO count; aliases and re-exports are
-// followed to the declaration, as the language service does.
+// sites.json: {"defs": [{file, line, col, name}], "refs": [...], "impls": [...],
+// "imports": [file]} (1-based line and column). Only answers inside REPO count; aliases and
+// re-exports are followed to the declaration, as the language service does. Implementations
+// are the classes and interfaces the language service's go-to-implementation gives at a class
+// or interface name, the declaration itself left out (it also lists values typed as an
+// interface, which are not types); imports are every static import, `export … from` and
+// `import x = require()` of a file with the file the compiler resolves its specifier to
+// (null when outside REPO or unresolved).
 "use strict";
 const fs = require("fs");
 const path = require("path");
@@ -75,4 +80,54 @@ for (const s of sites.refs) {
   const exp = uniq(got.flatMap((g) => g.references).map((r) => [rel(r.fileName), lineOf(r.fileName, r.textSpan.start)]));
   if (exp.length) refs.push({ ...s, expected: exp });
 }
-process.stdout.write(JSON.stringify({ defs, refs }));
+// The start of every class and interface declaration's name in a file.
+const typeNameCache = new Map();
+function typeNames(fileName) {
+  if (!typeNameCache.has(fileName)) {
+    const starts = new Set();
+    const sf = program.getSourceFile(fileName);
+    const visit = (node) => {
+      if ((ts.isClassLike(node) || ts.isInterfaceDeclaration(node)) && node.name) starts.add(node.name.getStart(sf));
+      ts.forEachChild(node, visit);
+    };
+    if (sf) visit(sf);
+    typeNameCache.set(fileName, starts);
+  }
+  return typeNameCache.get(fileName);
+}
+const impls = [];
+for (const s of sites.impls || []) {
+  const at = locate(s);
+  if (!at) continue;
+  const got = service.getImplementationAtPosition(at.abs, at.pos) || [];
+  const types = got.filter((g) => typeNames(g.fileName).has(g.textSpan.start));
+  const exp = uniq(types.map((g) => [rel(g.fileName), lineOf(g.fileName, g.textSpan.start)])).filter(
+    (p) => !(p[0] === s.file && p[1] === s.line),
+  );
+  impls.push({ ...s, expected: exp });
+}
+function specifiers(sf) {
+  const out = [];
+  for (const st of sf.statements) {
+    let spec = null;
+    if ((ts.isImportDeclaration(st) || ts.isExportDeclaration(st)) && st.moduleSpecifier) spec = st.moduleSpecifier;
+    else if (ts.isImportEqualsDeclaration(st) && ts.isExternalModuleReference(st.moduleReference)) spec = st.moduleReference.expression;
+    if (spec && ts.isStringLiteral(spec)) out.push(spec.text);
+  }
+  return out;
+}
+const imports = [];
+for (const file of sites.imports || []) {
+  const abs = path.join(repo, file);
+  const sf = program.getSourceFile(abs);
+  if (!sf) continue;
+  const exp = uniq(
+    specifiers(sf).map((spec) => {
+      const r = ts.resolveModuleName(spec, abs, options, ts.sys).resolvedModule;
+      const target = r && !r.isExternalLibraryImport ? rel(r.resolvedFileName) : null;
+      return [spec, target === null ? "" : target];
+    }),
+  );
+  imports.push({ file, expected: exp });
+}
+process.stdout.write(JSON.stringify({ defs, refs, impls, imports }));

@@ -141,6 +141,85 @@ fn decl_sites(text: &str, file: &str, max: usize) -> Vec<serde_json::Value> {
     out
 }
 
+/// Returns the words following `extends` or `implements` anywhere in the repository's sources
+/// (`class A extends B implements C, D<E>` gives B, C, D): the types something names as its base.
+fn named_bases(repo: &Path) -> BTreeSet<String> {
+    let mut files = Vec::new();
+    ts_files(repo, repo, &mut files);
+    let mut out = BTreeSet::new();
+    for f in files {
+        let text = std::fs::read_to_string(repo.join(&f)).unwrap();
+        for line in text.lines() {
+            for clause in ["extends ", "implements "] {
+                for (i, _) in line.match_indices(clause) {
+                    let rest = &line[i + clause.len()..];
+                    let rest = rest.split(['{', '=', '(']).next().unwrap_or("");
+                    let rest = rest.split(" implements ").next().unwrap_or("");
+                    for item in rest.split(',') {
+                        let word: String = item
+                            .trim()
+                            .chars()
+                            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '$')
+                            .collect();
+                        if !word.is_empty() {
+                            out.insert(word);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Returns the class and interface declarations of `text` as implementation queries: those
+/// `bases` names (at most `max_based`), then others evenly spaced (at most `max`).
+fn type_sites(
+    text: &str,
+    file: &str,
+    bases: &BTreeSet<String>,
+    max_based: usize,
+    max: usize,
+) -> Vec<serde_json::Value> {
+    let all = type_decls(text, file);
+    let (based, other): (Vec<_>, Vec<_>) = all
+        .into_iter()
+        .partition(|v| bases.contains(v["name"].as_str().unwrap()));
+    let step = other.len().div_ceil(max.max(1)).max(1);
+    based
+        .into_iter()
+        .take(max_based)
+        .chain(other.into_iter().step_by(step).take(max))
+        .collect()
+}
+
+/// Returns every class and interface declaration of `text`.
+fn type_decls(text: &str, file: &str) -> Vec<serde_json::Value> {
+    const MODIFIERS: &[&str] = &["export ", "default ", "declare ", "abstract "];
+    let mut all = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let mut rest = line;
+        while let Some(m) = MODIFIERS.iter().find(|m| rest.starts_with(**m)) {
+            rest = &rest[m.len()..];
+        }
+        let Some(after) = rest
+            .strip_prefix("class ")
+            .or_else(|| rest.strip_prefix("interface "))
+        else {
+            continue;
+        };
+        let name: String = after
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '$')
+            .collect();
+        if !name.is_empty() {
+            let col = line.len() - after.len() + 1;
+            all.push(serde_json::json!({"file": file, "line": i + 1, "col": col, "name": name}));
+        }
+    }
+    all
+}
+
 /// Returns the source files under `dir`, relative to `root`, sorted.
 fn ts_files(root: &Path, dir: &Path, out: &mut Vec<String>) {
     let mut entries: Vec<_> = std::fs::read_dir(dir).unwrap().flatten().collect();
@@ -285,17 +364,34 @@ pub fn score_package(
     eval: &[&str],
     db: &Path,
 ) -> (super::Tally, (usize, usize)) {
-    let (mut defs, mut refs) = (Vec::new(), Vec::new());
+    let (mut defs, mut refs, mut impls) = (Vec::new(), Vec::new(), Vec::new());
+    let bases = named_bases(repo);
     for f in eval {
         let text = std::fs::read_to_string(repo.join(f)).unwrap();
         defs.extend(ident_sites(&text, f, 8));
         refs.extend(decl_sites(&text, f, 3));
+        impls.extend(type_sites(&text, f, &bases, 4, 4));
+    }
+    // Implementations: besides those, every type some `extends`/`implements` names, in every
+    // source (at most 4 per file).
+    let mut sources = Vec::new();
+    ts_files(repo, repo, &mut sources);
+    for f in sources
+        .iter()
+        .filter(|f| !f.ends_with(".d.ts") && !eval.contains(&f.as_str()))
+    {
+        let text = std::fs::read_to_string(repo.join(f)).unwrap();
+        impls.extend(type_sites(&text, f, &bases, 4, 0));
     }
     let (alias_defs, alias_refs) = alias_sites(repo);
     let aliases = (alias_defs.len(), alias_refs.len());
     defs.extend(alias_defs);
     refs.extend(alias_refs);
-    let sites = serde_json::json!({"defs": defs, "refs": refs});
+    // Imports: every source file's.
+    let mut imports = Vec::new();
+    ts_files(repo, repo, &mut imports);
+    imports.retain(|f| !f.ends_with(".d.ts"));
+    let sites = serde_json::json!({"defs": defs, "refs": refs, "impls": impls, "imports": imports});
     let oracle = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/nav_accuracy/ts_oracle.js");
     let mut child = Command::new("node")
         .arg(&oracle)

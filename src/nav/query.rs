@@ -18,6 +18,9 @@ use super::lang::Lang;
 use super::resolve::{Outcome, is_type_parameter};
 use super::target::At;
 
+/// Types followed when implementations of implementations are collected, at most.
+const MAX_IMPLEMENTATION_TYPES: usize = 512;
+
 /// One place in the code, with what is there and how it was found.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Location {
@@ -638,14 +641,55 @@ impl Index {
         self.implementations_at(Some(symbol), None)
     }
 
-    /// Returns the implementations of the types the query is about.
+    /// Returns the implementations of the types the query is about: direct ones, and the
+    /// implementations of every resolved class or interface among them (a class extending a
+    /// class that implements the interface, an interface extending it), to a fixed point.
     pub fn implementations_at(
         &self,
         symbol: Option<&str>,
         from: Option<&At>,
     ) -> Result<Vec<Location>, NavError> {
         let (targets, name) = self.target_set(symbol, from)?;
-        let names = self.alias_names(&name);
+        let mut found = self.direct_implementations(&targets, &name);
+        let mut seen = targets;
+        let mut next = 0;
+        while next < found.len() && seen.len() < MAX_IMPLEMENTATION_TYPES {
+            let (id, res, _) = &found[next];
+            next += 1;
+            let kind = self.def(*id).kind.as_str();
+            if *res != Resolution::Resolved
+                || !matches!(kind, "class" | "interface")
+                || !seen.insert(*id)
+            {
+                continue;
+            }
+            let more = self.direct_implementations(&HashSet::from([*id]), &self.def(*id).name);
+            found.extend(more);
+        }
+        let mut out: Vec<Location> = found
+            .into_iter()
+            .map(|(id, res, rel)| {
+                let mut loc = self.def_location(id, res);
+                if let Some(rel) = rel {
+                    loc.kind = format!("{} ({rel})", loc.kind);
+                }
+                loc
+            })
+            .collect();
+        out.sort_by(|a, b| (a.resolution, &a.path, a.line).cmp(&(b.resolution, &b.path, b.line)));
+        out.dedup_by(|a, b| a.path == b.path && a.line == b.line);
+        Ok(out)
+    }
+
+    /// Returns the types implementing one of `targets` (named `name`) directly: classes and
+    /// interfaces whose `extends`/`implements`/bases name it, Rust `impl` blocks; each with its
+    /// resolution and the relation's kind.
+    fn direct_implementations(
+        &self,
+        targets: &HashSet<DefId>,
+        name: &str,
+    ) -> Vec<(DefId, Resolution, Option<String>)> {
+        let names = self.alias_names(name);
         let mut out = Vec::new();
         for (fi, f) in self.files.iter().enumerate() {
             let fi = fi as u32;
@@ -689,15 +733,13 @@ impl Index {
                     })
                     .map(|s| DefId { file: fi, def: s });
                 if let Some(s) = subject {
-                    let mut loc = self.def_location(s, res);
-                    loc.kind = format!("{} ({})", loc.kind, rel.kind);
-                    out.push(loc);
+                    out.push((s, res, Some(rel.kind.clone())));
                 }
             }
         }
         // Rust: inherent and trait impl blocks of a type, resolved when the block's type
         // resolves to it.
-        for t in &targets {
+        for t in targets {
             let d = self.def(*t);
             if matches!(d.kind.as_str(), "struct" | "enum" | "type") {
                 for id in self.names.get(&d.name).map(Vec::as_slice).unwrap_or(&[]) {
@@ -707,17 +749,13 @@ impl Index {
                         continue;
                     }
                     match self.enclosing_class(id.file, Some(id.def), 0) {
-                        Some(c) if c == *t => {
-                            out.push(self.def_location(*id, Resolution::Resolved))
-                        }
+                        Some(c) if c == *t => out.push((*id, Resolution::Resolved, None)),
                         Some(_) => {}
-                        None => out.push(self.def_location(*id, Resolution::Candidate)),
+                        None => out.push((*id, Resolution::Candidate, None)),
                     }
                 }
             }
         }
-        out.sort_by(|a, b| (a.resolution, &a.path, a.line).cmp(&(b.resolution, &b.path, b.line)));
-        out.dedup_by(|a, b| a.path == b.path && a.line == b.line);
-        Ok(out)
+        out
     }
 }
