@@ -65,9 +65,11 @@ fn prf(tp: usize, ours: usize, expected: usize) -> (f64, f64) {
 }
 
 fn main() {
-    // `NAV_ACC_ONLY=heldout-rust` (or `heldout-typescript`) scores those held-out sets alone.
+    // `NAV_ACC_ONLY=heldout-rust` (or `heldout-python`, `heldout-typescript`) scores that
+    // held-out set alone.
     match std::env::var("NAV_ACC_ONLY").as_deref() {
         Ok("heldout-rust") => return heldout_rust::run(tempfile::tempdir().unwrap().path()),
+        Ok("heldout-python") => return heldout::run(tempfile::tempdir().unwrap().path()),
         Ok("heldout-typescript") => {
             return heldout::run_typescript(tempfile::tempdir().unwrap().path());
         }
@@ -112,7 +114,9 @@ fn main() {
     let oracle = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/nav_accuracy/jedi_oracle.py");
     let mut args = vec![oracle.to_str().unwrap(), repo.to_str().unwrap()];
     args.extend(EVAL);
-    let expected: serde_json::Value = serde_json::from_slice(&sh(&repo, "python3", &args)).unwrap();
+    let mut expected: serde_json::Value =
+        serde_json::from_slice(&sh(&repo, "python3", &args)).unwrap();
+    add_python_imports(&repo, &mut expected);
 
     let mut index = Index::open_with_cache(&repo, &tmp.path().join("nav.db")).unwrap();
     index.refresh().unwrap();
@@ -253,6 +257,20 @@ fn print_json_refs(tp: usize, ours: usize, expected: usize) {
     println!(
         "references, resolved only (as --json lists them): precision {p:.3}, recall {r:.3}, F1 {f1:.3}"
     );
+}
+
+/// Adds the imports of every Python file of `repo`, resolved by the interpreter's import
+/// machinery (`import_oracle.py`), to `expected`.
+fn add_python_imports(repo: &Path, expected: &mut serde_json::Value) {
+    let oracle =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/nav_accuracy/import_oracle.py");
+    let imports: serde_json::Value = serde_json::from_slice(&sh(
+        repo,
+        "python3",
+        &[oracle.to_str().unwrap(), repo.to_str().unwrap()],
+    ))
+    .unwrap();
+    expected["imports"] = imports["imports"].clone();
 }
 
 /// Builds a committed git repository at `repo` from its current files.

@@ -123,8 +123,9 @@ pub fn run(tmp: &Path) {
         ];
         args.extend(eval.iter().cloned());
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let expected: serde_json::Value =
+        let mut expected: serde_json::Value =
             serde_json::from_slice(&super::sh(&dest, "python3", &args)).unwrap();
+        super::add_python_imports(&dest, &mut expected);
         let mut index =
             Index::open_with_cache(&dest, &tmp.join(format!("nav-{import}.db"))).unwrap();
         index.refresh().unwrap();

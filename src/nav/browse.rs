@@ -14,7 +14,7 @@ use super::resolve::is_type_parameter;
 /// reach (resolution follows them all), but only these are labelled re-exports.
 fn python_reexport(path: &str, imp: &super::facts::Import) -> bool {
     let init = path.ends_with("__init__.py") || path.ends_with("__init__.pyi");
-    init && imp.kind != ImportKind::Module
+    init && imp.kind != ImportKind::Module && imp.module != "__future__"
 }
 
 /// Returns true if and only if an import binds a name other than the one it imports (`import

@@ -33,6 +33,17 @@ pub struct ModuleTable {
     ts_configs: Vec<TsConfig>,
 }
 
+/// Returns the directories holding an `__init__.py` (or `.pyi`): the regular packages.
+fn python_packages(files: &[FileEntry]) -> std::collections::HashSet<&str> {
+    files
+        .iter()
+        .filter(|f| f.lang == Lang::Python)
+        .filter(|f| f.path.ends_with("__init__.py") || f.path.ends_with("__init__.pyi"))
+        .map(|f| dir_of(&f.path))
+        .filter(|d| !d.is_empty())
+        .collect()
+}
+
 /// Returns the directory part of a path (empty at the root).
 pub fn dir_of(path: &str) -> &str {
     path.rsplit_once('/').map_or("", |(d, _)| d)
@@ -81,6 +92,7 @@ impl ModuleTable {
             ts_configs: manifests.ts_configs.clone(),
             ..ModuleTable::default()
         };
+        let packages = python_packages(files);
         for (i, f) in files.iter().enumerate() {
             let i = i as u32;
             t.paths.insert(f.path.clone(), i);
@@ -96,8 +108,15 @@ impl ModuleTable {
                         .trim_end_matches(".pyi")
                         .trim_end_matches(".py")
                         .trim_end_matches("/__init__");
+                    // `a/b/c.py` is `a.b.c` from the root, `b.c` when `a/` is on the search
+                    // path, `c` when `a/b/` is: each dotted suffix whose first part is not
+                    // inside a regular package (`flask/typing.py` is never `typing`, which is
+                    // the standard library's).
                     let parts: Vec<&str> = stem.split('/').collect();
                     for k in 0..parts.len() {
+                        if k > 0 && packages.contains(parts[..k].join("/").as_str()) {
+                            continue;
+                        }
                         t.python.entry(parts[k..].join(".")).or_default().push(i);
                     }
                 }

@@ -292,3 +292,61 @@ fn names_of_a_class_body_bind_uses_in_that_body_not_in_its_methods() {
     let p = crate::at(&repo, "pkg/vals.py", "@size.setter", "size");
     assert_eq!(crate::def_at(&idx, &p), "pkg/vals.py:16");
 }
+
+/// An absolute import names a top-level module: `import typing` inside a package holding a
+/// `typing.py` is the standard library's, as Python 3 resolves it; a package's own module is
+/// reached by its full name or relatively. `from __future__ import …` is an import too, and
+/// never a re-export.
+#[test]
+fn absolute_imports_do_not_resolve_to_a_packages_own_namesake_module() {
+    let repo = TestRepo::with_files(&[
+        (
+            "src/pkg/__init__.py",
+            "from __future__ import annotations\nfrom .app import App\n",
+        ),
+        (
+            "src/pkg/typing.py",
+            "import typing\nHook = typing.Callable\n",
+        ),
+        (
+            "src/pkg/app.py",
+            "import typing\nimport json\nfrom . import typing as ft\nfrom pkg.typing import Hook\n\nclass App:\n    pass\n",
+        ),
+        ("src/pkg/json/__init__.py", "X = 1\n"),
+        ("tests/helpers.py", "def helper():\n    pass\n"),
+        ("tests/test_app.py", "import helpers\nfrom pkg import App\n"),
+    ]);
+    let idx = index(&repo);
+    let edges = |path: &str| -> Vec<(String, String)> {
+        idx.imports_of(path)
+            .unwrap()
+            .into_iter()
+            .map(|e| (e.module, e.target.unwrap_or_default()))
+            .collect()
+    };
+    assert_eq!(
+        edges("src/pkg/app.py"),
+        vec![
+            ("typing".into(), String::new()),
+            ("json".into(), String::new()),
+            (".".into(), "src/pkg/typing.py".into()),
+            ("pkg.typing".into(), "src/pkg/typing.py".into()),
+        ]
+    );
+    assert_eq!(
+        edges("src/pkg/typing.py"),
+        vec![("typing".into(), String::new())]
+    );
+    // A test's directory is on the search path: its neighbours import by their own names.
+    assert_eq!(
+        edges("tests/test_app.py"),
+        vec![
+            ("helpers".into(), "tests/helpers.py".into()),
+            ("pkg".into(), "src/pkg/__init__.py".into()),
+        ]
+    );
+    let init = idx.imports_of("src/pkg/__init__.py").unwrap();
+    assert_eq!(init[0].module, "__future__");
+    assert!(init[0].target.is_none() && !init[0].reexport, "{init:?}");
+    assert!(init[1].reexport, "{init:?}");
+}

@@ -19,3 +19,7 @@
 (import_from_statement
   module_name: (_) @module
   (wildcard_import)) @reexport.glob
+
+(future_import_statement
+  "__future__" @module
+  name: (dotted_name) @name) @reexport.name
