@@ -300,47 +300,7 @@ fn score(label: &str, repo: &Path, index: &Index, expected: &serde_json::Value) 
     let verbose = std::env::var_os("NAV_ACC_VERBOSE").is_some();
     let mut tally = Tally::default();
 
-    // Definitions at use sites.
-    let (mut tp, mut ours_n, mut exp_n, mut queries) = (0, 0, 0, 0);
-    for q in expected["defs"].as_array().unwrap() {
-        let file = q["file"].as_str().unwrap();
-        let line = q["line"].as_u64().unwrap() as u32;
-        let name = q["name"].as_str().unwrap();
-        let exp = pairs(&q["expected"]);
-        // At the oracle's column when it gives one, as `--from FILE:LINE:COL` asks: a line
-        // may hold the name twice (`Deserializer::new(read::SliceRead::new(b))`).
-        let at = At {
-            path: file.to_string(),
-            line,
-            col: q["col"].as_u64().map(|c| c as u32),
-        };
-        let all: Vec<(String, u32)> = index
-            .definition_at(Some(name), Some(&at))
-            .unwrap_or_default()
-            .into_iter()
-            .map(|l| (l.path, l.line))
-            .collect();
-        let every: BTreeSet<(String, u32)> = all.iter().cloned().collect();
-        tally.def_all_tp += every.intersection(&exp).count();
-        tally.def_all_n += every.len();
-        tally.def_any += usize::from(every.intersection(&exp).next().is_some());
-        let ours: BTreeSet<(String, u32)> = all.into_iter().take(1).collect();
-        if verbose && ours.intersection(&exp).count() == 0 {
-            println!("def {name} ({file}:{line}): ours {ours:?} expected {exp:?}");
-        }
-        tp += ours.intersection(&exp).count().min(1);
-        ours_n += ours.len();
-        exp_n += 1;
-        queries += 1;
-    }
-    let (p, r) = prf(tp, ours_n, exp_n);
-    let (pa, _) = prf(tally.def_all_tp, tally.def_all_n, exp_n);
-    println!(
-        "definitions: {queries} queries, precision {p:.3}, recall {r:.3} (top answer); precision over every answer given {pa:.3}"
-    );
-    tally.def_queries = queries;
-    tally.def_top_tp = tp;
-    tally.def_top_n = ours_n;
+    score_defs(index, expected, verbose, &mut tally);
 
     // References of top-level definitions.
     let (mut tp, mut ours_n, mut exp_n, mut rq) = (0, 0, 0, 0);
@@ -420,6 +380,50 @@ fn score(label: &str, repo: &Path, index: &Index, expected: &serde_json::Value) 
     tally
 }
 
+/// Scores definitions at use sites (`expected["defs"]`), top answer and every answer.
+fn score_defs(index: &Index, expected: &serde_json::Value, verbose: bool, tally: &mut Tally) {
+    let (mut tp, mut ours_n, mut exp_n, mut queries) = (0, 0, 0, 0);
+    for q in expected["defs"].as_array().unwrap() {
+        let file = q["file"].as_str().unwrap();
+        let line = q["line"].as_u64().unwrap() as u32;
+        let name = q["name"].as_str().unwrap();
+        let exp = pairs(&q["expected"]);
+        // At the oracle's column when it gives one, as `--from FILE:LINE:COL` asks: a line
+        // may hold the name twice (`Deserializer::new(read::SliceRead::new(b))`).
+        let at = At {
+            path: file.to_string(),
+            line,
+            col: q["col"].as_u64().map(|c| c as u32),
+        };
+        let all: Vec<(String, u32)> = index
+            .definition_at(Some(name), Some(&at))
+            .unwrap_or_default()
+            .into_iter()
+            .map(|l| (l.path, l.line))
+            .collect();
+        let every: BTreeSet<(String, u32)> = all.iter().cloned().collect();
+        tally.def_all_tp += every.intersection(&exp).count();
+        tally.def_all_n += every.len();
+        tally.def_any += usize::from(every.intersection(&exp).next().is_some());
+        let ours: BTreeSet<(String, u32)> = all.into_iter().take(1).collect();
+        if verbose && ours.intersection(&exp).count() == 0 {
+            println!("def {name} ({file}:{line}): ours {ours:?} expected {exp:?}");
+        }
+        tp += ours.intersection(&exp).count().min(1);
+        ours_n += ours.len();
+        exp_n += 1;
+        queries += 1;
+    }
+    let (p, r) = prf(tp, ours_n, exp_n);
+    let (pa, _) = prf(tally.def_all_tp, tally.def_all_n, exp_n);
+    println!(
+        "definitions: {queries} queries, precision {p:.3}, recall {r:.3} (top answer); precision over every answer given {pa:.3}"
+    );
+    tally.def_queries = queries;
+    tally.def_top_tp = tp;
+    tally.def_top_n = ours_n;
+}
+
 /// Scores implementations at the oracle's sites (`expected["impls"]`: file, line, col, name
 /// and the expected [path, line] pairs, the declaration itself left out).
 fn score_impls(index: &Index, expected: &serde_json::Value, verbose: bool, tally: &mut Tally) {
@@ -456,8 +460,9 @@ fn score_impls(index: &Index, expected: &serde_json::Value, verbose: bool, tally
     }
 }
 
-/// Scores a file's imports (`expected["imports"]`: file and the expected [module as written,
-/// file it resolves to or ""] pairs) against `Index::imports_of`.
+/// Scores a file's imports (`expected["imports"]`: file, the expected [module as written, file
+/// it resolves to or ""] pairs, and optionally the modules the oracle could not resolve)
+/// against `Index::imports_of`.
 fn score_imports(index: &Index, expected: &serde_json::Value, verbose: bool, tally: &mut Tally) {
     for q in expected["imports"].as_array().into_iter().flatten() {
         let file = q["file"].as_str().unwrap();
@@ -472,10 +477,18 @@ fn score_imports(index: &Index, expected: &serde_json::Value, verbose: bool, tal
                 )
             })
             .collect();
+        // Modules the oracle could not resolve are not scored.
+        let unknown: BTreeSet<&str> = q["unknown"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|m| m.as_str())
+            .collect();
         let ours: BTreeSet<(String, String)> = index
             .imports_of(file)
             .unwrap_or_default()
             .into_iter()
+            .filter(|e| !unknown.contains(e.module.as_str()))
             .map(|e| (e.module, e.target.unwrap_or_default()))
             .collect();
         if verbose && ours != exp {

@@ -198,6 +198,8 @@ pub fn run(tmp: &Path) {
         let eval = largest_sources(&dest, members, FILES_PER_REPO);
         let mut args = vec![
             oracle.to_string_lossy().into_owned(),
+            "--imports".to_string(),
+            ra.to_string_lossy().into_owned(),
             dest.to_string_lossy().into_owned(),
             dump.to_string_lossy().into_owned(),
         ];

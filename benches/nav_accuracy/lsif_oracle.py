@@ -1,6 +1,6 @@
 """Expected answers for the Rust held-out sets, from rust-analyzer's LSIF dump (not from grep).
 
-Usage: lsif_oracle.py REPO DUMP FILE... > expected.json
+Usage: lsif_oracle.py [--imports RUST_ANALYZER] REPO DUMP FILE... > expected.json
 
 DUMP is the output of `rust-analyzer lsif REPO`: every range rust-analyzer resolved, each with
 its definitions and references. For each FILE (a repository path), the same rule as the jedi
@@ -8,16 +8,28 @@ oracle: evenly spaced uses of items (up to 12), each with rust-analyzer's defini
 evenly spaced item definitions (up to 4), each with all its references. An item is what a
 reader navigates to: a function or method, type, trait, constant, static, module or macro;
 locals, parameters and fields are left out, as are places outside REPO.
+
+With --imports, every `use` and `extern crate` item of every `.rs` file of REPO as well, parsed by rust-analyzer's
+own parser (`rust-analyzer parse`): each leaf of a use tree gives (the path before it as
+written, the file it resolves to): the leaf's module when the leaf is a module (`self`
+included), else the module of the path before it (`*` too); an `extern crate` gives (the
+crate, its root file); "" outside REPO. Where
+rust-analyzer resolves neither, the path is listed as unknown and not scored.
 """
 import json
 import os
 import re
+import subprocess
 import sys
 from urllib.parse import unquote, urlparse
 
-repo = os.path.realpath(sys.argv[1])
-dump = sys.argv[2]
-files = sys.argv[3:]
+args = sys.argv[1:]
+ra = None
+if args[:1] == ["--imports"]:
+    ra, args = args[1], args[2:]
+repo = os.path.realpath(args[0])
+dump = args[1]
+files = args[2:]
 
 ITEM = re.compile(
     r"^\s*(?:#\[[^\]]*\]\s*)*(?:pub(?:\([^)]*\))?\s+)?(?:default\s+)?(?:const\s+)?(?:async\s+)?"
@@ -120,4 +132,128 @@ for f in files:
         expected = sorted({(q[0], q[1]) for q in found if q})
         refs.append({"file": f, "line": p[1], "name": name_of(p), "expected": expected})
 
-json.dump({"defs": defs, "refs": refs}, sys.stdout)
+TREE_LINE = re.compile(r"^( *)([A-Z_0-9]+)@(\d+)\.\.(\d+)(?: (.*))?$")
+
+
+def syntax_tree(path):
+    """rust-analyzer's syntax tree of a file, as nested dicts."""
+    with open(path, "rb") as src:
+        out = subprocess.run([ra, "parse"], stdin=src, capture_output=True, text=True).stdout
+    root = {"kind": "ROOT", "children": []}
+    stack = [(-1, root)]
+    for line in out.splitlines():
+        m = TREE_LINE.match(line)
+        if not m:
+            continue
+        depth = len(m.group(1)) // 2
+        node = {"kind": m.group(2), "start": int(m.group(3)), "text": m.group(5), "children": []}
+        while stack[-1][0] >= depth:
+            stack.pop()
+        stack[-1][1]["children"].append(node)
+        stack.append((depth, node))
+    return root
+
+
+def segments(path_node):
+    """The segments of a PATH node: [(text, byte offset)]."""
+    out = []
+    for c in path_node["children"]:
+        if c["kind"] == "PATH":
+            out.extend(segments(c))
+        elif c["kind"] == "PATH_SEGMENT":
+            # The segment's name (a leading `::` is no segment of its own).
+            tok = next((n for n in c["children"] if n["kind"] == "NAME_REF"), None)
+            if tok is None:
+                continue
+            while tok["children"]:
+                tok = tok["children"][0]
+            out.append((tok["text"].strip('"'), tok["start"]))
+    return out
+
+
+def use_leaves(tree, prefix, out):
+    """Every leaf of a USE_TREE: (the segments before it, the leaf (text, offset))."""
+    kids = tree["children"]
+    path = next((c for c in kids if c["kind"] == "PATH"), None)
+    listed = next((c for c in kids if c["kind"] == "USE_TREE_LIST"), None)
+    star = next((c for c in kids if c["kind"] == "STAR"), None)
+    segs = prefix + (segments(path) if path else [])
+    if listed:
+        for c in listed["children"]:
+            if c["kind"] == "USE_TREE":
+                use_leaves(c, segs, out)
+    elif star:
+        out.append((segs, ("*", star["start"])))
+    elif segs:
+        out.append((segs[:-1], segs[-1]))
+
+
+def uses_of(node, out):
+    """Every `use` leaf under node, and every `extern crate` as (None, (crate, offset))."""
+    for c in node["children"]:
+        if c["kind"] == "USE":
+            for t in c["children"]:
+                if t["kind"] == "USE_TREE":
+                    use_leaves(t, [], out)
+        elif c["kind"] == "EXTERN_CRATE":
+            name = next((t for t in c["children"] if t["kind"] == "NAME_REF"), None)
+            if name and name["children"]:
+                tok = name["children"][0]
+                out.append((None, (tok["text"].strip('"'), tok["start"])))
+        else:
+            uses_of(c, out)
+    return out
+
+
+def file_imports(path, at):
+    """(expected [module, target] pairs, unknown modules) of one file."""
+    raw = open(os.path.join(repo, path), "rb").read()
+
+    def target_of(offset):
+        """The definitions rust-analyzer gives at a byte offset: [(file, is a module)]."""
+        line = raw.count(b"\n", 0, offset)
+        start = raw.rfind(b"\n", 0, offset) + 1
+        col = len(raw[start:offset].decode("utf-8", "replace").encode("utf-16-le")) // 2
+        r = at.get((path, line, col))
+        if r is None or r not in next_of:
+            return None
+        found = [place(x) for x, _ in items.get(def_of.get(next_of[r]), [])]
+        # A module's definition is its whole file: an empty range at its start.
+        return [(p[0], p[1:] == (1, 0, 0)) for p in found if p]
+
+    expected, unknown = set(), set()
+    for prefix, (leaf, offset) in uses_of(syntax_tree(os.path.join(repo, path)), []):
+        if prefix is None:
+            # `extern crate x;`: the crate's root file, or outside.
+            got = target_of(offset)
+            expected.add((leaf, got[0][0] if got else ""))
+            continue
+        module = "::".join(t for t, _ in prefix)
+        if leaf not in ("self", "*"):
+            got = target_of(offset)
+            if got and got[0][1]:
+                expected.add((module, got[0][0]))
+                continue
+        if not prefix:
+            continue
+        got = target_of(prefix[-1][1])
+        if got is None:
+            unknown.add(module)
+        else:
+            expected.add((module, got[0][0] if got else ""))
+    return sorted(expected), sorted(unknown)
+
+
+imports = []
+if ra:
+    at = {}
+    for r, v in ranges.items():
+        if len(v) == 4:
+            at[(v[3], v[0], v[1])] = r
+    for path in sorted(set(docs.values())):
+        if path.endswith(".rs"):
+            exp, unknown = file_imports(path, at)
+            if exp or unknown:
+                imports.append({"file": path, "expected": exp, "unknown": unknown})
+
+json.dump({"defs": defs, "refs": refs, "imports": imports}, sys.stdout)

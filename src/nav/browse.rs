@@ -45,8 +45,12 @@ impl Index {
             if imp.module.is_empty() {
                 continue; // `export { x as y }` names a local
             }
-            let mut targets = self.modules.resolve(&self.files, file, &imp.module);
-            if imp.kind == ImportKind::Name && !imp.name.is_empty() {
+            let mut targets = if f.lang == Lang::Rust {
+                self.rust_import_target(file, imp).into_iter().collect()
+            } else {
+                self.modules.resolve(&self.files, file, &imp.module)
+            };
+            if f.lang != Lang::Rust && imp.kind == ImportKind::Name && !imp.name.is_empty() {
                 // `from pkg import sub` imports the submodule file when `sub` is one.
                 let o = self.resolve_unqualified(file, &imp.alias, imp.span.start_byte, None, 0);
                 if let Some(o) = o {
@@ -68,6 +72,56 @@ impl Index {
             });
         }
         Ok(out)
+    }
+
+    /// Returns the file a Rust `use` leaf imports from: the leaf's own file when the leaf is a
+    /// module (`use crate::util::{iter}`), else the file of the path before it, where an item
+    /// on that path (`self::Kind::*` of an enum) stands for the file holding it. `self` and
+    /// `super` count the inline modules (`mod tests { use super::*; }`) around the `use`.
+    fn rust_import_target(&self, file: u32, imp: &super::facts::Import) -> Option<u32> {
+        let facts = &self.files[file as usize].facts;
+        let inline = facts
+            .defs
+            .iter()
+            .filter(|d| d.kind == "module" && d.span.contains(&imp.span))
+            .count();
+        let mut segs: Vec<&str> = imp.module.split("::").filter(|s| !s.is_empty()).collect();
+        if imp.kind == ImportKind::Name && !imp.name.is_empty() {
+            let mut leaf = segs.clone();
+            leaf.push(&imp.name);
+            if let Some(t) = self.rust_module_path(file, &leaf, inline) {
+                return Some(t);
+            }
+        }
+        while !segs.is_empty() {
+            if let Some(t) = self.rust_module_path(file, &segs, inline) {
+                return Some(t);
+            }
+            segs.pop();
+        }
+        None
+    }
+
+    /// Resolves the module path `segs` written inside `inline` inline modules of `file`.
+    fn rust_module_path(&self, file: u32, segs: &[&str], inline: usize) -> Option<u32> {
+        let ups = segs.iter().take_while(|s| **s == "super").count();
+        match segs.first() {
+            // Still inside this file's inline modules: `self::x` or `super::x` names an item
+            // of this file.
+            Some(&"self") if inline > 0 => return Some(file),
+            Some(&"super") if ups <= inline => return Some(file),
+            Some(&"super") => {
+                let module = ["super"]
+                    .repeat(ups - inline)
+                    .into_iter()
+                    .chain(segs[ups..].iter().copied())
+                    .collect::<Vec<_>>()
+                    .join("::");
+                return self.modules.rust_module(file, &module);
+            }
+            _ => {}
+        }
+        self.modules.rust_module(file, &segs.join("::"))
     }
 
     /// Returns the imports, anywhere in the view, that resolve to file `path`.

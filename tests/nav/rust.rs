@@ -414,3 +414,41 @@ fn rust_scope_rules_decide_between_namesakes() {
     // `Self::Chunk` in a trait impl is the trait's associated type.
     assert_eq!(def("src/buf.rs", "Chunk", 12), vec!["src/buf.rs:2"]);
 }
+
+/// A `use` leaf that is a module imports that module's file (`use crate::util::{iter}`), an
+/// item path (`self::Kind::*`) the file holding the item, and `super` inside an inline
+/// `mod tests` the file around it, as rust-analyzer resolves them.
+#[test]
+fn use_leaves_that_are_modules_and_inline_modules_import_the_right_file() {
+    let repo = TestRepo::with_files(&[
+        (
+            "Cargo.toml",
+            "[package]\nname = \"app\"\nversion = \"0.1.0\"\n",
+        ),
+        ("src/lib.rs", "pub mod util;\npub mod search;\n"),
+        ("src/util/mod.rs", "pub mod iter;\npub fn helper() {}\n"),
+        ("src/util/iter.rs", "pub struct Iter;\n"),
+        (
+            "src/search.rs",
+            "use crate::util::{iter, helper};\nuse self::Kind::*;\n\npub enum Kind { A, B }\n\n#[cfg(test)]\nmod tests {\n    use super::*;\n    use super::super::util;\n}\n",
+        ),
+    ]);
+    let idx = index(&repo);
+    let edges: Vec<(String, String, String)> = idx
+        .imports_of("src/search.rs")
+        .unwrap()
+        .into_iter()
+        .map(|e| (e.module, e.name, e.target.unwrap_or_default()))
+        .collect();
+    let want = |m: &str, n: &str, t: &str| (m.to_string(), n.to_string(), t.to_string());
+    assert_eq!(
+        edges,
+        vec![
+            want("crate::util", "iter", "src/util/iter.rs"),
+            want("crate::util", "helper", "src/util/mod.rs"),
+            want("self::Kind", "", "src/search.rs"),
+            want("super", "", "src/search.rs"),
+            want("super::super", "util", "src/util/mod.rs"),
+        ]
+    );
+}
