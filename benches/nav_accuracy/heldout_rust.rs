@@ -149,6 +149,26 @@ fn largest_sources(repo: &Path, members: &[(&str, &str)], n: usize) -> Vec<Strin
     super::heldout::largest_files(repo, &roots, "rs", n)
 }
 
+/// Asks a running rust-analyzer for the implementations of the types and traits the rule of
+/// `ra_impls_oracle.py` picks in `eval` (and of every implemented trait of the repository).
+fn implementations(ra: &Path, repo: &Path, eval: &[&str], tmp: &Path) -> serde_json::Value {
+    let oracle =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/nav_accuracy/ra_impls_oracle.py");
+    let out = Command::new("python3")
+        .arg(&oracle)
+        .arg(ra)
+        .arg(repo)
+        .args(eval)
+        .current_dir(repo)
+        .env("CARGO_TARGET_DIR", tmp.join("heldout-rs-target"))
+        .stderr(Stdio::inherit())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "ra_impls_oracle.py failed");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    v["impls"].clone()
+}
+
 /// Scores every held-out Rust repository and the sum over them.
 pub fn run(tmp: &Path) {
     if std::env::var_os("NAV_ACC_HELDOUT").is_none() {
@@ -205,8 +225,9 @@ pub fn run(tmp: &Path) {
         ];
         args.extend(eval);
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let expected: serde_json::Value =
+        let mut expected: serde_json::Value =
             serde_json::from_slice(&super::sh(&dest, "python3", &args)).unwrap();
+        expected["impls"] = implementations(&ra, &dest, &args[5..], tmp);
         let crates: Vec<String> = members.iter().map(|(n, v)| format!("{n} {v}")).collect();
         let mut index =
             Index::open_with_cache(&dest, &tmp.join(format!("nav-rs-{name}.db"))).unwrap();

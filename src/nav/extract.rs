@@ -17,7 +17,7 @@ use super::typefacts::{RawBinding, type_facts};
 use super::use_tree::rust_use_tree;
 
 /// Bumped when the extraction code (not the queries) changes what it produces.
-pub const EXTRACTOR_VERSION: &str = "6";
+pub const EXTRACTOR_VERSION: &str = "7";
 
 /// Files larger than this are indexed as empty: they are almost always generated or minified.
 pub const MAX_FILE_BYTES: usize = 2 * 1024 * 1024;
@@ -236,6 +236,9 @@ impl<'t> Pass<'t> {
                     kind
                 };
                 self.definition(lang, kind, node, name, &m, source);
+                if lang == Lang::Rust && matches!(kind, "struct" | "enum" | "union") {
+                    self.derives(node, name, source);
+                }
             }
             Family::Relation => {
                 if let (Some(s), Some(t)) = (m.subject, m.target) {
@@ -265,6 +268,57 @@ impl<'t> Pass<'t> {
                 qualifier: m.qualifier.map(|q| (q.start_byte(), q.end_byte())),
             }),
             _ => {}
+        }
+    }
+
+    /// Records the traits the Rust item `node` derives (`#[derive(Clone, Debug)]` among the
+    /// attributes above it) as relations of kind `derives`: each an implementation of the
+    /// trait for the item, placed at the attribute.
+    fn derives(&mut self, node: Node<'t>, name: Node<'t>, source: &[u8]) {
+        let mut prev = node.prev_sibling();
+        while let Some(p) = prev {
+            match p.kind() {
+                "attribute_item" => {
+                    let attr = p.named_child(0).filter(|a| a.kind() == "attribute");
+                    let args = attr
+                        .filter(|a| {
+                            a.named_child(0)
+                                .is_some_and(|n| node_text(n, source) == "derive")
+                        })
+                        .and_then(|a| a.child_by_field_name("arguments"));
+                    if let Some(args) = args {
+                        self.derived_traits(args, name, source);
+                    }
+                }
+                "line_comment" | "block_comment" => {}
+                _ => break,
+            }
+            prev = p.prev_sibling();
+        }
+    }
+
+    /// Records one `derives` relation per trait of a derive's arguments (`(Clone, serde::Ser)`):
+    /// the last name of each comma-separated path.
+    fn derived_traits(&mut self, args: Node<'t>, item: Node<'t>, source: &[u8]) {
+        let mut last: Option<Node<'t>> = None;
+        let mut cursor = args.walk();
+        let children: Vec<Node<'t>> = args.children(&mut cursor).collect();
+        for c in children {
+            match c.kind() {
+                "identifier" => last = Some(c),
+                "," | ")" => {
+                    if let Some(t) = last.take() {
+                        self.facts.relations.push(Relation {
+                            kind: "derives".into(),
+                            subject: node_text(item, source),
+                            target: node_text(t, source),
+                            qualifier: String::new(),
+                            span: span_of(t),
+                        });
+                    }
+                }
+                _ => {}
+            }
         }
     }
 

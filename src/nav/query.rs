@@ -21,6 +21,29 @@ use super::target::At;
 /// Types followed when implementations of implementations are collected, at most.
 const MAX_IMPLEMENTATION_TYPES: usize = 512;
 
+/// One implementation found: the implementing definition, how it was matched, the relation
+/// (`implements`, `derives Clone`), and where it is written when not at the definition (a
+/// derive's attribute).
+#[derive(Debug, Clone)]
+struct Implementation {
+    id: DefId,
+    resolution: Resolution,
+    relation: Option<String>,
+    at: Option<super::facts::Span>,
+}
+
+/// Returns the item a `derives` relation's attribute stands above: the first definition
+/// starting after it, when it has the relation's subject name.
+fn derived_item(facts: &super::facts::FileFacts, rel: &super::facts::Relation) -> Option<u32> {
+    let next = facts
+        .defs
+        .iter()
+        .enumerate()
+        .filter(|(_, d)| d.span.start_byte >= rel.span.end_byte)
+        .min_by_key(|(_, d)| d.span.start_byte)?;
+    (next.1.name == rel.subject).then_some(next.0 as u32)
+}
+
 /// One place in the code, with what is there and how it was found.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Location {
@@ -654,23 +677,28 @@ impl Index {
         let mut seen = targets;
         let mut next = 0;
         while next < found.len() && seen.len() < MAX_IMPLEMENTATION_TYPES {
-            let (id, res, _) = &found[next];
+            let Implementation { id, resolution, .. } = found[next];
             next += 1;
-            let kind = self.def(*id).kind.as_str();
-            if *res != Resolution::Resolved
+            let kind = self.def(id).kind.as_str();
+            if resolution != Resolution::Resolved
                 || !matches!(kind, "class" | "interface")
-                || !seen.insert(*id)
+                || !seen.insert(id)
             {
                 continue;
             }
-            let more = self.direct_implementations(&HashSet::from([*id]), &self.def(*id).name);
+            let more = self.direct_implementations(&HashSet::from([id]), &self.def(id).name);
             found.extend(more);
         }
         let mut out: Vec<Location> = found
             .into_iter()
-            .map(|(id, res, rel)| {
-                let mut loc = self.def_location(id, res);
-                if let Some(rel) = rel {
+            .map(|i| {
+                let mut loc = self.def_location(i.id, i.resolution);
+                if let Some(at) = i.at {
+                    loc.line = at.line;
+                    loc.col = at.col;
+                    loc.end_line = at.end_line;
+                }
+                if let Some(rel) = i.relation {
                     loc.kind = format!("{} ({rel})", loc.kind);
                 }
                 loc
@@ -684,20 +712,27 @@ impl Index {
     /// Returns the types implementing one of `targets` (named `name`) directly: classes and
     /// interfaces whose `extends`/`implements`/bases name it, Rust `impl` blocks; each with its
     /// resolution and the relation's kind.
-    fn direct_implementations(
-        &self,
-        targets: &HashSet<DefId>,
-        name: &str,
-    ) -> Vec<(DefId, Resolution, Option<String>)> {
+    fn direct_implementations(&self, targets: &HashSet<DefId>, name: &str) -> Vec<Implementation> {
         let names = self.alias_names(name);
         let mut out = Vec::new();
+        // A Rust struct or enum is implemented by impl blocks and derives, never named where
+        // a trait goes (`impl de::Deserializer for &mut Deserializer` implements serde's trait).
+        let rust_types = targets.iter().all(|t| {
+            self.files[t.file as usize].lang == Lang::Rust
+                && matches!(self.def(*t).kind.as_str(), "struct" | "enum" | "type")
+        });
         for (fi, f) in self.files.iter().enumerate() {
+            if rust_types {
+                break;
+            }
             let fi = fi as u32;
             for rel in f
                 .facts
                 .relations
                 .iter()
                 .filter(|r| names.contains(&r.target))
+                // A Rust supertrait bound (`trait A: B`) is no implementation of `B`.
+                .filter(|r| f.lang != Lang::Rust || r.kind != "inherits")
             {
                 let scope = enclosing_def(&f.facts, rel.span.start_byte as usize);
                 let o = if rel.qualifier.is_empty() {
@@ -722,18 +757,27 @@ impl Index {
                 if !hit {
                     continue;
                 }
-                // The subject: the impl block or class holding the relation.
-                let subject = scope
-                    .or_else(|| {
+                // The subject: the impl block or class holding the relation; for a derive, the
+                // item under the attribute, placed at the attribute.
+                let (subject, at) = if rel.kind == "derives" {
+                    (derived_item(&f.facts, rel), Some(rel.span))
+                } else {
+                    let holder = scope.or_else(|| {
                         f.facts
                             .defs
                             .iter()
                             .position(|d| d.span.contains(&rel.span))
                             .map(|p| p as u32)
-                    })
-                    .map(|s| DefId { file: fi, def: s });
+                    });
+                    (holder, None)
+                };
                 if let Some(s) = subject {
-                    out.push((s, res, Some(rel.kind.clone())));
+                    out.push(Implementation {
+                        id: DefId { file: fi, def: s },
+                        resolution: res,
+                        relation: Some(rel.kind.clone()),
+                        at,
+                    });
                 }
             }
         }
@@ -748,10 +792,28 @@ impl Index {
                     {
                         continue;
                     }
-                    match self.enclosing_class(id.file, Some(id.def), 0) {
-                        Some(c) if c == *t => out.push((*id, Resolution::Resolved, None)),
-                        Some(_) => {}
-                        None => out.push((*id, Resolution::Candidate, None)),
+                    let resolution = match self.enclosing_class(id.file, Some(id.def), 0) {
+                        Some(c) if c == *t => Resolution::Resolved,
+                        Some(_) => continue,
+                        None => Resolution::Candidate,
+                    };
+                    out.push(Implementation {
+                        id: *id,
+                        resolution,
+                        relation: None,
+                        at: None,
+                    });
+                }
+                // The traits it derives, at the attribute.
+                let facts = &self.files[t.file as usize].facts;
+                for rel in facts.relations.iter().filter(|r| r.kind == "derives") {
+                    if derived_item(facts, rel) == Some(t.def) {
+                        out.push(Implementation {
+                            id: *t,
+                            resolution: Resolution::Resolved,
+                            relation: Some(format!("derives {}", rel.target)),
+                            at: Some(rel.span),
+                        });
                     }
                 }
             }

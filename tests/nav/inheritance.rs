@@ -148,12 +148,14 @@ fn rust_trait_default_methods_and_impl_blocks_are_the_type_s() {
     // default method of the trait Frame implements.
     let p = at(&repo, "crates/server/src/handler.rs", "out.size()", "size");
     assert_eq!(def_at(&idx, &p), line_of(&repo, codec, "fn size(&self)"));
-    // The inherent and trait impl blocks of Frame are resolved implementations.
+    // The inherent and trait impl blocks of Frame are resolved implementations, and so is its
+    // derive attribute (rust-analyzer lists the derived impls there).
     let impls = resolved(&idx.implementations("Frame").unwrap());
     assert_eq!(
         impls,
         vec![
             line_of(&repo, codec, "impl Encode for Frame"),
+            line_of(&repo, "crates/wire/src/frame.rs", "#[derive(Debug"),
             line_of(&repo, "crates/wire/src/frame.rs", "impl Frame"),
         ]
     );

@@ -452,3 +452,36 @@ fn use_leaves_that_are_modules_and_inline_modules_import_the_right_file() {
         ]
     );
 }
+
+/// Implementations of a Rust type are its impl blocks and its derives (at the attribute); of a
+/// trait, the impls for any self type (`&'a [u8]`, `()`, a path with generics) and the items
+/// deriving it, not a subtrait (`trait Sub: Base`) nor a trait of the same name a struct's
+/// impl names (`impl fmt::Write for Buffer` implements no `Write` type of the crate).
+#[test]
+fn implementations_cover_derives_and_every_self_type() {
+    let repo = TestRepo::with_files(&[
+        (
+            "Cargo.toml",
+            "[package]\nname = \"app\"\nversion = \"0.1.0\"\n",
+        ),
+        (
+            "src/lib.rs",
+            "pub trait Base {}\npub trait Sub: Base {}\n\n/// A buffer.\n#[derive(Debug, Clone)]\n#[allow(dead_code)]\npub struct Buffer;\n\nimpl Base for Buffer {}\nimpl<'a> Base for &'a [u8] {}\nimpl Base for () {}\nimpl<T> Base for std::num::Wrapping<T> {}\n\npub struct Write;\nimpl core::fmt::Write for Buffer {\n    fn write_str(&mut self, _: &str) -> core::fmt::Result { Ok(()) }\n}\n",
+        ),
+    ]);
+    let idx = index(&repo);
+    assert_eq!(
+        resolved(&idx.implementations("Base").unwrap()),
+        vec![
+            "src/lib.rs:10",
+            "src/lib.rs:11",
+            "src/lib.rs:12",
+            "src/lib.rs:9"
+        ]
+    );
+    assert_eq!(
+        resolved(&idx.implementations("Buffer").unwrap()),
+        vec!["src/lib.rs:15", "src/lib.rs:5", "src/lib.rs:9"]
+    );
+    assert!(places(&idx.implementations("Write").unwrap()).is_empty());
+}

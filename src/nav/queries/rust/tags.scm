@@ -26,7 +26,15 @@
   type: [(type_identifier) @name
          (generic_type type: (type_identifier) @name)
          (scoped_type_identifier name: (type_identifier) @name)
-         (primitive_type) @name]
+         (generic_type type: (scoped_type_identifier name: (type_identifier) @name))
+         (primitive_type) @name
+         (reference_type) @name
+         (pointer_type) @name
+         (array_type) @name
+         (tuple_type) @name
+         (unit_type) @name
+         (function_type) @name
+         (dynamic_type) @name]
   body: (_) @body) @container.impl
 
 (impl_item
@@ -37,7 +45,15 @@
   type: [(type_identifier) @subject
          (generic_type type: (type_identifier) @subject)
          (scoped_type_identifier name: (type_identifier) @subject)
-         (primitive_type) @subject]) @relation.implements
+         (generic_type type: (scoped_type_identifier name: (type_identifier) @subject))
+         (primitive_type) @subject
+         (reference_type) @subject
+         (pointer_type) @subject
+         (array_type) @subject
+         (tuple_type) @subject
+         (unit_type) @subject
+         (function_type) @subject
+         (dynamic_type) @subject]) @relation.implements
 
 (trait_item
   name: (type_identifier) @subject
