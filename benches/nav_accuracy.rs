@@ -68,10 +68,17 @@ fn main() {
     // `NAV_ACC_ONLY=heldout-rust` (or `heldout-python`, `heldout-typescript`) scores that
     // held-out set alone.
     match std::env::var("NAV_ACC_ONLY").as_deref() {
-        Ok("heldout-rust") => return heldout_rust::run(tempfile::tempdir().unwrap().path()),
-        Ok("heldout-python") => return heldout::run(tempfile::tempdir().unwrap().path()),
+        Ok("heldout-rust") => {
+            heldout_rust::run(tempfile::tempdir().unwrap().path());
+            return;
+        }
+        Ok("heldout-python") => {
+            heldout::run(tempfile::tempdir().unwrap().path());
+            return;
+        }
         Ok("heldout-typescript") => {
-            return heldout::run_typescript(tempfile::tempdir().unwrap().path());
+            heldout::run_typescript(tempfile::tempdir().unwrap().path());
+            return;
         }
         _ => {}
     }
@@ -116,7 +123,7 @@ fn main() {
     args.extend(EVAL);
     let mut expected: serde_json::Value =
         serde_json::from_slice(&sh(&repo, "python3", &args)).unwrap();
-    add_python_imports(&repo, &mut expected);
+    add_python_imports_and_impls(&repo, EVAL, &mut expected);
 
     let mut index = Index::open_with_cache(&repo, &tmp.path().join("nav.db")).unwrap();
     index.refresh().unwrap();
@@ -124,9 +131,12 @@ fn main() {
 
     typescript::run(tmp.path());
     rust::run(tmp.path());
-    heldout::run(tmp.path());
-    heldout::run_typescript(tmp.path());
-    heldout_rust::run(tmp.path());
+    let mut heldout = heldout::run(tmp.path());
+    heldout.add(&heldout::run_typescript(tmp.path()));
+    heldout.add(&heldout_rust::run(tmp.path()));
+    if heldout.def_queries > 0 {
+        heldout.print("held-out, all languages");
+    }
 }
 
 /// Counts of one scored set, to add sets up.
@@ -151,6 +161,9 @@ pub struct Tally {
     /// `git grep -n -w NAME` for the same names.
     default_bytes: usize,
     grep_bytes: usize,
+    /// `git grep -w NAME`'s lines that are references, and all its lines.
+    grep_tp: usize,
+    grep_n: usize,
     /// Implementations: queries, right places, places given, places expected; and the
     /// resolved places only (what `--json` lists).
     impl_queries: usize,
@@ -186,6 +199,8 @@ impl Tally {
         self.json_ours += o.json_ours;
         self.default_bytes += o.default_bytes;
         self.grep_bytes += o.grep_bytes;
+        self.grep_tp += o.grep_tp;
+        self.grep_n += o.grep_n;
         self.impl_queries += o.impl_queries;
         self.impl_tp += o.impl_tp;
         self.impl_ours += o.impl_ours;
@@ -212,15 +227,19 @@ impl Tally {
             self.def_queries
         );
         let (p, r) = prf(self.ref_tp, self.ref_ours, self.ref_exp);
-        let f1 = 2.0 * p * r / (p + r).max(1e-9);
         println!(
-            "references: {} queries, precision {p:.3}, recall {r:.3}, F1 {f1:.3}",
-            self.ref_queries
+            "references: {} queries, precision {p:.3}, recall {r:.3}, F1 {:.3}",
+            self.ref_queries,
+            f1(p, r)
         );
         print_json_refs(self.json_tp, self.json_ours, self.ref_exp);
+        let (gp, gr) = prf(self.grep_tp, self.grep_n, self.ref_exp);
         println!(
-            "references' bytes as the agent tools answer by default: {:.1}% of grep -w's",
-            100.0 * self.default_bytes as f64 / self.grep_bytes.max(1) as f64
+            "references' bytes as the agent tools answer by default: {:.1}% of grep -w's ({} of {} bytes); grep -w itself: precision {gp:.3}, recall {gr:.3}, F1 {:.3}",
+            100.0 * self.default_bytes as f64 / self.grep_bytes.max(1) as f64,
+            self.default_bytes,
+            self.grep_bytes,
+            f1(gp, gr)
         );
         self.print_impls_imports();
     }
@@ -275,18 +294,26 @@ fn print_json_refs(tp: usize, ours: usize, expected: usize) {
     );
 }
 
-/// Adds the imports of every Python file of `repo`, resolved by the interpreter's import
-/// machinery (`import_oracle.py`), to `expected`.
-fn add_python_imports(repo: &Path, expected: &mut serde_json::Value) {
-    let oracle =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/nav_accuracy/import_oracle.py");
+/// Adds to `expected` the imports of every Python file of `repo`, resolved by the
+/// interpreter's import machinery (`import_oracle.py`), and the subclasses of the classes the
+/// rule of `jedi_impls_oracle.py` picks in `eval`, resolved by jedi.
+fn add_python_imports_and_impls(repo: &Path, eval: &[&str], expected: &mut serde_json::Value) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/nav_accuracy");
     let imports: serde_json::Value = serde_json::from_slice(&sh(
         repo,
         "python3",
-        &[oracle.to_str().unwrap(), repo.to_str().unwrap()],
+        &[
+            dir.join("import_oracle.py").to_str().unwrap(),
+            repo.to_str().unwrap(),
+        ],
     ))
     .unwrap();
     expected["imports"] = imports["imports"].clone();
+    let oracle = dir.join("jedi_impls_oracle.py");
+    let mut args = vec![oracle.to_str().unwrap(), repo.to_str().unwrap()];
+    args.extend(eval);
+    let impls: serde_json::Value = serde_json::from_slice(&sh(repo, "python3", &args)).unwrap();
+    expected["impls"] = impls["impls"].clone();
 }
 
 /// Builds a committed git repository at `repo` from its current files.
@@ -371,7 +398,20 @@ fn score(label: &str, repo: &Path, index: &Index, expected: &serde_json::Value) 
         )
         .text
         .len();
-        grep_bytes += sh(repo, "git", &["grep", "-n", "-w", name]).len();
+        let grep = sh(repo, "git", &["grep", "-n", "-w", name]);
+        grep_bytes += grep.len();
+        // grep's own places, scored like ours.
+        let grep_places: BTreeSet<(String, u32)> = String::from_utf8_lossy(&grep)
+            .lines()
+            .filter_map(|l| {
+                let mut parts = l.splitn(3, ':');
+                let path = parts.next()?;
+                let line = parts.next()?.parse().ok()?;
+                Some((path.to_string(), line))
+            })
+            .collect();
+        tally.grep_tp += grep_places.intersection(&exp).count();
+        tally.grep_n += grep_places.len();
     }
     let (p, r) = prf(tp, ours_n, exp_n);
     let f1 = 2.0 * p * r / (p + r).max(1e-9);

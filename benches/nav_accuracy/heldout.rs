@@ -79,14 +79,14 @@ pub fn largest_files(repo: &Path, roots: &[PathBuf], ext: &str, n: usize) -> Vec
 }
 
 /// Scores every held-out package and the sum over them.
-pub fn run(tmp: &Path) {
+pub fn run(tmp: &Path) -> super::Tally {
     if std::env::var_os("NAV_ACC_HELDOUT").is_none() {
         println!("== held-out python: skipped (set NAV_ACC_HELDOUT=1)");
-        return;
+        return super::Tally::default();
     }
     let Some(cache) = sdists() else {
         println!("== held-out python: skipped (pip cannot download the packages)");
-        return;
+        return super::Tally::default();
     };
     let oracle = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/nav_accuracy/jedi_oracle.py");
     let mut total = super::Tally::default();
@@ -125,7 +125,8 @@ pub fn run(tmp: &Path) {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let mut expected: serde_json::Value =
             serde_json::from_slice(&super::sh(&dest, "python3", &args)).unwrap();
-        super::add_python_imports(&dest, &mut expected);
+        let eval: Vec<&str> = eval.iter().map(String::as_str).collect();
+        super::add_python_imports_and_impls(&dest, &eval, &mut expected);
         let mut index =
             Index::open_with_cache(&dest, &tmp.join(format!("nav-{import}.db"))).unwrap();
         index.refresh().unwrap();
@@ -138,6 +139,7 @@ pub fn run(tmp: &Path) {
         total.add(&t);
     }
     total.print("held-out python, all packages");
+    total
 }
 
 /// The TypeScript packages (as npm names them) whose shipped `src/` is the held-out set.
@@ -183,15 +185,15 @@ fn npm_packages() -> Option<PathBuf> {
 }
 
 /// Scores every held-out TypeScript package and the sum over them.
-pub fn run_typescript(tmp: &Path) {
+pub fn run_typescript(tmp: &Path) -> super::Tally {
     if std::env::var_os("NAV_ACC_HELDOUT").is_none() {
         println!("== held-out typescript: skipped (set NAV_ACC_HELDOUT=1)");
-        return;
+        return super::Tally::default();
     }
     let (Some(typescript), Some(cache)) = (super::typescript::typescript_module(), npm_packages())
     else {
         println!("== held-out typescript: skipped (npm cannot install the packages)");
-        return;
+        return super::Tally::default();
     };
     let mut total = super::Tally::default();
     for (i, pkg) in TS_PACKAGES.iter().enumerate() {
@@ -213,4 +215,5 @@ pub fn run_typescript(tmp: &Path) {
         total.add(&t);
     }
     total.print("held-out typescript, all packages");
+    total
 }

@@ -170,20 +170,20 @@ fn implementations(ra: &Path, repo: &Path, eval: &[&str], tmp: &Path) -> serde_j
 }
 
 /// Scores every held-out Rust repository and the sum over them.
-pub fn run(tmp: &Path) {
+pub fn run(tmp: &Path) -> super::Tally {
     if std::env::var_os("NAV_ACC_HELDOUT").is_none() {
         println!("== held-out rust: skipped (set NAV_ACC_HELDOUT=1)");
-        return;
+        return super::Tally::default();
     }
     let Some(ra) = rust_analyzer() else {
         println!(
             "== held-out rust: skipped (no rust-analyzer: set RUST_ANALYZER, or build it with `cargo install ra_ap_rust-analyzer --version 0.0.330 --root ~/.cache/rust-analyzer`)"
         );
-        return;
+        return super::Tally::default();
     };
     let Some(sources) = crate_sources() else {
         println!("== held-out rust: skipped (cargo cannot fetch the crates)");
-        return;
+        return super::Tally::default();
     };
     let oracle = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/nav_accuracy/lsif_oracle.py");
     let mut total = super::Tally::default();
@@ -244,4 +244,5 @@ pub fn run(tmp: &Path) {
         total.add(&t);
     }
     total.print("held-out rust, all repositories");
+    total
 }

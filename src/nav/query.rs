@@ -771,6 +771,9 @@ impl Index {
                     });
                     (holder, None)
                 };
+                // A class never implements itself (`class Environment(BaseEnvironment)` with
+                // `from jinja2 import Environment as BaseEnvironment`).
+                let subject = subject.filter(|s| !targets.contains(&DefId { file: fi, def: *s }));
                 if let Some(s) = subject {
                     out.push(Implementation {
                         id: DefId { file: fi, def: s },

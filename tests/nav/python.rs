@@ -350,3 +350,17 @@ fn absolute_imports_do_not_resolve_to_a_packages_own_namesake_module() {
     assert!(init[0].target.is_none() && !init[0].reexport, "{init:?}");
     assert!(init[1].reexport, "{init:?}");
 }
+
+/// A class named like the outside base it extends under an alias is not its own subclass.
+#[test]
+fn a_class_is_never_its_own_implementation() {
+    let repo = TestRepo::with_files(&[(
+        "app/templating.py",
+        "from jinja2 import Environment as BaseEnvironment\n\n\nclass Environment(BaseEnvironment):\n    pass\n\n\nclass Sandboxed(Environment):\n    pass\n",
+    )]);
+    let idx = index(&repo);
+    assert_eq!(
+        places(&idx.implementations("Environment").unwrap()),
+        vec!["app/templating.py:8"]
+    );
+}
