@@ -17,7 +17,7 @@ use super::typefacts::{RawBinding, type_facts};
 use super::use_tree::rust_use_tree;
 
 /// Bumped when the extraction code (not the queries) changes what it produces.
-pub const EXTRACTOR_VERSION: &str = "7";
+pub const EXTRACTOR_VERSION: &str = "8";
 
 /// Files larger than this are indexed as empty: they are almost always generated or minified.
 pub const MAX_FILE_BYTES: usize = 2 * 1024 * 1024;
@@ -501,11 +501,13 @@ fn import_match(
     let Some((family, capture, stmt)) = role else {
         return;
     };
-    // `pub use` and `use` both match a use declaration; the earlier pattern wins.
+    // `pub use` and `use` both match a use declaration; the earlier pattern wins. Each name,
+    // alias or module of a statement is an import of its own (`import os, sys`,
+    // `import React, * as R from 'react'`).
     let key = (
         stmt.start_byte(),
         stmt.end_byte(),
-        name.map_or(0, |n| n.start_byte()),
+        name.or(alias).or(module).map_or(0, |n| n.start_byte()),
     );
     if !seen_stmt.insert(key) {
         return;

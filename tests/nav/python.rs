@@ -364,3 +364,31 @@ fn a_class_is_never_its_own_implementation() {
         vec!["app/templating.py:8"]
     );
 }
+
+/// `import os, sys, helpers` imports every module it names, and binds each.
+#[test]
+fn an_import_of_several_modules_imports_each() {
+    let repo = TestRepo::with_files(&[
+        ("helpers.py", "def helper():\n    pass\n"),
+        ("tool.py", "import os, sys, helpers\n\nhelpers.helper()\n"),
+    ]);
+    let idx = index(&repo);
+    let edges: Vec<(String, String)> = idx
+        .imports_of("tool.py")
+        .unwrap()
+        .into_iter()
+        .map(|e| (e.module, e.target.unwrap_or_default()))
+        .collect();
+    assert_eq!(
+        edges,
+        vec![
+            ("os".into(), String::new()),
+            ("sys".into(), String::new()),
+            ("helpers".into(), "helpers.py".into()),
+        ]
+    );
+    assert_eq!(
+        resolved(&idx.references("helper").unwrap()),
+        vec!["tool.py:3"]
+    );
+}
