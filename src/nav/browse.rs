@@ -51,10 +51,20 @@ impl Index {
                 self.modules.resolve(&self.files, file, &imp.module)
             };
             if f.lang != Lang::Rust && imp.kind == ImportKind::Name && !imp.name.is_empty() {
-                // `from pkg import sub` imports the submodule file when `sub` is one.
-                let o = self.resolve_unqualified(file, &imp.alias, imp.span.start_byte, None, 0);
-                if let Some(o) = o {
-                    targets.extend(o.modules);
+                // `from pkg import sub` imports the submodule file when `sub` is one, whatever
+                // else the importing file binds to the same name.
+                let sub = targets.last().and_then(|&package| {
+                    self.modules
+                        .python_submodule(&self.files, package, &imp.name)
+                });
+                if let Some(sub) = sub.filter(|_| f.lang == Lang::Python) {
+                    targets.push(sub);
+                } else {
+                    let o =
+                        self.resolve_unqualified(file, &imp.alias, imp.span.start_byte, None, 0);
+                    if let Some(o) = o {
+                        targets.extend(o.modules);
+                    }
                 }
             }
             out.push(ImportEdge {

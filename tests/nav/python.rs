@@ -392,3 +392,30 @@ fn an_import_of_several_modules_imports_each() {
         vec!["tool.py:3"]
     );
 }
+
+/// `from . import sub` imports the submodule even where the file binds `sub` otherwise too
+/// (`import _frozen as sub` first, the package's copy as a fallback).
+#[test]
+fn from_package_import_submodule_is_the_submodule_whatever_else_binds_the_name() {
+    let repo = TestRepo::with_files(&[
+        (
+            "pkg/__init__.py",
+            "try:\n    import _frozen as _bootstrap\nexcept ImportError:\n    from . import _bootstrap\n",
+        ),
+        ("pkg/_bootstrap.py", "def setup():\n    pass\n"),
+    ]);
+    let idx = index(&repo);
+    let edges: Vec<(String, String)> = idx
+        .imports_of("pkg/__init__.py")
+        .unwrap()
+        .into_iter()
+        .map(|e| (e.module, e.target.unwrap_or_default()))
+        .collect();
+    assert_eq!(
+        edges,
+        vec![
+            ("_frozen".into(), String::new()),
+            (".".into(), "pkg/_bootstrap.py".into()),
+        ]
+    );
+}
