@@ -105,8 +105,8 @@ impl Index {
     /// Opens the index of the worktree containing `dir`, with its cache in the common git
     /// directory so every worktree of the repository shares it. Call [`Index::refresh`] next.
     pub fn open(dir: &Path) -> Result<Index, NavError> {
-        let info = RepoInfo::discover(dir)?;
-        Index::open_in(&info.toplevel, &info.common_dir)
+        let (toplevel, common_dir) = RepoInfo::dirs(dir)?;
+        Index::open_in(&toplevel, &common_dir)
     }
 
     /// Opens the index of the worktree at `root` of the repository whose common git directory
