@@ -160,7 +160,7 @@ impl Index {
             None
         };
         let mut hits: Vec<(u8, DefId)> = Vec::new();
-        for (name, ids) in &self.names {
+        for (name, ids) in self.names.table() {
             let rank = if name == pattern {
                 0
             } else if let Some(m) = &matcher {

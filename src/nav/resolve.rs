@@ -348,7 +348,7 @@ impl Index {
             cur = facts.defs[c as usize].parent;
         }
         let mut best: Vec<(usize, DefId)> = Vec::new();
-        for id in self.names.get(name).map(Vec::as_slice).unwrap_or(&[]) {
+        for id in self.names.ids(name).iter() {
             if id.file != file {
                 continue;
             }
@@ -517,7 +517,7 @@ impl Index {
         }
         let entry = &self.files[file as usize];
         let facts = &entry.facts;
-        for id in self.names.get(name).map(Vec::as_slice).unwrap_or(&[]) {
+        for id in self.names.ids(name).iter() {
             let d = &facts.defs.get(id.def as usize);
             if id.file == file
                 && d.is_some_and(|d| {
@@ -616,9 +616,7 @@ impl Index {
             .copied()
             .collect();
         self.names
-            .get(name)
-            .map(Vec::as_slice)
-            .unwrap_or(&[])
+            .ids(name)
             .iter()
             .filter(|id| pkg.contains(&id.file))
             .filter(|id| {
@@ -910,9 +908,7 @@ impl Index {
         let lang = self.files[file as usize].lang;
         let all: Vec<DefId> = self
             .names
-            .get(name)
-            .map(Vec::as_slice)
-            .unwrap_or(&[])
+            .ids(name)
             .iter()
             .filter(|id| self.files[id.file as usize].lang.same_family(lang))
             .filter(|id| {
@@ -1014,9 +1010,7 @@ impl Index {
             .collect();
         let mut scored: Vec<(i32, DefId)> = self
             .names
-            .get(name)
-            .map(Vec::as_slice)
-            .unwrap_or(&[])
+            .ids(name)
             .iter()
             .filter(|id| self.files[id.file as usize].lang.same_family(from.lang))
             .filter(|id| {

@@ -390,9 +390,7 @@ impl Index {
                 let facts = &self.files[file as usize].facts;
                 let mut found: Vec<DefId> = self
                     .names
-                    .get(name)
-                    .map(Vec::as_slice)
-                    .unwrap_or(&[])
+                    .ids(name)
                     .iter()
                     .filter(|id| id.file == file && facts.defs[id.def as usize].kind != "impl")
                     .filter(|id| facts.container_chain(id.def) == inner)
