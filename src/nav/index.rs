@@ -602,15 +602,53 @@ impl Index {
         else {
             return Vec::new();
         };
-        let found: Vec<u32> = (0..self.files.len() as u32)
-            .filter(|fi| {
-                self.read_source(*fi)
-                    .map(|data| matcher.is_match(data.as_slice()))
-                    .unwrap_or(true)
-            })
-            .collect();
+        let found = self.files_matching(&matcher);
         lock().files.insert(name.to_string(), found.clone());
         found
+    }
+
+    /// Returns the files whose current contents `matcher` matches (and those that cannot be
+    /// read), reading them on all cores, each thread into one buffer.
+    fn files_matching(&self, matcher: &regex_automata::meta::Regex) -> Vec<u32> {
+        let (root, files, unsaved) = (&self.root, &self.files, &self.unsaved);
+        let matches = |fi: u32, buf: &mut Vec<u8>| -> bool {
+            let path = &files[fi as usize].path;
+            if let Some(data) = unsaved.get(path) {
+                return matcher.is_match(data.as_slice());
+            }
+            buf.clear();
+            let read = std::fs::File::open(root.join(path))
+                .and_then(|mut f| std::io::Read::read_to_end(&mut f, buf));
+            read.is_err() || matcher.is_match(buf.as_slice())
+        };
+        let all: Vec<u32> = (0..files.len() as u32).collect();
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        if all.len() < 64 || threads < 2 {
+            let mut buf = Vec::new();
+            return all
+                .into_iter()
+                .filter(|fi| matches(*fi, &mut buf))
+                .collect();
+        }
+        let chunk = all.len().div_ceil(threads);
+        std::thread::scope(|s| {
+            let handles: Vec<_> = all
+                .chunks(chunk)
+                .map(|part| {
+                    s.spawn(move || {
+                        let mut buf = Vec::new();
+                        part.iter()
+                            .copied()
+                            .filter(|fi| matches(*fi, &mut buf))
+                            .collect::<Vec<u32>>()
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().unwrap_or_default())
+                .collect()
+        })
     }
 
     /// Returns the references named `name` in the files whose contents mention it.
