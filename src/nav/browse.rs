@@ -45,7 +45,7 @@ impl Index {
             if imp.module.is_empty() {
                 continue; // `export { x as y }` names a local
             }
-            let mut targets = self.modules.resolve(&self.files, file, &imp.module);
+            let mut targets = self.modules().resolve(&self.files, file, &imp.module);
             if imp.kind == ImportKind::Name && !imp.name.is_empty() {
                 // `from pkg import sub` imports the submodule file when `sub` is one.
                 let o = self.resolve_unqualified(file, &imp.alias, imp.span.start_byte, None, 0);

@@ -72,7 +72,8 @@ pub struct Index {
     pub(crate) by_path: HashMap<String, u32>,
     /// Definition name → definitions.
     pub(crate) names: snapshot::Names,
-    pub(crate) modules: ModuleTable,
+    /// Module lookup tables, built on first use after each refresh that changes paths.
+    module_table: OnceLock<ModuleTable>,
     /// Reference name → (file, reference number), built on first use after each refresh.
     ref_names: OnceLock<NameTable<(u32, u32)>>,
     /// Reads the worktree's state, reusing what it learnt in earlier refreshes.
@@ -137,7 +138,7 @@ impl Index {
             files: Vec::new(),
             by_path: HashMap::new(),
             names: snapshot::Names::default(),
-            modules: ModuleTable::default(),
+            module_table: OnceLock::new(),
             ref_names: OnceLock::new(),
             scanner: worktree::Scanner::new(root),
             common_dir: None,
@@ -351,7 +352,7 @@ impl Index {
             .collect();
         self.by_path = self.path_table();
         self.names = names;
-        self.modules = ModuleTable::build(&self.files, &Manifests::read(&self.root, &self.files));
+        self.module_table = OnceLock::new();
         self.ref_names = OnceLock::new();
     }
 
@@ -549,7 +550,7 @@ impl Index {
             }
         }
         self.names = snapshot::Names::new(names);
-        self.modules = ModuleTable::build(&self.files, &Manifests::read(&self.root, &self.files));
+        self.module_table = OnceLock::new();
 
         self.ref_names = OnceLock::new();
     }
@@ -677,6 +678,13 @@ impl Index {
                     Vec::new()
                 }
             }
+        })
+    }
+
+    /// Returns the module lookup tables of the view (its manifests read on first use).
+    pub(crate) fn modules(&self) -> &ModuleTable {
+        self.module_table.get_or_init(|| {
+            ModuleTable::build(&self.files, &Manifests::read(&self.root, &self.files))
         })
     }
 
