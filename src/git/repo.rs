@@ -84,6 +84,33 @@ impl RepoInfo {
     }
 
     /// Returns the working tree's top level and the common git directory of the repository
+    /// around `dir`, refusing what [`RepoInfo::discover`] refuses, from one `git` process when
+    /// `dir` is inside a working tree with commits.
+    pub fn dirs(dir: &Path) -> Result<(PathBuf, PathBuf), RepoError> {
+        let located = Git::new(dir)
+            .run([
+                "rev-parse",
+                "--is-inside-work-tree",
+                "--show-toplevel",
+                "--path-format=absolute",
+                "--git-common-dir",
+                "--verify",
+                "--quiet",
+                "HEAD^{commit}",
+            ])
+            .ok()
+            .and_then(|out| match out.lines().collect::<Vec<_>>()[..] {
+                ["true", top, common, _head] => Some((PathBuf::from(top), PathBuf::from(common))),
+                _ => None,
+            });
+        match located {
+            Some(found) => Ok(found),
+            // Asked again one question at a time, to say what is wrong.
+            None => RepoInfo::discover(dir).map(|info| (info.toplevel, info.common_dir)),
+        }
+    }
+
+    /// Returns the working tree's top level and the common git directory of the repository
     /// around `dir`, or why there is none.
     fn locate(git: &Git, dir: &Path) -> Result<(PathBuf, PathBuf), RepoError> {
         match git.run(["rev-parse", "--is-inside-work-tree"]) {

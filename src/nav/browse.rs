@@ -48,13 +48,13 @@ impl Index {
             let mut targets = if f.lang == Lang::Rust {
                 self.rust_import_target(file, imp).into_iter().collect()
             } else {
-                self.modules.resolve(&self.files, file, &imp.module)
+                self.modules().resolve(&self.files, file, &imp.module)
             };
             if f.lang != Lang::Rust && imp.kind == ImportKind::Name && !imp.name.is_empty() {
                 // `from pkg import sub` imports the submodule file when `sub` is one, whatever
                 // else the importing file binds to the same name.
                 let sub = targets.last().and_then(|&package| {
-                    self.modules
+                    self.modules()
                         .python_submodule(&self.files, package, &imp.name)
                 });
                 if let Some(sub) = sub.filter(|_| f.lang == Lang::Python) {
@@ -127,11 +127,11 @@ impl Index {
                     .chain(segs[ups..].iter().copied())
                     .collect::<Vec<_>>()
                     .join("::");
-                return self.modules.rust_module(file, &module);
+                return self.modules().rust_module(file, &module);
             }
             _ => {}
         }
-        self.modules.rust_module(file, &segs.join("::"))
+        self.modules().rust_module(file, &segs.join("::"))
     }
 
     /// Returns the imports, anywhere in the view, that resolve to file `path`.
@@ -224,7 +224,7 @@ impl Index {
             None
         };
         let mut hits: Vec<(u8, DefId)> = Vec::new();
-        for (name, ids) in &self.names {
+        for (name, ids) in self.names.table() {
             let rank = if name == pattern {
                 0
             } else if let Some(m) = &matcher {

@@ -8,13 +8,13 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 
 use super::NavError;
 use super::facts::{FileFacts, Ref};
 use super::lang::Lang;
-use super::snapshot::Stored;
 
 /// The facts of one blob encoded for the cache: everything but references, and references.
 pub struct Encoded {
@@ -47,10 +47,50 @@ impl Encoded {
     }
 }
 
-impl Encoded {
-    /// Returns the encoded facts (references apart).
-    pub fn data(&self) -> &[u8] {
-        &self.data
+/// Reads of the database go through a memory map of (up to 256 MiB of) it: a row spread
+/// over many overflow pages (a view snapshot's, a large file's references) is then copied
+/// out of the page cache rather than read one page per system call.
+const MMAP: &str = "PRAGMA mmap_size = 268435456;";
+
+/// A view snapshot as stored: its name table, encoded by `snapshot`.
+pub struct Stored {
+    pub names: Vec<u8>,
+}
+
+/// Reads the facts (references apart) of single blobs from the cache, from any thread.
+pub struct FactsReader {
+    path: PathBuf,
+    conn: Mutex<Option<Connection>>,
+}
+
+impl FactsReader {
+    /// Returns the facts (without references) of blob `oid` at facts version `version`, or
+    /// `None` when the cache does not hold them.
+    pub fn get(&self, oid: &str, version: u64) -> Result<Option<FileFacts>, NavError> {
+        let err = |source| NavError::Cache {
+            path: self.path.clone(),
+            source,
+        };
+        let mut conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        if conn.is_none() {
+            let c = Connection::open_with_flags(&self.path, OpenFlags::SQLITE_OPEN_READ_ONLY)
+                .map_err(err)?;
+            c.busy_timeout(std::time::Duration::from_secs(10))
+                .map_err(err)?;
+            c.execute_batch(MMAP).map_err(err)?;
+            *conn = Some(c);
+        }
+        let Some(conn) = conn.as_ref() else {
+            return Ok(None);
+        };
+        let mut stmt = conn
+            .prepare_cached("SELECT data FROM blob_facts WHERE oid = ?1 AND version = ?2")
+            .map_err(err)?;
+        let data: Option<Vec<u8>> = stmt
+            .query_row(params![oid, version as i64], |row| row.get(0))
+            .optional()
+            .map_err(err)?;
+        Ok(data.and_then(|d| postcard::from_bytes(&d).ok()))
     }
 }
 
@@ -76,6 +116,7 @@ impl Cache {
         let conn = Connection::open(path).map_err(err)?;
         conn.busy_timeout(std::time::Duration::from_secs(10))
             .map_err(err)?;
+        conn.execute_batch(MMAP).map_err(err)?;
         conn.execute_batch(
             "PRAGMA journal_mode = WAL;
              PRAGMA synchronous = NORMAL;
@@ -203,19 +244,23 @@ impl Cache {
     pub fn get_snapshot(&self, key: i64, files: usize) -> Result<Option<Stored>, NavError> {
         let mut stmt = self
             .conn
-            .prepare_cached(
-                "SELECT ends, names, data FROM view_snapshots WHERE key = ?1 AND files = ?2",
-            )
+            .prepare_cached("SELECT names FROM view_snapshots WHERE key = ?1 AND files = ?2")
             .map_err(|e| self.err(e))?;
         stmt.query_row(params![key, files as i64], |row| {
-            Ok(Stored {
-                ends: row.get(0)?,
-                names: row.get(1)?,
-                data: row.get(2)?,
-            })
+            Ok(Stored { names: row.get(0)? })
         })
         .optional()
         .map_err(|e| self.err(e))
+    }
+
+    /// Returns a reader of blobs' facts for files opened from a view snapshot, with a
+    /// connection of its own (opened on first use), so that facts can be read wherever they
+    /// are first needed.
+    pub fn facts_reader(&self) -> FactsReader {
+        FactsReader {
+            path: self.path.clone(),
+            conn: Mutex::new(None),
+        }
     }
 
     /// Returns true if and only if a snapshot of the view with key `key` is stored.
@@ -231,8 +276,9 @@ impl Cache {
             .map_err(|e| self.err(e))
     }
 
-    /// Stores the snapshot of a view of `files` files, keeping only the most recent few (each
-    /// is about a quarter of the view's source size).
+    /// Stores the snapshot of a view of `files` files, keeping only the most recent few. (The
+    /// `ends` and `data` columns, the files' facts in an earlier format, are left empty: facts
+    /// are read from the blob rows.)
     pub fn put_snapshot(
         &mut self,
         key: i64,
@@ -255,7 +301,7 @@ impl Cache {
             .map_err(err)?;
         tx.execute(
             "INSERT OR REPLACE INTO view_snapshots (key, written, files, ends, names, data) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            params![key, written, files as i64, stored.ends, stored.names, stored.data],
+            params![key, written, files as i64, &[] as &[u8], stored.names, &[] as &[u8]],
         )
         .map_err(err)?;
         tx.execute(

@@ -71,8 +71,9 @@ pub struct Index {
     pub(crate) files: Vec<FileEntry>,
     pub(crate) by_path: HashMap<String, u32>,
     /// Definition name → definitions.
-    pub(crate) names: NameTable<DefId>,
-    pub(crate) modules: ModuleTable,
+    pub(crate) names: snapshot::Names,
+    /// Module lookup tables, built on first use after each refresh that changes paths.
+    module_table: OnceLock<ModuleTable>,
     /// Reference name → (file, reference number), built on first use after each refresh.
     ref_names: OnceLock<NameTable<(u32, u32)>>,
     /// Reads the worktree's state, reusing what it learnt in earlier refreshes.
@@ -105,8 +106,8 @@ impl Index {
     /// Opens the index of the worktree containing `dir`, with its cache in the common git
     /// directory so every worktree of the repository shares it. Call [`Index::refresh`] next.
     pub fn open(dir: &Path) -> Result<Index, NavError> {
-        let info = RepoInfo::discover(dir)?;
-        Index::open_in(&info.toplevel, &info.common_dir)
+        let (toplevel, common_dir) = RepoInfo::dirs(dir)?;
+        Index::open_in(&toplevel, &common_dir)
     }
 
     /// Opens the index of the worktree at `root` of the repository whose common git directory
@@ -136,8 +137,8 @@ impl Index {
             cache: Cache::open(db)?,
             files: Vec::new(),
             by_path: HashMap::new(),
-            names: NameTable::default(),
-            modules: ModuleTable::default(),
+            names: snapshot::Names::default(),
+            module_table: OnceLock::new(),
             ref_names: OnceLock::new(),
             scanner: worktree::Scanner::new(root),
             common_dir: None,
@@ -230,13 +231,13 @@ impl Index {
             }
         }
         if view.len() >= snapshot::MIN_FILES
-            && let Some(loaded) = self.stored_snapshot(&view)?
+            && let Some(names) = self.stored_snapshot(&view)?
         {
             let mut stats = RefreshStats {
                 files: view.len(),
                 ..RefreshStats::default()
             };
-            self.open_snapshot(view, loaded, &mut stats);
+            self.open_snapshot(view, names, &mut stats);
             return Ok(stats);
         }
         let pattern = words
@@ -297,19 +298,19 @@ impl Index {
         // A fresh index of a view seen before opens from that view's snapshot.
         if self.files.is_empty()
             && view.len() >= snapshot::MIN_FILES
-            && let Some(loaded) = self.stored_snapshot(&view)?
+            && let Some(names) = self.stored_snapshot(&view)?
         {
-            self.open_snapshot(view, loaded, &mut stats);
+            self.open_snapshot(view, names, &mut stats);
             return Ok(stats);
         }
         self.apply_changes(view, stats)
     }
 
-    /// Returns the decoded snapshot of `view`, if one is stored and readable.
+    /// Returns the name table of the snapshot of `view`, if one is stored and readable.
     fn stored_snapshot(
         &self,
         view: &BTreeMap<String, worktree::ViewFile>,
-    ) -> Result<Option<snapshot::Loaded>, NavError> {
+    ) -> Result<Option<snapshot::Names>, NavError> {
         let key = snapshot::view_key(
             view.iter()
                 .map(|(p, v)| (p.as_str(), v.oid.as_str(), v.lang)),
@@ -317,14 +318,15 @@ impl Index {
         Ok(self
             .cache
             .get_snapshot(key, view.len())?
-            .and_then(|stored| snapshot::decode(stored, view.len())))
+            .and_then(snapshot::decode))
     }
 
-    /// Opens the (empty) index on `view` from its snapshot `loaded`.
+    /// Opens the (empty) index on `view` from its snapshot's name table `names`; each file's
+    /// facts are read from its blob row on first use.
     fn open_snapshot(
         &mut self,
         view: BTreeMap<String, worktree::ViewFile>,
-        loaded: snapshot::Loaded,
+        names: snapshot::Names,
         stats: &mut RefreshStats,
     ) {
         // Later paths holding an earlier path's blob count as reused, as when the
@@ -337,20 +339,20 @@ impl Index {
                 stats.reused += 1;
             }
         }
+        let reader = Arc::new(self.cache.facts_reader());
         self.files = view
             .into_iter()
-            .zip(loaded.facts)
-            .map(|((path, vf), facts)| FileEntry {
+            .map(|(path, vf)| FileEntry {
+                facts: Facts::stored(reader.clone(), &vf.oid, vf.lang),
                 path,
                 oid: vf.oid,
                 lang: vf.lang,
-                facts,
                 refs: Arc::new(OnceLock::new()),
             })
             .collect();
         self.by_path = self.path_table();
-        self.names = loaded.names;
-        self.modules = ModuleTable::build(&self.files, &Manifests::read(&self.root, &self.files));
+        self.names = names;
+        self.module_table = OnceLock::new();
         self.ref_names = OnceLock::new();
     }
 
@@ -406,10 +408,7 @@ impl Index {
         let left_out = all_jobs - jobs.len();
         let parsed = parse_parallel(&self.root, &self.unsaved, &jobs, &mut self.cache)?;
         let mut fresh: HashMap<String, Loaded> = HashMap::new();
-        // The encodings workers made for the cache, reused by the view snapshot.
-        let mut encoded: HashMap<&str, Vec<u8>> = HashMap::new();
-        for ((_, oid, _), (facts, refs, data)) in jobs.iter().zip(parsed) {
-            encoded.insert(oid, data);
+        for ((_, oid, _), (facts, refs)) in jobs.iter().zip(parsed) {
             fresh.insert(
                 oid.clone(),
                 (Facts::new(facts), Arc::new(OnceLock::from(refs))),
@@ -453,7 +452,7 @@ impl Index {
         } else {
             self.rebuild_tables();
             // Only later opens depend on the snapshot; this refresh succeeded without it.
-            if let Err(e) = self.save_snapshot(&encoded) {
+            if let Err(e) = self.save_snapshot() {
                 tracing::warn!(error = %e, "cannot store the navigation view snapshot");
             }
         }
@@ -471,13 +470,14 @@ impl Index {
                 }
             }
         }
+        let mut names = self.names.take();
         for &i in changed {
             let file = i as u32;
             for d in &previous[i].1.0.defs {
-                remove(&mut self.names, &d.name, |id| id.file != file);
+                remove(&mut names, &d.name, |id| id.file != file);
             }
             for (di, d) in self.files[i].facts.defs.iter().enumerate() {
-                let v = self.names.entry(d.name.clone()).or_default();
+                let v = names.entry(d.name.clone()).or_default();
                 let key = (file, di as u32);
                 let at = v.partition_point(|id| (id.file, id.def) < key);
                 v.insert(
@@ -489,6 +489,7 @@ impl Index {
                 );
             }
         }
+        self.names = snapshot::Names::new(names);
         let Some(mut refs) = self.ref_names.take() else {
             return;
         };
@@ -513,7 +514,7 @@ impl Index {
 
     /// Stores a snapshot of a large view unless one is stored already, so that the next
     /// index of the same view opens from it.
-    fn save_snapshot(&mut self, encoded: &HashMap<&str, Vec<u8>>) -> Result<(), NavError> {
+    fn save_snapshot(&mut self) -> Result<(), NavError> {
         if self.files.len() < snapshot::MIN_FILES {
             return Ok(());
         }
@@ -525,11 +526,7 @@ impl Index {
         if self.cache.has_snapshot(key)? {
             return Ok(());
         }
-        let files = self.files.iter().map(|f| {
-            let known = encoded.get(f.oid.as_str()).map(Vec::as_slice);
-            (&*f.facts, known)
-        });
-        let stored = snapshot::encode(files, &self.names)?;
+        let stored = snapshot::encode(self.names.table());
         self.cache.put_snapshot(key, self.files.len(), &stored)
     }
 
@@ -552,8 +549,8 @@ impl Index {
                 });
             }
         }
-        self.names = names;
-        self.modules = ModuleTable::build(&self.files, &Manifests::read(&self.root, &self.files));
+        self.names = snapshot::Names::new(names);
+        self.module_table = OnceLock::new();
 
         self.ref_names = OnceLock::new();
     }
@@ -606,15 +603,53 @@ impl Index {
         else {
             return Vec::new();
         };
-        let found: Vec<u32> = (0..self.files.len() as u32)
-            .filter(|fi| {
-                self.read_source(*fi)
-                    .map(|data| matcher.is_match(data.as_slice()))
-                    .unwrap_or(true)
-            })
-            .collect();
+        let found = self.files_matching(&matcher);
         lock().files.insert(name.to_string(), found.clone());
         found
+    }
+
+    /// Returns the files whose current contents `matcher` matches (and those that cannot be
+    /// read), reading them on all cores, each thread into one buffer.
+    fn files_matching(&self, matcher: &regex_automata::meta::Regex) -> Vec<u32> {
+        let (root, files, unsaved) = (&self.root, &self.files, &self.unsaved);
+        let matches = |fi: u32, buf: &mut Vec<u8>| -> bool {
+            let path = &files[fi as usize].path;
+            if let Some(data) = unsaved.get(path) {
+                return matcher.is_match(data.as_slice());
+            }
+            buf.clear();
+            let read = std::fs::File::open(root.join(path))
+                .and_then(|mut f| std::io::Read::read_to_end(&mut f, buf));
+            read.is_err() || matcher.is_match(buf.as_slice())
+        };
+        let all: Vec<u32> = (0..files.len() as u32).collect();
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        if all.len() < 64 || threads < 2 {
+            let mut buf = Vec::new();
+            return all
+                .into_iter()
+                .filter(|fi| matches(*fi, &mut buf))
+                .collect();
+        }
+        let chunk = all.len().div_ceil(threads);
+        std::thread::scope(|s| {
+            let handles: Vec<_> = all
+                .chunks(chunk)
+                .map(|part| {
+                    s.spawn(move || {
+                        let mut buf = Vec::new();
+                        part.iter()
+                            .copied()
+                            .filter(|fi| matches(*fi, &mut buf))
+                            .collect::<Vec<u32>>()
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().unwrap_or_default())
+                .collect()
+        })
     }
 
     /// Returns the references named `name` in the files whose contents mention it.
@@ -643,6 +678,13 @@ impl Index {
                     Vec::new()
                 }
             }
+        })
+    }
+
+    /// Returns the module lookup tables of the view (its manifests read on first use).
+    pub(crate) fn modules(&self) -> &ModuleTable {
+        self.module_table.get_or_init(|| {
+            ModuleTable::build(&self.files, &Manifests::read(&self.root, &self.files))
         })
     }
 
@@ -779,8 +821,8 @@ fn view_files(
     files
 }
 
-/// One parsed blob: its facts (references apart), its references, and its encoded facts.
-type Parsed = (FileFacts, Vec<Ref>, Vec<u8>);
+/// One parsed blob: its facts (references apart) and its references.
+type Parsed = (FileFacts, Vec<Ref>);
 
 /// What one parser thread parsed, by job number.
 type Numbered = Vec<(usize, Parsed)>;
@@ -835,10 +877,9 @@ fn parse_parallel(
                             let mut facts = extractor.extract(*lang, &source)?;
                             let refs = std::mem::take(&mut facts.refs);
                             let row = Encoded::new(oid, *lang, &facts, &refs)?;
-                            let data = row.data().to_vec();
                             // A closed channel means the writer failed; its error is reported.
                             let _ = tx.send(row);
-                            out.push((i, (facts, refs, data)));
+                            out.push((i, (facts, refs)));
                         }
                         Ok(out)
                     })

@@ -115,9 +115,7 @@ impl Index {
         let (containers, name) = split_symbol(symbol);
         let mut out: Vec<DefId> = self
             .names
-            .get(name)
-            .map(Vec::as_slice)
-            .unwrap_or(&[])
+            .ids(name)
             .iter()
             .filter(|id| {
                 let facts = &self.files[id.file as usize].facts;
@@ -500,9 +498,7 @@ impl Index {
             }
             let group: Vec<DefId> = self
                 .names
-                .get(&d.name)
-                .map(Vec::as_slice)
-                .unwrap_or(&[])
+                .ids(&d.name)
                 .iter()
                 .filter(|o| {
                     o.file == t.file && {
@@ -530,7 +526,7 @@ impl Index {
     ) -> Vec<Location> {
         let mut out = Vec::new();
         for n in names {
-            for id in self.names.get(n).map(Vec::as_slice).unwrap_or(&[]) {
+            for id in self.names.ids(n).iter() {
                 let d = self.def(*id);
                 if d.kind != "impl" {
                     continue;
@@ -789,7 +785,7 @@ impl Index {
         for t in targets {
             let d = self.def(*t);
             if matches!(d.kind.as_str(), "struct" | "enum" | "type") {
-                for id in self.names.get(&d.name).map(Vec::as_slice).unwrap_or(&[]) {
+                for id in self.names.ids(&d.name).iter() {
                     if self.def(*id).kind != "impl"
                         || self.files[id.file as usize].lang != self.files[t.file as usize].lang
                     {

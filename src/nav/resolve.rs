@@ -197,7 +197,7 @@ impl Index {
                 let root = i.module.split("::").next().unwrap_or_default();
                 matches!(root, "std" | "core" | "alloc")
                     || !self
-                        .modules
+                        .modules()
                         .resolve(&self.files, file, &i.module)
                         .is_empty()
                     || self
@@ -348,7 +348,7 @@ impl Index {
             cur = facts.defs[c as usize].parent;
         }
         let mut best: Vec<(usize, DefId)> = Vec::new();
-        for id in self.names.get(name).map(Vec::as_slice).unwrap_or(&[]) {
+        for id in self.names.ids(name).iter() {
             if id.file != file {
                 continue;
             }
@@ -427,7 +427,7 @@ impl Index {
         }
         // 4. Glob imports.
         for imp in facts.imports.iter().filter(|i| i.kind == ImportKind::Glob) {
-            for m in self.modules.resolve(&self.files, file, &imp.module) {
+            for m in self.modules().resolve(&self.files, file, &imp.module) {
                 let o = self.exports(m, name, depth + 1, false);
                 out.defs.extend(o.defs);
                 out.modules.extend(o.modules);
@@ -438,7 +438,7 @@ impl Index {
         }
         // 5. Rust: a module of that name (`util::f()` after `mod util;`).
         if entry.lang == Lang::Rust
-            && let Some(m) = self.modules.rust_module(file, name)
+            && let Some(m) = self.modules().rust_module(file, name)
         {
             return Some(Outcome::bound(Vec::new(), vec![m]));
         }
@@ -467,12 +467,12 @@ impl Index {
         };
         if lang == Lang::Rust && imp.module.is_empty() && imp.kind == ImportKind::Name {
             // `use wire;`, `pub use wire as proto;`: a crate (or module) by name.
-            if let Some(m) = self.modules.rust_module(file, &imp.name) {
+            if let Some(m) = self.modules().rust_module(file, &imp.name) {
                 out.modules.push(m);
                 return;
             }
         }
-        let targets = self.modules.resolve(&self.files, file, &module);
+        let targets = self.modules().resolve(&self.files, file, &module);
         if targets.is_empty() {
             // Rust: a path through inline modules and re-exports (`use facade::sub::Thing`).
             if lang == Lang::Rust
@@ -517,7 +517,7 @@ impl Index {
         }
         let entry = &self.files[file as usize];
         let facts = &entry.facts;
-        for id in self.names.get(name).map(Vec::as_slice).unwrap_or(&[]) {
+        for id in self.names.ids(name).iter() {
             let d = &facts.defs.get(id.def as usize);
             if id.file == file
                 && d.is_some_and(|d| {
@@ -550,7 +550,7 @@ impl Index {
             .iter()
             .filter(|i| i.kind == ImportKind::Glob && visible(i.reexport))
         {
-            for m in self.modules.resolve(&self.files, file, &imp.module) {
+            for m in self.modules().resolve(&self.files, file, &imp.module) {
                 if m != file {
                     let o = self.exports(m, name, depth + 1, false);
                     out.defs.extend(o.defs);
@@ -563,15 +563,15 @@ impl Index {
         }
         match entry.lang {
             Lang::Python => {
-                if let Some(m) = self.modules.python_submodule(&self.files, file, name) {
+                if let Some(m) = self.modules().python_submodule(&self.files, file, name) {
                     out.modules.push(m);
                 }
             }
             Lang::Rust => {
-                if let Some((root, segs)) = self.modules.rust_module_of(file) {
+                if let Some((root, segs)) = self.modules().rust_module_of(file) {
                     let mut child = segs.clone();
                     child.push(name.to_string());
-                    if let Some(m) = self.modules.rust_file(root, &child) {
+                    if let Some(m) = self.modules().rust_file(root, &child) {
                         out.modules.push(m);
                     }
                 }
@@ -610,15 +610,13 @@ impl Index {
     /// Returns the top-level definitions named `name` in the Go package of `file`.
     fn package_level(&self, file: u32, name: &str) -> Vec<DefId> {
         let pkg: HashSet<u32> = self
-            .modules
+            .modules()
             .package_files(&self.files, file)
             .iter()
             .copied()
             .collect();
         self.names
-            .get(name)
-            .map(Vec::as_slice)
-            .unwrap_or(&[])
+            .ids(name)
             .iter()
             .filter(|id| pkg.contains(&id.file))
             .filter(|id| {
@@ -707,7 +705,7 @@ impl Index {
                 // The longest module prefix (`crate::a::b` of `crate::a::b::Type`); the
                 // remaining segments are items inside it.
                 let (k, m) = (1..=segs.len()).rev().find_map(|k| {
-                    self.modules
+                    self.modules()
                         .rust_module(file, &segs[..k].join("::"))
                         .map(|m| (k, m))
                 })?;
@@ -790,7 +788,7 @@ impl Index {
         let (k, mut cur) = (1..=segs.len())
             .rev()
             .find_map(|k| {
-                self.modules
+                self.modules()
                     .rust_module(file, &segs[..k].join("::"))
                     .map(|m| (k, Outcome::bound(Vec::new(), vec![m])))
             })
@@ -862,10 +860,12 @@ impl Index {
 
     /// Returns the file of Rust module `name` declared in `file` (`mod name;`), if indexed.
     fn rust_child_module(&self, file: u32, name: &str) -> Option<u32> {
-        let (root, segs) = self.modules.rust_module_of(file)?;
+        let (root, segs) = self.modules().rust_module_of(file)?;
         let mut child = segs.clone();
         child.push(name.to_string());
-        self.modules.rust_file(root, &child).filter(|m| *m != file)
+        self.modules()
+            .rust_file(root, &child)
+            .filter(|m| *m != file)
     }
 
     /// Returns true if and only if `name` is the receiver of the Go method enclosing `scope`.
@@ -910,9 +910,7 @@ impl Index {
         let lang = self.files[file as usize].lang;
         let all: Vec<DefId> = self
             .names
-            .get(name)
-            .map(Vec::as_slice)
-            .unwrap_or(&[])
+            .ids(name)
             .iter()
             .filter(|id| self.files[id.file as usize].lang.same_family(lang))
             .filter(|id| {
@@ -1010,13 +1008,11 @@ impl Index {
             .facts
             .imports
             .iter()
-            .flat_map(|i| self.modules.resolve(&self.files, file, &i.module))
+            .flat_map(|i| self.modules().resolve(&self.files, file, &i.module))
             .collect();
         let mut scored: Vec<(i32, DefId)> = self
             .names
-            .get(name)
-            .map(Vec::as_slice)
-            .unwrap_or(&[])
+            .ids(name)
             .iter()
             .filter(|id| self.files[id.file as usize].lang.same_family(from.lang))
             .filter(|id| {

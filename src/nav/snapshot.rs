@@ -1,18 +1,20 @@
-//! View snapshots: the facts of every file of a view and its definition-name table, stored
-//! as one cache row keyed by the view, so that another worktree of the same commit (or the
-//! next process on the same worktree) is ready after reading one row, without parsing or
-//! decoding anything.
+//! View snapshots: the definition-name table of a view, stored as one cache row keyed by the
+//! view, so that another worktree of the same commit (or the next process on the same
+//! worktree) is ready after reading one row, without parsing or decoding anything.
 //!
 //! Opening an index from per-blob rows meant one SQLite lookup and one full decode per file,
-//! and then rebuilding the name table from every definition. A snapshot holds the files'
-//! encoded facts back to back, and each file's facts are decoded on first use instead
-//! ([`Facts`]), so a query pays only for the files it reads.
+//! and then rebuilding the name table from every definition. A snapshot holds the name table
+//! sorted, so that a name is found by a binary search in the stored bytes ([`Names`]), and
+//! each file's facts are read from its blob row and decoded on first use ([`Facts`]): a query
+//! pays only for the names and files it reads.
 
+use std::borrow::Cow;
 use std::fmt;
-use std::ops::{Deref, Range};
+use std::ops::Deref;
 use std::sync::{Arc, OnceLock};
 
 use super::NavError;
+use super::cache::{FactsReader, Stored};
 use super::facts::FileFacts;
 use super::index::{DefId, NameTable};
 use super::lang::{Lang, fnv1a};
@@ -21,15 +23,16 @@ use super::lang::{Lang, fnv1a};
 /// write.
 pub const MIN_FILES: usize = 256;
 
-/// The facts of one file (references apart), decoded on first use when they come from a
-/// snapshot.
+/// The facts of one file (references apart), read and decoded on first use when they come
+/// from a snapshot.
 #[derive(Clone)]
 pub struct Facts(Arc<Lazy>);
 
 struct Lazy {
     decoded: OnceLock<FileFacts>,
-    /// The snapshot buffer and this file's range in it; `None` once decoded at creation.
-    encoded: Option<(Arc<[u8]>, Range<usize>)>,
+    /// Where the blob's row is read from, its blob id and facts version; `None` once decoded
+    /// at creation.
+    stored: Option<(Arc<FactsReader>, String, u64)>,
 }
 
 impl Facts {
@@ -37,15 +40,15 @@ impl Facts {
     pub fn new(facts: FileFacts) -> Facts {
         Facts(Arc::new(Lazy {
             decoded: OnceLock::from(facts),
-            encoded: None,
+            stored: None,
         }))
     }
 
-    /// Returns facts that decode `buffer[range]` on first use.
-    fn encoded(buffer: Arc<[u8]>, range: Range<usize>) -> Facts {
+    /// Returns facts that are read from the blob row of `oid` on first use.
+    pub fn stored(reader: Arc<FactsReader>, oid: &str, lang: Lang) -> Facts {
         Facts(Arc::new(Lazy {
             decoded: OnceLock::new(),
-            encoded: Some((buffer, range)),
+            stored: Some((reader, oid.to_string(), lang.version())),
         }))
     }
 }
@@ -55,20 +58,22 @@ impl Deref for Facts {
 
     fn deref(&self) -> &FileFacts {
         self.0.decoded.get_or_init(|| {
-            let Some((buffer, range)) = &self.0.encoded else {
+            let Some((reader, oid, version)) = &self.0.stored else {
                 return FileFacts::default();
             };
-            match buffer
-                .get(range.clone())
-                .map(postcard::from_bytes::<FileFacts>)
-            {
-                Some(Ok(facts)) => facts,
-                // The snapshot was written from decoded facts, so this is a damaged cache:
-                // the file answers nothing rather than failing every query.
-                _ => {
+            match reader.get(oid, *version) {
+                Ok(Some(facts)) => facts,
+                // The snapshot was written after every blob's row: this is a damaged cache,
+                // and the file answers nothing rather than failing every query.
+                Ok(None) => {
                     tracing::warn!(
-                        "a navigation view snapshot is damaged; delete nav.db to rebuild it"
+                        oid = %oid,
+                        "a blob of a navigation view snapshot has no facts; delete nav.db to rebuild it"
                     );
+                    FileFacts::default()
+                }
+                Err(e) => {
+                    tracing::warn!(oid = %oid, error = %e, "cannot read a blob's facts");
                     FileFacts::default()
                 }
             }
@@ -82,8 +87,12 @@ impl fmt::Debug for Facts {
     }
 }
 
-/// Returns the snapshot key of a view: a hash of every file's path, blob id and facts
-/// version, in view order (file numbers in the name table depend on that order).
+/// What tells a snapshot's format apart; part of the key, so that a row another format wrote
+/// is never read as this one.
+const FORMAT: &[u8; 4] = b"NMS1";
+
+/// Returns the snapshot key of a view: a hash of the format and of every file's path, blob id
+/// and facts version, in view order (file numbers in the name table depend on that order).
 pub fn view_key<'a>(
     files: impl Iterator<Item = (&'a str, &'a str, Lang)>,
 ) -> Result<i64, NavError> {
@@ -93,7 +102,8 @@ pub fn view_key<'a>(
         versions.push(lang.version().to_le_bytes());
         names.push((path, oid));
     }
-    let mut parts: Vec<&[u8]> = Vec::with_capacity(names.len() * 3);
+    let mut parts: Vec<&[u8]> = Vec::with_capacity(names.len() * 3 + 1);
+    parts.push(FORMAT);
     for ((path, oid), version) in names.iter().zip(&versions) {
         parts.push(path.as_bytes());
         parts.push(oid.as_bytes());
@@ -102,104 +112,190 @@ pub fn view_key<'a>(
     Ok(fnv1a(&parts) as i64)
 }
 
-/// A snapshot as stored: the files' encoded facts back to back, where each file's ends,
-/// and the name table.
-pub struct Stored {
-    pub data: Vec<u8>,
-    pub ends: Vec<u8>,
-    pub names: Vec<u8>,
+/// Encodes the name table `names` for a snapshot (see [`StoredNames`]).
+pub fn encode(names: &NameTable<DefId>) -> Stored {
+    Stored {
+        names: StoredNames::encode(names),
+    }
 }
 
-/// Encodes the facts of `files` (in view order; with their encoding when already known)
-/// and the name table `names`.
-pub fn encode<'a>(
-    files: impl Iterator<Item = (&'a FileFacts, Option<&'a [u8]>)>,
-    names: &NameTable<DefId>,
-) -> Result<Stored, NavError> {
-    let fail = |e: postcard::Error| NavError::Encode {
-        oid: "view snapshot".into(),
-        message: e.to_string(),
-    };
-    let mut data = Vec::new();
-    let mut ends: Vec<u32> = Vec::new();
-    for (facts, known) in files {
-        match known {
-            Some(bytes) => data.extend_from_slice(bytes),
-            None => data = postcard::to_extend(facts, data).map_err(fail)?,
+/// Returns the name table of a stored snapshot; `None` when it is not one.
+pub fn decode(stored: Stored) -> Option<Names> {
+    StoredNames::new(stored.names).map(Names::stored)
+}
+
+/// The definition-name table: built in memory, or read from a view snapshot, where a name is
+/// looked up in the stored bytes until the whole table is needed (to iterate over or to
+/// change it), and only then decoded.
+#[derive(Default)]
+pub struct Names {
+    table: OnceLock<NameTable<DefId>>,
+    stored: Option<StoredNames>,
+}
+
+impl Names {
+    /// Returns the names of a table built in memory.
+    pub fn new(table: NameTable<DefId>) -> Names {
+        Names {
+            table: OnceLock::from(table),
+            stored: None,
         }
-        ends.push(data.len() as u32);
     }
-    let names: Vec<(&str, Vec<(u32, u32)>)> = names
-        .iter()
-        .map(|(n, ids)| (n.as_str(), ids.iter().map(|d| (d.file, d.def)).collect()))
-        .collect();
-    Ok(Stored {
-        data,
-        ends: postcard::to_stdvec(&ends).map_err(fail)?,
-        names: postcard::to_stdvec(&names).map_err(fail)?,
-    })
+
+    fn stored(stored: StoredNames) -> Names {
+        Names {
+            table: OnceLock::new(),
+            stored: Some(stored),
+        }
+    }
+
+    /// Returns the definitions named `name`, in (file, definition) order.
+    pub fn ids(&self, name: &str) -> Cow<'_, [DefId]> {
+        if let Some(table) = self.table.get() {
+            return Cow::Borrowed(table.get(name).map_or(&[][..], Vec::as_slice));
+        }
+        match &self.stored {
+            Some(stored) => Cow::Owned(stored.get(name)),
+            None => Cow::Borrowed(&[]),
+        }
+    }
+
+    /// Returns the whole table, decoding a stored one on first use.
+    pub fn table(&self) -> &NameTable<DefId> {
+        self.table.get_or_init(|| {
+            self.stored
+                .as_ref()
+                .map(StoredNames::decode_all)
+                .unwrap_or_default()
+        })
+    }
+
+    /// Takes the whole table out (to change it), leaving an empty one.
+    pub fn take(&mut self) -> NameTable<DefId> {
+        self.table();
+        self.stored = None;
+        std::mem::take(&mut self.table)
+            .into_inner()
+            .unwrap_or_default()
+    }
 }
 
-/// A decoded snapshot: one lazily decoded [`Facts`] per file, and the name table.
-pub struct Loaded {
-    pub facts: Vec<Facts>,
-    pub names: NameTable<DefId>,
+impl PartialEq for Names {
+    fn eq(&self, other: &Names) -> bool {
+        self.table() == other.table()
+    }
 }
 
-/// Decodes a stored snapshot of a view of `files` files; `None` when it does not fit.
-pub fn decode(stored: Stored, files: usize) -> Option<Loaded> {
-    let ends: Vec<u32> = postcard::from_bytes(&stored.ends).ok()?;
-    if ends.len() != files
-        || ends
-            .last()
-            .is_some_and(|e| *e as usize != stored.data.len())
-    {
-        return None;
+impl fmt::Debug for Names {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.table().fmt(f)
     }
-    let names: Vec<(String, Vec<(u32, u32)>)> = postcard::from_bytes(&stored.names).ok()?;
-    let buffer: Arc<[u8]> = Arc::from(stored.data);
-    let mut start = 0usize;
-    let mut facts = Vec::with_capacity(files);
-    for end in ends {
-        let end = end as usize;
-        if end < start {
+}
+
+/// A name table as a snapshot stores it, sorted by name: [`FORMAT`], the number of names,
+/// the offset of each name's entry, then the entries — the name's length and bytes, the
+/// number of its definitions and each as (file, definition) — every number a little-endian
+/// `u32`.
+struct StoredNames {
+    bytes: Vec<u8>,
+    count: usize,
+}
+
+/// Returns the little-endian `u32` at `at` in `bytes`, if there is one.
+fn u32_at(bytes: &[u8], at: usize) -> Option<u32> {
+    let b = bytes.get(at..at.checked_add(4)?)?;
+    Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+}
+
+impl StoredNames {
+    fn new(bytes: Vec<u8>) -> Option<StoredNames> {
+        if bytes.get(..4) != Some(&FORMAT[..]) {
             return None;
         }
-        facts.push(Facts::encoded(buffer.clone(), start..end));
-        start = end;
+        let count = u32_at(&bytes, 4)? as usize;
+        let entries = count.checked_mul(4)?.checked_add(8)?;
+        (entries <= bytes.len()).then_some(StoredNames { bytes, count })
     }
-    let names = names
-        .into_iter()
-        .map(|(n, ids)| {
-            let ids = ids
-                .into_iter()
-                .map(|(file, def)| DefId { file, def })
-                .collect();
-            (n, ids)
-        })
-        .collect();
-    Some(Loaded { facts, names })
+
+    fn encode(table: &NameTable<DefId>) -> Vec<u8> {
+        let mut names: Vec<(&String, &Vec<DefId>)> = table.iter().collect();
+        names.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        let mut out = Vec::with_capacity(8 + names.len() * 24);
+        out.extend_from_slice(FORMAT);
+        out.extend_from_slice(&(names.len() as u32).to_le_bytes());
+        let offsets = out.len();
+        out.resize(offsets + names.len() * 4, 0);
+        for (i, (name, ids)) in names.iter().enumerate() {
+            let at = (out.len() as u32).to_le_bytes();
+            out[offsets + i * 4..offsets + i * 4 + 4].copy_from_slice(&at);
+            out.extend_from_slice(&(name.len() as u32).to_le_bytes());
+            out.extend_from_slice(name.as_bytes());
+            out.extend_from_slice(&(ids.len() as u32).to_le_bytes());
+            for id in *ids {
+                out.extend_from_slice(&id.file.to_le_bytes());
+                out.extend_from_slice(&id.def.to_le_bytes());
+            }
+        }
+        out
+    }
+
+    /// Returns the name of entry `i` and where its definitions start.
+    fn entry(&self, i: usize) -> Option<(&[u8], usize)> {
+        let at = u32_at(&self.bytes, 8 + i * 4)? as usize;
+        let len = u32_at(&self.bytes, at)? as usize;
+        let start = at.checked_add(4)?;
+        let name = self.bytes.get(start..start.checked_add(len)?)?;
+        Some((name, start + len))
+    }
+
+    /// Returns the definitions whose count is at `at`; empty when the bytes are damaged.
+    fn ids_at(&self, at: usize) -> Vec<DefId> {
+        let n = u32_at(&self.bytes, at).unwrap_or(0) as usize;
+        let mut out = Vec::with_capacity(n.min(1024));
+        for k in 0..n {
+            let base = at + 4 + k * 8;
+            match (u32_at(&self.bytes, base), u32_at(&self.bytes, base + 4)) {
+                (Some(file), Some(def)) => out.push(DefId { file, def }),
+                _ => return Vec::new(),
+            }
+        }
+        out
+    }
+
+    fn get(&self, name: &str) -> Vec<DefId> {
+        let (mut lo, mut hi) = (0, self.count);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            let Some((found, ids)) = self.entry(mid) else {
+                return Vec::new();
+            };
+            match found.cmp(name.as_bytes()) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return self.ids_at(ids),
+            }
+        }
+        Vec::new()
+    }
+
+    fn decode_all(&self) -> NameTable<DefId> {
+        let mut table = NameTable::default();
+        table.reserve(self.count);
+        for i in 0..self.count {
+            let Some((name, ids)) = self.entry(i) else {
+                break;
+            };
+            if let Ok(name) = std::str::from_utf8(name) {
+                table.insert(name.to_string(), self.ids_at(ids));
+            }
+        }
+        table
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::nav::facts::{Def, Span};
-
-    fn def(name: &str) -> Def {
-        Def {
-            name: name.into(),
-            kind: "function".into(),
-            parent: None,
-            span: Span::default(),
-            name_span: Span::default(),
-            body_start: 0,
-            signature: format!("def {name}():"),
-            owner: String::new(),
-            receiver_var: String::new(),
-            exported: true,
-        }
-    }
 
     fn git(dir: &std::path::Path, args: &[&str]) {
         crate::git::testing::git(dir, args);
@@ -249,6 +345,12 @@ mod tests {
                 .iter()
                 .all(|f| f.facts.0.decoded.get().is_none())
         );
+        // Nor was the name table.
+        assert!(second.names.table.get().is_none());
+        assert_eq!(
+            second.names.ids("f3").as_ref(),
+            first.names.ids("f3").as_ref()
+        );
         assert_eq!(second.names, first.names);
         for (a, b) in first.files.iter().zip(&second.files) {
             assert_eq!((&a.path, &a.oid, &*a.facts), (&b.path, &b.oid, &*b.facts));
@@ -275,37 +377,56 @@ mod tests {
     }
 
     #[test]
-    fn a_snapshot_round_trips_facts_and_names() {
-        let a = FileFacts {
-            defs: vec![def("run"), def("stop")],
-            ..FileFacts::default()
-        };
-        let b = FileFacts::default();
-        let c = FileFacts {
-            defs: vec![def("run")],
-            ..FileFacts::default()
-        };
+    fn a_snapshot_round_trips_the_name_table() {
         let mut names: NameTable<DefId> = NameTable::default();
         names.insert(
             "run".into(),
             vec![DefId { file: 0, def: 0 }, DefId { file: 2, def: 0 }],
         );
         names.insert("stop".into(), vec![DefId { file: 0, def: 1 }]);
-        let known = postcard::to_stdvec(&b).unwrap();
-        let parts = [(&a, None), (&b, Some(known.as_slice())), (&c, None)];
-        let stored = encode(parts.into_iter(), &names).unwrap();
-        let loaded = decode(stored, 3).unwrap();
-        assert_eq!(loaded.names, names);
-        assert_eq!(*loaded.facts[0], a);
-        assert_eq!(*loaded.facts[1], b);
-        assert_eq!(*loaded.facts[2], c);
+        names.insert("é".into(), vec![DefId { file: 1, def: 7 }]);
+        for i in 0..100 {
+            names.insert(
+                format!("n{i}"),
+                vec![DefId {
+                    file: i,
+                    def: i * 2,
+                }],
+            );
+        }
+        let loaded = decode(encode(&names)).unwrap();
+        // Looked up in the stored bytes, before the table is decoded.
+        assert_eq!(loaded.ids("run").as_ref(), names["run"].as_slice());
+        assert_eq!(loaded.ids("é").as_ref(), names["é"].as_slice());
+        for i in 0..100 {
+            let n = format!("n{i}");
+            assert_eq!(loaded.ids(&n).as_ref(), names[&n].as_slice());
+        }
+        assert!(loaded.ids("walk").is_empty());
+        assert!(loaded.ids("").is_empty());
+        assert!(loaded.table.get().is_none());
+        assert_eq!(loaded.table(), &names);
+        assert_eq!(loaded.ids("stop").as_ref(), names["stop"].as_slice());
+        let empty = decode(encode(&NameTable::default())).unwrap();
+        assert!(empty.ids("run").is_empty());
+        assert!(empty.table().is_empty());
     }
 
     #[test]
-    fn a_snapshot_of_another_view_size_is_refused() {
-        let empty = FileFacts::default();
-        let stored = encode([(&empty, None)].into_iter(), &NameTable::default()).unwrap();
-        assert!(decode(stored, 2).is_none());
+    fn a_damaged_name_table_is_refused_or_answers_nothing() {
+        let mut names: NameTable<DefId> = NameTable::default();
+        names.insert("run".into(), vec![DefId { file: 0, def: 0 }]);
+        let stored = encode(&names);
+        let mut other = stored.names.clone();
+        other[0] = b'X';
+        assert!(decode(Stored { names: other }).is_none());
+        let mut short = stored.names.clone();
+        short.truncate(6);
+        assert!(decode(Stored { names: short }).is_none());
+        let mut cut = stored.names;
+        cut.truncate(cut.len() - 3);
+        let loaded = decode(Stored { names: cut }).unwrap();
+        assert!(loaded.ids("run").is_empty());
     }
 
     #[test]

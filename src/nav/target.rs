@@ -390,9 +390,7 @@ impl Index {
                 let facts = &self.files[file as usize].facts;
                 let mut found: Vec<DefId> = self
                     .names
-                    .get(name)
-                    .map(Vec::as_slice)
-                    .unwrap_or(&[])
+                    .ids(name)
                     .iter()
                     .filter(|id| id.file == file && facts.defs[id.def as usize].kind != "impl")
                     .filter(|id| facts.container_chain(id.def) == inner)
@@ -446,8 +444,8 @@ impl Index {
     /// `src/courier/client.py`; a Rust file's crate name and module path (`wire/frame`).
     fn module_segments(&self, file: u32) -> Vec<String> {
         let f = &self.files[file as usize];
-        if let Some((root, segs)) = self.modules.rust_module_of(file) {
-            let mut out: Vec<String> = self.modules.crate_name(root).into_iter().collect();
+        if let Some((root, segs)) = self.modules().rust_module_of(file) {
+            let mut out: Vec<String> = self.modules().crate_name(root).into_iter().collect();
             out.extend(segs.iter().cloned());
             return out;
         }

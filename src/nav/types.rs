@@ -590,9 +590,7 @@ impl Index {
         let nested = matches!(lang, Lang::Rust | Lang::Go) && cd.kind != "trait";
         let candidates: Vec<DefId> = self
             .names
-            .get(name)
-            .map(Vec::as_slice)
-            .unwrap_or(&[])
+            .ids(name)
             .iter()
             .copied()
             .filter(|id| {

@@ -129,57 +129,26 @@ impl Scanner {
         let index = repo.index_or_empty().map_err(|e| self.index_error(e))?;
         let index_time = SystemTime::from(index.timestamp());
 
-        let mut files = BTreeMap::new();
-        let mut tracked: std::collections::HashSet<&str> = std::collections::HashSet::new();
-        let mut to_hash: Vec<(String, Lang)> = Vec::new();
-        for entry in index.entries() {
-            let Ok(path) = std::str::from_utf8(entry.path(&index)) else {
-                continue;
-            };
-            tracked.insert(path);
-            let Some(lang) = Lang::from_path(path) else {
-                continue;
-            };
-            let regular = entry.mode == gix::index::entry::Mode::FILE
-                || entry.mode == gix::index::entry::Mode::FILE_EXECUTABLE;
-            if !regular {
-                continue; // symlinks and submodules are not source files
-            }
-            if entry.stage_raw() != 0 {
-                // A conflicted path: index the working-tree copy (once, whatever the stages).
-                if to_hash.last().is_none_or(|(p, _)| p != path) {
-                    to_hash.push((path.to_string(), lang));
-                }
-                continue;
-            }
-            let Ok(meta) = std::fs::symlink_metadata(self.root.join(path)) else {
-                continue; // deleted in the worktree: it leaves the view
-            };
-            if !meta.is_file() {
-                continue;
-            }
-            if unchanged(&entry.stat, &meta, index_time) {
-                files.insert(
-                    path.to_string(),
-                    ViewFile {
-                        oid: entry.id.to_string(),
-                        lang,
-                    },
-                );
-            } else {
-                to_hash.push((path.to_string(), lang));
-            }
-        }
-
         let walk_valid = self.walked.as_ref().is_some_and(|w| {
             w.watched
                 .iter()
                 .all(|(path, stamp)| Stamp::read(path) == *stamp)
         });
-        let candidates = match &self.walked {
-            Some(w) if walk_valid => w.files.clone(),
-            _ => {
-                let (files, watched) = walk(&self.root, &git_dir, &common_dir);
+        // The walk for untracked files and the check of the tracked ones run side by side.
+        let root = &self.root;
+        let ((mut files, tracked, mut to_hash), walked) = std::thread::scope(|s| {
+            let walker = (!walk_valid).then(|| s.spawn(|| walk(root, &git_dir, &common_dir)));
+            let part = tracked_files(&index, root, index_time);
+            (part, walker.map(|h| h.join()))
+        });
+        let candidates = match walked {
+            None => self
+                .walked
+                .as_ref()
+                .map(|w| w.files.clone())
+                .unwrap_or_default(),
+            Some(Err(_)) => return Err(self.index_error("the walk of the worktree failed")),
+            Some(Ok((files, watched))) => {
                 self.walked = watched.map(|watched| Walked {
                     watched,
                     files: files.clone(),
@@ -270,6 +239,63 @@ impl Scanner {
         }
         out
     }
+}
+
+/// The tracked files of the view found from git's index: those whose stat data still match
+/// their entry, with the entry's blob id; the paths of every entry; and the files to hash
+/// (modified or conflicted).
+#[allow(clippy::type_complexity)]
+fn tracked_files<'a>(
+    index: &'a gix::index::File,
+    root: &Path,
+    index_time: SystemTime,
+) -> (
+    BTreeMap<String, ViewFile>,
+    std::collections::HashSet<&'a str>,
+    Vec<(String, Lang)>,
+) {
+    let mut files = BTreeMap::new();
+    let mut tracked: std::collections::HashSet<&str> = std::collections::HashSet::new();
+    let mut to_hash: Vec<(String, Lang)> = Vec::new();
+    for entry in index.entries() {
+        let Ok(path) = std::str::from_utf8(entry.path(index)) else {
+            continue;
+        };
+        tracked.insert(path);
+        let Some(lang) = Lang::from_path(path) else {
+            continue;
+        };
+        let regular = entry.mode == gix::index::entry::Mode::FILE
+            || entry.mode == gix::index::entry::Mode::FILE_EXECUTABLE;
+        if !regular {
+            continue; // symlinks and submodules are not source files
+        }
+        if entry.stage_raw() != 0 {
+            // A conflicted path: index the working-tree copy (once, whatever the stages).
+            if to_hash.last().is_none_or(|(p, _)| p != path) {
+                to_hash.push((path.to_string(), lang));
+            }
+            continue;
+        }
+        let Ok(meta) = std::fs::symlink_metadata(root.join(path)) else {
+            continue; // deleted in the worktree: it leaves the view
+        };
+        if !meta.is_file() {
+            continue;
+        }
+        if unchanged(&entry.stat, &meta, index_time) {
+            files.insert(
+                path.to_string(),
+                ViewFile {
+                    oid: entry.id.to_string(),
+                    lang,
+                },
+            );
+        } else {
+            to_hash.push((path.to_string(), lang));
+        }
+    }
+    (files, tracked, to_hash)
 }
 
 /// Tells whether a relative path's directory lies inside the worktree once symbolic links are
