@@ -436,21 +436,26 @@ fn score(label: &str, repo: &Path, index: &Index, expected: &serde_json::Value) 
     tally
 }
 
+/// Returns a query's site: file, line, name, and the position to ask at — the oracle's column
+/// when it gives one, as `--from FILE:LINE:COL` asks (a line may hold the name twice:
+/// `Deserializer::new(read::SliceRead::new(b))`).
+fn site(q: &serde_json::Value) -> (&str, u32, &str, At) {
+    let file = q["file"].as_str().unwrap();
+    let line = q["line"].as_u64().unwrap() as u32;
+    let at = At {
+        path: file.to_string(),
+        line,
+        col: q["col"].as_u64().map(|c| c as u32),
+    };
+    (file, line, q["name"].as_str().unwrap(), at)
+}
+
 /// Scores definitions at use sites (`expected["defs"]`), top answer and every answer.
 fn score_defs(index: &Index, expected: &serde_json::Value, verbose: bool, tally: &mut Tally) {
     let (mut tp, mut ours_n, mut exp_n, mut queries) = (0, 0, 0, 0);
     for q in expected["defs"].as_array().unwrap() {
-        let file = q["file"].as_str().unwrap();
-        let line = q["line"].as_u64().unwrap() as u32;
-        let name = q["name"].as_str().unwrap();
+        let (file, line, name, at) = site(q);
         let exp = pairs(&q["expected"]);
-        // At the oracle's column when it gives one, as `--from FILE:LINE:COL` asks: a line
-        // may hold the name twice (`Deserializer::new(read::SliceRead::new(b))`).
-        let at = At {
-            path: file.to_string(),
-            line,
-            col: q["col"].as_u64().map(|c| c as u32),
-        };
         let all: Vec<(String, u32)> = index
             .definition_at(Some(name), Some(&at))
             .unwrap_or_default()
@@ -484,15 +489,8 @@ fn score_defs(index: &Index, expected: &serde_json::Value, verbose: bool, tally:
 /// and the expected [path, line] pairs, the declaration itself left out).
 fn score_impls(index: &Index, expected: &serde_json::Value, verbose: bool, tally: &mut Tally) {
     for q in expected["impls"].as_array().into_iter().flatten() {
-        let file = q["file"].as_str().unwrap();
-        let line = q["line"].as_u64().unwrap() as u32;
-        let name = q["name"].as_str().unwrap();
+        let (file, line, name, at) = site(q);
         let exp = pairs(&q["expected"]);
-        let at = At {
-            path: file.to_string(),
-            line,
-            col: q["col"].as_u64().map(|c| c as u32),
-        };
         let locs = index
             .implementations_at(Some(name), Some(&at))
             .unwrap_or_default();

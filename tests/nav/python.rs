@@ -293,6 +293,15 @@ fn names_of_a_class_body_bind_uses_in_that_body_not_in_its_methods() {
     assert_eq!(crate::def_at(&idx, &p), "pkg/vals.py:16");
 }
 
+/// Returns the imports of `path` as (module as written, file it reaches or "").
+fn import_edges(idx: &git_orchestra::nav::Index, path: &str) -> Vec<(String, String)> {
+    idx.imports_of(path)
+        .unwrap()
+        .into_iter()
+        .map(|e| (e.module, e.target.unwrap_or_default()))
+        .collect()
+}
+
 /// An absolute import names a top-level module: `import typing` inside a package holding a
 /// `typing.py` is the standard library's, as Python 3 resolves it; a package's own module is
 /// reached by its full name or relatively. `from __future__ import …` is an import too, and
@@ -317,13 +326,7 @@ fn absolute_imports_do_not_resolve_to_a_packages_own_namesake_module() {
         ("tests/test_app.py", "import helpers\nfrom pkg import App\n"),
     ]);
     let idx = index(&repo);
-    let edges = |path: &str| -> Vec<(String, String)> {
-        idx.imports_of(path)
-            .unwrap()
-            .into_iter()
-            .map(|e| (e.module, e.target.unwrap_or_default()))
-            .collect()
-    };
+    let edges = |path: &str| import_edges(&idx, path);
     assert_eq!(
         edges("src/pkg/app.py"),
         vec![
@@ -373,12 +376,7 @@ fn an_import_of_several_modules_imports_each() {
         ("tool.py", "import os, sys, helpers\n\nhelpers.helper()\n"),
     ]);
     let idx = index(&repo);
-    let edges: Vec<(String, String)> = idx
-        .imports_of("tool.py")
-        .unwrap()
-        .into_iter()
-        .map(|e| (e.module, e.target.unwrap_or_default()))
-        .collect();
+    let edges = import_edges(&idx, "tool.py");
     assert_eq!(
         edges,
         vec![
@@ -405,12 +403,7 @@ fn from_package_import_submodule_is_the_submodule_whatever_else_binds_the_name()
         ("pkg/_bootstrap.py", "def setup():\n    pass\n"),
     ]);
     let idx = index(&repo);
-    let edges: Vec<(String, String)> = idx
-        .imports_of("pkg/__init__.py")
-        .unwrap()
-        .into_iter()
-        .map(|e| (e.module, e.target.unwrap_or_default()))
-        .collect();
+    let edges = import_edges(&idx, "pkg/__init__.py");
     assert_eq!(
         edges,
         vec![
