@@ -62,6 +62,12 @@ impl Outcome {
 
 const MAX_DEPTH: usize = 24;
 
+thread_local! {
+    /// The (file, name, private) questions [`Index::exports`] is answering on this thread.
+    static EXPORTS_VISITING: std::cell::RefCell<Vec<(u32, String, bool)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
 fn is_self(q: &str) -> bool {
     matches!(q, "self" | "this" | "cls" | "Self")
 }
@@ -511,10 +517,34 @@ impl Index {
 
     /// Returns what module file `file` exports under `name`, following re-export chains.
     pub(crate) fn exports(&self, file: u32, name: &str, depth: usize, private: bool) -> Outcome {
-        let mut out = Outcome::bound(Vec::new(), Vec::new());
         if depth > MAX_DEPTH {
-            return out;
+            return Outcome::bound(Vec::new(), Vec::new());
         }
+        // A module asked again for the same name while its answer is being worked out (glob
+        // imports in a cycle, `from a import *` in `b` and back) adds nothing: without this the
+        // walk went round the cycle to the depth limit, exponentially in files with many
+        // globs (`nav refs __init__` on the Python standard library took over a minute).
+        let key = (file, name.to_string(), private);
+        let fresh = EXPORTS_VISITING.with(|v| {
+            let mut v = v.borrow_mut();
+            if v.contains(&key) {
+                false
+            } else {
+                v.push(key.clone());
+                true
+            }
+        });
+        if !fresh {
+            return Outcome::bound(Vec::new(), Vec::new());
+        }
+        let out = self.exports_uncycled(file, name, depth, private);
+        EXPORTS_VISITING.with(|v| v.borrow_mut().pop());
+        out
+    }
+
+    /// [`Index::exports`], once the cycle guard let the question through.
+    fn exports_uncycled(&self, file: u32, name: &str, depth: usize, private: bool) -> Outcome {
+        let mut out = Outcome::bound(Vec::new(), Vec::new());
         let entry = &self.files[file as usize];
         let facts = &entry.facts;
         for id in self.names.ids(name).iter() {
