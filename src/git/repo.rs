@@ -46,29 +46,20 @@ impl RepoInfo {
     /// Returns the repository containing `dir`, refusing bare repositories and empty histories.
     pub fn discover(dir: &Path) -> Result<RepoInfo, RepoError> {
         let git = Git::new(dir);
-        // Inside a working tree one process answers all three; elsewhere the questions one by
-        // one say what is wrong.
-        let located = git
-            .run([
-                "rev-parse",
-                "--is-inside-work-tree",
-                "--show-toplevel",
-                "--path-format=absolute",
-                "--git-common-dir",
-            ])
-            .ok()
-            .and_then(|out| match out.lines().collect::<Vec<_>>()[..] {
-                ["true", top, common] => Some((PathBuf::from(top), PathBuf::from(common))),
-                _ => None,
-            });
-        let (toplevel, common_dir) = match located {
+        let (toplevel, common_dir, head) = match Self::located(&git) {
             Some(found) => found,
-            None => Self::locate(&git, dir)?,
-        };
-        let head = match git.run(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"]) {
-            Ok(h) => h,
-            Err(GitError::Failed { .. }) => return Err(RepoError::NoCommits { path: toplevel }),
-            Err(e) => return Err(e.into()),
+            None => {
+                // Asked one question at a time, to say what is wrong.
+                let (toplevel, common_dir) = Self::locate(&git, dir)?;
+                let head = match git.run(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"]) {
+                    Ok(h) => h,
+                    Err(GitError::Failed { .. }) => {
+                        return Err(RepoError::NoCommits { path: toplevel });
+                    }
+                    Err(e) => return Err(e.into()),
+                };
+                (toplevel, common_dir, head)
+            }
         };
         let branch = match git.run(["symbolic-ref", "--quiet", "--short", "HEAD"]) {
             Ok(b) => Some(b),
@@ -87,7 +78,17 @@ impl RepoInfo {
     /// around `dir`, refusing what [`RepoInfo::discover`] refuses, from one `git` process when
     /// `dir` is inside a working tree with commits.
     pub fn dirs(dir: &Path) -> Result<(PathBuf, PathBuf), RepoError> {
-        let located = Git::new(dir)
+        match Self::located(&Git::new(dir)) {
+            Some((toplevel, common_dir, _)) => Ok((toplevel, common_dir)),
+            None => RepoInfo::discover(dir).map(|info| (info.toplevel, info.common_dir)),
+        }
+    }
+
+    /// Returns the top level, common git directory and HEAD commit from one `git` process,
+    /// when the directory `git` runs in is inside a working tree with commits; `None`
+    /// otherwise (the questions one by one then say what is wrong).
+    fn located(git: &Git) -> Option<(PathBuf, PathBuf, String)> {
+        let out = git
             .run([
                 "rev-parse",
                 "--is-inside-work-tree",
@@ -98,15 +99,10 @@ impl RepoInfo {
                 "--quiet",
                 "HEAD^{commit}",
             ])
-            .ok()
-            .and_then(|out| match out.lines().collect::<Vec<_>>()[..] {
-                ["true", top, common, _head] => Some((PathBuf::from(top), PathBuf::from(common))),
-                _ => None,
-            });
-        match located {
-            Some(found) => Ok(found),
-            // Asked again one question at a time, to say what is wrong.
-            None => RepoInfo::discover(dir).map(|info| (info.toplevel, info.common_dir)),
+            .ok()?;
+        match out.lines().collect::<Vec<_>>()[..] {
+            ["true", top, common, head] => Some((top.into(), common.into(), head.to_string())),
+            _ => None,
         }
     }
 
