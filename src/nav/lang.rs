@@ -35,8 +35,6 @@ pub struct LangQueries {
     pub imports_from: usize,
     /// The role of each capture of `query`, by capture index.
     pub captures: Vec<Capture>,
-    /// Hash of the grammar version and query text; part of every cache key.
-    pub version: u64,
     /// The same patterns for the walk matcher, when they stay within its subset; otherwise
     /// tree-sitter's query cursor runs them.
     pub matcher: Option<super::matcher::Matcher>,
@@ -259,7 +257,6 @@ impl Lang {
         let compiled = slot.get_or_init(|| {
             let grammar = self.grammar();
             let (tags, imports) = self.sources();
-            let version = self.version();
             let text = format!("{tags}\n{imports}");
             let query = match Query::new(&grammar, &text) {
                 Ok(q) => q,
@@ -292,7 +289,6 @@ impl Lang {
                 imports_from,
                 captures,
                 query,
-                version,
                 matcher,
             })
         });
