@@ -669,21 +669,31 @@ impl Index {
         from: Option<&At>,
     ) -> Result<Vec<Location>, NavError> {
         let (targets, name) = self.target_set(symbol, from)?;
-        let mut found = self.direct_implementations(&targets, &name);
+        let mut found = self.direct_implementations(&targets, &[name]);
+        // One more scan of the relations per level: the resolved classes and interfaces the
+        // last level found, not yet followed.
         let mut seen = targets;
-        let mut next = 0;
-        while next < found.len() && seen.len() < MAX_IMPLEMENTATION_TYPES {
-            let Implementation { id, resolution, .. } = found[next];
-            next += 1;
-            let kind = self.def(id).kind.as_str();
-            if resolution != Resolution::Resolved
-                || !matches!(kind, "class" | "interface")
-                || !seen.insert(id)
-            {
-                continue;
+        let mut level = 0..found.len();
+        while seen.len() < MAX_IMPLEMENTATION_TYPES {
+            let frontier: HashSet<DefId> = found[level.clone()]
+                .iter()
+                .filter(|i| i.resolution == Resolution::Resolved)
+                .map(|i| i.id)
+                .filter(|id| matches!(self.def(*id).kind.as_str(), "class" | "interface"))
+                .filter(|id| seen.insert(*id))
+                .collect();
+            if frontier.is_empty() {
+                break;
             }
-            let more = self.direct_implementations(&HashSet::from([id]), &self.def(id).name);
-            found.extend(more);
+            let mut names: Vec<String> = frontier
+                .iter()
+                .map(|id| self.def(*id).name.clone())
+                .collect();
+            names.sort_unstable();
+            names.dedup();
+            let start = found.len();
+            found.extend(self.direct_implementations(&frontier, &names));
+            level = start..found.len();
         }
         let mut out: Vec<Location> = found
             .into_iter()
@@ -705,22 +715,42 @@ impl Index {
         Ok(out)
     }
 
-    /// Returns the types implementing one of `targets` (named `name`) directly: classes and
-    /// interfaces whose `extends`/`implements`/bases name it, Rust `impl` blocks; each with its
-    /// resolution and the relation's kind.
-    fn direct_implementations(&self, targets: &HashSet<DefId>, name: &str) -> Vec<Implementation> {
-        let names = self.alias_names(name);
-        let mut out = Vec::new();
+    /// Returns the types implementing one of `targets` (named one of `names`) directly:
+    /// classes and interfaces whose `extends`/`implements`/bases name it, Rust `impl` blocks and
+    /// derives; each with its resolution and the relation's kind.
+    fn direct_implementations(
+        &self,
+        targets: &HashSet<DefId>,
+        names: &[String],
+    ) -> Vec<Implementation> {
         // A Rust struct or enum is implemented by impl blocks and derives, never named where
         // a trait goes (`impl de::Deserializer for &mut Deserializer` implements serde's trait).
         let rust_types = targets.iter().all(|t| {
             self.files[t.file as usize].lang == Lang::Rust
                 && matches!(self.def(*t).kind.as_str(), "struct" | "enum" | "type")
         });
+        let mut out = if rust_types {
+            Vec::new()
+        } else {
+            self.relation_implementations(targets, names)
+        };
+        out.extend(self.rust_type_implementations(targets));
+        out
+    }
+
+    /// Returns the types whose relations (`extends`, `implements`, bases, `impl Trait for`,
+    /// derives) name one of `names` (or a local alias of it): resolved when the name resolves
+    /// to one of `targets`, candidates when it resolves to nothing.
+    fn relation_implementations(
+        &self,
+        targets: &HashSet<DefId>,
+        names: &[String],
+    ) -> Vec<Implementation> {
+        let mut names: Vec<String> = names.iter().flat_map(|n| self.alias_names(n)).collect();
+        names.sort_unstable();
+        names.dedup();
+        let mut out = Vec::new();
         for (fi, f) in self.files.iter().enumerate() {
-            if rust_types {
-                break;
-            }
             let fi = fi as u32;
             for rel in f
                 .facts
@@ -780,8 +810,13 @@ impl Index {
                 }
             }
         }
-        // Rust: inherent and trait impl blocks of a type, resolved when the block's type
-        // resolves to it.
+        out
+    }
+
+    /// Returns the inherent and trait impl blocks of the Rust types among `targets`, resolved
+    /// when the block's type resolves to it, and the traits it derives, at the attribute.
+    fn rust_type_implementations(&self, targets: &HashSet<DefId>) -> Vec<Implementation> {
+        let mut out = Vec::new();
         for t in targets {
             let d = self.def(*t);
             if matches!(d.kind.as_str(), "struct" | "enum" | "type") {
@@ -803,9 +838,12 @@ impl Index {
                         at: None,
                     });
                 }
-                // The traits it derives, at the attribute.
                 let facts = &self.files[t.file as usize].facts;
-                for rel in facts.relations.iter().filter(|r| r.kind == "derives") {
+                for rel in facts
+                    .relations
+                    .iter()
+                    .filter(|r| r.kind == "derives" && r.subject == d.name)
+                {
                     if derived_item(facts, rel) == Some(t.def) {
                         out.push(Implementation {
                             id: *t,
