@@ -45,28 +45,10 @@ impl Index {
             if imp.module.is_empty() {
                 continue; // `export { x as y }` names a local
             }
-            let mut targets = if f.lang == Lang::Rust {
-                self.rust_import_target(file, imp).into_iter().collect()
-            } else {
-                self.modules().resolve(&self.files, file, &imp.module)
+            let target = match f.lang {
+                Lang::Rust => self.rust_import_target(file, imp),
+                _ => self.import_target(file, imp),
             };
-            if f.lang != Lang::Rust && imp.kind == ImportKind::Name && !imp.name.is_empty() {
-                // `from pkg import sub` imports the submodule file when `sub` is one, whatever
-                // else the importing file binds to the same name.
-                let sub = targets.last().and_then(|&package| {
-                    self.modules()
-                        .python_submodule(&self.files, package, &imp.name)
-                });
-                if let Some(sub) = sub.filter(|_| f.lang == Lang::Python) {
-                    targets.push(sub);
-                } else {
-                    let o =
-                        self.resolve_unqualified(file, &imp.alias, imp.span.start_byte, None, 0);
-                    if let Some(o) = o {
-                        targets.extend(o.modules);
-                    }
-                }
-            }
             out.push(ImportEdge {
                 path: f.path.clone(),
                 line: imp.span.line,
@@ -78,10 +60,33 @@ impl Index {
                     String::new()
                 },
                 reexport: imp.reexport && (f.lang != Lang::Python || python_reexport(&f.path, imp)),
-                target: targets.last().map(|t| self.files[*t as usize].path.clone()),
+                target: target.map(|t| self.files[t as usize].path.clone()),
             });
         }
         Ok(out)
+    }
+
+    /// Returns the file an import (not Rust's) reaches: for `from pkg import sub`, the
+    /// submodule when `sub` is one, whatever else the importing file binds to that name, else
+    /// a module the imported name resolves to; otherwise the module imported from.
+    fn import_target(&self, file: u32, imp: &super::facts::Import) -> Option<u32> {
+        let module = self
+            .modules()
+            .resolve(&self.files, file, &imp.module)
+            .last()
+            .copied();
+        if imp.kind != ImportKind::Name || imp.name.is_empty() {
+            return module;
+        }
+        let sub = module.and_then(|package| {
+            self.modules()
+                .python_submodule(&self.files, package, &imp.name)
+        });
+        sub.or_else(|| {
+            self.resolve_unqualified(file, &imp.alias, imp.span.start_byte, None, 0)
+                .and_then(|o| o.modules.last().copied())
+        })
+        .or(module)
     }
 
     /// Returns the file a Rust `use` leaf imports from: the leaf's own file when the leaf is a
