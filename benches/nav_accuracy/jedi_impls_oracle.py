@@ -52,11 +52,11 @@ for dirpath, dirnames, filenames in os.walk(repo):
         except (SyntaxError, ValueError):
             continue
         script = None
+        lines = src.splitlines()
         for node in ast.walk(tree):
             if not isinstance(node, ast.ClassDef):
                 continue
             # The class's own line is its name's (decorators come first).
-            lines = src.splitlines()
             line = next((l for l in range(node.lineno, node.lineno + 5) if l <= len(lines) and ("class " + node.name) in lines[l - 1]), node.lineno)
             col = lines[line - 1].find("class " + node.name) + len("class ")
             here = (rel(path), line)

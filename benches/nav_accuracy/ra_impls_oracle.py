@@ -11,6 +11,7 @@ the attribute), with every feature of the workspace enabled (the graph does not 
 `cfg`, so feature-gated impls count on both sides). Places rust-analyzer gives for impls that
 macros generate are listed apart ("generated").
 """
+import functools
 import json
 import os
 import re
@@ -36,6 +37,7 @@ def sources():
                 yield os.path.relpath(os.path.join(dirpath, name), repo)
 
 
+@functools.lru_cache(maxsize=None)
 def lines_of(path):
     with open(os.path.join(repo, path), encoding="utf-8", errors="replace") as f:
         return f.read().splitlines()
@@ -143,7 +145,8 @@ for s in sites:
         path = os.path.realpath(unquote(urlparse(u).path))
         if path.startswith(repo + os.sep):
             place = (os.path.relpath(path, repo), rng["start"]["line"] + 1)
-            text = lines_of(place[0])[place[1] - 1] if place[1] <= len(lines_of(place[0])) else ""
+            lines = lines_of(place[0])
+            text = lines[place[1] - 1] if place[1] <= len(lines) else ""
             (exp if WRITTEN.search(text) else generated).add(place)
     impls.append({**s, "expected": sorted(exp), "generated": sorted(generated)})
 server.request("shutdown", None)

@@ -143,12 +143,10 @@ fn decl_sites(text: &str, file: &str, max: usize) -> Vec<serde_json::Value> {
 
 /// Returns the words following `extends` or `implements` anywhere in the repository's sources
 /// (`class A extends B implements C, D<E>` gives B, C, D): the types something names as its base.
-fn named_bases(repo: &Path) -> BTreeSet<String> {
-    let mut files = Vec::new();
-    ts_files(repo, repo, &mut files);
+fn named_bases(repo: &Path, files: &[String]) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
     for f in files {
-        let text = std::fs::read_to_string(repo.join(&f)).unwrap();
+        let text = std::fs::read_to_string(repo.join(f)).unwrap();
         for line in text.lines() {
             for clause in ["extends ", "implements "] {
                 for (i, _) in line.match_indices(clause) {
@@ -365,7 +363,10 @@ pub fn score_package(
     db: &Path,
 ) -> (super::Tally, (usize, usize)) {
     let (mut defs, mut refs, mut impls) = (Vec::new(), Vec::new(), Vec::new());
-    let bases = named_bases(repo);
+    let mut all = Vec::new();
+    ts_files(repo, repo, &mut all);
+    let bases = named_bases(repo, &all);
+    let sources: Vec<&String> = all.iter().filter(|f| !f.ends_with(".d.ts")).collect();
     for f in eval {
         let text = std::fs::read_to_string(repo.join(f)).unwrap();
         defs.extend(ident_sites(&text, f, 8));
@@ -374,12 +375,7 @@ pub fn score_package(
     }
     // Implementations: besides those, every type some `extends`/`implements` names, in every
     // source (at most 4 per file).
-    let mut sources = Vec::new();
-    ts_files(repo, repo, &mut sources);
-    for f in sources
-        .iter()
-        .filter(|f| !f.ends_with(".d.ts") && !eval.contains(&f.as_str()))
-    {
+    for f in sources.iter().filter(|f| !eval.contains(&f.as_str())) {
         let text = std::fs::read_to_string(repo.join(f)).unwrap();
         impls.extend(type_sites(&text, f, &bases, 4, 0));
     }
@@ -388,10 +384,7 @@ pub fn score_package(
     defs.extend(alias_defs);
     refs.extend(alias_refs);
     // Imports: every source file's.
-    let mut imports = Vec::new();
-    ts_files(repo, repo, &mut imports);
-    imports.retain(|f| !f.ends_with(".d.ts"));
-    let sites = serde_json::json!({"defs": defs, "refs": refs, "impls": impls, "imports": imports});
+    let sites = serde_json::json!({"defs": defs, "refs": refs, "impls": impls, "imports": sources});
     let oracle = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/nav_accuracy/ts_oracle.js");
     let mut child = Command::new("node")
         .arg(&oracle)
