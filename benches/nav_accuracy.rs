@@ -280,6 +280,15 @@ impl Tally {
     }
 }
 
+/// Prints what `ours` has that `expected` lacks and the reverse, when either is not empty.
+fn print_misses<T: Ord + std::fmt::Debug>(what: &str, ours: &BTreeSet<T>, expected: &BTreeSet<T>) {
+    let extra: Vec<_> = ours.difference(expected).collect();
+    let missed: Vec<_> = expected.difference(ours).collect();
+    if !extra.is_empty() || !missed.is_empty() {
+        println!("{what}: extra {extra:?} missed {missed:?}");
+    }
+}
+
 fn f1(p: f64, r: f64) -> f64 {
     2.0 * p * r / (p + r).max(1e-9)
 }
@@ -362,11 +371,7 @@ fn score(label: &str, repo: &Path, index: &Index, expected: &serde_json::Value) 
             locs.iter().map(|l| (l.path.clone(), l.line)).collect();
         ours.insert((file.to_string(), line)); // the oracles count the definition itself
         if verbose {
-            let extra: Vec<_> = ours.difference(&exp).collect();
-            let missed: Vec<_> = exp.difference(&ours).collect();
-            if !extra.is_empty() || !missed.is_empty() {
-                println!("refs {name} ({file}:{line}): extra {extra:?} missed {missed:?}");
-            }
+            print_misses(&format!("refs {name} ({file}:{line})"), &ours, &exp);
         }
         let mut resolved: BTreeSet<(String, u32)> = locs
             .iter()
@@ -511,10 +516,8 @@ fn score_impls(index: &Index, expected: &serde_json::Value, verbose: bool, tally
             .map(|l| (l.path.clone(), l.line))
             .filter(|p| !generated.contains(p))
             .collect();
-        if verbose && ours != exp {
-            let extra: Vec<_> = ours.difference(&exp).collect();
-            let missed: Vec<_> = exp.difference(&ours).collect();
-            println!("impls {name} ({file}:{line}): extra {extra:?} missed {missed:?}");
+        if verbose {
+            print_misses(&format!("impls {name} ({file}:{line})"), &ours, &exp);
         }
         tally.impl_queries += 1;
         tally.impl_tp += ours.intersection(&exp).count();
@@ -556,10 +559,8 @@ fn score_imports(index: &Index, expected: &serde_json::Value, verbose: bool, tal
             .filter(|e| !unknown.contains(e.module.as_str()))
             .map(|e| (e.module, e.target.unwrap_or_default()))
             .collect();
-        if verbose && ours != exp {
-            let extra: Vec<_> = ours.difference(&exp).collect();
-            let missed: Vec<_> = exp.difference(&ours).collect();
-            println!("imports {file}: extra {extra:?} missed {missed:?}");
+        if verbose {
+            print_misses(&format!("imports {file}"), &ours, &exp);
         }
         tally.import_files += 1;
         tally.import_tp += ours.intersection(&exp).count();
