@@ -88,7 +88,8 @@ pub struct ActionsConfig {
     #[serde(rename = "ref")]
     pub git_ref: Option<String>,
     /// The URL the runners fetch jobs from and push results to (default: the forge remote's
-    /// URL, `orchestra.forge.remote`, `origin` unless set).
+    /// URL, `orchestra.forge.remote`, `origin` unless set); it must name that same repository,
+    /// since the runners push with its token.
     pub remote_url: Option<String>,
     /// Milliseconds between two looks at a workflow run (default 10000).
     pub poll_ms: Option<u64>,
