@@ -37,7 +37,7 @@ pub enum ProjectError {
     #[error("refusing to write {path}: {source}")]
     Refused {
         path: PathBuf,
-        source: crate::confine::ConfineError,
+        source: Box<crate::confine::ConfineError>,
     },
     #[error(
         "{path} has a `{BEGIN}` line without its end line; fix or remove the markers and run `git orchestra init` again"
@@ -201,7 +201,7 @@ pub fn init_with(
     if changed && !dry_run {
         let refused = |source| ProjectError::Refused {
             path: path.clone(),
-            source,
+            source: Box::new(source),
         };
         crate::confine::ConfinedRoot::open(toplevel)
             .and_then(|root| root.write(FILE, text.as_bytes()))
