@@ -88,7 +88,8 @@ pub struct ActionsConfig {
     #[serde(rename = "ref")]
     pub git_ref: Option<String>,
     /// The URL the runners fetch jobs from and push results to (default: the forge remote's
-    /// URL, `orchestra.forge.remote`, `origin` unless set).
+    /// URL, `orchestra.forge.remote`, `origin` unless set); it must name that same repository,
+    /// since the runners push with its token.
     pub remote_url: Option<String>,
     /// Milliseconds between two looks at a workflow run (default 10000).
     pub poll_ms: Option<u64>,
@@ -579,9 +580,9 @@ impl RepoConfig {
     /// are merged entry by entry.
     pub fn load_with_user(toplevel: &Path, user: Option<&Path>) -> Result<RepoConfig, ConfigError> {
         let path = repo_config_path(toplevel);
-        let mut repo = RepoConfig::read(&path)?.unwrap_or_default();
+        let mut repo = RepoConfig::read(&path, Some(toplevel))?.unwrap_or_default();
         let user = match user {
-            Some(path) => RepoConfig::read(path)?.unwrap_or_default(),
+            Some(path) => RepoConfig::read(path, None)?.unwrap_or_default(),
             None => RepoConfig::default(),
         };
         // The repository's file travels with a clone and a packet's agent may edit it: it may
@@ -604,9 +605,11 @@ impl RepoConfig {
         Ok(config)
     }
 
-    /// Parses the file at `path`; `None` when it does not exist.
-    fn read(path: &Path) -> Result<Option<RepoConfig>, ConfigError> {
-        let text = match fs_err::read_to_string(path) {
+    /// Parses the file at `path`; `None` when it does not exist. A pipe, device or oversized
+    /// file is refused, and so is a file resolving outside `within` (the repository's).
+    fn read(path: &Path, within: Option<&Path>) -> Result<Option<RepoConfig>, ConfigError> {
+        let text = match crate::confine::read_text_file(path, within, crate::confine::MAX_TEXT_FILE)
+        {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(source) => {

@@ -48,7 +48,13 @@ pub fn servers(
     let mut found = BTreeMap::new();
     let mut notes = Vec::new();
     let path = root.join(".mcp.json");
-    if let Ok(text) = fs_err::read_to_string(&path) {
+    let read = crate::confine::read_text_file(&path, Some(root), crate::confine::MAX_TEXT_FILE);
+    if let Err(e) = &read
+        && e.kind() != std::io::ErrorKind::NotFound
+    {
+        notes.push(format!(".mcp.json cannot be read ({e}); not used"));
+    }
+    if let Ok(text) = read {
         match serde_json::from_str::<Value>(&text) {
             Ok(v) => {
                 for (name, spec) in v["mcpServers"].as_object().into_iter().flatten() {

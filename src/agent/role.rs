@@ -142,7 +142,12 @@ impl Roles {
                 .collect();
             files.sort();
             for path in files {
-                let text = fs_err::read_to_string(&path).map_err(|source| RoleError::Read {
+                let text = crate::confine::read_text_file(
+                    &path,
+                    Some(toplevel),
+                    crate::confine::MAX_TEXT_FILE,
+                )
+                .map_err(|source| RoleError::Read {
                     path: path.clone(),
                     source,
                 })?;

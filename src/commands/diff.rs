@@ -52,7 +52,8 @@ pub fn cmd_diff(cwd: &Path, args: &DiffArgs) -> Result<(), CommandError> {
                 let patch = git
                     .diff_patch(start, commit)
                     .map_err(CommandError::internal)?;
-                print!("{patch}");
+                // The patch is an agent's text: its escape sequences are shown, never obeyed.
+                print!("{}", git_orchestra::redact::terminal_safe(&patch));
             }
             _ => println!("# {} ({}): no commit yet", p.id, p.state.as_str()),
         }

@@ -201,8 +201,11 @@ fn init_actions(cwd: &std::path::Path, args: &InitArgs) -> Result<(), CommandErr
                 .hint("use letters, digits and underscores, not starting with a digit or GITHUB_"),
         );
     }
-    let path = repo.toplevel.join(".github/workflows").join(&workflow);
-    if path.exists() && !args.force {
+    actions::check_workflow_name(&workflow).map_err(CommandError::user)?;
+    let rel = format!(".github/workflows/{workflow}");
+    let path = repo.toplevel.join(&rel);
+    // Whatever sits there counts, a dangling symlink too.
+    if fs_err::symlink_metadata(&path).is_ok() && !args.force {
         return Err(CommandError::user(format!(
             "{} exists already",
             path.display()
@@ -217,11 +220,15 @@ fn init_actions(cwd: &std::path::Path, args: &InitArgs) -> Result<(), CommandErr
         return Err(CommandError::user("--install is empty")
             .hint("leave it out for the default (cargo install git-orchestra)"));
     }
-    if let Some(dir) = path.parent() {
-        fs_err::create_dir_all(dir).map_err(CommandError::internal)?;
-    }
-    fs_err::write(&path, actions::workflow_text(&secrets, &install))
-        .map_err(CommandError::internal)?;
+    // The repository may ship `.github/workflows` or the file itself as a symlink to a file
+    // elsewhere (`~/.bashrc`): the workflow is written only inside it, through no symlink.
+    git_orchestra::confine::ConfinedRoot::open(&repo.toplevel)
+        .and_then(|root| root.write(&rel, actions::workflow_text(&secrets, &install).as_bytes()))
+        .map_err(|e| {
+            CommandError::user(format!("refusing to write {rel}: {e}")).hint(
+                "replace the symlink with a directory or file of the repository, or remove it",
+            )
+        })?;
     println!("wrote {}", path.display());
     println!("next:");
     println!(

@@ -84,6 +84,9 @@ pub fn cmd_init(cwd: &Path, args: &InitArgs) -> Result<(), CommandError> {
         Some(why) => println!("  the init role's model added nothing: {why}"),
         None => {}
     }
+    for note in &written.facts.skipped {
+        println!("  skipped {}", git_orchestra::redact::terminal_safe(note));
+    }
     if written.facts.commands.is_empty() {
         println!(
             "  no build or test command found in the project's files; add yours by hand outside the generated part"

@@ -63,8 +63,16 @@ pub fn cmd_memory(cwd: &Path, args: &MemoryArgs) -> Result<(), CommandError> {
             "nothing learned yet: agents' learnings are kept here when their packets complete"
         );
     }
+    // Learnings are agents' text: their escape sequences are shown, never obeyed.
+    let safe = git_orchestra::redact::terminal_safe;
     for l in &all {
-        println!("{:>4}  {}  ({} / {})", l.id, l.text, l.run, l.packet);
+        println!(
+            "{:>4}  {}  ({} / {})",
+            l.id,
+            safe(&l.text),
+            safe(&l.run),
+            safe(&l.packet)
+        );
     }
     Ok(())
 }

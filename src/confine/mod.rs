@@ -32,6 +32,7 @@
 
 mod entry;
 mod error;
+mod file;
 mod gitdirs;
 mod path;
 mod read;
@@ -45,6 +46,7 @@ use cap_std::fs::Dir;
 
 pub use entry::{DirEntryInfo, EntryInfo, EntryKind};
 pub use error::{Action, ConfineError};
+pub use file::{MAX_TEXT_FILE, read_text_file};
 pub use write::{TEMP_PREFIX, is_writer_temp, temp_name};
 
 use gitdirs::FileId;

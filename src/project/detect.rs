@@ -48,6 +48,9 @@ pub struct Facts {
     pub commands: Vec<ProjectCommand>,
     /// Commands the CI workflows run (`run:` lines), for reference.
     pub ci: Vec<String>,
+    /// The CI workflow files left unread, each with why (too large, not a regular file).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<String>,
 }
 
 /// Reads the facts of the worktree at `toplevel`, whose tracked files are `files`.
@@ -63,7 +66,14 @@ pub fn detect(toplevel: &Path, files: &[String]) -> Facts {
             source: source.to_string(),
         });
     };
-    let read = |name: &str| fs_err::read_to_string(toplevel.join(name)).ok();
+    let read = |name: &str| {
+        crate::confine::read_text_file(
+            &toplevel.join(name),
+            Some(toplevel),
+            crate::confine::MAX_TEXT_FILE,
+        )
+        .ok()
+    };
     if read("Cargo.toml").is_some() {
         add(Purpose::Build, "cargo build", "Cargo.toml");
         add(Purpose::Test, "cargo test", "Cargo.toml");
@@ -87,7 +97,7 @@ pub fn detect(toplevel: &Path, files: &[String]) -> Facts {
     if let Some(text) = read("Makefile").or_else(|| read("makefile")) {
         make(&text, &mut add);
     }
-    facts.ci = ci_commands(toplevel);
+    (facts.ci, facts.skipped) = ci_commands(toplevel);
     facts
 }
 
@@ -196,12 +206,16 @@ fn make(text: &str, add: &mut dyn FnMut(Purpose, &str, &str)) {
     }
 }
 
+/// Most bytes read of one CI workflow file: a larger one is skipped (no real workflow comes
+/// close), so that a repository cannot make every command that detects the project slow.
+pub const MAX_CI_FILE: u64 = 1 << 20;
+
 /// Returns the `run:` commands of the CI workflows under `.github/workflows/`, one per line,
-/// without repeats.
-fn ci_commands(toplevel: &Path) -> Vec<String> {
+/// without repeats, and the workflow files skipped with why.
+fn ci_commands(toplevel: &Path) -> (Vec<String>, Vec<String>) {
     let dir = toplevel.join(".github/workflows");
     let Ok(entries) = fs_err::read_dir(&dir) else {
-        return Vec::new();
+        return (Vec::new(), Vec::new());
     };
     let mut paths: Vec<_> = entries
         .filter_map(Result::ok)
@@ -209,22 +223,30 @@ fn ci_commands(toplevel: &Path) -> Vec<String> {
         .filter(|p| p.extension().is_some_and(|e| e == "yml" || e == "yaml"))
         .collect();
     paths.sort();
-    let mut out: Vec<String> = Vec::new();
+    let (mut out, mut skipped) = (Vec::new(), Vec::new());
+    let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
     for path in paths {
-        let text = fs_err::read_to_string(&path).unwrap_or_default();
+        let text = match crate::confine::read_text_file(&path, Some(toplevel), MAX_CI_FILE) {
+            Ok(text) => text,
+            Err(e) => {
+                let shown = path.strip_prefix(toplevel).unwrap_or(&path);
+                skipped.push(format!("{}: {e}", shown.display()));
+                continue;
+            }
+        };
         for line in text.lines() {
             let t = line.trim_start().trim_start_matches("- ");
             let Some(cmd) = t.strip_prefix("run:") else {
                 continue;
             };
             let cmd = cmd.trim();
-            if cmd.is_empty() || cmd == "|" || cmd == ">" || out.iter().any(|c| c == cmd) {
+            if cmd.is_empty() || cmd == "|" || cmd == ">" || !seen.insert(cmd.to_string()) {
                 continue;
             }
             out.push(cmd.to_string());
         }
     }
-    out
+    (out, skipped)
 }
 
 /// Returns the languages of `files` by extension, most files first.

@@ -29,10 +29,15 @@ pub const END: &str = "<!-- git-orchestra:generated end -->";
 pub enum ProjectError {
     #[error("cannot index the repository: {0}")]
     Index(String),
-    #[error("cannot write {path}: {source}")]
-    Write {
+    #[error("cannot read {path}: {source}")]
+    Read {
         path: PathBuf,
         source: std::io::Error,
+    },
+    #[error("refusing to write {path}: {source}")]
+    Refused {
+        path: PathBuf,
+        source: Box<crate::confine::ConfineError>,
     },
     #[error(
         "{path} has a `{BEGIN}` line without its end line; fix or remove the markers and run `git orchestra init` again"
@@ -90,6 +95,10 @@ pub fn generate(toplevel: &Path, tokens: usize) -> Result<(String, Facts), Proje
         for c in facts.ci.iter().take(20) {
             out.push_str(&format!("- `{c}`\n"));
         }
+    }
+    for note in &facts.skipped {
+        let file = note.split_once(": ").map_or(note.as_str(), |(f, _)| f);
+        out.push_str(&format!("- CI workflow `{file}` not read\n"));
     }
     out.push_str("\n## Layout\n\n");
     out.push_str(&layout(&files));
@@ -162,7 +171,13 @@ pub fn init_with(
     improve: Option<Improve<'_>>,
 ) -> Result<Written, ProjectError> {
     let path = toplevel.join(FILE);
-    let existing = fs_err::read_to_string(&path).ok();
+    // A committed ORCHESTRA.md may be a pipe or a symlink out of the repository: neither is
+    // read, and the file is written only where it is, never through a symlink.
+    let existing = match read_context_file(toplevel) {
+        Ok(text) => Some(text),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(source) => return Err(ProjectError::Read { path, source }),
+    };
     // With a model, detection gets two thirds of the budget and the model's notes the rest.
     let detected = if improve.is_some() {
         tokens * 2 / 3
@@ -184,10 +199,13 @@ pub fn init_with(
     let text = merge(existing.as_deref(), &generated, &path)?;
     let changed = existing.as_deref() != Some(text.as_str());
     if changed && !dry_run {
-        fs_err::write(&path, &text).map_err(|source| ProjectError::Write {
+        let refused = |source| ProjectError::Refused {
             path: path.clone(),
-            source,
-        })?;
+            source: Box::new(source),
+        };
+        crate::confine::ConfinedRoot::open(toplevel)
+            .and_then(|root| root.write(FILE, text.as_bytes()))
+            .map_err(refused)?;
     }
     Ok(Written {
         path,
@@ -201,12 +219,22 @@ pub fn init_with(
 /// Returns the project context for agents: `ORCHESTRA.md` when the repository has one, else
 /// the generated part built in memory (empty when even that fails).
 pub fn context(toplevel: &Path, tokens: usize) -> String {
-    match fs_err::read_to_string(toplevel.join(FILE)) {
+    match read_context_file(toplevel) {
         Ok(text) => text,
         Err(_) => generate(toplevel, tokens)
             .map(|(g, _)| g)
             .unwrap_or_default(),
     }
+}
+
+/// Returns the text of `ORCHESTRA.md` at `toplevel` when it is a regular file of bounded size
+/// inside the repository.
+fn read_context_file(toplevel: &Path) -> std::io::Result<String> {
+    crate::confine::read_text_file(
+        &toplevel.join(FILE),
+        Some(toplevel),
+        crate::confine::MAX_TEXT_FILE,
+    )
 }
 
 /// Returns [`context`] of `toplevel`, worked out once per process (a run) for each worktree:

@@ -636,6 +636,154 @@ fn executor_init_writes_a_workflow_that_takes_inputs_through_the_environment() {
     assert_eq!(std::fs::read_to_string(&file).unwrap(), yaml);
 }
 
+#[test]
+fn executor_init_refuses_to_write_through_a_symlink_the_repository_ships() {
+    let gh = Actions::new(Runner::Exec);
+    let repo = &gh.repo;
+    let init = [
+        "executor",
+        "init",
+        "github-actions",
+        "--secret",
+        "ANTHROPIC_API_KEY",
+    ];
+    // `.github` a symlink to a directory outside the repository.
+    let elsewhere = repo.scratch().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, repo.path.join(".github")).unwrap();
+    let out = gh.run(&init);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("`.github`"), "{}", text(&out));
+    assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+    // The workflow file itself a symlink to a file of the user's, replaced with --force.
+    std::fs::remove_file(repo.path.join(".github")).unwrap();
+    std::fs::create_dir_all(repo.path.join(".github/workflows")).unwrap();
+    let bashrc = repo.scratch().join("bashrc");
+    std::fs::write(&bashrc, "alias ls='ls -F'\n").unwrap();
+    let file = repo.path.join(".github/workflows/orchestra-packet.yml");
+    std::os::unix::fs::symlink(&bashrc, &file).unwrap();
+    let out = gh.run(&init);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let mut forced = init.to_vec();
+    forced.push("--force");
+    let out = gh.run(&forced);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("orchestra-packet.yml"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(
+        std::fs::read_to_string(&bashrc).unwrap(),
+        "alias ls='ls -F'\n"
+    );
+    // A workflow name from the configuration cannot leave `.github/workflows` either.
+    std::fs::remove_file(&file).unwrap();
+    repo.write(
+        ".orchestra/config.toml",
+        "[executor.github-actions]\nworkflow = \"../../x.yml\"\n",
+    );
+    let out = gh.run(&init);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(!repo.path.join("x.yml").exists());
+}
+
+/// Returns the shell script of the workflow's "Work the packet" step.
+fn packet_step_script(yaml: &str) -> String {
+    let step = &yaml[yaml.find("- name: Work the packet").unwrap()..];
+    let body = &step[step.find("run: |\n").unwrap() + "run: |\n".len()..];
+    body.lines()
+        .take_while(|l| l.starts_with("          ") || l.is_empty())
+        .map(|l| l.get(10..).unwrap_or(""))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn the_workflow_pushes_only_to_its_own_repository_whatever_the_remote_input_says() {
+    let gh = Actions::new(Runner::Exec);
+    let out = gh.run(&[
+        "executor",
+        "init",
+        "github-actions",
+        "--secret",
+        "K_API_KEY",
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    let yaml = std::fs::read_to_string(gh.repo.path.join(".github/workflows/orchestra-packet.yml"))
+        .unwrap();
+    let script = packet_step_script(&yaml);
+    // A `git` that records what it was asked to do.
+    let bin = gh.repo.scratch().join("fake-bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let called = gh.repo.scratch().join("called");
+    std::fs::write(
+        bin.join("git"),
+        format!("#!/bin/sh\nprintf '%s ' \"$@\" > {}\n", called.display()),
+    )
+    .unwrap();
+    make_executable(&bin.join("git"));
+    let step = |remote: &str| {
+        let _ = std::fs::remove_file(&called);
+        let out = Command::new("bash")
+            .args(["-e", "-c", &script])
+            .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+            .env("GITHUB_SERVER_URL", "https://github.com")
+            .env("GITHUB_REPOSITORY", "acme/widgets")
+            .env("RUNNER_TEMP", "/tmp/runner")
+            .env("RUN", "r1")
+            .env("PACKET", "p1")
+            .env("REMOTE", remote)
+            .output()
+            .unwrap();
+        (out.status.success(), std::fs::read_to_string(&called).ok())
+    };
+    let own = "https://github.com/acme/widgets.git";
+    for given in ["", "https://github.com/acme/widgets", own] {
+        let (ok, git) = step(given);
+        assert!(ok, "{given}");
+        assert_eq!(
+            git.unwrap(),
+            format!(
+                "orchestra packet exec r1 p1 --remote {own} --repo /tmp/runner/orchestra-work "
+            )
+        );
+    }
+    let (ok, git) = step("/srv/mirror.git");
+    assert!(ok && git.unwrap().contains("--remote /srv/mirror.git "));
+    for foreign in [
+        "https://evil.example/steal.git",
+        "https://github.com/acme/widgets.git.evil.example/x",
+        "https://github.com/mallory/widgets.git",
+        "ext::sh -c evil",
+        "git@evil.example:acme/widgets.git",
+    ] {
+        let (ok, git) = step(foreign);
+        assert!(!ok && git.is_none(), "{foreign}: {git:?}");
+    }
+}
+
+#[test]
+fn a_runner_remote_other_than_the_forge_repository_is_refused_before_anything_is_pushed() {
+    let gh = Actions::new(Runner::Exec);
+    let repo = &gh.repo;
+    repo.write(
+        ".orchestra/config.toml",
+        "[executor]\nkind = \"github-actions\"\n\n[executor.github-actions]\nref = \"main\"\npoll_ms = 100\nremote_url = \"https://evil.example/steal.git\"\n",
+    );
+    let plan = three_packets(repo);
+    let before = refs(&gh.remote);
+    let out = gh.run(&["run", plan.to_str().unwrap(), "--worker-cmd", WORKER]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("remote_url") && text(&out).contains("evil.example"),
+        "{}",
+        text(&out)
+    );
+    assert!(gh.dispatches().is_empty());
+    assert_eq!(refs(&gh.remote), before);
+}
+
 /// Returns `act` when it is installed; a missing `act` fails the test under
 /// `ORCHESTRA_E2E_ACT=1` (as `.ci/run` sets) and skips it otherwise.
 fn act() -> Option<PathBuf> {

@@ -13,6 +13,7 @@ mod executor;
 mod fix_rounds;
 mod gc;
 mod help;
+mod hostile_input;
 mod init;
 mod plan;
 mod recycle;

@@ -40,7 +40,8 @@ pub struct ActionsExecutor {
     git_ref: String,
     /// The git remote jobs are pushed to and results fetched from (a name or a URL).
     remote: String,
-    /// The URL the runners use for the same repository.
+    /// The `remote` input of a dispatch: empty for the repository on the forge, whose URL
+    /// the workflow knows itself, or the path of the forge remote when that is on disk.
     runner_remote: String,
     poll: Duration,
 }
@@ -101,7 +102,9 @@ pub const DEFAULT_INSTALL: &str =
 /// Returns the workflow file `git orchestra executor init github-actions` writes: one job that
 /// installs git-orchestra (`install`, a shell command) and runs `packet exec` with the
 /// repository's Actions secrets `secrets` as environment variables. Inputs reach the shell
-/// only through the environment, never spliced into the script.
+/// only through the environment, never spliced into the script, and the `remote` input is
+/// taken only when it is the repository's own URL or a path on the runner, so a dispatch
+/// cannot send the repository's token elsewhere.
 pub fn workflow_text(secrets: &[String], install: &str) -> String {
     let mut env = String::new();
     for name in secrets {
@@ -132,7 +135,7 @@ on:
         required: true
         type: string
       remote:
-        description: The git remote jobs and results travel through (default this repository)
+        description: Where jobs and results travel (default this repository; only its own URL or a path on the runner is taken)
         required: false
         type: string
         default: ""
@@ -157,10 +160,72 @@ jobs:
           # Fetches the job and pushes the results; never given to the worker.
           ORCHESTRA_REMOTE_TOKEN: ${{{{ github.token }}}}
 {env}        run: |
-          remote="${{REMOTE:-$GITHUB_SERVER_URL/$GITHUB_REPOSITORY.git}}"
+          # The token goes where the results are pushed: only to this repository (or a
+          # repository on the runner's own disk), whatever the input says.
+          own="$GITHUB_SERVER_URL/$GITHUB_REPOSITORY"
+          case "$REMOTE" in
+            "" | "$own" | "$own.git") remote="$own.git" ;;
+            /*) remote="$REMOTE" ;;
+            *)
+              echo "::error::the remote input is not this repository ($own); refusing to push to it with the repository's token"
+              exit 1
+              ;;
+          esac
           git orchestra packet exec "$RUN" "$PACKET" --remote "$remote" --repo "$RUNNER_TEMP/orchestra-work"
 "#
     )
+}
+
+/// Returns an error unless `workflow` (from `[executor.github-actions] workflow`) is the file
+/// name of a workflow: no directory, ending in `.yml` or `.yaml`.
+pub fn check_workflow_name(workflow: &str) -> Result<(), String> {
+    if workflow.is_empty()
+        || workflow.contains('/')
+        || workflow.contains('\\')
+        || workflow.starts_with('.')
+        || !(workflow.ends_with(".yml") || workflow.ends_with(".yaml"))
+    {
+        return Err(format!(
+            "`[executor.github-actions] workflow` is `{workflow}`; give the file name of a workflow in .github/workflows/ (`{DEFAULT_WORKFLOW}`)"
+        ));
+    }
+    Ok(())
+}
+
+/// Returns the `remote` input of a dispatch: empty (the workflow then uses its own
+/// repository's URL) when the runners' remote is this repository on the forge, the path when
+/// the forge remote is a repository on disk (the runner's own), and an error for any other
+/// place, since the runner pushes there with the repository's token.
+fn runner_remote(
+    config: &ActionsConfig,
+    settings: &ForgeSettings,
+    owner: &str,
+    name: &str,
+) -> Result<String, String> {
+    let forge_url = settings
+        .remote_url
+        .clone()
+        .ok_or_else(|| format!("there is no remote `{}`", settings.remote))?;
+    let wanted = config
+        .remote_url
+        .clone()
+        .unwrap_or_else(|| forge_url.clone());
+    let parsed = crate::forge::parse_remote_url(&wanted);
+    let forge_host = crate::forge::parse_remote_url(&forge_url).and_then(|u| u.host);
+    match parsed {
+        Some(u) if u.host.is_none() && wanted == forge_url => Ok(wanted),
+        Some(u)
+            if u.host.is_some()
+                && u.host == forge_host
+                && u.path.eq_ignore_ascii_case(&format!("{owner}/{name}")) =>
+        {
+            Ok(String::new())
+        }
+        _ => Err(format!(
+            "`[executor.github-actions] remote_url` is `{wanted}`, which is not the repository {owner}/{name} of remote `{}` ({forge_url}); runners push with the repository's token, so they push only to the repository itself: remove remote_url",
+            settings.remote
+        )),
+    }
 }
 
 impl ActionsExecutor {
@@ -183,14 +248,7 @@ impl ActionsExecutor {
             .workflow
             .clone()
             .unwrap_or_else(|| DEFAULT_WORKFLOW.to_string());
-        if workflow.is_empty()
-            || workflow.contains('/')
-            || !(workflow.ends_with(".yml") || workflow.ends_with(".yaml"))
-        {
-            return Err(format!(
-                "`[executor.github-actions] workflow` is `{workflow}`; give the file name of a workflow in .github/workflows/ (`{DEFAULT_WORKFLOW}`)"
-            ));
-        }
+        check_workflow_name(&workflow)?;
         let git_ref = match (&config.git_ref, &repo.branch) {
             (Some(r), _) if !r.trim().is_empty() => r.trim().to_string(),
             (_, Some(b)) => b.clone(),
@@ -201,11 +259,7 @@ impl ActionsExecutor {
                 );
             }
         };
-        let runner_remote = config
-            .remote_url
-            .clone()
-            .or_else(|| settings.remote_url.clone())
-            .ok_or_else(|| format!("there is no remote `{}`", settings.remote))?;
+        let runner_remote = runner_remote(config, &settings, &owner, &name)?;
         Ok(ActionsExecutor {
             api: Api::new(
                 &api_url,
@@ -441,12 +495,16 @@ impl Executor for ActionsExecutor {
                 lines,
             }),
             None => Err(format!(
-                "{} completed ({}) without pushing a result for job {}.{} to `{}`",
+                "{} completed ({}) without pushing a result for job {}.{} to {}",
                 run.place(),
                 run.conclusion,
                 job.attempt,
                 job.round,
-                self.runner_remote
+                if self.runner_remote.is_empty() {
+                    self.slug.clone()
+                } else {
+                    format!("`{}`", self.runner_remote)
+                }
             )),
         }
     }
@@ -455,6 +513,39 @@ impl Executor for ActionsExecutor {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dispatches_name_no_remote_but_the_forge_repository_or_its_path() {
+        let settings = |url: &str| ForgeSettings {
+            remote: "origin".into(),
+            remote_url: Some(url.into()),
+            ..ForgeSettings::default()
+        };
+        let config = |url: Option<&str>| ActionsConfig {
+            remote_url: url.map(str::to_string),
+            ..ActionsConfig::default()
+        };
+        let pick = |forge: &str, given: Option<&str>| {
+            runner_remote(&config(given), &settings(forge), "acme", "widgets")
+        };
+        // The workflow's own URL serves, so no URL goes in the dispatch.
+        assert_eq!(pick("git@github.com:acme/widgets.git", None).unwrap(), "");
+        let https = Some("https://github.com/Acme/widgets.git");
+        assert_eq!(pick("git@github.com:acme/widgets.git", https).unwrap(), "");
+        assert_eq!(pick("/srv/widgets.git", None).unwrap(), "/srv/widgets.git");
+        for other in [
+            "https://evil.example/acme/widgets.git",
+            "https://github.com/mallory/widgets.git",
+            "/srv/elsewhere.git",
+            "ext::sh -c x",
+        ] {
+            let err = pick("git@github.com:acme/widgets.git", Some(other)).unwrap_err();
+            assert!(err.contains("remote_url") && err.contains(other), "{err}");
+        }
+        assert!(pick("/srv/widgets.git", Some("/srv/elsewhere.git")).is_err());
+        assert!(check_workflow_name("../x.yml").is_err());
+        assert!(check_workflow_name("ok.yaml").is_ok());
+    }
 
     #[test]
     fn runs_parse_from_the_api_shape_and_titles_name_the_job() {
