@@ -360,17 +360,23 @@ fn activity_of(dir: &Path, limit: usize) -> Vec<Value> {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let text = std::fs::read_to_string(&path).unwrap_or_default();
-        for line in text.lines() {
-            let value = serde_json::from_str::<Value>(line)
-                .ok()
-                .filter(Value::is_object)
-                .unwrap_or_else(|| json!({"type": "output", "text": line}));
-            lines.push(json!({"log": name, "event": value}));
+        let bytes = std::fs::read(&path).unwrap_or_default();
+        for line in String::from_utf8_lossy(&bytes).lines() {
+            lines.push(json!({"log": name, "event": activity_item(line)}));
         }
     }
     let skip = lines.len().saturating_sub(limit);
     lines.into_iter().skip(skip).collect()
+}
+
+/// One transcript line as an activity item: an object with a string `type` as it is (the page
+/// shows each field as text, and a line its type's fields do not fit as the line itself);
+/// anything else — a command's output, a line that only looks like JSON — as `output` text.
+fn activity_item(line: &str) -> Value {
+    serde_json::from_str::<Value>(line)
+        .ok()
+        .filter(|v| v["type"].is_string())
+        .unwrap_or_else(|| json!({"type": "output", "text": line}))
 }
 
 /// The packet's change against its start: its branch tip (the engine's last commit).

@@ -28,8 +28,16 @@ fn a_run_is_approved_watched_live_and_a_diff_comment_reaches_the_agent() {
     let b = Browser::start(&chromium, &driver);
 
     // A wrong token is refused, and so is a page without one.
+    let code_name = run
+        .url
+        .split_once("/?")
+        .unwrap()
+        .1
+        .split('=')
+        .next()
+        .unwrap();
     b.goto(&format!(
-        "{}/?token=0123456789abcdef0123456789abcdef",
+        "{}/?{code_name}=0123456789abcdef0123456789abcdef",
         run.base
     ));
     b.wait_for(
@@ -181,5 +189,53 @@ fn wait_for_tip(run: &view::Run, packet: &str) -> String {
             run.stderr.lock().unwrap()
         );
         std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn hostile_worker_output_is_shown_as_text_without_keys_and_never_breaks_the_page() {
+    let Some((chromium, driver)) = tools() else {
+        return;
+    };
+    let (repo, run) = view::hostile_run();
+    let ui = view::ui_with(&repo.path, &view::KEYS_ENV);
+    let b = Browser::start(&chromium, &driver);
+    b.goto(&ui.url);
+    b.goto(&format!("{}/packet/{run}/p1", ui.base));
+    // The page renders: the activity with every line, the diff after it.
+    b.wait_for(
+        "the activity",
+        "const a = document.getElementById('activity'); return a && a.textContent.includes('the key is') && document.getElementById('diff')",
+        WAIT,
+    );
+    let activity = b
+        .eval("return document.getElementById('activity').textContent")
+        .as_str()
+        .unwrap()
+        .to_string();
+    // Markup in a field is text, not a live link, form or image.
+    assert!(activity.contains("live link"), "{activity}");
+    assert!(activity.contains("<form id="), "{activity}");
+    assert!(activity.contains("<b id=\"pwn-b\">"), "{activity}");
+    assert_eq!(
+        b.eval("return ['pwn-ms', 'pwn-form', 'pwn-img', 'pwn-b'].filter(id => document.getElementById(id))"),
+        serde_json::json!([])
+    );
+    assert_eq!(
+        b.eval(
+            "return document.querySelectorAll('#activity a, #activity form, #activity img').length"
+        ),
+        serde_json::json!(0)
+    );
+    // The line without its type's fields is shown as it came.
+    assert!(activity.contains("\"type\":\"outcome\""), "{activity}");
+    // Neither key is anywhere in the page.
+    let html = b
+        .eval("return document.documentElement.outerHTML")
+        .as_str()
+        .unwrap()
+        .to_string();
+    for key in [view::SHAPED_KEY, view::PLAIN_KEY] {
+        assert!(!html.contains(key), "{key} in the page: {activity}");
     }
 }
