@@ -8,7 +8,7 @@
 //!   minutes (the address in a browser's command line, readable through `/proc`, is useless
 //!   once opened);
 //! - opening it sets an `HttpOnly`, `SameSite=Strict` cookie and hands the page, in that one
-//!   answer only, a key it keeps in its origin's session storage (per port, unlike cookies)
+//!   answer only, a key it keeps in its origin's local storage (per port, unlike cookies)
 //!   and sends in `X-Orchestra-Token` with every API call — a header no other origin can make
 //!   a browser send, and that nothing sends to another port;
 //! - the API wants both the cookie and the key of one session, a change also the server's own
@@ -155,7 +155,7 @@ impl Gate {
         if !same_secret(key, &session.key) {
             return refused(
                 403,
-                "an API call needs the page's key in the X-Orchestra-Token header",
+                "an API call needs the page's key in the X-Orchestra-Token header: open the address `git orchestra ui` printed (run it again for a new one)",
             );
         }
         if request.method != "GET" && request.header("Origin") != Some(&format!("http://{host}")) {

@@ -12,11 +12,12 @@ use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Connections served at once; beyond it a connection gets `503` and is closed.
 pub(crate) const MAX_CONNECTIONS: usize = 32;
-/// How long a connection may take to send its request.
+/// How long a connection may take to send its whole request (a client trickling a byte at a
+/// time would otherwise hold its connection for as long as it likes).
 const READ_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long a reply may take to leave (a page that stopped reading its live stream).
 const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -189,12 +190,12 @@ fn refuse_busy(mut stream: TcpStream) {
 
 /// Reads one request from `stream`; a malformed one is answered here and gives `None`.
 fn read_request(mut stream: TcpStream) -> Option<Request> {
-    stream.set_read_timeout(Some(READ_TIMEOUT)).ok()?;
+    let deadline = Instant::now() + READ_TIMEOUT;
     stream.set_write_timeout(Some(WRITE_TIMEOUT)).ok()?;
     let mut buf = Vec::with_capacity(2048);
     let mut chunk = [0u8; 4096];
     let (head_len, method, url, headers) = loop {
-        let n = stream.read(&mut chunk).ok()?;
+        let n = read_before(&mut stream, &mut chunk, deadline)?;
         if n == 0 {
             return None;
         }
@@ -252,14 +253,25 @@ fn read_request(mut stream: TcpStream) -> Option<Request> {
     }
     let mut body = buf.split_off(head_len);
     body.truncate(length as usize);
-    let rest = length as usize - body.len();
-    if rest > 0 {
-        let mut more = vec![0u8; rest];
-        request.stream.read_exact(&mut more).ok()?;
-        body.extend_from_slice(&more);
+    while body.len() < length as usize {
+        let want = (length as usize - body.len()).min(chunk.len());
+        let n = read_before(&mut request.stream, &mut chunk[..want], deadline)?;
+        if n == 0 {
+            return None;
+        }
+        body.extend_from_slice(&chunk[..n]);
     }
     request.body = body;
     Some(request)
+}
+
+/// Reads what `stream` has into `buf`, waiting no later than `deadline`; `None` past it.
+fn read_before(stream: &mut TcpStream, buf: &mut [u8], deadline: Instant) -> Option<usize> {
+    let left = deadline.checked_duration_since(Instant::now())?;
+    stream
+        .set_read_timeout(Some(left.max(Duration::from_millis(1))))
+        .ok()?;
+    stream.read(buf).ok()
 }
 
 fn bad(mut stream: TcpStream, status: u16, message: &str) -> Option<Request> {

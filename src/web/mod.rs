@@ -266,7 +266,7 @@ fn get_api(shared: &Shared, path: &str, query: &str) -> Reply {
 }
 
 /// The one HTML page; the script renders the view the path names. `key` is given only in
-/// the answer that opened a session (the page keeps it in its session storage).
+/// the answer that opened a session (the page keeps it in its origin's local storage).
 fn page(key: &str) -> Reply {
     typed(&PAGE.replace("{{KEY}}", key), "text/html; charset=utf-8")
 }

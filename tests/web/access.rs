@@ -357,3 +357,100 @@ fn hostile_worker_output_reaches_the_page_scrubbed_of_keys() {
     assert_eq!(status, 200, "{body}");
     assert!(!body.contains(crate::view::PLAIN_KEY), "{body}");
 }
+
+#[test]
+fn a_request_another_site_makes_the_browser_send_is_refused() {
+    let repo = TestRepo::new();
+    let (ui, _) = ui(&repo, &[]);
+    // A page on another port (same site, another origin) sending the browser to the address.
+    let (status, body) = send(
+        &ui.addr,
+        &format!(
+            "GET {} HTTP/1.1\r\nHost: {}\r\nSec-Fetch-Site: same-site\r\nConnection: close\r\n\r\n",
+            ui.open, ui.addr
+        ),
+    );
+    assert_eq!(status, 403, "{body}");
+    assert!(body.contains("another site"), "{body}");
+    let page = session(&ui.url);
+    let (status, body) = send(
+        &ui.addr,
+        &format!(
+            "GET /api/runs HTTP/1.1\r\nHost: {}\r\nCookie: {}\r\nX-Orchestra-Token: {}\r\nSec-Fetch-Site: cross-site\r\nConnection: close\r\n\r\n",
+            ui.addr, page.cookie, page.key
+        ),
+    );
+    assert_eq!(status, 403, "{body}");
+}
+
+#[test]
+fn a_request_sent_a_byte_at_a_time_is_dropped_in_bounded_time() {
+    use std::io::{Read, Write};
+    let repo = TestRepo::new();
+    let (ui, _) = ui(&repo, &[]);
+    let mut s = TcpStream::connect(&ui.addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_millis(100)))
+        .unwrap();
+    let began = std::time::Instant::now();
+    let head = format!("GET / HTTP/1.1\r\nHost: {}\r\nX-Padding: ", ui.addr);
+    let mut bytes = head.bytes().chain(std::iter::repeat(b'a'));
+    let dropped = loop {
+        if began.elapsed() > Duration::from_secs(25) {
+            break false;
+        }
+        let byte = bytes.next().unwrap();
+        if s.write_all(&[byte]).is_err() {
+            break true;
+        }
+        let mut buf = [0u8; 512];
+        match s.read(&mut buf) {
+            Ok(0) => break true,
+            Ok(_) => break true,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {}
+            Err(_) => break true,
+        }
+        std::thread::sleep(Duration::from_millis(900));
+    };
+    assert!(dropped, "a trickling request held its connection for 25 s");
+    assert!(
+        began.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        began.elapsed()
+    );
+}
+
+/// Returns the most memory process `pid` has held, in KiB.
+fn peak_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .unwrap()
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn a_huge_worker_log_is_read_from_its_tail_only() {
+    let (repo, run) = crate::view::hostile_run();
+    let dir = git_orchestra::exec::run_dir(&repo.path.join(".git"), &run).join("p1");
+    let line = "x".repeat(99) + "\n";
+    std::fs::write(dir.join("worker-9.log"), line.repeat(1 << 20)).unwrap();
+    let (ui, _) = ui(&repo, &[]);
+    let page = session(&ui.url);
+    let before = peak_kib(ui.child.id());
+    let (status, body) = send(
+        &ui.addr,
+        &format!(
+            "GET /api/packet/{run}/p1?diff=0 HTTP/1.1\r\nHost: {}\r\nCookie: {}\r\nX-Orchestra-Token: {}\r\nConnection: close\r\n\r\n",
+            ui.addr, page.cookie, page.key
+        ),
+    );
+    assert_eq!(status, 200, "{}", &body[..body.len().min(400)]);
+    let grown = peak_kib(ui.child.id()) - before;
+    assert!(grown < 40 * 1024, "reading a 100 MiB log took {grown} KiB");
+}

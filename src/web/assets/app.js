@@ -7,10 +7,11 @@
 "use strict";
 
 // The key that opened this session comes once, in the page that took the address's one-time
-// code; the tab keeps it (session storage is per origin, port included — unlike the cookie).
+// code; the browser keeps it in this origin's storage (per port, unlike the cookie), where
+// other tabs of the view find it too.
 const given = document.querySelector('meta[name="orchestra-key"]').content;
-if (given) sessionStorage.setItem("orchestra-key", given);
-const KEY = sessionStorage.getItem("orchestra-key") || "";
+if (given) localStorage.setItem("orchestra-key", given);
+const KEY = localStorage.getItem("orchestra-key") || "";
 if (location.search) history.replaceState(null, "", location.pathname);
 const main = document.getElementById("main");
 const path = location.pathname;
