@@ -77,8 +77,12 @@ impl Request {
 
 /// A whole reply: status, headers and body.
 pub(crate) struct Reply {
+    /// The HTTP status code.
     pub status: u16,
+    /// Header names and values, in order (`Content-Length` and `Connection` are added when
+    /// it is sent).
     pub headers: Vec<(String, String)>,
+    /// The whole body.
     pub body: Vec<u8>,
 }
 

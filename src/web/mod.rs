@@ -175,10 +175,12 @@ fn scrub(value: &mut Value, keys: &[String]) {
     }
 }
 
+/// Returns a request target's path and query (empty when there is none).
 pub(crate) fn split_url(url: &str) -> (&str, &str) {
     url.split_once('?').unwrap_or((url, ""))
 }
 
+/// Returns the percent-decoded value of `key` in `query`, the first when it appears twice.
 pub(crate) fn query_value(query: &str, key: &str) -> Option<String> {
     query
         .split('&')
