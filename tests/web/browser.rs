@@ -239,3 +239,82 @@ fn hostile_worker_output_is_shown_as_text_without_keys_and_never_breaks_the_page
         assert!(!html.contains(key), "{key} in the page: {activity}");
     }
 }
+
+#[test]
+fn a_preview_server_on_another_port_sees_the_cookie_but_never_the_key_and_cannot_use_it() {
+    let Some((chromium, driver)) = tools() else {
+        return;
+    };
+    let repo = crate::support::TestRepo::new();
+    let ui = view::ui(&repo.path);
+    // A worker's preview server: another loopback port, keeping every request it gets.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let preview = format!("http://{}", listener.local_addr().unwrap());
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = seen.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            if let Some(req) = crate::support::read_request(&stream) {
+                sink.lock().unwrap().push(req.headers);
+            }
+            let page = "<!doctype html><p id=\"done\">preview</p>";
+            let _ = std::io::Write::write_all(
+                &mut stream,
+                format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{page}",
+                    page.len()
+                )
+                .as_bytes(),
+            );
+        }
+    });
+    let b = Browser::start(&chromium, &driver);
+    b.goto(&ui.url);
+    b.wait_for(
+        "the runs page",
+        "return document.body.innerText.includes('No runs yet')",
+        WAIT,
+    );
+    let key = b
+        .eval("return localStorage.getItem('orchestra-key') || ''")
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    b.goto(&format!("{preview}/"));
+    b.wait_for(
+        "the preview",
+        "return document.getElementById('done')",
+        WAIT,
+    );
+    let seen = seen.lock().unwrap().clone();
+    let cookie = seen
+        .iter()
+        .flatten()
+        .find(|(k, v)| k.eq_ignore_ascii_case("cookie") && v.contains("orchestra_"))
+        .map(|(_, v)| v.clone())
+        .expect("the browser sends the view's cookie to another port of the host");
+    if !key.is_empty() {
+        assert!(
+            !seen.iter().flatten().any(|(_, v)| v.contains(&key)),
+            "the key reached another port: {seen:?}"
+        );
+    }
+    // What the preview server caught neither reads nor changes anything.
+    let addr = ui.base.trim_start_matches("http://");
+    let (status, body) = view::send(
+        addr,
+        &format!(
+            "GET /api/runs HTTP/1.1\r\nHost: {addr}\r\nCookie: {cookie}\r\nConnection: close\r\n\r\n"
+        ),
+    );
+    assert_eq!(status, 403, "{body}");
+    let secret = cookie.split_once('=').unwrap().1;
+    let (status, body) = view::send(
+        addr,
+        &format!(
+            "POST /api/run/x/cancel HTTP/1.1\r\nHost: {addr}\r\nCookie: {cookie}\r\nX-Orchestra-Token: {secret}\r\nOrigin: http://{addr}\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{{}}"
+        ),
+    );
+    assert_eq!(status, 403, "{body}");
+}
