@@ -15,8 +15,10 @@ use crate::web;
 /// Serves a live view of the runs in the browser: watch packets and agents, read diffs and
 /// comment on them, approve plans, answer agents, pause, resume, cancel and retry.
 ///
-/// Prints the address (with this server's access token) and opens it when it can; the server
-/// listens on loopback only unless --listen says otherwise.
+/// Prints the address and opens it when it can; each address carries a one-time code (the
+/// printed one good for 10 minutes, the one given to the browser for one), so open it in the
+/// browser you will use, once. The server listens on loopback only unless --listen says
+/// otherwise.
 #[derive(Debug, Args)]
 pub struct UiArgs {
     /// Only print the address; do not open a browser.
@@ -30,7 +32,7 @@ pub struct UiArgs {
 #[derive(Debug, Args, Clone)]
 pub struct ListenArgs {
     /// The address to listen on (default 127.0.0.1 on a free port). Anything other than a
-    /// loopback address lets other machines reach the view (the token still guards it).
+    /// loopback address lets other machines reach the view (the one-time code still guards it).
     #[arg(long, value_name = "ADDR:PORT")]
     listen: Option<SocketAddr>,
 }
@@ -47,7 +49,7 @@ pub fn start_view(
         .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 0)));
     if !addr.ip().is_loopback() {
         eprintln!(
-            "warning: the web view listens on {addr}: other machines that reach this address can open it with its token"
+            "warning: the web view listens on {addr}: other machines that reach this address can open it with its one-time code"
         );
     }
     let server = web::serve(repo.clone(), config, addr, live).map_err(CommandError::user)?;
@@ -63,7 +65,11 @@ pub fn cmd_ui(cwd: &Path, args: &UiArgs) -> Result<(), CommandError> {
     // The URL on stdout too, alone on its line, for scripts.
     println!("{}", server.url);
     if !args.no_open {
-        open_browser(&server.url);
+        // Its own address: the one in the browser's command line is good for a minute.
+        match server.browser_url() {
+            Ok(url) => open_browser(&url),
+            Err(e) => eprintln!("warning: {e}; open the address above"),
+        }
     }
     while !stop.load(Ordering::SeqCst) {
         std::thread::sleep(Duration::from_millis(200));

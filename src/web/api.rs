@@ -15,6 +15,8 @@ use super::{Reply, Shared, json};
 const ACTIVITY_LINES: usize = 400;
 /// The largest diff sent to the page.
 const MAX_DIFF: usize = 2 << 20;
+/// The end of each transcript that is read: a worker's log may be as large as it likes.
+const LOG_TAIL: u64 = 4 << 20;
 
 fn error(status: u16, message: impl std::fmt::Display) -> Reply {
     json(status, &json!({"error": message.to_string()}))
@@ -343,7 +345,8 @@ pub(super) fn packet(shared: &Shared, rest: &str, query: &str) -> Reply {
     )
 }
 
-/// The newest `limit` events of the packet's transcripts, oldest transcript first.
+/// The newest `limit` events of the packet's transcripts (of each, its last [`LOG_TAIL`]
+/// bytes), oldest transcript first.
 fn activity_of(dir: &Path, limit: usize) -> Vec<Value> {
     let mut logs: Vec<(std::time::SystemTime, std::path::PathBuf)> = std::fs::read_dir(dir)
         .into_iter()
@@ -354,23 +357,63 @@ fn activity_of(dir: &Path, limit: usize) -> Vec<Value> {
         .filter_map(|p| Some((std::fs::metadata(&p).ok()?.modified().ok()?, p)))
         .collect();
     logs.sort();
-    let mut lines = Vec::new();
-    for (_, path) in logs {
-        let name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let text = std::fs::read_to_string(&path).unwrap_or_default();
-        for line in text.lines() {
-            let value = serde_json::from_str::<Value>(line)
-                .ok()
-                .filter(Value::is_object)
-                .unwrap_or_else(|| json!({"type": "output", "text": line}));
-            lines.push(json!({"log": name, "event": value}));
-        }
-    }
+    let texts: Vec<(String, String)> = logs
+        .iter()
+        .map(|(_, path)| {
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            (name, tail_of(path))
+        })
+        .collect();
+    // Only the lines shown become JSON: a log of many short lines stays small in memory.
+    let lines: Vec<(&str, &str)> = texts
+        .iter()
+        .flat_map(|(name, text)| text.lines().map(move |l| (name.as_str(), l)))
+        .collect();
     let skip = lines.len().saturating_sub(limit);
-    lines.into_iter().skip(skip).collect()
+    lines[skip..]
+        .iter()
+        .map(|(name, line)| json!({"log": name, "event": activity_item(line)}))
+        .collect()
+}
+
+/// The last [`LOG_TAIL`] bytes of the file at `path` from the first whole line in them, lossily
+/// decoded; empty when it cannot be read.
+fn tail_of(path: &Path) -> String {
+    use std::io::{Read, Seek, SeekFrom};
+    let Ok(mut file) = fs_err::File::open(path) else {
+        return String::new();
+    };
+    let start = file
+        .metadata()
+        .map(|m| m.len().saturating_sub(LOG_TAIL))
+        .unwrap_or(0);
+    let mut bytes = Vec::new();
+    if file.seek(SeekFrom::Start(start)).is_err()
+        || file.take(LOG_TAIL).read_to_end(&mut bytes).is_err()
+    {
+        return String::new();
+    }
+    if start > 0 {
+        let first = bytes
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(bytes.len(), |i| i + 1);
+        bytes.drain(..first);
+    }
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// One transcript line as an activity item: an object with a string `type` as it is (the page
+/// shows each field as text, and a line its type's fields do not fit as the line itself);
+/// anything else — a command's output, a line that only looks like JSON — as `output` text.
+fn activity_item(line: &str) -> Value {
+    serde_json::from_str::<Value>(line)
+        .ok()
+        .filter(|v| v["type"].is_string())
+        .unwrap_or_else(|| json!({"type": "output", "text": line}))
 }
 
 /// The packet's change against its start: its branch tip (the engine's last commit).

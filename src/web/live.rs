@@ -2,18 +2,22 @@
 //! a `start --ui` process waits to have approved from the page.
 
 use std::io::Write;
+use std::sync::atomic::Ordering;
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use git_orchestra::orchestrator::Approval;
-use tiny_http::{Header, Request, Response, StatusCode};
 
 use super::Shared;
+use super::http::{Reply, Request};
 
 /// How often the stream looks at the run store.
 const TICK: Duration = Duration::from_millis(200);
 /// A comment line this often keeps proxies and the browser from closing an idle stream.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
+/// Live streams served at once (pages open); each holds a connection, and the connections
+/// are capped ([`super::http::MAX_CONNECTIONS`]), so streams must leave room for calls.
+const MAX_STREAMS: usize = 8;
 
 /// The approval a `start --ui` process waits on, shared with its web view.
 #[derive(Default)]
@@ -101,17 +105,32 @@ fn fingerprint(shared: &Shared) -> Vec<(u64, Option<std::time::SystemTime>)> {
         .collect()
 }
 
-/// Streams `data: change` to the page whenever the journal changes, until the page goes.
-pub(super) fn stream_events(shared: &Shared, request: Request, _run: &str) {
-    let headers = vec![
-        Header::from_bytes(&b"Content-Type"[..], &b"text/event-stream"[..]),
-        Header::from_bytes(&b"Cache-Control"[..], &b"no-store"[..]),
-    ]
-    .into_iter()
-    .flatten()
-    .collect::<Vec<_>>();
-    let response = Response::new(StatusCode(200), headers, std::io::empty(), None, None);
-    let mut stream = request.upgrade("event-stream", response);
+/// Counts a live stream for as long as it lasts.
+struct Stream<'a>(&'a Shared);
+
+impl Drop for Stream<'_> {
+    fn drop(&mut self) {
+        self.0.streams.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Streams `data: change` to the page whenever the journal changes, until the page goes;
+/// `headers` go with the stream's head.
+pub(super) fn stream_events(shared: &Shared, request: Request, headers: &[(&str, &str)]) {
+    if shared.streams.fetch_add(1, Ordering::SeqCst) >= MAX_STREAMS {
+        shared.streams.fetch_sub(1, Ordering::SeqCst);
+        let reply = Reply::new(503, "too many pages follow this view live; close some\n");
+        request.respond(reply);
+        return;
+    }
+    let _counted = Stream(shared);
+    let head = headers.iter().fold(
+        Reply::new(200, "").with_header("Content-Type", "text/event-stream"),
+        |r, (k, v)| r.with_header(k, v),
+    );
+    let Some(mut stream) = request.into_stream(&head) else {
+        return;
+    };
     let mut last = (fingerprint(shared), shared.live.version());
     let mut quiet_since = Instant::now();
     if stream.write_all(b"retry: 500\ndata: hello\n\n").is_err() || stream.flush().is_err() {

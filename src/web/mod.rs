@@ -2,24 +2,29 @@
 //! beside `commands/`, that renders the same library queries as `status --json` and steers
 //! runs through the same functions the commands use.
 //!
-//! Security: it listens on loopback unless `--listen` says otherwise; every server has its own
-//! random token, given in the printed URL and kept in a cookie after that; every request must
-//! name a host the server listens as (no DNS rebinding), and a state-changing request must
-//! carry the token in a header (which a cross-site form cannot set) and an `Origin` of the
-//! server itself.
+//! Security: it listens on loopback unless `--listen` says otherwise; who it answers is
+//! `access`'s job (a one-time code in the printed address, then a cookie and a key only the
+//! page holds, one `Host` naming the server, changes from its own origin only); every reply
+//! carries a strict content security policy, and every string of run data it sends is
+//! scrubbed of keys first. The page renders run data as text only (`assets/app.js`).
 
+mod access;
 mod api;
+mod http;
 mod live;
 mod steer;
 
 use std::io::Read;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::atomic::AtomicUsize;
 
 use git_orchestra::config::RepoConfig;
 use git_orchestra::git::RepoInfo;
-use tiny_http::{Header, Method, Request, Response};
+use serde_json::Value;
 
+use access::{Access, Gate, Opener};
+use http::{Reply, Request};
 pub use live::Live;
 
 const PAGE: &str = include_str!("assets/page.html");
@@ -29,20 +34,62 @@ const STYLE: &str = include_str!("assets/style.css");
 /// The largest request body the server reads (a plan being edited, a batch of comments).
 const MAX_BODY: u64 = 1 << 20;
 
+/// What every reply carries: no script but the page's own file, no inline style, no plugin,
+/// frame, form target or `<base>`, nothing cached or sniffed, no referrer.
+const SECURITY_HEADERS: [(&str, &str); 5] = [
+    (
+        "Content-Security-Policy",
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'",
+    ),
+    ("X-Content-Type-Options", "nosniff"),
+    ("X-Frame-Options", "DENY"),
+    ("Referrer-Policy", "no-referrer"),
+    ("Cache-Control", "no-store"),
+];
+
 /// A running web view.
 pub struct Server {
-    /// The address to open, token included.
+    /// The address to print: it opens the view once, within minutes.
     pub url: String,
+    base: String,
+    shared: Arc<Shared>,
+}
+
+impl Server {
+    /// Returns a new address for a browser's command line: it opens the view once, within a
+    /// minute.
+    pub fn browser_url(&self) -> Result<String, String> {
+        let code = self
+            .shared
+            .gate
+            .mint(Opener::Browser)
+            .map_err(|e| format!("cannot make an access code: {e}"))?;
+        Ok(format!("{}/?code={code}", self.base))
+    }
 }
 
 /// What every request handler shares.
 pub(crate) struct Shared {
     pub repo: RepoInfo,
     pub config: RepoConfig,
-    token: String,
-    hosts: Vec<String>,
-    cookie: String,
+    gate: Gate,
+    /// Live streams open now (each holds a connection).
+    streams: AtomicUsize,
     pub live: Arc<Live>,
+}
+
+/// Returns the `host:port` names a browser may use for a server bound to `addr`.
+fn host_names(addr: SocketAddr) -> Vec<String> {
+    let port = addr.port();
+    let mut hosts = vec![format!("localhost:{port}")];
+    if addr.ip().is_unspecified() {
+        hosts.push(format!("127.0.0.1:{port}"));
+        hosts.push(format!("[::1]:{port}"));
+    } else {
+        // `SocketAddr`'s form is the `Host` form: brackets around an IPv6 address.
+        hosts.push(addr.to_string());
+    }
+    hosts
 }
 
 /// Starts serving `repo` on `listen` in background threads and returns where.
@@ -52,44 +99,36 @@ pub fn serve(
     listen: SocketAddr,
     live: Arc<Live>,
 ) -> Result<Server, String> {
-    let server =
-        tiny_http::Server::http(listen).map_err(|e| format!("cannot listen on {listen}: {e}"))?;
-    let addr = server
-        .server_addr()
-        .to_ip()
-        .ok_or_else(|| format!("cannot listen on {listen}: not an IP address"))?;
-    let token = random_token().map_err(|e| format!("cannot make the access token: {e}"))?;
-    let port = addr.port();
-    let mut hosts = vec![format!("127.0.0.1:{port}"), format!("localhost:{port}")];
-    if !addr.ip().is_loopback() {
-        hosts.push(addr.to_string());
-    }
+    let listener = std::net::TcpListener::bind(listen)
+        .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
     let shown = if addr.ip().is_unspecified() {
-        format!("127.0.0.1:{port}")
+        format!("127.0.0.1:{}", addr.port())
     } else {
         addr.to_string()
     };
-    let url = format!("http://{shown}/?token={token}");
+    let gate = Gate::new(host_names(addr), addr.port());
+    let code = gate
+        .mint(Opener::Printed)
+        .map_err(|e| format!("cannot make an access code: {e}"))?;
     let shared = Arc::new(Shared {
         repo,
         config,
-        cookie: format!("orchestra_token_{port}"),
-        token,
-        hosts,
+        gate,
+        streams: AtomicUsize::new(0),
         live,
     });
-    std::thread::Builder::new()
-        .name("web".into())
-        .spawn(move || {
-            for request in server.incoming_requests() {
-                let shared = shared.clone();
-                let _ = std::thread::Builder::new()
-                    .name("web-request".into())
-                    .spawn(move || handle(&shared, request));
-            }
-        })
+    let handler = shared.clone();
+    http::serve(listener, Arc::new(move |request| handle(&handler, request)))
         .map_err(|e| format!("cannot start the web view: {e}"))?;
-    Ok(Server { url })
+    let base = format!("http://{shown}");
+    Ok(Server {
+        url: format!("{base}/?code={code}"),
+        base,
+        shared,
+    })
 }
 
 /// 32 hex digits from the system's random source.
@@ -99,95 +138,49 @@ fn random_token() -> std::io::Result<String> {
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
-fn header<'a>(request: &'a Request, name: &'static str) -> Option<&'a str> {
-    request
-        .headers()
-        .iter()
-        .find(|h| h.field.equiv(name))
-        .map(|h| h.value.as_str())
-}
-
-fn with_header(response: Response<std::io::Cursor<Vec<u8>>>, name: &str, value: &str) -> Reply {
-    match Header::from_bytes(name.as_bytes(), value.as_bytes()) {
-        Ok(h) => response.with_header(h),
-        Err(()) => response,
-    }
-}
-
-type Reply = Response<std::io::Cursor<Vec<u8>>>;
-
 fn text(status: u16, body: &str) -> Reply {
-    let r = Response::from_string(body).with_status_code(status);
-    with_header(r, "Content-Type", "text/plain; charset=utf-8")
+    Reply::new(status, body).with_header("Content-Type", "text/plain; charset=utf-8")
 }
 
 fn typed(body: &str, content_type: &str) -> Reply {
-    let r = Response::from_string(body);
-    let r = with_header(r, "Content-Type", content_type);
-    let r = with_header(r, "Cache-Control", "no-store");
-    let r = with_header(r, "X-Content-Type-Options", "nosniff");
-    with_header(
-        r,
-        "Content-Security-Policy",
-        "default-src 'self'; style-src 'self'; script-src 'self'; img-src 'self' data:; frame-ancestors 'none'",
-    )
+    Reply::new(200, body).with_header("Content-Type", content_type)
 }
 
-pub(crate) fn json(status: u16, value: &serde_json::Value) -> Reply {
-    let r = Response::from_string(value.to_string()).with_status_code(status);
-    let r = with_header(r, "Cache-Control", "no-store");
-    with_header(r, "Content-Type", "application/json")
+/// Returns a JSON reply of `value` with every string in it scrubbed of keys.
+pub(crate) fn json(status: u16, value: &Value) -> Reply {
+    let mut value = value.clone();
+    scrub(&mut value, &git_orchestra::exec::secret_env::values());
+    Reply::new(status, value.to_string()).with_header("Content-Type", "application/json")
 }
 
-/// What a request's credentials say.
-enum Access {
-    /// The cookie (or the header) carries the token.
-    Granted,
-    /// The URL carries the token: set the cookie and go to the page without it.
-    FromUrl(String),
-    Refused(&'static str),
-}
-
-fn access(shared: &Shared, request: &Request) -> Access {
-    let host = header(request, "Host").unwrap_or("");
-    if !shared.hosts.iter().any(|h| h == host) {
-        return Access::Refused("this server does not answer for that host name");
-    }
-    let (path, query) = split_url(request.url());
-    if let Some(token) = query_value(query, "token") {
-        if token == shared.token {
-            return Access::FromUrl(path.to_string());
+/// Replaces, in every string of `value`, each of `keys` (those this process was given) and
+/// every credential the secret scanner recognises, as the engine does for what it journals:
+/// a worker's log, a report or a diff may quote a key, and the page must not show it.
+fn scrub(value: &mut Value, keys: &[String]) {
+    match value {
+        Value::String(s) => {
+            let masked = git_orchestra::gate::mask_secrets(s);
+            let scrubbed = git_orchestra::redact::scrub(
+                &masked,
+                keys.iter().map(String::as_str),
+                git_orchestra::llm::profile::KEY_PLACEHOLDER,
+            );
+            if scrubbed != *s {
+                *s = scrubbed;
+            }
         }
-        return Access::Refused("wrong token; open the URL `git orchestra ui` printed");
-    }
-    let cookie = header(request, "Cookie").unwrap_or("");
-    let has_cookie = cookie
-        .split(';')
-        .filter_map(|c| c.trim().split_once('='))
-        .any(|(k, v)| k == shared.cookie && v == shared.token);
-    if has_cookie {
-        Access::Granted
-    } else {
-        Access::Refused("no token; open the URL `git orchestra ui` printed")
+        Value::Array(items) => items.iter_mut().for_each(|v| scrub(v, keys)),
+        Value::Object(map) => map.values_mut().for_each(|v| scrub(v, keys)),
+        _ => {}
     }
 }
 
-/// A state-changing request must carry the token in a header and come from this server's page.
-fn same_origin(shared: &Shared, request: &Request) -> Result<(), &'static str> {
-    if header(request, "X-Orchestra-Token") != Some(shared.token.as_str()) {
-        return Err("a change needs the token in the X-Orchestra-Token header");
-    }
-    let host = header(request, "Host").unwrap_or("");
-    match header(request, "Origin") {
-        Some(origin) if origin == format!("http://{host}") => Ok(()),
-        _ => Err("a change must come from this server's own page (Origin)"),
-    }
-}
-
+/// Returns a request target's path and query (empty when there is none).
 pub(crate) fn split_url(url: &str) -> (&str, &str) {
     url.split_once('?').unwrap_or((url, ""))
 }
 
+/// Returns the percent-decoded value of `key` in `query`, the first when it appears twice.
 pub(crate) fn query_value(query: &str, key: &str) -> Option<String> {
     query
         .split('&')
@@ -218,67 +211,64 @@ fn percent_decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-fn handle(shared: &Shared, mut request: Request) {
-    let reply = match access(shared, &request) {
-        Access::Refused(why) => text(403, why),
-        Access::FromUrl(path) => {
-            let r = Response::from_string("").with_status_code(303);
-            let r = with_header(r, "Location", &path);
-            with_header(
-                r,
-                "Set-Cookie",
-                &format!(
-                    "{}={}; HttpOnly; SameSite=Strict; Path=/",
-                    shared.cookie, shared.token
-                ),
-            )
+fn handle(shared: &Shared, request: Request) {
+    let reply = match shared.gate.check(&request) {
+        Access::Refused(status, why) => text(status, &why),
+        Access::Opened { cookie, key } => {
+            page(&key).with_header("Set-Cookie", &shared.gate.set_cookie(&cookie))
         }
-        Access::Granted => {
-            let url = request.url().to_string();
+        Access::Page if request.method == "GET" => {
+            let (path, _) = split_url(&request.url);
+            get_page(path)
+        }
+        Access::Page => text(405, "only the API takes changes"),
+        Access::Api => {
+            let url = request.url.clone();
             let (path, query) = split_url(&url);
-            if *request.method() == Method::Get && path.starts_with("/api/events/") {
-                live::stream_events(shared, request, &path["/api/events/".len()..]);
-                return;
-            }
-            match request.method() {
-                Method::Get => get(shared, path, query),
-                Method::Post => match same_origin(shared, &request) {
-                    Err(why) => text(403, why),
-                    Ok(()) => {
-                        let mut body = String::new();
-                        let read = request.as_reader().take(MAX_BODY).read_to_string(&mut body);
-                        match read {
-                            Ok(_) => steer::post(shared, path, &body),
-                            Err(_) => text(400, "the request body is not UTF-8 text"),
-                        }
-                    }
+            match request.method.as_str() {
+                "GET" if path.starts_with("/api/events/") => {
+                    live::stream_events(shared, request, SECURITY_HEADERS.as_slice());
+                    return;
+                }
+                "GET" => get_api(shared, path, query),
+                "POST" => match std::str::from_utf8(&request.body) {
+                    Ok(body) => steer::post(shared, path, body),
+                    Err(_) => text(400, "the request body is not UTF-8 text"),
                 },
                 _ => text(405, "only GET and POST"),
             }
         }
     };
-    let _ = request.respond(reply);
+    let reply = SECURITY_HEADERS
+        .iter()
+        .fold(reply, |r, (k, v)| r.with_header(k, v));
+    request.respond(reply);
 }
 
-fn get(shared: &Shared, path: &str, query: &str) -> Reply {
+/// The page, its script and its style sheet.
+fn get_page(path: &str) -> Reply {
     match path {
         "/app.js" => typed(SCRIPT, "text/javascript; charset=utf-8"),
         "/style.css" => typed(STYLE, "text/css; charset=utf-8"),
+        "/" => page(""),
+        _ if path.starts_with("/run/") || path.starts_with("/packet/") => page(""),
+        _ => text(404, "no such page"),
+    }
+}
+
+fn get_api(shared: &Shared, path: &str, query: &str) -> Reply {
+    match path {
         "/api/runs" => api::runs(shared),
         _ if path.starts_with("/api/run/") => api::run(shared, &path["/api/run/".len()..]),
         _ if path.starts_with("/api/packet/") => {
             api::packet(shared, &path["/api/packet/".len()..], query)
         }
-        "/" => page(shared),
-        _ if path.starts_with("/run/") || path.starts_with("/packet/") => page(shared),
         _ => text(404, "no such page"),
     }
 }
 
-/// The one HTML page; the script renders the view the path names.
-fn page(shared: &Shared) -> Reply {
-    typed(
-        &PAGE.replace("{{TOKEN}}", &shared.token),
-        "text/html; charset=utf-8",
-    )
+/// The one HTML page; the script renders the view the path names. `key` is given only in
+/// the answer that opened a session (the page keeps it in its origin's local storage).
+fn page(key: &str) -> Reply {
+    typed(&PAGE.replace("{{KEY}}", key), "text/html; charset=utf-8")
 }

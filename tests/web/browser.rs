@@ -28,8 +28,16 @@ fn a_run_is_approved_watched_live_and_a_diff_comment_reaches_the_agent() {
     let b = Browser::start(&chromium, &driver);
 
     // A wrong token is refused, and so is a page without one.
+    let code_name = run
+        .url
+        .split_once("/?")
+        .unwrap()
+        .1
+        .split('=')
+        .next()
+        .unwrap();
     b.goto(&format!(
-        "{}/?token=0123456789abcdef0123456789abcdef",
+        "{}/?{code_name}=0123456789abcdef0123456789abcdef",
         run.base
     ));
     b.wait_for(
@@ -182,4 +190,131 @@ fn wait_for_tip(run: &view::Run, packet: &str) -> String {
         );
         std::thread::sleep(Duration::from_millis(200));
     }
+}
+
+#[test]
+fn hostile_worker_output_is_shown_as_text_without_keys_and_never_breaks_the_page() {
+    let Some((chromium, driver)) = tools() else {
+        return;
+    };
+    let (repo, run) = view::hostile_run();
+    let ui = view::ui_with(&repo.path, &view::KEYS_ENV);
+    let b = Browser::start(&chromium, &driver);
+    b.goto(&ui.url);
+    b.goto(&format!("{}/packet/{run}/p1", ui.base));
+    // The page renders: the activity with every line, the diff after it.
+    b.wait_for(
+        "the activity",
+        "const a = document.getElementById('activity'); return a && a.textContent.includes('the key is') && document.getElementById('diff')",
+        WAIT,
+    );
+    let activity = b
+        .eval("return document.getElementById('activity').textContent")
+        .as_str()
+        .unwrap()
+        .to_string();
+    // Markup in a field is text, not a live link, form or image.
+    assert!(activity.contains("live link"), "{activity}");
+    assert!(activity.contains("<form id="), "{activity}");
+    assert!(activity.contains("<b id=\"pwn-b\">"), "{activity}");
+    assert_eq!(
+        b.eval("return ['pwn-ms', 'pwn-form', 'pwn-img', 'pwn-b'].filter(id => document.getElementById(id))"),
+        serde_json::json!([])
+    );
+    assert_eq!(
+        b.eval(
+            "return document.querySelectorAll('#activity a, #activity form, #activity img').length"
+        ),
+        serde_json::json!(0)
+    );
+    // The line without its type's fields is shown as it came.
+    assert!(activity.contains("\"type\":\"outcome\""), "{activity}");
+    // Neither key is anywhere in the page.
+    let html = b
+        .eval("return document.documentElement.outerHTML")
+        .as_str()
+        .unwrap()
+        .to_string();
+    for key in [view::SHAPED_KEY, view::PLAIN_KEY] {
+        assert!(!html.contains(key), "{key} in the page: {activity}");
+    }
+}
+
+#[test]
+fn a_preview_server_on_another_port_sees_the_cookie_but_never_the_key_and_cannot_use_it() {
+    let Some((chromium, driver)) = tools() else {
+        return;
+    };
+    let repo = crate::support::TestRepo::new();
+    let ui = view::ui(&repo.path);
+    // A worker's preview server: another loopback port, keeping every request it gets.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let preview = format!("http://{}", listener.local_addr().unwrap());
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = seen.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            if let Some(req) = crate::support::read_request(&stream) {
+                sink.lock().unwrap().push(req.headers);
+            }
+            let page = "<!doctype html><p id=\"done\">preview</p>";
+            let _ = std::io::Write::write_all(
+                &mut stream,
+                format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{page}",
+                    page.len()
+                )
+                .as_bytes(),
+            );
+        }
+    });
+    let b = Browser::start(&chromium, &driver);
+    b.goto(&ui.url);
+    b.wait_for(
+        "the runs page",
+        "return document.body.innerText.includes('No runs yet')",
+        WAIT,
+    );
+    let key = b
+        .eval("return localStorage.getItem('orchestra-key') || ''")
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    b.goto(&format!("{preview}/"));
+    b.wait_for(
+        "the preview",
+        "return document.getElementById('done')",
+        WAIT,
+    );
+    let seen = seen.lock().unwrap().clone();
+    let cookie = seen
+        .iter()
+        .flatten()
+        .find(|(k, v)| k.eq_ignore_ascii_case("cookie") && v.contains("orchestra_"))
+        .map(|(_, v)| v.clone())
+        .expect("the browser sends the view's cookie to another port of the host");
+    if !key.is_empty() {
+        assert!(
+            !seen.iter().flatten().any(|(_, v)| v.contains(&key)),
+            "the key reached another port: {seen:?}"
+        );
+    }
+    // What the preview server caught neither reads nor changes anything.
+    let addr = ui.base.trim_start_matches("http://");
+    let (status, body) = view::send(
+        addr,
+        &format!(
+            "GET /api/runs HTTP/1.1\r\nHost: {addr}\r\nCookie: {cookie}\r\nConnection: close\r\n\r\n"
+        ),
+    );
+    assert_eq!(status, 403, "{body}");
+    let secret = cookie.split_once('=').unwrap().1;
+    let (status, body) = view::send(
+        addr,
+        &format!(
+            "POST /api/run/x/cancel HTTP/1.1\r\nHost: {addr}\r\nCookie: {cookie}\r\nX-Orchestra-Token: {secret}\r\nOrigin: http://{addr}\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{{}}"
+        ),
+    );
+    assert_eq!(status, 403, "{body}");
 }

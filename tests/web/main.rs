@@ -1,6 +1,7 @@
-//! Integration tests of the web view (`git orchestra ui`, `start --ui`): its access rules over
-//! plain HTTP, and a real headless Chromium driven over WebDriver against a scripted `start`
-//! run — live packet states, plan approval, comments on a diff that reach the agent.
+//! Integration tests of the web view (`git orchestra ui`, `start --ui`): its access rules and
+//! limits over plain HTTP, and a real headless Chromium driven over WebDriver against a
+//! scripted `start` run — live packet states, plan approval, comments on a diff that reach the
+//! agent — and against a hostile worker's output (shown as text, without keys).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 

@@ -2,8 +2,6 @@
 //! worker through `ORCHESTRA_FIXES_FILE` in one more fix round; `git orchestra diff` shows a
 //! packet's change in the terminal.
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use crate::support::{TestRepo, git, orchestra, packet, text};
@@ -12,31 +10,23 @@ use crate::support::{TestRepo, git, orchestra, packet, text};
 /// and for a POST its token header, origin and JSON `body` — and returns the status and the
 /// whole answer.
 fn as_page(url: &str, method: &str, path: &str, body: &str) -> (u16, String) {
-    let rest = url.strip_prefix("http://").unwrap();
-    let (addr, token) = rest.split_once("/?token=").unwrap();
-    let port = addr.rsplit(':').next().unwrap();
+    let session = crate::view::session(url);
+    let addr = &session.addr;
     let changes = if method == "POST" {
         format!(
-            "Origin: http://{addr}\r\nX-Orchestra-Token: {token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n",
+            "Origin: http://{addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n",
             body.len()
         )
     } else {
         String::new()
     };
-    let mut s = TcpStream::connect(addr).unwrap();
-    write!(
-        s,
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nCookie: orchestra_token_{port}={token}\r\n{changes}Connection: close\r\n\r\n{body}"
+    crate::view::send(
+        addr,
+        &format!(
+            "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nCookie: {}\r\nX-Orchestra-Token: {}\r\n{changes}Connection: close\r\n\r\n{body}",
+            session.cookie, session.key
+        ),
     )
-    .unwrap();
-    let mut answer = String::new();
-    s.read_to_string(&mut answer).unwrap();
-    let status = answer
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    (status, answer)
 }
 
 /// POSTs `body` to the view at `url` (as printed) the way its page does.

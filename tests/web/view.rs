@@ -1,5 +1,6 @@
 //! A scripted `start --ui` run to look at: the sample repository, the scripted model behind a
-//! recording relay, and the web view's address.
+//! recording relay, and the web view's address; and a session opened the way a browser opens
+//! the printed address.
 
 #![allow(dead_code)]
 
@@ -253,4 +254,136 @@ impl Run {
         let branch = format!("orchestra/{}/{packet}", self.run_id());
         git(&self.repo, &["rev-parse", &branch])
     }
+}
+
+/// What the page holds once the printed address was opened: the server's address, its
+/// cookie (`name=value`) and the key it sends in `X-Orchestra-Token`.
+#[derive(Clone, Debug)]
+pub struct Session {
+    pub addr: String,
+    pub cookie: String,
+    pub key: String,
+}
+
+/// Sends `request` (a whole HTTP/1.1 request) to `addr` and returns the status and the whole
+/// answer.
+pub fn send(addr: &str, request: &str) -> (u16, String) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.write_all(request.as_bytes()).unwrap();
+    let mut answer = String::new();
+    let _ = s.read_to_string(&mut answer);
+    let status = answer
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    (status, answer)
+}
+
+/// Returns the value of the header `name` in the whole HTTP `answer`.
+pub fn header_of(answer: &str, name: &str) -> Option<String> {
+    let head = answer.split("\r\n\r\n").next().unwrap_or("");
+    head.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        k.trim()
+            .eq_ignore_ascii_case(name)
+            .then(|| v.trim().to_string())
+    })
+}
+
+/// Returns the content of the page's `<meta name="orchestra-key">` (or the older
+/// `orchestra-token`), empty when there is none.
+pub fn page_key(html: &str) -> String {
+    ["orchestra-key", "orchestra-token"]
+        .iter()
+        .find_map(|name| {
+            let at = html.find(&format!("name=\"{name}\" content=\""))?;
+            let rest = &html[at + name.len() + 17..];
+            Some(rest[..rest.find('"')?].to_string())
+        })
+        .unwrap_or_default()
+}
+
+/// Opens the printed `url` the way a browser does, once per address for the whole test
+/// process (the address works once): the page it leads to, its cookie and its key.
+pub fn session(url: &str) -> Session {
+    static OPENED: Mutex<Vec<(String, Session)>> = Mutex::new(Vec::new());
+    let mut opened = OPENED.lock().unwrap();
+    if let Some((_, s)) = opened.iter().find(|(u, _)| u == url) {
+        return s.clone();
+    }
+    let rest = url.strip_prefix("http://").unwrap();
+    let (addr, path) = rest.split_once('/').unwrap();
+    let get = |path: &str, cookie: &str| {
+        send(
+            addr,
+            &format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\n{cookie}Connection: close\r\n\r\n"),
+        )
+    };
+    let (status, answer) = get(&format!("/{path}"), "");
+    assert!(status == 200 || status == 303, "{answer}");
+    let set = header_of(&answer, "Set-Cookie").unwrap_or_else(|| panic!("no cookie: {answer}"));
+    let cookie = set.split(';').next().unwrap().trim().to_string();
+    let page = if status == 303 {
+        let location = header_of(&answer, "Location").unwrap();
+        get(&location, &format!("Cookie: {cookie}\r\n")).1
+    } else {
+        answer
+    };
+    let session = Session {
+        addr: addr.to_string(),
+        cookie,
+        key: page_key(&page),
+    };
+    assert!(!session.key.is_empty(), "the page has no key: {page}");
+    opened.push((url.to_string(), session.clone()));
+    session
+}
+
+/// An OpenAI-shaped key a hostile worker prints.
+pub const SHAPED_KEY: &str = "sk-proj-Zq3vX9kLm2Pw8RtY6uH4jN1bC5dF7gA0";
+/// A key of no known shape, known to the view only as the value of a `*_API_KEY` variable.
+pub const PLAIN_KEY: &str = "plainKeyValue4242XYZ";
+
+/// The environment holding both keys, for the run and for the view.
+pub const KEYS_ENV: [(&str, &str); 2] = [("OPENAI_API_KEY", SHAPED_KEY), ("MY_API_KEY", PLAIN_KEY)];
+
+/// A finished run whose packet `p1`'s worker printed hostile lines: JSON lines shaped like
+/// activity with markup in their fields (a link, a form, an image), an activity line without
+/// the fields its type has, a line with both keys of [`KEYS_ENV`] in it, and a line of markup.
+/// Returns the repository and the run's id.
+pub fn hostile_run() -> (crate::support::TestRepo, String) {
+    let script = r#"printf '%s\n' '{"type":"tool_call","name":"read","ok":true,"ms":"<a id=\"pwn-ms\" href=\"http://evil.example/\">live link</a>","summary":"s"}'
+printf '%s\n' '{"type":"model_waiting","turn":"<form id=\"pwn-form\" action=\"http://evil.example/\"><button>go</button></form>"}'
+printf '%s\n' '{"type":"outcome"}'
+printf '%s\n' '{"type":"model_call","model":"m","input_tokens":1,"output_tokens":2,"ms":"<img id=\"pwn-img\" src=\"x\">"}'
+echo "the key is $OPENAI_API_KEY and $MY_API_KEY"
+echo '<b id="pwn-b">bold</b>'
+echo notes > notes.txt
+"#;
+    let repo =
+        crate::support::TestRepo::with_files(&[("README.md", "# s\n"), ("hostile.sh", script)]);
+    let plan = repo.write_plan(
+        "plan.toml",
+        &format!(
+            "objective = \"notes\"\n\n{}",
+            crate::support::packet("p1", "\"notes.txt\"", "", "")
+        ),
+    );
+    let root = repo.scratch().join("wt");
+    let out = crate::support::orchestra_with_env(
+        &repo.path,
+        &[
+            "run",
+            plan.to_str().unwrap(),
+            "--worker-cmd",
+            "sh hostile.sh",
+            "--worktree-root",
+            root.to_str().unwrap(),
+        ],
+        &KEYS_ENV,
+    );
+    assert!(out.status.success(), "{}", crate::support::text(&out));
+    let run = crate::support::run_id(&repo.path);
+    (repo, run)
 }

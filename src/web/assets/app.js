@@ -1,8 +1,18 @@
 // The web view of git orchestra: one page, three views (runs, a run, a packet), redrawn from
 // the server's JSON whenever the journal changes (server-sent events).
+//
+// Everything a run holds — packets, plans, logs, what agents and workers wrote — is hostile
+// text: markup is built only through the `html` template tag below, which escapes every value
+// put into it unless it is markup the tag built itself.
 "use strict";
 
-const TOKEN = document.querySelector('meta[name="orchestra-token"]').content;
+// The key that opened this session comes once, in the page that took the address's one-time
+// code; the browser keeps it in this origin's storage (per port, unlike the cookie), where
+// other tabs of the view find it too.
+const given = document.querySelector('meta[name="orchestra-key"]').content;
+if (given) localStorage.setItem("orchestra-key", given);
+const KEY = localStorage.getItem("orchestra-key") || "";
+if (location.search) history.replaceState(null, "", location.pathname);
 const main = document.getElementById("main");
 const path = location.pathname;
 let refreshing = false, again = false, lastSeen = {};
@@ -10,21 +20,34 @@ let refreshing = false, again = false, lastSeen = {};
 function esc(s) {
   return String(s == null ? "" : s).replace(/[&<>"']/g, c => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"}[c]));
 }
-function state(s) { return `<span class="state ${esc(s)}">${esc(s || "–")}</span>`; }
+// Markup built by `html`: the only thing `html` puts into markup unescaped.
+class Html { constructor(s) { this.s = s; } toString() { return this.s; } }
+function piece(v) {
+  if (v instanceof Html) return v.s;
+  if (Array.isArray(v)) return v.map(piece).join("");
+  return esc(v);
+}
+function html(strings, ...values) {
+  let out = strings[0];
+  values.forEach((v, i) => { out += piece(v) + strings[i + 1]; });
+  return new Html(out);
+}
+function state(s) { return html`<span class="state ${s}">${s || "–"}</span>`; }
 function num(n) { return n == null ? "–" : Number(n).toLocaleString("en"); }
-function cost(c) { return c == null ? "–" : c.toFixed(4); }
+function cost(c) { return c == null ? "–" : Number(c).toFixed(4); }
 function ago(ms) {
   if (!ms) return "–";
   const s = Math.max(0, Math.round((Date.now() - ms) / 1000));
   return s < 60 ? `${s}s` : s < 3600 ? `${Math.floor(s / 60)}m ${s % 60}s` : `${Math.floor(s / 3600)}h ${Math.floor(s / 60) % 60}m`;
 }
 async function getJSON(url) {
-  const r = await fetch(url, {credentials: "same-origin"});
+  const r = await fetch(url, {credentials: "same-origin", headers: {"X-Orchestra-Token": KEY}});
+  if (r.status === 403) throw new Error(await r.text());
   return r.json();
 }
 async function post(url, body) {
   const r = await fetch(url, {method: "POST", credentials: "same-origin",
-    headers: {"Content-Type": "application/json", "X-Orchestra-Token": TOKEN}, body: JSON.stringify(body || {})});
+    headers: {"Content-Type": "application/json", "X-Orchestra-Token": KEY}, body: JSON.stringify(body || {})});
   let j = {};
   try { j = await r.json(); } catch (e) { j = {ok: false, error: `HTTP ${r.status}`}; }
   j.status = r.status;
@@ -50,13 +73,13 @@ if (window.Notification && Notification.permission === "default") {
 // ---------- runs ----------
 async function showRuns() {
   const data = await getJSON("/api/runs");
-  const rows = (data.runs || []).map(r => `<tr data-run="${esc(r.id)}">
-    <td><a href="/run/${encodeURIComponent(r.id)}">${esc(r.id)}</a></td><td>${state(r.state)}</td>
-    <td>${esc(r.objective)}</td><td>${r.done}/${r.packets}${r.failed ? ` <span class="state failed">${r.failed} failed</span>` : ""}</td>
-    <td>${num(r.tokens)}</td><td>${cost(r.cost)}</td><td class="muted">${ago(r.created_ms)} ago</td></tr>`).join("");
-  main.innerHTML = `<h1>Runs</h1>` + (rows ? `<table id="runs"><tr><th>run</th><th>state</th><th>objective</th>
+  const rows = (data.runs || []).map(r => html`<tr data-run="${r.id}">
+    <td><a href="/run/${encodeURIComponent(r.id)}">${r.id}</a></td><td>${state(r.state)}</td>
+    <td>${r.objective}</td><td>${r.done}/${r.packets}${r.failed ? html` <span class="state failed">${r.failed} failed</span>` : ""}</td>
+    <td>${num(r.tokens)}</td><td>${cost(r.cost)}</td><td class="muted">${ago(r.created_ms)} ago</td></tr>`);
+  main.innerHTML = html`<h1>Runs</h1>${rows.length ? html`<table id="runs"><tr><th>run</th><th>state</th><th>objective</th>
     <th>packets done</th><th>tokens</th><th>cost</th><th>started</th></tr>${rows}</table>`
-    : `<p class="muted">No runs yet: <code>git orchestra start "…"</code> makes one.</p>`);
+    : html`<p class="muted">No runs yet: <code>git orchestra start "…"</code> makes one.</p>`}`;
 }
 
 // ---------- a run ----------
@@ -64,17 +87,17 @@ function graphHtml(plan, cards) {
   if (!plan || !plan.packets) return "";
   const byId = {};
   (cards || []).forEach(c => byId[c.id] = c);
-  const waves = plan.waves.map((w, i) => `<div class="wave"><div class="label">wave ${i + 1}</div>` +
+  const waves = plan.waves.map((w, i) => html`<div class="wave"><div class="label">wave ${i + 1}</div>${
     w.map(id => {
       const p = plan.packets.find(x => x.id === id) || {id};
       const c = byId[id] || {};
-      return `<div class="node ${esc(c.state || "")}" data-node="${esc(id)}" title="${esc((p.files || []).join(", "))}">
-        <b>${esc(id)}</b> ${state(c.state || "planned")}<div class="muted">${esc(p.title || "")}</div></div>`;
-    }).join("") + `</div>`).join("");
-  const notes = (plan.serialized || []).map(([a, b, why]) => `<li>${esc(a)} before ${esc(b)}: ${esc(why)}</li>`)
-    .concat((plan.parallel || []).map(n => `<li>${esc(n)}</li>`)).join("");
-  return `<h2>Plan</h2><div class="waves" id="graph">${waves}<svg class="edges"></svg></div>` +
-    (notes ? `<ul class="muted">${notes}</ul>` : "");
+      return html`<div class="node ${c.state || ""}" data-node="${id}" title="${(p.files || []).join(", ")}">
+        <b>${id}</b> ${state(c.state || "planned")}<div class="muted">${p.title || ""}</div></div>`;
+    })}</div>`);
+  const notes = (plan.serialized || []).map(([a, b, why]) => html`<li>${a} before ${b}: ${why}</li>`)
+    .concat((plan.parallel || []).map(n => html`<li>${n}</li>`));
+  return html`<h2>Plan</h2><div class="waves" id="graph">${waves}<svg class="edges"></svg></div>${
+    notes.length ? html`<ul class="muted">${notes}</ul>` : ""}`;
 }
 function drawEdges(plan) {
   const g = document.getElementById("graph");
@@ -87,25 +110,25 @@ function drawEdges(plan) {
     if (!a || !b) continue;
     const ra = a.getBoundingClientRect(), rb = b.getBoundingClientRect();
     const x1 = ra.right - box.left, y1 = ra.top + ra.height / 2 - box.top, x2 = rb.left - box.left, y2 = rb.top + rb.height / 2 - box.top;
-    paths.push(`<path d="M${x1},${y1} C${x1 + 30},${y1} ${x2 - 30},${y2} ${x2},${y2}"/>`);
+    paths.push(html`<path d="M${x1},${y1} C${x1 + 30},${y1} ${x2 - 30},${y2} ${x2},${y2}"/>`);
   }
-  svg.innerHTML = paths.join("");
+  svg.innerHTML = html`${paths}`;
 }
 function cardHtml(run, c) {
   const time = c.started_ms ? (["running", "pending"].includes(c.state) ? ago(c.started_ms) : ago(c.started_ms) + " ago") : "–";
-  return `<div class="card" data-packet="${esc(c.id)}" data-state="${esc(c.state)}">
-    <h3><a href="/packet/${encodeURIComponent(run)}/${encodeURIComponent(c.id)}">${esc(c.id)}</a> ${state(c.state)}</h3>
-    <div class="muted">${esc(c.title)}</div>
-    <dl><dt>worker</dt><dd class="worker-state">${esc(c.worker_state || "–")}</dd><dt>phase</dt><dd>${esc(c.phase || "–")}</dd>
-    <dt>attempt</dt><dd>${c.attempt}</dd><dt>role</dt><dd>${esc(c.role)}</dd><dt>model</dt><dd>${esc(c.model || "–")}</dd>
+  return html`<div class="card" data-packet="${c.id}" data-state="${c.state}">
+    <h3><a href="/packet/${encodeURIComponent(run)}/${encodeURIComponent(c.id)}">${c.id}</a> ${state(c.state)}</h3>
+    <div class="muted">${c.title}</div>
+    <dl><dt>worker</dt><dd class="worker-state">${c.worker_state || "–"}</dd><dt>phase</dt><dd>${c.phase || "–"}</dd>
+    <dt>attempt</dt><dd>${c.attempt}</dd><dt>role</dt><dd>${c.role}</dd><dt>model</dt><dd>${c.model || "–"}</dd>
     <dt>started</dt><dd>${time}</dd><dt>tokens</dt><dd>${num(c.tokens)}</dd></dl>
-    ${c.reason && c.state === "failed" ? `<div class="muted">${esc(c.reason.split("\n")[0])}</div>` : ""}</div>`;
+    ${c.reason && c.state === "failed" ? html`<div class="muted">${String(c.reason).split("\n")[0]}</div>` : ""}</div>`;
 }
 function approvalHtml(a) {
   if (!a) return "";
-  const problems = (a.problems || []).map(p => `<li>${esc(p)}</li>`).join("");
-  return `<div class="panel attention" id="approval"><h2>The plan waits for approval</h2>
-    <textarea id="plan-text" rows="18" spellcheck="false">${esc(a.plan)}</textarea>
+  const problems = (a.problems || []).map(p => html`<li>${p}</li>`);
+  return html`<div class="panel attention" id="approval"><h2>The plan waits for approval</h2>
+    <textarea id="plan-text" rows="18" spellcheck="false">${a.plan}</textarea>
     <ul class="problems" id="plan-problems">${problems}</ul>
     <div class="toolbar"><button class="primary" id="approve">Approve</button>
     <button id="approve-edited">Approve as edited</button><button class="danger" id="reject">Reject</button></div>
@@ -114,16 +137,16 @@ function approvalHtml(a) {
 }
 function questionsHtml(status) {
   const qs = (status && status.questions) || [];
-  return qs.map(q => `<div class="panel attention question" data-question="${esc(q.packet)}">
-    <b>${esc(q.packet)} asks:</b> ${esc(q.question)}
+  return qs.map(q => html`<div class="panel attention question" data-question="${q.packet}">
+    <b>${q.packet} asks:</b> ${q.question}
     <div class="toolbar"><input type="text" class="answer-text" placeholder="your answer">
-    <button class="answer" data-packet="${esc(q.packet)}">Answer</button></div></div>`).join("");
+    <button class="answer" data-packet="${q.packet}">Answer</button></div></div>`);
 }
 let planTimer = null;
 function wireRun(run, data) {
   const act = async (what, body) => {
     const r = await post(`/api/run/${encodeURIComponent(run)}/${what}`, body);
-    if (r.problems) document.getElementById("plan-problems").innerHTML = r.problems.map(p => `<li>${esc(p)}</li>`).join("");
+    if (r.problems) document.getElementById("plan-problems").innerHTML = html`${r.problems.map(p => html`<li>${p}</li>`)}`;
     say(r.ok ? r.message : (r.error || (r.problems ? "the edited plan has problems" : "refused")), !r.ok);
     refresh();
   };
@@ -138,7 +161,7 @@ function wireRun(run, data) {
       clearTimeout(planTimer);
       planTimer = setTimeout(async () => {
         const r = await post("/api/check", {plan: e.target.value});
-        document.getElementById("plan-problems").innerHTML = (r.problems || []).map(p => `<li>${esc(p)}</li>`).join("");
+        document.getElementById("plan-problems").innerHTML = html`${(r.problems || []).map(p => html`<li>${p}</li>`)}`;
       }, 350);
     };
   }
@@ -152,7 +175,7 @@ async function showRun(run) {
   const editing = document.activeElement && ["plan-text"].includes(document.activeElement.id);
   if (editing || (document.activeElement && document.activeElement.classList.contains("answer-text"))) return;
   const data = await getJSON(`/api/run/${encodeURIComponent(run)}`);
-  if (data.error) { main.innerHTML = `<p>${esc(data.error)}</p>`; return; }
+  if (data.error) { main.innerHTML = html`<p>${data.error}</p>`; return; }
   const s = data.status || {};
   const r = s.run || (s.planning || {});
   const shown = data.phase || r.state || (s.planning && s.planning.phase);
@@ -160,16 +183,16 @@ async function showRun(run) {
   (s.questions || []).forEach(q => notify(`q-${run}-${q.packet}-${q.question}`, `${q.packet} asks: ${q.question}`));
   if (["completed", "failed", "cancelled"].includes(shown)) notify(`end-${run}-${shown}`, `Run ${run} is ${shown}.`);
   const spend = s.start && s.start.spend;
-  main.innerHTML = `<h1>${esc(r.objective || (data.plan && data.plan.objective) || run)}</h1>
-    <div>${state(shown)} <span class="muted">${esc(run)}</span>
-    ${spend ? `<span class="muted"> · ${num(spend.input_tokens + spend.output_tokens)} tokens · cost ${cost(spend.cost)}</span>` : ""}</div>
+  main.innerHTML = html`<h1>${r.objective || (data.plan && data.plan.objective) || run}</h1>
+    <div>${state(shown)} <span class="muted">${run}</span>
+    ${spend ? html`<span class="muted"> · ${num(spend.input_tokens + spend.output_tokens)} tokens · cost ${cost(spend.cost)}</span>` : ""}</div>
     <div class="toolbar"><button data-act="pause">Pause</button><button data-act="resume">Resume</button>
     <button data-act="retry">Retry failed</button><button class="danger" data-act="cancel">Cancel</button></div>
     ${approvalHtml(data.approval)}${questionsHtml(s.start || s)}
     ${graphHtml(data.plan, data.cards)}
-    <h2>Packets</h2><div class="cards" id="cards">${(data.cards || []).map(c => cardHtml(run, c)).join("") || `<p class="muted">No packets yet.</p>`}</div>
-    ${(s.notes || []).length ? `<h2>Notes</h2><ul>${s.notes.map(n => `<li>${esc(n.note || `${n.packet} changed ${n.file} ${n.lines} outside ${n.declared.join(", ")}`)}</li>`).join("")}</ul>` : ""}
-    ${gatesHtml(data.gates)}${data.report ? `<h2>Report</h2><div class="panel report" id="report">${markdown(data.report)}</div>` : ""}`;
+    <h2>Packets</h2><div class="cards" id="cards">${(data.cards || []).length ? data.cards.map(c => cardHtml(run, c)) : html`<p class="muted">No packets yet.</p>`}</div>
+    ${(s.notes || []).length ? html`<h2>Notes</h2><ul>${s.notes.map(n => html`<li>${n.note || `${n.packet} changed ${n.file} ${n.lines} outside ${[].concat(n.declared || []).join(", ")}`}</li>`)}</ul>` : ""}
+    ${gatesHtml(data.gates)}${data.report ? html`<h2>Report</h2><div class="panel report" id="report">${markdown(String(data.report))}</div>` : ""}`;
   wireRun(run, data);
   drawEdges(data.plan);
 }
@@ -177,61 +200,79 @@ async function showRun(run) {
 // ---------- gates, merge, spend and the report ----------
 function gatesHtml(g) {
   if (!g) return "";
-  const reviews = (g.reviews || []).map(({event: e}) => `<li>${esc(e.packet)} round ${e.round}: ${e.approved ? "approved" : `<b>rejected</b>, ${e.blocking} blocking`} by ${esc(e.reviewer)}
-    ${(e.findings || []).length ? `<ul>${e.findings.map(f => `<li>${esc(f)}</li>`).join("")}</ul>` : ""}</li>`).join("");
+  const reviews = (g.reviews || []).map(({event: e}) => html`<li>${e.packet} round ${e.round}: ${e.approved ? "approved" : html`<b>rejected</b>, ${e.blocking} blocking`} by ${e.reviewer}
+    ${(e.findings || []).length ? html`<ul>${e.findings.map(f => html`<li>${f}</li>`)}</ul>` : ""}</li>`);
+  const list = v => [].concat(v || []).join(", ");
   const merge = (g.merge || []).map(({event: e}) => {
     switch (e.type) {
-      case "merge_started": return `<li>batch ${esc((e.packets || []).join(", "))} into ${esc(e.integration)} for ${esc(e.target)}</li>`;
-      case "packet_conflicted": return `<li>${esc(e.packet)} conflicts in ${esc((e.paths || []).join(", "))}</li>`;
-      case "merge_validation_finished": return `<li>${e.exit_code === 0 ? "passed" : "<b>failed</b>"}: <code>${esc(e.command)}</code> on ${esc((e.packets || []).join(", "))}</li>`;
-      case "packet_integrated": return `<li>${esc(e.packet)} integrated</li>`;
-      case "packet_sent_back": return `<li><b>${esc(e.packet)} sent back</b>: ${esc(e.reason)}</li>`;
-      case "merge_finished": return `<li>merge finished: ${esc((e.integrated || []).length)} integrated, ${esc((e.sent_back || []).length)} sent back${e.target_advanced ? ", target advanced" : ""}</li>`;
+      case "merge_started": return html`<li>batch ${list(e.packets)} into ${e.integration} for ${e.target}</li>`;
+      case "packet_conflicted": return html`<li>${e.packet} conflicts in ${list(e.paths)}</li>`;
+      case "merge_validation_finished": return html`<li>${e.exit_code === 0 ? "passed" : html`<b>failed</b>`}: <code>${e.command}</code> on ${list(e.packets)}</li>`;
+      case "packet_integrated": return html`<li>${e.packet} integrated</li>`;
+      case "packet_sent_back": return html`<li><b>${e.packet} sent back</b>: ${e.reason}</li>`;
+      case "merge_finished": return html`<li>merge finished: ${[].concat(e.integrated || []).length} integrated, ${[].concat(e.sent_back || []).length} sent back${e.target_advanced ? ", target advanced" : ""}</li>`;
       default: return "";
     }
-  }).join("");
-  const spend = g.spend || [];
+  });
+  const spend = (g.spend || []).map(([t, tok, c]) => [Number(t) || 0, Number(tok) || 0, Number(c) || 0]);
   let chart = "";
   if (spend.length > 1) {
     const t0 = spend[0][0], t1 = spend[spend.length - 1][0] || t0 + 1, max = spend[spend.length - 1][1] || 1;
     const pts = spend.map(([t, tok]) => `${(400 * (t - t0) / Math.max(1, t1 - t0)).toFixed(1)},${(60 - 56 * tok / max).toFixed(1)}`).join(" ");
     const last = spend[spend.length - 1];
-    chart = `<h2>Tokens over time</h2><svg id="spend" width="400" height="64" class="spend"><polyline fill="none" stroke="currentColor" points="${pts}"/></svg>
+    chart = html`<h2>Tokens over time</h2><svg id="spend" width="400" height="64" class="spend"><polyline fill="none" stroke="currentColor" points="${pts}"/></svg>
       <div class="muted">${num(last[1])} tokens · cost ${cost(last[2])} over ${spend.length} model calls</div>`;
   }
-  return (reviews ? `<h2>Reviews</h2><ul id="reviews">${reviews}</ul>` : "") + (merge ? `<h2>Merge</h2><ul id="merge">${merge}</ul>` : "") + chart;
+  return html`${reviews.length ? html`<h2>Reviews</h2><ul id="reviews">${reviews}</ul>` : ""}${merge.some(m => m) ? html`<h2>Merge</h2><ul id="merge">${merge}</ul>` : ""}${chart}`;
 }
-// Renders the report's Markdown: headings, lists, bold and code, everything escaped first.
+// Renders the report's Markdown: headings, lists, bold and code. Each piece of text is
+// escaped by `html`; only the markup the patterns name is made here.
 function markdown(text) {
-  const inline = s => esc(s).replace(/`([^`]+)`/g, "<code>$1</code>").replace(/\*\*([^*]+)\*\*/g, "<b>$1</b>");
-  let out = "", list = false;
+  const inline = s => {
+    const parts = [];
+    const re = /`([^`]+)`|\*\*([^*]+)\*\*/g;
+    let at = 0, m;
+    while ((m = re.exec(s))) {
+      parts.push(s.slice(at, m.index), m[1] != null ? html`<code>${m[1]}</code>` : html`<b>${m[2]}</b>`);
+      at = re.lastIndex;
+    }
+    parts.push(s.slice(at));
+    return parts;
+  };
+  const out = [];
+  let items = null;
   for (const line of text.split("\n")) {
     const h = line.match(/^(#{1,4}) (.*)$/), li = line.match(/^\s*[-*] (.*)$/);
-    if (list && !li) { out += "</ul>"; list = false; }
-    if (h) out += `<h${h[1].length + 2}>${inline(h[2])}</h${h[1].length + 2}>`;
-    else if (li) { if (!list) { out += "<ul>"; list = true; } out += `<li>${inline(li[1])}</li>`; }
-    else if (line.trim()) out += `<p>${inline(line)}</p>`;
+    if (items && !li) { out.push(html`<ul>${items}</ul>`); items = null; }
+    if (h) out.push(new Html(`<h${h[1].length + 2}>${html`${inline(h[2])}`}</h${h[1].length + 2}>`));
+    else if (li) { items = items || []; items.push(html`<li>${inline(li[1])}</li>`); }
+    else if (line.trim()) out.push(html`<p>${inline(line)}</p>`);
   }
-  return out + (list ? "</ul>" : "");
+  if (items) out.push(html`<ul>${items}</ul>`);
+  return out;
 }
 
 // ---------- a packet ----------
 let comments = [];      // {file, line, code, text}
 let diffShown = "";
+// One activity item; a line whose fields do not fit its type is shown as the line itself.
+function activityItem(e) {
+  switch (e.type) {
+    case "tool_call": return html`<div class="${e.ok ? "" : "err"}">⚙ ${e.name} <code>${e.target || ""}</code> ${e.summary} <span class="muted">${e.ms} ms</span>${e.args ? html`<details><summary class="muted">arguments</summary><pre>${JSON.stringify(e.args, null, 1)}</pre></details>` : ""}${e.output_tail ? html`<details><summary class="muted">output</summary><pre>${e.output_tail}</pre></details>` : ""}</div>`;
+    case "model_text": return html`<div class="said">“${e.text}”</div>`;
+    case "model_waiting": return html`<div class="muted">… turn ${e.turn}: waiting for the model</div>`;
+    case "model_call": return html`<div class="muted">◆ turn ${e.turn} ${e.model}: ${num(e.input_tokens)} in / ${num(e.output_tokens)} out, ${e.ms} ms</div>`;
+    case "state": return html`<div>▸ ${e.from} → ${e.to} <span class="muted">${e.reason}</span></div>`;
+    case "question": return html`<div>? ${e.question}</div>`;
+    case "outcome": return html`<div><b>✔ ${e.outcome.state}</b> ${e.outcome.summary || e.outcome.reason || ""}</div>`;
+    case "output": return html`<div class="muted">${e.text}</div>`;
+    default: return html`<div class="muted">${e.type} ${JSON.stringify(e)}</div>`;
+  }
+}
 function activityHtml(items) {
-  return items.map(({event: e}) => {
-    switch (e.type) {
-      case "tool_call": return `<div class="${e.ok ? "" : "err"}">⚙ ${esc(e.name)} <code>${esc(e.target || "")}</code> ${esc(e.summary)} <span class="muted">${e.ms} ms</span>${e.args ? `<details><summary class="muted">arguments</summary><pre>${esc(JSON.stringify(e.args, null, 1))}</pre></details>` : ""}${e.output_tail ? `<details><summary class="muted">output</summary><pre>${esc(e.output_tail)}</pre></details>` : ""}</div>`;
-      case "model_text": return `<div class="said">“${esc(e.text)}”</div>`;
-      case "model_waiting": return `<div class="muted">… turn ${e.turn}: waiting for the model</div>`;
-      case "model_call": return `<div class="muted">◆ turn ${e.turn} ${esc(e.model)}: ${num(e.input_tokens)} in / ${num(e.output_tokens)} out, ${e.ms} ms</div>`;
-      case "state": return `<div>▸ ${esc(e.from)} → ${esc(e.to)} <span class="muted">${esc(e.reason)}</span></div>`;
-      case "question": return `<div>? ${esc(e.question)}</div>`;
-      case "outcome": return `<div><b>✔ ${esc(e.outcome.state)}</b> ${esc(e.outcome.summary || e.outcome.reason || "")}</div>`;
-      case "output": return `<div class="muted">${esc(e.text)}</div>`;
-      default: return `<div class="muted">${esc(e.type)} ${esc(JSON.stringify(e))}</div>`;
-    }
-  }).join("");
+  return html`${(items || []).map(({event: e}) => {
+    try { return activityItem(e || {}); } catch (err) { return html`<div class="muted">${JSON.stringify(e)}</div>`; }
+  })}`;
 }
 function parsePatch(patch) {
   const files = [];
@@ -249,15 +290,15 @@ function parsePatch(patch) {
   return files;
 }
 function diffHtml(files) {
-  return files.map((f, fi) => `<div class="file" data-file="${esc(f.name)}"><div class="name">${esc(f.name)}</div><div class="diff">` +
-    f.lines.map((l, li) => `<div class="line ${l.kind}" data-fi="${fi}" data-li="${li}" ${l.kind === "hunk" ? "" : `data-line="${l.no}"`}>
-      <span class="no">${l.kind === "hunk" ? "" : l.no}</span><span>${esc(l.text)}</span></div>` +
-      comments.filter(c => c.fi === fi && c.li === li).map(c => `<div class="comment">💬 ${esc(c.text)}</div>`).join("")).join("") +
-    `</div></div>`).join("");
+  return files.map((f, fi) => html`<div class="file" data-file="${f.name}"><div class="name">${f.name}</div><div class="diff">${
+    f.lines.map((l, li) => html`<div class="line ${l.kind}" data-fi="${fi}" data-li="${li}" ${l.kind === "hunk" ? "" : html`data-line="${l.no}"`}>
+      <span class="no">${l.kind === "hunk" ? "" : l.no}</span><span>${l.text}</span></div>${
+      comments.filter(c => c.fi === fi && c.li === li).map(c => html`<div class="comment">💬 ${c.text}</div>`)}`)
+  }</div></div>`);
 }
 async function showPacket(run, id) {
   const data = await getJSON(`/api/packet/${encodeURIComponent(run)}/${encodeURIComponent(id)}`);
-  if (data.error) { main.innerHTML = `<p>${esc(data.error)}</p>`; return; }
+  if (data.error) { main.innerHTML = html`<p>${data.error}</p>`; return; }
   const p = data.packet;
   const act = document.getElementById("activity");
   // A comment being written, or an answer being typed, is never redrawn away: only the
@@ -269,16 +310,17 @@ async function showPacket(run, id) {
     if (st) { st.dataset.state = p.state; st.querySelector(".state").outerHTML = state(p.state); }
     return;
   }
-  const files = parsePatch((data.diff && data.diff.patch) || "");
-  main.innerHTML = `<p><a href="/run/${encodeURIComponent(run)}">← ${esc(run)}</a></p>
-    <h1>${esc(p.id)}: ${esc(p.title)}</h1><div class="packet-state" data-state="${esc(p.state)}">${state(p.state)}
-    <span class="muted">attempt ${p.attempt} · ${esc(p.role)} · ${esc(p.branch)} · ${esc(p.commit ? p.commit.slice(0, 12) : "no commit yet")}</span></div>
-    ${data.question ? `<div class="panel attention question"><b>The agent asks:</b> ${esc(data.question)}
+  const files = parsePatch(String((data.diff && data.diff.patch) || ""));
+  const shownActivity = activityHtml(data.activity);
+  main.innerHTML = html`<p><a href="/run/${encodeURIComponent(run)}">← ${run}</a></p>
+    <h1>${p.id}: ${p.title}</h1><div class="packet-state" data-state="${p.state}">${state(p.state)}
+    <span class="muted">attempt ${p.attempt} · ${p.role} · ${p.branch} · ${p.commit ? String(p.commit).slice(0, 12) : "no commit yet"}</span></div>
+    ${data.question ? html`<div class="panel attention question"><b>The agent asks:</b> ${data.question}
       <div class="toolbar"><input type="text" class="answer-text" id="answer-text" placeholder="your answer"><button id="answer">Answer</button></div></div>` : ""}
-    <h2>Activity</h2><div class="activity" id="activity">${activityHtml(data.activity) || `<span class="muted">nothing yet</span>`}</div>
+    <h2>Activity</h2><div class="activity" id="activity">${shownActivity.s ? shownActivity : html`<span class="muted">nothing yet</span>`}</div>
     <h2>Changes against its start</h2><p class="muted">Click a line to comment on it; "Send to agent" makes the comments required fixes for the packet's next fix round.</p>
-    <div id="diff">${diffHtml(files) || `<p class="muted">${esc((data.diff && data.diff.note) || "no changes")}</p>`}</div>
-    <div class="pending-bar" id="pending" ${comments.length ? "" : "hidden"}><span id="pending-count">${comments.length} comment(s)</span>
+    <div id="diff">${files.length ? diffHtml(files) : html`<p class="muted">${(data.diff && data.diff.note) || "no changes"}</p>`}</div>
+    <div class="pending-bar" id="pending" ${comments.length ? "" : html`hidden`}><span id="pending-count">${comments.length} comment(s)</span>
     <button class="primary" id="send-comments">Send to agent</button></div>`;
   diffShown = files;
   const actEl = document.getElementById("activity"); actEl.scrollTop = actEl.scrollHeight;
@@ -336,12 +378,28 @@ async function refresh() {
   refreshing = false;
   if (again) { again = false; refresh(); }
 }
-function listen() {
+// The server's events, read from a fetch (an EventSource cannot send the key), again half a
+// second after the stream ends.
+async function listen() {
   const live = document.getElementById("live");
-  const es = new EventSource(`/api/events/${encodeURIComponent(current.key)}`);
-  es.onopen = () => live.classList.add("on");
-  es.onmessage = () => refresh();
-  es.onerror = () => live.classList.remove("on");
+  try {
+    const r = await fetch(`/api/events/${encodeURIComponent(current.key)}`,
+      {credentials: "same-origin", headers: {"X-Orchestra-Token": KEY}});
+    if (!r.ok || !r.body) throw new Error(`HTTP ${r.status}`);
+    live.classList.add("on");
+    const reader = r.body.getReader(), decoder = new TextDecoder();
+    let buffer = "";
+    for (;;) {
+      const {done, value} = await reader.read();
+      if (done) break;
+      buffer += decoder.decode(value, {stream: true});
+      const frames = buffer.split("\n\n");
+      buffer = frames.pop();
+      if (frames.some(f => f.split("\n").some(l => l.startsWith("data:")))) refresh();
+    }
+  } catch (e) { /* the stream ended; follow it again below */ }
+  live.classList.remove("on");
+  setTimeout(listen, 500);
 }
 refresh();
 listen();
