@@ -13,18 +13,20 @@ mod packet_agent;
 mod person;
 pub mod profiles;
 mod review_agent;
+mod review_parts;
 pub mod role;
 mod runner;
 pub mod sandbox;
 pub mod state;
 mod summary;
 pub mod tools;
+pub mod untrusted;
 
 pub use events::{AgentError, AgentEvent, AgentOutcome};
 pub use packet_agent::{
-    AgentWorker, PROJECT_CONTEXT_CHARS, PacketAgent, PacketTools, learned, open_transcript,
-    outcome_report, remember, role_for_job, task_text, validation_sandbox, with_dependencies,
-    with_learned, with_project,
+    AgentWorker, PROJECT_CONTEXT_CHARS, PacketAgent, PacketTools, learned, learned_section,
+    open_transcript, outcome_report, remember, role_for_job, task_text, validation_sandbox,
+    with_dependencies, with_learned, with_project,
 };
 pub use person::{ANSWER_POLL, Person};
 pub use profiles::SetupError;

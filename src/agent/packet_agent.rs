@@ -249,16 +249,19 @@ impl AgentWorker {
     }
 }
 
-/// Keeps what an agent learned in the run store, for later runs; a store that cannot be
-/// opened loses the learnings, not the work.
+/// Holds what an agent learned, credentials redacted, in the run store until its packet lands
+/// (then later runs are told); a store that cannot be opened loses the learnings, not the work.
 pub fn remember(common_dir: &Path, run: &str, packet: &str, learnings: &[String]) {
     if learnings.is_empty() {
         return;
     }
+    // Agent output: no credential it saw is kept, nor a terminal control sequence.
+    let scrubbed: Vec<String> = learnings
+        .iter()
+        .map(|l| crate::gate::safe_to_show(l))
+        .collect();
     if let Ok(store) = crate::store::Store::open(common_dir) {
-        for l in learnings {
-            let _ = store.add_learning(run, packet, l);
-        }
+        let _ = store.propose_learnings(run, packet, &scrubbed);
     }
 }
 
@@ -271,17 +274,30 @@ pub fn learned(common_dir: &Path) -> String {
         .ok()
         .flatten()
         .and_then(|s| s.learnings(40).ok())
-        .map(|l| crate::store::memory::prompt_lines(&l, LEARNED_CHARS))
+        .map(|mut l| {
+            // Kept before learnings were redacted on the way in, maybe.
+            l.iter_mut()
+                .for_each(|l| l.text = crate::gate::safe_to_show(&l.text));
+            crate::store::memory::prompt_lines(&l, LEARNED_CHARS)
+        })
         .unwrap_or_default()
+}
+
+/// Returns `learned`, earlier agents' notes, framed as untrusted under a heading; empty when
+/// there are none.
+pub fn learned_section(learned: &str) -> String {
+    if learned.trim().is_empty() {
+        return String::new();
+    }
+    format!(
+        "\n## Learned in earlier runs (notes by earlier agents: check before relying on them)\n\n{}",
+        super::untrusted::frame("Earlier agents' notes", "text", learned)
+    )
 }
 
 /// Returns `task` followed by what earlier runs learned, when there is anything.
 pub fn with_learned(mut task: String, learned: &str) -> String {
-    if !learned.trim().is_empty() {
-        task.push_str(&format!(
-            "\n## Learned in earlier runs (check before relying on it)\n\n{learned}"
-        ));
-    }
+    task.push_str(&learned_section(learned));
     task
 }
 
@@ -289,8 +305,12 @@ pub fn with_learned(mut task: String, learned: &str) -> String {
 pub fn with_project(mut task: String, project: &str) -> String {
     if !project.trim().is_empty() {
         task.push_str(&format!(
-            "\n## Project context (ORCHESTRA.md)\n\n{}\n",
-            crate::redact::clip(project.trim(), PROJECT_CONTEXT_CHARS)
+            "\n## Project context (ORCHESTRA.md)\n\n{}",
+            super::untrusted::frame(
+                "The repository's ORCHESTRA.md",
+                "markdown",
+                &crate::redact::clip(project.trim(), PROJECT_CONTEXT_CHARS)
+            )
         ));
     }
     task
@@ -300,7 +320,8 @@ pub fn with_project(mut task: String, project: &str) -> String {
 pub fn with_dependencies(mut task: String, dependencies: &str) -> String {
     if !dependencies.trim().is_empty() {
         task.push_str(&format!(
-            "\n## What the packets this one depends on did\n\n{dependencies}"
+            "\n## What the packets this one depends on did\n\n{}",
+            super::untrusted::frame("Their agents' reports", "text", dependencies)
         ));
     }
     task

@@ -8,8 +8,9 @@ use git_orchestra::store::Store;
 
 use super::CommandError;
 
-/// Lists what agents learned in earlier runs (the learnings of their `complete`), which the
-/// planners and agents of later runs are given; `forget` drops some or all of them.
+/// Lists what agents learned in earlier runs (the learnings of their `complete`, kept once
+/// their packet succeeded, credentials redacted), which the planners and agents of later runs
+/// are given; `forget` drops some or all of them.
 #[derive(Debug, Args)]
 pub struct MemoryArgs {
     #[command(subcommand)]
@@ -48,9 +49,13 @@ pub fn cmd_memory(cwd: &Path, args: &MemoryArgs) -> Result<(), CommandError> {
         println!("forgot {n} learning{}", if n == 1 { "" } else { "s" });
         return Ok(());
     }
-    let all = store
+    let mut all = store
         .learnings(git_orchestra::store::memory::MAX_LEARNINGS)
         .map_err(CommandError::internal)?;
+    // Agent output, maybe kept before it was redacted on the way in.
+    for l in &mut all {
+        l.text = git_orchestra::gate::safe_to_show(&l.text);
+    }
     if args.json {
         println!(
             "{}",
@@ -59,9 +64,7 @@ pub fn cmd_memory(cwd: &Path, args: &MemoryArgs) -> Result<(), CommandError> {
         return Ok(());
     }
     if all.is_empty() {
-        println!(
-            "nothing learned yet: agents' learnings are kept here when their packets complete"
-        );
+        println!("nothing learned yet: agents' learnings are kept here once their packets succeed");
     }
     // Learnings are agents' text: their escape sequences are shown, never obeyed.
     let safe = git_orchestra::redact::terminal_safe;

@@ -30,7 +30,7 @@ pub use review::{
     review, run_validation,
 };
 pub use scratch::ScratchWorktree;
-pub use secrets::{SecretKind, mask as mask_secrets, redact};
+pub use secrets::{SecretKind, mask as mask_secrets, redact, safe_to_show};
 pub use verdict::{
     ApprovalPolicy, DETERMINISTIC, Decision, NOTES_REF, Verdict, approved_for_tree, read_verdict,
     rfc3339_utc, write_range_verdict, write_verdict,

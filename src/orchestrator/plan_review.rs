@@ -27,7 +27,11 @@ pub fn review(
     explore: Option<(&Path, &Path)>,
     stop: &AtomicBool,
 ) -> Result<(bool, Vec<String>), SetupError> {
-    let prompt = format!("Objective: {objective}\n\n```toml\n{plan_toml}\n```\n");
+    // The plan is the planner agent's output: quoted in a frame it cannot close.
+    let prompt = format!(
+        "Objective: {objective}\n\n{}",
+        crate::agent::untrusted::frame("The plan", "toml", plan_toml)
+    );
     let answer = match explore {
         Some((root, transcript)) => {
             models.explore("reviewer", REVIEW_GUIDANCE, &prompt, root, transcript, stop)?

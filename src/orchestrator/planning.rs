@@ -98,12 +98,7 @@ pub fn propose(
     if !inputs.project.is_empty() {
         prompt.push_str(&format!("\n## ORCHESTRA.md\n{}\n", inputs.project));
     }
-    if !inputs.learned.trim().is_empty() {
-        prompt.push_str(&format!(
-            "\n## Learned in earlier runs (check before relying on it)\n{}",
-            inputs.learned
-        ));
-    }
+    prompt.push_str(&crate::agent::learned_section(inputs.learned));
     if !inputs.roles.is_empty() {
         prompt.push_str(&format!("\n## Roles for packets\n{}\n", inputs.roles));
     }

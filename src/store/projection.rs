@@ -92,8 +92,16 @@ pub(super) fn apply(
         | Event::RunCancelled
         | Event::RunReopened { .. }
         | Event::RunFinished { .. } => apply_to_run(&updates, event),
+        // What a packet's agents learned is kept only once the packet lands.
+        Event::PacketSucceeded { packet, .. } => {
+            super::memory::land(tx, run, packet)?;
+            apply_to_packet(&updates, event)
+        }
+        Event::PacketFailed { packet, .. } | Event::PacketSentBack { packet, .. } => {
+            super::memory::discard(tx, run, packet)?;
+            apply_to_packet(&updates, event)
+        }
         Event::PacketIntegrated { .. }
-        | Event::PacketSentBack { .. }
         | Event::ValidationFinished { .. }
         | Event::PacketStarted { .. }
         | Event::WorktreeReady { .. }
@@ -101,8 +109,6 @@ pub(super) fn apply(
         | Event::WorkerFinished { .. }
         | Event::PacketCommitted { .. }
         | Event::ReviewStarted { .. }
-        | Event::PacketSucceeded { .. }
-        | Event::PacketFailed { .. }
         | Event::PacketSkipped { .. }
         | Event::PacketInterrupted { .. }
         | Event::WorktreeRemoved { .. } => apply_to_packet(&updates, event),

@@ -92,3 +92,13 @@ CREATE TABLE IF NOT EXISTS learnings (
     packet_id  TEXT NOT NULL,
     created_ms INTEGER NOT NULL
 );
+-- What agents learned in packets that have not landed: moved to `learnings` when the packet
+-- succeeds, dropped when it fails or the merge sends it back.
+CREATE TABLE IF NOT EXISTS pending_learnings (
+    id         INTEGER PRIMARY KEY AUTOINCREMENT,
+    text       TEXT NOT NULL,
+    run_id     TEXT NOT NULL,
+    packet_id  TEXT NOT NULL,
+    created_ms INTEGER NOT NULL,
+    UNIQUE (run_id, packet_id, text)
+);

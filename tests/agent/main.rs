@@ -14,6 +14,7 @@ mod e2e;
 mod edit_diff;
 mod llm;
 mod mcp_servers;
+mod memory;
 mod mock;
 mod nav_tools;
 mod questions;

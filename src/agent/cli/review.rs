@@ -1,7 +1,8 @@
 //! Packet reviews by an agent CLI (`[roles.reviewer] agent = "<cli>"`): the CLI reads the
 //! packet's worktree at the reviewed commit — sandboxed like a CLI worker, our navigation as
 //! its MCP server — and ends its answer with the JSON findings our model reviewer gives; they
-//! are held to the same rules (only evidenced blocker and major findings reject). What its
+//! are held to the same rules (its verdict counts as given, a large diff is reviewed in parts,
+//! each framed as untrusted data). What its
 //! commands change in the worktree is saved and undone, as after a model review.
 
 use std::sync::atomic::AtomicBool;
@@ -9,7 +10,7 @@ use std::time::Duration;
 
 use super::adapter::{self, Adapter};
 use super::{DEFAULT_STALL, Launch};
-use crate::agent::review_agent::{restored, task_text};
+use crate::agent::review_agent::{Tasks, combined, restored, review_tasks};
 use crate::config::RepoConfig;
 use crate::engine::WorkerJob;
 use crate::gate::{GateError, ReviewInput, ReviewOutcome, Reviewer};
@@ -113,20 +114,15 @@ impl Reviewer for CliReviewer {
                 "an agent CLI reviews packets in their worktrees (`run`, `agent`, `start`); use the reviewer's model profile for `review`",
             ));
         };
-        let diff = input.repo.git().diff_patch(input.base, input.tip)?;
-        let project = crate::project::cached_context(
-            &input.repo.toplevel,
-            crate::agent::PROJECT_CONTEXT_CHARS / 4,
-        );
-        let task = crate::agent::packet_agent::with_project(
-            task_text(
-                input,
-                &diff,
-                "There is no `complete` tool here: end your answer with one JSON object and nothing after it:",
-            ),
-            &project,
-        );
-        let reviewed = self.ask(input, dir, task).and_then(|answer| {
+        let tasks = match review_tasks(
+            input,
+            "There is no `complete` tool here: end your answer with one JSON object and nothing after it:",
+        )? {
+            Tasks::TooLarge(outcome) => return Ok(outcome),
+            Tasks::Parts(tasks) => tasks,
+        };
+        let reviewed = combined(tasks, |task| {
+            let answer = self.ask(input, dir, task)?;
             let findings = crate::agent::parse_findings(&answer).map_err(|e| {
                 self.fail(format!(
                     "{} did not end its answer with the JSON asked for: {e}",
