@@ -736,7 +736,11 @@ pub(super) fn commit_step(
         Event::PacketCommitted {
             packet: packet.id.clone(),
             commit: head.clone(),
-            changed: changed.clone(),
+            // Journaled and shown: a file named after a token is named redacted.
+            changed: changed
+                .iter()
+                .map(|p| crate::gate::mask_secrets(p))
+                .collect(),
         },
     )?;
     Ok((head, changed))
