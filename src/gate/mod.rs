@@ -12,6 +12,7 @@ mod checks;
 mod diff;
 mod fast;
 pub mod hook;
+mod links;
 mod range;
 mod review;
 mod scratch;

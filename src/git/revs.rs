@@ -131,6 +131,61 @@ impl Git {
         Ok(out.success().then_some(out.stdout))
     }
 
+    /// Returns every symbolic link in the tree of `treeish` with its target, read with one
+    /// `ls-tree` and one `cat-file` batch; paths and targets that are not UTF-8 are decoded
+    /// lossily.
+    pub fn symlinks_at(&self, treeish: &str) -> Result<Vec<(String, String)>, GitError> {
+        let out = self.finish(["ls-tree", "-r", "-z", "--full-tree", treeish], None)?;
+        if !out.success() {
+            return Err(out.into_error());
+        }
+        // "<mode> <type> <id>\t<path>\0"
+        let mut links = Vec::new();
+        for entry in out.stdout.split(|b| *b == 0) {
+            let Some(tab) = entry.iter().position(|b| *b == b'\t') else {
+                continue;
+            };
+            let meta = String::from_utf8_lossy(&entry[..tab]);
+            let mut fields = meta.split(' ');
+            if fields.next() != Some("120000") {
+                continue;
+            }
+            if let Some(id) = fields.nth(1) {
+                let path = String::from_utf8_lossy(&entry[tab + 1..]).into_owned();
+                links.push((path, id.to_string()));
+            }
+        }
+        if links.is_empty() {
+            return Ok(Vec::new());
+        }
+        let input: String = links.iter().map(|(_, id)| format!("{id}\n")).collect();
+        let out = self.finish(["cat-file", "--batch"], Some(input.as_bytes()))?;
+        if !out.success() {
+            return Err(out.into_error());
+        }
+        // "<id> blob <size>\n<bytes>\n" per object, in the order asked ("<id> missing\n").
+        let mut rest = out.stdout.as_slice();
+        let mut targets = Vec::with_capacity(links.len());
+        for (path, _) in links {
+            let Some(nl) = rest.iter().position(|b| *b == b'\n') else {
+                break;
+            };
+            let header = String::from_utf8_lossy(&rest[..nl]).into_owned();
+            rest = &rest[nl + 1..];
+            let Some(size) = header
+                .rsplit(' ')
+                .next()
+                .and_then(|s| s.parse::<usize>().ok())
+            else {
+                continue;
+            };
+            let body = rest.get(..size).unwrap_or(rest);
+            targets.push((path, String::from_utf8_lossy(body).into_owned()));
+            rest = rest.get(size + 1..).unwrap_or_default();
+        }
+        Ok(targets)
+    }
+
     /// Returns the size of each listed object that exists, in one `cat-file` batch.
     pub fn object_sizes(
         &self,
