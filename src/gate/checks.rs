@@ -75,6 +75,7 @@ pub fn check_scope(diff: &RangeDiff, scope: &Scope, packet: &str) -> Vec<Finding
     scope
         .violations(diff.paths())
         .into_iter()
+        .map(|path| secrets::redact_text(&path))
         .map(|path| Finding {
             severity: Severity::Blocker,
             category: "scope".into(),
@@ -366,6 +367,31 @@ mod tests {
         assert_eq!(found.len(), 1, "{found:?}");
         assert_eq!(found[0].file.as_deref(), Some("out.txt"));
         assert_eq!(found[0].severity, Severity::Blocker);
+    }
+
+    #[test]
+    fn out_of_scope_paths_are_named_with_credentials_redacted() {
+        let token = "ghp_aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3z5A";
+        let path = format!("keys/{token}.txt");
+        let diff = RangeDiff {
+            files: vec![ChangedFile {
+                path: path.clone(),
+                status: 'A',
+                old_size: None,
+                new_size: Some(1),
+                symlink: None,
+            }],
+            ..RangeDiff::default()
+        };
+        let scope = Scope::new(&["src/"]).unwrap();
+        let found = check_scope(&diff, &scope, "p1");
+        assert_eq!(found.len(), 1);
+        let shown = format!("{found:?}");
+        assert!(!shown.contains(token), "{shown}");
+        assert_eq!(
+            found[0].file.as_deref(),
+            Some(format!("keys/{}.txt", secrets::redact(token)).as_str())
+        );
     }
 
     #[test]
