@@ -13,6 +13,7 @@ mod diff;
 mod fast;
 pub mod hook;
 mod links;
+pub mod pushed;
 mod range;
 mod review;
 mod scratch;
