@@ -253,7 +253,7 @@ impl RefDecision {
 /// `published` (what the remote has, from [`published`](super::pushed::published): never this
 /// repository's remote-tracking refs), based on the oldest one's parent. An annotated tag is
 /// refused when its message holds a credential; the verdicts' notes ref passes unreviewed only
-/// when every commit it adds holds notes and nothing else.
+/// when every commit it adds holds notes and nothing else, none with a credential.
 pub fn check_push(
     repo: &RepoInfo,
     published: &[String],
@@ -375,7 +375,16 @@ fn tag_or_notes(
     // a tree of the code, so there is nothing for a review to approve — once that is checked.
     if update.remote_ref == super::verdict::NOTES_REF {
         let Some(problem) = super::pushed::not_notes(git, update, published)? else {
-            return Ok(Some(RefDecision::Notes));
+            // The notes themselves are published: a credential in one is one too.
+            let base = match git.resolve_commit(&update.remote_oid)? {
+                Some(old) => old,
+                None => git.empty_tree()?,
+            };
+            let found = history_findings(git, &base, &update.local_oid)?;
+            if found.is_empty() {
+                return Ok(Some(RefDecision::Notes));
+            }
+            return refusal(git, update, "notes ref", found).map(Some);
         };
         let finding = Finding {
             severity: Severity::Blocker,

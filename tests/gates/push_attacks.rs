@@ -60,6 +60,23 @@ fn only_the_verdicts_notes_ref_passes_unreviewed_and_only_holding_notes() {
     let out = git_out(&repo.path, &["push", "origin", notes], true);
     assert!(out.status.success(), "{}", text(&out));
     assert!(remote_has_ref(&remote, notes));
+    // A note is published with the ref: one holding a credential is refused, never echoed.
+    let before = repo.git(&["rev-parse", notes]);
+    repo.git(&[
+        "notes",
+        "--ref",
+        notes,
+        "add",
+        "-f",
+        "-m",
+        &format!("key {GHP}"),
+        "main",
+    ]);
+    let out = git_out(&repo.path, &["push", "origin", notes], true);
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(!text(&out).contains(GHP), "{}", text(&out));
+    let theirs = git_out(&remote, &["rev-parse", notes], false);
+    assert_eq!(String::from_utf8_lossy(&theirs.stdout).trim(), before);
 }
 
 #[test]
