@@ -354,7 +354,7 @@ pub fn redact(secret: &str) -> String {
 /// Returns true if and only if `value` looks like a generated secret rather than a placeholder,
 /// a variable reference or a word: long enough, mixed characters, Shannon entropy ≥ 3.5 bits.
 fn looks_random(value: &str) -> bool {
-    if is_placeholder(value) {
+    if is_template(value) {
         return false;
     }
     let has_digit = value.bytes().any(|b| b.is_ascii_digit());
@@ -362,10 +362,9 @@ fn looks_random(value: &str) -> bool {
     has_digit && has_alpha && entropy(value) >= 3.5
 }
 
-/// Returns true if and only if `value` stands for a secret rather than being one: a variable
-/// reference or template (`${…}`, `{{…}}`, `$NAME`, `%s`, `<password>`), a word such as
-/// `password` or `changeme`, or one character repeated (`****`).
-fn is_placeholder(value: &str) -> bool {
+/// Returns true if and only if `value` is a variable reference, a template or a stand-in word
+/// (`${…}`, `{{…}}`, `<…>`, `example`, `changeme`, `your-…`) rather than a value.
+fn is_template(value: &str) -> bool {
     let lower = value.to_ascii_lowercase();
     let placeholders = [
         "example",
@@ -382,10 +381,19 @@ fn is_placeholder(value: &str) -> bool {
         "process.env",
         "os.environ",
     ];
+    placeholders.iter().any(|p| lower.contains(p))
+}
+
+/// Returns true if and only if a password `value` (one people choose, so not judged by how
+/// random it looks) stands for one rather than being one: a template ([`is_template`]),
+/// `$NAME`, `%s`, `{…}`, a word such as `password` or `pass`, or one character repeated
+/// (`****`).
+fn is_placeholder(value: &str) -> bool {
+    let lower = value.to_ascii_lowercase();
     let words = ["pass", "passwd", "pwd", "secret", "token", "pw", "user"];
     let mut chars = value.chars();
     let first = chars.next();
-    placeholders.iter().any(|p| lower.contains(p))
+    is_template(value)
         || lower.contains("password")
         || words.contains(&lower.as_str())
         || value.starts_with('$')
