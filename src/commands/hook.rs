@@ -45,7 +45,7 @@ enum HookAction {
 pub fn cmd_hook(cwd: &Path, args: &HookArgs) -> Result<(), CommandError> {
     match &args.action {
         // The hook discovers the repository only when it has to (see `pre_push`).
-        HookAction::PrePush { remote, .. } => pre_push(cwd, remote),
+        HookAction::PrePush { remote, url } => pre_push(cwd, remote, url.as_deref()),
         HookAction::Install => install(&RepoInfo::discover(cwd)?),
         HookAction::Uninstall => uninstall(&RepoInfo::discover(cwd)?),
     }
@@ -80,7 +80,7 @@ fn uninstall(repo: &RepoInfo) -> Result<(), CommandError> {
     Ok(())
 }
 
-fn pre_push(cwd: &Path, remote: &str) -> Result<(), CommandError> {
+fn pre_push(cwd: &Path, remote: &str, url: Option<&str>) -> Result<(), CommandError> {
     let mut input = String::new();
     std::io::stdin()
         .read_to_string(&mut input)
@@ -120,17 +120,22 @@ fn pre_push(cwd: &Path, remote: &str) -> Result<(), CommandError> {
         .iter()
         .map(|m| m as &dyn git_orchestra::gate::Reviewer)
         .collect();
+    // What the remote has, in its own words: never this repository's remote-tracking refs.
+    let published = git_orchestra::gate::pushed::published(&git, url.unwrap_or(remote), &updates)
+        .map_err(gate_error)?;
     let mut refused = Vec::new();
     for update in updates {
-        let decision = hook::check_push(repo, remote, &update, policy, approval, &options, &extra)
-            .map_err(|e| {
-                let mut e = gate_error(e);
-                if e.hints.iter().any(|h| h.contains("--no-model")) {
-                    // `git push` takes no such flag: say what works from a push.
-                    e.hints = vec![MODEL_OFF.to_string()];
-                }
-                e
-            })?;
+        let decision = hook::check_push(
+            repo, &published, &update, policy, approval, &options, &extra,
+        )
+        .map_err(|e| {
+            let mut e = gate_error(e);
+            if e.hints.iter().any(|h| h.contains("--no-model")) {
+                // `git push` takes no such flag: say what works from a push.
+                e.hints = vec![MODEL_OFF.to_string()];
+            }
+            e
+        })?;
         let name = &update.local_ref;
         match &decision {
             RefDecision::Approved {

@@ -736,7 +736,11 @@ pub(super) fn commit_step(
         Event::PacketCommitted {
             packet: packet.id.clone(),
             commit: head.clone(),
-            changed: changed.clone(),
+            // Journaled and shown: a file named after a token is named redacted.
+            changed: changed
+                .iter()
+                .map(|p| crate::gate::mask_secrets(p))
+                .collect(),
         },
     )?;
     Ok((head, changed))
@@ -789,7 +793,7 @@ pub(super) fn validate(
     let outside: Vec<String> = scope
         .violations(changed.iter().map(String::as_str))
         .into_iter()
-        .map(|p| crate::redact::quote_path(&p).into_owned())
+        .map(|p| crate::redact::quote_path(&crate::gate::mask_secrets(&p)).into_owned())
         .collect();
     if !outside.is_empty() {
         return Ok(Checked::Failed {

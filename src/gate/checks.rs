@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::diff::RangeDiff;
-use super::secrets;
+use super::{links, secrets};
 use crate::plan::Scope;
 
 /// Default largest size of an added file, in bytes (1 MiB).
@@ -75,6 +75,7 @@ pub fn check_scope(diff: &RangeDiff, scope: &Scope, packet: &str) -> Vec<Finding
     scope
         .violations(diff.paths())
         .into_iter()
+        .map(|path| secrets::redact_text(&path))
         .map(|path| Finding {
             severity: Severity::Blocker,
             category: "scope".into(),
@@ -91,50 +92,67 @@ pub fn check_scope(diff: &RangeDiff, scope: &Scope, packet: &str) -> Vec<Finding
         .collect()
 }
 
-/// Returns a blocker for every symbolic link the range adds or changes that points outside the
-/// repository (an absolute target, or one climbing above the top with `..`): whatever path it
-/// sits at, in scope or not, what it makes readable or writable through it is not.
+/// Returns a blocker for every symbolic link that, resolved through the other links of the
+/// tip's tree, leads outside the repository (an absolute target, `..` above the top, more links
+/// than [`links::MAX_HOPS`]) or into its git directory, when the range adds or changes it or a
+/// link it passes through: whatever path it sits at, in scope or not, what it makes readable or
+/// writable through it is not.
 pub fn check_symlinks(diff: &RangeDiff) -> Vec<Finding> {
-    diff.files
+    let changed: std::collections::HashSet<&str> = diff
+        .files
         .iter()
-        .filter_map(|f| Some((f, f.symlink.as_deref()?)))
-        .filter(|(f, target)| link_escapes(&f.path, target))
-        .map(|(f, target)| Finding {
-            severity: Severity::Blocker,
-            category: "symlink".into(),
-            file: Some(f.path.clone()),
-            line: None,
-            evidence: format!(
-                "`{}` is a symbolic link to `{target}`, outside the repository",
-                f.path
-            ),
-            suggestion: "replace the link with the file itself, or point it inside the repository"
-                .into(),
-        })
-        .collect()
-}
-
-/// Returns true if and only if a link at repository path `path` pointing at `target` leads
-/// outside the repository.
-fn link_escapes(path: &str, target: &str) -> bool {
-    if target.starts_with('/') || target.is_empty() {
-        return true;
+        .filter(|f| f.symlink.is_some())
+        .map(|f| f.path.as_str())
+        .collect();
+    if changed.is_empty() {
+        return Vec::new();
     }
-    // Depth of the link's directory below the top, then the target's steps from there.
-    let mut depth = path.split('/').count() as i64 - 1;
-    for part in target.split('/') {
-        match part {
-            "" | "." => {}
-            ".." => {
-                depth -= 1;
-                if depth < 0 {
-                    return true;
-                }
-            }
-            _ => depth += 1,
+    // The tip's links, and the changed ones even when the diff was put together by hand.
+    let mut all = diff.links.clone();
+    for f in &diff.files {
+        if let Some(target) = &f.symlink {
+            all.insert(f.path.clone(), target.clone());
         }
     }
-    false
+    let mut out = Vec::new();
+    for (path, target) in &all {
+        let resolved = links::resolve(path, target, &all);
+        let Some(escape) = resolved.escape else {
+            continue;
+        };
+        if !resolved
+            .through
+            .iter()
+            .any(|p| changed.contains(p.as_str()))
+        {
+            continue;
+        }
+        let via = match resolved.through.get(1..) {
+            Some(rest) if !rest.is_empty() => format!(
+                " once the links on its way are followed ({})",
+                rest.iter()
+                    .map(|p| format!("`{}`", secrets::safe_to_show(p)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            _ => String::new(),
+        };
+        out.push(Finding {
+            severity: Severity::Blocker,
+            category: "symlink".into(),
+            file: Some(secrets::redact_text(path)),
+            line: None,
+            evidence: format!(
+                "`{}` is a symbolic link to `{}`, which leads {}{via}",
+                secrets::safe_to_show(path),
+                secrets::safe_to_show(target),
+                escape.describe()
+            ),
+            suggestion: "replace the link with the file itself, or point it inside the repository (outside `.git`)"
+                .into(),
+        });
+    }
+    out
 }
 
 /// Returns a blocker for every added conflict marker line.
@@ -315,6 +333,7 @@ mod tests {
                 added("b.rs", 1, "<<<<<<<<<< not a marker"),
             ],
             history: vec![],
+            links: Default::default(),
         };
         let lines: Vec<(String, u32)> = check_conflict_markers(&diff)
             .into_iter()
@@ -328,12 +347,6 @@ mod tests {
 
     #[test]
     fn links_leading_out_of_the_repository_are_blockers() {
-        assert!(link_escapes("out.txt", "/etc/passwd"));
-        assert!(link_escapes("out.txt", "../x"));
-        assert!(link_escapes("a/b/out.txt", "../../../x"));
-        assert!(link_escapes("a/out.txt", "b/../../../x"));
-        assert!(!link_escapes("a/b/out.txt", "../../x"));
-        assert!(!link_escapes("a/out.txt", "./c/../d"));
         let f = |path: &str, target: &str| ChangedFile {
             path: path.into(),
             status: 'A',
@@ -348,11 +361,37 @@ mod tests {
             ],
             added: vec![],
             history: vec![],
+            links: Default::default(),
         };
         let found = check_symlinks(&diff);
         assert_eq!(found.len(), 1, "{found:?}");
         assert_eq!(found[0].file.as_deref(), Some("out.txt"));
         assert_eq!(found[0].severity, Severity::Blocker);
+    }
+
+    #[test]
+    fn out_of_scope_paths_are_named_with_credentials_redacted() {
+        let token = "ghp_aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3z5A";
+        let path = format!("keys/{token}.txt");
+        let diff = RangeDiff {
+            files: vec![ChangedFile {
+                path: path.clone(),
+                status: 'A',
+                old_size: None,
+                new_size: Some(1),
+                symlink: None,
+            }],
+            ..RangeDiff::default()
+        };
+        let scope = Scope::new(&["src/"]).unwrap();
+        let found = check_scope(&diff, &scope, "p1");
+        assert_eq!(found.len(), 1);
+        let shown = format!("{found:?}");
+        assert!(!shown.contains(token), "{shown}");
+        assert_eq!(
+            found[0].file.as_deref(),
+            Some(format!("keys/{}.txt", secrets::redact(token)).as_str())
+        );
     }
 
     #[test]
@@ -373,6 +412,7 @@ mod tests {
             ],
             added: vec![],
             history: vec![],
+            links: Default::default(),
         };
         let files: Vec<String> = check_file_sizes(&diff, 1000)
             .into_iter()

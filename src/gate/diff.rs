@@ -53,6 +53,9 @@ pub struct RangeDiff {
     pub added: Vec<AddedLine>,
     /// Every commit of the range, oldest first.
     pub history: Vec<HistoryCommit>,
+    /// Every symbolic link in the tip's tree and its target, read only when the range adds or
+    /// changes a link: a link is resolved through the others.
+    pub links: std::collections::BTreeMap<String, String>,
 }
 
 impl RangeDiff {
@@ -67,10 +70,16 @@ pub fn read_diff(git: &Git, base: &str, tip: &str) -> Result<RangeDiff, GateErro
     let files = changed_files(git, base, tip)?;
     // A diff with bytes that are not UTF-8 is read lossily.
     let patch = git.diff_zero_context(base, tip, &[])?;
+    let links = if files.iter().any(|f| f.symlink.is_some()) {
+        git.symlinks_at(tip)?.into_iter().collect()
+    } else {
+        Default::default()
+    };
     Ok(RangeDiff {
         files,
         added: parse_added(&patch),
         history: read_history(git, base, tip)?,
+        links,
     })
 }
 

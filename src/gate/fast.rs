@@ -4,7 +4,8 @@
 //! It only ever says yes or "look closer": any doubt (an object it cannot read, a ref it does
 //! not know, a verdict that does not approve) sends the caller to the full check in
 //! [`super::hook::check_push`], which explains refusals and may review. Deletions and refs the
-//! remote already has pass here exactly as they pass there.
+//! remote already has pass here exactly as they pass there; notes refs always go to the full
+//! check, which reads what they hold (an annotated tag does too: verdicts name commits).
 
 use std::path::Path;
 
@@ -43,6 +44,10 @@ pub fn all_approved(dir: &Path, updates: &[PushUpdate], policy: ApprovalPolicy) 
     for u in updates {
         if is_zero(&u.local_oid) || u.local_oid == u.remote_oid {
             continue;
+        }
+        // What a notes ref holds is checked by the full check.
+        if u.remote_ref.starts_with("refs/notes/") {
+            return false;
         }
         let notes_tree = match notes {
             Some(t) => t,

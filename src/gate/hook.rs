@@ -14,7 +14,7 @@
 use std::path::{Path, PathBuf};
 
 use super::GateError;
-use super::checks::CheckOptions;
+use super::checks::{CheckOptions, Finding, Severity};
 use super::range::{commit_of, packet_of};
 use super::review::{DeterministicReviewer, Reviewer, history_findings, review};
 use super::verdict::{ApprovalPolicy, Decision, Verdict, approved_for_tree, read_verdict};
@@ -214,7 +214,8 @@ pub enum RefDecision {
     Deletion,
     /// Every commit is already on the remote.
     NothingNew,
-    /// A notes ref (`refs/notes/*`, verdicts among them): notes, not code, so not reviewed.
+    /// The verdicts' notes ref (`refs/notes/orchestra/review`) holding notes only: not code,
+    /// so not reviewed. Other notes refs are reviewed like any ref.
     Notes,
     /// The tip's tree carries an approving verdict (from this review or an earlier one).
     Approved { verdict: Box<Verdict>, fresh: bool },
@@ -248,12 +249,14 @@ impl RefDecision {
 /// and `extra` reviewers (a model reviewer).
 ///
 /// The range reviewed is `<remote oid>..<local oid>` when the remote's old tip exists locally;
-/// for a new branch (or an unknown old tip) it is the commits not on any of the remote's
-/// tracking refs (`git rev-list <tip> --not --remotes=<remote>`), based on the oldest one's
-/// parent.
+/// for a new branch (or an unknown old tip) it is the commits reachable from none of
+/// `published` (what the remote has, from [`published`](super::pushed::published): never this
+/// repository's remote-tracking refs), based on the oldest one's parent. An annotated tag is
+/// refused when its message holds a credential; the verdicts' notes ref passes unreviewed only
+/// when every commit it adds holds notes and nothing else, none with a credential.
 pub fn check_push(
     repo: &RepoInfo,
-    remote: &str,
+    published: &[String],
     update: &PushUpdate,
     policy: GatePolicy,
     approval: ApprovalPolicy,
@@ -265,10 +268,8 @@ pub fn check_push(
     if is_zero(&update.local_oid) {
         return Ok(RefDecision::Deletion);
     }
-    // Verdicts travel as notes; a notes ref's commits hold notes about other objects, never a
-    // tree of the code, so there is nothing for a review to approve.
-    if update.remote_ref.starts_with("refs/notes/") {
-        return Ok(RefDecision::Notes);
+    if let Some(decision) = tag_or_notes(&git, update, published)? {
+        return Ok(decision);
     }
     let tip = commit_of(&git, &update.local_oid)?;
     let known_remote = !is_zero(&update.remote_oid) && commit_of(&git, &update.remote_oid).is_ok();
@@ -278,7 +279,7 @@ pub fn check_push(
         }
         update.remote_oid.clone()
     } else {
-        let new = git.new_to_remote(&tip, remote)?;
+        let new = git.new_to(&tip, published)?;
         let Some(oldest) = new.last() else {
             return Ok(RefDecision::NothingNew);
         };
@@ -356,6 +357,77 @@ pub fn check_push(
             })
         }
     }
+}
+
+/// Returns the decision for what a push publishes besides code: a refusal of an annotated tag
+/// whose message holds a credential, and for the verdicts' notes ref, [`RefDecision::Notes`]
+/// or a refusal when it adds anything but notes; `None` for everything else.
+fn tag_or_notes(
+    git: &Git,
+    update: &PushUpdate,
+    published: &[String],
+) -> Result<Option<RefDecision>, GateError> {
+    let tags = super::pushed::tag_findings(git, &update.local_oid, &update.local_ref)?;
+    if !tags.is_empty() {
+        return refusal(git, update, "tag messages", tags).map(Some);
+    }
+    // Verdicts travel as notes; the verdicts' notes ref holds notes about other objects, never
+    // a tree of the code, so there is nothing for a review to approve — once that is checked.
+    if update.remote_ref == super::verdict::NOTES_REF {
+        let Some(problem) = super::pushed::not_notes(git, update, published)? else {
+            // The notes themselves are published: a credential in one is one too.
+            let base = match git.resolve_commit(&update.remote_oid)? {
+                Some(old) => old,
+                None => git.empty_tree()?,
+            };
+            let found = history_findings(git, &base, &update.local_oid)?;
+            if found.is_empty() {
+                return Ok(Some(RefDecision::Notes));
+            }
+            return refusal(git, update, "notes ref", found).map(Some);
+        };
+        let finding = Finding {
+            severity: Severity::Blocker,
+            category: "notes".into(),
+            file: None,
+            line: None,
+            evidence: format!("{} is not a notes tree: {problem}", update.remote_ref),
+            suggestion: "push only the notes `git orchestra review` wrote to this ref; push other work to a branch, where it is reviewed".into(),
+        };
+        return refusal(git, update, "notes ref", vec![finding]).map(Some);
+    }
+    Ok(None)
+}
+
+/// Returns the refusal of `update` for `findings` that no review can approve away (a tag's
+/// message, a notes ref's contents), in the form the hook prints.
+fn refusal(
+    git: &Git,
+    update: &PushUpdate,
+    check: &str,
+    findings: Vec<Finding>,
+) -> Result<RefDecision, GateError> {
+    let commit = git
+        .resolve_commit(&update.local_oid)?
+        .unwrap_or_else(|| update.local_oid.clone());
+    let tree = git.tree_of(&commit).unwrap_or_default();
+    Ok(RefDecision::Rejected {
+        verdict: Box::new(Verdict {
+            version: 1,
+            commit,
+            tree,
+            base: update.remote_oid.clone(),
+            reviewer: super::verdict::DETERMINISTIC.to_string(),
+            verdict: Decision::Reject,
+            checks: vec![check.to_string()],
+            findings,
+            packet: None,
+            timestamp: super::rfc3339_utc(crate::exec::now_ms() / 1000),
+        }),
+        fresh: true,
+        // Nothing to review: what has to change is the tag or the ref, then the push again.
+        command: "git push".to_string(),
+    })
 }
 
 /// Returns the verdict stored on `tip` itself when it approves a range whose base the remote

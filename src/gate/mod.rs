@@ -12,6 +12,8 @@ mod checks;
 mod diff;
 mod fast;
 pub mod hook;
+mod links;
+pub mod pushed;
 mod range;
 mod review;
 mod scratch;

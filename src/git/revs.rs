@@ -92,12 +92,60 @@ impl Git {
         }
     }
 
-    /// Returns the commits reachable from `tip` but from no remote-tracking ref of `remote`,
-    /// newest first in topological order.
-    pub fn new_to_remote(&self, tip: &str, remote: &str) -> Result<Vec<String>, GitError> {
-        let remotes = format!("--remotes={remote}");
-        let out = self.run(["rev-list", "--topo-order", tip, "--not", &remotes])?;
+    /// Returns the commits reachable from `tip` but from none of `published` (object ids that
+    /// exist here), newest first in topological order.
+    pub fn new_to(&self, tip: &str, published: &[String]) -> Result<Vec<String>, GitError> {
+        let mut input = format!("{tip}\n");
+        for id in published {
+            input.push_str(&format!("^{id}\n"));
+        }
+        let out = self.run_with_stdin(
+            ["rev-list", "--topo-order", "--stdin"],
+            Some(input.as_bytes()),
+        )?;
         Ok(out.lines().map(str::to_string).collect())
+    }
+
+    /// Returns the type of the object `id` (`commit`, `tag`, `tree`, `blob`), `None` when there
+    /// is no such object.
+    pub fn object_type(&self, id: &str) -> Result<Option<String>, GitError> {
+        let out = self.finish(["cat-file", "-t", "--end-of-options", id], None)?;
+        if !out.success() {
+            return Ok(None);
+        }
+        Ok(Some(out.text()?))
+    }
+
+    /// Returns the annotated tag object `id` as text (headers, a blank line, the message),
+    /// decoded lossily.
+    pub fn tag_object(&self, id: &str) -> Result<String, GitError> {
+        let out = self.finish(["cat-file", "tag", id], None)?;
+        if !out.success() {
+            return Err(out.into_error());
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    /// Returns every entry of the tree of `treeish`, recursively, as (mode, type, path); paths
+    /// that are not UTF-8 are decoded lossily.
+    pub fn tree_entries(&self, treeish: &str) -> Result<Vec<(String, String, String)>, GitError> {
+        let out = self.finish(["ls-tree", "-r", "-z", "--full-tree", treeish], None)?;
+        if !out.success() {
+            return Err(out.into_error());
+        }
+        let mut entries = Vec::new();
+        for entry in out.stdout.split(|b| *b == 0) {
+            let Some(tab) = entry.iter().position(|b| *b == b'\t') else {
+                continue;
+            };
+            let meta = String::from_utf8_lossy(&entry[..tab]);
+            let mut fields = meta.split(' ');
+            if let (Some(mode), Some(kind)) = (fields.next(), fields.next()) {
+                let path = String::from_utf8_lossy(&entry[tab + 1..]).into_owned();
+                entries.push((mode.to_string(), kind.to_string(), path));
+            }
+        }
+        Ok(entries)
     }
 
     /// Returns the value of trailer `key` in `commit`'s message (the first when repeated), or
@@ -129,6 +177,61 @@ impl Git {
     pub fn blob_at(&self, commit: &str, path: &str) -> Result<Option<Vec<u8>>, GitError> {
         let out = self.finish(["cat-file", "blob", &format!("{commit}:{path}")], None)?;
         Ok(out.success().then_some(out.stdout))
+    }
+
+    /// Returns every symbolic link in the tree of `treeish` with its target, read with one
+    /// `ls-tree` and one `cat-file` batch; paths and targets that are not UTF-8 are decoded
+    /// lossily.
+    pub fn symlinks_at(&self, treeish: &str) -> Result<Vec<(String, String)>, GitError> {
+        let out = self.finish(["ls-tree", "-r", "-z", "--full-tree", treeish], None)?;
+        if !out.success() {
+            return Err(out.into_error());
+        }
+        // "<mode> <type> <id>\t<path>\0"
+        let mut links = Vec::new();
+        for entry in out.stdout.split(|b| *b == 0) {
+            let Some(tab) = entry.iter().position(|b| *b == b'\t') else {
+                continue;
+            };
+            let meta = String::from_utf8_lossy(&entry[..tab]);
+            let mut fields = meta.split(' ');
+            if fields.next() != Some("120000") {
+                continue;
+            }
+            if let Some(id) = fields.nth(1) {
+                let path = String::from_utf8_lossy(&entry[tab + 1..]).into_owned();
+                links.push((path, id.to_string()));
+            }
+        }
+        if links.is_empty() {
+            return Ok(Vec::new());
+        }
+        let input: String = links.iter().map(|(_, id)| format!("{id}\n")).collect();
+        let out = self.finish(["cat-file", "--batch"], Some(input.as_bytes()))?;
+        if !out.success() {
+            return Err(out.into_error());
+        }
+        // "<id> blob <size>\n<bytes>\n" per object, in the order asked ("<id> missing\n").
+        let mut rest = out.stdout.as_slice();
+        let mut targets = Vec::with_capacity(links.len());
+        for (path, _) in links {
+            let Some(nl) = rest.iter().position(|b| *b == b'\n') else {
+                break;
+            };
+            let header = String::from_utf8_lossy(&rest[..nl]).into_owned();
+            rest = &rest[nl + 1..];
+            let Some(size) = header
+                .rsplit(' ')
+                .next()
+                .and_then(|s| s.parse::<usize>().ok())
+            else {
+                continue;
+            };
+            let body = rest.get(..size).unwrap_or(rest);
+            targets.push((path, String::from_utf8_lossy(body).into_owned()));
+            rest = rest.get(size + 1..).unwrap_or_default();
+        }
+        Ok(targets)
     }
 
     /// Returns the size of each listed object that exists, in one `cat-file` batch.

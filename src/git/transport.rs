@@ -75,6 +75,20 @@ impl Git {
             .collect())
     }
 
+    /// Returns the object ids `remote` (a name or a URL) advertises for its refs, tags peeled
+    /// too: what it has, in its own words rather than this repository's remote-tracking refs.
+    pub fn advertised_ids(&self, remote: &str) -> Result<Vec<String>, GitError> {
+        let listed = self.run(["ls-remote", "--", remote])?;
+        let mut ids: Vec<String> = listed
+            .lines()
+            .filter_map(|l| l.split_once('\t'))
+            .map(|(id, _)| id.to_string())
+            .collect();
+        ids.sort();
+        ids.dedup();
+        Ok(ids)
+    }
+
     /// Writes `data` as a blob and points `refname` at it, whatever it held before.
     pub fn write_blob_ref(&self, refname: &str, data: &[u8]) -> Result<String, GitError> {
         let id = self.hash_object("blob", data, true)?;

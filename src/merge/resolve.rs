@@ -502,7 +502,11 @@ fn revalidate(r: &ConflictJob<'_>, g: &Git, new: &str) -> Result<(), ResolveErro
         .packet
         .scope()
         .map_err(|e| rejected(format!("its file scope is invalid: {e}")))?;
-    let outside = scope.violations(changed.iter().map(String::as_str));
+    let outside: Vec<String> = scope
+        .violations(changed.iter().map(String::as_str))
+        .iter()
+        .map(|p| crate::gate::mask_secrets(p))
+        .collect();
     if !outside.is_empty() {
         return Err(rejected(format!(
             "it changes files outside the packet's declared scope: {}",

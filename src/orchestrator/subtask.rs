@@ -362,7 +362,11 @@ fn run_child(
     let scope = child
         .scope()
         .map_err(|e| failed("invalid file scope", &e))?;
-    let outside = scope.violations(changed.iter().map(String::as_str));
+    let outside: Vec<String> = scope
+        .violations(changed.iter().map(String::as_str))
+        .iter()
+        .map(|p| crate::gate::mask_secrets(p))
+        .collect();
     if !outside.is_empty() {
         return Err(Stop::Failed(format!(
             "it changed files outside its declared scope: {} (declared: {})",

@@ -283,6 +283,10 @@ impl Scope {
     }
 
     /// Returns the changed paths outside the scope, in the order given, without duplicates.
+    ///
+    /// The paths are as the tree has them: a caller that shows them (a failure reason, an
+    /// event, a prompt) redacts them first with `gate::mask_secrets`, since a worker may have
+    /// named a file after a token it found.
     pub fn violations<'a>(&self, changed: impl IntoIterator<Item = &'a str>) -> Vec<String> {
         let mut out: Vec<String> = Vec::new();
         for path in changed {

@@ -832,3 +832,43 @@ else echo "$ORCHESTRA_PACKET was here" > README.md; fi"#
         "{readme}"
     );
 }
+
+#[test]
+fn a_token_in_an_out_of_scope_file_name_is_never_shown_or_journaled() {
+    let repo = TestRepo::new();
+    let token = "ghp_aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3z5A";
+    // The command names it in two halves: only the file name the worker makes holds it whole.
+    let (a, b) = token.split_at(20);
+    let worker =
+        format!("t={a}; t=${{t}}{b}; echo ok > out.txt; mkdir -p keys; echo x > keys/$t.txt");
+    let (out, v, _) = run_scoped(&repo, &worker);
+    assert!(!out.status.success(), "{}", text(&out));
+    let reason = v["packets"][0]["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("outside the packet's declared scope") && reason.contains("keys/ghp_"),
+        "{reason}"
+    );
+    assert!(!reason.contains(token), "{reason}");
+    assert!(!text(&out).contains(token), "{}", text(&out));
+    let status = orchestra(&repo.path, &["status"]);
+    assert!(!text(&status).contains(token), "{}", text(&status));
+    for entry in walk(&repo.path.join(".git/orchestra")) {
+        let bytes = std::fs::read(&entry).unwrap();
+        let hit = bytes.windows(token.len()).any(|w| w == token.as_bytes());
+        assert!(!hit, "the token is in {}", entry.display());
+    }
+}
+
+/// Returns every file under `dir`, recursively.
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}

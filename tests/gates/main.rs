@@ -7,6 +7,8 @@
 mod hook;
 mod hook_fast;
 mod hook_messages;
+mod link_attacks;
+mod push_attacks;
 mod review;
 mod secret_attacks;
 #[path = "../support/mod.rs"]

@@ -189,3 +189,71 @@ fn a_conflict_marker_line_carrying_a_credential_is_shown_redacted() {
     ]);
     assert!(!note.contains(GHP), "{note}");
 }
+
+/// Encodes `text` as UTF-16, little or big endian, with or without a byte order mark.
+fn utf16(text: &str, little: bool, bom: bool) -> Vec<u8> {
+    let mut out = Vec::new();
+    if bom {
+        out.extend(if little { [0xff, 0xfe] } else { [0xfe, 0xff] });
+    }
+    for unit in text.encode_utf16() {
+        out.extend(if little {
+            unit.to_le_bytes()
+        } else {
+            unit.to_be_bytes()
+        });
+    }
+    out
+}
+
+#[test]
+fn gitlab_google_slack_npm_url_and_utf16_credentials_are_found_and_never_echoed() {
+    let repo = TestRepo::new();
+    let secrets = [
+        ("gitlab.env", "glpat-Zx9Yw8Vu7Ts6Rq5Po4Nm"),
+        ("google.json", "AIzaSyD3x9Yw8Vu7Ts6Rq5Po4Nm3Lk2Ji1Hg0Fe"),
+        ("oauth.json", "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"),
+        (
+            "slack.txt",
+            "xoxb-17653672481-19874698323-pdFZKVeTuE8sk7oOcBrzbqgy",
+        ),
+        ("hook.txt", "T01ABCD2E/B03FGHI4J/q8Zr2LmX9vT4bN7cW1sK5dF3"),
+        (".npmrc", "npm_q8Zr2LmX9vT4bN7cW1sK5dF3aB3dE5fG7hJ9"),
+        ("db.yml", "s3cr3t-Pw"),
+        ("App.config", "Tr0ub4dor&3"),
+        ("le.txt", GHP),
+        ("be.txt", VALUE),
+    ];
+    let body = |file: &str, s: &str| match file {
+        "hook.txt" => format!("webhook https://hooks.slack.com/services/{s}\n"),
+        "db.yml" => format!("url: postgres://app:{s}@db.internal:5432/app\n"),
+        "App.config" => format!(
+            "<add connectionString=\"Server=db1;Database=app;User Id=sa;Password={s};\" />\n"
+        ),
+        "be.txt" => format!("first line\nAPI_TOKEN={s}\n"),
+        _ => format!("value = {s}\n"),
+    };
+    let mut files: Vec<(&str, Vec<u8>)> = secrets
+        .iter()
+        .map(|(f, s)| {
+            let text = body(f, s);
+            let bytes = match *f {
+                "le.txt" => utf16(&text, true, true),
+                "be.txt" => utf16(&text, false, false),
+                _ => text.into_bytes(),
+            };
+            (*f, bytes)
+        })
+        .collect();
+    // Ordinary code and placeholders stay quiet.
+    let quiet = "let url = \"http://localhost:8080/api\";\nssh user@host\nhttps://user:${PASSWORD}@host/x\nhttps://user:<password>@host/x\nconst password = req.body.password;\n";
+    files.push(("src/quiet.rs", quiet.as_bytes().to_vec()));
+    let (all, v) = review_feature(&repo, &files);
+    assert_eq!(v["verdict"], "reject", "{all}");
+    let found = secret_files(&v);
+    for (file, secret) in secrets {
+        assert!(found.iter().any(|f| f == file), "{file} not flagged: {all}");
+        assert!(!all.contains(secret), "a secret was echoed: {all}");
+    }
+    assert!(!found.iter().any(|f| f == "src/quiet.rs"), "{all}");
+}
