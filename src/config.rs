@@ -825,7 +825,7 @@ mod tests {
     }
 
     #[test]
-    fn the_repository_config_wins_over_the_users_entry_by_entry() {
+    fn the_repository_config_wins_over_the_users_entry_by_entry_but_for_profiles() {
         let dir = tempfile::tempdir().unwrap();
         let user = dir.path().join("user.toml");
         std::fs::write(
@@ -848,7 +848,8 @@ mod tests {
             (cfg.run.timeout_secs, cfg.run.max_parallel),
             (Some(5), Some(3))
         );
-        assert_eq!(cfg.profiles["default"].model, "repo-model");
+        // A profile the user defines is theirs whole; the repository's of that name is not used.
+        assert_eq!(cfg.profiles["default"].model, "user-model");
         assert_eq!(cfg.profiles["fast"].model, "small");
         assert!(cfg.prices.contains_key("user-model"));
         // Without the user file, only the repository's settings apply.

@@ -420,7 +420,11 @@ mod tests {
             "---\nname: coder\ntools: [read_file, complete]\nwrite_scope: [\"src/**\"]\nmax_turns: 3\nstall_timeout: 45\n---\nOurs.\n",
         )
         .unwrap();
+        // Untrusted, a file cannot redefine a built-in role; its new roles still load.
         let roles = Roles::load(top).unwrap();
+        assert_eq!(roles.get("coder").unwrap().source, RoleSource::Builtin);
+        assert!(roles.get("fixer").is_ok());
+        let roles = Roles::load_with_trust(top, true).unwrap();
         let fixer = roles.get("fixer").unwrap();
         assert!(fixer.tools.contains(&"run_command".to_string()));
         assert!(fixer.tools.contains(&"edit_file".to_string()));

@@ -17,6 +17,7 @@ use crate::support::{TestRepo, orchestra, text};
 /// Writes `[nav.lsp]` settings (TOML lines) into the repository's configuration.
 fn configure(repo: &TestRepo, lines: &str) {
     repo.write(".orchestra/config.toml", &format!("[nav.lsp]\n{lines}\n"));
+    repo.trust();
 }
 
 /// Our own binary as the Python server.
@@ -641,7 +642,11 @@ fn max_servers_limits_the_servers_of_a_process_and_shutdown_ends_them() {
              [nav.lsp.servers.rust]\ncommand = \"{ours}\"\nargs = [\"lsp\", \"--stdio\"]"
         ),
     );
-    let config = git_orchestra::config::RepoConfig::load(&repo.path).unwrap();
+    let config = git_orchestra::config::RepoConfig::load_with_user(
+        &repo.path,
+        Some(&repo.user_config_path()),
+    )
+    .unwrap();
     let tier = Tier::new(Settings::from_config(&config.nav.lsp));
     let mut index = git_orchestra::nav::Index::open(&repo.path).unwrap();
     let wait = Duration::from_secs(60);

@@ -127,6 +127,14 @@ impl TestRepo {
         std::fs::write(dir.join("config.toml"), body).unwrap();
     }
 
+    /// Returns the user configuration file [`TestRepo::user_config`] writes.
+    pub fn user_config_path(&self) -> PathBuf {
+        self.tmp
+            .path()
+            .join(USER_CONFIG_DIR)
+            .join("git-orchestra/config.toml")
+    }
+
     /// Trusts the repository's configuration as it is now, through `git orchestra trust`, with
     /// the pin kept in this repository's own user configuration directory.
     pub fn trust(&self) {
