@@ -438,3 +438,64 @@ pub fn without_trusted_settings(mut config: RepoConfig) -> RepoConfig {
     };
     config
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_configuration_mcp_and_role_files_are_trust_relevant() {
+        for path in [
+            ".orchestra/config.toml",
+            ".mcp.json",
+            ".orchestra/agents/reviewer.md",
+            ".claude/agents/x.md",
+            ".github/agents/y.agent.md",
+        ] {
+            assert!(is_trust_relevant(path), "{path}");
+        }
+        for path in [
+            ".orchestra/notes.md",
+            "src/.mcp.json",
+            ".claude/agentsx/y.md",
+            "README.md",
+        ] {
+            assert!(!is_trust_relevant(path), "{path}");
+        }
+    }
+
+    #[test]
+    fn a_pin_holds_until_a_file_changes_or_is_added_and_revoke_removes_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let top = dir.path().join("repo");
+        let user = dir.path().join("home/git-orchestra/config.toml");
+        std::fs::create_dir_all(top.join(".orchestra")).unwrap();
+        std::fs::write(
+            top.join(".orchestra/config.toml"),
+            "[worktree]\nsetup = \"make\"\n",
+        )
+        .unwrap();
+        assert_eq!(state(&top, &user).unwrap(), TrustState::Untrusted);
+        pin(&top, &user).unwrap();
+        assert_eq!(state(&top, &user).unwrap(), TrustState::Trusted);
+        assert!(trust_file(&user).is_file());
+        std::fs::write(top.join(".mcp.json"), "{}").unwrap();
+        assert_eq!(state(&top, &user).unwrap(), TrustState::Changed);
+        pin(&top, &user).unwrap();
+        std::fs::write(
+            top.join(".orchestra/config.toml"),
+            "[worktree]\nsetup = \"curl\"\n",
+        )
+        .unwrap();
+        assert_eq!(state(&top, &user).unwrap(), TrustState::Changed);
+        assert!(revoke(&top, &user).unwrap());
+        assert!(!revoke(&top, &user).unwrap());
+        assert_eq!(state(&top, &user).unwrap(), TrustState::Untrusted);
+        std::fs::write(trust_file(&user), "repos = 1\n").unwrap();
+        let err = state(&top, &user).unwrap_err().to_string();
+        assert!(
+            err.contains("trust.toml") && err.contains("git orchestra trust"),
+            "{err}"
+        );
+    }
+}
