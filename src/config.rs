@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+pub mod trust;
+
 /// Settings read from `.orchestra/config.toml` at the top of the repository.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -35,6 +37,10 @@ pub struct RepoConfig {
     /// the command to show.
     #[serde(skip)]
     pub notices: Vec<String>,
+    /// Whether the user trusts this repository's configuration (`git orchestra trust`): only
+    /// then do its commands, servers, URLs and key names apply.
+    #[serde(skip)]
+    pub trusted: bool,
     #[serde(default)]
     pub nav: NavConfig,
     #[serde(default)]
@@ -385,6 +391,10 @@ pub struct ProfileConfig {
     pub context_tokens: Option<u64>,
     /// The profile tried when this one keeps failing.
     pub fallback: Option<String>,
+    /// Whether the repository's configuration defined this profile (the user's did not):
+    /// the `ORCHESTRA_*` environment's quick profile wins over it.
+    #[serde(skip)]
+    pub from_repository: bool,
 }
 
 /// A `[roles.<role>]` table.
@@ -576,21 +586,32 @@ impl RepoConfig {
     }
 
     /// Reads the repository's configuration merged over the user's file at `user` (when given
-    /// and present): the repository wins key by key, and tables of profiles, roles and prices
-    /// are merged entry by entry.
+    /// and present): the repository wins key by key, and tables of roles and prices are merged
+    /// entry by entry; a profile the user defines is never replaced by the repository's.
+    ///
+    /// What in the repository's file runs code, sends keys or data elsewhere (see
+    /// [`trust::config_items`]) and `.mcp.json`'s servers apply only when the user trusts the
+    /// repository (pins beside `user`, see [`trust::state`]); otherwise they are left out with
+    /// a notice each. Without `user` the repository is untrusted.
     pub fn load_with_user(toplevel: &Path, user: Option<&Path>) -> Result<RepoConfig, ConfigError> {
         let path = repo_config_path(toplevel);
-        let mut repo = RepoConfig::read(&path, Some(toplevel))?.unwrap_or_default();
-        let user = match user {
+        let repo = RepoConfig::read(&path, Some(toplevel))?.unwrap_or_default();
+        let user_config = match user {
             Some(path) => RepoConfig::read(path, None)?.unwrap_or_default(),
             None => RepoConfig::default(),
         };
+        let (mut repo, mut notices, trusted) = RepoConfig::within_trust(toplevel, user, repo);
         // The repository's file travels with a clone and a packet's agent may edit it: it may
-        // tighten the sandbox, never loosen it.
-        let (sandbox, notices) = repo.sandbox.within(&user.sandbox, &path);
+        // tighten the sandbox, never loosen it, trusted or not.
+        let (sandbox, sandbox_notices) = repo.sandbox.within(&user_config.sandbox, &path);
         repo.sandbox = sandbox;
-        let mut config = repo.over(user);
+        notices.extend(sandbox_notices);
+        for profile in repo.profiles.values_mut() {
+            profile.from_repository = true;
+        }
+        let mut config = repo.over(user_config);
         config.notices = notices;
+        config.trusted = trusted;
         crate::exec::secret_env::withhold(
             config
                 .profiles
@@ -603,6 +624,47 @@ impl RepoConfig {
             config.worktree.root = Some(toplevel.join(root));
         }
         Ok(config)
+    }
+
+    /// Reads the repository's own configuration file at `toplevel` as it is, nothing left
+    /// out (for `git orchestra trust` to show); the defaults when there is none.
+    pub fn read_repository(toplevel: &Path) -> Result<RepoConfig, ConfigError> {
+        Ok(RepoConfig::read(&repo_config_path(toplevel), Some(toplevel))?.unwrap_or_default())
+    }
+
+    /// Returns the repository's settings `repo` as far as the user's trust (pins beside
+    /// `user`) allows, the notices of what was left out, and whether the repository is
+    /// trusted. A trusted repository's `.mcp.json` servers join its `[mcp.servers]` (which
+    /// win on a name both give).
+    fn within_trust(
+        toplevel: &Path,
+        user: Option<&Path>,
+        mut repo: RepoConfig,
+    ) -> (RepoConfig, Vec<String>, bool) {
+        let mut notices = Vec::new();
+        let state = match user.map(|u| trust::state(toplevel, u)) {
+            Some(Ok(state)) => state,
+            Some(Err(e)) => {
+                notices.push(format!(
+                    "{e}; the repository's configuration is treated as untrusted"
+                ));
+                trust::TrustState::Untrusted
+            }
+            None => trust::TrustState::Untrusted,
+        };
+        if state == trust::TrustState::Trusted {
+            let (servers, notes) = trust::mcp_json(toplevel);
+            for (name, server) in servers {
+                repo.mcp.servers.entry(name).or_insert(server);
+            }
+            notices.extend(notes);
+            return (repo, notices, true);
+        }
+        let items = trust::config_items(&repo)
+            .into_iter()
+            .chain(trust::mcp_json_items(toplevel));
+        notices.extend(items.map(|item| item.notice(state)));
+        (trust::without_trusted_settings(repo), notices, false)
     }
 
     /// Parses the file at `path`; `None` when it does not exist. A pipe, device or oversized
@@ -660,7 +722,8 @@ impl RepoConfig {
                 docs: self.start.docs.or(base.start.docs),
                 tests: self.start.tests.or(base.start.tests),
             },
-            profiles: merge(self.profiles, base.profiles),
+            // The user's profile of a name wins whole: where their keys go is theirs to say.
+            profiles: merge(base.profiles, self.profiles),
             roles: merge(self.roles, base.roles),
             prices: merge(self.prices, base.prices),
             sandbox: SandboxConfig {
@@ -674,6 +737,7 @@ impl RepoConfig {
                 writable: self.sandbox.writable.or(base.sandbox.writable),
             },
             notices: Vec::new(),
+            trusted: false,
             mcp: McpConfig {
                 servers: merge(self.mcp.servers, base.mcp.servers),
             },
@@ -764,7 +828,7 @@ mod tests {
     }
 
     #[test]
-    fn the_repository_config_wins_over_the_users_entry_by_entry() {
+    fn the_repository_config_wins_over_the_users_entry_by_entry_but_for_profiles() {
         let dir = tempfile::tempdir().unwrap();
         let user = dir.path().join("user.toml");
         std::fs::write(
@@ -787,7 +851,8 @@ mod tests {
             (cfg.run.timeout_secs, cfg.run.max_parallel),
             (Some(5), Some(3))
         );
-        assert_eq!(cfg.profiles["default"].model, "repo-model");
+        // A profile the user defines is theirs whole; the repository's of that name is not used.
+        assert_eq!(cfg.profiles["default"].model, "user-model");
         assert_eq!(cfg.profiles["fast"].model, "small");
         assert!(cfg.prices.contains_key("user-model"));
         // Without the user file, only the repository's settings apply.

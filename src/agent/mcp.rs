@@ -1,6 +1,6 @@
-//! Tools from MCP servers the user configured, for our own agents: `.mcp.json` at the root of
-//! the repository (the `mcpServers` format other agents read) and `[mcp.servers.<name>]` in
-//! the configuration. A role names the servers it may use (`mcp:` in its file, or
+//! Tools from MCP servers the user configured, for our own agents: `[mcp.servers.<name>]` in
+//! the configuration and, once the user trusts the repository, `.mcp.json` at its top (the
+//! `mcpServers` format other agents read). A role names the servers it may use (`mcp:` in its file, or
 //! `[roles.<role>] mcp = [...]`); each of those servers is started for the agent in its
 //! worktree, speaking MCP over standard input and output, and its tools join the agent's as
 //! `mcp__<server>__<tool>`. A tool the server does not mark read-only (`readOnlyHint`) is
@@ -41,36 +41,14 @@ const MAX_ANSWER: usize = 16_000;
 /// Returns the servers configured for the repository at `root`: `.mcp.json`'s `mcpServers`
 /// (servers of other transports than standard input and output are left out with a note),
 /// then `[mcp.servers.*]` from the configuration, which wins on a name both give.
+///
+/// Configuration loading already adds a trusted repository's `.mcp.json` to
+/// `[mcp.servers]`; this reads one without asking, for callers that decided to trust `root`.
 pub fn servers(
     root: &Path,
     configured: &BTreeMap<String, McpServerConfig>,
 ) -> (BTreeMap<String, McpServerConfig>, Vec<String>) {
-    let mut found = BTreeMap::new();
-    let mut notes = Vec::new();
-    let path = root.join(".mcp.json");
-    let read = crate::confine::read_text_file(&path, Some(root), crate::confine::MAX_TEXT_FILE);
-    if let Err(e) = &read
-        && e.kind() != std::io::ErrorKind::NotFound
-    {
-        notes.push(format!(".mcp.json cannot be read ({e}); not used"));
-    }
-    if let Ok(text) = read {
-        match serde_json::from_str::<Value>(&text) {
-            Ok(v) => {
-                for (name, spec) in v["mcpServers"].as_object().into_iter().flatten() {
-                    match serde_json::from_value::<McpServerConfig>(spec.clone()) {
-                        Ok(s) if !s.command.trim().is_empty() => {
-                            found.insert(name.clone(), s);
-                        }
-                        _ => notes.push(format!(
-                            ".mcp.json: server `{name}` has no `command` (only servers started as a command are supported); not used"
-                        )),
-                    }
-                }
-            }
-            Err(e) => notes.push(format!(".mcp.json is not valid JSON ({e}); not used")),
-        }
-    }
+    let (mut found, notes) = crate::config::trust::mcp_json(root);
     for (name, spec) in configured {
         found.insert(name.clone(), spec.clone());
     }
@@ -421,7 +399,9 @@ pub fn attach(
 }
 
 /// Starts the MCP servers `role` may use for an agent working in `worktree` (servers from
-/// `config` and the worktree's `.mcp.json`) and adds their tools to `registry`; what could not
+/// `config` only: the user's, and a trusted repository's `[mcp.servers]` and `.mcp.json` at
+/// its top — never the worktree's files, which the agent writes) and adds their tools to
+/// `registry`; what could not
 /// be used is written to the agent's transcript `log`, whose directory also takes the servers'
 /// standard error.
 pub fn for_agent(
@@ -436,7 +416,8 @@ pub fn for_agent(
     if names.is_empty() {
         return McpSession::default();
     }
-    let (available, mut notes) = servers(worktree, &config.mcp.servers);
+    let available = config.mcp.servers.clone();
+    let mut notes = Vec::new();
     let logs = transcript.parent().unwrap_or(worktree);
     let session = attach(registry, role, &names, &available, worktree, logs);
     notes.extend(session.notes.iter().cloned());

@@ -93,7 +93,7 @@ impl AgentWorker {
         let policy = IfUnavailable::from_config(config.sandbox.if_unavailable);
         let confine = validation_sandbox(common_dir.as_deref(), &config, policy);
         Ok(AgentWorker {
-            roles: Roles::load(toplevel)?,
+            roles: Roles::load_with_trust(toplevel, config.trusted)?,
             config,
             registry: Registry::builtin(),
             gates: std::sync::Arc::default(),

@@ -4,6 +4,7 @@
 //! Order for role `r`: `[roles.r] profile`, then the role file's `profile`, then a profile
 //! named `default`, then the quick profile given entirely by environment variables
 //! (`ORCHESTRA_PROVIDER`, `ORCHESTRA_BASE_URL`, `ORCHESTRA_MODEL`, `ORCHESTRA_API_KEY_ENV`).
+//! That quick profile also wins over a profile only the repository's configuration defines.
 //! A role file's `profile` that names no configured profile (e.g. Claude's `sonnet`) is read
 //! as a model name for the default profile rather than an error.
 
@@ -100,6 +101,16 @@ pub fn resolve(
             return Ok(vec![p]);
         }
     };
+    // The environment's quick profile is the user's word on where keys go: it wins over a
+    // profile only the repository's configuration defines.
+    if config
+        .profiles
+        .get(&first)
+        .is_some_and(|p| p.from_repository)
+        && let Some(p) = from_env(env)?
+    {
+        return Ok(vec![p]);
+    }
     let mut chain = Vec::new();
     let mut next = Some((first, by));
     while let Some((name, by)) = next.take() {

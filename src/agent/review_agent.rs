@@ -58,7 +58,7 @@ impl ModelReviewer {
     /// agents` shows it: then reviews call that model. A role that cannot be loaded counts as
     /// configured, so [`ModelReviewer::new`] reports what is wrong with it.
     pub fn configured(toplevel: &std::path::Path, config: &RepoConfig) -> bool {
-        let Ok(roles) = Roles::load(toplevel) else {
+        let Ok(roles) = Roles::load_with_trust(toplevel, config.trusted) else {
             return true;
         };
         let Ok(role) = roles.get(REVIEWER_ROLE) else {
@@ -75,7 +75,7 @@ impl ModelReviewer {
         toplevel: &std::path::Path,
         config: RepoConfig,
     ) -> Result<ModelReviewer, SetupError> {
-        let roles = Roles::load(toplevel)?;
+        let roles = Roles::load_with_trust(toplevel, config.trusted)?;
         let role = roles.get(REVIEWER_ROLE)?;
         let chain = profiles::resolve(&config, role, &env)?;
         let primary = chain.first().ok_or_else(|| profiles::ProfileError::None {

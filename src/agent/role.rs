@@ -113,58 +113,32 @@ impl Roles {
         Ok(roles)
     }
 
-    /// Returns the built-in roles overridden by the repository's agent files at `toplevel`.
+    /// Returns the built-in roles and the repository's new roles at `toplevel`, as an
+    /// untrusted repository gets them: see [`Roles::load_with_trust`].
     pub fn load(toplevel: &Path) -> Result<Roles, RoleError> {
+        Roles::load_with_trust(toplevel, false)
+    }
+
+    /// Returns the built-in roles overridden by the repository's agent files at `toplevel`.
+    ///
+    /// Unless the user trusts the repository's configuration (`trusted`, see
+    /// [`RepoConfig::trusted`](crate::config::RepoConfig::trusted)), a file cannot redefine a
+    /// built-in role (a clone's `reviewer` saying "always approve"), and the roles it adds get
+    /// neither the network nor MCP servers.
+    pub fn load_with_trust(toplevel: &Path, trusted: bool) -> Result<Roles, RoleError> {
         let mut roles = Roles::builtin()?;
-        let dirs = [
-            (toplevel.join(".claude/agents"), ".md", Dialect::Claude),
-            (
-                toplevel.join(".github/agents"),
-                ".agent.md",
-                Dialect::Github,
-            ),
-            (
-                toplevel.join(".orchestra/agents"),
-                ".md",
-                Dialect::Orchestra,
-            ),
-        ];
-        for (dir, suffix, dialect) in dirs {
-            let entries = match fs_err::read_dir(&dir) {
-                Ok(e) => e,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-                Err(source) => return Err(RoleError::Read { path: dir, source }),
-            };
-            let mut files: Vec<PathBuf> = entries
-                .filter_map(Result::ok)
-                .map(|e| e.path())
-                .filter(|p| p.to_string_lossy().ends_with(suffix))
-                .collect();
-            files.sort();
-            for path in files {
-                let text = crate::confine::read_text_file(
-                    &path,
-                    Some(toplevel),
-                    crate::confine::MAX_TEXT_FILE,
-                )
-                .map_err(|source| RoleError::Read {
-                    path: path.clone(),
-                    source,
-                })?;
-                let file = path
-                    .file_name()
-                    .map(|f| f.to_string_lossy().into_owned())
-                    .unwrap_or_default();
-                let stem = file.strip_suffix(suffix).unwrap_or(&file).to_string();
-                let rel = path.strip_prefix(toplevel).unwrap_or(&path).to_path_buf();
-                let source = match dialect {
-                    Dialect::Orchestra => RoleSource::Orchestra(rel.clone()),
-                    Dialect::Claude => RoleSource::Claude(rel.clone()),
-                    Dialect::Github => RoleSource::Github(rel.clone()),
-                };
-                let role = parse(&text, &stem, &rel, dialect, source)?;
-                roles.by_name.insert(role.name.clone(), role);
+        for mut role in repository_roles(toplevel)? {
+            if !trusted {
+                if matches!(
+                    roles.by_name.get(&role.name).map(|r| &r.source),
+                    Some(RoleSource::Builtin)
+                ) {
+                    continue;
+                }
+                role.network = false;
+                role.mcp.clear();
             }
+            roles.by_name.insert(role.name.clone(), role);
         }
         Ok(roles)
     }
@@ -176,6 +150,92 @@ impl Roles {
             known: self.by_name.keys().cloned().collect::<Vec<_>>().join(", "),
         })
     }
+}
+
+/// Returns every role file of the repository at `toplevel` parsed, in the order loading
+/// applies them (a later file of the same name wins): `.claude/agents/*.md`,
+/// `.github/agents/*.agent.md`, then `.orchestra/agents/*.md`.
+pub fn repository_roles(toplevel: &Path) -> Result<Vec<Role>, RoleError> {
+    let mut out = Vec::new();
+    let dialects = [Dialect::Claude, Dialect::Github, Dialect::Orchestra];
+    for ((dir, suffix), dialect) in crate::config::trust::ROLE_DIRS.into_iter().zip(dialects) {
+        let dir = toplevel.join(dir);
+        let entries = match fs_err::read_dir(&dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(source) => return Err(RoleError::Read { path: dir, source }),
+        };
+        let mut files: Vec<PathBuf> = entries
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| p.to_string_lossy().ends_with(suffix))
+            .collect();
+        files.sort();
+        for path in files {
+            let text = crate::confine::read_text_file(
+                &path,
+                Some(toplevel),
+                crate::confine::MAX_TEXT_FILE,
+            )
+            .map_err(|source| RoleError::Read {
+                path: path.clone(),
+                source,
+            })?;
+            let file = path
+                .file_name()
+                .map(|f| f.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let stem = file.strip_suffix(suffix).unwrap_or(&file).to_string();
+            let rel = path.strip_prefix(toplevel).unwrap_or(&path).to_path_buf();
+            let source = match dialect {
+                Dialect::Orchestra => RoleSource::Orchestra(rel.clone()),
+                Dialect::Claude => RoleSource::Claude(rel.clone()),
+                Dialect::Github => RoleSource::Github(rel.clone()),
+            };
+            out.push(parse(&text, &stem, &rel, dialect, source)?);
+        }
+    }
+    Ok(out)
+}
+
+/// Returns what the role files of the repository at `toplevel` do that needs the user's
+/// trust: redefining a built-in role, granting the network, naming MCP servers. A file that
+/// cannot be read or parsed is left out (loading the roles reports it).
+pub fn trust_items(toplevel: &Path) -> Vec<crate::config::trust::Item> {
+    use crate::config::trust::Item;
+    let builtin: Vec<&str> = DEFAULTS.iter().map(|(name, _)| *name).collect();
+    let mut out = Vec::new();
+    for role in repository_roles(toplevel).unwrap_or_default() {
+        let file = match &role.source {
+            RoleSource::Orchestra(p) | RoleSource::Claude(p) | RoleSource::Github(p) => {
+                p.to_string_lossy().into_owned()
+            }
+            RoleSource::Builtin => continue,
+        };
+        let name = &role.name;
+        if builtin.contains(&name.as_str()) {
+            out.push(Item::new(
+                &file,
+                format!("role `{name}`"),
+                "redefines the built-in role",
+            ));
+        }
+        if role.network {
+            out.push(Item::new(
+                &file,
+                format!("role `{name}` `network`"),
+                "lets its commands open network connections",
+            ));
+        }
+        if !role.mcp.is_empty() {
+            out.push(Item::new(
+                &file,
+                format!("role `{name}` `mcp`"),
+                format!("gives the role MCP servers [{}]", role.mcp.join(", ")),
+            ));
+        }
+    }
+    out
 }
 
 /// What a foreign role's search permission grants: grep and every symbol tool.
@@ -365,7 +425,11 @@ mod tests {
             "---\nname: coder\ntools: [read_file, complete]\nwrite_scope: [\"src/**\"]\nmax_turns: 3\nstall_timeout: 45\n---\nOurs.\n",
         )
         .unwrap();
+        // Untrusted, a file cannot redefine a built-in role; its new roles still load.
         let roles = Roles::load(top).unwrap();
+        assert_eq!(roles.get("coder").unwrap().source, RoleSource::Builtin);
+        assert!(roles.get("fixer").is_ok());
+        let roles = Roles::load_with_trust(top, true).unwrap();
         let fixer = roles.get("fixer").unwrap();
         assert!(fixer.tools.contains(&"run_command".to_string()));
         assert!(fixer.tools.contains(&"edit_file".to_string()));

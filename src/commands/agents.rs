@@ -30,7 +30,8 @@ pub struct AgentsArgs {
 pub fn cmd_agents(cwd: &Path, args: &AgentsArgs) -> Result<(), CommandError> {
     let repo = RepoInfo::discover(cwd)?;
     let config = super::load_config(&repo)?;
-    let roles = Roles::load(&repo.toplevel).map_err(CommandError::user)?;
+    let roles =
+        Roles::load_with_trust(&repo.toplevel, config.trusted).map_err(CommandError::user)?;
     let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
     let mut rows = Vec::new();
     let mut out = String::new();

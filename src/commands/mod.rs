@@ -32,6 +32,7 @@ mod review;
 mod run;
 mod start;
 mod status;
+mod trust;
 mod ui;
 
 use std::process::ExitCode;
@@ -86,6 +87,7 @@ enum Command {
     Diff(diff::DiffArgs),
     Packet(packet::PacketArgs),
     Executor(executor::ExecutorArgs),
+    Trust(trust::TrustArgs),
 }
 
 /// Parses the command line, runs the command and maps its error to an exit code and message.
@@ -130,6 +132,7 @@ pub fn main() -> ExitCode {
         Command::Diff(args) => diff::cmd_diff(&cwd, &args),
         Command::Packet(args) => packet::cmd_packet(&cwd, &args),
         Command::Executor(args) => executor::cmd_executor(&cwd, &args),
+        Command::Trust(args) => trust::cmd_trust(&cwd, &args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -150,11 +153,12 @@ fn init_tracing() {
 
 /// Returns the repository's configuration merged over the user's
 /// (`~/.config/git-orchestra/config.toml`, or under `$XDG_CONFIG_HOME`).
-/// What the file ignored (a repository's settings loosening the sandbox) is said on stderr.
+/// What loading ignored (a repository's settings loosening the sandbox, or needing a trust
+/// the user has not given) is said on stderr, once per setting.
 pub(crate) fn load_config(repo: &RepoInfo) -> Result<RepoConfig, CommandError> {
     let config = load_config_quietly(repo)?;
     for notice in &config.notices {
-        eprintln!("warning: {notice}");
+        eprintln!("warning: {}", git_orchestra::redact::terminal_safe(notice));
     }
     Ok(config)
 }
@@ -163,7 +167,22 @@ pub(crate) fn load_config(repo: &RepoInfo) -> Result<RepoConfig, CommandError> {
 pub(crate) fn load_config_quietly(repo: &RepoInfo) -> Result<RepoConfig, CommandError> {
     let env = |k: &str| std::env::var(k).ok();
     let user = git_orchestra::config::user_config_path(&env);
-    RepoConfig::load_with_user(&repo.toplevel, user.as_deref()).map_err(CommandError::user)
+    let mut config =
+        RepoConfig::load_with_user(&repo.toplevel, user.as_deref()).map_err(CommandError::user)?;
+    if !config.trusted {
+        // Role files are read by the agents' part; what of them is ignored joins the notices.
+        use git_orchestra::config::trust::{self, TrustState};
+        let state = user
+            .as_deref()
+            .and_then(|u| trust::state(&repo.toplevel, u).ok())
+            .unwrap_or(TrustState::Untrusted);
+        config.notices.extend(
+            git_orchestra::agent::role::trust_items(&repo.toplevel)
+                .iter()
+                .map(|item| item.notice(state)),
+        );
+    }
+    Ok(config)
 }
 
 /// Returns our agents as the worker for runs without a worker command.

@@ -286,6 +286,28 @@ pub fn check_history_secrets(diff: &RangeDiff) -> Vec<Finding> {
     out
 }
 
+/// Returns a blocker for every file the range adds, changes or removes whose content decides
+/// what runs, where keys go or how agents review (`.orchestra/config.toml`, `.mcp.json`, role
+/// files): a person must read such a change, since once merged it is the repository's own
+/// configuration, and a trusted repository's configuration runs as the user.
+pub fn check_trust_config(diff: &RangeDiff) -> Vec<Finding> {
+    diff.files
+        .iter()
+        .filter(|f| crate::config::trust::is_trust_relevant(&f.path))
+        .map(|f| Finding {
+            severity: Severity::Blocker,
+            category: "trust-config".into(),
+            file: Some(f.path.clone()),
+            line: None,
+            evidence: format!(
+                "changes trust-relevant configuration (`{}`): commands, servers, URLs, key names or roles the repository gives every user",
+                f.path
+            ),
+            suggestion: "review the change yourself and merge it by hand, or revert it from the packet".into(),
+        })
+        .collect()
+}
+
 /// Returns a major finding for every file the range adds, or grows past the limit, that is
 /// larger than `max` bytes. Files that were already that large are not blamed on the range.
 pub fn check_file_sizes(diff: &RangeDiff, max: u64) -> Vec<Finding> {

@@ -107,8 +107,8 @@ impl Reviewer for DeterministicReviewer {
     }
 }
 
-/// Runs the checks that need neither a model nor a command: the packet's scope, conflict
-/// markers, secrets and file sizes.
+/// Runs the checks that need neither a model nor a command: the packet's scope and changes
+/// to trust-relevant configuration, conflict markers, secrets and file sizes.
 fn static_checks(
     input: &ReviewInput<'_>,
     options: &CheckOptions,
@@ -125,6 +125,11 @@ fn static_checks(
     }
     out.checks.push("symlinks".into());
     out.findings.extend(checks::check_symlinks(input.diff));
+    if input.packet.is_some() {
+        // A person's own change to the configuration is theirs; a packet's must be read.
+        out.checks.push("trust-config".into());
+        out.findings.extend(checks::check_trust_config(input.diff));
+    }
     out.checks.push("conflict-markers".into());
     out.findings
         .extend(checks::check_conflict_markers(input.diff));

@@ -242,7 +242,7 @@ impl<'a> Ctx<'a> {
             pid: std::process::id(),
         })?;
         let journal = Arc::new(Mutex::new(journal));
-        let roles = Roles::load(&repo.toplevel)?;
+        let roles = Roles::load_with_trust(&repo.toplevel, config.trusted)?;
         let mut models = RoleModels::new(roles, config.clone(), journal.clone());
         models.budget = settings.budget.clone();
         models.started_ms = entries

@@ -168,7 +168,8 @@ pub fn project_notes(
     chars: usize,
     stop: &AtomicBool,
 ) -> Result<String, String> {
-    let roles = crate::agent::Roles::load(toplevel).map_err(|e| e.to_string())?;
+    let roles = crate::agent::Roles::load_with_trust(toplevel, config.trusted)
+        .map_err(|e| e.to_string())?;
     let state = crate::exec::state_dir(common_dir);
     let scratch = state.join(format!("init-{}", std::process::id()));
     let journal = super::StartJournal::open(&scratch, "init")
@@ -197,7 +198,7 @@ pub fn project_notes(
 /// Returns true if and only if a model profile resolves for `role` in the repository at
 /// `toplevel` (its role files and `config`).
 pub fn has_model(toplevel: &Path, config: &crate::config::RepoConfig, role: &str) -> bool {
-    crate::agent::Roles::load(toplevel)
+    crate::agent::Roles::load_with_trust(toplevel, config.trusted)
         .ok()
         .and_then(|roles| {
             roles

@@ -29,6 +29,7 @@ fn the_run_store_keeps_agent_states_tokens_cost_tools_and_retries_but_no_key() {
     );
     repo.git(&["add", "-A"]);
     repo.git(&["commit", "-qm", "config"]);
+    repo.trust();
     let env = [(KEY_VAR, SECRET)];
     let out = orchestra_with_env(
         &repo.path,
@@ -205,6 +206,7 @@ fn an_agents_final_words_cannot_carry_the_key_into_the_journal_memory_or_report(
     );
     repo.git(&["add", "-A"]);
     repo.git(&["commit", "-qm", "config"]);
+    repo.trust();
     let env = [(KEY_VAR, SECRET)];
     let out = orchestra_with_env(
         &repo.path,

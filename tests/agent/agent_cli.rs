@@ -313,6 +313,7 @@ fn a_role_configured_with_an_unknown_cli_of_its_own_runs_it_as_configured() {
     .unwrap();
     repo.git(&["add", ".orchestra/config.toml"]);
     repo.git(&["commit", "-qm", "configuration"]);
+    repo.trust();
     let plan = repo.write_plan(
         "plan.toml",
         "objective = \"o\"\n\n[[packet]]\nid = \"p1\"\ntitle = \"Mine\"\ndescription = \"d\"\nfiles = [\"src/**\"]\n",
@@ -464,6 +465,7 @@ fn own_cli(repo: &TestRepo, name: &str, role: &str, script: &str) {
     );
     repo.git(&["add", ".orchestra/config.toml"]);
     repo.git(&["commit", "-qm", "configuration"]);
+    repo.trust();
 }
 
 /// Runs a plan of one packet `p1` writing `files` (TOML array contents), with `extra`

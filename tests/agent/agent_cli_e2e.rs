@@ -136,6 +136,7 @@ fn end_to_end(name: &str, cli_table: &str, env: &[(&str, &str)], relay: &Relay) 
     .unwrap();
     repo.git(&["add", ".orchestra"]);
     repo.git(&["commit", "-qm", "configuration"]);
+    repo.trust();
     let plan = repo.write_plan(
         "plan.toml",
         "objective = \"Say done\"\n\n[[packet]]\nid = \"p1\"\ntitle = \"Pelican greeting\"\ndescription = \"Reply with the single word: done\"\nfiles = [\"src/**\"]\nmay_be_empty = true\n",

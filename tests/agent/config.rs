@@ -42,6 +42,7 @@ fn peak_with_concurrency(concurrency: usize) -> usize {
     repo.write("plan.toml", &plan);
     repo.git(&["add", "-A"]);
     repo.git(&["commit", "-qm", "plan"]);
+    repo.trust();
     let out = orchestra_with_env(
         &repo.path,
         &["run", "plan.toml", "--max-parallel", "3", "--json"],
@@ -100,8 +101,8 @@ fn the_user_config_applies_under_the_repositorys() {
     assert_eq!(model_of("coder"), "user-model", "from the user's file");
     assert_eq!(
         model_of("reviewer"),
-        "repo-reviewer",
-        "the repository's entry wins"
+        "user-reviewer",
+        "the user's profile of a name is never replaced by the repository's"
     );
 
     // A mistake in the user's file is an error naming that file.

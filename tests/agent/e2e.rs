@@ -178,6 +178,7 @@ fn e2e_the_planner_of_start_reads_the_code_with_a_tool_before_it_plans() {
     .unwrap();
     crate::support::git(&repo, &["add", "-A"]);
     crate::support::git(&repo, &["commit", "-qm", "profile"]);
+    crate::support::trust(&repo);
     // The token budget lets the planner's first model call through and stops the run before
     // the second: enough to see what the real model does first, in bounded time.
     let started = Instant::now();

@@ -66,6 +66,7 @@ fn configure(repo: &TestRepo, config: &str, mcp_json: &Value) {
     repo.write(".mcp.json", &mcp_json.to_string());
     repo.git(&["add", "-A"]);
     repo.git(&["commit", "-qm", "mcp servers"]);
+    repo.trust();
 }
 
 #[test]

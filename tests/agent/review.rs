@@ -34,6 +34,8 @@ fn repo_with_reviewer(server: &MockServer) -> TestRepo {
     );
     repo.git(&["add", "-A"]);
     repo.git(&["commit", "-qm", "config"]);
+    // Commands and the pre-push hook read the shared test home: the pin goes there.
+    crate::support::trust(&repo.path);
     repo.git(&["checkout", "-qb", "feature"]);
     repo.write(
         "src/lib.rs",
@@ -45,7 +47,9 @@ fn repo_with_reviewer(server: &MockServer) -> TestRepo {
 
 fn review(repo: &TestRepo) -> Result<gate::Verdict, gate::GateError> {
     let info = RepoInfo::discover(&repo.path).unwrap();
-    let config = RepoConfig::load(&info.toplevel).unwrap();
+    let user = repo.user_config_path();
+    git_orchestra::config::trust::pin(&info.toplevel, &user).unwrap();
+    let config = RepoConfig::load_with_user(&info.toplevel, Some(&user)).unwrap();
     assert!(ModelReviewer::configured(&info.toplevel, &config));
     let mut model = ModelReviewer::new(&info.toplevel, config).unwrap();
     model.launcher = None;

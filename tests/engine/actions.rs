@@ -82,6 +82,7 @@ impl Actions {
         );
         repo.git(&["add", "-A"]);
         repo.git(&["commit", "-qm", "executor config"]);
+        repo.trust();
         repo.git(&["push", "-q", "origin", "main"]);
         let state = Arc::new(Mutex::new(State::default()));
         let runner = Arc::new(Mutex::new(runner));

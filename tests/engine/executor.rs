@@ -38,6 +38,7 @@ impl Hosts {
         );
         repo.git(&["add", "-A"]);
         repo.git(&["commit", "-q", "-m", "executor config"]);
+        repo.trust();
         let env = vec![
             ("FAKE_HOSTS".to_string(), homes.display().to_string()),
             ("PATH".to_string(), path_with_binary()),
@@ -323,6 +324,7 @@ fn the_ssh_executor_without_hosts_or_worker_command_is_refused_before_anything_c
     );
     repo.git(&["add", "-A"]);
     repo.git(&["commit", "-q", "-m", "config"]);
+    repo.trust();
     let before = refs(&repo.path);
     // Configured as the default without a worker command, our agents work the packets on
     // the hosts: a model profile is needed for them.

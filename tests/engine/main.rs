@@ -25,5 +25,6 @@ mod sshd;
 #[path = "../support/mod.rs"]
 mod support;
 mod symbols;
+mod trust_attacks;
 mod worker_attacks;
 mod worktree;

@@ -229,6 +229,7 @@ fn packets_run_over_real_ssh_and_a_host_killed_mid_packet_leaves_it_to_the_other
     );
     repo.git(&["add", "-A"]);
     repo.git(&["commit", "-q", "-m", "hosts"]);
+    repo.trust();
     let plan = repo.write_plan(
         "plan.toml",
         &format!(

@@ -232,6 +232,7 @@ fn review_validate_and_setup_commands_are_sandboxed() {
     );
     repo.git(&["add", "-A"]);
     repo.git(&["commit", "-qm", "setup"]);
+    repo.trust();
     let (out, v, _) = run_scoped(&repo, "echo ok > out.txt");
     assert!(!out.status.success(), "{}", text(&out));
     let reason = v["packets"][0]["reason"].as_str().unwrap();
@@ -328,6 +329,7 @@ fn model_keys_under_any_name_reach_no_setup_or_validation_command() {
     );
     repo.git(&["add", "-A"]);
     repo.git(&["commit", "-qm", "profile"]);
+    repo.trust();
     let plan = repo.write_plan(
         "plan.toml",
         &format!(

@@ -129,6 +129,8 @@ fn with_auto_review_the_hints_about_the_model_reviewer_work_from_git_push() {
         ),
     );
     std::fs::write(repo.path.join(".git/info/exclude"), ".orchestra/\n").unwrap();
+    // The hook runs with the shared test home's configuration: the pin goes there.
+    crate::support::trust(&repo.path);
     commit_on_feature(&repo, "src/a.rs", "pub fn a() {}\n");
     let workaround = "git -c orchestra.gate.model=false push";
     // The reviewer's key is not set: the model reviewer cannot be set up.

@@ -17,6 +17,12 @@ use crate::support::{TestRepo, orchestra, text};
 /// Writes `[nav.lsp]` settings (TOML lines) into the repository's configuration.
 fn configure(repo: &TestRepo, lines: &str) {
     repo.write(".orchestra/config.toml", &format!("[nav.lsp]\n{lines}\n"));
+    // Trusted where every command here (and `git orchestra mcp` an editor starts) reads the
+    // user configuration, the shared test home; a file that does not parse stays as it is for
+    // the test to see its error.
+    if git_orchestra::config::RepoConfig::read_repository(&repo.path).is_ok() {
+        crate::support::trust(&repo.path);
+    }
 }
 
 /// Our own binary as the Python server.
@@ -641,7 +647,9 @@ fn max_servers_limits_the_servers_of_a_process_and_shutdown_ends_them() {
              [nav.lsp.servers.rust]\ncommand = \"{ours}\"\nargs = [\"lsp\", \"--stdio\"]"
         ),
     );
-    let config = git_orchestra::config::RepoConfig::load(&repo.path).unwrap();
+    let user = git_orchestra::config::user_config_path(&|k| std::env::var(k).ok());
+    let config =
+        git_orchestra::config::RepoConfig::load_with_user(&repo.path, user.as_deref()).unwrap();
     let tier = Tier::new(Settings::from_config(&config.nav.lsp));
     let mut index = git_orchestra::nav::Index::open(&repo.path).unwrap();
     let wait = Duration::from_secs(60);

@@ -127,6 +127,26 @@ impl TestRepo {
         std::fs::write(dir.join("config.toml"), body).unwrap();
     }
 
+    /// Returns the user configuration file [`TestRepo::user_config`] writes.
+    pub fn user_config_path(&self) -> PathBuf {
+        self.tmp
+            .path()
+            .join(USER_CONFIG_DIR)
+            .join("git-orchestra/config.toml")
+    }
+
+    /// Trusts the repository's configuration as it is now, through `git orchestra trust`, with
+    /// the pin kept in this repository's own user configuration directory.
+    pub fn trust(&self) {
+        let dir = self.tmp.path().join(USER_CONFIG_DIR).join("git-orchestra");
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("config.toml");
+        if !file.is_file() {
+            std::fs::write(&file, "").unwrap();
+        }
+        trust(&self.path);
+    }
+
     /// Lets worker, setup and validation commands write the scratch directory (where tests
     /// keep their marker files) besides their own trees.
     pub fn scratch_writable(&self) {
@@ -188,6 +208,17 @@ const USER_CONFIG_DIR: &str = "user-config";
 /// Runs the `git-orchestra` binary in `dir` with `args` and returns its output.
 pub fn orchestra(dir: &Path, args: &[&str]) -> Output {
     binary(dir).args(args).output().unwrap()
+}
+
+/// Runs `git orchestra trust` in `dir`, panicking when it fails: the repository's commands,
+/// servers, URLs and key names apply from then on, until one of its files changes.
+pub fn trust(dir: &Path) {
+    let out = orchestra(dir, &["trust"]);
+    assert!(
+        out.status.success(),
+        "git orchestra trust failed: {}",
+        text(&out)
+    );
 }
 
 /// Returns stdout and stderr of an output as one string, for assertion messages.

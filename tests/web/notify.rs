@@ -42,6 +42,7 @@ fn configure(repo: &std::path::Path, url: &str) {
     .unwrap();
     git(repo, &["add", "-A"]);
     git(repo, &["commit", "-qm", "notify"]);
+    crate::support::trust(repo);
 }
 
 #[test]

@@ -1092,6 +1092,7 @@ fn start_with_the_ssh_executor_works_its_packets_on_a_host_and_reviews_and_merge
     std::fs::write(&config, text_now).unwrap();
     git(&repo, &["add", "-A"]);
     git(&repo, &["commit", "-q", "-m", "hosts"]);
+    crate::support::trust(&repo);
     let plan = "```toml\n[[packet]]\nid = \"p1\"\ntitle = \"One\"\ndescription = \"d\"\nfiles = [\"p1.txt\"]\nvalidation = [\"test -f p1.txt\"]\n```";
     let scripts = serde_json::json!([
         {"name": "planner", "match": ["# Planner"], "replies": [{"text": plan}]},

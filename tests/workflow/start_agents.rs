@@ -43,6 +43,7 @@ fn setup(plan_text: &str, mut scripts: Vec<Value>, config: Option<&str>) -> Setu
         std::fs::write(repo.join(".orchestra/config.toml"), config).unwrap();
         git(&repo, &["add", "-A"]);
         git(&repo, &["commit", "-qm", "configure"]);
+        crate::support::trust(&repo);
     }
     scripts.extend([
         json!({"name": "planner", "match": ["# Planner"], "replies": [{"text": plan_text}]}),
