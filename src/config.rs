@@ -246,6 +246,10 @@ pub struct SandboxConfig {
     /// Paths those commands may write besides their tree and temporary directory: tool
     /// caches such as `~/.cargo/registry` or `~/.npm` (`~/` is the home directory).
     pub writable: Option<Vec<String>>,
+    /// Names of environment variables sandboxed commands keep from the engine's environment
+    /// besides those tools need (`PATH`, `HOME`, the locale, toolchains): a proxy's
+    /// `HTTPS_PROXY`, a tool's setting. A repository's list can only narrow the user's.
+    pub env: Option<Vec<String>>,
 }
 
 /// Processes a sandboxed command may add to its user's by default.
@@ -312,6 +316,18 @@ impl SandboxConfig {
         }
         if self.writable.as_ref().is_some_and(|w| !w.is_empty()) {
             ignore("writable");
+        }
+        if let Some(env) = &self.env {
+            let allowed = user.env.clone().unwrap_or_default();
+            if env.iter().any(|n| !allowed.contains(n)) {
+                ignore("env (beyond what the user allows)");
+            }
+            out.env = Some(
+                env.iter()
+                    .filter(|n| allowed.contains(n))
+                    .cloned()
+                    .collect(),
+            );
         }
         if let Some(network) = &self.network {
             let allowed = user.network_uses();
@@ -590,6 +606,7 @@ impl RepoConfig {
         repo.sandbox = sandbox;
         let mut config = repo.over(user);
         config.notices = notices;
+        crate::exec::command_env::allow(config.sandbox.env.iter().flatten().map(String::as_str));
         crate::exec::secret_env::withhold(
             config
                 .profiles
@@ -669,6 +686,7 @@ impl RepoConfig {
                 workers: self.sandbox.workers.or(base.sandbox.workers),
                 network: self.sandbox.network.or(base.sandbox.network),
                 writable: self.sandbox.writable.or(base.sandbox.writable),
+                env: self.sandbox.env.or(base.sandbox.env),
             },
             notices: Vec::new(),
             mcp: McpConfig {

@@ -205,6 +205,11 @@ impl Sandbox {
         for path in &self.write {
             cmd.arg("--write").arg(path);
         }
+        // The command may be given another home (an agent CLI's private one): the launcher
+        // keeps the credentials of the engine's home out all the same.
+        if let Some(home) = std::env::var_os("HOME") {
+            cmd.arg("--user-home").arg(home);
+        }
         // A process cannot use more CPU time than the wall time times the cores.
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
         cmd.arg("--max-processes")
@@ -329,6 +334,7 @@ struct LaunchArgs {
     tmp: PathBuf,
     read: Vec<PathBuf>,
     write: Vec<PathBuf>,
+    user_home: Option<PathBuf>,
     network: bool,
     allow: bool,
     limits: Limits,
@@ -338,7 +344,7 @@ struct LaunchArgs {
 
 /// Parses the launcher's arguments (see [`Sandbox::command`]).
 fn parse(args: &[OsString]) -> Result<LaunchArgs, SandboxError> {
-    let (mut worktree, mut tmp, mut cpu_secs) = (None, None, None);
+    let (mut worktree, mut tmp, mut cpu_secs, mut user_home) = (None, None, None, None);
     let (mut network, mut allow) = (false, false);
     let (mut read, mut write) = (Vec::new(), Vec::new());
     let mut limits = Limits::default();
@@ -354,6 +360,7 @@ fn parse(args: &[OsString]) -> Result<LaunchArgs, SandboxError> {
             Some("--tmp") => tmp = it.next().map(PathBuf::from),
             Some("--read") => read.extend(it.next().map(PathBuf::from)),
             Some("--write") => write.extend(it.next().map(PathBuf::from)),
+            Some("--user-home") => user_home = it.next().map(PathBuf::from),
             Some("--network") => network = true,
             Some("--allow-unsandboxed") => allow = true,
             Some("--max-processes") => limits.processes = number(it.next())?,
@@ -380,6 +387,7 @@ fn parse(args: &[OsString]) -> Result<LaunchArgs, SandboxError> {
         tmp,
         read,
         write,
+        user_home,
         network,
         allow,
         limits,
@@ -405,7 +413,14 @@ pub fn exec_sandboxed(args: &[OsString]) -> SandboxError {
         "warning: this build of git-orchestra has no sandbox (Landlock is Linux's): `{}` runs UNCONFINED, as `[sandbox] if_unavailable = \"warn\"` allows",
         a.command.join(std::ffi::OsStr::new(" ")).to_string_lossy()
     );
-    let _ = (&a.read, &a.write, a.network, &a.limits, a.cpu_secs);
+    let _ = (
+        &a.read,
+        &a.write,
+        &a.user_home,
+        a.network,
+        &a.limits,
+        a.cpu_secs,
+    );
     let err = Command::new(&a.command[0])
         .args(&a.command[1..])
         .current_dir(&a.worktree)
@@ -430,7 +445,7 @@ pub fn exec_sandboxed(args: &[OsString]) -> SandboxError {
         .into_iter()
         .chain(a.write.iter().map(PathBuf::as_path))
         .collect();
-    match restrict(&writable, &a.read, a.network) {
+    match restrict(&writable, &a.read, a.user_home.as_deref(), a.network) {
         Ok(true) => {}
         Ok(false) if a.allow => {}
         Ok(false) => return SandboxError::Unavailable,
@@ -457,12 +472,17 @@ pub fn exec_sandboxed(args: &[OsString]) -> SandboxError {
 /// granted caches) and reading `read` besides the defaults; returns whether Landlock enforced
 /// the file-system rules.
 #[cfg(all(target_os = "linux", not(orchestra_no_landlock)))]
-fn restrict(writable: &[&Path], read: &[PathBuf], network: bool) -> Result<bool, SandboxError> {
+fn restrict(
+    writable: &[&Path],
+    read: &[PathBuf],
+    user_home: Option<&Path>,
+    network: bool,
+) -> Result<bool, SandboxError> {
     let e = |e: landlock::RulesetError| SandboxError::Ruleset(e.to_string());
     let abi = ABI::V5;
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let path = std::env::var("PATH").ok();
-    let readable = reads::readable(read, home.as_deref(), path.as_deref(), network);
+    let readable = reads::readable(read, home.as_deref(), user_home, path.as_deref(), network);
     // Scopes (Landlock ABI 6, applied where the kernel has them): no signal to, and no
     // abstract UNIX socket of, a process outside this sandbox — the engine included.
     let mut ruleset = Ruleset::default()
@@ -475,7 +495,8 @@ fn restrict(writable: &[&Path], read: &[PathBuf], network: bool) -> Result<bool,
             .handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)
             .map_err(e)?;
     }
-    let devices = ["/dev/null", "/dev/zero", "/dev/tty", "/dev/full"];
+    // Not `/dev/tty`: the command has no controlling terminal (see `supervise`).
+    let devices = ["/dev/null", "/dev/zero", "/dev/full"];
     let status = ruleset
         .create()
         .map_err(e)?
