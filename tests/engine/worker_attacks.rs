@@ -1046,3 +1046,19 @@ fn a_sandboxed_command_cannot_write_to_the_users_terminal() {
     let landed = repo.git(&["show", &format!("{branch}:out.txt")]);
     assert!(landed.starts_with("tty=") && landed != "tty=0", "{landed}");
 }
+
+#[test]
+fn max_processes_bounds_a_fork_loop_even_as_root() {
+    let repo = TestRepo::new();
+    repo.user_config("[sandbox]\nmax_processes = 20\n");
+    // Sixty children that each live two seconds: the command counts the forks that succeed.
+    let worker = r#"perl -e 'my $n = 0; for (1..60) { my $p = fork; next unless defined $p; if ($p == 0) { sleep 2; exit 0 } $n++ } open my $f, ">", "out.txt"; print $f $n;'"#;
+    let (out, v, branch) = run_scoped(&repo, worker);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(v["packets"][0]["state"], "succeeded", "{v}");
+    let forks: u32 = repo
+        .git(&["show", &format!("{branch}:out.txt")])
+        .parse()
+        .unwrap();
+    assert!(forks > 0 && forks <= 20, "{forks} processes were started");
+}

@@ -22,6 +22,8 @@ use landlock::{
     Scope, path_beneath_rules,
 };
 
+#[cfg(all(target_os = "linux", not(orchestra_no_landlock)))]
+mod cgroup;
 mod limits;
 #[cfg(all(target_os = "linux", not(orchestra_no_landlock)))]
 mod privileges;
@@ -286,6 +288,10 @@ pub fn command_sandboxes(
         config,
         crate::exec::state_dir(common_dir).join("tmp"),
     );
+    if let Some(notice) = process_limit_notice() {
+        static ONCE: std::sync::Once = std::sync::Once::new();
+        ONCE.call_once(|| tracing::warn!("{notice}"));
+    }
     let network = config.network_uses();
     let confine = |kind| Some(sandbox.clone().per_tree(network.contains(&kind)));
     crate::exec::process::Sandboxes {
@@ -293,6 +299,21 @@ pub fn command_sandboxes(
         setup: confine(NetworkUse::Setup),
         validation: confine(NetworkUse::Validation),
     }
+}
+
+/// Returns what to tell the user where `[sandbox] max_processes` cannot be enforced: running
+/// as root (which `RLIMIT_NPROC` does not bound) without a writable pids cgroup; `None` where
+/// it holds.
+pub fn process_limit_notice() -> Option<String> {
+    // SAFETY: geteuid cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    #[cfg(all(target_os = "linux", not(orchestra_no_landlock)))]
+    let bounded = cgroup::pids_parent().is_some();
+    #[cfg(not(all(target_os = "linux", not(orchestra_no_landlock))))]
+    let bounded = false;
+    (root && !bounded).then(|| {
+        "warning: running as root without a writable pids cgroup: `[sandbox] max_processes` is not enforced for sandboxed commands (the kernel does not apply RLIMIT_NPROC to root); run as another user, or give this process a cgroup with the pids controller".to_string()
+    })
 }
 
 /// Returns `entries` with a leading `~/` replaced by the home directory (entries naming the
@@ -441,6 +462,11 @@ pub fn exec_sandboxed(args: &[OsString]) -> SandboxError {
         Ok(a) => a,
         Err(e) => return e,
     };
+    // Before Landlock closes the cgroup file system: a pids cgroup bounds the command's
+    // processes where RLIMIT_NPROC does not (root); the launcher counts as one.
+    if let Some(parent) = cgroup::pids_parent() {
+        let _ = cgroup::join_bounded(&parent, a.limits.processes.saturating_add(1));
+    }
     let writable: Vec<&Path> = [a.worktree.as_path(), a.tmp.as_path()]
         .into_iter()
         .chain(a.write.iter().map(PathBuf::as_path))
