@@ -455,6 +455,10 @@ pub struct WorktreeConfig {
     pub setup: Option<String>,
     /// How many clean worktrees of integrated packets to keep for new packets (default 0: none).
     pub recycle: Option<usize>,
+    /// Ignored paths, relative to a worktree's top (`target`), a parked worktree keeps as warm
+    /// caches for the next packet (default none: every other ignored file is dropped). A
+    /// repository's list can only narrow the user's.
+    pub keep_ignored: Option<Vec<String>>,
     /// Check out only what each packet needs (cone mode): the directories of its declared
     /// files, the top-level files and `sparse_include` (default false).
     pub sparse: Option<bool>,
@@ -604,9 +608,29 @@ impl RepoConfig {
         // tighten the sandbox, never loosen it.
         let (sandbox, notices) = repo.sandbox.within(&user.sandbox, &path);
         repo.sandbox = sandbox;
+        let mut notices = notices;
+        if let Some(keep) = repo.worktree.keep_ignored.take() {
+            let allowed = user.worktree.keep_ignored.clone().unwrap_or_default();
+            if keep.iter().any(|k| !allowed.contains(k)) {
+                notices.push(format!(
+                    "ignoring `[worktree] keep_ignored` entries in {} that your user configuration does not list: a repository's configuration cannot keep another packet's ignored files",
+                    path.display()
+                ));
+            }
+            repo.worktree.keep_ignored =
+                Some(keep.into_iter().filter(|k| allowed.contains(k)).collect());
+        }
         let mut config = repo.over(user);
         config.notices = notices;
         crate::exec::command_env::allow(config.sandbox.env.iter().flatten().map(String::as_str));
+        crate::git::keep_ignored(
+            config
+                .worktree
+                .keep_ignored
+                .iter()
+                .flatten()
+                .map(String::as_str),
+        );
         crate::exec::secret_env::withhold(
             config
                 .profiles
@@ -655,6 +679,7 @@ impl RepoConfig {
                 root: self.worktree.root.or(base.worktree.root),
                 setup: self.worktree.setup.or(base.worktree.setup),
                 recycle: self.worktree.recycle.or(base.worktree.recycle),
+                keep_ignored: self.worktree.keep_ignored.or(base.worktree.keep_ignored),
                 sparse: self.worktree.sparse.or(base.worktree.sparse),
                 sparse_include: self
                     .worktree
@@ -824,6 +849,27 @@ mod tests {
         assert!(err.contains("refuse") && err.contains("warn"), "{err}");
         let missing = dir.path().join("none.toml");
         assert!(RepoConfig::load_with_user(dir.path(), Some(&missing)).is_ok());
+    }
+
+    #[test]
+    fn a_repositorys_env_and_keep_ignored_lists_only_narrow_the_users() {
+        let dir = tempfile::tempdir().unwrap();
+        let user = dir.path().join("user.toml");
+        std::fs::write(
+            &user,
+            "[sandbox]\nenv = [\"HTTPS_PROXY\", \"MY_TOOL\"]\n\n[worktree]\nkeep_ignored = [\"target\"]\n",
+        )
+        .unwrap();
+        std::fs::create_dir_all(dir.path().join(".orchestra")).unwrap();
+        std::fs::write(
+            dir.path().join(".orchestra/config.toml"),
+            "[sandbox]\nenv = [\"MY_TOOL\", \"GITHUB_TOKEN\"]\n\n[worktree]\nkeep_ignored = [\"target\", \"node_modules\"]\n",
+        )
+        .unwrap();
+        let cfg = RepoConfig::load_with_user(dir.path(), Some(&user)).unwrap();
+        assert_eq!(cfg.sandbox.env, Some(vec!["MY_TOOL".to_string()]));
+        assert_eq!(cfg.worktree.keep_ignored, Some(vec!["target".to_string()]));
+        assert_eq!(cfg.notices.len(), 2, "{:?}", cfg.notices);
     }
 
     #[test]

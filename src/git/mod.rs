@@ -46,7 +46,7 @@ pub use leftovers::{
 };
 pub use merge::{MergeOutcome, MergeStart, MergeTree};
 pub use pinned::{registered_git_dir, registered_git_dir_unrepaired};
-pub use recycle::{POOL_DIR, park, pool_dir, pooled};
+pub use recycle::{POOL_DIR, keep_ignored, park, pool_dir, pooled};
 pub use refs::{Expected, RefError};
 pub use registry::{WorktreeEntry, delete_branch, list, remove};
 pub use repair::{create_repairing, repair_registrations};

@@ -217,3 +217,35 @@ fn gc_leaves_build_output_out_of_the_archive_and_says_so() {
         .join(format!(".git/orchestra/runs/{run}/p1/saved/ignored.tar"));
     assert_eq!(tar_member(&archive, "notes.txt"), b"mine\n");
 }
+
+/// The apparent size of the sparse file a worker plants among its ignored files.
+const PLANTED_SPARSE: &str = "100G";
+
+#[test]
+fn gc_does_not_archive_a_planted_sparse_file_and_says_what_it_left_out() {
+    let repo = repo_ignoring_build();
+    let plan = one_packet_plan(&repo);
+    let worker = format!(
+        "echo ok > out.txt; mkdir -p build; echo small > build/small.txt; truncate -s {PLANTED_SPARSE} build/huge.img"
+    );
+    let out = repo.run_plan(&plan, &worker, &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    let run = run_id(&repo.path);
+    let started = std::time::Instant::now();
+    let out = orchestra(&repo.path, &["gc"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(started.elapsed() < std::time::Duration::from_secs(60));
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        shown.contains("not saved") && shown.contains("build/huge.img"),
+        "{shown}"
+    );
+    let archive = repo
+        .path
+        .join(format!(".git/orchestra/runs/{run}/p1/saved/ignored.tar"));
+    assert!(
+        std::fs::metadata(&archive).unwrap().len() < 10 * 1024 * 1024,
+        "the archive holds the planted file"
+    );
+    assert_eq!(tar_member(&archive, "build/small.txt"), b"small\n");
+}
