@@ -253,6 +253,10 @@ pub struct SandboxConfig {
     /// Paths those commands may write besides their tree and temporary directory: tool
     /// caches such as `~/.cargo/registry` or `~/.npm` (`~/` is the home directory).
     pub writable: Option<Vec<String>>,
+    /// Names of environment variables sandboxed commands keep from the engine's environment
+    /// besides those tools need (`PATH`, `HOME`, the locale, toolchains): a proxy's
+    /// `HTTPS_PROXY`, a tool's setting. A repository's list can only narrow the user's.
+    pub env: Option<Vec<String>>,
 }
 
 /// Processes a sandboxed command may add to its user's by default.
@@ -319,6 +323,18 @@ impl SandboxConfig {
         }
         if self.writable.as_ref().is_some_and(|w| !w.is_empty()) {
             ignore("writable");
+        }
+        if let Some(env) = &self.env {
+            let allowed = user.env.clone().unwrap_or_default();
+            if env.iter().any(|n| !allowed.contains(n)) {
+                ignore("env (beyond what the user allows)");
+            }
+            out.env = Some(
+                env.iter()
+                    .filter(|n| allowed.contains(n))
+                    .cloned()
+                    .collect(),
+            );
         }
         if let Some(network) = &self.network {
             let allowed = user.network_uses();
@@ -450,6 +466,10 @@ pub struct WorktreeConfig {
     pub setup: Option<String>,
     /// How many clean worktrees of integrated packets to keep for new packets (default 0: none).
     pub recycle: Option<usize>,
+    /// Ignored paths, relative to a worktree's top (`target`), a parked worktree keeps as warm
+    /// caches for the next packet (default none: every other ignored file is dropped). A
+    /// repository's list can only narrow the user's.
+    pub keep_ignored: Option<Vec<String>>,
     /// Check out only what each packet needs (cone mode): the directories of its declared
     /// files, the top-level files and `sparse_include` (default false).
     pub sparse: Option<bool>,
@@ -606,12 +626,32 @@ impl RepoConfig {
         let (sandbox, sandbox_notices) = repo.sandbox.within(&user_config.sandbox, &path);
         repo.sandbox = sandbox;
         notices.extend(sandbox_notices);
+        if let Some(keep) = repo.worktree.keep_ignored.take() {
+            let allowed = user_config.worktree.keep_ignored.clone().unwrap_or_default();
+            if keep.iter().any(|k| !allowed.contains(k)) {
+                notices.push(format!(
+                    "ignoring `[worktree] keep_ignored` entries in {} that your user configuration does not list: a repository's configuration cannot keep another packet's ignored files",
+                    path.display()
+                ));
+            }
+            repo.worktree.keep_ignored =
+                Some(keep.into_iter().filter(|k| allowed.contains(k)).collect());
+        }
         for profile in repo.profiles.values_mut() {
             profile.from_repository = true;
         }
         let mut config = repo.over(user_config);
         config.notices = notices;
         config.trusted = trusted;
+        crate::exec::command_env::allow(config.sandbox.env.iter().flatten().map(String::as_str));
+        crate::git::keep_ignored(
+            config
+                .worktree
+                .keep_ignored
+                .iter()
+                .flatten()
+                .map(String::as_str),
+        );
         crate::exec::secret_env::withhold(
             config
                 .profiles
@@ -703,6 +743,7 @@ impl RepoConfig {
                 root: self.worktree.root.or(base.worktree.root),
                 setup: self.worktree.setup.or(base.worktree.setup),
                 recycle: self.worktree.recycle.or(base.worktree.recycle),
+                keep_ignored: self.worktree.keep_ignored.or(base.worktree.keep_ignored),
                 sparse: self.worktree.sparse.or(base.worktree.sparse),
                 sparse_include: self
                     .worktree
@@ -735,6 +776,7 @@ impl RepoConfig {
                 workers: self.sandbox.workers.or(base.sandbox.workers),
                 network: self.sandbox.network.or(base.sandbox.network),
                 writable: self.sandbox.writable.or(base.sandbox.writable),
+                env: self.sandbox.env.or(base.sandbox.env),
             },
             notices: Vec::new(),
             trusted: false,
@@ -874,6 +916,27 @@ mod tests {
         assert!(err.contains("refuse") && err.contains("warn"), "{err}");
         let missing = dir.path().join("none.toml");
         assert!(RepoConfig::load_with_user(dir.path(), Some(&missing)).is_ok());
+    }
+
+    #[test]
+    fn a_repositorys_env_and_keep_ignored_lists_only_narrow_the_users() {
+        let dir = tempfile::tempdir().unwrap();
+        let user = dir.path().join("user.toml");
+        std::fs::write(
+            &user,
+            "[sandbox]\nenv = [\"HTTPS_PROXY\", \"MY_TOOL\"]\n\n[worktree]\nkeep_ignored = [\"target\"]\n",
+        )
+        .unwrap();
+        std::fs::create_dir_all(dir.path().join(".orchestra")).unwrap();
+        std::fs::write(
+            dir.path().join(".orchestra/config.toml"),
+            "[sandbox]\nenv = [\"MY_TOOL\", \"GITHUB_TOKEN\"]\n\n[worktree]\nkeep_ignored = [\"target\", \"node_modules\"]\n",
+        )
+        .unwrap();
+        let cfg = RepoConfig::load_with_user(dir.path(), Some(&user)).unwrap();
+        assert_eq!(cfg.sandbox.env, Some(vec!["MY_TOOL".to_string()]));
+        assert_eq!(cfg.worktree.keep_ignored, Some(vec!["target".to_string()]));
+        assert_eq!(cfg.notices.len(), 2, "{:?}", cfg.notices);
     }
 
     #[test]

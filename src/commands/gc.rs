@@ -105,6 +105,20 @@ fn print_leftovers(item: &GcItem, dry_run: bool) {
     if !item.regenerable.is_empty() {
         println!("  build output not saved: {}", item.regenerable.join(", "));
     }
+    if !item.too_large.is_empty() {
+        let files: Vec<String> = item
+            .too_large
+            .iter()
+            .map(|(path, size)| {
+                format!(
+                    "{} ({})",
+                    git_orchestra::redact::quote_path(path),
+                    human(*size)
+                )
+            })
+            .collect();
+        println!("  too large to archive, not saved: {}", files.join(", "));
+    }
     match &item.archive {
         Some(a) => println!(
             "  {} ignored path(s) archived in {}",

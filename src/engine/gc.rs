@@ -39,6 +39,9 @@ pub struct GcItem {
     /// Ignored directories of build output and caches, not saved (see
     /// [`gitops::REGENERABLE`]).
     pub regenerable: Vec<String>,
+    /// Ignored files left out of the archive for their size, with their apparent sizes (see
+    /// `git::MAX_ARCHIVED_FILE`).
+    pub too_large: Vec<(String, u64)>,
 }
 
 /// A git repository nested in a worktree, and the bundle it was saved to.
@@ -237,9 +240,15 @@ pub fn remove_integrated(
             .join("saved");
         let kept = gitops::find_leftovers(&git)
             .and_then(|found| gitops::save_leftovers(&git, &found, &dest));
-        if let Err(e) = kept {
-            tracing::warn!(packet = %rec.id, error = %e, "worktree kept: its leftovers cannot be saved");
-            continue;
+        let saved = match kept {
+            Ok(saved) => saved,
+            Err(e) => {
+                tracing::warn!(packet = %rec.id, error = %e, "worktree kept: its leftovers cannot be saved");
+                continue;
+            }
+        };
+        for (path, size) in &saved.too_large {
+            tracing::warn!(packet = %rec.id, path = %path, bytes = size, "ignored file too large to archive, not saved");
         }
         let saved = gitops::backup(&git, &refname, "git-orchestra merge: unsaved work")
             .map_err(worktree_err)?;
@@ -297,6 +306,7 @@ fn sweep(
         ignored: found.ignored.len(),
         archive: None,
         regenerable: found.regenerable.clone(),
+        too_large: Vec::new(),
     };
     if let Some(wt) = live {
         let refname = names::backup_ref(&run.id, &target.id);
@@ -314,6 +324,7 @@ fn sweep(
                 n.bundle = Some(bundle);
             }
             item.archive = saved.archive;
+            item.too_large = saved.too_large;
             let saved = gitops::backup(&git, &refname, "git-orchestra gc: unsaved work")
                 .map_err(worktree_err)?;
             if saved.is_some() {

@@ -659,6 +659,7 @@ fn work_external(
     // The worker command (an agent CLI, usually) gets the API keys the engine took out
     // of its own environment; setup and validation commands do not.
     let mut env = env.to_vec();
+    env.extend(crate::exec::command_env::provider_settings());
     env.extend(crate::exec::secret_env::stashed().iter().cloned());
     let confine = ctx.sandboxes.worker.as_deref();
     let out = run_confined(ctx, &packet.id, worker_cmd, wt, &env, log, confine)?;

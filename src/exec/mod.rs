@@ -6,6 +6,7 @@
 //! coordinator, the forge and the orchestrator can all reach it without reaching into each other.
 
 pub mod capture;
+pub mod command_env;
 mod lock;
 pub mod process;
 pub mod secret_env;

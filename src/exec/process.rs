@@ -53,7 +53,8 @@ pub struct Spec<'a> {
     pub command: &'a str,
     /// Working directory.
     pub dir: &'a Path,
-    /// Extra environment variables.
+    /// Variables set for the command on top of the allow-listed part of the engine's
+    /// environment (see `command_env`).
     pub env: &'a [(String, String)],
     /// Where stdout and stderr go (both, interleaved).
     pub log: &'a Path,
@@ -153,20 +154,25 @@ pub fn run(
         .current_dir(spec.dir)
         .stdin(Stdio::null())
         .stdout(log)
-        .stderr(log_err)
-        .process_group(0);
-    // Keys the engine holds never reach a command unless its spec hands them over.
-    for name in crate::exec::secret_env::withheld() {
-        cmd.env_remove(name);
-    }
+        .stderr(log_err);
+    // Only the allow-listed part of the engine's environment reaches a command (no
+    // third-party tokens, no agent socket), and keys the engine holds never do unless its
+    // spec hands them over.
+    crate::exec::command_env::scrub(&mut cmd);
     for (k, v) in spec.env {
         cmd.env(k, v);
     }
-    // SAFETY: prctl is async-signal-safe; it asks the kernel to kill the shell if this process
-    // dies (kill -9 included), so a crashed run leaves no worker writing behind its back.
-    #[cfg(target_os = "linux")]
+    // SAFETY: setsid and prctl are async-signal-safe. The command gets a session (and so a
+    // process group) of its own, without the user's terminal: `/dev/tty` fails to open, so
+    // what it writes there never reaches the screen as raw escape sequences. PDEATHSIG asks
+    // the kernel to kill the shell if this process dies (kill -9 included), so a crashed run
+    // leaves no worker writing behind its back.
     unsafe {
         cmd.pre_exec(|| {
+            if libc::setsid() < 0 {
+                libc::setpgid(0, 0);
+            }
+            #[cfg(target_os = "linux")]
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
             Ok(())
         });

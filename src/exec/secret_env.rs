@@ -54,13 +54,19 @@ pub fn is_secret_name(name: &str) -> bool {
     }
     let words: Vec<&str> = name.split('_').collect();
     let has = |w: &str| words.contains(&w);
-    let names_provider = PROVIDERS.iter().any(|p| {
+    names_provider(name) && (has("KEY") || has("TOKEN") || has("SECRET"))
+}
+
+/// Returns true if and only if the variable `name` names a model provider among its
+/// underscore-separated words (`ANTHROPIC_BASE_URL`, `MY_OPENAI_ORG`).
+pub fn names_provider(name: &str) -> bool {
+    let words: Vec<&str> = name.split('_').collect();
+    PROVIDERS.iter().any(|p| {
         let parts: Vec<&str> = p.split('_').collect();
         words
             .windows(parts.len())
             .any(|win| win == parts.as_slice())
-    });
-    names_provider && (has("KEY") || has("TOKEN") || has("SECRET"))
+    })
 }
 
 /// Keeps the variables `names` (a profile's `api_key_env`) from every command the engine

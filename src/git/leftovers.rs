@@ -79,6 +79,13 @@ impl Leftovers {
     }
 }
 
+/// The largest ignored file archived, in bytes of its apparent size: a worker can plant a
+/// sparse file of 100 GB that takes no disk, and an archive would write it out whole.
+pub const MAX_ARCHIVED_FILE: u64 = 1 << 30;
+
+/// The most bytes of ignored files one worktree's archive holds; files past it are not saved.
+pub const MAX_ARCHIVED_TOTAL: u64 = 4 << 30;
+
 /// Where [`save_leftovers`] put what it saved.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SavedLeftovers {
@@ -86,6 +93,9 @@ pub struct SavedLeftovers {
     pub bundles: Vec<(String, PathBuf)>,
     /// The tar archive of the ignored files, when there were any.
     pub archive: Option<PathBuf>,
+    /// Ignored files left out of the archive for their size ([`MAX_ARCHIVED_FILE`],
+    /// [`MAX_ARCHIVED_TOTAL`]), relative to the worktree's top, with their apparent sizes.
+    pub too_large: Vec<(String, u64)>,
 }
 
 /// Returns the nested repositories and ignored files of the worktree of `git` (its pinned
@@ -255,8 +265,10 @@ pub fn save_leftovers(
     }
     if !found.ignored.is_empty() {
         let archive = dest.join("ignored.tar");
-        write_tar(top, &found.ignored, &archive)?;
+        let (entries, too_large) = archive_entries(top, &found.ignored);
+        write_tar(top, &entries, &archive)?;
         saved.archive = Some(archive);
+        saved.too_large = too_large;
     }
     Ok(saved)
 }
@@ -310,13 +322,44 @@ fn bundle_nested(path: &Path, repo: &NestedRepo, bundle: &Path) -> Result<(), Wo
     Ok(())
 }
 
-/// Writes the tar archive `archive` of `paths` under `top` (directories whole, symbolic links
-/// as links) with the system's `tar`.
-fn write_tar(top: &Path, paths: &[String], archive: &Path) -> Result<(), WorktreeError> {
+/// Returns every entry at or beneath `paths` under `top` to archive — directories, files and
+/// symbolic links (not followed) — and the files left out for their size: one above
+/// [`MAX_ARCHIVED_FILE`], or one that would take the archive past [`MAX_ARCHIVED_TOTAL`].
+fn archive_entries(top: &Path, paths: &[String]) -> (Vec<PathBuf>, Vec<(String, u64)>) {
+    let (mut entries, mut too_large) = (Vec::new(), Vec::new());
+    let mut total = 0u64;
+    let mut stack: Vec<PathBuf> = paths.iter().rev().map(PathBuf::from).collect();
+    while let Some(rel) = stack.pop() {
+        let Ok(meta) = std::fs::symlink_metadata(top.join(&rel)) else {
+            continue;
+        };
+        if meta.is_dir() {
+            let mut children: Vec<PathBuf> = std::fs::read_dir(top.join(&rel))
+                .map(|d| d.flatten().map(|e| rel.join(e.file_name())).collect())
+                .unwrap_or_default();
+            children.sort_unstable_by(|a, b| b.cmp(a));
+            stack.extend(children);
+        } else if meta.is_file() {
+            let size = meta.len();
+            if size > MAX_ARCHIVED_FILE || total.saturating_add(size) > MAX_ARCHIVED_TOTAL {
+                too_large.push((rel.to_string_lossy().into_owned(), size));
+                continue;
+            }
+            total += size;
+        }
+        entries.push(rel);
+    }
+    (entries, too_large)
+}
+
+/// Writes the tar archive `archive` of exactly the entries `paths` under `top` (a directory
+/// as itself, without what it holds; symbolic links as links) with the system's `tar`.
+fn write_tar(top: &Path, paths: &[PathBuf], archive: &Path) -> Result<(), WorktreeError> {
+    use std::os::unix::ffi::OsStrExt;
     let partial = archive.with_extension("tar.partial");
     let mut list = Vec::new();
     for p in paths {
-        list.extend_from_slice(p.as_bytes());
+        list.extend_from_slice(p.as_os_str().as_bytes());
         list.push(0);
     }
     let cannot = |reason: String| WorktreeError::CannotSave {
@@ -329,7 +372,7 @@ fn write_tar(top: &Path, paths: &[String], archive: &Path) -> Result<(), Worktre
         .arg(&partial)
         .arg("--directory")
         .arg(top)
-        .args(["--null", "--files-from", "-"])
+        .args(["--no-recursion", "--null", "--files-from", "-"])
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

@@ -41,12 +41,12 @@ pub use cli::{Git, GitError};
 pub use identity::{COMMITTER_EMAIL, COMMITTER_NAME, Identity};
 pub use include::{INCLUDE_FILE, copy_includes};
 pub use leftovers::{
-    Leftovers, NestedRepo, REGENERABLE, SavedLeftovers, UNCOMMITTED_REF, find_leftovers,
-    save_leftovers,
+    Leftovers, MAX_ARCHIVED_FILE, MAX_ARCHIVED_TOTAL, NestedRepo, REGENERABLE, SavedLeftovers,
+    UNCOMMITTED_REF, find_leftovers, save_leftovers,
 };
 pub use merge::{MergeOutcome, MergeStart, MergeTree};
 pub use pinned::{registered_git_dir, registered_git_dir_unrepaired};
-pub use recycle::{POOL_DIR, park, pool_dir, pooled};
+pub use recycle::{POOL_DIR, keep_ignored, park, pool_dir, pooled};
 pub use refs::{Expected, RefError};
 pub use registry::{WorktreeEntry, delete_branch, list, remove};
 pub use repair::{create_repairing, repair_registrations};

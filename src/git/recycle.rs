@@ -10,11 +10,17 @@
 //! again, moved to the packet's path and checked out on the packet's branch, which rewrites only
 //! the files that differ.
 //!
-//! Ignored files (build output such as `target/` or `node_modules/`) stay, as warm caches, when
-//! the new commit ignores what the old one did; when any `.gitignore` differs between the two
-//! commits they are removed first (`git clean -X`), so a file that the new commit no longer
-//! ignores can never turn up as a change of the new packet. Either way the recycled worktree
-//! must validate clean on its branch before a worker sees it.
+//! Ignored files are no review's: a worker can plant `node_modules/.bin/jest` and the next
+//! packet's tests would run it. So a worktree is parked only with the ignored paths the user
+//! declared as caches to keep (`[worktree] keep_ignored`, top-relative, none by default; see
+//! [`keep_ignored`]): the other ignored directories of build output (`node_modules`,
+//! `__pycache__`, … — what `gc` would not save either) are removed first, and a worktree
+//! holding any other ignored file (a `.env`, a log) is not parked at all but removed the usual
+//! way, its ignored files archived. The kept caches stay, as warm caches, when the new commit
+//! ignores what the old one did; when any `.gitignore` differs between the two commits they
+//! are removed too (`git clean -X`), so a file that the new commit no longer ignores can never
+//! turn up as a change of the new packet. Either way the recycled worktree must validate clean
+//! on its branch before a worker sees it.
 //!
 //! Crash safety: before anything moves, a marker in the pooled worktree's administrative
 //! directory (`<common-dir>/worktrees/<id>/orchestra-recycle`) names the destination. Every step
@@ -23,6 +29,7 @@
 //! ignored files when the marker was written, so a forced checkout loses nothing).
 
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use super::registry::{self, same_path};
 use super::worktree::{WorktreeError, WorktreeRequest};
@@ -36,6 +43,52 @@ const MARKER: &str = "orchestra-recycle";
 
 /// The fault point (`ORCHESTRA_CRASH_AT`) between the move and the checkout, for crash tests.
 pub const CRASH_POINT: &str = "recycle-moved";
+
+/// The ignored paths a parked worktree keeps (`[worktree] keep_ignored`).
+static KEEP_IGNORED: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+/// Sets the ignored paths, relative to a worktree's top (`target`), that parked worktrees keep
+/// as caches for the packets that take them; every other ignored file is dropped or keeps the
+/// worktree from being parked.
+pub fn keep_ignored<'a>(paths: impl IntoIterator<Item = &'a str>) {
+    if let Ok(mut keep) = KEEP_IGNORED.lock() {
+        *keep = paths
+            .into_iter()
+            .map(|p| p.trim_matches('/').to_string())
+            .filter(|p| !p.is_empty())
+            .collect();
+    }
+}
+
+/// Returns true if and only if the ignored `path` lies in a path [`keep_ignored`] named.
+fn is_kept(path: &str) -> bool {
+    KEEP_IGNORED.lock().is_ok_and(|keep| {
+        keep.iter().any(|k| {
+            path == k
+                || path
+                    .strip_prefix(k.as_str())
+                    .is_some_and(|rest| rest.starts_with('/'))
+        })
+    })
+}
+
+/// Returns the ignored directories of build output to remove from the worktree of `git`
+/// before it is parked, or `None` when it holds an ignored file worth saving (which the usual
+/// removal archives).
+fn droppable_ignored(git: &Git) -> Result<Option<Vec<String>>, WorktreeError> {
+    let mut drop = Vec::new();
+    for (path, is_dir) in git.ignored_entries()? {
+        if is_kept(&path) {
+            continue;
+        }
+        let name = path.rsplit('/').next().unwrap_or(&path);
+        if !(is_dir && super::leftovers::REGENERABLE.contains(&name)) {
+            return Ok(None);
+        }
+        drop.push(path);
+    }
+    Ok(Some(drop))
+}
 
 /// Returns the pool of the worktree root that `packet_path` (`<root>/<run>/<packet>`) is in.
 pub fn pool_dir(packet_path: &Path) -> Option<PathBuf> {
@@ -72,6 +125,19 @@ pub fn park(repo: &RepoInfo, wt: &Path, capacity: usize) -> Result<Option<PathBu
     let sparse = git.finish(["config", "--bool", "--get", "core.sparseCheckout"], None)?;
     if sparse.success() && String::from_utf8_lossy(&sparse.stdout).trim() == "true" {
         return Ok(None);
+    }
+    let Some(drop) = droppable_ignored(&git)? else {
+        return Ok(None);
+    };
+    for path in drop {
+        let path = wt.join(path);
+        // A link is removed as a link: nothing it points at is touched.
+        let gone = match std::fs::symlink_metadata(&path) {
+            Ok(m) if m.is_dir() => fs_err::remove_dir_all(&path),
+            Ok(_) => fs_err::remove_file(&path),
+            Err(_) => Ok(()),
+        };
+        gone.map_err(|source| WorktreeError::Io { path, source })?;
     }
     git.writing().run(["checkout", "--quiet", "--detach"])?;
     fs_err::create_dir_all(&pool).map_err(|source| WorktreeError::Io {

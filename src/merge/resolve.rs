@@ -372,6 +372,7 @@ fn run_command(
         ));
         // Only the worker command is given a fixes file; it alone gets the API keys the engine
         // took out of its own environment (validation commands do not).
+        env.extend(crate::exec::command_env::provider_settings());
         env.extend(crate::exec::secret_env::stashed().iter().cloned());
     }
     let packet_file = r.dir.join("packet.json");

@@ -478,3 +478,45 @@ fn validation_commands_of_a_packet_our_agents_work_on_run_in_their_sandbox() {
         std::fs::read_to_string(&leak).unwrap_or_default()
     );
 }
+
+#[test]
+fn an_agent_clis_install_prefix_is_granted_without_the_credentials_beneath_it() {
+    use std::os::unix::fs::PermissionsExt;
+    let repo = TestRepo::new();
+    // The CLI is installed in `~/.local/bin`: its prefix `~/.local` is granted to read, and
+    // `~/.local/share/keyrings` lies beneath it.
+    let home = repo.scratch().join("home");
+    let bin = home.join(".local/bin");
+    let keyrings = home.join(".local/share/keyrings");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::create_dir_all(&keyrings).unwrap();
+    std::fs::write(keyrings.join("login.keyring"), "keyring-secret-7d3a").unwrap();
+    std::fs::create_dir_all(home.join(".local/lib/claude")).unwrap();
+    std::fs::write(home.join(".local/lib/claude/cli.js"), "cli-code-readable").unwrap();
+    let script = format!(
+        "#!/bin/sh\ncat >/dev/null\nmkdir -p src\n{{ cat {lib}; cat {key}; echo; echo ran; }} > src/agent-cli.txt 2>/dev/null\ncat \"$(dirname \"$0\")/claude.jsonl\"\n",
+        lib = home.join(".local/lib/claude/cli.js").display(),
+        key = keyrings.join("login.keyring").display(),
+    );
+    std::fs::write(bin.join("claude"), script).unwrap();
+    std::fs::set_permissions(bin.join("claude"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(
+        bin.join("claude.jsonl"),
+        crate::agent_cli::fixture("claude"),
+    )
+    .unwrap();
+    let out =
+        crate::agent_cli::run_with(&repo, "claude", &bin, &[("HOME", home.to_str().unwrap())]);
+    let status = crate::support::status_json(&repo.path);
+    let branch = status["packets"][0]["branch"].as_str().unwrap_or_default();
+    let note = repo.git(&["show", &format!("{branch}:src/agent-cli.txt")]);
+    assert!(
+        note.contains("cli-code-readable") && note.contains("ran"),
+        "the CLI ran and read its own prefix: {note}\n{}",
+        text(&out)
+    );
+    assert!(
+        !note.contains("keyring-secret-7d3a"),
+        "the keyring was read: {note}"
+    );
+}

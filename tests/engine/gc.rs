@@ -217,3 +217,40 @@ fn gc_leaves_build_output_out_of_the_archive_and_says_so() {
         .join(format!(".git/orchestra/runs/{run}/p1/saved/ignored.tar"));
     assert_eq!(tar_member(&archive, "notes.txt"), b"mine\n");
 }
+
+/// The apparent size of the sparse file planted among a worktree's ignored files.
+const PLANTED_SPARSE: u64 = 100 << 30;
+
+#[test]
+fn gc_does_not_archive_a_planted_sparse_file_and_says_what_it_left_out() {
+    let repo = repo_ignoring_build();
+    let plan = one_packet_plan(&repo);
+    let worker = "echo ok > out.txt; mkdir -p build; echo small > build/small.txt";
+    let out = repo.run_plan(&plan, worker, &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    let run = run_id(&repo.path);
+    // What an unconfined worker can leave (the sandbox's file size limit stops a confined
+    // one): a sparse file that takes no disk but reads as 100 GiB.
+    let wt = repo.scratch().join("wt").join(&run).join("p1");
+    std::fs::File::create(wt.join("build/huge.img"))
+        .unwrap()
+        .set_len(PLANTED_SPARSE)
+        .unwrap();
+    let started = std::time::Instant::now();
+    let out = orchestra(&repo.path, &["gc"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(started.elapsed() < std::time::Duration::from_secs(60));
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        shown.contains("not saved") && shown.contains("build/huge.img"),
+        "{shown}"
+    );
+    let archive = repo
+        .path
+        .join(format!(".git/orchestra/runs/{run}/p1/saved/ignored.tar"));
+    assert!(
+        std::fs::metadata(&archive).unwrap().len() < 10 * 1024 * 1024,
+        "the archive holds the planted file"
+    );
+    assert_eq!(tar_member(&archive, "build/small.txt"), b"small\n");
+}

@@ -13,11 +13,13 @@ use crate::support::{TestRepo, orchestra, orchestra_with_env, packet, status_jso
 /// Writes its packet's file and an ignored build cache, as a build would.
 const WORKER: &str = r#"echo "$ORCHESTRA_PACKET" > "out-$ORCHESTRA_PACKET.txt"; mkdir -p target; echo warm > target/cache"#;
 
-/// A repository ignoring `target/` whose runs park up to two worktrees.
+/// A repository ignoring `target/` and `node_modules/` whose runs park up to two worktrees,
+/// keeping `target/` (the user's `[worktree] keep_ignored`).
 fn recycling_repo() -> TestRepo {
     let repo = TestRepo::new();
-    repo.write(".gitignore", "target/\n");
+    repo.write(".gitignore", "target/\nnode_modules/\n");
     repo.write(".orchestra/config.toml", "[worktree]\nrecycle = 2\n");
+    repo.user_config("[worktree]\nkeep_ignored = [\"target\"]\n");
     for i in 0..40 {
         repo.write(&format!("data/f{i}.txt"), &format!("file {i}\n"));
     }
@@ -186,5 +188,71 @@ fn a_dirty_worktree_is_never_parked_and_ignore_changes_drop_the_cache() {
     assert_eq!(
         std::fs::read_to_string(next.join(".gitignore")).unwrap(),
         "build/\n"
+    );
+}
+
+#[test]
+fn a_recycled_worktree_hands_no_planted_ignored_file_to_the_next_packet() {
+    let repo = recycling_repo();
+    // The first packet's worker plants a tool later packets would run.
+    let planter =
+        format!("{WORKER}; mkdir -p node_modules/.bin; echo 'echo pwned' > node_modules/.bin/jest");
+    let plan = one_packet_plan(&repo, "First", "p1");
+    let out = repo.run_plan(&plan, &planter, &["--merge"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let pool = parked(&repo);
+    assert_eq!(pool.len(), 1, "{pool:?}");
+    assert!(
+        pool[0].join("target/cache").exists(),
+        "the kept cache stays"
+    );
+    assert!(
+        !pool[0].join("node_modules").exists(),
+        "an ignored directory outside keep_ignored was parked"
+    );
+    let plan = one_packet_plan(&repo, "Second", "q1");
+    let out = repo.run_plan(
+        &plan,
+        "ls node_modules/.bin/jest > out-q1.txt 2>&1; true",
+        &[],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("recycled from"), "{}", text(&out));
+    let wt = PathBuf::from(packet_record(&repo, "q1")["worktree"].as_str().unwrap());
+    assert!(!wt.join("node_modules/.bin/jest").exists());
+}
+
+#[test]
+fn a_worktree_holding_ignored_files_worth_saving_is_not_parked() {
+    let repo = recycling_repo();
+    repo.write(".gitignore", "target/\nnode_modules/\n*.log\n");
+    repo.git(&["commit", "-qam", "ignore logs"]);
+    let plan = one_packet_plan(&repo, "First", "p1");
+    let out = repo.run_plan(
+        &plan,
+        &format!("{WORKER}; echo notes > debug.log"),
+        &["--merge"],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    // `debug.log` is not build output: the worktree is removed the usual way, its ignored
+    // files archived, rather than parked with them.
+    assert!(parked(&repo).is_empty());
+    let run = status_json(&repo.path)["run"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let saved = repo
+        .path
+        .join(format!(".git/orchestra/runs/{run}/p1/saved"));
+    let archived = std::fs::read_dir(&saved)
+        .map(|d| {
+            d.flatten()
+                .any(|e| e.file_name().to_string_lossy().ends_with(".tar"))
+        })
+        .unwrap_or(false);
+    assert!(
+        archived,
+        "the ignored files were archived in {}",
+        saved.display()
     );
 }

@@ -209,8 +209,9 @@ fn two_hosts(dir: &Path) -> (Host, Host, String) {
 }
 
 /// A worker that sleeps on host h1 (after leaving `started` in its worktree) and otherwise
-/// writes its packet's file and whether the model key reached it.
-const WORKER: &str = r#"if [ "$ORCHESTRA_TEST_HOST" = h1 ]; then touch started; sleep 120; fi; printf '%s %s\n' "$ORCHESTRA_PACKET" "${ORCHESTRA_TEST_API_KEY:+key-forwarded}" > "out-$ORCHESTRA_PACKET.txt""#;
+/// writes its packet's file and whether the model key reached it. It tells the host by its
+/// worktree's path: the session's own variables do not reach a sandboxed worker.
+const WORKER: &str = r#"case "$PWD" in */home-h1/*) touch started; sleep 120;; esac; printf '%s %s\n' "$ORCHESTRA_PACKET" "${ORCHESTRA_TEST_API_KEY:+key-forwarded}" > "out-$ORCHESTRA_PACKET.txt""#;
 
 const SECRET: &str = "sk-test-ssh-forwarded-4471";
 

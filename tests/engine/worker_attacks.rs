@@ -874,3 +874,233 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     }
     out
 }
+
+/// Third-party secrets a user keeps in the environment: the engine must hand none of them on.
+const THIRD_PARTY_SECRETS: [(&str, &str); 6] = [
+    ("GITHUB_TOKEN", "ghp-third-party-81"),
+    ("AWS_SECRET_ACCESS_KEY", "aws-third-party-82"),
+    ("AWS_ACCESS_KEY_ID", "aws-id-third-party-83"),
+    ("NPM_TOKEN", "npm-third-party-84"),
+    ("DB_PASSWORD", "db-third-party-85"),
+    ("SSH_AUTH_SOCK", "/tmp/agent-third-party-86"),
+];
+
+#[test]
+fn worker_setup_and_validation_commands_see_no_third_party_secrets_in_their_environment() {
+    let repo = TestRepo::new();
+    repo.user_config(&format!(
+        "[sandbox]\nwritable = [\"{}\"]\nenv = [\"MY_TOOL_SETTING\"]\n",
+        repo.scratch().display()
+    ));
+    let marks = repo.scratch().join("marks");
+    std::fs::create_dir_all(&marks).unwrap();
+    repo.write(
+        ".orchestra/config.toml",
+        &format!(
+            "[worktree]\nsetup = \"env > {m}/setup\"\n\n[sandbox]\nenv = [\"MY_TOOL_SETTING\", \"DB_PASSWORD\"]\n",
+            m = marks.display()
+        ),
+    );
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-qm", "setup"]);
+    let plan = repo.write_plan(
+        "plan.toml",
+        &format!(
+            "objective = \"Env\"\n\n{}",
+            packet(
+                "p1",
+                "\"out.txt\"",
+                "",
+                &format!("\"env > {}/validation\"", marks.display())
+            )
+        ),
+    );
+    let worker = format!("env > {}/worker; echo x > out.txt", marks.display());
+    let mut env = THIRD_PARTY_SECRETS.to_vec();
+    env.push(("MY_TOOL_SETTING", "tool-setting-kept"));
+    env.push(("LC_TIME", "C"));
+    let out = orchestra_with_env(
+        &repo.path,
+        &[
+            "run",
+            plan.to_str().unwrap(),
+            "--worker-cmd",
+            &worker,
+            "--worktree-root",
+            repo.scratch().join("wt").to_str().unwrap(),
+        ],
+        &env,
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    for kind in ["worker", "setup", "validation"] {
+        let seen = std::fs::read_to_string(marks.join(kind)).unwrap();
+        assert!(seen.contains("ORCHESTRA_PACKET=p1"), "{kind}: {seen}");
+        for (name, value) in THIRD_PARTY_SECRETS {
+            assert!(
+                !seen.contains(value) && !seen.contains(&format!("\n{name}=")),
+                "{kind} saw {name}: {seen}"
+            );
+        }
+        // What tools need stays; a name the user's configuration adds is passed on (the
+        // repository's own list may only narrow the user's).
+        for kept in [
+            "PATH=",
+            "HOME=",
+            "LC_TIME=C",
+            "MY_TOOL_SETTING=tool-setting-kept",
+        ] {
+            assert!(seen.contains(kept), "{kind} lacks {kept}: {seen}");
+        }
+    }
+}
+
+#[test]
+fn a_sandboxed_worker_cannot_read_agent_cli_logins_or_shell_histories() {
+    let repo = TestRepo::new();
+    let home = std::path::PathBuf::from(std::env::var("HOME").unwrap());
+    let planted = [
+        (".claude/.credentials.json", "claude-login-5f1"),
+        (".codex/auth.json", "codex-login-5f2"),
+        (".gemini/oauth_creds.json", "gemini-login-5f3"),
+        (".local/share/opencode/auth.json", "opencode-login-5f4"),
+        (".bash_history", "export SECRET=history-5f5"),
+        (".zsh_history", "history-5f6"),
+        (".python_history", "history-5f7"),
+        (".psql_history", "history-5f8"),
+    ];
+    let mut worker = String::new();
+    for (path, secret) in planted {
+        let file = home.join(path);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(&file, secret).unwrap();
+        worker.push_str(&format!("cat {} >> out.txt 2>/dev/null; ", file.display()));
+    }
+    // A readable neighbour proves the worker did look in the home directory.
+    std::fs::write(home.join(".profile-marker"), "neighbour-readable").unwrap();
+    worker.push_str(&format!(
+        "cat {} >> out.txt; echo ran >> out.txt",
+        home.join(".profile-marker").display()
+    ));
+    let (out, v, branch) = run_scoped(&repo, &worker);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(v["packets"][0]["state"], "succeeded", "{v}");
+    let landed = repo.git(&["show", &format!("{branch}:out.txt")]);
+    assert!(landed.contains("neighbour-readable"), "{landed}");
+    for (path, secret) in planted {
+        assert!(!landed.contains(secret), "{path} was read: {landed}");
+    }
+}
+
+/// Opens a pseudo-terminal and returns its master and the path of its slave.
+fn open_pty() -> (std::fs::File, std::path::PathBuf) {
+    use std::os::fd::FromRawFd;
+    // SAFETY: posix_openpt returns a new descriptor or -1; grantpt, unlockpt and ptsname_r only
+    // act on it and on the buffer given.
+    unsafe {
+        let master = libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY | libc::O_NONBLOCK);
+        assert!(
+            master >= 0,
+            "posix_openpt: {}",
+            std::io::Error::last_os_error()
+        );
+        assert_eq!(libc::grantpt(master), 0);
+        assert_eq!(libc::unlockpt(master), 0);
+        let mut name = [0 as libc::c_char; 128];
+        assert_eq!(libc::ptsname_r(master, name.as_mut_ptr(), name.len()), 0);
+        let slave = std::ffi::CStr::from_ptr(name.as_ptr())
+            .to_string_lossy()
+            .into_owned();
+        (std::fs::File::from_raw_fd(master), slave.into())
+    }
+}
+
+#[test]
+fn a_sandboxed_command_cannot_write_to_the_users_terminal() {
+    use std::io::Read;
+    use std::os::unix::process::CommandExt;
+    let repo = TestRepo::new();
+    let (mut master, slave) = open_pty();
+    // Held open here too, so what reached the terminal stays readable after the run.
+    let _held = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&slave)
+        .unwrap();
+    let plan = repo.write_plan(
+        "plan.toml",
+        &format!(
+            "objective = \"Tty\"\n\n{}",
+            packet(
+                "p1",
+                "\"out.txt\"",
+                "",
+                "\"printf 'VALIDATION-ESC\\\\033]0;pwned\\\\007' > /dev/tty; true\""
+            )
+        ),
+    );
+    let worker = "printf 'WORKER-ESC\\033]0;pwned\\007' > /dev/tty; echo tty=$? > out.txt";
+    let root = repo.scratch().join("wt");
+    let mut cmd = orchestra_command(
+        &repo.path,
+        &[
+            "run",
+            plan.to_str().unwrap(),
+            "--worker-cmd",
+            worker,
+            "--worktree-root",
+            root.to_str().unwrap(),
+        ],
+    );
+    let slave_c = std::ffi::CString::new(slave.to_str().unwrap()).unwrap();
+    // SAFETY: setsid, open, ioctl and close are async-signal-safe; the path outlives the call.
+    unsafe {
+        cmd.pre_exec(move || {
+            libc::setsid();
+            let fd = libc::open(slave_c.as_ptr(), libc::O_RDWR);
+            if fd < 0 || libc::ioctl(fd, libc::TIOCSCTTY, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            libc::close(fd);
+            Ok(())
+        });
+    }
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    while let Ok(n) = master.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        seen.extend_from_slice(&buf[..n]);
+    }
+    let seen = String::from_utf8_lossy(&seen);
+    assert!(
+        !seen.contains("WORKER-ESC"),
+        "the worker reached the terminal: {seen:?}"
+    );
+    assert!(
+        !seen.contains("VALIDATION-ESC"),
+        "a validation command reached the terminal: {seen:?}"
+    );
+    let v = status_json(&repo.path);
+    let branch = v["packets"][0]["branch"].as_str().unwrap();
+    let landed = repo.git(&["show", &format!("{branch}:out.txt")]);
+    assert!(landed.starts_with("tty=") && landed != "tty=0", "{landed}");
+}
+
+#[test]
+fn max_processes_bounds_a_fork_loop_even_as_root() {
+    let repo = TestRepo::new();
+    repo.user_config("[sandbox]\nmax_processes = 20\n");
+    // Sixty children that each live two seconds: the command counts the forks that succeed.
+    let worker = r#"perl -e 'my $n = 0; for (1..60) { my $p = fork; next unless defined $p; if ($p == 0) { sleep 2; exit 0 } $n++ } open my $f, ">", "out.txt"; print $f $n;'"#;
+    let (out, v, branch) = run_scoped(&repo, worker);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(v["packets"][0]["state"], "succeeded", "{v}");
+    let forks: u32 = repo
+        .git(&["show", &format!("{branch}:out.txt")])
+        .parse()
+        .unwrap();
+    assert!(forks > 0 && forks <= 20, "{forks} processes were started");
+}

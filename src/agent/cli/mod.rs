@@ -455,6 +455,7 @@ pub fn spawn(
         ),
         ("TMPDIR".into(), tmp.to_string_lossy().into_owned()),
     ];
+    env.extend(crate::exec::command_env::provider_settings());
     env.extend(inv.env.iter().cloned());
     env.extend(crate::exec::secret_env::stashed().iter().cloned());
     let confine = sandbox.map(Sandbox::worker_confinement);

@@ -3,7 +3,8 @@
 /// Resource limits of a sandboxed command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
-    /// Processes the command may run at once beyond those its user already has.
+    /// Processes the command may run at once beyond those its user already has
+    /// (`RLIMIT_NPROC`), and in all where a pids cgroup bounds it (see `cgroup`).
     pub processes: u64,
     /// Data memory (heap and private mappings) per process, in MiB; `None`: three quarters of
     /// the machine's memory.

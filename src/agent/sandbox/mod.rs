@@ -22,6 +22,8 @@ use landlock::{
     Scope, path_beneath_rules,
 };
 
+#[cfg(all(target_os = "linux", not(orchestra_no_landlock)))]
+mod cgroup;
 mod limits;
 #[cfg(all(target_os = "linux", not(orchestra_no_landlock)))]
 mod privileges;
@@ -205,6 +207,11 @@ impl Sandbox {
         for path in &self.write {
             cmd.arg("--write").arg(path);
         }
+        // The command may be given another home (an agent CLI's private one): the launcher
+        // keeps the credentials of the engine's home out all the same.
+        if let Some(home) = std::env::var_os("HOME") {
+            cmd.arg("--user-home").arg(home);
+        }
         // A process cannot use more CPU time than the wall time times the cores.
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
         cmd.arg("--max-processes")
@@ -281,6 +288,10 @@ pub fn command_sandboxes(
         config,
         crate::exec::state_dir(common_dir).join("tmp"),
     );
+    if let Some(notice) = process_limit_notice() {
+        static ONCE: std::sync::Once = std::sync::Once::new();
+        ONCE.call_once(|| tracing::warn!("{notice}"));
+    }
     let network = config.network_uses();
     let confine = |kind| Some(sandbox.clone().per_tree(network.contains(&kind)));
     crate::exec::process::Sandboxes {
@@ -288,6 +299,21 @@ pub fn command_sandboxes(
         setup: confine(NetworkUse::Setup),
         validation: confine(NetworkUse::Validation),
     }
+}
+
+/// Returns what to tell the user where `[sandbox] max_processes` cannot be enforced: running
+/// as root (which `RLIMIT_NPROC` does not bound) without a writable pids cgroup; `None` where
+/// it holds.
+pub fn process_limit_notice() -> Option<String> {
+    // SAFETY: geteuid cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    #[cfg(all(target_os = "linux", not(orchestra_no_landlock)))]
+    let bounded = cgroup::pids_parent().is_some();
+    #[cfg(not(all(target_os = "linux", not(orchestra_no_landlock))))]
+    let bounded = false;
+    (root && !bounded).then(|| {
+        "warning: running as root without a writable pids cgroup: `[sandbox] max_processes` is not enforced for sandboxed commands (the kernel does not apply RLIMIT_NPROC to root); run as another user, or give this process a cgroup with the pids controller".to_string()
+    })
 }
 
 /// Returns `entries` with a leading `~/` replaced by the home directory (entries naming the
@@ -329,6 +355,7 @@ struct LaunchArgs {
     tmp: PathBuf,
     read: Vec<PathBuf>,
     write: Vec<PathBuf>,
+    user_home: Option<PathBuf>,
     network: bool,
     allow: bool,
     limits: Limits,
@@ -338,7 +365,7 @@ struct LaunchArgs {
 
 /// Parses the launcher's arguments (see [`Sandbox::command`]).
 fn parse(args: &[OsString]) -> Result<LaunchArgs, SandboxError> {
-    let (mut worktree, mut tmp, mut cpu_secs) = (None, None, None);
+    let (mut worktree, mut tmp, mut cpu_secs, mut user_home) = (None, None, None, None);
     let (mut network, mut allow) = (false, false);
     let (mut read, mut write) = (Vec::new(), Vec::new());
     let mut limits = Limits::default();
@@ -354,6 +381,7 @@ fn parse(args: &[OsString]) -> Result<LaunchArgs, SandboxError> {
             Some("--tmp") => tmp = it.next().map(PathBuf::from),
             Some("--read") => read.extend(it.next().map(PathBuf::from)),
             Some("--write") => write.extend(it.next().map(PathBuf::from)),
+            Some("--user-home") => user_home = it.next().map(PathBuf::from),
             Some("--network") => network = true,
             Some("--allow-unsandboxed") => allow = true,
             Some("--max-processes") => limits.processes = number(it.next())?,
@@ -380,6 +408,7 @@ fn parse(args: &[OsString]) -> Result<LaunchArgs, SandboxError> {
         tmp,
         read,
         write,
+        user_home,
         network,
         allow,
         limits,
@@ -405,7 +434,14 @@ pub fn exec_sandboxed(args: &[OsString]) -> SandboxError {
         "warning: this build of git-orchestra has no sandbox (Landlock is Linux's): `{}` runs UNCONFINED, as `[sandbox] if_unavailable = \"warn\"` allows",
         a.command.join(std::ffi::OsStr::new(" ")).to_string_lossy()
     );
-    let _ = (&a.read, &a.write, a.network, &a.limits, a.cpu_secs);
+    let _ = (
+        &a.read,
+        &a.write,
+        &a.user_home,
+        a.network,
+        &a.limits,
+        a.cpu_secs,
+    );
     let err = Command::new(&a.command[0])
         .args(&a.command[1..])
         .current_dir(&a.worktree)
@@ -426,11 +462,16 @@ pub fn exec_sandboxed(args: &[OsString]) -> SandboxError {
         Ok(a) => a,
         Err(e) => return e,
     };
+    // Before Landlock closes the cgroup file system: a pids cgroup bounds the command's
+    // processes where RLIMIT_NPROC does not (root); the launcher counts as one.
+    if let Some(parent) = cgroup::pids_parent() {
+        let _ = cgroup::join_bounded(&parent, a.limits.processes.saturating_add(1));
+    }
     let writable: Vec<&Path> = [a.worktree.as_path(), a.tmp.as_path()]
         .into_iter()
         .chain(a.write.iter().map(PathBuf::as_path))
         .collect();
-    match restrict(&writable, &a.read, a.network) {
+    match restrict(&writable, &a.read, a.user_home.as_deref(), a.network) {
         Ok(true) => {}
         Ok(false) if a.allow => {}
         Ok(false) => return SandboxError::Unavailable,
@@ -457,12 +498,17 @@ pub fn exec_sandboxed(args: &[OsString]) -> SandboxError {
 /// granted caches) and reading `read` besides the defaults; returns whether Landlock enforced
 /// the file-system rules.
 #[cfg(all(target_os = "linux", not(orchestra_no_landlock)))]
-fn restrict(writable: &[&Path], read: &[PathBuf], network: bool) -> Result<bool, SandboxError> {
+fn restrict(
+    writable: &[&Path],
+    read: &[PathBuf],
+    user_home: Option<&Path>,
+    network: bool,
+) -> Result<bool, SandboxError> {
     let e = |e: landlock::RulesetError| SandboxError::Ruleset(e.to_string());
     let abi = ABI::V5;
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let path = std::env::var("PATH").ok();
-    let readable = reads::readable(read, home.as_deref(), path.as_deref(), network);
+    let readable = reads::readable(read, home.as_deref(), user_home, path.as_deref(), network);
     // Scopes (Landlock ABI 6, applied where the kernel has them): no signal to, and no
     // abstract UNIX socket of, a process outside this sandbox — the engine included.
     let mut ruleset = Ruleset::default()
@@ -475,7 +521,8 @@ fn restrict(writable: &[&Path], read: &[PathBuf], network: bool) -> Result<bool,
             .handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)
             .map_err(e)?;
     }
-    let devices = ["/dev/null", "/dev/zero", "/dev/tty", "/dev/full"];
+    // Not `/dev/tty`: the command has no controlling terminal (see `supervise`).
+    let devices = ["/dev/null", "/dev/zero", "/dev/full"];
     let status = ruleset
         .create()
         .map_err(e)?

@@ -48,6 +48,32 @@ const HOME_SECRETS: &[&str] = &[
     ".config/git-orchestra",
     ".local/share/keyrings",
     ".terraform.d/credentials.tfrc.json",
+    // Agent CLIs' logins (the CLIs we start get a home of their own and their keys by name).
+    ".claude.json",
+    ".claude/.credentials.json",
+    ".codex/auth.json",
+    ".gemini/oauth_creds.json",
+    ".gemini/google_accounts.json",
+    ".gemini/mcp-oauth-tokens.json",
+    ".qwen/oauth_creds.json",
+    ".local/share/opencode/auth.json",
+    ".config/github-copilot",
+    // Shell and REPL histories: secrets typed on command lines.
+    ".bash_history",
+    ".zsh_history",
+    ".zhistory",
+    ".histfile",
+    ".sh_history",
+    ".local/share/fish/fish_history",
+    ".python_history",
+    ".node_repl_history",
+    ".lesshst",
+    ".psql_history",
+    ".mysql_history",
+    ".sqlite_history",
+    ".rediscli_history",
+    ".irb_history",
+    ".local/share/atuin",
 ];
 
 /// Credentials of the system, readable by root even without capabilities (it owns them).
@@ -64,22 +90,27 @@ const SYSTEM_SECRETS: &[&str] = &[
 /// Returns every path the command may read, each to be granted with everything beneath it.
 ///
 /// `extra` are paths the engine or the configuration adds (the repository's git directory,
-/// `[sandbox] read`); they are granted as they are, so configuring a path under a denied one
-/// (`~/.docker`) makes it readable. `home` is `$HOME`; `path` the command's `PATH`, whose
-/// absolute entries are granted so the tools it names can run.
+/// an agent CLI's installation prefix, `[sandbox] read`); each is carved like the defaults (a
+/// granted `~/.local` keeps `~/.local/share/keyrings` out), but one that is itself a denied
+/// path or lies beneath one is granted as it is, so configuring `~/.docker` makes it readable. `home` is `$HOME`; `path` the command's `PATH`, whose
+/// absolute entries are granted so the tools it names can run. `user_home` is the engine's
+/// `$HOME` when the command was given another (an agent CLI's private home): its credentials
+/// are denied too.
 pub(super) fn readable(
     extra: &[PathBuf],
     home: Option<&Path>,
+    user_home: Option<&Path>,
     path: Option<&str>,
     network: bool,
 ) -> Vec<PathBuf> {
     let home = home.filter(|h| h.is_absolute() && h.parent().is_some());
     let mut denied: Vec<PathBuf> = SYSTEM_SECRETS.iter().map(PathBuf::from).collect();
-    // The user's home by `$HOME` and by the password database: a `PATH` or toolchain entry
-    // may lie in the latter when `$HOME` was changed.
+    // The user's home by `$HOME`, by the engine's `$HOME` and by the password database: a
+    // `PATH` or toolchain entry may lie in the latter when `$HOME` was changed.
     for base in home
-        .map(Path::to_path_buf)
         .into_iter()
+        .chain(user_home.filter(|h| h.is_absolute() && h.parent().is_some()))
+        .map(Path::to_path_buf)
         .chain(account_home())
     {
         denied.extend(HOME_SECRETS.iter().map(|s| base.join(s)));
@@ -102,7 +133,13 @@ pub(super) fn readable(
     for root in roots {
         carve(&root, &denied, &mut out, true);
     }
-    out.extend(extra.iter().cloned());
+    for path in extra {
+        if denied.iter().any(|d| path.starts_with(d)) {
+            out.push(path.clone());
+        } else {
+            carve(path, &denied, &mut out, true);
+        }
+    }
     out
 }
 
@@ -181,7 +218,7 @@ mod tests {
         std::fs::write(home.join(".netrc"), "machine x").unwrap();
         std::fs::write(home.join(".cargo/credentials.toml"), "t").unwrap();
         std::fs::write(home.join(".bashrc"), "").unwrap();
-        let granted = readable(&[], Some(home), None, false);
+        let granted = readable(&[], Some(home), None, None, false);
         let under_home: Vec<String> = granted
             .iter()
             .filter_map(|p| p.strip_prefix(home).ok())
@@ -199,11 +236,21 @@ mod tests {
         ] {
             assert!(!under_home.iter().any(|p| p == denied), "{under_home:?}");
         }
-        // Configured paths are granted as given, a denied one included.
-        let granted = readable(&[home.join(".ssh")], Some(home), None, false);
+        // Configured paths are granted as given, a denied one included...
+        let granted = readable(&[home.join(".ssh")], Some(home), None, None, false);
         assert!(granted.contains(&home.join(".ssh")));
+        // ...but one holding a denied path is granted around it.
+        let granted = readable(&[home.join(".cargo")], Some(home), None, None, false);
+        assert!(granted.contains(&home.join(".cargo/bin")), "{granted:?}");
+        assert!(!granted.contains(&home.join(".cargo")), "{granted:?}");
+        assert!(
+            !granted.contains(&home.join(".cargo/credentials.toml")),
+            "{granted:?}"
+        );
         // A home of `/` grants nothing by itself.
-        assert!(!readable(&[], Some(Path::new("/")), None, false).contains(&PathBuf::from("/")));
+        assert!(
+            !readable(&[], Some(Path::new("/")), None, None, false).contains(&PathBuf::from("/"))
+        );
     }
 
     #[test]
@@ -221,6 +268,7 @@ mod tests {
         let granted = readable(
             &[],
             Some(elsewhere.path()),
+            None,
             Some(&account.display().to_string()),
             false,
         );
@@ -230,7 +278,7 @@ mod tests {
 
     #[test]
     fn system_secrets_are_carved_out_of_etc() {
-        let granted = readable(&[], None, None, false);
+        let granted = readable(&[], None, None, None, false);
         assert!(!granted.contains(&PathBuf::from("/etc")));
         assert!(!granted.contains(&PathBuf::from("/etc/shadow")));
         if Path::new("/etc/passwd").exists() {

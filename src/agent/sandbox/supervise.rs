@@ -4,7 +4,8 @@
 //! group then misses them, and they keep running — holding the output pipes, writing in the
 //! worktree — after the command, its timeout and the agent are gone. So the launcher makes
 //! itself a child subreaper (`PR_SET_CHILD_SUBREAPER`: every orphaned descendant is re-parented
-//! to it, whatever its session or group), runs the command in a process group of its own, and
+//! to it, whatever its session or group), runs the command in a session of its own (no
+//! controlling terminal: nothing it writes reaches the user's through `/dev/tty`), and
 //! when the command exits — or the engine sends SIGTERM at a timeout or stop — kills every
 //! process re-parented to it, round after round, until it has no child left; then it exits the
 //! way the command did. The command cannot kill its supervisor: its system call filter refuses
@@ -115,11 +116,15 @@ pub(super) fn run(mut cmd: Command, protect: Vec<libc::sock_filter>) -> SandboxE
         old
     };
     // SAFETY: the closure runs in the forked child before exec; it only restores the signal
-    // mask, starts a process group and installs a filter, all async-signal-safe system calls.
+    // mask, starts a session and installs a filter, all async-signal-safe system calls.
     unsafe {
         cmd.pre_exec(move || {
             libc::sigprocmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
-            libc::setpgid(0, 0);
+            // A session of its own (and so a process group): without a controlling terminal,
+            // `/dev/tty` fails to open and no escape sequence reaches the user's terminal.
+            if libc::setsid() < 0 {
+                libc::setpgid(0, 0);
+            }
             let prog = libc::sock_fprog {
                 len: protect.len() as u16,
                 filter: protect.as_ptr() as *mut libc::sock_filter,

@@ -15,19 +15,6 @@ const MAX_OUTPUT: usize = 16 * 1024;
 /// Bytes of each stream kept before truncation (the rest is read and counted).
 const KEPT_OUTPUT: usize = 64 * 1024;
 
-/// Environment variables a command keeps; everything else (API keys included) is dropped.
-const KEEP: [&str; 9] = [
-    "PATH",
-    "HOME",
-    "LANG",
-    "LC_ALL",
-    "TERM",
-    "USER",
-    "TMPDIR",
-    "CARGO_HOME",
-    "RUSTUP_HOME",
-];
-
 pub(super) fn tools() -> Vec<Tool> {
     vec![Tool {
         def: ToolDef {
@@ -64,12 +51,10 @@ fn run_command(ctx: &ToolContext<'_>, args: &Value) -> Result<ToolResult, ToolFa
             c
         }
     };
-    cmd.current_dir(ctx.root.root()).env_clear();
-    for k in KEEP {
-        if let Ok(v) = std::env::var(k) {
-            cmd.env(k, v);
-        }
-    }
+    // The allow-listed environment every sandboxed command gets (API keys, tokens and agent
+    // sockets dropped).
+    cmd.current_dir(ctx.root.root());
+    crate::exec::command_env::scrub(&mut cmd);
     // Pipes read with a deadline and the whole tree ended with the command (see
     // `exec::capture`; the sandbox's launcher also kills what left the process group).
     let ran = capture(&mut cmd, timeout, ctx.stop, KEPT_OUTPUT)

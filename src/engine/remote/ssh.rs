@@ -168,7 +168,13 @@ impl SshExecutor {
         words.extend([host.to_string(), command.to_string()]);
         let line = words.iter().map(|w| quote(w)).collect::<Vec<_>>().join(" ");
         // The keys reach ssh's environment only, and ssh forwards them by name (SendEnv).
-        let env = crate::exec::secret_env::stashed().to_vec();
+        // This is the user's own ssh, not a sandboxed command: it gets the whole environment
+        // (its agent socket, its options), less the keys the engine withholds.
+        let withheld = crate::exec::secret_env::withheld();
+        let mut env: Vec<(String, String)> = std::env::vars()
+            .filter(|(n, _)| !withheld.contains(n))
+            .collect();
+        env.extend(crate::exec::secret_env::stashed().iter().cloned());
         let spec = Spec {
             command: &line,
             dir: &d.repo.toplevel,
