@@ -627,7 +627,11 @@ impl RepoConfig {
         repo.sandbox = sandbox;
         notices.extend(sandbox_notices);
         if let Some(keep) = repo.worktree.keep_ignored.take() {
-            let allowed = user_config.worktree.keep_ignored.clone().unwrap_or_default();
+            let allowed = user_config
+                .worktree
+                .keep_ignored
+                .clone()
+                .unwrap_or_default();
             if keep.iter().any(|k| !allowed.contains(k)) {
                 notices.push(format!(
                     "ignoring `[worktree] keep_ignored` entries in {} that your user configuration does not list: a repository's configuration cannot keep another packet's ignored files",
