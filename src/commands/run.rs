@@ -7,7 +7,7 @@ use clap::Args;
 use git_orchestra::engine::{self, RunOptions};
 use git_orchestra::git::RepoInfo;
 use git_orchestra::store::{RunState, Store};
-use git_orchestra::{names, plan};
+use git_orchestra::{merge, names, plan};
 
 use super::drive::{drive, print_final};
 use super::{CommandError, agent_worker, engine_error, load_config, progress};
@@ -103,29 +103,7 @@ pub fn cmd_run(cwd: &Path, args: &RunArgs) -> Result<(), CommandError> {
         .map_err(CommandError::internal)?
         .flatten();
     let executor = super::executor::choose(&repo, &config, args.executor, existing.as_ref())?;
-    if existing.as_ref().is_none_or(|r| r.worker_cmd.is_none()) && args.worker_cmd.is_none() {
-        // Our own agents do the work of roles without an agent CLI: check those roles and
-        // their profiles before anything starts.
-        let forced = args.agent.clone().or_else(|| {
-            existing
-                .as_ref()
-                .and_then(|r| super::agent_cli::chosen(&repo, &r.id))
-        });
-        let cli = super::agent_cli::cli_worker(&repo, &config, forced.as_deref())?;
-        let worker = agent_worker(&repo, &config)?;
-        worker
-            .check(
-                plan.packets
-                    .iter()
-                    .map(|p| p.role.as_str())
-                    .filter(|r| cli.agent_for(r).is_none()),
-            )
-            .map_err(|e| {
-                CommandError::user(e).hint(
-                    "configure a model profile (see `git orchestra agents`), or pass --worker-cmd '<command>' to use an external agent",
-                )
-            })?;
-    }
+    check_agents(&repo, &config, &plan, args, existing.as_ref())?;
     if repo.is_dirty()? {
         eprintln!(
             "note: the working tree has uncommitted changes; packets start from the base commit {} and do not see them",
@@ -175,15 +153,82 @@ pub fn cmd_run(cwd: &Path, args: &RunArgs) -> Result<(), CommandError> {
             progress::short(&base)
         );
     }
+    if args.merge {
+        // Journaled before any packet runs: the engine integrates once the packets are final
+        // (a failed run may still have succeeded packets worth integrating), and a resume
+        // after a crash or Ctrl-C integrates too.
+        let mut store = Store::open(&repo.common_dir).map_err(CommandError::internal)?;
+        merge::phase::request(
+            &mut store,
+            &prepared.run.id,
+            &merge_options(&repo, args, &config),
+        )
+        .map_err(CommandError::internal)?;
+    }
     let driven = drive(&repo, &prepared.run.id, &config, args.quiet, args.json);
-    // A failed run may still have succeeded packets worth integrating; an interrupted or
-    // broken one is left alone.
+    // An interrupted or broken run is left alone.
     if let Err(e) = &driven
         && e.kind != super::error::ErrorKind::Failed
     {
         return driven;
     }
+    if args.merge {
+        return driven;
+    }
     afterwards(&repo, &prepared.run.id, args, &config, driven)
+}
+
+/// Checks, before anything starts, the roles our own agents would work (those without an
+/// agent CLI) and their model profiles, unless a worker command does the work.
+fn check_agents(
+    repo: &RepoInfo,
+    config: &git_orchestra::config::RepoConfig,
+    plan: &plan::Plan,
+    args: &RunArgs,
+    existing: Option<&git_orchestra::store::RunRecord>,
+) -> Result<(), CommandError> {
+    if existing.is_some_and(|r| r.worker_cmd.is_some()) || args.worker_cmd.is_some() {
+        return Ok(());
+    }
+    // Our own agents do the work of roles without an agent CLI: check those roles and
+    // their profiles before anything starts.
+    let forced = args
+        .agent
+        .clone()
+        .or_else(|| existing.and_then(|r| super::agent_cli::chosen(repo, &r.id)));
+    let cli = super::agent_cli::cli_worker(repo, config, forced.as_deref())?;
+    let worker = agent_worker(repo, config)?;
+    worker
+        .check(
+            plan.packets
+                .iter()
+                .map(|p| p.role.as_str())
+                .filter(|r| cli.agent_for(r).is_none()),
+        )
+        .map_err(|e| {
+            CommandError::user(e).hint(
+                "configure a model profile (see `git orchestra agents`), or pass --worker-cmd '<command>' to use an external agent",
+            )
+        })?;
+    Ok(())
+}
+
+/// Returns the merge settings `--merge` asks for.
+fn merge_options(
+    repo: &RepoInfo,
+    args: &RunArgs,
+    config: &git_orchestra::config::RepoConfig,
+) -> merge::MergeOptions {
+    merge::MergeOptions {
+        target: args.target.clone(),
+        keep_worktrees: config.keep_worktrees(),
+        sandboxes: git_orchestra::agent::sandbox::command_sandboxes(
+            &repo.common_dir,
+            &config.sandbox,
+        ),
+        recycle_worktrees: config.recycle_worktrees(),
+        ..Default::default()
+    }
 }
 
 /// Does what `--pr` or `--merge` asks once the run has ended with `outcome`, and returns the
@@ -207,16 +252,7 @@ fn afterwards(
         return outcome.and(published);
     }
     if args.merge {
-        let opts = git_orchestra::merge::MergeOptions {
-            target: args.target.clone(),
-            keep_worktrees: config.keep_worktrees(),
-            sandboxes: git_orchestra::agent::sandbox::command_sandboxes(
-                &repo.common_dir,
-                &config.sandbox,
-            ),
-            recycle_worktrees: config.recycle_worktrees(),
-            ..Default::default()
-        };
+        let opts = merge_options(repo, args, config);
         return outcome.and(super::merge::run_merge(repo, run, &opts, args.json));
     }
     outcome

@@ -111,6 +111,13 @@ impl Resolver<'_> {
         match resolve_conflicts(&r, worker) {
             Ok(commit) => Ok(Ok(commit)),
             Err(ResolveError::Store(e)) => Err(e.into()),
+            // A resolution cut short by a stop request is not the worker's failure: the
+            // packet is not sent back, and integrating again resolves it anew.
+            Err(_) if self.stop.load(std::sync::atomic::Ordering::SeqCst) => {
+                Err(MergeError::Interrupted {
+                    run: self.run_id.to_string(),
+                })
+            }
             Err(e) => Ok(Err(format!("{reason}; {e}"))),
         }
     }

@@ -100,6 +100,8 @@ impl Ctx<'_> {
                 fix_rounds: self.req.fix_rounds,
                 retries: self.models.config.retries(),
                 executor: remote.as_deref(),
+                // A `start` run integrates in its own workflow phase, after the engine.
+                integrator: None,
             };
             // Roles with an agent CLI (every one with `--agent`) go to it.
             let cli = crate::agent::cli::CliWorker::new(

@@ -135,6 +135,24 @@ pub enum Event {
         packet: String,
         backup: Option<String>,
     },
+    /// Integration was asked of the run (`run --merge`, or `retry` of a run merged before):
+    /// once every packet is final, the engine integrates the succeeded ones with these
+    /// settings, and the run finishes only after the merge has. Journaled before anything
+    /// runs, so a resume after a crash integrates too.
+    IntegrationRequested {
+        /// The branch to advance; `None`: the plan's base branch, else the current one.
+        target: Option<String>,
+        /// Longest one validation command of the merge may run, in seconds.
+        timeout_secs: u64,
+        /// Largest batch validated at once.
+        max_batch: usize,
+        /// How many times a conflicting packet goes back to its worker.
+        resolve_rounds: u32,
+        /// Keep the integrated packets' worktrees.
+        keep_worktrees: bool,
+        /// How many clean worktrees of integrated packets are parked for new packets.
+        recycle_worktrees: usize,
+    },
     /// The merge coordinator started integrating `packets` into `integration`, for `target`.
     MergeStarted {
         target: String,
@@ -164,6 +182,12 @@ pub enum Event {
     PacketSentBack {
         packet: String,
         reason: String,
+    },
+    /// The target branch is about to be fast-forwarded to the validated integration tip
+    /// `commit`.
+    TargetAdvancing {
+        target: String,
+        commit: String,
     },
     /// The merge ended: the integration branch is at `commit`; `target_advanced` says whether
     /// the target branch now points there too.
@@ -329,8 +353,10 @@ impl Event {
             | Event::RunCancelled
             | Event::RunReopened { .. }
             | Event::RunFinished { .. }
+            | Event::IntegrationRequested { .. }
             | Event::MergeStarted { .. }
             | Event::MergeValidationFinished { .. }
+            | Event::TargetAdvancing { .. }
             | Event::MergeFinished { .. }
             | Event::PacketsShareFiles { .. } => None,
         }
@@ -360,11 +386,13 @@ impl Event {
             Event::RunReopened { .. } => "run_reopened",
             Event::RunFinished { .. } => "run_finished",
             Event::WorktreeRemoved { .. } => "worktree_removed",
+            Event::IntegrationRequested { .. } => "integration_requested",
             Event::MergeStarted { .. } => "merge_started",
             Event::PacketConflicted { .. } => "packet_conflicted",
             Event::MergeValidationFinished { .. } => "merge_validation_finished",
             Event::PacketIntegrated { .. } => "packet_integrated",
             Event::PacketSentBack { .. } => "packet_sent_back",
+            Event::TargetAdvancing { .. } => "target_advancing",
             Event::MergeFinished { .. } => "merge_finished",
             Event::AgentState { .. } => "agent_state",
             Event::AgentModelCall { .. } => "agent_model_call",

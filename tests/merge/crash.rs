@@ -1,0 +1,185 @@
+//! Crash and signal consistency of `run --merge`: a run killed at any journaled event of its
+//! packets or of their integration, or interrupted while a worker resolves a conflict, is
+//! resumed until the target holds every packet's work — and is `completed` only then.
+
+use std::os::unix::process::ExitStatusExt;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use crate::support::*;
+
+/// Two packets that both rewrite README.md: the second conflicts at integration.
+fn conflicting_plan(repo: &TestRepo) -> PathBuf {
+    let body = format!(
+        "objective = \"Crash while merging\"\n\n{}{}",
+        packet(
+            "pa",
+            "\"README.md\"",
+            "",
+            "\"grep -q 'pa was here' README.md\""
+        ),
+        packet(
+            "pb",
+            "\"README.md\"",
+            "",
+            "\"grep -q 'pb was here' README.md\""
+        ),
+    );
+    repo.write_plan("plan.toml", &body)
+}
+
+/// Writes its packet's line; in a conflict round (ORCHESTRA_FIXES_FILE set) it keeps both
+/// sides by dropping the conflict markers.
+const RESOLVING_WORKER: &str = r#"if [ -n "$ORCHESTRA_FIXES_FILE" ]; then sed -i -e '/^<<<<<<< /d' -e '/^=======$/d' -e '/^>>>>>>> /d' README.md; else echo "$ORCHESTRA_PACKET was here" > README.md; fi"#;
+
+/// Asserts that `main` holds both packets' work, resolved, and that the run is completed.
+fn assert_integrated(repo: &TestRepo, context: &str) {
+    let readme = repo.git(&["show", "main:README.md"]);
+    assert!(
+        readme.contains("pa was here") && readme.contains("pb was here"),
+        "{context}: main lacks a packet's work: {readme}"
+    );
+    assert!(!readme.contains("<<<<<<<"), "{context}: {readme}");
+    let v = status_json(&repo.path);
+    assert_eq!(v["run"]["state"], "completed", "{context}: {v:#}");
+}
+
+/// Returns the kinds of the journaled events of the newest run of `repo`, oldest first.
+fn journal(repo: &TestRepo) -> Vec<String> {
+    let run = run_id(&repo.path);
+    let store = git_orchestra::store::Store::open(&repo.path.join(".git")).unwrap();
+    let events = store.events(&run, 0).unwrap();
+    events.iter().map(|e| e.event.kind().to_string()).collect()
+}
+
+#[test]
+fn run_merge_killed_at_any_journaled_event_is_resumed_until_main_holds_every_packet() {
+    // First count the events of an uninterrupted run: its packets and their integration.
+    let probe = TestRepo::new();
+    let plan = conflicting_plan(&probe);
+    let out = probe.run_plan(&plan, RESOLVING_WORKER, &["--merge"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_integrated(&probe, "uninterrupted");
+    let kinds = journal(&probe);
+    for kind in [
+        "integration_requested",
+        "merge_started",
+        "packet_conflicted",
+        "packet_integrated",
+        "target_advancing",
+        "merge_finished",
+    ] {
+        assert!(kinds.iter().any(|k| k == kind), "{kind} missing: {kinds:?}");
+    }
+    // The request comes before any merge, and the run finishes only after the merge.
+    let at = |kind: &str| kinds.iter().position(|k| k == kind).unwrap();
+    assert!(
+        at("integration_requested") < at("merge_started"),
+        "{kinds:?}"
+    );
+    assert_eq!(kinds.last().map(String::as_str), Some("run_finished"));
+    assert!(at("merge_finished") < kinds.len() - 1, "{kinds:?}");
+    // The engine journals everything but `run_created` and the command's request.
+    let total = kinds.len() - 2;
+
+    // Then kill the process right after each of them in turn, and resume.
+    for n in 1..total {
+        let repo = TestRepo::new();
+        let plan = conflicting_plan(&repo);
+        let n_text = n.to_string();
+        let root = repo.scratch().join("wt");
+        let args = [
+            "run",
+            plan.to_str().unwrap(),
+            "--worker-cmd",
+            RESOLVING_WORKER,
+            "--worktree-root",
+            root.to_str().unwrap(),
+            "--merge",
+        ];
+        let out = orchestra_with_env(
+            &repo.path,
+            &args,
+            &[("ORCHESTRA_CRASH_AFTER_EVENTS", &n_text)],
+        );
+        assert_eq!(
+            out.status.signal(),
+            Some(9),
+            "crash point {n}: {}",
+            text(&out)
+        );
+        let state = status_json(&repo.path)["run"]["state"].clone();
+        assert_ne!(
+            state, "completed",
+            "crash point {n}: completed before the merge"
+        );
+        let resumed = orchestra(&repo.path, &["resume"]);
+        assert!(
+            resumed.status.success(),
+            "crash point {n}: {}",
+            text(&resumed)
+        );
+        assert_integrated(&repo, &format!("crash point {n}"));
+        assert_eq!(
+            repo.git(&["fsck", "--no-progress", "--no-dangling"]),
+            "",
+            "crash point {n}"
+        );
+    }
+}
+
+#[test]
+fn ctrl_c_while_a_worker_resolves_a_conflict_leaves_the_run_interrupted_and_resume_merges() {
+    let repo = TestRepo::new();
+    repo.scratch_writable();
+    let plan = conflicting_plan(&repo);
+    let marker = repo.scratch().join("resolving");
+    // The first conflict round hangs until it is stopped; the next one resolves.
+    let worker = format!(
+        r#"if [ -n "$ORCHESTRA_FIXES_FILE" ] && [ ! -f {m} ]; then touch {m}; sleep 60; fi; {RESOLVING_WORKER}"#,
+        m = marker.display()
+    );
+    let root = repo.scratch().join("wt");
+    let mut child = orchestra_command(
+        &repo.path,
+        &[
+            "run",
+            plan.to_str().unwrap(),
+            "--worker-cmd",
+            &worker,
+            "--worktree-root",
+            root.to_str().unwrap(),
+            "--merge",
+        ],
+    )
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::null())
+    .spawn()
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !marker.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "the conflict round never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let before_main = repo.git(&["rev-parse", "main"]);
+    // SAFETY: signals our own child process.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{status:?}");
+    let v = status_json(&repo.path);
+    assert_eq!(v["run"]["state"], "interrupted", "{v:#}");
+    let kinds = journal(&repo);
+    assert!(!kinds.iter().any(|k| k == "packet_sent_back"), "{kinds:?}");
+    assert!(!kinds.iter().any(|k| k == "merge_finished"), "{kinds:?}");
+    // pa may be in already; pb is not.
+    let readme = repo.git(&["show", "main:README.md"]);
+    assert!(!readme.contains("pb was here"), "{readme}");
+    assert!(repo.git(&["rev-parse", "main"]) == before_main || readme.contains("pa was here"));
+
+    let resumed = orchestra(&repo.path, &["resume"]);
+    assert!(resumed.status.success(), "{}", text(&resumed));
+    assert_integrated(&repo, "resumed");
+}
