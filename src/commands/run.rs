@@ -132,7 +132,9 @@ pub fn cmd_run(cwd: &Path, args: &RunArgs) -> Result<(), CommandError> {
                 prepared.run.worker_cmd.as_deref().unwrap_or("")
             );
         }
-        if prepared.run.state.is_finished() {
+        let integrate =
+            args.merge && matches!(prepared.run.state, RunState::Completed | RunState::Failed);
+        if prepared.run.state.is_finished() && !integrate {
             eprintln!(
                 "run {} is already {}",
                 prepared.run.id,
@@ -144,7 +146,19 @@ pub fn cmd_run(cwd: &Path, args: &RunArgs) -> Result<(), CommandError> {
             }
             return afterwards(&repo, &prepared.run.id, args, &config, shown);
         }
-        eprintln!("run {} exists; resuming it", prepared.run.id);
+        if integrate {
+            // Integrated as a phase of the run, like a new one: requested, then reopened for
+            // the engine, so a crash or Ctrl-C leaves it for `resume` to integrate.
+            eprintln!(
+                "run {} is already {}; integrating it",
+                prepared.run.id,
+                prepared.run.state.as_str()
+            );
+            request_merge(&repo, &prepared.run.id, args, &config)?;
+            engine::reopen_to_integrate(&repo, &prepared.run.id).map_err(engine_error)?;
+        } else {
+            eprintln!("run {} exists; resuming it", prepared.run.id);
+        }
     } else if !args.quiet {
         eprintln!(
             "run {} ({} packets, base {})",
@@ -153,17 +167,8 @@ pub fn cmd_run(cwd: &Path, args: &RunArgs) -> Result<(), CommandError> {
             progress::short(&base)
         );
     }
-    if args.merge {
-        // Journaled before any packet runs: the engine integrates once the packets are final
-        // (a failed run may still have succeeded packets worth integrating), and a resume
-        // after a crash or Ctrl-C integrates too.
-        let mut store = Store::open(&repo.common_dir).map_err(CommandError::internal)?;
-        merge::phase::request(
-            &mut store,
-            &prepared.run.id,
-            &merge_options(&repo, args, &config),
-        )
-        .map_err(CommandError::internal)?;
+    if args.merge && !prepared.run.state.is_finished() {
+        request_merge(&repo, &prepared.run.id, args, &config)?;
     }
     let driven = drive(&repo, &prepared.run.id, &config, args.quiet, args.json);
     // An interrupted or broken run is left alone.
@@ -211,6 +216,20 @@ fn check_agents(
             )
         })?;
     Ok(())
+}
+
+/// Journals that `run` is to be integrated as `--merge` asks, before any packet of it runs:
+/// the engine integrates once the packets are final (a failed run may still have succeeded
+/// packets worth integrating), and a resume after a crash or Ctrl-C integrates too.
+fn request_merge(
+    repo: &RepoInfo,
+    run: &str,
+    args: &RunArgs,
+    config: &git_orchestra::config::RepoConfig,
+) -> Result<(), CommandError> {
+    let mut store = Store::open(&repo.common_dir).map_err(CommandError::internal)?;
+    merge::phase::request(&mut store, run, &merge_options(repo, args, config))
+        .map_err(CommandError::internal)
 }
 
 /// Returns the merge settings `--merge` asks for.

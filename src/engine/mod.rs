@@ -26,7 +26,7 @@ pub use cancel::cancel;
 pub use integration::{Integrated, Integrator};
 pub use journal::Journal;
 pub use remote::Executor;
-pub use retry::reopen;
+pub use retry::{reopen, reopen_to_integrate};
 pub use worker::{DEFAULT_FIX_ROUNDS, PacketReview, Worker, WorkerJob, WorkerReport};
 
 use crate::exec::{LockError, RunLock, kill_group, process, run_dir};

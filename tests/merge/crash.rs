@@ -183,3 +183,64 @@ fn ctrl_c_while_a_worker_resolves_a_conflict_leaves_the_run_interrupted_and_resu
     assert!(resumed.status.success(), "{}", text(&resumed));
     assert_integrated(&repo, "resumed");
 }
+
+#[test]
+fn run_merge_of_a_finished_run_killed_while_integrating_is_resumed_until_main_holds_it() {
+    // The probe: run without --merge, then with it; the second part's events are counted.
+    let probe = TestRepo::new();
+    let plan = conflicting_plan(&probe);
+    let out = probe.run_plan(&plan, RESOLVING_WORKER, &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    let before = journal(&probe).len();
+    let out = probe.run_plan(&plan, RESOLVING_WORKER, &["--merge"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_integrated(&probe, "uninterrupted");
+    let kinds = journal(&probe);
+    let integrating = &kinds[before..];
+    assert!(
+        integrating.iter().any(|k| k == "integration_requested"),
+        "{integrating:?}"
+    );
+    // The engine journals everything but the command's request and reopening.
+    let total = integrating.len() - 2;
+    for n in 1..total {
+        let repo = TestRepo::new();
+        let plan = conflicting_plan(&repo);
+        let out = repo.run_plan(&plan, RESOLVING_WORKER, &[]);
+        assert!(out.status.success(), "{}", text(&out));
+        let root = repo.scratch().join("wt");
+        let n_text = n.to_string();
+        let args = [
+            "run",
+            plan.to_str().unwrap(),
+            "--worker-cmd",
+            RESOLVING_WORKER,
+            "--worktree-root",
+            root.to_str().unwrap(),
+            "--merge",
+        ];
+        let out = orchestra_with_env(
+            &repo.path,
+            &args,
+            &[("ORCHESTRA_CRASH_AFTER_EVENTS", &n_text)],
+        );
+        assert_eq!(
+            out.status.signal(),
+            Some(9),
+            "crash point {n}: {}",
+            text(&out)
+        );
+        let state = status_json(&repo.path)["run"]["state"].clone();
+        assert_ne!(
+            state, "completed",
+            "crash point {n}: completed before the merge"
+        );
+        let resumed = orchestra(&repo.path, &["resume"]);
+        assert!(
+            resumed.status.success(),
+            "crash point {n}: {}",
+            text(&resumed)
+        );
+        assert_integrated(&repo, &format!("crash point {n}"));
+    }
+}
