@@ -136,6 +136,7 @@ pub fn integrate_journaled(
 
     let records = journal.packets()?;
     let (already, queue) = queue_packets(&git, &plan, &records, &tip)?;
+    journal_found_integrated(journal, &already, &tip)?;
     journal.record(Event::MergeStarted {
         target: target.clone(),
         integration: branch.clone(),
@@ -193,6 +194,35 @@ pub fn integrate_journaled(
         signers,
     };
     conclude(repo, journal, (&run, &records), opts, ends, progress)
+}
+
+/// Journals as integrated the packets of `already` (found on the integration branch at `tip`)
+/// whose journal does not say so: a merge killed between advancing the integration branch and
+/// journaling it left them there, and reports read the journal.
+fn journal_found_integrated(
+    journal: &Journal<'_>,
+    already: &[String],
+    tip: &str,
+) -> Result<(), MergeError> {
+    if already.is_empty() {
+        return Ok(());
+    }
+    let landing = journal
+        .read(|s, run| s.events_of_kinds(run, &["packet_integrated", "packet_sent_back"]))?;
+    for id in already {
+        let said = landing.iter().rev().find_map(|e| match &e.event {
+            Event::PacketIntegrated { packet, .. } if packet == id => Some(true),
+            Event::PacketSentBack { packet, .. } if packet == id => Some(false),
+            _ => None,
+        });
+        if said != Some(true) {
+            journal.record(Event::PacketIntegrated {
+                packet: id.clone(),
+                commit: tip.to_string(),
+            })?;
+        }
+    }
+    Ok(())
 }
 
 /// Returns [`MergeError::Interrupted`] once `stop` is set.

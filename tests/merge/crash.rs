@@ -244,3 +244,28 @@ fn run_merge_of_a_finished_run_killed_while_integrating_is_resumed_until_main_ho
         assert_integrated(&repo, &format!("crash point {n}"));
     }
 }
+
+#[test]
+fn a_packet_found_on_the_integration_branch_without_its_journal_entry_is_journaled_integrated() {
+    // What a merge killed right after advancing the integration branch leaves: the branch
+    // holds pa's work, the journal does not say so.
+    let repo = TestRepo::new();
+    let plan = conflicting_plan(&repo);
+    let out = repo.run_plan(&plan, RESOLVING_WORKER, &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    let run = run_id(&repo.path);
+    let pa = repo.git(&["rev-parse", &format!("orchestra/{run}/pa")]);
+    repo.git(&["branch", &format!("orchestra/{run}/integration"), &pa]);
+    let out = repo.run_plan(&plan, RESOLVING_WORKER, &["--merge"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_integrated(&repo, "merged");
+    let store = git_orchestra::store::Store::open(&repo.path.join(".git")).unwrap();
+    let integrated: Vec<String> = store
+        .events_of_kind(&run, "packet_integrated")
+        .unwrap()
+        .into_iter()
+        .filter_map(|e| e.event.packet().map(str::to_string))
+        .collect();
+    assert!(integrated.contains(&"pa".to_string()), "{integrated:?}");
+    assert!(integrated.contains(&"pb".to_string()), "{integrated:?}");
+}
