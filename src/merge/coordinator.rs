@@ -291,6 +291,7 @@ fn conclude(
         integrated: integrated.clone(),
         sent_back: sent_back.iter().map(|s| s.packet.clone()).collect(),
         target_advanced,
+        target_note: target_note.clone(),
     })?;
     Ok(MergeReport {
         run: run.id.clone(),

@@ -197,6 +197,9 @@ pub enum Event {
         integrated: Vec<String>,
         sent_back: Vec<String>,
         target_advanced: bool,
+        /// Why the target was not advanced, when it was not.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        target_note: Option<String>,
     },
     /// An agent working on `packet` moved from one worker state to another, for `reason`.
     AgentState {

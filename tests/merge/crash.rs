@@ -269,3 +269,22 @@ fn a_packet_found_on_the_integration_branch_without_its_journal_entry_is_journal
     assert!(integrated.contains(&"pa".to_string()), "{integrated:?}");
     assert!(integrated.contains(&"pb".to_string()), "{integrated:?}");
 }
+
+#[test]
+fn a_target_the_merge_could_not_advance_is_journaled_with_the_reason() {
+    let repo = TestRepo::new();
+    let plan = conflicting_plan(&repo);
+    // main is checked out with an uncommitted change the merge would overwrite.
+    repo.write("README.md", "local edit\n");
+    let out = repo.run_plan(&plan, RESOLVING_WORKER, &["--merge"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let run = run_id(&repo.path);
+    let store = git_orchestra::store::Store::open(&repo.path.join(".git")).unwrap();
+    let finished = store.events_of_kind(&run, "merge_finished").unwrap();
+    let last = serde_json::to_value(&finished.last().unwrap().event).unwrap();
+    assert_eq!(last["target_advanced"], false, "{last}");
+    let note = last["target_note"].as_str().unwrap_or_default();
+    assert!(note.contains("could not fast-forward"), "{last}");
+    // The run finished only with that reason on record.
+    assert_eq!(status_json(&repo.path)["run"]["state"], "completed");
+}
