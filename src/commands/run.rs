@@ -95,6 +95,7 @@ pub fn cmd_run(cwd: &Path, args: &RunArgs) -> Result<(), CommandError> {
         )));
     }
     let base = repo.resolve_base(plan.base.as_deref())?;
+    check_target(&repo, args)?;
     let run_id = names::run_id(&plan.objective, &base);
     let existing = Store::open_existing(&repo.common_dir)
         .map_err(CommandError::internal)?
@@ -216,6 +217,26 @@ fn check_agents(
             )
         })?;
     Ok(())
+}
+
+/// Refuses a `--merge --target` that names no local branch before any packet runs: the
+/// integration would fail only after all the work.
+fn check_target(repo: &RepoInfo, args: &RunArgs) -> Result<(), CommandError> {
+    let Some(target) = args.target.as_deref().filter(|_| args.merge) else {
+        return Ok(());
+    };
+    let branch = target.strip_prefix("refs/heads/").unwrap_or(target);
+    let found = repo
+        .git()
+        .resolve_commit(&format!("refs/heads/{branch}"))
+        .map_err(CommandError::internal)?;
+    match found {
+        Some(_) => Ok(()),
+        None => Err(super::merge::merge_error(merge::MergeError::BadTarget {
+            target: branch.to_string(),
+        })
+        .hint("`git branch` lists the local branches; nothing was run")),
+    }
 }
 
 /// Journals that `run` is to be integrated as `--merge` asks, before any packet of it runs:

@@ -1,6 +1,7 @@
 //! Crash and signal consistency of `run --merge`: a run killed at any journaled event of its
 //! packets or of their integration, or interrupted while a worker resolves a conflict, is
-//! resumed until the target holds every packet's work — and is `completed` only then.
+//! resumed until the target holds every packet's work — and is `completed` only then; what
+//! the journal of the integration phase must say, and a target refused before any work.
 
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
@@ -287,4 +288,16 @@ fn a_target_the_merge_could_not_advance_is_journaled_with_the_reason() {
     assert!(note.contains("could not fast-forward"), "{last}");
     // The run finished only with that reason on record.
     assert_eq!(status_json(&repo.path)["run"]["state"], "completed");
+}
+
+#[test]
+fn run_merge_with_a_target_that_is_no_branch_is_refused_before_any_packet_runs() {
+    let repo = TestRepo::new();
+    let plan = conflicting_plan(&repo);
+    let before = refs(&repo.path);
+    let out = repo.run_plan(&plan, RESOLVING_WORKER, &["--merge", "--target", "no-such"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let all = text(&out);
+    assert!(all.contains("`no-such` is not a local branch"), "{all}");
+    assert_eq!(refs(&repo.path), before, "packets ran: {all}");
 }
