@@ -301,3 +301,60 @@ fn run_merge_with_a_target_that_is_no_branch_is_refused_before_any_packet_runs()
     assert!(all.contains("`no-such` is not a local branch"), "{all}");
     assert_eq!(refs(&repo.path), before, "packets ran: {all}");
 }
+
+#[test]
+fn ctrl_c_while_the_merged_tree_is_validated_stops_at_once_and_resume_merges() {
+    let repo = TestRepo::new();
+    repo.scratch_writable();
+    let marker = repo.scratch().join("validating");
+    // Passes at once in the packet's worktree; on the merged tree the first run hangs.
+    let validation = format!(
+        r#"test -f out-p1.txt && case \"$PWD\" in */wt/*) true ;; *) [ -f {m} ] || {{ touch {m}; sleep 60; }} ;; esac"#,
+        m = marker.display()
+    );
+    let body = format!(
+        "objective = \"Stop the validation\"\n\n{}",
+        packet("p1", "\"out-p1.txt\"", "", &format!("\"{validation}\""))
+    );
+    let plan = repo.write_plan("plan.toml", &body);
+    let root = repo.scratch().join("wt");
+    let mut child = orchestra_command(
+        &repo.path,
+        &[
+            "run",
+            plan.to_str().unwrap(),
+            "--worker-cmd",
+            "echo p1 > out-p1.txt",
+            "--worktree-root",
+            root.to_str().unwrap(),
+            "--merge",
+        ],
+    )
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::null())
+    .spawn()
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !marker.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "the merged tree's validation never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let stopped = Instant::now();
+    // SAFETY: signals our own child process.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    assert!(
+        stopped.elapsed() < Duration::from_secs(20),
+        "took {:?}",
+        stopped.elapsed()
+    );
+    assert_eq!(status.code(), Some(130), "{status:?}");
+    assert_eq!(status_json(&repo.path)["run"]["state"], "interrupted");
+    let resumed = orchestra(&repo.path, &["resume"]);
+    assert!(resumed.status.success(), "{}", text(&resumed));
+    assert_eq!(repo.git(&["show", "main:out-p1.txt"]), "p1");
+    assert_eq!(status_json(&repo.path)["run"]["state"], "completed");
+}
