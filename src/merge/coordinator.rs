@@ -88,13 +88,25 @@ pub fn integrate_with(
     agent: Option<&dyn Worker>,
     on_event: &(dyn Fn(&str, &Event) + Sync),
 ) -> Result<MergeReport, MergeError> {
+    // Nothing stops a stand-alone merge but the signal that kills it; merging again resumes.
+    let stop = AtomicBool::new(false);
+    integrate_until(repo, run_id, opts, (agent, &stop), on_event)
+}
+
+/// Integrates like [`integrate_with`] until `stop` is set, which ends the merge between steps
+/// (or stops its validation) with [`MergeError::Interrupted`]; integrating again continues.
+pub fn integrate_until(
+    repo: &RepoInfo,
+    run_id: &str,
+    opts: &MergeOptions,
+    (agent, stop): (Option<&dyn Worker>, &AtomicBool),
+    on_event: &(dyn Fn(&str, &Event) + Sync),
+) -> Result<MergeReport, MergeError> {
     let dir = crate::exec::run_dir(&repo.common_dir, run_id);
     let _lock = RunLock::acquire(&dir, run_id)?;
     let store = Store::open(&repo.common_dir)?;
     let journal = Journal::new(store, run_id, on_event, None);
-    // Nothing stops a stand-alone merge but the signal that kills it; merging again resumes.
-    let stop = AtomicBool::new(false);
-    integrate_journaled(repo, opts, agent, &journal, &stop)
+    integrate_journaled(repo, opts, agent, &journal, stop)
 }
 
 /// Integrates the journal's run like [`integrate_with`], for a caller that holds the run's

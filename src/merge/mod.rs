@@ -20,7 +20,7 @@ mod tree;
 
 pub use coordinator::{
     DEFAULT_MAX_BATCH, DEFAULT_RESOLVE_ROUNDS, MergeOptions, integrate, integrate_journaled,
-    integrate_with, integration_branch,
+    integrate_until, integrate_with, integration_branch,
 };
 pub use report::{Batch, BrokenCommand, MergeReport, SentBack};
 pub use resolve::{

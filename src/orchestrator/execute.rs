@@ -170,7 +170,8 @@ impl Ctx<'_> {
         let mut last = None;
         for round in 0..MAX_MERGE_ROUNDS {
             self.stopped()?;
-            let report = merge::integrate(self.repo, &self.run, &opts, &on_event)?;
+            let until = (None, self.stop);
+            let report = merge::integrate_until(self.repo, &self.run, &opts, until, &on_event)?;
             // Conflicts, and validations a clean merge broke, go back to the packet's agent.
             let conflicted: Vec<_> = report
                 .sent_back

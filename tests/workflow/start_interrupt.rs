@@ -1,5 +1,6 @@
 //! Interrupts during a `start` run's integration: Ctrl-C while a packet's worker fixes what
-//! the merge broke pauses the run in its integrating phase, and `resume` lands the packet.
+//! the merge broke, or while the merged tree is validated, pauses the run in its integrating
+//! phase at once, and `resume` lands the packet.
 
 use std::time::{Duration, Instant};
 
@@ -78,4 +79,83 @@ fn ctrl_c_while_a_worker_fixes_a_merge_pauses_the_start_run_and_resume_lands_the
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(git(&repo, &["show", "main:p1.txt"]), "done");
     assert_eq!(git(&repo, &["show", "main:p2.txt"]), "p2 knows p1");
+}
+
+#[test]
+fn ctrl_c_while_a_start_run_validates_the_merged_tree_stops_at_once_and_resume_lands_it() {
+    hermetic();
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = demo::create_sample(&tmp.path().join("greeter")).unwrap();
+    let marks = tmp.path().join("marks");
+    std::fs::create_dir_all(&marks).unwrap();
+    let config = tmp.path().join("user-config/git-orchestra");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(
+        config.join("config.toml"),
+        format!("[sandbox]\nwritable = [\"{}\"]\n", marks.display()),
+    )
+    .unwrap();
+    let marker = marks.join("validating");
+    // The validation passes at once in the packet's worktree (its path names the run's
+    // worktree root); on the merged tree, in a scratch checkout, the first run hangs.
+    let validation = format!(
+        "test -f p1.txt && if git rev-parse --abbrev-ref HEAD | grep -q orchestra/; then true; else [ -f {m} ] || {{ touch {m}; sleep 60; }}; fi",
+        m = marker.display()
+    );
+    let plan = format!(
+        "```toml\n[[packet]]\nid = \"p1\"\ntitle = \"One\"\ndescription = \"d\"\nfiles = [\"p1.txt\"]\nvalidation = [{}]\n```",
+        serde_json::to_string(&validation).unwrap()
+    );
+    let scripts = serde_json::json!([
+        {"name": "planner", "match": ["# Planner"], "replies": [{"text": plan}]},
+        {"name": "review", "match": ["# Reviewer"], "replies": [{"text": "{\"verdict\": \"approve\"}"}]},
+        {"name": "orchestrator", "match": ["# Orchestrator"], "replies": [{"text": "{}"}]}
+    ]);
+    let model = demo::MockModel::start(demo::parse_scripts(&scripts.to_string()).unwrap()).unwrap();
+    let mut child = orchestra_command(
+        &repo,
+        &[
+            "start",
+            "--yes",
+            "--no-clarify",
+            "--merge",
+            "--worker-cmd",
+            "echo done > \"$ORCHESTRA_PACKET.txt\"",
+            "One file",
+        ],
+    )
+    .env("ORCHESTRA_PROVIDER", "openai-compatible")
+    .env("ORCHESTRA_BASE_URL", &model.url)
+    .env("ORCHESTRA_MODEL", "scripted")
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::null())
+    .spawn()
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while !marker.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "the merged tree's validation never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let stopped = Instant::now();
+    // SAFETY: signals our own child process.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    assert!(
+        stopped.elapsed() < Duration::from_secs(20),
+        "took {:?}",
+        stopped.elapsed()
+    );
+    assert_eq!(status.code(), Some(130), "{status:?}");
+    let shown = orchestra(&repo, &["status"]);
+    assert!(
+        String::from_utf8_lossy(&shown.stdout).contains("phase     paused"),
+        "{}",
+        text(&shown)
+    );
+    let out = orchestra(&repo, &["resume"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(git(&repo, &["show", "main:p1.txt"]), "done");
 }
