@@ -73,20 +73,22 @@ pub fn drive(
     let crash_after_events = std::env::var("ORCHESTRA_CRASH_AFTER_EVENTS")
         .ok()
         .and_then(|v| v.parse().ok());
+    let sandboxes =
+        git_orchestra::agent::sandbox::command_sandboxes(&repo.common_dir, &config.sandbox);
+    // Integrates a run asked to be merged (`run --merge`) once its packets are final.
+    let integrator = git_orchestra::merge::phase::RunIntegrator::new(sandboxes.clone());
     let ctl = Control {
         stop,
         on_event: &printer,
         setup: config.worktree.setup.clone(),
         sparse: config.sparse_worktrees(),
-        sandboxes: git_orchestra::agent::sandbox::command_sandboxes(
-            &repo.common_dir,
-            &config.sandbox,
-        ),
+        sandboxes,
         crash_after_events,
         review: review.as_ref(),
         fix_rounds: config.fix_rounds(),
         retries: config.retries(),
         executor: executor.as_deref(),
+        integrator: Some(&integrator),
     };
     let ours = worker.as_ref().map(|w| w as &dyn engine::Worker);
     // Roles with an agent CLI (all of them with --agent) go to it, the others to our agents.
@@ -101,7 +103,14 @@ pub fn drive(
         n.finish();
     }
     let summary: Summary = summary?;
-    print_final(repo, run_id, json, summary.state)
+    let shown = print_final(repo, run_id, json, summary.state);
+    // The integration asked of the run (`run --merge`) ran in the engine: its report follows.
+    match integrator.take() {
+        Some(Ok(report)) => shown.and(super::merge::show_report(&report, json)),
+        Some(Err(e)) => Err(super::merge::merge_error(e)
+            .hint("the run stays unfinished: `git orchestra resume` integrates it again")),
+        None => shown,
+    }
 }
 
 /// Prints the run's final status (JSON or the table) and maps its state to the exit code.

@@ -101,13 +101,20 @@ pub fn run_merge(
         .map(|w| w as &dyn git_orchestra::engine::Worker);
     let report =
         merge::integrate_with(repo, run, opts, agent_ref, &printer).map_err(merge_error)?;
+    show_report(&report, json)
+}
+
+/// Prints the merge report on stdout (JSON or text) and maps it to the command's outcome:
+/// success only when every packet went in and the target advanced.
+pub fn show_report(report: &MergeReport, json: bool) -> Result<(), CommandError> {
+    let run = &report.run;
     if json {
         println!(
             "{}",
-            serde_json::to_string_pretty(&report).map_err(CommandError::internal)?
+            serde_json::to_string_pretty(report).map_err(CommandError::internal)?
         );
     } else {
-        print!("{}", git_orchestra::redact::terminal_safe(&render(&report)));
+        print!("{}", git_orchestra::redact::terminal_safe(&render(report)));
     }
     if report.sent_back.is_empty() && report.target_advanced {
         Ok(())
@@ -188,7 +195,8 @@ fn predict(repo: &RepoInfo, a: &str, b: &str, json: bool) -> Result<(), CommandE
     }
 }
 
-fn merge_error(e: MergeError) -> CommandError {
+/// Maps a merge coordinator's error to the command error of its kind.
+pub(crate) fn merge_error(e: MergeError) -> CommandError {
     use git_orchestra::store::StoreError;
     match e {
         MergeError::UnknownRevision { .. }

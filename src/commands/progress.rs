@@ -237,14 +237,15 @@ fn merge_line(event: &Event) -> Option<String> {
             integration,
             commit,
             target_advanced,
+            target_note,
             ..
         } => format!(
             "{integration} at {}{}",
             short(commit),
-            if *target_advanced {
-                "; target advanced"
-            } else {
-                ""
+            match (target_advanced, target_note) {
+                (true, _) => "; target advanced".to_string(),
+                (false, Some(note)) => format!("; target not advanced: {note}"),
+                (false, None) => String::new(),
             }
         ),
         _ => return None,

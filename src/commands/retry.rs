@@ -6,6 +6,7 @@ use std::path::Path;
 use clap::Args;
 use git_orchestra::engine;
 use git_orchestra::git::RepoInfo;
+use git_orchestra::merge;
 use git_orchestra::store::{Event, Store};
 
 use super::drive::drive;
@@ -69,31 +70,30 @@ pub fn cmd_retry(cwd: &Path, args: &RetryArgs) -> Result<(), CommandError> {
         }
         return super::start::resume_start(&repo, &config, &run, args.quiet);
     }
+    if was_merged(&repo, &run)? {
+        // Integrated again as it was before, by the engine once the packets are final: the
+        // request is journaled before the run reopens, so a resume after a crash integrates
+        // too (a request left by a retry that refused stays unanswered until the next one).
+        let sandboxes =
+            git_orchestra::agent::sandbox::command_sandboxes(&repo.common_dir, &config.sandbox);
+        let mut store = Store::open(&repo.common_dir).map_err(CommandError::internal)?;
+        let before =
+            merge::phase::last_request(&store, &run, &sandboxes).map_err(CommandError::internal)?;
+        let opts = before.unwrap_or_else(|| merge::MergeOptions {
+            timeout: config.timeout(None),
+            keep_worktrees: config.keep_worktrees(),
+            sandboxes,
+            recycle_worktrees: config.recycle_worktrees(),
+            ..Default::default()
+        });
+        merge::phase::request(&mut store, &run, &opts).map_err(CommandError::internal)?;
+    }
     let reopened =
         engine::reopen(&repo, &run, &args.packets, args.note.as_deref()).map_err(engine_error)?;
     if !args.quiet && !args.json {
         eprintln!("retrying {} of run {run}", reopened.join(", "));
     }
-    let driven = drive(&repo, &run, &config, args.quiet, args.json);
-    if was_merged(&repo, &run)?
-        && driven
-            .as_ref()
-            .err()
-            .is_none_or(|e| e.kind == super::error::ErrorKind::Failed)
-    {
-        let opts = git_orchestra::merge::MergeOptions {
-            timeout: config.timeout(None),
-            keep_worktrees: config.keep_worktrees(),
-            sandboxes: git_orchestra::agent::sandbox::command_sandboxes(
-                &repo.common_dir,
-                &config.sandbox,
-            ),
-            recycle_worktrees: config.recycle_worktrees(),
-            ..Default::default()
-        };
-        return driven.and(super::merge::run_merge(&repo, &run, &opts, args.json));
-    }
-    driven
+    drive(&repo, &run, &config, args.quiet, args.json)
 }
 
 /// Returns true if and only if the run was integrated before (`run --merge` or `merge`).

@@ -7,7 +7,7 @@ use clap::Args;
 use git_orchestra::engine::{self, RunOptions};
 use git_orchestra::git::RepoInfo;
 use git_orchestra::store::{RunState, Store};
-use git_orchestra::{names, plan};
+use git_orchestra::{merge, names, plan};
 
 use super::drive::{drive, print_final};
 use super::{CommandError, agent_worker, engine_error, load_config, progress};
@@ -95,6 +95,7 @@ pub fn cmd_run(cwd: &Path, args: &RunArgs) -> Result<(), CommandError> {
         )));
     }
     let base = repo.resolve_base(plan.base.as_deref())?;
+    check_target(&repo, args)?;
     let run_id = names::run_id(&plan.objective, &base);
     let existing = Store::open_existing(&repo.common_dir)
         .map_err(CommandError::internal)?
@@ -103,29 +104,7 @@ pub fn cmd_run(cwd: &Path, args: &RunArgs) -> Result<(), CommandError> {
         .map_err(CommandError::internal)?
         .flatten();
     let executor = super::executor::choose(&repo, &config, args.executor, existing.as_ref())?;
-    if existing.as_ref().is_none_or(|r| r.worker_cmd.is_none()) && args.worker_cmd.is_none() {
-        // Our own agents do the work of roles without an agent CLI: check those roles and
-        // their profiles before anything starts.
-        let forced = args.agent.clone().or_else(|| {
-            existing
-                .as_ref()
-                .and_then(|r| super::agent_cli::chosen(&repo, &r.id))
-        });
-        let cli = super::agent_cli::cli_worker(&repo, &config, forced.as_deref())?;
-        let worker = agent_worker(&repo, &config)?;
-        worker
-            .check(
-                plan.packets
-                    .iter()
-                    .map(|p| p.role.as_str())
-                    .filter(|r| cli.agent_for(r).is_none()),
-            )
-            .map_err(|e| {
-                CommandError::user(e).hint(
-                    "configure a model profile (see `git orchestra agents`), or pass --worker-cmd '<command>' to use an external agent",
-                )
-            })?;
-    }
+    check_agents(&repo, &config, &plan, args, existing.as_ref())?;
     if repo.is_dirty()? {
         eprintln!(
             "note: the working tree has uncommitted changes; packets start from the base commit {} and do not see them",
@@ -154,7 +133,9 @@ pub fn cmd_run(cwd: &Path, args: &RunArgs) -> Result<(), CommandError> {
                 prepared.run.worker_cmd.as_deref().unwrap_or("")
             );
         }
-        if prepared.run.state.is_finished() {
+        let integrate =
+            args.merge && matches!(prepared.run.state, RunState::Completed | RunState::Failed);
+        if prepared.run.state.is_finished() && !integrate {
             eprintln!(
                 "run {} is already {}",
                 prepared.run.id,
@@ -166,7 +147,19 @@ pub fn cmd_run(cwd: &Path, args: &RunArgs) -> Result<(), CommandError> {
             }
             return afterwards(&repo, &prepared.run.id, args, &config, shown);
         }
-        eprintln!("run {} exists; resuming it", prepared.run.id);
+        if integrate {
+            // Integrated as a phase of the run, like a new one: requested, then reopened for
+            // the engine, so a crash or Ctrl-C leaves it for `resume` to integrate.
+            eprintln!(
+                "run {} is already {}; integrating it",
+                prepared.run.id,
+                prepared.run.state.as_str()
+            );
+            request_merge(&repo, &prepared.run.id, args, &config)?;
+            engine::reopen_to_integrate(&repo, &prepared.run.id).map_err(engine_error)?;
+        } else {
+            eprintln!("run {} exists; resuming it", prepared.run.id);
+        }
     } else if !args.quiet {
         eprintln!(
             "run {} ({} packets, base {})",
@@ -175,15 +168,107 @@ pub fn cmd_run(cwd: &Path, args: &RunArgs) -> Result<(), CommandError> {
             progress::short(&base)
         );
     }
+    if args.merge && !prepared.run.state.is_finished() {
+        request_merge(&repo, &prepared.run.id, args, &config)?;
+    }
     let driven = drive(&repo, &prepared.run.id, &config, args.quiet, args.json);
-    // A failed run may still have succeeded packets worth integrating; an interrupted or
-    // broken one is left alone.
+    // An interrupted or broken run is left alone.
     if let Err(e) = &driven
         && e.kind != super::error::ErrorKind::Failed
     {
         return driven;
     }
+    if args.merge {
+        return driven;
+    }
     afterwards(&repo, &prepared.run.id, args, &config, driven)
+}
+
+/// Checks, before anything starts, the roles our own agents would work (those without an
+/// agent CLI) and their model profiles, unless a worker command does the work.
+fn check_agents(
+    repo: &RepoInfo,
+    config: &git_orchestra::config::RepoConfig,
+    plan: &plan::Plan,
+    args: &RunArgs,
+    existing: Option<&git_orchestra::store::RunRecord>,
+) -> Result<(), CommandError> {
+    if existing.is_some_and(|r| r.worker_cmd.is_some()) || args.worker_cmd.is_some() {
+        return Ok(());
+    }
+    // Our own agents do the work of roles without an agent CLI: check those roles and
+    // their profiles before anything starts.
+    let forced = args
+        .agent
+        .clone()
+        .or_else(|| existing.and_then(|r| super::agent_cli::chosen(repo, &r.id)));
+    let cli = super::agent_cli::cli_worker(repo, config, forced.as_deref())?;
+    let worker = agent_worker(repo, config)?;
+    worker
+        .check(
+            plan.packets
+                .iter()
+                .map(|p| p.role.as_str())
+                .filter(|r| cli.agent_for(r).is_none()),
+        )
+        .map_err(|e| {
+            CommandError::user(e).hint(
+                "configure a model profile (see `git orchestra agents`), or pass --worker-cmd '<command>' to use an external agent",
+            )
+        })?;
+    Ok(())
+}
+
+/// Refuses a `--merge --target` that names no local branch before any packet runs: the
+/// integration would fail only after all the work.
+fn check_target(repo: &RepoInfo, args: &RunArgs) -> Result<(), CommandError> {
+    let Some(target) = args.target.as_deref().filter(|_| args.merge) else {
+        return Ok(());
+    };
+    let branch = target.strip_prefix("refs/heads/").unwrap_or(target);
+    let found = repo
+        .git()
+        .resolve_commit(&format!("refs/heads/{branch}"))
+        .map_err(CommandError::internal)?;
+    match found {
+        Some(_) => Ok(()),
+        None => Err(super::merge::merge_error(merge::MergeError::BadTarget {
+            target: branch.to_string(),
+        })
+        .hint("`git branch` lists the local branches; nothing was run")),
+    }
+}
+
+/// Journals that `run` is to be integrated as `--merge` asks, before any packet of it runs:
+/// the engine integrates once the packets are final (a failed run may still have succeeded
+/// packets worth integrating), and a resume after a crash or Ctrl-C integrates too.
+fn request_merge(
+    repo: &RepoInfo,
+    run: &str,
+    args: &RunArgs,
+    config: &git_orchestra::config::RepoConfig,
+) -> Result<(), CommandError> {
+    let mut store = Store::open(&repo.common_dir).map_err(CommandError::internal)?;
+    merge::phase::request(&mut store, run, &merge_options(repo, args, config))
+        .map_err(CommandError::internal)
+}
+
+/// Returns the merge settings `--merge` asks for.
+fn merge_options(
+    repo: &RepoInfo,
+    args: &RunArgs,
+    config: &git_orchestra::config::RepoConfig,
+) -> merge::MergeOptions {
+    merge::MergeOptions {
+        target: args.target.clone(),
+        keep_worktrees: config.keep_worktrees(),
+        sandboxes: git_orchestra::agent::sandbox::command_sandboxes(
+            &repo.common_dir,
+            &config.sandbox,
+        ),
+        recycle_worktrees: config.recycle_worktrees(),
+        ..Default::default()
+    }
 }
 
 /// Does what `--pr` or `--merge` asks once the run has ended with `outcome`, and returns the
@@ -207,16 +292,7 @@ fn afterwards(
         return outcome.and(published);
     }
     if args.merge {
-        let opts = git_orchestra::merge::MergeOptions {
-            target: args.target.clone(),
-            keep_worktrees: config.keep_worktrees(),
-            sandboxes: git_orchestra::agent::sandbox::command_sandboxes(
-                &repo.common_dir,
-                &config.sandbox,
-            ),
-            recycle_worktrees: config.recycle_worktrees(),
-            ..Default::default()
-        };
+        let opts = merge_options(repo, args, config);
         return outcome.and(super::merge::run_merge(repo, run, &opts, args.json));
     }
     outcome

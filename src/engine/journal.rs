@@ -40,6 +40,18 @@ impl<'a> Journal<'a> {
         Ok(store.require_run(&self.run)?.plan_toml)
     }
 
+    /// Returns the run's record as the store holds it.
+    pub fn run(&self) -> Result<crate::store::RunRecord, StoreError> {
+        let store = self.store.lock().unwrap_or_else(|p| p.into_inner());
+        store.require_run(&self.run)
+    }
+
+    /// Returns what `read` makes of the run's store, for a query no method here names.
+    pub fn read<T>(&self, read: impl FnOnce(&Store, &str) -> T) -> T {
+        let store = self.store.lock().unwrap_or_else(|p| p.into_inner());
+        read(&store, &self.run)
+    }
+
     /// Journals `event` durably before returning; the caller acts on it only afterwards.
     pub fn record(&self, event: Event) -> Result<(), StoreError> {
         {

@@ -4,6 +4,7 @@
 
 mod cancel;
 pub mod gc;
+pub mod integration;
 mod journal;
 mod packet;
 pub mod remote;
@@ -22,9 +23,10 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 pub use cancel::cancel;
+pub use integration::{Integrated, Integrator};
 pub use journal::Journal;
 pub use remote::Executor;
-pub use retry::reopen;
+pub use retry::{reopen, reopen_to_integrate};
 pub use worker::{DEFAULT_FIX_ROUNDS, PacketReview, Worker, WorkerJob, WorkerReport};
 
 use crate::exec::{LockError, RunLock, kill_group, process, run_dir};
@@ -218,6 +220,9 @@ pub struct Control<'a> {
     /// Where packets' work runs: `None` in worktrees beside the repository, else on the
     /// executor's hosts (see [`remote`]).
     pub executor: Option<&'a dyn Executor>,
+    /// Integrates the run once its packets are final, when integration was asked of it
+    /// (`run --merge`); without one such a run stays interrupted until a resume that has one.
+    pub integrator: Option<&'a dyn Integrator>,
 }
 
 /// How an execution ended.
@@ -316,7 +321,8 @@ pub fn execute_with(
         dependencies: None,
     };
     drive(&ctx, &graph)?;
-    finish(&journal, run_id)
+    let held = integration::run_pending(repo, &journal, ctl, worker)?;
+    finish(&journal, run_id, held)
 }
 
 /// Kills what a previous process of `run_id` may have left running: the process group each
@@ -422,9 +428,13 @@ fn drive(ctx: &packet::Context<'_>, graph: &scheduler::Graph) -> Result<(), Engi
     })
 }
 
-/// Journals how the run ended — finished when every packet is final, interrupted otherwise —
-/// and returns its summary.
-fn finish(journal: &Journal<'_>, run_id: &str) -> Result<Summary, EngineError> {
+/// Journals how the run ended — finished when every packet is final and nothing `held` it
+/// (an integration asked of it and not done), interrupted otherwise — and returns its summary.
+fn finish(
+    journal: &Journal<'_>,
+    run_id: &str,
+    held: Option<String>,
+) -> Result<Summary, EngineError> {
     let records = journal.packets()?;
     let count = |s: PacketState| records.iter().filter(|r| r.state == s).count();
     let (succeeded, failed, skipped) = (
@@ -432,7 +442,7 @@ fn finish(journal: &Journal<'_>, run_id: &str) -> Result<Summary, EngineError> {
         count(PacketState::Failed),
         count(PacketState::Skipped),
     );
-    let state = if records.iter().all(|r| r.state.is_final()) {
+    let state = if records.iter().all(|r| r.state.is_final()) && held.is_none() {
         let outcome = if succeeded == records.len() {
             RunOutcome::Completed
         } else {
@@ -445,7 +455,7 @@ fn finish(journal: &Journal<'_>, run_id: &str) -> Result<Summary, EngineError> {
         }
     } else {
         journal.record(Event::RunInterrupted {
-            reason: "stopped by a signal".to_string(),
+            reason: held.unwrap_or_else(|| "stopped by a signal".to_string()),
         })?;
         RunState::Interrupted
     };

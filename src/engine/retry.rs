@@ -96,6 +96,32 @@ pub fn reopen(
     Ok(chosen)
 }
 
+/// Reopens the finished `run` with none of its packets, so that `execute` integrates it: the
+/// caller has journaled an integration request, and the run is `completed` or `failed` again
+/// only once the merge has finished.
+///
+/// Only a completed or failed run is reopened; nothing changes when an error is returned.
+pub fn reopen_to_integrate(repo: &RepoInfo, run: &str) -> Result<(), EngineError> {
+    let dir = run_dir(&repo.common_dir, run);
+    let _lock = RunLock::acquire(&dir, run)?;
+    let mut store = Store::open(&repo.common_dir)?;
+    let record = store.require_run(run)?;
+    if !matches!(record.state, RunState::Completed | RunState::Failed) {
+        return Err(EngineError::NotRetryable {
+            run: run.to_string(),
+            state: record.state.as_str(),
+        });
+    }
+    store.record(
+        run,
+        &Event::RunReopened {
+            packets: Vec::new(),
+            note: None,
+        },
+    )?;
+    Ok(())
+}
+
 /// Returns the note the latest reopening of `run` left for `packet`'s worker, if any.
 pub(super) fn note_for(store: &Store, run: &str, packet: &str) -> Option<String> {
     store

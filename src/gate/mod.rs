@@ -29,7 +29,7 @@ pub use fast::all_approved;
 pub use range::{PacketRef, ResolvedRange, packet_of, resolve_range};
 pub use review::{
     DeterministicReviewer, PacketChecks, ReviewInput, ReviewOutcome, Reviewer, history_findings,
-    review, run_validation,
+    review, run_validation, run_validation_until,
 };
 pub use scratch::ScratchWorktree;
 pub use secrets::{SecretKind, mask as mask_secrets, redact, safe_to_show};

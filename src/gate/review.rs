@@ -196,12 +196,25 @@ pub fn run_validation(
     log_dir: &Path,
     confine: Option<&process::Confine>,
 ) -> Result<Vec<(String, Outcome, PathBuf)>, GateError> {
+    let stop = AtomicBool::new(false);
+    run_validation_until(repo, commit, commands, (timeout, &stop), log_dir, confine)
+}
+
+/// Runs the validation like [`run_validation`], stopping the running command (its outcome
+/// then says `interrupted`) and the rest once `stop` is set.
+pub fn run_validation_until(
+    repo: &RepoInfo,
+    commit: &str,
+    commands: &[String],
+    (timeout, stop): (Duration, &AtomicBool),
+    log_dir: &Path,
+    confine: Option<&process::Confine>,
+) -> Result<Vec<(String, Outcome, PathBuf)>, GateError> {
     let mut results = Vec::new();
     if commands.is_empty() {
         return Ok(results);
     }
     let scratch = ScratchWorktree::create(repo, commit, "validate")?;
-    let stop = AtomicBool::new(false);
     for (n, command) in commands.iter().enumerate() {
         let log = log_dir.join(format!("validate-{}.log", n + 1));
         let env = [("ORCHESTRA_COMMIT".to_string(), commit.to_string())];
@@ -214,11 +227,11 @@ pub fn run_validation(
             confine,
         };
         let outcome =
-            process::run(&spec, &stop, &mut |_| {}).map_err(|e| GateError::Validation {
+            process::run(&spec, stop, &mut |_| {}).map_err(|e| GateError::Validation {
                 command: command.clone(),
                 message: e.to_string(),
             })?;
-        let ok = outcome.success();
+        let ok = outcome.success() && !outcome.interrupted;
         results.push((command.clone(), outcome, log));
         if !ok {
             break;

@@ -185,7 +185,7 @@ impl Batcher<'_> {
             candidate,
             &commands,
             &names,
-            self.opts,
+            (self.opts, self.resolver.stop),
             &self.log_root.join(format!("batch-{}", p.attempt)),
         )?;
         p.batches.push(Batch {

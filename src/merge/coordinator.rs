@@ -88,10 +88,44 @@ pub fn integrate_with(
     agent: Option<&dyn Worker>,
     on_event: &(dyn Fn(&str, &Event) + Sync),
 ) -> Result<MergeReport, MergeError> {
+    // Nothing stops a stand-alone merge but the signal that kills it; merging again resumes.
+    let stop = AtomicBool::new(false);
+    integrate_until(repo, run_id, opts, (agent, &stop), on_event)
+}
+
+/// Integrates like [`integrate_with`] until `stop` is set, which ends the merge between steps
+/// (or stops its validation) with [`MergeError::Interrupted`]; integrating again continues.
+pub fn integrate_until(
+    repo: &RepoInfo,
+    run_id: &str,
+    opts: &MergeOptions,
+    (agent, stop): (Option<&dyn Worker>, &AtomicBool),
+    on_event: &(dyn Fn(&str, &Event) + Sync),
+) -> Result<MergeReport, MergeError> {
     let dir = crate::exec::run_dir(&repo.common_dir, run_id);
     let _lock = RunLock::acquire(&dir, run_id)?;
     let store = Store::open(&repo.common_dir)?;
-    let run = store.require_run(run_id)?;
+    let journal = Journal::new(store, run_id, on_event, None);
+    integrate_journaled(repo, opts, agent, &journal, stop)
+}
+
+/// Integrates the journal's run like [`integrate_with`], for a caller that holds the run's
+/// lock and journals the run itself (the engine, integrating a run asked to be merged, through
+/// [`super::phase::RunIntegrator`]).
+///
+/// When `stop` is set the merge ends between steps with [`MergeError::Interrupted`]: a
+/// conflict resolution it cut short sends nothing back, no `merge_finished` is journaled, and
+/// integrating again later continues from the integration branch.
+pub fn integrate_journaled(
+    repo: &RepoInfo,
+    opts: &MergeOptions,
+    agent: Option<&dyn Worker>,
+    journal: &Journal<'_>,
+    stop: &AtomicBool,
+) -> Result<MergeReport, MergeError> {
+    let run = journal.run()?;
+    let run_id = run.id.as_str();
+    let dir = crate::exec::run_dir(&repo.common_dir, run_id);
     let plan = run.plan().map_err(|e| MergeError::StoredPlan {
         run: run_id.to_string(),
         message: e.to_string(),
@@ -112,9 +146,9 @@ pub fn integrate_with(
 
     let tip = start_integration(&git, &branch, &int_ref, &target, &target_tip)?;
 
-    let records = store.packets(run_id)?;
-    let journal = Journal::new(store, run_id, on_event, None);
+    let records = journal.packets()?;
     let (already, queue) = queue_packets(&git, &plan, &records, &tip)?;
+    journal_found_integrated(journal, &already, &tip)?;
     journal.record(Event::MergeStarted {
         target: target.clone(),
         integration: branch.clone(),
@@ -125,7 +159,6 @@ pub fn integrate_with(
         (Some(cmd), _) => Some(ConflictWorker::Command(cmd.as_str())),
         (None, w) => w.map(ConflictWorker::Agent),
     };
-    let stop = AtomicBool::new(false);
     let record_event = |e| journal.record(e);
     let resolver = Resolver {
         run_id,
@@ -137,13 +170,13 @@ pub fn integrate_with(
         branch: &branch,
         dir: &dir,
         common_dir: &repo.common_dir,
-        stop: &stop,
+        stop,
         journal: &record_event,
     };
     let batcher = Batcher {
         repo,
         git: &git,
-        journal: &journal,
+        journal,
         resolver: &resolver,
         opts,
         branch: &branch,
@@ -158,11 +191,84 @@ pub fn integrate_with(
         plan: &plan,
         records: &records,
     };
-    let (mut progress, signers) = approval.progress(&journal, queue, &already, tip, validations)?;
+    let (mut progress, signers) = approval.progress(journal, queue, &already, tip, validations)?;
     while !progress.queue.is_empty() {
+        interrupted(stop, run_id)?;
         batcher.step(&mut progress)?;
     }
+    interrupted(stop, run_id)?;
+    let ends = Ends {
+        target,
+        target_ref,
+        target_tip,
+        branch,
+        already,
+        signers,
+    };
+    conclude(repo, journal, (&run, &records), opts, ends, progress)
+}
 
+/// Journals as integrated the packets of `already` (found on the integration branch at `tip`)
+/// whose journal does not say so: a merge killed between advancing the integration branch and
+/// journaling it left them there, and reports read the journal.
+fn journal_found_integrated(
+    journal: &Journal<'_>,
+    already: &[String],
+    tip: &str,
+) -> Result<(), MergeError> {
+    if already.is_empty() {
+        return Ok(());
+    }
+    let landing = journal
+        .read(|s, run| s.events_of_kinds(run, &["packet_integrated", "packet_sent_back"]))?;
+    for id in already {
+        let said = landing.iter().rev().find_map(|e| match &e.event {
+            Event::PacketIntegrated { packet, .. } if packet == id => Some(true),
+            Event::PacketSentBack { packet, .. } if packet == id => Some(false),
+            _ => None,
+        });
+        if said != Some(true) {
+            journal.record(Event::PacketIntegrated {
+                packet: id.clone(),
+                commit: tip.to_string(),
+            })?;
+        }
+    }
+    Ok(())
+}
+
+/// Returns [`MergeError::Interrupted`] once `stop` is set.
+fn interrupted(stop: &AtomicBool, run: &str) -> Result<(), MergeError> {
+    if stop.load(std::sync::atomic::Ordering::SeqCst) {
+        return Err(MergeError::Interrupted {
+            run: run.to_string(),
+        });
+    }
+    Ok(())
+}
+
+/// What the end of a merge needs from its start.
+struct Ends {
+    target: String,
+    target_ref: String,
+    /// The target's tip when the merge started.
+    target_tip: String,
+    branch: String,
+    already: Vec<String>,
+    signers: Vec<std::collections::BTreeSet<String>>,
+}
+
+/// Advances the target to the integration tip (journaled first), vouches for the integrated
+/// packets, releases their worktrees and journals the end of the merge.
+fn conclude(
+    repo: &RepoInfo,
+    journal: &Journal<'_>,
+    (run, records): (&crate::store::RunRecord, &[crate::store::PacketRecord]),
+    opts: &MergeOptions,
+    ends: Ends,
+    progress: Progress,
+) -> Result<MergeReport, MergeError> {
+    let git = repo.git();
     let Progress {
         tip,
         integrated,
@@ -171,23 +277,36 @@ pub fn integrate_with(
         validations: validated,
         ..
     } = progress;
+    let Ends {
+        target,
+        target_ref,
+        target_tip,
+        branch,
+        already,
+        signers,
+    } = ends;
+    journal.record(Event::TargetAdvancing {
+        target: target.clone(),
+        commit: tip.clone(),
+    })?;
     let (target_advanced, target_note) = advance_target(repo, &target, &target_ref, &tip)?;
     if target_advanced {
         let merged: Vec<String> = already.iter().chain(&integrated).cloned().collect();
         let signed = (signers.as_slice(), validated.as_slice());
         vouch_for_integration(&git, &target_tip, &tip, &merged, signed)?;
     }
-    let integrated_ids = (run_id, records.as_slice(), integrated.as_slice());
-    release_worktrees(repo, &journal, integrated_ids, opts)?;
+    let integrated_ids = (run.id.as_str(), records, integrated.as_slice());
+    release_worktrees(repo, journal, integrated_ids, opts)?;
     journal.record(Event::MergeFinished {
         integration: branch.clone(),
         commit: tip.clone(),
         integrated: integrated.clone(),
         sent_back: sent_back.iter().map(|s| s.packet.clone()).collect(),
         target_advanced,
+        target_note: target_note.clone(),
     })?;
     Ok(MergeReport {
-        run: run_id.to_string(),
+        run: run.id.clone(),
         target,
         integration: branch,
         commit: tip,

@@ -12,14 +12,15 @@
 mod approval;
 mod batch;
 mod coordinator;
+pub mod phase;
 mod report;
 mod resolve;
 mod steps;
 mod tree;
 
 pub use coordinator::{
-    DEFAULT_MAX_BATCH, DEFAULT_RESOLVE_ROUNDS, MergeOptions, integrate, integrate_with,
-    integration_branch,
+    DEFAULT_MAX_BATCH, DEFAULT_RESOLVE_ROUNDS, MergeOptions, integrate, integrate_journaled,
+    integrate_until, integrate_with, integration_branch,
 };
 pub use report::{Batch, BrokenCommand, MergeReport, SentBack};
 pub use resolve::{
@@ -72,4 +73,9 @@ pub enum MergeError {
     Contended { branch: String },
     #[error("cannot list the repository's worktrees: {0}")]
     Worktree(String),
+    /// A stop request (Ctrl-C, SIGTERM) ended the merge between two of its steps.
+    #[error(
+        "the integration of run `{run}` was interrupted; `git orchestra resume {run}` continues it"
+    )]
+    Interrupted { run: String },
 }

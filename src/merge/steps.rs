@@ -12,7 +12,7 @@ use super::resolve::{
 };
 use super::tree::{MergeTree, commit_merge, merge_tree};
 use crate::engine::Journal;
-use crate::gate::run_validation;
+use crate::gate::run_validation_until;
 use crate::git::{Expected, Git, GitError, RepoInfo};
 use crate::plan::Plan;
 use crate::store::Event;
@@ -111,6 +111,13 @@ impl Resolver<'_> {
         match resolve_conflicts(&r, worker) {
             Ok(commit) => Ok(Ok(commit)),
             Err(ResolveError::Store(e)) => Err(e.into()),
+            // A resolution cut short by a stop request is not the worker's failure: the
+            // packet is not sent back, and integrating again resolves it anew.
+            Err(_) if self.stop.load(std::sync::atomic::Ordering::SeqCst) => {
+                Err(MergeError::Interrupted {
+                    run: self.run_id.to_string(),
+                })
+            }
             Err(e) => Ok(Err(format!("{reason}; {e}"))),
         }
     }
@@ -182,19 +189,27 @@ pub(super) struct CandidateFailure {
 }
 
 /// Runs `commands` on the candidate commit in a scratch checkout, confined as `opts` says,
-/// journaling each outcome; returns the first failure, described.
+/// journaling each outcome; returns the first failure, described. A command `stop` cut short
+/// is not journaled: the merge ends with [`MergeError::Interrupted`] and validates again when
+/// it is resumed.
 pub(super) fn validate_candidate(
     repo: &RepoInfo,
     journal: &Journal<'_>,
     candidate: &str,
     commands: &[String],
     packets: &[String],
-    opts: &super::MergeOptions,
+    (opts, stop): (&super::MergeOptions, &AtomicBool),
     log_dir: &std::path::Path,
 ) -> Result<Option<CandidateFailure>, MergeError> {
     let timeout = opts.timeout;
     let confine = opts.sandboxes.validation.as_deref();
-    let results = run_validation(repo, candidate, commands, timeout, log_dir, confine)?;
+    let until = (timeout, stop);
+    let results = run_validation_until(repo, candidate, commands, until, log_dir, confine)?;
+    if results.iter().any(|(_, outcome, _)| outcome.interrupted) {
+        return Err(MergeError::Interrupted {
+            run: journal.run()?.id,
+        });
+    }
     let mut failure = None;
     for (command, outcome, log) in &results {
         journal.record(Event::MergeValidationFinished {

@@ -100,6 +100,8 @@ impl Ctx<'_> {
                 fix_rounds: self.req.fix_rounds,
                 retries: self.models.config.retries(),
                 executor: remote.as_deref(),
+                // A `start` run integrates in its own workflow phase, after the engine.
+                integrator: None,
             };
             // Roles with an agent CLI (every one with `--agent`) go to it.
             let cli = crate::agent::cli::CliWorker::new(
@@ -167,7 +169,9 @@ impl Ctx<'_> {
         );
         let mut last = None;
         for round in 0..MAX_MERGE_ROUNDS {
-            let report = merge::integrate(self.repo, &self.run, &opts, &on_event)?;
+            self.stopped()?;
+            let until = (None, self.stop);
+            let report = merge::integrate_until(self.repo, &self.run, &opts, until, &on_event)?;
             // Conflicts, and validations a clean merge broke, go back to the packet's agent.
             let conflicted: Vec<_> = report
                 .sent_back
@@ -237,7 +241,12 @@ impl Ctx<'_> {
                             paths: s.conflicts.clone(),
                         })?;
                     }
-                    Err(e) => self.ui.progress(&format!("{}: {e}", self.run)),
+                    Err(e) => {
+                        // Cut short by a stop request: the run pauses in this phase, and a
+                        // resume integrates (and resolves) again.
+                        self.stopped()?;
+                        self.ui.progress(&format!("{}: {e}", self.run));
+                    }
                 }
             }
         }
@@ -245,6 +254,17 @@ impl Ctx<'_> {
             self.j()?.append(&WorkflowEvent::Merged {
                 report: serde_json::to_value(&report).unwrap_or_default(),
             })?;
+        }
+        Ok(())
+    }
+
+    /// Returns the interruption of the integration once a stop was requested, so the
+    /// workflow pauses in its integrating phase instead of finishing without the packets.
+    fn stopped(&self) -> Result<(), StartError> {
+        if self.stop.load(Ordering::SeqCst) {
+            return Err(StartError::Merge(merge::MergeError::Interrupted {
+                run: self.run.clone(),
+            }));
         }
         Ok(())
     }

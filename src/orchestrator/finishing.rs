@@ -82,7 +82,7 @@ impl Ctx<'_> {
             self.ui.engine_event(run, e);
             super::fault::step();
         };
-        let report = merge::integrate(self.repo, &id, &opts, &on_event)?;
+        let report = merge::integrate_until(self.repo, &id, &opts, (None, self.stop), &on_event)?;
         let integrated = report.sent_back.is_empty();
         self.j()?.append(&WorkflowEvent::Merged {
             report: serde_json::to_value(&report).unwrap_or_default(),

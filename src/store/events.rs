@@ -135,6 +135,24 @@ pub enum Event {
         packet: String,
         backup: Option<String>,
     },
+    /// Integration was asked of the run (`run --merge`, or `retry` of a run merged before):
+    /// once every packet is final, the engine integrates the succeeded ones with these
+    /// settings, and the run finishes only after the merge has. Journaled before anything
+    /// runs, so a resume after a crash integrates too.
+    IntegrationRequested {
+        /// The branch to advance; `None`: the plan's base branch, else the current one.
+        target: Option<String>,
+        /// Longest one validation command of the merge may run, in seconds.
+        timeout_secs: u64,
+        /// Largest batch validated at once.
+        max_batch: usize,
+        /// How many times a conflicting packet goes back to its worker.
+        resolve_rounds: u32,
+        /// Keep the integrated packets' worktrees.
+        keep_worktrees: bool,
+        /// How many clean worktrees of integrated packets are parked for new packets.
+        recycle_worktrees: usize,
+    },
     /// The merge coordinator started integrating `packets` into `integration`, for `target`.
     MergeStarted {
         target: String,
@@ -165,6 +183,12 @@ pub enum Event {
         packet: String,
         reason: String,
     },
+    /// The target branch is about to be fast-forwarded to the validated integration tip
+    /// `commit`.
+    TargetAdvancing {
+        target: String,
+        commit: String,
+    },
     /// The merge ended: the integration branch is at `commit`; `target_advanced` says whether
     /// the target branch now points there too.
     MergeFinished {
@@ -173,6 +197,9 @@ pub enum Event {
         integrated: Vec<String>,
         sent_back: Vec<String>,
         target_advanced: bool,
+        /// Why the target was not advanced, when it was not.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        target_note: Option<String>,
     },
     /// An agent working on `packet` moved from one worker state to another, for `reason`.
     AgentState {
@@ -329,8 +356,10 @@ impl Event {
             | Event::RunCancelled
             | Event::RunReopened { .. }
             | Event::RunFinished { .. }
+            | Event::IntegrationRequested { .. }
             | Event::MergeStarted { .. }
             | Event::MergeValidationFinished { .. }
+            | Event::TargetAdvancing { .. }
             | Event::MergeFinished { .. }
             | Event::PacketsShareFiles { .. } => None,
         }
@@ -360,11 +389,13 @@ impl Event {
             Event::RunReopened { .. } => "run_reopened",
             Event::RunFinished { .. } => "run_finished",
             Event::WorktreeRemoved { .. } => "worktree_removed",
+            Event::IntegrationRequested { .. } => "integration_requested",
             Event::MergeStarted { .. } => "merge_started",
             Event::PacketConflicted { .. } => "packet_conflicted",
             Event::MergeValidationFinished { .. } => "merge_validation_finished",
             Event::PacketIntegrated { .. } => "packet_integrated",
             Event::PacketSentBack { .. } => "packet_sent_back",
+            Event::TargetAdvancing { .. } => "target_advancing",
             Event::MergeFinished { .. } => "merge_finished",
             Event::AgentState { .. } => "agent_state",
             Event::AgentModelCall { .. } => "agent_model_call",

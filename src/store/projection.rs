@@ -76,7 +76,9 @@ pub(super) fn apply(
         | Event::WorkerStarted { .. }
         | Event::PacketReviewed { .. }
         | Event::WorkerRetrying { .. }
+        | Event::IntegrationRequested { .. }
         | Event::MergeStarted { .. }
+        | Event::TargetAdvancing { .. }
         | Event::PacketConflicted { .. }
         | Event::MergeValidationFinished { .. }
         | Event::MergeFinished { .. }

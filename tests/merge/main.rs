@@ -4,6 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod crash;
 mod merge;
 #[path = "../support/mod.rs"]
 mod support;

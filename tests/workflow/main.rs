@@ -12,5 +12,6 @@ mod forge_mock;
 mod messages;
 mod start;
 mod start_agents;
+mod start_interrupt;
 #[path = "../support/mod.rs"]
 mod support;
