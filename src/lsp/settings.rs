@@ -37,6 +37,9 @@ pub struct Settings {
     pub memory_mb: u64,
     pub startup_timeout: Duration,
     pub request_timeout: Duration,
+    /// How servers start: as the user unless the caller confines them (see
+    /// `agent::sandbox::language_servers`).
+    pub launch: super::launch::Launch,
 }
 
 /// One language's server as `nav status` shows it.
@@ -102,6 +105,7 @@ impl Settings {
             memory_mb: c.memory_mb.unwrap_or(2048),
             startup_timeout: Duration::from_secs(c.startup_timeout.unwrap_or(60)),
             request_timeout: Duration::from_secs(c.request_timeout.unwrap_or(10)),
+            launch: super::launch::Launch::default(),
         }
     }
 
@@ -138,7 +142,7 @@ impl Settings {
 }
 
 /// Returns the executable `command` names: itself when it holds a `/`, else the first match
-/// on `PATH`.
+/// among `PATH`'s absolute entries (a relative one would depend on the current directory).
 pub fn which(command: &str) -> Option<PathBuf> {
     use std::os::unix::fs::PermissionsExt;
     let executable = |p: &Path| {
@@ -149,6 +153,7 @@ pub fn which(command: &str) -> Option<PathBuf> {
         return executable(&p).then_some(p);
     }
     std::env::split_paths(&std::env::var_os("PATH")?)
+        .filter(|dir| dir.is_absolute())
         .map(|dir| dir.join(command))
         .find(|p| executable(p))
 }

@@ -27,7 +27,7 @@ use serde_json::Value;
 use super::ask::ask;
 use super::client::{Connection, State};
 use super::convert::{Root, line_of};
-use super::settings::{ServerCommand, Settings, language_id, which};
+use super::settings::{ServerCommand, Settings, language_id};
 use crate::nav::tools::{self, Precise, PreciseAnswer};
 use crate::nav::{At, Index, Lang, Location};
 
@@ -219,7 +219,8 @@ impl Inner {
             if !matches!(slot.conn.state(), State::Ready { .. }) {
                 return Err(format!("{} is still starting", slot.conn.name));
             }
-            if !slot.conn.serves_folders() {
+            // A sandboxed server reads only the worktree it was started for.
+            if !slot.conn.serves_folders() || self.settings.launch.confine.is_some() {
                 return Err(format!(
                     "{} serves one workspace folder and already serves {}",
                     slot.conn.name,
@@ -257,14 +258,15 @@ impl Inner {
                 cmd.command, self.settings.max_servers
             ));
         }
-        if which(&cmd.command).is_none() {
-            return Err(format!(
-                "{} is not installed (not on PATH); see `git orchestra nav status`",
-                cmd.command
-            ));
-        }
+        let launch = &self.settings.launch;
+        let program = launch.program(&cmd.command, &root)?;
+        let init = super::client::Init {
+            options: launch.initialization_options(&program, &root)?,
+            process_id: launch.confine.is_none(),
+        };
+        let process = launch.command(&cmd.command, &program, &cmd.args, &root);
         let write_timeout = self.settings.request_timeout;
-        let conn = Connection::spawn(&cmd.command, &cmd.args, &root, write_timeout)
+        let conn = Connection::spawn(&cmd.command, process, init, &root, write_timeout)
             .map_err(|e| format!("{} did not start: {e}", cmd.command))?;
         let (c, r, timeout) = (conn.clone(), root.clone(), self.settings.startup_timeout);
         std::thread::spawn(move || c.initialize(&r, timeout));

@@ -337,27 +337,38 @@ impl Mcp {
     }
 }
 
-/// The processes running `needle` started by the `git orchestra mcp` serving `dir`, and no
-/// one else's.
+/// The processes running `needle` started by the `git orchestra mcp` serving `dir` (through
+/// the sandbox launcher, whose children they are), and no one else's.
 fn servers_in(dir: &std::path::Path, needle: &str) -> Vec<u32> {
     let dir = dir.canonicalize().unwrap();
     let mcp = processes_with(" mcp")
         .into_iter()
         .filter(|pid| std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|c| c == dir));
+    let children = |pid: u32| -> Vec<u32> {
+        let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).unwrap();
+        tasks
+            .flatten()
+            .flat_map(|t| {
+                let c = std::fs::read_to_string(t.path().join("children")).unwrap_or_default();
+                c.split_whitespace()
+                    .filter_map(|c| c.parse::<u32>().ok())
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    };
+    let launchers = processes_with(" __sandbox ");
     let mut out = Vec::new();
     for pid in mcp {
-        let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).unwrap();
-        for t in tasks.flatten() {
-            let children = std::fs::read_to_string(t.path().join("children")).unwrap_or_default();
-            out.extend(
-                children
-                    .split_whitespace()
-                    .filter_map(|c| c.parse::<u32>().ok()),
-            );
+        for child in children(pid) {
+            if launchers.contains(&child) {
+                out.extend(children(child));
+            } else {
+                out.push(child);
+            }
         }
     }
     let named = processes_with(needle);
-    out.retain(|p| named.contains(p));
+    out.retain(|p| named.contains(p) && !launchers.contains(p));
     out
 }
 
