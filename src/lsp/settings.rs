@@ -23,6 +23,10 @@ pub const DEFAULTS: &[(&str, &str, &[&str])] = &[
 pub struct ServerCommand {
     pub command: String,
     pub args: Vec<String>,
+    /// The one worktree a confined server serves (it reads no other); `None`: the server may
+    /// serve several through workspace folders.
+    #[serde(skip)]
+    pub root: Option<PathBuf>,
 }
 
 /// The client tier's settings.
@@ -82,6 +86,7 @@ impl Settings {
                     ServerCommand {
                         command: cmd.to_string(),
                         args: args.iter().map(|a| a.to_string()).collect(),
+                        root: None,
                     },
                 )
             })
@@ -93,6 +98,7 @@ impl Settings {
                 ServerCommand {
                     command: s.command.clone(),
                     args: s.args.clone(),
+                    root: None,
                 },
             );
             configured.push(lang.clone());
@@ -124,6 +130,16 @@ impl Settings {
             return None;
         }
         self.servers.get(language_of(lang))
+    }
+
+    /// Returns the server for files of `lang` in the worktree at `root`, if servers are on: a
+    /// confined server is one per worktree, so its command names the worktree too.
+    pub fn server_for(&self, lang: Lang, root: &Path) -> Option<ServerCommand> {
+        let mut cmd = self.command_for(lang)?.clone();
+        if self.launch.confine.is_some() {
+            cmd.root = Some(root.to_path_buf());
+        }
+        Some(cmd)
     }
 
     /// Returns every language's server and whether it is installed.

@@ -10,7 +10,7 @@
 //! `max_servers` at once, and shut down with the tier.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{RecvTimeoutError, Sender, channel};
 use std::sync::{Arc, Mutex};
@@ -171,10 +171,10 @@ impl Tier {
             .collect()
     }
 
-    /// Returns the process id of the server for `lang`, if one runs.
-    pub fn server_pid(&self, lang: Lang) -> Option<u32> {
-        let cmd = self.inner.settings.command_for(lang)?;
-        lock(&self.inner.slots).get(cmd).map(|s| s.conn.pid())
+    /// Returns the process id of the server for `lang` of the worktree at `root`, if one runs.
+    pub fn server_pid(&self, lang: Lang, root: &Path) -> Option<u32> {
+        let cmd = self.inner.settings.server_for(lang, root)?;
+        lock(&self.inner.slots).get(&cmd).map(|s| s.conn.pid())
     }
 
     /// Shuts every server down; none starts after that.
@@ -202,7 +202,7 @@ impl Inner {
 
     /// Makes sure the server for `lang` runs for `index`'s worktree.
     fn ensure(&self, index: &Index, lang: Lang) -> Result<(), String> {
-        match self.settings.command_for(lang).cloned() {
+        match self.settings.server_for(lang, index.root()) {
             Some(cmd) => self.ensure_cmd(index, cmd),
             None => Ok(()),
         }
@@ -219,8 +219,7 @@ impl Inner {
             if !matches!(slot.conn.state(), State::Ready { .. }) {
                 return Err(format!("{} is still starting", slot.conn.name));
             }
-            // A sandboxed server reads only the worktree it was started for.
-            if !slot.conn.serves_folders() || self.settings.launch.confine.is_some() {
+            if !slot.conn.serves_folders() {
                 return Err(format!(
                     "{} serves one workspace folder and already serves {}",
                     slot.conn.name,
@@ -306,8 +305,7 @@ impl Inner {
         self.ensure(index, lang)?;
         let cmd = self
             .settings
-            .command_for(lang)
-            .cloned()
+            .server_for(lang, index.root())
             .ok_or_else(|| "no server".to_string())?;
         let conn = lock(&self.slots)
             .get(&cmd)
@@ -463,7 +461,7 @@ impl Inner {
         let root = index.root().to_path_buf();
         let uris = Root::new(&root);
         for (i, f) in index.files().iter().enumerate() {
-            if self.settings.command_for(f.lang) != Some(cmd) {
+            if self.settings.server_for(f.lang, &root).as_ref() != Some(cmd) {
                 continue;
             }
             let key = (root.clone(), f.path.clone());

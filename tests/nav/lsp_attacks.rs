@@ -104,3 +104,92 @@ fn a_language_server_runs_sandboxed_and_reads_no_credentials() {
     };
     assert_eq!(mark.trim(), "key=denied");
 }
+
+#[test]
+fn sandboxed_servers_serve_each_worktree_of_a_run_on_their_own() {
+    use git_orchestra::lsp::launch::{Confine, Launch};
+    use git_orchestra::lsp::{Outcome, Query, Settings, Tier};
+    use std::time::{Duration, Instant};
+    if !super::nvim::tool_available("pyright", "--version")
+        || git_orchestra::agent::sandbox::landlock_abi().is_none()
+    {
+        return;
+    }
+    let repo = fixture("lsp");
+    let other = repo.scratch().join("other");
+    repo.git(&[
+        "worktree",
+        "add",
+        "-q",
+        "-b",
+        "other",
+        other.to_str().unwrap(),
+    ]);
+    std::fs::write(
+        other.join("app/extra.py"),
+        "from app.models import make\n\n\ndef extra():\n    return make()\n",
+    )
+    .unwrap();
+    // The launcher as the agents' sandbox runs it: each server reads its own worktree only.
+    let tmp = repo.scratch().join("lsp-tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let confine: std::sync::Arc<Confine> = std::sync::Arc::new(
+        move |root: &Path, _name: &str, program: &Path, args: &[String]| {
+            let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_git-orchestra"));
+            cmd.arg("__sandbox")
+                .arg("--worktree")
+                .arg(root)
+                .arg("--tmp")
+                .arg(&tmp)
+                .arg("--read-only")
+                .arg("--")
+                .arg(program)
+                .args(args);
+            cmd
+        },
+    );
+    let tier = Tier::new(Settings {
+        launch: Launch {
+            confine: Some(confine),
+            trusted: false,
+        },
+        ..Settings::from_config(&Default::default())
+    });
+    let mut first = git_orchestra::nav::Index::open(&repo.path).unwrap();
+    let mut second = git_orchestra::nav::Index::open(&other).unwrap();
+    let ask = |index: &mut git_orchestra::nav::Index| {
+        let started = Instant::now();
+        loop {
+            match tier.query(
+                index,
+                Query::References,
+                Some("make"),
+                None,
+                Duration::from_secs(60),
+            ) {
+                Outcome::Lsp { locations, .. } => {
+                    let mut paths: Vec<String> = locations.iter().map(|l| l.path.clone()).collect();
+                    paths.sort();
+                    paths.dedup();
+                    return paths;
+                }
+                Outcome::Graph(why) => assert!(
+                    started.elapsed() < Duration::from_secs(120),
+                    "never from the server: {why:?}"
+                ),
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    };
+    assert_eq!(ask(&mut first), ["app/main.py"]);
+    assert_eq!(ask(&mut second), ["app/extra.py", "app/main.py"]);
+    let python = git_orchestra::nav::Lang::Python;
+    let pids = (
+        tier.server_pid(python, first.root()),
+        tier.server_pid(python, second.root()),
+    );
+    assert!(
+        pids.0.is_some() && pids.1.is_some() && pids.0 != pids.1,
+        "one confined server per worktree: {pids:?}"
+    );
+}

@@ -570,7 +570,9 @@ fn one_server_serves_two_worktrees_through_workspace_folders_and_restarts_at_mos
         }
     };
     assert_eq!(ask(&mut first), ["app/main.py"]);
-    let pid = tier.server_pid(git_orchestra::nav::Lang::Python).unwrap();
+    let pid = tier
+        .server_pid(git_orchestra::nav::Lang::Python, first.root())
+        .unwrap();
     assert_eq!(
         ask(&mut second),
         ["app/extra.py", "app/main.py"],
@@ -579,7 +581,7 @@ fn one_server_serves_two_worktrees_through_workspace_folders_and_restarts_at_mos
     assert_eq!(
         (
             tier.servers().len(),
-            tier.server_pid(git_orchestra::nav::Lang::Python)
+            tier.server_pid(git_orchestra::nav::Lang::Python, first.root())
         ),
         (1, Some(pid)),
         "one server for both worktrees"
@@ -588,7 +590,9 @@ fn one_server_serves_two_worktrees_through_workspace_folders_and_restarts_at_mos
     // A server that keeps dying is started again twice, then left to the graph.
     let mut notices = Vec::new();
     for _ in 0..=git_orchestra::lsp::tier::RESTARTS {
-        let pid = tier.server_pid(git_orchestra::nav::Lang::Python).unwrap();
+        let pid = tier
+            .server_pid(git_orchestra::nav::Lang::Python, first.root())
+            .unwrap();
         // SAFETY: a plain system call on the server this test's tier started.
         unsafe { libc::kill(pid as i32, libc::SIGKILL) };
         let started = Instant::now();
@@ -665,7 +669,9 @@ fn max_servers_limits_the_servers_of_a_process_and_shutdown_ends_them() {
         }
         other => panic!("the Python server did not answer: {other:?}"),
     }
-    let python = tier.server_pid(git_orchestra::nav::Lang::Python).unwrap();
+    let python = tier
+        .server_pid(git_orchestra::nav::Lang::Python, index.root())
+        .unwrap();
     match tier.query(&mut index, Query::References, Some("build"), None, wait) {
         Outcome::Graph(Some(why)) => assert!(
             why.contains("not started") && why.contains("max_servers"),
