@@ -378,20 +378,16 @@ fn alive(pid: u32) -> bool {
     })
 }
 
-#[test]
-fn an_mcp_server_dies_with_an_engine_killed_hard() {
-    let repo = TestRepo::new();
-    let home = probing_home(&repo);
+/// Starts `git orchestra agent coder` in `repo` with the probing server and the model at `url`;
+/// returns the engine once its server runs, and the server's process id.
+fn agent_with_a_running_server(repo: &TestRepo, url: &str) -> (std::process::Child, u32) {
+    let home = probing_home(repo);
     let outside = repo.scratch().join("outside.txt");
     let config = format!(
         "{}\n[roles.coder]\nmcp = [\"probe\"]\n",
         probe_server(&home, &outside, 9, "")
     );
-    configure(&repo, &config, &json!({"mcpServers": {}}));
-    // The model never answers: the agent waits on it with the server running.
-    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/v1", silent.local_addr().unwrap());
-    // The server writes its process id in its temporary directory (sandboxed) or beside it.
+    configure(repo, &config, &json!({"mcpServers": {}}));
     let pid_file = home.join("server.pid");
     repo.user_config(&format!("[sandbox]\nwritable = [\"{}\"]\n", home.display()));
     let mut engine = crate::support::orchestra_command(
@@ -401,14 +397,14 @@ fn an_mcp_server_dies_with_an_engine_killed_hard() {
     engine
         .envs([
             ("ORCHESTRA_PROVIDER", "openai-compatible"),
-            ("ORCHESTRA_BASE_URL", url.as_str()),
+            ("ORCHESTRA_BASE_URL", url),
             ("ORCHESTRA_MODEL", "mock-model"),
             ("HOME", home.to_str().unwrap()),
             ("PID_FILE", pid_file.to_str().unwrap()),
         ])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());
-    let mut engine = engine.spawn().unwrap();
+    let engine = engine.spawn().unwrap();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     let server = loop {
         if let Some(pid) = std::fs::read_to_string(&pid_file)
@@ -423,11 +419,12 @@ fn an_mcp_server_dies_with_an_engine_killed_hard() {
         );
         std::thread::sleep(std::time::Duration::from_millis(50));
     };
-    // Its connection to the model is open: the agent is running with the server up.
-    let _model = silent.accept().unwrap();
     assert!(alive(server));
-    engine.kill().unwrap();
-    engine.wait().unwrap();
+    (engine, server)
+}
+
+/// Asserts that process `server` ends within ten seconds (killing it if it does not).
+fn assert_gone(server: u32, after: &str) {
     let gone_by = std::time::Instant::now() + std::time::Duration::from_secs(10);
     while alive(server) && std::time::Instant::now() < gone_by {
         std::thread::sleep(std::time::Duration::from_millis(50));
@@ -437,8 +434,40 @@ fn an_mcp_server_dies_with_an_engine_killed_hard() {
         // SAFETY: ends the process this test made survive.
         unsafe { libc::kill(server as i32, libc::SIGKILL) };
     }
-    assert!(
-        !survived,
-        "the MCP server outlived the engine killed with SIGKILL"
-    );
+    assert!(!survived, "the MCP server outlived {after}");
+}
+
+#[test]
+fn an_mcp_server_dies_with_an_engine_killed_hard() {
+    let repo = TestRepo::new();
+    // The model never answers: the agent waits on it with the server running.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", silent.local_addr().unwrap());
+    let (mut engine, server) = agent_with_a_running_server(&repo, &url);
+    let _model = silent.accept().unwrap();
+    engine.kill().unwrap();
+    engine.wait().unwrap();
+    assert_gone(server, "the engine killed with SIGKILL");
+}
+
+#[test]
+fn an_mcp_server_ends_when_its_run_is_cancelled() {
+    let repo = TestRepo::new();
+    // The agent runs a long command when the run is cancelled.
+    let model = crate::mock::MockServer::start(vec![crate::attacks::run("r1", "sleep 50")]);
+    let (mut engine, server) = agent_with_a_running_server(&repo, &model.url);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while model.requests().is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the agent never asked"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let out = crate::support::orchestra(&repo.path, &["cancel"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_gone(server, "git orchestra cancel");
+    let _ = engine.kill();
+    let _ = engine.wait();
 }
