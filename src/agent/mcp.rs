@@ -363,7 +363,11 @@ fn command(
     let Some(s) = sandbox else {
         return Err("cannot find this program to start the server in the sandbox; set `sandbox = false` for it in your user configuration to run it unconfined".into());
     };
-    let tmp = s.sandbox.tmp.join(format!("mcp-{}", tool_name(name, "")));
+    let dir: String = name
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let tmp = s.sandbox.tmp.join(dir);
     fs_err::create_dir_all(&tmp).map_err(|e| e.to_string())?;
     let program =
         crate::lsp::settings::which(&spec.command).unwrap_or_else(|| PathBuf::from(&spec.command));
