@@ -9,7 +9,8 @@
 //! trust (`git orchestra trust`), the server's program is looked up only outside the worktree
 //! (relative and in-worktree `PATH` entries skipped, for the server and for what it starts),
 //! `typescript-language-server` is pointed at the TypeScript installed beside it, and
-//! rust-analyzer runs neither build scripts nor procedural macros. Whatever runs, runs in the
+//! rust-analyzer runs neither build scripts nor procedural macros, with rustup's default
+//! toolchain (`RUSTUP_TOOLCHAIN`) over one a `rust-toolchain.toml` names. Whatever runs, runs in the
 //! sandbox: its worktree read-only (so a sandboxed server serves that one worktree, not the
 //! run's others through workspace folders), a private temporary directory and the user's
 //! `[sandbox] writable` caches writable, no network unless the user's `[nav.lsp] network =
@@ -116,6 +117,14 @@ impl Launch {
             let kept = std::env::join_paths(self.search_path(&path, root))
                 .unwrap_or_else(|_| OsString::from("/usr/bin:/bin"));
             cmd.env("PATH", kept);
+            // A `rust-toolchain.toml` in the worktree may name a toolchain by `path`, inside
+            // it: rustup's proxies (`rust-analyzer`, the `cargo` it runs) then take the
+            // user's own default instead.
+            if std::env::var_os("RUSTUP_TOOLCHAIN").is_none()
+                && let Some(toolchain) = default_toolchain(&rustup_home())
+            {
+                cmd.env("RUSTUP_TOOLCHAIN", toolchain);
+            }
         }
         cmd
     }
@@ -170,6 +179,24 @@ fn bundled_tsserver(program: &Path) -> Option<PathBuf> {
     .find(|p| p.is_file())
 }
 
+/// Returns rustup's home: `$RUSTUP_HOME`, else `~/.rustup`.
+fn rustup_home() -> PathBuf {
+    std::env::var_os("RUSTUP_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".rustup")))
+        .unwrap_or_default()
+}
+
+/// Returns the default toolchain rustup's settings in `home` name, if any.
+fn default_toolchain(home: &Path) -> Option<String> {
+    let text = fs_err::read_to_string(home.join("settings.toml")).ok()?;
+    let settings: toml::Table = toml::from_str(&text).ok()?;
+    settings
+        .get("default_toolchain")?
+        .as_str()
+        .map(str::to_string)
+}
+
 /// Returns true if and only if `path` is a file someone may execute.
 fn executable(path: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
@@ -222,6 +249,27 @@ mod tests {
             [PathBuf::from("/usr/bin")]
         );
         assert_eq!(trusted.search_path(&path, &root)[0], bin);
+    }
+
+    #[test]
+    fn rustups_default_toolchain_is_read_from_its_settings() {
+        let home = tempfile::tempdir().unwrap();
+        assert_eq!(default_toolchain(home.path()), None);
+        std::fs::write(
+            home.path().join("settings.toml"),
+            "version = \"12\"\ndefault_toolchain = \"stable-x86_64-unknown-linux-gnu\"\n",
+        )
+        .unwrap();
+        assert_eq!(
+            default_toolchain(home.path()).as_deref(),
+            Some("stable-x86_64-unknown-linux-gnu")
+        );
+        let untrusted = untrusted().command("rust-analyzer", Path::new("/x"), &[], home.path());
+        let path = untrusted
+            .get_envs()
+            .find(|(k, _)| *k == "PATH")
+            .and_then(|(_, v)| v);
+        assert!(path.is_some(), "an untrusted server's PATH is set");
     }
 
     #[test]
