@@ -69,6 +69,36 @@ pub struct McpServerConfig {
     pub args: Vec<String>,
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// `false` runs the server as you, outside the agents' sandbox; honoured only from the
+    /// user's configuration (a repository's `.mcp.json` or configuration cannot set it).
+    #[serde(default)]
+    pub sandbox: Option<bool>,
+    /// `true` lets the sandboxed server open network connections; user's configuration only.
+    #[serde(default)]
+    pub network: Option<bool>,
+}
+
+impl McpServerConfig {
+    /// Returns this server (a repository's) without what would loosen its sandbox —
+    /// `sandbox = false`, `network = true` — and a notice for each setting left out, naming
+    /// the server `name` and the file `source` it came from.
+    pub fn confined(mut self, name: &str, source: &Path) -> (McpServerConfig, Vec<String>) {
+        let mut notices = Vec::new();
+        for (key, loosens) in [
+            ("sandbox = false", self.sandbox == Some(false)),
+            ("network = true", self.network == Some(true)),
+        ] {
+            if loosens {
+                notices.push(format!(
+                    "ignoring `{key}` of MCP server `{name}` in {}: a repository's configuration cannot loosen the sandbox; set it under [mcp.servers.{name}] in your user configuration (~/.config/git-orchestra/config.toml) instead",
+                    source.display()
+                ));
+            }
+        }
+        self.sandbox = None;
+        self.network = None;
+        (self, notices)
+    }
 }
 
 /// The `[executor]` table: where packets run.
@@ -161,6 +191,11 @@ pub struct LspConfig {
     /// Per language (`python`, `rust`, `typescript`, `javascript`, `go`): the server's command.
     #[serde(default)]
     pub servers: BTreeMap<String, LspServerConfig>,
+    /// `false` runs language servers as you, outside the sandbox; user's configuration only.
+    pub sandbox: Option<bool>,
+    /// `true` lets sandboxed language servers open network connections; user's configuration
+    /// only.
+    pub network: Option<bool>,
 }
 
 /// Whether language servers are used.
@@ -626,6 +661,7 @@ impl RepoConfig {
         let (sandbox, sandbox_notices) = repo.sandbox.within(&user_config.sandbox, &path);
         repo.sandbox = sandbox;
         notices.extend(sandbox_notices);
+        notices.extend(repo.confine_servers(&path));
         if let Some(keep) = repo.worktree.keep_ignored.take() {
             let allowed = user_config
                 .worktree
@@ -709,6 +745,32 @@ impl RepoConfig {
             .chain(trust::mcp_json_items(toplevel));
         notices.extend(items.map(|item| item.notice(state)));
         (trust::without_trusted_settings(repo), notices, false)
+    }
+
+    /// Drops from this configuration (a repository's, read from `path`) what would let its
+    /// MCP or language servers run outside the sandbox or reach the network; returns a notice
+    /// for each setting dropped.
+    fn confine_servers(&mut self, path: &Path) -> Vec<String> {
+        let mut notices = Vec::new();
+        let servers = std::mem::take(&mut self.mcp.servers);
+        for (name, server) in servers {
+            let (server, dropped) = server.confined(&name, path);
+            notices.extend(dropped);
+            self.mcp.servers.insert(name, server);
+        }
+        let lsp = &mut self.nav.lsp;
+        for (key, loosens) in [
+            ("sandbox = false", lsp.sandbox.take() == Some(false)),
+            ("network = true", lsp.network.take() == Some(true)),
+        ] {
+            if loosens {
+                notices.push(format!(
+                    "ignoring `[nav.lsp] {key}` in {}: a repository's configuration cannot loosen the sandbox; set it in your user configuration (~/.config/git-orchestra/config.toml) instead",
+                    path.display()
+                ));
+            }
+        }
+        notices
     }
 
     /// Parses the file at `path`; `None` when it does not exist. A pipe, device or oversized
@@ -814,6 +876,8 @@ impl RepoConfig {
                         .request_timeout
                         .or(base.nav.lsp.request_timeout),
                     servers: merge(self.nav.lsp.servers, base.nav.lsp.servers),
+                    sandbox: self.nav.lsp.sandbox.or(base.nav.lsp.sandbox),
+                    network: self.nav.lsp.network.or(base.nav.lsp.network),
                 },
             },
             notify: NotifyConfig {
@@ -871,6 +935,43 @@ mod tests {
         std::fs::write(repo_config_path(dir.path()), "[worktree]\nrooot = 1\n").unwrap();
         let err = RepoConfig::load(dir.path()).unwrap_err().to_string();
         assert!(err.contains("rooot") && err.contains("line 2"), "{err}");
+    }
+
+    #[test]
+    fn a_repository_cannot_take_its_servers_out_of_the_sandbox_but_the_user_can() {
+        let dir = tempfile::tempdir().unwrap();
+        let user = dir.path().join("user.toml");
+        std::fs::write(
+            &user,
+            "[mcp.servers.mine]\ncommand = \"mine\"\nsandbox = false\nnetwork = true\n[nav.lsp]\nnetwork = true\n",
+        )
+        .unwrap();
+        std::fs::create_dir_all(dir.path().join(".orchestra")).unwrap();
+        std::fs::write(
+            repo_config_path(dir.path()),
+            "[mcp.servers.theirs]\ncommand = \"theirs\"\nsandbox = false\nnetwork = true\n[nav.lsp]\nsandbox = false\n",
+        )
+        .unwrap();
+        // Trusted, so its servers apply at all; still within the sandbox.
+        trust::pin(dir.path(), &user).unwrap();
+        let cfg = RepoConfig::load_with_user(dir.path(), Some(&user)).unwrap();
+        let theirs = &cfg.mcp.servers["theirs"];
+        assert_eq!((theirs.sandbox, theirs.network), (None, None));
+        let mine = &cfg.mcp.servers["mine"];
+        assert_eq!((mine.sandbox, mine.network), (Some(false), Some(true)));
+        assert_eq!(
+            (cfg.nav.lsp.sandbox, cfg.nav.lsp.network),
+            (None, Some(true))
+        );
+        let notices = cfg.notices.join("\n");
+        for dropped in [
+            "`sandbox = false` of MCP server `theirs`",
+            "`network = true` of MCP server `theirs`",
+            "`[nav.lsp] sandbox = false`",
+        ] {
+            assert!(notices.contains(dropped), "{notices}");
+        }
+        assert!(cfg.trusted);
     }
 
     #[test]

@@ -8,6 +8,13 @@
 //! held to the packet's scope by the engine's check like the agent's own writes. The servers
 //! stop when the agent ends.
 //!
+//! Each server runs in the agents' sandbox (`super::sandbox`): it reads the worktree, the
+//! system and the toolchains, writes the worktree only for a role with a write scope, and
+//! otherwise only its own temporary directory and the user's `[sandbox] writable` caches; it
+//! opens no connection and dies with the engine (the launcher supervises it). Only the user's
+//! configuration may say otherwise for a server (`sandbox = false`, `network = true`): those
+//! keys are dropped from `.mcp.json` and the repository's configuration.
+//!
 //! The client is small and synchronous: newline-delimited JSON-RPC requests, answers matched
 //! by id, each with a deadline; requests a server sends are answered "method not found".
 
@@ -22,6 +29,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use super::role::Role;
+use super::sandbox::Sandbox;
 use super::tools::{Registry, Tool, ToolContext, ToolFailure, ToolResult};
 use crate::config::McpServerConfig;
 use crate::llm::ToolDef;
@@ -55,6 +63,17 @@ pub fn servers(
     (found, notes)
 }
 
+/// The sandbox the servers of one agent run in.
+#[derive(Debug, Clone)]
+pub struct ServerSandbox {
+    /// The agents' sandbox; each server gets a temporary directory of its own under its `tmp`.
+    pub sandbox: Sandbox,
+    /// Whether the servers may write the worktree (the role has a write scope).
+    pub write_worktree: bool,
+    /// The longest CPU time a server process may use (the agent's time limit).
+    pub lifetime: Duration,
+}
+
 /// One running server.
 struct Server {
     name: String,
@@ -81,14 +100,15 @@ pub struct McpError {
 }
 
 impl Server {
-    /// Starts `spec` in `cwd`, its standard error going to `stderr_log`, and initialises it.
+    /// Starts `spec` in `cwd` — in `sandbox` unless the user's configuration turned the
+    /// server's sandbox off — its standard error going to `stderr_log`, and initialises it.
     fn start(
         name: &str,
         spec: &McpServerConfig,
         cwd: &Path,
+        sandbox: Option<&ServerSandbox>,
         stderr_log: &Path,
     ) -> Result<Server, McpError> {
-        use std::os::unix::process::CommandExt;
         let fail = |message: String| McpError {
             server: name.to_string(),
             message,
@@ -99,14 +119,12 @@ impl Server {
             .and_then(|()| fs_err::File::create(stderr_log))
             .map(|f| Stdio::from(f.into_parts().0))
             .unwrap_or_else(|_| Stdio::null());
-        let mut cmd = Command::new(&spec.command);
-        cmd.args(&spec.args)
-            .envs(&spec.env)
+        let mut cmd = command(name, spec, cwd, sandbox).map_err(fail)?;
+        cmd.envs(&spec.env)
             .current_dir(cwd)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(stderr)
-            .process_group(0);
+            .stderr(stderr);
         // The profiles' keys are not the server's business.
         for var in crate::exec::secret_env::withheld() {
             cmd.env_remove(var);
@@ -264,7 +282,9 @@ impl Server {
         }
     }
 
-    /// Closes the server's input, gives it a moment to exit, then ends its process group.
+    /// Closes the server's input and gives it a moment to exit; then asks the process (the
+    /// sandbox launcher, which then ends everything the server started) to end, and after a
+    /// while more ends its process group.
     fn stop(&self) {
         if self.stopped.swap(true, std::sync::atomic::Ordering::SeqCst) {
             return;
@@ -275,17 +295,76 @@ impl Server {
         let Ok(mut child) = self.child.lock() else {
             return;
         };
-        let deadline = Instant::now() + Duration::from_secs(2);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = child.try_wait() {
-                break;
+        let exited = |child: &mut Child, within: Duration| {
+            let deadline = Instant::now() + within;
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = child.try_wait() {
+                    return true;
+                }
+                std::thread::sleep(Duration::from_millis(20));
             }
-            std::thread::sleep(Duration::from_millis(20));
+            false
+        };
+        // SIGKILL would leave the launcher no time to end the server it supervises.
+        if !exited(&mut child, Duration::from_secs(2)) {
+            // SAFETY: a plain system call on our child, not yet waited for.
+            unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+            exited(&mut child, Duration::from_secs(6));
         }
         crate::exec::process::kill_group(child.id() as i32, libc::SIGKILL);
         let _ = child.kill();
         let _ = child.wait();
     }
+}
+
+/// Returns the command that starts `spec` (the server `name`) for the worktree `cwd`: through
+/// the sandbox launcher, or — the user's configuration said `sandbox = false` — as the user,
+/// in a process group of its own that ends with the engine. Without a sandbox to run in, a
+/// server that did not turn it off does not start.
+fn command(
+    name: &str,
+    spec: &McpServerConfig,
+    cwd: &Path,
+    sandbox: Option<&ServerSandbox>,
+) -> Result<Command, String> {
+    use std::os::unix::process::CommandExt;
+    if spec.sandbox == Some(false) {
+        let mut cmd = Command::new(&spec.command);
+        cmd.args(&spec.args).process_group(0);
+        // SAFETY: a single prctl between fork and exec.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+        return Ok(cmd);
+    }
+    let Some(s) = sandbox else {
+        return Err("cannot find this program to start the server in the sandbox; set `sandbox = false` for it in your user configuration to run it unconfined".into());
+    };
+    let dir: String = name
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let tmp = s.sandbox.tmp.join(dir);
+    fs_err::create_dir_all(&tmp).map_err(|e| e.to_string())?;
+    let program =
+        crate::lsp::settings::which(&spec.command).unwrap_or_else(|| PathBuf::from(&spec.command));
+    let mut cmd = Sandbox {
+        tmp,
+        ..s.sandbox.clone()
+    }
+    .server_command(
+        cwd,
+        &program,
+        &spec.args,
+        s.write_worktree,
+        spec.network == Some(true),
+        s.lifetime,
+    );
+    cmd.process_group(0);
+    Ok(cmd)
 }
 
 /// The servers started for one agent; they stop when this is dropped.
@@ -330,16 +409,17 @@ pub fn names_for(role: &Role, config: &crate::config::RepoConfig) -> Vec<String>
         .unwrap_or_else(|| role.mcp.clone())
 }
 
-/// Starts the servers `names` among `available` in `worktree` and adds their tools to
-/// `registry` (write tools only when the role has a write scope). Logs of the servers'
-/// standard error go to `logs`. A server that cannot start or list its tools is left out
-/// with a note; the agent works without it.
+/// Starts the servers `names` among `available` in `worktree`, each in `sandbox` (see
+/// [`command`]), and adds their tools to `registry` (write tools only when the role has a
+/// write scope). Logs of the servers' standard error go to `logs`. A server that cannot start
+/// or list its tools is left out with a note; the agent works without it.
 pub fn attach(
     registry: &mut Registry,
     role: &Role,
     names: &[String],
     available: &BTreeMap<String, McpServerConfig>,
     worktree: &Path,
+    sandbox: Option<&ServerSandbox>,
     logs: &Path,
 ) -> McpSession {
     let mut session = McpSession::default();
@@ -354,7 +434,7 @@ pub fn attach(
         };
         let log: PathBuf = logs.join(format!("mcp-{name}.stderr"));
         // A server that started but cannot list its tools stops when dropped here.
-        let started = Server::start(name, spec, worktree, &log).and_then(|s| {
+        let started = Server::start(name, spec, worktree, sandbox, &log).and_then(|s| {
             let tools = s.tools()?;
             Ok((Arc::new(s), tools))
         });
@@ -398,17 +478,18 @@ pub fn attach(
     session
 }
 
-/// Starts the MCP servers `role` may use for an agent working in `worktree` (servers from
-/// `config` only: the user's, and a trusted repository's `[mcp.servers]` and `.mcp.json` at
-/// its top — never the worktree's files, which the agent writes) and adds their tools to
-/// `registry`; what could not
-/// be used is written to the agent's transcript `log`, whose directory also takes the servers'
-/// standard error.
+/// Starts the MCP servers `role` may use for an agent working in `worktree` of the repository
+/// whose common git directory is `common_dir` (servers from `config` only: the user's, and a
+/// trusted repository's `[mcp.servers]` and `.mcp.json` at its top — never the worktree's
+/// files, which the agent writes), in the agents' sandbox, and adds their tools to `registry`;
+/// what could not be used is written to the agent's transcript `log`, whose directory also
+/// takes the servers' standard error and temporary directories.
 pub fn for_agent(
     registry: &mut Registry,
     role: &Role,
     config: &crate::config::RepoConfig,
     worktree: &Path,
+    common_dir: Option<&Path>,
     transcript: &Path,
     log: &mut dyn Write,
 ) -> McpSession {
@@ -419,7 +500,29 @@ pub fn for_agent(
     let available = config.mcp.servers.clone();
     let mut notes = Vec::new();
     let logs = transcript.parent().unwrap_or(worktree);
-    let session = attach(registry, role, &names, &available, worktree, logs);
+    let sandbox = std::env::current_exe().ok().map(|launcher| ServerSandbox {
+        sandbox: Sandbox {
+            launcher,
+            tmp: transcript.with_extension("mcp-tmp"),
+            read: Sandbox::reads(common_dir, &config.sandbox),
+            write: Sandbox::writes(&config.sandbox),
+            limits: super::sandbox::Limits::from_config(&config.sandbox),
+            if_unavailable: super::sandbox::IfUnavailable::from_config(
+                config.sandbox.if_unavailable,
+            ),
+        },
+        write_worktree: !role.write_scope.is_empty(),
+        lifetime: Duration::from_secs(role.timeout_secs.max(60)),
+    });
+    let session = attach(
+        registry,
+        role,
+        &names,
+        &available,
+        worktree,
+        sandbox.as_ref(),
+        logs,
+    );
     notes.extend(session.notes.iter().cloned());
     for note in notes {
         let _ = writeln!(log, "{}", json!({"type": "mcp_unavailable", "note": note}));

@@ -70,9 +70,25 @@ impl PacketTools {
         log: &mut dyn Write,
     ) -> (Registry, super::mcp::McpSession) {
         let mut registry = builtin.for_role(role);
-        let mcp = super::mcp::for_agent(&mut registry, role, config, root.root(), transcript, log);
+        let mcp = super::mcp::for_agent(
+            &mut registry,
+            role,
+            config,
+            root.root(),
+            root.common_dir(),
+            transcript,
+            log,
+        );
         if let Some(servers) = self.servers.get_or_init(|| {
-            super::tools::nav::Servers::new(crate::lsp::Settings::from_config(&config.nav.lsp))
+            let settings = match root.common_dir() {
+                Some(common_dir) => super::sandbox::language_server_settings(config, common_dir),
+                // Without a repository to keep their files in, no server runs unconfined.
+                None => crate::lsp::Settings {
+                    enabled: false,
+                    ..crate::lsp::Settings::from_config(&config.nav.lsp)
+                },
+            };
+            super::tools::nav::Servers::new(settings)
         }) && super::tools::nav::with_servers(&mut registry, servers)
         {
             super::tools::nav::Servers::start_early(servers, root);

@@ -40,7 +40,10 @@ pub fn cmd_lsp(cwd: &Path, _args: &LspArgs) -> Result<(), CommandError> {
 fn settings(cwd: &Path) -> Result<Settings, CommandError> {
     let repo = RepoInfo::discover(cwd)?;
     let config = super::load_config(&repo)?;
-    Ok(Settings::from_config(&config.nav.lsp))
+    Ok(git_orchestra::agent::sandbox::language_server_settings(
+        &config,
+        &repo.common_dir,
+    ))
 }
 
 /// `git orchestra nav status`: the configured language servers and whether each is installed.

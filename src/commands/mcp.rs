@@ -4,7 +4,7 @@ use std::path::Path;
 
 use clap::Args;
 use git_orchestra::git::RepoInfo;
-use git_orchestra::lsp::{Settings, Tier};
+use git_orchestra::lsp::Tier;
 use git_orchestra::nav::Index;
 use git_orchestra::nav::mcp::{NavServer, serve_stdio, serve_stdio_with};
 
@@ -24,7 +24,8 @@ pub fn cmd_mcp(cwd: &Path, _args: &McpArgs) -> Result<(), CommandError> {
     let repo = RepoInfo::discover(cwd)?;
     let config = super::load_config(&repo)?;
     let mut index = Index::open(cwd)?;
-    let settings = Settings::from_config(&config.nav.lsp);
+    let settings =
+        git_orchestra::agent::sandbox::language_server_settings(&config, &repo.common_dir);
     if !settings.enabled {
         serve_stdio(index)?;
         return Ok(());

@@ -280,6 +280,9 @@ pub fn mcp_json(toplevel: &Path) -> (BTreeMap<String, McpServerConfig>, Vec<Stri
             for (name, spec) in v["mcpServers"].as_object().into_iter().flatten() {
                 match serde_json::from_value::<McpServerConfig>(spec.clone()) {
                     Ok(s) if !s.command.trim().is_empty() => {
+                        // The file travels with the repository: it cannot loosen the sandbox.
+                        let (s, dropped) = s.confined(name, &path);
+                        notes.extend(dropped);
                         found.insert(name.clone(), s);
                     }
                     _ => notes.push(format!(

@@ -4,11 +4,12 @@
 //! (configuration, registrations, progress), its state (starting, ready, failed) and a clean
 //! shutdown.
 //!
-//! The process is started with `PR_SET_PDEATHSIG` from a thread that lasts as long as the
-//! process (the signal comes when the thread that forked it ends, so a killed engine takes it
-//! along but an agent's thread ending does not) in its own process group, and is
-//! shut down — `shutdown`, `exit`, then SIGKILL to the group — when the connection is dropped:
-//! no server outlives the process that started it.
+//! The process (the sandbox launcher, see `launch`, or the server itself) is started with
+//! `PR_SET_PDEATHSIG` from a thread that lasts as long as the process (the signal comes when
+//! the thread that forked it ends, so a killed engine takes it along but an agent's thread
+//! ending does not) in its own process group, and is shut down — `shutdown`, `exit`, SIGTERM
+//! (on which the launcher ends the server and all it started), then SIGKILL to the group —
+//! when the connection is dropped: no server outlives the process that started it.
 
 use std::collections::HashMap;
 use std::io::BufReader;
@@ -69,6 +70,19 @@ pub struct Connection {
     diagnosed: Arc<Mutex<std::collections::HashSet<String>>>,
     /// Whether it was shut down (its process reaped).
     closed: std::sync::atomic::AtomicBool,
+    /// What it is told at `initialize` beyond our capabilities.
+    init: Init,
+}
+
+/// What a server is told at `initialize` beyond the client's capabilities.
+#[derive(Debug, Clone, Default)]
+pub struct Init {
+    /// Its `initializationOptions`.
+    pub options: Option<Value>,
+    /// Whether it is given our process id, which servers watch to exit once the client is
+    /// gone; a sandboxed server cannot see processes outside its sandbox (it would exit at
+    /// once), and its launcher ends it with us anyway.
+    pub process_id: bool,
 }
 
 /// How long a server must stay quiet after `initialized` to count as ready: servers load
@@ -81,18 +95,17 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Connection {
-    /// Starts `command args` in `dir`; the server is not initialized yet (see
-    /// [`Connection::initialize`]). A message the server does not read within `write_timeout`
-    /// (a request: within its own timeout) fails it.
+    /// Starts `cmd`, the server `command`, in `dir`; the server is not initialized yet (see
+    /// [`Connection::initialize`], which tells it `init`). A message the server does not read
+    /// within `write_timeout` (a request: within its own timeout) fails it.
     pub fn spawn(
         command: &str,
-        args: &[String],
+        mut cmd: Command,
+        init: Init,
         dir: &Path,
         write_timeout: Duration,
     ) -> std::io::Result<Arc<Connection>> {
-        let mut cmd = Command::new(command);
-        cmd.args(args)
-            .current_dir(dir)
+        cmd.current_dir(dir)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null());
@@ -131,6 +144,7 @@ impl Connection {
             heard: Arc::new(Mutex::new(Instant::now())),
             diagnosed: Arc::new(Mutex::new(std::collections::HashSet::new())),
             closed: std::sync::atomic::AtomicBool::new(false),
+            init,
         });
         let shared = Shared {
             pending: conn.pending.clone(),
@@ -172,7 +186,12 @@ impl Connection {
             State::Starting { since } => since,
             _ => return,
         };
-        match self.call::<Initialize>(initialize_params(root), timeout) {
+        let params = InitializeParams {
+            initialization_options: self.init.options.clone(),
+            process_id: self.init.process_id.then(std::process::id),
+            ..initialize_params(root)
+        };
+        match self.call::<Initialize>(params, timeout) {
             Ok(result) => {
                 *lock(&self.capabilities) = result.capabilities;
                 self.send::<Initialized>(InitializedParams {});
@@ -359,6 +378,16 @@ impl Connection {
                 break;
             }
             std::thread::sleep(Duration::from_millis(20));
+        }
+        // A sandbox launcher ends the server and everything it started on SIGTERM; SIGKILL
+        // would leave it no time to.
+        if !matches!(child.try_wait(), Ok(Some(_))) {
+            // SAFETY: a plain system call on our child, not yet waited for.
+            unsafe { libc::kill(self.pid as i32, libc::SIGTERM) };
+            let deadline = Instant::now() + Duration::from_secs(6);
+            while Instant::now() < deadline && !matches!(child.try_wait(), Ok(Some(_))) {
+                std::thread::sleep(Duration::from_millis(20));
+            }
         }
         // The group too: servers start helpers of their own.
         // SAFETY: a plain system call on the group this connection created.

@@ -9,6 +9,7 @@ mod answers;
 mod ask;
 pub mod client;
 pub mod convert;
+pub mod launch;
 pub mod rpc;
 pub mod server;
 pub mod settings;

@@ -8,8 +8,20 @@ use serde_json::{Value, json};
 /// The largest message accepted (a whole file's text in `didOpen` fits many times over).
 const MAX_MESSAGE: usize = 256 << 20;
 
-/// Reads the next message; `None` at the end of the input.
+/// Reads the next message; `None` at the end of the input. A body that is not JSON is an
+/// error (see [`read_body`] to answer it and read on).
 pub fn read_message(input: &mut impl BufRead) -> io::Result<Option<Value>> {
+    match read_body(input)? {
+        Some(body) => serde_json::from_slice(&body)
+            .map(Some)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e)),
+        None => Ok(None),
+    }
+}
+
+/// Reads the next message's body, whatever it holds; `None` at the end of the input. The
+/// whole body is consumed, so a body that is not JSON leaves the stream at the next message.
+pub fn read_body(input: &mut impl BufRead) -> io::Result<Option<Vec<u8>>> {
     let mut length: Option<usize> = None;
     let mut line = String::new();
     loop {
@@ -39,9 +51,7 @@ pub fn read_message(input: &mut impl BufRead) -> io::Result<Option<Value>> {
     }
     let mut body = vec![0u8; length];
     input.read_exact(&mut body)?;
-    serde_json::from_slice(&body)
-        .map(Some)
-        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+    Ok(Some(body))
 }
 
 /// Writes one message with its header and flushes.
@@ -74,6 +84,7 @@ pub fn error_response(id: Value, code: i64, message: &str) -> Value {
 
 /// JSON-RPC error codes the server answers with.
 pub mod code {
+    pub const PARSE_ERROR: i64 = -32700;
     pub const METHOD_NOT_FOUND: i64 = -32601;
     pub const INVALID_PARAMS: i64 = -32602;
     pub const INTERNAL: i64 = -32603;

@@ -73,7 +73,21 @@ impl Server {
             path: "<stdio>".into(),
             source,
         };
-        while let Some(message) = rpc::read_message(input).map_err(io)? {
+        while let Some(body) = rpc::read_body(input).map_err(io)? {
+            // A body that is not JSON has no id to answer to: the error goes to id null, and
+            // the session goes on with the next message.
+            let message: Value = match serde_json::from_slice(&body) {
+                Ok(message) => message,
+                Err(e) => {
+                    let reply = rpc::error_response(
+                        Value::Null,
+                        code::PARSE_ERROR,
+                        &format!("the message's body is not JSON: {e}"),
+                    );
+                    rpc::write_message(output, &reply).map_err(io)?;
+                    continue;
+                }
+            };
             let method = message.get("method").and_then(Value::as_str);
             let params = message.get("params").cloned().unwrap_or(Value::Null);
             match (method, message.get("id").cloned()) {

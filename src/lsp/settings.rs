@@ -23,6 +23,10 @@ pub const DEFAULTS: &[(&str, &str, &[&str])] = &[
 pub struct ServerCommand {
     pub command: String,
     pub args: Vec<String>,
+    /// The one worktree a confined server serves (it reads no other); `None`: the server may
+    /// serve several through workspace folders.
+    #[serde(skip)]
+    pub root: Option<PathBuf>,
 }
 
 /// The client tier's settings.
@@ -37,6 +41,9 @@ pub struct Settings {
     pub memory_mb: u64,
     pub startup_timeout: Duration,
     pub request_timeout: Duration,
+    /// How servers start: as the user unless the caller confines them (see
+    /// `agent::sandbox::language_servers`).
+    pub launch: super::launch::Launch,
 }
 
 /// One language's server as `nav status` shows it.
@@ -79,6 +86,7 @@ impl Settings {
                     ServerCommand {
                         command: cmd.to_string(),
                         args: args.iter().map(|a| a.to_string()).collect(),
+                        root: None,
                     },
                 )
             })
@@ -90,6 +98,7 @@ impl Settings {
                 ServerCommand {
                     command: s.command.clone(),
                     args: s.args.clone(),
+                    root: None,
                 },
             );
             configured.push(lang.clone());
@@ -102,6 +111,7 @@ impl Settings {
             memory_mb: c.memory_mb.unwrap_or(2048),
             startup_timeout: Duration::from_secs(c.startup_timeout.unwrap_or(60)),
             request_timeout: Duration::from_secs(c.request_timeout.unwrap_or(10)),
+            launch: super::launch::Launch::default(),
         }
     }
 
@@ -122,6 +132,16 @@ impl Settings {
         self.servers.get(language_of(lang))
     }
 
+    /// Returns the server for files of `lang` in the worktree at `root`, if servers are on: a
+    /// confined server is one per worktree, so its command names the worktree too.
+    pub fn server_for(&self, lang: Lang, root: &Path) -> Option<ServerCommand> {
+        let mut cmd = self.command_for(lang)?.clone();
+        if self.launch.confine.is_some() {
+            cmd.root = Some(root.to_path_buf());
+        }
+        Some(cmd)
+    }
+
     /// Returns every language's server and whether it is installed.
     pub fn status(&self) -> Vec<ServerStatus> {
         self.servers
@@ -138,7 +158,7 @@ impl Settings {
 }
 
 /// Returns the executable `command` names: itself when it holds a `/`, else the first match
-/// on `PATH`.
+/// among `PATH`'s absolute entries (a relative one would depend on the current directory).
 pub fn which(command: &str) -> Option<PathBuf> {
     use std::os::unix::fs::PermissionsExt;
     let executable = |p: &Path| {
@@ -149,6 +169,7 @@ pub fn which(command: &str) -> Option<PathBuf> {
         return executable(&p).then_some(p);
     }
     std::env::split_paths(&std::env::var_os("PATH")?)
+        .filter(|dir| dir.is_absolute())
         .map(|dir| dir.join(command))
         .find(|p| executable(p))
 }

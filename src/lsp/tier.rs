@@ -10,7 +10,7 @@
 //! `max_servers` at once, and shut down with the tier.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{RecvTimeoutError, Sender, channel};
 use std::sync::{Arc, Mutex};
@@ -27,7 +27,7 @@ use serde_json::Value;
 use super::ask::ask;
 use super::client::{Connection, State};
 use super::convert::{Root, line_of};
-use super::settings::{ServerCommand, Settings, language_id, which};
+use super::settings::{ServerCommand, Settings, language_id};
 use crate::nav::tools::{self, Precise, PreciseAnswer};
 use crate::nav::{At, Index, Lang, Location};
 
@@ -171,10 +171,10 @@ impl Tier {
             .collect()
     }
 
-    /// Returns the process id of the server for `lang`, if one runs.
-    pub fn server_pid(&self, lang: Lang) -> Option<u32> {
-        let cmd = self.inner.settings.command_for(lang)?;
-        lock(&self.inner.slots).get(cmd).map(|s| s.conn.pid())
+    /// Returns the process id of the server for `lang` of the worktree at `root`, if one runs.
+    pub fn server_pid(&self, lang: Lang, root: &Path) -> Option<u32> {
+        let cmd = self.inner.settings.server_for(lang, root)?;
+        lock(&self.inner.slots).get(&cmd).map(|s| s.conn.pid())
     }
 
     /// Shuts every server down; none starts after that.
@@ -202,7 +202,7 @@ impl Inner {
 
     /// Makes sure the server for `lang` runs for `index`'s worktree.
     fn ensure(&self, index: &Index, lang: Lang) -> Result<(), String> {
-        match self.settings.command_for(lang).cloned() {
+        match self.settings.server_for(lang, index.root()) {
             Some(cmd) => self.ensure_cmd(index, cmd),
             None => Ok(()),
         }
@@ -257,14 +257,15 @@ impl Inner {
                 cmd.command, self.settings.max_servers
             ));
         }
-        if which(&cmd.command).is_none() {
-            return Err(format!(
-                "{} is not installed (not on PATH); see `git orchestra nav status`",
-                cmd.command
-            ));
-        }
+        let launch = &self.settings.launch;
+        let program = launch.program(&cmd.command, &root)?;
+        let init = super::client::Init {
+            options: launch.initialization_options(&program, &root)?,
+            process_id: launch.confine.is_none(),
+        };
+        let process = launch.command(&cmd.command, &program, &cmd.args, &root);
         let write_timeout = self.settings.request_timeout;
-        let conn = Connection::spawn(&cmd.command, &cmd.args, &root, write_timeout)
+        let conn = Connection::spawn(&cmd.command, process, init, &root, write_timeout)
             .map_err(|e| format!("{} did not start: {e}", cmd.command))?;
         let (c, r, timeout) = (conn.clone(), root.clone(), self.settings.startup_timeout);
         std::thread::spawn(move || c.initialize(&r, timeout));
@@ -304,8 +305,7 @@ impl Inner {
         self.ensure(index, lang)?;
         let cmd = self
             .settings
-            .command_for(lang)
-            .cloned()
+            .server_for(lang, index.root())
             .ok_or_else(|| "no server".to_string())?;
         let conn = lock(&self.slots)
             .get(&cmd)
@@ -461,7 +461,7 @@ impl Inner {
         let root = index.root().to_path_buf();
         let uris = Root::new(&root);
         for (i, f) in index.files().iter().enumerate() {
-            if self.settings.command_for(f.lang) != Some(cmd) {
+            if self.settings.server_for(f.lang, &root).as_ref() != Some(cmd) {
                 continue;
             }
             let key = (root.clone(), f.path.clone());

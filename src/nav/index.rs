@@ -124,7 +124,18 @@ impl Index {
                 }
             })?;
         let db = common_dir.join("orchestra").join("nav.db");
-        let mut index = Index::open_with_cache(&top, &db)?;
+        let mut index = match Index::open_with_cache(&top, &db) {
+            // In a sandbox (`git orchestra mcp` as an agent's MCP server) the shared cache is
+            // read-only, and must stay so: what a sandboxed process writes there would be
+            // every agent's answer. A private cache in its temporary directory serves it.
+            Err(e) if e.cache_unwritable() => {
+                let private =
+                    std::env::temp_dir().join(format!("orchestra-nav-{}.db", std::process::id()));
+                tracing::info!(shared = %db.display(), private = %private.display(), "navigation cache not writable; using a private one");
+                Index::open_with_cache(&top, &private)?
+            }
+            other => other?,
+        };
         index.scanner = worktree::Scanner::pinned(&top, &git_dir);
         index.common_dir = Some(common_dir.to_path_buf());
         Ok(index)

@@ -85,3 +85,23 @@ pub enum NavError {
     #[error("MCP session failed: {message}")]
     Mcp { message: String },
 }
+
+impl NavError {
+    /// Returns true if and only if this is the cache failing because this process may not
+    /// write it (a read-only file or directory, a sandbox).
+    pub fn cache_unwritable(&self) -> bool {
+        match self {
+            NavError::Cache {
+                source: rusqlite::Error::SqliteFailure(e, _),
+                ..
+            } => matches!(
+                e.code,
+                rusqlite::ErrorCode::ReadOnly
+                    | rusqlite::ErrorCode::CannotOpen
+                    | rusqlite::ErrorCode::PermissionDenied
+            ),
+            NavError::Io { source, .. } => source.kind() == std::io::ErrorKind::PermissionDenied,
+            _ => false,
+        }
+    }
+}

@@ -373,6 +373,7 @@ fn mcp_servers_never_come_from_a_packets_worktree() {
         &role,
         &config,
         &worktree,
+        None,
         &transcript,
         &mut log,
     );

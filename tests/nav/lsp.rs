@@ -90,9 +90,13 @@ impl Client {
     }
 
     fn send(&mut self, message: &Value) {
-        let body = serde_json::to_vec(message).unwrap();
+        self.send_body(&serde_json::to_vec(message).unwrap());
+    }
+
+    /// Sends `body` framed as a message, whatever it holds.
+    fn send_body(&mut self, body: &[u8]) {
         write!(self.stdin, "Content-Length: {}\r\n\r\n", body.len()).unwrap();
-        self.stdin.write_all(&body).unwrap();
+        self.stdin.write_all(body).unwrap();
         self.stdin.flush().unwrap();
     }
 
@@ -233,6 +237,25 @@ fn definition_references_implementation_and_hover_answer_from_the_graph() {
         json!({"textDocument": {"uri": uri(&repo, "app/main.py")}, "position": {"line": 2, "character": 0}}),
     );
     assert!(none.as_array().is_none_or(|a| a.is_empty()), "{none}");
+}
+
+#[test]
+fn a_body_that_is_not_json_gets_a_parse_error_and_the_server_keeps_serving() {
+    let repo = fixture("lsp");
+    let mut c = Client::start(&repo);
+    c.send_body(b"{\"jsonrpc\": \"2.0\", \"id\": 7, not json");
+    let error = c
+        .incoming
+        .recv_timeout(ANSWER)
+        .expect("an answer to the body that is not JSON");
+    assert_eq!(error["error"]["code"], -32700, "{error}");
+    assert_eq!(error["id"], Value::Null, "{error}");
+    // The next message is served as usual.
+    let def = c.request(
+        "textDocument/definition",
+        pos(&repo, "app/main.py", "print(", "Greeter"),
+    );
+    assert_eq!(spots(&def), ["models.py:0:6"], "{def}");
 }
 
 #[test]

@@ -343,27 +343,38 @@ impl Mcp {
     }
 }
 
-/// The processes running `needle` started by the `git orchestra mcp` serving `dir`, and no
-/// one else's.
+/// The processes running `needle` started by the `git orchestra mcp` serving `dir` (through
+/// the sandbox launcher, whose children they are), and no one else's.
 fn servers_in(dir: &std::path::Path, needle: &str) -> Vec<u32> {
     let dir = dir.canonicalize().unwrap();
     let mcp = processes_with(" mcp")
         .into_iter()
         .filter(|pid| std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|c| c == dir));
+    let children = |pid: u32| -> Vec<u32> {
+        let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).unwrap();
+        tasks
+            .flatten()
+            .flat_map(|t| {
+                let c = std::fs::read_to_string(t.path().join("children")).unwrap_or_default();
+                c.split_whitespace()
+                    .filter_map(|c| c.parse::<u32>().ok())
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    };
+    let launchers = processes_with(" __sandbox ");
     let mut out = Vec::new();
     for pid in mcp {
-        let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).unwrap();
-        for t in tasks.flatten() {
-            let children = std::fs::read_to_string(t.path().join("children")).unwrap_or_default();
-            out.extend(
-                children
-                    .split_whitespace()
-                    .filter_map(|c| c.parse::<u32>().ok()),
-            );
+        for child in children(pid) {
+            if launchers.contains(&child) {
+                out.extend(children(child));
+            } else {
+                out.push(child);
+            }
         }
     }
     let named = processes_with(needle);
-    out.retain(|p| named.contains(p));
+    out.retain(|p| named.contains(p) && !launchers.contains(p));
     out
 }
 
@@ -565,7 +576,9 @@ fn one_server_serves_two_worktrees_through_workspace_folders_and_restarts_at_mos
         }
     };
     assert_eq!(ask(&mut first), ["app/main.py"]);
-    let pid = tier.server_pid(git_orchestra::nav::Lang::Python).unwrap();
+    let pid = tier
+        .server_pid(git_orchestra::nav::Lang::Python, first.root())
+        .unwrap();
     assert_eq!(
         ask(&mut second),
         ["app/extra.py", "app/main.py"],
@@ -574,7 +587,7 @@ fn one_server_serves_two_worktrees_through_workspace_folders_and_restarts_at_mos
     assert_eq!(
         (
             tier.servers().len(),
-            tier.server_pid(git_orchestra::nav::Lang::Python)
+            tier.server_pid(git_orchestra::nav::Lang::Python, first.root())
         ),
         (1, Some(pid)),
         "one server for both worktrees"
@@ -583,7 +596,9 @@ fn one_server_serves_two_worktrees_through_workspace_folders_and_restarts_at_mos
     // A server that keeps dying is started again twice, then left to the graph.
     let mut notices = Vec::new();
     for _ in 0..=git_orchestra::lsp::tier::RESTARTS {
-        let pid = tier.server_pid(git_orchestra::nav::Lang::Python).unwrap();
+        let pid = tier
+            .server_pid(git_orchestra::nav::Lang::Python, first.root())
+            .unwrap();
         // SAFETY: a plain system call on the server this test's tier started.
         unsafe { libc::kill(pid as i32, libc::SIGKILL) };
         let started = Instant::now();
@@ -662,7 +677,9 @@ fn max_servers_limits_the_servers_of_a_process_and_shutdown_ends_them() {
         }
         other => panic!("the Python server did not answer: {other:?}"),
     }
-    let python = tier.server_pid(git_orchestra::nav::Lang::Python).unwrap();
+    let python = tier
+        .server_pid(git_orchestra::nav::Lang::Python, index.root())
+        .unwrap();
     match tier.query(&mut index, Query::References, Some("build"), None, wait) {
         Outcome::Graph(Some(why)) => assert!(
             why.contains("not started") && why.contains("max_servers"),

@@ -13,6 +13,7 @@ mod externals;
 mod go;
 mod inheritance;
 mod lsp;
+mod lsp_attacks;
 mod lsp_client;
 mod map;
 mod matcher;

@@ -31,10 +31,12 @@ mod privileges;
 mod reads;
 #[cfg(all(target_os = "linux", not(orchestra_no_landlock)))]
 mod seccomp;
+mod servers;
 #[cfg(all(target_os = "linux", not(orchestra_no_landlock)))]
 mod supervise;
 
 pub use limits::Limits;
+pub use servers::{language_server_settings, language_servers};
 
 /// The hidden subcommand that turns the binary into the launcher.
 pub const LAUNCHER_ARG: &str = "__sandbox";
@@ -186,6 +188,34 @@ impl Sandbox {
             let _ = fs_err::create_dir_all(&self.tmp);
             self.prefix(dir, true, timeout)
         })
+    }
+
+    /// Returns the command that starts the long-running server `program args` (an MCP or a
+    /// language server) for the tree `dir` under this sandbox: `dir` writable only when
+    /// `write_dir` (else readable), the network only when `network`, each process's CPU time
+    /// bounded by `lifetime`. The program's own file is granted reading, so a server the user
+    /// installed outside the granted trees still starts.
+    pub fn server_command(
+        &self,
+        dir: &Path,
+        program: &Path,
+        args: &[String],
+        write_dir: bool,
+        network: bool,
+        lifetime: std::time::Duration,
+    ) -> Command {
+        let mut prefix = self.prefix(dir, network, lifetime);
+        let dashes = prefix.pop();
+        if !write_dir {
+            prefix.push("--read-only".into());
+        }
+        if program.is_absolute() {
+            prefix.extend(["--read".into(), program.as_os_str().to_owned()]);
+        }
+        prefix.extend(dashes);
+        let mut cmd = Command::new(&self.launcher);
+        cmd.args(&prefix[1..]).arg(program).args(args);
+        cmd
     }
 
     /// Returns the launcher and its arguments up to `--`, after which comes the command.
@@ -358,6 +388,8 @@ struct LaunchArgs {
     user_home: Option<PathBuf>,
     network: bool,
     allow: bool,
+    /// The worktree is only read (`--read-only`): a server of a role that may not write.
+    read_only: bool,
     limits: Limits,
     cpu_secs: Option<u64>,
     command: Vec<OsString>,
@@ -366,7 +398,7 @@ struct LaunchArgs {
 /// Parses the launcher's arguments (see [`Sandbox::command`]).
 fn parse(args: &[OsString]) -> Result<LaunchArgs, SandboxError> {
     let (mut worktree, mut tmp, mut cpu_secs, mut user_home) = (None, None, None, None);
-    let (mut network, mut allow) = (false, false);
+    let (mut network, mut allow, mut read_only) = (false, false, false);
     let (mut read, mut write) = (Vec::new(), Vec::new());
     let mut limits = Limits::default();
     let mut command = Vec::new();
@@ -384,6 +416,7 @@ fn parse(args: &[OsString]) -> Result<LaunchArgs, SandboxError> {
             Some("--user-home") => user_home = it.next().map(PathBuf::from),
             Some("--network") => network = true,
             Some("--allow-unsandboxed") => allow = true,
+            Some("--read-only") => read_only = true,
             Some("--max-processes") => limits.processes = number(it.next())?,
             Some("--max-memory-mb") => limits.memory_mb = Some(number(it.next())?),
             Some("--max-file-mb") => limits.file_mb = number(it.next())?,
@@ -411,6 +444,7 @@ fn parse(args: &[OsString]) -> Result<LaunchArgs, SandboxError> {
         user_home,
         network,
         allow,
+        read_only,
         limits,
         cpu_secs,
         command,
@@ -439,6 +473,7 @@ pub fn exec_sandboxed(args: &[OsString]) -> SandboxError {
         &a.write,
         &a.user_home,
         a.network,
+        a.read_only,
         &a.limits,
         a.cpu_secs,
     );
@@ -467,11 +502,17 @@ pub fn exec_sandboxed(args: &[OsString]) -> SandboxError {
     if let Some(parent) = cgroup::pids_parent() {
         let _ = cgroup::join_bounded(&parent, a.limits.processes.saturating_add(1));
     }
-    let writable: Vec<&Path> = [a.worktree.as_path(), a.tmp.as_path()]
+    let (writable_tree, mut read) = match a.read_only {
+        true => (None, vec![a.worktree.clone()]),
+        false => (Some(a.worktree.as_path()), Vec::new()),
+    };
+    let writable: Vec<&Path> = writable_tree
         .into_iter()
+        .chain([a.tmp.as_path()])
         .chain(a.write.iter().map(PathBuf::as_path))
         .collect();
-    match restrict(&writable, &a.read, a.user_home.as_deref(), a.network) {
+    read.extend(a.read.iter().cloned());
+    match restrict(&writable, &read, a.user_home.as_deref(), a.network) {
         Ok(true) => {}
         Ok(false) if a.allow => {}
         Ok(false) => return SandboxError::Unavailable,
