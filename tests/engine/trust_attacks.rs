@@ -157,8 +157,9 @@ fn a_clones_webhook_is_posted_to_only_after_trust() {
 fn a_clones_language_server_starts_only_after_trust() {
     let probe = tempfile::tempdir().unwrap();
     let marker = probe.path().join("lsp-ran");
+    // Outside the sandbox it would write `marker`; inside it, only its private `$TMPDIR`.
     let config = format!(
-        "[nav.lsp]\nstartup_timeout = 2\n[nav.lsp.servers.python]\ncommand = \"sh\"\nargs = [\"-c\", \"touch {}\"]\n",
+        "[nav.lsp]\nstartup_timeout = 2\n[nav.lsp.servers.python]\ncommand = \"sh\"\nargs = [\"-c\", \"touch $TMPDIR/lsp-ran; touch {}\"]\n",
         marker.display()
     );
     let clone = Clone::of(&[
@@ -176,9 +177,19 @@ fn a_clones_language_server_starts_only_after_trust() {
         "{}",
         text(&out)
     );
+    let ran = |clone: &Clone| {
+        crate::worker_attacks::walk(&clone.path.join(".git/orchestra"))
+            .iter()
+            .any(|p| p.file_name().is_some_and(|n| n == "lsp-ran"))
+    };
+    assert!(!ran(&clone), "the clone's language server ran");
     crate::support::trust(&clone.path);
-    let _ = clone.run(&["nav", "refs", "make", "--precise"]);
-    assert!(marker.exists(), "a trusted language server starts");
+    let out = clone.run(&["nav", "refs", "make", "--precise"]);
+    assert!(ran(&clone), "a trusted language server starts: {}", text(&out));
+    assert!(
+        !marker.exists(),
+        "a trusted language server still runs in the sandbox"
+    );
 }
 
 #[test]

@@ -862,7 +862,7 @@ fn a_token_in_an_out_of_scope_file_name_is_never_shown_or_journaled() {
 }
 
 /// Returns every file under `dir`, recursively.
-fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+pub(crate) fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     let mut out = Vec::new();
     for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
         let path = entry.path();
