@@ -504,7 +504,7 @@ pub fn for_agent(
         sandbox: Sandbox {
             launcher,
             tmp: transcript.with_extension("mcp-tmp"),
-            read: Sandbox::reads(common_dir, &config.sandbox),
+            read: Sandbox::server_reads(common_dir, &config.sandbox),
             write: Sandbox::writes(&config.sandbox),
             limits: super::sandbox::Limits::from_config(&config.sandbox),
             if_unavailable: super::sandbox::IfUnavailable::from_config(

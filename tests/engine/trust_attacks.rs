@@ -185,7 +185,11 @@ fn a_clones_language_server_starts_only_after_trust() {
     assert!(!ran(&clone), "the clone's language server ran");
     crate::support::trust(&clone.path);
     let out = clone.run(&["nav", "refs", "make", "--precise"]);
-    assert!(ran(&clone), "a trusted language server starts: {}", text(&out));
+    assert!(
+        ran(&clone),
+        "a trusted language server starts: {}",
+        text(&out)
+    );
     assert!(
         !marker.exists(),
         "a trusted language server still runs in the sandbox"

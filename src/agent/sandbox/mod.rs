@@ -123,6 +123,26 @@ impl Sandbox {
         out
     }
 
+    /// Returns what a server (MCP or language server) may read besides the defaults: what
+    /// [`Sandbox::reads`] grants, and this program's user configuration directory
+    /// (`$XDG_CONFIG_HOME/git-orchestra`), which `git orchestra mcp` as a server reads and which
+    /// may lie outside the home directory.
+    pub fn server_reads(
+        common_dir: Option<&Path>,
+        config: &crate::config::SandboxConfig,
+    ) -> Vec<PathBuf> {
+        let mut out = Sandbox::reads(common_dir, config);
+        let env = |k: &str| std::env::var(k).ok();
+        if let Some(dir) = crate::config::user_config_path(&env)
+            .as_deref()
+            .and_then(Path::parent)
+            .filter(|d| d.is_dir())
+        {
+            out.push(dir.to_path_buf());
+        }
+        out
+    }
+
     /// Returns the configured `[sandbox] writable` paths, `~/` expanded; those that do not
     /// exist yet are created (a tool cache a first build would make), so they can be granted.
     pub fn writes(config: &crate::config::SandboxConfig) -> Vec<PathBuf> {

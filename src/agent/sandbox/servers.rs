@@ -25,7 +25,7 @@ pub fn language_servers(config: &RepoConfig, common_dir: &Path) -> Launch {
         let sandbox = Sandbox {
             launcher,
             tmp: crate::exec::state_dir(common_dir).join("lsp-tmp"),
-            read: Sandbox::reads(Some(common_dir), &config.sandbox),
+            read: Sandbox::server_reads(Some(common_dir), &config.sandbox),
             write: Sandbox::writes(&config.sandbox),
             limits: Limits::from_config(&config.sandbox),
             if_unavailable: IfUnavailable::from_config(config.sandbox.if_unavailable),
