@@ -684,6 +684,7 @@ fn executor_init_refuses_to_write_through_a_symlink_the_repository_ships() {
         ".orchestra/config.toml",
         "[executor.github-actions]\nworkflow = \"../../x.yml\"\n",
     );
+    repo.trust();
     let out = gh.run(&init);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(!repo.path.join("x.yml").exists());
@@ -772,6 +773,8 @@ fn a_runner_remote_other_than_the_forge_repository_is_refused_before_anything_is
         ".orchestra/config.toml",
         "[executor]\nkind = \"github-actions\"\n\n[executor.github-actions]\nref = \"main\"\npoll_ms = 100\nremote_url = \"https://evil.example/steal.git\"\n",
     );
+    // Trusted, so the setting applies, and is still refused.
+    repo.trust();
     let plan = three_packets(repo);
     let before = refs(&gh.remote);
     let out = gh.run(&["run", plan.to_str().unwrap(), "--worker-cmd", WORKER]);

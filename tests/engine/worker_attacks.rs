@@ -903,6 +903,7 @@ fn worker_setup_and_validation_commands_see_no_third_party_secrets_in_their_envi
     );
     repo.git(&["add", "-A"]);
     repo.git(&["commit", "-qm", "setup"]);
+    repo.trust();
     let plan = repo.write_plan(
         "plan.toml",
         &format!(
