@@ -576,3 +576,40 @@ fn an_agent_cli_configured_as_the_reviewer_reviews_packets_and_its_rejection_is_
         "{prompt}"
     );
 }
+
+#[test]
+fn files_touched_lists_only_paths_inside_the_worktree() {
+    // A CLI that reports edits of system files, of /tmp and beside its worktree, and one of
+    // the packet's file: only the last is a file the packet touched.
+    let repo = TestRepo::new();
+    let recording = [
+        r#"{"type":"thread.started","thread_id":"t-files"}"#,
+        r#"{"type":"item.completed","item":{"id":"i1","type":"file_change","changes":[{"path":"/etc/hosts","kind":"update"},{"path":"/tmp/orchestra-elsewhere.txt","kind":"add"},{"path":"../beside-the-worktree.txt","kind":"add"},{"path":"src/./agent-cli.txt","kind":"add"}],"status":"completed"}}"#,
+        r#"{"type":"item.completed","item":{"id":"i2","type":"agent_message","text":"Wrote the note."}}"#,
+        r#"{"type":"turn.completed","usage":{"input_tokens":10,"output_tokens":2}}"#,
+    ]
+    .join("\n");
+    let bin = stand_in(&repo, "codex", &recording, None);
+    std::fs::write(bin.join("codex.inscope"), "").unwrap();
+    let out = run_with(&repo, "codex", &bin, &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    let status = status_json(&repo.path);
+    let agent = status["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["role"] == "coder/codex")
+        .unwrap_or_else(|| panic!("no coder/codex in {}", status["agents"]));
+    let reason = agent["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("files touched: src/agent-cli.txt"),
+        "{reason}"
+    );
+    let all = status.to_string();
+    for outside in ["/etc/hosts", "orchestra-elsewhere", "beside-the-worktree"] {
+        assert!(
+            !all.contains(outside),
+            "{outside} is listed as touched: {all}"
+        );
+    }
+}

@@ -34,7 +34,7 @@ fn agents_lists_roles_with_profiles_tools_and_scopes() {
     let out = orchestra_with_env(&repo.path, &["agents", "--json"], &with(&env));
     assert!(out.status.success(), "{}", text(&out));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let coder = v
+    let coder = v["roles"]
         .as_array()
         .unwrap()
         .iter()
@@ -49,6 +49,79 @@ fn agents_lists_roles_with_profiles_tools_and_scopes() {
             .iter()
             .any(|t| t == "edit_file")
     );
+}
+
+#[test]
+fn agents_json_lists_the_agent_clis_the_text_lists() {
+    use std::os::unix::fs::PermissionsExt;
+    let repo = TestRepo::new();
+    // A stand-in gemini on PATH answering --version, and a CLI of the repository's own.
+    let bin = repo.scratch().join("bin-fake");
+    std::fs::create_dir_all(&bin).unwrap();
+    let gemini = bin.join("gemini");
+    std::fs::write(&gemini, "#!/bin/sh\necho 'fake gemini 9.9.9'\n").unwrap();
+    std::fs::set_permissions(&gemini, std::fs::Permissions::from_mode(0o755)).unwrap();
+    repo.write(
+        ".orchestra/config.toml",
+        "[agents.cli.mine]\ncommand = \"no-such-cli-anywhere\"\noutput = \"text\"\n",
+    );
+    repo.git(&["add", ".orchestra/config.toml"]);
+    repo.git(&["commit", "-qm", "configuration"]);
+    repo.trust();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let env = [
+        ("PATH", path.as_str()),
+        ("GEMINI_API_KEY", "not-a-real-key"),
+    ];
+    let out = orchestra_with_env(&repo.path, &["agents"], &env);
+    assert!(out.status.success(), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let listed: Vec<&str> = stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("Agent CLIs"))
+        .skip(1)
+        .filter(|l| !l.starts_with(' '))
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert!(
+        listed.contains(&"gemini") && listed.contains(&"mine"),
+        "{stdout}"
+    );
+    for args in [
+        &["agents", "--json"][..],
+        &["agents", "--json", "--clis"][..],
+    ] {
+        let out = orchestra_with_env(&repo.path, args, &env);
+        assert!(out.status.success(), "{}", text(&out));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let clis = v["clis"].as_array().unwrap_or_else(|| panic!("{v}"));
+        let names: Vec<&str> = clis.iter().filter_map(|c| c["name"].as_str()).collect();
+        assert_eq!(names, listed, "{args:?}: {v}");
+        let of = |name: &str| clis.iter().find(|c| c["name"] == name).unwrap();
+        let g = of("gemini");
+        assert_eq!(g["found"], true, "{g}");
+        assert_eq!(g["path"], gemini.to_str().unwrap(), "{g}");
+        assert_eq!(g["version"], "fake gemini 9.9.9", "{g}");
+        assert_eq!(g["usable"], true, "{g}");
+        let mine = of("mine");
+        assert_eq!(
+            (&mine["found"], &mine["usable"]),
+            (&false.into(), &false.into()),
+            "{mine}"
+        );
+        assert!(
+            mine["note"].as_str().unwrap().contains("not on PATH"),
+            "says why not: {mine}"
+        );
+        assert!(!v.to_string().contains("not-a-real-key"), "{v}");
+    }
+    let out = orchestra_with_env(&repo.path, &["agents", "--json"], &env);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["roles"].as_array().map(Vec::len), Some(12), "{v}");
 }
 
 #[test]

@@ -91,7 +91,8 @@ fn the_user_config_applies_under_the_repositorys() {
     assert!(out.status.success(), "{}", text(&out));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     let model_of = |role: &str| {
-        v.as_array()
+        v["roles"]
+            .as_array()
             .unwrap()
             .iter()
             .find(|r| r["role"]["name"] == role)

@@ -16,6 +16,7 @@ pub mod adapter;
 pub mod parse;
 mod probe;
 mod review;
+mod touched;
 
 pub use adapter::{Adapter, AdapterError, BUILTIN, Call, Invocation, PromptVia};
 pub use parse::{CliReport, Format};
@@ -270,7 +271,9 @@ impl Launch<'_> {
         let auth = |t: &str| self.adapter.auth_hint(t).is_some();
         let out = spawn(&inv, self.tmp, job, sandbox, self.stall, &auth)?;
         let text = String::from_utf8_lossy(&fs_err::read(job.log).unwrap_or_default()).into_owned();
-        let report = parse::parse(self.adapter.format, &text);
+        let mut report = parse::parse(self.adapter.format, &text);
+        // Files touched are the packet's: what the CLI edited outside its worktree is not.
+        report.files = touched::inside_worktree(job.worktree, &report.files);
         Ok((out, text, report))
     }
 }
@@ -298,7 +301,8 @@ fn program_dirs(launcher: &Path, command: &str) -> Vec<PathBuf> {
     out
 }
 
-/// What the journal keeps of a CLI run: session, commands, files touched.
+/// What the journal keeps of a CLI run: session, commands, files touched (inside the
+/// worktree, relative to it).
 fn account(name: &str, report: &CliReport) -> String {
     let files: Vec<&str> = report.files.iter().map(String::as_str).collect();
     format!(

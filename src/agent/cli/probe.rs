@@ -23,14 +23,20 @@ pub const TESTED: [(&str, &str); 5] = [
 /// What `agents` shows of one CLI.
 #[derive(Debug, Clone, Serialize)]
 pub struct CliStatus {
+    /// Its name, as `--agent <name>` takes it.
     pub name: String,
+    /// The program run for it.
     pub command: String,
+    /// True when the program was found (on `PATH`, or at the path configured).
+    pub found: bool,
     /// Where it was found on `PATH`, if it was.
     pub path: Option<PathBuf>,
     /// The first line `--version` printed.
     pub version: Option<String>,
     /// The version the built-in adapter was tested with.
     pub tested: Option<String>,
+    /// True when it looks ready to work packets: found, answering `--version`, and given a
+    /// way to authenticate.
     pub usable: bool,
     /// Why it is not usable, or what to check.
     pub note: Option<String>,
@@ -84,6 +90,7 @@ fn one(name: &str, config: &RepoConfig, set: &dyn Fn(&str) -> bool) -> CliStatus
             return CliStatus {
                 name: name.into(),
                 command: name.into(),
+                found: false,
                 path: None,
                 version: None,
                 tested,
@@ -117,6 +124,7 @@ fn one(name: &str, config: &RepoConfig, set: &dyn Fn(&str) -> bool) -> CliStatus
     CliStatus {
         name: name.into(),
         command: adapter.command.clone(),
+        found: path.is_some(),
         path,
         version,
         tested,
