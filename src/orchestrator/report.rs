@@ -229,6 +229,7 @@ fn integration_note(event: &Event) -> Option<String> {
             commit,
             integrated,
             target_advanced,
+            target_moved,
             ..
         } => format!(
             "{branch} at {} with {}; target {}",
@@ -238,10 +239,10 @@ fn integration_note(event: &Event) -> Option<String> {
             } else {
                 integrated.join(", ")
             },
-            if *target_advanced {
-                "advanced"
-            } else {
-                "not advanced"
+            match (target_advanced, target_moved) {
+                (true, Some(false)) => "unchanged",
+                (true, _) => "advanced",
+                (false, _) => "not advanced",
             }
         ),
         _ => return None,
