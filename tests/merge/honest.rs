@@ -25,6 +25,16 @@ fn run_merge_with_only_a_failed_packet_does_not_claim_the_target_advanced() {
         "{said}"
     );
     assert!(said.contains("target unchanged"), "{said}");
+    // The stand-alone merge's report says so too.
+    let out = orchestra(&repo.path, &["merge", &run_id(&repo.path)]);
+    let report = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        report.contains("nothing to merge: no packet succeeded"),
+        "{}",
+        text(&out)
+    );
+    assert!(report.contains("main unchanged at"), "{}", text(&out));
+    assert_eq!(repo.git(&["rev-parse", "main"]), base);
 }
 
 #[test]
@@ -62,7 +72,7 @@ fn merging_again_with_nothing_new_says_the_target_is_unchanged() {
     assert!(out.status.success(), "{said}");
     assert_eq!(repo.git(&["rev-parse", "main"]), tip);
     assert!(!said.contains("target advanced"), "{said}");
-    assert!(said.contains("unchanged"), "{said}");
+    assert!(said.contains("main unchanged at"), "{said}");
     let out = orchestra(&repo.path, &["merge", &run, "--json"]);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["target_advanced"], true, "{v}");
