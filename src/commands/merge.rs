@@ -140,6 +140,9 @@ pub fn render(r: &MergeReport) -> String {
         r.integration,
         short(&r.commit)
     );
+    if r.integrated.is_empty() && r.already_integrated.is_empty() && r.sent_back.is_empty() {
+        out.push_str("  nothing to merge: no packet succeeded\n");
+    }
     if !r.integrated.is_empty() {
         out.push_str(&format!("  integrated: {}\n", r.integrated.join(", ")));
     }
@@ -159,7 +162,16 @@ pub fn render(r: &MergeReport) -> String {
         if r.batches.len() == 1 { "" } else { "es" }
     ));
     match (&r.target_advanced, &r.target_note) {
-        (true, _) => out.push_str(&format!("  {} is at {}\n", r.target, short(&r.commit))),
+        (true, _) if r.target_moved => out.push_str(&format!(
+            "  {} advanced to {}\n",
+            r.target,
+            short(&r.commit)
+        )),
+        (true, _) => out.push_str(&format!(
+            "  {} unchanged at {}\n",
+            r.target,
+            short(&r.commit)
+        )),
         (false, Some(note)) => out.push_str(&format!("  {} not advanced: {note}\n", r.target)),
         (false, None) => {}
     }

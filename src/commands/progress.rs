@@ -205,11 +205,8 @@ fn merge_line(event: &Event) -> Option<String> {
             target,
             integration,
             packets,
-        } => format!(
-            "merging {} packet{} into {integration} (target {target})",
-            packets.len(),
-            if packets.len() == 1 { "" } else { "s" }
-        ),
+            already,
+        } => merge_started_line(target, integration, packets, already),
         Event::PacketConflicted { packet, paths } => {
             format!("[{packet}] CONFLICTS in {}", paths.join(", "))
         }
@@ -238,18 +235,41 @@ fn merge_line(event: &Event) -> Option<String> {
             commit,
             target_advanced,
             target_note,
+            target_moved,
             ..
         } => format!(
             "{integration} at {}{}",
             short(commit),
-            match (target_advanced, target_note) {
-                (true, _) => "; target advanced".to_string(),
-                (false, Some(note)) => format!("; target not advanced: {note}"),
-                (false, None) => String::new(),
+            match (target_advanced, target_moved, target_note) {
+                // Journals from before `target_moved` only said whether the target was there.
+                (true, Some(true) | None, _) => "; target advanced".to_string(),
+                (true, Some(false), _) => "; target unchanged (already there)".to_string(),
+                (false, _, Some(note)) => format!("; target not advanced: {note}"),
+                (false, _, None) => String::new(),
             }
         ),
         _ => return None,
     })
+}
+
+/// Returns the line for the start of a merge, saying why when there is nothing to merge.
+fn merge_started_line(
+    target: &str,
+    integration: &str,
+    packets: &[String],
+    already: &[String],
+) -> String {
+    match (packets.len(), already.is_empty()) {
+        (0, true) => format!("nothing to merge: no packet succeeded (target {target})"),
+        (0, false) => format!(
+            "nothing new to merge: {} already in {integration} (target {target})",
+            already.join(", ")
+        ),
+        (n, _) => format!(
+            "merging {n} packet{} into {integration} (target {target})",
+            if n == 1 { "" } else { "s" }
+        ),
+    }
 }
 
 /// Returns the line for an agent's state, a fallback or a scheduling note.

@@ -153,6 +153,7 @@ pub fn integrate_journaled(
         target: target.clone(),
         integration: branch.clone(),
         packets: queue.iter().map(|i| i.id.clone()).collect(),
+        already: already.clone(),
     })?;
     let validations = validations_of(&plan, &already);
     let conflict_worker = match (&run.worker_cmd, agent) {
@@ -290,6 +291,9 @@ fn conclude(
         commit: tip.clone(),
     })?;
     let (target_advanced, target_note) = advance_target(repo, &target, &target_ref, &tip)?;
+    // The ref is compared, not the flag: a target already at the tip "advances" in place.
+    let target_moved =
+        target_advanced && rev(&git, &target_ref)?.as_deref() != Some(target_tip.as_str());
     if target_advanced {
         let merged: Vec<String> = already.iter().chain(&integrated).cloned().collect();
         let signed = (signers.as_slice(), validated.as_slice());
@@ -304,6 +308,7 @@ fn conclude(
         sent_back: sent_back.iter().map(|s| s.packet.clone()).collect(),
         target_advanced,
         target_note: target_note.clone(),
+        target_moved: Some(target_moved),
     })?;
     Ok(MergeReport {
         run: run.id.clone(),
@@ -316,6 +321,7 @@ fn conclude(
         batches,
         target_advanced,
         target_note,
+        target_moved,
     })
 }
 

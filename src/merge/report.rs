@@ -51,4 +51,7 @@ pub struct MergeReport {
     /// Why the target was not advanced, when it was not.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub target_note: Option<String>,
+    /// True if and only if this merge moved the target's ref (`target_advanced` with the
+    /// target already at the integration tip leaves it false).
+    pub target_moved: bool,
 }

@@ -229,6 +229,7 @@ fn integration_note(event: &Event) -> Option<String> {
             commit,
             integrated,
             target_advanced,
+            target_moved,
             ..
         } => format!(
             "{branch} at {} with {}; target {}",
@@ -238,10 +239,10 @@ fn integration_note(event: &Event) -> Option<String> {
             } else {
                 integrated.join(", ")
             },
-            if *target_advanced {
-                "advanced"
-            } else {
-                "not advanced"
+            match (target_advanced, target_moved) {
+                (true, Some(false)) => "unchanged",
+                (true, _) => "advanced",
+                (false, _) => "not advanced",
             }
         ),
         _ => return None,
@@ -591,7 +592,28 @@ fn dedup_keep_order(items: Vec<String>) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::actionable;
+    use super::{Event, actionable, integration_note};
+
+    /// Regression: a merge that found the target already at the integration tip (nothing
+    /// merged) was reported as having advanced it.
+    #[test]
+    fn a_target_left_where_it_was_is_reported_unchanged() {
+        let finished = |moved| Event::MergeFinished {
+            integration: "orchestra/r/integration".into(),
+            commit: "0123456789abcdef".into(),
+            integrated: Vec::new(),
+            sent_back: Vec::new(),
+            target_advanced: true,
+            target_note: None,
+            target_moved: moved,
+        };
+        let note = integration_note(&finished(Some(false))).unwrap_or_default();
+        assert!(note.ends_with("target unchanged"), "{note}");
+        for moved in [Some(true), None] {
+            let note = integration_note(&finished(moved)).unwrap_or_default();
+            assert!(note.ends_with("target advanced"), "{note}");
+        }
+    }
 
     /// Regression: the report's next steps listed the orchestrator's bare tool and phase names
     /// (`complete`, `plan`), which are neither commands nor advice.

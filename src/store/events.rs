@@ -153,11 +153,14 @@ pub enum Event {
         /// How many clean worktrees of integrated packets are parked for new packets.
         recycle_worktrees: usize,
     },
-    /// The merge coordinator started integrating `packets` into `integration`, for `target`.
+    /// The merge coordinator started integrating `packets` into `integration`, for `target`;
+    /// `already` are the succeeded packets found on the integration branch before it began.
     MergeStarted {
         target: String,
         integration: String,
         packets: Vec<String>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        already: Vec<String>,
     },
     /// A packet merged in memory conflicts with the integration branch on `paths`.
     PacketConflicted {
@@ -200,6 +203,10 @@ pub enum Event {
         /// Why the target was not advanced, when it was not.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         target_note: Option<String>,
+        /// Whether the target's ref moved during this merge (it already pointed at `commit`
+        /// when false); absent in journals written before it was recorded.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        target_moved: Option<bool>,
     },
     /// An agent working on `packet` moved from one worker state to another, for `reason`.
     AgentState {

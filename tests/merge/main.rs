@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod crash;
+mod honest;
 mod merge;
 #[path = "../support/mod.rs"]
 mod support;

@@ -205,12 +205,14 @@ function gatesHtml(g) {
   const list = v => [].concat(v || []).join(", ");
   const merge = (g.merge || []).map(({event: e}) => {
     switch (e.type) {
-      case "merge_started": return html`<li>batch ${list(e.packets)} into ${e.integration} for ${e.target}</li>`;
+      case "merge_started": return [].concat(e.packets || []).length
+        ? html`<li>batch ${list(e.packets)} into ${e.integration} for ${e.target}</li>`
+        : html`<li>nothing ${[].concat(e.already || []).length ? html`new to merge: ${list(e.already)} already in ${e.integration}` : "to merge: no packet succeeded"}</li>`;
       case "packet_conflicted": return html`<li>${e.packet} conflicts in ${list(e.paths)}</li>`;
       case "merge_validation_finished": return html`<li>${e.exit_code === 0 ? "passed" : html`<b>failed</b>`}: <code>${e.command}</code> on ${list(e.packets)}</li>`;
       case "packet_integrated": return html`<li>${e.packet} integrated</li>`;
       case "packet_sent_back": return html`<li><b>${e.packet} sent back</b>: ${e.reason}</li>`;
-      case "merge_finished": return html`<li>merge finished: ${[].concat(e.integrated || []).length} integrated, ${[].concat(e.sent_back || []).length} sent back${e.target_advanced ? ", target advanced" : ""}</li>`;
+      case "merge_finished": return html`<li>merge finished: ${[].concat(e.integrated || []).length} integrated, ${[].concat(e.sent_back || []).length} sent back${!e.target_advanced ? (e.target_note ? html`, target not advanced: ${e.target_note}` : "") : e.target_moved === false ? ", target unchanged" : ", target advanced"}</li>`;
       default: return "";
     }
   });
