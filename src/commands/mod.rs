@@ -220,8 +220,8 @@ pub(crate) fn engine_error(e: engine::EngineError) -> CommandError {
     }
 }
 
-/// Returns `run`, or the newest run when none is given, as the command's error when there is
-/// no such run.
+/// Returns `run`, or the newest run `git orchestra status` shows when none is given, as the
+/// command's error when there is no such run.
 pub(crate) fn pick_run(repo: &RepoInfo, run: Option<&str>) -> Result<String, CommandError> {
     use git_orchestra::status::{self, StatusError};
     status::pick_run(&repo.common_dir, run).map_err(|e| match e {
@@ -231,4 +231,17 @@ pub(crate) fn pick_run(repo: &RepoInfo, run: Option<&str>) -> Result<String, Com
         }
         other => CommandError::internal(other),
     })
+}
+
+/// Returns `e` with a hint naming the way to another run when the command picked `run` itself.
+///
+/// Commands whose run is optional act on the newest run only; when that one does not fit they
+/// say so and never fall back to an older run, so the user is told how to name one.
+pub(crate) fn hint_unnamed(e: CommandError, unnamed: bool, run: &str) -> CommandError {
+    if !unnamed {
+        return e;
+    }
+    e.hint(format!(
+        "`{run}` is the newest run; `git orchestra status` lists the others, name one to act on it"
+    ))
 }
