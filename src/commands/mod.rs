@@ -233,6 +233,26 @@ pub(crate) fn pick_run(repo: &RepoInfo, run: Option<&str>) -> Result<String, Com
     })
 }
 
+/// Returns `run`, or the newest run `git orchestra status` shows, checking it has packets: a
+/// `start` run still planning has none to show, merge or publish yet, and is named as such.
+pub(crate) fn pick_run_with_packets(
+    repo: &RepoInfo,
+    run: Option<&str>,
+) -> Result<String, CommandError> {
+    let id = pick_run(repo, run)?;
+    let store =
+        git_orchestra::store::Store::open(&repo.common_dir).map_err(CommandError::internal)?;
+    if store.run(&id).map_err(CommandError::internal)?.is_some() {
+        return Ok(id);
+    }
+    let phase = git_orchestra::status::start_state(&repo.common_dir, &id)
+        .map_or_else(|| "planning".to_string(), |s| s.phase.to_string());
+    let e = CommandError::user(format!(
+        "run `{id}` is {phase} and has no packets yet; `git orchestra status {id}` shows where it is"
+    ));
+    Err(hint_unnamed(e, run.is_none(), &id))
+}
+
 /// Returns `e` with a hint naming the way to another run when the command picked `run` itself.
 ///
 /// Commands whose run is optional act on the newest run only; when that one does not fit they

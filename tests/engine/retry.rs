@@ -153,7 +153,7 @@ fn retry_without_a_run_retries_the_newest_run_not_an_older_unfinished_start_run(
 }
 
 #[test]
-fn retry_resume_and_cancel_without_a_run_name_the_newest_run_when_it_does_not_fit() {
+fn retry_resume_cancel_and_pause_without_a_run_name_the_newest_run_when_it_does_not_fit() {
     let repo = TestRepo::new();
     unfinished_start_run(&repo, "older-start");
     std::thread::sleep(std::time::Duration::from_millis(20));
@@ -170,7 +170,7 @@ fn retry_resume_and_cancel_without_a_run_name_the_newest_run_when_it_does_not_fi
 
     // The newest run is completed: each command says so by name, never falling back to the
     // older unfinished `start` run.
-    for cmd in ["retry", "resume", "cancel"] {
+    for cmd in ["retry", "resume", "cancel", "pause"] {
         let out = orchestra_offline(&repo, &[cmd]);
         assert_eq!(out.status.code(), Some(2), "{cmd}: {}", text(&out));
         assert!(text(&out).contains(&run), "{cmd}: {}", text(&out));
@@ -178,4 +178,30 @@ fn retry_resume_and_cancel_without_a_run_name_the_newest_run_when_it_does_not_fi
     }
     let state = git_orchestra::status::start_state(&repo.path.join(".git"), "older-start");
     assert!(state.is_some_and(|s| !s.phase.is_final()));
+}
+
+#[test]
+fn diff_and_merge_without_a_run_name_a_newer_planning_start_run_not_an_older_run() {
+    let repo = TestRepo::new();
+    let mark = repo.scratch().join("never");
+    let failed = failed_run(&repo, &mark);
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    unfinished_start_run(&repo, "newer-start");
+    let v = status_json(&repo.path);
+    assert_eq!(v["planning"]["id"], "newer-start", "{v}");
+    for args in [&["diff"][..], &["merge"][..]] {
+        let out = orchestra_offline(&repo, args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
+        assert!(
+            text(&out).contains("`newer-start`"),
+            "{args:?}: {}",
+            text(&out)
+        );
+        assert!(
+            text(&out).contains("no packets yet"),
+            "{args:?}: {}",
+            text(&out)
+        );
+        assert!(!text(&out).contains(&failed), "{args:?}: {}", text(&out));
+    }
 }
