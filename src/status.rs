@@ -170,17 +170,13 @@ pub fn overview(
                 return Ok(planning_overview(common_dir, p.clone(), &runs, prices));
             }
         },
-        None => {
-            let newest = runs.first();
-            let newer_plan = planning
-                .iter()
-                .filter(|p| newest.is_none_or(|r| p.started_ms > r.created_ms))
-                .max_by_key(|p| p.started_ms);
-            if let Some(p) = newer_plan {
+        None => match newest(&runs, &planning) {
+            Some(Newest::Planning(p)) => {
                 return Ok(planning_overview(common_dir, p.clone(), &runs, prices));
             }
-            newest.cloned()
-        }
+            Some(Newest::Run(r)) => Some(r.clone()),
+            None => None,
+        },
     };
     match (chosen, store) {
         (Some(run), Some(store)) => Ok(Overview::Run(Box::new(run_status(
@@ -337,21 +333,52 @@ fn notes(store: &Store, run: &str) -> Result<Vec<Note>, StatusError> {
     Ok(notes)
 }
 
-/// Returns `run` when given, else the newest run of the repository (as `status` shows it).
+/// The newest run of a repository, of either kind.
+enum Newest<'a> {
+    /// A run with packets (made by `run`, `agent`, or a `start` run that reached execution).
+    Run(&'a RunRecord),
+    /// A `start` run still clarifying or planning, with no packets yet.
+    Planning(&'a PlanningRun),
+}
+
+/// Returns the newest of `runs` and `planning`: the one `status` shows without a run named.
 ///
-/// An unknown `run` is [`StoreError::UnknownRun`]; no run at all is [`StatusError::NoRun`].
+/// A planning `start` run counts only when it started after the newest run with packets.
+fn newest<'a>(runs: &'a [RunRecord], planning: &'a [PlanningRun]) -> Option<Newest<'a>> {
+    let newest = runs.first();
+    let newer_plan = planning
+        .iter()
+        .filter(|p| newest.is_none_or(|r| p.started_ms > r.created_ms))
+        .max_by_key(|p| p.started_ms);
+    match newer_plan {
+        Some(p) => Some(Newest::Planning(p)),
+        None => newest.map(Newest::Run),
+    }
+}
+
+/// Returns `run` when given, else the newest run of the repository, exactly as `status`
+/// shows it: every command whose run is optional (`retry`, `resume`, `cancel`, `pause`,
+/// `merge`, `diff`, `pr`) acts on that run, never on an older one that fits it better.
+///
+/// A `start` run still planning counts, by name or as the newest. An unknown `run` is
+/// [`StoreError::UnknownRun`]; no run at all is [`StatusError::NoRun`].
 pub fn pick_run(common_dir: &Path, run: Option<&str>) -> Result<String, StatusError> {
     let store = Store::open_existing(common_dir)?;
-    match (run, store) {
-        (Some(id), Some(store)) => Ok(store.require_run(id)?.id),
-        (Some(id), None) => Err(StoreError::UnknownRun { id: id.to_string() }.into()),
-        (None, Some(store)) => store
-            .runs()?
-            .into_iter()
-            .next()
-            .map(|r| r.id)
-            .ok_or(StatusError::NoRun),
-        (None, None) => Err(StatusError::NoRun),
+    let runs = match &store {
+        Some(store) => store.runs()?,
+        None => Vec::new(),
+    };
+    let planning = planning_runs(common_dir, &runs);
+    match run {
+        Some(id) if runs.iter().any(|r| r.id == id) || start_state(common_dir, id).is_some() => {
+            Ok(id.to_string())
+        }
+        Some(id) => Err(StoreError::UnknownRun { id: id.to_string() }.into()),
+        None => match newest(&runs, &planning) {
+            Some(Newest::Run(r)) => Ok(r.id.clone()),
+            Some(Newest::Planning(p)) => Ok(p.id.clone()),
+            None => Err(StatusError::NoRun),
+        },
     }
 }
 
@@ -372,14 +399,6 @@ pub fn start_state(common_dir: &Path, run: &str) -> Option<StartState> {
         objective: objective.clone(),
         started_ms: first.ts_ms,
     })
-}
-
-/// Returns the newest `start` run that is neither completed nor cancelled.
-pub fn latest_unfinished_start(common_dir: &Path) -> Option<String> {
-    StartJournal::runs(common_dir)
-        .ok()?
-        .into_iter()
-        .find(|r| start_state(common_dir, r).is_some_and(|s| !s.phase.is_final()))
 }
 
 /// Returns the `start` runs that have no engine run among `engine_runs` yet and are not

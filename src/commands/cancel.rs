@@ -7,15 +7,14 @@ use clap::Args;
 use git_orchestra::engine;
 use git_orchestra::git::RepoInfo;
 
-use super::CommandError;
-use super::engine_error;
 use super::gc::print_report;
+use super::{CommandError, engine_error, pick_run};
 
 /// Cancels a run: stops the process driving it, marks it cancelled, and removes its worktrees
 /// after saving unsaved work to refs/orchestra/backup/<run>/<packet>.
 #[derive(Debug, Args)]
 pub struct CancelArgs {
-    /// The run to cancel; default: the newest unfinished run.
+    /// The run to cancel (default: the newest run; see `git orchestra status`).
     run: Option<String>,
     /// Print JSON.
     #[arg(long)]
@@ -25,23 +24,40 @@ pub struct CancelArgs {
 /// Cancels the run and prints what was cleaned up.
 pub fn cmd_cancel(cwd: &Path, args: &CancelArgs) -> Result<(), CommandError> {
     let repo = RepoInfo::discover(cwd)?;
-    // A `start` run is cancelled as a workflow first (its driver stops), then its packets.
-    let start_run = match &args.run {
-        Some(id) => git_orchestra::status::start_state(&repo.common_dir, id).map(|_| id.clone()),
-        None => git_orchestra::status::latest_unfinished_start(&repo.common_dir),
+    // The newest run `status` shows, never an older unfinished one: a finished newest run is
+    // named and left alone (naming it cleans it up, as `gc` does).
+    let run = match &args.run {
+        Some(id) => id.clone(),
+        None => pick_run(&repo, None)?,
     };
-    if let Some(run) = &start_run
-        && !super::pause::cancel_start(&repo, run)?
-    {
+    let unnamed = |e: CommandError| super::hint_unnamed(e, args.run.is_none(), &run);
+    let start = git_orchestra::status::start_state(&repo.common_dir, &run);
+    if args.run.is_none() {
+        match &start {
+            Some(s) if s.phase.is_final() => {
+                return Err(unnamed(CommandError::user(format!(
+                    "run `{run}` is {}; nothing to cancel",
+                    s.phase
+                ))));
+            }
+            Some(_) => {}
+            None => engine::check_resumable(&repo, &run)
+                .map_err(|e| match e {
+                    engine::EngineError::NotResumable { run, state } => {
+                        CommandError::user(format!("run `{run}` is {state}; nothing to cancel"))
+                    }
+                    other => engine_error(other),
+                })
+                .map_err(unnamed)?,
+        }
+    }
+    // A `start` run is cancelled as a workflow first (its driver stops), then its packets.
+    if start.is_some() && !super::pause::cancel_start(&repo, &run)? {
         if !args.json {
             println!("cancelled run {run}");
         }
         return Ok(());
     }
-    let run = match start_run.as_ref().or(args.run.as_ref()) {
-        Some(id) => id.clone(),
-        None => engine::latest_unfinished(&repo).map_err(engine_error)?,
-    };
     let report = engine::cancel(&repo, &run, Duration::from_secs(15)).map_err(engine_error)?;
     if !args.json {
         println!("cancelled run {run}");

@@ -22,7 +22,7 @@ pub struct DiffArgs {
 /// Runs `diff`.
 pub fn cmd_diff(cwd: &Path, args: &DiffArgs) -> Result<(), CommandError> {
     let repo = RepoInfo::discover(cwd)?;
-    let run = super::pick_run(&repo, args.run.as_deref())?;
+    let run = super::pick_run_with_packets(&repo, args.run.as_deref())?;
     let store = Store::open(&repo.common_dir).map_err(CommandError::internal)?;
     let packets = store.packets(&run).map_err(CommandError::internal)?;
     let chosen: Vec<_> = match &args.packet {

@@ -55,7 +55,7 @@ pub fn cmd_merge(cwd: &Path, args: &MergeArgs) -> Result<(), CommandError> {
     if let Some(pair) = &args.predict {
         return predict(&repo, &pair[0], &pair[1], args.json);
     }
-    let run = super::pick_run(&repo, args.run.as_deref())?;
+    let run = super::pick_run_with_packets(&repo, args.run.as_deref())?;
     let config = super::load_config(&repo)?;
     let opts = MergeOptions {
         target: args.target.clone(),

@@ -220,8 +220,8 @@ pub(crate) fn engine_error(e: engine::EngineError) -> CommandError {
     }
 }
 
-/// Returns `run`, or the newest run when none is given, as the command's error when there is
-/// no such run.
+/// Returns `run`, or the newest run `git orchestra status` shows when none is given, as the
+/// command's error when there is no such run.
 pub(crate) fn pick_run(repo: &RepoInfo, run: Option<&str>) -> Result<String, CommandError> {
     use git_orchestra::status::{self, StatusError};
     status::pick_run(&repo.common_dir, run).map_err(|e| match e {
@@ -231,4 +231,37 @@ pub(crate) fn pick_run(repo: &RepoInfo, run: Option<&str>) -> Result<String, Com
         }
         other => CommandError::internal(other),
     })
+}
+
+/// Returns `run`, or the newest run `git orchestra status` shows, checking it has packets: a
+/// `start` run still planning has none to show, merge or publish yet, and is named as such.
+pub(crate) fn pick_run_with_packets(
+    repo: &RepoInfo,
+    run: Option<&str>,
+) -> Result<String, CommandError> {
+    let id = pick_run(repo, run)?;
+    let store =
+        git_orchestra::store::Store::open(&repo.common_dir).map_err(CommandError::internal)?;
+    if store.run(&id).map_err(CommandError::internal)?.is_some() {
+        return Ok(id);
+    }
+    let phase = git_orchestra::status::start_state(&repo.common_dir, &id)
+        .map_or_else(|| "planning".to_string(), |s| s.phase.to_string());
+    let e = CommandError::user(format!(
+        "run `{id}` is {phase} and has no packets yet; `git orchestra status {id}` shows where it is"
+    ));
+    Err(hint_unnamed(e, run.is_none(), &id))
+}
+
+/// Returns `e` with a hint naming the way to another run when the command picked `run` itself.
+///
+/// Commands whose run is optional act on the newest run only; when that one does not fit they
+/// say so and never fall back to an older run, so the user is told how to name one.
+pub(crate) fn hint_unnamed(e: CommandError, unnamed: bool, run: &str) -> CommandError {
+    if !unnamed {
+        return e;
+    }
+    e.hint(format!(
+        "`{run}` is the newest run; `git orchestra status` lists the others, name one to act on it"
+    ))
 }

@@ -12,21 +12,23 @@ use super::CommandError;
 /// resume` continues it from the phase it was in.
 #[derive(Debug, Args)]
 pub struct PauseArgs {
-    /// The run to pause (default: the newest `start` run).
+    /// The run to pause (default: the newest run; see `git orchestra status`).
     run: Option<String>,
 }
 
 /// Journals the request and signals the process driving the run.
 pub fn cmd_pause(cwd: &Path, args: &PauseArgs) -> Result<(), CommandError> {
     let repo = RepoInfo::discover(cwd)?;
-    let run = pick(&repo, args.run.as_deref())?;
+    let run = pick(&repo, args.run.as_deref(), "pauses")?;
     request_stop(&repo, &run, false)?;
     eprintln!("asked run {run} to pause; `git orchestra resume {run}` continues it");
     Ok(())
 }
 
-/// Returns `run`, or the newest `start` run, checking it exists.
-pub fn pick(repo: &RepoInfo, run: Option<&str>) -> Result<String, CommandError> {
+/// Returns `run`, or the newest run `git orchestra status` shows, checking it is a `start`
+/// run: only those pause or have a report, and an older `start` run is never picked in the
+/// newest one's place. `what` says what only a `start` run does, e.g. "pauses".
+pub fn pick(repo: &RepoInfo, run: Option<&str>, what: &str) -> Result<String, CommandError> {
     let runs = StartJournal::runs(&repo.common_dir).map_err(CommandError::internal)?;
     match run {
         Some(r) if runs.iter().any(|x| x == r) => Ok(r.to_string()),
@@ -34,10 +36,19 @@ pub fn pick(repo: &RepoInfo, run: Option<&str>) -> Result<String, CommandError> 
             CommandError::user(format!("no `start` run `{r}` in this repository"))
                 .hint("`git orchestra status` lists the runs"),
         ),
-        None => runs
-            .first()
-            .cloned()
-            .ok_or_else(|| CommandError::user("no `start` run in this repository")),
+        None => {
+            let newest = super::pick_run(repo, None)?;
+            if runs.contains(&newest) {
+                return Ok(newest);
+            }
+            Err(super::hint_unnamed(
+                CommandError::user(format!(
+                    "run `{newest}` was not made by `start`, and only a `start` run {what}"
+                )),
+                true,
+                &newest,
+            ))
+        }
     }
 }
 

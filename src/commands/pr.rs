@@ -60,7 +60,7 @@ pub fn cmd_pr(cwd: &Path, args: &PrArgs) -> Result<(), CommandError> {
     } else {
         PrMode::Auto
     };
-    let run = super::pick_run(&repo, args.run.as_deref())?;
+    let run = super::pick_run_with_packets(&repo, args.run.as_deref())?;
     run_pr(
         &repo,
         &run,

@@ -6,15 +6,14 @@ use clap::Args;
 use git_orchestra::engine;
 use git_orchestra::git::RepoInfo;
 
-use super::CommandError;
 use super::drive::drive;
-use super::engine_error;
+use super::{CommandError, engine_error, pick_run};
 
 /// Continues a run after a crash or Ctrl-C: finished packets are kept, half-done ones restart
 /// from their worktree's state.
 #[derive(Debug, Args)]
 pub struct ResumeArgs {
-    /// The run to resume; default: the newest unfinished run.
+    /// The run to resume (default: the newest run; see `git orchestra status`).
     run: Option<String>,
     /// Print only the final summary.
     #[arg(long, short)]
@@ -28,18 +27,21 @@ pub struct ResumeArgs {
 pub fn cmd_resume(cwd: &Path, args: &ResumeArgs) -> Result<(), CommandError> {
     let repo = RepoInfo::discover(cwd)?;
     let config = super::load_config(&repo)?;
-    // Runs made by `start` continue their whole workflow, not only the engine's part.
-    let start_run = match &args.run {
-        Some(id) => git_orchestra::status::start_state(&repo.common_dir, id).map(|_| id.clone()),
-        None => git_orchestra::status::latest_unfinished_start(&repo.common_dir),
-    };
-    if let Some(run) = start_run {
-        return super::start::resume_start(&repo, &config, &run, args.quiet);
-    }
+    // The newest run `status` shows, never an older unfinished one: that one is named.
     let run = match &args.run {
         Some(id) => id.clone(),
-        None => engine::latest_unfinished(&repo).map_err(engine_error)?,
+        None => pick_run(&repo, None)?,
     };
+    let unnamed = |e: CommandError| super::hint_unnamed(e, args.run.is_none(), &run);
+    // Runs made by `start` continue their whole workflow, not only the engine's part.
+    if git_orchestra::status::start_state(&repo.common_dir, &run).is_some() {
+        return super::start::resume_start(&repo, &config, &run, args.quiet).map_err(unnamed);
+    }
+    if args.run.is_none() {
+        engine::check_resumable(&repo, &run)
+            .map_err(engine_error)
+            .map_err(unnamed)?;
+    }
     if !args.quiet && !args.json {
         eprintln!("resuming run {run}");
     }

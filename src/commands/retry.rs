@@ -41,16 +41,10 @@ pub struct RetryArgs {
 pub fn cmd_retry(cwd: &Path, args: &RetryArgs) -> Result<(), CommandError> {
     let repo = RepoInfo::discover(cwd)?;
     let config = super::load_config(&repo)?;
-    // A `start` run that stopped before execution has no engine run yet: it is found by its
-    // workflow journal (by name, or as the newest unfinished one).
-    let start_run = match &args.run {
-        Some(id) => git_orchestra::status::start_state(&repo.common_dir, id).map(|_| id.clone()),
-        None => git_orchestra::status::latest_unfinished_start(&repo.common_dir),
-    };
-    let run = match start_run {
-        Some(run) => run,
-        None => pick_run(&repo, args.run.as_deref())?,
-    };
+    // The run named, else the newest one `status` shows (a `start` run that stopped before
+    // execution included): never an older run that happens to be retryable.
+    let run = pick_run(&repo, args.run.as_deref())?;
+    let unnamed = |e: CommandError| super::hint_unnamed(e, args.run.is_none(), &run);
     if git_orchestra::status::start_state(&repo.common_dir, &run).is_some() {
         // A `start` run goes on through its own workflow: its agents work the packets, then it
         // integrates, tests and reports as it was asked to.
@@ -60,7 +54,8 @@ pub fn cmd_retry(cwd: &Path, args: &RetryArgs) -> Result<(), CommandError> {
             &args.packets,
             args.note.as_deref(),
         )
-        .map_err(super::start::start_error)?;
+        .map_err(super::start::start_error)
+        .map_err(unnamed)?;
         if !args.quiet && !args.json {
             if reopened.is_empty() {
                 eprintln!("retrying run {run} from where it stopped");
@@ -88,8 +83,9 @@ pub fn cmd_retry(cwd: &Path, args: &RetryArgs) -> Result<(), CommandError> {
         });
         merge::phase::request(&mut store, &run, &opts).map_err(CommandError::internal)?;
     }
-    let reopened =
-        engine::reopen(&repo, &run, &args.packets, args.note.as_deref()).map_err(engine_error)?;
+    let reopened = engine::reopen(&repo, &run, &args.packets, args.note.as_deref())
+        .map_err(engine_error)
+        .map_err(unnamed)?;
     if !args.quiet && !args.json {
         eprintln!("retrying {} of run {run}", reopened.join(", "));
     }

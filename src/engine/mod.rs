@@ -179,17 +179,19 @@ pub fn prepare(
     Ok(Prepared { run, created })
 }
 
-/// Returns the id of the newest run that is not finished, for `resume` without an argument.
-pub fn latest_unfinished(repo: &RepoInfo) -> Result<String, EngineError> {
-    let Some(store) = Store::open_existing(&repo.common_dir)? else {
-        return Err(EngineError::NothingToResume);
-    };
-    store
-        .runs()?
-        .into_iter()
-        .find(|r| !r.state.is_finished())
-        .map(|r| r.id)
-        .ok_or(EngineError::NothingToResume)
+/// Returns `Ok` if and only if the run `run` is not finished, so that `resume` continues it.
+///
+/// A finished run is [`EngineError::NotResumable`] naming its state; an unknown one is
+/// [`StoreError::UnknownRun`](crate::store::StoreError::UnknownRun).
+pub fn check_resumable(repo: &RepoInfo, run: &str) -> Result<(), EngineError> {
+    let record = Store::open(&repo.common_dir)?.require_run(run)?;
+    if record.state.is_finished() {
+        return Err(EngineError::NotResumable {
+            run: record.id,
+            state: record.state.as_str(),
+        });
+    }
+    Ok(())
 }
 
 /// How the engine is steered while it executes.

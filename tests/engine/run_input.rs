@@ -101,7 +101,7 @@ fn bad_plans_and_arguments_change_nothing() {
         ],
         &["max-parallel"],
     );
-    assert_refused(&repo.path, &["resume"], &["no unfinished run"]);
+    assert_refused(&repo.path, &["resume"], &["no run in this repository"]);
     assert_refused(&repo.path, &["status", "no-such-run"], &[]);
     assert_eq!(fingerprint(&repo.path), before);
 }
