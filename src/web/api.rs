@@ -41,7 +41,7 @@ fn list_runs(shared: &Shared) -> Result<Vec<Value>, String> {
     let mut list = Vec::new();
     for p in status::planning_runs(common, &engine_runs) {
         list.push(json!({
-            "id": p.id, "state": p.phase.to_string(), "objective": p.objective,
+            "id": p.id, "state": p.state, "objective": p.objective,
             "created_ms": p.started_ms, "done": 0, "failed": 0, "packets": 0,
             "tokens": status::start_status(common, &p.id, &price).map(|s| s.spend.input_tokens + s.spend.output_tokens).unwrap_or(0),
             "cost": Value::Null,
@@ -57,7 +57,7 @@ fn list_runs(shared: &Shared) -> Result<Vec<Value>, String> {
             None => usage_totals(&usage),
         };
         let state = match &start {
-            Some(s) if !s.parent_of_phase => s.phase.to_string(),
+            Some(s) if !s.parent_of_phase => s.state.clone(),
             _ => r.state.as_str().to_string(),
         };
         list.push(json!({
