@@ -2,46 +2,9 @@
 //! as interrupted in the phase it was in, a cancelled run without packets stays listed, and
 //! `status --all` lists engine runs and `start` runs together.
 
-use std::time::{Duration, Instant};
-
 use git_orchestra::demo;
 
-use crate::support::{orchestra, orchestra_command, text};
-
-/// Starts a `start` run whose clarifier answers only after a long while, waits until it is
-/// clarifying and kills its process with SIGKILL; returns the model (kept alive) and run id.
-fn killed_while_clarifying(repo: &std::path::Path) -> (demo::MockModel, String) {
-    let scripts = serde_json::json!([
-        {"name": "clarifier", "match": ["# Clarifier"], "replies": [
-            {"text": "{\"outcome\": \"clear\"}", "delay_ms": 20000}]}
-    ]);
-    let model = demo::MockModel::start(demo::parse_scripts(&scripts.to_string()).unwrap()).unwrap();
-    let mut child = orchestra_command(repo, &["start", "--yes", "Slow to clarify"])
-        .env("ORCHESTRA_PROVIDER", "openai-compatible")
-        .env("ORCHESTRA_BASE_URL", &model.url)
-        .env("ORCHESTRA_MODEL", "scripted")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(90);
-    let id = loop {
-        assert!(
-            Instant::now() < deadline,
-            "the run never started clarifying"
-        );
-        let out = orchestra(repo, &["status", "--json"]);
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
-        if v["planning"]["phase"] == "clarifying" {
-            break v["planning"]["id"].as_str().unwrap().to_string();
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    // SAFETY: signals our own child process.
-    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
-    child.wait().unwrap();
-    (model, id)
-}
+use crate::support::{killed_while_clarifying, orchestra, text};
 
 #[test]
 fn a_start_run_killed_while_clarifying_shows_as_interrupted() {
