@@ -242,6 +242,8 @@ fn run_status(
     let planning = planning_runs(common_dir, runs);
     let other_runs = runs.iter().filter(|r| r.id != run.id).cloned().collect();
     let hosts = hosts(store, &run.id)?;
+    let mut run = run;
+    run.state = engine_state(common_dir, &run).0;
     Ok(RunStatus {
         hosts,
         run,
@@ -515,6 +517,17 @@ pub fn start_driven(common_dir: &Path, run: &str) -> bool {
     crate::exec::RunLock::is_held(&dir.join("driver")) || crate::exec::RunLock::is_held(&dir)
 }
 
+/// Returns the state of the engine run `run` as users see it, and whether a process drives it
+/// now (holds its lock): a run the store says is running that no process drives was killed,
+/// and reads as interrupted, which `resume` continues.
+fn engine_state(common_dir: &Path, run: &RunRecord) -> (RunState, bool) {
+    let driven = crate::exec::RunLock::is_held(&crate::exec::run_dir(common_dir, &run.id));
+    match run.state {
+        RunState::Running if !driven => (RunState::Interrupted, false),
+        other => (other, driven),
+    }
+}
+
 /// Returns true if and only if `phase` is one a process works in, so that a run in it with no
 /// process driving it was interrupted (killed, or its machine went down).
 fn needs_driver(phase: WorkflowState) -> bool {
@@ -618,12 +631,8 @@ pub fn all_runs(common_dir: &Path) -> Result<Vec<RunListing>, StatusError> {
         });
     }
     for r in runs.iter().filter(|r| !starts.contains(&r.id)) {
-        let driven = crate::exec::RunLock::is_held(&crate::exec::run_dir(common_dir, &r.id));
-        let state = match r.state {
-            RunState::Running | RunState::Created if !driven => "interrupted".to_string(),
-            other => other.as_str().to_string(),
-        };
-        let next = match r.state {
+        let (state, driven) = engine_state(common_dir, r);
+        let next = match state {
             _ if driven => None,
             RunState::Created | RunState::Running | RunState::Interrupted => {
                 Some(format!("git orchestra resume {}", r.id))
@@ -635,7 +644,7 @@ pub fn all_runs(common_dir: &Path) -> Result<Vec<RunListing>, StatusError> {
             id: r.id.clone(),
             kind: RunKind::Run,
             objective: r.objective.clone(),
-            state,
+            state: state.as_str().to_string(),
             started_ms: r.created_ms,
             driven,
             next,
