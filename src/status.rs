@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use crate::config::Price;
 use crate::orchestrator::{StartJournal, WorkflowEvent, WorkflowState};
-use crate::store::{AgentUsage, Event, PacketRecord, RunRecord, Store, StoreError};
+use crate::store::{AgentUsage, Event, PacketRecord, RunRecord, RunState, Store, StoreError};
 
 /// Why a run's status could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -37,6 +37,8 @@ pub struct StartState {
 pub struct PlanningRun {
     pub id: String,
     pub phase: WorkflowState,
+    /// The phase as users see it: "interrupted while clarifying" when no process drives it.
+    pub state: String,
     pub objective: String,
     /// When the `start` run began, in milliseconds since the Unix epoch.
     pub started_ms: i64,
@@ -70,6 +72,8 @@ pub struct StartStatus {
     /// Set when the engine run asked about is a phase of this `start` run.
     pub parent_of_phase: bool,
     pub phase: WorkflowState,
+    /// The phase as users see it: "interrupted while executing" when no process drives it.
+    pub state: String,
     /// The headline of the run's final report, once written (the same words the report and
     /// the exit status of `start` give).
     pub outcome: Option<String>,
@@ -234,6 +238,8 @@ fn run_status(
     let planning = planning_runs(common_dir, runs);
     let other_runs = runs.iter().filter(|r| r.id != run.id).cloned().collect();
     let hosts = hosts(store, &run.id)?;
+    let mut run = run;
+    run.state = engine_state(common_dir, &run).0;
     Ok(RunStatus {
         hosts,
         run,
@@ -402,7 +408,7 @@ pub fn start_state(common_dir: &Path, run: &str) -> Option<StartState> {
 }
 
 /// Returns the `start` runs that have no engine run among `engine_runs` yet and are not
-/// finished, with their phase and objective.
+/// completed (cancelled ones included), with their phase and objective.
 pub fn planning_runs(common_dir: &Path, engine_runs: &[RunRecord]) -> Vec<PlanningRun> {
     StartJournal::runs(common_dir)
         .unwrap_or_default()
@@ -410,13 +416,16 @@ pub fn planning_runs(common_dir: &Path, engine_runs: &[RunRecord]) -> Vec<Planni
         .filter(|r| !engine_runs.iter().any(|e| &e.id == r))
         .filter_map(|id| {
             start_state(common_dir, &id).map(|s| PlanningRun {
+                state: start_label(common_dir, &id, s.phase),
                 id,
                 phase: s.phase,
                 objective: s.objective,
                 started_ms: s.started_ms,
             })
         })
-        .filter(|p| !p.phase.is_final())
+        // A cancelled run without packets stays listed; only a completed one has nothing left
+        // to show here.
+        .filter(|p| p.phase != WorkflowState::Completed)
         .collect()
 }
 
@@ -453,6 +462,7 @@ pub fn start_status(
     let mut status = StartStatus {
         run: run.to_string(),
         parent_of_phase: parent.is_some(),
+        state: start_label(common_dir, run, phase),
         phase,
         outcome: report_outcome(common_dir, run),
         spend: Spend::default(),
@@ -518,6 +528,45 @@ pub fn start_status(
     Some(status)
 }
 
+/// Returns true if and only if a live process drives the `start` run `run`: its driver lock
+/// or its engine run's lock is held (the kernel drops both when the holder dies, kill -9
+/// included).
+pub fn start_driven(common_dir: &Path, run: &str) -> bool {
+    let dir = crate::exec::run_dir(common_dir, run);
+    crate::exec::RunLock::is_held(&dir.join("driver")) || crate::exec::RunLock::is_held(&dir)
+}
+
+/// Returns the state of the engine run `run` as users see it, and whether a process drives it
+/// now (holds its lock): a run the store says is running that no process drives was killed,
+/// and reads as interrupted, which `resume` continues.
+fn engine_state(common_dir: &Path, run: &RunRecord) -> (RunState, bool) {
+    let driven = crate::exec::RunLock::is_held(&crate::exec::run_dir(common_dir, &run.id));
+    match run.state {
+        RunState::Running if !driven => (RunState::Interrupted, false),
+        other => (other, driven),
+    }
+}
+
+/// Returns true if and only if `phase` is one a process works in, so that a run in it with no
+/// process driving it was interrupted (killed, or its machine went down).
+fn needs_driver(phase: WorkflowState) -> bool {
+    !phase.is_final()
+        && !matches!(
+            phase,
+            WorkflowState::Paused | WorkflowState::Failed | WorkflowState::AwaitingApproval
+        )
+}
+
+/// Returns the state of the `start` run `run` in `phase` as users see it: the phase itself,
+/// or "interrupted while <phase>" when the phase needs a process and none drives the run.
+pub fn start_label(common_dir: &Path, run: &str, phase: WorkflowState) -> String {
+    if needs_driver(phase) && !start_driven(common_dir, run) {
+        format!("interrupted while {phase}")
+    } else {
+        phase.to_string()
+    }
+}
+
 /// Returns the headline of the run's saved report, if it has one.
 fn report_outcome(common_dir: &Path, run: &str) -> Option<String> {
     let path = crate::exec::run_dir(common_dir, run).join("report.json");
@@ -543,4 +592,83 @@ fn spend(usage: &[crate::orchestrator::UsageRow], prices: &dyn Fn(&str) -> Optio
     }
     s.partial = s.cost.is_some() && priced < usage.len();
     s
+}
+
+/// Which command made a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunKind {
+    /// `run` or `agent`: an engine run of a plan's packets.
+    Run,
+    /// `start`: a workflow from an objective, which may own an engine run of the same id.
+    Start,
+}
+
+/// One run of the repository as `status --all` lists it.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunListing {
+    pub id: String,
+    pub kind: RunKind,
+    pub objective: String,
+    /// Its state as users see it, e.g. "completed" or "interrupted while clarifying".
+    pub state: String,
+    /// When it began, in milliseconds since the Unix epoch.
+    pub started_ms: i64,
+    /// True when a live process drives it now (holds its lock).
+    pub driven: bool,
+    /// The command that moves it on, or `None` when it is driven or done.
+    pub next: Option<String>,
+}
+
+/// Returns every run of the repository, engine runs and `start` runs, newest first.
+///
+/// A run whose phase needs a process that no process drives (its lock is free) is listed as
+/// interrupted, with `resume` as what to do next.
+pub fn all_runs(common_dir: &Path) -> Result<Vec<RunListing>, StatusError> {
+    let store = Store::open_existing(common_dir)?;
+    let runs = match &store {
+        Some(store) => store.runs()?,
+        None => Vec::new(),
+    };
+    let starts = StartJournal::runs(common_dir).unwrap_or_default();
+    let mut out = Vec::new();
+    for id in &starts {
+        let Some(s) = start_state(common_dir, id) else {
+            continue;
+        };
+        let driven = start_driven(common_dir, id);
+        let state = start_label(common_dir, id, s.phase);
+        let resumable = !s.phase.is_final() && !driven;
+        out.push(RunListing {
+            id: id.clone(),
+            kind: RunKind::Start,
+            objective: s.objective,
+            state,
+            started_ms: s.started_ms,
+            driven,
+            next: resumable.then(|| format!("git orchestra resume {id}")),
+        });
+    }
+    for r in runs.iter().filter(|r| !starts.contains(&r.id)) {
+        let (state, driven) = engine_state(common_dir, r);
+        let next = match state {
+            _ if driven => None,
+            RunState::Created | RunState::Running | RunState::Interrupted => {
+                Some(format!("git orchestra resume {}", r.id))
+            }
+            RunState::Failed => Some(format!("git orchestra retry {}", r.id)),
+            RunState::Completed | RunState::Cancelled => None,
+        };
+        out.push(RunListing {
+            id: r.id.clone(),
+            kind: RunKind::Run,
+            objective: r.objective.clone(),
+            state: state.as_str().to_string(),
+            started_ms: r.created_ms,
+            driven,
+            next,
+        });
+    }
+    out.sort_by_key(|r| std::cmp::Reverse(r.started_ms));
+    Ok(out)
 }

@@ -7,7 +7,8 @@ use std::time::Duration;
 use clap::Args;
 use git_orchestra::git::RepoInfo;
 use git_orchestra::status::{
-    self, Note, OpenQuestion, Overview, PlanningStatus, RunStatus, StartStatus, StatusError,
+    self, Note, OpenQuestion, Overview, PlanningStatus, RunKind, RunListing, RunStatus,
+    StartStatus, StatusError,
 };
 use git_orchestra::store::{AgentUsage, PacketRecord, RunRecord, StoreError};
 
@@ -28,6 +29,10 @@ pub struct StatusArgs {
     /// Print the report of a `start` run (written when it ends).
     #[arg(long, conflicts_with_all = ["json", "watch"])]
     report: bool,
+    /// List every run — `run`/`agent` and `start` runs — with its state, whether a process
+    /// drives it now, and what to do next.
+    #[arg(long, conflicts_with_all = ["run", "watch", "report"])]
+    all: bool,
 }
 
 /// Prints the status of a run (and a line for each other run).
@@ -35,6 +40,17 @@ pub fn cmd_status(cwd: &Path, args: &StatusArgs) -> Result<(), CommandError> {
     let repo = RepoInfo::discover(cwd)?;
     if args.report {
         return print_report(&repo, args.run.as_deref());
+    }
+    if args.all {
+        let runs = status::all_runs(&repo.common_dir).map_err(CommandError::internal)?;
+        if args.json {
+            return print_json(&serde_json::json!({ "runs": runs }));
+        }
+        print!(
+            "{}",
+            git_orchestra::redact::terminal_safe(&render_all(&runs))
+        );
+        return Ok(());
     }
     let config = super::load_config(&repo)?;
     let price = |model: &str| config.price(model);
@@ -99,12 +115,40 @@ fn render_planning(status: &PlanningStatus) -> String {
     let p = &status.planning;
     let mut out = format!(
         "run {} ({}) is {}; it has no packets yet\n",
-        p.id, p.objective, p.phase
+        p.id, p.objective, p.state
     );
     if let Some(start) = &status.start {
         out.push_str(&format!("\n{}\n", start_lines(start).join("\n")));
     }
     render_others(&mut out, &status.other_runs);
+    out
+}
+
+/// Returns the table of every run: id, kind, state, start time, whether a process drives it,
+/// and the command that moves it on.
+fn render_all(runs: &[RunListing]) -> String {
+    if runs.is_empty() {
+        return "no runs yet; start one with `git orchestra start \"<objective>\"` or `git orchestra run <plan.toml>`\n".to_string();
+    }
+    let id_w = runs.iter().map(|r| r.id.len()).max().unwrap_or(2).max(2);
+    let state_w = runs.iter().map(|r| r.state.len()).max().unwrap_or(5).max(5);
+    let mut out = format!(
+        "{:<id_w$}  {:<5}  {:<state_w$}  {:<20}  {:<6}  NEXT\n",
+        "RUN", "KIND", "STATE", "STARTED", "DRIVEN"
+    );
+    for r in runs {
+        let kind = match r.kind {
+            RunKind::Run => "run",
+            RunKind::Start => "start",
+        };
+        let started = git_orchestra::gate::rfc3339_utc(r.started_ms.div_euclid(1000));
+        let driven = if r.driven { "yes" } else { "no" };
+        let next = r.next.as_deref().unwrap_or("-");
+        out.push_str(&format!(
+            "{:<id_w$}  {kind:<5}  {:<state_w$}  {started:<20}  {driven:<6}  {next}\n",
+            r.id, r.state
+        ));
+    }
     out
 }
 
@@ -135,7 +179,7 @@ fn render_status(status: &RunStatus) -> String {
     for p in &status.planning {
         out.push_str(&format!(
             "\nrun {} ({}) is {}\n",
-            p.id, p.objective, p.phase
+            p.id, p.objective, p.state
         ));
     }
     render_others(&mut out, &status.other_runs);
@@ -169,9 +213,9 @@ fn render_notes(out: &mut String, notes: &[Note]) {
 /// subtasks and the questions agents wait on.
 fn start_lines(s: &StartStatus) -> Vec<String> {
     let mut out = vec![if s.parent_of_phase {
-        format!("phase     {} (of start run {})", s.phase, s.run)
+        format!("phase     {} (of start run {})", s.state, s.run)
     } else {
-        format!("phase     {}", s.phase)
+        format!("phase     {}", s.state)
     }];
     if let Some(outcome) = &s.outcome {
         out.push(format!("outcome   {outcome}"));

@@ -30,45 +30,37 @@ pub(super) fn runs(shared: &Shared) -> Reply {
     }
 }
 
+/// Returns the run list from the one query `status --all` reads, with each run's packets,
+/// tokens and cost added.
 fn list_runs(shared: &Shared) -> Result<Vec<Value>, String> {
     let common = &shared.repo.common_dir;
     let price = |model: &str| shared.config.price(model);
     let store = Store::open_existing(common).map_err(|e| e.to_string())?;
-    let engine_runs = match &store {
-        Some(s) => s.runs().map_err(|e| e.to_string())?,
-        None => Vec::new(),
-    };
     let mut list = Vec::new();
-    for p in status::planning_runs(common, &engine_runs) {
-        list.push(json!({
-            "id": p.id, "state": p.phase.to_string(), "objective": p.objective,
-            "created_ms": p.started_ms, "done": 0, "failed": 0, "packets": 0,
-            "tokens": status::start_status(common, &p.id, &price).map(|s| s.spend.input_tokens + s.spend.output_tokens).unwrap_or(0),
-            "cost": Value::Null,
-        }));
-    }
-    for r in &engine_runs {
-        let Some(store) = &store else { break };
-        let packets = store.packets(&r.id).map_err(|e| e.to_string())?;
-        let usage = store.agent_usage(&r.id).map_err(|e| e.to_string())?;
+    for r in status::all_runs(common).map_err(|e| e.to_string())? {
+        let packets = match &store {
+            Some(s) if s.run(&r.id).map_err(|e| e.to_string())?.is_some() => {
+                s.packets(&r.id).map_err(|e| e.to_string())?
+            }
+            _ => Vec::new(),
+        };
         let start = status::start_status(common, &r.id, &price);
-        let (tokens, cost) = match &start {
-            Some(s) => (s.spend.input_tokens + s.spend.output_tokens, s.spend.cost),
-            None => usage_totals(&usage),
-        };
-        let state = match &start {
-            Some(s) if !s.parent_of_phase => s.phase.to_string(),
-            _ => r.state.as_str().to_string(),
+        let (tokens, cost) = match (&start, &store) {
+            (Some(s), _) => (s.spend.input_tokens + s.spend.output_tokens, s.spend.cost),
+            (None, Some(store)) => {
+                usage_totals(&store.agent_usage(&r.id).map_err(|e| e.to_string())?)
+            }
+            (None, None) => (0, None),
         };
         list.push(json!({
-            "id": r.id, "state": state, "objective": r.objective, "created_ms": r.created_ms,
+            "id": r.id, "kind": r.kind, "state": r.state, "objective": r.objective,
+            "created_ms": r.started_ms, "driven": r.driven, "next": r.next,
             "packets": packets.len(),
             "done": packets.iter().filter(|p| p.state == PacketState::Succeeded).count(),
             "failed": packets.iter().filter(|p| p.state == PacketState::Failed).count(),
             "tokens": tokens, "cost": cost,
         }));
     }
-    list.sort_by_key(|r| std::cmp::Reverse(r["created_ms"].as_i64().unwrap_or(0)));
     Ok(list)
 }
 

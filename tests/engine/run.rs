@@ -783,3 +783,50 @@ fn escapes_in_a_commands_output_reach_neither_the_run_nor_the_status_output_raw(
         "a raw escape reached status: {shown:?}"
     );
 }
+
+#[test]
+fn a_run_whose_process_was_killed_shows_as_interrupted_with_resume_next() {
+    let repo = TestRepo::new();
+    let plan = repo.write_plan(
+        "plan.toml",
+        &format!(
+            "objective = \"Crash\"\n\n{}",
+            packet("p1", "\"wip.txt\"", "", "")
+        ),
+    );
+    let root = repo.scratch().join("wt");
+    let worker = "echo w > wip.txt; sleep 60";
+    let mut child = orchestra_command(
+        &repo.path,
+        &run_args(plan.to_str().unwrap(), worker, root.to_str().unwrap()),
+    )
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::null())
+    .spawn()
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        assert!(Instant::now() < deadline, "the packet never started");
+        let out = orchestra(&repo.path, &["status", "--json"]);
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        if v["packets"][0]["state"] == "running" {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.kill().unwrap(); // SIGKILL: the run is left "running" in the store
+    child.wait().unwrap();
+    let shown = orchestra(&repo.path, &["status"]);
+    let out = String::from_utf8_lossy(&shown.stdout);
+    assert!(out.contains("state     interrupted"), "{}", text(&shown));
+    let all = orchestra(&repo.path, &["status", "--all"]);
+    let out = String::from_utf8_lossy(&all.stdout);
+    let line = out.lines().nth(1).unwrap_or_default();
+    assert!(
+        line.contains("interrupted") && line.contains("git orchestra resume"),
+        "{}",
+        text(&all)
+    );
+    let cancelled = orchestra(&repo.path, &["cancel"]);
+    assert!(cancelled.status.success(), "{}", text(&cancelled));
+}

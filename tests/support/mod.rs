@@ -330,3 +330,41 @@ pub fn make_executable(path: &Path) {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
+
+/// Starts a `start` run whose clarifier answers only after a long while, waits until it is
+/// clarifying and kills its process with SIGKILL; returns the model (kept alive) and run id.
+pub fn killed_while_clarifying(repo: &Path) -> (git_orchestra::demo::MockModel, String) {
+    let scripts = serde_json::json!([
+        {"name": "clarifier", "match": ["# Clarifier"], "replies": [
+            {"text": "{\"outcome\": \"clear\"}", "delay_ms": 20000}]}
+    ]);
+    let model = git_orchestra::demo::MockModel::start(
+        git_orchestra::demo::parse_scripts(&scripts.to_string()).unwrap(),
+    )
+    .unwrap();
+    let mut child = orchestra_command(repo, &["start", "--yes", "Slow to clarify"])
+        .env("ORCHESTRA_PROVIDER", "openai-compatible")
+        .env("ORCHESTRA_BASE_URL", &model.url)
+        .env("ORCHESTRA_MODEL", "scripted")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+    let id = loop {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the run never started clarifying"
+        );
+        let out = orchestra(repo, &["status", "--json"]);
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        if v["planning"]["phase"] == "clarifying" {
+            break v["planning"]["id"].as_str().unwrap().to_string();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    // SAFETY: signals our own child process.
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    child.wait().unwrap();
+    (model, id)
+}

@@ -8,6 +8,7 @@
 mod access;
 mod browser;
 mod notify;
+mod run_list;
 mod steering;
 #[path = "../support/mod.rs"]
 mod support;

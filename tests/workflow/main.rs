@@ -10,6 +10,7 @@ mod environments;
 #[path = "../forge/forge_mock.rs"]
 mod forge_mock;
 mod messages;
+mod run_listing;
 mod start;
 mod start_agents;
 mod start_interrupt;

@@ -178,7 +178,8 @@ async function showRun(run) {
   if (data.error) { main.innerHTML = html`<p>${data.error}</p>`; return; }
   const s = data.status || {};
   const r = s.run || (s.planning || {});
-  const shown = data.phase || r.state || (s.planning && s.planning.phase);
+  // The library's label first: it says "interrupted while …" when no process drives the run.
+  const shown = (s.start && !s.start.parent_of_phase && s.start.state) || (s.planning && s.planning.state) || data.phase || r.state;
   if (data.approval) notify(`approval-${run}`, `The plan of ${run} waits for approval.`);
   (s.questions || []).forEach(q => notify(`q-${run}-${q.packet}-${q.question}`, `${q.packet} asks: ${q.question}`));
   if (["completed", "failed", "cancelled"].includes(shown)) notify(`end-${run}-${shown}`, `Run ${run} is ${shown}.`);
