@@ -1143,3 +1143,31 @@ fn a_worker_command_under_a_directory_granted_by_sandbox_read_runs() {
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(v["packets"][0]["state"], "succeeded", "{v}");
 }
+
+#[test]
+fn a_validation_command_the_sandbox_cannot_read_names_the_path_and_the_setting() {
+    let repo = TestRepo::new();
+    let (tools, script) = tool_outside_the_sandbox(&repo);
+    let plan = repo.write_plan(
+        "plan.toml",
+        &format!(
+            "objective = \"Denied\"\n\n{}",
+            packet(
+                "p1",
+                "\"out.txt\"",
+                "",
+                &format!("\"{}\"", script.display())
+            )
+        ),
+    );
+    let out = repo.run_plan(&plan, "echo x > out.txt", &["--json"]);
+    assert!(!out.status.success(), "{}", text(&out));
+    let v = status_json(&repo.path);
+    assert_eq!(v["packets"][0]["state"], "failed", "{v}");
+    let reason = v["packets"][0]["reason"].as_str().unwrap();
+    assert!(reason.contains("sandbox denied"), "{reason}");
+    assert!(
+        reason.contains(&format!("[sandbox] read = [\"{}\"]", tools.display())),
+        "{reason}"
+    );
+}
