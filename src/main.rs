@@ -9,7 +9,7 @@ fn main() -> std::process::ExitCode {
     if args.get(1).and_then(|a| a.to_str()) == Some(git_orchestra::agent::sandbox::LAUNCHER_ARG) {
         let err = git_orchestra::agent::sandbox::exec_sandboxed(&args[2..]);
         eprintln!("git-orchestra: {err}");
-        return std::process::ExitCode::from(126);
+        return std::process::ExitCode::from(err.exit_status());
     }
     exit_quietly_on_broken_pipe();
     // First, while the process has one thread: API keys out of the environment, and the

@@ -7,6 +7,7 @@
 
 pub mod capture;
 pub mod command_env;
+pub mod denied;
 mod lock;
 pub mod process;
 pub mod secret_env;

@@ -75,6 +75,9 @@ pub struct Outcome {
     pub duration: Duration,
     /// The last [`TAIL_BYTES`] of the log, lossily decoded.
     pub tail: String,
+    /// The path a confined command most likely failed for because the sandbox denied it
+    /// (see [`crate::exec::denied`]); `None` for a success or an unconfined command.
+    pub denied: Option<PathBuf>,
 }
 
 impl Outcome {
@@ -83,8 +86,18 @@ impl Outcome {
         self.exit_code == Some(0) && !self.timed_out && !self.interrupted
     }
 
-    /// Returns a one-line description of a failure, e.g. "exit 3" or "timed out after 60s".
+    /// Returns a one-line description of a failure, e.g. "exit 3" or "timed out after 60s",
+    /// with the likely cause and its remedy when the sandbox denied the command a path.
     pub fn describe(&self, timeout: Duration) -> String {
+        let what = self.what_ended(timeout);
+        match &self.denied {
+            Some(path) => format!("{what}; {}", crate::exec::denied::hint(path)),
+            None => what,
+        }
+    }
+
+    /// Returns how the command ended, in a few words.
+    fn what_ended(&self, timeout: Duration) -> String {
         if self.timed_out {
             format!("timed out after {}s", timeout.as_secs())
         } else if self.interrupted {
@@ -223,12 +236,18 @@ pub fn run(
     };
     // The shell is gone; make sure nothing it started lingers in its group.
     kill_group(pgid, libc::SIGKILL);
+    let tail = read_tail(spec.log);
+    let failed = !matches!(status.code(), Some(0) | None) && !timed_out && !interrupted;
+    let denied = (failed && spec.confine.is_some())
+        .then(|| crate::exec::denied::denied_path(&tail, spec.dir))
+        .flatten();
     Ok(Outcome {
         exit_code: status.code(),
         timed_out,
         interrupted,
         duration: started.elapsed(),
-        tail: read_tail(spec.log),
+        tail,
+        denied,
     })
 }
 

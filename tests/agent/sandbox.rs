@@ -136,3 +136,78 @@ fn sandboxed_commands_write_only_their_worktree_and_reach_no_network() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn a_program_the_sandbox_denies_is_named_with_the_setting_that_allows_it() {
+    use std::os::unix::fs::PermissionsExt;
+    let repo = TestRepo::new();
+    let scratch = repo.scratch();
+    let tmp = scratch.join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    if !landlock_available(&repo.path, &tmp) {
+        return;
+    }
+    let tools = scratch.join("tools");
+    std::fs::create_dir_all(&tools).unwrap();
+    let program = tools.join("run.sh");
+    std::fs::write(&program, "#!/bin/sh\necho ran\n").unwrap();
+    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let run = |extra: &[&Path]| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_git-orchestra"));
+        cmd.arg("__sandbox")
+            .arg("--worktree")
+            .arg(&repo.path)
+            .arg("--tmp")
+            .arg(&tmp);
+        for p in extra {
+            cmd.arg("--read").arg(p);
+        }
+        cmd.arg("--").arg(&program).output().unwrap()
+    };
+    let denied = run(&[]);
+    let err = String::from_utf8_lossy(&denied.stderr);
+    assert_eq!(
+        denied.status.code(),
+        Some(git_orchestra::agent::sandbox::DENIED_STATUS as i32),
+        "{err}"
+    );
+    assert!(err.contains("sandbox denied"), "{err}");
+    assert!(
+        err.contains(&format!("[sandbox] read = [\"{}\"]", tools.display())),
+        "{err}"
+    );
+    assert!(err.contains("config.toml"), "{err}");
+    // Granted, the same program runs.
+    let granted = run(&[&tools]);
+    assert!(
+        granted.status.success(),
+        "{}",
+        String::from_utf8_lossy(&granted.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&granted.stdout), "ran\n");
+}
+
+#[test]
+fn run_command_tells_the_model_which_path_the_sandbox_denied() {
+    use crate::attacks::{attack, complete, run};
+    use std::os::unix::fs::PermissionsExt;
+    let repo = TestRepo::new();
+    let tools = repo.scratch().join("tools");
+    std::fs::create_dir_all(&tools).unwrap();
+    let program = tools.join("run.sh");
+    std::fs::write(&program, "#!/bin/sh\necho ran\n").unwrap();
+    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let ran = attack(
+        &repo,
+        vec![run("c1", program.to_str().unwrap()), complete("c2")],
+        &[],
+    );
+    let results = ran.tool_results();
+    let result = results.first().map(String::as_str).unwrap_or_default();
+    assert!(result.starts_with("exit status: 126"), "{result}");
+    assert!(result.contains("sandbox denied"), "{result}");
+    assert!(
+        result.contains(&format!("[sandbox] read = [\"{}\"]", tools.display())),
+        "{result}"
+    );
+}

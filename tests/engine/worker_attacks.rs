@@ -1105,3 +1105,69 @@ fn max_processes_bounds_a_fork_loop_even_as_root() {
         .unwrap();
     assert!(forks > 0 && forks <= 20, "{forks} processes were started");
 }
+
+/// Writes an executable worker script under a directory outside every tree the sandbox lets
+/// a command read, and returns the directory and the script.
+fn tool_outside_the_sandbox(repo: &TestRepo) -> (std::path::PathBuf, std::path::PathBuf) {
+    use std::os::unix::fs::PermissionsExt;
+    let tools = repo.scratch().join("tools");
+    std::fs::create_dir_all(&tools).unwrap();
+    let script = tools.join("run.sh");
+    std::fs::write(&script, "#!/bin/sh\necho ran > out.txt\n").unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    (tools, script)
+}
+
+#[test]
+fn a_worker_command_the_sandbox_cannot_read_names_the_sandbox_the_path_and_the_setting() {
+    let repo = TestRepo::new();
+    let (tools, script) = tool_outside_the_sandbox(&repo);
+    let (out, v, _) = run_scoped(&repo, script.to_str().unwrap());
+    assert!(!out.status.success(), "{}", text(&out));
+    assert_eq!(v["packets"][0]["state"], "failed", "{v}");
+    let reason = v["packets"][0]["reason"].as_str().unwrap();
+    assert!(reason.contains("sandbox denied"), "{reason}");
+    assert!(
+        reason.contains(&format!("[sandbox] read = [\"{}\"]", tools.display())),
+        "{reason}"
+    );
+    assert!(reason.contains("config.toml"), "{reason}");
+}
+
+#[test]
+fn a_worker_command_under_a_directory_granted_by_sandbox_read_runs() {
+    let repo = TestRepo::new();
+    let (tools, script) = tool_outside_the_sandbox(&repo);
+    repo.user_config(&format!("[sandbox]\nread = [\"{}\"]\n", tools.display()));
+    let (out, v, _) = run_scoped(&repo, script.to_str().unwrap());
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(v["packets"][0]["state"], "succeeded", "{v}");
+}
+
+#[test]
+fn a_validation_command_the_sandbox_cannot_read_names_the_path_and_the_setting() {
+    let repo = TestRepo::new();
+    let (tools, script) = tool_outside_the_sandbox(&repo);
+    let plan = repo.write_plan(
+        "plan.toml",
+        &format!(
+            "objective = \"Denied\"\n\n{}",
+            packet(
+                "p1",
+                "\"out.txt\"",
+                "",
+                &format!("\"{}\"", script.display())
+            )
+        ),
+    );
+    let out = repo.run_plan(&plan, "echo x > out.txt", &["--json"]);
+    assert!(!out.status.success(), "{}", text(&out));
+    let v = status_json(&repo.path);
+    assert_eq!(v["packets"][0]["state"], "failed", "{v}");
+    let reason = v["packets"][0]["reason"].as_str().unwrap();
+    assert!(reason.contains("sandbox denied"), "{reason}");
+    assert!(
+        reason.contains(&format!("[sandbox] read = [\"{}\"]", tools.display())),
+        "{reason}"
+    );
+}

@@ -41,6 +41,10 @@ pub use servers::{language_server_settings, language_servers};
 /// The hidden subcommand that turns the binary into the launcher.
 pub const LAUNCHER_ARG: &str = "__sandbox";
 
+/// The launcher's exit status when the sandbox denied executing the command's program, apart
+/// from 126 (any other reason the launcher could not run it) and the command's own statuses.
+pub const DENIED_STATUS: u8 = 125;
+
 /// What to do where Landlock is not available.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum IfUnavailable {
@@ -397,6 +401,23 @@ pub enum SandboxError {
         program: String,
         source: std::io::Error,
     },
+    #[error(
+        "the sandbox denied executing `{}`: it lies outside what sandboxed commands may read; to allow it, add `[sandbox] read = [\"{}\"]` to your user configuration, ~/.config/git-orchestra/config.toml",
+        program.display(),
+        program.parent().unwrap_or(program).display()
+    )]
+    Denied { program: PathBuf },
+}
+
+impl SandboxError {
+    /// Returns the launcher's exit status for this failure: [`DENIED_STATUS`] when the sandbox
+    /// denied the program, 126 otherwise.
+    pub fn exit_status(&self) -> u8 {
+        match self {
+            SandboxError::Denied { .. } => DENIED_STATUS,
+            _ => 126,
+        }
+    }
 }
 
 /// The launcher's arguments, parsed.

@@ -16,6 +16,7 @@
 //! dumps.
 
 use std::os::unix::process::CommandExt;
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -144,6 +145,17 @@ pub(super) fn run(mut cmd: Command, protect: Vec<libc::sock_filter>) -> SandboxE
     }
     let child = match cmd.spawn() {
         Ok(child) => child,
+        // The program exists but may not be executed: under the sandbox, that is (almost
+        // always) the ruleset, which the user can widen — say so rather than "Permission denied".
+        Err(source)
+            if source.kind() == std::io::ErrorKind::PermissionDenied
+                && Path::new(cmd.get_program()).is_absolute()
+                && Path::new(cmd.get_program()).exists() =>
+        {
+            return SandboxError::Denied {
+                program: Path::new(cmd.get_program()).to_path_buf(),
+            };
+        }
         Err(source) => return SandboxError::Exec { program, source },
     };
     let main = child.id() as libc::pid_t;

@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 
 use super::{Tool, ToolContext, ToolFailure, ToolResult, arg_str, truncate};
 use crate::exec::capture::capture;
+use crate::exec::denied::{denied_path, hint};
 use crate::llm::ToolDef;
 
 const DEFAULT_TIMEOUT: u64 = 300;
@@ -82,6 +83,16 @@ fn run_command(ctx: &ToolContext<'_>, args: &Value) -> Result<ToolResult, ToolFa
     if !ran.stderr.is_empty() {
         text.push_str("\n--- stderr ---\n");
         text.push_str(&String::from_utf8_lossy(&ran.stderr));
+    }
+    // A path the sandbox refused reads as a bare "Permission denied": say what it was.
+    let failed = ran.status.is_some_and(|s| !s.success()) && !ran.timed_out;
+    if let Some(path) = ctx
+        .sandbox
+        .as_ref()
+        .filter(|_| failed)
+        .and_then(|_| denied_path(&String::from_utf8_lossy(&ran.stderr), ctx.root.root()))
+    {
+        text.push_str(&format!("\n[{}]", hint(&path)));
     }
     if ran.dropped > 0 {
         text.push_str(&format!(
