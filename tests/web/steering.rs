@@ -299,10 +299,22 @@ fn wait_for_phase(
 /// Checks the finished run `run`'s page data on the view at `url`: its reviews, its merge,
 /// its spend over time and its report.
 fn assert_page_shows_gates_and_report(url: &str, run: &str) {
-    let (status, answer) = get_as_page(url, &format!("/api/run/{run}"));
-    assert_eq!(status, 200, "{answer}");
-    let body: serde_json::Value =
-        serde_json::from_str(answer.split("\r\n\r\n").nth(1).unwrap_or("")).unwrap();
+    // The report is written just after the run's `completed` is journaled: look again until
+    // it is there (or the deadline passes and the assertion below says what the page holds).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let body = loop {
+        let (status, answer) = get_as_page(url, &format!("/api/run/{run}"));
+        assert_eq!(status, 200, "{answer}");
+        let body: serde_json::Value =
+            serde_json::from_str(answer.split("\r\n\r\n").nth(1).unwrap_or("")).unwrap();
+        let written = body["report"]
+            .as_str()
+            .is_some_and(|r| r.starts_with("# Report"));
+        if written || std::time::Instant::now() > deadline {
+            break body;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
     let reviews = body["gates"]["reviews"].as_array().unwrap();
     assert!(
         reviews
