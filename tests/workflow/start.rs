@@ -763,7 +763,12 @@ fn kill_9_inside_the_documenting_and_testing_phases_then_start_again_completes()
         let phase = status
             .lines()
             .find_map(|l| l.strip_prefix("phase"))
-            .map(|p| p.split_whitespace().next().unwrap_or("").to_string())
+            // A killed driver's run reads `interrupted while <phase>`.
+            .map(|p| {
+                let p = p.trim_start();
+                let p = p.strip_prefix("interrupted while ").unwrap_or(p);
+                p.split_whitespace().next().unwrap_or("").to_string()
+            })
             .unwrap_or_default();
         killed_in.push(phase);
         let finishing = killed_in
