@@ -87,40 +87,8 @@ fn run_merge_killed_at_any_journaled_event_is_resumed_until_main_holds_every_pac
     for n in 1..total {
         let repo = TestRepo::new();
         let plan = conflicting_plan(&repo);
-        let n_text = n.to_string();
         let root = repo.scratch().join("wt");
-        let args = [
-            "run",
-            plan.to_str().unwrap(),
-            "--worker-cmd",
-            RESOLVING_WORKER,
-            "--worktree-root",
-            root.to_str().unwrap(),
-            "--merge",
-        ];
-        let out = orchestra_with_env(
-            &repo.path,
-            &args,
-            &[("ORCHESTRA_CRASH_AFTER_EVENTS", &n_text)],
-        );
-        assert_eq!(
-            out.status.signal(),
-            Some(9),
-            "crash point {n}: {}",
-            text(&out)
-        );
-        let state = status_json(&repo.path)["run"]["state"].clone();
-        assert_ne!(
-            state, "completed",
-            "crash point {n}: completed before the merge"
-        );
-        let resumed = orchestra(&repo.path, &["resume"]);
-        assert!(
-            resumed.status.success(),
-            "crash point {n}: {}",
-            text(&resumed)
-        );
-        assert_integrated(&repo, &format!("crash point {n}"));
+        crash_then_resume(&repo, &plan, &root, n);
         assert_eq!(
             repo.git(&["fsck", "--no-progress", "--no-dangling"]),
             "",
@@ -210,39 +178,7 @@ fn run_merge_of_a_finished_run_killed_while_integrating_is_resumed_until_main_ho
         let out = repo.run_plan(&plan, RESOLVING_WORKER, &[]);
         assert!(out.status.success(), "{}", text(&out));
         let root = repo.scratch().join("wt");
-        let n_text = n.to_string();
-        let args = [
-            "run",
-            plan.to_str().unwrap(),
-            "--worker-cmd",
-            RESOLVING_WORKER,
-            "--worktree-root",
-            root.to_str().unwrap(),
-            "--merge",
-        ];
-        let out = orchestra_with_env(
-            &repo.path,
-            &args,
-            &[("ORCHESTRA_CRASH_AFTER_EVENTS", &n_text)],
-        );
-        assert_eq!(
-            out.status.signal(),
-            Some(9),
-            "crash point {n}: {}",
-            text(&out)
-        );
-        let state = status_json(&repo.path)["run"]["state"].clone();
-        assert_ne!(
-            state, "completed",
-            "crash point {n}: completed before the merge"
-        );
-        let resumed = orchestra(&repo.path, &["resume"]);
-        assert!(
-            resumed.status.success(),
-            "crash point {n}: {}",
-            text(&resumed)
-        );
-        assert_integrated(&repo, &format!("crash point {n}"));
+        crash_then_resume(&repo, &plan, &root, n);
     }
 }
 
@@ -357,4 +293,42 @@ fn ctrl_c_while_the_merged_tree_is_validated_stops_at_once_and_resume_merges() {
     assert!(resumed.status.success(), "{}", text(&resumed));
     assert_eq!(repo.git(&["show", "main:out-p1.txt"]), "p1");
     assert_eq!(status_json(&repo.path)["run"]["state"], "completed");
+}
+
+/// Runs `plan` with `--merge`, killed after its `n`th journaled event; checks the run is not
+/// reported completed, resumes it, and checks the target holds every packet.
+fn crash_then_resume(repo: &TestRepo, plan: &std::path::Path, root: &std::path::Path, n: usize) {
+    let n_text = n.to_string();
+    let args = [
+        "run",
+        plan.to_str().unwrap(),
+        "--worker-cmd",
+        RESOLVING_WORKER,
+        "--worktree-root",
+        root.to_str().unwrap(),
+        "--merge",
+    ];
+    let out = orchestra_with_env(
+        &repo.path,
+        &args,
+        &[("ORCHESTRA_CRASH_AFTER_EVENTS", &n_text)],
+    );
+    assert_eq!(
+        out.status.signal(),
+        Some(9),
+        "crash point {n}: {}",
+        text(&out)
+    );
+    let state = status_json(&repo.path)["run"]["state"].clone();
+    assert_ne!(
+        state, "completed",
+        "crash point {n}: completed before the merge"
+    );
+    let resumed = orchestra(&repo.path, &["resume"]);
+    assert!(
+        resumed.status.success(),
+        "crash point {n}: {}",
+        text(&resumed)
+    );
+    assert_integrated(repo, &format!("crash point {n}"));
 }
