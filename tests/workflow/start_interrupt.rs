@@ -8,8 +8,10 @@ use git_orchestra::demo;
 
 use crate::support::{git, hermetic, orchestra, orchestra_command, text};
 
-#[test]
-fn ctrl_c_while_a_worker_fixes_a_merge_pauses_the_start_run_and_resume_lands_the_packet() {
+/// Returns the demo's sample repository in a temporary directory (kept while the first value
+/// lives) and a `marks` directory beside it that the user's configuration lets sandboxed
+/// commands write.
+fn sample_with_marks() -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
     hermetic();
     let tmp = tempfile::tempdir().unwrap();
     let repo = demo::create_sample(&tmp.path().join("greeter")).unwrap();
@@ -22,6 +24,12 @@ fn ctrl_c_while_a_worker_fixes_a_merge_pauses_the_start_run_and_resume_lands_the
         format!("[sandbox]\nwritable = [\"{}\"]\n", marks.display()),
     )
     .unwrap();
+    (tmp, repo, marks)
+}
+
+#[test]
+fn ctrl_c_while_a_worker_fixes_a_merge_pauses_the_start_run_and_resume_lands_the_packet() {
+    let (_tmp, repo, marks) = sample_with_marks();
     // Each packet passes alone; p2's check fails once p1's file is there, until p2 says so.
     let plan = "```toml\n[[packet]]\nid = \"p1\"\ntitle = \"One\"\ndescription = \"d\"\nfiles = [\"p1.txt\"]\nvalidation = [\"test -f p1.txt\"]\n\n[[packet]]\nid = \"p2\"\ntitle = \"Two\"\ndescription = \"d\"\nfiles = [\"p2.txt\"]\nvalidation = [\"test ! -e p1.txt || grep -q 'knows p1' p2.txt\"]\n```";
     let scripts = serde_json::json!([
@@ -83,18 +91,7 @@ fn ctrl_c_while_a_worker_fixes_a_merge_pauses_the_start_run_and_resume_lands_the
 
 #[test]
 fn ctrl_c_while_a_start_run_validates_the_merged_tree_stops_at_once_and_resume_lands_it() {
-    hermetic();
-    let tmp = tempfile::tempdir().unwrap();
-    let repo = demo::create_sample(&tmp.path().join("greeter")).unwrap();
-    let marks = tmp.path().join("marks");
-    std::fs::create_dir_all(&marks).unwrap();
-    let config = tmp.path().join("user-config/git-orchestra");
-    std::fs::create_dir_all(&config).unwrap();
-    std::fs::write(
-        config.join("config.toml"),
-        format!("[sandbox]\nwritable = [\"{}\"]\n", marks.display()),
-    )
-    .unwrap();
+    let (_tmp, repo, marks) = sample_with_marks();
     let marker = marks.join("validating");
     // The validation passes at once in the packet's worktree (its path names the run's
     // worktree root); on the merged tree, in a scratch checkout, the first run hangs.
