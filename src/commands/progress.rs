@@ -281,6 +281,13 @@ fn agent_line(event: &Event) -> Option<String> {
             from,
             to,
             reason,
+        } if from == to => format!("[{packet}] {role}: {}", first_line(reason)),
+        Event::AgentState {
+            packet,
+            role,
+            from,
+            to,
+            reason,
         } => format!("[{packet}] {role}: {from} → {to} ({})", first_line(reason)),
         Event::AgentFallback {
             packet, from, to, ..
