@@ -113,6 +113,11 @@ fn packet_line(event: &Event) -> Option<String> {
             attempt,
             ..
         } => format!("[{packet}] started (attempt {attempt}) in {worktree}"),
+        Event::PacketResumed {
+            packet,
+            attempt,
+            phase,
+        } => format!("[{packet}] started again (attempt {attempt}, resumed in its {phase} phase)"),
         Event::WorktreeReady { packet, how } => format!("[{packet}] worktree ready ({how})"),
         Event::WorkerFinished {
             packet,

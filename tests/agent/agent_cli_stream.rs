@@ -1,6 +1,7 @@
 //! An agent CLI's activity shows while it runs, not only once it exits: stand-ins on PATH print
 //! a real CLI's stream format (or plain text), then wait for the test to let them finish, so
-//! `status` is read while the CLI is still running.
+//! `status` is read while the CLI is still running. A run stopped while its CLI worked and
+//! resumed shows the live attempt's states and keeps each attempt's log.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -200,4 +201,118 @@ fn a_text_cli_shows_it_is_running_for_how_long_and_its_last_line() {
         err.contains("[p1] coder/mine: mine running for"),
         "the terminal shows it too: {err}"
     );
+}
+
+#[test]
+fn a_resumed_agent_cli_shows_the_live_attempt_and_keeps_the_stopped_attempt_s_log() {
+    let repo = TestRepo::new();
+    // Each run of the CLI counts itself in its private directory (kept across runs).
+    let bin = cli(
+        &repo,
+        "mine",
+        "n=$(cat \"$TMPDIR/runs\" 2>/dev/null || echo 0)\nn=$((n+1))\necho $n > \"$TMPDIR/runs\"\necho \"run $n working\"\nwait_go\necho noted > src/note.txt\necho finished\n",
+    );
+    let plan = configure(
+        &repo,
+        &bin,
+        &format!(
+            "[roles.coder]\nagent = \"mine\"\n\n[agents.cli.mine]\ncommand = \"{}\"\noutput = \"text\"\n",
+            bin.join("mine").display()
+        ),
+    );
+    let root = repo.scratch().join("wt");
+    let mut first = start(
+        &repo,
+        &bin,
+        &[
+            "run",
+            plan.to_str().unwrap(),
+            "--worktree-root",
+            root.to_str().unwrap(),
+        ],
+        "run",
+    );
+    let common = repo.path.join(repo.git(&["rev-parse", "--git-common-dir"]));
+    let logs = |run: &str| -> Vec<(String, String)> {
+        let dir = common.join(format!("orchestra/runs/{run}/p1"));
+        let mut all: Vec<(String, String)> = std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .filter_map(Result::ok)
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("worker-") && n.ends_with(".log"))
+            .map(|n| {
+                let body =
+                    std::fs::read_to_string(common.join(format!("orchestra/runs/{run}/p1/{n}")))
+                        .unwrap_or_default();
+                (n, body)
+            })
+            .collect();
+        all.sort();
+        all
+    };
+    let status = until(&repo, "the first run never started", |s| {
+        s["run"]["id"].is_string()
+    });
+    let run = status["run"]["id"].as_str().unwrap().to_string();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !logs(&run).iter().any(|(_, b)| b.contains("run 1 working")) {
+        assert!(
+            Instant::now() < deadline,
+            "the CLI never ran: {:?}",
+            logs(&run)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // SAFETY: signals our own child process.
+    unsafe { libc::kill(first.id() as i32, libc::SIGINT) };
+    assert_eq!(
+        first.wait().unwrap().code(),
+        Some(130),
+        "{}",
+        stderr_of(&repo, "run")
+    );
+    let stopped = status_json(&repo.path);
+    assert_eq!(stopped["packets"][0]["state"], "interrupted", "{stopped:#}");
+    assert_eq!(agent(&stopped, "coder/mine").unwrap()["state"], "cancelled");
+
+    let mut resumed = start(&repo, &bin, &["resume"], "resume");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !logs(&run).iter().any(|(_, b)| b.contains("run 2 working")) {
+        assert!(
+            Instant::now() < deadline,
+            "the CLI never ran again: {:?}",
+            logs(&run)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // While the CLI runs again, its packet and agent are in this attempt's states.
+    let live = status_json(&repo.path);
+    assert_eq!(live["packets"][0]["state"], "running", "{live:#}");
+    assert_eq!(
+        agent(&live, "coder/mine").unwrap()["state"],
+        "running",
+        "{live:#}"
+    );
+    // The stopped attempt's log is kept beside the live one's.
+    let all = logs(&run);
+    assert!(
+        all.iter()
+            .any(|(n, b)| n == "worker-1.log" && b.contains("run 1 working")),
+        "the first attempt's log was overwritten: {all:?}"
+    );
+    assert_eq!(all.len(), 2, "{all:?}");
+    std::fs::write(bin.join("go"), "").unwrap();
+    let done = resumed.wait().unwrap();
+    let err = stderr_of(&repo, "resume");
+    assert!(done.success(), "{err}");
+    assert_eq!(
+        err.lines()
+            .filter(|l| l.starts_with("resuming run"))
+            .count(),
+        1,
+        "{err}"
+    );
+    assert!(err.contains("[p1] started again (attempt 1"), "{err}");
+    assert_eq!(status_json(&repo.path)["packets"][0]["state"], "succeeded");
 }
