@@ -193,6 +193,12 @@ fn a_text_cli_shows_it_is_running_for_how_long_and_its_last_line() {
     });
     let reason = agent(&live, "coder/mine").unwrap()["reason"].to_string();
     assert!(reason.contains("mine running for"), "{reason}");
+    let shown = orchestra_command(&repo.path, &["status"]).output().unwrap();
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    assert!(
+        shown.contains("└ mine running for") && shown.contains("last output: reading the parser"),
+        "{shown}"
+    );
     std::fs::write(bin.join("go"), "").unwrap();
     let done = child.wait().unwrap();
     let err = stderr_of(&repo, "run");
