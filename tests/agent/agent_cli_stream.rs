@@ -246,7 +246,9 @@ fn a_resumed_agent_cli_shows_the_live_attempt_and_keeps_the_stopped_attempt_s_lo
             .flatten()
             .filter_map(Result::ok)
             .map(|e| e.file_name().to_string_lossy().into_owned())
-            .filter(|n| n.starts_with("worker-") && n.ends_with(".log"))
+            .filter(|n| {
+                n.starts_with("worker-") && n.ends_with(".log") && !n.ends_with(".activity.log")
+            })
             .map(|n| {
                 let body =
                     std::fs::read_to_string(common.join(format!("orchestra/runs/{run}/p1/{n}")))

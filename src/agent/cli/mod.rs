@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 pub mod adapter;
 pub mod parse;
 mod probe;
+pub mod record;
 mod review;
 pub mod stream;
 mod touched;
@@ -177,13 +178,8 @@ impl CliWorker {
     /// its tokens and cost as one model call (or the only one, of a CLI that streamed none),
     /// its remaining tool calls, and how it ended with its session, commands and files.
     fn journal(&self, name: &str, job: &WorkerJob<'_>, report: &CliReport, out: &Run) {
-        let role = format!("{}/{name}", job.packet.role);
-        let keys = secrets();
-        let emit = |e: AgentEvent| {
-            if let Some(event) = super::activity::store_event(&job.packet.id, &role, &keys, &e) {
-                (job.journal)(event);
-            }
-        };
+        let recorder = record::Recorder::new(job, name);
+        let emit = |e: AgentEvent| recorder.emit(e);
         let sent = out.sent;
         let input = report.input_tokens.saturating_sub(sent.input_tokens);
         let output = report.output_tokens.saturating_sub(sent.output_tokens);
@@ -276,13 +272,8 @@ impl Launch<'_> {
         let mut inv = self.adapter.invocation(&call);
         inv.files.push((self.prompt_file.to_path_buf(), prompt));
         let auth = |t: &str| self.adapter.auth_hint(t).is_some();
-        let role = format!("{}/{}", job.packet.role, self.adapter.name);
-        let keys = secrets();
-        let emit = |e: AgentEvent| {
-            if let Some(event) = super::activity::store_event(&job.packet.id, &role, &keys, &e) {
-                (job.journal)(event);
-            }
-        };
+        let recorder = record::Recorder::new(job, &self.adapter.name);
+        let emit = |e: AgentEvent| recorder.emit(e);
         let mut stream = Stream::new(
             &self.adapter.name,
             self.adapter.format,
