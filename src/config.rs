@@ -262,6 +262,9 @@ pub struct CliAgentConfig {
     pub env: Option<BTreeMap<String, String>>,
     /// Seconds it may print nothing before it counts as stalled and is stopped (default 900).
     pub stall_secs: Option<u64>,
+    /// Seconds the packet's activity may go without a line while it runs before a note says
+    /// it is still running, for how long, and what it printed last (default 30).
+    pub heartbeat_secs: Option<u64>,
 }
 
 /// The `[sandbox]` table: how agents' commands are confined.

@@ -113,6 +113,11 @@ fn packet_line(event: &Event) -> Option<String> {
             attempt,
             ..
         } => format!("[{packet}] started (attempt {attempt}) in {worktree}"),
+        Event::PacketResumed {
+            packet,
+            attempt,
+            phase,
+        } => format!("[{packet}] started again (attempt {attempt}, resumed in its {phase} phase)"),
         Event::WorktreeReady { packet, how } => format!("[{packet}] worktree ready ({how})"),
         Event::WorkerFinished {
             packet,
@@ -275,6 +280,13 @@ fn merge_started_line(
 /// Returns the line for an agent's state, a fallback or a scheduling note.
 fn agent_line(event: &Event) -> Option<String> {
     Some(match event {
+        Event::AgentState {
+            packet,
+            role,
+            from,
+            to,
+            reason,
+        } if from == to => format!("[{packet}] {role}: {}", first_line(reason)),
         Event::AgentState {
             packet,
             role,

@@ -42,8 +42,6 @@ pub fn cmd_resume(cwd: &Path, args: &ResumeArgs) -> Result<(), CommandError> {
             .map_err(engine_error)
             .map_err(unnamed)?;
     }
-    if !args.quiet && !args.json {
-        eprintln!("resuming run {run}");
-    }
+    // The run's own "resuming run" progress line says it; a second one here said it twice.
     drive(&repo, &run, &config, args.quiet, args.json)
 }

@@ -330,6 +330,18 @@ pub fn render_agents(out: &mut String, agents: &[AgentUsage]) {
             format!("{} ({})", a.tool_calls, a.tool_errors),
             a.retries + a.fallbacks,
         ));
+        // A running agent CLI's latest note: what it did last and for how long it has run.
+        if a.state == "running"
+            && let Some(note) = a.reason.as_deref().and_then(|r| r.lines().next())
+            && !note.is_empty()
+        {
+            let note = git_orchestra::redact::clip(note, 200);
+            out.push_str(&format!(
+                "{:<width$}  └ {}\n",
+                "",
+                git_orchestra::redact::terminal_safe(&note)
+            ));
+        }
     }
     let mut roles: std::collections::BTreeMap<&str, (u64, u64, u64, Option<f64>)> =
         std::collections::BTreeMap::new();

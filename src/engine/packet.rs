@@ -139,6 +139,15 @@ fn pipeline(ctx: &Context<'_>, index: usize, rec: &PacketRecord) -> Result<Strin
     let dir = ctx.run_dir.join(&packet.id);
     if in_flight {
         clear_stale_locks(ctx, &rec.branch, &wt)?;
+        // The packet runs again: its state follows this run, not the one that stopped.
+        record(
+            ctx,
+            Event::PacketResumed {
+                packet: packet.id.clone(),
+                attempt: rec.attempt.max(1),
+                phase: phase.as_str().to_string(),
+            },
+        )?;
     }
     let env = environment(ctx, index, packet, &wt, &dir, &start)?;
 
@@ -513,6 +522,19 @@ fn wait_unless_stopped(stop: &AtomicBool, delay: Duration) -> bool {
     !stop.load(Ordering::SeqCst)
 }
 
+/// Returns `<dir>/<stem>.log`, or when a run that stopped midway left that log, the first
+/// `<stem>-resumed-<n>.log` not taken: every run of a worker keeps its log.
+fn unused_log(dir: &Path, stem: &str) -> PathBuf {
+    let first = dir.join(format!("{stem}.log"));
+    if !first.exists() {
+        return first;
+    }
+    (1u32..)
+        .map(|n| dir.join(format!("{stem}-resumed-{n}.log")))
+        .find(|p| !p.exists())
+        .unwrap_or(first)
+}
+
 /// Runs the packet's worker once (its `tries`-th try of this step).
 #[allow(clippy::too_many_arguments)]
 fn work_once(
@@ -531,10 +553,11 @@ fn work_once(
     } else {
         String::new()
     };
-    let log = match fixes {
-        None | Some((_, 0)) => dir.join(format!("worker-{attempt}{again}.log")),
-        Some((_, round)) => dir.join(format!("worker-{attempt}-fix-{round}{again}.log")),
+    let stem = match fixes {
+        None | Some((_, 0)) => format!("worker-{attempt}{again}"),
+        Some((_, round)) => format!("worker-{attempt}-fix-{round}{again}"),
     };
+    let log = unused_log(dir, &stem);
     match (ctx.worker_cmd, ctx.worker) {
         (Some(worker_cmd), _) => {
             // Unconfined, it could also have written the other packets' worktrees.

@@ -114,6 +114,13 @@ pub enum Event {
     PacketInterrupted {
         packet: String,
     },
+    /// A packet a crash or an interrupt stopped midway runs again, in the same attempt, from
+    /// `phase` (its worktree kept, work in progress included).
+    PacketResumed {
+        packet: String,
+        attempt: u32,
+        phase: String,
+    },
     /// The run stopped before finishing (Ctrl-C, SIGTERM); `resume` continues it.
     RunInterrupted {
         reason: String,
@@ -341,6 +348,7 @@ impl Event {
             | Event::PacketFailed { packet, .. }
             | Event::PacketSkipped { packet, .. }
             | Event::PacketInterrupted { packet }
+            | Event::PacketResumed { packet, .. }
             | Event::WorktreeRemoved { packet, .. }
             | Event::PacketConflicted { packet, .. }
             | Event::PacketIntegrated { packet, .. }
@@ -391,6 +399,7 @@ impl Event {
             Event::PacketFailed { .. } => "packet_failed",
             Event::PacketSkipped { .. } => "packet_skipped",
             Event::PacketInterrupted { .. } => "packet_interrupted",
+            Event::PacketResumed { .. } => "packet_resumed",
             Event::RunInterrupted { .. } => "run_interrupted",
             Event::RunCancelled => "run_cancelled",
             Event::RunReopened { .. } => "run_reopened",

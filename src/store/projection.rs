@@ -113,6 +113,7 @@ pub(super) fn apply(
         | Event::ReviewStarted { .. }
         | Event::PacketSkipped { .. }
         | Event::PacketInterrupted { .. }
+        | Event::PacketResumed { .. }
         | Event::WorktreeRemoved { .. } => apply_to_packet(&updates, event),
     }
 }
@@ -220,6 +221,9 @@ fn apply_to_packet(u: &Updates<'_>, event: &Event) -> rusqlite::Result<()> {
             id,
             &[],
         ),
+        Event::PacketResumed { packet: id, .. } => {
+            u.packet("state = 'running', reason = NULL", id, &[])
+        }
         Event::WorktreeRemoved { packet: id, backup } => {
             u.packet("removed = 1, backup = ?", id, &[backup])
         }

@@ -346,6 +346,8 @@ fn activity_of(dir: &Path, limit: usize) -> Vec<Value> {
         .flatten()
         .map(|e| e.path())
         .filter(|p| p.extension().is_some_and(|x| x == "log"))
+        // An agent CLI's output in its own format is shown through its activity transcript.
+        .filter(|p| !git_orchestra::agent::cli::record::transcript_of(p).exists())
         .filter_map(|p| Some((std::fs::metadata(&p).ok()?.modified().ok()?, p)))
         .collect();
     logs.sort();

@@ -6,6 +6,7 @@
 mod activity;
 mod agent_cli;
 mod agent_cli_e2e;
+mod agent_cli_stream;
 mod agent_loop;
 mod attacks;
 mod cli;

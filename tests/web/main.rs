@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod access;
+mod agent_cli;
 mod browser;
 mod notify;
 mod run_list;

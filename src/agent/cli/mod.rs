@@ -15,13 +15,16 @@ use std::time::{Duration, Instant};
 pub mod adapter;
 pub mod parse;
 mod probe;
+pub mod record;
 mod review;
+pub mod stream;
 mod touched;
 
 pub use adapter::{Adapter, AdapterError, BUILTIN, Call, Invocation, PromptVia};
 pub use parse::{CliReport, Format};
 pub use probe::{CliStatus, probe, which};
 pub use review::CliReviewer;
+pub use stream::{DEFAULT_HEARTBEAT, Sent, Stream};
 
 use super::AgentEvent;
 use super::sandbox::{IfUnavailable, Sandbox};
@@ -141,13 +144,13 @@ impl CliWorker {
             .map_or("worker".into(), |s| s.to_string_lossy().into_owned());
         let prompt_file = tmp.join(format!("{stem}-prompt.md"));
         let prompt = self.prompt(job, session.is_some());
-        let stall = self
-            .config
-            .agents
-            .cli
-            .get(name)
+        let configured = self.config.agents.cli.get(name);
+        let stall = configured
             .and_then(|c| c.stall_secs)
             .map_or(DEFAULT_STALL, Duration::from_secs);
+        let heartbeat = configured
+            .and_then(|c| c.heartbeat_secs)
+            .map_or(DEFAULT_HEARTBEAT, Duration::from_secs);
         let launched = Launch {
             adapter: &adapter,
             config: &self.config,
@@ -155,6 +158,7 @@ impl CliWorker {
             prompt_file: &prompt_file,
             resume: session.as_deref(),
             stall,
+            heartbeat,
         }
         .run(job, prompt);
         let (out, text, report) = match launched {
@@ -170,35 +174,32 @@ impl CliWorker {
         finish(&adapter, job, &report, &out, &text)
     }
 
-    /// Journals what the CLI did: one model call with its tokens and cost, its tool calls,
-    /// and how it ended with its session, commands and files.
+    /// Journals what the CLI did that its streamed activity did not show yet: the rest of
+    /// its tokens and cost as one model call (or the only one, of a CLI that streamed none),
+    /// its remaining tool calls, and how it ended with its session, commands and files.
     fn journal(&self, name: &str, job: &WorkerJob<'_>, report: &CliReport, out: &Run) {
-        let role = format!("{}/{name}", job.packet.role);
-        let keys = secrets();
-        let emit = |e: AgentEvent| {
-            if let Some(event) = super::activity::store_event(&job.packet.id, &role, &keys, &e) {
-                (job.journal)(event);
-            }
+        let recorder = record::Recorder::new(job, name);
+        let emit = |e: AgentEvent| recorder.emit(e);
+        let sent = out.sent;
+        let input = report.input_tokens.saturating_sub(sent.input_tokens);
+        let output = report.output_tokens.saturating_sub(sent.output_tokens);
+        let cost = match (report.cost_usd, sent.cost_usd) {
+            (Some(total), Some(shown)) => Some(total - shown).filter(|c| *c > 0.0),
+            (total, _) => total,
         };
-        emit(AgentEvent::ModelCall {
-            turn: report.turns.max(1),
-            model: report.model.clone().unwrap_or_else(|| name.to_string()),
-            input_tokens: report.input_tokens,
-            output_tokens: report.output_tokens,
-            cost: report.cost_usd,
-            ms: out.outcome.duration.as_millis() as u64,
-        });
-        for (i, t) in report.tools.iter().enumerate() {
-            emit(AgentEvent::ToolCall {
-                turn: i as u32 + 1,
-                name: t.name.clone(),
-                ok: t.ok,
-                ms: 0,
-                summary: String::new(),
-                target: String::new(),
-                args: serde_json::Value::Null,
-                output_tail: String::new(),
+        if sent.model_calls == 0 || input > 0 || output > 0 || cost.is_some() {
+            let ms = out.outcome.duration.as_millis() as u64;
+            emit(AgentEvent::ModelCall {
+                turn: report.turns.max(1),
+                model: report.model.clone().unwrap_or_else(|| name.to_string()),
+                input_tokens: input,
+                output_tokens: output,
+                cost,
+                ms: ms.saturating_sub(sent.ms),
             });
+        }
+        for (i, t) in report.tools.iter().enumerate().skip(sent.tools) {
+            emit(stream::tool_event(i, t, 0));
         }
         let stopped = out.outcome.interrupted && !out.stalled && job.stop.load(Ordering::SeqCst);
         let to = if out.outcome.success() && report.error.is_none() {
@@ -225,6 +226,8 @@ pub(super) struct Launch<'a> {
     pub prompt_file: &'a Path,
     pub resume: Option<&'a str>,
     pub stall: Duration,
+    /// Longest the packet's activity goes without a line while the CLI runs.
+    pub heartbeat: Duration,
 }
 
 impl Launch<'_> {
@@ -269,7 +272,17 @@ impl Launch<'_> {
         let mut inv = self.adapter.invocation(&call);
         inv.files.push((self.prompt_file.to_path_buf(), prompt));
         let auth = |t: &str| self.adapter.auth_hint(t).is_some();
-        let out = spawn(&inv, self.tmp, job, sandbox, self.stall, &auth)?;
+        let recorder = record::Recorder::new(job, &self.adapter.name);
+        let emit = |e: AgentEvent| recorder.emit(e);
+        let mut stream = Stream::new(
+            &self.adapter.name,
+            self.adapter.format,
+            self.heartbeat,
+            &emit,
+        );
+        let log = job.log.file_name().unwrap_or_default().to_string_lossy();
+        stream.start(&log);
+        let out = spawn(&inv, self.tmp, job, sandbox, self.stall, &auth, &mut stream)?;
         let text = String::from_utf8_lossy(&fs_err::read(job.log).unwrap_or_default()).into_owned();
         let mut report = parse::parse(self.adapter.format, &text);
         // Files touched are the packet's: what the CLI edited outside its worktree is not.
@@ -340,6 +353,8 @@ pub struct Run {
     pub outcome: Outcome,
     /// It printed nothing for the stall limit and was stopped.
     pub stalled: bool,
+    /// What its activity showed while it ran.
+    pub sent: Sent,
 }
 
 /// Returns the engine's report of a CLI run.
@@ -421,8 +436,8 @@ fn first_line(error: &str, text: &str) -> String {
 /// Starts the CLI of `inv` in `job`'s worktree — the one place an agent CLI is spawned —
 /// under `sandbox` (none with `[sandbox] workers = "off"`) with the network (writable: the
 /// worktree and `tmp`), its settings files
-/// written first, its output to the job's log; a CLI that prints nothing for `stall` is
-/// stopped. The CLI gets the API keys the engine took out of its own environment, and a home
+/// written first, its output to the job's log, streamed into `stream` as it comes; a CLI that
+/// prints nothing for `stall` is stopped. The CLI gets the API keys the engine took out of its own environment, and a home
 /// of its own under `tmp` (its login under the user's home is not what it reads).
 pub fn spawn(
     inv: &Invocation,
@@ -431,6 +446,7 @@ pub fn spawn(
     sandbox: Option<Sandbox>,
     stall: Duration,
     auth: &(dyn Fn(&str) -> bool + Sync),
+    stream: &mut Stream<'_>,
 ) -> Result<Run, String> {
     let home = tmp.join("home");
     for dir in [&home.join(".config"), &home.join(".local/share")] {
@@ -475,7 +491,9 @@ pub fn spawn(
     let done = AtomicBool::new(false);
     let stalled = AtomicBool::new(false);
     let outcome = std::thread::scope(|scope| {
-        scope.spawn(|| watch(job, stall, auth, [&halt, &done, &stalled]));
+        let flags = [&halt, &done, &stalled];
+        let stream = &mut *stream;
+        scope.spawn(move || watch(job, stall, auth, stream, flags));
         let r = process::run(&spec, &halt, &mut |_| {});
         done.store(true, Ordering::SeqCst);
         r
@@ -484,19 +502,22 @@ pub fn spawn(
     Ok(Run {
         outcome,
         stalled: stalled.load(Ordering::SeqCst),
+        sent: stream.sent(),
     })
 }
 
-/// Sets `halt` when the run stops, the log has not grown for `stall` (then `stalled` too) or
-/// what it printed shows an authentication failure (a CLI may retry a refused key for
-/// minutes), until `done`.
+/// Streams what the CLI prints into `stream` and sets `halt` when the run stops, the log has
+/// not grown for `stall` (then `stalled` too) or what it printed shows an authentication
+/// failure (a CLI may retry a refused key for minutes), until `done`.
 fn watch(
     job: &WorkerJob<'_>,
     stall: Duration,
     auth: &(dyn Fn(&str) -> bool + Sync),
+    stream: &mut Stream<'_>,
     [halt, done, stalled]: [&AtomicBool; 3],
 ) {
     let mut size = 0u64;
+    let mut read = 0u64;
     let mut since = Instant::now();
     while !done.load(Ordering::SeqCst) {
         if job.stop.load(Ordering::SeqCst) {
@@ -504,11 +525,16 @@ fn watch(
             return;
         }
         let now = fs_err::metadata(job.log).map_or(0, |m| m.len());
-        if now != size {
-            if auth(&read_from(job.log, size)) {
+        if read < now {
+            let new = read_from(job.log, read);
+            read += new.len() as u64;
+            stream.feed(&new);
+            if auth(&String::from_utf8_lossy(&new)) {
                 halt.store(true, Ordering::SeqCst);
                 return;
             }
+        }
+        if now != size {
             size = now;
             since = Instant::now();
         } else if since.elapsed() >= stall {
@@ -516,12 +542,13 @@ fn watch(
             halt.store(true, Ordering::SeqCst);
             return;
         }
+        stream.tick();
         std::thread::sleep(Duration::from_millis(100));
     }
 }
 
-/// Returns what `path` holds from byte `from` on (at most 256 KiB), lossily decoded.
-fn read_from(path: &Path, from: u64) -> String {
+/// Returns what `path` holds from byte `from` on (at most 256 KiB).
+fn read_from(path: &Path, from: u64) -> Vec<u8> {
     use std::io::{Read, Seek, SeekFrom};
     let mut buf = Vec::new();
     if let Ok(mut f) = std::fs::File::open(path)
@@ -529,7 +556,7 @@ fn read_from(path: &Path, from: u64) -> String {
     {
         let _ = f.take(256 * 1024).read_to_end(&mut buf);
     }
-    String::from_utf8_lossy(&buf).into_owned()
+    buf
 }
 
 impl Worker for CliWorker {

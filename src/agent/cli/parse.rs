@@ -48,6 +48,9 @@ pub struct ToolUse {
     pub name: String,
     /// False when the CLI reported the call as failed; true when it did not say.
     pub ok: bool,
+    /// What it acted on, as its input named it: a path, a command's first line (clipped);
+    /// empty when the input names neither.
+    pub target: String,
 }
 
 /// What a CLI's output says about its run.
@@ -98,18 +101,29 @@ pub fn parse(format: Format, text: &str) -> CliReport {
         return report;
     }
     for line in text.lines() {
-        let Ok(v) = serde_json::from_str::<Value>(line.trim()) else {
-            continue;
-        };
-        match format {
-            Format::Claude => claude_line(&v, &mut report),
-            Format::Codex => codex_line(&v, &mut report),
-            Format::Gemini => gemini_line(&v, &mut report),
-            Format::Opencode => opencode_line(&v, &mut report),
-            Format::Text => {}
-        }
+        parse_line(format, line, &mut report);
     }
     report
+}
+
+/// Adds what one output `line` of a CLI in `format` says to `report`, as [`parse`] does for
+/// each line; lines that are not JSON, and every line of [`Format::Text`], add nothing.
+pub fn parse_line(format: Format, line: &str, report: &mut CliReport) {
+    let Ok(v) = serde_json::from_str::<Value>(line.trim()) else {
+        return;
+    };
+    match format {
+        Format::Claude => claude_line(&v, report),
+        Format::Codex => codex_line(&v, report),
+        Format::Gemini => gemini_line(&v, report),
+        Format::Opencode => opencode_line(&v, report),
+        Format::Text => {}
+    }
+}
+
+/// Returns `text`'s first line, clipped for a progress line.
+fn short(text: &str) -> String {
+    crate::redact::clip(text.lines().next().unwrap_or_default().trim(), 120)
 }
 
 fn s(v: &Value, key: &str) -> Option<String> {
@@ -120,8 +134,17 @@ fn n(v: &Value, key: &str) -> u64 {
     v.get(key).and_then(Value::as_u64).unwrap_or(0)
 }
 
-/// Records a tool call, and what its input says about commands and files.
-fn tool_input(report: &mut CliReport, name: &str, input: &Value) {
+/// Records what a tool call's input says about commands and files, and returns what the call
+/// acted on (its path or command) for its progress line.
+fn tool_input(report: &mut CliReport, name: &str, input: &Value) -> String {
+    let mut target = String::new();
+    for key in ["file_path", "filePath", "path", "absolute_path", "pattern"] {
+        if let Some(p) = input.get(key).and_then(Value::as_str)
+            && target.is_empty()
+        {
+            target = short(p);
+        }
+    }
     for key in ["command", "cmd"] {
         if let Some(c) = input.get(key) {
             let text = match c {
@@ -133,6 +156,9 @@ fn tool_input(report: &mut CliReport, name: &str, input: &Value) {
                 other => other.as_str().unwrap_or_default().to_string(),
             };
             if !text.is_empty() {
+                if target.is_empty() {
+                    target = short(&text);
+                }
                 report.commands.push(text);
             }
         }
@@ -148,6 +174,7 @@ fn tool_input(report: &mut CliReport, name: &str, input: &Value) {
             }
         }
     }
+    target
 }
 
 /// Returns the input tokens of a Claude-style `usage`: Claude Code counts cache reads and
@@ -210,8 +237,13 @@ fn claude_line(v: &Value, report: &mut CliReport) {
                     Some("text") => report.messages.extend(s(block, "text")),
                     Some("tool_use") => {
                         let name = s(block, "name").unwrap_or_default();
-                        tool_input(report, &name, block.get("input").unwrap_or(&Value::Null));
-                        report.tools.push(ToolUse { name, ok: true });
+                        let target =
+                            tool_input(report, &name, block.get("input").unwrap_or(&Value::Null));
+                        report.tools.push(ToolUse {
+                            name,
+                            ok: true,
+                            target,
+                        });
                     }
                     _ => {}
                 }
@@ -282,25 +314,32 @@ fn codex_item(item: &Value, report: &mut CliReport) {
     match item.get("type").and_then(Value::as_str) {
         Some("agent_message") => report.messages.extend(s(item, "text")),
         Some("command_execution") => {
-            report.commands.extend(s(item, "command"));
+            let command = s(item, "command");
+            let target = command.as_deref().map(short).unwrap_or_default();
+            report.commands.extend(command);
             let ok = !failed && item.get("exit_code").and_then(Value::as_i64).unwrap_or(0) == 0;
             report.tools.push(ToolUse {
                 name: "shell".into(),
                 ok,
+                target,
             });
         }
         Some("file_change") => {
+            let mut paths = Vec::new();
             for change in item
                 .get("changes")
                 .and_then(Value::as_array)
                 .into_iter()
                 .flatten()
             {
-                report.files.extend(s(change, "path"));
+                paths.extend(s(change, "path"));
             }
+            let target = short(&paths.join(", "));
+            report.files.extend(paths);
             report.tools.push(ToolUse {
                 name: "apply_patch".into(),
                 ok: !failed,
+                target,
             });
         }
         Some("mcp_tool_call") => {
@@ -309,7 +348,11 @@ fn codex_item(item: &Value, report: &mut CliReport) {
                 s(item, "server").unwrap_or_default(),
                 s(item, "tool").unwrap_or_default()
             );
-            report.tools.push(ToolUse { name, ok: !failed });
+            report.tools.push(ToolUse {
+                name,
+                ok: !failed,
+                target: String::new(),
+            });
         }
         Some("error") => report.error = s(item, "message"),
         _ => {}
@@ -333,8 +376,12 @@ fn gemini_line(v: &Value, report: &mut CliReport) {
         }
         Some("tool_use") => {
             let name = s(v, "tool_name").unwrap_or_default();
-            tool_input(report, &name, v.get("parameters").unwrap_or(&Value::Null));
-            report.tools.push(ToolUse { name, ok: true });
+            let target = tool_input(report, &name, v.get("parameters").unwrap_or(&Value::Null));
+            report.tools.push(ToolUse {
+                name,
+                ok: true,
+                target,
+            });
         }
         Some("tool_result") => {
             if s(v, "status").as_deref() == Some("error")
@@ -370,9 +417,9 @@ fn opencode_line(v: &Value, report: &mut CliReport) {
         Some("tool_use") => {
             let name = s(part, "tool").unwrap_or_default();
             let state = part.get("state").unwrap_or(&Value::Null);
-            tool_input(report, &name, state.get("input").unwrap_or(&Value::Null));
+            let target = tool_input(report, &name, state.get("input").unwrap_or(&Value::Null));
             let ok = s(state, "status").as_deref() != Some("error");
-            report.tools.push(ToolUse { name, ok });
+            report.tools.push(ToolUse { name, ok, target });
         }
         Some("step_finish") => {
             let tokens = part.get("tokens").unwrap_or(&Value::Null);

@@ -9,7 +9,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use super::adapter::{self, Adapter};
-use super::{DEFAULT_STALL, Launch};
+use super::{DEFAULT_HEARTBEAT, DEFAULT_STALL, Launch};
 use crate::agent::review_agent::{Tasks, combined, restored, review_tasks};
 use crate::config::RepoConfig;
 use crate::engine::WorkerJob;
@@ -88,6 +88,7 @@ impl CliReviewer {
             prompt_file: &tmp.join("review-prompt.md"),
             resume: None,
             stall: DEFAULT_STALL,
+            heartbeat: DEFAULT_HEARTBEAT,
         }
         .run(&job, prompt)
         .map_err(|e| self.fail(e))?;

@@ -22,6 +22,15 @@ pub(in crate::engine) fn pipeline(
     let in_flight = matches!(rec.state, PacketState::Running | PacketState::Interrupted);
     let (start, attempt) = if in_flight {
         let start = rec.start.clone().unwrap_or_else(|| ctx.run.base.clone());
+        // The packet runs again: its state follows this run, not the one that stopped.
+        packet::record(
+            ctx,
+            Event::PacketResumed {
+                packet: packet.id.clone(),
+                attempt: rec.attempt.max(1),
+                phase: rec.phase.map_or("worktree", |p| p.as_str()).to_string(),
+            },
+        )?;
         (start, rec.attempt.max(1))
     } else {
         let start = packet::start_point(ctx, packet)?;
