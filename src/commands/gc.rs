@@ -42,8 +42,16 @@ pub fn print_report(report: &GcReport, json: bool) -> Result<(), CommandError> {
         );
         return Ok(());
     }
+    for dir in &report.unregistered {
+        println!(
+            "left {} in place: git does not know it as a worktree (its creation was cut short); look inside, then delete it yourself",
+            dir.display()
+        );
+    }
     if report.items.is_empty() {
-        println!("nothing to clean up");
+        if report.unregistered.is_empty() {
+            println!("nothing to clean up");
+        }
         return Ok(());
     }
     let verb = if report.dry_run {

@@ -60,6 +60,9 @@ pub struct GcReport {
     pub items: Vec<GcItem>,
     pub bytes: u64,
     pub dry_run: bool,
+    /// Directories at a packet's worktree path that git does not know as a worktree (a
+    /// creation a crash cut short): left in place, never deleted, for a person to look at.
+    pub unregistered: Vec<PathBuf>,
 }
 
 /// Plans (and unless `dry_run`, performs) the cleanup of every finished run, or only `only`.
@@ -112,6 +115,15 @@ pub fn gc(repo: &RepoInfo, only: Option<&str>, dry_run: bool) -> Result<GcReport
             })
             .collect();
         targets.extend(unrecorded_worktrees(repo, &run.id, &packets)?);
+        // A directory git does not know as a worktree is not the engine's to save or remove.
+        for t in &mut targets {
+            if let Some(wt) = &t.live
+                && let Err(gitops::WorktreeError::NotAWorktree { .. }) =
+                    Git::pinned(&repo.common_dir, wt)
+            {
+                report.unregistered.extend(t.live.take());
+            }
+        }
         // Before anything is removed: what each worktree holds beyond a backup ref (nested
         // repositories, ignored files); one that cannot be saved stops the run's cleanup here.
         let mut leftovers = Vec::with_capacity(targets.len());

@@ -169,6 +169,42 @@ echo ok > out.txt; echo ok > other.txt"#;
 }
 
 #[test]
+fn gc_leaves_a_directory_git_does_not_know_as_a_worktree_and_cleans_the_rest() {
+    let repo = TestRepo::new();
+    let plan = repo.write_plan(
+        "plan.toml",
+        &format!(
+            "objective = \"Cut short\"\n\n{}{}",
+            packet("p1", "\"out.txt\"", "", ""),
+            packet("p2", "\"other.txt\"", "", "")
+        ),
+    );
+    repo.run_plan(&plan, "echo ok > out.txt; echo ok > other.txt", &[]);
+    let run = run_id(&repo.path);
+    let p1 = repo.scratch().join("wt").join(&run).join("p1");
+    // What a crash between creating p1's directory and registering it leaves behind.
+    for admin in std::fs::read_dir(repo.path.join(".git/worktrees")).unwrap() {
+        let admin = admin.unwrap().path();
+        let gitdir = std::fs::read_to_string(admin.join("gitdir")).unwrap();
+        if Path::new(gitdir.trim()).starts_with(&p1) {
+            std::fs::remove_dir_all(&admin).unwrap();
+        }
+    }
+    let out = orchestra(&repo.path, &["gc"]);
+    let shown = text(&out);
+    assert!(out.status.success(), "{shown}");
+    assert!(
+        shown.contains(&format!("left {} in place", p1.display())),
+        "{shown}"
+    );
+    assert_eq!(std::fs::read_to_string(p1.join("out.txt")).unwrap(), "ok\n");
+    assert!(
+        !p1.with_file_name("p2").exists(),
+        "the run's registered worktree was not cleaned up"
+    );
+}
+
+#[test]
 fn a_merged_packets_worktree_is_removed_with_its_ignored_files_saved_but_not_its_build_output() {
     let repo = TestRepo::with_files(&[
         ("README.md", "# sample\n"),
