@@ -115,11 +115,17 @@ pub fn gc(repo: &RepoInfo, only: Option<&str>, dry_run: bool) -> Result<GcReport
             })
             .collect();
         targets.extend(unrecorded_worktrees(repo, &run.id, &packets)?);
-        // A directory git does not know as a worktree is not the engine's to save or remove.
+        // A creation the run's crash cut short holds no work: its registration goes. A
+        // directory git does not know as a worktree is not the engine's to save or remove.
         for t in &mut targets {
-            if let Some(wt) = &t.live
-                && let Err(gitops::WorktreeError::NotAWorktree { .. }) =
-                    Git::pinned(&repo.common_dir, wt)
+            let Some(wt) = &t.live else {
+                continue;
+            };
+            if !dry_run {
+                gitops::drop_unfinished_registration(repo, wt).map_err(worktree_err)?;
+            }
+            if let Err(gitops::WorktreeError::NotAWorktree { .. }) =
+                Git::pinned(&repo.common_dir, wt)
             {
                 report.unregistered.extend(t.live.take());
             }

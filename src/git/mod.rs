@@ -49,7 +49,7 @@ pub use pinned::{registered_git_dir, registered_git_dir_unrepaired};
 pub use recycle::{POOL_DIR, keep_ignored, park, pool_dir, pooled};
 pub use refs::{Expected, RefError};
 pub use registry::{WorktreeEntry, delete_branch, list, remove};
-pub use repair::{create_repairing, repair_registrations};
+pub use repair::{create_repairing, drop_unfinished_registration, repair_registrations};
 pub use repo::{RepoError, RepoInfo};
 pub use sparse::{cone, create_sparse, enable_worktree_config};
 pub use transport::init_bare;

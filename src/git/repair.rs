@@ -56,6 +56,39 @@ pub fn repair_registrations(repo: &RepoInfo) -> Result<Vec<PathBuf>, WorktreeErr
     Ok(removed)
 }
 
+/// Drops the registration of the worktree at `path` when gix's "initializing" lock is still on
+/// it (a creation that never finished) and returns whether it did. Only for a worktree whose
+/// run nothing drives any more: a creation in flight holds the same lock.
+pub fn drop_unfinished_registration(
+    repo: &RepoInfo,
+    path: &std::path::Path,
+) -> Result<bool, WorktreeError> {
+    let Ok(entries) = std::fs::read_dir(repo.common_dir.join("worktrees")) else {
+        return Ok(false);
+    };
+    let worktree = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+    for entry in entries.flatten() {
+        let dir = entry.path();
+        let names_path = std::fs::read_to_string(dir.join("gitdir")).is_ok_and(|gitdir| {
+            std::path::Path::new(gitdir.trim())
+                .parent()
+                .and_then(|p| p.canonicalize().ok())
+                .is_some_and(|p| p == worktree)
+        });
+        let unfinished = std::fs::read_to_string(dir.join("locked"))
+            .is_ok_and(|reason| reason.trim() == "initializing");
+        if names_path && unfinished {
+            tracing::warn!(dir = %dir.display(), "removing an unfinished worktree registration");
+            fs_err::remove_dir_all(&dir).map_err(|source| WorktreeError::Io {
+                path: dir.clone(),
+                source,
+            })?;
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
 /// Creates (or reuses) the worktree of `request` under the registration lock, repairing what
 /// an interrupted creation left behind: half-written registrations are dropped and, when
 /// `move_aside` allows it, a directory at the path that is not a valid worktree of the branch is

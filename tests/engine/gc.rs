@@ -174,20 +174,29 @@ fn gc_leaves_a_directory_git_does_not_know_as_a_worktree_and_cleans_the_rest() {
     let plan = repo.write_plan(
         "plan.toml",
         &format!(
-            "objective = \"Cut short\"\n\n{}{}",
+            "objective = \"Cut short\"\n\n{}{}{}",
             packet("p1", "\"out.txt\"", "", ""),
-            packet("p2", "\"other.txt\"", "", "")
+            packet("p2", "\"other.txt\"", "", ""),
+            packet("p3", "\"third.txt\"", "", "")
         ),
     );
-    repo.run_plan(&plan, "echo ok > out.txt; echo ok > other.txt", &[]);
+    repo.run_plan(
+        &plan,
+        "echo ok > out.txt; echo ok > other.txt; echo ok > third.txt",
+        &[],
+    );
     let run = run_id(&repo.path);
     let p1 = repo.scratch().join("wt").join(&run).join("p1");
-    // What a crash between creating p1's directory and registering it leaves behind.
+    let p2 = p1.with_file_name("p2");
+    // What a crash while creating p1 leaves: a directory with no registration; and while
+    // creating p2: a registration gix still holds locked as "initializing".
     for admin in std::fs::read_dir(repo.path.join(".git/worktrees")).unwrap() {
         let admin = admin.unwrap().path();
         let gitdir = std::fs::read_to_string(admin.join("gitdir")).unwrap();
         if Path::new(gitdir.trim()).starts_with(&p1) {
             std::fs::remove_dir_all(&admin).unwrap();
+        } else if Path::new(gitdir.trim()).starts_with(&p2) {
+            std::fs::write(admin.join("locked"), "initializing").unwrap();
         }
     }
     let out = orchestra(&repo.path, &["gc"]);
@@ -197,11 +206,21 @@ fn gc_leaves_a_directory_git_does_not_know_as_a_worktree_and_cleans_the_rest() {
         shown.contains(&format!("left {} in place", p1.display())),
         "{shown}"
     );
-    assert_eq!(std::fs::read_to_string(p1.join("out.txt")).unwrap(), "ok\n");
     assert!(
-        !p1.with_file_name("p2").exists(),
+        shown.contains(&format!("left {} in place", p2.display())),
+        "{shown}"
+    );
+    assert_eq!(std::fs::read_to_string(p1.join("out.txt")).unwrap(), "ok\n");
+    assert_eq!(
+        std::fs::read_to_string(p2.join("other.txt")).unwrap(),
+        "ok\n"
+    );
+    assert!(
+        !p1.with_file_name("p3").exists(),
         "the run's registered worktree was not cleaned up"
     );
+    let listed = repo.git(&["worktree", "list"]);
+    assert!(!listed.contains("/p2"), "{listed}");
 }
 
 #[test]
