@@ -52,15 +52,24 @@ pub fn cmd_init(cwd: &Path, args: &InitArgs) -> Result<(), CommandError> {
             stop,
         )
     };
-    let with_model = !args.no_model
-        && git_orchestra::orchestrator::explore::has_model(&repo.toplevel, &config, "init");
-    let written = project::init_with(
+    // Why the model part is skipped when no profile resolves for the role (not asked for
+    // with --no-model): said, so that a user expecting it knows what to configure.
+    let skipped = if args.no_model {
+        None
+    } else {
+        git_orchestra::orchestrator::explore::model_check(&repo.toplevel, &config, "init").err()
+    };
+    let with_model = !args.no_model && skipped.is_none();
+    let mut written = project::init_with(
         &repo.toplevel,
         tokens,
         args.dry_run,
         with_model.then_some(&improve as project::Improve<'_>),
     )
     .map_err(CommandError::user)?;
+    if let Some(why) = &skipped {
+        written.model = Some(format!("skipped: {why}"));
+    }
     if args.json {
         println!(
             "{}",
@@ -77,12 +86,36 @@ pub fn cmd_init(cwd: &Path, args: &InitArgs) -> Result<(), CommandError> {
     };
     println!("{} {verb}", written.path.display());
     for c in &written.facts.commands {
-        println!("  {:<7} {}  ({})", c.purpose.as_str(), c.command, c.source);
+        let note = c
+            .note
+            .as_ref()
+            .map(|n| format!("; {n}"))
+            .unwrap_or_default();
+        println!(
+            "  {:<7} {}  ({}{note})",
+            c.purpose.as_str(),
+            c.command,
+            c.source
+        );
     }
-    match written.model.as_deref() {
-        Some("added") => println!("  the init role's model added the architecture and conventions"),
-        Some(why) => println!("  the init role's model added nothing: {why}"),
-        None => {}
+    for l in &written.facts.left_out {
+        println!(
+            "  not listed as the {} command: `{}` ({}): it {}",
+            l.purpose.as_str(),
+            l.command,
+            l.source,
+            l.why
+        );
+    }
+    match (written.model.as_deref(), &skipped) {
+        (_, Some(why)) => println!(
+            "  the init role's model was skipped: {why}; configure a model profile to have it add the architecture and conventions, or pass --no-model to write detection alone"
+        ),
+        (Some("added"), _) => {
+            println!("  the init role's model added the architecture and conventions")
+        }
+        (Some(why), _) => println!("  the init role's model added nothing: {why}"),
+        (None, _) => {}
     }
     for note in &written.facts.skipped {
         println!("  skipped {}", git_orchestra::redact::terminal_safe(note));

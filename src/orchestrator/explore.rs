@@ -198,13 +198,18 @@ pub fn project_notes(
 /// Returns true if and only if a model profile resolves for `role` in the repository at
 /// `toplevel` (its role files and `config`).
 pub fn has_model(toplevel: &Path, config: &crate::config::RepoConfig, role: &str) -> bool {
-    crate::agent::Roles::load_with_trust(toplevel, config.trusted)
-        .ok()
-        .and_then(|roles| {
-            roles
-                .get(role)
-                .ok()
-                .map(|r| crate::agent::profiles::check(config, r).is_ok())
-        })
-        .unwrap_or(false)
+    model_check(toplevel, config, role).is_ok()
+}
+
+/// Returns why no model profile resolves for `role` in the repository at `toplevel` (its role
+/// files and `config`), if none does.
+pub fn model_check(
+    toplevel: &Path,
+    config: &crate::config::RepoConfig,
+    role: &str,
+) -> Result<(), String> {
+    let roles = crate::agent::Roles::load_with_trust(toplevel, config.trusted)
+        .map_err(|e| e.to_string())?;
+    let role = roles.get(role).map_err(|e| e.to_string())?;
+    crate::agent::profiles::check(config, role).map_err(|e| e.to_string())
 }
