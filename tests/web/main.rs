@@ -8,6 +8,7 @@
 mod access;
 mod browser;
 mod notify;
+mod packet_page;
 mod run_list;
 mod steering;
 #[path = "../support/mod.rs"]

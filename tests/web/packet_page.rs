@@ -1,0 +1,190 @@
+//! The packet page in a real browser: an agent's transcripts of several attempts and fix
+//! rounds are shown as the terminal shows them — durations in seconds, a model retry as a
+//! sentence, an error outcome with an error's icon — each attempt and round under its own
+//! heading.
+
+use std::time::{Duration, SystemTime};
+
+use git_orchestra::agent::{AgentEvent, AgentOutcome, WorkerState};
+
+use crate::support::{TestRepo, orchestra, packet, run_id, text};
+use crate::view;
+use crate::webdriver::{Browser, tools};
+
+const WAIT: Duration = Duration::from_secs(120);
+
+/// Writes the transcript `name` of packet `p1` of `run` from `events` and `outcome`, last
+/// modified `age` seconds in the future (transcripts are shown oldest first).
+fn transcript(
+    repo: &TestRepo,
+    run: &str,
+    name: &str,
+    events: &[AgentEvent],
+    outcome: &AgentOutcome,
+    order: u64,
+) {
+    let dir = git_orchestra::exec::run_dir(&repo.path.join(".git"), run).join("p1");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    let mut file = std::fs::File::create(&path).unwrap();
+    for e in events {
+        e.transcribe(&mut file, &[]);
+    }
+    use std::io::Write;
+    writeln!(
+        file,
+        "{{\"type\":\"outcome\",\"outcome\":{}}}",
+        serde_json::to_string(outcome).unwrap()
+    )
+    .unwrap();
+    file.set_modified(SystemTime::now() + Duration::from_secs(60 + order))
+        .unwrap();
+}
+
+fn model_call(turn: u32, ms: u64) -> AgentEvent {
+    AgentEvent::ModelCall {
+        turn,
+        model: "local-coder".into(),
+        input_tokens: 1200,
+        output_tokens: 80,
+        cost: None,
+        ms,
+    }
+}
+
+#[test]
+fn the_packet_page_shows_attempts_and_fix_rounds_apart_in_the_terminals_words() {
+    let Some((chromium, driver)) = tools() else {
+        return;
+    };
+    let repo =
+        TestRepo::with_files(&[("README.md", "# s\n"), ("w.sh", "echo notes > notes.txt\n")]);
+    let plan = repo.write_plan(
+        "plan.toml",
+        &format!(
+            "objective = \"notes\"\n\n{}",
+            packet("p1", "\"notes.txt\"", "", "")
+        ),
+    );
+    let root = repo.scratch().join("wt");
+    let out = orchestra(
+        &repo.path,
+        &[
+            "run",
+            plan.to_str().unwrap(),
+            "--worker-cmd",
+            "sh w.sh",
+            "--worktree-root",
+            root.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let run = run_id(&repo.path);
+    let failed = AgentOutcome {
+        state: WorkerState::Error,
+        reason: "the model server is unreachable".into(),
+        ..AgentOutcome::default()
+    };
+    let done = AgentOutcome {
+        state: WorkerState::Completed,
+        summary: Some("notes written".into()),
+        ..AgentOutcome::default()
+    };
+    let retry = AgentEvent::Retry {
+        model: "local-coder".into(),
+        attempt: 1,
+        delay_ms: 2000,
+        error: "connection refused".into(),
+    };
+    transcript(
+        &repo,
+        &run,
+        "worker-1.log",
+        &[model_call(1, 79_245), retry],
+        &failed,
+        1,
+    );
+    let tool = AgentEvent::ToolCall {
+        turn: 1,
+        name: "write_file".into(),
+        ok: true,
+        ms: 1_234,
+        summary: "wrote 1 line".into(),
+        target: "notes.txt".into(),
+        args: serde_json::Value::Null,
+        output_tail: String::new(),
+    };
+    transcript(
+        &repo,
+        &run,
+        "worker-1-fix-1.log",
+        &[model_call(1, 500), tool],
+        &done,
+        2,
+    );
+    transcript(
+        &repo,
+        &run,
+        "worker-2.log",
+        &[model_call(1, 61_000)],
+        &done,
+        3,
+    );
+
+    let ui = view::ui(&repo.path);
+    let b = Browser::start(&chromium, &driver);
+    b.goto(&ui.url);
+    b.goto(&format!("{}/packet/{run}/p1", ui.base));
+    b.wait_for(
+        "the activity",
+        "const a = document.getElementById('activity'); return a && a.textContent.includes('local-coder')",
+        WAIT,
+    );
+    let activity = b
+        .eval("return document.getElementById('activity').innerText")
+        .as_str()
+        .unwrap()
+        .to_string();
+    // Durations as the terminal writes them.
+    assert!(
+        activity.contains("79.2s") && activity.contains("1.2s"),
+        "{activity}"
+    );
+    assert!(!activity.contains(" ms"), "{activity}");
+    // A retry is a sentence, not the event's JSON.
+    assert!(
+        activity.contains("retry 1 in 2.0s") && activity.contains("connection refused"),
+        "{activity}"
+    );
+    assert!(
+        !activity.contains("{\"") && !activity.contains("\"type\""),
+        "{activity}"
+    );
+    // An error ends with an error's icon; only a completed run gets the tick.
+    let outcomes = b.eval(
+        "return [...document.querySelectorAll('#activity .outcome')].map(o => o.innerText.trim())",
+    );
+    let outcomes: Vec<&str> = outcomes
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o.as_str().unwrap())
+        .collect();
+    assert_eq!(outcomes.len(), 3, "{activity}");
+    assert!(outcomes[0].starts_with("✘ error"), "{outcomes:?}");
+    assert!(outcomes[1].starts_with("✔ completed"), "{outcomes:?}");
+    // Each attempt and each fix round under its own heading, in order.
+    let sections = b.eval(
+        "return [...document.querySelectorAll('#activity .section')].map(s => s.innerText.trim())",
+    );
+    let sections: Vec<&str> = sections
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap())
+        .collect();
+    assert!(
+        sections.ends_with(&["attempt 1", "attempt 1 · fix round 1", "attempt 2"]),
+        "{sections:?}\n{activity}"
+    );
+}
