@@ -926,6 +926,69 @@ fn the_clarifier_reads_the_code_before_it_says_what_is_required() {
     assert_eq!(requirements, ["greet(name) keeps its greeting"]);
 }
 
+/// Returns the clarifier's script: its replies, turn by turn, as texts.
+fn clarifier_says(replies: &[&str]) -> Value {
+    let replies: Vec<Value> = replies.iter().map(|t| json!({"text": t})).collect();
+    json!({"name": "clarifier", "match": ["# Clarifier"], "replies": replies})
+}
+
+#[test]
+fn a_clarifier_answer_of_only_tool_names_is_asked_again_not_planned_on() {
+    let s = setup(
+        &plan(&[("p1", &["p1.txt"])]),
+        vec![
+            clarifier_says(&[
+                "read_file, list_dir, grep",
+                "{\"outcome\": \"clear\", \"requirements\": [\"greet(name) keeps its greeting\"]}",
+            ]),
+            writes("p1"),
+        ],
+        None,
+    );
+    let out = s.start_flags(&["--yes"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let requirements: Vec<String> = s
+        .journal()
+        .into_iter()
+        .find_map(|e| match e {
+            WorkflowEvent::Clarified { requirements, .. } => Some(requirements),
+            _ => None,
+        })
+        .expect("clarified");
+    assert_eq!(requirements, ["greet(name) keeps its greeting"]);
+    let log = std::fs::read_to_string(s.run_dir().join("logs/clarifier.log")).unwrap();
+    assert!(
+        log.contains("answer_rejected") && log.contains("only names tools"),
+        "{log}"
+    );
+}
+
+#[test]
+fn a_clarifier_that_only_names_tools_twice_stops_the_run_before_planning_and_says_why() {
+    let s = setup(
+        &plan(&[("p1", &["p1.txt"])]),
+        vec![
+            clarifier_says(&["read_file, list_dir, grep", "`read_file` and `grep`"]),
+            writes("p1"),
+        ],
+        None,
+    );
+    let out = s.start_flags(&["--yes"]);
+    let all = text(&out);
+    assert!(!out.status.success(), "{all}");
+    assert!(
+        all.contains("clarifier") && all.contains("only names tools") && all.contains("profile"),
+        "{all}"
+    );
+    assert!(
+        !s.journal()
+            .iter()
+            .any(|e| matches!(e, WorkflowEvent::Clarified { .. })),
+        "nothing is built on the non-answer"
+    );
+    assert!(!s.run_dir().join("logs/planner-1.log").exists(), "{all}");
+}
+
 #[test]
 fn without_a_terminal_start_prints_the_plan_and_the_command_that_approves_it() {
     let s = setup(
