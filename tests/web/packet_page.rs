@@ -14,7 +14,7 @@ use crate::webdriver::{Browser, tools};
 const WAIT: Duration = Duration::from_secs(120);
 
 /// Writes the transcript `name` of packet `p1` of `run` from `events` and `outcome`, last
-/// modified `age` seconds in the future (transcripts are shown oldest first).
+/// modified `order` seconds after a minute from now (transcripts are shown oldest first).
 fn transcript(
     repo: &TestRepo,
     run: &str,
@@ -52,6 +52,73 @@ fn model_call(turn: u32, ms: u64) -> AgentEvent {
     }
 }
 
+/// Writes packet `p1`'s transcripts of `run`: attempt 1 (a slow model call, a retry, an
+/// error), its fix round 1 (a tool call, completed) and attempt 2 (completed).
+fn write_transcripts(repo: &TestRepo, run: &str) {
+    let failed = AgentOutcome {
+        state: WorkerState::Error,
+        reason: "the model server is unreachable".into(),
+        ..AgentOutcome::default()
+    };
+    let done = AgentOutcome {
+        state: WorkerState::Completed,
+        summary: Some("notes written".into()),
+        ..AgentOutcome::default()
+    };
+    let retry = AgentEvent::Retry {
+        model: "local-coder".into(),
+        attempt: 1,
+        delay_ms: 2000,
+        error: "connection refused".into(),
+    };
+    transcript(
+        repo,
+        run,
+        "worker-1.log",
+        &[model_call(1, 79_245), retry],
+        &failed,
+        1,
+    );
+    let tool = AgentEvent::ToolCall {
+        turn: 1,
+        name: "write_file".into(),
+        ok: true,
+        ms: 1_234,
+        summary: "wrote 1 line".into(),
+        target: "notes.txt".into(),
+        args: serde_json::Value::Null,
+        output_tail: String::new(),
+    };
+    transcript(
+        repo,
+        run,
+        "worker-1-fix-1.log",
+        &[model_call(1, 500), tool],
+        &done,
+        2,
+    );
+    transcript(
+        repo,
+        run,
+        "worker-2.log",
+        &[model_call(1, 61_000)],
+        &done,
+        3,
+    );
+}
+
+/// Returns the inner text of each element `selector` finds on the page.
+fn texts(b: &Browser, selector: &str) -> Vec<String> {
+    b.eval(&format!(
+        "return [...document.querySelectorAll('{selector}')].map(e => e.innerText.trim())"
+    ))
+    .as_array()
+    .unwrap()
+    .iter()
+    .map(|t| t.as_str().unwrap().to_string())
+    .collect()
+}
+
 #[test]
 fn the_packet_page_shows_attempts_and_fix_rounds_apart_in_the_terminals_words() {
     let Some((chromium, driver)) = tools() else {
@@ -80,56 +147,7 @@ fn the_packet_page_shows_attempts_and_fix_rounds_apart_in_the_terminals_words() 
     );
     assert!(out.status.success(), "{}", text(&out));
     let run = run_id(&repo.path);
-    let failed = AgentOutcome {
-        state: WorkerState::Error,
-        reason: "the model server is unreachable".into(),
-        ..AgentOutcome::default()
-    };
-    let done = AgentOutcome {
-        state: WorkerState::Completed,
-        summary: Some("notes written".into()),
-        ..AgentOutcome::default()
-    };
-    let retry = AgentEvent::Retry {
-        model: "local-coder".into(),
-        attempt: 1,
-        delay_ms: 2000,
-        error: "connection refused".into(),
-    };
-    transcript(
-        &repo,
-        &run,
-        "worker-1.log",
-        &[model_call(1, 79_245), retry],
-        &failed,
-        1,
-    );
-    let tool = AgentEvent::ToolCall {
-        turn: 1,
-        name: "write_file".into(),
-        ok: true,
-        ms: 1_234,
-        summary: "wrote 1 line".into(),
-        target: "notes.txt".into(),
-        args: serde_json::Value::Null,
-        output_tail: String::new(),
-    };
-    transcript(
-        &repo,
-        &run,
-        "worker-1-fix-1.log",
-        &[model_call(1, 500), tool],
-        &done,
-        2,
-    );
-    transcript(
-        &repo,
-        &run,
-        "worker-2.log",
-        &[model_call(1, 61_000)],
-        &done,
-        3,
-    );
+    write_transcripts(&repo, &run);
 
     let ui = view::ui(&repo.path);
     let b = Browser::start(&chromium, &driver);
@@ -161,30 +179,15 @@ fn the_packet_page_shows_attempts_and_fix_rounds_apart_in_the_terminals_words() 
         "{activity}"
     );
     // An error ends with an error's icon; only a completed run gets the tick.
-    let outcomes = b.eval(
-        "return [...document.querySelectorAll('#activity .outcome')].map(o => o.innerText.trim())",
-    );
-    let outcomes: Vec<&str> = outcomes
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|o| o.as_str().unwrap())
-        .collect();
+    let outcomes = texts(&b, "#activity .outcome");
     assert_eq!(outcomes.len(), 3, "{activity}");
     assert!(outcomes[0].starts_with("✘ error"), "{outcomes:?}");
     assert!(outcomes[1].starts_with("✔ completed"), "{outcomes:?}");
     // Each attempt and each fix round under its own heading, in order.
-    let sections = b.eval(
-        "return [...document.querySelectorAll('#activity .section')].map(s => s.innerText.trim())",
-    );
-    let sections: Vec<&str> = sections
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s.as_str().unwrap())
-        .collect();
+    let sections = texts(&b, "#activity .section");
     assert!(
-        sections.ends_with(&["attempt 1", "attempt 1 · fix round 1", "attempt 2"]),
+        sections
+            .ends_with(&["attempt 1", "attempt 1 · fix round 1", "attempt 2"].map(String::from)),
         "{sections:?}\n{activity}"
     );
 }
