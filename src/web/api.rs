@@ -330,10 +330,18 @@ pub(super) fn packet(shared: &Shared, rest: &str, query: &str) -> Reply {
         diff(shared, &rec)
     };
     let questions = store.open_question(run, id).ok().flatten();
+    // Its review rounds, apart from its attempts: each verdict with its fix round.
+    let reviews: Vec<Value> = store
+        .events_of_kind(run, "packet_reviewed")
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|e| matches!(&e.event, Event::PacketReviewed { packet, .. } if packet == id))
+        .map(|e| json!({"ts_ms": e.ts_ms, "event": e.event}))
+        .collect();
     json(
         200,
         &json!({"run": run, "packet": rec, "activity": activity, "diff": diff,
-                "question": questions}),
+                "question": questions, "reviews": reviews}),
     )
 }
 

@@ -1,7 +1,7 @@
 //! The packet page in a real browser: an agent's transcripts of several attempts and fix
 //! rounds are shown as the terminal shows them — durations in seconds, a model retry as a
 //! sentence, an error outcome with an error's icon — each attempt and round under its own
-//! heading.
+//! heading, and its review rounds counted apart from its attempts.
 
 use std::time::{Duration, SystemTime};
 
@@ -148,6 +148,19 @@ fn the_packet_page_shows_attempts_and_fix_rounds_apart_in_the_terminals_words() 
     assert!(out.status.success(), "{}", text(&out));
     let run = run_id(&repo.path);
     write_transcripts(&repo, &run);
+    let mut store = git_orchestra::store::Store::open(&repo.path.join(".git")).unwrap();
+    for (round, approved, blocking) in [(0, false, 2), (1, true, 0)] {
+        let review = git_orchestra::store::Event::PacketReviewed {
+            packet: "p1".into(),
+            commit: "0".repeat(40),
+            reviewer: "model-review".into(),
+            approved,
+            blocking,
+            round,
+            findings: Vec::new(),
+        };
+        store.record(&run, &review).unwrap();
+    }
 
     let ui = view::ui(&repo.path);
     let b = Browser::start(&chromium, &driver);
@@ -183,6 +196,21 @@ fn the_packet_page_shows_attempts_and_fix_rounds_apart_in_the_terminals_words() 
     assert_eq!(outcomes.len(), 3, "{activity}");
     assert!(outcomes[0].starts_with("✘ error"), "{outcomes:?}");
     assert!(outcomes[1].starts_with("✔ completed"), "{outcomes:?}");
+    // Review rounds are counted apart from attempts (the run's own review gate came first),
+    // each with its verdict's icon.
+    let reviews = texts(&b, ".reviews > li");
+    assert!(
+        reviews.ends_with(&[
+            "✘ review by model-review: rejected (2 blocking findings)".to_string(),
+            "✔ review by model-review (fix round 1): approved".to_string(),
+        ]),
+        "{reviews:?}"
+    );
+    let header = texts(&b, ".packet-state .muted");
+    assert!(
+        header[0].starts_with(&format!("attempt 1 · {} review rounds", reviews.len())),
+        "{header:?}"
+    );
     // Each attempt and each fix round under its own heading, in order.
     let sections = texts(&b, "#activity .section");
     assert!(

@@ -287,6 +287,18 @@ function activityItem(e) {
       .map(([k, v]) => `${k.replace(/_/g, " ")} ${typeof v === "object" ? JSON.stringify(v) : v}`).join(", ")}</div>`;
   }
 }
+// How many review rounds a packet had, apart from its attempts.
+function reviewRounds(reviews) {
+  const n = (reviews || []).length;
+  return n === 0 ? "not reviewed yet" : n === 1 ? "1 review round" : `${n} review rounds`;
+}
+// One review of a packet as the terminal says it, with the icon of its verdict.
+function reviewHtml(e) {
+  const round = e.round > 0 ? ` (fix round ${e.round})` : "";
+  const verdict = e.approved ? "approved" : `rejected (${e.blocking} blocking finding${e.blocking === 1 ? "" : "s"})`;
+  return html`<li class="review ${e.approved ? "" : "err"}" data-approved="${e.approved}">${e.approved ? "✔" : "✘"} review by ${e.reviewer}${round}: ${verdict}${
+    [].concat(e.findings || []).length ? html`<ul>${e.findings.map(f => html`<li>${f}</li>`)}</ul>` : ""}</li>`;
+}
 // The activity, each transcript (an attempt, a fix round, a validation command) under its
 // own heading.
 function activityHtml(items) {
@@ -337,7 +349,8 @@ async function showPacket(run, id) {
   const shownActivity = activityHtml(data.activity);
   main.innerHTML = html`<p><a href="/run/${encodeURIComponent(run)}">← ${run}</a></p>
     <h1>${p.id}: ${p.title}</h1><div class="packet-state" data-state="${p.state}">${state(p.state)}
-    <span class="muted">attempt ${p.attempt} · ${p.role} · ${p.branch} · ${p.commit ? String(p.commit).slice(0, 12) : "no commit yet"}</span></div>
+    <span class="muted">attempt ${p.attempt} · ${reviewRounds(data.reviews)} · ${p.role} · ${p.branch} · ${p.commit ? String(p.commit).slice(0, 12) : "no commit yet"}</span></div>
+    ${(data.reviews || []).length ? html`<h2>Reviews</h2><ul class="reviews">${data.reviews.map(({event: e}) => reviewHtml(e))}</ul>` : ""}
     ${data.question ? html`<div class="panel attention question"><b>The agent asks:</b> ${data.question}
       <div class="toolbar"><input type="text" class="answer-text" id="answer-text" placeholder="your answer"><button id="answer">Answer</button></div></div>` : ""}
     <h2>Activity</h2><div class="activity" id="activity">${shownActivity.s ? shownActivity : html`<span class="muted">nothing yet</span>`}</div>
