@@ -191,16 +191,20 @@ pub fn detect(toplevel: &Path, files: &[String]) -> Facts {
         ruff_fixes: py.ruff_fixes(),
         ..Found::default()
     };
-    let (ci, skipped) = ci_commands(toplevel);
-    for (command, file) in &ci {
-        for segment in super::shell::segments(command) {
+    let (ci, skipped) = super::ci::commands(toplevel);
+    for line in ci.iter().filter(|l| l.at_top) {
+        for segment in super::shell::segments(&line.command) {
+            // What follows a `cd` runs elsewhere than the top of the worktree.
+            if matches!(segment.split_whitespace().next(), Some("cd" | "pushd")) {
+                break;
+            }
             let Some(purpose) = super::shell::purpose_of(segment) else {
                 continue;
             };
             if let Some(runnable) = super::shell::outside_ci(segment)
                 && super::shell::purpose_of(&runnable) == Some(purpose)
             {
-                found.add(Tier::Ci, purpose, &runnable, file);
+                found.add(Tier::Ci, purpose, &runnable, &line.file);
             }
         }
     }
@@ -239,7 +243,7 @@ pub fn detect(toplevel: &Path, files: &[String]) -> Facts {
         languages: languages(files),
         commands,
         left_out,
-        ci: ci.into_iter().map(|(c, _)| c).collect(),
+        ci: ci.into_iter().map(|l| l.command).collect(),
         skipped,
     }
 }
@@ -325,100 +329,7 @@ fn recipes(text: &str, tool: &str, file: &str, found: &mut Found) {
     }
 }
 
-/// Most bytes read of one CI workflow file: a larger one is skipped (no real workflow comes
-/// close), so that a repository cannot make every command that detects the project slow.
-pub const MAX_CI_FILE: u64 = 1 << 20;
-
-/// Returns the `run:` commands of the CI workflows under `.github/workflows/`, one per line
-/// (the lines of a `run: |` block each on their own), without repeats, each with the workflow
-/// file it is in; and the workflow files skipped with why.
-fn ci_commands(toplevel: &Path) -> (Vec<(String, String)>, Vec<String>) {
-    let dir = toplevel.join(".github/workflows");
-    let Ok(entries) = fs_err::read_dir(&dir) else {
-        return (Vec::new(), Vec::new());
-    };
-    let mut paths: Vec<_> = entries
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "yml" || e == "yaml"))
-        .collect();
-    paths.sort();
-    let (mut out, mut skipped) = (Vec::new(), Vec::new());
-    let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
-    for path in paths {
-        let shown = path
-            .strip_prefix(toplevel)
-            .unwrap_or(&path)
-            .display()
-            .to_string();
-        let text = match crate::confine::read_text_file(&path, Some(toplevel), MAX_CI_FILE) {
-            Ok(text) => text,
-            Err(e) => {
-                skipped.push(format!("{shown}: {e}"));
-                continue;
-            }
-        };
-        for cmd in run_lines(&text) {
-            if !seen.insert(cmd.clone()) {
-                continue;
-            }
-            out.push((cmd, shown.clone()));
-        }
-    }
-    (out, skipped)
-}
-
-/// Returns the commands of a workflow's `run:` keys: a one-line value as it is, a block
-/// (`|`, `>`, with or without chomping indicator) line by line, lines ending in `\` joined
-/// with the next, comments and blank lines left out.
-fn run_lines(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut block: Option<usize> = None;
-    let mut pending = String::new();
-    for line in text.lines() {
-        let indent = line.len() - line.trim_start().len();
-        if let Some(key_indent) = block {
-            if line.trim().is_empty() {
-                continue;
-            }
-            if indent > key_indent {
-                let t = line.trim();
-                if t.starts_with('#') {
-                    continue;
-                }
-                match t.strip_suffix('\\') {
-                    Some(head) => {
-                        pending.push_str(head.trim_end());
-                        pending.push(' ');
-                    }
-                    None => {
-                        pending.push_str(t);
-                        out.push(std::mem::take(&mut pending));
-                    }
-                }
-                continue;
-            }
-            block = None;
-            if !pending.is_empty() {
-                out.push(std::mem::take(&mut pending).trim().to_string());
-            }
-        }
-        let t = line.trim_start().trim_start_matches("- ");
-        let Some(cmd) = t.strip_prefix("run:") else {
-            continue;
-        };
-        let cmd = cmd.trim();
-        if matches!(cmd, "|" | ">" | "|-" | ">-" | "|+" | ">+") {
-            block = Some(indent);
-        } else if !cmd.is_empty() {
-            out.push(cmd.to_string());
-        }
-    }
-    if !pending.is_empty() {
-        out.push(pending.trim().to_string());
-    }
-    out
-}
+pub use super::ci::MAX_CI_FILE;
 
 /// Returns the languages of `files` by extension, most files first.
 fn languages(files: &[String]) -> Vec<(String, usize)> {

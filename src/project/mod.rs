@@ -7,6 +7,7 @@
 //! what people write around it is kept byte for byte. A repository without the file gets the
 //! same context built in memory when a run needs it.
 
+pub mod ci;
 pub mod detect;
 pub mod python;
 pub mod shell;
