@@ -366,6 +366,34 @@ fn killed_during_and_after_a_subtask_resume_neither_reruns_it_nor_loses_its_work
 }
 
 #[test]
+fn a_consulted_role_that_only_names_tools_is_refused_to_the_asker_not_passed_on() {
+    let scripts = vec![
+        json!({"name": "reviewer-consulted", "match": ["# Reviewer", "Question: Which file"], "replies": [
+            call("complete", json!({"summary": "read_file, list_dir, grep"}))]}),
+        json!({"name": "coder", "match": ["# Coder", "# Write p1"], "replies": [
+            call("ask", json!({"to": "reviewer", "question": "Which file should hold the notes?"})),
+            call("write_file", json!({"path": "NOTES.md", "content": "notes\n"})),
+            call("complete", json!({"summary": "wrote notes"}))]}),
+    ];
+    let s = setup(&plan(&[("p1", &["NOTES.md"])]), scripts, None);
+    let out = s.start();
+    assert!(out.status.success(), "{}", text(&out));
+    let coder = tool_calls(&s.run_dir().join("p1/worker-1.log"));
+    assert!(
+        !coder[0].1
+            && coder[0].2.starts_with("reviewer could not answer")
+            && coder[0].2.contains("only names tools"),
+        "{coder:?}"
+    );
+    assert!(
+        !s.journal()
+            .iter()
+            .any(|e| matches!(e, WorkflowEvent::Consulted { .. })),
+        "a non-answer is not kept as the answer"
+    );
+}
+
+#[test]
 fn consultations_are_bounded_read_only_loops_refusing_cycles_and_depth_and_cached_per_run() {
     let q = "Which file should hold the notes?";
     let scripts = vec![
