@@ -9,8 +9,14 @@ use git_orchestra::project;
 use super::CommandError;
 
 /// Writes ORCHESTRA.md: the languages, the build, test, lint and format commands the project's
-/// own files declare (Cargo.toml, package.json scripts, pyproject/tox/nox, go.mod, Makefile),
-/// what CI runs, the layout and the key definitions, within a token budget.
+/// own files declare (CI workflows, Cargo.toml, package.json scripts, pyproject/tox/nox,
+/// go.mod, Makefile, justfile), what CI runs, the layout and the key definitions, within a
+/// token budget.
+///
+/// For each purpose, what CI runs comes first, then the project's task runners, then what tool
+/// configuration implies (left out when either of the others names a command). A lint command
+/// never rewrites files: `ruff check` gets `--no-fix` when the configuration sets `fix = true`,
+/// and a lint target or script that fixes or formats is left out with a note.
 ///
 /// Running it again rewrites only the generated part, between its two marker lines; what you
 /// write around it is kept as it is. Agents read the file with their task.

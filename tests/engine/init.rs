@@ -322,3 +322,39 @@ fn init_never_writes_a_lint_command_that_rewrites_files() {
     // --no-model is not reported as a missing profile.
     assert!(!text(&out).contains("was skipped"), "{}", text(&out));
 }
+
+#[test]
+fn init_reads_justfile_recipes_and_hatch_scripts_as_the_projects_runners() {
+    let repo = project(&[
+        (
+            "pyproject.toml",
+            "[project]\nname = \"p\"\n\n[tool.pytest.ini_options]\n\n\
+             [tool.hatch.envs.default.scripts]\ntest = \"pytest {args}\"\nlint = [\"ruff check --fix .\"]\n",
+        ),
+        (
+            "justfile",
+            "# tasks\ntest *args:\n    hatch run test {{args}}\n\nfmt:\n    ruff format .\n",
+        ),
+        ("p/__init__.py", "x = 1\n"),
+    ]);
+    let context = init(&repo);
+    let listed = commands(&context);
+    assert!(
+        listed.contains(&"- test: `hatch run test` (from pyproject.toml ([tool.hatch.envs.default.scripts] test))"),
+        "{context}"
+    );
+    assert!(
+        listed.contains(&"- test: `just test` (from justfile)"),
+        "{context}"
+    );
+    assert!(
+        listed.contains(&"- format: `just fmt` (from justfile)"),
+        "{context}"
+    );
+    assert!(!context.contains("`python -m pytest`"), "{context}");
+    assert!(
+        context.contains("- not listed: `hatch run lint`")
+            && !listed.iter().any(|l| l.starts_with("- lint:")),
+        "{context}"
+    );
+}
