@@ -58,9 +58,9 @@ pub struct LeftOut {
 pub struct Facts {
     /// Languages with how many tracked files each, most first.
     pub languages: Vec<(String, usize)>,
-    /// The commands, for each purpose the most trustworthy first: what CI runs, then what the
-    /// project's task runners declare, then what its tool configuration implies (left out
-    /// when either of the others names a command for the same purpose).
+    /// The commands by purpose (build, test, lint, format), for each the most trustworthy first:
+    /// what CI runs, then what the project's task runners declare, then what its tool
+    /// configuration implies (left out when either of the others names one for that purpose).
     pub commands: Vec<ProjectCommand>,
     /// Commands the project declares that are not listed (a lint command that rewrites files).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -155,8 +155,9 @@ impl Found {
         ));
     }
 
-    /// Returns the commands, most trustworthy first, without those that only configuration
-    /// implies for a purpose CI or a task runner already covers; and those left out.
+    /// Returns the commands by purpose (build, test, lint, format), most trustworthy first
+    /// within each, without those that only configuration implies for a purpose CI or a task
+    /// runner already covers; and those left out.
     fn finish(mut self) -> (Vec<ProjectCommand>, Vec<LeftOut>) {
         let declared: Vec<Purpose> = self
             .commands
@@ -166,7 +167,7 @@ impl Found {
             .collect();
         self.commands
             .retain(|(t, c)| *t != Tier::Inferred || !declared.contains(&c.purpose));
-        self.commands.sort_by_key(|(t, _)| *t);
+        self.commands.sort_by_key(|(t, c)| (c.purpose, *t));
         let mut left_out = self.left_out;
         left_out.dedup();
         (
