@@ -9,8 +9,14 @@ use git_orchestra::project;
 use super::CommandError;
 
 /// Writes ORCHESTRA.md: the languages, the build, test, lint and format commands the project's
-/// own files declare (Cargo.toml, package.json scripts, pyproject/tox/nox, go.mod, Makefile),
-/// what CI runs, the layout and the key definitions, within a token budget.
+/// own files declare (CI workflows, Cargo.toml, package.json scripts, pyproject/tox/nox,
+/// go.mod, Makefile, justfile), what CI runs, the layout and the key definitions, within a
+/// token budget.
+///
+/// For each purpose, what CI runs comes first, then the project's task runners, then what tool
+/// configuration implies (left out when either of the others names a command). A lint command
+/// never rewrites files: `ruff check` gets `--no-fix` when the configuration sets `fix = true`,
+/// and a lint target or script that fixes or formats is left out with a note.
 ///
 /// Running it again rewrites only the generated part, between its two marker lines; what you
 /// write around it is kept as it is. Agents read the file with their task.
@@ -52,15 +58,24 @@ pub fn cmd_init(cwd: &Path, args: &InitArgs) -> Result<(), CommandError> {
             stop,
         )
     };
-    let with_model = !args.no_model
-        && git_orchestra::orchestrator::explore::has_model(&repo.toplevel, &config, "init");
-    let written = project::init_with(
+    // Why the model part is skipped when no profile resolves for the role (not asked for
+    // with --no-model): said, so that a user expecting it knows what to configure.
+    let skipped = if args.no_model {
+        None
+    } else {
+        git_orchestra::orchestrator::explore::model_check(&repo.toplevel, &config, "init").err()
+    };
+    let with_model = !args.no_model && skipped.is_none();
+    let mut written = project::init_with(
         &repo.toplevel,
         tokens,
         args.dry_run,
         with_model.then_some(&improve as project::Improve<'_>),
     )
     .map_err(CommandError::user)?;
+    if let Some(why) = &skipped {
+        written.model = Some(format!("skipped: {why}"));
+    }
     if args.json {
         println!(
             "{}",
@@ -77,12 +92,36 @@ pub fn cmd_init(cwd: &Path, args: &InitArgs) -> Result<(), CommandError> {
     };
     println!("{} {verb}", written.path.display());
     for c in &written.facts.commands {
-        println!("  {:<7} {}  ({})", c.purpose.as_str(), c.command, c.source);
+        let note = c
+            .note
+            .as_ref()
+            .map(|n| format!("; {n}"))
+            .unwrap_or_default();
+        println!(
+            "  {:<7} {}  ({}{note})",
+            c.purpose.as_str(),
+            c.command,
+            c.source
+        );
     }
-    match written.model.as_deref() {
-        Some("added") => println!("  the init role's model added the architecture and conventions"),
-        Some(why) => println!("  the init role's model added nothing: {why}"),
-        None => {}
+    for l in &written.facts.left_out {
+        println!(
+            "  not listed as the {} command: `{}` ({}): it {}",
+            l.purpose.as_str(),
+            l.command,
+            l.source,
+            l.why
+        );
+    }
+    match (written.model.as_deref(), &skipped) {
+        (_, Some(why)) => println!(
+            "  the init role's model was skipped: {why}; configure a model profile to have it add the architecture and conventions, or pass --no-model to write detection alone"
+        ),
+        (Some("added"), _) => {
+            println!("  the init role's model added the architecture and conventions")
+        }
+        (Some(why), _) => println!("  the init role's model added nothing: {why}"),
+        (None, _) => {}
     }
     for note in &written.facts.skipped {
         println!("  skipped {}", git_orchestra::redact::terminal_safe(note));

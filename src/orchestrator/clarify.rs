@@ -5,6 +5,7 @@
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 
+use super::answers;
 use super::context::summarize;
 use super::driver::{Ctx, StartError, ask_err};
 use super::models::{RoleModels, extract_json, strings};
@@ -37,19 +38,22 @@ pub fn clarify(
 ) -> Result<Clarification, SetupError> {
     let prompt = format!("Objective: {objective}\n\n{project}");
     let answer = match explore {
-        Some((root, transcript)) => models.explore(
+        Some((root, transcript)) => models.explore_checked(
             "clarifier",
             CLARIFY_GUIDANCE,
             &prompt,
             root,
             transcript,
             stop,
+            &answers::clarification,
         )?,
-        None => {
-            models
-                .ask("clarifier", CLARIFY_GUIDANCE, &prompt, stop)?
-                .text
-        }
+        None => models.ask_checked(
+            "clarifier",
+            CLARIFY_GUIDANCE,
+            &prompt,
+            stop,
+            &answers::clarification,
+        )?,
     };
     let Some(v) = extract_json(&answer) else {
         // An answer that is not the requested object is read as requirements text.

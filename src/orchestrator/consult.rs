@@ -261,7 +261,11 @@ impl<'a> Consultation<'a> {
         let mut outcome = agent::run(&spec, &mut on_event).map_err(|e| e.to_string())?;
         outcome.scrub(&keys);
         match (outcome.state, outcome.summary) {
-            (WorkerState::Completed, Some(answer)) if !answer.trim().is_empty() => Ok(answer),
+            // A non-answer (only tool names) goes back to the asker as a refusal, never as
+            // what the consulted role said; it is not cached either.
+            (WorkerState::Completed, Some(answer)) => {
+                super::answers::any_answer(&answer).map(|()| answer)
+            }
             (state, _) => Err(format!("{}: {}", state.as_str(), outcome.reason)),
         }
     }

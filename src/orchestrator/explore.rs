@@ -8,6 +8,7 @@ use std::io::Write;
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 
+use super::answers::{self, Check};
 use super::models::RoleModels;
 use super::replay::Replaying;
 use crate::agent::profiles::SetupError;
@@ -40,7 +41,8 @@ impl RoleModels {
     /// Asks `role` for an answer after it has read what it needs of the repository at `root`
     /// with read-only tools; `guidance` extends its instructions, `prompt` is its task. The
     /// answer is the text of its last reply without a tool call (or its `complete` summary).
-    /// Its transcript goes to `transcript`.
+    /// Its transcript goes to `transcript`. An answer that is none (empty, only tool names)
+    /// is asked for once more, as [`RoleModels::explore_checked`] does.
     pub fn explore(
         &self,
         role: &str,
@@ -49,6 +51,31 @@ impl RoleModels {
         root: &Path,
         transcript: &Path,
         stop: &AtomicBool,
+    ) -> Result<String, SetupError> {
+        self.explore_checked(
+            role,
+            guidance,
+            prompt,
+            root,
+            transcript,
+            stop,
+            &answers::any_answer,
+        )
+    }
+
+    /// Does what [`RoleModels::explore`] does, and when `check` finds the answer is none (empty,
+    /// only tool names, not in the form asked for) asks once more, without tools, saying why;
+    /// a second non-answer is an error naming it, so that no role builds on it.
+    #[allow(clippy::too_many_arguments)]
+    pub fn explore_checked(
+        &self,
+        role: &str,
+        guidance: &str,
+        prompt: &str,
+        root: &Path,
+        transcript: &Path,
+        stop: &AtomicBool,
+        check: Check<'_>,
     ) -> Result<String, SetupError> {
         let turns = self
             .config
@@ -100,8 +127,13 @@ impl RoleModels {
             reason: e.to_string(),
         })?;
         outcome.scrub(&keys);
-        match (outcome.state, outcome.summary) {
-            (WorkerState::Completed, Some(answer)) if !answer.trim().is_empty() => Ok(answer),
+        let unanswered = |reason: String| SetupError::Unanswered {
+            role: role.to_string(),
+            reason,
+        };
+        let mut convo = std::mem::take(&mut outcome.messages);
+        let answer = match (outcome.state, outcome.summary) {
+            (WorkerState::Completed, Some(answer)) => answer,
             // A model that kept exploring (the turn limit, the same calls again and again)
             // has read what it could: it is asked once more, without tools, for its answer.
             (WorkerState::Blocked, _) if !stop.load(std::sync::atomic::Ordering::SeqCst) => {
@@ -110,34 +142,77 @@ impl RoleModels {
                     "{}",
                     serde_json::json!({"type": "answer_requested", "after": outcome.reason})
                 );
-                final_answer(&wrapped, outcome.messages, &keys).map_err(|e| {
-                    SetupError::Unanswered {
-                        role: role.to_string(),
-                        reason: format!(
-                            "blocked: {}; asked for its answer without tools: {e}",
-                            outcome.reason
-                        ),
-                    }
-                })
+                convo.push(crate::llm::Message::user(FINAL_NUDGE));
+                final_answer(&wrapped, convo.clone(), &keys).map_err(|e| {
+                    unanswered(format!(
+                        "blocked: {}; asked for its answer without tools: {e}",
+                        outcome.reason
+                    ))
+                })?
             }
-            (state, _) => Err(SetupError::Unanswered {
-                role: role.to_string(),
-                reason: format!("{}: {}", state.as_str(), outcome.reason),
-            }),
+            (state, _) => {
+                return Err(unanswered(format!(
+                    "{}: {}",
+                    state.as_str(),
+                    outcome.reason
+                )));
+            }
+        };
+        let Err(why) = check(&answer) else {
+            return Ok(answer);
+        };
+        if stop.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(unanswered(why));
         }
+        let again = ask_again(&wrapped, convo, &keys, answer, &why, &mut log)
+            .map_err(|e| unanswered(format!("{why}; asked again: {e}")))?;
+        check(&again).map(|()| again).map_err(|still| {
+            unanswered(format!(
+                "its answer is no answer even when asked twice ({still}), so nothing is built on it; a larger model for the role (`[roles.{role}] profile` in .orchestra/config.toml) may answer"
+            ))
+        })
     }
 }
 
-/// Asks the first of `models` that answers for a text answer to the conversation `messages`,
-/// offering no tools; the answer is scrubbed of `keys`.
+/// Asks once more, without tools, for the answer to the conversation `convo` whose reply
+/// `answer` was none (`why`), telling the model why; the rejection goes to the transcript.
+fn ask_again(
+    models: &[Replaying<'_>],
+    mut convo: Vec<crate::llm::Message>,
+    keys: &[crate::llm::ApiKey],
+    answer: String,
+    why: &str,
+    log: &mut dyn Write,
+) -> Result<String, String> {
+    tracing::warn!(%why, "a role's answer is no answer; asking again");
+    let _ = writeln!(
+        log,
+        "{}",
+        serde_json::json!({"type": "answer_rejected", "why": why})
+    );
+    if !matches!(convo.last(), Some(crate::llm::Message::Assistant { content, .. }) if *content == answer)
+    {
+        convo.push(crate::llm::Message::Assistant {
+            content: answer,
+            tool_calls: Vec::new(),
+        });
+    }
+    convo.push(crate::llm::Message::user(format!(
+        "That reply is not an answer: {why}. Do not call or list any tool: reply now with your answer as text, in the form asked for above."
+    )));
+    final_answer(models, convo, keys)
+}
+
+/// What an exploring role that kept reading is told when asked for its answer.
+const FINAL_NUDGE: &str = "You have read enough. Do not call any tool: reply now with your answer as text, in the form asked for above.";
+
+/// Asks the first of `models` that answers for a text answer to the conversation `messages`
+/// (which ends with the request for it), offering no tools; the answer is scrubbed of `keys`.
 fn final_answer(
     models: &[Replaying<'_>],
-    mut messages: Vec<crate::llm::Message>,
+    messages: Vec<crate::llm::Message>,
     keys: &[crate::llm::ApiKey],
 ) -> Result<String, String> {
-    messages.push(crate::llm::Message::user(
-        "You have read enough. Do not call any tool: reply now with your answer as text, in the form asked for above.",
-    ));
     let req = crate::llm::ChatRequest {
         messages,
         ..Default::default()
@@ -198,13 +273,18 @@ pub fn project_notes(
 /// Returns true if and only if a model profile resolves for `role` in the repository at
 /// `toplevel` (its role files and `config`).
 pub fn has_model(toplevel: &Path, config: &crate::config::RepoConfig, role: &str) -> bool {
-    crate::agent::Roles::load_with_trust(toplevel, config.trusted)
-        .ok()
-        .and_then(|roles| {
-            roles
-                .get(role)
-                .ok()
-                .map(|r| crate::agent::profiles::check(config, r).is_ok())
-        })
-        .unwrap_or(false)
+    model_check(toplevel, config, role).is_ok()
+}
+
+/// Returns why no model profile resolves for `role` in the repository at `toplevel` (its role
+/// files and `config`), if none does.
+pub fn model_check(
+    toplevel: &Path,
+    config: &crate::config::RepoConfig,
+    role: &str,
+) -> Result<(), String> {
+    let roles = crate::agent::Roles::load_with_trust(toplevel, config.trusted)
+        .map_err(|e| e.to_string())?;
+    let role = roles.get(role).map_err(|e| e.to_string())?;
+    crate::agent::profiles::check(config, role).map_err(|e| e.to_string())
 }

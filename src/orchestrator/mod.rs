@@ -7,6 +7,7 @@
 //! once under the run's directory and its prompts carry only bounded summaries
 //! ([`context`]); every model turn is journaled and replayed on resume ([`replay`]).
 
+pub mod answers;
 mod approval;
 pub mod budget;
 mod clarify;

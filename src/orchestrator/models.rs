@@ -67,6 +67,58 @@ impl RoleModels {
         stop: &AtomicBool,
     ) -> Result<ChatResponse, SetupError> {
         let r = self.roles.get(role)?;
+        let messages = vec![
+            Message::system(format!("{}\n\n{guidance}", r.instructions.trim())),
+            Message::user(prompt),
+        ];
+        self.converse(role, messages, stop)
+    }
+
+    /// Does what [`RoleModels::ask`] does, and when `check` finds the answer is none (empty,
+    /// only tool names, not in the form asked for) asks once more, saying why; a second
+    /// non-answer is an error naming it, so that no role builds on it.
+    pub fn ask_checked(
+        &self,
+        role: &str,
+        guidance: &str,
+        prompt: &str,
+        stop: &AtomicBool,
+        check: super::answers::Check<'_>,
+    ) -> Result<String, SetupError> {
+        let r = self.roles.get(role)?;
+        let mut messages = vec![
+            Message::system(format!("{}\n\n{guidance}", r.instructions.trim())),
+            Message::user(prompt),
+        ];
+        let answer = self.converse(role, messages.clone(), stop)?.text;
+        let Err(why) = check(&answer) else {
+            return Ok(answer);
+        };
+        tracing::warn!(role, %why, "a role's answer is no answer; asking again");
+        messages.push(Message::Assistant {
+            content: answer,
+            tool_calls: Vec::new(),
+        });
+        messages.push(Message::user(format!(
+            "That reply is not an answer: {why}. Reply now with your answer, in the form asked for above."
+        )));
+        let again = self.converse(role, messages, stop)?.text;
+        check(&again).map(|()| again).map_err(|still| SetupError::Unanswered {
+            role: role.to_string(),
+            reason: format!(
+                "its answer is no answer even when asked twice ({still}), so nothing is built on it; a larger model for the role (`[roles.{role}] profile` in .orchestra/config.toml) may answer"
+            ),
+        })
+    }
+
+    /// Sends `messages` to `role`'s models (journaled, replayed, budget-guarded, retried and
+    /// failed over) and returns the reply.
+    fn converse(
+        &self,
+        role: &str,
+        messages: Vec<Message>,
+        stop: &AtomicBool,
+    ) -> Result<ChatResponse, SetupError> {
         let (models, _) = self.clients(role)?;
         let wrapped: Vec<Replaying<'_>> = models
             .iter()
@@ -77,10 +129,7 @@ impl RoleModels {
             wrapped.into_iter().map(|w| w.with_guard(&guard)).collect();
         let refs: Vec<&dyn ChatModel> = wrapped.iter().map(|m| m as &dyn ChatModel).collect();
         let req = ChatRequest {
-            messages: vec![
-                Message::system(format!("{}\n\n{guidance}", r.instructions.trim())),
-                Message::user(prompt),
-            ],
+            messages,
             ..Default::default()
         };
         let (resp, _) =

@@ -33,10 +33,22 @@ pub fn review(
         crate::agent::untrusted::frame("The plan", "toml", plan_toml)
     );
     let answer = match explore {
-        Some((root, transcript)) => {
-            models.explore("reviewer", REVIEW_GUIDANCE, &prompt, root, transcript, stop)?
-        }
-        None => models.ask("reviewer", REVIEW_GUIDANCE, &prompt, stop)?.text,
+        Some((root, transcript)) => models.explore_checked(
+            "reviewer",
+            REVIEW_GUIDANCE,
+            &prompt,
+            root,
+            transcript,
+            stop,
+            &super::answers::verdict,
+        )?,
+        None => models.ask_checked(
+            "reviewer",
+            REVIEW_GUIDANCE,
+            &prompt,
+            stop,
+            &super::answers::verdict,
+        )?,
     };
     let v = extract_json(&answer).unwrap_or_default();
     let verdict = v.get("verdict").and_then(|s| s.as_str()).unwrap_or("");

@@ -115,10 +115,22 @@ pub fn propose(
         ));
     }
     let answer = match inputs.explore {
-        Some((root, transcript)) => {
-            models.explore("planner", PLAN_GUIDANCE, &prompt, root, transcript, stop)?
-        }
-        None => models.ask("planner", PLAN_GUIDANCE, &prompt, stop)?.text,
+        Some((root, transcript)) => models.explore_checked(
+            "planner",
+            PLAN_GUIDANCE,
+            &prompt,
+            root,
+            transcript,
+            stop,
+            &super::answers::any_answer,
+        )?,
+        None => models.ask_checked(
+            "planner",
+            PLAN_GUIDANCE,
+            &prompt,
+            stop,
+            &super::answers::any_answer,
+        )?,
     };
     Ok(normalize(inputs.objective, inputs.base, &answer))
 }

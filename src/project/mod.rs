@@ -7,13 +7,16 @@
 //! what people write around it is kept byte for byte. A repository without the file gets the
 //! same context built in memory when a run needs it.
 
+pub mod ci;
 pub mod detect;
+pub mod python;
+pub mod shell;
 
 use std::path::{Path, PathBuf};
 
 use crate::nav::{Index, MapOptions};
 
-pub use detect::{Facts, ProjectCommand, Purpose};
+pub use detect::{Facts, LeftOut, ProjectCommand, Purpose};
 
 /// The context file's name, at the top of the worktree.
 pub const FILE: &str = "ORCHESTRA.md";
@@ -83,11 +86,25 @@ pub fn generate(toplevel: &Path, tokens: usize) -> Result<(String, Facts), Proje
         out.push_str("- none declared in the project's files\n");
     }
     for c in &facts.commands {
+        let note = c
+            .note
+            .as_ref()
+            .map(|n| format!("; {n}"))
+            .unwrap_or_default();
         out.push_str(&format!(
-            "- {}: `{}` (from {})\n",
+            "- {}: `{}` (from {}{note})\n",
             c.purpose.as_str(),
             c.command,
             c.source
+        ));
+    }
+    for l in &facts.left_out {
+        out.push_str(&format!(
+            "- not listed: `{}` (from {}) as the {} command: it {}\n",
+            l.command,
+            l.source,
+            l.purpose.as_str(),
+            l.why
         ));
     }
     if !facts.ci.is_empty() {

@@ -330,10 +330,18 @@ pub(super) fn packet(shared: &Shared, rest: &str, query: &str) -> Reply {
         diff(shared, &rec)
     };
     let questions = store.open_question(run, id).ok().flatten();
+    // Its review rounds, apart from its attempts: each verdict with its fix round.
+    let reviews: Vec<Value> = store
+        .events_of_kind(run, "packet_reviewed")
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|e| matches!(&e.event, Event::PacketReviewed { packet, .. } if packet == id))
+        .map(|e| json!({"ts_ms": e.ts_ms, "event": e.event}))
+        .collect();
     json(
         200,
         &json!({"run": run, "packet": rec, "activity": activity, "diff": diff,
-                "question": questions}),
+                "question": questions, "reviews": reviews}),
     )
 }
 
@@ -369,8 +377,45 @@ fn activity_of(dir: &Path, limit: usize) -> Vec<Value> {
     let skip = lines.len().saturating_sub(limit);
     lines[skip..]
         .iter()
-        .map(|(name, line)| json!({"log": name, "event": activity_item(line)}))
+        .map(|(name, line)| {
+            json!({"log": name, "section": section_of(name), "event": activity_item(line)})
+        })
         .collect()
+}
+
+/// Returns the heading of the transcript `log` on the packet page, as the terminal names the
+/// step it records: `worker-2-fix-1-try-2.log` is "attempt 2 · fix round 1 · try 2",
+/// `validate-1.log` "validation command 1", `setup.log` "setup"; another name is itself.
+fn section_of(log: &str) -> String {
+    let stem = log.strip_suffix(".log").unwrap_or(log);
+    if let Some(n) = stem.strip_prefix("validate-") {
+        return format!("validation command {n}");
+    }
+    if stem == "setup" {
+        return "setup".to_string();
+    }
+    let Some(rest) = stem.strip_prefix("worker-") else {
+        return log.to_string();
+    };
+    let (rest, tries) = match rest.split_once("-try-") {
+        Some((head, t)) => (head, Some(t)),
+        None => (rest, None),
+    };
+    let (attempt, round) = match rest.split_once("-fix-") {
+        Some((a, r)) => (a, Some(r)),
+        None => (rest, None),
+    };
+    if attempt.is_empty() || !attempt.bytes().all(|b| b.is_ascii_digit()) {
+        return log.to_string();
+    }
+    let mut out = format!("attempt {attempt}");
+    if let Some(r) = round {
+        out.push_str(&format!(" · fix round {r}"));
+    }
+    if let Some(t) = tries {
+        out.push_str(&format!(" · try {t}"));
+    }
+    out
 }
 
 /// The last [`LOG_TAIL`] bytes of the file at `path` from the first whole line in them, lossily

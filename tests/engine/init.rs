@@ -82,7 +82,9 @@ fn init_finds_the_build_and_test_commands_of_rust_python_node_and_go_projects() 
                 ),
             ],
             &[
-                "test: `go test ./...` (from go.mod)",
+                // What CI runs comes first; go.mod's default is not offered beside it.
+                "test: `go test -race ./...` (from .github/workflows/ci.yml)",
+                "lint: `go vet ./...` (from go.mod)",
                 "test: `make test` (from Makefile)",
                 "- `go test -race ./...`",
                 "- Go: 1 file",
@@ -196,5 +198,163 @@ fn with_a_model_the_init_role_reads_the_code_and_adds_the_conventions() {
     assert!(
         !written.contains("## Architecture and conventions"),
         "{written}"
+    );
+}
+
+/// Returns the lines of the `## Commands` section of `context`.
+fn commands(context: &str) -> Vec<&str> {
+    context
+        .split("## Commands\n")
+        .nth(1)
+        .and_then(|rest| rest.split("\n## ").next())
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.starts_with("- "))
+        .collect()
+}
+
+#[test]
+fn init_on_a_src_layout_python_project_prefers_its_ci_runner_and_its_tool_config() {
+    let repo = project(&[
+        (
+            "pyproject.toml",
+            "[project]\nname = \"pkg\"\n\n[tool.pytest.ini_options]\ntestpaths = [\"tests\"]\n\n\
+             [tool.mypy]\nfiles = [\"src/pkg\", \"tests\"]\nstrict = true\n\n\
+             [tool.ruff]\nfix = true\nline-length = 100\n",
+        ),
+        (
+            "tox.ini",
+            "[tox]\nenv_list = py312\n\n[testenv]\ncommands = pytest {posargs}\n",
+        ),
+        ("src/pkg/__init__.py", "def f():\n    return 1\n"),
+        (
+            "tests/test_f.py",
+            "from pkg import f\n\ndef test_f():\n    assert f() == 1\n",
+        ),
+        (
+            ".github/workflows/ci.yml",
+            "jobs:\n  test:\n    steps:\n      - uses: actions/checkout@v4\n      - run: python -m pip install tox\n      - name: tests\n        run: |\n          tox -e py\n          echo done\n",
+        ),
+    ]);
+    let out = orchestra(&repo.path, &["init"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let context = std::fs::read_to_string(repo.path.join("ORCHESTRA.md")).unwrap();
+    let listed = commands(&context);
+    let tests: Vec<&&str> = listed.iter().filter(|l| l.starts_with("- test:")).collect();
+    // The runner CI uses comes first; a bare pytest, which cannot import the package of a
+    // src layout from a fresh clone, is not offered beside it.
+    assert!(
+        tests
+            .first()
+            .is_some_and(|l| l.starts_with("- test: `tox -e py` (from .github/workflows/ci.yml")),
+        "{context}"
+    );
+    assert!(!context.contains("`python -m pytest`"), "{context}");
+    // mypy reads the files its configuration names; ruff's `fix = true` is overridden so that
+    // linting never rewrites a file.
+    assert!(
+        listed.contains(&"- lint: `mypy` (from pyproject.toml ([tool.mypy] files))"),
+        "{context}"
+    );
+    assert!(!context.contains("`mypy .`"), "{context}");
+    assert!(
+        listed
+            .iter()
+            .any(|l| l.starts_with("- lint: `ruff check --no-fix")),
+        "{context}"
+    );
+    assert!(
+        !listed
+            .iter()
+            .any(|l| l.starts_with("- lint: `ruff check") && !l.contains("--no-fix")),
+        "{context}"
+    );
+    // No profile resolves for the init role here: init says the model part was skipped.
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains("the init role's model was skipped") && said.contains("--no-model"),
+        "{}",
+        text(&out)
+    );
+}
+
+#[test]
+fn init_never_writes_a_lint_command_that_rewrites_files() {
+    let repo = project(&[
+        (
+            "Makefile",
+            "lint:\n\truff check --fix .\n\ntest:\n\tpytest\n",
+        ),
+        (
+            "package.json",
+            "{\"name\": \"n\", \"scripts\": {\"lint\": \"eslint --fix .\", \"test\": \"vitest run\"}}",
+        ),
+        (
+            ".github/workflows/ci.yml",
+            "jobs:\n  t:\n    steps:\n      - run: pre-commit run --all-files\n",
+        ),
+        ("app.py", "x = 1\n"),
+    ]);
+    let out = orchestra(&repo.path, &["init", "--no-model"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let context = std::fs::read_to_string(repo.path.join("ORCHESTRA.md")).unwrap();
+    let listed = commands(&context);
+    assert!(
+        !listed.iter().any(|l| l.starts_with("- lint:")),
+        "{context}"
+    );
+    assert!(
+        listed.contains(&"- test: `make test` (from Makefile)"),
+        "{context}"
+    );
+    // Each one left out is named with why, in the file and on the terminal.
+    for why in [
+        "`make lint`",
+        "`npm run lint`",
+        "`pre-commit run --all-files`",
+    ] {
+        assert!(
+            context.contains(&format!("- not listed: {why}")) && context.contains("rewrites files"),
+            "{why} in {context}"
+        );
+        assert!(text(&out).contains(why), "{why}: {}", text(&out));
+    }
+    // --no-model is not reported as a missing profile.
+    assert!(!text(&out).contains("was skipped"), "{}", text(&out));
+}
+
+#[test]
+fn init_reads_justfile_recipes_and_hatch_scripts_as_the_projects_runners() {
+    let repo = project(&[
+        (
+            "pyproject.toml",
+            "[project]\nname = \"p\"\n\n[tool.pytest.ini_options]\n\n\
+             [tool.hatch.envs.default.scripts]\ntest = \"pytest {args}\"\nlint = [\"ruff check --fix .\"]\n",
+        ),
+        (
+            "justfile",
+            "# tasks\ntest *args:\n    hatch run test {{args}}\n\nfmt:\n    ruff format .\n",
+        ),
+        ("p/__init__.py", "x = 1\n"),
+    ]);
+    let context = init(&repo);
+    let listed = commands(&context);
+    assert!(
+        listed.contains(&"- test: `hatch run test` (from pyproject.toml ([tool.hatch.envs.default.scripts] test))"),
+        "{context}"
+    );
+    assert!(
+        listed.contains(&"- test: `just test` (from justfile)"),
+        "{context}"
+    );
+    assert!(
+        listed.contains(&"- format: `just fmt` (from justfile)"),
+        "{context}"
+    );
+    assert!(!context.contains("`python -m pytest`"), "{context}");
+    assert!(
+        context.contains("- not listed: `hatch run lint`")
+            && !listed.iter().any(|l| l.starts_with("- lint:")),
+        "{context}"
     );
 }

@@ -9,6 +9,7 @@ mod access;
 mod agent_cli;
 mod browser;
 mod notify;
+mod packet_page;
 mod run_list;
 mod steering;
 #[path = "../support/mod.rs"]

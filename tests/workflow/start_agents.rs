@@ -366,6 +366,34 @@ fn killed_during_and_after_a_subtask_resume_neither_reruns_it_nor_loses_its_work
 }
 
 #[test]
+fn a_consulted_role_that_only_names_tools_is_refused_to_the_asker_not_passed_on() {
+    let scripts = vec![
+        json!({"name": "reviewer-consulted", "match": ["# Reviewer", "Question: Which file"], "replies": [
+            call("complete", json!({"summary": "read_file, list_dir, grep"}))]}),
+        json!({"name": "coder", "match": ["# Coder", "# Write p1"], "replies": [
+            call("ask", json!({"to": "reviewer", "question": "Which file should hold the notes?"})),
+            call("write_file", json!({"path": "NOTES.md", "content": "notes\n"})),
+            call("complete", json!({"summary": "wrote notes"}))]}),
+    ];
+    let s = setup(&plan(&[("p1", &["NOTES.md"])]), scripts, None);
+    let out = s.start();
+    assert!(out.status.success(), "{}", text(&out));
+    let coder = tool_calls(&s.run_dir().join("p1/worker-1.log"));
+    assert!(
+        !coder[0].1
+            && coder[0].2.starts_with("reviewer could not answer")
+            && coder[0].2.contains("only names tools"),
+        "{coder:?}"
+    );
+    assert!(
+        !s.journal()
+            .iter()
+            .any(|e| matches!(e, WorkflowEvent::Consulted { .. })),
+        "a non-answer is not kept as the answer"
+    );
+}
+
+#[test]
 fn consultations_are_bounded_read_only_loops_refusing_cycles_and_depth_and_cached_per_run() {
     let q = "Which file should hold the notes?";
     let scripts = vec![
@@ -924,6 +952,69 @@ fn the_clarifier_reads_the_code_before_it_says_what_is_required() {
         })
         .expect("clarified");
     assert_eq!(requirements, ["greet(name) keeps its greeting"]);
+}
+
+/// Returns the clarifier's script: its replies, turn by turn, as texts.
+fn clarifier_says(replies: &[&str]) -> Value {
+    let replies: Vec<Value> = replies.iter().map(|t| json!({"text": t})).collect();
+    json!({"name": "clarifier", "match": ["# Clarifier"], "replies": replies})
+}
+
+#[test]
+fn a_clarifier_answer_of_only_tool_names_is_asked_again_not_planned_on() {
+    let s = setup(
+        &plan(&[("p1", &["p1.txt"])]),
+        vec![
+            clarifier_says(&[
+                "read_file, list_dir, grep",
+                "{\"outcome\": \"clear\", \"requirements\": [\"greet(name) keeps its greeting\"]}",
+            ]),
+            writes("p1"),
+        ],
+        None,
+    );
+    let out = s.start_flags(&["--yes"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let requirements: Vec<String> = s
+        .journal()
+        .into_iter()
+        .find_map(|e| match e {
+            WorkflowEvent::Clarified { requirements, .. } => Some(requirements),
+            _ => None,
+        })
+        .expect("clarified");
+    assert_eq!(requirements, ["greet(name) keeps its greeting"]);
+    let log = std::fs::read_to_string(s.run_dir().join("logs/clarifier.log")).unwrap();
+    assert!(
+        log.contains("answer_rejected") && log.contains("only names tools"),
+        "{log}"
+    );
+}
+
+#[test]
+fn a_clarifier_that_only_names_tools_twice_stops_the_run_before_planning_and_says_why() {
+    let s = setup(
+        &plan(&[("p1", &["p1.txt"])]),
+        vec![
+            clarifier_says(&["read_file, list_dir, grep", "`read_file` and `grep`"]),
+            writes("p1"),
+        ],
+        None,
+    );
+    let out = s.start_flags(&["--yes"]);
+    let all = text(&out);
+    assert!(!out.status.success(), "{all}");
+    assert!(
+        all.contains("clarifier") && all.contains("only names tools") && all.contains("profile"),
+        "{all}"
+    );
+    assert!(
+        !s.journal()
+            .iter()
+            .any(|e| matches!(e, WorkflowEvent::Clarified { .. })),
+        "nothing is built on the non-answer"
+    );
+    assert!(!s.run_dir().join("logs/planner-1.log").exists(), "{all}");
 }
 
 #[test]

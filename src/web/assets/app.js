@@ -35,6 +35,8 @@ function html(strings, ...values) {
 function state(s) { return html`<span class="state ${s}">${s || "–"}</span>`; }
 function num(n) { return n == null ? "–" : Number(n).toLocaleString("en"); }
 function cost(c) { return c == null ? "–" : Number(c).toFixed(4); }
+// A duration as the terminal writes it ("79.2s"); a value that is not a number is shown as text.
+function secs(ms) { return typeof ms === "number" ? `${(ms / 1000).toFixed(1)}s` : ms; }
 function ago(ms) {
   if (!ms) return "–";
   const s = Math.max(0, Math.round((Date.now() - ms) / 1000));
@@ -258,23 +260,53 @@ function markdown(text) {
 // ---------- a packet ----------
 let comments = [];      // {file, line, code, text}
 let diffShown = "";
+// The icon of how an agent's run ended: only a completed one gets the tick.
+const OUTCOME_ICON = {completed: "✔", error: "✘", cancelled: "⏹", blocked: "⚠", waiting_for_input: "?"};
 // One activity item; a line whose fields do not fit its type is shown as the line itself.
 function activityItem(e) {
   switch (e.type) {
-    case "tool_call": return html`<div class="${e.ok ? "" : "err"}">⚙ ${e.name} <code>${e.target || ""}</code> ${e.summary} <span class="muted">${e.ms} ms</span>${e.args ? html`<details><summary class="muted">arguments</summary><pre>${JSON.stringify(e.args, null, 1)}</pre></details>` : ""}${e.output_tail ? html`<details><summary class="muted">output</summary><pre>${e.output_tail}</pre></details>` : ""}</div>`;
+    case "tool_call": return html`<div class="${e.ok ? "" : "err"}">⚙ ${e.name} <code>${e.target || ""}</code> ${e.ok ? "" : "failed "}${e.summary} <span class="muted">${secs(e.ms)}</span>${e.args ? html`<details><summary class="muted">arguments</summary><pre>${JSON.stringify(e.args, null, 1)}</pre></details>` : ""}${e.output_tail ? html`<details><summary class="muted">output</summary><pre>${e.output_tail}</pre></details>` : ""}</div>`;
     case "model_text": return html`<div class="said">“${e.text}”</div>`;
     case "model_waiting": return html`<div class="muted">… turn ${e.turn}: waiting for the model</div>`;
-    case "model_call": return html`<div class="muted">◆ turn ${e.turn} ${e.model}: ${num(e.input_tokens)} in / ${num(e.output_tokens)} out, ${e.ms} ms</div>`;
+    case "model_call": return html`<div class="muted">◆ turn ${e.turn} ${e.model}: ${num(e.input_tokens)} in / ${num(e.output_tokens)} out, ${secs(e.ms)}</div>`;
+    case "retry": return html`<div class="err">↻ ${e.model} failed: ${e.error}; retry ${e.attempt} in ${secs(e.delay_ms)}</div>`;
+    case "fallback": return html`<div class="err">↪ model ${e.from} keeps failing (${e.error}); falling back to ${e.to}</div>`;
+    case "context_trimmed": return html`<div class="muted">✂ context trimmed: ${num(e.dropped_outputs)} old tool outputs dropped</div>`;
+    case "context_summarised": return html`<div class="muted">✂ ${num(e.replaced_messages)} older messages replaced by a summary${e.by_model ? " the model wrote" : ""}</div>`;
+    case "subtask": return html`<div>⑂ subtask: ${e.title} <span class="muted">${[].concat(e.files || []).join(", ")}</span></div>`;
+    case "answer_requested": return html`<div class="muted">… asked for its answer without tools after: ${e.after}</div>`;
     case "state": return html`<div>▸ ${e.from} → ${e.to} <span class="muted">${e.reason}</span></div>`;
     case "question": return html`<div>? ${e.question}</div>`;
-    case "outcome": return html`<div><b>✔ ${e.outcome.state}</b> ${e.outcome.summary || e.outcome.reason || ""}</div>`;
+    case "outcome": {
+      const o = e.outcome, ok = o.state === "completed";
+      return html`<div class="outcome ${ok ? "" : "err"}" data-outcome="${o.state}"><b>${OUTCOME_ICON[o.state] || "•"} ${o.state}</b> ${(ok ? o.summary : o.reason) || o.summary || o.reason || ""}</div>`;
+    }
     case "output": return html`<div class="muted">${e.text}</div>`;
-    default: return html`<div class="muted">${e.type} ${JSON.stringify(e)}</div>`;
+    // An event this page does not know: its fields as words, not its JSON.
+    default: return html`<div class="muted">${e.type}: ${Object.entries(e).filter(([k]) => k !== "type")
+      .map(([k, v]) => `${k.replace(/_/g, " ")} ${typeof v === "object" ? JSON.stringify(v) : v}`).join(", ")}</div>`;
   }
 }
+// How many review rounds a packet had, apart from its attempts.
+function reviewRounds(reviews) {
+  const n = (reviews || []).length;
+  return n === 0 ? "not reviewed yet" : n === 1 ? "1 review round" : `${n} review rounds`;
+}
+// One review of a packet as the terminal says it, with the icon of its verdict.
+function reviewHtml(e) {
+  const round = e.round > 0 ? ` (fix round ${e.round})` : "";
+  const verdict = e.approved ? "approved" : `rejected (${e.blocking} blocking finding${e.blocking === 1 ? "" : "s"})`;
+  return html`<li class="review ${e.approved ? "" : "err"}" data-approved="${e.approved}">${e.approved ? "✔" : "✘"} review by ${e.reviewer}${round}: ${verdict}${
+    [].concat(e.findings || []).length ? html`<ul>${e.findings.map(f => html`<li>${f}</li>`)}</ul>` : ""}</li>`;
+}
+// The activity, each transcript (an attempt, a fix round, a validation command) under its
+// own heading.
 function activityHtml(items) {
-  return html`${(items || []).map(({event: e}) => {
-    try { return activityItem(e || {}); } catch (err) { return html`<div class="muted">${JSON.stringify(e)}</div>`; }
+  let shown = null;
+  return html`${(items || []).map(({log, section, event: e}) => {
+    const head = log !== shown ? html`<div class="section">${section || log}</div>` : "";
+    shown = log;
+    try { return html`${head}${activityItem(e || {})}`; } catch (err) { return html`${head}<div class="muted">${JSON.stringify(e)}</div>`; }
   })}`;
 }
 function parsePatch(patch) {
@@ -317,7 +349,8 @@ async function showPacket(run, id) {
   const shownActivity = activityHtml(data.activity);
   main.innerHTML = html`<p><a href="/run/${encodeURIComponent(run)}">← ${run}</a></p>
     <h1>${p.id}: ${p.title}</h1><div class="packet-state" data-state="${p.state}">${state(p.state)}
-    <span class="muted">attempt ${p.attempt} · ${p.role} · ${p.branch} · ${p.commit ? String(p.commit).slice(0, 12) : "no commit yet"}</span></div>
+    <span class="muted">attempt ${p.attempt} · ${reviewRounds(data.reviews)} · ${p.role} · ${p.branch} · ${p.commit ? String(p.commit).slice(0, 12) : "no commit yet"}</span></div>
+    ${(data.reviews || []).length ? html`<h2>Reviews</h2><ul class="reviews">${data.reviews.map(({event: e}) => reviewHtml(e))}</ul>` : ""}
     ${data.question ? html`<div class="panel attention question"><b>The agent asks:</b> ${data.question}
       <div class="toolbar"><input type="text" class="answer-text" id="answer-text" placeholder="your answer"><button id="answer">Answer</button></div></div>` : ""}
     <h2>Activity</h2><div class="activity" id="activity">${shownActivity.s ? shownActivity : html`<span class="muted">nothing yet</span>`}</div>
