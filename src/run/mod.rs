@@ -7,6 +7,7 @@
 //! Frontends parse and render; they never open a journal or the store themselves.
 
 mod answer;
+mod controls;
 mod error;
 mod launch;
 mod restart;
@@ -21,6 +22,7 @@ use crate::status::{self, StatusError};
 use crate::store::{PacketRecord, RunRecord, Store, StoreError};
 
 pub use crate::status::RunKind;
+pub use controls::{Control, PlanRound, Planning};
 pub use error::LifecycleError;
 pub use launch::{Launch, Launched, Verb};
 pub use restart::{Restart, Retried};

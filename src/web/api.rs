@@ -109,6 +109,8 @@ pub(super) fn run(shared: &Shared, id: &str) -> Reply {
             "plan": plan,
             "cards": cards,
             "approval": approval,
+            "controls": opened.controls(),
+            "progress": opened.planning(),
             "gates": opened.gates().map_or(Value::Null, |g| {
                 serde_json::to_value(g).unwrap_or(Value::Null)
             }),
