@@ -12,6 +12,7 @@ pub mod memory;
 mod projection;
 mod questions;
 mod records;
+mod settings;
 mod usage;
 mod workflow;
 
@@ -27,6 +28,7 @@ pub use memory::Learning;
 pub use records::{
     JournalEntry, NewPacket, NewRun, PacketRecord, PacketState, Phase, RunRecord, RunState,
 };
+pub use settings::KeptSettings;
 pub use usage::AgentUsage;
 pub use workflow::{TurnRecord, UsageRow, WorkflowEntry};
 

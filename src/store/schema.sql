@@ -102,3 +102,9 @@ CREATE TABLE IF NOT EXISTS pending_learnings (
     created_ms INTEGER NOT NULL,
     UNIQUE (run_id, packet_id, text)
 );
+-- The settings kept with a run so that a resume behaves like its first start (the agent CLI
+-- and the executor it was made with), one JSON record per run.
+CREATE TABLE IF NOT EXISTS run_settings (
+    run_id  TEXT PRIMARY KEY,
+    payload TEXT NOT NULL
+);
