@@ -384,12 +384,7 @@ pub fn run_start(
         return finished;
     };
     orchestrator::fault::point("publish");
-    let notes = outcome
-        .report
-        .iter()
-        .flat_map(|r| &r.packets)
-        .map(|p| (p.id.clone(), orchestrator::report::render_packet(p)))
-        .collect();
+    let notes = git_orchestra::run::report_notes(outcome.report.as_ref());
     let mode = if publish.local {
         super::pr::PrMode::Local
     } else {
@@ -405,19 +400,8 @@ pub fn run_start(
     )
     .and_then(|report| {
         print!("{}", super::pr::render(&report));
-        let prs = report
-            .entries
-            .iter()
-            .map(|e| orchestrator::PublishedPr {
-                packet: e.packet.clone(),
-                location: e
-                    .url
-                    .clone()
-                    .unwrap_or_else(|| e.file.display().to_string()),
-            })
-            .collect();
         Run::open(repo, RunRef::Id(outcome.run.clone()))
-            .and_then(|run| run.record_published(prs))
+            .and_then(|run| run.record_published(&report))
             .map_err(super::lifecycle_error)
     });
     finished.and(published)

@@ -9,6 +9,7 @@
 mod answer;
 mod controls;
 mod error;
+mod finish;
 mod launch;
 mod restart;
 mod settings;
@@ -25,6 +26,7 @@ use crate::store::{PacketRecord, RunRecord, Store, StoreError};
 pub use crate::status::RunKind;
 pub use controls::{Control, PlanRound, Planning};
 pub use error::LifecycleError;
+pub use finish::report_notes;
 pub use launch::{Launch, Launched, Verb};
 pub use restart::{Restart, Retried};
 pub use settings::Settings;

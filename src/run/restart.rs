@@ -129,15 +129,6 @@ impl Run {
             fix_rounds: config.fix_rounds(),
         })
     }
-
-    /// Journals the pull requests a finished `start` run published.
-    pub fn record_published(
-        &self,
-        prs: Vec<orchestrator::PublishedPr>,
-    ) -> Result<(), LifecycleError> {
-        StartJournal::open(self.common(), &self.id)?.append(&WorkflowEvent::Published { prs })?;
-        Ok(())
-    }
 }
 
 impl Run {
