@@ -118,8 +118,9 @@ fn failed(e: &LifecycleError) -> Reply {
 fn check(shared: &Shared, run: Option<&str>, plan: &str) -> Vec<String> {
     let mut problems =
         git_orchestra::orchestrator::planning::check(plan, &shared.repo.toplevel, &|_| true);
-    let objective =
-        run.and_then(|r| git_orchestra::status::start_state(&shared.repo.common_dir, r));
+    let objective = run
+        .and_then(|r| Run::open(&shared.repo, RunRef::Id(r.to_string())).ok())
+        .and_then(|r| r.start_state());
     if let (Some(state), Ok(p)) = (objective, Plan::from_toml_str(plan, "plan.toml"))
         && p.objective.trim() != state.objective.trim()
     {
