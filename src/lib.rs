@@ -23,5 +23,6 @@ pub mod orchestrator;
 pub mod plan;
 pub mod project;
 pub mod redact;
+pub mod run;
 pub mod status;
 pub mod store;

@@ -1,33 +1,21 @@
 //! What `run`, `agent`, `start` and `resume` share about agent CLIs as workers: the `--agent`
 //! choice kept with the run, so a resumed run keeps its CLI, and the worker built from it.
 
-use std::path::PathBuf;
-
 use git_orchestra::agent::cli::CliWorker;
 use git_orchestra::config::RepoConfig;
 use git_orchestra::git::RepoInfo;
+use git_orchestra::run::Run;
 
 use super::CommandError;
 
-fn choice_file(repo: &RepoInfo, run: &str) -> PathBuf {
-    git_orchestra::exec::run_dir(&repo.common_dir, run).join("agent-cli")
-}
-
 /// Keeps `--agent <name>` with run `run`.
 pub(crate) fn remember(repo: &RepoInfo, run: &str, name: &str) -> Result<(), CommandError> {
-    let path = choice_file(repo, run);
-    if let Some(dir) = path.parent() {
-        fs_err::create_dir_all(dir).map_err(CommandError::internal)?;
-    }
-    fs_err::write(&path, name).map_err(CommandError::internal)
+    Run::keep_agent_cli(repo, run, name).map_err(super::lifecycle_error)
 }
 
 /// Returns the `--agent` run `run` was started with, if any.
 pub(crate) fn chosen(repo: &RepoInfo, run: &str) -> Option<String> {
-    fs_err::read_to_string(choice_file(repo, run))
-        .ok()
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
+    Run::settings_of(repo, run).ok()?.agent_cli
 }
 
 /// Returns the agent CLI worker of `--agent <forced>` and the roles' `agent` settings, as

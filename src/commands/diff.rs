@@ -5,7 +5,6 @@ use std::path::Path;
 
 use clap::Args;
 use git_orchestra::git::{Git, RepoInfo};
-use git_orchestra::store::Store;
 
 use super::CommandError;
 
@@ -23,8 +22,9 @@ pub struct DiffArgs {
 pub fn cmd_diff(cwd: &Path, args: &DiffArgs) -> Result<(), CommandError> {
     let repo = RepoInfo::discover(cwd)?;
     let run = super::pick_run_with_packets(&repo, args.run.as_deref())?;
-    let store = Store::open(&repo.common_dir).map_err(CommandError::internal)?;
-    let packets = store.packets(&run).map_err(CommandError::internal)?;
+    let packets = super::open_run(&repo, Some(&run))?
+        .packets()
+        .map_err(super::lifecycle_error)?;
     let chosen: Vec<_> = match &args.packet {
         Some(id) => match packets.iter().find(|p| &p.id == id) {
             Some(p) => vec![p],

@@ -13,7 +13,7 @@ use git_orchestra::config::RepoConfig;
 use git_orchestra::engine::{self, Control, Summary};
 use git_orchestra::git::RepoInfo;
 use git_orchestra::status;
-use git_orchestra::store::{RunState, Store};
+use git_orchestra::store::RunState;
 
 use super::{CommandError, agent_worker, engine_error, progress};
 
@@ -27,13 +27,10 @@ pub fn drive(
     json: bool,
 ) -> Result<(), CommandError> {
     let stop = git_orchestra::exec::install_signal_handlers();
-    let store = Store::open(&repo.common_dir).map_err(CommandError::internal)?;
-    let has_cmd = store
-        .require_run(run_id)
-        .map_err(CommandError::internal)?
-        .worker_cmd
-        .is_some();
-    drop(store);
+    let has_cmd = super::open_run(repo, Some(run_id))?
+        .record()
+        .map_err(super::lifecycle_error)?
+        .is_some_and(|r| r.worker_cmd.is_some());
     let forced = super::agent_cli::chosen(repo, run_id);
     let cli = super::agent_cli::cli_worker(repo, config, forced.as_deref())?;
     let worker = if has_cmd {

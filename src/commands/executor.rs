@@ -1,8 +1,6 @@
 //! Where a run's packets run: `--executor` kept with the run (so a resumed run keeps it), else
 //! `[executor] kind`, else here; and the executor built from it.
 
-use std::path::PathBuf;
-
 use git_orchestra::config::{ExecutorKind, RepoConfig};
 use git_orchestra::engine::Executor;
 use git_orchestra::git::RepoInfo;
@@ -30,17 +28,9 @@ impl ExecutorArg {
     }
 }
 
-fn choice_file(repo: &RepoInfo, run: &str) -> PathBuf {
-    git_orchestra::exec::run_dir(&repo.common_dir, run).join("executor")
-}
-
 /// Keeps `--executor <kind>` with run `run`.
 fn remember(repo: &RepoInfo, run: &str, kind: ExecutorKind) -> Result<(), CommandError> {
-    let path = choice_file(repo, run);
-    if let Some(dir) = path.parent() {
-        fs_err::create_dir_all(dir).map_err(CommandError::internal)?;
-    }
-    fs_err::write(&path, kind.as_str()).map_err(CommandError::internal)
+    git_orchestra::run::Run::keep_executor(repo, run, kind).map_err(super::lifecycle_error)
 }
 
 /// Keeps where a run's packets run with the run when it was just created or `--executor`
@@ -60,13 +50,8 @@ pub(crate) fn keep(
 /// Returns where run `run`'s packets run: its `--executor`, else the configuration's.
 pub(crate) fn kind_of(repo: &RepoInfo, config: &RepoConfig, run: Option<&str>) -> ExecutorKind {
     let kept = run
-        .and_then(|r| fs_err::read_to_string(choice_file(repo, r)).ok())
-        .and_then(|s| match s.trim() {
-            "ssh" => Some(ExecutorKind::Ssh),
-            "github-actions" => Some(ExecutorKind::GithubActions),
-            "local" => Some(ExecutorKind::Local),
-            _ => None,
-        });
+        .and_then(|r| git_orchestra::run::Run::settings_of(repo, r).ok())
+        .and_then(|s| s.executor);
     kept.or(config.executor.kind).unwrap_or(ExecutorKind::Local)
 }
 

@@ -4,7 +4,6 @@ use std::path::Path;
 
 use clap::{Args, Subcommand};
 use git_orchestra::git::RepoInfo;
-use git_orchestra::store::Store;
 
 use super::CommandError;
 
@@ -34,7 +33,6 @@ enum MemoryAction {
 /// Lists or forgets the kept learnings.
 pub fn cmd_memory(cwd: &Path, args: &MemoryArgs) -> Result<(), CommandError> {
     let repo = RepoInfo::discover(cwd)?;
-    let store = Store::open(&repo.common_dir).map_err(CommandError::internal)?;
     if let Some(MemoryAction::Forget { ids, all }) = &args.action {
         if ids.is_empty() && !all {
             return Err(
@@ -43,15 +41,16 @@ pub fn cmd_memory(cwd: &Path, args: &MemoryArgs) -> Result<(), CommandError> {
                 ),
             );
         }
-        let n = store
-            .forget_learnings(ids)
+        let n = git_orchestra::store::memory::forget_in(&repo.common_dir, ids)
             .map_err(CommandError::internal)?;
         println!("forgot {n} learning{}", if n == 1 { "" } else { "s" });
         return Ok(());
     }
-    let mut all = store
-        .learnings(git_orchestra::store::memory::MAX_LEARNINGS)
-        .map_err(CommandError::internal)?;
+    let mut all = git_orchestra::store::memory::learnings_in(
+        &repo.common_dir,
+        git_orchestra::store::memory::MAX_LEARNINGS,
+    )
+    .map_err(CommandError::internal)?;
     // Agent output, maybe kept before it was redacted on the way in.
     for l in &mut all {
         l.text = git_orchestra::gate::safe_to_show(&l.text);

@@ -6,7 +6,6 @@ use std::path::Path;
 use clap::Args;
 use git_orchestra::git::RepoInfo;
 use git_orchestra::merge::{self, MergeError, MergeOptions, MergeReport, MergeTree};
-use git_orchestra::store::Store;
 
 use super::CommandError;
 use super::progress::{self, short};
@@ -85,9 +84,9 @@ pub fn run_merge(
     let printer = progress::printer(json);
     // Runs without a worker command resolve conflicts with our agents, when they are set up.
     let needs_agent = opts.resolve_rounds > 0
-        && Store::open(&repo.common_dir)
+        && super::open_run(repo, Some(run))
             .ok()
-            .and_then(|s| s.run(run).ok().flatten())
+            .and_then(|r| r.record().ok().flatten())
             .is_some_and(|r| r.worker_cmd.is_none());
     let agent = if needs_agent {
         super::load_config(repo)

@@ -7,6 +7,7 @@ mod agents;
 mod answer;
 mod cancel;
 mod demo;
+mod detach;
 mod diff;
 mod drive;
 mod error;
@@ -45,6 +46,7 @@ use git_orchestra::agent::AgentWorker;
 use git_orchestra::config::RepoConfig;
 use git_orchestra::engine;
 use git_orchestra::git::RepoInfo;
+use git_orchestra::run::{LifecycleError, Run, RunRef};
 
 /// Runs several coding agents in parallel on one repository, one git worktree and branch per
 /// packet of work, and integrates their work only through review and merge gates.
@@ -220,17 +222,27 @@ pub(crate) fn engine_error(e: engine::EngineError) -> CommandError {
     }
 }
 
-/// Returns `run`, or the newest run `git orchestra status` shows when none is given, as the
-/// command's error when there is no such run.
-pub(crate) fn pick_run(repo: &RepoInfo, run: Option<&str>) -> Result<String, CommandError> {
-    use git_orchestra::status::{self, StatusError};
-    status::pick_run(&repo.common_dir, run).map_err(|e| match e {
-        StatusError::NoRun
-        | StatusError::Store(git_orchestra::store::StoreError::UnknownRun { .. }) => {
+/// Maps a refused or failed verb of a run's life to the CLI's kinds, with the hint that says
+/// what to do next.
+pub(crate) fn lifecycle_error(e: LifecycleError) -> CommandError {
+    use LifecycleError as L;
+    match e {
+        L::Engine(e) => engine_error(e),
+        L::Start(e) => start::start_error(e),
+        e @ (L::UnknownRun { .. } | L::NoRun | L::UnknownStart { .. }) => {
             CommandError::user(e).hint("`git orchestra status` lists the runs")
         }
-        other => CommandError::internal(other),
-    })
+        e @ L::NoQuestion { .. } => CommandError::user(e)
+            .hint("`git orchestra status` shows the questions waiting for an answer"),
+        e if e.is_refusal() => CommandError::user(e),
+        e => CommandError::internal(e),
+    }
+}
+
+/// Opens the run named, or the newest run `git orchestra status` shows when none is, as the
+/// command's error when there is no such run.
+pub(crate) fn open_run(repo: &RepoInfo, run: Option<&str>) -> Result<Run, CommandError> {
+    Run::open(repo, RunRef::from_arg(run)).map_err(lifecycle_error)
 }
 
 /// Returns `run`, or the newest run `git orchestra status` shows, checking it has packets: a
@@ -239,18 +251,12 @@ pub(crate) fn pick_run_with_packets(
     repo: &RepoInfo,
     run: Option<&str>,
 ) -> Result<String, CommandError> {
-    let id = pick_run(repo, run)?;
-    let store =
-        git_orchestra::store::Store::open(&repo.common_dir).map_err(CommandError::internal)?;
-    if store.run(&id).map_err(CommandError::internal)?.is_some() {
-        return Ok(id);
+    let picked = open_run(repo, run)?;
+    let id = picked.id().to_string();
+    match picked.require_packets() {
+        Ok(r) => Ok(r.id().to_string()),
+        Err(e) => Err(hint_unnamed(lifecycle_error(e), run.is_none(), &id)),
     }
-    let phase = git_orchestra::status::start_state(&repo.common_dir, &id)
-        .map_or_else(|| "planning".to_string(), |s| s.phase.to_string());
-    let e = CommandError::user(format!(
-        "run `{id}` is {phase} and has no packets yet; `git orchestra status {id}` shows where it is"
-    ));
-    Err(hint_unnamed(e, run.is_none(), &id))
 }
 
 /// Returns `e` with a hint naming the way to another run when the command picked `run` itself.

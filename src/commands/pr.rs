@@ -122,7 +122,9 @@ pub fn publish_report(
         timeout: git_orchestra::exec::DEFAULT_TIMEOUT,
         notes,
     };
-    forge::publish(repo, run, forge.as_deref(), &opts).map_err(forge_error)
+    super::open_run(repo, Some(run))?
+        .publish(forge.as_deref(), &opts)
+        .map_err(forge_error)
 }
 
 /// Returns the report as text.

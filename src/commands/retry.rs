@@ -4,13 +4,11 @@
 use std::path::Path;
 
 use clap::Args;
-use git_orchestra::engine;
 use git_orchestra::git::RepoInfo;
-use git_orchestra::merge;
-use git_orchestra::store::{Event, Store};
+use git_orchestra::run::Restart;
 
 use super::drive::drive;
-use super::{CommandError, engine_error, pick_run};
+use super::{CommandError, lifecycle_error, open_run};
 
 /// Runs a finished run's failed or skipped packets again.
 ///
@@ -43,62 +41,31 @@ pub fn cmd_retry(cwd: &Path, args: &RetryArgs) -> Result<(), CommandError> {
     let config = super::load_config(&repo)?;
     // The run named, else the newest one `status` shows (a `start` run that stopped before
     // execution included): never an older run that happens to be retryable.
-    let run = pick_run(&repo, args.run.as_deref())?;
-    let unnamed = |e: CommandError| super::hint_unnamed(e, args.run.is_none(), &run);
-    if git_orchestra::status::start_state(&repo.common_dir, &run).is_some() {
-        // A `start` run goes on through its own workflow: its agents work the packets, then it
-        // integrates, tests and reports as it was asked to.
-        let reopened = git_orchestra::orchestrator::retry::reopen(
-            &repo,
-            &run,
-            &args.packets,
-            args.note.as_deref(),
-        )
-        .map_err(super::start::start_error)
+    let run = open_run(&repo, args.run.as_deref())?;
+    let unnamed = |e: CommandError| super::hint_unnamed(e, run.picked(), run.id());
+    let retried = run
+        .retry(&config, &args.packets, args.note.as_deref())
+        .map_err(lifecycle_error)
         .map_err(unnamed)?;
-        if !args.quiet && !args.json {
-            if reopened.is_empty() {
-                eprintln!("retrying run {run} from where it stopped");
-            } else {
-                eprintln!("retrying {} of run {run}", reopened.join(", "));
+    let id = run.id();
+    match retried.restart {
+        // A `start` run goes on through its own workflow: its agents work the packets, then
+        // it integrates, tests and reports as it was asked to.
+        Restart::Workflow(req) => {
+            if !args.quiet && !args.json {
+                if retried.packets.is_empty() {
+                    eprintln!("retrying run {id} from where it stopped");
+                } else {
+                    eprintln!("retrying {} of run {id}", retried.packets.join(", "));
+                }
             }
+            super::start::drive_start(&repo, &config, *req, args.quiet)
         }
-        return super::start::resume_start(&repo, &config, &run, args.quiet);
+        Restart::Engine => {
+            if !args.quiet && !args.json {
+                eprintln!("retrying {} of run {id}", retried.packets.join(", "));
+            }
+            drive(&repo, id, &config, args.quiet, args.json)
+        }
     }
-    if was_merged(&repo, &run)? {
-        // Integrated again as it was before, by the engine once the packets are final: the
-        // request is journaled before the run reopens, so a resume after a crash integrates
-        // too (a request left by a retry that refused stays unanswered until the next one).
-        let sandboxes =
-            git_orchestra::agent::sandbox::command_sandboxes(&repo.common_dir, &config.sandbox);
-        let mut store = Store::open(&repo.common_dir).map_err(CommandError::internal)?;
-        let before =
-            merge::phase::last_request(&store, &run, &sandboxes).map_err(CommandError::internal)?;
-        let opts = before.unwrap_or_else(|| merge::MergeOptions {
-            timeout: config.timeout(None),
-            keep_worktrees: config.keep_worktrees(),
-            sandboxes,
-            recycle_worktrees: config.recycle_worktrees(),
-            ..Default::default()
-        });
-        merge::phase::request(&mut store, &run, &opts).map_err(CommandError::internal)?;
-    }
-    let reopened = engine::reopen(&repo, &run, &args.packets, args.note.as_deref())
-        .map_err(engine_error)
-        .map_err(unnamed)?;
-    if !args.quiet && !args.json {
-        eprintln!("retrying {} of run {run}", reopened.join(", "));
-    }
-    drive(&repo, &run, &config, args.quiet, args.json)
-}
-
-/// Returns true if and only if the run was integrated before (`run --merge` or `merge`).
-fn was_merged(repo: &RepoInfo, run: &str) -> Result<bool, CommandError> {
-    let store = Store::open(&repo.common_dir).map_err(CommandError::internal)?;
-    let started = store
-        .events_of_kind(run, "merge_started")
-        .map_err(CommandError::internal)?;
-    Ok(started
-        .iter()
-        .any(|e| matches!(e.event, Event::MergeStarted { .. })))
 }

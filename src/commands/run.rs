@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 use git_orchestra::engine::{self, RunOptions};
 use git_orchestra::git::RepoInfo;
-use git_orchestra::store::{RunState, Store};
+use git_orchestra::run::Run;
+use git_orchestra::store::RunState;
 use git_orchestra::{merge, names, plan};
 
 use super::drive::{drive, print_final};
@@ -97,12 +98,7 @@ pub fn cmd_run(cwd: &Path, args: &RunArgs) -> Result<(), CommandError> {
     let base = repo.resolve_base(plan.base.as_deref())?;
     check_target(&repo, args)?;
     let run_id = names::run_id(&plan.objective, &base);
-    let existing = Store::open_existing(&repo.common_dir)
-        .map_err(CommandError::internal)?
-        .map(|s| s.run(&run_id))
-        .transpose()
-        .map_err(CommandError::internal)?
-        .flatten();
+    let existing = Run::existing(&repo, &run_id).map_err(super::lifecycle_error)?;
     let executor = super::executor::choose(&repo, &config, args.executor, existing.as_ref())?;
     check_agents(&repo, &config, &plan, args, existing.as_ref())?;
     if repo.is_dirty()? {
@@ -248,9 +244,8 @@ fn request_merge(
     args: &RunArgs,
     config: &git_orchestra::config::RepoConfig,
 ) -> Result<(), CommandError> {
-    let mut store = Store::open(&repo.common_dir).map_err(CommandError::internal)?;
-    merge::phase::request(&mut store, run, &merge_options(repo, args, config))
-        .map_err(CommandError::internal)
+    Run::request_merge(repo, run, &merge_options(repo, args, config))
+        .map_err(super::lifecycle_error)
 }
 
 /// Returns the merge settings `--merge` asks for.

@@ -10,9 +10,10 @@ use git_orchestra::agent::AgentWorker;
 use git_orchestra::config::RepoConfig;
 use git_orchestra::git::RepoInfo;
 use git_orchestra::orchestrator::{
-    self, Approval, Interaction, PublishSettings, StartError, StartJournal, StartOutcome,
-    StartRequest, StartSettings, WorkflowState,
+    self, Approval, Interaction, PublishSettings, StartError, StartOutcome, StartRequest,
+    StartSettings, WorkflowState,
 };
+use git_orchestra::run::{Run, RunRef};
 use git_orchestra::store::Event;
 
 use super::CommandError;
@@ -383,12 +384,7 @@ pub fn run_start(
         return finished;
     };
     orchestrator::fault::point("publish");
-    let notes = outcome
-        .report
-        .iter()
-        .flat_map(|r| &r.packets)
-        .map(|p| (p.id.clone(), orchestrator::report::render_packet(p)))
-        .collect();
+    let notes = git_orchestra::run::report_notes(outcome.report.as_ref());
     let mode = if publish.local {
         super::pr::PrMode::Local
     } else {
@@ -404,21 +400,9 @@ pub fn run_start(
     )
     .and_then(|report| {
         print!("{}", super::pr::render(&report));
-        let prs = report
-            .entries
-            .iter()
-            .map(|e| orchestrator::PublishedPr {
-                packet: e.packet.clone(),
-                location: e
-                    .url
-                    .clone()
-                    .unwrap_or_else(|| e.file.display().to_string()),
-            })
-            .collect();
-        StartJournal::open(&repo.common_dir, &outcome.run)
-            .and_then(|journal| journal.append(&orchestrator::WorkflowEvent::Published { prs }))
-            .map(|_| ())
-            .map_err(CommandError::internal)
+        Run::open(repo, RunRef::Id(outcome.run.clone()))
+            .and_then(|run| run.record_published(&report))
+            .map_err(super::lifecycle_error)
     });
     finished.and(published)
 }
@@ -476,38 +460,17 @@ pub fn start_error(e: StartError) -> CommandError {
     }
 }
 
-/// Continues the `start` run `run` with the settings it was started with.
-pub fn resume_start(
+/// Drives a `start` run on with `req`, the request the library rebuilt from its journal, with
+/// this process's fault injection for crash tests.
+pub fn drive_start(
     repo: &RepoInfo,
     config: &RepoConfig,
-    run: &str,
+    mut req: StartRequest,
     quiet: bool,
 ) -> Result<(), CommandError> {
-    let j = StartJournal::open(&repo.common_dir, run).map_err(CommandError::internal)?;
-    let entries = j.entries().map_err(CommandError::internal)?;
-    let Some(orchestrator::WorkflowEvent::Started {
-        objective,
-        settings,
-        ..
-    }) = entries.first().map(|e| e.event.clone())
-    else {
-        return Err(CommandError::user(format!(
-            "run {run} was not made by `start`"
-        )));
-    };
-    let req = StartRequest {
-        objective,
-        settings,
-        timeout: config.timeout(None),
-        worktree_root: config.worktree_root(None, &repo.toplevel),
-        setup: config.worktree.setup.clone(),
-        target: None,
-        crash_after_events: crash_after_events(),
-        crash_after_steps: std::env::var(orchestrator::fault::ENV)
-            .ok()
-            .and_then(|v| v.parse().ok()),
-        answer_wait: Duration::from_secs(3600),
-        fix_rounds: config.fix_rounds(),
-    };
+    req.crash_after_events = crash_after_events();
+    req.crash_after_steps = std::env::var(orchestrator::fault::ENV)
+        .ok()
+        .and_then(|v| v.parse().ok());
     run_start(repo, config, &req, quiet, None)
 }

@@ -368,14 +368,14 @@ fn cost(c: Option<f64>) -> String {
 }
 /// Prints the saved report of `run` (default: the newest `start` run).
 fn print_report(repo: &RepoInfo, run: Option<&str>) -> Result<(), CommandError> {
-    let run = super::pause::pick(repo, run, "has a report")?;
-    let path = git_orchestra::exec::run_dir(&repo.common_dir, &run).join("report.md");
-    match fs_err::read_to_string(&path) {
-        Ok(text) => {
+    let opened = super::pause::open_start(repo, run, "has a report")?;
+    let run = opened.id();
+    match opened.report() {
+        Some(text) => {
             print!("{}", git_orchestra::redact::terminal_safe(&text));
             Ok(())
         }
-        Err(_) => Err(CommandError::user(format!("run {run} has no report yet"))
+        None => Err(CommandError::user(format!("run {run} has no report yet"))
             .hint("the report is written when the run completes; `git orchestra status` shows its phase")),
     }
 }

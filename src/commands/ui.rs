@@ -52,7 +52,14 @@ pub fn start_view(
             "warning: the web view listens on {addr}: other machines that reach this address can open it with its one-time code"
         );
     }
-    let server = web::serve(repo.clone(), config, addr, live).map_err(CommandError::user)?;
+    // Resumes and retries asked for on the page run in a process of their own, which
+    // outlives the view.
+    let launcher = Arc::new(super::detach::Detached {
+        toplevel: repo.toplevel.clone(),
+        common_dir: repo.common_dir.clone(),
+    });
+    let server =
+        web::serve(repo.clone(), config, addr, live, launcher).map_err(CommandError::user)?;
     eprintln!("web view: {}", server.url);
     Ok(server)
 }

@@ -200,6 +200,21 @@ pub fn prompt_lines(learnings: &[Learning], chars: usize) -> String {
     out
 }
 
+/// Returns up to `limit` learnings kept in the store of the repository whose common git
+/// directory is `common_dir`, as [`Store::learnings`] does.
+pub fn learnings_in(
+    common_dir: &std::path::Path,
+    limit: usize,
+) -> Result<Vec<Learning>, StoreError> {
+    Store::open(common_dir)?.learnings(limit)
+}
+
+/// Forgets the learnings with these ids (all when empty) in the store of the repository whose
+/// common git directory is `common_dir`; returns how many were forgotten.
+pub fn forget_in(common_dir: &std::path::Path, ids: &[i64]) -> Result<usize, StoreError> {
+    Store::open(common_dir)?.forget_learnings(ids)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

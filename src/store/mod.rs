@@ -12,6 +12,7 @@ pub mod memory;
 mod projection;
 mod questions;
 mod records;
+mod settings;
 mod usage;
 mod workflow;
 
@@ -27,6 +28,7 @@ pub use memory::Learning;
 pub use records::{
     JournalEntry, NewPacket, NewRun, PacketRecord, PacketState, Phase, RunRecord, RunState,
 };
+pub use settings::KeptSettings;
 pub use usage::AgentUsage;
 pub use workflow::{TurnRecord, UsageRow, WorkflowEntry};
 
@@ -86,11 +88,74 @@ impl Store {
             .busy_timeout(std::time::Duration::from_secs(10))
             .map_err(|e| self.err(e))?;
         self.conn
-            .execute_batch(concat!(
+            .execute_batch(
                 "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;",
-                include_str!("schema.sql")
-            ))
+            )
+            .map_err(|e| self.err(e))?;
+        self.migrate()?;
+        self.conn
+            .execute_batch(include_str!("schema.sql"))
             .map_err(|e| self.err(e))
+    }
+
+    /// Moves a store made by an earlier version forward, once: its engine events get their
+    /// journal column, and a `start` run's workflow events (once a table of their own) join
+    /// them in the one journal, in their order, with their times. Old runs stay readable.
+    fn migrate(&self) -> Result<(), StoreError> {
+        let has_table = |name: &str| -> Result<bool, StoreError> {
+            self.conn
+                .query_row(
+                    "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1",
+                    [name],
+                    |r| r.get::<_, i64>(0),
+                )
+                .map(|n| n > 0)
+                .map_err(|e| self.err(e))
+        };
+        let needs_column = |store: &Store| -> Result<bool, StoreError> {
+            let n: i64 = store
+                .conn
+                .query_row(
+                    "SELECT count(*) FROM pragma_table_info('events') WHERE name = 'journal'",
+                    [],
+                    |r| r.get(0),
+                )
+                .map_err(|e| store.err(e))?;
+            Ok(n == 0 && has_table("events")?)
+        };
+        if !needs_column(self)? && !has_table("workflow_events")? {
+            return Ok(());
+        }
+        // Another process may be moving the same store forward: one at a time, checked again.
+        self.conn
+            .execute_batch("BEGIN IMMEDIATE")
+            .map_err(|e| self.err(e))?;
+        let moved = (|| {
+            if needs_column(self)? {
+                self.conn
+                    .execute_batch(
+                        "ALTER TABLE events ADD COLUMN journal TEXT NOT NULL DEFAULT 'engine'",
+                    )
+                    .map_err(|e| self.err(e))?;
+            }
+            if has_table("workflow_events")? {
+                self.conn
+                    .execute_batch(include_str!("schema.sql"))
+                    .and_then(|()| {
+                        self.conn.execute_batch(
+                            "INSERT INTO events (run_id, packet_id, ts_ms, type, payload, journal)
+                               SELECT run_id, NULL, ts_ms, type, payload, 'workflow'
+                               FROM workflow_events ORDER BY seq;
+                             DROP TABLE workflow_events;",
+                        )
+                    })
+                    .map_err(|e| self.err(e))?;
+            }
+            Ok(())
+        })();
+        let end = if moved.is_ok() { "COMMIT" } else { "ROLLBACK" };
+        self.conn.execute_batch(end).map_err(|e| self.err(e))?;
+        moved
     }
 
     fn err(&self, source: rusqlite::Error) -> StoreError {
@@ -282,7 +347,8 @@ impl Store {
     /// Returns the run's journal entries with a sequence number above `after`, oldest first.
     pub fn events(&self, run: &str, after: i64) -> Result<Vec<JournalEntry>, StoreError> {
         self.entries(
-            "SELECT seq, ts_ms, payload FROM events WHERE run_id = ?1 AND seq > ?2 ORDER BY seq",
+            "SELECT seq, ts_ms, payload FROM events
+             WHERE run_id = ?1 AND seq > ?2 AND journal = 'engine' ORDER BY seq",
             params![run, after],
         )
     }
@@ -301,7 +367,8 @@ impl Store {
     ) -> Result<Vec<JournalEntry>, StoreError> {
         let slots: Vec<String> = (0..kinds.len()).map(|i| format!("?{}", i + 2)).collect();
         let sql = format!(
-            "SELECT seq, ts_ms, payload FROM events WHERE run_id = ?1 AND type IN ({}) ORDER BY seq",
+            "SELECT seq, ts_ms, payload FROM events
+             WHERE run_id = ?1 AND journal = 'engine' AND type IN ({}) ORDER BY seq",
             slots.join(", ")
         );
         self.entries(

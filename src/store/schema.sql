@@ -34,13 +34,16 @@ CREATE TABLE IF NOT EXISTS packets (
     updated_ms  INTEGER NOT NULL,
     PRIMARY KEY (run_id, id)
 );
+-- One journal for both kinds of run: `journal` says whose event a row is, the engine's
+-- (`run`, `agent`, and the packets of a `start` run) or a `start` run's workflow.
 CREATE TABLE IF NOT EXISTS events (
     seq       INTEGER PRIMARY KEY AUTOINCREMENT,
     run_id    TEXT NOT NULL,
     packet_id TEXT,
     ts_ms     INTEGER NOT NULL,
     type      TEXT NOT NULL,
-    payload   TEXT NOT NULL
+    payload   TEXT NOT NULL,
+    journal   TEXT NOT NULL DEFAULT 'engine'
 );
 CREATE INDEX IF NOT EXISTS events_by_run ON events(run_id, seq);
 -- What the agents did, per packet and role: projected from the agent_* events.
@@ -62,16 +65,8 @@ CREATE TABLE IF NOT EXISTS agent_usage (
     updated_ms    INTEGER NOT NULL,
     PRIMARY KEY (run_id, packet_id, role)
 );
--- The `start` workflow: its events (keyed by run id alone: planning precedes the engine's
--- run) and its finished model turns, replayed on resume by request key.
-CREATE TABLE IF NOT EXISTS workflow_events (
-    seq     INTEGER PRIMARY KEY AUTOINCREMENT,
-    run_id  TEXT NOT NULL,
-    ts_ms   INTEGER NOT NULL,
-    type    TEXT NOT NULL,
-    payload TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS workflow_events_run ON workflow_events (run_id, seq);
+-- The `start` workflow's finished model turns, replayed on resume by request key (its events
+-- are in `events`, keyed by run id alone: planning precedes the engine's run).
 CREATE TABLE IF NOT EXISTS workflow_turns (
     run_id        TEXT NOT NULL,
     key           TEXT NOT NULL,
@@ -101,4 +96,10 @@ CREATE TABLE IF NOT EXISTS pending_learnings (
     packet_id  TEXT NOT NULL,
     created_ms INTEGER NOT NULL,
     UNIQUE (run_id, packet_id, text)
+);
+-- The settings kept with a run so that a resume behaves like its first start (the agent CLI
+-- and the executor it was made with), one JSON record per run.
+CREATE TABLE IF NOT EXISTS run_settings (
+    run_id  TEXT PRIMARY KEY,
+    payload TEXT NOT NULL
 );

@@ -1,5 +1,6 @@
-//! The `start` workflow's tables in the run store: its journaled workflow events (opaque
-//! payloads of the orchestrator's event type) and its finished model turns.
+//! The `start` workflow in the run store: its workflow events (opaque payloads of the
+//! orchestrator's event type, in the one `events` journal under `journal = 'workflow'`) and
+//! its finished model turns.
 //!
 //! The orchestrator journals before there is an engine run (planning happens first), so these
 //! rows are keyed by the run id alone and reference no `runs` row. The store owns the SQL; the
@@ -60,7 +61,8 @@ impl Store {
         })?;
         self.conn
             .execute(
-                "INSERT INTO workflow_events (run_id, ts_ms, type, payload) VALUES (?1, ?2, ?3, ?4)",
+                "INSERT INTO events (run_id, packet_id, ts_ms, type, payload, journal)
+                 VALUES (?1, NULL, ?2, ?3, ?4, 'workflow')",
                 params![run, now_ms(), kind, payload],
             )
             .map_err(|e| self.err(e))?;
@@ -73,7 +75,8 @@ impl Store {
         run: &str,
     ) -> Result<Vec<WorkflowEntry<E>>, StoreError> {
         let rows = self.payload_rows(
-            "SELECT seq, ts_ms, payload FROM workflow_events WHERE run_id = ?1 ORDER BY seq",
+            "SELECT seq, ts_ms, payload FROM events
+             WHERE run_id = ?1 AND journal = 'workflow' ORDER BY seq",
             [run],
             "entry",
         )?;
@@ -88,7 +91,8 @@ impl Store {
         let mut stmt = self
             .conn
             .prepare(
-                "SELECT run_id, MAX(seq) m FROM workflow_events GROUP BY run_id ORDER BY m DESC",
+                "SELECT run_id, MAX(seq) m FROM events WHERE journal = 'workflow'
+                 GROUP BY run_id ORDER BY m DESC",
             )
             .map_err(|e| self.err(e))?;
         stmt.query_map([], |r| r.get::<_, String>(0))
@@ -235,5 +239,62 @@ mod tests {
             4
         );
         assert!(store.runs().unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_store_with_two_journals_moves_into_one_and_both_kinds_of_run_stay_readable() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = crate::exec::state_dir(dir.path());
+        fs_err::create_dir_all(&db).unwrap();
+        // The engine's journal without its `journal` column, and the workflow's own table, as
+        // earlier versions made them; run `r` has events in both, as a `start` run does.
+        let conn = rusqlite::Connection::open(db.join("orchestra.db")).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE events (seq INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL,
+               packet_id TEXT, ts_ms INTEGER NOT NULL, type TEXT NOT NULL, payload TEXT NOT NULL);
+             CREATE INDEX events_by_run ON events(run_id, seq);
+             INSERT INTO events (run_id, packet_id, ts_ms, type, payload)
+               VALUES ('r', NULL, 5, 'run_cancelled', '{\"type\":\"run_cancelled\"}');
+             CREATE TABLE workflow_events (seq INTEGER PRIMARY KEY AUTOINCREMENT,
+               run_id TEXT NOT NULL, ts_ms INTEGER NOT NULL, type TEXT NOT NULL,
+               payload TEXT NOT NULL);
+             INSERT INTO workflow_events (run_id, ts_ms, type, payload)
+               VALUES ('r', 1, 'driving', '{\"type\":\"driving\",\"pid\":7}');
+             INSERT INTO workflow_events (run_id, ts_ms, type, payload)
+               VALUES ('r', 2, 'driving', '{\"type\":\"driving\",\"pid\":8}');",
+        )
+        .unwrap();
+        drop(conn);
+        for _ in 0..2 {
+            // Opened twice: the move happens once.
+            let store = Store::open(dir.path()).unwrap();
+            let flow: Vec<WorkflowEntry<serde_json::Value>> = store.workflow_events("r").unwrap();
+            let pids: Vec<_> = flow.iter().map(|e| e.event["pid"].clone()).collect();
+            assert_eq!(pids[..2], [7, 8]);
+            assert_eq!((flow[0].ts_ms, flow[1].ts_ms), (1, 2));
+            assert_eq!(store.workflow_runs().unwrap(), vec!["r"]);
+            // The engine's reads see the engine's events only.
+            let engine = store.events("r", 0).unwrap();
+            assert_eq!(engine.len(), 1);
+            assert_eq!(engine[0].ts_ms, 5);
+            // New workflow events follow the moved ones.
+            let seq = store
+                .append_workflow_event(
+                    "r",
+                    "driving",
+                    &serde_json::json!({"type": "driving", "pid": 9}),
+                )
+                .unwrap();
+            assert!(seq > flow[1].seq);
+            let conn = rusqlite::Connection::open(db.join("orchestra.db")).unwrap();
+            let left: i64 = conn
+                .query_row(
+                    "SELECT count(*) FROM sqlite_master WHERE name = 'workflow_events'",
+                    [],
+                    |r| r.get(0),
+                )
+                .unwrap();
+            assert_eq!(left, 0);
+        }
     }
 }

@@ -3,10 +3,11 @@
 
 use std::path::Path;
 
-use git_orchestra::orchestrator::{StartJournal, WorkflowEvent, WorkflowState};
+use git_orchestra::orchestrator::WorkflowState;
 use git_orchestra::plan::Plan;
+use git_orchestra::run::{Run, RunRef};
 use git_orchestra::status::{self, Overview};
-use git_orchestra::store::{AgentUsage, Event, PacketRecord, PacketState, Store};
+use git_orchestra::store::{AgentUsage, PacketRecord, PacketState};
 use serde_json::{Value, json};
 
 use super::{Reply, Shared, json};
@@ -35,22 +36,14 @@ pub(super) fn runs(shared: &Shared) -> Reply {
 fn list_runs(shared: &Shared) -> Result<Vec<Value>, String> {
     let common = &shared.repo.common_dir;
     let price = |model: &str| shared.config.price(model);
-    let store = Store::open_existing(common).map_err(|e| e.to_string())?;
     let mut list = Vec::new();
     for r in status::all_runs(common).map_err(|e| e.to_string())? {
-        let packets = match &store {
-            Some(s) if s.run(&r.id).map_err(|e| e.to_string())?.is_some() => {
-                s.packets(&r.id).map_err(|e| e.to_string())?
-            }
-            _ => Vec::new(),
-        };
+        let opened = Run::listed(&shared.repo, &r);
+        let packets = opened.packets().map_err(|e| e.to_string())?;
         let start = status::start_status(common, &r.id, &price);
-        let (tokens, cost) = match (&start, &store) {
-            (Some(s), _) => (s.spend.input_tokens + s.spend.output_tokens, s.spend.cost),
-            (None, Some(store)) => {
-                usage_totals(&store.agent_usage(&r.id).map_err(|e| e.to_string())?)
-            }
-            (None, None) => (0, None),
+        let (tokens, cost) = match &start {
+            Some(s) => (s.spend.input_tokens + s.spend.output_tokens, s.spend.cost),
+            None => usage_totals(&opened.agent_usage()),
         };
         list.push(json!({
             "id": r.id, "kind": r.kind, "state": r.state, "objective": r.objective,
@@ -75,17 +68,18 @@ fn usage_totals(usage: &[AgentUsage]) -> (u64, Option<f64>) {
 
 /// One run: its status, plan graph, packet cards and the approval it waits for.
 pub(super) fn run(shared: &Shared, id: &str) -> Reply {
-    let common = &shared.repo.common_dir;
     let price = |model: &str| shared.config.price(model);
-    let overview = match status::overview(common, Some(id), &price) {
+    let opened = match Run::open(&shared.repo, RunRef::Id(id.to_string())) {
+        Ok(r) => r,
+        Err(e) => return error(404, e),
+    };
+    let overview = match opened.status(&price) {
         Ok(o) => o,
         Err(e) => return error(404, e),
     };
     let (status_json, plan_text, cards) = match &overview {
         Overview::Run(s) => {
-            let store = Store::open_existing(common).ok().flatten();
-            let run_dir = git_orchestra::exec::run_dir(common, id);
-            let cards = cards(store.as_ref(), &run_dir, id, &s.packets, &s.agents);
+            let cards = cards(&opened, &s.packets, &s.agents);
             (
                 serde_json::to_value(s).unwrap_or(Value::Null),
                 Some(s.run.plan_toml.clone()),
@@ -94,13 +88,13 @@ pub(super) fn run(shared: &Shared, id: &str) -> Reply {
         }
         Overview::Planning(s) => (
             serde_json::to_value(s).unwrap_or(Value::Null),
-            proposed_plan(common, id),
+            opened.proposed_plan(),
             Vec::new(),
         ),
         Overview::NoRun => return error(404, format!("no run `{id}`")),
     };
-    let phase = status::start_state(common, id).map(|s| s.phase);
-    let approval = approval(shared, id, phase);
+    let phase = opened.start_state().map(|s| s.phase);
+    let approval = approval(shared, &opened, phase);
     let plan = plan_text
         .as_deref()
         .or(approval["plan"].as_str())
@@ -115,96 +109,28 @@ pub(super) fn run(shared: &Shared, id: &str) -> Reply {
             "plan": plan,
             "cards": cards,
             "approval": approval,
-            "gates": gates(common, id),
-            "report": report(common, id),
+            "controls": opened.controls(),
+            "progress": opened.planning(),
+            "gates": opened.gates().map_or(Value::Null, |g| {
+                serde_json::to_value(g).unwrap_or(Value::Null)
+            }),
+            "report": opened
+                .report()
+                .map_or(Value::Null, |text| Value::String(git_orchestra::redact::clip(&text, 200_000))),
         }),
     )
 }
 
-/// The run's gates from its journal: each packet review (round, reviewer, verdict, blocking
-/// findings), the merge coordinator's batches and what it sent back, and the tokens and cost
-/// of its model calls over time (cumulative, one point per call).
-fn gates(common: &Path, run: &str) -> Value {
-    let Some(store) = Store::open_existing(common).ok().flatten() else {
-        return Value::Null;
-    };
-    // Only the kinds shown here are read: tool calls and agent states, the bulk of a run's
-    // journal, are not decoded on every refresh of the page.
-    let entries = store
-        .events_of_kinds(
-            run,
-            &[
-                "packet_reviewed",
-                "merge_started",
-                "packet_conflicted",
-                "merge_validation_finished",
-                "packet_integrated",
-                "packet_sent_back",
-                "merge_finished",
-                "agent_model_call",
-            ],
-        )
-        .unwrap_or_default();
-    let mut reviews = Vec::new();
-    let mut merge = Vec::new();
-    let mut spend = Vec::new();
-    let (mut tokens, mut nanos) = (0u64, 0u64);
-    for e in &entries {
-        match &e.event {
-            Event::PacketReviewed { .. } => {
-                reviews.push(json!({"ts_ms": e.ts_ms, "event": e.event}))
-            }
-            Event::MergeStarted { .. }
-            | Event::PacketConflicted { .. }
-            | Event::MergeValidationFinished { .. }
-            | Event::PacketIntegrated { .. }
-            | Event::PacketSentBack { .. }
-            | Event::MergeFinished { .. } => {
-                merge.push(json!({"ts_ms": e.ts_ms, "event": e.event}))
-            }
-            Event::AgentModelCall {
-                input_tokens,
-                output_tokens,
-                cost_nanos,
-                ..
-            } => {
-                tokens += input_tokens + output_tokens;
-                nanos += cost_nanos.unwrap_or(0);
-                spend.push(json!([e.ts_ms, tokens, nanos as f64 / 1e9]));
-            }
-            _ => {}
-        }
-    }
-    json!({"reviews": reviews, "merge": merge, "spend": spend})
-}
-
-/// The run's final report (Markdown) once written, clipped to 200 KB.
-fn report(common: &Path, run: &str) -> Value {
-    match fs_err::read_to_string(git_orchestra::exec::run_dir(common, run).join("report.md")) {
-        Ok(text) => Value::String(git_orchestra::redact::clip(&text, 200_000)),
-        Err(_) => Value::Null,
-    }
-}
-
-/// The plan a `start` run's planner proposed last and that passed validation.
-fn proposed_plan(common: &Path, run: &str) -> Option<String> {
-    let j = StartJournal::open(common, run).ok()?;
-    j.entries().ok()?.iter().rev().find_map(|e| match &e.event {
-        WorkflowEvent::PlanProposed { toml, issues, .. } if issues.is_empty() => Some(toml.clone()),
-        _ => None,
-    })
-}
-
 /// The approval a `start` run waits for: in this process (`start --ui`, with the last edit's
 /// problems) or in the journal (the run stopped to wait for it).
-fn approval(shared: &Shared, run: &str, phase: Option<WorkflowState>) -> Value {
+fn approval(shared: &Shared, run: &Run, phase: Option<WorkflowState>) -> Value {
     if phase != Some(WorkflowState::AwaitingApproval) {
         return Value::Null;
     }
     if let Some((plan, problems)) = shared.live.waiting() {
         return json!({"plan": plan, "problems": problems, "live": true});
     }
-    match proposed_plan(&shared.repo.common_dir, run) {
+    match run.proposed_plan() {
         Some(plan) => json!({"plan": plan, "problems": [], "live": false}),
         None => Value::Null,
     }
@@ -235,22 +161,9 @@ pub(super) fn graph(toml_text: &str) -> Value {
 }
 
 /// One card per packet: its record, worker state, model, tokens and when it started.
-fn cards(
-    store: Option<&Store>,
-    run_dir: &Path,
-    run: &str,
-    packets: &[PacketRecord],
-    agents: &[AgentUsage],
-) -> Vec<Value> {
-    let started: Vec<(String, i64)> = store
-        .and_then(|s| s.events_of_kind(run, "packet_started").ok())
-        .unwrap_or_default()
-        .into_iter()
-        .filter_map(|e| match e.event {
-            Event::PacketStarted { packet, .. } => Some((packet, e.ts_ms)),
-            _ => None,
-        })
-        .collect();
+fn cards(run: &Run, packets: &[PacketRecord], agents: &[AgentUsage]) -> Vec<Value> {
+    let started = run.packet_starts();
+    let run_dir = run.dir();
     packets
         .iter()
         .map(|p| {
@@ -307,35 +220,28 @@ pub(super) fn packet(shared: &Shared, rest: &str, query: &str) -> Reply {
     let Some((run, id)) = rest.split_once('/') else {
         return error(404, "use /api/packet/<run>/<packet>");
     };
-    let common = &shared.repo.common_dir;
-    let store = match Store::open_existing(common) {
-        Ok(Some(s)) => s,
-        Ok(None) => return error(404, "no run yet"),
-        Err(e) => return error(500, e),
+    let opened = match Run::open(&shared.repo, RunRef::Id(run.to_string())) {
+        Ok(r) => r,
+        Err(e) => return error(404, e),
     };
-    let found = store
-        .packets(run)
+    let found = opened
+        .packets()
         .ok()
         .and_then(|list| list.into_iter().find(|p| p.id == id));
     let Some(rec) = found else {
         return error(404, format!("no packet `{id}` in run `{run}`"));
     };
-    let activity = activity_of(
-        &git_orchestra::exec::run_dir(common, run).join(id),
-        ACTIVITY_LINES,
-    );
+    let activity = activity_of(&opened.dir().join(id), ACTIVITY_LINES);
     let diff = if super::query_value(query, "diff").as_deref() == Some("0") {
         Value::Null
     } else {
         diff(shared, &rec)
     };
-    let questions = store.open_question(run, id).ok().flatten();
+    let questions = opened.open_question(id).ok().flatten();
     // Its review rounds, apart from its attempts: each verdict with its fix round.
-    let reviews: Vec<Value> = store
-        .events_of_kind(run, "packet_reviewed")
-        .unwrap_or_default()
+    let reviews: Vec<Value> = opened
+        .reviews_of(id)
         .into_iter()
-        .filter(|e| matches!(&e.event, Event::PacketReviewed { packet, .. } if packet == id))
         .map(|e| json!({"ts_ms": e.ts_ms, "event": e.event}))
         .collect();
     json(

@@ -21,6 +21,7 @@ use std::sync::atomic::AtomicUsize;
 
 use git_orchestra::config::RepoConfig;
 use git_orchestra::git::RepoInfo;
+use git_orchestra::run::Launch;
 use serde_json::Value;
 
 use access::{Access, Gate, Opener};
@@ -76,6 +77,8 @@ pub(crate) struct Shared {
     /// Live streams open now (each holds a connection).
     streams: AtomicUsize,
     pub live: Arc<Live>,
+    /// How a run that must go on (resumed, retried, its plan decided) gets a driver.
+    pub launcher: Arc<dyn Launch>,
 }
 
 /// Returns the `host:port` names a browser may use for a server bound to `addr`.
@@ -98,6 +101,7 @@ pub fn serve(
     config: RepoConfig,
     listen: SocketAddr,
     live: Arc<Live>,
+    launcher: Arc<dyn Launch>,
 ) -> Result<Server, String> {
     let listener = std::net::TcpListener::bind(listen)
         .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
@@ -119,6 +123,7 @@ pub fn serve(
         gate,
         streams: AtomicUsize::new(0),
         live,
+        launcher,
     });
     let handler = shared.clone();
     http::serve(listener, Arc::new(move |request| handle(&handler, request)))

@@ -1,12 +1,11 @@
 //! What the page changes: plan approval, rejection and edits (checked with `plan check`'s
 //! messages), answers, a person's comments on a diff (required fixes for the packet's next fix
-//! round), and pause, resume, cancel and retry — each through the path its command takes.
+//! round), and pause, resume, cancel and retry — each through the run lifecycle API the
+//! commands call; a run that must go on gets its driver from the view's launcher.
 
-use std::process::{Command, Stdio};
-
-use git_orchestra::orchestrator::{Approval, StartJournal, WorkflowEvent, WorkflowState};
+use git_orchestra::orchestrator::Approval;
 use git_orchestra::plan::Plan;
-use git_orchestra::store::{Event, Store};
+use git_orchestra::run::{Comment, LifecycleError, Run, RunRef};
 use serde_json::{Value, json};
 
 use super::{Reply, Shared, json};
@@ -58,17 +57,60 @@ pub(super) fn post(shared: &Shared, path: &str, body: &str) -> Reply {
             }
             decide(shared, run, Approval::Edited(plan))
         }
-        "answer" => command(
-            shared,
-            &["answer", &text("packet"), &text("text"), "--run", run],
-        ),
+        "answer" => act(shared, run, |r| {
+            let packet = text("packet");
+            let question = r.answer(&packet, &text("text"))?;
+            Ok(format!(
+                "answered `{question}` for packet {packet} of run {}",
+                r.id()
+            ))
+        }),
         "comments" => comments(shared, run, &text("packet"), &body["comments"]),
-        "pause" => command(shared, &["pause", run]),
-        "cancel" => command(shared, &["cancel", run]),
-        "resume" => detached(shared, run, &["resume", run]),
-        "retry" => detached(shared, run, &["retry", run]),
+        "pause" => act(shared, run, |r| {
+            r.pause()?;
+            Ok(format!(
+                "asked run {0} to pause; `git orchestra resume {0}` continues it",
+                r.id()
+            ))
+        }),
+        "cancel" => act(shared, run, |r| {
+            r.cancel()?;
+            Ok(format!("cancelled run {}", r.id()))
+        }),
+        "resume" => act(shared, run, |r| {
+            Ok(r.resume_with(shared.launcher.as_ref())?.message)
+        }),
+        "retry" => act(shared, run, |r| {
+            Ok(r.retry_with(shared.launcher.as_ref())?.message)
+        }),
         _ => refused(404, format!("no action `{action}`")),
     }
+}
+
+/// Opens `run` and does `action` to it: its words on success, a refusal (409) or a failure
+/// (500) as the page shows them.
+fn act(
+    shared: &Shared,
+    run: &str,
+    action: impl FnOnce(&Run) -> Result<String, LifecycleError>,
+) -> Reply {
+    match Run::open(&shared.repo, RunRef::Id(run.to_string())).and_then(|r| action(&r)) {
+        Ok(message) => done(message),
+        Err(e) => failed(&e),
+    }
+}
+
+/// The reply for a verb that did not happen.
+fn failed(e: &LifecycleError) -> Reply {
+    let status = match e {
+        LifecycleError::UnknownRun { .. }
+        | LifecycleError::NoSuchPacket { .. }
+        | LifecycleError::NoRun => 404,
+        LifecycleError::NoComment | LifecycleError::EmptyFeedback => 400,
+        e if e.is_refusal() => 409,
+        _ => 500,
+    };
+    refused(status, e.to_string())
 }
 
 /// The problems `plan check` finds in `plan`, and a changed objective (the run is named after
@@ -76,8 +118,9 @@ pub(super) fn post(shared: &Shared, path: &str, body: &str) -> Reply {
 fn check(shared: &Shared, run: Option<&str>, plan: &str) -> Vec<String> {
     let mut problems =
         git_orchestra::orchestrator::planning::check(plan, &shared.repo.toplevel, &|_| true);
-    let objective =
-        run.and_then(|r| git_orchestra::status::start_state(&shared.repo.common_dir, r));
+    let objective = run
+        .and_then(|r| Run::open(&shared.repo, RunRef::Id(r.to_string())).ok())
+        .and_then(|r| r.start_state());
     if let (Some(state), Ok(p)) = (objective, Plan::from_toml_str(plan, "plan.toml"))
         && p.objective.trim() != state.objective.trim()
     {
@@ -90,14 +133,15 @@ fn check(shared: &Shared, run: Option<&str>, plan: &str) -> Vec<String> {
 /// process gets the decision; a run that stopped to wait has it journaled and is resumed
 /// (approved or sent back to its planner) or cancelled (rejected).
 fn decide(shared: &Shared, run: &str, decision: Approval) -> Reply {
-    let common = &shared.repo.common_dir;
-    let phase = git_orchestra::status::start_state(common, run).map(|s| s.phase);
-    if phase != Some(WorkflowState::AwaitingApproval) {
-        return refused(
-            409,
-            format!("run `{run}` does not wait for a plan approval"),
-        );
-    }
+    let opened = match Run::open(&shared.repo, RunRef::Id(run.to_string())) {
+        Ok(r) if r.awaits_approval() => r,
+        Ok(_) | Err(_) => {
+            return refused(
+                409,
+                format!("run `{run}` does not wait for a plan approval"),
+            );
+        }
+    };
     let what = match &decision {
         Approval::Approve => "approved",
         Approval::Edited(_) => "approved as edited",
@@ -107,181 +151,46 @@ fn decide(shared: &Shared, run: &str, decision: Approval) -> Reply {
     if shared.live.waiting().is_some() && shared.live.decide(decision.clone()) {
         return done(format!("plan {what}"));
     }
-    let Ok(j) = StartJournal::open(common, run) else {
-        return refused(500, "cannot open the run's journal");
-    };
-    let plan = match decision {
-        Approval::Reject => {
-            let result = j.workflow().map_err(|e| e.to_string()).and_then(|mut wf| {
-                j.transition(
-                    &mut wf,
-                    WorkflowState::Cancelled,
-                    "plan rejected on the page",
-                )
-                .map_err(|e| e.to_string())
-            });
-            return match result {
-                Ok(_) => done("plan rejected; the run is cancelled"),
-                Err(e) => refused(500, e),
-            };
-        }
-        Approval::Revise(feedback) => {
-            if let Err(e) = j.append(&WorkflowEvent::PlanSentBack { feedback }) {
-                return refused(500, e.to_string());
-            }
-            return detached(shared, run, &["resume", run]);
-        }
-        Approval::Edited(plan) => plan,
-        Approval::Approve => match j.entries().ok().and_then(|entries| {
-            entries.iter().rev().find_map(|e| match &e.event {
-                WorkflowEvent::PlanProposed { toml, issues, .. } if issues.is_empty() => {
-                    Some(toml.clone())
-                }
-                _ => None,
-            })
-        }) {
-            Some(plan) => plan,
-            None => return refused(409, "the run has no valid plan to approve"),
+    match opened.approve(decision) {
+        Ok(false) => done("plan rejected; the run is cancelled"),
+        Ok(true) => match opened.resume_with(shared.launcher.as_ref()) {
+            Ok(launched) => done(launched.message),
+            Err(e) => failed(&e),
         },
-    };
-    let how = if what == "approved" {
-        "page"
-    } else {
-        "edited on the page"
-    };
-    if let Err(e) = j.append(&WorkflowEvent::PlanApproved {
-        how: how.into(),
-        toml: plan,
-    }) {
-        return refused(500, e.to_string());
+        Err(e) => failed(&e),
     }
-    detached(shared, run, &["resume", run])
 }
 
-/// Journals a person's comments on `packet`'s diff as required fixes for its next fix round.
+/// Sends a person's comments on `packet`'s diff as required fixes for its next fix round.
 fn comments(shared: &Shared, run: &str, packet: &str, comments: &Value) -> Reply {
-    let list = comments.as_array().cloned().unwrap_or_default();
-    let mut fixes = String::new();
-    for c in &list {
-        let note = c["text"].as_str().unwrap_or("").trim();
-        if note.is_empty() {
-            continue;
-        }
-        let file = c["file"].as_str().unwrap_or("");
-        let line = c["line"]
-            .as_u64()
-            .map(|l| format!(" line {l}"))
-            .unwrap_or_default();
-        let code = c["code"].as_str().unwrap_or("").trim();
-        let quoted = if code.is_empty() {
-            String::new()
-        } else {
-            format!(" (`{}`)", git_orchestra::redact::clip(code, 200))
-        };
-        fixes.push_str(&format!(
-            "- A person reviewing your diff says at {file}{line}{quoted}: {note}\n"
-        ));
-    }
-    if fixes.is_empty() {
-        return refused(
-            400,
-            "no comment to send: write one on a line of the diff first",
-        );
-    }
-    let store = match Store::open_existing(&shared.repo.common_dir) {
-        Ok(Some(s)) => s,
-        _ => return refused(404, "no run yet"),
-    };
-    let mut store = store;
-    let found = store
-        .packets(run)
-        .ok()
-        .and_then(|list| list.into_iter().find(|p| p.id == packet));
-    match found {
-        Some(p) if !p.state.is_final() => {}
-        Some(p) => {
-            return refused(
-                409,
-                format!(
-                    "packet `{packet}` is already {}; its comments can no longer reach a fix round of this run",
-                    p.state.as_str()
-                ),
-            );
-        }
-        None => return refused(404, format!("no packet `{packet}` in run `{run}`")),
-    }
-    let event = Event::CommentsSent {
-        packet: packet.to_string(),
-        fixes,
-    };
-    match store.record(run, &event) {
-        Ok(_) => done(format!(
-            "{} comment{} sent to the agent of {packet}; they are required fixes before it is done",
-            list.len(),
-            if list.len() == 1 { "" } else { "s" }
+    let list: Vec<Comment> = comments
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| Comment {
+            file: c["file"].as_str().unwrap_or("").to_string(),
+            line: c["line"].as_u64(),
+            code: c["code"].as_str().unwrap_or("").to_string(),
+            text: c["text"].as_str().unwrap_or("").to_string(),
+        })
+        .collect();
+    let sent = Run::open(&shared.repo, RunRef::Id(run.to_string()))
+        .map_err(|e| match e {
+            // The page names the run it shows: one the view cannot open has no packet.
+            LifecycleError::UnknownRun { .. } | LifecycleError::NoRun => {
+                LifecycleError::NoSuchPacket {
+                    run: run.to_string(),
+                    packet: packet.to_string(),
+                }
+            }
+            other => other,
+        })
+        .and_then(|r| r.comment(packet, &list));
+    match sent {
+        Ok(n) => done(format!(
+            "{n} comment{} sent to the agent of {packet}; they are required fixes before it is done",
+            if n == 1 { "" } else { "s" }
         )),
-        Err(e) => refused(500, e.to_string()),
-    }
-}
-
-fn binary(shared: &Shared) -> Result<Command, String> {
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
-    let mut cmd = Command::new(exe);
-    cmd.arg("-C")
-        .arg(&shared.repo.toplevel)
-        .stdin(Stdio::null());
-    Ok(cmd)
-}
-
-/// Runs a command of this program and answers with what it said.
-fn command(shared: &Shared, args: &[&str]) -> Reply {
-    let out = match binary(shared).and_then(|mut c| {
-        c.args(args)
-            .output()
-            .map_err(|e| format!("cannot run `{}`: {e}", args[0]))
-    }) {
-        Ok(out) => out,
-        Err(e) => return refused(500, e),
-    };
-    let said = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let said = said.trim().to_string();
-    if out.status.success() {
-        done(said)
-    } else {
-        refused(409, said)
-    }
-}
-
-/// Starts a command of this program that drives `run` on its own (resume, retry), its output
-/// in the run's directory, in its own process group so it outlives this view.
-fn detached(shared: &Shared, run: &str, args: &[&str]) -> Reply {
-    use std::os::unix::process::CommandExt;
-    let dir = git_orchestra::exec::run_dir(&shared.repo.common_dir, run);
-    let log_path = dir.join(format!("ui-{}.log", args[0]));
-    let log = fs_err::create_dir_all(&dir).and_then(|()| fs_err::File::create(&log_path));
-    let (Ok(log), Ok(mut cmd)) = (log, binary(shared)) else {
-        return refused(500, format!("cannot write {}", log_path.display()));
-    };
-    let Ok(err) = log.file().try_clone() else {
-        return refused(500, format!("cannot write {}", log_path.display()));
-    };
-    cmd.args(args)
-        .stdout(Stdio::from(log.into_parts().0))
-        .stderr(Stdio::from(err))
-        .process_group(0);
-    match cmd.spawn() {
-        Ok(mut child) => {
-            std::thread::spawn(move || child.wait());
-            done(format!(
-                "`git orchestra {}` runs now; its output goes to {}",
-                args.join(" "),
-                log_path.display()
-            ))
-        }
-        Err(e) => refused(500, format!("cannot start `{}`: {e}", args[0])),
+        Err(e) => failed(&e),
     }
 }

@@ -1,6 +1,7 @@
 //! Checks on the shape of the source tree that keep it navigable: no import cycle between the
-//! library's top-level modules, no function longer than 120 lines, and no merge conflict
-//! marker left in the sources or the documents.
+//! library's top-level modules, no function longer than 120 lines, no merge conflict marker
+//! left in the sources or the documents, and frontends that reach runs only through the
+//! library's run lifecycle API.
 //!
 //! They read the sources as text (comments, strings and character literals blanked out), so
 //! they need neither a parser nor the compiler's help, and name the file and line to fix.
@@ -516,4 +517,91 @@ fn the_marker_check_finds_markers() {
     let text =
         "a\n<<<<<<< HEAD\nb\n=======\nc\n>>>>>>> 0d2e2dd (x)\n    \"<<<<<<< not at the start\"\n";
     assert_eq!(conflict_markers(text), [2, 6]);
+}
+
+/// What a frontend (`commands/`, `web/`) must leave to the library's run lifecycle API
+/// (`crate::run`): opening the run store or a journal, and querying events by kind.
+const FRONTEND_BYPASSES: [&str; 5] = [
+    "Store::open",
+    "StartJournal::open",
+    "Journal::open",
+    "events_of_kind",
+    "workflow_events",
+];
+
+/// Returns `line: what` for each place `code` (comments and strings blanked) does what a
+/// frontend must not: [`FRONTEND_BYPASSES`], and in the web view running this program again
+/// (`current_exe`) instead of calling the library.
+fn frontend_bypasses(code: &str, web: bool) -> Vec<String> {
+    let web_only: &[&str] = if web { &["current_exe"] } else { &[] };
+    code.lines()
+        .enumerate()
+        .flat_map(|(i, line)| {
+            FRONTEND_BYPASSES
+                .iter()
+                .chain(web_only)
+                .filter(move |p| line.contains(*p))
+                .map(move |p| format!("{}: {p}", i + 1))
+        })
+        .collect()
+}
+
+/// Returns every directory named `name` among the frontends' source folders: `src/<name>`, or
+/// `crates/*/src/<name>` once the sources live in a workspace of crates.
+fn frontend_dirs(name: &str) -> Vec<PathBuf> {
+    let r = root();
+    let mut dirs = vec![r.join("src").join(name)];
+    if let Ok(crates) = std::fs::read_dir(r.join("crates")) {
+        dirs.extend(crates.flatten().map(|c| c.path().join("src").join(name)));
+    }
+    dirs.into_iter().filter(|d| d.is_dir()).collect()
+}
+
+#[test]
+fn frontends_reach_runs_only_through_the_lifecycle_api() {
+    let r = root();
+    let mut found = Vec::new();
+    let mut checked = 0;
+    for (name, web) in [("commands", false), ("web", true)] {
+        for dir in frontend_dirs(name) {
+            for file in rust_files(&dir) {
+                checked += 1;
+                let text = std::fs::read_to_string(&file).unwrap_or_default();
+                let shown = file.strip_prefix(&r).unwrap_or(&file).display().to_string();
+                found.extend(
+                    frontend_bypasses(&code_only(&text), web)
+                        .into_iter()
+                        .map(|at| format!("{shown}:{at}")),
+                );
+            }
+        }
+    }
+    assert!(
+        checked > 20,
+        "expected the frontends' files, found {checked}"
+    );
+    assert!(
+        found.is_empty(),
+        "frontends open the run store or a journal, query events by kind, or run this program again; call the run lifecycle API (`git_orchestra::run::Run`) instead: {found:#?}"
+    );
+}
+
+#[test]
+fn the_frontend_check_finds_bypasses() {
+    let code = code_only(
+        "let s = Store::open_existing(dir)?;\n// Store::open in a comment\nlet e = store.events_of_kinds(run, &[]);\nlet j = StartJournal::open(c, r)?;\nlet x = std::env::current_exe();\nlet t = \"Store::open\";\n",
+    );
+    assert_eq!(
+        frontend_bypasses(&code, false),
+        [
+            "1: Store::open",
+            "3: events_of_kind",
+            "4: StartJournal::open",
+            "4: Journal::open"
+        ]
+    );
+    assert_eq!(
+        frontend_bypasses(&code, true).last().unwrap(),
+        "5: current_exe"
+    );
 }

@@ -8,6 +8,7 @@
 mod access;
 mod agent_cli;
 mod browser;
+mod controls;
 mod notify;
 mod packet_page;
 mod run_list;

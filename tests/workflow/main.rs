@@ -6,6 +6,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod answer;
 mod environments;
 #[path = "../forge/forge_mock.rs"]
 mod forge_mock;

@@ -172,6 +172,26 @@ function wireRun(run, data) {
     act("answer", {packet: b.dataset.packet, text});
   });
 }
+// Only the controls the library says apply to the run in its state now.
+const CONTROLS = {pause: ["Pause", ""], resume: ["Resume", ""], retry: ["Retry failed", ""], cancel: ["Cancel", "danger"]};
+function controlsHtml(controls) {
+  const shown = [].concat(controls || []).filter(c => CONTROLS[c]);
+  if (!shown.length) return "";
+  return html`<div class="toolbar" id="controls">${shown.map(c => html`<button class="${CONTROLS[c][1]}" data-act="${c}">${CONTROLS[c][0]}</button>`)}</div>`;
+}
+// The clarifier's requirements and the planner's rounds, while no packet runs yet.
+function progressHtml(p, cards) {
+  if (!p || (cards || []).length) return "";
+  const list = v => [].concat(v || []);
+  const rounds = list(p.rounds).map(r => html`<li>round ${r.round}: ${list(r.packets).length ? list(r.packets).join(", ") : "no packets"}
+    ${list(r.issues).length ? html`, <b>${list(r.issues).length} problems</b><ul>${list(r.issues).map(i => html`<li>${i}</li>`)}</ul>` : ", valid"}
+    ${r.approved === true ? " · approved by the plan reviewer" : r.approved === false ? html` · <b>sent back by the plan reviewer</b><ul>${list(r.findings).map(f => html`<li>${f}</li>`)}</ul>` : ""}</li>`);
+  return html`<div id="progress">
+    <h2>Requirements</h2>${list(p.requirements).length ? html`<ul>${list(p.requirements).map(r => html`<li>${r}</li>`)}</ul>` : html`<p class="muted">The clarifier is still working.</p>`}
+    ${list(p.assumptions).length ? html`<h3>Assumptions</h3><ul>${list(p.assumptions).map(a => html`<li>${a}</li>`)}</ul>` : ""}
+    <h2>Planning</h2>${rounds.length ? html`<ul>${rounds}</ul>` : html`<p class="muted">No plan proposed yet.</p>`}
+    ${list(p.feedback).length ? html`<h3>Sent back with</h3><ul>${list(p.feedback).map(f => html`<li>${f}</li>`)}</ul>` : ""}</div>`;
+}
 async function showRun(run) {
   // An edit in progress is not redrawn away.
   const editing = document.activeElement && ["plan-text"].includes(document.activeElement.id);
@@ -189,9 +209,8 @@ async function showRun(run) {
   main.innerHTML = html`<h1>${r.objective || (data.plan && data.plan.objective) || run}</h1>
     <div>${state(shown)} <span class="muted">${run}</span>
     ${spend ? html`<span class="muted"> · ${num(spend.input_tokens + spend.output_tokens)} tokens · cost ${cost(spend.cost)}</span>` : ""}</div>
-    <div class="toolbar"><button data-act="pause">Pause</button><button data-act="resume">Resume</button>
-    <button data-act="retry">Retry failed</button><button class="danger" data-act="cancel">Cancel</button></div>
-    ${approvalHtml(data.approval)}${questionsHtml(s.start || s)}
+    ${controlsHtml(data.controls)}
+    ${approvalHtml(data.approval)}${questionsHtml(s.start || s)}${progressHtml(data.progress, data.cards)}
     ${graphHtml(data.plan, data.cards)}
     <h2>Packets</h2><div class="cards" id="cards">${(data.cards || []).length ? data.cards.map(c => cardHtml(run, c)) : html`<p class="muted">No packets yet.</p>`}</div>
     ${(s.notes || []).length ? html`<h2>Notes</h2><ul>${s.notes.map(n => html`<li>${n.note || `${n.packet} changed ${n.file} ${n.lines} outside ${[].concat(n.declared || []).join(", ")}`}</li>`)}</ul>` : ""}
