@@ -435,7 +435,14 @@ pub struct ProfileConfig {
     pub api_key_env: Option<String>,
     pub temperature: Option<f32>,
     pub max_tokens: Option<u32>,
+    /// The stall limit: longest pause in an answer once its output began.
     pub timeout_secs: Option<u64>,
+    /// Base time to first token (a local server sends nothing while it reads the prompt).
+    pub first_token_timeout_secs: Option<u64>,
+    /// Time to first token added per thousand prompt tokens.
+    pub first_token_secs_per_1k_tokens: Option<u64>,
+    /// How long an unreachable model server is waited for before a call fails.
+    pub outage_retry_secs: Option<u64>,
     /// Most calls in flight at once through this profile.
     pub concurrency: Option<usize>,
     /// The model's context window in tokens.

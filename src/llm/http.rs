@@ -16,6 +16,7 @@ pub(super) enum AuthStyle {
 }
 
 /// A connection pool bound to one profile and its key.
+#[derive(Clone)]
 pub(super) struct Transport {
     agent: ureq::Agent,
     pub profile: Profile,
@@ -39,9 +40,7 @@ impl Transport {
             .http_status_as_error(false)
             .timeout_connect(Some(
                 profile.timeout.min(std::time::Duration::from_secs(15)),
-            ))
-            .timeout_recv_response(Some(profile.timeout))
-            .timeout_per_read(Some(profile.timeout));
+            ));
         if loopback {
             // A proxy from the environment must not capture calls to a local model server.
             config = config.proxy(None);
@@ -94,6 +93,17 @@ impl Transport {
             model: model.clone(),
             message: format!("cannot encode the request: {e}"),
         })?;
+        // The transport's own limits are a backstop: the caller keeps the clocks of first
+        // token and stall (see `wait`), and gives up long before these fire.
+        let backstop = Some(super::wait::backstop(
+            &self.profile,
+            body_tokens(text.len()),
+        ));
+        let req = req
+            .config()
+            .timeout_recv_response(backstop)
+            .timeout_per_read(backstop)
+            .build();
         let resp = req.send(text).map_err(|e| self.transport_error(&url, e))?;
         let status = resp.status().as_u16();
         let header = |name: &str| {
@@ -209,6 +219,11 @@ impl Transport {
             message: self.scrub(&message.to_string()),
         }
     }
+}
+
+/// Returns the rough number of tokens of a request body of `len` bytes.
+fn body_tokens(len: usize) -> u64 {
+    (len / 4) as u64
 }
 
 /// Returns the human part of a provider's error body (`error.message` when it is JSON).

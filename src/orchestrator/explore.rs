@@ -104,13 +104,16 @@ impl RoleModels {
             (WorkerState::Completed, Some(answer)) if !answer.trim().is_empty() => Ok(answer),
             // A model that kept exploring (the turn limit, the same calls again and again)
             // has read what it could: it is asked once more, without tools, for its answer.
-            (WorkerState::Blocked, _) if !stop.load(std::sync::atomic::Ordering::SeqCst) => {
+            // A model that stalled is not asked again: the server may still be at work.
+            (WorkerState::Blocked, _)
+                if !outcome.transient && !stop.load(std::sync::atomic::Ordering::SeqCst) =>
+            {
                 let _ = writeln!(
                     log,
                     "{}",
                     serde_json::json!({"type": "answer_requested", "after": outcome.reason})
                 );
-                final_answer(&wrapped, outcome.messages, &keys).map_err(|e| {
+                final_answer(&wrapped, outcome.messages, &keys, stop).map_err(|e| {
                     SetupError::Unanswered {
                         role: role.to_string(),
                         reason: format!(
@@ -129,11 +132,13 @@ impl RoleModels {
 }
 
 /// Asks the first of `models` that answers for a text answer to the conversation `messages`,
-/// offering no tools; the answer is scrubbed of `keys`.
+/// offering no tools; the answer is scrubbed of `keys`. Raising `stop` ends the call within
+/// a tenth of a second.
 fn final_answer(
     models: &[Replaying<'_>],
     mut messages: Vec<crate::llm::Message>,
     keys: &[crate::llm::ApiKey],
+    stop: &AtomicBool,
 ) -> Result<String, String> {
     messages.push(crate::llm::Message::user(
         "You have read enough. Do not call any tool: reply now with your answer as text, in the form asked for above.",
@@ -144,11 +149,21 @@ fn final_answer(
     };
     let mut last = String::from("no model");
     for model in models {
-        match model.chat(&req, &mut |_| true) {
-            Ok(resp) if !resp.text.trim().is_empty() => {
+        let one: [&dyn ChatModel; 1] = [model];
+        let answer = crate::llm::chat_with_retry(
+            &one,
+            &req,
+            &RetryPolicy::default(),
+            stop,
+            &mut |_| true,
+            &mut |_| {},
+        );
+        match answer {
+            Ok((resp, _)) if !resp.text.trim().is_empty() => {
                 return Ok(crate::llm::ApiKey::scrub_all(keys, &resp.text));
             }
             Ok(_) => last = "the model answered with no text".into(),
+            Err(e @ crate::llm::LlmError::Cancelled { .. }) => return Err(e.to_string()),
             Err(e) => last = e.to_string(),
         }
     }

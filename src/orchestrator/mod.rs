@@ -9,6 +9,7 @@
 
 mod approval;
 pub mod budget;
+pub mod calls;
 mod clarify;
 pub mod consult;
 pub mod context;

@@ -11,7 +11,7 @@ use std::time::Instant;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
-use super::start_journal::{StartJournal, TurnRecord};
+use super::start_journal::{StartJournal, TurnRecord, WorkflowEvent};
 use crate::llm::{ChatModel, ChatRequest, ChatResponse, Delta, LlmError, StopReason, ToolCall};
 
 /// The journal shared by every model wrapper of a run.
@@ -121,7 +121,43 @@ impl ChatModel for Replaying<'_> {
             });
         }
         let started = Instant::now();
-        let resp = self.inner.chat(req, on_delta)?;
+        let call = super::calls::next_id();
+        super::calls::journal(
+            &self.journal,
+            &WorkflowEvent::ModelCallStarted {
+                call: call.clone(),
+                role: self.role.clone(),
+                model: label.clone(),
+                prompt_tokens: crate::llm::wait::prompt_tokens(req),
+            },
+        );
+        let result = self.inner.chat(req, &mut |d| {
+            if let Delta::Unreachable { retry_in } = d {
+                super::calls::journal(
+                    &self.journal,
+                    &WorkflowEvent::ModelUnreachable {
+                        call: call.clone(),
+                        role: self.role.clone(),
+                        model: label.clone(),
+                        retry_in_secs: retry_in.as_secs(),
+                    },
+                );
+            }
+            on_delta(d)
+        });
+        super::calls::journal(
+            &self.journal,
+            &WorkflowEvent::ModelCallEnded {
+                call,
+                role: self.role.clone(),
+                ms: started.elapsed().as_millis() as u64,
+                outcome: match &result {
+                    Ok(_) => "answered".to_string(),
+                    Err(e) => e.to_string(),
+                },
+            },
+        );
+        let resp = result?;
         let record = TurnRecord {
             role: self.role.clone(),
             model: label,

@@ -178,6 +178,29 @@ pub enum WorkflowEvent {
         /// The line shown to people, e.g. `openai-main: concurrency 8 → 4 after rate limit`.
         text: String,
     },
+    /// A model call of `role` was sent (`call` identifies it within the run); the entry's
+    /// time is when. `prompt_tokens` is the prompt's rough size.
+    ModelCallStarted {
+        call: String,
+        role: String,
+        model: String,
+        prompt_tokens: u64,
+    },
+    /// The model server of call `call` could not be reached; it is asked again after
+    /// `retry_in_secs`.
+    ModelUnreachable {
+        call: String,
+        role: String,
+        model: String,
+        retry_in_secs: u64,
+    },
+    /// Model call `call` ended: `outcome` is `answered`, or the error that ended it.
+    ModelCallEnded {
+        call: String,
+        role: String,
+        ms: u64,
+        outcome: String,
+    },
     /// A role answered another agent's question (`asker` is the chain of roles that asked,
     /// outermost first); cached per run under the role and the normalised question.
     Consulted {
