@@ -550,6 +550,9 @@ pub struct StartConfig {
     pub docs: Option<bool>,
     /// With `--merge`, test the integrated change afterwards (as `--tests`).
     pub tests: Option<bool>,
+    /// Seconds a model call waits before the terminal says so (default 15); later lines
+    /// follow every twice as long.
+    pub wait_line_secs: Option<u64>,
 }
 
 /// Why the configuration could not be read.
@@ -835,6 +838,7 @@ impl RepoConfig {
                 clarify: self.start.clarify.or(base.start.clarify),
                 docs: self.start.docs.or(base.start.docs),
                 tests: self.start.tests.or(base.start.tests),
+                wait_line_secs: self.start.wait_line_secs.or(base.start.wait_line_secs),
             },
             // The user's profile of a name wins whole: where their keys go is theirs to say.
             profiles: merge(base.profiles, self.profiles),

@@ -113,10 +113,21 @@ pub(super) fn journal(journal: &SharedJournal, event: &WorkflowEvent) {
     }
 }
 
-/// Tells `say`, until `done` is raised, every call of `journal` that has waited
-/// [`WAIT_FIRST_SECS`] and then every [`WAIT_EVERY_SECS`], and at once every time a call's
-/// server is unreachable. Looks once a second.
-pub(super) fn watch(journal: &SharedJournal, done: &AtomicBool, say: &dyn Fn(&str)) {
+/// Tells `say`, until `done` is raised, every call of `journal` that has waited `first`
+/// seconds (`None`: [`WAIT_FIRST_SECS`]) and then every twice as long, and at once every time
+/// a call's server is unreachable. Looks a few times a second.
+pub(super) fn watch(
+    journal: &SharedJournal,
+    first: Option<u64>,
+    done: &AtomicBool,
+    say: &dyn Fn(&str),
+) {
+    let first = first.unwrap_or(WAIT_FIRST_SECS).max(1);
+    let every = if first == WAIT_FIRST_SECS {
+        WAIT_EVERY_SECS
+    } else {
+        first * 2
+    };
     // Lines printed per call, and the unreachable notices already told.
     let mut printed: BTreeMap<String, (u64, usize)> = BTreeMap::new();
     while !done.load(Ordering::SeqCst) {
@@ -140,12 +151,12 @@ pub(super) fn watch(journal: &SharedJournal, done: &AtomicBool, say: &dyn Fn(&st
                 ));
             }
             let secs = ((now - c.since_ms).max(0) / 1000) as u64;
-            if secs >= WAIT_FIRST_SECS + *lines * WAIT_EVERY_SECS {
-                *lines = 1 + secs.saturating_sub(WAIT_FIRST_SECS) / WAIT_EVERY_SECS;
+            if secs >= first + *lines * every {
+                *lines = 1 + secs.saturating_sub(first) / every;
                 say(&c.line(now));
             }
         }
-        sleep_unless(done, Duration::from_secs(1));
+        sleep_unless(done, Duration::from_millis(250));
     }
 }
 

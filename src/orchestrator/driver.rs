@@ -190,10 +190,11 @@ pub fn start(
     let mut wf = ctx.j()?.workflow()?;
     // Every model call of every role says, while it waits, who waits and for how long.
     let done = AtomicBool::new(false);
+    let first = config.start.wait_line_secs;
     std::thread::scope(|s| {
         let (journal, done_ref, run) = (&ctx.journal, &done, &ctx.run);
         s.spawn(move || {
-            super::calls::watch(journal, done_ref, &|line| {
+            super::calls::watch(journal, first, done_ref, &|line| {
                 ui.progress(&format!("{run}: {line}"));
             });
         });
