@@ -108,3 +108,64 @@ pub(super) fn watched(w: &Watched<'_>, on_stall: &mut dyn FnMut(Duration)) -> Ca
         }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::{Delta, Message, StopReason, Usage};
+
+    /// A model that thinks for `silence` before its first token, like a local server reading
+    /// a long prompt, then answers at once.
+    struct SlowStart(Duration);
+
+    impl ChatModel for SlowStart {
+        fn chat(
+            &self,
+            _: &ChatRequest,
+            on_delta: &mut dyn FnMut(Delta<'_>) -> bool,
+        ) -> Result<ChatResponse, LlmError> {
+            let until = Instant::now() + self.0;
+            while Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(20));
+                if !on_delta(Delta::Waiting) {
+                    return Err(LlmError::Cancelled { model: "m".into() });
+                }
+            }
+            on_delta(Delta::Text("done"));
+            Ok(ChatResponse {
+                text: "done".into(),
+                tool_calls: Vec::new(),
+                stop: StopReason::End,
+                usage: Usage::default(),
+                model: "m".into(),
+            })
+        }
+
+        fn label(&self) -> String {
+            "test:m".into()
+        }
+    }
+
+    #[test]
+    fn silence_before_the_first_token_is_not_a_stall() {
+        let model = SlowStart(Duration::from_millis(1500));
+        let req = ChatRequest {
+            messages: vec![Message::user("hi")],
+            ..Default::default()
+        };
+        let stop = AtomicBool::new(false);
+        let end = watched(
+            &Watched {
+                models: &[&model],
+                req: &req,
+                policy: &RetryPolicy::default(),
+                stop: &stop,
+                deadline: Instant::now() + Duration::from_secs(60),
+                stall: Duration::from_millis(500),
+            },
+            &mut |_| {},
+        );
+        assert_eq!(end.stalled, None);
+        assert_eq!(end.result.unwrap().0.text, "done");
+    }
+}
