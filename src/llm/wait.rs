@@ -167,8 +167,7 @@ mod tests {
         let _ = r.read_exact(&mut body);
     }
 
-    /// Serves `listener`: each request gets its headers at once, then nothing for `silence`,
-    /// then a one-word answer. Returns the count of requests received.
+    /// Serves `listener`: each request gets nothing for `silence`, then a one-word answer. Returns the count of requests received.
     fn serve(listener: TcpListener, silence: Duration) -> Arc<AtomicUsize> {
         let count = Arc::new(AtomicUsize::new(0));
         let seen = count.clone();
@@ -179,9 +178,9 @@ mod tests {
                 std::thread::spawn(move || {
                     read_request(&s);
                     seen.fetch_add(1, Ordering::SeqCst);
-                    let _ = s.write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n");
-                    let _ = s.flush();
+                    // Like a local server reading the prompt: not a byte, headers included.
                     std::thread::sleep(silence);
+                    let _ = s.write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n");
                     let _ = s.write_all(b"data: {\"model\":\"m\",\"choices\":[{\"delta\":{\"content\":\"hello\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n");
                 });
             }
