@@ -50,6 +50,11 @@ pub fn cmd_init(cwd: &Path, args: &InitArgs) -> Result<(), CommandError> {
             detected,
             tokens * 4 / 3,
             stop,
+            &|line: &str| {
+                if !args.json {
+                    eprintln!("init: {}", git_orchestra::redact::terminal_safe(line));
+                }
+            },
         )
     };
     let with_model = !args.no_model

@@ -36,11 +36,16 @@ impl Transport {
         let loopback = profile.base_url.starts_with("http://127.")
             || profile.base_url.starts_with("http://localhost")
             || profile.base_url.starts_with("http://[::1]");
+        let backstop = super::wait::backstop(&profile, profile.context_tokens);
         let mut config = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .timeout_connect(Some(
                 profile.timeout.min(std::time::Duration::from_secs(15)),
-            ));
+            ))
+            // A backstop only: the caller keeps the clocks of first token and stall (see
+            // `wait`) and gives up long before this fires, even for the largest prompt.
+            .timeout_recv_response(Some(backstop))
+            .timeout_per_read(Some(backstop));
         if loopback {
             // A proxy from the environment must not capture calls to a local model server.
             config = config.proxy(None);
@@ -93,17 +98,6 @@ impl Transport {
             model: model.clone(),
             message: format!("cannot encode the request: {e}"),
         })?;
-        // The transport's own limits are a backstop: the caller keeps the clocks of first
-        // token and stall (see `wait`), and gives up long before these fire.
-        let backstop = Some(super::wait::backstop(
-            &self.profile,
-            body_tokens(text.len()),
-        ));
-        let req = req
-            .config()
-            .timeout_recv_response(backstop)
-            .timeout_per_read(backstop)
-            .build();
         let resp = req.send(text).map_err(|e| self.transport_error(&url, e))?;
         let status = resp.status().as_u16();
         let header = |name: &str| {
@@ -219,11 +213,6 @@ impl Transport {
             message: self.scrub(&message.to_string()),
         }
     }
-}
-
-/// Returns the rough number of tokens of a request body of `len` bytes.
-fn body_tokens(len: usize) -> u64 {
-    (len / 4) as u64
 }
 
 /// Returns the human part of a provider's error body (`error.message` when it is JSON).

@@ -3,8 +3,7 @@
 //! the profile's `outage_retry_secs` — minutes, so a restarted local server is waited for
 //! instead of failing the run and losing the work paid for so far.
 //!
-//! Only requests the server never worked on are sent again: a refused connection, or a
-//! gateway's 502/503/504 before any answer.
+//! Only requests the server never received are sent again: a refused or failed connection.
 
 use std::time::{Duration, Instant};
 
@@ -16,13 +15,10 @@ use super::wait::TICK;
 /// The longest pause between two attempts to reach a server that is down.
 const MAX_PAUSE: Duration = Duration::from_secs(30);
 
-/// Returns true if and only if `e` says the server did not take the request at all.
+/// Returns true if and only if `e` says the server could not be reached at all. An
+/// overloaded server's 5xx is not an outage: the retry policy and a fallback deal with it.
 pub fn is_outage(e: &LlmError) -> bool {
-    match e {
-        LlmError::Connect { .. } => true,
-        LlmError::Unavailable { status, .. } => matches!(status, 502..=504),
-        _ => false,
-    }
+    matches!(e, LlmError::Connect { .. })
 }
 
 /// Returns the pause before attempt `n + 1` (0-based) to reach a server that is down:

@@ -103,11 +103,11 @@ pub(super) fn next_id() -> String {
     )
 }
 
-/// Appends `event` to `journal`; a journal that cannot be written costs a progress line,
-/// never the call.
+/// Appends `event` to `journal` as a notice; a journal that cannot be written costs a
+/// progress line, never the call.
 pub(super) fn journal(journal: &SharedJournal, event: &WorkflowEvent) {
     if let Ok(j) = journal.lock()
-        && let Err(e) = j.append(event)
+        && let Err(e) = j.notice(event)
     {
         tracing::warn!(error = %e, "model call not journaled");
     }

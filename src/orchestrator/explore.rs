@@ -174,7 +174,8 @@ fn final_answer(
 /// conventions of the repository at `toplevel` as read from its code, in at most about
 /// `chars` characters of Markdown (for `git orchestra init`); `detected` is what detection
 /// already wrote. Its transcript goes to `.git/orchestra/init.log`; its model turns to a
-/// scratch journal removed afterwards (an `init` is not a run to resume).
+/// scratch journal removed afterwards (an `init` is not a run to resume). While the model is
+/// waited for, `say` hears who waits and for how long (as `start` says it).
 pub fn project_notes(
     toplevel: &Path,
     common_dir: &Path,
@@ -182,6 +183,7 @@ pub fn project_notes(
     detected: &str,
     chars: usize,
     stop: &AtomicBool,
+    say: &(dyn Fn(&str) + Sync),
 ) -> Result<String, String> {
     let roles = crate::agent::Roles::load_with_trust(toplevel, config.trusted)
         .map_err(|e| e.to_string())?;
@@ -190,21 +192,29 @@ pub fn project_notes(
     let journal = super::StartJournal::open(&scratch, "init")
         .map(|j| std::sync::Arc::new(std::sync::Mutex::new(j)))
         .map_err(|e| format!("cannot open a scratch journal: {e}"))?;
-    let models = RoleModels::new(roles, config.clone(), journal);
+    let models = RoleModels::new(roles, config.clone(), journal.clone());
     let prompt = format!(
         "Write the architecture and conventions of this repository for the agents that will work on it, in at most {} words of Markdown. Detection already found this (do not repeat it):\n\n{detected}",
         chars / 6
     );
-    let answer = models
-        .explore(
-            "init",
-            "Reply with the Markdown only: no preamble, no code fences around it.",
-            &prompt,
-            toplevel,
-            &state.join("init.log"),
-            stop,
-        )
-        .map_err(|e| e.to_string());
+    let done = AtomicBool::new(false);
+    let answer = std::thread::scope(|s| {
+        let (journal, done_ref) = (&journal, &done);
+        let first = config.start.wait_line_secs;
+        s.spawn(move || super::calls::watch(journal, first, done_ref, say));
+        let answer = models
+            .explore(
+                "init",
+                "Reply with the Markdown only: no preamble, no code fences around it.",
+                &prompt,
+                toplevel,
+                &state.join("init.log"),
+                stop,
+            )
+            .map_err(|e| e.to_string());
+        done.store(true, std::sync::atomic::Ordering::SeqCst);
+        answer
+    });
     drop(models);
     let _ = fs_err::remove_dir_all(&scratch);
     answer

@@ -52,6 +52,21 @@ impl<'a> Replaying<'a> {
     }
 }
 
+impl Replaying<'_> {
+    /// Journals that model call `call`, sent at `started`, ended with `outcome`.
+    fn ended(&self, call: &str, started: Instant, outcome: String) {
+        super::calls::journal(
+            &self.journal,
+            &WorkflowEvent::ModelCallEnded {
+                call: call.to_string(),
+                role: self.role.clone(),
+                ms: started.elapsed().as_millis() as u64,
+                outcome,
+            },
+        );
+    }
+}
+
 /// Returns the journal key of a request: a hash of role, model label, messages and tool names,
 /// and of the replay epoch once the run has failed.
 ///
@@ -145,19 +160,13 @@ impl ChatModel for Replaying<'_> {
             }
             on_delta(d)
         });
-        super::calls::journal(
-            &self.journal,
-            &WorkflowEvent::ModelCallEnded {
-                call,
-                role: self.role.clone(),
-                ms: started.elapsed().as_millis() as u64,
-                outcome: match &result {
-                    Ok(_) => "answered".to_string(),
-                    Err(e) => e.to_string(),
-                },
-            },
-        );
-        let resp = result?;
+        let resp = match result {
+            Ok(resp) => resp,
+            Err(e) => {
+                self.ended(&call, started, e.to_string());
+                return Err(e);
+            }
+        };
         let record = TurnRecord {
             role: self.role.clone(),
             model: label,
@@ -171,6 +180,7 @@ impl ChatModel for Replaying<'_> {
         {
             tracing::warn!(error = %e, "model turn not journaled");
         }
+        self.ended(&call, started, "answered".to_string());
         Ok(resp)
     }
 

@@ -279,6 +279,16 @@ impl StartJournal {
         Ok(seq)
     }
 
+    /// Appends `event` as a notice: journaled like any event, but not a durable step of the
+    /// workflow (crash tests do not stop at it), for what only shows progress.
+    pub fn notice(&self, event: &WorkflowEvent) -> Result<i64, JournalError> {
+        let kind = serde_json::to_value(event)
+            .ok()
+            .and_then(|v| v.get("type").and_then(|t| t.as_str().map(String::from)))
+            .unwrap_or_default();
+        Ok(self.store.append_workflow_event(&self.run, &kind, event)?)
+    }
+
     /// Returns every entry of the run, oldest first.
     pub fn entries(&self) -> Result<Vec<Entry>, JournalError> {
         Ok(self.store.workflow_events(&self.run)?)
