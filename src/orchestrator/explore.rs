@@ -233,3 +233,63 @@ pub fn has_model(toplevel: &Path, config: &crate::config::RepoConfig, role: &str
         })
         .unwrap_or(false)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::{ChatRequest, ChatResponse, Delta, LlmError, Message};
+    use std::sync::atomic::Ordering;
+    use std::time::{Duration, Instant};
+
+    /// A model still reading its prompt: it waits, telling its caller so, for up to a minute.
+    struct Thinking;
+
+    impl ChatModel for Thinking {
+        fn chat(
+            &self,
+            _: &ChatRequest,
+            on_delta: &mut dyn FnMut(Delta<'_>) -> bool,
+        ) -> Result<ChatResponse, LlmError> {
+            let until = Instant::now() + Duration::from_secs(60);
+            while Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(20));
+                if !on_delta(Delta::Waiting) {
+                    return Err(LlmError::Cancelled { model: "m".into() });
+                }
+            }
+            Err(LlmError::Protocol {
+                model: "m".into(),
+                message: "never answered".into(),
+            })
+        }
+
+        fn label(&self) -> String {
+            "test:m".into()
+        }
+    }
+
+    #[test]
+    fn the_final_answer_call_stops_within_a_second_of_ctrl_c() {
+        let dir = tempfile::tempdir().unwrap();
+        let journal = std::sync::Arc::new(std::sync::Mutex::new(
+            super::super::StartJournal::open(dir.path(), "r").unwrap(),
+        ));
+        let model = Thinking;
+        let wrapped = [Replaying::new(&model, journal, "clarifier")];
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                std::thread::sleep(Duration::from_millis(200));
+                stop.store(true, Ordering::SeqCst);
+            });
+            let started = Instant::now();
+            let answer = final_answer(&wrapped, vec![Message::user("hi")], &[], &stop);
+            assert!(answer.is_err(), "{answer:?}");
+            assert!(
+                started.elapsed() < Duration::from_secs(1),
+                "{:?}",
+                started.elapsed()
+            );
+        });
+    }
+}
