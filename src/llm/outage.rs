@@ -15,6 +15,10 @@ use super::wait::TICK;
 /// The longest pause between two attempts to reach a server that is down.
 const MAX_PAUSE: Duration = Duration::from_secs(30);
 
+/// One attempt at a request: sends it and reads the answer, streaming pieces to its argument.
+pub(super) type Attempt<'a> =
+    dyn FnMut(&mut dyn FnMut(Delta<'_>) -> bool) -> Result<ChatResponse, LlmError> + 'a;
+
 /// Returns true if and only if `e` says the server could not be reached at all. An
 /// overloaded server's 5xx is not an outage: the retry policy and a fallback deal with it.
 pub fn is_outage(e: &LlmError) -> bool {
@@ -34,7 +38,7 @@ pub fn pause(n: u32) -> Duration {
 pub(super) fn ride_out(
     profile: &Profile,
     on_delta: &mut dyn FnMut(Delta<'_>) -> bool,
-    attempt: &mut dyn FnMut(&mut dyn FnMut(Delta<'_>) -> bool) -> Result<ChatResponse, LlmError>,
+    attempt: &mut Attempt<'_>,
 ) -> Result<ChatResponse, LlmError> {
     let mut down_since: Option<Instant> = None;
     let mut n = 0;
