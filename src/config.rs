@@ -438,7 +438,14 @@ pub struct ProfileConfig {
     pub api_key_env: Option<String>,
     pub temperature: Option<f32>,
     pub max_tokens: Option<u32>,
+    /// The stall limit: longest pause in an answer once its output began.
     pub timeout_secs: Option<u64>,
+    /// Base time to first token (a local server sends nothing while it reads the prompt).
+    pub first_token_timeout_secs: Option<u64>,
+    /// Time to first token added per thousand prompt tokens.
+    pub first_token_secs_per_1k_tokens: Option<u64>,
+    /// How long an unreachable model server is waited for before a call fails.
+    pub outage_retry_secs: Option<u64>,
     /// Most calls in flight at once through this profile.
     pub concurrency: Option<usize>,
     /// The model's context window in tokens.
@@ -546,6 +553,9 @@ pub struct StartConfig {
     pub docs: Option<bool>,
     /// With `--merge`, test the integrated change afterwards (as `--tests`).
     pub tests: Option<bool>,
+    /// Seconds a model call waits before the terminal says so (default 15); later lines
+    /// follow every twice as long.
+    pub wait_line_secs: Option<u64>,
 }
 
 /// Why the configuration could not be read.
@@ -831,6 +841,7 @@ impl RepoConfig {
                 clarify: self.start.clarify.or(base.start.clarify),
                 docs: self.start.docs.or(base.start.docs),
                 tests: self.start.tests.or(base.start.tests),
+                wait_line_secs: self.start.wait_line_secs.or(base.start.wait_line_secs),
             },
             // The user's profile of a name wins whole: where their keys go is theirs to say.
             profiles: merge(base.profiles, self.profiles),

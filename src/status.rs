@@ -85,6 +85,9 @@ pub struct StartStatus {
     /// Each subtask's latest state, one line each.
     pub subtasks: Vec<String>,
     pub questions: Vec<OpenQuestion>,
+    /// The model calls the run waits for now, of every role (empty when no process drives
+    /// the run).
+    pub model_calls: Vec<crate::orchestrator::calls::OpenCall>,
 }
 
 /// A note on how packets were scheduled or what they changed.
@@ -470,6 +473,7 @@ pub fn start_status(
         limits: Vec::new(),
         subtasks: Vec::new(),
         questions: Vec::new(),
+        model_calls: Vec::new(),
     };
     let Ok(j) = StartJournal::open(common_dir, run) else {
         return Some(status);
@@ -509,6 +513,9 @@ pub fn start_status(
             }
             _ => {}
         }
+    }
+    if start_driven(common_dir, run) {
+        status.model_calls = crate::orchestrator::calls::open_calls(&entries);
     }
     status.limits = limits.iter().map(|(_, t)| t.to_string()).collect();
     status.subtasks = subtasks.into_iter().map(|(_, t)| t).collect();

@@ -20,7 +20,8 @@ pub(super) struct Watched<'a> {
     pub stop: &'a AtomicBool,
     /// The role's wall-clock deadline.
     pub deadline: Instant,
-    /// Longest time without a streamed piece before the call is stalled.
+    /// Longest time without a streamed piece, once the model's output began, before the
+    /// call is stalled.
     pub stall: Duration,
 }
 
@@ -36,7 +37,9 @@ pub(super) struct CallEnd {
 /// detected, before the call itself has unwound, so the stall is reported at once.
 pub(super) fn watched(w: &Watched<'_>, on_stall: &mut dyn FnMut(Duration)) -> CallEnd {
     let started = Instant::now();
-    // Milliseconds since `started` of the last sign of life.
+    // Milliseconds since `started` of the model's last output in the current attempt, plus
+    // one; 0 while its output has not begun. Silence before the first token is not a stall:
+    // the client's time-to-first-token limit (scaled by the prompt) governs it.
     let last = AtomicU64::new(0);
     let abort = AtomicBool::new(false);
     let mut stalled = None;
@@ -50,11 +53,17 @@ pub(super) fn watched(w: &Watched<'_>, on_stall: &mut dyn FnMut(Duration)) -> Ca
                 w.req,
                 w.policy,
                 abort,
-                &mut |_| {
-                    last.store(started.elapsed().as_millis() as u64, Ordering::SeqCst);
+                &mut |d| {
+                    if d.is_output() {
+                        last.store(started.elapsed().as_millis() as u64 + 1, Ordering::SeqCst);
+                    }
                     !abort.load(Ordering::SeqCst)
                 },
-                &mut |e| retries.push(e.clone()),
+                &mut |e| {
+                    // A new attempt waits for its own first token.
+                    last.store(0, Ordering::SeqCst);
+                    retries.push(e.clone());
+                },
             );
             let _ = tx.send((result, retries));
         });
@@ -82,9 +91,13 @@ pub(super) fn watched(w: &Watched<'_>, on_stall: &mut dyn FnMut(Duration)) -> Ca
             if abort.load(Ordering::SeqCst) {
                 continue;
             }
-            let quiet = started
-                .elapsed()
-                .saturating_sub(Duration::from_millis(last.load(Ordering::SeqCst)));
+            let output = last.load(Ordering::SeqCst);
+            let quiet = match output {
+                0 => Duration::ZERO,
+                at => started
+                    .elapsed()
+                    .saturating_sub(Duration::from_millis(at - 1)),
+            };
             if w.stop.load(Ordering::SeqCst) || Instant::now() >= w.deadline {
                 abort.store(true, Ordering::SeqCst);
             } else if quiet >= w.stall {
@@ -94,4 +107,59 @@ pub(super) fn watched(w: &Watched<'_>, on_stall: &mut dyn FnMut(Duration)) -> Ca
             }
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::{Delta, Message, StopReason, Usage};
+
+    /// A model that thinks for `silence` before its first token, like a local server reading
+    /// a long prompt, then answers at once.
+    struct SlowStart(Duration);
+
+    impl ChatModel for SlowStart {
+        fn chat(
+            &self,
+            _: &ChatRequest,
+            on_delta: &mut dyn FnMut(Delta<'_>) -> bool,
+        ) -> Result<ChatResponse, LlmError> {
+            std::thread::sleep(self.0);
+            on_delta(Delta::Text("done"));
+            Ok(ChatResponse {
+                text: "done".into(),
+                tool_calls: Vec::new(),
+                stop: StopReason::End,
+                usage: Usage::default(),
+                model: "m".into(),
+            })
+        }
+
+        fn label(&self) -> String {
+            "test:m".into()
+        }
+    }
+
+    #[test]
+    fn silence_before_the_first_token_is_not_a_stall() {
+        let model = SlowStart(Duration::from_millis(1500));
+        let req = ChatRequest {
+            messages: vec![Message::user("hi")],
+            ..Default::default()
+        };
+        let stop = AtomicBool::new(false);
+        let end = watched(
+            &Watched {
+                models: &[&model],
+                req: &req,
+                policy: &RetryPolicy::default(),
+                stop: &stop,
+                deadline: Instant::now() + Duration::from_secs(60),
+                stall: Duration::from_millis(500),
+            },
+            &mut |_| {},
+        );
+        assert_eq!(end.stalled, None);
+        assert_eq!(end.result.unwrap().0.text, "done");
+    }
 }

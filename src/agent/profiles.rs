@@ -181,6 +181,15 @@ pub fn build(name: &str, cfg: &ProfileConfig) -> Result<Profile, ProfileError> {
     if let Some(t) = cfg.timeout_secs {
         p.timeout = Duration::from_secs(t.max(1));
     }
+    if let Some(t) = cfg.first_token_timeout_secs {
+        p.first_token_timeout = Duration::from_secs(t.max(1));
+    }
+    if let Some(t) = cfg.first_token_secs_per_1k_tokens {
+        p.first_token_per_1k = Duration::from_secs(t);
+    }
+    if let Some(t) = cfg.outage_retry_secs {
+        p.outage_retry = Duration::from_secs(t);
+    }
     if let Some(c) = cfg.concurrency {
         p.concurrency = c.max(1);
     }

@@ -3,8 +3,8 @@
 //!
 //! An answer without a tool call is not success: the agent is asked once to call `complete`
 //! or signal `blocked`, and marked blocked if it still does not. Repeating the same calls
-//! without progress is a stall and ends the same way, as does a model that streams nothing
-//! for the role's stall timeout.
+//! without progress is a stall and ends the same way, as does a model that, once its output
+//! began, streams nothing for the role's stall timeout.
 
 use std::collections::BTreeSet;
 use std::sync::Mutex;
@@ -497,7 +497,7 @@ impl Run<'_, '_> {
 /// Returns the reason given when the model streamed nothing for `quiet`.
 fn stall_reason(quiet: Duration) -> String {
     format!(
-        "stalled: the model sent nothing for {}s (the role's stall timeout)",
+        "stalled: the model sent nothing for {}s after its output began (the role's stall timeout)",
         quiet.as_secs()
     )
 }

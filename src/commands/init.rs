@@ -56,6 +56,11 @@ pub fn cmd_init(cwd: &Path, args: &InitArgs) -> Result<(), CommandError> {
             detected,
             tokens * 4 / 3,
             stop,
+            &|line: &str| {
+                if !args.json {
+                    eprintln!("init: {}", git_orchestra::redact::terminal_safe(line));
+                }
+            },
         )
     };
     // Why the model part is skipped when no profile resolves for the role (not asked for

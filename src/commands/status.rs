@@ -239,6 +239,12 @@ fn start_lines(s: &StartStatus) -> Vec<String> {
             .map(|(packet, at)| format!("pr        {packet}: {at}")),
     );
     out.extend(s.limits.iter().map(|t| format!("limit     {t}")));
+    let now = git_orchestra::exec::now_ms();
+    out.extend(
+        s.model_calls
+            .iter()
+            .map(|c| format!("model     {}", c.line(now))),
+    );
     out.extend(s.subtasks.iter().map(|t| format!("subtask   {t}")));
     out.extend(s.questions.iter().map(question_line));
     out

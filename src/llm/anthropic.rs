@@ -13,6 +13,7 @@ use super::{ChatModel, LlmError};
 const API_VERSION: &str = "2023-06-01";
 
 /// A client of `POST {base_url}/messages`.
+#[derive(Clone)]
 pub struct AnthropicClient {
     http: Transport,
 }
@@ -278,8 +279,9 @@ fn stream_error(http: &Transport, e: &Value) -> LlmError {
     }
 }
 
-impl ChatModel for AnthropicClient {
-    fn chat(
+impl AnthropicClient {
+    /// Sends `req` and reads its answer on the calling thread.
+    fn stream(
         &self,
         req: &ChatRequest,
         on_delta: &mut dyn FnMut(Delta<'_>) -> bool,
@@ -328,6 +330,22 @@ impl ChatModel for AnthropicClient {
             }
         }
         Ok(streamed.finish())
+    }
+}
+
+impl ChatModel for AnthropicClient {
+    fn chat(
+        &self,
+        req: &ChatRequest,
+        on_delta: &mut dyn FnMut(Delta<'_>) -> bool,
+    ) -> Result<ChatResponse, LlmError> {
+        let profile = &self.http.profile;
+        super::outage::ride_out(profile, on_delta, &mut |on_delta| {
+            let client = self.clone();
+            let owned = req.clone();
+            let work: super::wait::Work = Box::new(move |sink| client.stream(&owned, sink));
+            super::wait::detached(profile, req, work, on_delta)
+        })
     }
 
     fn label(&self) -> String {

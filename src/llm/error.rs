@@ -37,9 +37,20 @@ pub enum LlmError {
         url: String,
         message: String,
     },
-    /// No answer (or no further streamed data) within the profile's timeout.
-    #[error("{model}: no answer within {}s", timeout.as_secs())]
+    /// The model stopped streaming: no further piece within the profile's `timeout_secs`
+    /// after its output began.
+    #[error("{model}: the model stalled: no further output for {}s after its output began (the profile's `timeout_secs`)", timeout.as_secs())]
     Timeout { model: String, timeout: Duration },
+    /// Not a single token arrived within the time-to-first-token limit (the profile's
+    /// `first_token_timeout_secs` plus `first_token_secs_per_1k_tokens` per thousand prompt
+    /// tokens). Not sent again: the server may still be working on it, and a second request
+    /// would pay for the prompt twice.
+    #[error("{model}: no first token within {}s for a prompt of about {prompt_tokens} tokens (the time-to-first-token limit: raise the profile's `first_token_timeout_secs` or `first_token_secs_per_1k_tokens` for a slow model)", limit.as_secs())]
+    FirstTokenTimeout {
+        model: String,
+        limit: Duration,
+        prompt_tokens: u64,
+    },
     /// The stream broke off or ended before the answer was complete.
     #[error("{model}: the answer stream broke off: {message}")]
     BrokenStream { model: String, message: String },
@@ -90,6 +101,7 @@ impl LlmError {
             LlmError::MalformedToolCall { .. } => "malformed_tool_call",
             LlmError::Connect { .. } => "connect",
             LlmError::Timeout { .. } => "timeout",
+            LlmError::FirstTokenTimeout { .. } => "first_token_timeout",
             LlmError::BrokenStream { .. } => "broken_stream",
             LlmError::Auth { .. } => "auth",
             LlmError::ContextTooLong { .. } => "context_too_long",

@@ -16,6 +16,7 @@ pub(super) enum AuthStyle {
 }
 
 /// A connection pool bound to one profile and its key.
+#[derive(Clone)]
 pub(super) struct Transport {
     agent: ureq::Agent,
     pub profile: Profile,
@@ -35,13 +36,16 @@ impl Transport {
         let loopback = profile.base_url.starts_with("http://127.")
             || profile.base_url.starts_with("http://localhost")
             || profile.base_url.starts_with("http://[::1]");
+        let backstop = super::wait::backstop(&profile, profile.context_tokens);
         let mut config = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .timeout_connect(Some(
                 profile.timeout.min(std::time::Duration::from_secs(15)),
             ))
-            .timeout_recv_response(Some(profile.timeout))
-            .timeout_per_read(Some(profile.timeout));
+            // A backstop only: the caller keeps the clocks of first token and stall (see
+            // `wait`) and gives up long before this fires, even for the largest prompt.
+            .timeout_recv_response(Some(backstop))
+            .timeout_per_read(Some(backstop));
         if loopback {
             // A proxy from the environment must not capture calls to a local model server.
             config = config.proxy(None);

@@ -16,10 +16,12 @@ mod error;
 mod http;
 mod limit;
 mod openai;
+mod outage;
 pub mod profile;
 mod retry;
 mod sse;
 mod types;
+pub mod wait;
 
 pub use anthropic::AnthropicClient;
 pub use error::LlmError;
@@ -27,6 +29,7 @@ pub use limit::{
     DEFAULT_RECOVER_AFTER, Gate, Gates, LimitCause, LimitChange, LimitListener, Limited, Permit,
 };
 pub use openai::OpenAiClient;
+pub use outage::is_outage;
 pub use profile::{ApiKey, Profile, Provider};
 pub use retry::{RetryEvent, RetryPolicy, chat_with_retry};
 pub use types::{ChatRequest, ChatResponse, Delta, Message, StopReason, ToolCall, ToolDef, Usage};

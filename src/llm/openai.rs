@@ -10,6 +10,7 @@ use super::types::{ChatRequest, ChatResponse, Delta, Message, StopReason, ToolCa
 use super::{ChatModel, LlmError};
 
 /// A client of `POST {base_url}/chat/completions`.
+#[derive(Clone)]
 pub struct OpenAiClient {
     http: Transport,
 }
@@ -188,8 +189,9 @@ impl Partial {
     }
 }
 
-impl ChatModel for OpenAiClient {
-    fn chat(
+impl OpenAiClient {
+    /// Sends `req` and reads its answer on the calling thread.
+    fn stream(
         &self,
         req: &ChatRequest,
         on_delta: &mut dyn FnMut(Delta<'_>) -> bool,
@@ -245,6 +247,22 @@ impl ChatModel for OpenAiClient {
             }
         }
         Ok(partial.finish())
+    }
+}
+
+impl ChatModel for OpenAiClient {
+    fn chat(
+        &self,
+        req: &ChatRequest,
+        on_delta: &mut dyn FnMut(Delta<'_>) -> bool,
+    ) -> Result<ChatResponse, LlmError> {
+        let profile = &self.http.profile;
+        super::outage::ride_out(profile, on_delta, &mut |on_delta| {
+            let client = self.clone();
+            let owned = req.clone();
+            let work: super::wait::Work = Box::new(move |sink| client.stream(&owned, sink));
+            super::wait::detached(profile, req, work, on_delta)
+        })
     }
 
     fn label(&self) -> String {

@@ -112,9 +112,21 @@ pub struct Profile {
     pub api_key_env: Option<String>,
     pub temperature: Option<f32>,
     pub max_tokens: u32,
-    /// Longest wait for an answer, and for each further piece of a streamed one.
+    /// Longest wait for each further piece of an answer once its output began (the stall
+    /// limit).
     #[serde(with = "secs")]
     pub timeout: Duration,
+    /// Longest wait for the first token of an answer, before [`Profile::first_token_per_1k`]
+    /// is added for the prompt's size: a local server sends nothing while it reads the prompt.
+    #[serde(with = "secs")]
+    pub first_token_timeout: Duration,
+    /// Time to first token added per thousand prompt tokens.
+    #[serde(with = "secs")]
+    pub first_token_per_1k: Duration,
+    /// How long an unreachable model server is waited for (retrying with growing pauses)
+    /// before the call fails: long enough to outlast a restart.
+    #[serde(with = "secs")]
+    pub outage_retry: Duration,
     /// Most calls in flight at once through this profile.
     pub concurrency: usize,
     /// The profile tried when this one keeps failing.
@@ -134,8 +146,15 @@ mod secs {
 
 /// Default output token limit per call.
 pub const DEFAULT_MAX_TOKENS: u32 = 4096;
-/// Default request timeout.
+/// Default stall limit: the longest pause in an answer once its output began.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+/// Default base time to first token, suited to a slow local model.
+pub const DEFAULT_FIRST_TOKEN_TIMEOUT: Duration = Duration::from_secs(600);
+/// Default time to first token added per thousand prompt tokens (prompt processing on a
+/// small CPU runs at a few dozen tokens a second).
+pub const DEFAULT_FIRST_TOKEN_PER_1K: Duration = Duration::from_secs(60);
+/// Default time an unreachable model server is waited for.
+pub const DEFAULT_OUTAGE_RETRY: Duration = Duration::from_secs(600);
 /// Default context window assumed when the profile does not say.
 pub const DEFAULT_CONTEXT_TOKENS: u64 = 32_000;
 
@@ -151,10 +170,21 @@ impl Profile {
             temperature: None,
             max_tokens: DEFAULT_MAX_TOKENS,
             timeout: DEFAULT_TIMEOUT,
+            first_token_timeout: DEFAULT_FIRST_TOKEN_TIMEOUT,
+            first_token_per_1k: DEFAULT_FIRST_TOKEN_PER_1K,
+            outage_retry: DEFAULT_OUTAGE_RETRY,
             concurrency: 4,
             fallback: None,
             context_tokens: DEFAULT_CONTEXT_TOKENS,
         }
+    }
+
+    /// Returns the time-to-first-token limit for a prompt of `prompt_tokens` tokens.
+    pub fn first_token_limit(&self, prompt_tokens: u64) -> Duration {
+        self.first_token_timeout
+            + self
+                .first_token_per_1k
+                .mul_f64(prompt_tokens as f64 / 1000.0)
     }
 
     /// Returns `provider:model`, the label used in messages.

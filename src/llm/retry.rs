@@ -76,9 +76,10 @@ pub enum RetryEvent {
 /// Sends `req` to `models[0]`, retrying transient failures under `policy`, then to each
 /// fallback in turn; returns the answer and the index of the model that gave it.
 ///
-/// Non-transient errors (auth, bad request, context too long, cancellation) end at once: a
-/// fallback would not fix them and the caller has a better remedy. `stop` is polled while
-/// waiting, so a cancelled agent does not sleep out its backoff.
+/// Non-transient errors (auth, bad request, context too long, no first token in time,
+/// cancellation) end at once: a fallback would not fix them and the caller has a better
+/// remedy. `stop` is polled while waiting for the model and during backoff, so a cancelled
+/// call ends within a tenth of a second.
 pub fn chat_with_retry(
     models: &[&dyn ChatModel],
     req: &ChatRequest,
@@ -88,6 +89,9 @@ pub fn chat_with_retry(
     on_retry: &mut dyn FnMut(&RetryEvent),
 ) -> Result<(ChatResponse, usize), LlmError> {
     let mut last: Option<LlmError> = None;
+    // Every call hears from its model at least every tenth of a second (`Delta::Waiting`),
+    // so a raised stop flag ends it within that, not when the model next speaks.
+    let on_delta = &mut |d: Delta<'_>| !stop.load(Ordering::SeqCst) && on_delta(d);
     for (index, model) in models.iter().enumerate() {
         if let Some(error) = last.take() {
             on_retry(&RetryEvent::FallingBack {
@@ -100,6 +104,11 @@ pub fn chat_with_retry(
         loop {
             let error = match model.chat(req, on_delta) {
                 Ok(resp) => return Ok((resp, index)),
+                Err(LlmError::Cancelled { .. }) if stop.load(Ordering::SeqCst) => {
+                    return Err(LlmError::Cancelled {
+                        model: model.label(),
+                    });
+                }
                 Err(e) => e,
             };
             let Some(delay) = policy.delay(attempt, &error) else {

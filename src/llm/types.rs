@@ -200,6 +200,23 @@ pub enum Delta<'a> {
     /// Nothing streamed yet: the call is queued for a place under its profile's concurrency
     /// limit (sent periodically while it waits, so waiting is not taken for a stall).
     Queued,
+    /// Nothing streamed yet: the request is sent and the server is working on it (sent every
+    /// tenth of a second while it waits, so a caller can cancel a silent call at once).
+    Waiting,
+    /// The model server could not be reached; the same request is sent again after
+    /// `retry_in` (sent once per wait, so a caller can say so).
+    Unreachable { retry_in: std::time::Duration },
+}
+
+impl Delta<'_> {
+    /// Returns true if and only if this piece is output of the model (text or a tool call),
+    /// not a sign of waiting.
+    pub fn is_output(&self) -> bool {
+        matches!(
+            self,
+            Delta::Text(_) | Delta::ToolCallStarted { .. } | Delta::ToolArguments(_)
+        )
+    }
 }
 
 #[cfg(test)]

@@ -319,6 +319,7 @@ mod tests {
                 model: "m".into(),
                 base_url: Some("http://127.0.0.1:9/v1".into()),
                 timeout_secs: Some(1),
+                outage_retry_secs: Some(0),
                 ..Default::default()
             },
         );

@@ -188,11 +188,26 @@ pub fn start(
     let _driver = driver_lock(repo, &run)?;
     let ctx = Ctx::open(repo, config, req, ui, stop, (run, base))?;
     let mut wf = ctx.j()?.workflow()?;
-    loop {
-        if let Some(outcome) = ctx.step(&mut wf)? {
-            return Ok(outcome);
-        }
-    }
+    // Every model call of every role says, while it waits, who waits and for how long.
+    let done = AtomicBool::new(false);
+    let first = config.start.wait_line_secs;
+    std::thread::scope(|s| {
+        let (journal, done_ref, run) = (&ctx.journal, &done, &ctx.run);
+        s.spawn(move || {
+            super::calls::watch(journal, first, done_ref, &|line| {
+                ui.progress(&format!("{run}: {line}"));
+            });
+        });
+        let outcome = loop {
+            match ctx.step(&mut wf) {
+                Ok(Some(outcome)) => break Ok(outcome),
+                Ok(None) => {}
+                Err(e) => break Err(e),
+            }
+        };
+        done.store(true, Ordering::SeqCst);
+        outcome
+    })
 }
 
 /// Returns the settings a resumed run goes on with: those it started with, updated by what

@@ -136,14 +136,17 @@ impl RoleModels {
             (WorkerState::Completed, Some(answer)) => answer,
             // A model that kept exploring (the turn limit, the same calls again and again)
             // has read what it could: it is asked once more, without tools, for its answer.
-            (WorkerState::Blocked, _) if !stop.load(std::sync::atomic::Ordering::SeqCst) => {
+            // A model that stalled is not asked again: the server may still be at work.
+            (WorkerState::Blocked, _)
+                if !outcome.transient && !stop.load(std::sync::atomic::Ordering::SeqCst) =>
+            {
                 let _ = writeln!(
                     log,
                     "{}",
                     serde_json::json!({"type": "answer_requested", "after": outcome.reason})
                 );
                 convo.push(crate::llm::Message::user(FINAL_NUDGE));
-                final_answer(&wrapped, convo.clone(), &keys).map_err(|e| {
+                final_answer(&wrapped, convo.clone(), &keys, stop).map_err(|e| {
                     unanswered(format!(
                         "blocked: {}; asked for its answer without tools: {e}",
                         outcome.reason
@@ -164,7 +167,7 @@ impl RoleModels {
         if stop.load(std::sync::atomic::Ordering::SeqCst) {
             return Err(unanswered(why));
         }
-        let again = ask_again(&wrapped, convo, &keys, answer, &why, &mut log)
+        let again = ask_again(&wrapped, convo, &keys, answer, &why, &mut log, stop)
             .map_err(|e| unanswered(format!("{why}; asked again: {e}")))?;
         check(&again).map(|()| again).map_err(|still| {
             unanswered(format!(
@@ -183,6 +186,7 @@ fn ask_again(
     answer: String,
     why: &str,
     log: &mut dyn Write,
+    stop: &AtomicBool,
 ) -> Result<String, String> {
     tracing::warn!(%why, "a role's answer is no answer; asking again");
     let _ = writeln!(
@@ -200,7 +204,7 @@ fn ask_again(
     convo.push(crate::llm::Message::user(format!(
         "That reply is not an answer: {why}. Do not call or list any tool: reply now with your answer as text, in the form asked for above."
     )));
-    final_answer(models, convo, keys)
+    final_answer(models, convo, keys, stop)
 }
 
 /// What an exploring role that kept reading is told when asked for its answer.
@@ -208,10 +212,12 @@ const FINAL_NUDGE: &str = "You have read enough. Do not call any tool: reply now
 
 /// Asks the first of `models` that answers for a text answer to the conversation `messages`
 /// (which ends with the request for it), offering no tools; the answer is scrubbed of `keys`.
+/// Raising `stop` ends the call within a tenth of a second.
 fn final_answer(
     models: &[Replaying<'_>],
     messages: Vec<crate::llm::Message>,
     keys: &[crate::llm::ApiKey],
+    stop: &AtomicBool,
 ) -> Result<String, String> {
     let req = crate::llm::ChatRequest {
         messages,
@@ -219,11 +225,21 @@ fn final_answer(
     };
     let mut last = String::from("no model");
     for model in models {
-        match model.chat(&req, &mut |_| true) {
-            Ok(resp) if !resp.text.trim().is_empty() => {
+        let one: [&dyn ChatModel; 1] = [model];
+        let answer = crate::llm::chat_with_retry(
+            &one,
+            &req,
+            &RetryPolicy::default(),
+            stop,
+            &mut |_| true,
+            &mut |_| {},
+        );
+        match answer {
+            Ok((resp, _)) if !resp.text.trim().is_empty() => {
                 return Ok(crate::llm::ApiKey::scrub_all(keys, &resp.text));
             }
             Ok(_) => last = "the model answered with no text".into(),
+            Err(e @ crate::llm::LlmError::Cancelled { .. }) => return Err(e.to_string()),
             Err(e) => last = e.to_string(),
         }
     }
@@ -234,7 +250,8 @@ fn final_answer(
 /// conventions of the repository at `toplevel` as read from its code, in at most about
 /// `chars` characters of Markdown (for `git orchestra init`); `detected` is what detection
 /// already wrote. Its transcript goes to `.git/orchestra/init.log`; its model turns to a
-/// scratch journal removed afterwards (an `init` is not a run to resume).
+/// scratch journal removed afterwards (an `init` is not a run to resume). While the model is
+/// waited for, `say` hears who waits and for how long (as `start` says it).
 pub fn project_notes(
     toplevel: &Path,
     common_dir: &Path,
@@ -242,6 +259,7 @@ pub fn project_notes(
     detected: &str,
     chars: usize,
     stop: &AtomicBool,
+    say: &(dyn Fn(&str) + Sync),
 ) -> Result<String, String> {
     let roles = crate::agent::Roles::load_with_trust(toplevel, config.trusted)
         .map_err(|e| e.to_string())?;
@@ -250,21 +268,29 @@ pub fn project_notes(
     let journal = super::StartJournal::open(&scratch, "init")
         .map(|j| std::sync::Arc::new(std::sync::Mutex::new(j)))
         .map_err(|e| format!("cannot open a scratch journal: {e}"))?;
-    let models = RoleModels::new(roles, config.clone(), journal);
+    let models = RoleModels::new(roles, config.clone(), journal.clone());
     let prompt = format!(
         "Write the architecture and conventions of this repository for the agents that will work on it, in at most {} words of Markdown. Detection already found this (do not repeat it):\n\n{detected}",
         chars / 6
     );
-    let answer = models
-        .explore(
-            "init",
-            "Reply with the Markdown only: no preamble, no code fences around it.",
-            &prompt,
-            toplevel,
-            &state.join("init.log"),
-            stop,
-        )
-        .map_err(|e| e.to_string());
+    let done = AtomicBool::new(false);
+    let answer = std::thread::scope(|s| {
+        let (journal, done_ref) = (&journal, &done);
+        let first = config.start.wait_line_secs;
+        s.spawn(move || super::calls::watch(journal, first, done_ref, say));
+        let answer = models
+            .explore(
+                "init",
+                "Reply with the Markdown only: no preamble, no code fences around it.",
+                &prompt,
+                toplevel,
+                &state.join("init.log"),
+                stop,
+            )
+            .map_err(|e| e.to_string());
+        done.store(true, std::sync::atomic::Ordering::SeqCst);
+        answer
+    });
     drop(models);
     let _ = fs_err::remove_dir_all(&scratch);
     answer
@@ -287,4 +313,64 @@ pub fn model_check(
         .map_err(|e| e.to_string())?;
     let role = roles.get(role).map_err(|e| e.to_string())?;
     crate::agent::profiles::check(config, role).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::{ChatRequest, ChatResponse, Delta, LlmError, Message};
+    use std::sync::atomic::Ordering;
+    use std::time::{Duration, Instant};
+
+    /// A model still reading its prompt: it waits, telling its caller so, for up to a minute.
+    struct Thinking;
+
+    impl ChatModel for Thinking {
+        fn chat(
+            &self,
+            _: &ChatRequest,
+            on_delta: &mut dyn FnMut(Delta<'_>) -> bool,
+        ) -> Result<ChatResponse, LlmError> {
+            let until = Instant::now() + Duration::from_secs(60);
+            while Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(20));
+                if !on_delta(Delta::Waiting) {
+                    return Err(LlmError::Cancelled { model: "m".into() });
+                }
+            }
+            Err(LlmError::Protocol {
+                model: "m".into(),
+                message: "never answered".into(),
+            })
+        }
+
+        fn label(&self) -> String {
+            "test:m".into()
+        }
+    }
+
+    #[test]
+    fn the_final_answer_call_stops_within_a_second_of_ctrl_c() {
+        let dir = tempfile::tempdir().unwrap();
+        let journal = std::sync::Arc::new(std::sync::Mutex::new(
+            super::super::StartJournal::open(dir.path(), "r").unwrap(),
+        ));
+        let model = Thinking;
+        let wrapped = [Replaying::new(&model, journal, "clarifier")];
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                std::thread::sleep(Duration::from_millis(200));
+                stop.store(true, Ordering::SeqCst);
+            });
+            let started = Instant::now();
+            let answer = final_answer(&wrapped, vec![Message::user("hi")], &[], &stop);
+            assert!(answer.is_err(), "{answer:?}");
+            assert!(
+                started.elapsed() < Duration::from_secs(1),
+                "{:?}",
+                started.elapsed()
+            );
+        });
+    }
 }

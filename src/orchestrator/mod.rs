@@ -10,6 +10,7 @@
 pub mod answers;
 mod approval;
 pub mod budget;
+pub mod calls;
 mod clarify;
 pub mod consult;
 pub mod context;

@@ -11,7 +11,7 @@ use std::time::Instant;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
-use super::start_journal::{StartJournal, TurnRecord};
+use super::start_journal::{StartJournal, TurnRecord, WorkflowEvent};
 use crate::llm::{ChatModel, ChatRequest, ChatResponse, Delta, LlmError, StopReason, ToolCall};
 
 /// The journal shared by every model wrapper of a run.
@@ -49,6 +49,21 @@ impl<'a> Replaying<'a> {
     pub fn with_guard(mut self, guard: &'a (dyn Fn() -> Option<String> + Sync)) -> Replaying<'a> {
         self.guard = Some(guard);
         self
+    }
+}
+
+impl Replaying<'_> {
+    /// Journals that model call `call`, sent at `started`, ended with `outcome`.
+    fn ended(&self, call: &str, started: Instant, outcome: String) {
+        super::calls::journal(
+            &self.journal,
+            &WorkflowEvent::ModelCallEnded {
+                call: call.to_string(),
+                role: self.role.clone(),
+                ms: started.elapsed().as_millis() as u64,
+                outcome,
+            },
+        );
     }
 }
 
@@ -121,7 +136,37 @@ impl ChatModel for Replaying<'_> {
             });
         }
         let started = Instant::now();
-        let resp = self.inner.chat(req, on_delta)?;
+        let call = super::calls::next_id();
+        super::calls::journal(
+            &self.journal,
+            &WorkflowEvent::ModelCallStarted {
+                call: call.clone(),
+                role: self.role.clone(),
+                model: label.clone(),
+                prompt_tokens: crate::llm::wait::prompt_tokens(req),
+            },
+        );
+        let result = self.inner.chat(req, &mut |d| {
+            if let Delta::Unreachable { retry_in } = d {
+                super::calls::journal(
+                    &self.journal,
+                    &WorkflowEvent::ModelUnreachable {
+                        call: call.clone(),
+                        role: self.role.clone(),
+                        model: label.clone(),
+                        retry_in_secs: retry_in.as_secs(),
+                    },
+                );
+            }
+            on_delta(d)
+        });
+        let resp = match result {
+            Ok(resp) => resp,
+            Err(e) => {
+                self.ended(&call, started, e.to_string());
+                return Err(e);
+            }
+        };
         let record = TurnRecord {
             role: self.role.clone(),
             model: label,
@@ -135,6 +180,7 @@ impl ChatModel for Replaying<'_> {
         {
             tracing::warn!(error = %e, "model turn not journaled");
         }
+        self.ended(&call, started, "answered".to_string());
         Ok(resp)
     }
 

@@ -178,6 +178,29 @@ pub enum WorkflowEvent {
         /// The line shown to people, e.g. `openai-main: concurrency 8 → 4 after rate limit`.
         text: String,
     },
+    /// A model call of `role` was sent (`call` identifies it within the run); the entry's
+    /// time is when. `prompt_tokens` is the prompt's rough size.
+    ModelCallStarted {
+        call: String,
+        role: String,
+        model: String,
+        prompt_tokens: u64,
+    },
+    /// The model server of call `call` could not be reached; it is asked again after
+    /// `retry_in_secs`.
+    ModelUnreachable {
+        call: String,
+        role: String,
+        model: String,
+        retry_in_secs: u64,
+    },
+    /// Model call `call` ended: `outcome` is `answered`, or the error that ended it.
+    ModelCallEnded {
+        call: String,
+        role: String,
+        ms: u64,
+        outcome: String,
+    },
     /// A role answered another agent's question (`asker` is the chain of roles that asked,
     /// outermost first); cached per run under the role and the normalised question.
     Consulted {
@@ -254,6 +277,16 @@ impl StartJournal {
         let seq = self.store.append_workflow_event(&self.run, &kind, event)?;
         super::fault::step();
         Ok(seq)
+    }
+
+    /// Appends `event` as a notice: journaled like any event, but not a durable step of the
+    /// workflow (crash tests do not stop at it), for what only shows progress.
+    pub fn notice(&self, event: &WorkflowEvent) -> Result<i64, JournalError> {
+        let kind = serde_json::to_value(event)
+            .ok()
+            .and_then(|v| v.get("type").and_then(|t| t.as_str().map(String::from)))
+            .unwrap_or_default();
+        Ok(self.store.append_workflow_event(&self.run, &kind, event)?)
     }
 
     /// Returns every entry of the run, oldest first.

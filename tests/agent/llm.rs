@@ -231,10 +231,11 @@ fn a_truncated_stream_is_a_broken_stream_and_is_retried() {
 }
 
 #[test]
-fn a_slow_server_times_out_within_the_profile_timeout() {
+fn a_server_silent_past_the_time_to_first_token_fails_naming_that_limit() {
     let server = MockServer::from_fixture("openai/slow_then_ok");
     let mut p = profile(&server, Provider::OpenaiCompatible);
-    p.timeout = Duration::from_millis(700);
+    p.first_token_timeout = Duration::from_millis(700);
+    p.first_token_per_1k = Duration::ZERO;
     let model = llm::connect(&p).unwrap();
     let req = ChatRequest {
         messages: vec![Message::user("hi")],
@@ -242,7 +243,11 @@ fn a_slow_server_times_out_within_the_profile_timeout() {
     };
     let started = Instant::now();
     let err = model.chat(&req, &mut no_deltas()).unwrap_err();
-    assert!(matches!(err, LlmError::Timeout { .. }), "{err}");
+    assert!(matches!(err, LlmError::FirstTokenTimeout { .. }), "{err}");
+    assert!(
+        err.to_string().contains("first_token_timeout_secs"),
+        "{err}"
+    );
     assert!(
         started.elapsed() < Duration::from_millis(2000),
         "{:?}",

@@ -161,7 +161,14 @@ fn respond(mut stream: TcpStream, reply: &Value) -> std::io::Result<()> {
             .as_u64()
             .map(|n| n as usize)
             .unwrap_or(usize::MAX);
-        for item in items.iter().take(cut) {
+        // `pause_after` frames in, the answer pauses for `pause_ms`: a stall after output began.
+        let pause_after = reply["pause_after"].as_u64().map(|n| n as usize);
+        for (i, item) in items.iter().take(cut).enumerate() {
+            if pause_after == Some(i) {
+                std::thread::sleep(Duration::from_millis(
+                    reply["pause_ms"].as_u64().unwrap_or(0),
+                ));
+            }
             let frame = match item {
                 Value::String(s) => format!("data: {s}\n\n"),
                 Value::Object(o) if o.contains_key("event") => format!(

@@ -1,5 +1,6 @@
-//! The stall watchdog: a model that streams nothing for the role's stall timeout is noticed
-//! within a second of it, journaled, and the agent marked blocked.
+//! The stall watchdog: a model whose output began and then streams nothing for the role's
+//! stall timeout is noticed within a second of it, journaled, and the agent marked blocked;
+//! silence before the first token is not a stall.
 
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
@@ -15,12 +16,13 @@ use crate::mock::MockServer;
 use crate::support::TestRepo;
 
 #[test]
-fn a_silent_model_is_detected_as_stalled_within_seconds_and_the_agent_blocked() {
-    // The server holds its answer for 4 s; the role allows 1 s without progress, the profile
-    // (transport) 10 s — so only the watchdog can notice in time.
+fn a_model_silent_after_its_output_began_is_detected_as_stalled_and_the_agent_blocked() {
+    // The answer begins, then pauses for 4 s; the role allows 1 s without progress, the
+    // profile (transport) 10 s — so only the watchdog can notice in time.
     let server = MockServer::start(vec![json!({
-        "delay_ms": 4000,
-        "sse": [{"choices": [{"index": 0, "delta": {"content": "late"}, "finish_reason": "stop"}]}, "[DONE]"]
+        "pause_after": 1, "pause_ms": 4000,
+        "sse": [{"choices": [{"index": 0, "delta": {"content": "begun "}, "finish_reason": null}]},
+                {"choices": [{"index": 0, "delta": {"content": "late"}, "finish_reason": "stop"}]}, "[DONE]"]
     })]);
     let repo = TestRepo::new();
     let mut p = profile(&server, Provider::OpenaiCompatible);
@@ -82,6 +84,42 @@ fn a_silent_model_is_detected_as_stalled_within_seconds_and_the_agent_blocked() 
     // The run itself ends once the held answer arrives and is cut off, not at the transport
     // timeout.
     assert!(started.elapsed() < Duration::from_secs(8));
+}
+
+#[test]
+fn a_model_silent_before_its_first_token_is_not_stalled_and_its_answer_is_used() {
+    // A local server reads the prompt for 3 s before its first token; the role allows 1 s
+    // without progress once output began — the request must not be dropped and sent again.
+    let server = MockServer::start(vec![json!({
+        "delay_ms": 3000,
+        "sse": [{"choices": [{"index": 0, "delta": {"content": "late but right"}, "finish_reason": "stop"}]}, "[DONE]"]
+    })]);
+    let repo = TestRepo::new();
+    let model = llm::connect(&profile(&server, Provider::OpenaiCompatible)).unwrap();
+    let mut role = Roles::builtin().unwrap().get("coder").unwrap().clone();
+    role.stall_timeout_secs = 1;
+    let registry = Registry::builtin().for_role(&role);
+    let root = ConfinedRoot::open(&repo.path).unwrap();
+    let stop = AtomicBool::new(false);
+    let spec = agent::AgentSpec {
+        role: &role,
+        models: vec![model.as_ref()],
+        context_tokens: 32_000,
+        task: "Answer.".into(),
+        root: &root,
+        packet_files: None,
+        registry: &registry,
+        stop: &stop,
+        policy: RetryPolicy::default(),
+        price: None,
+        answer: None,
+        sandbox: None,
+        text_answer: true,
+    };
+    let outcome = agent::run(&spec, &mut |_| {}).unwrap();
+    assert_eq!(outcome.state, WorkerState::Completed, "{outcome:?}");
+    assert_eq!(outcome.summary.as_deref(), Some("late but right"));
+    assert_eq!(server.requests().len(), 1, "the request was sent again");
 }
 
 #[test]

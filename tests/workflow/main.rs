@@ -12,6 +12,7 @@ mod environments;
 mod forge_mock;
 mod messages;
 mod run_listing;
+mod slow_model;
 mod start;
 mod start_agents;
 mod start_interrupt;

@@ -144,6 +144,13 @@ function questionsHtml(status) {
     <div class="toolbar"><input type="text" class="answer-text" placeholder="your answer">
     <button class="answer" data-packet="${q.packet}">Answer</button></div></div>`);
 }
+// The model calls the run waits for, of every role: who waits, since when, how big a prompt.
+function callsHtml(start) {
+  const calls = (start && start.model_calls) || [];
+  if (!calls.length) return "";
+  const now = Date.now();
+  return html`<div class="panel model-calls" id="model-calls">${calls.map(c => html`<div>${c.role} waiting for the model (${c.model}) for ${Math.max(0, Math.round((now - c.since_ms) / 1000))}s, prompt ~${num(c.prompt_tokens)} tokens${c.unreachable_retry_secs != null ? html`; model server unreachable, retrying in ${c.unreachable_retry_secs} s` : ""}</div>`)}</div>`;
+}
 let planTimer = null;
 function wireRun(run, data) {
   const act = async (what, body) => {
@@ -210,7 +217,7 @@ async function showRun(run) {
     <div>${state(shown)} <span class="muted">${run}</span>
     ${spend ? html`<span class="muted"> · ${num(spend.input_tokens + spend.output_tokens)} tokens · cost ${cost(spend.cost)}</span>` : ""}</div>
     ${controlsHtml(data.controls)}
-    ${approvalHtml(data.approval)}${questionsHtml(s.start || s)}${progressHtml(data.progress, data.cards)}
+    ${approvalHtml(data.approval)}${questionsHtml(s.start || s)}${callsHtml(s.start)}${progressHtml(data.progress, data.cards)}
     ${graphHtml(data.plan, data.cards)}
     <h2>Packets</h2><div class="cards" id="cards">${(data.cards || []).length ? data.cards.map(c => cardHtml(run, c)) : html`<p class="muted">No packets yet.</p>`}</div>
     ${(s.notes || []).length ? html`<h2>Notes</h2><ul>${s.notes.map(n => html`<li>${n.note || `${n.packet} changed ${n.file} ${n.lines} outside ${[].concat(n.declared || []).join(", ")}`}</li>`)}</ul>` : ""}
