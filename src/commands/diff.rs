@@ -1,5 +1,5 @@
-//! `git orchestra diff [<run>] [<packet>]`: a packet's change against its start, in the
-//! terminal.
+//! `git orchestra diff [<run>] [<packet>]`: a packet's own change (against its start, or
+//! against the integration tip its conflict resolution merged), in the terminal.
 
 use std::path::Path;
 
@@ -9,8 +9,9 @@ use git_orchestra::store::Store;
 
 use super::CommandError;
 
-/// Shows what packets changed: each packet's commit against the point it started from (every
-/// packet of the run, or the one named).
+/// Shows what packets changed: each packet's commit against the point it started from, or
+/// after a conflict resolution against the integration tip it merged (every packet of the
+/// run, or the one named).
 #[derive(Debug, Args)]
 pub struct DiffArgs {
     /// The run (default: the newest).
@@ -40,23 +41,29 @@ pub fn cmd_diff(cwd: &Path, args: &DiffArgs) -> Result<(), CommandError> {
     };
     let git = Git::new(&repo.common_dir);
     for p in chosen {
-        match (&p.start, &p.commit) {
-            (Some(start), Some(commit)) => {
-                println!(
-                    "# {} ({}): {}..{}",
-                    p.id,
-                    p.state.as_str(),
-                    &start[..start.len().min(12)],
-                    &commit[..commit.len().min(12)]
-                );
-                let patch = git
-                    .diff_patch(start, commit)
-                    .map_err(CommandError::internal)?;
-                // The patch is an agent's text: its escape sequences are shown, never obeyed.
-                print!("{}", git_orchestra::redact::terminal_safe(&patch));
-            }
-            _ => println!("# {} ({}): no commit yet", p.id, p.state.as_str()),
-        }
+        let change = git_orchestra::merge::own_change(&git, &store, &run, p)
+            .map_err(CommandError::internal)?;
+        let Some(change) = change else {
+            println!("# {} ({}): no commit yet", p.id, p.state.as_str());
+            continue;
+        };
+        let against = if change.merged_onto {
+            " (against the integration tip its conflict resolution merged)"
+        } else {
+            ""
+        };
+        println!(
+            "# {} ({}): {}..{}{against}",
+            p.id,
+            p.state.as_str(),
+            &change.base[..change.base.len().min(12)],
+            &change.tip[..change.tip.len().min(12)],
+        );
+        let patch = git
+            .diff_patch(&change.base, &change.tip)
+            .map_err(CommandError::internal)?;
+        // The patch is an agent's text: its escape sequences are shown, never obeyed.
+        print!("{}", git_orchestra::redact::terminal_safe(&patch));
     }
     Ok(())
 }

@@ -80,8 +80,11 @@ pub(super) fn run(ctx: &Context<'_>, index: usize, record: &PacketRecord) {
     ctx.activity.end(&id, Path::new(&record.worktree));
     match outcome {
         Ok(commit) => {
-            ctx.journal
-                .record_or_keep(Event::PacketSucceeded { packet: id, commit });
+            ctx.journal.record_or_keep(Event::PacketSucceeded {
+                packet: id,
+                commit,
+                onto: None,
+            });
         }
         Err(Halt::Fail(reason) | Halt::Transient(reason)) => {
             tracing::warn!(%reason, "packet failed");

@@ -448,6 +448,7 @@ fn finish(r: &ConflictJob<'_>, g: &Git) -> Result<String, ResolveError> {
     (r.journal)(Event::PacketSucceeded {
         packet: id.clone(),
         commit: new.clone(),
+        onto: Some(r.onto.to_string()),
     })?;
     Ok(new)
 }

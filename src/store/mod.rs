@@ -564,6 +564,7 @@ mod tests {
                 &Event::PacketSucceeded {
                     packet: "a".into(),
                     commit: "c0ffee".into(),
+                    onto: None,
                 },
             )
             .unwrap();
@@ -618,6 +619,7 @@ mod tests {
                 &Event::PacketSucceeded {
                     packet: "a".into(),
                     commit: "c".into(),
+                    onto: None,
                 },
             )
             .unwrap();

@@ -202,7 +202,9 @@ fn apply_to_packet(u: &Updates<'_>, event: &Event) -> rusqlite::Result<()> {
             packet: id, commit, ..
         } => u.packet("phase = 'validate', commit_id = ?", id, &[commit]),
         Event::ReviewStarted { packet: id, .. } => u.packet("phase = 'review'", id, &[]),
-        Event::PacketSucceeded { packet: id, commit } => u.packet(
+        Event::PacketSucceeded {
+            packet: id, commit, ..
+        } => u.packet(
             "state = 'succeeded', phase = NULL, commit_id = ?, reason = NULL, pgid = NULL",
             id,
             &[commit],

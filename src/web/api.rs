@@ -327,7 +327,7 @@ pub(super) fn packet(shared: &Shared, rest: &str, query: &str) -> Reply {
     let diff = if super::query_value(query, "diff").as_deref() == Some("0") {
         Value::Null
     } else {
-        diff(shared, &rec)
+        diff(shared, &store, run, &rec)
     };
     let questions = store.open_question(run, id).ok().flatten();
     json(
@@ -408,12 +408,16 @@ fn activity_item(line: &str) -> Value {
         .unwrap_or_else(|| json!({"type": "output", "text": line}))
 }
 
-/// The packet's change against its start: its branch tip (the engine's last commit).
-fn diff(shared: &Shared, rec: &PacketRecord) -> Value {
-    let (Some(start), Some(tip)) = (&rec.start, &rec.commit) else {
-        return json!({"patch": "", "note": "no commit yet"});
+/// The packet's own change, as `git orchestra diff` shows it: its branch tip (the engine's last
+/// commit) against its start, or against the integration tip its conflict resolution merged.
+fn diff(shared: &Shared, store: &Store, run: &str, rec: &PacketRecord) -> Value {
+    let git = git_orchestra::git::Git::new(&shared.repo.common_dir);
+    let (start, tip) = match git_orchestra::merge::own_change(&git, store, run, rec) {
+        Ok(Some(c)) => (c.base, c.tip),
+        Ok(None) => return json!({"patch": "", "note": "no commit yet"}),
+        Err(e) => return json!({"patch": "", "note": e.to_string()}),
     };
-    match git_orchestra::git::Git::new(&shared.repo.common_dir).diff_patch(start, tip) {
+    match git.diff_patch(&start, &tip) {
         Ok(mut patch) => {
             let clipped = patch.len() > MAX_DIFF;
             if clipped {
