@@ -9,6 +9,10 @@ use std::path::Path;
 
 use serde::Serialize;
 
+mod failure;
+
+pub use failure::{Failure, run_failure, start_failure};
+
 use crate::config::Price;
 use crate::orchestrator::{StartJournal, WorkflowEvent, WorkflowState};
 use crate::store::{AgentUsage, Event, PacketRecord, RunRecord, RunState, Store, StoreError};
@@ -77,6 +81,8 @@ pub struct StartStatus {
     /// The headline of the run's final report, once written (the same words the report and
     /// the exit status of `start` give).
     pub outcome: Option<String>,
+    /// Why the run failed and what continues it, when its phase is `failed`.
+    pub failure: Option<Failure>,
     pub spend: Spend,
     /// Published pull requests: packet and where its request is.
     pub prs: Vec<(String, String)>,
@@ -111,6 +117,9 @@ pub struct RunStatus {
     pub notes: Vec<Note>,
     /// Questions the run's agents wait on (in a `start` run they are its `start` lines').
     pub questions: Vec<OpenQuestion>,
+    /// Why the run failed or was interrupted and the command that continues it; `None` while
+    /// it runs or once it completed.
+    pub failure: Option<Failure>,
     /// Present when the run belongs to a `start` run.
     pub start: Option<StartStatus>,
     /// `start` runs still clarifying or planning.
@@ -222,7 +231,7 @@ fn run_status(
     run: RunRecord,
     prices: &dyn Fn(&str) -> Option<Price>,
 ) -> Result<RunStatus, StatusError> {
-    let packets = store
+    let packets: Vec<PacketRecord> = store
         .packets(&run.id)?
         .into_iter()
         .map(|p| after_gc(common_dir, p))
@@ -240,7 +249,9 @@ fn run_status(
     let hosts = hosts(store, &run.id)?;
     let mut run = run;
     run.state = engine_state(common_dir, &run).0;
+    let failure = run_failure(store, &run.id, run.state, &packets)?;
     Ok(RunStatus {
+        failure,
         hosts,
         run,
         packets,
@@ -465,6 +476,7 @@ pub fn start_status(
         state: start_label(common_dir, run, phase),
         phase,
         outcome: report_outcome(common_dir, run),
+        failure: None,
         spend: Spend::default(),
         prs: Vec::new(),
         limits: Vec::new(),
@@ -478,6 +490,7 @@ pub fn start_status(
         status.spend = spend(&usage, prices);
     }
     let entries = j.entries().unwrap_or_default();
+    status.failure = start_failure(run, phase, &entries);
     let published = entries.iter().rev().find_map(|e| match &e.event {
         WorkflowEvent::Published { prs } => Some(prs),
         _ => None,

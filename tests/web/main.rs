@@ -7,6 +7,7 @@
 
 mod access;
 mod browser;
+mod failure;
 mod notify;
 mod run_list;
 mod steering;

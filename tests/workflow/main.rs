@@ -7,6 +7,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod environments;
+mod failure_reason;
 #[path = "../forge/forge_mock.rs"]
 mod forge_mock;
 mod messages;

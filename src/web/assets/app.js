@@ -184,9 +184,13 @@ async function showRun(run) {
   (s.questions || []).forEach(q => notify(`q-${run}-${q.packet}-${q.question}`, `${q.packet} asks: ${q.question}`));
   if (["completed", "failed", "cancelled"].includes(shown)) notify(`end-${run}-${shown}`, `Run ${run} is ${shown}.`);
   const spend = s.start && s.start.spend;
+  // Why the run stopped and the command that continues it, as `status` says them.
+  const failure = (s.start && s.start.failure) || s.failure;
   main.innerHTML = html`<h1>${r.objective || (data.plan && data.plan.objective) || run}</h1>
     <div>${state(shown)} <span class="muted">${run}</span>
     ${spend ? html`<span class="muted"> · ${num(spend.input_tokens + spend.output_tokens)} tokens · cost ${cost(spend.cost)}</span>` : ""}</div>
+    ${failure ? html`<div class="panel attention" id="failure"><b>Why it stopped:</b> ${failure.reason}
+      <div>Continue with <code>${failure.next}</code></div></div>` : ""}
     <div class="toolbar"><button data-act="pause">Pause</button><button data-act="resume">Resume</button>
     <button data-act="retry">Retry failed</button><button class="danger" data-act="cancel">Cancel</button></div>
     ${approvalHtml(data.approval)}${questionsHtml(s.start || s)}
