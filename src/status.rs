@@ -10,8 +10,13 @@ use std::path::Path;
 use serde::Serialize;
 
 mod failure;
+mod spend;
 
 pub use failure::{Failure, run_failure, start_failure};
+pub use spend::{
+    ModelCall, Spend, SpendLine, SpendPoint, call_cost, lines as spend_lines, model_calls,
+    points as spend_points, run_spend, spend,
+};
 
 use crate::config::Price;
 use crate::orchestrator::{StartJournal, WorkflowEvent, WorkflowState};
@@ -46,18 +51,6 @@ pub struct PlanningRun {
     pub objective: String,
     /// When the `start` run began, in milliseconds since the Unix epoch.
     pub started_ms: i64,
-}
-
-/// Tokens a `start` run's model calls used, and what they cost where `[prices]` knows the model.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct Spend {
-    pub calls: u64,
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-    /// The cost of the priced models; `None` when no model has a price.
-    pub cost: Option<f64>,
-    /// True when some models had no price and are not counted in `cost`.
-    pub partial: bool,
 }
 
 /// A question an agent asked that nobody has answered yet.
@@ -117,6 +110,9 @@ pub struct RunStatus {
     pub notes: Vec<Note>,
     /// Questions the run's agents wait on (in a `start` run they are its `start` lines').
     pub questions: Vec<OpenQuestion>,
+    /// Tokens and cost of the run's model calls (a `start` run's: every role's, as `start`
+    /// gives them).
+    pub spend: Spend,
     /// Why the run failed or was interrupted and the command that continues it; `None` while
     /// it runs or once it completed.
     pub failure: Option<Failure>,
@@ -244,6 +240,10 @@ fn run_status(
         .map(|(packet, question)| OpenQuestion { packet, question })
         .collect();
     let start = start_status(common_dir, &run.id, prices);
+    let spend = match &start {
+        Some(s) => s.spend.clone(),
+        None => run_spend(common_dir, &run.id, prices),
+    };
     let planning = planning_runs(common_dir, runs);
     let other_runs = runs.iter().filter(|r| r.id != run.id).cloned().collect();
     let hosts = hosts(store, &run.id)?;
@@ -251,6 +251,7 @@ fn run_status(
     run.state = engine_state(common_dir, &run).0;
     let failure = run_failure(store, &run.id, run.state, &packets)?;
     Ok(RunStatus {
+        spend,
         failure,
         hosts,
         run,
@@ -486,9 +487,7 @@ pub fn start_status(
     let Ok(j) = StartJournal::open(common_dir, run) else {
         return Some(status);
     };
-    if let Ok(usage) = j.usage() {
-        status.spend = spend(&usage, prices);
-    }
+    status.spend = run_spend(common_dir, run, prices);
     let entries = j.entries().unwrap_or_default();
     status.failure = start_failure(run, phase, &entries);
     let published = entries.iter().rev().find_map(|e| match &e.event {
@@ -586,25 +585,6 @@ fn report_outcome(common_dir: &Path, run: &str) -> Option<String> {
     let text = fs_err::read_to_string(path).ok()?;
     let value: serde_json::Value = serde_json::from_str(&text).ok()?;
     value.get("outcome")?.as_str().map(str::to_string)
-}
-
-/// Adds up the journaled model usage and prices it, keyed by model name as `[prices]` is
-/// (a `profile:model` name is priced by its model part).
-fn spend(usage: &[crate::orchestrator::UsageRow], prices: &dyn Fn(&str) -> Option<Price>) -> Spend {
-    let mut s = Spend::default();
-    let mut priced = 0;
-    for u in usage {
-        s.calls += u.calls;
-        s.input_tokens += u.usage.input_tokens;
-        s.output_tokens += u.usage.output_tokens;
-        if let Some(p) = prices(crate::config::price_key(&u.model)) {
-            let cost = p.cost(u.usage);
-            s.cost = Some(s.cost.unwrap_or(0.0) + cost);
-            priced += 1;
-        }
-    }
-    s.partial = s.cost.is_some() && priced < usage.len();
-    s
 }
 
 /// Which command made a run.

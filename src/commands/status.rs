@@ -8,7 +8,7 @@ use clap::Args;
 use git_orchestra::git::RepoInfo;
 use git_orchestra::status::{
     self, Failure, Note, OpenQuestion, Overview, PlanningStatus, RunKind, RunListing, RunStatus,
-    StartStatus, StatusError,
+    Spend, StartStatus, StatusError,
 };
 use git_orchestra::store::{AgentUsage, PacketRecord, RunRecord, StoreError};
 
@@ -172,6 +172,7 @@ fn render_status(status: &RunStatus) -> String {
     }
     render_hosts(&mut out, &status.hosts);
     render_agents(&mut out, &status.agents);
+    render_spend(&mut out, status);
     render_notes(&mut out, &status.notes);
     if !status.questions.is_empty() {
         let lines: Vec<String> = status.questions.iter().map(question_line).collect();
@@ -227,19 +228,7 @@ fn start_lines(s: &StartStatus) -> Vec<String> {
     if let Some(f) = &s.failure {
         out.extend(failure_lines(f));
     }
-    let spend = &s.spend;
-    out.push(format!(
-        "tokens    {} in / {} out over {} model calls",
-        spend.input_tokens, spend.output_tokens, spend.calls
-    ));
-    if let Some(cost) = spend.cost {
-        let partial = if spend.partial {
-            " (models without a price not counted)"
-        } else {
-            ""
-        };
-        out.push(format!("cost      ${cost:.4}{partial}"));
-    }
+    out.extend(spend_lines(&s.spend));
     out.extend(
         s.prs
             .iter()
@@ -249,6 +238,32 @@ fn start_lines(s: &StartStatus) -> Vec<String> {
     out.extend(s.subtasks.iter().map(|t| format!("subtask   {t}")));
     out.extend(s.questions.iter().map(question_line));
     out
+}
+
+/// Returns the lines of a run's tokens and cost, as the one accounting gives them: no cost
+/// line when no model has a price.
+fn spend_lines(spend: &Spend) -> Vec<String> {
+    let mut out = vec![format!(
+        "tokens    {} in / {} out over {} model calls",
+        spend.input_tokens, spend.output_tokens, spend.calls
+    )];
+    if let Some(cost) = spend.cost {
+        let partial = if spend.partial {
+            " (models without a price not counted)"
+        } else {
+            ""
+        };
+        out.push(format!("cost      ${cost:.4}{partial}"));
+    }
+    out
+}
+
+/// Appends a `run`/`agent` run's tokens and cost (a `start` run's are among its own lines),
+/// or nothing when it made no model call.
+pub fn render_spend(out: &mut String, status: &RunStatus) {
+    if status.start.is_none() && status.spend.calls > 0 {
+        out.push_str(&format!("\n{}\n", spend_lines(&status.spend).join("\n")));
+    }
 }
 
 /// Returns the lines that say why a run failed and what continues it.

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use super::start_journal::{Entry, UsageRow, WorkflowEvent};
+use super::start_journal::{Entry, WorkflowEvent};
 use super::workflow::WorkflowState;
 use crate::config::Price;
 use crate::store::{Event, JournalEntry, PacketRecord};
@@ -79,7 +79,8 @@ pub struct Sources<'a> {
     pub packets: &'a [PacketRecord],
     pub events: &'a [JournalEntry],
     pub plan: Option<&'a crate::plan::Plan>,
-    pub usage: &'a [UsageRow],
+    /// Tokens and cost per role and model, from the one accounting (`status::spend_lines`).
+    pub usage: &'a [crate::status::SpendLine],
     pub price: &'a dyn Fn(&str) -> Option<Price>,
     pub advice: Vec<String>,
     pub now_ms: i64,
@@ -524,7 +525,7 @@ fn actionable(step: &str) -> Option<String> {
     Some(step.to_string())
 }
 
-/// Returns tokens and cost per role and model, priced by model name as `[prices]` keys them.
+/// Returns tokens and cost per role and model, as the one accounting gives them.
 fn usage_lines(s: &Sources<'_>) -> Vec<UsageLine> {
     s.usage
         .iter()
@@ -532,9 +533,9 @@ fn usage_lines(s: &Sources<'_>) -> Vec<UsageLine> {
             role: u.role.clone(),
             model: u.model.clone(),
             calls: u.calls,
-            input_tokens: u.usage.input_tokens,
-            output_tokens: u.usage.output_tokens,
-            cost: (s.price)(crate::config::price_key(&u.model)).map(|p| p.cost(u.usage)),
+            input_tokens: u.input_tokens,
+            output_tokens: u.output_tokens,
+            cost: u.cost,
         })
         .collect()
 }
@@ -583,11 +584,14 @@ pub fn render(r: &Report) -> String {
     let _ = writeln!(o, "## Tokens and cost\n");
     let _ = writeln!(o, "| role | model | calls | input | output | cost |");
     let _ = writeln!(o, "|---|---|---:|---:|---:|---:|");
-    let (mut ti, mut to, mut tc) = (0, 0, 0.0);
+    let (mut ti, mut to, mut tc, mut calls) = (0, 0, None::<f64>, 0);
     for u in &r.usage {
         ti += u.input_tokens;
         to += u.output_tokens;
-        tc += u.cost.unwrap_or(0.0);
+        calls += u.calls;
+        if let Some(c) = u.cost {
+            tc = Some(tc.unwrap_or(0.0) + c);
+        }
         let _ = writeln!(
             o,
             "| {} | {} | {} | {} | {} | {} |",
@@ -599,7 +603,9 @@ pub fn render(r: &Report) -> String {
             u.cost.map_or("—".into(), |c| format!("${c:.4}"))
         );
     }
-    let _ = writeln!(o, "| total | | | {ti} | {to} | ${tc:.4} |\n");
+    // Models without a price add no cost: with none priced the total has none either.
+    let total = tc.map_or("—".into(), |c| format!("${c:.4}"));
+    let _ = writeln!(o, "| total | | {calls} | {ti} | {to} | {total} |\n");
     let _ = writeln!(o, "## Wall time\n");
     for (phase, ms) in &r.phases {
         let _ = writeln!(o, "- {phase}: {:.1} s", *ms as f64 / 1000.0);

@@ -44,14 +44,9 @@ fn list_runs(shared: &Shared) -> Result<Vec<Value>, String> {
             }
             _ => Vec::new(),
         };
-        let start = status::start_status(common, &r.id, &price);
-        let (tokens, cost) = match (&start, &store) {
-            (Some(s), _) => (s.spend.input_tokens + s.spend.output_tokens, s.spend.cost),
-            (None, Some(store)) => {
-                usage_totals(&store.agent_usage(&r.id).map_err(|e| e.to_string())?)
-            }
-            (None, None) => (0, None),
-        };
+        // The one accounting `status` and the run page show.
+        let spend = status::run_spend(common, &r.id, &price);
+        let (tokens, cost) = (spend.input_tokens + spend.output_tokens, spend.cost);
         list.push(json!({
             "id": r.id, "kind": r.kind, "state": r.state, "objective": r.objective,
             "created_ms": r.started_ms, "driven": r.driven, "next": r.next,
@@ -62,15 +57,6 @@ fn list_runs(shared: &Shared) -> Result<Vec<Value>, String> {
         }));
     }
     Ok(list)
-}
-
-fn usage_totals(usage: &[AgentUsage]) -> (u64, Option<f64>) {
-    let tokens = usage.iter().map(|u| u.input_tokens + u.output_tokens).sum();
-    let nanos: Option<u64> = usage
-        .iter()
-        .filter_map(|u| u.cost_nanos)
-        .reduce(|a, b| a + b);
-    (tokens, nanos.map(|n| n as f64 / 1e9))
 }
 
 /// One run: its status, plan graph, packet cards and the approval it waits for.
@@ -115,7 +101,7 @@ pub(super) fn run(shared: &Shared, id: &str) -> Reply {
             "plan": plan,
             "cards": cards,
             "approval": approval,
-            "gates": gates(common, id),
+            "gates": gates(common, id, &price),
             "report": report(common, id),
         }),
     )
@@ -123,8 +109,13 @@ pub(super) fn run(shared: &Shared, id: &str) -> Reply {
 
 /// The run's gates from its journal: each packet review (round, reviewer, verdict, blocking
 /// findings), the merge coordinator's batches and what it sent back, and the tokens and cost
-/// of its model calls over time (cumulative, one point per call).
-fn gates(common: &Path, run: &str) -> Value {
+/// of its model calls over time (cumulative, one point per call, from the one accounting the
+/// header and `status` show; a cost is `null` while no call had a price).
+fn gates(
+    common: &Path,
+    run: &str,
+    price: &dyn Fn(&str) -> Option<git_orchestra::config::Price>,
+) -> Value {
     let Some(store) = Store::open_existing(common).ok().flatten() else {
         return Value::Null;
     };
@@ -141,14 +132,11 @@ fn gates(common: &Path, run: &str) -> Value {
                 "packet_integrated",
                 "packet_sent_back",
                 "merge_finished",
-                "agent_model_call",
             ],
         )
         .unwrap_or_default();
     let mut reviews = Vec::new();
     let mut merge = Vec::new();
-    let mut spend = Vec::new();
-    let (mut tokens, mut nanos) = (0u64, 0u64);
     for e in &entries {
         match &e.event {
             Event::PacketReviewed { .. } => {
@@ -162,19 +150,13 @@ fn gates(common: &Path, run: &str) -> Value {
             | Event::MergeFinished { .. } => {
                 merge.push(json!({"ts_ms": e.ts_ms, "event": e.event}))
             }
-            Event::AgentModelCall {
-                input_tokens,
-                output_tokens,
-                cost_nanos,
-                ..
-            } => {
-                tokens += input_tokens + output_tokens;
-                nanos += cost_nanos.unwrap_or(0);
-                spend.push(json!([e.ts_ms, tokens, nanos as f64 / 1e9]));
-            }
             _ => {}
         }
     }
+    let spend: Vec<Value> = status::spend_points(&status::model_calls(common, run), price)
+        .into_iter()
+        .map(|p| json!([p.ts_ms, p.tokens, p.cost]))
+        .collect();
     json!({"reviews": reviews, "merge": merge, "spend": spend})
 }
 

@@ -9,6 +9,7 @@ mod agent_cli_e2e;
 mod agent_loop;
 mod attacks;
 mod cli;
+mod cli_cost;
 mod config;
 mod e2e;
 mod edit_diff;

@@ -10,6 +10,7 @@ mod browser;
 mod failure;
 mod notify;
 mod run_list;
+mod spend;
 mod steering;
 #[path = "../support/mod.rs"]
 mod support;

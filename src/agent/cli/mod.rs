@@ -180,12 +180,23 @@ impl CliWorker {
                 (job.journal)(event);
             }
         };
-        emit(AgentEvent::ModelCall {
-            turn: report.turns.max(1),
-            model: report.model.clone().unwrap_or_else(|| name.to_string()),
+        let model = report.model.clone().unwrap_or_else(|| name.to_string());
+        // Priced by `[prices]` as every model call is, never by the CLI's own price list (a
+        // local model behind a CLI has no price, whatever the CLI thinks it would cost).
+        let usage = crate::llm::Usage {
             input_tokens: report.input_tokens,
             output_tokens: report.output_tokens,
-            cost: report.cost_usd,
+        };
+        let cost = self
+            .config
+            .price(crate::config::price_key(&model))
+            .map(|p| p.cost(usage));
+        emit(AgentEvent::ModelCall {
+            turn: report.turns.max(1),
+            model,
+            input_tokens: report.input_tokens,
+            output_tokens: report.output_tokens,
+            cost,
             ms: out.outcome.duration.as_millis() as u64,
         });
         for (i, t) in report.tools.iter().enumerate() {
@@ -365,16 +376,14 @@ fn finish(
         .last_message()
         .map(|m| crate::redact::clip(m, 600))
         .unwrap_or_default();
+    // No cost here: the CLI's own figure is its price list's, not `[prices]`; `status` and the
+    // report give the run's one cost.
     let detail = format!(
-        "{} ({} turns, {} in / {} out tokens{}; {})",
+        "{} ({} turns, {} in / {} out tokens; {})",
         said,
         report.turns,
         report.input_tokens,
         report.output_tokens,
-        report
-            .cost_usd
-            .map(|c| format!(", ${c:.4}"))
-            .unwrap_or_default(),
         account(&adapter.name, report)
     );
     if o.success() && report.error.is_none() {
