@@ -10,13 +10,12 @@ use std::path::Path;
 use serde::Serialize;
 
 mod failure;
-mod spend;
 
-pub use failure::{Failure, run_failure, start_failure};
-pub use spend::{
+pub use crate::orchestrator::spend::{
     ModelCall, Spend, SpendLine, SpendPoint, call_cost, lines as spend_lines, model_calls,
     points as spend_points, run_spend, spend,
 };
+pub use failure::{Failure, run_failure, start_failure};
 
 use crate::config::Price;
 use crate::orchestrator::{StartJournal, WorkflowEvent, WorkflowState};

@@ -323,8 +323,8 @@ impl Ctx<'_> {
         let workflow = self.all()?;
         let price = |m: &str| self.models.price(m);
         // The one accounting every view shows: the report's table agrees with `status`.
-        let usage = crate::status::spend_lines(
-            &crate::status::model_calls(&self.repo.common_dir, &self.run),
+        let usage = super::spend::lines(
+            &super::spend::model_calls(&self.repo.common_dir, &self.run),
             &price,
         );
         let report = report::build(&report::Sources {

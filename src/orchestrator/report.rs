@@ -79,8 +79,8 @@ pub struct Sources<'a> {
     pub packets: &'a [PacketRecord],
     pub events: &'a [JournalEntry],
     pub plan: Option<&'a crate::plan::Plan>,
-    /// Tokens and cost per role and model, from the one accounting (`status::spend_lines`).
-    pub usage: &'a [crate::status::SpendLine],
+    /// Tokens and cost per role and model, from the one accounting (`spend::lines`).
+    pub usage: &'a [super::spend::SpendLine],
     pub price: &'a dyn Fn(&str) -> Option<Price>,
     pub advice: Vec<String>,
     pub now_ms: i64,

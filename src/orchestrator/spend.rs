@@ -13,9 +13,9 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use super::{StartJournal, WorkflowEvent};
 use crate::config::Price;
 use crate::llm::Usage;
-use crate::orchestrator::{StartJournal, WorkflowEvent};
 use crate::store::{Event, Store};
 
 /// One model call as the accounting counts it.
