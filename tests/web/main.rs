@@ -9,6 +9,7 @@ mod access;
 mod browser;
 mod failure;
 mod notify;
+mod packet_diff;
 mod run_list;
 mod spend;
 mod steering;

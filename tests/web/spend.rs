@@ -9,7 +9,7 @@ use crate::support::{git, hermetic, orchestra, orchestra_with_env, text};
 use crate::view::{send, session, ui};
 
 /// GETs `path` from a fresh view of `repo` the way its page does; returns the JSON answer.
-fn api(repo: &std::path::Path, path: &str) -> Value {
+pub(crate) fn api(repo: &std::path::Path, path: &str) -> Value {
     let ui = ui(repo);
     let page = session(&ui.url);
     let (status, answer) = send(
@@ -27,7 +27,7 @@ fn api(repo: &std::path::Path, path: &str) -> Value {
 /// Runs the demo's objective with `start --merge` against the scripted model, with `config`
 /// committed as the repository's configuration; returns the repository, its run and the
 /// temporary directory holding both.
-fn finished_start(config: &str) -> (tempfile::TempDir, std::path::PathBuf, String) {
+pub(crate) fn finished_start(config: &str) -> (tempfile::TempDir, std::path::PathBuf, String) {
     hermetic();
     let tmp = tempfile::tempdir().unwrap();
     let repo = demo::create_sample(&tmp.path().join("greeter")).unwrap();

@@ -90,6 +90,9 @@ fn an_agent_run_failed_on_a_model_error_says_why_and_what_continues_it() {
     let v = status_json(&repo);
     let id = v["run"]["id"].as_str().unwrap().to_string();
     let retry = format!("git orchestra retry {id}");
+    // The final summary says it as `status` does.
+    let summary = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(summary.contains(&format!("next      {retry}")), "{summary}");
     assert!(
         v["failure"]["reason"]
             .as_str()
