@@ -188,7 +188,7 @@ fn packet_line(event: &Event) -> Option<String> {
                 )
             }
         ),
-        Event::PacketSucceeded { packet, commit, .. } => {
+        Event::PacketSucceeded { packet, commit } => {
             format!("[{packet}] succeeded at {}", short(commit))
         }
         Event::PacketFailed { packet, reason } => format!("[{packet}] FAILED: {reason}"),

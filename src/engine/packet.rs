@@ -80,11 +80,8 @@ pub(super) fn run(ctx: &Context<'_>, index: usize, record: &PacketRecord) {
     ctx.activity.end(&id, Path::new(&record.worktree));
     match outcome {
         Ok(commit) => {
-            ctx.journal.record_or_keep(Event::PacketSucceeded {
-                packet: id,
-                commit,
-                onto: None,
-            });
+            ctx.journal
+                .record_or_keep(Event::PacketSucceeded { packet: id, commit });
         }
         Err(Halt::Fail(reason) | Halt::Transient(reason)) => {
             tracing::warn!(%reason, "packet failed");

@@ -3,8 +3,8 @@
 //! A packet's change is normally its commit against the point it started from. Once a conflict
 //! (or a validation the merge broke) was resolved by merging the integration branch into the
 //! packet's branch, that range also holds every packet integrated before it; from then on the
-//! packet's own change is measured against the integration tip it merged (the resolution's
-//! `onto`, journaled with its `PacketSucceeded`).
+//! packet's own change is measured against the integration tip it merged (the `onto` of its
+//! `PacketResolved`).
 
 use crate::git::{Git, GitError};
 use crate::store::{Event, PacketRecord, Store, StoreError};
@@ -45,13 +45,13 @@ pub fn own_change(
         return Ok(None);
     };
     let resolutions: Vec<(String, String)> = store
-        .events_of_kind(run, "packet_succeeded")?
+        .events_of_kind(run, "packet_resolved")?
         .into_iter()
         .filter_map(|e| match e.event {
-            Event::PacketSucceeded {
+            Event::PacketResolved {
                 packet: p,
                 commit,
-                onto: Some(onto),
+                onto,
             } if p == packet.id => Some((commit, onto)),
             _ => None,
         })

@@ -564,7 +564,6 @@ mod tests {
                 &Event::PacketSucceeded {
                     packet: "a".into(),
                     commit: "c0ffee".into(),
-                    onto: None,
                 },
             )
             .unwrap();
@@ -619,7 +618,6 @@ mod tests {
                 &Event::PacketSucceeded {
                     packet: "a".into(),
                     commit: "c".into(),
-                    onto: None,
                 },
             )
             .unwrap();

@@ -80,6 +80,7 @@ pub(super) fn apply(
         | Event::MergeStarted { .. }
         | Event::TargetAdvancing { .. }
         | Event::PacketConflicted { .. }
+        | Event::PacketResolved { .. }
         | Event::MergeValidationFinished { .. }
         | Event::MergeFinished { .. }
         | Event::PacketsShareFiles { .. }
@@ -202,9 +203,7 @@ fn apply_to_packet(u: &Updates<'_>, event: &Event) -> rusqlite::Result<()> {
             packet: id, commit, ..
         } => u.packet("phase = 'validate', commit_id = ?", id, &[commit]),
         Event::ReviewStarted { packet: id, .. } => u.packet("phase = 'review'", id, &[]),
-        Event::PacketSucceeded {
-            packet: id, commit, ..
-        } => u.packet(
+        Event::PacketSucceeded { packet: id, commit } => u.packet(
             "state = 'succeeded', phase = NULL, commit_id = ?, reason = NULL, pgid = NULL",
             id,
             &[commit],
