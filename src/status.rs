@@ -231,7 +231,11 @@ fn run_status(
         .into_iter()
         .map(|p| after_gc(common_dir, p))
         .collect();
-    let agents = store.agent_usage(&run.id)?;
+    let agents = store
+        .agent_usage(&run.id)?
+        .into_iter()
+        .map(|a| cli_priced(a, prices))
+        .collect();
     let notes = notes(store, &run.id)?;
     let questions = store
         .open_questions(&run.id)?
@@ -262,6 +266,24 @@ fn run_status(
         planning,
         other_runs,
     })
+}
+
+/// Returns an agent CLI's usage (its role `<role>/<cli>`) priced by `[prices]` under the model
+/// it reported, as the one accounting prices it: the cost the CLI journaled is its own price
+/// list's, which a local model behind it does not have. Our agents' rows are priced already.
+fn cli_priced(mut a: AgentUsage, prices: &dyn Fn(&str) -> Option<Price>) -> AgentUsage {
+    if a.role.contains('/') {
+        let usage = crate::llm::Usage {
+            input_tokens: a.input_tokens,
+            output_tokens: a.output_tokens,
+        };
+        a.cost_nanos = a
+            .model
+            .as_deref()
+            .and_then(|m| prices(crate::config::price_key(m)))
+            .map(|p| (p.cost(usage) * 1e9).round().max(0.0) as u64);
+    }
+    a
 }
 
 /// Returns `p` with its reason saying where its work is now once `gc` removed its worktree:

@@ -180,23 +180,12 @@ impl CliWorker {
                 (job.journal)(event);
             }
         };
-        let model = report.model.clone().unwrap_or_else(|| name.to_string());
-        // Priced by `[prices]` as every model call is, never by the CLI's own price list (a
-        // local model behind a CLI has no price, whatever the CLI thinks it would cost).
-        let usage = crate::llm::Usage {
-            input_tokens: report.input_tokens,
-            output_tokens: report.output_tokens,
-        };
-        let cost = self
-            .config
-            .price(crate::config::price_key(&model))
-            .map(|p| p.cost(usage));
         emit(AgentEvent::ModelCall {
             turn: report.turns.max(1),
-            model,
+            model: report.model.clone().unwrap_or_else(|| name.to_string()),
             input_tokens: report.input_tokens,
             output_tokens: report.output_tokens,
-            cost,
+            cost: report.cost_usd,
             ms: out.outcome.duration.as_millis() as u64,
         });
         for (i, t) in report.tools.iter().enumerate() {
