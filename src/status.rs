@@ -9,6 +9,14 @@ use std::path::Path;
 
 use serde::Serialize;
 
+mod failure;
+
+pub use crate::orchestrator::spend::{
+    ModelCall, Spend, SpendLine, SpendPoint, call_cost, lines as spend_lines, model_calls,
+    points as spend_points, run_spend, spend,
+};
+pub use failure::{Failure, run_failure, start_failure};
+
 use crate::config::Price;
 use crate::orchestrator::{StartJournal, WorkflowEvent, WorkflowState};
 use crate::store::{AgentUsage, Event, PacketRecord, RunRecord, RunState, Store, StoreError};
@@ -44,18 +52,6 @@ pub struct PlanningRun {
     pub started_ms: i64,
 }
 
-/// Tokens a `start` run's model calls used, and what they cost where `[prices]` knows the model.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct Spend {
-    pub calls: u64,
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-    /// The cost of the priced models; `None` when no model has a price.
-    pub cost: Option<f64>,
-    /// True when some models had no price and are not counted in `cost`.
-    pub partial: bool,
-}
-
 /// A question an agent asked that nobody has answered yet.
 #[derive(Debug, Clone, Serialize)]
 pub struct OpenQuestion {
@@ -77,6 +73,8 @@ pub struct StartStatus {
     /// The headline of the run's final report, once written (the same words the report and
     /// the exit status of `start` give).
     pub outcome: Option<String>,
+    /// Why the run failed and what continues it, when its phase is `failed`.
+    pub failure: Option<Failure>,
     pub spend: Spend,
     /// Published pull requests: packet and where its request is.
     pub prs: Vec<(String, String)>,
@@ -114,6 +112,12 @@ pub struct RunStatus {
     pub notes: Vec<Note>,
     /// Questions the run's agents wait on (in a `start` run they are its `start` lines').
     pub questions: Vec<OpenQuestion>,
+    /// Tokens and cost of the run's model calls (a `start` run's: every role's, as `start`
+    /// gives them).
+    pub spend: Spend,
+    /// Why the run failed or was interrupted and the command that continues it; `None` while
+    /// it runs or once it completed.
+    pub failure: Option<Failure>,
     /// Present when the run belongs to a `start` run.
     pub start: Option<StartStatus>,
     /// `start` runs still clarifying or planning.
@@ -225,12 +229,16 @@ fn run_status(
     run: RunRecord,
     prices: &dyn Fn(&str) -> Option<Price>,
 ) -> Result<RunStatus, StatusError> {
-    let packets = store
+    let packets: Vec<PacketRecord> = store
         .packets(&run.id)?
         .into_iter()
         .map(|p| after_gc(common_dir, p))
         .collect();
-    let agents = store.agent_usage(&run.id)?;
+    let agents = store
+        .agent_usage(&run.id)?
+        .into_iter()
+        .map(|a| cli_priced(a, prices))
+        .collect();
     let notes = notes(store, &run.id)?;
     let questions = store
         .open_questions(&run.id)?
@@ -238,12 +246,19 @@ fn run_status(
         .map(|(packet, question)| OpenQuestion { packet, question })
         .collect();
     let start = start_status(common_dir, &run.id, prices);
+    let spend = match &start {
+        Some(s) => s.spend.clone(),
+        None => run_spend(common_dir, &run.id, prices),
+    };
     let planning = planning_runs(common_dir, runs);
     let other_runs = runs.iter().filter(|r| r.id != run.id).cloned().collect();
     let hosts = hosts(store, &run.id)?;
     let mut run = run;
     run.state = engine_state(common_dir, &run).0;
+    let failure = run_failure(store, &run.id, run.state, &packets)?;
     Ok(RunStatus {
+        spend,
+        failure,
         hosts,
         run,
         packets,
@@ -254,6 +269,24 @@ fn run_status(
         planning,
         other_runs,
     })
+}
+
+/// Returns an agent CLI's usage (its role `<role>/<cli>`) priced by `[prices]` under the model
+/// it reported, as the one accounting prices it: the cost the CLI journaled is its own price
+/// list's, which a local model behind it does not have. Our agents' rows are priced already.
+fn cli_priced(mut a: AgentUsage, prices: &dyn Fn(&str) -> Option<Price>) -> AgentUsage {
+    if a.role.contains('/') {
+        let usage = crate::llm::Usage {
+            input_tokens: a.input_tokens,
+            output_tokens: a.output_tokens,
+        };
+        a.cost_nanos = a
+            .model
+            .as_deref()
+            .and_then(|m| prices(crate::config::price_key(m)))
+            .map(|p| (p.cost(usage) * 1e9).round().max(0.0) as u64);
+    }
+    a
 }
 
 /// Returns `p` with its reason saying where its work is now once `gc` removed its worktree:
@@ -468,6 +501,7 @@ pub fn start_status(
         state: start_label(common_dir, run, phase),
         phase,
         outcome: report_outcome(common_dir, run),
+        failure: None,
         spend: Spend::default(),
         prs: Vec::new(),
         limits: Vec::new(),
@@ -478,10 +512,9 @@ pub fn start_status(
     let Ok(j) = StartJournal::open(common_dir, run) else {
         return Some(status);
     };
-    if let Ok(usage) = j.usage() {
-        status.spend = spend(&usage, prices);
-    }
+    status.spend = run_spend(common_dir, run, prices);
     let entries = j.entries().unwrap_or_default();
+    status.failure = start_failure(run, phase, &entries);
     let published = entries.iter().rev().find_map(|e| match &e.event {
         WorkflowEvent::Published { prs } => Some(prs),
         _ => None,
@@ -580,25 +613,6 @@ fn report_outcome(common_dir: &Path, run: &str) -> Option<String> {
     let text = fs_err::read_to_string(path).ok()?;
     let value: serde_json::Value = serde_json::from_str(&text).ok()?;
     value.get("outcome")?.as_str().map(str::to_string)
-}
-
-/// Adds up the journaled model usage and prices it, keyed by model name as `[prices]` is
-/// (a `profile:model` name is priced by its model part).
-fn spend(usage: &[crate::orchestrator::UsageRow], prices: &dyn Fn(&str) -> Option<Price>) -> Spend {
-    let mut s = Spend::default();
-    let mut priced = 0;
-    for u in usage {
-        s.calls += u.calls;
-        s.input_tokens += u.usage.input_tokens;
-        s.output_tokens += u.usage.output_tokens;
-        if let Some(p) = prices(crate::config::price_key(&u.model)) {
-            let cost = p.cost(u.usage);
-            s.cost = Some(s.cost.unwrap_or(0.0) + cost);
-            priced += 1;
-        }
-    }
-    s.partial = s.cost.is_some() && priced < usage.len();
-    s
 }
 
 /// Which command made a run.

@@ -129,8 +129,10 @@ pub fn print_final(
     } else {
         let mut out = String::new();
         super::status::render(&mut out, &status.run, &status.packets);
+        super::status::render_failure(&mut out, status.failure.as_ref());
         super::status::render_hosts(&mut out, &status.hosts);
         super::status::render_agents(&mut out, &status.agents);
+        super::status::render_spend(&mut out, &status);
         print!("{}", git_orchestra::redact::terminal_safe(&out));
     }
     match state {

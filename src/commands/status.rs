@@ -7,8 +7,8 @@ use std::time::Duration;
 use clap::Args;
 use git_orchestra::git::RepoInfo;
 use git_orchestra::status::{
-    self, Note, OpenQuestion, Overview, PlanningStatus, RunKind, RunListing, RunStatus,
-    StartStatus, StatusError,
+    self, Failure, Note, OpenQuestion, Overview, PlanningStatus, RunKind, RunListing, RunStatus,
+    Spend, StartStatus, StatusError,
 };
 use git_orchestra::store::{AgentUsage, PacketRecord, RunRecord, StoreError};
 
@@ -166,8 +166,13 @@ fn render_others(out: &mut String, others: &[RunRecord]) {
 fn render_status(status: &RunStatus) -> String {
     let mut out = String::new();
     render(&mut out, &status.run, &status.packets);
+    // A `start` run's own failure says it best; an engine run says why its packets failed.
+    if status.start.as_ref().is_none_or(|s| s.failure.is_none()) {
+        render_failure(&mut out, status.failure.as_ref());
+    }
     render_hosts(&mut out, &status.hosts);
     render_agents(&mut out, &status.agents);
+    render_spend(&mut out, status);
     render_notes(&mut out, &status.notes);
     if !status.questions.is_empty() {
         let lines: Vec<String> = status.questions.iter().map(question_line).collect();
@@ -220,19 +225,10 @@ fn start_lines(s: &StartStatus) -> Vec<String> {
     if let Some(outcome) = &s.outcome {
         out.push(format!("outcome   {outcome}"));
     }
-    let spend = &s.spend;
-    out.push(format!(
-        "tokens    {} in / {} out over {} model calls",
-        spend.input_tokens, spend.output_tokens, spend.calls
-    ));
-    if let Some(cost) = spend.cost {
-        let partial = if spend.partial {
-            " (models without a price not counted)"
-        } else {
-            ""
-        };
-        out.push(format!("cost      ${cost:.4}{partial}"));
+    if let Some(f) = &s.failure {
+        out.extend(failure_lines(f));
     }
+    out.extend(spend_lines(&s.spend));
     out.extend(
         s.prs
             .iter()
@@ -248,6 +244,51 @@ fn start_lines(s: &StartStatus) -> Vec<String> {
     out.extend(s.subtasks.iter().map(|t| format!("subtask   {t}")));
     out.extend(s.questions.iter().map(question_line));
     out
+}
+
+/// Returns the lines of a run's tokens and cost, as the one accounting gives them: no cost
+/// line when no model has a price.
+fn spend_lines(spend: &Spend) -> Vec<String> {
+    let mut out = vec![format!(
+        "tokens    {} in / {} out over {} model calls",
+        spend.input_tokens, spend.output_tokens, spend.calls
+    )];
+    if let Some(cost) = spend.cost {
+        let partial = if spend.partial {
+            " (models without a price not counted)"
+        } else {
+            ""
+        };
+        out.push(format!("cost      ${cost:.4}{partial}"));
+    }
+    out
+}
+
+/// Appends a `run`/`agent` run's tokens and cost (a `start` run's are among its own lines),
+/// or nothing when it made no model call.
+pub fn render_spend(out: &mut String, status: &RunStatus) {
+    if status.start.is_none() && status.spend.calls > 0 {
+        out.push_str(&format!("\n{}\n", spend_lines(&status.spend).join("\n")));
+    }
+}
+
+/// Returns the lines that say why a run failed and what continues it.
+fn failure_lines(f: &Failure) -> Vec<String> {
+    let mut lines: Vec<String> = f
+        .reason
+        .lines()
+        .enumerate()
+        .map(|(i, l)| format!("{}{l}", if i == 0 { "reason    " } else { "          " }))
+        .collect();
+    lines.push(format!("next      {}", f.next));
+    lines
+}
+
+/// Appends why the run failed and what continues it, or nothing when it did not fail.
+pub fn render_failure(out: &mut String, failure: Option<&Failure>) {
+    if let Some(f) = failure {
+        out.push_str(&format!("\n{}\n", failure_lines(f).join("\n")));
+    }
 }
 
 /// Returns the status line of a question an agent waits on, with the command that answers it.

@@ -12,6 +12,7 @@
 mod approval;
 mod batch;
 mod coordinator;
+mod own_change;
 pub mod phase;
 mod report;
 mod resolve;
@@ -22,6 +23,7 @@ pub use coordinator::{
     DEFAULT_MAX_BATCH, DEFAULT_RESOLVE_ROUNDS, MergeOptions, integrate, integrate_journaled,
     integrate_until, integrate_with, integration_branch,
 };
+pub use own_change::{OwnChange, OwnChangeError, own_change};
 pub use report::{Batch, BrokenCommand, MergeReport, SentBack};
 pub use resolve::{
     BrokenValidation, ConflictJob, ConflictWorker, ResolveError, fixes_text,

@@ -445,6 +445,14 @@ fn finish(r: &ConflictJob<'_>, g: &Git) -> Result<String, ResolveError> {
     }
     // Every resolution gets its verdict, so the merge can let it in.
     review_resolution(r, g.dir(), &new)?;
+    // What the resolution merged, as the commit it was then: `onto` may name a ref (the
+    // integration branch) that moves on as other packets land.
+    let merged = g.resolve_commit(&format!("{new}^2")).map_err(gerr)?;
+    (r.journal)(Event::PacketResolved {
+        packet: id.clone(),
+        commit: new.clone(),
+        onto: merged.unwrap_or_else(|| r.onto.to_string()),
+    })?;
     (r.journal)(Event::PacketSucceeded {
         packet: id.clone(),
         commit: new.clone(),

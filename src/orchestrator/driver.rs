@@ -335,17 +335,20 @@ impl Ctx<'_> {
                 };
                 self.move_to(wf, to, "started")?;
             }
-            S::Clarifying => {
-                self.clarify()?;
-                self.move_to(wf, S::Planning, "objective clarified")?;
-            }
+            // A role's failure (its model refused, say) is journaled with its reason, so
+            // `status`, the report and the web view can say why the run stopped.
+            S::Clarifying => match self.clarify() {
+                Ok(()) => self.move_to(wf, S::Planning, "objective clarified")?,
+                Err(e) => return self.fail(wf, e).map(Some),
+            },
             S::Planning | S::PlanRevision => match self.plan(wf) {
                 Ok(()) => self.move_to(wf, S::PlanReview, "plan passes validation")?,
                 Err(e) => return self.fail(wf, e).map(Some),
             },
-            S::PlanReview => match self.review()? {
-                true => self.move_to(wf, S::AwaitingApproval, "plan review done")?,
-                false => self.move_to(wf, S::PlanRevision, "the reviewer asked for changes")?,
+            S::PlanReview => match self.review() {
+                Ok(true) => self.move_to(wf, S::AwaitingApproval, "plan review done")?,
+                Ok(false) => self.move_to(wf, S::PlanRevision, "the reviewer asked for changes")?,
+                Err(e) => return self.fail(wf, e).map(Some),
             },
             S::AwaitingApproval => match self.approve()? {
                 Decision::Approved => self.move_to(wf, S::Executing, "plan approved")?,

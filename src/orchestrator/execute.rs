@@ -321,8 +321,12 @@ impl Ctx<'_> {
             Vec::new()
         };
         let workflow = self.all()?;
-        let usage = self.j()?.usage()?;
         let price = |m: &str| self.models.price(m);
+        // The one accounting every view shows: the report's table agrees with `status`.
+        let usage = super::spend::lines(
+            &super::spend::model_calls(&self.repo.common_dir, &self.run),
+            &price,
+        );
         let report = report::build(&report::Sources {
             run: &self.run,
             objective: &self.req.objective,

@@ -25,6 +25,7 @@ pub mod planning;
 pub mod replay;
 pub mod report;
 pub mod retry;
+pub mod spend;
 pub mod start_journal;
 pub mod start_reviewer;
 pub mod start_worker;

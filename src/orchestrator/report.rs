@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use super::start_journal::{Entry, UsageRow, WorkflowEvent};
+use super::start_journal::{Entry, WorkflowEvent};
 use super::workflow::WorkflowState;
 use crate::config::Price;
 use crate::store::{Event, JournalEntry, PacketRecord};
@@ -52,6 +52,9 @@ pub struct Report {
     pub objective: String,
     pub outcome: String,
     pub state: WorkflowState,
+    /// Why the run failed, in full, when it did (the headline gives its first line).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
     pub packets: Vec<PacketReport>,
     pub review_findings: Vec<String>,
     pub risks: Vec<String>,
@@ -76,7 +79,8 @@ pub struct Sources<'a> {
     pub packets: &'a [PacketRecord],
     pub events: &'a [JournalEntry],
     pub plan: Option<&'a crate::plan::Plan>,
-    pub usage: &'a [UsageRow],
+    /// Tokens and cost per role and model, from the one accounting (`spend::lines`).
+    pub usage: &'a [super::spend::SpendLine],
     pub price: &'a dyn Fn(&str) -> Option<Price>,
     pub advice: Vec<String>,
     pub now_ms: i64,
@@ -90,12 +94,19 @@ pub fn build(s: &Sources<'_>) -> Report {
     let mut engine = engine_facts(s.events);
     let flow = workflow_facts(s, &mut engine.integration);
     let packets = packet_reports(s, &mut engine, flow.summaries, flow.subtasks);
-    let next_steps = next_steps(s, &packets, &flow.assumptions);
+    let reason = (s.state == WorkflowState::Failed)
+        .then(|| failure_reason(s.workflow))
+        .flatten();
+    let mut next_steps = next_steps(s, &packets, &flow.assumptions);
+    if reason.is_some() {
+        next_steps.insert(0, continue_step(s.run));
+    }
     Report {
         run: s.run.to_string(),
         objective: s.objective.to_string(),
-        outcome: outcome(s.state, &packets),
+        outcome: outcome(s.state, &packets, reason.as_deref()),
         state: s.state,
+        reason,
         packets,
         review_findings: flow
             .findings
@@ -401,8 +412,35 @@ fn risks(plan: Option<&crate::plan::Plan>) -> Vec<String> {
     .unwrap_or_default()
 }
 
-/// Returns the headline: the run's state and how many packets succeeded.
-fn outcome(state: WorkflowState, packets: &[PacketReport]) -> String {
+/// Returns why the `start` run whose journal is `workflow` failed: the reason of its latest
+/// move to `failed`, or `None` when it never failed.
+pub fn failure_reason(workflow: &[Entry]) -> Option<String> {
+    workflow.iter().rev().find_map(|e| match &e.event {
+        WorkflowEvent::Transition {
+            to: WorkflowState::Failed,
+            reason,
+            ..
+        } => Some(reason.clone()),
+        _ => None,
+    })
+}
+
+/// Returns the command that continues the failed `start` run `run`.
+pub fn continue_command(run: &str) -> String {
+    format!("git orchestra resume {run}")
+}
+
+/// Returns the next step of a failed run: fix the cause, then continue it.
+fn continue_step(run: &str) -> String {
+    format!(
+        "fix the cause above, then `{}` continues the run where it stopped (its paid work is kept)",
+        continue_command(run)
+    )
+}
+
+/// Returns the headline: the run's state, why it failed when it did, and how many packets
+/// succeeded.
+fn outcome(state: WorkflowState, packets: &[PacketReport], reason: Option<&str>) -> String {
     let ok = packets.iter().filter(|p| p.state == "succeeded").count();
     match state {
         WorkflowState::Completed if !packets.is_empty() && ok == packets.len() => {
@@ -417,6 +455,18 @@ fn outcome(state: WorkflowState, packets: &[PacketReport]) -> String {
                 "succeeded"
             }
         ),
+        WorkflowState::Failed if reason.is_some() => {
+            let why = reason.and_then(|r| r.lines().next()).unwrap_or_default();
+            let why = crate::redact::clip(why.trim(), 300);
+            if packets.is_empty() {
+                format!("failed: {why}")
+            } else {
+                format!(
+                    "failed: {why} ({ok} of {} packets succeeded so far)",
+                    packets.len()
+                )
+            }
+        }
         other => format!(
             "{other}: {ok} of {} packets succeeded so far",
             packets.len()
@@ -475,7 +525,7 @@ fn actionable(step: &str) -> Option<String> {
     Some(step.to_string())
 }
 
-/// Returns tokens and cost per role and model, priced by model name as `[prices]` keys them.
+/// Returns tokens and cost per role and model, as the one accounting gives them.
 fn usage_lines(s: &Sources<'_>) -> Vec<UsageLine> {
     s.usage
         .iter()
@@ -483,9 +533,9 @@ fn usage_lines(s: &Sources<'_>) -> Vec<UsageLine> {
             role: u.role.clone(),
             model: u.model.clone(),
             calls: u.calls,
-            input_tokens: u.usage.input_tokens,
-            output_tokens: u.usage.output_tokens,
-            cost: (s.price)(crate::config::price_key(&u.model)).map(|p| p.cost(u.usage)),
+            input_tokens: u.input_tokens,
+            output_tokens: u.output_tokens,
+            cost: u.cost,
         })
         .collect()
 }
@@ -514,6 +564,9 @@ pub fn render(r: &Report) -> String {
             let _ = writeln!(o);
         }
     };
+    if let Some(reason) = r.reason.as_deref().filter(|r| r.trim().contains('\n')) {
+        let _ = writeln!(o, "## Why it failed\n\n```\n{}\n```\n", reason.trim());
+    }
     list(&mut o, "Requirements", &r.requirements);
     list(&mut o, "Assumptions", &r.assumptions);
     let _ = writeln!(o, "## Packets\n");
@@ -531,11 +584,14 @@ pub fn render(r: &Report) -> String {
     let _ = writeln!(o, "## Tokens and cost\n");
     let _ = writeln!(o, "| role | model | calls | input | output | cost |");
     let _ = writeln!(o, "|---|---|---:|---:|---:|---:|");
-    let (mut ti, mut to, mut tc) = (0, 0, 0.0);
+    let (mut ti, mut to, mut tc, mut calls) = (0, 0, None::<f64>, 0);
     for u in &r.usage {
         ti += u.input_tokens;
         to += u.output_tokens;
-        tc += u.cost.unwrap_or(0.0);
+        calls += u.calls;
+        if let Some(c) = u.cost {
+            tc = Some(tc.unwrap_or(0.0) + c);
+        }
         let _ = writeln!(
             o,
             "| {} | {} | {} | {} | {} | {} |",
@@ -547,7 +603,9 @@ pub fn render(r: &Report) -> String {
             u.cost.map_or("—".into(), |c| format!("${c:.4}"))
         );
     }
-    let _ = writeln!(o, "| total | | | {ti} | {to} | ${tc:.4} |\n");
+    // Models without a price add no cost: with none priced the total has none either.
+    let total = tc.map_or("—".into(), |c| format!("${c:.4}"));
+    let _ = writeln!(o, "| total | | {calls} | {ti} | {to} | {total} |\n");
     let _ = writeln!(o, "## Wall time\n");
     for (phase, ms) in &r.phases {
         let _ = writeln!(o, "- {phase}: {:.1} s", *ms as f64 / 1000.0);

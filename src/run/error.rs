@@ -80,6 +80,8 @@ pub enum LifecycleError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Status(#[from] StatusError),
+    #[error(transparent)]
+    OwnChange(#[from] crate::merge::OwnChangeError),
 }
 
 impl LifecycleError {

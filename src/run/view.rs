@@ -3,7 +3,11 @@
 
 use serde::Serialize;
 
-use crate::store::{Event, Store};
+use crate::config::Price;
+use crate::status;
+use crate::store::{Event, PacketRecord, Store};
+
+use super::LifecycleError;
 
 use super::Run;
 
@@ -20,13 +24,15 @@ pub struct GateEntry {
 pub struct Gates {
     pub reviews: Vec<GateEntry>,
     pub merge: Vec<GateEntry>,
-    /// One point per model call: its time, the tokens so far, the cost so far in dollars.
-    pub spend: Vec<(i64, u64, f64)>,
+    /// One point per model call, from the one accounting the header and `status` show: its
+    /// time, the tokens so far, the cost so far in dollars (`None` while no call had a price).
+    pub spend: Vec<(i64, u64, Option<f64>)>,
 }
 
 impl Run {
-    /// Returns the run's gates, or `None` when the repository has no store yet.
-    pub fn gates(&self) -> Option<Gates> {
+    /// Returns the run's gates, or `None` when the repository has no store yet; `price` prices
+    /// the model calls as `[prices]` does.
+    pub fn gates(&self, price: &dyn Fn(&str) -> Option<Price>) -> Option<Gates> {
         let store = Store::open_existing(self.common()).ok().flatten()?;
         // Only the kinds shown are read: tool calls and agent states, the bulk of a run's
         // journal, are not decoded on every refresh of a page.
@@ -41,12 +47,10 @@ impl Run {
                     "packet_integrated",
                     "packet_sent_back",
                     "merge_finished",
-                    "agent_model_call",
                 ],
             )
             .unwrap_or_default();
         let mut gates = Gates::default();
-        let (mut tokens, mut nanos) = (0u64, 0u64);
         for e in entries {
             let entry = GateEntry {
                 ts_ms: e.ts_ms,
@@ -60,20 +64,25 @@ impl Run {
                 | Event::PacketIntegrated { .. }
                 | Event::PacketSentBack { .. }
                 | Event::MergeFinished { .. } => gates.merge.push(entry),
-                Event::AgentModelCall {
-                    input_tokens,
-                    output_tokens,
-                    cost_nanos,
-                    ..
-                } => {
-                    tokens += input_tokens + output_tokens;
-                    nanos += cost_nanos.unwrap_or(0);
-                    gates.spend.push((entry.ts_ms, tokens, nanos as f64 / 1e9));
-                }
                 _ => {}
             }
         }
+        gates.spend = status::spend_points(&status::model_calls(self.common(), &self.id), price)
+            .into_iter()
+            .map(|p| (p.ts_ms, p.tokens, p.cost))
+            .collect();
         Some(gates)
+    }
+
+    /// Returns a packet's own change: against its start, or against the integration tip its
+    /// conflict resolution merged; `None` before its first commit.
+    pub fn own_change(
+        &self,
+        packet: &PacketRecord,
+    ) -> Result<Option<crate::merge::OwnChange>, LifecycleError> {
+        let store = Store::open(self.common())?;
+        let git = crate::git::Git::new(self.common());
+        Ok(crate::merge::own_change(&git, &store, &self.id, packet)?)
     }
 
     /// Returns one packet's review verdicts, oldest first.

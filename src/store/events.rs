@@ -174,6 +174,14 @@ pub enum Event {
         packet: String,
         paths: Vec<String>,
     },
+    /// The packet's conflicts (or a validation its merge broke) were resolved by merging
+    /// `onto`, the integration tip then, into its branch as `commit`: from then on the packet's
+    /// own change is measured against `onto`, no longer against its start.
+    PacketResolved {
+        packet: String,
+        commit: String,
+        onto: String,
+    },
     /// One validation command ran on a merge candidate holding the batch `packets`.
     MergeValidationFinished {
         packets: Vec<String>,
@@ -351,6 +359,7 @@ impl Event {
             | Event::PacketResumed { packet, .. }
             | Event::WorktreeRemoved { packet, .. }
             | Event::PacketConflicted { packet, .. }
+            | Event::PacketResolved { packet, .. }
             | Event::PacketIntegrated { packet, .. }
             | Event::PacketSentBack { packet, .. }
             | Event::AgentState { packet, .. }
@@ -408,6 +417,7 @@ impl Event {
             Event::IntegrationRequested { .. } => "integration_requested",
             Event::MergeStarted { .. } => "merge_started",
             Event::PacketConflicted { .. } => "packet_conflicted",
+            Event::PacketResolved { .. } => "packet_resolved",
             Event::MergeValidationFinished { .. } => "merge_validation_finished",
             Event::PacketIntegrated { .. } => "packet_integrated",
             Event::PacketSentBack { .. } => "packet_sent_back",

@@ -80,6 +80,7 @@ pub(super) fn apply(
         | Event::MergeStarted { .. }
         | Event::TargetAdvancing { .. }
         | Event::PacketConflicted { .. }
+        | Event::PacketResolved { .. }
         | Event::MergeValidationFinished { .. }
         | Event::MergeFinished { .. }
         | Event::PacketsShareFiles { .. }

@@ -177,6 +177,31 @@ impl Store {
             .map_err(|e| self.err(e))
     }
 
+    /// Returns every model turn recorded for `run` as (time, role, model, usage), oldest first.
+    pub fn turn_calls(&self, run: &str) -> Result<Vec<(i64, String, String, Usage)>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT ts_ms, role, model, input_tokens, output_tokens
+                 FROM workflow_turns WHERE run_id = ?1 ORDER BY ts_ms, key",
+            )
+            .map_err(|e| self.err(e))?;
+        stmt.query_map([run], |r| {
+            Ok((
+                r.get(0)?,
+                r.get(1)?,
+                r.get(2)?,
+                Usage {
+                    input_tokens: count(r.get(3)?),
+                    output_tokens: count(r.get(4)?),
+                },
+            ))
+        })
+        .map_err(|e| self.err(e))?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| self.err(e))
+    }
+
     /// Returns `run`'s token usage and model time per role and model.
     pub fn turn_usage(&self, run: &str) -> Result<Vec<UsageRow>, StoreError> {
         let mut stmt = self

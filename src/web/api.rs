@@ -40,11 +40,9 @@ fn list_runs(shared: &Shared) -> Result<Vec<Value>, String> {
     for r in status::all_runs(common).map_err(|e| e.to_string())? {
         let opened = Run::listed(&shared.repo, &r);
         let packets = opened.packets().map_err(|e| e.to_string())?;
-        let start = status::start_status(common, &r.id, &price);
-        let (tokens, cost) = match &start {
-            Some(s) => (s.spend.input_tokens + s.spend.output_tokens, s.spend.cost),
-            None => usage_totals(&opened.agent_usage()),
-        };
+        // The one accounting `status` and the run page show.
+        let spend = status::run_spend(common, &r.id, &price);
+        let (tokens, cost) = (spend.input_tokens + spend.output_tokens, spend.cost);
         list.push(json!({
             "id": r.id, "kind": r.kind, "state": r.state, "objective": r.objective,
             "created_ms": r.started_ms, "driven": r.driven, "next": r.next,
@@ -55,15 +53,6 @@ fn list_runs(shared: &Shared) -> Result<Vec<Value>, String> {
         }));
     }
     Ok(list)
-}
-
-fn usage_totals(usage: &[AgentUsage]) -> (u64, Option<f64>) {
-    let tokens = usage.iter().map(|u| u.input_tokens + u.output_tokens).sum();
-    let nanos: Option<u64> = usage
-        .iter()
-        .filter_map(|u| u.cost_nanos)
-        .reduce(|a, b| a + b);
-    (tokens, nanos.map(|n| n as f64 / 1e9))
 }
 
 /// One run: its status, plan graph, packet cards and the approval it waits for.
@@ -111,7 +100,7 @@ pub(super) fn run(shared: &Shared, id: &str) -> Reply {
             "approval": approval,
             "controls": opened.controls(),
             "progress": opened.planning(),
-            "gates": opened.gates().map_or(Value::Null, |g| {
+            "gates": opened.gates(&price).map_or(Value::Null, |g| {
                 serde_json::to_value(g).unwrap_or(Value::Null)
             }),
             "report": opened
@@ -235,7 +224,7 @@ pub(super) fn packet(shared: &Shared, rest: &str, query: &str) -> Reply {
     let diff = if super::query_value(query, "diff").as_deref() == Some("0") {
         Value::Null
     } else {
-        diff(shared, &rec)
+        diff(shared, &opened, &rec)
     };
     let questions = opened.open_question(id).ok().flatten();
     // Its review rounds, apart from its attempts: each verdict with its fix round.
@@ -361,12 +350,16 @@ fn activity_item(line: &str) -> Value {
         .unwrap_or_else(|| json!({"type": "output", "text": line}))
 }
 
-/// The packet's change against its start: its branch tip (the engine's last commit).
-fn diff(shared: &Shared, rec: &PacketRecord) -> Value {
-    let (Some(start), Some(tip)) = (&rec.start, &rec.commit) else {
-        return json!({"patch": "", "note": "no commit yet"});
+/// The packet's own change, as `git orchestra diff` shows it: its branch tip (the engine's last
+/// commit) against its start, or against the integration tip its conflict resolution merged.
+fn diff(shared: &Shared, opened: &Run, rec: &PacketRecord) -> Value {
+    let git = git_orchestra::git::Git::new(&shared.repo.common_dir);
+    let (start, tip) = match opened.own_change(rec) {
+        Ok(Some(c)) => (c.base, c.tip),
+        Ok(None) => return json!({"patch": "", "note": "no commit yet"}),
+        Err(e) => return json!({"patch": "", "note": e.to_string()}),
     };
-    match git_orchestra::git::Git::new(&shared.repo.common_dir).diff_patch(start, tip) {
+    match git.diff_patch(&start, &tip) {
         Ok(mut patch) => {
             let clipped = patch.len() > MAX_DIFF;
             if clipped {

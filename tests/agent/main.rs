@@ -10,6 +10,7 @@ mod agent_cli_stream;
 mod agent_loop;
 mod attacks;
 mod cli;
+mod cli_cost;
 mod config;
 mod e2e;
 mod edit_diff;

@@ -7,5 +7,6 @@
 mod crash;
 mod honest;
 mod merge;
+mod packet_diff;
 #[path = "../support/mod.rs"]
 mod support;

@@ -10,6 +10,9 @@ use std::sync::Once;
 mod http;
 #[allow(unused_imports)] // not every binary runs a mock server
 pub use http::{HttpRequest, read_request};
+mod refusing;
+#[allow(unused_imports)] // not every binary runs a failing model
+pub use refusing::{REFUSAL, refusing_model};
 
 static HERMETIC: Once = Once::new();
 

@@ -9,9 +9,12 @@ mod access;
 mod agent_cli;
 mod browser;
 mod controls;
+mod failure;
 mod notify;
+mod packet_diff;
 mod packet_page;
 mod run_list;
+mod spend;
 mod steering;
 #[path = "../support/mod.rs"]
 mod support;

@@ -8,6 +8,7 @@
 
 mod answer;
 mod environments;
+mod failure_reason;
 #[path = "../forge/forge_mock.rs"]
 mod forge_mock;
 mod messages;

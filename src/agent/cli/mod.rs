@@ -380,16 +380,14 @@ fn finish(
         .last_message()
         .map(|m| crate::redact::clip(m, 600))
         .unwrap_or_default();
+    // No cost here: the CLI's own figure is its price list's, not `[prices]`; `status` and the
+    // report give the run's one cost.
     let detail = format!(
-        "{} ({} turns, {} in / {} out tokens{}; {})",
+        "{} ({} turns, {} in / {} out tokens; {})",
         said,
         report.turns,
         report.input_tokens,
         report.output_tokens,
-        report
-            .cost_usd
-            .map(|c| format!(", ${c:.4}"))
-            .unwrap_or_default(),
         account(&adapter.name, report)
     );
     if o.success() && report.error.is_none() {

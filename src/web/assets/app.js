@@ -212,10 +212,15 @@ async function showRun(run) {
   if (data.approval) notify(`approval-${run}`, `The plan of ${run} waits for approval.`);
   (s.questions || []).forEach(q => notify(`q-${run}-${q.packet}-${q.question}`, `${q.packet} asks: ${q.question}`));
   if (["completed", "failed", "cancelled"].includes(shown)) notify(`end-${run}-${shown}`, `Run ${run} is ${shown}.`);
-  const spend = s.start && s.start.spend;
+  // The one accounting: a `start` run's every role, or a `run`/`agent` run's agents.
+  const spend = (s.start && s.start.spend) || s.spend;
+  // Why the run stopped and the command that continues it, as `status` says them.
+  const failure = (s.start && s.start.failure) || s.failure;
   main.innerHTML = html`<h1>${r.objective || (data.plan && data.plan.objective) || run}</h1>
     <div>${state(shown)} <span class="muted">${run}</span>
     ${spend ? html`<span class="muted"> · ${num(spend.input_tokens + spend.output_tokens)} tokens · cost ${cost(spend.cost)}</span>` : ""}</div>
+    ${failure ? html`<div class="panel attention" id="failure"><b>Why it stopped:</b> ${failure.reason}
+      <div>Continue with <code>${failure.next}</code></div></div>` : ""}
     ${controlsHtml(data.controls)}
     ${approvalHtml(data.approval)}${questionsHtml(s.start || s)}${callsHtml(s.start)}${progressHtml(data.progress, data.cards)}
     ${graphHtml(data.plan, data.cards)}
@@ -245,7 +250,8 @@ function gatesHtml(g) {
       default: return "";
     }
   });
-  const spend = (g.spend || []).map(([t, tok, c]) => [Number(t) || 0, Number(tok) || 0, Number(c) || 0]);
+  // A cost stays null (shown as –) while no call had a price: never $0 beside unpriced models.
+  const spend = (g.spend || []).map(([t, tok, c]) => [Number(t) || 0, Number(tok) || 0, c == null ? null : Number(c)]);
   let chart = "";
   if (spend.length > 1) {
     const t0 = spend[0][0], t1 = spend[spend.length - 1][0] || t0 + 1, max = spend[spend.length - 1][1] || 1;
