@@ -10,7 +10,7 @@ use git_orchestra::git::RepoInfo;
 use super::CommandError;
 
 fn choice_file(repo: &RepoInfo, run: &str) -> PathBuf {
-    git_orchestra::exec::run_dir(&repo.common_dir, run).join("agent-cli")
+    git_orchestra::exec::RunDir::new(&repo.common_dir, run).agent_cli_choice()
 }
 
 /// Keeps `--agent <name>` with run `run`.

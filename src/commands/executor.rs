@@ -31,7 +31,7 @@ impl ExecutorArg {
 }
 
 fn choice_file(repo: &RepoInfo, run: &str) -> PathBuf {
-    git_orchestra::exec::run_dir(&repo.common_dir, run).join("executor")
+    git_orchestra::exec::RunDir::new(&repo.common_dir, run).executor_choice()
 }
 
 /// Keeps `--executor <kind>` with run `run`.

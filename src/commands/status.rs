@@ -357,7 +357,7 @@ fn cost(c: Option<f64>) -> String {
 /// Prints the saved report of `run` (default: the newest `start` run).
 fn print_report(repo: &RepoInfo, run: Option<&str>) -> Result<(), CommandError> {
     let run = super::pause::pick(repo, run, "has a report")?;
-    let path = git_orchestra::exec::run_dir(&repo.common_dir, &run).join("report.md");
+    let path = git_orchestra::exec::RunDir::new(&repo.common_dir, &run).report_md();
     match fs_err::read_to_string(&path) {
         Ok(text) => {
             print!("{}", git_orchestra::redact::terminal_safe(&text));

@@ -102,8 +102,8 @@ pub fn integrate_until(
     (agent, stop): (Option<&dyn Worker>, &AtomicBool),
     on_event: &(dyn Fn(&str, &Event) + Sync),
 ) -> Result<MergeReport, MergeError> {
-    let dir = crate::exec::run_dir(&repo.common_dir, run_id);
-    let _lock = RunLock::acquire(&dir, run_id)?;
+    let dir = crate::exec::RunDir::new(&repo.common_dir, run_id);
+    let _lock = RunLock::acquire(dir.path(), run_id)?;
     let store = Store::open(&repo.common_dir)?;
     let journal = Journal::new(store, run_id, on_event, None);
     integrate_journaled(repo, opts, agent, &journal, stop)
@@ -125,7 +125,7 @@ pub fn integrate_journaled(
 ) -> Result<MergeReport, MergeError> {
     let run = journal.run()?;
     let run_id = run.id.as_str();
-    let dir = crate::exec::run_dir(&repo.common_dir, run_id);
+    let dir = crate::exec::RunDir::new(&repo.common_dir, run_id);
     let plan = run.plan().map_err(|e| MergeError::StoredPlan {
         run: run_id.to_string(),
         message: e.to_string(),
@@ -182,7 +182,7 @@ pub fn integrate_journaled(
         opts,
         branch: &branch,
         int_ref: &int_ref,
-        log_root: dir.join("merge"),
+        log_root: dir.merge_logs(),
     };
     let approval = Approval {
         repo,

@@ -192,9 +192,8 @@ impl Ctx<'_> {
                     continue;
                 };
                 self.announce_sent_back(&s);
-                let dir = crate::exec::run_dir(&self.repo.common_dir, &self.run)
-                    .join("logs")
-                    .join(format!("{}-resolve", s.packet));
+                let dir = crate::exec::RunDir::new(&self.repo.common_dir, &self.run)
+                    .resolve_logs(&s.packet);
                 let onto = format!("refs/heads/{}", report.integration);
                 let journal = |event| -> Result<(), crate::store::StoreError> {
                     Store::open(&self.repo.common_dir)?
@@ -294,8 +293,8 @@ impl Ctx<'_> {
     ///
     /// `advise` asks the orchestrator model for next steps.
     pub(super) fn report(&self, state: S, advise: bool) -> Result<(Report, PathBuf), StartError> {
-        let dir = crate::exec::run_dir(&self.repo.common_dir, &self.run);
-        let path = dir.join("report.md");
+        let dir = crate::exec::RunDir::new(&self.repo.common_dir, &self.run);
+        let path = dir.report_md();
         let store = Store::open(&self.repo.common_dir)?;
         let run = store.run(&self.run)?;
         let mut packets = store.packets(&self.run).unwrap_or_default();
@@ -346,9 +345,9 @@ impl Ctx<'_> {
             path: path.clone(),
             source,
         };
-        fs_err::create_dir_all(&dir).map_err(io)?;
+        fs_err::create_dir_all(dir.path()).map_err(io)?;
         fs_err::write(&path, &markdown).map_err(io)?;
-        let json_path = dir.join("report.json");
+        let json_path = dir.report_json();
         fs_err::write(
             &json_path,
             serde_json::to_string_pretty(&report).unwrap_or_default(),
@@ -369,12 +368,12 @@ impl Ctx<'_> {
     /// Stores the plan, each packet's diff and the merge report once as artifacts.
     pub(super) fn artifacts(
         &self,
-        dir: &std::path::Path,
+        dir: &crate::exec::RunDir,
         plan: Option<&Plan>,
         packets: &[crate::store::PacketRecord],
     ) -> Result<Vec<Artifact>, StartError> {
         let limits = ContextLimits::default();
-        let adir = dir.join("artifacts");
+        let adir = dir.artifacts();
         let mut out = Vec::new();
         let io = |source| StartError::Report {
             path: adir.clone(),
@@ -453,9 +452,8 @@ impl Ctx<'_> {
         let guidance = "The run has ended. Reply with only a JSON object {\"next_steps\": [at most five concrete follow-ups for the user]}. Each step is a plain sentence or a command the user can type (e.g. `git orchestra status`), never the name of a tool or a phase.";
         // Like the planner, the orchestrator may read the code (the integrated result in the
         // checkout, the packets' changes through the tools) before it advises.
-        let transcript = crate::exec::run_dir(&self.repo.common_dir, &self.run)
-            .join("logs")
-            .join("orchestrator.log");
+        let transcript =
+            crate::exec::RunDir::new(&self.repo.common_dir, &self.run).orchestrator_log();
         match self.models.explore(
             "orchestrator",
             guidance,

@@ -84,7 +84,7 @@ pub(super) fn run(shared: &Shared, id: &str) -> Reply {
     let (status_json, plan_text, cards) = match &overview {
         Overview::Run(s) => {
             let store = Store::open_existing(common).ok().flatten();
-            let run_dir = git_orchestra::exec::run_dir(common, id);
+            let run_dir = git_orchestra::exec::RunDir::new(common, id);
             let cards = cards(store.as_ref(), &run_dir, id, &s.packets, &s.agents);
             (
                 serde_json::to_value(s).unwrap_or(Value::Null),
@@ -180,7 +180,7 @@ fn gates(common: &Path, run: &str) -> Value {
 
 /// The run's final report (Markdown) once written, clipped to 200 KB.
 fn report(common: &Path, run: &str) -> Value {
-    match fs_err::read_to_string(git_orchestra::exec::run_dir(common, run).join("report.md")) {
+    match fs_err::read_to_string(git_orchestra::exec::RunDir::new(common, run).report_md()) {
         Ok(text) => Value::String(git_orchestra::redact::clip(&text, 200_000)),
         Err(_) => Value::Null,
     }
@@ -237,7 +237,7 @@ pub(super) fn graph(toml_text: &str) -> Value {
 /// One card per packet: its record, worker state, model, tokens and when it started.
 fn cards(
     store: Option<&Store>,
-    run_dir: &Path,
+    run_dir: &git_orchestra::exec::RunDir,
     run: &str,
     packets: &[PacketRecord],
     agents: &[AgentUsage],
@@ -263,7 +263,7 @@ fn cards(
                     mine.iter().map(|a| a.input_tokens + a.output_tokens).sum(),
                 ),
                 // A `start` run keeps its agents' events in their transcripts only.
-                None => from_transcripts(&run_dir.join(&p.id)),
+                None => from_transcripts(&run_dir.packet(&p.id)),
             };
             let since = started
                 .iter()
@@ -321,7 +321,7 @@ pub(super) fn packet(shared: &Shared, rest: &str, query: &str) -> Reply {
         return error(404, format!("no packet `{id}` in run `{run}`"));
     };
     let activity = activity_of(
-        &git_orchestra::exec::run_dir(common, run).join(id),
+        &git_orchestra::exec::RunDir::new(common, run).packet(id),
         ACTIVITY_LINES,
     );
     let diff = if super::query_value(query, "diff").as_deref() == Some("0") {

@@ -260,9 +260,9 @@ fn command(shared: &Shared, args: &[&str]) -> Reply {
 /// in the run's directory, in its own process group so it outlives this view.
 fn detached(shared: &Shared, run: &str, args: &[&str]) -> Reply {
     use std::os::unix::process::CommandExt;
-    let dir = git_orchestra::exec::run_dir(&shared.repo.common_dir, run);
-    let log_path = dir.join(format!("ui-{}.log", args[0]));
-    let log = fs_err::create_dir_all(&dir).and_then(|()| fs_err::File::create(&log_path));
+    let dir = git_orchestra::exec::RunDir::new(&shared.repo.common_dir, run);
+    let log_path = dir.ui_log(args[0]);
+    let log = fs_err::create_dir_all(dir.path()).and_then(|()| fs_err::File::create(&log_path));
     let (Ok(log), Ok(mut cmd)) = (log, binary(shared)) else {
         return refused(500, format!("cannot write {}", log_path.display()));
     };
