@@ -294,7 +294,7 @@ fn after_gc(common_dir: &Path, mut p: PacketRecord) -> PacketRecord {
 /// Returns the host each packet was last dispatched to.
 fn hosts(store: &Store, run: &str) -> Result<Vec<PacketHost>, StatusError> {
     let mut out: Vec<PacketHost> = Vec::new();
-    for e in store.events_of_kind(run, "packet_dispatched")? {
+    for e in store.events_of_kind(run, crate::store::EventKind::PacketDispatched)? {
         if let Event::PacketDispatched {
             packet,
             executor,
@@ -317,7 +317,10 @@ fn hosts(store: &Store, run: &str) -> Result<Vec<PacketHost>, StatusError> {
 /// symbols.
 fn notes(store: &Store, run: &str) -> Result<Vec<Note>, StatusError> {
     let mut notes = Vec::new();
-    for kind in ["packets_share_files", "scope_finding"] {
+    for kind in [
+        crate::store::EventKind::PacketsShareFiles,
+        crate::store::EventKind::ScopeFinding,
+    ] {
         for e in store.events_of_kind(run, kind)? {
             match e.event {
                 Event::PacketsShareFiles { note, .. } => notes.push(Note::Parallel { note }),

@@ -96,7 +96,7 @@ pub fn cmd_retry(cwd: &Path, args: &RetryArgs) -> Result<(), CommandError> {
 fn was_merged(repo: &RepoInfo, run: &str) -> Result<bool, CommandError> {
     let store = Store::open(&repo.common_dir).map_err(CommandError::internal)?;
     let started = store
-        .events_of_kind(run, "merge_started")
+        .events_of_kind(run, git_orchestra::store::EventKind::MergeStarted)
         .map_err(CommandError::internal)?;
     Ok(started
         .iter()

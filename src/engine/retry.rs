@@ -125,7 +125,7 @@ pub fn reopen_to_integrate(repo: &RepoInfo, run: &str) -> Result<(), EngineError
 /// Returns the note the latest reopening of `run` left for `packet`'s worker, if any.
 pub(super) fn note_for(store: &Store, run: &str, packet: &str) -> Option<String> {
     store
-        .events_of_kind(run, "run_reopened")
+        .events_of_kind(run, crate::store::EventKind::RunReopened)
         .ok()?
         .into_iter()
         .rev()

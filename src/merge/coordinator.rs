@@ -220,8 +220,15 @@ fn journal_found_integrated(
     if already.is_empty() {
         return Ok(());
     }
-    let landing = journal
-        .read(|s, run| s.events_of_kinds(run, &["packet_integrated", "packet_sent_back"]))?;
+    let landing = journal.read(|s, run| {
+        s.events_of_kinds(
+            run,
+            &[
+                crate::store::EventKind::PacketIntegrated,
+                crate::store::EventKind::PacketSentBack,
+            ],
+        )
+    })?;
     for id in already {
         let said = landing.iter().rev().find_map(|e| match &e.event {
             Event::PacketIntegrated { packet, .. } if packet == id => Some(true),

@@ -134,14 +134,14 @@ fn gates(common: &Path, run: &str) -> Value {
         .events_of_kinds(
             run,
             &[
-                "packet_reviewed",
-                "merge_started",
-                "packet_conflicted",
-                "merge_validation_finished",
-                "packet_integrated",
-                "packet_sent_back",
-                "merge_finished",
-                "agent_model_call",
+                git_orchestra::store::EventKind::PacketReviewed,
+                git_orchestra::store::EventKind::MergeStarted,
+                git_orchestra::store::EventKind::PacketConflicted,
+                git_orchestra::store::EventKind::MergeValidationFinished,
+                git_orchestra::store::EventKind::PacketIntegrated,
+                git_orchestra::store::EventKind::PacketSentBack,
+                git_orchestra::store::EventKind::MergeFinished,
+                git_orchestra::store::EventKind::AgentModelCall,
             ],
         )
         .unwrap_or_default();
@@ -243,7 +243,10 @@ fn cards(
     agents: &[AgentUsage],
 ) -> Vec<Value> {
     let started: Vec<(String, i64)> = store
-        .and_then(|s| s.events_of_kind(run, "packet_started").ok())
+        .and_then(|s| {
+            s.events_of_kind(run, git_orchestra::store::EventKind::PacketStarted)
+                .ok()
+        })
         .unwrap_or_default()
         .into_iter()
         .filter_map(|e| match e.event {
