@@ -74,13 +74,7 @@ pub fn cmd_retry(cwd: &Path, args: &RetryArgs) -> Result<(), CommandError> {
         let mut store = Store::open(&repo.common_dir).map_err(CommandError::internal)?;
         let before =
             merge::phase::last_request(&store, &run, &sandboxes).map_err(CommandError::internal)?;
-        let opts = before.unwrap_or_else(|| merge::MergeOptions {
-            timeout: config.timeout(None),
-            keep_worktrees: config.keep_worktrees(),
-            sandboxes,
-            recycle_worktrees: config.recycle_worktrees(),
-            ..Default::default()
-        });
+        let opts = before.unwrap_or_else(|| merge::MergeOptions::from_config(&config, sandboxes));
         merge::phase::request(&mut store, &run, &opts).map_err(CommandError::internal)?;
     }
     let reopened = engine::reopen(&repo, &run, &args.packets, args.note.as_deref())

@@ -62,6 +62,26 @@ impl Default for MergeOptions {
     }
 }
 
+impl MergeOptions {
+    /// Returns the options the repository's configuration asks for: its command timeout
+    /// (`[run] timeout`), kept and recycled worktrees, and `sandboxes` (built from
+    /// `[sandbox]` by the agents' part, which this module sits below); the rest default.
+    ///
+    /// Every caller starts from here and overrides what its command line or request says.
+    pub fn from_config(
+        config: &crate::config::RepoConfig,
+        sandboxes: crate::exec::process::Sandboxes,
+    ) -> Self {
+        MergeOptions {
+            timeout: config.timeout(None),
+            keep_worktrees: config.keep_worktrees(),
+            sandboxes,
+            recycle_worktrees: config.recycle_worktrees(),
+            ..Default::default()
+        }
+    }
+}
+
 /// Returns the integration branch of a run: `orchestra/<run>/integration`.
 pub fn integration_branch(run: &str) -> String {
     names::packet_branch(run, "integration")
@@ -495,4 +515,24 @@ fn release_worktrees(
     let recycle = opts.recycle_worktrees;
     crate::engine::gc::remove_integrated(repo, journal, run_id, records, integrated, recycle)
         .map_err(|e| MergeError::Worktree(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_from_config_take_the_timeout_and_worktree_settings() {
+        let mut config = crate::config::RepoConfig::default();
+        config.run.timeout_secs = Some(42);
+        config.run.keep_worktrees = Some(true);
+        config.worktree.recycle = Some(3);
+        let o = MergeOptions::from_config(&config, Default::default());
+        assert_eq!(o.timeout, Duration::from_secs(42));
+        assert!(o.keep_worktrees);
+        assert_eq!(o.recycle_worktrees, 3);
+        assert_eq!(o.max_batch, DEFAULT_MAX_BATCH);
+        assert_eq!(o.resolve_rounds, DEFAULT_RESOLVE_ROUNDS);
+        assert_eq!(o.target, None);
+    }
 }
