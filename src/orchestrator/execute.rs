@@ -69,7 +69,7 @@ impl Ctx<'_> {
             let halt = worker.halt.clone();
             let done = std::sync::atomic::AtomicBool::new(false);
             let remote = match self.settings.executor {
-                Some(kind) => engine::remote::build(&self.models.config, self.repo, kind)
+                Some(kind) => crate::executor::build(&self.models.config, self.repo, kind)
                     .map_err(engine::EngineError::Executor)?,
                 None => None,
             };

@@ -8,6 +8,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+mod layers;
 mod run_dir;
 
 fn root() -> PathBuf {
