@@ -11,6 +11,7 @@ pub mod confine;
 pub mod demo;
 pub mod engine;
 pub mod exec;
+pub mod executor;
 pub mod forge;
 pub mod gate;
 pub mod git;

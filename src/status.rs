@@ -330,7 +330,7 @@ fn after_gc(common_dir: &Path, mut p: PacketRecord) -> PacketRecord {
 /// Returns the host each packet was last dispatched to.
 fn hosts(store: &Store, run: &str) -> Result<Vec<PacketHost>, StatusError> {
     let mut out: Vec<PacketHost> = Vec::new();
-    for e in store.events_of_kind(run, "packet_dispatched")? {
+    for e in store.events_of_kind(run, crate::store::EventKind::PacketDispatched)? {
         if let Event::PacketDispatched {
             packet,
             executor,
@@ -353,7 +353,10 @@ fn hosts(store: &Store, run: &str) -> Result<Vec<PacketHost>, StatusError> {
 /// symbols.
 fn notes(store: &Store, run: &str) -> Result<Vec<Note>, StatusError> {
     let mut notes = Vec::new();
-    for kind in ["packets_share_files", "scope_finding"] {
+    for kind in [
+        crate::store::EventKind::PacketsShareFiles,
+        crate::store::EventKind::ScopeFinding,
+    ] {
         for e in store.events_of_kind(run, kind)? {
             match e.event {
                 Event::PacketsShareFiles { note, .. } => notes.push(Note::Parallel { note }),
@@ -572,15 +575,16 @@ pub fn start_status(
 /// or its engine run's lock is held (the kernel drops both when the holder dies, kill -9
 /// included).
 pub fn start_driven(common_dir: &Path, run: &str) -> bool {
-    let dir = crate::exec::run_dir(common_dir, run);
-    crate::exec::RunLock::is_held(&dir.join("driver")) || crate::exec::RunLock::is_held(&dir)
+    let dir = crate::exec::RunDir::new(common_dir, run);
+    crate::exec::RunLock::is_held(&dir.driver_lock()) || crate::exec::RunLock::is_held(dir.path())
 }
 
 /// Returns the state of the engine run `run` as users see it, and whether a process drives it
 /// now (holds its lock): a run the store says is running that no process drives was killed,
 /// and reads as interrupted, which `resume` continues.
 fn engine_state(common_dir: &Path, run: &RunRecord) -> (RunState, bool) {
-    let driven = crate::exec::RunLock::is_held(&crate::exec::run_dir(common_dir, &run.id));
+    let driven =
+        crate::exec::RunLock::is_held(crate::exec::RunDir::new(common_dir, &run.id).path());
     match run.state {
         RunState::Running if !driven => (RunState::Interrupted, false),
         other => (other, driven),
@@ -609,7 +613,7 @@ pub fn start_label(common_dir: &Path, run: &str, phase: WorkflowState) -> String
 
 /// Returns the headline of the run's saved report, if it has one.
 fn report_outcome(common_dir: &Path, run: &str) -> Option<String> {
-    let path = crate::exec::run_dir(common_dir, run).join("report.json");
+    let path = crate::exec::RunDir::new(common_dir, run).report_json();
     let text = fs_err::read_to_string(path).ok()?;
     let value: serde_json::Value = serde_json::from_str(&text).ok()?;
     value.get("outcome")?.as_str().map(str::to_string)

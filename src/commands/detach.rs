@@ -19,10 +19,10 @@ impl Launch for Detached {
     fn launch(&self, run: &str, verb: Verb) -> Result<Launched, String> {
         use std::os::unix::process::CommandExt;
         let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
-        let dir = git_orchestra::exec::run_dir(&self.common_dir, run);
-        let log_path = dir.join(format!("ui-{}.log", verb.as_str()));
+        let dir = git_orchestra::exec::RunDir::new(&self.common_dir, run);
+        let log_path = dir.ui_log(verb.as_str());
         let cannot_write = || format!("cannot write {}", log_path.display());
-        let log = fs_err::create_dir_all(&dir)
+        let log = fs_err::create_dir_all(dir.path())
             .and_then(|()| fs_err::File::create(&log_path))
             .map_err(|_| cannot_write())?;
         let err = log.file().try_clone().map_err(|_| cannot_write())?;

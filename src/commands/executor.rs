@@ -61,7 +61,7 @@ pub(crate) fn build(
     config: &RepoConfig,
     kind: ExecutorKind,
 ) -> Result<Option<Box<dyn Executor>>, CommandError> {
-    git_orchestra::engine::remote::build(config, repo, kind).map_err(|e| {
+    git_orchestra::executor::build(config, repo, kind).map_err(|e| {
         CommandError::user(e).hint(match kind {
             ExecutorKind::GithubActions => {
                 "README's \"Running packets on GitHub Actions\" shows the set-up"
@@ -152,7 +152,7 @@ pub fn cmd_executor(cwd: &std::path::Path, args: &ExecutorArgs) -> Result<(), Co
 }
 
 fn init_actions(cwd: &std::path::Path, args: &InitArgs) -> Result<(), CommandError> {
-    use git_orchestra::engine::remote::actions;
+    use git_orchestra::executor::actions;
     let repo = RepoInfo::discover(cwd)?;
     let config = super::load_config(&repo)?;
     let workflow = config

@@ -64,12 +64,10 @@ pub fn cmd_merge(cwd: &Path, args: &MergeArgs) -> Result<(), CommandError> {
             .map(usize::from)
             .unwrap_or(merge::DEFAULT_MAX_BATCH),
         resolve_rounds: args.resolve_rounds.unwrap_or(merge::DEFAULT_RESOLVE_ROUNDS),
-        keep_worktrees: config.keep_worktrees(),
-        sandboxes: git_orchestra::agent::sandbox::command_sandboxes(
-            &repo.common_dir,
-            &config.sandbox,
-        ),
-        recycle_worktrees: config.recycle_worktrees(),
+        ..MergeOptions::from_config(
+            &config,
+            git_orchestra::agent::sandbox::command_sandboxes(&repo.common_dir, &config.sandbox),
+        )
     };
     run_merge(&repo, &run, &opts, args.json)
 }

@@ -256,13 +256,13 @@ fn merge_options(
 ) -> merge::MergeOptions {
     merge::MergeOptions {
         target: args.target.clone(),
-        keep_worktrees: config.keep_worktrees(),
-        sandboxes: git_orchestra::agent::sandbox::command_sandboxes(
-            &repo.common_dir,
-            &config.sandbox,
-        ),
-        recycle_worktrees: config.recycle_worktrees(),
-        ..Default::default()
+        // Unlike `merge`, `run --merge` has always validated the merged tree under the
+        // default timeout, not `--timeout` / `[run] timeout`.
+        timeout: git_orchestra::exec::DEFAULT_TIMEOUT,
+        ..merge::MergeOptions::from_config(
+            config,
+            git_orchestra::agent::sandbox::command_sandboxes(&repo.common_dir, &config.sandbox),
+        )
     }
 }
 

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use super::EngineError;
 use super::gc::{GcReport, gc};
-use crate::exec::{LockError, RunLock, run_dir};
+use crate::exec::{LockError, RunDir, RunLock};
 use crate::git::RepoInfo;
 use crate::store::{Event, Store};
 
@@ -16,9 +16,9 @@ use crate::store::{Event, Store};
 pub fn cancel(repo: &RepoInfo, run: &str, wait: Duration) -> Result<GcReport, EngineError> {
     let mut store = Store::open(&repo.common_dir)?;
     let record = store.require_run(run)?;
-    let dir = run_dir(&repo.common_dir, run);
+    let dir = RunDir::new(&repo.common_dir, run);
     if !record.state.is_finished() {
-        if RunLock::is_held(&dir)
+        if RunLock::is_held(dir.path())
             && let Some(pid) = record.pid
         {
             // SAFETY: kill(2) on the pid the store says drives this run; it holds the lock,
@@ -29,7 +29,7 @@ pub fn cancel(repo: &RepoInfo, run: &str, wait: Duration) -> Result<GcReport, En
         }
         let deadline = Instant::now() + wait;
         let lock = loop {
-            match RunLock::acquire(&dir, run) {
+            match RunLock::acquire(dir.path(), run) {
                 Ok(lock) => break lock,
                 Err(LockError::Busy { .. }) if Instant::now() < deadline => {
                     std::thread::sleep(Duration::from_millis(50));

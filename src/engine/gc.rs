@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::{EngineError, Journal};
-use crate::exec::{RunLock, run_dir};
+use crate::exec::{RunDir, RunLock};
 use crate::git::{self as gitops, Git, RepoInfo};
 use crate::names;
 use crate::store::{Event, PacketRecord, RunRecord, Store};
@@ -91,8 +91,8 @@ pub fn gc(repo: &RepoInfo, only: Option<&str>, dry_run: bool) -> Result<GcReport
         if !run.state.is_finished() {
             return Err(EngineError::NotFinished { run: run.id });
         }
-        let dir = run_dir(&repo.common_dir, &run.id);
-        let _lock = RunLock::acquire(&dir, &run.id)?;
+        let dir = RunDir::new(&repo.common_dir, &run.id);
+        let _lock = RunLock::acquire(dir.path(), &run.id)?;
         let Some(s) = store.take() else { break };
         let journal = Journal::new(s, &run.id, &noop, None);
         let packets = journal.packets()?;
@@ -253,9 +253,7 @@ pub fn remove_integrated(
         let git = Git::pinned(&repo.common_dir, &wt).map_err(worktree_err)?;
         // Ignored files (all but build output) and nested repositories go to the run store,
         // as `gc` saves them; a worktree whose leftovers cannot be saved stays for `gc`.
-        let dest = run_dir(&repo.common_dir, run_id)
-            .join(&rec.id)
-            .join("saved");
+        let dest = RunDir::new(&repo.common_dir, run_id).saved(&rec.id);
         let kept = gitops::find_leftovers(&git)
             .and_then(|found| gitops::save_leftovers(&git, &found, &dest));
         let saved = match kept {
@@ -334,9 +332,7 @@ fn sweep(
             item.backup = Some(refname.clone());
         }
         if !dry_run {
-            let dest = run_dir(&repo.common_dir, &run.id)
-                .join(&target.id)
-                .join("saved");
+            let dest = RunDir::new(&repo.common_dir, &run.id).saved(&target.id);
             let saved = gitops::save_leftovers(&git, found, &dest).map_err(worktree_err)?;
             for (n, (_, bundle)) in item.nested.iter_mut().zip(saved.bundles) {
                 n.bundle = Some(bundle);

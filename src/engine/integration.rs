@@ -38,7 +38,13 @@ pub trait Integrator: Sync {
 /// Returns the journal entry of `run`'s integration request that no finished merge has
 /// answered yet, if any.
 pub fn pending_request(store: &Store, run: &str) -> Result<Option<JournalEntry>, StoreError> {
-    let entries = store.events_of_kinds(run, &["integration_requested", "merge_finished"])?;
+    let entries = store.events_of_kinds(
+        run,
+        &[
+            crate::store::EventKind::IntegrationRequested,
+            crate::store::EventKind::MergeFinished,
+        ],
+    )?;
     Ok(entries
         .into_iter()
         .last()

@@ -103,7 +103,7 @@ impl<'a> Journal<'a> {
     pub fn pending_comments(&self, packet: &str) -> Option<String> {
         let store = self.store.lock().unwrap_or_else(|p| p.into_inner());
         let delivered = store
-            .events_of_kind(&self.run, "comments_delivered")
+            .events_of_kind(&self.run, crate::store::EventKind::CommentsDelivered)
             .ok()?
             .into_iter()
             .filter(
@@ -113,7 +113,7 @@ impl<'a> Journal<'a> {
             .max()
             .unwrap_or(0);
         let fixes: Vec<String> = store
-            .events_of_kind(&self.run, "comments_sent")
+            .events_of_kind(&self.run, crate::store::EventKind::CommentsSent)
             .ok()?
             .into_iter()
             .filter(|e| e.seq > delivered)
@@ -130,7 +130,7 @@ impl<'a> Journal<'a> {
     pub fn worker_account(&self, packet: &str) -> Option<String> {
         let store = self.store.lock().unwrap_or_else(|p| p.into_inner());
         store
-            .events_of_kind(&self.run, "worker_finished")
+            .events_of_kind(&self.run, crate::store::EventKind::WorkerFinished)
             .ok()?
             .into_iter()
             .rev()

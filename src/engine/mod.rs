@@ -29,7 +29,7 @@ pub use remote::Executor;
 pub use retry::{reopen, reopen_to_integrate};
 pub use worker::{DEFAULT_FIX_ROUNDS, PacketReview, Worker, WorkerJob, WorkerReport};
 
-use crate::exec::{LockError, RunLock, kill_group, process, run_dir};
+use crate::exec::{LockError, RunDir, RunLock, kill_group, process};
 use crate::git::{RepoError, RepoInfo};
 use crate::names;
 use crate::plan::Plan;
@@ -250,8 +250,8 @@ pub fn execute_with(
     ctl: &Control<'_>,
     worker: Option<&dyn Worker>,
 ) -> Result<Summary, EngineError> {
-    let dir = run_dir(&repo.common_dir, run_id);
-    let _lock = RunLock::acquire(&dir, run_id)?;
+    let dir = RunDir::new(&repo.common_dir, run_id);
+    let _lock = RunLock::acquire(dir.path(), run_id)?;
     let store = Store::open(&repo.common_dir)?;
     let run = store.require_run(run_id)?;
     if run.state.is_finished() {

@@ -29,7 +29,7 @@ pub(super) struct Context<'a> {
     /// The external command, or `None` when `worker` does the work in-process.
     pub worker_cmd: Option<&'a str>,
     pub worker: Option<&'a dyn Worker>,
-    pub run_dir: &'a Path,
+    pub run_dir: &'a crate::exec::RunDir,
     pub journal: &'a Journal<'a>,
     pub stop: &'a AtomicBool,
     pub setup: Option<&'a str>,
@@ -136,7 +136,7 @@ fn pipeline(ctx: &Context<'_>, index: usize, rec: &PacketRecord) -> Result<Strin
         &next
     };
     let wt = PathBuf::from(&rec.worktree);
-    let dir = ctx.run_dir.join(&packet.id);
+    let dir = ctx.run_dir.packet(&packet.id);
     if in_flight {
         clear_stale_locks(ctx, &rec.branch, &wt)?;
         // The packet runs again: its state follows this run, not the one that stopped.
@@ -1110,7 +1110,7 @@ pub(super) fn environment(
     dir: &Path,
     start: &str,
 ) -> Result<Vec<(String, String)>, Halt> {
-    let file = dir.join("packet.json");
+    let file = ctx.run_dir.packet_file(&packet.id);
     let mut value = serde_json::to_value(packet)
         .map_err(|e| Halt::Fail(format!("cannot serialise the packet: {e}")))?;
     if let Some(map) = value.as_object_mut() {

@@ -3,7 +3,7 @@
 //! and branches already hold.
 
 use super::EngineError;
-use crate::exec::{RunLock, run_dir};
+use crate::exec::{RunDir, RunLock};
 use crate::git::RepoInfo;
 use crate::store::{Event, PacketState, RunState, Store};
 
@@ -18,8 +18,8 @@ pub fn reopen(
     packets: &[String],
     note: Option<&str>,
 ) -> Result<Vec<String>, EngineError> {
-    let dir = run_dir(&repo.common_dir, run);
-    let _lock = RunLock::acquire(&dir, run)?;
+    let dir = RunDir::new(&repo.common_dir, run);
+    let _lock = RunLock::acquire(dir.path(), run)?;
     let mut store = Store::open(&repo.common_dir)?;
     let record = store.require_run(run)?;
     if !matches!(record.state, RunState::Completed | RunState::Failed) {
@@ -102,8 +102,8 @@ pub fn reopen(
 ///
 /// Only a completed or failed run is reopened; nothing changes when an error is returned.
 pub fn reopen_to_integrate(repo: &RepoInfo, run: &str) -> Result<(), EngineError> {
-    let dir = run_dir(&repo.common_dir, run);
-    let _lock = RunLock::acquire(&dir, run)?;
+    let dir = RunDir::new(&repo.common_dir, run);
+    let _lock = RunLock::acquire(dir.path(), run)?;
     let mut store = Store::open(&repo.common_dir)?;
     let record = store.require_run(run)?;
     if !matches!(record.state, RunState::Completed | RunState::Failed) {
@@ -125,7 +125,7 @@ pub fn reopen_to_integrate(repo: &RepoInfo, run: &str) -> Result<(), EngineError
 /// Returns the note the latest reopening of `run` left for `packet`'s worker, if any.
 pub(super) fn note_for(store: &Store, run: &str, packet: &str) -> Option<String> {
     store
-        .events_of_kind(run, "run_reopened")
+        .events_of_kind(run, crate::store::EventKind::RunReopened)
         .ok()?
         .into_iter()
         .rev()

@@ -29,9 +29,6 @@ use super::packet::Context;
 use super::watch_fs::{IdleWatch, RefWatch, Touched};
 use crate::git::Git;
 
-/// The file in a run's directory that holds the hash of its stored plan.
-pub const PLAN_HASH_FILE: &str = "plan.sha256";
-
 /// Which packets' pipelines run, so that a worktree the engine may be writing is not taken
 /// for one a worker wrote: each pipeline's start and end advance its packet's epoch, odd
 /// while it runs. With `watch_idle`, the worktrees of packets that do not run are watched
@@ -366,11 +363,8 @@ pub(super) fn snapshot(ctx: &Context<'_>, packet: &str, siblings: bool) -> Resul
     out.store
         .insert("the stored plan".into(), hash(stored.as_bytes()));
     for (label, file) in [
-        ("its hash", ctx.run_dir.join(PLAN_HASH_FILE)),
-        (
-            "the packet file",
-            ctx.run_dir.join(packet).join("packet.json"),
-        ),
+        ("its hash", ctx.run_dir.plan_hash()),
+        ("the packet file", ctx.run_dir.packet_file(packet)),
     ] {
         let bytes = std::fs::read(&file).unwrap_or_default();
         out.store
@@ -578,8 +572,12 @@ pub(super) fn changes(
 
 /// Checks the stored plan of a run against the hash kept beside it (writing the hash at the
 /// run's first start): a plan changed in the store since is refused.
-pub(super) fn check_stored_plan(run: &str, dir: &Path, plan_toml: &str) -> Result<(), EngineError> {
-    let file = dir.join(PLAN_HASH_FILE);
+pub(super) fn check_stored_plan(
+    run: &str,
+    dir: &crate::exec::RunDir,
+    plan_toml: &str,
+) -> Result<(), EngineError> {
+    let file = dir.plan_hash();
     let expected = hash(plan_toml.as_bytes());
     match std::fs::read_to_string(&file) {
         Ok(text) if text.trim() == expected => Ok(()),
@@ -590,7 +588,7 @@ pub(super) fn check_stored_plan(run: &str, dir: &Path, plan_toml: &str) -> Resul
                 file.display()
             ),
         }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => fs_err::create_dir_all(dir)
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => fs_err::create_dir_all(dir.path())
             .and_then(|()| fs_err::write(&file, format!("{expected}\n")))
             .map_err(|e| EngineError::StoredPlan {
                 run: run.to_string(),

@@ -10,6 +10,7 @@ pub mod command_env;
 pub mod denied;
 mod lock;
 pub mod process;
+mod run_dir;
 pub mod secret_env;
 mod signal;
 
@@ -18,6 +19,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 pub use lock::{LockError, RunLock};
 pub use process::kill_group;
+pub use run_dir::RunDir;
 pub use signal::install as install_signal_handlers;
 
 /// Default longest time a worker or validation command may run.
@@ -28,7 +30,8 @@ pub fn state_dir(common_dir: &Path) -> PathBuf {
     common_dir.join("orchestra")
 }
 
-/// Returns the directory of one run's files (logs, locks, reports) under the state directory.
+/// Returns the directory of one run's files (logs, locks, reports) under the state directory;
+/// [`RunDir`] names the files in it.
 pub fn run_dir(common_dir: &Path, run: &str) -> PathBuf {
     state_dir(common_dir).join("runs").join(run)
 }

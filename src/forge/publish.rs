@@ -113,8 +113,8 @@ pub fn publish(
     forge: Option<&dyn Forge>,
     opts: &PublishOptions,
 ) -> Result<PrReport, ForgeError> {
-    let dir = crate::exec::run_dir(&repo.common_dir, run_id);
-    let _lock = RunLock::acquire(&dir, run_id)?;
+    let dir = crate::exec::RunDir::new(&repo.common_dir, run_id);
+    let _lock = RunLock::acquire(dir.path(), run_id)?;
     let store = Store::open(&repo.common_dir)?;
     let run = store.require_run(run_id)?;
     let plan = run.plan().map_err(|e| ForgeError::StoredPlan {
@@ -174,7 +174,7 @@ pub fn publish(
         });
     }
 
-    let out_dir = dir.join("pr");
+    let out_dir = dir.pr_dir();
     let mut report = PrReport {
         run: run_id.to_string(),
         target: target.clone(),

@@ -62,6 +62,26 @@ impl Default for MergeOptions {
     }
 }
 
+impl MergeOptions {
+    /// Returns the options the repository's configuration asks for: its command timeout
+    /// (`[run] timeout`), kept and recycled worktrees, and `sandboxes` (built from
+    /// `[sandbox]` by the agents' part, which this module sits below); the rest default.
+    ///
+    /// Every caller starts from here and overrides what its command line or request says.
+    pub fn from_config(
+        config: &crate::config::RepoConfig,
+        sandboxes: crate::exec::process::Sandboxes,
+    ) -> Self {
+        MergeOptions {
+            timeout: config.timeout(None),
+            keep_worktrees: config.keep_worktrees(),
+            sandboxes,
+            recycle_worktrees: config.recycle_worktrees(),
+            ..Default::default()
+        }
+    }
+}
+
 /// Returns the integration branch of a run: `orchestra/<run>/integration`.
 pub fn integration_branch(run: &str) -> String {
     names::packet_branch(run, "integration")
@@ -102,8 +122,8 @@ pub fn integrate_until(
     (agent, stop): (Option<&dyn Worker>, &AtomicBool),
     on_event: &(dyn Fn(&str, &Event) + Sync),
 ) -> Result<MergeReport, MergeError> {
-    let dir = crate::exec::run_dir(&repo.common_dir, run_id);
-    let _lock = RunLock::acquire(&dir, run_id)?;
+    let dir = crate::exec::RunDir::new(&repo.common_dir, run_id);
+    let _lock = RunLock::acquire(dir.path(), run_id)?;
     let store = Store::open(&repo.common_dir)?;
     let journal = Journal::new(store, run_id, on_event, None);
     integrate_journaled(repo, opts, agent, &journal, stop)
@@ -125,7 +145,7 @@ pub fn integrate_journaled(
 ) -> Result<MergeReport, MergeError> {
     let run = journal.run()?;
     let run_id = run.id.as_str();
-    let dir = crate::exec::run_dir(&repo.common_dir, run_id);
+    let dir = crate::exec::RunDir::new(&repo.common_dir, run_id);
     let plan = run.plan().map_err(|e| MergeError::StoredPlan {
         run: run_id.to_string(),
         message: e.to_string(),
@@ -182,7 +202,7 @@ pub fn integrate_journaled(
         opts,
         branch: &branch,
         int_ref: &int_ref,
-        log_root: dir.join("merge"),
+        log_root: dir.merge_logs(),
     };
     let approval = Approval {
         repo,
@@ -220,8 +240,15 @@ fn journal_found_integrated(
     if already.is_empty() {
         return Ok(());
     }
-    let landing = journal
-        .read(|s, run| s.events_of_kinds(run, &["packet_integrated", "packet_sent_back"]))?;
+    let landing = journal.read(|s, run| {
+        s.events_of_kinds(
+            run,
+            &[
+                crate::store::EventKind::PacketIntegrated,
+                crate::store::EventKind::PacketSentBack,
+            ],
+        )
+    })?;
     for id in already {
         let said = landing.iter().rev().find_map(|e| match &e.event {
             Event::PacketIntegrated { packet, .. } if packet == id => Some(true),
@@ -488,4 +515,24 @@ fn release_worktrees(
     let recycle = opts.recycle_worktrees;
     crate::engine::gc::remove_integrated(repo, journal, run_id, records, integrated, recycle)
         .map_err(|e| MergeError::Worktree(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_from_config_take_the_timeout_and_worktree_settings() {
+        let mut config = crate::config::RepoConfig::default();
+        config.run.timeout_secs = Some(42);
+        config.run.keep_worktrees = Some(true);
+        config.worktree.recycle = Some(3);
+        let o = MergeOptions::from_config(&config, Default::default());
+        assert_eq!(o.timeout, Duration::from_secs(42));
+        assert!(o.keep_worktrees);
+        assert_eq!(o.recycle_worktrees, 3);
+        assert_eq!(o.max_batch, DEFAULT_MAX_BATCH);
+        assert_eq!(o.resolve_rounds, DEFAULT_RESOLVE_ROUNDS);
+        assert_eq!(o.target, None);
+    }
 }

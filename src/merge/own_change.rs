@@ -45,7 +45,7 @@ pub fn own_change(
         return Ok(None);
     };
     let resolutions: Vec<(String, String)> = store
-        .events_of_kind(run, "packet_resolved")?
+        .events_of_kind(run, crate::store::EventKind::PacketResolved)?
         .into_iter()
         .filter_map(|e| match e.event {
             Event::PacketResolved {

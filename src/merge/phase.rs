@@ -100,7 +100,7 @@ pub fn last_request(
     run: &str,
     sandboxes: &Sandboxes,
 ) -> Result<Option<MergeOptions>, StoreError> {
-    let entries = store.events_of_kind(run, "integration_requested")?;
+    let entries = store.events_of_kind(run, crate::store::EventKind::IntegrationRequested)?;
     Ok(entries.last().and_then(|e| options_of(&e.event, sandboxes)))
 }
 

@@ -26,7 +26,7 @@ pub(super) struct Resolver<'a> {
     pub worker: Option<ConflictWorker<'a>>,
     pub opts: &'a MergeOptions,
     pub branch: &'a str,
-    pub dir: &'a std::path::Path,
+    pub dir: &'a crate::exec::RunDir,
     /// The repository's common git directory (see `ConflictJob::common_dir`).
     pub common_dir: &'a std::path::Path,
     pub stop: &'a AtomicBool,
@@ -100,7 +100,7 @@ impl Resolver<'_> {
                 ConflictWorker::Command(_) => self.opts.sandboxes.validation.as_deref(),
             },
             worker_confine: self.opts.sandboxes.worker.as_deref(),
-            dir: &self.dir.join(id),
+            dir: &self.dir.packet(id),
             round: *round,
             stop: self.stop,
             timeout: self.opts.timeout,

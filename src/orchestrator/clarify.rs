@@ -81,9 +81,7 @@ impl Ctx<'_> {
             return Ok(());
         }
         let project = project_context(&self.repo.toplevel);
-        let transcript = crate::exec::run_dir(&self.repo.common_dir, &self.run)
-            .join("logs")
-            .join("clarifier.log");
+        let transcript = crate::exec::RunDir::new(&self.repo.common_dir, &self.run).clarifier_log();
         let c = clarify(
             &self.models,
             &self.req.objective,

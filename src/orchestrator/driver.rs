@@ -402,7 +402,7 @@ impl Ctx<'_> {
 /// Takes the lock that lets one process drive the workflow of `run`; the engine and merge
 /// coordinator keep their own run lock for the packets, so the two never contend.
 pub fn driver_lock(repo: &RepoInfo, run: &str) -> Result<crate::exec::RunLock, StartError> {
-    let dir = crate::exec::run_dir(&repo.common_dir, run).join("driver");
+    let dir = crate::exec::RunDir::new(&repo.common_dir, run).driver_lock();
     Ok(crate::exec::RunLock::acquire(&dir, run)?)
 }
 

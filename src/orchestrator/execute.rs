@@ -69,7 +69,7 @@ impl Ctx<'_> {
             let halt = worker.halt.clone();
             let done = std::sync::atomic::AtomicBool::new(false);
             let remote = match self.settings.executor {
-                Some(kind) => engine::remote::build(&self.models.config, self.repo, kind)
+                Some(kind) => crate::executor::build(&self.models.config, self.repo, kind)
                     .map_err(engine::EngineError::Executor)?,
                 None => None,
             };
@@ -145,15 +145,15 @@ impl Ctx<'_> {
         let opts = MergeOptions {
             target: self.req.target.clone(),
             timeout: self.req.timeout,
-            keep_worktrees: self.models.config.keep_worktrees(),
-            sandboxes: crate::agent::sandbox::command_sandboxes(
-                &self.repo.common_dir,
-                &self.models.config.sandbox,
-            ),
-            recycle_worktrees: self.models.config.recycle_worktrees(),
             // Conflicts are resolved below, by the packet's worker, between merge rounds.
             resolve_rounds: 0,
-            ..Default::default()
+            ..MergeOptions::from_config(
+                &self.models.config,
+                crate::agent::sandbox::command_sandboxes(
+                    &self.repo.common_dir,
+                    &self.models.config.sandbox,
+                ),
+            )
         };
         let on_event = |run: &str, e: &Event| {
             self.ui.engine_event(run, e);
@@ -192,9 +192,8 @@ impl Ctx<'_> {
                     continue;
                 };
                 self.announce_sent_back(&s);
-                let dir = crate::exec::run_dir(&self.repo.common_dir, &self.run)
-                    .join("logs")
-                    .join(format!("{}-resolve", s.packet));
+                let dir = crate::exec::RunDir::new(&self.repo.common_dir, &self.run)
+                    .resolve_logs(&s.packet);
                 let onto = format!("refs/heads/{}", report.integration);
                 let journal = |event| -> Result<(), crate::store::StoreError> {
                     Store::open(&self.repo.common_dir)?
@@ -294,8 +293,8 @@ impl Ctx<'_> {
     ///
     /// `advise` asks the orchestrator model for next steps.
     pub(super) fn report(&self, state: S, advise: bool) -> Result<(Report, PathBuf), StartError> {
-        let dir = crate::exec::run_dir(&self.repo.common_dir, &self.run);
-        let path = dir.join("report.md");
+        let dir = crate::exec::RunDir::new(&self.repo.common_dir, &self.run);
+        let path = dir.report_md();
         let store = Store::open(&self.repo.common_dir)?;
         let run = store.run(&self.run)?;
         let mut packets = store.packets(&self.run).unwrap_or_default();
@@ -350,9 +349,9 @@ impl Ctx<'_> {
             path: path.clone(),
             source,
         };
-        fs_err::create_dir_all(&dir).map_err(io)?;
+        fs_err::create_dir_all(dir.path()).map_err(io)?;
         fs_err::write(&path, &markdown).map_err(io)?;
-        let json_path = dir.join("report.json");
+        let json_path = dir.report_json();
         fs_err::write(
             &json_path,
             serde_json::to_string_pretty(&report).unwrap_or_default(),
@@ -373,12 +372,12 @@ impl Ctx<'_> {
     /// Stores the plan, each packet's diff and the merge report once as artifacts.
     pub(super) fn artifacts(
         &self,
-        dir: &std::path::Path,
+        dir: &crate::exec::RunDir,
         plan: Option<&Plan>,
         packets: &[crate::store::PacketRecord],
     ) -> Result<Vec<Artifact>, StartError> {
         let limits = ContextLimits::default();
-        let adir = dir.join("artifacts");
+        let adir = dir.artifacts();
         let mut out = Vec::new();
         let io = |source| StartError::Report {
             path: adir.clone(),
@@ -457,9 +456,8 @@ impl Ctx<'_> {
         let guidance = "The run has ended. Reply with only a JSON object {\"next_steps\": [at most five concrete follow-ups for the user]}. Each step is a plain sentence or a command the user can type (e.g. `git orchestra status`), never the name of a tool or a phase.";
         // Like the planner, the orchestrator may read the code (the integrated result in the
         // checkout, the packets' changes through the tools) before it advises.
-        let transcript = crate::exec::run_dir(&self.repo.common_dir, &self.run)
-            .join("logs")
-            .join("orchestrator.log");
+        let transcript =
+            crate::exec::RunDir::new(&self.repo.common_dir, &self.run).orchestrator_log();
         match self.models.explore(
             "orchestrator",
             guidance,

@@ -70,13 +70,13 @@ impl Ctx<'_> {
         let opts = MergeOptions {
             target: self.req.target.clone(),
             timeout: self.req.timeout,
-            keep_worktrees: self.models.config.keep_worktrees(),
-            sandboxes: crate::agent::sandbox::command_sandboxes(
-                &self.repo.common_dir,
-                &self.models.config.sandbox,
-            ),
-            recycle_worktrees: self.models.config.recycle_worktrees(),
-            ..Default::default()
+            ..MergeOptions::from_config(
+                &self.models.config,
+                crate::agent::sandbox::command_sandboxes(
+                    &self.repo.common_dir,
+                    &self.models.config.sandbox,
+                ),
+            )
         };
         let on_event = |run: &str, e: &Event| {
             self.ui.engine_event(run, e);

@@ -87,9 +87,8 @@ impl Ctx<'_> {
             return Ok(true);
         };
         let round = done.len() as u32 + 1;
-        let transcript = crate::exec::run_dir(&self.repo.common_dir, &self.run)
-            .join("logs")
-            .join(format!("plan-review-{round}.log"));
+        let transcript =
+            crate::exec::RunDir::new(&self.repo.common_dir, &self.run).plan_review_log(round);
         let (approved, findings) = review(
             &self.models,
             &self.req.objective,

@@ -323,10 +323,10 @@ impl Ctx<'_> {
         let roles = &self.models.roles;
         let role_lines = roles_for_packets(roles);
         let learned = crate::agent::learned(&self.repo.common_dir);
-        let logs = crate::exec::run_dir(&self.repo.common_dir, &self.run).join("logs");
+        let run_dir = crate::exec::RunDir::new(&self.repo.common_dir, &self.run);
         for attempt in done..MAX_PLAN_ROUNDS {
             round += 1;
-            let transcript = logs.join(format!("planner-{round}.log"));
+            let transcript = run_dir.planner_log(round);
             self.ui
                 .progress(&format!("{}: planning, round {round}", self.run));
             let toml = propose(
@@ -385,8 +385,7 @@ impl Ctx<'_> {
             .collect();
         let mut issues = rounds.join("\n  ");
         if let Some(text) = last {
-            let path =
-                crate::exec::run_dir(&self.repo.common_dir, &self.run).join("plan-rejected.toml");
+            let path = crate::exec::RunDir::new(&self.repo.common_dir, &self.run).plan_rejected();
             let saved = path
                 .parent()
                 .map_or(Ok(()), fs_err::create_dir_all)

@@ -98,7 +98,7 @@ pub fn model_calls(common_dir: &Path, run: &str) -> Vec<ModelCall> {
     }
     for id in &engine_runs {
         for e in store
-            .events_of_kind(id, "agent_model_call")
+            .events_of_kind(id, crate::store::EventKind::AgentModelCall)
             .unwrap_or_default()
         {
             if let Event::AgentModelCall {

@@ -92,7 +92,7 @@ impl Run {
         let Ok(Some(record)) = self.record() else {
             return Vec::new();
         };
-        if crate::exec::RunLock::is_held(&self.dir()) {
+        if crate::exec::RunLock::is_held(self.dir().path()) {
             return match record.state {
                 RunState::Completed | RunState::Cancelled | RunState::Failed => Vec::new(),
                 _ => vec![Control::Cancel],

@@ -94,7 +94,7 @@ impl Run {
     /// Returns true if and only if the run was integrated before (`run --merge` or `merge`).
     fn was_merged(&self) -> Result<bool, LifecycleError> {
         let store = Store::open(self.common())?;
-        let started = store.events_of_kind(&self.id, "merge_started")?;
+        let started = store.events_of_kind(&self.id, crate::store::EventKind::MergeStarted)?;
         Ok(started
             .iter()
             .any(|e| matches!(e.event, Event::MergeStarted { .. })))

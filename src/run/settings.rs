@@ -24,10 +24,6 @@ pub struct Settings {
     pub executor: Option<ExecutorKind>,
 }
 
-/// The loose files older versions kept these settings in, in the run's directory.
-const LEGACY_AGENT_CLI: &str = "agent-cli";
-const LEGACY_EXECUTOR: &str = "executor";
-
 impl Run {
     /// Returns the settings kept with the run `id`, which need not exist yet as an engine run.
     pub fn settings_of(repo: &RepoInfo, id: &str) -> Result<Settings, LifecycleError> {
@@ -76,16 +72,16 @@ fn kept(common_dir: &Path, run: &str) -> Result<KeptSettings, LifecycleError> {
     {
         return Ok(kept);
     }
-    let dir = crate::exec::run_dir(common_dir, run);
-    let read = |name: &str| {
-        fs_err::read_to_string(dir.join(name))
+    let dir = crate::exec::RunDir::new(common_dir, run);
+    let read = |path: std::path::PathBuf| {
+        fs_err::read_to_string(path)
             .ok()
             .map(|s| s.trim().to_string())
             .filter(|s| !s.is_empty())
     };
     let legacy = KeptSettings {
-        agent_cli: read(LEGACY_AGENT_CLI),
-        executor: read(LEGACY_EXECUTOR),
+        agent_cli: read(dir.agent_cli_choice()),
+        executor: read(dir.executor_choice()),
     };
     if let Some(store) = store
         && legacy != KeptSettings::default()
@@ -116,17 +112,17 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let common = dir.path();
         Store::open(common).unwrap();
-        let run_dir = crate::exec::run_dir(common, "old");
-        fs_err::create_dir_all(&run_dir).unwrap();
-        fs_err::write(run_dir.join(LEGACY_AGENT_CLI), "claude\n").unwrap();
-        fs_err::write(run_dir.join(LEGACY_EXECUTOR), "ssh").unwrap();
+        let run_dir = crate::exec::RunDir::new(common, "old");
+        fs_err::create_dir_all(run_dir.path()).unwrap();
+        fs_err::write(run_dir.agent_cli_choice(), "claude\n").unwrap();
+        fs_err::write(run_dir.executor_choice(), "ssh").unwrap();
         let expected = KeptSettings {
             agent_cli: Some("claude".into()),
             executor: Some("ssh".into()),
         };
         assert_eq!(kept(common, "old").unwrap(), expected);
         // Moved forward: the store holds them now, the files no longer matter.
-        fs_err::remove_dir_all(&run_dir).unwrap();
+        fs_err::remove_dir_all(run_dir.path()).unwrap();
         assert_eq!(kept(common, "old").unwrap(), expected);
         assert_eq!(executor_kind("ssh"), Some(ExecutorKind::Ssh));
         assert_eq!(

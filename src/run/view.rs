@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use crate::config::Price;
 use crate::status;
-use crate::store::{Event, PacketRecord, Store};
+use crate::store::{Event, EventKind, PacketRecord, Store};
 
 use super::LifecycleError;
 
@@ -40,13 +40,13 @@ impl Run {
             .events_of_kinds(
                 &self.id,
                 &[
-                    "packet_reviewed",
-                    "merge_started",
-                    "packet_conflicted",
-                    "merge_validation_finished",
-                    "packet_integrated",
-                    "packet_sent_back",
-                    "merge_finished",
+                    EventKind::PacketReviewed,
+                    EventKind::MergeStarted,
+                    EventKind::PacketConflicted,
+                    EventKind::MergeValidationFinished,
+                    EventKind::PacketIntegrated,
+                    EventKind::PacketSentBack,
+                    EventKind::MergeFinished,
                 ],
             )
             .unwrap_or_default();
@@ -90,7 +90,10 @@ impl Run {
         Store::open_existing(self.common())
             .ok()
             .flatten()
-            .and_then(|s| s.events_of_kind(&self.id, "packet_reviewed").ok())
+            .and_then(|s| {
+                s.events_of_kind(&self.id, crate::store::EventKind::PacketReviewed)
+                    .ok()
+            })
             .unwrap_or_default()
             .into_iter()
             .filter(|e| matches!(&e.event, Event::PacketReviewed { packet: p, .. } if p == packet))
@@ -107,7 +110,10 @@ impl Run {
         Store::open_existing(self.common())
             .ok()
             .flatten()
-            .and_then(|s| s.events_of_kind(&self.id, "packet_started").ok())
+            .and_then(|s| {
+                s.events_of_kind(&self.id, crate::store::EventKind::PacketStarted)
+                    .ok()
+            })
             .unwrap_or_default()
             .into_iter()
             .filter_map(|e| match e.event {
@@ -128,11 +134,11 @@ impl Run {
 
     /// Returns the run's final report (Markdown) once written.
     pub fn report(&self) -> Option<String> {
-        fs_err::read_to_string(crate::exec::run_dir(self.common(), &self.id).join("report.md")).ok()
+        fs_err::read_to_string(self.dir().report_md()).ok()
     }
 
     /// Returns the run's directory, where its packets' transcripts are.
-    pub fn dir(&self) -> std::path::PathBuf {
-        crate::exec::run_dir(self.common(), &self.id)
+    pub fn dir(&self) -> crate::exec::RunDir {
+        crate::exec::RunDir::new(self.common(), &self.id)
     }
 }

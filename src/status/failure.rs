@@ -69,7 +69,7 @@ pub fn run_failure(
         }
         RunState::Interrupted => {
             let said = store
-                .events_of_kind(run, "run_interrupted")?
+                .events_of_kind(run, crate::store::EventKind::RunInterrupted)?
                 .into_iter()
                 .rev()
                 .find_map(|e| match e.event {

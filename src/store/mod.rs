@@ -7,6 +7,7 @@
 //! The `start` workflow's events and model turns live in the same database (`workflow.rs`);
 //! this module is the only one that opens it.
 
+mod event_kind;
 mod events;
 pub mod memory;
 mod projection;
@@ -23,6 +24,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use crate::exec::{now_ms, state_dir};
 use projection::{apply, insert_event};
 
+pub use event_kind::EventKind;
 pub use events::{Event, RunOutcome};
 pub use memory::Learning;
 pub use records::{
@@ -353,8 +355,12 @@ impl Store {
         )
     }
 
-    /// Returns the run's journal entries of type `kind` (an [`Event::kind`] tag), oldest first.
-    pub fn events_of_kind(&self, run: &str, kind: &str) -> Result<Vec<JournalEntry>, StoreError> {
+    /// Returns the run's journal entries of kind `kind`, oldest first.
+    pub fn events_of_kind(
+        &self,
+        run: &str,
+        kind: EventKind,
+    ) -> Result<Vec<JournalEntry>, StoreError> {
         self.events_of_kinds(run, &[kind])
     }
 
@@ -363,7 +369,7 @@ impl Store {
     pub fn events_of_kinds(
         &self,
         run: &str,
-        kinds: &[&str],
+        kinds: &[EventKind],
     ) -> Result<Vec<JournalEntry>, StoreError> {
         let slots: Vec<String> = (0..kinds.len()).map(|i| format!("?{}", i + 2)).collect();
         let sql = format!(
@@ -373,7 +379,9 @@ impl Store {
         );
         self.entries(
             &sql,
-            rusqlite::params_from_iter(std::iter::once(run).chain(kinds.iter().copied())),
+            rusqlite::params_from_iter(
+                std::iter::once(run).chain(kinds.iter().map(|k| k.as_str())),
+            ),
         )
     }
 

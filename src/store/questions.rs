@@ -44,8 +44,8 @@ impl Store {
 
     /// Returns the run's questions and answers, oldest first.
     fn questions(&self, run: &str) -> Result<Vec<JournalEntry>, StoreError> {
-        let mut all = self.events_of_kind(run, "question_asked")?;
-        all.extend(self.events_of_kind(run, "question_answered")?);
+        let mut all = self.events_of_kind(run, super::EventKind::QuestionAsked)?;
+        all.extend(self.events_of_kind(run, super::EventKind::QuestionAnswered)?);
         all.sort_by_key(|e| e.seq);
         Ok(all)
     }

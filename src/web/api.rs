@@ -165,7 +165,7 @@ fn cards(run: &Run, packets: &[PacketRecord], agents: &[AgentUsage]) -> Vec<Valu
                     mine.iter().map(|a| a.input_tokens + a.output_tokens).sum(),
                 ),
                 // A `start` run keeps its agents' events in their transcripts only.
-                None => from_transcripts(&run_dir.join(&p.id)),
+                None => from_transcripts(&run_dir.packet(&p.id)),
             };
             let since = started
                 .iter()
@@ -220,7 +220,7 @@ pub(super) fn packet(shared: &Shared, rest: &str, query: &str) -> Reply {
     let Some(rec) = found else {
         return error(404, format!("no packet `{id}` in run `{run}`"));
     };
-    let activity = activity_of(&opened.dir().join(id), ACTIVITY_LINES);
+    let activity = activity_of(&opened.dir().packet(id), ACTIVITY_LINES);
     let diff = if super::query_value(query, "diff").as_deref() == Some("0") {
         Value::Null
     } else {

@@ -542,7 +542,7 @@ fn an_agent_cli_configured_as_the_reviewer_reviews_packets_and_its_rejection_is_
     let store = git_orchestra::store::Store::open(&common).unwrap();
     let id = status["run"]["id"].as_str().unwrap();
     let reviews: Vec<(String, bool)> = store
-        .events_of_kind(id, "packet_reviewed")
+        .events_of_kind(id, git_orchestra::store::EventKind::PacketReviewed)
         .unwrap()
         .into_iter()
         .filter_map(|e| match e.event {

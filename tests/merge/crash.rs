@@ -198,7 +198,7 @@ fn a_packet_found_on_the_integration_branch_without_its_journal_entry_is_journal
     assert_integrated(&repo, "merged");
     let store = git_orchestra::store::Store::open(&repo.path.join(".git")).unwrap();
     let integrated: Vec<String> = store
-        .events_of_kind(&run, "packet_integrated")
+        .events_of_kind(&run, git_orchestra::store::EventKind::PacketIntegrated)
         .unwrap()
         .into_iter()
         .filter_map(|e| e.event.packet().map(str::to_string))
@@ -217,7 +217,9 @@ fn a_target_the_merge_could_not_advance_is_journaled_with_the_reason() {
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let run = run_id(&repo.path);
     let store = git_orchestra::store::Store::open(&repo.path.join(".git")).unwrap();
-    let finished = store.events_of_kind(&run, "merge_finished").unwrap();
+    let finished = store
+        .events_of_kind(&run, git_orchestra::store::EventKind::MergeFinished)
+        .unwrap();
     let last = serde_json::to_value(&finished.last().unwrap().event).unwrap();
     assert_eq!(last["target_advanced"], false, "{last}");
     let note = last["target_note"].as_str().unwrap_or_default();

@@ -1125,7 +1125,7 @@ fn start_shows_its_agents_tool_calls_and_model_turns_as_they_happen_and_quiet_hi
     let run = StartJournal::runs(&s.repo.join(".git")).unwrap()[0].clone();
     let store = git_orchestra::store::Store::open(&s.repo.join(".git")).unwrap();
     let tools: Vec<String> = store
-        .events_of_kind(&run, "agent_tool_call")
+        .events_of_kind(&run, git_orchestra::store::EventKind::AgentToolCall)
         .unwrap()
         .into_iter()
         .filter_map(|e| match e.event {
@@ -1296,7 +1296,7 @@ fn start_reviews_packets_with_the_agent_cli_the_reviewer_role_names() {
     let run = StartJournal::runs(&s.repo.join(".git")).unwrap()[0].clone();
     let store = git_orchestra::store::Store::open(&s.repo.join(".git")).unwrap();
     let reviewers: Vec<String> = store
-        .events_of_kind(&run, "packet_reviewed")
+        .events_of_kind(&run, git_orchestra::store::EventKind::PacketReviewed)
         .unwrap()
         .into_iter()
         .filter_map(|e| match e.event {

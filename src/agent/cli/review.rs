@@ -63,7 +63,7 @@ impl CliReviewer {
             .packet
             .ok_or_else(|| self.fail("an agent CLI reviews packets only"))?;
         let logs =
-            crate::exec::run_dir(&input.repo.common_dir, &packet.run).join(&packet.packet.id);
+            crate::exec::RunDir::new(&input.repo.common_dir, &packet.run).packet(&packet.packet.id);
         let tmp = logs.join(format!("review-{}-tmp", self.adapter.name));
         let log = logs.join(format!("review-{}.log", self.adapter.name));
         fs_err::create_dir_all(&tmp).map_err(|e| self.fail(e.to_string()))?;

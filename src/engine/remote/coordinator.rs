@@ -91,7 +91,7 @@ fn dispatch_round(ctx: &Context<'_>, executor: &dyn Executor, job: &Job) -> Resu
             round: job.round,
         })
     };
-    let log_dir = ctx.run_dir.join(id);
+    let log_dir = ctx.run_dir.packet(id);
     let dispatch = Dispatch {
         repo: ctx.repo,
         job,

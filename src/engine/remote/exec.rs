@@ -14,7 +14,7 @@ use super::{
     ExecResult, Job, Line, LineKind, base_ref, events_ref, job_ref, parse_lines, result_of,
 };
 use crate::engine::{EngineError, Journal};
-use crate::exec::{LockError, RunLock, process::Sandboxes, run_dir};
+use crate::exec::{LockError, RunDir, RunLock, process::Sandboxes};
 use crate::git::{self as gitops, Git, RepoInfo};
 use crate::names;
 use crate::plan::Plan;
@@ -66,7 +66,7 @@ pub fn exec(o: &ExecOptions<'_>) -> Result<ExecReport, EngineError> {
     if !same {
         fetch_packet_refs(&transport, o)?;
     }
-    let lock_dir = run_dir(&repo_dir, o.run).join(o.packet);
+    let lock_dir = RunDir::new(&repo_dir, o.run).packet(o.packet);
     let _lock = wait_for_lock(&lock_dir, o)?;
     let job = read_job(&git, o)?;
     let events = events_ref(o.run, o.packet);
@@ -207,7 +207,7 @@ fn work(
     root.push(".worktrees");
     let wt = names::packet_worktree(&PathBuf::from(root), &job.run, &job.packet.id);
     // Each packet journals in a store of its own: packets of one run reach a host one by one.
-    let store_root = run_dir(repo_dir, &job.run).join(&job.packet.id);
+    let store_root = RunDir::new(repo_dir, &job.run).packet(&job.packet.id);
     let mut store = Store::open(&store_root)?;
     store.create_run(&NewRun {
         id: job.run.clone(),
@@ -246,7 +246,7 @@ fn work(
         source: None,
     };
     let journal = Journal::new(store, &job.run, on_event, None);
-    let dir = run_dir(repo_dir, &job.run);
+    let dir = RunDir::new(repo_dir, &job.run);
     // Unconfined, the worker could write elsewhere on the host: its writes are looked for.
     let activity = crate::engine::watch::Activity::new(o.sandboxes.worker.is_none());
     let ctx = Context {
@@ -331,7 +331,7 @@ fn steps(ctx: &Context<'_>, job: &Job, wt: &Path) -> Result<Checked, Halt> {
         .into_iter()
         .find(|r| r.id == packet.id)
         .ok_or(Halt::Journal)?;
-    let dir = ctx.run_dir.join(&packet.id);
+    let dir = ctx.run_dir.packet(&packet.id);
     let env = packet::environment(ctx, 0, packet, wt, &dir, start)?;
     packet::ensure_ready(ctx, packet, &rec, wt, &env, &dir, start, true)?;
     let env = match &job.fixes {

@@ -2,7 +2,8 @@
 //! pipeline in a worktree beside the repository; a remote executor hands the work — worker,
 //! commit, scope check, validation — to `git orchestra packet exec` on another machine and
 //! gets back the packet branch and the events the work journaled there. Gates, fix rounds,
-//! merge and pull requests stay with the coordinator.
+//! merge and pull requests stay with the coordinator. The executors themselves (ssh, GitHub
+//! Actions) live above the engine, in `crate::executor`.
 //!
 //! What travels, all through a git remote both sides reach: the start commit
 //! (`refs/orchestra/base/<run>/<packet>`), the job as a JSON blob
@@ -10,10 +11,8 @@
 //! never a key), the branch of a fix round; back come the branch and
 //! `refs/orchestra/events/<run>/<packet>`, a blob of JSON lines ([`Line`]).
 
-pub mod actions;
 mod coordinator;
 mod exec;
-pub mod ssh;
 
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
@@ -21,7 +20,6 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::{ExecutorKind, RepoConfig};
 use crate::git::RepoInfo;
 use crate::plan::Packet;
 use crate::store::Event;
@@ -42,26 +40,9 @@ pub trait Executor: Sync {
     fn dispatch(&self, d: &Dispatch<'_>) -> Result<Dispatched, String>;
 }
 
-/// Returns the executor of `kind` for `repo` (`None` for local), or what is wrong with its
-/// configuration.
-pub fn build(
-    config: &RepoConfig,
-    repo: &RepoInfo,
-    kind: ExecutorKind,
-) -> Result<Option<Box<dyn Executor>>, String> {
-    Ok(match kind {
-        ExecutorKind::Local => None,
-        ExecutorKind::Ssh => Some(Box::new(ssh::SshExecutor::new(&config.executor.ssh)?)),
-        ExecutorKind::GithubActions => Some(Box::new(actions::ActionsExecutor::new(
-            &config.executor.github_actions,
-            repo,
-        )?)),
-    })
-}
-
 /// Returns the lines of the job's result when a dispatch before this one (by a coordinator
 /// that stopped before importing it) already brought the result and the branch here.
-fn earlier_result(d: &Dispatch<'_>) -> Option<Vec<Line>> {
+pub fn earlier_result(d: &Dispatch<'_>) -> Option<Vec<Line>> {
     let git = d.repo.git();
     let text = git
         .read_blob_ref(&events_ref(&d.job.run, &d.job.packet.id))

@@ -16,10 +16,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::{
+use crate::config::ActionsConfig;
+use crate::engine::remote::{
     Dispatch, Dispatched, Executor, Line, base_ref, events_ref, job_ref, parse_lines, result_of,
 };
-use crate::config::ActionsConfig;
 use crate::forge::{Api, ForgeError, ForgeKind, ForgeSettings, find_token};
 use crate::git::RepoInfo;
 
@@ -460,7 +460,7 @@ impl Executor for ActionsExecutor {
     }
 
     fn dispatch(&self, d: &Dispatch<'_>) -> Result<Dispatched, String> {
-        if let Some(lines) = super::earlier_result(d) {
+        if let Some(lines) = crate::engine::remote::earlier_result(d) {
             return Ok(Dispatched {
                 host: "an earlier dispatch".into(),
                 lines,

@@ -14,10 +14,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 
-use super::{
+use crate::config::SshConfig;
+use crate::engine::remote::{
     Dispatch, Dispatched, Executor, base_ref, events_ref, job_ref, parse_lines, result_of,
 };
-use crate::config::SshConfig;
 use crate::exec::process::{self, Spec};
 
 /// Packets one host runs at once unless `slots` says.
@@ -187,7 +187,11 @@ impl SshExecutor {
     }
 
     /// Does the job on host `i`: repository there, push, `packet exec`, fetch.
-    fn on_host(&self, i: usize, d: &Dispatch<'_>) -> Result<Vec<super::Line>, HostFailure> {
+    fn on_host(
+        &self,
+        i: usize,
+        d: &Dispatch<'_>,
+    ) -> Result<Vec<crate::engine::remote::Line>, HostFailure> {
         let host = &self.hosts[i];
         let job = d.job;
         let id = &job.packet.id;
@@ -311,7 +315,7 @@ impl Executor for SshExecutor {
     }
 
     fn dispatch(&self, d: &Dispatch<'_>) -> Result<Dispatched, String> {
-        if let Some(lines) = super::earlier_result(d) {
+        if let Some(lines) = crate::engine::remote::earlier_result(d) {
             return Ok(Dispatched {
                 host: "an earlier dispatch".into(),
                 lines,
