@@ -19,7 +19,7 @@ use super::{CommandError, agent_worker, engine_error, load_config, progress};
 #[derive(Debug, Args)]
 #[command(group(clap::ArgGroup::new("afterwards").args(["merge", "pr"])))]
 pub struct RunArgs {
-    /// The plan file (TOML); see README for its format.
+    /// The plan file (TOML); the user guide's plan format chapter describes it.
     plan: PathBuf,
     /// The worker command, run with `sh -c` in each packet's worktree, instead of our own
     /// agents (the default, using the model profiles of `git orchestra agents`). It sees
