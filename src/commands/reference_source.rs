@@ -69,10 +69,9 @@ pub fn items(source: &str) -> Vec<Item> {
                     .split_once(':')
                     && !trimmed.starts_with("///")
                     && !trimmed.starts_with("#[")
+                    && let Some(m) = member.as_mut()
                 {
-                    if let Some(m) = member.as_mut() {
-                        m.fields.push(name.trim().to_string());
-                    }
+                    m.fields.push(name.trim().to_string());
                 }
                 continue;
             }
