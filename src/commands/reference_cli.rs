@@ -74,6 +74,9 @@ fn options(out: &mut String, cmd: &clap::Command) {
             .or_else(|| arg.get_help())
             .map(|h| h.to_string())
             .unwrap_or_default();
+        if !help.is_empty() && !help.ends_with('.') {
+            help.push('.');
+        }
         let defaults: Vec<String> = arg
             .get_default_values()
             .iter()

@@ -41,9 +41,9 @@ pub struct RunArgs {
     /// Where packet worktrees go (default: <repo-parent>/.orchestra/<repo-name>).
     #[arg(long, value_name = "DIR")]
     worktree_root: Option<PathBuf>,
-    /// Where packets run: `local` (worktrees beside the repository) or `ssh` (the hosts of
-    /// `[executor.ssh]`, with --worker-cmd); default `[executor] kind`, else local. Kept
-    /// with the run.
+    /// Where packets run: `local` (worktrees beside the repository), `ssh` (the hosts of
+    /// `[executor.ssh]`) or `github-actions` (one workflow run per packet); default
+    /// `[executor] kind`, else local. Kept with the run.
     #[arg(long, value_enum, value_name = "KIND")]
     executor: Option<super::executor::ExecutorArg>,
     /// Print only the final summary.
