@@ -438,9 +438,12 @@ pub struct ProfileConfig {
     pub provider: String,
     /// The model's name as the provider knows it.
     pub model: String,
-    /// Required for openai-compatible; the others have a default.
+    /// The provider's address: required for openai-compatible; the others default to their
+    /// public API (ollama to `http://127.0.0.1:11434/v1`).
     pub base_url: Option<String>,
-    /// The *name* of the environment variable holding the API key.
+    /// The *name* of the environment variable holding the API key (default: the provider's
+    /// usual one, `OPENAI_API_KEY`, `ANTHROPIC_API_KEY`, …; none for ollama and
+    /// openai-compatible).
     pub api_key_env: Option<String>,
     /// Sampling temperature (default: the provider's).
     pub temperature: Option<f32>,
@@ -509,7 +512,8 @@ pub fn price_key(label: &str) -> &str {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WorktreeConfig {
-    /// Where packet worktrees are created; relative paths are relative to the repository top.
+    /// Where packet worktrees are created; relative paths are relative to the repository top
+    /// (default `<repo-parent>/.orchestra/<repo-name>`).
     pub root: Option<PathBuf>,
     /// A shell command run once in each new worktree (e.g. `npm ci`).
     pub setup: Option<String>,
@@ -553,9 +557,9 @@ pub struct RunConfig {
 pub struct StartConfig {
     /// Run the clarification phase (default true; `--no-clarify` turns it off).
     pub clarify: Option<bool>,
-    /// With `--merge`, document the integrated change afterwards (as `--docs`).
+    /// With `--merge`, document the integrated change afterwards (as `--docs`; default false).
     pub docs: Option<bool>,
-    /// With `--merge`, test the integrated change afterwards (as `--tests`).
+    /// With `--merge`, test the integrated change afterwards (as `--tests`; default false).
     pub tests: Option<bool>,
 }
 
