@@ -212,13 +212,9 @@ fn kinds(
     for m in &item.members {
         let tag = snake_case(&m.name);
         let _ = writeln!(out, "### `{tag}`\n");
-        if m.doc.is_empty() {
-            return Err(CommandError::internal(format!(
-                "the event `{name}::{}` has no doc comment",
-                m.name
-            )));
+        if !m.doc.is_empty() {
+            let _ = writeln!(out, "{}\n", prose(&m.doc));
         }
-        let _ = writeln!(out, "{}\n", prose(&m.doc));
         if !m.fields.is_empty() {
             let fields: Vec<String> = m.fields.iter().map(|f| format!("`{f}`")).collect();
             let _ = writeln!(out, "Fields: {}.\n", fields.join(", "));

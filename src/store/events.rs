@@ -16,7 +16,10 @@ pub enum Event {
         packets: usize,
     },
     /// A process took charge of the run (first start or resume).
-    RunStarted { pid: u32, resumed: bool },
+    RunStarted {
+        pid: u32,
+        resumed: bool,
+    },
     /// A packet was picked by the scheduler; its worktree is about to be prepared on `branch`
     /// starting at `start` (the run's base, or the merge of its dependencies' work).
     PacketStarted {
@@ -27,7 +30,10 @@ pub enum Event {
         attempt: u32,
     },
     /// The packet's worktree exists, is on its branch and was validated.
-    WorktreeReady { packet: String, how: String },
+    WorktreeReady {
+        packet: String,
+        how: String,
+    },
     /// The worker command is about to run in its own process group.
     WorkerStarted {
         packet: String,
@@ -35,7 +41,10 @@ pub enum Event {
         log: String,
     },
     /// The worker's process group id, recorded so a resume can stop an orphan.
-    WorkerSpawned { packet: String, pgid: i32 },
+    WorkerSpawned {
+        packet: String,
+        pgid: i32,
+    },
     /// The worker command ended.
     WorkerFinished {
         packet: String,
@@ -86,16 +95,28 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         findings: Vec<String>,
     },
-    /// The packet passed every check; its work is on its branch at `commit`.
-    PacketSucceeded { packet: String, commit: String },
+    PacketSucceeded {
+        packet: String,
+        commit: String,
+    },
     /// The packet failed; `reason` says why in words a person can act on.
-    PacketFailed { packet: String, reason: String },
+    PacketFailed {
+        packet: String,
+        reason: String,
+    },
     /// The packet will not run because a dependency did not succeed.
-    PacketSkipped { packet: String, reason: String },
+    PacketSkipped {
+        packet: String,
+        reason: String,
+    },
     /// The packet was stopped by an interrupt and will restart from its worktree on resume.
-    PacketInterrupted { packet: String },
+    PacketInterrupted {
+        packet: String,
+    },
     /// The run stopped before finishing (Ctrl-C, SIGTERM); `resume` continues it.
-    RunInterrupted { reason: String },
+    RunInterrupted {
+        reason: String,
+    },
     /// The run was cancelled; its packets will not be started again.
     RunCancelled,
     /// A finished run was opened again (`git orchestra retry`): `packets` go back to pending,
@@ -105,7 +126,9 @@ pub enum Event {
         note: Option<String>,
     },
     /// Every packet reached a final state.
-    RunFinished { outcome: RunOutcome },
+    RunFinished {
+        outcome: RunOutcome,
+    },
     /// A packet's worktree was removed, after unsaved work was saved to `backup` if any.
     WorktreeRemoved {
         packet: String,
@@ -139,7 +162,10 @@ pub enum Event {
         already: Vec<String>,
     },
     /// A packet merged in memory conflicts with the integration branch on `paths`.
-    PacketConflicted { packet: String, paths: Vec<String> },
+    PacketConflicted {
+        packet: String,
+        paths: Vec<String>,
+    },
     /// One validation command ran on a merge candidate holding the batch `packets`.
     MergeValidationFinished {
         packets: Vec<String>,
@@ -150,12 +176,21 @@ pub enum Event {
         tail: String,
     },
     /// The packet is on the integration branch, whose tip became `commit`.
-    PacketIntegrated { packet: String, commit: String },
+    PacketIntegrated {
+        packet: String,
+        commit: String,
+    },
     /// The packet was not integrated and goes back to its author; `reason` says why.
-    PacketSentBack { packet: String, reason: String },
+    PacketSentBack {
+        packet: String,
+        reason: String,
+    },
     /// The target branch is about to be fast-forwarded to the validated integration tip
     /// `commit`.
-    TargetAdvancing { target: String, commit: String },
+    TargetAdvancing {
+        target: String,
+        commit: String,
+    },
     /// The merge ended: the integration branch is at `commit`; `target_advanced` says whether
     /// the target branch now points there too.
     MergeFinished {
@@ -231,14 +266,26 @@ pub enum Event {
     },
     /// The agent of `packet` asked a person `question` (the `ask` tool) and waits for the
     /// answer, typed at the terminal or given with `git orchestra answer`.
-    QuestionAsked { packet: String, question: String },
+    QuestionAsked {
+        packet: String,
+        question: String,
+    },
     /// A person answered the question `packet`'s agent waits on.
-    QuestionAnswered { packet: String, text: String },
+    QuestionAnswered {
+        packet: String,
+        text: String,
+    },
     /// A person commented on `packet`'s diff (the web view's "send to agent"): `fixes` are
     /// required fixes its worker gets in a fix round before the packet is done.
-    CommentsSent { packet: String, fixes: String },
+    CommentsSent {
+        packet: String,
+        fixes: String,
+    },
     /// The comments sent so far for `packet` went to its worker in fix round `round`.
-    CommentsDelivered { packet: String, round: u32 },
+    CommentsDelivered {
+        packet: String,
+        round: u32,
+    },
     /// Packets `first` and `second` share `files` but edit declared symbols far enough apart
     /// there, so the scheduler may run them at the same time; `note` says so in a sentence.
     PacketsShareFiles {
