@@ -10,6 +10,9 @@ use serde::Deserialize;
 
 pub mod trust;
 
+/// The source text of this module, whose doc comments the generated reference quotes.
+pub const SOURCE: &str = include_str!("config.rs");
+
 /// Settings read from `.orchestra/config.toml` at the top of the repository.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -64,9 +67,12 @@ pub struct McpConfig {
 /// fields of a `.mcp.json` entry; other fields there, such as `type`, are ignored).
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct McpServerConfig {
+    /// The program that serves MCP on its standard input and output.
     pub command: String,
+    /// Its arguments.
     #[serde(default)]
     pub args: Vec<String>,
+    /// Extra environment variables it gets.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
     /// `false` runs the server as you, outside the agents' sandbox; honoured only from the
@@ -210,7 +216,9 @@ pub enum LspMode {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LspServerConfig {
+    /// The language server's program (e.g. `pyright-langserver`).
     pub command: String,
+    /// Its arguments (e.g. `["--stdio"]`).
     #[serde(default)]
     pub args: Vec<String>,
 }
@@ -431,24 +439,32 @@ pub enum SandboxPolicy {
 pub struct ProfileConfig {
     /// openai, anthropic, gemini, ollama, openrouter or openai-compatible.
     pub provider: String,
+    /// The model's name as the provider knows it.
     pub model: String,
-    /// Required for openai-compatible; the others have a default.
+    /// The provider's address: required for openai-compatible; the others default to their
+    /// public API (ollama to `http://127.0.0.1:11434/v1`).
     pub base_url: Option<String>,
-    /// The *name* of the environment variable holding the API key.
+    /// The *name* of the environment variable holding the API key (default: the provider's
+    /// usual one, `OPENAI_API_KEY`, `ANTHROPIC_API_KEY`, …; none for ollama and
+    /// openai-compatible).
     pub api_key_env: Option<String>,
+    /// Sampling temperature (default: the provider's).
     pub temperature: Option<f32>,
+    /// Most tokens one answer may have (default 4096).
     pub max_tokens: Option<u32>,
-    /// The stall limit: longest pause in an answer once its output began.
+    /// The stall limit: longest pause in an answer once its output began, in seconds (default
+    /// 120).
     pub timeout_secs: Option<u64>,
-    /// Base time to first token (a local server sends nothing while it reads the prompt).
+    /// Base time to first token in seconds (default 600): a local server sends nothing while
+    /// it reads the prompt.
     pub first_token_timeout_secs: Option<u64>,
-    /// Time to first token added per thousand prompt tokens.
+    /// Seconds of time to first token added per thousand prompt tokens (default 60).
     pub first_token_secs_per_1k_tokens: Option<u64>,
-    /// How long an unreachable model server is waited for before a call fails.
+    /// Seconds an unreachable model server is waited for before a call fails (default 600).
     pub outage_retry_secs: Option<u64>,
-    /// Most calls in flight at once through this profile.
+    /// Most calls in flight at once through this profile (default 4).
     pub concurrency: Option<usize>,
-    /// The model's context window in tokens.
+    /// The model's context window in tokens (default 32000).
     pub context_tokens: Option<u64>,
     /// The profile tried when this one keeps failing.
     pub fallback: Option<String>,
@@ -481,7 +497,9 @@ pub const DEFAULT_FIX_ROUNDS: u32 = 2;
 #[derive(Debug, Clone, Copy, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Price {
+    /// The price of a million input tokens.
     pub input_per_mtok: f64,
+    /// The price of a million output tokens.
     pub output_per_mtok: f64,
 }
 
@@ -505,7 +523,8 @@ pub fn price_key(label: &str) -> &str {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WorktreeConfig {
-    /// Where packet worktrees are created; relative paths are relative to the repository top.
+    /// Where packet worktrees are created; relative paths are relative to the repository top
+    /// (default `<repo-parent>/.orchestra/<repo-name>`).
     pub root: Option<PathBuf>,
     /// A shell command run once in each new worktree (e.g. `npm ci`).
     pub setup: Option<String>,
@@ -526,9 +545,9 @@ pub struct WorktreeConfig {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RunConfig {
-    /// Longest a worker or validation command may run, in seconds.
+    /// Longest a worker or validation command may run, in seconds (default 3600).
     pub timeout_secs: Option<u64>,
-    /// Default cap on packets running at once.
+    /// Default cap on packets running at once (default: the plan's `max_parallel`, else 4).
     pub max_parallel: Option<usize>,
     /// How many times a packet whose scope check or validation fails goes back to its worker
     /// with the failure (default 2; 0 fails it at once).
@@ -549,9 +568,9 @@ pub struct RunConfig {
 pub struct StartConfig {
     /// Run the clarification phase (default true; `--no-clarify` turns it off).
     pub clarify: Option<bool>,
-    /// With `--merge`, document the integrated change afterwards (as `--docs`).
+    /// With `--merge`, document the integrated change afterwards (as `--docs`; default false).
     pub docs: Option<bool>,
-    /// With `--merge`, test the integrated change afterwards (as `--tests`).
+    /// With `--merge`, test the integrated change afterwards (as `--tests`; default false).
     pub tests: Option<bool>,
     /// Seconds a model call waits before the terminal says so (default 15); later lines
     /// follow every twice as long.

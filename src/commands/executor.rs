@@ -64,9 +64,9 @@ pub(crate) fn build(
     git_orchestra::executor::build(config, repo, kind).map_err(|e| {
         CommandError::user(e).hint(match kind {
             ExecutorKind::GithubActions => {
-                "README's \"Running packets on GitHub Actions\" shows the set-up"
+                "the user guide's executors chapter (docs/src/executors.md) shows the set-up"
             }
-            _ => "README's \"Running packets on other machines\" shows an [executor.ssh] table",
+            _ => "the user guide's executors chapter (docs/src/executors.md) shows an [executor.ssh] table",
         })
     })
 }

@@ -23,7 +23,7 @@ pub fn pages() -> Vec<(String, Vec<u8>)> {
             out.push((format!("{name}.1"), buf));
         }
     };
-    for sub in top.get_subcommands() {
+    for sub in top.get_subcommands().filter(|s| !s.is_hide_set()) {
         render(format!("git-orchestra-{}", sub.get_name()), sub.clone());
     }
     render("git-orchestra".to_string(), top);

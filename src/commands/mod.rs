@@ -27,6 +27,10 @@ mod pause;
 mod plan;
 mod pr;
 mod progress;
+mod reference;
+mod reference_cli;
+mod reference_keys;
+mod reference_source;
 mod resume;
 mod retry;
 mod review;
@@ -90,6 +94,8 @@ enum Command {
     Packet(packet::PacketArgs),
     Executor(executor::ExecutorArgs),
     Trust(trust::TrustArgs),
+    #[command(hide = true)]
+    Reference(reference::ReferenceArgs),
 }
 
 /// Parses the command line, runs the command and maps its error to an exit code and message.
@@ -135,6 +141,7 @@ pub fn main() -> ExitCode {
         Command::Packet(args) => packet::cmd_packet(&cwd, &args),
         Command::Executor(args) => executor::cmd_executor(&cwd, &args),
         Command::Trust(args) => trust::cmd_trust(&cwd, &args),
+        Command::Reference(args) => reference::cmd_reference(&cwd, &args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -30,7 +30,8 @@ pub enum PrMode {
 /// The forge is github.com or gitlab.com from the remote URL, or set with
 /// orchestra.forge.type (github, gitea, forgejo, gitlab), orchestra.forge.apiUrl and
 /// orchestra.forge.repo. The token comes from GH_TOKEN, GITHUB_TOKEN or `gh auth token`
-/// (GITEA_TOKEN for Gitea, GITLAB_TOKEN for GitLab); it is never printed or stored. Without a forge or
+/// (GITEA_TOKEN or FORGEJO_TOKEN for Gitea and Forgejo, GITLAB_TOKEN for GitLab); it is never
+/// printed or stored. Without a forge or
 /// token the bodies are written as Markdown files and the branches are left ready to push.
 /// Labels and reviewers for new pull requests: orchestra.pr.labels, orchestra.pr.reviewers.
 #[derive(Debug, Args)]

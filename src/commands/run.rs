@@ -20,7 +20,7 @@ use super::{CommandError, agent_worker, engine_error, load_config, progress};
 #[derive(Debug, Args)]
 #[command(group(clap::ArgGroup::new("afterwards").args(["merge", "pr"])))]
 pub struct RunArgs {
-    /// The plan file (TOML); see README for its format.
+    /// The plan file (TOML); the user guide's plan format chapter describes it.
     plan: PathBuf,
     /// The worker command, run with `sh -c` in each packet's worktree, instead of our own
     /// agents (the default, using the model profiles of `git orchestra agents`). It sees
@@ -42,9 +42,9 @@ pub struct RunArgs {
     /// Where packet worktrees go (default: <repo-parent>/.orchestra/<repo-name>).
     #[arg(long, value_name = "DIR")]
     worktree_root: Option<PathBuf>,
-    /// Where packets run: `local` (worktrees beside the repository) or `ssh` (the hosts of
-    /// `[executor.ssh]`, with --worker-cmd); default `[executor] kind`, else local. Kept
-    /// with the run.
+    /// Where packets run: `local` (worktrees beside the repository), `ssh` (the hosts of
+    /// `[executor.ssh]`) or `github-actions` (one workflow run per packet); default
+    /// `[executor] kind`, else local. Kept with the run.
     #[arg(long, value_enum, value_name = "KIND")]
     executor: Option<super::executor::ExecutorArg>,
     /// Print only the final summary.

@@ -55,8 +55,9 @@ pub struct StartArgs {
     /// ours): claude, codex, gemini, opencode, qwen, or an [agents.cli.<name>].
     #[arg(long, value_name = "NAME", conflicts_with = "worker_cmd")]
     agent: Option<String>,
-    /// Where packets run: `local` or `ssh` (the hosts of `[executor.ssh]`, with --worker-cmd);
-    /// default `[executor] kind`, else local. Kept with the run.
+    /// Where packets run: `local` (worktrees beside the repository), `ssh` (the hosts of
+    /// `[executor.ssh]`) or `github-actions` (one workflow run per packet); default
+    /// `[executor] kind`, else local. Kept with the run.
     #[arg(long, value_enum, value_name = "KIND")]
     executor: Option<super::executor::ExecutorArg>,
     /// Most packets running at once (default: the plan's, else 4).

@@ -45,3 +45,7 @@ pub use start_journal::{
     TurnRecord, UsageRow, WorkflowEvent,
 };
 pub use workflow::{IllegalTransition, Workflow, WorkflowState};
+
+/// The source text of a `start` run's journal, whose doc comments the generated reference
+/// quotes.
+pub const JOURNAL_SOURCE: &str = include_str!("start_journal.rs");

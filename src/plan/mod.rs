@@ -30,6 +30,9 @@ pub use symbols::{
 };
 pub use validate::{MAX_ID_LEN, PlanIssue, sort_by_location, validate};
 
+/// The source text of the plan's types, whose doc comments the generated reference quotes.
+pub const MODEL_SOURCE: &str = include_str!("model.rs");
+
 /// Why a plan could not be read or one of its scopes compiled.
 #[derive(Debug, thiserror::Error)]
 pub enum PlanError {

@@ -68,8 +68,7 @@ pub enum Event {
         timed_out: bool,
         tail: String,
     },
-    /// The packet passed every check; its work is on its branch at `commit`.
-    /// The worker failed in a way another try may not; it runs again after `delay_ms`.
+    /// The worker failed in a way another try may get past; it runs again after `delay_ms`.
     WorkerRetrying {
         packet: String,
         /// The try about to start (2 for the first retry).

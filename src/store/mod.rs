@@ -34,6 +34,9 @@ pub use settings::KeptSettings;
 pub use usage::AgentUsage;
 pub use workflow::{TurnRecord, UsageRow, WorkflowEntry};
 
+/// The source text of the journal's events, whose doc comments the generated reference quotes.
+pub const EVENTS_SOURCE: &str = include_str!("events.rs");
+
 /// A failure of the run store, naming the database file.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {

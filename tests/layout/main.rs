@@ -6,6 +6,8 @@
 //! They read the sources as text (comments, strings and character literals blanked out), so
 //! they need neither a parser nor the compiler's help, and name the file and line to fix.
 
+mod docs;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 

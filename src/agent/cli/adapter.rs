@@ -3,9 +3,9 @@
 //! temporary directory, never the user's home or the worktree), where it keeps its state, how
 //! a session is resumed, and which output format it prints.
 //!
-//! The built-in adapters are pinned to the versions README lists; `[agents.cli.<name>]`
-//! changes a built-in (command, extra arguments, model, environment) or describes a CLI we do
-//! not know.
+//! The built-in adapters are pinned to the versions the user guide lists
+//! (`docs/src/agents.md`); `[agents.cli.<name>]` changes a built-in (command, extra arguments,
+//! model, environment) or describes a CLI we do not know.
 
 use std::path::{Path, PathBuf};
 

@@ -11,7 +11,8 @@ use serde::Serialize;
 use super::adapter;
 use crate::config::RepoConfig;
 
-/// The versions the built-in adapters were tested with (README lists them too).
+/// The versions the built-in adapters were tested with (the user guide lists them too, in
+/// `docs/src/agents.md`).
 pub const TESTED: [(&str, &str); 5] = [
     ("claude", "2.1.331"),
     ("codex", "0.169.0"),
