@@ -44,7 +44,10 @@ pub fn pages() -> Result<Vec<(&'static str, String)>, CommandError> {
 /// Returns the configuration page: every key of `.orchestra/config.toml`, table by table.
 fn config_page() -> Result<String, CommandError> {
     let keys = keys::<git_orchestra::config::RepoConfig>().map_err(CommandError::internal)?;
-    let items = items(git_orchestra::config::SOURCE);
+    // `[nav.lsp]` is defined beside the language-server client, not in `config`.
+    let mut found = items(git_orchestra::config::SOURCE);
+    found.extend(items(git_orchestra::lsp::config::SOURCE));
+    let items = found;
     let mut out = String::from("# Configuration keys\n\n");
     out.push_str(GENERATED);
     out.push_str(

@@ -8,6 +8,7 @@
 mod answers;
 mod ask;
 pub mod client;
+pub mod config;
 pub mod convert;
 pub mod launch;
 pub mod rpc;

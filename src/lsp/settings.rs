@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::config::{LspConfig, LspMode};
+use crate::lsp::config::{LspConfig, LspMode};
 use crate::nav::Lang;
 
 /// The languages servers may be configured for, with their default server commands.
