@@ -99,7 +99,13 @@ pub(crate) fn type_facts(
             ty,
             kind: kind.to_string(),
             span: span_of(b.name.unwrap_or(anchor)),
-            scope: binding_scope(facts, anchor.start_byte()),
+            // A return type belongs to its function, which may be a constant holding an
+            // arrow function.
+            scope: if b.kind == "returns" {
+                enclosing_def(facts, anchor.start_byte())
+            } else {
+                binding_scope(facts, anchor.start_byte())
+            },
         });
     }
     out.sort_by_key(|f| f.span.start_byte);

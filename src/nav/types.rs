@@ -13,6 +13,7 @@ use super::extract::{is_function, is_type_container};
 use super::facts::TypeFact;
 use super::index::{DefId, Index};
 use super::lang::Lang;
+use super::resolve::is_type_parameter;
 
 /// Deepest chain of facts followed (a call's return type naming another call's …).
 const MAX_DEPTH: usize = 24;
@@ -194,7 +195,11 @@ impl Index {
         if depth > MAX_DEPTH {
             return None;
         }
-        if path == "Self" {
+        // `Self`, TypeScript's `this` type, `typing.Self`: the enclosing class.
+        if matches!(
+            path,
+            "Self" | "this" | "typing.Self" | "typing_extensions.Self"
+        ) {
             return self.enclosing_class(file, scope, depth + 1);
         }
         let (q, name) = split_path(path);
@@ -209,10 +214,33 @@ impl Index {
             .copied()
             .filter(|d| is_type_like(&self.def(*d).kind))
             .collect();
-        match types.as_slice() {
-            [one] if o.bound => Some(*one),
+        match (types.as_slice(), o.defs.as_slice()) {
+            ([one], _) if o.bound => Some(*one),
+            ([], [param]) if o.bound && is_type_parameter(&self.def(*param).kind) => {
+                self.parameter_bound(*param, depth + 1)
+            }
             _ => None,
         }
+    }
+
+    /// Returns the type a generic parameter's first bound names (`M` in `fn f<M: Matcher>` or
+    /// `where M: Matcher` is a `Matcher`): its members are the trait's.
+    fn parameter_bound(&self, param: DefId, depth: usize) -> Option<DefId> {
+        let f = &self.files[param.file as usize];
+        let d = &f.facts.defs[param.def as usize];
+        let fact = f.facts.types.iter().find(|t| {
+            t.var == d.name
+                && t.kind == "annotation"
+                && (t.scope == Some(param.def) || (t.scope.is_some() && t.scope == d.parent))
+        })?;
+        let path = type_path(f.lang, &fact.ty, false)?;
+        self.single_type(
+            param.file,
+            &path,
+            fact.span.start_byte,
+            fact.scope,
+            depth + 1,
+        )
     }
 
     /// Returns the type a fact of `file` gives its name, if the rules can tell.
@@ -291,7 +319,9 @@ impl Index {
         let kind = self.def(*callee).kind.clone();
         if is_type_like(&kind) && !unwrap {
             Some(*callee)
-        } else if is_function(&kind) {
+        } else if is_function(&kind) || matches!(kind.as_str(), "constant" | "variable") {
+            // A constant holding an arrow function (`const make = (): Schema => …`) returns
+            // what its function is annotated to return.
             self.return_type(*callee, unwrap, depth + 1)
         } else {
             None
@@ -400,6 +430,14 @@ impl Index {
         }
         if any {
             return found;
+        }
+        // A property or getter (`@property def schema(self) -> Schema`, `get schema(): Schema`):
+        // the type its method returns.
+        if self.files[class.file as usize].lang != Lang::Rust
+            && let [m] = self.class_members(class, attr, depth + 1).as_slice()
+            && is_function(&self.def(*m).kind)
+        {
+            return self.return_type(*m, false, depth + 1);
         }
         self.class_bases(class, depth + 1)
             .into_iter()

@@ -38,6 +38,8 @@
   value: (new_expression constructor: [(identifier) (member_expression)] @type)) @binding.call
 (variable_declarator name: (identifier) @name type: (type_annotation (_) @type)) @binding.annotation
 (function_declaration return_type: (type_annotation (_) @type)) @binding.returns
+(variable_declarator value: (arrow_function return_type: (type_annotation (_) @type))) @binding.returns
+(variable_declarator value: (function_expression return_type: (type_annotation (_) @type))) @binding.returns
 (method_definition return_type: (type_annotation (_) @type)) @binding.returns
 (method_signature return_type: (type_annotation (_) @type)) @binding.returns
 (abstract_method_signature return_type: (type_annotation (_) @type)) @binding.returns
