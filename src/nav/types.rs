@@ -255,6 +255,8 @@ impl Index {
                 let path = type_path(lang, &fact.ty, false)?;
                 self.single_type(file, &path, at, fact.scope, depth + 1)
             }
+            // `self.session = session`, `t = s`: what the other name holds there.
+            "alias" => self.receiver_type(file, &fact.ty, at, fact.scope, depth + 1),
             "call" | "unwrap" => self.call_type(
                 file,
                 &fact.ty,

@@ -410,3 +410,73 @@ fn python_implementations_are_subclasses_resolved_through_imports() {
         "{impls:?}"
     );
 }
+
+#[test]
+fn receivers_assigned_from_a_typed_name_take_its_type() {
+    let repo = TestRepo::with_files(&[
+        (
+            "app.py",
+            concat!(
+                "class Session:\n",                            // 1
+                "    def send(self):\n",                       // 2
+                "        pass\n",                              // 3
+                "class Other:\n",                              // 4
+                "    def send(self):\n",                       // 5
+                "        pass\n",                              // 6
+                "class Client:\n",                             // 7
+                "    def __init__(self, session: Session):\n", // 8
+                "        self.session = session\n",            // 9
+                "    def go(self):\n",                         // 10
+                "        self.session.send()\n",               // 11
+                "def f(s: Session):\n",                        // 12
+                "    t = s\n",                                 // 13
+                "    t.send()\n",                              // 14
+            ),
+        ),
+        (
+            "src/app.ts",
+            concat!(
+                "class Session {\n",                         // 1
+                "  send(): void {}\n",                       // 2
+                "}\n",                                       // 3
+                "class Other {\n",                           // 4
+                "  send(): void {}\n",                       // 5
+                "}\n",                                       // 6
+                "class Client {\n",                          // 7
+                "  private session: Session | undefined;\n", // 8
+                "  constructor(session: Session) {\n",       // 9
+                "    this.session = session;\n",             // 10
+                "  }\n",                                     // 11
+                "  go(s: Session): void {\n",                // 12
+                "    const t = s;\n",                        // 13
+                "    t.send();\n",                           // 14
+                "  }\n",                                     // 15
+                "}\n",                                       // 16
+            ),
+        ),
+        (
+            "src/lib.rs",
+            concat!(
+                "pub struct Session;\n",                    // 1
+                "impl Session { pub fn send(&self) {} }\n", // 2
+                "pub struct Other;\n",                      // 3
+                "impl Other { pub fn send(&self) {} }\n",   // 4
+                "pub fn f(s: &Session) {\n",                // 5
+                "    let t = s;\n",                         // 6
+                "    t.send();\n",                          // 7
+                "}\n",                                      // 8
+            ),
+        ),
+    ]);
+    let idx = index(&repo);
+    assert_eq!(def_at(&idx, &pos(&repo, "app.py", 11, "send")), "app.py:2");
+    assert_eq!(def_at(&idx, &pos(&repo, "app.py", 14, "send")), "app.py:2");
+    assert_eq!(
+        def_at(&idx, &pos(&repo, "src/app.ts", 14, "send")),
+        "src/app.ts:2"
+    );
+    assert_eq!(
+        def_at(&idx, &pos(&repo, "src/lib.rs", 7, "send")),
+        "src/lib.rs:2"
+    );
+}

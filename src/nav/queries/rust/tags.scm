@@ -103,6 +103,11 @@
   pattern: [(identifier) @name (mut_pattern (identifier) @name)]
   value: [(identifier) (scoped_identifier name: (identifier))] @type
   (#match? @type "(^|::)[A-Z][A-Za-z0-9_]*[a-z][A-Za-z0-9_]*$")) @binding.call
+; `let t = s;`: what `s` holds.
+(let_declaration
+  pattern: [(identifier) @name (mut_pattern (identifier) @name)]
+  value: (identifier) @type
+  (#match? @type "^[a-z_]")) @binding.alias
 (let_declaration pattern: [(identifier) @name (mut_pattern (identifier) @name)]) @binding.unknown
 (function_item return_type: (_) @type) @binding.returns
 (function_signature_item return_type: (_) @type) @binding.returns
