@@ -480,3 +480,56 @@ fn receivers_assigned_from_a_typed_name_take_its_type() {
         "src/lib.rs:2"
     );
 }
+
+/// Returns (line, target) of each import edge of `path`.
+fn edges(idx: &git_orchestra::nav::Index, path: &str) -> Vec<(u32, Option<String>)> {
+    idx.imports_of(path)
+        .unwrap()
+        .into_iter()
+        .map(|e| (e.line, e.target))
+        .collect()
+}
+
+#[test]
+fn typescript_path_aliases_with_wildcards_and_extends_resolve() {
+    let repo = TestRepo::with_files(&[
+        (
+            "tsconfig.base.json",
+            "{\n  // shared\n  \"compilerOptions\": {\n    \"baseUrl\": \".\",\n    \"paths\": { \"@lib/*\": [\"packages/lib/src/*\"], \"~util\": [\"packages/util/index.ts\"] }\n  }\n}\n",
+        ),
+        (
+            "tsconfig.json",
+            "{ \"extends\": \"./tsconfig.base.json\" }\n",
+        ),
+        (
+            "packages/lib/src/math/add.ts",
+            "export function add(a: number, b: number): number { return a + b; }\n",
+        ),
+        (
+            "packages/util/index.ts",
+            "export function util(): void {}\n",
+        ),
+        (
+            "packages/app/main.ts",
+            "import { add } from '@lib/math/add';\nimport { util } from '~util';\nadd(1, 2);\nutil();\n",
+        ),
+    ]);
+    let idx = index(&repo);
+    let m = "packages/app/main.ts";
+    assert_eq!(
+        def_at(&idx, &pos(&repo, m, 3, "add")),
+        "packages/lib/src/math/add.ts:1"
+    );
+    assert_eq!(
+        def_at(&idx, &pos(&repo, m, 4, "util")),
+        "packages/util/index.ts:1"
+    );
+    let e = edges(&idx, m);
+    assert_eq!(
+        e,
+        vec![
+            (1, Some("packages/lib/src/math/add.ts".into())),
+            (2, Some("packages/util/index.ts".into()))
+        ]
+    );
+}
