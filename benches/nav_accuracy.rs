@@ -18,6 +18,8 @@ use std::process::Command;
 use git_orchestra::nav::tools::DEFAULT_MAX_CHARS;
 use git_orchestra::nav::{At, Detail, Index, Resolution, render_locations_at, render_places};
 
+#[path = "nav_accuracy/forms.rs"]
+mod forms;
 #[path = "nav_accuracy/heldout.rs"]
 mod heldout;
 #[path = "nav_accuracy/heldout_rust.rs"]
@@ -180,12 +182,22 @@ pub struct Tally {
     import_tp: usize,
     import_ours: usize,
     import_exp: usize,
+    /// Definitions per syntactic form of the use ([`forms::FORMS`]): queries, right top
+    /// answers, top answers given.
+    form_queries: [usize; forms::FORMS.len()],
+    form_tp: [usize; forms::FORMS.len()],
+    form_n: [usize; forms::FORMS.len()],
 }
 
 impl Tally {
     /// Adds another set's counts.
     pub fn add(&mut self, o: &Tally) {
         self.def_queries += o.def_queries;
+        for i in 0..forms::FORMS.len() {
+            self.form_queries[i] += o.form_queries[i];
+            self.form_tp[i] += o.form_tp[i];
+            self.form_n[i] += o.form_n[i];
+        }
         self.def_top_tp += o.def_top_tp;
         self.def_top_n += o.def_top_n;
         self.def_all_tp += o.def_all_tp;
@@ -226,6 +238,7 @@ impl Tally {
             "definitions: {} queries, precision {p:.3}, recall {r:.3} (top answer); every answer given: precision {pa:.3}, recall {ra:.3}",
             self.def_queries
         );
+        self.print_forms();
         let (p, r) = prf(self.ref_tp, self.ref_ours, self.ref_exp);
         println!(
             "references: {} queries, precision {p:.3}, recall {r:.3}, F1 {:.3}",
@@ -242,6 +255,21 @@ impl Tally {
             f1(gp, gr)
         );
         self.print_impls_imports();
+    }
+
+    /// Prints definitions' figures per syntactic form of the use, when the set has queries.
+    fn print_forms(&self) {
+        for (i, form) in forms::FORMS.iter().enumerate() {
+            if self.form_queries[i] == 0 {
+                continue;
+            }
+            let (p, r) = prf(self.form_tp[i], self.form_n[i], self.form_queries[i]);
+            println!(
+                "  definitions at a {form}: {} queries, precision {p:.3}, recall {r:.3}, F1 {:.3}",
+                self.form_queries[i],
+                f1(p, r)
+            );
+        }
     }
 
     /// Prints implementations' and imports' figures, when the set has them.
@@ -352,7 +380,7 @@ fn score(label: &str, repo: &Path, index: &Index, expected: &serde_json::Value) 
     let verbose = std::env::var_os("NAV_ACC_VERBOSE").is_some();
     let mut tally = Tally::default();
 
-    score_defs(index, expected, verbose, &mut tally);
+    score_defs(repo, index, expected, verbose, &mut tally);
 
     // References of top-level definitions.
     let (mut tp, mut ours_n, mut exp_n, mut rq) = (0, 0, 0, 0);
@@ -456,10 +484,19 @@ fn site(q: &serde_json::Value) -> (&str, u32, &str, At) {
 }
 
 /// Scores definitions at use sites (`expected["defs"]`), top answer and every answer.
-fn score_defs(index: &Index, expected: &serde_json::Value, verbose: bool, tally: &mut Tally) {
+fn score_defs(
+    repo: &Path,
+    index: &Index,
+    expected: &serde_json::Value,
+    verbose: bool,
+    tally: &mut Tally,
+) {
     let (mut tp, mut ours_n, mut exp_n, mut queries) = (0, 0, 0, 0);
     for q in expected["defs"].as_array().unwrap() {
         let (file, line, name, at) = site(q);
+        let text = std::fs::read_to_string(repo.join(file)).unwrap_or_default();
+        let source_line = text.lines().nth(line as usize - 1).unwrap_or("");
+        let form = forms::form_of(&text, line, source_line, at.col, name);
         let exp = pairs(&q["expected"]);
         let all: Vec<(String, u32)> = index
             .definition_at(Some(name), Some(&at))
@@ -475,7 +512,11 @@ fn score_defs(index: &Index, expected: &serde_json::Value, verbose: bool, tally:
         if verbose && ours.intersection(&exp).count() == 0 {
             println!("def {name} ({file}:{line}): ours {ours:?} expected {exp:?}");
         }
-        tp += ours.intersection(&exp).count().min(1);
+        let hit = ours.intersection(&exp).count().min(1);
+        tally.form_queries[form] += 1;
+        tally.form_tp[form] += hit;
+        tally.form_n[form] += ours.len();
+        tp += hit;
         ours_n += ours.len();
         exp_n += 1;
         queries += 1;
@@ -485,6 +526,7 @@ fn score_defs(index: &Index, expected: &serde_json::Value, verbose: bool, tally:
     println!(
         "definitions: {queries} queries, precision {p:.3}, recall {r:.3} (top answer); precision over every answer given {pa:.3}"
     );
+    tally.print_forms();
     tally.def_queries = queries;
     tally.def_top_tp = tp;
     tally.def_top_n = ours_n;
