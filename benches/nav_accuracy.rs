@@ -182,22 +182,18 @@ pub struct Tally {
     import_tp: usize,
     import_ours: usize,
     import_exp: usize,
-    /// Definitions per syntactic form of the use ([`forms::FORMS`]): queries, right top
-    /// answers, top answers given.
-    form_queries: [usize; forms::FORMS.len()],
-    form_tp: [usize; forms::FORMS.len()],
-    form_n: [usize; forms::FORMS.len()],
+    /// Definitions per syntactic form of the use ([`forms::FORMS`]).
+    forms: forms::Forms,
+    /// The use-sampled set (uses evenly spread over each file), per form.
+    uses: forms::Forms,
 }
 
 impl Tally {
     /// Adds another set's counts.
     pub fn add(&mut self, o: &Tally) {
         self.def_queries += o.def_queries;
-        for i in 0..forms::FORMS.len() {
-            self.form_queries[i] += o.form_queries[i];
-            self.form_tp[i] += o.form_tp[i];
-            self.form_n[i] += o.form_n[i];
-        }
+        self.forms.add(&o.forms);
+        self.uses.add(&o.uses);
         self.def_top_tp += o.def_top_tp;
         self.def_top_n += o.def_top_n;
         self.def_all_tp += o.def_all_tp;
@@ -238,7 +234,10 @@ impl Tally {
             "definitions: {} queries, precision {p:.3}, recall {r:.3} (top answer); every answer given: precision {pa:.3}, recall {ra:.3}",
             self.def_queries
         );
-        self.print_forms();
+        self.forms.print(false);
+        if self.uses.queries() > 0 {
+            self.uses.print(true);
+        }
         let (p, r) = prf(self.ref_tp, self.ref_ours, self.ref_exp);
         println!(
             "references: {} queries, precision {p:.3}, recall {r:.3}, F1 {:.3}",
@@ -255,21 +254,6 @@ impl Tally {
             f1(gp, gr)
         );
         self.print_impls_imports();
-    }
-
-    /// Prints definitions' figures per syntactic form of the use, when the set has queries.
-    fn print_forms(&self) {
-        for (i, form) in forms::FORMS.iter().enumerate() {
-            if self.form_queries[i] == 0 {
-                continue;
-            }
-            let (p, r) = prf(self.form_tp[i], self.form_n[i], self.form_queries[i]);
-            println!(
-                "  definitions at a {form}: {} queries, precision {p:.3}, recall {r:.3}, F1 {:.3}",
-                self.form_queries[i],
-                f1(p, r)
-            );
-        }
     }
 
     /// Prints implementations' and imports' figures, when the set has them.
@@ -381,6 +365,18 @@ fn score(label: &str, repo: &Path, index: &Index, expected: &serde_json::Value) 
     let mut tally = Tally::default();
 
     score_defs(repo, index, expected, verbose, &mut tally);
+    if let Some(uses) = expected.get("uses").filter(|u| u.is_array()) {
+        let mut t = Tally::default();
+        println!("use-sampled (evenly over each file's uses):");
+        score_defs(
+            repo,
+            index,
+            &serde_json::json!({ "defs": uses }),
+            verbose,
+            &mut t,
+        );
+        tally.uses = t.forms;
+    }
 
     // References of top-level definitions.
     let (mut tp, mut ours_n, mut exp_n, mut rq) = (0, 0, 0, 0);
@@ -513,9 +509,7 @@ fn score_defs(
             println!("def {name} ({file}:{line}): ours {ours:?} expected {exp:?}");
         }
         let hit = ours.intersection(&exp).count().min(1);
-        tally.form_queries[form] += 1;
-        tally.form_tp[form] += hit;
-        tally.form_n[form] += ours.len();
+        tally.forms.count(form, hit, ours.len());
         tp += hit;
         ours_n += ours.len();
         exp_n += 1;
@@ -526,7 +520,7 @@ fn score_defs(
     println!(
         "definitions: {queries} queries, precision {p:.3}, recall {r:.3} (top answer); precision over every answer given {pa:.3}"
     );
-    tally.print_forms();
+    tally.forms.print(false);
     tally.def_queries = queries;
     tally.def_top_tp = tp;
     tally.def_top_n = ours_n;

@@ -16,6 +16,61 @@ pub const FORMS: [&str; 9] = [
     "import path",
 ];
 
+/// Definitions' top answers per form: queries, right answers, answers given.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Forms {
+    queries: [usize; FORMS.len()],
+    tp: [usize; FORMS.len()],
+    n: [usize; FORMS.len()],
+}
+
+impl Forms {
+    /// Counts one query of form `form`: whether the top answer was right, and how many top
+    /// answers were given (0 or 1).
+    pub fn count(&mut self, form: usize, hit: usize, given: usize) {
+        self.queries[form] += 1;
+        self.tp[form] += hit;
+        self.n[form] += given;
+    }
+
+    /// Adds another set's counts.
+    pub fn add(&mut self, o: &Forms) {
+        for i in 0..FORMS.len() {
+            self.queries[i] += o.queries[i];
+            self.tp[i] += o.tp[i];
+            self.n[i] += o.n[i];
+        }
+    }
+
+    /// Returns the queries counted.
+    pub fn queries(&self) -> usize {
+        self.queries.iter().sum()
+    }
+
+    /// Prints the totals (when `total`) and the figures of each form with queries.
+    pub fn print(&self, total: bool) {
+        if total {
+            let (tp, n, q) = (self.tp.iter().sum(), self.n.iter().sum(), self.queries());
+            let (p, r) = super::prf(tp, n, q);
+            println!(
+                "use-sampled definitions: {q} queries, precision {p:.3}, recall {r:.3}, F1 {:.3}",
+                super::f1(p, r)
+            );
+        }
+        for (i, form) in FORMS.iter().enumerate() {
+            if self.queries[i] == 0 {
+                continue;
+            }
+            let (p, r) = super::prf(self.tp[i], self.n[i], self.queries[i]);
+            println!(
+                "  definitions at a {form}: {} queries, precision {p:.3}, recall {r:.3}, F1 {:.3}",
+                self.queries[i],
+                super::f1(p, r)
+            );
+        }
+    }
+}
+
 /// Returns the index in [`FORMS`] of the use of `name` at one-based byte column `col` of
 /// `line`, in a file whose whole text is `text` (to tell a module from a local receiver and a
 /// parameter from a local).
