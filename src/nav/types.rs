@@ -148,6 +148,11 @@ fn matching_open(call: &str) -> Option<usize> {
     None
 }
 
+/// Returns true if and only if `s` is written like a type's name (`Config`, not `config`).
+fn is_type_name(s: &str) -> bool {
+    s.chars().next().is_some_and(char::is_uppercase)
+}
+
 /// Splits a path into (qualifier, last name) at its last `.` or `::`.
 fn split_path(path: &str) -> (&str, &str) {
     if let Some((q, n)) = path.rsplit_once("::") {
@@ -307,17 +312,18 @@ impl Index {
         let lang = self.files[file as usize].lang;
         let path = type_path(lang, callee, false)?;
         let (q, name) = split_path(&path);
+        // `cls(…)` in a Python class method makes an instance of the class.
+        if lang == Lang::Python && path == "cls" {
+            return self.enclosing_class(file, scope, depth + 1);
+        }
         let o = if q.is_empty() {
             self.resolve_unqualified(file, name, at, scope, depth + 1)
         } else {
             self.resolve_qualified(file, q, name, at, scope, depth + 1)
-        }?;
-        let [callee] = o.defs.as_slice() else {
-            return None;
         };
-        if !o.bound {
-            return None;
-        }
+        let Some([callee]) = o.as_ref().filter(|o| o.bound).map(|o| o.defs.as_slice()) else {
+            return self.conventional_call_type(file, q, name, at, scope, depth + 1);
+        };
         let kind = self.def(*callee).kind.clone();
         if is_type_like(&kind) && !unwrap {
             Some(*callee)
@@ -327,6 +333,30 @@ impl Index {
             self.return_type(*callee, unwrap, depth + 1)
         } else {
             None
+        }
+    }
+
+    /// Returns the type a Rust call gives by convention when the repository declares no such
+    /// function: `T::default()`, `T::from(…)`, `T::try_from(…)`, `T::from_str(…)` (derived or
+    /// from a trait outside) make a `T`; `x.clone()` and `x.to_owned()` what `x` holds.
+    fn conventional_call_type(
+        &self,
+        file: u32,
+        q: &str,
+        name: &str,
+        at: u32,
+        scope: Option<u32>,
+        depth: usize,
+    ) -> Option<DefId> {
+        if self.files[file as usize].lang != Lang::Rust || q.is_empty() || depth > MAX_DEPTH {
+            return None;
+        }
+        match name {
+            "default" | "from" | "try_from" | "from_str" if q.contains("::") || is_type_name(q) => {
+                self.single_type(file, q, at, scope, depth + 1)
+            }
+            "clone" | "to_owned" => self.receiver_type(file, q, at, scope, depth + 1),
+            _ => None,
         }
     }
 

@@ -533,3 +533,51 @@ fn typescript_path_aliases_with_wildcards_and_extends_resolve() {
         ]
     );
 }
+
+#[test]
+fn instances_made_by_cls_default_and_clone_are_of_their_type() {
+    let repo = TestRepo::with_files(&[
+        (
+            "app.py",
+            concat!(
+                "class Config:\n",       // 1
+                "    def load(self):\n", // 2
+                "        pass\n",        // 3
+                "    @classmethod\n",    // 4
+                "    def fresh(cls):\n", // 5
+                "        c = cls()\n",   // 6
+                "        c.load()\n",    // 7
+                "        return c\n",    // 8
+                "class Other:\n",        // 9
+                "    def load(self):\n", // 10
+                "        pass\n",        // 11
+            ),
+        ),
+        (
+            "src/lib.rs",
+            concat!(
+                "#[derive(Default, Clone)]\n",             // 1
+                "pub struct Config;\n",                    // 2
+                "impl Config { pub fn load(&self) {} }\n", // 3
+                "pub struct Other;\n",                     // 4
+                "impl Other { pub fn load(&self) {} }\n",  // 5
+                "pub fn f() {\n",                          // 6
+                "    let c = Config::default();\n",        // 7
+                "    c.load();\n",                         // 8
+                "    let d = c.clone();\n",                // 9
+                "    d.load();\n",                         // 10
+                "}\n",                                     // 11
+            ),
+        ),
+    ]);
+    let idx = index(&repo);
+    assert_eq!(def_at(&idx, &pos(&repo, "app.py", 7, "load")), "app.py:2");
+    assert_eq!(
+        def_at(&idx, &pos(&repo, "src/lib.rs", 8, "load")),
+        "src/lib.rs:3"
+    );
+    assert_eq!(
+        def_at(&idx, &pos(&repo, "src/lib.rs", 10, "load")),
+        "src/lib.rs:3"
+    );
+}
