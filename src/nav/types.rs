@@ -490,6 +490,15 @@ impl Index {
         if depth > MAX_DEPTH {
             return None;
         }
+        // TypeScript's non-null assertions (`this.session!.send()`) leave the type as it is.
+        let lang = self.files[file as usize].lang;
+        if lang != Lang::Rust && lang != Lang::Python && qualifier.contains('!') {
+            let plain = qualifier.replace("!.", ".");
+            let plain = plain.strip_suffix('!').unwrap_or(&plain);
+            if plain != qualifier {
+                return self.receiver_type(file, plain, at, scope, depth + 1);
+            }
+        }
         if let Some((call, attrs)) = split_call_receiver(qualifier) {
             // `Greeter().greet()`, `new Greeter().greet()`, `open(p)?.refresh()`,
             // `make().session.send()`: the value of the call, then its attributes.

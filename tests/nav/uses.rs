@@ -581,3 +581,34 @@ fn instances_made_by_cls_default_and_clone_are_of_their_type() {
         "src/lib.rs:3"
     );
 }
+
+#[test]
+fn typescript_non_null_assertions_keep_the_receiver_typed() {
+    let repo = TestRepo::with_files(&[(
+        "src/a.ts",
+        concat!(
+            "class Session {\n",                      // 1
+            "  send(): void {}\n",                    // 2
+            "}\n",                                    // 3
+            "class Other {\n",                        // 4
+            "  send(): void {}\n",                    // 5
+            "}\n",                                    // 6
+            "class Client {\n",                       // 7
+            "  session?: Session;\n",                 // 8
+            "  go(s: Session | undefined): void {\n", // 9
+            "    this.session!.send();\n",            // 10
+            "    s!.send();\n",                       // 11
+            "  }\n",                                  // 12
+            "}\n",                                    // 13
+        ),
+    )]);
+    let idx = index(&repo);
+    assert_eq!(
+        def_at(&idx, &pos(&repo, "src/a.ts", 10, "send")),
+        "src/a.ts:2"
+    );
+    assert_eq!(
+        def_at(&idx, &pos(&repo, "src/a.ts", 11, "send")),
+        "src/a.ts:2"
+    );
+}
