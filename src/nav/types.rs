@@ -438,29 +438,43 @@ impl Index {
         }
         let facts = &self.files[class.file as usize].facts;
         let dotted = [format!("self.{attr}"), format!("this.{attr}")];
-        let mut found: Option<DefId> = None;
-        let mut any = false;
-        for t in &facts.types {
-            let owner = t.scope.and_then(|s| {
-                if s == class.def {
-                    return Some(class);
+        let hits: Vec<&TypeFact> = facts
+            .types
+            .iter()
+            .filter(|t| {
+                if t.var == attr && t.scope == Some(class.def) {
+                    return true;
                 }
-                self.enclosing_class(class.file, Some(s), depth + 1)
-            });
-            let mine = owner == Some(class);
-            let hit =
-                (t.var == attr && t.scope == Some(class.def)) || (mine && dotted.contains(&t.var));
-            if !hit {
-                continue;
-            }
-            any = true;
+                let owner = t.scope.and_then(|s| {
+                    if s == class.def {
+                        return Some(class);
+                    }
+                    self.enclosing_class(class.file, Some(s), depth + 1)
+                });
+                owner == Some(class) && dotted.contains(&t.var)
+            })
+            .collect();
+        // A declared type (`#cache: Cache`, `self.x: Client = …`) is what every assignment
+        // must hold, whatever they are written as.
+        let declared: Vec<&TypeFact> = hits
+            .iter()
+            .copied()
+            .filter(|t| t.kind == "annotation")
+            .collect();
+        let agreeing = if declared.is_empty() {
+            &hits
+        } else {
+            &declared
+        };
+        let mut found: Option<DefId> = None;
+        for t in agreeing {
             match self.fact_type(class.file, t, depth + 1) {
                 Some(ty) if found.is_none_or(|f| f == ty) => found = Some(ty),
                 // Two different types, or a value no rule types: unknown.
                 _ => return None,
             }
         }
-        if any {
+        if !hits.is_empty() {
             return found;
         }
         // A property or getter (`@property def schema(self) -> Schema`, `get schema(): Schema`):
@@ -517,10 +531,14 @@ impl Index {
             return None;
         }
         let segs: Vec<&str> = qualifier.split('.').map(str::trim).collect();
-        if segs
-            .iter()
-            .any(|s| s.is_empty() || !s.chars().all(|c| c.is_alphanumeric() || c == '_'))
-        {
+        // `#name` is a private field of a TypeScript or JavaScript class.
+        if segs.iter().any(|s| {
+            s.is_empty()
+                || !s
+                    .trim_start_matches('#')
+                    .chars()
+                    .all(|c| c.is_alphanumeric() || c == '_')
+        }) {
             return None;
         }
         let mut ty = match segs[0] {

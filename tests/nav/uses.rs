@@ -612,3 +612,39 @@ fn typescript_non_null_assertions_keep_the_receiver_typed() {
         "src/a.ts:2"
     );
 }
+
+#[test]
+fn typescript_declared_and_private_fields_type_their_receivers() {
+    let repo = TestRepo::with_files(&[(
+        "src/a.ts",
+        concat!(
+            "class Cache {\n",                                  // 1
+            "  find(): void {}\n",                              // 2
+            "}\n",                                              // 3
+            "class Other {\n",                                  // 4
+            "  find(): void {}\n",                              // 5
+            "}\n",                                              // 6
+            "class Client {\n",                                 // 7
+            "  #cache: Cache;\n",                               // 8
+            "  store: Cache;\n",                                // 9
+            "  constructor(config: { cache?: Cache }) {\n",     // 10
+            "    this.#cache = config.cache || new Cache();\n", // 11
+            "    this.store = config.cache ?? new Cache();\n",  // 12
+            "  }\n",                                            // 13
+            "  go(): void {\n",                                 // 14
+            "    this.#cache.find();\n",                        // 15
+            "    this.store.find();\n",                         // 16
+            "  }\n",                                            // 17
+            "}\n",                                              // 18
+        ),
+    )]);
+    let idx = index(&repo);
+    assert_eq!(
+        def_at(&idx, &pos(&repo, "src/a.ts", 15, "find")),
+        "src/a.ts:2"
+    );
+    assert_eq!(
+        def_at(&idx, &pos(&repo, "src/a.ts", 16, "find")),
+        "src/a.ts:2"
+    );
+}

@@ -33,6 +33,7 @@
 (required_parameter pattern: (identifier) @name) @binding.unknown
 (optional_parameter pattern: (identifier) @name) @binding.unknown
 (public_field_definition name: (property_identifier) @name type: (type_annotation (_) @type)) @binding.annotation
+(public_field_definition name: (private_property_identifier) @name type: (type_annotation (_) @type)) @binding.annotation
 (public_field_definition
   name: (property_identifier) @name
   value: (new_expression constructor: [(identifier) (member_expression)] @type)) @binding.call
