@@ -134,7 +134,7 @@ fn receiver_before(s: &str) -> &str {
             b')' | b']' => depth += 1,
             b'(' | b'[' if depth > 0 => depth -= 1,
             _ if depth > 0 => {}
-            b'.' | b'_' | b'$' | b'?' | b':' => {}
+            b'.' | b'_' | b'$' | b'?' | b':' | b'#' => {}
             _ if c.is_ascii_alphanumeric() => {}
             _ => break,
         }
