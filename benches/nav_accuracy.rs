@@ -18,6 +18,8 @@ use std::process::Command;
 use git_orchestra::nav::tools::DEFAULT_MAX_CHARS;
 use git_orchestra::nav::{At, Detail, Index, Resolution, render_locations_at, render_places};
 
+#[path = "nav_accuracy/forms.rs"]
+mod forms;
 #[path = "nav_accuracy/heldout.rs"]
 mod heldout;
 #[path = "nav_accuracy/heldout_rust.rs"]
@@ -180,12 +182,18 @@ pub struct Tally {
     import_tp: usize,
     import_ours: usize,
     import_exp: usize,
+    /// Definitions per syntactic form of the use ([`forms::FORMS`]).
+    forms: forms::Forms,
+    /// The use-sampled set (uses evenly spread over each file), per form.
+    uses: forms::Forms,
 }
 
 impl Tally {
     /// Adds another set's counts.
     pub fn add(&mut self, o: &Tally) {
         self.def_queries += o.def_queries;
+        self.forms.add(&o.forms);
+        self.uses.add(&o.uses);
         self.def_top_tp += o.def_top_tp;
         self.def_top_n += o.def_top_n;
         self.def_all_tp += o.def_all_tp;
@@ -226,6 +234,10 @@ impl Tally {
             "definitions: {} queries, precision {p:.3}, recall {r:.3} (top answer); every answer given: precision {pa:.3}, recall {ra:.3}",
             self.def_queries
         );
+        self.forms.print(false);
+        if self.uses.queries() > 0 {
+            self.uses.print(true);
+        }
         let (p, r) = prf(self.ref_tp, self.ref_ours, self.ref_exp);
         println!(
             "references: {} queries, precision {p:.3}, recall {r:.3}, F1 {:.3}",
@@ -352,7 +364,19 @@ fn score(label: &str, repo: &Path, index: &Index, expected: &serde_json::Value) 
     let verbose = std::env::var_os("NAV_ACC_VERBOSE").is_some();
     let mut tally = Tally::default();
 
-    score_defs(index, expected, verbose, &mut tally);
+    score_defs(repo, index, expected, verbose, &mut tally);
+    if let Some(uses) = expected.get("uses").filter(|u| u.is_array()) {
+        let mut t = Tally::default();
+        println!("use-sampled (evenly over each file's uses):");
+        score_defs(
+            repo,
+            index,
+            &serde_json::json!({ "defs": uses }),
+            verbose,
+            &mut t,
+        );
+        tally.uses = t.forms;
+    }
 
     // References of top-level definitions.
     let (mut tp, mut ours_n, mut exp_n, mut rq) = (0, 0, 0, 0);
@@ -456,10 +480,19 @@ fn site(q: &serde_json::Value) -> (&str, u32, &str, At) {
 }
 
 /// Scores definitions at use sites (`expected["defs"]`), top answer and every answer.
-fn score_defs(index: &Index, expected: &serde_json::Value, verbose: bool, tally: &mut Tally) {
+fn score_defs(
+    repo: &Path,
+    index: &Index,
+    expected: &serde_json::Value,
+    verbose: bool,
+    tally: &mut Tally,
+) {
     let (mut tp, mut ours_n, mut exp_n, mut queries) = (0, 0, 0, 0);
     for q in expected["defs"].as_array().unwrap() {
         let (file, line, name, at) = site(q);
+        let text = std::fs::read_to_string(repo.join(file)).unwrap_or_default();
+        let source_line = text.lines().nth(line as usize - 1).unwrap_or("");
+        let form = forms::form_of(&text, line, source_line, at.col, name);
         let exp = pairs(&q["expected"]);
         let all: Vec<(String, u32)> = index
             .definition_at(Some(name), Some(&at))
@@ -475,7 +508,9 @@ fn score_defs(index: &Index, expected: &serde_json::Value, verbose: bool, tally:
         if verbose && ours.intersection(&exp).count() == 0 {
             println!("def {name} ({file}:{line}): ours {ours:?} expected {exp:?}");
         }
-        tp += ours.intersection(&exp).count().min(1);
+        let hit = ours.intersection(&exp).count().min(1);
+        tally.forms.count(form, hit, ours.len());
+        tp += hit;
         ours_n += ours.len();
         exp_n += 1;
         queries += 1;
@@ -485,6 +520,7 @@ fn score_defs(index: &Index, expected: &serde_json::Value, verbose: bool, tally:
     println!(
         "definitions: {queries} queries, precision {p:.3}, recall {r:.3} (top answer); precision over every answer given {pa:.3}"
     );
+    tally.forms.print(false);
     tally.def_queries = queries;
     tally.def_top_tp = tp;
     tally.def_top_n = ours_n;

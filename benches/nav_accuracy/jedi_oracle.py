@@ -3,7 +3,9 @@
 Usage: jedi_oracle.py REPO FILE... > expected.json
 
 For each file: sampled name uses (calls, attribute and plain names) with jedi's goto
-definitions, and top-level functions/classes with jedi's project-wide references. Only answers
+definitions, and top-level functions/classes with jedi's project-wide references. `uses`:
+a second set of uses sampled evenly over the whole file (not its first bound names), where an
+agent reading the code stands; the harness scores it per syntactic form. Only answers
 inside REPO count; the sys.path is REPO (and REPO/src), so imports resolve to the copied tree.
 """
 import json
@@ -24,7 +26,7 @@ def rel(p):
     return os.path.relpath(p, repo) if p.startswith(repo + os.sep) else None
 
 
-defs, refs = [], []
+defs, refs, uniform = [], [], []
 for f in files:
     path = os.path.join(repo, f)
     src = open(path, encoding="utf-8", errors="replace").read()
@@ -46,6 +48,20 @@ for f in files:
         if exp:
             found_here += 1
             defs.append({"file": f, "line": n.line, "col": n.column + 1, "name": n.name, "expected": exp})
+    # Uniform over the file: evenly spaced candidates across all of its uses, up to 16 bound.
+    found_here = 0
+    for n in uses[:: max(1, len(uses) // 40)]:
+        if found_here >= 16:
+            break
+        try:
+            got = script.goto(n.line, n.column, follow_imports=True)
+        except Exception:
+            continue
+        exp = sorted({(rel(g.module_path), g.line) for g in got if g.module_path and rel(g.module_path) and g.type in ("function", "class")})
+        if exp:
+            found_here += 1
+            uniform.append({"file": f, "line": n.line, "col": n.column + 1, "name": n.name, "expected": exp})
+
     def is_def_line(d):
         text = lines[d.line - 1].lstrip() if 0 < d.line <= len(lines) else ""
         return text.startswith(("def ", "class ", "async def "))
@@ -58,4 +74,4 @@ for f in files:
         exp = sorted({(rel(r.module_path), r.line) for r in found if r.module_path and rel(r.module_path)})
         refs.append({"file": f, "line": d.line, "name": d.name, "expected": exp})
 
-json.dump({"defs": defs, "refs": refs}, sys.stdout)
+json.dump({"defs": defs, "refs": refs, "uses": uniform}, sys.stdout)

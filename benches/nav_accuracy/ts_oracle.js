@@ -3,7 +3,7 @@
 // not by grep.
 //
 // Usage: node ts_oracle.js TYPESCRIPT_MODULE_DIR REPO < sites.json > expected.json
-// sites.json: {"defs": [{file, line, col, name}], "refs": [...], "impls": [...],
+// sites.json: {"defs": [{file, line, col, name}], "uses": [...], "refs": [...], "impls": [...],
 // "imports": [file]} (1-based line and column). Only answers inside REPO count; aliases and
 // re-exports are followed to the declaration, as the language service does. Implementations
 // are the classes and interfaces the language service's go-to-implementation gives at a class
@@ -64,14 +64,20 @@ function uniq(pairs) {
   return [...seen.values()].sort();
 }
 
-const defs = [];
-for (const s of sites.defs) {
-  const at = locate(s);
-  if (!at) continue;
-  const got = service.getDefinitionAtPosition(at.abs, at.pos) || [];
-  const exp = uniq(got.filter((d) => d.name === s.name || d.kind !== "alias").map((d) => [rel(d.fileName), lineOf(d.fileName, d.textSpan.start)]));
-  if (exp.length) defs.push({ ...s, expected: exp });
+function definitions(list) {
+  const out = [];
+  for (const s of list) {
+    const at = locate(s);
+    if (!at) continue;
+    const got = service.getDefinitionAtPosition(at.abs, at.pos) || [];
+    const exp = uniq(got.filter((d) => d.name === s.name || d.kind !== "alias").map((d) => [rel(d.fileName), lineOf(d.fileName, d.textSpan.start)]));
+    if (exp.length) out.push({ ...s, expected: exp });
+  }
+  return out;
 }
+const defs = definitions(sites.defs);
+// The use-sampled set: uses evenly over each file, method calls included.
+const uses = definitions(sites.uses || []);
 const refs = [];
 for (const s of sites.refs) {
   const at = locate(s);
@@ -130,4 +136,4 @@ for (const file of sites.imports || []) {
   );
   imports.push({ file, expected: exp });
 }
-process.stdout.write(JSON.stringify({ defs, refs, impls, imports }));
+process.stdout.write(JSON.stringify({ defs, uses, refs, impls, imports }));

@@ -80,6 +80,22 @@ fn npm_cache() -> Option<PathBuf> {
 }
 
 fn ident_sites(text: &str, file: &str, max: usize) -> Vec<serde_json::Value> {
+    sample_sites(text, file, max, false)
+}
+
+/// Samples identifier uses evenly over the file like [`ident_sites`], and method calls on any
+/// receiver (`s.cast(…)`, `make().build()`) apart, twice as many (most are calls on arrays,
+/// strings and promises, whose answers lie outside the repository and are dropped): the
+/// use-sampled set.
+fn use_sites(text: &str, file: &str, max: usize) -> Vec<serde_json::Value> {
+    let mut out = sample_sites(text, file, max, false);
+    out.extend(sample_sites(text, file, 2 * max, true));
+    out
+}
+
+/// Returns up to `max` evenly spaced calls and capitalised names of the file outside strings
+/// and comments; method calls instead when `methods`.
+fn sample_sites(text: &str, file: &str, max: usize, methods: bool) -> Vec<serde_json::Value> {
     let mut all = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let t = line.trim_start();
@@ -102,7 +118,12 @@ fn ident_sites(text: &str, file: &str, max: usize) -> Vec<serde_json::Value> {
                 let call = b.get(j) == Some(&b'(');
                 let typ = word.as_bytes()[0].is_ascii_uppercase();
                 let member = s > 0 && b[s - 1] == b'.';
-                if (call || typ) && !member && !KEYWORDS.contains(&word) {
+                let wanted = if methods {
+                    call && member
+                } else {
+                    (call || typ) && !member
+                };
+                if wanted && !KEYWORDS.contains(&word) {
                     all.push(serde_json::json!({"file": file, "line": i + 1, "col": s + 1, "name": word}));
                 }
             } else {
@@ -363,6 +384,7 @@ pub fn score_package(
     db: &Path,
 ) -> (super::Tally, (usize, usize)) {
     let (mut defs, mut refs, mut impls) = (Vec::new(), Vec::new(), Vec::new());
+    let mut uses = Vec::new();
     let mut all = Vec::new();
     ts_files(repo, repo, &mut all);
     let bases = named_bases(repo, &all);
@@ -370,6 +392,7 @@ pub fn score_package(
     for f in eval {
         let text = std::fs::read_to_string(repo.join(f)).unwrap();
         defs.extend(ident_sites(&text, f, 8));
+        uses.extend(use_sites(&text, f, 12));
         refs.extend(decl_sites(&text, f, 3));
         impls.extend(type_sites(&text, f, &bases, 4, 4));
     }
@@ -384,7 +407,7 @@ pub fn score_package(
     defs.extend(alias_defs);
     refs.extend(alias_refs);
     // Imports: every source file's.
-    let sites = serde_json::json!({"defs": defs, "refs": refs, "impls": impls, "imports": sources});
+    let sites = serde_json::json!({"defs": defs, "uses": uses, "refs": refs, "impls": impls, "imports": sources});
     let oracle = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/nav_accuracy/ts_oracle.js");
     let mut child = Command::new("node")
         .arg(&oracle)

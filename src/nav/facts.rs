@@ -149,11 +149,12 @@ pub struct TypeFact {
     #[serde(rename = "v")]
     pub var: String,
     /// For an annotation, the type as written; for a call, the callee (`Client`,
-    /// `Client::new`, `app.test_client`).
+    /// `Client::new`, `app.test_client`); for an alias, the other name.
     #[serde(rename = "t")]
     pub ty: String,
-    /// `annotation`, `call`, or `unwrap` (a call whose `Result`/`Option`/`Promise` is unwrapped
-    /// by `?`, `.unwrap()` or `await`).
+    /// `annotation`, `call`, `unwrap` (a call whose `Result`/`Option`/`Promise` is unwrapped
+    /// by `?`, `.unwrap()` or `await`), `alias` (`self.session = session`: what another name
+    /// holds there) or `unknown`.
     #[serde(rename = "k")]
     pub kind: String,
     /// Where the binding is made; a later binding of the same name in the same scope wins.

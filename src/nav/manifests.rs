@@ -26,9 +26,14 @@ pub struct TsConfig {
     /// `compilerOptions.baseUrl`, relative to the repository root.
     pub base_url: Option<String>,
     /// `compilerOptions.paths`: pattern (`@core/*`) → targets (`src/core/*`), relative to
-    /// `base_url` (or to `dir` without one).
+    /// `base_url` (or to `paths_dir` without one).
     pub paths: Vec<(String, Vec<String>)>,
+    /// The directory of the file that sets `paths` (this one's or one it `extends`).
+    pub paths_dir: String,
 }
+
+/// Deepest chain of `extends` followed from one tsconfig file.
+const MAX_EXTENDS: usize = 8;
 
 fn join(dir: &str, rest: &str) -> String {
     let rest = rest.trim_start_matches("./");
@@ -75,7 +80,7 @@ impl Manifests {
                 seen.push(c.to_string());
                 for name in ["tsconfig.json", "jsconfig.json"] {
                     if let Some(text) = read(&join(c, name))
-                        && let Some(cfg) = ts_config(c, &text)
+                        && let Some(cfg) = ts_config_extended(c, &text, &read)
                     {
                         out.ts_configs.push(cfg);
                         break;
@@ -104,9 +109,53 @@ pub fn crate_name(manifest: &str) -> Option<String> {
     get("lib").or_else(|| get("package"))
 }
 
-/// Returns the module settings of a tsconfig file in directory `dir`, if it has any.
-pub fn ts_config(dir: &str, text: &str) -> Option<TsConfig> {
-    let v: serde_json::Value = serde_json::from_str(&strip_jsonc(text)).ok()?;
+/// Returns the module settings of the tsconfig file in directory `dir`, completed by the
+/// files it `extends` (relative paths, read through `read`): a setting it leaves out is the
+/// nearest base's, as TypeScript reads them. `None` when none of them has any.
+pub fn ts_config_extended(
+    dir: &str,
+    text: &str,
+    read: &dyn Fn(&str) -> Option<String>,
+) -> Option<TsConfig> {
+    let mut cfg = TsConfig {
+        dir: dir.to_string(),
+        ..TsConfig::default()
+    };
+    let mut here = (dir.to_string(), text.to_string());
+    for _ in 0..MAX_EXTENDS {
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(&strip_jsonc(&here.1)) else {
+            break;
+        };
+        if let Some(own) = ts_config_value(&here.0, &v) {
+            if cfg.base_url.is_none() {
+                cfg.base_url = own.base_url;
+            }
+            if cfg.paths.is_empty() && !own.paths.is_empty() {
+                cfg.paths = own.paths;
+                cfg.paths_dir = own.paths_dir;
+            }
+        }
+        // A package's configuration (`@tsconfig/node18`) lies outside the repository.
+        let Some(ext) = v.get("extends").and_then(serde_json::Value::as_str) else {
+            break;
+        };
+        if !ext.starts_with('.') {
+            break;
+        }
+        let Some(mut path) = super::modules::normalise(&join(&here.0, ext)) else {
+            break;
+        };
+        if !path.ends_with(".json") {
+            path.push_str(".json");
+        }
+        let Some(text) = read(&path) else { break };
+        here = (dir_of(&path).to_string(), text);
+    }
+    (cfg.base_url.is_some() || !cfg.paths.is_empty()).then_some(cfg)
+}
+
+/// Returns the module settings of the parsed tsconfig file `v` in directory `dir`.
+fn ts_config_value(dir: &str, v: &serde_json::Value) -> Option<TsConfig> {
     let opts = v.get("compilerOptions")?;
     let base_url = opts
         .get("baseUrl")
@@ -135,6 +184,7 @@ pub fn ts_config(dir: &str, text: &str) -> Option<TsConfig> {
         dir: dir.to_string(),
         base_url,
         paths,
+        paths_dir: dir.to_string(),
     })
 }
 
@@ -187,7 +237,7 @@ impl TsConfig {
     /// Returns the paths (relative to the repository root, without extension probing) a
     /// non-relative specifier may name under this configuration, best first.
     pub fn candidates(&self, spec: &str) -> Vec<String> {
-        let base = self.base_url.as_deref().unwrap_or(&self.dir);
+        let base = self.base_url.as_deref().unwrap_or(&self.paths_dir);
         let mut out = Vec::new();
         for (pattern, targets) in &self.paths {
             let star = match pattern.split_once('*') {
@@ -235,7 +285,7 @@ mod tests {
           },
           "$schema": "https://json.schemastore.org/tsconfig",
         }"#;
-        let cfg = ts_config("web", text).unwrap();
+        let cfg = ts_config_extended("web", text, &|_| None).unwrap();
         assert_eq!(cfg.base_url.as_deref(), Some("web"));
         assert_eq!(
             cfg.candidates("@core/stream"),

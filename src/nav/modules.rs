@@ -70,7 +70,7 @@ fn is_target_dir(dir: &str, last: &str) -> bool {
 }
 
 /// Normalises `a/./b/../c` to `a/c`; returns `None` when it climbs above the root.
-fn normalise(path: &str) -> Option<String> {
+pub(super) fn normalise(path: &str) -> Option<String> {
     let mut out: Vec<&str> = Vec::new();
     for seg in path.split('/') {
         match seg {

@@ -778,6 +778,9 @@ impl Index {
                         (true, Resolution::Resolved)
                     }
                     Some(o) if !o.defs.is_empty() => (false, Resolution::Candidate),
+                    // A base imported from outside the repository (`from logging import
+                    // Handler`) is that package's type, never a namesake's here.
+                    Some(o) if o.external.is_some() => (false, Resolution::Candidate),
                     _ => (true, Resolution::Candidate),
                 };
                 if !hit {

@@ -14,7 +14,8 @@ use super::facts::{FileFacts, TypeFact};
 /// A binding as matched, before the definitions are nested.
 pub(crate) struct RawBinding<'t> {
     pub pattern: usize,
-    /// `annotation`, `property`, `returns`, `call`, `unwrap`, `none` or `unknown`.
+    /// `annotation`, `property`, `returns`, `call`, `unwrap`, `alias` (another name's
+    /// value), `none` or `unknown`.
     pub kind: &'static str,
     pub name: Option<Node<'t>>,
     pub ty: Option<Node<'t>>,
@@ -26,7 +27,7 @@ const MAX_TYPE_TEXT: usize = 160;
 fn rank(kind: &str) -> u8 {
     match kind {
         "annotation" | "property" | "returns" => 0,
-        "call" | "unwrap" => 1,
+        "call" | "unwrap" | "alias" => 1,
         "none" => 2,
         _ => 3,
     }
@@ -99,7 +100,13 @@ pub(crate) fn type_facts(
             ty,
             kind: kind.to_string(),
             span: span_of(b.name.unwrap_or(anchor)),
-            scope: binding_scope(facts, anchor.start_byte()),
+            // A return type belongs to its function, which may be a constant holding an
+            // arrow function.
+            scope: if b.kind == "returns" {
+                enclosing_def(facts, anchor.start_byte())
+            } else {
+                binding_scope(facts, anchor.start_byte())
+            },
         });
     }
     out.sort_by_key(|f| f.span.start_byte);

@@ -13,6 +13,7 @@ use super::extract::{is_function, is_type_container};
 use super::facts::TypeFact;
 use super::index::{DefId, Index};
 use super::lang::Lang;
+use super::resolve::is_type_parameter;
 
 /// Deepest chain of facts followed (a call's return type naming another call's …).
 const MAX_DEPTH: usize = 24;
@@ -147,6 +148,11 @@ fn matching_open(call: &str) -> Option<usize> {
     None
 }
 
+/// Returns true if and only if `s` is written like a type's name (`Config`, not `config`).
+fn is_type_name(s: &str) -> bool {
+    s.chars().next().is_some_and(char::is_uppercase)
+}
+
 /// Splits a path into (qualifier, last name) at its last `.` or `::`.
 fn split_path(path: &str) -> (&str, &str) {
     if let Some((q, n)) = path.rsplit_once("::") {
@@ -194,7 +200,11 @@ impl Index {
         if depth > MAX_DEPTH {
             return None;
         }
-        if path == "Self" {
+        // `Self`, TypeScript's `this` type, `typing.Self`: the enclosing class.
+        if matches!(
+            path,
+            "Self" | "this" | "typing.Self" | "typing_extensions.Self"
+        ) {
             return self.enclosing_class(file, scope, depth + 1);
         }
         let (q, name) = split_path(path);
@@ -209,10 +219,33 @@ impl Index {
             .copied()
             .filter(|d| is_type_like(&self.def(*d).kind))
             .collect();
-        match types.as_slice() {
-            [one] if o.bound => Some(*one),
+        match (types.as_slice(), o.defs.as_slice()) {
+            ([one], _) if o.bound => Some(*one),
+            ([], [param]) if o.bound && is_type_parameter(&self.def(*param).kind) => {
+                self.parameter_bound(*param, depth + 1)
+            }
             _ => None,
         }
+    }
+
+    /// Returns the type a generic parameter's first bound names (`M` in `fn f<M: Matcher>` or
+    /// `where M: Matcher` is a `Matcher`): its members are the trait's.
+    fn parameter_bound(&self, param: DefId, depth: usize) -> Option<DefId> {
+        let f = &self.files[param.file as usize];
+        let d = &f.facts.defs[param.def as usize];
+        let fact = f.facts.types.iter().find(|t| {
+            t.var == d.name
+                && t.kind == "annotation"
+                && (t.scope == Some(param.def) || (t.scope.is_some() && t.scope == d.parent))
+        })?;
+        let path = type_path(f.lang, &fact.ty, false)?;
+        self.single_type(
+            param.file,
+            &path,
+            fact.span.start_byte,
+            fact.scope,
+            depth + 1,
+        )
     }
 
     /// Returns the type a fact of `file` gives its name, if the rules can tell.
@@ -227,6 +260,8 @@ impl Index {
                 let path = type_path(lang, &fact.ty, false)?;
                 self.single_type(file, &path, at, fact.scope, depth + 1)
             }
+            // `self.session = session`, `t = s`: what the other name holds there.
+            "alias" => self.receiver_type(file, &fact.ty, at, fact.scope, depth + 1),
             "call" | "unwrap" => self.call_type(
                 file,
                 &fact.ty,
@@ -277,24 +312,51 @@ impl Index {
         let lang = self.files[file as usize].lang;
         let path = type_path(lang, callee, false)?;
         let (q, name) = split_path(&path);
+        // `cls(…)` in a Python class method makes an instance of the class.
+        if lang == Lang::Python && path == "cls" {
+            return self.enclosing_class(file, scope, depth + 1);
+        }
         let o = if q.is_empty() {
             self.resolve_unqualified(file, name, at, scope, depth + 1)
         } else {
             self.resolve_qualified(file, q, name, at, scope, depth + 1)
-        }?;
-        let [callee] = o.defs.as_slice() else {
-            return None;
         };
-        if !o.bound {
-            return None;
-        }
+        let Some([callee]) = o.as_ref().filter(|o| o.bound).map(|o| o.defs.as_slice()) else {
+            return self.conventional_call_type(file, q, name, at, scope, depth + 1);
+        };
         let kind = self.def(*callee).kind.clone();
         if is_type_like(&kind) && !unwrap {
             Some(*callee)
-        } else if is_function(&kind) {
+        } else if is_function(&kind) || matches!(kind.as_str(), "constant" | "variable") {
+            // A constant holding an arrow function (`const make = (): Schema => …`) returns
+            // what its function is annotated to return.
             self.return_type(*callee, unwrap, depth + 1)
         } else {
             None
+        }
+    }
+
+    /// Returns the type a Rust call gives by convention when the repository declares no such
+    /// function: `T::default()`, `T::from(…)`, `T::try_from(…)`, `T::from_str(…)` (derived or
+    /// from a trait outside) make a `T`; `x.clone()` and `x.to_owned()` what `x` holds.
+    fn conventional_call_type(
+        &self,
+        file: u32,
+        q: &str,
+        name: &str,
+        at: u32,
+        scope: Option<u32>,
+        depth: usize,
+    ) -> Option<DefId> {
+        if self.files[file as usize].lang != Lang::Rust || q.is_empty() || depth > MAX_DEPTH {
+            return None;
+        }
+        match name {
+            "default" | "from" | "try_from" | "from_str" if q.contains("::") || is_type_name(q) => {
+                self.single_type(file, q, at, scope, depth + 1)
+            }
+            "clone" | "to_owned" => self.receiver_type(file, q, at, scope, depth + 1),
+            _ => None,
         }
     }
 
@@ -376,30 +438,52 @@ impl Index {
         }
         let facts = &self.files[class.file as usize].facts;
         let dotted = [format!("self.{attr}"), format!("this.{attr}")];
-        let mut found: Option<DefId> = None;
-        let mut any = false;
-        for t in &facts.types {
-            let owner = t.scope.and_then(|s| {
-                if s == class.def {
-                    return Some(class);
+        let hits: Vec<&TypeFact> = facts
+            .types
+            .iter()
+            .filter(|t| {
+                if t.var == attr && t.scope == Some(class.def) {
+                    return true;
                 }
-                self.enclosing_class(class.file, Some(s), depth + 1)
-            });
-            let mine = owner == Some(class);
-            let hit =
-                (t.var == attr && t.scope == Some(class.def)) || (mine && dotted.contains(&t.var));
-            if !hit {
-                continue;
-            }
-            any = true;
+                let owner = t.scope.and_then(|s| {
+                    if s == class.def {
+                        return Some(class);
+                    }
+                    self.enclosing_class(class.file, Some(s), depth + 1)
+                });
+                owner == Some(class) && dotted.contains(&t.var)
+            })
+            .collect();
+        // A declared type (`#cache: Cache`, `self.x: Client = …`) is what every assignment
+        // must hold, whatever they are written as.
+        let declared: Vec<&TypeFact> = hits
+            .iter()
+            .copied()
+            .filter(|t| t.kind == "annotation")
+            .collect();
+        let agreeing = if declared.is_empty() {
+            &hits
+        } else {
+            &declared
+        };
+        let mut found: Option<DefId> = None;
+        for t in agreeing {
             match self.fact_type(class.file, t, depth + 1) {
                 Some(ty) if found.is_none_or(|f| f == ty) => found = Some(ty),
                 // Two different types, or a value no rule types: unknown.
                 _ => return None,
             }
         }
-        if any {
+        if !hits.is_empty() {
             return found;
+        }
+        // A property or getter (`@property def schema(self) -> Schema`, `get schema(): Schema`):
+        // the type its method returns.
+        if self.files[class.file as usize].lang != Lang::Rust
+            && let [m] = self.class_members(class, attr, depth + 1).as_slice()
+            && is_function(&self.def(*m).kind)
+        {
+            return self.return_type(*m, false, depth + 1);
         }
         self.class_bases(class, depth + 1)
             .into_iter()
@@ -420,6 +504,15 @@ impl Index {
         if depth > MAX_DEPTH {
             return None;
         }
+        // TypeScript's non-null assertions (`this.session!.send()`) leave the type as it is.
+        let lang = self.files[file as usize].lang;
+        if lang != Lang::Rust && lang != Lang::Python && qualifier.contains('!') {
+            let plain = qualifier.replace("!.", ".");
+            let plain = plain.strip_suffix('!').unwrap_or(&plain);
+            if plain != qualifier {
+                return self.receiver_type(file, plain, at, scope, depth + 1);
+            }
+        }
         if let Some((call, attrs)) = split_call_receiver(qualifier) {
             // `Greeter().greet()`, `new Greeter().greet()`, `open(p)?.refresh()`,
             // `make().session.send()`: the value of the call, then its attributes.
@@ -438,10 +531,14 @@ impl Index {
             return None;
         }
         let segs: Vec<&str> = qualifier.split('.').map(str::trim).collect();
-        if segs
-            .iter()
-            .any(|s| s.is_empty() || !s.chars().all(|c| c.is_alphanumeric() || c == '_'))
-        {
+        // `#name` is a private field of a TypeScript or JavaScript class.
+        if segs.iter().any(|s| {
+            s.is_empty()
+                || !s
+                    .trim_start_matches('#')
+                    .chars()
+                    .all(|c| c.is_alphanumeric() || c == '_')
+        }) {
             return None;
         }
         let mut ty = match segs[0] {

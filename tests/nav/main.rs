@@ -29,6 +29,7 @@ mod shadowing;
 #[path = "../support/mod.rs"]
 mod support;
 mod tools;
+mod uses;
 mod workspaces;
 
 use git_orchestra::nav::{At, Index, Location, Resolution};

@@ -58,6 +58,7 @@
 (variable_declarator
   name: (identifier) @name
   value: (await_expression (call_expression function: [(identifier) (member_expression)] @type))) @binding.unwrap
+(variable_declarator name: (identifier) @name value: (identifier) @type) @binding.alias
 (variable_declarator name: (identifier) @name) @binding.unknown
 (assignment_expression
   left: (member_expression object: (this)) @name
@@ -66,6 +67,9 @@
   left: (member_expression object: (this)) @name
   right: (call_expression function: [(identifier) (member_expression)] @type)) @binding.call
 (assignment_expression left: (member_expression object: (this)) @name right: [(null) (undefined)]) @binding.none
+(assignment_expression
+  left: [(identifier) (member_expression object: (this))] @name
+  right: (identifier) @type) @binding.alias
 (assignment_expression left: [(identifier) (member_expression object: (this))] @name) @binding.unknown
 
 ; References

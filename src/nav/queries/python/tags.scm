@@ -59,6 +59,7 @@
 (assignment
   left: [(identifier) (attribute)] @name
   right: (await (call function: [(identifier) (attribute)] @type))) @binding.unwrap
+(assignment left: [(identifier) (attribute)] @name right: (identifier) @type) @binding.alias
 (assignment left: [(identifier) (attribute)] @name) @binding.unknown
 (with_item
   value: (as_pattern

@@ -98,10 +98,27 @@
 (let_declaration
   pattern: [(identifier) @name (mut_pattern (identifier) @name)]
   value: (struct_expression name: [(type_identifier) (scoped_type_identifier)] @type)) @binding.annotation
+; `let m = RegexMatcher;`: a unit struct's value.
+(let_declaration
+  pattern: [(identifier) @name (mut_pattern (identifier) @name)]
+  value: [(identifier) (scoped_identifier name: (identifier))] @type
+  (#match? @type "(^|::)[A-Z][A-Za-z0-9_]*[a-z][A-Za-z0-9_]*$")) @binding.call
+; `let t = s;`: what `s` holds.
+(let_declaration
+  pattern: [(identifier) @name (mut_pattern (identifier) @name)]
+  value: (identifier) @type
+  (#match? @type "^[a-z_]")) @binding.alias
 (let_declaration pattern: [(identifier) @name (mut_pattern (identifier) @name)]) @binding.unknown
 (function_item return_type: (_) @type) @binding.returns
 (function_signature_item return_type: (_) @type) @binding.returns
 (field_declaration name: (field_identifier) @name type: (_) @type) @binding.annotation
+; A generic parameter is typed by its first bound (`<M: Matcher>`, `where M: Matcher`).
+(type_parameter
+  name: (type_identifier) @name
+  bounds: (trait_bounds . [(type_identifier) (scoped_type_identifier) (generic_type)] @type)) @binding.annotation
+(where_predicate
+  left: (type_identifier) @name
+  bounds: (trait_bounds . [(type_identifier) (scoped_type_identifier) (generic_type)] @type)) @binding.annotation
 (closure_parameters (identifier) @name) @binding.unknown
 (for_expression pattern: (identifier) @name) @binding.unknown
 (tuple_struct_pattern (identifier) @name) @binding.unknown

@@ -33,11 +33,14 @@
 (required_parameter pattern: (identifier) @name) @binding.unknown
 (optional_parameter pattern: (identifier) @name) @binding.unknown
 (public_field_definition name: (property_identifier) @name type: (type_annotation (_) @type)) @binding.annotation
+(public_field_definition name: (private_property_identifier) @name type: (type_annotation (_) @type)) @binding.annotation
 (public_field_definition
   name: (property_identifier) @name
   value: (new_expression constructor: [(identifier) (member_expression)] @type)) @binding.call
 (variable_declarator name: (identifier) @name type: (type_annotation (_) @type)) @binding.annotation
 (function_declaration return_type: (type_annotation (_) @type)) @binding.returns
+(variable_declarator value: (arrow_function return_type: (type_annotation (_) @type))) @binding.returns
+(variable_declarator value: (function_expression return_type: (type_annotation (_) @type))) @binding.returns
 (method_definition return_type: (type_annotation (_) @type)) @binding.returns
 (method_signature return_type: (type_annotation (_) @type)) @binding.returns
 (abstract_method_signature return_type: (type_annotation (_) @type)) @binding.returns
