@@ -1,29 +1,13 @@
-//! git-orchestra's engine: plans, packets, worktrees, confined file access, the run store and
-//! the scheduler that drives workers.
+//! git-orchestra as one library: the workspace's crates under the module names the binary,
+//! the tests and the benchmarks use, and the offline demo.
 //!
 //! The library never prints and never reads the user's home configuration on its own; the
-//! `git-orchestra` binary (`src/main.rs`, `src/commands/`) owns the terminal. That split lets the
-//! same engine serve the CLI, `--json` output and the tests.
+//! `git-orchestra` binary (`src/main.rs`, `src/commands/`, `src/web/`) owns the terminal.
 
-pub mod agent;
-pub mod config;
-pub mod confine;
+pub use orchestra_agents::{agent, executor, orchestrator, run, status};
+pub use orchestra_core::{config, engine, forge, gate, llm, merge, plan, project, store};
+pub use orchestra_git::git;
+pub use orchestra_nav::{lsp, nav};
+pub use orchestra_sys::{confine, exec, names, redact};
+
 pub mod demo;
-pub mod engine;
-pub mod exec;
-pub mod executor;
-pub mod forge;
-pub mod gate;
-pub mod git;
-pub mod llm;
-pub mod lsp;
-pub mod merge;
-pub mod names;
-pub mod nav;
-pub mod orchestrator;
-pub mod plan;
-pub mod project;
-pub mod redact;
-pub mod run;
-pub mod status;
-pub mod store;

@@ -5,10 +5,8 @@
 use std::path::Path;
 use std::process::Command;
 
-#[path = "../../tests/support/http.rs"]
-mod http;
-#[allow(unused_imports)] // not every binary runs a mock server
-pub use http::{HttpRequest, read_request};
+#[allow(unused_imports)] // not every benchmark runs a mock server
+pub use orchestra_test_support::{HttpRequest, read_request};
 
 /// Runs git in `dir` without the user's or system's configuration and with a fixed identity;
 /// panics with git's message when it fails; returns its trimmed output.

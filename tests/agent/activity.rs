@@ -4,8 +4,8 @@
 use git_orchestra::store::Store;
 use serde_json::Value;
 
-use crate::llm::{KEY_VAR, SECRET};
-use crate::mock::MockServer;
+use crate::agent::llm::{KEY_VAR, SECRET};
+use crate::agent::mock::MockServer;
 use crate::support::{TestRepo, orchestra_with_env, text};
 
 #[test]
@@ -16,9 +16,9 @@ fn the_run_store_keeps_agent_states_tokens_cost_tools_and_retries_but_no_key() {
         "status": 500,
         "json": {"error": {"message": format!("upstream failure for key {SECRET}")}}
     })];
-    replies.extend(crate::mock::fixture_replies("openai/agent_edit"));
+    replies.extend(crate::agent::mock::fixture_replies("openai/agent_edit"));
     // The reviewer role resolves to the same default profile.
-    replies.push(crate::mock::approval());
+    replies.push(crate::agent::mock::approval());
     let server = MockServer::start(replies);
     repo.write(
         ".orchestra/config.toml",
@@ -181,12 +181,12 @@ fn an_agents_final_words_cannot_carry_the_key_into_the_journal_memory_or_report(
     // The model repeats the key in its summary and its learnings, as one that read it
     // somewhere would; nothing it says at the end may keep it.
     let replies = vec![
-        crate::attacks::call(
+        crate::agent::attacks::call(
             "w1",
             "write_file",
             serde_json::json!({"path": "src/lib.rs", "content": "// changed\n"}),
         ),
-        crate::attacks::call(
+        crate::agent::attacks::call(
             "c1",
             "complete",
             serde_json::json!({
@@ -194,7 +194,7 @@ fn an_agents_final_words_cannot_carry_the_key_into_the_journal_memory_or_report(
                 "learnings": [format!("the provider key {SECRET} works")],
             }),
         ),
-        crate::mock::approval(),
+        crate::agent::mock::approval(),
     ];
     let server = MockServer::start(replies);
     repo.write(

@@ -207,7 +207,7 @@ fn end_to_end(name: &str, cli_table: &str, env: &[(&str, &str)], relay: &Relay) 
 #[test]
 fn claude_code_works_a_packet_against_the_local_server() {
     let Some(url) = enabled("claude") else { return };
-    let _turn = crate::e2e::local_server_turn();
+    let _turn = crate::agent::e2e::local_server_turn();
     let relay = Relay::start(&url);
     // Its own options shrink what it sends (a short system prompt, two built-in tools) so the
     // small server answers in time; the MCP tools and our prompt are still the adapter's.
@@ -226,7 +226,7 @@ fn claude_code_works_a_packet_against_the_local_server() {
 #[test]
 fn qwen_code_works_a_packet_against_the_local_server() {
     let Some(url) = enabled("qwen") else { return };
-    let _turn = crate::e2e::local_server_turn();
+    let _turn = crate::agent::e2e::local_server_turn();
     let relay = Relay::start(&url);
     let table = format!(
         "model = \"local-qwen\"\nargs = [\"--auth-type\", \"openai\", \"--system-prompt\", \"You are a coding agent. Use the tools.\", \"--core-tools\", \"write_file\", \"--max-session-turns\", \"3\"]\nenv = {{ OPENAI_BASE_URL = \"{}/v1\", OPENAI_MODEL = \"local-qwen\" }}\n",
@@ -245,7 +245,7 @@ fn opencode_works_a_packet_against_the_local_server() {
     let Some(url) = enabled("opencode") else {
         return;
     };
-    let _turn = crate::e2e::local_server_turn();
+    let _turn = crate::agent::e2e::local_server_turn();
     let relay = Relay::start(&url);
     let provider = serde_json::json!({
         "provider": {"local": {

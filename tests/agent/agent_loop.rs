@@ -8,8 +8,8 @@ use git_orchestra::agent::{self, AgentEvent, AgentOutcome, Roles, WorkerState};
 use git_orchestra::confine::ConfinedRoot;
 use git_orchestra::llm::{self, Provider, RetryPolicy};
 
-use crate::llm::{SECRET, profile};
-use crate::mock::{MockServer, Recorded};
+use crate::agent::llm::{SECRET, profile};
+use crate::agent::mock::{MockServer, Recorded};
 use crate::support::TestRepo;
 
 pub(crate) struct Ran {
@@ -366,7 +366,7 @@ fn a_model_error_ends_in_the_error_state_naming_the_cause() {
 
 #[test]
 fn run_command_sees_no_secrets_is_truncated_and_sandboxed() {
-    crate::llm::export_key();
+    crate::agent::llm::export_key();
     for sandboxed in [false, true] {
         let ran = run_role_in(
             sandboxed,

@@ -11,7 +11,7 @@ use std::process::Output;
 
 use serde_json::{Value, json};
 
-use crate::mock::{MockServer, Recorded};
+use crate::agent::mock::{MockServer, Recorded};
 use crate::support::{TestRepo, orchestra_with_env, text};
 
 /// Returns a scripted model reply calling `name` with `args`.
@@ -52,7 +52,7 @@ impl Attacked {
     pub fn tool_results(&self) -> Vec<String> {
         self.requests
             .iter()
-            .map(crate::agent_loop::tool_results)
+            .map(crate::agent::agent_loop::tool_results)
             .max_by_key(Vec::len)
             .unwrap_or_default()
     }
@@ -88,7 +88,7 @@ pub(crate) fn attack_with(
     extra: &[&str],
 ) -> Attacked {
     // The model reviewer (the quick profile serves it too) approves what the engine lets in.
-    replies.push(crate::mock::approval());
+    replies.push(crate::agent::mock::approval());
     let server = MockServer::start(replies);
     let mut vars = vec![
         ("ORCHESTRA_PROVIDER", "openai-compatible"),
@@ -502,11 +502,15 @@ fn an_agent_clis_install_prefix_is_granted_without_the_credentials_beneath_it() 
     std::fs::set_permissions(bin.join("claude"), std::fs::Permissions::from_mode(0o755)).unwrap();
     std::fs::write(
         bin.join("claude.jsonl"),
-        crate::agent_cli::fixture("claude"),
+        crate::agent::agent_cli::fixture("claude"),
     )
     .unwrap();
-    let out =
-        crate::agent_cli::run_with(&repo, "claude", &bin, &[("HOME", home.to_str().unwrap())]);
+    let out = crate::agent::agent_cli::run_with(
+        &repo,
+        "claude",
+        &bin,
+        &[("HOME", home.to_str().unwrap())],
+    );
     let status = crate::support::status_json(&repo.path);
     let branch = status["packets"][0]["branch"].as_str().unwrap_or_default();
     let note = repo.git(&["show", &format!("{branch}:src/agent-cli.txt")]);

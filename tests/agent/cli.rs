@@ -1,6 +1,6 @@
 //! The commands: `agents`, `agent <role> "<task>"` and `run` without `--worker-cmd`.
 
-use crate::mock::MockServer;
+use crate::agent::mock::MockServer;
 use crate::support::{TestRepo, orchestra, orchestra_with_env, refs, text};
 
 fn quick_profile(server: &MockServer) -> Vec<(&'static str, String)> {
@@ -202,8 +202,8 @@ fn an_agent_whose_provider_stays_down_through_the_clients_retries_runs_again_lat
     let down = serde_json::json!({"status": 503, "headers": {"retry-after": "0"},
         "json": {"error": {"message": "overloaded"}}});
     let mut replies = vec![down; 5];
-    replies.extend(crate::mock::fixture_replies("openai/agent_edit"));
-    replies.push(crate::mock::approval());
+    replies.extend(crate::agent::mock::fixture_replies("openai/agent_edit"));
+    replies.push(crate::agent::mock::approval());
     let server = MockServer::start(replies);
     let env = quick_profile(&server);
     let out = orchestra_with_env(
@@ -266,7 +266,7 @@ fn a_fix_round_is_the_next_turn_of_the_agents_conversation() {
             "complete",
             serde_json::json!({"summary": "fixed out.txt"}),
         ),
-        crate::mock::approval(),
+        crate::agent::mock::approval(),
     ]);
     let env = quick_profile(&server);
     let out = orchestra_with_env(&repo.path, &["run", "plan.toml", "--merge"], &with(&env));
@@ -301,7 +301,7 @@ fn a_dependent_packets_first_prompt_says_what_its_dependency_did() {
             "complete",
             serde_json::json!({"summary": "added helper() taking a name"}),
         ),
-        crate::mock::approval(),
+        crate::agent::mock::approval(),
         calls(
             "c3",
             "write_file",
@@ -312,7 +312,7 @@ fn a_dependent_packets_first_prompt_says_what_its_dependency_did() {
             "complete",
             serde_json::json!({"summary": "used helper()"}),
         ),
-        crate::mock::approval(),
+        crate::agent::mock::approval(),
     ]);
     let env = quick_profile(&server);
     let out = orchestra_with_env(&repo.path, &["run", "plan.toml"], &with(&env));
@@ -346,7 +346,7 @@ fn what_an_agent_learned_is_kept_listed_given_to_the_next_run_and_forgotten_on_r
             serde_json::json!({"summary": "swapped",
             "learnings": ["src/lib.rs is re-exported by the parser; keep add() public"]}),
         ),
-        crate::mock::approval(),
+        crate::agent::mock::approval(),
         calls(
             "c3",
             "write_file",
@@ -357,7 +357,7 @@ fn what_an_agent_learned_is_kept_listed_given_to_the_next_run_and_forgotten_on_r
             "complete",
             serde_json::json!({"summary": "documented"}),
         ),
-        crate::mock::approval(),
+        crate::agent::mock::approval(),
     ]);
     let env = quick_profile(&server);
     let out = orchestra_with_env(

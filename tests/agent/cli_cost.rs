@@ -1,7 +1,7 @@
 //! An agent CLI's model call is priced as every model call is — by `[prices]` — never by the
 //! CLI's own price list: a model without a price shows no cost in any view.
 
-use crate::agent_cli::{fixture, run_with, stand_in};
+use crate::agent::agent_cli::{fixture, run_with, stand_in};
 use crate::support::{TestRepo, orchestra, status_json, text};
 
 #[test]

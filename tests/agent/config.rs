@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use crate::mock::MockServer;
+use crate::agent::mock::MockServer;
 use crate::support::{TestRepo, orchestra_with_env, text};
 
 /// A streamed answer that calls `complete` at once, after `delay_ms`.
@@ -24,7 +24,7 @@ fn peak_with_concurrency(concurrency: usize) -> usize {
     let repo = TestRepo::new();
     // Three agents at once, then their three reviews (the reviewer uses the default profile).
     let mut replies: Vec<Value> = (0..3).map(|_| complete_after(400)).collect();
-    replies.extend((0..3).map(|_| crate::mock::approval()));
+    replies.extend((0..3).map(|_| crate::agent::mock::approval()));
     let server = MockServer::start(replies);
     repo.write(
         ".orchestra/config.toml",

@@ -9,8 +9,8 @@ use git_orchestra::confine::ConfinedRoot;
 use git_orchestra::llm::{self, Provider, RetryPolicy};
 use serde_json::{Value, json};
 
-use crate::llm::profile;
-use crate::mock::MockServer;
+use crate::agent::llm::profile;
+use crate::agent::mock::MockServer;
 use crate::support::TestRepo;
 
 /// A streamed answer calling `tool` with `args`.

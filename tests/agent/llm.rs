@@ -9,7 +9,7 @@ use git_orchestra::llm::{
 };
 use serde_json::json;
 
-use crate::mock::MockServer;
+use crate::agent::mock::MockServer;
 
 /// The fake key every test exports; it must never appear in an error, event or log.
 pub const SECRET: &str = "sk-test-SECRET-0123456789";

@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use crate::attacks::{Attacked, attack_with, call, complete};
+use crate::agent::attacks::{Attacked, attack_with, call, complete};
 use crate::support::{TestRepo, text};
 
 /// A scripted MCP server: `lookup` (read-only) answers with its query; `stamp` (a write tool)
@@ -166,7 +166,8 @@ fn a_scripted_servers_write_tool_is_offered_only_to_roles_that_may_write() {
 
     // The read-only reviewer gets the read-only tool only (its packet, which changes
     // nothing, fails at once: no retries, no fix rounds).
-    let server = crate::mock::MockServer::start(vec![complete("c2"), crate::mock::approval()]);
+    let server =
+        crate::agent::mock::MockServer::start(vec![complete("c2"), crate::agent::mock::approval()]);
     let out = crate::support::orchestra_with_env(
         &repo.path,
         &["agent", "reviewer", "Look at src/parser.rs", "--json"],
@@ -309,7 +310,7 @@ fn an_mcp_server_reads_no_credentials_writes_nothing_outside_and_reaches_no_netw
     assert!(!outside.exists());
 
     // A read-only role's server may not write the worktree either.
-    let server = crate::mock::MockServer::start(vec![
+    let server = crate::agent::mock::MockServer::start(vec![
         call("p2", "mcp__probe__probe", json!({})),
         complete("c2"),
     ]);
@@ -326,7 +327,7 @@ fn an_mcp_server_reads_no_credentials_writes_nothing_outside_and_reaches_no_netw
     let answers = server
         .requests()
         .iter()
-        .map(crate::agent_loop::tool_results)
+        .map(crate::agent::agent_loop::tool_results)
         .max_by_key(Vec::len)
         .unwrap_or_default();
     assert_eq!(
@@ -455,7 +456,8 @@ fn an_mcp_server_dies_with_an_engine_killed_hard() {
 fn an_mcp_server_ends_when_its_run_is_cancelled() {
     let repo = TestRepo::new();
     // The agent runs a long command when the run is cancelled.
-    let model = crate::mock::MockServer::start(vec![crate::attacks::run("r1", "sleep 50")]);
+    let model =
+        crate::agent::mock::MockServer::start(vec![crate::agent::attacks::run("r1", "sleep 50")]);
     let (mut engine, server) = agent_with_a_running_server(&repo, &model.url);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while model.requests().is_empty() {

@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use crate::mock::MockServer;
+use crate::agent::mock::MockServer;
 use crate::support::{TestRepo, orchestra, orchestra_with_env, text};
 
 fn quick_profile(server: &MockServer) -> Vec<(&'static str, String)> {
@@ -79,7 +79,7 @@ fn a_failed_packets_learnings_never_reach_a_later_prompt() {
     let lgtm = calls("r", "complete", json!({"summary": "LGTM"}));
     replies.extend([lgtm.clone(), lgtm]);
     replies.extend(learns("two.txt", &[]));
-    replies.push(crate::mock::approval());
+    replies.push(crate::agent::mock::approval());
     let server = MockServer::start(replies);
     let out = agent(&repo, &server, "Write one.txt", "one.txt");
     assert!(!out.status.success(), "{}", text(&out));
@@ -97,11 +97,11 @@ fn kept_learnings_are_scrubbed_capped_per_packet_and_framed_as_untrusted_notes()
     let mut flood = vec![format!("the registry token is {token}")];
     flood.extend((0..220).map(|i| format!("flood note {i}")));
     let mut replies = learns("one.txt", &["keep add() public".to_string()]);
-    replies.push(crate::mock::approval());
+    replies.push(crate::agent::mock::approval());
     replies.extend(learns("two.txt", &flood));
-    replies.push(crate::mock::approval());
+    replies.push(crate::agent::mock::approval());
     replies.extend(learns("three.txt", &[]));
-    replies.push(crate::mock::approval());
+    replies.push(crate::agent::mock::approval());
     let server = MockServer::start(replies);
     for (task, file) in [("Write one.txt", "one.txt"), ("Write two.txt", "two.txt")] {
         let out = agent(&repo, &server, task, file);

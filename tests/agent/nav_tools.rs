@@ -4,7 +4,7 @@
 use git_orchestra::agent::WorkerState;
 use git_orchestra::llm::Provider;
 
-use crate::agent_loop::{run_role_on, tool_results};
+use crate::agent::agent_loop::{run_role_on, tool_results};
 use crate::support::TestRepo;
 
 /// A repository with `add` in src/lib.rs and a linked worktree whose uncommitted file calls it.
@@ -169,17 +169,17 @@ fn a_packet_agents_language_server_starts_with_the_packet_and_answers_once_ready
     // The agent works for a while before its first question, then asks for the references
     // of `make` again and again, waiting between asks, until the server has had time to
     // start; then it completes.
-    let mut replies = vec![crate::attacks::run("w", "sleep 5")];
+    let mut replies = vec![crate::agent::attacks::run("w", "sleep 5")];
     for i in 0..8 {
-        replies.push(crate::attacks::call(
+        replies.push(crate::agent::attacks::call(
             &format!("r{i}"),
             "nav_refs",
             serde_json::json!({"symbol": "make"}),
         ));
-        replies.push(crate::attacks::run(&format!("s{i}"), "sleep 4"));
+        replies.push(crate::agent::attacks::run(&format!("s{i}"), "sleep 4"));
     }
-    replies.push(crate::attacks::complete("done"));
-    let ran = crate::attacks::attack_with(&repo, replies, &[], &["--files", "app/**"]);
+    replies.push(crate::agent::attacks::complete("done"));
+    let ran = crate::agent::attacks::attack_with(&repo, replies, &[], &["--files", "app/**"]);
     let results = ran.tool_results();
     let answers: Vec<&String> = results.iter().skip(1).step_by(2).collect();
     // The server started with the packet, not with the first question: by then it is ready

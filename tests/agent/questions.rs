@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::mock::{MockServer, approval};
+use crate::agent::mock::{MockServer, approval};
 use crate::support::{TestRepo, orchestra, orchestra_command, text};
 
 /// Returns a streamed reply that calls tool `name` with `args`.

@@ -11,8 +11,8 @@ use git_orchestra::llm::{
     Provider, RetryPolicy,
 };
 
-use crate::llm::{KEY_VAR, export_key};
-use crate::mock::ThrottledServer;
+use crate::agent::llm::{KEY_VAR, export_key};
+use crate::agent::mock::ThrottledServer;
 
 type Changes = Arc<Mutex<Vec<(Instant, LimitChange)>>>;
 

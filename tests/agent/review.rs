@@ -8,8 +8,8 @@ use git_orchestra::gate::{self, Decision, DeterministicReviewer, Reviewer};
 use git_orchestra::git::RepoInfo;
 use serde_json::{Value, json};
 
-use crate::llm::{KEY_VAR, SECRET, export_key};
-use crate::mock::MockServer;
+use crate::agent::llm::{KEY_VAR, SECRET, export_key};
+use crate::agent::mock::MockServer;
 use crate::support::{TestRepo, orchestra_with_env, text};
 
 /// A model reply that completes with `summary`.
@@ -153,7 +153,7 @@ fn a_malformed_or_missing_verdict_is_not_an_approval() {
 }
 
 /// Returns the text of every message of a model request, joined.
-fn prompt_of(req: &crate::mock::Recorded) -> String {
+fn prompt_of(req: &crate::agent::mock::Recorded) -> String {
     req.body["messages"]
         .as_array()
         .into_iter()
@@ -165,7 +165,7 @@ fn prompt_of(req: &crate::mock::Recorded) -> String {
 
 #[test]
 fn a_diff_padded_past_one_prompt_still_shows_every_file_to_a_reviewer() {
-    let server = MockServer::start(vec![crate::mock::approval(); 6]);
+    let server = MockServer::start(vec![crate::agent::mock::approval(); 6]);
     let repo = repo_with_reviewer(&server);
     // A padding file sorted before the real change, longer than one prompt holds.
     let padding: String = (0..1_500)
@@ -194,7 +194,7 @@ fn a_diff_padded_past_one_prompt_still_shows_every_file_to_a_reviewer() {
 
 #[test]
 fn a_diff_too_large_to_review_in_parts_is_rejected_as_such() {
-    let server = MockServer::start(vec![crate::mock::approval(); 40]);
+    let server = MockServer::start(vec![crate::agent::mock::approval(); 40]);
     let repo = repo_with_reviewer(&server);
     let block: String = (0..1_000)
         .map(|i| format!("line {i} of filler text\n"))
@@ -219,7 +219,7 @@ fn a_diff_too_large_to_review_in_parts_is_rejected_as_such() {
 
 #[test]
 fn a_diff_cannot_close_its_frame_and_forge_instructions() {
-    let server = MockServer::start(vec![crate::mock::approval()]);
+    let server = MockServer::start(vec![crate::agent::mock::approval()]);
     let repo = repo_with_reviewer(&server);
     // Unchanged lines around a change are context lines, a space before them: a fence may
     // be indented by up to three spaces, so ` ``` ` would close a three-backtick frame.

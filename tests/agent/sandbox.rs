@@ -189,7 +189,7 @@ fn a_program_the_sandbox_denies_is_named_with_the_setting_that_allows_it() {
 
 #[test]
 fn run_command_tells_the_model_which_path_the_sandbox_denied() {
-    use crate::attacks::{attack, complete, run};
+    use crate::agent::attacks::{attack, complete, run};
     use std::os::unix::fs::PermissionsExt;
     let repo = TestRepo::new();
     let tools = repo.scratch().join("tools");

@@ -11,8 +11,8 @@ use git_orchestra::confine::ConfinedRoot;
 use git_orchestra::llm::{self, Provider, RetryPolicy};
 use serde_json::json;
 
-use crate::llm::profile;
-use crate::mock::MockServer;
+use crate::agent::llm::profile;
+use crate::agent::mock::MockServer;
 use crate::support::TestRepo;
 
 #[test]
@@ -124,7 +124,7 @@ fn a_model_silent_before_its_first_token_is_not_stalled_and_its_answer_is_used()
 
 #[test]
 fn waiting_for_a_place_under_the_profiles_limit_is_not_a_stall() {
-    let server = MockServer::start(vec![crate::edit_diff::calls(
+    let server = MockServer::start(vec![crate::agent::edit_diff::calls(
         "complete",
         json!({"summary": "done"}),
     )]);

@@ -9,9 +9,9 @@ use git_orchestra::confine::ConfinedRoot;
 use git_orchestra::llm::{self, Provider, RetryPolicy};
 use serde_json::{Value, json};
 
-use crate::edit_diff::calls;
-use crate::llm::profile;
-use crate::mock::MockServer;
+use crate::agent::edit_diff::calls;
+use crate::agent::llm::profile;
+use crate::agent::mock::MockServer;
 use crate::support::TestRepo;
 
 fn says(text: &str) -> Value {

@@ -178,7 +178,7 @@ fn a_clones_language_server_starts_only_after_trust() {
         text(&out)
     );
     let ran = |clone: &Clone| {
-        crate::worker_attacks::walk(&clone.path.join(".git/orchestra"))
+        crate::engine::worker_attacks::walk(&clone.path.join(".git/orchestra"))
             .iter()
             .any(|p| p.file_name().is_some_and(|n| n == "lsp-ran"))
     };

@@ -5,7 +5,7 @@
 use std::io::{Read, Write};
 use std::path::PathBuf;
 
-use crate::hook::{commit_on_feature, git_out, install, remote_has, with_remote};
+use crate::gates::hook::{commit_on_feature, git_out, install, remote_has, with_remote};
 use crate::support::*;
 
 /// Regression: a push of a tree whose stored review rejected it said only that it had "no

@@ -3,7 +3,7 @@
 //! commits hidden behind a remote-tracking ref the remote never advertised. Each is a real
 //! `git push` to a local bare remote with the hook installed.
 
-use crate::hook::{git_out, install, remote_has, with_remote};
+use crate::gates::hook::{git_out, install, remote_has, with_remote};
 use crate::support::*;
 
 const GHP: &str = "ghp_aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3z5A";
@@ -97,7 +97,7 @@ fn a_credential_in_an_annotated_tag_message_is_refused_and_never_echoed() {
     assert!(text(&out).contains("tag"), "{}", text(&out));
     assert!(!text(&out).contains(GHP), "{}", text(&out));
     // Nor does a tag of a reviewed commit get out on the commit's approval.
-    crate::hook::commit_on_feature(&repo, "src/a.rs", "pub fn a() {}\n");
+    crate::gates::hook::commit_on_feature(&repo, "src/a.rs", "pub fn a() {}\n");
     let out = orchestra(&repo.path, &["review", "main..feature"]);
     assert!(out.status.success(), "{}", text(&out));
     repo.git(&["tag", "-a", "v1.1", "-m", &format!("key {GHP}")]);

@@ -132,8 +132,8 @@ fn a_credential_in_a_commit_message_is_caught() {
 
 #[test]
 fn the_pre_push_gate_reads_the_history_behind_a_tree_it_approved() {
-    let (repo, remote) = crate::hook::with_remote();
-    crate::hook::install(&repo);
+    let (repo, remote) = crate::gates::hook::with_remote();
+    crate::gates::hook::install(&repo);
     // A clean commit is reviewed and approved: its tree carries the approval.
     repo.git(&["checkout", "-q", "-b", "clean"]);
     commit(&repo, &[("src/a.rs", Some("pub fn a() {}\n"))], "work");
@@ -149,16 +149,16 @@ fn the_pre_push_gate_reads_the_history_behind_a_tree_it_approved() {
         repo.git(&["rev-parse", "sneaky^{tree}"]),
         repo.git(&["rev-parse", "clean^{tree}"])
     );
-    let out = crate::hook::git_out(&repo.path, &["push", "origin", "sneaky"], true);
+    let out = crate::gates::hook::git_out(&repo.path, &["push", "origin", "sneaky"], true);
     assert!(!out.status.success(), "{}", text(&out));
-    assert!(!crate::hook::remote_has(&remote, "sneaky"));
+    assert!(!crate::gates::hook::remote_has(&remote, "sneaky"));
     assert!(!text(&out).contains(VALUE), "{}", text(&out));
     // Nor does `review` carry the tree's approval over to it.
     let out = orchestra(&repo.path, &["review", "main..sneaky"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(!text(&out).contains(VALUE), "{}", text(&out));
     // The clean branch itself still goes out.
-    let out = crate::hook::git_out(&repo.path, &["push", "origin", "clean"], true);
+    let out = crate::gates::hook::git_out(&repo.path, &["push", "origin", "clean"], true);
     assert!(out.status.success(), "{}", text(&out));
 }
 

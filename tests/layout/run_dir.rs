@@ -1,7 +1,9 @@
 //! Checks that `exec::RunDir` alone names the files of a run's directory: no other module
 //! calls `exec::run_dir` or joins one of those names onto a directory by hand.
 
-use super::{code_only, root, rust_files};
+use std::path::PathBuf;
+
+use super::{code_only, root, rust_files, source_dirs};
 
 /// The names `RunDir` owns, as a hand-written `.join(…)` or `format!(…)` would spell them.
 const OWNED: &[&str] = &[
@@ -47,10 +49,17 @@ fn hand_joined(name: &str, text: &str) -> Vec<String> {
 #[test]
 fn only_run_dir_names_the_files_of_a_run_directory() {
     let r = root();
-    let src = r.join("src");
-    let found: Vec<String> = rust_files(&src)
+    let files: Vec<PathBuf> = source_dirs()
         .iter()
-        .filter(|f| !f.starts_with(src.join("exec")))
+        .flat_map(|src| {
+            rust_files(src)
+                .into_iter()
+                .filter(move |f| !f.starts_with(src.join("exec")))
+        })
+        .collect();
+    assert!(files.len() > 100, "expected the workspace's sources");
+    let found: Vec<String> = files
+        .iter()
         .filter_map(|f| Some((f, std::fs::read_to_string(f).ok()?)))
         .flat_map(|(f, text)| {
             let name = f.strip_prefix(&r).unwrap_or(f).display().to_string();

@@ -56,7 +56,7 @@ fn a_second_worktree_of_the_same_commit_parses_nothing() {
     assert_eq!(idx.lookup("beta").len(), 1);
     // References come from the cache on first use.
     let callers = idx.callers("beta").unwrap();
-    assert_eq!(crate::places(&callers), vec!["a.py:2"]);
+    assert_eq!(crate::nav::places(&callers), vec!["a.py:2"]);
 }
 
 #[test]

@@ -1,8 +1,8 @@
 //! TypeScript and JavaScript: named and aliased imports, `export *` and `export {x as y}`
 //! chains, default exports, namespace imports, classes and interfaces.
 
+use crate::nav::{index, places, resolved};
 use crate::support::TestRepo;
-use crate::{index, places, resolved};
 
 fn repo() -> TestRepo {
     TestRepo::with_files(&[
@@ -360,7 +360,7 @@ fn a_name_imported_from_a_package_is_defined_by_its_import() {
         "src/slice.ts",
         "import type { Action } from 'redux';\n\nexport function reduce(a: Action): Action {\n  return a;\n}\n",
     )]);
-    let idx = crate::index(&repo);
+    let idx = crate::nav::index(&repo);
     let defs = idx.definition("Action", Some(("src/slice.ts", 3))).unwrap();
     assert_eq!(defs.len(), 1, "{defs:?}");
     assert_eq!(

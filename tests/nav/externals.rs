@@ -4,7 +4,7 @@
 //! name, a method a class inherits from an outside base (`self.get` on a `MutableMapping`,
 //! `super().get`), and a value of an inline constructor call is typed like a variable's.
 
-use crate::{at, def_at, index, line_of, places, resolved};
+use crate::nav::{at, def_at, index, line_of, places, resolved};
 
 const SHAPES: &str = "src/shapes/core.py";
 const PATTERNS: &str = "src/shapes/patterns.py";

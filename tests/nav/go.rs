@@ -1,7 +1,7 @@
 //! Go: packages by directory, import aliases, methods by receiver.
 
+use crate::nav::{index, resolved};
 use crate::support::TestRepo;
-use crate::{index, resolved};
 
 #[test]
 fn package_imports_aliases_and_receivers_resolve() {
@@ -41,7 +41,7 @@ fn package_imports_aliases_and_receivers_resolve() {
     // `s.get(k)` inside a method on *Store: the receiver binds `s` to Store.
     let callees = idx.callees("Store.Get").unwrap();
     assert_eq!(
-        crate::resolved(&callees),
+        crate::nav::resolved(&callees),
         vec!["store/store.go:9"],
         "{callees:?}"
     );

@@ -2,7 +2,7 @@
 //! `super().m()` and `super.m()`, TypeScript `extends` and `implements`, Rust trait default
 //! methods reached through the implementing type.
 
-use crate::{at, def_at, fixture, index, line_of, places, resolved};
+use crate::nav::{at, def_at, fixture, index, line_of, places, resolved};
 
 #[test]
 fn python_inherited_methods_and_super_follow_the_bases() {

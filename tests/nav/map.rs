@@ -2,7 +2,7 @@
 
 use git_orchestra::nav::{MapOptions, estimate_tokens};
 
-use crate::index;
+use crate::nav::index;
 use crate::support::TestRepo;
 
 fn repo() -> TestRepo {

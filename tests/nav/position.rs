@@ -4,8 +4,8 @@
 
 use git_orchestra::nav::{At, Resolution};
 
+use crate::nav::{at, def_at, fixture, index, line_of, resolved};
 use crate::support::{orchestra, text};
-use crate::{at, def_at, fixture, index, line_of, resolved};
 
 const HANDLER: &str = "crates/server/src/handler.rs";
 const FRAME: &str = "crates/wire/src/frame.rs";

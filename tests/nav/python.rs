@@ -1,7 +1,7 @@
 //! Python: aliases, relative imports, `__init__` re-exports, shadowing, methods by class.
 
+use crate::nav::{index, places, resolved};
 use crate::support::TestRepo;
-use crate::{index, places, resolved};
 
 fn repo() -> TestRepo {
     TestRepo::with_files(&[
@@ -278,7 +278,7 @@ fn names_of_a_class_body_bind_uses_in_that_body_not_in_its_methods() {
     )]);
     let idx = index(&repo);
     // References to the method: the two aliases in the class body, resolved.
-    let method = crate::at(&repo, "pkg/vals.py", "    def fail(self", "fail");
+    let method = crate::nav::at(&repo, "pkg/vals.py", "    def fail(self", "fail");
     let refs = idx.references_at(None, Some(&method)).unwrap();
     assert_eq!(
         resolved(&refs),
@@ -286,11 +286,11 @@ fn names_of_a_class_body_bind_uses_in_that_body_not_in_its_methods() {
         "{refs:?}"
     );
     // Inside a method the bare name is the module's function.
-    let p = crate::at(&repo, "pkg/vals.py", "return fail()", "fail");
-    assert_eq!(crate::def_at(&idx, &p), "pkg/vals.py:1");
+    let p = crate::nav::at(&repo, "pkg/vals.py", "return fail()", "fail");
+    assert_eq!(crate::nav::def_at(&idx, &p), "pkg/vals.py:1");
     // The class body runs in order: `@size.setter` reads the getter bound above it.
-    let p = crate::at(&repo, "pkg/vals.py", "@size.setter", "size");
-    assert_eq!(crate::def_at(&idx, &p), "pkg/vals.py:16");
+    let p = crate::nav::at(&repo, "pkg/vals.py", "@size.setter", "size");
+    assert_eq!(crate::nav::def_at(&idx, &p), "pkg/vals.py:16");
 }
 
 /// Returns the imports of `path` as (module as written, file it reaches or "").

@@ -5,7 +5,7 @@
 
 use git_orchestra::nav::Resolution;
 
-use crate::{at, def_at, fixture, index, line_of};
+use crate::nav::{at, def_at, fixture, index, line_of};
 
 const CLIENT: &str = "src/courier/client.py";
 const SESSIONS: &str = "src/courier/sessions.py";
@@ -204,7 +204,7 @@ fn rust_values_of_calls_are_typed_through_unwrap_try_and_method_chains() {
         };
         let locs = idx.definition_at(Some("refresh"), Some(&p)).unwrap();
         assert_eq!(
-            crate::resolved(&locs),
+            crate::nav::resolved(&locs),
             vec!["src/lib.rs:5"],
             "line {line}: {locs:?}"
         );

@@ -6,7 +6,7 @@ use git_orchestra::nav::{
     render_places, render_places_with,
 };
 
-use crate::index;
+use crate::nav::index;
 use crate::support::TestRepo;
 
 fn many_refs() -> TestRepo {

@@ -1,8 +1,8 @@
 //! Rust: `use` paths with aliases and groups, `pub use` re-exports, `crate`/`super`/`self`,
 //! `Type::method`, trait impls, and calls inside macros.
 
+use crate::nav::{index, places, resolved};
 use crate::support::TestRepo;
-use crate::{index, places, resolved};
 
 fn repo() -> TestRepo {
     TestRepo::with_files(&[

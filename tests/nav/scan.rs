@@ -107,14 +107,17 @@ fn name_tables_follow_edits_in_place() {
     let mut idx = Index::open(&repo.path).unwrap();
     idx.refresh().unwrap();
     // Build the reference table before editing.
-    assert_eq!(crate::places(&idx.callers("beta").unwrap()), ["pkg/a.py:4"]);
+    assert_eq!(
+        crate::nav::places(&idx.callers("beta").unwrap()),
+        ["pkg/a.py:4"]
+    );
     repo.write(
         "pkg/a.py",
         "from .b import beta\n\ndef alpha():\n    return beta()\n\ndef again():\n    beta()\n    return alpha()\n",
     );
     idx.refresh().unwrap();
     assert_eq!(
-        crate::places(&idx.callers("beta").unwrap()),
+        crate::nav::places(&idx.callers("beta").unwrap()),
         ["pkg/a.py:4", "pkg/a.py:7"]
     );
     assert_eq!(idx.lookup("again").len(), 1);

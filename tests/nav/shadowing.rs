@@ -4,8 +4,8 @@
 
 use git_orchestra::nav::Resolution;
 
+use crate::nav::{at, def_at, fixture, index, line_of, resolved};
 use crate::support::TestRepo;
-use crate::{at, def_at, fixture, index, line_of, resolved};
 
 #[test]
 fn a_method_call_inside_assert_eq_is_not_the_test_of_the_same_name() {

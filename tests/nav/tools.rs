@@ -4,7 +4,7 @@
 use git_orchestra::nav::tools::{NavCounter, ToolError, call, tool_specs};
 use serde_json::json;
 
-use crate::index;
+use crate::nav::index;
 use crate::support::TestRepo;
 
 #[test]

@@ -5,8 +5,8 @@
 
 use git_orchestra::nav::At;
 
+use crate::nav::{def_at, index, resolved};
 use crate::support::TestRepo;
-use crate::{def_at, index, resolved};
 
 /// Returns the position of the `nth` (0-based) whole-word `token` on line `line` of `path`.
 fn pos(repo: &TestRepo, path: &str, line: u32, token: &str) -> At {
@@ -397,7 +397,7 @@ fn python_implementations_are_subclasses_resolved_through_imports() {
         .implementations_at(None, Some(&pos(&repo, "a/base.py", 1, "Handler")))
         .unwrap();
     assert_eq!(
-        crate::places(&impls),
+        crate::nav::places(&impls),
         vec!["a/impl.py:2".to_string(), "c.py:2".to_string()],
         "{impls:?}"
     );
@@ -405,7 +405,7 @@ fn python_implementations_are_subclasses_resolved_through_imports() {
         .implementations_at(None, Some(&pos(&repo, "b/base.py", 1, "Handler")))
         .unwrap();
     assert_eq!(
-        crate::places(&impls),
+        crate::nav::places(&impls),
         vec!["b/impl.py:2".to_string()],
         "{impls:?}"
     );

@@ -3,7 +3,7 @@
 //! Python `src/` layouts, `__init__` re-exports and relative imports seen from tests and
 //! examples.
 
-use crate::{at, def_at, fixture, index, line_of};
+use crate::nav::{at, def_at, fixture, index, line_of};
 
 #[test]
 fn rust_crates_are_reached_by_name_through_facades_and_binary_roots() {
@@ -85,12 +85,12 @@ fn rust_crates_are_reached_by_name_through_facades_and_binary_roots() {
         "crates/wire/src/frame.rs:Frame::len",
     ] {
         let locs = idx.definition(symbol, None).unwrap();
-        assert_eq!(crate::places(&locs), len, "{symbol}");
+        assert_eq!(crate::nav::places(&locs), len, "{symbol}");
     }
     // The facade's re-export by its path: `net_kit::sub::Frame`.
     let locs = idx.definition("net_kit::sub::Frame", None).unwrap();
     assert_eq!(
-        crate::places(&locs),
+        crate::nav::places(&locs),
         vec![line_of(&repo, frame, "pub struct Frame")]
     );
 }
@@ -135,7 +135,7 @@ fn typescript_barrels_and_tsconfig_paths_resolve() {
         "core/stream.Stream.subscribe",
     ] {
         let locs = idx.definition(symbol, None).unwrap();
-        assert_eq!(crate::places(&locs), subscribe, "{symbol}");
+        assert_eq!(crate::nav::places(&locs), subscribe, "{symbol}");
     }
     let targets: Vec<Option<String>> = idx
         .imports_of(main)
@@ -177,22 +177,22 @@ fn python_src_layouts_reexports_and_relative_imports_resolve() {
     let sessions = "src/courier/sessions.py";
     let want = vec![line_of(&repo, sessions, "def session()")];
     assert_eq!(
-        crate::places(&idx.definition("courier.sessions.session", None).unwrap()),
+        crate::nav::places(&idx.definition("courier.sessions.session", None).unwrap()),
         want
     );
     assert_eq!(
-        crate::places(&idx.definition("courier.session", None).unwrap()),
+        crate::nav::places(&idx.definition("courier.session", None).unwrap()),
         want
     );
     assert_eq!(
-        crate::places(
+        crate::nav::places(
             &idx.definition("src/courier/sessions.py:session", None)
                 .unwrap()
         ),
         want
     );
     assert_eq!(
-        crate::places(&idx.definition("courier.Client.send", None).unwrap()),
+        crate::nav::places(&idx.definition("courier.Client.send", None).unwrap()),
         vec![line_of(
             &repo,
             "src/courier/client.py",

@@ -8,7 +8,7 @@ use std::process::{Child, Stdio};
 use std::time::Duration;
 
 use crate::support::{TestRepo, orchestra_command, refs};
-use crate::view::{header_of, page_key, send, session};
+use crate::web::view::{header_of, page_key, send, session};
 
 struct Ui {
     child: Child,
@@ -335,8 +335,8 @@ fn a_flood_of_idle_connections_does_not_grow_a_thread_each() {
 
 #[test]
 fn hostile_worker_output_reaches_the_page_scrubbed_of_keys() {
-    let (repo, run) = crate::view::hostile_run();
-    let (ui, _) = ui_env(&repo, &[], &crate::view::KEYS_ENV);
+    let (repo, run) = crate::web::view::hostile_run();
+    let (ui, _) = ui_env(&repo, &[], &crate::web::view::KEYS_ENV);
     let page = session(&ui.url);
     let api = |path: &str| {
         send(
@@ -350,12 +350,12 @@ fn hostile_worker_output_reaches_the_page_scrubbed_of_keys() {
     let (status, body) = api(&format!("/api/packet/{run}/p1"));
     assert_eq!(status, 200, "{body}");
     assert!(body.contains("the key is"), "the line is there: {body}");
-    for key in [crate::view::SHAPED_KEY, crate::view::PLAIN_KEY] {
+    for key in [crate::web::view::SHAPED_KEY, crate::web::view::PLAIN_KEY] {
         assert!(!body.contains(key), "{key} shown: {body}");
     }
     let (status, body) = api(&format!("/api/run/{run}"));
     assert_eq!(status, 200, "{body}");
-    assert!(!body.contains(crate::view::PLAIN_KEY), "{body}");
+    assert!(!body.contains(crate::web::view::PLAIN_KEY), "{body}");
 }
 
 #[test]
@@ -436,7 +436,7 @@ fn peak_kib(pid: u32) -> u64 {
 
 #[test]
 fn a_huge_worker_log_is_read_from_its_tail_only() {
-    let (repo, run) = crate::view::hostile_run();
+    let (repo, run) = crate::web::view::hostile_run();
     let dir = git_orchestra::exec::run_dir(&repo.path.join(".git"), &run).join("p1");
     let line = "x".repeat(99) + "\n";
     std::fs::write(dir.join("worker-9.log"), line.repeat(1 << 20)).unwrap();

@@ -4,7 +4,7 @@
 use std::os::unix::fs::PermissionsExt;
 
 use crate::support::{TestRepo, orchestra_with_env, run_id, text};
-use crate::view::{send, session, ui};
+use crate::web::view::{send, session, ui};
 
 const INIT: &str = r#"{"type":"system","subtype":"init","session_id":"s-web","model":"claude-test","tools":["Edit"]}"#;
 const EDIT: &str = r#"{"type":"assistant","session_id":"s-web","message":{"id":"m1","usage":{"input_tokens":1200,"output_tokens":30},"content":[{"type":"tool_use","id":"t1","name":"Edit","input":{"file_path":"src/note.txt"}}]}}"#;

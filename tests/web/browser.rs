@@ -3,8 +3,8 @@
 
 use std::time::{Duration, Instant};
 
-use crate::view;
-use crate::webdriver::{Browser, tools};
+use crate::web::view;
+use crate::web::webdriver::{Browser, tools};
 
 const WAIT: Duration = Duration::from_secs(120);
 

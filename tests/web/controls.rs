@@ -5,7 +5,7 @@ use git_orchestra::orchestrator::{StartJournal, WorkflowEvent, WorkflowState as 
 use git_orchestra::store::{Event, NewPacket, NewRun, Store};
 use serde_json::{Value, json};
 
-use crate::view::{send, session, ui};
+use crate::web::view::{send, session, ui};
 
 fn run_page(url: &str, run: &str) -> Value {
     let page = session(url);

@@ -4,7 +4,7 @@
 use git_orchestra::demo;
 
 use crate::support::{REFUSAL, hermetic, orchestra_with_env, refusing_model, text};
-use crate::view::{send, session, ui};
+use crate::web::view::{send, session, ui};
 
 /// GETs `path` from a fresh view of `repo` the way its page does; returns the JSON answer.
 fn api(repo: &std::path::Path, path: &str) -> serde_json::Value {

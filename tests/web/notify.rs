@@ -181,9 +181,9 @@ fn an_agent_waiting_for_a_persons_answer_is_posted_once_and_the_run_goes_on_when
         "{posted}"
     );
     // Answered on the page, as a person notified would.
-    let ui = crate::view::ui(&repo.path);
+    let ui = crate::web::view::ui(&repo.path);
     let run = crate::support::run_id(&repo.path);
-    let (status, answer) = crate::steering::post_as_page(
+    let (status, answer) = crate::web::steering::post_as_page(
         &ui.url,
         &format!("/api/run/{run}/answer"),
         &json!({"packet": "coder", "text": "put b first"}).to_string(),

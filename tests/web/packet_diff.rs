@@ -1,8 +1,8 @@
 //! The packet page's diff is the packet's own change, as `git orchestra diff` shows it — also
 //! for a packet whose conflicts its agent resolved by merging the integration branch.
 
-use crate::spend::{api, finished_start};
 use crate::support::orchestra;
+use crate::web::spend::{api, finished_start};
 
 #[test]
 fn a_resolved_packets_page_and_diff_show_only_its_own_change() {

@@ -8,8 +8,8 @@ use std::time::{Duration, SystemTime};
 use git_orchestra::agent::{AgentEvent, AgentOutcome, WorkerState};
 
 use crate::support::{TestRepo, orchestra, packet, run_id, text};
-use crate::view;
-use crate::webdriver::{Browser, tools};
+use crate::web::view;
+use crate::web::webdriver::{Browser, tools};
 
 const WAIT: Duration = Duration::from_secs(120);
 

@@ -2,7 +2,7 @@
 //! interrupted in its phase, and a cancelled run without packets stays listed.
 
 use crate::support::{killed_while_clarifying, orchestra, text};
-use crate::view::{send, session, ui};
+use crate::web::view::{send, session, ui};
 
 fn runs(repo: &std::path::Path) -> serde_json::Value {
     let ui = ui(repo);

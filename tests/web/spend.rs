@@ -6,7 +6,7 @@ use git_orchestra::demo;
 use serde_json::Value;
 
 use crate::support::{git, hermetic, orchestra, orchestra_with_env, text};
-use crate::view::{send, session, ui};
+use crate::web::view::{send, session, ui};
 
 /// GETs `path` from a fresh view of `repo` the way its page does; returns the JSON answer.
 pub(crate) fn api(repo: &std::path::Path, path: &str) -> Value {

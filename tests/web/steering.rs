@@ -10,7 +10,7 @@ use crate::support::{TestRepo, git, orchestra, packet, text};
 /// and for a POST its token header, origin and JSON `body` — and returns the status and the
 /// whole answer.
 fn as_page(url: &str, method: &str, path: &str, body: &str) -> (u16, String) {
-    let session = crate::view::session(url);
+    let session = crate::web::view::session(url);
     let addr = &session.addr;
     let changes = if method == "POST" {
         format!(
@@ -20,7 +20,7 @@ fn as_page(url: &str, method: &str, path: &str, body: &str) -> (u16, String) {
     } else {
         String::new()
     };
-    crate::view::send(
+    crate::web::view::send(
         addr,
         &format!(
             "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nCookie: {}\r\nX-Orchestra-Token: {}\r\n{changes}Connection: close\r\n\r\n{body}",
@@ -88,8 +88,8 @@ impl Sample {
 
     /// Starts `git orchestra ui` on the repository, with the scripted model's environment for
     /// the runs it resumes.
-    fn ui(&self) -> crate::view::Ui {
-        crate::view::ui_with(&self.repo, &self.vars())
+    fn ui(&self) -> crate::web::view::Ui {
+        crate::web::view::ui_with(&self.repo, &self.vars())
     }
 }
 
@@ -130,7 +130,7 @@ fn comments_from_the_view_reach_an_external_worker_as_required_fixes() {
     .stderr(std::process::Stdio::null())
     .spawn()
     .unwrap();
-    let ui = crate::view::ui(&repo.path);
+    let ui = crate::web::view::ui(&repo.path);
     // Once p1 waits in validation, the comment goes in.
     let deadline = Instant::now() + Duration::from_secs(120);
     let run_id = loop {

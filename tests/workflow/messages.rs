@@ -4,8 +4,8 @@
 
 use git_orchestra::demo;
 
-use crate::start::{invalid_first_plan, start_plain};
 use crate::support::{hermetic, text};
+use crate::workflow::start::{invalid_first_plan, start_plain};
 
 /// Regression: the rounds were rejected silently, and the final error cited `plan.toml:7:15`,
 /// a file that exists only in the run's journal.

@@ -852,7 +852,7 @@ fn a_start_pr_run_killed_before_publishing_publishes_on_resume() {
 
 #[test]
 fn start_pr_opens_stacked_pull_requests_on_the_forge_with_the_report_sections() {
-    use crate::forge_mock::{FakeForge, Flavour};
+    use crate::workflow::forge_mock::{FakeForge, Flavour};
     let forge = FakeForge::start(Flavour::GitHub);
     let s = Scripted::new();
     let bare = s.root.with_extension("remote.git");

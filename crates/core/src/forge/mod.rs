@@ -1,0 +1,169 @@
+//! Pull requests on a code forge: one per packet, stacked where packets depend on each other.
+//!
+//! [`Forge`] is the seam between the publishing logic ([`publish`]) and one forge's REST API:
+//! GitHub (and GitHub Enterprise) first, Gitea/Forgejo and GitLab through the same calls. Branches are
+//! pushed with the `git` command line, never through the API, so the user's credential
+//! helpers, SSH configuration and hooks (our own pre-push gate included) apply. Without a
+//! forge (no token, or `--pr=local`) the same pull request bodies are written as Markdown
+//! files in the run's state directory, and the branches stay ready to push.
+//!
+//! Everything here is idempotent: a pull request is found by its head branch before one is
+//! opened, so running the publication twice updates instead of duplicating.
+
+mod body;
+mod gitea;
+mod github;
+mod gitlab;
+mod http;
+mod limit;
+mod publish;
+mod remote;
+mod shared;
+
+pub use body::{PrContext, render_body};
+pub use gitea::Gitea;
+pub use github::GitHub;
+pub use gitlab::GitLab;
+pub use http::{Api, Token};
+pub use limit::WriteLimiter;
+pub use publish::{PrAction, PrEntry, PrReport, PublishOptions, publish};
+pub use remote::{ForgeKind, ForgeSettings, RemoteUrl, find_token, open_forge, parse_remote_url};
+
+use serde::Serialize;
+
+/// Where a pull request stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PrState {
+    Open,
+    Closed,
+    Merged,
+}
+
+/// A pull request as the forge reports it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PullRequest {
+    pub number: u64,
+    pub url: String,
+    /// The head branch's short name.
+    pub head: String,
+    /// The base branch's short name.
+    pub base: String,
+    /// The title without any draft marker the forge encodes in it.
+    pub title: String,
+    pub body: String,
+    pub draft: bool,
+    pub state: PrState,
+    /// The forge's global id, for APIs that need it (GitHub's GraphQL draft switch).
+    #[serde(skip)]
+    pub node_id: Option<String>,
+}
+
+/// A pull request to open.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewPullRequest {
+    pub title: String,
+    pub body: String,
+    pub head: String,
+    pub base: String,
+    pub draft: bool,
+}
+
+/// Changes to an open pull request; `None` leaves a field as it is.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PullRequestUpdate {
+    pub title: Option<String>,
+    pub body: Option<String>,
+    pub base: Option<String>,
+    pub draft: Option<bool>,
+}
+
+impl PullRequestUpdate {
+    /// Returns true if and only if the update changes nothing.
+    pub fn is_empty(&self) -> bool {
+        self.title.is_none() && self.body.is_none() && self.base.is_none() && self.draft.is_none()
+    }
+}
+
+/// One forge's pull request API. Implementations make blocking HTTP calls and honour the
+/// forge's rate limits; they never log the token.
+pub trait Forge {
+    /// Returns the forge's kind, e.g. `github`.
+    fn kind(&self) -> ForgeKind;
+    /// Returns the most recent pull request whose head is `branch` in this repository, in any
+    /// state, or `None`.
+    fn find_by_head(&self, branch: &str) -> Result<Option<PullRequest>, ForgeError>;
+    /// Opens a pull request.
+    fn create(&self, pr: &NewPullRequest) -> Result<PullRequest, ForgeError>;
+    /// Applies `change` to the open pull request `pr` and returns it as it now stands.
+    fn update(
+        &self,
+        pr: &PullRequest,
+        change: &PullRequestUpdate,
+    ) -> Result<PullRequest, ForgeError>;
+    /// Adds labels to a pull request (existing labels stay).
+    fn add_labels(&self, number: u64, labels: &[String]) -> Result<(), ForgeError>;
+    /// Asks users for a review.
+    fn request_reviewers(&self, number: u64, reviewers: &[String]) -> Result<(), ForgeError>;
+    /// Adds a comment to a pull request's conversation.
+    fn comment(&self, number: u64, body: &str) -> Result<(), ForgeError>;
+}
+
+/// Why talking to the forge (or preparing to) failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ForgeError {
+    #[error("cannot reach {url}: {message}")]
+    Connect { url: String, message: String },
+    #[error("{method} {path} answered {status}: {message}")]
+    Status {
+        method: String,
+        path: String,
+        status: u16,
+        message: String,
+    },
+    #[error(
+        "the forge's rate limit is exhausted for another {wait_secs} s ({method} {path}); run again later"
+    )]
+    RateLimited {
+        method: String,
+        path: String,
+        wait_secs: u64,
+    },
+    #[error("{method} {path} answered something unexpected: {message}")]
+    Protocol {
+        method: String,
+        path: String,
+        message: String,
+    },
+    #[error(
+        "the forge rejected the token ({status}) for {method} {path}; check GH_TOKEN/GITHUB_TOKEN (or `gh auth login`)"
+    )]
+    Auth {
+        method: String,
+        path: String,
+        status: u16,
+    },
+    #[error("{0}")]
+    Config(String),
+    #[error("cannot push to remote `{remote}`: {message}")]
+    Push { remote: String, message: String },
+    #[error(transparent)]
+    Git(#[from] orchestra_git::git::GitError),
+    #[error(transparent)]
+    Gate(#[from] crate::gate::GateError),
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
+    #[error(transparent)]
+    Lock(#[from] orchestra_sys::exec::LockError),
+    #[error("the plan stored with run `{run}` no longer parses: {message}")]
+    StoredPlan { run: String, message: String },
+    #[error("cannot write {path}: {source}")]
+    Write {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    #[error(
+        "no target branch: HEAD is detached and the plan's base is not a branch; pass --target <branch>"
+    )]
+    NoTarget,
+}

@@ -1,0 +1,65 @@
+//! Throwaway detached worktrees for running validation commands on a commit that is not (yet)
+//! any branch's tip: a reviewed range's tip, or a merge candidate.
+//!
+//! They live under `<common-git-dir>/orchestra/scratch/`, never in the user's working tree,
+//! and are removed (with `git worktree remove --force`, since they only ever hold a checkout
+//! and build output) when the value is dropped.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use super::GateError;
+use orchestra_git::git::{Git, RepoInfo};
+
+/// A detached checkout of one commit that is removed on drop.
+#[derive(Debug)]
+pub struct ScratchWorktree {
+    repo: Git,
+    path: PathBuf,
+}
+
+impl ScratchWorktree {
+    /// Checks `commit` out, detached, in a new directory named after `label`.
+    pub fn create(repo: &RepoInfo, commit: &str, label: &str) -> Result<Self, GateError> {
+        static COUNTER: AtomicU32 = AtomicU32::new(0);
+        let n = COUNTER.fetch_add(1, Ordering::SeqCst);
+        let name = format!(
+            "{}-{}-{n}",
+            orchestra_sys::names::sanitize(label, 40),
+            std::process::id()
+        );
+        let path = orchestra_sys::exec::state_dir(&repo.common_dir)
+            .join("scratch")
+            .join(name);
+        if let Some(parent) = path.parent() {
+            fs_err::create_dir_all(parent).map_err(|e| GateError::Scratch {
+                path: path.clone(),
+                message: e.to_string(),
+            })?;
+        }
+        let git = repo.git();
+        let _registrations = orchestra_git::git::registration_lock();
+        git.add_detached_worktree(&path, commit)
+            .map_err(|e| GateError::Scratch {
+                path: path.clone(),
+                message: e.to_string(),
+            })?;
+        Ok(ScratchWorktree { repo: git, path })
+    }
+
+    /// Returns the checkout's directory.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for ScratchWorktree {
+    fn drop(&mut self) {
+        let _registrations = orchestra_git::git::registration_lock();
+        if self.repo.force_remove_worktree(&self.path).is_err() {
+            // The registration may be half-made; remove the directory and prune.
+            let _ = fs_err::remove_dir_all(&self.path);
+            let _ = self.repo.prune_worktrees();
+        }
+    }
+}

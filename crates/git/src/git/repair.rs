@@ -1,0 +1,125 @@
+//! Repairs what a crash in the middle of worktree creation can leave behind.
+//!
+//! Registering a linked worktree writes several small files under
+//! `<common-dir>/worktrees/<id>/`; a process killed between them leaves a registration that git
+//! and gix refuse to read (an empty `gitdir`, say), which would block every later worktree
+//! operation in the repository. Such a registration holds no work — only pointers — and git's
+//! own `worktree prune` would drop it as "invalid gitdir file"; this drops just those, plus
+//! registrations still locked with gix's "initializing" marker (a creation that never finished),
+//! leaving healthy and user-locked registrations alone. Repairs happen under the registration
+//! lock, so that no creation of this process is in flight while they run.
+
+use std::path::PathBuf;
+
+use super::RepoInfo;
+use super::worktree::{Created, WorktreeError, WorktreeRequest};
+
+/// Removes unreadable worktree registrations and returns their administrative directories.
+pub fn repair_registrations(repo: &RepoInfo) -> Result<Vec<PathBuf>, WorktreeError> {
+    let admin_root = repo.common_dir.join("worktrees");
+    let entries = match std::fs::read_dir(&admin_root) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(source) => {
+            return Err(WorktreeError::Io {
+                path: admin_root,
+                source,
+            });
+        }
+    };
+    let mut removed = Vec::new();
+    for entry in entries.flatten() {
+        let dir = entry.path();
+        if !dir.is_dir() {
+            continue;
+        }
+        // gix marks a registration it is still writing as locked with this exact reason and
+        // unlocks it when done; any other lock is a user's and is respected.
+        let creating = match std::fs::read_to_string(dir.join("locked")) {
+            Ok(reason) if reason.trim() == "initializing" => true,
+            Ok(_) => continue,
+            Err(_) => false,
+        };
+        let readable = |name: &str| {
+            std::fs::read_to_string(dir.join(name)).is_ok_and(|text| !text.trim().is_empty())
+        };
+        if !creating && readable("gitdir") && readable("commondir") && readable("HEAD") {
+            continue;
+        }
+        tracing::warn!(dir = %dir.display(), "removing a half-written worktree registration");
+        fs_err::remove_dir_all(&dir).map_err(|source| WorktreeError::Io {
+            path: dir.clone(),
+            source,
+        })?;
+        removed.push(dir);
+    }
+    Ok(removed)
+}
+
+/// Drops the registration of the worktree at `path` when gix's "initializing" lock is still on
+/// it (a creation that never finished) and returns whether it did. Only for a worktree whose
+/// run nothing drives any more: a creation in flight holds the same lock.
+pub fn drop_unfinished_registration(
+    repo: &RepoInfo,
+    path: &std::path::Path,
+) -> Result<bool, WorktreeError> {
+    let Ok(entries) = std::fs::read_dir(repo.common_dir.join("worktrees")) else {
+        return Ok(false);
+    };
+    let worktree = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+    for entry in entries.flatten() {
+        let dir = entry.path();
+        let names_path = std::fs::read_to_string(dir.join("gitdir")).is_ok_and(|gitdir| {
+            std::path::Path::new(gitdir.trim())
+                .parent()
+                .and_then(|p| p.canonicalize().ok())
+                .is_some_and(|p| p == worktree)
+        });
+        let unfinished = std::fs::read_to_string(dir.join("locked"))
+            .is_ok_and(|reason| reason.trim() == "initializing");
+        if names_path && unfinished {
+            tracing::warn!(dir = %dir.display(), "removing an unfinished worktree registration");
+            fs_err::remove_dir_all(&dir).map_err(|source| WorktreeError::Io {
+                path: dir.clone(),
+                source,
+            })?;
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// Creates (or reuses) the worktree of `request` under the registration lock, repairing what
+/// an interrupted creation left behind: half-written registrations are dropped and, when
+/// `move_aside` allows it, a directory at the path that is not a valid worktree of the branch is
+/// renamed beside it (never deleted); then creation is tried once more. Without anything to
+/// repair, the first error is returned.
+pub fn create_repairing(
+    request: &WorktreeRequest<'_>,
+    move_aside: bool,
+) -> Result<Created, WorktreeError> {
+    let _registrations = super::registration_lock();
+    let first = match super::worktree::create(request) {
+        Ok((_, created)) => return Ok(created),
+        Err(e) => e,
+    };
+    // Safe while creation is serialised: no creation of this process is half-way.
+    let repaired = repair_registrations(request.repo)?;
+    let occupied = move_aside
+        && request.path.exists()
+        && super::worktree::validate(request.repo, request.path, request.branch).is_err();
+    if repaired.is_empty() && !occupied {
+        return Err(first);
+    }
+    tracing::warn!(error = %first, "repairing an interrupted worktree creation");
+    if occupied {
+        let aside = request
+            .path
+            .with_extension(format!("incomplete-{}", orchestra_sys::exec::now_ms()));
+        fs_err::rename(request.path, &aside).map_err(|source| WorktreeError::Io {
+            path: request.path.to_path_buf(),
+            source,
+        })?;
+    }
+    Ok(super::worktree::create(request)?.1)
+}

@@ -1,0 +1,28 @@
+//! Integration tests of the packet engine: plans, worktrees, confined file access, runs and their
+//! crash safety, fix rounds, `retry`, bad run input, symbol-aware scheduling, and the manual
+//! pages behind `--help`.
+//!
+//! Every test works on real temporary repositories with the real `git`, in a hermetic
+//! environment (see `support::hermetic`).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod actions;
+mod confine;
+mod executor;
+mod fix_rounds;
+mod gc;
+mod help;
+mod hostile_input;
+mod init;
+mod plan;
+mod recycle;
+mod retry;
+mod run;
+mod run_input;
+mod sparse;
+mod sshd;
+mod symbols;
+mod trust_attacks;
+mod worker_attacks;
+mod worktree;

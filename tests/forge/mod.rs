@@ -1,0 +1,8 @@
+//! Integration tests of publishing to a forge: stacked pull requests from `run --pr` and
+//! `git orchestra pr` against a fake GitHub, Gitea or GitLab on a loopback port, with real
+//! pushes to a local bare remote.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+pub(crate) mod forge_mock;
+mod pull_requests;

@@ -1,0 +1,20 @@
+//! Integration tests of the web view (`git orchestra ui`, `start --ui`): its access rules and
+//! limits over plain HTTP, and a real headless Chromium driven over WebDriver against a
+//! scripted `start` run — live packet states, plan approval, comments on a diff that reach the
+//! agent — and against a hostile worker's output (shown as text, without keys).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod access;
+mod agent_cli;
+mod browser;
+mod controls;
+mod failure;
+mod notify;
+mod packet_diff;
+mod packet_page;
+mod run_list;
+mod spend;
+mod steering;
+mod view;
+mod webdriver;

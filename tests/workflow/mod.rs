@@ -1,0 +1,18 @@
+//! Integration tests of the `start` workflow: `git orchestra start` and `demo` end to end
+//! against the scripted model, kill -9 and resume at many points, refusals of bad input, and
+//! agents that spawn subtasks, consult other roles or hit a provider's rate limits; what the
+//! report and the errors tell the user. `environments` walks the same journey users take in a
+//! bare environment and a configured one.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod answer;
+mod environments;
+mod failure_reason;
+use crate::forge::forge_mock;
+mod messages;
+mod run_listing;
+mod slow_model;
+mod start;
+mod start_agents;
+mod start_interrupt;
