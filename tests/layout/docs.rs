@@ -10,7 +10,8 @@ use super::root;
 /// The command that rewrites the reference pages, named by the failure that asks for it.
 const REGENERATE: &str = "cargo run --locked -- reference docs/src/reference";
 
-/// Returns every Markdown file the link check reads: the top-level documents and the guide.
+/// Returns every Markdown file the link check reads: the top-level documents, each crate's
+/// README and the guide.
 fn documents(root: &Path) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = [
         "README.md",
@@ -22,6 +23,18 @@ fn documents(root: &Path) -> Vec<PathBuf> {
     .map(|f| root.join(f))
     .filter(|p| p.is_file())
     .collect();
+    let mut crates: Vec<PathBuf> = std::fs::read_dir(root.join("crates"))
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|e| e.path().join("README.md"))
+                .filter(|p| p.is_file())
+                .collect()
+        })
+        .unwrap_or_default();
+    crates.sort();
+    assert!(crates.len() >= 5, "expected the crates' READMEs");
+    out.extend(crates);
     out.extend(guide_pages(root));
     out
 }
