@@ -297,6 +297,28 @@ fn agent_line(event: &Event) -> Option<String> {
         Event::AgentFallback {
             packet, from, to, ..
         } => format!("[{packet}] model {from} keeps failing; falling back to {to}"),
+        Event::AgentRetry {
+            packet,
+            role,
+            error,
+            delay_ms,
+            ..
+        } if error == git_orchestra::agent::UNREACHABLE => format!(
+            "[{packet}] {role}: model server unreachable, retrying in {} s",
+            delay_ms.div_ceil(1000)
+        ),
+        Event::AgentRetry {
+            packet,
+            role,
+            model,
+            attempt,
+            delay_ms,
+            error,
+        } => format!(
+            "[{packet}] {role}: model {model} failed ({}); retry {attempt} in {}",
+            first_line(error),
+            secs(*delay_ms)
+        ),
         Event::AgentModelCall {
             packet,
             role,

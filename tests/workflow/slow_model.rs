@@ -218,3 +218,34 @@ fn ctrl_c_during_a_long_planner_call_stops_within_a_second_and_the_run_resumes()
     );
     assert!(out.status.success(), "{}", text(&out));
 }
+
+#[test]
+fn a_packet_agent_whose_model_server_is_down_says_so_and_finishes_when_it_is_back() {
+    let (_tmp, repo) = sample();
+    let scripts = serde_json::json!([
+        {"name": "coder", "match": ["# Coder"], "replies": [
+            {"calls": [{"name": "write_file", "args": {"path": "notes.txt", "content": "noted\n"}}]},
+            {"calls": [{"name": "complete", "args": {"summary": "Wrote notes.txt.", "touched_files": ["notes.txt"]}}]}
+        ]},
+        {"name": "review", "match": ["# Reviewer"], "replies": [{"text": "{\"verdict\": \"approve\"}"}]}
+    ]);
+    let model = demo::MockModel::start(demo::parse_scripts(&scripts.to_string()).unwrap()).unwrap();
+    // The coder's first call is answered; then the server is down for 4 s.
+    let (url, requests) = slow_proxy(&model.url, Duration::ZERO, 1, Duration::from_secs(4));
+    let out = orchestra_command(
+        &repo,
+        &["agent", "coder", "Write notes.txt", "--files", "notes.txt"],
+    )
+    .env("ORCHESTRA_PROVIDER", "openai-compatible")
+    .env("ORCHESTRA_BASE_URL", &url)
+    .env("ORCHESTRA_MODEL", "scripted")
+    .output()
+    .unwrap();
+    let shown = text(&out);
+    assert!(out.status.success(), "{shown}");
+    assert!(
+        shown.contains("coder: model server unreachable, retrying in 1 s"),
+        "{shown}"
+    );
+    assert!(requests.load(Ordering::SeqCst) >= 2, "{shown}");
+}

@@ -27,6 +27,14 @@ pub(super) struct Watched<'a> {
     pub stall: Duration,
 }
 
+/// What the watching thread tells its caller while the call runs.
+pub(super) enum Watch {
+    /// Nothing arrived for this long after the model's output began: the call is stopped.
+    Stalled(Duration),
+    /// The model server could not be reached; the call tries again after `retry_in`.
+    Unreachable { retry_in: Duration },
+}
+
 /// How a watched call ended.
 pub(super) struct CallEnd {
     pub result: Result<(ChatResponse, usize), LlmError>,
@@ -35,19 +43,23 @@ pub(super) struct CallEnd {
     pub stalled: Option<Duration>,
 }
 
-/// Runs the call; `on_stall` is called (from the calling thread) as soon as a stall is
-/// detected, before the call itself has unwound, so the stall is reported at once.
-pub(super) fn watched(w: &Watched<'_>, on_stall: &mut dyn FnMut(Duration)) -> CallEnd {
+/// Runs the call; `on_watch` hears (on the calling thread) each time the server was found
+/// unreachable, and a stall as soon as it is detected, before the call itself has unwound, so
+/// both are reported at once.
+pub(super) fn watched(w: &Watched<'_>, on_watch: &mut dyn FnMut(Watch)) -> CallEnd {
     let started = Instant::now();
     // Milliseconds since `started` of the model's last output in the current attempt, plus
     // one; 0 while its output has not begun. Silence before the first token is not a stall:
     // the client's time-to-first-token limit (scaled by the prompt) governs it.
     let last = AtomicU64::new(0);
+    // The wait before the next try, in milliseconds plus one, once the server was found
+    // unreachable; 0 when there is nothing new to tell.
+    let unreachable = AtomicU64::new(0);
     let abort = AtomicBool::new(false);
     let mut stalled = None;
     std::thread::scope(|s| {
         let (tx, rx) = mpsc::channel();
-        let (last, abort) = (&last, &abort);
+        let (last, abort, unreachable) = (&last, &abort, &unreachable);
         s.spawn(move || {
             let mut retries = Vec::new();
             let result = llm::chat_with_retry(
@@ -58,6 +70,9 @@ pub(super) fn watched(w: &Watched<'_>, on_stall: &mut dyn FnMut(Duration)) -> Ca
                 &mut |d| {
                     if d.is_output() {
                         last.store(started.elapsed().as_millis() as u64 + 1, Ordering::SeqCst);
+                    }
+                    if let llm::Delta::Unreachable { retry_in } = d {
+                        unreachable.store(retry_in.as_millis() as u64 + 1, Ordering::SeqCst);
                     }
                     !abort.load(Ordering::SeqCst)
                 },
@@ -93,6 +108,12 @@ pub(super) fn watched(w: &Watched<'_>, on_stall: &mut dyn FnMut(Duration)) -> Ca
             if abort.load(Ordering::SeqCst) {
                 continue;
             }
+            match unreachable.swap(0, Ordering::SeqCst) {
+                0 => {}
+                ms => on_watch(Watch::Unreachable {
+                    retry_in: Duration::from_millis(ms - 1),
+                }),
+            }
             let output = last.load(Ordering::SeqCst);
             let quiet = match output {
                 0 => Duration::ZERO,
@@ -105,7 +126,7 @@ pub(super) fn watched(w: &Watched<'_>, on_stall: &mut dyn FnMut(Duration)) -> Ca
             } else if quiet >= w.stall {
                 abort.store(true, Ordering::SeqCst);
                 stalled = Some(quiet);
-                on_stall(quiet);
+                on_watch(Watch::Stalled(quiet));
             }
         }
     })

@@ -6,6 +6,10 @@ use serde::Serialize;
 use super::state::WorkerState;
 use orchestra_core::llm::Usage;
 
+/// The error of a retry that waits for an unreachable model server (the display words it as
+/// "model server unreachable, retrying in N s").
+pub const UNREACHABLE: &str = "model server unreachable";
+
 /// Something that happened during a run, for the journal and the display.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]

@@ -22,7 +22,7 @@ mod summary;
 pub mod tools;
 pub mod untrusted;
 
-pub use events::{AgentError, AgentEvent, AgentOutcome};
+pub use events::{AgentError, AgentEvent, AgentOutcome, UNREACHABLE};
 pub use packet_agent::{
     AgentWorker, PROJECT_CONTEXT_CHARS, PacketAgent, PacketTools, learned, learned_section,
     open_transcript, outcome_report, remember, role_for_job, task_text, validation_sandbox,

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use super::call::{self, Watched};
 use super::context::{bound_context, system_prompt};
 use super::dispatch::Dispatched;
-use super::events::{AgentError, AgentEvent, AgentOutcome};
+use super::events::{AgentError, AgentEvent, AgentOutcome, UNREACHABLE};
 use super::role::Role;
 use super::state::WorkerState;
 use super::summary;
@@ -133,6 +133,22 @@ impl Run<'_, '_> {
         self.out
     }
 
+    /// Tells that the model server could not be reached and is tried again after `retry_in`.
+    fn unreachable(&mut self, retry_in: Duration) {
+        self.out.retries += 1;
+        self.emit(AgentEvent::Retry {
+            model: self
+                .spec
+                .models
+                .first()
+                .map(|m| m.label())
+                .unwrap_or_default(),
+            attempt: self.out.retries,
+            delay_ms: retry_in.as_millis() as u64,
+            error: UNREACHABLE.to_string(),
+        });
+    }
+
     fn retried(&mut self, events: Vec<RetryEvent>) {
         for e in events {
             self.out.retries += 1;
@@ -174,7 +190,11 @@ impl Run<'_, '_> {
         let older = &messages[range.clone()];
         let req = summary::request(older, spec.context_tokens);
         let started = Instant::now();
-        let end = call::watched(&watched(spec, &req, deadline, stall), &mut |_| {});
+        let end = call::watched(&watched(spec, &req, deadline, stall), &mut |watch| {
+            if let call::Watch::Unreachable { retry_in } = watch {
+                self.unreachable(retry_in);
+            }
+        });
         self.retried(end.retries);
         let (text, by_model) = match end.result {
             Ok((resp, _)) if !resp.text.trim().is_empty() => {
@@ -383,9 +403,12 @@ impl Run<'_, '_> {
         let started = Instant::now();
         let end = call::watched(
             &watched(spec, &talk.req, talk.deadline, talk.stall),
-            &mut |quiet| {
-                let reason = stall_reason(quiet);
-                self.transition(WorkerState::Blocked, &reason);
+            &mut |watch| match watch {
+                call::Watch::Stalled(quiet) => {
+                    let reason = stall_reason(quiet);
+                    self.transition(WorkerState::Blocked, &reason);
+                }
+                call::Watch::Unreachable { retry_in } => self.unreachable(retry_in),
             },
         );
         self.retried(end.retries);
