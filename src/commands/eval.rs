@@ -65,6 +65,7 @@ fn cmd_tasks(cwd: &Path, args: &TasksArgs) -> Result<(), CommandError> {
         command: &command,
         timeout: config.timeout(args.timeout),
         confine: sandboxes.validation.as_deref(),
+        stop: git_orchestra::exec::install_signal_handlers(),
     };
     if !args.json {
         eprintln!(
@@ -75,6 +76,7 @@ fn cmd_tasks(cwd: &Path, args: &TasksArgs) -> Result<(), CommandError> {
     }
     let tasks = eval::from_history(&repo, &args.from_history, &check).map_err(|e| match e {
         eval::EvalError::Range { .. } | eval::EvalError::EmptyRange { .. } => CommandError::user(e),
+        eval::EvalError::Interrupted { .. } => CommandError::interrupted(e),
         other => CommandError::internal(other),
     })?;
     if args.json {

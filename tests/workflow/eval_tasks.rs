@@ -260,3 +260,79 @@ fn a_check_that_hangs_is_stopped_at_the_timeout_as_setup_failed() {
         text(&out)
     );
 }
+
+/// Regression: Ctrl-C during a check killed the command with its scratch worktree still
+/// registered and checked out.
+#[test]
+fn ctrl_c_during_a_check_stops_it_and_leaves_no_scratch_worktree() {
+    let repo = history();
+    let before = state(&repo.path);
+    let child = crate::support::orchestra_command(
+        &repo.path,
+        &[
+            "eval",
+            "tasks",
+            "--from-history",
+            "HEAD~5..HEAD~4",
+            "--test",
+            "sleep 30",
+        ],
+    )
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while git(&repo.path, &["worktree", "list"]).lines().count() < 2 {
+        assert!(std::time::Instant::now() < deadline, "no check started");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let started = std::time::Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(20),
+        "the check was not stopped"
+    );
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out));
+    assert_eq!(state(&repo.path), before, "the repository changed");
+    assert_eq!(leftovers(&repo.path), Vec::<String>::new());
+}
+
+/// Regression: a root commit was "setup failed" whatever it changed, though a commit without
+/// tests is no task whether or not it has a parent.
+#[test]
+fn a_root_commit_is_classified_by_its_files_before_its_missing_parent() {
+    let repo = TestRepo::with_files(&[("README.md", "# calc\n")]);
+    let out = orchestra(
+        &repo.path,
+        &["eval", "tasks", "--from-history", "HEAD", "--test", "true"],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("1 candidates: 0 valid, 1 no test change"),
+        "{}",
+        text(&out)
+    );
+    let repo = history();
+    let out = orchestra(
+        &repo.path,
+        &[
+            "eval",
+            "tasks",
+            "--from-history",
+            "HEAD~5",
+            "--test",
+            "true",
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("a root commit has no parent to start from"),
+        "{}",
+        text(&out)
+    );
+}

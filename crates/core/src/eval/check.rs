@@ -2,8 +2,6 @@
 //! base with the hidden tests taken from the commit (it must fail), then at the commit (it must
 //! pass).
 
-use std::sync::atomic::AtomicBool;
-
 use orchestra_git::git::{ChangedFile, Git, RepoInfo};
 use orchestra_sys::exec::process::{self, Outcome, Spec};
 
@@ -91,7 +89,7 @@ fn run_at(
         timeout: check.timeout,
         confine: check.confine,
     };
-    let outcome = process::run(&spec, &AtomicBool::new(false), &mut |_| {});
+    let outcome = process::run(&spec, check.stop, &mut |_| {});
     let _ = fs_err::remove_file(&log);
     let name = scratch
         .path()

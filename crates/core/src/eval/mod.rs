@@ -12,6 +12,7 @@ mod check;
 pub mod files;
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use orchestra_git::git::{ChangedFile, GitError, RepoInfo};
@@ -84,6 +85,8 @@ pub struct Check<'a> {
     pub timeout: Duration,
     /// The sandbox the check runs in (validation commands'); `None` runs it as the user.
     pub confine: Option<&'a Confine>,
+    /// Set (by Ctrl-C) to stop the running check and the mining after it.
+    pub stop: &'a AtomicBool,
 }
 
 /// Why tasks could not be mined at all.
@@ -97,6 +100,8 @@ pub enum EvalError {
     EmptyRange { range: String },
     #[error("cannot read commit {commit}: {source}")]
     Commit { commit: String, source: GitError },
+    #[error("interrupted after {done} of {total} candidates; nothing was left behind")]
+    Interrupted { done: usize, total: usize },
     #[error("cannot prepare the check's log directory {path}: {source}")]
     Logs {
         path: PathBuf,
@@ -106,7 +111,8 @@ pub enum EvalError {
 
 /// Returns every first-parent commit of `range` as a candidate task, oldest first, each
 /// judged valid or not by running `check` in scratch checkouts of the repository that are
-/// removed afterwards; the repository's branches, refs and worktrees are left as they were.
+/// removed afterwards; the repository's branches, refs and worktrees are left as they were,
+/// also when `check.stop` interrupts it.
 pub fn from_history(
     repo: &RepoInfo,
     range: &str,
@@ -125,8 +131,16 @@ pub fn from_history(
         });
     }
     let mut tasks = Vec::with_capacity(commits.len());
-    for commit in commits {
-        tasks.push(candidate(repo, &commit, check)?);
+    for commit in &commits {
+        let task = candidate(repo, commit, check)?;
+        // A check the signal stopped judged nothing: the candidate is not listed.
+        if check.stop.load(Ordering::SeqCst) {
+            return Err(EvalError::Interrupted {
+                done: tasks.len(),
+                total: commits.len(),
+            });
+        }
+        tasks.push(task);
     }
     Ok(tasks)
 }
@@ -149,12 +163,13 @@ fn candidate(repo: &RepoInfo, commit: &str, check: &Check<'_>) -> Result<Task, E
         base: base.clone(),
         tests: Vec::new(),
     };
-    let Some(base) = base else {
-        task.reason = Some(Reason::SetupFailed);
-        task.detail = Some("a root commit has no parent to start from".to_string());
-        return Ok(task);
+    // A root commit's files are compared with the empty tree: what it changes decides
+    // whether it is a candidate at all before its missing parent makes it unusable.
+    let from = match &base {
+        Some(b) => b.clone(),
+        None => git.empty_tree().map_err(read)?,
     };
-    let changed = git.changed_files(&base, commit).map_err(read)?;
+    let changed = git.changed_files(&from, commit).map_err(read)?;
     let hidden: Vec<ChangedFile> = changed
         .iter()
         .filter(|f| files::is_test_file(&f.path))
@@ -165,8 +180,11 @@ fn candidate(repo: &RepoInfo, commit: &str, check: &Check<'_>) -> Result<Task, E
         task.reason = Some(Reason::NoTestChange);
     } else if !changed.iter().any(|f| files::is_source_file(&f.path)) {
         task.reason = Some(Reason::NoSourceChange);
+    } else if base.is_none() {
+        task.reason = Some(Reason::SetupFailed);
+        task.detail = Some("a root commit has no parent to start from".to_string());
     } else {
-        let (reason, detail) = check::judge(repo, &base, commit, &hidden, check)?;
+        let (reason, detail) = check::judge(repo, &from, commit, &hidden, check)?;
         task.valid = reason.is_none();
         task.reason = reason;
         task.detail = detail;
