@@ -336,3 +336,24 @@ fn a_root_commit_is_classified_by_its_files_before_its_missing_parent() {
         text(&out)
     );
 }
+
+#[test]
+fn an_untrusted_repository_s_eval_test_command_is_not_run() {
+    let repo = history();
+    let marker = repo.scratch().join("ran");
+    let command = format!("touch {}; sh run_tests.sh", marker.display());
+    repo.write(
+        ".orchestra/config.toml",
+        &format!("[eval]\ntest = \"{command}\"\n"),
+    );
+    repo.user_config("");
+    let out = orchestra(
+        &repo.path,
+        &["eval", "tasks", "--from-history", "HEAD~5..HEAD"],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("no test command"), "{}", text(&out));
+    assert!(!marker.exists(), "the untrusted command ran");
+    let shown = orchestra(&repo.path, &["trust", "--show"]);
+    assert!(text(&shown).contains("`[eval] test`"), "{}", text(&shown));
+}

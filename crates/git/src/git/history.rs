@@ -80,3 +80,57 @@ impl Git {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::ChangedFile;
+    use crate::git::Git;
+    use crate::git::testing::git;
+
+    #[test]
+    fn files_of_a_later_commit_are_taken_with_renames_as_delete_and_add() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path();
+        git(p, &["init", "--quiet", "-b", "main"]);
+        std::fs::create_dir_all(p.join("tests")).unwrap();
+        std::fs::write(p.join("tests/old.sh"), "old\n").unwrap();
+        std::fs::write(p.join("tests/kept.sh"), "v1\n").unwrap();
+        git(p, &["add", "-A"]);
+        git(p, &["commit", "--quiet", "-m", "base"]);
+        let base = git(p, &["rev-parse", "HEAD"]).trim().to_string();
+        git(p, &["mv", "tests/old.sh", "tests/new.sh"]);
+        std::fs::write(p.join("tests/kept.sh"), "v2\n").unwrap();
+        git(p, &["commit", "--quiet", "-am", "Move\n\nwith a body"]);
+        let tip = git(p, &["rev-parse", "HEAD"]).trim().to_string();
+        let repo = Git::new(p);
+        assert_eq!(repo.commit_message(&tip).unwrap(), "Move\n\nwith a body");
+        assert_eq!(repo.first_parent(&tip).unwrap(), Some(base.clone()));
+        assert_eq!(repo.first_parent(&base).unwrap(), None);
+        assert_eq!(
+            repo.first_parent_commits(&format!("{base}..{tip}"))
+                .unwrap(),
+            vec![tip.clone()]
+        );
+        let changed = repo.changed_files(&base, &tip).unwrap();
+        let f = |status, path: &str| ChangedFile {
+            status,
+            path: path.to_string(),
+        };
+        assert_eq!(
+            changed,
+            vec![
+                f('M', "tests/kept.sh"),
+                f('A', "tests/new.sh"),
+                f('D', "tests/old.sh")
+            ]
+        );
+        git(p, &["checkout", "--quiet", "--detach", &base]);
+        repo.take_files_from(&tip, &changed).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(p.join("tests/kept.sh")).unwrap(),
+            "v2\n"
+        );
+        assert!(p.join("tests/new.sh").is_file());
+        assert!(!p.join("tests/old.sh").exists());
+    }
+}
