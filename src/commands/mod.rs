@@ -11,6 +11,7 @@ mod detach;
 mod diff;
 mod drive;
 mod error;
+mod eval;
 mod executor;
 mod gc;
 mod hook;
@@ -94,6 +95,7 @@ enum Command {
     Packet(packet::PacketArgs),
     Executor(executor::ExecutorArgs),
     Trust(trust::TrustArgs),
+    Eval(eval::EvalArgs),
     #[command(hide = true)]
     Reference(reference::ReferenceArgs),
 }
@@ -141,6 +143,7 @@ pub fn main() -> ExitCode {
         Command::Packet(args) => packet::cmd_packet(&cwd, &args),
         Command::Executor(args) => executor::cmd_executor(&cwd, &args),
         Command::Trust(args) => trust::cmd_trust(&cwd, &args),
+        Command::Eval(args) => eval::cmd_eval(&cwd, &args),
         Command::Reference(args) => reference::cmd_reference(&cwd, &args),
     };
     match result {

@@ -55,6 +55,18 @@ pub struct RepoConfig {
     pub mcp: McpConfig,
     #[serde(default)]
     pub executor: ExecutorConfig,
+    #[serde(default)]
+    pub eval: EvalConfig,
+}
+
+/// The `[eval]` table: how `git orchestra eval` checks tasks.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EvalConfig {
+    /// The test command `eval tasks` checks candidates with (run with `sh -c` at the top of a
+    /// scratch checkout, sandboxed like validation commands; default: the test command `init`
+    /// detects). Applies only once the repository is trusted.
+    pub test: Option<String>,
 }
 
 /// The `[mcp]` table.
@@ -821,6 +833,9 @@ impl RepoConfig {
                 keep_worktrees: self.run.keep_worktrees.or(base.run.keep_worktrees),
                 retries: self.run.retries.or(base.run.retries),
                 retry_delay_ms: self.run.retry_delay_ms.or(base.run.retry_delay_ms),
+            },
+            eval: EvalConfig {
+                test: self.eval.test.or(base.eval.test),
             },
             start: StartConfig {
                 clarify: self.start.clarify.or(base.start.clarify),

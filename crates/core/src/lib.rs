@@ -3,6 +3,7 @@
 
 pub mod config;
 pub mod engine;
+pub mod eval;
 pub mod forge;
 pub mod gate;
 pub mod llm;

@@ -330,6 +330,9 @@ pub fn config_items(config: &RepoConfig) -> Vec<Item> {
     if let Some(setup) = &config.worktree.setup {
         add("`[worktree] setup`".into(), format!("runs `{setup}`"));
     }
+    if let Some(test) = &config.eval.test {
+        add("`[eval] test`".into(), format!("runs `{test}`"));
+    }
     for (name, p) in &config.profiles {
         if let Some(url) = &p.base_url {
             add(
@@ -435,6 +438,7 @@ fn executor_items(config: &RepoConfig, add: &mut dyn FnMut(String, String)) {
 /// left out.
 pub fn without_trusted_settings(mut config: RepoConfig) -> RepoConfig {
     config.worktree.setup = None;
+    config.eval.test = None;
     for p in config.profiles.values_mut() {
         p.base_url = None;
         p.api_key_env = None;

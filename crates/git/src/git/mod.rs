@@ -13,6 +13,7 @@ mod classify;
 mod cli;
 pub mod commit;
 mod diff;
+mod history;
 mod identity;
 mod include;
 mod leftovers;
@@ -38,6 +39,7 @@ pub use backup::{BACKUP_PREFIX, Snapshot, backup, is_saved, snapshot};
 pub use checkout::{CheckoutStats, add_checked_out};
 pub use classify::FailureKind;
 pub use cli::{Git, GitError};
+pub use history::ChangedFile;
 pub use identity::{COMMITTER_EMAIL, COMMITTER_NAME, Identity};
 pub use include::{INCLUDE_FILE, copy_includes};
 pub use leftovers::{

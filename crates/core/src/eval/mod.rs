@@ -1,0 +1,205 @@
+//! Evaluation tasks mined from a repository's own history: each first-parent commit that
+//! changes source and test files is a candidate task whose base is its parent, whose objective
+//! is its message and whose hidden tests are its changes to test files.
+//!
+//! A candidate is valid when the project's test command fails at the base with the hidden
+//! tests added and passes at the commit. This first step judges by the check command's exit
+//! status, not per test id: a check that passes at the commit passes every test it runs, so
+//! the tests that passed before still do (PASS_TO_PASS holds for what the check runs), and a
+//! failing check at the base stands for the hidden tests failing there (FAIL_TO_PASS).
+
+mod check;
+pub mod files;
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use orchestra_git::git::{ChangedFile, GitError, RepoInfo};
+use orchestra_sys::exec::process::Confine;
+use serde::Serialize;
+
+/// Why a candidate is not a valid task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reason {
+    /// The commit changes no test file.
+    NoTestChange,
+    /// The commit changes test files but no source file.
+    NoSourceChange,
+    /// The check passes at the base with the hidden tests added: they test nothing new.
+    TestsPassBefore,
+    /// The check fails at the commit itself.
+    TestsFailAfter,
+    /// A checkout could not be prepared, or the check could not run or timed out.
+    SetupFailed,
+}
+
+impl Reason {
+    /// Every reason, in the order the summary counts them.
+    pub const ALL: [Reason; 5] = [
+        Reason::NoTestChange,
+        Reason::NoSourceChange,
+        Reason::TestsPassBefore,
+        Reason::TestsFailAfter,
+        Reason::SetupFailed,
+    ];
+
+    /// Returns the reason in a few words, as the task list prints it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::NoTestChange => "no test change",
+            Reason::NoSourceChange => "no source change",
+            Reason::TestsPassBefore => "tests pass before",
+            Reason::TestsFailAfter => "tests fail after",
+            Reason::SetupFailed => "setup failed",
+        }
+    }
+}
+
+/// One candidate task and whether it is valid.
+#[derive(Debug, Clone, Serialize)]
+pub struct Task {
+    /// The commit whose change is the task's solution.
+    pub commit: String,
+    /// Whether the hidden tests fail at the base and pass at the commit.
+    pub valid: bool,
+    /// Why the candidate is invalid; `None` for a valid task.
+    pub reason: Option<Reason>,
+    /// More about the reason (how a check ended, what could not be prepared).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+    /// The commit message, subject and body.
+    pub objective: String,
+    /// The commit's first parent, where an attempt starts; `None` for a root commit.
+    pub base: Option<String>,
+    /// The test files the commit changes: the hidden tests.
+    pub tests: Vec<String>,
+}
+
+/// How candidates are checked: the test command and its limits.
+pub struct Check<'a> {
+    /// The project's test command, run with `sh -c` at the top of each checkout.
+    pub command: &'a str,
+    /// Longest one run of the check may take.
+    pub timeout: Duration,
+    /// The sandbox the check runs in (validation commands'); `None` runs it as the user.
+    pub confine: Option<&'a Confine>,
+    /// Set (by Ctrl-C) to stop the running check and the mining after it.
+    pub stop: &'a AtomicBool,
+}
+
+/// Why tasks could not be mined at all.
+#[derive(Debug, thiserror::Error)]
+pub enum EvalError {
+    #[error(
+        "cannot read the range `{range}`: {source}; give a revision range such as `HEAD~20..HEAD` or `v1.0..main`"
+    )]
+    Range { range: String, source: GitError },
+    #[error("the range `{range}` holds no commits; give a range such as `HEAD~20..HEAD`")]
+    EmptyRange { range: String },
+    #[error("cannot read commit {commit}: {source}")]
+    Commit { commit: String, source: GitError },
+    #[error("interrupted after {done} of {total} candidates; nothing was left behind")]
+    Interrupted { done: usize, total: usize },
+    #[error("cannot prepare the check's log directory {path}: {source}")]
+    Logs {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// Returns every first-parent commit of `range` as a candidate task, oldest first, each
+/// judged valid or not by running `check` in scratch checkouts of the repository that are
+/// removed afterwards; the repository's branches, refs and worktrees are left as they were,
+/// also when `check.stop` interrupts it.
+pub fn from_history(
+    repo: &RepoInfo,
+    range: &str,
+    check: &Check<'_>,
+) -> Result<Vec<Task>, EvalError> {
+    let git = repo.git();
+    let commits = git
+        .first_parent_commits(range)
+        .map_err(|source| EvalError::Range {
+            range: range.to_string(),
+            source,
+        })?;
+    if commits.is_empty() {
+        return Err(EvalError::EmptyRange {
+            range: range.to_string(),
+        });
+    }
+    let mut tasks = Vec::with_capacity(commits.len());
+    for commit in &commits {
+        let task = candidate(repo, commit, check)?;
+        // A check the signal stopped judged nothing: the candidate is not listed.
+        if check.stop.load(Ordering::SeqCst) {
+            return Err(EvalError::Interrupted {
+                done: tasks.len(),
+                total: commits.len(),
+            });
+        }
+        tasks.push(task);
+    }
+    Ok(tasks)
+}
+
+/// Returns the candidate task of `commit`, judged.
+fn candidate(repo: &RepoInfo, commit: &str, check: &Check<'_>) -> Result<Task, EvalError> {
+    let git = repo.git();
+    let read = |source| EvalError::Commit {
+        commit: commit.to_string(),
+        source,
+    };
+    let objective = git.commit_message(commit).map_err(read)?;
+    let base = git.first_parent(commit).map_err(read)?;
+    let mut task = Task {
+        commit: commit.to_string(),
+        valid: false,
+        reason: None,
+        detail: None,
+        objective,
+        base: base.clone(),
+        tests: Vec::new(),
+    };
+    // A root commit's files are compared with the empty tree: what it changes decides
+    // whether it is a candidate at all before its missing parent makes it unusable.
+    let from = match &base {
+        Some(b) => b.clone(),
+        None => git.empty_tree().map_err(read)?,
+    };
+    let changed = git.changed_files(&from, commit).map_err(read)?;
+    let hidden: Vec<ChangedFile> = changed
+        .iter()
+        .filter(|f| files::is_test_file(&f.path))
+        .cloned()
+        .collect();
+    task.tests = hidden.iter().map(|f| f.path.clone()).collect();
+    if hidden.is_empty() {
+        task.reason = Some(Reason::NoTestChange);
+    } else if !changed.iter().any(|f| files::is_source_file(&f.path)) {
+        task.reason = Some(Reason::NoSourceChange);
+    } else if base.is_none() {
+        task.reason = Some(Reason::SetupFailed);
+        task.detail = Some("a root commit has no parent to start from".to_string());
+    } else {
+        let (reason, detail) = check::judge(repo, &from, commit, &hidden, check)?;
+        task.valid = reason.is_none();
+        task.reason = reason;
+        task.detail = detail;
+    }
+    Ok(task)
+}
+
+/// Returns how many of `tasks` are valid and how many are invalid for each reason (reasons
+/// with none left out).
+pub fn counts(tasks: &[Task]) -> (usize, Vec<(Reason, usize)>) {
+    let valid = tasks.iter().filter(|t| t.valid).count();
+    let by_reason = Reason::ALL
+        .iter()
+        .map(|r| (*r, tasks.iter().filter(|t| t.reason == Some(*r)).count()))
+        .filter(|(_, n)| *n > 0)
+        .collect();
+    (valid, by_reason)
+}
