@@ -26,6 +26,10 @@ pub struct StatusArgs {
     /// Refresh every second until the run finishes (Ctrl-C to stop watching).
     #[arg(long, conflicts_with = "json")]
     watch: bool,
+    /// Show where each packet's time went: milliseconds per pipeline phase (worktree, setup,
+    /// worker, commit, validation, checks, review, integration) and the run's sum per phase.
+    #[arg(long, conflicts_with_all = ["json", "report", "all"])]
+    timings: bool,
     /// Print the report of a `start` run (written when it ends).
     #[arg(long, conflicts_with_all = ["json", "watch"])]
     report: bool,
@@ -81,7 +85,13 @@ pub fn cmd_status(cwd: &Path, args: &StatusArgs) -> Result<(), CommandError> {
                 );
                 return Ok(());
             }
-            Overview::Run(status) => (render_status(&status), status.run.state.is_finished()),
+            Overview::Run(status) => {
+                let mut out = render_status(&status);
+                if args.timings {
+                    render_timings(&mut out, &status);
+                }
+                (out, status.run.state.is_finished())
+            }
             Overview::Planning(status) => (render_planning(&status), false),
         };
         if args.watch {
@@ -408,6 +418,39 @@ pub fn render_agents(out: &mut String, agents: &[AgentUsage]) {
             cost(c)
         ));
     }
+}
+
+/// Appends one line per packet with its milliseconds per phase, and the run's sum per phase.
+fn render_timings(out: &mut String, status: &RunStatus) {
+    let line = |durations: &git_orchestra::store::PhaseDurations| {
+        let parts: Vec<String> = durations
+            .iter()
+            .map(|(phase, ms)| format!("{} {ms} ms", phase.as_str()))
+            .collect();
+        if parts.is_empty() {
+            "-".to_string()
+        } else {
+            parts.join(" · ")
+        }
+    };
+    out.push_str(
+        "
+timings
+",
+    );
+    for p in &status.packets {
+        out.push_str(&format!(
+            "  {}  {}
+",
+            p.id,
+            line(&p.timings)
+        ));
+    }
+    out.push_str(&format!(
+        "  total  {}
+",
+        line(&status.phase_totals)
+    ));
 }
 
 fn cost(c: Option<f64>) -> String {

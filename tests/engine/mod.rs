@@ -23,6 +23,7 @@ mod run_input;
 mod sparse;
 mod sshd;
 mod symbols;
+mod timings;
 mod trust_attacks;
 mod worker_attacks;
 mod worktree;

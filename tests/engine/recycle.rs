@@ -256,3 +256,47 @@ fn a_worktree_holding_ignored_files_worth_saving_is_not_parked() {
         saved.display()
     );
 }
+
+#[test]
+fn the_default_configuration_recycles_the_worktree_of_an_integrated_packet() {
+    // No `[worktree] recycle` anywhere: the default pool still parks the first packet's
+    // worktree, and the next one-packet run takes it.
+    let repo = TestRepo::new();
+    let worker = r#"echo "$ORCHESTRA_PACKET" > "out-$ORCHESTRA_PACKET.txt""#;
+    let first = repo.run_plan(&one_packet_plan(&repo, "First", "p1"), worker, &["--merge"]);
+    assert!(first.status.success(), "{}", text(&first));
+    assert_eq!(parked(&repo).len(), 1, "the default configuration parks it");
+    let second = repo.run_plan(
+        &one_packet_plan(&repo, "Second", "q1"),
+        worker,
+        &["--merge"],
+    );
+    assert!(second.status.success(), "{}", text(&second));
+    assert!(text(&second).contains("recycled from"), "{}", text(&second));
+}
+
+#[test]
+fn recycle_zero_turns_recycling_off() {
+    let repo = TestRepo::new();
+    repo.write(".orchestra/config.toml", "[worktree]\nrecycle = 0\n");
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-qm", "no recycling"]);
+    let worker = r#"echo "$ORCHESTRA_PACKET" > "out-$ORCHESTRA_PACKET.txt""#;
+    let first = repo.run_plan(&one_packet_plan(&repo, "First", "p1"), worker, &["--merge"]);
+    assert!(first.status.success(), "{}", text(&first));
+    assert!(
+        parked(&repo).is_empty(),
+        "nothing is parked with recycle = 0"
+    );
+    let second = repo.run_plan(
+        &one_packet_plan(&repo, "Second", "q1"),
+        worker,
+        &["--merge"],
+    );
+    assert!(second.status.success(), "{}", text(&second));
+    assert!(
+        !text(&second).contains("recycled from"),
+        "{}",
+        text(&second)
+    );
+}

@@ -50,6 +50,11 @@ fn demo_runs_the_whole_flow_offline_in_under_a_minute() {
         "Use PUNCTUATION in any new message function",
         "p3-farewell rejected by reviewer:openai-compatible:scripted: [blocker] correctness greeter/__init__.py:1",
         "| reviewer | openai-compatible:scripted |",
+        "## Packet time per phase\n\n- worktree: ",
+        "- worker: ",
+        "- validation: ",
+        "- checks: ",
+        "- integration: ",
     ] {
         assert!(report.contains(needle), "missing `{needle}` in\n{report}");
     }

@@ -127,6 +127,9 @@ pub struct RunStatus {
     pub other_runs: Vec<RunRecord>,
     /// Where packets that ran on an executor's hosts ran last: packet, executor, host.
     pub hosts: Vec<PacketHost>,
+    /// Milliseconds per pipeline phase summed over the run's packets (each packet's own are in
+    /// its record's `timings`).
+    pub phase_totals: orchestra_core::store::PhaseDurations,
 }
 
 /// Where a packet ran, when an executor put it on another machine.
@@ -231,11 +234,17 @@ fn run_status(
     run: RunRecord,
     prices: &dyn Fn(&str) -> Option<Price>,
 ) -> Result<RunStatus, StatusError> {
+    let mut timings = orchestra_core::engine::timings::packet_timings(&store.events(&run.id, 0)?);
     let packets: Vec<PacketRecord> = store
         .packets(&run.id)?
         .into_iter()
         .map(|p| after_gc(common_dir, p))
+        .map(|mut p| {
+            p.timings = timings.remove(&p.id).unwrap_or_default();
+            p
+        })
         .collect();
+    let phase_totals = orchestra_core::store::phase_totals(packets.iter().map(|p| &p.timings));
     let agents = store
         .agent_usage(&run.id)?
         .into_iter()
@@ -259,6 +268,7 @@ fn run_status(
     run.state = engine_state(common_dir, &run).0;
     let failure = run_failure(store, &run.id, run.state, &packets)?;
     Ok(RunStatus {
+        phase_totals,
         spend,
         failure,
         hosts,

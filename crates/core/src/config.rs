@@ -464,6 +464,10 @@ pub struct RoleConfig {
 /// Default fix rounds of a packet whose scope check, validation or review fails.
 pub const DEFAULT_FIX_ROUNDS: u32 = 2;
 
+/// How many clean worktrees of integrated packets are parked when `[worktree] recycle` is not
+/// set: a small pool makes a repository's later packets nearly free to start.
+pub const DEFAULT_RECYCLE: usize = 2;
+
 /// Prices of one model in a currency unit per million tokens.
 #[derive(Debug, Clone, Copy, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -499,7 +503,8 @@ pub struct WorktreeConfig {
     pub root: Option<PathBuf>,
     /// A shell command run once in each new worktree (e.g. `npm ci`).
     pub setup: Option<String>,
-    /// How many clean worktrees of integrated packets to keep for new packets (default 0: none).
+    /// How many clean worktrees of integrated packets to keep for new packets (default 2;
+    /// `0` turns recycling off).
     pub recycle: Option<usize>,
     /// Ignored paths, relative to a worktree's top (`target`), a parked worktree keeps as warm
     /// caches for the next packet (default none: every other ignored file is dropped). A
@@ -616,9 +621,10 @@ impl RepoConfig {
         )
     }
 
-    /// Returns how many worktrees of integrated packets are parked for new packets.
+    /// Returns how many worktrees of integrated packets are parked for new packets (`[worktree]
+    /// recycle`, default [`DEFAULT_RECYCLE`]).
     pub fn recycle_worktrees(&self) -> usize {
-        self.worktree.recycle.unwrap_or(0)
+        self.worktree.recycle.unwrap_or(DEFAULT_RECYCLE)
     }
 
     /// Returns the directories every packet's sparse worktree gets when worktrees are sparse

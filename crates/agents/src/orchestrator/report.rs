@@ -67,6 +67,9 @@ pub struct Report {
     pub next_steps: Vec<String>,
     pub usage: Vec<UsageLine>,
     pub phases: Vec<(String, u64)>,
+    /// Milliseconds per packet pipeline phase (worktree, worker, validation, …), summed over
+    /// the run's packets.
+    pub packet_phases: orchestra_core::store::PhaseDurations,
     pub wall_ms: u64,
 }
 
@@ -123,6 +126,9 @@ pub fn build(s: &Sources<'_>) -> Report {
         next_steps,
         usage: usage_lines(s),
         phases: flow.phases,
+        packet_phases: orchestra_core::store::phase_totals(
+            orchestra_core::engine::timings::packet_timings(s.events).values(),
+        ),
         wall_ms: (s.now_ms - flow.start_ms).max(0) as u64,
     }
 }
@@ -611,6 +617,13 @@ pub fn render(r: &Report) -> String {
         let _ = writeln!(o, "- {phase}: {:.1} s", *ms as f64 / 1000.0);
     }
     let _ = writeln!(o, "- total: {:.1} s", r.wall_ms as f64 / 1000.0);
+    if !r.packet_phases.is_empty() {
+        // Summed over packets that ran side by side: what the packets cost, not the wall time.
+        let _ = writeln!(o, "\n## Packet time per phase\n");
+        for (phase, ms) in &r.packet_phases {
+            let _ = writeln!(o, "- {}: {:.1} s", phase.as_str(), *ms as f64 / 1000.0);
+        }
+    }
     o
 }
 

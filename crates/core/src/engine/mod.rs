@@ -11,6 +11,7 @@ pub mod remote;
 mod retry;
 pub mod scheduler;
 mod symbol_scope;
+pub mod timings;
 mod watch;
 mod watch_fs;
 

@@ -734,6 +734,7 @@ mod tests {
             removed: false,
             backup: None,
             updated_ms: 0,
+            timings: Default::default(),
         }
     }
 

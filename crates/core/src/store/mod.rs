@@ -14,6 +14,7 @@ mod projection;
 mod questions;
 mod records;
 mod settings;
+mod timings;
 mod usage;
 mod workflow;
 
@@ -31,6 +32,7 @@ pub use records::{
     JournalEntry, NewPacket, NewRun, PacketRecord, PacketState, Phase, RunRecord, RunState,
 };
 pub use settings::KeptSettings;
+pub use timings::{PhaseDurations, TimedPhase, phase_totals};
 pub use usage::AgentUsage;
 pub use workflow::{TurnRecord, UsageRow, WorkflowEntry};
 
@@ -344,6 +346,7 @@ impl Store {
                     removed: r.12 != 0,
                     backup: r.13,
                     updated_ms: r.14,
+                    timings: PhaseDurations::new(),
                 })
             })
             .collect()

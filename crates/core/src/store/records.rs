@@ -206,6 +206,10 @@ pub struct PacketRecord {
     pub removed: bool,
     pub backup: Option<String>,
     pub updated_ms: i64,
+    /// Milliseconds per phase of the packet's pipeline, derived from the journal by status
+    /// queries (empty as the packet table stores it).
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub timings: super::PhaseDurations,
 }
 
 /// What is needed to create a run and its packets.
