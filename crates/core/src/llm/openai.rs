@@ -256,13 +256,13 @@ impl ChatModel for OpenAiClient {
         req: &ChatRequest,
         on_delta: &mut dyn FnMut(Delta<'_>) -> bool,
     ) -> Result<ChatResponse, LlmError> {
-        let profile = &self.http.profile;
-        super::outage::ride_out(profile, on_delta, &mut |on_delta| {
-            let client = self.clone();
-            let owned = req.clone();
-            let work: super::wait::Work = Box::new(move |sink| client.stream(&owned, sink));
-            super::wait::detached(profile, req, work, on_delta)
-        })
+        super::wait::call(
+            self,
+            OpenAiClient::stream,
+            &self.http.profile,
+            req,
+            on_delta,
+        )
     }
 
     fn label(&self) -> String {

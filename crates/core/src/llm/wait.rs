@@ -32,6 +32,28 @@ enum Piece {
 pub(super) type Work =
     Box<dyn FnOnce(&mut dyn FnMut(Delta<'_>) -> bool) -> Result<ChatResponse, LlmError> + Send>;
 
+/// How a provider client sends one request and reads its answer on the calling thread.
+pub(super) type Stream<C> =
+    fn(&C, &ChatRequest, &mut dyn FnMut(Delta<'_>) -> bool) -> Result<ChatResponse, LlmError>;
+
+/// Answers `req` the way every provider client does: `stream` runs on a thread of its own
+/// ([`detached`]: the time-to-first-token and stall limits, the stop within a [`TICK`]), and
+/// an unreachable server is waited for ([`super::outage::ride_out`]).
+pub(super) fn call<C: Clone + Send + 'static>(
+    client: &C,
+    stream: Stream<C>,
+    profile: &Profile,
+    req: &ChatRequest,
+    on_delta: &mut dyn FnMut(Delta<'_>) -> bool,
+) -> Result<ChatResponse, LlmError> {
+    super::outage::ride_out(profile, on_delta, &mut |on_delta| {
+        let client = client.clone();
+        let owned = req.clone();
+        let work: Work = Box::new(move |sink| stream(&client, &owned, sink));
+        detached(profile, req, work, on_delta)
+    })
+}
+
 /// Returns the rough number of tokens of `req`'s prompt (four characters a token).
 pub fn prompt_tokens(req: &ChatRequest) -> u64 {
     let chars: usize = req.messages.iter().map(|m| m.text_len()).sum::<usize>()
