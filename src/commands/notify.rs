@@ -89,10 +89,7 @@ impl Inner {
                         .as_ref()
                         .filter(|st| !st.parent_of_phase)
                         .map(|st| st.phase);
-                    let questions = match &s.start {
-                        Some(st) => st.questions.clone(),
-                        None => s.questions.clone(),
-                    };
+                    let questions = s.waiting_questions().to_vec();
                     let state = s
                         .run
                         .state

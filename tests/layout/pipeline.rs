@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{code_only, root, rust_files, source_dirs};
+use super::{code_only, root, rust_files, source_dirs, word_starts};
 
 /// The files of `crates/core/src/engine/packet/`: the driver and one file per phase.
 const PHASE_FILES: &[&str] = &[
@@ -45,7 +45,7 @@ fn parameter_counts(code: &str) -> Vec<(String, usize, usize)> {
     while let Some(p) = code[from..].find("fn ") {
         let at = from + p;
         from = at + 3;
-        if at > 0 && (b[at - 1].is_ascii_alphanumeric() || b[at - 1] == b'_') {
+        if !word_starts(b, at) {
             continue;
         }
         let name: String = code[from..]
@@ -68,8 +68,8 @@ fn parameter_counts(code: &str) -> Vec<(String, usize, usize)> {
             continue;
         }
         // Parameters are the non-empty runs between the list's top-level commas.
-        let (mut depth, mut count, mut filled) = (0i32, 0usize, false);
-        for (i, &c) in b.iter().enumerate().skip(open) {
+        let (mut depth, mut count, mut filled) = (1i32, 0usize, false);
+        for (i, &c) in b.iter().enumerate().skip(open + 1) {
             match c {
                 b'(' | b'[' | b'<' | b'{' => depth += 1,
                 b'>' if b[i - 1] == b'-' || b[i - 1] == b'=' => {}
@@ -85,7 +85,7 @@ fn parameter_counts(code: &str) -> Vec<(String, usize, usize)> {
                 count += usize::from(filled);
                 break;
             }
-            filled |= !c.is_ascii_whitespace() && !(depth == 1 && c == b'(' && i == open);
+            filled |= !c.is_ascii_whitespace();
         }
         let line = code[..at].matches('\n').count() + 1;
         out.push((name, line, count));

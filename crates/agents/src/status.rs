@@ -251,11 +251,7 @@ fn run_status(
         .map(|a| cli_priced(a, prices))
         .collect();
     let notes = notes(store, &run.id)?;
-    let questions = store
-        .open_questions(&run.id)?
-        .into_iter()
-        .map(|(packet, question)| OpenQuestion { packet, question })
-        .collect();
+    let questions = engine_questions(store, &run.id)?;
     let start = start_status(common_dir, &run.id, prices);
     let spend = match &start {
         Some(s) => s.spend.clone(),
@@ -281,6 +277,17 @@ fn run_status(
         planning,
         other_runs,
     })
+}
+
+impl RunStatus {
+    /// Returns the questions a person is asked in this run, whichever kind it is: a `start`
+    /// run's from its workflow journal, another run's from the engine's journal.
+    pub fn waiting_questions(&self) -> &[OpenQuestion] {
+        match &self.start {
+            Some(start) => &start.questions,
+            None => &self.questions,
+        }
+    }
 }
 
 /// Returns an agent CLI's usage (its role `<role>/<cli>`) priced by `[prices]` under the model
@@ -567,20 +574,38 @@ pub fn start_status(
     }
     status.limits = limits.iter().map(|(_, t)| t.to_string()).collect();
     status.subtasks = subtasks.into_iter().map(|(_, t)| t).collect();
+    status.questions = start_questions(&entries);
+    Some(status)
+}
+
+/// Returns the questions the engine's agents (a `run`, `agent` or `resume`) wait on in `run`,
+/// from the run's journal, in the order their packets asked.
+fn engine_questions(store: &Store, run: &str) -> Result<Vec<OpenQuestion>, StatusError> {
+    Ok(store
+        .open_questions(run)?
+        .into_iter()
+        .map(|(packet, question)| OpenQuestion { packet, question })
+        .collect())
+}
+
+/// Returns the questions a `start` run's agents wait on, from its workflow journal `entries`:
+/// each one asked with no answer to its packet after it.
+fn start_questions(entries: &[crate::orchestrator::start_journal::Entry]) -> Vec<OpenQuestion> {
+    let mut out = Vec::new();
     for (i, e) in entries.iter().enumerate() {
         if let WorkflowEvent::Asked { packet, question } = &e.event {
             let answered = entries[i..].iter().any(
                 |later| matches!(&later.event, WorkflowEvent::Answered { packet: p, .. } if p == packet),
             );
             if !answered {
-                status.questions.push(OpenQuestion {
+                out.push(OpenQuestion {
                     packet: packet.clone(),
                     question: question.clone(),
                 });
             }
         }
     }
-    Some(status)
+    out
 }
 
 /// Returns true if and only if a live process drives the `start` run `run`: its driver lock
