@@ -26,9 +26,12 @@ enum EvalCommand {
 /// Lists the tasks a range of history holds and which of them are valid.
 ///
 /// Every first-parent commit that changes source and test files is a candidate (base: its parent; objective: its message; hidden tests: its
-/// changes to test files), valid when the test command fails at the base with the hidden tests
-/// added and passes at the commit. Validity is judged by the test command's exit status, not
-/// per test. Each check runs sandboxed in a scratch worktree that is removed afterwards.
+/// changes to test files). Where the test command reports per-test results (pytest, `cargo test`,
+/// any runner printing `PASSED <id>` / `FAILED <id>` lines) a candidate is valid when some test
+/// fails at the base with the hidden tests and passes at the commit (FAIL_TO_PASS) and no test
+/// passing at the base fails at the commit (PASS_TO_PASS); otherwise when the command fails at
+/// the base with the hidden tests and passes at the commit. Each check runs sandboxed in a
+/// scratch worktree that is removed afterwards.
 #[derive(Debug, Args)]
 pub struct TasksArgs {
     /// The revision range to mine, e.g. `HEAD~50..HEAD` or `v1.0..main`.
@@ -127,6 +130,14 @@ fn print_list(tasks: &[Task]) {
         if let Some(detail) = &t.detail {
             println!("    {}", terminal_safe(detail));
         }
+        if !t.fail_to_pass.is_empty() {
+            let line = format!(
+                "    fail to pass: {}; pass to pass: {}",
+                t.fail_to_pass.join(" "),
+                t.pass_to_pass.len()
+            );
+            println!("{}", terminal_safe(&line));
+        }
     }
     let (valid, reasons) = eval::counts(tasks);
     let mut summary = format!("{} candidates: {valid} valid", tasks.len());
@@ -134,7 +145,14 @@ fn print_list(tasks: &[Task]) {
         summary.push_str(&format!(", {n} {}", reason.as_str()));
     }
     println!("{summary}");
-    println!("(validity is judged by the test command's exit status, not per test)");
+    let per_test = tasks.iter().filter(|t| t.per_test).count();
+    if per_test == 0 {
+        println!("(validity is judged by the test command's exit status, not per test)");
+    } else {
+        println!(
+            "({per_test} judged test by test; any other checked by the test command's exit status)"
+        );
+    }
 }
 
 /// Prints the tasks and the counts as one JSON object.

@@ -49,25 +49,34 @@ pub fn is_source_file(path: &str) -> bool {
 }
 
 /// Returns `command` narrowed to `tests` where its runner takes test paths (`pytest`, `python
-/// -m pytest`): those of `tests` it can collect are appended. Other commands (`cargo test`, a
-/// script, anything with shell operators) are returned whole; they see the files in
-/// `ORCHESTRA_EVAL_TESTS` and may narrow themselves.
+/// -m pytest`): those of `tests` it can collect are appended, after `-rA` (unless the command
+/// chooses its own `-r`) so that pytest's summary names every test with its result. Other
+/// commands (`cargo test`, a script, anything with shell operators) are returned whole; they
+/// see the files in `ORCHESTRA_EVAL_TESTS` and may narrow themselves.
 pub fn narrowed(command: &str, tests: &[String]) -> String {
-    let words: Vec<&str> = command.split_whitespace().collect();
-    let pytest = matches!(words.as_slice(), ["pytest", ..])
-        || matches!(words.as_slice(), ["python" | "python3", "-m", "pytest", ..])
-        || matches!(words.as_slice(), ["uv", "run", "pytest", ..]);
-    let plain = !command.contains(['&', '|', ';', '>', '<', '`', '$', '\n']);
-    let paths: Vec<&String> = tests.iter().filter(|t| t.ends_with(".py")).collect();
-    if !pytest || !plain || paths.is_empty() {
+    if !takes_paths(command) {
         return command.to_string();
     }
+    let words: Vec<&str> = command.split_whitespace().collect();
     let mut out = command.trim_end().to_string();
-    for path in paths {
+    if !words.iter().any(|w| w.starts_with("-r")) {
+        out.push_str(" -rA");
+    }
+    for path in tests.iter().filter(|t| t.ends_with(".py")) {
         out.push(' ');
         out.push_str(&quote(path));
     }
     out
+}
+
+/// Returns true if and only if `command` is a plain pytest command line, which [`narrowed`]
+/// narrows to the test paths it is given.
+pub fn takes_paths(command: &str) -> bool {
+    let words: Vec<&str> = command.split_whitespace().collect();
+    let pytest = matches!(words.as_slice(), ["pytest", ..])
+        || matches!(words.as_slice(), ["python" | "python3", "-m", "pytest", ..])
+        || matches!(words.as_slice(), ["uv", "run", "pytest", ..]);
+    pytest && !command.contains(['&', '|', ';', '>', '<', '`', '$', '\n'])
 }
 
 /// Returns `word` quoted for `sh`.
@@ -105,13 +114,16 @@ mod tests {
     #[test]
     fn narrows_pytest_to_the_changed_test_files_only() {
         let tests = vec!["tests/test_a.py".to_string(), "tests/data.json".to_string()];
-        assert_eq!(narrowed("pytest -q", &tests), "pytest -q 'tests/test_a.py'");
         assert_eq!(
-            narrowed("python -m pytest", &tests),
-            "python -m pytest 'tests/test_a.py'"
+            narrowed("pytest -q", &tests),
+            "pytest -q -rA 'tests/test_a.py'"
+        );
+        assert_eq!(
+            narrowed("python -m pytest -rfE", &tests),
+            "python -m pytest -rfE 'tests/test_a.py'"
         );
         assert_eq!(narrowed("cargo test", &tests), "cargo test");
         assert_eq!(narrowed("pytest && echo ok", &tests), "pytest && echo ok");
-        assert_eq!(narrowed("pytest", &[]), "pytest");
+        assert_eq!(narrowed("pytest", &[]), "pytest -rA");
     }
 }
