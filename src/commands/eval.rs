@@ -1,7 +1,7 @@
 //! `git orchestra eval`: measures what orchestration is worth on the repository's own history;
 //! `eval tasks` lists the tasks its history holds and which of them are valid.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
 use git_orchestra::eval::{self, Check, Task};
@@ -23,7 +23,11 @@ enum EvalCommand {
     Tasks(TasksArgs),
 }
 
-/// Lists the tasks a range of history holds and which of them are valid.
+/// Lists the tasks a range of history or a task suite file holds and which of them are valid.
+///
+/// A suite file (`SUITE`) is TOML (`[[task]]` tables) or JSONL (one task per line), in our format
+/// or SWE-bench's; its tasks are listed as declared, after every field is checked (a bad one
+/// exits 2 naming the task and the field).
 ///
 /// Every first-parent commit that changes source and test files is a candidate (base: its parent; objective: its message; hidden tests: its
 /// changes to test files). Where the test command reports per-test results (pytest, `cargo test`,
@@ -33,10 +37,17 @@ enum EvalCommand {
 /// the base with the hidden tests and passes at the commit. Each check runs sandboxed in a
 /// scratch worktree that is removed afterwards.
 #[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("source").required(true).args(["suite", "from_history"])))]
 pub struct TasksArgs {
+    /// A task suite file: `*.toml` with `[[task]]` tables, else JSONL (ours or SWE-bench's).
+    #[arg(value_name = "SUITE", conflicts_with_all = ["from_history", "test", "timeout"])]
+    suite: Option<PathBuf>,
     /// The revision range to mine, e.g. `HEAD~50..HEAD` or `v1.0..main`.
     #[arg(long = "from-history", value_name = "REV-RANGE")]
-    from_history: String,
+    from_history: Option<String>,
+    /// Where a SWE-bench suite's `owner/name` repositories are: `DIR/owner__name` or `DIR/name`.
+    #[arg(long = "repos-dir", value_name = "DIR", requires = "suite")]
+    repos_dir: Option<PathBuf>,
     /// The test command (run with `sh -c` at the top of each checkout); default: `[eval] test`,
     /// else the test command `init` detects. `pytest` is narrowed to the changed test files;
     /// every command finds them, one per line, in `ORCHESTRA_EVAL_TESTS`.
@@ -57,8 +68,17 @@ pub fn cmd_eval(cwd: &Path, args: &EvalArgs) -> Result<(), CommandError> {
     }
 }
 
-/// Mines, checks and lists the tasks of a range of history.
+/// Mines, checks and lists the tasks of a range of history, or lists a suite's.
 fn cmd_tasks(cwd: &Path, args: &TasksArgs) -> Result<(), CommandError> {
+    let range = match (&args.suite, &args.from_history) {
+        (Some(suite), _) => return cmd_suite(cwd, suite, args),
+        (None, Some(range)) => range,
+        (None, None) => {
+            return Err(CommandError::user(
+                "give a task suite file or `--from-history <REV-RANGE>`",
+            ));
+        }
+    };
     let repo = RepoInfo::discover(cwd)?;
     let config = super::load_config(&repo)?;
     let command = test_command(&repo, args.test.as_deref(), config.eval.test.as_deref())?;
@@ -73,11 +93,11 @@ fn cmd_tasks(cwd: &Path, args: &TasksArgs) -> Result<(), CommandError> {
     if !args.json {
         eprintln!(
             "checking the tasks of {} with `{}`",
-            terminal_safe(&args.from_history),
+            terminal_safe(range),
             terminal_safe(&command)
         );
     }
-    let tasks = eval::from_history(&repo, &args.from_history, &check).map_err(|e| match e {
+    let tasks = eval::from_history(&repo, range, &check).map_err(|e| match e {
         eval::EvalError::Range { .. } | eval::EvalError::EmptyRange { .. } => CommandError::user(e),
         eval::EvalError::Interrupted { .. } => CommandError::interrupted(e),
         other => CommandError::internal(other),
@@ -88,6 +108,48 @@ fn cmd_tasks(cwd: &Path, args: &TasksArgs) -> Result<(), CommandError> {
         print_list(&tasks);
         Ok(())
     }
+}
+
+/// Reads and lists the tasks of the suite file `suite`.
+fn cmd_suite(cwd: &Path, suite: &Path, args: &TasksArgs) -> Result<(), CommandError> {
+    let path = cwd.join(suite);
+    let repos_dir = args.repos_dir.as_ref().map(|d| cwd.join(d));
+    let repos = eval::suite::Repos {
+        dir: repos_dir.as_deref(),
+    };
+    let tasks = eval::suite::from_file(&path, &repos).map_err(CommandError::user)?;
+    if args.json {
+        let out = serde_json::json!({ "tasks": tasks });
+        let text = serde_json::to_string_pretty(&out).map_err(CommandError::internal)?;
+        println!("{text}");
+        return Ok(());
+    }
+    for t in &tasks {
+        let subject = t.task.objective.lines().next().unwrap_or_default();
+        let base = t.task.base.as_deref().unwrap_or_default();
+        let judged = match &t.check {
+            Some(check) if t.task.fail_to_pass.is_empty() => format!("check `{check}`"),
+            _ => format!(
+                "{} fail to pass, {} pass to pass",
+                t.task.fail_to_pass.len(),
+                t.task.pass_to_pass.len()
+            ),
+        };
+        let line = format!(
+            "{} {} {judged}; hidden tests: {}",
+            t.id,
+            &base[..base.len().min(10)],
+            t.task.tests.join(" ")
+        );
+        println!("{}", terminal_safe(&line));
+        println!("    {}", terminal_safe(subject));
+    }
+    println!(
+        "{} tasks in {} (as declared; not checked)",
+        tasks.len(),
+        terminal_safe(&suite.display().to_string())
+    );
+    Ok(())
 }
 
 /// Returns the test command: `--test`, else `[eval] test`, else the one detection finds.

@@ -11,6 +11,8 @@
 mod check;
 pub mod files;
 pub mod results;
+pub mod suite;
+mod suite_fields;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
