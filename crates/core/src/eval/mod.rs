@@ -11,6 +11,7 @@
 mod check;
 pub mod files;
 pub mod results;
+pub mod stats;
 pub mod suite;
 mod suite_fields;
 
