@@ -123,8 +123,11 @@ pub fn from_file(path: &Path, repos: &Repos<'_>) -> Result<Vec<SuiteTask>, Suite
     Ok(tasks)
 }
 
+/// One task as read, before its fields are: its place in the file (`line 3`) and its fields.
+type Entry = (String, Map<String, Value>);
+
 /// Returns each `[[task]]` table of a TOML suite with its place (`task 2`).
-fn toml_entries(text: &str) -> Result<Vec<(String, Map<String, Value>)>, String> {
+fn toml_entries(text: &str) -> Result<Vec<Entry>, String> {
     let table: toml::Table = toml::from_str(text).map_err(|e| format!("is not valid TOML: {e}"))?;
     if let Some(key) = table.keys().find(|k| *k != "task") {
         return Err(format!(
@@ -149,7 +152,7 @@ fn toml_entries(text: &str) -> Result<Vec<(String, Map<String, Value>)>, String>
 }
 
 /// Returns each non-blank line of a JSONL suite as an object with its place (`line 3`).
-fn jsonl_entries(text: &str) -> Result<Vec<(String, Map<String, Value>)>, String> {
+fn jsonl_entries(text: &str) -> Result<Vec<Entry>, String> {
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
