@@ -40,11 +40,16 @@ enum EvalCommand {
 #[command(group(clap::ArgGroup::new("source").required(true).args(["suite", "from_history"])))]
 pub struct TasksArgs {
     /// A task suite file: `*.toml` with `[[task]]` tables, else JSONL (ours or SWE-bench's).
-    #[arg(value_name = "SUITE", conflicts_with_all = ["from_history", "test", "timeout"])]
+    #[arg(value_name = "SUITE", conflicts_with = "from_history")]
     suite: Option<PathBuf>,
     /// The revision range to mine, e.g. `HEAD~50..HEAD` or `v1.0..main`.
     #[arg(long = "from-history", value_name = "REV-RANGE")]
     from_history: Option<String>,
+    /// Check each suite task at its base: after its setup command and with its test patch
+    /// applied, its check must fail (per test: no FAIL_TO_PASS test passes, no PASS_TO_PASS test
+    /// fails). Its check command is its `check`, else `--test`, else its repository's.
+    #[arg(long, requires = "suite")]
+    check: bool,
     /// Where a SWE-bench suite's `owner/name` repositories are: `DIR/owner__name` or `DIR/name`.
     #[arg(long = "repos-dir", value_name = "DIR", requires = "suite")]
     repos_dir: Option<PathBuf>,
@@ -117,7 +122,10 @@ fn cmd_suite(cwd: &Path, suite: &Path, args: &TasksArgs) -> Result<(), CommandEr
     let repos = eval::suite::Repos {
         dir: repos_dir.as_deref(),
     };
-    let tasks = eval::suite::from_file(&path, &repos).map_err(CommandError::user)?;
+    let mut tasks = eval::suite::from_file(&path, &repos).map_err(CommandError::user)?;
+    if args.check {
+        check_suite(&mut tasks, args)?;
+    }
     if args.json {
         let out = serde_json::json!({ "tasks": tasks });
         let text = serde_json::to_string_pretty(&out).map_err(CommandError::internal)?;
@@ -125,31 +133,92 @@ fn cmd_suite(cwd: &Path, suite: &Path, args: &TasksArgs) -> Result<(), CommandEr
         return Ok(());
     }
     for t in &tasks {
-        let subject = t.task.objective.lines().next().unwrap_or_default();
-        let base = t.task.base.as_deref().unwrap_or_default();
-        let judged = match &t.check {
-            Some(check) if t.task.fail_to_pass.is_empty() => format!("check `{check}`"),
-            _ => format!(
-                "{} fail to pass, {} pass to pass",
-                t.task.fail_to_pass.len(),
-                t.task.pass_to_pass.len()
-            ),
-        };
-        let line = format!(
-            "{} {} {judged}; hidden tests: {}",
-            t.id,
-            &base[..base.len().min(10)],
-            t.task.tests.join(" ")
-        );
-        println!("{}", terminal_safe(&line));
-        println!("    {}", terminal_safe(subject));
+        print_suite_task(t, args.check);
     }
-    println!(
-        "{} tasks in {} (as declared; not checked)",
-        tasks.len(),
-        terminal_safe(&suite.display().to_string())
-    );
+    let name = suite.display().to_string();
+    let shown = terminal_safe(&name);
+    if args.check {
+        let all: Vec<Task> = tasks.iter().map(|t| t.task.clone()).collect();
+        let (valid, reasons) = eval::counts(&all);
+        let mut summary = format!("{} tasks in {shown}: {valid} valid", tasks.len());
+        for (reason, n) in reasons {
+            summary.push_str(&format!(", {n} {}", reason.as_str()));
+        }
+        println!("{summary}");
+    } else {
+        println!(
+            "{} tasks in {shown} (as declared; not checked: `--check` runs them at their base)",
+            tasks.len()
+        );
+    }
     Ok(())
+}
+
+/// Checks each suite task at its base with its check command (its own `check`, else `--test`,
+/// else its repository's `[eval] test` or detected test command).
+fn check_suite(tasks: &mut [eval::suite::SuiteTask], args: &TasksArgs) -> Result<(), CommandError> {
+    let stop = git_orchestra::exec::install_signal_handlers();
+    let total = tasks.len();
+    for (done, task) in tasks.iter_mut().enumerate() {
+        let repo = RepoInfo::discover(&task.repo)?;
+        let config = super::load_config(&repo)?;
+        let flag = task.check.as_deref().or(args.test.as_deref());
+        let command = test_command(&repo, flag, config.eval.test.as_deref())?;
+        let sandboxes =
+            git_orchestra::agent::sandbox::command_sandboxes(&repo.common_dir, &config.sandbox);
+        let check = Check {
+            command: &command,
+            timeout: config.timeout(args.timeout),
+            confine: sandboxes.validation.as_deref(),
+            stop,
+        };
+        if !args.json {
+            eprintln!(
+                "checking {} with `{}`",
+                terminal_safe(&task.id),
+                terminal_safe(&command)
+            );
+        }
+        eval::suite_check::check_suite_task(&repo, task, &check).map_err(CommandError::internal)?;
+        if stop.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(CommandError::interrupted(eval::EvalError::Interrupted {
+                done,
+                total,
+            }));
+        }
+    }
+    Ok(())
+}
+
+/// Prints one suite task: its id, base, how it is judged and its hidden tests, with its
+/// validity when it was checked, then its objective's first line.
+fn print_suite_task(t: &eval::suite::SuiteTask, checked: bool) {
+    let subject = t.task.objective.lines().next().unwrap_or_default();
+    let base = t.task.base.as_deref().unwrap_or_default();
+    let judged = match &t.check {
+        Some(check) if t.task.fail_to_pass.is_empty() => format!("check `{check}`"),
+        _ => format!(
+            "{} fail to pass, {} pass to pass",
+            t.task.fail_to_pass.len(),
+            t.task.pass_to_pass.len()
+        ),
+    };
+    let status = match (checked, t.task.reason) {
+        (false, _) => String::new(),
+        (true, None) => "valid; ".to_string(),
+        (true, Some(r)) => format!("invalid: {}; ", r.as_str()),
+    };
+    let line = format!(
+        "{} {} {status}{judged}; hidden tests: {}",
+        t.id,
+        &base[..base.len().min(10)],
+        t.task.tests.join(" ")
+    );
+    println!("{}", terminal_safe(&line));
+    if let Some(detail) = &t.task.detail {
+        println!("    {}", terminal_safe(detail));
+    }
+    println!("    {}", terminal_safe(subject));
 }
 
 /// Returns the test command: `--test`, else `[eval] test`, else the one detection finds.

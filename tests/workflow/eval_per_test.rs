@@ -5,7 +5,7 @@ use crate::support::{TestRepo, orchestra, text};
 
 /// Runs each `name:command` line of every `tests/test_*.sh` as one test and prints pytest's
 /// `-rA` summary lines for it; fails when one fails.
-const RUN_TESTS: &str = r#"fail=0
+pub(super) const RUN_TESTS: &str = r#"fail=0
 for t in tests/test_*.sh; do
   while IFS=: read -r name cmd; do
     [ -n "$name" ] || continue

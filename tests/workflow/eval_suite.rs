@@ -6,10 +6,11 @@ use std::path::{Path, PathBuf};
 
 use crate::support::{TestRepo, git, orchestra, refs, text};
 
-/// Returns a calculator repository whose first commit is tagged `v1`, the suites' base.
+/// Returns a calculator repository whose first commit is tagged `v1`, the suites' base; its
+/// `run_tests.sh` prints a `PASSED` / `FAILED` line per test.
 fn calculator() -> TestRepo {
     let repo = TestRepo::with_files(&[
-        ("run_tests.sh", "for t in tests/test_*.sh; do :; done\n"),
+        ("run_tests.sh", super::eval_per_test::RUN_TESTS),
         ("src/calc.sh", "add() { echo $(($1 + $2)); }\n"),
         ("tests/test_add.sh", "add_small:[ \"$(add 1 2)\" = 3 ]\n"),
     ]);
@@ -259,4 +260,104 @@ fn each_kind_of_bad_suite_exits_2_naming_the_task_and_the_field_with_nothing_cha
         assert!(out.stdout.is_empty(), "{name}: {}", text(&out));
     }
     assert_eq!(state(&repo.path), before, "the repository changed");
+}
+
+#[test]
+fn check_runs_each_suite_task_at_its_base_and_judges_it_per_test() {
+    let repo = calculator();
+    let before = state(&repo.path);
+    let patch = |body: &str| {
+        format!(
+            "--- /dev/null\\n+++ b/tests/test_new.sh\\n@@ -0,0 +1 @@\\n+{}\\n",
+            body.replace('"', "\\\"")
+        )
+    };
+    let task = |id: &str, extra: &str| {
+        format!(
+            "{{\"id\": \"{id}\", \"repo\": \"repo\", \"base\": \"v1\", \"objective\": \"o\", {extra}}}\n"
+        )
+    };
+    let body = [
+        task(
+            "fails-before",
+            &format!(
+                "\"test_patch\": \"{}\", \"fail_to_pass\": [\"tests/test_new.sh::mul_small\"], \"pass_to_pass\": [\"tests/test_add.sh::add_small\"]",
+                patch("mul_small:[ \"$(mul 2 3)\" = 6 ]")
+            ),
+        ),
+        task(
+            "passes-before",
+            &format!(
+                "\"test_patch\": \"{}\", \"fail_to_pass\": [\"tests/test_new.sh::add_zero\"]",
+                patch("add_zero:[ \"$(add 0 0)\" = 0 ]")
+            ),
+        ),
+        task(
+            "setup-fails",
+            "\"tests\": [\"tests/test_add.sh\"], \"fail_to_pass\": [\"x\"], \"setup\": \"exit 3\"",
+        ),
+        task(
+            "patch-fails",
+            "\"test_patch\": \"--- a/tests/test_add.sh\\n+++ b/tests/test_add.sh\\n@@ -1 +1 @@\\n-nothing like this\\n+x\\n\", \"fail_to_pass\": [\"x\"]",
+        ),
+        task(
+            "check-passes",
+            "\"tests\": [\"tests/test_add.sh\"], \"check\": \"true\"",
+        ),
+    ]
+    .concat();
+    let path = suite(&repo, "check.jsonl", &body);
+    let v = listed(&repo, &path, &["--check", "--test", "sh run_tests.sh"]);
+    let verdicts: Vec<(String, String)> = v["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["reason"].as_str().unwrap_or("valid").to_string(),
+                t["detail"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(verdicts[0], ("valid".to_string(), String::new()), "{v}");
+    assert_eq!(
+        verdicts[1],
+        (
+            "tests_pass_before".to_string(),
+            "FAIL_TO_PASS tests pass at the base: tests/test_new.sh::add_zero".to_string()
+        )
+    );
+    assert_eq!(verdicts[2].0, "setup_failed");
+    assert_eq!(verdicts[2].1, "the setup command `exit 3` failed");
+    assert_eq!(verdicts[3].0, "setup_failed");
+    assert!(
+        verdicts[3]
+            .1
+            .starts_with("the test patch does not apply at the base"),
+        "{v}"
+    );
+    assert_eq!(verdicts[4].0, "tests_pass_before", "{v}");
+    let out = orchestra(
+        &repo.path,
+        &[
+            "eval",
+            "tasks",
+            path.to_str().unwrap(),
+            "--check",
+            "--test",
+            "sh run_tests.sh",
+        ],
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("5 tasks in ")
+            && String::from_utf8_lossy(&out.stdout)
+                .contains(": 1 valid, 2 tests pass before, 2 setup failed"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(state(&repo.path), before, "the repository changed");
+    let left = std::fs::read_dir(repo.path.join(".git/orchestra/scratch"))
+        .map(|d| d.count())
+        .unwrap_or(0);
+    assert_eq!(left, 0, "a scratch checkout was left behind");
 }

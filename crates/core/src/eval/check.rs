@@ -2,6 +2,8 @@
 //! with the hidden tests taken from the commit, at the commit, and (when the check reports
 //! per-test results) at the base alone, then judges the candidate from what they report.
 
+use std::path::Path;
+
 use orchestra_git::git::{ChangedFile, Git, RepoInfo};
 use orchestra_sys::exec::process::{self, Outcome, Spec};
 
@@ -10,7 +12,7 @@ use super::{Check, EvalError, Reason};
 use crate::gate::ScratchWorktree;
 
 /// How the check ended in one checkout.
-enum Status {
+pub(super) enum Status {
     Passed,
     Failed,
     /// The checkout could not be prepared or the check could not run to an exit code.
@@ -18,9 +20,19 @@ enum Status {
 }
 
 /// What the check did in one checkout: how it ended and the per-test results it printed.
-struct Ran {
-    status: Status,
-    results: Results,
+pub(super) struct Ran {
+    pub status: Status,
+    pub results: Results,
+}
+
+impl Ran {
+    /// Returns a check that could not run, for `why`.
+    fn broken(why: String) -> Self {
+        Ran {
+            status: Status::Broken(why),
+            results: Results::new(),
+        }
+    }
 }
 
 /// What judging a candidate found.
@@ -65,11 +77,18 @@ pub(super) fn judge(
         .map(|f| f.path.clone())
         .collect();
     let command = super::files::narrowed(check.command, &tests);
-    let before = run_at(repo, base, Some((commit, hidden)), &command, &tests, check)?;
+    let before = run_at(
+        repo,
+        base,
+        &Prepare::TakeFiles(commit, hidden),
+        &command,
+        &tests,
+        check,
+    )?;
     if let Status::Broken(why) = before.status {
         return Ok(Judgement::invalid(Reason::SetupFailed, why));
     }
-    let after = run_at(repo, commit, None, &command, &tests, check)?;
+    let after = run_at(repo, commit, &Prepare::Nothing, &command, &tests, check)?;
     if let Status::Broken(why) = after.status {
         return Ok(Judgement::invalid(Reason::SetupFailed, why));
     }
@@ -87,7 +106,14 @@ pub(super) fn judge(
     let at_base = if existing.is_empty() && super::files::takes_paths(check.command) {
         Results::new()
     } else {
-        let alone = run_at(repo, base, None, &base_command, &existing, check)?;
+        let alone = run_at(
+            repo,
+            base,
+            &Prepare::Nothing,
+            &base_command,
+            &existing,
+            check,
+        )?;
         if let Status::Broken(why) = alone.status {
             return Ok(Judgement::invalid(Reason::SetupFailed, why));
         }
@@ -178,40 +204,112 @@ fn per_test(command: &str, before: &Results, at_base: &Results, after: &Results)
     judgement
 }
 
-/// Runs `command` in a scratch worktree at `at` (with `files` taken from another commit when
-/// given) and returns how it ended and the per-test results it printed.
-fn run_at(
+/// What is done in a scratch checkout before the check runs.
+pub(super) enum Prepare<'a> {
+    /// Nothing: the checkout as it is.
+    Nothing,
+    /// The hidden tests `files` taken from the commit given.
+    TakeFiles(&'a str, &'a [ChangedFile]),
+    /// A suite task's setup command run, then its test patch applied.
+    Suite {
+        setup: Option<&'a str>,
+        patch: Option<&'a str>,
+    },
+}
+
+/// Runs `command` in a scratch worktree at `at`, prepared as `prepare` says, and returns how
+/// it ended and the per-test results it printed. The worktree and the sandbox's temporary
+/// files are removed afterwards, whatever happened.
+pub(super) fn run_at(
     repo: &RepoInfo,
     at: &str,
-    files: Option<(&str, &[ChangedFile])>,
+    prepare: &Prepare<'_>,
     command: &str,
     tests: &[String],
     check: &Check<'_>,
 ) -> Result<Ran, EvalError> {
-    let broken = |why: String| Ran {
-        status: Status::Broken(why),
-        results: Results::new(),
-    };
     let short = &at[..at.len().min(10)];
     let scratch = match ScratchWorktree::create(repo, at, &format!("eval-{short}")) {
         Ok(s) => s,
-        Err(e) => return Ok(broken(e.to_string())),
+        Err(e) => return Ok(Ran::broken(e.to_string())),
     };
-    if let Some((from, files)) = files
-        && let Err(e) = Git::new(scratch.path()).take_files_from(from, files)
-    {
-        return Ok(broken(format!("cannot add the hidden tests: {e}")));
+    let dir = scratch.path();
+    let ran = match prepared(repo, dir, prepare, tests, check) {
+        Ok(None) => execute(repo, dir, command, tests, check),
+        Ok(Some(why)) => Ok(Ran::broken(why)),
+        Err(e) => Err(e),
+    };
+    let name = dir.file_name().map(|n| n.to_string_lossy().into_owned());
+    drop(scratch);
+    if let Some(name) = name {
+        remove_private_tmp(&repo.common_dir, &name);
     }
+    ran
+}
+
+/// Prepares the checkout `dir` as `prepare` says; returns why it could not be prepared, or
+/// `None` when it is ready.
+fn prepared(
+    repo: &RepoInfo,
+    dir: &Path,
+    prepare: &Prepare<'_>,
+    tests: &[String],
+    check: &Check<'_>,
+) -> Result<Option<String>, EvalError> {
+    match prepare {
+        Prepare::Nothing => Ok(None),
+        Prepare::TakeFiles(from, files) => Ok(Git::new(dir)
+            .take_files_from(from, files)
+            .err()
+            .map(|e| format!("cannot add the hidden tests: {e}"))),
+        Prepare::Suite { setup, patch } => {
+            if let Some(setup) = setup {
+                let ran = execute(repo, dir, setup, tests, check)?;
+                match ran.status {
+                    Status::Passed => {}
+                    Status::Failed => {
+                        return Ok(Some(format!("the setup command `{setup}` failed")));
+                    }
+                    Status::Broken(why) => {
+                        return Ok(Some(format!("the setup command `{setup}`: {why}")));
+                    }
+                }
+            }
+            Ok(patch.and_then(|p| {
+                Git::new(dir)
+                    .apply_patch(p)
+                    .err()
+                    .map(|e| format!("the test patch does not apply at the base: {e}"))
+            }))
+        }
+    }
+}
+
+/// Runs `command` in `dir` under the check's sandbox and limits, with the hidden test files in
+/// `ORCHESTRA_EVAL_TESTS`, and returns how it ended and the per-test results it printed.
+fn execute(
+    repo: &RepoInfo,
+    dir: &Path,
+    command: &str,
+    tests: &[String],
+    check: &Check<'_>,
+) -> Result<Ran, EvalError> {
     let logs = orchestra_sys::exec::state_dir(&repo.common_dir).join("eval");
     fs_err::create_dir_all(&logs).map_err(|source| EvalError::Logs {
         path: logs.clone(),
         source,
     })?;
-    let log = logs.join(format!("check-{}-{short}.log", std::process::id()));
+    let log = logs.join(format!(
+        "check-{}-{}.log",
+        std::process::id(),
+        dir.file_name()
+            .map(|n| n.to_string_lossy())
+            .unwrap_or_default()
+    ));
     let env = [("ORCHESTRA_EVAL_TESTS".to_string(), tests.join("\n"))];
     let spec = Spec {
         command,
-        dir: scratch.path(),
+        dir,
         env: &env,
         log: &log,
         timeout: check.timeout,
@@ -222,16 +320,8 @@ fn run_at(
         .map(|b| String::from_utf8_lossy(&b).into_owned())
         .unwrap_or_default();
     let _ = fs_err::remove_file(&log);
-    let name = scratch
-        .path()
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned());
-    drop(scratch);
-    if let Some(name) = name {
-        remove_private_tmp(&repo.common_dir, &name);
-    }
     Ok(match outcome {
-        Err(e) => broken(e.to_string()),
+        Err(e) => Ran::broken(e.to_string()),
         Ok(o) => Ran {
             status: verdict(&o, check),
             results: results::parse(&output),

@@ -13,6 +13,7 @@ pub mod files;
 pub mod results;
 pub mod stats;
 pub mod suite;
+pub mod suite_check;
 mod suite_fields;
 
 use std::path::PathBuf;
