@@ -38,7 +38,9 @@ fn summary_line(line: &str) -> Option<(&str, bool)> {
         _ => return None,
     };
     let id = rest.split(" - ").next()?.trim();
-    is_test_id(id).then_some((id, passed))
+    // A pytest id names a test in a file (`path::name`) or a file that failed to collect; a
+    // word after `ERROR` in some other tool's log is neither.
+    (is_test_id(id) && (id.contains("::") || id.ends_with(".py"))).then_some((id, passed))
 }
 
 /// Reads a pytest verbose line: `path::name PASSED [ 50%]`.
@@ -127,6 +129,9 @@ test result: FAILED. 1 passed; 1 failed; 1 ignored
 
     #[test]
     fn output_in_no_known_form_yields_nothing() {
-        assert!(parse("FAIL tests/test_a.sh\nall good\nPASSED\n").is_empty());
+        assert!(
+            parse("FAIL tests/test_a.sh\nall good\nPASSED\nERROR timeout\nFAILED to connect\n")
+                .is_empty()
+        );
     }
 }
