@@ -45,6 +45,11 @@ pub struct TasksArgs {
     /// The revision range to mine, e.g. `HEAD~50..HEAD` or `v1.0..main`.
     #[arg(long = "from-history", value_name = "REV-RANGE")]
     from_history: Option<String>,
+    /// Where a history task's objective comes from: `commit` (its message, the default) or
+    /// `model` (the `init` role rewrites the message as an issue statement naming no solution,
+    /// after reading the code at the task's base; valid tasks only).
+    #[arg(long = "objective-from", value_enum, default_value_t = ObjectiveFrom::Commit, conflicts_with = "suite")]
+    objective_from: ObjectiveFrom,
     /// Check each suite task at its base: after its setup command and with its test patch
     /// applied, its check must fail (per test: no FAIL_TO_PASS test passes, no PASS_TO_PASS test
     /// fails). Its check command is its `check`, else `--test`, else its repository's.
@@ -64,6 +69,15 @@ pub struct TasksArgs {
     /// Print `{"tasks": [...], "counts": {...}}` as JSON instead of a list.
     #[arg(long)]
     json: bool,
+}
+
+/// Where a history task's objective comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum ObjectiveFrom {
+    /// The commit message, subject and body.
+    Commit,
+    /// The `init` role's issue statement written from the commit message.
+    Model,
 }
 
 /// Runs an `eval` subcommand.
@@ -102,17 +116,62 @@ fn cmd_tasks(cwd: &Path, args: &TasksArgs) -> Result<(), CommandError> {
             terminal_safe(&command)
         );
     }
-    let tasks = eval::from_history(&repo, range, &check).map_err(|e| match e {
+    if args.objective_from == ObjectiveFrom::Model {
+        git_orchestra::orchestrator::explore::model_check(&repo.toplevel, &config, "init")
+            .map_err(|why| {
+                CommandError::user(format!(
+                    "`--objective-from model` needs a model for the init role: {why}"
+                ))
+                .hint("configure a model profile, or leave the objective to the commit message")
+            })?;
+    }
+    let mut tasks = eval::from_history(&repo, range, &check).map_err(|e| match e {
         eval::EvalError::Range { .. } | eval::EvalError::EmptyRange { .. } => CommandError::user(e),
         eval::EvalError::Interrupted { .. } => CommandError::interrupted(e),
         other => CommandError::internal(other),
     })?;
+    if args.objective_from == ObjectiveFrom::Model {
+        rewrite_objectives(&repo, &config, &mut tasks, args.json)?;
+    }
     if args.json {
         print_json(&tasks)
     } else {
         print_list(&tasks);
         Ok(())
     }
+}
+
+/// Replaces each valid task's objective with the `init` role's issue statement of it.
+fn rewrite_objectives(
+    repo: &RepoInfo,
+    config: &git_orchestra::config::RepoConfig,
+    tasks: &mut [Task],
+    quiet: bool,
+) -> Result<(), CommandError> {
+    let stop = git_orchestra::exec::install_signal_handlers();
+    for task in tasks.iter_mut().filter(|t| t.valid) {
+        let Some(base) = task.base.clone() else {
+            continue;
+        };
+        let short = &task.commit[..task.commit.len().min(10)];
+        if !quiet {
+            eprintln!("the init role writes the objective of {short}…");
+        }
+        let statement = git_orchestra::orchestrator::objective::issue_statement(
+            repo,
+            config,
+            &base,
+            &task.objective,
+            stop,
+        )
+        .map_err(|e| {
+            CommandError::internal(format!(
+                "the init role could not write the objective of {short}: {e}"
+            ))
+        })?;
+        task.objective = statement;
+    }
+    Ok(())
 }
 
 /// Reads and lists the tasks of the suite file `suite`.
