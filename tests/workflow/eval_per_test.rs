@@ -179,3 +179,85 @@ fn the_list_names_the_fail_to_pass_tests_and_says_how_validity_was_judged() {
         assert!(stdout.contains(expected), "{expected}: {}", text(&out));
     }
 }
+
+/// Returns a Python that runs pytest: `python3`, else the system's; `None` when there is none
+/// (a failure instead when `ORCHESTRA_REQUIRE_PYTEST` is set, as CI sets it).
+fn python_with_pytest() -> Option<String> {
+    for python in ["python3", "/usr/bin/python3"] {
+        let ok = std::process::Command::new(python)
+            .args(["-m", "pytest", "--version"])
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if ok {
+            return Some(python.to_string());
+        }
+    }
+    assert!(
+        std::env::var_os("ORCHESTRA_REQUIRE_PYTEST").is_none(),
+        "pytest is required (ORCHESTRA_REQUIRE_PYTEST) but `python3 -m pytest` does not run"
+    );
+    eprintln!("skipped: no python3 with pytest");
+    None
+}
+
+#[test]
+fn a_real_pytest_project_yields_exact_fail_to_pass_and_pass_to_pass_lists() {
+    let Some(python) = python_with_pytest() else {
+        return;
+    };
+    let repo = TestRepo::with_files(&[
+        ("pytest.ini", "[pytest]\npythonpath = .\n"),
+        ("calc.py", "def add(a, b):\n    return a + b\n"),
+        (
+            "tests/test_add.py",
+            "from calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n",
+        ),
+    ]);
+    repo.write(
+        "calc.py",
+        "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a * b\n",
+    );
+    repo.write(
+        "tests/test_add.py",
+        "from calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n\n\ndef test_add_zero():\n    assert add(0, 0) == 0\n",
+    );
+    repo.write(
+        "tests/test_mul.py",
+        "from calc import mul\n\n\ndef test_mul_small():\n    assert mul(2, 3) == 6\n\n\ndef test_mul_zero():\n    assert mul(0, 3) == 0\n",
+    );
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-q", "-m", "Add multiplication"]);
+    let command = format!("{python} -m pytest -q -p no:cacheprovider");
+    let out = orchestra(
+        &repo.path,
+        &[
+            "eval",
+            "tasks",
+            "--from-history",
+            "HEAD~1..HEAD",
+            "--test",
+            &command,
+            "--json",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let task = &v["tasks"][0];
+    assert_eq!(task["valid"], true, "{v}");
+    assert_eq!(task["per_test"], true, "{v}");
+    assert_eq!(
+        task["fail_to_pass"],
+        serde_json::json!([
+            "tests/test_mul.py::test_mul_small",
+            "tests/test_mul.py::test_mul_zero"
+        ]),
+        "{v}"
+    );
+    // Narrowed to the changed test files: at the base alone only `tests/test_add.py` exists,
+    // holding `test_add` (its `test_add_zero` is new and already passes with the hidden tests).
+    assert_eq!(
+        task["pass_to_pass"],
+        serde_json::json!(["tests/test_add.py::test_add"]),
+        "{v}"
+    );
+}

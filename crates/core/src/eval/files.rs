@@ -50,7 +50,9 @@ pub fn is_source_file(path: &str) -> bool {
 
 /// Returns `command` narrowed to `tests` where its runner takes test paths (`pytest`, `python
 /// -m pytest`): those of `tests` it can collect are appended, after `-rA` (unless the command
-/// chooses its own `-r`) so that pytest's summary names every test with its result. Other
+/// chooses its own `-r`) so that pytest's summary names every test with its result, and
+/// `--continue-on-collection-errors` so that a test file failing to import does not hide the
+/// results of the others. Other
 /// commands (`cargo test`, a script, anything with shell operators) are returned whole; they
 /// see the files in `ORCHESTRA_EVAL_TESTS` and may narrow themselves.
 pub fn narrowed(command: &str, tests: &[String]) -> String {
@@ -62,6 +64,11 @@ pub fn narrowed(command: &str, tests: &[String]) -> String {
     if !words.iter().any(|w| w.starts_with("-r")) {
         out.push_str(" -rA");
     }
+    // A hidden test file that cannot be imported at the base (it imports what the commit adds)
+    // would otherwise stop pytest before any test runs, and every test would look absent there.
+    if !words.contains(&"--continue-on-collection-errors") {
+        out.push_str(" --continue-on-collection-errors");
+    }
     for path in tests.iter().filter(|t| t.ends_with(".py")) {
         out.push(' ');
         out.push_str(&quote(path));
@@ -72,7 +79,18 @@ pub fn narrowed(command: &str, tests: &[String]) -> String {
 /// Returns true if and only if `command` is a plain pytest command line, which [`narrowed`]
 /// narrows to the test paths it is given.
 pub fn takes_paths(command: &str) -> bool {
-    let words: Vec<&str> = command.split_whitespace().collect();
+    // A program given by its path (`/usr/bin/python3`, `.venv/bin/pytest`) is the same runner.
+    let words: Vec<&str> = command
+        .split_whitespace()
+        .enumerate()
+        .map(|(i, w)| {
+            if i == 0 {
+                w.rsplit('/').next().unwrap_or(w)
+            } else {
+                w
+            }
+        })
+        .collect();
     let pytest = matches!(words.as_slice(), ["pytest", ..])
         || matches!(words.as_slice(), ["python" | "python3", "-m", "pytest", ..])
         || matches!(words.as_slice(), ["uv", "run", "pytest", ..]);
@@ -116,14 +134,21 @@ mod tests {
         let tests = vec!["tests/test_a.py".to_string(), "tests/data.json".to_string()];
         assert_eq!(
             narrowed("pytest -q", &tests),
-            "pytest -q -rA 'tests/test_a.py'"
+            "pytest -q -rA --continue-on-collection-errors 'tests/test_a.py'"
         );
         assert_eq!(
             narrowed("python -m pytest -rfE", &tests),
-            "python -m pytest -rfE 'tests/test_a.py'"
+            "python -m pytest -rfE --continue-on-collection-errors 'tests/test_a.py'"
+        );
+        assert_eq!(
+            narrowed("/usr/bin/python3 -m pytest -q", &tests),
+            "/usr/bin/python3 -m pytest -q -rA --continue-on-collection-errors 'tests/test_a.py'"
         );
         assert_eq!(narrowed("cargo test", &tests), "cargo test");
         assert_eq!(narrowed("pytest && echo ok", &tests), "pytest && echo ok");
-        assert_eq!(narrowed("pytest", &[]), "pytest -rA");
+        assert_eq!(
+            narrowed("pytest", &[]),
+            "pytest -rA --continue-on-collection-errors"
+        );
     }
 }
