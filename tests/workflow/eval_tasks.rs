@@ -357,3 +357,81 @@ fn an_untrusted_repository_s_eval_test_command_is_not_run() {
     let shown = orchestra(&repo.path, &["trust", "--show"]);
     assert!(text(&shown).contains("`[eval] test`"), "{}", text(&shown));
 }
+
+#[test]
+fn objective_from_model_rewrites_valid_tasks_reading_only_the_base() {
+    let repo = history();
+    let statement =
+        "Multiplying is impossible\n\nThe calculator adds but cannot multiply two numbers.";
+    let scripts = serde_json::json!([
+        {"name": "init", "match": ["Rewrite this commit message", "Add multiplication"], "replies": [
+            {"calls": [{"name": "read_file", "args": {"path": "src/calc.sh"}}]},
+            {"text": statement}]}
+    ]);
+    let model = git_orchestra::demo::MockModel::start(
+        git_orchestra::demo::parse_scripts(&scripts.to_string()).unwrap(),
+    )
+    .unwrap();
+    let env = [
+        ("ORCHESTRA_PROVIDER", "openai-compatible"),
+        ("ORCHESTRA_BASE_URL", model.url.as_str()),
+        ("ORCHESTRA_MODEL", "scripted"),
+    ];
+    let before = state(&repo.path);
+    let out = crate::support::orchestra_with_env(
+        &repo.path,
+        &[
+            "eval",
+            "tasks",
+            "--from-history",
+            "HEAD~5..HEAD~3",
+            "--test",
+            "sh run_tests.sh",
+            "--objective-from",
+            "model",
+            "--json",
+        ],
+        &env,
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(v["tasks"][0]["valid"], true, "{v}");
+    assert_eq!(v["tasks"][0]["objective"], statement);
+    // An invalid task keeps its message: no model call is spent on it.
+    assert_eq!(v["tasks"][1]["objective"], "Document usage");
+    // The role read the base, where `mul` does not exist yet, not the working tree.
+    let transcript =
+        std::fs::read_to_string(repo.path.join(".git/orchestra/eval-objective.log")).unwrap();
+    assert!(transcript.contains("add() {"), "{transcript}");
+    assert!(!transcript.contains("mul() {"), "{transcript}");
+    assert_eq!(state(&repo.path), before, "the repository changed");
+    let scratch = std::fs::read_dir(repo.path.join(".git/orchestra/scratch"))
+        .map(|d| d.count())
+        .unwrap_or(0);
+    assert_eq!(scratch, 0, "a scratch checkout was left behind");
+}
+
+#[test]
+fn objective_from_model_without_a_model_is_refused_before_any_check() {
+    let repo = history();
+    let out = crate::support::orchestra_with_env(
+        &repo.path,
+        &[
+            "eval",
+            "tasks",
+            "--from-history",
+            "HEAD~5..HEAD",
+            "--test",
+            "sh run_tests.sh",
+            "--objective-from",
+            "model",
+        ],
+        &[("ORCHESTRA_PROVIDER", ""), ("ORCHESTRA_MODEL", "")],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("`--objective-from model` needs a model for the init role"),
+        "{}",
+        text(&out)
+    );
+}

@@ -8,6 +8,8 @@
 
 mod answer;
 mod environments;
+mod eval_per_test;
+mod eval_suite;
 mod eval_tasks;
 mod failure_reason;
 use crate::forge::forge_mock;

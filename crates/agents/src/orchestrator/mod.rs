@@ -20,6 +20,7 @@ pub mod explore;
 pub mod fault;
 mod finishing;
 pub mod models;
+pub mod objective;
 mod plan_review;
 pub mod planning;
 pub mod replay;

@@ -49,25 +49,52 @@ pub fn is_source_file(path: &str) -> bool {
 }
 
 /// Returns `command` narrowed to `tests` where its runner takes test paths (`pytest`, `python
-/// -m pytest`): those of `tests` it can collect are appended. Other commands (`cargo test`, a
-/// script, anything with shell operators) are returned whole; they see the files in
-/// `ORCHESTRA_EVAL_TESTS` and may narrow themselves.
+/// -m pytest`): those of `tests` it can collect are appended, after `-rA` (unless the command
+/// chooses its own `-r`) so that pytest's summary names every test with its result, and
+/// `--continue-on-collection-errors` so that a test file failing to import does not hide the
+/// results of the others. Other
+/// commands (`cargo test`, a script, anything with shell operators) are returned whole; they
+/// see the files in `ORCHESTRA_EVAL_TESTS` and may narrow themselves.
 pub fn narrowed(command: &str, tests: &[String]) -> String {
-    let words: Vec<&str> = command.split_whitespace().collect();
-    let pytest = matches!(words.as_slice(), ["pytest", ..])
-        || matches!(words.as_slice(), ["python" | "python3", "-m", "pytest", ..])
-        || matches!(words.as_slice(), ["uv", "run", "pytest", ..]);
-    let plain = !command.contains(['&', '|', ';', '>', '<', '`', '$', '\n']);
-    let paths: Vec<&String> = tests.iter().filter(|t| t.ends_with(".py")).collect();
-    if !pytest || !plain || paths.is_empty() {
+    if !takes_paths(command) {
         return command.to_string();
     }
+    let words: Vec<&str> = command.split_whitespace().collect();
     let mut out = command.trim_end().to_string();
-    for path in paths {
+    if !words.iter().any(|w| w.starts_with("-r")) {
+        out.push_str(" -rA");
+    }
+    // A hidden test file that cannot be imported at the base (it imports what the commit adds)
+    // would otherwise stop pytest before any test runs, and every test would look absent there.
+    if !words.contains(&"--continue-on-collection-errors") {
+        out.push_str(" --continue-on-collection-errors");
+    }
+    for path in tests.iter().filter(|t| t.ends_with(".py")) {
         out.push(' ');
         out.push_str(&quote(path));
     }
     out
+}
+
+/// Returns true if and only if `command` is a plain pytest command line, which [`narrowed`]
+/// narrows to the test paths it is given.
+pub fn takes_paths(command: &str) -> bool {
+    // A program given by its path (`/usr/bin/python3`, `.venv/bin/pytest`) is the same runner.
+    let words: Vec<&str> = command
+        .split_whitespace()
+        .enumerate()
+        .map(|(i, w)| {
+            if i == 0 {
+                w.rsplit('/').next().unwrap_or(w)
+            } else {
+                w
+            }
+        })
+        .collect();
+    let pytest = matches!(words.as_slice(), ["pytest", ..])
+        || matches!(words.as_slice(), ["python" | "python3", "-m", "pytest", ..])
+        || matches!(words.as_slice(), ["uv", "run", "pytest", ..]);
+    pytest && !command.contains(['&', '|', ';', '>', '<', '`', '$', '\n'])
 }
 
 /// Returns `word` quoted for `sh`.
@@ -105,13 +132,23 @@ mod tests {
     #[test]
     fn narrows_pytest_to_the_changed_test_files_only() {
         let tests = vec!["tests/test_a.py".to_string(), "tests/data.json".to_string()];
-        assert_eq!(narrowed("pytest -q", &tests), "pytest -q 'tests/test_a.py'");
         assert_eq!(
-            narrowed("python -m pytest", &tests),
-            "python -m pytest 'tests/test_a.py'"
+            narrowed("pytest -q", &tests),
+            "pytest -q -rA --continue-on-collection-errors 'tests/test_a.py'"
+        );
+        assert_eq!(
+            narrowed("python -m pytest -rfE", &tests),
+            "python -m pytest -rfE --continue-on-collection-errors 'tests/test_a.py'"
+        );
+        assert_eq!(
+            narrowed("/usr/bin/python3 -m pytest -q", &tests),
+            "/usr/bin/python3 -m pytest -q -rA --continue-on-collection-errors 'tests/test_a.py'"
         );
         assert_eq!(narrowed("cargo test", &tests), "cargo test");
         assert_eq!(narrowed("pytest && echo ok", &tests), "pytest && echo ok");
-        assert_eq!(narrowed("pytest", &[]), "pytest");
+        assert_eq!(
+            narrowed("pytest", &[]),
+            "pytest -rA --continue-on-collection-errors"
+        );
     }
 }

@@ -2,14 +2,19 @@
 //! changes source and test files is a candidate task whose base is its parent, whose objective
 //! is its message and whose hidden tests are its changes to test files.
 //!
-//! A candidate is valid when the project's test command fails at the base with the hidden
-//! tests added and passes at the commit. This first step judges by the check command's exit
-//! status, not per test id: a check that passes at the commit passes every test it runs, so
-//! the tests that passed before still do (PASS_TO_PASS holds for what the check runs), and a
-//! failing check at the base stands for the hidden tests failing there (FAIL_TO_PASS).
+//! Where the check reports per-test results (pytest's `-rA` summary, `cargo test` lines; see
+//! [`results`]) a candidate is valid when some test fails or is absent at the base with the
+//! hidden tests and passes at the commit (FAIL_TO_PASS), and no test passing at the base alone
+//! fails at the commit (PASS_TO_PASS). A check reporting none is judged by its exit status: it
+//! must fail at the base with the hidden tests and pass at the commit.
 
 mod check;
 pub mod files;
+pub mod results;
+pub mod stats;
+pub mod suite;
+pub mod suite_check;
+mod suite_fields;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -29,19 +34,22 @@ pub enum Reason {
     NoSourceChange,
     /// The check passes at the base with the hidden tests added: they test nothing new.
     TestsPassBefore,
-    /// The check fails at the commit itself.
+    /// The check fails at the commit itself: no test fails before and passes after.
     TestsFailAfter,
+    /// A test that passes at the base fails at the commit.
+    BreaksPassingTests,
     /// A checkout could not be prepared, or the check could not run or timed out.
     SetupFailed,
 }
 
 impl Reason {
     /// Every reason, in the order the summary counts them.
-    pub const ALL: [Reason; 5] = [
+    pub const ALL: [Reason; 6] = [
         Reason::NoTestChange,
         Reason::NoSourceChange,
         Reason::TestsPassBefore,
         Reason::TestsFailAfter,
+        Reason::BreaksPassingTests,
         Reason::SetupFailed,
     ];
 
@@ -52,13 +60,14 @@ impl Reason {
             Reason::NoSourceChange => "no source change",
             Reason::TestsPassBefore => "tests pass before",
             Reason::TestsFailAfter => "tests fail after",
+            Reason::BreaksPassingTests => "breaks passing tests",
             Reason::SetupFailed => "setup failed",
         }
     }
 }
 
 /// One candidate task and whether it is valid.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct Task {
     /// The commit whose change is the task's solution.
     pub commit: String,
@@ -75,6 +84,14 @@ pub struct Task {
     pub base: Option<String>,
     /// The test files the commit changes: the hidden tests.
     pub tests: Vec<String>,
+    /// Whether the check reported per-test results, so that validity was judged test by test
+    /// (else by the check's exit status, and the two lists below are empty).
+    pub per_test: bool,
+    /// The tests failing (or absent) at the base with the hidden tests and passing at the
+    /// commit, sorted.
+    pub fail_to_pass: Vec<String>,
+    /// The tests passing at the base that still pass at the commit, sorted.
+    pub pass_to_pass: Vec<String>,
 }
 
 /// How candidates are checked: the test command and its limits.
@@ -161,7 +178,7 @@ fn candidate(repo: &RepoInfo, commit: &str, check: &Check<'_>) -> Result<Task, E
         detail: None,
         objective,
         base: base.clone(),
-        tests: Vec::new(),
+        ..Task::default()
     };
     // A root commit's files are compared with the empty tree: what it changes decides
     // whether it is a candidate at all before its missing parent makes it unusable.
@@ -184,10 +201,13 @@ fn candidate(repo: &RepoInfo, commit: &str, check: &Check<'_>) -> Result<Task, E
         task.reason = Some(Reason::SetupFailed);
         task.detail = Some("a root commit has no parent to start from".to_string());
     } else {
-        let (reason, detail) = check::judge(repo, &from, commit, &hidden, check)?;
-        task.valid = reason.is_none();
-        task.reason = reason;
-        task.detail = detail;
+        let judged = check::judge(repo, &from, commit, &hidden, check)?;
+        task.valid = judged.reason.is_none();
+        task.reason = judged.reason;
+        task.detail = judged.detail;
+        task.per_test = judged.per_test;
+        task.fail_to_pass = judged.fail_to_pass;
+        task.pass_to_pass = judged.pass_to_pass;
     }
     Ok(task)
 }

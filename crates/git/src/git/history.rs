@@ -79,6 +79,13 @@ impl Git {
         }
         Ok(())
     }
+
+    /// Applies the unified diff `patch` to this checkout's files and index; a patch that does
+    /// not apply changes nothing and is the failure git reports.
+    pub fn apply_patch(&self, patch: &str) -> Result<(), GitError> {
+        self.run_with_stdin(["apply", "--index", "-"], Some(patch.as_bytes()))
+            .map(|_| ())
+    }
 }
 
 #[cfg(test)]
