@@ -8,6 +8,7 @@
 
 mod answer;
 mod environments;
+mod eval_attempt;
 mod eval_tasks;
 mod failure_reason;
 use crate::forge::forge_mock;

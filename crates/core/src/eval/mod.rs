@@ -8,6 +8,7 @@
 //! the tests that passed before still do (PASS_TO_PASS holds for what the check runs), and a
 //! failing check at the base stands for the hidden tests failing there (FAIL_TO_PASS).
 
+pub mod attempt;
 mod check;
 pub mod files;
 
