@@ -1,5 +1,6 @@
 //! `git orchestra eval`: measures what orchestration is worth on the repository's own history;
-//! `eval tasks` lists the tasks its history holds and which of them are valid.
+//! `eval tasks` lists the tasks its history holds and which of them are valid; `eval run`
+//! (`eval_run.rs`) compares arms on them.
 
 use std::path::Path;
 
@@ -21,6 +22,7 @@ pub struct EvalArgs {
 #[derive(Debug, Subcommand)]
 enum EvalCommand {
     Tasks(TasksArgs),
+    Run(super::eval_run::RunArgs),
 }
 
 /// Lists the tasks a range of history holds and which of them are valid.
@@ -51,6 +53,7 @@ pub struct TasksArgs {
 pub fn cmd_eval(cwd: &Path, args: &EvalArgs) -> Result<(), CommandError> {
     match &args.command {
         EvalCommand::Tasks(a) => cmd_tasks(cwd, a),
+        EvalCommand::Run(a) => super::eval_run::cmd_run(cwd, a),
     }
 }
 
@@ -88,7 +91,7 @@ fn cmd_tasks(cwd: &Path, args: &TasksArgs) -> Result<(), CommandError> {
 }
 
 /// Returns the test command: `--test`, else `[eval] test`, else the one detection finds.
-fn test_command(
+pub(super) fn test_command(
     repo: &RepoInfo,
     flag: Option<&str>,
     configured: Option<&str>,

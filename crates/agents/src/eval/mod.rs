@@ -1,0 +1,209 @@
+//! `eval run`: arms compared on the same tasks, each attempt in its own clean repository.
+//!
+//! For each valid task and each arm, an attempt prepares a fresh repository holding only the
+//! task's base ([`orchestra_core::eval::attempt`]), works the arm there through the product's
+//! own one-packet flow, and judges the tree that landed with the task's hidden tests, read from
+//! the source repository and written over the attempt's own versions. An attempt is resolved
+//! if and only if the check passes there; otherwise it gets a failure class.
+
+mod arm;
+mod attempt;
+mod hidden;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use orchestra_core::config::RepoConfig;
+use orchestra_core::eval::attempt::{AttemptError, eval_dir};
+use orchestra_core::eval::{Check, Task};
+use orchestra_git::git::RepoInfo;
+use serde::Serialize;
+
+pub use arm::{Arm, ArmError, ArmKind, parse, parse_all};
+
+/// Why an attempt did not resolve its task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Failure {
+    /// Nothing landed: the worker changed no file.
+    NoChange,
+    /// Something landed, and the hidden tests fail on it.
+    TestsFail,
+    /// A gate (scope, validation, review, the merged tree's validation) rejected the work.
+    GateRejected,
+    /// The work could not be merged into the target.
+    MergeConflict,
+    /// The arm's budget ran out.
+    Budget,
+    /// The worker or the check ran out of time.
+    Timeout,
+    /// The worker failed, or the attempt could not run to its end.
+    Crash,
+}
+
+impl Failure {
+    /// Returns the failure class in a few words, as the table prints it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Failure::NoChange => "no change",
+            Failure::TestsFail => "tests fail",
+            Failure::GateRejected => "gate rejected",
+            Failure::MergeConflict => "merge conflict",
+            Failure::Budget => "budget",
+            Failure::Timeout => "timeout",
+            Failure::Crash => "crash",
+        }
+    }
+}
+
+/// What one attempt of one arm at one task came to.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AttemptResult {
+    /// The task's commit.
+    pub task: String,
+    /// The arm's name.
+    pub arm: String,
+    /// Which attempt of this task and arm, from 1.
+    pub repeat: u32,
+    /// True if and only if the hidden tests pass on the tree the arm landed.
+    pub resolved: bool,
+    /// Why it did not resolve; `None` when resolved.
+    pub failure: Option<Failure>,
+    /// More about the failure (a packet's reason, how the check ended).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+    /// Model tokens read and written by the attempt's agents (0 for a worker command).
+    pub tokens_in: u64,
+    pub tokens_out: u64,
+    /// What the tokens cost; `None` when no model used has a price.
+    pub cost: Option<f64>,
+    /// Wall time of the whole attempt, preparation and check included, in milliseconds.
+    pub wall_ms: u64,
+    /// Packets the attempt's run held.
+    pub packets: usize,
+}
+
+/// One arm's totals over its attempts.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ArmSummary {
+    pub name: String,
+    pub spec: String,
+    pub attempts: usize,
+    pub resolved: usize,
+    /// Resolved attempts over attempts (0 without attempts).
+    pub resolved_rate: f64,
+    pub tokens_in: u64,
+    pub tokens_out: u64,
+    /// Summed cost; `None` when no attempt had one.
+    pub cost: Option<f64>,
+    /// Median wall time of an attempt, in milliseconds.
+    pub median_wall_ms: u64,
+    /// How many attempts ended in each failure class (classes with none left out).
+    pub failures: BTreeMap<Failure, usize>,
+}
+
+/// Why an eval could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum EvalRunError {
+    #[error(transparent)]
+    Attempt(#[from] AttemptError),
+    #[error("no valid task to attempt: {0}")]
+    NoTasks(String),
+    #[error("interrupted after {done} of {total} attempts")]
+    Interrupted { done: usize, total: usize },
+}
+
+/// An eval to run: tasks, arms and how attempts are judged.
+pub struct EvalRun<'a> {
+    /// The eval's id: its directory under `<git-dir>/orchestra/evals/`.
+    pub id: String,
+    /// The repository the tasks come from.
+    pub source: &'a RepoInfo,
+    /// The source's configuration (trust applied), which attempts run under.
+    pub config: &'a RepoConfig,
+    /// Candidate tasks; only the valid ones are attempted.
+    pub tasks: &'a [Task],
+    pub arms: &'a [Arm],
+    /// The check that judges an attempt, its timeout also the worker's.
+    pub check: &'a Check<'a>,
+}
+
+impl EvalRun<'_> {
+    /// Returns the directory of this eval's attempts.
+    pub fn dir(&self) -> PathBuf {
+        eval_dir(&self.source.common_dir, &self.id)
+    }
+
+    /// Works every arm on every valid task, one attempt after another, and returns the results
+    /// in task-then-arm order; `on_result` is called after each. Stops between attempts when
+    /// `check.stop` is set.
+    pub fn run(
+        &self,
+        on_result: &mut dyn FnMut(&AttemptResult),
+    ) -> Result<Vec<AttemptResult>, EvalRunError> {
+        let valid: Vec<&Task> = self.tasks.iter().filter(|t| t.valid).collect();
+        if valid.is_empty() {
+            return Err(EvalRunError::NoTasks(format!(
+                "none of the {} candidates is valid (`eval tasks` says why)",
+                self.tasks.len()
+            )));
+        }
+        let total = valid.len() * self.arms.len();
+        let mut results = Vec::with_capacity(total);
+        for task in valid {
+            for (index, arm) in self.arms.iter().enumerate() {
+                if self.check.stop.load(std::sync::atomic::Ordering::SeqCst) {
+                    return Err(EvalRunError::Interrupted {
+                        done: results.len(),
+                        total,
+                    });
+                }
+                let short = &task.commit[..task.commit.len().min(12)];
+                let dir = self.dir().join(format!("{short}-{index}-1"));
+                let env = attempt::AttemptEnv {
+                    source: self.source,
+                    config: self.config,
+                    check: self.check,
+                    dir: &dir,
+                };
+                let result = attempt::work(&env, task, arm, 1)?;
+                on_result(&result);
+                results.push(result);
+            }
+        }
+        Ok(results)
+    }
+}
+
+/// Returns each arm's totals over `results`, in the order of `arms`.
+pub fn summarize(arms: &[Arm], results: &[AttemptResult]) -> Vec<ArmSummary> {
+    arms.iter()
+        .map(|arm| {
+            let mine: Vec<&AttemptResult> = results.iter().filter(|r| r.arm == arm.name).collect();
+            let resolved = mine.iter().filter(|r| r.resolved).count();
+            let costs: Vec<f64> = mine.iter().filter_map(|r| r.cost).collect();
+            let mut walls: Vec<u64> = mine.iter().map(|r| r.wall_ms).collect();
+            walls.sort_unstable();
+            let mut failures = BTreeMap::new();
+            for f in mine.iter().filter_map(|r| r.failure) {
+                *failures.entry(f).or_insert(0) += 1;
+            }
+            ArmSummary {
+                name: arm.name.clone(),
+                spec: arm.spec.clone(),
+                attempts: mine.len(),
+                resolved,
+                resolved_rate: if mine.is_empty() {
+                    0.0
+                } else {
+                    resolved as f64 / mine.len() as f64
+                },
+                tokens_in: mine.iter().map(|r| r.tokens_in).sum(),
+                tokens_out: mine.iter().map(|r| r.tokens_out).sum(),
+                cost: (!costs.is_empty()).then(|| costs.iter().sum()),
+                median_wall_ms: walls.get(walls.len() / 2).copied().unwrap_or(0),
+                failures,
+            }
+        })
+        .collect()
+}

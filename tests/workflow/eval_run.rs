@@ -1,0 +1,168 @@
+//! `git orchestra eval run`: arms of worker commands on the valid tasks of a small shell
+//! project's history, each attempt in a clean repository, judged by the hidden tests.
+
+use crate::support::{TestRepo, orchestra, refs, text};
+
+/// Runs every `tests/test_*.sh`; fails when one fails.
+const RUN_TESTS: &str = "fail=0\nfor t in tests/test_*.sh; do sh \"$t\" || { echo \"FAIL $t\"; fail=1; }; done\nexit $fail\n";
+
+/// Returns a repository whose three last commits are valid tasks (multiplication,
+/// subtraction, negation, each with its test), and their commit ids.
+fn history() -> (TestRepo, Vec<String>) {
+    let repo = TestRepo::with_files(&[
+        ("run_tests.sh", RUN_TESTS),
+        ("src/calc.sh", "add() { echo $(($1 + $2)); }\n"),
+        (
+            "tests/test_add.sh",
+            ". ./src/calc.sh\n[ \"$(add 1 2)\" = 3 ]\n",
+        ),
+    ]);
+    let mut calc = "add() { echo $(($1 + $2)); }\n".to_string();
+    let mut commits = Vec::new();
+    for (name, body, test, message) in [
+        (
+            "mul",
+            "mul() { echo $(($1 * $2)); }\n",
+            "[ \"$(mul 2 3)\" = 6 ]\n",
+            "Add multiplication\n\nmul multiplies its two arguments.",
+        ),
+        (
+            "sub",
+            "sub() { echo $(($1 - $2)); }\n",
+            "[ \"$(sub 5 3)\" = 2 ]\n",
+            "Add subtraction\n\nsub subtracts its second argument from its first.",
+        ),
+        (
+            "neg",
+            "neg() { echo $((0 - $1)); }\n",
+            "[ \"$(neg 4)\" = -4 ]\n",
+            "Add negation\n\nneg negates its argument.",
+        ),
+    ] {
+        calc.push_str(body);
+        repo.write("src/calc.sh", &calc);
+        repo.write(
+            &format!("tests/test_{name}.sh"),
+            &format!(". ./src/calc.sh\n{test}"),
+        );
+        repo.git(&["add", "-A"]);
+        repo.git(&["commit", "-q", "-m", message]);
+        commits.push(repo.git(&["rev-parse", "HEAD"]));
+    }
+    (repo, commits)
+}
+
+/// A worker that solves the multiplication and subtraction tasks: it appends the function
+/// the objective names.
+const SOLVER: &str = "cmd:if grep -q multiplication \"$ORCHESTRA_PACKET_FILE\"; then echo 'mul() { echo $(($1 * $2)); }' >> src/calc.sh; fi; if grep -q subtraction \"$ORCHESTRA_PACKET_FILE\"; then echo 'sub() { echo $(($1 - $2)); }' >> src/calc.sh; fi";
+
+/// A worker that makes every test file pass trivially instead of solving anything.
+const CHEAT: &str = "cmd:for t in mul sub neg; do echo 'exit 0' > tests/test_$t.sh; done";
+
+#[test]
+fn arms_resolve_exactly_what_they_solve_and_nothing_leaks_or_cheats() {
+    let (repo, commits) = history();
+    let before = refs(&repo.path);
+    // Tries every git route to the answer: every ref, reflog and the task commits by id.
+    let peek = format!(
+        "cmd:for c in $(git log --all --reflog --format=%H) {}; do git show \"$c:src/calc.sh\" > .peek 2>/dev/null && grep -q '^mul\\|^sub\\|^neg' .peek && cp .peek src/calc.sh; done; rm -f .peek; true",
+        commits.join(" ")
+    );
+    let solver = format!("solver={SOLVER}");
+    let cheat = format!("cheat={CHEAT}");
+    let peek = format!("peek={peek}");
+    let out = orchestra(
+        &repo.path,
+        &[
+            "eval",
+            "run",
+            "--from-history",
+            "HEAD~3..HEAD",
+            "--test",
+            "sh run_tests.sh",
+            "--arm",
+            &solver,
+            "--arm",
+            "noop=cmd:true",
+            "--arm",
+            &cheat,
+            "--arm",
+            &peek,
+            "--json",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let arm = |name: &str| {
+        json["arms"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["name"] == name)
+            .unwrap_or_else(|| panic!("no arm {name}: {json}"))
+            .clone()
+    };
+    for (name, resolved) in [("solver", 2), ("noop", 0), ("cheat", 0), ("peek", 0)] {
+        assert_eq!(arm(name)["attempts"], 3, "{name}: {json}");
+        assert_eq!(arm(name)["resolved"], resolved, "{name}: {json}");
+    }
+    assert_eq!(arm("noop")["failures"], serde_json::json!({"no_change": 3}));
+    assert_eq!(
+        arm("cheat")["failures"],
+        serde_json::json!({"tests_fail": 3})
+    );
+    let attempts = json["attempts"].as_array().unwrap();
+    assert_eq!(attempts.len(), 12);
+    let failure = |arm: &str, task: &str| {
+        attempts
+            .iter()
+            .find(|a| a["arm"] == arm && a["task"] == task)
+            .unwrap()["failure"]
+            .clone()
+    };
+    assert_eq!(failure("solver", &commits[0]), serde_json::Value::Null);
+    assert_eq!(failure("solver", &commits[2]), "no_change");
+    for task in &commits {
+        assert_eq!(failure("noop", task), "no_change", "{json}");
+        assert_eq!(failure("cheat", task), "tests_fail", "{json}");
+        assert_eq!(failure("peek", task), "no_change", "{json}");
+    }
+    // The source repository is as it was, and no attempt repository is left.
+    assert_eq!(refs(&repo.path), before);
+    let evals = repo.path.join(".git/orchestra/evals");
+    for eval in std::fs::read_dir(&evals).unwrap() {
+        let left: Vec<_> = std::fs::read_dir(eval.unwrap().path()).unwrap().collect();
+        assert!(left.is_empty(), "{left:?}");
+    }
+}
+
+#[test]
+fn a_bad_arm_is_refused_by_name_before_anything_runs() {
+    let (repo, _) = history();
+    let before = refs(&repo.path);
+    for (arm, says) in [
+        ("nameless", "has no name"),
+        ("x=cmd:", "needs a command"),
+        ("x=agent:coder", "not supported yet"),
+        ("x=teleport:now", "unknown kind"),
+    ] {
+        let out = orchestra(
+            &repo.path,
+            &[
+                "eval",
+                "run",
+                "--from-history",
+                "HEAD~3..HEAD",
+                "--test",
+                "sh run_tests.sh",
+                "--arm",
+                arm,
+            ],
+        );
+        assert_eq!(out.status.code(), Some(2), "{arm}: {}", text(&out));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(says), "{arm}: {err}");
+    }
+    assert_eq!(refs(&repo.path), before);
+    assert!(!repo.path.join(".git/orchestra/evals").exists());
+}
