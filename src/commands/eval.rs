@@ -23,6 +23,8 @@ pub struct EvalArgs {
 enum EvalCommand {
     Tasks(TasksArgs),
     Run(super::eval_run::RunArgs),
+    Resume(super::eval_run::ResumeArgs),
+    Report(super::eval_run::ReportArgs),
 }
 
 /// Lists the tasks a range of history holds and which of them are valid.
@@ -54,6 +56,8 @@ pub fn cmd_eval(cwd: &Path, args: &EvalArgs) -> Result<(), CommandError> {
     match &args.command {
         EvalCommand::Tasks(a) => cmd_tasks(cwd, a),
         EvalCommand::Run(a) => super::eval_run::cmd_run(cwd, a),
+        EvalCommand::Resume(a) => super::eval_run::cmd_resume(cwd, a),
+        EvalCommand::Report(a) => super::eval_run::cmd_report(cwd, a),
     }
 }
 

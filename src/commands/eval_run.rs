@@ -5,7 +5,7 @@ use std::path::Path;
 
 use clap::Args;
 use git_orchestra::eval::{self, Check};
-use git_orchestra::eval_run::{self, ArmSummary, AttemptResult, EvalRun};
+use git_orchestra::eval_run::{self, ArmSummary, AttemptResult, EvalRun, journal};
 use git_orchestra::git::RepoInfo;
 use git_orchestra::redact::terminal_safe;
 
@@ -76,37 +76,157 @@ pub fn cmd_run(cwd: &Path, args: &RunArgs) -> Result<(), CommandError> {
         .unwrap_or_default();
     let id = git_orchestra::names::run_id(
         &format!("eval {}", args.from_history),
-        &format!("{tip}\0{}\0{command}", specs.join("\0")),
+        &format!(
+            "{tip}\0{}\0{command}\0{}",
+            specs.join("\0"),
+            git_orchestra::exec::now_ms()
+        ),
     );
     let run = EvalRun {
         id,
         source: &repo,
         config: &config,
-        tasks: &tasks,
-        arms: &arms,
+        tasks: tasks.into_iter().filter(|t| t.valid).collect(),
+        arms,
         check: &check,
     };
-    let quiet = args.json;
+    run.create(&args.from_history).map_err(run_error)?;
+    if !args.json {
+        eprintln!(
+            "eval {}: {} tasks × {} arms",
+            run.id,
+            run.tasks.len(),
+            run.arms.len()
+        );
+    }
+    work(&run, args.json)
+}
+
+/// Continues a stopped or killed eval.
+///
+/// Attempts that ended are kept; an attempt that started and never ended is redone from a
+/// fresh repository; the others run.
+#[derive(Debug, Args)]
+pub struct ResumeArgs {
+    /// The eval to continue (default: the newest).
+    eval: Option<String>,
+    /// Print `{"arms": [...], "attempts": [...]}` as JSON instead of tables.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Continues an eval that was stopped or killed: attempts that ended are kept, attempts that
+/// started and never ended are redone from a fresh repository, the rest run.
+pub fn cmd_resume(cwd: &Path, args: &ResumeArgs) -> Result<(), CommandError> {
+    let repo = RepoInfo::discover(cwd)?;
+    let config = super::load_config(&repo)?;
+    let id = journal::pick(&repo.common_dir, args.eval.as_deref()).map_err(CommandError::user)?;
+    let state = journal::load(&repo.common_dir, &id).map_err(CommandError::user)?;
+    let arms = eval_run::parse_all(&state.arms).map_err(CommandError::internal)?;
+    let sandboxes =
+        git_orchestra::agent::sandbox::command_sandboxes(&repo.common_dir, &config.sandbox);
+    let check = Check {
+        command: &state.test,
+        timeout: std::time::Duration::from_secs(state.timeout_secs),
+        confine: sandboxes.validation.as_deref(),
+        stop: git_orchestra::exec::install_signal_handlers(),
+    };
+    if !args.json {
+        eprintln!(
+            "eval {id}: {} of {} attempts ended; continuing",
+            state.results.len(),
+            state.tasks.len() * arms.len()
+        );
+    }
+    let run = EvalRun {
+        id,
+        source: &repo,
+        config: &config,
+        tasks: state.tasks.iter().map(|t| t.task()).collect(),
+        arms,
+        check: &check,
+    };
+    work(&run, args.json)
+}
+
+/// Prints an eval's stored results: a table per arm, or JSON.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// The eval to report (default: the newest).
+    eval: Option<String>,
+    /// Print `{"eval", "finished", "arms": [...], "attempts": [...]}` as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Prints the stored results of an eval: the table per arm, or JSON.
+pub fn cmd_report(cwd: &Path, args: &ReportArgs) -> Result<(), CommandError> {
+    let repo = RepoInfo::discover(cwd)?;
+    let id = journal::pick(&repo.common_dir, args.eval.as_deref()).map_err(CommandError::user)?;
+    let state = journal::load(&repo.common_dir, &id).map_err(CommandError::user)?;
+    let arms = eval_run::parse_all(&state.arms).map_err(CommandError::internal)?;
+    let total = state.tasks.len() * arms.len();
+    if !args.json {
+        let how = if state.finished {
+            "finished".to_string()
+        } else {
+            format!(
+                "unfinished: {} of {total} attempts ended; `git orchestra eval resume {id}` continues it",
+                state.results.len()
+            )
+        };
+        println!(
+            "eval {id} on {} with `{}`: {how}",
+            terminal_safe(&state.range),
+            terminal_safe(&state.test)
+        );
+    }
+    show(&id, &arms, &state.results, args.json, Some(state.finished))
+}
+
+/// Works the eval's attempts, with a line per attempt on stderr, and prints the results.
+fn work(run: &EvalRun<'_>, json: bool) -> Result<(), CommandError> {
     let results = run
         .run(&mut |r| {
-            if !quiet {
+            if !json {
                 eprintln!("{}", terminal_safe(&attempt_line(r)));
             }
         })
-        .map_err(|e| match e {
-            eval_run::EvalRunError::NoTasks(_) => CommandError::user(e),
-            eval_run::EvalRunError::Interrupted { .. } => CommandError::interrupted(e),
-            other => CommandError::internal(other),
-        })?;
-    let summaries = eval_run::summarize(&arms, &results);
-    if args.json {
-        let out = serde_json::json!({ "eval": run.id, "arms": summaries, "attempts": results });
+        .map_err(run_error)?;
+    show(&run.id, &run.arms, &results, json, None)
+}
+
+/// Prints the table per arm, or the arms and attempts as JSON.
+fn show(
+    id: &str,
+    arms: &[eval_run::Arm],
+    results: &[AttemptResult],
+    json: bool,
+    finished: Option<bool>,
+) -> Result<(), CommandError> {
+    let summaries = eval_run::summarize(arms, results);
+    if json {
+        let mut out = serde_json::json!({ "eval": id, "arms": summaries, "attempts": results });
+        if let Some(f) = finished {
+            out["finished"] = f.into();
+        }
         let text = serde_json::to_string_pretty(&out).map_err(CommandError::internal)?;
         println!("{text}");
     } else {
         print!("{}", terminal_safe(&table(&summaries)));
     }
     Ok(())
+}
+
+/// Returns the command error for an eval that could not run.
+fn run_error(e: eval_run::EvalRunError) -> CommandError {
+    match e {
+        eval_run::EvalRunError::NoTasks(_) | eval_run::EvalRunError::Busy { .. } => {
+            CommandError::user(e)
+        }
+        eval_run::EvalRunError::Interrupted { .. } => CommandError::interrupted(e),
+        other => CommandError::internal(other),
+    }
 }
 
 /// Returns one attempt in a line: task, arm, and resolved or why not.

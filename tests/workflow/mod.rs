@@ -9,6 +9,7 @@
 mod answer;
 mod environments;
 mod eval_attempt;
+mod eval_resume;
 mod eval_run;
 mod eval_tasks;
 mod failure_reason;

@@ -9,6 +9,7 @@
 mod arm;
 mod attempt;
 mod hidden;
+pub mod journal;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -17,12 +18,12 @@ use orchestra_core::config::RepoConfig;
 use orchestra_core::eval::attempt::{AttemptError, eval_dir};
 use orchestra_core::eval::{Check, Task};
 use orchestra_git::git::RepoInfo;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 pub use arm::{Arm, ArmError, ArmKind, parse, parse_all};
 
 /// Why an attempt did not resolve its task.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Failure {
     /// Nothing landed: the worker changed no file.
@@ -57,7 +58,7 @@ impl Failure {
 }
 
 /// What one attempt of one arm at one task came to.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AttemptResult {
     /// The task's commit.
     pub task: String,
@@ -109,21 +110,35 @@ pub enum EvalRunError {
     Attempt(#[from] AttemptError),
     #[error("no valid task to attempt: {0}")]
     NoTasks(String),
-    #[error("interrupted after {done} of {total} attempts")]
-    Interrupted { done: usize, total: usize },
+    #[error(
+        "interrupted after {done} of {total} attempts; `git orchestra eval resume {eval}` continues it"
+    )]
+    Interrupted {
+        eval: String,
+        done: usize,
+        total: usize,
+    },
+    #[error(
+        "eval `{eval}` is being worked by another git-orchestra process; wait for it or stop it with Ctrl-C"
+    )]
+    Busy { eval: String },
+    #[error("cannot lock the eval: {0}")]
+    Lock(orchestra_sys::exec::LockError),
+    #[error("cannot journal the eval: {0}")]
+    Journal(#[from] orchestra_core::store::StoreError),
 }
 
 /// An eval to run: tasks, arms and how attempts are judged.
 pub struct EvalRun<'a> {
-    /// The eval's id: its directory under `<git-dir>/orchestra/evals/`.
+    /// The eval's id: its directory under `<git-dir>/orchestra/evals/` and its journal's key.
     pub id: String,
     /// The repository the tasks come from.
     pub source: &'a RepoInfo,
     /// The source's configuration (trust applied), which attempts run under.
     pub config: &'a RepoConfig,
-    /// Candidate tasks; only the valid ones are attempted.
-    pub tasks: &'a [Task],
-    pub arms: &'a [Arm],
+    /// The valid tasks to attempt.
+    pub tasks: Vec<Task>,
+    pub arms: Vec<Arm>,
     /// The check that judges an attempt, its timeout also the worker's.
     pub check: &'a Check<'a>,
 }
@@ -134,30 +149,77 @@ impl EvalRun<'_> {
         eval_dir(&self.source.common_dir, &self.id)
     }
 
-    /// Works every arm on every valid task, one attempt after another, and returns the results
-    /// in task-then-arm order; `on_result` is called after each. Stops between attempts when
-    /// `check.stop` is set.
+    /// Journals the eval's creation: its range, test command, arms and tasks. Called once,
+    /// before [`EvalRun::run`], for a new eval.
+    pub fn create(&self, range: &str) -> Result<(), EvalRunError> {
+        if self.tasks.is_empty() {
+            return Err(EvalRunError::NoTasks(
+                "none of the range's candidates is valid (`eval tasks` says why)".to_string(),
+            ));
+        }
+        let event = journal::EvalEvent::EvalCreated {
+            range: range.to_string(),
+            test: self.check.command.to_string(),
+            timeout_secs: self.check.timeout.as_secs(),
+            arms: self
+                .arms
+                .iter()
+                .map(|a| format!("{}={}", a.name, a.spec))
+                .collect(),
+            tasks: self
+                .tasks
+                .iter()
+                .filter_map(journal::TaskRecord::of)
+                .collect(),
+        };
+        journal::record(&self.source.common_dir, &self.id, &event)?;
+        Ok(())
+    }
+
+    /// Works every arm on every task, one attempt after another, skipping the attempts the
+    /// journal says ended (their results are reused), and returns the results in task-then-arm
+    /// order; `on_result` is called after each attempt worked now. Each attempt is journaled
+    /// before it starts and when it ends. Stops between attempts when `check.stop` is set.
     pub fn run(
         &self,
         on_result: &mut dyn FnMut(&AttemptResult),
     ) -> Result<Vec<AttemptResult>, EvalRunError> {
-        let valid: Vec<&Task> = self.tasks.iter().filter(|t| t.valid).collect();
-        if valid.is_empty() {
-            return Err(EvalRunError::NoTasks(format!(
-                "none of the {} candidates is valid (`eval tasks` says why)",
-                self.tasks.len()
-            )));
-        }
-        let total = valid.len() * self.arms.len();
+        let common = &self.source.common_dir;
+        // One process works an eval at a time, so no attempt runs twice at once.
+        let _lock =
+            orchestra_sys::exec::RunLock::acquire(&self.dir(), &self.id).map_err(|e| match e {
+                orchestra_sys::exec::LockError::Busy { .. } => EvalRunError::Busy {
+                    eval: self.id.clone(),
+                },
+                other => EvalRunError::Lock(other),
+            })?;
+        let ended = journal::load(common, &self.id)
+            .map(|s| s.results)
+            .unwrap_or_default();
+        let total = self.tasks.len() * self.arms.len();
         let mut results = Vec::with_capacity(total);
-        for task in valid {
+        for task in &self.tasks {
             for (index, arm) in self.arms.iter().enumerate() {
+                if let Some(done) = ended
+                    .iter()
+                    .find(|r| r.task == task.commit && r.arm == arm.name && r.repeat == 1)
+                {
+                    results.push(done.clone());
+                    continue;
+                }
                 if self.check.stop.load(std::sync::atomic::Ordering::SeqCst) {
                     return Err(EvalRunError::Interrupted {
+                        eval: self.id.clone(),
                         done: results.len(),
                         total,
                     });
                 }
+                let started = journal::EvalEvent::AttemptStarted {
+                    task: task.commit.clone(),
+                    arm: arm.name.clone(),
+                    repeat: 1,
+                };
+                journal::record(common, &self.id, &started)?;
                 let short = &task.commit[..task.commit.len().min(12)];
                 let dir = self.dir().join(format!("{short}-{index}-1"));
                 let env = attempt::AttemptEnv {
@@ -167,10 +229,23 @@ impl EvalRun<'_> {
                     dir: &dir,
                 };
                 let result = attempt::work(&env, task, arm, 1)?;
+                if self.check.stop.load(std::sync::atomic::Ordering::SeqCst) {
+                    // A stopped attempt judged nothing: it stays unended, redone on resume.
+                    return Err(EvalRunError::Interrupted {
+                        eval: self.id.clone(),
+                        done: results.len(),
+                        total,
+                    });
+                }
+                let event = journal::EvalEvent::AttemptEnded {
+                    result: result.clone(),
+                };
+                journal::record(common, &self.id, &event)?;
                 on_result(&result);
                 results.push(result);
             }
         }
+        journal::record(common, &self.id, &journal::EvalEvent::EvalFinished)?;
         Ok(results)
     }
 }
