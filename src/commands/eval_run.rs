@@ -34,6 +34,14 @@ pub struct RunArgs {
     /// (default: `[run] timeout_secs`).
     #[arg(long, value_name = "SECS")]
     timeout: Option<u64>,
+    /// Attempts of each arm at each task.
+    #[arg(long, value_name = "K", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    repeat: u32,
+    /// Most attempts worked at once, each in its own repository.
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u16).range(1..))]
+    jobs: u16,
     /// Print `{"arms": [...], "attempts": [...]}` as JSON instead of tables.
     #[arg(long)]
     json: bool,
@@ -89,14 +97,18 @@ pub fn cmd_run(cwd: &Path, args: &RunArgs) -> Result<(), CommandError> {
         tasks: tasks.into_iter().filter(|t| t.valid).collect(),
         arms,
         check: &check,
+        repeat: args.repeat,
+        jobs: usize::from(args.jobs),
     };
     run.create(&args.from_history).map_err(run_error)?;
     if !args.json {
         eprintln!(
-            "eval {}: {} tasks × {} arms",
+            "eval {}: {} tasks × {} arms × {} attempts, {} at once",
             run.id,
             run.tasks.len(),
-            run.arms.len()
+            run.arms.len(),
+            run.repeat,
+            run.jobs
         );
     }
     work(&run, args.json)
@@ -110,6 +122,10 @@ pub fn cmd_run(cwd: &Path, args: &RunArgs) -> Result<(), CommandError> {
 pub struct ResumeArgs {
     /// The eval to continue (default: the newest).
     eval: Option<String>,
+    /// Most attempts worked at once, each in its own repository.
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u16).range(1..))]
+    jobs: u16,
     /// Print `{"arms": [...], "attempts": [...]}` as JSON instead of tables.
     #[arg(long)]
     json: bool,
@@ -135,7 +151,7 @@ pub fn cmd_resume(cwd: &Path, args: &ResumeArgs) -> Result<(), CommandError> {
         eprintln!(
             "eval {id}: {} of {} attempts ended; continuing",
             state.results.len(),
-            state.tasks.len() * arms.len()
+            state.tasks.len() * arms.len() * state.repeat as usize
         );
     }
     let run = EvalRun {
@@ -145,6 +161,8 @@ pub fn cmd_resume(cwd: &Path, args: &ResumeArgs) -> Result<(), CommandError> {
         tasks: state.tasks.iter().map(|t| t.task()).collect(),
         arms,
         check: &check,
+        repeat: state.repeat,
+        jobs: usize::from(args.jobs),
     };
     work(&run, args.json)
 }
@@ -165,7 +183,7 @@ pub fn cmd_report(cwd: &Path, args: &ReportArgs) -> Result<(), CommandError> {
     let id = journal::pick(&repo.common_dir, args.eval.as_deref()).map_err(CommandError::user)?;
     let state = journal::load(&repo.common_dir, &id).map_err(CommandError::user)?;
     let arms = eval_run::parse_all(&state.arms).map_err(CommandError::internal)?;
-    let total = state.tasks.len() * arms.len();
+    let total = state.tasks.len() * arms.len() * state.repeat as usize;
     if !args.json {
         let how = if state.finished {
             "finished".to_string()
@@ -187,7 +205,7 @@ pub fn cmd_report(cwd: &Path, args: &ReportArgs) -> Result<(), CommandError> {
 /// Works the eval's attempts, with a line per attempt on stderr, and prints the results.
 fn work(run: &EvalRun<'_>, json: bool) -> Result<(), CommandError> {
     let results = run
-        .run(&mut |r| {
+        .run(&|r| {
             if !json {
                 eprintln!("{}", terminal_safe(&attempt_line(r)));
             }

@@ -170,3 +170,59 @@ fn a_bad_arm_is_refused_by_name_before_anything_runs() {
     assert_eq!(refs(&repo.path), before);
     assert!(!repo.path.join(".git/orchestra/evals").exists());
 }
+
+#[test]
+fn repeats_count_each_attempt_and_jobs_run_attempts_at_once() {
+    let (repo, _) = history();
+    repo.scratch_writable();
+    let scratch = repo.scratch();
+    // Each worker marks itself running and waits (up to 20 s) to see another one running.
+    let worker = format!(
+        "solver={SOLVER}; touch {s}/running.$$; i=0; while [ $i -lt 200 ]; do \
+         [ $(ls {s} | grep -c '^running\\.') -ge 2 ] && {{ echo overlap >> {s}/overlaps; break; }}; \
+         sleep 0.1; i=$((i + 1)); done; rm -f {s}/running.$$",
+        s = scratch.display()
+    );
+    let out = orchestra(
+        &repo.path,
+        &[
+            "eval",
+            "run",
+            "--from-history",
+            "HEAD~3..HEAD",
+            "--test",
+            "sh run_tests.sh",
+            "--arm",
+            &worker,
+            "--repeat",
+            "2",
+            "--jobs",
+            "3",
+            "--json",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["arms"][0]["attempts"], 6, "{json}");
+    assert_eq!(json["arms"][0]["resolved"], 4, "{json}");
+    let mut keys: Vec<(String, u64)> = json["attempts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            (
+                a["task"].as_str().unwrap().to_string(),
+                a["repeat"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    keys.sort();
+    keys.dedup();
+    assert_eq!(keys.len(), 6, "each task twice, no duplicate: {json}");
+    let overlaps = std::fs::read_to_string(scratch.join("overlaps")).unwrap_or_default();
+    assert!(!overlaps.is_empty(), "no two attempts ran at once");
+    let report = orchestra(&repo.path, &["eval", "report", "--json"]);
+    let stored: serde_json::Value = serde_json::from_slice(&report.stdout).unwrap();
+    assert_eq!(stored["arms"][0]["attempts"], 6, "{stored}");
+    assert_eq!(stored["finished"], true);
+}

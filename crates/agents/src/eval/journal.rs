@@ -56,6 +56,9 @@ pub enum EvalEvent {
         range: String,
         test: String,
         timeout_secs: u64,
+        /// Attempts of each arm at each task.
+        #[serde(default = "one")]
+        repeat: u32,
         /// Each arm as given: `<name>=<spec>`.
         arms: Vec<String>,
         tasks: Vec<TaskRecord>,
@@ -84,6 +87,11 @@ impl EvalEvent {
     }
 }
 
+/// Returns 1: the repeat count of an eval journaled before `--repeat` existed.
+fn one() -> u32 {
+    1
+}
+
 /// What an eval's journal says so far.
 #[derive(Debug, Clone)]
 pub struct EvalState {
@@ -91,6 +99,7 @@ pub struct EvalState {
     pub range: String,
     pub test: String,
     pub timeout_secs: u64,
+    pub repeat: u32,
     pub arms: Vec<String>,
     pub tasks: Vec<TaskRecord>,
     /// The ended attempts' results, in the order they ended.
@@ -139,6 +148,7 @@ pub fn load(common_dir: &Path, id: &str) -> Result<EvalState, JournalError> {
                 range,
                 test,
                 timeout_secs,
+                repeat,
                 arms,
                 tasks,
             } => {
@@ -147,6 +157,7 @@ pub fn load(common_dir: &Path, id: &str) -> Result<EvalState, JournalError> {
                     range,
                     test,
                     timeout_secs,
+                    repeat,
                     arms,
                     tasks,
                     results: Vec::new(),

@@ -10,6 +10,7 @@ mod arm;
 mod attempt;
 mod hidden;
 pub mod journal;
+mod schedule;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -141,6 +142,10 @@ pub struct EvalRun<'a> {
     pub arms: Vec<Arm>,
     /// The check that judges an attempt, its timeout also the worker's.
     pub check: &'a Check<'a>,
+    /// Attempts of each arm at each task (`--repeat`, at least 1).
+    pub repeat: u32,
+    /// Most attempts worked at once (`--jobs`, at least 1), each in its own repository.
+    pub jobs: usize,
 }
 
 impl EvalRun<'_> {
@@ -161,6 +166,7 @@ impl EvalRun<'_> {
             range: range.to_string(),
             test: self.check.command.to_string(),
             timeout_secs: self.check.timeout.as_secs(),
+            repeat: self.repeat.max(1),
             arms: self
                 .arms
                 .iter()
@@ -176,13 +182,14 @@ impl EvalRun<'_> {
         Ok(())
     }
 
-    /// Works every arm on every task, one attempt after another, skipping the attempts the
-    /// journal says ended (their results are reused), and returns the results in task-then-arm
-    /// order; `on_result` is called after each attempt worked now. Each attempt is journaled
-    /// before it starts and when it ends. Stops between attempts when `check.stop` is set.
+    /// Works every arm on every task `repeat` times, up to `jobs` attempts at once, skipping
+    /// the attempts the journal says ended (their results are reused), and returns the results
+    /// in task, arm, repeat order; `on_result` is called after each attempt worked now. Each
+    /// attempt is journaled before it starts and when it ends. No attempt starts once
+    /// `check.stop` is set.
     pub fn run(
         &self,
-        on_result: &mut dyn FnMut(&AttemptResult),
+        on_result: &(dyn Fn(&AttemptResult) + Sync),
     ) -> Result<Vec<AttemptResult>, EvalRunError> {
         let common = &self.source.common_dir;
         // One process works an eval at a time, so no attempt runs twice at once.
@@ -196,57 +203,76 @@ impl EvalRun<'_> {
         let ended = journal::load(common, &self.id)
             .map(|s| s.results)
             .unwrap_or_default();
-        let total = self.tasks.len() * self.arms.len();
-        let mut results = Vec::with_capacity(total);
-        for task in &self.tasks {
-            for (index, arm) in self.arms.iter().enumerate() {
-                if let Some(done) = ended
-                    .iter()
-                    .find(|r| r.task == task.commit && r.arm == arm.name && r.repeat == 1)
-                {
-                    results.push(done.clone());
-                    continue;
-                }
-                if self.check.stop.load(std::sync::atomic::Ordering::SeqCst) {
-                    return Err(EvalRunError::Interrupted {
-                        eval: self.id.clone(),
-                        done: results.len(),
-                        total,
+        let mut all = Vec::new();
+        for t in 0..self.tasks.len() {
+            for a in 0..self.arms.len() {
+                for r in 1..=self.repeat.max(1) {
+                    all.push(schedule::Slot {
+                        task: t,
+                        arm: a,
+                        repeat: r,
                     });
                 }
-                let started = journal::EvalEvent::AttemptStarted {
-                    task: task.commit.clone(),
-                    arm: arm.name.clone(),
-                    repeat: 1,
-                };
-                journal::record(common, &self.id, &started)?;
-                let short = &task.commit[..task.commit.len().min(12)];
-                let dir = self.dir().join(format!("{short}-{index}-1"));
-                let env = attempt::AttemptEnv {
-                    source: self.source,
-                    config: self.config,
-                    check: self.check,
-                    dir: &dir,
-                };
-                let result = attempt::work(&env, task, arm, 1)?;
-                if self.check.stop.load(std::sync::atomic::Ordering::SeqCst) {
-                    // A stopped attempt judged nothing: it stays unended, redone on resume.
-                    return Err(EvalRunError::Interrupted {
-                        eval: self.id.clone(),
-                        done: results.len(),
-                        total,
-                    });
+            }
+        }
+        let result_of = |slot: &schedule::Slot| {
+            ended.iter().find(|r| {
+                r.task == self.tasks[slot.task].commit
+                    && r.arm == self.arms[slot.arm].name
+                    && r.repeat == slot.repeat
+            })
+        };
+        let pending: Vec<schedule::Slot> = all
+            .iter()
+            .filter(|s| result_of(s).is_none())
+            .copied()
+            .collect();
+        let mut fresh = schedule::work_all(self, &pending, on_result, all.len() - pending.len())?;
+        let mut results = Vec::with_capacity(all.len());
+        for slot in &all {
+            match result_of(slot) {
+                Some(r) => results.push(r.clone()),
+                None => {
+                    if let Some(i) = fresh.iter().position(|(s, _)| s == slot) {
+                        results.push(fresh.swap_remove(i).1);
+                    }
                 }
-                let event = journal::EvalEvent::AttemptEnded {
-                    result: result.clone(),
-                };
-                journal::record(common, &self.id, &event)?;
-                on_result(&result);
-                results.push(result);
             }
         }
         journal::record(common, &self.id, &journal::EvalEvent::EvalFinished)?;
         Ok(results)
+    }
+
+    /// Works one attempt, journaled before it starts and when it ends; `None` when a stop
+    /// request cut it short (it stays unended, redone on resume).
+    fn attempt(&self, slot: schedule::Slot) -> Result<Option<AttemptResult>, EvalRunError> {
+        let common = &self.source.common_dir;
+        let (task, arm) = (&self.tasks[slot.task], &self.arms[slot.arm]);
+        let started = journal::EvalEvent::AttemptStarted {
+            task: task.commit.clone(),
+            arm: arm.name.clone(),
+            repeat: slot.repeat,
+        };
+        journal::record(common, &self.id, &started)?;
+        let short = &task.commit[..task.commit.len().min(12)];
+        let dir = self
+            .dir()
+            .join(format!("{short}-{}-{}", slot.arm, slot.repeat));
+        let env = attempt::AttemptEnv {
+            source: self.source,
+            config: self.config,
+            check: self.check,
+            dir: &dir,
+        };
+        let result = attempt::work(&env, task, arm, slot.repeat)?;
+        if self.check.stop.load(std::sync::atomic::Ordering::SeqCst) {
+            return Ok(None);
+        }
+        let event = journal::EvalEvent::AttemptEnded {
+            result: result.clone(),
+        };
+        journal::record(common, &self.id, &event)?;
+        Ok(Some(result))
     }
 }
 
