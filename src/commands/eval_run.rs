@@ -63,6 +63,7 @@ pub fn cmd_run(cwd: &Path, args: &RunArgs) -> Result<(), CommandError> {
         confine: sandboxes.validation.as_deref(),
         stop: git_orchestra::exec::install_signal_handlers(),
     };
+    warn_unconfined(&config);
     if !args.json {
         eprintln!(
             "checking the tasks of {} with `{}`",
@@ -139,6 +140,7 @@ pub fn cmd_resume(cwd: &Path, args: &ResumeArgs) -> Result<(), CommandError> {
     let id = journal::pick(&repo.common_dir, args.eval.as_deref()).map_err(CommandError::user)?;
     let state = journal::load(&repo.common_dir, &id).map_err(CommandError::user)?;
     let arms = eval_run::parse_all(&state.arms).map_err(CommandError::internal)?;
+    warn_unconfined(&config);
     let sandboxes =
         git_orchestra::agent::sandbox::command_sandboxes(&repo.common_dir, &config.sandbox);
     let check = Check {
@@ -234,6 +236,16 @@ fn show(
         print!("{}", terminal_safe(&table(&summaries)));
     }
     Ok(())
+}
+
+/// Warns when worker commands run unconfined: the sandbox is what keeps an attempt from
+/// reading the source repository (which holds the answer) through the file system.
+fn warn_unconfined(config: &git_orchestra::config::RepoConfig) {
+    if config.sandbox.workers == Some(git_orchestra::config::WorkersSandbox::Off) {
+        eprintln!(
+            "warning: [sandbox] workers = \"off\": an attempt's worker can read this repository through the file system, the task's solution included; results may be contaminated"
+        );
+    }
 }
 
 /// Returns the command error for an eval that could not run.

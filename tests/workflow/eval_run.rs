@@ -63,9 +63,11 @@ const CHEAT: &str = "cmd:for t in mul sub neg; do echo 'exit 0' > tests/test_$t.
 fn arms_resolve_exactly_what_they_solve_and_nothing_leaks_or_cheats() {
     let (repo, commits) = history();
     let before = refs(&repo.path);
-    // Tries every git route to the answer: every ref, reflog and the task commits by id.
+    // Tries every git route to the answer: every ref, reflog and the task commits by id, in
+    // the attempt's repository and in every directory above it (the source repository holds
+    // the attempt's; the worker sandbox keeps it from reading there).
     let peek = format!(
-        "cmd:for c in $(git log --all --reflog --format=%H) {}; do git show \"$c:src/calc.sh\" > .peek 2>/dev/null && grep -q '^mul\\|^sub\\|^neg' .peek && cp .peek src/calc.sh; done; rm -f .peek; true",
+        "cmd:d=$(pwd); while :; do for c in $(git -C \"$d\" log --all --reflog --format=%H 2>/dev/null) {}; do git -C \"$d\" show \"$c:src/calc.sh\" > .peek 2>/dev/null && grep -q '^mul\\|^sub\\|^neg' .peek && cp .peek src/calc.sh; done; [ \"$d\" = / ] && break; d=$(dirname \"$d\"); done; rm -f .peek; true",
         commits.join(" ")
     );
     let solver = format!("solver={SOLVER}");
