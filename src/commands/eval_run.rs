@@ -23,8 +23,9 @@ pub struct RunArgs {
     /// The revision range whose valid tasks are attempted, e.g. `HEAD~50..HEAD`.
     #[arg(long = "from-history", value_name = "REV-RANGE")]
     from_history: String,
-    /// An arm, as `<name>=<spec>`; repeat for each arm. The spec `cmd:<shell>` runs an
-    /// external worker command under the worker contract in the attempt's packet worktree.
+    /// An arm, as `<name>=<spec>`; repeat for each arm. `cmd:<shell>` runs an external worker
+    /// command under the worker contract in the attempt's packet worktree; `agent:<role>` one
+    /// of our agents in that role with its configured model profile.
     #[arg(long = "arm", value_name = "NAME=SPEC", required = true)]
     arms: Vec<String>,
     /// The test command that judges tasks and attempts (as for `eval tasks`).
@@ -49,8 +50,10 @@ pub struct RunArgs {
 
 /// Mines the range's tasks, works every arm on each valid one and prints the results.
 pub fn cmd_run(cwd: &Path, args: &RunArgs) -> Result<(), CommandError> {
-    let arms = eval_run::parse_all(&args.arms)
-        .map_err(|e| CommandError::user(e).hint("each `--arm` is `<name>=cmd:<shell command>`"))?;
+    let arms = eval_run::parse_all(&args.arms).map_err(|e| {
+        CommandError::user(e)
+            .hint("each `--arm` is `<name>=cmd:<shell command>` or `<name>=agent:<role>`")
+    })?;
     let repo = RepoInfo::discover(cwd)?;
     let config = super::load_config(&repo)?;
     let command =

@@ -1,7 +1,7 @@
 //! `git orchestra eval run`: arms of worker commands on the valid tasks of a small shell
 //! project's history, each attempt in a clean repository, judged by the hidden tests.
 
-use crate::support::{TestRepo, orchestra, refs, text};
+use crate::support::{TestRepo, orchestra, orchestra_with_env, refs, text};
 
 /// Runs every `tests/test_*.sh`; fails when one fails.
 pub(super) const RUN_TESTS: &str = "fail=0\nfor t in tests/test_*.sh; do sh \"$t\" || { echo \"FAIL $t\"; fail=1; }; done\nexit $fail\n";
@@ -149,7 +149,8 @@ fn a_bad_arm_is_refused_by_name_before_anything_runs() {
     for (arm, says) in [
         ("nameless", "has no name"),
         ("x=cmd:", "needs a command"),
-        ("x=agent:coder", "not supported yet"),
+        ("x=cli:claude", "not supported yet"),
+        ("x=agent:", "needs a role name"),
         ("x=teleport:now", "unknown kind"),
     ] {
         let out = orchestra(
@@ -227,4 +228,54 @@ fn repeats_count_each_attempt_and_jobs_run_attempts_at_once() {
     let stored: serde_json::Value = serde_json::from_slice(&report.stdout).unwrap();
     assert_eq!(stored["arms"][0]["attempts"], 6, "{stored}");
     assert_eq!(stored["finished"], true);
+}
+
+#[test]
+fn an_agent_arm_works_each_task_with_the_configured_model() {
+    let (repo, commits) = history();
+    // The scripted coder solves the multiplication task and gives up on the others.
+    let scripts = serde_json::json!([
+        {"name": "mul", "match": ["# Coder", "Add multiplication"], "replies": [
+            {"calls": [{"name": "write_file", "args": {"path": "src/calc.sh",
+                "content": "add() { echo $(($1 + $2)); }\nmul() { echo $(($1 * $2)); }\n"}}]},
+            {"calls": [{"name": "complete", "args": {"summary": "added mul"}}]}]},
+        {"name": "other", "match": ["# Coder"], "replies": [
+            {"calls": [{"name": "complete", "args": {"summary": "cannot"}}]},
+            {"calls": [{"name": "complete", "args": {"summary": "cannot"}}]},
+            {"calls": [{"name": "complete", "args": {"summary": "cannot"}}]},
+            {"calls": [{"name": "complete", "args": {"summary": "cannot"}}]}]}
+    ]);
+    let model = git_orchestra::demo::MockModel::start(
+        git_orchestra::demo::parse_scripts(&scripts.to_string()).unwrap(),
+    )
+    .unwrap();
+    let env = [
+        ("ORCHESTRA_PROVIDER", "openai-compatible"),
+        ("ORCHESTRA_BASE_URL", model.url.as_str()),
+        ("ORCHESTRA_MODEL", "scripted"),
+    ];
+    let out = orchestra_with_env(
+        &repo.path,
+        &[
+            "eval",
+            "run",
+            "--from-history",
+            "HEAD~3..HEAD",
+            "--test",
+            "sh run_tests.sh",
+            "--arm",
+            "ours=agent:coder",
+            "--json",
+        ],
+        &env,
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["arms"][0]["attempts"], 3, "{json}");
+    assert_eq!(json["arms"][0]["resolved"], 1, "{json}");
+    let attempts = json["attempts"].as_array().unwrap();
+    let first = attempts.iter().find(|a| a["task"] == commits[0]).unwrap();
+    assert_eq!(first["resolved"], true, "{json}");
+    assert!(first["tokens_in"].as_u64().unwrap() > 0, "{json}");
+    assert!(model.requests() >= 4);
 }

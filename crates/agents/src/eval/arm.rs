@@ -1,8 +1,9 @@
 //! Arms of an eval: what works each task, parsed from `--arm <name>=<spec>`.
 //!
-//! Only the `cmd:<shell>` kind is built: an external worker command under the worker
-//! contract. The other kinds the design names (`agent:<role>`, `cli:<name>`, `start`) are
-//! refused with a message saying so, before anything runs.
+//! Two kinds are built: `cmd:<shell>`, an external worker command under the worker contract,
+//! and `agent:<role>`, one of our agents with the role's configured profile. The other kinds
+//! the design names (`cli:<name>`, `start`) are refused with a message saying so, before
+//! anything runs.
 
 use serde::Serialize;
 
@@ -23,6 +24,8 @@ pub struct Arm {
 pub enum ArmKind {
     /// An external worker command, run with `sh -c` in the packet's worktree of the attempt.
     Cmd(String),
+    /// One of our agents in this role, with the role's configured model profile.
+    Agent(String),
 }
 
 /// Why an `--arm` value is not an arm.
@@ -39,10 +42,14 @@ pub enum ArmError {
     #[error("arm `{name}`: `cmd:` needs a command after it, e.g. `cmd:./solve.sh`")]
     EmptyCommand { name: String },
     #[error(
+        "arm `{name}`: `agent:` needs a role name after it (letters, digits, `-`, `_`), e.g. `agent:coder`"
+    )]
+    BadRole { name: String },
+    #[error(
         "arm `{name}`: `{kind}` arms are not supported yet; use `cmd:<shell>` (an external worker command)"
     )]
     Unsupported { name: String, kind: String },
-    #[error("arm `{name}`: unknown kind in `{spec}`; write `cmd:<shell>`")]
+    #[error("arm `{name}`: unknown kind in `{spec}`; write `cmd:<shell>` or `agent:<role>`")]
     Unknown { name: String, spec: String },
 }
 
@@ -78,7 +85,18 @@ pub fn parse(value: &str) -> Result<Arm, ArmError> {
             return Err(ArmError::EmptyCommand { name });
         }
         Some(("cmd", command)) => ArmKind::Cmd(command.to_string()),
-        Some((kind @ ("agent" | "cli"), _)) => {
+        Some(("agent", role)) => {
+            let role = role.trim();
+            if role.is_empty()
+                || !role
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_'))
+            {
+                return Err(ArmError::BadRole { name });
+            }
+            ArmKind::Agent(role.to_string())
+        }
+        Some((kind @ "cli", _)) => {
             return Err(ArmError::Unsupported {
                 name,
                 kind: format!("{kind}:"),

@@ -76,11 +76,18 @@ fn run_packet(
     base: &str,
     result: &mut AttemptResult,
 ) -> Result<(), String> {
-    let ArmKind::Cmd(command) = &arm.kind;
-    let text = plan_toml(task, base).map_err(|e| e.to_string())?;
+    let (worker_cmd, role, agent) = match &arm.kind {
+        ArmKind::Cmd(command) => (Some(command.clone()), "coder", None),
+        ArmKind::Agent(role) => {
+            let worker = crate::agent::AgentWorker::new(&attempt.toplevel, env.config.clone())
+                .map_err(|e| e.to_string())?;
+            (None, role.as_str(), Some(worker))
+        }
+    };
+    let text = plan_toml(task, base, role).map_err(|e| e.to_string())?;
     let plan = Plan::from_toml_str(&text, "eval.toml").map_err(|e| e.to_string())?;
     let opts = RunOptions {
-        worker_cmd: Some(command.clone()),
+        worker_cmd,
         max_parallel: Some(1),
         timeout: env.check.timeout,
         worktree_root: Some(env.dir.join("worktrees")),
@@ -114,7 +121,9 @@ fn run_packet(
         executor: None,
         integrator: Some(&integrator),
     };
-    let summary = engine::execute_with(attempt, &run_id, &ctl, None).map_err(|e| e.to_string())?;
+    let worker = agent.as_ref().map(|w| w as &dyn engine::Worker);
+    let summary =
+        engine::execute_with(attempt, &run_id, &ctl, worker).map_err(|e| e.to_string())?;
     spend(env, attempt, &run_id, result);
     if summary.state == RunState::Interrupted {
         return Err("the attempt was interrupted".to_string());
@@ -205,11 +214,12 @@ fn judge(
     }
 }
 
-/// Returns the one-packet plan of `task` on `base`: the objective as the packet's
+/// Returns the one-packet plan of `task` on `base` for `role`: the objective as the packet's
 /// description, the whole tree as its scope, no validation (the hidden tests judge).
-fn plan_toml(task: &Task, base: &str) -> Result<String, toml::ser::Error> {
+fn plan_toml(task: &Task, base: &str, role: &str) -> Result<String, toml::ser::Error> {
     let mut packet = toml::Table::new();
     packet.insert("id".into(), PACKET.into());
+    packet.insert("role".into(), role.into());
     let title = task.objective.lines().next().unwrap_or("the task");
     packet.insert("title".into(), title.into());
     packet.insert("description".into(), task.objective.clone().into());
