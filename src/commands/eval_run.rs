@@ -56,6 +56,7 @@ pub fn cmd_run(cwd: &Path, args: &RunArgs) -> Result<(), CommandError> {
     })?;
     let repo = RepoInfo::discover(cwd)?;
     let config = super::load_config(&repo)?;
+    check_agents(&repo, &config, &arms)?;
     let command =
         super::eval::test_command(&repo, args.test.as_deref(), config.eval.test.as_deref())?;
     let sandboxes =
@@ -239,6 +240,31 @@ fn show(
         print!("{}", terminal_safe(&table(&summaries)));
     }
     Ok(())
+}
+
+/// Checks, before anything runs, that the roles of the `agent:` arms have a usable model
+/// profile.
+fn check_agents(
+    repo: &RepoInfo,
+    config: &git_orchestra::config::RepoConfig,
+    arms: &[eval_run::Arm],
+) -> Result<(), CommandError> {
+    let roles: Vec<&str> = arms
+        .iter()
+        .filter_map(|a| match &a.kind {
+            eval_run::ArmKind::Agent(role) => Some(role.as_str()),
+            eval_run::ArmKind::Cmd(_) => None,
+        })
+        .collect();
+    if roles.is_empty() {
+        return Ok(());
+    }
+    super::agent_worker(repo, config)?
+        .check(roles.into_iter())
+        .map_err(|e| {
+            CommandError::user(e)
+                .hint("configure a model profile (see `git orchestra agents`), or use a `cmd:` arm")
+        })
 }
 
 /// Warns when worker commands run unconfined: the sandbox is what keeps an attempt from

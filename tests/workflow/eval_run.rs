@@ -151,6 +151,9 @@ fn a_bad_arm_is_refused_by_name_before_anything_runs() {
         ("x=cmd:", "needs a command"),
         ("x=cli:claude", "not supported yet"),
         ("x=agent:", "needs a role name"),
+        // Without a model profile (the test home has none), checked before any mining.
+        ("x=agent:coder", "no model profile for role `coder`"),
+        ("x=agent:nosuchrole", "unknown role `nosuchrole`"),
         ("x=teleport:now", "unknown kind"),
     ] {
         let out = orchestra(
