@@ -282,3 +282,29 @@ fn an_agent_arm_works_each_task_with_the_configured_model() {
     assert!(first["tokens_in"].as_u64().unwrap() > 0, "{json}");
     assert!(model.requests() >= 4);
 }
+
+#[test]
+fn a_worker_that_runs_past_the_timeout_fails_as_timeout() {
+    let (repo, _) = history();
+    repo.user_config("[run]\nretries = 0\n");
+    let out = orchestra(
+        &repo.path,
+        &[
+            "eval",
+            "run",
+            "--from-history",
+            "HEAD~1..HEAD",
+            "--test",
+            "sh run_tests.sh",
+            "--timeout",
+            "2",
+            "--arm",
+            "slow=cmd:sleep 30",
+            "--json",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["arms"][0]["resolved"], 0, "{json}");
+    assert_eq!(json["attempts"][0]["failure"], "timeout", "{json}");
+}
