@@ -260,7 +260,7 @@ fn check_agents(
         return Ok(());
     }
     super::agent_worker(repo, config)?
-        .check(roles.into_iter())
+        .check(roles)
         .map_err(|e| {
             CommandError::user(e)
                 .hint("configure a model profile (see `git orchestra agents`), or use a `cmd:` arm")
