@@ -1,5 +1,6 @@
 //! `git orchestra eval`: measures what orchestration is worth on the repository's own history;
-//! `eval tasks` lists the tasks its history holds and which of them are valid.
+//! `eval tasks` lists the tasks its history holds and which of them are valid; `eval run`
+//! (`eval_run.rs`) compares arms on them.
 
 use std::path::{Path, PathBuf};
 
@@ -21,6 +22,9 @@ pub struct EvalArgs {
 #[derive(Debug, Subcommand)]
 enum EvalCommand {
     Tasks(TasksArgs),
+    Run(super::eval_run::RunArgs),
+    Resume(super::eval_run::ResumeArgs),
+    Report(super::eval_run::ReportArgs),
 }
 
 /// Lists the tasks a range of history or a task suite file holds and which of them are valid.
@@ -84,6 +88,9 @@ enum ObjectiveFrom {
 pub fn cmd_eval(cwd: &Path, args: &EvalArgs) -> Result<(), CommandError> {
     match &args.command {
         EvalCommand::Tasks(a) => cmd_tasks(cwd, a),
+        EvalCommand::Run(a) => super::eval_run::cmd_run(cwd, a),
+        EvalCommand::Resume(a) => super::eval_run::cmd_resume(cwd, a),
+        EvalCommand::Report(a) => super::eval_run::cmd_report(cwd, a),
     }
 }
 
@@ -281,7 +288,7 @@ fn print_suite_task(t: &eval::suite::SuiteTask, checked: bool) {
 }
 
 /// Returns the test command: `--test`, else `[eval] test`, else the one detection finds.
-fn test_command(
+pub(super) fn test_command(
     repo: &RepoInfo,
     flag: Option<&str>,
     configured: Option<&str>,

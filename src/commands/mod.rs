@@ -12,6 +12,7 @@ mod diff;
 mod drive;
 mod error;
 mod eval;
+mod eval_run;
 mod executor;
 mod gc;
 mod hook;

@@ -8,7 +8,10 @@
 
 mod answer;
 mod environments;
+mod eval_attempt;
 mod eval_per_test;
+mod eval_resume;
+mod eval_run;
 mod eval_suite;
 mod eval_tasks;
 mod failure_reason;

@@ -3,6 +3,7 @@
 
 pub mod agent;
 pub mod crew;
+pub mod eval;
 pub mod executor;
 pub mod orchestrator;
 pub mod run;

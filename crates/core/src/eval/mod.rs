@@ -8,6 +8,7 @@
 //! fails at the commit (PASS_TO_PASS). A check reporting none is judged by its exit status: it
 //! must fail at the base with the hidden tests and pass at the commit.
 
+pub mod attempt;
 mod check;
 pub mod files;
 pub mod results;

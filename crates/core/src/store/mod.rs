@@ -7,6 +7,7 @@
 //! The `start` workflow's events and model turns live in the same database (`workflow.rs`);
 //! this module is the only one that opens it.
 
+mod eval;
 mod event_kind;
 mod events;
 pub mod memory;

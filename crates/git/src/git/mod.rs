@@ -16,6 +16,7 @@ mod diff;
 mod history;
 mod identity;
 mod include;
+mod isolated;
 mod leftovers;
 mod merge;
 mod notes;
@@ -42,6 +43,7 @@ pub use cli::{Git, GitError};
 pub use history::ChangedFile;
 pub use identity::{COMMITTER_EMAIL, COMMITTER_NAME, Identity};
 pub use include::{INCLUDE_FILE, copy_includes};
+pub use isolated::init_at_commit;
 pub use leftovers::{
     Leftovers, MAX_ARCHIVED_FILE, MAX_ARCHIVED_TOTAL, NestedRepo, REGENERABLE, SavedLeftovers,
     UNCOMMITTED_REF, find_leftovers, save_leftovers,

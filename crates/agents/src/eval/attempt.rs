@@ -1,0 +1,237 @@
+//! Works one attempt: a fresh clean repository at the task's base, the arm's worker through
+//! the product's own one-packet flow (a one-packet plan run by the engine and integrated into
+//! the attempt's `main` as `run --merge` does), then the hidden tests on the landed tree.
+
+use std::path::Path;
+use std::time::Instant;
+
+use orchestra_core::config::RepoConfig;
+use orchestra_core::engine::{self, Control, RunKind, RunOptions};
+use orchestra_core::eval::attempt::{self as clean, ATTEMPT_BRANCH};
+use orchestra_core::eval::{Check, Task};
+use orchestra_core::merge::{self, phase::RunIntegrator};
+use orchestra_core::plan::Plan;
+use orchestra_core::store::{PacketState, RunState, Store};
+use orchestra_git::git::RepoInfo;
+
+use super::hidden::{self, Verdict};
+use super::{Arm, ArmKind, AttemptResult, EvalRunError, Failure};
+
+/// The id of the one packet an attempt's plan holds.
+const PACKET: &str = "task";
+
+/// What one attempt needs besides its task and arm.
+pub(super) struct AttemptEnv<'a> {
+    pub source: &'a RepoInfo,
+    pub config: &'a RepoConfig,
+    pub check: &'a Check<'a>,
+    /// Where the attempt's repository and worktrees go (removed afterwards).
+    pub dir: &'a Path,
+}
+
+/// Works `arm` on `task` (`repeat` counts attempts of the same pair from 1) and returns what
+/// came of it; the attempt's repository and worktrees are removed afterwards.
+pub(super) fn work(
+    env: &AttemptEnv<'_>,
+    task: &Task,
+    arm: &Arm,
+    repeat: u32,
+) -> Result<AttemptResult, EvalRunError> {
+    let started = Instant::now();
+    let mut result = AttemptResult {
+        task: task.commit.clone(),
+        arm: arm.name.clone(),
+        repeat,
+        resolved: false,
+        failure: None,
+        detail: None,
+        tokens_in: 0,
+        tokens_out: 0,
+        cost: None,
+        wall_ms: 0,
+        packets: 0,
+    };
+    let base = task.base.clone().unwrap_or_default();
+    let repo_dir = env.dir.join("repo");
+    let attempt = clean::prepare(env.source, &base, &repo_dir)?;
+    let worked = run_packet(env, &attempt, task, arm, &base, &mut result);
+    if let Err(detail) = worked {
+        result.failure = Some(Failure::Crash);
+        result.detail = Some(detail);
+    } else if result.failure.is_none() {
+        judge(env, &attempt, task, &base, &mut result);
+    }
+    result.wall_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    let _ = fs_err::remove_dir_all(env.dir);
+    Ok(result)
+}
+
+/// Runs the arm's one packet on the attempt repository and integrates it into `main`; sets
+/// the failure class when the packet or the merge failed. The error is a crash's detail.
+fn run_packet(
+    env: &AttemptEnv<'_>,
+    attempt: &RepoInfo,
+    task: &Task,
+    arm: &Arm,
+    base: &str,
+    result: &mut AttemptResult,
+) -> Result<(), String> {
+    let (worker_cmd, role, agent) = match &arm.kind {
+        ArmKind::Cmd(command) => (Some(command.clone()), "coder", None),
+        ArmKind::Agent(role) => {
+            let worker = crate::agent::AgentWorker::new(&attempt.toplevel, env.config.clone())
+                .map_err(|e| e.to_string())?;
+            (None, role.as_str(), Some(worker))
+        }
+    };
+    let text = plan_toml(task, base, role).map_err(|e| e.to_string())?;
+    let plan = Plan::from_toml_str(&text, "eval.toml").map_err(|e| e.to_string())?;
+    let opts = RunOptions {
+        worker_cmd,
+        max_parallel: Some(1),
+        timeout: env.check.timeout,
+        worktree_root: Some(env.dir.join("worktrees")),
+        kind: RunKind::Plan,
+    };
+    let prepared =
+        engine::prepare(attempt, &plan, &text, "eval.toml", &opts).map_err(|e| e.to_string())?;
+    let run_id = prepared.run.id;
+    let sandboxes =
+        crate::agent::sandbox::command_sandboxes(&attempt.common_dir, &env.config.sandbox);
+    let merge_opts = merge::MergeOptions {
+        target: Some(ATTEMPT_BRANCH.to_string()),
+        timeout: env.check.timeout,
+        ..merge::MergeOptions::from_config(env.config, sandboxes.clone())
+    };
+    {
+        let mut store = Store::open(&attempt.common_dir).map_err(|e| e.to_string())?;
+        merge::phase::request(&mut store, &run_id, &merge_opts).map_err(|e| e.to_string())?;
+    }
+    let integrator = RunIntegrator::new(sandboxes.clone());
+    let ctl = Control {
+        stop: env.check.stop,
+        on_event: &|_, _| {},
+        setup: env.config.worktree.setup.clone(),
+        sparse: None,
+        sandboxes,
+        crash_after_events: None,
+        review: None,
+        fix_rounds: env.config.fix_rounds(),
+        retries: env.config.retries(),
+        executor: None,
+        integrator: Some(&integrator),
+    };
+    let worker = agent.as_ref().map(|w| w as &dyn engine::Worker);
+    let summary =
+        engine::execute_with(attempt, &run_id, &ctl, worker).map_err(|e| e.to_string())?;
+    spend(env, attempt, &run_id, result);
+    if summary.state == RunState::Interrupted {
+        return Err("the attempt was interrupted".to_string());
+    }
+    if let Some(Err(e)) = integrator.take() {
+        let text = e.to_string();
+        result.failure = Some(if text.contains("conflict") {
+            Failure::MergeConflict
+        } else {
+            Failure::GateRejected
+        });
+        result.detail = Some(text);
+    } else if summary.failed > 0 || summary.state != RunState::Completed {
+        let reason = failed_reason(attempt, &run_id).unwrap_or_default();
+        result.failure = Some(classify(&reason));
+        result.detail = Some(reason);
+    }
+    Ok(())
+}
+
+/// Reads the attempt run's tokens, cost and packet count into `result`.
+fn spend(env: &AttemptEnv<'_>, attempt: &RepoInfo, run_id: &str, result: &mut AttemptResult) {
+    let price = |model: &str| env.config.price(model);
+    if let Ok(status) = crate::status::of_run(&attempt.common_dir, run_id, &price) {
+        result.tokens_in = status.spend.input_tokens;
+        result.tokens_out = status.spend.output_tokens;
+        result.cost = status.spend.cost;
+        result.packets = status.packets.len();
+    }
+}
+
+/// Returns the reason the attempt run's failed packet gives.
+fn failed_reason(attempt: &RepoInfo, run_id: &str) -> Option<String> {
+    let store = Store::open(&attempt.common_dir).ok()?;
+    store
+        .packets(run_id)
+        .ok()?
+        .into_iter()
+        .find(|p| p.state == PacketState::Failed)
+        .and_then(|p| p.reason)
+}
+
+/// Returns the failure class a failed packet's reason stands for.
+fn classify(reason: &str) -> Failure {
+    let lower = reason.to_ascii_lowercase();
+    if lower.contains("changed no file") {
+        Failure::NoChange
+    } else if lower.contains("timed out") {
+        Failure::Timeout
+    } else if lower.contains("budget") {
+        Failure::Budget
+    } else if lower.contains("scope") || lower.contains("validation") || lower.contains("review") {
+        Failure::GateRejected
+    } else {
+        Failure::Crash
+    }
+}
+
+/// Runs the hidden tests on what landed on the attempt's `main` and sets resolved or the
+/// failure class.
+fn judge(
+    env: &AttemptEnv<'_>,
+    attempt: &RepoInfo,
+    task: &Task,
+    base: &str,
+    result: &mut AttemptResult,
+) {
+    let landed = attempt
+        .git()
+        .resolve_commit(&format!("refs/heads/{ATTEMPT_BRANCH}"))
+        .ok()
+        .flatten();
+    let Some(landed) = landed.filter(|l| l != base) else {
+        result.failure = Some(Failure::NoChange);
+        return;
+    };
+    match hidden::judge(env.source, attempt, &landed, task, env.check) {
+        Verdict::Passed => result.resolved = true,
+        Verdict::Failed => result.failure = Some(Failure::TestsFail),
+        Verdict::Broken { timed_out, detail } => {
+            result.failure = Some(if timed_out {
+                Failure::Timeout
+            } else {
+                Failure::Crash
+            });
+            result.detail = Some(detail);
+        }
+    }
+}
+
+/// Returns the one-packet plan of `task` on `base` for `role`: the objective as the packet's
+/// description, the whole tree as its scope, no validation (the hidden tests judge).
+fn plan_toml(task: &Task, base: &str, role: &str) -> Result<String, toml::ser::Error> {
+    let mut packet = toml::Table::new();
+    packet.insert("id".into(), PACKET.into());
+    packet.insert("role".into(), role.into());
+    let title = task.objective.lines().next().unwrap_or("the task");
+    packet.insert("title".into(), title.into());
+    packet.insert("description".into(), task.objective.clone().into());
+    packet.insert("files".into(), toml::Value::Array(vec!["**".into()]));
+    packet.insert("depends_on".into(), toml::Value::Array(Vec::new()));
+    packet.insert("validation".into(), toml::Value::Array(Vec::new()));
+    let mut plan = toml::Table::new();
+    plan.insert("objective".into(), task.objective.clone().into());
+    plan.insert("base".into(), base.into());
+    plan.insert(
+        "packet".into(),
+        toml::Value::Array(vec![toml::Value::Table(packet)]),
+    );
+    toml::to_string(&plan)
+}

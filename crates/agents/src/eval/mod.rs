@@ -1,0 +1,310 @@
+//! `eval run`: arms compared on the same tasks, each attempt in its own clean repository.
+//!
+//! For each valid task and each arm, an attempt prepares a fresh repository holding only the
+//! task's base ([`orchestra_core::eval::attempt`]), works the arm there through the product's
+//! own one-packet flow, and judges the tree that landed with the task's hidden tests, read from
+//! the source repository and written over the attempt's own versions. An attempt is resolved
+//! if and only if the check passes there; otherwise it gets a failure class.
+
+mod arm;
+mod attempt;
+mod hidden;
+pub mod journal;
+mod schedule;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use orchestra_core::config::RepoConfig;
+use orchestra_core::eval::attempt::{AttemptError, eval_dir};
+use orchestra_core::eval::{Check, Task};
+use orchestra_git::git::RepoInfo;
+use serde::{Deserialize, Serialize};
+
+pub use arm::{Arm, ArmError, ArmKind, parse, parse_all};
+
+/// Why an attempt did not resolve its task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Failure {
+    /// Nothing landed: the worker changed no file.
+    NoChange,
+    /// Something landed, and the hidden tests fail on it.
+    TestsFail,
+    /// A gate (scope, validation, review, the merged tree's validation) rejected the work.
+    GateRejected,
+    /// The work could not be merged into the target.
+    MergeConflict,
+    /// The arm's budget ran out.
+    Budget,
+    /// The worker or the check ran out of time.
+    Timeout,
+    /// The worker failed, or the attempt could not run to its end.
+    Crash,
+}
+
+impl Failure {
+    /// Returns the failure class in a few words, as the table prints it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Failure::NoChange => "no change",
+            Failure::TestsFail => "tests fail",
+            Failure::GateRejected => "gate rejected",
+            Failure::MergeConflict => "merge conflict",
+            Failure::Budget => "budget",
+            Failure::Timeout => "timeout",
+            Failure::Crash => "crash",
+        }
+    }
+}
+
+/// What one attempt of one arm at one task came to.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AttemptResult {
+    /// The task's commit.
+    pub task: String,
+    /// The arm's name.
+    pub arm: String,
+    /// Which attempt of this task and arm, from 1.
+    pub repeat: u32,
+    /// True if and only if the hidden tests pass on the tree the arm landed.
+    pub resolved: bool,
+    /// Why it did not resolve; `None` when resolved.
+    pub failure: Option<Failure>,
+    /// More about the failure (a packet's reason, how the check ended).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+    /// Model tokens read and written by the attempt's agents (0 for a worker command).
+    pub tokens_in: u64,
+    pub tokens_out: u64,
+    /// What the tokens cost; `None` when no model used has a price.
+    pub cost: Option<f64>,
+    /// Wall time of the whole attempt, preparation and check included, in milliseconds.
+    pub wall_ms: u64,
+    /// Packets the attempt's run held.
+    pub packets: usize,
+}
+
+/// One arm's totals over its attempts.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ArmSummary {
+    pub name: String,
+    pub spec: String,
+    pub attempts: usize,
+    pub resolved: usize,
+    /// Resolved attempts over attempts (0 without attempts).
+    pub resolved_rate: f64,
+    pub tokens_in: u64,
+    pub tokens_out: u64,
+    /// Summed cost; `None` when no attempt had one.
+    pub cost: Option<f64>,
+    /// Median wall time of an attempt, in milliseconds.
+    pub median_wall_ms: u64,
+    /// How many attempts ended in each failure class (classes with none left out).
+    pub failures: BTreeMap<Failure, usize>,
+}
+
+/// Why an eval could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum EvalRunError {
+    #[error(transparent)]
+    Attempt(#[from] AttemptError),
+    #[error("no valid task to attempt: {0}")]
+    NoTasks(String),
+    #[error(
+        "interrupted after {done} of {total} attempts; `git orchestra eval resume {eval}` continues it"
+    )]
+    Interrupted {
+        eval: String,
+        done: usize,
+        total: usize,
+    },
+    #[error(
+        "eval `{eval}` is being worked by another git-orchestra process; wait for it or stop it with Ctrl-C"
+    )]
+    Busy { eval: String },
+    #[error("cannot lock the eval: {0}")]
+    Lock(orchestra_sys::exec::LockError),
+    #[error("cannot journal the eval: {0}")]
+    Journal(#[from] orchestra_core::store::StoreError),
+}
+
+/// An eval to run: tasks, arms and how attempts are judged.
+pub struct EvalRun<'a> {
+    /// The eval's id: its directory under `<git-dir>/orchestra/evals/` and its journal's key.
+    pub id: String,
+    /// The repository the tasks come from.
+    pub source: &'a RepoInfo,
+    /// The source's configuration (trust applied), which attempts run under.
+    pub config: &'a RepoConfig,
+    /// The valid tasks to attempt.
+    pub tasks: Vec<Task>,
+    pub arms: Vec<Arm>,
+    /// The check that judges an attempt, its timeout also the worker's.
+    pub check: &'a Check<'a>,
+    /// Attempts of each arm at each task (`--repeat`, at least 1).
+    pub repeat: u32,
+    /// Most attempts worked at once (`--jobs`, at least 1), each in its own repository.
+    pub jobs: usize,
+}
+
+impl EvalRun<'_> {
+    /// Returns the directory of this eval's attempts.
+    pub fn dir(&self) -> PathBuf {
+        eval_dir(&self.source.common_dir, &self.id)
+    }
+
+    /// Journals the eval's creation: its range, test command, arms and tasks. Called once,
+    /// before [`EvalRun::run`], for a new eval.
+    pub fn create(&self, range: &str) -> Result<(), EvalRunError> {
+        if self.tasks.is_empty() {
+            return Err(EvalRunError::NoTasks(
+                "none of the range's candidates is valid (`eval tasks` says why)".to_string(),
+            ));
+        }
+        let event = journal::EvalEvent::EvalCreated {
+            range: range.to_string(),
+            test: self.check.command.to_string(),
+            timeout_secs: self.check.timeout.as_secs(),
+            repeat: self.repeat.max(1),
+            arms: self
+                .arms
+                .iter()
+                .map(|a| format!("{}={}", a.name, a.spec))
+                .collect(),
+            tasks: self
+                .tasks
+                .iter()
+                .filter_map(journal::TaskRecord::of)
+                .collect(),
+        };
+        journal::record(&self.source.common_dir, &self.id, &event)?;
+        Ok(())
+    }
+
+    /// Works every arm on every task `repeat` times, up to `jobs` attempts at once, skipping
+    /// the attempts the journal says ended (their results are reused), and returns the results
+    /// in task, arm, repeat order; `on_result` is called after each attempt worked now. Each
+    /// attempt is journaled before it starts and when it ends. No attempt starts once
+    /// `check.stop` is set.
+    pub fn run(
+        &self,
+        on_result: &(dyn Fn(&AttemptResult) + Sync),
+    ) -> Result<Vec<AttemptResult>, EvalRunError> {
+        let common = &self.source.common_dir;
+        // One process works an eval at a time, so no attempt runs twice at once.
+        let _lock =
+            orchestra_sys::exec::RunLock::acquire(&self.dir(), &self.id).map_err(|e| match e {
+                orchestra_sys::exec::LockError::Busy { .. } => EvalRunError::Busy {
+                    eval: self.id.clone(),
+                },
+                other => EvalRunError::Lock(other),
+            })?;
+        let ended = journal::load(common, &self.id)
+            .map(|s| s.results)
+            .unwrap_or_default();
+        let mut all = Vec::new();
+        for t in 0..self.tasks.len() {
+            for a in 0..self.arms.len() {
+                for r in 1..=self.repeat.max(1) {
+                    all.push(schedule::Slot {
+                        task: t,
+                        arm: a,
+                        repeat: r,
+                    });
+                }
+            }
+        }
+        let result_of = |slot: &schedule::Slot| {
+            ended.iter().find(|r| {
+                r.task == self.tasks[slot.task].commit
+                    && r.arm == self.arms[slot.arm].name
+                    && r.repeat == slot.repeat
+            })
+        };
+        let pending: Vec<schedule::Slot> = all
+            .iter()
+            .filter(|s| result_of(s).is_none())
+            .copied()
+            .collect();
+        let mut fresh = schedule::work_all(self, &pending, on_result, all.len() - pending.len())?;
+        let mut results = Vec::with_capacity(all.len());
+        for slot in &all {
+            match result_of(slot) {
+                Some(r) => results.push(r.clone()),
+                None => {
+                    if let Some(i) = fresh.iter().position(|(s, _)| s == slot) {
+                        results.push(fresh.swap_remove(i).1);
+                    }
+                }
+            }
+        }
+        journal::record(common, &self.id, &journal::EvalEvent::EvalFinished)?;
+        Ok(results)
+    }
+
+    /// Works one attempt, journaled before it starts and when it ends; `None` when a stop
+    /// request cut it short (it stays unended, redone on resume).
+    fn attempt(&self, slot: schedule::Slot) -> Result<Option<AttemptResult>, EvalRunError> {
+        let common = &self.source.common_dir;
+        let (task, arm) = (&self.tasks[slot.task], &self.arms[slot.arm]);
+        let started = journal::EvalEvent::AttemptStarted {
+            task: task.commit.clone(),
+            arm: arm.name.clone(),
+            repeat: slot.repeat,
+        };
+        journal::record(common, &self.id, &started)?;
+        let short = &task.commit[..task.commit.len().min(12)];
+        let dir = self
+            .dir()
+            .join(format!("{short}-{}-{}", slot.arm, slot.repeat));
+        let env = attempt::AttemptEnv {
+            source: self.source,
+            config: self.config,
+            check: self.check,
+            dir: &dir,
+        };
+        let result = attempt::work(&env, task, arm, slot.repeat)?;
+        if self.check.stop.load(std::sync::atomic::Ordering::SeqCst) {
+            return Ok(None);
+        }
+        let event = journal::EvalEvent::AttemptEnded {
+            result: result.clone(),
+        };
+        journal::record(common, &self.id, &event)?;
+        Ok(Some(result))
+    }
+}
+
+/// Returns each arm's totals over `results`, in the order of `arms`.
+pub fn summarize(arms: &[Arm], results: &[AttemptResult]) -> Vec<ArmSummary> {
+    arms.iter()
+        .map(|arm| {
+            let mine: Vec<&AttemptResult> = results.iter().filter(|r| r.arm == arm.name).collect();
+            let resolved = mine.iter().filter(|r| r.resolved).count();
+            let costs: Vec<f64> = mine.iter().filter_map(|r| r.cost).collect();
+            let mut walls: Vec<u64> = mine.iter().map(|r| r.wall_ms).collect();
+            walls.sort_unstable();
+            let mut failures = BTreeMap::new();
+            for f in mine.iter().filter_map(|r| r.failure) {
+                *failures.entry(f).or_insert(0) += 1;
+            }
+            ArmSummary {
+                name: arm.name.clone(),
+                spec: arm.spec.clone(),
+                attempts: mine.len(),
+                resolved,
+                resolved_rate: if mine.is_empty() {
+                    0.0
+                } else {
+                    resolved as f64 / mine.len() as f64
+                },
+                tokens_in: mine.iter().map(|r| r.tokens_in).sum(),
+                tokens_out: mine.iter().map(|r| r.tokens_out).sum(),
+                cost: (!costs.is_empty()).then(|| costs.iter().sum()),
+                median_wall_ms: walls.get(walls.len() / 2).copied().unwrap_or(0),
+                failures,
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,337 @@
+//! `git orchestra eval run`: works each arm on each valid task of a range of history, every
+//! attempt in its own clean repository, and prints how many each arm resolved.
+
+use std::path::Path;
+
+use clap::Args;
+use git_orchestra::eval::{self, Check};
+use git_orchestra::eval_run::{self, ArmSummary, AttemptResult, EvalRun, journal};
+use git_orchestra::git::RepoInfo;
+use git_orchestra::redact::terminal_safe;
+
+use super::CommandError;
+
+/// Compares arms on the valid tasks of a range of history.
+///
+/// Every arm works every valid task once, each attempt in a new repository that holds the
+/// task's base and its history only (no later commit, no other attempt's branch, no hidden
+/// test), through the one-packet flow of `run --merge`. The task's hidden tests, taken from
+/// the task's commit, are then written over what landed and the test command runs there: the
+/// attempt is resolved if and only if it passes.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The revision range whose valid tasks are attempted, e.g. `HEAD~50..HEAD`.
+    #[arg(long = "from-history", value_name = "REV-RANGE")]
+    from_history: String,
+    /// An arm, as `<name>=<spec>`; repeat for each arm. `cmd:<shell>` runs an external worker
+    /// command under the worker contract in the attempt's packet worktree; `agent:<role>` one
+    /// of our agents in that role with its configured model profile.
+    #[arg(long = "arm", value_name = "NAME=SPEC", required = true)]
+    arms: Vec<String>,
+    /// The test command that judges tasks and attempts (as for `eval tasks`).
+    #[arg(long = "test", value_name = "COMMAND")]
+    test: Option<String>,
+    /// Longest one run of the test command, and of an arm's worker, may take, in seconds
+    /// (default: `[run] timeout_secs`).
+    #[arg(long, value_name = "SECS")]
+    timeout: Option<u64>,
+    /// Attempts of each arm at each task.
+    #[arg(long, value_name = "K", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    repeat: u32,
+    /// Most attempts worked at once, each in its own repository.
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u16).range(1..))]
+    jobs: u16,
+    /// Print `{"arms": [...], "attempts": [...]}` as JSON instead of tables.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Mines the range's tasks, works every arm on each valid one and prints the results.
+pub fn cmd_run(cwd: &Path, args: &RunArgs) -> Result<(), CommandError> {
+    let arms = eval_run::parse_all(&args.arms).map_err(|e| {
+        CommandError::user(e)
+            .hint("each `--arm` is `<name>=cmd:<shell command>` or `<name>=agent:<role>`")
+    })?;
+    let repo = RepoInfo::discover(cwd)?;
+    let config = super::load_config(&repo)?;
+    check_agents(&repo, &config, &arms)?;
+    let command =
+        super::eval::test_command(&repo, args.test.as_deref(), config.eval.test.as_deref())?;
+    let sandboxes =
+        git_orchestra::agent::sandbox::command_sandboxes(&repo.common_dir, &config.sandbox);
+    let check = Check {
+        command: &command,
+        timeout: config.timeout(args.timeout),
+        confine: sandboxes.validation.as_deref(),
+        stop: git_orchestra::exec::install_signal_handlers(),
+    };
+    warn_unconfined(&config);
+    if !args.json {
+        eprintln!(
+            "checking the tasks of {} with `{}`",
+            terminal_safe(&args.from_history),
+            terminal_safe(&command)
+        );
+    }
+    let tasks = eval::from_history(&repo, &args.from_history, &check).map_err(|e| match e {
+        eval::EvalError::Range { .. } | eval::EvalError::EmptyRange { .. } => CommandError::user(e),
+        eval::EvalError::Interrupted { .. } => CommandError::interrupted(e),
+        other => CommandError::internal(other),
+    })?;
+    let specs: Vec<&str> = args.arms.iter().map(String::as_str).collect();
+    let tip = repo
+        .git()
+        .resolve_commit("HEAD")
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    let id = git_orchestra::names::run_id(
+        &format!("eval {}", args.from_history),
+        &format!(
+            "{tip}\0{}\0{command}\0{}",
+            specs.join("\0"),
+            git_orchestra::exec::now_ms()
+        ),
+    );
+    let run = EvalRun {
+        id,
+        source: &repo,
+        config: &config,
+        tasks: tasks.into_iter().filter(|t| t.valid).collect(),
+        arms,
+        check: &check,
+        repeat: args.repeat,
+        jobs: usize::from(args.jobs),
+    };
+    run.create(&args.from_history).map_err(run_error)?;
+    if !args.json {
+        eprintln!(
+            "eval {}: {} tasks × {} arms × {} attempts, {} at once",
+            run.id,
+            run.tasks.len(),
+            run.arms.len(),
+            run.repeat,
+            run.jobs
+        );
+    }
+    work(&run, args.json)
+}
+
+/// Continues a stopped or killed eval.
+///
+/// Attempts that ended are kept; an attempt that started and never ended is redone from a
+/// fresh repository; the others run.
+#[derive(Debug, Args)]
+pub struct ResumeArgs {
+    /// The eval to continue (default: the newest).
+    eval: Option<String>,
+    /// Most attempts worked at once, each in its own repository.
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u16).range(1..))]
+    jobs: u16,
+    /// Print `{"arms": [...], "attempts": [...]}` as JSON instead of tables.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Continues an eval that was stopped or killed: attempts that ended are kept, attempts that
+/// started and never ended are redone from a fresh repository, the rest run.
+pub fn cmd_resume(cwd: &Path, args: &ResumeArgs) -> Result<(), CommandError> {
+    let repo = RepoInfo::discover(cwd)?;
+    let config = super::load_config(&repo)?;
+    let id = journal::pick(&repo.common_dir, args.eval.as_deref()).map_err(CommandError::user)?;
+    let state = journal::load(&repo.common_dir, &id).map_err(CommandError::user)?;
+    let arms = eval_run::parse_all(&state.arms).map_err(CommandError::internal)?;
+    warn_unconfined(&config);
+    let sandboxes =
+        git_orchestra::agent::sandbox::command_sandboxes(&repo.common_dir, &config.sandbox);
+    let check = Check {
+        command: &state.test,
+        timeout: std::time::Duration::from_secs(state.timeout_secs),
+        confine: sandboxes.validation.as_deref(),
+        stop: git_orchestra::exec::install_signal_handlers(),
+    };
+    if !args.json {
+        eprintln!(
+            "eval {id}: {} of {} attempts ended; continuing",
+            state.results.len(),
+            state.tasks.len() * arms.len() * state.repeat as usize
+        );
+    }
+    let run = EvalRun {
+        id,
+        source: &repo,
+        config: &config,
+        tasks: state.tasks.iter().map(|t| t.task()).collect(),
+        arms,
+        check: &check,
+        repeat: state.repeat,
+        jobs: usize::from(args.jobs),
+    };
+    work(&run, args.json)
+}
+
+/// Prints an eval's stored results: a table per arm, or JSON.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// The eval to report (default: the newest).
+    eval: Option<String>,
+    /// Print `{"eval", "finished", "arms": [...], "attempts": [...]}` as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Prints the stored results of an eval: the table per arm, or JSON.
+pub fn cmd_report(cwd: &Path, args: &ReportArgs) -> Result<(), CommandError> {
+    let repo = RepoInfo::discover(cwd)?;
+    let id = journal::pick(&repo.common_dir, args.eval.as_deref()).map_err(CommandError::user)?;
+    let state = journal::load(&repo.common_dir, &id).map_err(CommandError::user)?;
+    let arms = eval_run::parse_all(&state.arms).map_err(CommandError::internal)?;
+    let total = state.tasks.len() * arms.len() * state.repeat as usize;
+    if !args.json {
+        let how = if state.finished {
+            "finished".to_string()
+        } else {
+            format!(
+                "unfinished: {} of {total} attempts ended; `git orchestra eval resume {id}` continues it",
+                state.results.len()
+            )
+        };
+        println!(
+            "eval {id} on {} with `{}`: {how}",
+            terminal_safe(&state.range),
+            terminal_safe(&state.test)
+        );
+    }
+    show(&id, &arms, &state.results, args.json, Some(state.finished))
+}
+
+/// Works the eval's attempts, with a line per attempt on stderr, and prints the results.
+fn work(run: &EvalRun<'_>, json: bool) -> Result<(), CommandError> {
+    let results = run
+        .run(&|r| {
+            if !json {
+                eprintln!("{}", terminal_safe(&attempt_line(r)));
+            }
+        })
+        .map_err(run_error)?;
+    show(&run.id, &run.arms, &results, json, None)
+}
+
+/// Prints the table per arm, or the arms and attempts as JSON.
+fn show(
+    id: &str,
+    arms: &[eval_run::Arm],
+    results: &[AttemptResult],
+    json: bool,
+    finished: Option<bool>,
+) -> Result<(), CommandError> {
+    let summaries = eval_run::summarize(arms, results);
+    if json {
+        let mut out = serde_json::json!({ "eval": id, "arms": summaries, "attempts": results });
+        if let Some(f) = finished {
+            out["finished"] = f.into();
+        }
+        let text = serde_json::to_string_pretty(&out).map_err(CommandError::internal)?;
+        println!("{text}");
+    } else {
+        print!("{}", terminal_safe(&table(&summaries)));
+    }
+    Ok(())
+}
+
+/// Checks, before anything runs, that the roles of the `agent:` arms have a usable model
+/// profile.
+fn check_agents(
+    repo: &RepoInfo,
+    config: &git_orchestra::config::RepoConfig,
+    arms: &[eval_run::Arm],
+) -> Result<(), CommandError> {
+    let roles: Vec<&str> = arms
+        .iter()
+        .filter_map(|a| match &a.kind {
+            eval_run::ArmKind::Agent(role) => Some(role.as_str()),
+            eval_run::ArmKind::Cmd(_) => None,
+        })
+        .collect();
+    if roles.is_empty() {
+        return Ok(());
+    }
+    super::agent_worker(repo, config)?
+        .check(roles)
+        .map_err(|e| {
+            CommandError::user(e)
+                .hint("configure a model profile (see `git orchestra agents`), or use a `cmd:` arm")
+        })
+}
+
+/// Warns when worker commands run unconfined: the sandbox is what keeps an attempt from
+/// reading the source repository (which holds the answer) through the file system.
+fn warn_unconfined(config: &git_orchestra::config::RepoConfig) {
+    if config.sandbox.workers == Some(git_orchestra::config::WorkersSandbox::Off) {
+        eprintln!(
+            "warning: [sandbox] workers = \"off\": an attempt's worker can read this repository through the file system, the task's solution included; results may be contaminated"
+        );
+    }
+}
+
+/// Returns the command error for an eval that could not run.
+fn run_error(e: eval_run::EvalRunError) -> CommandError {
+    match e {
+        eval_run::EvalRunError::NoTasks(_) | eval_run::EvalRunError::Busy { .. } => {
+            CommandError::user(e)
+        }
+        eval_run::EvalRunError::Interrupted { .. } => CommandError::interrupted(e),
+        other => CommandError::internal(other),
+    }
+}
+
+/// Returns one attempt in a line: task, arm, and resolved or why not.
+fn attempt_line(r: &AttemptResult) -> String {
+    let outcome = match r.failure {
+        None if r.resolved => "resolved".to_string(),
+        None => "not resolved".to_string(),
+        Some(f) => format!("not resolved: {}", f.as_str()),
+    };
+    format!(
+        "{} {:<12} {outcome} ({:.1}s)",
+        &r.task[..r.task.len().min(10)],
+        r.arm,
+        r.wall_ms as f64 / 1000.0
+    )
+}
+
+/// Returns the table of arms: attempts, resolved, rate, tokens, cost, median wall time and the
+/// failure classes.
+fn table(arms: &[ArmSummary]) -> String {
+    let mut out = format!(
+        "{:<16} {:>8} {:>8} {:>6} {:>12} {:>10} {:>10}  failures\n",
+        "arm", "attempts", "resolved", "rate", "tokens in/out", "cost", "median s"
+    );
+    for a in arms {
+        let cost = a.cost.map_or("-".to_string(), |c| format!("${c:.2}"));
+        let failures: Vec<String> = a
+            .failures
+            .iter()
+            .map(|(f, n)| format!("{n} {}", f.as_str()))
+            .collect();
+        out.push_str(&format!(
+            "{:<16} {:>8} {:>8} {:>5.0}% {:>12} {:>10} {:>10.1}  {}\n",
+            a.name,
+            a.attempts,
+            a.resolved,
+            a.resolved_rate * 100.0,
+            format!("{}/{}", a.tokens_in, a.tokens_out),
+            cost,
+            a.median_wall_ms as f64 / 1000.0,
+            if failures.is_empty() {
+                "-".to_string()
+            } else {
+                failures.join(", ")
+            }
+        ));
+    }
+    out
+}
