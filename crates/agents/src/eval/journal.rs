@@ -43,6 +43,7 @@ impl TaskRecord {
             objective: self.objective.clone(),
             base: Some(self.base.clone()),
             tests: self.tests.clone(),
+            ..Task::default()
         }
     }
 }
