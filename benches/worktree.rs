@@ -218,6 +218,7 @@ fn measure_sparse(
                 }
             };
             let wall = started.elapsed();
+            check_worktree(&path, &info.head);
             if round > 0 {
                 times[variant].push(wall);
             }
@@ -376,6 +377,7 @@ fn measure_recycled(repo: &Path, next: &str, iterations: usize) -> [Vec<Sample>;
                 assert_eq!(matches!(how, Created::Recycled { .. }), variant == 2);
             }
             let wall = started.elapsed();
+            check_worktree(&path, next);
             if round > 0 {
                 times[variant].push(Sample {
                     wall,
@@ -388,6 +390,21 @@ fn measure_recycled(repo: &Path, next: &str, iterations: usize) -> [Vec<Sample>;
         git(repo, &["branch", "-q", "-D", &old_branch]);
     }
     times
+}
+
+/// Panics unless the worktree at `path` is on `commit` with a clean status (every file of
+/// the commit checked out as committed, nothing else there): a variant that skipped work
+/// cannot pass for a fast one.
+fn check_worktree(path: &Path, commit: &str) {
+    let head = git(path, &["rev-parse", "HEAD"]);
+    let commit = git(path, &["rev-parse", &format!("{commit}^{{commit}}")]);
+    assert_eq!(head, commit, "{} is not on {commit}", path.display());
+    let status = git(path, &["status", "--porcelain", "--untracked-files=all"]);
+    assert!(
+        status.is_empty(),
+        "{} does not hold its commit as committed:\n{status}",
+        path.display()
+    );
 }
 
 /// Returns a generated repository of 50,000 small files in 500 directories.
@@ -498,6 +515,7 @@ fn measure(repo: &Path, iterations: usize) -> [Vec<Sample>; 4] {
                 wall: started.elapsed(),
                 cpu: cpu_time().saturating_sub(cpu_before),
             };
+            check_worktree(&path, &info.head);
             if round > 0 {
                 slot.push(sample);
             }
