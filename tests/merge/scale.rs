@@ -92,7 +92,7 @@ fn by_subcommand(lines: &[String]) -> Vec<(String, usize)> {
         *counts.entry(sub.to_string()).or_insert(0) += 1;
     }
     let mut out: Vec<(String, usize)> = counts.into_iter().collect();
-    out.sort_by(|a, b| b.1.cmp(&a.1));
+    out.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
     out
 }
 
