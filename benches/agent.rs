@@ -72,8 +72,19 @@ fn run_one(dir: &std::path::Path) -> Duration {
     };
     let t = Instant::now();
     let out = agent::run(&spec, &mut |_| {}).unwrap();
-    assert_eq!(out.state, WorkerState::Completed);
-    t.elapsed()
+    let elapsed = t.elapsed();
+    // The figure counts turns: every scripted reply must have been asked for and answered.
+    assert_eq!(
+        out.state,
+        WorkerState::Completed,
+        "the agent did not complete"
+    );
+    assert_eq!(
+        server.requests().len(),
+        TURNS + 1,
+        "the agent made a different number of model calls than scripted"
+    );
+    elapsed
 }
 
 fn main() {

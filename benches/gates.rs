@@ -104,6 +104,13 @@ fn time_pushes(repo: &Path, prepare: &dyn Fn(&Path)) -> Duration {
         let started = Instant::now();
         git(repo, &["push", "-q", "origin", "feature"]);
         times.push(started.elapsed());
+        // The push must have delivered the commit, not been refused quietly.
+        let pushed = git(repo, &["ls-remote", "origin", "refs/heads/feature"]);
+        let head = git(repo, &["rev-parse", "HEAD"]);
+        assert!(
+            pushed.starts_with(&head),
+            "push {i} did not reach the remote: {pushed}"
+        );
     }
     median(times)
 }
@@ -185,6 +192,11 @@ fn bench_merge(root: &Path) {
         git(&repo, &["rev-parse", "int-memory^{tree}"]),
         git(&repo, &["rev-parse", "int-worktree^{tree}"]),
         "both ways must produce the same tree"
+    );
+    assert_ne!(
+        git(&repo, &["rev-parse", "int-memory^{tree}"]),
+        git(&repo, &["rev-parse", "main^{tree}"]),
+        "the merges must have brought the packets' changes"
     );
     println!(
         "merge {BRANCHES} packet branches into a {FILES}-file repo: in memory {} | git merge in a working tree {} | ratio {:.2}x",

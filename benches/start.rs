@@ -18,7 +18,7 @@ use serde_json::json;
 
 #[path = "support/mod.rs"]
 mod support;
-use support::init_and_commit;
+use support::{check_packets, check_tree, init_and_commit};
 
 struct Quiet;
 
@@ -133,12 +133,13 @@ fn overhead() {
     let began = Instant::now();
     let report = run(&dir, &model, "Edit a hundred files", None, true);
     let total = began.elapsed().as_secs_f64();
-    let ok = report
-        .packets
-        .iter()
-        .filter(|p| p.state == "succeeded")
-        .count();
-    assert_eq!(ok, N, "{}", orchestrator::report::render(&report));
+    // Each packet `pNNN` changed `fNNN.txt`, and `main` holds every edit.
+    let file_of = |id: &str| format!("f{}.txt", id.trim_start_matches('p'));
+    check_packets(&report, N, file_of);
+    let edited: Vec<_> = (0..N)
+        .map(|i| (format!("f{i:03}.txt"), format!("edited {i}\n")))
+        .collect();
+    check_tree(&dir, "main", &edited);
     // The same plan with a trivial external worker (one line appended to the packet's own
     // file): what the engine and gates cost alone.
     let tmp2 = tempfile::tempdir().unwrap();
@@ -153,6 +154,11 @@ fn overhead() {
         true,
     );
     let total2 = began2.elapsed().as_secs_f64();
+    check_packets(&alone, N, file_of);
+    let appended: Vec<_> = (0..N)
+        .map(|i| (format!("f{i:03}.txt"), "x\nx\n".to_string()))
+        .collect();
+    check_tree(&dir2, "main", &appended);
     println!(
         "  same plan, trivial --worker-cmd (engine and gates alone): total {total2:.2} s (executing {:.2} s, integrating {:.2} s)",
         phase(&alone, "executing"),
@@ -212,16 +218,25 @@ fn makespan() {
     }
     let critical = *finish.iter().max().unwrap() as f64 / 1000.0;
     let model = MockModel::start(parse_scripts(&scripts(&plan, 0)).unwrap()).unwrap();
-    // The worker sleeps for the duration written in its packet id, computed by the shell
-    // itself (no sed/awk processes) so the simulated agent takes its duration and no more.
-    let worker =
+    // The worker appends to its packet's file (`pNN-dD` owns `f0NN.txt`), then sleeps for
+    // the duration written in its packet id, computed by the shell itself (no sed/awk
+    // processes) so the simulated agent takes its duration and no more.
+    let worker = concat!(
+        "i=${ORCHESTRA_PACKET%%-d*}; echo done >> \"f0${i#p}.txt\"; ",
         "d=${ORCHESTRA_PACKET##*-d}; f=$((1000 + d % 1000)); exec sleep $((d / 1000)).${f#1}"
-            .to_string();
+    )
+    .to_string();
     let report = run(&dir, &model, "Simulated durations", Some(worker), false);
-    let executing = phase(&report, "executing");
     if std::env::var_os("START_BENCH_KEEP").is_some() {
         println!("kept {}", tmp.keep().display());
     }
+    check_packets(&report, N, |id| {
+        format!(
+            "f0{}.txt",
+            id.trim_start_matches('p').split("-d").next().unwrap_or("")
+        )
+    });
+    let executing = phase(&report, "executing");
     println!(
         "start, {N} packets with simulated durations 1-2 s: executing {executing:.2} s vs critical path {critical:.2} s = {:.3}x; goal ≤ 1.05x",
         executing / critical
@@ -233,6 +248,7 @@ fn dur_of(dur: &[u64], i: usize) -> u64 {
 }
 
 fn main() {
+    support::serve_sandbox_launcher();
     if std::env::args().any(|a| a == "--list") {
         return;
     }

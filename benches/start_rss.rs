@@ -17,7 +17,7 @@ use serde_json::json;
 
 #[path = "support/mod.rs"]
 mod support;
-use support::init_and_commit;
+use support::{check_tree, init_and_commit};
 
 const AGENTS: usize = 16;
 /// Latency of every scripted model turn.
@@ -137,6 +137,17 @@ fn main() {
         &env,
     );
     assert!(ok, "start failed");
+    // Every agent's edit reached `main`: the run did the work the figure is about.
+    let appended: Vec<_> = (0..AGENTS)
+        .map(|i| {
+            let body: String = (0..200)
+                .map(|l| format!("line {l} of file {i}\n"))
+                .chain(std::iter::once("appended\n".to_string()))
+                .collect();
+            (format!("f{i:02}.txt"), body)
+        })
+        .collect();
+    check_tree(&dir, "main", &appended);
     let serial = Duration::from_millis(AGENTS as u64 * 3 * TURN_MS);
     println!(
         "start, {AGENTS} concurrent agents ({} s of model latency each, {:.0} s if run one by one): \

@@ -7,7 +7,8 @@
 //! `ORCHESTRA_BENCH_HUGE=1` the interpreter's whole `lib` tree is measured too. The last table
 //! compares sparse packet worktrees (`[worktree] sparse`) with full ones; `WORKTREE_BENCH=sparse`
 //! runs that table alone, `WORKTREE_BENCH=large` every table on the generated 50,000-file tree
-//! only.
+//! only, `WORKTREE_BENCH=run` a whole one-packet `git orchestra run --merge` (fresh and with
+//! the default configuration, which recycles) beside `git worktree add` on the stdlib.
 //!
 //! Every variant creates a worktree on a new branch at the fixture's HEAD; removal is not
 //! timed (it runs between iterations with `git worktree remove --force` and `git branch -D`).
@@ -41,6 +42,11 @@ fn main() {
     let only = std::env::var("WORKTREE_BENCH").unwrap_or_default();
     if only == "sparse" {
         sparse(&cache, stdlib.as_deref());
+        return;
+    }
+    if only == "run" {
+        let stdlib = stdlib.expect("python3's standard library, for the `run` table");
+        one_packet_runs(&cache, &copied_fixture(&cache, "stdlib", &stdlib, true));
         return;
     }
     let large = only == "large";
@@ -218,6 +224,7 @@ fn measure_sparse(
                 }
             };
             let wall = started.elapsed();
+            check_worktree(&path, &info.head);
             if round > 0 {
                 times[variant].push(wall);
             }
@@ -376,6 +383,7 @@ fn measure_recycled(repo: &Path, next: &str, iterations: usize) -> [Vec<Sample>;
                 assert_eq!(matches!(how, Created::Recycled { .. }), variant == 2);
             }
             let wall = started.elapsed();
+            check_worktree(&path, next);
             if round > 0 {
                 times[variant].push(Sample {
                     wall,
@@ -388,6 +396,145 @@ fn measure_recycled(repo: &Path, next: &str, iterations: usize) -> [Vec<Sample>;
         git(repo, &["branch", "-q", "-D", &old_branch]);
     }
     times
+}
+
+/// Prints the whole-process table (`WORKTREE_BENCH=run`): `git orchestra run --merge` of one
+/// packet whose worker appends a line to one file, as a user meets it (process start,
+/// worktree, worker, commit, gates, integration), fresh (`[worktree] recycle = 0`) and with the
+/// default configuration (recycling on: a later run takes the worktree the previous one
+/// parked), beside `git worktree add -b` of the same commit; wall and CPU medians.
+fn one_packet_runs(cache: &Path, fixture: &Path) {
+    let root = cache.join("one-packet-runs");
+    let _ = std::fs::remove_dir_all(&root);
+    let repo = root.join("repo");
+    // A clone sharing the fixture's objects, so runs' commits stay out of the cached fixture.
+    git(
+        cache,
+        &[
+            "clone",
+            "-q",
+            "--shared",
+            path_str(fixture),
+            path_str(&repo),
+        ],
+    );
+    let fresh_config = root.join("fresh-config/git-orchestra");
+    std::fs::create_dir_all(&fresh_config).unwrap();
+    std::fs::write(
+        fresh_config.join("config.toml"),
+        "[worktree]\nrecycle = 0\n",
+    )
+    .unwrap();
+    let default_config = root.join("default-config");
+    std::fs::create_dir_all(&default_config).unwrap();
+    let configs = [fresh_config.parent().unwrap(), default_config.as_path()];
+    let mut samples: [Vec<Sample>; 3] = Default::default();
+    for round in 0..=3 {
+        for (variant, slot) in samples.iter_mut().enumerate() {
+            let before = git(&repo, &["rev-parse", "HEAD"]);
+            let cpu_before = cpu_time();
+            let started = Instant::now();
+            if variant == 2 {
+                let path = root.join(format!("plain-{round}"));
+                let branch = format!("bench/plain-{round}");
+                git(
+                    &repo,
+                    &["worktree", "add", "-q", "-b", &branch, path_str(&path)],
+                );
+                let wall = started.elapsed();
+                let cpu = cpu_time().saturating_sub(cpu_before);
+                check_worktree(&path, &before);
+                git(&repo, &["worktree", "remove", "--force", path_str(&path)]);
+                if round > 0 {
+                    slot.push(Sample { wall, cpu });
+                }
+                continue;
+            }
+            let plan = root.join(format!("plan-{variant}-{round}.toml"));
+            std::fs::write(
+                &plan,
+                format!(
+                    "objective = \"one packet {variant} {round}\"\n\n[[packet]]\nid = \"p\"\ntitle = \"Append\"\ndescription = \"d\"\nfiles = [\"this.py\"]\n"
+                ),
+            )
+            .unwrap();
+            let out = Command::new(env!("CARGO_BIN_EXE_git-orchestra"))
+                .current_dir(&repo)
+                .args([
+                    "run",
+                    path_str(&plan),
+                    "--merge",
+                    "--quiet",
+                    "--worktree-root",
+                ])
+                // A pool per variant (`<root>/.recycle/`): fresh runs find none to take.
+                .arg(root.join(format!("worktrees-{variant}")))
+                .args(["--worker-cmd", "echo '# appended' >> this.py"])
+                .env("XDG_CONFIG_HOME", configs[variant])
+                .output()
+                .unwrap();
+            let wall = started.elapsed();
+            let cpu = cpu_time().saturating_sub(cpu_before);
+            assert!(
+                out.status.success(),
+                "one-packet run failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            // The packet's line reached main: the run did its work.
+            let after = git(&repo, &["rev-parse", "main"]);
+            assert_ne!(after, before, "the run did not advance main");
+            let text = git(&repo, &["show", "main:this.py"]);
+            assert!(
+                text.ends_with("# appended"),
+                "main:this.py lacks the packet's line"
+            );
+            if round > 0 {
+                slot.push(Sample { wall, cpu });
+            }
+        }
+    }
+    println!("load average: {}", load_average());
+    println!(
+        "{:<8} | {:>10} {:>10} {:>10} | {:>9} {:>9}",
+        "", "fresh", "default", "git add", "fresh/git", "deflt/git"
+    );
+    for (label, pick) in [("wall", 0), ("cpu", 1)] {
+        let m: Vec<Duration> = samples
+            .iter()
+            .map(|s| median(&s.iter().map(|x| [x.wall, x.cpu][pick]).collect::<Vec<_>>()))
+            .collect();
+        let ratio = |a: Duration| a.as_secs_f64() / m[2].as_secs_f64();
+        println!(
+            "{label:<8} | {:>10} {:>10} {:>10} | {:>9.2} {:>9.2}",
+            ms(m[0]),
+            ms(m[1]),
+            ms(m[2]),
+            ratio(m[0]),
+            ratio(m[1])
+        );
+    }
+    println!(
+        "\nmedians of 3 after a warm-up, python stdlib; fresh = `git orchestra run --merge` of one \
+packet with `[worktree] recycle = 0`; default = the same with the default configuration \
+(recycling on, so the worktree parked by the previous run is taken); git add = `git worktree \
+add -b` of the same commit. CPU = user+sys of the processes waited for."
+    );
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// Panics unless the worktree at `path` is on `commit` with a clean status (every file of
+/// the commit checked out as committed, nothing else there): a variant that skipped work
+/// cannot pass for a fast one.
+fn check_worktree(path: &Path, commit: &str) {
+    let head = git(path, &["rev-parse", "HEAD"]);
+    let commit = git(path, &["rev-parse", &format!("{commit}^{{commit}}")]);
+    assert_eq!(head, commit, "{} is not on {commit}", path.display());
+    let status = git(path, &["status", "--porcelain", "--untracked-files=all"]);
+    assert!(
+        status.is_empty(),
+        "{} does not hold its commit as committed:\n{status}",
+        path.display()
+    );
 }
 
 /// Returns a generated repository of 50,000 small files in 500 directories.
@@ -498,6 +645,7 @@ fn measure(repo: &Path, iterations: usize) -> [Vec<Sample>; 4] {
                 wall: started.elapsed(),
                 cpu: cpu_time().saturating_sub(cpu_before),
             };
+            check_worktree(&path, &info.head);
             if round > 0 {
                 slot.push(sample);
             }

@@ -8,3 +8,4 @@ mod coordinator;
 mod crash;
 mod honest;
 mod packet_diff;
+mod scale;

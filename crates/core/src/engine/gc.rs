@@ -222,9 +222,17 @@ fn unrecorded_worktrees(
     Ok(found)
 }
 
+/// How many integrated worktrees are saved and removed at once: each removal is about ten git
+/// processes on a worktree of its own, so a merge of many packets spends its end waiting on
+/// them one after another otherwise.
+const PARALLEL_REMOVALS: usize = 4;
+
 /// Removes the worktrees of the packets in `ids`, just integrated, saving unsaved work to each
 /// packet's backup ref first and journaling each removal; their branches stay until `gc`. Up
 /// to `recycle` clean ones are parked in the worktree pool instead (see `git::park`).
+///
+/// Parking runs first, one worktree after another, so the pool never grows past `recycle`;
+/// the removals then run [`PARALLEL_REMOVALS`] at a time, each worktree saved before it goes.
 pub fn remove_integrated(
     repo: &RepoInfo,
     journal: &Journal<'_>,
@@ -233,6 +241,7 @@ pub fn remove_integrated(
     ids: &[String],
     recycle: usize,
 ) -> Result<(), EngineError> {
+    let mut to_remove = Vec::new();
     for rec in records.iter().filter(|r| ids.contains(&r.id)) {
         let wt = PathBuf::from(&rec.worktree);
         if rec.removed || !wt.exists() {
@@ -248,32 +257,68 @@ pub fn remove_integrated(
             })?;
             continue;
         }
-        let refname = names::backup_ref(run_id, &rec.id);
-        // Pinned: the worktree's own `.git` is not trusted (see `Git::pinned`).
-        let git = Git::pinned(&repo.common_dir, &wt).map_err(worktree_err)?;
-        // Ignored files (all but build output) and nested repositories go to the run store,
-        // as `gc` saves them; a worktree whose leftovers cannot be saved stays for `gc`.
-        let dest = RunDir::new(&repo.common_dir, run_id).saved(&rec.id);
-        let kept = gitops::find_leftovers(&git)
-            .and_then(|found| gitops::save_leftovers(&git, &found, &dest));
-        let saved = match kept {
-            Ok(saved) => saved,
-            Err(e) => {
-                tracing::warn!(packet = %rec.id, error = %e, "worktree kept: its leftovers cannot be saved");
-                continue;
-            }
-        };
-        for (path, size) in &saved.too_large {
-            tracing::warn!(packet = %rec.id, path = %path, bytes = size, "ignored file too large to archive, not saved");
-        }
-        let saved = gitops::backup(&git, &refname, "git-orchestra merge: unsaved work")
-            .map_err(worktree_err)?;
-        gitops::remove(repo, &wt).map_err(worktree_err)?;
-        journal.record(Event::WorktreeRemoved {
-            packet: rec.id.clone(),
-            backup: saved.map(|_| refname).or_else(|| rec.backup.clone()),
-        })?;
+        to_remove.push(rec);
     }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let failed: std::sync::Mutex<Option<EngineError>> = std::sync::Mutex::new(None);
+    std::thread::scope(|scope| {
+        for _ in 0..PARALLEL_REMOVALS.min(to_remove.len()) {
+            scope.spawn(|| {
+                while let Some(rec) =
+                    to_remove.get(next.fetch_add(1, std::sync::atomic::Ordering::SeqCst))
+                {
+                    if let Err(e) = remove_saved(repo, journal, run_id, rec) {
+                        failed
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .get_or_insert(e);
+                        break;
+                    }
+                }
+            });
+        }
+    });
+    match failed.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+/// Saves the unsaved work of integrated packet `rec`'s worktree (changes to its backup ref,
+/// ignored files and nested repositories to the run store), removes the worktree and journals
+/// it; a worktree whose leftovers cannot be saved stays for `gc`.
+fn remove_saved(
+    repo: &RepoInfo,
+    journal: &Journal<'_>,
+    run_id: &str,
+    rec: &PacketRecord,
+) -> Result<(), EngineError> {
+    let wt = PathBuf::from(&rec.worktree);
+    let refname = names::backup_ref(run_id, &rec.id);
+    // Pinned: the worktree's own `.git` is not trusted (see `Git::pinned`).
+    let git = Git::pinned(&repo.common_dir, &wt).map_err(worktree_err)?;
+    // Ignored files (all but build output) and nested repositories go to the run store,
+    // as `gc` saves them; a worktree whose leftovers cannot be saved stays for `gc`.
+    let dest = RunDir::new(&repo.common_dir, run_id).saved(&rec.id);
+    let kept =
+        gitops::find_leftovers(&git).and_then(|found| gitops::save_leftovers(&git, &found, &dest));
+    let saved = match kept {
+        Ok(saved) => saved,
+        Err(e) => {
+            tracing::warn!(packet = %rec.id, error = %e, "worktree kept: its leftovers cannot be saved");
+            return Ok(());
+        }
+    };
+    for (path, size) in &saved.too_large {
+        tracing::warn!(packet = %rec.id, path = %path, bytes = size, "ignored file too large to archive, not saved");
+    }
+    let saved = gitops::backup(&git, &refname, "git-orchestra merge: unsaved work")
+        .map_err(worktree_err)?;
+    gitops::remove(repo, &wt).map_err(worktree_err)?;
+    journal.record(Event::WorktreeRemoved {
+        packet: rec.id.clone(),
+        backup: saved.map(|_| refname).or_else(|| rec.backup.clone()),
+    })?;
     Ok(())
 }
 

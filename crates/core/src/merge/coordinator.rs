@@ -371,6 +371,13 @@ fn queue_packets(
 ) -> Result<(Vec<String>, VecDeque<Item>), MergeError> {
     let mut already = Vec::new();
     let mut queue = VecDeque::new();
+    let succeeded: Vec<String> = records
+        .iter()
+        .filter(|r| r.state == PacketState::Succeeded)
+        .filter_map(|r| r.commit.clone())
+        .collect();
+    // One git process for every packet's "already in the tip?".
+    let in_tip = git.ancestors_of(&succeeded, tip)?;
     for packet in &plan.packets {
         let Some(rec) = records.iter().find(|r| r.id == packet.id) else {
             continue;
@@ -378,7 +385,7 @@ fn queue_packets(
         let (PacketState::Succeeded, Some(commit)) = (rec.state, rec.commit.clone()) else {
             continue;
         };
-        if is_ancestor(git, &commit, tip)? {
+        if in_tip.contains(&commit) {
             already.push(packet.id.clone());
             continue;
         }

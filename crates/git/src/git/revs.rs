@@ -50,6 +50,51 @@ impl Git {
         }
     }
 
+    /// Returns which of `commits` are ancestors of (or equal to) commit `tip`: what
+    /// [`Git::is_ancestor`] answers for each, with one git process however many there are
+    /// (a merge asks it of every packet). Ids that are not full hexadecimal object ids are
+    /// asked one by one.
+    pub fn ancestors_of(
+        &self,
+        commits: &[String],
+        tip: &str,
+    ) -> Result<std::collections::HashSet<String>, GitError> {
+        let full =
+            |id: &str| matches!(id.len(), 40 | 64) && id.bytes().all(|b| b.is_ascii_hexdigit());
+        let mut found = std::collections::HashSet::new();
+        let (listed, asked): (Vec<&String>, Vec<&String>) = if full(tip) {
+            commits.iter().partition(|c| full(c))
+        } else {
+            (Vec::new(), commits.iter().collect())
+        };
+        for commit in asked {
+            if self.is_ancestor(commit, tip)? {
+                found.insert(commit.clone());
+            }
+        }
+        if listed.is_empty() {
+            return Ok(found);
+        }
+        // Everything reachable from the commits but not from the tip: a commit listed there
+        // is not an ancestor of the tip. Ids on stdin, so none is read as an option.
+        let mut input = String::new();
+        for commit in &listed {
+            input.push_str(commit);
+            input.push('\n');
+        }
+        input.push_str(&format!("^{tip}\n"));
+        let out = self.run_with_stdin(["rev-list", "--stdin"], Some(input.as_bytes()))?;
+        let outside: std::collections::HashSet<&str> = out.lines().collect();
+        let lower = |c: &str| c.to_ascii_lowercase();
+        found.extend(
+            listed
+                .into_iter()
+                .filter(|c| !outside.contains(lower(c).as_str()))
+                .cloned(),
+        );
+        Ok(found)
+    }
+
     /// Returns true if and only if commit `a` is an ancestor of (or equal to) commit `b`.
     pub fn is_ancestor(&self, a: &str, b: &str) -> Result<bool, GitError> {
         match self.run(["merge-base", "--is-ancestor", "--end-of-options", a, b]) {
@@ -262,5 +307,38 @@ impl Git {
     /// honouring `core.hooksPath` and per-worktree paths as git does.
     pub fn git_path(&self, name: &str) -> Result<String, GitError> {
         self.run(["rev-parse", "--path-format=absolute", "--git-path", name])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::git::Git;
+    use crate::git::testing::git;
+
+    #[test]
+    fn ancestors_of_answers_as_is_ancestor_does_for_each_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = |args: &[&str]| git(dir.path(), args).trim().to_string();
+        run(&["init", "--quiet", "-b", "main"]);
+        run(&["commit", "--quiet", "--allow-empty", "-m", "a"]);
+        let a = run(&["rev-parse", "HEAD"]);
+        run(&["commit", "--quiet", "--allow-empty", "-m", "b"]);
+        let b = run(&["rev-parse", "HEAD"]);
+        run(&["checkout", "--quiet", "-b", "side", &a]);
+        run(&["commit", "--quiet", "--allow-empty", "-m", "c"]);
+        let c = run(&["rev-parse", "HEAD"]);
+        let g = Git::new(dir.path()).with_env("GIT_CONFIG_GLOBAL", "/dev/null");
+        let short = a[..10].to_string();
+        let commits = [a.clone(), b.clone(), c.clone(), short.clone()];
+        let found = g.ancestors_of(&commits, &b).unwrap();
+        for commit in &commits {
+            assert_eq!(
+                found.contains(commit),
+                g.is_ancestor(commit, &b).unwrap(),
+                "{commit}"
+            );
+        }
+        assert_eq!(found.len(), 3, "a, b and a's short id: {found:?}");
+        assert!(g.ancestors_of(&[], &b).unwrap().is_empty());
     }
 }

@@ -1,0 +1,118 @@
+//! Integration's cost per packet, counted in git processes started (a deterministic proxy
+//! for its time): integrating more packets costs the same per packet, and no more than a
+//! fixed budget.
+
+use std::path::Path;
+
+use crate::support::*;
+
+const WORKER: &str = r#"echo "$ORCHESTRA_PACKET" > "out-$ORCHESTRA_PACKET.txt""#;
+
+/// Git processes `git orchestra merge` may start per integrated packet: the approval (the
+/// stored verdict read), the in-memory merge and its commit, and the worktree's release
+/// (leftovers found, unsaved work saved, worktree removed). Measured at 16; a new git call per
+/// packet must be worth its place under this budget.
+const GIT_STARTS_PER_PACKET: usize = 16;
+
+/// Returns the path of the git the tests run (the first `git` on `PATH`).
+fn real_git() -> String {
+    let path = std::env::var("PATH").unwrap_or_default();
+    path.split(':')
+        .map(|dir| Path::new(dir).join("git"))
+        .find(|p| p.is_file())
+        .expect("git on PATH")
+        .display()
+        .to_string()
+}
+
+/// Runs `n` independent packets, then integrates them with `git orchestra merge` through a
+/// `git` on `PATH` that logs its starts; returns the git command lines the merge started.
+fn git_starts_merging(n: usize) -> Vec<String> {
+    let repo = TestRepo::new();
+    let mut body = String::from("objective = \"Count git starts\"\n\n");
+    for i in 0..n {
+        body.push_str(&packet(
+            &format!("p{i}"),
+            &format!("\"out-p{i}.txt\""),
+            "",
+            "",
+        ));
+    }
+    let plan = repo.write_plan("plan.toml", &body);
+    let out = repo.run_plan(&plan, WORKER, &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    let run = run_id(&repo.path);
+    let bin = repo.scratch().join("counting-bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let log = repo.scratch().join("git-starts.log");
+    let wrapper = bin.join("git");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\necho \"$*\" >> '{}'\nexec '{}' \"$@\"\n",
+            log.display(),
+            real_git()
+        ),
+    )
+    .unwrap();
+    make_executable(&wrapper);
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = orchestra_with_env(&repo.path, &["merge", &run, "--json"], &[("PATH", &path)]);
+    assert!(out.status.success(), "{}", text(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        v["integrated"].as_array().unwrap().len(),
+        n,
+        "{}",
+        text(&out)
+    );
+    let started = std::fs::read_to_string(&log).unwrap_or_default();
+    started.lines().map(str::to_string).collect()
+}
+
+/// Returns how many of `lines` run each git subcommand (the first word that is not an
+/// option, `-C <dir>` and `-c <key=value>` skipped), most frequent first.
+fn by_subcommand(lines: &[String]) -> Vec<(String, usize)> {
+    let mut counts = std::collections::BTreeMap::new();
+    for line in lines {
+        let mut words = line.split(' ');
+        let mut sub = "";
+        while let Some(w) = words.next() {
+            if w == "-C" || w == "-c" {
+                words.next();
+            } else if !w.starts_with('-') {
+                sub = w;
+                break;
+            }
+        }
+        *counts.entry(sub.to_string()).or_insert(0) += 1;
+    }
+    let mut out: Vec<(String, usize)> = counts.into_iter().collect();
+    out.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
+    out
+}
+
+#[test]
+fn integrating_a_packet_starts_the_same_few_git_processes_however_many_packets() {
+    let (few_lines, more_lines) = (git_starts_merging(4), git_starts_merging(12));
+    let (few, more) = (few_lines.len(), more_lines.len());
+    let per_packet = (more - few).div_ceil(8);
+    assert!(
+        per_packet <= GIT_STARTS_PER_PACKET,
+        "integrating a packet started {per_packet} git processes (4 packets: {few}, 12 \
+         packets: {more}); the budget is {GIT_STARTS_PER_PACKET}; 12 packets started {:?}",
+        by_subcommand(&more_lines)
+    );
+    // Flat: the fixed part (integration branch, target, verdict of the whole) does not grow
+    // with the packets either.
+    let fixed = few.saturating_sub(4 * per_packet);
+    assert!(
+        more <= fixed + 12 * per_packet + 4,
+        "integrating 12 packets started {more} git processes, more than 12 × {per_packet} + {fixed}"
+    );
+    eprintln!("git starts: 4 packets {few}, 12 packets {more}, per packet {per_packet}");
+}
