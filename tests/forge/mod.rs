@@ -5,4 +5,5 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 pub(crate) mod forge_mock;
+mod landing_api;
 mod pull_requests;
