@@ -5,5 +5,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 pub(crate) mod forge_mock;
+mod land;
 mod landing_api;
-mod pull_requests;
+pub(crate) mod pull_requests;

@@ -3,6 +3,7 @@
 
 pub mod agent;
 pub mod executor;
+pub mod land;
 pub mod orchestrator;
 pub mod run;
 pub mod status;

@@ -57,6 +57,38 @@ pub struct RepoConfig {
     pub executor: ExecutorConfig,
     #[serde(default)]
     pub eval: EvalConfig,
+    #[serde(default)]
+    pub land: LandConfig,
+}
+
+/// The `[land]` table: how `git orchestra land` follows a run's pull requests to merged.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LandConfig {
+    /// Seconds between two looks at the forge (default 60); after a failed look the wait
+    /// doubles, up to ten times this.
+    pub poll_secs: Option<u64>,
+    /// Merge pull requests whose checks pass, whose reviews allow it and whose parents have
+    /// landed (default true); false only follows them, leaving merging to people.
+    pub merge: Option<bool>,
+    /// How to merge: `merge`, `squash` or `rebase` (default: the first of these the
+    /// repository allows).
+    pub method: Option<String>,
+    /// Accounts whose reviews and `/orchestra` comments are acted on (default: any account
+    /// the forge lets review); others' are shown, never acted on.
+    pub reviewers: Option<Vec<String>>,
+}
+
+impl LandConfig {
+    /// Returns `self` with every setting it leaves unset taken from `base`.
+    fn over(self, base: LandConfig) -> LandConfig {
+        LandConfig {
+            poll_secs: self.poll_secs.or(base.poll_secs),
+            merge: self.merge.or(base.merge),
+            method: self.method.or(base.method),
+            reviewers: self.reviewers.or(base.reviewers),
+        }
+    }
 }
 
 /// The `[eval]` table: how `git orchestra eval` checks tasks.
@@ -584,6 +616,12 @@ pub fn user_config_path(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf>
     Some(base.join("git-orchestra").join("config.toml"))
 }
 
+/// Returns `base` with the entries of `top` added, `top`'s winning where both have a name.
+fn merge<V>(top: BTreeMap<String, V>, mut base: BTreeMap<String, V>) -> BTreeMap<String, V> {
+    base.extend(top);
+    base
+}
+
 impl RepoConfig {
     /// Returns how long a worker or validation command may run: `secs` (a command-line
     /// argument) over `[run] timeout_secs` over [`orchestra_sys::exec::DEFAULT_TIMEOUT`].
@@ -813,13 +851,6 @@ impl RepoConfig {
 
     /// Returns `self` with every setting it leaves unset taken from `base`.
     fn over(self, base: RepoConfig) -> RepoConfig {
-        fn merge<V>(
-            top: BTreeMap<String, V>,
-            mut base: BTreeMap<String, V>,
-        ) -> BTreeMap<String, V> {
-            base.extend(top);
-            base
-        }
         RepoConfig {
             worktree: WorktreeConfig {
                 root: self.worktree.root.or(base.worktree.root),
@@ -843,6 +874,7 @@ impl RepoConfig {
             eval: EvalConfig {
                 test: self.eval.test.or(base.eval.test),
             },
+            land: self.land.over(base.land),
             start: StartConfig {
                 clarify: self.start.clarify.or(base.start.clarify),
                 docs: self.start.docs.or(base.start.docs),

@@ -325,6 +325,64 @@ pub enum Event {
         host: String,
         round: u32,
     },
+    /// `git orchestra land` (process `pid`) began following the run's pull requests; `merge`
+    /// says whether it merges them or leaves merging to people.
+    LandStarted {
+        pid: u32,
+        merge: bool,
+    },
+    /// The pull request `number` of `packet` was seen in a new state: `state` (open, merged,
+    /// closed) at head `head_sha`, and what landing waits for (`waiting`, empty when nothing).
+    PrObserved {
+        packet: String,
+        number: u64,
+        state: String,
+        head_sha: String,
+        waiting: String,
+    },
+    /// The failed check `check` on `head_sha` of `packet`'s pull request is run once more, to
+    /// tell a flaky failure from a real one; a check is re-run at most once per head.
+    CheckRerun {
+        packet: String,
+        number: u64,
+        check: String,
+        head_sha: String,
+    },
+    /// The check `check` that failed on `head_sha` passed when re-run: reported as flaky, not
+    /// sent back to the packet's worker.
+    CheckFlaky {
+        packet: String,
+        number: u64,
+        check: String,
+        head_sha: String,
+    },
+    /// `packet`'s pull request `number` now targets `to` (it targeted `from`, a parent that
+    /// landed).
+    PrRetargeted {
+        packet: String,
+        number: u64,
+        from: String,
+        to: String,
+    },
+    /// The run merged `packet`'s pull request `number` with `method`.
+    PrMerged {
+        packet: String,
+        number: u64,
+        method: String,
+    },
+    /// `packet`'s pull request `number` waits for a person; `reason` says why and what to do.
+    LandWaiting {
+        packet: String,
+        number: u64,
+        reason: String,
+    },
+    /// `land` stopped following the run's pull requests: how many were `merged`, `closed` by
+    /// a person, and `waiting` for one.
+    LandFinished {
+        merged: usize,
+        closed: usize,
+        waiting: usize,
+    },
 }
 
 /// How a finished run ended.
@@ -372,7 +430,13 @@ impl Event {
             | Event::CommentsSent { packet, .. }
             | Event::CommentsDelivered { packet, .. }
             | Event::ScopeFinding { packet, .. }
-            | Event::PacketDispatched { packet, .. } => Some(packet),
+            | Event::PacketDispatched { packet, .. }
+            | Event::PrObserved { packet, .. }
+            | Event::CheckRerun { packet, .. }
+            | Event::CheckFlaky { packet, .. }
+            | Event::PrRetargeted { packet, .. }
+            | Event::PrMerged { packet, .. }
+            | Event::LandWaiting { packet, .. } => Some(packet),
             Event::RunCreated { .. }
             | Event::RunStarted { .. }
             | Event::RunInterrupted { .. }
@@ -384,7 +448,9 @@ impl Event {
             | Event::MergeValidationFinished { .. }
             | Event::TargetAdvancing { .. }
             | Event::MergeFinished { .. }
-            | Event::PacketsShareFiles { .. } => None,
+            | Event::PacketsShareFiles { .. }
+            | Event::LandStarted { .. }
+            | Event::LandFinished { .. } => None,
         }
     }
 }
