@@ -153,6 +153,13 @@ fn a_land_killed_while_waiting_continues_without_duplicates_and_a_real_failure_w
     child.wait().unwrap();
     assert!(summaries(&forge, 1)[0].contains("checks to finish: test"));
     assert_eq!(count(&forge, "PUT /repos/acme/widgets/pulls/1/merge"), 0);
+    // `status` says what each pull request waits for.
+    let status = orchestra_command(&repo.path, &["status"]).output().unwrap();
+    let shown = text(&status);
+    assert!(shown.contains("p1 #1: open, waiting"), "{shown}");
+    assert!(shown.contains("for checks to finish: test"), "{shown}");
+    assert!(shown.contains("p2 #2: open, waiting"), "{shown}");
+    assert!(shown.contains("for p1 to land first"), "{shown}");
 
     forge.add_check_run(SHA1, "test", Some("success"), "");
     let out = land(&repo);

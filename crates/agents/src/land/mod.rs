@@ -15,7 +15,6 @@
 
 mod decide;
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use orchestra_core::forge::{
@@ -563,18 +562,48 @@ fn summary_text(f: &Followed, line: &str) -> String {
     text
 }
 
-/// Returns the journaled landing steps of run `run`, by packet: the latest observation of each
-/// pull request, for `status`.
-pub fn observed(store: &Store, run: &str) -> Result<BTreeMap<String, Event>, StoreError> {
-    let mut out = BTreeMap::new();
-    let kinds = [
-        EventKind::PrObserved,
-        EventKind::PrMerged,
-        EventKind::LandWaiting,
-    ];
-    for e in store.events_of_kinds(run, &kinds)? {
-        if let Some(p) = e.event.packet() {
-            out.insert(p.to_string(), e.event.clone());
+/// Where one packet's pull request stood at the last look `land` journaled.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PrLanding {
+    pub packet: String,
+    pub number: u64,
+    /// `open`, `merged` or `closed`.
+    pub state: String,
+    /// What landing waits for; empty when nothing.
+    pub waiting: String,
+    /// When this state was first seen (milliseconds since the epoch).
+    pub since_ms: i64,
+}
+
+/// Returns where each packet's pull request stood at the last look `land` journaled for run
+/// `run`, in the order they were first seen; empty when the run was never landed.
+pub fn states(store: &Store, run: &str) -> Result<Vec<PrLanding>, StoreError> {
+    let mut out: Vec<PrLanding> = Vec::new();
+    for e in store.events_of_kinds(run, &[EventKind::PrObserved, EventKind::PrMerged])? {
+        let (packet, number, state, waiting) = match e.event {
+            Event::PrObserved {
+                packet,
+                number,
+                state,
+                waiting,
+                ..
+            } => (packet, number, state, waiting),
+            Event::PrMerged { packet, number, .. } => {
+                (packet, number, "merged".to_string(), String::new())
+            }
+            _ => continue,
+        };
+        let entry = PrLanding {
+            packet,
+            number,
+            state,
+            waiting,
+            since_ms: e.ts_ms,
+        };
+        match out.iter_mut().find(|p| p.packet == entry.packet) {
+            Some(p) if p.state == entry.state && p.waiting == entry.waiting => {}
+            Some(p) => *p = entry,
+            None => out.push(entry),
         }
     }
     Ok(out)

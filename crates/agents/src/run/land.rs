@@ -2,9 +2,9 @@
 //! person, or wait for one (see [`crate::land`]).
 
 use orchestra_core::forge::Forge;
-use orchestra_core::store::{Event, Store};
+use orchestra_core::store::Event;
 
-use super::{LifecycleError, Run};
+use super::Run;
 use crate::land::{self, LandError, LandOptions, LandReport};
 
 impl Run {
@@ -17,14 +17,5 @@ impl Run {
         on_event: &mut dyn FnMut(&Event),
     ) -> Result<LandReport, LandError> {
         land::land(&self.repo, &self.id, forge, opts, on_event)
-    }
-
-    /// Returns the latest landing step journaled for each packet's pull request (observed,
-    /// merged, waiting for a person), by packet id; empty when the run was never landed.
-    pub fn landing(&self) -> Result<std::collections::BTreeMap<String, Event>, LifecycleError> {
-        match Store::open_existing(self.common())? {
-            Some(store) => Ok(land::observed(&store, &self.id)?),
-            None => Ok(Default::default()),
-        }
     }
 }
