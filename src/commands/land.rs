@@ -5,6 +5,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use clap::Args;
+use git_orchestra::config::RepoConfig;
 use git_orchestra::forge::{self, ForgeSettings, MergeMethod};
 use git_orchestra::git::RepoInfo;
 use git_orchestra::land::{LandError, LandOptions, LandReport, Landing};
@@ -44,30 +45,30 @@ pub fn cmd_land(cwd: &Path, args: &LandArgs) -> Result<(), CommandError> {
     let repo = RepoInfo::discover(cwd)?;
     let config = super::load_config(&repo)?;
     let run = super::open_run(&repo, args.run.as_deref())?;
-    let settings =
-        ForgeSettings::load(&repo.git(), args.remote.as_deref()).map_err(CommandError::user)?;
+    run_land(
+        &repo,
+        &config,
+        run.id(),
+        args.remote.as_deref(),
+        args.once,
+        args.json,
+    )
+}
+
+/// Follows run `run`'s pull requests on the forge of `remote` as `config`'s `[land]` says,
+/// with progress lines on stderr and the report on stdout; `once` stops after one look.
+pub fn run_land(
+    repo: &RepoInfo,
+    config: &RepoConfig,
+    run: &str,
+    remote: Option<&str>,
+    once: bool,
+    json: bool,
+) -> Result<(), CommandError> {
+    let run = super::open_run(repo, Some(run))?;
+    let settings = ForgeSettings::load(&repo.git(), remote).map_err(CommandError::user)?;
     let forge = forge::open_forge(&settings).map_err(CommandError::user)?;
-    let land = &config.land;
-    let method = match land.method.as_deref() {
-        None => None,
-        Some(m) => Some(MergeMethod::parse(m).ok_or_else(|| {
-            CommandError::user(format!(
-                "[land] method = \"{m}\" is not a merge method; use merge, squash or rebase"
-            ))
-        })?),
-    };
-    let opts = LandOptions {
-        poll: Duration::from_secs(
-            land.poll_secs
-                .unwrap_or(git_orchestra::land::DEFAULT_POLL_SECS)
-                .max(1),
-        ),
-        merge: land.merge.unwrap_or(true),
-        method,
-        reviewers: land.reviewers.clone(),
-        max_polls: args.once.then_some(1),
-    };
-    let json = args.json;
+    let opts = options(config, once)?;
     let mut print = |e: &Event| {
         if let Some(line) = event_line(e)
             && !json
@@ -87,6 +88,30 @@ pub fn cmd_land(cwd: &Path, args: &LandArgs) -> Result<(), CommandError> {
         print!("{}", render(&report));
     }
     Ok(())
+}
+
+/// Returns the landing options `[land]` of `config` sets.
+fn options(config: &RepoConfig, once: bool) -> Result<LandOptions, CommandError> {
+    let land = &config.land;
+    let method = match land.method.as_deref() {
+        None => None,
+        Some(m) => Some(MergeMethod::parse(m).ok_or_else(|| {
+            CommandError::user(format!(
+                "[land] method = \"{m}\" is not a merge method; use merge, squash or rebase"
+            ))
+        })?),
+    };
+    Ok(LandOptions {
+        poll: Duration::from_secs(
+            land.poll_secs
+                .unwrap_or(git_orchestra::land::DEFAULT_POLL_SECS)
+                .max(1),
+        ),
+        merge: land.merge.unwrap_or(true),
+        method,
+        reviewers: land.reviewers.clone(),
+        max_polls: once.then_some(1),
+    })
 }
 
 /// Returns the progress line for a landing event, if it gets one.

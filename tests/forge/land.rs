@@ -8,7 +8,7 @@ use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::forge::forge_mock::{FakeForge, Flavour};
-use crate::forge::pull_requests::{TOKEN, packet, run_plan, setup, write_plan};
+use crate::forge::pull_requests::{TOKEN, WORKER, packet, run_env, run_plan, setup, write_plan};
 use crate::support::*;
 
 const SHA1: &str = "1111111111111111111111111111111111111111";
@@ -189,4 +189,90 @@ fn a_land_killed_while_waiting_continues_without_duplicates_and_a_real_failure_w
         assert_eq!(summaries(&forge, n).len(), 1, "pull request {n}");
     }
     assert!(summaries(&forge, 2)[0].contains("waiting for a person"));
+}
+
+#[test]
+fn run_pr_land_opens_the_stack_then_lands_it_parent_first() {
+    let forge = FakeForge::start(Flavour::GitHub);
+    let (repo, _bare) = setup(Some(&forge), Flavour::GitHub);
+    std::fs::create_dir_all(repo.path.join(".orchestra")).unwrap();
+    std::fs::write(
+        repo.path.join(".orchestra/config.toml"),
+        "[land]\npoll_secs = 1\nmethod = \"squash\"\n",
+    )
+    .unwrap();
+    let plan = write_plan(
+        &repo,
+        &format!("{}{}", packet("p1", "", ""), packet("p2", "\"p1\"", "")),
+    );
+    let root = repo.scratch().join("wt");
+    let out = run_env(
+        &repo,
+        &[
+            "run",
+            plan.to_str().unwrap(),
+            "--worker-cmd",
+            WORKER,
+            "--worktree-root",
+            root.to_str().unwrap(),
+            "--pr",
+            "--land",
+        ],
+        &[("GH_TOKEN", TOKEN)],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let pulls = forge.pulls();
+    assert_eq!(pulls.len(), 2);
+    assert!(
+        pulls
+            .iter()
+            .all(|p| p["merged"] == true && p["merge_method"] == "squash")
+    );
+    assert_eq!(pulls[1]["base"]["ref"], "main");
+    let merges: Vec<String> = forge
+        .calls()
+        .into_iter()
+        .filter(|c| c.ends_with("/merge"))
+        .collect();
+    assert_eq!(
+        merges,
+        [
+            "PUT /repos/acme/widgets/pulls/1/merge",
+            "PUT /repos/acme/widgets/pulls/2/merge"
+        ]
+    );
+}
+
+#[test]
+fn an_unknown_merge_method_is_a_clear_error() {
+    let forge = FakeForge::start(Flavour::GitHub);
+    let repo = published(&forge);
+    std::fs::write(
+        repo.path.join(".orchestra/config.toml"),
+        "[land]\nmethod = \"fast-forward\"\n",
+    )
+    .unwrap();
+    let out = land(&repo);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains(
+            "[land] method = \"fast-forward\" is not a merge method; use merge, squash or rebase"
+        ),
+        "{}",
+        text(&out)
+    );
+    forge.allow_methods(true, false, false);
+    std::fs::write(
+        repo.path.join(".orchestra/config.toml"),
+        "[land]\nmethod = \"rebase\"\n",
+    )
+    .unwrap();
+    let out = land(&repo);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("not allowed by the repository (allowed: merge)"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(count(&forge, "PUT /repos/acme/widgets/pulls/1/merge"), 0);
 }

@@ -17,7 +17,7 @@ pub(crate) fn packet(id: &str, deps: &str, extra: &str) -> String {
 }
 
 /// Writes its file; p3 also leaves a conflict marker, which the review rejects.
-const WORKER: &str = r#"echo "$ORCHESTRA_PACKET" > "out-$ORCHESTRA_PACKET.txt"; if [ "$ORCHESTRA_PACKET" = p3 ]; then printf '<<<<<<< HEAD\nx\n' >> out-p3.txt; fi"#;
+pub(crate) const WORKER: &str = r#"echo "$ORCHESTRA_PACKET" > "out-$ORCHESTRA_PACKET.txt"; if [ "$ORCHESTRA_PACKET" = p3 ]; then printf '<<<<<<< HEAD\nx\n' >> out-p3.txt; fi"#;
 
 /// A repository with a bare remote `origin` holding main, configured for `forge`.
 pub(crate) fn setup(forge: Option<&FakeForge>, flavour: Flavour) -> (TestRepo, PathBuf) {
