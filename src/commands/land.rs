@@ -23,6 +23,9 @@ use super::CommandError;
 /// failed check is re-run once: a pass then is reported as flaky. A real failure, a review
 /// requesting changes, a conflict or a refused merge leaves the pull request waiting for a
 /// person, with the reason. Each pull request carries one summary comment, kept up to date.
+/// Comments `/orchestra stop`, `/orchestra land` (merge it even with `[land] merge = false`)
+/// and `/orchestra retry` (re-run its failed checks) by counted reviewers steer one pull
+/// request; other accounts' are shown, never acted on.
 /// Every step is journaled: run `land` again after an interruption and it continues.
 #[derive(Debug, Args)]
 pub struct LandArgs {
@@ -152,6 +155,21 @@ fn event_line(e: &Event) -> Option<String> {
             number,
             reason,
         } => format!("{packet} #{number}: waits for a person: {reason}"),
+        Event::LandCommand {
+            packet,
+            number,
+            author,
+            command,
+            acted,
+            ..
+        } => format!(
+            "{packet} #{number}: /orchestra {command} by {author}{}",
+            if *acted {
+                ""
+            } else {
+                ": not acted on (an unknown command, or an account [land] reviewers does not count)"
+            }
+        ),
         _ => return None,
     })
 }

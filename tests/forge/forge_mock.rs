@@ -185,7 +185,7 @@ impl FakeForge {
         let id = s.next_id;
         s.reviews
             .push(json!({"id": id, "pr": number, "user": {"login": login},
-            "state": state, "body": body}));
+            "author_association": association(login), "state": state, "body": body}));
     }
 
     /// Adds an inline comment by `login` on `path`:`line` of pull request `number`'s diff.
@@ -204,7 +204,8 @@ impl FakeForge {
         s.next_id += 1;
         let id = s.next_id;
         s.issue_comments
-            .push(json!({"id": id, "pr": number, "user": {"login": login}, "body": body}));
+            .push(json!({"id": id, "pr": number, "user": {"login": login},
+            "author_association": association(login), "body": body}));
     }
 
     /// Returns the conversation comments of pull request `number`, oldest first.
@@ -530,6 +531,16 @@ fn github(
         ("POST", ["repos", _, _, "pulls", _, "requested_reviewers"]) => (201, json!({})),
         _ => return landing(s, method, segs, body),
     })
+}
+
+/// Returns how the fake relates `login` to the repository: `mallory` is an outsider, everyone
+/// else a collaborator.
+fn association(login: &str) -> &'static str {
+    if login == "mallory" {
+        "NONE"
+    } else {
+        "COLLABORATOR"
+    }
 }
 
 /// Returns the items of `list` whose `key` is `value`.

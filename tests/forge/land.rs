@@ -7,6 +7,8 @@
 use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
+use git_orchestra::forge::{Forge, GitHub, Token};
+
 use crate::forge::forge_mock::{FakeForge, Flavour};
 use crate::forge::pull_requests::{TOKEN, WORKER, packet, run_env, run_plan, setup, write_plan};
 use crate::support::*;
@@ -189,6 +191,21 @@ fn a_land_killed_while_waiting_continues_without_duplicates_and_a_real_failure_w
         assert_eq!(summaries(&forge, n).len(), 1, "pull request {n}");
     }
     assert!(summaries(&forge, 2)[0].contains("waiting for a person"));
+
+    // A counted reviewer's `/orchestra retry` re-runs the failed check once more; it passes.
+    let gh = GitHub::new(&forge.url, "acme", "widgets", Some(Token::new(TOKEN)), None);
+    let latest = gh.checks(SHA2).unwrap().remove(0);
+    forge.on_rerun(latest.id, "success", "");
+    forge.add_comment(2, "alice", "/orchestra retry");
+    let out = land(&repo);
+    assert!(text(&out).contains("p2 #2: merged"), "{}", text(&out));
+    assert_eq!(
+        count(
+            &forge,
+            &format!("POST /repos/acme/widgets/actions/jobs/{}/rerun", latest.id)
+        ),
+        1
+    );
 }
 
 #[test]
@@ -275,4 +292,60 @@ fn an_unknown_merge_method_is_a_clear_error() {
         text(&out)
     );
     assert_eq!(count(&forge, "PUT /repos/acme/widgets/pulls/1/merge"), 0);
+}
+
+#[test]
+fn comment_commands_of_counted_reviewers_steer_landing_and_outsiders_are_only_shown() {
+    let forge = FakeForge::start(Flavour::GitHub);
+    let repo = published(&forge);
+    std::fs::write(
+        repo.path.join(".orchestra/config.toml"),
+        "[land]\npoll_secs = 1\nmerge = false\nreviewers = [\"alice\"]\n",
+    )
+    .unwrap();
+    forge.add_check_run(SHA1, "test", Some("success"), "");
+    forge.add_check_run(SHA2, "test", Some("success"), "");
+    forge.add_comment(1, "mallory", "/orchestra land");
+    forge.add_comment(2, "alice", "/orchestra stop");
+    let once = |repo: &TestRepo| {
+        let mut cmd = orchestra_command(&repo.path, &["land", "--once"]);
+        cmd.env("GH_TOKEN", TOKEN).env("PATH", "/usr/bin:/bin");
+        cmd.output().unwrap()
+    };
+    let out = once(&repo);
+    assert!(out.status.success(), "{}", text(&out));
+    let all = text(&out);
+    assert!(
+        all.contains("p1 #1: /orchestra land by mallory: not acted on"),
+        "{all}"
+    );
+    assert!(
+        all.contains("p2 #2: waits for a person: alice stopped landing it"),
+        "{all}"
+    );
+    assert_eq!(count(&forge, "PUT /repos/acme/widgets/pulls/1/merge"), 0);
+
+    // A counted reviewer asks for p1 to land; p2 stays stopped.
+    forge.add_comment(1, "alice", "/orchestra land");
+    let out = once(&repo);
+    assert!(text(&out).contains("p1 #1: merged"), "{}", text(&out));
+    assert!(
+        text(&out).contains("alice stopped landing it"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(forge.pulls()[1]["merged"], false);
+
+    // Then for p2: retargeted onto main and merged; no command was acted on twice.
+    forge.add_comment(2, "alice", "/orchestra land");
+    let out = land(&repo);
+    assert!(text(&out).contains("p2 #2: merged"), "{}", text(&out));
+    assert_eq!(forge.pulls()[1]["base"]["ref"], "main");
+    assert_eq!(count(&forge, "PUT /repos/acme/widgets/pulls/1/merge"), 1);
+    assert_eq!(count(&forge, "PUT /repos/acme/widgets/pulls/2/merge"), 1);
+    assert!(
+        !text(&out).contains("by mallory"),
+        "read once: {}",
+        text(&out)
+    );
 }

@@ -74,8 +74,9 @@ pub struct LandConfig {
     /// How to merge: `merge`, `squash` or `rebase` (default: the first of these the
     /// repository allows).
     pub method: Option<String>,
-    /// Accounts whose reviews and `/orchestra` comments are acted on (default: any account
-    /// the forge lets review); others' are shown, never acted on.
+    /// Accounts whose reviews and `/orchestra` comments (`stop`, `land`, `retry`) are acted on
+    /// (default: those who may write to the repository: its owners, members and
+    /// collaborators); others' are shown, never acted on.
     pub reviewers: Option<Vec<String>>,
 }
 

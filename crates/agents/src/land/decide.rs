@@ -23,7 +23,7 @@ pub struct Facts<'a> {
     pub status: &'a PrStatus,
     pub checks: &'a [Check],
     pub reviews: &'a [Review],
-    /// Accounts whose reviews count; `None`: everyone's.
+    /// Accounts whose reviews count; `None`: those who may write to the repository.
     pub reviewers: Option<&'a [String]>,
     pub parents: &'a [Parent],
     /// Names of checks already re-run on this head.
@@ -137,10 +137,19 @@ fn checks_step(facts: &Facts<'_>) -> Option<Step> {
     None
 }
 
+/// Returns true if and only if landing acts on what `author` (with the forge's `association`
+/// of them) says: they are in `reviewers`, or, without that list, may write to the repository.
+pub fn counted(author: &str, association: &str, reviewers: Option<&[String]>) -> bool {
+    match reviewers {
+        Some(list) => list.iter().any(|a| a == author),
+        None => orchestra_core::forge::may_write(association),
+    }
+}
+
 /// Returns why the reviews block landing: a counted reviewer whose latest verdict requests
-/// changes. Reviews by accounts outside `reviewers` do not count.
+/// changes. Reviews by accounts not [`counted`] are shown on the forge, never acted on.
 pub fn changes_requested(reviews: &[Review], reviewers: Option<&[String]>) -> Option<String> {
-    let counted = |r: &&Review| reviewers.is_none_or(|list| list.iter().any(|a| a == &r.author));
+    let counted = |r: &&Review| counted(&r.author, &r.association, reviewers);
     let mut latest: Vec<&Review> = Vec::new();
     for r in reviews.iter().filter(counted).filter(|r| {
         matches!(
@@ -198,6 +207,12 @@ mod tests {
         Review {
             id: 1,
             author: author.into(),
+            association: if author == "mallory" {
+                "NONE"
+            } else {
+                "MEMBER"
+            }
+            .into(),
             state,
             body: "rename it".into(),
         }
@@ -265,7 +280,9 @@ mod tests {
         let reviewers = [alice];
         let outsider = [review("mallory", ReviewState::ChangesRequested)];
         assert_eq!(changes_requested(&outsider, Some(&reviewers)), None);
-        assert!(changes_requested(&outsider, None).is_some());
+        assert_eq!(changes_requested(&outsider, None), None, "no write access");
+        let member = [review("bob", ReviewState::ChangesRequested)];
+        assert!(changes_requested(&member, None).is_some());
         let changed_mind = [
             review("alice", ReviewState::ChangesRequested),
             review("alice", ReviewState::Commented),

@@ -13,6 +13,7 @@
 //! Not yet: sending a real failure or a review back to the packet's worker as a fix round, and
 //! rebasing children after a squash merge; such a pull request waits for a person.
 
+mod commands;
 mod decide;
 
 use std::time::Duration;
@@ -24,7 +25,7 @@ use orchestra_core::store::{Event, EventKind, Store, StoreError};
 use orchestra_git::git::RepoInfo;
 use serde::Serialize;
 
-pub use decide::{Facts, Parent, Step, changes_requested, decide};
+pub use decide::{Facts, Parent, Step, changes_requested, counted, decide};
 
 /// Default seconds between polls.
 pub const DEFAULT_POLL_SECS: u64 = 60;
@@ -165,10 +166,11 @@ pub fn land(
             merge: opts.merge,
         },
     )?;
-    let method = if opts.merge {
-        Some(merge_method(forge, opts.method)?)
-    } else {
-        None
+    // Without `[land] merge` a `/orchestra land` comment may still ask for a merge.
+    let method = match merge_method(forge, opts.method) {
+        Ok(m) => Some(m),
+        Err(e) if opts.merge => return Err(e),
+        Err(_) => None,
     };
     let mut polls = 0;
     let mut failed = 0;
@@ -293,7 +295,7 @@ fn topo(mut rest: Vec<Followed>) -> Vec<Followed> {
     out
 }
 
-type Journal<'a> = dyn FnMut(&mut Store, Event) -> Result<(), LandError> + 'a;
+pub(super) type Journal<'a> = dyn FnMut(&mut Store, Event) -> Result<(), LandError> + 'a;
 
 /// Looks at every unsettled pull request once, parents first, and takes its next step.
 fn poll(
@@ -334,17 +336,37 @@ fn poll(
         } else {
             Vec::new()
         };
+        let target = commands::Target {
+            run,
+            packet: &followed[i].packet,
+            number: followed[i].number,
+            reviewers: opts.reviewers.as_deref(),
+        };
+        let asked = if status.state == PrState::Open {
+            commands::read(store, forge, &target, journal)?
+        } else {
+            commands::Asked::default()
+        };
+        if asked.retry {
+            commands::rerun_failed(store, forge, &target, &status.head_sha, &checks, journal)?;
+        }
         let rerun = reruns(store, run, &followed[i].packet, &status.head_sha)?;
         note_flaky(&mut followed[i], &checks, &rerun, &status, journal, store)?;
-        let step = decide(&Facts {
-            status: &status,
-            checks: &checks,
-            reviews: &reviews,
-            reviewers: opts.reviewers.as_deref(),
-            parents: &parents,
-            rerun: &rerun,
-            merge: opts.merge,
-        });
+        let step = match (&asked.stopped_by, asked.retry) {
+            (Some(who), _) => Step::Person(format!(
+                "{who} stopped landing it (/orchestra stop); comment /orchestra land to go on"
+            )),
+            (None, true) => Step::Wait("the failed checks re-run by /orchestra retry".into()),
+            (None, false) => decide(&Facts {
+                status: &status,
+                checks: &checks,
+                reviews: &reviews,
+                reviewers: opts.reviewers.as_deref(),
+                parents: &parents,
+                rerun: &rerun,
+                merge: opts.merge || asked.land,
+            }),
+        };
         act(store, forge, method, &mut followed[i], step, journal)?;
     }
     Ok(())

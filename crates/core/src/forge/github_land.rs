@@ -123,6 +123,10 @@ pub(super) fn reviews(repo: &RepoApi, number: u64) -> Result<Vec<Review>, ForgeE
             Ok(Review {
                 id: r["id"].as_u64().ok_or_else(|| missing(&path, "id"))?,
                 author: r["user"]["login"].as_str().unwrap_or_default().to_string(),
+                association: r["author_association"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
                 state,
                 body: safe_tail(
                     r["body"].as_str().unwrap_or_default(),
@@ -143,6 +147,10 @@ pub(super) fn comments(repo: &RepoApi, path: &str) -> Result<Vec<PrComment>, For
             Ok(PrComment {
                 id: c["id"].as_u64().ok_or_else(|| missing(path, "id"))?,
                 author: c["user"]["login"].as_str().unwrap_or_default().to_string(),
+                association: c["author_association"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
                 body: safe_tail(
                     c["body"].as_str().unwrap_or_default(),
                     repo.api.token(),

@@ -104,6 +104,9 @@ pub struct Review {
     pub id: u64,
     /// The reviewer's login.
     pub author: String,
+    /// The reviewer's relation to the repository as the forge says (`OWNER`, `MEMBER`,
+    /// `COLLABORATOR`, `CONTRIBUTOR`, `NONE`; empty when it does not say).
+    pub association: String,
     pub state: ReviewState,
     /// Scrubbed and clipped to [`COMMENT_BYTES`].
     pub body: String,
@@ -116,10 +119,18 @@ pub struct PrComment {
     pub id: u64,
     /// The commenter's login.
     pub author: String,
+    /// The commenter's relation to the repository, as for [`Review::association`].
+    pub association: String,
     /// Scrubbed and clipped to [`COMMENT_BYTES`].
     pub body: String,
     pub path: Option<String>,
     pub line: Option<u64>,
+}
+
+/// Returns true if and only if the forge's `association` of an account with a repository
+/// means it may write to it: the default for whose reviews and commands landing acts on.
+pub fn may_write(association: &str) -> bool {
+    matches!(association, "OWNER" | "MEMBER" | "COLLABORATOR")
 }
 
 /// How a pull request is merged.

@@ -30,7 +30,7 @@ pub use http::{Api, Token};
 pub use landing::{
     COMMENT_BYTES, Check, CheckConclusion, CheckSource, LOG_TAIL_BYTES, MergeMethod, MergeOutcome,
     PrComment, PrStatus, Review, ReviewState, SUMMARY_MARKER, SummaryAction, choose_method,
-    safe_tail, summary_body,
+    may_write, safe_tail, summary_body,
 };
 pub use limit::WriteLimiter;
 pub use publish::{PrAction, PrEntry, PrReport, PublishOptions, publish};

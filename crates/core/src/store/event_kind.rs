@@ -92,6 +92,7 @@ event_kinds! {
     PrRetargeted => "pr_retargeted",
     PrMerged => "pr_merged",
     LandWaiting => "land_waiting",
+    LandCommand => "land_command",
     LandFinished => "land_finished",
 }
 

@@ -376,6 +376,17 @@ pub enum Event {
         number: u64,
         reason: String,
     },
+    /// A `/orchestra <command>` comment (`comment`, by `author`) on `packet`'s pull request was
+    /// read: `acted` when its author counts (`[land] reviewers`) and the command is known, else
+    /// it is only shown. Each comment is read once.
+    LandCommand {
+        packet: String,
+        number: u64,
+        comment: u64,
+        author: String,
+        command: String,
+        acted: bool,
+    },
     /// `land` stopped following the run's pull requests: how many were `merged`, `closed` by
     /// a person, and `waiting` for one.
     LandFinished {
@@ -436,7 +447,8 @@ impl Event {
             | Event::CheckFlaky { packet, .. }
             | Event::PrRetargeted { packet, .. }
             | Event::PrMerged { packet, .. }
-            | Event::LandWaiting { packet, .. } => Some(packet),
+            | Event::LandWaiting { packet, .. }
+            | Event::LandCommand { packet, .. } => Some(packet),
             Event::RunCreated { .. }
             | Event::RunStarted { .. }
             | Event::RunInterrupted { .. }

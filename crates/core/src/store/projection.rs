@@ -97,6 +97,7 @@ pub(super) fn apply(
         | Event::PrRetargeted { .. }
         | Event::PrMerged { .. }
         | Event::LandWaiting { .. }
+        | Event::LandCommand { .. }
         | Event::LandFinished { .. } => Ok(()),
         Event::RunStarted { .. }
         | Event::RunInterrupted { .. }
