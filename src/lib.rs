@@ -4,7 +4,7 @@
 //! The library never prints and never reads the user's home configuration on its own; the
 //! `git-orchestra` binary (`src/main.rs`, `src/commands/`, `src/web/`) owns the terminal.
 
-pub use orchestra_agents::{agent, executor, land, orchestrator, run, status};
+pub use orchestra_agents::{agent, crew, executor, land, orchestrator, run, status};
 pub use orchestra_core::{config, engine, eval, forge, gate, llm, merge, plan, project, store};
 pub use orchestra_git::git;
 pub use orchestra_nav::{lsp, nav};
