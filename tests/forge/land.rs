@@ -114,6 +114,13 @@ fn land_merges_in_dependency_order_reruns_a_flaky_check_and_ignores_outsiders() 
         let s = summaries(&forge, n);
         assert_eq!(s.len(), 1, "pull request {n}: {s:?}");
         assert!(s[0].contains("merged"), "{}", s[0]);
+        assert!(
+            s[0].contains(&format!(
+                "packet `p{n}` (Packet p{n}), done by the `coder` role"
+            )),
+            "{}",
+            s[0]
+        );
     }
     assert!(
         summaries(&forge, 2)[0].contains("flaky"),

@@ -116,6 +116,9 @@ pub enum LandError {
 /// One followed pull request and what landing remembers of it between polls.
 struct Followed {
     packet: String,
+    /// The packet's title and role, for the summary comment.
+    title: String,
+    role: String,
     branch: String,
     depends_on: Vec<String>,
     number: u64,
@@ -265,6 +268,8 @@ fn find_pull_requests(
         match forge.find_by_head(&rec.branch)? {
             Some(pr) => followed.push(Followed {
                 packet: packet.id.clone(),
+                title: packet.title.clone(),
+                role: packet.role.clone(),
                 branch: rec.branch.clone(),
                 depends_on: packet.depends_on.clone(),
                 number: pr.number,
@@ -572,8 +577,8 @@ fn merge(
 /// Returns the summary comment's text for `f` with `line` as its current state.
 fn summary_text(f: &Followed, line: &str) -> String {
     let mut text = format!(
-        "**git-orchestra** is landing this pull request (packet `{}`).\n\n- {line}\n",
-        f.packet
+        "**git-orchestra** is landing this pull request: packet `{}` ({}), done by the `{}` role.\n\n- {line}\n",
+        f.packet, f.title, f.role
     );
     if !f.flaky.is_empty() {
         text.push_str(&format!(
