@@ -231,6 +231,13 @@ impl FakeForge {
         pr["mergeable"] = json!(mergeable);
     }
 
+    /// Closes pull request `number` without merging it, as a person would.
+    pub fn close(&self, number: u64) {
+        let mut s = self.state.lock().unwrap();
+        let pr = s.pulls.iter_mut().find(|p| p["number"] == number).unwrap();
+        pr["state"] = json!("closed");
+    }
+
     /// Answers the next request with `status`, `headers` and `body` instead of serving it.
     pub fn fail_next(&self, status: u16, headers: &[(&str, &str)], body: Value) {
         self.state.lock().unwrap().fail_next.push_back((

@@ -356,3 +356,28 @@ fn comment_commands_of_counted_reviewers_steer_landing_and_outsiders_are_only_sh
         text(&out)
     );
 }
+
+#[test]
+fn a_parent_closed_by_a_person_is_left_alone_and_its_child_waits_for_one() {
+    let forge = FakeForge::start(Flavour::GitHub);
+    let repo = published(&forge);
+    forge.close(1);
+    forge.add_check_run(SHA2, "test", Some("success"), "");
+    let out = land(&repo);
+    assert!(out.status.success(), "{}", text(&out));
+    let all = text(&out);
+    assert!(all.contains("p1 #1: closed by a person"), "{all}");
+    assert!(
+        all.contains("p2 #2: waits for a person: the pull request of `p1`, which this one builds on, was closed without merging"),
+        "{all}"
+    );
+    assert!(
+        !forge.calls().iter().any(|c| c.ends_with("/merge")),
+        "{:?}",
+        forge.calls()
+    );
+    assert!(
+        summaries(&forge, 1).is_empty(),
+        "a closed pull request gets no comment"
+    );
+}
