@@ -2,7 +2,9 @@
 //! function, so every rule (parents first, checks green, reviews allow it, one re-run per
 //! failed check) is tested without a forge.
 
-use orchestra_core::forge::{Check, CheckSource, PrState, PrStatus, Review, ReviewState};
+use orchestra_core::forge::{
+    Check, CheckSource, PrComment, PrState, PrStatus, Review, ReviewState,
+};
 
 /// Where a parent (a packet this one depends on) of a pull request stands.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,6 +25,8 @@ pub struct Facts<'a> {
     pub status: &'a PrStatus,
     pub checks: &'a [Check],
     pub reviews: &'a [Review],
+    /// Inline comments on the diff, quoted (file and line) when their author requests changes.
+    pub inline: &'a [PrComment],
     /// Accounts whose reviews count; `None`: those who may write to the repository.
     pub reviewers: Option<&'a [String]>,
     pub parents: &'a [Parent],
@@ -81,7 +85,7 @@ pub fn decide(facts: &Facts<'_>) -> Step {
         return step;
     }
     if let Some(reason) = changes_requested(facts.reviews, facts.reviewers) {
-        return Step::Person(reason);
+        return Step::Person(with_inline(reason, facts));
     }
     if facts.status.mergeable == Some(false) {
         return Step::Person(format!(
@@ -135,6 +139,30 @@ fn checks_step(facts: &Facts<'_>) -> Option<Step> {
         )));
     }
     None
+}
+
+/// Returns `reason` (which starts with the reviewer's login) followed by that reviewer's inline
+/// comments, each as `file:line: first line`.
+fn with_inline(reason: String, facts: &Facts<'_>) -> String {
+    let author = reason.split_whitespace().next().unwrap_or_default();
+    let quoted: Vec<String> = facts
+        .inline
+        .iter()
+        .filter(|c| c.author == author)
+        .map(|c| {
+            let place = match (&c.path, c.line) {
+                (Some(p), Some(l)) => format!("{p}:{l}"),
+                (Some(p), None) => p.clone(),
+                _ => "the diff".into(),
+            };
+            format!("{place}: {}", c.body.lines().next().unwrap_or_default())
+        })
+        .collect();
+    if quoted.is_empty() {
+        reason
+    } else {
+        format!("{reason} ({})", quoted.join("; "))
+    }
 }
 
 /// Returns true if and only if landing acts on what `author` (with the forge's `association`
@@ -229,6 +257,7 @@ mod tests {
             status,
             checks,
             reviews,
+            inline: &[],
             reviewers: None,
             parents,
             rerun,
@@ -272,6 +301,30 @@ mod tests {
         );
         let green = [check("lint", CheckConclusion::Success)];
         assert_eq!(decide(&facts(&s, &green, &[], &[], &[])), Step::Merge);
+    }
+
+    #[test]
+    fn changes_requested_quote_the_reviewers_inline_comments() {
+        let s = status("main");
+        let reviews = [review("bob", ReviewState::ChangesRequested)];
+        let comment = |author: &str, body: &str| PrComment {
+            id: 1,
+            author: author.into(),
+            association: "MEMBER".into(),
+            body: body.into(),
+            path: Some("src/lib.rs".into()),
+            line: Some(12),
+        };
+        let inline = [
+            comment("bob", "off by one\nsee above"),
+            comment("carol", "nit"),
+        ];
+        let mut f = facts(&s, &[], &reviews, &[], &[]);
+        f.inline = &inline;
+        assert_eq!(
+            decide(&f),
+            Step::Person("bob requested changes: rename it (src/lib.rs:12: off by one)".into())
+        );
     }
 
     #[test]

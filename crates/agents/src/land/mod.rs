@@ -336,10 +336,13 @@ fn poll(
         } else {
             Vec::new()
         };
-        let reviews = if status.state == PrState::Open {
-            forge.reviews(status.number)?
+        let (reviews, inline) = if status.state == PrState::Open {
+            (
+                forge.reviews(status.number)?,
+                forge.review_comments(status.number)?,
+            )
         } else {
-            Vec::new()
+            (Vec::new(), Vec::new())
         };
         let target = commands::Target {
             run,
@@ -366,6 +369,7 @@ fn poll(
                 status: &status,
                 checks: &checks,
                 reviews: &reviews,
+                inline: &inline,
                 reviewers: opts.reviewers.as_deref(),
                 parents: &parents,
                 rerun: &rerun,
