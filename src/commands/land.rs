@@ -76,7 +76,9 @@ pub fn run_land(
         if let Some(line) = event_line(e)
             && !json
         {
-            eprintln!("{line}");
+            // Reasons quote the forge's text (check output, comments): never let it drive
+            // the terminal.
+            eprintln!("{}", git_orchestra::redact::terminal_safe(&line));
         }
     };
     let report = run
@@ -88,7 +90,7 @@ pub fn run_land(
             serde_json::to_string_pretty(&report).map_err(CommandError::internal)?
         );
     } else {
-        print!("{}", render(&report));
+        print!("{}", git_orchestra::redact::terminal_safe(&render(&report)));
     }
     Ok(())
 }

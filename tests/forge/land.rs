@@ -381,3 +381,17 @@ fn a_parent_closed_by_a_person_is_left_alone_and_its_child_waits_for_one() {
         "a closed pull request gets no comment"
     );
 }
+
+#[test]
+fn check_output_cannot_drive_the_terminal_land_prints_to() {
+    let forge = FakeForge::start(Flavour::GitHub);
+    let repo = published(&forge);
+    forge.add_check_run(SHA1, "test", Some("success"), "");
+    let evil = "error: boom \u{1b}]0;owned\u{7}\u{1b}[2J";
+    let failed = forge.add_check_run(SHA2, "test", Some("failure"), evil);
+    forge.on_rerun(failed, "failure", evil);
+    let out = land(&repo);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("error: boom"), "{}", text(&out));
+    assert!(!text(&out).contains('\u{1b}'), "{:?}", text(&out));
+}
