@@ -199,9 +199,9 @@ pub fn render(r: &LandReport) -> String {
 
 fn land_error(e: LandError) -> CommandError {
     match e {
-        LandError::NothingToLand { .. } | LandError::MethodNotAllowed { .. } => {
-            CommandError::user(e)
-        }
+        LandError::NothingToLand { .. }
+        | LandError::MethodNotAllowed { .. }
+        | LandError::Busy { .. } => CommandError::user(e),
         LandError::Forge(forge::ForgeError::Auth { .. } | forge::ForgeError::Config(_)) => {
             CommandError::user(e)
         }

@@ -156,6 +156,14 @@ fn a_land_killed_while_waiting_continues_without_duplicates_and_a_real_failure_w
         assert!(Instant::now() < deadline, "land never wrote its summary");
         std::thread::sleep(Duration::from_millis(100));
     }
+    // A second `land` of the same run is refused while the first follows it.
+    let second = land(&repo);
+    assert_eq!(second.status.code(), Some(2), "{}", text(&second));
+    assert!(
+        text(&second).contains("another `git orchestra land` already follows the pull requests"),
+        "{}",
+        text(&second)
+    );
     // Two polls pass while p1's check runs; then the process dies without warning.
     std::thread::sleep(Duration::from_millis(2500));
     child.kill().unwrap();

@@ -101,6 +101,12 @@ pub enum LandError {
     Forge(#[from] ForgeError),
     #[error(transparent)]
     Store(#[from] StoreError),
+    #[error(transparent)]
+    Lock(orchestra_sys::exec::LockError),
+    #[error(
+        "another `git orchestra land` already follows the pull requests of run `{run}`; let it go on, or stop it (Ctrl-C) first"
+    )]
+    Busy { run: String },
     #[error("the plan stored with run `{run}` no longer parses: {message}")]
     StoredPlan { run: String, message: String },
     #[error(
@@ -143,6 +149,17 @@ pub fn land(
     opts: &LandOptions,
     on_event: &mut dyn FnMut(&Event),
 ) -> Result<LandReport, LandError> {
+    // One `land` per run: two would race each other's merges and re-runs. Its own lock, so
+    // `pr`, `status` or `retry` of the run are not blocked while it follows for days.
+    let dir = orchestra_sys::exec::RunDir::new(&repo.common_dir, run)
+        .path()
+        .join("land");
+    let _lock = orchestra_sys::exec::RunLock::acquire(&dir, run).map_err(|e| match e {
+        orchestra_sys::exec::LockError::Busy { .. } => LandError::Busy {
+            run: run.to_string(),
+        },
+        other => LandError::Lock(other),
+    })?;
     let mut store = Store::open(&repo.common_dir)?;
     let (mut followed, without_pr) = find_pull_requests(&store, run, forge)?;
     if followed.is_empty() {
