@@ -93,6 +93,9 @@ pub fn decide(facts: &Facts<'_>) -> Step {
             facts.status.base
         ));
     }
+    if facts.status.draft {
+        return Step::Wait("a person to mark the draft ready for review".into());
+    }
     if !facts.merge {
         return Step::Wait("a person to merge it ([land] merge = false)".into());
     }
@@ -217,6 +220,7 @@ mod tests {
             head: "b2".into(),
             head_sha: "s".into(),
             base: base.into(),
+            draft: false,
             mergeable: Some(true),
         }
     }
@@ -301,6 +305,14 @@ mod tests {
         );
         let green = [check("lint", CheckConclusion::Success)];
         assert_eq!(decide(&facts(&s, &green, &[], &[], &[])), Step::Merge);
+        let draft = PrStatus {
+            draft: true,
+            ..s.clone()
+        };
+        assert_eq!(
+            decide(&facts(&draft, &green, &[], &[], &[])),
+            Step::Wait("a person to mark the draft ready for review".into())
+        );
     }
 
     #[test]

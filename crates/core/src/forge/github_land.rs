@@ -42,6 +42,7 @@ pub(super) fn pr_status(repo: &RepoApi, number: u64) -> Result<PrStatus, ForgeEr
             .ok_or_else(|| missing(&path, "head.sha"))?
             .to_string(),
         base: pr.base,
+        draft: pr.draft,
         mergeable: v["mergeable"].as_bool(),
     })
 }

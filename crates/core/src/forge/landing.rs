@@ -30,6 +30,8 @@ pub struct PrStatus {
     pub head_sha: String,
     /// The base branch's short name.
     pub base: String,
+    /// A draft is not merged until a person marks it ready for review.
+    pub draft: bool,
     /// `Some(false)` when the forge reports a conflict with the base; `None` while it is still
     /// computing.
     pub mergeable: Option<bool>,
