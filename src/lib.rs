@@ -5,7 +5,7 @@
 //! `git-orchestra` binary (`src/main.rs`, `src/commands/`, `src/web/`) owns the terminal.
 
 pub use orchestra_agents::eval as eval_run;
-pub use orchestra_agents::{agent, crew, executor, orchestrator, run, status};
+pub use orchestra_agents::{agent, crew, executor, land, orchestrator, run, status};
 pub use orchestra_core::{config, engine, eval, forge, gate, llm, merge, plan, project, store};
 pub use orchestra_git::git;
 pub use orchestra_nav::{lsp, nav};

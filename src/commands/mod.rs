@@ -17,6 +17,7 @@ mod executor;
 mod gc;
 mod hook;
 mod init;
+mod land;
 mod lsp;
 mod manual;
 mod mcp;
@@ -85,6 +86,7 @@ enum Command {
     Hook(hook::HookArgs),
     Merge(merge::MergeArgs),
     Pr(pr::PrArgs),
+    Land(land::LandArgs),
     Nav(nav::NavArgs),
     Mcp(mcp::McpArgs),
     Lsp(lsp::LspArgs),
@@ -134,6 +136,7 @@ pub fn main() -> ExitCode {
         Command::Hook(args) => hook::cmd_hook(&cwd, &args),
         Command::Merge(args) => merge::cmd_merge(&cwd, &args),
         Command::Pr(args) => pr::cmd_pr(&cwd, &args),
+        Command::Land(args) => land::cmd_land(&cwd, &args),
         Command::Nav(args) => nav::cmd_nav(&cwd, args),
         Command::Mcp(args) => mcp::cmd_mcp(&cwd, &args),
         Command::Lsp(args) => lsp::cmd_lsp(&cwd, &args),

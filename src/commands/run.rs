@@ -69,6 +69,10 @@ pub struct RunArgs {
     /// With --pr: the remote to push to (default: orchestra.forge.remote, else origin).
     #[arg(long, value_name = "NAME", requires = "pr")]
     remote: Option<String>,
+    /// With --pr: then follow the pull requests until they are merged, closed or wait for a
+    /// person (`git orchestra land`).
+    #[arg(long, requires = "pr")]
+    land: bool,
 }
 
 /// Validates the plan, creates (or finds) its run, and drives it to the end.
@@ -284,6 +288,21 @@ fn afterwards(
             args.target.as_deref(),
             args.json,
         );
+        if args.land && outcome.is_ok() && published.is_ok() {
+            if mode == super::pr::PrMode::Local {
+                return Err(CommandError::user(
+                    "--land needs the pull requests on a forge; drop --pr=local",
+                ));
+            }
+            return super::land::run_land(
+                repo,
+                config,
+                run,
+                args.remote.as_deref(),
+                false,
+                args.json,
+            );
+        }
         return outcome.and(published);
     }
     if args.merge {

@@ -181,6 +181,7 @@ fn render_status(status: &RunStatus) -> String {
         render_failure(&mut out, status.failure.as_ref());
     }
     render_hosts(&mut out, &status.hosts);
+    render_landing(&mut out, &status.landing);
     render_agents(&mut out, &status.agents);
     render_spend(&mut out, status);
     render_notes(&mut out, &status.notes);
@@ -199,6 +200,29 @@ fn render_status(status: &RunStatus) -> String {
     }
     render_others(&mut out, &status.other_runs);
     out
+}
+
+/// Appends where each pull request stood at `land`'s last look and what it waits for, since
+/// when.
+fn render_landing(out: &mut String, landing: &[git_orchestra::land::PrLanding]) {
+    if landing.is_empty() {
+        return;
+    }
+    let now = git_orchestra::exec::now_ms();
+    out.push_str("\npull requests (git orchestra land):\n");
+    for p in landing {
+        out.push_str(&format!("  {} #{}: {}", p.packet, p.number, p.state));
+        if !p.waiting.is_empty() {
+            let secs = (now - p.since_ms).max(0) / 1000;
+            let since = match secs {
+                s if s < 120 => format!("{s}s"),
+                s if s < 7200 => format!("{}m", s / 60),
+                s => format!("{}h", s / 3600),
+            };
+            out.push_str(&format!(", waiting {since} for {}", p.waiting));
+        }
+        out.push('\n');
+    }
 }
 
 /// Appends why packets sharing files ran side by side, and edits found outside declared

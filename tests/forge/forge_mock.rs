@@ -47,6 +47,21 @@ struct State {
     log: Vec<Req>,
     fail_next: VecDeque<Canned>,
     observer: Option<Observer>,
+    /// Check runs (`head_sha` says of which commit), newest last.
+    check_runs: Vec<Value>,
+    /// Commit statuses (`sha` says of which commit).
+    statuses: Vec<Value>,
+    /// What re-running check run `id` concludes: (id, conclusion, output text).
+    reruns: Vec<(u64, String, String)>,
+    /// Reviews (`pr` says of which pull request).
+    reviews: Vec<Value>,
+    /// Inline review comments (`pr` says of which pull request).
+    review_comments: Vec<Value>,
+    /// Conversation comments (`pr` says of which pull request).
+    issue_comments: Vec<Value>,
+    /// Which of merge, squash, rebase the repository allows.
+    allowed: [bool; 3],
+    next_id: u64,
 }
 
 /// A running fake forge; its thread ends with the test process.
@@ -71,6 +86,14 @@ impl FakeForge {
             log: Vec::new(),
             fail_next: VecDeque::new(),
             observer: None,
+            check_runs: Vec::new(),
+            statuses: Vec::new(),
+            reruns: Vec::new(),
+            reviews: Vec::new(),
+            review_comments: Vec::new(),
+            issue_comments: Vec::new(),
+            allowed: [true, true, true],
+            next_id: 1000,
         }));
         let s = state.clone();
         std::thread::spawn(move || {
@@ -111,6 +134,108 @@ impl FakeForge {
         pr["state"] = json!(if gitlab { "merged" } else { "closed" });
         pr["merged"] = json!(true);
         pr["merged_at"] = json!("2026-01-02T00:00:00Z");
+    }
+
+    /// Adds a completed (or, with conclusion `None`, running) check run on commit `sha` and
+    /// returns its id.
+    pub fn add_check_run(
+        &self,
+        sha: &str,
+        name: &str,
+        conclusion: Option<&str>,
+        text: &str,
+    ) -> u64 {
+        let mut s = self.state.lock().unwrap();
+        s.next_id += 1;
+        let id = s.next_id;
+        s.check_runs.push(json!({
+            "id": id, "name": name, "head_sha": sha,
+            "status": if conclusion.is_some() { "completed" } else { "in_progress" },
+            "conclusion": conclusion,
+            "output": {"title": format!("{name} {}", conclusion.unwrap_or("running")), "summary": "", "text": text},
+        }));
+        id
+    }
+
+    /// Scripts what re-running check run `id` concludes: a new run of the same name.
+    pub fn on_rerun(&self, id: u64, conclusion: &str, text: &str) {
+        self.state
+            .lock()
+            .unwrap()
+            .reruns
+            .push((id, conclusion.to_string(), text.to_string()));
+    }
+
+    /// Adds a commit status (`success`, `failure`, `error`, `pending`) on commit `sha`.
+    pub fn add_status(&self, sha: &str, context: &str, state: &str, description: &str) {
+        let mut s = self.state.lock().unwrap();
+        s.next_id += 1;
+        let id = s.next_id;
+        s.statuses.push(
+            json!({"id": id, "sha": sha, "context": context, "state": state,
+            "description": description, "target_url": format!("https://ci.example/{id}")}),
+        );
+    }
+
+    /// Adds a review by `login` (`APPROVED`, `CHANGES_REQUESTED`, `COMMENTED`) to pull request
+    /// `number`.
+    pub fn add_review(&self, number: u64, login: &str, state: &str, body: &str) {
+        let mut s = self.state.lock().unwrap();
+        s.next_id += 1;
+        let id = s.next_id;
+        s.reviews
+            .push(json!({"id": id, "pr": number, "user": {"login": login},
+            "author_association": association(login), "state": state, "body": body}));
+    }
+
+    /// Adds an inline comment by `login` on `path`:`line` of pull request `number`'s diff.
+    pub fn add_review_comment(&self, number: u64, login: &str, body: &str, path: &str, line: u64) {
+        let mut s = self.state.lock().unwrap();
+        s.next_id += 1;
+        let id = s.next_id;
+        s.review_comments
+            .push(json!({"id": id, "pr": number, "user": {"login": login},
+            "body": body, "path": path, "line": line}));
+    }
+
+    /// Adds a conversation comment by `login` to pull request `number`.
+    pub fn add_comment(&self, number: u64, login: &str, body: &str) {
+        let mut s = self.state.lock().unwrap();
+        s.next_id += 1;
+        let id = s.next_id;
+        s.issue_comments
+            .push(json!({"id": id, "pr": number, "user": {"login": login},
+            "author_association": association(login), "body": body}));
+    }
+
+    /// Returns the conversation comments of pull request `number`, oldest first.
+    pub fn comments_of(&self, number: u64) -> Vec<Value> {
+        let s = self.state.lock().unwrap();
+        s.issue_comments
+            .iter()
+            .filter(|c| c["pr"] == number)
+            .cloned()
+            .collect()
+    }
+
+    /// Sets which of merge, squash and rebase the repository allows.
+    pub fn allow_methods(&self, merge: bool, squash: bool, rebase: bool) {
+        self.state.lock().unwrap().allowed = [merge, squash, rebase];
+    }
+
+    /// Sets pull request `number`'s head commit and whether it merges cleanly.
+    pub fn set_head(&self, number: u64, sha: &str, mergeable: Option<bool>) {
+        let mut s = self.state.lock().unwrap();
+        let pr = s.pulls.iter_mut().find(|p| p["number"] == number).unwrap();
+        pr["head"]["sha"] = json!(sha);
+        pr["mergeable"] = json!(mergeable);
+    }
+
+    /// Closes pull request `number` without merging it, as a person would.
+    pub fn close(&self, number: u64) {
+        let mut s = self.state.lock().unwrap();
+        let pr = s.pulls.iter_mut().find(|p| p["number"] == number).unwrap();
+        pr["state"] = json!("closed");
     }
 
     /// Answers the next request with `status`, `headers` and `body` instead of serving it.
@@ -350,8 +475,9 @@ fn github(
                 "draft": body["draft"].as_bool().unwrap_or(false),
                 "title": body["title"],
                 "body": body["body"],
-                "head": {"ref": body["head"]},
+                "head": {"ref": body["head"], "sha": "0".repeat(40)},
                 "base": {"ref": body["base"]},
+                "mergeable": true,
                 "labels": [],
                 "comments": [],
             });
@@ -401,9 +527,136 @@ fn github(
                 .as_array_mut()
                 .unwrap()
                 .push(body["body"].clone());
-            (201, json!({"id": 1}))
+            s.next_id += 1;
+            let id = s.next_id;
+            let number: u64 = n.parse().unwrap();
+            let c = json!({"id": id, "pr": number, "user": {"login": "orchestra-bot"},
+                "body": body["body"]});
+            s.issue_comments.push(c.clone());
+            (201, c)
         }
         ("POST", ["repos", _, _, "pulls", _, "requested_reviewers"]) => (201, json!({})),
+        _ => return landing(s, method, segs, body),
+    })
+}
+
+/// Returns how the fake relates `login` to the repository: `mallory` is an outsider, everyone
+/// else a collaborator.
+fn association(login: &str) -> &'static str {
+    if login == "mallory" {
+        "NONE"
+    } else {
+        "COLLABORATOR"
+    }
+}
+
+/// Returns the items of `list` whose `key` is `value`.
+fn of(list: &[Value], key: &str, value: &Value) -> Value {
+    Value::Array(list.iter().filter(|v| &v[key] == value).cloned().collect())
+}
+
+/// Serves GitHub's landing calls: a pull request, its checks, reviews and comments, merging,
+/// re-running a job and editing a comment; `None` for a request it has no route for.
+fn landing(s: &mut State, method: &str, segs: &[&str], body: &Value) -> Option<(u16, Value)> {
+    let num = |n: &str| json!(n.parse::<u64>().unwrap_or(0));
+    Some(match (method, segs) {
+        ("GET", ["repos", _, _]) => (
+            200,
+            json!({"allow_merge_commit": s.allowed[0], "allow_squash_merge": s.allowed[1],
+                "allow_rebase_merge": s.allowed[2]}),
+        ),
+        ("GET", ["repos", _, _, "pulls", n]) => {
+            match s.pulls.iter().find(|p| p["number"] == num(n)) {
+                Some(p) => (200, p.clone()),
+                None => (404, json!({"message": "Not Found"})),
+            }
+        }
+        ("GET", ["repos", _, _, "commits", sha, "check-runs"]) => {
+            let runs = of(&s.check_runs, "head_sha", &json!(sha));
+            (
+                200,
+                json!({"total_count": runs.as_array().unwrap().len(), "check_runs": runs}),
+            )
+        }
+        ("GET", ["repos", _, _, "commits", sha, "status"]) => {
+            // The combined status keeps the newest status of each context.
+            let mut latest: Vec<Value> = Vec::new();
+            for st in s.statuses.iter().filter(|v| v["sha"] == *sha) {
+                latest.retain(|l| l["context"] != st["context"]);
+                latest.push(st.clone());
+            }
+            (200, json!({"state": "pending", "statuses": latest}))
+        }
+        ("GET", ["repos", _, _, "pulls", n, "reviews"]) => (200, of(&s.reviews, "pr", &num(n))),
+        ("GET", ["repos", _, _, "pulls", n, "comments"]) => {
+            (200, of(&s.review_comments, "pr", &num(n)))
+        }
+        ("GET", ["repos", _, _, "issues", n, "comments"]) => {
+            (200, of(&s.issue_comments, "pr", &num(n)))
+        }
+        ("PATCH", ["repos", _, _, "issues", "comments", id]) => {
+            match s.issue_comments.iter_mut().find(|c| c["id"] == num(id)) {
+                Some(c) => {
+                    c["body"] = body["body"].clone();
+                    (200, c.clone())
+                }
+                None => (404, json!({"message": "Not Found"})),
+            }
+        }
+        ("POST", ["repos", _, _, "actions", "jobs", id, "rerun"]) => {
+            let id: u64 = id.parse().unwrap_or(0);
+            let Some(old) = s.check_runs.iter().find(|c| c["id"] == id).cloned() else {
+                return Some((404, json!({"message": "Not Found"})));
+            };
+            let Some(at) = s.reruns.iter().position(|r| r.0 == id) else {
+                return Some((403, json!({"message": "fake forge: no scripted rerun"})));
+            };
+            let (_, conclusion, text) = s.reruns.remove(at);
+            s.next_id += 1;
+            let mut new = old;
+            new["id"] = json!(s.next_id);
+            new["status"] = json!("completed");
+            new["conclusion"] = json!(conclusion);
+            new["output"]["text"] = json!(text);
+            s.check_runs.push(new);
+            (201, json!({}))
+        }
+        ("PUT", ["repos", _, _, "pulls", n, "merge"]) => {
+            let allowed = s.allowed;
+            let Some(p) = s.pulls.iter_mut().find(|p| p["number"] == num(n)) else {
+                return Some((404, json!({"message": "Not Found"})));
+            };
+            let method = body["merge_method"].as_str().unwrap_or("merge");
+            let ok = match method {
+                "merge" => allowed[0],
+                "squash" => allowed[1],
+                "rebase" => allowed[2],
+                _ => false,
+            };
+            if !ok {
+                return Some((
+                    405,
+                    json!({"message": format!("{method} merges are not allowed on this repository")}),
+                ));
+            }
+            if p["state"] != "open" || p["mergeable"] == false {
+                return Some((405, json!({"message": "Pull Request is not mergeable"})));
+            }
+            if !body["sha"].is_null() && body["sha"] != p["head"]["sha"] {
+                return Some((
+                    409,
+                    json!({"message": "Head branch was modified. Review and try the merge again."}),
+                ));
+            }
+            p["state"] = json!("closed");
+            p["merged"] = json!(true);
+            p["merged_at"] = json!("2026-01-02T00:00:00Z");
+            p["merge_method"] = json!(method);
+            (
+                200,
+                json!({"merged": true, "sha": "f".repeat(40), "message": "Pull Request successfully merged"}),
+            )
+        }
         _ => return None,
     })
 }

@@ -5,4 +5,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 pub(crate) mod forge_mock;
-mod pull_requests;
+mod land;
+mod landing_api;
+pub(crate) mod pull_requests;

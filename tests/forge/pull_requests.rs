@@ -8,19 +8,19 @@ use std::process::Output;
 use crate::forge::forge_mock::{FakeForge, Flavour};
 use crate::support::*;
 
-const TOKEN: &str = "ghp_secretTOKEN0123456789";
+pub(crate) const TOKEN: &str = "ghp_secretTOKEN0123456789";
 
-fn packet(id: &str, deps: &str, extra: &str) -> String {
+pub(crate) fn packet(id: &str, deps: &str, extra: &str) -> String {
     format!(
         "[[packet]]\nid = \"{id}\"\ntitle = \"Packet {id}\"\ndescription = \"Does {id}.\"\nfiles = [\"out-{id}.txt\"]\ndepends_on = [{deps}]\nvalidation = [\"test -f out-{id}.txt\"]\nacceptance = [\"out-{id}.txt exists\"]\n{extra}\n"
     )
 }
 
 /// Writes its file; p3 also leaves a conflict marker, which the review rejects.
-const WORKER: &str = r#"echo "$ORCHESTRA_PACKET" > "out-$ORCHESTRA_PACKET.txt"; if [ "$ORCHESTRA_PACKET" = p3 ]; then printf '<<<<<<< HEAD\nx\n' >> out-p3.txt; fi"#;
+pub(crate) const WORKER: &str = r#"echo "$ORCHESTRA_PACKET" > "out-$ORCHESTRA_PACKET.txt"; if [ "$ORCHESTRA_PACKET" = p3 ]; then printf '<<<<<<< HEAD\nx\n' >> out-p3.txt; fi"#;
 
 /// A repository with a bare remote `origin` holding main, configured for `forge`.
-fn setup(forge: Option<&FakeForge>, flavour: Flavour) -> (TestRepo, PathBuf) {
+pub(crate) fn setup(forge: Option<&FakeForge>, flavour: Flavour) -> (TestRepo, PathBuf) {
     let repo = TestRepo::new();
     let bare = repo.tmp.path().join("remote.git");
     git(
@@ -49,14 +49,14 @@ fn setup(forge: Option<&FakeForge>, flavour: Flavour) -> (TestRepo, PathBuf) {
     (repo, bare)
 }
 
-fn write_plan(repo: &TestRepo, body: &str) -> PathBuf {
+pub(crate) fn write_plan(repo: &TestRepo, body: &str) -> PathBuf {
     let p = repo.scratch().join("plan.toml");
     std::fs::write(&p, format!("objective = \"Stack them\"\n\n{body}")).unwrap();
     p
 }
 
 /// Runs the binary with only the given token variables set.
-fn run_env(repo: &TestRepo, args: &[&str], env: &[(&str, &str)]) -> Output {
+pub(crate) fn run_env(repo: &TestRepo, args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = orchestra_command(&repo.path, args);
     for v in [
         "GH_TOKEN",
@@ -75,7 +75,7 @@ fn run_env(repo: &TestRepo, args: &[&str], env: &[(&str, &str)]) -> Output {
     cmd.output().unwrap()
 }
 
-fn run_plan(repo: &TestRepo, plan: &Path, pr: &str, env: &[(&str, &str)]) -> Output {
+pub(crate) fn run_plan(repo: &TestRepo, plan: &Path, pr: &str, env: &[(&str, &str)]) -> Output {
     let root = repo.scratch().join("wt");
     run_env(
         repo,

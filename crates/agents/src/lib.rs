@@ -5,6 +5,7 @@ pub mod agent;
 pub mod crew;
 pub mod eval;
 pub mod executor;
+pub mod land;
 pub mod orchestrator;
 pub mod run;
 pub mod status;

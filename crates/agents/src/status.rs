@@ -130,6 +130,9 @@ pub struct RunStatus {
     /// Milliseconds per pipeline phase summed over the run's packets (each packet's own are in
     /// its record's `timings`).
     pub phase_totals: orchestra_core::store::PhaseDurations,
+    /// Where each packet's pull request stood at `land`'s last look (empty when the run was
+    /// never landed).
+    pub landing: Vec<crate::land::PrLanding>,
 }
 
 /// Where a packet ran, when an executor put it on another machine.
@@ -260,6 +263,7 @@ fn run_status(
     let planning = planning_runs(common_dir, runs);
     let other_runs = runs.iter().filter(|r| r.id != run.id).cloned().collect();
     let hosts = hosts(store, &run.id)?;
+    let landing = crate::land::states(store, &run.id)?;
     let mut run = run;
     run.state = engine_state(common_dir, &run).0;
     let failure = run_failure(store, &run.id, run.state, &packets)?;
@@ -268,6 +272,7 @@ fn run_status(
         spend,
         failure,
         hosts,
+        landing,
         run,
         packets,
         agents,

@@ -10,6 +10,7 @@ mod answer;
 mod controls;
 mod error;
 mod finish;
+mod land;
 mod launch;
 mod restart;
 mod settings;

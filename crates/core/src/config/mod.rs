@@ -7,7 +7,7 @@
 //! file over the user's and the notices of what was left out; each table lives beside the
 //! tables read by the same part of the program: `run.rs` (`[worktree]`, `[run]`, `[start]`),
 //! `models.rs` (`[profiles]`, `[roles]`, `[prices]`), `sandbox.rs`, `agents.rs`,
-//! `executor.rs`, `servers.rs` (`[mcp]`, `[nav]`), `notify.rs` and `eval.rs`.
+//! `executor.rs`, `servers.rs` (`[mcp]`, `[nav]`), `notify.rs`, `eval.rs` and `land.rs`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -21,6 +21,7 @@ pub mod trust;
 mod agents;
 mod eval;
 mod executor;
+mod land;
 mod models;
 mod notify;
 mod run;
@@ -30,6 +31,7 @@ mod servers;
 pub use agents::{AgentsConfig, CliAgentConfig};
 pub use eval::EvalConfig;
 pub use executor::{ActionsConfig, ExecutorConfig, ExecutorKind, SshConfig};
+pub use land::LandConfig;
 pub use models::{Price, ProfileConfig, RoleConfig, price_key};
 pub use notify::NotifyConfig;
 pub use run::{DEFAULT_FIX_ROUNDS, DEFAULT_RECYCLE, RunConfig, StartConfig, WorktreeConfig};
@@ -51,6 +53,7 @@ pub const SOURCE: &str = concat!(
     include_str!("servers.rs"),
     include_str!("notify.rs"),
     include_str!("eval.rs"),
+    include_str!("land.rs"),
 );
 
 /// Settings read from `.orchestra/config.toml` at the top of the repository.
@@ -95,6 +98,8 @@ pub struct RepoConfig {
     pub executor: ExecutorConfig,
     #[serde(default)]
     pub eval: EvalConfig,
+    #[serde(default)]
+    pub land: LandConfig,
 }
 
 /// Why the configuration could not be read.
@@ -301,6 +306,7 @@ impl RepoConfig {
             worktree: self.worktree.over(base.worktree),
             run: self.run.over(base.run),
             eval: self.eval.over(base.eval),
+            land: self.land.over(base.land),
             start: self.start.over(base.start),
             // The user's profile of a name wins whole: where their keys go is theirs to say.
             profiles: merge(base.profiles, self.profiles),

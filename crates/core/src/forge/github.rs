@@ -3,11 +3,13 @@
 
 use serde_json::{Value, json};
 
+use super::github_land;
 use super::http::{Api, Token};
 use super::limit::DEFAULT_WRITES_PER_MINUTE;
 use super::shared;
 use super::{
-    Forge, ForgeError, ForgeKind, NewPullRequest, PrState, PullRequest, PullRequestUpdate,
+    Check, Forge, ForgeError, ForgeKind, MergeMethod, MergeOutcome, NewPullRequest, PrComment,
+    PrState, PrStatus, PullRequest, PullRequestUpdate, Review, SummaryAction,
 };
 
 /// The public GitHub API.
@@ -154,6 +156,53 @@ impl Forge for GitHub {
 
     fn comment(&self, number: u64, body: &str) -> Result<(), ForgeError> {
         self.repo.comment(number, body)
+    }
+
+    fn pr_status(&self, number: u64) -> Result<PrStatus, ForgeError> {
+        github_land::pr_status(&self.repo, number)
+    }
+
+    fn checks(&self, sha: &str) -> Result<Vec<Check>, ForgeError> {
+        github_land::checks(&self.repo, sha)
+    }
+
+    fn reviews(&self, number: u64) -> Result<Vec<Review>, ForgeError> {
+        github_land::reviews(&self.repo, number)
+    }
+
+    fn review_comments(&self, number: u64) -> Result<Vec<PrComment>, ForgeError> {
+        let path = format!("{}/pulls/{number}/comments?per_page=100", self.repo.path);
+        github_land::comments(&self.repo, &path)
+    }
+
+    fn conversation(&self, number: u64) -> Result<Vec<PrComment>, ForgeError> {
+        let path = format!("{}/issues/{number}/comments?per_page=100", self.repo.path);
+        github_land::comments(&self.repo, &path)
+    }
+
+    fn allowed_methods(&self) -> Result<Vec<MergeMethod>, ForgeError> {
+        github_land::allowed_methods(&self.repo)
+    }
+
+    fn merge(
+        &self,
+        number: u64,
+        method: MergeMethod,
+        head_sha: &str,
+    ) -> Result<MergeOutcome, ForgeError> {
+        github_land::merge(&self.repo, number, method, head_sha)
+    }
+
+    fn retarget(&self, number: u64, base: &str) -> Result<(), ForgeError> {
+        github_land::retarget(&self.repo, number, base)
+    }
+
+    fn rerun(&self, check: &Check) -> Result<bool, ForgeError> {
+        github_land::rerun(&self.repo, check)
+    }
+
+    fn upsert_summary(&self, number: u64, body: &str) -> Result<SummaryAction, ForgeError> {
+        github_land::upsert_summary(&self.repo, number, body)
     }
 }
 

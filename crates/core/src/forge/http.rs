@@ -94,6 +94,11 @@ impl Api {
         }
     }
 
+    /// Returns the token requests carry, for scrubbing it from text the forge sends back.
+    pub(super) fn token(&self) -> Option<&Token> {
+        self.token.as_ref()
+    }
+
     /// Returns the base URL requests go to.
     pub fn base(&self) -> &str {
         &self.base

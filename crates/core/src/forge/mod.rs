@@ -13,8 +13,10 @@
 mod body;
 mod gitea;
 mod github;
+mod github_land;
 mod gitlab;
 mod http;
+mod landing;
 mod limit;
 mod publish;
 mod remote;
@@ -25,6 +27,11 @@ pub use gitea::Gitea;
 pub use github::GitHub;
 pub use gitlab::GitLab;
 pub use http::{Api, Token};
+pub use landing::{
+    COMMENT_BYTES, Check, CheckConclusion, CheckSource, LOG_TAIL_BYTES, MergeMethod, MergeOutcome,
+    PrComment, PrStatus, Review, ReviewState, SUMMARY_MARKER, SummaryAction, choose_method,
+    may_write, safe_tail, summary_body,
+};
 pub use limit::WriteLimiter;
 pub use publish::{PrAction, PrEntry, PrReport, PublishOptions, publish};
 pub use remote::{ForgeKind, ForgeSettings, RemoteUrl, find_token, open_forge, parse_remote_url};
@@ -107,6 +114,75 @@ pub trait Forge {
     fn request_reviewers(&self, number: u64, reviewers: &[String]) -> Result<(), ForgeError>;
     /// Adds a comment to a pull request's conversation.
     fn comment(&self, number: u64, body: &str) -> Result<(), ForgeError>;
+
+    /// Returns pull request `number` as it stands now: state, head commit, base, mergeability.
+    fn pr_status(&self, number: u64) -> Result<PrStatus, ForgeError> {
+        let _ = number;
+        Err(unsupported(self.kind(), "reading a pull request's state"))
+    }
+    /// Returns the check runs and commit statuses of commit `sha`, the latest of each name,
+    /// their output scrubbed and clipped.
+    fn checks(&self, sha: &str) -> Result<Vec<Check>, ForgeError> {
+        let _ = sha;
+        Err(unsupported(self.kind(), "reading checks"))
+    }
+    /// Returns the reviews of pull request `number`, oldest first.
+    fn reviews(&self, number: u64) -> Result<Vec<Review>, ForgeError> {
+        let _ = number;
+        Err(unsupported(self.kind(), "reading reviews"))
+    }
+    /// Returns the inline review comments on pull request `number`'s diff, oldest first.
+    fn review_comments(&self, number: u64) -> Result<Vec<PrComment>, ForgeError> {
+        let _ = number;
+        Err(unsupported(self.kind(), "reading review comments"))
+    }
+    /// Returns the comments in pull request `number`'s conversation, oldest first.
+    fn conversation(&self, number: u64) -> Result<Vec<PrComment>, ForgeError> {
+        let _ = number;
+        Err(unsupported(self.kind(), "reading comments"))
+    }
+    /// Returns the merge methods the repository allows, in the order merge, squash, rebase.
+    fn allowed_methods(&self) -> Result<Vec<MergeMethod>, ForgeError> {
+        Err(unsupported(
+            self.kind(),
+            "reading the allowed merge methods",
+        ))
+    }
+    /// Merges pull request `number` with `method` if its head is still `head_sha`.
+    fn merge(
+        &self,
+        number: u64,
+        method: MergeMethod,
+        head_sha: &str,
+    ) -> Result<MergeOutcome, ForgeError> {
+        let _ = (number, method, head_sha);
+        Err(unsupported(self.kind(), "merging"))
+    }
+    /// Points pull request `number` at base branch `base`.
+    fn retarget(&self, number: u64, base: &str) -> Result<(), ForgeError> {
+        let _ = (number, base);
+        Err(unsupported(self.kind(), "retargeting"))
+    }
+    /// Asks the forge to run `check` again; returns false when it cannot be re-run (a commit
+    /// status, which only its own CI can post again).
+    fn rerun(&self, check: &Check) -> Result<bool, ForgeError> {
+        let _ = check;
+        Err(unsupported(self.kind(), "re-running checks"))
+    }
+    /// Creates the run's summary comment on pull request `number`, or edits the one already
+    /// there (found by [`SUMMARY_MARKER`]) when its text differs; never adds a second one.
+    fn upsert_summary(&self, number: u64, body: &str) -> Result<SummaryAction, ForgeError> {
+        let _ = (number, body);
+        Err(unsupported(self.kind(), "summary comments"))
+    }
+}
+
+/// Returns the error for a landing call `kind`'s client does not offer yet.
+fn unsupported(kind: ForgeKind, what: &str) -> ForgeError {
+    ForgeError::Config(format!(
+        "{what} is not supported on {} yet; land its pull requests by hand or use GitHub",
+        kind.as_str()
+    ))
 }
 
 /// Why talking to the forge (or preparing to) failed.

@@ -85,6 +85,15 @@ event_kinds! {
     PacketsShareFiles => "packets_share_files",
     ScopeFinding => "scope_finding",
     PacketDispatched => "packet_dispatched",
+    LandStarted => "land_started",
+    PrObserved => "pr_observed",
+    CheckRerun => "check_rerun",
+    CheckFlaky => "check_flaky",
+    PrRetargeted => "pr_retargeted",
+    PrMerged => "pr_merged",
+    LandWaiting => "land_waiting",
+    LandCommand => "land_command",
+    LandFinished => "land_finished",
 }
 
 impl Event {

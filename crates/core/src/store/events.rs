@@ -325,6 +325,75 @@ pub enum Event {
         host: String,
         round: u32,
     },
+    /// `git orchestra land` (process `pid`) began following the run's pull requests; `merge`
+    /// says whether it merges them or leaves merging to people.
+    LandStarted {
+        pid: u32,
+        merge: bool,
+    },
+    /// The pull request `number` of `packet` was seen in a new state: `state` (open, merged,
+    /// closed) at head `head_sha`, and what landing waits for (`waiting`, empty when nothing).
+    PrObserved {
+        packet: String,
+        number: u64,
+        state: String,
+        head_sha: String,
+        waiting: String,
+    },
+    /// The failed check `check` on `head_sha` of `packet`'s pull request is run once more, to
+    /// tell a flaky failure from a real one; a check is re-run at most once per head.
+    CheckRerun {
+        packet: String,
+        number: u64,
+        check: String,
+        head_sha: String,
+    },
+    /// The check `check` that failed on `head_sha` passed when re-run: reported as flaky, not
+    /// sent back to the packet's worker.
+    CheckFlaky {
+        packet: String,
+        number: u64,
+        check: String,
+        head_sha: String,
+    },
+    /// `packet`'s pull request `number` now targets `to` (it targeted `from`, a parent that
+    /// landed).
+    PrRetargeted {
+        packet: String,
+        number: u64,
+        from: String,
+        to: String,
+    },
+    /// The run merged `packet`'s pull request `number` with `method`.
+    PrMerged {
+        packet: String,
+        number: u64,
+        method: String,
+    },
+    /// `packet`'s pull request `number` waits for a person; `reason` says why and what to do.
+    LandWaiting {
+        packet: String,
+        number: u64,
+        reason: String,
+    },
+    /// A `/orchestra <command>` comment (`comment`, by `author`) on `packet`'s pull request was
+    /// read: `acted` when its author counts (`[land] reviewers`) and the command is known, else
+    /// it is only shown. Each comment is read once.
+    LandCommand {
+        packet: String,
+        number: u64,
+        comment: u64,
+        author: String,
+        command: String,
+        acted: bool,
+    },
+    /// `land` stopped following the run's pull requests: how many were `merged`, `closed` by
+    /// a person, and `waiting` for one.
+    LandFinished {
+        merged: usize,
+        closed: usize,
+        waiting: usize,
+    },
 }
 
 /// How a finished run ended.
@@ -372,7 +441,14 @@ impl Event {
             | Event::CommentsSent { packet, .. }
             | Event::CommentsDelivered { packet, .. }
             | Event::ScopeFinding { packet, .. }
-            | Event::PacketDispatched { packet, .. } => Some(packet),
+            | Event::PacketDispatched { packet, .. }
+            | Event::PrObserved { packet, .. }
+            | Event::CheckRerun { packet, .. }
+            | Event::CheckFlaky { packet, .. }
+            | Event::PrRetargeted { packet, .. }
+            | Event::PrMerged { packet, .. }
+            | Event::LandWaiting { packet, .. }
+            | Event::LandCommand { packet, .. } => Some(packet),
             Event::RunCreated { .. }
             | Event::RunStarted { .. }
             | Event::RunInterrupted { .. }
@@ -384,7 +460,9 @@ impl Event {
             | Event::MergeValidationFinished { .. }
             | Event::TargetAdvancing { .. }
             | Event::MergeFinished { .. }
-            | Event::PacketsShareFiles { .. } => None,
+            | Event::PacketsShareFiles { .. }
+            | Event::LandStarted { .. }
+            | Event::LandFinished { .. } => None,
         }
     }
 }

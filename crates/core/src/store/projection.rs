@@ -89,7 +89,16 @@ pub(super) fn apply(
         | Event::CommentsSent { .. }
         | Event::CommentsDelivered { .. }
         | Event::ScopeFinding { .. }
-        | Event::PacketDispatched { .. } => Ok(()),
+        | Event::PacketDispatched { .. }
+        | Event::LandStarted { .. }
+        | Event::PrObserved { .. }
+        | Event::CheckRerun { .. }
+        | Event::CheckFlaky { .. }
+        | Event::PrRetargeted { .. }
+        | Event::PrMerged { .. }
+        | Event::LandWaiting { .. }
+        | Event::LandCommand { .. }
+        | Event::LandFinished { .. } => Ok(()),
         Event::RunStarted { .. }
         | Event::RunInterrupted { .. }
         | Event::RunCancelled

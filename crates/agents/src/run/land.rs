@@ -1,0 +1,21 @@
+//! Landing a run: following its pull requests on the forge until they are merged, closed by a
+//! person, or wait for one (see [`crate::land`]).
+
+use orchestra_core::forge::Forge;
+use orchestra_core::store::Event;
+
+use super::Run;
+use crate::land::{self, LandError, LandOptions, LandReport};
+
+impl Run {
+    /// Follows this run's pull requests on `forge` as `opts` says, calling `on_event` with each
+    /// journaled step, and returns where each stands at the end.
+    pub fn land(
+        &self,
+        forge: &dyn Forge,
+        opts: &LandOptions,
+        on_event: &mut dyn FnMut(&Event),
+    ) -> Result<LandReport, LandError> {
+        land::land(&self.repo, &self.id, forge, opts, on_event)
+    }
+}

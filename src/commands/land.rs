@@ -1,0 +1,211 @@
+//! `git orchestra land [<run>]`: follows a run's pull requests until they are merged, closed by
+//! a person, or wait for one.
+
+use std::path::Path;
+use std::time::Duration;
+
+use clap::Args;
+use git_orchestra::config::RepoConfig;
+use git_orchestra::forge::{self, ForgeSettings, MergeMethod};
+use git_orchestra::git::RepoInfo;
+use git_orchestra::land::{LandError, LandOptions, LandReport, Landing};
+use git_orchestra::store::Event;
+
+use super::CommandError;
+
+/// Follows a run's pull requests to merged.
+///
+/// Polls the forge every `[land] poll_secs` (default 60). A pull request lands when its
+/// checks pass, no reviewer counted by `[land] reviewers` requests changes, and the pull
+/// requests of the packets it depends on have landed; it is merged through the API with
+/// `[land] method` (default: what the repository allows, merge first), unless
+/// `[land] merge = false`. A child whose parent landed is retargeted to the parent's base. A
+/// failed check is re-run once: a pass then is reported as flaky. A real failure, a review
+/// requesting changes, a conflict or a refused merge leaves the pull request waiting for a
+/// person, with the reason. Each pull request carries one summary comment, kept up to date.
+/// Comments `/orchestra stop`, `/orchestra land` (merge it even with `[land] merge = false`)
+/// and `/orchestra retry` (re-run its failed checks) by counted reviewers steer one pull
+/// request; other accounts' are shown, never acted on.
+/// Every step is journaled: run `land` again after an interruption and it continues.
+#[derive(Debug, Args)]
+pub struct LandArgs {
+    /// The run (default: the newest run; see `git orchestra status`).
+    run: Option<String>,
+    /// The remote whose forge holds the pull requests (default: orchestra.forge.remote, else
+    /// origin).
+    #[arg(long, value_name = "NAME")]
+    remote: Option<String>,
+    /// Look once and stop, instead of following until every pull request has settled.
+    #[arg(long)]
+    once: bool,
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Runs `land`.
+pub fn cmd_land(cwd: &Path, args: &LandArgs) -> Result<(), CommandError> {
+    let repo = RepoInfo::discover(cwd)?;
+    let config = super::load_config(&repo)?;
+    let run = super::open_run(&repo, args.run.as_deref())?;
+    run_land(
+        &repo,
+        &config,
+        run.id(),
+        args.remote.as_deref(),
+        args.once,
+        args.json,
+    )
+}
+
+/// Follows run `run`'s pull requests on the forge of `remote` as `config`'s `[land]` says,
+/// with progress lines on stderr and the report on stdout; `once` stops after one look.
+pub fn run_land(
+    repo: &RepoInfo,
+    config: &RepoConfig,
+    run: &str,
+    remote: Option<&str>,
+    once: bool,
+    json: bool,
+) -> Result<(), CommandError> {
+    let run = super::open_run(repo, Some(run))?;
+    let settings = ForgeSettings::load(&repo.git(), remote).map_err(CommandError::user)?;
+    let forge = forge::open_forge(&settings).map_err(CommandError::user)?;
+    let opts = options(config, once)?;
+    let mut print = |e: &Event| {
+        if let Some(line) = event_line(e)
+            && !json
+        {
+            // Reasons quote the forge's text (check output, comments): never let it drive
+            // the terminal.
+            eprintln!("{}", git_orchestra::redact::terminal_safe(&line));
+        }
+    };
+    let report = run
+        .land(forge.as_ref(), &opts, &mut print)
+        .map_err(land_error)?;
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).map_err(CommandError::internal)?
+        );
+    } else {
+        print!("{}", git_orchestra::redact::terminal_safe(&render(&report)));
+    }
+    Ok(())
+}
+
+/// Returns the landing options `[land]` of `config` sets.
+fn options(config: &RepoConfig, once: bool) -> Result<LandOptions, CommandError> {
+    let land = &config.land;
+    let method = match land.method.as_deref() {
+        None => None,
+        Some(m) => Some(MergeMethod::parse(m).ok_or_else(|| {
+            CommandError::user(format!(
+                "[land] method = \"{m}\" is not a merge method; use merge, squash or rebase"
+            ))
+        })?),
+    };
+    Ok(LandOptions {
+        poll: Duration::from_secs(
+            land.poll_secs
+                .unwrap_or(git_orchestra::land::DEFAULT_POLL_SECS)
+                .max(1),
+        ),
+        merge: land.merge.unwrap_or(true),
+        method,
+        reviewers: land.reviewers.clone(),
+        max_polls: once.then_some(1),
+    })
+}
+
+/// Returns the progress line for a landing event, if it gets one.
+fn event_line(e: &Event) -> Option<String> {
+    Some(match e {
+        Event::PrObserved {
+            packet,
+            number,
+            state,
+            waiting,
+            ..
+        } if !waiting.is_empty() => format!("{packet} #{number}: {state}, waiting for {waiting}"),
+        Event::CheckRerun {
+            packet,
+            number,
+            check,
+            ..
+        } => format!("{packet} #{number}: check `{check}` failed; re-running it once"),
+        Event::CheckFlaky {
+            packet,
+            number,
+            check,
+            ..
+        } => format!("{packet} #{number}: check `{check}` passed when re-run: flaky"),
+        Event::PrRetargeted {
+            packet,
+            number,
+            from,
+            to,
+        } => format!("{packet} #{number}: retargeted from {from} to {to}"),
+        Event::PrMerged {
+            packet,
+            number,
+            method,
+        } => format!("{packet} #{number}: merged ({method})"),
+        Event::LandWaiting {
+            packet,
+            number,
+            reason,
+        } => format!("{packet} #{number}: waits for a person: {reason}"),
+        Event::LandCommand {
+            packet,
+            number,
+            author,
+            command,
+            acted,
+            ..
+        } => format!(
+            "{packet} #{number}: /orchestra {command} by {author}{}",
+            if *acted {
+                ""
+            } else {
+                ": not acted on (an unknown command, or an account [land] reviewers does not count)"
+            }
+        ),
+        _ => return None,
+    })
+}
+
+/// Returns the report as text.
+pub fn render(r: &LandReport) -> String {
+    let mut out = format!("pull requests of run {}:\n", r.run);
+    for e in &r.entries {
+        let state = match &e.landing {
+            Landing::Merged => "merged".to_string(),
+            Landing::Closed => "closed by a person".to_string(),
+            Landing::Person(reason) => format!("waits for a person: {reason}"),
+            Landing::Waiting(reason) => format!("still waiting for {reason}"),
+        };
+        out.push_str(&format!("  {} #{}: {state}\n", e.packet, e.number));
+        if !e.flaky.is_empty() {
+            out.push_str(&format!("    flaky: {}\n", e.flaky.join(", ")));
+        }
+    }
+    for p in &r.without_pr {
+        out.push_str(&format!("  {p}: no pull request\n"));
+    }
+    out
+}
+
+fn land_error(e: LandError) -> CommandError {
+    match e {
+        LandError::NothingToLand { .. }
+        | LandError::MethodNotAllowed { .. }
+        | LandError::Busy { .. } => CommandError::user(e),
+        LandError::Forge(forge::ForgeError::Auth { .. } | forge::ForgeError::Config(_)) => {
+            CommandError::user(e)
+        }
+        LandError::Forge(_) => CommandError::failed(e),
+        other => CommandError::internal(other),
+    }
+}
