@@ -5,7 +5,9 @@
 //! `git-orchestra` binary (`src/main.rs`, `src/commands/`, `src/web/`) owns the terminal.
 
 pub use orchestra_agents::{agent, executor, orchestrator, run, status};
-pub use orchestra_core::{config, engine, eval, forge, gate, llm, merge, plan, project, store};
+pub use orchestra_core::{
+    config, engine, eval, forecast, forge, gate, llm, merge, plan, project, store,
+};
 pub use orchestra_git::git;
 pub use orchestra_nav::{lsp, nav};
 pub use orchestra_sys::{confine, exec, names, redact};

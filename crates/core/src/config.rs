@@ -57,6 +57,21 @@ pub struct RepoConfig {
     pub executor: ExecutorConfig,
     #[serde(default)]
     pub eval: EvalConfig,
+    #[serde(default)]
+    pub budget: BudgetConfig,
+}
+
+/// The `[budget]` table: soft thresholds of a `start` run, where it pauses to ask a person
+/// instead of failing (the hard limits are `start --budget-tokens`, `--budget-cost`, …).
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BudgetConfig {
+    /// Cost (in `[prices]`' currency) at which a `start` run pauses and asks whether to go on;
+    /// going on (`git orchestra answer budget …` and `resume`) asks again at the next multiple.
+    pub ask_at_cost: Option<f64>,
+    /// Tokens (input plus output, every role) at which a `start` run pauses and asks whether to
+    /// go on; going on asks again at the next multiple.
+    pub ask_at_tokens: Option<u64>,
 }
 
 /// The `[eval]` table: how `git orchestra eval` checks tasks.
@@ -553,6 +568,22 @@ pub struct StartConfig {
     pub wait_line_secs: Option<u64>,
 }
 
+/// Returns the entries of `base` with those of `top` added over them.
+fn merge<V>(top: BTreeMap<String, V>, mut base: BTreeMap<String, V>) -> BTreeMap<String, V> {
+    base.extend(top);
+    base
+}
+
+impl BudgetConfig {
+    /// Returns `self` with every threshold it leaves unset taken from `base`.
+    fn over(self, base: BudgetConfig) -> BudgetConfig {
+        BudgetConfig {
+            ask_at_cost: self.ask_at_cost.or(base.ask_at_cost),
+            ask_at_tokens: self.ask_at_tokens.or(base.ask_at_tokens),
+        }
+    }
+}
+
 /// Why the configuration could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -813,13 +844,6 @@ impl RepoConfig {
 
     /// Returns `self` with every setting it leaves unset taken from `base`.
     fn over(self, base: RepoConfig) -> RepoConfig {
-        fn merge<V>(
-            top: BTreeMap<String, V>,
-            mut base: BTreeMap<String, V>,
-        ) -> BTreeMap<String, V> {
-            base.extend(top);
-            base
-        }
         RepoConfig {
             worktree: WorktreeConfig {
                 root: self.worktree.root.or(base.worktree.root),
@@ -843,6 +867,7 @@ impl RepoConfig {
             eval: EvalConfig {
                 test: self.eval.test.or(base.eval.test),
             },
+            budget: self.budget.over(base.budget),
             start: StartConfig {
                 clarify: self.start.clarify.or(base.start.clarify),
                 docs: self.start.docs.or(base.start.docs),
