@@ -232,7 +232,9 @@ fn a_plan_sent_back_from_the_view_is_revised_with_the_feedback_then_approved_and
     // The approval panel carries the plan's forecast: no history yet, so the defaults.
     let (status, page) = get_as_page(&ui.url, &format!("/api/run/{run}"));
     assert_eq!(status, 200, "{page}");
-    let body = page.split_once("\r\n\r\n").map_or(page.as_str(), |(_, b)| b);
+    let body = page
+        .split_once("\r\n\r\n")
+        .map_or(page.as_str(), |(_, b)| b);
     let page: serde_json::Value = serde_json::from_str(body).unwrap();
     let forecast = &page["approval"]["forecast"];
     assert!(

@@ -155,15 +155,10 @@ pub fn approval_forecast(
         })?;
     let by_cli = settings.worker_cmd.is_some() || settings.agent.is_some();
     let roles = crate::agent::Roles::load_with_trust(&repo.toplevel, config.trusted).ok()?;
-    let models = super::models::RoleModels::new(
-        roles,
-        config.clone(),
-        std::sync::Arc::new(std::sync::Mutex::new(
-            super::StartJournal::open(&repo.common_dir, run).ok()?,
-        )),
-    );
     plan_forecast(&repo.common_dir, &plan, config, &|role| {
-        (!by_cli).then(|| models.model_label(role)).flatten()
+        (!by_cli)
+            .then(|| super::models::model_label(config, &roles, role))
+            .flatten()
     })
 }
 

@@ -31,6 +31,16 @@ pub struct RoleModels {
     gates: llm::Gates,
 }
 
+/// Returns the label (`provider:model`) of the model `role` of `roles` answers with first
+/// under `config`, or `None` when the role has no usable profile or works through an agent CLI.
+pub fn model_label(config: &RepoConfig, roles: &Roles, role: &str) -> Option<String> {
+    if config.roles.get(role).is_some_and(|r| r.agent.is_some()) {
+        return None;
+    }
+    let chain = profiles::resolve(config, roles.get(role).ok()?, &env).ok()?;
+    chain.first().map(|p| p.label())
+}
+
 /// A role's connected model chain (primary first) and its profiles.
 pub type Clients = (Vec<Arc<dyn ChatModel>>, Vec<orchestra_core::llm::Profile>);
 
@@ -176,16 +186,7 @@ impl RoleModels {
     /// Returns the label (`provider:model`) of the model `role` answers with first, or `None`
     /// when the role has no usable profile or works through an agent CLI.
     pub fn model_label(&self, role: &str) -> Option<String> {
-        if self
-            .config
-            .roles
-            .get(role)
-            .is_some_and(|r| r.agent.is_some())
-        {
-            return None;
-        }
-        let chain = profiles::resolve(&self.config, self.roles.get(role).ok()?, &env).ok()?;
-        chain.first().map(|p| p.label())
+        model_label(&self.config, &self.roles, role)
     }
 
     /// Returns the connected model chain of `role` and its profiles, connecting on first use.

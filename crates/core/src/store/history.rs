@@ -56,3 +56,74 @@ impl Store {
         .map_err(|e| self.err(e))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{Event, NewPacket, NewRun};
+
+    #[test]
+    fn only_succeeded_packets_count_with_every_agent_on_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(dir.path()).unwrap();
+        let packet = |id: &str| NewPacket {
+            id: id.into(),
+            title: id.into(),
+            role: "coder".into(),
+            branch: format!("b/{id}"),
+            worktree: format!("/w/{id}"),
+        };
+        store
+            .create_run(&NewRun {
+                id: "r".into(),
+                objective: "o".into(),
+                base: "b".into(),
+                plan_toml: String::new(),
+                plan_path: "p".into(),
+                worker_cmd: None,
+                max_parallel: 1,
+                timeout_secs: 1,
+                worktree_root: "/w".into(),
+                packets: vec![packet("a"), packet("b")],
+            })
+            .unwrap();
+        let call = |packet: &str, role: &str, model: &str, cost_nanos| Event::AgentModelCall {
+            packet: packet.into(),
+            role: role.into(),
+            model: model.into(),
+            turn: 1,
+            input_tokens: 100,
+            output_tokens: 10,
+            cost_nanos,
+            duration_ms: 1,
+        };
+        for e in [
+            call("a", "coder", "m", Some(5)),
+            call("a", "reviewer", "r", None),
+            call("b", "coder", "m", Some(7)),
+            Event::PacketSucceeded {
+                packet: "a".into(),
+                commit: "c".into(),
+            },
+            Event::PacketFailed {
+                packet: "b".into(),
+                reason: "no".into(),
+            },
+        ] {
+            store.record("r", &e).unwrap();
+        }
+        let rows = store.packet_history().unwrap();
+        assert_eq!(
+            rows,
+            vec![PacketHistory {
+                run: "r".into(),
+                packet: "a".into(),
+                role: "coder".into(),
+                model: Some("m".into()),
+                input_tokens: 200,
+                output_tokens: 20,
+                cost_nanos: Some(5),
+            }]
+        );
+    }
+}
