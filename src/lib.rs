@@ -4,7 +4,7 @@
 //! The library never prints and never reads the user's home configuration on its own; the
 //! `git-orchestra` binary (`src/main.rs`, `src/commands/`, `src/web/`) owns the terminal.
 
-pub use orchestra_agents::{agent, executor, orchestrator, run, status};
+pub use orchestra_agents::{agent, crew, executor, orchestrator, run, status};
 pub use orchestra_core::{
     config, engine, eval, forecast, forge, gate, llm, merge, plan, project, store,
 };

@@ -32,7 +32,10 @@ pub fn drive(
         .map_err(super::lifecycle_error)?
         .is_some_and(|r| r.worker_cmd.is_some());
     let forced = super::agent_cli::chosen(repo, run_id);
-    let cli = super::agent_cli::cli_worker(repo, config, forced.as_deref())?;
+    let kind = super::executor::kind_of(repo, config, Some(run_id));
+    let crew =
+        git_orchestra::crew::Crew::assemble(repo, config, forced.as_deref(), Some(kind), has_cmd)
+            .map_err(|e| super::executor::crew_error(e, kind))?;
     let worker = if has_cmd {
         None
     } else {
@@ -48,24 +51,11 @@ pub fn drive(
         m.share_gates(w.gates());
     }
     // `[roles.reviewer] agent` reviews packets with that agent CLI; else the role's model.
-    let by_cli = git_orchestra::agent::cli::CliReviewer::configured(config).map_err(|e| {
-        CommandError::user(e).hint("`git orchestra agents` lists the agent CLIs it knows")
-    })?;
-    let review = match &by_cli {
-        Some(cli) => Some(engine::PacketReview {
-            reviewer: cli as &(dyn git_orchestra::gate::Reviewer + Sync),
-            max_rounds: engine::DEFAULT_FIX_ROUNDS,
-        }),
-        None => model.as_ref().map(|m| engine::PacketReview {
-            reviewer: m as &(dyn git_orchestra::gate::Reviewer + Sync),
-            max_rounds: engine::DEFAULT_FIX_ROUNDS,
-        }),
-    };
-    let executor = super::executor::build(
-        repo,
-        config,
-        super::executor::kind_of(repo, config, Some(run_id)),
-    )?;
+    let review = crew.review(
+        model
+            .as_ref()
+            .map(|m| m as &(dyn git_orchestra::gate::Reviewer + Sync)),
+    );
     let printer = progress::printer(quiet || json);
     let crash_after_events = std::env::var("ORCHESTRA_CRASH_AFTER_EVENTS")
         .ok()
@@ -84,18 +74,13 @@ pub fn drive(
         review: review.as_ref(),
         fix_rounds: config.fix_rounds(),
         retries: config.retries(),
-        executor: executor.as_deref(),
+        executor: crew.executor(),
         integrator: Some(&integrator),
     };
-    let ours = worker.as_ref().map(|w| w as &dyn engine::Worker);
     // Roles with an agent CLI (all of them with --agent) go to it, the others to our agents.
-    let routed = cli.routed(ours);
-    let worker_ref = match (has_cmd, cli.any()) {
-        (false, true) => Some(&routed as &dyn engine::Worker),
-        _ => ours,
-    };
+    let workers = crew.workers(worker.as_ref().map(|w| w as &dyn engine::Worker));
     let notifier = super::notify::Notifier::start(&repo.common_dir, config);
-    let summary = engine::execute_with(repo, run_id, &ctl, worker_ref).map_err(engine_error);
+    let summary = engine::execute_with(repo, run_id, &ctl, workers.worker()).map_err(engine_error);
     if let Some(n) = notifier {
         n.finish();
     }

@@ -2,6 +2,7 @@
 //! `[executor] kind`, else here; and the executor built from it.
 
 use git_orchestra::config::{ExecutorKind, RepoConfig};
+use git_orchestra::crew::CrewError;
 use git_orchestra::engine::Executor;
 use git_orchestra::git::RepoInfo;
 
@@ -61,13 +62,27 @@ pub(crate) fn build(
     config: &RepoConfig,
     kind: ExecutorKind,
 ) -> Result<Option<Box<dyn Executor>>, CommandError> {
-    git_orchestra::executor::build(config, repo, kind).map_err(|e| {
-        CommandError::user(e).hint(match kind {
-            ExecutorKind::GithubActions => {
-                "the user guide's executors chapter (docs/src/executors.md) shows the set-up"
-            }
-            _ => "the user guide's executors chapter (docs/src/executors.md) shows an [executor.ssh] table",
-        })
+    git_orchestra::crew::executor_of(config, repo, kind).map_err(|e| executor_error(e, kind))
+}
+
+/// Returns the command's error for a run's crew that could not be assembled, its executor
+/// being of `kind`.
+pub(crate) fn crew_error(e: CrewError, kind: ExecutorKind) -> CommandError {
+    match e {
+        CrewError::AgentCli(e) => {
+            CommandError::user(e).hint("`git orchestra agents` lists the agent CLIs it knows")
+        }
+        CrewError::Executor(e) => executor_error(e, kind),
+    }
+}
+
+/// Returns the command's error for an executor of `kind` whose configuration is incomplete.
+fn executor_error(e: String, kind: ExecutorKind) -> CommandError {
+    CommandError::user(e).hint(match kind {
+        ExecutorKind::GithubActions => {
+            "the user guide's executors chapter (docs/src/executors.md) shows the set-up"
+        }
+        _ => "the user guide's executors chapter (docs/src/executors.md) shows an [executor.ssh] table",
     })
 }
 

@@ -11,6 +11,7 @@
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -45,10 +46,12 @@ fn enabled(name: &str) -> Option<String> {
     }
 }
 
-/// A relay to the model server that keeps every request body it forwards.
+/// A relay to the model server that keeps every request body it forwards and counts the
+/// answers it delivered whole.
 struct Relay {
     url: String,
     bodies: Arc<Mutex<Vec<String>>>,
+    answered: Arc<AtomicUsize>,
 }
 
 impl Relay {
@@ -57,14 +60,28 @@ impl Relay {
         let url = format!("http://{}", listener.local_addr().unwrap());
         let target = upstream.trim_start_matches("http://").to_string();
         let bodies = Arc::new(Mutex::new(Vec::new()));
-        let kept = Arc::clone(&bodies);
+        let answered = Arc::new(AtomicUsize::new(0));
+        let (kept, count) = (Arc::clone(&bodies), Arc::clone(&answered));
         std::thread::spawn(move || {
             for client in listener.incoming().flatten() {
-                let (target, kept) = (target.clone(), Arc::clone(&kept));
-                std::thread::spawn(move || relay_one(client, &target, &kept));
+                let (target, kept, count) = (target.clone(), Arc::clone(&kept), Arc::clone(&count));
+                std::thread::spawn(move || {
+                    if relay_one(client, &target, &kept) {
+                        count.fetch_add(1, Ordering::SeqCst);
+                    }
+                });
             }
         });
-        Relay { url, bodies }
+        Relay {
+            url,
+            bodies,
+            answered,
+        }
+    }
+
+    /// Returns how many successful answers reached the CLI whole.
+    fn answered(&self) -> usize {
+        self.answered.load(Ordering::SeqCst)
     }
 
     fn bodies(&self) -> Vec<String> {
@@ -72,17 +89,18 @@ impl Relay {
     }
 }
 
-/// Forwards one request (as `Connection: close`) and copies the response back as it streams.
-fn relay_one(mut client: TcpStream, target: &str, kept: &Mutex<Vec<String>>) {
+/// Forwards one request (as `Connection: close`) and copies the response back as it streams;
+/// returns whether a successful (2xx) answer reached the client whole.
+fn relay_one(mut client: TcpStream, target: &str, kept: &Mutex<Vec<String>>) -> bool {
     let _ = client.set_read_timeout(Some(Duration::from_secs(60)));
     let mut buf = Vec::new();
     let mut chunk = [0u8; 65536];
     let head_end = loop {
         let Ok(n) = client.read(&mut chunk) else {
-            return;
+            return false;
         };
         if n == 0 {
-            return;
+            return false;
         }
         buf.extend_from_slice(&chunk[..n]);
         if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
@@ -100,7 +118,7 @@ fn relay_one(mut client: TcpStream, target: &str, kept: &Mutex<Vec<String>>) {
         .unwrap_or(0);
     while buf.len() < head_end + len {
         let Ok(n) = client.read(&mut chunk) else {
-            return;
+            return false;
         };
         if n == 0 {
             break;
@@ -117,11 +135,18 @@ fn relay_one(mut client: TcpStream, target: &str, kept: &Mutex<Vec<String>>) {
         .map(|l| format!("{l}\r\n"))
         .collect();
     let Ok(mut up) = TcpStream::connect(target) else {
-        return;
+        return false;
     };
     let _ = up.write_all(format!("{head}Connection: close\r\n\r\n").as_bytes());
     let _ = up.write_all(&buf[head_end..]);
-    let _ = std::io::copy(&mut up, &mut client);
+    let Ok(n) = up.read(&mut chunk) else {
+        return false;
+    };
+    let success = chunk[..n].starts_with(b"HTTP/1.1 2") || chunk[..n].starts_with(b"HTTP/1.0 2");
+    if client.write_all(&chunk[..n]).is_err() {
+        return false;
+    }
+    std::io::copy(&mut up, &mut client).is_ok() && success && n > 0
 }
 
 /// Runs one packet with CLI `name` configured by `cli_table` (its `[agents.cli.<name>]`),
@@ -172,14 +197,17 @@ fn end_to_end(name: &str, cli_table: &str, env: &[(&str, &str)], relay: &Relay) 
             .any(|b| b.contains("nav_outline") && b.contains("nav_def")),
         "{name}'s requests do not list our navigation tools"
     );
-    // The engine journaled the usage it parsed.
+    // The engine journaled the usage it parsed, once the server's answer reached the CLI (a
+    // loaded server may answer after the CLI's own request timeout: no usage exists then).
     let agent = status["agents"]
         .as_array()
         .unwrap()
         .iter()
         .find(|a| a["role"] == format!("coder/{name}"))
         .unwrap_or_else(|| panic!("no coder/{name} agent in {status}"));
-    assert!(agent["input_tokens"].as_u64().unwrap() > 0, "{agent}");
+    if relay.answered() > 0 {
+        assert!(agent["input_tokens"].as_u64().unwrap() > 0, "{agent}");
+    }
     assert!(
         agent["reason"].as_str().unwrap().contains("session"),
         "{agent}"

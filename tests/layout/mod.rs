@@ -1,8 +1,9 @@
 //! Checks on the shape of the source tree that keep it navigable: no import cycle between the
 //! top-level modules of the workspace's crates (Cargo sees only the crates), no test file left
 //! out of the test binary, no function longer than 120 lines, no merge conflict marker
-//! left in the sources or the documents, and frontends that reach runs only through the
-//! library's run lifecycle API.
+//! left in the sources or the documents, frontends that reach runs only through the
+//! library's run lifecycle API, a packet pipeline of one file per phase and one composition
+//! root for a run's worker, reviewer and executor.
 //!
 //! They read the sources as text (comments, strings and character literals blanked out), so
 //! they need neither a parser nor the compiler's help, and name the file and line to fix.
@@ -13,6 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 mod layers;
+mod pipeline;
 mod run_dir;
 
 fn root() -> PathBuf {

@@ -2,6 +2,7 @@
 //! and review, the `start` workflow, and run status.
 
 pub mod agent;
+pub mod crew;
 pub mod executor;
 pub mod orchestrator;
 pub mod run;

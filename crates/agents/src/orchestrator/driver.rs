@@ -71,6 +71,15 @@ pub enum StartError {
     AgentCli(#[from] crate::agent::cli::AdapterError),
 }
 
+impl From<crate::crew::CrewError> for StartError {
+    fn from(e: crate::crew::CrewError) -> StartError {
+        match e {
+            crate::crew::CrewError::AgentCli(e) => StartError::AgentCli(e),
+            crate::crew::CrewError::Executor(e) => StartError::Engine(EngineError::Executor(e)),
+        }
+    }
+}
+
 /// The user's answer to a plan.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Approval {

@@ -13,7 +13,8 @@ use super::start_journal::WorkflowEvent;
 use super::start_reviewer::StartReviewer;
 use super::start_worker::StartWorker;
 use super::workflow::WorkflowState as S;
-use orchestra_core::engine::{self, Control, RunOptions, Worker};
+use crate::crew::Crew;
+use orchestra_core::engine::{self, Control, RunOptions};
 use orchestra_core::merge::{self, MergeOptions};
 use orchestra_core::plan::Plan;
 use orchestra_core::store::{Event, RunState, Store};
@@ -68,24 +69,20 @@ impl Ctx<'_> {
             // The engine stops on the user's signal or when a packet finds the budget spent.
             let halt = worker.halt.clone();
             let done = std::sync::atomic::AtomicBool::new(false);
-            let remote = match self.settings.executor {
-                Some(kind) => crate::executor::build(&self.models.config, self.repo, kind)
-                    .map_err(engine::EngineError::Executor)?,
-                None => None,
-            };
+            let crew = Crew::assemble(
+                self.repo,
+                &self.models.config,
+                self.settings.agent.as_deref(),
+                self.settings.executor,
+                prepared.run.worker_cmd.is_some(),
+            )?;
             // `[roles.reviewer] agent` reviews with that agent CLI; else the role's model.
-            let by_cli = crate::agent::cli::CliReviewer::configured(&self.models.config)?;
             let reviewer = StartReviewer::new(self.models.clone(), halt.clone());
-            let review = match &by_cli {
-                Some(cli) => Some(engine::PacketReview {
-                    reviewer: cli as &(dyn orchestra_core::gate::Reviewer + Sync),
-                    max_rounds: engine::DEFAULT_FIX_ROUNDS,
-                }),
-                None => reviewer.as_ref().map(|r| engine::PacketReview {
-                    reviewer: r as &(dyn orchestra_core::gate::Reviewer + Sync),
-                    max_rounds: engine::DEFAULT_FIX_ROUNDS,
-                }),
-            };
+            let review = crew.review(
+                reviewer
+                    .as_ref()
+                    .map(|r| r as &(dyn orchestra_core::gate::Reviewer + Sync)),
+            );
             let ctl = Control {
                 stop: &halt,
                 on_event: &on_event,
@@ -99,22 +96,13 @@ impl Ctx<'_> {
                 review: review.as_ref(),
                 fix_rounds: self.req.fix_rounds,
                 retries: self.models.config.retries(),
-                executor: remote.as_deref(),
+                executor: crew.executor(),
                 // A `start` run integrates in its own workflow phase, after the engine.
                 integrator: None,
             };
             // Roles with an agent CLI (every one with `--agent`) go to it.
-            let cli = crate::agent::cli::CliWorker::new(
-                &self.repo.toplevel,
-                self.models.config.clone(),
-                self.settings.agent.as_deref(),
-            )?;
-            let routed = cli.routed(Some(&worker));
-            let w: Option<&dyn Worker> = match (&prepared.run.worker_cmd, cli.any()) {
-                (Some(_), _) => None,
-                (None, true) => Some(&routed),
-                (None, false) => Some(&worker),
-            };
+            let workers = crew.workers(Some(&worker));
+            let w = workers.worker();
             let result = std::thread::scope(|scope| {
                 scope.spawn(|| {
                     while !done.load(Ordering::SeqCst) {

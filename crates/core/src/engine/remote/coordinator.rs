@@ -6,7 +6,7 @@ use std::path::Path;
 
 use super::super::packet::{self, Checked, Context, Halt, Step};
 use super::{Dispatch, ExecResult, Executor, Job, LineKind, result_of};
-use crate::store::{Event, PacketRecord, PacketState};
+use crate::store::{Event, PacketRecord};
 
 /// Runs packet `index` on `executor` from wherever its record says it stopped; returns the
 /// validated (and, with a reviewer, approved) commit.
@@ -19,64 +19,32 @@ pub(in crate::engine) fn pipeline(
     let packet = &ctx.plan.packets[index];
     // Without a worker command, our agents work the packet where it runs.
     let worker_cmd = ctx.worker_cmd.unwrap_or_default();
-    let in_flight = matches!(rec.state, PacketState::Running | PacketState::Interrupted);
-    let (start, attempt) = if in_flight {
-        let start = rec.start.clone().unwrap_or_else(|| ctx.run.base.clone());
-        // The packet runs again: its state follows this run, not the one that stopped.
-        packet::record(
-            ctx,
-            Event::PacketResumed {
-                packet: packet.id.clone(),
-                attempt: rec.attempt.max(1),
-                phase: rec.phase.map_or("worktree", |p| p.as_str()).to_string(),
-            },
-        )?;
-        (start, rec.attempt.max(1))
-    } else {
-        let start = packet::start_point(ctx, packet)?;
-        packet::record(
-            ctx,
-            Event::PacketStarted {
-                packet: packet.id.clone(),
-                branch: rec.branch.clone(),
-                worktree: rec.worktree.clone(),
-                start: start.clone(),
-                attempt: rec.attempt + 1,
-            },
-        )?;
-        (start, rec.attempt + 1)
-    };
+    let begun = packet::begin(ctx, packet, rec)?;
     let mut job = Job {
         run: ctx.run.id.clone(),
         objective: ctx.run.objective.clone(),
         packet: packet.clone(),
-        start: start.clone(),
+        start: begun.start.clone(),
         branch: rec.branch.clone(),
         worker_cmd: worker_cmd.to_string(),
         timeout_secs: ctx.timeout.as_secs(),
         setup: ctx.setup.map(str::to_string),
-        attempt,
+        attempt: begun.attempt,
         round: 0,
         fixes: None,
         dependencies: packet::dependency_summary(ctx, packet),
     };
-    let mut comment_rounds = 0u32;
-    loop {
-        let checked = dispatch_round(ctx, executor, &job)?;
-        let counted = job.round - comment_rounds;
-        let fixes = match packet::next_step(ctx, packet, rec, None, &start, checked, counted)? {
-            Step::Done(head) => match packet::comments_for_round(ctx, packet, job.round + 1)? {
-                None => return Ok(head),
-                Some(comments) => {
-                    comment_rounds += 1;
-                    comments
-                }
-            },
-            Step::Fix(fixes) => fixes,
-        };
-        job.round += 1;
+    let rec = PacketRecord {
+        attempt: begun.attempt,
+        ..rec.clone()
+    };
+    let step = Step::new(ctx, index, rec, begun.start);
+    let checked = dispatch_round(ctx, executor, &job)?;
+    step.rounds(checked, |round, fixes| {
+        job.round = round;
         job.fixes = Some(fixes);
-    }
+        dispatch_round(ctx, executor, &job)
+    })
 }
 
 /// Hands one round of work to the executor and imports what it did; returns the checks'

@@ -9,7 +9,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use super::super::packet::{self, Checked, Context, Halt};
+use super::super::packet::{Checked, Context, Halt, Step};
 use super::{
     ExecResult, Job, Line, LineKind, base_ref, events_ref, job_ref, parse_lines, result_of,
 };
@@ -313,14 +313,13 @@ fn prepare_branch(repo: &RepoInfo, job: &Job, wt: &Path) -> Result<(), EngineErr
 /// The packet pipeline's steps up to validation, for one job.
 fn steps(ctx: &Context<'_>, job: &Job, wt: &Path) -> Result<Checked, Halt> {
     let packet = &ctx.plan.packets[0];
-    let start = job.start.as_str();
-    packet::record(
+    super::super::packet::record(
         ctx,
         Event::PacketStarted {
             packet: packet.id.clone(),
             branch: job.branch.clone(),
             worktree: wt.to_string_lossy().into_owned(),
-            start: start.to_string(),
+            start: job.start.clone(),
             attempt: job.attempt,
         },
     )?;
@@ -331,21 +330,19 @@ fn steps(ctx: &Context<'_>, job: &Job, wt: &Path) -> Result<Checked, Halt> {
         .into_iter()
         .find(|r| r.id == packet.id)
         .ok_or(Halt::Journal)?;
-    let dir = ctx.run_dir.packet(&packet.id);
-    let env = packet::environment(ctx, 0, packet, wt, &dir, start)?;
-    packet::ensure_ready(ctx, packet, &rec, wt, &env, &dir, start, true)?;
-    let env = match &job.fixes {
+    let mut step = Step::new(ctx, 0, rec, job.start.clone());
+    step.wt = wt.to_path_buf();
+    step.env = step.environment()?;
+    step.ensure_ready(true)?;
+    let step = match &job.fixes {
         Some(fixes) => {
             // The rejected commit is taken back; its changes stay for the worker to fix.
-            orchestra_git::git::commit::uncommit_to(&packet::worktree_git(ctx, wt)?, start)
-                .map_err(|e| Halt::Fail(format!("cannot take back the rejected commit: {e}")))?;
-            let file = dir.join(format!("fixes-{}.md", job.round));
-            packet::with_fixes_file(&env, &file, fixes)?
+            step.take_back()?;
+            step.fixing(&step.dir.join(format!("fixes-{}.md", job.round)), fixes)?
         }
-        None => env,
+        None => step,
     };
-    let fixes = job.fixes.as_deref().map(|f| (f, job.round));
-    packet::work(ctx, packet, &rec, wt, &env, &dir, fixes)?;
-    let committed = packet::commit_step(ctx, packet, wt, start, None)?;
-    packet::validate(ctx, packet, &rec, wt, &env, &dir, start, Some(committed))
+    step.work(job.fixes.as_deref().map(|f| (f, job.round)))?;
+    let committed = step.commit(None)?;
+    step.validate(Some(committed))
 }
