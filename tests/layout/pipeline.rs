@@ -85,7 +85,7 @@ fn parameter_counts(code: &str) -> Vec<(String, usize, usize)> {
                 count += usize::from(filled);
                 break;
             }
-            filled |= !c.is_ascii_whitespace() && !(depth == 1 && c == b'(' && i == open);
+            filled |= !(c.is_ascii_whitespace() || depth == 1 && c == b'(' && i == open);
         }
         let line = code[..at].matches('\n').count() + 1;
         out.push((name, line, count));
