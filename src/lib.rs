@@ -6,7 +6,9 @@
 
 pub use orchestra_agents::eval as eval_run;
 pub use orchestra_agents::{agent, crew, executor, land, orchestrator, run, status};
-pub use orchestra_core::{config, engine, eval, forge, gate, llm, merge, plan, project, store};
+pub use orchestra_core::{
+    config, engine, eval, forecast, forge, gate, llm, merge, plan, project, store,
+};
 pub use orchestra_git::git;
 pub use orchestra_nav::{lsp, nav};
 pub use orchestra_sys::{confine, exec, names, redact};

@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
 use git_orchestra::git::{RepoError, RepoInfo};
+use git_orchestra::orchestrator;
 use git_orchestra::plan::{self, Plan, PlanError, PlanIssue, Schedule};
 use serde::Serialize;
 
@@ -58,6 +59,9 @@ struct CheckReport<'a> {
     #[serde(skip_serializing_if = "<[String]>::is_empty")]
     parallel: &'a [String],
     runs_on: RunsOn,
+    /// Tokens, cost and time the plan's packets are expected to take, from the run store.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    forecast: Option<git_orchestra::forecast::PlanForecast>,
 }
 
 /// Where the packets run: `local`, or an executor and the hosts it picks from.
@@ -137,7 +141,14 @@ fn cmd_check(cwd: &Path, args: &CheckArgs) -> Result<(), CommandError> {
             .map(|e| e.places())
             .unwrap_or_default(),
     };
+    // Our agents work the packets unless the run names a worker command: forecast for them.
+    let roles = git_orchestra::agent::Roles::load_with_trust(&repo.toplevel, config.trusted).ok();
+    let forecast = orchestrator::plan_forecast(&repo.common_dir, &plan, &config, &|role| {
+        let roles = roles.as_ref()?;
+        orchestrator::models::model_label(&config, roles, role)
+    });
     let report = CheckReport {
+        forecast,
         runs_on,
         plan: shown,
         valid: true,
@@ -274,6 +285,12 @@ fn print_text(r: &CheckReport) {
             r.runs_on.executor,
             r.runs_on.hosts.join(", ")
         );
+    }
+    if let Some(f) = &r.forecast {
+        let _ = writeln!(out, "forecast: {}", f.text());
+        for p in &f.packets {
+            let _ = writeln!(out, "  {}: {}", p.packet, p.text());
+        }
     }
     print!("{}", git_orchestra::redact::terminal_safe(&out));
 }

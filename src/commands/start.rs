@@ -261,6 +261,22 @@ fn tempfile_dir() -> std::io::Result<PathBuf> {
     Ok(dir)
 }
 
+/// Refuses soft thresholds no run can reach sensibly: a cost or token count of zero or less.
+fn check_soft_budget(budget: &git_orchestra::config::BudgetConfig) -> Result<(), CommandError> {
+    let bad = match (budget.ask_at_cost, budget.ask_at_tokens) {
+        (Some(c), _) if !(c.is_finite() && c > 0.0) => Some(("ask_at_cost", c.to_string())),
+        (_, Some(0)) => Some(("ask_at_tokens", "0".to_string())),
+        _ => None,
+    };
+    match bad {
+        Some((key, value)) => Err(CommandError::user(format!(
+            "`[budget] {key}` is {value}: a soft threshold must be above 0"
+        ))
+        .hint("set it to a positive number in .orchestra/config.toml, or remove it")),
+        None => Ok(()),
+    }
+}
+
 /// Runs `start`.
 pub fn cmd_start(cwd: &Path, args: &StartArgs) -> Result<(), CommandError> {
     let repo = RepoInfo::discover(cwd)?;
@@ -270,6 +286,7 @@ pub fn cmd_start(cwd: &Path, args: &StartArgs) -> Result<(), CommandError> {
             "say what the run must achieve, e.g. git orchestra start \"Add rate limiting\"",
         ));
     }
+    check_soft_budget(&config.budget)?;
     let settings = StartSettings {
         yes: args.yes,
         merge: args.merge,

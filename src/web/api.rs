@@ -116,11 +116,26 @@ fn approval(shared: &Shared, run: &Run, phase: Option<WorkflowState>) -> Value {
     if phase != Some(WorkflowState::AwaitingApproval) {
         return Value::Null;
     }
+    let forecast = |plan: &str| {
+        git_orchestra::orchestrator::approval_forecast(&shared.repo, &shared.config, run.id(), plan)
+            .map_or(Value::Null, |f| {
+                let packets: serde_json::Map<String, Value> = f
+                    .packets
+                    .iter()
+                    .map(|p| (p.packet.clone(), Value::String(p.text())))
+                    .collect();
+                json!({"total": f.text(), "packets": packets, "detail": f})
+            })
+    };
     if let Some((plan, problems)) = shared.live.waiting() {
-        return json!({"plan": plan, "problems": problems, "live": true});
+        let forecast = forecast(&plan);
+        return json!({"plan": plan, "problems": problems, "live": true, "forecast": forecast});
     }
     match run.proposed_plan() {
-        Some(plan) => json!({"plan": plan, "problems": [], "live": false}),
+        Some(plan) => {
+            let forecast = forecast(&plan);
+            json!({"plan": plan, "problems": [], "live": false, "forecast": forecast})
+        }
         None => Value::Null,
     }
 }

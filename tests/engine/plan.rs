@@ -114,13 +114,98 @@ fn valid_plan_prints_waves_and_serialized_pairs() {
          serialized:\n  \
          parser before all-src: src/*.rs overlaps src/parser.rs\n  \
          readme before docs: docs/ contains docs/guide.md\n\
-         runs on: this machine (worktrees beside the repository)\n"
+         runs on: this machine (worktrees beside the repository)\n\
+         forecast: 100.0k–2.0M tokens, {unknown}, 60 s–2.5 h \
+         (no history: defaults; time from all packets in parallel to one after another)\n\
+         {packets}",
+        unknown = UNPRICED,
+        packets = ["core", "parser", "all-src", "docs", "readme"]
+            .map(|p| format!(
+                "  {p}: 20.0k–400.0k tokens, {UNPRICED}, 60 s–30 min (no history: defaults)\n"
+            ))
+            .concat()
     );
     assert_eq!(stdout, expected);
     assert_eq!(state(&repo), before);
     // The same plan gives the same output every time.
     let again = orchestra(&repo.path, &["plan", "check", "plan.toml"]);
     assert_eq!(again.stdout, out.stdout);
+}
+
+/// The cost of a forecast without a price for the model.
+const UNPRICED: &str = "cost unknown (no [prices] entry for the model)";
+
+#[test]
+fn plan_check_forecasts_from_the_packets_that_succeeded_before() {
+    use git_orchestra::store::{Event, NewPacket, NewRun, Store};
+    let repo = TestRepo::new();
+    repo.write("plan.toml", DIAMOND);
+    // An earlier run's coder packet of one file used 10,000 tokens, and cost 0.01.
+    let mut store = Store::open(&repo.path.join(".git")).unwrap();
+    store
+        .create_run(&NewRun {
+            id: "earlier".into(),
+            objective: "o".into(),
+            base: "b".into(),
+            plan_toml: DIAMOND.into(),
+            plan_path: "plan.toml".into(),
+            worker_cmd: None,
+            max_parallel: 1,
+            timeout_secs: 1,
+            worktree_root: "/w".into(),
+            packets: vec![NewPacket {
+                id: "core".into(),
+                title: "Core".into(),
+                role: "coder".into(),
+                branch: "b".into(),
+                worktree: "/w/core".into(),
+            }],
+        })
+        .unwrap();
+    for e in [
+        Event::AgentModelCall {
+            packet: "core".into(),
+            role: "coder".into(),
+            model: "m".into(),
+            turn: 1,
+            input_tokens: 9_000,
+            output_tokens: 1_000,
+            cost_nanos: Some(10_000_000),
+            duration_ms: 1,
+        },
+        Event::PacketSucceeded {
+            packet: "core".into(),
+            commit: "c".into(),
+        },
+    ] {
+        store.record("earlier", &e).unwrap();
+    }
+    drop(store);
+    let before = state(&repo);
+    let out = orchestra(&repo.path, &["plan", "check", "plan.toml"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    // Scaled by size: `parser` has two files in scope, so twice the tokens and cost.
+    assert!(
+        stdout.contains(
+            "\n  core: 7.5k–15.0k tokens, cost 0.0075–0.0150, 60 s–30 min (from 1 earlier packet)\n"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("\n  parser: 15.0k–30.0k tokens, cost 0.0150–0.0300, 60 s–30 min (from 1 earlier packet)\n"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("(no history: defaults)\n"), "{stdout}");
+    assert!(
+        stdout.contains("(3 of 5 packets from history, the rest defaults;"),
+        "{stdout}"
+    );
+    assert_eq!(state(&repo), before, "plan check changed the repository");
+    let json = orchestra(&repo.path, &["plan", "check", "plan.toml", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(v["forecast"]["packets"][0]["basis"]["kind"], "history");
+    assert_eq!(v["forecast"]["packets"][0]["tokens"]["high"], 15_000.0);
 }
 
 #[test]

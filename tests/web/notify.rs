@@ -195,3 +195,52 @@ fn an_agent_waiting_for_a_persons_answer_is_posted_once_and_the_run_goes_on_when
     assert_eq!(waiting(&posts).len(), 1, "posted once: {posts:?}");
     assert!(posts.iter().any(|p| p["event"] == "run_ended"), "{posts:?}");
 }
+
+#[test]
+fn a_run_paused_at_a_soft_budget_threshold_is_posted_as_a_question() {
+    let (url, got) = receiver();
+    hermetic();
+    let tmp = tempfile::tempdir().unwrap();
+    let sample = git_orchestra::demo::create_sample(&tmp.path().join("greeter")).unwrap();
+    std::fs::create_dir_all(sample.join(".orchestra")).unwrap();
+    std::fs::write(
+        sample.join(".orchestra/config.toml"),
+        format!(
+            "[notify]\nwebhook = \"{url}\"\n[prices.scripted]\ninput_per_mtok = 1.0\n\
+             output_per_mtok = 2.0\n[budget]\nask_at_cost = 0.02\n"
+        ),
+    )
+    .unwrap();
+    git(&sample, &["add", "-A"]);
+    git(&sample, &["commit", "-qm", "notify and budget"]);
+    crate::support::trust(&sample);
+    let model = git_orchestra::demo::serve().unwrap();
+    let root = tmp.path().join("wt");
+    let out = orchestra_with_env(
+        &sample,
+        &[
+            "start",
+            "--yes",
+            "--worktree-root",
+            root.to_str().unwrap(),
+            git_orchestra::demo::OBJECTIVE,
+        ],
+        &[
+            ("ORCHESTRA_PROVIDER", "openai-compatible"),
+            ("ORCHESTRA_BASE_URL", &model.url),
+            ("ORCHESTRA_MODEL", "scripted"),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out));
+    let posts = got.lock().unwrap().clone();
+    let asked: Vec<&Value> = posts
+        .iter()
+        .filter(|p| p["event"] == "waiting_for_person" && p["packet"] == "budget")
+        .collect();
+    assert_eq!(asked.len(), 1, "{posts:?}");
+    let message = asked[0]["text"].as_str().unwrap();
+    assert!(
+        message.contains("reached the soft threshold of 0.0200 (`[budget] ask_at_cost`)"),
+        "{message}"
+    );
+}

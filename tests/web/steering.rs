@@ -229,6 +229,27 @@ fn a_plan_sent_back_from_the_view_is_revised_with_the_feedback_then_approved_and
     let run = StartJournal::runs(&common).unwrap()[0].clone();
     let log = git_orchestra::exec::run_dir(&common, &run).join("ui-resume.log");
 
+    // The approval panel carries the plan's forecast: no history yet, so the defaults.
+    let (status, page) = get_as_page(&ui.url, &format!("/api/run/{run}"));
+    assert_eq!(status, 200, "{page}");
+    let body = page
+        .split_once("\r\n\r\n")
+        .map_or(page.as_str(), |(_, b)| b);
+    let page: serde_json::Value = serde_json::from_str(body).unwrap();
+    let forecast = &page["approval"]["forecast"];
+    assert!(
+        forecast["packets"]["p1"]
+            .as_str()
+            .is_some_and(|t| t.ends_with("(no history: defaults)")),
+        "{forecast}"
+    );
+    assert!(
+        forecast["total"]
+            .as_str()
+            .is_some_and(|t| t.contains("tokens")),
+        "{forecast}"
+    );
+
     let (status, answer) = post_as_page(
         &ui.url,
         &format!("/api/run/{run}/revise"),

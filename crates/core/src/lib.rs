@@ -4,6 +4,7 @@
 pub mod config;
 pub mod engine;
 pub mod eval;
+pub mod forecast;
 pub mod forge;
 pub mod gate;
 pub mod llm;

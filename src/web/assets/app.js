@@ -129,7 +129,10 @@ function cardHtml(run, c) {
 function approvalHtml(a) {
   if (!a) return "";
   const problems = (a.problems || []).map(p => html`<li>${p}</li>`);
-  return html`<div class="panel attention" id="approval"><h2>The plan waits for approval</h2>
+  const f = a.forecast;
+  const forecast = f ? html`<div id="plan-forecast"><h3>Forecast</h3><p class="forecast-total">${f.total}</p>
+    <ul>${Object.entries(f.packets || {}).map(([id, t]) => html`<li><b>${id}</b>: ${t}</li>`)}</ul></div>` : "";
+  return html`<div class="panel attention" id="approval"><h2>The plan waits for approval</h2>${forecast}
     <textarea id="plan-text" rows="18" spellcheck="false">${a.plan}</textarea>
     <ul class="problems" id="plan-problems">${problems}</ul>
     <div class="toolbar"><button class="primary" id="approve">Approve</button>

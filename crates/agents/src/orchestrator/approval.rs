@@ -6,6 +6,7 @@ use super::driver::{Approval, Ctx, StartError};
 use super::planning;
 use super::start_journal::WorkflowEvent;
 use super::workflow::WorkflowState as S;
+use orchestra_core::forecast::{self, PlanForecast};
 use orchestra_core::plan::Plan;
 
 /// What became of the plan waiting for approval.
@@ -38,7 +39,9 @@ impl Ctx<'_> {
         } else if !self.ui.interactive() {
             return Ok(Decision::Nobody);
         } else {
-            self.ui.progress(&overview(&plan, &self.plan_findings()?));
+            let forecast = self.forecast(&plan);
+            self.ui
+                .progress(&overview(&plan, &self.plan_findings()?, forecast.as_ref()));
             let mut problems = Vec::new();
             let mut edited = false;
             loop {
@@ -89,6 +92,17 @@ impl Ctx<'_> {
 }
 
 impl Ctx<'_> {
+    /// Returns the forecast of the plan `toml` from the repository's run history, or `None`
+    /// when the plan does not parse or the store cannot be read.
+    pub(super) fn forecast(&self, toml: &str) -> Option<PlanForecast> {
+        let plan = Plan::from_toml_str(toml, "plan.toml").ok()?;
+        let by_cli = self.settings.worker_cmd.is_some() || self.settings.agent.is_some();
+        plan_forecast(&self.repo.common_dir, &plan, &self.models.config, &|role| {
+            // A worker command or an agent CLI names no model we know: compare by role.
+            (!by_cli).then(|| self.models.model_label(role)).flatten()
+        })
+    }
+
     /// Returns the findings of the last plan review, if any.
     pub(super) fn plan_findings(&self) -> Result<Vec<String>, StartError> {
         Ok(self
@@ -103,10 +117,55 @@ impl Ctx<'_> {
     }
 }
 
+/// Returns the forecast of `plan` from the run store under `common_dir`, priced by `config`'s
+/// `[prices]`; `model_of` names the model a role answers with (if known). `None` when the
+/// store cannot be read.
+pub fn plan_forecast(
+    common_dir: &std::path::Path,
+    plan: &Plan,
+    config: &orchestra_core::config::RepoConfig,
+    model_of: &dyn Fn(&str) -> Option<String>,
+) -> Option<PlanForecast> {
+    let prices = |m: &str| config.price(m);
+    let samples = match orchestra_core::store::Store::open_existing(common_dir) {
+        Ok(Some(store)) => forecast::history(&store, &prices).ok()?,
+        Ok(None) => Vec::new(),
+        Err(_) => return None,
+    };
+    Some(forecast::forecast(plan, &samples, model_of, &prices))
+}
+
+/// Returns the forecast of the plan `toml` waiting for approval in the `start` run `run`, as
+/// its approval shows it (for front ends other than the driving process, such as the web
+/// view); `None` when the plan does not parse or the store cannot be read.
+pub fn approval_forecast(
+    repo: &orchestra_git::git::RepoInfo,
+    config: &orchestra_core::config::RepoConfig,
+    run: &str,
+    toml: &str,
+) -> Option<PlanForecast> {
+    let plan = Plan::from_toml_str(toml, "plan.toml").ok()?;
+    let settings = super::StartJournal::open(&repo.common_dir, run)
+        .and_then(|j| j.entries())
+        .ok()?
+        .into_iter()
+        .find_map(|e| match e.event {
+            WorkflowEvent::Started { settings, .. } => Some(settings),
+            _ => None,
+        })?;
+    let by_cli = settings.worker_cmd.is_some() || settings.agent.is_some();
+    let roles = crate::agent::Roles::load_with_trust(&repo.toplevel, config.trusted).ok()?;
+    plan_forecast(&repo.common_dir, &plan, config, &|role| {
+        (!by_cli)
+            .then(|| super::models::model_label(config, &roles, role))
+            .flatten()
+    })
+}
+
 /// Returns the plan as a person reads it before approving: each packet with its role, files,
-/// dependencies and checks, then the plan reviewer's findings. A plan that does not parse is
-/// shown as its text.
-pub fn overview(toml: &str, findings: &[String]) -> String {
+/// dependencies, checks and `forecast`, then the plan's total forecast and the plan reviewer's
+/// findings. A plan that does not parse is shown as its text.
+pub fn overview(toml: &str, findings: &[String], forecast: Option<&PlanForecast>) -> String {
     let Ok(plan) = Plan::from_toml_str(toml, "plan.toml") else {
         return toml.to_string();
     };
@@ -126,6 +185,12 @@ pub fn overview(toml: &str, findings: &[String]) -> String {
         if !p.validation.is_empty() {
             out.push_str(&format!("      checks: {}\n", p.validation.join("; ")));
         }
+        if let Some(f) = forecast.and_then(|f| f.packet(&p.id)) {
+            out.push_str(&format!("      forecast: {}\n", f.text()));
+        }
+    }
+    if let Some(f) = forecast {
+        out.push_str(&format!("\nForecast: {}\n", f.text()));
     }
     if findings.is_empty() {
         out.push_str("\nPlan review: no findings\n");
@@ -145,7 +210,7 @@ mod tests {
     #[test]
     fn the_overview_lists_packets_and_the_findings() {
         let toml = "objective = \"o\"\n\n[[packet]]\nid = \"p1\"\ntitle = \"One\"\ndescription = \"d\"\nfiles = [\"a.py\"]\nvalidation = [\"pytest\"]\n\n[[packet]]\nid = \"p2\"\ntitle = \"Two\"\nrole = \"tester\"\ndescription = \"d\"\nfiles = [\"tests/a.py\"]\ndepends_on = [\"p1\"]\n";
-        let o = overview(toml, &["p2 misses tests/conftest.py".into()]);
+        let o = overview(toml, &["p2 misses tests/conftest.py".into()], None);
         assert!(o.starts_with("Plan: 2 packets for \"o\""), "{o}");
         assert!(
             o.contains("p1 — One (coder)\n      files: a.py\n      checks: pytest"),
@@ -159,6 +224,6 @@ mod tests {
             o.contains("Plan review findings:\n  - p2 misses tests/conftest.py"),
             "{o}"
         );
-        assert_eq!(overview("not toml [", &[]), "not toml [");
+        assert_eq!(overview("not toml [", &[], None), "not toml [");
     }
 }

@@ -206,7 +206,7 @@ impl<'a> Consultation<'a> {
         role.max_turns = role.max_turns.clamp(1, turns);
         role.timeout_secs = role.timeout_secs.min(TIMEOUT_SECS);
         let (clients, profiles) = self.models.clients(to).map_err(|e| e.to_string())?;
-        let guard = || self.models.budget_exceeded(Some(to));
+        let guard = || self.models.hard_exceeded(Some(to));
         let wrapped: Vec<Replaying<'_>> = clients
             .iter()
             .map(|m| Replaying::new(m.as_ref(), self.journal.clone(), to).with_guard(&guard))

@@ -269,6 +269,7 @@ impl<'a> Ctx<'a> {
         let roles = Roles::load_with_trust(&repo.toplevel, config.trusted)?;
         let mut models = RoleModels::new(roles, config.clone(), journal.clone());
         models.budget = settings.budget.clone();
+        models.soft = soft_thresholds(config, &entries, &journal)?;
         models.started_ms = entries
             .first()
             .map_or_else(orchestra_sys::exec::now_ms, |e| e.ts_ms);
@@ -286,7 +287,59 @@ impl<'a> Ctx<'a> {
     }
 }
 
+/// Returns the soft thresholds a run goes on with: `[budget]`'s, raised each time the run went
+/// on past one (see [`super::budget`]). A question about them still open is answered here:
+/// driving the run again (`resume`, `start`) is going on.
+fn soft_thresholds(
+    config: &RepoConfig,
+    entries: &[Entry],
+    journal: &Arc<Mutex<StartJournal>>,
+) -> Result<super::budget::Soft, StartError> {
+    use super::budget::{QUESTION, Soft};
+    let step = Soft::configured(&config.budget);
+    let mut soft = step;
+    let mut open = false;
+    for e in entries {
+        match &e.event {
+            WorkflowEvent::SoftBudgetReached { next } => soft = next.at_least(&step),
+            WorkflowEvent::Asked { packet, .. } if packet == QUESTION => open = true,
+            WorkflowEvent::Answered { packet, .. } if packet == QUESTION => open = false,
+            _ => {}
+        }
+    }
+    if open {
+        journal
+            .lock()
+            .map_err(|_| StartError::Poisoned)?
+            .append(&WorkflowEvent::Answered {
+                packet: QUESTION.to_string(),
+                text: "went on (resumed)".to_string(),
+            })?;
+    }
+    Ok(soft)
+}
+
 impl Ctx<'_> {
+    /// Pauses the run with a question when it reached a soft threshold of `[budget]`,
+    /// journaling the raised thresholds that apply once it goes on; `None` below them.
+    fn soft_pause(&self, wf: &mut Workflow) -> Result<Option<StartOutcome>, StartError> {
+        let Some((question, spent)) = self.models.soft_reached() else {
+            return Ok(None);
+        };
+        let step = super::budget::Soft::configured(&self.models.config.budget);
+        let next = self.models.soft.raised(&step, &spent);
+        {
+            let j = self.j()?;
+            j.append(&WorkflowEvent::SoftBudgetReached { next })?;
+            j.append(&WorkflowEvent::Asked {
+                packet: super::budget::QUESTION.to_string(),
+                question: question.clone(),
+            })?;
+        }
+        self.move_to(wf, S::Paused, &question)?;
+        Ok(Some(self.outcome(S::Paused, None)))
+    }
+
     /// Returns how the run ended in `state`, with its report when it has one.
     fn outcome(&self, state: S, report: Option<(Report, PathBuf)>) -> StartOutcome {
         let (report, report_path) = report.unzip();
@@ -305,12 +358,17 @@ impl Ctx<'_> {
     fn step(&self, wf: &mut Workflow) -> Result<Option<StartOutcome>, StartError> {
         let state = wf.state();
         if state.is_active()
-            && let Some(reason) = self.models.budget_exceeded(None)
+            && let Some(reason) = self.models.hard_exceeded(None)
         {
             // Out of budget: keep everything, report what is done and what remains.
             self.move_to(wf, S::Failed, &reason)?;
             let report = self.report(S::Failed, true)?;
             return Ok(Some(self.outcome(S::Failed, Some(report))));
+        }
+        if state.is_active()
+            && let Some(outcome) = self.soft_pause(wf)?
+        {
+            return Ok(Some(outcome));
         }
         if self.stop.load(Ordering::SeqCst) && state.is_active() {
             let cancel = self.cancel_requested()?;
@@ -369,7 +427,11 @@ impl Ctx<'_> {
                     let plan = self.valid_plan()?.unwrap_or_default();
                     return Err(StartError::NeedsApproval {
                         run: self.run.clone(),
-                        overview: super::approval::overview(&plan, &self.plan_findings()?),
+                        overview: super::approval::overview(
+                            &plan,
+                            &self.plan_findings()?,
+                            self.forecast(&plan).as_ref(),
+                        ),
                         objective: shell_quote(&self.req.objective),
                     });
                 }
@@ -448,6 +510,12 @@ impl Ctx<'_> {
                 report_path: None,
                 publish: self.settings.publish.clone(),
             });
+        }
+        // A model call refused at a soft threshold: pause and ask, do not fail.
+        if self.models.hard_exceeded(None).is_none()
+            && let Some(outcome) = self.soft_pause(wf)?
+        {
+            return Ok(outcome);
         }
         self.j()?.append(&WorkflowEvent::ReplayEpochEnded {
             reason: e.to_string(),

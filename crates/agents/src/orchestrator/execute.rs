@@ -232,6 +232,7 @@ impl Ctx<'_> {
                         // Cut short by a stop request: the run pauses in this phase, and a
                         // resume integrates (and resolves) again.
                         self.stopped()?;
+                        self.stopped_at_soft_threshold()?;
                         self.ui.progress(&format!("{}: {e}", self.run));
                     }
                 }
@@ -249,6 +250,18 @@ impl Ctx<'_> {
     /// workflow pauses in its integrating phase instead of finishing without the packets.
     fn stopped(&self) -> Result<(), StartError> {
         if self.stop.load(Ordering::SeqCst) {
+            return Err(StartError::Merge(merge::MergeError::Interrupted {
+                run: self.run.clone(),
+            }));
+        }
+        Ok(())
+    }
+
+    /// Returns the interruption of the integration once the run reached a soft threshold of
+    /// `[budget]` (and no hard limit): the run pauses to ask in this phase, and going on
+    /// integrates (and resolves) again.
+    fn stopped_at_soft_threshold(&self) -> Result<(), StartError> {
+        if self.models.hard_exceeded(None).is_none() && self.models.soft_reached().is_some() {
             return Err(StartError::Merge(merge::MergeError::Interrupted {
                 run: self.run.clone(),
             }));

@@ -88,7 +88,7 @@ impl RoleModels {
         spec_role.timeout_secs = spec_role.timeout_secs.clamp(60, TIMEOUT_SECS);
         spec_role.instructions = format!("{}\n\n{guidance}", spec_role.instructions.trim());
         let (clients, profiles) = self.clients(role)?;
-        let guard = || self.budget_exceeded(Some(role));
+        let guard = || self.hard_exceeded(Some(role));
         let wrapped: Vec<Replaying<'_>> = clients
             .iter()
             .map(|m| Replaying::new(m.as_ref(), self.journal().clone(), role).with_guard(&guard))

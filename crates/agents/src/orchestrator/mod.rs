@@ -33,6 +33,7 @@ pub mod start_worker;
 mod subtask;
 pub mod workflow;
 
+pub use approval::{approval_forecast, plan_forecast};
 pub use driver::{
     Approval, Interaction, StartError, StartOutcome, StartRequest, driver_lock, locate, start,
 };

@@ -19,6 +19,8 @@ pub struct RoleModels {
     pub config: RepoConfig,
     /// The run's limits; checked before every model call.
     pub budget: Budget,
+    /// The run's soft thresholds now (raised each time a person went on); checked too.
+    pub soft: budget::Soft,
     /// When the run started (ms since the epoch), for the time budget.
     pub started_ms: i64,
     journal: SharedJournal,
@@ -27,6 +29,16 @@ pub struct RoleModels {
     clients: Mutex<HashMap<String, Clients>>,
     /// One adaptive concurrency gate per profile, shared by every packet and phase.
     gates: llm::Gates,
+}
+
+/// Returns the label (`provider:model`) of the model `role` of `roles` answers with first
+/// under `config`, or `None` when the role has no usable profile or works through an agent CLI.
+pub fn model_label(config: &RepoConfig, roles: &Roles, role: &str) -> Option<String> {
+    if config.roles.get(role).is_some_and(|r| r.agent.is_some()) {
+        return None;
+    }
+    let chain = profiles::resolve(config, roles.get(role).ok()?, &env).ok()?;
+    chain.first().map(|p| p.label())
 }
 
 /// A role's connected model chain (primary first) and its profiles.
@@ -39,6 +51,7 @@ impl RoleModels {
             roles,
             config,
             budget: Budget::default(),
+            soft: budget::Soft::default(),
             started_ms: orchestra_sys::exec::now_ms(),
             journal: journal.clone(),
             policy: RetryPolicy::default(),
@@ -124,7 +137,7 @@ impl RoleModels {
             .iter()
             .map(|m| Replaying::new(m.as_ref(), self.journal.clone(), role))
             .collect();
-        let guard = || self.budget_exceeded(Some(role));
+        let guard = || self.hard_exceeded(Some(role));
         let wrapped: Vec<Replaying<'_>> =
             wrapped.into_iter().map(|w| w.with_guard(&guard)).collect();
         let refs: Vec<&dyn ChatModel> = wrapped.iter().map(|m| m as &dyn ChatModel).collect();
@@ -137,15 +150,43 @@ impl RoleModels {
         Ok(resp)
     }
 
-    /// Returns which budget limit the run (and `role`, if given) has reached, if any.
+    /// Returns which budget limit or soft threshold the run (and `role`, if given) has
+    /// reached, if any: the calls of packets' agents and reviewers stop at either (they
+    /// resume from their worktrees); a phase's own calls stop only at a hard limit and the
+    /// soft thresholds are checked between phases.
     pub fn budget_exceeded(&self, role: Option<&str>) -> Option<String> {
+        self.hard_exceeded(role)
+            .or_else(|| self.soft_reached().map(|(question, _)| question))
+    }
+
+    /// Returns which hard budget limit the run (and `role`, if given) has reached, if any.
+    pub fn hard_exceeded(&self, role: Option<&str>) -> Option<String> {
         if self.budget.is_unlimited() {
             return None;
         }
+        self.budget.exceeded(&self.spent()?, role)
+    }
+
+    /// Returns the question to ask when the run reached a soft threshold, with the spend.
+    pub fn soft_reached(&self) -> Option<(String, budget::Spent)> {
+        if self.soft.is_unset() {
+            return None;
+        }
+        let spent = self.spent()?;
+        self.soft.reached(&spent).map(|q| (q, spent))
+    }
+
+    /// Returns what the run has spent so far, or `None` when the journal cannot be read.
+    fn spent(&self) -> Option<budget::Spent> {
         let usage = self.journal.lock().ok()?.usage().ok()?;
         let secs = ((orchestra_sys::exec::now_ms() - self.started_ms).max(0) / 1000) as u64;
-        let spent = budget::spent(&usage, &|m| self.price(m), secs);
-        self.budget.exceeded(&spent, role)
+        Some(budget::spent(&usage, &|m| self.price(m), secs))
+    }
+
+    /// Returns the label (`provider:model`) of the model `role` answers with first, or `None`
+    /// when the role has no usable profile or works through an agent CLI.
+    pub fn model_label(&self, role: &str) -> Option<String> {
+        model_label(&self.config, &self.roles, role)
     }
 
     /// Returns the connected model chain of `role` and its profiles, connecting on first use.

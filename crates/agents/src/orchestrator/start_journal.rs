@@ -234,6 +234,10 @@ pub enum WorkflowEvent {
         changed: Vec<String>,
         message: String,
     },
+    /// The run reached a soft threshold of `[budget]` and paused to ask a person (the
+    /// question is journaled as `Asked` of packet `budget`); `next` are the thresholds that
+    /// apply once the run goes on.
+    SoftBudgetReached { next: super::budget::Soft },
 }
 
 /// One journal entry.

@@ -7,7 +7,7 @@
 //! file over the user's and the notices of what was left out; each table lives beside the
 //! tables read by the same part of the program: `run.rs` (`[worktree]`, `[run]`, `[start]`),
 //! `models.rs` (`[profiles]`, `[roles]`, `[prices]`), `sandbox.rs`, `agents.rs`,
-//! `executor.rs`, `servers.rs` (`[mcp]`, `[nav]`), `notify.rs`, `eval.rs` and `land.rs`.
+//! `executor.rs`, `servers.rs` (`[mcp]`, `[nav]`), `notify.rs`, `eval.rs`, `land.rs` and `budget.rs`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -19,6 +19,7 @@ pub use orchestra_nav::lsp::config::{LspConfig, LspMode, LspServerConfig};
 pub mod trust;
 
 mod agents;
+mod budget;
 mod eval;
 mod executor;
 mod land;
@@ -29,6 +30,7 @@ mod sandbox;
 mod servers;
 
 pub use agents::{AgentsConfig, CliAgentConfig};
+pub use budget::BudgetConfig;
 pub use eval::EvalConfig;
 pub use executor::{ActionsConfig, ExecutorConfig, ExecutorKind, SshConfig};
 pub use land::LandConfig;
@@ -54,6 +56,7 @@ pub const SOURCE: &str = concat!(
     include_str!("notify.rs"),
     include_str!("eval.rs"),
     include_str!("land.rs"),
+    include_str!("budget.rs"),
 );
 
 /// Settings read from `.orchestra/config.toml` at the top of the repository.
@@ -100,6 +103,7 @@ pub struct RepoConfig {
     pub eval: EvalConfig,
     #[serde(default)]
     pub land: LandConfig,
+    pub budget: BudgetConfig,
 }
 
 /// Why the configuration could not be read.
@@ -307,6 +311,7 @@ impl RepoConfig {
             run: self.run.over(base.run),
             eval: self.eval.over(base.eval),
             land: self.land.over(base.land),
+            budget: self.budget.over(base.budget),
             start: self.start.over(base.start),
             // The user's profile of a name wins whole: where their keys go is theirs to say.
             profiles: merge(base.profiles, self.profiles),

@@ -10,6 +10,7 @@
 mod eval;
 mod event_kind;
 mod events;
+mod history;
 pub mod memory;
 mod projection;
 mod questions;
@@ -28,6 +29,7 @@ use projection::{apply, insert_event};
 
 pub use event_kind::EventKind;
 pub use events::{Event, RunOutcome};
+pub use history::PacketHistory;
 pub use memory::Learning;
 pub use records::{
     JournalEntry, NewPacket, NewRun, PacketRecord, PacketState, Phase, RunRecord, RunState,

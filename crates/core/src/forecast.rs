@@ -1,0 +1,464 @@
+//! Forecasts of what a plan will cost before it runs: tokens, cost and wall time per packet and
+//! in total, each as a range, from the packets this repository's run store says succeeded
+//! before.
+//!
+//! A packet is compared with earlier packets of the same role answered by the same model (any
+//! model when the role's model is not known, as for a worker command). Each comparable packet's
+//! tokens, cost and time are scaled by the ratio of the packets' sizes (files plus symbols in
+//! scope), and the range is the lowest to the highest of them, widened by a quarter below and a
+//! half above: a packet is never a copy of an earlier one, and overruns are likelier than
+//! savings. Without comparable packets the range is [`DEFAULT_TOKENS`] and
+//! [`DEFAULT_SECS`] per packet — wide on purpose — and the forecast says it is a default.
+//!
+//! The plan's total adds the packets' tokens and costs; its wall time ranges from the longest
+//! packet (all run in parallel) to the sum of all (one after another).
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::config::{Price, price_key};
+use crate::llm::Usage;
+use crate::plan::{Packet, Plan};
+use crate::store::{PhaseDurations, Store, StoreError};
+
+/// Tokens a packet without history is forecast to use, lowest and highest.
+pub const DEFAULT_TOKENS: (f64, f64) = (20_000.0, 400_000.0);
+/// Seconds a packet without history is forecast to take, lowest and highest.
+pub const DEFAULT_SECS: (f64, f64) = (60.0, 1_800.0);
+/// Share of a packet's tokens assumed to be input when tokens are priced without history.
+const INPUT_SHARE: f64 = 0.9;
+/// How far below the lowest comparable packet the range starts.
+const LOW_MARGIN: f64 = 0.75;
+/// How far above the highest comparable packet the range ends.
+const HIGH_MARGIN: f64 = 1.5;
+
+/// One earlier packet as the forecast compares it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Sample {
+    pub role: String,
+    /// The model its role's agent answered with, if known.
+    pub model: Option<String>,
+    /// Files plus symbols in its scope (at least 1).
+    pub size: usize,
+    /// Input plus output tokens of every agent on it.
+    pub tokens: u64,
+    /// What it cost, when its calls were priced.
+    pub cost: Option<f64>,
+    /// Seconds from its worktree to its integration, when its journal says.
+    pub secs: Option<f64>,
+}
+
+/// The lowest and highest value a forecast expects.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Range {
+    pub low: f64,
+    pub high: f64,
+}
+
+/// Where a packet's forecast comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Basis {
+    /// This many comparable earlier packets.
+    History { packets: usize },
+    /// No comparable packet: the documented defaults.
+    Defaults,
+}
+
+/// The forecast of one packet.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PacketForecast {
+    pub packet: String,
+    pub role: String,
+    pub tokens: Range,
+    /// `None` when neither history nor `[prices]` can price it.
+    pub cost: Option<Range>,
+    pub secs: Range,
+    pub basis: Basis,
+}
+
+/// The forecast of a whole plan: each packet's, and the totals.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PlanForecast {
+    pub packets: Vec<PacketForecast>,
+    pub tokens: Range,
+    /// `None` when some packet's cost cannot be forecast.
+    pub cost: Option<Range>,
+    pub secs: Range,
+}
+
+/// Returns the size of `packet` as forecasts scale by it: files plus symbols, at least 1.
+pub fn size(packet: &Packet) -> usize {
+    (packet.files.len() + packet.symbols.len()).max(1)
+}
+
+/// Returns the earlier packets of `store` as samples; calls without a journaled cost are
+/// priced by `prices` under their model.
+pub fn history(
+    store: &Store,
+    prices: &dyn Fn(&str) -> Option<Price>,
+) -> Result<Vec<Sample>, StoreError> {
+    let mut out = Vec::new();
+    let mut loaded: Option<(String, Option<Plan>, BTreeMap<String, PhaseDurations>)> = None;
+    for row in store.packet_history()? {
+        if loaded.as_ref().is_none_or(|(run, ..)| *run != row.run) {
+            let plan = store.run(&row.run)?.and_then(|r| r.plan().ok());
+            let timings = crate::engine::timings::packet_timings(&store.events(&row.run, 0)?);
+            loaded = Some((row.run.clone(), plan, timings));
+        }
+        let Some((_, plan, timings)) = &loaded else {
+            continue;
+        };
+        let packet = plan
+            .as_ref()
+            .and_then(|p| p.packets.iter().find(|p| p.id == row.packet));
+        let usage = Usage {
+            input_tokens: row.input_tokens,
+            output_tokens: row.output_tokens,
+        };
+        let priced = || {
+            let model = row.model.as_deref()?;
+            prices(price_key(model)).map(|p| p.cost(usage))
+        };
+        out.push(Sample {
+            role: row.role,
+            model: row.model.clone(),
+            size: packet.map_or(1, size),
+            tokens: row.input_tokens + row.output_tokens,
+            cost: row.cost_nanos.map(|n| n as f64 / 1e9).or_else(priced),
+            secs: timings
+                .get(&row.packet)
+                .map(|t| t.values().sum::<u64>() as f64 / 1000.0)
+                .filter(|s| *s > 0.0),
+        });
+    }
+    Ok(out)
+}
+
+/// Returns the range of `values` widened by the margins, `None` when there are none.
+fn widened(values: impl Iterator<Item = f64>) -> Option<Range> {
+    let mut range: Option<Range> = None;
+    for v in values {
+        let r = range.get_or_insert(Range { low: v, high: v });
+        r.low = r.low.min(v);
+        r.high = r.high.max(v);
+    }
+    range.map(|r| Range {
+        low: r.low * LOW_MARGIN,
+        high: r.high * HIGH_MARGIN,
+    })
+}
+
+/// Returns the cost of `tokens` at `price`, counting [`INPUT_SHARE`] of them as input.
+fn priced(tokens: f64, price: Price) -> f64 {
+    (tokens * INPUT_SHARE * price.input_per_mtok
+        + tokens * (1.0 - INPUT_SHARE) * price.output_per_mtok)
+        / 1e6
+}
+
+/// Returns the forecast of `packet`, whose role answers with `model` (if known) priced at
+/// `price`, from the comparable `samples`.
+pub fn estimate(
+    packet: &Packet,
+    model: Option<&str>,
+    price: Option<Price>,
+    samples: &[Sample],
+) -> PacketForecast {
+    let role = if packet.role.is_empty() {
+        crate::plan::DEFAULT_ROLE
+    } else {
+        &packet.role
+    };
+    let like: Vec<&Sample> = samples
+        .iter()
+        .filter(|s| {
+            // Labels are `provider:model` or the model alone: compare the model names.
+            s.role == role
+                && model.is_none_or(|m| s.model.as_deref().map(price_key) == Some(price_key(m)))
+        })
+        .collect();
+    let scale = |s: &Sample| size(packet) as f64 / s.size.max(1) as f64;
+    let tokens = widened(like.iter().map(|s| s.tokens as f64 * scale(s)));
+    let by_price = |t: Range| {
+        price.map(|p| Range {
+            low: priced(t.low, p),
+            high: priced(t.high, p),
+        })
+    };
+    let (tokens, basis) = match tokens {
+        Some(t) => (
+            t,
+            Basis::History {
+                packets: like.len(),
+            },
+        ),
+        None => (
+            Range {
+                low: DEFAULT_TOKENS.0,
+                high: DEFAULT_TOKENS.1,
+            },
+            Basis::Defaults,
+        ),
+    };
+    let cost = if like.is_empty() || like.iter().any(|s| s.cost.is_none()) {
+        by_price(tokens)
+    } else {
+        widened(like.iter().filter_map(|s| Some(s.cost? * scale(s))))
+    };
+    let secs = widened(like.iter().filter_map(|s| Some(s.secs? * scale(s)))).unwrap_or(Range {
+        low: DEFAULT_SECS.0,
+        high: DEFAULT_SECS.1,
+    });
+    PacketForecast {
+        packet: packet.id.clone(),
+        role: role.to_string(),
+        tokens,
+        cost,
+        secs,
+        basis,
+    }
+}
+
+/// Returns the forecast of every packet of `plan` and the totals; `model_of` names the model a
+/// role answers with now (if known) and `prices` prices a model.
+pub fn forecast(
+    plan: &Plan,
+    samples: &[Sample],
+    model_of: &dyn Fn(&str) -> Option<String>,
+    prices: &dyn Fn(&str) -> Option<Price>,
+) -> PlanForecast {
+    let packets: Vec<PacketForecast> = plan
+        .packets
+        .iter()
+        .map(|p| {
+            let role = if p.role.is_empty() {
+                crate::plan::DEFAULT_ROLE
+            } else {
+                &p.role
+            };
+            let model = model_of(role);
+            let price = model.as_deref().and_then(|m| prices(price_key(m)));
+            estimate(p, model.as_deref(), price, samples)
+        })
+        .collect();
+    let sum = |f: &dyn Fn(&PacketForecast) -> Range| Range {
+        low: packets.iter().map(|p| f(p).low).sum(),
+        high: packets.iter().map(|p| f(p).high).sum(),
+    };
+    let cost = packets.iter().all(|p| p.cost.is_some()).then(|| {
+        sum(&|p| {
+            p.cost.unwrap_or(Range {
+                low: 0.0,
+                high: 0.0,
+            })
+        })
+    });
+    PlanForecast {
+        tokens: sum(&|p| p.tokens),
+        cost,
+        secs: Range {
+            low: packets.iter().map(|p| p.secs.low).fold(0.0, f64::max),
+            high: packets.iter().map(|p| p.secs.high).sum(),
+        },
+        packets,
+    }
+}
+
+/// Returns `n` tokens as people read them: `950`, `12.3k`, `1.2M`.
+fn tokens_text(n: f64) -> String {
+    if n < 1_000.0 {
+        format!("{n:.0}")
+    } else if n < 1_000_000.0 {
+        format!("{:.1}k", n / 1_000.0)
+    } else {
+        format!("{:.1}M", n / 1_000_000.0)
+    }
+}
+
+/// Returns a duration in seconds as people read it: `45 s`, `12 min`, `1.5 h`.
+fn secs_text(s: f64) -> String {
+    if s < 90.0 {
+        format!("{s:.0} s")
+    } else if s < 5_400.0 {
+        format!("{:.0} min", s / 60.0)
+    } else {
+        format!("{:.1} h", s / 3_600.0)
+    }
+}
+
+/// Returns tokens, cost and time ranges in one line.
+fn ranges_text(tokens: Range, cost: Option<Range>, secs: Range) -> String {
+    let cost = match cost {
+        Some(c) => format!("cost {:.4}–{:.4}", c.low, c.high),
+        None => "cost unknown (no [prices] entry for the model)".to_string(),
+    };
+    format!(
+        "{}–{} tokens, {cost}, {}–{}",
+        tokens_text(tokens.low),
+        tokens_text(tokens.high),
+        secs_text(secs.low),
+        secs_text(secs.high)
+    )
+}
+
+impl PacketForecast {
+    /// Returns the forecast in one line, saying what it is based on.
+    pub fn text(&self) -> String {
+        let basis = match self.basis {
+            Basis::History { packets: 1 } => "from 1 earlier packet".to_string(),
+            Basis::History { packets } => format!("from {packets} earlier packets"),
+            Basis::Defaults => "no history: defaults".to_string(),
+        };
+        format!(
+            "{} ({basis})",
+            ranges_text(self.tokens, self.cost, self.secs)
+        )
+    }
+}
+
+impl PlanForecast {
+    /// Returns the plan's total forecast in one line, saying how many packets have history.
+    pub fn text(&self) -> String {
+        let known = self
+            .packets
+            .iter()
+            .filter(|p| matches!(p.basis, Basis::History { .. }))
+            .count();
+        let basis = match known {
+            0 => "no history: defaults".to_string(),
+            n if n == self.packets.len() => "every packet from history".to_string(),
+            n => format!(
+                "{n} of {} packets from history, the rest defaults",
+                self.packets.len()
+            ),
+        };
+        format!(
+            "{} ({basis}; time from all packets in parallel to one after another)",
+            ranges_text(self.tokens, self.cost, self.secs)
+        )
+    }
+
+    /// Returns the forecast of packet `id`, if the plan has it.
+    pub fn packet(&self, id: &str) -> Option<&PacketForecast> {
+        self.packets.iter().find(|p| p.packet == id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn packet(id: &str, role: &str, files: usize) -> Packet {
+        let mut p = Plan::from_toml_str(
+            "objective = \"o\"\n[[packet]]\nid = \"x\"\ntitle = \"t\"\ndescription = \"d\"\nfiles = [\"a\"]\n",
+            "plan.toml",
+        )
+        .unwrap()
+        .packets
+        .remove(0);
+        p.id = id.into();
+        p.role = role.into();
+        p.files = (0..files).map(|i| format!("f{i}.py")).collect();
+        p
+    }
+
+    fn sample(role: &str, model: &str, size: usize, tokens: u64, cost: f64, secs: f64) -> Sample {
+        Sample {
+            role: role.into(),
+            model: Some(model.into()),
+            size,
+            tokens,
+            cost: Some(cost),
+            secs: Some(secs),
+        }
+    }
+
+    #[test]
+    fn comparable_packets_give_their_scaled_range_widened() {
+        let samples = [
+            sample("coder", "m", 1, 10_000, 0.10, 100.0),
+            sample("coder", "m", 2, 40_000, 0.20, 400.0),
+            sample("coder", "other", 1, 1_000_000, 9.0, 9_000.0),
+            sample("tester", "m", 1, 1_000_000, 9.0, 9_000.0),
+        ];
+        let f = estimate(&packet("p", "coder", 2), Some("m"), None, &samples);
+        assert_eq!(f.basis, Basis::History { packets: 2 });
+        // Scaled to size 2: 20k and 40k tokens, 0.2 and 0.2 cost, 200 s and 400 s.
+        assert_eq!(
+            f.tokens,
+            Range {
+                low: 15_000.0,
+                high: 60_000.0
+            }
+        );
+        let cost = f.cost.unwrap();
+        assert!((cost.low - 0.15).abs() < 1e-9 && (cost.high - 0.3).abs() < 1e-9);
+        assert_eq!(
+            f.secs,
+            Range {
+                low: 150.0,
+                high: 600.0
+            }
+        );
+        assert_eq!(
+            f.text(),
+            "15.0k–60.0k tokens, cost 0.1500–0.3000, 2 min–10 min (from 2 earlier packets)"
+        );
+        // A label with its provider names the same model.
+        let labelled = estimate(&packet("p", "coder", 2), Some("openai:m"), None, &samples);
+        assert_eq!(labelled.basis, Basis::History { packets: 2 });
+        // An unknown model compares with every packet of the role.
+        let any = estimate(&packet("p", "coder", 1), None, None, &samples);
+        assert_eq!(any.basis, Basis::History { packets: 3 });
+    }
+
+    #[test]
+    fn without_history_the_wide_defaults_are_priced_when_the_model_has_a_price() {
+        let price = Price {
+            input_per_mtok: 1.0,
+            output_per_mtok: 10.0,
+        };
+        let f = estimate(&packet("p", "", 1), Some("m"), Some(price), &[]);
+        assert_eq!((f.basis, f.role.as_str()), (Basis::Defaults, "coder"));
+        assert_eq!(
+            f.tokens,
+            Range {
+                low: DEFAULT_TOKENS.0,
+                high: DEFAULT_TOKENS.1
+            }
+        );
+        // 90% input at 1.0, 10% output at 10.0 per million tokens: 1.9 per million.
+        let cost = f.cost.unwrap();
+        assert!((cost.low - 0.038).abs() < 1e-9 && (cost.high - 0.76).abs() < 1e-9);
+        assert!(f.text().ends_with("(no history: defaults)"), "{}", f.text());
+        let unpriced = estimate(&packet("p", "coder", 1), Some("m"), None, &[]);
+        assert!(
+            unpriced.text().contains("cost unknown"),
+            "{}",
+            unpriced.text()
+        );
+    }
+
+    #[test]
+    fn the_plan_total_adds_packets_and_spans_parallel_to_serial_time() {
+        let plan = Plan::new("o", vec![packet("a", "coder", 1), packet("b", "tester", 1)]);
+        let samples = [sample("coder", "m", 1, 10_000, 0.1, 100.0)];
+        let model_of = |_: &str| Some("m".to_string());
+        let f = forecast(&plan, &samples, &model_of, &|_| None);
+        assert_eq!(f.packets[0].basis, Basis::History { packets: 1 });
+        assert_eq!(f.packets[1].basis, Basis::Defaults);
+        assert_eq!(f.tokens.low, 7_500.0 + DEFAULT_TOKENS.0);
+        assert_eq!(f.tokens.high, 15_000.0 + DEFAULT_TOKENS.1);
+        // The defaulted packet has no price: the total cost is unknown.
+        assert_eq!(f.cost, None);
+        assert_eq!(f.secs.low, DEFAULT_SECS.0.max(75.0));
+        assert_eq!(f.secs.high, 150.0 + DEFAULT_SECS.1);
+        assert!(
+            f.text().contains("1 of 2 packets from history"),
+            "{}",
+            f.text()
+        );
+        assert!(f.packet("b").is_some() && f.packet("c").is_none());
+    }
+}
