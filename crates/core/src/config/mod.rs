@@ -103,6 +103,7 @@ pub struct RepoConfig {
     pub eval: EvalConfig,
     #[serde(default)]
     pub land: LandConfig,
+    #[serde(default)]
     pub budget: BudgetConfig,
 }
 
