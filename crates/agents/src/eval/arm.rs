@@ -137,8 +137,16 @@ mod tests {
             parse("a=cmd: "),
             Err(ArmError::EmptyCommand { .. })
         ));
+        assert_eq!(
+            parse("a=agent:coder").unwrap().kind,
+            ArmKind::Agent("coder".into())
+        );
         assert!(matches!(
-            parse("a=agent:coder"),
+            parse("a=agent:co der"),
+            Err(ArmError::BadRole { .. })
+        ));
+        assert!(matches!(
+            parse("a=cli:claude"),
             Err(ArmError::Unsupported { .. })
         ));
         assert!(matches!(
