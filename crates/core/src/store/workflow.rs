@@ -55,18 +55,7 @@ impl Store {
         kind: &str,
         event: &E,
     ) -> Result<i64, StoreError> {
-        let payload = serde_json::to_string(event).map_err(|e| StoreError::Corrupt {
-            path: self.path.clone(),
-            what: e.to_string(),
-        })?;
-        self.conn
-            .execute(
-                "INSERT INTO events (run_id, packet_id, ts_ms, type, payload, journal)
-                 VALUES (?1, NULL, ?2, ?3, ?4, 'workflow')",
-                params![run, now_ms(), kind, payload],
-            )
-            .map_err(|e| self.err(e))?;
-        Ok(self.conn.last_insert_rowid())
+        self.append_journal_event("workflow", run, kind, event)
     }
 
     /// Returns every workflow event of `run`, oldest first.
@@ -74,11 +63,49 @@ impl Store {
         &self,
         run: &str,
     ) -> Result<Vec<WorkflowEntry<E>>, StoreError> {
+        self.journal_events("workflow", run, "entry")
+    }
+
+    /// Returns the ids of runs that have workflow events, newest first.
+    pub fn workflow_runs(&self) -> Result<Vec<String>, StoreError> {
+        self.journal_ids("workflow")
+    }
+
+    /// Appends `event` (tagged `kind`) to `id`'s events in `journal`; returns its sequence
+    /// number.
+    pub(crate) fn append_journal_event<E: Serialize>(
+        &self,
+        journal: &str,
+        id: &str,
+        kind: &str,
+        event: &E,
+    ) -> Result<i64, StoreError> {
+        let payload = serde_json::to_string(event).map_err(|e| StoreError::Corrupt {
+            path: self.path.clone(),
+            what: e.to_string(),
+        })?;
+        self.conn
+            .execute(
+                "INSERT INTO events (run_id, packet_id, ts_ms, type, payload, journal)
+                 VALUES (?1, NULL, ?2, ?3, ?4, ?5)",
+                params![id, now_ms(), kind, payload, journal],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    /// Returns every event of `id` in `journal`, oldest first (`what` names an unreadable one).
+    pub(crate) fn journal_events<E: DeserializeOwned>(
+        &self,
+        journal: &str,
+        id: &str,
+        what: &str,
+    ) -> Result<Vec<WorkflowEntry<E>>, StoreError> {
         let rows = self.payload_rows(
             "SELECT seq, ts_ms, payload FROM events
-             WHERE run_id = ?1 AND journal = 'workflow' ORDER BY seq",
-            [run],
-            "entry",
+             WHERE run_id = ?1 AND journal = ?2 ORDER BY seq",
+            [id, journal],
+            what,
         )?;
         Ok(rows
             .into_iter()
@@ -86,16 +113,16 @@ impl Store {
             .collect())
     }
 
-    /// Returns the ids of runs that have workflow events, newest first.
-    pub fn workflow_runs(&self) -> Result<Vec<String>, StoreError> {
+    /// Returns the ids with events in `journal`, newest first.
+    pub(crate) fn journal_ids(&self, journal: &str) -> Result<Vec<String>, StoreError> {
         let mut stmt = self
             .conn
             .prepare(
-                "SELECT run_id, MAX(seq) m FROM events WHERE journal = 'workflow'
+                "SELECT run_id, MAX(seq) m FROM events WHERE journal = ?1
                  GROUP BY run_id ORDER BY m DESC",
             )
             .map_err(|e| self.err(e))?;
-        stmt.query_map([], |r| r.get::<_, String>(0))
+        stmt.query_map([journal], |r| r.get::<_, String>(0))
             .map_err(|e| self.err(e))?
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| self.err(e))
