@@ -94,6 +94,7 @@ pub fn cmd_agent(cwd: &Path, args: &AgentArgs) -> Result<(), CommandError> {
         acceptance: Vec::new(),
         risks: Vec::new(),
         may_be_empty: false,
+        attempts: None,
     };
     let plan = Plan::new(args.task.clone(), vec![packet]);
     let text = toml::to_string(&plan).map_err(CommandError::internal)?;

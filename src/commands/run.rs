@@ -33,6 +33,12 @@ pub struct RunArgs {
     /// (`[roles.<role>] agent = …` chooses one per role). Kept with the run.
     #[arg(long, value_name = "NAME", conflicts_with = "worker_cmd")]
     agent: Option<String>,
+    /// Works every packet with N candidates (1 to 8), each in its own worktree and branch;
+    /// the one that passes its validation with the smallest change becomes the packet's work
+    /// (overrides the plan's `attempts`). A worker command sees its candidate's number in
+    /// ORCHESTRA_CANDIDATE.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=8))]
+    best_of: Option<u32>,
     /// Most packets running at once (default: the plan's max_parallel, else 4).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     max_parallel: Option<u16>,
@@ -86,7 +92,7 @@ pub fn cmd_run(cwd: &Path, args: &RunArgs) -> Result<(), CommandError> {
         )
     })?;
     let display = args.plan.display().to_string();
-    let plan = plan::Plan::from_toml_str(&text, &display).map_err(CommandError::user)?;
+    let mut plan = plan::Plan::from_toml_str(&text, &display).map_err(CommandError::user)?;
     if let Err(issues) = plan::validate(&plan, &repo.toplevel) {
         let list: Vec<String> = issues.iter().map(|i| i.to_string()).collect();
         return Err(CommandError::user(format!(
@@ -99,6 +105,7 @@ pub fn cmd_run(cwd: &Path, args: &RunArgs) -> Result<(), CommandError> {
             "`git orchestra plan check {display}` shows them with the schedule"
         )));
     }
+    let text = best_of(&mut plan, text, args.best_of)?;
     let base = repo.resolve_base(plan.base.as_deref())?;
     check_target(&repo, args)?;
     let run_id = names::run_id(&plan.objective, &base);
@@ -182,6 +189,21 @@ pub fn cmd_run(cwd: &Path, args: &RunArgs) -> Result<(), CommandError> {
         return driven;
     }
     afterwards(&repo, &prepared.run.id, args, &config, driven)
+}
+
+/// Gives every packet of `plan` `n` candidates when `--best-of N` asks for it, and returns the
+/// plan text the run keeps: `text` as written, or the plan written out again with its
+/// `attempts` so that a resumed run keeps them.
+fn best_of(plan: &mut plan::Plan, text: String, n: Option<u32>) -> Result<String, CommandError> {
+    let Some(n) = n else {
+        return Ok(text);
+    };
+    for packet in &mut plan.packets {
+        packet.attempts = Some(n);
+    }
+    toml::to_string(&*plan).map_err(|e| {
+        CommandError::internal(format!("cannot write the plan with --best-of {n}: {e}"))
+    })
 }
 
 /// Checks, before anything starts, the roles our own agents would work (those without an
