@@ -83,6 +83,32 @@ fn only_candidate_2_of_3_passes_validation_so_it_wins_and_the_dependent_builds_o
         chosen[0].1
     );
 
+    // `status` and `status --json` show the candidates and why the winner won.
+    let v = status_json(&repo.path);
+    let shown = &v["candidates"][0];
+    assert_eq!(shown["packet"], "p1", "{v:#}");
+    assert_eq!(shown["winner"], 2, "{v:#}");
+    let each = shown["candidates"].as_array().unwrap();
+    assert_eq!(each.len(), 3, "{v:#}");
+    let passed: Vec<bool> = each
+        .iter()
+        .map(|c| c["passed"].as_bool().unwrap())
+        .collect();
+    assert_eq!(passed, [false, true, false]);
+    assert!(
+        shown["reasons"]
+            .as_str()
+            .unwrap()
+            .contains("the only one that did")
+    );
+    let status = text(&orchestra(&repo.path, &["status"]));
+    assert!(status.contains("p1: candidate 2 of 3 won"), "{status}");
+    assert!(
+        status.contains("c1: validation `grep -qx 2 out.txt` failed"),
+        "{status}"
+    );
+    assert!(status.contains("c2: passed, 1 changed lines"), "{status}");
+
     // `gc` removes the kept candidates with the run's other refs.
     let gc = orchestra(&repo.path, &["gc"]);
     assert!(gc.status.success(), "{}", text(&gc));
