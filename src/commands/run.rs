@@ -106,6 +106,7 @@ pub fn cmd_run(cwd: &Path, args: &RunArgs) -> Result<(), CommandError> {
         )));
     }
     let text = best_of(&mut plan, text, args.best_of)?;
+    let text = cap_candidates(&repo, &config, &mut plan, text, args)?;
     let base = repo.resolve_base(plan.base.as_deref())?;
     check_target(&repo, args)?;
     let run_id = names::run_id(&plan.objective, &base);
@@ -204,6 +205,56 @@ fn best_of(plan: &mut plan::Plan, text: String, n: Option<u32>) -> Result<String
     toml::to_string(&*plan).map_err(|e| {
         CommandError::internal(format!("cannot write the plan with --best-of {n}: {e}"))
     })
+}
+
+/// Caps each best-of-N packet's candidates to what `[best_of]`'s per-packet budget allows by
+/// the packet's forecast, saying so for each packet it caps; returns the plan text the run
+/// keeps (written out again when a packet was capped).
+fn cap_candidates(
+    repo: &RepoInfo,
+    config: &git_orchestra::config::RepoConfig,
+    plan: &mut plan::Plan,
+    text: String,
+    args: &RunArgs,
+) -> Result<String, CommandError> {
+    let budget = config.best_of;
+    if !budget.caps() || plan.packets.iter().all(|p| p.candidates() < 2) {
+        return Ok(text);
+    }
+    // A worker command or an agent CLI names no model we know: forecast by role.
+    let roles = git_orchestra::agent::Roles::load_with_trust(&repo.toplevel, config.trusted).ok();
+    let by_cli = args.worker_cmd.is_some() || args.agent.is_some();
+    let Some(forecast) =
+        git_orchestra::orchestrator::plan_forecast(&repo.common_dir, plan, config, &|role| {
+            let roles = roles.as_ref().filter(|_| !by_cli)?;
+            git_orchestra::orchestrator::models::model_label(config, roles, role)
+        })
+    else {
+        return Ok(text);
+    };
+    let mut capped = false;
+    for packet in &mut plan.packets {
+        let wanted = packet.candidates();
+        let Some(f) = forecast.packet(&packet.id).filter(|_| wanted > 1) else {
+            continue;
+        };
+        let (n, why) = git_orchestra::forecast::affordable_candidates(
+            f,
+            wanted,
+            budget.packet_tokens,
+            budget.packet_cost,
+        );
+        if let Some(why) = why {
+            eprintln!("note: packet `{}`: {why}", packet.id);
+            packet.attempts = Some(n);
+            capped = true;
+        }
+    }
+    if !capped {
+        return Ok(text);
+    }
+    toml::to_string(&*plan)
+        .map_err(|e| CommandError::internal(format!("cannot write the capped plan: {e}")))
 }
 
 /// Checks, before anything starts, the roles our own agents would work (those without an

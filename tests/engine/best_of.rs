@@ -262,3 +262,30 @@ fn a_crash_after_any_event_of_the_candidates_resumes_without_running_ended_ones_
         }
     }
 }
+
+#[test]
+fn the_per_packet_budget_caps_the_candidates_and_says_why() {
+    let repo = TestRepo::new();
+    // Without history a candidate is forecast at up to 400k tokens: 900k fit two of three.
+    repo.write(
+        ".orchestra/config.toml",
+        "[best_of]\npacket_tokens = 900000\n",
+    );
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-qm", "config"]);
+    let plan = best_of_plan(&repo, "attempts = 3\n");
+    let worker =
+        r#"if [ "$ORCHESTRA_PACKET" = p1 ]; then echo 2 > out.txt; else cp out.txt copy.txt; fi"#;
+    let out = repo.run_plan(&plan, worker, &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    let said = text(&out);
+    assert!(
+        said.contains("packet `p1`: best of 3 capped to 2: each candidate is forecast to use up to 400.0k tokens and [best_of] packet_tokens is 900.0k"),
+        "{said}"
+    );
+    let run = run_id(&repo.path);
+    assert_eq!(
+        refs(&repo, &format!("refs/orchestra/candidates/{run}/p1/")).len(),
+        2
+    );
+}
