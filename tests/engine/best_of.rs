@@ -83,6 +83,15 @@ fn only_candidate_2_of_3_passes_validation_so_it_wins_and_the_dependent_builds_o
         chosen[0].1
     );
 
+    // The verdicts on the winner keep why it was chosen.
+    let note = repo.git(&[
+        "notes",
+        "--ref=refs/notes/orchestra/review",
+        "show",
+        &format!("orchestra/{run}/p1"),
+    ]);
+    assert!(note.contains("candidate 2 of 3 chosen"), "{note}");
+
     // `status` and `status --json` show the candidates and why the winner won.
     let v = status_json(&repo.path);
     let shown = &v["candidates"][0];

@@ -193,6 +193,7 @@ mod tests {
             }],
             packet: None,
             timestamp: "2026-01-01T00:00:00Z".into(),
+            notes: Vec::new(),
         };
         let body = render_body(&PrContext {
             run: "r-1",

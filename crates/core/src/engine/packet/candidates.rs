@@ -145,6 +145,29 @@ impl Step<'_, '_> {
         Ok(commit_id)
     }
 
+    /// Returns why this attempt's candidate was chosen, when the packet is a best-of-N one:
+    /// the note its verdicts keep.
+    pub(super) fn chosen_candidate(&self) -> Option<String> {
+        if self.packet.candidates() < 2 {
+            return None;
+        }
+        let (id, attempt) = (&self.packet.id, self.rec.attempt);
+        let entries = self
+            .ctx
+            .journal
+            .read(|store, run| store.events_of_kind(run, EventKind::CandidateChosen))
+            .ok()?;
+        entries.into_iter().rev().find_map(|e| match e.event {
+            Event::CandidateChosen {
+                packet,
+                attempt: a,
+                reasons,
+                ..
+            } if &packet == id && a == attempt => Some(reasons),
+            _ => None,
+        })
+    }
+
     /// Returns the candidates of this packet's attempt that ended before (a resumed packet's).
     fn ended_candidates(&self) -> Result<Vec<Candidate>, Halt> {
         let (id, attempt) = (&self.packet.id, self.rec.attempt);
