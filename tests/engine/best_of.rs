@@ -116,7 +116,7 @@ fn only_candidate_2_of_3_passes_validation_so_it_wins_and_the_dependent_builds_o
         status.contains("c1: validation `grep -qx 2 out.txt` failed"),
         "{status}"
     );
-    assert!(status.contains("c2: passed, 1 changed lines"), "{status}");
+    assert!(status.contains("c2: passed, 1 changed line\n"), "{status}");
 
     // `gc` removes the kept candidates with the run's other refs.
     let gc = orchestra(&repo.path, &["gc"]);

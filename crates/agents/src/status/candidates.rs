@@ -116,7 +116,11 @@ pub fn lines(packets: &[PacketCandidates]) -> Vec<String> {
         });
         for c in &p.candidates {
             let what = if c.passed {
-                format!("passed, {} changed lines", c.changed_lines)
+                format!(
+                    "passed, {} changed line{}",
+                    c.changed_lines,
+                    if c.changed_lines == 1 { "" } else { "s" }
+                )
             } else {
                 c.reason.lines().next().unwrap_or("failed").to_string()
             };
