@@ -129,3 +129,55 @@ pub fn lines(packets: &[PacketCandidates]) -> Vec<String> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn result(candidate: u32, passed: bool) -> CandidateResult {
+        CandidateResult {
+            candidate,
+            commit: None,
+            passed,
+            changed_lines: 1,
+            reason: if passed {
+                String::new()
+            } else {
+                "validation `x` failed\nlog".into()
+            },
+        }
+    }
+
+    #[test]
+    fn a_packet_worked_again_keeps_only_its_latest_attempts_candidates() {
+        let mut out = Vec::new();
+        of_attempt(&mut out, "p1", 1)
+            .candidates
+            .push(result(1, false));
+        of_attempt(&mut out, "p1", 2)
+            .candidates
+            .push(result(1, true));
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].attempt, 2);
+        assert_eq!(out[0].candidates, [result(1, true)]);
+    }
+
+    #[test]
+    fn the_lines_name_the_winner_and_each_candidates_first_line() {
+        let packet = PacketCandidates {
+            packet: "p1".into(),
+            attempt: 1,
+            candidates: vec![result(1, false), result(2, true)],
+            winner: Some(2),
+            reasons: None,
+        };
+        assert_eq!(
+            lines(&[packet]),
+            [
+                "p1: candidate 2 of 2 won",
+                "  c1: validation `x` failed",
+                "  c2: passed, 1 changed line"
+            ]
+        );
+    }
+}
