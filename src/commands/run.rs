@@ -112,6 +112,7 @@ pub fn cmd_run(cwd: &Path, args: &RunArgs) -> Result<(), CommandError> {
     let run_id = names::run_id(&plan.objective, &base);
     let existing = Run::existing(&repo, &run_id).map_err(super::lifecycle_error)?;
     let executor = super::executor::choose(&repo, &config, args.executor, existing.as_ref())?;
+    local_candidates(&plan, executor)?;
     check_agents(&repo, &config, &plan, args, existing.as_ref())?;
     if repo.is_dirty()? {
         eprintln!(
@@ -205,6 +206,27 @@ fn best_of(plan: &mut plan::Plan, text: String, n: Option<u32>) -> Result<String
     toml::to_string(&*plan).map_err(|e| {
         CommandError::internal(format!("cannot write the plan with --best-of {n}: {e}"))
     })
+}
+
+/// Refuses a plan whose packets have several candidates when they would run elsewhere: only
+/// the local executor works a packet with candidates.
+fn local_candidates(
+    plan: &plan::Plan,
+    executor: git_orchestra::config::ExecutorKind,
+) -> Result<(), CommandError> {
+    if executor == git_orchestra::config::ExecutorKind::Local {
+        return Ok(());
+    }
+    let Some(packet) = plan.packets.iter().find(|p| p.candidates() > 1) else {
+        return Ok(());
+    };
+    Err(CommandError::user(format!(
+        "packet `{}` asks for {} candidates, but candidates run only on the local executor, not {}",
+        packet.id,
+        packet.candidates(),
+        executor.as_str()
+    ))
+    .hint("run it with --executor local, or drop `attempts` and --best-of to run it elsewhere"))
 }
 
 /// Caps each best-of-N packet's candidates to what `[best_of]`'s per-packet budget allows by

@@ -298,3 +298,26 @@ fn the_per_packet_budget_caps_the_candidates_and_says_why() {
         2
     );
 }
+
+#[test]
+fn candidates_on_another_executor_are_refused_before_anything_changes() {
+    let repo = TestRepo::new();
+    repo.write(
+        ".orchestra/config.toml",
+        "[executor.ssh]\nhosts = [\"h1\"]\n",
+    );
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-qm", "config"]);
+    repo.trust();
+    let plan = best_of_plan(&repo, "attempts = 3\n");
+    let before = refs(&repo, "refs/");
+    let out = repo.run_plan(&plan, WORKER, &["--executor", "ssh"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let said = text(&out);
+    assert!(
+        said.contains("packet `p1` asks for 3 candidates, but candidates run only on the local executor, not ssh"),
+        "{said}"
+    );
+    assert!(said.contains("--executor local"), "{said}");
+    assert_eq!(refs(&repo, "refs/"), before);
+}
