@@ -321,3 +321,58 @@ fn candidates_on_another_executor_are_refused_before_anything_changes() {
     assert!(said.contains("--executor local"), "{said}");
     assert_eq!(refs(&repo, "refs/"), before);
 }
+
+#[test]
+fn kill_9_while_a_candidate_works_then_resume_stops_it_and_runs_it_again_cleanly() {
+    use std::time::{Duration, Instant};
+    let repo = TestRepo::new();
+    repo.scratch_writable();
+    let plan = best_of_plan(&repo, "attempts = 3\n");
+    let root = repo.scratch().join("wt");
+    let marker = repo.scratch().join("hung");
+    let alive = repo.scratch().join("alive");
+    // Candidate 2 hangs the first time, half done, and would write `alive` if it ever woke.
+    let worker = format!(
+        "if [ \"$ORCHESTRA_CANDIDATE\" = 2 ] && [ ! -f {m} ]; then echo half > out.txt; touch {m}; sleep 5; touch {a}; exit 1; fi; {WORKER}",
+        m = marker.display(),
+        a = alive.display()
+    );
+    let mut child = orchestra_command(
+        &repo.path,
+        &[
+            "run",
+            plan.to_str().unwrap(),
+            "--worker-cmd",
+            &worker,
+            "--worktree-root",
+            root.to_str().unwrap(),
+        ],
+    )
+    .stderr(std::process::Stdio::null())
+    .spawn()
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !marker.exists() {
+        assert!(Instant::now() < deadline, "candidate 2 never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let resumed = orchestra(&repo.path, &["resume"]);
+    assert!(resumed.status.success(), "{}", text(&resumed));
+    let run = run_id(&repo.path);
+    assert_eq!(
+        repo.git(&["show", &format!("orchestra/{run}/p2:copy.txt")]),
+        "2"
+    );
+    let kept = format!("refs/orchestra/candidates/{run}/p1/c2");
+    assert_eq!(repo.git(&["show", &format!("{kept}:out.txt")]), "2");
+    assert_eq!(
+        repo.git(&["rev-list", "--count", &format!("{kept}^..{kept}")]),
+        "1"
+    );
+    // The killed run's candidate does not outlive it.
+    std::thread::sleep(Duration::from_secs(6));
+    assert!(!alive.exists(), "the killed run's candidate kept running");
+    assert_eq!(repo.git(&["fsck", "--no-progress"]), "");
+}

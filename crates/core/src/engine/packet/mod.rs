@@ -158,8 +158,10 @@ impl<'s, 'a> Step<'s, 'a> {
             timeout: self.ctx.timeout,
             confine,
         };
+        // Under the packet's own id even for a candidate: a resume stops the process group
+        // its record names (it checks the group is this packet's) before anything runs again.
         let mut on_spawn = |pgid: i32| {
-            let _ = self.record(Event::WorkerSpawned {
+            self.ctx.journal.record_or_keep(Event::WorkerSpawned {
                 packet: self.packet.id.clone(),
                 pgid,
             });
