@@ -150,7 +150,7 @@ fn a_failing_packet_is_bisected_out_without_evicting_others() {
     assert_eq!(
         repo.git(&["worktree", "list"])
             .lines()
-            .filter(|l| l.contains("orchestra/scratch"))
+            .filter(|l| l.contains("/.scratch/"))
             .count(),
         0
     );

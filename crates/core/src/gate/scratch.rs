@@ -1,8 +1,9 @@
 //! Throwaway detached worktrees for running validation commands on a commit that is not (yet)
 //! any branch's tip: a reviewed range's tip, or a merge candidate.
 //!
-//! They live under `<common-git-dir>/orchestra/scratch/`, never in the user's working tree,
-//! and are removed (with `git worktree remove --force`, since they only ever hold a checkout
+//! They live beside the repository (`<repo-parent>/.orchestra/<repo-name>/.scratch/`, see
+//! [`orchestra_sys::exec::outside_dir`]), never in the user's working tree nor under its
+//! `.git`, so a tool walking up from one never reads the user's files; they are removed (with `git worktree remove --force`, since they only ever hold a checkout
 //! and build output) when the value is dropped.
 
 use std::path::{Path, PathBuf};
@@ -28,9 +29,7 @@ impl ScratchWorktree {
             orchestra_sys::names::sanitize(label, 40),
             std::process::id()
         );
-        let path = orchestra_sys::exec::state_dir(&repo.common_dir)
-            .join("scratch")
-            .join(name);
+        let path = orchestra_sys::exec::outside_dir(&repo.common_dir, ".scratch").join(name);
         if let Some(parent) = path.parent() {
             fs_err::create_dir_all(parent).map_err(|e| GateError::Scratch {
                 path: path.clone(),
