@@ -17,6 +17,9 @@ use orchestra_git::git::{Git, RepoInfo};
 pub struct ScratchWorktree {
     repo: Git,
     path: PathBuf,
+    /// The state directory's `tmp`, where the sandbox gives the commands run in this checkout a
+    /// private temporary directory named after it.
+    private_tmp: PathBuf,
 }
 
 impl ScratchWorktree {
@@ -43,7 +46,11 @@ impl ScratchWorktree {
                 path: path.clone(),
                 message: e.to_string(),
             })?;
-        Ok(ScratchWorktree { repo: git, path })
+        Ok(ScratchWorktree {
+            repo: git,
+            path,
+            private_tmp: orchestra_sys::exec::state_dir(&repo.common_dir).join("tmp"),
+        })
     }
 
     /// Returns the checkout's directory.
@@ -59,6 +66,29 @@ impl Drop for ScratchWorktree {
             // The registration may be half-made; remove the directory and prune.
             let _ = fs_err::remove_dir_all(&self.path);
             let _ = self.repo.prune_worktrees();
+        }
+        remove_private_tmp(&self.private_tmp, &self.path);
+    }
+}
+
+/// Removes the private temporary directories the sandbox made for the commands run in the
+/// checkout `path` (`<tmp>/<name>-<hash>`, the name cut at 40 characters): a scratch checkout
+/// leaves nothing behind. Scratch names end in the process id and a counter, so `<name>-` names
+/// only this checkout's.
+fn remove_private_tmp(tmp: &Path, path: &Path) {
+    let Some(name) = path.file_name() else {
+        return;
+    };
+    let prefix = format!(
+        "{}-",
+        name.to_string_lossy().chars().take(40).collect::<String>()
+    );
+    let Ok(entries) = fs_err::read_dir(tmp) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        if entry.file_name().to_string_lossy().starts_with(&prefix) {
+            let _ = fs_err::remove_dir_all(entry.path());
         }
     }
 }
