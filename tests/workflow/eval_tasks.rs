@@ -131,6 +131,15 @@ fn history_yields_one_valid_task_and_each_invalid_kind_with_the_repository_uncha
     assert!(line("Test multiplication by zero").contains("invalid: no source change"));
     assert!(line("Comment the calculator").contains("invalid: tests pass before"));
     assert!(line("Add subtraction").contains("invalid: tests fail after"));
+    // Only the three that change source and tests are checked, each announced.
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("5 commits, 3 of them change source and test files"),
+        "{err}"
+    );
+    for n in 1..=3 {
+        assert!(err.contains(&format!("[{n}/3] checking ")), "{err}");
+    }
     assert!(
         stdout.contains(
             "5 candidates: 1 valid, 1 no test change, 1 no source change, 1 tests pass before, 1 tests fail after"
