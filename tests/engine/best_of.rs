@@ -376,3 +376,22 @@ fn kill_9_while_a_candidate_works_then_resume_stops_it_and_runs_it_again_cleanly
     assert!(!alive.exists(), "the killed run's candidate kept running");
     assert_eq!(repo.git(&["fsck", "--no-progress"]), "");
 }
+
+#[test]
+fn a_retried_best_of_packets_candidates_get_the_retry_note() {
+    let repo = TestRepo::new();
+    let body = format!(
+        "objective = \"Retry with a note\"\n\n{}",
+        packet("p1", "\"out.txt\"", "", "\"grep -q nine out.txt\"")
+    );
+    let plan = repo.write_plan("plan.toml", &body);
+    // Each candidate writes what the retry note says, when it is given one.
+    let worker = r#"if [ -n "$ORCHESTRA_FIXES_FILE" ]; then cat "$ORCHESTRA_FIXES_FILE" > out.txt; else echo "$ORCHESTRA_CANDIDATE" > out.txt; fi"#;
+    let out = repo.run_plan(&plan, worker, &["--best-of", "2"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let out = orchestra(&repo.path, &["retry", "--note", "write nine"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let run = run_id(&repo.path);
+    let got = repo.git(&["show", &format!("orchestra/{run}/p1:out.txt")]);
+    assert!(got.contains("write nine"), "{got}");
+}

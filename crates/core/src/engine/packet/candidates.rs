@@ -234,7 +234,8 @@ impl Step<'_, '_> {
             reason: String::new(),
         };
         step.ensure_ready(true)?;
-        let worked = match step.work(None) {
+        // A retried packet's candidates get the note the retry left, as its worker would.
+        let worked = match step.first_work() {
             Err(Halt::Fail(reason)) => Err(reason),
             Err(other) => return Err(other),
             Ok(()) => Ok(()),
