@@ -45,6 +45,10 @@ pub struct AgentArgs {
     /// qwen, or one described as [agents.cli.<name>] in .orchestra/config.toml.
     #[arg(long, value_name = "NAME")]
     agent: Option<String>,
+    /// Works the task with N candidates (1 to 8), each in its own worktree and branch; the one
+    /// that passes the --validate commands with the smallest change becomes the run's work.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=8))]
+    best_of: Option<u32>,
 }
 
 /// Builds a one-packet plan for the task and drives it with our agent.
@@ -94,6 +98,7 @@ pub fn cmd_agent(cwd: &Path, args: &AgentArgs) -> Result<(), CommandError> {
         acceptance: Vec::new(),
         risks: Vec::new(),
         may_be_empty: false,
+        attempts: args.best_of,
     };
     let plan = Plan::new(args.task.clone(), vec![packet]);
     let text = toml::to_string(&plan).map_err(CommandError::internal)?;

@@ -33,6 +33,12 @@ pub struct RunArgs {
     /// (`[roles.<role>] agent = …` chooses one per role). Kept with the run.
     #[arg(long, value_name = "NAME", conflicts_with = "worker_cmd")]
     agent: Option<String>,
+    /// Works every packet with N candidates (1 to 8), each in its own worktree and branch;
+    /// the one that passes its validation with the smallest change becomes the packet's work
+    /// (overrides the plan's `attempts`). A worker command sees its candidate's number in
+    /// ORCHESTRA_CANDIDATE.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=8))]
+    best_of: Option<u32>,
     /// Most packets running at once (default: the plan's max_parallel, else 4).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     max_parallel: Option<u16>,
@@ -86,7 +92,7 @@ pub fn cmd_run(cwd: &Path, args: &RunArgs) -> Result<(), CommandError> {
         )
     })?;
     let display = args.plan.display().to_string();
-    let plan = plan::Plan::from_toml_str(&text, &display).map_err(CommandError::user)?;
+    let mut plan = plan::Plan::from_toml_str(&text, &display).map_err(CommandError::user)?;
     if let Err(issues) = plan::validate(&plan, &repo.toplevel) {
         let list: Vec<String> = issues.iter().map(|i| i.to_string()).collect();
         return Err(CommandError::user(format!(
@@ -99,11 +105,14 @@ pub fn cmd_run(cwd: &Path, args: &RunArgs) -> Result<(), CommandError> {
             "`git orchestra plan check {display}` shows them with the schedule"
         )));
     }
+    let text = best_of(&mut plan, text, args.best_of)?;
+    let text = cap_candidates(&repo, &config, &mut plan, text, args)?;
     let base = repo.resolve_base(plan.base.as_deref())?;
     check_target(&repo, args)?;
     let run_id = names::run_id(&plan.objective, &base);
     let existing = Run::existing(&repo, &run_id).map_err(super::lifecycle_error)?;
     let executor = super::executor::choose(&repo, &config, args.executor, existing.as_ref())?;
+    local_candidates(&plan, executor)?;
     check_agents(&repo, &config, &plan, args, existing.as_ref())?;
     if repo.is_dirty()? {
         eprintln!(
@@ -182,6 +191,92 @@ pub fn cmd_run(cwd: &Path, args: &RunArgs) -> Result<(), CommandError> {
         return driven;
     }
     afterwards(&repo, &prepared.run.id, args, &config, driven)
+}
+
+/// Gives every packet of `plan` `n` candidates when `--best-of N` asks for it, and returns the
+/// plan text the run keeps: `text` as written, or the plan written out again with its
+/// `attempts` so that a resumed run keeps them.
+fn best_of(plan: &mut plan::Plan, text: String, n: Option<u32>) -> Result<String, CommandError> {
+    let Some(n) = n else {
+        return Ok(text);
+    };
+    for packet in &mut plan.packets {
+        packet.attempts = Some(n);
+    }
+    toml::to_string(&*plan).map_err(|e| {
+        CommandError::internal(format!("cannot write the plan with --best-of {n}: {e}"))
+    })
+}
+
+/// Refuses a plan whose packets have several candidates when they would run elsewhere: only
+/// the local executor works a packet with candidates.
+fn local_candidates(
+    plan: &plan::Plan,
+    executor: git_orchestra::config::ExecutorKind,
+) -> Result<(), CommandError> {
+    if executor == git_orchestra::config::ExecutorKind::Local {
+        return Ok(());
+    }
+    let Some(packet) = plan.packets.iter().find(|p| p.candidates() > 1) else {
+        return Ok(());
+    };
+    Err(CommandError::user(format!(
+        "packet `{}` asks for {} candidates, but candidates run only on the local executor, not {}",
+        packet.id,
+        packet.candidates(),
+        executor.as_str()
+    ))
+    .hint("run it with --executor local, or drop `attempts` and --best-of to run it elsewhere"))
+}
+
+/// Caps each best-of-N packet's candidates to what `[best_of]`'s per-packet budget allows by
+/// the packet's forecast, saying so for each packet it caps; returns the plan text the run
+/// keeps (written out again when a packet was capped).
+fn cap_candidates(
+    repo: &RepoInfo,
+    config: &git_orchestra::config::RepoConfig,
+    plan: &mut plan::Plan,
+    text: String,
+    args: &RunArgs,
+) -> Result<String, CommandError> {
+    let budget = config.best_of;
+    if !budget.caps() || plan.packets.iter().all(|p| p.candidates() < 2) {
+        return Ok(text);
+    }
+    // A worker command or an agent CLI names no model we know: forecast by role.
+    let roles = git_orchestra::agent::Roles::load_with_trust(&repo.toplevel, config.trusted).ok();
+    let by_cli = args.worker_cmd.is_some() || args.agent.is_some();
+    let Some(forecast) =
+        git_orchestra::orchestrator::plan_forecast(&repo.common_dir, plan, config, &|role| {
+            let roles = roles.as_ref().filter(|_| !by_cli)?;
+            git_orchestra::orchestrator::models::model_label(config, roles, role)
+        })
+    else {
+        return Ok(text);
+    };
+    let mut capped = false;
+    for packet in &mut plan.packets {
+        let wanted = packet.candidates();
+        let Some(f) = forecast.packet(&packet.id).filter(|_| wanted > 1) else {
+            continue;
+        };
+        let (n, why) = git_orchestra::forecast::affordable_candidates(
+            f,
+            wanted,
+            budget.packet_tokens,
+            budget.packet_cost,
+        );
+        if let Some(why) = why {
+            eprintln!("note: packet `{}`: {why}", packet.id);
+            packet.attempts = Some(n);
+            capped = true;
+        }
+    }
+    if !capped {
+        return Ok(text);
+    }
+    toml::to_string(&*plan)
+        .map_err(|e| CommandError::internal(format!("cannot write the capped plan: {e}")))
 }
 
 /// Checks, before anything starts, the roles our own agents would work (those without an

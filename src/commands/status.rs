@@ -181,6 +181,10 @@ fn render_status(status: &RunStatus) -> String {
         render_failure(&mut out, status.failure.as_ref());
     }
     render_hosts(&mut out, &status.hosts);
+    let candidates = git_orchestra::status::candidate_lines(&status.candidates);
+    if !candidates.is_empty() {
+        out.push_str(&format!("\ncandidates\n{}\n", candidates.join("\n")));
+    }
     render_landing(&mut out, &status.landing);
     render_agents(&mut out, &status.agents);
     render_spend(&mut out, status);

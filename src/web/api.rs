@@ -248,10 +248,11 @@ pub(super) fn packet(shared: &Shared, rest: &str, query: &str) -> Reply {
         .into_iter()
         .map(|e| json!({"ts_ms": e.ts_ms, "event": e.event}))
         .collect();
+    let candidates = opened.candidates_of(id);
     json(
         200,
         &json!({"run": run, "packet": rec, "activity": activity, "diff": diff,
-                "question": questions, "reviews": reviews}),
+                "question": questions, "reviews": reviews, "candidates": candidates}),
     )
 }
 

@@ -151,6 +151,64 @@ fn single_agent_mode_commits_the_agents_work_on_its_branch() {
 }
 
 #[test]
+fn agent_best_of_two_keeps_the_candidate_that_passes_and_counts_both_candidates_tokens() {
+    let repo = TestRepo::new();
+    let write = |id: &str, content: &str| {
+        calls(
+            id,
+            "write_file",
+            serde_json::json!({"path": "out.txt", "content": content}),
+        )
+    };
+    let done = |id: &str| {
+        calls(
+            id,
+            "complete",
+            serde_json::json!({"summary": "wrote out.txt"}),
+        )
+    };
+    let server = MockServer::start(vec![
+        write("c1", "wrong\n"),
+        done("c2"),
+        write("c3", "ok\n"),
+        done("c4"),
+        crate::agent::mock::approval(),
+    ]);
+    let env = quick_profile(&server);
+    let out = orchestra_with_env(
+        &repo.path,
+        &[
+            "agent",
+            "coder",
+            "Write ok to out.txt",
+            "--files",
+            "out.txt",
+            "--validate",
+            "grep -qx ok out.txt",
+            "--best-of",
+            "2",
+            "--json",
+        ],
+        &with(&env),
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["run"]["state"], "completed", "{v}");
+    let branch = v["packets"][0]["branch"].as_str().unwrap().to_string();
+    assert_eq!(repo.git(&["show", &format!("{branch}:out.txt")]), "ok");
+    assert_eq!(v["candidates"][0]["winner"], 2, "{v:#}");
+    // Both candidates' model calls count as the packet's.
+    let coder: u64 = v["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["role"] == "coder")
+        .map(|a| a["input_tokens"].as_u64().unwrap() + a["output_tokens"].as_u64().unwrap())
+        .sum();
+    assert_eq!(coder, 4 * 15, "{v:#}");
+}
+
+#[test]
 fn without_a_profile_nothing_starts_and_the_error_says_what_to_set() {
     let repo = TestRepo::new();
     let before = refs(&repo.path);

@@ -8,6 +8,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod actions;
+mod best_of;
 mod confine;
 mod executor;
 mod fix_rounds;

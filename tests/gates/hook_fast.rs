@@ -24,6 +24,7 @@ fn verdict(commit: &str, tree: &str, decision: Decision) -> Verdict {
         findings: vec![],
         packet: None,
         timestamp: "2026-01-01T00:00:00Z".into(),
+        notes: Vec::new(),
     }
 }
 

@@ -14,6 +14,7 @@ const PHASE_FILES: &[&str] = &[
     "worktree.rs",
     "setup.rs",
     "work.rs",
+    "candidates.rs",
     "commit.rs",
     "scope.rs",
     "validation.rs",

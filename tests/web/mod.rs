@@ -7,6 +7,7 @@
 
 mod access;
 mod agent_cli;
+mod best_of;
 mod browser;
 mod controls;
 mod failure;

@@ -9,11 +9,15 @@ use std::path::Path;
 
 use serde::Serialize;
 
+mod candidates;
 mod failure;
 
 pub use crate::orchestrator::spend::{
     ModelCall, Spend, SpendLine, SpendPoint, call_cost, lines as spend_lines, model_calls,
     points as spend_points, run_spend, spend,
+};
+pub use candidates::{
+    CandidateResult, PacketCandidates, candidates as packet_candidates, lines as candidate_lines,
 };
 pub use failure::{Failure, run_failure, start_failure};
 
@@ -133,6 +137,9 @@ pub struct RunStatus {
     /// Where each packet's pull request stood at `land`'s last look (empty when the run was
     /// never landed).
     pub landing: Vec<crate::land::PrLanding>,
+    /// The candidates of the run's best-of-N packets: what each came to and why the winner
+    /// won (empty when no packet has more than one).
+    pub candidates: Vec<PacketCandidates>,
 }
 
 /// Where a packet ran, when an executor put it on another machine.
@@ -263,11 +270,13 @@ fn run_status(
     let planning = planning_runs(common_dir, runs);
     let other_runs = runs.iter().filter(|r| r.id != run.id).cloned().collect();
     let hosts = hosts(store, &run.id)?;
+    let candidates = candidates::candidates(store, &run.id)?;
     let landing = crate::land::states(store, &run.id)?;
     let mut run = run;
     run.state = engine_state(common_dir, &run).0;
     let failure = run_failure(store, &run.id, run.state, &packets)?;
     Ok(RunStatus {
+        candidates,
         phase_totals,
         spend,
         failure,

@@ -345,6 +345,49 @@ impl PlanForecast {
     }
 }
 
+/// Returns how many of `wanted` candidates of a packet forecast as `forecast` fit in the
+/// budget `tokens` and `cost` (each when set) by the high end of the forecast — at least one —
+/// and, when that is fewer than `wanted`, why.
+pub fn affordable_candidates(
+    forecast: &PacketForecast,
+    wanted: u32,
+    tokens: Option<u64>,
+    cost: Option<f64>,
+) -> (u32, Option<String>) {
+    let fits = |budget: f64, each: f64| {
+        if each <= 0.0 {
+            wanted
+        } else {
+            ((budget / each).floor() as u32).clamp(1, wanted)
+        }
+    };
+    let mut n = wanted;
+    let mut why = None;
+    if let Some(budget) = tokens {
+        let by_tokens = fits(budget as f64, forecast.tokens.high);
+        if by_tokens < n {
+            n = by_tokens;
+            why = Some(format!(
+                "each candidate is forecast to use up to {} tokens and [best_of] packet_tokens is {}",
+                tokens_text(forecast.tokens.high),
+                tokens_text(budget as f64)
+            ));
+        }
+    }
+    if let (Some(budget), Some(each)) = (cost, forecast.cost) {
+        let by_cost = fits(budget, each.high);
+        if by_cost < n {
+            n = by_cost;
+            why = Some(format!(
+                "each candidate is forecast to cost up to {:.4} and [best_of] packet_cost is {budget:.4}",
+                each.high
+            ));
+        }
+    }
+    let why = why.map(|w| format!("best of {wanted} capped to {n}: {w}"));
+    (n, why)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -361,6 +404,21 @@ mod tests {
         p.role = role.into();
         p.files = (0..files).map(|i| format!("f{i}.py")).collect();
         p
+    }
+
+    #[test]
+    fn candidates_are_capped_to_what_the_forecast_fits_in_the_budget() {
+        let f = estimate(&packet("p", "coder", 1), None, None, &[]);
+        // Defaults: up to 400k tokens per candidate.
+        let (n, why) = affordable_candidates(&f, 3, Some(900_000), None);
+        assert_eq!(n, 2);
+        let why = why.unwrap();
+        assert!(why.contains("best of 3 capped to 2"), "{why}");
+        assert!(why.contains("400.0k tokens"), "{why}");
+        assert_eq!(affordable_candidates(&f, 3, Some(10), None).0, 1);
+        assert_eq!(affordable_candidates(&f, 3, None, None), (3, None));
+        // Without a price, a cost budget cannot judge and caps nothing.
+        assert_eq!(affordable_candidates(&f, 3, None, Some(0.01)), (3, None));
     }
 
     fn sample(role: &str, model: &str, size: usize, tokens: u64, cost: f64, secs: f64) -> Sample {

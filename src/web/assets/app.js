@@ -322,6 +322,14 @@ function activityItem(e) {
       .map(([k, v]) => `${k.replace(/_/g, " ")} ${typeof v === "object" ? JSON.stringify(v) : v}`).join(", ")}</div>`;
   }
 }
+// A best-of-N packet's candidates: each one's result, the winner marked, and why it won.
+function candidatesHtml(c) {
+  if (!c || !(c.candidates || []).length) return "";
+  const items = c.candidates.map(k => html`<li data-candidate="${k.candidate}">${k.candidate === c.winner ? html`<b>candidate ${k.candidate} (chosen)</b>` : `candidate ${k.candidate}`}:
+    ${k.passed ? `passed, ${k.changed_lines} changed lines` : html`<span class="err">${String(k.reason || "failed").split("\n")[0]}</span>`}
+    <span class="muted">${k.commit ? String(k.commit).slice(0, 12) : "no commit"}</span></li>`);
+  return html`<h2>Candidates</h2><ul class="candidates">${items}</ul>${c.reasons ? html`<p class="muted">${String(c.reasons).split("\n")[0]}</p>` : ""}`;
+}
 // How many review rounds a packet had, apart from its attempts.
 function reviewRounds(reviews) {
   const n = (reviews || []).length;
@@ -386,6 +394,7 @@ async function showPacket(run, id) {
     <h1>${p.id}: ${p.title}</h1><div class="packet-state" data-state="${p.state}">${state(p.state)}
     <span class="muted">attempt ${p.attempt} · ${reviewRounds(data.reviews)} · ${p.role} · ${p.branch} · ${p.commit ? String(p.commit).slice(0, 12) : "no commit yet"}</span></div>
     ${(data.reviews || []).length ? html`<h2>Reviews</h2><ul class="reviews">${data.reviews.map(({event: e}) => reviewHtml(e))}</ul>` : ""}
+    ${candidatesHtml(data.candidates)}
     ${data.question ? html`<div class="panel attention question"><b>The agent asks:</b> ${data.question}
       <div class="toolbar"><input type="text" class="answer-text" id="answer-text" placeholder="your answer"><button id="answer">Answer</button></div></div>` : ""}
     <h2>Activity</h2><div class="activity" id="activity">${shownActivity.s ? shownActivity : html`<span class="muted">nothing yet</span>`}</div>

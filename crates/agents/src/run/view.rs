@@ -106,6 +106,16 @@ impl Run {
             .collect()
     }
 
+    /// Returns a best-of-N packet's candidates on its latest attempt — what each came to and
+    /// why the winner won — or `None` for a packet worked by one.
+    pub fn candidates_of(&self, packet: &str) -> Option<status::PacketCandidates> {
+        let store = Store::open_existing(self.common()).ok().flatten()?;
+        status::packet_candidates(&store, &self.id)
+            .ok()?
+            .into_iter()
+            .find(|c| c.packet == packet)
+    }
+
     /// Returns when each packet of the run started, oldest first (a packet that started again
     /// appears again).
     pub fn packet_starts(&self) -> Vec<(String, i64)> {

@@ -19,6 +19,7 @@ pub use orchestra_nav::lsp::config::{LspConfig, LspMode, LspServerConfig};
 pub mod trust;
 
 mod agents;
+mod best_of;
 mod budget;
 mod eval;
 mod executor;
@@ -30,6 +31,7 @@ mod sandbox;
 mod servers;
 
 pub use agents::{AgentsConfig, CliAgentConfig};
+pub use best_of::BestOfConfig;
 pub use budget::BudgetConfig;
 pub use eval::EvalConfig;
 pub use executor::{ActionsConfig, ExecutorConfig, ExecutorKind, SshConfig};
@@ -57,6 +59,7 @@ pub const SOURCE: &str = concat!(
     include_str!("eval.rs"),
     include_str!("land.rs"),
     include_str!("budget.rs"),
+    include_str!("best_of.rs"),
 );
 
 /// Settings read from `.orchestra/config.toml` at the top of the repository.
@@ -105,6 +108,8 @@ pub struct RepoConfig {
     pub land: LandConfig,
     #[serde(default)]
     pub budget: BudgetConfig,
+    #[serde(default)]
+    pub best_of: BestOfConfig,
 }
 
 /// Why the configuration could not be read.
@@ -313,6 +318,7 @@ impl RepoConfig {
             eval: self.eval.over(base.eval),
             land: self.land.over(base.land),
             budget: self.budget.over(base.budget),
+            best_of: self.best_of.over(base.best_of),
             start: self.start.over(base.start),
             // The user's profile of a name wins whole: where their keys go is theirs to say.
             profiles: merge(base.profiles, self.profiles),

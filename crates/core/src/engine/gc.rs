@@ -163,10 +163,12 @@ pub fn gc(repo: &RepoInfo, only: Option<&str>, dry_run: bool) -> Result<GcReport
                 .map_err(orchestra_git::git::RepoError::from)?;
             remove_empty_run_dirs(&run.id, packets.iter().map(|p| Path::new(&p.worktree)));
             // What packets run elsewhere travelled in: the journal holds what came back.
-            let travelled: Vec<String> = ["base", "jobs", "events"]
+            let mut travelled: Vec<String> = ["base", "jobs", "events"]
                 .iter()
                 .map(|kind| format!("refs/orchestra/{kind}/{}/", run.id))
                 .collect();
+            // A best-of-N packet's candidates, kept until now for a person to compare.
+            travelled.push(super::packet::candidates::run_candidates_prefix(&run.id));
             repo.git()
                 .delete_refs_under(&travelled)
                 .map_err(orchestra_git::git::RepoError::from)?;

@@ -173,6 +173,7 @@ mod tests {
             acceptance: vec!["parses | pipes".into()],
             risks: vec!["slow".into()],
             may_be_empty: false,
+            attempts: None,
         };
         let verdict = Verdict {
             version: 1,
@@ -192,6 +193,7 @@ mod tests {
             }],
             packet: None,
             timestamp: "2026-01-01T00:00:00Z".into(),
+            notes: Vec::new(),
         };
         let body = render_body(&PrContext {
             run: "r-1",

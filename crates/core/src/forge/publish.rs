@@ -256,6 +256,7 @@ fn verdict_for(
         run: run_id.to_string(),
         packet: packet.clone(),
         checkout: None,
+        notes: Vec::new(),
     };
     let reviewers: [&dyn Reviewer; 1] = [reviewer];
     Ok(gate::review(

@@ -314,6 +314,7 @@ pub fn check_push(
                 checks: vec!["secrets in history".into()],
                 findings: history,
                 timestamp: super::rfc3339_utc(orchestra_sys::exec::now_ms() / 1000),
+                notes: Vec::new(),
                 ..verdict
             }),
             fresh: true,
@@ -424,6 +425,7 @@ fn refusal(
             findings,
             packet: None,
             timestamp: super::rfc3339_utc(orchestra_sys::exec::now_ms() / 1000),
+            notes: Vec::new(),
         }),
         fresh: true,
         // Nothing to review: what has to change is the tag or the ref, then the push again.

@@ -123,6 +123,8 @@ pub struct PacketRef {
     /// The packet's own worktree when it is checked out at the reviewed commit (inside the
     /// packet pipeline): reviewers read it there instead of making a scratch checkout.
     pub checkout: Option<std::path::PathBuf>,
+    /// Notes the verdict keeps (why a best-of-N packet's candidate was chosen).
+    pub notes: Vec<String>,
 }
 
 /// Returns the packet named by `commit`'s `Orchestra-Run` and `Orchestra-Packet` trailers when
@@ -155,5 +157,6 @@ pub fn packet_of(repo: &RepoInfo, commit: &str) -> Result<Option<PacketRef>, Gat
             run,
             packet,
             checkout: None,
+            notes: Vec::new(),
         }))
 }

@@ -308,6 +308,7 @@ pub fn review(
         findings,
         packet: packet.map(|p| format!("{}/{}", p.run, p.packet.id)),
         timestamp: rfc3339_utc(orchestra_sys::exec::now_ms() / 1000),
+        notes: packet.map(|p| p.notes.clone()).unwrap_or_default(),
     };
     write_verdict(&git, &verdict)?;
     Ok(verdict)

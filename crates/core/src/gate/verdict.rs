@@ -44,6 +44,10 @@ pub struct Verdict {
     pub packet: Option<String>,
     /// When the review finished, RFC 3339 UTC.
     pub timestamp: String,
+    /// What the pipeline knew of the reviewed work beyond its checks: why a best-of-N
+    /// packet's candidate was chosen over the others.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// The name the deterministic reviewer signs verdicts with.

@@ -135,6 +135,7 @@ impl Approval<'_> {
             run: self.run_id.to_string(),
             packet,
             checkout: None,
+            notes: Vec::new(),
         };
         let checks = PacketChecks::for_repo(self.git);
         let reviewers: [&dyn gate::Reviewer; 1] = [&checks];
@@ -200,6 +201,7 @@ pub(super) fn vouch_for_integration(
         findings: Vec::new(),
         packet: None,
         timestamp: gate::rfc3339_utc(orchestra_sys::exec::now_ms() / 1000),
+        notes: Vec::new(),
     };
     gate::write_range_verdict(git, &verdict)?;
     Ok(())

@@ -476,6 +476,7 @@ fn review_resolution(r: &ConflictJob<'_>, wt: &Path, new: &str) -> Result<(), Re
         run: r.run.to_string(),
         packet: r.packet.clone(),
         checkout: Some(wt.to_path_buf()),
+        notes: Vec::new(),
     };
     let reviewers: [&dyn gate::Reviewer; 1] = [&checks];
     let verdict = gate::review(&repo, r.onto, new, Some(&packet_ref), &reviewers)

@@ -19,7 +19,7 @@ mod validate;
 use std::path::{Path, PathBuf};
 
 pub use graph::{Overlap, Overlaps, SharedFiles};
-pub use model::{DEFAULT_ROLE, Packet, Plan};
+pub use model::{DEFAULT_ROLE, MAX_ATTEMPTS, Packet, Plan};
 pub use overlap::overlap;
 pub use parse::Location;
 pub use schedule::{Schedule, schedule, schedule_with};

@@ -72,7 +72,14 @@ pub struct Packet {
     /// a packet that declares files and changes none of them is not done.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub may_be_empty: bool,
+    /// How many candidates work the packet side by side (1 to [`MAX_ATTEMPTS`]); the one that
+    /// passes its validation with the smallest change becomes the packet's work. `None` is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempts: Option<u32>,
 }
+
+/// The most candidates one packet may fan out to.
+pub const MAX_ATTEMPTS: u32 = 8;
 
 fn default_role() -> String {
     DEFAULT_ROLE.to_string()
@@ -113,6 +120,11 @@ impl Plan {
 }
 
 impl Packet {
+    /// Returns how many candidates work the packet: its `attempts`, at least one.
+    pub fn candidates(&self) -> u32 {
+        self.attempts.unwrap_or(1).max(1)
+    }
+
     /// Returns the compiled declared scope, or the first pattern that cannot be compiled.
     ///
     /// `validate` reports every bad pattern; this stops at the first because callers that need

@@ -61,6 +61,8 @@ struct RawPacket {
     risks: Vec<String>,
     #[serde(default)]
     may_be_empty: bool,
+    #[serde(default)]
+    attempts: Option<Spanned<u32>>,
 }
 
 /// Where the values of one packet sat in the source text.
@@ -77,6 +79,7 @@ pub(crate) struct PacketSpans {
     pub symbols: Vec<Range<usize>>,
     pub depends_on: Vec<Range<usize>>,
     pub validation: Vec<Range<usize>>,
+    pub attempts: Option<Range<usize>>,
 }
 
 /// The source text of a plan and the spans of its values.
@@ -145,6 +148,7 @@ impl Plan {
                 symbols: p.symbols.iter().map(Spanned::span).collect(),
                 depends_on: p.depends_on.iter().map(Spanned::span).collect(),
                 validation: p.validation.iter().map(Spanned::span).collect(),
+                attempts: p.attempts.as_ref().map(Spanned::span),
             });
             packets.push(Packet {
                 id: p.id.into_inner(),
@@ -165,6 +169,7 @@ impl Plan {
                 acceptance: p.acceptance,
                 risks: p.risks,
                 may_be_empty: p.may_be_empty,
+                attempts: p.attempts.map(Spanned::into_inner),
             });
         }
         let source = SourceMap {

@@ -7,7 +7,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use super::graph::cycles;
-use super::model::Plan;
+use super::model::{MAX_ATTEMPTS, Plan};
 use super::parse::{Location, PacketSpans};
 use super::scope::{Pattern, PatternProblem};
 use super::symbols;
@@ -196,6 +196,14 @@ impl Validator<'_> {
         self.files(i, &name, spans.as_ref(), repo_root);
         self.symbols(i, &name);
         self.dependencies(i, &name, spans.as_ref());
+        if let Some(n) = p.attempts.filter(|n| !(1..=MAX_ATTEMPTS).contains(n)) {
+            let loc = self.at(spans.as_ref().and_then(|s| s.attempts.clone()));
+            self.push(
+                loc,
+                format!("{name}: attempts = {n} is outside 1 to {MAX_ATTEMPTS}"),
+                format!("set attempts to a number of candidates from 1 to {MAX_ATTEMPTS}, or remove it for one"),
+            );
+        }
         for (k, cmd) in p.validation.iter().enumerate() {
             if cmd.trim().is_empty() {
                 let loc = self.at(spans.as_ref().and_then(|s| s.validation.get(k).cloned()));

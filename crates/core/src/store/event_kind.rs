@@ -94,6 +94,9 @@ event_kinds! {
     LandWaiting => "land_waiting",
     LandCommand => "land_command",
     LandFinished => "land_finished",
+    CandidateStarted => "candidate_started",
+    CandidateEnded => "candidate_ended",
+    CandidateChosen => "candidate_chosen",
 }
 
 impl Event {

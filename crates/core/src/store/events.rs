@@ -394,6 +394,35 @@ pub enum Event {
         closed: usize,
         waiting: usize,
     },
+    /// Candidate `candidate` (1…N) of a packet worked on `attempt` starts, in its own worktree
+    /// on its own branch.
+    CandidateStarted {
+        packet: String,
+        attempt: u32,
+        candidate: u32,
+        branch: String,
+        worktree: String,
+    },
+    /// A candidate ended: its `commit` (when it made one), whether it `passed` the scope check
+    /// and the packet's validation, the size of its change and, when it did not pass, why.
+    CandidateEnded {
+        packet: String,
+        attempt: u32,
+        candidate: u32,
+        commit: Option<String>,
+        passed: bool,
+        changed_lines: u64,
+        reason: String,
+    },
+    /// The packet's work is candidate `candidate`'s `commit`, chosen for `reasons`; the
+    /// packet's branch now holds it and its pipeline goes on with validation.
+    CandidateChosen {
+        packet: String,
+        attempt: u32,
+        candidate: u32,
+        commit: String,
+        reasons: String,
+    },
 }
 
 /// How a finished run ended.
@@ -448,7 +477,10 @@ impl Event {
             | Event::PrRetargeted { packet, .. }
             | Event::PrMerged { packet, .. }
             | Event::LandWaiting { packet, .. }
-            | Event::LandCommand { packet, .. } => Some(packet),
+            | Event::LandCommand { packet, .. }
+            | Event::CandidateStarted { packet, .. }
+            | Event::CandidateEnded { packet, .. }
+            | Event::CandidateChosen { packet, .. } => Some(packet),
             Event::RunCreated { .. }
             | Event::RunStarted { .. }
             | Event::RunInterrupted { .. }

@@ -98,7 +98,9 @@ pub(super) fn apply(
         | Event::PrMerged { .. }
         | Event::LandWaiting { .. }
         | Event::LandCommand { .. }
-        | Event::LandFinished { .. } => Ok(()),
+        | Event::LandFinished { .. }
+        | Event::CandidateStarted { .. }
+        | Event::CandidateEnded { .. } => Ok(()),
         Event::RunStarted { .. }
         | Event::RunInterrupted { .. }
         | Event::RunCancelled
@@ -124,6 +126,7 @@ pub(super) fn apply(
         | Event::PacketSkipped { .. }
         | Event::PacketInterrupted { .. }
         | Event::PacketResumed { .. }
+        | Event::CandidateChosen { .. }
         | Event::WorktreeRemoved { .. } => apply_to_packet(&updates, event),
     }
 }
@@ -213,6 +216,10 @@ fn apply_to_packet(u: &Updates<'_>, event: &Event) -> rusqlite::Result<()> {
             packet: id, commit, ..
         } => u.packet("phase = 'validate', commit_id = ?", id, &[commit]),
         Event::ReviewStarted { packet: id, .. } => u.packet("phase = 'review'", id, &[]),
+        // The winner's commit is the packet's, validated next like a worker's commit.
+        Event::CandidateChosen {
+            packet: id, commit, ..
+        } => u.packet("phase = 'validate', commit_id = ?", id, &[commit]),
         Event::PacketSucceeded { packet: id, commit } => u.packet(
             "state = 'succeeded', phase = NULL, commit_id = ?, reason = NULL, pgid = NULL",
             id,

@@ -186,6 +186,51 @@ pub fn changed_paths(git: &Git, base: &str, head: &str) -> Result<Vec<String>, G
         .collect())
 }
 
+/// Returns how many lines the change from `base` to `head` adds and removes in all (a binary
+/// file counts as one line), to compare the size of two changes.
+pub fn changed_lines(git: &Git, base: &str, head: &str) -> Result<u64, GitError> {
+    let out = git.run([
+        "diff",
+        "--numstat",
+        "--no-renames",
+        "--ignore-submodules=none",
+        base,
+        head,
+        "--",
+    ])?;
+    Ok(out
+        .lines()
+        .map(|line| {
+            let mut fields = line.split('\t');
+            let added = fields.next().and_then(|f| f.parse::<u64>().ok());
+            let removed = fields.next().and_then(|f| f.parse::<u64>().ok());
+            match (added, removed) {
+                (Some(a), Some(r)) => a + r,
+                _ => 1,
+            }
+        })
+        .sum())
+}
+
+/// Moves the branch of the worktree of `git` (its pinned runner) to `commit` and makes the
+/// worktree and index match it; what the worktree held is discarded, so callers only do this
+/// to a worktree with nothing of its own.
+pub fn reset_to(git: &Git, commit: &str) -> Result<(), GitError> {
+    let id = git
+        .resolve_commit(commit)?
+        .unwrap_or_else(|| commit.to_string());
+    git.writing().run(["reset", "--hard", "--quiet", &id])?;
+    Ok(())
+}
+
+/// Points `refname` at `commit` whatever it held before (a ref kept for a person to look at,
+/// such as a losing candidate's).
+pub fn keep_ref(git: &Git, refname: &str, commit: &str) -> Result<(), GitError> {
+    git.writing()
+        .run(["update-ref", "-m", "keep", refname, commit])
+        .map(drop)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -22,6 +22,7 @@ use crate::store::{Event, PacketRecord, Phase, RunRecord};
 use orchestra_git::git::RepoInfo;
 use orchestra_sys::exec::process::{self, Outcome, Spec};
 
+pub(super) mod candidates;
 mod checks;
 mod commit;
 mod fixes;
@@ -103,6 +104,9 @@ pub(super) struct Step<'s, 'a> {
     /// The variables every command of the packet sees (see [`Step::environment`]); a fix
     /// round's step adds the file naming its fixes (see [`Step::fixing`]).
     pub env: Vec<(String, String)>,
+    /// The candidate (1…N) this step works, for a best-of-N packet's candidates; its events
+    /// are journaled under `<packet>.c<k>` (see `candidates`).
+    pub candidate: Option<u32>,
 }
 
 impl<'s, 'a> Step<'s, 'a> {
@@ -124,12 +128,16 @@ impl<'s, 'a> Step<'s, 'a> {
             rec,
             start,
             env: Vec::new(),
+            candidate: None,
         }
     }
 
     /// Journals `event`, or halts the packet when the journal cannot be written.
     pub(super) fn record(&self, event: Event) -> Result<(), Halt> {
-        record(self.ctx, event)
+        match self.candidate {
+            Some(k) => record(self.ctx, candidates::as_candidate(event, k)),
+            None => record(self.ctx, event),
+        }
     }
 
     /// Runs one command in the worktree with `env` under `confine` (as the user when `None`),
@@ -150,6 +158,8 @@ impl<'s, 'a> Step<'s, 'a> {
             timeout: self.ctx.timeout,
             confine,
         };
+        // Under the packet's own id even for a candidate: a resume stops the process group
+        // its record names (it checks the group is this packet's) before anything runs again.
         let mut on_spawn = |pgid: i32| {
             self.ctx.journal.record_or_keep(Event::WorkerSpawned {
                 packet: self.packet.id.clone(),
@@ -220,12 +230,19 @@ fn pipeline(ctx: &Context<'_>, index: usize, rec: &PacketRecord) -> Result<Strin
     if step.ensure_ready(phase == Phase::Worktree)? {
         phase = Phase::Worker;
     }
+    // The engine's last commit on the branch: what a worker's own commits are taken back to.
+    let mut last = step.rec.commit.clone();
+    let candidates = ctx.plan.packets[index].candidates();
+    if phase == Phase::Worker && candidates > 1 {
+        last = Some(step.best_of(candidates)?);
+        // The packet file names the packet's own worktree again.
+        step.env = step.environment()?;
+        phase = Phase::Validate;
+    }
     if phase == Phase::Worker {
         step.first_work()?;
         phase = Phase::Commit;
     }
-    // The engine's last commit on the branch: what a worker's own commits are taken back to.
-    let mut last = step.rec.commit.clone();
     let mut committed = None;
     if phase == Phase::Commit {
         let made = step.commit(last.as_deref())?;

@@ -54,6 +54,7 @@ impl Step<'_, '_> {
             // The worktree is at `head` now: committed and validated (a packet that ran
             // elsewhere has none here; the review makes a scratch checkout).
             checkout: ctx.executor.is_none().then(|| self.wt.clone()),
+            notes: self.chosen_candidate().into_iter().collect(),
         };
         self.record(Event::ReviewStarted {
             packet: packet.id.clone(),

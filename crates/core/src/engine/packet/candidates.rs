@@ -1,0 +1,372 @@
+//! The candidates phase of a best-of-N packet (`attempts = N` in the plan, `run --best-of N`):
+//! N candidates work the packet one after another, each in its own worktree on its own branch
+//! (`orchestra/<run>/<packet>.c<k>`, beside the packet's), and go through the commit, the
+//! scope check and the packet's validation; the one that passes with the smallest change
+//! becomes the packet's work, which then goes on through the deterministic checks, the review
+//! and the fix rounds like any packet's.
+//!
+//! Selection is by execution only: a candidate that fails its scope check or validation cannot
+//! win, and among those that pass the smaller change wins (the earlier candidate on a tie).
+//! Every candidate's commit is kept as `refs/orchestra/candidates/<run>/<packet>/c<k>` until
+//! `gc`; the candidates' worktrees and branches are removed once the choice is made.
+//!
+//! A resumed packet does not run a candidate again that ended on this attempt (its
+//! `CandidateEnded` event holds its result and its branch its commit); a candidate that was
+//! in flight starts again from a clean worktree.
+
+use std::path::PathBuf;
+
+use super::{Checked, Halt, Step};
+use crate::store::{Event, EventKind};
+use orchestra_git::git::commit;
+use orchestra_sys::names;
+
+/// What one candidate came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Candidate {
+    pub number: u32,
+    pub commit: Option<String>,
+    pub passed: bool,
+    pub changed_lines: u64,
+    pub reason: String,
+}
+
+/// Returns the ref a packet's candidate `k` is kept under until `gc`.
+pub(super) fn candidate_ref(run: &str, packet: &str, k: u32) -> String {
+    format!("{}/c{k}", candidates_prefix(run, packet))
+}
+
+/// Returns the prefix under which a packet's candidates are kept,
+/// `refs/orchestra/candidates/<run>/<packet>`.
+fn candidates_prefix(run: &str, packet: &str) -> String {
+    format!(
+        "refs/orchestra/candidates/{}/{}",
+        names::sanitize(run, 80),
+        names::sanitize(packet, 64)
+    )
+}
+
+/// Returns the prefix under which all of a run's candidates are kept, for `gc`.
+pub(in crate::engine) fn run_candidates_prefix(run: &str) -> String {
+    format!("refs/orchestra/candidates/{}/", names::sanitize(run, 80))
+}
+
+/// Returns the candidate that wins among `all`: one that passed, with the fewest changed
+/// lines, the earliest on a tie; `None` when none passed.
+pub(super) fn choose(all: &[Candidate]) -> Option<&Candidate> {
+    all.iter()
+        .filter(|c| c.passed && c.commit.is_some())
+        .min_by_key(|c| (c.changed_lines, c.number))
+}
+
+/// Returns why `winner` won among `all`, for the journal and the verdict notes.
+pub(super) fn reasons(winner: &Candidate, all: &[Candidate]) -> String {
+    let passed: Vec<&Candidate> = all.iter().filter(|c| c.passed).collect();
+    let mut out = format!(
+        "candidate {} of {} chosen: it passed the scope check and validation",
+        winner.number,
+        all.len()
+    );
+    if passed.len() == 1 {
+        out.push_str(", the only one that did");
+    } else {
+        out.push_str(&format!(
+            ", as {} of {} did, with the smallest change ({} changed lines)",
+            passed.len(),
+            all.len(),
+            winner.changed_lines
+        ));
+    }
+    for other in all.iter().filter(|c| c.number != winner.number) {
+        out.push_str(&format!(
+            "\n- candidate {}: {}",
+            other.number,
+            summary(other)
+        ));
+    }
+    out
+}
+
+/// Returns one line saying what candidate `c` came to.
+fn summary(c: &Candidate) -> String {
+    if c.passed {
+        format!("passed, {} changed lines", c.changed_lines)
+    } else {
+        c.reason.lines().next().unwrap_or("failed").to_string()
+    }
+}
+
+/// Returns why a packet none of whose candidates passed fails, candidate by candidate.
+fn no_winner(all: &[Candidate]) -> String {
+    let mut out = format!("none of its {} candidates passed:", all.len());
+    for c in all {
+        out.push_str(&format!(
+            "\n- candidate {}: {}",
+            c.number,
+            c.reason.trim_end()
+        ));
+    }
+    out
+}
+
+impl Step<'_, '_> {
+    /// Works the packet with `n` candidates, chooses the winner, moves the packet's branch
+    /// (checked out in its worktree, which holds nothing of its own yet) to the winner's
+    /// commit and journals the choice; returns that commit. No candidate passing fails the
+    /// packet with each candidate's reason.
+    pub(super) fn best_of(&self, n: u32) -> Result<String, Halt> {
+        let ended = self.ended_candidates()?;
+        let mut all = Vec::new();
+        for k in 1..=n {
+            let done = ended.iter().rev().find(|c| c.number == k);
+            all.push(match done {
+                Some(c) => c.clone(),
+                None => self.candidate(k)?,
+            });
+        }
+        let Some(winner) = choose(&all) else {
+            self.keep_candidates(&all)?;
+            return Err(Halt::Fail(no_winner(&all)));
+        };
+        let commit_id = winner.commit.clone().unwrap_or_default();
+        commit::reset_to(&self.git()?, &commit_id).map_err(|e| {
+            Halt::Fail(format!(
+                "cannot move the packet to its chosen candidate: {e}"
+            ))
+        })?;
+        self.keep_candidates(&all)?;
+        self.record(Event::CandidateChosen {
+            packet: self.packet.id.clone(),
+            attempt: self.rec.attempt,
+            candidate: winner.number,
+            commit: commit_id.clone(),
+            reasons: reasons(winner, &all),
+        })?;
+        Ok(commit_id)
+    }
+
+    /// Returns why this attempt's candidate was chosen, when the packet is a best-of-N one:
+    /// the note its verdicts keep.
+    pub(super) fn chosen_candidate(&self) -> Option<String> {
+        if self.packet.candidates() < 2 {
+            return None;
+        }
+        let (id, attempt) = (&self.packet.id, self.rec.attempt);
+        let entries = self
+            .ctx
+            .journal
+            .read(|store, run| store.events_of_kind(run, EventKind::CandidateChosen))
+            .ok()?;
+        entries.into_iter().rev().find_map(|e| match e.event {
+            Event::CandidateChosen {
+                packet,
+                attempt: a,
+                reasons,
+                ..
+            } if &packet == id && a == attempt => Some(reasons),
+            _ => None,
+        })
+    }
+
+    /// Returns the candidates of this packet's attempt that ended before (a resumed packet's).
+    fn ended_candidates(&self) -> Result<Vec<Candidate>, Halt> {
+        let (id, attempt) = (&self.packet.id, self.rec.attempt);
+        let entries = self
+            .ctx
+            .journal
+            .read(|store, run| store.events_of_kind(run, EventKind::CandidateEnded))
+            .map_err(|_| Halt::Journal)?;
+        Ok(entries
+            .into_iter()
+            .filter_map(|e| match e.event {
+                Event::CandidateEnded {
+                    packet,
+                    attempt: a,
+                    candidate,
+                    commit,
+                    passed,
+                    changed_lines,
+                    reason,
+                } if &packet == id && a == attempt => Some(Candidate {
+                    number: candidate,
+                    commit,
+                    passed,
+                    changed_lines,
+                    reason,
+                }),
+                _ => None,
+            })
+            .collect())
+    }
+
+    /// Returns the step of candidate `k`: its own branch, worktree and log directory, and its
+    /// number in `ORCHESTRA_CANDIDATE`; its events are journaled under `<packet>.c<k>`.
+    fn candidate_step(&self, k: u32) -> Result<Self, Halt> {
+        let mut step = self.clone();
+        step.rec.branch = format!("{}.c{k}", self.rec.branch);
+        step.wt = PathBuf::from(format!("{}.c{k}", self.wt.display()));
+        step.dir = self.dir.join(format!("c{k}"));
+        step.candidate = Some(k);
+        step.env = step.environment()?;
+        step.env
+            .push(("ORCHESTRA_CANDIDATE".to_string(), k.to_string()));
+        Ok(step)
+    }
+
+    /// Runs candidate `k` from a clean worktree through the worker, the commit, the scope check
+    /// and the validation, and journals what it came to.
+    fn candidate(&self, k: u32) -> Result<Candidate, Halt> {
+        // A candidate cut short by a crash starts again from a clean worktree.
+        self.remove_candidate(k);
+        let step = self.candidate_step(k)?;
+        self.record(Event::CandidateStarted {
+            packet: self.packet.id.clone(),
+            attempt: self.rec.attempt,
+            candidate: k,
+            branch: step.rec.branch.clone(),
+            worktree: step.wt.to_string_lossy().into_owned(),
+        })?;
+        let mut result = Candidate {
+            number: k,
+            commit: None,
+            passed: false,
+            changed_lines: 0,
+            reason: String::new(),
+        };
+        step.ensure_ready(true)?;
+        // A retried packet's candidates get the note the retry left, as its worker would.
+        let worked = match step.first_work() {
+            Err(Halt::Fail(reason)) => Err(reason),
+            Err(other) => return Err(other),
+            Ok(()) => Ok(()),
+        };
+        // What a failed worker left is committed too: its candidate ref keeps it.
+        let committed = step.commit(None);
+        match (worked, committed) {
+            (Err(reason), made) => {
+                result.commit = made.ok().map(|m| m.0);
+                result.reason = reason;
+            }
+            (Ok(()), Err(Halt::Fail(reason))) => result.reason = reason,
+            (Ok(()), Err(other)) => return Err(other),
+            (Ok(()), Ok(made)) => {
+                let head = made.0.clone();
+                result.commit = Some(head.clone());
+                result.changed_lines = commit::changed_lines(&step.git()?, &step.start, &head)
+                    .map_err(|e| {
+                        Halt::Fail(format!("cannot measure the candidate's change: {e}"))
+                    })?;
+                match step.validate(Some(made))? {
+                    Checked::Passed(_) => result.passed = true,
+                    Checked::Failed { reason, .. } => result.reason = reason,
+                }
+            }
+        }
+        self.record(Event::CandidateEnded {
+            packet: self.packet.id.clone(),
+            attempt: self.rec.attempt,
+            candidate: k,
+            commit: result.commit.clone(),
+            passed: result.passed,
+            changed_lines: result.changed_lines,
+            reason: result.reason.clone(),
+        })?;
+        Ok(result)
+    }
+
+    /// Keeps every candidate's commit under its candidate ref, then removes the candidates'
+    /// worktrees and branches (their work is in the refs).
+    fn keep_candidates(&self, all: &[Candidate]) -> Result<(), Halt> {
+        let git = self.ctx.repo.git();
+        for c in all {
+            if let Some(id) = &c.commit {
+                let name = candidate_ref(&self.ctx.run.id, &self.packet.id, c.number);
+                commit::keep_ref(&git, &name, id)
+                    .map_err(|e| Halt::Fail(format!("cannot keep candidate {}: {e}", c.number)))?;
+            }
+            self.remove_candidate(c.number);
+        }
+        Ok(())
+    }
+
+    /// Removes candidate `k`'s worktree and branch, when they exist: after the choice (its
+    /// commit is kept under its ref), or before it starts again from a clean worktree.
+    fn remove_candidate(&self, k: u32) {
+        let git = self.ctx.repo.git();
+        let branch = format!("{}.c{k}", self.rec.branch);
+        let wt = PathBuf::from(format!("{}.c{k}", self.wt.display()));
+        if wt.exists()
+            && let Err(e) = git.force_remove_worktree(&wt)
+        {
+            tracing::warn!(worktree = %wt.display(), error = %e, "cannot remove a candidate's worktree");
+            return;
+        }
+        let _ = git.prune_worktrees();
+        let branch_ref = format!("refs/heads/{branch}");
+        if git.resolve_commit(&branch_ref).ok().flatten().is_some() {
+            let _ = git.force_delete_branch(&branch);
+        }
+    }
+}
+
+/// Returns `event` as candidate `k`'s: the packet it names becomes `<packet>.c<k>`, so the
+/// candidate's steps are journaled without moving the packet's own phase.
+pub(super) fn as_candidate(event: Event, k: u32) -> Event {
+    let Ok(mut value) = serde_json::to_value(&event) else {
+        return event;
+    };
+    if let Some(packet) = value
+        .get_mut("packet")
+        .and_then(|p| p.as_str().map(str::to_string))
+    {
+        value["packet"] = format!("{packet}.c{k}").into();
+    }
+    serde_json::from_value(value).unwrap_or(event)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn candidate(number: u32, passed: bool, changed_lines: u64) -> Candidate {
+        Candidate {
+            number,
+            commit: Some(format!("c{number}")),
+            passed,
+            changed_lines,
+            reason: if passed {
+                String::new()
+            } else {
+                "validation `x` failed".into()
+            },
+        }
+    }
+
+    #[test]
+    fn the_smallest_passing_change_wins_and_ties_go_to_the_earlier() {
+        let all = [
+            candidate(1, false, 1),
+            candidate(2, true, 9),
+            candidate(3, true, 4),
+        ];
+        assert_eq!(choose(&all).map(|c| c.number), Some(3));
+        let tie = [candidate(1, true, 4), candidate(2, true, 4)];
+        assert_eq!(choose(&tie).map(|c| c.number), Some(1));
+        assert_eq!(choose(&[candidate(1, false, 0)]), None);
+        let why = reasons(&all[2], &all);
+        assert!(why.contains("candidate 3 of 3"), "{why}");
+        assert!(why.contains("candidate 1: validation `x` failed"), "{why}");
+    }
+
+    #[test]
+    fn a_candidates_events_name_the_candidate_not_the_packet() {
+        let event = as_candidate(
+            Event::WorktreeReady {
+                packet: "p".into(),
+                how: "fresh".into(),
+            },
+            2,
+        );
+        assert_eq!(event.packet(), Some("p.c2"));
+    }
+}
