@@ -10,6 +10,7 @@ mod answer;
 mod environments;
 mod eval_attempt;
 mod eval_per_test;
+mod eval_report;
 mod eval_resume;
 mod eval_run;
 mod eval_suite;
