@@ -205,30 +205,21 @@ pub(super) fn table(arms: &[ArmReport], k: u32) -> String {
 /// Lists the evals: those journaled here and those kept in git, with their progress and each
 /// arm's resolved count.
 fn list(repo: &RepoInfo, json: bool) -> Result<(), CommandError> {
-    let kept_ids = kept::list(&repo.git()).map_err(CommandError::internal)?;
-    let journaled = lookup::journaled(&repo.common_dir).map_err(CommandError::internal)?;
-    let mut ids = journaled;
-    ids.extend(
-        kept_ids
-            .iter()
-            .filter(|k| !ids.contains(k))
-            .cloned()
-            .collect::<Vec<_>>(),
-    );
-    let mut reports = Vec::new();
-    for id in &ids {
-        let report = lookup::report(repo, Some(id), Prefer::Journal).map_err(lookup_error)?;
-        reports.push((report, kept_ids.contains(id)));
-    }
+    let reports: Vec<(EvalReport, bool)> = lookup::all(repo)
+        .map_err(lookup_error)?
+        .into_iter()
+        .map(|l| (l.report, l.kept))
+        .collect();
     if json {
         let evals: Vec<serde_json::Value> = reports
             .iter()
             .map(|(r, is_kept)| {
                 serde_json::json!({
                     "eval": r.eval, "range": r.range, "finished": r.finished, "done": r.done,
-                    "total": r.total, "kept": is_kept.then(|| kept::eval_ref(&r.eval)),
+                    "total": r.total, "kept": is_kept,
                     "arms": r.arms.iter().map(|a| serde_json::json!({
                         "name": a.name, "attempts": a.attempts, "resolved": a.resolved, "rate": a.rate,
+                        "interval": a.interval,
                     })).collect::<Vec<_>>(),
                 })
             })

@@ -9,6 +9,7 @@ mod access;
 mod agent_cli;
 mod browser;
 mod controls;
+mod eval_page;
 mod failure;
 mod notify;
 mod packet_diff;

@@ -8,7 +8,7 @@ pub(super) const RUN_TESTS: &str = "fail=0\nfor t in tests/test_*.sh; do sh \"$t
 
 /// Returns a repository whose three last commits are valid tasks (multiplication,
 /// subtraction, negation, each with its test), and their commit ids.
-pub(super) fn history() -> (TestRepo, Vec<String>) {
+pub(crate) fn history() -> (TestRepo, Vec<String>) {
     let repo = TestRepo::with_files(&[
         ("run_tests.sh", RUN_TESTS),
         ("src/calc.sh", "add() { echo $(($1 + $2)); }\n"),

@@ -12,7 +12,7 @@ mod eval_attempt;
 mod eval_per_test;
 mod eval_report;
 mod eval_resume;
-mod eval_run;
+pub(crate) mod eval_run;
 mod eval_suite;
 mod eval_tasks;
 mod failure_reason;

@@ -83,3 +83,33 @@ pub fn journaled(common_dir: &std::path::Path) -> Result<Vec<String>, LookupErro
         .and_then(|s| s.evals())
         .map_err(|e| LookupError::Journal(JournalError::Store(e)))
 }
+
+/// An eval as lists show it: its report, and whether its results are kept in git.
+#[derive(Debug, Clone)]
+pub struct Listed {
+    /// The eval's report.
+    pub report: EvalReport,
+    /// True if and only if `refs/orchestra/eval/<eval>` holds its results.
+    pub kept: bool,
+}
+
+/// Returns every eval of the repository: those its journal holds (newest first), then those
+/// only kept in git (in name order).
+pub fn all(repo: &RepoInfo) -> Result<Vec<Listed>, LookupError> {
+    let kept_ids = kept::list(&repo.git()).map_err(LookupError::Kept)?;
+    let mut ids = journaled(&repo.common_dir)?;
+    let only_kept: Vec<String> = kept_ids
+        .iter()
+        .filter(|k| !ids.contains(k))
+        .cloned()
+        .collect();
+    ids.extend(only_kept);
+    ids.iter()
+        .map(|id| {
+            Ok(Listed {
+                report: report(repo, Some(id), Prefer::Journal)?,
+                kept: kept_ids.contains(id),
+            })
+        })
+        .collect()
+}
