@@ -218,7 +218,7 @@ fn compare_reads_kept_evals_on_a_fresh_clone_and_tests_the_discordant_pairs() {
         c["interval"][0].as_f64().unwrap(),
         c["interval"][1].as_f64().unwrap(),
     );
-    assert!(low <= -0.667 && -0.667 <= high && high <= 0.0, "{json}");
+    assert!(low <= -0.667 && (-0.667..=0.0).contains(&high), "{json}");
     // The text says it in words.
     let out = orchestra(&clone, &["eval", "compare", a_id, b_id]);
     let said = String::from_utf8_lossy(&out.stdout);

@@ -136,8 +136,11 @@ pub fn common_arms(a: &EvalReport, b: &EvalReport) -> Vec<String> {
         .collect()
 }
 
+/// An ended attempt as a comparison pairs it: ((task, repeat index), resolved).
+type Outcome = ((String, u32), bool);
+
 /// Returns each ended attempt of `arm` in `report` as ((task, repeat), resolved).
-fn attempts_of(report: &EvalReport, arm: &str) -> Result<Vec<((String, u32), bool)>, CompareError> {
+fn attempts_of(report: &EvalReport, arm: &str) -> Result<Vec<Outcome>, CompareError> {
     if !report.arms.iter().any(|a| a.name == arm) {
         return Err(CompareError::NoArm {
             eval: report.eval.clone(),
