@@ -160,3 +160,74 @@ fn attempts_of(report: &EvalReport, arm: &str) -> Result<Vec<Outcome>, CompareEr
         .map(|r| ((r.task.clone(), r.repeat), r.resolved))
         .collect())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::eval::AttemptResult;
+
+    fn report(eval: &str, arm: &str, outcomes: &[(&str, u32, bool)]) -> EvalReport {
+        EvalReport {
+            eval: eval.to_string(),
+            range: String::new(),
+            test: String::new(),
+            repeat: 2,
+            finished: true,
+            done: outcomes.len(),
+            total: outcomes.len(),
+            arms: vec![crate::eval::report::tests_support::arm(arm)],
+            tasks: Vec::new(),
+            attempts: outcomes
+                .iter()
+                .map(|(task, repeat, resolved)| AttemptResult {
+                    task: task.to_string(),
+                    arm: arm.to_string(),
+                    repeat: *repeat,
+                    resolved: *resolved,
+                    failure: None,
+                    detail: None,
+                    tokens_in: 0,
+                    tokens_out: 0,
+                    cost: None,
+                    wall_ms: 0,
+                    packets: 1,
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn attempts_pair_by_task_and_repeat_and_the_unpaired_are_counted() {
+        let a = report(
+            "a",
+            "x",
+            &[
+                ("t1", 1, true),
+                ("t1", 2, false),
+                ("t2", 1, true),
+                ("t3", 1, true),
+            ],
+        );
+        let b = report(
+            "b",
+            "x",
+            &[("t1", 1, true), ("t1", 2, true), ("t2", 1, false)],
+        );
+        let c = compare(&a, "x", &b, "x").unwrap();
+        assert_eq!((c.pairs, c.unpaired), (3, 1));
+        assert_eq!((c.both, c.only_a, c.only_b, c.neither), (1, 1, 1, 0));
+        assert_eq!(c.p_value, 1.0);
+        assert!(!c.significant);
+        let again = compare(&a, "x", &b, "x").unwrap();
+        assert_eq!(again.interval, c.interval, "the bootstrap's seed is fixed");
+        assert!(matches!(
+            compare(&a, "y", &b, "x"),
+            Err(CompareError::NoArm { arm, .. }) if arm == "y"
+        ));
+        let none = report("c", "x", &[("t9", 1, true)]);
+        assert!(matches!(
+            compare(&a, "x", &none, "x"),
+            Err(CompareError::NoPairs { .. })
+        ));
+    }
+}

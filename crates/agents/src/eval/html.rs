@@ -283,3 +283,41 @@ pub fn escape(text: &str) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::eval::journal::TaskRecord;
+
+    #[test]
+    fn the_page_escapes_what_it_shows_and_loads_nothing() {
+        let report = EvalReport {
+            eval: "e".to_string(),
+            range: "<script>alert(1)</script>".to_string(),
+            test: "sh t.sh".to_string(),
+            repeat: 1,
+            finished: false,
+            done: 0,
+            total: 1,
+            arms: vec![crate::eval::report::tests_support::arm("a\"><img src=x>")],
+            tasks: vec![TaskRecord {
+                commit: "0123456789abcdef".to_string(),
+                base: "b".to_string(),
+                objective: "Fix <b>it</b>\nbody".to_string(),
+                tests: Vec::new(),
+            }],
+            attempts: Vec::new(),
+        };
+        let page = render(&report);
+        assert!(!page.contains("<script"), "{page}");
+        assert!(!page.contains("<img"), "{page}");
+        assert!(
+            page.contains("&lt;script&gt;alert(1)&lt;/script&gt;"),
+            "{page}"
+        );
+        assert!(page.contains("Fix &lt;b&gt;it&lt;/b&gt;"), "{page}");
+        assert!(page.contains("(unfinished)"), "{page}");
+        // A cell with no ended attempt yet.
+        assert!(page.contains("<td class=\"wait\">…</td>"), "{page}");
+    }
+}

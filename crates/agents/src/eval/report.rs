@@ -251,3 +251,31 @@ mod tests {
         assert_eq!(b.cost_per_resolved, None);
     }
 }
+
+/// Builders for other modules' tests.
+#[cfg(test)]
+pub(crate) mod tests_support {
+    use super::ArmReport;
+
+    /// Returns an arm named `name` with no attempts.
+    pub(crate) fn arm(name: &str) -> ArmReport {
+        ArmReport {
+            name: name.to_string(),
+            spec: "cmd:true".to_string(),
+            attempts: 0,
+            resolved: 0,
+            rate: 0.0,
+            interval: [0.0, 1.0],
+            k: 1,
+            pass_at_k: None,
+            pass_hat_k: None,
+            tokens_in: 0,
+            tokens_out: 0,
+            cost: None,
+            cost_per_resolved: None,
+            wall_p50: None,
+            wall_p90: None,
+            failures: Default::default(),
+        }
+    }
+}
