@@ -54,9 +54,7 @@ pub fn cmd_report(cwd: &Path, args: &ReportArgs) -> Result<(), CommandError> {
     }
     let dir = match &args.out {
         Some(out) => cwd.join(out),
-        None => {
-            git_orchestra::eval::attempt::eval_dir(&repo.common_dir, &report.eval).join("report")
-        }
+        None => git_orchestra::eval_run::report::default_dir(&repo.common_dir, &report.eval),
     };
     let written = write_files(&dir, &report)?;
     if args.json {

@@ -113,6 +113,16 @@ impl EvalReport {
     }
 }
 
+/// Returns the directory an eval's report files go to by default:
+/// `<git-dir>/orchestra/evals/<eval>/report/` (the attempts' repositories live elsewhere,
+/// beside the repository; the report stays with the repository's own state).
+pub fn default_dir(common_dir: &std::path::Path, eval: &str) -> std::path::PathBuf {
+    orchestra_sys::exec::state_dir(common_dir)
+        .join("evals")
+        .join(eval)
+        .join("report")
+}
+
 /// Returns the name and spec of an arm given as `<name>=<spec>` (all name without `=`).
 fn split_arm(arm: &str) -> (String, String) {
     match arm.split_once('=') {
