@@ -24,7 +24,8 @@ enum EvalCommand {
     Tasks(TasksArgs),
     Run(super::eval_run::RunArgs),
     Resume(super::eval_run::ResumeArgs),
-    Report(super::eval_run::ReportArgs),
+    Report(super::eval_report::ReportArgs),
+    Compare(super::eval_compare::CompareArgs),
 }
 
 /// Lists the tasks a range of history or a task suite file holds and which of them are valid.
@@ -90,7 +91,8 @@ pub fn cmd_eval(cwd: &Path, args: &EvalArgs) -> Result<(), CommandError> {
         EvalCommand::Tasks(a) => cmd_tasks(cwd, a),
         EvalCommand::Run(a) => super::eval_run::cmd_run(cwd, a),
         EvalCommand::Resume(a) => super::eval_run::cmd_resume(cwd, a),
-        EvalCommand::Report(a) => super::eval_run::cmd_report(cwd, a),
+        EvalCommand::Report(a) => super::eval_report::cmd_report(cwd, a),
+        EvalCommand::Compare(a) => super::eval_compare::cmd_compare(cwd, a),
     }
 }
 

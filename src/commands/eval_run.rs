@@ -5,7 +5,7 @@ use std::path::Path;
 
 use clap::Args;
 use git_orchestra::eval::{self, Check};
-use git_orchestra::eval_run::{self, ArmSummary, AttemptResult, EvalRun, journal};
+use git_orchestra::eval_run::{self, AttemptResult, EvalRun, journal};
 use git_orchestra::git::RepoInfo;
 use git_orchestra::redact::terminal_safe;
 
@@ -116,7 +116,7 @@ pub fn cmd_run(cwd: &Path, args: &RunArgs) -> Result<(), CommandError> {
             run.jobs
         );
     }
-    work(&run, args.json)
+    work(&run, args.json, 0)
 }
 
 /// Continues a stopped or killed eval.
@@ -170,76 +170,27 @@ pub fn cmd_resume(cwd: &Path, args: &ResumeArgs) -> Result<(), CommandError> {
         repeat: state.repeat,
         jobs: usize::from(args.jobs),
     };
-    work(&run, args.json)
+    work(&run, args.json, state.results.len())
 }
 
-/// Prints an eval's stored results: a table per arm, or JSON.
-#[derive(Debug, Args)]
-pub struct ReportArgs {
-    /// The eval to report (default: the newest).
-    eval: Option<String>,
-    /// Print `{"eval", "finished", "arms": [...], "attempts": [...]}` as JSON.
-    #[arg(long)]
-    json: bool,
-}
-
-/// Prints the stored results of an eval: the table per arm, or JSON.
-pub fn cmd_report(cwd: &Path, args: &ReportArgs) -> Result<(), CommandError> {
-    let repo = RepoInfo::discover(cwd)?;
-    let id = journal::pick(&repo.common_dir, args.eval.as_deref()).map_err(CommandError::user)?;
-    let state = journal::load(&repo.common_dir, &id).map_err(CommandError::user)?;
-    let arms = eval_run::parse_all(&state.arms).map_err(CommandError::internal)?;
-    let total = state.tasks.len() * arms.len() * state.repeat as usize;
-    if !args.json {
-        let how = if state.finished {
-            "finished".to_string()
-        } else {
-            format!(
-                "unfinished: {} of {total} attempts ended; `git orchestra eval resume {id}` continues it",
-                state.results.len()
-            )
-        };
-        println!(
-            "eval {id} on {} with `{}`: {how}",
-            terminal_safe(&state.range),
-            terminal_safe(&state.test)
-        );
-    }
-    show(&id, &arms, &state.results, args.json, Some(state.finished))
-}
-
-/// Works the eval's attempts, with a line per attempt on stderr, and prints the results.
-fn work(run: &EvalRun<'_>, json: bool) -> Result<(), CommandError> {
-    let results = run
-        .run(&|r| {
-            if !json {
-                eprintln!("{}", terminal_safe(&attempt_line(r)));
-            }
-        })
-        .map_err(run_error)?;
-    show(&run.id, &run.arms, &results, json, None)
-}
-
-/// Prints the table per arm, or the arms and attempts as JSON.
-fn show(
-    id: &str,
-    arms: &[eval_run::Arm],
-    results: &[AttemptResult],
-    json: bool,
-    finished: Option<bool>,
-) -> Result<(), CommandError> {
-    let summaries = eval_run::summarize(arms, results);
-    if json {
-        let mut out = serde_json::json!({ "eval": id, "arms": summaries, "attempts": results });
-        if let Some(f) = finished {
-            out["finished"] = f.into();
+/// Works the eval's attempts (`already` of them ended before), with a line per attempt on
+/// stderr counting how many ended, then prints the results and keeps them in git.
+fn work(run: &EvalRun<'_>, json: bool, already: usize) -> Result<(), CommandError> {
+    let total = run.tasks.len() * run.arms.len() * run.repeat.max(1) as usize;
+    let done = std::sync::atomic::AtomicUsize::new(already);
+    run.run(&|r| {
+        let n = done.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+        if !json {
+            let line = format!(
+                "{} {n}/{total} {}",
+                super::eval_report::progress_bar(n, total),
+                attempt_line(r)
+            );
+            eprintln!("{}", terminal_safe(&line));
         }
-        let text = serde_json::to_string_pretty(&out).map_err(CommandError::internal)?;
-        println!("{text}");
-    } else {
-        print!("{}", terminal_safe(&table(&summaries)));
-    }
-    Ok(())
+    })
+    .map_err(run_error)?;
+    super::eval_report::finish(run.source, &run.id, json)
 }
 
 /// Checks, before anything runs, that the roles of the `agent:` arms have a usable model
@@ -301,37 +252,4 @@ fn attempt_line(r: &AttemptResult) -> String {
         r.arm,
         r.wall_ms as f64 / 1000.0
     )
-}
-
-/// Returns the table of arms: attempts, resolved, rate, tokens, cost, median wall time and the
-/// failure classes.
-fn table(arms: &[ArmSummary]) -> String {
-    let mut out = format!(
-        "{:<16} {:>8} {:>8} {:>6} {:>12} {:>10} {:>10}  failures\n",
-        "arm", "attempts", "resolved", "rate", "tokens in/out", "cost", "median s"
-    );
-    for a in arms {
-        let cost = a.cost.map_or("-".to_string(), |c| format!("${c:.2}"));
-        let failures: Vec<String> = a
-            .failures
-            .iter()
-            .map(|(f, n)| format!("{n} {}", f.as_str()))
-            .collect();
-        out.push_str(&format!(
-            "{:<16} {:>8} {:>8} {:>5.0}% {:>12} {:>10} {:>10.1}  {}\n",
-            a.name,
-            a.attempts,
-            a.resolved,
-            a.resolved_rate * 100.0,
-            format!("{}/{}", a.tokens_in, a.tokens_out),
-            cost,
-            a.median_wall_ms as f64 / 1000.0,
-            if failures.is_empty() {
-                "-".to_string()
-            } else {
-                failures.join(", ")
-            }
-        ));
-    }
-    out
 }

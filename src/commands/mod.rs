@@ -12,6 +12,8 @@ mod diff;
 mod drive;
 mod error;
 mod eval;
+mod eval_compare;
+mod eval_report;
 mod eval_run;
 mod executor;
 mod gc;

@@ -10,6 +10,7 @@
 
 mod access;
 mod api;
+mod evals;
 mod http;
 mod live;
 mod steer;
@@ -257,6 +258,8 @@ fn get_page(path: &str) -> Reply {
         "/style.css" => typed(STYLE, "text/css; charset=utf-8"),
         "/" => page(""),
         _ if path.starts_with("/run/") || path.starts_with("/packet/") => page(""),
+        "/evals" => page(""),
+        _ if path.starts_with("/eval/") => page(""),
         _ => text(404, "no such page"),
     }
 }
@@ -264,6 +267,8 @@ fn get_page(path: &str) -> Reply {
 fn get_api(shared: &Shared, path: &str, query: &str) -> Reply {
     match path {
         "/api/runs" => api::runs(shared),
+        "/api/evals" => evals::list(shared),
+        _ if path.starts_with("/api/eval/") => evals::one(shared, &path["/api/eval/".len()..]),
         _ if path.starts_with("/api/run/") => api::run(shared, &path["/api/run/".len()..]),
         _ if path.starts_with("/api/packet/") => {
             api::packet(shared, &path["/api/packet/".len()..], query)

@@ -10,6 +10,7 @@ mod agent_cli;
 mod best_of;
 mod browser;
 mod controls;
+mod eval_page;
 mod failure;
 mod notify;
 mod packet_diff;

@@ -79,9 +79,45 @@ async function showRuns() {
     <td><a href="/run/${encodeURIComponent(r.id)}">${r.id}</a></td><td>${state(r.state)}</td>
     <td>${r.objective}</td><td>${r.done}/${r.packets}${r.failed ? html` <span class="state failed">${r.failed} failed</span>` : ""}</td>
     <td>${num(r.tokens)}</td><td>${cost(r.cost)}</td><td class="muted">${ago(r.created_ms)} ago</td></tr>`);
-  main.innerHTML = html`<h1>Runs</h1>${rows.length ? html`<table id="runs"><tr><th>run</th><th>state</th><th>objective</th>
+  main.innerHTML = html`<h1>Runs</h1><p><a href="/evals">Evals</a></p>${rows.length ? html`<table id="runs"><tr><th>run</th><th>state</th><th>objective</th>
     <th>packets done</th><th>tokens</th><th>cost</th><th>started</th></tr>${rows}</table>`
     : html`<p class="muted">No runs yet: <code>git orchestra start "…"</code> makes one.</p>`}`;
+}
+
+// ---------- evals ----------
+function rate3(x) { return x == null ? "–" : Number(x).toFixed(3); }
+async function showEvals() {
+  const data = await getJSON("/api/evals");
+  const rows = (data.evals || []).map(e => html`<tr data-eval="${e.eval}">
+    <td><a href="/eval/${encodeURIComponent(e.eval)}">${e.eval}</a></td><td>${e.range}</td>
+    <td>${e.done}/${e.total}${e.finished ? "" : " (unfinished)"}</td><td>${e.kept ? "yes" : "no"}</td>
+    <td>${(e.arms || []).map(a => `${a.name} ${a.resolved}/${a.attempts}`).join(", ")}</td></tr>`);
+  main.innerHTML = html`<p><a href="/">← runs</a></p><h1>Evals</h1>${rows.length ? html`<table id="evals"><tr><th>eval</th><th>tasks</th>
+    <th>attempts ended</th><th>kept in git</th><th>resolved per arm</th></tr>${rows}</table>`
+    : html`<p class="muted">No evals yet: <code>git orchestra eval run --from-history HEAD~20..HEAD --arm …</code> makes one.</p>`}`;
+}
+async function showEval(id) {
+  const r = await getJSON(`/api/eval/${encodeURIComponent(id)}`);
+  if (r.error) { main.innerHTML = html`<p><a href="/evals">← evals</a></p><p class="bad">${r.error}</p>`; return; }
+  const k = r.repeat;
+  const arms = r.arms.map(a => html`<tr><td title="${a.spec}">${a.name}</td><td>${a.attempts}</td><td>${a.resolved}</td>
+    <td>${rate3(a.rate)}</td><td>[${rate3(a.interval[0])}, ${rate3(a.interval[1])}]</td><td>${rate3(a.pass_at_k)}</td>
+    <td>${rate3(a.pass_hat_k)}</td><td>${num(a.tokens_in)}/${num(a.tokens_out)}</td><td>${cost(a.cost_per_resolved)}</td>
+    <td>${a.wall_p50 == null ? "–" : a.wall_p50.toFixed(1) + "s"}</td><td>${a.wall_p90 == null ? "–" : a.wall_p90.toFixed(1) + "s"}</td>
+    <td>${Object.entries(a.failures || {}).map(([f, n]) => `${n} ${f.replace(/_/g, " ")}`).join(", ")}</td></tr>`);
+  const cell = (task, arm) => {
+    const mine = r.attempts.filter(x => x.task === task && x.arm === arm);
+    if (!mine.length) return html`<td class="muted">…</td>`;
+    const ok = mine.every(x => x.resolved);
+    return html`<td class="${ok ? "state succeeded" : "state failed"}">${mine.map(x => x.resolved ? "✓" : (x.failure || "not resolved").replace(/_/g, " ")).join(", ")}</td>`;
+  };
+  const grid = r.tasks.map(t => html`<tr><td><code>${t.commit.slice(0, 10)}</code> ${t.objective.split("\n")[0]}</td>
+    ${r.arms.map(a => cell(t.commit, a.name))}</tr>`);
+  main.innerHTML = html`<p><a href="/evals">← evals</a></p><h1>Eval ${r.eval}</h1>
+    <p>Tasks from <code>${r.range}</code>, judged by <code>${r.test}</code>; ${r.done} of ${r.total} attempts ended${r.finished ? "" : " (unfinished)"}.</p>
+    <table id="arms"><tr><th>arm</th><th>attempts</th><th>resolved</th><th>rate</th><th>95% interval</th><th>pass@${k}</th><th>pass^${k}</th>
+    <th>tokens in/out</th><th>cost per resolved</th><th>wall p50</th><th>wall p90</th><th>failures</th></tr>${arms}</table>
+    <h2>Tasks × arms</h2><table id="grid"><tr><th>task</th>${r.arms.map(a => html`<th>${a.name}</th>`)}</tr>${grid}</table>`;
 }
 
 // ---------- a run ----------
@@ -448,6 +484,9 @@ function view() {
   const m = path.match(/^\/run\/([^/]+)$/), k = path.match(/^\/packet\/([^/]+)\/([^/]+)$/);
   if (m) return {key: decodeURIComponent(m[1]), show: () => showRun(decodeURIComponent(m[1]))};
   if (k) return {key: decodeURIComponent(k[1]), show: () => showPacket(decodeURIComponent(k[1]), decodeURIComponent(k[2]))};
+  const e = path.match(/^\/eval\/([^/]+)$/);
+  if (e) return {key: "", show: () => showEval(decodeURIComponent(e[1]))};
+  if (path === "/evals") return {key: "", show: showEvals};
   return {key: "", show: showRuns};
 }
 const current = view();

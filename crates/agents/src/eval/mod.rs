@@ -8,8 +8,14 @@
 
 mod arm;
 mod attempt;
+pub mod compare;
 mod hidden;
+pub mod html;
 pub mod journal;
+pub mod kept;
+pub mod lookup;
+pub mod markdown;
+pub mod report;
 mod schedule;
 
 use std::collections::BTreeMap;

@@ -21,6 +21,7 @@ mod leftovers;
 mod merge;
 mod notes;
 mod pinned;
+mod records;
 mod recycle;
 mod refs;
 mod registry;
