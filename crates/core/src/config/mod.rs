@@ -7,7 +7,8 @@
 //! file over the user's and the notices of what was left out; each table lives beside the
 //! tables read by the same part of the program: `run.rs` (`[worktree]`, `[run]`, `[start]`),
 //! `models.rs` (`[profiles]`, `[roles]`, `[prices]`), `sandbox.rs`, `agents.rs`,
-//! `executor.rs`, `servers.rs` (`[mcp]`, `[nav]`), `notify.rs`, `eval.rs`, `land.rs` and `budget.rs`.
+//! `executor.rs`, `servers.rs` (`[mcp]`, `[nav]`), `notify.rs`, `eval.rs`, `land.rs`, `budget.rs`
+//! and `routing.rs`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -25,6 +26,7 @@ mod executor;
 mod land;
 mod models;
 mod notify;
+mod routing;
 mod run;
 mod sandbox;
 mod servers;
@@ -36,6 +38,9 @@ pub use executor::{ActionsConfig, ExecutorConfig, ExecutorKind, SshConfig};
 pub use land::LandConfig;
 pub use models::{Price, ProfileConfig, RoleConfig, price_key};
 pub use notify::NotifyConfig;
+pub use routing::{
+    DEFAULT_MIN_OBSERVATIONS, DEFAULT_MIN_PASS_RATE, RoutedWorker, RoutingConfig, RoutingMode,
+};
 pub use run::{DEFAULT_FIX_ROUNDS, DEFAULT_RECYCLE, RunConfig, StartConfig, WorktreeConfig};
 pub use sandbox::{
     DEFAULT_MAX_FILE_MB, DEFAULT_MAX_PROCESSES, NetworkUse, SandboxConfig, SandboxPolicy,
@@ -57,6 +62,7 @@ pub const SOURCE: &str = concat!(
     include_str!("eval.rs"),
     include_str!("land.rs"),
     include_str!("budget.rs"),
+    include_str!("routing.rs"),
 );
 
 /// Settings read from `.orchestra/config.toml` at the top of the repository.
@@ -105,6 +111,8 @@ pub struct RepoConfig {
     pub land: LandConfig,
     #[serde(default)]
     pub budget: BudgetConfig,
+    #[serde(default)]
+    pub routing: RoutingConfig,
 }
 
 /// Why the configuration could not be read.
@@ -313,6 +321,7 @@ impl RepoConfig {
             eval: self.eval.over(base.eval),
             land: self.land.over(base.land),
             budget: self.budget.over(base.budget),
+            routing: self.routing.over(base.routing),
             start: self.start.over(base.start),
             // The user's profile of a name wins whole: where their keys go is theirs to say.
             profiles: merge(base.profiles, self.profiles),
