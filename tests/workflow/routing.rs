@@ -182,6 +182,13 @@ fn packets_go_to_the_cheap_profile_that_passed_them_and_a_rejected_fix_escalates
         "{report}"
     );
     assert!(report.contains(escalated), "{report}");
+    let shown = orchestra(&s.repo, &["status"]);
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    assert!(
+        shown.contains(&format!("routing   {p1}"))
+            && shown.contains(&format!("routing   {escalated}")),
+        "{shown}"
+    );
 }
 
 #[test]
