@@ -145,3 +145,76 @@ fn append(journal: &SharedJournal, event: &WorkflowEvent) {
         tracing::warn!(error = %e, "routing event not journaled");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::orchestrator::StartJournal;
+    use std::sync::{Arc, Mutex};
+
+    fn worker(name: &str) -> RoutedWorker {
+        RoutedWorker {
+            name: name.into(),
+            profile: name.into(),
+            model: name.into(),
+        }
+    }
+
+    fn packet(id: &str, file: &str) -> Packet {
+        toml::from_str(&format!(
+            "id = \"{id}\"\ntitle = \"t\"\ndescription = \"d\"\nfiles = [\"{file}\"]\n"
+        ))
+        .unwrap()
+    }
+
+    fn count(journal: &SharedJournal, escalated: bool) -> usize {
+        let entries = journal.lock().unwrap().entries().unwrap();
+        entries
+            .iter()
+            .filter(|e| match e.event {
+                WorkflowEvent::Routed { .. } => !escalated,
+                WorkflowEvent::Escalated { .. } => escalated,
+                _ => false,
+            })
+            .count()
+    }
+
+    #[test]
+    fn a_packet_keeps_its_decision_and_climbs_one_worker_per_rejected_fix_round() {
+        let dir = tempfile::tempdir().unwrap();
+        let journal: SharedJournal =
+            Arc::new(Mutex::new(StartJournal::open(dir.path(), "r").unwrap()));
+        let p = packet("p1", "a.py");
+        let seen = routing::Observation {
+            traits: routing::traits(&p),
+            model: "cheap".into(),
+            passed: true,
+        };
+        let router = Router {
+            workers: vec![worker("cheap"), worker("mid"), worker("strong")],
+            history: vec![seen; 3],
+            min_observations: 3,
+            min_pass_rate: 0.8,
+        };
+        let at = |round| router.profile_for(&journal, &p, round, Some("strong"));
+        assert_eq!(at(0).as_deref(), Some("cheap"));
+        assert_eq!(at(1).as_deref(), Some("cheap"));
+        assert_eq!(at(2).as_deref(), Some("mid"));
+        assert_eq!(at(2).as_deref(), Some("mid"));
+        assert_eq!(at(3).as_deref(), Some("strong"));
+        assert_eq!(at(4).as_deref(), Some("strong"));
+        // Decided once; each step up journaled once.
+        assert_eq!((count(&journal, false), count(&journal, true)), (1, 2));
+
+        // Without evidence (a Rust packet) a packet stays on its role's own worker, climbing from its place
+        // in the list when it has one.
+        let other = packet("p2", "a.rs");
+        let own = |own: Option<&str>, round| router.profile_for(&journal, &other, round, own);
+        assert_eq!(own(Some("strong"), 0), None);
+        assert_eq!(own(Some("strong"), 2), None);
+        assert_eq!(own(None, 3), None);
+        assert_eq!(own(Some("cheap"), 1), None);
+        assert_eq!(own(Some("cheap"), 2).as_deref(), Some("mid"));
+        assert_eq!(count(&journal, false), 2);
+    }
+}
