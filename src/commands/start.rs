@@ -287,6 +287,9 @@ pub fn cmd_start(cwd: &Path, args: &StartArgs) -> Result<(), CommandError> {
         ));
     }
     check_soft_budget(&config.budget)?;
+    config.routed_workers().map_err(|e| {
+        CommandError::user(e).hint("list configured profiles (or their models) in `[routing] workers`, cheapest first, or set `mode = \"off\"`")
+    })?;
     let settings = StartSettings {
         yes: args.yes,
         merge: args.merge,
@@ -470,6 +473,7 @@ pub fn start_error(e: StartError) -> CommandError {
         e @ (StartError::NeedsApproval { .. }
         | StartError::Roles(_)
         | StartError::RetryRefused(_)
+        | StartError::Routing(_)
         | StartError::AgentCli(_)) => CommandError::user(e),
         StartError::Lock(e) => CommandError::user(e),
         e @ (StartError::PlanInvalid { .. } | StartError::Ask { .. }) => CommandError::failed(e)

@@ -280,6 +280,7 @@ fn start_lines(s: &StartStatus) -> Vec<String> {
             .map(|c| format!("model     {}", c.line(now))),
     );
     out.extend(s.subtasks.iter().map(|t| format!("subtask   {t}")));
+    out.extend(s.routing.iter().map(|t| format!("routing   {t}")));
     out.extend(s.questions.iter().map(question_line));
     out
 }

@@ -156,7 +156,8 @@ pub fn answer(scripts: &[Script], body: &Value) -> Result<Value, String> {
     }
     Ok(json!({
         "id": format!("{}-{turn}", script.name),
-        "model": "scripted",
+        // Like a provider, it answers with the model asked for.
+        "model": body["model"].as_str().filter(|m| !m.is_empty()).unwrap_or("scripted"),
         "choices": [{"index": 0, "message": message,
                      "finish_reason": if reply.calls.is_empty() { "stop" } else { "tool_calls" }}],
         "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}

@@ -19,6 +19,7 @@ mod failure_reason;
 mod forecast;
 use crate::forge::forge_mock;
 mod messages;
+mod routing;
 mod run_listing;
 mod slow_model;
 mod soft_budget;

@@ -88,6 +88,9 @@ pub struct StartStatus {
     pub limits: Vec<String>,
     /// Each subtask's latest state, one line each.
     pub subtasks: Vec<String>,
+    /// Which worker `[routing]` gave each packet and why, then each escalation after a
+    /// rejected fix round, one line each.
+    pub routing: Vec<String>,
     pub questions: Vec<OpenQuestion>,
     /// The model calls the run waits for now, of every role (empty when no process drives
     /// the run).
@@ -542,6 +545,7 @@ pub fn start_status(
         prs: Vec::new(),
         limits: Vec::new(),
         subtasks: Vec::new(),
+        routing: Vec::new(),
         questions: Vec::new(),
         model_calls: Vec::new(),
     };
@@ -579,6 +583,9 @@ pub fn start_status(
             } => {
                 subtasks.retain(|(c, _)| c != child);
                 subtasks.push((child, format!("{child} of {parent}: {state}")));
+            }
+            WorkflowEvent::Routed { text, .. } | WorkflowEvent::Escalated { text, .. } => {
+                status.routing.push(text.clone());
             }
             _ => {}
         }

@@ -11,4 +11,5 @@ pub mod llm;
 pub mod merge;
 pub mod plan;
 pub mod project;
+pub mod routing;
 pub mod store;

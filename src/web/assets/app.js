@@ -190,6 +190,11 @@ function callsHtml(start) {
   const now = Date.now();
   return html`<div class="panel model-calls" id="model-calls">${calls.map(c => html`<div>${c.role} waiting for the model (${c.model}) for ${Math.max(0, Math.round((now - c.since_ms) / 1000))}s, prompt ~${num(c.prompt_tokens)} tokens${c.unreachable_retry_secs != null ? html`; model server unreachable, retrying in ${c.unreachable_retry_secs} s` : ""}</div>`)}</div>`;
 }
+function routingHtml(start) {
+  const lines = (start && start.routing) || [];
+  if (!lines.length) return "";
+  return html`<h2>Routing</h2><ul class="routing" id="routing">${lines.map(l => html`<li>${l}</li>`)}</ul>`;
+}
 let planTimer = null;
 function wireRun(run, data) {
   const act = async (what, body) => {
@@ -265,7 +270,7 @@ async function showRun(run) {
     ${graphHtml(data.plan, data.cards)}
     <h2>Packets</h2><div class="cards" id="cards">${(data.cards || []).length ? data.cards.map(c => cardHtml(run, c)) : html`<p class="muted">No packets yet.</p>`}</div>
     ${(s.notes || []).length ? html`<h2>Notes</h2><ul>${s.notes.map(n => html`<li>${n.note || `${n.packet} changed ${n.file} ${n.lines} outside ${[].concat(n.declared || []).join(", ")}`}</li>`)}</ul>` : ""}
-    ${gatesHtml(data.gates)}${data.report ? html`<h2>Report</h2><div class="panel report" id="report">${markdown(String(data.report))}</div>` : ""}`;
+    ${routingHtml(s.start)}${gatesHtml(data.gates)}${data.report ? html`<h2>Report</h2><div class="panel report" id="report">${markdown(String(data.report))}</div>` : ""}`;
   wireRun(run, data);
   drawEdges(data.plan);
 }

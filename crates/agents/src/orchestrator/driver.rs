@@ -69,6 +69,9 @@ pub enum StartError {
     RetryRefused(#[from] super::retry::RetryRefused),
     #[error(transparent)]
     AgentCli(#[from] crate::agent::cli::AdapterError),
+    /// `[routing]` names workers that are not configured, or the run store cannot be read.
+    #[error("{0}")]
+    Routing(String),
 }
 
 impl From<crate::crew::CrewError> for StartError {

@@ -61,11 +61,14 @@ impl Ctx<'_> {
                 self.ui.engine_event(run, e);
                 super::fault::step();
             };
-            let worker = StartWorker::new(
+            let mut worker = StartWorker::new(
                 self.models.clone(),
                 self.req.answer_wait,
                 &self.repo.common_dir,
             );
+            worker.router =
+                super::routing::Router::configured(&self.models.config, &self.repo.common_dir)
+                    .map_err(StartError::Routing)?;
             // The engine stops on the user's signal or when a packet finds the budget spent.
             let halt = worker.halt.clone();
             let done = std::sync::atomic::AtomicBool::new(false);
@@ -150,11 +153,15 @@ impl Ctx<'_> {
         let store = Store::open(&self.repo.common_dir)?;
         let run = store.require_run(&self.run)?;
         let plan = run.plan().map_err(plan_invalid)?;
-        let worker = StartWorker::new(
+        let mut worker = StartWorker::new(
             self.models.clone(),
             self.req.answer_wait,
             &self.repo.common_dir,
         );
+        // A conflicted packet goes back to the worker routing gave it.
+        worker.router =
+            super::routing::Router::configured(&self.models.config, &self.repo.common_dir)
+                .map_err(StartError::Routing)?;
         let mut last = None;
         for round in 0..MAX_MERGE_ROUNDS {
             self.stopped()?;

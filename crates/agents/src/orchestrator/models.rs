@@ -204,6 +204,28 @@ impl RoleModels {
         Ok(c)
     }
 
+    /// Returns the connected model chain of `role` when its agent uses `profile` instead of
+    /// the role's own (a routed packet), connecting on first use; the role's own without one.
+    pub fn clients_for(&self, role: &str, profile: Option<&str>) -> Result<Clients, SetupError> {
+        let Some(profile) = profile else {
+            return self.clients(role);
+        };
+        let key = format!("{role}\u{0}{profile}");
+        if let Some(c) = self.clients.lock().ok().and_then(|m| m.get(&key).cloned()) {
+            return Ok(c);
+        }
+        let r = self.roles.get(role)?;
+        let mut config = self.config.clone();
+        config.roles.entry(role.to_string()).or_default().profile = Some(profile.to_string());
+        let chain = profiles::resolve(&config, r, &env)?;
+        let models = llm::connect_chain(&chain, &self.gates, &mut |_| {})?;
+        let c = (models, chain);
+        if let Ok(mut m) = self.clients.lock() {
+            m.insert(key, c.clone());
+        }
+        Ok(c)
+    }
+
     /// Returns the price per million tokens of `model`, if configured.
     pub fn price(&self, model: &str) -> Option<orchestra_core::config::Price> {
         self.config.prices.get(model).copied()

@@ -64,6 +64,9 @@ pub struct Report {
     pub integration: Vec<String>,
     /// Model limits met on the way: concurrency changes after rate limits, consultations.
     pub agents: Vec<String>,
+    /// Which worker `[routing]` gave each packet and why, and each escalation after a
+    /// rejected fix round.
+    pub routing: Vec<String>,
     pub next_steps: Vec<String>,
     pub usage: Vec<UsageLine>,
     pub phases: Vec<(String, u64)>,
@@ -123,6 +126,7 @@ pub fn build(s: &Sources<'_>) -> Report {
         learnings: dedup_keep_order(flow.learnings),
         integration: engine.integration,
         agents: flow.agents,
+        routing: flow.routing,
         next_steps,
         usage: usage_lines(s),
         phases: flow.phases,
@@ -272,6 +276,7 @@ struct WorkflowFacts<'a> {
     summaries: BTreeMap<&'a str, String>,
     subtasks: BTreeMap<&'a str, Vec<String>>,
     agents: Vec<String>,
+    routing: Vec<String>,
     findings: Vec<String>,
     requirements: Vec<String>,
     assumptions: Vec<String>,
@@ -333,6 +338,9 @@ fn workflow_facts<'a>(s: &Sources<'a>, integration: &mut Vec<String>) -> Workflo
                 orchestra_sys::names::packet_branch(s.run, child)
             )),
             WorkflowEvent::ConcurrencyChanged { text, .. } => f.agents.push(text.clone()),
+            WorkflowEvent::Routed { text, .. } | WorkflowEvent::Escalated { text, .. } => {
+                f.routing.push(text.clone())
+            }
             WorkflowEvent::Consulted {
                 packet,
                 asker,
@@ -583,6 +591,7 @@ pub fn render(r: &Report) -> String {
     }
     list(&mut o, "Integration", &r.integration);
     list(&mut o, "Agents", &r.agents);
+    list(&mut o, "Routing", &r.routing);
     list(&mut o, "Review findings", &r.review_findings);
     list(&mut o, "Risks", &r.risks);
     list(&mut o, "Learnings", &r.learnings);

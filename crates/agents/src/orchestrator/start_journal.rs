@@ -238,6 +238,23 @@ pub enum WorkflowEvent {
     /// question is journaled as `Asked` of packet `budget`); `next` are the thresholds that
     /// apply once the run goes on.
     SoftBudgetReached { next: super::budget::Soft },
+    /// `[routing]` chose the worker of `packet` from the run history before its first work:
+    /// `decision` holds the worker (none: the role's own) and the evidence on each worker up
+    /// to it; `text` is the line shown to people.
+    Routed {
+        packet: String,
+        decision: orchestra_core::routing::Decision,
+        text: String,
+    },
+    /// `packet`'s fix round was rejected, so fix round `round` goes to the next stronger
+    /// worker of `[routing] workers`: from `from` to `to`.
+    Escalated {
+        packet: String,
+        round: u32,
+        from: String,
+        to: String,
+        text: String,
+    },
 }
 
 /// One journal entry.

@@ -43,6 +43,8 @@ pub struct StartWorker {
     confine: Option<Box<orchestra_sys::exec::process::Confine>>,
     /// What a packet agent's tools reach beyond the built-in ones.
     tools: agent::PacketTools,
+    /// Which worker of `[routing] workers` each packet goes to; `None`: its role's own.
+    pub router: Option<super::routing::Router>,
 }
 
 impl StartWorker {
@@ -64,6 +66,7 @@ impl StartWorker {
             learned: std::sync::OnceLock::new(),
             confine,
             tools: agent::PacketTools::default(),
+            router: None,
         }
     }
 
@@ -164,6 +167,8 @@ pub(super) struct AgentJob<'a> {
     /// for `status`, the terminal and the web view; `None` for subtasks, which the store
     /// does not know as packets.
     pub journal: Option<&'a (dyn Fn(orchestra_core::store::Event) + Sync)>,
+    /// The profile routing chose for this work instead of its role's own (`[routing]`).
+    pub profile: Option<&'a str>,
 }
 
 /// The runtime side of one packet agent's `ask` and `spawn_subtask`.
@@ -215,7 +220,10 @@ impl StartWorker {
         let packet = job.packet;
         let role = agent::role_for_job(&self.models.roles, packet, job.timeout)
             .map_err(|e| e.to_string())?;
-        let (models, chain) = self.models.clients(&role.name).map_err(|e| e.to_string())?;
+        let (models, chain) = self
+            .models
+            .clients_for(&role.name, job.profile)
+            .map_err(|e| e.to_string())?;
         let role_name = role.name.clone();
         let guard = || self.models.budget_exceeded(Some(&role_name));
         let wrapped: Vec<Replaying<'_>> = models
@@ -292,8 +300,26 @@ impl StartWorker {
         Ok(outcome)
     }
 
+    /// Returns the profile `[routing]` sends fix round `round` of `packet` to, or `None` for
+    /// its role's own.
+    fn routed_profile(&self, packet: &Packet, round: u32) -> Option<String> {
+        let router = self.router.as_ref()?;
+        let role = if packet.role.is_empty() {
+            orchestra_core::plan::DEFAULT_ROLE
+        } else {
+            &packet.role
+        };
+        let own = self
+            .models
+            .clients(role)
+            .ok()
+            .and_then(|(_, chain)| chain.first().map(|p| p.name.clone()));
+        router.profile_for(&self.journal, packet, round, own.as_deref())
+    }
+
     fn run_packet(&self, job: &WorkerJob<'_>, log: &mut dyn Write) -> Result<WorkerReport, String> {
         let packet = job.packet;
+        let profile = self.routed_profile(packet, job.round);
         let agent_job = AgentJob {
             run: job.run,
             objective: job.objective,
@@ -307,6 +333,7 @@ impl StartWorker {
             depth: 0,
             dependencies: job.dependencies,
             journal: Some(job.journal),
+            profile: profile.as_deref(),
         };
         self.learned.get_or_init(|| agent::learned(job.common_dir));
         let outcome = self.run_agent(&agent_job, log)?;

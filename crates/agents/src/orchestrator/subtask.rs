@@ -322,6 +322,7 @@ fn run_child(
         depth: parent.depth + 1,
         dependencies: "",
         journal: None,
+        profile: None,
     };
     let mut transcript = crate::agent::open_transcript(&log);
     let outcome = worker

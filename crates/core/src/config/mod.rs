@@ -7,7 +7,8 @@
 //! file over the user's and the notices of what was left out; each table lives beside the
 //! tables read by the same part of the program: `run.rs` (`[worktree]`, `[run]`, `[start]`),
 //! `models.rs` (`[profiles]`, `[roles]`, `[prices]`), `sandbox.rs`, `agents.rs`,
-//! `executor.rs`, `servers.rs` (`[mcp]`, `[nav]`), `notify.rs`, `eval.rs`, `land.rs` and `budget.rs`.
+//! `executor.rs`, `servers.rs` (`[mcp]`, `[nav]`), `notify.rs`, `eval.rs`, `land.rs`, `budget.rs`
+//! and `routing.rs`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -26,6 +27,7 @@ mod executor;
 mod land;
 mod models;
 mod notify;
+mod routing;
 mod run;
 mod sandbox;
 mod servers;
@@ -38,6 +40,9 @@ pub use executor::{ActionsConfig, ExecutorConfig, ExecutorKind, SshConfig};
 pub use land::LandConfig;
 pub use models::{Price, ProfileConfig, RoleConfig, price_key};
 pub use notify::NotifyConfig;
+pub use routing::{
+    DEFAULT_MIN_OBSERVATIONS, DEFAULT_MIN_PASS_RATE, RoutedWorker, RoutingConfig, RoutingMode,
+};
 pub use run::{DEFAULT_FIX_ROUNDS, DEFAULT_RECYCLE, RunConfig, StartConfig, WorktreeConfig};
 pub use sandbox::{
     DEFAULT_MAX_FILE_MB, DEFAULT_MAX_PROCESSES, NetworkUse, SandboxConfig, SandboxPolicy,
@@ -60,6 +65,7 @@ pub const SOURCE: &str = concat!(
     include_str!("land.rs"),
     include_str!("budget.rs"),
     include_str!("best_of.rs"),
+    include_str!("routing.rs"),
 );
 
 /// Settings read from `.orchestra/config.toml` at the top of the repository.
@@ -110,6 +116,8 @@ pub struct RepoConfig {
     pub budget: BudgetConfig,
     #[serde(default)]
     pub best_of: BestOfConfig,
+    #[serde(default)]
+    pub routing: RoutingConfig,
 }
 
 /// Why the configuration could not be read.
@@ -319,6 +327,7 @@ impl RepoConfig {
             land: self.land.over(base.land),
             budget: self.budget.over(base.budget),
             best_of: self.best_of.over(base.best_of),
+            routing: self.routing.over(base.routing),
             start: self.start.over(base.start),
             // The user's profile of a name wins whole: where their keys go is theirs to say.
             profiles: merge(base.profiles, self.profiles),

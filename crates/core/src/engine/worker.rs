@@ -26,6 +26,9 @@ pub struct WorkerJob<'a> {
     pub journal: &'a (dyn Fn(crate::store::Event) + Sync),
     /// The review's required fixes, when this is a fix round after a rejection.
     pub fixes: Option<&'a str>,
+    /// The fix round this work is: 0 for the packet's first work, 1 for the first round of
+    /// fixes, and so on (a round taking a person's comments on the diff counts too).
+    pub round: u32,
     /// What the packets this one depends on did (see `dependency_summary`); empty when it
     /// depends on none.
     pub dependencies: &'a str,

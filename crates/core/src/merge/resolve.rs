@@ -300,6 +300,7 @@ fn run_worker(
                 journal: &|_| {},
                 // The task itself is the conflict list; this is not a review's fix round.
                 fixes: None,
+                round: 0,
                 dependencies: "",
             });
             let code = if report.success { 0 } else { 1 };

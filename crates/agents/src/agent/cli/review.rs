@@ -79,6 +79,7 @@ impl CliReviewer {
             timeout: REVIEW_TIMEOUT,
             journal: &|_| {},
             fixes: None,
+            round: 0,
             dependencies: "",
         };
         let (out, _, report) = Launch {

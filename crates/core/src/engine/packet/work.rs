@@ -139,6 +139,7 @@ impl Step<'_, '_> {
                 ctx.journal.record_or_keep(event);
             },
             fixes: fixes.map(|f| f.0),
+            round: fixes.map_or(0, |f| f.1),
             dependencies: &dependency_summary(ctx, packet),
         };
         let report = worker.work(&job);
