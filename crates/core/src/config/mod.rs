@@ -7,7 +7,7 @@
 //! file over the user's and the notices of what was left out; each table lives beside the
 //! tables read by the same part of the program: `run.rs` (`[worktree]`, `[run]`, `[start]`),
 //! `models.rs` (`[profiles]`, `[roles]`, `[prices]`), `sandbox.rs`, `agents.rs`,
-//! `executor.rs`, `servers.rs` (`[mcp]`, `[nav]`), `notify.rs`, `eval.rs`, `land.rs` and `budget.rs`.
+//! `executor.rs`, `servers.rs` (`[mcp]`, `[nav]`), `notify.rs`, `eval.rs`, `land.rs`, `merge.rs` and `budget.rs`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -23,6 +23,7 @@ mod budget;
 mod eval;
 mod executor;
 mod land;
+mod merge;
 mod models;
 mod notify;
 mod run;
@@ -34,6 +35,7 @@ pub use budget::BudgetConfig;
 pub use eval::EvalConfig;
 pub use executor::{ActionsConfig, ExecutorConfig, ExecutorKind, SshConfig};
 pub use land::LandConfig;
+pub use merge::MergeConfig;
 pub use models::{Price, ProfileConfig, RoleConfig, price_key};
 pub use notify::NotifyConfig;
 pub use run::{DEFAULT_FIX_ROUNDS, DEFAULT_RECYCLE, RunConfig, StartConfig, WorktreeConfig};
@@ -56,6 +58,7 @@ pub const SOURCE: &str = concat!(
     include_str!("notify.rs"),
     include_str!("eval.rs"),
     include_str!("land.rs"),
+    include_str!("merge.rs"),
     include_str!("budget.rs"),
 );
 
@@ -105,6 +108,8 @@ pub struct RepoConfig {
     pub land: LandConfig,
     #[serde(default)]
     pub budget: BudgetConfig,
+    #[serde(default)]
+    pub merge: MergeConfig,
 }
 
 /// Why the configuration could not be read.
@@ -313,6 +318,7 @@ impl RepoConfig {
             eval: self.eval.over(base.eval),
             land: self.land.over(base.land),
             budget: self.budget.over(base.budget),
+            merge: self.merge.over(base.merge),
             start: self.start.over(base.start),
             // The user's profile of a name wins whole: where their keys go is theirs to say.
             profiles: merge(base.profiles, self.profiles),
