@@ -200,3 +200,117 @@ fn a_batch_runs_its_packets_validation_commands_once_in_one_confined_process() {
         launches.len()
     );
 }
+
+/// What integrating `n` packets started: the git command lines and the confined processes of
+/// validation (told apart by their process groups), with the merge's batch count.
+struct Starts {
+    git: Vec<String>,
+    launches: usize,
+    batches: usize,
+}
+
+/// Runs `n` independent packets, each with a validation command of its own that logs its
+/// process group, then integrates them through a `git` on `PATH` that logs its starts.
+fn starts_merging(n: usize) -> Starts {
+    let repo = TestRepo::new();
+    repo.scratch_writable();
+    let launches = repo.scratch().join("launches.log");
+    let mut body = String::from("objective = \"Count starts at scale\"\n\n");
+    for i in 0..n {
+        let validation = format!(
+            "\"cut -d' ' -f5 /proc/$$/stat >> '{}'; : p{i}\"",
+            launches.display()
+        );
+        body.push_str(&packet(
+            &format!("p{i}"),
+            &format!("\"out-p{i}.txt\""),
+            "",
+            &validation,
+        ));
+    }
+    let plan = repo.write_plan("plan.toml", &body);
+    let out = repo.run_plan(&plan, WORKER, &["--max-parallel", "8"]);
+    assert!(out.status.success(), "{}", text(&out));
+    std::fs::write(&launches, "").unwrap();
+    let run = run_id(&repo.path);
+    let bin = repo.scratch().join("counting-bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let log = repo.scratch().join("git-starts.log");
+    let wrapper = bin.join("git");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\necho \"$*\" >> '{}'\nexec '{}' \"$@\"\n",
+            log.display(),
+            real_git()
+        ),
+    )
+    .unwrap();
+    make_executable(&wrapper);
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = orchestra_with_env(&repo.path, &["merge", &run, "--json"], &[("PATH", &path)]);
+    assert!(out.status.success(), "{}", text(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        v["integrated"].as_array().unwrap().len(),
+        n,
+        "{}",
+        text(&out)
+    );
+    let groups: std::collections::BTreeSet<String> = std::fs::read_to_string(&launches)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    Starts {
+        git: std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect(),
+        launches: groups.len(),
+        batches: v["batches"].as_array().unwrap().len(),
+    }
+}
+
+#[test]
+fn integrating_costs_the_same_per_packet_from_50_to_200_packets() {
+    let (few, many) = (starts_merging(50), starts_merging(200));
+    let per_packet = (many.git.len() - few.git.len()).div_ceil(150);
+    assert!(
+        per_packet <= GIT_STARTS_PER_PACKET,
+        "integrating a packet started {per_packet} git processes (50 packets: {}, 200 \
+         packets: {}); the budget is {GIT_STARTS_PER_PACKET}; 200 packets started {:?}",
+        few.git.len(),
+        many.git.len(),
+        by_subcommand(&many.git)
+    );
+    let fixed = few.git.len().saturating_sub(50 * per_packet);
+    assert!(
+        many.git.len() <= fixed + 200 * per_packet + 8,
+        "integrating 200 packets started {} git processes, more than 200 × {per_packet} + {fixed}",
+        many.git.len()
+    );
+    // Validation: one confined process per batch, and batches of the same size however many
+    // packets wait, so no more confined processes per packet at 200 than at 50.
+    for s in [&few, &many] {
+        assert_eq!(s.launches, s.batches, "one confined process per batch");
+    }
+    assert!(
+        many.launches * 50 <= few.launches * 200,
+        "validation started {} confined processes for 50 packets but {} for 200",
+        few.launches,
+        many.launches
+    );
+    eprintln!(
+        "starts: 50 packets {} git, {} confined; 200 packets {} git, {} confined",
+        few.git.len(),
+        few.launches,
+        many.git.len(),
+        many.launches
+    );
+}
