@@ -59,6 +59,9 @@ fn run_with_merge_integrates_in_dependency_order_and_advances_main() {
 #[test]
 fn a_failing_packet_is_bisected_out_without_evicting_others() {
     let repo = TestRepo::new();
+    // p3's poison breaks the others' commands: only a merge that runs integrated packets'
+    // commands again on later batches sees it once p1 is in.
+    repo.user_config("[merge]\nrevalidate_integrated = true\n");
     let clean = "\"test ! -e poison\"";
     let body = format!(
         "objective = \"Bisect\"\n\n{}{}{}{}",

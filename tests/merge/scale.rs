@@ -116,3 +116,201 @@ fn integrating_a_packet_starts_the_same_few_git_processes_however_many_packets()
     );
     eprintln!("git starts: 4 packets {few}, 12 packets {more}, per packet {per_packet}");
 }
+
+/// Runs `n` independent packets whose validation commands — one all packets share, one of
+/// their own — log the process group they run in (a sandbox launch starts a group of its
+/// own), then integrates them with `git orchestra merge`; returns the merge's report and the
+/// `(group, command label)` lines its validation logged.
+fn validation_launches_merging(n: usize) -> (serde_json::Value, Vec<(String, String)>) {
+    let repo = TestRepo::new();
+    repo.scratch_writable();
+    let log = repo.scratch().join("launches.log");
+    let logged = |label: &str| {
+        format!(
+            "\"echo \\\"$(cut -d' ' -f5 /proc/$$/stat) {label}\\\" >> '{}'\"",
+            log.display()
+        )
+    };
+    let mut body = String::from("objective = \"Count validation launches\"\n\n");
+    for i in 0..n {
+        let validation = format!("{}, {}", logged("shared"), logged(&format!("p{i}")));
+        body.push_str(&packet(
+            &format!("p{i}"),
+            &format!("\"out-p{i}.txt\""),
+            "",
+            &validation,
+        ));
+    }
+    let plan = repo.write_plan("plan.toml", &body);
+    let out = repo.run_plan(&plan, WORKER, &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    // Only the merge's launches count, not the packets' own validation in their worktrees.
+    std::fs::write(&log, "").unwrap();
+    let run = run_id(&repo.path);
+    let out = orchestra(&repo.path, &["merge", &run, "--json"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        v["integrated"].as_array().unwrap().len(),
+        n,
+        "{}",
+        text(&out)
+    );
+    let lines = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let (group, label) = l.split_once(' ').unwrap();
+            (group.to_string(), label.to_string())
+        })
+        .collect();
+    (v, lines)
+}
+
+#[test]
+fn a_batch_runs_its_packets_validation_commands_once_in_one_confined_process() {
+    let n = 12;
+    let (report, lines) = validation_launches_merging(n);
+    let batches = report["batches"].as_array().unwrap().len();
+    let launches: std::collections::BTreeSet<&str> =
+        lines.iter().map(|(g, _)| g.as_str()).collect();
+    let mut runs = std::collections::BTreeMap::new();
+    for (_, label) in &lines {
+        *runs.entry(label.as_str()).or_insert(0) += 1;
+    }
+    // Each batch's merged tree runs the distinct commands of its own packets once: the shared
+    // command once per batch, each packet's own once; earlier packets' are not run again.
+    let own_runs: Vec<(&str, i32)> = runs
+        .iter()
+        .filter(|(l, _)| **l != "shared")
+        .map(|(l, n)| (*l, *n))
+        .collect();
+    assert_eq!(own_runs.len(), n, "{runs:?}");
+    assert!(
+        own_runs.iter().all(|(_, times)| *times == 1),
+        "an integrated packet's commands ran again on later batches: {runs:?}"
+    );
+    assert_eq!(runs.get("shared"), Some(&(batches as i32)), "{runs:?}");
+    // One confined process per batch, however many commands it runs.
+    assert_eq!(
+        launches.len(),
+        batches,
+        "{} batches started {} confined processes: {lines:?}",
+        batches,
+        launches.len()
+    );
+}
+
+/// What integrating `n` packets started: the git command lines and the confined processes of
+/// validation (told apart by their process groups), with the merge's batch count.
+struct Starts {
+    git: Vec<String>,
+    launches: usize,
+    batches: usize,
+}
+
+/// Runs `n` independent packets, each with a validation command of its own that logs its
+/// process group, then integrates them through a `git` on `PATH` that logs its starts.
+fn starts_merging(n: usize) -> Starts {
+    let repo = TestRepo::new();
+    repo.scratch_writable();
+    let launches = repo.scratch().join("launches.log");
+    let mut body = String::from("objective = \"Count starts at scale\"\n\n");
+    for i in 0..n {
+        let validation = format!(
+            "\"cut -d' ' -f5 /proc/$$/stat >> '{}'; : p{i}\"",
+            launches.display()
+        );
+        body.push_str(&packet(
+            &format!("p{i}"),
+            &format!("\"out-p{i}.txt\""),
+            "",
+            &validation,
+        ));
+    }
+    let plan = repo.write_plan("plan.toml", &body);
+    let out = repo.run_plan(&plan, WORKER, &["--max-parallel", "8"]);
+    assert!(out.status.success(), "{}", text(&out));
+    std::fs::write(&launches, "").unwrap();
+    let run = run_id(&repo.path);
+    let bin = repo.scratch().join("counting-bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let log = repo.scratch().join("git-starts.log");
+    let wrapper = bin.join("git");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\necho \"$*\" >> '{}'\nexec '{}' \"$@\"\n",
+            log.display(),
+            real_git()
+        ),
+    )
+    .unwrap();
+    make_executable(&wrapper);
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = orchestra_with_env(&repo.path, &["merge", &run, "--json"], &[("PATH", &path)]);
+    assert!(out.status.success(), "{}", text(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        v["integrated"].as_array().unwrap().len(),
+        n,
+        "{}",
+        text(&out)
+    );
+    let groups: std::collections::BTreeSet<String> = std::fs::read_to_string(&launches)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    Starts {
+        git: std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect(),
+        launches: groups.len(),
+        batches: v["batches"].as_array().unwrap().len(),
+    }
+}
+
+#[test]
+fn integrating_costs_the_same_per_packet_from_50_to_200_packets() {
+    let (few, many) = (starts_merging(50), starts_merging(200));
+    let per_packet = (many.git.len() - few.git.len()).div_ceil(150);
+    assert!(
+        per_packet <= GIT_STARTS_PER_PACKET,
+        "integrating a packet started {per_packet} git processes (50 packets: {}, 200 \
+         packets: {}); the budget is {GIT_STARTS_PER_PACKET}; 200 packets started {:?}",
+        few.git.len(),
+        many.git.len(),
+        by_subcommand(&many.git)
+    );
+    let fixed = few.git.len().saturating_sub(50 * per_packet);
+    assert!(
+        many.git.len() <= fixed + 200 * per_packet + 8,
+        "integrating 200 packets started {} git processes, more than 200 × {per_packet} + {fixed}",
+        many.git.len()
+    );
+    // Validation: one confined process per batch, and batches of the same size however many
+    // packets wait, so no more confined processes per packet at 200 than at 50.
+    for s in [&few, &many] {
+        assert_eq!(s.launches, s.batches, "one confined process per batch");
+    }
+    assert!(
+        many.launches * 50 <= few.launches * 200,
+        "validation started {} confined processes for 50 packets but {} for 200",
+        few.launches,
+        many.launches
+    );
+    eprintln!(
+        "starts: 50 packets {} git, {} confined; 200 packets {} git, {} confined",
+        few.git.len(),
+        few.launches,
+        many.git.len(),
+        many.launches
+    );
+}

@@ -7,8 +7,8 @@
 //! file over the user's and the notices of what was left out; each table lives beside the
 //! tables read by the same part of the program: `run.rs` (`[worktree]`, `[run]`, `[start]`),
 //! `models.rs` (`[profiles]`, `[roles]`, `[prices]`), `sandbox.rs`, `agents.rs`,
-//! `executor.rs`, `servers.rs` (`[mcp]`, `[nav]`), `notify.rs`, `eval.rs`, `land.rs`, `budget.rs`
-//! and `routing.rs`.
+//! `executor.rs`, `servers.rs` (`[mcp]`, `[nav]`), `notify.rs`, `eval.rs`, `land.rs`, `merge.rs`,
+//! `budget.rs`, `best_of.rs` and `routing.rs`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -25,6 +25,7 @@ mod budget;
 mod eval;
 mod executor;
 mod land;
+mod merge;
 mod models;
 mod notify;
 mod routing;
@@ -38,6 +39,7 @@ pub use budget::BudgetConfig;
 pub use eval::EvalConfig;
 pub use executor::{ActionsConfig, ExecutorConfig, ExecutorKind, SshConfig};
 pub use land::LandConfig;
+pub use merge::MergeConfig;
 pub use models::{Price, ProfileConfig, RoleConfig, price_key};
 pub use notify::NotifyConfig;
 pub use routing::{
@@ -63,6 +65,7 @@ pub const SOURCE: &str = concat!(
     include_str!("notify.rs"),
     include_str!("eval.rs"),
     include_str!("land.rs"),
+    include_str!("merge.rs"),
     include_str!("budget.rs"),
     include_str!("best_of.rs"),
     include_str!("routing.rs"),
@@ -118,6 +121,8 @@ pub struct RepoConfig {
     pub best_of: BestOfConfig,
     #[serde(default)]
     pub routing: RoutingConfig,
+    #[serde(default)]
+    pub merge: MergeConfig,
 }
 
 /// Why the configuration could not be read.
@@ -328,6 +333,7 @@ impl RepoConfig {
             budget: self.budget.over(base.budget),
             best_of: self.best_of.over(base.best_of),
             routing: self.routing.over(base.routing),
+            merge: self.merge.over(base.merge),
             start: self.start.over(base.start),
             // The user's profile of a name wins whole: where their keys go is theirs to say.
             profiles: merge(base.profiles, self.profiles),

@@ -15,7 +15,7 @@ use super::range::PacketRef;
 use super::scratch::ScratchWorktree;
 use super::verdict::{Decision, Verdict, rfc3339_utc, write_verdict};
 use orchestra_git::git::RepoInfo;
-use orchestra_sys::exec::process::{self, Outcome, Spec};
+use orchestra_sys::exec::process::{self, Outcome};
 
 /// What every reviewer looks at.
 pub struct ReviewInput<'a> {
@@ -202,6 +202,9 @@ pub fn run_validation(
 
 /// Runs the validation like [`run_validation`], stopping the running command (its outcome
 /// then says `interrupted`) and the rest once `stop` is set.
+///
+/// The commands run in one process — one sandbox launch for the whole list — each with its
+/// own timeout, outcome and log (see [`orchestra_sys::exec::batch`]).
 pub fn run_validation_until(
     repo: &RepoInfo,
     commit: &str,
@@ -210,34 +213,35 @@ pub fn run_validation_until(
     log_dir: &Path,
     confine: Option<&process::Confine>,
 ) -> Result<Vec<(String, Outcome, PathBuf)>, GateError> {
-    let mut results = Vec::new();
     if commands.is_empty() {
-        return Ok(results);
+        return Ok(Vec::new());
     }
     let scratch = ScratchWorktree::create(repo, commit, "validate")?;
-    for (n, command) in commands.iter().enumerate() {
-        let log = log_dir.join(format!("validate-{}.log", n + 1));
-        let env = [("ORCHESTRA_COMMIT".to_string(), commit.to_string())];
-        let spec = Spec {
-            command,
-            dir: scratch.path(),
-            env: &env,
-            log: &log,
-            timeout,
-            confine,
-        };
-        let outcome =
-            process::run(&spec, stop, &mut |_| {}).map_err(|e| GateError::Validation {
-                command: command.clone(),
-                message: e.to_string(),
-            })?;
-        let ok = outcome.success() && !outcome.interrupted;
-        results.push((command.clone(), outcome, log));
-        if !ok {
-            break;
-        }
-    }
-    Ok(results)
+    let logs: Vec<PathBuf> = (1..=commands.len())
+        .map(|n| log_dir.join(format!("validate-{n}.log")))
+        .collect();
+    let env = [("ORCHESTRA_COMMIT".to_string(), commit.to_string())];
+    let spec = orchestra_sys::exec::batch::BatchSpec {
+        commands,
+        dir: scratch.path(),
+        env: &env,
+        logs: &logs,
+        log: &log_dir.join("validate-all.log"),
+        timeout,
+        confine,
+    };
+    let outcomes =
+        orchestra_sys::exec::batch::run_batch(&spec, stop).map_err(|e| GateError::Validation {
+            command: commands.join("; "),
+            message: e.to_string(),
+        })?;
+    Ok(commands
+        .iter()
+        .cloned()
+        .zip(outcomes)
+        .zip(logs)
+        .map(|((c, o), l)| (c, o, l))
+        .collect())
 }
 
 /// Returns the credentials the commits of `base..tip` hold that the tip does not show (see

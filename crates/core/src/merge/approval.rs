@@ -161,13 +161,13 @@ fn rejection(verdict: &Verdict) -> String {
 
 /// Stores the verdict of the range the merge added to the target, `before..tip`, signed by the
 /// reviewers every packet in it had (`signers`, one set per packet) and naming the `validated`
-/// commands; nothing when no packet was merged.
+/// commands (`all_on_tip`: each ran on the tip itself); nothing when no packet was merged.
 pub(super) fn vouch_for_integration(
     git: &Git,
     before: &str,
     tip: &str,
     packets: &[String],
-    (signers, validated): (&[BTreeSet<String>], &[String]),
+    (signers, validated, all_on_tip): (&[BTreeSet<String>], &[String], bool),
 ) -> Result<(), MergeError> {
     if packets.is_empty() || before == tip {
         return Ok(());
@@ -184,10 +184,14 @@ pub(super) fn vouch_for_integration(
         packets.join(", ")
     )];
     if !validated.is_empty() {
-        checks.push(format!(
-            "validation of the merged tree: {}",
-            validated.join("; ")
-        ));
+        // Without revalidation each command passed on the merged tree of the batch that
+        // brought its packet, not necessarily on the final one: say which.
+        let on = if all_on_tip {
+            "the merged tree"
+        } else {
+            "the merged tree of each packet's batch"
+        };
+        checks.push(format!("validation of {on}: {}", validated.join("; ")));
     }
     let verdict = Verdict {
         version: 1,

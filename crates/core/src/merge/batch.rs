@@ -30,7 +30,8 @@ pub(super) struct Progress {
     /// The confirmed tip of the integration branch.
     pub tip: String,
     pub integrated: Vec<String>,
-    /// The validation commands of everything integrated so far.
+    /// The validation commands of everything integrated so far (each passed on the merged
+    /// tree its packet landed in).
     pub validations: Vec<String>,
     pub sent_back: Vec<SentBack>,
     pub batches: Vec<Batch>,
@@ -43,7 +44,8 @@ pub(super) struct Progress {
 
 impl Progress {
     /// Returns the state before the first batch: `queue` to integrate on `tip`, whose packets'
-    /// `validations` every candidate runs too.
+    /// `validations` passed before (and every candidate runs again when the merge revalidates
+    /// integrated packets).
     pub(super) fn new(queue: VecDeque<Item>, tip: String, validations: Vec<String>) -> Progress {
         Progress {
             queue,
@@ -162,8 +164,10 @@ impl Batcher<'_> {
         Ok((candidate, merged))
     }
 
-    /// Validates the candidate with the commands of everything integrated so far; returns the
-    /// merged packets when it passes. On failure a lone packet goes to its worker with the
+    /// Validates the candidate with its packets' commands, each distinct command once (and
+    /// those of everything integrated so far when `[merge] revalidate_integrated` asks for
+    /// it: otherwise the cost of a merge would grow with the square of its packets); returns
+    /// the merged packets when it passes. On failure a lone packet goes to its worker with the
     /// output (or is sent back) and a larger batch is halved and requeued.
     fn validate(
         &self,
@@ -171,7 +175,11 @@ impl Batcher<'_> {
         candidate: &str,
         mut merged: Vec<Item>,
     ) -> Result<Option<Vec<Item>>, MergeError> {
-        let mut commands = p.validations.clone();
+        let mut commands = if self.opts.revalidate_integrated {
+            p.validations.clone()
+        } else {
+            Vec::new()
+        };
         for item in &merged {
             commands.extend(item.validation.iter().cloned());
         }

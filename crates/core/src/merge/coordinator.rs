@@ -46,6 +46,9 @@ pub struct MergeOptions {
     /// How many clean worktrees of integrated packets are parked for new packets instead of
     /// removed (`[worktree] recycle`).
     pub recycle_worktrees: usize,
+    /// Run the commands of the packets integrated before a batch on its merged tree too
+    /// (`[merge] revalidate_integrated`); otherwise a batch runs its own packets' commands.
+    pub revalidate_integrated: bool,
 }
 
 impl Default for MergeOptions {
@@ -58,6 +61,7 @@ impl Default for MergeOptions {
             keep_worktrees: false,
             sandboxes: Default::default(),
             recycle_worktrees: 0,
+            revalidate_integrated: false,
         }
     }
 }
@@ -77,6 +81,7 @@ impl MergeOptions {
             keep_worktrees: config.keep_worktrees(),
             sandboxes,
             recycle_worktrees: config.recycle_worktrees(),
+            revalidate_integrated: config.merge.revalidates_integrated(),
             ..Default::default()
         }
     }
@@ -323,7 +328,11 @@ fn conclude(
         target_advanced && rev(&git, &target_ref)?.as_deref() != Some(target_tip.as_str());
     if target_advanced {
         let merged: Vec<String> = already.iter().chain(&integrated).cloned().collect();
-        let signed = (signers.as_slice(), validated.as_slice());
+        let signed = (
+            signers.as_slice(),
+            validated.as_slice(),
+            opts.revalidate_integrated,
+        );
         vouch_for_integration(&git, &target_tip, &tip, &merged, signed)?;
     }
     let integrated_ids = (run.id.as_str(), records, integrated.as_slice());

@@ -79,6 +79,7 @@ pub fn request(store: &mut Store, run: &str, opts: &MergeOptions) -> Result<(), 
             resolve_rounds: opts.resolve_rounds,
             keep_worktrees: opts.keep_worktrees,
             recycle_worktrees: opts.recycle_worktrees,
+            revalidate_integrated: opts.revalidate_integrated,
         },
     )?;
     Ok(())
@@ -114,6 +115,7 @@ fn options_of(event: &Event, sandboxes: &Sandboxes) -> Option<MergeOptions> {
             resolve_rounds,
             keep_worktrees,
             recycle_worktrees,
+            revalidate_integrated,
         } => Some(MergeOptions {
             target: target.clone(),
             timeout: std::time::Duration::from_secs(*timeout_secs),
@@ -122,6 +124,7 @@ fn options_of(event: &Event, sandboxes: &Sandboxes) -> Option<MergeOptions> {
             keep_worktrees: *keep_worktrees,
             sandboxes: sandboxes.clone(),
             recycle_worktrees: *recycle_worktrees,
+            revalidate_integrated: *revalidate_integrated,
         }),
         _ => None,
     }

@@ -158,6 +158,10 @@ pub enum Event {
         keep_worktrees: bool,
         /// How many clean worktrees of integrated packets are parked for new packets.
         recycle_worktrees: usize,
+        /// Whether every batch runs the commands of the packets integrated before it too
+        /// (`[merge] revalidate_integrated`).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        revalidate_integrated: bool,
     },
     /// The merge coordinator started integrating `packets` into `integration`, for `target`;
     /// `already` are the succeeded packets found on the integration branch before it began.

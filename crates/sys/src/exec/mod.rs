@@ -5,6 +5,7 @@
 //! This module is a leaf: it uses nothing else of the crate, so the engine, the gates, the merge
 //! coordinator, the forge and the orchestrator can all reach it without reaching into each other.
 
+pub mod batch;
 pub mod capture;
 pub mod command_env;
 pub mod denied;

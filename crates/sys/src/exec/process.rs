@@ -139,6 +139,20 @@ pub fn run(
     stop: &AtomicBool,
     on_spawn: &mut dyn FnMut(i32),
 ) -> Result<Outcome, ProcessError> {
+    let started = Instant::now();
+    let timeout = spec.timeout;
+    run_watched(spec, stop, on_spawn, &mut || started.elapsed() >= timeout)
+}
+
+/// Runs `spec` like [`run`], but the command is timed out when `expired` (asked every
+/// [`STOP_CHECK`] while it runs) says so instead of after `spec.timeout`: a batch of commands
+/// times each of its commands on its own.
+pub(crate) fn run_watched(
+    spec: &Spec<'_>,
+    stop: &AtomicBool,
+    on_spawn: &mut dyn FnMut(i32),
+    expired: &mut dyn FnMut() -> bool,
+) -> Result<Outcome, ProcessError> {
     if let Some(parent) = spec.log.parent() {
         fs_err::create_dir_all(parent).map_err(|source| ProcessError::Log {
             path: spec.log.to_path_buf(),
@@ -228,7 +242,7 @@ pub fn run(
             if stop.load(Ordering::SeqCst) {
                 interrupted = true;
                 terminate_group(pgid);
-            } else if started.elapsed() >= spec.timeout {
+            } else if expired() {
                 timed_out = true;
                 terminate_group(pgid);
             }
