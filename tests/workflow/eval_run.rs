@@ -149,7 +149,6 @@ fn a_bad_arm_is_refused_by_name_before_anything_runs() {
     for (arm, says) in [
         ("nameless", "has no name"),
         ("x=cmd:", "needs a command"),
-        ("x=cli:claude", "not supported yet"),
         ("x=agent:", "needs a role name"),
         // Without a model profile (the test home has none), checked before any mining.
         ("x=agent:coder", "no model profile for role `coder`"),

@@ -8,6 +8,7 @@
 
 mod answer;
 mod environments;
+mod eval_arms;
 mod eval_attempt;
 mod eval_per_test;
 mod eval_resume;
