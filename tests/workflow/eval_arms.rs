@@ -213,3 +213,98 @@ fn bad_arm_options_are_refused_by_arm_name_before_anything_runs() {
     assert_eq!(refs(&repo.path), before);
     assert!(!repo.path.join(".git/orchestra/evals").exists());
 }
+
+/// Returns a plan of `packets` (id, file, content) for the scripted planner, and the coder
+/// scripts that write each packet's file.
+fn start_task(
+    objective: &str,
+    packets: &[(&str, &str, &str)],
+) -> (serde_json::Value, Vec<serde_json::Value>) {
+    let mut plan = String::from("```toml\n");
+    let mut coders = Vec::new();
+    for (id, file, content) in packets {
+        plan.push_str(&format!(
+            "[[packet]]\nid = \"{id}\"\ntitle = \"Write {id}\"\nrole = \"coder\"\ndescription = \"d\"\nfiles = [\"{file}\"]\nvalidation = [\"sh run_tests.sh\"]\n\n"
+        ));
+        coders.push(serde_json::json!({"name": id, "match": ["# Coder", format!("# Write {id}")], "replies": [
+            {"calls": [{"name": "write_file", "args": {"path": file, "content": content}}]},
+            {"calls": [{"name": "complete", "args": {"summary": format!("wrote {file}")}}]}]}));
+    }
+    plan.push_str("```");
+    let planner = serde_json::json!({"name": format!("plan {objective}"),
+        "match": ["# Planner", objective], "replies": [{"text": plan}]});
+    (planner, coders)
+}
+
+#[test]
+fn a_start_arm_plans_works_and_merges_each_task_unattended() {
+    let (repo, commits) = history();
+    let add = "add() { echo $(($1 + $2)); }\n";
+    // Multiplication in two packets (the function, a note), subtraction in one, and a negation
+    // that negates nothing: two of three resolve.
+    let (mul_plan, mut coders) = start_task(
+        "Add multiplication",
+        &[
+            (
+                "mul-fn",
+                "src/calc.sh",
+                &format!("{add}mul() {{ echo $(($1 * $2)); }}\n"),
+            ),
+            ("mul-note", "NOTES.md", "mul multiplies\n"),
+        ],
+    );
+    let (sub_plan, sub) = start_task(
+        "Add subtraction",
+        &[(
+            "sub-fn",
+            "src/calc.sh",
+            &format!("{add}mul() {{ echo $(($1 * $2)); }}\nsub() {{ echo $(($1 - $2)); }}\n"),
+        )],
+    );
+    let (neg_plan, neg) = start_task(
+        "Add negation",
+        &[(
+            "neg-fn",
+            "src/calc.sh",
+            &format!(
+                "{add}mul() {{ echo $(($1 * $2)); }}\nsub() {{ echo $(($1 - $2)); }}\nneg() {{ echo $1; }}\n"
+            ),
+        )],
+    );
+    coders.extend(sub);
+    coders.extend(neg);
+    let mut scripts = vec![
+        serde_json::json!({"name": "clarifier", "match": ["# Clarifier"], "replies": [{"text":
+            "{\"outcome\": \"questions\", \"requirements\": [\"the tests pass\"], \"questions\": [\"Which shell?\"], \"assumptions\": [\"POSIX sh\"]}"}]}),
+        mul_plan,
+        sub_plan,
+        neg_plan,
+        serde_json::json!({"name": "review", "match": ["# Reviewer"], "replies": [{"text": "{\"verdict\": \"approve\"}"}]}),
+        serde_json::json!({"name": "orchestrator", "match": ["# Orchestrator"], "replies": [{"text": "{}"}]}),
+    ];
+    scripts.extend(coders);
+    let model = mock(&serde_json::Value::Array(scripts));
+    let env = [
+        ("ORCHESTRA_PROVIDER", "openai-compatible"),
+        ("ORCHESTRA_BASE_URL", model.url.as_str()),
+        ("ORCHESTRA_MODEL", "scripted"),
+    ];
+    let json = eval(&repo, "HEAD~3..HEAD", &["full=start"], &env);
+    assert_eq!(json["arms"][0]["attempts"], 3, "{json}");
+    assert_eq!(json["arms"][0]["resolved"], 2, "{json}");
+    let mul = attempt(&json, "full", &commits[0]);
+    assert_eq!(mul["resolved"], true, "{json}");
+    assert_eq!(mul["packets"], 2, "{json}");
+    assert_eq!(mul["questions"], 1, "{json}");
+    assert!(mul["tokens_in"].as_u64().unwrap() > 0, "{json}");
+    assert_eq!(
+        attempt(&json, "full", &commits[1])["resolved"],
+        true,
+        "{json}"
+    );
+    let neg = attempt(&json, "full", &commits[2]);
+    assert_eq!(neg["resolved"], false, "{json}");
+    assert_eq!(neg["packets"], 1, "{json}");
+    assert_eq!(neg["failure"], "tests_fail", "{json}");
+    assert_eq!(neg["questions"], 1, "{json}");
+}
