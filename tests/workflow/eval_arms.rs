@@ -308,3 +308,36 @@ fn a_start_arm_plans_works_and_merges_each_task_unattended() {
     assert_eq!(neg["failure"], "tests_fail", "{json}");
     assert_eq!(neg["questions"], 1, "{json}");
 }
+
+#[test]
+fn a_one_packet_attempt_passes_the_reviewer_as_run_does() {
+    let (repo, commits) = history();
+    // The coder writes multiplication, then answers every fix round without changing more;
+    // the reviewer rejects whatever it sees.
+    let mut replies = vec![
+        serde_json::json!({"calls": [{"name": "write_file", "args": {"path": "src/calc.sh",
+            "content": "add() { echo $(($1 + $2)); }\nmul() { echo $(($1 * $2)); }\n"}}]}),
+    ];
+    for _ in 0..12 {
+        replies.push(
+            serde_json::json!({"calls": [{"name": "complete", "args": {"summary": "added mul"}}]}),
+        );
+    }
+    let scripts = serde_json::json!([
+        {"name": "review", "match": ["# Reviewer"], "replies": [{"text":
+            "{\"verdict\": \"reject\", \"findings\": [{\"severity\": \"blocker\", \"category\": \"correctness\", \"file\": \"src/calc.sh\", \"line\": 2, \"evidence\": \"mul is untested\", \"suggestion\": \"add a test\"}]}"}]},
+        {"name": "mul", "match": ["# Coder", "Add multiplication"], "replies": replies}
+    ]);
+    let model = mock(&scripts);
+    let env = [
+        ("ORCHESTRA_PROVIDER", "openai-compatible"),
+        ("ORCHESTRA_BASE_URL", model.url.as_str()),
+        ("ORCHESTRA_MODEL", "scripted"),
+    ];
+    let json = eval(&repo, "HEAD~3..HEAD~2", &["ours=agent:coder"], &env);
+    let mul = attempt(&json, "ours", &commits[0]);
+    assert_eq!(mul["resolved"], false, "{json}");
+    assert_eq!(mul["failure"], "gate_rejected", "{json}");
+    assert!(mul["detail"].as_str().unwrap().contains("review"), "{json}");
+    assert!(mul["fix_rounds"].as_u64().unwrap() >= 1, "{json}");
+}

@@ -237,6 +237,8 @@ fn an_agent_arm_works_each_task_with_the_configured_model() {
     let (repo, commits) = history();
     // The scripted coder solves the multiplication task and gives up on the others.
     let scripts = serde_json::json!([
+        {"name": "review", "match": ["# Reviewer"], "replies": [
+            {"text": "{\"verdict\": \"approve\", \"findings\": []}"}]},
         {"name": "mul", "match": ["# Coder", "Add multiplication"], "replies": [
             {"calls": [{"name": "write_file", "args": {"path": "src/calc.sh",
                 "content": "add() { echo $(($1 + $2)); }\nmul() { echo $(($1 * $2)); }\n"}}]},

@@ -135,6 +135,24 @@ fn run_packet(
     };
     let crew = crate::crew::Crew::assemble(attempt, config, forced, None, worker_cmd.is_some())
         .map_err(|e| e.to_string())?;
+    // The same gates as `run`: the reviewer role's model reviews the validated packet when it
+    // has a profile (`[roles.reviewer] agent` reviews with that CLI instead).
+    let mut model = if crate::agent::ModelReviewer::configured(&attempt.toplevel, config) {
+        Some(
+            crate::agent::ModelReviewer::new(&attempt.toplevel, config.clone())
+                .map_err(|e| e.to_string())?,
+        )
+    } else {
+        None
+    };
+    if let (Some(m), Some(w)) = (model.as_mut(), agent.as_ref()) {
+        m.share_gates(w.gates());
+    }
+    let review = crew.review(
+        model
+            .as_ref()
+            .map(|m| m as &(dyn orchestra_core::gate::Reviewer + Sync)),
+    );
     let text = plan_toml(task, base, role).map_err(|e| e.to_string())?;
     let plan = Plan::from_toml_str(&text, "eval.toml").map_err(|e| e.to_string())?;
     let opts = RunOptions {
@@ -165,7 +183,7 @@ fn run_packet(
         sparse: None,
         sandboxes,
         crash_after_events: None,
-        review: None,
+        review: review.as_ref(),
         fix_rounds: config.fix_rounds(),
         retries: config.retries(),
         executor: None,
