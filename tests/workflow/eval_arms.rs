@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use super::eval_run::history;
+use super::eval_fixtures::history;
 use crate::support::{TestRepo, orchestra, orchestra_with_env, refs, text};
 
 /// Runs `eval run` over the range `range` of `repo` with `arms` and `env`; returns the JSON

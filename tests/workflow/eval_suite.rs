@@ -4,13 +4,14 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::support::{TestRepo, git, orchestra, refs, text};
+use super::eval_fixtures::state;
+use crate::support::{TestRepo, orchestra, text};
 
 /// Returns a calculator repository whose first commit is tagged `v1`, the suites' base; its
 /// `run_tests.sh` prints a `PASSED` / `FAILED` line per test.
 fn calculator() -> TestRepo {
     let repo = TestRepo::with_files(&[
-        ("run_tests.sh", super::eval_per_test::RUN_TESTS),
+        ("run_tests.sh", super::eval_fixtures::PER_TEST_RUN_TESTS),
         ("src/calc.sh", "add() { echo $(($1 + $2)); }\n"),
         ("tests/test_add.sh", "add_small:[ \"$(add 1 2)\" = 3 ]\n"),
     ]);
@@ -27,16 +28,6 @@ fn place(repo: &TestRepo, name: &str) -> PathBuf {
     let to = repo.path.parent().unwrap().join(name);
     std::fs::copy(fixture, &to).unwrap();
     to
-}
-
-/// Returns what reading a suite must not change: refs, worktrees, status.
-fn state(repo: &Path) -> String {
-    format!(
-        "{}\n{}\n{}",
-        refs(repo),
-        git(repo, &["worktree", "list", "--porcelain"]),
-        git(repo, &["status", "--porcelain", "--untracked-files=all"])
-    )
 }
 
 /// Returns `eval tasks <suite> --json <extra>` run in the repository, parsed.

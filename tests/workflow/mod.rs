@@ -10,6 +10,7 @@ mod answer;
 mod environments;
 mod eval_arms;
 mod eval_attempt;
+mod eval_fixtures;
 mod eval_per_test;
 mod eval_resume;
 mod eval_run;
