@@ -241,7 +241,8 @@ fn a_start_arm_plans_works_and_merges_each_task_unattended() {
     let (repo, commits) = history();
     let add = "add() { echo $(($1 + $2)); }\n";
     // Multiplication in two packets (the function, a note), subtraction in one, and a negation
-    // that negates nothing: two of three resolve.
+    // in two that merge cleanly but negate nothing: two of three resolve, the third is a
+    // semantic conflict.
     let (mul_plan, mut coders) = start_task(
         "Add multiplication",
         &[
@@ -263,13 +264,16 @@ fn a_start_arm_plans_works_and_merges_each_task_unattended() {
     );
     let (neg_plan, neg) = start_task(
         "Add negation",
-        &[(
-            "neg-fn",
-            "src/calc.sh",
-            &format!(
-                "{add}mul() {{ echo $(($1 * $2)); }}\nsub() {{ echo $(($1 - $2)); }}\nneg() {{ echo $1; }}\n"
+        &[
+            (
+                "neg-fn",
+                "src/calc.sh",
+                &format!(
+                    "{add}mul() {{ echo $(($1 * $2)); }}\nsub() {{ echo $(($1 - $2)); }}\nneg() {{ echo $1; }}\n"
+                ),
             ),
-        )],
+            ("neg-note", "NOTES.md", "neg negates\n"),
+        ],
     );
     coders.extend(sub);
     coders.extend(neg);
@@ -304,8 +308,8 @@ fn a_start_arm_plans_works_and_merges_each_task_unattended() {
     );
     let neg = attempt(&json, "full", &commits[2]);
     assert_eq!(neg["resolved"], false, "{json}");
-    assert_eq!(neg["packets"], 1, "{json}");
-    assert_eq!(neg["failure"], "tests_fail", "{json}");
+    assert_eq!(neg["packets"], 2, "{json}");
+    assert_eq!(neg["failure"], "semantic_conflict", "{json}");
     assert_eq!(neg["questions"], 1, "{json}");
 }
 
@@ -340,4 +344,53 @@ fn a_one_packet_attempt_passes_the_reviewer_as_run_does() {
     assert_eq!(mul["failure"], "gate_rejected", "{json}");
     assert!(mul["detail"].as_str().unwrap().contains("review"), "{json}");
     assert!(mul["fix_rounds"].as_u64().unwrap() >= 1, "{json}");
+}
+
+#[test]
+fn a_start_arm_stops_at_its_token_budget_and_fails_as_budget() {
+    let (repo, commits) = history();
+    let (plan, coders) = start_task(
+        "Add multiplication",
+        &[(
+            "mul-fn",
+            "src/calc.sh",
+            "add() { echo $(($1 + $2)); }\nmul() { echo $(($1 * $2)); }\n",
+        )],
+    );
+    let mut scripts = vec![
+        serde_json::json!({"name": "clarifier", "match": ["# Clarifier"], "replies": [{"text":
+            "{\"outcome\": \"clear\", \"requirements\": [\"the tests pass\"], \"questions\": [], \"assumptions\": []}"}]}),
+        plan,
+        serde_json::json!({"name": "review", "match": ["# Reviewer"], "replies": [{"text": "{\"verdict\": \"approve\"}"}]}),
+        serde_json::json!({"name": "orchestrator", "match": ["# Orchestrator"], "replies": [{"text": "{}"}]}),
+    ];
+    scripts.extend(coders);
+    let model = mock(&serde_json::Value::Array(scripts));
+    let env = [
+        ("ORCHESTRA_PROVIDER", "openai-compatible"),
+        ("ORCHESTRA_BASE_URL", model.url.as_str()),
+        ("ORCHESTRA_MODEL", "scripted"),
+    ];
+    let json = eval(
+        &repo,
+        "HEAD~3..HEAD~2",
+        &["full=start", "tight=start,tokens=10"],
+        &env,
+    );
+    assert_eq!(
+        attempt(&json, "full", &commits[0])["resolved"],
+        true,
+        "{json}"
+    );
+    let tight = attempt(&json, "tight", &commits[0]);
+    assert_eq!(tight["resolved"], false, "{json}");
+    assert_eq!(tight["failure"], "budget", "{json}");
+    // The run itself stopped at the limit, not only a judgement of its spend afterwards.
+    assert!(
+        tight["detail"]
+            .as_str()
+            .unwrap()
+            .contains("token budget exhausted"),
+        "{json}"
+    );
 }
