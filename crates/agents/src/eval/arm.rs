@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use orchestra_core::config::{RepoConfig, RoleConfig};
+use orchestra_core::config::RepoConfig;
 use serde::Serialize;
 
 /// One arm: a name and what works each task.
@@ -277,7 +277,7 @@ impl Arm {
                     },
                 });
             }
-            let entry = config.roles.entry(role).or_insert_with(RoleConfig::default);
+            let entry = config.roles.entry(role).or_default();
             entry.profile = Some(profile);
         }
         Ok(config)
