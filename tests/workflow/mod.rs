@@ -9,6 +9,7 @@
 mod answer;
 mod environments;
 mod eval_arms;
+mod eval_arms_e2e;
 mod eval_attempt;
 mod eval_fixtures;
 mod eval_per_test;
