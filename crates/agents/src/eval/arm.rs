@@ -95,7 +95,7 @@ pub enum ArmError {
         what: String,
     },
     #[error(
-        "arm `{name}`: profile `{profile}` is not defined; define [profiles.{profile}] in the configuration or pick one of: {defined}"
+        "arm `{name}`: profile `{profile}` is not defined; define [profiles.{profile}] in the configuration or pick a defined one ({defined})"
     )]
     UndefinedProfile {
         name: String,
@@ -271,9 +271,9 @@ impl Arm {
                     name: self.name.clone(),
                     profile,
                     defined: if defined.is_empty() {
-                        "none is".to_string()
+                        "none is defined yet".to_string()
                     } else {
-                        defined.join(", ")
+                        format!("defined: {}", defined.join(", "))
                     },
                 });
             }
