@@ -28,7 +28,7 @@ pub struct RunArgs {
     /// `agent:<role>[@<profile>]` one of our agents in that role (with that profile, else the
     /// role's configured one); `cli:<name>` one packet worked by that agent CLI;
     /// `start[@<profile>]` the whole flow unattended. Options (not for `cmd:`): `budget=<cost>`,
-    /// `tokens=<n>`, `profile.<role>=<profile>`.
+    /// `tokens=<n>`, `profile.<role>=<profile>`, `model.<role>=<model>`.
     #[arg(long = "arm", value_name = "NAME=SPEC", required = true)]
     arms: Vec<String>,
     /// The test command that judges tasks and attempts (as for `eval tasks`).

@@ -192,6 +192,14 @@ fn bad_arm_options_are_refused_by_arm_name_before_anything_runs() {
             "x=start,profile.planner=huge",
             "profile `huge` is not defined",
         ),
+        (
+            "x=agent:coder,model.coder=tiny",
+            "arm `x`: `model.coder` changes the model of role `coder`'s profile",
+        ),
+        (
+            "x=start,model.coder=",
+            "arm `x`: option `model.coder=` needs a role and a model",
+        ),
     ] {
         let out = orchestra(
             &repo.path,

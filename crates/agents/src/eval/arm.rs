@@ -5,7 +5,7 @@
 //! by a configured agent CLI; `start[@<profile>]`, the whole flow (clarify, plan, packets,
 //! gates, merge) unattended. Every kind but `cmd:` (whose command may hold any character)
 //! takes options after its spec, separated by commas: `budget=<cost>`, `tokens=<n>` and
-//! `profile.<role>=<profile>` (see [`ArmOptions`]).
+//! `profile.<role>=<profile>` and `model.<role>=<model>` (see [`ArmOptions`]).
 
 use std::collections::BTreeMap;
 
@@ -47,6 +47,8 @@ pub struct ArmOptions {
     pub profile: Option<String>,
     /// `profile.<role>=<profile>`: the profile of one role, over `@<profile>`.
     pub role_profiles: BTreeMap<String, String>,
+    /// `model.<role>=<model>`: the model of one role, on the profile it has otherwise.
+    pub role_models: BTreeMap<String, String>,
     /// `budget=<cost>`: most an attempt may spend, in `[prices]`' currency.
     pub budget: Option<f64>,
     /// `tokens=<n>`: most tokens (input plus output) an attempt may spend.
@@ -85,7 +87,7 @@ pub enum ArmError {
         why: String,
     },
     #[error(
-        "arm `{name}`: option `{option}` is not one of `budget=<cost>`, `tokens=<n>`, `profile.<role>=<profile>`"
+        "arm `{name}`: option `{option}` is not one of `budget=<cost>`, `tokens=<n>`, `profile.<role>=<profile>`, `model.<role>=<model>`"
     )]
     UnknownOption { name: String, option: String },
     #[error("arm `{name}`: option `{option}` needs {what}")]
@@ -102,6 +104,10 @@ pub enum ArmError {
         profile: String,
         defined: String,
     },
+    #[error(
+        "arm `{name}`: `model.{role}` changes the model of role `{role}`'s profile, and the configuration gives it none; add `profile.{role}=<profile>` to the arm or define [profiles.default]"
+    )]
+    NoProfileForModel { name: String, role: String },
     #[error(
         "arm `{name}`: unknown kind in `{spec}`; write `cmd:<shell>`, `agent:<role>`, `cli:<name>` or `start`"
     )]
@@ -236,12 +242,28 @@ fn parse_option(name: &str, option: &str, options: &mut ArmOptions) -> Result<()
                     .insert(role.to_string(), value.to_string());
             }
             Some(_) => return Err(bad("a role and a profile name, e.g. `profile.planner=big`")),
-            None => {
-                return Err(ArmError::UnknownOption {
-                    name: name.to_string(),
-                    option: option.to_string(),
-                });
-            }
+            None => match key.strip_prefix("model.") {
+                Some(role)
+                    if is_name(role, &[])
+                        && !value.is_empty()
+                        && !value.chars().any(char::is_whitespace) =>
+                {
+                    options
+                        .role_models
+                        .insert(role.to_string(), value.to_string());
+                }
+                Some(_) => {
+                    return Err(bad(
+                        "a role and a model name, e.g. `model.coder=gpt-4.1-mini`",
+                    ));
+                }
+                None => {
+                    return Err(ArmError::UnknownOption {
+                        name: name.to_string(),
+                        option: option.to_string(),
+                    });
+                }
+            },
         },
     }
     Ok(())
@@ -249,8 +271,9 @@ fn parse_option(name: &str, option: &str, options: &mut ArmOptions) -> Result<()
 
 impl Arm {
     /// Returns `base` with the arm's profile choices applied: `@<profile>` for the arm's role
-    /// (`agent:`) or for every role in `roles` (`start`), then each `profile.<role>`. Every
-    /// profile named must be defined in `base`.
+    /// (`agent:`) or for every role in `roles` (`start`), then each `profile.<role>`, then each
+    /// `model.<role>` as a copy of the role's profile (its `[roles]` one, else `default`) with
+    /// that model. Every profile named must be defined in `base`.
     pub fn config(&self, base: &RepoConfig, roles: &[String]) -> Result<RepoConfig, ArmError> {
         let mut config = base.clone();
         let mut chosen: BTreeMap<String, String> = BTreeMap::new();
@@ -279,6 +302,28 @@ impl Arm {
             }
             let entry = config.roles.entry(role).or_default();
             entry.profile = Some(profile);
+        }
+        for (role, model) in &self.options.role_models {
+            let current = config
+                .roles
+                .get(role)
+                .and_then(|r| r.profile.clone())
+                .or_else(|| {
+                    config
+                        .profiles
+                        .contains_key("default")
+                        .then(|| "default".into())
+                });
+            let Some(mut profile) = current.and_then(|p| config.profiles.get(&p).cloned()) else {
+                return Err(ArmError::NoProfileForModel {
+                    name: self.name.clone(),
+                    role: role.clone(),
+                });
+            };
+            profile.model = model.clone();
+            let named = format!("eval.{}.{role}", self.name);
+            config.profiles.insert(named.clone(), profile);
+            config.roles.entry(role.clone()).or_default().profile = Some(named);
         }
         Ok(config)
     }
@@ -389,6 +434,19 @@ mod tests {
         assert_eq!(config.roles["planner"].profile.as_deref(), Some("small"));
         let err = parse("a=agent:coder@big").unwrap().config(&base, &[]);
         assert!(matches!(err, Err(ArmError::UndefinedProfile { .. })));
+        let arm = parse("a=agent:coder@small,model.coder=tiny").unwrap();
+        let config = arm.config(&base, &[]).unwrap();
+        let chosen = config.roles["coder"].profile.clone().unwrap();
+        assert_eq!(config.profiles[&chosen].model, "tiny");
+        assert_eq!(config.profiles["small"].model, "m");
+        let err = parse("a=agent:coder,model.coder=tiny")
+            .unwrap()
+            .config(&base, &[]);
+        assert!(matches!(err, Err(ArmError::NoProfileForModel { .. })));
+        assert!(matches!(
+            parse("a=start,model.coder="),
+            Err(ArmError::BadOption { .. })
+        ));
         let arm = parse("a=agent:coder,budget=0.1,tokens=10").unwrap();
         assert!(arm.over_budget(5, Some(0.05)).is_none());
         assert!(arm.over_budget(5, Some(0.2)).is_some());
