@@ -393,12 +393,13 @@ fn a_start_arm_stops_at_its_token_budget_and_fails_as_budget() {
     let tight = attempt(&json, "tight", &commits[0]);
     assert_eq!(tight["resolved"], false, "{json}");
     assert_eq!(tight["failure"], "budget", "{json}");
-    // The run itself stopped at the limit, not only a judgement of its spend afterwards.
+    // The run itself stopped at the limit (not only a judgement of its spend afterwards), and
+    // the detail names the arm's option, not `start`'s flag.
     assert!(
         tight["detail"]
             .as_str()
             .unwrap()
-            .contains("token budget exhausted"),
+            .ends_with("of 10 tokens used (the arm's `tokens=` or `budget=`)"),
         "{json}"
     );
 }

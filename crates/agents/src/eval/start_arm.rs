@@ -102,11 +102,19 @@ pub(super) fn work(
             .clone()
             .unwrap_or_else(|| format!("the run ended {}", outcome.state.as_str()));
         let lower = reason.to_ascii_lowercase();
-        result.failure = Some(if lower.contains("conflict") {
+        let failure = if lower.contains("conflict") {
             Failure::MergeConflict
         } else {
             classify(&reason)
-        });
+        };
+        // The run's advice names `start`'s flags; here the arm's options set the limit.
+        let reason = match (failure, reason.split_once(" (raise it with")) {
+            (Failure::Budget, Some((head, _))) => {
+                format!("{head} (the arm's `tokens=` or `budget=`)")
+            }
+            _ => reason,
+        };
+        result.failure = Some(failure);
         result.detail = Some(reason);
         return Ok(false);
     }
