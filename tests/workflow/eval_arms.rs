@@ -219,7 +219,7 @@ fn bad_arm_options_are_refused_by_arm_name_before_anything_runs() {
         assert!(err.contains(says), "{arm}: {err}");
     }
     assert_eq!(refs(&repo.path), before);
-    assert!(!repo.path.join(".git/orchestra/evals").exists());
+    assert!(!git_orchestra::exec::outside_dir(&repo.path.join(".git"), ".evals").exists());
 }
 
 /// Returns a plan of `packets` (id, file, content) for the scripted planner, and the coder
