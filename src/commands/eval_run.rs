@@ -23,9 +23,12 @@ pub struct RunArgs {
     /// The revision range whose valid tasks are attempted, e.g. `HEAD~50..HEAD`.
     #[arg(long = "from-history", value_name = "REV-RANGE")]
     from_history: String,
-    /// An arm, as `<name>=<spec>`; repeat for each arm. `cmd:<shell>` runs an external worker
-    /// command under the worker contract in the attempt's packet worktree; `agent:<role>` one
-    /// of our agents in that role with its configured model profile.
+    /// An arm, as `<name>=<spec>[,<option>…]`; repeat for each arm. `cmd:<shell>` runs an
+    /// external worker command under the worker contract in the attempt's packet worktree;
+    /// `agent:<role>[@<profile>]` one of our agents in that role (with that profile, else the
+    /// role's configured one); `cli:<name>` one packet worked by that agent CLI;
+    /// `start[@<profile>]` the whole flow unattended. Options (not for `cmd:`): `budget=<cost>`,
+    /// `tokens=<n>`, `profile.<role>=<profile>`, `model.<role>=<model>`.
     #[arg(long = "arm", value_name = "NAME=SPEC", required = true)]
     arms: Vec<String>,
     /// The test command that judges tasks and attempts (as for `eval tasks`).
@@ -52,7 +55,7 @@ pub struct RunArgs {
 pub fn cmd_run(cwd: &Path, args: &RunArgs) -> Result<(), CommandError> {
     let arms = eval_run::parse_all(&args.arms).map_err(|e| {
         CommandError::user(e)
-            .hint("each `--arm` is `<name>=cmd:<shell command>` or `<name>=agent:<role>`")
+            .hint("each `--arm` is `<name>=cmd:<shell>`, `<name>=agent:<role>[@<profile>]`, `<name>=cli:<name>` or `<name>=start[@<profile>]`, with options such as `,budget=0.50`")
     })?;
     let repo = RepoInfo::discover(cwd)?;
     let config = super::load_config(&repo)?;
@@ -193,29 +196,48 @@ fn work(run: &EvalRun<'_>, json: bool, already: usize) -> Result<(), CommandErro
     super::eval_report::finish(run.source, &run.id, json)
 }
 
-/// Checks, before anything runs, that the roles of the `agent:` arms have a usable model
-/// profile.
+/// Checks, before anything runs, each arm's options (every profile it names is defined) and
+/// that what works its tasks can: the role of an `agent:` arm and the planning roles of a
+/// `start` arm have a usable model profile, the CLI of a `cli:` arm is known.
 fn check_agents(
     repo: &RepoInfo,
     config: &git_orchestra::config::RepoConfig,
     arms: &[eval_run::Arm],
 ) -> Result<(), CommandError> {
-    let roles: Vec<&str> = arms
-        .iter()
-        .filter_map(|a| match &a.kind {
-            eval_run::ArmKind::Agent(role) => Some(role.as_str()),
-            eval_run::ArmKind::Cmd(_) => None,
-        })
-        .collect();
-    if roles.is_empty() {
-        return Ok(());
+    use eval_run::ArmKind;
+    let roles: Vec<String> =
+        git_orchestra::agent::Roles::load_with_trust(&repo.toplevel, config.trusted)
+            .map_err(|e| CommandError::user(e).hint("fix the agent file named above"))?
+            .by_name
+            .into_keys()
+            .collect();
+    for arm in arms {
+        let named =
+            |e: &dyn std::fmt::Display| CommandError::user(format!("arm `{}`: {e}", arm.name));
+        let arm_config = arm.config(config, &roles).map_err(|e| {
+            CommandError::user(e).hint("`git orchestra agents` lists the configured profiles")
+        })?;
+        let needs: Vec<&str> = match &arm.kind {
+            ArmKind::Cmd(_) => continue,
+            ArmKind::Cli(name) => {
+                git_orchestra::agent::cli::CliWorker::new(&repo.toplevel, arm_config, Some(name))
+                    .map_err(|e| {
+                        named(&e).hint("`git orchestra agents` lists the agent CLIs it knows; configure others under [agents.cli.<name>]")
+                    })?;
+                continue;
+            }
+            ArmKind::Agent(role) => vec![role.as_str()],
+            ArmKind::Start => vec!["planner", "clarifier"],
+        };
+        super::agent_worker(repo, &arm_config)?
+            .check(needs)
+            .map_err(|e| {
+                named(&e).hint(
+                    "configure a model profile (see `git orchestra agents`), or use a `cmd:` arm",
+                )
+            })?;
     }
-    super::agent_worker(repo, config)?
-        .check(roles)
-        .map_err(|e| {
-            CommandError::user(e)
-                .hint("configure a model profile (see `git orchestra agents`), or use a `cmd:` arm")
-        })
+    Ok(())
 }
 
 /// Warns when worker commands run unconfined: the sandbox is what keeps an attempt from

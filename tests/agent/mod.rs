@@ -12,7 +12,7 @@ mod attacks;
 mod cli;
 mod cli_cost;
 mod config;
-mod e2e;
+pub(crate) mod e2e;
 mod edit_diff;
 mod llm;
 mod mcp_servers;

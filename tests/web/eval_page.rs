@@ -23,7 +23,7 @@ fn get(ui: &crate::web::view::Ui, path: &str) -> (u16, serde_json::Value) {
 
 #[test]
 fn the_eval_page_lists_evals_and_shows_an_evals_arms_and_grid() {
-    let (repo, commits) = crate::workflow::eval_run::history();
+    let (repo, commits) = crate::workflow::eval_fixtures::history();
     let solver = "s=cmd:if grep -q subtraction \"$ORCHESTRA_PACKET_FILE\"; then echo 'sub() { echo $(($1 - $2)); }' >> src/calc.sh; fi";
     let out = orchestra(
         &repo.path,

@@ -1,23 +1,8 @@
 //! `git orchestra eval tasks --from-history` with a test runner that reports each test: the
 //! candidates are judged test by test (FAIL_TO_PASS, PASS_TO_PASS), with exact lists.
 
+use super::eval_fixtures::{PER_TEST_RUN_TESTS as RUN_TESTS, commit};
 use crate::support::{TestRepo, orchestra, text};
-
-/// Runs each `name:command` line of every `tests/test_*.sh` as one test and prints pytest's
-/// `-rA` summary lines for it; fails when one fails.
-pub(super) const RUN_TESTS: &str = r#"fail=0
-for t in tests/test_*.sh; do
-  while IFS=: read -r name cmd; do
-    [ -n "$name" ] || continue
-    if (. ./src/calc.sh; eval "$cmd") </dev/null >/dev/null 2>&1; then
-      echo "PASSED $t::$name"
-    else
-      echo "FAILED $t::$name - assertion failed"; fail=1
-    fi
-  done < "$t"
-done
-exit $fail
-"#;
 
 /// Returns a repository whose base holds a passing test and a test broken at every commit,
 /// then four candidates: a feature with new failing-before tests (valid despite the broken
@@ -30,13 +15,7 @@ fn history() -> TestRepo {
         ("tests/test_add.sh", "add_small:[ \"$(add 1 2)\" = 3 ]\n"),
         ("tests/test_legacy.sh", "legacy_broken:false\n"),
     ]);
-    let commit = |files: &[(&str, &str)], message: &str| {
-        for (path, body) in files {
-            repo.write(path, body);
-        }
-        repo.git(&["add", "-A"]);
-        repo.git(&["commit", "-q", "-m", message]);
-    };
+    let commit = |files: &[(&str, &str)], message: &str| commit(&repo, files, message);
     let mul = "add() { echo $(($1 + $2)); }\nmul() { echo $(($1 * $2)); }\n";
     commit(
         &[

@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::eval_run::history;
+use super::eval_fixtures::history;
 use crate::support::{orchestra, orchestra_command, text};
 
 #[test]

@@ -1,56 +1,8 @@
 //! `git orchestra eval run`: arms of worker commands on the valid tasks of a small shell
 //! project's history, each attempt in a clean repository, judged by the hidden tests.
 
-use crate::support::{TestRepo, orchestra, orchestra_with_env, refs, text};
-
-/// Runs every `tests/test_*.sh`; fails when one fails.
-pub(super) const RUN_TESTS: &str = "fail=0\nfor t in tests/test_*.sh; do sh \"$t\" || { echo \"FAIL $t\"; fail=1; }; done\nexit $fail\n";
-
-/// Returns a repository whose three last commits are valid tasks (multiplication,
-/// subtraction, negation, each with its test), and their commit ids.
-pub(crate) fn history() -> (TestRepo, Vec<String>) {
-    let repo = TestRepo::with_files(&[
-        ("run_tests.sh", RUN_TESTS),
-        ("src/calc.sh", "add() { echo $(($1 + $2)); }\n"),
-        (
-            "tests/test_add.sh",
-            ". ./src/calc.sh\n[ \"$(add 1 2)\" = 3 ]\n",
-        ),
-    ]);
-    let mut calc = "add() { echo $(($1 + $2)); }\n".to_string();
-    let mut commits = Vec::new();
-    for (name, body, test, message) in [
-        (
-            "mul",
-            "mul() { echo $(($1 * $2)); }\n",
-            "[ \"$(mul 2 3)\" = 6 ]\n",
-            "Add multiplication\n\nmul multiplies its two arguments.",
-        ),
-        (
-            "sub",
-            "sub() { echo $(($1 - $2)); }\n",
-            "[ \"$(sub 5 3)\" = 2 ]\n",
-            "Add subtraction\n\nsub subtracts its second argument from its first.",
-        ),
-        (
-            "neg",
-            "neg() { echo $((0 - $1)); }\n",
-            "[ \"$(neg 4)\" = -4 ]\n",
-            "Add negation\n\nneg negates its argument.",
-        ),
-    ] {
-        calc.push_str(body);
-        repo.write("src/calc.sh", &calc);
-        repo.write(
-            &format!("tests/test_{name}.sh"),
-            &format!(". ./src/calc.sh\n{test}"),
-        );
-        repo.git(&["add", "-A"]);
-        repo.git(&["commit", "-q", "-m", message]);
-        commits.push(repo.git(&["rev-parse", "HEAD"]));
-    }
-    (repo, commits)
-}
+use super::eval_fixtures::history;
+use crate::support::{orchestra, orchestra_with_env, refs, text};
 
 /// A worker that solves the multiplication and subtraction tasks: it appends the function
 /// the objective names.
@@ -155,7 +107,6 @@ fn a_bad_arm_is_refused_by_name_before_anything_runs() {
     for (arm, says) in [
         ("nameless", "has no name"),
         ("x=cmd:", "needs a command"),
-        ("x=cli:claude", "not supported yet"),
         ("x=agent:", "needs a role name"),
         // Without a model profile (the test home has none), checked before any mining.
         ("x=agent:coder", "no model profile for role `coder`"),
@@ -244,6 +195,8 @@ fn an_agent_arm_works_each_task_with_the_configured_model() {
     let (repo, commits) = history();
     // The scripted coder solves the multiplication task and gives up on the others.
     let scripts = serde_json::json!([
+        {"name": "review", "match": ["# Reviewer"], "replies": [
+            {"text": "{\"verdict\": \"approve\", \"findings\": []}"}]},
         {"name": "mul", "match": ["# Coder", "Add multiplication"], "replies": [
             {"calls": [{"name": "write_file", "args": {"path": "src/calc.sh",
                 "content": "add() { echo $(($1 + $2)); }\nmul() { echo $(($1 * $2)); }\n"}}]},

@@ -4,13 +4,14 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::support::{TestRepo, git, orchestra, refs, text};
+use super::eval_fixtures::state;
+use crate::support::{TestRepo, orchestra, text};
 
 /// Returns a calculator repository whose first commit is tagged `v1`, the suites' base; its
 /// `run_tests.sh` prints a `PASSED` / `FAILED` line per test.
 fn calculator() -> TestRepo {
     let repo = TestRepo::with_files(&[
-        ("run_tests.sh", super::eval_per_test::RUN_TESTS),
+        ("run_tests.sh", super::eval_fixtures::PER_TEST_RUN_TESTS),
         ("src/calc.sh", "add() { echo $(($1 + $2)); }\n"),
         ("tests/test_add.sh", "add_small:[ \"$(add 1 2)\" = 3 ]\n"),
     ]);
@@ -27,16 +28,6 @@ fn place(repo: &TestRepo, name: &str) -> PathBuf {
     let to = repo.path.parent().unwrap().join(name);
     std::fs::copy(fixture, &to).unwrap();
     to
-}
-
-/// Returns what reading a suite must not change: refs, worktrees, status.
-fn state(repo: &Path) -> String {
-    format!(
-        "{}\n{}\n{}",
-        refs(repo),
-        git(repo, &["worktree", "list", "--porcelain"]),
-        git(repo, &["status", "--porcelain", "--untracked-files=all"])
-    )
 }
 
 /// Returns `eval tasks <suite> --json <extra>` run in the repository, parsed.
@@ -363,4 +354,87 @@ fn check_runs_each_suite_task_at_its_base_and_judges_it_per_test() {
     .map(|d| d.count())
     .unwrap_or(0);
     assert_eq!(left, 0, "a scratch checkout was left behind");
+}
+
+/// Reference solutions of the bundled Python suite's tasks (`fixtures/eval/python/`), added to
+/// `textkit/words.py` to show that its hidden tests can be passed.
+const PYTHON_SOLUTIONS: &str = r#"
+
+def slugify(text):
+    words = "".join(c.lower() if c.isalnum() else " " for c in text).split()
+    return "-".join(words)
+
+
+def initials(name):
+    return "".join(word[0].upper() for word in name.split())
+
+
+def is_palindrome(text):
+    kept = [c.lower() for c in text if c.isalnum()]
+    return kept == kept[::-1]
+"#;
+
+/// Returns every file under `dir` as (path relative to `dir`, contents).
+fn tree(dir: &Path, rel: &Path, out: &mut Vec<(String, String)>) {
+    for entry in std::fs::read_dir(dir.join(rel)).unwrap() {
+        let entry = entry.unwrap();
+        let name = rel.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            tree(dir, &name, out);
+        } else if !name.to_string_lossy().contains("__pycache__") {
+            let body = std::fs::read_to_string(entry.path()).unwrap();
+            out.push((name.to_string_lossy().into_owned(), body));
+        }
+    }
+}
+
+#[test]
+fn the_bundled_python_suite_fails_at_its_base_and_passes_with_a_solution() {
+    let python = std::process::Command::new("python3")
+        .arg("--version")
+        .output();
+    if !python.is_ok_and(|o| o.status.success()) {
+        eprintln!("skipped: no python3");
+        return;
+    }
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/eval/python");
+    let mut files = Vec::new();
+    tree(&fixture.join("repo"), Path::new(""), &mut files);
+    let files: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, b)| (p.as_str(), b.as_str()))
+        .collect();
+    let repo = TestRepo::with_files(&files);
+    repo.git(&["tag", "base"]);
+    let suite = repo.path.parent().unwrap().join("python-suite.toml");
+    std::fs::copy(fixture.join("suite.toml"), &suite).unwrap();
+    let v = listed(&repo, &suite, &["--check"]);
+    let tasks = v["tasks"].as_array().unwrap();
+    assert_eq!(tasks.len(), 3, "{v}");
+    for task in tasks {
+        assert!(task["reason"].is_null(), "{v}");
+    }
+    // Every hidden test passes once the functions exist, and the base's test still does.
+    let parsed: toml::Table = std::fs::read_to_string(&suite).unwrap().parse().unwrap();
+    for task in parsed["task"].as_array().unwrap() {
+        let patch = repo.tmp.path().join("hidden.patch");
+        std::fs::write(&patch, task["test_patch"].as_str().unwrap()).unwrap();
+        repo.git(&["apply", patch.to_str().unwrap()]);
+    }
+    let words = repo.path.join("textkit/words.py");
+    let mut body = std::fs::read_to_string(&words).unwrap();
+    body.push_str(PYTHON_SOLUTIONS);
+    std::fs::write(&words, body).unwrap();
+    let out = std::process::Command::new("sh")
+        .args(["run_tests.sh"])
+        .current_dir(&repo.path)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("Ran 7 tests"),
+        "{}",
+        text(&out)
+    );
 }

@@ -4,10 +4,8 @@
 
 use std::path::Path;
 
-use crate::support::{TestRepo, git, orchestra, refs, text};
-
-/// Runs every `tests/test_*.sh`; fails when one fails.
-const RUN_TESTS: &str = "fail=0\nfor t in tests/test_*.sh; do sh \"$t\" || { echo \"FAIL $t\"; fail=1; }; done\nexit $fail\n";
+use super::eval_fixtures::{RUN_TESTS, commit, state};
+use crate::support::{TestRepo, git, orchestra, text};
 
 /// Returns a repository whose five last commits are one candidate of each kind: a feature with
 /// its failing-before test (valid), a README change (no test change), a test-only change (no
@@ -23,13 +21,6 @@ fn history() -> TestRepo {
         ),
         ("README.md", "# calc\n"),
     ]);
-    let commit = |repo: &TestRepo, files: &[(&str, &str)], message: &str| {
-        for (path, body) in files {
-            repo.write(path, body);
-        }
-        repo.git(&["add", "-A"]);
-        repo.git(&["commit", "-q", "-m", message]);
-    };
     commit(
         &repo,
         &[
@@ -86,16 +77,6 @@ fn history() -> TestRepo {
         "Add subtraction",
     );
     repo
-}
-
-/// Returns what a run of `eval tasks` must not change: refs, worktrees, branches, status.
-fn state(repo: &Path) -> String {
-    format!(
-        "{}\n{}\n{}",
-        refs(repo),
-        git(repo, &["worktree", "list", "--porcelain"]),
-        git(repo, &["status", "--porcelain", "--untracked-files=all"])
-    )
 }
 
 #[test]

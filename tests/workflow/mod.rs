@@ -8,11 +8,14 @@
 
 mod answer;
 mod environments;
+mod eval_arms;
+mod eval_arms_e2e;
 mod eval_attempt;
+pub(crate) mod eval_fixtures;
 mod eval_per_test;
 mod eval_report;
 mod eval_resume;
-pub(crate) mod eval_run;
+mod eval_run;
 mod eval_suite;
 mod eval_tasks;
 mod failure_reason;

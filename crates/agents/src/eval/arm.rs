@@ -1,22 +1,30 @@
-//! Arms of an eval: what works each task, parsed from `--arm <name>=<spec>`.
+//! Arms of an eval: what works each task, parsed from `--arm <name>=<spec>[,<option>…]`.
 //!
-//! Two kinds are built: `cmd:<shell>`, an external worker command under the worker contract,
-//! and `agent:<role>`, one of our agents with the role's configured profile. The other kinds
-//! the design names (`cli:<name>`, `start`) are refused with a message saying so, before
-//! anything runs.
+//! Four kinds: `cmd:<shell>`, an external worker command under the worker contract;
+//! `agent:<role>[@<profile>]`, one of our agents in that role; `cli:<name>`, one packet worked
+//! by a configured agent CLI; `start[@<profile>]`, the whole flow (clarify, plan, packets,
+//! gates, merge) unattended. Every kind but `cmd:` (whose command may hold any character)
+//! takes options after its spec, separated by commas: `budget=<cost>`, `tokens=<n>` and
+//! `profile.<role>=<profile>` and `model.<role>=<model>` (see [`ArmOptions`]).
 
+use std::collections::BTreeMap;
+
+use orchestra_core::config::RepoConfig;
 use serde::Serialize;
 
 /// One arm: a name and what works each task.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Arm {
     /// The arm's name in reports (`[a-z0-9-_.]`, unique in the eval).
     pub name: String,
-    /// The spec as given after `=`, kept for the journal and reports.
+    /// The spec as given after `=`, options included, kept for the journal and reports.
     pub spec: String,
     /// What works each task.
     #[serde(skip)]
     pub kind: ArmKind,
+    /// The arm's profile and budget choices.
+    #[serde(skip)]
+    pub options: ArmOptions,
 }
 
 /// What works an arm's tasks.
@@ -26,6 +34,25 @@ pub enum ArmKind {
     Cmd(String),
     /// One of our agents in this role, with the role's configured model profile.
     Agent(String),
+    /// One packet worked by the agent CLI of this name (`[agents.cli.<name>]` or a built-in).
+    Cli(String),
+    /// The whole `start` flow, unattended, landing on the attempt's target branch.
+    Start,
+}
+
+/// An arm's choices besides its kind: which profile each role uses and its budget.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ArmOptions {
+    /// `@<profile>`: the profile of the arm's role (`agent:`) or of every role (`start`).
+    pub profile: Option<String>,
+    /// `profile.<role>=<profile>`: the profile of one role, over `@<profile>`.
+    pub role_profiles: BTreeMap<String, String>,
+    /// `model.<role>=<model>`: the model of one role, on the profile it has otherwise.
+    pub role_models: BTreeMap<String, String>,
+    /// `budget=<cost>`: most an attempt may spend, in `[prices]`' currency.
+    pub budget: Option<f64>,
+    /// `tokens=<n>`: most tokens (input plus output) an attempt may spend.
+    pub tokens: Option<u64>,
 }
 
 /// Why an `--arm` value is not an arm.
@@ -46,10 +73,44 @@ pub enum ArmError {
     )]
     BadRole { name: String },
     #[error(
-        "arm `{name}`: `{kind}` arms are not supported yet; use `cmd:<shell>` (an external worker command)"
+        "arm `{name}`: `cli:` needs an agent CLI name after it (letters, digits, `-`, `_`), e.g. `cli:claude`"
     )]
-    Unsupported { name: String, kind: String },
-    #[error("arm `{name}`: unknown kind in `{spec}`; write `cmd:<shell>` or `agent:<role>`")]
+    BadCli { name: String },
+    #[error(
+        "arm `{name}`: `@` needs a profile name after it (letters, digits, `-`, `_`, `.`), e.g. `agent:coder@small`"
+    )]
+    BadProfile { name: String },
+    #[error("arm `{name}`: `{kind}` arms take no `@<profile>`: {why}")]
+    NoProfileHere {
+        name: String,
+        kind: String,
+        why: String,
+    },
+    #[error(
+        "arm `{name}`: option `{option}` is not one of `budget=<cost>`, `tokens=<n>`, `profile.<role>=<profile>`, `model.<role>=<model>`"
+    )]
+    UnknownOption { name: String, option: String },
+    #[error("arm `{name}`: option `{option}` needs {what}")]
+    BadOption {
+        name: String,
+        option: String,
+        what: String,
+    },
+    #[error(
+        "arm `{name}`: profile `{profile}` is not defined; define [profiles.{profile}] in the configuration or pick a defined one ({defined})"
+    )]
+    UndefinedProfile {
+        name: String,
+        profile: String,
+        defined: String,
+    },
+    #[error(
+        "arm `{name}`: `model.{role}` changes the model of role `{role}`'s profile, and the configuration gives it none; add `profile.{role}=<profile>` to the arm or define [profiles.default]"
+    )]
+    NoProfileForModel { name: String, role: String },
+    #[error(
+        "arm `{name}`: unknown kind in `{spec}`; write `cmd:<shell>`, `agent:<role>`, `cli:<name>` or `start`"
+    )]
     Unknown { name: String, spec: String },
 }
 
@@ -66,7 +127,14 @@ pub fn parse_all(values: &[String]) -> Result<Vec<Arm>, ArmError> {
     Ok(arms)
 }
 
-/// Returns the arm `value` (`<name>=<spec>`) describes.
+/// Returns true if and only if `s` is a non-empty name of letters, digits and `extra`.
+fn is_name(s: &str, extra: &[char]) -> bool {
+    !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_') || extra.contains(&c))
+}
+
+/// Returns the arm `value` (`<name>=<spec>[,<option>…]`) describes.
 pub fn parse(value: &str) -> Result<Arm, ArmError> {
     let Some((name, spec)) = value.split_once('=').filter(|(n, _)| !n.trim().is_empty()) else {
         return Err(ArmError::NoName {
@@ -74,52 +142,211 @@ pub fn parse(value: &str) -> Result<Arm, ArmError> {
         });
     };
     let name = name.trim().to_string();
-    if !name
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-    {
+    if !is_name(&name, &['.']) {
         return Err(ArmError::BadName { name });
     }
-    let kind = match spec.split_once(':') {
-        Some(("cmd", command)) if command.trim().is_empty() => {
+    if let Some(command) = spec.strip_prefix("cmd:") {
+        if command.trim().is_empty() {
             return Err(ArmError::EmptyCommand { name });
         }
-        Some(("cmd", command)) => ArmKind::Cmd(command.to_string()),
-        Some(("agent", role)) => {
-            let role = role.trim();
-            if role.is_empty()
-                || !role
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_'))
-            {
-                return Err(ArmError::BadRole { name });
-            }
-            ArmKind::Agent(role.to_string())
-        }
-        Some((kind @ "cli", _)) => {
-            return Err(ArmError::Unsupported {
-                name,
-                kind: format!("{kind}:"),
-            });
-        }
-        None if spec.trim() == "start" => {
-            return Err(ArmError::Unsupported {
-                name,
-                kind: "start".to_string(),
-            });
-        }
-        _ => {
-            return Err(ArmError::Unknown {
-                name,
-                spec: spec.to_string(),
-            });
-        }
+        return Ok(Arm {
+            kind: ArmKind::Cmd(command.to_string()),
+            name,
+            spec: spec.to_string(),
+            options: ArmOptions::default(),
+        });
+    }
+    let mut parts = spec.split(',');
+    let head = parts.next().unwrap_or_default().trim();
+    let (head, profile) = match head.split_once('@') {
+        Some((h, p)) if is_name(p.trim(), &['.']) => (h, Some(p.trim().to_string())),
+        Some(_) => return Err(ArmError::BadProfile { name }),
+        None => (head, None),
     };
+    let kind = kind_of(&name, head, spec)?;
+    if let (Some(_), ArmKind::Cli(_)) = (&profile, &kind) {
+        return Err(ArmError::NoProfileHere {
+            name,
+            kind: "cli:".to_string(),
+            why: "the CLI picks its model (`[agents.cli.<name>] model`)".to_string(),
+        });
+    }
+    let mut options = ArmOptions {
+        profile,
+        ..ArmOptions::default()
+    };
+    for option in parts {
+        parse_option(&name, option.trim(), &mut options)?;
+    }
     Ok(Arm {
         name,
         spec: spec.to_string(),
         kind,
+        options,
     })
+}
+
+/// Returns the kind `head` (the spec before `@` and options) names.
+fn kind_of(name: &str, head: &str, spec: &str) -> Result<ArmKind, ArmError> {
+    let name = name.to_string();
+    match head.split_once(':') {
+        Some(("agent", role)) if is_name(role.trim(), &[]) => {
+            Ok(ArmKind::Agent(role.trim().to_string()))
+        }
+        Some(("agent", _)) => Err(ArmError::BadRole { name }),
+        Some(("cli", cli)) if is_name(cli.trim(), &[]) => Ok(ArmKind::Cli(cli.trim().to_string())),
+        Some(("cli", _)) => Err(ArmError::BadCli { name }),
+        None if head == "start" => Ok(ArmKind::Start),
+        _ => Err(ArmError::Unknown {
+            name,
+            spec: spec.to_string(),
+        }),
+    }
+}
+
+/// Reads one `<key>=<value>` option of arm `name` into `options`.
+fn parse_option(name: &str, option: &str, options: &mut ArmOptions) -> Result<(), ArmError> {
+    let bad = |what: &str| ArmError::BadOption {
+        name: name.to_string(),
+        option: option.to_string(),
+        what: what.to_string(),
+    };
+    let Some((key, value)) = option.split_once('=') else {
+        return Err(ArmError::UnknownOption {
+            name: name.to_string(),
+            option: option.to_string(),
+        });
+    };
+    let (key, value) = (key.trim(), value.trim());
+    match key {
+        "budget" => {
+            let cost = value
+                .parse::<f64>()
+                .ok()
+                .filter(|c| c.is_finite() && *c > 0.0)
+                .ok_or_else(|| bad("a positive cost, e.g. `budget=0.50`"))?;
+            options.budget = Some(cost);
+        }
+        "tokens" => {
+            let n = value
+                .parse::<u64>()
+                .ok()
+                .filter(|n| *n > 0)
+                .ok_or_else(|| bad("a positive whole number of tokens, e.g. `tokens=200000`"))?;
+            options.tokens = Some(n);
+        }
+        _ => match key.strip_prefix("profile.") {
+            Some(role) if is_name(role, &[]) && is_name(value, &['.']) => {
+                options
+                    .role_profiles
+                    .insert(role.to_string(), value.to_string());
+            }
+            Some(_) => return Err(bad("a role and a profile name, e.g. `profile.planner=big`")),
+            None => match key.strip_prefix("model.") {
+                Some(role)
+                    if is_name(role, &[])
+                        && !value.is_empty()
+                        && !value.chars().any(char::is_whitespace) =>
+                {
+                    options
+                        .role_models
+                        .insert(role.to_string(), value.to_string());
+                }
+                Some(_) => {
+                    return Err(bad(
+                        "a role and a model name, e.g. `model.coder=gpt-4.1-mini`",
+                    ));
+                }
+                None => {
+                    return Err(ArmError::UnknownOption {
+                        name: name.to_string(),
+                        option: option.to_string(),
+                    });
+                }
+            },
+        },
+    }
+    Ok(())
+}
+
+impl Arm {
+    /// Returns `base` with the arm's profile choices applied: `@<profile>` for the arm's role
+    /// (`agent:`) or for every role in `roles` (`start`), then each `profile.<role>`, then each
+    /// `model.<role>` as a copy of the role's profile (its `[roles]` one, else `default`) with
+    /// that model. Every profile named must be defined in `base`.
+    pub fn config(&self, base: &RepoConfig, roles: &[String]) -> Result<RepoConfig, ArmError> {
+        let mut config = base.clone();
+        let mut chosen: BTreeMap<String, String> = BTreeMap::new();
+        if let Some(profile) = &self.options.profile {
+            let targets: Vec<String> = match &self.kind {
+                ArmKind::Agent(role) => vec![role.clone()],
+                _ => roles.to_vec(),
+            };
+            for role in targets {
+                chosen.insert(role, profile.clone());
+            }
+        }
+        chosen.extend(self.options.role_profiles.clone());
+        for (role, profile) in chosen {
+            if !config.profiles.contains_key(&profile) {
+                let defined: Vec<&str> = config.profiles.keys().map(String::as_str).collect();
+                return Err(ArmError::UndefinedProfile {
+                    name: self.name.clone(),
+                    profile,
+                    defined: if defined.is_empty() {
+                        "none is defined yet".to_string()
+                    } else {
+                        format!("defined: {}", defined.join(", "))
+                    },
+                });
+            }
+            let entry = config.roles.entry(role).or_default();
+            entry.profile = Some(profile);
+        }
+        for (role, model) in &self.options.role_models {
+            let current = config
+                .roles
+                .get(role)
+                .and_then(|r| r.profile.clone())
+                .or_else(|| {
+                    config
+                        .profiles
+                        .contains_key("default")
+                        .then(|| "default".into())
+                });
+            let Some(mut profile) = current.and_then(|p| config.profiles.get(&p).cloned()) else {
+                return Err(ArmError::NoProfileForModel {
+                    name: self.name.clone(),
+                    role: role.clone(),
+                });
+            };
+            profile.model = model.clone();
+            let named = format!("eval.{}.{role}", self.name);
+            config.profiles.insert(named.clone(), profile);
+            config.roles.entry(role.clone()).or_default().profile = Some(named);
+        }
+        Ok(config)
+    }
+
+    /// Returns why an attempt that spent `tokens` and `cost` went over the arm's budget, if it
+    /// did.
+    pub fn over_budget(&self, tokens: u64, cost: Option<f64>) -> Option<String> {
+        if let (Some(limit), Some(cost)) = (self.options.budget, cost)
+            && cost > limit
+        {
+            return Some(format!(
+                "spent {cost:.4}, over the arm's budget of {limit:.4}"
+            ));
+        }
+        if let Some(limit) = self.options.tokens
+            && tokens > limit
+        {
+            return Some(format!(
+                "spent {tokens} tokens, over the arm's budget of {limit}"
+            ));
+        }
+        None
+    }
 }
 
 #[cfg(test)]
@@ -128,9 +355,9 @@ mod tests {
 
     #[test]
     fn parses_cmd_arms_and_names_what_is_wrong_with_others() {
-        let arm = parse("solver=cmd:sh solve.sh --fast").unwrap();
+        let arm = parse("solver=cmd:sh solve.sh --fast,x=1").unwrap();
         assert_eq!(arm.name, "solver");
-        assert_eq!(arm.kind, ArmKind::Cmd("sh solve.sh --fast".into()));
+        assert_eq!(arm.kind, ArmKind::Cmd("sh solve.sh --fast,x=1".into()));
         assert!(matches!(parse("cmd:x"), Err(ArmError::NoName { .. })));
         assert!(matches!(parse("a b=cmd:x"), Err(ArmError::BadName { .. })));
         assert!(matches!(
@@ -145,16 +372,84 @@ mod tests {
             parse("a=agent:co der"),
             Err(ArmError::BadRole { .. })
         ));
-        assert!(matches!(
-            parse("a=cli:claude"),
-            Err(ArmError::Unsupported { .. })
-        ));
-        assert!(matches!(
-            parse("a=start"),
-            Err(ArmError::Unsupported { .. })
-        ));
+        assert_eq!(
+            parse("a=cli:claude").unwrap().kind,
+            ArmKind::Cli("claude".into())
+        );
+        assert_eq!(parse("a=start").unwrap().kind, ArmKind::Start);
         assert!(matches!(parse("a=bogus:x"), Err(ArmError::Unknown { .. })));
         let two = ["a=cmd:x".to_string(), "a=cmd:y".to_string()];
         assert!(matches!(parse_all(&two), Err(ArmError::Duplicate { .. })));
+    }
+
+    #[test]
+    fn reads_profiles_and_budgets_and_refuses_bad_options() {
+        let arm = parse("cheap=agent:worker@small,budget=0.50,tokens=900").unwrap();
+        assert_eq!(arm.kind, ArmKind::Agent("worker".into()));
+        assert_eq!(arm.options.profile.as_deref(), Some("small"));
+        assert_eq!(arm.options.budget, Some(0.5));
+        assert_eq!(arm.options.tokens, Some(900));
+        let arm = parse("full=start@big, profile.coder=small").unwrap();
+        assert_eq!(arm.kind, ArmKind::Start);
+        assert_eq!(arm.options.role_profiles["coder"], "small");
+        assert!(matches!(
+            parse("a=agent:c@"),
+            Err(ArmError::BadProfile { .. })
+        ));
+        assert!(matches!(
+            parse("a=cli:claude@big"),
+            Err(ArmError::NoProfileHere { .. })
+        ));
+        assert!(matches!(
+            parse("a=start,budget=-1"),
+            Err(ArmError::BadOption { .. })
+        ));
+        assert!(matches!(
+            parse("a=start,tokens=many"),
+            Err(ArmError::BadOption { .. })
+        ));
+        assert!(matches!(
+            parse("a=start,colour=red"),
+            Err(ArmError::UnknownOption { .. })
+        ));
+        assert!(matches!(
+            parse("a=start,verbose"),
+            Err(ArmError::UnknownOption { .. })
+        ));
+    }
+
+    #[test]
+    fn applies_profiles_to_the_roles_and_refuses_undefined_ones() {
+        let mut base = RepoConfig::default();
+        base.profiles.insert(
+            "small".into(),
+            toml::from_str("provider = \"ollama\"\nmodel = \"m\"\n").unwrap(),
+        );
+        let arm = parse("a=agent:coder@small").unwrap();
+        let config = arm.config(&base, &[]).unwrap();
+        assert_eq!(config.roles["coder"].profile.as_deref(), Some("small"));
+        let arm = parse("a=start@small").unwrap();
+        let roles = ["planner".to_string(), "coder".to_string()];
+        let config = arm.config(&base, &roles).unwrap();
+        assert_eq!(config.roles["planner"].profile.as_deref(), Some("small"));
+        let err = parse("a=agent:coder@big").unwrap().config(&base, &[]);
+        assert!(matches!(err, Err(ArmError::UndefinedProfile { .. })));
+        let arm = parse("a=agent:coder@small,model.coder=tiny").unwrap();
+        let config = arm.config(&base, &[]).unwrap();
+        let chosen = config.roles["coder"].profile.clone().unwrap();
+        assert_eq!(config.profiles[&chosen].model, "tiny");
+        assert_eq!(config.profiles["small"].model, "m");
+        let err = parse("a=agent:coder,model.coder=tiny")
+            .unwrap()
+            .config(&base, &[]);
+        assert!(matches!(err, Err(ArmError::NoProfileForModel { .. })));
+        assert!(matches!(
+            parse("a=start,model.coder="),
+            Err(ArmError::BadOption { .. })
+        ));
+        let arm = parse("a=agent:coder,budget=0.1,tokens=10").unwrap();
+        assert!(arm.over_budget(5, Some(0.05)).is_none());
+        assert!(arm.over_budget(5, Some(0.2)).is_some());
+        assert!(arm.over_budget(11, None).is_some());
     }
 }

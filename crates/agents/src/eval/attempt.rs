@@ -50,20 +50,63 @@ pub(super) fn work(
         cost: None,
         wall_ms: 0,
         packets: 0,
+        fix_rounds: 0,
+        questions: 0,
+        model_ms: 0,
     };
     let base = task.base.clone().unwrap_or_default();
     let repo_dir = env.dir.join("repo");
     let attempt = clean::prepare(env.source, &base, &repo_dir)?;
-    let worked = run_packet(env, &attempt, task, arm, &base, &mut result);
-    if let Err(detail) = worked {
-        result.failure = Some(Failure::Crash);
-        result.detail = Some(detail);
-    } else if result.failure.is_none() {
-        judge(env, &attempt, task, &base, &mut result);
+    let worked = arm_config(env, &attempt, arm).and_then(|config| match arm.kind {
+        ArmKind::Start => super::start_arm::work(env, &attempt, task, arm, &config, &mut result),
+        _ => run_packet(env, &attempt, task, arm, &config, &base, &mut result).map(|()| false),
+    });
+    super::measure::engine_runs(&attempt, &mut result);
+    match worked {
+        Err(detail) => {
+            result.failure = Some(Failure::Crash);
+            result.detail = Some(detail);
+        }
+        Ok(_) if result.failure.is_some() => {}
+        Ok(merged_clean) => {
+            match arm.over_budget(result.tokens_in + result.tokens_out, result.cost) {
+                Some(over) => {
+                    result.failure = Some(Failure::Budget);
+                    result.detail = Some(over);
+                }
+                None => {
+                    judge(env, &attempt, task, &base, &mut result);
+                    // Several packets that merged without a conflict into a tree whose tests fail.
+                    if merged_clean
+                        && result.packets > 1
+                        && result.failure == Some(Failure::TestsFail)
+                    {
+                        result.failure = Some(Failure::SemanticConflict);
+                    }
+                }
+            }
+        }
     }
     result.wall_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     let _ = fs_err::remove_dir_all(env.dir);
     Ok(result)
+}
+
+/// Returns the configuration the arm's attempt runs under: the source's with the arm's
+/// profile choices applied (`@<profile>` of a `start` arm goes to every role the attempt
+/// knows). The error is a crash's detail.
+fn arm_config(env: &AttemptEnv<'_>, attempt: &RepoInfo, arm: &Arm) -> Result<RepoConfig, String> {
+    let roles: Vec<String> = match arm.kind {
+        ArmKind::Start => {
+            crate::agent::Roles::load_with_trust(&attempt.toplevel, env.config.trusted)
+                .map_err(|e| e.to_string())?
+                .by_name
+                .into_keys()
+                .collect()
+        }
+        _ => Vec::new(),
+    };
+    arm.config(env.config, &roles).map_err(|e| e.to_string())
 }
 
 /// Runs the arm's one packet on the attempt repository and integrates it into `main`; sets
@@ -73,17 +116,43 @@ fn run_packet(
     attempt: &RepoInfo,
     task: &Task,
     arm: &Arm,
+    config: &RepoConfig,
     base: &str,
     result: &mut AttemptResult,
 ) -> Result<(), String> {
-    let (worker_cmd, role, agent) = match &arm.kind {
+    let (worker_cmd, role, forced) = match &arm.kind {
         ArmKind::Cmd(command) => (Some(command.clone()), "coder", None),
-        ArmKind::Agent(role) => {
-            let worker = crate::agent::AgentWorker::new(&attempt.toplevel, env.config.clone())
-                .map_err(|e| e.to_string())?;
-            (None, role.as_str(), Some(worker))
-        }
+        ArmKind::Agent(role) => (None, role.as_str(), None),
+        ArmKind::Cli(name) => (None, "coder", Some(name.as_str())),
+        ArmKind::Start => return Err("a `start` arm runs the whole flow, not one packet".into()),
     };
+    let agent = match &arm.kind {
+        ArmKind::Agent(_) => Some(
+            crate::agent::AgentWorker::new(&attempt.toplevel, config.clone())
+                .map_err(|e| e.to_string())?,
+        ),
+        _ => None,
+    };
+    let crew = crate::crew::Crew::assemble(attempt, config, forced, None, worker_cmd.is_some())
+        .map_err(|e| e.to_string())?;
+    // The same gates as `run`: the reviewer role's model reviews the validated packet when it
+    // has a profile (`[roles.reviewer] agent` reviews with that CLI instead).
+    let mut model = if crate::agent::ModelReviewer::configured(&attempt.toplevel, config) {
+        Some(
+            crate::agent::ModelReviewer::new(&attempt.toplevel, config.clone())
+                .map_err(|e| e.to_string())?,
+        )
+    } else {
+        None
+    };
+    if let (Some(m), Some(w)) = (model.as_mut(), agent.as_ref()) {
+        m.share_gates(w.gates());
+    }
+    let review = crew.review(
+        model
+            .as_ref()
+            .map(|m| m as &(dyn orchestra_core::gate::Reviewer + Sync)),
+    );
     let text = plan_toml(task, base, role).map_err(|e| e.to_string())?;
     let plan = Plan::from_toml_str(&text, "eval.toml").map_err(|e| e.to_string())?;
     let opts = RunOptions {
@@ -96,12 +165,11 @@ fn run_packet(
     let prepared =
         engine::prepare(attempt, &plan, &text, "eval.toml", &opts).map_err(|e| e.to_string())?;
     let run_id = prepared.run.id;
-    let sandboxes =
-        crate::agent::sandbox::command_sandboxes(&attempt.common_dir, &env.config.sandbox);
+    let sandboxes = crate::agent::sandbox::command_sandboxes(&attempt.common_dir, &config.sandbox);
     let merge_opts = merge::MergeOptions {
         target: Some(ATTEMPT_BRANCH.to_string()),
         timeout: env.check.timeout,
-        ..merge::MergeOptions::from_config(env.config, sandboxes.clone())
+        ..merge::MergeOptions::from_config(config, sandboxes.clone())
     };
     {
         let mut store = Store::open(&attempt.common_dir).map_err(|e| e.to_string())?;
@@ -111,20 +179,20 @@ fn run_packet(
     let ctl = Control {
         stop: env.check.stop,
         on_event: &|_, _| {},
-        setup: env.config.worktree.setup.clone(),
+        setup: config.worktree.setup.clone(),
         sparse: None,
         sandboxes,
         crash_after_events: None,
-        review: None,
-        fix_rounds: env.config.fix_rounds(),
-        retries: env.config.retries(),
+        review: review.as_ref(),
+        fix_rounds: config.fix_rounds(),
+        retries: config.retries(),
         executor: None,
         integrator: Some(&integrator),
     };
-    let worker = agent.as_ref().map(|w| w as &dyn engine::Worker);
-    let summary =
-        engine::execute_with(attempt, &run_id, &ctl, worker).map_err(|e| e.to_string())?;
-    spend(env, attempt, &run_id, result);
+    let workers = crew.workers(agent.as_ref().map(|w| w as &dyn engine::Worker));
+    let summary = engine::execute_with(attempt, &run_id, &ctl, workers.worker())
+        .map_err(|e| e.to_string())?;
+    spend(config, attempt, &run_id, result);
     if summary.state == RunState::Interrupted {
         return Err("the attempt was interrupted".to_string());
     }
@@ -145,8 +213,8 @@ fn run_packet(
 }
 
 /// Reads the attempt run's tokens, cost and packet count into `result`.
-fn spend(env: &AttemptEnv<'_>, attempt: &RepoInfo, run_id: &str, result: &mut AttemptResult) {
-    let price = |model: &str| env.config.price(model);
+fn spend(config: &RepoConfig, attempt: &RepoInfo, run_id: &str, result: &mut AttemptResult) {
+    let price = |model: &str| config.price(model);
     if let Ok(status) = crate::status::of_run(&attempt.common_dir, run_id, &price) {
         result.tokens_in = status.spend.input_tokens;
         result.tokens_out = status.spend.output_tokens;
@@ -167,7 +235,7 @@ fn failed_reason(attempt: &RepoInfo, run_id: &str) -> Option<String> {
 }
 
 /// Returns the failure class a failed packet's reason stands for.
-fn classify(reason: &str) -> Failure {
+pub(super) fn classify(reason: &str) -> Failure {
     let lower = reason.to_ascii_lowercase();
     if lower.contains("changed no file") {
         Failure::NoChange
@@ -184,7 +252,7 @@ fn classify(reason: &str) -> Failure {
 
 /// Runs the hidden tests on what landed on the attempt's `main` and sets resolved or the
 /// failure class.
-fn judge(
+pub(super) fn judge(
     env: &AttemptEnv<'_>,
     attempt: &RepoInfo,
     task: &Task,

@@ -16,7 +16,9 @@ pub mod kept;
 pub mod lookup;
 pub mod markdown;
 pub mod report;
+mod measure;
 mod schedule;
+mod start_arm;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -27,7 +29,7 @@ use orchestra_core::eval::{Check, Task};
 use orchestra_git::git::RepoInfo;
 use serde::{Deserialize, Serialize};
 
-pub use arm::{Arm, ArmError, ArmKind, parse, parse_all};
+pub use arm::{Arm, ArmError, ArmKind, ArmOptions, parse, parse_all};
 
 /// Why an attempt did not resolve its task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -45,6 +47,8 @@ pub enum Failure {
     Budget,
     /// The worker or the check ran out of time.
     Timeout,
+    /// Every packet merged cleanly, and the merged tree's tests fail (a `start` arm).
+    SemanticConflict,
     /// The worker failed, or the attempt could not run to its end.
     Crash,
 }
@@ -59,6 +63,7 @@ impl Failure {
             Failure::MergeConflict => "merge conflict",
             Failure::Budget => "budget",
             Failure::Timeout => "timeout",
+            Failure::SemanticConflict => "semantic conflict",
             Failure::Crash => "crash",
         }
     }
@@ -89,6 +94,17 @@ pub struct AttemptResult {
     pub wall_ms: u64,
     /// Packets the attempt's run held.
     pub packets: usize,
+    /// Worker runs after a packet's first that were not retries: fix rounds after a failed
+    /// validation or review.
+    #[serde(default)]
+    pub fix_rounds: u32,
+    /// Questions raised for a person: the clarifier's (a `start` arm, each answered by an
+    /// assumption since nobody answers) and the packet agents'.
+    #[serde(default)]
+    pub questions: u32,
+    /// Time spent waiting on models, summed over the attempt's calls, in milliseconds.
+    #[serde(default)]
+    pub model_ms: u64,
 }
 
 /// One arm's totals over its attempts.

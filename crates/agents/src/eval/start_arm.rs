@@ -1,0 +1,149 @@
+//! The `start` arm: the whole flow (clarify, plan, packets in parallel, gates, merge) run
+//! unattended in the attempt's clean repository, landing on its `main`.
+//!
+//! Nobody answers: the plan is approved as `start --yes` approves it, the clarifier's
+//! questions become its assumptions, and a packet agent's question gets no answer. The arm's
+//! `budget=`/`tokens=` are the run's hard limits (`start --budget-cost`, `--budget-tokens`), so
+//! a run that reaches one stops there.
+
+use std::time::Duration;
+
+use orchestra_core::config::RepoConfig;
+use orchestra_core::eval::Task;
+use orchestra_core::eval::attempt::ATTEMPT_BRANCH;
+use orchestra_core::store::Event;
+use orchestra_git::git::RepoInfo;
+
+use super::attempt::{AttemptEnv, classify};
+use super::{Arm, AttemptResult, Failure};
+use crate::orchestrator::budget::Budget;
+use crate::orchestrator::{
+    Approval, ClarifyOutcome, Interaction, StartJournal, StartRequest, StartSettings, WorkflowState,
+};
+
+/// The person of an unattended run: never there.
+struct Unattended;
+
+impl Interaction for Unattended {
+    fn interactive(&self) -> bool {
+        false
+    }
+
+    fn ask(&self, _question: &str) -> Option<String> {
+        None
+    }
+
+    fn approve(&self, _plan_toml: &str, _problems: &[String]) -> Approval {
+        Approval::Approve
+    }
+
+    fn progress(&self, _line: &str) {}
+
+    fn engine_event(&self, _run: &str, _event: &Event) {}
+}
+
+/// Runs `start` on `task`'s objective in `attempt` under `config` and records its packets,
+/// tokens, cost and questions in `result`, with the failure class when the run did not
+/// complete. Returns true if and only if the run completed with every packet landed (a failing
+/// check is then a semantic conflict). The error is a crash's detail.
+pub(super) fn work(
+    env: &AttemptEnv<'_>,
+    attempt: &RepoInfo,
+    task: &Task,
+    arm: &Arm,
+    config: &RepoConfig,
+    result: &mut AttemptResult,
+) -> Result<bool, String> {
+    let req = StartRequest {
+        objective: task.objective.trim().to_string(),
+        settings: StartSettings {
+            yes: true,
+            merge: true,
+            clarify: true,
+            worker_cmd: None,
+            agent: None,
+            max_parallel: None,
+            budget: Budget {
+                tokens: arm.options.tokens,
+                cost: arm.options.budget,
+                ..Budget::default()
+            },
+            docs: false,
+            tests: false,
+            publish: None,
+            executor: None,
+        },
+        timeout: env.check.timeout,
+        worktree_root: Some(env.dir.join("worktrees")),
+        setup: config.worktree.setup.clone(),
+        target: Some(ATTEMPT_BRANCH.to_string()),
+        crash_after_events: None,
+        crash_after_steps: None,
+        answer_wait: Duration::ZERO,
+        fix_rounds: config.fix_rounds(),
+    };
+    let outcome = crate::orchestrator::start(attempt, config, &req, &Unattended, env.check.stop)
+        .map_err(|e| e.to_string())?;
+    questions(attempt, &outcome.run, result);
+    let Some(report) = outcome.report else {
+        return Err(format!(
+            "the run ended {} without a report",
+            outcome.state.as_str()
+        ));
+    };
+    result.packets = report.packets.len();
+    result.tokens_in = report.usage.iter().map(|u| u.input_tokens).sum();
+    result.tokens_out = report.usage.iter().map(|u| u.output_tokens).sum();
+    let costs: Vec<f64> = report.usage.iter().filter_map(|u| u.cost).collect();
+    result.cost = (!costs.is_empty()).then(|| costs.iter().sum());
+    if outcome.state != WorkflowState::Completed {
+        let reason = report
+            .reason
+            .clone()
+            .unwrap_or_else(|| format!("the run ended {}", outcome.state.as_str()));
+        let lower = reason.to_ascii_lowercase();
+        let failure = if lower.contains("conflict") {
+            Failure::MergeConflict
+        } else {
+            classify(&reason)
+        };
+        // The run's advice names `start`'s flags; here the arm's options set the limit.
+        let reason = match (failure, reason.split_once(" (raise it with")) {
+            (Failure::Budget, Some((head, _))) => {
+                format!("{head} (the arm's `tokens=` or `budget=`)")
+            }
+            _ => reason,
+        };
+        result.failure = Some(failure);
+        result.detail = Some(reason);
+        return Ok(false);
+    }
+    let failed: Vec<&str> = report
+        .packets
+        .iter()
+        .filter(|p| p.state != "succeeded")
+        .map(|p| p.id.as_str())
+        .collect();
+    if !failed.is_empty() && failed.len() == report.packets.len() {
+        result.failure = Some(Failure::GateRejected);
+        result.detail = Some(format!("no packet landed: {}", failed.join(", ")));
+    }
+    Ok(failed.is_empty())
+}
+
+/// Counts the clarifier's questions of run `run` (each left to an assumption) into `result`.
+fn questions(attempt: &RepoInfo, run: &str, result: &mut AttemptResult) {
+    let Ok(journal) = StartJournal::open(&attempt.common_dir, run) else {
+        return;
+    };
+    for entry in journal.entries().unwrap_or_default() {
+        if let crate::orchestrator::WorkflowEvent::Clarified {
+            outcome: ClarifyOutcome::Assumptions,
+            assumptions,
+            ..
+        } = entry.event
+        {
+            result.questions += u32::try_from(assumptions.len()).unwrap_or(u32::MAX);
+        }
+    }
+}

@@ -1,0 +1,90 @@
+//! Fixtures the eval tests share: small shell projects whose history holds tasks, the test
+//! runners that judge them, and what a read-only command must leave unchanged.
+
+use std::path::Path;
+
+use crate::support::{TestRepo, git, refs};
+
+/// Runs every `tests/test_*.sh`; fails when one fails.
+pub(super) const RUN_TESTS: &str = "fail=0\nfor t in tests/test_*.sh; do sh \"$t\" || { echo \"FAIL $t\"; fail=1; }; done\nexit $fail\n";
+
+/// Returns a repository whose three last commits are valid tasks (multiplication,
+/// subtraction, negation, each with its test), and their commit ids.
+pub(crate) fn history() -> (TestRepo, Vec<String>) {
+    let repo = TestRepo::with_files(&[
+        ("run_tests.sh", RUN_TESTS),
+        ("src/calc.sh", "add() { echo $(($1 + $2)); }\n"),
+        (
+            "tests/test_add.sh",
+            ". ./src/calc.sh\n[ \"$(add 1 2)\" = 3 ]\n",
+        ),
+    ]);
+    let mut calc = "add() { echo $(($1 + $2)); }\n".to_string();
+    let mut commits = Vec::new();
+    for (name, body, test, message) in [
+        (
+            "mul",
+            "mul() { echo $(($1 * $2)); }\n",
+            "[ \"$(mul 2 3)\" = 6 ]\n",
+            "Add multiplication\n\nmul multiplies its two arguments.",
+        ),
+        (
+            "sub",
+            "sub() { echo $(($1 - $2)); }\n",
+            "[ \"$(sub 5 3)\" = 2 ]\n",
+            "Add subtraction\n\nsub subtracts its second argument from its first.",
+        ),
+        (
+            "neg",
+            "neg() { echo $((0 - $1)); }\n",
+            "[ \"$(neg 4)\" = -4 ]\n",
+            "Add negation\n\nneg negates its argument.",
+        ),
+    ] {
+        calc.push_str(body);
+        repo.write("src/calc.sh", &calc);
+        repo.write(
+            &format!("tests/test_{name}.sh"),
+            &format!(". ./src/calc.sh\n{test}"),
+        );
+        commits.push(commit(&repo, &[], message));
+    }
+    (repo, commits)
+}
+
+/// Runs each `name:command` line of every `tests/test_*.sh` as one test and prints pytest's
+/// `-rA` summary lines for it; fails when one fails.
+pub(super) const PER_TEST_RUN_TESTS: &str = r#"fail=0
+for t in tests/test_*.sh; do
+  while IFS=: read -r name cmd; do
+    [ -n "$name" ] || continue
+    if (. ./src/calc.sh; eval "$cmd") </dev/null >/dev/null 2>&1; then
+      echo "PASSED $t::$name"
+    else
+      echo "FAILED $t::$name - assertion failed"; fail=1
+    fi
+  done < "$t"
+done
+exit $fail
+"#;
+
+/// Writes `files` (path, contents) into `repo`, commits everything with `message` and returns
+/// the new commit's id.
+pub(super) fn commit(repo: &TestRepo, files: &[(&str, &str)], message: &str) -> String {
+    for (path, body) in files {
+        repo.write(path, body);
+    }
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-q", "-m", message]);
+    repo.git(&["rev-parse", "HEAD"])
+}
+
+/// Returns what a run of `eval tasks` must not change: refs, worktrees, branches, status.
+pub(super) fn state(repo: &Path) -> String {
+    format!(
+        "{}\n{}\n{}",
+        refs(repo),
+        git(repo, &["worktree", "list", "--porcelain"]),
+        git(repo, &["status", "--porcelain", "--untracked-files=all"])
+    )
+}
