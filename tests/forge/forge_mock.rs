@@ -1,4 +1,4 @@
-//! A fake forge on a loopback port: a small in-memory GitHub (or Gitea) that keeps pull
+//! A fake forge on a loopback port: a small in-memory GitHub (or Gitea, or GitLab) that keeps pull
 //! requests, labels and comments, records every request in order, and can be told to answer
 //! the next requests with rate-limit errors.
 //!
@@ -34,6 +34,10 @@ pub struct Req {
     pub at: Instant,
     /// What the observer callback returned when the request arrived.
     pub observed: String,
+    /// The `If-None-Match` it carried.
+    pub if_none_match: Option<String>,
+    /// The status it was answered with.
+    pub status: u16,
 }
 
 type Observer = Box<dyn Fn() -> String + Send>;
@@ -118,6 +122,11 @@ impl FakeForge {
             .collect()
     }
 
+    /// Returns how many reads were answered `304 Not Modified`.
+    pub fn not_modified(&self) -> usize {
+        self.requests().iter().filter(|r| r.status == 304).count()
+    }
+
     pub fn pulls(&self) -> Vec<Value> {
         self.state.lock().unwrap().pulls.clone()
     }
@@ -183,9 +192,14 @@ impl FakeForge {
         let mut s = self.state.lock().unwrap();
         s.next_id += 1;
         let id = s.next_id;
-        s.reviews
-            .push(json!({"id": id, "pr": number, "user": {"login": login},
-            "author_association": association(login), "state": state, "body": body}));
+        let mut review = json!({"id": id, "pr": number, "user": {"login": login},
+            "author_association": association(login), "state": state, "body": body});
+        if s.flavour == Flavour::Gitea {
+            // Gitea says nothing of the author's relation; it counts inline comments.
+            review = json!({"id": id, "pr": number, "user": {"login": login}, "state": state,
+                "body": body, "dismissed": false, "stale": false, "comments_count": 0});
+        }
+        s.reviews.push(review);
     }
 
     /// Adds an inline comment by `login` on `path`:`line` of pull request `number`'s diff.
@@ -193,6 +207,20 @@ impl FakeForge {
         let mut s = self.state.lock().unwrap();
         s.next_id += 1;
         let id = s.next_id;
+        if s.flavour == Flavour::Gitea {
+            // On Gitea an inline comment belongs to a review, and `position` is its line.
+            s.next_id += 1;
+            let review = s.next_id;
+            s.reviews
+                .push(json!({"id": review, "pr": number, "user": {"login": login},
+                "state": "COMMENT", "body": "", "dismissed": false, "stale": false,
+                "comments_count": 1}));
+            s.review_comments
+                .push(json!({"id": id, "pr": number, "user": {"login": login},
+                "body": body, "path": path, "position": line, "original_position": 0,
+                "pull_request_review_id": review}));
+            return;
+        }
         s.review_comments
             .push(json!({"id": id, "pr": number, "user": {"login": login},
             "body": body, "path": path, "line": line}));
@@ -203,9 +231,12 @@ impl FakeForge {
         let mut s = self.state.lock().unwrap();
         s.next_id += 1;
         let id = s.next_id;
-        s.issue_comments
-            .push(json!({"id": id, "pr": number, "user": {"login": login},
-            "author_association": association(login), "body": body}));
+        let mut comment = json!({"id": id, "pr": number, "user": {"login": login},
+            "author_association": association(login), "body": body});
+        if s.flavour == Flavour::Gitea {
+            comment = json!({"id": id, "pr": number, "user": {"login": login}, "body": body});
+        }
+        s.issue_comments.push(comment);
     }
 
     /// Returns the conversation comments of pull request `number`, oldest first.
@@ -278,6 +309,7 @@ fn serve(stream: TcpStream, state: &Mutex<State>) {
         return;
     };
     let auth = request.header("authorization").map(str::to_string);
+    let if_none_match = request.header("if-none-match").map(str::to_string);
     let (method, path) = (request.method, request.path);
     let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
     let mut s = state.lock().unwrap();
@@ -289,14 +321,19 @@ fn serve(stream: TcpStream, state: &Mutex<State>) {
         body: body.clone(),
         at: Instant::now(),
         observed,
+        if_none_match: if_none_match.clone(),
+        status: 0,
     });
     let (status, headers, reply) = match s.fail_next.pop_front() {
         Some(f) => f,
         None => {
             let (status, reply) = route(&mut s, &method, &path, &body);
-            (status, Vec::new(), reply)
+            conditional(&method, status, reply, if_none_match.as_deref())
         }
     };
+    if let Some(last) = s.log.last_mut() {
+        last.status = status;
+    }
     drop(s);
     let _ = respond(stream, status, &headers, &reply);
 }
@@ -536,6 +573,7 @@ fn github(
             (201, c)
         }
         ("POST", ["repos", _, _, "pulls", _, "requested_reviewers"]) => (201, json!({})),
+        _ if s.flavour == Flavour::Gitea => return gitea_landing(s, method, segs, body),
         _ => return landing(s, method, segs, body),
     })
 }
@@ -661,13 +699,112 @@ fn landing(s: &mut State, method: &str, segs: &[&str], body: &Value) -> Option<(
     })
 }
 
+/// Serves Gitea's landing calls where they differ from GitHub's: repository settings, the
+/// combined status (`status`, not `state`), a review's inline comments, collaborator
+/// permissions and `POST …/merge` with `Do`; the rest as GitHub.
+fn gitea_landing(s: &mut State, method: &str, segs: &[&str], body: &Value) -> Option<(u16, Value)> {
+    let num = |n: &str| json!(n.parse::<u64>().unwrap_or(0));
+    Some(match (method, segs) {
+        ("GET", ["repos", _, _]) => (
+            200,
+            json!({"allow_merge_commits": s.allowed[0], "allow_squash_merge": s.allowed[1],
+                "allow_rebase": s.allowed[2], "allow_rebase_explicit": true}),
+        ),
+        ("GET", ["repos", _, _, "commits", sha, "status"]) => {
+            let mut latest: Vec<Value> = Vec::new();
+            for st in s.statuses.iter().filter(|v| v["sha"] == *sha) {
+                latest.retain(|l| l["context"] != st["context"]);
+                let mut g = st.clone();
+                g["status"] = g["state"].take();
+                latest.push(g);
+            }
+            (
+                200,
+                json!({"state": "pending", "sha": sha, "statuses": latest}),
+            )
+        }
+        ("GET", ["repos", _, _, "pulls", _, "reviews", id, "comments"]) => (
+            200,
+            of(&s.review_comments, "pull_request_review_id", &num(id)),
+        ),
+        ("GET", ["repos", _, _, "collaborators", login, "permission"]) => {
+            let permission = if *login == "mallory" { "read" } else { "write" };
+            (
+                200,
+                json!({"permission": permission, "role_name": permission}),
+            )
+        }
+        ("POST", ["repos", _, _, "pulls", n, "merge"]) => {
+            let allowed = s.allowed;
+            let Some(p) = s.pulls.iter_mut().find(|p| p["number"] == num(n)) else {
+                return Some((404, json!({"message": "Not Found"})));
+            };
+            let how = body["Do"].as_str().unwrap_or("");
+            let ok = match how {
+                "merge" => allowed[0],
+                "squash" => allowed[1],
+                "rebase" => allowed[2],
+                _ => false,
+            };
+            if !ok {
+                return Some((
+                    405,
+                    json!({"message": format!("merge style {how:?} is not allowed")}),
+                ));
+            }
+            if p["state"] != "open" || p["mergeable"] == false {
+                return Some((405, json!({"message": "Please try again later"})));
+            }
+            if !body["head_commit_id"].is_null() && body["head_commit_id"] != p["head"]["sha"] {
+                return Some((409, json!({"message": "head out of date"})));
+            }
+            p["state"] = json!("closed");
+            p["merged"] = json!(true);
+            p["merged_at"] = json!("2026-01-02T00:00:00Z");
+            p["merge_commit_sha"] = json!("e".repeat(40));
+            p["merge_method"] = json!(how);
+            (200, Value::Null)
+        }
+        ("GET", ["repos", _, _, "actions", ..]) | ("POST", ["repos", _, _, "actions", ..]) => {
+            return None;
+        }
+        _ => return landing(s, method, segs, body),
+    })
+}
+
+/// Tags a successful read with an `ETag` (a hash of its answer), as GitHub does, and answers
+/// `304 Not Modified` with no body when the request already has that tag.
+fn conditional(
+    method: &str,
+    status: u16,
+    reply: Value,
+    if_none_match: Option<&str>,
+) -> (u16, Vec<(String, String)>, Value) {
+    use std::hash::{Hash, Hasher};
+    if method != "GET" || status != 200 {
+        return (status, Vec::new(), reply);
+    }
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    reply.to_string().hash(&mut h);
+    let etag = format!("\"{:016x}\"", h.finish());
+    let headers = vec![("etag".to_string(), etag.clone())];
+    if if_none_match == Some(etag.as_str()) {
+        return (304, headers, Value::Null);
+    }
+    (status, headers, reply)
+}
+
 fn respond(
     mut stream: TcpStream,
     status: u16,
     headers: &[(String, String)],
     body: &Value,
 ) -> std::io::Result<()> {
-    let text = body.to_string();
+    let text = if status == 304 {
+        String::new()
+    } else {
+        body.to_string()
+    };
     let mut head = format!(
         "HTTP/1.1 {status} Fake\r\nconnection: close\r\ncontent-type: application/json\r\ncontent-length: {}\r\n",
         text.len()

@@ -376,6 +376,18 @@ pub fn config_items(config: &RepoConfig) -> Vec<Item> {
             format!("posts run events to {url}"),
         );
     }
+    if let Some(addr) = &config.land.webhook {
+        add(
+            "`[land] webhook`".into(),
+            format!("listens for webhook events on {addr}"),
+        );
+    }
+    if let Some(var) = &config.land.webhook_secret_env {
+        add(
+            "`[land] webhook_secret_env`".into(),
+            format!("checks webhook events against ${var}"),
+        );
+    }
     for (name, s) in &config.mcp.servers {
         add(
             format!("`[mcp.servers.{name}]`"),
@@ -449,6 +461,8 @@ pub fn without_trusted_settings(mut config: RepoConfig) -> RepoConfig {
     config.agents.cli.clear();
     config.nav.lsp.servers.clear();
     config.notify.webhook = None;
+    config.land.webhook = None;
+    config.land.webhook_secret_env = None;
     config.mcp.servers.clear();
     let kind = config
         .executor
