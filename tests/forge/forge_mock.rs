@@ -65,6 +65,12 @@ struct State {
     issue_comments: Vec<Value>,
     /// Which of merge, squash, rebase the repository allows.
     allowed: [bool; 3],
+    /// GitLab's CI jobs (`sha` says of which commit's pipeline, `pipeline` which).
+    jobs: Vec<Value>,
+    /// GitLab's approvals: (merge request, login).
+    approvals: Vec<(u64, String)>,
+    /// GitLab's reviewers and their verdicts (`pr` says of which merge request).
+    mr_reviewers: Vec<Value>,
     next_id: u64,
 }
 
@@ -97,6 +103,9 @@ impl FakeForge {
             review_comments: Vec::new(),
             issue_comments: Vec::new(),
             allowed: [true, true, true],
+            jobs: Vec::new(),
+            approvals: Vec::new(),
+            mr_reviewers: Vec::new(),
             next_id: 1000,
         }));
         let s = state.clone();
@@ -236,7 +245,56 @@ impl FakeForge {
         if s.flavour == Flavour::Gitea {
             comment = json!({"id": id, "pr": number, "user": {"login": login}, "body": body});
         }
+        if s.flavour == Flavour::GitLab {
+            comment = note(id, number, login, body, None);
+        }
         s.issue_comments.push(comment);
+    }
+
+    /// Adds a GitLab CI job `name` (`success`, `failed`, `running`, …) to the pipeline of
+    /// commit `sha` with log `trace`, and returns its id.
+    pub fn add_job(&self, sha: &str, name: &str, status: &str, trace: &str) -> u64 {
+        let mut s = self.state.lock().unwrap();
+        s.next_id += 1;
+        let id = s.next_id;
+        let pipeline = s
+            .jobs
+            .iter()
+            .find(|j| j["sha"] == sha)
+            .map(|j| j["pipeline"].clone())
+            .unwrap_or(json!(id + 500_000));
+        s.jobs
+            .push(json!({"id": id, "name": name, "status": status, "sha": sha,
+            "pipeline": pipeline, "trace": trace, "allow_failure": false, "retried": false}));
+        id
+    }
+
+    /// Has `login` approve GitLab merge request `iid`.
+    pub fn add_approval(&self, iid: u64, login: &str) {
+        self.state
+            .lock()
+            .unwrap()
+            .approvals
+            .push((iid, login.to_string()));
+    }
+
+    /// Sets `login`'s reviewer verdict on GitLab merge request `iid` (`requested_changes`,
+    /// `approved`, `reviewed`, `unreviewed`).
+    pub fn set_reviewer(&self, iid: u64, login: &str, state: &str) {
+        let mut s = self.state.lock().unwrap();
+        s.mr_reviewers
+            .retain(|r| !(r["pr"] == iid && r["user"]["username"] == login));
+        s.mr_reviewers.push(json!({"pr": iid, "state": state,
+            "user": {"id": user_id(login), "username": login}}));
+    }
+
+    /// Adds a GitLab note by `login` to merge request `iid`, on `path`:`line` of the diff when
+    /// `at` says so.
+    pub fn add_note(&self, iid: u64, login: &str, body: &str, at: Option<(&str, u64)>) {
+        let mut s = self.state.lock().unwrap();
+        s.next_id += 1;
+        let id = s.next_id;
+        s.issue_comments.push(note(id, iid, login, body, at));
     }
 
     /// Returns the conversation comments of pull request `number`, oldest first.
@@ -257,6 +315,17 @@ impl FakeForge {
     /// Sets pull request `number`'s head commit and whether it merges cleanly.
     pub fn set_head(&self, number: u64, sha: &str, mergeable: Option<bool>) {
         let mut s = self.state.lock().unwrap();
+        if s.flavour == Flavour::GitLab {
+            let mr = s.pulls.iter_mut().find(|p| p["iid"] == number).unwrap();
+            mr["sha"] = json!(sha);
+            mr["has_conflicts"] = json!(mergeable == Some(false));
+            mr["detailed_merge_status"] = json!(match mergeable {
+                Some(true) => "mergeable",
+                Some(false) => "conflict",
+                None => "checking",
+            });
+            return;
+        }
         let pr = s.pulls.iter_mut().find(|p| p["number"] == number).unwrap();
         pr["head"]["sha"] = json!(sha);
         pr["mergeable"] = json!(mergeable);
@@ -436,6 +505,9 @@ fn gitlab(
                 "labels": [],
                 "reviewer_ids": [],
                 "notes": [],
+                "sha": "0".repeat(40),
+                "has_conflicts": false,
+                "detailed_merge_status": "mergeable",
             });
             s.pulls.push(mr.clone());
             (201, mr)
@@ -465,7 +537,165 @@ fn gitlab(
                 .as_array_mut()
                 .unwrap()
                 .push(body["body"].clone());
-            (201, json!({"id": 1}))
+            s.next_id += 1;
+            let id = s.next_id;
+            let iid: u64 = n.parse().unwrap_or(0);
+            let c = note(
+                id,
+                iid,
+                "orchestra-bot",
+                body["body"].as_str().unwrap_or(""),
+                None,
+            );
+            s.issue_comments.push(c.clone());
+            (201, c)
+        }
+        _ => return gitlab_landing(s, method, segs, query, body),
+    })
+}
+
+/// Serves GitLab's landing calls: a merge request, its head's pipeline and jobs, approvals,
+/// reviewers, discussions and notes, membership, merging and retrying a job.
+fn gitlab_landing(
+    s: &mut State,
+    method: &str,
+    segs: &[&str],
+    query: &str,
+    body: &Value,
+) -> Option<(u16, Value)> {
+    let num = |n: &str| n.parse::<u64>().unwrap_or(0);
+    Some(match (method, segs) {
+        ("GET", ["projects", _]) => {
+            let [merge, squash, rebase] = s.allowed;
+            let merge_method = if rebase && !merge { "ff" } else { "merge" };
+            let squash_option = match (squash, merge || rebase) {
+                (false, _) => "never",
+                (true, false) => "always",
+                (true, true) => "default_off",
+            };
+            (
+                200,
+                json!({"merge_method": merge_method, "squash_option": squash_option}),
+            )
+        }
+        ("GET", ["projects", _, "merge_requests", n]) => {
+            match s.pulls.iter().find(|p| p["iid"] == num(n)) {
+                Some(p) => (200, p.clone()),
+                None => (404, json!({"message": "404 Not found"})),
+            }
+        }
+        ("GET", ["projects", _, "merge_requests", n, "reviewers"]) => {
+            (200, of(&s.mr_reviewers, "pr", &json!(num(n))))
+        }
+        ("GET", ["projects", _, "merge_requests", n, "approvals"]) => {
+            let by: Vec<Value> = s
+                .approvals
+                .iter()
+                .filter(|(iid, _)| *iid == num(n))
+                .map(|(_, l)| json!({"user": {"id": user_id(l), "username": l}}))
+                .collect();
+            (200, json!({"approved": !by.is_empty(), "approved_by": by}))
+        }
+        ("GET", ["projects", _, "merge_requests", n, "discussions"]) => {
+            let list: Vec<Value> = s
+                .issue_comments
+                .iter()
+                .filter(|c| c["pr"] == num(n))
+                .map(|c| json!({"id": format!("d{}", c["id"]), "notes": [c]}))
+                .collect();
+            (200, Value::Array(list))
+        }
+        ("GET", ["projects", _, "merge_requests", n, "notes"]) => {
+            (200, of(&s.issue_comments, "pr", &json!(num(n))))
+        }
+        ("PUT", ["projects", _, "merge_requests", _, "notes", id]) => {
+            match s.issue_comments.iter_mut().find(|c| c["id"] == num(id)) {
+                Some(c) => {
+                    c["body"] = body["body"].clone();
+                    (200, c.clone())
+                }
+                None => (404, json!({"message": "404 Note Not Found"})),
+            }
+        }
+        ("GET", ["projects", _, "members", "all", id]) => {
+            if num(id) == user_id("mallory") {
+                (404, json!({"message": "404 Member Not Found"}))
+            } else {
+                (200, json!({"id": num(id), "access_level": 30}))
+            }
+        }
+        ("PUT", ["projects", _, "merge_requests", n, "merge"]) => {
+            let Some(p) = s.pulls.iter_mut().find(|p| p["iid"] == num(n)) else {
+                return Some((404, json!({"message": "404 Not found"})));
+            };
+            if p["state"] != "opened" || p["has_conflicts"] == true {
+                return Some((405, json!({"message": "405 Method Not Allowed"})));
+            }
+            if !body["sha"].is_null() && body["sha"] != p["sha"] {
+                return Some((
+                    409,
+                    json!({"message": "SHA does not match HEAD of source branch"}),
+                ));
+            }
+            let squash = body["squash"] == true;
+            p["state"] = json!("merged");
+            p["merge_commit_sha"] = json!("d".repeat(40));
+            p["merge_method"] = json!(if squash { "squash" } else { "merge" });
+            (200, p.clone())
+        }
+        _ => return gitlab_ci(s, method, segs, query),
+    })
+}
+
+/// Serves GitLab's CI calls: the newest pipeline of a commit, its jobs, a job's trace, and
+/// retrying a job.
+fn gitlab_ci(s: &mut State, method: &str, segs: &[&str], query: &str) -> Option<(u16, Value)> {
+    let num = |n: &str| n.parse::<u64>().unwrap_or(0);
+    Some(match (method, segs) {
+        ("GET", ["projects", _, "pipelines"]) => {
+            let sha = query_param(query, "sha").unwrap_or_default();
+            let newest = s.jobs.iter().rev().find(|j| j["sha"] == sha.as_str());
+            let list: Vec<Value> = newest
+                .map(|j| json!({"id": j["pipeline"], "sha": sha, "status": "running"}))
+                .into_iter()
+                .collect();
+            (200, Value::Array(list))
+        }
+        ("GET", ["projects", _, "pipelines", id, "jobs"]) => {
+            let list: Vec<Value> = s
+                .jobs
+                .iter()
+                .filter(|j| j["pipeline"] == num(id) && j["retried"] == false)
+                .cloned()
+                .collect();
+            (200, Value::Array(list))
+        }
+        ("GET", ["projects", _, "jobs", id, "trace"]) => {
+            match s.jobs.iter().find(|j| j["id"] == num(id)) {
+                // A string is answered as plain text, as GitLab sends a trace.
+                Some(j) => (200, j["trace"].clone()),
+                None => (404, json!({"message": "404 Not found"})),
+            }
+        }
+        ("POST", ["projects", _, "jobs", id, "retry"]) => {
+            let id = num(id);
+            let Some(at) = s.reruns.iter().position(|r| r.0 == id) else {
+                return Some((
+                    403,
+                    json!({"message": "403 Forbidden - Job is not retryable"}),
+                ));
+            };
+            let (_, status, trace) = s.reruns.remove(at);
+            let old = s.jobs.iter_mut().find(|j| j["id"] == id)?;
+            old["retried"] = json!(true);
+            let mut new = old.clone();
+            s.next_id += 1;
+            new["id"] = json!(s.next_id);
+            new["status"] = json!(status);
+            new["trace"] = json!(trace);
+            new["retried"] = json!(false);
+            s.jobs.push(new.clone());
+            (201, new)
         }
         _ => return None,
     })
@@ -576,6 +806,27 @@ fn github(
         _ if s.flavour == Flavour::Gitea => return gitea_landing(s, method, segs, body),
         _ => return landing(s, method, segs, body),
     })
+}
+
+/// Returns a GitLab note; `at` puts it on a line of the diff.
+fn note(id: u64, iid: u64, login: &str, body: &str, at: Option<(&str, u64)>) -> Value {
+    let position = at.map(|(path, line)| {
+        json!({"position_type": "text", "new_path": path, "old_path": path,
+            "new_line": line, "old_line": null})
+    });
+    json!({"id": id, "pr": iid, "body": body, "system": false,
+        "author": {"id": user_id(login), "username": login}, "position": position})
+}
+
+/// Returns the fake GitLab's user id of `login`.
+fn user_id(login: &str) -> u64 {
+    match login {
+        "alice" => 1,
+        "bob" => 2,
+        "mallory" => 666,
+        "orchestra-bot" => 99,
+        _ => 50,
+    }
 }
 
 /// Returns how the fake relates `login` to the repository: `mallory` is an outsider, everyone
@@ -800,13 +1051,14 @@ fn respond(
     headers: &[(String, String)],
     body: &Value,
 ) -> std::io::Result<()> {
-    let text = if status == 304 {
-        String::new()
-    } else {
-        body.to_string()
+    // A bare string is plain text (a CI job's trace), as the forge sends it.
+    let (text, kind) = match body {
+        _ if status == 304 => (String::new(), "application/json"),
+        Value::String(t) => (t.clone(), "text/plain"),
+        other => (other.to_string(), "application/json"),
     };
     let mut head = format!(
-        "HTTP/1.1 {status} Fake\r\nconnection: close\r\ncontent-type: application/json\r\ncontent-length: {}\r\n",
+        "HTTP/1.1 {status} Fake\r\nconnection: close\r\ncontent-type: {kind}\r\ncontent-length: {}\r\n",
         text.len()
     );
     for (k, v) in headers {

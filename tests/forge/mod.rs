@@ -6,6 +6,7 @@
 
 pub(crate) mod forge_mock;
 mod gitea_landing;
+mod gitlab_landing;
 mod land;
 mod landing_api;
 pub(crate) mod pull_requests;

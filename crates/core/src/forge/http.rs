@@ -123,15 +123,49 @@ impl Api {
         body: Option<&Value>,
     ) -> Result<Value, ForgeError> {
         let writes = method != "GET";
+        let known = if writes { None } else { self.known(path) };
+        let answer = self.exchange(method, path, body, known.as_ref().map(|k| k.0.as_str()))?;
+        if answer.status == 304
+            && let Some((_, value)) = known
+        {
+            return Ok(value);
+        }
+        if answer.text.trim().is_empty() {
+            return Ok(Value::Null);
+        }
+        let value: Value =
+            serde_json::from_str(&answer.text).map_err(|e| ForgeError::Protocol {
+                method: method.to_string(),
+                path: path.to_string(),
+                message: format!("the answer is not JSON: {e}"),
+            })?;
+        if !writes && let Some(etag) = answer.etag {
+            self.remember(path, etag, &value);
+        }
+        Ok(value)
+    }
+
+    /// Reads `path` as plain text (a CI job's log), with the same rate-limit handling and
+    /// errors as [`Api::request`]; never conditional.
+    pub fn request_text(&self, path: &str) -> Result<String, ForgeError> {
+        Ok(self.exchange("GET", path, None, None)?.text)
+    }
+
+    /// Sends a request until it is answered with anything but a rate limit: returns a 2xx
+    /// answer (or a 304 to `if_none_match`), else the error the answer means.
+    fn exchange(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&Value>,
+        if_none_match: Option<&str>,
+    ) -> Result<Answer, ForgeError> {
         let mut attempt = 0;
         loop {
-            self.wait_for_limits(method, path, writes)?;
-            let known = if writes { None } else { self.known(path) };
-            let answer = self.send(method, path, body, known.as_ref().map(|k| k.0.as_str()))?;
-            if answer.status == 304
-                && let Some((_, value)) = known
-            {
-                return Ok(value);
+            self.wait_for_limits(method, path, method != "GET")?;
+            let answer = self.send(method, path, body, if_none_match)?;
+            if answer.status == 304 && if_none_match.is_some() {
+                return Ok(answer);
             }
             if (200..300).contains(&answer.status) {
                 if let Some(wait) =
@@ -140,19 +174,7 @@ impl Api {
                 {
                     *b = Some(Instant::now() + wait);
                 }
-                if answer.text.trim().is_empty() {
-                    return Ok(Value::Null);
-                }
-                let value: Value =
-                    serde_json::from_str(&answer.text).map_err(|e| ForgeError::Protocol {
-                        method: method.to_string(),
-                        path: path.to_string(),
-                        message: format!("the answer is not JSON: {e}"),
-                    })?;
-                if !writes && let Some(etag) = answer.etag {
-                    self.remember(path, etag, &value);
-                }
-                return Ok(value);
+                return Ok(answer);
             }
             if let Some(wait) = answer.rate_limit_wait() {
                 attempt += 1;
