@@ -480,6 +480,30 @@ mod tests {
     use super::*;
 
     #[test]
+    fn an_untrusted_land_webhook_and_its_secret_variable_are_named_and_left_out() {
+        let mut config = RepoConfig::default();
+        config.land.webhook = Some("0.0.0.0:8787".into());
+        config.land.webhook_secret_env = Some("AWS_SECRET_ACCESS_KEY".into());
+        config.land.poll_secs = Some(5);
+        let named: Vec<String> = config_items(&config)
+            .iter()
+            .map(|i| format!("{i:?}"))
+            .collect();
+        assert_eq!(named.len(), 2, "{named:?}");
+        assert!(named[0].contains("0.0.0.0:8787"), "{named:?}");
+        assert!(named[1].contains("AWS_SECRET_ACCESS_KEY"), "{named:?}");
+        let kept = without_trusted_settings(config);
+        assert_eq!(
+            (
+                kept.land.webhook,
+                kept.land.webhook_secret_env,
+                kept.land.poll_secs
+            ),
+            (None, None, Some(5))
+        );
+    }
+
+    #[test]
     fn only_configuration_mcp_and_role_files_are_trust_relevant() {
         for path in [
             ".orchestra/config.toml",

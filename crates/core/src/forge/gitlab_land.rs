@@ -104,9 +104,14 @@ impl Project<'_> {
             v["detailed_merge_status"].as_str(),
             Some("checking" | "unchecked" | "preparing")
         );
+        // `locked` is a merge in progress: neither landed nor closed yet.
+        let state = match v["state"].as_str() {
+            Some("locked") => super::PrState::Open,
+            _ => pr.state,
+        };
         Ok(PrStatus {
             number,
-            state: pr.state,
+            state,
             head: pr.head,
             head_sha: v["sha"]
                 .as_str()
