@@ -670,6 +670,22 @@ fn gitlab_ci(s: &mut State, method: &str, segs: &[&str], query: &str) -> Option<
                 .collect();
             (200, Value::Array(list))
         }
+        ("GET", ["projects", _, "repository", "commits", sha, "statuses"]) => {
+            // Statuses external CI posted, newest of each name, in GitLab's shape.
+            let mut latest: Vec<Value> = Vec::new();
+            for st in s.statuses.iter().filter(|v| v["sha"] == *sha) {
+                latest.retain(|l| l["name"] != st["context"]);
+                let status = match st["state"].as_str() {
+                    Some("failure" | "error") => "failed",
+                    Some(other) => other,
+                    None => "pending",
+                };
+                latest.push(json!({"id": st["id"], "sha": sha, "name": st["context"],
+                    "status": status, "description": st["description"],
+                    "target_url": st["target_url"]}));
+            }
+            (200, Value::Array(latest))
+        }
         ("GET", ["projects", _, "jobs", id, "trace"]) => {
             match s.jobs.iter().find(|j| j["id"] == num(id)) {
                 // A string is answered as plain text, as GitLab sends a trace.

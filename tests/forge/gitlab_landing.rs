@@ -8,8 +8,8 @@
 use serde_json::Value;
 
 use git_orchestra::forge::{
-    CheckConclusion, Forge, GitLab, MergeMethod, MergeOutcome, NewPullRequest, PrState,
-    ReviewState, SUMMARY_MARKER, SummaryAction, Token, may_write,
+    CheckConclusion, CheckSource, Forge, GitLab, MergeMethod, MergeOutcome, NewPullRequest,
+    PrState, ReviewState, SUMMARY_MARKER, SummaryAction, Token, may_write,
 };
 
 use crate::forge::forge_mock::{FakeForge, Flavour};
@@ -72,6 +72,13 @@ fn reads_a_merge_requests_state_jobs_approvals_and_discussions() {
     );
     let failed = &checks[2];
     assert_eq!(failed.id, test);
+    fake.add_status(SHA, "external/ci", "failure", "the external runner said no");
+    let external = gl.checks(SHA).unwrap().pop().unwrap();
+    assert_eq!(
+        (external.name.as_str(), external.source, external.conclusion),
+        ("external/ci", CheckSource::Status, CheckConclusion::Failure)
+    );
+    assert!(external.log_tail.contains("the external runner said no"));
     assert!(
         failed.log_tail.contains("assertion failed"),
         "{}",
@@ -85,6 +92,7 @@ fn reads_a_merge_requests_state_jobs_approvals_and_discussions() {
     assert!(gl.rerun(failed).unwrap());
     let again = gl.checks(SHA).unwrap();
     assert_eq!(again[2].conclusion, CheckConclusion::Success);
+    assert_eq!(again.len(), 4, "{again:?}");
     assert!(!gl.rerun(&again[1]).unwrap(), "GitLab refuses to retry it");
 
     fake.set_reviewer(1, "alice", "requested_changes");

@@ -51,6 +51,19 @@ fn list<'v>(answer: &'v Value, path: &str) -> Result<&'v [Value], ForgeError> {
     }
 }
 
+/// Returns how a job or commit status with GitLab's `status` ended; a failure allowed to fail
+/// passes without a verdict.
+fn conclusion(status: Option<&str>, allow_failure: bool) -> CheckConclusion {
+    match (status, allow_failure) {
+        (Some("success"), _) => CheckConclusion::Success,
+        (Some("failed"), true) => CheckConclusion::Neutral,
+        (Some("failed"), false) => CheckConclusion::Failure,
+        (Some("canceled"), _) => CheckConclusion::Error,
+        (Some("skipped" | "manual"), _) => CheckConclusion::Neutral,
+        _ => CheckConclusion::Pending,
+    }
+}
+
 /// Remembers each account's relation to the project, so a poll asks once per account.
 #[derive(Default)]
 pub(super) struct Associations(Mutex<BTreeMap<u64, String>>);
@@ -127,8 +140,41 @@ impl Project<'_> {
         })
     }
 
-    /// Reads the jobs of the newest pipeline of `sha`, a failed job's trace tail with it.
+    /// Reads the jobs of the newest pipeline of `sha` (a failed job's trace tail with it), and
+    /// the commit statuses external CI posted on `sha`.
     pub fn checks(&self, sha: &str) -> Result<Vec<Check>, ForgeError> {
+        let mut found = self.jobs(sha)?;
+        let path = format!(
+            "{}/repository/commits/{}/statuses?per_page=100",
+            self.path,
+            super::github::encode(sha)
+        );
+        let answer = self.api.request("GET", &path, None)?;
+        for st in list(&answer, &path)? {
+            let name = st["name"].as_str().unwrap_or_default().to_string();
+            // A pipeline's jobs are listed as statuses too; they are read above.
+            if found.iter().any(|c| c.name == name) {
+                continue;
+            }
+            let text = [&st["description"], &st["target_url"]]
+                .iter()
+                .filter_map(|v| v.as_str())
+                .filter(|t| !t.trim().is_empty())
+                .collect::<Vec<_>>()
+                .join("\n");
+            found.push(Check {
+                id: st["id"].as_u64().unwrap_or_default(),
+                name,
+                source: CheckSource::Status,
+                conclusion: conclusion(st["status"].as_str(), false),
+                log_tail: safe_tail(&text, self.api.token(), LOG_TAIL_BYTES),
+            });
+        }
+        Ok(found)
+    }
+
+    /// Reads the jobs of the newest pipeline of `sha`, by name.
+    fn jobs(&self, sha: &str) -> Result<Vec<Check>, ForgeError> {
         let path = format!(
             "{}/pipelines?sha={}&order_by=id&sort=desc&per_page=1",
             self.path,
@@ -143,14 +189,10 @@ impl Project<'_> {
         let mut found = Vec::new();
         for job in list(&answer, &path)? {
             let id = job["id"].as_u64().ok_or_else(|| missing(&path, "id"))?;
-            let conclusion = match (job["status"].as_str(), job["allow_failure"].as_bool()) {
-                (Some("success"), _) => CheckConclusion::Success,
-                (Some("failed"), Some(true)) => CheckConclusion::Neutral,
-                (Some("failed"), _) => CheckConclusion::Failure,
-                (Some("canceled"), _) => CheckConclusion::Error,
-                (Some("skipped" | "manual"), _) => CheckConclusion::Neutral,
-                _ => CheckConclusion::Pending,
-            };
+            let conclusion = conclusion(
+                job["status"].as_str(),
+                job["allow_failure"].as_bool() == Some(true),
+            );
             let log = if conclusion.failed() {
                 self.api
                     .request_text(&format!("{}/jobs/{id}/trace", self.path))?
