@@ -277,3 +277,38 @@ fn land_merges_a_gitea_stack_parent_first_and_ignores_readers_reviews() {
         assert!(ours[0]["body"].as_str().unwrap().contains("merged"));
     }
 }
+
+#[test]
+fn a_failed_gitea_status_waits_for_a_person_with_its_description() {
+    let forge = FakeForge::start(Flavour::Gitea);
+    let (repo, _bare) = setup(Some(&forge), Flavour::Gitea);
+    let plan = write_plan(&repo, &packet("p1", "", ""));
+    let out = run_plan(&repo, &plan, "--pr", &[("GITEA_TOKEN", TOKEN)]);
+    assert!(out.status.success(), "{}", text(&out));
+    std::fs::create_dir_all(repo.path.join(".orchestra")).unwrap();
+    std::fs::write(
+        repo.path.join(".orchestra/config.toml"),
+        "[land]\npoll_secs = 1\n",
+    )
+    .unwrap();
+    forge.set_head(1, SHA, Some(true));
+    forge.add_status(SHA, "ci / test (push)", "failure", "Failing after 12s");
+
+    let out = run_env(&repo, &["land"], &[("GITEA_TOKEN", TOKEN)]);
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
+    assert!(
+        all.contains("p1 #1: waits for a person: check `ci / test (push)` failed (failure)"),
+        "{all}"
+    );
+    assert!(all.contains("Failing after 12s"), "{all}");
+    assert_eq!(forge.pulls()[0]["merged"], false);
+    assert!(
+        !forge
+            .calls()
+            .iter()
+            .any(|c| c.ends_with("/merge") || c.contains("/actions/")),
+        "{:?}",
+        forge.calls()
+    );
+}

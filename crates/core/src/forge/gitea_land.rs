@@ -107,7 +107,9 @@ pub(super) fn checks(repo: &RepoApi, sha: &str) -> Result<Vec<Check>, ForgeError
                 Some("error") => CheckConclusion::Error,
                 _ => CheckConclusion::Pending,
             };
-            let text = [&status["description"], &status["target_url"]]
+            // The description last: a reason quotes the last line, and it says more than
+            // the link to the job.
+            let text = [&status["target_url"], &status["description"]]
                 .iter()
                 .filter_map(|v| v.as_str())
                 .filter(|t| !t.trim().is_empty())

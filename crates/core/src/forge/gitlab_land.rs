@@ -156,7 +156,8 @@ impl Project<'_> {
             if found.iter().any(|c| c.name == name) {
                 continue;
             }
-            let text = [&st["description"], &st["target_url"]]
+            // The description last: a reason quotes the last line.
+            let text = [&st["target_url"], &st["description"]]
                 .iter()
                 .filter_map(|v| v.as_str())
                 .filter(|t| !t.trim().is_empty())
