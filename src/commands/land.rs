@@ -2,6 +2,7 @@
 //! a person, or wait for one.
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
@@ -12,6 +13,9 @@ use git_orchestra::land::{LandError, LandOptions, LandReport, Landing};
 use git_orchestra::store::Event;
 
 use super::CommandError;
+
+/// The variable holding the webhook secret when `[land] webhook_secret_env` names none.
+const DEFAULT_WEBHOOK_SECRET_ENV: &str = "ORCHESTRA_WEBHOOK_SECRET";
 
 /// Follows a run's pull requests to merged.
 ///
@@ -27,6 +31,8 @@ use super::CommandError;
 /// and `/orchestra retry` (re-run its failed checks) by counted reviewers steer one pull
 /// request; other accounts' are shown, never acted on.
 /// Every step is journaled: run `land` again after an interruption and it continues.
+/// With `--webhook` (or `[land] webhook`) it also listens for the forge's webhook events: a
+/// verified one makes it look at once instead of at the next poll.
 #[derive(Debug, Args)]
 pub struct LandArgs {
     /// The run (default: the newest run; see `git orchestra status`).
@@ -41,12 +47,20 @@ pub struct LandArgs {
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
+    /// Listen on this address for the forge's webhook events (overrides `[land] webhook`); an
+    /// event signed with the secret in `$ORCHESTRA_WEBHOOK_SECRET` (or the variable `[land]
+    /// webhook_secret_env` names) makes landing look at once, any other is answered 401.
+    #[arg(long, value_name = "ADDR:PORT")]
+    webhook: Option<String>,
 }
 
 /// Runs `land`.
 pub fn cmd_land(cwd: &Path, args: &LandArgs) -> Result<(), CommandError> {
     let repo = RepoInfo::discover(cwd)?;
-    let config = super::load_config(&repo)?;
+    let mut config = super::load_config(&repo)?;
+    if let Some(addr) = &args.webhook {
+        config.land.webhook = Some(addr.clone());
+    }
     let run = super::open_run(&repo, args.run.as_deref())?;
     run_land(
         &repo,
@@ -71,7 +85,10 @@ pub fn run_land(
     let run = super::open_run(repo, Some(run))?;
     let settings = ForgeSettings::load(&repo.git(), remote).map_err(CommandError::user)?;
     let forge = forge::open_forge(&settings).map_err(CommandError::user)?;
-    let opts = options(config, once)?;
+    let mut opts = options(config, once)?;
+    if !once && let Some(addr) = &config.land.webhook {
+        opts.wake = Some(listen(addr, config.land.webhook_secret_env.as_deref())?);
+    }
     let mut print = |e: &Event| {
         if let Some(line) = event_line(e)
             && !json
@@ -116,7 +133,20 @@ fn options(config: &RepoConfig, once: bool) -> Result<LandOptions, CommandError>
         method,
         reviewers: land.reviewers.clone(),
         max_polls: once.then_some(1),
+        wake: None,
     })
+}
+
+/// Starts the webhook listener on `addr`, its secret read from `secret_env` (default
+/// `ORCHESTRA_WEBHOOK_SECRET`), and returns what it wakes.
+fn listen(addr: &str, secret_env: Option<&str>) -> Result<Arc<forge::Wake>, CommandError> {
+    let env = secret_env.unwrap_or(DEFAULT_WEBHOOK_SECRET_ENV);
+    let secret = forge::WebhookSecret::from_env(env).map_err(CommandError::user)?;
+    let wake = Arc::new(forge::Wake::default());
+    let bound =
+        forge::listen_for_webhooks(addr, secret, wake.clone()).map_err(CommandError::user)?;
+    eprintln!("listening for webhook events on {bound}");
+    Ok(wake)
 }
 
 /// Returns the progress line for a landing event, if it gets one.

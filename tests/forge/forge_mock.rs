@@ -1,4 +1,4 @@
-//! A fake forge on a loopback port: a small in-memory GitHub (or Gitea) that keeps pull
+//! A fake forge on a loopback port: a small in-memory GitHub (or Gitea, or GitLab) that keeps pull
 //! requests, labels and comments, records every request in order, and can be told to answer
 //! the next requests with rate-limit errors.
 //!
@@ -15,6 +15,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use serde_json::{Value, json};
+
+#[path = "forge_mock_forges.rs"]
+mod forges;
+use forges::{gitea_landing, gitlab_landing, note, user_id};
 
 /// Which API the fake speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,6 +38,10 @@ pub struct Req {
     pub at: Instant,
     /// What the observer callback returned when the request arrived.
     pub observed: String,
+    /// The `If-None-Match` it carried.
+    pub if_none_match: Option<String>,
+    /// The status it was answered with.
+    pub status: u16,
 }
 
 type Observer = Box<dyn Fn() -> String + Send>;
@@ -61,6 +69,12 @@ struct State {
     issue_comments: Vec<Value>,
     /// Which of merge, squash, rebase the repository allows.
     allowed: [bool; 3],
+    /// GitLab's CI jobs (`sha` says of which commit's pipeline, `pipeline` which).
+    jobs: Vec<Value>,
+    /// GitLab's approvals: (merge request, login).
+    approvals: Vec<(u64, String)>,
+    /// GitLab's reviewers and their verdicts (`pr` says of which merge request).
+    mr_reviewers: Vec<Value>,
     next_id: u64,
 }
 
@@ -93,6 +107,9 @@ impl FakeForge {
             review_comments: Vec::new(),
             issue_comments: Vec::new(),
             allowed: [true, true, true],
+            jobs: Vec::new(),
+            approvals: Vec::new(),
+            mr_reviewers: Vec::new(),
             next_id: 1000,
         }));
         let s = state.clone();
@@ -116,6 +133,11 @@ impl FakeForge {
             .iter()
             .map(|r| format!("{} {}", r.method, r.path.split('?').next().unwrap()))
             .collect()
+    }
+
+    /// Returns how many reads were answered `304 Not Modified`.
+    pub fn not_modified(&self) -> usize {
+        self.requests().iter().filter(|r| r.status == 304).count()
     }
 
     pub fn pulls(&self) -> Vec<Value> {
@@ -183,9 +205,14 @@ impl FakeForge {
         let mut s = self.state.lock().unwrap();
         s.next_id += 1;
         let id = s.next_id;
-        s.reviews
-            .push(json!({"id": id, "pr": number, "user": {"login": login},
-            "author_association": association(login), "state": state, "body": body}));
+        let mut review = json!({"id": id, "pr": number, "user": {"login": login},
+            "author_association": association(login), "state": state, "body": body});
+        if s.flavour == Flavour::Gitea {
+            // Gitea says nothing of the author's relation; it counts inline comments.
+            review = json!({"id": id, "pr": number, "user": {"login": login}, "state": state,
+                "body": body, "dismissed": false, "stale": false, "comments_count": 0});
+        }
+        s.reviews.push(review);
     }
 
     /// Adds an inline comment by `login` on `path`:`line` of pull request `number`'s diff.
@@ -193,6 +220,20 @@ impl FakeForge {
         let mut s = self.state.lock().unwrap();
         s.next_id += 1;
         let id = s.next_id;
+        if s.flavour == Flavour::Gitea {
+            // On Gitea an inline comment belongs to a review, and `position` is its line.
+            s.next_id += 1;
+            let review = s.next_id;
+            s.reviews
+                .push(json!({"id": review, "pr": number, "user": {"login": login},
+                "state": "COMMENT", "body": "", "dismissed": false, "stale": false,
+                "comments_count": 1}));
+            s.review_comments
+                .push(json!({"id": id, "pr": number, "user": {"login": login},
+                "body": body, "path": path, "position": line, "original_position": 0,
+                "pull_request_review_id": review}));
+            return;
+        }
         s.review_comments
             .push(json!({"id": id, "pr": number, "user": {"login": login},
             "body": body, "path": path, "line": line}));
@@ -203,9 +244,61 @@ impl FakeForge {
         let mut s = self.state.lock().unwrap();
         s.next_id += 1;
         let id = s.next_id;
-        s.issue_comments
-            .push(json!({"id": id, "pr": number, "user": {"login": login},
-            "author_association": association(login), "body": body}));
+        let mut comment = json!({"id": id, "pr": number, "user": {"login": login},
+            "author_association": association(login), "body": body});
+        if s.flavour == Flavour::Gitea {
+            comment = json!({"id": id, "pr": number, "user": {"login": login}, "body": body});
+        }
+        if s.flavour == Flavour::GitLab {
+            comment = note(id, number, login, body, None);
+        }
+        s.issue_comments.push(comment);
+    }
+
+    /// Adds a GitLab CI job `name` (`success`, `failed`, `running`, …) to the pipeline of
+    /// commit `sha` with log `trace`, and returns its id.
+    pub fn add_job(&self, sha: &str, name: &str, status: &str, trace: &str) -> u64 {
+        let mut s = self.state.lock().unwrap();
+        s.next_id += 1;
+        let id = s.next_id;
+        let pipeline = s
+            .jobs
+            .iter()
+            .find(|j| j["sha"] == sha)
+            .map(|j| j["pipeline"].clone())
+            .unwrap_or(json!(id + 500_000));
+        s.jobs
+            .push(json!({"id": id, "name": name, "status": status, "sha": sha,
+            "pipeline": pipeline, "trace": trace, "allow_failure": false, "retried": false}));
+        id
+    }
+
+    /// Has `login` approve GitLab merge request `iid`.
+    pub fn add_approval(&self, iid: u64, login: &str) {
+        self.state
+            .lock()
+            .unwrap()
+            .approvals
+            .push((iid, login.to_string()));
+    }
+
+    /// Sets `login`'s reviewer verdict on GitLab merge request `iid` (`requested_changes`,
+    /// `approved`, `reviewed`, `unreviewed`).
+    pub fn set_reviewer(&self, iid: u64, login: &str, state: &str) {
+        let mut s = self.state.lock().unwrap();
+        s.mr_reviewers
+            .retain(|r| !(r["pr"] == iid && r["user"]["username"] == login));
+        s.mr_reviewers.push(json!({"pr": iid, "state": state,
+            "user": {"id": user_id(login), "username": login}}));
+    }
+
+    /// Adds a GitLab note by `login` to merge request `iid`, on `path`:`line` of the diff when
+    /// `at` says so.
+    pub fn add_note(&self, iid: u64, login: &str, body: &str, at: Option<(&str, u64)>) {
+        let mut s = self.state.lock().unwrap();
+        s.next_id += 1;
+        let id = s.next_id;
+        s.issue_comments.push(note(id, iid, login, body, at));
     }
 
     /// Returns the conversation comments of pull request `number`, oldest first.
@@ -226,6 +319,17 @@ impl FakeForge {
     /// Sets pull request `number`'s head commit and whether it merges cleanly.
     pub fn set_head(&self, number: u64, sha: &str, mergeable: Option<bool>) {
         let mut s = self.state.lock().unwrap();
+        if s.flavour == Flavour::GitLab {
+            let mr = s.pulls.iter_mut().find(|p| p["iid"] == number).unwrap();
+            mr["sha"] = json!(sha);
+            mr["has_conflicts"] = json!(mergeable == Some(false));
+            mr["detailed_merge_status"] = json!(match mergeable {
+                Some(true) => "mergeable",
+                Some(false) => "conflict",
+                None => "checking",
+            });
+            return;
+        }
         let pr = s.pulls.iter_mut().find(|p| p["number"] == number).unwrap();
         pr["head"]["sha"] = json!(sha);
         pr["mergeable"] = json!(mergeable);
@@ -278,6 +382,7 @@ fn serve(stream: TcpStream, state: &Mutex<State>) {
         return;
     };
     let auth = request.header("authorization").map(str::to_string);
+    let if_none_match = request.header("if-none-match").map(str::to_string);
     let (method, path) = (request.method, request.path);
     let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
     let mut s = state.lock().unwrap();
@@ -289,14 +394,19 @@ fn serve(stream: TcpStream, state: &Mutex<State>) {
         body: body.clone(),
         at: Instant::now(),
         observed,
+        if_none_match: if_none_match.clone(),
+        status: 0,
     });
     let (status, headers, reply) = match s.fail_next.pop_front() {
         Some(f) => f,
         None => {
             let (status, reply) = route(&mut s, &method, &path, &body);
-            (status, Vec::new(), reply)
+            conditional(&method, status, reply, if_none_match.as_deref())
         }
     };
+    if let Some(last) = s.log.last_mut() {
+        last.status = status;
+    }
     drop(s);
     let _ = respond(stream, status, &headers, &reply);
 }
@@ -399,6 +509,9 @@ fn gitlab(
                 "labels": [],
                 "reviewer_ids": [],
                 "notes": [],
+                "sha": "0".repeat(40),
+                "has_conflicts": false,
+                "detailed_merge_status": "mergeable",
             });
             s.pulls.push(mr.clone());
             (201, mr)
@@ -428,9 +541,20 @@ fn gitlab(
                 .as_array_mut()
                 .unwrap()
                 .push(body["body"].clone());
-            (201, json!({"id": 1}))
+            s.next_id += 1;
+            let id = s.next_id;
+            let iid: u64 = n.parse().unwrap_or(0);
+            let c = note(
+                id,
+                iid,
+                "orchestra-bot",
+                body["body"].as_str().unwrap_or(""),
+                None,
+            );
+            s.issue_comments.push(c.clone());
+            (201, c)
         }
-        _ => return None,
+        _ => return gitlab_landing(s, method, segs, query, body),
     })
 }
 
@@ -536,6 +660,7 @@ fn github(
             (201, c)
         }
         ("POST", ["repos", _, _, "pulls", _, "requested_reviewers"]) => (201, json!({})),
+        _ if s.flavour == Flavour::Gitea => return gitea_landing(s, method, segs, body),
         _ => return landing(s, method, segs, body),
     })
 }
@@ -661,15 +786,42 @@ fn landing(s: &mut State, method: &str, segs: &[&str], body: &Value) -> Option<(
     })
 }
 
+/// Tags a successful read with an `ETag` (a hash of its answer), as GitHub does, and answers
+/// `304 Not Modified` with no body when the request already has that tag.
+fn conditional(
+    method: &str,
+    status: u16,
+    reply: Value,
+    if_none_match: Option<&str>,
+) -> (u16, Vec<(String, String)>, Value) {
+    use std::hash::{Hash, Hasher};
+    if method != "GET" || status != 200 {
+        return (status, Vec::new(), reply);
+    }
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    reply.to_string().hash(&mut h);
+    let etag = format!("\"{:016x}\"", h.finish());
+    let headers = vec![("etag".to_string(), etag.clone())];
+    if if_none_match == Some(etag.as_str()) {
+        return (304, headers, Value::Null);
+    }
+    (status, headers, reply)
+}
+
 fn respond(
     mut stream: TcpStream,
     status: u16,
     headers: &[(String, String)],
     body: &Value,
 ) -> std::io::Result<()> {
-    let text = body.to_string();
+    // A bare string is plain text (a CI job's trace), as the forge sends it.
+    let (text, kind) = match body {
+        _ if status == 304 => (String::new(), "application/json"),
+        Value::String(t) => (t.clone(), "text/plain"),
+        other => (other.to_string(), "application/json"),
+    };
     let mut head = format!(
-        "HTTP/1.1 {status} Fake\r\nconnection: close\r\ncontent-type: application/json\r\ncontent-length: {}\r\n",
+        "HTTP/1.1 {status} Fake\r\nconnection: close\r\ncontent-type: {kind}\r\ncontent-length: {}\r\n",
         text.len()
     );
     for (k, v) in headers {

@@ -180,3 +180,33 @@ fn the_summary_comment_is_created_once_then_edited_never_duplicated() {
     assert!(ours[0].ends_with("round 1"), "{}", ours[0]);
     assert_eq!(comments.len(), 2);
 }
+
+#[test]
+fn a_second_poll_with_no_change_costs_a_304_and_a_change_is_seen() {
+    let (fake, gh) = forge_with_pr();
+    fake.add_check_run(SHA, "test", None, "");
+    let first = (gh.pr_status(1).unwrap(), gh.checks(SHA).unwrap());
+    assert_eq!(fake.not_modified(), 0);
+    let before = fake.requests().len();
+    let second = (gh.pr_status(1).unwrap(), gh.checks(SHA).unwrap());
+    assert_eq!(second, first);
+    let asked: Vec<(Option<String>, u16)> = fake.requests()[before..]
+        .iter()
+        .map(|r| (r.if_none_match.clone(), r.status))
+        .collect();
+    assert!(
+        asked
+            .iter()
+            .all(|(tag, status)| tag.is_some() && *status == 304),
+        "every unchanged read is conditional and answered 304: {asked:?}"
+    );
+    assert_eq!(fake.not_modified(), 3);
+
+    fake.set_head(1, "3333333333333333333333333333333333333333", Some(false));
+    let third = gh.pr_status(1).unwrap();
+    assert_eq!(
+        (third.head_sha.as_str(), third.mergeable),
+        ("3333333333333333333333333333333333333333", Some(false))
+    );
+    assert_eq!(fake.not_modified(), 3, "a changed answer is read in full");
+}

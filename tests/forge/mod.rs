@@ -5,6 +5,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 pub(crate) mod forge_mock;
+mod gitea_landing;
+mod gitlab_landing;
 mod land;
 mod landing_api;
 pub(crate) mod pull_requests;
+mod webhook;

@@ -16,6 +16,7 @@
 mod commands;
 mod decide;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use orchestra_core::forge::{
@@ -47,6 +48,8 @@ pub struct LandOptions {
     pub reviewers: Option<Vec<String>>,
     /// Stop after this many polls (`None`: until done); for a single look.
     pub max_polls: Option<u32>,
+    /// Cuts the wait between polls short (a verified webhook event); `None`: only the clock.
+    pub wake: Option<Arc<orchestra_core::forge::Wake>>,
 }
 
 impl Default for LandOptions {
@@ -57,6 +60,7 @@ impl Default for LandOptions {
             method: None,
             reviewers: None,
             max_polls: None,
+            wake: None,
         }
     }
 }
@@ -216,7 +220,13 @@ pub fn land(
         if done || opts.max_polls.is_some_and(|m| polls >= m) {
             break;
         }
-        std::thread::sleep(opts.poll * 2u32.pow(failed).min(10));
+        let pause = opts.poll * 2u32.pow(failed).min(10);
+        match &opts.wake {
+            Some(wake) => {
+                wake.sleep(pause);
+            }
+            None => std::thread::sleep(pause),
+        }
     }
     let count = |want: fn(&Landing) -> bool| {
         followed

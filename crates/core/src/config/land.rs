@@ -19,6 +19,16 @@ pub struct LandConfig {
     /// (default: those who may write to the repository: its owners, members and
     /// collaborators); others' are shown, never acted on.
     pub reviewers: Option<Vec<String>>,
+    /// Address (`127.0.0.1:PORT`) to listen on for the forge's webhook events while landing
+    /// (default: none, only polling); a verified event makes landing look at the forge at
+    /// once. `land --webhook` overrides it.
+    #[serde(default)]
+    pub webhook: Option<String>,
+    /// Name of the environment variable holding the webhook's shared secret (default
+    /// `ORCHESTRA_WEBHOOK_SECRET`); events whose signature (GitHub, Gitea, Forgejo) or token
+    /// (GitLab) does not match it are refused with 401.
+    #[serde(default)]
+    pub webhook_secret_env: Option<String>,
 }
 
 impl LandConfig {
@@ -29,6 +39,8 @@ impl LandConfig {
             merge: self.merge.or(base.merge),
             method: self.method.or(base.method),
             reviewers: self.reviewers.or(base.reviewers),
+            webhook: self.webhook.or(base.webhook),
+            webhook_secret_env: self.webhook_secret_env.or(base.webhook_secret_env),
         }
     }
 }

@@ -376,6 +376,18 @@ pub fn config_items(config: &RepoConfig) -> Vec<Item> {
             format!("posts run events to {url}"),
         );
     }
+    if let Some(addr) = &config.land.webhook {
+        add(
+            "`[land] webhook`".into(),
+            format!("listens for webhook events on {addr}"),
+        );
+    }
+    if let Some(var) = &config.land.webhook_secret_env {
+        add(
+            "`[land] webhook_secret_env`".into(),
+            format!("checks webhook events against ${var}"),
+        );
+    }
     for (name, s) in &config.mcp.servers {
         add(
             format!("`[mcp.servers.{name}]`"),
@@ -449,6 +461,8 @@ pub fn without_trusted_settings(mut config: RepoConfig) -> RepoConfig {
     config.agents.cli.clear();
     config.nav.lsp.servers.clear();
     config.notify.webhook = None;
+    config.land.webhook = None;
+    config.land.webhook_secret_env = None;
     config.mcp.servers.clear();
     let kind = config
         .executor
@@ -464,6 +478,30 @@ pub fn without_trusted_settings(mut config: RepoConfig) -> RepoConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_untrusted_land_webhook_and_its_secret_variable_are_named_and_left_out() {
+        let mut config = RepoConfig::default();
+        config.land.webhook = Some("0.0.0.0:8787".into());
+        config.land.webhook_secret_env = Some("AWS_SECRET_ACCESS_KEY".into());
+        config.land.poll_secs = Some(5);
+        let named: Vec<String> = config_items(&config)
+            .iter()
+            .map(|i| format!("{i:?}"))
+            .collect();
+        assert_eq!(named.len(), 2, "{named:?}");
+        assert!(named[0].contains("0.0.0.0:8787"), "{named:?}");
+        assert!(named[1].contains("AWS_SECRET_ACCESS_KEY"), "{named:?}");
+        let kept = without_trusted_settings(config);
+        assert_eq!(
+            (
+                kept.land.webhook,
+                kept.land.webhook_secret_env,
+                kept.land.poll_secs
+            ),
+            (None, None, Some(5))
+        );
+    }
 
     #[test]
     fn only_configuration_mcp_and_role_files_are_trust_relevant() {

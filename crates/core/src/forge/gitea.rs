@@ -6,9 +6,13 @@ use serde_json::{Value, json};
 
 use super::github::parse_pull;
 use super::http::{Api, Token};
+use super::landing::{
+    Check, MergeMethod, MergeOutcome, PrComment, PrStatus, Review, SummaryAction,
+};
 use super::limit::DEFAULT_WRITES_PER_MINUTE;
 use super::shared;
 use super::{Forge, ForgeError, ForgeKind, NewPullRequest, PullRequest, PullRequestUpdate};
+use super::{gitea_land, github_land};
 
 /// The title prefix Gitea treats as "work in progress" (its draft state).
 const WIP: &str = "WIP: ";
@@ -19,6 +23,8 @@ const MAX_PAGES: usize = 20;
 /// Pull requests of one Gitea or Forgejo repository.
 pub struct Gitea {
     repo: shared::RepoApi,
+    /// Each account's relation to the repository, read once.
+    who: super::gitea_land::Associations,
 }
 
 impl Gitea {
@@ -42,6 +48,7 @@ impl Gitea {
                 owner,
                 name,
             ),
+            who: super::gitea_land::Associations::default(),
         }
     }
 }
@@ -55,7 +62,8 @@ fn with_wip(title: &str, draft: bool) -> String {
     shared::marked(WIP, title, draft)
 }
 
-fn parse(v: &Value, method: &str, path: &str) -> Result<PullRequest, ForgeError> {
+/// Reads a Gitea pull request, its draft state from the title.
+pub(super) fn parse(v: &Value, method: &str, path: &str) -> Result<PullRequest, ForgeError> {
     let mut pr = parse_pull(v, method, path)?;
     let (title, draft) = split_wip(&pr.title);
     pr.title = title;
@@ -124,6 +132,55 @@ impl Forge for Gitea {
 
     fn comment(&self, number: u64, body: &str) -> Result<(), ForgeError> {
         self.repo.comment(number, body)
+    }
+
+    fn pr_status(&self, number: u64) -> Result<PrStatus, ForgeError> {
+        gitea_land::pr_status(&self.repo, number)
+    }
+
+    fn checks(&self, sha: &str) -> Result<Vec<Check>, ForgeError> {
+        gitea_land::checks(&self.repo, sha)
+    }
+
+    fn reviews(&self, number: u64) -> Result<Vec<Review>, ForgeError> {
+        gitea_land::reviews(&self.repo, &self.who, number)
+    }
+
+    fn review_comments(&self, number: u64) -> Result<Vec<PrComment>, ForgeError> {
+        gitea_land::review_comments(&self.repo, &self.who, number)
+    }
+
+    fn conversation(&self, number: u64) -> Result<Vec<PrComment>, ForgeError> {
+        gitea_land::conversation(&self.repo, &self.who, number)
+    }
+
+    fn allowed_methods(&self) -> Result<Vec<MergeMethod>, ForgeError> {
+        gitea_land::allowed_methods(&self.repo)
+    }
+
+    fn merge(
+        &self,
+        number: u64,
+        method: MergeMethod,
+        head_sha: &str,
+    ) -> Result<MergeOutcome, ForgeError> {
+        gitea_land::merge(&self.repo, number, method, head_sha)
+    }
+
+    fn retarget(&self, number: u64, base: &str) -> Result<(), ForgeError> {
+        // Gitea edits the base with the same call and field as GitHub.
+        github_land::retarget(&self.repo, number, base)
+    }
+
+    fn rerun(&self, check: &Check) -> Result<bool, ForgeError> {
+        // Gitea's API re-runs nothing: its checks are commit statuses.
+        let _ = check;
+        Ok(false)
+    }
+
+    fn upsert_summary(&self, number: u64, body: &str) -> Result<SummaryAction, ForgeError> {
+        // The conversation's comments are listed and edited as on GitHub.
+        github_land::upsert_summary(&self.repo, number, body)
     }
 }
 

@@ -6,7 +6,11 @@
 use serde_json::{Value, json};
 
 use super::github::encode;
+use super::gitlab_land;
 use super::http::{Api, Token};
+use super::landing::{
+    Check, MergeMethod, MergeOutcome, PrComment, PrStatus, Review, SummaryAction,
+};
 use super::limit::DEFAULT_WRITES_PER_MINUTE;
 use super::shared;
 use super::{
@@ -20,6 +24,8 @@ pub struct GitLab {
     api: Api,
     /// The project's URL-encoded full path (`group%2Fsub%2Fname`).
     project: String,
+    /// Each account's relation to the project, read once.
+    who: gitlab_land::Associations,
 }
 
 impl GitLab {
@@ -40,6 +46,16 @@ impl GitLab {
                 writes_per_minute.unwrap_or(DEFAULT_WRITES_PER_MINUTE),
             ),
             project: encode(path),
+            who: gitlab_land::Associations::default(),
+        }
+    }
+
+    /// Returns the project's landing calls.
+    fn land(&self) -> gitlab_land::Project<'_> {
+        gitlab_land::Project {
+            api: &self.api,
+            path: format!("/projects/{}", self.project),
+            who: &self.who,
         }
     }
 
@@ -174,6 +190,51 @@ impl Forge for GitLab {
         self.api
             .request("POST", &path, Some(&json!({ "body": body })))?;
         Ok(())
+    }
+
+    fn pr_status(&self, number: u64) -> Result<PrStatus, ForgeError> {
+        self.land().pr_status(number, parse)
+    }
+
+    fn checks(&self, sha: &str) -> Result<Vec<Check>, ForgeError> {
+        self.land().checks(sha)
+    }
+
+    fn reviews(&self, number: u64) -> Result<Vec<Review>, ForgeError> {
+        self.land().reviews(number)
+    }
+
+    fn review_comments(&self, number: u64) -> Result<Vec<PrComment>, ForgeError> {
+        self.land().notes(number, true)
+    }
+
+    fn conversation(&self, number: u64) -> Result<Vec<PrComment>, ForgeError> {
+        self.land().notes(number, false)
+    }
+
+    fn allowed_methods(&self) -> Result<Vec<MergeMethod>, ForgeError> {
+        self.land().allowed_methods()
+    }
+
+    fn merge(
+        &self,
+        number: u64,
+        method: MergeMethod,
+        head_sha: &str,
+    ) -> Result<MergeOutcome, ForgeError> {
+        self.land().merge(number, method, head_sha)
+    }
+
+    fn retarget(&self, number: u64, base: &str) -> Result<(), ForgeError> {
+        self.land().retarget(number, base)
+    }
+
+    fn rerun(&self, check: &Check) -> Result<bool, ForgeError> {
+        self.land().rerun(check)
+    }
+
+    fn upsert_summary(&self, number: u64, body: &str) -> Result<SummaryAction, ForgeError> {
+        self.land().upsert_summary(number, body)
     }
 }
 

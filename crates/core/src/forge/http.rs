@@ -1,6 +1,12 @@
 //! The JSON-over-HTTPS client the forges share: authentication, the token kept out of every
-//! message, pacing of content-creating requests, and waiting out rate limits.
+//! message, pacing of content-creating requests, waiting out rate limits, and conditional
+//! reads.
+//!
+//! A read the forge answered with an `ETag` is asked again with `If-None-Match`; a `304 Not
+//! Modified` then returns the answer remembered from before. GitHub does not count a 304
+//! against the rate limit, so following pull requests that do not change costs almost nothing.
 
+use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -56,6 +62,8 @@ pub struct Api {
     writes: Mutex<WriteLimiter>,
     /// Set when the server said the primary limit is exhausted until then.
     blocked_until: Mutex<Option<Instant>>,
+    /// The last answer to each read that carried an `ETag`: (etag, answer), by path.
+    cached: Mutex<HashMap<String, (String, Value)>>,
 }
 
 impl Api {
@@ -91,6 +99,7 @@ impl Api {
                 Duration::from_secs(60),
             )),
             blocked_until: Mutex::new(None),
+            cached: Mutex::new(HashMap::new()),
         }
     }
 
@@ -114,10 +123,50 @@ impl Api {
         body: Option<&Value>,
     ) -> Result<Value, ForgeError> {
         let writes = method != "GET";
+        let known = if writes { None } else { self.known(path) };
+        let answer = self.exchange(method, path, body, known.as_ref().map(|k| k.0.as_str()))?;
+        if answer.status == 304
+            && let Some((_, value)) = known
+        {
+            return Ok(value);
+        }
+        if answer.text.trim().is_empty() {
+            return Ok(Value::Null);
+        }
+        let value: Value =
+            serde_json::from_str(&answer.text).map_err(|e| ForgeError::Protocol {
+                method: method.to_string(),
+                path: path.to_string(),
+                message: format!("the answer is not JSON: {e}"),
+            })?;
+        if !writes && let Some(etag) = answer.etag {
+            self.remember(path, etag, &value);
+        }
+        Ok(value)
+    }
+
+    /// Reads `path` as plain text (a CI job's log), with the same rate-limit handling and
+    /// errors as [`Api::request`]; never conditional.
+    pub fn request_text(&self, path: &str) -> Result<String, ForgeError> {
+        Ok(self.exchange("GET", path, None, None)?.text)
+    }
+
+    /// Sends a request until it is answered with anything but a rate limit: returns a 2xx
+    /// answer (or a 304 to `if_none_match`), else the error the answer means.
+    fn exchange(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&Value>,
+        if_none_match: Option<&str>,
+    ) -> Result<Answer, ForgeError> {
         let mut attempt = 0;
         loop {
-            self.wait_for_limits(method, path, writes)?;
-            let answer = self.send(method, path, body)?;
+            self.wait_for_limits(method, path, method != "GET")?;
+            let answer = self.send(method, path, body, if_none_match)?;
+            if answer.status == 304 && if_none_match.is_some() {
+                return Ok(answer);
+            }
             if (200..300).contains(&answer.status) {
                 if let Some(wait) =
                     server_wait(None, answer.remaining.as_deref(), answer.reset.as_deref())
@@ -125,14 +174,7 @@ impl Api {
                 {
                     *b = Some(Instant::now() + wait);
                 }
-                if answer.text.trim().is_empty() {
-                    return Ok(Value::Null);
-                }
-                return serde_json::from_str(&answer.text).map_err(|e| ForgeError::Protocol {
-                    method: method.to_string(),
-                    path: path.to_string(),
-                    message: format!("the answer is not JSON: {e}"),
-                });
+                return Ok(answer);
             }
             if let Some(wait) = answer.rate_limit_wait() {
                 attempt += 1;
@@ -173,6 +215,17 @@ impl Api {
         }
     }
 
+    /// Returns the ETag and answer remembered for a read of `path`.
+    fn known(&self, path: &str) -> Option<(String, Value)> {
+        self.cached.lock().ok()?.get(path).cloned()
+    }
+
+    fn remember(&self, path: &str, etag: String, value: &Value) {
+        if let Ok(mut cached) = self.cached.lock() {
+            cached.insert(path.to_string(), (etag, value.clone()));
+        }
+    }
+
     fn wait_for_limits(&self, method: &str, path: &str, writes: bool) -> Result<(), ForgeError> {
         let blocked = self.blocked_until.lock().ok().and_then(|mut b| b.take());
         if let Some(until) = blocked {
@@ -200,7 +253,13 @@ impl Api {
         Ok(())
     }
 
-    fn send(&self, method: &str, path: &str, body: Option<&Value>) -> Result<Answer, ForgeError> {
+    fn send(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&Value>,
+        if_none_match: Option<&str>,
+    ) -> Result<Answer, ForgeError> {
         // An absolute URL (GitHub's GraphQL endpoint) is taken as it is.
         let url = if path.starts_with("http://") || path.starts_with("https://") {
             path.to_string()
@@ -219,6 +278,9 @@ impl Api {
                     .header("content-type", "application/json");
                 if let Some(a) = &auth {
                     r = r.header("authorization", a);
+                }
+                if let Some(tag) = if_none_match {
+                    r = r.header("if-none-match", tag);
                 }
                 r
             }};
@@ -251,6 +313,7 @@ impl Api {
         let retry_after = header("retry-after");
         let remaining = header("x-ratelimit-remaining");
         let reset = header("x-ratelimit-reset");
+        let etag = header("etag");
         let text = resp
             .into_body()
             .with_config()
@@ -265,6 +328,7 @@ impl Api {
             retry_after,
             remaining,
             reset,
+            etag,
             text,
         })
     }
@@ -282,6 +346,7 @@ struct Answer {
     retry_after: Option<String>,
     remaining: Option<String>,
     reset: Option<String>,
+    etag: Option<String>,
     text: String,
 }
 

@@ -12,15 +12,18 @@
 
 mod body;
 mod gitea;
+mod gitea_land;
 mod github;
 mod github_land;
 mod gitlab;
+mod gitlab_land;
 mod http;
 mod landing;
 mod limit;
 mod publish;
 mod remote;
 mod shared;
+mod webhook;
 
 pub use body::{PrContext, render_body};
 pub use gitea::Gitea;
@@ -35,6 +38,7 @@ pub use landing::{
 pub use limit::WriteLimiter;
 pub use publish::{PrAction, PrEntry, PrReport, PublishOptions, publish};
 pub use remote::{ForgeKind, ForgeSettings, RemoteUrl, find_token, open_forge, parse_remote_url};
+pub use webhook::{Wake, WebhookError, WebhookSecret, listen as listen_for_webhooks};
 
 use serde::Serialize;
 

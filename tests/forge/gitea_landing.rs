@@ -1,0 +1,314 @@
+//! The forge calls landing rests on, against the fake Gitea: a pull request's live state, the
+//! commit statuses of its head (Gitea Actions reports as statuses), reviews and their inline
+//! comments with the reviewer's permission, merging with `Do` guarded by the head commit,
+//! retargeting, and one summary comment per pull request however often it is written; then
+//! `git orchestra land` through the binary landing a stack on Gitea parent first.
+
+use serde_json::Value;
+
+use git_orchestra::forge::{
+    CheckConclusion, CheckSource, Forge, Gitea, MergeMethod, MergeOutcome, NewPullRequest, PrState,
+    ReviewState, SUMMARY_MARKER, SummaryAction, Token, may_write,
+};
+
+use crate::forge::forge_mock::{FakeForge, Flavour};
+use crate::forge::pull_requests::{packet, run_env, run_plan, setup, write_plan};
+use crate::support::*;
+
+const TOKEN: &str = "gitea_landTOKEN0123456789abcdef";
+const SHA: &str = "1111111111111111111111111111111111111111";
+
+/// A fake Gitea with one open pull request (#1, `feature` into `main`) at head [`SHA`].
+fn forge_with_pr() -> (FakeForge, Gitea) {
+    let fake = FakeForge::start(Flavour::Gitea);
+    let gitea = Gitea::new(&fake.url, "acme", "widgets", Some(Token::new(TOKEN)), None);
+    gitea
+        .create(&NewPullRequest {
+            title: "Add feature".into(),
+            body: String::new(),
+            head: "feature".into(),
+            base: "main".into(),
+            draft: false,
+        })
+        .unwrap();
+    fake.set_head(1, SHA, Some(true));
+    (fake, gitea)
+}
+
+#[test]
+fn reads_a_pull_requests_state_statuses_reviews_and_inline_comments() {
+    let (fake, gitea) = forge_with_pr();
+    let status = gitea.pr_status(1).unwrap();
+    assert_eq!(
+        (status.state, status.head_sha.as_str(), status.base.as_str()),
+        (PrState::Open, SHA, "main")
+    );
+    assert_eq!(status.mergeable, Some(true));
+
+    let long = format!(
+        "{}\nexit status 101 GITEA_TOKEN={TOKEN}",
+        "step output\n".repeat(600)
+    );
+    fake.add_status(SHA, "ci / test (push)", "pending", "running");
+    fake.add_status(SHA, "ci / test (push)", "failure", &long);
+    fake.add_status(SHA, "ci / lint (push)", "success", "ok");
+    fake.add_status("other", "ci / build", "failure", "not this commit");
+    let checks = gitea.checks(SHA).unwrap();
+    let names: Vec<(&str, CheckConclusion, CheckSource)> = checks
+        .iter()
+        .map(|c| (c.name.as_str(), c.conclusion, c.source))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            (
+                "ci / test (push)",
+                CheckConclusion::Failure,
+                CheckSource::Status
+            ),
+            (
+                "ci / lint (push)",
+                CheckConclusion::Success,
+                CheckSource::Status
+            ),
+        ]
+    );
+    assert!(
+        checks[0].log_tail.contains("exit status 101"),
+        "{}",
+        checks[0].log_tail
+    );
+    assert!(
+        !checks[0].log_tail.contains(TOKEN),
+        "{}",
+        checks[0].log_tail
+    );
+    assert!(checks[0].log_tail.len() <= git_orchestra::forge::LOG_TAIL_BYTES + 4);
+    assert!(
+        !gitea.rerun(&checks[0]).unwrap(),
+        "a status cannot be re-run"
+    );
+
+    fake.add_review(1, "alice", "REQUEST_CHANGES", "Please rename `x`.");
+    fake.add_review(1, "mallory", "APPROVED", "");
+    fake.add_review_comment(1, "alice", "off by one", "src/lib.rs", 12);
+    let reviews = gitea.reviews(1).unwrap();
+    let seen: Vec<(&str, ReviewState, bool)> = reviews
+        .iter()
+        .map(|r| (r.author.as_str(), r.state, may_write(&r.association)))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("alice", ReviewState::ChangesRequested, true),
+            ("mallory", ReviewState::Approved, false),
+            ("alice", ReviewState::Commented, true),
+        ]
+    );
+    let inline = gitea.review_comments(1).unwrap();
+    assert_eq!(
+        inline
+            .iter()
+            .map(|c| (c.path.as_deref(), c.line, c.body.as_str()))
+            .collect::<Vec<_>>(),
+        [(Some("src/lib.rs"), Some(12), "off by one")]
+    );
+    fake.add_comment(1, "mallory", "/orchestra land");
+    let talk = gitea.conversation(1).unwrap();
+    assert_eq!(
+        (talk[0].author.as_str(), may_write(&talk[0].association)),
+        ("mallory", false)
+    );
+    let asked = fake
+        .calls()
+        .iter()
+        .filter(|c| c.ends_with("/collaborators/alice/permission"))
+        .count();
+    assert_eq!(asked, 1, "an account's permission is read once");
+}
+
+#[test]
+fn merges_with_do_only_with_an_allowed_method_and_an_unmoved_head() {
+    let (fake, gitea) = forge_with_pr();
+    fake.allow_methods(false, true, true);
+    assert_eq!(
+        gitea.allowed_methods().unwrap(),
+        [MergeMethod::Squash, MergeMethod::Rebase]
+    );
+    let refused = gitea.merge(1, MergeMethod::Merge, SHA).unwrap();
+    assert!(
+        matches!(&refused, MergeOutcome::Refused { reason } if reason.contains("not allowed")),
+        "{refused:?}"
+    );
+    let moved = gitea.merge(1, MergeMethod::Squash, "2222").unwrap();
+    assert!(
+        matches!(&moved, MergeOutcome::Refused { reason } if reason.contains("head out of date")),
+        "{moved:?}"
+    );
+    let merged = gitea.merge(1, MergeMethod::Squash, SHA).unwrap();
+    assert_eq!(
+        merged,
+        MergeOutcome::Merged {
+            sha: Some("e".repeat(40))
+        }
+    );
+    let sent = fake
+        .requests()
+        .into_iter()
+        .rfind(|r| r.path.ends_with("/pulls/1/merge"))
+        .unwrap();
+    assert_eq!(sent.method, "POST");
+    assert_eq!(sent.body["Do"], "squash");
+    assert_eq!(sent.body["head_commit_id"], SHA);
+    assert_eq!(gitea.pr_status(1).unwrap().state, PrState::Merged);
+
+    gitea.retarget(1, "release").unwrap();
+    assert_eq!(fake.pulls()[0]["base"]["ref"], "release");
+}
+
+#[test]
+fn the_summary_comment_is_created_once_then_edited_never_duplicated() {
+    let (fake, gitea) = forge_with_pr();
+    fake.add_comment(1, "alice", "looks good");
+    assert_eq!(
+        gitea.upsert_summary(1, "round 0").unwrap(),
+        SummaryAction::Created
+    );
+    assert_eq!(
+        gitea.upsert_summary(1, "round 0").unwrap(),
+        SummaryAction::Unchanged
+    );
+    assert_eq!(
+        gitea.upsert_summary(1, "round 1").unwrap(),
+        SummaryAction::Updated
+    );
+    let comments = fake.comments_of(1);
+    let ours: Vec<&str> = comments
+        .iter()
+        .filter_map(|c| c["body"].as_str())
+        .filter(|b| b.contains(SUMMARY_MARKER))
+        .collect();
+    assert_eq!(ours.len(), 1, "{comments:?}");
+    assert!(ours[0].ends_with("round 1"), "{}", ours[0]);
+    assert_eq!(comments.len(), 2);
+}
+
+const SHA2: &str = "2222222222222222222222222222222222222222";
+
+#[test]
+fn land_merges_a_gitea_stack_parent_first_and_ignores_readers_reviews() {
+    let forge = FakeForge::start(Flavour::Gitea);
+    let (repo, _bare) = setup(Some(&forge), Flavour::Gitea);
+    let plan = write_plan(
+        &repo,
+        &format!("{}{}", packet("p1", "", ""), packet("p2", "\"p1\"", "")),
+    );
+    let out = run_plan(&repo, &plan, "--pr", &[("GITEA_TOKEN", TOKEN)]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(forge.pulls().len(), 2);
+    assert_ne!(
+        forge.pulls()[1]["base"]["ref"],
+        "main",
+        "p2 is stacked on p1"
+    );
+    std::fs::create_dir_all(repo.path.join(".orchestra")).unwrap();
+    std::fs::write(
+        repo.path.join(".orchestra/config.toml"),
+        "[land]\npoll_secs = 1\nmethod = \"squash\"\n",
+    )
+    .unwrap();
+    forge.set_head(1, SHA, Some(true));
+    forge.set_head(2, SHA2, Some(true));
+    forge.add_status(SHA, "ci / test (push)", "success", "");
+    forge.add_status(SHA2, "ci / test (push)", "success", "");
+    forge.add_review(2, "mallory", "REQUEST_CHANGES", "I would not merge this");
+    let start = forge.calls().len();
+
+    let land = || run_env(&repo, &["land"], &[("GITEA_TOKEN", TOKEN)]);
+    let out = land();
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
+    assert!(all.contains("p1 #1: merged"), "{all}");
+    assert!(all.contains("p2 #2: merged"), "{all}");
+    assert!(!all.contains(TOKEN), "{all}");
+    let writes: Vec<String> = forge.calls()[start..]
+        .iter()
+        .filter(|c| !c.starts_with("GET"))
+        .cloned()
+        .collect();
+    let at = |call: &str| {
+        writes
+            .iter()
+            .position(|c| c == call)
+            .unwrap_or_else(|| panic!("no {call} in {writes:?}"))
+    };
+    assert!(
+        at("POST /api/v1/repos/acme/widgets/pulls/1/merge")
+            < at("PATCH /api/v1/repos/acme/widgets/pulls/2")
+    );
+    assert!(
+        at("PATCH /api/v1/repos/acme/widgets/pulls/2")
+            < at("POST /api/v1/repos/acme/widgets/pulls/2/merge")
+    );
+    let pulls = forge.pulls();
+    assert_eq!(pulls[1]["base"]["ref"], "main");
+    assert_eq!(pulls[0]["merge_method"], "squash");
+    assert_eq!(pulls[1]["merged"], true);
+
+    let again = land();
+    assert!(again.status.success(), "{}", text(&again));
+    let merges = forge
+        .calls()
+        .iter()
+        .filter(|c| c.ends_with("/merge"))
+        .count();
+    assert_eq!(merges, 2, "nothing is merged twice");
+    for n in [1, 2] {
+        let ours: Vec<Value> = forge
+            .comments_of(n)
+            .into_iter()
+            .filter(|c| {
+                c["body"]
+                    .as_str()
+                    .is_some_and(|b| b.contains(SUMMARY_MARKER))
+            })
+            .collect();
+        assert_eq!(ours.len(), 1, "pull request {n}: {ours:?}");
+        assert!(ours[0]["body"].as_str().unwrap().contains("merged"));
+    }
+}
+
+#[test]
+fn a_failed_gitea_status_waits_for_a_person_with_its_description() {
+    let forge = FakeForge::start(Flavour::Gitea);
+    let (repo, _bare) = setup(Some(&forge), Flavour::Gitea);
+    let plan = write_plan(&repo, &packet("p1", "", ""));
+    let out = run_plan(&repo, &plan, "--pr", &[("GITEA_TOKEN", TOKEN)]);
+    assert!(out.status.success(), "{}", text(&out));
+    std::fs::create_dir_all(repo.path.join(".orchestra")).unwrap();
+    std::fs::write(
+        repo.path.join(".orchestra/config.toml"),
+        "[land]\npoll_secs = 1\n",
+    )
+    .unwrap();
+    forge.set_head(1, SHA, Some(true));
+    forge.add_status(SHA, "ci / test (push)", "failure", "Failing after 12s");
+
+    let out = run_env(&repo, &["land"], &[("GITEA_TOKEN", TOKEN)]);
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
+    assert!(
+        all.contains("p1 #1: waits for a person: check `ci / test (push)` failed (failure)"),
+        "{all}"
+    );
+    assert!(all.contains("Failing after 12s"), "{all}");
+    assert_eq!(forge.pulls()[0]["merged"], false);
+    assert!(
+        !forge
+            .calls()
+            .iter()
+            .any(|c| c.ends_with("/merge") || c.contains("/actions/")),
+        "{:?}",
+        forge.calls()
+    );
+}
