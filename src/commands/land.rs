@@ -71,7 +71,8 @@ pub fn run_land(
     let run = super::open_run(repo, Some(run))?;
     let settings = ForgeSettings::load(&repo.git(), remote).map_err(CommandError::user)?;
     let forge = forge::open_forge(&settings).map_err(CommandError::user)?;
-    let opts = options(config, once)?;
+    let mut opts = options(config, once)?;
+    opts.remote = settings.remote.clone();
     let mut print = |e: &Event| {
         if let Some(line) = event_line(e)
             && !json
@@ -116,6 +117,10 @@ fn options(config: &RepoConfig, once: bool) -> Result<LandOptions, CommandError>
         method,
         reviewers: land.reviewers.clone(),
         max_polls: once.then_some(1),
+        max_rounds: land
+            .max_rounds
+            .unwrap_or(git_orchestra::land::DEFAULT_MAX_ROUNDS),
+        ..LandOptions::default()
     })
 }
 
@@ -157,6 +162,19 @@ fn event_line(e: &Event) -> Option<String> {
             number,
             reason,
         } => format!("{packet} #{number}: waits for a person: {reason}"),
+        Event::LandFixStarted {
+            packet,
+            number,
+            round,
+            ..
+        } => format!("{packet} #{number}: fix round {round}: sending what failed to its worker"),
+        Event::LandFixEnded {
+            packet,
+            number,
+            round,
+            outcome,
+            ..
+        } => format!("{packet} #{number}: fix round {round} ended: {outcome}"),
         Event::LandCommand {
             packet,
             number,

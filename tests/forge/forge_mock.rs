@@ -62,6 +62,12 @@ struct State {
     /// Which of merge, squash, rebase the repository allows.
     allowed: [bool; 3],
     next_id: u64,
+    /// A bare repository whose branches are the pull requests' heads: a push shows as the
+    /// pull request's new head, as on a real forge.
+    remote: Option<std::path::PathBuf>,
+    /// Checks every commit without check runs gets once it is first asked about: (name,
+    /// conclusion, output text).
+    new_heads: Vec<(String, String, String)>,
 }
 
 /// A running fake forge; its thread ends with the test process.
@@ -94,6 +100,8 @@ impl FakeForge {
             issue_comments: Vec::new(),
             allowed: [true, true, true],
             next_id: 1000,
+            remote: None,
+            new_heads: Vec::new(),
         }));
         let s = state.clone();
         std::thread::spawn(move || {
@@ -231,6 +239,22 @@ impl FakeForge {
         pr["mergeable"] = json!(mergeable);
     }
 
+    /// Makes the heads of the pull requests follow the branches of the bare repository
+    /// `remote`: what is pushed there is the pull request's head.
+    pub fn follow_remote(&self, remote: &std::path::Path) {
+        self.state.lock().unwrap().remote = Some(remote.to_path_buf());
+    }
+
+    /// Gives every commit without check runs, when first asked about, a completed check run
+    /// `name` that concluded `conclusion` with output `text` (CI running on each new head).
+    pub fn on_new_heads(&self, name: &str, conclusion: &str, text: &str) {
+        self.state.lock().unwrap().new_heads.push((
+            name.to_string(),
+            conclusion.to_string(),
+            text.to_string(),
+        ));
+    }
+
     /// Closes pull request `number` without merging it, as a person would.
     pub fn close(&self, number: u64) {
         let mut s = self.state.lock().unwrap();
@@ -290,6 +314,7 @@ fn serve(stream: TcpStream, state: &Mutex<State>) {
         at: Instant::now(),
         observed,
     });
+    follow_heads(&mut s);
     let (status, headers, reply) = match s.fail_next.pop_front() {
         Some(f) => f,
         None => {
@@ -299,6 +324,33 @@ fn serve(stream: TcpStream, state: &Mutex<State>) {
     };
     drop(s);
     let _ = respond(stream, status, &headers, &reply);
+}
+
+/// Sets each open pull request's head to what its branch points at in the followed remote.
+fn follow_heads(s: &mut State) {
+    let Some(remote) = s.remote.clone() else {
+        return;
+    };
+    for p in s.pulls.iter_mut().filter(|p| p["state"] == "open") {
+        let Some(branch) = p["head"]["ref"].as_str() else {
+            continue;
+        };
+        let out = std::process::Command::new("git")
+            .arg("--git-dir")
+            .arg(&remote)
+            .args([
+                "rev-parse",
+                "--verify",
+                "--quiet",
+                &format!("refs/heads/{branch}"),
+            ])
+            .output()
+            .unwrap();
+        let sha = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        if !sha.is_empty() {
+            p["head"]["sha"] = json!(sha);
+        }
+    }
 }
 
 fn route(s: &mut State, method: &str, path: &str, body: &Value) -> (u16, Value) {
@@ -572,6 +624,17 @@ fn landing(s: &mut State, method: &str, segs: &[&str], body: &Value) -> Option<(
             }
         }
         ("GET", ["repos", _, _, "commits", sha, "check-runs"]) => {
+            if !s.check_runs.iter().any(|c| c["head_sha"] == *sha) {
+                for (name, conclusion, text) in s.new_heads.clone() {
+                    s.next_id += 1;
+                    let id = s.next_id;
+                    s.check_runs.push(json!({
+                        "id": id, "name": name, "head_sha": sha, "status": "completed",
+                        "conclusion": conclusion,
+                        "output": {"title": name, "summary": "", "text": text},
+                    }));
+                }
+            }
             let runs = of(&s.check_runs, "head_sha", &json!(sha));
             (
                 200,

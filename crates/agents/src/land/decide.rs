@@ -49,6 +49,10 @@ pub enum Step {
     Rerun(Check),
     /// Merge it now.
     Merge,
+    /// Send what failed back to the packet's worker as a fix round: `reason` is what a person
+    /// is told when no round is left, `feedback` what the worker gets (the check's name,
+    /// conclusion and log tail).
+    Fix { reason: String, feedback: String },
     /// Nothing to do yet; the reason says what landing waits for.
     Wait(String),
     /// A person must act; the reason says why and what to do.
@@ -118,16 +122,19 @@ fn checks_step(facts: &Facts<'_>) -> Option<Step> {
     }
     if let Some(c) = failed.first() {
         let tail = c.log_tail.lines().last().unwrap_or_default();
-        return Some(Step::Person(format!(
-            "check `{}` failed ({}){}: fix it on the branch and push",
-            c.name,
-            c.conclusion.as_str(),
-            if tail.is_empty() {
-                String::new()
-            } else {
-                format!(": {tail}")
-            }
-        )));
+        return Some(Step::Fix {
+            feedback: feedback(&failed),
+            reason: format!(
+                "check `{}` failed ({}){}: fix it on the branch and push",
+                c.name,
+                c.conclusion.as_str(),
+                if tail.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {tail}")
+                }
+            ),
+        });
     }
     let pending: Vec<&str> = facts
         .checks
@@ -142,6 +149,28 @@ fn checks_step(facts: &Facts<'_>) -> Option<Step> {
         )));
     }
     None
+}
+
+/// Returns what a fix round tells the worker about the `failed` checks of the pull request's
+/// head: each check's name and conclusion, then the tail of its output or log.
+fn feedback(failed: &[&Check]) -> String {
+    let mut text = String::from(
+        "The pull request's CI failed on your change. Fix what made these checks fail:\n",
+    );
+    for c in failed {
+        text.push_str(&format!(
+            "\n## Check `{}` failed ({})\n",
+            c.name,
+            c.conclusion.as_str()
+        ));
+        if !c.log_tail.is_empty() {
+            text.push_str(&format!(
+                "\nThe end of its log:\n\n```\n{}\n```\n",
+                c.log_tail
+            ));
+        }
+    }
+    text
 }
 
 /// Returns `reason` (which starts with the reviewer's login) followed by that reviewer's inline
@@ -286,7 +315,7 @@ mod tests {
     }
 
     #[test]
-    fn a_failed_check_is_rerun_once_then_needs_a_person_and_pending_ones_wait() {
+    fn a_failed_check_is_rerun_once_then_goes_back_as_a_fix_and_pending_ones_wait() {
         let s = status("main");
         let checks = [check("test", CheckConclusion::Failure)];
         assert!(matches!(
@@ -295,7 +324,9 @@ mod tests {
         ));
         let step = decide(&facts(&s, &checks, &[], &[], &["test".into()]));
         assert!(
-            matches!(&step, Step::Person(r) if r.contains("`test` failed") && r.contains("boom")),
+            matches!(&step, Step::Fix { reason, feedback } if reason.contains("`test` failed")
+                && reason.contains("boom") && feedback.contains("## Check `test` failed (failure)")
+                && feedback.contains("error: boom")),
             "{step:?}"
         );
         let running = [check("lint", CheckConclusion::Pending)];

@@ -10,11 +10,16 @@
 //! is re-run at most once per head (the journal says which were), and the summary comment is
 //! found again by its marker rather than posted twice.
 //!
-//! Not yet: sending a real failure or a review back to the packet's worker as a fix round, and
-//! rebasing children after a squash merge; such a pull request waits for a person.
+//! A real failure (a failed check that stays failed when re-run, a failed commit status) goes
+//! back to the packet's worker as a fix round ([`fix`]), at most `[land] max_rounds` times;
+//! then the pull request waits for a person with the reason.
+//!
+//! Not yet: sending a review's requested changes back as a fix round, and rebasing children
+//! after a squash merge; such a pull request waits for a person.
 
 mod commands;
 mod decide;
+mod fix;
 
 use std::time::Duration;
 
@@ -29,6 +34,9 @@ pub use decide::{Facts, Parent, Step, changes_requested, counted, decide};
 
 /// Default seconds between polls.
 pub const DEFAULT_POLL_SECS: u64 = 60;
+
+/// Default fix rounds per pull request (`[land] max_rounds`).
+pub const DEFAULT_MAX_ROUNDS: u32 = 3;
 
 /// Consecutive failed polls after which landing gives up with the last error.
 const MAX_FAILED_POLLS: u32 = 5;
@@ -47,6 +55,10 @@ pub struct LandOptions {
     pub reviewers: Option<Vec<String>>,
     /// Stop after this many polls (`None`: until done); for a single look.
     pub max_polls: Option<u32>,
+    /// Fix rounds per pull request before it waits for a person; 0 sends nothing back.
+    pub max_rounds: u32,
+    /// The remote the pull requests' branches live on: fixes are fetched from and pushed to it.
+    pub remote: String,
 }
 
 impl Default for LandOptions {
@@ -57,6 +69,8 @@ impl Default for LandOptions {
             method: None,
             reviewers: None,
             max_polls: None,
+            max_rounds: DEFAULT_MAX_ROUNDS,
+            remote: "origin".to_string(),
         }
     }
 }
@@ -197,6 +211,7 @@ pub fn land(
     loop {
         polls += 1;
         match poll(
+            repo,
             &mut store,
             run,
             forge,
@@ -320,7 +335,9 @@ fn topo(mut rest: Vec<Followed>) -> Vec<Followed> {
 pub(super) type Journal<'a> = dyn FnMut(&mut Store, Event) -> Result<(), LandError> + 'a;
 
 /// Looks at every unsettled pull request once, parents first, and takes its next step.
+#[allow(clippy::too_many_arguments)]
 fn poll(
+    repo: &RepoInfo,
     store: &mut Store,
     run: &str,
     forge: &dyn Forge,
@@ -393,6 +410,16 @@ fn poll(
                 merge: opts.merge || asked.land,
             }),
         };
+        let step = fix::step(
+            store,
+            repo,
+            run,
+            opts,
+            &followed[i],
+            &status.head_sha,
+            step,
+            journal,
+        )?;
         act(store, forge, method, &mut followed[i], step, journal)?;
     }
     Ok(())
@@ -470,7 +497,8 @@ fn act(
     };
     let waiting = match &step {
         Step::Wait(r) => r.clone(),
-        Step::Person(r) => format!("a person: {r}"),
+        // A fix step that was not turned into a round is a person's to take.
+        Step::Person(r) | Step::Fix { reason: r, .. } => format!("a person: {r}"),
         _ => String::new(),
     };
     let observed = (state.to_string(), status.head_sha.clone(), waiting.clone());
@@ -497,7 +525,7 @@ fn act(
             return Ok(());
         }
         Step::Wait(reason) => format!("waiting for {reason}"),
-        Step::Person(reason) => {
+        Step::Person(reason) | Step::Fix { reason, .. } => {
             if f.person.as_deref() != Some(reason.as_str()) {
                 journal(
                     store,

@@ -19,6 +19,11 @@ pub struct LandConfig {
     /// (default: those who may write to the repository: its owners, members and
     /// collaborators); others' are shown, never acted on.
     pub reviewers: Option<Vec<String>>,
+    /// Fix rounds per pull request (default 3): a failed check or a review asking for changes
+    /// goes back to the packet's worker this many times, then the pull request waits for a
+    /// person with the reason; 0 sends nothing back.
+    #[serde(default)]
+    pub max_rounds: Option<u32>,
 }
 
 impl LandConfig {
@@ -29,6 +34,7 @@ impl LandConfig {
             merge: self.merge.or(base.merge),
             method: self.method.or(base.method),
             reviewers: self.reviewers.or(base.reviewers),
+            max_rounds: self.max_rounds.or(base.max_rounds),
         }
     }
 }

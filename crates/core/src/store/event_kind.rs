@@ -94,6 +94,8 @@ event_kinds! {
     LandWaiting => "land_waiting",
     LandCommand => "land_command",
     LandFinished => "land_finished",
+    LandFixStarted => "land_fix_started",
+    LandFixEnded => "land_fix_ended",
 }
 
 impl Event {

@@ -98,7 +98,9 @@ pub(super) fn apply(
         | Event::PrMerged { .. }
         | Event::LandWaiting { .. }
         | Event::LandCommand { .. }
-        | Event::LandFinished { .. } => Ok(()),
+        | Event::LandFinished { .. }
+        | Event::LandFixStarted { .. }
+        | Event::LandFixEnded { .. } => Ok(()),
         Event::RunStarted { .. }
         | Event::RunInterrupted { .. }
         | Event::RunCancelled

@@ -1,0 +1,201 @@
+//! Fix rounds while landing, through the binary against the fake GitHub whose pull request
+//! heads follow a real bare remote: a CI failure goes to the packet's worker command in
+//! `ORCHESTRA_FIXES_FILE`, the fix is pushed with a lease and lands once green; rounds are
+//! bounded by `[land] max_rounds`; a failure a child inherits goes to its parent only.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use crate::forge::forge_mock::{FakeForge, Flavour};
+use crate::forge::pull_requests::{TOKEN, packet, run_env, setup, write_plan};
+use crate::support::*;
+
+const LOG: &str =
+    "running 3 tests\nthread 'parses' panicked at src/lib.rs:7:5\nassertion failed: left == right";
+
+/// A worker that writes its packet's file, and in a fix round keeps what it was told (as
+/// `fixes-<packet>-<round>.md` in `seen`) and appends `fixed` to the file.
+fn worker(seen: &Path) -> String {
+    format!(
+        r#"if [ -n "$ORCHESTRA_FIXES_FILE" ]; then cp "$ORCHESTRA_FIXES_FILE" "{}/fixes-$ORCHESTRA_PACKET-$ORCHESTRA_ROUND.md"; echo fixed >> "out-$ORCHESTRA_PACKET.txt"; else echo "$ORCHESTRA_PACKET" > "out-$ORCHESTRA_PACKET.txt"; fi"#,
+        seen.display()
+    )
+}
+
+/// A run of p1 ← p2 published as pull requests #1 and #2 whose heads are the bare remote's
+/// branches; returns the repository, the remote and where the worker keeps its fixes files.
+fn published(forge: &FakeForge, land: &str) -> (TestRepo, PathBuf, PathBuf) {
+    let (repo, bare) = setup(Some(forge), Flavour::GitHub);
+    let seen = repo.scratch().join("seen");
+    std::fs::create_dir_all(&seen).unwrap();
+    let plan = write_plan(
+        &repo,
+        &format!("{}{}", packet("p1", "", ""), packet("p2", "\"p1\"", "")),
+    );
+    let root = repo.scratch().join("wt");
+    let out = run_env(
+        &repo,
+        &[
+            "run",
+            plan.to_str().unwrap(),
+            "--worker-cmd",
+            &worker(&seen),
+            "--worktree-root",
+            root.to_str().unwrap(),
+            "--pr",
+        ],
+        &[("GH_TOKEN", TOKEN)],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(forge.pulls().len(), 2);
+    forge.follow_remote(&bare);
+    std::fs::create_dir_all(repo.path.join(".orchestra")).unwrap();
+    std::fs::write(
+        repo.path.join(".orchestra/config.toml"),
+        format!("[land]\npoll_secs = 1\nreviewers = [\"alice\"]\n{land}"),
+    )
+    .unwrap();
+    (repo, bare, seen)
+}
+
+/// Returns the commit branch `branch` points at in the bare repository `bare`.
+fn head(bare: &Path, branch: &str) -> String {
+    git(bare, &["rev-parse", &format!("refs/heads/{branch}")])
+        .trim()
+        .to_string()
+}
+
+/// Returns pull request `number`'s head branch.
+fn branch(forge: &FakeForge, number: usize) -> String {
+    forge.pulls()[number - 1]["head"]["ref"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+fn land(repo: &TestRepo, args: &[&str]) -> Output {
+    let mut all = vec!["land"];
+    all.extend_from_slice(args);
+    let mut cmd = orchestra_command(&repo.path, &all);
+    cmd.env("GH_TOKEN", TOKEN).env("PATH", "/usr/bin:/bin");
+    cmd.output().unwrap()
+}
+
+/// Returns the names of the fixes files the worker kept, sorted.
+fn fixes_seen(seen: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(seen)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn a_ci_failure_goes_to_the_packets_worker_and_the_fix_is_pushed_with_a_lease_then_lands() {
+    let forge = FakeForge::start(Flavour::GitHub);
+    let (repo, bare, seen) = published(&forge, "");
+    let (b1, b2) = (branch(&forge, 1), branch(&forge, 2));
+    let (h1, h2) = (head(&bare, &b1), head(&bare, &b2));
+    forge.add_check_run(&h1, "test", Some("success"), "");
+    let failed = forge.add_check_run(&h2, "test", Some("failure"), LOG);
+    forge.on_rerun(failed, "failure", LOG);
+    // CI passes on every head pushed from now on.
+    forge.on_new_heads("test", "success", "");
+
+    let out = land(&repo, &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    let all = text(&out);
+    assert!(all.contains("p1 #1: merged"), "{all}");
+    assert!(all.contains("p2 #2: merged"), "{all}");
+    assert!(all.contains("p2 #2: fix round 1 ended: pushed"), "{all}");
+    assert!(!all.contains(TOKEN));
+
+    // Only p2's worker was sent back, once, with the check's name, conclusion and log tail.
+    assert_eq!(fixes_seen(&seen), ["fixes-p2-1.md"]);
+    let fixes = std::fs::read_to_string(seen.join("fixes-p2-1.md")).unwrap();
+    assert!(fixes.contains("Check `test` failed (failure)"), "{fixes}");
+    assert!(fixes.contains("assertion failed: left == right"), "{fixes}");
+
+    // The fix sits on the head it fixed, and is what landed.
+    let fixed = head(&bare, &b2);
+    assert_ne!(fixed, h2);
+    assert_eq!(
+        git(&bare, &["rev-parse", &format!("{fixed}^")]).trim(),
+        h2,
+        "the fix builds on the failed head"
+    );
+    let file = git(&bare, &["show", &format!("{fixed}:out-p2.txt")]);
+    assert_eq!(file, "p2\nfixed");
+    let calls = forge.calls();
+    let at = |call: &str| calls.iter().position(|c| c == call).unwrap();
+    assert!(
+        at("PUT /repos/acme/widgets/pulls/1/merge") < at("PUT /repos/acme/widgets/pulls/2/merge")
+    );
+    let merge = forge
+        .requests()
+        .into_iter()
+        .find(|r| r.path.ends_with("/pulls/2/merge"))
+        .unwrap();
+    assert_eq!(merge.body["sha"], fixed.as_str());
+
+    // Landing again finds it landed: no second round, no second push.
+    let again = land(&repo, &[]);
+    assert!(again.status.success(), "{}", text(&again));
+    assert_eq!(fixes_seen(&seen), ["fixes-p2-1.md"]);
+    assert_eq!(head(&bare, &b2), fixed);
+}
+
+#[test]
+fn when_max_rounds_fix_rounds_did_not_fix_it_the_pull_request_waits_for_a_person() {
+    let forge = FakeForge::start(Flavour::GitHub);
+    let (repo, bare, seen) = published(&forge, "max_rounds = 1\n");
+    let (b1, b2) = (branch(&forge, 1), branch(&forge, 2));
+    forge.add_check_run(&head(&bare, &b1), "test", Some("success"), "");
+    forge.add_check_run(&head(&bare, &b2), "test", Some("failure"), LOG);
+    // The fix does not help: CI fails on the new head too.
+    forge.on_new_heads("test", "failure", "still broken: 2 + 2 == 5");
+
+    let out = land(&repo, &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    let all = text(&out);
+    assert!(all.contains("p1 #1: merged"), "{all}");
+    assert!(
+        all.contains(
+            "p2 #2: waits for a person: check `test` failed (failure): still broken: 2 + 2 == 5: \
+             fix it on the branch and push (1 fix round did not fix it)"
+        ),
+        "{all}"
+    );
+    assert_eq!(fixes_seen(&seen), ["fixes-p2-1.md"]);
+    assert_eq!(forge.pulls()[1]["merged"], false);
+}
+
+#[test]
+fn a_failure_a_child_inherits_from_its_parent_goes_to_the_parent_only() {
+    let forge = FakeForge::start(Flavour::GitHub);
+    let (repo, bare, seen) = published(&forge, "max_rounds = 1\n");
+    let (b1, b2) = (branch(&forge, 1), branch(&forge, 2));
+    // The same check fails on the parent's head and on the child's, which holds it.
+    forge.add_check_run(&head(&bare, &b1), "test", Some("failure"), LOG);
+    forge.add_check_run(&head(&bare, &b2), "test", Some("failure"), LOG);
+    forge.on_new_heads("test", "failure", LOG);
+    let h2 = head(&bare, &b2);
+
+    let mut last = String::new();
+    for _ in 0..5 {
+        let out = land(&repo, &["--once"]);
+        assert!(out.status.success(), "{}", text(&out));
+        last = text(&out);
+    }
+    assert_eq!(fixes_seen(&seen), ["fixes-p1-1.md"], "{last}");
+    assert!(
+        last.contains("p1 #1: waits for a person: check `test` failed"),
+        "{last}"
+    );
+    assert!(
+        last.contains("p2 #2: still waiting for p1 to land first"),
+        "{last}"
+    );
+    assert_eq!(head(&bare, &b2), h2, "nothing was pushed to the child");
+}
