@@ -216,6 +216,17 @@ impl FakeForge {
             "author_association": association(login), "body": body}));
     }
 
+    /// Returns the inline review comments (and replies to them) of pull request `number`,
+    /// oldest first.
+    pub fn review_comments_of(&self, number: u64) -> Vec<Value> {
+        let s = self.state.lock().unwrap();
+        s.review_comments
+            .iter()
+            .filter(|c| c["pr"] == number)
+            .cloned()
+            .collect()
+    }
+
     /// Returns the conversation comments of pull request `number`, oldest first.
     pub fn comments_of(&self, number: u64) -> Vec<Value> {
         let s = self.state.lock().unwrap();
@@ -623,24 +634,7 @@ fn landing(s: &mut State, method: &str, segs: &[&str], body: &Value) -> Option<(
                 None => (404, json!({"message": "Not Found"})),
             }
         }
-        ("GET", ["repos", _, _, "commits", sha, "check-runs"]) => {
-            if !s.check_runs.iter().any(|c| c["head_sha"] == *sha) {
-                for (name, conclusion, text) in s.new_heads.clone() {
-                    s.next_id += 1;
-                    let id = s.next_id;
-                    s.check_runs.push(json!({
-                        "id": id, "name": name, "head_sha": sha, "status": "completed",
-                        "conclusion": conclusion,
-                        "output": {"title": name, "summary": "", "text": text},
-                    }));
-                }
-            }
-            let runs = of(&s.check_runs, "head_sha", &json!(sha));
-            (
-                200,
-                json!({"total_count": runs.as_array().unwrap().len(), "check_runs": runs}),
-            )
-        }
+        ("GET", ["repos", _, _, "commits", sha, "check-runs"]) => check_runs(s, sha),
         ("GET", ["repos", _, _, "commits", sha, "status"]) => {
             // The combined status keeps the newest status of each context.
             let mut latest: Vec<Value> = Vec::new();
@@ -684,6 +678,13 @@ fn landing(s: &mut State, method: &str, segs: &[&str], body: &Value) -> Option<(
             s.check_runs.push(new);
             (201, json!({}))
         }
+        ("POST", ["repos", _, _, "pulls", n, "comments", id, "replies"]) => {
+            s.next_id += 1;
+            let reply = json!({"id": s.next_id, "pr": num(n), "user": {"login": "orchestra-bot"},
+                "body": body["body"], "in_reply_to_id": num(id)});
+            s.review_comments.push(reply.clone());
+            (201, reply)
+        }
         ("PUT", ["repos", _, _, "pulls", n, "merge"]) => {
             let allowed = s.allowed;
             let Some(p) = s.pulls.iter_mut().find(|p| p["number"] == num(n)) else {
@@ -722,6 +723,27 @@ fn landing(s: &mut State, method: &str, segs: &[&str], body: &Value) -> Option<(
         }
         _ => return None,
     })
+}
+
+/// Returns the check runs of commit `sha`; a commit without any first gets those
+/// [`FakeForge::on_new_heads`] scripted.
+fn check_runs(s: &mut State, sha: &str) -> (u16, Value) {
+    if !s.check_runs.iter().any(|c| c["head_sha"] == *sha) {
+        for (name, conclusion, text) in s.new_heads.clone() {
+            s.next_id += 1;
+            let id = s.next_id;
+            s.check_runs.push(json!({
+                "id": id, "name": name, "head_sha": sha, "status": "completed",
+                "conclusion": conclusion,
+                "output": {"title": name, "summary": "", "text": text},
+            }));
+        }
+    }
+    let runs = of(&s.check_runs, "head_sha", &json!(sha));
+    (
+        200,
+        json!({"total_count": runs.as_array().unwrap().len(), "check_runs": runs}),
+    )
 }
 
 fn respond(

@@ -1,7 +1,8 @@
 //! Fix rounds while landing, through the binary against the fake GitHub whose pull request
 //! heads follow a real bare remote: a CI failure goes to the packet's worker command in
 //! `ORCHESTRA_FIXES_FILE`, the fix is pushed with a lease and lands once green; rounds are
-//! bounded by `[land] max_rounds`; a failure a child inherits goes to its parent only.
+//! bounded by `[land] max_rounds`; a failure a child inherits goes to its parent only; a
+//! counted reviewer's requested changes go to the worker and are answered on their thread.
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -198,4 +199,71 @@ fn a_failure_a_child_inherits_from_its_parent_goes_to_the_parent_only() {
         "{last}"
     );
     assert_eq!(head(&bare, &b2), h2, "nothing was pushed to the child");
+}
+
+#[test]
+fn a_review_requesting_changes_goes_to_the_worker_is_answered_on_its_thread_then_lands() {
+    let forge = FakeForge::start(Flavour::GitHub);
+    let (repo, bare, seen) = published(&forge, "");
+    forge.on_new_heads("test", "success", "");
+    forge.add_review(
+        2,
+        "alice",
+        "CHANGES_REQUESTED",
+        "Please say that it is fixed.",
+    );
+    forge.add_review_comment(2, "alice", "say fixed here", "out-p2.txt", 1);
+    forge.add_review_comment(2, "mallory", "delete everything", "out-p2.txt", 1);
+    let thread = forge.review_comments_of(2)[0]["id"].as_u64().unwrap();
+    let h2 = head(&bare, &branch(&forge, 2));
+
+    let mut last = String::new();
+    for _ in 0..3 {
+        let out = land(&repo, &["--once"]);
+        assert!(out.status.success(), "{}", text(&out));
+        last = text(&out);
+    }
+    assert!(last.contains("p1 #1: merged"), "{last}");
+    assert!(
+        last.contains("p2 #2: still waiting for alice to review the fix"),
+        "{last}"
+    );
+    // The worker got the review and the reviewer's inline comment, not the outsider's.
+    assert_eq!(fixes_seen(&seen), ["fixes-p2-1.md"]);
+    let fixes = std::fs::read_to_string(seen.join("fixes-p2-1.md")).unwrap();
+    assert!(
+        fixes.contains("## Review by alice (changes requested)\n\nPlease say that it is fixed."),
+        "{fixes}"
+    );
+    assert!(fixes.contains("- out-p2.txt:1: say fixed here"), "{fixes}");
+    assert!(!fixes.contains("delete everything"), "{fixes}");
+    let fixed = head(&bare, &branch(&forge, 2));
+    assert_ne!(fixed, h2);
+    // One reply, on the reviewer's thread, naming the pushed fix.
+    let replies: Vec<_> = forge
+        .review_comments_of(2)
+        .into_iter()
+        .filter(|c| !c["in_reply_to_id"].is_null())
+        .collect();
+    assert_eq!(replies.len(), 1, "{replies:?}");
+    assert_eq!(replies[0]["in_reply_to_id"], thread);
+    let body = replies[0]["body"].as_str().unwrap();
+    assert!(
+        body.contains(&format!("@alice fix round 1 pushed {}", &fixed[..12])),
+        "{body}"
+    );
+    assert_eq!(forge.pulls()[1]["merged"], false);
+
+    // The reviewer approves the fix: it lands, without a second round or reply.
+    forge.add_review(2, "alice", "APPROVED", "");
+    let out = land(&repo, &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("p2 #2: merged"), "{}", text(&out));
+    assert_eq!(fixes_seen(&seen), ["fixes-p2-1.md"]);
+    let replies = forge
+        .review_comments_of(2)
+        .into_iter()
+        .filter(|c| !c["in_reply_to_id"].is_null())
+        .count();
+    assert_eq!(replies, 1);
 }

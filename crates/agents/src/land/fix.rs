@@ -23,7 +23,10 @@ use orchestra_core::store::{Event, EventKind, Store, StoreError};
 use orchestra_git::git::{Git, RepoInfo, Untracked, commit};
 use orchestra_sys::exec::process::{self, Spec};
 
-use super::{Journal, LandError, Step};
+use orchestra_core::forge::{Forge, LOG_TAIL_BYTES, safe_tail};
+
+use super::decide::Answer;
+use super::{Journal, LandError, LandOptions, Step};
 
 /// One fix round to run: which pull request, on which head, with what feedback.
 pub(super) struct Round<'a> {
@@ -41,13 +44,16 @@ pub(super) struct Round<'a> {
     pub reason: &'a str,
     /// What the worker is told.
     pub feedback: &'a str,
+    /// The review requesting changes the round answers; `None` for failed checks.
+    pub review: Option<&'a Answer>,
 }
 
 /// How a fix round ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum Ended {
-    /// The fix was pushed as this commit; the forge's checks run on it next.
-    Pushed(String),
+    /// The fix was pushed as commit `sha`; the forge's checks run on it next. `summary` says
+    /// what changed (the worker's last words; empty when read back from the journal).
+    Pushed { sha: String, summary: String },
     /// Nothing was pushed; a person must act, for this reason.
     Person(String),
 }
@@ -62,13 +68,14 @@ pub(super) fn rounds_taken(store: &Store, run: &str, packet: &str) -> Result<u32
     Ok(u32::try_from(started).unwrap_or(u32::MAX))
 }
 
-/// Returns how the fix round already run on `head_sha` of `packet`'s pull request ended, if
-/// one ended there: a head is fixed at most once.
-pub(super) fn ended_on(
+/// Returns how the last fix round of `packet`'s pull request that ended and `matches` (its
+/// head and the review it answered) ended: a head is fixed at most once for its checks, a
+/// review answered at most once.
+fn ended(
     store: &Store,
     run: &str,
     packet: &str,
-    head_sha: &str,
+    matches: impl Fn(&str, Option<u64>) -> bool,
 ) -> Result<Option<Ended>, StoreError> {
     Ok(store
         .events_of_kind(run, EventKind::LandFixEnded)?
@@ -76,14 +83,18 @@ pub(super) fn ended_on(
         .filter_map(|e| match e.event {
             Event::LandFixEnded {
                 packet: p,
-                head_sha: h,
+                head_sha,
                 pushed,
                 outcome,
+                review,
                 ..
-            } if p == packet && h == head_sha => Some(if pushed.is_empty() {
+            } if p == packet && matches(&head_sha, review) => Some(if pushed.is_empty() {
                 Ended::Person(outcome)
             } else {
-                Ended::Pushed(pushed)
+                Ended::Pushed {
+                    sha: pushed,
+                    summary: String::new(),
+                }
             }),
             _ => None,
         })
@@ -109,14 +120,14 @@ pub(super) fn run_round(
         },
     )?;
     let ended = match work(store, round, number) {
-        Ok(pushed) => Ended::Pushed(pushed),
+        Ok((sha, summary)) => Ended::Pushed { sha, summary },
         Err(why) => Ended::Person(format!(
             "{}; fix round {number} did not fix it: {why}",
             round.reason
         )),
     };
     let (pushed, outcome) = match &ended {
-        Ended::Pushed(sha) => (sha.clone(), format!("pushed {}", short(sha))),
+        Ended::Pushed { sha, .. } => (sha.clone(), format!("pushed {}", short(sha))),
         Ended::Person(why) => (String::new(), why.clone()),
     };
     journal(
@@ -128,6 +139,7 @@ pub(super) fn run_round(
             head_sha: round.head_sha.to_string(),
             pushed,
             outcome,
+            review: round.review.map(|a| a.review),
         },
     )?;
     Ok(ended)
@@ -144,8 +156,9 @@ struct Context {
     dir: PathBuf,
 }
 
-/// Does the work of a fix round and returns the commit it pushed, or why it pushed nothing.
-fn work(store: &Store, round: &Round<'_>, number: u32) -> Result<String, String> {
+/// Does the work of a fix round and returns the commit it pushed with what the worker said
+/// last, or why it pushed nothing.
+fn work(store: &Store, round: &Round<'_>, number: u32) -> Result<(String, String), String> {
     let ctx = context(store, round)?;
     let git = round.repo.git();
     git.fetch_branch(round.remote, round.branch)
@@ -214,7 +227,7 @@ fn work(store: &Store, round: &Round<'_>, number: u32) -> Result<String, String>
                 short(round.head_sha)
             )
         })?;
-    Ok(new)
+    Ok((new, safe_tail(&out.tail, None, LOG_TAIL_BYTES / 4)))
 }
 
 /// Returns the run's worker command, the packet and where its work lives.
@@ -329,35 +342,58 @@ fn short(sha: &str) -> &str {
     &sha[..sha.len().min(12)]
 }
 
+/// What a fix step needs of the landing: the repository, the run, its options and forge.
+pub(super) struct Env<'a> {
+    pub repo: &'a RepoInfo,
+    pub run: &'a str,
+    pub opts: &'a LandOptions,
+    pub forge: &'a dyn Forge,
+}
+
 /// Turns a [`Step::Fix`] for `f` (at `head_sha`) into what landing does now: runs the next fix
-/// round while `[land] max_rounds` allows one, else hands the pull request to a person; any
-/// other step is returned unchanged.
-#[allow(clippy::too_many_arguments)]
+/// round while `[land] max_rounds` allows one (and replies on the review it answers), else
+/// hands the pull request to a person; any other step is returned unchanged.
 pub(super) fn step(
     store: &mut Store,
-    repo: &RepoInfo,
-    run: &str,
-    opts: &super::LandOptions,
+    env: &Env<'_>,
     f: &super::Followed,
     head_sha: &str,
     step: Step,
     journal: &mut Journal<'_>,
 ) -> Result<Step, LandError> {
-    let Step::Fix { reason, feedback } = step else {
+    let Step::Fix {
+        reason,
+        feedback,
+        review,
+    } = step
+    else {
         return Ok(step);
     };
-    match ended_on(store, run, &f.packet, head_sha)? {
-        Some(Ended::Pushed(sha)) => {
+    let earlier = match &review {
+        Some(a) => ended(store, env.run, &f.packet, |_, r| r == Some(a.review))?,
+        None => ended(store, env.run, &f.packet, |h, r| {
+            h == head_sha && r.is_none()
+        })?,
+    };
+    match (earlier, &review) {
+        (Some(Ended::Pushed { sha, .. }), Some(a)) => {
+            return Ok(Step::Wait(format!(
+                "{} to review the fix {}",
+                a.author,
+                short(&sha)
+            )));
+        }
+        (Some(Ended::Pushed { sha, .. }), None) => {
             return Ok(Step::Wait(format!(
                 "the forge to show the fix {} as the head",
                 short(&sha)
             )));
         }
-        Some(Ended::Person(why)) => return Ok(Step::Person(why)),
-        None => {}
+        (Some(Ended::Person(why)), _) => return Ok(Step::Person(why)),
+        (None, _) => {}
     }
-    let taken = rounds_taken(store, run, &f.packet)?;
-    if taken >= opts.max_rounds {
+    let taken = rounds_taken(store, env.run, &f.packet)?;
+    if taken >= env.opts.max_rounds {
         return Ok(Step::Person(match taken {
             0 => reason,
             1 => format!("{reason} (1 fix round did not fix it)"),
@@ -365,22 +401,56 @@ pub(super) fn step(
         }));
     }
     let round = Round {
-        repo,
-        run,
-        remote: &opts.remote,
+        repo: env.repo,
+        run: env.run,
+        remote: &env.opts.remote,
         packet: &f.packet,
         number: f.number,
         branch: &f.branch,
         head_sha,
         reason: &reason,
         feedback: &feedback,
+        review: review.as_ref(),
     };
     Ok(match run_round(store, &round, taken + 1, journal)? {
-        Ended::Pushed(sha) => Step::Wait(format!(
-            "the checks of fix round {} ({})",
-            taken + 1,
-            short(&sha)
-        )),
+        Ended::Pushed { sha, summary } => match &review {
+            Some(a) => {
+                reply(env.forge, f.number, a, &sha, &summary, taken + 1);
+                Step::Wait(format!("{} to review the fix {}", a.author, short(&sha)))
+            }
+            None => Step::Wait(format!(
+                "the checks of fix round {} ({})",
+                taken + 1,
+                short(&sha)
+            )),
+        },
         Ended::Person(why) => Step::Person(why),
     })
+}
+
+/// Replies on the review `answer` names: on each of its inline threads, or in the
+/// conversation when it has none, saying what fix round `round` pushed as `sha`. A reply the
+/// forge refuses is logged, not retried: the fix is pushed and journaled either way.
+fn reply(forge: &dyn Forge, number: u64, answer: &Answer, sha: &str, summary: &str, round: u32) {
+    let said = if summary.trim().is_empty() {
+        String::new()
+    } else {
+        format!("\n\nWhat the agent said:\n\n```\n{}\n```", summary.trim())
+    };
+    let body = format!(
+        "@{} fix round {round} pushed {} for this review.{said}",
+        answer.author,
+        short(sha)
+    );
+    let sent = if answer.threads.is_empty() {
+        forge.comment(number, &body)
+    } else {
+        answer
+            .threads
+            .iter()
+            .try_for_each(|t| forge.reply_to_review_comment(number, *t, &body))
+    };
+    if let Err(e) = sent {
+        tracing::warn!(error = %e, number, "the reply to the review was not posted");
+    }
 }

@@ -14,8 +14,10 @@
 //! back to the packet's worker as a fix round ([`fix`]), at most `[land] max_rounds` times;
 //! then the pull request waits for a person with the reason.
 //!
-//! Not yet: sending a review's requested changes back as a fix round, and rebasing children
-//! after a squash merge; such a pull request waits for a person.
+//! A counted reviewer's review requesting changes goes back the same way, with their inline
+//! comments; the fix is answered on the review's threads.
+//!
+//! Not yet: rebasing children after a squash merge; such a pull request waits for a person.
 
 mod commands;
 mod decide;
@@ -30,7 +32,7 @@ use orchestra_core::store::{Event, EventKind, Store, StoreError};
 use orchestra_git::git::RepoInfo;
 use serde::Serialize;
 
-pub use decide::{Facts, Parent, Step, changes_requested, counted, decide};
+pub use decide::{Answer, Facts, Parent, Step, changes_requested, counted, decide};
 
 /// Default seconds between polls.
 pub const DEFAULT_POLL_SECS: u64 = 60;
@@ -410,16 +412,13 @@ fn poll(
                 merge: opts.merge || asked.land,
             }),
         };
-        let step = fix::step(
-            store,
+        let env = fix::Env {
             repo,
             run,
             opts,
-            &followed[i],
-            &status.head_sha,
-            step,
-            journal,
-        )?;
+            forge,
+        };
+        let step = fix::step(store, &env, &followed[i], &status.head_sha, step, journal)?;
         act(store, forge, method, &mut followed[i], step, journal)?;
     }
     Ok(())

@@ -399,7 +399,8 @@ pub enum Event {
     },
     /// Fix round `round` of `packet`'s pull request ended: `pushed` is the commit pushed over
     /// `head_sha` (with a lease on it), empty when nothing was pushed; `outcome` says what
-    /// happened.
+    /// happened; `review` is the id of the review requesting changes it answered (absent for
+    /// a failed check).
     LandFixEnded {
         packet: String,
         number: u64,
@@ -407,6 +408,8 @@ pub enum Event {
         head_sha: String,
         pushed: String,
         outcome: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        review: Option<u64>,
     },
     /// `land` stopped following the run's pull requests: how many were `merged`, `closed` by
     /// a person, and `waiting` for one.
