@@ -68,6 +68,8 @@ struct State {
     /// Checks every commit without check runs gets once it is first asked about: (name,
     /// conclusion, output text).
     new_heads: Vec<(String, String, String)>,
+    /// The logs of Actions jobs: (job id, plain text).
+    job_logs: Vec<(u64, String)>,
 }
 
 /// A running fake forge; its thread ends with the test process.
@@ -102,6 +104,7 @@ impl FakeForge {
             next_id: 1000,
             remote: None,
             new_heads: Vec::new(),
+            job_logs: Vec::new(),
         }));
         let s = state.clone();
         std::thread::spawn(move || {
@@ -266,6 +269,16 @@ impl FakeForge {
         ));
     }
 
+    /// Sets the log of the Actions job behind check run `id`: its logs endpoint redirects to a
+    /// download of `text`, as GitHub's does.
+    pub fn set_job_log(&self, id: u64, text: &str) {
+        self.state
+            .lock()
+            .unwrap()
+            .job_logs
+            .push((id, text.to_string()));
+    }
+
     /// Closes pull request `number` without merging it, as a person would.
     pub fn close(&self, number: u64) {
         let mut s = self.state.lock().unwrap();
@@ -326,6 +339,11 @@ fn serve(stream: TcpStream, state: &Mutex<State>) {
         observed,
     });
     follow_heads(&mut s);
+    if let Some((status, headers, text)) = job_log(&s, &method, &path) {
+        drop(s);
+        let _ = respond_raw(stream, status, &headers, &text);
+        return;
+    }
     let (status, headers, reply) = match s.fail_next.pop_front() {
         Some(f) => f,
         None => {
@@ -744,6 +762,49 @@ fn check_runs(s: &mut State, sha: &str) -> (u16, Value) {
         200,
         json!({"total_count": runs.as_array().unwrap().len(), "check_runs": runs}),
     )
+}
+
+/// Serves an Actions job's logs: the API answers with a redirect to a download, which
+/// answers with the plain text; `None` for any other request.
+fn job_log(s: &State, method: &str, path: &str) -> Option<(u16, Vec<(String, String)>, String)> {
+    let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let log = |id: &str| {
+        s.job_logs
+            .iter()
+            .rev()
+            .find(|(i, _)| Some(*i) == id.parse().ok())
+            .map(|(_, t)| t.clone())
+    };
+    match (method, segs.as_slice()) {
+        ("GET", ["repos", _, _, "actions", "jobs", id, "logs"]) => Some(match log(id) {
+            Some(_) => (
+                302,
+                vec![("location".to_string(), format!("/job-logs/{id}"))],
+                String::new(),
+            ),
+            None => (404, Vec::new(), "{\"message\": \"Not Found\"}".to_string()),
+        }),
+        ("GET", ["job-logs", id]) => Some((200, Vec::new(), log(id).unwrap_or_default())),
+        _ => None,
+    }
+}
+
+fn respond_raw(
+    mut stream: TcpStream,
+    status: u16,
+    headers: &[(String, String)],
+    text: &str,
+) -> std::io::Result<()> {
+    let mut head = format!(
+        "HTTP/1.1 {status} Fake\r\nconnection: close\r\ncontent-type: text/plain\r\ncontent-length: {}\r\n",
+        text.len()
+    );
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes())?;
+    stream.write_all(text.as_bytes())
 }
 
 fn respond(
