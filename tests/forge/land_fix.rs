@@ -2,10 +2,12 @@
 //! heads follow a real bare remote: a CI failure goes to the packet's worker command in
 //! `ORCHESTRA_FIXES_FILE`, the fix is pushed with a lease and lands once green; rounds are
 //! bounded by `[land] max_rounds`; a failure a child inherits goes to its parent only; a
-//! counted reviewer's requested changes go to the worker and are answered on their thread.
+//! counted reviewer's requested changes go to the worker and are answered on their thread; a
+//! `land` killed during a fix round is continued without a second push or comment.
 
 use std::path::{Path, PathBuf};
-use std::process::Output;
+use std::process::{Output, Stdio};
+use std::time::{Duration, Instant};
 
 use crate::forge::forge_mock::{FakeForge, Flavour};
 use crate::forge::pull_requests::{TOKEN, packet, run_env, setup, write_plan};
@@ -16,10 +18,12 @@ const LOG: &str =
 
 /// A worker that writes its packet's file, and in a fix round keeps what it was told (as
 /// `fixes-<packet>-<round>.md` in `seen`) and appends `fixed` to the file.
+/// While a file `slow` is in `seen`, a fix round removes it, writes its process id to `pid`
+/// and sleeps before doing anything.
 fn worker(seen: &Path) -> String {
     format!(
-        r#"if [ -n "$ORCHESTRA_FIXES_FILE" ]; then cp "$ORCHESTRA_FIXES_FILE" "{}/fixes-$ORCHESTRA_PACKET-$ORCHESTRA_ROUND.md"; echo fixed >> "out-$ORCHESTRA_PACKET.txt"; else echo "$ORCHESTRA_PACKET" > "out-$ORCHESTRA_PACKET.txt"; fi"#,
-        seen.display()
+        r#"if [ -n "$ORCHESTRA_FIXES_FILE" ]; then cp "$ORCHESTRA_FIXES_FILE" "{s}/fixes-$ORCHESTRA_PACKET-$ORCHESTRA_ROUND.md"; if [ -f "{s}/slow" ]; then rm "{s}/slow"; echo $$ > "{s}/pid"; sleep 30; fi; echo fixed >> "out-$ORCHESTRA_PACKET.txt"; else echo "$ORCHESTRA_PACKET" > "out-$ORCHESTRA_PACKET.txt"; fi"#,
+        s = seen.display()
     )
 }
 
@@ -87,6 +91,7 @@ fn fixes_seen(seen: &Path) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(seen)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("fixes-"))
         .collect();
     names.sort();
     names
@@ -266,4 +271,66 @@ fn a_review_requesting_changes_goes_to_the_worker_is_answered_on_its_thread_then
         .filter(|c| !c["in_reply_to_id"].is_null())
         .count();
     assert_eq!(replies, 1);
+}
+
+#[test]
+fn a_land_killed_during_a_fix_round_is_continued_without_a_second_push_or_comment() {
+    let forge = FakeForge::start(Flavour::GitHub);
+    let (repo, bare, seen) = published(&forge, "");
+    let (b1, b2) = (branch(&forge, 1), branch(&forge, 2));
+    let h2 = head(&bare, &b2);
+    forge.add_check_run(&head(&bare, &b1), "test", Some("success"), "");
+    forge.add_check_run(&h2, "test", Some("failure"), LOG);
+    forge.on_new_heads("test", "success", "");
+    std::fs::write(seen.join("slow"), "").unwrap();
+
+    let mut child = orchestra_command(&repo.path, &["land"])
+        .env("GH_TOKEN", TOKEN)
+        .env("PATH", "/usr/bin:/bin")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !seen.join("pid").exists() {
+        assert!(Instant::now() < deadline, "the fix round never started");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // Killed in the middle of the worker's fix round; the worker with it.
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let pid = std::fs::read_to_string(seen.join("pid")).unwrap();
+    let _ = std::process::Command::new("kill")
+        .args(["-9", pid.trim()])
+        .status();
+    assert_eq!(head(&bare, &b2), h2, "nothing was pushed yet");
+
+    let out = land(&repo, &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("p2 #2: merged"), "{}", text(&out));
+    // The cut-short round counts; the next one pushed one fix commit over the failed head.
+    assert_eq!(fixes_seen(&seen), ["fixes-p2-1.md", "fixes-p2-2.md"]);
+    let fixed = head(&bare, &b2);
+    assert_eq!(git(&bare, &["rev-parse", &format!("{fixed}^")]).trim(), h2);
+    assert_eq!(
+        git(&bare, &["show", &format!("{fixed}:out-p2.txt")]),
+        "p2\nfixed"
+    );
+    for n in [1, 2] {
+        let summaries = forge
+            .comments_of(n)
+            .iter()
+            .filter(|c| {
+                c["body"]
+                    .as_str()
+                    .is_some_and(|b| b.contains(git_orchestra::forge::SUMMARY_MARKER))
+            })
+            .count();
+        assert_eq!(summaries, 1, "pull request {n}");
+    }
+    // Landing again does nothing more.
+    let again = land(&repo, &[]);
+    assert!(again.status.success(), "{}", text(&again));
+    assert_eq!(head(&bare, &b2), fixed);
+    assert_eq!(fixes_seen(&seen).len(), 2);
 }
