@@ -764,9 +764,12 @@ fn check_runs(s: &mut State, sha: &str) -> (u16, Value) {
     )
 }
 
+/// A plain-text answer: status, headers, text.
+type RawAnswer = (u16, Vec<(String, String)>, String);
+
 /// Serves an Actions job's logs: the API answers with a redirect to a download, which
 /// answers with the plain text; `None` for any other request.
-fn job_log(s: &State, method: &str, path: &str) -> Option<(u16, Vec<(String, String)>, String)> {
+fn job_log(s: &State, method: &str, path: &str) -> Option<RawAnswer> {
     let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
     let log = |id: &str| {
         s.job_logs
