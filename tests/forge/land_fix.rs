@@ -145,6 +145,21 @@ fn a_ci_failure_goes_to_the_packets_worker_and_the_fix_is_pushed_with_a_lease_th
         .unwrap();
     assert_eq!(merge.body["sha"], fixed.as_str());
 
+    // The summary comment counts the round.
+    let summary: Vec<String> = forge
+        .comments_of(2)
+        .iter()
+        .filter_map(|c| c["body"].as_str().map(str::to_string))
+        .filter(|b| b.contains(git_orchestra::forge::SUMMARY_MARKER))
+        .collect();
+    assert_eq!(summary.len(), 1);
+    assert!(
+        summary[0]
+            .contains("- fix rounds (failures and reviews sent back to the packet's worker): 1"),
+        "{}",
+        summary[0]
+    );
+
     // Landing again finds it landed: no second round, no second push.
     let again = land(&repo, &[]);
     assert!(again.status.success(), "{}", text(&again));

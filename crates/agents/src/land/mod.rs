@@ -153,6 +153,8 @@ struct Followed {
     /// The summary comment's text as last written.
     summary: Option<String>,
     flaky: Vec<String>,
+    /// Fix rounds started for it, by this `land` or earlier ones.
+    rounds: u32,
 }
 
 /// Follows run `run`'s pull requests on `forge` until each has landed, was closed, or waits
@@ -313,6 +315,7 @@ fn find_pull_requests(
                 settled: None,
                 summary: None,
                 flaky: Vec::new(),
+                rounds: 0,
             }),
             None => without.push(packet.id.clone()),
         }
@@ -419,6 +422,7 @@ fn poll(
             forge,
         };
         let step = fix::step(store, &env, &followed[i], &status.head_sha, step, journal)?;
+        followed[i].rounds = fix::rounds_taken(store, run, &followed[i].packet)?;
         act(store, forge, method, &mut followed[i], step, journal)?;
     }
     Ok(())
@@ -628,6 +632,12 @@ fn summary_text(f: &Followed, line: &str) -> String {
         "**git-orchestra** is landing this pull request: packet `{}` ({}), done by the `{}` role.\n\n- {line}\n",
         f.packet, f.title, f.role
     );
+    if f.rounds > 0 {
+        text.push_str(&format!(
+            "- fix rounds (failures and reviews sent back to the packet's worker): {}\n",
+            f.rounds
+        ));
+    }
     if !f.flaky.is_empty() {
         text.push_str(&format!(
             "- flaky (failed, then passed when re-run): {}\n",
