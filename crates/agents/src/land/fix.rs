@@ -170,7 +170,7 @@ fn work(store: &Store, round: &Round<'_>, number: u32) -> Result<(String, String
     let fixes = logs.join("fixes.md");
     fs_err::create_dir_all(&logs).map_err(|e| e.to_string())?;
     fs_err::write(&fixes, round.feedback).map_err(|e| e.to_string())?;
-    let env = vec![
+    let mut env = vec![
         ("ORCHESTRA_RUN".to_string(), round.run.to_string()),
         ("ORCHESTRA_PACKET".to_string(), round.packet.to_string()),
         (
@@ -183,7 +183,6 @@ fn work(store: &Store, round: &Round<'_>, number: u32) -> Result<(String, String
         ),
         ("ORCHESTRA_ROUND".to_string(), number.to_string()),
     ];
-    let mut env = env;
     // Only the worker command gets the API keys the engine took out of its own environment.
     env.extend(orchestra_sys::exec::command_env::provider_settings());
     env.extend(orchestra_sys::exec::secret_env::stashed().iter().cloned());
