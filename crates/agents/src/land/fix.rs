@@ -399,6 +399,12 @@ pub(super) fn step(
             n => format!("{reason} ({n} fix rounds did not fix it)"),
         }));
     }
+    if store.require_run(env.run)?.worker_cmd.is_none() {
+        return Ok(Step::Person(format!(
+            "{reason} (not sent back: fix rounds while landing reach a worker command only, \
+             and this run's packets were done by agents)"
+        )));
+    }
     let round = Round {
         repo: env.repo,
         run: env.run,
@@ -451,5 +457,112 @@ fn reply(forge: &dyn Forge, number: u64, answer: &Answer, sha: &str, summary: &s
     };
     if let Err(e) = sent {
         tracing::warn!(error = %e, number, "the reply to the review was not posted");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use orchestra_core::forge::{
+        ForgeError, ForgeKind, NewPullRequest, PullRequest, PullRequestUpdate,
+    };
+    use orchestra_core::store::NewRun;
+
+    /// A forge that is never reached.
+    struct Unreachable;
+
+    impl Forge for Unreachable {
+        fn kind(&self) -> ForgeKind {
+            ForgeKind::GitHub
+        }
+        fn find_by_head(&self, _: &str) -> Result<Option<PullRequest>, ForgeError> {
+            Err(ForgeError::Config("unreachable".into()))
+        }
+        fn create(&self, _: &NewPullRequest) -> Result<PullRequest, ForgeError> {
+            Err(ForgeError::Config("unreachable".into()))
+        }
+        fn update(
+            &self,
+            _: &PullRequest,
+            _: &PullRequestUpdate,
+        ) -> Result<PullRequest, ForgeError> {
+            Err(ForgeError::Config("unreachable".into()))
+        }
+        fn add_labels(&self, _: u64, _: &[String]) -> Result<(), ForgeError> {
+            Err(ForgeError::Config("unreachable".into()))
+        }
+        fn request_reviewers(&self, _: u64, _: &[String]) -> Result<(), ForgeError> {
+            Err(ForgeError::Config("unreachable".into()))
+        }
+        fn comment(&self, _: u64, _: &str) -> Result<(), ForgeError> {
+            Err(ForgeError::Config("unreachable".into()))
+        }
+    }
+
+    #[test]
+    fn a_failure_in_a_run_done_by_agents_waits_for_a_person_without_a_round() {
+        let tmp = tempfile::tempdir().unwrap();
+        let repo = RepoInfo {
+            toplevel: tmp.path().into(),
+            common_dir: tmp.path().into(),
+            branch: None,
+            head: String::new(),
+        };
+        let mut store = Store::open(tmp.path()).unwrap();
+        store
+            .create_run(&NewRun {
+                id: "r1".into(),
+                objective: "o".into(),
+                base: "main".into(),
+                plan_toml: String::new(),
+                plan_path: "plan.toml".into(),
+                worker_cmd: None,
+                max_parallel: 1,
+                timeout_secs: 1,
+                worktree_root: String::new(),
+                packets: Vec::new(),
+            })
+            .unwrap();
+        let opts = LandOptions::default();
+        let env = Env {
+            repo: &repo,
+            run: "r1",
+            opts: &opts,
+            forge: &Unreachable,
+        };
+        let f = super::super::Followed {
+            packet: "p1".into(),
+            title: "P1".into(),
+            role: "coder".into(),
+            branch: "b1".into(),
+            depends_on: Vec::new(),
+            number: 1,
+            status: None,
+            observed: None,
+            person: None,
+            settled: None,
+            summary: None,
+            flaky: Vec::new(),
+            rounds: 0,
+        };
+        let mut journal = |s: &mut Store, e: Event| -> Result<(), LandError> {
+            s.record("r1", &e)?;
+            Ok(())
+        };
+        let fix = Step::Fix {
+            reason: "check `test` failed (failure)".into(),
+            feedback: "the log".into(),
+            review: None,
+        };
+        let next = step(&mut store, &env, &f, "abc", fix, &mut journal).unwrap();
+        assert_eq!(
+            next,
+            Step::Person(
+                "check `test` failed (failure) (not sent back: fix rounds while landing reach \
+                 a worker command only, and this run's packets were done by agents)"
+                    .into()
+            )
+        );
+        assert_eq!(rounds_taken(&store, "r1", "p1").unwrap(), 0);
     }
 }
