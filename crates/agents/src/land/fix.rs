@@ -121,9 +121,11 @@ pub(super) fn run_round(
     )?;
     let ended = match work(store, round, number) {
         Ok((sha, summary)) => Ended::Pushed { sha, summary },
+        // Git's and the worker's words may quote a credential (a remote URL, a log line).
         Err(why) => Ended::Person(format!(
-            "{}; fix round {number} did not fix it: {why}",
-            round.reason
+            "{}; fix round {number} did not fix it: {}",
+            round.reason,
+            gate::mask_secrets(&why)
         )),
     };
     let (pushed, outcome) = match &ended {
