@@ -256,7 +256,9 @@ impl FakeForge {
     /// Makes the heads of the pull requests follow the branches of the bare repository
     /// `remote`: what is pushed there is the pull request's head.
     pub fn follow_remote(&self, remote: &std::path::Path) {
-        self.state.lock().unwrap().remote = Some(remote.to_path_buf());
+        let mut s = self.state.lock().unwrap();
+        s.remote = Some(remote.to_path_buf());
+        follow_heads(&mut s);
     }
 
     /// Gives every commit without check runs, when first asked about, a completed check run

@@ -109,6 +109,16 @@ fn a_ci_failure_goes_to_the_packets_worker_and_the_fix_is_pushed_with_a_lease_th
     // CI passes on every head pushed from now on.
     forge.on_new_heads("test", "success", "");
 
+    // While the remote is out of reach no round starts: the looks fail and are tried again.
+    let away = bare.with_extension("away");
+    std::fs::rename(&bare, &away).unwrap();
+    for _ in 0..3 {
+        let out = land(&repo, &["--once"]);
+        assert!(!text(&out).contains("fix round"), "{}", text(&out));
+    }
+    std::fs::rename(&away, &bare).unwrap();
+    assert!(fixes_seen(&seen).is_empty());
+
     let out = land(&repo, &[]);
     assert!(out.status.success(), "{}", text(&out));
     let all = text(&out);

@@ -23,7 +23,7 @@ use orchestra_core::store::{Event, EventKind, Store, StoreError};
 use orchestra_git::git::{Git, RepoInfo, Untracked, commit};
 use orchestra_sys::exec::process::{self, Spec};
 
-use orchestra_core::forge::{Forge, LOG_TAIL_BYTES, safe_tail};
+use orchestra_core::forge::{Forge, ForgeError, LOG_TAIL_BYTES, safe_tail};
 
 use super::decide::Answer;
 use super::{Journal, LandError, LandOptions, Step};
@@ -163,8 +163,6 @@ struct Context {
 fn work(store: &Store, round: &Round<'_>, number: u32) -> Result<(String, String), String> {
     let ctx = context(store, round)?;
     let git = round.repo.git();
-    git.fetch_branch(round.remote, round.branch)
-        .map_err(|e| format!("cannot fetch `{}`: {e}", round.branch))?;
     let wt = worktree(round, &ctx, &git, number)?;
     let pinned = Git::pinned(&round.repo.common_dir, &wt)
         .map_err(|e| format!("cannot use the worktree {}: {e}", wt.display()))?;
@@ -407,6 +405,12 @@ pub(super) fn step(
              and this run's packets were done by agents)"
         )));
     }
+    // The head is fetched before the round starts: a remote out of reach is a failed look,
+    // tried again at the next one, not a round spent.
+    env.repo
+        .git()
+        .fetch_branch(&env.opts.remote, &f.branch)
+        .map_err(|e| LandError::Forge(ForgeError::Git(e)))?;
     let round = Round {
         repo: env.repo,
         run: env.run,
@@ -465,9 +469,7 @@ fn reply(forge: &dyn Forge, number: u64, answer: &Answer, sha: &str, summary: &s
 #[cfg(test)]
 mod tests {
     use super::*;
-    use orchestra_core::forge::{
-        ForgeError, ForgeKind, NewPullRequest, PullRequest, PullRequestUpdate,
-    };
+    use orchestra_core::forge::{ForgeKind, NewPullRequest, PullRequest, PullRequestUpdate};
     use orchestra_core::store::NewRun;
 
     /// A forge that is never reached.
