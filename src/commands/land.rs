@@ -89,6 +89,7 @@ pub fn run_land(
     if !once && let Some(addr) = &config.land.webhook {
         opts.wake = Some(listen(addr, config.land.webhook_secret_env.as_deref())?);
     }
+    opts.remote = settings.remote.clone();
     let mut print = |e: &Event| {
         if let Some(line) = event_line(e)
             && !json
@@ -134,6 +135,10 @@ fn options(config: &RepoConfig, once: bool) -> Result<LandOptions, CommandError>
         reviewers: land.reviewers.clone(),
         max_polls: once.then_some(1),
         wake: None,
+        max_rounds: land
+            .max_rounds
+            .unwrap_or(git_orchestra::land::DEFAULT_MAX_ROUNDS),
+        ..LandOptions::default()
     })
 }
 
@@ -187,6 +192,19 @@ fn event_line(e: &Event) -> Option<String> {
             number,
             reason,
         } => format!("{packet} #{number}: waits for a person: {reason}"),
+        Event::LandFixStarted {
+            packet,
+            number,
+            round,
+            ..
+        } => format!("{packet} #{number}: fix round {round}: sending what failed to its worker"),
+        Event::LandFixEnded {
+            packet,
+            number,
+            round,
+            outcome,
+            ..
+        } => format!("{packet} #{number}: fix round {round} ended: {outcome}"),
         Event::LandCommand {
             packet,
             number,

@@ -76,6 +76,14 @@ struct State {
     /// GitLab's reviewers and their verdicts (`pr` says of which merge request).
     mr_reviewers: Vec<Value>,
     next_id: u64,
+    /// A bare repository whose branches are the pull requests' heads: a push shows as the
+    /// pull request's new head, as on a real forge.
+    remote: Option<std::path::PathBuf>,
+    /// Checks every commit without check runs gets once it is first asked about: (name,
+    /// conclusion, output text).
+    new_heads: Vec<(String, String, String)>,
+    /// The logs of Actions jobs: (job id, plain text).
+    job_logs: Vec<(u64, String)>,
 }
 
 /// A running fake forge; its thread ends with the test process.
@@ -111,6 +119,9 @@ impl FakeForge {
             approvals: Vec::new(),
             mr_reviewers: Vec::new(),
             next_id: 1000,
+            remote: None,
+            new_heads: Vec::new(),
+            job_logs: Vec::new(),
         }));
         let s = state.clone();
         std::thread::spawn(move || {
@@ -301,6 +312,17 @@ impl FakeForge {
         s.issue_comments.push(note(id, iid, login, body, at));
     }
 
+    /// Returns the inline review comments (and replies to them) of pull request `number`,
+    /// oldest first.
+    pub fn review_comments_of(&self, number: u64) -> Vec<Value> {
+        let s = self.state.lock().unwrap();
+        s.review_comments
+            .iter()
+            .filter(|c| c["pr"] == number)
+            .cloned()
+            .collect()
+    }
+
     /// Returns the conversation comments of pull request `number`, oldest first.
     pub fn comments_of(&self, number: u64) -> Vec<Value> {
         let s = self.state.lock().unwrap();
@@ -333,6 +355,34 @@ impl FakeForge {
         let pr = s.pulls.iter_mut().find(|p| p["number"] == number).unwrap();
         pr["head"]["sha"] = json!(sha);
         pr["mergeable"] = json!(mergeable);
+    }
+
+    /// Makes the heads of the pull requests follow the branches of the bare repository
+    /// `remote`: what is pushed there is the pull request's head.
+    pub fn follow_remote(&self, remote: &std::path::Path) {
+        let mut s = self.state.lock().unwrap();
+        s.remote = Some(remote.to_path_buf());
+        follow_heads(&mut s);
+    }
+
+    /// Gives every commit without check runs, when first asked about, a completed check run
+    /// `name` that concluded `conclusion` with output `text` (CI running on each new head).
+    pub fn on_new_heads(&self, name: &str, conclusion: &str, text: &str) {
+        self.state.lock().unwrap().new_heads.push((
+            name.to_string(),
+            conclusion.to_string(),
+            text.to_string(),
+        ));
+    }
+
+    /// Sets the log of the Actions job behind check run `id`: its logs endpoint redirects to a
+    /// download of `text`, as GitHub's does.
+    pub fn set_job_log(&self, id: u64, text: &str) {
+        self.state
+            .lock()
+            .unwrap()
+            .job_logs
+            .push((id, text.to_string()));
     }
 
     /// Closes pull request `number` without merging it, as a person would.
@@ -397,6 +447,12 @@ fn serve(stream: TcpStream, state: &Mutex<State>) {
         if_none_match: if_none_match.clone(),
         status: 0,
     });
+    follow_heads(&mut s);
+    if let Some((status, headers, text)) = job_log(&s, &method, &path) {
+        drop(s);
+        let _ = respond_raw(stream, status, &headers, &text);
+        return;
+    }
     let (status, headers, reply) = match s.fail_next.pop_front() {
         Some(f) => f,
         None => {
@@ -409,6 +465,33 @@ fn serve(stream: TcpStream, state: &Mutex<State>) {
     }
     drop(s);
     let _ = respond(stream, status, &headers, &reply);
+}
+
+/// Sets each open pull request's head to what its branch points at in the followed remote.
+fn follow_heads(s: &mut State) {
+    let Some(remote) = s.remote.clone() else {
+        return;
+    };
+    for p in s.pulls.iter_mut().filter(|p| p["state"] == "open") {
+        let Some(branch) = p["head"]["ref"].as_str() else {
+            continue;
+        };
+        let out = std::process::Command::new("git")
+            .arg("--git-dir")
+            .arg(&remote)
+            .args([
+                "rev-parse",
+                "--verify",
+                "--quiet",
+                &format!("refs/heads/{branch}"),
+            ])
+            .output()
+            .unwrap();
+        let sha = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        if !sha.is_empty() {
+            p["head"]["sha"] = json!(sha);
+        }
+    }
 }
 
 fn route(s: &mut State, method: &str, path: &str, body: &Value) -> (u16, Value) {
@@ -696,13 +779,7 @@ fn landing(s: &mut State, method: &str, segs: &[&str], body: &Value) -> Option<(
                 None => (404, json!({"message": "Not Found"})),
             }
         }
-        ("GET", ["repos", _, _, "commits", sha, "check-runs"]) => {
-            let runs = of(&s.check_runs, "head_sha", &json!(sha));
-            (
-                200,
-                json!({"total_count": runs.as_array().unwrap().len(), "check_runs": runs}),
-            )
-        }
+        ("GET", ["repos", _, _, "commits", sha, "check-runs"]) => check_runs(s, sha),
         ("GET", ["repos", _, _, "commits", sha, "status"]) => {
             // The combined status keeps the newest status of each context.
             let mut latest: Vec<Value> = Vec::new();
@@ -745,6 +822,13 @@ fn landing(s: &mut State, method: &str, segs: &[&str], body: &Value) -> Option<(
             new["output"]["text"] = json!(text);
             s.check_runs.push(new);
             (201, json!({}))
+        }
+        ("POST", ["repos", _, _, "pulls", n, "comments", id, "replies"]) => {
+            s.next_id += 1;
+            let reply = json!({"id": s.next_id, "pr": num(n), "user": {"login": "orchestra-bot"},
+                "body": body["body"], "in_reply_to_id": num(id)});
+            s.review_comments.push(reply.clone());
+            (201, reply)
         }
         ("PUT", ["repos", _, _, "pulls", n, "merge"]) => {
             let allowed = s.allowed;
@@ -806,6 +890,73 @@ fn conditional(
         return (304, headers, Value::Null);
     }
     (status, headers, reply)
+}
+
+/// Returns the check runs of commit `sha`; a commit without any first gets those
+/// [`FakeForge::on_new_heads`] scripted.
+fn check_runs(s: &mut State, sha: &str) -> (u16, Value) {
+    if !s.check_runs.iter().any(|c| c["head_sha"] == *sha) {
+        for (name, conclusion, text) in s.new_heads.clone() {
+            s.next_id += 1;
+            let id = s.next_id;
+            s.check_runs.push(json!({
+                "id": id, "name": name, "head_sha": sha, "status": "completed",
+                "conclusion": conclusion,
+                "output": {"title": name, "summary": "", "text": text},
+            }));
+        }
+    }
+    let runs = of(&s.check_runs, "head_sha", &json!(sha));
+    (
+        200,
+        json!({"total_count": runs.as_array().unwrap().len(), "check_runs": runs}),
+    )
+}
+
+/// A plain-text answer: status, headers, text.
+type RawAnswer = (u16, Vec<(String, String)>, String);
+
+/// Serves an Actions job's logs: the API answers with a redirect to a download, which
+/// answers with the plain text; `None` for any other request.
+fn job_log(s: &State, method: &str, path: &str) -> Option<RawAnswer> {
+    let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let log = |id: &str| {
+        s.job_logs
+            .iter()
+            .rev()
+            .find(|(i, _)| Some(*i) == id.parse().ok())
+            .map(|(_, t)| t.clone())
+    };
+    match (method, segs.as_slice()) {
+        ("GET", ["repos", _, _, "actions", "jobs", id, "logs"]) => Some(match log(id) {
+            Some(_) => (
+                302,
+                vec![("location".to_string(), format!("/job-logs/{id}"))],
+                String::new(),
+            ),
+            None => (404, Vec::new(), "{\"message\": \"Not Found\"}".to_string()),
+        }),
+        ("GET", ["job-logs", id]) => Some((200, Vec::new(), log(id).unwrap_or_default())),
+        _ => None,
+    }
+}
+
+fn respond_raw(
+    mut stream: TcpStream,
+    status: u16,
+    headers: &[(String, String)],
+    text: &str,
+) -> std::io::Result<()> {
+    let mut head = format!(
+        "HTTP/1.1 {status} Fake\r\nconnection: close\r\ncontent-type: text/plain\r\ncontent-length: {}\r\n",
+        text.len()
+    );
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes())?;
+    stream.write_all(text.as_bytes())
 }
 
 fn respond(

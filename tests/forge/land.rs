@@ -30,7 +30,8 @@ fn published(forge: &FakeForge) -> TestRepo {
     std::fs::create_dir_all(repo.path.join(".orchestra")).unwrap();
     std::fs::write(
         repo.path.join(".orchestra/config.toml"),
-        "[land]\npoll_secs = 1\nreviewers = [\"alice\"]\n",
+        // Fake heads: nothing a worker could fix there, so no fix rounds.
+        "[land]\npoll_secs = 1\nreviewers = [\"alice\"]\nmax_rounds = 0\n",
     )
     .unwrap();
     forge.set_head(1, SHA1, Some(true));

@@ -1,7 +1,8 @@
 //! The forge calls landing rests on, against the fake GitHub: a pull request's live state, its
 //! head's checks and statuses (output scrubbed and clipped), reviews and comments, merging with
-//! an allowed method, retargeting, re-running a failed job, and one summary comment per pull
-//! request however often it is written.
+//! an allowed method, retargeting, re-running a failed job, a failed job's log fetched when its
+//! check run has no output, and one summary comment per pull request however often it is
+//! written.
 
 use git_orchestra::forge::{
     CheckConclusion, CheckSource, Forge, GitHub, MergeMethod, MergeOutcome, NewPullRequest,
@@ -209,4 +210,43 @@ fn a_second_poll_with_no_change_costs_a_304_and_a_change_is_seen() {
         ("3333333333333333333333333333333333333333", Some(false))
     );
     assert_eq!(fake.not_modified(), 3, "a changed answer is read in full");
+}
+
+#[test]
+fn a_failed_actions_job_without_output_brings_the_scrubbed_tail_of_its_log() {
+    let (fake, gh) = forge_with_pr();
+    let id = fake.add_check_run(SHA, "test", Some("failure"), "");
+    let key = "ghp_abcdefghijklmnopqrstuvwxyz0123456789";
+    let log = format!(
+        "{}\nusing token {TOKEN} and {key}\nerror[E0308]: mismatched types\n",
+        "compiling crate\n".repeat(1000)
+    );
+    fake.set_job_log(id, &log);
+    let passed = fake.add_check_run(SHA, "lint", Some("success"), "");
+    fake.set_job_log(passed, "all good");
+
+    let checks = gh.checks(SHA).unwrap();
+    let failed = checks.iter().find(|c| c.name == "test").unwrap();
+    assert!(
+        failed.log_tail.ends_with("error[E0308]: mismatched types"),
+        "{}",
+        failed.log_tail
+    );
+    assert!(failed.log_tail.len() <= git_orchestra::forge::LOG_TAIL_BYTES + 4);
+    assert!(!failed.log_tail.contains(TOKEN), "{}", failed.log_tail);
+    assert!(!failed.log_tail.contains(key), "{}", failed.log_tail);
+    // Only a failed run's log is fetched, and the download gets no token.
+    let calls = fake.calls();
+    assert!(calls.contains(&format!("GET /repos/acme/widgets/actions/jobs/{id}/logs")));
+    assert!(
+        !calls
+            .iter()
+            .any(|c| c.contains(&format!("jobs/{passed}/logs")))
+    );
+    let download = fake
+        .requests()
+        .into_iter()
+        .find(|r| r.path.starts_with("/job-logs/"))
+        .unwrap();
+    assert_eq!(download.auth, None);
 }

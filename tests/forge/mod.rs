@@ -8,6 +8,7 @@ pub(crate) mod forge_mock;
 mod gitea_landing;
 mod gitlab_landing;
 mod land;
+mod land_fix;
 mod landing_api;
 pub(crate) mod pull_requests;
 mod webhook;

@@ -49,10 +49,30 @@ pub enum Step {
     Rerun(Check),
     /// Merge it now.
     Merge,
+    /// Send what failed back to the packet's worker as a fix round: `reason` is what a person
+    /// is told when no round is left, `feedback` what the worker gets (the check's name,
+    /// conclusion and log tail, or the review and its inline comments), `review` the review
+    /// requesting changes it answers (`None` for failed checks).
+    Fix {
+        reason: String,
+        feedback: String,
+        review: Option<Answer>,
+    },
     /// Nothing to do yet; the reason says what landing waits for.
     Wait(String),
     /// A person must act; the reason says why and what to do.
     Person(String),
+}
+
+/// The review a fix round answers, and where its reply goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answer {
+    /// The review's id.
+    pub review: u64,
+    /// The reviewer's login.
+    pub author: String,
+    /// The reviewer's inline comments on the diff: each gets the reply on its thread.
+    pub threads: Vec<u64>,
 }
 
 /// Returns the next step for the pull request `facts` describes.
@@ -84,8 +104,21 @@ pub fn decide(facts: &Facts<'_>) -> Step {
     if let Some(step) = checks_step(facts) {
         return step;
     }
-    if let Some(reason) = changes_requested(facts.reviews, facts.reviewers) {
-        return Step::Person(with_inline(reason, facts));
+    if let Some(review) = blocking(facts.reviews, facts.reviewers) {
+        let inline: Vec<&PrComment> = facts
+            .inline
+            .iter()
+            .filter(|c| c.author == review.author)
+            .collect();
+        return Step::Fix {
+            reason: with_inline(reason_of(review), facts),
+            feedback: review_feedback(review, &inline),
+            review: Some(Answer {
+                review: review.id,
+                author: review.author.clone(),
+                threads: inline.iter().map(|c| c.id).collect(),
+            }),
+        };
     }
     if facts.status.mergeable == Some(false) {
         return Step::Person(format!(
@@ -118,16 +151,20 @@ fn checks_step(facts: &Facts<'_>) -> Option<Step> {
     }
     if let Some(c) = failed.first() {
         let tail = c.log_tail.lines().last().unwrap_or_default();
-        return Some(Step::Person(format!(
-            "check `{}` failed ({}){}: fix it on the branch and push",
-            c.name,
-            c.conclusion.as_str(),
-            if tail.is_empty() {
-                String::new()
-            } else {
-                format!(": {tail}")
-            }
-        )));
+        return Some(Step::Fix {
+            review: None,
+            feedback: feedback(&failed),
+            reason: format!(
+                "check `{}` failed ({}){}: fix it on the branch and push",
+                c.name,
+                c.conclusion.as_str(),
+                if tail.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {tail}")
+                }
+            ),
+        });
     }
     let pending: Vec<&str> = facts
         .checks
@@ -142,6 +179,52 @@ fn checks_step(facts: &Facts<'_>) -> Option<Step> {
         )));
     }
     None
+}
+
+/// Returns what a fix round tells the worker about the `failed` checks of the pull request's
+/// head: each check's name and conclusion, then the tail of its output or log.
+fn feedback(failed: &[&Check]) -> String {
+    let mut text = String::from(
+        "The pull request's CI failed on your change. Fix what made these checks fail:\n",
+    );
+    for c in failed {
+        text.push_str(&format!(
+            "\n## Check `{}` failed ({})\n",
+            c.name,
+            c.conclusion.as_str()
+        ));
+        if !c.log_tail.is_empty() {
+            text.push_str(&format!(
+                "\nThe end of its log:\n\n```\n{}\n```\n",
+                c.log_tail
+            ));
+        }
+    }
+    text
+}
+
+/// Returns what a fix round tells the worker about `review` requesting changes, with the
+/// reviewer's `inline` comments on the diff (file, line, text).
+fn review_feedback(review: &Review, inline: &[&PrComment]) -> String {
+    let mut text = format!(
+        "A reviewer asked for changes on the pull request. Make them:\n\n## Review by {} (changes requested)\n",
+        review.author
+    );
+    if !review.body.is_empty() {
+        text.push_str(&format!("\n{}\n", review.body));
+    }
+    if !inline.is_empty() {
+        text.push_str("\n## Comments on the diff\n\n");
+        for c in inline {
+            let place = match (&c.path, c.line) {
+                (Some(p), Some(l)) => format!("{p}:{l}"),
+                (Some(p), None) => p.clone(),
+                _ => "the diff".into(),
+            };
+            text.push_str(&format!("- {place}: {}\n", c.body));
+        }
+    }
+    text
 }
 
 /// Returns `reason` (which starts with the reviewer's login) followed by that reviewer's inline
@@ -180,6 +263,25 @@ pub fn counted(author: &str, association: &str, reviewers: Option<&[String]>) ->
 /// Returns why the reviews block landing: a counted reviewer whose latest verdict requests
 /// changes. Reviews by accounts not [`counted`] are shown on the forge, never acted on.
 pub fn changes_requested(reviews: &[Review], reviewers: Option<&[String]>) -> Option<String> {
+    blocking(reviews, reviewers).map(reason_of)
+}
+
+/// Returns why `review` blocks landing: its author and the first line of its body.
+fn reason_of(review: &Review) -> String {
+    let body = review.body.lines().next().unwrap_or_default();
+    format!(
+        "{} requested changes{}",
+        review.author,
+        if body.is_empty() {
+            String::new()
+        } else {
+            format!(": {body}")
+        }
+    )
+}
+
+/// Returns the first counted reviewer's latest review when it requests changes.
+fn blocking<'r>(reviews: &'r [Review], reviewers: Option<&[String]>) -> Option<&'r Review> {
     let counted = |r: &&Review| counted(&r.author, &r.association, reviewers);
     let mut latest: Vec<&Review> = Vec::new();
     for r in reviews.iter().filter(counted).filter(|r| {
@@ -195,17 +297,7 @@ pub fn changes_requested(reviews: &[Review], reviewers: Option<&[String]>) -> Op
         .iter()
         .filter(|r| r.state == ReviewState::ChangesRequested)
         .collect();
-    let first = blocking.first()?;
-    let body = first.body.lines().next().unwrap_or_default();
-    Some(format!(
-        "{} requested changes{}",
-        first.author,
-        if body.is_empty() {
-            String::new()
-        } else {
-            format!(": {body}")
-        }
-    ))
+    blocking.first().map(|r| **r)
 }
 
 #[cfg(test)]
@@ -286,7 +378,7 @@ mod tests {
     }
 
     #[test]
-    fn a_failed_check_is_rerun_once_then_needs_a_person_and_pending_ones_wait() {
+    fn a_failed_check_is_rerun_once_then_goes_back_as_a_fix_and_pending_ones_wait() {
         let s = status("main");
         let checks = [check("test", CheckConclusion::Failure)];
         assert!(matches!(
@@ -295,7 +387,9 @@ mod tests {
         ));
         let step = decide(&facts(&s, &checks, &[], &[], &["test".into()]));
         assert!(
-            matches!(&step, Step::Person(r) if r.contains("`test` failed") && r.contains("boom")),
+            matches!(&step, Step::Fix { reason, feedback, review: None } if reason.contains("`test` failed")
+                && reason.contains("boom") && feedback.contains("## Check `test` failed (failure)")
+                && feedback.contains("error: boom")),
             "{step:?}"
         );
         let running = [check("lint", CheckConclusion::Pending)];
@@ -333,9 +427,27 @@ mod tests {
         ];
         let mut f = facts(&s, &[], &reviews, &[], &[]);
         f.inline = &inline;
+        let Step::Fix {
+            reason,
+            feedback,
+            review,
+        } = decide(&f)
+        else {
+            panic!("{:?}", decide(&f));
+        };
         assert_eq!(
-            decide(&f),
-            Step::Person("bob requested changes: rename it (src/lib.rs:12: off by one)".into())
+            reason,
+            "bob requested changes: rename it (src/lib.rs:12: off by one)"
+        );
+        assert!(feedback.contains("## Review by bob (changes requested)\n\nrename it"));
+        assert!(feedback.contains("- src/lib.rs:12: off by one\nsee above"));
+        assert!(
+            !feedback.contains("nit"),
+            "only the reviewer's own comments"
+        );
+        assert_eq!(
+            review.map(|a| (a.review, a.author)),
+            Some((1, "bob".into()))
         );
     }
 

@@ -10,11 +10,18 @@
 //! is re-run at most once per head (the journal says which were), and the summary comment is
 //! found again by its marker rather than posted twice.
 //!
-//! Not yet: sending a real failure or a review back to the packet's worker as a fix round, and
-//! rebasing children after a squash merge; such a pull request waits for a person.
+//! A real failure (a failed check that stays failed when re-run, a failed commit status) goes
+//! back to the packet's worker as a fix round ([`fix`]), at most `[land] max_rounds` times;
+//! then the pull request waits for a person with the reason.
+//!
+//! A counted reviewer's review requesting changes goes back the same way, with their inline
+//! comments; the fix is answered on the review's threads.
+//!
+//! Not yet: rebasing children after a squash merge; such a pull request waits for a person.
 
 mod commands;
 mod decide;
+mod fix;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,10 +33,13 @@ use orchestra_core::store::{Event, EventKind, Store, StoreError};
 use orchestra_git::git::RepoInfo;
 use serde::Serialize;
 
-pub use decide::{Facts, Parent, Step, changes_requested, counted, decide};
+pub use decide::{Answer, Facts, Parent, Step, changes_requested, counted, decide};
 
 /// Default seconds between polls.
 pub const DEFAULT_POLL_SECS: u64 = 60;
+
+/// Default fix rounds per pull request (`[land] max_rounds`).
+pub const DEFAULT_MAX_ROUNDS: u32 = 3;
 
 /// Consecutive failed polls after which landing gives up with the last error.
 const MAX_FAILED_POLLS: u32 = 5;
@@ -50,6 +60,10 @@ pub struct LandOptions {
     pub max_polls: Option<u32>,
     /// Cuts the wait between polls short (a verified webhook event); `None`: only the clock.
     pub wake: Option<Arc<orchestra_core::forge::Wake>>,
+    /// Fix rounds per pull request before it waits for a person; 0 sends nothing back.
+    pub max_rounds: u32,
+    /// The remote the pull requests' branches live on: fixes are fetched from and pushed to it.
+    pub remote: String,
 }
 
 impl Default for LandOptions {
@@ -61,6 +75,8 @@ impl Default for LandOptions {
             reviewers: None,
             max_polls: None,
             wake: None,
+            max_rounds: DEFAULT_MAX_ROUNDS,
+            remote: "origin".to_string(),
         }
     }
 }
@@ -141,6 +157,8 @@ struct Followed {
     /// The summary comment's text as last written.
     summary: Option<String>,
     flaky: Vec<String>,
+    /// Fix rounds started for it, by this `land` or earlier ones.
+    rounds: u32,
 }
 
 /// Follows run `run`'s pull requests on `forge` until each has landed, was closed, or waits
@@ -201,6 +219,7 @@ pub fn land(
     loop {
         polls += 1;
         match poll(
+            repo,
             &mut store,
             run,
             forge,
@@ -306,6 +325,7 @@ fn find_pull_requests(
                 settled: None,
                 summary: None,
                 flaky: Vec::new(),
+                rounds: 0,
             }),
             None => without.push(packet.id.clone()),
         }
@@ -330,7 +350,9 @@ fn topo(mut rest: Vec<Followed>) -> Vec<Followed> {
 pub(super) type Journal<'a> = dyn FnMut(&mut Store, Event) -> Result<(), LandError> + 'a;
 
 /// Looks at every unsettled pull request once, parents first, and takes its next step.
+#[allow(clippy::too_many_arguments)]
 fn poll(
+    repo: &RepoInfo,
     store: &mut Store,
     run: &str,
     forge: &dyn Forge,
@@ -403,6 +425,14 @@ fn poll(
                 merge: opts.merge || asked.land,
             }),
         };
+        let env = fix::Env {
+            repo,
+            run,
+            opts,
+            forge,
+        };
+        let step = fix::step(store, &env, &followed[i], &status.head_sha, step, journal)?;
+        followed[i].rounds = fix::rounds_taken(store, run, &followed[i].packet)?;
         act(store, forge, method, &mut followed[i], step, journal)?;
     }
     Ok(())
@@ -480,7 +510,8 @@ fn act(
     };
     let waiting = match &step {
         Step::Wait(r) => r.clone(),
-        Step::Person(r) => format!("a person: {r}"),
+        // A fix step that was not turned into a round is a person's to take.
+        Step::Person(r) | Step::Fix { reason: r, .. } => format!("a person: {r}"),
         _ => String::new(),
     };
     let observed = (state.to_string(), status.head_sha.clone(), waiting.clone());
@@ -507,7 +538,7 @@ fn act(
             return Ok(());
         }
         Step::Wait(reason) => format!("waiting for {reason}"),
-        Step::Person(reason) => {
+        Step::Person(reason) | Step::Fix { reason, .. } => {
             if f.person.as_deref() != Some(reason.as_str()) {
                 journal(
                     store,
@@ -611,6 +642,12 @@ fn summary_text(f: &Followed, line: &str) -> String {
         "**git-orchestra** is landing this pull request: packet `{}` ({}), done by the `{}` role.\n\n- {line}\n",
         f.packet, f.title, f.role
     );
+    if f.rounds > 0 {
+        text.push_str(&format!(
+            "- fix rounds (failures and reviews sent back to the packet's worker): {}\n",
+            f.rounds
+        ));
+    }
     if !f.flaky.is_empty() {
         text.push_str(&format!(
             "- flaky (failed, then passed when re-run): {}\n",

@@ -29,6 +29,10 @@ pub struct LandConfig {
     /// (GitLab) does not match it are refused with 401.
     #[serde(default)]
     pub webhook_secret_env: Option<String>,
+    /// Fix rounds per pull request (default 3): a failed check or a review asking for changes
+    /// goes back to the packet's worker this many times, then the pull request waits for a
+    /// person with the reason; 0 sends nothing back.
+    pub max_rounds: Option<u32>,
 }
 
 impl LandConfig {
@@ -41,6 +45,7 @@ impl LandConfig {
             reviewers: self.reviewers.or(base.reviewers),
             webhook: self.webhook.or(base.webhook),
             webhook_secret_env: self.webhook_secret_env.or(base.webhook_secret_env),
+            max_rounds: self.max_rounds.or(base.max_rounds),
         }
     }
 }

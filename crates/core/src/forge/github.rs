@@ -204,6 +204,22 @@ impl Forge for GitHub {
     fn upsert_summary(&self, number: u64, body: &str) -> Result<SummaryAction, ForgeError> {
         github_land::upsert_summary(&self.repo, number, body)
     }
+
+    fn reply_to_review_comment(
+        &self,
+        number: u64,
+        comment: u64,
+        body: &str,
+    ) -> Result<(), ForgeError> {
+        let path = format!(
+            "{}/pulls/{number}/comments/{comment}/replies",
+            self.repo.path
+        );
+        self.repo
+            .api
+            .request("POST", &path, Some(&serde_json::json!({ "body": body })))
+            .map(drop)
+    }
 }
 
 /// Reads a pull request object (the shape GitHub and Gitea share).

@@ -64,12 +64,15 @@ pub(super) fn checks(repo: &RepoApi, sha: &str) -> Result<Vec<Check>, ForgeError
             _ => CheckConclusion::Pending,
         };
         let output = &run["output"];
-        let text = ["title", "summary", "text"]
+        let mut text = ["title", "summary", "text"]
             .iter()
             .filter_map(|k| output[*k].as_str())
             .filter(|t| !t.trim().is_empty())
             .collect::<Vec<_>>()
             .join("\n");
+        if conclusion.failed() && output["text"].as_str().is_none_or(|t| t.trim().is_empty()) {
+            text.push_str(&job_log(repo, id));
+        }
         let check = Check {
             id,
             name: name.clone(),
@@ -105,6 +108,21 @@ pub(super) fn checks(repo: &RepoApi, sha: &str) -> Result<Vec<Check>, ForgeError
         });
     }
     Ok(found)
+}
+
+/// Returns the log of GitHub Actions job `id` (a check run Actions made has its job's id),
+/// after a newline; empty when there is none (another app's check run) or it cannot be read:
+/// a failure is reported without its log rather than not at all.
+fn job_log(repo: &RepoApi, id: u64) -> String {
+    let path = format!("{}/actions/jobs/{id}/logs", repo.path);
+    match repo.api.get_text(&path) {
+        Ok(log) if !log.trim().is_empty() => format!("\n{log}"),
+        Ok(_) => String::new(),
+        Err(e) => {
+            tracing::debug!(error = %e, id, "no job log for the failed check run");
+            String::new()
+        }
+    }
 }
 
 /// Reads the reviews of pull request `number`.

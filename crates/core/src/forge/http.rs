@@ -226,6 +226,28 @@ impl Api {
         }
     }
 
+    /// Sends `GET path` and returns the answer's text as it is (a log, not JSON), following
+    /// redirects (without the token: a redirect goes to a signed download URL). Any non-2xx
+    /// answer is an error with the token scrubbed from it.
+    pub fn get_text(&self, path: &str) -> Result<String, ForgeError> {
+        self.wait_for_limits("GET", path, false)?;
+        let answer = self.send("GET", path, None)?;
+        if (200..300).contains(&answer.status) {
+            return Ok(answer.text);
+        }
+        Err(ForgeError::Status {
+            method: "GET".to_string(),
+            path: path.to_string(),
+            status: answer.status,
+            message: orchestra_sys::redact::scrub_and_clip(
+                &answer.text,
+                self.token.iter().map(Token::expose),
+                TOKEN_PLACEHOLDER,
+                400,
+            ),
+        })
+    }
+
     fn wait_for_limits(&self, method: &str, path: &str, writes: bool) -> Result<(), ForgeError> {
         let blocked = self.blocked_until.lock().ok().and_then(|mut b| b.take());
         if let Some(until) = blocked {

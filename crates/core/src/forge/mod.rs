@@ -173,6 +173,17 @@ pub trait Forge {
         let _ = check;
         Err(unsupported(self.kind(), "re-running checks"))
     }
+    /// Replies `body` on the thread of inline review comment `comment` on pull request
+    /// `number`'s diff.
+    fn reply_to_review_comment(
+        &self,
+        number: u64,
+        comment: u64,
+        body: &str,
+    ) -> Result<(), ForgeError> {
+        let _ = (number, comment, body);
+        Err(unsupported(self.kind(), "replying to review comments"))
+    }
     /// Creates the run's summary comment on pull request `number`, or edits the one already
     /// there (found by [`SUMMARY_MARKER`]) when its text differs; never adds a second one.
     fn upsert_summary(&self, number: u64, body: &str) -> Result<SummaryAction, ForgeError> {

@@ -97,6 +97,8 @@ event_kinds! {
     CandidateStarted => "candidate_started",
     CandidateEnded => "candidate_ended",
     CandidateChosen => "candidate_chosen",
+    LandFixStarted => "land_fix_started",
+    LandFixEnded => "land_fix_ended",
 }
 
 impl Event {

@@ -391,6 +391,30 @@ pub enum Event {
         command: String,
         acted: bool,
     },
+    /// Fix round `round` of `packet`'s pull request `number` started on head `head_sha`: what
+    /// failed there (`reason`: a failed check, a review asking for changes) went back to the
+    /// packet's worker.
+    LandFixStarted {
+        packet: String,
+        number: u64,
+        round: u32,
+        head_sha: String,
+        reason: String,
+    },
+    /// Fix round `round` of `packet`'s pull request ended: `pushed` is the commit pushed over
+    /// `head_sha` (with a lease on it), empty when nothing was pushed; `outcome` says what
+    /// happened; `review` is the id of the review requesting changes it answered (absent for
+    /// a failed check).
+    LandFixEnded {
+        packet: String,
+        number: u64,
+        round: u32,
+        head_sha: String,
+        pushed: String,
+        outcome: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        review: Option<u64>,
+    },
     /// `land` stopped following the run's pull requests: how many were `merged`, `closed` by
     /// a person, and `waiting` for one.
     LandFinished {
@@ -484,7 +508,9 @@ impl Event {
             | Event::LandCommand { packet, .. }
             | Event::CandidateStarted { packet, .. }
             | Event::CandidateEnded { packet, .. }
-            | Event::CandidateChosen { packet, .. } => Some(packet),
+            | Event::CandidateChosen { packet, .. }
+            | Event::LandFixStarted { packet, .. }
+            | Event::LandFixEnded { packet, .. } => Some(packet),
             Event::RunCreated { .. }
             | Event::RunStarted { .. }
             | Event::RunInterrupted { .. }

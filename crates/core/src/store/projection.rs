@@ -100,7 +100,9 @@ pub(super) fn apply(
         | Event::LandCommand { .. }
         | Event::LandFinished { .. }
         | Event::CandidateStarted { .. }
-        | Event::CandidateEnded { .. } => Ok(()),
+        | Event::CandidateEnded { .. }
+        | Event::LandFixStarted { .. }
+        | Event::LandFixEnded { .. } => Ok(()),
         Event::RunStarted { .. }
         | Event::RunInterrupted { .. }
         | Event::RunCancelled

@@ -58,6 +58,30 @@ impl Git {
         self.run(args).map(drop)
     }
 
+    /// Pushes `commit` to branch `branch` of `remote` only if that branch still points at
+    /// `expected` there (`--force-with-lease=refs/heads/<branch>:<expected>`): a push made by
+    /// someone else in between is never overwritten.
+    pub fn push_with_lease(
+        &self,
+        remote: &str,
+        branch: &str,
+        commit: &str,
+        expected: &str,
+    ) -> Result<(), GitError> {
+        let lease = format!("--force-with-lease=refs/heads/{branch}:{expected}");
+        let refspec = format!("{commit}:refs/heads/{branch}");
+        self.run(["push", "--porcelain", &lease, remote, &refspec])
+            .map(drop)
+    }
+
+    /// Fetches branch `branch` of `remote` (into `FETCH_HEAD` only, no local ref changes).
+    pub fn fetch_branch(&self, remote: &str, branch: &str) -> Result<(), GitError> {
+        let refspec = format!("refs/heads/{branch}");
+        self.writing()
+            .run(["fetch", "--quiet", "--no-tags", remote, &refspec])
+            .map(drop)
+    }
+
     /// Deletes `refname` on `remote` (`git push --delete`).
     pub fn push_delete(&self, remote: &str, refname: &str) -> Result<(), GitError> {
         self.run(["push", "--porcelain", remote, "--delete", refname])
