@@ -71,7 +71,8 @@ pub fn run_land(
     let run = super::open_run(repo, Some(run))?;
     let settings = ForgeSettings::load(&repo.git(), remote).map_err(CommandError::user)?;
     let forge = forge::open_forge(&settings).map_err(CommandError::user)?;
-    let opts = options(config, once)?;
+    let mut opts = options(config, once)?;
+    opts.remote = settings.remote.clone();
     let mut print = |e: &Event| {
         if let Some(line) = event_line(e)
             && !json
@@ -116,6 +117,7 @@ fn options(config: &RepoConfig, once: bool) -> Result<LandOptions, CommandError>
         method,
         reviewers: land.reviewers.clone(),
         max_polls: once.then_some(1),
+        ..LandOptions::default()
     })
 }
 
@@ -147,6 +149,27 @@ fn event_line(e: &Event) -> Option<String> {
             from,
             to,
         } => format!("{packet} #{number}: retargeted from {from} to {to}"),
+        Event::PrRestacked {
+            packet,
+            number,
+            from,
+            to,
+            onto,
+            ..
+        } => format!(
+            "{packet} #{number}: restacked onto {onto}: its own commits moved from {} to {} (old head saved)",
+            from.get(..12).unwrap_or(from),
+            to.get(..12).unwrap_or(to)
+        ),
+        Event::RestackConflicted {
+            packet,
+            number,
+            onto,
+            files,
+        } => format!(
+            "{packet} #{number}: restacking onto {onto} conflicts in {}",
+            files.join(", ")
+        ),
         Event::PrMerged {
             packet,
             number,

@@ -6,5 +6,6 @@
 
 pub(crate) mod forge_mock;
 mod land;
+mod land_restack;
 mod landing_api;
 pub(crate) mod pull_requests;

@@ -10,11 +10,15 @@
 //! is re-run at most once per head (the journal says which were), and the summary comment is
 //! found again by its marker rather than posted twice.
 //!
-//! Not yet: sending a real failure or a review back to the packet's worker as a fix round, and
-//! rebasing children after a squash merge; such a pull request waits for a person.
+//! A child whose parent landed by squash or rebase is [`restack`]ed first: its own commits
+//! move onto the branch the parent landed in before it is retargeted.
+//!
+//! Not yet: sending a real failure, a review or a restack conflict back to the packet's worker
+//! as a fix round; such a pull request waits for a person.
 
 mod commands;
 mod decide;
+mod restack;
 
 use std::time::Duration;
 
@@ -47,6 +51,8 @@ pub struct LandOptions {
     pub reviewers: Option<Vec<String>>,
     /// Stop after this many polls (`None`: until done); for a single look.
     pub max_polls: Option<u32>,
+    /// The remote the pull requests' branches are on, where restacked branches are pushed.
+    pub remote: String,
 }
 
 impl Default for LandOptions {
@@ -57,6 +63,7 @@ impl Default for LandOptions {
             method: None,
             reviewers: None,
             max_polls: None,
+            remote: "origin".into(),
         }
     }
 }
@@ -103,6 +110,8 @@ pub enum LandError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Lock(orchestra_sys::exec::LockError),
+    #[error("restacking a pull request's branch failed: {0}")]
+    Git(orchestra_git::git::GitError),
     #[error(
         "another `git orchestra land` already follows the pull requests of run `{run}`; let it go on, or stop it (Ctrl-C) first"
     )]
@@ -192,13 +201,18 @@ pub fn land(
         Err(e) if opts.merge => return Err(e),
         Err(_) => None,
     };
+    let restacker = restack::Restacker {
+        git: repo.git(),
+        remote: &opts.remote,
+        run,
+    };
     let mut polls = 0;
     let mut failed = 0;
     loop {
         polls += 1;
         match poll(
             &mut store,
-            run,
+            &restacker,
             forge,
             opts,
             method,
@@ -206,6 +220,10 @@ pub fn land(
             &mut journal,
         ) {
             Ok(()) => failed = 0,
+            Err(e @ LandError::Git(_)) if failed + 1 < MAX_FAILED_POLLS => {
+                failed += 1;
+                tracing::warn!(error = %e, failed, "restacking failed; backing off");
+            }
             Err(LandError::Forge(e)) if failed + 1 < MAX_FAILED_POLLS => {
                 failed += 1;
                 tracing::warn!(error = %e, failed, "a look at the forge failed; backing off");
@@ -322,13 +340,14 @@ pub(super) type Journal<'a> = dyn FnMut(&mut Store, Event) -> Result<(), LandErr
 /// Looks at every unsettled pull request once, parents first, and takes its next step.
 fn poll(
     store: &mut Store,
-    run: &str,
+    restacker: &restack::Restacker<'_>,
     forge: &dyn Forge,
     opts: &LandOptions,
     method: Option<MergeMethod>,
     followed: &mut [Followed],
     journal: &mut Journal<'_>,
 ) -> Result<(), LandError> {
+    let run = restacker.run;
     for i in 0..followed.len() {
         if followed[i].settled.is_some() {
             continue;
@@ -393,6 +412,8 @@ fn poll(
                 merge: opts.merge || asked.land,
             }),
         };
+        let step = restack::before_retarget(restacker, store, followed, i, step, journal)?;
+        let step = restack::behind_person(followed, i, step);
         act(store, forge, method, &mut followed[i], step, journal)?;
     }
     Ok(())
