@@ -132,11 +132,34 @@ fn cmd_tasks(cwd: &Path, args: &TasksArgs) -> Result<(), CommandError> {
                 .hint("configure a model profile, or leave the objective to the commit message")
             })?;
     }
-    let mut tasks = eval::from_history(&repo, range, &check).map_err(|e| match e {
-        eval::EvalError::Range { .. } | eval::EvalError::EmptyRange { .. } => CommandError::user(e),
-        eval::EvalError::Interrupted { .. } => CommandError::interrupted(e),
-        other => CommandError::internal(other),
-    })?;
+    let quiet = args.json;
+    let mut to_check = 0;
+    let mut progress = |p: eval::Progress<'_>| match p {
+        eval::Progress::Listed {
+            commits,
+            to_check: n,
+        } if !quiet => {
+            to_check = n;
+            eprintln!(
+                "{commits} commits, {n} of them change source and test files: checking those"
+            );
+        }
+        eval::Progress::Checking { n, commit } if !quiet => {
+            eprintln!(
+                "[{n}/{to_check}] checking {}…",
+                &commit[..commit.len().min(10)]
+            );
+        }
+        _ => {}
+    };
+    let mut tasks =
+        eval::from_history_with(&repo, range, &check, &mut progress).map_err(|e| match e {
+            eval::EvalError::Range { .. } | eval::EvalError::EmptyRange { .. } => {
+                CommandError::user(e)
+            }
+            eval::EvalError::Interrupted { .. } => CommandError::interrupted(e),
+            other => CommandError::internal(other),
+        })?;
     if args.objective_from == ObjectiveFrom::Model {
         rewrite_objectives(&repo, &config, &mut tasks, args.json)?;
     }

@@ -260,9 +260,8 @@ fn merge_options(
 ) -> merge::MergeOptions {
     merge::MergeOptions {
         target: args.target.clone(),
-        // Unlike `merge`, `run --merge` has always validated the merged tree under the
-        // default timeout, not `--timeout` / `[run] timeout`.
-        timeout: git_orchestra::exec::DEFAULT_TIMEOUT,
+        // The merged tree is validated under the run's own limit, as its packets were.
+        timeout: config.timeout(args.timeout),
         ..merge::MergeOptions::from_config(
             config,
             git_orchestra::agent::sandbox::command_sandboxes(&repo.common_dir, &config.sandbox),

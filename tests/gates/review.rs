@@ -169,6 +169,11 @@ fn validation_commands_run_on_the_tip_in_a_scratch_checkout() {
         1,
         "scratch worktree left: {worktrees}"
     );
+    // Nor the private temporary directory its sandboxed command had.
+    let tmp: Vec<_> = std::fs::read_dir(repo.path.join(".git/orchestra/tmp"))
+        .map(|d| d.map(|e| e.unwrap().file_name()).collect())
+        .unwrap_or_default();
+    assert!(tmp.is_empty(), "temporary directories left: {tmp:?}");
 }
 
 #[test]

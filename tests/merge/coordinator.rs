@@ -150,7 +150,7 @@ fn a_failing_packet_is_bisected_out_without_evicting_others() {
     assert_eq!(
         repo.git(&["worktree", "list"])
             .lines()
-            .filter(|l| l.contains("orchestra/scratch"))
+            .filter(|l| l.contains("/.scratch/"))
             .count(),
         0
     );
@@ -489,4 +489,28 @@ fn integrated_packets_lose_their_worktrees_keep_their_branches_unless_configured
             );
         }
     }
+}
+
+#[test]
+fn run_merge_validates_the_merged_tree_under_the_run_s_timeout() {
+    let repo = TestRepo::new();
+    // Passes at once in the packet's worktree; hangs on the merged tree's scratch checkout.
+    let validate = "\"case $PWD in */.scratch/*) sleep 120;; esac; test -f out-p1.txt\"";
+    let body = format!(
+        "objective = \"Merge one\"\n\n{}",
+        packet("p1", "\"out-p1.txt\"", "", validate)
+    );
+    let plan = repo.write_plan("plan.toml", &body);
+    let base = repo.git(&["rev-parse", "main"]);
+    let started = std::time::Instant::now();
+    let out = repo.run_plan(&plan, WORKER, &["--merge", "--timeout", "3"]);
+    let took = started.elapsed();
+    assert!(
+        took < std::time::Duration::from_secs(60),
+        "the merged tree's validation ran past --timeout 3: {took:?}\n{}",
+        text(&out)
+    );
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("timed out"), "{}", text(&out));
+    assert_eq!(repo.git(&["rev-parse", "main"]), base, "main moved");
 }

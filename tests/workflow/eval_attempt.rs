@@ -98,7 +98,8 @@ fn an_attempt_repository_holds_nothing_after_the_base() {
     let path = attempt::eval_dir(&info.common_dir, "e1").join("a1");
     let made = attempt::prepare(&info, &base, &path).unwrap();
     let dir = made.toplevel.clone();
-    assert!(dir.starts_with(repo.path.join(".git")), "{}", dir.display());
+    // Beside the source, never inside its working tree or `.git`: nothing walks up into it.
+    assert!(!dir.starts_with(&repo.path), "{}", dir.display());
     assert_eq!(git(&dir, &["rev-parse", "HEAD"]), base);
     assert_eq!(git(&dir, &["status", "--porcelain"]), "");
     assert!(!dir.join("src/sub.sh").exists());

@@ -131,7 +131,7 @@ fn arms_resolve_exactly_what_they_solve_and_nothing_leaks_or_cheats() {
     }
     // The source repository is as it was, and no attempt repository is left.
     assert_eq!(refs(&repo.path), before);
-    let evals = repo.path.join(".git/orchestra/evals");
+    let evals = git_orchestra::exec::outside_dir(&repo.path.join(".git"), ".evals");
     for eval in std::fs::read_dir(&evals).unwrap() {
         let left: Vec<_> = std::fs::read_dir(eval.unwrap().path())
             .unwrap()
@@ -174,7 +174,7 @@ fn a_bad_arm_is_refused_by_name_before_anything_runs() {
         assert!(err.contains(says), "{arm}: {err}");
     }
     assert_eq!(refs(&repo.path), before);
-    assert!(!repo.path.join(".git/orchestra/evals").exists());
+    assert!(!git_orchestra::exec::outside_dir(&repo.path.join(".git"), ".evals").exists());
 }
 
 #[test]

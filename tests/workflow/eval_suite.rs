@@ -356,8 +356,11 @@ fn check_runs_each_suite_task_at_its_base_and_judges_it_per_test() {
         text(&out)
     );
     assert_eq!(state(&repo.path), before, "the repository changed");
-    let left = std::fs::read_dir(repo.path.join(".git/orchestra/scratch"))
-        .map(|d| d.count())
-        .unwrap_or(0);
+    let left = std::fs::read_dir(git_orchestra::exec::outside_dir(
+        &repo.path.join(".git"),
+        ".scratch",
+    ))
+    .map(|d| d.count())
+    .unwrap_or(0);
     assert_eq!(left, 0, "a scratch checkout was left behind");
 }

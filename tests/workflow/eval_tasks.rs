@@ -131,6 +131,15 @@ fn history_yields_one_valid_task_and_each_invalid_kind_with_the_repository_uncha
     assert!(line("Test multiplication by zero").contains("invalid: no source change"));
     assert!(line("Comment the calculator").contains("invalid: tests pass before"));
     assert!(line("Add subtraction").contains("invalid: tests fail after"));
+    // Only the three that change source and tests are checked, each announced.
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("5 commits, 3 of them change source and test files"),
+        "{err}"
+    );
+    for n in 1..=3 {
+        assert!(err.contains(&format!("[{n}/3] checking ")), "{err}");
+    }
     assert!(
         stdout.contains(
             "5 candidates: 1 valid, 1 no test change, 1 no source change, 1 tests pass before, 1 tests fail after"
@@ -154,7 +163,41 @@ fn leftovers(repo: &Path) -> Vec<String> {
             );
         }
     }
+    let scratch = git_orchestra::exec::outside_dir(&repo.join(".git"), ".scratch");
+    if let Ok(entries) = std::fs::read_dir(&scratch) {
+        left.extend(
+            entries.map(|e| format!(".scratch/{}", e.unwrap().file_name().to_string_lossy())),
+        );
+    }
     left
+}
+
+/// Fails when a directory above the checkout holds `top-marker`, as pytest's rootdir search,
+/// Cargo's workspace search and Node's module lookup would find the user's files there.
+const NO_TOP_ABOVE: &str = "d=$(dirname \"$PWD\"); while [ \"$d\" != / ]; do [ -e \"$d/top-marker\" ] && { echo \"found the user's tree at $d\"; exit 1; }; d=$(dirname \"$d\"); done; sh run_tests.sh";
+
+#[test]
+fn a_check_walking_up_from_its_checkout_never_reaches_the_user_s_tree() {
+    let repo = history();
+    repo.write("top-marker", "the user's working tree\n");
+    let out = orchestra(
+        &repo.path,
+        &[
+            "eval",
+            "tasks",
+            "--from-history",
+            "HEAD~5..HEAD",
+            "--test",
+            NO_TOP_ABOVE,
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("5 candidates: 1 valid,"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(leftovers(&repo.path), Vec::<String>::new());
 }
 
 #[test]
@@ -405,9 +448,12 @@ fn objective_from_model_rewrites_valid_tasks_reading_only_the_base() {
     assert!(transcript.contains("add() {"), "{transcript}");
     assert!(!transcript.contains("mul() {"), "{transcript}");
     assert_eq!(state(&repo.path), before, "the repository changed");
-    let scratch = std::fs::read_dir(repo.path.join(".git/orchestra/scratch"))
-        .map(|d| d.count())
-        .unwrap_or(0);
+    let scratch = std::fs::read_dir(git_orchestra::exec::outside_dir(
+        &repo.path.join(".git"),
+        ".scratch",
+    ))
+    .map(|d| d.count())
+    .unwrap_or(0);
     assert_eq!(scratch, 0, "a scratch checkout was left behind");
 }
 

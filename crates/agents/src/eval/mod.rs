@@ -131,7 +131,7 @@ pub enum EvalRunError {
 
 /// An eval to run: tasks, arms and how attempts are judged.
 pub struct EvalRun<'a> {
-    /// The eval's id: its directory under `<git-dir>/orchestra/evals/` and its journal's key.
+    /// The eval's id: its attempts' directory (`attempt::eval_dir`) and its journal's key.
     pub id: String,
     /// The repository the tasks come from.
     pub source: &'a RepoInfo,

@@ -1,6 +1,6 @@
 //! Clean attempt repositories: each attempt at a task works in a new repository under the
-//! eval's directory (`<git-dir>/orchestra/evals/<eval>/`) that holds the task's base and its
-//! history and nothing after it, so no agent can read the solution from git.
+//! eval's directory (`<repo-parent>/.orchestra/<repo-name>/.evals/<eval>/`, outside the
+//! source) that holds the task's base and its history and nothing after it, so no agent can read the solution from git.
 //!
 //! The repository is made by fetching exactly the base commit by id (see
 //! [`orchestra_git::git::init_at_commit`]): no object or ref only later commits reach (the
@@ -36,11 +36,11 @@ pub enum AttemptError {
     Open { path: PathBuf, message: String },
 }
 
-/// Returns the directory of the eval `eval`'s files and attempt repositories.
+/// Returns the directory of the eval `eval`'s attempt repositories: beside the source
+/// repository (`<repo-parent>/.orchestra/<repo-name>/.evals/<eval>`), outside its working tree
+/// and `.git`, so an attempt cannot walk up into the source and its history.
 pub fn eval_dir(common_dir: &Path, eval: &str) -> PathBuf {
-    orchestra_sys::exec::state_dir(common_dir)
-        .join("evals")
-        .join(eval)
+    orchestra_sys::exec::outside_dir(common_dir, ".evals").join(eval)
 }
 
 /// Prepares a fresh repository at `path` holding `base` of `source` and its history only, on

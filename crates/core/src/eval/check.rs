@@ -239,11 +239,7 @@ pub(super) fn run_at(
         Ok(Some(why)) => Ok(Ran::broken(why)),
         Err(e) => Err(e),
     };
-    let name = dir.file_name().map(|n| n.to_string_lossy().into_owned());
     drop(scratch);
-    if let Some(name) = name {
-        remove_private_tmp(&repo.common_dir, &name);
-    }
     ran
 }
 
@@ -327,22 +323,6 @@ fn execute(
             results: results::parse(&output),
         },
     })
-}
-
-/// Removes the private temporary directories the sandbox made for the scratch checkout named
-/// `name` (`<state>/tmp/<name>-<hash>`): a check leaves nothing behind. Scratch names end in a
-/// unique counter, so `<name>-` names only that checkout's.
-fn remove_private_tmp(common_dir: &std::path::Path, name: &str) {
-    let tmp = orchestra_sys::exec::state_dir(common_dir).join("tmp");
-    let Ok(entries) = fs_err::read_dir(&tmp) else {
-        return;
-    };
-    let prefix = format!("{name}-");
-    for entry in entries.flatten() {
-        if entry.file_name().to_string_lossy().starts_with(&prefix) {
-            let _ = fs_err::remove_dir_all(entry.path());
-        }
-    }
 }
 
 /// Returns what an outcome says: passed on exit 0, failed on another exit code, broken when

@@ -21,7 +21,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use orchestra_git::git::{ChangedFile, GitError, RepoInfo};
+use orchestra_git::git::{ChangedFile, GitError, HistoryCommit, RepoInfo};
 use orchestra_sys::exec::process::Confine;
 use serde::Serialize;
 
@@ -116,8 +116,6 @@ pub enum EvalError {
     Range { range: String, source: GitError },
     #[error("the range `{range}` holds no commits; give a range such as `HEAD~20..HEAD`")]
     EmptyRange { range: String },
-    #[error("cannot read commit {commit}: {source}")]
-    Commit { commit: String, source: GitError },
     #[error("interrupted after {done} of {total} candidates; nothing was left behind")]
     Interrupted { done: usize, total: usize },
     #[error("cannot prepare the check's log directory {path}: {source}")]
@@ -136,81 +134,116 @@ pub fn from_history(
     range: &str,
     check: &Check<'_>,
 ) -> Result<Vec<Task>, EvalError> {
-    let git = repo.git();
-    let commits = git
-        .first_parent_commits(range)
+    from_history_with(repo, range, check, &mut |_| {})
+}
+
+/// What [`from_history_with`] reports while it works.
+#[derive(Debug)]
+pub enum Progress<'t> {
+    /// The range is read: `commits` first-parent commits, of which `to_check` change source
+    /// and test files and so are checked by running the test command.
+    Listed { commits: usize, to_check: usize },
+    /// The `n`th (from 1) of the candidates to check is being checked.
+    Checking { n: usize, commit: &'t str },
+    /// A checked candidate has its verdict.
+    Judged { task: &'t Task },
+}
+
+/// Does what [`from_history`] does, telling `progress` how far it got: the whole range is
+/// read by one `git log`, and only candidates that change source and test files are checked.
+pub fn from_history_with(
+    repo: &RepoInfo,
+    range: &str,
+    check: &Check<'_>,
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Result<Vec<Task>, EvalError> {
+    let history = repo
+        .git()
+        .first_parent_history(range)
         .map_err(|source| EvalError::Range {
             range: range.to_string(),
             source,
         })?;
-    if commits.is_empty() {
+    if history.is_empty() {
         return Err(EvalError::EmptyRange {
             range: range.to_string(),
         });
     }
-    let mut tasks = Vec::with_capacity(commits.len());
-    for commit in &commits {
-        let task = candidate(repo, commit, check)?;
+    let mut tasks: Vec<Task> = history.iter().map(listed).collect();
+    let to_check: Vec<usize> = (0..tasks.len())
+        .filter(|&i| tasks[i].reason.is_none())
+        .collect();
+    progress(Progress::Listed {
+        commits: tasks.len(),
+        to_check: to_check.len(),
+    });
+    for (n, &i) in to_check.iter().enumerate() {
+        progress(Progress::Checking {
+            n: n + 1,
+            commit: &history[i].commit,
+        });
+        let (Some(base), task) = (history[i].parent.as_deref(), &mut tasks[i]) else {
+            continue;
+        };
+        let hidden = hidden_tests(&history[i].changed);
+        let judged = check::judge(repo, base, &history[i].commit, &hidden, check)?;
         // A check the signal stopped judged nothing: the candidate is not listed.
         if check.stop.load(Ordering::SeqCst) {
             return Err(EvalError::Interrupted {
-                done: tasks.len(),
-                total: commits.len(),
+                done: n,
+                total: to_check.len(),
             });
         }
-        tasks.push(task);
-    }
-    Ok(tasks)
-}
-
-/// Returns the candidate task of `commit`, judged.
-fn candidate(repo: &RepoInfo, commit: &str, check: &Check<'_>) -> Result<Task, EvalError> {
-    let git = repo.git();
-    let read = |source| EvalError::Commit {
-        commit: commit.to_string(),
-        source,
-    };
-    let objective = git.commit_message(commit).map_err(read)?;
-    let base = git.first_parent(commit).map_err(read)?;
-    let mut task = Task {
-        commit: commit.to_string(),
-        valid: false,
-        reason: None,
-        detail: None,
-        objective,
-        base: base.clone(),
-        ..Task::default()
-    };
-    // A root commit's files are compared with the empty tree: what it changes decides
-    // whether it is a candidate at all before its missing parent makes it unusable.
-    let from = match &base {
-        Some(b) => b.clone(),
-        None => git.empty_tree().map_err(read)?,
-    };
-    let changed = git.changed_files(&from, commit).map_err(read)?;
-    let hidden: Vec<ChangedFile> = changed
-        .iter()
-        .filter(|f| files::is_test_file(&f.path))
-        .cloned()
-        .collect();
-    task.tests = hidden.iter().map(|f| f.path.clone()).collect();
-    if hidden.is_empty() {
-        task.reason = Some(Reason::NoTestChange);
-    } else if !changed.iter().any(|f| files::is_source_file(&f.path)) {
-        task.reason = Some(Reason::NoSourceChange);
-    } else if base.is_none() {
-        task.reason = Some(Reason::SetupFailed);
-        task.detail = Some("a root commit has no parent to start from".to_string());
-    } else {
-        let judged = check::judge(repo, &from, commit, &hidden, check)?;
         task.valid = judged.reason.is_none();
         task.reason = judged.reason;
         task.detail = judged.detail;
         task.per_test = judged.per_test;
         task.fail_to_pass = judged.fail_to_pass;
         task.pass_to_pass = judged.pass_to_pass;
+        progress(Progress::Judged { task });
     }
-    Ok(task)
+    Ok(tasks)
+}
+
+/// Returns the files of `changed` that are tests: a candidate's hidden tests.
+fn hidden_tests(changed: &[ChangedFile]) -> Vec<ChangedFile> {
+    changed
+        .iter()
+        .filter(|f| files::is_test_file(&f.path))
+        .cloned()
+        .collect()
+}
+
+/// Returns the candidate task of `commit` as its files classify it, before any check: invalid
+/// with its reason, or with no reason yet when it changes source and test files and has a
+/// parent to start from (a root commit's files are compared with the empty tree, so what it
+/// changes decides whether it is a candidate at all before its missing parent makes it
+/// unusable).
+fn listed(commit: &HistoryCommit) -> Task {
+    let hidden = hidden_tests(&commit.changed);
+    let mut task = Task {
+        commit: commit.commit.clone(),
+        valid: false,
+        reason: None,
+        detail: None,
+        objective: commit.message.clone(),
+        base: commit.parent.clone(),
+        tests: hidden.iter().map(|f| f.path.clone()).collect(),
+        ..Task::default()
+    };
+    if hidden.is_empty() {
+        task.reason = Some(Reason::NoTestChange);
+    } else if !commit
+        .changed
+        .iter()
+        .any(|f| files::is_source_file(&f.path))
+    {
+        task.reason = Some(Reason::NoSourceChange);
+    } else if commit.parent.is_none() {
+        task.reason = Some(Reason::SetupFailed);
+        task.detail = Some("a root commit has no parent to start from".to_string());
+    }
+    task
 }
 
 /// Returns how many of `tasks` are valid and how many are invalid for each reason (reasons

@@ -1,8 +1,9 @@
 //! Throwaway detached worktrees for running validation commands on a commit that is not (yet)
 //! any branch's tip: a reviewed range's tip, or a merge candidate.
 //!
-//! They live under `<common-git-dir>/orchestra/scratch/`, never in the user's working tree,
-//! and are removed (with `git worktree remove --force`, since they only ever hold a checkout
+//! They live beside the repository (`<repo-parent>/.orchestra/<repo-name>/.scratch/`, see
+//! [`orchestra_sys::exec::outside_dir`]), never in the user's working tree nor under its
+//! `.git`, so a tool walking up from one never reads the user's files; they are removed (with `git worktree remove --force`, since they only ever hold a checkout
 //! and build output) when the value is dropped.
 
 use std::path::{Path, PathBuf};
@@ -16,6 +17,9 @@ use orchestra_git::git::{Git, RepoInfo};
 pub struct ScratchWorktree {
     repo: Git,
     path: PathBuf,
+    /// The state directory's `tmp`, where the sandbox gives the commands run in this checkout a
+    /// private temporary directory named after it.
+    private_tmp: PathBuf,
 }
 
 impl ScratchWorktree {
@@ -28,9 +32,7 @@ impl ScratchWorktree {
             orchestra_sys::names::sanitize(label, 40),
             std::process::id()
         );
-        let path = orchestra_sys::exec::state_dir(&repo.common_dir)
-            .join("scratch")
-            .join(name);
+        let path = orchestra_sys::exec::outside_dir(&repo.common_dir, ".scratch").join(name);
         if let Some(parent) = path.parent() {
             fs_err::create_dir_all(parent).map_err(|e| GateError::Scratch {
                 path: path.clone(),
@@ -44,7 +46,11 @@ impl ScratchWorktree {
                 path: path.clone(),
                 message: e.to_string(),
             })?;
-        Ok(ScratchWorktree { repo: git, path })
+        Ok(ScratchWorktree {
+            repo: git,
+            path,
+            private_tmp: orchestra_sys::exec::state_dir(&repo.common_dir).join("tmp"),
+        })
     }
 
     /// Returns the checkout's directory.
@@ -60,6 +66,29 @@ impl Drop for ScratchWorktree {
             // The registration may be half-made; remove the directory and prune.
             let _ = fs_err::remove_dir_all(&self.path);
             let _ = self.repo.prune_worktrees();
+        }
+        remove_private_tmp(&self.private_tmp, &self.path);
+    }
+}
+
+/// Removes the private temporary directories the sandbox made for the commands run in the
+/// checkout `path` (`<tmp>/<name>-<hash>`, the name cut at 40 characters): a scratch checkout
+/// leaves nothing behind. Scratch names end in the process id and a counter, so `<name>-` names
+/// only this checkout's.
+fn remove_private_tmp(tmp: &Path, path: &Path) {
+    let Some(name) = path.file_name() else {
+        return;
+    };
+    let prefix = format!(
+        "{}-",
+        name.to_string_lossy().chars().take(40).collect::<String>()
+    );
+    let Ok(entries) = fs_err::read_dir(tmp) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        if entry.file_name().to_string_lossy().starts_with(&prefix) {
+            let _ = fs_err::remove_dir_all(entry.path());
         }
     }
 }

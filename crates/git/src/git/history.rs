@@ -14,7 +14,41 @@ pub struct ChangedFile {
     pub path: String,
 }
 
+/// One first-parent commit of a range, as [`Git::first_parent_history`] reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HistoryCommit {
+    pub commit: String,
+    /// Its first parent, `None` for a root commit.
+    pub parent: Option<String>,
+    /// Its full message (subject and body), without trailing blank lines.
+    pub message: String,
+    /// What it changes against its first parent (against the empty tree for a root commit),
+    /// renames as delete plus add.
+    pub changed: Vec<ChangedFile>,
+}
+
 impl Git {
+    /// Returns the first-parent commits of `range`, oldest first, each with its first parent,
+    /// message and changed files, read by one `git log` however long the range; a range git
+    /// cannot read is the failure git reports.
+    pub fn first_parent_history(&self, range: &str) -> Result<Vec<HistoryCommit>, GitError> {
+        let out = self.run([
+            "log",
+            "--first-parent",
+            "--reverse",
+            "--diff-merges=first-parent",
+            "--root",
+            "--name-status",
+            "--no-renames",
+            "-z",
+            "--format=%x1e%H%x1f%P%x1f%B%x1f",
+            "--end-of-options",
+            range,
+            "--",
+        ])?;
+        Ok(out.split('\x1e').filter_map(history_record).collect())
+    }
+
     /// Returns the first-parent commits of `range` (e.g. `v1.0..main`), oldest first; a range
     /// git cannot read is the failure git reports.
     pub fn first_parent_commits(&self, range: &str) -> Result<Vec<String>, GitError> {
@@ -88,6 +122,36 @@ impl Git {
     }
 }
 
+/// Reads one record of [`Git::first_parent_history`]'s log: `<id>\x1f<parents>\x1f<message>
+/// \x1f` then `-z` name-status pairs; `None` for what is not a record.
+fn history_record(record: &str) -> Option<HistoryCommit> {
+    let mut fields = record.splitn(4, '\x1f');
+    let commit = fields.next()?.trim();
+    if commit.is_empty() || !commit.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    let parent = fields.next()?.split_whitespace().next().map(str::to_string);
+    let message = fields.next()?.trim_end().to_string();
+    let diff = fields.next().unwrap_or_default();
+    let mut names = diff
+        .split('\0')
+        .map(|f| f.trim_start_matches('\n'))
+        .filter(|f| !f.is_empty());
+    let mut changed = Vec::new();
+    while let (Some(status), Some(path)) = (names.next(), names.next()) {
+        changed.push(ChangedFile {
+            status: status.chars().next().unwrap_or('M'),
+            path: path.to_string(),
+        });
+    }
+    Some(HistoryCommit {
+        commit: commit.to_string(),
+        parent,
+        message,
+        changed,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::ChangedFile;
@@ -123,6 +187,19 @@ mod tests {
             status,
             path: path.to_string(),
         };
+        let history = repo.first_parent_history(&tip).unwrap();
+        assert_eq!(history.len(), 2);
+        assert_eq!(history[0].commit, base);
+        assert_eq!(history[0].parent, None);
+        assert_eq!(history[0].message, "base");
+        assert_eq!(
+            history[0].changed,
+            vec![f('A', "tests/kept.sh"), f('A', "tests/old.sh")]
+        );
+        assert_eq!(history[1].commit, tip);
+        assert_eq!(history[1].parent, Some(base.clone()));
+        assert_eq!(history[1].message, "Move\n\nwith a body");
+        assert_eq!(history[1].changed, changed);
         assert_eq!(
             changed,
             vec![

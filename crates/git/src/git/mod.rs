@@ -41,7 +41,7 @@ pub use backup::{BACKUP_PREFIX, Snapshot, backup, is_saved, snapshot};
 pub use checkout::{CheckoutStats, add_checked_out};
 pub use classify::FailureKind;
 pub use cli::{Git, GitError};
-pub use history::ChangedFile;
+pub use history::{ChangedFile, HistoryCommit};
 pub use identity::{COMMITTER_EMAIL, COMMITTER_NAME, Identity};
 pub use include::{INCLUDE_FILE, copy_includes};
 pub use isolated::init_at_commit;

@@ -30,6 +30,22 @@ pub fn state_dir(common_dir: &Path) -> PathBuf {
     common_dir.join("orchestra")
 }
 
+/// Returns where throwaway checkouts (scratch worktrees, eval attempt repositories) go: beside
+/// the repository like packet worktrees (`<repo-parent>/.orchestra/<repo-name>/<kind>`) when
+/// the common git directory is a working tree's `.git`, so that no tool walking up from such a
+/// checkout (pytest's rootdir search, Cargo's workspace search, Node's `node_modules` lookup, a
+/// worker's `cd ..`) reaches the user's working tree or its `.git`; under the state directory
+/// otherwise (a git directory kept apart from its working tree).
+pub fn outside_dir(common_dir: &Path, kind: &str) -> PathBuf {
+    match common_dir.file_name() {
+        Some(name) if name == ".git" => match common_dir.parent() {
+            Some(top) => crate::names::default_worktree_root(top).join(kind),
+            None => state_dir(common_dir).join(kind.trim_start_matches('.')),
+        },
+        _ => state_dir(common_dir).join(kind.trim_start_matches('.')),
+    }
+}
+
 /// Returns the directory of one run's files (logs, locks, reports) under the state directory;
 /// [`RunDir`] names the files in it.
 pub fn run_dir(common_dir: &Path, run: &str) -> PathBuf {
@@ -42,4 +58,24 @@ pub fn now_ms() -> i64 {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as i64)
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn throwaway_checkouts_go_beside_a_working_tree_never_under_it() {
+        let dir = outside_dir(Path::new("/src/app/.git"), ".scratch");
+        assert_eq!(dir, Path::new("/src/.orchestra/app/.scratch"));
+        assert!(!dir.starts_with("/src/app"));
+    }
+
+    #[test]
+    fn a_git_directory_apart_from_its_tree_keeps_them_in_its_state_directory() {
+        assert_eq!(
+            outside_dir(Path::new("/srv/app.git"), ".evals"),
+            Path::new("/srv/app.git/orchestra/evals")
+        );
+    }
 }
