@@ -182,6 +182,27 @@ fn event_line(e: &Event) -> Option<String> {
             from,
             to,
         } => format!("{packet} #{number}: retargeted from {from} to {to}"),
+        Event::PrRestacked {
+            packet,
+            number,
+            from,
+            to,
+            onto,
+            ..
+        } => format!(
+            "{packet} #{number}: restacked onto {onto}: its own commits moved from {} to {} (old head saved)",
+            from.get(..12).unwrap_or(from),
+            to.get(..12).unwrap_or(to)
+        ),
+        Event::RestackConflicted {
+            packet,
+            number,
+            onto,
+            files,
+        } => format!(
+            "{packet} #{number}: restacking onto {onto} conflicts in {}",
+            files.join(", ")
+        ),
         Event::PrMerged {
             packet,
             number,

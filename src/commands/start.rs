@@ -94,6 +94,10 @@ pub struct StartArgs {
     /// With --pr: the remote to push to (default: orchestra.forge.remote, else origin).
     #[arg(long, value_name = "NAME", requires = "pr")]
     remote: Option<String>,
+    /// With --pr: then follow the pull requests until they are merged, closed or wait for a
+    /// person (`git orchestra land`; `[land]` settings apply).
+    #[arg(long, requires = "pr")]
+    land: bool,
     /// Print only the report.
     #[arg(long, short)]
     quiet: bool,
@@ -310,6 +314,7 @@ pub fn cmd_start(cwd: &Path, args: &StartArgs) -> Result<(), CommandError> {
             local: mode == super::pr::PrMode::Local,
             remote: args.remote.clone(),
             target: args.target.clone(),
+            land: args.land,
         }),
         executor: super::executor::for_start(&repo, &config, args.executor)?,
     };
@@ -425,6 +430,22 @@ pub fn run_start(
             .and_then(|run| run.record_published(&report))
             .map_err(super::lifecycle_error)
     });
+    if publish.land && finished.is_ok() && published.is_ok() {
+        if publish.local {
+            return Err(CommandError::user(
+                "--land needs the pull requests on a forge; drop --pr=local",
+            ));
+        }
+        // The same phase as `run --pr --land` and `git orchestra land`.
+        return super::land::run_land(
+            repo,
+            config,
+            &outcome.run,
+            publish.remote.as_deref(),
+            false,
+            false,
+        );
+    }
     finished.and(published)
 }
 

@@ -84,6 +84,9 @@ struct State {
     new_heads: Vec<(String, String, String)>,
     /// The logs of Actions jobs: (job id, plain text).
     job_logs: Vec<(u64, String)>,
+    /// The bare repository the pull requests' branches are pushed to, when the fake follows
+    /// it: heads are read from it and merges are made in it.
+    bare: Option<std::path::PathBuf>,
 }
 
 /// A running fake forge; its thread ends with the test process.
@@ -122,6 +125,7 @@ impl FakeForge {
             remote: None,
             new_heads: Vec::new(),
             job_logs: Vec::new(),
+            bare: None,
         }));
         let s = state.clone();
         std::thread::spawn(move || {
@@ -153,6 +157,22 @@ impl FakeForge {
 
     pub fn pulls(&self) -> Vec<Value> {
         self.state.lock().unwrap().pulls.clone()
+    }
+
+    /// Makes the fake follow the git repository `bare`: a pull request's head is its branch
+    /// there, whether it merges cleanly is computed, and merging writes the base branch there
+    /// (`merge` as a merge commit; `squash` and `rebase` as one new commit, so the head's
+    /// commits are not in the base).
+    pub fn follow_git(&self, bare: &std::path::Path) {
+        self.state.lock().unwrap().bare = Some(bare.to_path_buf());
+    }
+
+    /// Merges pull request `number` with `method` on the followed repository, as a person
+    /// clicking "squash and merge" would; panics when it does not merge.
+    pub fn merge_as_person(&self, number: u64, method: &str) {
+        let mut s = self.state.lock().unwrap();
+        let (status, answer) = merge_pull(&mut s, number, method, &Value::Null);
+        assert_eq!(status, 200, "{answer}");
     }
 
     /// Marks pull request `number` merged, as a user clicking "merge" would.
@@ -774,8 +794,14 @@ fn landing(s: &mut State, method: &str, segs: &[&str], body: &Value) -> Option<(
                 "allow_rebase_merge": s.allowed[2]}),
         ),
         ("GET", ["repos", _, _, "pulls", n]) => {
-            match s.pulls.iter().find(|p| p["number"] == num(n)) {
-                Some(p) => (200, p.clone()),
+            let bare = s.bare.clone();
+            match s.pulls.iter_mut().find(|p| p["number"] == num(n)) {
+                Some(p) => {
+                    if let Some(bare) = bare {
+                        follow(&bare, p);
+                    }
+                    (200, p.clone())
+                }
                 None => (404, json!({"message": "Not Found"})),
             }
         }
@@ -831,44 +857,125 @@ fn landing(s: &mut State, method: &str, segs: &[&str], body: &Value) -> Option<(
             (201, reply)
         }
         ("PUT", ["repos", _, _, "pulls", n, "merge"]) => {
-            let allowed = s.allowed;
-            let Some(p) = s.pulls.iter_mut().find(|p| p["number"] == num(n)) else {
-                return Some((404, json!({"message": "Not Found"})));
-            };
-            let method = body["merge_method"].as_str().unwrap_or("merge");
-            let ok = match method {
-                "merge" => allowed[0],
-                "squash" => allowed[1],
-                "rebase" => allowed[2],
-                _ => false,
-            };
-            if !ok {
-                return Some((
-                    405,
-                    json!({"message": format!("{method} merges are not allowed on this repository")}),
-                ));
-            }
-            if p["state"] != "open" || p["mergeable"] == false {
-                return Some((405, json!({"message": "Pull Request is not mergeable"})));
-            }
-            if !body["sha"].is_null() && body["sha"] != p["head"]["sha"] {
-                return Some((
-                    409,
-                    json!({"message": "Head branch was modified. Review and try the merge again."}),
-                ));
-            }
-            p["state"] = json!("closed");
-            p["merged"] = json!(true);
-            p["merged_at"] = json!("2026-01-02T00:00:00Z");
-            p["merge_method"] = json!(method);
-            (
-                200,
-                json!({"merged": true, "sha": "f".repeat(40), "message": "Pull Request successfully merged"}),
-            )
+            let method = body["merge_method"].as_str().unwrap_or("merge").to_string();
+            merge_pull(s, n.parse().unwrap_or(0), &method, body)
         }
         _ => return None,
     })
 }
+
+/// Merges pull request `number` with `method` (the API's checks first; in the followed
+/// repository, when there is one) and returns the API's answer.
+fn merge_pull(s: &mut State, number: u64, method: &str, body: &Value) -> (u16, Value) {
+    let allowed = s.allowed;
+    let bare = s.bare.clone();
+    let Some(p) = s.pulls.iter_mut().find(|p| p["number"] == number) else {
+        return (404, json!({"message": "Not Found"}));
+    };
+    if let Some(bare) = &bare {
+        follow(bare, p);
+    }
+    let ok = match method {
+        "merge" => allowed[0],
+        "squash" => allowed[1],
+        "rebase" => allowed[2],
+        _ => false,
+    };
+    if !ok {
+        return (
+            405,
+            json!({"message": format!("{method} merges are not allowed on this repository")}),
+        );
+    }
+    if p["state"] != "open" || p["mergeable"] == false {
+        return (405, json!({"message": "Pull Request is not mergeable"}));
+    }
+    if !body["sha"].is_null() && body["sha"] != p["head"]["sha"] {
+        return (
+            409,
+            json!({"message": "Head branch was modified. Review and try the merge again."}),
+        );
+    }
+    let sha = match &bare {
+        Some(bare) => merge_in(bare, p, method),
+        None => "f".repeat(40),
+    };
+    p["state"] = json!("closed");
+    p["merged"] = json!(true);
+    p["merged_at"] = json!("2026-01-02T00:00:00Z");
+    p["merge_method"] = json!(method);
+    p["merge_commit_sha"] = json!(sha);
+    (
+        200,
+        json!({"merged": true, "sha": sha, "message": "Pull Request successfully merged"}),
+    )
+}
+
+/// Runs git in the bare repository as the forge's identity; `None` when git fails.
+fn bare_git(bare: &std::path::Path, args: &[&str]) -> Option<String> {
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(bare)
+        .args(args)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_AUTHOR_NAME", "Forge")
+        .env("GIT_AUTHOR_EMAIL", "forge@example.com")
+        .env("GIT_COMMITTER_NAME", "Forge")
+        .env("GIT_COMMITTER_EMAIL", "forge@example.com")
+        .output()
+        .unwrap();
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+/// Updates an open pull request `p` from the bare repository: its head is its branch's commit,
+/// and it is mergeable when its head merges into its base without conflicts.
+fn follow(bare: &std::path::Path, p: &mut Value) {
+    if p["state"] != "open" {
+        return;
+    }
+    let head = p["head"]["ref"].as_str().unwrap_or_default().to_string();
+    let base = p["base"]["ref"].as_str().unwrap_or_default().to_string();
+    let Some(sha) = bare_git(bare, &["rev-parse", &format!("refs/heads/{head}")]) else {
+        return;
+    };
+    p["head"]["sha"] = json!(sha);
+    let clean = bare_git(
+        bare,
+        &[
+            "merge-tree",
+            "--write-tree",
+            &format!("refs/heads/{base}"),
+            &sha,
+        ],
+    )
+    .is_some();
+    p["mergeable"] = json!(clean);
+}
+
+/// Merges pull request `p`'s head into its base branch in the bare repository with `method`
+/// and returns the base's new commit.
+fn merge_in(bare: &std::path::Path, p: &Value, method: &str) -> String {
+    let head = p["head"]["sha"].as_str().unwrap().to_string();
+    let base_ref = format!("refs/heads/{}", p["base"]["ref"].as_str().unwrap());
+    let base = bare_git(bare, &["rev-parse", &base_ref]).unwrap();
+    let tree = bare_git(bare, &["merge-tree", "--write-tree", &base, &head]).unwrap();
+    let title = p["title"].as_str().unwrap_or("merged").to_string();
+    let commit = if method == "merge" {
+        bare_git(
+            bare,
+            &["commit-tree", &tree, "-p", &base, "-p", &head, "-m", &title],
+        )
+    } else {
+        bare_git(bare, &["commit-tree", &tree, "-p", &base, "-m", &title])
+    }
+    .unwrap();
+    bare_git(bare, &["update-ref", &base_ref, &commit, &base]).unwrap();
+    commit
+}
+
 
 /// Tags a successful read with an `ETag` (a hash of its answer), as GitHub does, and answers
 /// `304 Not Modified` with no body when the request already has that tag.

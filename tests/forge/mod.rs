@@ -9,6 +9,7 @@ mod gitea_landing;
 mod gitlab_landing;
 mod land;
 mod land_fix;
+mod land_restack;
 mod landing_api;
 pub(crate) mod pull_requests;
 mod webhook;

@@ -909,6 +909,74 @@ fn start_pr_opens_stacked_pull_requests_on_the_forge_with_the_report_sections() 
     assert!(!text(&out).contains("ghp_startTOKEN"));
 }
 
+#[test]
+fn start_pr_land_opens_the_stacked_pull_requests_then_lands_them_all_parents_first() {
+    use crate::workflow::forge_mock::{FakeForge, Flavour};
+    let forge = FakeForge::start(Flavour::GitHub);
+    let s = Scripted::new();
+    let bare = s.root.with_extension("remote.git");
+    git(
+        &s.repo,
+        &["init", "-q", "--bare", "-b", "main", bare.to_str().unwrap()],
+    );
+    let url = format!("file://{}", bare.display());
+    for args in [
+        vec!["remote", "add", "origin", url.as_str()],
+        vec!["push", "-q", "origin", "main"],
+        vec!["config", "orchestra.forge.type", "github"],
+        vec!["config", "orchestra.forge.apiUrl", forge.url.as_str()],
+        vec!["config", "orchestra.forge.repo", "acme/greeter"],
+    ] {
+        git(&s.repo, &args);
+    }
+    std::fs::create_dir_all(s.repo.join(".orchestra")).unwrap();
+    std::fs::write(
+        s.repo.join(".orchestra/config.toml"),
+        "[land]\npoll_secs = 1\n",
+    )
+    .unwrap();
+    forge.follow_git(&bare);
+    let out = orchestra_with_env(
+        &s.repo,
+        &[
+            "start",
+            "--yes",
+            "--pr",
+            "--land",
+            "--worktree-root",
+            s.root.to_str().unwrap(),
+            demo::OBJECTIVE,
+        ],
+        &s.env(&[("GH_TOKEN", "ghp_startTOKEN0123456789")]),
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let pulls = forge.pulls();
+    assert_eq!(pulls.len(), 4, "{pulls:?}");
+    let all = text(&out);
+    // p2 and p3 both change greeter/core.py: once p3 landed, p2 conflicts with main and waits
+    // for a person; the other three landed, p1 (p2's parent) included, every one on main.
+    let merged: Vec<&str> = pulls
+        .iter()
+        .filter(|p| p["merged"] == true)
+        .map(|p| p["head"]["ref"].as_str().unwrap())
+        .collect();
+    assert_eq!(merged.len(), 3, "{all}");
+    assert!(
+        merged.iter().any(|h| h.ends_with("/p1-config")),
+        "{merged:?}"
+    );
+    assert!(
+        all.contains("p2-greet-punctuation #2: waits for a person: it conflicts with `main`"),
+        "{all}"
+    );
+    assert!(
+        pulls.iter().all(|p| p["base"]["ref"] == "main"),
+        "{pulls:?}"
+    );
+    assert!(git(&bare, &["show", "main:greeter/config.py"]).contains("PUNCTUATION"));
+    assert!(!all.contains("ghp_startTOKEN"));
+}
+
 /// Serves a planner whose two packets each pass in their own worktree but not together: p2's
 /// validation fails once p1's file is merged.
 fn packets_that_break_together() -> (tempfile::TempDir, std::path::PathBuf, demo::MockModel) {

@@ -90,6 +90,28 @@ pub fn backup_ref(run: &str, packet: &str) -> String {
     )
 }
 
+/// Returns the ref a pull request branch's head `head` is saved under before landing rewrites
+/// the branch (a restack after its parent was squash-merged): one ref per old head, so no
+/// earlier head becomes unreachable.
+pub fn saved_head_ref(run: &str, packet: &str, head: &str) -> String {
+    format!(
+        "refs/orchestra/saved/{}/{}/{}",
+        sanitize(run, MAX_SLUG_LEN + 9),
+        sanitize(packet, 64),
+        sanitize(head, 64)
+    )
+}
+
+/// Returns the ref landing fetches `branch` of the remote into for run `run`, apart from the
+/// user's remote-tracking branches.
+pub fn landing_fetch_ref(run: &str, branch: &str) -> String {
+    format!(
+        "refs/orchestra/land/{}/{}",
+        sanitize(run, MAX_SLUG_LEN + 9),
+        branch
+    )
+}
+
 /// Returns the default root under which a repository's packet worktrees live:
 /// `<repo-parent>/.orchestra/<repo-name>`, outside the main working tree.
 pub fn default_worktree_root(repo_toplevel: &Path) -> PathBuf {

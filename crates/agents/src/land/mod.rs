@@ -17,11 +17,16 @@
 //! A counted reviewer's review requesting changes goes back the same way, with their inline
 //! comments; the fix is answered on the review's threads.
 //!
-//! Not yet: rebasing children after a squash merge; such a pull request waits for a person.
+//! A child whose parent landed by squash or rebase is [`restack`]ed first: its own commits
+//! move onto the branch the parent landed in before it is retargeted.
+//!
+//! Not yet: sending a restack conflict back to the packet's worker; such a pull request waits
+//! for a person.
 
 mod commands;
 mod decide;
 mod fix;
+mod restack;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -123,6 +128,8 @@ pub enum LandError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Lock(orchestra_sys::exec::LockError),
+    #[error("restacking a pull request's branch failed: {0}")]
+    Git(orchestra_git::git::GitError),
     #[error(
         "another `git orchestra land` already follows the pull requests of run `{run}`; let it go on, or stop it (Ctrl-C) first"
     )]
@@ -214,6 +221,11 @@ pub fn land(
         Err(e) if opts.merge => return Err(e),
         Err(_) => None,
     };
+    let restacker = restack::Restacker {
+        git: repo.git(),
+        remote: &opts.remote,
+        run,
+    };
     let mut polls = 0;
     let mut failed = 0;
     loop {
@@ -221,7 +233,7 @@ pub fn land(
         match poll(
             repo,
             &mut store,
-            run,
+            &restacker,
             forge,
             opts,
             method,
@@ -229,6 +241,10 @@ pub fn land(
             &mut journal,
         ) {
             Ok(()) => failed = 0,
+            Err(e @ LandError::Git(_)) if failed + 1 < MAX_FAILED_POLLS => {
+                failed += 1;
+                tracing::warn!(error = %e, failed, "restacking failed; backing off");
+            }
             Err(LandError::Forge(e)) if failed + 1 < MAX_FAILED_POLLS => {
                 failed += 1;
                 tracing::warn!(error = %e, failed, "a look at the forge failed; backing off");
@@ -354,13 +370,14 @@ pub(super) type Journal<'a> = dyn FnMut(&mut Store, Event) -> Result<(), LandErr
 fn poll(
     repo: &RepoInfo,
     store: &mut Store,
-    run: &str,
+    restacker: &restack::Restacker<'_>,
     forge: &dyn Forge,
     opts: &LandOptions,
     method: Option<MergeMethod>,
     followed: &mut [Followed],
     journal: &mut Journal<'_>,
 ) -> Result<(), LandError> {
+    let run = restacker.run;
     for i in 0..followed.len() {
         if followed[i].settled.is_some() {
             continue;
@@ -425,6 +442,7 @@ fn poll(
                 merge: opts.merge || asked.land,
             }),
         };
+        let step = restack::before_retarget(restacker, store, followed, i, step, journal)?;
         let env = fix::Env {
             repo,
             run,
@@ -433,6 +451,7 @@ fn poll(
         };
         let step = fix::step(store, &env, &followed[i], &status.head_sha, step, journal)?;
         followed[i].rounds = fix::rounds_taken(store, run, &followed[i].packet)?;
+        let step = restack::behind_person(followed, i, step);
         act(store, forge, method, &mut followed[i], step, journal)?;
     }
     Ok(())

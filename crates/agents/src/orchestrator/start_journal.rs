@@ -76,6 +76,10 @@ pub struct PublishSettings {
     pub remote: Option<String>,
     /// The branch the stacks target (default: the current branch).
     pub target: Option<String>,
+    /// Then follow the pull requests until they land (`start --pr --land`); absent in runs
+    /// journaled before it existed.
+    #[serde(default)]
+    pub land: bool,
 }
 
 /// One published pull request, as journaled.

@@ -90,6 +90,8 @@ event_kinds! {
     CheckRerun => "check_rerun",
     CheckFlaky => "check_flaky",
     PrRetargeted => "pr_retargeted",
+    PrRestacked => "pr_restacked",
+    RestackConflicted => "restack_conflicted",
     PrMerged => "pr_merged",
     LandWaiting => "land_waiting",
     LandCommand => "land_command",

@@ -368,6 +368,26 @@ pub enum Event {
         from: String,
         to: String,
     },
+    /// `packet`'s pull request `number` was restacked: its parent landed by squash or rebase
+    /// (the parent's commits are not in `onto`), so its own commits moved from `from` onto
+    /// `onto` and the branch now points at `to`. The old head is kept under `saved` before the
+    /// branch is pushed with a lease on it.
+    PrRestacked {
+        packet: String,
+        number: u64,
+        from: String,
+        to: String,
+        onto: String,
+        saved: String,
+    },
+    /// Restacking `packet`'s pull request `number` onto `onto` conflicts in `files`; nothing
+    /// was pushed and no side was dropped.
+    RestackConflicted {
+        packet: String,
+        number: u64,
+        onto: String,
+        files: Vec<String>,
+    },
     /// The run merged `packet`'s pull request `number` with `method`.
     PrMerged {
         packet: String,
@@ -503,6 +523,8 @@ impl Event {
             | Event::CheckRerun { packet, .. }
             | Event::CheckFlaky { packet, .. }
             | Event::PrRetargeted { packet, .. }
+            | Event::PrRestacked { packet, .. }
+            | Event::RestackConflicted { packet, .. }
             | Event::PrMerged { packet, .. }
             | Event::LandWaiting { packet, .. }
             | Event::LandCommand { packet, .. }

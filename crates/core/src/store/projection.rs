@@ -95,6 +95,8 @@ pub(super) fn apply(
         | Event::CheckRerun { .. }
         | Event::CheckFlaky { .. }
         | Event::PrRetargeted { .. }
+        | Event::PrRestacked { .. }
+        | Event::RestackConflicted { .. }
         | Event::PrMerged { .. }
         | Event::LandWaiting { .. }
         | Event::LandCommand { .. }
