@@ -976,7 +976,6 @@ fn merge_in(bare: &std::path::Path, p: &Value, method: &str) -> String {
     commit
 }
 
-
 /// Tags a successful read with an `ETag` (a hash of its answer), as GitHub does, and answers
 /// `304 Not Modified` with no body when the request already has that tag.
 fn conditional(

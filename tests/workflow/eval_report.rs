@@ -6,7 +6,7 @@ use std::path::Path;
 
 use git_orchestra::eval::stats;
 
-use super::eval_run::history;
+use super::eval_fixtures::history;
 use crate::support::{git, orchestra, text};
 
 /// Solves the multiplication task only.

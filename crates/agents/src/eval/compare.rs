@@ -191,6 +191,9 @@ mod tests {
                     cost: None,
                     wall_ms: 0,
                     packets: 1,
+                    fix_rounds: 0,
+                    questions: 0,
+                    model_ms: 0,
                 })
                 .collect(),
         }

@@ -15,8 +15,8 @@ pub mod journal;
 pub mod kept;
 pub mod lookup;
 pub mod markdown;
-pub mod report;
 mod measure;
+pub mod report;
 mod schedule;
 mod start_arm;
 

@@ -206,6 +206,9 @@ mod tests {
             cost: Some(0.5),
             wall_ms,
             packets: 1,
+            fix_rounds: 0,
+            questions: 0,
+            model_ms: 0,
         }
     }
 

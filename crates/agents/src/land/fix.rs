@@ -312,6 +312,7 @@ fn regate(round: &Round<'_>, ctx: &Context, new: &str, wt: &Path) -> Result<(), 
         run: round.run.to_string(),
         packet: ctx.packet.clone(),
         checkout: Some(wt.to_path_buf()),
+        notes: Vec::new(),
     };
     let checks = DeterministicReviewer {
         options: PacketChecks::for_repo(&git).options,

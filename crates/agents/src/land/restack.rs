@@ -183,7 +183,7 @@ impl Restacker<'_> {
         // The lease: a push by anyone else since the fetch makes this one fail, and the next
         // poll starts over from what is there.
         self.git
-            .push_with_lease(self.remote, m.branch, &head, &new)
+            .push_with_lease(self.remote, m.branch, &new, &head)
             .map_err(git_error)?;
         Ok(Outcome::Moved {
             from: head,

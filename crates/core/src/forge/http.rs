@@ -231,7 +231,7 @@ impl Api {
     /// answer is an error with the token scrubbed from it.
     pub fn get_text(&self, path: &str) -> Result<String, ForgeError> {
         self.wait_for_limits("GET", path, false)?;
-        let answer = self.send("GET", path, None)?;
+        let answer = self.send("GET", path, None, None)?;
         if (200..300).contains(&answer.status) {
             return Ok(answer.text);
         }

@@ -95,27 +95,6 @@ impl Git {
         }
         Ok(Replayed::Moved(current))
     }
-
-    /// Pushes `new` to branch `branch` of `remote` only while the remote's branch is still at
-    /// `expected` (`--force-with-lease`), so nobody's push in between is overwritten.
-    pub fn push_with_lease(
-        &self,
-        remote: &str,
-        branch: &str,
-        expected: &str,
-        new: &str,
-    ) -> Result<(), GitError> {
-        let lease = format!("--force-with-lease=refs/heads/{branch}:{expected}");
-        let refspec = format!("{new}:refs/heads/{branch}");
-        self.run([
-            "push",
-            "--porcelain",
-            lease.as_str(),
-            remote,
-            refspec.as_str(),
-        ])
-        .map(drop)
-    }
 }
 
 #[cfg(test)]
