@@ -869,6 +869,10 @@ fn landing(s: &mut State, method: &str, segs: &[&str], body: &Value) -> Option<(
 fn merge_pull(s: &mut State, number: u64, method: &str, body: &Value) -> (u16, Value) {
     let allowed = s.allowed;
     let bare = s.bare.clone();
+    if bare.as_ref().is_some_and(|b| !b.exists()) {
+        // The forge cannot reach its own repository: it merges nothing.
+        return (503, json!({"message": "the repository is unavailable"}));
+    }
     let Some(p) = s.pulls.iter_mut().find(|p| p["number"] == number) else {
         return (404, json!({"message": "Not Found"}));
     };

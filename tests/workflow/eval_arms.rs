@@ -98,13 +98,15 @@ fn coder_scripts() -> serde_json::Value {
 }
 
 /// Writes a user configuration with profiles `big` and `small` on the two servers, the coder
-/// on `big`, and the scripted model (what the mock servers answer as) priced at `price` per million tokens.
+/// on `big`, and both models (the mock servers answer as the model asked for) priced at `price`
+/// per million tokens.
 fn two_profiles(repo: &TestRepo, big: &str, small: &str, price: f64) {
     repo.user_config(&format!(
         "[profiles.big]\nprovider = \"openai-compatible\"\nmodel = \"big-model\"\nbase_url = \"{big}\"\n\n\
          [profiles.small]\nprovider = \"openai-compatible\"\nmodel = \"small-model\"\nbase_url = \"{small}\"\n\n\
          [roles.coder]\nprofile = \"big\"\n\n\
-         [prices.scripted]\ninput_per_mtok = {price}\noutput_per_mtok = {price}\n"
+         [prices.small-model]\ninput_per_mtok = {price}\noutput_per_mtok = {price}\n\n\
+         [prices.big-model]\ninput_per_mtok = {price}\noutput_per_mtok = {price}\n"
     ));
 }
 

@@ -194,15 +194,7 @@ pub fn land(
     if followed.is_empty() {
         return Err(LandError::NothingToLand { run: run.into() });
     }
-    // What earlier `land`s found flaky stays in the summary.
-    for e in store.events_of_kind(run, EventKind::CheckFlaky)? {
-        if let Event::CheckFlaky { packet, check, .. } = e.event
-            && let Some(f) = followed.iter_mut().find(|f| f.packet == packet)
-            && !f.flaky.contains(&check)
-        {
-            f.flaky.push(check);
-        }
-    }
+    restore_flaky(&store, run, &mut followed)?;
     let mut journal = |store: &mut Store, e: Event| -> Result<(), LandError> {
         store.record(run, &e)?;
         on_event(&e);
@@ -255,13 +247,7 @@ pub fn land(
         if done || opts.max_polls.is_some_and(|m| polls >= m) {
             break;
         }
-        let pause = opts.poll * 2u32.pow(failed).min(10);
-        match &opts.wake {
-            Some(wake) => {
-                wake.sleep(pause);
-            }
-            None => std::thread::sleep(pause),
-        }
+        wait(opts, failed);
     }
     let count = |want: fn(&Landing) -> bool| {
         followed
@@ -293,6 +279,32 @@ pub fn land(
             .collect(),
         without_pr,
     })
+}
+
+/// Puts what earlier `land`s of `run` found flaky back into `followed`, so it stays in the
+/// summary.
+fn restore_flaky(store: &Store, run: &str, followed: &mut [Followed]) -> Result<(), LandError> {
+    for e in store.events_of_kind(run, EventKind::CheckFlaky)? {
+        if let Event::CheckFlaky { packet, check, .. } = e.event
+            && let Some(f) = followed.iter_mut().find(|f| f.packet == packet)
+            && !f.flaky.contains(&check)
+        {
+            f.flaky.push(check);
+        }
+    }
+    Ok(())
+}
+
+/// Waits until the next poll: `[land] poll_secs`, doubled per failed look in a row (at most
+/// tenfold), cut short by a verified webhook event.
+fn wait(opts: &LandOptions, failed: u32) {
+    let pause = opts.poll * 2u32.pow(failed).min(10);
+    match &opts.wake {
+        Some(wake) => {
+            wake.sleep(pause);
+        }
+        None => std::thread::sleep(pause),
+    }
 }
 
 /// Returns the method to merge with, from what the repository allows and `wanted`.
