@@ -20,7 +20,6 @@ pub mod report;
 mod schedule;
 mod start_arm;
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use orchestra_core::config::RepoConfig;
@@ -105,25 +104,6 @@ pub struct AttemptResult {
     /// Time spent waiting on models, summed over the attempt's calls, in milliseconds.
     #[serde(default)]
     pub model_ms: u64,
-}
-
-/// One arm's totals over its attempts.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ArmSummary {
-    pub name: String,
-    pub spec: String,
-    pub attempts: usize,
-    pub resolved: usize,
-    /// Resolved attempts over attempts (0 without attempts).
-    pub resolved_rate: f64,
-    pub tokens_in: u64,
-    pub tokens_out: u64,
-    /// Summed cost; `None` when no attempt had one.
-    pub cost: Option<f64>,
-    /// Median wall time of an attempt, in milliseconds.
-    pub median_wall_ms: u64,
-    /// How many attempts ended in each failure class (classes with none left out).
-    pub failures: BTreeMap<Failure, usize>,
 }
 
 /// Why an eval could not run.
@@ -296,37 +276,4 @@ impl EvalRun<'_> {
         journal::record(common, &self.id, &event)?;
         Ok(Some(result))
     }
-}
-
-/// Returns each arm's totals over `results`, in the order of `arms`.
-pub fn summarize(arms: &[Arm], results: &[AttemptResult]) -> Vec<ArmSummary> {
-    arms.iter()
-        .map(|arm| {
-            let mine: Vec<&AttemptResult> = results.iter().filter(|r| r.arm == arm.name).collect();
-            let resolved = mine.iter().filter(|r| r.resolved).count();
-            let costs: Vec<f64> = mine.iter().filter_map(|r| r.cost).collect();
-            let mut walls: Vec<u64> = mine.iter().map(|r| r.wall_ms).collect();
-            walls.sort_unstable();
-            let mut failures = BTreeMap::new();
-            for f in mine.iter().filter_map(|r| r.failure) {
-                *failures.entry(f).or_insert(0) += 1;
-            }
-            ArmSummary {
-                name: arm.name.clone(),
-                spec: arm.spec.clone(),
-                attempts: mine.len(),
-                resolved,
-                resolved_rate: if mine.is_empty() {
-                    0.0
-                } else {
-                    resolved as f64 / mine.len() as f64
-                },
-                tokens_in: mine.iter().map(|r| r.tokens_in).sum(),
-                tokens_out: mine.iter().map(|r| r.tokens_out).sum(),
-                cost: (!costs.is_empty()).then(|| costs.iter().sum()),
-                median_wall_ms: walls.get(walls.len() / 2).copied().unwrap_or(0),
-                failures,
-            }
-        })
-        .collect()
 }
