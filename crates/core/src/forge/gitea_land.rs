@@ -239,15 +239,10 @@ pub(super) fn conversation(
 /// GitHub: the merge call refuses what is not).
 pub(super) fn allowed_methods(repo: &RepoApi) -> Result<Vec<MergeMethod>, ForgeError> {
     let v = repo.api.request("GET", &repo.path, None)?;
-    Ok([
-        ("allow_merge_commits", MergeMethod::Merge),
-        ("allow_squash_merge", MergeMethod::Squash),
-        ("allow_rebase", MergeMethod::Rebase),
-    ]
-    .into_iter()
-    .filter(|(k, _)| v[*k].as_bool() != Some(false))
-    .map(|(_, m)| m)
-    .collect())
+    Ok(super::landing::allowed_by_flags(
+        &v,
+        ["allow_merge_commits", "allow_squash_merge", "allow_rebase"],
+    ))
 }
 
 /// Merges pull request `number` with `Do: <method>` if its head is still `head_sha`; a

@@ -186,15 +186,14 @@ pub(super) fn comments(repo: &RepoApi, path: &str) -> Result<Vec<PrComment>, For
 /// without admin rights may not see them, and the merge call refuses what is not).
 pub(super) fn allowed_methods(repo: &RepoApi) -> Result<Vec<MergeMethod>, ForgeError> {
     let v = repo.api.request("GET", &repo.path, None)?;
-    Ok([
-        ("allow_merge_commit", MergeMethod::Merge),
-        ("allow_squash_merge", MergeMethod::Squash),
-        ("allow_rebase_merge", MergeMethod::Rebase),
-    ]
-    .into_iter()
-    .filter(|(k, _)| v[*k].as_bool() != Some(false))
-    .map(|(_, m)| m)
-    .collect())
+    Ok(super::landing::allowed_by_flags(
+        &v,
+        [
+            "allow_merge_commit",
+            "allow_squash_merge",
+            "allow_rebase_merge",
+        ],
+    ))
 }
 
 /// Merges pull request `number` if its head is still `head_sha`; a refusal (not mergeable,

@@ -218,6 +218,17 @@ pub fn summary_body(body: &str) -> String {
     format!("{SUMMARY_MARKER}\n{}", body.trim_end())
 }
 
+/// Returns the merge methods a repository's settings `v` allow, reading each method's flag by
+/// the forge's name for it (`keys`: merge, squash, rebase); a missing flag counts as allowed,
+/// since tokens without admin rights may not see them and the merge call refuses what is not.
+pub(super) fn allowed_by_flags(v: &serde_json::Value, keys: [&str; 3]) -> Vec<MergeMethod> {
+    keys.into_iter()
+        .zip([MergeMethod::Merge, MergeMethod::Squash, MergeMethod::Rebase])
+        .filter(|(k, _)| v[*k].as_bool() != Some(false))
+        .map(|(_, m)| m)
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
