@@ -45,8 +45,9 @@ pub struct AgentArgs {
     /// qwen, or one described as [agents.cli.<name>] in .orchestra/config.toml.
     #[arg(long, value_name = "NAME")]
     agent: Option<String>,
-    /// Works the task with N candidates (1 to 8), each in its own worktree and branch; the one
-    /// that passes the --validate commands with the smallest change becomes the run's work.
+    /// Works the task with N candidates (1 to 8) at once, each in its own worktree and branch;
+    /// among those that pass the --validate commands, the reviewer's choice (else the smallest
+    /// change) becomes the run's work. `[best_of] arms` varies their profiles.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=8))]
     best_of: Option<u32>,
 }

@@ -187,6 +187,10 @@ pub(crate) fn load_config_quietly(repo: &RepoInfo) -> Result<RepoConfig, Command
     let user = git_orchestra::config::user_config_path(&env);
     let mut config =
         RepoConfig::load_with_user(&repo.toplevel, user.as_deref()).map_err(CommandError::user)?;
+    if let Some(problem) = config.best_of.arms_problem(config.profiles.keys()) {
+        return Err(CommandError::user(problem)
+            .hint("fix [best_of] arms in .orchestra/config.toml or the user configuration"));
+    }
     if !config.trusted {
         // Role files are read by the agents' part; what of them is ignored joins the notices.
         use git_orchestra::config::trust::{self, TrustState};

@@ -33,10 +33,11 @@ pub struct RunArgs {
     /// (`[roles.<role>] agent = …` chooses one per role). Kept with the run.
     #[arg(long, value_name = "NAME", conflicts_with = "worker_cmd")]
     agent: Option<String>,
-    /// Works every packet with N candidates (1 to 8), each in its own worktree and branch;
-    /// the one that passes its validation with the smallest change becomes the packet's work
-    /// (overrides the plan's `attempts`). A worker command sees its candidate's number in
-    /// ORCHESTRA_CANDIDATE.
+    /// Works every packet with N candidates (1 to 8) at once, each in its own worktree and
+    /// branch; among those that pass its validation, the reviewer's choice (else the smallest
+    /// change) becomes the packet's work (overrides the plan's `attempts`). A worker command
+    /// sees its candidate's number in ORCHESTRA_CANDIDATE; `[best_of] arms` varies our agents'
+    /// profiles.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=8))]
     best_of: Option<u32>,
     /// Most packets running at once (default: the plan's max_parallel, else 4).
@@ -239,7 +240,7 @@ fn cap_candidates(
     text: String,
     args: &RunArgs,
 ) -> Result<String, CommandError> {
-    let budget = config.best_of;
+    let budget = &config.best_of;
     if !budget.caps() || plan.packets.iter().all(|p| p.candidates() < 2) {
         return Ok(text);
     }

@@ -261,10 +261,9 @@ fn a_crash_after_any_event_of_the_candidates_resumes_without_running_ended_ones_
             );
         }
         assert!(refs(&repo, &format!("refs/heads/orchestra/{run}/p1.")).is_empty());
-        // A candidate that ended is not run again; only the one the crash cut short is.
+        // A candidate that ended is not run again; only those the crash cut short are (the
+        // candidates work at once, so several may have been in flight).
         let runs = std::fs::read_to_string(&counter).unwrap();
-        let p1_runs = runs.lines().filter(|l| l.starts_with("p1 ")).count();
-        assert!(p1_runs <= 4, "crash point {n}: {runs}");
         for k in 1..=3 {
             let of_k = runs.lines().filter(|l| *l == format!("p1 {k}")).count();
             assert!((1..=2).contains(&of_k), "crash point {n}: {runs}");

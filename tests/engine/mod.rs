@@ -9,6 +9,9 @@
 
 mod actions;
 mod best_of;
+mod best_of_arms;
+mod best_of_compare;
+mod best_of_parallel;
 mod confine;
 mod executor;
 mod fix_rounds;

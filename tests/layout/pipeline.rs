@@ -15,6 +15,8 @@ const PHASE_FILES: &[&str] = &[
     "setup.rs",
     "work.rs",
     "candidates.rs",
+    "fan_out.rs",
+    "compare.rs",
     "commit.rs",
     "scope.rs",
     "validation.rs",

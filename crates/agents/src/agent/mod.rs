@@ -4,6 +4,7 @@
 pub mod activity;
 mod call;
 pub mod cli;
+pub mod compare;
 mod context;
 mod dispatch;
 mod events;

@@ -163,7 +163,15 @@ impl AgentWorker {
     ) -> Result<WorkerReport, SetupError> {
         let packet = job.packet;
         let role = role_for_job(&self.roles, packet, job.timeout)?;
-        let chain = profiles::resolve(&self.config, &role, &env)?;
+        let chain = match job.candidate.and_then(|k| self.config.best_of.arm(k)) {
+            // A candidate's arm is the profile its agent uses instead of the role's own.
+            Some(arm) => {
+                let mut config = self.config.clone();
+                config.roles.entry(role.name.clone()).or_default().profile = Some(arm.to_string());
+                profiles::resolve(&config, &role, &env)?
+            }
+            None => profiles::resolve(&self.config, &role, &env)?,
+        };
         let models = llm::connect_chain(&chain, &self.gates, &mut |e| {
             let _ = writeln!(
                 log,
@@ -512,6 +520,10 @@ impl Worker for AgentWorker {
 
     fn confine(&self) -> Option<&orchestra_sys::exec::process::Confine> {
         self.confine.as_deref()
+    }
+
+    fn arm(&self, _packet: &Packet, candidate: u32) -> Option<String> {
+        self.config.best_of.arm(candidate).map(str::to_string)
     }
 
     fn work(&self, job: &WorkerJob<'_>) -> WorkerReport {

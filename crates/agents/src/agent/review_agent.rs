@@ -22,7 +22,8 @@ use super::tools::Registry;
 use super::{AgentEvent, AgentSpec};
 use orchestra_core::config::RepoConfig;
 use orchestra_core::gate::{
-    Finding, GateError, ReviewInput, ReviewOutcome, Reviewer, ScratchWorktree, Severity,
+    CompareInput, Comparison, Finding, GateError, ReviewInput, ReviewOutcome, Reviewer,
+    ScratchWorktree, Severity,
 };
 use orchestra_core::llm::{self, ChatModel, RetryPolicy};
 use orchestra_sys::confine::ConfinedRoot;
@@ -327,6 +328,29 @@ impl Reviewer for ModelReviewer {
 
     fn review(&self, input: &ReviewInput<'_>) -> Result<ReviewOutcome, GateError> {
         self.review_input(input)
+    }
+
+    fn compare(&self, input: &CompareInput<'_>) -> Result<Option<Comparison>, GateError> {
+        let role = self
+            .roles
+            .get(REVIEWER_ROLE)
+            .map_err(|e| self.fail(e.to_string()))?;
+        let chain =
+            profiles::resolve(&self.config, role, &env).map_err(|e| self.fail(e.to_string()))?;
+        let models = llm::connect_chain(&chain, &self.gates, &mut |_| {})
+            .map_err(|e| self.fail(e.to_string()))?;
+        super::compare::Comparer {
+            name: &self.name,
+            models: models.iter().map(|m| m.as_ref()).collect(),
+            policy: self.policy,
+            prices: chain.iter().map(|p| self.config.price(&p.model)).collect(),
+            keys: chain
+                .iter()
+                .filter_map(|p| p.api_key().ok().flatten())
+                .collect(),
+        }
+        .compare(input)
+        .map(Some)
     }
 }
 

@@ -9,7 +9,9 @@ use super::models::RoleModels;
 use super::replay::Replaying;
 use crate::agent::tools::Registry;
 use crate::agent::{REVIEWER_ROLE, ReviewAgent};
-use orchestra_core::gate::{GateError, ReviewInput, ReviewOutcome, Reviewer};
+use orchestra_core::gate::{
+    CompareInput, Comparison, GateError, ReviewInput, ReviewOutcome, Reviewer,
+};
 use orchestra_core::llm::{ChatModel, RetryPolicy};
 
 /// Reviews validated packets with the reviewer role's model.
@@ -84,5 +86,35 @@ impl Reviewer for StartReviewer {
             self.halt.store(true, Ordering::SeqCst);
         }
         reviewed
+    }
+
+    fn compare(&self, input: &CompareInput<'_>) -> Result<Option<Comparison>, GateError> {
+        let (clients, chain) = self
+            .models
+            .clients(REVIEWER_ROLE)
+            .map_err(|e| self.fail(e))?;
+        let guard = || self.models.budget_exceeded(Some(REVIEWER_ROLE));
+        let wrapped: Vec<Replaying<'_>> = clients
+            .iter()
+            .map(|m| {
+                Replaying::new(m.as_ref(), self.models.journal().clone(), REVIEWER_ROLE)
+                    .with_guard(&guard)
+            })
+            .collect();
+        let compared = crate::agent::compare::Comparer {
+            name: &self.name,
+            models: wrapped.iter().map(|m| m as &dyn ChatModel).collect(),
+            policy: RetryPolicy::default(),
+            prices: chain.iter().map(|p| self.models.price(&p.model)).collect(),
+            keys: chain
+                .iter()
+                .filter_map(|p| p.api_key().ok().flatten())
+                .collect(),
+        }
+        .compare(input);
+        if compared.is_err() && guard().is_some() {
+            self.halt.store(true, Ordering::SeqCst);
+        }
+        compared.map(Some)
     }
 }

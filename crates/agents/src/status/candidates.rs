@@ -10,12 +10,17 @@ use orchestra_core::store::{Event, EventKind, Store, StoreError};
 pub struct PacketCandidates {
     pub packet: String,
     pub attempt: u32,
-    /// Every candidate that ended, in the order they ended.
+    /// Every candidate that ended, by number (they work at once and end in any order).
     pub candidates: Vec<CandidateResult>,
     /// The winning candidate's number, once chosen.
     pub winner: Option<u32>,
     /// Why the winner won and what the others came to.
     pub reasons: Option<String>,
+    /// The reviewer that compared the candidates that passed, when one was asked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reviewer: Option<String>,
+    /// Tokens the reviewer's comparison used (0 without one).
+    pub review_tokens: u64,
 }
 
 /// What one candidate came to.
@@ -28,6 +33,9 @@ pub struct CandidateResult {
     pub changed_lines: u64,
     /// Why it did not pass (empty when it did).
     pub reason: String,
+    /// The arm of `[best_of] arms` it worked with, when candidates vary.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arm: Option<String>,
 }
 
 /// Returns the candidates of `run`'s best-of-N packets, one entry per packet in the order
@@ -45,27 +53,39 @@ pub fn candidates(store: &Store, run: &str) -> Result<Vec<PacketCandidates>, Sto
                 passed,
                 changed_lines,
                 reason,
+                arm,
             } => {
                 let entry = of_attempt(&mut out, &packet, attempt);
                 entry.candidates.retain(|c| c.candidate != candidate);
-                entry.candidates.push(CandidateResult {
-                    candidate,
-                    commit,
-                    passed,
-                    changed_lines,
-                    reason,
-                });
+                let at = entry
+                    .candidates
+                    .partition_point(|c| c.candidate < candidate);
+                entry.candidates.insert(
+                    at,
+                    CandidateResult {
+                        candidate,
+                        commit,
+                        passed,
+                        changed_lines,
+                        reason,
+                        arm,
+                    },
+                );
             }
             Event::CandidateChosen {
                 packet,
                 attempt,
                 candidate,
                 reasons,
+                reviewer,
+                review_tokens,
                 ..
             } => {
                 let entry = of_attempt(&mut out, &packet, attempt);
                 entry.winner = Some(candidate);
                 entry.reasons = Some(reasons);
+                entry.reviewer = reviewer;
+                entry.review_tokens = review_tokens;
             }
             _ => {}
         }
@@ -102,6 +122,8 @@ fn fresh(packet: &str, attempt: u32) -> PacketCandidates {
         candidates: Vec::new(),
         winner: None,
         reasons: None,
+        reviewer: None,
+        review_tokens: 0,
     }
 }
 
@@ -124,7 +146,10 @@ pub fn lines(packets: &[PacketCandidates]) -> Vec<String> {
             } else {
                 c.reason.lines().next().unwrap_or("failed").to_string()
             };
-            out.push(format!("  c{}: {what}", c.candidate));
+            match &c.arm {
+                Some(arm) => out.push(format!("  c{} [{arm}]: {what}", c.candidate)),
+                None => out.push(format!("  c{}: {what}", c.candidate)),
+            }
         }
     }
     out
@@ -145,6 +170,7 @@ mod tests {
             } else {
                 "validation `x` failed\nlog".into()
             },
+            arm: None,
         }
     }
 
@@ -170,6 +196,8 @@ mod tests {
             candidates: vec![result(1, false), result(2, true)],
             winner: Some(2),
             reasons: None,
+            reviewer: None,
+            review_tokens: 0,
         };
         assert_eq!(
             lines(&[packet]),

@@ -1,11 +1,12 @@
-//! The `[best_of]` table: the budget the candidates of a best-of-N packet share.
+//! The `[best_of]` table: the budget the candidates of a best-of-N packet share, and the arms
+//! that vary their workers.
 
 use serde::Deserialize;
 
 /// The `[best_of]` table: what the candidates of one best-of-N packet (`attempts = N` in the
 /// plan, `run --best-of N`) may together be forecast to spend. N is capped, before the run
 /// starts, to as many candidates as the high end of the packet's forecast fits in.
-#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BestOfConfig {
     /// Most tokens (input plus output) a best-of-N packet's candidates together may be
@@ -17,6 +18,12 @@ pub struct BestOfConfig {
     /// candidates is not capped by cost.
     #[serde(default)]
     pub packet_cost: Option<f64>,
+    /// The workers a best-of-N packet's candidates cycle through when our agents work it:
+    /// candidate 1 gets the first arm, candidate 2 the second, and so on, starting over after
+    /// the last. Each arm is the name of a `[profiles]` entry, used by the candidate's agent
+    /// instead of its role's own profile. Unset, every candidate uses its role's profile.
+    #[serde(default)]
+    pub arms: Option<Vec<String>>,
 }
 
 impl BestOfConfig {
@@ -25,11 +32,66 @@ impl BestOfConfig {
         BestOfConfig {
             packet_tokens: self.packet_tokens.or(base.packet_tokens),
             packet_cost: self.packet_cost.or(base.packet_cost),
+            arms: self.arms.or(base.arms),
         }
+    }
+
+    /// Returns the arm of candidate `k` (1…N): the arms taken in turn, `None` without arms.
+    pub fn arm(&self, k: u32) -> Option<&str> {
+        let arms = self.arms.as_deref().filter(|a| !a.is_empty())?;
+        let at = (k.max(1) as usize - 1) % arms.len();
+        arms.get(at).map(String::as_str)
+    }
+
+    /// Returns what is wrong with `[best_of] arms` given the `profiles` defined, naming the
+    /// arm and the valid choices; `None` when every arm names a profile.
+    pub fn arms_problem<'p>(&self, profiles: impl Iterator<Item = &'p String>) -> Option<String> {
+        let arms = self.arms.as_deref()?;
+        let defined: Vec<&String> = profiles.collect();
+        if arms.is_empty() {
+            return Some(
+                "[best_of] arms is empty: name at least one profile, or leave arms out".into(),
+            );
+        }
+        let bad = arms.iter().find(|a| !defined.contains(a))?;
+        let choices = if defined.is_empty() {
+            "none is defined: add a [profiles.<name>] table".to_string()
+        } else {
+            let names: Vec<&str> = defined.iter().map(|s| s.as_str()).collect();
+            format!("the defined profiles are {}", names.join(", "))
+        };
+        Some(format!(
+            "[best_of] arms names `{bad}`, which is not a profile: each arm is the name of a [profiles] entry; {choices}"
+        ))
     }
 
     /// Returns true if and only if a budget caps the number of candidates.
     pub fn caps(&self) -> bool {
         self.packet_tokens.is_some() || self.packet_cost.is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn candidates_cycle_through_the_arms_and_a_bad_arm_is_named_with_the_choices() {
+        let c = BestOfConfig {
+            arms: Some(vec!["fast".into(), "strong".into()]),
+            ..Default::default()
+        };
+        let arms: Vec<Option<&str>> = (1..=3).map(|k| c.arm(k)).collect();
+        assert_eq!(arms, [Some("fast"), Some("strong"), Some("fast")]);
+        assert_eq!(BestOfConfig::default().arm(1), None);
+        let defined = ["fast".to_string(), "strong".to_string()];
+        assert_eq!(c.arms_problem(defined.iter()), None);
+        let bad = BestOfConfig {
+            arms: Some(vec!["fast".into(), "strnog".into()]),
+            ..Default::default()
+        };
+        let said = bad.arms_problem(defined.iter()).unwrap();
+        assert!(said.contains("`strnog`"), "{said}");
+        assert!(said.contains("fast, strong"), "{said}");
     }
 }

@@ -32,6 +32,9 @@ pub struct WorkerJob<'a> {
     /// What the packets this one depends on did (see `dependency_summary`); empty when it
     /// depends on none.
     pub dependencies: &'a str,
+    /// The candidate (1…N) this work is, for a best-of-N packet's candidates: the worker
+    /// varies it by its arm (see [`Worker::arm`]).
+    pub candidate: Option<u32>,
 }
 
 /// How an in-process worker's work phase ended.
@@ -67,6 +70,13 @@ pub trait Worker: Sync {
     /// which the engine takes back before committing, as an external command's.
     fn commits_itself(&self) -> bool {
         false
+    }
+
+    /// Returns the arm candidate `candidate` (1…N) of `packet` works with — the worker it
+    /// varies to, such as a profile name — or `None` when candidates do not vary.
+    fn arm(&self, packet: &Packet, candidate: u32) -> Option<String> {
+        let _ = (packet, candidate);
+        None
     }
 }
 

@@ -9,6 +9,7 @@
 //! reviewer can join the deterministic one later.
 
 mod checks;
+mod compare;
 mod diff;
 mod fast;
 pub mod hook;
@@ -23,6 +24,10 @@ mod verdict;
 pub use checks::{
     CheckOptions, DEFAULT_MAX_FILE_SIZE, Finding, Severity, check_conflict_markers,
     check_file_sizes, check_scope, check_secrets,
+};
+pub use compare::{
+    COMPARE_DIFF_CHARS, CandidateDiff, CompareInput, Comparison, candidate_diffs,
+    scrub as scrub_diff,
 };
 pub use diff::{AddedLine, ChangedFile, RangeDiff, read_diff};
 pub use fast::all_approved;

@@ -42,6 +42,17 @@ pub trait Reviewer {
     fn name(&self) -> &str;
     /// Reviews the range and returns its findings.
     fn review(&self, input: &ReviewInput<'_>) -> Result<ReviewOutcome, GateError>;
+
+    /// Compares a best-of-N packet's surviving candidates side by side and returns which one it
+    /// chose and why; `Ok(None)` when this reviewer does not compare candidates (the smaller
+    /// change then wins). An error means the call itself failed.
+    fn compare(
+        &self,
+        input: &super::CompareInput<'_>,
+    ) -> Result<Option<super::Comparison>, GateError> {
+        let _ = input;
+        Ok(None)
+    }
 }
 
 /// The reviewer that needs no model: scope, conflict markers, secrets, file sizes and

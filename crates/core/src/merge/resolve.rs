@@ -302,6 +302,7 @@ fn run_worker(
                 fixes: None,
                 round: 0,
                 dependencies: "",
+                candidate: None,
             });
             let code = if report.success { 0 } else { 1 };
             (report.success, Some(code), false, report.summary)

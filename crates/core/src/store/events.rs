@@ -450,6 +450,9 @@ pub enum Event {
         candidate: u32,
         branch: String,
         worktree: String,
+        /// The arm of `[best_of] arms` the candidate works with, when candidates vary.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        arm: Option<String>,
     },
     /// A candidate ended: its `commit` (when it made one), whether it `passed` the scope check
     /// and the packet's validation, the size of its change and, when it did not pass, why.
@@ -461,6 +464,9 @@ pub enum Event {
         passed: bool,
         changed_lines: u64,
         reason: String,
+        /// The arm of `[best_of] arms` the candidate worked with, when candidates vary.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        arm: Option<String>,
     },
     /// The packet's work is candidate `candidate`'s `commit`, chosen for `reasons`; the
     /// packet's branch now holds it and its pipeline goes on with validation.
@@ -470,6 +476,17 @@ pub enum Event {
         candidate: u32,
         commit: String,
         reasons: String,
+        /// The reviewer that compared the surviving candidates side by side, when one was
+        /// asked (whether or not its answer could be used; `reasons` says).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reviewer: Option<String>,
+        /// Tokens (input plus output) the comparison used; its model call is journaled as the
+        /// reviewer's, so it counts with the packet's other costs.
+        #[serde(default, skip_serializing_if = "is_zero")]
+        review_tokens: u64,
+        /// What the comparison cost, in billionths of `[prices]`' currency unit, when priced.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        review_cost_nanos: Option<u64>,
     },
 }
 
@@ -549,4 +566,9 @@ impl Event {
             | Event::LandFinished { .. } => None,
         }
     }
+}
+
+/// Returns true if and only if `n` is zero: a count an event leaves out when nothing was spent.
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }

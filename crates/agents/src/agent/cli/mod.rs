@@ -630,4 +630,8 @@ impl Worker for Routed<'_> {
     fn commits_itself(&self) -> bool {
         self.cli.any()
     }
+
+    fn arm(&self, packet: &Packet, candidate: u32) -> Option<String> {
+        self.pick(packet).arm(packet, candidate)
+    }
 }

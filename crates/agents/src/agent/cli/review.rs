@@ -81,6 +81,7 @@ impl CliReviewer {
             fixes: None,
             round: 0,
             dependencies: "",
+            candidate: None,
         };
         let (out, _, report) = Launch {
             adapter: &self.adapter,

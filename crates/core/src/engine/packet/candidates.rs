@@ -1,12 +1,15 @@
 //! The candidates phase of a best-of-N packet (`attempts = N` in the plan, `run --best-of N`):
-//! N candidates work the packet one after another, each in its own worktree on its own branch
+//! N candidates work the packet at once (as many as the run's `max_parallel`, see `fan_out.rs`),
+//! each in its own worktree on its own branch
 //! (`orchestra/<run>/<packet>.c<k>`, beside the packet's), and go through the commit, the
 //! scope check and the packet's validation; the one that passes with the smallest change
 //! becomes the packet's work, which then goes on through the deterministic checks, the review
 //! and the fix rounds like any packet's.
 //!
-//! Selection is by execution only: a candidate that fails its scope check or validation cannot
-//! win, and among those that pass the smaller change wins (the earlier candidate on a tie).
+//! Selection is grounded in execution: a candidate that fails its scope check or validation
+//! cannot win; when two or more pass, the packet's reviewer compares their diffs side by side
+//! (`compare.rs`) and its choice wins; without a usable choice the smaller change wins (the
+//! earlier candidate on a tie).
 //! Every candidate's commit is kept as `refs/orchestra/candidates/<run>/<packet>/c<k>` until
 //! `gc`; the candidates' worktrees and branches are removed once the choice is made.
 //!
@@ -16,6 +19,7 @@
 
 use std::path::PathBuf;
 
+use super::compare::{Judged, comparison_note};
 use super::{Checked, Halt, Step};
 use crate::store::{Event, EventKind};
 use orchestra_git::git::commit;
@@ -29,6 +33,8 @@ pub(super) struct Candidate {
     pub passed: bool,
     pub changed_lines: u64,
     pub reason: String,
+    /// The arm of `[best_of] arms` it worked with, when candidates vary.
+    pub arm: Option<String>,
 }
 
 /// Returns the ref a packet's candidate `k` is kept under until `gc`.
@@ -51,24 +57,41 @@ pub(in crate::engine) fn run_candidates_prefix(run: &str) -> String {
     format!("refs/orchestra/candidates/{}/", names::sanitize(run, 80))
 }
 
-/// Returns the candidate that wins among `all`: one that passed, with the fewest changed
-/// lines, the earliest on a tie; `None` when none passed.
-pub(super) fn choose(all: &[Candidate]) -> Option<&Candidate> {
-    all.iter()
-        .filter(|c| c.passed && c.commit.is_some())
-        .min_by_key(|c| (c.changed_lines, c.number))
+/// Returns the candidate that wins among `all`: `picked` (the reviewer's choice) when it
+/// passed, else one that passed with the fewest changed lines, the earliest on a tie; `None`
+/// when none passed.
+pub(super) fn choose(all: &[Candidate], picked: Option<u32>) -> Option<&Candidate> {
+    let passed = all.iter().filter(|c| c.passed && c.commit.is_some());
+    if let Some(k) = picked
+        && let Some(c) = passed.clone().find(|c| c.number == k)
+    {
+        return Some(c);
+    }
+    passed.min_by_key(|c| (c.changed_lines, c.number))
 }
 
-/// Returns why `winner` won among `all`, for the journal and the verdict notes.
-pub(super) fn reasons(winner: &Candidate, all: &[Candidate]) -> String {
+/// Returns why `winner` won among `all`, for the journal and the verdict notes; `judged` is
+/// the reviewer's comparison of those that passed, when two or more did.
+pub(super) fn reasons(winner: &Candidate, all: &[Candidate], judged: Option<&Judged>) -> String {
     let passed: Vec<&Candidate> = all.iter().filter(|c| c.passed).collect();
+    let arm = winner
+        .arm
+        .as_ref()
+        .map_or_else(String::new, |a| format!(" (arm `{a}`)"));
     let mut out = format!(
-        "candidate {} of {} chosen: it passed the scope check and validation",
+        "candidate {} of {} chosen{arm}: it passed the scope check and validation",
         winner.number,
         all.len()
     );
     if passed.len() == 1 {
         out.push_str(", the only one that did");
+    } else if judged.is_some_and(|j| j.choice == Some(winner.number)) {
+        out.push_str(&format!(
+            ", as {} of {} did, and the reviewer chose it ({} changed lines)",
+            passed.len(),
+            all.len(),
+            winner.changed_lines
+        ));
     } else {
         out.push_str(&format!(
             ", as {} of {} did, with the smallest change ({} changed lines)",
@@ -76,6 +99,9 @@ pub(super) fn reasons(winner: &Candidate, all: &[Candidate]) -> String {
             all.len(),
             winner.changed_lines
         ));
+    }
+    if let Some(j) = judged {
+        out.push_str(&format!("\n{}", comparison_note(j)));
     }
     for other in all.iter().filter(|c| c.number != winner.number) {
         out.push_str(&format!(
@@ -87,12 +113,16 @@ pub(super) fn reasons(winner: &Candidate, all: &[Candidate]) -> String {
     out
 }
 
-/// Returns one line saying what candidate `c` came to.
+/// Returns one line saying what candidate `c` came to (and with which arm, when it had one).
 fn summary(c: &Candidate) -> String {
-    if c.passed {
+    let what = if c.passed {
         format!("passed, {} changed lines", c.changed_lines)
     } else {
         c.reason.lines().next().unwrap_or("failed").to_string()
+    };
+    match &c.arm {
+        Some(arm) => format!("[arm {arm}] {what}"),
+        None => what,
     }
 }
 
@@ -116,15 +146,17 @@ impl Step<'_, '_> {
     /// packet with each candidate's reason.
     pub(super) fn best_of(&self, n: u32) -> Result<String, Halt> {
         let ended = self.ended_candidates()?;
-        let mut all = Vec::new();
-        for k in 1..=n {
-            let done = ended.iter().rev().find(|c| c.number == k);
-            all.push(match done {
-                Some(c) => c.clone(),
-                None => self.candidate(k)?,
-            });
-        }
-        let Some(winner) = choose(&all) else {
+        let mut all: Vec<Candidate> = (1..=n)
+            .filter_map(|k| ended.iter().rev().find(|c| c.number == k).cloned())
+            .collect();
+        let pending: Vec<u32> = (1..=n)
+            .filter(|k| all.iter().all(|c| c.number != *k))
+            .collect();
+        all.extend(self.run_candidates(&pending)?);
+        all.sort_by_key(|c| c.number);
+        let judged = self.compare_candidates(&all)?;
+        let picked = judged.as_ref().and_then(|j| j.choice);
+        let Some(winner) = choose(&all, picked) else {
             self.keep_candidates(&all)?;
             return Err(Halt::Fail(no_winner(&all)));
         };
@@ -140,7 +172,10 @@ impl Step<'_, '_> {
             attempt: self.rec.attempt,
             candidate: winner.number,
             commit: commit_id.clone(),
-            reasons: reasons(winner, &all),
+            reasons: reasons(winner, &all, judged.as_ref()),
+            reviewer: judged.as_ref().and_then(|j| j.reviewer.clone()),
+            review_tokens: judged.as_ref().map_or(0, |j| j.tokens),
+            review_cost_nanos: judged.as_ref().and_then(|j| j.cost_nanos),
         })?;
         Ok(commit_id)
     }
@@ -187,12 +222,14 @@ impl Step<'_, '_> {
                     passed,
                     changed_lines,
                     reason,
+                    arm,
                 } if &packet == id && a == attempt => Some(Candidate {
                     number: candidate,
                     commit,
                     passed,
                     changed_lines,
                     reason,
+                    arm,
                 }),
                 _ => None,
             })
@@ -215,16 +252,18 @@ impl Step<'_, '_> {
 
     /// Runs candidate `k` from a clean worktree through the worker, the commit, the scope check
     /// and the validation, and journals what it came to.
-    fn candidate(&self, k: u32) -> Result<Candidate, Halt> {
+    pub(super) fn candidate(&self, k: u32) -> Result<Candidate, Halt> {
         // A candidate cut short by a crash starts again from a clean worktree.
         self.remove_candidate(k);
         let step = self.candidate_step(k)?;
+        let arm = self.ctx.worker.and_then(|w| w.arm(self.packet, k));
         self.record(Event::CandidateStarted {
             packet: self.packet.id.clone(),
             attempt: self.rec.attempt,
             candidate: k,
             branch: step.rec.branch.clone(),
             worktree: step.wt.to_string_lossy().into_owned(),
+            arm: arm.clone(),
         })?;
         let mut result = Candidate {
             number: k,
@@ -232,6 +271,7 @@ impl Step<'_, '_> {
             passed: false,
             changed_lines: 0,
             reason: String::new(),
+            arm,
         };
         step.ensure_ready(true)?;
         // A retried packet's candidates get the note the retry left, as its worker would.
@@ -270,6 +310,7 @@ impl Step<'_, '_> {
             passed: result.passed,
             changed_lines: result.changed_lines,
             reason: result.reason.clone(),
+            arm: result.arm.clone(),
         })?;
         Ok(result)
     }
@@ -295,6 +336,9 @@ impl Step<'_, '_> {
         let git = self.ctx.repo.git();
         let branch = format!("{}.c{k}", self.rec.branch);
         let wt = PathBuf::from(format!("{}.c{k}", self.wt.display()));
+        // Other candidates register their worktrees at the same time: a prune must not see
+        // one half-written.
+        let _registrations = orchestra_git::git::registration_lock();
         if wt.exists()
             && let Err(e) = git.force_remove_worktree(&wt)
         {
@@ -339,6 +383,7 @@ mod tests {
             } else {
                 "validation `x` failed".into()
             },
+            arm: None,
         }
     }
 
@@ -349,11 +394,14 @@ mod tests {
             candidate(2, true, 9),
             candidate(3, true, 4),
         ];
-        assert_eq!(choose(&all).map(|c| c.number), Some(3));
+        assert_eq!(choose(&all, None).map(|c| c.number), Some(3));
+        // The reviewer's choice wins when it passed, never when it did not.
+        assert_eq!(choose(&all, Some(2)).map(|c| c.number), Some(2));
+        assert_eq!(choose(&all, Some(1)).map(|c| c.number), Some(3));
         let tie = [candidate(1, true, 4), candidate(2, true, 4)];
-        assert_eq!(choose(&tie).map(|c| c.number), Some(1));
-        assert_eq!(choose(&[candidate(1, false, 0)]), None);
-        let why = reasons(&all[2], &all);
+        assert_eq!(choose(&tie, None).map(|c| c.number), Some(1));
+        assert_eq!(choose(&[candidate(1, false, 0)], None), None);
+        let why = reasons(&all[2], &all, None);
         assert!(why.contains("candidate 3 of 3"), "{why}");
         assert!(why.contains("candidate 1: validation `x` failed"), "{why}");
     }

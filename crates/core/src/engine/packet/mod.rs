@@ -25,6 +25,8 @@ use orchestra_sys::exec::process::{self, Outcome, Spec};
 pub(super) mod candidates;
 mod checks;
 mod commit;
+mod compare;
+mod fan_out;
 mod fixes;
 mod review;
 mod scope;

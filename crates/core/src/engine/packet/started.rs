@@ -153,7 +153,12 @@ impl Step<'_, '_> {
     /// name.
     pub(in crate::engine) fn environment(&self) -> Result<Vec<(String, String)>, Halt> {
         let (ctx, packet, wt) = (self.ctx, self.packet, &self.wt);
-        let file = ctx.run_dir.packet_file(&packet.id);
+        // Candidates work at once: each has its own packet file naming its own worktree, and
+        // the packet's (which the watch guards) stays as it is.
+        let file = match self.candidate {
+            Some(_) => self.dir.join("packet.json"),
+            None => ctx.run_dir.packet_file(&packet.id),
+        };
         let mut value = serde_json::to_value(packet)
             .map_err(|e| Halt::Fail(format!("cannot serialise the packet: {e}")))?;
         if let Some(map) = value.as_object_mut() {

@@ -141,6 +141,7 @@ impl Step<'_, '_> {
             fixes: fixes.map(|f| f.0),
             round: fixes.map_or(0, |f| f.1),
             dependencies: &dependency_summary(ctx, packet),
+            candidate: self.candidate,
         };
         let report = worker.work(&job);
         if report.interrupted {

@@ -1,0 +1,111 @@
+//! `[best_of] arms`: a best-of-N packet's candidates cycle through the arms, each a profile
+//! its agent uses instead of the role's own; each candidate's arm is in its events, `status`
+//! and the notes; an arm that names no profile is refused before anything runs.
+
+use crate::support::*;
+use git_orchestra::demo::{MockModel, parse_scripts};
+
+/// Starts a scripted coder that writes `content` to out.txt and completes.
+fn coder(content: &str) -> MockModel {
+    let scripts = serde_json::json!([
+        {"name": "coder", "match": ["# Coder"], "replies": [
+            {"calls": [{"name": "write_file", "args": {"path": "out.txt", "content": content}}]},
+            {"calls": [{"name": "complete", "args": {"summary": "wrote out.txt"}}]}]}
+    ]);
+    MockModel::start(parse_scripts(&scripts.to_string()).unwrap()).unwrap()
+}
+
+/// The user configuration with the profiles `fast` and `strong` at `fast` and `strong`, the
+/// coder on `fast`, and `arms`.
+fn config(fast: &MockModel, strong: &MockModel, arms: &str) -> String {
+    format!(
+        "[profiles.fast]\nprovider = \"openai-compatible\"\nmodel = \"fast-model\"\nbase_url = \"{}\"\n\n\
+         [profiles.strong]\nprovider = \"openai-compatible\"\nmodel = \"strong-model\"\nbase_url = \"{}\"\n\n\
+         [roles.coder]\nprofile = \"fast\"\n\n[best_of]\narms = {arms}\n",
+        fast.url, strong.url
+    )
+}
+
+/// A plan whose one packet has two candidates.
+fn plan(repo: &TestRepo) -> std::path::PathBuf {
+    let body = format!(
+        "objective = \"Arms vary the worker\"\n\n{}",
+        packet("p1", "\"out.txt\"", "", "\"test -s out.txt\"")
+            .replace("[[packet]]\n", "[[packet]]\nattempts = 2\n")
+    );
+    repo.write_plan("plan.toml", &body)
+}
+
+/// Runs `plan` with our agents, worktrees under the scratch directory.
+fn run(repo: &TestRepo, plan: &std::path::Path) -> std::process::Output {
+    let root = repo.scratch().join("wt");
+    orchestra(
+        &repo.path,
+        &[
+            "run",
+            plan.to_str().unwrap(),
+            "--worktree-root",
+            root.to_str().unwrap(),
+        ],
+    )
+}
+
+#[test]
+fn each_candidate_works_with_its_arms_profile() {
+    let repo = TestRepo::new();
+    let fast = coder("from fast\n");
+    let strong = coder("from strong\nand more\n");
+    repo.user_config(&config(&fast, &strong, "[\"fast\", \"strong\"]"));
+    let plan = plan(&repo);
+    let out = run(&repo, &plan);
+    assert!(out.status.success(), "{}", text(&out));
+    let run = run_id(&repo.path);
+    // Candidate 1 talked to the fast profile's server, candidate 2 to the strong one's.
+    let kept = |k: u32| {
+        repo.git(&[
+            "show",
+            &format!("refs/orchestra/candidates/{run}/p1/c{k}:out.txt"),
+        ])
+    };
+    assert_eq!(kept(1), "from fast");
+    assert_eq!(kept(2), "from strong\nand more");
+    assert_eq!(fast.requests(), 2, "the fast arm's two turns");
+    assert_eq!(strong.requests(), 2, "the strong arm's two turns");
+
+    // Each candidate's arm is in status --json, status and the reasons.
+    let v = status_json(&repo.path);
+    let each = v["candidates"][0]["candidates"].as_array().unwrap();
+    let arms: Vec<&str> = each.iter().map(|c| c["arm"].as_str().unwrap()).collect();
+    assert_eq!(arms, ["fast", "strong"], "{v:#}");
+    let reasons = v["candidates"][0]["reasons"].as_str().unwrap();
+    assert!(
+        reasons.contains("candidate 1 of 2 chosen (arm `fast`)"),
+        "{reasons}"
+    );
+    assert!(reasons.contains("candidate 2: [arm strong]"), "{reasons}");
+    let status = text(&orchestra(&repo.path, &["status"]));
+    assert!(status.contains("c2 [strong]: passed"), "{status}");
+}
+
+#[test]
+fn an_arm_that_names_no_profile_is_refused_naming_it_and_the_choices() {
+    let repo = TestRepo::new();
+    let fast = coder("x\n");
+    let strong = coder("y\n");
+    repo.user_config(&config(&fast, &strong, "[\"fast\", \"strnog\"]"));
+    let plan = plan(&repo);
+    let before = refs(&repo.path);
+    let out = run(&repo, &plan);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let said = text(&out);
+    assert!(
+        said.contains("[best_of] arms names `strnog`, which is not a profile"),
+        "{said}"
+    );
+    assert!(
+        said.contains("the defined profiles are fast, strong"),
+        "{said}"
+    );
+    assert_eq!(refs(&repo.path), before);
+    assert_eq!(fast.requests() + strong.requests(), 0);
+}
