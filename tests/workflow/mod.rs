@@ -7,6 +7,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod answer;
+mod best_of_auto;
 mod environments;
 mod eval_arms;
 mod eval_arms_e2e;

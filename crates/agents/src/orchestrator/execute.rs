@@ -35,6 +35,8 @@ impl Ctx<'_> {
         let toml = self.approved_plan()?.ok_or_else(|| {
             StartError::StoredPlanUnreadable("no approved plan in the journal".into())
         })?;
+        // A plan approved on the web view is the proposal as the planner wrote it.
+        let toml = self.as_it_runs(&toml)?;
         let plan = Plan::from_toml_str(&toml, "plan.toml").map_err(plan_invalid)?;
         Ok(self.run_packets(&plan, &toml)?.map(|(_, any_ok)| any_ok))
     }
