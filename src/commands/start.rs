@@ -304,8 +304,8 @@ pub fn cmd_start(cwd: &Path, args: &StartArgs) -> Result<(), CommandError> {
     }
     check_soft_budget(&config.budget)?;
     check_best_of(&config)?;
-    config.routed_workers().map_err(|e| {
-        CommandError::user(e).hint("list configured profiles (or their models) in `[routing] workers`, cheapest first, or set `mode = \"off\"`")
+    orchestrator::routing::checked_workers(&config).map_err(|e| {
+        CommandError::user(e).hint("list configured profiles (or their models, or agent CLIs as `cli:<name>`) in `[routing] workers`, cheapest first, or set `mode = \"off\"`")
     })?;
     let settings = StartSettings {
         yes: args.yes,
