@@ -12,6 +12,7 @@ mod environments;
 mod eval_arms;
 mod eval_arms_e2e;
 mod eval_attempt;
+mod eval_best_of;
 pub(crate) mod eval_fixtures;
 mod eval_per_test;
 mod eval_report;
