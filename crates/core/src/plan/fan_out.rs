@@ -77,7 +77,7 @@ impl serde::de::Visitor<'_> for ModeVisitor {
 pub fn fan_out(plan: &mut Plan, mode: Option<BestOfMode>, n: u32, risky: &[String]) -> bool {
     let mut changed = false;
     for packet in &mut plan.packets {
-        if !packet.risky && risky.iter().any(|id| *id == packet.id) {
+        if !packet.risky && risky.contains(&packet.id) {
             packet.risky = true;
             changed = true;
         }
