@@ -99,6 +99,7 @@ pub fn cmd_agent(cwd: &Path, args: &AgentArgs) -> Result<(), CommandError> {
         acceptance: Vec::new(),
         risks: Vec::new(),
         may_be_empty: false,
+        risky: false,
         attempts: args.best_of,
     };
     let plan = Plan::new(args.task.clone(), vec![packet]);

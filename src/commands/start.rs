@@ -281,6 +281,18 @@ fn check_soft_budget(budget: &git_orchestra::config::BudgetConfig) -> Result<(),
     }
 }
 
+/// Refuses a `[best_of] n` that is no number of candidates when `[start] best_of` would use it.
+fn check_best_of(config: &RepoConfig) -> Result<(), CommandError> {
+    if config.start.best_of.is_none() {
+        return Ok(());
+    }
+    config
+        .best_of
+        .risky_candidates()
+        .map(|_| ())
+        .map_err(|e| CommandError::user(e).hint("fix `[best_of] n` in .orchestra/config.toml"))
+}
+
 /// Runs `start`.
 pub fn cmd_start(cwd: &Path, args: &StartArgs) -> Result<(), CommandError> {
     let repo = RepoInfo::discover(cwd)?;
@@ -291,8 +303,9 @@ pub fn cmd_start(cwd: &Path, args: &StartArgs) -> Result<(), CommandError> {
         ));
     }
     check_soft_budget(&config.budget)?;
-    config.routed_workers().map_err(|e| {
-        CommandError::user(e).hint("list configured profiles (or their models) in `[routing] workers`, cheapest first, or set `mode = \"off\"`")
+    check_best_of(&config)?;
+    orchestrator::routing::checked_workers(&config).map_err(|e| {
+        CommandError::user(e).hint("list configured profiles (or their models, or agent CLIs as `cli:<name>`) in `[routing] workers`, cheapest first, or set `mode = \"off\"`")
     })?;
     let settings = StartSettings {
         yes: args.yes,

@@ -533,6 +533,7 @@ fn packet(id: &str, files: &[&str], deps: &[&str]) -> Packet {
         acceptance: vec![],
         risks: vec![],
         may_be_empty: false,
+        risky: false,
         attempts: None,
     }
 }

@@ -7,10 +7,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod answer;
+mod best_of_auto;
 mod environments;
 mod eval_arms;
 mod eval_arms_e2e;
 mod eval_attempt;
+mod eval_best_of;
 pub(crate) mod eval_fixtures;
 mod eval_per_test;
 mod eval_report;
@@ -23,6 +25,7 @@ mod forecast;
 use crate::forge::forge_mock;
 mod messages;
 mod routing;
+mod routing_cli;
 mod run_listing;
 mod slow_model;
 mod soft_budget;

@@ -71,6 +71,8 @@ pub enum Basis {
 pub struct PacketForecast {
     pub packet: String,
     pub role: String,
+    /// How many candidates work the packet: its tokens and cost are all of theirs together.
+    pub candidates: u32,
     pub tokens: Range,
     /// `None` when neither history nor `[prices]` can price it.
     pub cost: Option<Range>,
@@ -210,11 +212,18 @@ pub fn estimate(
         low: DEFAULT_SECS.0,
         high: DEFAULT_SECS.1,
     });
+    // Every candidate of a best-of-N packet spends about what one packet does.
+    let candidates = packet.candidates();
+    let times = |r: Range| Range {
+        low: r.low * f64::from(candidates),
+        high: r.high * f64::from(candidates),
+    };
     PacketForecast {
         packet: packet.id.clone(),
         role: role.to_string(),
-        tokens,
-        cost,
+        candidates,
+        tokens: times(tokens),
+        cost: cost.map(times),
         secs,
         basis,
     }
@@ -310,6 +319,10 @@ impl PacketForecast {
             Basis::History { packets } => format!("from {packets} earlier packets"),
             Basis::Defaults => "no history: defaults".to_string(),
         };
+        let basis = match self.candidates {
+            0 | 1 => basis,
+            n => format!("{n} candidates; {basis}"),
+        };
         format!(
             "{} ({basis})",
             ranges_text(self.tokens, self.cost, self.secs)
@@ -345,9 +358,9 @@ impl PlanForecast {
     }
 }
 
-/// Returns how many of `wanted` candidates of a packet forecast as `forecast` fit in the
-/// budget `tokens` and `cost` (each when set) by the high end of the forecast — at least one —
-/// and, when that is fewer than `wanted`, why.
+/// Returns how many of `wanted` candidates of a packet forecast as `forecast` (for all its
+/// candidates together) fit in the budget `tokens` and `cost` (each when set) by the high end
+/// of the forecast of one candidate — at least one — and, when that is fewer than `wanted`, why.
 pub fn affordable_candidates(
     forecast: &PacketForecast,
     wanted: u32,
@@ -361,26 +374,28 @@ pub fn affordable_candidates(
             ((budget / each).floor() as u32).clamp(1, wanted)
         }
     };
+    let per = f64::from(forecast.candidates.max(1));
     let mut n = wanted;
     let mut why = None;
     if let Some(budget) = tokens {
-        let by_tokens = fits(budget as f64, forecast.tokens.high);
+        let each = forecast.tokens.high / per;
+        let by_tokens = fits(budget as f64, each);
         if by_tokens < n {
             n = by_tokens;
             why = Some(format!(
                 "each candidate is forecast to use up to {} tokens and [best_of] packet_tokens is {}",
-                tokens_text(forecast.tokens.high),
+                tokens_text(each),
                 tokens_text(budget as f64)
             ));
         }
     }
-    if let (Some(budget), Some(each)) = (cost, forecast.cost) {
-        let by_cost = fits(budget, each.high);
+    if let (Some(budget), Some(all)) = (cost, forecast.cost) {
+        let each = all.high / per;
+        let by_cost = fits(budget, each);
         if by_cost < n {
             n = by_cost;
             why = Some(format!(
-                "each candidate is forecast to cost up to {:.4} and [best_of] packet_cost is {budget:.4}",
-                each.high
+                "each candidate is forecast to cost up to {each:.4} and [best_of] packet_cost is {budget:.4}"
             ));
         }
     }
@@ -419,6 +434,30 @@ mod tests {
         assert_eq!(affordable_candidates(&f, 3, None, None), (3, None));
         // Without a price, a cost budget cannot judge and caps nothing.
         assert_eq!(affordable_candidates(&f, 3, None, Some(0.01)), (3, None));
+    }
+
+    #[test]
+    fn a_best_of_n_packet_is_forecast_for_all_its_candidates_and_capped_per_candidate() {
+        let mut p = packet("p", "coder", 1);
+        p.attempts = Some(3);
+        let f = estimate(&p, None, None, &[]);
+        assert_eq!(f.candidates, 3);
+        assert_eq!(
+            f.tokens,
+            Range {
+                low: 3.0 * DEFAULT_TOKENS.0,
+                high: 3.0 * DEFAULT_TOKENS.1
+            }
+        );
+        assert!(
+            f.text().ends_with("(3 candidates; no history: defaults)"),
+            "{}",
+            f.text()
+        );
+        // The budget still judges one candidate's forecast: 400k tokens each.
+        let (n, why) = affordable_candidates(&f, 3, Some(900_000), None);
+        assert_eq!(n, 2);
+        assert!(why.unwrap().contains("400.0k tokens"));
     }
 
     fn sample(role: &str, model: &str, size: usize, tokens: u64, cost: f64, secs: f64) -> Sample {

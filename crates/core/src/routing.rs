@@ -4,7 +4,9 @@
 //! Packets are alike when they share their role, the main language of their scope files and
 //! their size bucket (files plus symbols in scope: up to 2 small, up to 6 medium, more large).
 //! Every earlier packet that ended (succeeded or failed) is one observation for each model that
-//! worked it in its role: the model that answered last passed when the packet succeeded —
+//! worked it in its role (an agent CLI, whose events are journaled under the role
+//! `<role>/<name>`, counts as the worker `cli:<name>`): the one that answered last passed when
+//! the packet succeeded —
 //! through validation and review — and a model the packet escalated from did not pass. The
 //! packet goes to the cheapest worker with at least `min_observations` observations and a pass
 //! rate of at least `min_pass_rate` (0.8 unless configured); otherwise to the role's own
@@ -147,23 +149,30 @@ pub fn observations(store: &Store) -> Result<Vec<Observation>, StoreError> {
         }
         // The models of each packet's own role, in the order they first answered.
         let mut models: BTreeMap<String, Vec<String>> = BTreeMap::new();
-        for entry in store.events_of_kind(&run.id, EventKind::AgentModelCall)? {
-            let Event::AgentModelCall {
-                packet,
-                role,
-                model,
-                ..
-            } = entry.event
-            else {
-                continue;
+        let kinds = [EventKind::AgentModelCall, EventKind::AgentState];
+        for entry in store.events_of_kinds(&run.id, &kinds)? {
+            let (packet, role, model) = match entry.event {
+                Event::AgentModelCall {
+                    packet,
+                    role,
+                    model,
+                    ..
+                } => (packet, role, Some(model)),
+                Event::AgentState { packet, role, .. } => (packet, role, None),
+                _ => continue,
             };
             let Some(rec) = ended.iter().find(|p| p.id == packet) else {
                 continue;
             };
-            if role != rec.role && !role.starts_with(&format!("{}/", rec.role)) {
+            // An agent CLI journals its events under `<role>/<cli>`: it is the worker, whatever
+            // model it reports (a CLI printing text reports none, only its states).
+            let name = if let Some(cli) = role.strip_prefix(&format!("{}/", rec.role)) {
+                format!("cli:{cli}")
+            } else if let (true, Some(model)) = (role == rec.role, model) {
+                crate::config::price_key(&model).to_string()
+            } else {
                 continue;
-            }
-            let name = crate::config::price_key(&model).to_string();
+            };
             let list = models.entry(packet).or_default();
             list.retain(|m| *m != name);
             list.push(name);
@@ -281,6 +290,7 @@ mod tests {
             name: name.into(),
             profile: name.into(),
             model: format!("{name}-model"),
+            cli: None,
         }
     }
 
@@ -356,6 +366,7 @@ mod tests {
             name: name.into(),
             profile: name.into(),
             model: model.into(),
+            cli: None,
         };
         let pair = [named("mini", "gpt-4o-mini"), named("big", "gpt-4o")];
         let seen = [
@@ -422,6 +433,14 @@ mod tests {
             call("a", "reviewer", "openai-compatible:judge"),
             call("a", "coder", "openai-compatible:strong"),
             call("b", "coder", "openai-compatible:cheap"),
+            // An agent CLI counts by its name, also when it reports no model.
+            Event::AgentState {
+                packet: "b".into(),
+                role: "coder/mine".into(),
+                from: "starting".into(),
+                to: "working".into(),
+                reason: String::new(),
+            },
             Event::PacketSucceeded {
                 packet: "a".into(),
                 commit: "c".into(),
@@ -444,6 +463,7 @@ mod tests {
                 ("cheap".to_string(), false),
                 ("strong".to_string(), true),
                 ("cheap".to_string(), false),
+                ("cli:mine".to_string(), false),
             ]
         );
     }

@@ -4,8 +4,10 @@
 //! `agent:<role>[@<profile>]`, one of our agents in that role; `cli:<name>`, one packet worked
 //! by a configured agent CLI; `start[@<profile>]`, the whole flow (clarify, plan, packets,
 //! gates, merge) unattended. Every kind but `cmd:` (whose command may hold any character)
-//! takes options after its spec, separated by commas: `budget=<cost>`, `tokens=<n>` and
-//! `profile.<role>=<profile>` and `model.<role>=<model>` (see [`ArmOptions`]).
+//! takes options after its spec, separated by commas: `budget=<cost>`, `tokens=<n>`,
+//! `best_of=<n>`, `profile.<role>=<profile>` and `model.<role>=<model>` (see [`ArmOptions`]);
+//! a `cmd:` arm takes `budget`, `tokens` and `best_of` in brackets before its command
+//! (`cmd[best_of=3]:./solve.sh`).
 
 use std::collections::BTreeMap;
 
@@ -53,6 +55,10 @@ pub struct ArmOptions {
     pub budget: Option<f64>,
     /// `tokens=<n>`: most tokens (input plus output) an attempt may spend.
     pub tokens: Option<u64>,
+    /// `best_of=<n>`: the attempt's packet is worked by n candidates (2 to 8), the project's
+    /// test command (`--test`) as their validation; the one that passes it with the smallest
+    /// change lands. Not for `start` arms.
+    pub best_of: Option<u32>,
 }
 
 /// Why an `--arm` value is not an arm.
@@ -80,6 +86,10 @@ pub enum ArmError {
         "arm `{name}`: `@` needs a profile name after it (letters, digits, `-`, `_`, `.`), e.g. `agent:coder@small`"
     )]
     BadProfile { name: String },
+    #[error(
+        "arm `{name}`: a `cmd:` arm's options go in brackets before its command, e.g. `cmd[best_of=3]:./solve.sh`; {problem}"
+    )]
+    CmdOptions { name: String, problem: String },
     #[error("arm `{name}`: `{kind}` arms take no `@<profile>`: {why}")]
     NoProfileHere {
         name: String,
@@ -87,7 +97,7 @@ pub enum ArmError {
         why: String,
     },
     #[error(
-        "arm `{name}`: option `{option}` is not one of `budget=<cost>`, `tokens=<n>`, `profile.<role>=<profile>`, `model.<role>=<model>`"
+        "arm `{name}`: option `{option}` is not one of `budget=<cost>`, `tokens=<n>`, `best_of=<n>`, `profile.<role>=<profile>`, `model.<role>=<model>`"
     )]
     UnknownOption { name: String, option: String },
     #[error("arm `{name}`: option `{option}` needs {what}")]
@@ -145,16 +155,19 @@ pub fn parse(value: &str) -> Result<Arm, ArmError> {
     if !is_name(&name, &['.']) {
         return Err(ArmError::BadName { name });
     }
-    if let Some(command) = spec.strip_prefix("cmd:") {
-        if command.trim().is_empty() {
-            return Err(ArmError::EmptyCommand { name });
+    if let Some(rest) = spec.strip_prefix("cmd") {
+        let (options, command) = cmd_parts(&name, rest)?;
+        if let Some(command) = command {
+            if command.trim().is_empty() {
+                return Err(ArmError::EmptyCommand { name });
+            }
+            return Ok(Arm {
+                kind: ArmKind::Cmd(command.to_string()),
+                name,
+                spec: spec.to_string(),
+                options,
+            });
         }
-        return Ok(Arm {
-            kind: ArmKind::Cmd(command.to_string()),
-            name,
-            spec: spec.to_string(),
-            options: ArmOptions::default(),
-        });
     }
     let mut parts = spec.split(',');
     let head = parts.next().unwrap_or_default().trim();
@@ -178,12 +191,47 @@ pub fn parse(value: &str) -> Result<Arm, ArmError> {
     for option in parts {
         parse_option(&name, option.trim(), &mut options)?;
     }
+    if kind == ArmKind::Start && options.best_of.is_some() {
+        return Err(ArmError::BadOption {
+            name,
+            option: "best_of".to_string(),
+            what: "an arm of one packet (`cmd:`, `agent:` or `cli:`): a `start` arm's packets take their candidates from `[start] best_of`".to_string(),
+        });
+    }
     Ok(Arm {
         name,
         spec: spec.to_string(),
         kind,
         options,
     })
+}
+
+/// Returns the options and the command of a `cmd` arm's spec after `cmd`: `:<command>` or
+/// `[<option>,…]:<command>`; no command when the spec is no `cmd:` arm at all.
+fn cmd_parts<'a>(name: &str, rest: &'a str) -> Result<(ArmOptions, Option<&'a str>), ArmError> {
+    let mut options = ArmOptions::default();
+    if let Some(command) = rest.strip_prefix(':') {
+        return Ok((options, Some(command)));
+    }
+    let Some(inner) = rest.strip_prefix('[') else {
+        return Ok((options, None));
+    };
+    let Some((list, command)) = inner.split_once("]:") else {
+        return Err(ArmError::CmdOptions {
+            name: name.to_string(),
+            problem: "the `]:` after the options is missing".to_string(),
+        });
+    };
+    for option in list.split(',').map(str::trim).filter(|o| !o.is_empty()) {
+        if option.starts_with("profile.") || option.starts_with("model.") {
+            return Err(ArmError::CmdOptions {
+                name: name.to_string(),
+                problem: format!("`{option}` does not apply: the command picks its own models"),
+            });
+        }
+        parse_option(name, option, &mut options)?;
+    }
+    Ok((options, Some(command)))
 }
 
 /// Returns the kind `head` (the spec before `@` and options) names.
@@ -234,6 +282,19 @@ fn parse_option(name: &str, option: &str, options: &mut ArmOptions) -> Result<()
                 .filter(|n| *n > 0)
                 .ok_or_else(|| bad("a positive whole number of tokens, e.g. `tokens=200000`"))?;
             options.tokens = Some(n);
+        }
+        "best_of" => {
+            let max = orchestra_core::plan::MAX_ATTEMPTS;
+            let n = value
+                .parse::<u32>()
+                .ok()
+                .filter(|n| (2..=max).contains(n))
+                .ok_or_else(|| {
+                    bad(&format!(
+                        "a number of candidates from 2 to {max}, e.g. `best_of=3`"
+                    ))
+                })?;
+            options.best_of = Some(n);
         }
         _ => match key.strip_prefix("profile.") {
             Some(role) if is_name(role, &[]) && is_name(value, &['.']) => {
@@ -451,5 +512,48 @@ mod tests {
         assert!(arm.over_budget(5, Some(0.05)).is_none());
         assert!(arm.over_budget(5, Some(0.2)).is_some());
         assert!(arm.over_budget(11, None).is_some());
+    }
+
+    #[test]
+    fn reads_best_of_for_one_packet_arms_and_bracketed_cmd_options() {
+        let arm = parse("b=agent:coder,best_of=3").unwrap();
+        assert_eq!(arm.options.best_of, Some(3));
+        assert_eq!(
+            parse("b=cli:claude,best_of=2").unwrap().options.best_of,
+            Some(2)
+        );
+        let arm = parse("b=cmd[best_of=3, tokens=50]:sh solve.sh a,b").unwrap();
+        assert_eq!(arm.kind, ArmKind::Cmd("sh solve.sh a,b".into()));
+        assert_eq!(
+            (arm.options.best_of, arm.options.tokens),
+            (Some(3), Some(50))
+        );
+        assert_eq!(arm.spec, "cmd[best_of=3, tokens=50]:sh solve.sh a,b");
+        for bad in [
+            "b=agent:coder,best_of=1",
+            "b=agent:coder,best_of=9",
+            "b=cmd[best_of=x]:s",
+        ] {
+            assert!(
+                matches!(parse(bad), Err(ArmError::BadOption { .. })),
+                "{bad}"
+            );
+        }
+        assert!(matches!(
+            parse("b=start,best_of=3"),
+            Err(ArmError::BadOption { .. })
+        ));
+        assert!(matches!(
+            parse("b=cmd[best_of=3:s"),
+            Err(ArmError::CmdOptions { .. })
+        ));
+        assert!(matches!(
+            parse("b=cmd[model.coder=x]:s"),
+            Err(ArmError::CmdOptions { .. })
+        ));
+        assert!(matches!(
+            parse("b=cmd[]: "),
+            Err(ArmError::EmptyCommand { .. })
+        ));
     }
 }

@@ -153,7 +153,8 @@ fn run_packet(
             .as_ref()
             .map(|m| m as &(dyn orchestra_core::gate::Reviewer + Sync)),
     );
-    let text = plan_toml(task, base, role).map_err(|e| e.to_string())?;
+    let best_of = arm.options.best_of.map(|n| (n, env.check.command));
+    let text = plan_toml(task, base, role, best_of).map_err(|e| e.to_string())?;
     let plan = Plan::from_toml_str(&text, "eval.toml").map_err(|e| e.to_string())?;
     let opts = RunOptions {
         worker_cmd,
@@ -283,8 +284,15 @@ pub(super) fn judge(
 }
 
 /// Returns the one-packet plan of `task` on `base` for `role`: the objective as the packet's
-/// description, the whole tree as its scope, no validation (the hidden tests judge).
-fn plan_toml(task: &Task, base: &str, role: &str) -> Result<String, toml::ser::Error> {
+/// description, the whole tree as its scope, no validation (the hidden tests judge). With
+/// `best_of` (n, the project's test command) the packet has n candidates and the test command
+/// as its validation: what the candidates are chosen by (the hidden tests are not in the tree).
+fn plan_toml(
+    task: &Task,
+    base: &str,
+    role: &str,
+    best_of: Option<(u32, &str)>,
+) -> Result<String, toml::ser::Error> {
     let mut packet = toml::Table::new();
     packet.insert("id".into(), PACKET.into());
     packet.insert("role".into(), role.into());
@@ -293,7 +301,14 @@ fn plan_toml(task: &Task, base: &str, role: &str) -> Result<String, toml::ser::E
     packet.insert("description".into(), task.objective.clone().into());
     packet.insert("files".into(), toml::Value::Array(vec!["**".into()]));
     packet.insert("depends_on".into(), toml::Value::Array(Vec::new()));
-    packet.insert("validation".into(), toml::Value::Array(Vec::new()));
+    let validation = match best_of {
+        Some((n, check)) => {
+            packet.insert("attempts".into(), i64::from(n).into());
+            vec![check.into()]
+        }
+        None => Vec::new(),
+    };
+    packet.insert("validation".into(), toml::Value::Array(validation));
     let mut plan = toml::Table::new();
     plan.insert("objective".into(), task.objective.clone().into());
     plan.insert("base".into(), base.into());

@@ -31,9 +31,10 @@ impl Ctx<'_> {
                 _ => {}
             }
         }
-        let Some(mut plan) = self.valid_plan()? else {
+        let Some(plan) = self.valid_plan()? else {
             return Ok(Decision::Rejected);
         };
+        let mut plan = self.as_it_runs(&plan)?;
         let how = if self.settings.yes {
             "flag"
         } else if !self.ui.interactive() {
@@ -144,15 +145,16 @@ pub fn approval_forecast(
     run: &str,
     toml: &str,
 ) -> Option<PlanForecast> {
-    let plan = Plan::from_toml_str(toml, "plan.toml").ok()?;
-    let settings = super::StartJournal::open(&repo.common_dir, run)
+    let entries = super::StartJournal::open(&repo.common_dir, run)
         .and_then(|j| j.entries())
-        .ok()?
-        .into_iter()
-        .find_map(|e| match e.event {
-            WorkflowEvent::Started { settings, .. } => Some(settings),
-            _ => None,
-        })?;
+        .ok()?;
+    let risky = super::risky::reviewed_risky(&entries);
+    let toml = super::risky::as_it_runs(toml, &risky, config);
+    let plan = Plan::from_toml_str(&toml, "plan.toml").ok()?;
+    let settings = entries.into_iter().find_map(|e| match e.event {
+        WorkflowEvent::Started { settings, .. } => Some(settings),
+        _ => None,
+    })?;
     let by_cli = settings.worker_cmd.is_some() || settings.agent.is_some();
     let roles = crate::agent::Roles::load_with_trust(&repo.toplevel, config.trusted).ok()?;
     plan_forecast(&repo.common_dir, &plan, config, &|role| {
@@ -184,6 +186,14 @@ pub fn overview(toml: &str, findings: &[String], forecast: Option<&PlanForecast>
         }
         if !p.validation.is_empty() {
             out.push_str(&format!("      checks: {}\n", p.validation.join("; ")));
+        }
+        match (p.candidates(), p.risky) {
+            (1, false) => {}
+            (1, true) => out.push_str("      risky (one candidate)\n"),
+            (n, risky) => out.push_str(&format!(
+                "      candidates: best of {n}{}\n",
+                if risky { " (risky)" } else { "" }
+            )),
         }
         if let Some(f) = forecast.and_then(|f| f.packet(&p.id)) {
             out.push_str(&format!("      forecast: {}\n", f.text()));

@@ -427,7 +427,7 @@ impl Ctx<'_> {
                     self.move_to(wf, S::PlanRevision, "sent back with the person's feedback")?
                 }
                 Decision::Nobody => {
-                    let plan = self.valid_plan()?.unwrap_or_default();
+                    let plan = self.as_it_runs(&self.valid_plan()?.unwrap_or_default())?;
                     return Err(StartError::NeedsApproval {
                         run: self.run.clone(),
                         overview: super::approval::overview(

@@ -30,11 +30,23 @@ pub(super) fn plan_invalid(e: orchestra_core::plan::PlanError) -> StartError {
 pub const MAX_MERGE_ROUNDS: usize = 3;
 
 impl Ctx<'_> {
+    /// Returns the `[routing]` router of the run's packets; `None` when routing is off.
+    fn router(&self) -> Result<Option<super::routing::Router>, StartError> {
+        super::routing::Router::configured(
+            &self.models.config,
+            &self.repo.toplevel,
+            &self.repo.common_dir,
+        )
+        .map_err(StartError::Routing)
+    }
+
     /// Runs the packets; returns Some(any succeeded) when all are final, None when stopped.
     pub(super) fn execute(&self) -> Result<Option<bool>, StartError> {
         let toml = self.approved_plan()?.ok_or_else(|| {
             StartError::StoredPlanUnreadable("no approved plan in the journal".into())
         })?;
+        // A plan approved on the web view is the proposal as the planner wrote it.
+        let toml = self.as_it_runs(&toml)?;
         let plan = Plan::from_toml_str(&toml, "plan.toml").map_err(plan_invalid)?;
         Ok(self.run_packets(&plan, &toml)?.map(|(_, any_ok)| any_ok))
     }
@@ -66,9 +78,7 @@ impl Ctx<'_> {
                 self.req.answer_wait,
                 &self.repo.common_dir,
             );
-            worker.router =
-                super::routing::Router::configured(&self.models.config, &self.repo.common_dir)
-                    .map_err(StartError::Routing)?;
+            worker.router = self.router()?;
             // The engine stops on the user's signal or when a packet finds the budget spent.
             let halt = worker.halt.clone();
             let done = std::sync::atomic::AtomicBool::new(false);
@@ -159,9 +169,7 @@ impl Ctx<'_> {
             &self.repo.common_dir,
         );
         // A conflicted packet goes back to the worker routing gave it.
-        worker.router =
-            super::routing::Router::configured(&self.models.config, &self.repo.common_dir)
-                .map_err(StartError::Routing)?;
+        worker.router = self.router()?;
         let mut last = None;
         for round in 0..MAX_MERGE_ROUNDS {
             self.stopped()?;

@@ -26,6 +26,7 @@ pub mod planning;
 pub mod replay;
 pub mod report;
 pub mod retry;
+pub mod risky;
 pub mod routing;
 pub mod spend;
 pub mod start_journal;

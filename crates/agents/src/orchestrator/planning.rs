@@ -38,6 +38,7 @@ validation = ["<this project's own check or test command>"] # must pass in the p
 acceptance = ["<criteria the reviewer checks>"]
 risks = ["<what could go wrong>"]
 may_be_empty = false        # optional: true only when changing no file is a right outcome
+risky = false               # optional: true when the change is easy to get subtly wrong; risky packets may be worked by several candidates and the best kept
 symbols = ["<path/of/a/file>:<Qualified.name>"]  # existing definitions this packet edits in a file it shares
 
 Packets that change the same files must depend on each other or will be ordered; keep file scopes disjoint where you can. When two packets must change the same file, give each the existing definitions it edits there (`symbols`, at least one line apart) and they may run in parallel."#;

@@ -139,6 +139,10 @@ pub enum WorkflowEvent {
         round: u32,
         approved: bool,
         findings: Vec<String>,
+        /// Ids of packets the reviewer judged risky (best-of-N candidates under `[start]
+        /// best_of = "auto"`).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        risky: Vec<String>,
     },
     /// The plan was approved (`how`: flag, user, edited) and is the run's plan.
     PlanApproved { how: String, toml: String },

@@ -300,10 +300,11 @@ impl StartWorker {
         Ok(outcome)
     }
 
-    /// Returns the profile `[routing]` sends fix round `round` of `packet` to, or `None` for
-    /// its role's own.
-    fn routed_profile(&self, packet: &Packet, round: u32) -> Option<String> {
-        let router = self.router.as_ref()?;
+    /// Returns who `[routing]` sends fix round `round` of `packet` to.
+    fn route(&self, packet: &Packet, round: u32) -> super::routing::Route<'_> {
+        let Some(router) = self.router.as_ref() else {
+            return super::routing::Route::Own;
+        };
         let role = if packet.role.is_empty() {
             orchestra_core::plan::DEFAULT_ROLE
         } else {
@@ -314,12 +315,16 @@ impl StartWorker {
             .clients(role)
             .ok()
             .and_then(|(_, chain)| chain.first().map(|p| p.name.clone()));
-        router.profile_for(&self.journal, packet, round, own.as_deref())
+        router.route(&self.journal, packet, round, own.as_deref())
     }
 
-    fn run_packet(&self, job: &WorkerJob<'_>, log: &mut dyn Write) -> Result<WorkerReport, String> {
+    fn run_packet(
+        &self,
+        job: &WorkerJob<'_>,
+        log: &mut dyn Write,
+        profile: Option<String>,
+    ) -> Result<WorkerReport, String> {
         let packet = job.packet;
-        let profile = self.routed_profile(packet, job.round);
         let agent_job = AgentJob {
             run: job.run,
             objective: job.objective,
@@ -376,11 +381,21 @@ impl Worker for StartWorker {
         self.confine.as_deref()
     }
 
+    fn commits_itself(&self) -> bool {
+        self.router.as_ref().is_some_and(|r| r.has_cli())
+    }
+
     fn work(&self, job: &WorkerJob<'_>) -> WorkerReport {
+        let profile = match self.route(job.packet, job.round) {
+            // Routing sent this work to an agent CLI: it works the worktree instead of ours.
+            super::routing::Route::Cli(cli) => return cli.work(job),
+            super::routing::Route::Profile(p) => Some(p),
+            super::routing::Route::Own => None,
+        };
         let _span = tracing::info_span!("agent", packet = %job.packet.id, role = %job.packet.role)
             .entered();
         let mut log = crate::agent::open_transcript(job.log);
-        match self.run_packet(job, &mut log) {
+        match self.run_packet(job, &mut log, profile) {
             Ok(report) => report,
             Err(summary) => WorkerReport {
                 transient: false,

@@ -195,6 +195,7 @@ fn child_packet(
         acceptance: Vec::new(),
         risks: Vec::new(),
         may_be_empty: false,
+        risky: false,
         attempts: None,
         symbols: Vec::new(),
     })

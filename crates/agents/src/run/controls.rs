@@ -154,6 +154,7 @@ impl Run {
                     round,
                     approved,
                     findings,
+                    ..
                 } => {
                     if let Some(r) = out.rounds.iter_mut().rev().find(|r| r.round == round) {
                         r.approved = Some(approved);

@@ -34,8 +34,9 @@ pub struct RoutingConfig {
     #[serde(default)]
     pub mode: Option<RoutingMode>,
     /// The workers routing chooses from, cheapest first: each the name of a `[profiles]`
-    /// entry or a model one of them uses. Earlier runs' packets count for the worker whose
-    /// model answered them.
+    /// entry, a model one of them uses, or `cli:<name>` for an agent CLI (a built-in one or
+    /// an `[agents.cli.<name>]`). Earlier runs' packets count for the worker whose model
+    /// answered them, or for the agent CLI that worked them.
     #[serde(default)]
     pub workers: Option<Vec<String>>,
     /// Packets like a new one (same role, language and size) a worker must have worked before
@@ -82,10 +83,13 @@ impl RoutingConfig {
 pub struct RoutedWorker {
     /// The entry as written in `workers`.
     pub name: String,
-    /// The profile the worker's agents use.
+    /// The profile the worker's agents use; empty for an agent CLI.
     pub profile: String,
-    /// The model that profile answers with: what history knows the worker by.
+    /// The model that profile answers with, or `cli:<name>` for an agent CLI: what history
+    /// knows the worker by.
     pub model: String,
+    /// The agent CLI that works the packet instead of our agents (`cli:<name>` entries).
+    pub cli: Option<String>,
 }
 
 impl RepoConfig {
@@ -111,9 +115,22 @@ impl RepoConfig {
         let mut out: Vec<RoutedWorker> = Vec::new();
         for name in names {
             if let Some(cli) = name.strip_prefix("cli:") {
-                return Err(format!(
-                    "`[routing] workers` entry `{name}`: routing chooses between model profiles only; the agent CLI `{cli}` can work a role through `[roles.<role>] agent = \"{cli}\"` instead"
-                ));
+                let cli = cli.trim().to_string();
+                if cli.is_empty() {
+                    return Err("`[routing] workers` entry `cli:` names no agent CLI: write `cli:<name>`, e.g. `cli:claude` or a CLI of `[agents.cli.<name>]`".to_string());
+                }
+                if out.iter().any(|w| w.cli.as_ref() == Some(&cli)) {
+                    return Err(format!(
+                        "`[routing] workers` lists `{name}` twice; list each worker once"
+                    ));
+                }
+                out.push(RoutedWorker {
+                    model: format!("cli:{cli}"),
+                    name,
+                    profile: String::new(),
+                    cli: Some(cli),
+                });
+                continue;
             }
             let (profile, model) = match self.profiles.get(&name) {
                 Some(p) => (name.clone(), p.model.clone()),
@@ -137,6 +154,7 @@ impl RepoConfig {
                 name,
                 profile,
                 model,
+                cli: None,
             });
         }
         Ok(out)
@@ -174,7 +192,8 @@ mod tests {
                 "`nope` is neither a profile nor the model of one",
             ),
             ("[]", "needs `workers = [...]`"),
-            ("[\"cli:codex\"]", "`[roles.<role>] agent = \"codex\"`"),
+            ("[\"cli:\"]", "names no agent CLI"),
+            ("[\"cli:codex\", \"cli:codex\"]", "lists `cli:codex` twice"),
             ("[\"cheap\", \"small\"]", "both answer with model `small`"),
         ] {
             let c = config(&format!(
@@ -187,6 +206,16 @@ mod tests {
             "{profiles}[routing]\nmode = \"history\"\nworkers = [\"cheap\"]\nmin_pass_rate = 80\n"
         ));
         assert!(c.routed_workers().unwrap_err().contains("from 0 to 1"));
+        // An agent CLI is a worker history knows by its name.
+        let c = config(&format!(
+            "{profiles}[routing]\nmode = \"history\"\nworkers = [\"cli:mine\", \"strong\"]\n"
+        ));
+        let workers = c.routed_workers().unwrap();
+        assert_eq!(
+            (workers[0].cli.as_deref(), workers[0].model.as_str()),
+            (Some("mine"), "cli:mine")
+        );
+        assert_eq!(workers[1].cli, None);
         // A configuration without the table still loads.
         assert!(!config("").routing.enabled());
     }

@@ -70,6 +70,12 @@ pub struct StartConfig {
     /// Seconds a model call waits before the terminal says so (default 15); later lines
     /// follow every twice as long.
     pub wait_line_secs: Option<u64>,
+    /// Which packets of the approved plan fan out to best-of-N candidates: `"auto"` (the
+    /// packets the planner or the plan reviewer marked `risky`, `[best_of] n` candidates
+    /// each) or a number of candidates (1 to 8) for every packet; unset, none does. A
+    /// packet's own `attempts` always wins.
+    #[serde(default)]
+    pub best_of: Option<crate::plan::BestOfMode>,
 }
 
 impl RepoConfig {
@@ -166,6 +172,7 @@ impl StartConfig {
             docs: self.docs.or(base.docs),
             tests: self.tests.or(base.tests),
             wait_line_secs: self.wait_line_secs.or(base.wait_line_secs),
+            best_of: self.best_of.or(base.best_of),
         }
     }
 }

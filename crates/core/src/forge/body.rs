@@ -173,6 +173,7 @@ mod tests {
             acceptance: vec!["parses | pipes".into()],
             risks: vec!["slow".into()],
             may_be_empty: false,
+            risky: false,
             attempts: None,
         };
         let verdict = Verdict {

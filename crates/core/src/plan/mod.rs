@@ -5,8 +5,10 @@
 //! locations; `validate` reports every problem at once; `scope` and `overlap` say which paths a
 //! packet may change and whether two packets could touch the same one; `schedule` orders the
 //! packets into waves that never run overlapping packets side by side. `graph` holds the
-//! relations (dependents, dependency paths, overlaps) a run-time scheduler needs.
+//! relations (dependents, dependency paths, overlaps) a run-time scheduler needs; `fan_out`
+//! gives a `start` plan's packets their best-of-N candidates under `[start] best_of`.
 
+mod fan_out;
 mod graph;
 mod model;
 mod overlap;
@@ -18,6 +20,7 @@ mod validate;
 
 use std::path::{Path, PathBuf};
 
+pub use fan_out::{BestOfMode, fan_out};
 pub use graph::{Overlap, Overlaps, SharedFiles};
 pub use model::{DEFAULT_ROLE, MAX_ATTEMPTS, Packet, Plan};
 pub use overlap::overlap;

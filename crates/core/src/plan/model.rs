@@ -76,6 +76,11 @@ pub struct Packet {
     /// passes its validation with the smallest change becomes the packet's work. `None` is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attempts: Option<u32>,
+    /// True when the planner or the plan reviewer judged the packet risky; with `[start]
+    /// best_of = "auto"` a risky packet without its own `attempts` gets `[best_of] n`
+    /// candidates. Otherwise only shown.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub risky: bool,
 }
 
 /// The most candidates one packet may fan out to.

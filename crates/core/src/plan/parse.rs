@@ -63,6 +63,8 @@ struct RawPacket {
     may_be_empty: bool,
     #[serde(default)]
     attempts: Option<Spanned<u32>>,
+    #[serde(default)]
+    risky: bool,
 }
 
 /// Where the values of one packet sat in the source text.
@@ -170,6 +172,7 @@ impl Plan {
                 risks: p.risks,
                 may_be_empty: p.may_be_empty,
                 attempts: p.attempts.map(Spanned::into_inner),
+                risky: p.risky,
             });
         }
         let source = SourceMap {

@@ -140,6 +140,7 @@ mod tests {
             acceptance: vec![],
             risks: vec![],
             may_be_empty: false,
+            risky: false,
             attempts: None,
         }
     }

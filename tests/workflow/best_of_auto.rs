@@ -1,0 +1,192 @@
+//! `[start] best_of`: with `"auto"` the packets the planner or the plan reviewer marks risky
+//! fan out to `[best_of] n` candidates and the others do not; the approval shows which and
+//! forecasts them for all their candidates; bad settings are refused before anything starts.
+
+use std::path::{Path, PathBuf};
+
+use git_orchestra::demo;
+
+use crate::support::{git, hermetic, orchestra_with_env, text};
+
+/// A sample repository with `config` as its committed `.orchestra/config.toml`, and a scripted
+/// planner of two packets (`p1` marked risky) whose reviewer approves naming `reviewer_risky`.
+struct Risky {
+    tmp: tempfile::TempDir,
+    repo: PathBuf,
+    model: demo::MockModel,
+}
+
+impl Risky {
+    fn new(config: &str, reviewer_risky: &[&str]) -> Risky {
+        hermetic();
+        let tmp = tempfile::tempdir().unwrap();
+        let repo = demo::create_sample(&tmp.path().join("greeter")).unwrap();
+        std::fs::create_dir_all(repo.join(".orchestra")).unwrap();
+        std::fs::write(repo.join(".orchestra/config.toml"), config).unwrap();
+        git(&repo, &["add", "-A"]);
+        git(
+            &repo,
+            &[
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "commit",
+                "-q",
+                "-m",
+                "config",
+            ],
+        );
+        let plan = "```toml\n[[packet]]\nid = \"p1\"\ntitle = \"One\"\ndescription = \"d\"\nfiles = [\"p1.txt\"]\nvalidation = [\"test -f p1.txt\"]\nrisky = true\n\n[[packet]]\nid = \"p2\"\ntitle = \"Two\"\ndescription = \"d\"\nfiles = [\"p2.txt\"]\nvalidation = [\"test -f p2.txt\"]\n```";
+        let verdict =
+            serde_json::json!({"verdict": "approve", "findings": [], "risky": reviewer_risky});
+        let scripts = serde_json::json!([
+            {"name": "planner", "match": ["# Planner"], "replies": [{"text": plan}]},
+            {"name": "review", "match": ["# Reviewer"], "replies": [{"text": verdict.to_string()}]},
+            {"name": "orchestrator", "match": ["# Orchestrator"], "replies": [{"text": "{}"}]}
+        ]);
+        let model =
+            demo::MockModel::start(demo::parse_scripts(&scripts.to_string()).unwrap()).unwrap();
+        Risky { tmp, repo, model }
+    }
+
+    /// Starts the run with a worker command writing its candidate's number (`-` without one)
+    /// into `<packet>.txt`.
+    fn start(&self, extra: &[&str]) -> std::process::Output {
+        let root = self.tmp.path().join("worktrees");
+        let mut args = vec![
+            "start",
+            "--no-clarify",
+            "--worktree-root",
+            root.to_str().unwrap(),
+            "--worker-cmd",
+            "echo \"${ORCHESTRA_CANDIDATE:--}\" > \"$ORCHESTRA_PACKET.txt\"",
+        ];
+        args.extend_from_slice(extra);
+        args.push("Two files");
+        let env = [
+            ("ORCHESTRA_PROVIDER", "openai-compatible"),
+            ("ORCHESTRA_BASE_URL", self.model.url.as_str()),
+            ("ORCHESTRA_MODEL", "scripted"),
+        ];
+        orchestra_with_env(&self.repo, &args, &env)
+    }
+}
+
+/// Returns the kept candidate refs of the repository, as `<packet>/c<k>` sorted.
+fn candidates(repo: &Path) -> Vec<String> {
+    let mut out: Vec<String> = git(
+        repo,
+        &[
+            "for-each-ref",
+            "--format=%(refname)",
+            "refs/orchestra/candidates/",
+        ],
+    )
+    .lines()
+    .map(|r| {
+        let parts: Vec<&str> = r.rsplitn(3, '/').collect();
+        format!("{}/{}", parts[1], parts[0])
+    })
+    .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn under_best_of_auto_only_the_packet_the_planner_marked_risky_has_candidates() {
+    let s = Risky::new("[start]\nbest_of = \"auto\"\n[best_of]\nn = 3\n", &[]);
+    // Waiting for approval, the plan says which packet fans out and forecasts all three.
+    let out = s.start(&[]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let shown = text(&out);
+    let p1 = shown.split("p1 — One").nth(1).unwrap_or_default();
+    let p1 = p1.split("p2 — Two").next().unwrap_or_default();
+    assert!(p1.contains("candidates: best of 3 (risky)"), "{shown}");
+    assert!(
+        p1.contains("(3 candidates; no history: defaults)"),
+        "{shown}"
+    );
+    let p2 = shown.split("p2 — Two").nth(1).unwrap_or_default();
+    assert!(!p2.contains("candidates"), "{shown}");
+    assert!(p2.contains("(no history: defaults)"), "{shown}");
+
+    let out = s.start(&["--yes"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(candidates(&s.repo), ["p1/c1", "p1/c2", "p1/c3"]);
+    let refs = git(
+        &s.repo,
+        &[
+            "for-each-ref",
+            "--format=%(refname)",
+            "refs/orchestra/candidates/",
+        ],
+    );
+    for (k, name) in refs.lines().enumerate() {
+        assert_eq!(
+            git(&s.repo, &["show", &format!("{name}:p1.txt")]),
+            (k + 1).to_string()
+        );
+    }
+    // The risky packet's branch holds its winner; the other packet worked once, as no candidate.
+    let status = orchestra_with_env(&s.repo, &["status", "--json"], &[]);
+    let status: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    let wrote = |packet: &str| {
+        let branch = status["packets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["id"] == packet)
+            .unwrap_or_else(|| panic!("no {packet} in {status}"))["branch"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        git(&s.repo, &["show", &format!("{branch}:{packet}.txt")])
+    };
+    assert_eq!(wrote("p1"), "1");
+    assert_eq!(wrote("p2"), "-");
+}
+
+#[test]
+fn the_plan_reviewer_can_mark_a_packet_risky_too() {
+    let s = Risky::new("[start]\nbest_of = \"auto\"\n[best_of]\nn = 2\n", &["p2"]);
+    let out = s.start(&["--yes"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(candidates(&s.repo), ["p1/c1", "p1/c2", "p2/c1", "p2/c2"]);
+}
+
+#[test]
+fn without_best_of_a_risky_mark_is_only_shown() {
+    let s = Risky::new("", &[]);
+    let out = s.start(&[]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("risky (one candidate)"),
+        "{}",
+        text(&out)
+    );
+    let out = s.start(&["--yes"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(candidates(&s.repo).is_empty());
+}
+
+#[test]
+fn bad_best_of_settings_are_refused_naming_the_key() {
+    for (config, says) in [
+        (
+            "[start]\nbest_of = \"sometimes\"\n",
+            "best_of = \"sometimes\" is not a mode",
+        ),
+        ("[start]\nbest_of = 9\n", "best_of = 9 is outside 1 to 8"),
+        (
+            "[start]\nbest_of = \"auto\"\n[best_of]\nn = 12\n",
+            "[best_of] n = 12 is outside 1 to 8",
+        ),
+    ] {
+        let s = Risky::new(config, &[]);
+        let out = s.start(&["--yes"]);
+        assert_eq!(out.status.code(), Some(2), "{config}: {}", text(&out));
+        assert!(text(&out).contains(says), "{config}: {}", text(&out));
+        assert!(candidates(&s.repo).is_empty());
+    }
+}
