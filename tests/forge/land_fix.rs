@@ -31,6 +31,8 @@ fn worker(seen: &Path) -> String {
 /// branches; returns the repository, the remote and where the worker keeps its fixes files.
 fn published(forge: &FakeForge, land: &str) -> (TestRepo, PathBuf, PathBuf) {
     let (repo, bare) = setup(Some(forge), Flavour::GitHub);
+    // The worker keeps what it was told outside its worktree, where its sandbox lets it.
+    repo.scratch_writable();
     let seen = repo.scratch().join("seen");
     std::fs::create_dir_all(&seen).unwrap();
     let plan = write_plan(
