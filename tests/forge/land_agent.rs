@@ -1,6 +1,7 @@
 //! Landing fix rounds for runs done by our agents and agent CLIs, through the binary against
 //! the fake GitHub whose pull request heads follow a real bare remote: a CI failure reaches
-//! the packet's agent as the next turn of its conversation (a CLI: its resumed session), the
+//! the packet's agent as the next turn of its conversation (a CLI: its resumed session), as
+//! does a review requesting changes (answered on its thread with what the agent said), the
 //! fix is re-gated by the run's review and pushed with a lease, a fix the review rejects is
 //! not pushed and counts as a round, and the worktree a round made is gone afterwards.
 
@@ -16,6 +17,9 @@ use crate::support::*;
 
 const LOG: &str =
     "running 3 tests\nthread 'parses' panicked at src/lib.rs:7:5\nassertion failed: left == right";
+
+/// The user configuration that keeps CI green on #2 as well (see [`published`]).
+const GREEN: &str = "# CI passes on every head\n";
 
 /// The replies of a packet agent writing `out-<id>.txt` with each of `contents` in turn, one
 /// write and one `complete` per turn of work.
@@ -54,8 +58,8 @@ fn model_env(model: &MockModel) -> Vec<(&'static str, String)> {
 
 /// A run of p1 ← p2 by our agents (or an agent CLI, as `extra` arguments say) published as
 /// pull requests #1 and #2 on `forge`, with `user` as the user configuration; CI green on #1
-/// and failing on #2 (also when re-run), green on every head pushed later. Returns the
-/// repository and the bare remote.
+/// and failing on #2 (also when re-run; green with [`GREEN`]), green on every head pushed
+/// later. Returns the repository and the bare remote.
 fn published(
     forge: &FakeForge,
     env: &[(&str, &str)],
@@ -93,8 +97,10 @@ fn published(
     let h1 = head(&bare, &branch(forge, 1));
     let h2 = head(&bare, &branch(forge, 2));
     forge.add_check_run(&h1, "test", Some("success"), "");
-    let failed = forge.add_check_run(&h2, "test", Some("failure"), LOG);
-    forge.on_rerun(failed, "failure", LOG);
+    if user != GREEN {
+        let failed = forge.add_check_run(&h2, "test", Some("failure"), LOG);
+        forge.on_rerun(failed, "failure", LOG);
+    }
     forge.on_new_heads("test", "success", "");
     (repo, bare)
 }
@@ -116,6 +122,10 @@ fn branch(forge: &FakeForge, number: usize) -> String {
 
 fn land(repo: &TestRepo, env: &[(&str, &str)]) -> Output {
     run_env(repo, &["land"], env)
+}
+
+fn land_once(repo: &TestRepo, env: &[(&str, &str)]) -> Output {
+    run_env(repo, &["land", "--once"], env)
 }
 
 /// Returns the worktrees `git worktree list` shows for `repo`.
@@ -358,4 +368,78 @@ fn a_fix_the_review_rejects_is_not_pushed_and_counts_as_a_round() {
             .to_string()
             .contains("assertion failed: left == right")
     );
+}
+
+#[test]
+fn a_review_requesting_changes_reaches_the_agent_and_its_reply_is_posted_on_the_thread() {
+    let scripts = json!([
+        reviewer("never written")[1].clone(),
+        coder("p1", &["p1\n"]),
+        coder("p2", &["p2\n", "p2\nfixed\n"]),
+    ]);
+    let model = MockModel::start(demo::parse_scripts(&scripts.to_string()).unwrap()).unwrap();
+    let env = model_env(&model);
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let forge = FakeForge::start(Flavour::GitHub);
+    let (repo, bare) = published(&forge, &env, &[], GREEN);
+    forge.add_review(
+        2,
+        "alice",
+        "CHANGES_REQUESTED",
+        "Please say that it is fixed.",
+    );
+    forge.add_review_comment(2, "alice", "say fixed here", "out-p2.txt", 1);
+    let thread = forge.review_comments_of(2)[0]["id"].as_u64().unwrap();
+    let asked = model.received().len();
+
+    let mut last = String::new();
+    for _ in 0..3 {
+        let out = land_once(&repo, &env);
+        assert!(out.status.success(), "{}", text(&out));
+        last = text(&out);
+    }
+    assert!(last.contains("p1 #1: merged"), "{last}");
+    assert!(
+        last.contains("p2 #2: still waiting for alice to review the fix"),
+        "{last}"
+    );
+
+    // The review and the reviewer's inline comment were the agent's next turn.
+    let sent: Vec<Value> = model.received()[asked..].to_vec();
+    let fix_turn = sent
+        .iter()
+        .find(|b| {
+            messages(b)
+                .iter()
+                .any(|(r, t)| r == "user" && t.contains("say fixed here"))
+        })
+        .unwrap_or_else(|| panic!("no request carried the review: {sent:?}"));
+    let turns = messages(fix_turn);
+    assert!(turns.iter().filter(|(r, _)| r == "assistant").count() >= 2);
+    assert!(
+        turns
+            .iter()
+            .any(|(_, t)| t.contains("Please say that it is fixed.")),
+        "{turns:?}"
+    );
+
+    // The fix is pushed, and answered on the reviewer's thread with what the agent said.
+    let fixed = head(&bare, &branch(&forge, 2));
+    assert_eq!(
+        git(&bare, &["show", &format!("{fixed}:out-p2.txt")]),
+        "p2\nfixed"
+    );
+    let replies: Vec<Value> = forge
+        .review_comments_of(2)
+        .into_iter()
+        .filter(|c| !c["in_reply_to_id"].is_null())
+        .collect();
+    assert_eq!(replies.len(), 1, "{replies:?}");
+    assert_eq!(replies[0]["in_reply_to_id"], thread);
+    let body = replies[0]["body"].as_str().unwrap();
+    assert!(
+        body.contains(&format!("@alice fix round 1 pushed {}", &fixed[..12])),
+        "{body}"
+    );
+    assert!(body.contains("What the agent said"), "{body}");
 }
