@@ -24,9 +24,13 @@ const DEFAULT_WEBHOOK_SECRET_ENV: &str = "ORCHESTRA_WEBHOOK_SECRET";
 /// requests of the packets it depends on have landed; it is merged through the API with
 /// `[land] method` (default: what the repository allows, merge first), unless
 /// `[land] merge = false`. A child whose parent landed is retargeted to the parent's base. A
-/// failed check is re-run once: a pass then is reported as flaky. A real failure, a review
-/// requesting changes, a conflict or a refused merge leaves the pull request waiting for a
-/// person, with the reason. Each pull request carries one summary comment, kept up to date.
+/// failed check is re-run once: a pass then is reported as flaky. A real failure or a counted
+/// review requesting changes goes back to the packet's worker as a fix round (a worker
+/// command, our agent continuing its conversation, an agent CLI resuming its session); the
+/// fix is re-gated (checks, validation, the run's review) and pushed with a lease, at most
+/// `[land] max_rounds` times. A conflict or a refused merge leaves the pull request waiting
+/// for a person, with the reason. Each pull request carries one summary comment, kept up to
+/// date.
 /// Comments `/orchestra stop`, `/orchestra land` (merge it even with `[land] merge = false`)
 /// and `/orchestra retry` (re-run its failed checks) by counted reviewers steer one pull
 /// request; other accounts' are shown, never acted on.
@@ -90,6 +94,46 @@ pub fn run_land(
         opts.wake = Some(listen(addr, config.land.webhook_secret_env.as_deref())?);
     }
     opts.remote = settings.remote.clone();
+    // Fix rounds go to the run's own workers, re-gated by its review, confined as in a run.
+    let has_cmd = run
+        .record()
+        .map_err(super::lifecycle_error)?
+        .is_some_and(|r| r.worker_cmd.is_some());
+    let forced = super::agent_cli::chosen(repo, run.id());
+    let crew = git_orchestra::crew::Crew::assemble(repo, config, forced.as_deref(), None, has_cmd)
+        .map_err(|e| {
+            CommandError::user(e).hint("`git orchestra agents` lists the agent CLIs it knows")
+        })?
+        .continuing_kept();
+    let ours = if has_cmd {
+        None
+    } else {
+        Some(super::agent_worker(repo, config)?.continuing_kept())
+    };
+    let mut model = super::review::model_reviewer(
+        repo,
+        false,
+        "fix the reviewer's profile (`git orchestra agents` shows where it comes from)",
+    )?;
+    if let (Some(m), Some(w)) = (model.as_mut(), ours.as_ref()) {
+        m.share_gates(w.gates());
+    }
+    let review = crew.review(
+        model
+            .as_ref()
+            .map(|m| m as &(dyn git_orchestra::gate::Reviewer + Sync)),
+    );
+    let workers = crew.workers(
+        ours.as_ref()
+            .map(|w| w as &dyn git_orchestra::engine::Worker),
+    );
+    let sandboxes =
+        git_orchestra::agent::sandbox::command_sandboxes(&repo.common_dir, &config.sandbox);
+    let fixers = git_orchestra::land::Fixers {
+        worker: workers.worker(),
+        reviewer: review.as_ref().map(|r| r.reviewer),
+        sandboxes: Some(&sandboxes),
+    };
     let mut print = |e: &Event| {
         if let Some(line) = event_line(e)
             && !json
@@ -100,7 +144,7 @@ pub fn run_land(
         }
     };
     let report = run
-        .land(forge.as_ref(), &opts, &mut print)
+        .land_with(forge.as_ref(), &opts, fixers, &mut print)
         .map_err(land_error)?;
     if json {
         println!(

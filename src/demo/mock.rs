@@ -61,6 +61,8 @@ pub struct MockModel {
     /// The base URL to configure, e.g. `http://127.0.0.1:4242/v1`.
     pub url: String,
     requests: Arc<AtomicU64>,
+    /// Every request body received, in order of arrival.
+    bodies: Arc<std::sync::Mutex<Vec<Value>>>,
     closed: Arc<AtomicBool>,
     addr: std::net::SocketAddr,
 }
@@ -73,23 +75,25 @@ impl MockModel {
         let requests = Arc::new(AtomicU64::new(0));
         let closed = Arc::new(AtomicBool::new(false));
         let scripts = Arc::new(scripts);
-        let (count, stop) = (requests.clone(), closed.clone());
+        let bodies = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (count, stop, kept) = (requests.clone(), closed.clone(), bodies.clone());
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 if stop.load(Ordering::SeqCst) {
                     break;
                 }
                 let Ok(stream) = stream else { continue };
-                let scripts = scripts.clone();
+                let (scripts, kept) = (scripts.clone(), kept.clone());
                 count.fetch_add(1, Ordering::SeqCst);
                 std::thread::spawn(move || {
-                    let _ = serve(stream, &scripts);
+                    let _ = serve(stream, &scripts, &kept);
                 });
             }
         });
         Ok(MockModel {
             url: format!("http://{addr}/v1"),
             requests,
+            bodies,
             closed,
             addr,
         })
@@ -98,6 +102,12 @@ impl MockModel {
     /// Returns how many requests the server has received.
     pub fn requests(&self) -> u64 {
         self.requests.load(Ordering::SeqCst)
+    }
+
+    /// Returns the bodies of the chat requests received so far, in order of arrival, for a
+    /// test to see what a model was sent.
+    pub fn received(&self) -> Vec<Value> {
+        self.bodies.lock().map(|b| b.clone()).unwrap_or_default()
     }
 }
 
@@ -164,7 +174,11 @@ pub fn answer(scripts: &[Script], body: &Value) -> Result<Value, String> {
     }))
 }
 
-fn serve(stream: TcpStream, scripts: &[Script]) -> std::io::Result<()> {
+fn serve(
+    stream: TcpStream,
+    scripts: &[Script],
+    kept: &std::sync::Mutex<Vec<Value>>,
+) -> std::io::Result<()> {
     let mut reader = BufReader::new(stream.try_clone()?);
     let mut line = String::new();
     if reader.read_line(&mut line)? == 0 {
@@ -189,6 +203,9 @@ fn serve(stream: TcpStream, scripts: &[Script]) -> std::io::Result<()> {
     let mut body = vec![0; length];
     reader.read_exact(&mut body)?;
     let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    if let Ok(mut kept) = kept.lock() {
+        kept.push(request.clone());
+    }
     let (status, reply) = match answer(scripts, &request) {
         Ok(v) => (200, v),
         Err(message) => (

@@ -4,7 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod activity;
-mod agent_cli;
+pub(crate) mod agent_cli;
 mod agent_cli_e2e;
 mod agent_cli_stream;
 mod agent_loop;

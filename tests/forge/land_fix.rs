@@ -3,7 +3,8 @@
 //! `ORCHESTRA_FIXES_FILE`, the fix is pushed with a lease and lands once green; rounds are
 //! bounded by `[land] max_rounds`; a failure a child inherits goes to its parent only; a
 //! counted reviewer's requested changes go to the worker and are answered on their thread; a
-//! `land` killed during a fix round is continued without a second push or comment.
+//! `land` killed during a fix round is continued without a second push or comment; the worker
+//! runs in the workers' sandbox.
 
 use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
@@ -31,6 +32,8 @@ fn worker(seen: &Path) -> String {
 /// branches; returns the repository, the remote and where the worker keeps its fixes files.
 fn published(forge: &FakeForge, land: &str) -> (TestRepo, PathBuf, PathBuf) {
     let (repo, bare) = setup(Some(forge), Flavour::GitHub);
+    // The worker keeps what it was told outside its worktree, where its sandbox lets it.
+    repo.scratch_writable();
     let seen = repo.scratch().join("seen");
     std::fs::create_dir_all(&seen).unwrap();
     let plan = write_plan(
@@ -362,4 +365,28 @@ fn a_land_killed_during_a_fix_round_is_continued_without_a_second_push_or_commen
     assert!(again.status.success(), "{}", text(&again));
     assert_eq!(head(&bare, &b2), fixed);
     assert_eq!(fixes_seen(&seen).len(), 2);
+}
+
+#[test]
+fn a_worker_command_fixing_a_pull_request_runs_in_the_workers_sandbox() {
+    let forge = FakeForge::start(Flavour::GitHub);
+    let (repo, bare, seen) = published(&forge, "");
+    let (b1, b2) = (branch(&forge, 1), branch(&forge, 2));
+    let h2 = head(&bare, &b2);
+    forge.add_check_run(&head(&bare, &b1), "test", Some("success"), "");
+    forge.add_check_run(&h2, "test", Some("failure"), LOG);
+    forge.on_new_heads("test", "success", "");
+    // The scratch directory is no longer writable: the worker's copy of its fixes file there
+    // must fail, while its fix in its own worktree goes through.
+    repo.user_config("");
+
+    let out = land(&repo, &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("p2 #2: merged"), "{}", text(&out));
+    assert!(fixes_seen(&seen).is_empty(), "{:?}", fixes_seen(&seen));
+    let fixed = head(&bare, &b2);
+    assert_eq!(
+        git(&bare, &["show", &format!("{fixed}:out-p2.txt")]),
+        "p2\nfixed"
+    );
 }

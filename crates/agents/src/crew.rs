@@ -62,6 +62,13 @@ impl Crew {
         })
     }
 
+    /// Returns this crew with its agent CLIs resuming, in a fix round, the sessions an
+    /// earlier process kept (landing's fix rounds come after the run ended).
+    pub fn continuing_kept(mut self) -> Crew {
+        self.cli = self.cli.continuing_kept();
+        self
+    }
+
     /// Returns the review of every packet after validation: `[roles.reviewer] agent`'s CLI
     /// when one is configured, else `model` (the reviewer role's model), if any.
     pub fn review<'a>(

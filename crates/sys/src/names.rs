@@ -112,6 +112,16 @@ pub fn landing_fetch_ref(run: &str, branch: &str) -> String {
     )
 }
 
+/// Returns the ref a landing fix round `round` of `packet` in run `run` that pushed nothing
+/// keeps its work under, before its worktree is removed.
+pub fn landing_round_ref(run: &str, packet: &str, round: u32) -> String {
+    format!(
+        "refs/orchestra/land-rounds/{}/{}/{round}",
+        sanitize(run, MAX_SLUG_LEN + 9),
+        sanitize(packet, 64)
+    )
+}
+
 /// Returns the default root under which a repository's packet worktrees live:
 /// `<repo-parent>/.orchestra/<repo-name>`, outside the main working tree.
 pub fn default_worktree_root(repo_toplevel: &Path) -> PathBuf {

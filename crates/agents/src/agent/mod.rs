@@ -13,6 +13,7 @@ pub mod mcp;
 mod packet_agent;
 mod person;
 pub mod profiles;
+pub mod resumable;
 mod review_agent;
 mod review_parts;
 pub mod role;

@@ -45,6 +45,9 @@ pub struct AgentWorker {
     confine: Option<Box<orchestra_sys::exec::process::Confine>>,
     /// What a packet agent's tools reach beyond the built-in ones.
     tools: PacketTools,
+    /// Whether a fix round this process has no conversation for continues the one kept on
+    /// disk (see [`AgentWorker::continuing_kept`]).
+    continue_kept: bool,
 }
 
 /// What a run's packet agents reach beyond the built-in tools: the MCP servers their role
@@ -119,7 +122,16 @@ impl AgentWorker {
             person: None,
             confine,
             tools: PacketTools::default(),
+            continue_kept: false,
         })
+    }
+
+    /// Returns this worker continuing, in a fix round, the conversation an earlier process
+    /// kept for the packet (landing's fix rounds come days after the run): the fixes are the
+    /// next turn of that conversation. Without it such a round starts afresh with the task.
+    pub fn continuing_kept(mut self) -> AgentWorker {
+        self.continue_kept = true;
+        self
     }
 
     /// Returns the per-profile gates, for other model users of the same run to share.
@@ -189,7 +201,7 @@ impl AgentWorker {
         // A fix round continues the packet's conversation when this process has it.
         let key = format!("{}/{}", job.run, packet.id);
         let history = match job.fixes {
-            Some(_) => self.take_conversation(&key),
+            Some(_) => self.take_conversation(&key, job),
             None => Vec::new(),
         };
         let task = match job.fixes {
@@ -238,6 +250,13 @@ impl AgentWorker {
             })?;
         outcome.scrub(&keys);
         if outcome.state == WorkerState::Completed {
+            super::resumable::save_conversation(
+                job.common_dir,
+                job.run,
+                &packet.id,
+                &outcome.messages,
+                &keys,
+            );
             self.keep_conversation(key, std::mem::take(&mut outcome.messages));
             remember(job.common_dir, job.run, &packet.id, &outcome.learnings);
         }
@@ -259,11 +278,18 @@ impl AgentWorker {
 }
 
 impl AgentWorker {
-    fn take_conversation(&self, key: &str) -> Vec<llm::Message> {
-        self.conversations
+    /// Returns the packet's conversation this process holds under `key`, else (when
+    /// continuing kept ones) the one kept on disk for `job`'s packet.
+    fn take_conversation(&self, key: &str, job: &WorkerJob<'_>) -> Vec<llm::Message> {
+        let held = self
+            .conversations
             .lock()
             .map(|mut m| m.remove(key).unwrap_or_default())
-            .unwrap_or_default()
+            .unwrap_or_default();
+        if held.is_empty() && self.continue_kept {
+            return super::resumable::load_conversation(job.common_dir, job.run, &job.packet.id);
+        }
+        held
     }
 
     fn keep_conversation(&self, key: String, messages: Vec<llm::Message>) {

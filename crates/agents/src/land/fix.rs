@@ -2,31 +2,31 @@
 //! stayed failed when re-run, a failed commit status) goes back to the packet's worker, and
 //! what it changes is re-gated and pushed over the head it fixed.
 //!
-//! The worker command gets what failed in `ORCHESTRA_FIXES_FILE`, as in the engine's own fix
-//! rounds. It works in the packet's worktree when that still stands at the pull request's head
-//! (else in a worktree of that head under the run's directory, so nothing left in the packet's
-//! worktree is ever touched); the result is committed, passes the deterministic checks and the
-//! packet's validation, and is pushed with `--force-with-lease` on the head it fixed, so a push
-//! someone else made meanwhile is never overwritten.
+//! The packet's worker ([`super::fixer`]: the run's worker command, our agent, an agent CLI)
+//! works in the packet's worktree when that still stands at the pull request's head (else in
+//! a worktree of that head made for the round and removed after it, so nothing left in the
+//! packet's worktree is ever touched); the result is committed, passes the deterministic
+//! checks, the packet's validation and the run's review, and is pushed with
+//! `--force-with-lease` on the head it fixed, so a push someone else made meanwhile is never
+//! overwritten. A fix the gate rejects is not pushed and goes back once more with what the
+//! gate found, while `[land] max_rounds` allows.
 //!
 //! Each round is journaled when it starts and when it ends. A `land` killed in between starts
 //! the next round on the same head (the forge still shows it: nothing was pushed), counted
 //! against `[land] max_rounds`; a round that pushed moved the head, so it never runs twice.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use orchestra_core::gate::{self, DeterministicReviewer, PacketChecks, PacketRef};
 use orchestra_core::plan::Packet;
 use orchestra_core::store::{Event, EventKind, Store, StoreError};
 use orchestra_git::git::{Git, RepoInfo, Untracked, commit};
-use orchestra_sys::exec::process::{self, Spec};
 
 use orchestra_core::forge::{Forge, ForgeError, LOG_TAIL_BYTES, safe_tail};
 
 use super::decide::Answer;
-use super::{Journal, LandError, LandOptions, Step};
+use super::{Fixers, Journal, LandError, LandOptions, Step};
 
 /// One fix round to run: which pull request, on which head, with what feedback.
 pub(super) struct Round<'a> {
@@ -56,6 +56,23 @@ pub(super) enum Ended {
     Pushed { sha: String, summary: String },
     /// Nothing was pushed; a person must act, for this reason.
     Person(String),
+    /// The gate (the deterministic checks, the review) rejected the fix, so it was not
+    /// pushed; `fixes` says what to fix in another round, `why` a person what happened.
+    Rejected { why: String, fixes: String },
+}
+
+/// Why a fix round pushed nothing.
+pub(super) enum Miss {
+    /// The gate rejected the fix: another round may fix what it found (`fixes`).
+    Rejected { why: String, fixes: String },
+    /// Anything else: the worker failed or changed nothing, git refused.
+    Failed(String),
+}
+
+impl From<String> for Miss {
+    fn from(why: String) -> Miss {
+        Miss::Failed(why)
+    }
 }
 
 /// Returns how many fix rounds were started for `packet` in run `run`.
@@ -107,6 +124,7 @@ pub(super) fn run_round(
     store: &mut Store,
     round: &Round<'_>,
     number: u32,
+    fixers: Fixers<'_>,
     journal: &mut Journal<'_>,
 ) -> Result<Ended, LandError> {
     journal(
@@ -119,18 +137,25 @@ pub(super) fn run_round(
             reason: round.reason.to_string(),
         },
     )?;
-    let ended = match work(store, round, number) {
-        Ok((sha, summary)) => Ended::Pushed { sha, summary },
-        // Git's and the worker's words may quote a credential (a remote URL, a log line).
-        Err(why) => Ended::Person(format!(
+    // Git's and the worker's words may quote a credential (a remote URL, a log line).
+    let person = |why: &str| {
+        format!(
             "{}; fix round {number} did not fix it: {}",
             round.reason,
-            gate::mask_secrets(&why)
-        )),
+            gate::mask_secrets(why)
+        )
+    };
+    let ended = match work(store, round, number, fixers) {
+        Ok((sha, summary)) => Ended::Pushed { sha, summary },
+        Err(Miss::Failed(why)) => Ended::Person(person(&why)),
+        Err(Miss::Rejected { why, fixes }) => Ended::Rejected {
+            why: person(&why),
+            fixes: gate::mask_secrets(&fixes),
+        },
     };
     let (pushed, outcome) = match &ended {
         Ended::Pushed { sha, .. } => (sha.clone(), format!("pushed {}", short(sha))),
-        Ended::Person(why) => (String::new(), why.clone()),
+        Ended::Person(why) | Ended::Rejected { why, .. } => (String::new(), why.clone()),
     };
     journal(
         store,
@@ -148,63 +173,53 @@ pub(super) fn run_round(
 }
 
 /// What a fix round needs to know of the run and its packet.
-struct Context {
-    packet: Packet,
-    worker: String,
-    timeout: Duration,
+pub(super) struct Context {
+    pub packet: Packet,
+    pub objective: String,
+    /// The run's worker command; `None` when its in-process worker (our agents, agent CLIs)
+    /// did the packets.
+    pub worker: Option<String>,
+    pub timeout: Duration,
     /// The packet's worktree as the run recorded it.
     worktree: PathBuf,
     /// The run's own directory, for logs and a worktree of the head.
-    dir: PathBuf,
+    pub dir: PathBuf,
 }
 
 /// Does the work of a fix round and returns the commit it pushed with what the worker said
-/// last, or why it pushed nothing.
-fn work(store: &Store, round: &Round<'_>, number: u32) -> Result<(String, String), String> {
+/// last, or why it pushed nothing. A worktree the round made for the head is removed after
+/// it, whatever happened: what the round made is then on the remote or under a kept ref (see
+/// [`super::fixer::after_round`]).
+fn work(
+    store: &Store,
+    round: &Round<'_>,
+    number: u32,
+    fixers: Fixers<'_>,
+) -> Result<(String, String), Miss> {
     let ctx = context(store, round)?;
     let git = round.repo.git();
-    let wt = worktree(round, &ctx, &git, number)?;
-    let pinned = Git::pinned(&round.repo.common_dir, &wt)
+    let (wt, made) = worktree(round, &ctx, &git, number)?;
+    let done = fix_in(round, number, fixers, &ctx, &wt);
+    super::fixer::after_round(round, &git, &wt, number, done.is_ok(), made);
+    done
+}
+
+/// Has the packet's worker fix the head checked out at `wt`, commits, re-gates and pushes
+/// the fix; returns the pushed commit and what the worker said last.
+fn fix_in(
+    round: &Round<'_>,
+    number: u32,
+    fixers: Fixers<'_>,
+    ctx: &Context,
+    wt: &Path,
+) -> Result<(String, String), Miss> {
+    let git = round.repo.git();
+    let pinned = Git::pinned(&round.repo.common_dir, wt)
         .map_err(|e| format!("cannot use the worktree {}: {e}", wt.display()))?;
-    let logs = ctx.dir.join(format!("{}-round-{number}", round.packet));
-    let fixes = logs.join("fixes.md");
-    fs_err::create_dir_all(&logs).map_err(|e| e.to_string())?;
-    fs_err::write(&fixes, round.feedback).map_err(|e| e.to_string())?;
-    let mut env = vec![
-        ("ORCHESTRA_RUN".to_string(), round.run.to_string()),
-        ("ORCHESTRA_PACKET".to_string(), round.packet.to_string()),
-        (
-            "ORCHESTRA_WORKTREE".to_string(),
-            wt.to_string_lossy().into_owned(),
-        ),
-        (
-            "ORCHESTRA_FIXES_FILE".to_string(),
-            fixes.to_string_lossy().into_owned(),
-        ),
-        ("ORCHESTRA_ROUND".to_string(), number.to_string()),
-    ];
-    // Only the worker command gets the API keys the engine took out of its own environment.
-    env.extend(orchestra_sys::exec::command_env::provider_settings());
-    env.extend(orchestra_sys::exec::secret_env::stashed().iter().cloned());
-    let log = logs.join("worker.log");
-    let spec = Spec {
-        command: &ctx.worker,
-        dir: &wt,
-        env: &env,
-        log: &log,
-        timeout: ctx.timeout,
-        confine: None,
-    };
-    let stop = AtomicBool::new(false);
-    let out = process::run(&spec, &stop, &mut |_| {}).map_err(|e| e.to_string())?;
-    if !out.success() {
-        return Err(format!(
-            "the worker command failed ({}): {}",
-            out.exit_code
-                .map_or_else(|| "killed".to_string(), |c| format!("exit code {c}")),
-            out.tail.lines().last().unwrap_or_default()
-        ));
-    }
+    let said = super::fixer::run(round, number, fixers, ctx, wt)?;
+    // A worker's own commits are folded into the engine's one fix commit, as in a run.
+    commit::take_back_worker_commits(&pinned, round.head_sha, None)
+        .map_err(|e| format!("cannot take back the worker's own commits: {e}"))?;
     let message = commit::message(
         &format!("Fix what failed on pull request #{}", round.number),
         &commit::Trailers {
@@ -216,9 +231,9 @@ fn work(store: &Store, round: &Round<'_>, number: u32) -> Result<(String, String
     commit::commit_all(&pinned, &message).map_err(|e| format!("cannot commit the fix: {e}"))?;
     let new = pinned.head().map_err(|e| e.to_string())?;
     if new == round.head_sha {
-        return Err("the worker changed nothing".into());
+        return Err(Miss::Failed("the worker changed nothing".into()));
     }
-    regate(round, &ctx, &new, &wt)?;
+    regate(round, ctx, fixers, &new, wt)?;
     git.push_with_lease(round.remote, round.branch, &new, round.head_sha)
         .map_err(|e| {
             format!(
@@ -226,7 +241,7 @@ fn work(store: &Store, round: &Round<'_>, number: u32) -> Result<(String, String
                 short(round.head_sha)
             )
         })?;
-    Ok((new, safe_tail(&out.tail, None, LOG_TAIL_BYTES / 4)))
+    Ok((new, safe_tail(&said, None, LOG_TAIL_BYTES / 4)))
 }
 
 /// Returns the run's worker command, the packet and where its work lives.
@@ -239,13 +254,6 @@ fn context(store: &Store, round: &Round<'_>) -> Result<Context, String> {
         .find(|p| p.id == round.packet)
         .cloned()
         .ok_or_else(|| format!("packet `{}` is not in the run's plan", round.packet))?;
-    let Some(worker) = record.worker_cmd.clone() else {
-        return Err(
-            "the run's packets were done by the agent; fix rounds while landing send work \
-             back to a worker command only"
-                .into(),
-        );
-    };
     let worktree = store
         .packets(round.run)
         .map_err(|e| e.to_string())?
@@ -255,7 +263,8 @@ fn context(store: &Store, round: &Round<'_>) -> Result<Context, String> {
         .unwrap_or_default();
     Ok(Context {
         packet,
-        worker,
+        objective: record.objective.clone(),
+        worker: record.worker_cmd.clone(),
         timeout: Duration::from_secs(record.timeout_secs.max(1)),
         worktree,
         dir: orchestra_sys::exec::RunDir::new(&round.repo.common_dir, round.run)
@@ -264,10 +273,15 @@ fn context(store: &Store, round: &Round<'_>) -> Result<Context, String> {
     })
 }
 
-/// Returns the worktree the fix is made in: the packet's own when it is clean at the head
-/// (recreated there when it was removed), else a fresh one of the head under the run's
-/// directory.
-fn worktree(round: &Round<'_>, ctx: &Context, git: &Git, number: u32) -> Result<PathBuf, String> {
+/// Returns the worktree the fix is made in, and whether this round made it: the packet's own
+/// when it is clean at the head (recreated there when it was removed), else a fresh one of
+/// the head under the run's directory.
+fn worktree(
+    round: &Round<'_>,
+    ctx: &Context,
+    git: &Git,
+    number: u32,
+) -> Result<(PathBuf, bool), String> {
     let at_head = |path: &Path| {
         Git::pinned(&round.repo.common_dir, path).is_ok_and(|g| {
             g.head().is_ok_and(|h| h == round.head_sha)
@@ -277,7 +291,7 @@ fn worktree(round: &Round<'_>, ctx: &Context, git: &Git, number: u32) -> Result<
     };
     let own = &ctx.worktree;
     if !own.as_os_str().is_empty() && own.is_dir() && at_head(own) {
-        return Ok(own.clone());
+        return Ok((own.clone(), false));
     }
     let _ = git.prune_worktrees();
     let path = if !own.as_os_str().is_empty() && !own.exists() {
@@ -288,7 +302,7 @@ fn worktree(round: &Round<'_>, ctx: &Context, git: &Git, number: u32) -> Result<
             .join("wt")
     };
     if path.exists() && at_head(&path) {
-        return Ok(path);
+        return Ok((path, true));
     }
     if let Some(parent) = path.parent() {
         fs_err::create_dir_all(parent).map_err(|e| e.to_string())?;
@@ -301,12 +315,18 @@ fn worktree(round: &Round<'_>, ctx: &Context, git: &Git, number: u32) -> Result<
                 path.display()
             )
         })?;
-    Ok(path)
+    Ok((path, true))
 }
 
 /// Re-gates the fix `new` (made in `wt` over the head): the deterministic checks and the
 /// packet's validation commands must pass.
-fn regate(round: &Round<'_>, ctx: &Context, new: &str, wt: &Path) -> Result<(), String> {
+fn regate(
+    round: &Round<'_>,
+    ctx: &Context,
+    fixers: Fixers<'_>,
+    new: &str,
+    wt: &Path,
+) -> Result<(), Miss> {
     let git = round.repo.git();
     let packet = PacketRef {
         run: round.run.to_string(),
@@ -314,13 +334,25 @@ fn regate(round: &Round<'_>, ctx: &Context, new: &str, wt: &Path) -> Result<(), 
         checkout: Some(wt.to_path_buf()),
         notes: Vec::new(),
     };
+    let mut options = PacketChecks::for_repo(&git).options;
+    if let Some(sandboxes) = fixers.sandboxes {
+        options.sandboxes = sandboxes.clone();
+    }
     let checks = DeterministicReviewer {
-        options: PacketChecks::for_repo(&git).options,
+        options,
         validation: Vec::new(),
         timeout: ctx.timeout,
     };
+    // The deterministic checks first: no model sees a fix they reject.
     let verdict = gate::review(round.repo, round.head_sha, new, Some(&packet), &[&checks])
         .map_err(|e| format!("cannot check the fix: {e}"))?;
+    let verdict = match fixers.reviewer {
+        Some(model) if verdict.verdict == gate::Decision::Approve => {
+            gate::review(round.repo, round.head_sha, new, Some(&packet), &[model])
+                .map_err(|e| format!("cannot review the fix: {e}"))?
+        }
+        _ => verdict,
+    };
     if verdict.verdict == gate::Decision::Approve {
         return Ok(());
     }
@@ -329,12 +361,32 @@ fn regate(round: &Round<'_>, ctx: &Context, new: &str, wt: &Path) -> Result<(), 
         .iter()
         .map(|f| format!("{} {}", f.file.as_deref().unwrap_or_default(), f.evidence))
         .collect();
-    Err(format!(
-        "the gate rejected the fix {} (kept in {}): {}",
-        short(new),
-        wt.display(),
-        found.join("; ")
-    ))
+    let mut fixes = String::from(
+        "The gate rejected your fix, so it was not pushed; the next round starts again from the \
+         pull request's head. Fix these problems too:\n",
+    );
+    for f in &verdict.findings {
+        let place = match (&f.file, f.line) {
+            (Some(file), Some(line)) => format!(" {file}:{line}"),
+            (Some(file), None) => format!(" {file}"),
+            _ => String::new(),
+        };
+        fixes.push_str(&format!(
+            "- [{}] {}{place}: {} — {}\n",
+            f.severity.as_str(),
+            f.category,
+            f.evidence.trim(),
+            f.suggestion.trim()
+        ));
+    }
+    Err(Miss::Rejected {
+        why: format!(
+            "the gate rejected the fix {}: {}",
+            short(new),
+            found.join("; ")
+        ),
+        fixes,
+    })
 }
 
 /// Returns the first twelve characters of a commit id.
@@ -348,6 +400,7 @@ pub(super) struct Env<'a> {
     pub run: &'a str,
     pub opts: &'a LandOptions,
     pub forge: &'a dyn Forge,
+    pub fixers: Fixers<'a>,
 }
 
 /// Turns a [`Step::Fix`] for `f` (at `head_sha`) into what landing does now: runs the next fix
@@ -389,7 +442,9 @@ pub(super) fn step(
                 short(&sha)
             )));
         }
-        (Some(Ended::Person(why)), _) => return Ok(Step::Person(why)),
+        (Some(Ended::Person(why) | Ended::Rejected { why, .. }), _) => {
+            return Ok(Step::Person(why));
+        }
         (None, _) => {}
     }
     let taken = rounds_taken(store, env.run, &f.packet)?;
@@ -400,10 +455,10 @@ pub(super) fn step(
             n => format!("{reason} ({n} fix rounds did not fix it)"),
         }));
     }
-    if store.require_run(env.run)?.worker_cmd.is_none() {
+    if store.require_run(env.run)?.worker_cmd.is_none() && env.fixers.worker.is_none() {
         return Ok(Step::Person(format!(
-            "{reason} (not sent back: fix rounds while landing reach a worker command only, \
-             and this run's packets were done by agents)"
+            "{reason} (not sent back: no worker to send it to; land the run with \
+             `git orchestra land`, which sends it to the run's agents)"
         )));
     }
     // The head is fetched before the round starts: a remote out of reach is a failed look,
@@ -412,32 +467,43 @@ pub(super) fn step(
         .git()
         .fetch_branch(&env.opts.remote, &f.branch)
         .map_err(|e| LandError::Forge(ForgeError::Git(e)))?;
-    let round = Round {
-        repo: env.repo,
-        run: env.run,
-        remote: &env.opts.remote,
-        packet: &f.packet,
-        number: f.number,
-        branch: &f.branch,
-        head_sha,
-        reason: &reason,
-        feedback: &feedback,
-        review: review.as_ref(),
-    };
-    Ok(match run_round(store, &round, taken + 1, journal)? {
-        Ended::Pushed { sha, summary } => match &review {
-            Some(a) => {
-                reply(env.forge, f.number, a, &sha, &summary, taken + 1);
-                Step::Wait(format!("{} to review the fix {}", a.author, short(&sha)))
+    let mut feedback = feedback;
+    let mut number = taken + 1;
+    loop {
+        let round = Round {
+            repo: env.repo,
+            run: env.run,
+            remote: &env.opts.remote,
+            packet: &f.packet,
+            number: f.number,
+            branch: &f.branch,
+            head_sha,
+            reason: &reason,
+            feedback: &feedback,
+            review: review.as_ref(),
+        };
+        match run_round(store, &round, number, env.fixers, journal)? {
+            Ended::Pushed { sha, summary } => {
+                return Ok(match &review {
+                    Some(a) => {
+                        reply(env.forge, f.number, a, &sha, &summary, number);
+                        Step::Wait(format!("{} to review the fix {}", a.author, short(&sha)))
+                    }
+                    None => Step::Wait(format!(
+                        "the checks of fix round {number} ({})",
+                        short(&sha)
+                    )),
+                });
             }
-            None => Step::Wait(format!(
-                "the checks of fix round {} ({})",
-                taken + 1,
-                short(&sha)
-            )),
-        },
-        Ended::Person(why) => Step::Person(why),
-    })
+            // A fix the gate rejected goes back with what it found, while rounds remain; as
+            // in a run, the worker sees what failed and what its fix got wrong.
+            Ended::Rejected { fixes, .. } if number < env.opts.max_rounds => {
+                feedback = format!("{feedback}\n\n## Your fix in round {number}\n\n{fixes}");
+                number += 1;
+            }
+            Ended::Person(why) | Ended::Rejected { why, .. } => return Ok(Step::Person(why)),
+        }
+    }
 }
 
 /// Replies on the review `answer` names: on each of its inline threads, or in the
@@ -534,6 +600,7 @@ mod tests {
             run: "r1",
             opts: &opts,
             forge: &Unreachable,
+            fixers: Fixers::default(),
         };
         let f = super::super::Followed {
             packet: "p1".into(),
@@ -563,8 +630,8 @@ mod tests {
         assert_eq!(
             next,
             Step::Person(
-                "check `test` failed (failure) (not sent back: fix rounds while landing reach \
-                 a worker command only, and this run's packets were done by agents)"
+                "check `test` failed (failure) (not sent back: no worker to send it to; land \
+                 the run with `git orchestra land`, which sends it to the run's agents)"
                     .into()
             )
         );

@@ -26,6 +26,7 @@
 mod commands;
 mod decide;
 mod fix;
+mod fixer;
 mod restack;
 
 use std::sync::Arc;
@@ -84,6 +85,23 @@ impl Default for LandOptions {
             remote: "origin".to_string(),
         }
     }
+}
+
+/// Who works and re-gates the fix rounds of a run: its in-process worker (our agents, the
+/// roles' agent CLIs) when no worker command did its packets, the review its packets passed,
+/// and the sandboxes its commands run in. The front end builds them from the configuration;
+/// the default has none of them (fix rounds of a run done by agents then wait for a person,
+/// and commands run unconfined).
+#[derive(Clone, Copy, Default)]
+pub struct Fixers<'a> {
+    /// The run's in-process worker: a fix round is the next turn of the packet agent's
+    /// conversation, or its agent CLI's resumed session.
+    pub worker: Option<&'a dyn orchestra_core::engine::Worker>,
+    /// The review (a model, or `[roles.reviewer] agent`'s CLI) a fix must pass besides the
+    /// deterministic checks; `None` when the run has none.
+    pub reviewer: Option<&'a (dyn orchestra_core::gate::Reviewer + Sync)>,
+    /// Where worker and validation commands run confined (`[sandbox]`).
+    pub sandboxes: Option<&'a orchestra_sys::exec::process::Sandboxes>,
 }
 
 /// Where one packet's pull request stands at the end of landing.
@@ -178,6 +196,19 @@ pub fn land(
     opts: &LandOptions,
     on_event: &mut dyn FnMut(&Event),
 ) -> Result<LandReport, LandError> {
+    land_with(repo, run, forge, opts, Fixers::default(), on_event)
+}
+
+/// Follows run `run`'s pull requests as [`land`] does, with `fixers` working and re-gating
+/// its fix rounds.
+pub fn land_with(
+    repo: &RepoInfo,
+    run: &str,
+    forge: &dyn Forge,
+    opts: &LandOptions,
+    fixers: Fixers<'_>,
+    on_event: &mut dyn FnMut(&Event),
+) -> Result<LandReport, LandError> {
     // One `land` per run: two would race each other's merges and re-runs. Its own lock, so
     // `pr`, `status` or `retry` of the run are not blocked while it follows for days.
     let dir = orchestra_sys::exec::RunDir::new(&repo.common_dir, run)
@@ -224,6 +255,7 @@ pub fn land(
         polls += 1;
         match poll(
             repo,
+            fixers,
             &mut store,
             &restacker,
             forge,
@@ -381,6 +413,7 @@ pub(super) type Journal<'a> = dyn FnMut(&mut Store, Event) -> Result<(), LandErr
 #[allow(clippy::too_many_arguments)]
 fn poll(
     repo: &RepoInfo,
+    fixers: Fixers<'_>,
     store: &mut Store,
     restacker: &restack::Restacker<'_>,
     forge: &dyn Forge,
@@ -460,6 +493,7 @@ fn poll(
             run,
             opts,
             forge,
+            fixers,
         };
         let step = fix::step(store, &env, &followed[i], &status.head_sha, step, journal)?;
         followed[i].rounds = fix::rounds_taken(store, run, &followed[i].packet)?;

@@ -5,7 +5,7 @@ use orchestra_core::forge::Forge;
 use orchestra_core::store::Event;
 
 use super::Run;
-use crate::land::{self, LandError, LandOptions, LandReport};
+use crate::land::{self, Fixers, LandError, LandOptions, LandReport};
 
 impl Run {
     /// Follows this run's pull requests on `forge` as `opts` says, calling `on_event` with each
@@ -17,5 +17,17 @@ impl Run {
         on_event: &mut dyn FnMut(&Event),
     ) -> Result<LandReport, LandError> {
         land::land(&self.repo, &self.id, forge, opts, on_event)
+    }
+
+    /// Follows this run's pull requests as [`Run::land`] does, with `fixers` working and
+    /// re-gating its fix rounds (the run's agents, review and sandboxes).
+    pub fn land_with(
+        &self,
+        forge: &dyn Forge,
+        opts: &LandOptions,
+        fixers: Fixers<'_>,
+        on_event: &mut dyn FnMut(&Event),
+    ) -> Result<LandReport, LandError> {
+        land::land_with(&self.repo, &self.id, forge, opts, fixers, on_event)
     }
 }

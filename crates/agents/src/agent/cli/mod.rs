@@ -47,6 +47,9 @@ pub struct CliWorker {
     sessions: Mutex<HashMap<String, String>>,
     /// The validation commands' sandbox (as our agents').
     validation: Option<Box<Confine>>,
+    /// Whether a fix round resumes the session an earlier process kept for the packet when
+    /// this one has none (see [`CliWorker::continuing_kept`]).
+    continue_kept: bool,
 }
 
 impl CliWorker {
@@ -75,7 +78,15 @@ impl CliWorker {
             project: OnceLock::new(),
             sessions: Mutex::default(),
             validation,
+            continue_kept: false,
         })
+    }
+
+    /// Returns this worker resuming, in a fix round, the CLI session an earlier process kept
+    /// for the packet (landing's fix rounds come after the run ended).
+    pub fn continuing_kept(mut self) -> CliWorker {
+        self.continue_kept = true;
+        self
     }
 
     /// Returns the CLI that works packets of `role`, if any.
@@ -137,7 +148,21 @@ impl CliWorker {
         let session = job
             .fixes
             .and(adapter.resumes().then_some(()))
-            .and_then(|()| self.sessions.lock().ok()?.get(&key).cloned());
+            .and_then(|()| {
+                let held = self.sessions.lock().ok()?.get(&key).cloned();
+                held.or_else(|| {
+                    self.continue_kept
+                        .then(|| {
+                            super::resumable::load_session(
+                                job.common_dir,
+                                job.run,
+                                &job.packet.id,
+                                name,
+                            )
+                        })
+                        .flatten()
+                })
+            });
         // One private directory per packet, kept across its fix rounds so a session resumes.
         let dir = job.log.parent().unwrap_or(job.worktree);
         let tmp = dir.join(format!("{name}-tmp"));
@@ -169,10 +194,11 @@ impl CliWorker {
             Err(e) => return failed(e, false),
         };
         self.journal(name, job, &report, &out);
-        if let Some(id) = &report.session
-            && let Ok(mut m) = self.sessions.lock()
-        {
-            m.insert(key, id.clone());
+        if let Some(id) = &report.session {
+            super::resumable::save_session(job.common_dir, job.run, &job.packet.id, name, id);
+            if let Ok(mut m) = self.sessions.lock() {
+                m.insert(key, id.clone());
+            }
         }
         finish(&adapter, job, &report, &out, &text)
     }
