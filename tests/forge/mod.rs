@@ -10,6 +10,7 @@ mod gitlab_landing;
 mod land;
 mod land_fix;
 mod land_restack;
+pub(crate) mod land_view;
 mod landing_api;
 pub(crate) mod pull_requests;
 mod webhook;
