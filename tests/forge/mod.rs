@@ -8,6 +8,7 @@ pub(crate) mod forge_mock;
 mod gitea_landing;
 mod gitlab_landing;
 mod land;
+mod land_act;
 mod land_fix;
 mod land_restack;
 pub(crate) mod land_view;
