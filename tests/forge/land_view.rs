@@ -108,6 +108,26 @@ fn status_shows_each_pull_requests_checks_reviews_mergeability_and_what_it_waits
     assert_eq!(v["landing"][1]["mergeable"], false);
     assert_eq!(v["landing"][1]["rounds"], 0);
 
+    // While a `land` follows them, `status` says so.
+    let mut following = orchestra_command(&repo.path, &["land"])
+        .env("GH_TOKEN", TOKEN)
+        .env("PATH", "/usr/bin:/bin")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let now = text(&orchestra_command(&repo.path, &["status"]).output().unwrap());
+        if now.contains("pull requests (git orchestra land follows them now):") {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{now}");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    following.kill().unwrap();
+    following.wait().unwrap();
+
     // Another look that sees the same journals nothing more; a change is journaled.
     let before = looks(&repo);
     assert_eq!(before, 2);
