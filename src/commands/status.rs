@@ -206,26 +206,27 @@ fn render_status(status: &RunStatus) -> String {
     out
 }
 
-/// Appends where each pull request stood at `land`'s last look and what it waits for, since
-/// when.
+/// Appends where each pull request stood at `land`'s last look: its state and what it waits
+/// for since when, its address, checks, reviews, mergeability and fix rounds.
 fn render_landing(out: &mut String, landing: &[git_orchestra::land::PrLanding]) {
-    if landing.is_empty() {
+    let Some(first) = landing.first() else {
         return;
-    }
+    };
     let now = git_orchestra::exec::now_ms();
-    out.push_str("\npull requests (git orchestra land):\n");
-    for p in landing {
-        out.push_str(&format!("  {} #{}: {}", p.packet, p.number, p.state));
-        if !p.waiting.is_empty() {
-            let secs = (now - p.since_ms).max(0) / 1000;
-            let since = match secs {
-                s if s < 120 => format!("{s}s"),
-                s if s < 7200 => format!("{}m", s / 60),
-                s => format!("{}h", s / 3600),
-            };
-            out.push_str(&format!(", waiting {since} for {}", p.waiting));
+    let settled = landing.iter().all(|p| p.state != "open");
+    out.push_str(match (first.followed, settled) {
+        (true, _) => "\npull requests (git orchestra land follows them now):\n",
+        (false, true) => "\npull requests (git orchestra land):\n",
+        (false, false) => {
+            "\npull requests (git orchestra land is not running; run it again to go on following them):\n"
         }
-        out.push('\n');
+    });
+    for p in landing {
+        let mut lines = p.lines(now).into_iter();
+        out.push_str(&format!("  {}\n", lines.next().unwrap_or_default()));
+        for l in lines {
+            out.push_str(&format!("      {l}\n"));
+        }
     }
 }
 

@@ -249,10 +249,13 @@ pub(super) fn packet(shared: &Shared, rest: &str, query: &str) -> Reply {
         .map(|e| json!({"ts_ms": e.ts_ms, "event": e.event}))
         .collect();
     let candidates = opened.candidates_of(id);
+    // Its pull request while the run is landed: the same row the run page shows.
+    let landing = opened.landing().into_iter().find(|l| l.packet == id);
     json(
         200,
         &json!({"run": run, "packet": rec, "activity": activity, "diff": diff,
-                "question": questions, "reviews": reviews, "candidates": candidates}),
+                "question": questions, "reviews": reviews, "candidates": candidates,
+                "landing": landing}),
     )
 }
 

@@ -46,6 +46,9 @@ pub struct Req {
 
 type Observer = Box<dyn Fn() -> String + Send>;
 
+/// A CI run on a commit: given its sha, returns the conclusion and the log.
+type Ci = Arc<dyn Fn(&str) -> (String, String) + Send + Sync>;
+
 /// A canned answer: status, headers, body.
 type Canned = (u16, Vec<(String, String)>, Value);
 
@@ -82,6 +85,9 @@ struct State {
     /// Checks every commit without check runs gets once it is first asked about: (name,
     /// conclusion, output text).
     new_heads: Vec<(String, String, String)>,
+    /// CI run on every commit without check runs once it is first asked about, and again
+    /// when its check is re-run: (check name, the run).
+    ci: Vec<(String, Ci)>,
     /// The logs of Actions jobs: (job id, plain text).
     job_logs: Vec<(u64, String)>,
     /// The bare repository the pull requests' branches are pushed to, when the fake follows
@@ -124,6 +130,7 @@ impl FakeForge {
             next_id: 1000,
             remote: None,
             new_heads: Vec::new(),
+            ci: Vec::new(),
             job_logs: Vec::new(),
             bare: None,
         }));
@@ -393,6 +400,21 @@ impl FakeForge {
             conclusion.to_string(),
             text.to_string(),
         ));
+    }
+
+    /// Runs `ci` on every commit without check runs when it is first asked about, and again
+    /// when its check is re-run: a completed check run `name` with the conclusion and log it
+    /// returns (real CI, such as `act`, on each new head).
+    pub fn on_new_heads_run(
+        &self,
+        name: &str,
+        ci: impl Fn(&str) -> (String, String) + Send + Sync + 'static,
+    ) {
+        self.state
+            .lock()
+            .unwrap()
+            .ci
+            .push((name.to_string(), Arc::new(ci)));
     }
 
     /// Sets the log of the Actions job behind check run `id`: its logs endpoint redirects to a
@@ -836,10 +858,20 @@ fn landing(s: &mut State, method: &str, segs: &[&str], body: &Value) -> Option<(
             let Some(old) = s.check_runs.iter().find(|c| c["id"] == id).cloned() else {
                 return Some((404, json!({"message": "Not Found"})));
             };
-            let Some(at) = s.reruns.iter().position(|r| r.0 == id) else {
-                return Some((403, json!({"message": "fake forge: no scripted rerun"})));
+            let ci =
+                s.ci.iter()
+                    .find(|(name, _)| old["name"] == name.as_str())
+                    .map(|(_, ci)| ci.clone());
+            let (conclusion, text) = match (s.reruns.iter().position(|r| r.0 == id), ci) {
+                (Some(at), _) => {
+                    let (_, conclusion, text) = s.reruns.remove(at);
+                    (conclusion, text)
+                }
+                (None, Some(ci)) => ci(old["head_sha"].as_str().unwrap_or_default()),
+                (None, None) => {
+                    return Some((403, json!({"message": "fake forge: no scripted rerun"})));
+                }
             };
-            let (_, conclusion, text) = s.reruns.remove(at);
             s.next_id += 1;
             let mut new = old;
             new["id"] = json!(s.next_id);
@@ -1006,7 +1038,15 @@ fn conditional(
 /// [`FakeForge::on_new_heads`] scripted.
 fn check_runs(s: &mut State, sha: &str) -> (u16, Value) {
     if !s.check_runs.iter().any(|c| c["head_sha"] == *sha) {
-        for (name, conclusion, text) in s.new_heads.clone() {
+        let ran: Vec<(String, String, String)> =
+            s.ci.clone()
+                .into_iter()
+                .map(|(name, ci)| {
+                    let (conclusion, text) = ci(sha);
+                    (name, conclusion, text)
+                })
+                .collect();
+        for (name, conclusion, text) in s.new_heads.clone().into_iter().chain(ran) {
             s.next_id += 1;
             let id = s.next_id;
             s.check_runs.push(json!({

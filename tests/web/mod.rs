@@ -12,6 +12,7 @@ mod browser;
 mod controls;
 mod eval_page;
 mod failure;
+mod landing;
 mod notify;
 mod packet_diff;
 mod packet_page;

@@ -975,6 +975,24 @@ fn start_pr_land_opens_the_stacked_pull_requests_then_lands_them_all_parents_fir
     );
     assert!(git(&bare, &["show", "main:greeter/config.py"]).contains("PUNCTUATION"));
     assert!(!all.contains("ghp_startTOKEN"));
+    // The report, written before landing began, ends with where landing left each one.
+    let report = text(&orchestra_with_env(
+        &s.repo,
+        &["status", "--report"],
+        &s.env(&[]),
+    ));
+    assert!(report.contains("## Pull requests"), "{report}");
+    assert!(
+        report.contains(
+            "- p2-greet-punctuation #2: open, waiting for a person: it conflicts with `main`"
+        ),
+        "{report}"
+    );
+    assert!(
+        report.contains("  - mergeable: no (conflicts with its base)"),
+        "{report}"
+    );
+    assert!(report.contains("- p1-config #1: merged"), "{report}");
 }
 
 /// Serves a planner whose two packets each pass in their own worktree but not together: p2's

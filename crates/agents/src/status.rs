@@ -274,7 +274,7 @@ fn run_status(
     let other_runs = runs.iter().filter(|r| r.id != run.id).cloned().collect();
     let hosts = hosts(store, &run.id)?;
     let candidates = candidates::candidates(store, &run.id)?;
-    let landing = crate::land::states(store, &run.id)?;
+    let landing = crate::land::states(common_dir, store, &run.id)?;
     let mut run = run;
     run.state = engine_state(common_dir, &run).0;
     let failure = run_failure(store, &run.id, run.state, &packets)?;

@@ -270,7 +270,7 @@ async function showRun(run) {
     ${graphHtml(data.plan, data.cards)}
     <h2>Packets</h2><div class="cards" id="cards">${(data.cards || []).length ? data.cards.map(c => cardHtml(run, c)) : html`<p class="muted">No packets yet.</p>`}</div>
     ${(s.notes || []).length ? html`<h2>Notes</h2><ul>${s.notes.map(n => html`<li>${n.note || `${n.packet} changed ${n.file} ${n.lines} outside ${[].concat(n.declared || []).join(", ")}`}</li>`)}</ul>` : ""}
-    ${routingHtml(s.start)}${gatesHtml(data.gates)}${data.report ? html`<h2>Report</h2><div class="panel report" id="report">${markdown(String(data.report))}</div>` : ""}`;
+    ${landingHtml(s.landing)}${routingHtml(s.start)}${gatesHtml(data.gates)}${data.report ? html`<h2>Report</h2><div class="panel report" id="report">${markdown(String(data.report))}</div>` : ""}`;
   wireRun(run, data);
   drawEdges(data.plan);
 }
@@ -363,6 +363,24 @@ function activityItem(e) {
       .map(([k, v]) => `${k.replace(/_/g, " ")} ${typeof v === "object" ? JSON.stringify(v) : v}`).join(", ")}</div>`;
   }
 }
+// The run's pull requests while `git orchestra land` follows them: state, checks, reviews,
+// whether the forge would merge each, fix rounds used, and what landing waits for since when.
+function landingHtml(list, title) {
+  const prs = [].concat(list || []);
+  if (!prs.length) return "";
+  const word = c => ({success: "passing", neutral: "passing", failure: "failing", error: "failing"}[c] || c);
+  const checks = p => [].concat(p.checks || []).map(c => html`<span class="check ${word(c.conclusion)}" data-check="${c.name}">${c.name} ${word(c.conclusion)}</span> `);
+  const reviews = p => [].concat(p.reviews || []).map(r => html`<span data-reviewer="${r.author}">${r.author} ${String(r.verdict).replace("_", " ")}${r.counted ? "" : " (not counted)"}</span> `);
+  const merges = p => p.state !== "open" ? "–" : p.mergeable === true ? "yes" : p.mergeable === false ? html`<b>no (conflicts)</b>` : "unknown";
+  const since = p => p.waiting ? html`${p.waiting} <span class="muted">since ${new Date(p.since_ms).toLocaleTimeString()} (${ago(p.since_ms)})</span>` : "–";
+  // Its address is shown as text, as every string of run data is.
+  const link = p => html`#${p.number}${p.url ? html` <span class="muted">${p.url}</span>` : ""}`;
+  const followed = prs.some(p => p.followed);
+  return html`<h2>${title || "Pull requests"}</h2>${followed ? "" : html`<p class="muted">git orchestra land is not following them now.</p>`}
+    <table class="landing" id="landing"><tr><th>Packet</th><th>Pull request</th><th>State</th><th>Checks</th><th>Reviews</th><th>Mergeable</th><th>Fix rounds</th><th>Waiting for</th></tr>
+    ${prs.map(p => html`<tr data-landing="${p.packet}" data-state="${p.state}"><td>${p.packet}</td><td>${link(p)}</td><td>${state(p.state)}</td>
+      <td>${checks(p)}</td><td>${reviews(p)}</td><td>${merges(p)}</td><td>${p.rounds}</td><td>${since(p)}</td></tr>`)}</table>`;
+}
 // A best-of-N packet's candidates: each one's result, the winner marked, and why it won.
 function candidatesHtml(c) {
   if (!c || !(c.candidates || []).length) return "";
@@ -435,7 +453,7 @@ async function showPacket(run, id) {
     <h1>${p.id}: ${p.title}</h1><div class="packet-state" data-state="${p.state}">${state(p.state)}
     <span class="muted">attempt ${p.attempt} · ${reviewRounds(data.reviews)} · ${p.role} · ${p.branch} · ${p.commit ? String(p.commit).slice(0, 12) : "no commit yet"}</span></div>
     ${(data.reviews || []).length ? html`<h2>Reviews</h2><ul class="reviews">${data.reviews.map(({event: e}) => reviewHtml(e))}</ul>` : ""}
-    ${candidatesHtml(data.candidates)}
+    ${candidatesHtml(data.candidates)}${landingHtml(data.landing ? [data.landing] : [], "Pull request")}
     ${data.question ? html`<div class="panel attention question"><b>The agent asks:</b> ${data.question}
       <div class="toolbar"><input type="text" class="answer-text" id="answer-text" placeholder="your answer"><button id="answer">Answer</button></div></div>` : ""}
     <h2>Activity</h2><div class="activity" id="activity">${shownActivity.s ? shownActivity : html`<span class="muted">nothing yet</span>`}</div>

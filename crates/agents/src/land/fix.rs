@@ -609,6 +609,7 @@ mod tests {
             branch: "b1".into(),
             depends_on: Vec::new(),
             number: 1,
+            url: String::new(),
             status: None,
             observed: None,
             person: None,

@@ -28,6 +28,7 @@ mod decide;
 mod fix;
 mod fixer;
 mod restack;
+mod view;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -40,6 +41,7 @@ use orchestra_git::git::RepoInfo;
 use serde::Serialize;
 
 pub use decide::{Answer, Facts, Parent, Step, changes_requested, counted, decide};
+pub use view::{PrLanding, markdown, states};
 
 /// Default seconds between polls.
 pub const DEFAULT_POLL_SECS: u64 = 60;
@@ -173,6 +175,8 @@ struct Followed {
     branch: String,
     depends_on: Vec<String>,
     number: u64,
+    /// The pull request's address, for `status` and the web view.
+    url: String,
     status: Option<PrStatus>,
     /// The last observation journaled, so unchanged polls journal nothing.
     observed: Option<(String, String, String)>,
@@ -379,6 +383,7 @@ fn find_pull_requests(
                 branch: rec.branch.clone(),
                 depends_on: packet.depends_on.clone(),
                 number: pr.number,
+                url: pr.url.clone(),
                 status: None,
                 observed: None,
                 person: None,
@@ -455,6 +460,21 @@ fn poll(
         } else {
             (Vec::new(), Vec::new())
         };
+        if status.state == PrState::Open {
+            view::look(
+                store,
+                &view::Look {
+                    run,
+                    packet: &followed[i].packet,
+                    url: &followed[i].url,
+                    status: &status,
+                    checks: &checks,
+                    reviews: &reviews,
+                    reviewers: opts.reviewers.as_deref(),
+                },
+                journal,
+            )?;
+        }
         let target = commands::Target {
             run,
             packet: &followed[i].packet,
@@ -720,51 +740,4 @@ fn summary_text(f: &Followed, line: &str) -> String {
         ));
     }
     text
-}
-
-/// Where one packet's pull request stood at the last look `land` journaled.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct PrLanding {
-    pub packet: String,
-    pub number: u64,
-    /// `open`, `merged` or `closed`.
-    pub state: String,
-    /// What landing waits for; empty when nothing.
-    pub waiting: String,
-    /// When this state was first seen (milliseconds since the epoch).
-    pub since_ms: i64,
-}
-
-/// Returns where each packet's pull request stood at the last look `land` journaled for run
-/// `run`, in the order they were first seen; empty when the run was never landed.
-pub fn states(store: &Store, run: &str) -> Result<Vec<PrLanding>, StoreError> {
-    let mut out: Vec<PrLanding> = Vec::new();
-    for e in store.events_of_kinds(run, &[EventKind::PrObserved, EventKind::PrMerged])? {
-        let (packet, number, state, waiting) = match e.event {
-            Event::PrObserved {
-                packet,
-                number,
-                state,
-                waiting,
-                ..
-            } => (packet, number, state, waiting),
-            Event::PrMerged { packet, number, .. } => {
-                (packet, number, "merged".to_string(), String::new())
-            }
-            _ => continue,
-        };
-        let entry = PrLanding {
-            packet,
-            number,
-            state,
-            waiting,
-            since_ms: e.ts_ms,
-        };
-        match out.iter_mut().find(|p| p.packet == entry.packet) {
-            Some(p) if p.state == entry.state && p.waiting == entry.waiting => {}
-            Some(p) => *p = entry,
-            None => out.push(entry),
-        }
-    }
-    Ok(out)
 }

@@ -144,9 +144,26 @@ impl Run {
             .unwrap_or_default()
     }
 
-    /// Returns the run's final report (Markdown) once written.
+    /// Returns the run's final report (Markdown) once written, followed by where its pull
+    /// requests stand now when the run was landed (`git orchestra land` follows them after the
+    /// report was written, so that section is read from the journal each time).
     pub fn report(&self) -> Option<String> {
-        fs_err::read_to_string(self.dir().report_md()).ok()
+        let mut text = fs_err::read_to_string(self.dir().report_md()).ok()?;
+        if let Some(section) = crate::land::markdown(&self.landing(), orchestra_sys::exec::now_ms())
+        {
+            text.push_str(&format!("\n{section}"));
+        }
+        Some(text)
+    }
+
+    /// Returns where each of the run's pull requests stood at `land`'s last look (empty when
+    /// the run was never landed).
+    pub fn landing(&self) -> Vec<crate::land::PrLanding> {
+        Store::open_existing(self.common())
+            .ok()
+            .flatten()
+            .and_then(|s| crate::land::states(self.common(), &s, &self.id).ok())
+            .unwrap_or_default()
     }
 
     /// Returns the run's directory, where its packets' transcripts are.

@@ -87,6 +87,7 @@ event_kinds! {
     PacketDispatched => "packet_dispatched",
     LandStarted => "land_started",
     PrObserved => "pr_observed",
+    PrLooked => "pr_looked",
     CheckRerun => "check_rerun",
     CheckFlaky => "check_flaky",
     PrRetargeted => "pr_retargeted",

@@ -344,6 +344,23 @@ pub enum Event {
         head_sha: String,
         waiting: String,
     },
+    /// Landing looked at `packet`'s pull request `number` (at `url`) on head `head_sha` and saw
+    /// its checks, each counted reviewer's and outsider's latest verdict, and whether the forge
+    /// would merge it (`mergeable`: `None` while the forge still computes it). Journaled when
+    /// any of it changed since the last look, so `status`, the web view and the report show it.
+    PrLooked {
+        packet: String,
+        number: u64,
+        #[serde(default)]
+        url: String,
+        head_sha: String,
+        #[serde(default)]
+        checks: Vec<SeenCheck>,
+        #[serde(default)]
+        reviews: Vec<SeenReview>,
+        #[serde(default)]
+        mergeable: Option<bool>,
+    },
     /// The failed check `check` on `head_sha` of `packet`'s pull request is run once more, to
     /// tell a flaky failure from a real one; a check is re-run at most once per head.
     CheckRerun {
@@ -490,6 +507,25 @@ pub enum Event {
     },
 }
 
+/// One check or commit status of a pull request's head as landing saw it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeenCheck {
+    pub name: String,
+    /// `pending`, `success`, `neutral`, `failure` or `error`.
+    pub conclusion: String,
+}
+
+/// A reviewer's latest verdict on a pull request as landing saw it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeenReview {
+    /// The reviewer's login.
+    pub author: String,
+    /// `approved`, `changes_requested`, `commented`, `dismissed` or `pending`.
+    pub verdict: String,
+    /// Whether landing acts on it (`[land] reviewers`, or write access without that list).
+    pub counted: bool,
+}
+
 /// How a finished run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -537,6 +573,7 @@ impl Event {
             | Event::ScopeFinding { packet, .. }
             | Event::PacketDispatched { packet, .. }
             | Event::PrObserved { packet, .. }
+            | Event::PrLooked { packet, .. }
             | Event::CheckRerun { packet, .. }
             | Event::CheckFlaky { packet, .. }
             | Event::PrRetargeted { packet, .. }

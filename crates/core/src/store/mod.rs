@@ -28,7 +28,7 @@ use orchestra_sys::exec::{now_ms, state_dir};
 use projection::{apply, insert_event};
 
 pub use event_kind::EventKind;
-pub use events::{Event, RunOutcome};
+pub use events::{Event, RunOutcome, SeenCheck, SeenReview};
 pub use history::PacketHistory;
 pub use memory::Learning;
 pub use records::{

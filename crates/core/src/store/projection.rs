@@ -92,6 +92,7 @@ pub(super) fn apply(
         | Event::PacketDispatched { .. }
         | Event::LandStarted { .. }
         | Event::PrObserved { .. }
+        | Event::PrLooked { .. }
         | Event::CheckRerun { .. }
         | Event::CheckFlaky { .. }
         | Event::PrRetargeted { .. }
