@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use super::limit::{Limited, SpendLimit};
 use super::person::{AskPerson, Person};
 use super::profiles::{self, SetupError, env};
 use super::role::{Role, RoleError, Roles};
@@ -45,6 +46,9 @@ pub struct AgentWorker {
     confine: Option<Box<orchestra_sys::exec::process::Confine>>,
     /// What a packet agent's tools reach beyond the built-in ones.
     tools: PacketTools,
+    /// A hard limit on what this worker's model calls spend, over all its packets; `None`:
+    /// none (a `start` run enforces its budget itself).
+    limit: Option<Arc<SpendLimit>>,
 }
 
 /// What a run's packet agents reach beyond the built-in tools: the MCP servers their role
@@ -119,7 +123,15 @@ impl AgentWorker {
             person: None,
             confine,
             tools: PacketTools::default(),
+            limit: None,
         })
+    }
+
+    /// Returns this worker with its model calls refused once `limit` is reached, so a packet
+    /// stops mid-work at the limit (it then fails naming the budget).
+    pub fn with_limit(mut self, limit: Arc<SpendLimit>) -> AgentWorker {
+        self.limit = Some(limit);
+        self
     }
 
     /// Returns the per-profile gates, for other model users of the same run to share.
@@ -164,13 +176,24 @@ impl AgentWorker {
         let packet = job.packet;
         let role = role_for_job(&self.roles, packet, job.timeout)?;
         let chain = profiles::resolve(&self.config, &role, &env)?;
-        let models = llm::connect_chain(&chain, &self.gates, &mut |e| {
+        let mut models = llm::connect_chain(&chain, &self.gates, &mut |e| {
             let _ = writeln!(
                 log,
                 "{{\"type\":\"fallback_unusable\",\"error\":{}}}",
                 serde_json::Value::String(e.to_string())
             );
         })?;
+        if let Some(limit) = &self.limit {
+            models = models
+                .into_iter()
+                .map(|inner| {
+                    Arc::new(Limited {
+                        inner,
+                        limit: Arc::clone(limit),
+                    }) as Arc<dyn ChatModel>
+                })
+                .collect();
+        }
         let root = ConfinedRoot::open(job.worktree).map_err(|e| LlmError::Protocol {
             model: String::new(),
             message: format!("cannot open the worktree: {e}"),
