@@ -93,3 +93,76 @@ impl ChatModel for Limited {
         self.inner.label()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use orchestra_core::llm::{StopReason, Usage};
+
+    /// A model answering every call with 40 tokens in and 20 out.
+    struct Fixed;
+
+    impl ChatModel for Fixed {
+        fn chat(
+            &self,
+            _req: &ChatRequest,
+            _on_delta: &mut dyn FnMut(Delta<'_>) -> bool,
+        ) -> Result<ChatResponse, LlmError> {
+            Ok(ChatResponse {
+                text: "ok".into(),
+                tool_calls: Vec::new(),
+                stop: StopReason::End,
+                usage: Usage {
+                    input_tokens: 40,
+                    output_tokens: 20,
+                },
+                model: "m".into(),
+            })
+        }
+
+        fn label(&self) -> String {
+            "p:m".into()
+        }
+    }
+
+    /// Returns how many calls of a `Fixed` model `limit` lets through before refusing one,
+    /// and the refusal.
+    fn calls_until_refused(limit: SpendLimit) -> (usize, String) {
+        let model = Limited {
+            inner: Arc::new(Fixed),
+            limit: Arc::new(limit),
+        };
+        for n in 0..100 {
+            if let Err(e) = model.chat(&ChatRequest::default(), &mut |_| true) {
+                return (n, e.to_string());
+            }
+        }
+        (100, String::new())
+    }
+
+    #[test]
+    fn calls_are_refused_once_the_tokens_or_the_cost_are_spent() {
+        // 60 tokens a call: the third call would start at 120 ≥ 100.
+        let (n, why) = calls_until_refused(SpendLimit::new(Some(100), None, BTreeMap::new()));
+        assert_eq!(n, 2);
+        assert!(why.contains("budget of 100 tokens"), "{why}");
+        // $1 per million tokens in and out: 60e-6 a call, so 0.0001 lasts two calls.
+        let price = Price {
+            input_per_mtok: 1.0,
+            output_per_mtok: 1.0,
+        };
+        let prices = BTreeMap::from([("m".to_string(), price)]);
+        let (n, why) = calls_until_refused(SpendLimit::new(None, Some(0.0001), prices));
+        assert_eq!(n, 2);
+        assert!(why.contains("budget of 0.0001"), "{why}");
+        // No limit, or a cost limit on an unpriced model: never refused.
+        assert_eq!(
+            calls_until_refused(SpendLimit::new(None, None, BTreeMap::new())).0,
+            100
+        );
+        assert_eq!(
+            calls_until_refused(SpendLimit::new(None, Some(0.0001), BTreeMap::new())).0,
+            100
+        );
+    }
+}

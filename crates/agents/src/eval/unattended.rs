@@ -33,3 +33,30 @@ pub(super) fn gave_up(reason: &str) -> bool {
     .iter()
     .any(|w| reason.contains(w))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::Failure;
+    use super::super::attempt::classify;
+
+    #[test]
+    fn an_agent_that_stops_short_gave_up_and_a_failing_program_crashed() {
+        for reason in [
+            "agent did not complete: blocked: stalled: the same tool calls 3 times in a row",
+            "agent did not complete: blocked: I cannot tell which shell",
+            "agent did not complete: waiting_for_input: waiting for an answer to: which one?",
+            "stalled: the model sent nothing for 30s after its output began",
+        ] {
+            assert_eq!(classify(reason), Failure::GaveUp, "{reason}");
+        }
+        assert_eq!(
+            classify("worker failed (exit 3); its work stays in /tmp/w"),
+            Failure::Crash
+        );
+        assert_eq!(
+            classify("agent did not complete: error: m: refused: the budget of 9 tokens is spent"),
+            Failure::Budget
+        );
+        assert_eq!(classify("the worker changed no file"), Failure::NoChange);
+    }
+}
