@@ -158,6 +158,9 @@ fn a_jsonl_and_a_swe_bench_suite_are_judged_test_by_test() {
     assert!(out.status.success(), "{}", text(&out));
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(arm(&report, "solver")["resolved"], 2, "{report}");
+    // The hidden tests are in neither the report nor its output.
+    assert!(!report.to_string().contains("mul_small:"), "{report}");
+    assert!(!json.to_string().contains("mul_small:"), "{json}");
 }
 
 #[test]

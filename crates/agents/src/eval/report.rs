@@ -106,7 +106,18 @@ impl EvalReport {
                 .iter()
                 .map(|(name, spec)| arm_report(name, spec, repeat, &attempts))
                 .collect(),
-            tasks: state.tasks.clone(),
+            // The hidden tests stay out of reports, as `eval tasks` leaves them out.
+            tasks: state
+                .tasks
+                .iter()
+                .cloned()
+                .map(|mut t| {
+                    if let Some(suite) = t.suite.as_mut() {
+                        suite.test_patch = None;
+                    }
+                    t
+                })
+                .collect(),
             attempts,
         }
     }
