@@ -183,3 +183,55 @@ fn a_suite_task_without_a_check_command_exits_2_naming_it() {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(text(&out).contains("task `t`"), "{}", text(&out));
 }
+
+#[test]
+fn a_suite_eval_killed_mid_attempt_resumes_with_its_tasks_repositories_and_checks() {
+    use std::time::{Duration, Instant};
+    let repo = calculator();
+    repo.scratch_writable();
+    let (started, go) = (repo.scratch().join("started"), repo.scratch().join("go"));
+    let patch = "diff --git a/tests/test_mul.sh b/tests/test_mul.sh\nnew file mode 100644\n--- /dev/null\n+++ b/tests/test_mul.sh\n@@ -0,0 +1 @@\n+mul_small:[ \"$(mul 2 3)\" = 6 ]\n";
+    let mut lines = String::new();
+    for id in ["first", "second"] {
+        let task = serde_json::json!({
+            "id": id, "repo": "repo", "base": "v1", "objective": format!("Add multiplication ({id})"),
+            "test_patch": patch, "fail_to_pass": ["tests/test_mul.sh::mul_small"],
+            "check": "sh run_tests.sh",
+        });
+        lines.push_str(&format!("{task}\n"));
+    }
+    let suite = repo.path.parent().unwrap().join("two.jsonl");
+    std::fs::write(&suite, lines).unwrap();
+    // The second task's first attempt hangs until `go` exists: that one is killed.
+    let solver = format!(
+        "solver=cmd:if grep -q second \"$ORCHESTRA_PACKET_FILE\" && [ ! -e {go} ]; then touch {started}; sleep 60; fi; {MUL}",
+        go = go.display(),
+        started = started.display()
+    );
+    let mut child = crate::support::orchestra_command(
+        &repo.path,
+        &["eval", "run", suite.to_str().unwrap(), "--arm", &solver],
+    )
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::null())
+    .spawn()
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !started.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "the second attempt never started"
+        );
+        assert!(child.try_wait().unwrap().is_none(), "the eval ended early");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    std::fs::write(&go, "").unwrap();
+    let out = orchestra(&repo.path, &["eval", "resume", "--json"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(arm(&json, "solver")["attempts"], 2, "{json}");
+    assert_eq!(arm(&json, "solver")["resolved"], 2, "{json}");
+    assert_eq!(failure(&json, "solver", "second"), serde_json::Value::Null);
+}
