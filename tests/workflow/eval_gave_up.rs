@@ -70,10 +70,9 @@ fn an_agent_that_signals_blocked_gave_up() {
         a["detail"]
             .as_str()
             .unwrap_or_default()
-            .contains("Which shell?"),
+            .contains("I cannot tell which shell"),
         "{a}"
     );
-    assert!(a["questions"].as_u64().unwrap() >= 1, "{a}");
 }
 
 #[test]
