@@ -152,10 +152,11 @@ pub(super) fn progress_bar(done: usize, total: usize) -> String {
 }
 
 /// Returns the table of arms: attempts, resolved, rate and interval, pass@k and pass^k,
-/// tokens, cost per resolved, median and p90 wall time, and the failure classes.
+/// tokens, cost per resolved, median and p90 wall time, median model time, and the failure
+/// classes.
 pub(super) fn table(arms: &[ArmReport], k: u32) -> String {
     let mut out = format!(
-        "{:<14} {:>8} {:>8} {:>6} {:>15} {:>7} {:>7} {:>13} {:>10} {:>9} {:>9}  failures\n",
+        "{:<14} {:>8} {:>8} {:>6} {:>15} {:>7} {:>7} {:>13} {:>10} {:>9} {:>9} {:>9}  failures\n",
         "arm",
         "attempts",
         "resolved",
@@ -166,7 +167,8 @@ pub(super) fn table(arms: &[ArmReport], k: u32) -> String {
         "tokens in/out",
         "$/resolved",
         "p50 s",
-        "p90 s"
+        "p90 s",
+        "model s"
     );
     let fraction = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{x:.3}"));
     let secs = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{x:.1}"));
@@ -177,7 +179,7 @@ pub(super) fn table(arms: &[ArmReport], k: u32) -> String {
             .map(|(f, n)| format!("{n} {}", f.as_str()))
             .collect();
         out.push_str(&format!(
-            "{:<14} {:>8} {:>8} {:>6.3} {:>15} {:>7} {:>7} {:>13} {:>10} {:>9} {:>9}  {}\n",
+            "{:<14} {:>8} {:>8} {:>6.3} {:>15} {:>7} {:>7} {:>13} {:>10} {:>9} {:>9} {:>9}  {}\n",
             a.name,
             a.attempts,
             a.resolved,
@@ -190,6 +192,7 @@ pub(super) fn table(arms: &[ArmReport], k: u32) -> String {
                 .map_or("-".to_string(), |c| format!("${c:.2}")),
             secs(a.wall_p50),
             secs(a.wall_p90),
+            secs(a.model_p50),
             if failures.is_empty() {
                 "-".to_string()
             } else {

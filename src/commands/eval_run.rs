@@ -1,7 +1,7 @@
 //! `git orchestra eval run`: works each arm on each valid task of a range of history, every
 //! attempt in its own clean repository, and prints how many each arm resolved.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use clap::Args;
 use git_orchestra::eval::{self, Check};
@@ -11,18 +11,31 @@ use git_orchestra::redact::terminal_safe;
 
 use super::CommandError;
 
-/// Compares arms on the valid tasks of a range of history.
+/// Compares arms on the valid tasks of a range of history, or on the tasks of a suite file.
 ///
 /// Every arm works every valid task once, each attempt in a new repository that holds the
 /// task's base and its history only (no later commit, no other attempt's branch, no hidden
 /// test), through the one-packet flow of `run --merge`. The task's hidden tests, taken from
 /// the task's commit, are then written over what landed and the test command runs there: the
 /// attempt is resolved if and only if it passes.
+///
+/// A suite file's tasks (as `eval tasks SUITE` lists them, not checked) each start from their
+/// own repository's base; to judge an attempt, its test files are put back as the base has
+/// them, its setup command runs, its test patch is applied, and its check runs: every
+/// FAIL_TO_PASS test must pass and no PASS_TO_PASS test fail, or, naming none, the check must
+/// exit 0.
 #[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("source").required(true).args(["suite", "from_history"])))]
 pub struct RunArgs {
+    /// A task suite file: `*.toml` with `[[task]]` tables, else JSONL (ours or SWE-bench's).
+    #[arg(value_name = "SUITE", conflicts_with = "from_history")]
+    suite: Option<PathBuf>,
     /// The revision range whose valid tasks are attempted, e.g. `HEAD~50..HEAD`.
     #[arg(long = "from-history", value_name = "REV-RANGE")]
-    from_history: String,
+    from_history: Option<String>,
+    /// Where a SWE-bench suite's `owner/name` repositories are: `DIR/owner__name` or `DIR/name`.
+    #[arg(long = "repos-dir", value_name = "DIR", requires = "suite")]
+    repos_dir: Option<PathBuf>,
     /// An arm, as `<name>=<spec>[,<option>…]`; repeat for each arm. `cmd:<shell>` runs an
     /// external worker command under the worker contract in the attempt's packet worktree;
     /// `agent:<role>[@<profile>]` one of our agents in that role (with that profile, else the
@@ -31,7 +44,8 @@ pub struct RunArgs {
     /// `tokens=<n>`, `profile.<role>=<profile>`, `model.<role>=<model>`.
     #[arg(long = "arm", value_name = "NAME=SPEC", required = true)]
     arms: Vec<String>,
-    /// The test command that judges tasks and attempts (as for `eval tasks`).
+    /// The test command that judges tasks and attempts (as for `eval tasks`); a suite task's
+    /// own `check` comes first.
     #[arg(long = "test", value_name = "COMMAND")]
     test: Option<String>,
     /// Longest one run of the test command, and of an arm's worker, may take, in seconds
@@ -51,17 +65,35 @@ pub struct RunArgs {
     json: bool,
 }
 
-/// Mines the range's tasks, works every arm on each valid one and prints the results.
+/// Mines the range's tasks (or reads the suite's), works every arm on each valid one and
+/// prints the results.
 pub fn cmd_run(cwd: &Path, args: &RunArgs) -> Result<(), CommandError> {
     let arms = eval_run::parse_all(&args.arms).map_err(|e| {
         CommandError::user(e)
             .hint("each `--arm` is `<name>=cmd:<shell>`, `<name>=agent:<role>[@<profile>]`, `<name>=cli:<name>` or `<name>=start[@<profile>]`, with options such as `,budget=0.50`")
     })?;
-    let repo = RepoInfo::discover(cwd)?;
+    let suite = match &args.suite {
+        Some(path) => Some(super::eval_run_suite::read(
+            cwd,
+            path,
+            args.repos_dir.as_deref(),
+        )?),
+        None => None,
+    };
+    let repo = super::eval_run_suite::home(cwd, suite.as_deref())?;
     let config = super::load_config(&repo)?;
     check_agents(&repo, &config, &arms)?;
-    let command =
-        super::eval::test_command(&repo, args.test.as_deref(), config.eval.test.as_deref())?;
+    let command = match &suite {
+        // A suite's tasks each find their own check; this one judges none of them directly.
+        Some(_) => args
+            .test
+            .clone()
+            .or_else(|| config.eval.test.clone())
+            .unwrap_or_else(|| "(each task's own check)".to_string()),
+        None => {
+            super::eval::test_command(&repo, args.test.as_deref(), config.eval.test.as_deref())?
+        }
+    };
     let sandboxes =
         git_orchestra::agent::sandbox::command_sandboxes(&repo.common_dir, &config.sandbox);
     let check = Check {
@@ -71,18 +103,27 @@ pub fn cmd_run(cwd: &Path, args: &RunArgs) -> Result<(), CommandError> {
         stop: git_orchestra::exec::install_signal_handlers(),
     };
     warn_unconfined(&config);
-    if !args.json {
-        eprintln!(
-            "checking the tasks of {} with `{}`",
-            terminal_safe(&args.from_history),
-            terminal_safe(&command)
-        );
-    }
-    let tasks = eval::from_history(&repo, &args.from_history, &check).map_err(|e| match e {
-        eval::EvalError::Range { .. } | eval::EvalError::EmptyRange { .. } => CommandError::user(e),
-        eval::EvalError::Interrupted { .. } => CommandError::interrupted(e),
-        other => CommandError::internal(other),
-    })?;
+    let (source, tasks, suites) = match (suite, &args.from_history) {
+        (Some(tasks), _) => {
+            let label = format!(
+                "suite {}",
+                args.suite.as_deref().unwrap_or(Path::new("")).display()
+            );
+            let suites = super::eval_run_suite::records(&tasks, args.test.as_deref())?;
+            let tasks = tasks.into_iter().map(super::eval_run_suite::task).collect();
+            (label, tasks, suites)
+        }
+        (None, Some(range)) => (
+            range.clone(),
+            mined(&repo, range, &check, args.json)?,
+            Default::default(),
+        ),
+        (None, None) => {
+            return Err(CommandError::user(
+                "no tasks: give a suite file or `--from-history <REV-RANGE>`",
+            ));
+        }
+    };
     let specs: Vec<&str> = args.arms.iter().map(String::as_str).collect();
     let tip = repo
         .git()
@@ -91,7 +132,7 @@ pub fn cmd_run(cwd: &Path, args: &RunArgs) -> Result<(), CommandError> {
         .flatten()
         .unwrap_or_default();
     let id = git_orchestra::names::run_id(
-        &format!("eval {}", args.from_history),
+        &format!("eval {source}"),
         &format!(
             "{tip}\0{}\0{command}\0{}",
             specs.join("\0"),
@@ -102,13 +143,14 @@ pub fn cmd_run(cwd: &Path, args: &RunArgs) -> Result<(), CommandError> {
         id,
         source: &repo,
         config: &config,
-        tasks: tasks.into_iter().filter(|t| t.valid).collect(),
+        tasks,
+        suites,
         arms,
         check: &check,
         repeat: args.repeat,
         jobs: usize::from(args.jobs),
     };
-    run.create(&args.from_history).map_err(run_error)?;
+    run.create(&source).map_err(run_error)?;
     if !args.json {
         eprintln!(
             "eval {}: {} tasks × {} arms × {} attempts, {} at once",
@@ -120,6 +162,28 @@ pub fn cmd_run(cwd: &Path, args: &RunArgs) -> Result<(), CommandError> {
         );
     }
     work(&run, args.json, 0)
+}
+
+/// Returns the valid tasks mined from `range` of `repo`, checked with `check`.
+fn mined(
+    repo: &RepoInfo,
+    range: &str,
+    check: &Check<'_>,
+    json: bool,
+) -> Result<Vec<eval::Task>, CommandError> {
+    if !json {
+        eprintln!(
+            "checking the tasks of {} with `{}`",
+            terminal_safe(range),
+            terminal_safe(check.command)
+        );
+    }
+    let tasks = eval::from_history(repo, range, check).map_err(|e| match e {
+        eval::EvalError::Range { .. } | eval::EvalError::EmptyRange { .. } => CommandError::user(e),
+        eval::EvalError::Interrupted { .. } => CommandError::interrupted(e),
+        other => CommandError::internal(other),
+    })?;
+    Ok(tasks.into_iter().filter(|t| t.valid).collect())
 }
 
 /// Continues a stopped or killed eval.
@@ -168,6 +232,11 @@ pub fn cmd_resume(cwd: &Path, args: &ResumeArgs) -> Result<(), CommandError> {
         source: &repo,
         config: &config,
         tasks: state.tasks.iter().map(|t| t.task()).collect(),
+        suites: state
+            .tasks
+            .iter()
+            .filter_map(|t| Some((t.commit.clone(), t.suite.clone()?)))
+            .collect(),
         arms,
         check: &check,
         repeat: state.repeat,

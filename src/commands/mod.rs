@@ -15,6 +15,7 @@ mod eval;
 mod eval_compare;
 mod eval_report;
 mod eval_run;
+mod eval_run_suite;
 mod executor;
 mod gc;
 mod hook;

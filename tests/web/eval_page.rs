@@ -98,3 +98,70 @@ fn the_eval_page_lists_evals_and_shows_an_evals_arms_and_grid() {
     );
     assert_eq!(status, 200);
 }
+
+#[test]
+fn the_eval_pages_render_in_a_browser_with_the_arms_model_time_and_the_grid() {
+    let Some((chromium, driver)) = crate::web::webdriver::tools() else {
+        return;
+    };
+    let (repo, _) = crate::workflow::eval_fixtures::history();
+    let solver = "s=cmd:if grep -q subtraction \"$ORCHESTRA_PACKET_FILE\"; then echo 'sub() { echo $(($1 - $2)); }' >> src/calc.sh; fi";
+    let out = orchestra(
+        &repo.path,
+        &[
+            "eval",
+            "run",
+            "--from-history",
+            "HEAD~2..HEAD",
+            "--test",
+            "sh run_tests.sh",
+            "--arm",
+            solver,
+            "--arm",
+            "noop=cmd:true",
+            "--json",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let run: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let id = run["eval"].as_str().unwrap();
+    let ui = ui(&repo.path);
+    let b = crate::web::webdriver::Browser::start(&chromium, &driver);
+    let wait = std::time::Duration::from_secs(60);
+    // The printed address lets the browser in; the runs page links to the evals.
+    b.goto(&ui.url);
+    b.wait_for(
+        "the link to the evals",
+        "return document.querySelector('a[href=\"/evals\"]')",
+        wait,
+    );
+    b.click("a[href=\"/evals\"]");
+    b.wait_for(
+        "the evals list",
+        &format!("return document.querySelector('#evals tr[data-eval=\"{id}\"]')"),
+        wait,
+    );
+    let listed = b.eval(&format!(
+        "return document.querySelector('#evals tr[data-eval=\"{id}\"]').innerText"
+    ));
+    assert!(
+        listed.as_str().unwrap().contains("s 1/2, noop 0/2"),
+        "{listed}"
+    );
+    b.click(&format!("#evals tr[data-eval=\"{id}\"] a"));
+    b.wait_for(
+        "the eval's arms and grid",
+        "return document.querySelector('#arms') && document.querySelector('#grid')",
+        wait,
+    );
+    let arms = b.eval("return document.querySelector('#arms').innerText");
+    // The headings are shown in capitals by the page's style.
+    let arms = arms.as_str().unwrap().to_lowercase();
+    for column in ["wall p50", "model p50", "model total", "no change"] {
+        assert!(arms.contains(column), "{column}: {arms}");
+    }
+    let grid = b.eval("return document.querySelector('#grid').innerText");
+    let grid = grid.as_str().unwrap();
+    assert_eq!(grid.matches('✓').count(), 1, "{grid}");
+    assert_eq!(grid.matches("no change").count(), 3, "{grid}");
+}

@@ -88,3 +88,19 @@ pub(super) fn state(repo: &Path) -> String {
         git(repo, &["status", "--porcelain", "--untracked-files=all"])
     )
 }
+
+/// Starts a scripted model serving `scripts` and points the coder role of `repo` at it.
+pub(super) fn coder_on(
+    repo: &TestRepo,
+    scripts: serde_json::Value,
+) -> git_orchestra::demo::MockModel {
+    let model = git_orchestra::demo::MockModel::start(
+        git_orchestra::demo::parse_scripts(&scripts.to_string()).unwrap(),
+    )
+    .unwrap();
+    repo.user_config(&format!(
+        "[profiles.mock]\nprovider = \"openai-compatible\"\nmodel = \"mock-model\"\nbase_url = \"{}\"\n\n[roles.coder]\nprofile = \"mock\"\n",
+        model.url
+    ));
+    model
+}

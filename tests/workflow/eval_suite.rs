@@ -9,7 +9,7 @@ use crate::support::{TestRepo, orchestra, text};
 
 /// Returns a calculator repository whose first commit is tagged `v1`, the suites' base; its
 /// `run_tests.sh` prints a `PASSED` / `FAILED` line per test.
-fn calculator() -> TestRepo {
+pub(super) fn calculator() -> TestRepo {
     let repo = TestRepo::with_files(&[
         ("run_tests.sh", super::eval_fixtures::PER_TEST_RUN_TESTS),
         ("src/calc.sh", "add() { echo $(($1 + $2)); }\n"),
@@ -358,7 +358,7 @@ fn check_runs_each_suite_task_at_its_base_and_judges_it_per_test() {
 
 /// Reference solutions of the bundled Python suite's tasks (`fixtures/eval/python/`), added to
 /// `textkit/words.py` to show that its hidden tests can be passed.
-const PYTHON_SOLUTIONS: &str = r#"
+pub(super) const PYTHON_SOLUTIONS: &str = r#"
 
 def slugify(text):
     words = "".join(c.lower() if c.isalnum() else " " for c in text).split()
@@ -375,7 +375,7 @@ def is_palindrome(text):
 "#;
 
 /// Returns every file under `dir` as (path relative to `dir`, contents).
-fn tree(dir: &Path, rel: &Path, out: &mut Vec<(String, String)>) {
+pub(super) fn tree(dir: &Path, rel: &Path, out: &mut Vec<(String, String)>) {
     for entry in std::fs::read_dir(dir.join(rel)).unwrap() {
         let entry = entry.unwrap();
         let name = rel.join(entry.file_name());

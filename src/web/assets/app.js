@@ -104,6 +104,7 @@ async function showEval(id) {
     <td>${rate3(a.rate)}</td><td>[${rate3(a.interval[0])}, ${rate3(a.interval[1])}]</td><td>${rate3(a.pass_at_k)}</td>
     <td>${rate3(a.pass_hat_k)}</td><td>${num(a.tokens_in)}/${num(a.tokens_out)}</td><td>${cost(a.cost_per_resolved)}</td>
     <td>${a.wall_p50 == null ? "–" : a.wall_p50.toFixed(1) + "s"}</td><td>${a.wall_p90 == null ? "–" : a.wall_p90.toFixed(1) + "s"}</td>
+    <td>${a.model_p50 == null ? "–" : a.model_p50.toFixed(1) + "s"}</td><td>${(a.model_total || 0).toFixed(1)}s</td>
     <td>${Object.entries(a.failures || {}).map(([f, n]) => `${n} ${f.replace(/_/g, " ")}`).join(", ")}</td></tr>`);
   const cell = (task, arm) => {
     const mine = r.attempts.filter(x => x.task === task && x.arm === arm);
@@ -116,7 +117,7 @@ async function showEval(id) {
   main.innerHTML = html`<p><a href="/evals">← evals</a></p><h1>Eval ${r.eval}</h1>
     <p>Tasks from <code>${r.range}</code>, judged by <code>${r.test}</code>; ${r.done} of ${r.total} attempts ended${r.finished ? "" : " (unfinished)"}.</p>
     <table id="arms"><tr><th>arm</th><th>attempts</th><th>resolved</th><th>rate</th><th>95% interval</th><th>pass@${k}</th><th>pass^${k}</th>
-    <th>tokens in/out</th><th>cost per resolved</th><th>wall p50</th><th>wall p90</th><th>failures</th></tr>${arms}</table>
+    <th>tokens in/out</th><th>cost per resolved</th><th>wall p50</th><th>wall p90</th><th>model p50</th><th>model total</th><th>failures</th></tr>${arms}</table>
     <h2>Tasks × arms</h2><table id="grid"><tr><th>task</th>${r.arms.map(a => html`<th>${a.name}</th>`)}</tr>${grid}</table>`;
 }
 

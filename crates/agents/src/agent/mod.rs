@@ -9,6 +9,7 @@ mod context;
 mod dispatch;
 mod events;
 pub mod frontmatter;
+pub mod limit;
 pub mod mcp;
 mod packet_agent;
 mod person;

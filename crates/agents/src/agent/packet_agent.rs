@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use super::limit::{Limited, SpendLimit};
 use super::person::{AskPerson, Person};
 use super::profiles::{self, SetupError, env};
 use super::role::{Role, RoleError, Roles};
@@ -48,6 +49,9 @@ pub struct AgentWorker {
     /// Whether a fix round this process has no conversation for continues the one kept on
     /// disk (see [`AgentWorker::continuing_kept`]).
     continue_kept: bool,
+    /// A hard limit on what this worker's model calls spend, over all its packets; `None`:
+    /// none (a `start` run enforces its budget itself).
+    limit: Option<Arc<SpendLimit>>,
 }
 
 /// What a run's packet agents reach beyond the built-in tools: the MCP servers their role
@@ -123,7 +127,15 @@ impl AgentWorker {
             confine,
             tools: PacketTools::default(),
             continue_kept: false,
+            limit: None,
         })
+    }
+
+    /// Returns this worker with its model calls refused once `limit` is reached, so a packet
+    /// stops mid-work at the limit (it then fails naming the budget).
+    pub fn with_limit(mut self, limit: Arc<SpendLimit>) -> AgentWorker {
+        self.limit = Some(limit);
+        self
     }
 
     /// Returns this worker continuing, in a fix round, the conversation an earlier process
@@ -184,13 +196,24 @@ impl AgentWorker {
             }
             None => profiles::resolve(&self.config, &role, &env)?,
         };
-        let models = llm::connect_chain(&chain, &self.gates, &mut |e| {
+        let mut models = llm::connect_chain(&chain, &self.gates, &mut |e| {
             let _ = writeln!(
                 log,
                 "{{\"type\":\"fallback_unusable\",\"error\":{}}}",
                 serde_json::Value::String(e.to_string())
             );
         })?;
+        if let Some(limit) = &self.limit {
+            models = models
+                .into_iter()
+                .map(|inner| {
+                    Arc::new(Limited {
+                        inner,
+                        limit: Arc::clone(limit),
+                    }) as Arc<dyn ChatModel>
+                })
+                .collect();
+        }
         let root = ConfinedRoot::open(job.worktree).map_err(|e| LlmError::Protocol {
             model: String::new(),
             message: format!("cannot open the worktree: {e}"),

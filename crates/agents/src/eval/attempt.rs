@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use orchestra_core::config::RepoConfig;
 use orchestra_core::engine::{self, Control, RunKind, RunOptions};
-use orchestra_core::eval::attempt::{self as clean, ATTEMPT_BRANCH};
+use orchestra_core::eval::attempt::{self as clean, ATTEMPT_BRANCH, AttemptError};
 use orchestra_core::eval::{Check, Task};
 use orchestra_core::merge::{self, phase::RunIntegrator};
 use orchestra_core::plan::Plan;
@@ -15,7 +15,9 @@ use orchestra_core::store::{PacketState, RunState, Store};
 use orchestra_git::git::RepoInfo;
 
 use super::hidden::{self, Verdict};
+use super::journal::SuiteRecord;
 use super::{Arm, ArmKind, AttemptResult, EvalRunError, Failure};
+use crate::agent::limit::SpendLimit;
 
 /// The id of the one packet an attempt's plan holds.
 const PACKET: &str = "task";
@@ -27,6 +29,9 @@ pub(super) struct AttemptEnv<'a> {
     pub check: &'a Check<'a>,
     /// Where the attempt's repository and worktrees go (removed afterwards).
     pub dir: &'a Path,
+    /// What the task needs besides when it comes from a suite file; `None` for a task mined
+    /// from `source`'s history.
+    pub suite: Option<&'a SuiteRecord>,
 }
 
 /// Works `arm` on `task` (`repeat` counts attempts of the same pair from 1) and returns what
@@ -56,7 +61,19 @@ pub(super) fn work(
     };
     let base = task.base.clone().unwrap_or_default();
     let repo_dir = env.dir.join("repo");
-    let attempt = clean::prepare(env.source, &base, &repo_dir)?;
+    // A suite task's attempts start from its own repository.
+    let suite_source = match env.suite {
+        Some(s) => Some(RepoInfo::discover(&s.repo).map_err(|e| AttemptError::Open {
+            path: s.repo.clone(),
+            message: e.to_string(),
+        })?),
+        None => None,
+    };
+    let attempt = clean::prepare(
+        suite_source.as_ref().unwrap_or(env.source),
+        &base,
+        &repo_dir,
+    )?;
     let worked = arm_config(env, &attempt, arm).and_then(|config| match arm.kind {
         ArmKind::Start => super::start_arm::work(env, &attempt, task, arm, &config, &mut result),
         _ => run_packet(env, &attempt, task, arm, &config, &base, &mut result).map(|()| false),
@@ -126,10 +143,21 @@ fn run_packet(
         ArmKind::Cli(name) => (None, "coder", Some(name.as_str())),
         ArmKind::Start => return Err("a `start` arm runs the whole flow, not one packet".into()),
     };
+    // Nobody answers an attempt's questions: each gets "decide yourself" (see `unattended`);
+    // the arm's `tokens=`/`budget=` stop the agent's model calls once spent.
     let agent = match &arm.kind {
         ArmKind::Agent(_) => Some(
             crate::agent::AgentWorker::new(&attempt.toplevel, config.clone())
-                .map_err(|e| e.to_string())?,
+                .map_err(|e| e.to_string())?
+                .with_person(
+                    std::sync::Arc::new(super::unattended::NoPerson),
+                    &attempt.common_dir,
+                )
+                .with_limit(std::sync::Arc::new(SpendLimit::new(
+                    arm.options.tokens,
+                    arm.options.budget,
+                    config.prices.clone(),
+                ))),
         ),
         _ => None,
     };
@@ -240,6 +268,8 @@ pub(super) fn classify(reason: &str) -> Failure {
     let lower = reason.to_ascii_lowercase();
     if lower.contains("changed no file") {
         Failure::NoChange
+    } else if super::unattended::gave_up(&lower) {
+        Failure::GaveUp
     } else if lower.contains("timed out") {
         Failure::Timeout
     } else if lower.contains("budget") {
@@ -269,9 +299,16 @@ pub(super) fn judge(
         result.failure = Some(Failure::NoChange);
         return;
     };
-    match hidden::judge(env.source, attempt, &landed, task, env.check) {
+    let verdict = match env.suite {
+        Some(suite) => hidden::judge_suite(attempt, &landed, &suite.suite_task(task), env.check),
+        None => hidden::judge(env.source, attempt, &landed, task, env.check),
+    };
+    match verdict {
         Verdict::Passed => result.resolved = true,
-        Verdict::Failed => result.failure = Some(Failure::TestsFail),
+        Verdict::Failed(detail) => {
+            result.failure = Some(Failure::TestsFail);
+            result.detail = detail;
+        }
         Verdict::Broken { timed_out, detail } => {
             result.failure = Some(if timed_out {
                 Failure::Timeout

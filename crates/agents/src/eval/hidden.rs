@@ -7,6 +7,8 @@
 
 use std::path::Path;
 
+use orchestra_core::eval::suite::SuiteTask;
+use orchestra_core::eval::suite_judge::{self, SuiteVerdict};
 use orchestra_core::eval::{Check, Task, files};
 use orchestra_core::gate::ScratchWorktree;
 use orchestra_git::git::RepoInfo;
@@ -17,8 +19,9 @@ use orchestra_sys::exec::process::{self, Spec};
 pub(super) enum Verdict {
     /// It exited 0: the attempt is resolved.
     Passed,
-    /// It exited with another code.
-    Failed,
+    /// It exited with another code, or (per test) some hidden test did not pass; the detail
+    /// says which when known.
+    Failed(Option<String>),
     /// It timed out, was killed, or the checkout could not be prepared.
     Broken { timed_out: bool, detail: String },
 }
@@ -65,7 +68,9 @@ pub(super) fn judge(
     match process::run(&spec, check.stop, &mut |_| {}) {
         Err(e) => broken(e.to_string()),
         Ok(o) if o.success() => Verdict::Passed,
-        Ok(o) if o.exit_code.is_some() && !o.timed_out && o.denied.is_none() => Verdict::Failed,
+        Ok(o) if o.exit_code.is_some() && !o.timed_out && o.denied.is_none() => {
+            Verdict::Failed(None)
+        }
         Ok(o) => Verdict::Broken {
             timed_out: o.timed_out,
             detail: format!("the check {}", o.describe(check.timeout)),
@@ -94,4 +99,26 @@ fn write_hidden(source: &RepoInfo, task: &Task, dir: &Path) -> Result<(), String
         }
     }
     Ok(())
+}
+
+/// Returns how the suite task `task`'s check ends on `landed` (a commit of `attempt`): its test
+/// files put back as its base has them, its setup run and its test patch applied over it (see
+/// [`suite_judge`]). The check's command is the task's own.
+pub(super) fn judge_suite(
+    attempt: &RepoInfo,
+    landed: &str,
+    task: &SuiteTask,
+    check: &Check<'_>,
+) -> Verdict {
+    let command = task.check.as_deref().unwrap_or(check.command);
+    let check = Check { command, ..*check };
+    match suite_judge::judge_attempt(attempt, landed, task, &check) {
+        Err(e) => Verdict::Broken {
+            timed_out: false,
+            detail: e.to_string(),
+        },
+        Ok(SuiteVerdict::Passed) => Verdict::Passed,
+        Ok(SuiteVerdict::Failed(detail)) => Verdict::Failed(detail),
+        Ok(SuiteVerdict::Broken { timed_out, detail }) => Verdict::Broken { timed_out, detail },
+    }
 }

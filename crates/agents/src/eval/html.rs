@@ -8,6 +8,7 @@
 
 use super::markdown::outcome;
 use super::report::{ArmReport, EvalReport};
+use super::rows;
 
 /// The name of the report's HTML page file.
 pub const FILE: &str = "report.html";
@@ -61,37 +62,23 @@ pub fn fragment(report: &EvalReport) -> String {
 /// Returns the arms' table.
 fn arms_table(report: &EvalReport) -> String {
     let k = report.repeat;
-    let mut out = format!(
-        "<table><tr><th>arm</th><th>attempts</th><th>resolved</th><th>rate</th><th>95% interval</th><th>pass@{k}</th><th>pass^{k}</th><th>tokens in/out</th><th>cost</th><th>cost per resolved</th><th>wall p50</th><th>wall p90</th><th>failures</th></tr>\n"
-    );
-    let fraction = |v: Option<f64>| v.map_or("–".to_string(), |x| format!("{x:.3}"));
-    let money = |v: Option<f64>| v.map_or("–".to_string(), |x| format!("${x:.2}"));
-    let secs = |v: Option<f64>| v.map_or("–".to_string(), |x| format!("{x:.1}s"));
+    let mut out = String::from("<table><tr><th>arm</th>");
+    if let Some(first) = report.arms.first() {
+        for c in rows::cells(first, k) {
+            out.push_str(&format!("<th>{}</th>", escape(&c.head)));
+        }
+    }
+    out.push_str("</tr>\n");
     for a in &report.arms {
-        let failures: Vec<String> = a
-            .failures
-            .iter()
-            .map(|(f, n)| format!("{n} {}", f.as_str()))
-            .collect();
         out.push_str(&format!(
-            "<tr><td title=\"{}\">{}</td><td>{}</td><td>{}</td><td>{:.3}</td><td>[{:.3}, {:.3}]</td><td>{}</td><td>{}</td><td>{}/{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+            "<tr><td title=\"{}\">{}</td>",
             escape(&a.spec),
-            escape(&a.name),
-            a.attempts,
-            a.resolved,
-            a.rate,
-            a.interval[0],
-            a.interval[1],
-            fraction(a.pass_at_k),
-            fraction(a.pass_hat_k),
-            a.tokens_in,
-            a.tokens_out,
-            money(a.cost),
-            money(a.cost_per_resolved),
-            secs(a.wall_p50),
-            secs(a.wall_p90),
-            escape(&failures.join(", "))
+            escape(&a.name)
         ));
+        for c in rows::cells(a, k) {
+            out.push_str(&format!("<td>{}</td>", escape(&c.text)));
+        }
+        out.push_str("</tr>\n");
     }
     out.push_str("</table>\n");
     out
@@ -305,6 +292,7 @@ mod tests {
                 base: "b".to_string(),
                 objective: "Fix <b>it</b>\nbody".to_string(),
                 tests: Vec::new(),
+                suite: None,
             }],
             attempts: Vec::new(),
         };

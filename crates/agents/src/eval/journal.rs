@@ -5,9 +5,10 @@
 //! An attempt journaled as started but not ended is redone from a fresh repository; one
 //! journaled as ended is never run again.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use orchestra_core::eval::Task;
+use orchestra_core::eval::suite::SuiteTask;
 use orchestra_core::store::{Store, StoreError};
 use serde::{Deserialize, Serialize};
 
@@ -16,10 +17,64 @@ use super::AttemptResult;
 /// A valid task as the journal keeps it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TaskRecord {
+    /// The task's commit, or a suite task's id.
     pub commit: String,
     pub base: String,
     pub objective: String,
     pub tests: Vec<String>,
+    /// What a task read from a suite file needs besides: `None` for a task mined from history.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suite: Option<SuiteRecord>,
+}
+
+/// What a suite task needs to be attempted and judged besides its base, objective and tests.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SuiteRecord {
+    /// The local repository the task's attempts start from.
+    pub repo: PathBuf,
+    /// The command run in the judging checkout before the check.
+    #[serde(default)]
+    pub setup: Option<String>,
+    /// The check command that judges the task (its own, else the eval's, else its
+    /// repository's), decided when the eval was made.
+    pub check: String,
+    /// The hidden tests as a unified diff, applied over the landed tree.
+    #[serde(default)]
+    pub test_patch: Option<String>,
+    #[serde(default)]
+    pub fail_to_pass: Vec<String>,
+    #[serde(default)]
+    pub pass_to_pass: Vec<String>,
+}
+
+impl SuiteRecord {
+    /// Returns the record of the suite task `task` judged by `check`.
+    pub fn of(task: &SuiteTask, check: &str) -> SuiteRecord {
+        SuiteRecord {
+            repo: task.repo.clone(),
+            setup: task.setup.clone(),
+            check: check.to_string(),
+            test_patch: task.test_patch.clone(),
+            fail_to_pass: task.task.fail_to_pass.clone(),
+            pass_to_pass: task.task.pass_to_pass.clone(),
+        }
+    }
+
+    /// Returns the suite task this record and `task` (its record's task) keep.
+    pub fn suite_task(&self, task: &Task) -> SuiteTask {
+        let mut task = task.clone();
+        task.per_test = !self.fail_to_pass.is_empty();
+        task.fail_to_pass = self.fail_to_pass.clone();
+        task.pass_to_pass = self.pass_to_pass.clone();
+        SuiteTask {
+            id: task.commit.clone(),
+            repo: self.repo.clone(),
+            setup: self.setup.clone(),
+            check: Some(self.check.clone()),
+            test_patch: self.test_patch.clone(),
+            task,
+        }
+    }
 }
 
 impl TaskRecord {
@@ -30,6 +85,7 @@ impl TaskRecord {
             base: task.base.clone().filter(|_| task.valid)?,
             objective: task.objective.clone(),
             tests: task.tests.clone(),
+            suite: None,
         })
     }
 

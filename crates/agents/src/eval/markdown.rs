@@ -2,6 +2,7 @@
 //! the task × arm grid (each cell the attempts' outcomes: ✓ resolved, else the failure class).
 
 use super::report::{ArmReport, EvalReport};
+use super::rows;
 
 /// The name of the report's Markdown file.
 pub const FILE: &str = "report.md";
@@ -19,13 +20,22 @@ pub fn render(report: &EvalReport) -> String {
         if report.finished { "" } else { " (unfinished)" }
     ));
     out.push_str("## Arms\n\n");
-    out.push_str(&format!(
-        "| arm | spec | attempts | resolved | rate | 95% interval | pass@{k} | pass^{k} | tokens in/out | cost | cost per resolved | wall p50 | wall p90 | failures |\n",
-        k = report.repeat
-    ));
-    out.push_str("|---|---|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|---|\n");
+    let heads = report
+        .arms
+        .first()
+        .map(|a| rows::cells(a, report.repeat))
+        .unwrap_or_default();
+    out.push_str("| arm | spec |");
+    for c in &heads {
+        out.push_str(&format!(" {} |", c.head));
+    }
+    out.push_str("\n|---|---|");
+    for c in &heads {
+        out.push_str(if c.numeric { "--:|" } else { "---|" });
+    }
+    out.push('\n');
     for a in &report.arms {
-        out.push_str(&arm_row(a));
+        out.push_str(&arm_row(a, report.repeat));
     }
     out.push_str("\n## Tasks × arms\n\n| task |");
     for a in &report.arms {
@@ -62,38 +72,13 @@ pub fn render(report: &EvalReport) -> String {
 }
 
 /// Returns one arm's row of the arms' table.
-fn arm_row(a: &ArmReport) -> String {
-    let fraction = |v: Option<f64>| v.map_or("–".to_string(), |x| format!("{x:.3}"));
-    let money = |v: Option<f64>| v.map_or("–".to_string(), |x| format!("${x:.2}"));
-    let secs = |v: Option<f64>| v.map_or("–".to_string(), |x| format!("{x:.1}s"));
-    let failures: Vec<String> = a
-        .failures
-        .iter()
-        .map(|(f, n)| format!("{n} {}", f.as_str()))
-        .collect();
-    format!(
-        "| {} | `{}` | {} | {} | {:.3} | [{:.3}, {:.3}] | {} | {} | {}/{} | {} | {} | {} | {} | {} |\n",
-        cell_text(&a.name),
-        code(&a.spec),
-        a.attempts,
-        a.resolved,
-        a.rate,
-        a.interval[0],
-        a.interval[1],
-        fraction(a.pass_at_k),
-        fraction(a.pass_hat_k),
-        a.tokens_in,
-        a.tokens_out,
-        money(a.cost),
-        money(a.cost_per_resolved),
-        secs(a.wall_p50),
-        secs(a.wall_p90),
-        if failures.is_empty() {
-            "–".to_string()
-        } else {
-            failures.join(", ")
-        }
-    )
+fn arm_row(a: &ArmReport, k: u32) -> String {
+    let mut row = format!("| {} | `{}` |", cell_text(&a.name), code(&a.spec));
+    for c in rows::cells(a, k) {
+        row.push_str(&format!(" {} |", cell_text(&c.text)));
+    }
+    row.push('\n');
+    row
 }
 
 /// Returns an attempt's outcome in a word or two: ✓ when resolved, else its failure class.

@@ -17,9 +17,12 @@ pub mod lookup;
 pub mod markdown;
 mod measure;
 pub mod report;
+mod rows;
 mod schedule;
 mod start_arm;
+mod unattended;
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use orchestra_core::config::RepoConfig;
@@ -48,7 +51,12 @@ pub enum Failure {
     Timeout,
     /// Every packet merged cleanly, and the merged tree's tests fail (a `start` arm).
     SemanticConflict,
-    /// The worker failed, or the attempt could not run to its end.
+    /// The agent stopped short of completing: it signalled `blocked`, the stall guard stopped
+    /// it (the same tool calls over and over, or a model gone silent), or it waited on a
+    /// question nobody answers.
+    GaveUp,
+    /// The program failed (the worker command, the engine), or the attempt could not run to
+    /// its end.
     Crash,
 }
 
@@ -63,6 +71,7 @@ impl Failure {
             Failure::Budget => "budget",
             Failure::Timeout => "timeout",
             Failure::SemanticConflict => "semantic conflict",
+            Failure::GaveUp => "agent gave up",
             Failure::Crash => "crash",
         }
     }
@@ -141,6 +150,9 @@ pub struct EvalRun<'a> {
     pub config: &'a RepoConfig,
     /// The valid tasks to attempt.
     pub tasks: Vec<Task>,
+    /// What each task read from a suite file needs besides (its repository, setup, test patch,
+    /// check), by the task's `commit` (the suite task's id); empty for tasks mined from history.
+    pub suites: BTreeMap<String, journal::SuiteRecord>,
     pub arms: Vec<Arm>,
     /// The check that judges an attempt, its timeout also the worker's.
     pub check: &'a Check<'a>,
@@ -178,6 +190,10 @@ impl EvalRun<'_> {
                 .tasks
                 .iter()
                 .filter_map(journal::TaskRecord::of)
+                .map(|mut t| {
+                    t.suite = self.suites.get(&t.commit).cloned();
+                    t
+                })
                 .collect(),
         };
         journal::record(&self.source.common_dir, &self.id, &event)?;
@@ -256,7 +272,15 @@ impl EvalRun<'_> {
             repeat: slot.repeat,
         };
         journal::record(common, &self.id, &started)?;
-        let short = &task.commit[..task.commit.len().min(12)];
+        // A suite task's id may hold any character, and two may share their first ones.
+        let short = match self.suites.contains_key(&task.commit) {
+            true => format!(
+                "{}.{}",
+                orchestra_sys::names::sanitize(&task.commit, 12),
+                slot.task
+            ),
+            false => task.commit[..task.commit.len().min(12)].to_string(),
+        };
         let dir = self
             .dir()
             .join(format!("{short}-{}-{}", slot.arm, slot.repeat));
@@ -265,6 +289,7 @@ impl EvalRun<'_> {
             config: self.config,
             check: self.check,
             dir: &dir,
+            suite: self.suites.get(&task.commit),
         };
         let result = attempt::work(&env, task, arm, slot.repeat)?;
         if self.check.stop.load(std::sync::atomic::Ordering::SeqCst) {

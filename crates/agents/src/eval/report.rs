@@ -1,6 +1,7 @@
 //! An eval's report: its results with each arm's statistics (resolved rate with its 95% Wilson
 //! interval, pass@k and pass^k over `--repeat`, cost per resolved task, tokens, median and p90
-//! wall time, failure classes), as `eval report` prints it and as `results.json` keeps it in git.
+//! wall time, median and total model time, failure classes), as `eval report` prints it and as
+//! `results.json` keeps it in git.
 //!
 //! The statistics come from `orchestra_core::eval::stats`; this module only groups attempts by
 //! arm and task. A report is plain data: the same one is rendered as a table, Markdown, HTML
@@ -49,6 +50,12 @@ pub struct ArmReport {
     pub wall_p50: Option<f64>,
     /// 90th percentile of an attempt's wall time, in seconds; `None` without attempts.
     pub wall_p90: Option<f64>,
+    /// Median time an attempt spent waiting on models, in seconds; `None` without attempts.
+    #[serde(default)]
+    pub model_p50: Option<f64>,
+    /// Time the arm's attempts spent waiting on models, summed, in seconds.
+    #[serde(default)]
+    pub model_total: f64,
     /// How many attempts ended in each failure class (classes with none left out).
     pub failures: BTreeMap<Failure, usize>,
 }
@@ -99,7 +106,18 @@ impl EvalReport {
                 .iter()
                 .map(|(name, spec)| arm_report(name, spec, repeat, &attempts))
                 .collect(),
-            tasks: state.tasks.clone(),
+            // The hidden tests stay out of reports, as `eval tasks` leaves them out.
+            tasks: state
+                .tasks
+                .iter()
+                .cloned()
+                .map(|mut t| {
+                    if let Some(suite) = t.suite.as_mut() {
+                        suite.test_patch = None;
+                    }
+                    t
+                })
+                .collect(),
             attempts,
         }
     }
@@ -144,6 +162,7 @@ fn arm_report(name: &str, spec: &str, k: u32, results: &[AttemptResult]) -> ArmR
     let costs: Vec<f64> = mine.iter().filter_map(|r| r.cost).collect();
     let cost = (!costs.is_empty()).then(|| costs.iter().sum::<f64>());
     let walls: Vec<f64> = mine.iter().map(|r| r.wall_ms as f64 / 1000.0).collect();
+    let models: Vec<f64> = mine.iter().map(|r| r.model_ms as f64 / 1000.0).collect();
     let mut failures = BTreeMap::new();
     for f in mine.iter().filter_map(|r| r.failure) {
         *failures.entry(f).or_insert(0) += 1;
@@ -165,6 +184,8 @@ fn arm_report(name: &str, spec: &str, k: u32, results: &[AttemptResult]) -> ArmR
         cost_per_resolved: cost.and_then(|c| stats::cost_per_resolved(c, resolved)),
         wall_p50: stats::median(&walls),
         wall_p90: stats::p90(&walls),
+        model_p50: stats::median(&models),
+        model_total: models.iter().sum(),
         failures,
     }
 }
@@ -218,6 +239,7 @@ mod tests {
             base: "b".to_string(),
             objective: "o".to_string(),
             tests: Vec::new(),
+            suite: None,
         };
         EvalState {
             id: "e".to_string(),
@@ -288,6 +310,8 @@ pub(crate) mod tests_support {
             cost_per_resolved: None,
             wall_p50: None,
             wall_p90: None,
+            model_p50: None,
+            model_total: 0.0,
             failures: Default::default(),
         }
     }

@@ -16,9 +16,10 @@ use orchestra_git::git::RepoInfo;
 
 use super::attempt::{AttemptEnv, classify};
 use super::{Arm, AttemptResult, Failure};
-use crate::orchestrator::budget::Budget;
+use crate::orchestrator::budget::{self, Budget};
 use crate::orchestrator::{
-    Approval, ClarifyOutcome, Interaction, StartJournal, StartRequest, StartSettings, WorkflowState,
+    Approval, ClarifyOutcome, Interaction, StartJournal, StartRequest, StartSettings,
+    WorkflowEvent, WorkflowState,
 };
 
 /// The person of an unattended run: never there.
@@ -125,25 +126,41 @@ pub(super) fn work(
         .map(|p| p.id.as_str())
         .collect();
     if !failed.is_empty() && failed.len() == report.packets.len() {
-        result.failure = Some(Failure::GateRejected);
-        result.detail = Some(format!("no packet landed: {}", failed.join(", ")));
+        // A packet whose agent stopped short (blocked, stalled, waiting on a question nobody
+        // answers) gave up; otherwise the gates kept every packet out.
+        let gave_up = report.packets.iter().find(|p| {
+            p.state != "succeeded" && super::unattended::gave_up(&p.summary.to_ascii_lowercase())
+        });
+        let (failure, detail) = match gave_up {
+            Some(p) => (Failure::GaveUp, format!("packet {}: {}", p.id, p.summary)),
+            None => (
+                Failure::GateRejected,
+                format!("no packet landed: {}", failed.join(", ")),
+            ),
+        };
+        result.failure = Some(failure);
+        result.detail = Some(detail);
     }
     Ok(failed.is_empty())
 }
 
-/// Counts the clarifier's questions of run `run` (each left to an assumption) into `result`.
+/// Counts the questions of run `run` into `result`: the clarifier's (each left to an
+/// assumption) and the packet agents' (none answered).
 fn questions(attempt: &RepoInfo, run: &str, result: &mut AttemptResult) {
     let Ok(journal) = StartJournal::open(&attempt.common_dir, run) else {
         return;
     };
     for entry in journal.entries().unwrap_or_default() {
-        if let crate::orchestrator::WorkflowEvent::Clarified {
-            outcome: ClarifyOutcome::Assumptions,
-            assumptions,
-            ..
-        } = entry.event
-        {
-            result.questions += u32::try_from(assumptions.len()).unwrap_or(u32::MAX);
+        match entry.event {
+            WorkflowEvent::Clarified {
+                outcome: ClarifyOutcome::Assumptions,
+                assumptions,
+                ..
+            } => result.questions += u32::try_from(assumptions.len()).unwrap_or(u32::MAX),
+            WorkflowEvent::Asked { packet, .. } if packet != budget::QUESTION => {
+                result.questions += 1;
+            }
+            _ => {}
         }
     }
 }

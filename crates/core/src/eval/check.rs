@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use orchestra_git::git::{ChangedFile, Git, RepoInfo};
+use orchestra_git::git::{ChangedFile, Git, GitError, RepoInfo};
 use orchestra_sys::exec::process::{self, Outcome, Spec};
 
 use super::results::{self, Results};
@@ -215,6 +215,13 @@ pub(super) enum Prepare<'a> {
         setup: Option<&'a str>,
         patch: Option<&'a str>,
     },
+    /// An attempt's landed tree judged: its test files `tests` put back as `base` has them
+    /// (the attempt's own edits to them count for nothing), then as [`Prepare::Suite`].
+    Attempt {
+        base: &'a str,
+        setup: Option<&'a str>,
+        patch: Option<&'a str>,
+    },
 }
 
 /// Runs `command` in a scratch worktree at `at`, prepared as `prepare` says, and returns how
@@ -259,26 +266,67 @@ fn prepared(
             .err()
             .map(|e| format!("cannot add the hidden tests: {e}"))),
         Prepare::Suite { setup, patch } => {
-            if let Some(setup) = setup {
-                let ran = execute(repo, dir, setup, tests, check)?;
-                match ran.status {
-                    Status::Passed => {}
-                    Status::Failed => {
-                        return Ok(Some(format!("the setup command `{setup}` failed")));
-                    }
-                    Status::Broken(why) => {
-                        return Ok(Some(format!("the setup command `{setup}`: {why}")));
-                    }
-                }
+            suite_ready(repo, dir, *setup, *patch, tests, check, "at the base")
+        }
+        Prepare::Attempt { base, setup, patch } => {
+            if let Err(e) = restore_tests(dir, base, tests) {
+                return Ok(Some(format!(
+                    "cannot put the test files back as the base has them: {e}"
+                )));
             }
-            Ok(patch.and_then(|p| {
-                Git::new(dir)
-                    .apply_patch(p)
-                    .err()
-                    .map(|e| format!("the test patch does not apply at the base: {e}"))
-            }))
+            suite_ready(
+                repo,
+                dir,
+                *setup,
+                *patch,
+                tests,
+                check,
+                "to the landed tree",
+            )
         }
     }
+}
+
+/// Puts each of `tests` in the checkout `dir` back as `base` has it, removing those `base`
+/// does not hold.
+fn restore_tests(dir: &Path, base: &str, tests: &[String]) -> Result<(), GitError> {
+    let git = Git::new(dir);
+    let mut files = Vec::with_capacity(tests.len());
+    for test in tests {
+        let at_base = git.read_blob_ref(&format!("{base}:{test}"))?.is_some();
+        files.push(ChangedFile {
+            status: if at_base { 'M' } else { 'D' },
+            path: test.clone(),
+        });
+    }
+    git.take_files_from(base, &files)
+}
+
+/// Runs a suite task's setup command in `dir`, then applies its test patch; returns why that
+/// failed (the patch not applying `place`), or `None` when the checkout is ready.
+fn suite_ready(
+    repo: &RepoInfo,
+    dir: &Path,
+    setup: Option<&str>,
+    patch: Option<&str>,
+    tests: &[String],
+    check: &Check<'_>,
+    place: &str,
+) -> Result<Option<String>, EvalError> {
+    if let Some(setup) = setup {
+        let ran = execute(repo, dir, setup, tests, check)?;
+        match ran.status {
+            Status::Passed => {}
+            Status::Failed => return Ok(Some(format!("the setup command `{setup}` failed"))),
+            Status::Broken(why) => return Ok(Some(format!("the setup command `{setup}`: {why}"))),
+        }
+    }
+    Ok(patch.and_then(|p| {
+        Git::new(dir)
+            .apply_patch(p)
+            .err()
+            .map(|e| format!("the test patch does not apply {place}: {e}"))
+    }))
 }
 
 /// Runs `command` in `dir` under the check's sandbox and limits, with the hidden test files in

@@ -16,6 +16,7 @@ pub mod stats;
 pub mod suite;
 pub mod suite_check;
 mod suite_fields;
+pub mod suite_judge;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
