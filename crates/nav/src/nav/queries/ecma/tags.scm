@@ -59,6 +59,8 @@
   name: (identifier) @name
   value: (await_expression (call_expression function: [(identifier) (member_expression)] @type))) @binding.unwrap
 (variable_declarator name: (identifier) @name value: (identifier) @type) @binding.alias
+; `const cache = this.#queryCache`: what the member holds.
+(variable_declarator name: (identifier) @name value: (member_expression) @type) @binding.alias
 (variable_declarator name: (identifier) @name) @binding.unknown
 (assignment_expression
   left: (member_expression object: (this)) @name

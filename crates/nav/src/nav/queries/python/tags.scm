@@ -60,6 +60,8 @@
   left: [(identifier) (attribute)] @name
   right: (await (call function: [(identifier) (attribute)] @type))) @binding.unwrap
 (assignment left: [(identifier) (attribute)] @name right: (identifier) @type) @binding.alias
+; `session = self.session`: what the attribute holds.
+(assignment left: (identifier) @name right: (attribute) @type) @binding.alias
 (assignment left: [(identifier) (attribute)] @name) @binding.unknown
 (with_item
   value: (as_pattern

@@ -108,6 +108,10 @@
   pattern: [(identifier) @name (mut_pattern (identifier) @name)]
   value: (identifier) @type
   (#match? @type "^[a-z_]")) @binding.alias
+; `let cache = &self.cache;`, `let c = self.client;`: what the field holds.
+(let_declaration
+  pattern: [(identifier) @name (mut_pattern (identifier) @name)]
+  value: [(field_expression) (reference_expression value: (field_expression))] @type) @binding.alias
 (let_declaration pattern: [(identifier) @name (mut_pattern (identifier) @name)]) @binding.unknown
 (function_item return_type: (_) @type) @binding.returns
 (function_signature_item return_type: (_) @type) @binding.returns
