@@ -230,3 +230,83 @@ fn rust_locals_borrowing_a_field_take_its_type() {
         "{refs:?}"
     );
 }
+
+#[test]
+fn elements_of_declared_collections_are_typed_in_loops_and_callbacks() {
+    let r = repo(&[
+        (
+            "src/obs.ts",
+            concat!(
+                "export class Observer {\n",                     // 1
+                "  destroy(): void {}\n",                        // 2
+                "}\n",                                           // 3
+                "export class Other {\n",                        // 4
+                "  destroy(): void {}\n",                        // 5
+                "}\n",                                           // 6
+                "export class Many {\n",                         // 7
+                "  #observers: Array<Observer> = []\n",          // 8
+                "  clear(list: Observer[]): void {\n",           // 9
+                "    this.#observers.forEach((observer) => {\n", // 10
+                "      observer.destroy()\n",                    // 11
+                "    })\n",                                      // 12
+                "    list.map(o => o.destroy())\n",              // 13
+                "    for (const each of this.#observers) {\n",   // 14
+                "      each.destroy()\n",                        // 15
+                "    }\n",                                       // 16
+                "  }\n",                                         // 17
+                "}\n",                                           // 18
+            ),
+        ),
+        (
+            "m.py",
+            concat!(
+                "class Item:\n",                                // 1
+                "    def run(self):\n",                         // 2
+                "        pass\n",                               // 3
+                "class Other:\n",                               // 4
+                "    def run(self):\n",                         // 5
+                "        pass\n",                               // 6
+                "class Box:\n",                                 // 7
+                "    def __init__(self, items: list[Item]):\n", // 8
+                "        self.items: list[Item] = items\n",     // 9
+                "    def go(self, more: t.Sequence[Item]):\n",  // 10
+                "        for item in self.items:\n",            // 11
+                "            item.run()\n",                     // 12
+                "        [m.run() for m in more]\n",            // 13
+            ),
+        ),
+        (
+            "src/lib.rs",
+            concat!(
+                "pub struct Matcher;\n",                       // 1
+                "impl Matcher { pub fn find(&self) {} }\n",    // 2
+                "pub struct Other;\n",                         // 3
+                "impl Other { pub fn find(&self) {} }\n",      // 4
+                "pub struct Set { matchers: Vec<Matcher> }\n", // 5
+                "impl Set {\n",                                // 6
+                "    pub fn run(&self, more: &[Matcher]) {\n", // 7
+                "        for m in &self.matchers {\n",         // 8
+                "            m.find();\n",                     // 9
+                "        }\n",                                 // 10
+                "        for n in more.iter() {\n",            // 11
+                "            n.find();\n",                     // 12
+                "        }\n",                                 // 13
+                "    }\n",                                     // 14
+                "}\n",                                         // 15
+            ),
+        ),
+    ]);
+    let ts = "src/obs.ts";
+    for (line, token) in [(11, "destroy"), (13, "destroy"), (15, "destroy")] {
+        assert_eq!(r.def(ts, line, token), [format!("{ts}:2")], "line {line}");
+    }
+    let refs = r.refs(ts, 2, "destroy");
+    for line in [11, 13, 15] {
+        assert!(refs.contains(&format!("{ts}:{line}")), "{line}: {refs:?}");
+    }
+    assert_eq!(r.def("m.py", 12, "run"), ["m.py:2"]);
+    assert_eq!(r.def("m.py", 13, "run"), ["m.py:2"]);
+    let rs = "src/lib.rs";
+    assert_eq!(r.def(rs, 9, "find"), [format!("{rs}:2")]);
+    assert_eq!(r.def(rs, 12, "find"), [format!("{rs}:2")]);
+}

@@ -16,6 +16,7 @@ mod at_uses;
 mod browse;
 mod cache;
 mod doc_links;
+mod elements;
 mod extract;
 mod facts;
 mod index;

@@ -15,7 +15,7 @@ use super::facts::{FileFacts, TypeFact};
 pub(crate) struct RawBinding<'t> {
     pub pattern: usize,
     /// `annotation`, `property`, `returns`, `call`, `unwrap`, `alias` (another name's
-    /// value), `none` or `unknown`.
+    /// value), `element` (an element of a collection), `none` or `unknown`.
     pub kind: &'static str,
     pub name: Option<Node<'t>>,
     pub ty: Option<Node<'t>>,
@@ -27,7 +27,7 @@ const MAX_TYPE_TEXT: usize = 160;
 fn rank(kind: &str) -> u8 {
     match kind {
         "annotation" | "property" | "returns" => 0,
-        "call" | "unwrap" | "alias" => 1,
+        "call" | "unwrap" | "alias" | "element" => 1,
         "none" => 2,
         _ => 3,
     }

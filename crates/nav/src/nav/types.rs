@@ -104,7 +104,7 @@ pub(crate) fn type_path(lang: Lang, text: &str, unwrap: bool) -> Option<String> 
 
 /// Returns `expr` without the whitespace around its dots: a chain written over several lines
 /// (`client\n  .getQueryCache()\n  .build`) is the same chain on one.
-fn without_line_breaks(expr: &str) -> Cow<'_, str> {
+pub(crate) fn without_line_breaks(expr: &str) -> Cow<'_, str> {
     if !expr.contains(char::is_whitespace) {
         return Cow::Borrowed(expr);
     }
@@ -225,7 +225,7 @@ impl Index {
     }
 
     /// Resolves the type path `path` used at byte `at` of `file` to exactly one type.
-    fn single_type(
+    pub(crate) fn single_type(
         &self,
         file: u32,
         path: &str,
@@ -303,6 +303,8 @@ impl Index {
                 let other = other.strip_prefix("mut ").unwrap_or(other).trim_start();
                 self.receiver_type(file, other, at, fact.scope, depth + 1)
             }
+            // `for item in items`, `items.forEach((item) => …)`: an element of the collection.
+            "element" => self.element_type(file, &fact.ty, at, fact.scope, depth + 1),
             "call" | "unwrap" => self.call_type(
                 file,
                 &fact.ty,
@@ -436,7 +438,13 @@ impl Index {
 
     /// Returns the type fact that binds `var` at byte `at` inside `scope` of `file` (see
     /// [`Index::binding`]), if any.
-    fn binding_fact(&self, file: u32, scope: Option<u32>, var: &str, at: u32) -> Option<&TypeFact> {
+    pub(crate) fn binding_fact(
+        &self,
+        file: u32,
+        scope: Option<u32>,
+        var: &str,
+        at: u32,
+    ) -> Option<&TypeFact> {
         let facts = &self.files[file as usize].facts;
         let mut cur = scope;
         loop {

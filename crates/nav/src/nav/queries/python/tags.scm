@@ -70,6 +70,9 @@
 (as_pattern alias: (as_pattern_target (identifier) @name)) @binding.unknown
 (parameters (identifier) @name) @binding.unknown
 (parameters (default_parameter name: (identifier) @name)) @binding.unknown
+; `for item in self.items`: an element of the collection.
+(for_statement left: (identifier) @name right: (_) @type) @binding.element
+(for_in_clause left: (identifier) @name right: (_) @type) @binding.element
 (for_statement left: (identifier) @name) @binding.unknown
 (for_statement left: (pattern_list (identifier) @name)) @binding.unknown
 (assignment left: (pattern_list (identifier) @name)) @binding.unknown

@@ -124,6 +124,8 @@
   left: (type_identifier) @name
   bounds: (trait_bounds . [(type_identifier) (scoped_type_identifier) (generic_type)] @type)) @binding.annotation
 (closure_parameters (identifier) @name) @binding.unknown
+; `for m in &self.matchers`: an element of the collection.
+(for_expression pattern: (identifier) @name value: (_) @type) @binding.element
 (for_expression pattern: (identifier) @name) @binding.unknown
 (tuple_struct_pattern (identifier) @name) @binding.unknown
 (match_pattern (identifier) @name) @binding.unknown
