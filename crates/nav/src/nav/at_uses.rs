@@ -310,3 +310,31 @@ fn elements_of_declared_collections_are_typed_in_loops_and_callbacks() {
     assert_eq!(r.def(rs, 9, "find"), [format!("{rs}:2")]);
     assert_eq!(r.def(rs, 12, "find"), [format!("{rs}:2")]);
 }
+
+#[test]
+fn a_loop_over_a_long_expression_still_binds_its_variable() {
+    let long = format!(
+        "make({})",
+        (0..40)
+            .map(|i| format!("a{i}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let text = format!(
+        concat!(
+            "class Item:\n",        // 1
+            "    def run(self):\n", // 2
+            "        pass\n",       // 3
+            "class Other:\n",       // 4
+            "    def run(self):\n", // 5
+            "        pass\n",       // 6
+            "x = Item()\n",         // 7
+            "def go():\n",          // 8
+            "    for x in {}:\n",   // 9
+            "        x.run()\n",    // 10
+        ),
+        long
+    );
+    let r = repo(&[("m.py", &text)]);
+    assert_eq!(r.def("m.py", 10, "run"), ["m.py:2?", "m.py:5?"]);
+}

@@ -85,13 +85,18 @@ pub(crate) fn type_facts(
             (_, Some(n)) => compact(n, source).replace(' ', ""),
             (_, None) => continue,
         };
-        let ty = b.ty.map(|t| compact(t, source)).unwrap_or_default();
-        if ty.len() > MAX_TYPE_TEXT || (ty.is_empty() && b.kind != "unknown") {
+        let mut ty = b.ty.map(|t| compact(t, source)).unwrap_or_default();
+        let mut kind = b.kind;
+        // A loop over an expression too long to type still binds its variable.
+        if kind == "element" && ty.len() > MAX_TYPE_TEXT {
+            (kind, ty) = ("unknown", String::new());
+        }
+        if ty.len() > MAX_TYPE_TEXT || (ty.is_empty() && kind != "unknown") {
             continue;
         }
         let anchor = b.ty.or(b.name);
         let Some(anchor) = anchor else { continue };
-        let kind = match b.kind {
+        let kind = match kind {
             "property" | "returns" => "annotation",
             k => k,
         };
