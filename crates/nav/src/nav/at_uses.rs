@@ -338,3 +338,53 @@ fn a_loop_over_a_long_expression_still_binds_its_variable() {
     let r = repo(&[("m.py", &text)]);
     assert_eq!(r.def("m.py", 10, "run"), ["m.py:2?", "m.py:5?"]);
 }
+
+#[test]
+fn values_got_from_declared_maps_are_typed() {
+    let r = repo(&[
+        (
+            "src/map.ts",
+            concat!(
+                "export class Entry {\n",                      // 1
+                "  get(): number { return 1 }\n",              // 2
+                "}\n",                                         // 3
+                "export class Other {\n",                      // 4
+                "  get(): number { return 2 }\n",              // 5
+                "}\n",                                         // 6
+                "export class Store {\n",                      // 7
+                "  values_: Map<string, Entry> = new Map()\n", // 8
+                "  read(key: string): number {\n",             // 9
+                "    const entry = this.values_.get(key)\n",   // 10
+                "    entry.get()\n",                           // 11
+                "    return this.values_.get(key)!.get()\n",   // 12
+                "  }\n",                                       // 13
+                "}\n",                                         // 14
+            ),
+        ),
+        (
+            "src/lib.rs",
+            concat!(
+                "use std::collections::HashMap;\n",                       // 1
+                "pub struct Entry;\n",                                    // 2
+                "impl Entry { pub fn load(&self) {} }\n",                 // 3
+                "pub struct Other;\n",                                    // 4
+                "impl Other { pub fn load(&self) {} }\n",                 // 5
+                "pub struct Store { entries: HashMap<String, Entry> }\n", // 6
+                "impl Store {\n",                                         // 7
+                "    pub fn read(&self, k: &str) -> Option<()> {\n",      // 8
+                "        let e = self.entries.get(k)?;\n",                // 9
+                "        e.load();\n",                                    // 10
+                "        Some(())\n",                                     // 11
+                "    }\n",                                                // 12
+                "}\n",                                                    // 13
+            ),
+        ),
+    ]);
+    let ts = "src/map.ts";
+    assert_eq!(r.def(ts, 11, "get"), [format!("{ts}:2")]);
+    let at = r.at(ts, 12, "get", 1);
+    let locs = r.index.definition_at(Some("get"), Some(&at)).unwrap();
+    assert_eq!(places(&locs), [format!("{ts}:2")]);
+    let rs = "src/lib.rs";
+    assert_eq!(r.def(rs, 10, "load"), [format!("{rs}:3")]);
+}

@@ -44,9 +44,24 @@ const COLLECTIONS: &[&str] = &[
     "SmallVec",
 ];
 
-/// Returns the element type written in the collection type `text` (`Item` of `list[Item]`,
-/// `Observer[]`, `Vec<Matcher>`, `&[Matcher]`), or `None` when it is no collection of one type.
-fn element_text(lang: Lang, text: &str) -> Option<&str> {
+/// Maps whose second type argument is the type of their values.
+const MAPS: &[&str] = &[
+    "dict",
+    "Dict",
+    "Mapping",
+    "MutableMapping",
+    "OrderedDict",
+    "defaultdict",
+    "Map",
+    "ReadonlyMap",
+    "WeakMap",
+    "HashMap",
+    "BTreeMap",
+    "IndexMap",
+];
+
+/// Returns the type `text` without references, `mut`, `readonly` and lifetimes.
+fn bare(text: &str) -> &str {
     let mut t = text.trim();
     loop {
         let before = t.len();
@@ -59,9 +74,29 @@ fn element_text(lang: Lang, text: &str) -> Option<&str> {
             t = rest.trim_start();
         }
         if t.len() == before {
-            break;
+            return t;
         }
     }
+}
+
+/// Splits a generic type (`list[Item]`, `Map<K, V>`) into the last segment of its name and
+/// its type arguments.
+fn generic(lang: Lang, t: &str) -> Option<(&str, &str)> {
+    let (open, close) = if lang == Lang::Python {
+        ('[', ']')
+    } else {
+        ('<', '>')
+    };
+    let (head, rest) = t.split_once(open)?;
+    let args = rest.strip_suffix(close)?;
+    let last = head.trim().rsplit(['.', ':']).next().unwrap_or(head);
+    Some((last, args))
+}
+
+/// Returns the element type written in the collection type `text` (`Item` of `list[Item]`,
+/// `Observer[]`, `Vec<Matcher>`, `&[Matcher]`), or `None` when it is no collection of one type.
+fn element_text(lang: Lang, text: &str) -> Option<&str> {
+    let t = bare(text);
     if lang != Lang::Python
         && let Some(el) = t.strip_suffix("[]")
     {
@@ -72,32 +107,40 @@ fn element_text(lang: Lang, text: &str) -> Option<&str> {
     {
         return Some(inner.split(';').next().unwrap_or(inner).trim());
     }
-    let (open, close) = if lang == Lang::Python {
-        ('[', ']')
-    } else {
-        ('<', '>')
-    };
-    let (head, rest) = t.split_once(open)?;
-    let args = rest.strip_suffix(close)?;
-    let last = head.trim().rsplit(['.', ':']).next().unwrap_or(head);
-    if !COLLECTIONS.contains(&last) {
-        return None;
-    }
-    Some(first_argument(args, open, close))
+    let (last, args) = generic(lang, t)?;
+    COLLECTIONS
+        .contains(&last)
+        .then(|| type_arguments(args).next())
+        .flatten()
 }
 
-/// Returns the first of the comma-separated type arguments `args`, nested brackets kept whole.
-fn first_argument(args: &str, open: char, close: char) -> &str {
+/// Returns the value type written in the map type `text` (`V` of `dict[str, V]`, `Map<K, V>`,
+/// `HashMap<K, V>`), or `None` when it is no map.
+fn value_text(lang: Lang, text: &str) -> Option<&str> {
+    let (last, args) = generic(lang, bare(text))?;
+    MAPS.contains(&last)
+        .then(|| type_arguments(args).nth(1))
+        .flatten()
+}
+
+/// Returns the comma-separated type arguments `args`, nested brackets kept whole.
+fn type_arguments(args: &str) -> impl Iterator<Item = &str> {
     let mut depth = 0usize;
+    let mut start = 0;
+    let mut out = Vec::new();
     for (i, c) in args.char_indices() {
         match c {
-            c if c == open || c == '(' => depth += 1,
-            c if c == close || c == ')' => depth = depth.saturating_sub(1),
-            ',' if depth == 0 => return args[..i].trim(),
+            '[' | '<' | '(' => depth += 1,
+            ']' | '>' | ')' => depth = depth.saturating_sub(1),
+            ',' if depth == 0 => {
+                out.push(args[start..i].trim());
+                start = i + 1;
+            }
             _ => {}
         }
     }
-    args.trim()
+    out.push(args[start..].trim());
+    out.into_iter().filter(|a| !a.is_empty())
 }
 
 /// Returns the collection an iterated expression reads (`self.items` of `&mut self.items`,
@@ -132,6 +175,38 @@ impl Index {
         let (fact_file, fact) = self.declared(file, collection(&expr), at, scope, depth)?;
         let lang = self.files[fact_file as usize].lang;
         let path = type_path(lang, element_text(lang, &fact.ty)?, false)?;
+        self.single_type(
+            fact_file,
+            &path,
+            fact.span.start_byte,
+            fact.scope,
+            depth + 1,
+        )
+    }
+
+    /// Returns the type of the value a map's `get` gives (`entry` of `const entry =
+    /// this.values_.get(key)` with `values_: Map<string, Entry>`; in Rust only unwrapped,
+    /// `map.get(k)?`), when `callee` is such a `get` on a map whose type is declared.
+    pub(crate) fn map_value_type(
+        &self,
+        file: u32,
+        callee: &str,
+        unwrap: bool,
+        at: u32,
+        scope: Option<u32>,
+        depth: usize,
+    ) -> Option<DefId> {
+        let (expr, method) = callee.rsplit_once('.')?;
+        let getter = match self.files[file as usize].lang {
+            Lang::Rust => unwrap && matches!(method, "get" | "get_mut"),
+            _ => method == "get",
+        };
+        if !getter {
+            return None;
+        }
+        let (fact_file, fact) = self.declared(file, collection(expr), at, scope, depth)?;
+        let lang = self.files[fact_file as usize].lang;
+        let path = type_path(lang, value_text(lang, &fact.ty)?, false)?;
         self.single_type(
             fact_file,
             &path,
@@ -199,6 +274,16 @@ mod tests {
         assert_eq!(rs("&'a [Matcher]"), Some("Matcher"));
         assert_eq!(rs("[Matcher; 4]"), Some("Matcher"));
         assert_eq!(rs("HashMap<K, V>"), None);
+        assert_eq!(
+            value_text(Lang::Rust, "HashMap<String, Vec<u8>>"),
+            Some("Vec<u8>")
+        );
+        assert_eq!(
+            value_text(Lang::TypeScript, "Map<K, Entry<V>>"),
+            Some("Entry<V>")
+        );
+        assert_eq!(value_text(Lang::Python, "dict[str, Item]"), Some("Item"));
+        assert_eq!(value_text(Lang::Python, "list[Item]"), None);
         assert_eq!(collection("&mut self.items"), "self.items");
         assert_eq!(collection("items.iter()"), "items");
         assert_eq!(collection("this.#observers!"), "this.#observers");

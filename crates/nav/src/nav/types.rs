@@ -366,7 +366,9 @@ impl Index {
             self.resolve_qualified(file, q, name, at, scope, depth + 1)
         };
         let Some([callee]) = o.as_ref().filter(|o| o.bound).map(|o| o.defs.as_slice()) else {
-            return self.conventional_call_type(file, q, name, at, scope, depth + 1);
+            return self
+                .conventional_call_type(file, q, name, at, scope, depth + 1)
+                .or_else(|| self.map_value_type(file, &path, unwrap, at, scope, depth + 1));
         };
         let kind = self.def(*callee).kind.clone();
         if is_type_like(&kind) && !unwrap {
