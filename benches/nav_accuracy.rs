@@ -186,6 +186,8 @@ pub struct Tally {
     forms: forms::Forms,
     /// The use-sampled set (uses evenly spread over each file), per form.
     uses: forms::Forms,
+    /// References asked at the use-sampled set's uses, per form.
+    use_refs: forms::RefForms,
 }
 
 impl Tally {
@@ -194,6 +196,7 @@ impl Tally {
         self.def_queries += o.def_queries;
         self.forms.add(&o.forms);
         self.uses.add(&o.uses);
+        self.use_refs.add(&o.use_refs);
         self.def_top_tp += o.def_top_tp;
         self.def_top_n += o.def_top_n;
         self.def_all_tp += o.def_all_tp;
@@ -237,6 +240,9 @@ impl Tally {
         self.forms.print(false);
         if self.uses.queries() > 0 {
             self.uses.print(true);
+        }
+        if self.use_refs.queries() > 0 {
+            self.use_refs.print();
         }
         let (p, r) = prf(self.ref_tp, self.ref_ours, self.ref_exp);
         println!(
@@ -376,6 +382,10 @@ fn score(label: &str, repo: &Path, index: &Index, expected: &serde_json::Value) 
             &mut t,
         );
         tally.uses = t.forms;
+    }
+    if let Some(list) = expected.get("use_refs").and_then(|u| u.as_array()) {
+        tally.use_refs = score_use_refs(repo, index, list, verbose);
+        tally.use_refs.print();
     }
 
     // References of top-level definitions.
@@ -524,6 +534,50 @@ fn score_defs(
     tally.def_queries = queries;
     tally.def_top_tp = tp;
     tally.def_top_n = ours_n;
+}
+
+/// Scores references asked at uses (`use_refs`: file, line, col, name and the oracle's
+/// references of what the use denotes, its declaration included) per form of the use: our
+/// references at that position with the definitions the query is about.
+fn score_use_refs(
+    repo: &Path,
+    index: &Index,
+    list: &[serde_json::Value],
+    verbose: bool,
+) -> forms::RefForms {
+    let mut out = forms::RefForms::default();
+    for q in list {
+        let (file, line, name, at) = site(q);
+        let text = std::fs::read_to_string(repo.join(file)).unwrap_or_default();
+        let source_line = text.lines().nth(line as usize - 1).unwrap_or("");
+        let form = forms::form_of(&text, line, source_line, at.col, name);
+        let exp = pairs(&q["expected"]);
+        let defs = index
+            .definition_at(Some(name), Some(&at))
+            .unwrap_or_default();
+        let refs = index
+            .references_at(Some(name), Some(&at))
+            .unwrap_or_default();
+        let place = |l: &git_orchestra::nav::Location| (l.path.clone(), l.line);
+        let ours: BTreeSet<(String, u32)> = defs.iter().chain(&refs).map(place).collect();
+        let resolved: BTreeSet<(String, u32)> = defs
+            .iter()
+            .chain(&refs)
+            .filter(|l| l.resolution == Resolution::Resolved)
+            .map(place)
+            .collect();
+        if verbose {
+            print_misses(&format!("use refs {name} ({file}:{line})"), &ours, &exp);
+        }
+        out.count(
+            form,
+            ours.intersection(&exp).count(),
+            ours.len(),
+            exp.len(),
+            (resolved.intersection(&exp).count(), resolved.len()),
+        );
+    }
+    out
 }
 
 /// Scores implementations at the oracle's sites (`expected["impls"]`: file, line, col, name

@@ -183,3 +183,76 @@ fn is_parameter(text: &str, line_no: u32, name: &str) -> bool {
     }
     false
 }
+
+/// References asked at uses, per form of the use: right places, places given and places
+/// expected (every place given, candidates included), and the resolved places only.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct RefForms {
+    queries: [usize; FORMS.len()],
+    tp: [usize; FORMS.len()],
+    ours: [usize; FORMS.len()],
+    exp: [usize; FORMS.len()],
+    resolved_tp: [usize; FORMS.len()],
+    resolved: [usize; FORMS.len()],
+}
+
+impl RefForms {
+    /// Counts one query of form `form`: right places, places given, places expected, and the
+    /// right and given places among the resolved ones.
+    pub fn count(
+        &mut self,
+        form: usize,
+        tp: usize,
+        ours: usize,
+        exp: usize,
+        resolved: (usize, usize),
+    ) {
+        self.queries[form] += 1;
+        self.tp[form] += tp;
+        self.ours[form] += ours;
+        self.exp[form] += exp;
+        self.resolved_tp[form] += resolved.0;
+        self.resolved[form] += resolved.1;
+    }
+
+    /// Adds another set's counts.
+    pub fn add(&mut self, o: &RefForms) {
+        for i in 0..FORMS.len() {
+            self.queries[i] += o.queries[i];
+            self.tp[i] += o.tp[i];
+            self.ours[i] += o.ours[i];
+            self.exp[i] += o.exp[i];
+            self.resolved_tp[i] += o.resolved_tp[i];
+            self.resolved[i] += o.resolved[i];
+        }
+    }
+
+    /// Returns the queries counted.
+    pub fn queries(&self) -> usize {
+        self.queries.iter().sum()
+    }
+
+    /// Prints the totals and the figures of each form with queries.
+    pub fn print(&self) {
+        let sum = |a: &[usize; FORMS.len()]| a.iter().sum::<usize>();
+        let (p, r) = super::prf(sum(&self.tp), sum(&self.ours), sum(&self.exp));
+        let (jp, jr) = super::prf(sum(&self.resolved_tp), sum(&self.resolved), sum(&self.exp));
+        println!(
+            "use-sampled references: {} queries, precision {p:.3}, recall {r:.3}, F1 {:.3}; resolved only: precision {jp:.3}, recall {jr:.3}, F1 {:.3}",
+            self.queries(),
+            super::f1(p, r),
+            super::f1(jp, jr)
+        );
+        for (i, form) in FORMS.iter().enumerate() {
+            if self.queries[i] == 0 {
+                continue;
+            }
+            let (p, r) = super::prf(self.tp[i], self.ours[i], self.exp[i]);
+            println!(
+                "  references at a {form}: {} queries, precision {p:.3}, recall {r:.3}, F1 {:.3}",
+                self.queries[i],
+                super::f1(p, r)
+            );
+        }
+    }
+}

@@ -5,7 +5,8 @@ Usage: jedi_oracle.py REPO FILE... > expected.json
 For each file: sampled name uses (calls, attribute and plain names) with jedi's goto
 definitions, and top-level functions/classes with jedi's project-wide references. `uses`:
 a second set of uses sampled evenly over the whole file (not its first bound names), where an
-agent reading the code stands; the harness scores it per syntactic form. Only answers
+agent reading the code stands; the harness scores it per syntactic form. `use_refs`: jedi's
+project-wide references at every other of those uses (up to 6 a file). Only answers
 inside REPO count; the sys.path is REPO (and REPO/src), so imports resolve to the copied tree.
 """
 import json
@@ -26,7 +27,7 @@ def rel(p):
     return os.path.relpath(p, repo) if p.startswith(repo + os.sep) else None
 
 
-defs, refs, uniform = [], [], []
+defs, refs, uniform, use_refs = [], [], [], []
 for f in files:
     path = os.path.join(repo, f)
     src = open(path, encoding="utf-8", errors="replace").read()
@@ -50,6 +51,7 @@ for f in files:
             defs.append({"file": f, "line": n.line, "col": n.column + 1, "name": n.name, "expected": exp})
     # Uniform over the file: evenly spaced candidates across all of its uses, up to 16 bound.
     found_here = 0
+    first = len(uniform)
     for n in uses[:: max(1, len(uses) // 40)]:
         if found_here >= 16:
             break
@@ -61,6 +63,16 @@ for f in files:
         if exp:
             found_here += 1
             uniform.append({"file": f, "line": n.line, "col": n.column + 1, "name": n.name, "expected": exp})
+    # References at every other of those uses (up to 6 a file): jedi's project-wide search is
+    # slow.
+    for u in uniform[first::2][:6]:
+        try:
+            found = script.get_references(u["line"], u["col"] - 1, scope="project")
+        except Exception:
+            continue
+        exp = sorted({(rel(r.module_path), r.line) for r in found if r.module_path and rel(r.module_path)})
+        if exp:
+            use_refs.append({"file": f, "line": u["line"], "col": u["col"], "name": u["name"], "expected": exp})
 
     def is_def_line(d):
         text = lines[d.line - 1].lstrip() if 0 < d.line <= len(lines) else ""
@@ -74,4 +86,4 @@ for f in files:
         exp = sorted({(rel(r.module_path), r.line) for r in found if r.module_path and rel(r.module_path)})
         refs.append({"file": f, "line": d.line, "name": d.name, "expected": exp})
 
-json.dump({"defs": defs, "refs": refs, "uses": uniform}, sys.stdout)
+json.dump({"defs": defs, "refs": refs, "uses": uniform, "use_refs": use_refs}, sys.stdout)

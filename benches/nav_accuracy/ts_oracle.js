@@ -4,7 +4,8 @@
 //
 // Usage: node ts_oracle.js TYPESCRIPT_MODULE_DIR REPO < sites.json > expected.json
 // sites.json: {"defs": [{file, line, col, name}], "uses": [...], "refs": [...], "impls": [...],
-// "imports": [file]} (1-based line and column). Only answers inside REPO count; aliases and
+// "imports": [file]} (1-based line and column); `use_refs` in the answer are the references at
+// each use of `uses` that binds inside REPO. Only answers inside REPO count; aliases and
 // re-exports are followed to the declaration, as the language service does. Implementations
 // are the classes and interfaces the language service's go-to-implementation gives at a class
 // or interface name, the declaration itself left out (it also lists values typed as an
@@ -78,14 +79,20 @@ function definitions(list) {
 const defs = definitions(sites.defs);
 // The use-sampled set: uses evenly over each file, method calls included.
 const uses = definitions(sites.uses || []);
-const refs = [];
-for (const s of sites.refs) {
-  const at = locate(s);
-  if (!at) continue;
-  const got = service.findReferences(at.abs, at.pos) || [];
-  const exp = uniq(got.flatMap((g) => g.references).map((r) => [rel(r.fileName), lineOf(r.fileName, r.textSpan.start)]));
-  if (exp.length) refs.push({ ...s, expected: exp });
+function references(list) {
+  const out = [];
+  for (const s of list) {
+    const at = locate(s);
+    if (!at) continue;
+    const got = service.findReferences(at.abs, at.pos) || [];
+    const exp = uniq(got.flatMap((g) => g.references).map((r) => [rel(r.fileName), lineOf(r.fileName, r.textSpan.start)]));
+    if (exp.length) out.push({ file: s.file, line: s.line, col: s.col, name: s.name, expected: exp });
+  }
+  return out;
 }
+const refs = references(sites.refs);
+// References asked at the use-sampled set's uses (those bound inside REPO).
+const use_refs = references(uses);
 // The start of every class and interface declaration's name in a file.
 const typeNameCache = new Map();
 function typeNames(fileName) {
@@ -136,4 +143,4 @@ for (const file of sites.imports || []) {
   );
   imports.push({ file, expected: exp });
 }
-process.stdout.write(JSON.stringify({ defs, uses, refs, impls, imports }));
+process.stdout.write(JSON.stringify({ defs, uses, use_refs, refs, impls, imports }));

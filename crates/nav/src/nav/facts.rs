@@ -154,7 +154,8 @@ pub struct TypeFact {
     pub ty: String,
     /// `annotation`, `call`, `unwrap` (a call whose `Result`/`Option`/`Promise` is unwrapped
     /// by `?`, `.unwrap()` or `await`), `alias` (`self.session = session`: what another name
-    /// holds there) or `unknown`.
+    /// holds there), `element` (`for x in items`, `items.forEach((x) => …)`: an element of
+    /// the collection `ty`) or `unknown`.
     #[serde(rename = "k")]
     pub kind: String,
     /// Where the binding is made; a later binding of the same name in the same scope wins.

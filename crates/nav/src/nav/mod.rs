@@ -11,9 +11,12 @@
 //! (bounded text that degrades instead of truncating), `tools` (the same queries as agent
 //! tools taking JSON arguments) and `mcp` (those tools served over MCP on stdio).
 
+#[cfg(test)]
+mod at_uses;
 mod browse;
 mod cache;
 mod doc_links;
+mod elements;
 mod extract;
 mod facts;
 mod index;

@@ -15,7 +15,7 @@ use super::facts::{FileFacts, TypeFact};
 pub(crate) struct RawBinding<'t> {
     pub pattern: usize,
     /// `annotation`, `property`, `returns`, `call`, `unwrap`, `alias` (another name's
-    /// value), `none` or `unknown`.
+    /// value), `element` (an element of a collection), `none` or `unknown`.
     pub kind: &'static str,
     pub name: Option<Node<'t>>,
     pub ty: Option<Node<'t>>,
@@ -27,7 +27,7 @@ const MAX_TYPE_TEXT: usize = 160;
 fn rank(kind: &str) -> u8 {
     match kind {
         "annotation" | "property" | "returns" => 0,
-        "call" | "unwrap" | "alias" => 1,
+        "call" | "unwrap" | "alias" | "element" => 1,
         "none" => 2,
         _ => 3,
     }
@@ -85,13 +85,18 @@ pub(crate) fn type_facts(
             (_, Some(n)) => compact(n, source).replace(' ', ""),
             (_, None) => continue,
         };
-        let ty = b.ty.map(|t| compact(t, source)).unwrap_or_default();
-        if ty.len() > MAX_TYPE_TEXT || (ty.is_empty() && b.kind != "unknown") {
+        let mut ty = b.ty.map(|t| compact(t, source)).unwrap_or_default();
+        let mut kind = b.kind;
+        // A loop over an expression too long to type still binds its variable.
+        if kind == "element" && ty.len() > MAX_TYPE_TEXT {
+            (kind, ty) = ("unknown", String::new());
+        }
+        if ty.len() > MAX_TYPE_TEXT || (ty.is_empty() && kind != "unknown") {
             continue;
         }
         let anchor = b.ty.or(b.name);
         let Some(anchor) = anchor else { continue };
-        let kind = match b.kind {
+        let kind = match kind {
             "property" | "returns" => "annotation",
             k => k,
         };

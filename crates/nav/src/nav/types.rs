@@ -9,6 +9,8 @@
 //! return is not annotated) leaves the receiver untyped, so its members stay candidates and
 //! nothing is labelled resolved on a guess.
 
+use std::borrow::Cow;
+
 use super::extract::{is_function, is_type_container};
 use super::facts::TypeFact;
 use super::index::{DefId, Index};
@@ -85,12 +87,46 @@ pub(crate) fn type_path(lang: Lang, text: &str, unwrap: bool) -> Option<String> 
             break;
         }
     }
+    // A TypeScript class's private member (`this.#client.cache`) starts with `#`.
+    let ecma = matches!(lang, Lang::TypeScript | Lang::Tsx | Lang::JavaScript);
     let ok = !t.is_empty()
         && t.split(['.', ':']).filter(|s| !s.is_empty()).all(|s| {
+            let s = if ecma {
+                s.strip_prefix('#').unwrap_or(s)
+            } else {
+                s
+            };
             s.chars()
                 .all(|c| c.is_alphanumeric() || c == '_' || c == '$')
         });
     ok.then_some(t)
+}
+
+/// Returns `expr` without the whitespace around its dots: a chain written over several lines
+/// (`client\n  .getQueryCache()\n  .build`) is the same chain on one.
+pub(crate) fn without_line_breaks(expr: &str) -> Cow<'_, str> {
+    if !expr.contains(char::is_whitespace) {
+        return Cow::Borrowed(expr);
+    }
+    let mut out = String::with_capacity(expr.len());
+    let mut chars = expr.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c.is_whitespace() {
+            let mut rest = chars.clone();
+            let next = loop {
+                match rest.next() {
+                    Some(n) if n.is_whitespace() => {}
+                    n => break n,
+                }
+            };
+            let joins = out.ends_with('.') || matches!(next, Some('.' | '?'));
+            if joins {
+                continue;
+            }
+        }
+        out.push(c);
+    }
+    Cow::Owned(out)
 }
 
 /// Splits `recv(…).method` (a method of a call's value, `?` allowed after the call) into the
@@ -189,7 +225,7 @@ impl Index {
     }
 
     /// Resolves the type path `path` used at byte `at` of `file` to exactly one type.
-    fn single_type(
+    pub(crate) fn single_type(
         &self,
         file: u32,
         path: &str,
@@ -260,8 +296,15 @@ impl Index {
                 let path = type_path(lang, &fact.ty, false)?;
                 self.single_type(file, &path, at, fact.scope, depth + 1)
             }
-            // `self.session = session`, `t = s`: what the other name holds there.
-            "alias" => self.receiver_type(file, &fact.ty, at, fact.scope, depth + 1),
+            // `self.session = session`, `t = s`, `let c = &mut self.cache`: what the other name
+            // holds there.
+            "alias" => {
+                let other = fact.ty.trim_start_matches('&').trim_start();
+                let other = other.strip_prefix("mut ").unwrap_or(other).trim_start();
+                self.receiver_type(file, other, at, fact.scope, depth + 1)
+            }
+            // `for item in items`, `items.forEach((item) => …)`: an element of the collection.
+            "element" => self.element_type(file, &fact.ty, at, fact.scope, depth + 1),
             "call" | "unwrap" => self.call_type(
                 file,
                 &fact.ty,
@@ -290,6 +333,7 @@ impl Index {
         if depth > MAX_DEPTH {
             return None;
         }
+        let callee = &*without_line_breaks(callee);
         if let Some((receiver, method)) = split_call_chain(callee) {
             let (receiver, try_op) = match receiver.strip_suffix('?') {
                 Some(r) => (r, true),
@@ -322,7 +366,9 @@ impl Index {
             self.resolve_qualified(file, q, name, at, scope, depth + 1)
         };
         let Some([callee]) = o.as_ref().filter(|o| o.bound).map(|o| o.defs.as_slice()) else {
-            return self.conventional_call_type(file, q, name, at, scope, depth + 1);
+            return self
+                .conventional_call_type(file, q, name, at, scope, depth + 1)
+                .or_else(|| self.map_value_type(file, &path, unwrap, at, scope, depth + 1));
         };
         let kind = self.def(*callee).kind.clone();
         if is_type_like(&kind) && !unwrap {
@@ -394,7 +440,13 @@ impl Index {
 
     /// Returns the type fact that binds `var` at byte `at` inside `scope` of `file` (see
     /// [`Index::binding`]), if any.
-    fn binding_fact(&self, file: u32, scope: Option<u32>, var: &str, at: u32) -> Option<&TypeFact> {
+    pub(crate) fn binding_fact(
+        &self,
+        file: u32,
+        scope: Option<u32>,
+        var: &str,
+        at: u32,
+    ) -> Option<&TypeFact> {
         let facts = &self.files[file as usize].facts;
         let mut cur = scope;
         loop {
@@ -504,6 +556,7 @@ impl Index {
         if depth > MAX_DEPTH {
             return None;
         }
+        let qualifier = &*without_line_breaks(qualifier);
         // TypeScript's non-null assertions (`this.session!.send()`) leave the type as it is.
         let lang = self.files[file as usize].lang;
         if lang != Lang::Rust && lang != Lang::Python && qualifier.contains('!') {
@@ -859,5 +912,24 @@ mod tests {
         assert_eq!(ts("Client | undefined", false).as_deref(), Some("Client"));
         assert_eq!(ts("Promise<Client>", true).as_deref(), Some("Client"));
         assert_eq!(ts("Map<string, Client>", false).as_deref(), Some("Map"));
+        assert_eq!(
+            ts("this.#client.getQueryCache", false).as_deref(),
+            Some("this.#client.getQueryCache")
+        );
+        assert_eq!(py("self.#x"), None);
+    }
+
+    #[test]
+    fn chains_over_several_lines_read_as_one() {
+        assert_eq!(
+            without_line_breaks("client\n    .getQueryCache()\n    .build"),
+            "client.getQueryCache().build"
+        );
+        assert_eq!(without_line_breaks("a\n  ?.b"), "a?.b");
+        assert_eq!(
+            without_line_breaks("new Greeter(a, b)"),
+            "new Greeter(a, b)"
+        );
+        assert_eq!(without_line_breaks("plain.path"), "plain.path");
     }
 }

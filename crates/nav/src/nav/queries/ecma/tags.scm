@@ -59,7 +59,19 @@
   name: (identifier) @name
   value: (await_expression (call_expression function: [(identifier) (member_expression)] @type))) @binding.unwrap
 (variable_declarator name: (identifier) @name value: (identifier) @type) @binding.alias
+; `const cache = this.#queryCache`: what the member holds.
+(variable_declarator name: (identifier) @name value: (member_expression) @type) @binding.alias
 (variable_declarator name: (identifier) @name) @binding.unknown
+; `for (const o of observers)`, `observers.forEach((o) => …)`: an element of the collection.
+(for_in_statement left: (identifier) @name operator: "of" right: (_) @type) @binding.element
+(call_expression
+  function: (member_expression object: (_) @type property: (property_identifier) @method)
+  arguments: (arguments . (arrow_function parameters: (formal_parameters . (_ pattern: (identifier) @name))))
+  (#match? @method "^(forEach|map|filter|find|findLast|some|every|flatMap)$")) @binding.element
+(call_expression
+  function: (member_expression object: (_) @type property: (property_identifier) @method)
+  arguments: (arguments . (arrow_function parameter: (identifier) @name))
+  (#match? @method "^(forEach|map|filter|find|findLast|some|every|flatMap)$")) @binding.element
 (assignment_expression
   left: (member_expression object: (this)) @name
   right: (new_expression constructor: [(identifier) (member_expression)] @type)) @binding.call

@@ -60,6 +60,8 @@
   left: [(identifier) (attribute)] @name
   right: (await (call function: [(identifier) (attribute)] @type))) @binding.unwrap
 (assignment left: [(identifier) (attribute)] @name right: (identifier) @type) @binding.alias
+; `session = self.session`: what the attribute holds.
+(assignment left: (identifier) @name right: (attribute) @type) @binding.alias
 (assignment left: [(identifier) (attribute)] @name) @binding.unknown
 (with_item
   value: (as_pattern
@@ -68,6 +70,9 @@
 (as_pattern alias: (as_pattern_target (identifier) @name)) @binding.unknown
 (parameters (identifier) @name) @binding.unknown
 (parameters (default_parameter name: (identifier) @name)) @binding.unknown
+; `for item in self.items`: an element of the collection.
+(for_statement left: (identifier) @name right: (_) @type) @binding.element
+(for_in_clause left: (identifier) @name right: (_) @type) @binding.element
 (for_statement left: (identifier) @name) @binding.unknown
 (for_statement left: (pattern_list (identifier) @name)) @binding.unknown
 (assignment left: (pattern_list (identifier) @name)) @binding.unknown

@@ -108,6 +108,10 @@
   pattern: [(identifier) @name (mut_pattern (identifier) @name)]
   value: (identifier) @type
   (#match? @type "^[a-z_]")) @binding.alias
+; `let cache = &self.cache;`, `let c = self.client;`: what the field holds.
+(let_declaration
+  pattern: [(identifier) @name (mut_pattern (identifier) @name)]
+  value: [(field_expression) (reference_expression value: (field_expression))] @type) @binding.alias
 (let_declaration pattern: [(identifier) @name (mut_pattern (identifier) @name)]) @binding.unknown
 (function_item return_type: (_) @type) @binding.returns
 (function_signature_item return_type: (_) @type) @binding.returns
@@ -120,6 +124,8 @@
   left: (type_identifier) @name
   bounds: (trait_bounds . [(type_identifier) (scoped_type_identifier) (generic_type)] @type)) @binding.annotation
 (closure_parameters (identifier) @name) @binding.unknown
+; `for m in &self.matchers`: an element of the collection.
+(for_expression pattern: (identifier) @name value: (_) @type) @binding.element
 (for_expression pattern: (identifier) @name) @binding.unknown
 (tuple_struct_pattern (identifier) @name) @binding.unknown
 (match_pattern (identifier) @name) @binding.unknown
