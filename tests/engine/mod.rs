@@ -16,6 +16,7 @@ mod gc;
 mod help;
 mod hostile_input;
 mod init;
+mod parallel_checkout;
 mod plan;
 mod recycle;
 mod retry;
