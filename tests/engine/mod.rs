@@ -27,5 +27,6 @@ mod sshd;
 mod symbols;
 mod timings;
 mod trust_attacks;
+mod validation_batch;
 mod worker_attacks;
 mod worktree;
