@@ -13,6 +13,7 @@ mod confine;
 mod executor;
 mod fix_rounds;
 mod gc;
+mod git_starts;
 mod help;
 mod hostile_input;
 mod init;
