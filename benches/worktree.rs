@@ -7,7 +7,8 @@
 //! `ORCHESTRA_BENCH_HUGE=1` the interpreter's whole `lib` tree is measured too. The last table
 //! compares sparse packet worktrees (`[worktree] sparse`) with full ones; `WORKTREE_BENCH=sparse`
 //! runs that table alone, `WORKTREE_BENCH=large` every table on the generated 50,000-file tree
-//! only, `WORKTREE_BENCH=run` a whole one-packet `git orchestra run --merge` (fresh and with
+//! (the first beside the 200-file one, for gix's and git's checkout on both sides of
+//! `PARALLEL_CHECKOUT_FILES`), `WORKTREE_BENCH=run` a whole one-packet `git orchestra run --merge` (fresh and with
 //! the default configuration, which recycles) beside `git worktree add` on the stdlib.
 //!
 //! Every variant creates a worktree on a new branch at the fixture's HEAD; removal is not
@@ -24,8 +25,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use git_orchestra::git::{
-    Created, RepoInfo, Reuse, WorktreeRequest, add_checked_out, cone, create, create_sparse,
-    enable_worktree_config, park,
+    CheckoutMethod, Created, PARALLEL_CHECKOUT_FILES, RepoInfo, Reuse, WorktreeRequest,
+    add_checked_out_by, cone, create, create_sparse, enable_worktree_config, park,
 };
 
 #[path = "support/mod.rs"]
@@ -51,7 +52,10 @@ fn main() {
     }
     let large = only == "large";
     let mut fixtures: Vec<(String, PathBuf, usize)> = if large {
-        vec![("generated (50k files)".into(), large_fixture(&cache), 3)]
+        vec![
+            ("generated (200 files)".into(), small_fixture(&cache), 10),
+            ("generated (50k files)".into(), large_fixture(&cache), 3),
+        ]
     } else {
         vec![("generated (200 files)".into(), small_fixture(&cache), 10)]
     };
@@ -76,17 +80,19 @@ fn main() {
 
     println!("load average at start: {}", load_average());
     println!(
-        "{:<22} {:>5} {:>6} {:<5}| {:>10} {:>10} {:>10} {:>10} | {:>8} {:>8}",
+        "{:<22} {:>5} {:>6} {:<5}| {:>10} {:>10} {:>10} {:>10} {:>10} | {:>8} {:>8} {:>8}",
         "fixture",
         "files",
         "MB",
         "",
         "ours ready",
-        "ours co",
+        "gix co",
+        "ours -j co",
         "git add",
         "git add -j",
         "ours/git",
-        "ours/-j"
+        "ours/-j",
+        "gix/-j co"
     );
     for (name, repo, iterations) in &fixtures {
         let (files, bytes) = tree_size(repo);
@@ -96,9 +102,9 @@ fn main() {
                 .iter()
                 .map(|s| median(&s.iter().map(|m| [m.wall, m.cpu][pick]).collect::<Vec<_>>()))
                 .collect();
-            let ratio = |other: Duration| medians[0].as_secs_f64() / other.as_secs_f64();
+            let ratio = |a: usize, b: usize| medians[a].as_secs_f64() / medians[b].as_secs_f64();
             println!(
-                "{:<22} {:>5} {:>6.1} {:<5}| {:>10} {:>10} {:>10} {:>10} | {:>8.2} {:>8.2}",
+                "{:<22} {:>5} {:>6.1} {:<5}| {:>10} {:>10} {:>10} {:>10} {:>10} | {:>8.2} {:>8.2} {:>8.2}",
                 if pick == 0 { name.as_str() } else { "" },
                 files,
                 bytes as f64 / 1e6,
@@ -107,16 +113,21 @@ fn main() {
                 ms(medians[1]),
                 ms(medians[2]),
                 ms(medians[3]),
-                ratio(medians[2]),
-                ratio(medians[3]),
+                ms(medians[4]),
+                ratio(0, 3),
+                ratio(0, 4),
+                ratio(1, 2),
             );
         }
     }
     println!(
         "\nmedians of {{10, 3, 3}} runs after one warm-up; wall = elapsed, cpu = user+sys of this \
-process and its git children. ours ready = create(): branch, gix parallel checkout, index, \
-validation (git status); ours co = branch + gix checkout only; git add = `git worktree add -b`; \
-git add -j = the same with `-c checkout.workers=0`. Removal is not timed."
+process and its git children. ours ready = create(): branch, checkout (gix's below {} files, \
+git's parallel one from there on), index, validation (git status); gix co = branch + gix \
+checkout only; ours -j co = branch + our registration and git's `read-tree -u` with \
+`checkout.workers=0`; git add = `git worktree add -b`; git add -j = the same with \
+`-c checkout.workers=0`; gix/-j co is the crossover figure. Removal is not timed.",
+        PARALLEL_CHECKOUT_FILES
     );
     if large {
         recycling(&cache, &[]);
@@ -588,7 +599,7 @@ fn load_average() -> String {
 }
 
 /// Times every variant `iterations` times (after one warm-up round), interleaved.
-fn measure(repo: &Path, iterations: usize) -> [Vec<Sample>; 4] {
+fn measure(repo: &Path, iterations: usize) -> [Vec<Sample>; 5] {
     let info = RepoInfo::discover(repo).unwrap();
     let root = repo.parent().unwrap().join("worktrees");
     let _ = std::fs::remove_dir_all(&root);
@@ -597,7 +608,7 @@ fn measure(repo: &Path, iterations: usize) -> [Vec<Sample>; 4] {
         .arg(repo)
         .args(["worktree", "prune"])
         .status();
-    let mut times: [Vec<Sample>; 4] = Default::default();
+    let mut times: [Vec<Sample>; 5] = Default::default();
     for round in 0..=iterations {
         for (variant, slot) in times.iter_mut().enumerate() {
             let branch = format!("bench/v{variant}-{round}");
@@ -615,11 +626,13 @@ fn measure(repo: &Path, iterations: usize) -> [Vec<Sample>; 4] {
                     };
                     create(&req).unwrap();
                 }
-                1 => {
+                1 | 2 => {
+                    let method = [CheckoutMethod::Gix, CheckoutMethod::GitParallel][variant - 1];
                     git(repo, &["branch", "--no-track", &branch, &info.head]);
-                    add_checked_out(&info.toplevel, &path, &branch).unwrap();
+                    let stats = add_checked_out_by(&info.toplevel, &path, &branch, method).unwrap();
+                    assert_eq!(stats.method, method);
                 }
-                2 => {
+                3 => {
                     git(
                         repo,
                         &["worktree", "add", "-q", "-b", &branch, path_str(&path)],

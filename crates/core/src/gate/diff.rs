@@ -67,6 +67,17 @@ impl RangeDiff {
 
 /// Returns the files and added lines between `base` and `tip` (both commit or tree ids).
 pub fn read_diff(git: &Git, base: &str, tip: &str) -> Result<RangeDiff, GateError> {
+    let base_commit = git.resolve_commit(base)?;
+    read_diff_with(git, (base, base_commit.as_deref()), tip)
+}
+
+/// Does what [`read_diff`] does with `base` already resolved to its commit (`None` for a tree
+/// or a name of no commit), for a caller that resolved it with other names in one process.
+pub fn read_diff_with(
+    git: &Git,
+    (base, base_commit): (&str, Option<&str>),
+    tip: &str,
+) -> Result<RangeDiff, GateError> {
     let files = changed_files(git, base, tip)?;
     // A diff with bytes that are not UTF-8 is read lossily.
     let patch = git.diff_zero_context(base, tip, &[])?;
@@ -78,7 +89,7 @@ pub fn read_diff(git: &Git, base: &str, tip: &str) -> Result<RangeDiff, GateErro
     Ok(RangeDiff {
         files,
         added: parse_added(&patch),
-        history: read_history(git, base, tip)?,
+        history: parse_history(&git.log_patches(base_commit, tip)?),
         links,
     })
 }

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use super::GateError;
 use super::checks::{self, CheckOptions, Finding, Severity};
-use super::diff::{RangeDiff, read_diff};
+use super::diff::{RangeDiff, read_diff_with};
 use super::range::PacketRef;
 use super::scratch::ScratchWorktree;
 use super::verdict::{Decision, Verdict, rfc3339_utc, write_verdict};
@@ -281,8 +281,14 @@ pub fn review(
     reviewers: &[&dyn Reviewer],
 ) -> Result<Verdict, GateError> {
     let git = repo.git();
-    let tree = git.tree_of(tip)?;
-    let diff = read_diff(&git, base, tip)?;
+    // One process resolves the tip's tree and the base's commit (none for a tree base).
+    let resolved = git.resolve_all(&[&format!("{tip}^{{tree}}"), &format!("{base}^{{commit}}")])?;
+    let tree = match &resolved[0] {
+        Some(tree) => tree.clone(),
+        // Not a commit: `tree_of` says so as it always did.
+        None => git.tree_of(tip)?,
+    };
+    let diff = read_diff_with(&git, (base, resolved[1].as_deref()), tip)?;
     let input = ReviewInput {
         repo,
         base,

@@ -1,4 +1,5 @@
-//! Adds a linked worktree for an existing branch and populates it with gix's parallel checkout.
+//! Adds a linked worktree for an existing branch and populates it with gix's parallel checkout,
+//! or with git's on a large tree (see [`super::parallel`]).
 //!
 //! gix registers the worktree exactly as `git worktree add` does
 //! (`.git/worktrees/<id>/{gitdir,commondir,HEAD}` and a `.git` file in the checkout), so plain
@@ -17,10 +18,25 @@ use super::worktree::WorktreeError;
 /// What one checkout did, for tracing and for the benchmark.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CheckoutStats {
-    /// How many files were written.
+    /// How many files were written (gix counts regular files only, git every entry).
     pub files: usize,
     /// How many bytes were written.
     pub bytes: u64,
+    /// Which checkout wrote them (never `Auto`).
+    pub method: CheckoutMethod,
+}
+
+/// Which checkout populates a fresh worktree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CheckoutMethod {
+    /// gix's below [`super::parallel::PARALLEL_CHECKOUT_FILES`] files, git's parallel one from
+    /// there on: what packets use.
+    #[default]
+    Auto,
+    /// gix's checkout, in this process.
+    Gix,
+    /// git's `read-tree -u` with `checkout.workers=0` (one worker per core).
+    GitParallel,
 }
 
 /// Returns the repository at `toplevel` opened with gix.
@@ -124,8 +140,18 @@ pub fn add_checked_out(
     path: &Path,
     branch: &str,
 ) -> Result<CheckoutStats, WorktreeError> {
+    add_checked_out_by(toplevel, path, branch, CheckoutMethod::Auto)
+}
+
+/// Does what [`add_checked_out`] does with the checkout `method` (the benchmark compares them).
+pub fn add_checked_out_by(
+    toplevel: &Path,
+    path: &Path,
+    branch: &str,
+    method: CheckoutMethod,
+) -> Result<CheckoutStats, WorktreeError> {
     let repo = open(toplevel)?;
-    add_checked_out_in(&repo, path, &branch_ref(branch)?)
+    add_checked_out_in(&repo, path, &branch_ref(branch)?, method)
 }
 
 /// Like `add_checked_out`, with the repository already open.
@@ -137,11 +163,12 @@ pub fn add_checked_out(
 /// administrative files, with rollback until persisted), HEAD and its reflog, gix's initial
 /// `Worktree::checkout`, then `persist` — and leaves the checks to the caller. Only a repository
 /// with `worktree.useRelativePaths`, whose format gix upgrades on the way, goes through
-/// `add_worktree`.
+/// `add_worktree`, and always with gix's checkout.
 pub(crate) fn add_checked_out_in(
     repo: &gix::Repository,
     path: &Path,
     name: &gix::refs::FullName,
+    method: CheckoutMethod,
 ) -> Result<CheckoutStats, WorktreeError> {
     let gix_error = |e: gix::Error| WorktreeError::Checkout {
         path: path.to_path_buf(),
@@ -149,18 +176,27 @@ pub(crate) fn add_checked_out_in(
     };
     let interrupt = AtomicBool::new(false);
     let config = repo.config_snapshot();
-    let outcome = if config.boolean("worktree.useRelativePaths") == Some(true) {
-        repo.add_worktree(
-            path,
-            gix::worktree::add::Head::Attached(name.clone()),
-            gix::progress::Discard,
-            &interrupt,
-        )
-        .map_err(gix_error)?
-        .1
+    if config.boolean("worktree.useRelativePaths") == Some(true) {
+        let outcome = repo
+            .add_worktree(
+                path,
+                gix::worktree::add::Head::Attached(name.clone()),
+                gix::progress::Discard,
+                &interrupt,
+            )
+            .map_err(gix_error)?
+            .1;
+        gix_stats(path, &outcome)
     } else {
-        add_attached(repo, path, name, &interrupt)?
-    };
+        add_attached(repo, path, name, method, &interrupt)
+    }
+}
+
+/// Returns the stats of a gix checkout, or an error naming the first file it could not write.
+fn gix_stats(
+    path: &Path,
+    outcome: &gix::worktree::state::checkout::Outcome,
+) -> Result<CheckoutStats, WorktreeError> {
     if !outcome.collisions.is_empty() || !outcome.errors.is_empty() {
         // Case-folding collisions or per-file errors leave the checkout incomplete; validation
         // would see a dirty tree, but naming the first path helps more.
@@ -182,6 +218,7 @@ pub(crate) fn add_checked_out_in(
     Ok(CheckoutStats {
         files: outcome.files_updated,
         bytes: outcome.bytes_written,
+        method: CheckoutMethod::Gix,
     })
 }
 
@@ -190,8 +227,9 @@ fn add_attached(
     repo: &gix::Repository,
     path: &Path,
     name: &gix::refs::FullName,
+    method: CheckoutMethod,
     interrupt: &AtomicBool,
-) -> Result<gix::worktree::state::checkout::Outcome, WorktreeError> {
+) -> Result<CheckoutStats, WorktreeError> {
     let fail = |message: String| WorktreeError::Checkout {
         path: path.to_path_buf(),
         message,
@@ -242,16 +280,39 @@ fn add_attached(
             },
         ))
         .map_err(|e| fail(format!("writing the new worktree's HEAD: {e:#}")))?;
-    let worktree = worktree_repo
-        .worktree()
-        .ok_or_else(|| fail("the new registration has no working tree".into()))?;
-    let outcome = worktree
-        .checkout(gix::progress::Discard, interrupt)
-        .map_err(|e| fail(format!("{e:#}")))?;
+    let method = match method {
+        // A sparse worktree's patterns are gix's to apply (see `sparse`).
+        CheckoutMethod::Auto if sparse_source.is_none() => {
+            let tree = repo
+                .find_commit(commit)
+                .and_then(|c| c.tree_id())
+                .map_err(|e| fail(format!("reading the tree of {commit}: {e:#}")))?;
+            super::parallel::pick(repo, tree.detach()).map_err(fail)?
+        }
+        CheckoutMethod::Auto => CheckoutMethod::Gix,
+        chosen => chosen,
+    };
+    let stats = if method == CheckoutMethod::GitParallel {
+        let (files, bytes) =
+            super::parallel::checkout_with_git(&worktree_repo, prepared.work_dir())?;
+        CheckoutStats {
+            files,
+            bytes,
+            method,
+        }
+    } else {
+        let worktree = worktree_repo
+            .worktree()
+            .ok_or_else(|| fail("the new registration has no working tree".into()))?;
+        let outcome = worktree
+            .checkout(gix::progress::Discard, interrupt)
+            .map_err(|e| fail(format!("{e:#}")))?;
+        gix_stats(path, &outcome)?
+    };
     prepared
         .persist()
         .map_err(|e| fail(format!("finishing the registration: {e}")))?;
-    Ok(outcome)
+    Ok(stats)
 }
 
 /// Copies the per-worktree configuration `from` (the main worktree's `config.worktree`) to

@@ -119,6 +119,9 @@ pub struct Git {
     env: Vec<(&'static str, Option<OsString>)>,
     /// `key=value` settings given to every command with `-c`, over any configuration file.
     config: Vec<String>,
+    /// The common git directory when the runner's maker knew it (see `RepoInfo::git`), so
+    /// that operations needing it (the notes lock) do not start a `rev-parse` to ask.
+    common_dir: Option<PathBuf>,
 }
 
 impl Git {
@@ -129,6 +132,24 @@ impl Git {
             identity: None,
             env: Vec::new(),
             config: Vec::new(),
+            common_dir: None,
+        }
+    }
+
+    /// Returns this runner knowing that its repository's common git directory is `dir`.
+    pub(in crate::git) fn in_common_dir(mut self, dir: &Path) -> Git {
+        self.common_dir = Some(dir.to_path_buf());
+        self
+    }
+
+    /// Returns the common git directory, asking git only when the runner does not know it.
+    pub(in crate::git) fn common_dir(&self) -> Result<PathBuf, GitError> {
+        match &self.common_dir {
+            Some(dir) => Ok(dir.clone()),
+            None => Ok(PathBuf::from(
+                self.run(["rev-parse", "--path-format=absolute", "--git-common-dir"])?
+                    .trim(),
+            )),
         }
     }
 

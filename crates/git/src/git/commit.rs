@@ -51,6 +51,26 @@ pub fn commit_all_as(
     message: &str,
     identity: &Identity,
 ) -> Result<Option<String>, GitError> {
+    Ok(commit_staged(git, message, identity)?.0)
+}
+
+/// Does what [`commit_all`] does and also returns the paths the commit changed against the
+/// commit it was made on (both sides of a rename, in git's order; `None` when one is not
+/// UTF-8), read from what was staged: a caller that knows that commit needs no diff of its own.
+pub fn commit_all_listing(
+    git: &Git,
+    message: &str,
+) -> Result<(Option<String>, Option<Vec<String>>), GitError> {
+    commit_staged(git, message, &Identity::ENGINE)
+}
+
+/// Stages everything, commits it as `identity` and returns the new HEAD (`None` when nothing
+/// changed) with the staged paths (see [`commit_all_listing`]).
+fn commit_staged(
+    git: &Git,
+    message: &str,
+    identity: &Identity,
+) -> Result<(Option<String>, Option<Vec<String>>), GitError> {
     // Staging writes blobs; every object the engine writes is written as `identity`.
     let git = git.writing_as(identity);
     let worktree = git.dir().to_path_buf();
@@ -76,6 +96,7 @@ pub fn commit_all_as(
         .filter(|f| !f.is_empty())
         .collect();
     let mut changed = 0;
+    let mut paths = Some(Vec::new());
     for pair in fields.chunks(2) {
         let [status, path] = pair else { continue };
         let name = path.rsplit(|b| *b == b'/').next().unwrap_or(path);
@@ -85,10 +106,14 @@ pub fn commit_all_as(
             let _ = std::fs::remove_file(worktree.join(&path));
         } else {
             changed += 1;
+            match (std::str::from_utf8(path), paths.as_mut()) {
+                (Ok(path), Some(paths)) => paths.push(path.to_string()),
+                _ => paths = None,
+            }
         }
     }
     if changed == 0 {
-        return Ok(None);
+        return Ok((None, paths));
     }
     // No signing prompt, no hook (`--no-verify`, besides the pinned runner's empty hooks path),
     // and no `git maintenance run --auto` process after each of a run's many commits (the
@@ -109,7 +134,7 @@ pub fn commit_all_as(
         ],
         Some(message.as_bytes()),
     )?;
-    Ok(Some(git.head()?))
+    Ok((Some(git.head()?), paths))
 }
 
 /// Creates a repository in `dir` on branch `branch` and commits every file in it as
@@ -299,5 +324,33 @@ mod tests {
             assert!(files.lines().any(|f| f == name), "{files}");
             assert!(dir.path().join(name).exists());
         }
+    }
+
+    #[test]
+    fn the_listing_of_a_commit_is_what_a_diff_from_its_parent_names() {
+        let dir = repo();
+        let git = Git::new(dir.path());
+        let base = git.head().unwrap();
+        std::fs::write(dir.path().join("a.txt"), "changed\n").unwrap();
+        std::fs::create_dir(dir.path().join("src")).unwrap();
+        std::fs::write(dir.path().join("src/new.rs"), "fn x() {}\n").unwrap();
+        let temp = orchestra_sys::confine::temp_name(4242, 0);
+        std::fs::write(dir.path().join("src").join(&temp), "half").unwrap();
+        let (head, listed) = commit_all_listing(&git, "work").unwrap();
+        let head = head.unwrap();
+        let listed = listed.unwrap();
+        assert_eq!(listed, changed_paths(&git, &base, &head).unwrap());
+        assert_eq!(listed, ["a.txt", "src/new.rs"]);
+
+        std::fs::remove_file(dir.path().join("a.txt")).unwrap();
+        let (next, listed) = commit_all_listing(&git, "delete").unwrap();
+        assert_eq!(
+            listed.unwrap(),
+            changed_paths(&git, &head, &next.unwrap()).unwrap()
+        );
+        assert_eq!(
+            commit_all_listing(&git, "nothing").unwrap(),
+            (None, Some(Vec::new()))
+        );
     }
 }

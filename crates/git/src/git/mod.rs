@@ -20,6 +20,7 @@ mod isolated;
 mod leftovers;
 mod merge;
 mod notes;
+mod parallel;
 mod pinned;
 mod records;
 mod recycle;
@@ -39,7 +40,7 @@ mod workdir;
 mod worktree;
 
 pub use backup::{BACKUP_PREFIX, Snapshot, backup, is_saved, snapshot};
-pub use checkout::{CheckoutStats, add_checked_out};
+pub use checkout::{CheckoutMethod, CheckoutStats, add_checked_out, add_checked_out_by};
 pub use classify::FailureKind;
 pub use cli::{Git, GitError};
 pub use history::{ChangedFile, HistoryCommit};
@@ -51,6 +52,7 @@ pub use leftovers::{
     UNCOMMITTED_REF, find_leftovers, save_leftovers,
 };
 pub use merge::{MergeOutcome, MergeStart, MergeTree};
+pub use parallel::PARALLEL_CHECKOUT_FILES;
 pub use pinned::{registered_git_dir, registered_git_dir_unrepaired};
 pub use recycle::{POOL_DIR, keep_ignored, park, pool_dir, pooled};
 pub use refs::{Expected, RefError};

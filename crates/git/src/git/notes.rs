@@ -32,9 +32,7 @@ impl Git {
     fn add_note_once(&self, notes_ref: &str, object: &str, text: &str) -> Result<(), GitError> {
         // `git notes add` moves the notes ref without checking its old value, so two writers
         // at once would each drop the other's note: writers take turns under a file lock.
-        let common = self.run(["rev-parse", "--path-format=absolute", "--git-common-dir"])?;
-        let _turn =
-            NotesLock::acquire(&std::path::Path::new(common.trim()).join("orchestra-notes.lock"));
+        let _turn = NotesLock::acquire(&self.common_dir()?.join("orchestra-notes.lock"));
         self.writing()
             .run_with_stdin(
                 [

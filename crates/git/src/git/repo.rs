@@ -140,7 +140,7 @@ impl RepoInfo {
 
     /// Returns a git runner for the working tree.
     pub fn git(&self) -> Git {
-        Git::new(&self.toplevel)
+        Git::new(&self.toplevel).in_common_dir(&self.common_dir)
     }
 
     /// Returns the full commit id `base` names, or HEAD's commit on a branch when `base` is `None`.

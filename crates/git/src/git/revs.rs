@@ -20,6 +20,46 @@ impl Git {
         }
     }
 
+    /// Returns the full object id each of `specs` names, in order (`None` for one that names
+    /// nothing), as [`Git::resolve`] would, read by one `git cat-file --batch-check` instead of
+    /// one `rev-parse` per name.
+    pub fn resolve_all(&self, specs: &[&str]) -> Result<Vec<Option<String>>, GitError> {
+        // A name with a line break names nothing and would split the batch's lines.
+        let sent: Vec<&str> = specs
+            .iter()
+            .copied()
+            .filter(|s| !s.contains(['\n', '\r']) && !s.is_empty())
+            .collect();
+        let mut found = Vec::new();
+        if !sent.is_empty() {
+            let input = sent.join("\n") + "\n";
+            let out = self.run_with_stdin(
+                ["cat-file", "--batch-check=%(objectname)"],
+                Some(input.as_bytes()),
+            )?;
+            // A name that resolves prints its id alone; one that does not, `<name> missing`
+            // (or `ambiguous`), which holds a space.
+            found = out
+                .lines()
+                .map(|l| {
+                    (!l.is_empty() && l.bytes().all(|b| b.is_ascii_hexdigit()))
+                        .then(|| l.to_string())
+                })
+                .collect();
+        }
+        let mut answers = found.into_iter();
+        Ok(specs
+            .iter()
+            .map(|s| {
+                if s.contains(['\n', '\r']) || s.is_empty() {
+                    None
+                } else {
+                    answers.next().flatten()
+                }
+            })
+            .collect())
+    }
+
     /// Returns the full commit id `spec` names (peeling tags), or `None` when it names no commit.
     pub fn resolve_commit(&self, spec: &str) -> Result<Option<String>, GitError> {
         self.resolve(&format!("{spec}^{{commit}}"))
@@ -340,5 +380,38 @@ mod tests {
         }
         assert_eq!(found.len(), 3, "a, b and a's short id: {found:?}");
         assert!(g.ancestors_of(&[], &b).unwrap().is_empty());
+    }
+
+    #[test]
+    fn resolve_all_answers_as_resolve_does_for_each_name_in_one_process() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = |args: &[&str]| git(dir.path(), args).trim().to_string();
+        run(&["init", "--quiet", "-b", "main"]);
+        run(&["commit", "--quiet", "--allow-empty", "-m", "a"]);
+        let a = run(&["rev-parse", "HEAD"]);
+        let g = Git::new(dir.path()).with_env("GIT_CONFIG_GLOBAL", "/dev/null");
+        let specs = [
+            format!("{a}^{{tree}}"),
+            format!("{a}^{{commit}}"),
+            "main".to_string(),
+            "no-such-branch^{commit}".to_string(),
+            format!("{a}^{{tree}}^{{commit}}"),
+            "two\nlines".to_string(),
+            String::new(),
+            a[..8].to_string(),
+        ];
+        let refs: Vec<&str> = specs.iter().map(String::as_str).collect();
+        let all = g.resolve_all(&refs).unwrap();
+        assert_eq!(all.len(), specs.len());
+        for (spec, found) in specs.iter().zip(&all) {
+            let one = if spec.is_empty() || spec.contains('\n') {
+                None
+            } else {
+                g.resolve(spec).unwrap()
+            };
+            assert_eq!(found, &one, "{spec:?}");
+        }
+        assert_eq!(all[1].as_deref(), Some(a.as_str()));
+        assert!(all[3].is_none() && all[4].is_none());
     }
 }

@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::checkout::{self, CheckoutStats};
+use super::checkout::{self, CheckoutMethod, CheckoutStats};
 use super::registry::{self, same_path};
 use super::{Git, GitError, RepoInfo};
 
@@ -270,7 +270,7 @@ pub fn create(req: &WorktreeRequest) -> Result<(Worktree, Created), WorktreeErro
         Created::Fresh
     };
 
-    let checked_out = checkout::add_checked_out_in(&repo, &path, &full_ref);
+    let checked_out = checkout::add_checked_out_in(&repo, &path, &full_ref, CheckoutMethod::Auto);
     let checked_out = checked_out.and_then(|stats| verify_fresh(req, &path, stats));
     match checked_out {
         Ok(head) => Ok((
@@ -361,7 +361,7 @@ fn verify_fresh(
     path: &Path,
     stats: CheckoutStats,
 ) -> Result<String, WorktreeError> {
-    tracing::debug!(path = %path.display(), files = stats.files, bytes = stats.bytes, "checked out");
+    tracing::debug!(path = %path.display(), files = stats.files, bytes = stats.bytes, method = ?stats.method, "checked out");
     let status = validate(req.repo, path, req.branch)?;
     if status.dirty() {
         return Err(WorktreeError::Checkout {

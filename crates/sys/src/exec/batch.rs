@@ -40,6 +40,16 @@ pub struct BatchSpec<'a> {
 /// command over its timeout, or running when `stop` turns true, ends the batch with that
 /// command's outcome saying so.
 pub fn run_batch(spec: &BatchSpec<'_>, stop: &AtomicBool) -> Result<Vec<Outcome>, ProcessError> {
+    run_batch_spawned(spec, stop, &mut |_| {})
+}
+
+/// Runs `spec` like [`run_batch`], calling `on_spawn` with the process group of the shell once
+/// it has started (as [`super::process::run`] does), so a resumed run can stop it.
+pub fn run_batch_spawned(
+    spec: &BatchSpec<'_>,
+    stop: &AtomicBool,
+    on_spawn: &mut dyn FnMut(i32),
+) -> Result<Vec<Outcome>, ProcessError> {
     let token = token();
     let script = script(spec.commands, &token);
     // The whole batch may take every command's time; each command's own limit is watched
@@ -59,7 +69,7 @@ pub fn run_batch(spec: &BatchSpec<'_>, stop: &AtomicBool) -> Result<Vec<Outcome>
     let started = Instant::now();
     let mut watch = Watch::new(spec.log, &token, started);
     let timeout = spec.timeout;
-    let whole = run_watched(&shell, stop, &mut |_| {}, &mut || watch.expired(timeout))
+    let whole = run_watched(&shell, stop, on_spawn, &mut || watch.expired(timeout))
         .map_err(|e| named(e, spec.commands))?;
     watch.scan();
     let text = fs_err::read(spec.log).unwrap_or_default();

@@ -27,7 +27,12 @@ impl Step<'_, '_> {
             },
         );
         let git = self.git()?;
+        // Whether HEAD is the packet's start now: then what is staged is the packet's whole
+        // change, and no diff against the start is needed after the commit.
+        let mut at_start = false;
         if ctx.worker_cmd.is_some() || ctx.worker.is_some_and(|w| w.commits_itself()) {
+            // With no earlier engine commit, the branch is taken back to the start.
+            at_start = last.is_none();
             let taken = commit::take_back_worker_commits(&git, &self.start, last).map_err(|e| {
                 Halt::Fail(format!("cannot take back the worker's own commits: {e}"))
             })?;
@@ -35,7 +40,7 @@ impl Step<'_, '_> {
                 tracing::warn!(%tip, "the worker committed itself; its commits are folded into the engine's");
             }
         }
-        let made = commit::commit_all(&git, &message)
+        let (made, staged) = commit::commit_all_listing(&git, &message)
             .map_err(|e| Halt::Fail(format!("could not commit the worker's changes: {e}")))?;
         let head = match made {
             Some(head) => head,
@@ -43,8 +48,11 @@ impl Step<'_, '_> {
                 .head()
                 .map_err(|e| Halt::Fail(format!("cannot read the packet branch: {e}")))?,
         };
-        let changed = commit::changed_paths(&git, &self.start, &head)
-            .map_err(|e| Halt::Fail(format!("cannot list the packet's changes: {e}")))?;
+        let changed = match staged {
+            Some(paths) if at_start => paths,
+            _ => commit::changed_paths(&git, &self.start, &head)
+                .map_err(|e| Halt::Fail(format!("cannot list the packet's changes: {e}")))?,
+        };
         self.record(Event::PacketCommitted {
             packet: packet.id.clone(),
             commit: head.clone(),

@@ -1,9 +1,18 @@
 //! The validation phase: the scope check, then the packet's own validation commands in its
 //! worktree, confined like the worker that wrote them.
+//!
+//! The commands run one after another in one process — one sandbox launch for the list, as a
+//! merge's validation does (see [`orchestra_sys::exec::batch`]) — and each keeps its own
+//! timeout, log (`validate-<n>.log`), outcome and `ValidationFinished` event. The first that
+//! fails ends the list: later commands would only repeat it.
+
+use std::path::PathBuf;
 
 use super::{Halt, Step};
 use crate::store::Event;
 use orchestra_git::git::commit;
+use orchestra_sys::exec::batch::{BatchSpec, run_batch_spawned};
+use orchestra_sys::exec::process::{Confine, Outcome};
 
 /// What the scope check and the validation commands found.
 pub(in crate::engine) enum Checked {
@@ -40,15 +49,14 @@ impl Step<'_, '_> {
         if let Some(failed) = self.check_scope(&head, &changed)? {
             return Ok(failed);
         }
-        for (n, command) in packet.validation.iter().enumerate() {
-            let log = self.dir.join(format!("validate-{}.log", n + 1));
-            // Validation commands of a packet our agents work on run in the agents' sandbox,
-            // an external worker's in the configured one: a model may have written them.
-            let confine = match (ctx.worker_cmd, ctx.worker) {
-                (None, Some(w)) => w.confine(),
-                _ => ctx.sandboxes.validation.as_deref(),
-            };
-            let out = self.run_command(command, &self.env, &log, confine)?;
+        // Validation commands of a packet our agents work on run in the agents' sandbox, an
+        // external worker's in the configured one: a model may have written them.
+        let confine = match (ctx.worker_cmd, ctx.worker) {
+            (None, Some(w)) => w.confine(),
+            _ => ctx.sandboxes.validation.as_deref(),
+        };
+        let ran = self.run_validation_commands(&packet.validation, confine)?;
+        for (command, out, log) in ran {
             self.record(Event::ValidationFinished {
                 packet: packet.id.clone(),
                 command: command.clone(),
@@ -74,5 +82,50 @@ impl Step<'_, '_> {
             }
         }
         Ok(Checked::Passed(head))
+    }
+
+    /// Runs `commands` in the worktree in one process under `confine` and returns each that
+    /// ran with its outcome and log, stopping after the first that fails; an interrupt halts.
+    fn run_validation_commands<'c>(
+        &self,
+        commands: &'c [String],
+        confine: Option<&Confine>,
+    ) -> Result<Vec<(&'c String, Outcome, PathBuf)>, Halt> {
+        if commands.is_empty() {
+            return Ok(Vec::new());
+        }
+        let logs: Vec<PathBuf> = (1..=commands.len())
+            .map(|n| self.dir.join(format!("validate-{n}.log")))
+            .collect();
+        // The shell's whole output, cut into the logs above once it ends (then removed).
+        let whole = self.dir.join("validate.log");
+        let spec = BatchSpec {
+            commands,
+            dir: &self.wt,
+            env: &self.env,
+            logs: &logs,
+            log: &whole,
+            timeout: self.ctx.timeout,
+            confine,
+        };
+        // Under the packet's own id, as every command of the packet (see `run_command`).
+        let mut on_spawn = |pgid: i32| {
+            self.ctx.journal.record_or_keep(Event::WorkerSpawned {
+                packet: self.packet.id.clone(),
+                pgid,
+            });
+        };
+        let outcomes = run_batch_spawned(&spec, self.ctx.stop, &mut on_spawn)
+            .map_err(|e| Halt::Fail(e.to_string()))?;
+        let _ = fs_err::remove_file(&whole);
+        if outcomes.iter().any(|o| o.interrupted) {
+            return Err(Halt::Interrupted);
+        }
+        Ok(commands
+            .iter()
+            .zip(outcomes)
+            .zip(logs)
+            .map(|((c, o), l)| (c, o, l))
+            .collect())
     }
 }

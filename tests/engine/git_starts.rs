@@ -1,0 +1,133 @@
+//! A packet's fixed cost, counted in the git processes a run starts for it (a deterministic
+//! proxy for its time): each packet starts no more than a budget, however many packets run.
+
+use std::path::Path;
+
+use crate::support::*;
+
+const WORKER: &str = r#"echo "$ORCHESTRA_PACKET" > "out-$ORCHESTRA_PACKET.txt""#;
+
+/// Git processes `git orchestra run` may start per packet, beyond the run's fixed part: the
+/// fresh worktree's status; the main checkout read around the worker (HEAD, status, ignored
+/// files, before and after); the commit (HEAD, add, staged list, commit, new HEAD); the
+/// checks' reads (tip tree and base in one batch, raw diff, sizes, patch, history, size limit);
+/// the verdict's two notes. Measured at 24 before the notes stopped asking for the common
+/// directory, the checks resolved tip and base in one process, and the commit's staged list
+/// stood in for a diff from the start; a new git call per packet must be worth its place.
+const GIT_STARTS_PER_PACKET: usize = 20;
+
+/// Returns the path of the git the tests run (the first `git` on `PATH`).
+fn real_git() -> String {
+    let path = std::env::var("PATH").unwrap_or_default();
+    path.split(':')
+        .map(|dir| Path::new(dir).join("git"))
+        .find(|p| p.is_file())
+        .expect("git on PATH")
+        .display()
+        .to_string()
+}
+
+/// Runs `n` independent packets through a `git` on `PATH` that logs its starts; returns the
+/// git command lines the run started.
+fn git_starts_running(n: usize) -> Vec<String> {
+    let repo = TestRepo::new();
+    let mut body = String::from("objective = \"Count git starts\"\n\n");
+    for i in 0..n {
+        body.push_str(&packet(
+            &format!("p{i}"),
+            &format!("\"out-p{i}.txt\""),
+            "",
+            "",
+        ));
+    }
+    let plan = repo.write_plan("plan.toml", &body);
+    let bin = repo.scratch().join("counting-bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let log = repo.scratch().join("git-starts.log");
+    let wrapper = bin.join("git");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\necho \"$*\" >> '{}'\nexec '{}' \"$@\"\n",
+            log.display(),
+            real_git()
+        ),
+    )
+    .unwrap();
+    make_executable(&wrapper);
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let root = repo.scratch().join("wt");
+    let out = orchestra_with_env(
+        &repo.path,
+        &[
+            "run",
+            plan.to_str().unwrap(),
+            "--worker-cmd",
+            WORKER,
+            "--worktree-root",
+            root.to_str().unwrap(),
+        ],
+        &[("PATH", &path)],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let status = status_json(&repo.path);
+    let done = status["packets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["state"] == "succeeded")
+        .count();
+    assert_eq!(done, n, "every packet succeeds: {status:#}");
+    let started = std::fs::read_to_string(&log).unwrap_or_default();
+    started.lines().map(str::to_string).collect()
+}
+
+/// Returns how many of `lines` run each git subcommand (the first word that is not an
+/// option, `-C <dir>` and `-c <key=value>` skipped), most frequent first.
+fn by_subcommand(lines: &[String]) -> Vec<(String, usize)> {
+    let mut counts = std::collections::BTreeMap::new();
+    for line in lines {
+        let mut words = line.split(' ');
+        let mut sub = "";
+        while let Some(w) = words.next() {
+            if w == "-C" || w == "-c" {
+                words.next();
+            } else if !w.starts_with('-') {
+                sub = w;
+                break;
+            }
+        }
+        *counts.entry(sub.to_string()).or_insert(0) += 1;
+    }
+    let mut out: Vec<(String, usize)> = counts.into_iter().collect();
+    out.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
+    out
+}
+
+#[test]
+fn a_packet_starts_a_bounded_number_of_git_processes_however_many_run() {
+    let (one_lines, ten_lines) = (git_starts_running(1), git_starts_running(10));
+    let (one, ten) = (one_lines.len(), ten_lines.len());
+    let per_packet = (ten - one).div_ceil(9);
+    eprintln!(
+        "git starts: 1 packet {one} {:?}\n10 packets {ten} {:?}",
+        by_subcommand(&one_lines),
+        by_subcommand(&ten_lines)
+    );
+    assert!(
+        per_packet <= GIT_STARTS_PER_PACKET,
+        "a packet started {per_packet} git processes (1 packet: {one}, 10 packets: {ten}); \
+         the budget is {GIT_STARTS_PER_PACKET}; 10 packets started {:?}",
+        by_subcommand(&ten_lines)
+    );
+    // The run's fixed part does not grow with the packets either.
+    let fixed = one.saturating_sub(per_packet);
+    assert!(
+        ten <= fixed + 10 * per_packet + 2,
+        "10 packets started {ten} git processes, more than 10 × {per_packet} + {fixed}"
+    );
+}
