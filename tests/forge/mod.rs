@@ -8,6 +8,7 @@ pub(crate) mod forge_mock;
 mod gitea_landing;
 mod gitlab_landing;
 mod land;
+mod land_conflict;
 mod land_fix;
 mod land_restack;
 mod landing_api;

@@ -21,6 +21,7 @@ mod leftovers;
 mod merge;
 mod notes;
 mod pinned;
+mod rebase;
 mod records;
 mod recycle;
 mod refs;
@@ -52,6 +53,7 @@ pub use leftovers::{
 };
 pub use merge::{MergeOutcome, MergeStart, MergeTree};
 pub use pinned::{registered_git_dir, registered_git_dir_unrepaired};
+pub use rebase::Rebased;
 pub use recycle::{POOL_DIR, keep_ignored, park, pool_dir, pooled};
 pub use refs::{Expected, RefError};
 pub use registry::{WorktreeEntry, delete_branch, list, remove};
