@@ -87,6 +87,12 @@ struct State {
     /// The bare repository the pull requests' branches are pushed to, when the fake follows
     /// it: heads are read from it and merges are made in it.
     bare: Option<std::path::PathBuf>,
+    /// GitLab's project settings: merge trains enabled, merges only once the pipeline succeeds.
+    gitlab_auto: [bool; 2],
+    /// GitLab's merge train: the merge requests on it, first to merge first.
+    train: Vec<u64>,
+    /// Gitea Actions runs: `run` and its `jobs` (`id`, `name`).
+    actions_runs: Vec<Value>,
 }
 
 /// A running fake forge; its thread ends with the test process.
@@ -126,6 +132,9 @@ impl FakeForge {
             new_heads: Vec::new(),
             job_logs: Vec::new(),
             bare: None,
+            gitlab_auto: [false, false],
+            train: Vec::new(),
+            actions_runs: Vec::new(),
         }));
         let s = state.clone();
         std::thread::spawn(move || {
@@ -228,6 +237,41 @@ impl FakeForge {
             json!({"id": id, "sha": sha, "context": context, "state": state,
             "description": description, "target_url": format!("https://ci.example/{id}")}),
         );
+    }
+
+    /// Adds the commit status a Gitea Actions job reports on commit `sha`: its `target_url`
+    /// links to the job of a new run (`…/actions/runs/<run>/jobs/0`), whose log the API serves
+    /// when `log` is given (an older Gitea answers 404). Returns the job's id.
+    pub fn add_actions_status(
+        &self,
+        sha: &str,
+        context: &str,
+        state: &str,
+        description: &str,
+        log: Option<&str>,
+    ) -> u64 {
+        let mut s = self.state.lock().unwrap();
+        s.next_id += 2;
+        let (run, job) = (s.next_id - 1, s.next_id);
+        // "ci / test (push)": workflow `ci`, job `test`.
+        let name = context
+            .split(" / ")
+            .last()
+            .unwrap_or(context)
+            .split(" (")
+            .next()
+            .unwrap_or(context)
+            .to_string();
+        s.actions_runs
+            .push(json!({"run": run, "jobs": [{"id": job, "name": name, "status": "completed"}]}));
+        if let Some(log) = log {
+            s.job_logs.push((job, log.to_string()));
+        }
+        s.statuses
+            .push(json!({"id": job + 100_000, "sha": sha, "context": context,
+            "state": state, "description": description,
+            "target_url": format!("http://gitea.example/acme/widgets/actions/runs/{run}/jobs/0")}));
+        job
     }
 
     /// Adds a review by `login` (`APPROVED`, `CHANGES_REQUESTED`, `COMMENTED`) to pull request
@@ -351,6 +395,19 @@ impl FakeForge {
             .filter(|c| c["pr"] == number)
             .cloned()
             .collect()
+    }
+
+    /// Sets whether the GitLab project uses merge trains and whether it merges only once the
+    /// pipeline succeeds. A merge request put on the train or set to merge when its pipeline
+    /// succeeds is merged by the fake at the second look at it after that, as GitLab would once
+    /// the pipeline passed.
+    pub fn gitlab_auto_merge(&self, trains: bool, pipeline_must_succeed: bool) {
+        self.state.lock().unwrap().gitlab_auto = [trains, pipeline_must_succeed];
+    }
+
+    /// Returns the merge requests on the GitLab merge train, first to merge first.
+    pub fn train(&self) -> Vec<u64> {
+        self.state.lock().unwrap().train.clone()
     }
 
     /// Sets which of merge, squash and rebase the repository allows.

@@ -658,6 +658,9 @@ fn merge(
             }
             Ok(format!("merged ({})", method.as_str()))
         }
+        // The forge merges it itself (a merge train, once its pipeline succeeds); the next
+        // looks follow it until it shows merged, asking nothing again.
+        MergeOutcome::Queued { how } => Ok(format!("waiting for {how}")),
         MergeOutcome::Refused { reason } => {
             let reason = format!("the forge refused to merge it: {reason}");
             journal(

@@ -16,6 +16,7 @@ mod gitea_land;
 mod github;
 mod github_land;
 mod gitlab;
+mod gitlab_auto;
 mod gitlab_land;
 mod http;
 mod landing;
