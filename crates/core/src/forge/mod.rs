@@ -13,6 +13,7 @@
 mod body;
 mod gitea;
 mod gitea_land;
+mod gitea_logs;
 mod github;
 mod github_land;
 mod gitlab;
