@@ -75,6 +75,12 @@ pub(super) fn onto_moved_base(
     let Some(status) = &f.status else {
         return Ok(Step::Person(reason));
     };
+    // Nothing is moved that no worker could resolve: a person rebases it as the reason says.
+    let sendable = store.require_run(r.run)?.worker_cmd.is_some()
+        && fix::rounds_taken(store, r.run, &f.packet)? < r.max_rounds;
+    if !sendable {
+        return Ok(Step::Person(reason));
+    }
     let (Some(base), Some(head)) = (r.fetch(&status.base)?, r.fetch(&f.branch)?) else {
         return Ok(Step::Person(reason));
     };
@@ -166,11 +172,7 @@ pub(super) fn resolve(
             .join(format!("{}-conflict-{round}", c.packet)),
         round,
     };
-    let worked = work(&job);
-    let pushed = match worked {
-        Ok(new) => push(r, store, c, &new, journal).map(|()| new),
-        Err(why) => Err(why),
-    };
+    let pushed = work(&job).and_then(|new| push(r, store, c, &new, journal).map(|()| new));
     let (sha, outcome) = match &pushed {
         Ok(new) => (new.clone(), format!("resolved and pushed {}", short(new))),
         // Git's and the worker's words may quote a credential (a remote URL, a log line).
