@@ -76,9 +76,6 @@ struct State {
     /// GitLab's reviewers and their verdicts (`pr` says of which merge request).
     mr_reviewers: Vec<Value>,
     next_id: u64,
-    /// A bare repository whose branches are the pull requests' heads: a push shows as the
-    /// pull request's new head, as on a real forge.
-    remote: Option<std::path::PathBuf>,
     /// Checks every commit without check runs gets once it is first asked about: (name,
     /// conclusion, output text).
     new_heads: Vec<(String, String, String)>,
@@ -128,7 +125,6 @@ impl FakeForge {
             approvals: Vec::new(),
             mr_reviewers: Vec::new(),
             next_id: 1000,
-            remote: None,
             new_heads: Vec::new(),
             job_logs: Vec::new(),
             bare: None,
@@ -169,9 +165,10 @@ impl FakeForge {
     }
 
     /// Makes the fake follow the git repository `bare`: a pull request's head is its branch
-    /// there, whether it merges cleanly is computed, and merging writes the base branch there
-    /// (`merge` as a merge commit; `squash` and `rebase` as one new commit, so the head's
-    /// commits are not in the base).
+    /// there (what is pushed there is its new head at the next request), whether it merges
+    /// cleanly is computed, and merging writes the base branch there (`merge` as a merge
+    /// commit; `squash` and `rebase` as one new commit, so the head's commits are not in the
+    /// base).
     pub fn follow_git(&self, bare: &std::path::Path) {
         self.state.lock().unwrap().bare = Some(bare.to_path_buf());
     }
@@ -434,14 +431,6 @@ impl FakeForge {
         pr["mergeable"] = json!(mergeable);
     }
 
-    /// Makes the heads of the pull requests follow the branches of the bare repository
-    /// `remote`: what is pushed there is the pull request's head.
-    pub fn follow_remote(&self, remote: &std::path::Path) {
-        let mut s = self.state.lock().unwrap();
-        s.remote = Some(remote.to_path_buf());
-        follow_heads(&mut s);
-    }
-
     /// Gives every commit without check runs, when first asked about, a completed check run
     /// `name` that concluded `conclusion` with output `text` (CI running on each new head).
     pub fn on_new_heads(&self, name: &str, conclusion: &str, text: &str) {
@@ -544,9 +533,10 @@ fn serve(stream: TcpStream, state: &Mutex<State>) {
     let _ = respond(stream, status, &headers, &reply);
 }
 
-/// Sets each open pull request's head to what its branch points at in the followed remote.
+/// Sets each open pull request's head to what its branch points at in the followed repository,
+/// on every request: a push shows as the new head at once, as on a real forge.
 fn follow_heads(s: &mut State) {
-    let Some(remote) = s.remote.clone() else {
+    let Some(remote) = s.bare.clone() else {
         return;
     };
     for p in s.pulls.iter_mut().filter(|p| p["state"] == "open") {

@@ -392,7 +392,7 @@ fn a_failed_gitea_actions_job_sends_its_log_tail_to_the_packets_worker_then_land
         "[land]\npoll_secs = 1\n",
     )
     .unwrap();
-    forge.follow_remote(&bare);
+    forge.follow_git(&bare);
     let branch = forge.pulls()[0]["head"]["ref"]
         .as_str()
         .unwrap()
