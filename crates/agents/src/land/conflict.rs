@@ -231,7 +231,7 @@ fn unresolved_before(
             } if p == packet && head_sha == head && pushed.is_empty() => Some(outcome),
             _ => None,
         })
-        .last())
+        .next_back())
 }
 
 /// Saves the old head, journals the restack and pushes `new` over it with a lease.
