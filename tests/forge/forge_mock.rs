@@ -79,9 +79,6 @@ struct State {
     /// GitLab's reviewers and their verdicts (`pr` says of which merge request).
     mr_reviewers: Vec<Value>,
     next_id: u64,
-    /// A bare repository whose branches are the pull requests' heads: a push shows as the
-    /// pull request's new head, as on a real forge.
-    remote: Option<std::path::PathBuf>,
     /// Checks every commit without check runs gets once it is first asked about: (name,
     /// conclusion, output text).
     new_heads: Vec<(String, String, String)>,
@@ -93,6 +90,12 @@ struct State {
     /// The bare repository the pull requests' branches are pushed to, when the fake follows
     /// it: heads are read from it and merges are made in it.
     bare: Option<std::path::PathBuf>,
+    /// GitLab's project settings: merge trains enabled, merges only once the pipeline succeeds.
+    gitlab_auto: [bool; 2],
+    /// GitLab's merge train: the merge requests on it, first to merge first.
+    train: Vec<u64>,
+    /// Gitea Actions runs: `run` and its `jobs` (`id`, `name`).
+    actions_runs: Vec<Value>,
 }
 
 /// A running fake forge; its thread ends with the test process.
@@ -128,11 +131,13 @@ impl FakeForge {
             approvals: Vec::new(),
             mr_reviewers: Vec::new(),
             next_id: 1000,
-            remote: None,
             new_heads: Vec::new(),
             ci: Vec::new(),
             job_logs: Vec::new(),
             bare: None,
+            gitlab_auto: [false, false],
+            train: Vec::new(),
+            actions_runs: Vec::new(),
         }));
         let s = state.clone();
         std::thread::spawn(move || {
@@ -167,9 +172,10 @@ impl FakeForge {
     }
 
     /// Makes the fake follow the git repository `bare`: a pull request's head is its branch
-    /// there, whether it merges cleanly is computed, and merging writes the base branch there
-    /// (`merge` as a merge commit; `squash` and `rebase` as one new commit, so the head's
-    /// commits are not in the base).
+    /// there (what is pushed there is its new head at the next request), whether it merges
+    /// cleanly is computed, and merging writes the base branch there (`merge` as a merge
+    /// commit; `squash` and `rebase` as one new commit, so the head's commits are not in the
+    /// base).
     pub fn follow_git(&self, bare: &std::path::Path) {
         self.state.lock().unwrap().bare = Some(bare.to_path_buf());
     }
@@ -235,6 +241,41 @@ impl FakeForge {
             json!({"id": id, "sha": sha, "context": context, "state": state,
             "description": description, "target_url": format!("https://ci.example/{id}")}),
         );
+    }
+
+    /// Adds the commit status a Gitea Actions job reports on commit `sha`: its `target_url`
+    /// links to the job of a new run (`…/actions/runs/<run>/jobs/0`), whose log the API serves
+    /// when `log` is given (an older Gitea answers 404). Returns the job's id.
+    pub fn add_actions_status(
+        &self,
+        sha: &str,
+        context: &str,
+        state: &str,
+        description: &str,
+        log: Option<&str>,
+    ) -> u64 {
+        let mut s = self.state.lock().unwrap();
+        s.next_id += 2;
+        let (run, job) = (s.next_id - 1, s.next_id);
+        // "ci / test (push)": workflow `ci`, job `test`.
+        let name = context
+            .split(" / ")
+            .last()
+            .unwrap_or(context)
+            .split(" (")
+            .next()
+            .unwrap_or(context)
+            .to_string();
+        s.actions_runs
+            .push(json!({"run": run, "jobs": [{"id": job, "name": name, "status": "completed"}]}));
+        if let Some(log) = log {
+            s.job_logs.push((job, log.to_string()));
+        }
+        s.statuses
+            .push(json!({"id": job + 100_000, "sha": sha, "context": context,
+            "state": state, "description": description,
+            "target_url": format!("http://gitea.example/acme/widgets/actions/runs/{run}/jobs/0")}));
+        job
     }
 
     /// Adds a review by `login` (`APPROVED`, `CHANGES_REQUESTED`, `COMMENTED`) to pull request
@@ -360,6 +401,19 @@ impl FakeForge {
             .collect()
     }
 
+    /// Sets whether the GitLab project uses merge trains and whether it merges only once the
+    /// pipeline succeeds. A merge request put on the train or set to merge when its pipeline
+    /// succeeds is merged by the fake at the second look at it after that, as GitLab would once
+    /// the pipeline passed.
+    pub fn gitlab_auto_merge(&self, trains: bool, pipeline_must_succeed: bool) {
+        self.state.lock().unwrap().gitlab_auto = [trains, pipeline_must_succeed];
+    }
+
+    /// Returns the merge requests on the GitLab merge train, first to merge first.
+    pub fn train(&self) -> Vec<u64> {
+        self.state.lock().unwrap().train.clone()
+    }
+
     /// Sets which of merge, squash and rebase the repository allows.
     pub fn allow_methods(&self, merge: bool, squash: bool, rebase: bool) {
         self.state.lock().unwrap().allowed = [merge, squash, rebase];
@@ -382,14 +436,6 @@ impl FakeForge {
         let pr = s.pulls.iter_mut().find(|p| p["number"] == number).unwrap();
         pr["head"]["sha"] = json!(sha);
         pr["mergeable"] = json!(mergeable);
-    }
-
-    /// Makes the heads of the pull requests follow the branches of the bare repository
-    /// `remote`: what is pushed there is the pull request's head.
-    pub fn follow_remote(&self, remote: &std::path::Path) {
-        let mut s = self.state.lock().unwrap();
-        s.remote = Some(remote.to_path_buf());
-        follow_heads(&mut s);
     }
 
     /// Gives every commit without check runs, when first asked about, a completed check run
@@ -509,9 +555,10 @@ fn serve(stream: TcpStream, state: &Mutex<State>) {
     let _ = respond(stream, status, &headers, &reply);
 }
 
-/// Sets each open pull request's head to what its branch points at in the followed remote.
+/// Sets each open pull request's head to what its branch points at in the followed repository,
+/// on every request: a push shows as the new head at once, as on a real forge.
 fn follow_heads(s: &mut State) {
-    let Some(remote) = s.remote.clone() else {
+    let Some(remote) = s.bare.clone() else {
         return;
     };
     for p in s.pulls.iter_mut().filter(|p| p["state"] == "open") {

@@ -76,6 +76,23 @@ pub(super) fn gitea_landing(
             p["merge_method"] = json!(how);
             (200, Value::Null)
         }
+        ("GET", ["repos", _, _, "actions", "runs", run, "jobs"]) => {
+            match s.actions_runs.iter().find(|r| r["run"] == num(run)) {
+                Some(r) => (
+                    200,
+                    json!({"jobs": r["jobs"], "total_count": r["jobs"].as_array().map_or(0, Vec::len)}),
+                ),
+                None => (404, json!({"message": "run not found"})),
+            }
+        }
+        ("GET", ["repos", _, _, "actions", "jobs", id, "logs"]) => {
+            let id = id.parse::<u64>().unwrap_or(0);
+            match s.job_logs.iter().rev().find(|(j, _)| *j == id) {
+                // A string is answered as plain text, as Gitea sends a log.
+                Some((_, log)) => (200, Value::String(log.clone())),
+                None => (404, json!({"message": "Not Found"})),
+            }
+        }
         ("GET", ["repos", _, _, "actions", ..]) | ("POST", ["repos", _, _, "actions", ..]) => {
             return None;
         }
@@ -102,17 +119,15 @@ pub(super) fn gitlab_landing(
                 (true, false) => "always",
                 (true, true) => "default_off",
             };
+            let [trains, pipeline] = s.gitlab_auto;
             (
                 200,
-                json!({"merge_method": merge_method, "squash_option": squash_option}),
+                json!({"merge_method": merge_method, "squash_option": squash_option,
+                    "merge_trains_enabled": trains,
+                    "only_allow_merge_if_pipeline_succeeds": pipeline}),
             )
         }
-        ("GET", ["projects", _, "merge_requests", n]) => {
-            match s.pulls.iter().find(|p| p["iid"] == num(n)) {
-                Some(p) => (200, p.clone()),
-                None => (404, json!({"message": "404 Not found"})),
-            }
-        }
+        ("GET", ["projects", _, "merge_requests", n]) => look_at_mr(s, num(n)),
         ("GET", ["projects", _, "merge_requests", n, "reviewers"]) => {
             (200, of(&s.mr_reviewers, "pr", &json!(num(n))))
         }
@@ -167,12 +182,86 @@ pub(super) fn gitlab_landing(
                 ));
             }
             let squash = body["squash"] == true;
+            if body["merge_when_pipeline_succeeds"] == true || body["auto_merge"] == true {
+                p["merge_when_pipeline_succeeds"] = json!(true);
+                p["merge_method"] = json!(if squash { "squash" } else { "merge" });
+                return Some((200, p.clone()));
+            }
             p["state"] = json!("merged");
             p["merge_commit_sha"] = json!("d".repeat(40));
             p["merge_method"] = json!(if squash { "squash" } else { "merge" });
             (200, p.clone())
         }
-        _ => return gitlab_ci(s, method, segs, query),
+        _ => {
+            return gitlab_trains(s, method, segs, body)
+                .or_else(|| gitlab_ci(s, method, segs, query));
+        }
+    })
+}
+
+/// Answers `GET` of GitLab merge request `iid`, counting a look at one GitLab is to merge
+/// itself (see [`auto_merge_look`]).
+fn look_at_mr(s: &mut State, iid: u64) -> (u16, Value) {
+    let train = s.train.clone();
+    let Some(p) = s.pulls.iter_mut().find(|p| p["iid"] == iid) else {
+        return (404, json!({"message": "404 Not found"}));
+    };
+    if p["state"] == "opened" && (p["merge_when_pipeline_succeeds"] == true || train.contains(&iid))
+    {
+        auto_merge_look(p);
+    }
+    let answer = p.clone();
+    if answer["state"] == "merged" {
+        s.train.retain(|t| *t != iid);
+    }
+    (200, answer)
+}
+
+/// Serves GitLab's merge train: whether a merge request is on it, and putting one on it.
+fn gitlab_trains(s: &mut State, method: &str, segs: &[&str], body: &Value) -> Option<(u16, Value)> {
+    let num = |n: &str| n.parse::<u64>().unwrap_or(0);
+    Some(match (method, segs) {
+        ("GET", ["projects", _, "merge_trains", "merge_requests", n]) => {
+            if s.train.contains(&num(n)) {
+                (
+                    200,
+                    json!({"id": num(n) + 700, "status": "fresh",
+                    "merge_request": {"iid": num(n)}}),
+                )
+            } else {
+                (404, json!({"message": "404 Merge Train Not Found"}))
+            }
+        }
+        ("POST", ["projects", _, "merge_trains", "merge_requests", n]) => {
+            let trains = s.gitlab_auto[0];
+            let Some(p) = s.pulls.iter().find(|p| p["iid"] == num(n)) else {
+                return Some((404, json!({"message": "404 Not found"})));
+            };
+            if !trains {
+                return Some((400, json!({"message": "Merge trains are not enabled"})));
+            }
+            if p["state"] != "opened" || p["has_conflicts"] == true {
+                return Some((400, json!({"message": "Failed to add to the merge train"})));
+            }
+            if !body["sha"].is_null() && body["sha"] != p["sha"] {
+                return Some((
+                    409,
+                    json!({"message": "SHA does not match HEAD of source branch"}),
+                ));
+            }
+            if !s.train.contains(&num(n)) {
+                s.train.push(num(n));
+            }
+            let cars: Vec<Value> = s
+                .train
+                .iter()
+                .map(
+                    |iid| json!({"id": iid + 700, "status": "idle", "merge_request": {"iid": iid}}),
+                )
+                .collect();
+            (201, Value::Array(cars))
+        }
+        _ => return None,
     })
 }
 
@@ -249,6 +338,17 @@ pub(super) fn gitlab_ci(
         }
         _ => return None,
     })
+}
+
+/// Counts one look at merge request `p` waiting for GitLab to merge it (on the train, or set to
+/// merge when its pipeline succeeds); the second look finds it merged.
+fn auto_merge_look(p: &mut Value) {
+    let looks = p["auto_merge_looks"].as_u64().unwrap_or(0) + 1;
+    p["auto_merge_looks"] = json!(looks);
+    if looks >= 2 {
+        p["state"] = json!("merged");
+        p["merge_commit_sha"] = json!("c".repeat(40));
+    }
 }
 
 /// Returns a GitLab note; `at` puts it on a line of the diff.

@@ -1,5 +1,6 @@
 //! The forge calls landing rests on, against the fake Gitea: a pull request's live state, the
-//! commit statuses of its head (Gitea Actions reports as statuses), reviews and their inline
+//! commit statuses of its head (Gitea Actions reports as statuses; a failed job carries its
+//! log tail, read through the run the status links to), reviews and their inline
 //! comments with the reviewer's permission, merging with `Do` guarded by the head commit,
 //! retargeting, and one summary comment per pull request however often it is written; then
 //! `git orchestra land` through the binary landing a stack on Gitea parent first.
@@ -310,5 +311,124 @@ fn a_failed_gitea_status_waits_for_a_person_with_its_description() {
             .any(|c| c.ends_with("/merge") || c.contains("/actions/")),
         "{:?}",
         forge.calls()
+    );
+}
+
+#[test]
+fn a_failed_actions_status_carries_its_job_log_tail_or_says_why_there_is_none() {
+    let (fake, gitea) = forge_with_pr();
+    let log = format!(
+        "{}\nthread 'parses' panicked at src/lib.rs:7:5\nGITEA_TOKEN={TOKEN}\nassertion failed: left == right",
+        "step output\n".repeat(600)
+    );
+    fake.add_actions_status(
+        SHA,
+        "ci / test (push)",
+        "failure",
+        "Failing after 12s",
+        Some(&log),
+    );
+    fake.add_actions_status(SHA, "ci / lint (push)", "failure", "Failing after 3s", None);
+    fake.add_actions_status(SHA, "ci / docs (push)", "success", "Successful in 5s", None);
+    let checks = gitea.checks(SHA).unwrap();
+    let test = checks
+        .iter()
+        .find(|c| c.name == "ci / test (push)")
+        .unwrap();
+    assert!(
+        test.log_tail.ends_with("assertion failed: left == right")
+            && test.log_tail.contains("panicked at src/lib.rs:7:5"),
+        "{}",
+        test.log_tail
+    );
+    assert!(!test.log_tail.contains(TOKEN), "{}", test.log_tail);
+    assert!(test.log_tail.len() <= git_orchestra::forge::LOG_TAIL_BYTES + 4);
+    let lint = checks
+        .iter()
+        .find(|c| c.name == "ci / lint (push)")
+        .unwrap();
+    assert!(
+        lint.log_tail.contains(
+            "(no job log could be read: this Gitea does not serve Actions job logs (404); its \
+             description follows)\nFailing after 3s"
+        ),
+        "{}",
+        lint.log_tail
+    );
+    // A passing job's log is not read.
+    let logs = fake.calls().iter().filter(|c| c.ends_with("/logs")).count();
+    assert_eq!(logs, 2, "{:?}", fake.calls());
+}
+
+#[test]
+fn a_failed_gitea_actions_job_sends_its_log_tail_to_the_packets_worker_then_lands() {
+    let forge = FakeForge::start(Flavour::Gitea);
+    let (repo, bare) = setup(Some(&forge), Flavour::Gitea);
+    let seen = repo.scratch().join("seen");
+    std::fs::create_dir_all(&seen).unwrap();
+    let worker = format!(
+        r#"if [ -n "$ORCHESTRA_FIXES_FILE" ]; then cp "$ORCHESTRA_FIXES_FILE" "{s}/fixes.md"; echo fixed >> "out-$ORCHESTRA_PACKET.txt"; else echo "$ORCHESTRA_PACKET" > "out-$ORCHESTRA_PACKET.txt"; fi"#,
+        s = seen.display()
+    );
+    let plan = write_plan(&repo, &packet("p1", "", ""));
+    let root = repo.scratch().join("wt");
+    let out = run_env(
+        &repo,
+        &[
+            "run",
+            plan.to_str().unwrap(),
+            "--worker-cmd",
+            &worker,
+            "--worktree-root",
+            root.to_str().unwrap(),
+            "--pr",
+        ],
+        &[("GITEA_TOKEN", TOKEN)],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    std::fs::create_dir_all(repo.path.join(".orchestra")).unwrap();
+    std::fs::write(
+        repo.path.join(".orchestra/config.toml"),
+        "[land]\npoll_secs = 1\n",
+    )
+    .unwrap();
+    forge.follow_git(&bare);
+    let branch = forge.pulls()[0]["head"]["ref"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let head = git(&bare, &["rev-parse", &format!("refs/heads/{branch}")])
+        .trim()
+        .to_string();
+    let job = forge.add_actions_status(
+        &head,
+        "ci / test (push)",
+        "failure",
+        "Failing after 12s",
+        Some("running 3 tests\nthread 'parses' panicked at src/lib.rs:7:5\nassertion failed: left == right"),
+    );
+
+    let out = run_env(&repo, &["land"], &[("GITEA_TOKEN", TOKEN)]);
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
+    assert!(all.contains("p1 #1: merged"), "{all}");
+    let told = std::fs::read_to_string(seen.join("fixes.md")).unwrap();
+    assert!(
+        told.contains("ci / test (push)")
+            && told.contains("panicked at src/lib.rs:7:5")
+            && told.contains("assertion failed: left == right"),
+        "{told}"
+    );
+    assert!(
+        forge.calls().contains(&format!(
+            "GET /api/v1/repos/acme/widgets/actions/jobs/{job}/logs"
+        )),
+        "{:?}",
+        forge.calls()
+    );
+    assert_ne!(
+        git(&bare, &["rev-parse", &format!("refs/heads/{branch}")]).trim(),
+        head,
+        "the fix was pushed"
     );
 }

@@ -3,7 +3,8 @@
 //! approvals and reviewers' verdicts with the author's membership, discussions with the path
 //! and line of inline notes, merging with `sha` and `squash`, retrying a job, retargeting, and
 //! one summary note however often it is written; then `git orchestra land` through the binary
-//! landing a stack on GitLab parent first.
+//! landing a stack on GitLab parent first, directly or through the merge train; "merge when
+//! pipeline succeeds" where the project merges only then.
 
 use serde_json::Value;
 
@@ -274,4 +275,94 @@ fn land_merges_a_gitlab_stack_parent_first_after_retrying_a_flaky_job() {
         assert_eq!(ours.len(), 1, "merge request {n}: {ours:?}");
         assert!(ours[0]["body"].as_str().unwrap().contains("merged"));
     }
+}
+
+#[test]
+fn a_project_that_merges_only_once_the_pipeline_succeeds_gets_merge_when_pipeline_succeeds() {
+    let (fake, gl) = forge_with_mr();
+    fake.gitlab_auto_merge(false, true);
+    fake.add_job(SHA, "test", "success", "");
+    let handed = gl.merge(1, MergeMethod::Squash, SHA).unwrap();
+    assert!(
+        matches!(&handed, MergeOutcome::Queued { how } if how.contains("pipeline succeeds")),
+        "{handed:?}"
+    );
+    let sent = fake
+        .requests()
+        .into_iter()
+        .rfind(|r| r.path.ends_with("/merge_requests/1/merge"))
+        .unwrap();
+    assert_eq!(sent.method, "PUT");
+    assert_eq!(sent.body["merge_when_pipeline_succeeds"], true);
+    assert_eq!(sent.body["sha"], SHA);
+    assert_eq!(sent.body["squash"], true);
+
+    // Asked again while GitLab waits: nothing more is written.
+    let puts = |fake: &FakeForge| {
+        fake.calls()
+            .iter()
+            .filter(|c| c.starts_with("PUT") && c.ends_with("/merge"))
+            .count()
+    };
+    assert!(matches!(
+        gl.merge(1, MergeMethod::Squash, SHA).unwrap(),
+        MergeOutcome::Queued { .. }
+    ));
+    assert_eq!(puts(&fake), 1);
+    // Followed until GitLab merged it.
+    let mut states = Vec::new();
+    for _ in 0..3 {
+        states.push(gl.pr_status(1).unwrap().state);
+    }
+    assert_eq!(states.last(), Some(&PrState::Merged), "{states:?}");
+    assert_eq!(puts(&fake), 1);
+}
+
+#[test]
+fn land_puts_a_gitlab_stack_on_the_merge_train_parent_first_and_follows_it_until_merged() {
+    let forge = FakeForge::start(Flavour::GitLab);
+    let (repo, _bare) = setup(Some(&forge), Flavour::GitLab);
+    let plan = write_plan(
+        &repo,
+        &format!("{}{}", packet("p1", "", ""), packet("p2", "\"p1\"", "")),
+    );
+    let out = run_plan(&repo, &plan, "--pr", &[("GITLAB_TOKEN", TOKEN)]);
+    assert!(out.status.success(), "{}", text(&out));
+    std::fs::create_dir_all(repo.path.join(".orchestra")).unwrap();
+    std::fs::write(
+        repo.path.join(".orchestra/config.toml"),
+        "[land]\npoll_secs = 1\n",
+    )
+    .unwrap();
+    forge.gitlab_auto_merge(true, true);
+    forge.set_head(1, SHA, Some(true));
+    forge.set_head(2, SHA2, Some(true));
+    forge.add_job(SHA, "test", "success", "");
+    forge.add_job(SHA2, "test", "success", "");
+    let start = forge.calls().len();
+
+    let out = run_env(&repo, &["land"], &[("GITLAB_TOKEN", TOKEN)]);
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
+    assert!(all.contains("p1 #1: merged"), "{all}");
+    assert!(all.contains("p2 #2: merged"), "{all}");
+    let project = "/api/v4/projects/acme%2Fwidgets";
+    let writes: Vec<String> = forge.calls()[start..]
+        .iter()
+        .filter(|c| !c.starts_with("GET") && !c.ends_with("/notes") && !c.contains("/notes/"))
+        .cloned()
+        .collect();
+    assert_eq!(
+        writes,
+        [
+            format!("POST {project}/merge_trains/merge_requests/1"),
+            format!("PUT {project}/merge_requests/2"),
+            format!("POST {project}/merge_trains/merge_requests/2"),
+        ],
+        "joined the train once each, never merged directly"
+    );
+    let pulls = forge.pulls();
+    assert_eq!(pulls[0]["state"], "merged");
+    assert_eq!(pulls[1]["state"], "merged");
+    assert!(forge.train().is_empty());
 }

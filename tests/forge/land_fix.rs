@@ -56,9 +56,8 @@ fn published(forge: &FakeForge, land: &str) -> (TestRepo, PathBuf, PathBuf) {
     );
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(forge.pulls().len(), 2);
-    forge.follow_remote(&bare);
-    // Merges are made in the bare repository, as a forge makes them: a merged parent's head is
-    // then on its base, and its children need no restack.
+    // Heads follow the bare repository and merges are made in it, as a forge makes them: a
+    // merged parent's head is then on its base, and its children need no restack.
     forge.follow_git(&bare);
     std::fs::create_dir_all(repo.path.join(".orchestra")).unwrap();
     std::fs::write(

@@ -1,8 +1,8 @@
 //! Restacking through `git orchestra land` against the fake GitHub following a real bare
 //! remote: a parent squash-merged by a person makes its stacked children move their own
 //! commits onto the new main (their old heads saved, every change of theirs kept) before they
-//! are retargeted and land in order; a restack that conflicts pushes nothing and waits for a
-//! person, naming the file.
+//! are retargeted and land in order; a restack that conflicts with no fix round left pushes
+//! nothing and waits for a person, naming the file.
 
 use std::path::Path;
 use std::process::Output;
@@ -162,6 +162,12 @@ fn a_squash_merged_parent_restacks_its_children_onto_main_and_they_land_in_order
 fn a_restack_that_conflicts_pushes_nothing_and_waits_for_a_person_naming_the_file() {
     let forge = FakeForge::start(Flavour::GitHub);
     let (repo, bare, run) = stacked(&forge);
+    // No fix round is left to send the conflict back to the worker.
+    std::fs::write(
+        repo.path.join(".orchestra/config.toml"),
+        "[land]\npoll_secs = 1\nmax_rounds = 0\n",
+    )
+    .unwrap();
     let b2 = format!("refs/heads/orchestra/{run}/p2");
     let old2 = rev(&bare, &b2);
     forge.merge_as_person(1, "squash");

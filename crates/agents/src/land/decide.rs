@@ -58,6 +58,9 @@ pub enum Step {
         feedback: String,
         review: Option<Answer>,
     },
+    /// Rebase it onto its base, which moved and now conflicts with it: restacked, the conflict
+    /// sent to the packet's worker; `reason` is what a person is told when it cannot be.
+    Rebase { reason: String },
     /// Nothing to do yet; the reason says what landing waits for.
     Wait(String),
     /// A person must act; the reason says why and what to do.
@@ -121,10 +124,12 @@ pub fn decide(facts: &Facts<'_>) -> Step {
         };
     }
     if facts.status.mergeable == Some(false) {
-        return Step::Person(format!(
-            "it conflicts with `{}`; rebase its branch and push",
-            facts.status.base
-        ));
+        return Step::Rebase {
+            reason: format!(
+                "it conflicts with `{}`; rebase its branch and push",
+                facts.status.base
+            ),
+        };
     }
     if facts.status.draft {
         return Step::Wait("a person to mark the draft ready for review".into());

@@ -20,10 +20,13 @@
 //! A child whose parent landed by squash or rebase is [`restack`]ed first: its own commits
 //! move onto the branch the parent landed in before it is retargeted.
 //!
-//! Not yet: sending a restack conflict back to the packet's worker; such a pull request waits
-//! for a person.
+//! A restack that conflicts goes back to the packet's worker as a fix round too
+//! ([`conflict`]): it resolves the conflict in a worktree where the rebase stopped, and the
+//! checked result is pushed; when it cannot, the pull request waits for a person, naming the
+//! files.
 
 mod commands;
+mod conflict;
 mod decide;
 mod fix;
 mod fixer;
@@ -252,6 +255,8 @@ pub fn land_with(
         git: repo.git(),
         remote: &opts.remote,
         run,
+        repo,
+        max_rounds: opts.max_rounds,
     };
     let mut polls = 0;
     let mut failed = 0;
@@ -508,6 +513,7 @@ fn poll(
             }),
         };
         let step = restack::before_retarget(restacker, store, followed, i, step, journal)?;
+        let step = conflict::onto_moved_base(restacker, store, followed, i, step, journal)?;
         let env = fix::Env {
             repo,
             run,
@@ -595,8 +601,10 @@ fn act(
     };
     let waiting = match &step {
         Step::Wait(r) => r.clone(),
-        // A fix step that was not turned into a round is a person's to take.
-        Step::Person(r) | Step::Fix { reason: r, .. } => format!("a person: {r}"),
+        // A fix or rebase step that was not turned into a round is a person's to take.
+        Step::Person(r) | Step::Fix { reason: r, .. } | Step::Rebase { reason: r } => {
+            format!("a person: {r}")
+        }
         _ => String::new(),
     };
     let observed = (state.to_string(), status.head_sha.clone(), waiting.clone());
@@ -623,7 +631,7 @@ fn act(
             return Ok(());
         }
         Step::Wait(reason) => format!("waiting for {reason}"),
-        Step::Person(reason) | Step::Fix { reason, .. } => {
+        Step::Person(reason) | Step::Fix { reason, .. } | Step::Rebase { reason } => {
             if f.person.as_deref() != Some(reason.as_str()) {
                 journal(
                     store,
@@ -704,6 +712,9 @@ fn merge(
             }
             Ok(format!("merged ({})", method.as_str()))
         }
+        // The forge merges it itself (a merge train, once its pipeline succeeds); the next
+        // looks follow it until it shows merged, asking nothing again.
+        MergeOutcome::Queued { how } => Ok(format!("waiting for {how}")),
         MergeOutcome::Refused { reason } => {
             let reason = format!("the forge refused to merge it: {reason}");
             journal(

@@ -7,11 +7,13 @@
 //! Nothing of the child's is lost: its old head is saved under
 //! `refs/orchestra/saved/<run>/<packet>/<head>` before the branch is pushed, and the push
 //! carries a lease on the old head, so a push made in between by a person is never overwritten
-//! (the push fails and the pull request is looked at again). A replay that conflicts pushes
-//! nothing: the pull request waits for a person, naming the conflicting files.
+//! (the push fails and the pull request is looked at again). A replay that conflicts is sent
+//! back to the packet's worker as a fix round ([`super::conflict`]); when no round is left, or
+//! the worker leaves it unresolved, nothing is pushed and the pull request waits for a person,
+//! naming the conflicting files.
 
 use orchestra_core::store::{Event, Store};
-use orchestra_git::git::{Git, GitError, Replayed};
+use orchestra_git::git::{Git, GitError, Replayed, RepoInfo};
 use orchestra_sys::names;
 
 use super::{Followed, Journal, LandError, Step};
@@ -22,6 +24,10 @@ pub(super) struct Restacker<'a> {
     pub git: Git,
     pub remote: &'a str,
     pub run: &'a str,
+    /// The repository, for a conflict round's worktree and checks.
+    pub repo: &'a RepoInfo,
+    /// Fix rounds per pull request (`[land] max_rounds`), conflict rounds included.
+    pub max_rounds: u32,
 }
 
 /// One branch to move: the pull request it belongs to, and the commit its own commits sit on.
@@ -47,7 +53,7 @@ pub(super) enum Outcome {
 impl Restacker<'_> {
     /// Fetches `branch` of the remote and returns the commit it points at, `None` when the
     /// remote has no such branch.
-    fn fetch(&self, branch: &str) -> Result<Option<String>, LandError> {
+    pub fn fetch(&self, branch: &str) -> Result<Option<String>, LandError> {
         let local = names::landing_fetch_ref(self.run, branch);
         let spec = format!("+refs/heads/{branch}:{local}");
         match self.git.fetch_refs(self.remote, &[spec]) {
@@ -152,10 +158,17 @@ impl Restacker<'_> {
                         files: paths.clone(),
                     },
                 )?;
-                return Ok(Outcome::Person(format!(
-                    "restacking it onto `{onto}` conflicts in {}; rebase its branch onto `{onto}`, resolve, and push",
-                    quoted(&paths)
-                )));
+                let c = super::conflict::Conflict {
+                    packet: m.packet,
+                    number: m.number,
+                    branch: m.branch,
+                    head: &head,
+                    upstream: &upstream,
+                    base,
+                    onto,
+                    paths: &paths,
+                };
+                return super::conflict::resolve(self, store, &c, journal);
             }
             Replayed::NotLinear(commit) => {
                 return Ok(Outcome::Person(format!(
@@ -193,7 +206,7 @@ impl Restacker<'_> {
 }
 
 /// Returns `paths` as `` `a`, `b` ``.
-fn quoted(paths: &[String]) -> String {
+pub(super) fn quoted(paths: &[String]) -> String {
     if paths.is_empty() {
         return "its files".into();
     }
@@ -258,7 +271,7 @@ pub(super) fn before_retarget(
 
 /// Moves the open pull requests stacked on `followed[i]` (whose branch moved from `from` to
 /// `to`) onto its new head, and theirs onto theirs.
-fn descendants(
+pub(super) fn descendants(
     r: &Restacker<'_>,
     store: &mut Store,
     followed: &[Followed],

@@ -1,5 +1,6 @@
 //! Gitea's and Forgejo's REST calls for landing (`/api/v1`): a pull request's live state, the
-//! commit statuses of its head (Gitea Actions reports as statuses), reviews and their inline
+//! commit statuses of its head (Gitea Actions reports as statuses; a failed job's log tail is
+//! read through `gitea_logs.rs`), reviews and their inline
 //! comments, merging with `Do` guarded by the head commit, retargeting, and the summary
 //! comment kept under its hidden marker.
 //!
@@ -107,12 +108,26 @@ pub(super) fn checks(repo: &RepoApi, sha: &str) -> Result<Vec<Check>, ForgeError
                 Some("error") => CheckConclusion::Error,
                 _ => CheckConclusion::Pending,
             };
-            // The description last: a reason quotes the last line, and it says more than
-            // the link to the job.
-            let text = [&status["target_url"], &status["description"]]
+            // The description after the link: a reason quotes the last line, and it says
+            // more than the link to the job; a failed Actions job's log tail goes last.
+            let url = status["target_url"].as_str().unwrap_or_default();
+            let description = status["description"].as_str().unwrap_or_default();
+            let (note, log) = if conclusion.failed() {
+                let context = status["context"].as_str().unwrap_or_default();
+                match super::gitea_logs::job_log(repo, url, context) {
+                    Ok(log) => (String::new(), log),
+                    Err(why) => (
+                        format!("(no job log could be read: {why}; its description follows)"),
+                        String::new(),
+                    ),
+                }
+            } else {
+                (String::new(), String::new())
+            };
+            let text = [url, note.as_str(), description, log.as_str()]
                 .iter()
-                .filter_map(|v| v.as_str())
                 .filter(|t| !t.trim().is_empty())
+                .copied()
                 .collect::<Vec<_>>()
                 .join("\n");
             Check {

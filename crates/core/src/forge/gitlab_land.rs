@@ -1,7 +1,8 @@
 //! GitLab's REST calls for landing (`/api/v4`): a merge request's live state, the jobs of the
 //! newest pipeline of its head (a failed job's trace tail, scrubbed and clipped), approvals and
 //! reviewers' verdicts, discussions (inline notes carry their position's path and line),
-//! merging with `sha` and `squash`, retargeting, retrying a failed job, and the summary note
+//! merging with `sha` and `squash` (or handing it to the merge train or to "merge when
+//! pipeline succeeds", `gitlab_auto.rs`), retargeting, retrying a failed job, and the summary note
 //! kept under its hidden marker.
 //!
 //! A merge request's checks are the jobs of a pipeline, so a check's id is a job's id and
@@ -306,13 +307,17 @@ impl Project<'_> {
     }
 
     /// Merges merge request `number` if its head is still `head_sha`, squashing for
-    /// [`MergeMethod::Squash`]; a refusal is an outcome, not an error.
+    /// [`MergeMethod::Squash`] — through the project's merge train or "merge when pipeline
+    /// succeeds" where it uses one; a refusal is an outcome, not an error.
     pub fn merge(
         &self,
         number: u64,
         method: MergeMethod,
         head_sha: &str,
     ) -> Result<MergeOutcome, ForgeError> {
+        if let Some(handed) = self.auto_merge(number, method, head_sha)? {
+            return Ok(handed);
+        }
         let path = format!("{}/merge", self.mr(number));
         let body = json!({ "sha": head_sha, "squash": method == MergeMethod::Squash });
         match self.api.request("PUT", &path, Some(&body)) {

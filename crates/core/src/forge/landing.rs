@@ -184,6 +184,9 @@ pub enum MergeOutcome {
     Merged { sha: Option<String> },
     /// The forge refused (not mergeable, head moved, checks required): its reason.
     Refused { reason: String },
+    /// Handed to the forge, which merges it itself later (a merge train, merge when the
+    /// pipeline succeeds); `how` says what landing now waits for.
+    Queued { how: String },
 }
 
 /// What upserting the summary comment did.

@@ -13,9 +13,11 @@
 mod body;
 mod gitea;
 mod gitea_land;
+mod gitea_logs;
 mod github;
 mod github_land;
 mod gitlab;
+mod gitlab_auto;
 mod gitlab_land;
 mod http;
 mod landing;

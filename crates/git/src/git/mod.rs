@@ -22,6 +22,7 @@ mod merge;
 mod notes;
 mod parallel;
 mod pinned;
+mod rebase;
 mod records;
 mod recycle;
 mod refs;
@@ -54,6 +55,7 @@ pub use leftovers::{
 pub use merge::{MergeOutcome, MergeStart, MergeTree};
 pub use parallel::PARALLEL_CHECKOUT_FILES;
 pub use pinned::{registered_git_dir, registered_git_dir_unrepaired};
+pub use rebase::Rebased;
 pub use recycle::{POOL_DIR, keep_ignored, park, pool_dir, pooled};
 pub use refs::{Expected, RefError};
 pub use registry::{WorktreeEntry, delete_branch, list, remove};
