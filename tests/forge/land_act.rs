@@ -118,7 +118,6 @@ fn a_test_failing_under_act_reaches_the_worker_which_fixes_it_and_the_pull_reque
     );
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(forge.pulls().len(), 1);
-    forge.follow_remote(&bare);
     forge.follow_git(&bare);
     let (ci_bare, ci_work) = (bare.clone(), work.clone());
     forge.on_new_heads_run("test", move |sha| run_ci(&act, &ci_bare, &ci_work, sha));

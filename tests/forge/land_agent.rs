@@ -86,7 +86,6 @@ fn published(
     let out = run_env(&repo, &args, env);
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(forge.pulls().len(), 2);
-    forge.follow_remote(&bare);
     forge.follow_git(&bare);
     std::fs::create_dir_all(repo.path.join(".orchestra")).unwrap();
     std::fs::write(
