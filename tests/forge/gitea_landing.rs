@@ -364,6 +364,8 @@ fn a_failed_actions_status_carries_its_job_log_tail_or_says_why_there_is_none() 
 fn a_failed_gitea_actions_job_sends_its_log_tail_to_the_packets_worker_then_lands() {
     let forge = FakeForge::start(Flavour::Gitea);
     let (repo, bare) = setup(Some(&forge), Flavour::Gitea);
+    // The fix worker runs in the workers' sandbox: it may write where the test looks.
+    repo.scratch_writable();
     let seen = repo.scratch().join("seen");
     std::fs::create_dir_all(&seen).unwrap();
     let worker = format!(
