@@ -4,7 +4,8 @@
 //!
 //! The round rebases the pull request's head in a fresh detached worktree under the run's
 //! directory (the packet's own worktree is never touched) until git stops at the conflict, and
-//! runs the worker command there with `ORCHESTRA_FIX_KIND=conflict` and `ORCHESTRA_FIXES_FILE`
+//! runs the worker command there (in the workers' sandbox, as a fix round's) with
+//! `ORCHESTRA_FIX_KIND=conflict` and `ORCHESTRA_FIXES_FILE`
 //! naming what conflicts: the files, the conflicting hunks as they stand in the worktree, the
 //! commit of the packet being replayed and the subjects of the base's commits it meets (each
 //! side's intent). What the worker leaves must hold no conflict marker; the rebase then goes
@@ -427,7 +428,8 @@ fn markers_left(wt: &Path, paths: &[String]) -> Vec<String> {
         .collect()
 }
 
-/// Runs the worker command in `wt` with `fixes` as its fixes file; an error says how it failed.
+/// Runs the worker command in `wt`, under the workers' sandbox when the restacker has one,
+/// with `fixes` as its fixes file; an error says how it failed.
 fn run_worker(
     job: &Job<'_>,
     wt: &Path,
@@ -460,7 +462,7 @@ fn run_worker(
         env: &env,
         log: &log,
         timeout: job.timeout,
-        confine: None,
+        confine: job.r.sandboxes.and_then(|s| s.worker.as_deref()),
     };
     let never = AtomicBool::new(false);
     let out = process::run(&spec, &never, &mut |_| {}).map_err(|e| e.to_string())?;
