@@ -3,7 +3,9 @@
 //! the packet's agent as the next turn of its conversation (a CLI: its resumed session), as
 //! does a review requesting changes (answered on its thread with what the agent said), the
 //! fix is re-gated by the run's review and pushed with a lease, a fix the review rejects is
-//! not pushed and counts as a round, and the worktree a round made is gone afterwards.
+//! not pushed and counts as a round, and the worktree a round made is gone afterwards. A
+//! restack conflict reaches the packet's agent the same way: its resolution, free of
+//! conflict markers, is checked, pushed with a lease and lands.
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -441,4 +443,86 @@ fn a_review_requesting_changes_reaches_the_agent_and_its_reply_is_posted_on_the_
         "{body}"
     );
     assert!(body.contains("What the agent said"), "{body}");
+}
+
+#[test]
+fn a_restack_conflict_reaches_the_packets_agent_as_its_next_turn_and_its_resolution_lands() {
+    let scripts = json!([
+        reviewer("never written")[1].clone(),
+        coder("p1", &["p1's work\n", "someone else's\np1's work\n"]),
+    ]);
+    let model = MockModel::start(demo::parse_scripts(&scripts.to_string()).unwrap()).unwrap();
+    let env = model_env(&model);
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let forge = FakeForge::start(Flavour::GitHub);
+    let (repo, bare) = setup(Some(&forge), Flavour::GitHub);
+    let plan = write_plan(&repo, &packet("p1", "", ""));
+    let root = repo.scratch().join("wt");
+    let out = run_env(
+        &repo,
+        &[
+            "run",
+            plan.to_str().unwrap(),
+            "--worktree-root",
+            root.to_str().unwrap(),
+            "--pr",
+        ],
+        &env,
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    forge.follow_git(&bare);
+    std::fs::create_dir_all(repo.path.join(".orchestra")).unwrap();
+    std::fs::write(
+        repo.path.join(".orchestra/config.toml"),
+        "[land]\npoll_secs = 1\n",
+    )
+    .unwrap();
+    let b1 = branch(&forge, 1);
+    let old1 = head(&bare, &b1);
+    crate::forge::land_conflict::someone_writes(&repo, &bare, "out-p1.txt");
+    let asked = model.received().len();
+
+    let out = land(&repo, &env);
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
+    assert!(all.contains("p1 #1: merged"), "{all}");
+
+    // The agent got the conflict (the file, its hunks, main's commit) as the next turn of its
+    // own conversation.
+    let sent: Vec<Value> = model.received()[asked..].to_vec();
+    let turn = sent
+        .iter()
+        .find(|b| {
+            messages(b)
+                .iter()
+                .any(|(r, t)| r == "user" && t.contains("kind: conflict"))
+        })
+        .unwrap_or_else(|| panic!("no request carried the conflict: {sent:?}"));
+    let turns = messages(turn);
+    assert!(
+        turns
+            .iter()
+            .any(|(r, t)| r == "user" && t.contains("Does p1."))
+    );
+    let last_user = turns.iter().rev().find(|(r, _)| r == "user").unwrap();
+    for want in [
+        "`out-p1.txt`",
+        "<<<<<<<",
+        ">>>>>>>",
+        "Someone else writes out-p1.txt",
+    ] {
+        assert!(last_user.1.contains(want), "{want:?} not in {last_user:?}");
+    }
+
+    // Its resolution keeps both sides, without markers, on main; the old head is saved.
+    assert_eq!(
+        git(&bare, &["show", "main:out-p1.txt"]),
+        "someone else's\np1's work"
+    );
+    let saved = repo.git(&[
+        "for-each-ref",
+        "--format=%(objectname)",
+        "refs/orchestra/saved/",
+    ]);
+    assert!(saved.contains(&old1), "{saved}");
 }

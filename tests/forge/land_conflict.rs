@@ -61,7 +61,7 @@ fn published(forge: &FakeForge, plan: &str) -> (TestRepo, PathBuf, PathBuf, Stri
 }
 
 /// Pushes someone else's version of `file` to main of the bare remote.
-fn someone_writes(repo: &TestRepo, bare: &Path, file: &str) {
+pub(crate) fn someone_writes(repo: &TestRepo, bare: &Path, file: &str) {
     let other = repo.scratch().join("other");
     git(
         repo.tmp.path(),

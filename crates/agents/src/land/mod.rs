@@ -257,7 +257,7 @@ pub fn land_with(
         run,
         repo,
         max_rounds: opts.max_rounds,
-        sandboxes: fixers.sandboxes,
+        fixers,
     };
     let mut polls = 0;
     let mut failed = 0;
