@@ -3,7 +3,9 @@
 //! the packet's agent as the next turn of its conversation (a CLI: its resumed session), as
 //! does a review requesting changes (answered on its thread with what the agent said), the
 //! fix is re-gated by the run's review and pushed with a lease, a fix the review rejects is
-//! not pushed and counts as a round, and the worktree a round made is gone afterwards.
+//! not pushed and counts as a round, and the worktree a round made is gone afterwards. A
+//! restack conflict reaches the packet's agent (or CLI) the same way: its resolution, free of
+//! conflict markers, is checked, pushed with a lease and lands.
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -441,4 +443,178 @@ fn a_review_requesting_changes_reaches_the_agent_and_its_reply_is_posted_on_the_
         "{body}"
     );
     assert!(body.contains("What the agent said"), "{body}");
+}
+
+/// A run of p1 alone (by our agent, or an agent CLI as `extra` arguments say, with `user` as
+/// the user configuration) published as pull request #1 on `forge`, after which someone else
+/// pushes their own `out-p1.txt` to main: #1 conflicts with its base. Returns the repository,
+/// the bare remote and #1's head.
+fn conflicting(
+    forge: &FakeForge,
+    env: &[(&str, &str)],
+    extra: &[&str],
+    user: &str,
+) -> (TestRepo, PathBuf, String) {
+    let (repo, bare) = setup(Some(forge), Flavour::GitHub);
+    if !user.is_empty() {
+        repo.user_config(user);
+    }
+    let plan = write_plan(&repo, &packet("p1", "", ""));
+    let root = repo.scratch().join("wt");
+    let mut args = vec![
+        "run",
+        plan.to_str().unwrap(),
+        "--worktree-root",
+        root.to_str().unwrap(),
+        "--pr",
+    ];
+    args.extend_from_slice(extra);
+    let out = run_env(&repo, &args, env);
+    assert!(out.status.success(), "{}", text(&out));
+    forge.follow_git(&bare);
+    std::fs::create_dir_all(repo.path.join(".orchestra")).unwrap();
+    std::fs::write(
+        repo.path.join(".orchestra/config.toml"),
+        "[land]\npoll_secs = 1\n",
+    )
+    .unwrap();
+    let old1 = head(&bare, &branch(forge, 1));
+    crate::forge::land_conflict::someone_writes(&repo, &bare, "out-p1.txt");
+    (repo, bare, old1)
+}
+
+/// A stand-in for Claude Code writing `out-p1.txt`; resumed, it resolves the conflict there
+/// (main's line, then its own) and keeps its arguments and what it read on stdin in
+/// `<seen>/resumed.txt`. It prints `recording`.
+fn resolving_claude(bin: &Path, seen: &Path, recording: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(bin).unwrap();
+    let script = format!(
+        r#"#!/bin/sh
+stdin=$(cat)
+case " $* " in
+  *" --resume "*) printf "someone else's\np1's work\n" > out-p1.txt; {{ echo "argv: $*"; echo "$stdin"; }} > "{seen}/resumed.txt";;
+  *) echo "p1's work" > out-p1.txt;;
+esac
+cat "{bin}/claude.jsonl"
+"#,
+        seen = seen.display(),
+        bin = bin.display()
+    );
+    std::fs::write(bin.join("claude"), script).unwrap();
+    std::fs::set_permissions(bin.join("claude"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(bin.join("claude.jsonl"), recording).unwrap();
+}
+
+#[test]
+fn a_restack_conflict_reaches_an_agent_clis_resumed_session_and_its_resolution_lands() {
+    let recording = crate::agent::agent_cli::fixture("claude");
+    let session = git_orchestra::agent::cli::parse::parse(
+        crate::agent::agent_cli::format_of("claude"),
+        &recording,
+    )
+    .session
+    .unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let (bin, seen) = (scratch.path().join("bin"), scratch.path().join("seen"));
+    std::fs::create_dir_all(&seen).unwrap();
+    resolving_claude(&bin, &seen, &recording);
+    let path = format!("{}:/usr/bin:/bin", bin.display());
+    let env = [("PATH", path.as_str()), ("GH_TOKEN", TOKEN)];
+    let forge = FakeForge::start(Flavour::GitHub);
+    let config = format!(
+        "[sandbox]\nif_unavailable = \"warn\"\nread = [\"{}\"]\nwritable = [\"{}\"]\n",
+        bin.display(),
+        seen.display()
+    );
+    let (repo, bare, old1) = conflicting(&forge, &env, &["--agent", "claude"], &config);
+
+    let out = land(&repo, &env);
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
+    assert!(all.contains("p1 #1: merged"), "{all}");
+
+    // The CLI's session was resumed with the conflict.
+    let resumed = std::fs::read_to_string(seen.join("resumed.txt")).unwrap();
+    assert!(
+        resumed.contains(&format!("--resume {session}")),
+        "{resumed}"
+    );
+    for want in [
+        "kind: conflict",
+        "`out-p1.txt`",
+        "<<<<<<<",
+        "Someone else writes out-p1.txt",
+    ] {
+        assert!(resumed.contains(want), "{want:?} not in {resumed}");
+    }
+    assert!(!resumed.contains(TOKEN));
+    assert_eq!(
+        git(&bare, &["show", "main:out-p1.txt"]),
+        "someone else's\np1's work"
+    );
+    let saved = repo.git(&[
+        "for-each-ref",
+        "--format=%(objectname)",
+        "refs/orchestra/saved/",
+    ]);
+    assert!(saved.contains(&old1), "{saved}");
+}
+
+#[test]
+fn a_restack_conflict_reaches_the_packets_agent_as_its_next_turn_and_its_resolution_lands() {
+    let scripts = json!([
+        reviewer("never written")[1].clone(),
+        coder("p1", &["p1's work\n", "someone else's\np1's work\n"]),
+    ]);
+    let model = MockModel::start(demo::parse_scripts(&scripts.to_string()).unwrap()).unwrap();
+    let env = model_env(&model);
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let forge = FakeForge::start(Flavour::GitHub);
+    let (repo, bare, old1) = conflicting(&forge, &env, &[], "");
+    let asked = model.received().len();
+
+    let out = land(&repo, &env);
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
+    assert!(all.contains("p1 #1: merged"), "{all}");
+
+    // The agent got the conflict (the file, its hunks, main's commit) as the next turn of its
+    // own conversation.
+    let sent: Vec<Value> = model.received()[asked..].to_vec();
+    let turn = sent
+        .iter()
+        .find(|b| {
+            messages(b)
+                .iter()
+                .any(|(r, t)| r == "user" && t.contains("kind: conflict"))
+        })
+        .unwrap_or_else(|| panic!("no request carried the conflict: {sent:?}"));
+    let turns = messages(turn);
+    assert!(
+        turns
+            .iter()
+            .any(|(r, t)| r == "user" && t.contains("Does p1."))
+    );
+    let last_user = turns.iter().rev().find(|(r, _)| r == "user").unwrap();
+    for want in [
+        "`out-p1.txt`",
+        "<<<<<<<",
+        ">>>>>>>",
+        "Someone else writes out-p1.txt",
+    ] {
+        assert!(last_user.1.contains(want), "{want:?} not in {last_user:?}");
+    }
+
+    // Its resolution keeps both sides, without markers, on main; the old head is saved.
+    assert_eq!(
+        git(&bare, &["show", "main:out-p1.txt"]),
+        "someone else's\np1's work"
+    );
+    let saved = repo.git(&[
+        "for-each-ref",
+        "--format=%(objectname)",
+        "refs/orchestra/saved/",
+    ]);
+    assert!(saved.contains(&old1), "{saved}");
 }

@@ -5,7 +5,8 @@
 //! worktree where the rebase stopped; its resolution keeps both sides, is pushed with a lease
 //! and lands, p2's old head saved and its commit kept. A worker that leaves the markers pushes
 //! nothing: the pull request waits for a person, naming the file. A pull request that conflicts
-//! with main that moved goes to its worker the same way.
+//! with main that moved goes to its worker the same way. The worker runs in the workers'
+//! sandbox, as in a run.
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -53,12 +54,14 @@ fn published(forge: &FakeForge, plan: &str) -> (TestRepo, PathBuf, PathBuf, Stri
     )
     .unwrap();
     forge.follow_git(&bare);
+    // The worker keeps what it was told outside its worktree, where its sandbox lets it.
+    repo.scratch_writable();
     let run = run_id(&repo.path);
     (repo, bare, seen, run)
 }
 
 /// Pushes someone else's version of `file` to main of the bare remote.
-fn someone_writes(repo: &TestRepo, bare: &Path, file: &str) {
+pub(crate) fn someone_writes(repo: &TestRepo, bare: &Path, file: &str) {
     let other = repo.scratch().join("other");
     git(
         repo.tmp.path(),
@@ -219,4 +222,27 @@ fn a_pull_request_that_conflicts_with_main_that_moved_is_rebased_by_its_worker_a
         "refs/orchestra/saved/",
     ]);
     assert!(saved.contains(&old1), "{saved}");
+}
+
+#[test]
+fn a_worker_command_resolving_a_restack_conflict_runs_in_the_workers_sandbox() {
+    let forge = FakeForge::start(Flavour::GitHub);
+    let (repo, bare, seen, _) = conflicted(&forge);
+    // The scratch directory is no longer writable: the worker's copy of what it was told
+    // there must fail, while its resolution in its own worktree goes through.
+    repo.user_config("");
+
+    let out = land(&repo);
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
+    assert!(all.contains("p2 #2: merged"), "{all}");
+    assert!(
+        !seen.join("conflict-p2-1.md").exists(),
+        "written unconfined"
+    );
+    assert!(!seen.join("paths").exists(), "written unconfined");
+    assert_eq!(
+        git(&bare, &["show", "main:out-p2.txt"]),
+        "someone else's\np2's work"
+    );
 }

@@ -4,7 +4,9 @@
 //!
 //! The round rebases the pull request's head in a fresh detached worktree under the run's
 //! directory (the packet's own worktree is never touched) until git stops at the conflict, and
-//! runs the worker command there with `ORCHESTRA_FIX_KIND=conflict` and `ORCHESTRA_FIXES_FILE`
+//! runs the packet's worker there: the run's worker command (in the workers' sandbox, as a
+//! fix round's) with `ORCHESTRA_FIX_KIND=conflict` and `ORCHESTRA_FIXES_FILE`, or our agent
+//! (the next turn of its conversation) or an agent CLI (its resumed session) told the same,
 //! naming what conflicts: the files, the conflicting hunks as they stand in the worktree, the
 //! commit of the packet being replayed and the subjects of the base's commits it meets (each
 //! side's intent). What the worker leaves must hold no conflict marker; the rebase then goes
@@ -76,7 +78,7 @@ pub(super) fn onto_moved_base(
         return Ok(Step::Person(reason));
     };
     // Nothing is moved that no worker could resolve: a person rebases it as the reason says.
-    let sendable = store.require_run(r.run)?.worker_cmd.is_some()
+    let sendable = (store.require_run(r.run)?.worker_cmd.is_some() || r.fixers.worker.is_some())
         && fix::rounds_taken(store, r.run, &f.packet)? < r.max_rounds;
     if !sendable {
         return Ok(Step::Person(reason));
@@ -136,11 +138,15 @@ pub(super) fn resolve(
         return Ok(Outcome::Person(format!("{reason}{rounds}; {by_hand}")));
     }
     let record = store.require_run(r.run)?;
-    let Some(worker) = record.worker_cmd.clone() else {
-        return Ok(Outcome::Person(format!(
-            "{reason} (not sent back: fix rounds while landing reach a worker command only); \
-             {by_hand}"
-        )));
+    let worker = match (&record.worker_cmd, r.fixers.worker) {
+        (Some(command), _) => Who::Command(command.clone()),
+        (None, Some(agent)) => Who::Agent(agent),
+        (None, None) => {
+            return Ok(Outcome::Person(format!(
+                "{reason} (not sent back: the run's packets were done by agents, and none was \
+                 given the round); {by_hand}"
+            )));
+        }
     };
     let plan = record.plan().map_err(|e| LandError::StoredPlan {
         run: r.run.to_string(),
@@ -164,6 +170,7 @@ pub(super) fn resolve(
         r,
         c,
         packet: &packet,
+        objective: &record.objective,
         worker: &worker,
         timeout: Duration::from_secs(record.timeout_secs.max(1)),
         dir: orchestra_sys::exec::RunDir::new(&r.repo.common_dir, r.run)
@@ -268,12 +275,20 @@ fn push(
         })
 }
 
+/// Who resolves a conflict: the run's worker command, or the packet's in-process worker (our
+/// agent continuing its conversation, an agent CLI resuming its session).
+enum Who<'a> {
+    Command(String),
+    Agent(&'a dyn orchestra_core::engine::Worker),
+}
+
 /// What one conflict round works with.
 struct Job<'a> {
     r: &'a Restacker<'a>,
     c: &'a Conflict<'a>,
     packet: &'a Packet,
-    worker: &'a str,
+    objective: &'a str,
+    worker: &'a Who<'a>,
     timeout: Duration,
     /// The round's directory: its worktree (`wt`), fixes files and logs.
     dir: PathBuf,
@@ -317,7 +332,10 @@ fn work(job: &Job<'_>) -> Result<String, String> {
         let file = job.dir.join(format!("conflict-{stops}.md"));
         fs_err::write(&file, fixes).map_err(|e| e.to_string())?;
         let before = g.head().map_err(|e| e.to_string())?;
-        run_worker(job, &wt, &file, &paths, stops)?;
+        match job.worker {
+            Who::Command(command) => run_worker(job, command, &wt, &file, &paths, stops)?,
+            Who::Agent(agent) => agent_turn(job, *agent, &wt, &file, stops)?,
+        }
         // The worker may have committed itself: the rebase makes the commit.
         if g.head().map_err(|e| e.to_string())? != before {
             commit::uncommit_to(&g, &before).map_err(|e| e.to_string())?;
@@ -427,9 +445,11 @@ fn markers_left(wt: &Path, paths: &[String]) -> Vec<String> {
         .collect()
 }
 
-/// Runs the worker command in `wt` with `fixes` as its fixes file; an error says how it failed.
+/// Runs the worker command in `wt`, under the workers' sandbox when the restacker has one,
+/// with `fixes` as its fixes file; an error says how it failed.
 fn run_worker(
     job: &Job<'_>,
+    command: &str,
     wt: &Path,
     fixes: &Path,
     paths: &[String],
@@ -455,12 +475,12 @@ fn run_worker(
     env.extend(orchestra_sys::exec::secret_env::stashed().iter().cloned());
     let log = job.dir.join(format!("worker-{stop}.log"));
     let spec = Spec {
-        command: job.worker,
+        command,
         dir: wt,
         env: &env,
         log: &log,
         timeout: job.timeout,
-        confine: None,
+        confine: job.r.fixers.sandboxes.and_then(|s| s.worker.as_deref()),
     };
     let never = AtomicBool::new(false);
     let out = process::run(&spec, &never, &mut |_| {}).map_err(|e| e.to_string())?;
@@ -474,6 +494,32 @@ fn run_worker(
         out.tail.lines().last().unwrap_or_default(),
         wt.display()
     ))
+}
+
+/// Has the packet's in-process worker `agent` resolve stop `stop` in `wt` as the next turn of
+/// its conversation (an agent CLI: its resumed session), told what `fixes` holds.
+fn agent_turn(
+    job: &Job<'_>,
+    agent: &dyn orchestra_core::engine::Worker,
+    wt: &Path,
+    fixes: &Path,
+    stop: usize,
+) -> Result<(), String> {
+    let feedback = fs_err::read_to_string(fixes).map_err(|e| e.to_string())?;
+    let turn = super::fixer::Turn {
+        common_dir: &job.r.repo.common_dir,
+        run: job.r.run,
+        objective: job.objective,
+        packet: job.packet,
+        worktree: wt,
+        feedback: &feedback,
+        round: job.round,
+        timeout: job.timeout,
+        log: format!("land-conflict-{}-{stop}.log", job.round),
+    };
+    super::fixer::agent_turn(agent, &turn)
+        .map(|_| ())
+        .map_err(|e| format!("{e} (its attempt is kept in {})", wt.display()))
 }
 
 /// Checks the resolved head `new` (in `wt`) against the base it moved onto: the deterministic

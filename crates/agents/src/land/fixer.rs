@@ -7,8 +7,10 @@
 use std::path::Path;
 use std::sync::Mutex;
 use std::sync::atomic::AtomicBool;
+use std::time::Duration;
 
 use orchestra_core::engine::{Worker, WorkerJob};
+use orchestra_core::plan::Packet;
 use orchestra_core::store::{Event, Store};
 use orchestra_git::git::Git;
 use orchestra_sys::exec::RunDir;
@@ -89,9 +91,7 @@ fn command_round(
 }
 
 /// Has `worker` (our agent, an agent CLI) work fix round `number` in `wt`: the failure is
-/// the fixes of its job, so it continues the packet's conversation or CLI session; its
-/// activity (model and tool calls) is journaled with the run's, its transcript kept in the
-/// packet's directory beside the run's.
+/// the fixes of its job, so it continues the packet's conversation or CLI session.
 fn in_process_round(
     round: &Round<'_>,
     number: u32,
@@ -99,31 +99,65 @@ fn in_process_round(
     ctx: &Context,
     wt: &Path,
 ) -> Result<String, String> {
-    let common_dir = &round.repo.common_dir;
-    let store = Mutex::new(Store::open(common_dir).map_err(|e| e.to_string())?);
-    let journal = |event: Event| {
-        if let Ok(mut store) = store.lock()
-            && let Err(e) = store.record(round.run, &event)
-        {
-            tracing::warn!(error = %e, "an agent event of a fix round was not journaled");
-        }
-    };
-    let dir = RunDir::new(common_dir, round.run).packet(round.packet);
-    fs_err::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    let log = dir.join(format!("land-fix-{number}.log"));
-    let stop = AtomicBool::new(false);
-    let job = WorkerJob {
+    let turn = Turn {
+        common_dir: &round.repo.common_dir,
         run: round.run,
         objective: &ctx.objective,
         packet: &ctx.packet,
         worktree: wt,
-        common_dir,
+        feedback: round.feedback,
+        round: number,
+        timeout: ctx.timeout,
+        log: format!("land-fix-{number}.log"),
+    };
+    agent_turn(worker, &turn)
+}
+
+/// One turn of a packet's in-process worker in a landing round: what it is told, where.
+pub(super) struct Turn<'a> {
+    pub common_dir: &'a Path,
+    pub run: &'a str,
+    pub objective: &'a str,
+    pub packet: &'a Packet,
+    /// Where the worker works: the round's worktree.
+    pub worktree: &'a Path,
+    /// What the worker is told: the fixes of its job.
+    pub feedback: &'a str,
+    pub round: u32,
+    pub timeout: Duration,
+    /// The transcript's file name in the packet's directory.
+    pub log: String,
+}
+
+/// Has `worker` (our agent, an agent CLI) take `turn` as the next turn of the packet's kept
+/// conversation or CLI session, and returns what it said last, or why it did not finish; its
+/// activity (model and tool calls) is journaled with the run's, its transcript kept in the
+/// packet's directory beside the run's.
+pub(super) fn agent_turn(worker: &dyn Worker, turn: &Turn<'_>) -> Result<String, String> {
+    let store = Mutex::new(Store::open(turn.common_dir).map_err(|e| e.to_string())?);
+    let journal = |event: Event| {
+        if let Ok(mut store) = store.lock()
+            && let Err(e) = store.record(turn.run, &event)
+        {
+            tracing::warn!(error = %e, "an agent event of a landing round was not journaled");
+        }
+    };
+    let dir = RunDir::new(turn.common_dir, turn.run).packet(&turn.packet.id);
+    fs_err::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let log = dir.join(&turn.log);
+    let stop = AtomicBool::new(false);
+    let job = WorkerJob {
+        run: turn.run,
+        objective: turn.objective,
+        packet: turn.packet,
+        worktree: turn.worktree,
+        common_dir: turn.common_dir,
         log: &log,
         stop: &stop,
-        timeout: ctx.timeout,
+        timeout: turn.timeout,
         journal: &journal,
-        fixes: Some(round.feedback),
-        round: number,
+        fixes: Some(turn.feedback),
+        round: turn.round,
         dependencies: "",
         candidate: None,
     };

@@ -257,6 +257,7 @@ pub fn land_with(
         run,
         repo,
         max_rounds: opts.max_rounds,
+        fixers,
     };
     let mut polls = 0;
     let mut failed = 0;

@@ -28,6 +28,9 @@ pub(super) struct Restacker<'a> {
     pub repo: &'a RepoInfo,
     /// Fix rounds per pull request (`[land] max_rounds`), conflict rounds included.
     pub max_rounds: u32,
+    /// Who works a conflict round when no worker command did the packets (our agent, an
+    /// agent CLI), and where a worker command runs confined, as for a fix round.
+    pub fixers: super::Fixers<'a>,
 }
 
 /// One branch to move: the pull request it belongs to, and the commit its own commits sit on.
