@@ -22,10 +22,12 @@ pub struct BestOfConfig {
     /// candidates is not capped by cost.
     #[serde(default)]
     pub packet_cost: Option<f64>,
-    /// The workers a best-of-N packet's candidates cycle through when our agents work it:
-    /// candidate 1 gets the first arm, candidate 2 the second, and so on, starting over after
-    /// the last. Each arm is the name of a `[profiles]` entry, used by the candidate's agent
-    /// instead of its role's own profile. Unset, every candidate uses its role's profile.
+    /// The workers a best-of-N packet's candidates cycle through when our agents work it
+    /// (in `run`, `agent` and `start` runs): candidate 1 gets the first arm, candidate 2 the
+    /// second, and so on, starting over after the last. Each arm is the name of a
+    /// `[profiles]` entry, used by the candidate's agent instead of its role's own profile
+    /// (and, in a `start` run, instead of the worker `[routing]` picks). Unset, every
+    /// candidate uses its role's profile (or its routed worker).
     #[serde(default)]
     pub arms: Option<Vec<String>>,
     /// How many candidates a packet the planner or plan reviewer marked risky gets under
