@@ -109,3 +109,68 @@ fn an_arm_that_names_no_profile_is_refused_naming_it_and_the_choices() {
     assert_eq!(refs(&repo.path), before);
     assert_eq!(fast.requests() + strong.requests(), 0);
 }
+
+/// Writes a fake agent CLI `mine` into the scratch directory that writes `from cli` to
+/// out.txt; returns its configuration (`[agents.cli.mine]` and the sandbox reading it).
+fn fake_cli(repo: &TestRepo) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = repo.scratch().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::write(
+        bin.join("mine"),
+        "#!/bin/sh\necho 'from cli' > out.txt\necho done\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(bin.join("mine"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    format!(
+        "[sandbox]\nif_unavailable = \"warn\"\nread = [\"{bin}\"]\n\n[agents.cli.mine]\ncommand = \"{bin}/mine\"\noutput = \"text\"\nprompt = \"arg\"\n",
+        bin = bin.display()
+    )
+}
+
+#[test]
+fn an_arm_can_name_an_agent_cli_beside_a_profile() {
+    let repo = TestRepo::new();
+    let fast = coder("from fast\n");
+    let strong = coder("y\n");
+    let body = config(&fast, &strong, "[\"fast\", \"cli:mine\"]");
+    repo.user_config(&format!("{}\n{body}", fake_cli(&repo)));
+    let plan = plan(&repo);
+    let out = run(&repo, &plan);
+    assert!(out.status.success(), "{}", text(&out));
+    let run = run_id(&repo.path);
+    let kept = |k: u32| {
+        repo.git(&[
+            "show",
+            &format!("refs/orchestra/candidates/{run}/p1/c{k}:out.txt"),
+        ])
+    };
+    // Candidate 1 was worked by the fast profile's agent, candidate 2 by the agent CLI.
+    assert_eq!(kept(1), "from fast");
+    assert_eq!(kept(2), "from cli");
+    assert_eq!(fast.requests(), 2, "the fast arm's two turns");
+    let v = status_json(&repo.path);
+    let each = v["candidates"][0]["candidates"].as_array().unwrap();
+    let arms: Vec<&str> = each.iter().map(|c| c["arm"].as_str().unwrap()).collect();
+    assert_eq!(arms, ["fast", "cli:mine"], "{v:#}");
+}
+
+#[test]
+fn an_arm_naming_an_unknown_agent_cli_is_refused_naming_it() {
+    let repo = TestRepo::new();
+    let fast = coder("x\n");
+    let strong = coder("y\n");
+    repo.user_config(&config(&fast, &strong, "[\"fast\", \"cli:nosuch\"]"));
+    let plan = plan(&repo);
+    let before = refs(&repo.path);
+    let out = run(&repo, &plan);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("nosuch"), "{}", text(&out));
+    assert!(
+        text(&out).contains("claude"),
+        "names the choices: {}",
+        text(&out)
+    );
+    assert_eq!(refs(&repo.path), before);
+    assert_eq!(fast.requests() + strong.requests(), 0);
+}

@@ -8,6 +8,7 @@
 
 mod answer;
 mod best_of_auto;
+mod best_of_start_arms;
 mod environments;
 mod eval_arms;
 mod eval_arms_e2e;

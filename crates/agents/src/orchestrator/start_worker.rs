@@ -385,8 +385,24 @@ impl Worker for StartWorker {
         self.router.as_ref().is_some_and(|r| r.has_cli())
     }
 
+    fn arm(&self, _packet: &Packet, candidate: u32) -> Option<String> {
+        self.models
+            .config
+            .best_of
+            .arm(candidate)
+            .map(str::to_string)
+    }
+
     fn work(&self, job: &WorkerJob<'_>) -> WorkerReport {
-        let profile = match self.route(job.packet, job.round) {
+        let arm = job
+            .candidate
+            .and_then(|k| self.models.config.best_of.arm(k));
+        let route = match arm {
+            // A candidate's arm is the profile its agent uses, whatever routing would pick.
+            Some(arm) => super::routing::Route::Profile(arm.to_string()),
+            None => self.route(job.packet, job.round),
+        };
+        let profile = match route {
             // Routing sent this work to an agent CLI: it works the worktree instead of ours.
             super::routing::Route::Cli(cli) => return cli.work(job),
             super::routing::Route::Profile(p) => Some(p),

@@ -4,6 +4,9 @@
 
 use serde::Deserialize;
 
+/// How an arm worked by an agent CLI starts: `cli:<name>`.
+pub const CLI_ARM: &str = "cli:";
+
 /// Candidates a risky packet gets under `[start] best_of = "auto"` when `[best_of] n` is unset.
 pub const DEFAULT_BEST_OF_N: u32 = 3;
 
@@ -22,10 +25,13 @@ pub struct BestOfConfig {
     /// candidates is not capped by cost.
     #[serde(default)]
     pub packet_cost: Option<f64>,
-    /// The workers a best-of-N packet's candidates cycle through when our agents work it:
-    /// candidate 1 gets the first arm, candidate 2 the second, and so on, starting over after
-    /// the last. Each arm is the name of a `[profiles]` entry, used by the candidate's agent
-    /// instead of its role's own profile. Unset, every candidate uses its role's profile.
+    /// The workers a best-of-N packet's candidates cycle through when our agents work it
+    /// (in `run`, `agent` and `start` runs): candidate 1 gets the first arm, candidate 2 the
+    /// second, and so on, starting over after the last. Each arm is the name of a
+    /// `[profiles]` entry, used by the candidate's agent instead of its role's own profile
+    /// (and, in a `start` run, instead of the worker `[routing]` picks), or `cli:<name>`:
+    /// the candidate is worked by that agent CLI (built in or `[agents.cli.<name>]`, as for
+    /// `--agent`). Unset, every candidate uses its role's profile (or its routed worker).
     #[serde(default)]
     pub arms: Option<Vec<String>>,
     /// How many candidates a packet the planner or plan reviewer marked risky gets under
@@ -52,6 +58,19 @@ impl BestOfConfig {
         arms.get(at).map(String::as_str)
     }
 
+    /// Returns the agent CLIs the arms name (`cli:<name>`), in order.
+    pub fn cli_arms(&self) -> impl Iterator<Item = &str> {
+        self.arms
+            .iter()
+            .flatten()
+            .filter_map(|a| a.strip_prefix(CLI_ARM))
+    }
+
+    /// Returns the agent CLI candidate `k`'s arm names (`cli:<name>`), if it is one.
+    pub fn cli_arm(&self, k: u32) -> Option<&str> {
+        self.arm(k)?.strip_prefix(CLI_ARM)
+    }
+
     /// Returns what is wrong with `[best_of] arms` given the `profiles` defined, naming the
     /// arm and the valid choices; `None` when every arm names a profile.
     pub fn arms_problem<'p>(&self, profiles: impl Iterator<Item = &'p String>) -> Option<String> {
@@ -62,7 +81,10 @@ impl BestOfConfig {
                 "[best_of] arms is empty: name at least one profile, or leave arms out".into(),
             );
         }
-        let bad = arms.iter().find(|a| !defined.contains(a))?;
+        // `cli:<name>` arms are checked against the agent CLIs where those are known.
+        let bad = arms
+            .iter()
+            .find(|a| !a.starts_with(CLI_ARM) && !defined.contains(a))?;
         let choices = if defined.is_empty() {
             "none is defined: add a [profiles.<name>] table".to_string()
         } else {
@@ -118,5 +140,17 @@ mod tests {
         let said = bad.arms_problem(defined.iter()).unwrap();
         assert!(said.contains("`strnog`"), "{said}");
         assert!(said.contains("fast, strong"), "{said}");
+    }
+
+    #[test]
+    fn an_agent_cli_arm_is_no_profile_and_is_named_for_its_candidates() {
+        let c = BestOfConfig {
+            arms: Some(vec!["fast".into(), "cli:mine".into()]),
+            ..Default::default()
+        };
+        assert_eq!(c.arms_problem(["fast".to_string()].iter()), None);
+        assert_eq!(c.cli_arms().collect::<Vec<_>>(), ["mine"]);
+        let clis: Vec<Option<&str>> = (1..=3).map(|k| c.cli_arm(k)).collect();
+        assert_eq!(clis, [None, Some("mine"), None]);
     }
 }

@@ -63,6 +63,7 @@ impl CliWorker {
         for name in forced
             .into_iter()
             .chain(config.roles.values().filter_map(|r| r.agent.as_deref()))
+            .chain(config.best_of.cli_arms())
         {
             adapter::adapter(name, config.agents.cli.get(name))?;
         }
@@ -98,7 +99,9 @@ impl CliWorker {
 
     /// True when some role (or every one, with `--agent`) is worked by a CLI.
     pub fn any(&self) -> bool {
-        self.forced.is_some() || self.config.roles.values().any(|r| r.agent.is_some())
+        self.forced.is_some()
+            || self.config.roles.values().any(|r| r.agent.is_some())
+            || self.config.best_of.cli_arms().next().is_some()
     }
 
     /// Returns a worker that gives packets of roles with a CLI to it and the others to
@@ -644,7 +647,14 @@ impl Worker for Routed<'_> {
     }
 
     fn work(&self, job: &WorkerJob<'_>) -> WorkerReport {
-        self.pick(job.packet).work(job)
+        // A candidate whose arm is `cli:<name>` goes to that agent CLI, whoever works the role.
+        let cli_arm = job
+            .candidate
+            .and_then(|k| self.cli.config.best_of.cli_arm(k));
+        match cli_arm {
+            Some(name) => self.cli.run(name, job),
+            None => self.pick(job.packet).work(job),
+        }
     }
 
     fn confine(&self) -> Option<&Confine> {
@@ -658,6 +668,9 @@ impl Worker for Routed<'_> {
     }
 
     fn arm(&self, packet: &Packet, candidate: u32) -> Option<String> {
-        self.pick(packet).arm(packet, candidate)
+        match self.cli.config.best_of.cli_arm(candidate) {
+            Some(name) => Some(format!("cli:{name}")),
+            None => self.pick(packet).arm(packet, candidate),
+        }
     }
 }

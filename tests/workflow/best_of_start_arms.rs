@@ -1,0 +1,151 @@
+//! `[best_of] arms` in `start` runs: a packet the plan gives two attempts fans out to two
+//! candidates, each worked by our agent with its arm's profile (a scripted server of its
+//! own, so the test sees which server answered) or by the agent CLI its arm names, and each
+//! candidate's arm is in `status`.
+
+use git_orchestra::demo::{self, MockModel};
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
+
+use crate::support::{git, hermetic, orchestra, text};
+
+/// Starts a scripted coder that writes `content` to `p1.txt` and completes.
+fn coder(content: &str) -> MockModel {
+    let scripts = serde_json::json!([
+        {"name": "coder", "match": ["# Coder"], "replies": [
+            {"calls": [{"name": "write_file", "args": {"path": "p1.txt", "content": content}}]},
+            {"calls": [{"name": "complete", "args": {"summary": "wrote p1.txt"}}]}]}
+    ]);
+    MockModel::start(demo::parse_scripts(&scripts.to_string()).unwrap()).unwrap()
+}
+
+/// Starts the scripted planner (one packet of two attempts), reviewer and orchestrator.
+fn main_model() -> MockModel {
+    let plan = "```toml\n[[packet]]\nid = \"p1\"\ntitle = \"One\"\ndescription = \"d\"\nfiles = [\"p1.txt\"]\nvalidation = [\"test -s p1.txt\"]\nattempts = 2\n```";
+    let scripts = serde_json::json!([
+        {"name": "planner", "match": ["# Planner"], "replies": [{"text": plan}]},
+        {"name": "compare", "match": ["# Candidate comparison"], "replies": [
+            {"text": "{\"choice\": \"c2\", \"reason\": \"c2 says more\"}"}]},
+        {"name": "review", "match": ["# Reviewer"], "replies": [
+            {"text": "{\"verdict\": \"approve\", \"findings\": []}"}]},
+        {"name": "orchestrator", "match": ["# Orchestrator"], "replies": [{"text": "{}"}]}
+    ]);
+    MockModel::start(demo::parse_scripts(&scripts.to_string()).unwrap()).unwrap()
+}
+
+/// Runs `start --yes` on the sample repository with `config` (the profiles `default`,
+/// `fast` and `strong` at `main`, `fast` and `strong` before it, and a fake agent CLI `mine`
+/// writing `from cli` to p1.txt) as the user configuration; returns each kept candidate's
+/// p1.txt and its arm in `status --json`.
+fn start_with(
+    main: &MockModel,
+    fast: &MockModel,
+    strong: &MockModel,
+    config: &str,
+) -> (Vec<String>, Vec<String>) {
+    hermetic();
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = demo::create_sample(&tmp.path().join("greeter")).unwrap();
+    let bin: PathBuf = tmp.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::write(
+        bin.join("mine"),
+        "#!/bin/sh\necho 'from cli' > p1.txt\necho done\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(bin.join("mine"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let profile = |name: &str, url: &str| {
+        format!(
+            "[profiles.{name}]\nprovider = \"openai-compatible\"\nmodel = \"{name}\"\nbase_url = \"{url}\"\n"
+        )
+    };
+    let body = [
+        format!(
+            "[sandbox]\nif_unavailable = \"warn\"\nread = [\"{bin}\"]\n[agents.cli.mine]\ncommand = \"{bin}/mine\"\noutput = \"text\"\nprompt = \"arg\"\n",
+            bin = bin.display()
+        ),
+        profile("default", &main.url),
+        profile("fast", &fast.url),
+        profile("strong", &strong.url),
+        config.to_string(),
+    ]
+    .concat();
+    let user_config = tmp.path().join("user-config/git-orchestra/config.toml");
+    std::fs::create_dir_all(user_config.parent().unwrap()).unwrap();
+    std::fs::write(&user_config, body).unwrap();
+    let root = tmp.path().join("worktrees");
+    let out = orchestra(
+        &repo,
+        &[
+            "start",
+            "--yes",
+            "--no-clarify",
+            "--worktree-root",
+            root.to_str().unwrap(),
+            "One file",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let refs = git(
+        &repo,
+        &[
+            "for-each-ref",
+            "--format=%(refname)",
+            "refs/orchestra/candidates/",
+        ],
+    );
+    let kept: Vec<String> = refs
+        .lines()
+        .map(|r| git(&repo, &["show", &format!("{r}:p1.txt")]))
+        .collect();
+    let status = orchestra(&repo, &["status", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    let each = v["candidates"][0]["candidates"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no candidates in {v:#}"));
+    let arms = each
+        .iter()
+        .map(|c| c["arm"].as_str().unwrap_or("").to_string())
+        .collect();
+    (kept, arms)
+}
+
+#[test]
+fn each_candidate_of_a_start_run_works_with_its_arms_profile() {
+    let main = main_model();
+    let fast = coder("from fast\n");
+    let strong = coder("from strong\nand more\n");
+    let (kept, arms) = start_with(
+        &main,
+        &fast,
+        &strong,
+        "[roles.coder]\nprofile = \"fast\"\n[best_of]\narms = [\"fast\", \"strong\"]\n",
+    );
+    // Candidate 1 talked to the fast profile's server, candidate 2 to the strong one's.
+    assert_eq!(fast.requests(), 2, "the fast arm's two turns");
+    assert_eq!(strong.requests(), 2, "the strong arm's two turns");
+    assert_eq!(kept, ["from fast", "from strong\nand more"]);
+    assert_eq!(arms, ["fast", "strong"]);
+}
+
+#[test]
+fn a_start_runs_candidate_can_be_worked_by_the_agent_cli_its_arm_names() {
+    let main = main_model();
+    let fast = coder("from fast\n");
+    let strong = coder("unused\n");
+    let (kept, arms) = start_with(
+        &main,
+        &fast,
+        &strong,
+        "[roles.coder]\nprofile = \"strong\"\n[best_of]\narms = [\"fast\", \"cli:mine\"]\n",
+    );
+    assert_eq!(fast.requests(), 2, "the fast arm's two turns");
+    assert_eq!(
+        strong.requests(),
+        0,
+        "the role's own profile works no candidate"
+    );
+    assert_eq!(kept, ["from fast", "from cli"]);
+    assert_eq!(arms, ["fast", "cli:mine"]);
+}
