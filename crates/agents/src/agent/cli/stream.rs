@@ -303,6 +303,39 @@ mod tests {
     }
 
     #[test]
+    fn the_limit_is_reached_once_the_reported_tokens_or_cost_reach_it() {
+        let turn = |i: u32| {
+            format!(
+                r#"{{"type":"assistant","message":{{"id":"m{i}","usage":{{"input_tokens":100,"output_tokens":0}},"content":[]}}}}
+"#
+            )
+        };
+        let emit = |_: AgentEvent| {};
+        let limit = SpendLimit::new(Some(250), None, Default::default());
+        let mut stream = Stream::new("claude", Format::Claude, Duration::from_secs(60), &emit)
+            .with_limit(Some(Arc::new(limit)));
+        for i in 1..=2 {
+            stream.feed(turn(i).as_bytes());
+            assert_eq!(stream.over_limit(), None, "turn {i}");
+        }
+        stream.feed(turn(3).as_bytes());
+        let why = stream.over_limit().unwrap();
+        assert!(
+            why.contains("budget of 250 tokens") && why.contains("300"),
+            "{why}"
+        );
+        // The CLI's own cost counts against a cost limit; no limit: never reached.
+        let limit = SpendLimit::new(None, Some(0.05), Default::default());
+        let mut stream = Stream::new("claude", Format::Claude, Duration::from_secs(60), &emit)
+            .with_limit(Some(Arc::new(limit)));
+        stream.feed(b"{\"type\":\"result\",\"subtype\":\"success\",\"total_cost_usd\":0.06,\"usage\":{\"input_tokens\":1}}\n");
+        assert!(stream.over_limit().unwrap().contains("budget of 0.0500"));
+        let mut free = Stream::new("claude", Format::Claude, Duration::from_secs(60), &emit);
+        free.feed(turn(1).as_bytes());
+        assert_eq!(free.over_limit(), None);
+    }
+
+    #[test]
     fn a_quiet_text_cli_gets_a_heartbeat_with_its_last_line() {
         let events = collect(Format::Text, Duration::ZERO, &["first\nsecond\n"]);
         let Some(AgentEvent::State { to, reason, .. }) = events.last() else {
