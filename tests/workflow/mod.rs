@@ -16,6 +16,7 @@ mod eval_attempt;
 mod eval_best_of;
 pub(crate) mod eval_fixtures;
 mod eval_gave_up;
+mod eval_limits;
 mod eval_measures;
 mod eval_per_test;
 mod eval_report;

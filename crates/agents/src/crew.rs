@@ -62,6 +62,16 @@ impl Crew {
         })
     }
 
+    /// Returns this crew with its agent CLIs stopped mid-packet once what they reported
+    /// reaches `limit` (an eval arm's `tokens=`/`budget=`).
+    pub fn with_cli_limit(
+        mut self,
+        limit: std::sync::Arc<crate::agent::limit::SpendLimit>,
+    ) -> Crew {
+        self.cli = self.cli.with_limit(limit);
+        self
+    }
+
     /// Returns this crew with its agent CLIs resuming, in a fix round, the sessions an
     /// earlier process kept (landing's fix rounds come after the run ended).
     pub fn continuing_kept(mut self) -> Crew {

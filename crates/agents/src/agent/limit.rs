@@ -37,6 +37,12 @@ impl SpendLimit {
     /// under every limit.
     pub fn reached(&self) -> Option<String> {
         let (tokens, cost) = *self.spent.lock().unwrap_or_else(|p| p.into_inner());
+        self.reached_at(tokens, cost)
+    }
+
+    /// Returns the reason a worker that spent `tokens` and `cost` is stopped, naming the
+    /// limit reached; `None` while under every limit.
+    pub fn reached_at(&self, tokens: u64, cost: f64) -> Option<String> {
         if let Some(limit) = self.tokens
             && tokens >= limit
         {
@@ -50,6 +56,19 @@ impl SpendLimit {
             )),
             _ => None,
         }
+    }
+
+    /// Returns what `input` and `output` tokens of model `model` cost at the limit's prices;
+    /// 0 for a model without a price.
+    pub fn cost_of(&self, model: &str, input: u64, output: u64) -> f64 {
+        let usage = orchestra_core::llm::Usage {
+            input_tokens: input,
+            output_tokens: output,
+        };
+        self.prices
+            .get(model)
+            .or_else(|| self.prices.get(orchestra_core::config::price_key(model)))
+            .map_or(0.0, |p| p.cost(usage))
     }
 
     /// Adds what `resp` of the model labelled `label` spent.

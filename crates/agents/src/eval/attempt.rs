@@ -144,7 +144,12 @@ fn run_packet(
         ArmKind::Start => return Err("a `start` arm runs the whole flow, not one packet".into()),
     };
     // Nobody answers an attempt's questions: each gets "decide yourself" (see `unattended`);
-    // the arm's `tokens=`/`budget=` stop the agent's model calls once spent.
+    // the arm's `tokens=`/`budget=` stop the agent's model calls (or its agent CLI) once spent.
+    let limit = std::sync::Arc::new(SpendLimit::new(
+        arm.options.tokens,
+        arm.options.budget,
+        config.prices.clone(),
+    ));
     let agent = match &arm.kind {
         ArmKind::Agent(_) => Some(
             crate::agent::AgentWorker::new(&attempt.toplevel, config.clone())
@@ -153,16 +158,13 @@ fn run_packet(
                     std::sync::Arc::new(super::unattended::NoPerson),
                     &attempt.common_dir,
                 )
-                .with_limit(std::sync::Arc::new(SpendLimit::new(
-                    arm.options.tokens,
-                    arm.options.budget,
-                    config.prices.clone(),
-                ))),
+                .with_limit(limit.clone()),
         ),
         _ => None,
     };
     let crew = crate::crew::Crew::assemble(attempt, config, forced, None, worker_cmd.is_some())
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| e.to_string())?
+        .with_cli_limit(limit);
     // The same gates as `run`: the reviewer role's model reviews the validated packet when it
     // has a profile (`[roles.reviewer] agent` reviews with that CLI instead).
     let mut model = if crate::agent::ModelReviewer::configured(&attempt.toplevel, config) {

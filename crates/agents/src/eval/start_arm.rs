@@ -2,7 +2,8 @@
 //! unattended in the attempt's clean repository, landing on its `main`.
 //!
 //! Nobody answers: the plan is approved as `start --yes` approves it, the clarifier's
-//! questions become its assumptions, and a packet agent's question gets no answer. The arm's
+//! questions become its assumptions, and a packet agent's question gets the standing answer
+//! "no person is available, decide yourself", as in a one-packet attempt. The arm's
 //! `budget=`/`tokens=` are the run's hard limits (`start --budget-cost`, `--budget-tokens`), so
 //! a run that reaches one stops there.
 
@@ -41,6 +42,10 @@ impl Interaction for Unattended {
     fn progress(&self, _line: &str) {}
 
     fn engine_event(&self, _run: &str, _event: &Event) {}
+
+    fn standing_answer(&self) -> Option<String> {
+        Some(super::unattended::NO_PERSON.to_string())
+    }
 }
 
 /// Runs `start` on `task`'s objective in `attempt` under `config` and records its packets,

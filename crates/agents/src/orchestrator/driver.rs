@@ -106,6 +106,12 @@ pub trait Interaction: Sync {
     fn progress(&self, line: &str);
     /// Reports an event of the engine or the merge coordinator.
     fn engine_event(&self, run: &str, event: &Event);
+    /// Returns the answer every packet agent's question to a person gets at once, when nobody
+    /// is there to answer (an unattended eval attempt); `None`: the question waits for
+    /// `git orchestra answer`.
+    fn standing_answer(&self) -> Option<String> {
+        None
+    }
 }
 
 /// What `start` was asked to do.

@@ -79,6 +79,7 @@ impl Ctx<'_> {
                 &self.repo.common_dir,
             );
             worker.router = self.router()?;
+            worker.standing_answer = self.ui.standing_answer();
             // The engine stops on the user's signal or when a packet finds the budget spent.
             let halt = worker.halt.clone();
             let done = std::sync::atomic::AtomicBool::new(false);
@@ -170,6 +171,7 @@ impl Ctx<'_> {
         );
         // A conflicted packet goes back to the worker routing gave it.
         worker.router = self.router()?;
+        worker.standing_answer = self.ui.standing_answer();
         let mut last = None;
         for round in 0..MAX_MERGE_ROUNDS {
             self.stopped()?;

@@ -33,6 +33,9 @@ pub struct StartWorker {
     registry: Registry,
     /// Longest an agent waits for a human's answer before it is left waiting.
     pub answer_wait: Duration,
+    /// The answer every question to a person gets at once, journaled as asked and answered;
+    /// `None`: it waits up to `answer_wait` for `git orchestra answer`.
+    pub standing_answer: Option<String>,
     /// Set when the budget runs out, to stop the other packets too.
     pub halt: Arc<AtomicBool>,
     /// The project context, read once from the first packet's worktree.
@@ -61,6 +64,7 @@ impl StartWorker {
             models,
             registry: Registry::builtin(),
             answer_wait,
+            standing_answer: None,
             halt: Arc::new(AtomicBool::new(false)),
             project: std::sync::OnceLock::new(),
             learned: std::sync::OnceLock::new(),
@@ -145,6 +149,34 @@ fn human_answer(
     None
 }
 
+/// Journals `packet`'s question as asked and `answer` as its answer, and returns the answer
+/// (nothing to wait for when nobody is there); a question asked before (a resumed agent)
+/// keeps the answer it got without being counted again.
+fn standing_answer(journal: &SharedJournal, packet: &str, question: &str, answer: &str) -> String {
+    let asked = journal.lock().ok().and_then(|j| j.entries().ok()).is_some_and(|entries| {
+        entries.iter().any(|e| {
+            matches!(&e.event, WorkflowEvent::Asked { packet: p, question: q } if p == packet && q == question)
+        })
+    });
+    if !asked {
+        record(
+            journal,
+            &WorkflowEvent::Asked {
+                packet: packet.to_string(),
+                question: question.to_string(),
+            },
+        );
+        record(
+            journal,
+            &WorkflowEvent::Answered {
+                packet: packet.to_string(),
+                text: answer.to_string(),
+            },
+        );
+    }
+    answer.to_string()
+}
+
 /// One agent run of a `start` packet or subtask.
 pub(super) struct AgentJob<'a> {
     pub run: &'a str,
@@ -183,14 +215,22 @@ impl Host for PacketHost<'_> {
     fn answer(&self, question: &str, to: Option<&str>) -> Reply {
         match to {
             Some(other) if other != "human" => self.consult.ask(other, question),
-            _ => human_answer(
-                &self.worker.journal,
-                self.worker.answer_wait,
-                &self.job.packet.id,
-                question,
-                self.job.stop,
-            )
-            .map_or(Reply::Pending, Reply::Answer),
+            _ => match &self.worker.standing_answer {
+                Some(answer) => Reply::Answer(standing_answer(
+                    &self.worker.journal,
+                    &self.job.packet.id,
+                    question,
+                    answer,
+                )),
+                None => human_answer(
+                    &self.worker.journal,
+                    self.worker.answer_wait,
+                    &self.job.packet.id,
+                    question,
+                    self.job.stop,
+                )
+                .map_or(Reply::Pending, Reply::Answer),
+            },
         }
     }
 

@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 pub mod adapter;
@@ -27,6 +27,7 @@ pub use review::CliReviewer;
 pub use stream::{DEFAULT_HEARTBEAT, Sent, Stream};
 
 use super::AgentEvent;
+use super::limit::SpendLimit;
 use super::sandbox::{IfUnavailable, Sandbox};
 use orchestra_core::config::RepoConfig;
 use orchestra_core::engine::{Worker, WorkerJob, WorkerReport};
@@ -50,6 +51,8 @@ pub struct CliWorker {
     /// Whether a fix round resumes the session an earlier process kept for the packet when
     /// this one has none (see [`CliWorker::continuing_kept`]).
     continue_kept: bool,
+    /// The spend limit each CLI run is stopped at, if any (an eval arm's `tokens=`/`budget=`).
+    limit: Option<Arc<SpendLimit>>,
 }
 
 impl CliWorker {
@@ -80,6 +83,7 @@ impl CliWorker {
             sessions: Mutex::default(),
             validation,
             continue_kept: false,
+            limit: None,
         })
     }
 
@@ -87,6 +91,13 @@ impl CliWorker {
     /// for the packet (landing's fix rounds come after the run ended).
     pub fn continuing_kept(mut self) -> CliWorker {
         self.continue_kept = true;
+        self
+    }
+
+    /// Returns this worker stopping a CLI mid-packet once what it reported reaches `limit`;
+    /// the packet then fails naming the limit.
+    pub fn with_limit(mut self, limit: Arc<SpendLimit>) -> CliWorker {
+        self.limit = Some(limit);
         self
     }
 
@@ -190,6 +201,7 @@ impl CliWorker {
             resume: session.as_deref(),
             stall,
             heartbeat,
+            limit: self.limit.clone(),
         }
         .run(job, prompt);
         let (out, text, report) = match launched {
@@ -260,6 +272,8 @@ pub(super) struct Launch<'a> {
     pub stall: Duration,
     /// Longest the packet's activity goes without a line while the CLI runs.
     pub heartbeat: Duration,
+    /// The spend limit the CLI is stopped at, if any.
+    pub limit: Option<Arc<SpendLimit>>,
 }
 
 impl Launch<'_> {
@@ -312,7 +326,8 @@ impl Launch<'_> {
             self.adapter.format,
             self.heartbeat,
             &emit,
-        );
+        )
+        .with_limit(self.limit.clone());
         let log = job.log.file_name().unwrap_or_default().to_string_lossy();
         stream.start(&log);
         let out = spawn(&inv, self.tmp, job, sandbox, self.stall, &auth, &mut stream)?;
@@ -388,6 +403,8 @@ pub struct Run {
     pub stalled: bool,
     /// What its activity showed while it ran.
     pub sent: Sent,
+    /// It was stopped for reaching its spend limit: the limit reached.
+    pub spent: Option<String>,
 }
 
 /// Returns the engine's report of a CLI run.
@@ -401,6 +418,12 @@ fn finish(
     let keys = secrets();
     let scrub = |t: &str| orchestra_core::llm::ApiKey::scrub_all(&keys, t);
     let o = &out.outcome;
+    if let Some(reason) = &out.spent {
+        return failed(
+            scrub(&format!("{} stopped mid-packet: {reason}", adapter.name)),
+            false,
+        );
+    }
     if o.interrupted && !out.stalled && job.stop.load(Ordering::SeqCst) {
         return WorkerReport {
             success: false,
@@ -521,8 +544,9 @@ pub fn spawn(
     let halt = AtomicBool::new(false);
     let done = AtomicBool::new(false);
     let stalled = AtomicBool::new(false);
+    let spent = AtomicBool::new(false);
     let outcome = std::thread::scope(|scope| {
-        let flags = [&halt, &done, &stalled];
+        let flags = [&halt, &done, &stalled, &spent];
         let stream = &mut *stream;
         scope.spawn(move || watch(job, stall, auth, stream, flags));
         let r = process::run(&spec, &halt, &mut |_| {});
@@ -534,18 +558,23 @@ pub fn spawn(
         outcome,
         stalled: stalled.load(Ordering::SeqCst),
         sent: stream.sent(),
+        spent: spent
+            .load(Ordering::SeqCst)
+            .then(|| stream.over_limit())
+            .flatten(),
     })
 }
 
 /// Streams what the CLI prints into `stream` and sets `halt` when the run stops, the log has
-/// not grown for `stall` (then `stalled` too) or what it printed shows an authentication
-/// failure (a CLI may retry a refused key for minutes), until `done`.
+/// not grown for `stall` (then `stalled` too), what it reported reaches the stream's spend
+/// limit (then `spent` too) or what it printed shows an authentication failure (a CLI may
+/// retry a refused key for minutes), until `done`.
 fn watch(
     job: &WorkerJob<'_>,
     stall: Duration,
     auth: &(dyn Fn(&str) -> bool + Sync),
     stream: &mut Stream<'_>,
-    [halt, done, stalled]: [&AtomicBool; 3],
+    [halt, done, stalled, spent]: [&AtomicBool; 4],
 ) {
     let mut size = 0u64;
     let mut read = 0u64;
@@ -560,6 +589,11 @@ fn watch(
             let new = read_from(job.log, read);
             read += new.len() as u64;
             stream.feed(&new);
+            if stream.over_limit().is_some() {
+                spent.store(true, Ordering::SeqCst);
+                halt.store(true, Ordering::SeqCst);
+                return;
+            }
             if auth(&String::from_utf8_lossy(&new)) {
                 halt.store(true, Ordering::SeqCst);
                 return;

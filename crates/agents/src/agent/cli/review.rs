@@ -91,6 +91,7 @@ impl CliReviewer {
             resume: None,
             stall: DEFAULT_STALL,
             heartbeat: DEFAULT_HEARTBEAT,
+            limit: None,
         }
         .run(&job, prompt)
         .map_err(|e| self.fail(e))?;

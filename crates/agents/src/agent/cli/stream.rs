@@ -8,9 +8,11 @@
 //! counted in [`Sent`] so the account at the end adds only the rest and no token is counted
 //! twice. A tool call is journaled once a later line arrived, as that line may report it failed.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::parse::{self, CliReport, Format};
+use crate::agent::limit::SpendLimit;
 use crate::agent::{AgentEvent, WorkerState};
 
 /// Longest a running CLI goes without a line in its activity, unless configured.
@@ -49,6 +51,8 @@ pub struct Stream<'a> {
     /// What it printed last, for the heartbeat: a text line, a message or a tool call.
     last: String,
     sent: Sent,
+    /// The spend limit the CLI is stopped at, if any.
+    limit: Option<Arc<SpendLimit>>,
 }
 
 impl<'a> Stream<'a> {
@@ -74,7 +78,27 @@ impl<'a> Stream<'a> {
             seen: Vec::new(),
             last: String::new(),
             sent: Sent::default(),
+            limit: None,
         }
+    }
+
+    /// Returns this stream checking what the CLI reported against `limit` (none: no limit).
+    pub fn with_limit(mut self, limit: Option<Arc<SpendLimit>>) -> Stream<'a> {
+        self.limit = limit;
+        self
+    }
+
+    /// Returns the reason the CLI must stop, naming the limit its reported tokens (input plus
+    /// output) or cost reached; `None` while under it or without a limit. The cost is the
+    /// CLI's own figure, else its tokens at the limit's prices.
+    pub fn over_limit(&self) -> Option<String> {
+        let limit = self.limit.as_ref()?;
+        let r = &self.report;
+        let cost = r.cost_usd.unwrap_or_else(|| {
+            let model = r.model.as_deref().unwrap_or(&self.name);
+            limit.cost_of(model, r.input_tokens, r.output_tokens)
+        });
+        limit.reached_at(r.input_tokens + r.output_tokens, cost)
     }
 
     /// Journals that the CLI started, writing its output to `log`.
@@ -276,6 +300,39 @@ mod tests {
             })
             .collect();
         assert_eq!(kinds, ["model 10", "tool Edit false src/a.rs"]);
+    }
+
+    #[test]
+    fn the_limit_is_reached_once_the_reported_tokens_or_cost_reach_it() {
+        let turn = |i: u32| {
+            format!(
+                r#"{{"type":"assistant","message":{{"id":"m{i}","usage":{{"input_tokens":100,"output_tokens":0}},"content":[]}}}}
+"#
+            )
+        };
+        let emit = |_: AgentEvent| {};
+        let limit = SpendLimit::new(Some(250), None, Default::default());
+        let mut stream = Stream::new("claude", Format::Claude, Duration::from_secs(60), &emit)
+            .with_limit(Some(Arc::new(limit)));
+        for i in 1..=2 {
+            stream.feed(turn(i).as_bytes());
+            assert_eq!(stream.over_limit(), None, "turn {i}");
+        }
+        stream.feed(turn(3).as_bytes());
+        let why = stream.over_limit().unwrap();
+        assert!(
+            why.contains("budget of 250 tokens") && why.contains("300"),
+            "{why}"
+        );
+        // The CLI's own cost counts against a cost limit; no limit: never reached.
+        let limit = SpendLimit::new(None, Some(0.05), Default::default());
+        let mut stream = Stream::new("claude", Format::Claude, Duration::from_secs(60), &emit)
+            .with_limit(Some(Arc::new(limit)));
+        stream.feed(b"{\"type\":\"result\",\"subtype\":\"success\",\"total_cost_usd\":0.06,\"usage\":{\"input_tokens\":1}}\n");
+        assert!(stream.over_limit().unwrap().contains("budget of 0.0500"));
+        let mut free = Stream::new("claude", Format::Claude, Duration::from_secs(60), &emit);
+        free.feed(turn(1).as_bytes());
+        assert_eq!(free.over_limit(), None);
     }
 
     #[test]
