@@ -94,6 +94,8 @@ fn a_test_failing_under_act_reaches_the_worker_which_fixes_it_and_the_pull_reque
     repo.git(&["commit", "-qm", "CI runs the answer's test"]);
     repo.git(&["push", "-q", "origin", "main"]);
     let seen = repo.scratch().join("seen");
+    // The fix worker runs in the workers' sandbox: it may write where the test looks.
+    repo.scratch_writable();
     let work = repo.scratch().join("ci");
     std::fs::create_dir_all(&seen).unwrap();
     std::fs::create_dir_all(&work).unwrap();
