@@ -65,18 +65,20 @@ impl SpendLimit {
             input_tokens: input,
             output_tokens: output,
         };
+        self.price(model, model).map_or(0.0, |p| p.cost(usage))
+    }
+
+    /// Returns the price of the answering `model`, else of the model a journaled `label`
+    /// names: the one lookup both the streamed and the answered spend use.
+    fn price(&self, model: &str, label: &str) -> Option<&Price> {
         self.prices
             .get(model)
-            .or_else(|| self.prices.get(orchestra_core::config::price_key(model)))
-            .map_or(0.0, |p| p.cost(usage))
+            .or_else(|| self.prices.get(orchestra_core::config::price_key(label)))
     }
 
     /// Adds what `resp` of the model labelled `label` spent.
     fn add(&self, label: &str, resp: &ChatResponse) {
-        let price = self
-            .prices
-            .get(&resp.model)
-            .or_else(|| self.prices.get(orchestra_core::config::price_key(label)));
+        let price = self.price(&resp.model, label);
         let mut spent = self.spent.lock().unwrap_or_else(|p| p.into_inner());
         spent.0 += resp.usage.input_tokens + resp.usage.output_tokens;
         spent.1 += price.map_or(0.0, |p| p.cost(resp.usage));
