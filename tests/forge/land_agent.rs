@@ -232,10 +232,10 @@ fn a_ci_failure_reaches_the_packets_agent_as_its_next_turn_and_the_fix_lands_aft
     assert_eq!(worktrees(&repo), before);
 }
 
-/// A stand-in for Claude Code: in the worktree of packet `<id>` (its directory's name) it
-/// writes `out-<id>.txt`; resumed (`--resume <session>`) it appends `fixed` to it and keeps
-/// its arguments and what it read on stdin in `<seen>/resumed-<id>.txt`. It prints `recording`.
-fn claude(bin: &Path, seen: &Path, recording: &str) {
+/// Writes a stand-in for Claude Code into `bin` that runs `resumed` when resumed
+/// (`--resume <session>`, its arguments and stdin in `$argv`/`$stdin`) and `fresh` otherwise,
+/// in the worktree it works in, then prints `recording`.
+fn fake_claude(bin: &Path, recording: &str, resumed: &str, fresh: &str) {
     use std::os::unix::fs::PermissionsExt;
     std::fs::create_dir_all(bin).unwrap();
     let script = format!(
@@ -243,17 +243,27 @@ fn claude(bin: &Path, seen: &Path, recording: &str) {
 stdin=$(cat)
 id=$(basename "$(pwd)")
 case " $* " in
-  *" --resume "*) echo fixed >> "out-$id.txt"; {{ echo "argv: $*"; echo "$stdin"; }} > "{seen}/resumed-$id.txt";;
-  *) echo "$id" > "out-$id.txt";;
+  *" --resume "*) {resumed};;
+  *) {fresh};;
 esac
 cat "{bin}/claude.jsonl"
 "#,
-        seen = seen.display(),
         bin = bin.display()
     );
     std::fs::write(bin.join("claude"), script).unwrap();
     std::fs::set_permissions(bin.join("claude"), std::fs::Permissions::from_mode(0o755)).unwrap();
     std::fs::write(bin.join("claude.jsonl"), recording).unwrap();
+}
+
+/// A stand-in for Claude Code: in the worktree of packet `<id>` (its directory's name) it
+/// writes `out-<id>.txt`; resumed it appends `fixed` to it and keeps its arguments and what
+/// it read on stdin in `<seen>/resumed-<id>.txt`. It prints `recording`.
+fn claude(bin: &Path, seen: &Path, recording: &str) {
+    let resumed = format!(
+        r#"echo fixed >> "out-$id.txt"; {{ echo "argv: $*"; echo "$stdin"; }} > "{}/resumed-$id.txt""#,
+        seen.display()
+    );
+    fake_claude(bin, recording, &resumed, r#"echo "$id" > "out-$id.txt""#);
 }
 
 #[test]
@@ -487,23 +497,11 @@ fn conflicting(
 /// (main's line, then its own) and keeps its arguments and what it read on stdin in
 /// `<seen>/resumed.txt`. It prints `recording`.
 fn resolving_claude(bin: &Path, seen: &Path, recording: &str) {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::create_dir_all(bin).unwrap();
-    let script = format!(
-        r#"#!/bin/sh
-stdin=$(cat)
-case " $* " in
-  *" --resume "*) printf "someone else's\np1's work\n" > out-p1.txt; {{ echo "argv: $*"; echo "$stdin"; }} > "{seen}/resumed.txt";;
-  *) echo "p1's work" > out-p1.txt;;
-esac
-cat "{bin}/claude.jsonl"
-"#,
-        seen = seen.display(),
-        bin = bin.display()
+    let resumed = format!(
+        r#"printf "someone else's\np1's work\n" > out-p1.txt; {{ echo "argv: $*"; echo "$stdin"; }} > "{}/resumed.txt""#,
+        seen.display()
     );
-    std::fs::write(bin.join("claude"), script).unwrap();
-    std::fs::set_permissions(bin.join("claude"), std::fs::Permissions::from_mode(0o755)).unwrap();
-    std::fs::write(bin.join("claude.jsonl"), recording).unwrap();
+    fake_claude(bin, recording, &resumed, r#"echo "p1's work" > out-p1.txt"#);
 }
 
 #[test]
