@@ -91,64 +91,11 @@ fn a_question_in_an_attempt_is_answered_decide_yourself_and_the_agent_goes_on() 
     assert_eq!(a["questions"], 1, "{a}");
 }
 
-#[test]
-fn a_packet_agent_asking_the_same_question_over_and_over_in_a_start_attempt_gave_up() {
-    // Each question gets "decide yourself"; asking it again and again trips the stall guard.
+/// Runs one `start` arm attempt of the calculator's multiplication task whose coder answers
+/// with `coder`'s replies, and returns the attempt as `eval run --json` reports it.
+fn start_attempt(coder: Vec<serde_json::Value>) -> serde_json::Value {
     let (repo, _) = history();
     let plan = "```toml\n[[packet]]\nid = \"mul-fn\"\ntitle = \"Write mul-fn\"\nrole = \"coder\"\ndescription = \"d\"\nfiles = [\"src/calc.sh\"]\n```";
-    let scripts = serde_json::json!([
-        {"name": "clarifier", "match": ["# Clarifier"], "replies": [{"text":
-            "{\"outcome\": \"clear\", \"requirements\": [\"the tests pass\"], \"questions\": [], \"assumptions\": []}"}]},
-        {"name": "plan", "match": ["# Planner", "Add multiplication"], "replies": [{"text": plan}]},
-        {"name": "review", "match": ["# Reviewer"], "replies": [{"text": "{\"verdict\": \"approve\"}"}]},
-        {"name": "orchestrator", "match": ["# Orchestrator"], "replies": [{"text": "{}"}]},
-        {"name": "coder", "match": ["# Coder", "# Write mul-fn"], "replies": [
-            {"calls": [{"name": "ask", "args": {"question": "Which shell?"}}]},
-            {"calls": [{"name": "ask", "args": {"question": "Which shell?"}}]},
-            {"calls": [{"name": "ask", "args": {"question": "Which shell?"}}]}]}
-    ]);
-    let model = git_orchestra::demo::MockModel::start(
-        git_orchestra::demo::parse_scripts(&scripts.to_string()).unwrap(),
-    )
-    .unwrap();
-    let out = crate::support::orchestra_with_env(
-        &repo.path,
-        &[
-            "eval",
-            "run",
-            "--from-history",
-            "HEAD~3..HEAD~2",
-            "--test",
-            "sh run_tests.sh",
-            "--arm",
-            "full=start",
-            "--json",
-        ],
-        &[
-            ("ORCHESTRA_PROVIDER", "openai-compatible"),
-            ("ORCHESTRA_BASE_URL", model.url.as_str()),
-            ("ORCHESTRA_MODEL", "scripted"),
-        ],
-    );
-    assert!(out.status.success(), "{}", text(&out));
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let a = &json["attempts"][0];
-    assert_eq!(a["resolved"], false, "{a}");
-    assert_eq!(a["failure"], "gave_up", "{a}");
-    assert!(
-        a["detail"].as_str().unwrap_or_default().contains("stalled"),
-        "{a}"
-    );
-    assert_eq!(a["questions"], 1, "{a}");
-}
-
-#[test]
-fn a_packet_agent_asking_in_a_start_attempt_is_answered_decide_yourself_and_goes_on() {
-    let (repo, _) = history();
-    let plan = "```toml\n[[packet]]\nid = \"mul-fn\"\ntitle = \"Write mul-fn\"\nrole = \"coder\"\ndescription = \"d\"\nfiles = [\"src/calc.sh\"]\n```";
-    let mut coder = vec![serde_json::json!({"calls": [{"name": "ask",
-        "args": {"question": "Should mul accept negative numbers?"}}]})];
-    coder.extend(solve());
     let scripts = serde_json::json!([
         {"name": "clarifier", "match": ["# Clarifier"], "replies": [{"text":
             "{\"outcome\": \"clear\", \"requirements\": [\"the tests pass\"], \"questions\": [], \"assumptions\": []}"}]},
@@ -182,7 +129,29 @@ fn a_packet_agent_asking_in_a_start_attempt_is_answered_decide_yourself_and_goes
     );
     assert!(out.status.success(), "{}", text(&out));
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let a = &json["attempts"][0];
+    json["attempts"][0].clone()
+}
+
+#[test]
+fn a_packet_agent_asking_the_same_question_over_and_over_in_a_start_attempt_gave_up() {
+    // Each question gets "decide yourself"; asking it again and again trips the stall guard.
+    let ask = serde_json::json!({"calls": [{"name": "ask", "args": {"question": "Which shell?"}}]});
+    let a = start_attempt(vec![ask.clone(), ask.clone(), ask]);
+    assert_eq!(a["resolved"], false, "{a}");
+    assert_eq!(a["failure"], "gave_up", "{a}");
+    assert!(
+        a["detail"].as_str().unwrap_or_default().contains("stalled"),
+        "{a}"
+    );
+    assert_eq!(a["questions"], 1, "{a}");
+}
+
+#[test]
+fn a_packet_agent_asking_in_a_start_attempt_is_answered_decide_yourself_and_goes_on() {
+    let mut coder = vec![serde_json::json!({"calls": [{"name": "ask",
+        "args": {"question": "Should mul accept negative numbers?"}}]})];
+    coder.extend(solve());
+    let a = start_attempt(coder);
     assert_eq!(a["resolved"], true, "{a}");
     assert_eq!(a["questions"], 1, "{a}");
 }
