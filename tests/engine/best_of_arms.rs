@@ -50,6 +50,22 @@ fn run(repo: &TestRepo, plan: &std::path::Path) -> std::process::Output {
     )
 }
 
+/// Returns `out.txt` as candidate `k` of packet `p1` of `run` kept it.
+fn kept_out(repo: &TestRepo, run: &str, k: u32) -> String {
+    repo.git(&[
+        "show",
+        &format!("refs/orchestra/candidates/{run}/p1/c{k}:out.txt"),
+    ])
+}
+
+/// Returns the arm of each candidate of the first best-of packet in `status --json`'s `v`.
+fn arms_of(v: &serde_json::Value) -> Vec<String> {
+    let each = v["candidates"][0]["candidates"].as_array().unwrap();
+    each.iter()
+        .map(|c| c["arm"].as_str().unwrap().to_string())
+        .collect()
+}
+
 #[test]
 fn each_candidate_works_with_its_arms_profile() {
     let repo = TestRepo::new();
@@ -61,12 +77,7 @@ fn each_candidate_works_with_its_arms_profile() {
     assert!(out.status.success(), "{}", text(&out));
     let run = run_id(&repo.path);
     // Candidate 1 talked to the fast profile's server, candidate 2 to the strong one's.
-    let kept = |k: u32| {
-        repo.git(&[
-            "show",
-            &format!("refs/orchestra/candidates/{run}/p1/c{k}:out.txt"),
-        ])
-    };
+    let kept = |k: u32| kept_out(&repo, &run, k);
     assert_eq!(kept(1), "from fast");
     assert_eq!(kept(2), "from strong\nand more");
     assert_eq!(fast.requests(), 2, "the fast arm's two turns");
@@ -74,8 +85,7 @@ fn each_candidate_works_with_its_arms_profile() {
 
     // Each candidate's arm is in status --json, status and the reasons.
     let v = status_json(&repo.path);
-    let each = v["candidates"][0]["candidates"].as_array().unwrap();
-    let arms: Vec<&str> = each.iter().map(|c| c["arm"].as_str().unwrap()).collect();
+    let arms = arms_of(&v);
     assert_eq!(arms, ["fast", "strong"], "{v:#}");
     let reasons = v["candidates"][0]["reasons"].as_str().unwrap();
     assert!(
@@ -139,19 +149,13 @@ fn an_arm_can_name_an_agent_cli_beside_a_profile() {
     let out = run(&repo, &plan);
     assert!(out.status.success(), "{}", text(&out));
     let run = run_id(&repo.path);
-    let kept = |k: u32| {
-        repo.git(&[
-            "show",
-            &format!("refs/orchestra/candidates/{run}/p1/c{k}:out.txt"),
-        ])
-    };
+    let kept = |k: u32| kept_out(&repo, &run, k);
     // Candidate 1 was worked by the fast profile's agent, candidate 2 by the agent CLI.
     assert_eq!(kept(1), "from fast");
     assert_eq!(kept(2), "from cli");
     assert_eq!(fast.requests(), 2, "the fast arm's two turns");
     let v = status_json(&repo.path);
-    let each = v["candidates"][0]["candidates"].as_array().unwrap();
-    let arms: Vec<&str> = each.iter().map(|c| c["arm"].as_str().unwrap()).collect();
+    let arms = arms_of(&v);
     assert_eq!(arms, ["fast", "cli:mine"], "{v:#}");
 }
 
