@@ -1,8 +1,6 @@
 //! A packet's fixed cost, counted in the git processes a run starts for it (a deterministic
 //! proxy for its time): each packet starts no more than a budget, however many packets run.
 
-use std::path::Path;
-
 use crate::support::*;
 
 const WORKER: &str = r#"echo "$ORCHESTRA_PACKET" > "out-$ORCHESTRA_PACKET.txt""#;
@@ -15,17 +13,6 @@ const WORKER: &str = r#"echo "$ORCHESTRA_PACKET" > "out-$ORCHESTRA_PACKET.txt""#
 /// directory, the checks resolved tip and base in one process, and the commit's staged list
 /// stood in for a diff from the start; a new git call per packet must be worth its place.
 const GIT_STARTS_PER_PACKET: usize = 20;
-
-/// Returns the path of the git the tests run (the first `git` on `PATH`).
-fn real_git() -> String {
-    let path = std::env::var("PATH").unwrap_or_default();
-    path.split(':')
-        .map(|dir| Path::new(dir).join("git"))
-        .find(|p| p.is_file())
-        .expect("git on PATH")
-        .display()
-        .to_string()
-}
 
 /// Runs `n` independent packets through a `git` on `PATH` that logs its starts; returns the
 /// git command lines the run started.
@@ -41,25 +28,7 @@ fn git_starts_running(n: usize) -> Vec<String> {
         ));
     }
     let plan = repo.write_plan("plan.toml", &body);
-    let bin = repo.scratch().join("counting-bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    let log = repo.scratch().join("git-starts.log");
-    let wrapper = bin.join("git");
-    std::fs::write(
-        &wrapper,
-        format!(
-            "#!/bin/sh\necho \"$*\" >> '{}'\nexec '{}' \"$@\"\n",
-            log.display(),
-            real_git()
-        ),
-    )
-    .unwrap();
-    make_executable(&wrapper);
-    let path = format!(
-        "{}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
+    let git = CountingGit::new(&repo);
     let root = repo.scratch().join("wt");
     let out = orchestra_with_env(
         &repo.path,
@@ -71,7 +40,7 @@ fn git_starts_running(n: usize) -> Vec<String> {
             "--worktree-root",
             root.to_str().unwrap(),
         ],
-        &[("PATH", &path)],
+        &[("PATH", &git.path)],
     );
     assert!(out.status.success(), "{}", text(&out));
     let status = status_json(&repo.path);
@@ -82,30 +51,7 @@ fn git_starts_running(n: usize) -> Vec<String> {
         .filter(|p| p["state"] == "succeeded")
         .count();
     assert_eq!(done, n, "every packet succeeds: {status:#}");
-    let started = std::fs::read_to_string(&log).unwrap_or_default();
-    started.lines().map(str::to_string).collect()
-}
-
-/// Returns how many of `lines` run each git subcommand (the first word that is not an
-/// option, `-C <dir>` and `-c <key=value>` skipped), most frequent first.
-fn by_subcommand(lines: &[String]) -> Vec<(String, usize)> {
-    let mut counts = std::collections::BTreeMap::new();
-    for line in lines {
-        let mut words = line.split(' ');
-        let mut sub = "";
-        while let Some(w) = words.next() {
-            if w == "-C" || w == "-c" {
-                words.next();
-            } else if !w.starts_with('-') {
-                sub = w;
-                break;
-            }
-        }
-        *counts.entry(sub.to_string()).or_insert(0) += 1;
-    }
-    let mut out: Vec<(String, usize)> = counts.into_iter().collect();
-    out.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
-    out
+    git.started()
 }
 
 #[test]
@@ -115,14 +61,14 @@ fn a_packet_starts_a_bounded_number_of_git_processes_however_many_run() {
     let per_packet = (ten - one).div_ceil(9);
     eprintln!(
         "git starts: 1 packet {one} {:?}\n10 packets {ten} {:?}",
-        by_subcommand(&one_lines),
-        by_subcommand(&ten_lines)
+        git_by_subcommand(&one_lines),
+        git_by_subcommand(&ten_lines)
     );
     assert!(
         per_packet <= GIT_STARTS_PER_PACKET,
         "a packet started {per_packet} git processes (1 packet: {one}, 10 packets: {ten}); \
          the budget is {GIT_STARTS_PER_PACKET}; 10 packets started {:?}",
-        by_subcommand(&ten_lines)
+        git_by_subcommand(&ten_lines)
     );
     // The run's fixed part does not grow with the packets either.
     let fixed = one.saturating_sub(per_packet);

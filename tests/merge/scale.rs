@@ -2,8 +2,6 @@
 //! for its time): integrating more packets costs the same per packet, and no more than a
 //! fixed budget.
 
-use std::path::Path;
-
 use crate::support::*;
 
 const WORKER: &str = r#"echo "$ORCHESTRA_PACKET" > "out-$ORCHESTRA_PACKET.txt""#;
@@ -13,17 +11,6 @@ const WORKER: &str = r#"echo "$ORCHESTRA_PACKET" > "out-$ORCHESTRA_PACKET.txt""#
 /// (leftovers found, unsaved work saved, worktree removed). Measured at 16; a new git call per
 /// packet must be worth its place under this budget.
 const GIT_STARTS_PER_PACKET: usize = 16;
-
-/// Returns the path of the git the tests run (the first `git` on `PATH`).
-fn real_git() -> String {
-    let path = std::env::var("PATH").unwrap_or_default();
-    path.split(':')
-        .map(|dir| Path::new(dir).join("git"))
-        .find(|p| p.is_file())
-        .expect("git on PATH")
-        .display()
-        .to_string()
-}
 
 /// Runs `n` independent packets, then integrates them with `git orchestra merge` through a
 /// `git` on `PATH` that logs its starts; returns the git command lines the merge started.
@@ -42,26 +29,12 @@ fn git_starts_merging(n: usize) -> Vec<String> {
     let out = repo.run_plan(&plan, WORKER, &[]);
     assert!(out.status.success(), "{}", text(&out));
     let run = run_id(&repo.path);
-    let bin = repo.scratch().join("counting-bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    let log = repo.scratch().join("git-starts.log");
-    let wrapper = bin.join("git");
-    std::fs::write(
-        &wrapper,
-        format!(
-            "#!/bin/sh\necho \"$*\" >> '{}'\nexec '{}' \"$@\"\n",
-            log.display(),
-            real_git()
-        ),
-    )
-    .unwrap();
-    make_executable(&wrapper);
-    let path = format!(
-        "{}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_default()
+    let git = CountingGit::new(&repo);
+    let out = orchestra_with_env(
+        &repo.path,
+        &["merge", &run, "--json"],
+        &[("PATH", &git.path)],
     );
-    let out = orchestra_with_env(&repo.path, &["merge", &run, "--json"], &[("PATH", &path)]);
     assert!(out.status.success(), "{}", text(&out));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
@@ -70,30 +43,7 @@ fn git_starts_merging(n: usize) -> Vec<String> {
         "{}",
         text(&out)
     );
-    let started = std::fs::read_to_string(&log).unwrap_or_default();
-    started.lines().map(str::to_string).collect()
-}
-
-/// Returns how many of `lines` run each git subcommand (the first word that is not an
-/// option, `-C <dir>` and `-c <key=value>` skipped), most frequent first.
-fn by_subcommand(lines: &[String]) -> Vec<(String, usize)> {
-    let mut counts = std::collections::BTreeMap::new();
-    for line in lines {
-        let mut words = line.split(' ');
-        let mut sub = "";
-        while let Some(w) = words.next() {
-            if w == "-C" || w == "-c" {
-                words.next();
-            } else if !w.starts_with('-') {
-                sub = w;
-                break;
-            }
-        }
-        *counts.entry(sub.to_string()).or_insert(0) += 1;
-    }
-    let mut out: Vec<(String, usize)> = counts.into_iter().collect();
-    out.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
-    out
+    git.started()
 }
 
 #[test]
@@ -105,7 +55,7 @@ fn integrating_a_packet_starts_the_same_few_git_processes_however_many_packets()
         per_packet <= GIT_STARTS_PER_PACKET,
         "integrating a packet started {per_packet} git processes (4 packets: {few}, 12 \
          packets: {more}); the budget is {GIT_STARTS_PER_PACKET}; 12 packets started {:?}",
-        by_subcommand(&more_lines)
+        git_by_subcommand(&more_lines)
     );
     // Flat: the fixed part (integration branch, target, verdict of the whole) does not grow
     // with the packets either.
@@ -233,26 +183,12 @@ fn starts_merging(n: usize) -> Starts {
     assert!(out.status.success(), "{}", text(&out));
     std::fs::write(&launches, "").unwrap();
     let run = run_id(&repo.path);
-    let bin = repo.scratch().join("counting-bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    let log = repo.scratch().join("git-starts.log");
-    let wrapper = bin.join("git");
-    std::fs::write(
-        &wrapper,
-        format!(
-            "#!/bin/sh\necho \"$*\" >> '{}'\nexec '{}' \"$@\"\n",
-            log.display(),
-            real_git()
-        ),
-    )
-    .unwrap();
-    make_executable(&wrapper);
-    let path = format!(
-        "{}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_default()
+    let git = CountingGit::new(&repo);
+    let out = orchestra_with_env(
+        &repo.path,
+        &["merge", &run, "--json"],
+        &[("PATH", &git.path)],
     );
-    let out = orchestra_with_env(&repo.path, &["merge", &run, "--json"], &[("PATH", &path)]);
     assert!(out.status.success(), "{}", text(&out));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
@@ -267,11 +203,7 @@ fn starts_merging(n: usize) -> Starts {
         .map(str::to_string)
         .collect();
     Starts {
-        git: std::fs::read_to_string(&log)
-            .unwrap_or_default()
-            .lines()
-            .map(str::to_string)
-            .collect(),
+        git: git.started(),
         launches: groups.len(),
         batches: v["batches"].as_array().unwrap().len(),
     }
@@ -287,7 +219,7 @@ fn integrating_costs_the_same_per_packet_from_50_to_200_packets() {
          packets: {}); the budget is {GIT_STARTS_PER_PACKET}; 200 packets started {:?}",
         few.git.len(),
         many.git.len(),
-        by_subcommand(&many.git)
+        git_by_subcommand(&many.git)
     );
     let fixed = few.git.len().saturating_sub(50 * per_packet);
     assert!(

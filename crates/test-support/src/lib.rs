@@ -329,6 +329,75 @@ pub fn path_with_binary() -> String {
     )
 }
 
+/// A `git` on `PATH` that logs every start to a file before running the real one: git
+/// process counts as a deterministic proxy for an operation's cost.
+pub struct CountingGit {
+    /// The `PATH` to run the command under, the logging `git` first.
+    pub path: String,
+    /// The log: one line of arguments per git start.
+    pub log: PathBuf,
+}
+
+impl CountingGit {
+    /// Writes the logging `git` into `repo`'s scratch directory.
+    pub fn new(repo: &TestRepo) -> CountingGit {
+        let real = std::env::var("PATH")
+            .unwrap_or_default()
+            .split(':')
+            .map(|dir| Path::new(dir).join("git"))
+            .find(|p| p.is_file())
+            .expect("git on PATH");
+        let bin = repo.scratch().join("counting-bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        let log = repo.scratch().join("git-starts.log");
+        let wrapper = bin.join("git");
+        std::fs::write(
+            &wrapper,
+            format!(
+                "#!/bin/sh\necho \"$*\" >> '{}'\nexec '{}' \"$@\"\n",
+                log.display(),
+                real.display()
+            ),
+        )
+        .unwrap();
+        make_executable(&wrapper);
+        let path = format!(
+            "{}:{}",
+            bin.display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        CountingGit { path, log }
+    }
+
+    /// Returns the git command lines started so far.
+    pub fn started(&self) -> Vec<String> {
+        let started = std::fs::read_to_string(&self.log).unwrap_or_default();
+        started.lines().map(str::to_string).collect()
+    }
+}
+
+/// Returns how many of the git command `lines` run each subcommand (the first word that is
+/// not an option, `-C <dir>` and `-c <key=value>` skipped), most frequent first.
+pub fn git_by_subcommand(lines: &[String]) -> Vec<(String, usize)> {
+    let mut counts = std::collections::BTreeMap::new();
+    for line in lines {
+        let mut words = line.split(' ');
+        let mut sub = "";
+        while let Some(w) = words.next() {
+            if w == "-C" || w == "-c" {
+                words.next();
+            } else if !w.starts_with('-') {
+                sub = w;
+                break;
+            }
+        }
+        *counts.entry(sub.to_string()).or_insert(0) += 1;
+    }
+    let mut out: Vec<(String, usize)> = counts.into_iter().collect();
+    out.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
+    out
+}
+
 /// Makes `path` executable by everyone.
 pub fn make_executable(path: &Path) {
     use std::os::unix::fs::PermissionsExt;
