@@ -784,9 +784,9 @@ fn escapes_in_a_commands_output_reach_neither_the_run_nor_the_status_output_raw(
     );
 }
 
-#[test]
-fn a_run_whose_process_was_killed_shows_as_interrupted_with_resume_next() {
-    let repo = TestRepo::new();
+/// Starts `run` of a one-packet plan whose worker sleeps, waits until its packet runs, kills the
+/// process with SIGKILL and returns the run's id.
+fn kill_a_running_one_packet_run(repo: &TestRepo) -> String {
     let plan = repo.write_plan(
         "plan.toml",
         &format!(
@@ -805,17 +805,53 @@ fn a_run_whose_process_was_killed_shows_as_interrupted_with_resume_next() {
     .spawn()
     .unwrap();
     let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
+    let run = loop {
         assert!(Instant::now() < deadline, "the packet never started");
         let out = orchestra(&repo.path, &["status", "--json"]);
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
         if v["packets"][0]["state"] == "running" {
-            break;
+            break v["run"]["id"].as_str().unwrap().to_string();
         }
         std::thread::sleep(Duration::from_millis(50));
-    }
-    child.kill().unwrap(); // SIGKILL: the run is left "running" in the store
+    };
+    child.kill().unwrap();
     child.wait().unwrap();
+    run
+}
+
+#[test]
+fn a_killed_run_reads_as_interrupted_while_a_leftover_descriptor_still_holds_its_lock() {
+    let repo = TestRepo::new();
+    let run = kill_a_running_one_packet_run(&repo);
+    // A child the killed process was forking keeps a copy of the lock's descriptor until its
+    // exec; holding the lock here stands in for it.
+    let dir = git_orchestra::exec::RunDir::new(&repo.path.join(".git"), &run);
+    let _held = git_orchestra::exec::RunLock::acquire(dir.path(), &run).unwrap();
+    let shown = orchestra(&repo.path, &["status"]);
+    let out = String::from_utf8_lossy(&shown.stdout);
+    assert!(out.contains("state     interrupted"), "{}", text(&shown));
+}
+
+#[test]
+fn cancel_drops_a_worktree_registration_a_killed_creation_left_half_written() {
+    let repo = TestRepo::new();
+    let run = kill_a_running_one_packet_run(&repo);
+    // What a kill between gix's first registration files leaves: still locked as initializing,
+    // `commondir` created but not yet written; `git worktree list` refuses the repository then.
+    let admin = repo.path.join(".git/worktrees/p1");
+    std::fs::write(admin.join("locked"), "initializing").unwrap();
+    std::fs::write(admin.join("commondir"), "").unwrap();
+    let cancelled = orchestra(&repo.path, &["cancel", &run]);
+    assert!(cancelled.status.success(), "{}", text(&cancelled));
+    assert!(!admin.exists(), "the half-written registration stayed");
+    let listed = git(&repo.path, &["worktree", "list", "--porcelain"]);
+    assert!(!listed.contains("/p1"), "{listed}");
+}
+
+#[test]
+fn a_run_whose_process_was_killed_shows_as_interrupted_with_resume_next() {
+    let repo = TestRepo::new();
+    kill_a_running_one_packet_run(&repo); // SIGKILL: the run is left "running" in the store
     let shown = orchestra(&repo.path, &["status"]);
     let out = String::from_utf8_lossy(&shown.stdout);
     assert!(out.contains("state     interrupted"), "{}", text(&shown));

@@ -639,12 +639,13 @@ pub fn start_driven(common_dir: &Path, run: &str) -> bool {
 }
 
 /// Returns the state of the engine run `run` as users see it, and whether a process drives it
-/// now (holds its lock): a run the store says is running that no process drives was killed,
-/// and reads as interrupted, which `resume` continues.
+/// now (holds its lock, and the process that took charge of it is alive): a run the store says
+/// is running that no process drives was killed, and reads as interrupted, which `resume`
+/// continues.
 fn engine_state(common_dir: &Path, run: &RunRecord) -> (RunState, bool) {
     let driven = orchestra_sys::exec::RunLock::is_held(
         orchestra_sys::exec::RunDir::new(common_dir, &run.id).path(),
-    );
+    ) && run.pid.is_none_or(orchestra_sys::exec::process_exists);
     match run.state {
         RunState::Running if !driven => (RunState::Interrupted, false),
         other => (other, driven),

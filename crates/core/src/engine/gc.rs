@@ -114,6 +114,14 @@ pub fn gc(repo: &RepoInfo, only: Option<&str>, dry_run: bool) -> Result<GcReport
                 }
             })
             .collect();
+        // A creation the run's crash cut short leaves a registration git cannot read, which
+        // would fail the listing below: those of the journaled packets go first.
+        if !dry_run {
+            for p in &packets {
+                gitops::drop_unfinished_registration(repo, Path::new(&p.worktree))
+                    .map_err(worktree_err)?;
+            }
+        }
         targets.extend(unrecorded_worktrees(repo, &run.id, &packets)?);
         // A creation the run's crash cut short holds no work: its registration goes. A
         // directory git does not know as a worktree is not the engine's to save or remove.

@@ -69,11 +69,12 @@ pub fn drop_unfinished_registration(
     let worktree = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
     for entry in entries.flatten() {
         let dir = entry.path();
+        // A creation cut short may not have made the worktree's directory yet: then the path
+        // is compared as written.
         let names_path = std::fs::read_to_string(dir.join("gitdir")).is_ok_and(|gitdir| {
             std::path::Path::new(gitdir.trim())
                 .parent()
-                .and_then(|p| p.canonicalize().ok())
-                .is_some_and(|p| p == worktree)
+                .is_some_and(|p| p == path || p.canonicalize().ok().is_some_and(|p| p == worktree))
         });
         let unfinished = std::fs::read_to_string(dir.join("locked"))
             .is_ok_and(|reason| reason.trim() == "initializing");

@@ -79,6 +79,21 @@ impl RunLock {
     }
 }
 
+/// Returns true if and only if a process with id `pid` exists (a zombie included).
+///
+/// A run's lock can read as held for a moment after its process died (a child it was forking
+/// still holds a copy of the descriptor until its `exec`); the process the store names as the
+/// run's driver settles whether anything still drives it.
+pub fn process_exists(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    // SAFETY: signal 0 only checks that the process exists and may be signalled; nothing is
+    // delivered.
+    let rc = unsafe { libc::kill(pid, 0) };
+    rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
