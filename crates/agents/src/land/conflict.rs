@@ -20,17 +20,16 @@
 //! as they are (`land_fix_started`, `land_fix_ended`).
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use orchestra_core::gate::{self, DeterministicReviewer, PacketChecks, PacketRef};
 use orchestra_core::plan::Packet;
 use orchestra_core::store::{Event, EventKind, Store, StoreError};
 use orchestra_git::git::{Git, Rebased, commit};
-use orchestra_sys::exec::process::{self, Spec};
 use orchestra_sys::names;
 
 use super::restack::{Move, Outcome, Restacker, quoted};
+use super::runner::Who;
 use super::{Followed, Journal, LandError, Step, fix};
 
 /// A worker resolves at most this many stops of one rebase (one per conflicting commit).
@@ -138,15 +137,11 @@ pub(super) fn resolve(
         return Ok(Outcome::Person(format!("{reason}{rounds}; {by_hand}")));
     }
     let record = store.require_run(r.run)?;
-    let worker = match (&record.worker_cmd, r.fixers.worker) {
-        (Some(command), _) => Who::Command(command.clone()),
-        (None, Some(agent)) => Who::Agent(agent),
-        (None, None) => {
-            return Ok(Outcome::Person(format!(
-                "{reason} (not sent back: the run's packets were done by agents, and none was \
-                 given the round); {by_hand}"
-            )));
-        }
+    let Some(worker) = Who::of(record.worker_cmd.as_deref(), r.fixers) else {
+        return Ok(Outcome::Person(format!(
+            "{reason} (not sent back: the run's packets were done by agents, and none was \
+             given the round); {by_hand}"
+        )));
     };
     let plan = record.plan().map_err(|e| LandError::StoredPlan {
         run: r.run.to_string(),
@@ -275,13 +270,6 @@ fn push(
         })
 }
 
-/// Who resolves a conflict: the run's worker command, or the packet's in-process worker (our
-/// agent continuing its conversation, an agent CLI resuming its session).
-enum Who<'a> {
-    Command(String),
-    Agent(&'a dyn orchestra_core::engine::Worker),
-}
-
 /// What one conflict round works with.
 struct Job<'a> {
     r: &'a Restacker<'a>,
@@ -329,13 +317,8 @@ fn work(job: &Job<'_>) -> Result<String, String> {
             ));
         }
         let fixes = fixes_text(job, &g, &wt, &commit, &paths);
-        let file = job.dir.join(format!("conflict-{stops}.md"));
-        fs_err::write(&file, fixes).map_err(|e| e.to_string())?;
         let before = g.head().map_err(|e| e.to_string())?;
-        match job.worker {
-            Who::Command(command) => run_worker(job, command, &wt, &file, &paths, stops)?,
-            Who::Agent(agent) => agent_turn(job, *agent, &wt, &file, stops)?,
-        }
+        resolve_stop(job, &wt, &fixes, &paths, stops)?;
         // The worker may have committed itself: the rebase makes the commit.
         if g.head().map_err(|e| e.to_string())? != before {
             commit::uncommit_to(&g, &before).map_err(|e| e.to_string())?;
@@ -445,79 +428,35 @@ fn markers_left(wt: &Path, paths: &[String]) -> Vec<String> {
         .collect()
 }
 
-/// Runs the worker command in `wt`, under the workers' sandbox when the restacker has one,
-/// with `fixes` as its fixes file; an error says how it failed.
-fn run_worker(
+/// Has the round's worker resolve stop `stop` in `wt` through the one runner of landing
+/// workers, told `fixes` (also its fixes file) and, a worker command, the kind of round and
+/// the conflicting `paths`; an error says how it failed and where its attempt is kept.
+fn resolve_stop(
     job: &Job<'_>,
-    command: &str,
     wt: &Path,
-    fixes: &Path,
+    fixes: &str,
     paths: &[String],
     stop: usize,
 ) -> Result<(), String> {
-    let mut env = vec![
-        ("ORCHESTRA_RUN".to_string(), job.r.run.to_string()),
-        ("ORCHESTRA_PACKET".to_string(), job.c.packet.to_string()),
-        (
-            "ORCHESTRA_WORKTREE".to_string(),
-            wt.to_string_lossy().into_owned(),
-        ),
-        (
-            "ORCHESTRA_FIXES_FILE".to_string(),
-            fixes.to_string_lossy().into_owned(),
-        ),
-        ("ORCHESTRA_FIX_KIND".to_string(), "conflict".to_string()),
-        ("ORCHESTRA_CONFLICTS".to_string(), paths.join("\n")),
-        ("ORCHESTRA_ROUND".to_string(), job.round.to_string()),
-    ];
-    // Only the worker command gets the API keys the engine took out of its own environment.
-    env.extend(orchestra_sys::exec::command_env::provider_settings());
-    env.extend(orchestra_sys::exec::secret_env::stashed().iter().cloned());
-    let log = job.dir.join(format!("worker-{stop}.log"));
-    let spec = Spec {
-        command,
-        dir: wt,
-        env: &env,
-        log: &log,
-        timeout: job.timeout,
-        confine: job.r.fixers.sandboxes.and_then(|s| s.worker.as_deref()),
-    };
-    let never = AtomicBool::new(false);
-    let out = process::run(&spec, &never, &mut |_| {}).map_err(|e| e.to_string())?;
-    if out.success() {
-        return Ok(());
-    }
-    Err(format!(
-        "the worker command failed ({}): {} (its attempt is kept in {})",
-        out.exit_code
-            .map_or_else(|| "killed".to_string(), |c| format!("exit code {c}")),
-        out.tail.lines().last().unwrap_or_default(),
-        wt.display()
-    ))
-}
-
-/// Has the packet's in-process worker `agent` resolve stop `stop` in `wt` as the next turn of
-/// its conversation (an agent CLI: its resumed session), told what `fixes` holds.
-fn agent_turn(
-    job: &Job<'_>,
-    agent: &dyn orchestra_core::engine::Worker,
-    wt: &Path,
-    fixes: &Path,
-    stop: usize,
-) -> Result<(), String> {
-    let feedback = fs_err::read_to_string(fixes).map_err(|e| e.to_string())?;
-    let turn = super::fixer::Turn {
+    let file = job.dir.join(format!("conflict-{stop}.md"));
+    let work = super::runner::Job {
         common_dir: &job.r.repo.common_dir,
         run: job.r.run,
         objective: job.objective,
         packet: job.packet,
         worktree: wt,
-        feedback: &feedback,
+        feedback: fixes,
+        fixes_file: &file,
         round: job.round,
         timeout: job.timeout,
-        log: format!("land-conflict-{}-{stop}.log", job.round),
+        env: vec![
+            ("ORCHESTRA_FIX_KIND".to_string(), "conflict".to_string()),
+            ("ORCHESTRA_CONFLICTS".to_string(), paths.join("\n")),
+        ],
+        log: job.dir.join(format!("worker-{stop}.log")),
+        transcript: format!("land-conflict-{}-{stop}.log", job.round),
     };
-    super::fixer::agent_turn(agent, &turn)
+    super::runner::run(job.worker, &work, job.r.fixers.sandboxes)
         .map(|_| ())
         .map_err(|e| format!("{e} (its attempt is kept in {})", wt.display()))
 }

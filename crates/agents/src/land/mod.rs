@@ -31,6 +31,7 @@ mod decide;
 mod fix;
 mod fixer;
 mod restack;
+mod runner;
 mod view;
 
 use std::sync::Arc;
