@@ -30,6 +30,7 @@ mod conflict;
 mod decide;
 mod fix;
 mod fixer;
+mod regate;
 mod restack;
 mod runner;
 mod view;
