@@ -3,9 +3,15 @@
 //! packet's validation once merged into a base that moved (the base renamed a function the
 //! fix calls) is not pushed, and the next round gets the failure; a fix that works on the
 //! merged tree is pushed and lands; with no round left the pull request waits for a person.
+//! A restack conflict our agent resolves is reviewed like a fix: a resolution the scripted
+//! reviewer rejects is not pushed, the next round gets the reviewer's reasons, and the
+//! approved one lands.
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
+
+use git_orchestra::demo::{self, MockModel};
+use serde_json::{Value, json};
 
 use crate::forge::forge_mock::{FakeForge, Flavour};
 use crate::forge::pull_requests::{TOKEN, run_env, setup, write_plan};
@@ -163,4 +169,124 @@ fn a_fix_failing_on_the_merged_tree_with_no_round_left_waits_for_a_person_unpush
     assert!(all.contains("fails once merged into `main`"), "{all}");
     assert_eq!(head(&bare, &b1), h1, "nothing pushed");
     assert_eq!(forge.pulls()[0]["merged"], false);
+}
+
+/// The replies of p1's agent writing `out-p1.txt` with each of `contents` in turn, one write
+/// and one `complete` per turn of work.
+fn coder(contents: &[&str]) -> Value {
+    let mut replies = Vec::new();
+    for c in contents {
+        replies.push(json!({"calls": [{"name": "write_file",
+            "args": {"path": "out-p1.txt", "content": c}}]}));
+        replies.push(json!({"calls": [{"name": "complete", "args": {"summary": "wrote it"}}]}));
+    }
+    json!({"name": "coder-p1", "match": ["Does p1."], "replies": replies})
+}
+
+/// The reviewer rejecting a diff holding `DISCARDS-MAIN`, approving any other.
+fn reviewer() -> Vec<Value> {
+    let reject = json!({"verdict": "reject", "findings": [{"severity": "blocker",
+        "category": "correctness", "file": "out-p1.txt", "line": 1,
+        "evidence": "the resolution drops main's line", "suggestion": "keep both sides"}]});
+    vec![
+        json!({"name": "reject", "match": ["# Reviewer", "DISCARDS-MAIN"],
+            "replies": [{"text": reject.to_string()}]}),
+        json!({"name": "review", "match": ["# Reviewer"],
+            "replies": [{"text": "{\"verdict\": \"approve\"}"}]}),
+    ]
+}
+
+#[test]
+fn a_conflict_resolution_the_reviewer_rejects_is_not_pushed_and_the_next_round_gets_its_reasons() {
+    let mut scripts = reviewer();
+    scripts.push(coder(&[
+        "p1's work\n",
+        "p1's work DISCARDS-MAIN\n",
+        "someone else's\np1's work\n",
+    ]));
+    let model =
+        MockModel::start(demo::parse_scripts(&json!(scripts).to_string()).unwrap()).unwrap();
+    let env = [
+        ("ORCHESTRA_PROVIDER", "openai-compatible".to_string()),
+        ("ORCHESTRA_BASE_URL", model.url.clone()),
+        ("ORCHESTRA_MODEL", "scripted".to_string()),
+        ("GH_TOKEN", TOKEN.to_string()),
+    ];
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let forge = FakeForge::start(Flavour::GitHub);
+    let (repo, bare) = setup(Some(&forge), Flavour::GitHub);
+    let plan = write_plan(&repo, &crate::forge::pull_requests::packet("p1", "", ""));
+    let root = repo.scratch().join("wt");
+    let out = run_env(
+        &repo,
+        &[
+            "run",
+            plan.to_str().unwrap(),
+            "--worktree-root",
+            root.to_str().unwrap(),
+            "--pr",
+        ],
+        &env,
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    forge.follow_git(&bare);
+    std::fs::create_dir_all(repo.path.join(".orchestra")).unwrap();
+    std::fs::write(
+        repo.path.join(".orchestra/config.toml"),
+        "[land]\npoll_secs = 1\n",
+    )
+    .unwrap();
+    let b1 = branch(&forge);
+    let old1 = head(&bare, &b1);
+    crate::forge::land_conflict::someone_writes(&repo, &bare, "out-p1.txt");
+    let asked = model.received().len();
+
+    let out = land(&repo, &env);
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
+    assert!(
+        all.contains("p1 #1: fix round 1 ended:") && all.contains("the resolution drops main's"),
+        "{all}"
+    );
+    assert!(
+        all.contains("p1 #1: fix round 2 ended: resolved and pushed"),
+        "{all}"
+    );
+    assert!(all.contains("p1 #1: merged"), "{all}");
+
+    let sent: Vec<Value> = model.received()[asked..].to_vec();
+    // The reviewer saw the resolution with both sides' intent.
+    let review = sent
+        .iter()
+        .map(Value::to_string)
+        .find(|b| b.contains("# Reviewer") && b.contains("DISCARDS-MAIN"))
+        .expect("the first resolution was reviewed");
+    assert!(
+        review.contains("Someone else writes out-p1.txt"),
+        "{review}"
+    );
+    // The agent's second conflict turn carried the reviewer's reasons.
+    assert!(
+        sent.iter().any(|b| {
+            let b = b.to_string();
+            !b.contains("# Reviewer")
+                && b.contains("kind: conflict")
+                && b.contains("the resolution drops main's line")
+        }),
+        "{sent:?}"
+    );
+
+    // Only the approved resolution reached the remote; the old head is saved.
+    assert_eq!(
+        git(&bare, &["show", "main:out-p1.txt"]),
+        "someone else's\np1's work"
+    );
+    let history = git(&bare, &["log", "-p", "--all"]);
+    assert!(!history.contains("DISCARDS-MAIN"), "{history}");
+    let saved = repo.git(&[
+        "for-each-ref",
+        "--format=%(objectname)",
+        "refs/orchestra/saved/",
+    ]);
+    assert!(saved.contains(&old1), "{saved}");
 }
