@@ -11,11 +11,15 @@
 //! commit of the packet being replayed and the subjects of the base's commits it meets (each
 //! side's intent). What the worker leaves must hold no conflict marker; the rebase then goes
 //! on (a later commit may stop again, and goes to the worker the same way), the result passes
-//! the deterministic checks and the packet's validation, its old head is saved and it is
-//! pushed with `--force-with-lease` on the head it rebased.
+//! the gate a fix passes ([`super::regate`]: the deterministic checks, the packet's validation,
+//! and the run's review, told it reviews a conflict resolution and each side's intent), its old
+//! head is saved and it is pushed with `--force-with-lease` on the head it rebased. The
+//! worker's job goes through the one runner of landing workers ([`super::runner`]).
 //!
 //! A round that does not resolve it pushes nothing and keeps its worktree (the worker's
-//! attempt is never lost); the pull request waits for a person, naming the files. Rounds count
+//! attempt is never lost). A resolution the gate rejects goes to the next round, rebased
+//! afresh, with what the gate found, while `[land] max_rounds` allows; otherwise the pull
+//! request waits for a person, naming the files. Rounds count
 //! against `[land] max_rounds` with the fix rounds for failures and reviews, and are journaled
 //! as they are (`land_fix_started`, `land_fix_ended`).
 
