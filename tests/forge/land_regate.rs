@@ -5,7 +5,7 @@
 //! merged tree is pushed and lands; with no round left the pull request waits for a person.
 //! A restack conflict our agent resolves is reviewed like a fix: a resolution the scripted
 //! reviewer rejects is not pushed, the next round gets the reviewer's reasons, and the
-//! approved one lands.
+//! approved one lands; with no round left it waits for a person with the reasons.
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -196,25 +196,34 @@ fn reviewer() -> Vec<Value> {
     ]
 }
 
-#[test]
-fn a_conflict_resolution_the_reviewer_rejects_is_not_pushed_and_the_next_round_gets_its_reasons() {
+/// A run of p1 by our agent (writing each of `contents` in turn, one per turn of work),
+/// reviewed by [`reviewer`], published as pull request #1, with `land` in `[land]`; then
+/// someone else writes `out-p1.txt` on main, so #1 conflicts with its base. Returns the
+/// model, the environment pointing every role at it, the forge's repository, the bare remote
+/// and #1's head.
+fn conflicting(
+    forge: &FakeForge,
+    contents: &[&str],
+    land: &str,
+) -> (
+    MockModel,
+    Vec<(&'static str, String)>,
+    TestRepo,
+    PathBuf,
+    String,
+) {
     let mut scripts = reviewer();
-    scripts.push(coder(&[
-        "p1's work\n",
-        "p1's work DISCARDS-MAIN\n",
-        "someone else's\np1's work\n",
-    ]));
+    scripts.push(coder(contents));
     let model =
         MockModel::start(demo::parse_scripts(&json!(scripts).to_string()).unwrap()).unwrap();
-    let env = [
+    let env = vec![
         ("ORCHESTRA_PROVIDER", "openai-compatible".to_string()),
         ("ORCHESTRA_BASE_URL", model.url.clone()),
         ("ORCHESTRA_MODEL", "scripted".to_string()),
         ("GH_TOKEN", TOKEN.to_string()),
     ];
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let forge = FakeForge::start(Flavour::GitHub);
-    let (repo, bare) = setup(Some(&forge), Flavour::GitHub);
+    let pairs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let (repo, bare) = setup(Some(forge), Flavour::GitHub);
     let plan = write_plan(&repo, &crate::forge::pull_requests::packet("p1", "", ""));
     let root = repo.scratch().join("wt");
     let out = run_env(
@@ -226,19 +235,34 @@ fn a_conflict_resolution_the_reviewer_rejects_is_not_pushed_and_the_next_round_g
             root.to_str().unwrap(),
             "--pr",
         ],
-        &env,
+        &pairs,
     );
     assert!(out.status.success(), "{}", text(&out));
     forge.follow_git(&bare);
     std::fs::create_dir_all(repo.path.join(".orchestra")).unwrap();
     std::fs::write(
         repo.path.join(".orchestra/config.toml"),
-        "[land]\npoll_secs = 1\n",
+        format!("[land]\npoll_secs = 1\n{land}"),
     )
     .unwrap();
-    let b1 = branch(&forge);
-    let old1 = head(&bare, &b1);
+    let old1 = head(&bare, &branch(forge));
     crate::forge::land_conflict::someone_writes(&repo, &bare, "out-p1.txt");
+    (model, env, repo, bare, old1)
+}
+
+#[test]
+fn a_conflict_resolution_the_reviewer_rejects_is_not_pushed_and_the_next_round_gets_its_reasons() {
+    let forge = FakeForge::start(Flavour::GitHub);
+    let (model, env, repo, bare, old1) = conflicting(
+        &forge,
+        &[
+            "p1's work\n",
+            "p1's work DISCARDS-MAIN\n",
+            "someone else's\np1's work\n",
+        ],
+        "",
+    );
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let asked = model.received().len();
 
     let out = land(&repo, &env);
@@ -289,4 +313,29 @@ fn a_conflict_resolution_the_reviewer_rejects_is_not_pushed_and_the_next_round_g
         "refs/orchestra/saved/",
     ]);
     assert!(saved.contains(&old1), "{saved}");
+}
+
+#[test]
+fn a_conflict_resolution_rejected_with_no_round_left_waits_for_a_person_with_the_reasons() {
+    let forge = FakeForge::start(Flavour::GitHub);
+    let (_model, env, repo, bare, old1) = conflicting(
+        &forge,
+        &["p1's work\n", "p1's work DISCARDS-MAIN\n"],
+        "max_rounds = 1\n",
+    );
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+
+    let out = land(&repo, &env);
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
+    assert!(
+        all.contains(
+            "p1 #1: waits for a person: restacking it onto `main` conflicts in `out-p1.txt`; \
+             fix round 1 did not resolve it: the gate rejected the resolution"
+        ) && all.contains("the resolution drops main's line"),
+        "{all}"
+    );
+    assert_eq!(head(&bare, &branch(&forge)), old1, "nothing pushed");
+    assert_eq!(forge.pulls()[0]["merged"], false);
+    assert_eq!(git(&bare, &["show", "main:out-p1.txt"]), "someone else's");
 }
