@@ -12,6 +12,7 @@ mod land_act;
 mod land_agent;
 mod land_conflict;
 mod land_fix;
+mod land_regate;
 mod land_restack;
 pub(crate) mod land_view;
 mod landing_api;

@@ -11,26 +11,30 @@
 //! commit of the packet being replayed and the subjects of the base's commits it meets (each
 //! side's intent). What the worker leaves must hold no conflict marker; the rebase then goes
 //! on (a later commit may stop again, and goes to the worker the same way), the result passes
-//! the deterministic checks and the packet's validation, its old head is saved and it is
-//! pushed with `--force-with-lease` on the head it rebased.
+//! the gate a fix passes ([`super::regate`]: the deterministic checks, the packet's validation,
+//! and the run's review, told it reviews a conflict resolution and each side's intent), its old
+//! head is saved and it is pushed with `--force-with-lease` on the head it rebased. The
+//! worker's job goes through the one runner of landing workers ([`super::runner`]).
 //!
 //! A round that does not resolve it pushes nothing and keeps its worktree (the worker's
-//! attempt is never lost); the pull request waits for a person, naming the files. Rounds count
+//! attempt is never lost). A resolution the gate rejects goes to the next round, rebased
+//! afresh, with what the gate found, while `[land] max_rounds` allows; otherwise the pull
+//! request waits for a person, naming the files. Rounds count
 //! against `[land] max_rounds` with the fix rounds for failures and reviews, and are journaled
 //! as they are (`land_fix_started`, `land_fix_ended`).
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use orchestra_core::gate::{self, DeterministicReviewer, PacketChecks, PacketRef};
+use orchestra_core::gate;
 use orchestra_core::plan::Packet;
 use orchestra_core::store::{Event, EventKind, Store, StoreError};
 use orchestra_git::git::{Git, Rebased, commit};
-use orchestra_sys::exec::process::{self, Spec};
 use orchestra_sys::names;
 
+use super::fix::Miss;
 use super::restack::{Move, Outcome, Restacker, quoted};
+use super::runner::Who;
 use super::{Followed, Journal, LandError, Step, fix};
 
 /// A worker resolves at most this many stops of one rebase (one per conflicting commit).
@@ -138,15 +142,11 @@ pub(super) fn resolve(
         return Ok(Outcome::Person(format!("{reason}{rounds}; {by_hand}")));
     }
     let record = store.require_run(r.run)?;
-    let worker = match (&record.worker_cmd, r.fixers.worker) {
-        (Some(command), _) => Who::Command(command.clone()),
-        (None, Some(agent)) => Who::Agent(agent),
-        (None, None) => {
-            return Ok(Outcome::Person(format!(
-                "{reason} (not sent back: the run's packets were done by agents, and none was \
-                 given the round); {by_hand}"
-            )));
-        }
+    let Some(worker) = Who::of(record.worker_cmd.as_deref(), r.fixers) else {
+        return Ok(Outcome::Person(format!(
+            "{reason} (not sent back: the run's packets were done by agents, and none was \
+             given the round); {by_hand}"
+        )));
     };
     let plan = record.plan().map_err(|e| LandError::StoredPlan {
         run: r.run.to_string(),
@@ -155,7 +155,58 @@ pub(super) fn resolve(
     let Some(packet) = plan.packets.iter().find(|p| p.id == c.packet).cloned() else {
         return Ok(Outcome::Person(format!("{reason}; {by_hand}")));
     };
-    let round = taken + 1;
+    let mut round = taken + 1;
+    let mut earlier = String::new();
+    loop {
+        let job = Job {
+            r,
+            c,
+            packet: &packet,
+            objective: &record.objective,
+            worker: &worker,
+            timeout: Duration::from_secs(record.timeout_secs.max(1)),
+            dir: orchestra_sys::exec::RunDir::new(&r.repo.common_dir, r.run)
+                .path()
+                .join("land")
+                .join(format!("{}-conflict-{round}", c.packet)),
+            round,
+            earlier: &earlier,
+        };
+        match one_round(store, &job, &reason, &by_hand, journal)? {
+            Ended::Moved(outcome) => return Ok(outcome),
+            // A resolution the gate rejected goes back with what it found, while rounds
+            // remain; as a fix round's, the next one starts again from the head.
+            Ended::Rejected { fixes, .. } if round < r.max_rounds => {
+                earlier = format!("{earlier}\n\n## Your resolution in round {round}\n\n{fixes}");
+                round += 1;
+            }
+            Ended::Rejected { outcome, .. } | Ended::Failed(outcome) => {
+                return Ok(Outcome::Person(outcome));
+            }
+        }
+    }
+}
+
+/// How one conflict round ended.
+enum Ended {
+    /// Resolved, gated and pushed.
+    Moved(Outcome),
+    /// The gate rejected the resolution: `fixes` says what to fix in another round.
+    Rejected { outcome: String, fixes: String },
+    /// Anything else; the outcome says what a person is to do.
+    Failed(String),
+}
+
+/// Runs conflict round `job.round`: journals its start, has the worker resolve the rebase's
+/// stops, gates and pushes the result, and journals how it ended.
+fn one_round(
+    store: &mut Store,
+    job: &Job<'_>,
+    reason: &str,
+    by_hand: &str,
+    journal: &mut Journal<'_>,
+) -> Result<Ended, LandError> {
+    let (r, c, round) = (job.r, job.c, job.round);
     journal(
         store,
         Event::LandFixStarted {
@@ -163,33 +214,41 @@ pub(super) fn resolve(
             number: c.number,
             round,
             head_sha: c.head.to_string(),
-            reason: reason.clone(),
+            reason: reason.to_string(),
         },
     )?;
-    let job = Job {
-        r,
-        c,
-        packet: &packet,
-        objective: &record.objective,
-        worker: &worker,
-        timeout: Duration::from_secs(record.timeout_secs.max(1)),
-        dir: orchestra_sys::exec::RunDir::new(&r.repo.common_dir, r.run)
-            .path()
-            .join("land")
-            .join(format!("{}-conflict-{round}", c.packet)),
-        round,
+    let pushed = work(job).and_then(|new| {
+        push(r, store, c, &new, journal)
+            .map(|()| new)
+            .map_err(Miss::Failed)
+    });
+    // Git's, the worker's and the reviewer's words may quote a credential.
+    let person = |why: &str| {
+        format!(
+            "{reason}; fix round {round} did not resolve it: {}; {by_hand}",
+            gate::mask_secrets(why)
+        )
     };
-    let pushed = work(&job).and_then(|new| push(r, store, c, &new, journal).map(|()| new));
-    let (sha, outcome) = match &pushed {
-        Ok(new) => (new.clone(), format!("resolved and pushed {}", short(new))),
-        // Git's and the worker's words may quote a credential (a remote URL, a log line).
-        Err(why) => (
-            String::new(),
-            format!(
-                "{reason}; fix round {round} did not resolve it: {}; {by_hand}",
-                gate::mask_secrets(why)
-            ),
+    let (sha, ended) = match pushed {
+        Ok(new) => (
+            new.clone(),
+            Ended::Moved(Outcome::Moved {
+                from: c.head.to_string(),
+                to: new,
+            }),
         ),
+        Err(Miss::Failed(why)) => (String::new(), Ended::Failed(person(&why))),
+        Err(Miss::Rejected { why, fixes }) => (
+            String::new(),
+            Ended::Rejected {
+                outcome: person(&why),
+                fixes: gate::mask_secrets(&fixes),
+            },
+        ),
+    };
+    let outcome = match &ended {
+        Ended::Moved(_) => format!("resolved and pushed {}", short(&sha)),
+        Ended::Rejected { outcome, .. } | Ended::Failed(outcome) => outcome.clone(),
     };
     journal(
         store,
@@ -198,22 +257,16 @@ pub(super) fn resolve(
             number: c.number,
             round,
             head_sha: c.head.to_string(),
-            pushed: sha,
-            outcome: outcome.clone(),
+            pushed: sha.clone(),
+            outcome,
             review: None,
         },
     )?;
-    Ok(match pushed {
-        Ok(new) => {
-            // The result is pushed and the old head saved: the worktree has served.
-            let _ = r.git.force_remove_worktree(&job.dir.join("wt"));
-            Outcome::Moved {
-                from: c.head.to_string(),
-                to: new,
-            }
-        }
-        Err(_) => Outcome::Person(outcome),
-    })
+    if !sha.is_empty() {
+        // The result is pushed and the old head saved: the worktree has served.
+        let _ = r.git.force_remove_worktree(&job.dir.join("wt"));
+    }
+    Ok(ended)
 }
 
 /// Returns why a conflict round on `head` of `packet`'s pull request pushed nothing, when one
@@ -275,13 +328,6 @@ fn push(
         })
 }
 
-/// Who resolves a conflict: the run's worker command, or the packet's in-process worker (our
-/// agent continuing its conversation, an agent CLI resuming its session).
-enum Who<'a> {
-    Command(String),
-    Agent(&'a dyn orchestra_core::engine::Worker),
-}
-
 /// What one conflict round works with.
 struct Job<'a> {
     r: &'a Restacker<'a>,
@@ -293,20 +339,22 @@ struct Job<'a> {
     /// The round's directory: its worktree (`wt`), fixes files and logs.
     dir: PathBuf,
     round: u32,
+    /// What the gate found in the earlier rounds' resolutions, told the worker again.
+    earlier: &'a str,
 }
 
 /// Rebases the head in a new worktree, has the worker resolve each stop, checks the result,
 /// and returns the new head; or says why nothing is to be pushed.
-fn work(job: &Job<'_>) -> Result<String, String> {
+fn work(job: &Job<'_>) -> Result<String, Miss> {
     let git = &job.r.git;
     let wt = job.dir.join("wt");
     fs_err::create_dir_all(&job.dir).map_err(|e| e.to_string())?;
     let _ = git.prune_worktrees();
     if wt.exists() {
-        return Err(format!(
+        return Err(Miss::Failed(format!(
             "{} is in the way; remove it and land again",
             wt.display()
-        ));
+        )));
     }
     git.add_detached_worktree(&wt, job.c.head)
         .map_err(|e| format!("cannot check out {}: {e}", short(job.c.head)))?;
@@ -323,30 +371,25 @@ fn work(job: &Job<'_>) -> Result<String, String> {
         };
         stops += 1;
         if stops > MAX_STOPS {
-            return Err(format!(
+            return Err(Miss::Failed(format!(
                 "the rebase stopped more than {MAX_STOPS} times (kept in {})",
                 wt.display()
-            ));
+            )));
         }
         let fixes = fixes_text(job, &g, &wt, &commit, &paths);
-        let file = job.dir.join(format!("conflict-{stops}.md"));
-        fs_err::write(&file, fixes).map_err(|e| e.to_string())?;
         let before = g.head().map_err(|e| e.to_string())?;
-        match job.worker {
-            Who::Command(command) => run_worker(job, command, &wt, &file, &paths, stops)?,
-            Who::Agent(agent) => agent_turn(job, *agent, &wt, &file, stops)?,
-        }
+        resolve_stop(job, &wt, &fixes, &paths, stops)?;
         // The worker may have committed itself: the rebase makes the commit.
         if g.head().map_err(|e| e.to_string())? != before {
             commit::uncommit_to(&g, &before).map_err(|e| e.to_string())?;
         }
         let left = markers_left(&wt, &paths);
         if !left.is_empty() {
-            return Err(format!(
+            return Err(Miss::Failed(format!(
                 "conflict markers remain in {} (its attempt is kept in {})",
                 quoted(&left),
                 wt.display()
-            ));
+            )));
         }
         state = g.rebase_continue().map_err(|e| {
             format!(
@@ -355,7 +398,25 @@ fn work(job: &Job<'_>) -> Result<String, String> {
             )
         })?;
     };
-    regate(job, &new, &wt)?;
+    let gate = super::regate::Gate {
+        repo: job.r.repo,
+        run: job.r.run,
+        packet: reviewed_packet(job, &g),
+        checkout: wt.clone(),
+        fixers: job.r.fixers,
+        timeout: job.timeout,
+        remote: job.r.remote,
+        base: Some(job.c.onto),
+        logs: job.dir.join("merged"),
+        what: "resolution",
+    };
+    super::regate::check(&gate, job.c.base, &new).map_err(|miss| match miss {
+        Miss::Rejected { why, fixes } => Miss::Rejected {
+            why: format!("{why} (its attempt is kept in {})", wt.display()),
+            fixes,
+        },
+        failed => failed,
+    })?;
     Ok(new)
 }
 
@@ -390,6 +451,10 @@ fn fixes_text(job: &Job<'_>, g: &Git, wt: &Path, commit: &str, paths: &[String])
     s.push_str("The conflicting files, with the conflict markers left in the worktree:\n\n");
     for p in paths {
         s.push_str(&format!("### `{p}`\n\n```\n{}```\n\n", hunks(&wt.join(p))));
+    }
+    s.push_str(job.earlier.trim_start());
+    if !job.earlier.is_empty() {
+        s.push_str("\n\n");
     }
     s.push_str(&format!(
         "Between `<<<<<<<` and `=======` is what `{}` has, between `=======` and `>>>>>>>` this \
@@ -445,114 +510,75 @@ fn markers_left(wt: &Path, paths: &[String]) -> Vec<String> {
         .collect()
 }
 
-/// Runs the worker command in `wt`, under the workers' sandbox when the restacker has one,
-/// with `fixes` as its fixes file; an error says how it failed.
-fn run_worker(
+/// Has the round's worker resolve stop `stop` in `wt` through the one runner of landing
+/// workers, told `fixes` (also its fixes file) and, a worker command, the kind of round and
+/// the conflicting `paths`; an error says how it failed and where its attempt is kept.
+fn resolve_stop(
     job: &Job<'_>,
-    command: &str,
     wt: &Path,
-    fixes: &Path,
+    fixes: &str,
     paths: &[String],
     stop: usize,
 ) -> Result<(), String> {
-    let mut env = vec![
-        ("ORCHESTRA_RUN".to_string(), job.r.run.to_string()),
-        ("ORCHESTRA_PACKET".to_string(), job.c.packet.to_string()),
-        (
-            "ORCHESTRA_WORKTREE".to_string(),
-            wt.to_string_lossy().into_owned(),
-        ),
-        (
-            "ORCHESTRA_FIXES_FILE".to_string(),
-            fixes.to_string_lossy().into_owned(),
-        ),
-        ("ORCHESTRA_FIX_KIND".to_string(), "conflict".to_string()),
-        ("ORCHESTRA_CONFLICTS".to_string(), paths.join("\n")),
-        ("ORCHESTRA_ROUND".to_string(), job.round.to_string()),
-    ];
-    // Only the worker command gets the API keys the engine took out of its own environment.
-    env.extend(orchestra_sys::exec::command_env::provider_settings());
-    env.extend(orchestra_sys::exec::secret_env::stashed().iter().cloned());
-    let log = job.dir.join(format!("worker-{stop}.log"));
-    let spec = Spec {
-        command,
-        dir: wt,
-        env: &env,
-        log: &log,
-        timeout: job.timeout,
-        confine: job.r.fixers.sandboxes.and_then(|s| s.worker.as_deref()),
-    };
-    let never = AtomicBool::new(false);
-    let out = process::run(&spec, &never, &mut |_| {}).map_err(|e| e.to_string())?;
-    if out.success() {
-        return Ok(());
-    }
-    Err(format!(
-        "the worker command failed ({}): {} (its attempt is kept in {})",
-        out.exit_code
-            .map_or_else(|| "killed".to_string(), |c| format!("exit code {c}")),
-        out.tail.lines().last().unwrap_or_default(),
-        wt.display()
-    ))
-}
-
-/// Has the packet's in-process worker `agent` resolve stop `stop` in `wt` as the next turn of
-/// its conversation (an agent CLI: its resumed session), told what `fixes` holds.
-fn agent_turn(
-    job: &Job<'_>,
-    agent: &dyn orchestra_core::engine::Worker,
-    wt: &Path,
-    fixes: &Path,
-    stop: usize,
-) -> Result<(), String> {
-    let feedback = fs_err::read_to_string(fixes).map_err(|e| e.to_string())?;
-    let turn = super::fixer::Turn {
+    let file = job.dir.join(format!("conflict-{stop}.md"));
+    let work = super::runner::Job {
         common_dir: &job.r.repo.common_dir,
         run: job.r.run,
         objective: job.objective,
         packet: job.packet,
         worktree: wt,
-        feedback: &feedback,
+        feedback: fixes,
+        fixes_file: &file,
         round: job.round,
         timeout: job.timeout,
-        log: format!("land-conflict-{}-{stop}.log", job.round),
+        env: vec![
+            ("ORCHESTRA_FIX_KIND".to_string(), "conflict".to_string()),
+            ("ORCHESTRA_CONFLICTS".to_string(), paths.join("\n")),
+        ],
+        log: job.dir.join(format!("worker-{stop}.log")),
+        transcript: format!("land-conflict-{}-{stop}.log", job.round),
     };
-    super::fixer::agent_turn(agent, &turn)
+    super::runner::run(job.worker, &work, job.r.fixers.sandboxes)
         .map(|_| ())
         .map_err(|e| format!("{e} (its attempt is kept in {})", wt.display()))
 }
 
-/// Checks the resolved head `new` (in `wt`) against the base it moved onto: the deterministic
-/// checks and the packet's validation commands must pass.
-fn regate(job: &Job<'_>, new: &str, wt: &Path) -> Result<(), String> {
-    let git = job.r.repo.git();
-    let packet = PacketRef {
-        run: job.r.run.to_string(),
-        packet: job.packet.clone(),
-        checkout: Some(wt.to_path_buf()),
-        notes: Vec::new(),
-    };
-    let checks = DeterministicReviewer {
-        options: PacketChecks::for_repo(&git).options,
-        validation: Vec::new(),
-        timeout: job.timeout,
-    };
-    let verdict = gate::review(job.r.repo, job.c.base, new, Some(&packet), &[&checks])
-        .map_err(|e| format!("cannot check the resolution: {e}"))?;
-    if verdict.verdict == gate::Decision::Approve {
-        return Ok(());
+/// Returns the packet as the reviewer reads it for a resolution: its description followed
+/// by what the round was for — the conflict, this packet's commits and those of the branch it
+/// moved onto (each side's intent) — so the review judges whether both are kept.
+fn reviewed_packet(job: &Job<'_>, g: &Git) -> Packet {
+    let c = job.c;
+    let theirs = g
+        .subjects(&format!("{}..{}", c.head, c.base), MAX_SUBJECTS)
+        .unwrap_or_default();
+    let ours = g
+        .subjects(&format!("{}..{}", c.upstream, c.head), MAX_SUBJECTS)
+        .unwrap_or_default();
+    let mut text = format!(
+        "\n\n## This change resolves a restack conflict\n\nThis packet's commits were rebased \
+         onto `{}` and conflicted in {}; the packet's worker resolved the conflict. Judge \
+         whether the resolution keeps the intent of both sides: neither may be discarded.\n",
+        c.onto,
+        quoted(c.paths)
+    );
+    let sides = [
+        ("This packet's commits (its intent)".to_string(), ours),
+        (
+            format!("The commits of `{}` it met (their intent)", c.onto),
+            theirs,
+        ),
+    ];
+    for (side, subjects) in sides {
+        if !subjects.is_empty() {
+            text.push_str(&format!("\n{side}, newest first:\n\n"));
+            for s in subjects {
+                text.push_str(&format!("- {s}\n"));
+            }
+        }
     }
-    let found: Vec<String> = verdict
-        .findings
-        .iter()
-        .map(|f| format!("{} {}", f.file.as_deref().unwrap_or_default(), f.evidence))
-        .collect();
-    Err(format!(
-        "the gate rejected the resolution {} (kept in {}): {}",
-        short(new),
-        wt.display(),
-        found.join("; ")
-    ))
+    let mut packet = job.packet.clone();
+    packet.description.push_str(&gate::mask_secrets(&text));
+    packet
 }
 
 /// Returns the first twelve characters of a commit id.

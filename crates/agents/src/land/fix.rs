@@ -6,7 +6,8 @@
 //! works in the packet's worktree when that still stands at the pull request's head (else in
 //! a worktree of that head made for the round and removed after it, so nothing left in the
 //! packet's worktree is ever touched); the result is committed, passes the deterministic
-//! checks, the packet's validation and the run's review, and is pushed with
+//! checks, the packet's validation — on its own and merged into the current tip of the pull
+//! request's base ([`super::regate`]) — and the run's review, and is pushed with
 //! `--force-with-lease` on the head it fixed, so a push someone else made meanwhile is never
 //! overwritten. A fix the gate rejects is not pushed and goes back once more with what the
 //! gate found, while `[land] max_rounds` allows.
@@ -18,7 +19,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use orchestra_core::gate::{self, DeterministicReviewer, PacketChecks, PacketRef};
+use orchestra_core::gate;
 use orchestra_core::plan::Packet;
 use orchestra_core::store::{Event, EventKind, Store, StoreError};
 use orchestra_git::git::{Git, RepoInfo, Untracked, commit};
@@ -40,6 +41,8 @@ pub(super) struct Round<'a> {
     pub branch: &'a str,
     /// The commit the forge shows as the head: what the fix builds on, and the push's lease.
     pub head_sha: &'a str,
+    /// The pull request's base branch: the fix is validated merged into its current tip.
+    pub base: Option<&'a str>,
     /// What a person is told when the round cannot fix it.
     pub reason: &'a str,
     /// What the worker is told.
@@ -233,7 +236,22 @@ fn fix_in(
     if new == round.head_sha {
         return Err(Miss::Failed("the worker changed nothing".into()));
     }
-    regate(round, ctx, fixers, &new, wt)?;
+    let gate = super::regate::Gate {
+        repo: round.repo,
+        run: round.run,
+        packet: ctx.packet.clone(),
+        checkout: wt.to_path_buf(),
+        fixers,
+        timeout: ctx.timeout,
+        remote: round.remote,
+        base: round.base,
+        logs: ctx
+            .dir
+            .join(format!("{}-round-{number}", round.packet))
+            .join("merged"),
+        what: "fix",
+    };
+    super::regate::check(&gate, round.head_sha, &new)?;
     git.push_with_lease(round.remote, round.branch, &new, round.head_sha)
         .map_err(|e| {
             format!(
@@ -316,77 +334,6 @@ fn worktree(
             )
         })?;
     Ok((path, true))
-}
-
-/// Re-gates the fix `new` (made in `wt` over the head): the deterministic checks and the
-/// packet's validation commands must pass.
-fn regate(
-    round: &Round<'_>,
-    ctx: &Context,
-    fixers: Fixers<'_>,
-    new: &str,
-    wt: &Path,
-) -> Result<(), Miss> {
-    let git = round.repo.git();
-    let packet = PacketRef {
-        run: round.run.to_string(),
-        packet: ctx.packet.clone(),
-        checkout: Some(wt.to_path_buf()),
-        notes: Vec::new(),
-    };
-    let mut options = PacketChecks::for_repo(&git).options;
-    if let Some(sandboxes) = fixers.sandboxes {
-        options.sandboxes = sandboxes.clone();
-    }
-    let checks = DeterministicReviewer {
-        options,
-        validation: Vec::new(),
-        timeout: ctx.timeout,
-    };
-    // The deterministic checks first: no model sees a fix they reject.
-    let verdict = gate::review(round.repo, round.head_sha, new, Some(&packet), &[&checks])
-        .map_err(|e| format!("cannot check the fix: {e}"))?;
-    let verdict = match fixers.reviewer {
-        Some(model) if verdict.verdict == gate::Decision::Approve => {
-            gate::review(round.repo, round.head_sha, new, Some(&packet), &[model])
-                .map_err(|e| format!("cannot review the fix: {e}"))?
-        }
-        _ => verdict,
-    };
-    if verdict.verdict == gate::Decision::Approve {
-        return Ok(());
-    }
-    let found: Vec<String> = verdict
-        .findings
-        .iter()
-        .map(|f| format!("{} {}", f.file.as_deref().unwrap_or_default(), f.evidence))
-        .collect();
-    let mut fixes = String::from(
-        "The gate rejected your fix, so it was not pushed; the next round starts again from the \
-         pull request's head. Fix these problems too:\n",
-    );
-    for f in &verdict.findings {
-        let place = match (&f.file, f.line) {
-            (Some(file), Some(line)) => format!(" {file}:{line}"),
-            (Some(file), None) => format!(" {file}"),
-            _ => String::new(),
-        };
-        fixes.push_str(&format!(
-            "- [{}] {}{place}: {} — {}\n",
-            f.severity.as_str(),
-            f.category,
-            f.evidence.trim(),
-            f.suggestion.trim()
-        ));
-    }
-    Err(Miss::Rejected {
-        why: format!(
-            "the gate rejected the fix {}: {}",
-            short(new),
-            found.join("; ")
-        ),
-        fixes,
-    })
 }
 
 /// Returns the first twelve characters of a commit id.
@@ -478,6 +425,7 @@ pub(super) fn step(
             number: f.number,
             branch: &f.branch,
             head_sha,
+            base: f.status.as_ref().map(|s| s.base.as_str()),
             reason: &reason,
             feedback: &feedback,
             review: review.as_ref(),

@@ -30,7 +30,9 @@ mod conflict;
 mod decide;
 mod fix;
 mod fixer;
+mod regate;
 mod restack;
+mod runner;
 mod view;
 
 use std::sync::Arc;
