@@ -2,6 +2,7 @@
 //! cheap profile passed packets like the new ones sends them to it (a scripted model of its
 //! own, so the test sees which server answered), too few observations leave them with the
 //! role's own worker, and a rejected fix round escalates to the next stronger worker.
+//! A worker `model:<name>` is the packet's own profile asking its provider for that model.
 
 use std::path::{Path, PathBuf};
 
@@ -215,4 +216,62 @@ fn a_routing_worker_that_is_not_configured_is_refused_before_the_run_starts() {
         "{said}"
     );
     assert_eq!(main.requests(), 0, "a model was asked: {said}");
+}
+
+/// Returns the models the coder's requests to `server` asked for, each once, in order.
+fn coder_models(server: &MockModel) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for body in server.received() {
+        let system = body["messages"][0]["content"].as_str().unwrap_or_default();
+        let model = body["model"].as_str().unwrap_or_default().to_string();
+        if system.contains("# Coder") && !out.contains(&model) {
+            out.push(model);
+        }
+    }
+    out
+}
+
+#[test]
+fn a_model_worker_is_the_packets_own_profile_asking_for_that_model() {
+    let s = Routed::new();
+    let main = demo::serve().unwrap();
+    let profile = format!(
+        "[profiles.default]\nprovider = \"openai-compatible\"\nmodel = \"scripted\"\nbase_url = \"{}\"\n",
+        main.url
+    );
+    // History: the coder's own profile, asked for the model `tiny` by [roles.coder] model.
+    std::fs::write(
+        &s.user_config,
+        format!("{profile}[roles.coder]\nmodel = \"tiny\"\n"),
+    )
+    .unwrap();
+    s.start("seed");
+    assert_eq!(coder_models(&main), ["tiny"]);
+
+    // Routing to `model:tiny`, which passed them: the same server, asked for `tiny` again.
+    std::fs::write(
+        &s.user_config,
+        format!(
+            "{profile}[routing]\nmode = \"history\"\nworkers = [\"model:tiny\", \"default\"]\n"
+        ),
+    )
+    .unwrap();
+    let before = main.received().len();
+    s.start("routed");
+    let lines = s.routing();
+    let p1 = line(&lines, "p1-config → model:tiny");
+    assert!(p1.contains("model:tiny passed 3/3"), "{p1}");
+    let asked: Vec<String> = main.received()[before..]
+        .iter()
+        .filter(|b| {
+            b["messages"][0]["content"]
+                .as_str()
+                .is_some_and(|c| c.contains("# Coder"))
+        })
+        .map(|b| b["model"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert!(
+        !asked.is_empty() && asked.iter().all(|m| m == "tiny"),
+        "{asked:?}"
+    );
 }
