@@ -190,3 +190,51 @@ fn bad_best_of_settings_are_refused_naming_the_key() {
         assert!(candidates(&s.repo).is_empty());
     }
 }
+
+/// Returns the forecast line of packet `id` in the approval overview `shown`.
+fn forecast_line<'a>(shown: &'a str, id: &str) -> &'a str {
+    shown
+        .lines()
+        .skip_while(|l| !l.contains(&format!("{id} — ")))
+        .find_map(|l| l.trim().strip_prefix("forecast: "))
+        .unwrap_or_else(|| panic!("no forecast for {id} in\n{shown}"))
+}
+
+/// Returns the time range of a forecast line (`…, 1 min–30 min (…)`).
+fn time_range(line: &str) -> &str {
+    let before = line.rsplit_once(" (").map_or(line, |(b, _)| b);
+    before.rsplit(", ").next().unwrap_or_default()
+}
+
+#[test]
+fn candidates_running_at_once_take_one_packets_time_in_the_forecast() {
+    // Room for all three candidates at once: the risky packet takes as long as the other,
+    // for three times the tokens.
+    let s = Risky::new("[start]\nbest_of = \"auto\"\n[best_of]\nn = 3\n", &[]);
+    let out = s.start(&[]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let shown = text(&out);
+    let (p1, p2) = (forecast_line(&shown, "p1"), forecast_line(&shown, "p2"));
+    assert!(p1.starts_with("60.0k–1.2M tokens"), "{p1}");
+    assert!(p2.starts_with("20.0k–400.0k tokens"), "{p2}");
+    assert_eq!(time_range(p1), "60 s–30 min", "{shown}");
+    assert_eq!(time_range(p1), time_range(p2), "{shown}");
+    assert!(p1.ends_with("(3 candidates; no history: defaults)"), "{p1}");
+
+    // One at a time: three rounds of one packet's time, for the same tokens.
+    let s = Risky::new(
+        "[run]\nmax_parallel = 1\n[start]\nbest_of = \"auto\"\n[best_of]\nn = 3\n",
+        &[],
+    );
+    let out = s.start(&[]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let shown = text(&out);
+    let (p1, p2) = (forecast_line(&shown, "p1"), forecast_line(&shown, "p2"));
+    assert!(p1.starts_with("60.0k–1.2M tokens"), "{p1}");
+    assert_eq!(time_range(p1), "3 min–1.5 h", "{shown}");
+    assert_eq!(time_range(p2), "60 s–30 min", "{shown}");
+    assert!(
+        p1.ends_with("(3 candidates, 1 at a time; no history: defaults)"),
+        "{p1}"
+    );
+}
