@@ -1,6 +1,8 @@
 //! `[start] best_of`: with `"auto"` the packets the planner or the plan reviewer marks risky
 //! fan out to `[best_of] n` candidates and the others do not; the approval shows which and
-//! forecasts them for all their candidates; bad settings are refused before anything starts.
+//! forecasts them for all their candidates (their time one packet's per round of candidates
+//! at once, alike at the terminal and in the web view); bad settings are refused before
+//! anything starts.
 
 use std::path::{Path, PathBuf};
 
@@ -237,4 +239,43 @@ fn candidates_running_at_once_take_one_packets_time_in_the_forecast() {
         p1.ends_with("(3 candidates, 1 at a time; no history: defaults)"),
         "{p1}"
     );
+    // The web view's approval panel shows the same forecast, from the same computation.
+    let forecast = web_forecast(&s);
+    assert_eq!(forecast["packets"]["p1"], p1, "{forecast}");
+    let detail = &forecast["detail"]["packets"][0];
+    assert_eq!(
+        (
+            &detail["at_once"],
+            &detail["secs"]["low"],
+            &detail["secs"]["high"]
+        ),
+        (
+            &serde_json::json!(1),
+            &serde_json::json!(180.0),
+            &serde_json::json!(5400.0)
+        ),
+        "{forecast}"
+    );
+}
+
+/// Returns the forecast the web view's approval panel shows for the run waiting in `s`.
+fn web_forecast(s: &Risky) -> serde_json::Value {
+    let ui = crate::web::view::ui_with(&s.repo, &[]);
+    let run =
+        git_orchestra::orchestrator::StartJournal::runs(&s.repo.join(".git")).unwrap()[0].clone();
+    let session = crate::web::view::session(&ui.url);
+    let addr = &session.addr;
+    let (status, answer) = crate::web::view::send(
+        addr,
+        &format!(
+            "GET /api/run/{run} HTTP/1.1\r\nHost: {addr}\r\nCookie: {}\r\nX-Orchestra-Token: {}\r\nConnection: close\r\n\r\n",
+            session.cookie, session.key
+        ),
+    );
+    assert_eq!(status, 200, "{answer}");
+    let body = answer
+        .split_once("\r\n\r\n")
+        .map_or(answer.as_str(), |(_, b)| b);
+    let page: serde_json::Value = serde_json::from_str(body).unwrap();
+    page["approval"]["forecast"].clone()
 }
