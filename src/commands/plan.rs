@@ -143,10 +143,14 @@ fn cmd_check(cwd: &Path, args: &CheckArgs) -> Result<(), CommandError> {
     };
     // Our agents work the packets unless the run names a worker command: forecast for them.
     let roles = git_orchestra::agent::Roles::load_with_trust(&repo.toplevel, config.trusted).ok();
-    let forecast = orchestrator::plan_forecast(&repo.common_dir, &plan, &config, &|role| {
+    let model_of = |role: &str| {
         let roles = roles.as_ref()?;
         orchestrator::models::model_label(&config, roles, role)
-    });
+    };
+    // A run of this plan caps work at once as `[run] max_parallel` says, else as the plan does.
+    let parallel = config.max_parallel(None);
+    let forecast =
+        orchestrator::plan_forecast(&repo.common_dir, &plan, &config, &model_of, parallel);
     let report = CheckReport {
         forecast,
         runs_on,

@@ -247,12 +247,16 @@ fn cap_candidates(
     // A worker command or an agent CLI names no model we know: forecast by role.
     let roles = git_orchestra::agent::Roles::load_with_trust(&repo.toplevel, config.trusted).ok();
     let by_cli = args.worker_cmd.is_some() || args.agent.is_some();
-    let Some(forecast) =
-        git_orchestra::orchestrator::plan_forecast(&repo.common_dir, plan, config, &|role| {
+    let Some(forecast) = git_orchestra::orchestrator::plan_forecast(
+        &repo.common_dir,
+        plan,
+        config,
+        &|role| {
             let roles = roles.as_ref().filter(|_| !by_cli)?;
             git_orchestra::orchestrator::models::model_label(config, roles, role)
-        })
-    else {
+        },
+        config.max_parallel(args.max_parallel),
+    ) else {
         return Ok(text);
     };
     let mut capped = false;

@@ -39,6 +39,9 @@ pub struct Script {
     pub name: String,
     #[serde(rename = "match")]
     pub matches: Vec<String>,
+    /// The model a request must ask for to match, when set (any model when unset).
+    #[serde(default)]
+    pub model: Option<String>,
     pub replies: Vec<ScriptedReply>,
 }
 
@@ -134,7 +137,10 @@ pub fn answer(scripts: &[Script], body: &Value) -> Result<Value, String> {
     let turn = messages.iter().filter(|m| m["role"] == "assistant").count();
     let script = scripts
         .iter()
-        .find(|s| s.matches.iter().all(|m| head.contains(m.as_str())))
+        .find(|s| {
+            s.matches.iter().all(|m| head.contains(m.as_str()))
+                && s.model.as_deref().is_none_or(|m| body["model"] == m)
+        })
         .ok_or_else(|| {
             format!(
                 "no script matches this conversation: {}",

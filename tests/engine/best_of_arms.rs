@@ -1,6 +1,7 @@
 //! `[best_of] arms`: a best-of-N packet's candidates cycle through the arms, each a profile
 //! its agent uses instead of the role's own; each candidate's arm is in its events, `status`
-//! and the notes; an arm that names no profile is refused before anything runs.
+//! and the notes; an arm that names no profile is refused before anything runs. An arm
+//! `model:<name>` keeps the packet's profile and asks its provider for that model.
 
 use crate::support::*;
 use git_orchestra::demo::{MockModel, parse_scripts};
@@ -175,6 +176,70 @@ fn an_arm_naming_an_unknown_agent_cli_is_refused_naming_it() {
         "names the choices: {}",
         text(&out)
     );
+    assert_eq!(refs(&repo.path), before);
+    assert_eq!(fast.requests() + strong.requests(), 0);
+}
+
+/// Starts one scripted server that answers the coder by the model asked for: writing
+/// `from <model>` to out.txt for `fast-model` and for `big-model`.
+fn coder_by_model() -> MockModel {
+    let script = |model: &str| {
+        serde_json::json!({"name": model, "model": model, "match": ["# Coder"], "replies": [
+            {"calls": [{"name": "write_file", "args": {"path": "out.txt", "content": format!("from {model}\n")}}]},
+            {"calls": [{"name": "complete", "args": {"summary": "wrote out.txt"}}]}]})
+    };
+    let scripts = serde_json::json!([script("fast-model"), script("big-model")]);
+    MockModel::start(parse_scripts(&scripts.to_string()).unwrap()).unwrap()
+}
+
+#[test]
+fn a_model_arm_keeps_the_packets_profile_and_asks_it_for_the_arms_model() {
+    let repo = TestRepo::new();
+    let server = coder_by_model();
+    let unused = coder("y\n");
+    repo.user_config(&config(&server, &unused, "[\"fast\", \"model:big-model\"]"));
+    let plan = plan(&repo);
+    let out = run(&repo, &plan);
+    assert!(out.status.success(), "{}", text(&out));
+    let run = run_id(&repo.path);
+    // Candidate 1 asked the fast profile's server for its model, candidate 2 the same server
+    // for the arm's model; each did what its model said.
+    assert_eq!(kept_out(&repo, &run, 1), "from fast-model");
+    assert_eq!(kept_out(&repo, &run, 2), "from big-model");
+    let models: Vec<String> = server
+        .received()
+        .iter()
+        .map(|b| b["model"].as_str().unwrap_or("").to_string())
+        .collect();
+    let count = |m: &str| models.iter().filter(|x| *x == m).count();
+    assert_eq!(
+        (count("fast-model"), count("big-model"), models.len()),
+        (2, 2, 4),
+        "{models:?}"
+    );
+    assert_eq!(unused.requests(), 0);
+    let v = status_json(&repo.path);
+    assert_eq!(arms_of(&v), ["fast", "model:big-model"], "{v:#}");
+    let reasons = v["candidates"][0]["reasons"].as_str().unwrap();
+    assert!(
+        reasons.contains("[arm model:big-model]") || reasons.contains("(arm `model:big-model`)"),
+        "{reasons}"
+    );
+}
+
+#[test]
+fn a_model_arm_without_a_model_is_refused_naming_it() {
+    let repo = TestRepo::new();
+    let fast = coder("x\n");
+    let strong = coder("y\n");
+    repo.user_config(&config(&fast, &strong, "[\"fast\", \"model: \"]"));
+    let plan = plan(&repo);
+    let before = refs(&repo.path);
+    let out = run(&repo, &plan);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let said = text(&out);
+    assert!(said.contains("`model: ` names no model"), "{said}");
+    assert!(said.contains("model:<name>"), "{said}");
     assert_eq!(refs(&repo.path), before);
     assert_eq!(fast.requests() + strong.requests(), 0);
 }

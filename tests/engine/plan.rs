@@ -135,12 +135,10 @@ fn valid_plan_prints_waves_and_serialized_pairs() {
 /// The cost of a forecast without a price for the model.
 const UNPRICED: &str = "cost unknown (no [prices] entry for the model)";
 
-#[test]
-fn plan_check_forecasts_from_the_packets_that_succeeded_before() {
+/// Seeds the run store of `repo` with an earlier run whose coder packet `core` of one file
+/// used 10,000 tokens and cost 0.01.
+fn seed_history(repo: &TestRepo) {
     use git_orchestra::store::{Event, NewPacket, NewRun, Store};
-    let repo = TestRepo::new();
-    repo.write("plan.toml", DIAMOND);
-    // An earlier run's coder packet of one file used 10,000 tokens, and cost 0.01.
     let mut store = Store::open(&repo.path.join(".git")).unwrap();
     store
         .create_run(&NewRun {
@@ -181,6 +179,13 @@ fn plan_check_forecasts_from_the_packets_that_succeeded_before() {
         store.record("earlier", &e).unwrap();
     }
     drop(store);
+}
+
+#[test]
+fn plan_check_forecasts_from_the_packets_that_succeeded_before() {
+    let repo = TestRepo::new();
+    repo.write("plan.toml", DIAMOND);
+    seed_history(&repo);
     let before = state(&repo);
     let out = orchestra(&repo.path, &["plan", "check", "plan.toml"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
@@ -206,6 +211,61 @@ fn plan_check_forecasts_from_the_packets_that_succeeded_before() {
     let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     assert_eq!(v["forecast"]["packets"][0]["basis"]["kind"], "history");
     assert_eq!(v["forecast"]["packets"][0]["tokens"]["high"], 15_000.0);
+}
+
+#[test]
+fn a_best_of_packet_is_forecast_one_packets_time_per_round_of_candidates_at_once() {
+    let repo = TestRepo::new();
+    seed_history(&repo);
+    let three = |parallel: u32| {
+        DIAMOND
+            .replace("max_parallel = 4", &format!("max_parallel = {parallel}"))
+            .replacen("id = \"core\"\n", "id = \"core\"\nattempts = 3\n", 1)
+    };
+    // Room for the three candidates at once: one packet's time for all their tokens and cost.
+    repo.write("plan.toml", &three(3));
+    let out = orchestra(&repo.path, &["plan", "check", "plan.toml"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains(
+            "\n  core: 22.5k–45.0k tokens, cost 0.0225–0.0450, 60 s–30 min (3 candidates; from 1 earlier packet)\n"
+        ),
+        "{stdout}"
+    );
+    let json = orchestra(&repo.path, &["plan", "check", "plan.toml", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let core = &v["forecast"]["packets"][0];
+    assert_eq!(
+        (core["secs"]["low"].as_f64(), core["secs"]["high"].as_f64()),
+        (Some(60.0), Some(1800.0)),
+        "{core}"
+    );
+    assert_eq!(core["at_once"], 3, "{core}");
+    // One at a time: three rounds of one packet's time, for the same tokens and cost.
+    repo.write("plan.toml", &three(1));
+    let out = orchestra(&repo.path, &["plan", "check", "plan.toml"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains(
+            "\n  core: 22.5k–45.0k tokens, cost 0.0225–0.0450, 3 min–1.5 h (3 candidates, 1 at a time; from 1 earlier packet)\n"
+        ),
+        "{stdout}"
+    );
+    let json = orchestra(&repo.path, &["plan", "check", "plan.toml", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let core = &v["forecast"]["packets"][0];
+    assert_eq!(
+        (core["secs"]["low"].as_f64(), core["secs"]["high"].as_f64()),
+        (Some(180.0), Some(5400.0)),
+        "{core}"
+    );
+    assert_eq!(
+        core["cost"]["high"].as_f64().map(|c| (c * 1e4).round()),
+        Some(450.0),
+        "{core}"
+    );
 }
 
 #[test]

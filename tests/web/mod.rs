@@ -19,5 +19,5 @@ mod packet_page;
 mod run_list;
 mod spend;
 mod steering;
-mod view;
+pub(crate) mod view;
 mod webdriver;

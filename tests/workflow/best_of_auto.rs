@@ -1,6 +1,8 @@
 //! `[start] best_of`: with `"auto"` the packets the planner or the plan reviewer marks risky
 //! fan out to `[best_of] n` candidates and the others do not; the approval shows which and
-//! forecasts them for all their candidates; bad settings are refused before anything starts.
+//! forecasts them for all their candidates (their time one packet's per round of candidates
+//! at once, alike at the terminal and in the web view); bad settings are refused before
+//! anything starts.
 
 use std::path::{Path, PathBuf};
 
@@ -189,4 +191,91 @@ fn bad_best_of_settings_are_refused_naming_the_key() {
         assert!(text(&out).contains(says), "{config}: {}", text(&out));
         assert!(candidates(&s.repo).is_empty());
     }
+}
+
+/// Returns the forecast line of packet `id` in the approval overview `shown`.
+fn forecast_line<'a>(shown: &'a str, id: &str) -> &'a str {
+    shown
+        .lines()
+        .skip_while(|l| !l.contains(&format!("{id} — ")))
+        .find_map(|l| l.trim().strip_prefix("forecast: "))
+        .unwrap_or_else(|| panic!("no forecast for {id} in\n{shown}"))
+}
+
+/// Returns the time range of a forecast line (`…, 1 min–30 min (…)`).
+fn time_range(line: &str) -> &str {
+    let before = line.rsplit_once(" (").map_or(line, |(b, _)| b);
+    before.rsplit(", ").next().unwrap_or_default()
+}
+
+#[test]
+fn candidates_running_at_once_take_one_packets_time_in_the_forecast() {
+    // Room for all three candidates at once: the risky packet takes as long as the other,
+    // for three times the tokens.
+    let s = Risky::new("[start]\nbest_of = \"auto\"\n[best_of]\nn = 3\n", &[]);
+    let out = s.start(&[]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let shown = text(&out);
+    let (p1, p2) = (forecast_line(&shown, "p1"), forecast_line(&shown, "p2"));
+    assert!(p1.starts_with("60.0k–1.2M tokens"), "{p1}");
+    assert!(p2.starts_with("20.0k–400.0k tokens"), "{p2}");
+    assert_eq!(time_range(p1), "60 s–30 min", "{shown}");
+    assert_eq!(time_range(p1), time_range(p2), "{shown}");
+    assert!(p1.ends_with("(3 candidates; no history: defaults)"), "{p1}");
+
+    // One at a time: three rounds of one packet's time, for the same tokens.
+    let s = Risky::new(
+        "[run]\nmax_parallel = 1\n[start]\nbest_of = \"auto\"\n[best_of]\nn = 3\n",
+        &[],
+    );
+    let out = s.start(&[]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let shown = text(&out);
+    let (p1, p2) = (forecast_line(&shown, "p1"), forecast_line(&shown, "p2"));
+    assert!(p1.starts_with("60.0k–1.2M tokens"), "{p1}");
+    assert_eq!(time_range(p1), "3 min–1.5 h", "{shown}");
+    assert_eq!(time_range(p2), "60 s–30 min", "{shown}");
+    assert!(
+        p1.ends_with("(3 candidates, 1 at a time; no history: defaults)"),
+        "{p1}"
+    );
+    // The web view's approval panel shows the same forecast, from the same computation.
+    let forecast = web_forecast(&s);
+    assert_eq!(forecast["packets"]["p1"], p1, "{forecast}");
+    let detail = &forecast["detail"]["packets"][0];
+    assert_eq!(
+        (
+            &detail["at_once"],
+            &detail["secs"]["low"],
+            &detail["secs"]["high"]
+        ),
+        (
+            &serde_json::json!(1),
+            &serde_json::json!(180.0),
+            &serde_json::json!(5400.0)
+        ),
+        "{forecast}"
+    );
+}
+
+/// Returns the forecast the web view's approval panel shows for the run waiting in `s`.
+fn web_forecast(s: &Risky) -> serde_json::Value {
+    let ui = crate::web::view::ui_with(&s.repo, &[]);
+    let run =
+        git_orchestra::orchestrator::StartJournal::runs(&s.repo.join(".git")).unwrap()[0].clone();
+    let session = crate::web::view::session(&ui.url);
+    let addr = &session.addr;
+    let (status, answer) = crate::web::view::send(
+        addr,
+        &format!(
+            "GET /api/run/{run} HTTP/1.1\r\nHost: {addr}\r\nCookie: {}\r\nX-Orchestra-Token: {}\r\nConnection: close\r\n\r\n",
+            session.cookie, session.key
+        ),
+    );
+    assert_eq!(status, 200, "{answer}");
+    let body = answer
+        .split_once("\r\n\r\n")
+        .map_or(answer.as_str(), |(_, b)| b);
+    let page: serde_json::Value = serde_json::from_str(body).unwrap();
+    page["approval"]["forecast"].clone()
 }

@@ -1,7 +1,8 @@
 //! `[best_of] arms` in `start` runs: a packet the plan gives two attempts fans out to two
 //! candidates, each worked by our agent with its arm's profile (a scripted server of its
 //! own, so the test sees which server answered) or by the agent CLI its arm names, and each
-//! candidate's arm is in `status`.
+//! candidate's arm is in `status`. An arm `model:<name>` asks the role's own profile for that
+//! model.
 
 use git_orchestra::demo::{self, MockModel};
 
@@ -148,4 +149,34 @@ fn a_start_runs_candidate_can_be_worked_by_the_agent_cli_its_arm_names() {
     );
     assert_eq!(kept, ["from fast", "from cli"]);
     assert_eq!(arms, ["fast", "cli:mine"]);
+}
+
+#[test]
+fn a_start_runs_candidate_asks_its_roles_profile_for_the_model_its_arm_names() {
+    let main = main_model();
+    // One server for the fast profile, answering by the model asked for.
+    let script = |model: &str| {
+        serde_json::json!({"name": model, "model": model, "match": ["# Coder"], "replies": [
+            {"calls": [{"name": "write_file", "args": {"path": "p1.txt", "content": format!("from {model}\n")}}]},
+            {"calls": [{"name": "complete", "args": {"summary": "wrote p1.txt"}}]}]})
+    };
+    let scripts = serde_json::json!([script("fast"), script("bigger")]);
+    let fast = MockModel::start(demo::parse_scripts(&scripts.to_string()).unwrap()).unwrap();
+    let strong = coder("unused\n");
+    let (kept, arms) = start_with(
+        &main,
+        &fast,
+        &strong,
+        "[roles.coder]\nprofile = \"fast\"\n[best_of]\narms = [\"fast\", \"model:bigger\"]\n",
+    );
+    assert_eq!(kept, ["from fast", "from bigger"]);
+    assert_eq!(arms, ["fast", "model:bigger"]);
+    let mut models: Vec<String> = fast
+        .received()
+        .iter()
+        .map(|b| b["model"].as_str().unwrap_or("").to_string())
+        .collect();
+    models.sort();
+    assert_eq!(models, ["bigger", "bigger", "fast", "fast"]);
+    assert_eq!(strong.requests(), 0);
 }

@@ -30,7 +30,6 @@ mod forecast;
 use crate::forge::forge_mock;
 mod messages;
 mod routing;
-mod routing_cli;
 mod run_listing;
 mod slow_model;
 mod soft_budget;

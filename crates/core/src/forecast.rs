@@ -10,6 +10,10 @@
 //! savings. Without comparable packets the range is [`DEFAULT_TOKENS`] and
 //! [`DEFAULT_SECS`] per packet — wide on purpose — and the forecast says it is a default.
 //!
+//! A best-of-N packet's tokens and cost are those of all its candidates together; its time is
+//! one candidate's for each round of candidates the run's `max_parallel` lets run at once
+//! (three candidates two at a time take two rounds), never less than one packet's.
+//!
 //! The plan's total adds the packets' tokens and costs; its wall time ranges from the longest
 //! packet (all run in parallel) to the sum of all (one after another).
 
@@ -73,6 +77,9 @@ pub struct PacketForecast {
     pub role: String,
     /// How many candidates work the packet: its tokens and cost are all of theirs together.
     pub candidates: u32,
+    /// How many of its candidates run at once (the run's `max_parallel`, at most
+    /// `candidates`): its time is one candidate's for each round of them.
+    pub at_once: u32,
     pub tokens: Range,
     /// `None` when neither history nor `[prices]` can price it.
     pub cost: Option<Range>,
@@ -160,12 +167,13 @@ fn priced(tokens: f64, price: Price) -> f64 {
 }
 
 /// Returns the forecast of `packet`, whose role answers with `model` (if known) priced at
-/// `price`, from the comparable `samples`.
+/// `price`, from the comparable `samples`, when up to `parallel` of its candidates run at once.
 pub fn estimate(
     packet: &Packet,
     model: Option<&str>,
     price: Option<Price>,
     samples: &[Sample],
+    parallel: usize,
 ) -> PacketForecast {
     let role = if packet.role.is_empty() {
         crate::plan::DEFAULT_ROLE
@@ -212,31 +220,43 @@ pub fn estimate(
         low: DEFAULT_SECS.0,
         high: DEFAULT_SECS.1,
     });
-    // Every candidate of a best-of-N packet spends about what one packet does.
-    let candidates = packet.candidates();
-    let times = |r: Range| Range {
-        low: r.low * f64::from(candidates),
-        high: r.high * f64::from(candidates),
+    // Every candidate of a best-of-N packet spends about what one packet does, and takes
+    // about as long: those running at once take one packet's time together.
+    let candidates = packet.candidates().max(1);
+    let at_once = u32::try_from(parallel.max(1))
+        .unwrap_or(u32::MAX)
+        .min(candidates);
+    let times = |r: Range, n: u32| Range {
+        low: r.low * f64::from(n),
+        high: r.high * f64::from(n),
     };
     PacketForecast {
         packet: packet.id.clone(),
         role: role.to_string(),
         candidates,
-        tokens: times(tokens),
-        cost: cost.map(times),
-        secs,
+        at_once,
+        tokens: times(tokens, candidates),
+        cost: cost.map(|c| times(c, candidates)),
+        secs: times(secs, candidates.div_ceil(at_once)),
         basis,
     }
 }
 
 /// Returns the forecast of every packet of `plan` and the totals; `model_of` names the model a
-/// role answers with now (if known) and `prices` prices a model.
+/// role answers with now (if known), `prices` prices a model and `max_parallel` is the run's
+/// cap on work at once when it sets one (else the plan's, else the engine's default), which
+/// bounds how many of a packet's candidates run at once.
 pub fn forecast(
     plan: &Plan,
     samples: &[Sample],
     model_of: &dyn Fn(&str) -> Option<String>,
     prices: &dyn Fn(&str) -> Option<Price>,
+    max_parallel: Option<usize>,
 ) -> PlanForecast {
+    let parallel = max_parallel
+        .or(plan.max_parallel)
+        .unwrap_or(crate::engine::DEFAULT_MAX_PARALLEL)
+        .max(1);
     let packets: Vec<PacketForecast> = plan
         .packets
         .iter()
@@ -248,7 +268,7 @@ pub fn forecast(
             };
             let model = model_of(role);
             let price = model.as_deref().and_then(|m| prices(price_key(m)));
-            estimate(p, model.as_deref(), price, samples)
+            estimate(p, model.as_deref(), price, samples, parallel)
         })
         .collect();
     let sum = |f: &dyn Fn(&PacketForecast) -> Range| Range {
@@ -319,9 +339,10 @@ impl PacketForecast {
             Basis::History { packets } => format!("from {packets} earlier packets"),
             Basis::Defaults => "no history: defaults".to_string(),
         };
-        let basis = match self.candidates {
-            0 | 1 => basis,
-            n => format!("{n} candidates; {basis}"),
+        let basis = match (self.candidates, self.at_once) {
+            (0 | 1, _) => basis,
+            (n, k) if k >= n => format!("{n} candidates; {basis}"),
+            (n, k) => format!("{n} candidates, {k} at a time; {basis}"),
         };
         format!(
             "{} ({basis})",
@@ -423,7 +444,7 @@ mod tests {
 
     #[test]
     fn candidates_are_capped_to_what_the_forecast_fits_in_the_budget() {
-        let f = estimate(&packet("p", "coder", 1), None, None, &[]);
+        let f = estimate(&packet("p", "coder", 1), None, None, &[], 1);
         // Defaults: up to 400k tokens per candidate.
         let (n, why) = affordable_candidates(&f, 3, Some(900_000), None);
         assert_eq!(n, 2);
@@ -440,7 +461,7 @@ mod tests {
     fn a_best_of_n_packet_is_forecast_for_all_its_candidates_and_capped_per_candidate() {
         let mut p = packet("p", "coder", 1);
         p.attempts = Some(3);
-        let f = estimate(&p, None, None, &[]);
+        let f = estimate(&p, None, None, &[], 4);
         assert_eq!(f.candidates, 3);
         assert_eq!(
             f.tokens,
@@ -454,6 +475,29 @@ mod tests {
             "{}",
             f.text()
         );
+        // All three run at once with room for four: one packet's time; one at a time: three.
+        assert_eq!(f.at_once, 3);
+        assert_eq!(
+            f.secs,
+            Range {
+                low: DEFAULT_SECS.0,
+                high: DEFAULT_SECS.1
+            }
+        );
+        let one = estimate(&p, None, None, &[], 1);
+        assert_eq!(
+            (one.secs.low, one.secs.high),
+            (3.0 * DEFAULT_SECS.0, 3.0 * DEFAULT_SECS.1)
+        );
+        assert_eq!((one.tokens, one.cost), (f.tokens, f.cost));
+        assert!(
+            one.text()
+                .ends_with("(3 candidates, 1 at a time; no history: defaults)"),
+            "{}",
+            one.text()
+        );
+        let two = estimate(&p, None, None, &[], 2);
+        assert_eq!(two.secs.high, 2.0 * DEFAULT_SECS.1);
         // The budget still judges one candidate's forecast: 400k tokens each.
         let (n, why) = affordable_candidates(&f, 3, Some(900_000), None);
         assert_eq!(n, 2);
@@ -479,7 +523,7 @@ mod tests {
             sample("coder", "other", 1, 1_000_000, 9.0, 9_000.0),
             sample("tester", "m", 1, 1_000_000, 9.0, 9_000.0),
         ];
-        let f = estimate(&packet("p", "coder", 2), Some("m"), None, &samples);
+        let f = estimate(&packet("p", "coder", 2), Some("m"), None, &samples, 1);
         assert_eq!(f.basis, Basis::History { packets: 2 });
         // Scaled to size 2: 20k and 40k tokens, 0.2 and 0.2 cost, 200 s and 400 s.
         assert_eq!(
@@ -503,10 +547,16 @@ mod tests {
             "15.0k–60.0k tokens, cost 0.1500–0.3000, 2 min–10 min (from 2 earlier packets)"
         );
         // A label with its provider names the same model.
-        let labelled = estimate(&packet("p", "coder", 2), Some("openai:m"), None, &samples);
+        let labelled = estimate(
+            &packet("p", "coder", 2),
+            Some("openai:m"),
+            None,
+            &samples,
+            1,
+        );
         assert_eq!(labelled.basis, Basis::History { packets: 2 });
         // An unknown model compares with every packet of the role.
-        let any = estimate(&packet("p", "coder", 1), None, None, &samples);
+        let any = estimate(&packet("p", "coder", 1), None, None, &samples, 1);
         assert_eq!(any.basis, Basis::History { packets: 3 });
     }
 
@@ -516,7 +566,7 @@ mod tests {
             input_per_mtok: 1.0,
             output_per_mtok: 10.0,
         };
-        let f = estimate(&packet("p", "", 1), Some("m"), Some(price), &[]);
+        let f = estimate(&packet("p", "", 1), Some("m"), Some(price), &[], 1);
         assert_eq!((f.basis, f.role.as_str()), (Basis::Defaults, "coder"));
         assert_eq!(
             f.tokens,
@@ -529,7 +579,7 @@ mod tests {
         let cost = f.cost.unwrap();
         assert!((cost.low - 0.038).abs() < 1e-9 && (cost.high - 0.76).abs() < 1e-9);
         assert!(f.text().ends_with("(no history: defaults)"), "{}", f.text());
-        let unpriced = estimate(&packet("p", "coder", 1), Some("m"), None, &[]);
+        let unpriced = estimate(&packet("p", "coder", 1), Some("m"), None, &[], 1);
         assert!(
             unpriced.text().contains("cost unknown"),
             "{}",
@@ -542,7 +592,7 @@ mod tests {
         let plan = Plan::new("o", vec![packet("a", "coder", 1), packet("b", "tester", 1)]);
         let samples = [sample("coder", "m", 1, 10_000, 0.1, 100.0)];
         let model_of = |_: &str| Some("m".to_string());
-        let f = forecast(&plan, &samples, &model_of, &|_| None);
+        let f = forecast(&plan, &samples, &model_of, &|_| None, None);
         assert_eq!(f.packets[0].basis, Basis::History { packets: 1 });
         assert_eq!(f.packets[1].basis, Basis::Defaults);
         assert_eq!(f.tokens.low, 7_500.0 + DEFAULT_TOKENS.0);

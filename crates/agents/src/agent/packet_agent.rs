@@ -188,12 +188,9 @@ impl AgentWorker {
         let packet = job.packet;
         let role = role_for_job(&self.roles, packet, job.timeout)?;
         let chain = match job.candidate.and_then(|k| self.config.best_of.arm(k)) {
-            // A candidate's arm is the profile its agent uses instead of the role's own.
-            Some(arm) => {
-                let mut config = self.config.clone();
-                config.roles.entry(role.name.clone()).or_default().profile = Some(arm.to_string());
-                profiles::resolve(&config, &role, &env)?
-            }
+            // A candidate's arm is the profile its agent uses instead of the role's own, or
+            // the model its role's profile asks for.
+            Some(arm) => profiles::resolve(&self.config.with_worker(&role.name, arm), &role, &env)?,
             None => profiles::resolve(&self.config, &role, &env)?,
         };
         let mut models = llm::connect_chain(&chain, &self.gates, &mut |e| {

@@ -66,10 +66,42 @@ pub fn check(config: &RepoConfig, role: &Role) -> Result<(), SetupError> {
     Ok(())
 }
 
-/// Returns the profile role `role` uses and its fallback chain (first is primary).
+/// Returns the profile role `role` uses and its fallback chain (first is primary), the
+/// primary asking for `[roles.<role>] model` when that is set.
 ///
-/// `env` looks up environment variables, so tests can pass their own.
+/// `env` looks up environment variables, so tests can pass their own. This is the one place
+/// a role's profile and model are decided: `[best_of] arms`, `[routing] workers` and eval
+/// arms change them through the configuration (`RepoConfig::with_worker`).
 pub fn resolve(
+    config: &RepoConfig,
+    role: &Role,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Vec<Profile>, ProfileError> {
+    let mut chain = resolve_profiles(config, role, env)?;
+    let Some(model) = config
+        .roles
+        .get(&role.name)
+        .and_then(|r| r.model.as_deref())
+    else {
+        return Ok(chain);
+    };
+    if let Some(primary) = chain.first_mut() {
+        if model.trim().is_empty() {
+            return Err(ProfileError::Invalid {
+                name: primary.name.clone(),
+                message: format!(
+                    "the model asked for by [roles.{}] (or a `model:` arm or worker) is empty: name a model, e.g. `model = \"gpt-4.1-mini\"`, or leave it out",
+                    role.name
+                ),
+            });
+        }
+        primary.model = model.trim().to_string();
+    }
+    Ok(chain)
+}
+
+/// Returns the profile chain role `role` uses, each profile with its own model.
+fn resolve_profiles(
     config: &RepoConfig,
     role: &Role,
     env: &dyn Fn(&str) -> Option<String>,
@@ -254,6 +286,39 @@ mod tests {
         let chain = resolve(&cfg, roles.get("reviewer").unwrap(), &none).unwrap();
         assert_eq!(chain[0].timeout, Duration::from_secs(9));
         assert_eq!(chain[1].name, "local");
+    }
+
+    #[test]
+    fn a_roles_model_changes_its_primary_profiles_model_only() {
+        let cfg = config(
+            "[profiles.default]\nprovider = \"openai\"\nmodel = \"gpt-4o-mini\"\nfallback = \"local\"\n\
+             [profiles.local]\nprovider = \"openai-compatible\"\nmodel = \"qwen\"\nbase_url = \"http://127.0.0.1:18080/v1\"\n",
+        );
+        let roles = Roles::builtin().unwrap();
+        let coder = roles.get("coder").unwrap();
+        let none = |_: &str| None;
+        let chain = resolve(&cfg.with_worker("coder", "model:big"), coder, &none).unwrap();
+        let models: Vec<_> = chain
+            .iter()
+            .map(|p| (p.name.as_str(), p.model.as_str()))
+            .collect();
+        assert_eq!(models, [("default", "big"), ("local", "qwen")]);
+        assert_eq!(chain[0].label(), "openai:big");
+        // Another role keeps the profile's model; a profile entry changes the profile.
+        let reviewer = resolve(
+            &cfg.with_worker("coder", "model:big"),
+            roles.get("reviewer").unwrap(),
+            &none,
+        )
+        .unwrap();
+        assert_eq!(reviewer[0].model, "gpt-4o-mini");
+        let chain = resolve(&cfg.with_worker("coder", "local"), coder, &none).unwrap();
+        assert_eq!(
+            (chain[0].name.as_str(), chain[0].model.as_str()),
+            ("local", "qwen")
+        );
+        let err = resolve(&cfg.with_worker("coder", "model: "), coder, &none).unwrap_err();
+        assert!(err.to_string().contains("[roles.coder]"), "{err}");
     }
 
     #[test]

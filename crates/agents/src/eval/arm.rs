@@ -11,7 +11,7 @@
 
 use std::collections::BTreeMap;
 
-use orchestra_core::config::RepoConfig;
+use orchestra_core::config::{MODEL_WORKER, RepoConfig};
 use serde::Serialize;
 
 /// One arm: a name and what works each task.
@@ -375,16 +375,14 @@ impl Arm {
                         .contains_key("default")
                         .then(|| "default".into())
                 });
-            let Some(mut profile) = current.and_then(|p| config.profiles.get(&p).cloned()) else {
+            if !current.is_some_and(|p| config.profiles.contains_key(&p)) {
                 return Err(ArmError::NoProfileForModel {
                     name: self.name.clone(),
                     role: role.clone(),
                 });
-            };
-            profile.model = model.clone();
-            let named = format!("eval.{}.{role}", self.name);
-            config.profiles.insert(named.clone(), profile);
-            config.roles.entry(role.clone()).or_default().profile = Some(named);
+            }
+            // The role's profile asks for this model where every role's model is decided.
+            config = config.with_worker(role, &format!("{MODEL_WORKER}{model}"));
         }
         Ok(config)
     }
@@ -497,8 +495,8 @@ mod tests {
         assert!(matches!(err, Err(ArmError::UndefinedProfile { .. })));
         let arm = parse("a=agent:coder@small,model.coder=tiny").unwrap();
         let config = arm.config(&base, &[]).unwrap();
-        let chosen = config.roles["coder"].profile.clone().unwrap();
-        assert_eq!(config.profiles[&chosen].model, "tiny");
+        assert_eq!(config.roles["coder"].profile.as_deref(), Some("small"));
+        assert_eq!(config.roles["coder"].model.as_deref(), Some("tiny"));
         assert_eq!(config.profiles["small"].model, "m");
         let err = parse("a=agent:coder,model.coder=tiny")
             .unwrap()

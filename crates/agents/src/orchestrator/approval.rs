@@ -98,10 +98,13 @@ impl Ctx<'_> {
     pub(super) fn forecast(&self, toml: &str) -> Option<PlanForecast> {
         let plan = Plan::from_toml_str(toml, "plan.toml").ok()?;
         let by_cli = self.settings.worker_cmd.is_some() || self.settings.agent.is_some();
-        plan_forecast(&self.repo.common_dir, &plan, &self.models.config, &|role| {
+        let model_of = |role: &str| {
             // A worker command or an agent CLI names no model we know: compare by role.
             (!by_cli).then(|| self.models.model_label(role)).flatten()
-        })
+        };
+        let config = &self.models.config;
+        let parallel = self.settings.max_parallel;
+        plan_forecast(&self.repo.common_dir, &plan, config, &model_of, parallel)
     }
 
     /// Returns the findings of the last plan review, if any.
@@ -119,13 +122,16 @@ impl Ctx<'_> {
 }
 
 /// Returns the forecast of `plan` from the run store under `common_dir`, priced by `config`'s
-/// `[prices]`; `model_of` names the model a role answers with (if known). `None` when the
-/// store cannot be read.
+/// `[prices]`; `model_of` names the model a role answers with (if known) and `max_parallel`
+/// is the run's cap on work at once when it sets one (else the plan's). `None` when the store
+/// cannot be read. Every front end's forecast (approval, `plan check`, `run`, the web view)
+/// is this one computation.
 pub fn plan_forecast(
     common_dir: &std::path::Path,
     plan: &Plan,
     config: &orchestra_core::config::RepoConfig,
     model_of: &dyn Fn(&str) -> Option<String>,
+    max_parallel: Option<usize>,
 ) -> Option<PlanForecast> {
     let prices = |m: &str| config.price(m);
     let samples = match orchestra_core::store::Store::open_existing(common_dir) {
@@ -133,7 +139,13 @@ pub fn plan_forecast(
         Ok(None) => Vec::new(),
         Err(_) => return None,
     };
-    Some(forecast::forecast(plan, &samples, model_of, &prices))
+    Some(forecast::forecast(
+        plan,
+        &samples,
+        model_of,
+        &prices,
+        max_parallel,
+    ))
 }
 
 /// Returns the forecast of the plan `toml` waiting for approval in the `start` run `run`, as
@@ -157,11 +169,18 @@ pub fn approval_forecast(
     })?;
     let by_cli = settings.worker_cmd.is_some() || settings.agent.is_some();
     let roles = crate::agent::Roles::load_with_trust(&repo.toplevel, config.trusted).ok()?;
-    plan_forecast(&repo.common_dir, &plan, config, &|role| {
+    let model_of = |role: &str| {
         (!by_cli)
             .then(|| super::models::model_label(config, &roles, role))
             .flatten()
-    })
+    };
+    plan_forecast(
+        &repo.common_dir,
+        &plan,
+        config,
+        &model_of,
+        settings.max_parallel,
+    )
 }
 
 /// Returns the plan as a person reads it before approving: each packet with its role, files,

@@ -204,8 +204,10 @@ impl RoleModels {
         Ok(c)
     }
 
-    /// Returns the connected model chain of `role` when its agent uses `profile` instead of
-    /// the role's own (a routed packet), connecting on first use; the role's own without one.
+    /// Returns the connected model chain of `role` when its agent works as `profile` says (a
+    /// routed packet or a candidate's arm: a profile instead of the role's own, or
+    /// `model:<name>`, see `RepoConfig::with_worker`), connecting on first use; the role's
+    /// own without one.
     pub fn clients_for(&self, role: &str, profile: Option<&str>) -> Result<Clients, SetupError> {
         let Some(profile) = profile else {
             return self.clients(role);
@@ -215,9 +217,7 @@ impl RoleModels {
             return Ok(c);
         }
         let r = self.roles.get(role)?;
-        let mut config = self.config.clone();
-        config.roles.entry(role.to_string()).or_default().profile = Some(profile.to_string());
-        let chain = profiles::resolve(&config, r, &env)?;
+        let chain = profiles::resolve(&self.config.with_worker(role, profile), r, &env)?;
         let models = llm::connect_chain(&chain, &self.gates, &mut |_| {})?;
         let c = (models, chain);
         if let Ok(mut m) = self.clients.lock() {

@@ -29,9 +29,10 @@ pub struct BestOfConfig {
     /// (in `run`, `agent` and `start` runs): candidate 1 gets the first arm, candidate 2 the
     /// second, and so on, starting over after the last. Each arm is the name of a
     /// `[profiles]` entry, used by the candidate's agent instead of its role's own profile
-    /// (and, in a `start` run, instead of the worker `[routing]` picks), or `cli:<name>`:
-    /// the candidate is worked by that agent CLI (built in or `[agents.cli.<name>]`, as for
-    /// `--agent`). Unset, every candidate uses its role's profile (or its routed worker).
+    /// (and, in a `start` run, instead of the worker `[routing]` picks), `model:<name>`: the
+    /// candidate's agent keeps its role's profile (same provider, key and address) and asks
+    /// it for that model, or `cli:<name>`: the candidate is worked by that agent CLI (built
+    /// in or `[agents.cli.<name>]`, as for `--agent`). Unset, every candidate uses its role's profile (or its routed worker).
     #[serde(default)]
     pub arms: Option<Vec<String>>,
     /// How many candidates a packet the planner or plan reviewer marked risky gets under
@@ -81,10 +82,15 @@ impl BestOfConfig {
                 "[best_of] arms is empty: name at least one profile, or leave arms out".into(),
             );
         }
+        for arm in arms {
+            if let Err(problem) = super::worker_model(arm, "[best_of] arms") {
+                return Some(problem);
+            }
+        }
         // `cli:<name>` arms are checked against the agent CLIs where those are known.
-        let bad = arms
-            .iter()
-            .find(|a| !a.starts_with(CLI_ARM) && !defined.contains(a))?;
+        let bad = arms.iter().find(|a| {
+            !a.starts_with(CLI_ARM) && !a.starts_with(super::MODEL_WORKER) && !defined.contains(a)
+        })?;
         let choices = if defined.is_empty() {
             "none is defined: add a [profiles.<name>] table".to_string()
         } else {
@@ -152,5 +158,21 @@ mod tests {
         assert_eq!(c.cli_arms().collect::<Vec<_>>(), ["mine"]);
         let clis: Vec<Option<&str>> = (1..=3).map(|k| c.cli_arm(k)).collect();
         assert_eq!(clis, [None, Some("mine"), None]);
+    }
+
+    #[test]
+    fn a_model_arm_is_no_profile_and_one_without_a_model_is_named() {
+        let c = BestOfConfig {
+            arms: Some(vec!["fast".into(), "model:big".into()]),
+            ..Default::default()
+        };
+        assert_eq!(c.arms_problem(["fast".to_string()].iter()), None);
+        assert_eq!(c.cli_arm(2), None);
+        let empty = BestOfConfig {
+            arms: Some(vec!["fast".into(), "model:".into()]),
+            ..Default::default()
+        };
+        let said = empty.arms_problem(["fast".to_string()].iter()).unwrap();
+        assert!(said.contains("`model:` names no model"), "{said}");
     }
 }

@@ -40,7 +40,7 @@ pub use eval::EvalConfig;
 pub use executor::{ActionsConfig, ExecutorConfig, ExecutorKind, SshConfig};
 pub use land::LandConfig;
 pub use merge::MergeConfig;
-pub use models::{Price, ProfileConfig, RoleConfig, price_key};
+pub use models::{MODEL_WORKER, Price, ProfileConfig, RoleConfig, price_key, worker_model};
 pub use notify::NotifyConfig;
 pub use routing::{
     DEFAULT_MIN_OBSERVATIONS, DEFAULT_MIN_PASS_RATE, RoutedWorker, RoutingConfig, RoutingMode,

@@ -51,6 +51,10 @@ pub struct ProfileConfig {
 pub struct RoleConfig {
     /// The profile this role uses.
     pub profile: Option<String>,
+    /// The model this role's agents ask their profile's provider for instead of the
+    /// profile's own `model` (same provider, key and address); its fallbacks keep theirs.
+    #[serde(default)]
+    pub model: Option<String>,
     /// Overrides the fallback of the role's profile.
     pub fallback: Option<String>,
     /// An agent CLI (claude, codex, gemini, opencode, qwen or an `[agents.cli.<name>]`) that
@@ -87,7 +91,41 @@ pub fn price_key(label: &str) -> &str {
     label.rsplit(':').next().unwrap_or(label)
 }
 
+/// How an entry of `[best_of] arms` or `[routing] workers` starts that keeps the role's
+/// profile and asks its provider for another model: `model:<name>`.
+pub const MODEL_WORKER: &str = "model:";
+
+/// Returns the model an entry `model:<name>` of `[best_of] arms` or `[routing] workers` names,
+/// `None` for any other entry, or a message saying the entry names no model (`setting` is
+/// where it was written).
+pub fn worker_model<'e>(entry: &'e str, setting: &str) -> Result<Option<&'e str>, String> {
+    let Some(model) = entry.strip_prefix(MODEL_WORKER) else {
+        return Ok(None);
+    };
+    let model = model.trim();
+    if model.is_empty() {
+        return Err(format!(
+            "{setting} entry `{entry}` names no model: write `model:<name>` with the model's name as the provider knows it, e.g. `model:gpt-4.1-mini`"
+        ));
+    }
+    Ok(Some(model))
+}
+
 impl RepoConfig {
+    /// Returns this configuration with role `role`'s agents working as `worker` (an entry of
+    /// `[best_of] arms` or `[routing] workers`) says: `model:<name>` keeps the role's profile
+    /// and asks it for that model; any other entry is the `[profiles]` entry the role uses
+    /// instead of its own. The one place such an entry becomes a role's profile and model.
+    pub fn with_worker(&self, role: &str, worker: &str) -> RepoConfig {
+        let mut config = self.clone();
+        let entry = config.roles.entry(role.to_string()).or_default();
+        match worker.strip_prefix(MODEL_WORKER) {
+            Some(model) => entry.model = Some(model.trim().to_string()),
+            None => entry.profile = Some(worker.to_string()),
+        }
+        config
+    }
+
     /// Returns the price of `model` from `[prices]`, if it has one.
     pub fn price(&self, model: &str) -> Option<Price> {
         self.prices.get(model).copied()

@@ -34,8 +34,9 @@ pub struct RoutingConfig {
     #[serde(default)]
     pub mode: Option<RoutingMode>,
     /// The workers routing chooses from, cheapest first: each the name of a `[profiles]`
-    /// entry, a model one of them uses, or `cli:<name>` for an agent CLI (a built-in one or
-    /// an `[agents.cli.<name>]`). Earlier runs' packets count for the worker whose model
+    /// entry, a model one of them uses, `model:<name>` for the packet's own profile asking
+    /// its provider for that model, or `cli:<name>` for an agent CLI (a built-in one or an
+    /// `[agents.cli.<name>]`). Earlier runs' packets count for the worker whose model
     /// answered them, or for the agent CLI that worked them.
     #[serde(default)]
     pub workers: Option<Vec<String>>,
@@ -83,7 +84,8 @@ impl RoutingConfig {
 pub struct RoutedWorker {
     /// The entry as written in `workers`.
     pub name: String,
-    /// The profile the worker's agents use; empty for an agent CLI.
+    /// The profile the worker's agents use, or `model:<name>` for their role's own profile
+    /// asking for that model (as `RepoConfig::with_worker` reads it); empty for an agent CLI.
     pub profile: String,
     /// The model that profile answers with, or `cli:<name>` for an agent CLI: what history
     /// knows the worker by.
@@ -129,6 +131,23 @@ impl RepoConfig {
                     name,
                     profile: String::new(),
                     cli: Some(cli),
+                });
+                continue;
+            }
+            if let Some(model) = super::worker_model(&name, "`[routing] workers`")? {
+                let model = model.to_string();
+                if let Some(twin) = out.iter().find(|w| w.model == model) {
+                    return Err(format!(
+                        "`[routing] workers` entries `{}` and `{name}` both answer with model `{model}`, so history cannot tell them apart; list one of them",
+                        twin.name
+                    ));
+                }
+                // The role's own profile asking for this model: `with_worker` reads the entry.
+                out.push(RoutedWorker {
+                    profile: name.clone(),
+                    name,
+                    model,
+                    cli: None,
                 });
                 continue;
             }
@@ -216,6 +235,32 @@ mod tests {
             (Some("mine"), "cli:mine")
         );
         assert_eq!(workers[1].cli, None);
+        // A model entry keeps the packet's profile and asks it for that model.
+        let c = config(&format!(
+            "{profiles}[routing]\nmode = \"history\"\nworkers = [\"model:tiny\", \"strong\"]\n"
+        ));
+        let workers = c.routed_workers().unwrap();
+        assert_eq!(
+            (
+                workers[0].profile.as_str(),
+                workers[0].model.as_str(),
+                workers[0].cli.as_deref()
+            ),
+            ("model:tiny", "tiny", None)
+        );
+        for (workers, says) in [
+            ("[\"model:\"]", "`model:` names no model"),
+            (
+                "[\"model:big\", \"strong\"]",
+                "both answer with model `big`",
+            ),
+        ] {
+            let c = config(&format!(
+                "{profiles}[routing]\nmode = \"history\"\nworkers = {workers}\n"
+            ));
+            let err = c.routed_workers().unwrap_err();
+            assert!(err.contains(says), "{err}");
+        }
         // A configuration without the table still loads.
         assert!(!config("").routing.enabled());
     }
