@@ -40,7 +40,8 @@ pub struct RunArgs {
     /// profiles.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=8))]
     best_of: Option<u32>,
-    /// Most packets running at once (default: the plan's max_parallel, else 4).
+    /// Most workers running at once, packets and their candidates together (default: the
+    /// plan's max_parallel, else 4).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     max_parallel: Option<u16>,
     /// Longest a worker or validation command may run, in seconds (default 3600).

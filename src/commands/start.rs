@@ -60,7 +60,8 @@ pub struct StartArgs {
     /// `[executor] kind`, else local. Kept with the run.
     #[arg(long, value_enum, value_name = "KIND")]
     executor: Option<super::executor::ExecutorArg>,
-    /// Most packets running at once (default: the plan's, else 4).
+    /// Most workers running at once, packets and their candidates together (default: the
+    /// plan's, else 4).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     max_parallel: Option<u16>,
     /// Longest a worker or validation command may run, in seconds (default 3600).

@@ -10,6 +10,7 @@ mod packet;
 pub mod remote;
 mod retry;
 pub mod scheduler;
+mod slots;
 mod symbol_scope;
 pub mod timings;
 mod watch;
@@ -302,9 +303,12 @@ pub fn execute_with(
     let records = journal.packets()?;
     let activity = activity.with_run_refs(&repo.common_dir, &run.id, &records);
     activity.watch_existing(&records);
+    // Packets and their candidates draw their worker slots from one pool of the run's cap.
+    let slots = slots::Slots::new(run.max_parallel);
     let ctx = packet::Context {
         repo,
         activity: &activity,
+        slots: &slots,
         run: &run,
         plan: &plan,
         worker_cmd: worker_cmd.as_deref(),
@@ -390,7 +394,10 @@ fn drive(ctx: &packet::Context<'_>, graph: &scheduler::Graph) -> Result<(), Engi
             let states: Vec<PacketState> = records.iter().map(|r| r.state).collect();
             let stopping = ctx.stop.load(std::sync::atomic::Ordering::SeqCst) || failure.is_some();
             if !stopping {
-                let decision = scheduler::decide(graph, &states, &executing, ctx.run.max_parallel);
+                // Candidates may hold slots beyond their packets': only free ones start more.
+                let busy = executing.iter().filter(|e| **e).count();
+                let cap = busy + ctx.slots.free();
+                let decision = scheduler::decide(graph, &states, &executing, cap);
                 for (i, blocker) in &decision.skip {
                     journal.record(Event::PacketSkipped {
                         packet: plan.packets[*i].id.clone(),
@@ -404,11 +411,16 @@ fn drive(ctx: &packet::Context<'_>, graph: &scheduler::Graph) -> Result<(), Engi
                     continue;
                 }
                 for i in decision.start {
+                    // A candidate may have taken the slot since: the packet waits its turn.
+                    let Some(slot) = ctx.slots.try_take() else {
+                        break;
+                    };
                     executing[i] = true;
                     let record = records[i].clone();
                     let tx = done_tx.clone();
                     scope.spawn(move || {
                         packet::run(ctx, i, &record);
+                        drop(slot);
                         let _ = tx.send(i);
                     });
                 }
