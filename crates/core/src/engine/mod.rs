@@ -88,6 +88,15 @@ pub enum EngineError {
     /// The executor's configuration is incomplete or wrong.
     #[error("{0}")]
     Executor(String),
+    /// A packet asks for candidates on an executor that runs packets elsewhere.
+    #[error(
+        "packet `{packet}` asks for {candidates} candidates, but candidates run only on the local executor, not {executor}; run it with --executor local (or `[executor] kind = \"local\"`), or with one candidate (`attempts = 1`, without --best-of or `[start] best_of`)"
+    )]
+    CandidatesElsewhere {
+        packet: String,
+        candidates: u32,
+        executor: String,
+    },
     #[error("the engine's packet thread panicked")]
     Panicked,
 }
@@ -273,6 +282,9 @@ pub fn execute_with(
         message: e.to_string(),
     })?;
     watch::check_stored_plan(&run.id, &dir, &run.plan_toml)?;
+    if let Some(executor) = ctl.executor {
+        remote::check_candidates(&plan, executor.kind())?;
+    }
     recover(repo, run_id, &store.packets(run_id)?)?;
     if ctl.sparse.is_some() {
         orchestra_git::git::enable_worktree_config(&repo.git())
