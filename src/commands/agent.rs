@@ -52,6 +52,26 @@ pub struct AgentArgs {
     best_of: Option<u32>,
 }
 
+/// Refuses `--best-of N` (N > 1) when `[executor] kind` runs packets elsewhere: candidates
+/// run only on the local executor.
+fn check_best_of_here(
+    repo: &RepoInfo,
+    config: &git_orchestra::config::RepoConfig,
+    best_of: Option<u32>,
+) -> Result<(), CommandError> {
+    let kind = super::executor::kind_of(repo, config, None);
+    match best_of {
+        Some(n) if n > 1 && kind != git_orchestra::config::ExecutorKind::Local => {
+            Err(CommandError::user(format!(
+                "--best-of {n} asks for {n} candidates, but candidates run only on the local executor, not {}",
+                kind.as_str()
+            ))
+            .hint("drop --best-of, or set `[executor] kind = \"local\"` in .orchestra/config.toml"))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Builds a one-packet plan for the task and drives it with our agent.
 pub fn cmd_agent(cwd: &Path, args: &AgentArgs) -> Result<(), CommandError> {
     let repo = RepoInfo::discover(cwd)?;
@@ -60,6 +80,7 @@ pub fn cmd_agent(cwd: &Path, args: &AgentArgs) -> Result<(), CommandError> {
         return Err(CommandError::user("the task is empty")
             .hint("git orchestra agent coder \"Make parse() reject empty input\""));
     }
+    check_best_of_here(&repo, &config, args.best_of)?;
     let worker = agent_worker(&repo, &config)?;
     let cli = super::agent_cli::cli_worker(&repo, &config, args.agent.as_deref())?;
     if cli.agent_for(&args.role).is_none() {

@@ -237,6 +237,7 @@ pub(crate) fn engine_error(e: engine::EngineError) -> CommandError {
         | E::PacketNotRetryable { .. }
         | E::NothingToRetry { .. }
         | E::NotFinished { .. }
+        | E::CandidatesElsewhere { .. }
         | E::Executor(_) => CommandError::user(e),
         E::Store(git_orchestra::store::StoreError::UnknownRun { .. }) => CommandError::user(e),
         other => CommandError::internal(other),

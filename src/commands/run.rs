@@ -40,7 +40,8 @@ pub struct RunArgs {
     /// profiles.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=8))]
     best_of: Option<u32>,
-    /// Most packets running at once (default: the plan's max_parallel, else 4).
+    /// Most workers running at once, packets and their candidates together (default: the
+    /// plan's max_parallel, else 4).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     max_parallel: Option<u16>,
     /// Longest a worker or validation command may run, in seconds (default 3600).
@@ -218,16 +219,7 @@ fn local_candidates(
     if executor == git_orchestra::config::ExecutorKind::Local {
         return Ok(());
     }
-    let Some(packet) = plan.packets.iter().find(|p| p.candidates() > 1) else {
-        return Ok(());
-    };
-    Err(CommandError::user(format!(
-        "packet `{}` asks for {} candidates, but candidates run only on the local executor, not {}",
-        packet.id,
-        packet.candidates(),
-        executor.as_str()
-    ))
-    .hint("run it with --executor local, or drop `attempts` and --best-of to run it elsewhere"))
+    engine::remote::check_candidates(plan, executor.as_str()).map_err(engine_error)
 }
 
 /// Caps each best-of-N packet's candidates to what `[best_of]`'s per-packet budget allows by

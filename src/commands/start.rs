@@ -60,7 +60,8 @@ pub struct StartArgs {
     /// `[executor] kind`, else local. Kept with the run.
     #[arg(long, value_enum, value_name = "KIND")]
     executor: Option<super::executor::ExecutorArg>,
-    /// Most packets running at once (default: the plan's, else 4).
+    /// Most workers running at once, packets and their candidates together (default: the
+    /// plan's, else 4).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     max_parallel: Option<u16>,
     /// Longest a worker or validation command may run, in seconds (default 3600).
@@ -293,6 +294,25 @@ fn check_best_of(config: &RepoConfig) -> Result<(), CommandError> {
         .map_err(|e| CommandError::user(e).hint("fix `[best_of] n` in .orchestra/config.toml"))
 }
 
+/// Refuses `[start] best_of` when packets run on another executor (`executor` is `None` for
+/// local): candidates run only on the local one, and the plan is not made yet.
+fn check_best_of_executor(
+    config: &RepoConfig,
+    executor: Option<git_orchestra::config::ExecutorKind>,
+) -> Result<(), CommandError> {
+    let (Some(kind), Some(mode)) = (executor, config.start.best_of) else {
+        return Ok(());
+    };
+    if mode == git_orchestra::plan::BestOfMode::All(1) {
+        return Ok(());
+    }
+    Err(CommandError::user(format!(
+        "`[start] best_of` gives packets candidates, but candidates run only on the local executor, not {}",
+        kind.as_str()
+    ))
+    .hint("start with --executor local, or remove `[start] best_of` from .orchestra/config.toml to run each packet elsewhere once"))
+}
+
 /// Runs `start`.
 pub fn cmd_start(cwd: &Path, args: &StartArgs) -> Result<(), CommandError> {
     let repo = RepoInfo::discover(cwd)?;
@@ -304,6 +324,8 @@ pub fn cmd_start(cwd: &Path, args: &StartArgs) -> Result<(), CommandError> {
     }
     check_soft_budget(&config.budget)?;
     check_best_of(&config)?;
+    let executor = super::executor::for_start(&repo, &config, args.executor)?;
+    check_best_of_executor(&config, executor)?;
     orchestrator::routing::checked_workers(&config).map_err(|e| {
         CommandError::user(e).hint("list configured profiles (or their models, or agent CLIs as `cli:<name>`) in `[routing] workers`, cheapest first, or set `mode = \"off\"`")
     })?;
@@ -329,7 +351,7 @@ pub fn cmd_start(cwd: &Path, args: &StartArgs) -> Result<(), CommandError> {
             target: args.target.clone(),
             land: args.land,
         }),
-        executor: super::executor::for_start(&repo, &config, args.executor)?,
+        executor,
     };
     preflight(&repo, &config, &settings)?;
     let req = StartRequest {

@@ -209,6 +209,34 @@ fn agent_best_of_two_keeps_the_candidate_that_passes_and_counts_both_candidates_
 }
 
 #[test]
+fn agent_best_of_with_the_ssh_executor_configured_is_refused_before_anything_changes() {
+    let repo = TestRepo::new();
+    repo.write(
+        ".orchestra/config.toml",
+        "[executor]\nkind = \"ssh\"\n\n[executor.ssh]\nhosts = [\"h1\"]\nssh_command = \"false\"\n",
+    );
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-qm", "config"]);
+    repo.trust();
+    let server = MockServer::start(vec![]);
+    let env = quick_profile(&server);
+    let before = refs(&repo.path);
+    let out = orchestra_with_env(
+        &repo.path,
+        &["agent", "coder", "Write ok to out.txt", "--best-of", "2"],
+        &with(&env),
+    );
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    assert!(
+        said.contains("--best-of 2 asks for 2 candidates, but candidates run only on the local executor, not ssh"),
+        "{said}"
+    );
+    assert!(said.contains("executor"), "{said}");
+    assert_eq!(refs(&repo.path), before);
+}
+
+#[test]
 fn without_a_profile_nothing_starts_and_the_error_says_what_to_set() {
     let repo = TestRepo::new();
     let before = refs(&repo.path);

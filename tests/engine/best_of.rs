@@ -6,15 +6,21 @@
 use crate::support::*;
 
 /// Candidate k of packet `p1` writes k to out.txt; any other packet copies it.
-const WORKER: &str = r#"if [ "$ORCHESTRA_PACKET" = p1 ]; then echo "$ORCHESTRA_CANDIDATE" > out.txt; else cp out.txt copy.txt; fi"#;
+pub(super) const WORKER: &str = r#"if [ "$ORCHESTRA_PACKET" = p1 ]; then echo "$ORCHESTRA_CANDIDATE" > out.txt; else cp out.txt copy.txt; fi"#;
 
 /// A plan whose `p1` has `attempts` candidates and passes only with a 2 in out.txt, and whose
 /// `p2` copies what `p1` made.
 fn best_of_plan(repo: &TestRepo, attempts: &str) -> std::path::PathBuf {
+    plan_with(repo, attempts, "")
+}
+
+/// Like [`best_of_plan`], with the top-level keys `top` (such as `max_parallel = 3\n`) before
+/// the packets.
+pub(super) fn plan_with(repo: &TestRepo, attempts: &str, top: &str) -> std::path::PathBuf {
     let p1 = packet("p1", "\"out.txt\"", "", "\"grep -qx 2 out.txt\"")
         .replace("[[packet]]\n", &format!("[[packet]]\n{attempts}"));
     let body = format!(
-        "objective = \"Pick the right one\"\n\n{p1}{}",
+        "objective = \"Pick the right one\"\n{top}\n{p1}{}",
         packet("p2", "\"copy.txt\"", "\"p1\"", "\"grep -qx 2 copy.txt\"")
     );
     repo.write_plan("plan.toml", &body)

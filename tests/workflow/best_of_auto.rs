@@ -20,6 +20,12 @@ struct Risky {
 
 impl Risky {
     fn new(config: &str, reviewer_risky: &[&str]) -> Risky {
+        let plan = "```toml\n[[packet]]\nid = \"p1\"\ntitle = \"One\"\ndescription = \"d\"\nfiles = [\"p1.txt\"]\nvalidation = [\"test -f p1.txt\"]\nrisky = true\n\n[[packet]]\nid = \"p2\"\ntitle = \"Two\"\ndescription = \"d\"\nfiles = [\"p2.txt\"]\nvalidation = [\"test -f p2.txt\"]\n```";
+        Risky::planned(config, plan, reviewer_risky)
+    }
+
+    /// Like [`Risky::new`], with the planner answering `plan`.
+    fn planned(config: &str, plan: &str, reviewer_risky: &[&str]) -> Risky {
         hermetic();
         let tmp = tempfile::tempdir().unwrap();
         let repo = demo::create_sample(&tmp.path().join("greeter")).unwrap();
@@ -39,7 +45,6 @@ impl Risky {
                 "config",
             ],
         );
-        let plan = "```toml\n[[packet]]\nid = \"p1\"\ntitle = \"One\"\ndescription = \"d\"\nfiles = [\"p1.txt\"]\nvalidation = [\"test -f p1.txt\"]\nrisky = true\n\n[[packet]]\nid = \"p2\"\ntitle = \"Two\"\ndescription = \"d\"\nfiles = [\"p2.txt\"]\nvalidation = [\"test -f p2.txt\"]\n```";
         let verdict =
             serde_json::json!({"verdict": "approve", "findings": [], "risky": reviewer_risky});
         let scripts = serde_json::json!([
@@ -278,4 +283,51 @@ fn web_forecast(s: &Risky) -> serde_json::Value {
         .map_or(answer.as_str(), |(_, b)| b);
     let page: serde_json::Value = serde_json::from_str(body).unwrap();
     page["approval"]["forecast"].clone()
+}
+
+#[test]
+fn best_of_with_the_ssh_executor_is_refused_before_planning_naming_the_way_on() {
+    let s = Risky::new(
+        "[start]\nbest_of = \"auto\"\n\n[executor.ssh]\nhosts = [\"h1\"]\n",
+        &[],
+    );
+    crate::support::trust(&s.repo);
+    let refs = || git(&s.repo, &["for-each-ref", "--format=%(refname)"]);
+    let before = refs();
+    let out = s.start(&["--yes", "--executor", "ssh"]);
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    assert!(
+        said.contains("`[start] best_of` gives packets candidates, but candidates run only on the local executor, not ssh"),
+        "{said}"
+    );
+    assert!(said.contains("--executor local"), "{said}");
+    assert!(said.contains("best_of"), "{said}");
+    assert_eq!(s.model.requests(), 0, "nothing was planned");
+    assert_eq!(refs(), before);
+}
+
+#[test]
+fn a_plan_whose_packet_asks_for_candidates_is_refused_on_the_ssh_executor_before_any_worktree() {
+    // The planner writes `attempts` itself: the run stops before any packet's work starts.
+    let plan = "```toml\n[[packet]]\nid = \"p1\"\ntitle = \"One\"\ndescription = \"d\"\nfiles = [\"p1.txt\"]\nvalidation = [\"test -f p1.txt\"]\nattempts = 3\n```";
+    let s = Risky::planned("[executor.ssh]\nhosts = [\"h1\"]\n", plan, &[]);
+    crate::support::trust(&s.repo);
+    let branches = || {
+        git(
+            &s.repo,
+            &["for-each-ref", "--format=%(refname)", "refs/heads/"],
+        )
+    };
+    let before = branches();
+    let out = s.start(&["--yes", "--executor", "ssh"]);
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    assert!(
+        said.contains("packet `p1` asks for 3 candidates, but candidates run only on the local executor, not ssh"),
+        "{said}"
+    );
+    assert!(said.contains("--executor local"), "{said}");
+    assert_eq!(branches(), before, "no packet branch was made");
+    assert!(candidates(&s.repo).is_empty());
 }

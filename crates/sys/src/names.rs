@@ -149,6 +149,25 @@ pub fn port_base(run: &str, index: usize) -> u16 {
     20_000 + block * 1_000 + (index % 100) as u16 * PORTS_PER_PACKET
 }
 
+/// Returns the first of the `PORTS_PER_PACKET` ports reserved for candidate `k` (1…) of the
+/// packet at `index` in a plan whose packets have `candidates[i]` candidates each (1: none
+/// of their own). Candidates take the slots of the run's block after every packet's own, in
+/// plan order, so candidates working at once never share a port with each other or with any
+/// packet of the run (while packets and candidates number 100 or fewer), and the result
+/// never changes for the same plan.
+pub fn candidate_port_base(run: &str, candidates: &[u32], index: usize, k: u32) -> u16 {
+    let before: usize = candidates
+        .iter()
+        .take(index)
+        .filter(|&&n| n > 1)
+        .map(|&n| n as usize)
+        .sum();
+    port_base(
+        run,
+        candidates.len() + before + (k as usize).saturating_sub(1),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -210,5 +229,25 @@ mod tests {
             }
         }
         assert_eq!(port_base("x", 3), port_base("x", 3));
+    }
+
+    #[test]
+    fn candidates_ports_are_apart_from_each_other_and_from_every_packets() {
+        // Packets 0 and 2 have candidates (3 and 2), packet 1 none.
+        let plan = [3, 1, 2];
+        let mut bases: Vec<u16> = (0..plan.len()).map(|i| port_base("r", i)).collect();
+        for (i, &n) in plan.iter().enumerate().filter(|(_, n)| **n > 1) {
+            bases.extend((1..=n).map(|k| candidate_port_base("r", &plan, i, k)));
+        }
+        assert_eq!(bases.len(), 8);
+        for (i, a) in bases.iter().enumerate() {
+            for b in &bases[i + 1..] {
+                assert!(a.abs_diff(*b) >= PORTS_PER_PACKET, "{bases:?}");
+            }
+        }
+        assert_eq!(
+            candidate_port_base("r", &plan, 2, 2),
+            candidate_port_base("r", &plan, 2, 2)
+        );
     }
 }

@@ -65,6 +65,12 @@ impl Ctx<'_> {
             worktree_root: self.req.worktree_root.clone(),
             kind: engine::RunKind::Plan,
         };
+        // A plan whose packets have candidates (the planner's `attempts`) cannot run elsewhere.
+        if let Some(kind) = self.settings.executor
+            && kind != orchestra_core::config::ExecutorKind::Local
+        {
+            engine::remote::check_candidates(plan, kind.as_str())?;
+        }
         let prepared = engine::prepare(self.repo, plan, toml, "plan.toml", &opts)?;
         let id = prepared.run.id.clone();
         let mut state = prepared.run.state;

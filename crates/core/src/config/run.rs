@@ -42,7 +42,8 @@ pub struct WorktreeConfig {
 pub struct RunConfig {
     /// Longest a worker or validation command may run, in seconds (default 3600).
     pub timeout_secs: Option<u64>,
-    /// Default cap on packets running at once (default: the plan's `max_parallel`, else 4).
+    /// Default cap on workers running at once, packets and their candidates together (default:
+    /// the plan's `max_parallel`, else 4).
     pub max_parallel: Option<usize>,
     /// How many times a packet whose scope check or validation fails goes back to its worker
     /// with the failure (default 2; 0 fails it at once).

@@ -10,6 +10,7 @@ mod packet;
 pub mod remote;
 mod retry;
 pub mod scheduler;
+mod slots;
 mod symbol_scope;
 pub mod timings;
 mod watch;
@@ -87,6 +88,15 @@ pub enum EngineError {
     /// The executor's configuration is incomplete or wrong.
     #[error("{0}")]
     Executor(String),
+    /// A packet asks for candidates on an executor that runs packets elsewhere.
+    #[error(
+        "packet `{packet}` asks for {candidates} candidates, but candidates run only on the local executor, not {executor}; run it with --executor local (or `[executor] kind = \"local\"`), or with one candidate (`attempts = 1`, without --best-of or `[start] best_of`)"
+    )]
+    CandidatesElsewhere {
+        packet: String,
+        candidates: u32,
+        executor: String,
+    },
     #[error("the engine's packet thread panicked")]
     Panicked,
 }
@@ -272,6 +282,9 @@ pub fn execute_with(
         message: e.to_string(),
     })?;
     watch::check_stored_plan(&run.id, &dir, &run.plan_toml)?;
+    if let Some(executor) = ctl.executor {
+        remote::check_candidates(&plan, executor.kind())?;
+    }
     recover(repo, run_id, &store.packets(run_id)?)?;
     if ctl.sparse.is_some() {
         orchestra_git::git::enable_worktree_config(&repo.git())
@@ -302,9 +315,12 @@ pub fn execute_with(
     let records = journal.packets()?;
     let activity = activity.with_run_refs(&repo.common_dir, &run.id, &records);
     activity.watch_existing(&records);
+    // Packets and their candidates draw their worker slots from one pool of the run's cap.
+    let slots = slots::Slots::new(run.max_parallel);
     let ctx = packet::Context {
         repo,
         activity: &activity,
+        slots: &slots,
         run: &run,
         plan: &plan,
         worker_cmd: worker_cmd.as_deref(),
@@ -390,7 +406,10 @@ fn drive(ctx: &packet::Context<'_>, graph: &scheduler::Graph) -> Result<(), Engi
             let states: Vec<PacketState> = records.iter().map(|r| r.state).collect();
             let stopping = ctx.stop.load(std::sync::atomic::Ordering::SeqCst) || failure.is_some();
             if !stopping {
-                let decision = scheduler::decide(graph, &states, &executing, ctx.run.max_parallel);
+                // Candidates may hold slots beyond their packets': only free ones start more.
+                let busy = executing.iter().filter(|e| **e).count();
+                let cap = busy + ctx.slots.free();
+                let decision = scheduler::decide(graph, &states, &executing, cap);
                 for (i, blocker) in &decision.skip {
                     journal.record(Event::PacketSkipped {
                         packet: plan.packets[*i].id.clone(),
@@ -404,11 +423,16 @@ fn drive(ctx: &packet::Context<'_>, graph: &scheduler::Graph) -> Result<(), Engi
                     continue;
                 }
                 for i in decision.start {
+                    // A candidate may have taken the slot since: the packet waits its turn.
+                    let Some(slot) = ctx.slots.try_take() else {
+                        break;
+                    };
                     executing[i] = true;
                     let record = records[i].clone();
                     let tx = done_tx.clone();
                     scope.spawn(move || {
                         packet::run(ctx, i, &record);
+                        drop(slot);
                         let _ = tx.send(i);
                     });
                 }

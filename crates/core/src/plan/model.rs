@@ -24,7 +24,8 @@ pub struct Plan {
     /// The commit-ish the run starts from; `None` means the current branch's commit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base: Option<String>,
-    /// The most packets that may run at once; `None` leaves it to the configuration.
+    /// The most workers that may run at once, packets and their candidates together; `None`
+    /// leaves it to the configuration.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_parallel: Option<usize>,
     /// The packets, in plan order (the order that breaks scheduling ties).

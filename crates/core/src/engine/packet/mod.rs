@@ -60,6 +60,8 @@ pub(super) struct Context<'a> {
     pub review: Option<&'a PacketReview<'a>>,
     /// Which packets' pipelines are running (see `watch`).
     pub activity: &'a super::watch::Activity,
+    /// The run's worker slots, which candidates beyond a packet's first take theirs from.
+    pub slots: &'a super::slots::Slots,
     /// Fix rounds for a failed scope check or validation.
     pub fix_rounds: u32,
     /// How many more times a worker that failed transiently runs, and the first wait between

@@ -149,6 +149,25 @@ pub(in crate::engine) fn dependency_summary(ctx: &Context<'_>, packet: &Packet) 
 }
 
 impl Step<'_, '_> {
+    /// Returns the first port of the step's range: the packet's, or its candidate's own (so
+    /// candidates working at once can each serve on their ports).
+    fn port_base(&self) -> u16 {
+        let (run, index) = (&self.ctx.run.id, self.index);
+        match self.candidate {
+            Some(k) => {
+                let counts: Vec<u32> = self
+                    .ctx
+                    .plan
+                    .packets
+                    .iter()
+                    .map(Packet::candidates)
+                    .collect();
+                names::candidate_port_base(run, &counts, index, k)
+            }
+            None => names::port_base(run, index),
+        }
+    }
+
     /// Returns the variables every command of the packet sees, writing the packet file they
     /// name.
     pub(in crate::engine) fn environment(&self) -> Result<Vec<(String, String)>, Halt> {
@@ -192,10 +211,7 @@ impl Step<'_, '_> {
                 wt.to_string_lossy().into_owned(),
             ),
             ("ORCHESTRA_BASE".into(), self.start.clone()),
-            (
-                "ORCHESTRA_PORT_BASE".into(),
-                names::port_base(&ctx.run.id, self.index).to_string(),
-            ),
+            ("ORCHESTRA_PORT_BASE".into(), self.port_base().to_string()),
             (
                 "ORCHESTRA_PORT_COUNT".into(),
                 names::PORTS_PER_PACKET.to_string(),

@@ -249,9 +249,12 @@ fn work(
     let dir = RunDir::new(repo_dir, &job.run);
     // Unconfined, the worker could write elsewhere on the host: its writes are looked for.
     let activity = crate::engine::watch::Activity::new(o.sandboxes.worker.is_none());
+    // One packet works here, on the one slot of its job.
+    let slots = crate::engine::slots::Slots::new(1);
     let ctx = Context {
         repo: &repo,
         activity: &activity,
+        slots: &slots,
         run: &run,
         plan: &plan,
         worker_cmd: (!job.worker_cmd.is_empty()).then_some(job.worker_cmd.as_str()),

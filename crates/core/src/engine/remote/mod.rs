@@ -40,6 +40,23 @@ pub trait Executor: Sync {
     fn dispatch(&self, d: &Dispatch<'_>) -> Result<Dispatched, String>;
 }
 
+/// Returns `Ok` if and only if no packet of `plan` has candidates (`attempts` above 1): a
+/// remote job works one packet on one branch, so candidates run only beside the repository and
+/// a plan with some is refused on the executor named `executor` before any packet starts.
+pub fn check_candidates(
+    plan: &crate::plan::Plan,
+    executor: &str,
+) -> Result<(), super::EngineError> {
+    match plan.packets.iter().find(|p| p.candidates() > 1) {
+        None => Ok(()),
+        Some(p) => Err(super::EngineError::CandidatesElsewhere {
+            packet: p.id.clone(),
+            candidates: p.candidates(),
+            executor: executor.to_string(),
+        }),
+    }
+}
+
 /// Returns the lines of the job's result when a dispatch before this one (by a coordinator
 /// that stopped before importing it) already brought the result and the branch here.
 pub fn earlier_result(d: &Dispatch<'_>) -> Option<Vec<Line>> {
