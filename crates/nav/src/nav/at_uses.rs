@@ -388,3 +388,36 @@ fn values_got_from_declared_maps_are_typed() {
     let rs = "src/lib.rs";
     assert_eq!(r.def(rs, 10, "load"), [format!("{rs}:3")]);
 }
+
+#[test]
+fn a_call_prefers_the_method_and_a_read_the_field_of_the_same_name() {
+    let r = repo(&[(
+        "src/lib.rs",
+        concat!(
+            "pub struct Map { keys: Vec<u8> }\n",                // 1
+            "impl Map {\n",                                      // 2
+            "    pub fn keys(&self) -> usize { 0 }\n",           // 3
+            "}\n",                                               // 4
+            "pub struct Cmd { map: Map }\n",                     // 5
+            "impl Cmd {\n",                                      // 6
+            "    pub fn get_map(&self) -> &Map { &self.map }\n", // 7
+            "}\n",                                               // 8
+            "pub fn run(c: &Cmd, m: &Map) -> usize {\n",         // 9
+            "    let n = m.keys.len();\n",                       // 10
+            "    m.keys();\n",                                   // 11
+            "    c\n",                                           // 12
+            "        .get_map()\n",                              // 13
+            "        .keys()\n",                                 // 14
+            "}\n",                                               // 15
+        ),
+    )]);
+    let f = "src/lib.rs";
+    // A call through a dot is the method: calling a field needs `(m.keys)()`.
+    assert_eq!(r.def(f, 11, "keys"), ["src/lib.rs:3"]);
+    assert_eq!(r.def(f, 14, "keys"), ["src/lib.rs:3"]);
+    // A read is the field first.
+    assert_eq!(
+        r.def(f, 10, "keys").first().map(String::as_str),
+        Some("src/lib.rs:1")
+    );
+}

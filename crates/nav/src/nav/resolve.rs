@@ -93,7 +93,7 @@ impl Index {
         } else {
             self.resolve_qualified(file, &r.qualifier, &r.name, at, r.scope, 0)
         };
-        match out {
+        let mut o = match out {
             Some(o) if !o.is_empty() => o,
             _ => {
                 let mut defs = self.qualified_candidates(file, &r.qualifier, &r.name);
@@ -106,6 +106,30 @@ impl Index {
                     ..Outcome::default()
                 }
             }
+        };
+        self.rank_by_use(file, r, &mut o.defs);
+        o
+    }
+
+    /// Orders `defs` by how reference `r` of `file` uses its name: a call ranks methods and
+    /// functions before fields of the same name, a read ranks fields first (`m.keys()` is the
+    /// method `keys`, `m.keys` the field). A Rust call through a dot never calls a field
+    /// (that needs `(m.keys)()`), so there the fields drop when a method remains.
+    pub(crate) fn rank_by_use(&self, file: u32, r: &Ref, defs: &mut Vec<DefId>) {
+        if defs.len() < 2 {
+            return;
+        }
+        let is_field = |d: &DefId| self.def(*d).kind == "field";
+        match r.kind.as_str() {
+            "call" => {
+                defs.sort_by_key(is_field);
+                let rust = self.files[file as usize].lang == Lang::Rust;
+                if rust && !r.qualifier.is_empty() && !defs.iter().all(is_field) {
+                    defs.retain(|d| !is_field(d));
+                }
+            }
+            "field" | "read" => defs.sort_by_key(|d| !is_field(d)),
+            _ => {}
         }
     }
 
