@@ -190,7 +190,7 @@ fn is_type_name(s: &str) -> bool {
 }
 
 /// Splits a path into (qualifier, last name) at its last `.` or `::`.
-fn split_path(path: &str) -> (&str, &str) {
+pub(crate) fn split_path(path: &str) -> (&str, &str) {
     if let Some((q, n)) = path.rsplit_once("::") {
         return (q, n);
     }
@@ -305,6 +305,10 @@ impl Index {
             }
             // `for item in items`, `items.forEach((item) => …)`: an element of the collection.
             "element" => self.element_type(file, &fact.ty, at, fact.scope, depth + 1),
+            // `Entry::Vacant(e)`, `let (a, b) = f()?`: a field or element at a position.
+            "variant" | "tuple" | "tuple_unwrap" => {
+                self.pattern_type(file, &fact.kind, &fact.ty, at, fact.scope, depth + 1)
+            }
             "call" | "unwrap" => self.call_type(
                 file,
                 &fact.ty,
