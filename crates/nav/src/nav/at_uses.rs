@@ -409,9 +409,17 @@ fn a_call_prefers_the_method_and_a_read_the_field_of_the_same_name() {
             "        .get_map()\n",                              // 13
             "        .keys()\n",                                 // 14
             "}\n",                                               // 15
+            "pub fn path() {\n",                                 // 16
+            "    let f = Map::keys;\n",                          // 17
+            "}\n",                                               // 18
         ),
     )]);
     let f = "src/lib.rs";
+    // A path never names a field.
+    assert_eq!(
+        r.def(f, 17, "keys").first().map(String::as_str),
+        Some("src/lib.rs:3")
+    );
     // A call through a dot is the method: calling a field needs `(m.keys)()`.
     assert_eq!(r.def(f, 11, "keys"), ["src/lib.rs:3"]);
     assert_eq!(r.def(f, 14, "keys"), ["src/lib.rs:3"]);

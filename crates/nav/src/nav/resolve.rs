@@ -112,24 +112,26 @@ impl Index {
     }
 
     /// Orders `defs` by how reference `r` of `file` uses its name: a call ranks methods and
-    /// functions before fields of the same name, a read ranks fields first (`m.keys()` is the
-    /// method `keys`, `m.keys` the field). A Rust call through a dot never calls a field
-    /// (that needs `(m.keys)()`), so there the fields drop when a method remains.
+    /// functions before fields of the same name, a member read ranks fields first
+    /// (`m.keys()` is the method `keys`, `m.keys` the field). Rust never reaches a field by a
+    /// call (that needs `(m.keys)()`) nor by a path (`Map::keys`), so there the fields drop
+    /// when something else remains.
     pub(crate) fn rank_by_use(&self, file: u32, r: &Ref, defs: &mut Vec<DefId>) {
         if defs.len() < 2 {
             return;
         }
         let is_field = |d: &DefId| self.def(*d).kind == "field";
+        let rust = self.files[file as usize].lang == Lang::Rust;
         match r.kind.as_str() {
-            "call" => {
+            "field" => defs.sort_by_key(|d| !is_field(d)),
+            "read" if !rust => defs.sort_by_key(|d| !is_field(d)),
+            _ => {
                 defs.sort_by_key(is_field);
-                let rust = self.files[file as usize].lang == Lang::Rust;
-                if rust && !r.qualifier.is_empty() && !defs.iter().all(is_field) {
+                let path_or_call = r.kind == "call" || r.kind == "read";
+                if rust && path_or_call && !defs.iter().all(is_field) {
                     defs.retain(|d| !is_field(d));
                 }
             }
-            "field" | "read" => defs.sort_by_key(|d| !is_field(d)),
-            _ => {}
         }
     }
 
