@@ -8,7 +8,8 @@ oracle: evenly spaced uses of items (up to 12), each with rust-analyzer's defini
 evenly spaced item definitions (up to 4), each with all its references; and the use-sampled
 set ("uses", "use_refs"): up to 8 uses spread evenly over the file and up to 8 member calls
 (`x.name(…)`) apart, each with its definitions and the references of what it denotes (the
-dump has both for every range, so no server is asked). An item is what a
+dump has both for every range, so no server is asked), and the lines the dump covers
+("seen_lines": code under a `cfg` rust-analyzer left off has no ranges). An item is what a
 reader navigates to: a function or method, type, trait, constant, static, module or macro;
 locals, parameters and fields are left out, as are places outside REPO.
 
@@ -152,6 +153,8 @@ for f in files:
     # The use-sampled set: uses spread evenly over the file, member calls (`x.name(…)`) and
     # other uses (calls, paths, types, imports) apart, so method calls are not outnumbered;
     # at each, the definitions and the references of what it denotes (declaration included).
+    # Keywords that denote a type or module (`Self`, `self`, `crate`, `super`) are no names.
+    at_uses = [u for u in at_uses if name_of(u[0]) not in ("Self", "self", "crate", "super")]
     members = [u for u in at_uses if is_member(u[0])]
     others = [u for u in at_uses if not is_member(u[0])]
     for p, targets, rs in evenly(others, USES_PER_FILE) + evenly(members, USES_PER_FILE):
@@ -284,4 +287,16 @@ if ra:
             if exp or unknown:
                 imports.append({"file": path, "expected": exp, "unknown": unknown})
 
-json.dump({"defs": defs, "uses": use_sampled, "use_refs": use_refs, "refs": refs, "imports": imports}, sys.stdout)
+# The lines rust-analyzer analysed (those holding a range): code under a `cfg` it left off
+# (`#[cfg(feature = "raw_value")] mod raw;`) has none, so the use-sampled references found
+# there are not scored, neither right nor wrong.
+seen = {}
+for v in ranges.values():
+    if len(v) == 4:
+        seen.setdefault(v[3], set()).add(v[0] + 1)
+seen = {f: sorted(lines) for f, lines in seen.items()}
+
+json.dump(
+    {"defs": defs, "uses": use_sampled, "use_refs": use_refs, "seen_lines": seen, "refs": refs, "imports": imports},
+    sys.stdout,
+)
