@@ -512,3 +512,42 @@ fn rust_bindings_of_variant_and_tuple_patterns_take_the_fields_type() {
     assert_eq!(r.def(f, 22, "key"), ["src/lib.rs:4"]);
     assert_eq!(r.def(f, 24, "key"), ["src/lib.rs:2"]);
 }
+
+#[test]
+fn rust_chains_on_a_test_helpers_value_take_its_return_type() {
+    let r = repo(&[(
+        "src/lib.rs",
+        concat!(
+            "pub struct Parser;\n",                                               // 1
+            "impl Parser { pub fn parse(&self) {} }\n",                           // 2
+            "pub struct ParserI<'s, P> { p: &'s P }\n",                           // 3
+            "impl<'s, P> ParserI<'s, P> {\n",                                     // 4
+            "    fn parser(&self) -> &Parser { self.p }\n",                       // 5
+            "    fn parse(&self) {}\n",                                           // 6
+            "}\n",                                                                // 7
+            "#[cfg(test)]\n",                                                     // 8
+            "mod tests {\n",                                                      // 9
+            "    use super::*;\n",                                                // 10
+            "    fn parser(pattern: &str) -> ParserI<'_, Parser> {\n",            // 11
+            "        todo!()\n",                                                  // 12
+            "    }\n",                                                            // 13
+            "    #[test]\n",                                                      // 14
+            "    fn t() {\n",                                                     // 15
+            "        parser(\"x\").parse();\n",                                   // 16
+            "        parser(r\"\\(\\)\\[\\]\").parse();\n",                       // 17
+            "        assert_eq!(parser(\"x\").parse(), ());\n",                   // 18
+            "        assert!(Some(ParserI::new(&Parser).parser()).is_some());\n", // 19
+            "    }\n",                                                            // 20
+            "}\n",                                                                // 21
+            "impl<'s> ParserI<'s, Parser> {\n",                                   // 22
+            "    fn new(p: &'s Parser) -> Self { ParserI { p } }\n",              // 23
+            "}\n",                                                                // 24
+        ),
+    )]);
+    let f = "src/lib.rs";
+    assert_eq!(r.def(f, 16, "parse"), ["src/lib.rs:6"]);
+    assert_eq!(r.def(f, 17, "parse"), ["src/lib.rs:6"]);
+    // Inside a macro's arguments (token trees), the receiver is the whole call before the dot.
+    assert_eq!(r.def(f, 18, "parse"), ["src/lib.rs:6"]);
+    assert_eq!(r.def(f, 19, "parser"), ["src/lib.rs:5"]);
+}
