@@ -535,7 +535,7 @@ fn rust_chains_on_a_test_helpers_value_take_its_return_type() {
             "    fn t() {\n",                                                     // 15
             "        parser(\"x\").parse();\n",                                   // 16
             "        parser(r\"\\(\\)\\[\\]\").parse();\n",                       // 17
-            "        assert_eq!(parser(\"x\").parse(), ());\n",                   // 18
+            "        assert_eq!(parser(\"(?P<~\").parse(), ());\n",               // 18
             "        assert!(Some(ParserI::new(&Parser).parser()).is_some());\n", // 19
             "    }\n",                                                            // 20
             "}\n",                                                                // 21
