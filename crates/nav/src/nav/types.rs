@@ -203,7 +203,7 @@ fn matching_open(call: &str) -> Option<usize> {
 /// quote no backslash escapes.
 fn string_end(b: &[u8], start: usize) -> Option<usize> {
     let hashes = b[..start].iter().rev().take_while(|c| **c == b'#').count();
-    let raw = start >= hashes + 1 && b[start - hashes - 1] == b'r';
+    let raw = start > hashes && b[start - hashes - 1] == b'r';
     if !raw {
         return quoted_end(b, start, b'"');
     }
