@@ -384,7 +384,8 @@ fn score(label: &str, repo: &Path, index: &Index, expected: &serde_json::Value) 
         tally.uses = t.forms;
     }
     if let Some(list) = expected.get("use_refs").and_then(|u| u.as_array()) {
-        tally.use_refs = score_use_refs(repo, index, list, verbose);
+        let seen = seen_lines(expected);
+        tally.use_refs = score_use_refs(repo, index, list, seen.as_ref(), verbose);
         tally.use_refs.print();
     }
 
@@ -536,13 +537,34 @@ fn score_defs(
     tally.def_top_n = ours_n;
 }
 
+/// Returns the lines the oracle analysed (`expected["seen_lines"]`: file → lines), when it
+/// says: places elsewhere (code under a `cfg` it left off) are not scored.
+fn seen_lines(expected: &serde_json::Value) -> Option<BTreeSet<(String, u32)>> {
+    let files = expected.get("seen_lines")?.as_object()?;
+    Some(
+        files
+            .iter()
+            .flat_map(|(f, lines)| {
+                lines
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|l| l.as_u64())
+                    .map(move |l| (f.clone(), l as u32))
+            })
+            .collect(),
+    )
+}
+
 /// Scores references asked at uses (`use_refs`: file, line, col, name and the oracle's
 /// references of what the use denotes, its declaration included) per form of the use: our
-/// references at that position with the definitions the query is about.
+/// references at that position with the definitions the query is about; only our places on
+/// `seen` lines, when given.
 fn score_use_refs(
     repo: &Path,
     index: &Index,
     list: &[serde_json::Value],
+    seen: Option<&BTreeSet<(String, u32)>>,
     verbose: bool,
 ) -> forms::RefForms {
     let mut out = forms::RefForms::default();
@@ -559,12 +581,15 @@ fn score_use_refs(
             .references_at(Some(name), Some(&at))
             .unwrap_or_default();
         let place = |l: &git_orchestra::nav::Location| (l.path.clone(), l.line);
-        let ours: BTreeSet<(String, u32)> = defs.iter().chain(&refs).map(place).collect();
+        let judged = |p: &(String, u32)| seen.is_none_or(|s| s.contains(p));
+        let ours: BTreeSet<(String, u32)> =
+            defs.iter().chain(&refs).map(place).filter(judged).collect();
         let resolved: BTreeSet<(String, u32)> = defs
             .iter()
             .chain(&refs)
             .filter(|l| l.resolution == Resolution::Resolved)
             .map(place)
+            .filter(judged)
             .collect();
         if verbose {
             print_misses(&format!("use refs {name} ({file}:{line})"), &ours, &exp);

@@ -151,9 +151,21 @@ fn largest_sources(repo: &Path, members: &[(&str, &str)], n: usize) -> Vec<Strin
 
 /// Asks a running rust-analyzer for the implementations of the types and traits the rule of
 /// `ra_impls_oracle.py` picks in `eval` (and of every implemented trait of the repository).
+/// The answer is kept beside the repository, keyed by the script and the files asked, so a
+/// second run asks no server (starting one on a repository takes minutes on a busy machine).
 fn implementations(ra: &Path, repo: &Path, eval: &[&str], tmp: &Path) -> serde_json::Value {
+    use std::hash::{Hash, Hasher};
     let oracle =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/nav_accuracy/ra_impls_oracle.py");
+    let mut key = std::collections::hash_map::DefaultHasher::new();
+    std::fs::read(&oracle).unwrap_or_default().hash(&mut key);
+    eval.hash(&mut key);
+    let kept = repo.with_extension(format!("impls-{:016x}.json", key.finish()));
+    if let Ok(v) = std::fs::read(&kept).map(|b| serde_json::from_slice::<serde_json::Value>(&b))
+        && let Ok(v) = v
+    {
+        return v;
+    }
     let out = Command::new("python3")
         .arg(&oracle)
         .arg(ra)
@@ -166,6 +178,7 @@ fn implementations(ra: &Path, repo: &Path, eval: &[&str], tmp: &Path) -> serde_j
         .unwrap();
     assert!(out.status.success(), "ra_impls_oracle.py failed");
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let _ = std::fs::write(&kept, v["impls"].to_string());
     v["impls"].clone()
 }
 

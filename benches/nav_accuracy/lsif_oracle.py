@@ -5,7 +5,11 @@ Usage: lsif_oracle.py [--imports RUST_ANALYZER] REPO DUMP FILE... > expected.jso
 DUMP is the output of `rust-analyzer lsif REPO`: every range rust-analyzer resolved, each with
 its definitions and references. For each FILE (a repository path), the same rule as the jedi
 oracle: evenly spaced uses of items (up to 12), each with rust-analyzer's definitions, and
-evenly spaced item definitions (up to 4), each with all its references. An item is what a
+evenly spaced item definitions (up to 4), each with all its references; and the use-sampled
+set ("uses", "use_refs"): up to 8 uses spread evenly over the file and up to 8 member calls
+(`x.name(…)`) apart, each with its definitions and the references of what it denotes (the
+dump has both for every range, so no server is asked), and the lines the dump covers
+("seen_lines": code under a `cfg` rust-analyzer left off has no ranges). An item is what a
 reader navigates to: a function or method, type, trait, constant, static, module or macro;
 locals, parameters and fields are left out, as are places outside REPO.
 
@@ -109,10 +113,24 @@ for r, v in ranges.items():
     if len(v) == 4 and r in next_of:
         by_file.setdefault(v[3], []).append(r)
 
-defs, refs = [], []
+USES_PER_FILE = 8
+
+
+def is_member(p):
+    """True when the use at p follows a `.`: a method call or a field (`x.name`)."""
+    line = source_lines(p[0])[p[1] - 1] if 0 < p[1] <= len(source_lines(p[0])) else ""
+    return line[: p[2]].rstrip().endswith(".")
+
+
+def evenly(found, n):
+    """Up to n of found, evenly spaced over it."""
+    return found[:: max(1, len(found) // n)][:n]
+
+
+defs, refs, use_sampled, use_refs = [], [], [], []
 for f in files:
     here = sorted(by_file.get(f, []), key=lambda r: ranges[r][:2])
-    uses, decls = [], []
+    uses, decls, at_uses = [], [], []
     for r in here:
         p = place(r)
         rs = next_of[r]
@@ -124,6 +142,7 @@ for f in files:
                 decls.append((p, rs))
         elif targets and all(is_item(t) for t in targets):
             uses.append((p, targets))
+            at_uses.append((p, targets, rs))
     for p, targets in uses[:: max(1, len(uses) // 150)][:12]:
         expected = sorted({(t[0], t[1]) for t in targets})
         defs.append({"file": f, "line": p[1], "col": p[2] + 1, "name": name_of(p), "expected": expected})
@@ -131,6 +150,18 @@ for f in files:
         found = [place(r) for r, _ in items.get(refs_of.get(rs), [])]
         expected = sorted({(q[0], q[1]) for q in found if q})
         refs.append({"file": f, "line": p[1], "name": name_of(p), "expected": expected})
+    # The use-sampled set: uses spread evenly over the file, member calls (`x.name(…)`) and
+    # other uses (calls, paths, types, imports) apart, so method calls are not outnumbered;
+    # at each, the definitions and the references of what it denotes (declaration included).
+    # Keywords that denote a type or module (`Self`, `self`, `crate`, `super`) are no names.
+    at_uses = [u for u in at_uses if name_of(u[0]) not in ("Self", "self", "crate", "super")]
+    members = [u for u in at_uses if is_member(u[0])]
+    others = [u for u in at_uses if not is_member(u[0])]
+    for p, targets, rs in evenly(others, USES_PER_FILE) + evenly(members, USES_PER_FILE):
+        site = {"file": f, "line": p[1], "col": p[2] + 1, "name": name_of(p)}
+        use_sampled.append({**site, "expected": sorted({(t[0], t[1]) for t in targets})})
+        found = [place(r) for r, _ in items.get(refs_of.get(rs), [])]
+        use_refs.append({**site, "expected": sorted({(q[0], q[1]) for q in found if q})})
 
 TREE_LINE = re.compile(r"^( *)([A-Z_0-9]+)@(\d+)\.\.(\d+)(?: (.*))?$")
 
@@ -256,4 +287,16 @@ if ra:
             if exp or unknown:
                 imports.append({"file": path, "expected": exp, "unknown": unknown})
 
-json.dump({"defs": defs, "refs": refs, "imports": imports}, sys.stdout)
+# The lines rust-analyzer analysed (those holding a range): code under a `cfg` it left off
+# (`#[cfg(feature = "raw_value")] mod raw;`) has none, so the use-sampled references found
+# there are not scored, neither right nor wrong.
+seen = {}
+for v in ranges.values():
+    if len(v) == 4:
+        seen.setdefault(v[3], set()).add(v[0] + 1)
+seen = {f: sorted(lines) for f, lines in seen.items()}
+
+json.dump(
+    {"defs": defs, "uses": use_sampled, "use_refs": use_refs, "seen_lines": seen, "refs": refs, "imports": imports},
+    sys.stdout,
+)

@@ -388,3 +388,166 @@ fn values_got_from_declared_maps_are_typed() {
     let rs = "src/lib.rs";
     assert_eq!(r.def(rs, 10, "load"), [format!("{rs}:3")]);
 }
+
+#[test]
+fn a_call_prefers_the_method_and_a_read_the_field_of_the_same_name() {
+    let r = repo(&[(
+        "src/lib.rs",
+        concat!(
+            "pub struct Map { keys: Vec<u8> }\n",                // 1
+            "impl Map {\n",                                      // 2
+            "    pub fn keys(&self) -> usize { 0 }\n",           // 3
+            "}\n",                                               // 4
+            "pub struct Cmd { map: Map }\n",                     // 5
+            "impl Cmd {\n",                                      // 6
+            "    pub fn get_map(&self) -> &Map { &self.map }\n", // 7
+            "}\n",                                               // 8
+            "pub fn run(c: &Cmd, m: &Map) -> usize {\n",         // 9
+            "    let n = m.keys.len();\n",                       // 10
+            "    m.keys();\n",                                   // 11
+            "    c\n",                                           // 12
+            "        .get_map()\n",                              // 13
+            "        .keys()\n",                                 // 14
+            "}\n",                                               // 15
+            "pub fn path() {\n",                                 // 16
+            "    let f = Map::keys;\n",                          // 17
+            "}\n",                                               // 18
+        ),
+    )]);
+    let f = "src/lib.rs";
+    // A path never names a field.
+    assert_eq!(
+        r.def(f, 17, "keys").first().map(String::as_str),
+        Some("src/lib.rs:3")
+    );
+    // A call through a dot is the method: calling a field needs `(m.keys)()`.
+    assert_eq!(r.def(f, 11, "keys"), ["src/lib.rs:3"]);
+    assert_eq!(r.def(f, 14, "keys"), ["src/lib.rs:3"]);
+    // A read is the field first.
+    assert_eq!(
+        r.def(f, 10, "keys").first().map(String::as_str),
+        Some("src/lib.rs:1")
+    );
+}
+
+#[test]
+fn python_implementations_are_the_subclasses_of_that_class_not_of_a_namesake() {
+    let r = repo(&[
+        ("pkg/__init__.py", "from .b import Base as BBase\n"),
+        ("pkg/a.py", "class Base:\n    pass\n"),
+        ("pkg/b.py", "class Base:\n    pass\n"),
+        (
+            "pkg/c.py",
+            "from .b import Base\nclass C(Base):\n    pass\n",
+        ),
+        ("pkg/d.py", "from . import a\nclass D(a.Base):\n    pass\n"),
+        (
+            "pkg/e.py",
+            "import pkg.b as bb\nclass E(bb.Base):\n    pass\n",
+        ),
+        (
+            "pkg/f.py",
+            "from pkg.a import Base as A\nclass F(A):\n    pass\n",
+        ),
+        (
+            "pkg/g.py",
+            "from pkg import BBase\nclass G(BBase):\n    pass\n",
+        ),
+        ("pkg/h.py", "from .a import *\nclass H(Base):\n    pass\n"),
+    ]);
+    let impls = |path: &str| {
+        let at = r.at(path, 1, "Base", 0);
+        let locs = r.index.implementations_at(Some("Base"), Some(&at)).unwrap();
+        let mut got = places(&locs);
+        got.sort();
+        got
+    };
+    assert_eq!(
+        impls("pkg/a.py"),
+        ["pkg/d.py:2", "pkg/f.py:2", "pkg/h.py:2"]
+    );
+    assert_eq!(
+        impls("pkg/b.py"),
+        ["pkg/c.py:2", "pkg/e.py:2", "pkg/g.py:2"]
+    );
+}
+
+#[test]
+fn rust_bindings_of_variant_and_tuple_patterns_take_the_fields_type() {
+    let r = repo(&[(
+        "src/lib.rs",
+        concat!(
+            "pub struct VacantEntry;\n",                                    // 1
+            "impl VacantEntry { pub fn key(&self) {} }\n",                  // 2
+            "pub struct OccupiedEntry;\n",                                  // 3
+            "impl OccupiedEntry { pub fn key(&self) {} }\n",                // 4
+            "pub enum Entry<'a> {\n",                                       // 5
+            "    Vacant(VacantEntry),\n",                                   // 6
+            "    Occupied(u8, &'a OccupiedEntry),\n",                       // 7
+            "}\n",                                                          // 8
+            "impl<'a> Entry<'a> {\n",                                       // 9
+            "    pub fn key(&self) {\n",                                    // 10
+            "        match self {\n",                                       // 11
+            "            Entry::Vacant(e) => e.key(),\n",                   // 12
+            "            Self::Occupied(_, e) => e.key(),\n",               // 13
+            "        }\n",                                                  // 14
+            "    }\n",                                                      // 15
+            "}\n",                                                          // 16
+            "pub fn split(s: &str) -> Result<(u8, OccupiedEntry), ()> {\n", // 17
+            "    Err(())\n",                                                // 18
+            "}\n",                                                          // 19
+            "pub fn run(s: &str, e: Entry) -> Result<(), ()> {\n",          // 20
+            "    let (n, o) = split(s)?;\n",                                // 21
+            "    o.key();\n",                                               // 22
+            "    if let Entry::Vacant(v) = e {\n",                          // 23
+            "        v.key();\n",                                           // 24
+            "    }\n",                                                      // 25
+            "    Ok(())\n",                                                 // 26
+            "}\n",                                                          // 27
+        ),
+    )]);
+    let f = "src/lib.rs";
+    assert_eq!(r.def(f, 12, "key"), ["src/lib.rs:2"]);
+    assert_eq!(r.def(f, 13, "key"), ["src/lib.rs:4"]);
+    assert_eq!(r.def(f, 22, "key"), ["src/lib.rs:4"]);
+    assert_eq!(r.def(f, 24, "key"), ["src/lib.rs:2"]);
+}
+
+#[test]
+fn rust_chains_on_a_test_helpers_value_take_its_return_type() {
+    let r = repo(&[(
+        "src/lib.rs",
+        concat!(
+            "pub struct Parser;\n",                                               // 1
+            "impl Parser { pub fn parse(&self) {} }\n",                           // 2
+            "pub struct ParserI<'s, P> { p: &'s P }\n",                           // 3
+            "impl<'s, P> ParserI<'s, P> {\n",                                     // 4
+            "    fn parser(&self) -> &Parser { self.p }\n",                       // 5
+            "    fn parse(&self) {}\n",                                           // 6
+            "}\n",                                                                // 7
+            "#[cfg(test)]\n",                                                     // 8
+            "mod tests {\n",                                                      // 9
+            "    use super::*;\n",                                                // 10
+            "    fn parser(pattern: &str) -> ParserI<'_, Parser> {\n",            // 11
+            "        todo!()\n",                                                  // 12
+            "    }\n",                                                            // 13
+            "    #[test]\n",                                                      // 14
+            "    fn t() {\n",                                                     // 15
+            "        parser(\"x\").parse();\n",                                   // 16
+            "        parser(r\"\\(\\)\\[\\]\").parse();\n",                       // 17
+            "        assert_eq!(parser(\"(?P<~\").parse(), ());\n",               // 18
+            "        assert!(Some(ParserI::new(&Parser).parser()).is_some());\n", // 19
+            "    }\n",                                                            // 20
+            "}\n",                                                                // 21
+            "impl<'s> ParserI<'s, Parser> {\n",                                   // 22
+            "    fn new(p: &'s Parser) -> Self { ParserI { p } }\n",              // 23
+            "}\n",                                                                // 24
+        ),
+    )]);
+    let f = "src/lib.rs";
+    assert_eq!(r.def(f, 16, "parse"), ["src/lib.rs:6"]);
+    assert_eq!(r.def(f, 17, "parse"), ["src/lib.rs:6"]);
+    // Inside a macro's arguments (token trees), the receiver is the whole call before the dot.
+    assert_eq!(r.def(f, 18, "parse"), ["src/lib.rs:6"]);
+    assert_eq!(r.def(f, 19, "parser"), ["src/lib.rs:5"]);
+}

@@ -17,7 +17,7 @@ use super::typefacts::{RawBinding, type_facts};
 use super::use_tree::rust_use_tree;
 
 /// Bumped when the extraction code (not the queries) changes what it produces.
-pub const EXTRACTOR_VERSION: &str = "8";
+pub const EXTRACTOR_VERSION: &str = "9";
 
 /// Files larger than this are indexed as empty: they are almost always generated or minified.
 pub const MAX_FILE_BYTES: usize = 2 * 1024 * 1024;
@@ -265,7 +265,7 @@ impl<'t> Pass<'t> {
                 name: (name.start_byte(), name.end_byte()),
                 node: name,
                 kind,
-                qualifier: m.qualifier.map(|q| (q.start_byte(), q.end_byte())),
+                qualifier: m.qualifier.map(|q| (token_receiver_start(q), q.end_byte())),
             }),
             _ => {}
         }
@@ -600,6 +600,46 @@ impl Default for Extractor {
 }
 
 /// Returns true if and only if `name` is a language constant that never names a definition.
+/// Returns where the receiver ending at qualifier `q` starts. Inside a macro's arguments
+/// (token trees) a method call's qualifier is the token before the dot — the arguments
+/// `("x")` of `parser("x").parse()` — so the receiver reaches back over the call, and the
+/// path or chain before it (`Arg::new("a").short('a')`), to the first token that is neither.
+fn token_receiver_start(q: Node) -> usize {
+    if q.kind() != "token_tree" || q.parent().is_none_or(|p| p.kind() != "token_tree") {
+        return q.start_byte();
+    }
+    let is_name = |n: Node| matches!(n.kind(), "identifier" | "self" | "super" | "crate");
+    // Read backwards: arguments need their callee, a name may follow `.` or `::`, and what
+    // stands before a separator (a name, or a call's arguments) continues the chain.
+    let mut start = q;
+    let mut want_callee = true;
+    while let Some(prev) = start.prev_sibling() {
+        if want_callee {
+            if !is_name(prev) {
+                break;
+            }
+            start = prev;
+            want_callee = false;
+            continue;
+        }
+        if !matches!(prev.kind(), "." | "::") {
+            break;
+        }
+        match prev.prev_sibling() {
+            Some(before) if is_name(before) => start = before,
+            Some(before) if before.kind() == "token_tree" => {
+                start = before;
+                want_callee = true;
+            }
+            _ => break,
+        }
+    }
+    if start.id() == q.id() {
+        return q.start_byte();
+    }
+    start.start_byte()
+}
+
 fn is_builtin_constant(name: &str) -> bool {
     matches!(
         name,

@@ -26,6 +26,7 @@ mod map;
 mod matcher;
 pub mod mcp;
 mod modules;
+mod patterns;
 mod query;
 mod render;
 mod resolve;

@@ -93,7 +93,7 @@ impl Index {
         } else {
             self.resolve_qualified(file, &r.qualifier, &r.name, at, r.scope, 0)
         };
-        match out {
+        let mut o = match out {
             Some(o) if !o.is_empty() => o,
             _ => {
                 let mut defs = self.qualified_candidates(file, &r.qualifier, &r.name);
@@ -104,6 +104,32 @@ impl Index {
                 Outcome {
                     defs,
                     ..Outcome::default()
+                }
+            }
+        };
+        self.rank_by_use(file, r, &mut o.defs);
+        o
+    }
+
+    /// Orders `defs` by how reference `r` of `file` uses its name: a call ranks methods and
+    /// functions before fields of the same name, a member read ranks fields first
+    /// (`m.keys()` is the method `keys`, `m.keys` the field). Rust never reaches a field by a
+    /// call (that needs `(m.keys)()`) nor by a path (`Map::keys`), so there the fields drop
+    /// when something else remains.
+    pub(crate) fn rank_by_use(&self, file: u32, r: &Ref, defs: &mut Vec<DefId>) {
+        if defs.len() < 2 {
+            return;
+        }
+        let is_field = |d: &DefId| self.def(*d).kind == "field";
+        let rust = self.files[file as usize].lang == Lang::Rust;
+        match r.kind.as_str() {
+            "field" => defs.sort_by_key(|d| !is_field(d)),
+            "read" if !rust => defs.sort_by_key(|d| !is_field(d)),
+            _ => {
+                defs.sort_by_key(is_field);
+                let path_or_call = r.kind == "call" || r.kind == "read";
+                if rust && path_or_call && !defs.iter().all(is_field) {
+                    defs.retain(|d| !is_field(d));
                 }
             }
         }

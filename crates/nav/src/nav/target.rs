@@ -223,6 +223,7 @@ impl Index {
                 if !o.bound {
                     let best = self.best_candidates(file, &r.qualifier, &r.name);
                     o.defs = self.rust_candidates(file, r, best);
+                    self.rank_by_use(file, r, &mut o.defs);
                 }
                 (r.name.clone(), o)
             }

@@ -15,7 +15,8 @@ use super::facts::{FileFacts, TypeFact};
 pub(crate) struct RawBinding<'t> {
     pub pattern: usize,
     /// `annotation`, `property`, `returns`, `call`, `unwrap`, `alias` (another name's
-    /// value), `element` (an element of a collection), `none` or `unknown`.
+    /// value), `element` (an element of a collection), `variant`, `tuple`, `tuple_unwrap` (a
+    /// field or element at the name's position in a pattern), `none` or `unknown`.
     pub kind: &'static str,
     pub name: Option<Node<'t>>,
     pub ty: Option<Node<'t>>,
@@ -27,7 +28,7 @@ const MAX_TYPE_TEXT: usize = 160;
 fn rank(kind: &str) -> u8 {
     match kind {
         "annotation" | "property" | "returns" => 0,
-        "call" | "unwrap" | "alias" | "element" => 1,
+        "call" | "unwrap" | "alias" | "element" | "variant" | "tuple" | "tuple_unwrap" => 1,
         "none" => 2,
         _ => 3,
     }
@@ -59,6 +60,27 @@ fn binding_scope(facts: &FileFacts, at: usize) -> Option<u32> {
     None
 }
 
+/// Returns the position of the name `name` among the elements of the tuple (struct) pattern
+/// holding it: `e` in `Entry::Occupied(_, e)` is at 1, `b` in `(a, b)` too.
+fn pattern_position(name: Node) -> Option<usize> {
+    let pattern = name.parent()?;
+    let path = pattern.child_by_field_name("type").map(|t| t.id());
+    let mut cursor = pattern.walk();
+    // `_` is an unnamed node; after `..` positions count from the end, which is not followed.
+    let elements: Vec<Node> = pattern
+        .children(&mut cursor)
+        .filter(|c| (c.is_named() || c.kind() == "_") && Some(c.id()) != path)
+        .filter(|c| !c.kind().ends_with("comment"))
+        .collect();
+    if elements
+        .iter()
+        .any(|c| matches!(c.kind(), "remaining_field_pattern" | ".."))
+    {
+        return None;
+    }
+    elements.iter().position(|c| c.id() == name.id())
+}
+
 /// Returns the type facts of the bindings matched in a file whose definitions are nested.
 pub(crate) fn type_facts(
     mut raw: Vec<RawBinding>,
@@ -86,6 +108,13 @@ pub(crate) fn type_facts(
             (_, None) => continue,
         };
         let mut ty = b.ty.map(|t| compact(t, source)).unwrap_or_default();
+        // A pattern's binding: the position of the name in its tuple (see `patterns`).
+        if matches!(b.kind, "variant" | "tuple" | "tuple_unwrap") {
+            let Some(index) = b.name.and_then(pattern_position) else {
+                continue;
+            };
+            ty = format!("{ty}#{index}");
+        }
         let mut kind = b.kind;
         // A loop over an expression too long to type still binds its variable.
         if kind == "element" && ty.len() > MAX_TYPE_TEXT {

@@ -166,20 +166,66 @@ fn split_call_receiver(qualifier: &str) -> Option<(&str, Vec<&str>)> {
         .then_some((call, attrs))
 }
 
-/// Returns the byte where the parenthesised arguments ending `call` open.
+/// Returns the byte where the parenthesised arguments ending `call` (its last `)`) open.
+/// Brackets inside string and character literals do not count (`parser(r"a|b)")`).
 fn matching_open(call: &str) -> Option<usize> {
-    let mut depth = 0usize;
-    for (i, c) in call.char_indices().rev() {
-        match c {
-            ')' => depth += 1,
-            '(' => {
-                depth = depth.checked_sub(1)?;
-                if depth == 0 {
-                    return Some(i);
+    let b = call.as_bytes();
+    let mut opens: Vec<usize> = Vec::new();
+    let mut last = None;
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'"' => i = string_end(b, i)?,
+            // A quote then a name and no closing quote is a Rust lifetime (`'a`), not a literal.
+            b'\'' => {
+                let name = b[i + 1..]
+                    .iter()
+                    .take_while(|c| c.is_ascii_alphanumeric() || **c == b'_')
+                    .count();
+                let after = b.get(i + 1 + name).copied();
+                let lifetime = name > 0
+                    && after.is_none_or(|c| matches!(c, b',' | b'>' | b':' | b'+' | b' ' | b')'));
+                if !lifetime {
+                    i = quoted_end(b, i, b'\'')?;
                 }
             }
+            b'(' => opens.push(i),
+            b')' => last = Some(opens.pop()?),
             _ => {}
         }
+        i += 1;
+    }
+    last
+}
+
+/// Returns the byte of the `"` closing the string that opens at `start`: a Rust raw string
+/// (`r"…"`, `r#"…"#`) ends at the quote followed by its hashes, any other at the first
+/// quote no backslash escapes.
+fn string_end(b: &[u8], start: usize) -> Option<usize> {
+    let hashes = b[..start].iter().rev().take_while(|c| **c == b'#').count();
+    let raw = start > hashes && b[start - hashes - 1] == b'r';
+    if !raw {
+        return quoted_end(b, start, b'"');
+    }
+    let closing: Vec<u8> = std::iter::once(b'"')
+        .chain(std::iter::repeat_n(b'#', hashes))
+        .collect();
+    b[start + 1..]
+        .windows(closing.len())
+        .position(|w| w == closing.as_slice())
+        .map(|p| start + 1 + p + hashes)
+}
+
+/// Returns the byte of the unescaped `quote` closing the literal opening at `start`.
+fn quoted_end(b: &[u8], start: usize, quote: u8) -> Option<usize> {
+    let mut i = start + 1;
+    while i < b.len() {
+        match b[i] {
+            b'\\' => i += 1,
+            c if c == quote => return Some(i),
+            _ => {}
+        }
+        i += 1;
     }
     None
 }
@@ -190,7 +236,7 @@ fn is_type_name(s: &str) -> bool {
 }
 
 /// Splits a path into (qualifier, last name) at its last `.` or `::`.
-fn split_path(path: &str) -> (&str, &str) {
+pub(crate) fn split_path(path: &str) -> (&str, &str) {
     if let Some((q, n)) = path.rsplit_once("::") {
         return (q, n);
     }
@@ -305,6 +351,10 @@ impl Index {
             }
             // `for item in items`, `items.forEach((item) => …)`: an element of the collection.
             "element" => self.element_type(file, &fact.ty, at, fact.scope, depth + 1),
+            // `Entry::Vacant(e)`, `let (a, b) = f()?`: a field or element at a position.
+            "variant" | "tuple" | "tuple_unwrap" => {
+                self.pattern_type(file, &fact.kind, &fact.ty, at, fact.scope, depth + 1)
+            }
             "call" | "unwrap" => self.call_type(
                 file,
                 &fact.ty,
@@ -864,6 +914,14 @@ mod tests {
         );
         assert_eq!(split_call_chain("app.test_client"), None);
         assert_eq!(matching_open("f(a(b), c)"), Some(1));
+        // Brackets in literals do not count; lifetimes are no literals.
+        assert_eq!(matching_open("parser(\"(?P<~\")"), Some(6));
+        assert_eq!(matching_open("parser(r\"a|b)\")"), Some(6));
+        assert_eq!(matching_open("p(r#\"a\")\"#)"), Some(1));
+        assert_eq!(matching_open("p(\"\\\"(\")"), Some(1));
+        assert_eq!(matching_open("p(')', x)"), Some(1));
+        assert_eq!(matching_open("f::<'a>(x)"), Some(7));
+        assert_eq!(matching_open("f('abc(')"), Some(1));
         assert_eq!(
             split_call_receiver("Greeter()"),
             Some(("Greeter()", vec![]))

@@ -127,6 +127,17 @@
 ; `for m in &self.matchers`: an element of the collection.
 (for_expression pattern: (identifier) @name value: (_) @type) @binding.element
 (for_expression pattern: (identifier) @name) @binding.unknown
+; `Entry::Vacant(e) => e.key()`, `if let Value::Number(n) = v`: the field of the variant or
+; tuple struct at the name's position.
+(tuple_struct_pattern type: (_) @type (identifier) @name) @binding.variant
+; `let (pre, text) = parse(text)?;`: the element of the tuple the function returns.
+(let_declaration
+  pattern: (tuple_pattern (identifier) @name)
+  value: (try_expression (call_expression function: [(identifier) (scoped_identifier)] @type))) @binding.tuple_unwrap
+(let_declaration
+  pattern: (tuple_pattern (identifier) @name)
+  value: (call_expression function: [(identifier) (scoped_identifier)] @type)) @binding.tuple
+(let_declaration pattern: (tuple_pattern (identifier) @name)) @binding.unknown
 (tuple_struct_pattern (identifier) @name) @binding.unknown
 (match_pattern (identifier) @name) @binding.unknown
 
