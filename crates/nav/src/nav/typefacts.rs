@@ -26,7 +26,7 @@ const MAX_TYPE_TEXT: usize = 160;
 
 fn rank(kind: &str) -> u8 {
     match kind {
-        "annotation" | "property" | "returns" => 0,
+        "annotation" | "property" | "returns" | "construct" | "construct_property" | "literal" => 0,
         "call" | "unwrap" | "alias" | "element" => 1,
         "none" => 2,
         _ => 3,
@@ -39,6 +39,54 @@ fn compact(node: Node, source: &[u8]) -> String {
         .split_whitespace()
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// The variable and type text of the fact that records an object literal a function returns
+/// (`return { batch() {…} }`): its span is the literal's, its members are the methods inside.
+pub(crate) const LITERAL: &str = "{}";
+
+/// Returns the text of a binding's type node: a call's callee with its arguments
+/// (`difference(prev, next)`), or the callee alone when the arguments are too long to keep.
+fn type_text(node: Node, source: &[u8]) -> String {
+    if node.kind() != "call_expression" {
+        return compact(node, source);
+    }
+    let Some(callee) = node.child_by_field_name("function") else {
+        return compact(node, source);
+    };
+    let callee = compact(callee, source);
+    let args = node
+        .child_by_field_name("arguments")
+        .map(|a| compact(a, source))
+        .filter(|a| a.starts_with('(') && callee.len() + a.len() <= MAX_TYPE_TEXT);
+    match args {
+        Some(a) => format!("{callee}{a}"),
+        None => callee,
+    }
+}
+
+/// Returns the type a `new` expression with type arguments constructs (`Map<K, V>` of
+/// `new Map<K, V>(entries)`).
+fn constructed_type(text: &str) -> Option<&str> {
+    let t = text.strip_prefix("new")?.trim_start();
+    let open = t.find('<')?;
+    let mut depth = 0usize;
+    let mut prev = ' ';
+    for (i, c) in t.char_indices().skip_while(|(i, _)| *i < open) {
+        match c {
+            '<' => depth += 1,
+            // The `>` of an arrow (`() => void`) closes nothing.
+            '>' if prev != '=' => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 {
+                    return Some(&t[..=i]);
+                }
+            }
+            _ => {}
+        }
+        prev = c;
+    }
+    None
 }
 
 /// Returns the definition a binding at byte `at` belongs to: the innermost function or type
@@ -81,12 +129,22 @@ pub(crate) fn type_facts(
         }
         let var = match (b.kind, b.name) {
             ("returns", _) => String::new(),
-            ("property", Some(n)) => format!("this.{}", compact(n, source)),
+            ("literal", _) => LITERAL.to_string(),
+            ("property" | "construct_property", Some(n)) => format!("this.{}", compact(n, source)),
             (_, Some(n)) => compact(n, source).replace(' ', ""),
             (_, None) => continue,
         };
-        let mut ty = b.ty.map(|t| compact(t, source)).unwrap_or_default();
+        let mut ty = b.ty.map(|t| type_text(t, source)).unwrap_or_default();
         let mut kind = b.kind;
+        match kind {
+            // `new Map<K, V>(…)` holds a `Map<K, V>`, as if so annotated.
+            "construct" | "construct_property" => {
+                ty = constructed_type(&ty).unwrap_or_default().to_string();
+                kind = "annotation";
+            }
+            "literal" => ty = LITERAL.to_string(),
+            _ => {}
+        }
         // A loop over an expression too long to type still binds its variable.
         if kind == "element" && ty.len() > MAX_TYPE_TEXT {
             (kind, ty) = ("unknown", String::new());
@@ -105,9 +163,9 @@ pub(crate) fn type_facts(
             ty,
             kind: kind.to_string(),
             span: span_of(b.name.unwrap_or(anchor)),
-            // A return type belongs to its function, which may be a constant holding an
-            // arrow function.
-            scope: if b.kind == "returns" {
+            // A return type (or a returned literal) belongs to its function, which may be a
+            // constant holding an arrow function.
+            scope: if matches!(b.kind, "returns" | "literal") {
                 enclosing_def(facts, anchor.start_byte())
             } else {
                 binding_scope(facts, anchor.start_byte())
@@ -116,4 +174,23 @@ pub(crate) fn type_facts(
     }
     out.sort_by_key(|f| f.span.start_byte);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn new_expressions_with_type_arguments_name_the_type_they_construct() {
+        assert_eq!(
+            constructed_type("new Map<string, Entry<V>>()"),
+            Some("Map<string, Entry<V>>")
+        );
+        assert_eq!(
+            constructed_type("new Set<() => void>(items)"),
+            Some("Set<() => void>")
+        );
+        assert_eq!(constructed_type("new Entry()"), None);
+        assert_eq!(constructed_type("make<T>()"), None);
+    }
 }

@@ -14,11 +14,12 @@ use std::borrow::Cow;
 use super::extract::{is_function, is_type_container};
 use super::facts::TypeFact;
 use super::index::{DefId, Index};
+use super::inferred::split_arguments;
 use super::lang::Lang;
 use super::resolve::is_type_parameter;
 
 /// Deepest chain of facts followed (a call's return type naming another call's …).
-const MAX_DEPTH: usize = 24;
+pub(crate) const MAX_DEPTH: usize = 24;
 
 /// What a name is bound to in a scope.
 enum Binding {
@@ -305,14 +306,15 @@ impl Index {
             }
             // `for item in items`, `items.forEach((item) => …)`: an element of the collection.
             "element" => self.element_type(file, &fact.ty, at, fact.scope, depth + 1),
-            "call" | "unwrap" => self.call_type(
-                file,
-                &fact.ty,
-                fact.kind == "unwrap",
-                at,
-                fact.scope,
-                depth + 1,
-            ),
+            // `make(a)`, or `difference(prev, next)` with its arguments.
+            "call" | "unwrap" => {
+                let unwrap = fact.kind == "unwrap";
+                let (callee, args) = split_arguments(&fact.ty).unwrap_or((&fact.ty, ""));
+                let generic =
+                    || self.generic_call_type(file, callee, args, false, at, fact.scope, depth + 1);
+                (if unwrap { None } else { generic() })
+                    .or_else(|| self.call_type(file, callee, unwrap, at, fact.scope, depth + 1))
+            }
             _ => None,
         }
     }
@@ -334,6 +336,15 @@ impl Index {
             return None;
         }
         let callee = &*without_line_breaks(callee);
+        // TypeScript's non-null assertions (`this.pending_!.get`) leave the type as it is.
+        let lang = self.files[file as usize].lang;
+        let plain;
+        let callee = if lang != Lang::Rust && lang != Lang::Python && callee.contains("!.") {
+            plain = callee.replace("!.", ".");
+            plain.as_str()
+        } else {
+            callee
+        };
         if let Some((receiver, method)) = split_call_chain(callee) {
             let (receiver, try_op) = match receiver.strip_suffix('?') {
                 Some(r) => (r, true),
@@ -353,7 +364,6 @@ impl Index {
                 .then(|| self.return_type(*m, unwrap, depth + 1))
                 .flatten();
         }
-        let lang = self.files[file as usize].lang;
         let path = type_path(lang, callee, false)?;
         let (q, name) = split_path(&path);
         // `cls(…)` in a Python class method makes an instance of the class.
@@ -375,8 +385,10 @@ impl Index {
             Some(*callee)
         } else if is_function(&kind) || matches!(kind.as_str(), "constant" | "variable") {
             // A constant holding an arrow function (`const make = (): Schema => …`) returns
-            // what its function is annotated to return.
+            // what its function is annotated to return; a factory declaring nothing, the
+            // object literal it returns.
             self.return_type(*callee, unwrap, depth + 1)
+                .or_else(|| self.literal_type(*callee).filter(|_| !unwrap))
         } else {
             None
         }
@@ -410,11 +422,7 @@ impl Index {
     /// `unwrap`).
     pub(crate) fn return_type(&self, func: DefId, unwrap: bool, depth: usize) -> Option<DefId> {
         let f = &self.files[func.file as usize];
-        let fact = f
-            .facts
-            .types
-            .iter()
-            .find(|t| t.var.is_empty() && t.scope == Some(func.def))?;
+        let fact = self.declared_return(func)?;
         let path = type_path(f.lang, &fact.ty, unwrap)?;
         self.single_type(
             func.file,
@@ -485,7 +493,8 @@ impl Index {
     /// `self.attr = …` / `this.attr = …` in its methods, or declared as a field, in the class
     /// or one of its bases.
     fn attribute_type(&self, class: DefId, attr: &str, depth: usize) -> Option<DefId> {
-        if depth > MAX_DEPTH {
+        // A factory's locals are no attributes of what it makes.
+        if depth > MAX_DEPTH || self.is_factory(class) {
             return None;
         }
         let facts = &self.files[class.file as usize].facts;
@@ -573,8 +582,14 @@ impl Index {
                 Some(c) => (c, true),
                 None => (call, false),
             };
-            let callee = call[..matching_open(call)?].trim_end();
-            let mut ty = self.call_type(file, callee, try_op, at, scope, depth + 1)?;
+            let open = matching_open(call)?;
+            let callee = call[..open].trim_end();
+            let args = call[open + 1..].trim_end_matches('?');
+            let args = args.strip_suffix(')').unwrap_or(args);
+            let mut ty = self
+                .generic_call_type(file, callee, args, false, at, scope, depth + 1)
+                .filter(|_| !try_op)
+                .or_else(|| self.call_type(file, callee, try_op, at, scope, depth + 1))?;
             for seg in attrs {
                 ty = self.attribute_type(ty, seg, depth + 1)?;
             }
@@ -765,6 +780,13 @@ impl Index {
                     }
             })
             .collect();
+        // A factory's members are the methods of the object literal it returns.
+        if self.is_factory(class) {
+            return candidates
+                .into_iter()
+                .filter(|id| self.in_returned_literal(class, *id))
+                .collect();
+        }
         candidates
             .into_iter()
             .filter(|id| {

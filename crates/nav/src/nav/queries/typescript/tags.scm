@@ -34,10 +34,28 @@
 (optional_parameter pattern: (identifier) @name) @binding.unknown
 (public_field_definition name: (property_identifier) @name type: (type_annotation (_) @type)) @binding.annotation
 (public_field_definition name: (private_property_identifier) @name type: (type_annotation (_) @type)) @binding.annotation
+(property_signature name: (property_identifier) @name type: (type_annotation (_) @type)) @binding.annotation
 (public_field_definition
   name: (property_identifier) @name
   value: (new_expression constructor: [(identifier) (member_expression)] @type)) @binding.call
 (variable_declarator name: (identifier) @name type: (type_annotation (_) @type)) @binding.annotation
+; `new Map<string, Entry>()`: as if annotated `Map<string, Entry>`.
+(variable_declarator
+  name: (identifier) @name
+  value: (new_expression type_arguments: (type_arguments)) @type) @binding.construct
+(public_field_definition
+  name: [(property_identifier) (private_property_identifier)] @name
+  value: (new_expression type_arguments: (type_arguments)) @type) @binding.construct
+(required_parameter
+  (accessibility_modifier)
+  pattern: (identifier) @name
+  value: (new_expression type_arguments: (type_arguments)) @type) @binding.construct_property
+(assignment_expression
+  left: (member_expression object: (this)) @name
+  right: (new_expression type_arguments: (type_arguments)) @type) @binding.construct
+; `return { batch() {…} } as const`: the object literal a factory returns.
+(return_statement [(as_expression (object) @type) (satisfies_expression (object) @type)]) @binding.literal
+(arrow_function body: (parenthesized_expression [(as_expression (object) @type) (satisfies_expression (object) @type)])) @binding.literal
 (function_declaration return_type: (type_annotation (_) @type)) @binding.returns
 (variable_declarator value: (arrow_function return_type: (type_annotation (_) @type))) @binding.returns
 (variable_declarator value: (function_expression return_type: (type_annotation (_) @type))) @binding.returns
