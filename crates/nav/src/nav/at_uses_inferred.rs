@@ -162,3 +162,33 @@ fn collections_of_typed_receivers_and_optional_maps_type_their_values() {
     assert_eq!(r.def(f, 19, "get"), [format!("{f}:3")]);
     assert_eq!(r.refs(f, 3, "get"), [format!("{f}:19"), format!("{f}:20")]);
 }
+
+#[test]
+fn aliases_of_declared_collections_and_unions_with_primitives_are_typed() {
+    let f = "src/queries.ts";
+    let r = repo(&[(
+        f,
+        concat!(
+            "export class QueryObserver { destroy(): void {} }\n", // 1
+            "export class Other { destroy(): void {} }\n",         // 2
+            "export class Annotation { make_(): void {} }\n",      // 3
+            "export class Maker { make_(): void {} }\n",           // 4
+            "function difference<T>(a: Array<T>, b: Array<T>): Array<T> {\n", // 5
+            "  return a\n",                                        // 6
+            "}\n",                                                 // 7
+            "export class Queries {\n",                            // 8
+            "  #observers: Array<QueryObserver> = []\n",           // 9
+            "  update(next: string[], annotation: Annotation | boolean): void {\n", // 10
+            "    const prev = this.#observers\n",                  // 11
+            "    difference(prev, next).forEach((observer) => {\n", // 12
+            "      observer.destroy()\n",                          // 13
+            "    })\n",                                            // 14
+            "    annotation.make_()\n",                            // 15
+            "  }\n",                                               // 16
+            "}\n",                                                 // 17
+        ),
+    )]);
+    assert_eq!(r.def(f, 13, "destroy"), [format!("{f}:1")]);
+    assert_eq!(r.def(f, 15, "make_"), [format!("{f}:3")]);
+    assert_eq!(r.refs(f, 3, "make_"), [format!("{f}:15")]);
+}

@@ -10,7 +10,7 @@
 use super::facts::TypeFact;
 use super::index::{DefId, Index};
 use super::lang::Lang;
-use super::types::{type_path, without_line_breaks};
+use super::types::{MAX_DEPTH, type_path, without_line_breaks};
 
 /// Collections whose first type argument is the type of their elements.
 const COLLECTIONS: &[&str] = &[
@@ -245,6 +245,11 @@ impl Index {
         };
         if is_name(expr) {
             let fact = self.binding_fact(file, scope, expr, at)?;
+            // `const prev = this.#observers`: what the other name is declared as.
+            if fact.kind == "alias" && depth <= MAX_DEPTH {
+                let (other, at, scope) = (fact.ty.as_str(), fact.span.start_byte, fact.scope);
+                return self.declared(file, collection(other), at, scope, depth + 1);
+            }
             return (fact.kind == "annotation").then_some((file, fact));
         }
         // `this.observers_`, or `observable.observers_` of a typed receiver.

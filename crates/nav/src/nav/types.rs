@@ -31,6 +31,12 @@ enum Binding {
     Typed(DefId),
 }
 
+/// TypeScript's primitive types, left out of a union with one named type (`Annotation |
+/// boolean`): they have no methods the repository declares.
+const PRIMITIVES: &[&str] = &[
+    "boolean", "string", "number", "bigint", "symbol", "true", "false",
+];
+
 /// Returns true if and only if definitions of `kind` can be the type of a value.
 fn is_type_like(kind: &str) -> bool {
     is_type_container(kind) && kind != "impl"
@@ -59,11 +65,14 @@ pub(crate) fn type_path(lang: Lang, text: &str, unwrap: bool) -> Option<String> 
             break;
         }
     }
-    // `X | None`, `X | undefined | null`, `Optional[X]`.
+    // `X | None`, `X | undefined | null`, `Optional[X]`; in TypeScript also `X | boolean`:
+    // a method called on it is `X`'s.
+    let ecma = matches!(lang, Lang::TypeScript | Lang::Tsx | Lang::JavaScript);
     let parts: Vec<&str> = t
         .split('|')
         .map(str::trim)
         .filter(|p| !matches!(*p, "None" | "null" | "undefined"))
+        .filter(|p| !(ecma && PRIMITIVES.contains(p)))
         .collect();
     if parts.len() != 1 {
         return None;
@@ -89,7 +98,6 @@ pub(crate) fn type_path(lang: Lang, text: &str, unwrap: bool) -> Option<String> 
         }
     }
     // A TypeScript class's private member (`this.#client.cache`) starts with `#`.
-    let ecma = matches!(lang, Lang::TypeScript | Lang::Tsx | Lang::JavaScript);
     let ok = !t.is_empty()
         && t.split(['.', ':']).filter(|s| !s.is_empty()).all(|s| {
             let s = if ecma {
@@ -934,6 +942,11 @@ mod tests {
         assert_eq!(ts("Client | undefined", false).as_deref(), Some("Client"));
         assert_eq!(ts("Promise<Client>", true).as_deref(), Some("Client"));
         assert_eq!(ts("Map<string, Client>", false).as_deref(), Some("Map"));
+        assert_eq!(
+            ts("Annotation | boolean", false).as_deref(),
+            Some("Annotation")
+        );
+        assert_eq!(ts("Client | Other", false), None);
         assert_eq!(
             ts("this.#client.getQueryCache", false).as_deref(),
             Some("this.#client.getQueryCache")
