@@ -41,7 +41,7 @@ pub(super) fn repo(files: &[(&str, &str)]) -> Repo {
 
 impl Repo {
     /// Returns the position of the `nth` (0-based) whole-word `token` on `line` of `path`.
-    fn at(&self, path: &str, line: u32, token: &str, nth: usize) -> At {
+    pub(super) fn at(&self, path: &str, line: u32, token: &str, nth: usize) -> At {
         let text = std::fs::read_to_string(self.root.join(path)).unwrap();
         let l = text.lines().nth(line as usize - 1).unwrap();
         let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');

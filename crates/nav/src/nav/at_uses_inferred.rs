@@ -192,3 +192,29 @@ fn aliases_of_declared_collections_and_unions_with_primitives_are_typed() {
     assert_eq!(r.def(f, 15, "make_"), [format!("{f}:3")]);
     assert_eq!(r.refs(f, 3, "make_"), [format!("{f}:15")]);
 }
+
+#[test]
+fn references_at_an_unbound_use_are_those_of_its_best_candidate() {
+    let f = "src/run.ts";
+    let r = repo(&[(
+        f,
+        concat!(
+            "export class Query { initiate(): void {} }\n",    // 1
+            "export class Mutation { initiate(): void {} }\n", // 2
+            "export function start(q: Query, m: Mutation, x: any): void {\n", // 3
+            "  q.initiate()\n",                                // 4
+            "  m.initiate()\n",                                // 5
+            "  x.initiate()\n",                                // 6
+            "}\n",                                             // 7
+        ),
+    )]);
+    let at = r.at(f, 6, "initiate", 0);
+    let defs = r.index.definition_at(Some("initiate"), Some(&at)).unwrap();
+    let top = format!("{}:{}", defs[0].path, defs[0].line);
+    let refs = r.index.references_at(Some("initiate"), Some(&at)).unwrap();
+    let lines: Vec<u32> = refs.iter().map(|l| l.line).collect();
+    // The other candidate's bound use is another symbol's reference.
+    let other = if top.ends_with(":1") { 5 } else { 4 };
+    assert!(!lines.contains(&other), "{top}: {lines:?}");
+    assert!(lines.contains(&6), "{lines:?}");
+}
