@@ -218,3 +218,23 @@ fn references_at_an_unbound_use_are_those_of_its_best_candidate() {
     assert!(!lines.contains(&other), "{top}: {lines:?}");
     assert!(lines.contains(&6), "{lines:?}");
 }
+
+#[test]
+fn locals_cast_with_as_hold_the_type_cast_to() {
+    let f = "src/router.ts";
+    let r = repo(&[(
+        f,
+        concat!(
+            "export class Procedure { call(): void {} }\n", // 1
+            "export class Router { call(): void {} }\n",    // 2
+            "export function invoke(defs: any, path: string): void {\n", // 3
+            "  const procedure = defs[path] as\n",          // 4
+            "    | Procedure\n",                            // 5
+            "    | undefined\n",                            // 6
+            "  procedure!.call()\n",                        // 7
+            "}\n",                                          // 8
+        ),
+    )]);
+    assert_eq!(r.def(f, 7, "call"), [format!("{f}:1")]);
+    assert_eq!(r.refs(f, 1, "call"), [format!("{f}:7")]);
+}

@@ -26,7 +26,8 @@ const MAX_TYPE_TEXT: usize = 160;
 
 fn rank(kind: &str) -> u8 {
     match kind {
-        "annotation" | "property" | "returns" | "construct" | "construct_property" | "literal" => 0,
+        "annotation" | "property" | "returns" | "construct" | "construct_property" | "literal"
+        | "cast" => 0,
         "call" | "unwrap" | "alias" | "element" => 1,
         "none" => 2,
         _ => 3,
@@ -63,6 +64,14 @@ fn type_text(node: Node, source: &[u8]) -> String {
         Some(a) => format!("{callee}{a}"),
         None => callee,
     }
+}
+
+/// Returns the type an `as` expression casts to (`Procedure | undefined` of `defs[p] as |
+/// Procedure | undefined`), or `None` for a cast that tells nothing (`as const`, `as any`).
+fn cast_type(text: &str) -> Option<&str> {
+    let (_, ty) = text.rsplit_once(" as ")?;
+    let ty = ty.trim().trim_start_matches('|').trim_start();
+    (!matches!(ty, "const" | "any" | "unknown" | "never") && !ty.is_empty()).then_some(ty)
 }
 
 /// Returns the type a `new` expression with type arguments constructs (`Map<K, V>` of
@@ -143,6 +152,12 @@ pub(crate) fn type_facts(
                 kind = "annotation";
             }
             "literal" => ty = LITERAL.to_string(),
+            // `x as Procedure | undefined` holds what it is cast to; `as const`, `as any` and
+            // `as unknown` tell nothing.
+            "cast" => match cast_type(&ty) {
+                Some(t) => (kind, ty) = ("annotation", t.to_string()),
+                None => (kind, ty) = ("unknown", String::new()),
+            },
             _ => {}
         }
         // A loop over an expression too long to type still binds its variable.
@@ -191,6 +206,11 @@ mod tests {
             Some("Set<() => void>")
         );
         assert_eq!(constructed_type("new Entry()"), None);
+        assert_eq!(
+            cast_type("defs[path] as | Procedure<A, B> | undefined"),
+            Some("Procedure<A, B> | undefined")
+        );
+        assert_eq!(cast_type("{ a: 1 } as const"), None);
         assert_eq!(constructed_type("make<T>()"), None);
     }
 }

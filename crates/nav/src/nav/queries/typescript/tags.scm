@@ -39,6 +39,8 @@
   name: (property_identifier) @name
   value: (new_expression constructor: [(identifier) (member_expression)] @type)) @binding.call
 (variable_declarator name: (identifier) @name type: (type_annotation (_) @type)) @binding.annotation
+; `defs[path] as Procedure | undefined`: as if annotated so.
+(variable_declarator name: (identifier) @name value: (as_expression) @type) @binding.cast
 ; `new Map<string, Entry>()`: as if annotated `Map<string, Entry>`.
 (variable_declarator
   name: (identifier) @name
