@@ -238,3 +238,35 @@ fn locals_cast_with_as_hold_the_type_cast_to() {
     assert_eq!(r.def(f, 7, "call"), [format!("{f}:1")]);
     assert_eq!(r.refs(f, 1, "call"), [format!("{f}:7")]);
 }
+
+#[test]
+fn a_declared_local_keeps_its_type_through_later_assignments() {
+    let (c, t) = ("src/cache.ts", "src/cache.test.ts");
+    let r = repo(&[
+        (
+            c,
+            concat!(
+                "export class QueryCache { subscribe(): void {} }\n", // 1
+                "export class Other { subscribe(): void {} }\n",      // 2
+                "export function make(): any { return null }\n",      // 3
+            ),
+        ),
+        (
+            t,
+            concat!(
+                "import { QueryCache, make } from './cache'\n", // 1
+                "describe('cache', () => {\n",                  // 2
+                "  let queryCache: QueryCache\n",               // 3
+                "  beforeEach(() => {\n",                       // 4
+                "    queryCache = make()\n",                    // 5
+                "  })\n",                                       // 6
+                "  test('subscribes', () => {\n",               // 7
+                "    queryCache.subscribe()\n",                 // 8
+                "  })\n",                                       // 9
+                "})\n",                                         // 10
+            ),
+        ),
+    ]);
+    assert_eq!(r.def(t, 8, "subscribe"), [format!("{c}:1")]);
+    assert_eq!(r.refs(c, 1, "subscribe"), [format!("{t}:8")]);
+}

@@ -480,6 +480,21 @@ impl Index {
                     .or(here.first())
                     .copied()
             };
+            // TypeScript: `let cache: QueryCache` declares what every later assignment
+            // (`cache = client.getQueryCache()`) holds.
+            let ecma = matches!(
+                self.files[file as usize].lang,
+                Lang::TypeScript | Lang::Tsx | Lang::JavaScript
+            );
+            let declared = pick.filter(|p| ecma && p.kind != "annotation" && p.kind != "element");
+            if let Some(p) = declared
+                && let Some(d) = here
+                    .iter()
+                    .rev()
+                    .find(|t| t.kind == "annotation" && t.span.start_byte < p.span.start_byte)
+            {
+                return Some(d);
+            }
             if let Some(t) = pick {
                 return Some(t);
             }
