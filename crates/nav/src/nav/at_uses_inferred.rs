@@ -270,3 +270,24 @@ fn a_declared_local_keeps_its_type_through_later_assignments() {
     assert_eq!(r.def(t, 8, "subscribe"), [format!("{c}:1")]);
     assert_eq!(r.refs(c, 1, "subscribe"), [format!("{t}:8")]);
 }
+
+#[test]
+fn constructor_parameter_properties_are_members_of_the_class() {
+    let f = "src/reaction.ts";
+    let r = repo(&[(
+        f,
+        concat!(
+            "export class Reaction {\n",                // 1
+            "  constructor(\n",                         // 2
+            "    public name_: string,\n",              // 3
+            "    private onInvalidate_: () => void,\n", // 4
+            "  ) {}\n",                                 // 5
+            "  schedule_(): void {\n",                  // 6
+            "    this.onInvalidate_()\n",               // 7
+            "  }\n",                                    // 8
+            "}\n",                                      // 9
+        ),
+    )]);
+    assert_eq!(r.def(f, 7, "onInvalidate_"), [format!("{f}:4")]);
+    assert_eq!(r.refs(f, 4, "onInvalidate_"), [format!("{f}:7")]);
+}

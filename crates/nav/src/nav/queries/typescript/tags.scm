@@ -13,6 +13,9 @@
 (module name: (identifier) @name body: (_) @body) @definition.module
 (public_field_definition name: (property_identifier) @name) @definition.field
 (property_signature name: (property_identifier) @name) @definition.field
+; `constructor(private onInvalidate_: () => void)` declares a property of the class.
+(required_parameter (accessibility_modifier) pattern: (identifier) @name) @definition.field
+(optional_parameter (accessibility_modifier) pattern: (identifier) @name) @definition.field
 
 ; Generic parameters (`function f<T>()`, `class C<T>`, `interface I<T>`): visible inside the
 ; declaration that introduces them, where they shadow every global of the same name.
