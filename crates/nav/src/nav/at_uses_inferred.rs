@@ -291,3 +291,22 @@ fn constructor_parameter_properties_are_members_of_the_class() {
     assert_eq!(r.def(f, 7, "onInvalidate_"), [format!("{f}:4")]);
     assert_eq!(r.refs(f, 4, "onInvalidate_"), [format!("{f}:7")]);
 }
+
+#[test]
+fn exported_var_declarations_are_definitions() {
+    let f = "src/set.ts";
+    let r = repo(&[(
+        f,
+        concat!(
+            "export function check(other: any): boolean {\n", // 1
+            "  return isObservableSet(other)\n",              // 2
+            "}\n",                                            // 3
+            "export var isObservableSet = make(\"ObservableSet\") as (\n", // 4
+            "  thing: any\n",                                 // 5
+            ") => boolean\n",                                 // 6
+            "export var reset = () => {}\n",                  // 7
+        ),
+    )]);
+    assert_eq!(r.def(f, 2, "isObservableSet"), [format!("{f}:4")]);
+    assert_eq!(r.refs(f, 7, "reset"), Vec::<String>::new());
+}

@@ -26,6 +26,12 @@
   (variable_declarator name: (identifier) @name) @definition.variable))
 (program (export_statement (lexical_declaration
   (variable_declarator name: (identifier) @name) @definition.constant)))
+(program (export_statement (variable_declaration
+  (variable_declarator
+    name: (identifier) @name
+    value: [(arrow_function body: (_) @body) (function_expression body: (_) @body)]) @definition.function)))
+(program (export_statement (variable_declaration
+  (variable_declarator name: (identifier) @name) @definition.variable)))
 
 (assignment_expression
   left: (member_expression
