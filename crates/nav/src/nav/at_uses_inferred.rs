@@ -310,3 +310,38 @@ fn exported_var_declarations_are_definitions() {
     assert_eq!(r.def(f, 2, "isObservableSet"), [format!("{f}:4")]);
     assert_eq!(r.refs(f, 7, "reset"), Vec::<String>::new());
 }
+
+#[test]
+fn callback_parameters_take_the_type_the_callee_declares() {
+    let (b, s) = ("src/builders.ts", "src/slice.ts");
+    let r = repo(&[
+        (
+            b,
+            concat!(
+                "export interface ActionReducerMapBuilder<S> {\n", // 1
+                "  addCase(type: string): ActionReducerMapBuilder<S>\n", // 2
+                "}\n",                                             // 3
+                "export class Context { addCase(): void {} }\n",   // 4
+                "export function createReducer<S>(\n",             // 5
+                "  initialState: S,\n",                            // 6
+                "  mapOrBuilderCallback: (builder: ActionReducerMapBuilder<S>) => void,\n", // 7
+                "): void {}\n",                                    // 8
+            ),
+        ),
+        (
+            s,
+            concat!(
+                "import { createReducer } from './builders'\n", // 1
+                "export function build(): void {\n",            // 2
+                "  createReducer(0, (builder) => {\n",          // 3
+                "    builder.addCase('a')\n",                   // 4
+                "  })\n",                                       // 5
+                "  createReducer(0, builder => builder.addCase('b'))\n", // 6
+                "}\n",                                          // 7
+            ),
+        ),
+    ]);
+    assert_eq!(r.def(s, 4, "addCase"), [format!("{b}:2")]);
+    assert_eq!(r.def(s, 6, "addCase"), [format!("{b}:2")]);
+    assert_eq!(r.refs(b, 4, "addCase"), Vec::<String>::new());
+}

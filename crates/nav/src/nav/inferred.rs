@@ -148,7 +148,6 @@ impl Index {
         } else {
             ret_text
         };
-        let body = f.facts.defs[func.def as usize].body_start;
         let is_parameter =
             f.facts.defs.iter().any(|d| {
                 d.kind == "type_parameter" && d.name == want && d.parent == Some(func.def)
@@ -164,17 +163,7 @@ impl Index {
                 depth + 1,
             );
         }
-        let params: Vec<&TypeFact> = f
-            .facts
-            .types
-            .iter()
-            .filter(|t| {
-                t.scope == Some(func.def)
-                    && t.span.start_byte < body
-                    && !t.var.is_empty()
-                    && t.var != LITERAL
-            })
-            .collect();
+        let params = self.parameters(func);
         let args: Vec<&str> = type_arguments(args).collect();
         for (param, arg) in params.iter().zip(&args) {
             if param.kind != "annotation" {
@@ -195,6 +184,56 @@ impl Index {
             }
         }
         None
+    }
+
+    /// Returns the type of a callback's parameter at `site` (`callee#argument#parameter`, see
+    /// the type facts): the type the called function declares for that parameter of the
+    /// callback (`builder` of `createReducer(init, (builder) => …)` where `createReducer`
+    /// takes `cb: (builder: ActionReducerMapBuilder<S>) => void`).
+    pub(crate) fn callback_type(
+        &self,
+        file: u32,
+        site: &str,
+        at: u32,
+        scope: Option<u32>,
+        depth: usize,
+    ) -> Option<DefId> {
+        let mut parts = site.rsplitn(3, '#');
+        let param: usize = parts.next()?.parse().ok()?;
+        let arg: usize = parts.next()?.parse().ok()?;
+        let callee = parts.next()?;
+        let func = self.called_function(file, callee, at, scope, depth + 1)?;
+        let f = &self.files[func.file as usize];
+        let declared = self.parameters(func).into_iter().nth(arg)?;
+        let fn_type = without_nullish(&declared.ty).filter(|_| declared.kind == "annotation")?;
+        let inner = fn_type.strip_prefix('(')?;
+        let close = inner.find(')')?;
+        let p = type_arguments(&inner[..close]).nth(param)?;
+        let (_, ty) = p.split_once(':')?;
+        let path = type_path(f.lang, without_nullish(ty.trim())?, false)?;
+        self.single_type(
+            func.file,
+            &path,
+            declared.span.start_byte,
+            Some(func.def),
+            depth + 1,
+        )
+    }
+
+    /// Returns the type facts of `func`'s parameters, in order.
+    fn parameters(&self, func: DefId) -> Vec<&TypeFact> {
+        let f = &self.files[func.file as usize];
+        let body = f.facts.defs[func.def as usize].body_start;
+        f.facts
+            .types
+            .iter()
+            .filter(|t| {
+                t.scope == Some(func.def)
+                    && t.span.start_byte < body
+                    && !t.var.is_empty()
+                    && t.var != LITERAL
+            })
+            .collect()
     }
 
     /// Returns the type of the elements of `expr` when it is a call of a generic function or

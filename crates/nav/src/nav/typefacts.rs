@@ -28,7 +28,7 @@ fn rank(kind: &str) -> u8 {
     match kind {
         "annotation" | "property" | "returns" | "construct" | "construct_property" | "literal"
         | "cast" => 0,
-        "call" | "unwrap" | "alias" | "element" => 1,
+        "call" | "unwrap" | "alias" | "element" | "callback" => 1,
         "none" => 2,
         _ => 3,
     }
@@ -72,6 +72,33 @@ fn cast_type(text: &str) -> Option<&str> {
     let (_, ty) = text.rsplit_once(" as ")?;
     let ty = ty.trim().trim_start_matches('|').trim_start();
     (!matches!(ty, "const" | "any" | "unknown" | "never") && !ty.is_empty()).then_some(ty)
+}
+
+/// Returns where a callback's parameter `name` sits in the call `call` that takes the
+/// callback, as `callee#argument#parameter` (`createReducer#1#0` for `builder` in
+/// `createReducer(init, (builder) => …)`).
+fn callback_site(name: Node, call: Node, source: &[u8]) -> Option<String> {
+    let mut arrow = name.parent()?;
+    while arrow.kind() != "arrow_function" {
+        arrow = arrow.parent()?;
+    }
+    let params = arrow.child_by_field_name("parameters");
+    let param = match params {
+        None => 0,
+        Some(p) => {
+            let mut c = p.walk();
+            let mut named = p.named_children(&mut c);
+            named.position(|n| {
+                n.start_byte() <= name.start_byte() && name.end_byte() <= n.end_byte()
+            })?
+        }
+    };
+    let args = call.child_by_field_name("arguments")?;
+    let mut c = args.walk();
+    let mut named = args.named_children(&mut c);
+    let arg = named.position(|n| n.id() == arrow.id())?;
+    let callee = compact(call.child_by_field_name("function")?, source);
+    Some(format!("{callee}#{arg}#{param}"))
 }
 
 /// Returns the type a `new` expression with type arguments constructs (`Map<K, V>` of
@@ -143,7 +170,10 @@ pub(crate) fn type_facts(
             (_, Some(n)) => compact(n, source).replace(' ', ""),
             (_, None) => continue,
         };
-        let mut ty = b.ty.map(|t| type_text(t, source)).unwrap_or_default();
+        let mut ty = match (b.kind, b.name, b.ty) {
+            ("callback", Some(n), Some(call)) => callback_site(n, call, source).unwrap_or_default(),
+            _ => b.ty.map(|t| type_text(t, source)).unwrap_or_default(),
+        };
         let mut kind = b.kind;
         match kind {
             // `new Map<K, V>(…)` holds a `Map<K, V>`, as if so annotated.

@@ -312,6 +312,8 @@ impl Index {
                 let other = other.strip_prefix("mut ").unwrap_or(other).trim_start();
                 self.receiver_type(file, other, at, fact.scope, depth + 1)
             }
+            // `createReducer(init, (builder) => …)`: what the callee declares the callback takes.
+            "callback" => self.callback_type(file, &fact.ty, at, fact.scope, depth + 1),
             // `for item in items`, `items.forEach((item) => …)`: an element of the collection.
             "element" => self.element_type(file, &fact.ty, at, fact.scope, depth + 1),
             // `make(a)`, or `difference(prev, next)` with its arguments.

@@ -82,6 +82,11 @@
   function: (member_expression object: (_) @type property: (property_identifier) @method)
   arguments: (arguments . (arrow_function parameter: (identifier) @name))
   (#match? @method "^(forEach|map|filter|find|findLast|some|every|flatMap)$")) @binding.element
+; `createReducer(init, (builder) => …)`: a callback's parameter, typed by the parameter the
+; called function declares for the callback.
+(call_expression
+  function: [(identifier) (member_expression)]
+  arguments: (arguments (arrow_function parameter: (identifier) @name))) @type @binding.callback
 (assignment_expression
   left: [(identifier) (member_expression object: (this))] @name
   right: (new_expression constructor: [(identifier) (member_expression)] @type)) @binding.call

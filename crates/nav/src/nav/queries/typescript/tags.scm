@@ -44,6 +44,10 @@
 (variable_declarator name: (identifier) @name type: (type_annotation (_) @type)) @binding.annotation
 ; `defs[path] as Procedure | undefined`: as if annotated so.
 (variable_declarator name: (identifier) @name value: (as_expression) @type) @binding.cast
+(call_expression
+  function: [(identifier) (member_expression)]
+  arguments: (arguments (arrow_function
+    parameters: (formal_parameters (required_parameter pattern: (identifier) @name))))) @type @binding.callback
 ; `new Map<string, Entry>()`: as if annotated `Map<string, Entry>`.
 (variable_declarator
   name: (identifier) @name
