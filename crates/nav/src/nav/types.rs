@@ -68,12 +68,14 @@ pub(crate) fn type_path(lang: Lang, text: &str, unwrap: bool) -> Option<String> 
     // `X | None`, `X | undefined | null`, `Optional[X]`; in TypeScript also `X | boolean`:
     // a method called on it is `X`'s.
     let ecma = matches!(lang, Lang::TypeScript | Lang::Tsx | Lang::JavaScript);
-    let parts: Vec<&str> = t
+    let mut parts: Vec<&str> = t
         .split('|')
         .map(str::trim)
         .filter(|p| !matches!(*p, "None" | "null" | "undefined"))
-        .filter(|p| !(ecma && PRIMITIVES.contains(p)))
         .collect();
+    if ecma && parts.len() > 1 {
+        parts.retain(|p| !PRIMITIVES.contains(p));
+    }
     if parts.len() != 1 {
         return None;
     }
@@ -964,6 +966,7 @@ mod tests {
             Some("Annotation")
         );
         assert_eq!(ts("Client | Other", false), None);
+        assert_eq!(ts("string", false).as_deref(), Some("string"));
         assert_eq!(
             ts("this.#client.getQueryCache", false).as_deref(),
             Some("this.#client.getQueryCache")
