@@ -8,10 +8,10 @@
 use super::{At, Index, Location, Resolution};
 
 /// A temporary committed repository and its refreshed index.
-struct Repo {
+pub(super) struct Repo {
     _tmp: tempfile::TempDir,
     root: std::path::PathBuf,
-    index: Index,
+    pub(super) index: Index,
 }
 
 fn git(dir: &std::path::Path, args: &[&str]) {
@@ -19,7 +19,7 @@ fn git(dir: &std::path::Path, args: &[&str]) {
 }
 
 /// Returns an indexed repository holding `files`.
-fn repo(files: &[(&str, &str)]) -> Repo {
+pub(super) fn repo(files: &[(&str, &str)]) -> Repo {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().join("repo");
     for (path, text) in files {
@@ -41,7 +41,7 @@ fn repo(files: &[(&str, &str)]) -> Repo {
 
 impl Repo {
     /// Returns the position of the `nth` (0-based) whole-word `token` on `line` of `path`.
-    fn at(&self, path: &str, line: u32, token: &str, nth: usize) -> At {
+    pub(super) fn at(&self, path: &str, line: u32, token: &str, nth: usize) -> At {
         let text = std::fs::read_to_string(self.root.join(path)).unwrap();
         let l = text.lines().nth(line as usize - 1).unwrap();
         let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
@@ -62,14 +62,14 @@ impl Repo {
 
     /// Returns the definitions of the token, as `path:line`, each marked `?` when only a
     /// candidate.
-    fn def(&self, path: &str, line: u32, token: &str) -> Vec<String> {
+    pub(super) fn def(&self, path: &str, line: u32, token: &str) -> Vec<String> {
         let at = self.at(path, line, token, 0);
         let locs = self.index.definition_at(Some(token), Some(&at)).unwrap();
         places(&locs)
     }
 
     /// Returns the resolved references of the definition named `token` on `line` of `path`.
-    fn refs(&self, path: &str, line: u32, token: &str) -> Vec<String> {
+    pub(super) fn refs(&self, path: &str, line: u32, token: &str) -> Vec<String> {
         let at = self.at(path, line, token, 0);
         let locs = self.index.references_at(Some(token), Some(&at)).unwrap();
         let resolved: Vec<Location> = locs

@@ -10,7 +10,7 @@
 use super::facts::TypeFact;
 use super::index::{DefId, Index};
 use super::lang::Lang;
-use super::types::{type_path, without_line_breaks};
+use super::types::{MAX_DEPTH, type_path, without_line_breaks};
 
 /// Collections whose first type argument is the type of their elements.
 const COLLECTIONS: &[&str] = &[
@@ -60,9 +60,17 @@ const MAPS: &[&str] = &[
     "IndexMap",
 ];
 
-/// Returns the type `text` without references, `mut`, `readonly` and lifetimes.
+/// Returns the type `text` without references, `mut`, `readonly`, lifetimes, and the `null`
+/// and `undefined` of a union (`undefined | Map<K, V>`).
 fn bare(text: &str) -> &str {
     let mut t = text.trim();
+    let mut parts = t
+        .split('|')
+        .map(str::trim)
+        .filter(|p| !p.is_empty() && !matches!(*p, "null" | "undefined"));
+    if let (Some(one), None) = (parts.next(), parts.next()) {
+        t = one;
+    }
     loop {
         let before = t.len();
         for p in ["&", "mut ", "readonly "] {
@@ -95,7 +103,7 @@ fn generic(lang: Lang, t: &str) -> Option<(&str, &str)> {
 
 /// Returns the element type written in the collection type `text` (`Item` of `list[Item]`,
 /// `Observer[]`, `Vec<Matcher>`, `&[Matcher]`), or `None` when it is no collection of one type.
-fn element_text(lang: Lang, text: &str) -> Option<&str> {
+pub(crate) fn element_text(lang: Lang, text: &str) -> Option<&str> {
     let t = bare(text);
     if lang != Lang::Python
         && let Some(el) = t.strip_suffix("[]")
@@ -124,7 +132,7 @@ fn value_text(lang: Lang, text: &str) -> Option<&str> {
 }
 
 /// Returns the comma-separated type arguments `args`, nested brackets kept whole.
-fn type_arguments(args: &str) -> impl Iterator<Item = &str> {
+pub(crate) fn type_arguments(args: &str) -> impl Iterator<Item = &str> {
     let mut depth = 0usize;
     let mut start = 0;
     let mut out = Vec::new();
@@ -172,7 +180,10 @@ impl Index {
         depth: usize,
     ) -> Option<DefId> {
         let expr = without_line_breaks(expr);
-        let (fact_file, fact) = self.declared(file, collection(&expr), at, scope, depth)?;
+        let Some((fact_file, fact)) = self.declared(file, collection(&expr), at, scope, depth)
+        else {
+            return self.inferred_element_type(file, collection(&expr), at, scope, depth + 1);
+        };
         let lang = self.files[fact_file as usize].lang;
         let path = type_path(lang, element_text(lang, &fact.ty)?, false)?;
         self.single_type(
@@ -234,13 +245,27 @@ impl Index {
         };
         if is_name(expr) {
             let fact = self.binding_fact(file, scope, expr, at)?;
+            // `const prev = this.#observers`: what the other name is declared as.
+            if fact.kind == "alias" && depth <= MAX_DEPTH {
+                let (other, at, scope) = (fact.ty.as_str(), fact.span.start_byte, fact.scope);
+                return self.declared(file, collection(other), at, scope, depth + 1);
+            }
             return (fact.kind == "annotation").then_some((file, fact));
         }
-        let (this, attr) = expr.split_once('.')?;
-        if !matches!(this, "self" | "this") || !is_name(attr) {
+        // `this.observers_`, or `observable.observers_` of a typed receiver.
+        let (this, attr) = expr.rsplit_once('.')?;
+        if !is_name(attr) {
             return None;
         }
-        let class = self.enclosing_class(file, scope, depth + 1)?;
+        let class = if matches!(this, "self" | "this") {
+            self.enclosing_class(file, scope, depth + 1)?
+        } else {
+            self.receiver_type(file, this, at, scope, depth + 1)?
+        };
+        let this = match self.files[file as usize].lang {
+            Lang::Python | Lang::Rust => "self",
+            _ => "this",
+        };
         let dotted = format!("{this}.{attr}");
         let facts = &self.files[class.file as usize].facts;
         let fact = facts.types.iter().find(|t| {
@@ -269,6 +294,7 @@ mod tests {
         assert_eq!(ts("readonly Observer[]"), Some("Observer"));
         assert_eq!(ts("Array<Observer<T, U>>"), Some("Observer<T, U>"));
         assert_eq!(ts("Map<string, Observer>"), None);
+        assert_eq!(ts("undefined | Observer[]"), Some("Observer"));
         let rs = |t| element_text(Lang::Rust, t);
         assert_eq!(rs("Vec<Box<dyn Matcher>>"), Some("Box<dyn Matcher>"));
         assert_eq!(rs("&'a [Matcher]"), Some("Matcher"));

@@ -453,10 +453,17 @@ fn nest(defs: &mut [(Node, Def)]) {
         // belongs to the declaration around it, not to the property it sits in.
         let infer_in_field =
             |p: usize| defs[i].1.kind == "type_parameter" && defs[p].1.kind == "field";
+        // A TypeScript constructor's parameter property (`constructor(private x: X)`) is
+        // the class's.
+        let constructor_property = |p: usize| {
+            defs[i].1.kind == "field"
+                && defs[p].1.kind == "method"
+                && defs[p].1.name == "constructor"
+        };
         defs[i].1.parent = stack
             .iter()
             .rev()
-            .find(|&&p| !infer_in_field(p))
+            .find(|&&p| !infer_in_field(p) && !constructor_property(p))
             .map(|&p| p as u32);
         if let Some(&p) = stack.last()
             && defs[i].1.kind == "function"

@@ -13,6 +13,8 @@
 
 #[cfg(test)]
 mod at_uses;
+#[cfg(test)]
+mod at_uses_inferred;
 mod browse;
 mod cache;
 mod doc_links;
@@ -20,6 +22,7 @@ mod elements;
 mod extract;
 mod facts;
 mod index;
+mod inferred;
 mod lang;
 mod manifests;
 mod map;

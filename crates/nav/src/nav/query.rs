@@ -352,7 +352,18 @@ impl Index {
         symbol: Option<&str>,
         from: Option<&At>,
     ) -> Result<(HashSet<DefId>, String), NavError> {
-        let t = self.targets(symbol, from)?;
+        let mut t = self.targets(symbol, from)?;
+        // At a TypeScript or JavaScript use the graph cannot bind, the best-ranked candidate is
+        // the definition answered; the other candidates' uses belong to other symbols.
+        let ecma = from.and_then(|at| self.file_id(&at.path)).is_some_and(|f| {
+            matches!(
+                self.files[f as usize].lang,
+                Lang::TypeScript | Lang::Tsx | Lang::JavaScript
+            )
+        });
+        if ecma && t.resolution == Resolution::Candidate {
+            t.defs.truncate(1);
+        }
         // Through an alias (`Cfg` for `Config`) the definition's own name finds every use.
         let name = t
             .defs

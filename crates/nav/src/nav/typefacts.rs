@@ -27,8 +27,10 @@ const MAX_TYPE_TEXT: usize = 160;
 
 fn rank(kind: &str) -> u8 {
     match kind {
-        "annotation" | "property" | "returns" => 0,
-        "call" | "unwrap" | "alias" | "element" | "variant" | "tuple" | "tuple_unwrap" => 1,
+        "annotation" | "property" | "returns" | "construct" | "construct_property" | "literal"
+        | "cast" => 0,
+        "call" | "unwrap" | "alias" | "element" | "callback" | "variant" | "tuple"
+        | "tuple_unwrap" => 1,
         "none" => 2,
         _ => 3,
     }
@@ -40,6 +42,89 @@ fn compact(node: Node, source: &[u8]) -> String {
         .split_whitespace()
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// The variable and type text of the fact that records an object literal a function returns
+/// (`return { batch() {…} }`): its span is the literal's, its members are the methods inside.
+pub(crate) const LITERAL: &str = "{}";
+
+/// Returns the text of a binding's type node: a call's callee with its arguments
+/// (`difference(prev, next)`), or the callee alone when the arguments are too long to keep.
+fn type_text(node: Node, source: &[u8]) -> String {
+    if node.kind() != "call_expression" {
+        return compact(node, source);
+    }
+    let Some(callee) = node.child_by_field_name("function") else {
+        return compact(node, source);
+    };
+    let callee = compact(callee, source);
+    let args = node
+        .child_by_field_name("arguments")
+        .map(|a| compact(a, source))
+        .filter(|a| a.starts_with('(') && callee.len() + a.len() <= MAX_TYPE_TEXT);
+    match args {
+        Some(a) => format!("{callee}{a}"),
+        None => callee,
+    }
+}
+
+/// Returns the type an `as` expression casts to (`Procedure | undefined` of `defs[p] as |
+/// Procedure | undefined`), or `None` for a cast that tells nothing (`as const`, `as any`).
+fn cast_type(text: &str) -> Option<&str> {
+    let (_, ty) = text.rsplit_once(" as ")?;
+    let ty = ty.trim().trim_start_matches('|').trim_start();
+    (!matches!(ty, "const" | "any" | "unknown" | "never") && !ty.is_empty()).then_some(ty)
+}
+
+/// Returns where a callback's parameter `name` sits in the call `call` that takes the
+/// callback, as `callee#argument#parameter` (`createReducer#1#0` for `builder` in
+/// `createReducer(init, (builder) => …)`).
+fn callback_site(name: Node, call: Node, source: &[u8]) -> Option<String> {
+    let mut arrow = name.parent()?;
+    while arrow.kind() != "arrow_function" {
+        arrow = arrow.parent()?;
+    }
+    let params = arrow.child_by_field_name("parameters");
+    let param = match params {
+        None => 0,
+        Some(p) => {
+            let mut c = p.walk();
+            let mut named = p.named_children(&mut c);
+            named.position(|n| {
+                n.start_byte() <= name.start_byte() && name.end_byte() <= n.end_byte()
+            })?
+        }
+    };
+    let args = call.child_by_field_name("arguments")?;
+    let mut c = args.walk();
+    let mut named = args.named_children(&mut c);
+    let arg = named.position(|n| n.id() == arrow.id())?;
+    let callee = compact(call.child_by_field_name("function")?, source);
+    Some(format!("{callee}#{arg}#{param}"))
+}
+
+/// Returns the type a `new` expression with type arguments constructs (`Map<K, V>` of
+/// `new Map<K, V>(entries)`).
+fn constructed_type(text: &str) -> Option<&str> {
+    let t = text.strip_prefix("new")?.trim_start();
+    let open = t.find('<')?;
+    let mut depth = 0usize;
+    let mut prev = ' ';
+    for (i, c) in t.char_indices().skip_while(|(i, _)| *i < open) {
+        match c {
+            '<' => depth += 1,
+            // The `>` of an arrow (`() => void`) closes nothing.
+            '>' if prev != '=' => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 {
+                    return Some(&t[..=i]);
+                }
+            }
+            _ => {}
+        }
+        prev = c;
+    }
+    None
 }
 
 /// Returns the definition a binding at byte `at` belongs to: the innermost function or type
@@ -103,11 +188,15 @@ pub(crate) fn type_facts(
         }
         let var = match (b.kind, b.name) {
             ("returns", _) => String::new(),
-            ("property", Some(n)) => format!("this.{}", compact(n, source)),
+            ("literal", _) => LITERAL.to_string(),
+            ("property" | "construct_property", Some(n)) => format!("this.{}", compact(n, source)),
             (_, Some(n)) => compact(n, source).replace(' ', ""),
             (_, None) => continue,
         };
-        let mut ty = b.ty.map(|t| compact(t, source)).unwrap_or_default();
+        let mut ty = match (b.kind, b.name, b.ty) {
+            ("callback", Some(n), Some(call)) => callback_site(n, call, source).unwrap_or_default(),
+            _ => b.ty.map(|t| type_text(t, source)).unwrap_or_default(),
+        };
         // A pattern's binding: the position of the name in its tuple (see `patterns`).
         if matches!(b.kind, "variant" | "tuple" | "tuple_unwrap") {
             let Some(index) = b.name.and_then(pattern_position) else {
@@ -116,6 +205,21 @@ pub(crate) fn type_facts(
             ty = format!("{ty}#{index}");
         }
         let mut kind = b.kind;
+        match kind {
+            // `new Map<K, V>(…)` holds a `Map<K, V>`, as if so annotated.
+            "construct" | "construct_property" => {
+                ty = constructed_type(&ty).unwrap_or_default().to_string();
+                kind = "annotation";
+            }
+            "literal" => ty = LITERAL.to_string(),
+            // `x as Procedure | undefined` holds what it is cast to; `as const`, `as any` and
+            // `as unknown` tell nothing.
+            "cast" => match cast_type(&ty) {
+                Some(t) => (kind, ty) = ("annotation", t.to_string()),
+                None => (kind, ty) = ("unknown", String::new()),
+            },
+            _ => {}
+        }
         // A loop over an expression too long to type still binds its variable.
         if kind == "element" && ty.len() > MAX_TYPE_TEXT {
             (kind, ty) = ("unknown", String::new());
@@ -134,9 +238,9 @@ pub(crate) fn type_facts(
             ty,
             kind: kind.to_string(),
             span: span_of(b.name.unwrap_or(anchor)),
-            // A return type belongs to its function, which may be a constant holding an
-            // arrow function.
-            scope: if b.kind == "returns" {
+            // A return type (or a returned literal) belongs to its function, which may be a
+            // constant holding an arrow function.
+            scope: if matches!(b.kind, "returns" | "literal") {
                 enclosing_def(facts, anchor.start_byte())
             } else {
                 binding_scope(facts, anchor.start_byte())
@@ -145,4 +249,28 @@ pub(crate) fn type_facts(
     }
     out.sort_by_key(|f| f.span.start_byte);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn new_expressions_with_type_arguments_name_the_type_they_construct() {
+        assert_eq!(
+            constructed_type("new Map<string, Entry<V>>()"),
+            Some("Map<string, Entry<V>>")
+        );
+        assert_eq!(
+            constructed_type("new Set<() => void>(items)"),
+            Some("Set<() => void>")
+        );
+        assert_eq!(constructed_type("new Entry()"), None);
+        assert_eq!(
+            cast_type("defs[path] as | Procedure<A, B> | undefined"),
+            Some("Procedure<A, B> | undefined")
+        );
+        assert_eq!(cast_type("{ a: 1 } as const"), None);
+        assert_eq!(constructed_type("make<T>()"), None);
+    }
 }

@@ -14,11 +14,12 @@ use std::borrow::Cow;
 use super::extract::{is_function, is_type_container};
 use super::facts::TypeFact;
 use super::index::{DefId, Index};
+use super::inferred::split_arguments;
 use super::lang::Lang;
 use super::resolve::is_type_parameter;
 
 /// Deepest chain of facts followed (a call's return type naming another call's …).
-const MAX_DEPTH: usize = 24;
+pub(crate) const MAX_DEPTH: usize = 24;
 
 /// What a name is bound to in a scope.
 enum Binding {
@@ -29,6 +30,12 @@ enum Binding {
     /// Bound to an instance of this type.
     Typed(DefId),
 }
+
+/// TypeScript's primitive types, left out of a union with one named type (`Annotation |
+/// boolean`): they have no methods the repository declares.
+const PRIMITIVES: &[&str] = &[
+    "boolean", "string", "number", "bigint", "symbol", "true", "false",
+];
 
 /// Returns true if and only if definitions of `kind` can be the type of a value.
 fn is_type_like(kind: &str) -> bool {
@@ -58,12 +65,17 @@ pub(crate) fn type_path(lang: Lang, text: &str, unwrap: bool) -> Option<String> 
             break;
         }
     }
-    // `X | None`, `X | undefined | null`, `Optional[X]`.
-    let parts: Vec<&str> = t
+    // `X | None`, `X | undefined | null`, `Optional[X]`; in TypeScript also `X | boolean`:
+    // a method called on it is `X`'s.
+    let ecma = matches!(lang, Lang::TypeScript | Lang::Tsx | Lang::JavaScript);
+    let mut parts: Vec<&str> = t
         .split('|')
         .map(str::trim)
         .filter(|p| !matches!(*p, "None" | "null" | "undefined"))
         .collect();
+    if ecma && parts.len() > 1 {
+        parts.retain(|p| !PRIMITIVES.contains(p));
+    }
     if parts.len() != 1 {
         return None;
     }
@@ -88,7 +100,6 @@ pub(crate) fn type_path(lang: Lang, text: &str, unwrap: bool) -> Option<String> 
         }
     }
     // A TypeScript class's private member (`this.#client.cache`) starts with `#`.
-    let ecma = matches!(lang, Lang::TypeScript | Lang::Tsx | Lang::JavaScript);
     let ok = !t.is_empty()
         && t.split(['.', ':']).filter(|s| !s.is_empty()).all(|s| {
             let s = if ecma {
@@ -349,20 +360,23 @@ impl Index {
                 let other = other.strip_prefix("mut ").unwrap_or(other).trim_start();
                 self.receiver_type(file, other, at, fact.scope, depth + 1)
             }
+            // `createReducer(init, (builder) => …)`: what the callee declares the callback takes.
+            "callback" => self.callback_type(file, &fact.ty, at, fact.scope, depth + 1),
             // `for item in items`, `items.forEach((item) => …)`: an element of the collection.
             "element" => self.element_type(file, &fact.ty, at, fact.scope, depth + 1),
             // `Entry::Vacant(e)`, `let (a, b) = f()?`: a field or element at a position.
             "variant" | "tuple" | "tuple_unwrap" => {
                 self.pattern_type(file, &fact.kind, &fact.ty, at, fact.scope, depth + 1)
             }
-            "call" | "unwrap" => self.call_type(
-                file,
-                &fact.ty,
-                fact.kind == "unwrap",
-                at,
-                fact.scope,
-                depth + 1,
-            ),
+            // `make(a)`, or `difference(prev, next)` with its arguments.
+            "call" | "unwrap" => {
+                let unwrap = fact.kind == "unwrap";
+                let (callee, args) = split_arguments(&fact.ty).unwrap_or((&fact.ty, ""));
+                let generic =
+                    || self.generic_call_type(file, callee, args, false, at, fact.scope, depth + 1);
+                (if unwrap { None } else { generic() })
+                    .or_else(|| self.call_type(file, callee, unwrap, at, fact.scope, depth + 1))
+            }
             _ => None,
         }
     }
@@ -384,6 +398,15 @@ impl Index {
             return None;
         }
         let callee = &*without_line_breaks(callee);
+        // TypeScript's non-null assertions (`this.pending_!.get`) leave the type as it is.
+        let lang = self.files[file as usize].lang;
+        let plain;
+        let callee = if lang != Lang::Rust && lang != Lang::Python && callee.contains("!.") {
+            plain = callee.replace("!.", ".");
+            plain.as_str()
+        } else {
+            callee
+        };
         if let Some((receiver, method)) = split_call_chain(callee) {
             let (receiver, try_op) = match receiver.strip_suffix('?') {
                 Some(r) => (r, true),
@@ -403,7 +426,6 @@ impl Index {
                 .then(|| self.return_type(*m, unwrap, depth + 1))
                 .flatten();
         }
-        let lang = self.files[file as usize].lang;
         let path = type_path(lang, callee, false)?;
         let (q, name) = split_path(&path);
         // `cls(…)` in a Python class method makes an instance of the class.
@@ -425,8 +447,10 @@ impl Index {
             Some(*callee)
         } else if is_function(&kind) || matches!(kind.as_str(), "constant" | "variable") {
             // A constant holding an arrow function (`const make = (): Schema => …`) returns
-            // what its function is annotated to return.
+            // what its function is annotated to return; a factory declaring nothing, the
+            // object literal it returns.
             self.return_type(*callee, unwrap, depth + 1)
+                .or_else(|| self.literal_type(*callee).filter(|_| !unwrap))
         } else {
             None
         }
@@ -460,11 +484,7 @@ impl Index {
     /// `unwrap`).
     pub(crate) fn return_type(&self, func: DefId, unwrap: bool, depth: usize) -> Option<DefId> {
         let f = &self.files[func.file as usize];
-        let fact = f
-            .facts
-            .types
-            .iter()
-            .find(|t| t.var.is_empty() && t.scope == Some(func.def))?;
+        let fact = self.declared_return(func)?;
         let path = type_path(f.lang, &fact.ty, unwrap)?;
         self.single_type(
             func.file,
@@ -514,6 +534,21 @@ impl Index {
                     .or(here.first())
                     .copied()
             };
+            // TypeScript: `let cache: QueryCache` declares what every later assignment
+            // (`cache = client.getQueryCache()`) holds.
+            let ecma = matches!(
+                self.files[file as usize].lang,
+                Lang::TypeScript | Lang::Tsx | Lang::JavaScript
+            );
+            let declared = pick.filter(|p| ecma && p.kind != "annotation" && p.kind != "element");
+            if let Some(p) = declared
+                && let Some(d) = here
+                    .iter()
+                    .rev()
+                    .find(|t| t.kind == "annotation" && t.span.start_byte < p.span.start_byte)
+            {
+                return Some(d);
+            }
             if let Some(t) = pick {
                 return Some(t);
             }
@@ -535,7 +570,8 @@ impl Index {
     /// `self.attr = …` / `this.attr = …` in its methods, or declared as a field, in the class
     /// or one of its bases.
     fn attribute_type(&self, class: DefId, attr: &str, depth: usize) -> Option<DefId> {
-        if depth > MAX_DEPTH {
+        // A factory's locals are no attributes of what it makes.
+        if depth > MAX_DEPTH || self.is_factory(class) {
             return None;
         }
         let facts = &self.files[class.file as usize].facts;
@@ -623,8 +659,14 @@ impl Index {
                 Some(c) => (c, true),
                 None => (call, false),
             };
-            let callee = call[..matching_open(call)?].trim_end();
-            let mut ty = self.call_type(file, callee, try_op, at, scope, depth + 1)?;
+            let open = matching_open(call)?;
+            let callee = call[..open].trim_end();
+            let args = call[open + 1..].trim_end_matches('?');
+            let args = args.strip_suffix(')').unwrap_or(args);
+            let mut ty = self
+                .generic_call_type(file, callee, args, false, at, scope, depth + 1)
+                .filter(|_| !try_op)
+                .or_else(|| self.call_type(file, callee, try_op, at, scope, depth + 1))?;
             for seg in attrs {
                 ty = self.attribute_type(ty, seg, depth + 1)?;
             }
@@ -815,6 +857,13 @@ impl Index {
                     }
             })
             .collect();
+        // A factory's members are the methods of the object literal it returns.
+        if self.is_factory(class) {
+            return candidates
+                .into_iter()
+                .filter(|id| self.in_returned_literal(class, *id))
+                .collect();
+        }
         candidates
             .into_iter()
             .filter(|id| {
@@ -970,6 +1019,12 @@ mod tests {
         assert_eq!(ts("Client | undefined", false).as_deref(), Some("Client"));
         assert_eq!(ts("Promise<Client>", true).as_deref(), Some("Client"));
         assert_eq!(ts("Map<string, Client>", false).as_deref(), Some("Map"));
+        assert_eq!(
+            ts("Annotation | boolean", false).as_deref(),
+            Some("Annotation")
+        );
+        assert_eq!(ts("Client | Other", false), None);
+        assert_eq!(ts("string", false).as_deref(), Some("string"));
         assert_eq!(
             ts("this.#client.getQueryCache", false).as_deref(),
             Some("this.#client.getQueryCache")

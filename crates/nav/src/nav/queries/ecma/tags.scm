@@ -26,6 +26,12 @@
   (variable_declarator name: (identifier) @name) @definition.variable))
 (program (export_statement (lexical_declaration
   (variable_declarator name: (identifier) @name) @definition.constant)))
+(program (export_statement (variable_declaration
+  (variable_declarator
+    name: (identifier) @name
+    value: [(arrow_function body: (_) @body) (function_expression body: (_) @body)]) @definition.function)))
+(program (export_statement (variable_declaration
+  (variable_declarator name: (identifier) @name) @definition.variable)))
 
 (assignment_expression
   left: (member_expression
@@ -54,7 +60,7 @@
   value: (new_expression constructor: [(identifier) (member_expression)] @type)) @binding.call
 (variable_declarator
   name: (identifier) @name
-  value: (call_expression function: [(identifier) (member_expression)] @type)) @binding.call
+  value: (call_expression function: [(identifier) (member_expression)]) @type) @binding.call
 (variable_declarator
   name: (identifier) @name
   value: (await_expression (call_expression function: [(identifier) (member_expression)] @type))) @binding.unwrap
@@ -62,6 +68,10 @@
 ; `const cache = this.#queryCache`: what the member holds.
 (variable_declarator name: (identifier) @name value: (member_expression) @type) @binding.alias
 (variable_declarator name: (identifier) @name) @binding.unknown
+; `return { batch() {…} }`, `() => ({ … })`: the object literal a factory returns, whose
+; methods are the members of what it makes.
+(return_statement (object) @type) @binding.literal
+(arrow_function body: (parenthesized_expression (object) @type)) @binding.literal
 ; `for (const o of observers)`, `observers.forEach((o) => …)`: an element of the collection.
 (for_in_statement left: (identifier) @name operator: "of" right: (_) @type) @binding.element
 (call_expression
@@ -72,12 +82,17 @@
   function: (member_expression object: (_) @type property: (property_identifier) @method)
   arguments: (arguments . (arrow_function parameter: (identifier) @name))
   (#match? @method "^(forEach|map|filter|find|findLast|some|every|flatMap)$")) @binding.element
+; `createReducer(init, (builder) => …)`: a callback's parameter, typed by the parameter the
+; called function declares for the callback.
+(call_expression
+  function: [(identifier) (member_expression)]
+  arguments: (arguments (arrow_function parameter: (identifier) @name))) @type @binding.callback
 (assignment_expression
-  left: (member_expression object: (this)) @name
+  left: [(identifier) (member_expression object: (this))] @name
   right: (new_expression constructor: [(identifier) (member_expression)] @type)) @binding.call
 (assignment_expression
   left: (member_expression object: (this)) @name
-  right: (call_expression function: [(identifier) (member_expression)] @type)) @binding.call
+  right: (call_expression function: [(identifier) (member_expression)]) @type) @binding.call
 (assignment_expression left: (member_expression object: (this)) @name right: [(null) (undefined)]) @binding.none
 (assignment_expression
   left: [(identifier) (member_expression object: (this))] @name

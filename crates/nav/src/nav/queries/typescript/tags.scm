@@ -13,6 +13,9 @@
 (module name: (identifier) @name body: (_) @body) @definition.module
 (public_field_definition name: (property_identifier) @name) @definition.field
 (property_signature name: (property_identifier) @name) @definition.field
+; `constructor(private onInvalidate_: () => void)` declares a property of the class.
+(required_parameter (accessibility_modifier) pattern: (identifier) @name) @definition.field
+(optional_parameter (accessibility_modifier) pattern: (identifier) @name) @definition.field
 
 ; Generic parameters (`function f<T>()`, `class C<T>`, `interface I<T>`): visible inside the
 ; declaration that introduces them, where they shadow every global of the same name.
@@ -34,10 +37,34 @@
 (optional_parameter pattern: (identifier) @name) @binding.unknown
 (public_field_definition name: (property_identifier) @name type: (type_annotation (_) @type)) @binding.annotation
 (public_field_definition name: (private_property_identifier) @name type: (type_annotation (_) @type)) @binding.annotation
+(property_signature name: (property_identifier) @name type: (type_annotation (_) @type)) @binding.annotation
 (public_field_definition
   name: (property_identifier) @name
   value: (new_expression constructor: [(identifier) (member_expression)] @type)) @binding.call
 (variable_declarator name: (identifier) @name type: (type_annotation (_) @type)) @binding.annotation
+; `defs[path] as Procedure | undefined`: as if annotated so.
+(variable_declarator name: (identifier) @name value: (as_expression) @type) @binding.cast
+(call_expression
+  function: [(identifier) (member_expression)]
+  arguments: (arguments (arrow_function
+    parameters: (formal_parameters (required_parameter pattern: (identifier) @name))))) @type @binding.callback
+; `new Map<string, Entry>()`: as if annotated `Map<string, Entry>`.
+(variable_declarator
+  name: (identifier) @name
+  value: (new_expression type_arguments: (type_arguments)) @type) @binding.construct
+(public_field_definition
+  name: [(property_identifier) (private_property_identifier)] @name
+  value: (new_expression type_arguments: (type_arguments)) @type) @binding.construct
+(required_parameter
+  (accessibility_modifier)
+  pattern: (identifier) @name
+  value: (new_expression type_arguments: (type_arguments)) @type) @binding.construct_property
+(assignment_expression
+  left: (member_expression object: (this)) @name
+  right: (new_expression type_arguments: (type_arguments)) @type) @binding.construct
+; `return { batch() {…} } as const`: the object literal a factory returns.
+(return_statement [(as_expression (object) @type) (satisfies_expression (object) @type)]) @binding.literal
+(arrow_function body: (parenthesized_expression [(as_expression (object) @type) (satisfies_expression (object) @type)])) @binding.literal
 (function_declaration return_type: (type_annotation (_) @type)) @binding.returns
 (variable_declarator value: (arrow_function return_type: (type_annotation (_) @type))) @binding.returns
 (variable_declarator value: (function_expression return_type: (type_annotation (_) @type))) @binding.returns
