@@ -13,6 +13,7 @@ mod land_agent;
 mod land_conflict;
 mod land_fix;
 mod land_restack;
+mod land_start;
 pub(crate) mod land_view;
 mod landing_api;
 pub(crate) mod pull_requests;
