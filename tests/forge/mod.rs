@@ -10,6 +10,7 @@ mod gitlab_landing;
 mod land;
 mod land_act;
 mod land_agent;
+mod land_auto_merge;
 mod land_conflict;
 mod land_fix;
 mod land_restack;
