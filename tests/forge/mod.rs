@@ -13,6 +13,7 @@ mod land_agent;
 mod land_auto_merge;
 mod land_conflict;
 mod land_fix;
+mod land_local_model;
 mod land_restack;
 mod land_start;
 pub(crate) mod land_view;
