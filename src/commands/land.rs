@@ -252,6 +252,16 @@ fn event_line(e: &Event) -> Option<String> {
             number,
             method,
         } => format!("{packet} #{number}: merged ({method})"),
+        Event::PrQueued {
+            packet,
+            number,
+            how,
+            position,
+            ..
+        } => format!(
+            "{packet} #{number}: handed to the forge: waiting for {how}{}",
+            position.map_or(String::new(), |n| format!(", in merge train position {n}"))
+        ),
         Event::LandWaiting {
             packet,
             number,

@@ -48,14 +48,14 @@ fn enabled(name: &str) -> Option<String> {
 
 /// A relay to the model server that keeps every request body it forwards and counts the
 /// answers it delivered whole.
-struct Relay {
-    url: String,
+pub(crate) struct Relay {
+    pub(crate) url: String,
     bodies: Arc<Mutex<Vec<String>>>,
     answered: Arc<AtomicUsize>,
 }
 
 impl Relay {
-    fn start(upstream: &str) -> Relay {
+    pub(crate) fn start(upstream: &str) -> Relay {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let target = upstream.trim_start_matches("http://").to_string();
@@ -80,11 +80,12 @@ impl Relay {
     }
 
     /// Returns how many successful answers reached the CLI whole.
-    fn answered(&self) -> usize {
+    pub(crate) fn answered(&self) -> usize {
         self.answered.load(Ordering::SeqCst)
     }
 
-    fn bodies(&self) -> Vec<String> {
+    /// Returns the body of every request forwarded so far, in order of arrival.
+    pub(crate) fn bodies(&self) -> Vec<String> {
         self.bodies.lock().unwrap().clone()
     }
 }

@@ -31,7 +31,7 @@ pub(crate) fn local_server_turn() -> std::sync::MutexGuard<'static, ()> {
 
 /// Returns the server's base URL ending in `/v1`, or `None` (after saying so) when the test
 /// is not enabled.
-fn server_url() -> Option<String> {
+pub(crate) fn server_url() -> Option<String> {
     match std::env::var(URL_VAR) {
         Ok(url) if !url.trim().is_empty() => {
             let url = url.trim().trim_end_matches('/');

@@ -5,7 +5,7 @@
 
 mod activity;
 pub(crate) mod agent_cli;
-mod agent_cli_e2e;
+pub(crate) mod agent_cli_e2e;
 mod agent_cli_stream;
 mod agent_loop;
 mod attacks;

@@ -409,6 +409,15 @@ impl FakeForge {
         self.state.lock().unwrap().gitlab_auto = [trains, pipeline_must_succeed];
     }
 
+    /// Makes GitLab hold merge request `iid` (`held`) or let it go: while held, one on the
+    /// merge train or set to merge when its pipeline succeeds stays open however often it is
+    /// looked at, as while its pipeline runs.
+    pub fn hold_auto_merge(&self, iid: u64, held: bool) {
+        let mut s = self.state.lock().unwrap();
+        let mr = s.pulls.iter_mut().find(|p| p["iid"] == iid).unwrap();
+        mr["auto_merge_held"] = json!(held);
+    }
+
     /// Returns the merge requests on the GitLab merge train, first to merge first.
     pub fn train(&self) -> Vec<u64> {
         self.state.lock().unwrap().train.clone()

@@ -343,6 +343,9 @@ pub(super) fn gitlab_ci(
 /// Counts one look at merge request `p` waiting for GitLab to merge it (on the train, or set to
 /// merge when its pipeline succeeds); the second look finds it merged.
 fn auto_merge_look(p: &mut Value) {
+    if p["auto_merge_held"] == true {
+        return;
+    }
     let looks = p["auto_merge_looks"].as_u64().unwrap_or(0) + 1;
     p["auto_merge_looks"] = json!(looks);
     if looks >= 2 {

@@ -284,7 +284,7 @@ fn a_project_that_merges_only_once_the_pipeline_succeeds_gets_merge_when_pipelin
     fake.add_job(SHA, "test", "success", "");
     let handed = gl.merge(1, MergeMethod::Squash, SHA).unwrap();
     assert!(
-        matches!(&handed, MergeOutcome::Queued { how } if how.contains("pipeline succeeds")),
+        matches!(&handed, MergeOutcome::Queued { how, .. } if how.contains("pipeline succeeds")),
         "{handed:?}"
     );
     let sent = fake

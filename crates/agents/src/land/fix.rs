@@ -565,6 +565,7 @@ mod tests {
             summary: None,
             flaky: Vec::new(),
             rounds: 0,
+            queued: None,
         };
         let mut journal = |s: &mut Store, e: Event| -> Result<(), LandError> {
             s.record("r1", &e)?;

@@ -30,6 +30,7 @@ mod conflict;
 mod decide;
 mod fix;
 mod fixer;
+mod queued;
 mod regate;
 mod restack;
 mod runner;
@@ -46,7 +47,7 @@ use orchestra_git::git::RepoInfo;
 use serde::Serialize;
 
 pub use decide::{Answer, Facts, Parent, Step, changes_requested, counted, decide};
-pub use view::{PrLanding, markdown, states};
+pub use view::{AutoMerge, PrLanding, markdown, states};
 
 /// Default seconds between polls.
 pub const DEFAULT_POLL_SECS: u64 = 60;
@@ -193,6 +194,9 @@ struct Followed {
     flaky: Vec<String>,
     /// Fix rounds started for it, by this `land` or earlier ones.
     rounds: u32,
+    /// The forge merges it itself (a merge train, merge when the pipeline succeeds): how,
+    /// since the last hand-over landing journaled.
+    queued: Option<queued::Queued>,
 }
 
 /// Follows run `run`'s pull requests on `forge` until each has landed, was closed, or waits
@@ -235,6 +239,7 @@ pub fn land_with(
         return Err(LandError::NothingToLand { run: run.into() });
     }
     restore_flaky(&store, run, &mut followed)?;
+    queued::restore(&store, run, &mut followed)?;
     let mut journal = |store: &mut Store, e: Event| -> Result<(), LandError> {
         store.record(run, &e)?;
         on_event(&e);
@@ -399,6 +404,7 @@ fn find_pull_requests(
                 summary: None,
                 flaky: Vec::new(),
                 rounds: 0,
+                queued: None,
             }),
             None => without.push(packet.id.clone()),
         }
@@ -610,6 +616,11 @@ fn act(
         }
         _ => String::new(),
     };
+    // Handed to the forge at this head: the next looks wait for the forge, not for nothing.
+    let waiting = match &f.queued {
+        Some(q) if step == Step::Merge && q.head_sha == status.head_sha => q.waiting(),
+        _ => waiting,
+    };
     let observed = (state.to_string(), status.head_sha.clone(), waiting.clone());
     if f.observed.as_ref() != Some(&observed) {
         journal(
@@ -717,7 +728,9 @@ fn merge(
         }
         // The forge merges it itself (a merge train, once its pipeline succeeds); the next
         // looks follow it until it shows merged, asking nothing again.
-        MergeOutcome::Queued { how } => Ok(format!("waiting for {how}")),
+        MergeOutcome::Queued { how, position } => {
+            queued::note(store, f, status, how, position, journal)
+        }
         MergeOutcome::Refused { reason } => {
             let reason = format!("the forge refused to merge it: {reason}");
             journal(

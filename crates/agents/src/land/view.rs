@@ -41,6 +41,21 @@ pub struct PrLanding {
     pub since_ms: i64,
     /// Whether a `git orchestra land` process follows the pull requests now.
     pub followed: bool,
+    /// How the forge merges it itself, when landing handed it over (a merge train, merge when
+    /// the pipeline succeeds) and that is still what it waits for; `None` otherwise.
+    pub auto_merge: Option<AutoMerge>,
+}
+
+/// How the forge merges a pull request itself, since when.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AutoMerge {
+    /// What landing waits for, as the forge put it (`GitLab to merge it when its pipeline
+    /// succeeds`, `GitLab's merge train to merge it`).
+    pub how: String,
+    /// Its place on the merge train (1 merges next), when the forge said.
+    pub position: Option<u64>,
+    /// When landing handed it over, in milliseconds since the epoch.
+    pub since_ms: i64,
 }
 
 /// Returns where each packet's pull request of run `run` stood at the last look `land`
@@ -50,6 +65,7 @@ pub fn states(common_dir: &Path, store: &Store, run: &str) -> Result<Vec<PrLandi
         EventKind::PrLooked,
         EventKind::PrObserved,
         EventKind::PrMerged,
+        EventKind::PrQueued,
         EventKind::CheckFlaky,
         EventKind::LandFixStarted,
         EventKind::LandFixEnded,
@@ -79,6 +95,7 @@ pub fn states(common_dir: &Path, store: &Store, run: &str) -> Result<Vec<PrLandi
                     waiting: String::new(),
                     since_ms: e.ts_ms,
                     followed,
+                    auto_merge: None,
                 });
                 out.len() - 1
             }
@@ -132,10 +149,45 @@ fn apply(p: &mut PrLanding, fixing: &mut Vec<(String, u32, i64)>, event: Event, 
             p.number = number;
             p.head_sha = head_sha;
             seen(p, state, waiting);
+            let still = p
+                .auto_merge
+                .as_ref()
+                .is_some_and(|a| p.waiting == super::queued::waiting_text(&a.how, a.position));
+            if !still {
+                p.auto_merge = None;
+            }
         }
         Event::PrMerged { number, .. } => {
             p.number = number;
             seen(p, "merged".into(), String::new());
+            p.auto_merge = None;
+        }
+        Event::PrQueued {
+            number,
+            head_sha,
+            how,
+            position,
+            ..
+        } => {
+            p.number = number;
+            p.head_sha = head_sha;
+            seen(
+                p,
+                "open".into(),
+                super::queued::waiting_text(&how, position),
+            );
+            // Its place changed, not since when the forge has it.
+            let since_ms = p
+                .auto_merge
+                .as_ref()
+                .filter(|a| a.how == how)
+                .map_or(ts_ms, |a| a.since_ms);
+            p.since_ms = since_ms;
+            p.auto_merge = Some(AutoMerge {
+                how,
+                position,
+                since_ms,
+            });
         }
         Event::CheckFlaky { check, .. } if !p.flaky.contains(&check) => p.flaky.push(check),
         Event::LandFixStarted { round, .. } => {
@@ -371,6 +423,7 @@ mod tests {
             waiting: "a person: check `test` failed".into(),
             since_ms: 9 * 3_600_000 + 14 * 60_000,
             followed: true,
+            auto_merge: None,
         }
     }
 

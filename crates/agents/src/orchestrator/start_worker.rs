@@ -337,6 +337,17 @@ impl StartWorker {
         };
         let mut outcome = crate::agent::run(&spec, &mut on_event).map_err(|e| e.to_string())?;
         outcome.scrub(&keys);
+        if job.depth == 0 && outcome.state == WorkerState::Completed {
+            // Kept as `run` keeps its packets' conversations: a `land` fix round, days
+            // later, is the next turn of this one.
+            agent::resumable::save_conversation(
+                job.common_dir,
+                job.run,
+                &packet.id,
+                &outcome.messages,
+                &keys,
+            );
+        }
         Ok(outcome)
     }
 

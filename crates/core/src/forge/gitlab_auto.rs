@@ -40,6 +40,7 @@ impl Project<'_> {
         if set {
             return Ok(Some(MergeOutcome::Queued {
                 how: PIPELINE.into(),
+                position: None,
             }));
         }
         if project["only_allow_merge_if_pipeline_succeeds"].as_bool() != Some(true) {
@@ -57,6 +58,7 @@ impl Project<'_> {
                 Some("merged") => merged(v),
                 _ => MergeOutcome::Queued {
                     how: PIPELINE.into(),
+                    position: None,
                 },
             },
         )?))
@@ -72,15 +74,33 @@ impl Project<'_> {
         let car = format!("{}/merge_trains/merge_requests/{number}", self.path);
         match self.api.request("GET", &car, None) {
             Ok(v) if v["status"].as_str() == Some("merged") => return Ok(merged(&Value::Null)),
-            Ok(v) if !v.is_null() => return Ok(MergeOutcome::Queued { how: TRAIN.into() }),
+            Ok(v) if !v.is_null() => {
+                return Ok(MergeOutcome::Queued {
+                    how: TRAIN.into(),
+                    position: None,
+                });
+            }
             Ok(_) | Err(ForgeError::Status { status: 404, .. }) => {}
             Err(e) => return Err(e),
         }
         let body = json!({ "sha": head_sha, "squash": method == MergeMethod::Squash });
-        refused_or(self.api.request("POST", &car, Some(&body)), |_| {
-            MergeOutcome::Queued { how: TRAIN.into() }
+        refused_or(self.api.request("POST", &car, Some(&body)), |cars| {
+            MergeOutcome::Queued {
+                how: TRAIN.into(),
+                position: train_position(cars, number),
+            }
         })
     }
+}
+
+/// Returns merge request `number`'s place on the train GitLab answered joining it with (its
+/// cars, first to merge first), counting from 1; `None` when the answer lists no such car.
+fn train_position(cars: &Value, number: u64) -> Option<u64> {
+    let at = cars
+        .as_array()?
+        .iter()
+        .position(|car| car["merge_request"]["iid"].as_u64() == Some(number))?;
+    u64::try_from(at).ok().map(|at| at + 1)
 }
 
 /// Returns a merged outcome with the commit GitLab names in merge request `v`, if any.

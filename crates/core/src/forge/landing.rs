@@ -185,8 +185,9 @@ pub enum MergeOutcome {
     /// The forge refused (not mergeable, head moved, checks required): its reason.
     Refused { reason: String },
     /// Handed to the forge, which merges it itself later (a merge train, merge when the
-    /// pipeline succeeds); `how` says what landing now waits for.
-    Queued { how: String },
+    /// pipeline succeeds); `how` says what landing now waits for, `position` its place on the
+    /// forge's merge train or queue (1 merges next) when the forge says.
+    Queued { how: String, position: Option<u64> },
 }
 
 /// What upserting the summary comment did.

@@ -94,6 +94,7 @@ event_kinds! {
     PrRestacked => "pr_restacked",
     RestackConflicted => "restack_conflicted",
     PrMerged => "pr_merged",
+    PrQueued => "pr_queued",
     LandWaiting => "land_waiting",
     LandCommand => "land_command",
     LandFinished => "land_finished",

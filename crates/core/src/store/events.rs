@@ -411,6 +411,18 @@ pub enum Event {
         number: u64,
         method: String,
     },
+    /// The forge took over merging `packet`'s pull request `number` at `head_sha` (a merge
+    /// train, merge when the pipeline succeeds): `how` says what landing now waits for,
+    /// `position` its place on the train (1 merges next) when the forge said. Journaled once
+    /// per head, way and place, so `status` shows since when the forge has it.
+    PrQueued {
+        packet: String,
+        number: u64,
+        head_sha: String,
+        how: String,
+        #[serde(default)]
+        position: Option<u64>,
+    },
     /// `packet`'s pull request `number` waits for a person; `reason` says why and what to do.
     LandWaiting {
         packet: String,
@@ -580,6 +592,7 @@ impl Event {
             | Event::PrRestacked { packet, .. }
             | Event::RestackConflicted { packet, .. }
             | Event::PrMerged { packet, .. }
+            | Event::PrQueued { packet, .. }
             | Event::LandWaiting { packet, .. }
             | Event::LandCommand { packet, .. }
             | Event::CandidateStarted { packet, .. }

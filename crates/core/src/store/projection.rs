@@ -99,6 +99,7 @@ pub(super) fn apply(
         | Event::PrRestacked { .. }
         | Event::RestackConflicted { .. }
         | Event::PrMerged { .. }
+        | Event::PrQueued { .. }
         | Event::LandWaiting { .. }
         | Event::LandCommand { .. }
         | Event::LandFinished { .. }
