@@ -64,11 +64,11 @@ impl<'s, 'a> Step<'s, 'a> {
             }
             Checked::Passed(head) => {
                 // The deterministic checks gate every packet, before any model sees it.
-                let checks = crate::gate::PacketChecks::for_repo(&self.ctx.repo.git());
-                if let Some(fix) = self.deterministic_checks(&checks, &head, round)? {
+                let checks = self.ctx.packet_checks();
+                if let Some(fix) = self.deterministic_checks(checks, &head, round)? {
                     return Ok(fix);
                 }
-                self.review(&checks, head, round)
+                self.review(checks, head, round)
             }
         }
     }
