@@ -1,9 +1,10 @@
 //! Checks out a large fresh worktree with git's own parallel checkout (`checkout.workers`).
 //!
-//! gix writes a fresh worktree's files on all cores and is the faster checkout for the small
-//! trees most packets have; on many thousands of files git's parallel checkout
-//! (`-c checkout.workers=0`, one worker per core) was measured several times faster on a loaded
-//! two-core machine (50,000 files: 3.4×; `benches/worktree.rs` prints both side by side). So
+//! gix writes a fresh worktree's files on all cores and starts no process, which suits the
+//! smallest trees; from a few hundred files on git's parallel checkout (`-c
+//! checkout.workers=0`, one worker per core) was measured faster on a loaded two-core machine
+//! (500 files: 3.0× in wall time, 1.7× in CPU; 50,000 files: 3.4×; `benches/worktree.rs`
+//! prints both side by side, `WORKTREE_BENCH=threshold` across tree sizes). So
 //! `checkout::add_checked_out_in` asks [`pick`] whether the tree holds
 //! [`PARALLEL_CHECKOUT_FILES`] files (the source repository's index count answers most of the
 //! time, a count of the tree's files the rest) and lets git populate the worktree when it does. git's `read-tree --reset -u HEAD`
@@ -19,9 +20,13 @@ use super::worktree::WorktreeError;
 /// How many files a tree must hold for a fresh worktree to be checked out by git's parallel
 /// checkout instead of gix's.
 ///
-/// Below it gix is as fast or faster and starts no process; the crossover measured on two
-/// cores lies between 1,000 and 5,000 files, and the generated 50,000-file tree is far above it.
-pub const PARALLEL_CHECKOUT_FILES: usize = 2_000;
+/// Measured side by side (`WORKTREE_BENCH=threshold cargo bench --profile dev --bench
+/// worktree`, two cores at load average 15–22, 2026-11-28): git's was faster in wall time at
+/// every size from 200 files (1.8× at 200, 3.0× at 500, 2.8× at 2,000, 8.4× at 10,000) and cost
+/// the same CPU at 200 files (1.02×), clearly less from 500 on (gix 1.72× at 500, 1.36× at
+/// 1,000, 2.5× at 10,000). gix ran at the dev profile's opt-level 1 there, which favours git;
+/// from 500 files git's is cheaper by more than that, while below it gix's starts no process.
+pub const PARALLEL_CHECKOUT_FILES: usize = 500;
 
 /// Returns the checkout `Auto` stands for on `tree`: `GitParallel` when the tree holds at least
 /// [`PARALLEL_CHECKOUT_FILES`] files (links and submodules count), otherwise `Gix`.
