@@ -2,18 +2,25 @@
 //! agents (goal ≤ 10 s), and the makespan of a plan with simulated agent durations against
 //! its critical-path lower bound (goal ≤ 1.05×).
 //!
+//! Each run also prints where its packets' time went, from the journal `status --timings`
+//! reads (per phase: the sum over packets, the median and the largest), the CPU time it cost,
+//! and for the makespan how soon each dependent started and what the critical chain's packets
+//! spent beyond their simulated work.
+//!
 //! Run with `cargo bench --bench start` (add `--profile dev` to skip the release build).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use git_orchestra::demo::{MockModel, parse_scripts};
+use git_orchestra::engine::timings::packet_timings;
 use git_orchestra::git::RepoInfo;
 use git_orchestra::orchestrator::{self, Approval, Interaction, StartRequest, StartSettings};
-use git_orchestra::store::Event;
+use git_orchestra::store::{Event, Store, TimedPhase};
 use serde_json::json;
 
 #[path = "support/mod.rs"]
@@ -112,6 +119,141 @@ fn phase(report: &orchestrator::Report, name: &str) -> f64 {
         .map_or(0.0, |(_, ms)| *ms as f64 / 1000.0)
 }
 
+/// Prints where a run's packet time went, from its journal: per phase the sum over packets and
+/// the median and largest per packet (what `status --timings` shows, summarised), and the
+/// process's CPU time since `cpu_before` — on a loaded machine the steadier figure.
+fn breakdown(dir: &Path, report: &orchestrator::Report, cpu_before: Duration) {
+    let info = RepoInfo::discover(dir).unwrap();
+    let store = Store::open(&info.common_dir).unwrap();
+    let entries = store.events(&report.run, 0).unwrap();
+    let timings = packet_timings(&entries);
+    let mut per_phase: std::collections::BTreeMap<TimedPhase, Vec<u64>> = Default::default();
+    for durations in timings.values() {
+        for (phase, ms) in durations {
+            per_phase.entry(*phase).or_default().push(*ms);
+        }
+    }
+    for (phase, mut ms) in per_phase {
+        ms.sort_unstable();
+        println!(
+            "    {:<12} sum {:>8.2} s  median {:>6} ms  max {:>6} ms  ({} packets)",
+            phase.as_str(),
+            ms.iter().sum::<u64>() as f64 / 1000.0,
+            ms[ms.len() / 2],
+            ms[ms.len() - 1],
+            ms.len()
+        );
+    }
+    println!(
+        "    CPU {:.2} s (this process and its waited-for children), load average {}",
+        (cpu_time().saturating_sub(cpu_before)).as_secs_f64(),
+        load_average()
+    );
+}
+
+/// Prints where the makespan went beyond the critical path: how long after its last
+/// dependency succeeded each dependent started, the packets' span in the journal, and per
+/// phase what the packets of the critical path spent (their worker less its simulated
+/// duration: the worker process's own start and end).
+fn critical_breakdown(dir: &Path, report: &orchestrator::Report, deps: &[Vec<usize>], dur: &[u64]) {
+    let info = RepoInfo::discover(dir).unwrap();
+    let store = Store::open(&info.common_dir).unwrap();
+    let entries = store.events(&report.run, 0).unwrap();
+    let timings = packet_timings(&entries);
+    let id = |i: usize| format!("p{i:02}-d{}", dur[i]);
+    let (mut started, mut succeeded) = (HashMap::new(), HashMap::new());
+    for e in &entries {
+        match &e.event {
+            Event::PacketStarted { packet, .. } => {
+                started.entry(packet.clone()).or_insert(e.ts_ms);
+            }
+            Event::PacketSucceeded { packet, .. } => {
+                succeeded.insert(packet.clone(), e.ts_ms);
+            }
+            _ => {}
+        }
+    }
+    let mut delays: Vec<i64> = (0..deps.len())
+        .filter_map(|i| {
+            let last = deps[i].iter().map(|d| succeeded[&id(*d)]).max()?;
+            Some(started[&id(i)] - last)
+        })
+        .collect();
+    delays.sort_unstable();
+    println!(
+        "  a dependent's start after its last dependency succeeded: median {} ms, max {} ms ({} dependents)",
+        delays[delays.len() / 2],
+        delays[delays.len() - 1],
+        delays.len()
+    );
+    let first = started.values().min().unwrap();
+    let last = succeeded.values().max().unwrap();
+    println!(
+        "  first packet started → last succeeded: {:.2} s",
+        (last - first) as f64 / 1000.0
+    );
+    // The critical chain: from the packet that finishes last in the simulation back through
+    // the dependency that finishes last.
+    let mut finish = vec![0u64; deps.len()];
+    for i in 0..deps.len() {
+        finish[i] = dur[i] + deps[i].iter().map(|d| finish[*d]).max().unwrap_or(0);
+    }
+    let mut chain = vec![(0..deps.len()).max_by_key(|i| finish[*i]).unwrap()];
+    while let Some(&d) = deps[*chain.last().unwrap()]
+        .iter()
+        .max_by_key(|d| finish[**d])
+    {
+        chain.push(d);
+    }
+    let mut sums: std::collections::BTreeMap<&str, u64> = Default::default();
+    for &i in &chain {
+        for (phase, ms) in &timings[&id(i)] {
+            let ms = if *phase == TimedPhase::Worker {
+                ms.saturating_sub(dur[i])
+            } else {
+                *ms
+            };
+            *sums.entry(phase.as_str()).or_default() += ms;
+        }
+    }
+    let gaps: i64 = chain
+        .windows(2)
+        .map(|w| started[&id(w[0])] - succeeded[&id(w[1])])
+        .sum();
+    println!(
+        "  critical chain of {} packets, beyond its simulated work: {} (ms; worker = less its simulated duration), start delays {gaps} ms",
+        chain.len(),
+        sums.iter()
+            .map(|(p, ms)| format!("{p} {ms}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+}
+
+/// Returns the CPU time used so far by this process and its waited-for children.
+fn cpu_time() -> Duration {
+    let mut total = Duration::ZERO;
+    for who in [libc::RUSAGE_SELF, libc::RUSAGE_CHILDREN] {
+        // SAFETY: getrusage writes into the zeroed struct we own and reads nothing else.
+        let usage = unsafe {
+            let mut usage: libc::rusage = std::mem::zeroed();
+            libc::getrusage(who, &mut usage);
+            usage
+        };
+        for tv in [usage.ru_utime, usage.ru_stime] {
+            total +=
+                Duration::from_secs(tv.tv_sec as u64) + Duration::from_micros(tv.tv_usec as u64);
+        }
+    }
+    total
+}
+
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "unknown".into())
+}
+
 fn overhead() {
     const N: usize = 100;
     let tmp = tempfile::tempdir().unwrap();
@@ -130,7 +272,8 @@ fn overhead() {
         ));
     }
     let model = MockModel::start(parse_scripts(&scripts(&plan, N)).unwrap()).unwrap();
-    let began = Instant::now();
+    println!("load average at start: {}", load_average());
+    let (began, cpu) = (Instant::now(), cpu_time());
     let report = run(&dir, &model, "Edit a hundred files", None, true);
     let total = began.elapsed().as_secs_f64();
     // Each packet `pNNN` changed `fNNN.txt`, and `main` holds every edit.
@@ -140,12 +283,14 @@ fn overhead() {
         .map(|i| (format!("f{i:03}.txt"), format!("edited {i}\n")))
         .collect();
     check_tree(&dir, "main", &edited);
+    println!("  instant scripted agents, per phase:");
+    breakdown(&dir, &report, cpu);
     // The same plan with a trivial external worker (one line appended to the packet's own
     // file): what the engine and gates cost alone.
     let tmp2 = tempfile::tempdir().unwrap();
     let dir2 = tmp2.path().join("repo");
     repo(&dir2, N);
-    let began2 = Instant::now();
+    let (began2, cpu2) = (Instant::now(), cpu_time());
     let alone = run(
         &dir2,
         &model,
@@ -159,6 +304,8 @@ fn overhead() {
         .map(|i| (format!("f{i:03}.txt"), "x\nx\n".to_string()))
         .collect();
     check_tree(&dir2, "main", &appended);
+    println!("  trivial --worker-cmd, per phase:");
+    breakdown(&dir2, &alone, cpu2);
     println!(
         "  same plan, trivial --worker-cmd (engine and gates alone): total {total2:.2} s (executing {:.2} s, integrating {:.2} s)",
         phase(&alone, "executing"),
@@ -226,6 +373,7 @@ fn makespan() {
         "d=${ORCHESTRA_PACKET##*-d}; f=$((1000 + d % 1000)); exec sleep $((d / 1000)).${f#1}"
     )
     .to_string();
+    let cpu = cpu_time();
     let report = run(&dir, &model, "Simulated durations", Some(worker), false);
     if std::env::var_os("START_BENCH_KEEP").is_some() {
         println!("kept {}", tmp.keep().display());
@@ -237,6 +385,9 @@ fn makespan() {
         )
     });
     let executing = phase(&report, "executing");
+    println!("  per phase:");
+    breakdown(&dir, &report, cpu);
+    critical_breakdown(&dir, &report, &deps, &dur);
     println!(
         "start, {N} packets with simulated durations 1-2 s: executing {executing:.2} s vs critical path {critical:.2} s = {:.3}x; goal ≤ 1.05x",
         executing / critical

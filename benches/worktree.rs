@@ -6,7 +6,9 @@
 //! temp directory (`git-orchestra-bench/`), so only the first run pays for building them. With
 //! `ORCHESTRA_BENCH_HUGE=1` the interpreter's whole `lib` tree is measured too. The last table
 //! compares sparse packet worktrees (`[worktree] sparse`) with full ones; `WORKTREE_BENCH=sparse`
-//! runs that table alone, `WORKTREE_BENCH=large` every table on the generated 50,000-file tree
+//! runs that table alone, `WORKTREE_BENCH=threshold` gix's checkout beside git's parallel one on
+//! generated trees of 200 to 10,000 files (the crossover behind `PARALLEL_CHECKOUT_FILES`),
+//! `WORKTREE_BENCH=large` every table on the generated 50,000-file tree
 //! (the first beside the 200-file one, for gix's and git's checkout on both sides of
 //! `PARALLEL_CHECKOUT_FILES`), `WORKTREE_BENCH=run` a whole one-packet `git orchestra run --merge` (fresh and with
 //! the default configuration, which recycles) beside `git worktree add` on the stdlib.
@@ -43,6 +45,10 @@ fn main() {
     let only = std::env::var("WORKTREE_BENCH").unwrap_or_default();
     if only == "sparse" {
         sparse(&cache, stdlib.as_deref());
+        return;
+    }
+    if only == "threshold" {
+        threshold(&cache);
         return;
     }
     if only == "run" {
@@ -548,17 +554,70 @@ fn check_worktree(path: &Path, commit: &str) {
     );
 }
 
+/// Tree sizes the threshold table measures, around [`PARALLEL_CHECKOUT_FILES`].
+const THRESHOLD_SIZES: [usize; 6] = [200, 500, 1_000, 2_000, 5_000, 10_000];
+
+/// Prints gix's checkout beside git's parallel one (both after our registration, as `create`
+/// runs them) on generated trees of [`THRESHOLD_SIZES`] files, medians of 5 interleaved runs:
+/// the crossover that sets [`PARALLEL_CHECKOUT_FILES`].
+fn threshold(cache: &Path) {
+    println!("load average at start: {}", load_average());
+    println!(
+        "{:>6} | {:>10} {:>10} {:>7} | {:>10} {:>10} {:>7}",
+        "files", "gix wall", "git wall", "gix/git", "gix cpu", "git cpu", "gix/git"
+    );
+    for files in THRESHOLD_SIZES {
+        let repo = generated_fixture(cache, files);
+        let samples = measure_variants(&repo, 5, &[1, 2]);
+        let med = |v: usize, pick: usize| {
+            median(
+                &samples[v]
+                    .iter()
+                    .map(|m| [m.wall, m.cpu][pick])
+                    .collect::<Vec<_>>(),
+            )
+        };
+        let ratio = |pick: usize| med(1, pick).as_secs_f64() / med(2, pick).as_secs_f64();
+        println!(
+            "{files:>6} | {:>10} {:>10} {:>7.2} | {:>10} {:>10} {:>7.2}",
+            ms(med(1, 0)),
+            ms(med(2, 0)),
+            ratio(0),
+            ms(med(1, 1)),
+            ms(med(2, 1)),
+            ratio(1)
+        );
+    }
+    println!(
+        "load average at end: {}; gix = branch + our registration + gix checkout; git = the same \
+with git's `read-tree -u` and `checkout.workers=0`; files of 8 short lines in directories of \
+100; `create` picks git's from {PARALLEL_CHECKOUT_FILES} files.",
+        load_average()
+    );
+}
+
 /// Returns a generated repository of 50,000 small files in 500 directories.
 fn large_fixture(cache: &Path) -> PathBuf {
-    let repo = cache.join(format!("large-v{FIXTURE_VERSION}/repo"));
+    generated_fixture(cache, 50_000)
+}
+
+/// Returns a generated repository of `files` small files (8 short lines each) in directories
+/// of 100 (the 50,000-file one in 500).
+fn generated_fixture(cache: &Path, files: usize) -> PathBuf {
+    let repo = if files == 50_000 {
+        cache.join(format!("large-v{FIXTURE_VERSION}/repo"))
+    } else {
+        cache.join(format!("generated-{files}-v{FIXTURE_VERSION}/repo"))
+    };
     if repo.join(".git/orchestra-bench-ready").exists() {
         return repo;
     }
     eprintln!("building fixture {} …", repo.display());
     let _ = std::fs::remove_dir_all(&repo);
-    for i in 0..50_000 {
-        let path = repo.join(format!("d{:03}/f{i:05}.txt", i % 500));
-        if i < 500 {
+    let dirs = files.div_ceil(100);
+    for i in 0..files {
+        let path = repo.join(format!("d{:03}/f{i:05}.txt", i % dirs));
+        if i < dirs {
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         }
         std::fs::write(&path, format!("line {i}\n").repeat(8)).unwrap();
@@ -600,6 +659,13 @@ fn load_average() -> String {
 
 /// Times every variant `iterations` times (after one warm-up round), interleaved.
 fn measure(repo: &Path, iterations: usize) -> [Vec<Sample>; 5] {
+    measure_variants(repo, iterations, &[0, 1, 2, 3, 4])
+}
+
+/// Times the `variants` (0 `create`, 1 gix checkout, 2 git's parallel one, 3 `git worktree
+/// add`, 4 the same with `checkout.workers=0`) `iterations` times each after one warm-up
+/// round, interleaved; the other slots stay empty.
+fn measure_variants(repo: &Path, iterations: usize, variants: &[usize]) -> [Vec<Sample>; 5] {
     let info = RepoInfo::discover(repo).unwrap();
     let root = repo.parent().unwrap().join("worktrees");
     let _ = std::fs::remove_dir_all(&root);
@@ -611,6 +677,9 @@ fn measure(repo: &Path, iterations: usize) -> [Vec<Sample>; 5] {
     let mut times: [Vec<Sample>; 5] = Default::default();
     for round in 0..=iterations {
         for (variant, slot) in times.iter_mut().enumerate() {
+            if !variants.contains(&variant) {
+                continue;
+            }
             let branch = format!("bench/v{variant}-{round}");
             let path = root.join(format!("v{variant}-{round}"));
             let cpu_before = cpu_time();

@@ -6,13 +6,15 @@ use crate::support::*;
 const WORKER: &str = r#"echo "$ORCHESTRA_PACKET" > "out-$ORCHESTRA_PACKET.txt""#;
 
 /// Git processes `git orchestra run` may start per packet, beyond the run's fixed part: the
-/// fresh worktree's status; the main checkout read around the worker (HEAD, status, ignored
-/// files, before and after); the commit (HEAD, add, staged list, commit, new HEAD); the
-/// checks' reads (tip tree and base in one batch, raw diff, sizes, patch, history, size limit);
-/// the verdict's two notes. Measured at 24 before the notes stopped asking for the common
-/// directory, the checks resolved tip and base in one process, and the commit's staged list
-/// stood in for a diff from the start; a new git call per packet must be worth its place.
-const GIT_STARTS_PER_PACKET: usize = 20;
+/// fresh worktree's status; the main checkout's status and ignored files around the worker
+/// (before and after); the commit (add, staged list, commit); the checks' reads (tip tree and
+/// base in one batch, raw diff, sizes, patch, history); the verdict's two notes. Measured at 24
+/// before the notes stopped asking for the common directory, the checks resolved tip and base
+/// in one process, and the commit's staged list stood in for a diff from the start; at 20
+/// before HEAD (of the main checkout and of the packet's worktree, four reads) came from the
+/// ref files and the file size limit from one `git config` for the run. A new git call per
+/// packet must be worth its place.
+const GIT_STARTS_PER_PACKET: usize = 15;
 
 /// Runs `n` independent packets through a `git` on `PATH` that logs its starts; returns the
 /// git command lines the run started.

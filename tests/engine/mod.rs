@@ -34,3 +34,4 @@ mod trust_attacks;
 mod validation_batch;
 mod worker_attacks;
 mod worktree;
+mod worktree_overlap;

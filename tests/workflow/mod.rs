@@ -29,6 +29,7 @@ mod failure_reason;
 mod forecast;
 use crate::forge::forge_mock;
 mod messages;
+mod review_reads;
 mod routing;
 mod run_listing;
 mod slow_model;

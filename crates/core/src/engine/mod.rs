@@ -338,6 +338,7 @@ pub fn execute_with(
         retry_delay: ctl.retries.1,
         executor: ctl.executor,
         dependencies: None,
+        checks: Default::default(),
     };
     drive(&ctx, &graph)?;
     let held = integration::run_pending(repo, &journal, ctl, worker)?;

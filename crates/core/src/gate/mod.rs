@@ -33,8 +33,8 @@ pub use diff::{AddedLine, ChangedFile, RangeDiff, read_diff};
 pub use fast::all_approved;
 pub use range::{PacketRef, ResolvedRange, packet_of, resolve_range};
 pub use review::{
-    DeterministicReviewer, PacketChecks, ReviewInput, ReviewOutcome, Reviewer, history_findings,
-    review, run_validation, run_validation_until,
+    DeterministicReviewer, PacketChecks, ReadRange, ReviewInput, ReviewOutcome, Reviewer,
+    history_findings, read_range, review, review_read, run_validation, run_validation_until,
 };
 pub use scratch::ScratchWorktree;
 pub use secrets::{SecretKind, mask as mask_secrets, redact, safe_to_show};

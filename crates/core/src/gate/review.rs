@@ -270,6 +270,40 @@ pub fn history_findings(
     Ok(checks::check_history_secrets(&diff))
 }
 
+/// A range read for review once: its tip's tree and the diff of `base..tip`, so that the
+/// deterministic checks and a model review that follows them share one read of git.
+#[derive(Debug, Clone)]
+pub struct ReadRange {
+    /// The range's base, as the caller named it.
+    pub base: String,
+    /// The reviewed commit.
+    pub tip: String,
+    /// The tip's tree.
+    pub tree: String,
+    /// What changed from base to tip, and the history between them.
+    pub diff: RangeDiff,
+}
+
+/// Returns `base..tip` read as [`review`] reads it: the tip's tree, the changed files, the
+/// patch and the history.
+pub fn read_range(repo: &RepoInfo, base: &str, tip: &str) -> Result<ReadRange, GateError> {
+    let git = repo.git();
+    // One process resolves the tip's tree and the base's commit (none for a tree base).
+    let resolved = git.resolve_all(&[&format!("{tip}^{{tree}}"), &format!("{base}^{{commit}}")])?;
+    let tree = match &resolved[0] {
+        Some(tree) => tree.clone(),
+        // Not a commit: `tree_of` says so as it always did.
+        None => git.tree_of(tip)?,
+    };
+    let diff = read_diff_with(&git, (base, resolved[1].as_deref()), tip)?;
+    Ok(ReadRange {
+        base: base.to_string(),
+        tip: tip.to_string(),
+        tree,
+        diff,
+    })
+}
+
 /// Reviews `base..tip` with every reviewer, stores the combined verdict as git notes on the tip
 /// and its tree, and returns it. The verdict rejects if and only if a finding is `blocker` or
 /// `major`.
@@ -280,21 +314,24 @@ pub fn review(
     packet: Option<&PacketRef>,
     reviewers: &[&dyn Reviewer],
 ) -> Result<Verdict, GateError> {
+    review_read(repo, &read_range(repo, base, tip)?, packet, reviewers)
+}
+
+/// Reviews the range `read` (see [`read_range`]) as [`review`] does, without reading it again.
+pub fn review_read(
+    repo: &RepoInfo,
+    read: &ReadRange,
+    packet: Option<&PacketRef>,
+    reviewers: &[&dyn Reviewer],
+) -> Result<Verdict, GateError> {
     let git = repo.git();
-    // One process resolves the tip's tree and the base's commit (none for a tree base).
-    let resolved = git.resolve_all(&[&format!("{tip}^{{tree}}"), &format!("{base}^{{commit}}")])?;
-    let tree = match &resolved[0] {
-        Some(tree) => tree.clone(),
-        // Not a commit: `tree_of` says so as it always did.
-        None => git.tree_of(tip)?,
-    };
-    let diff = read_diff_with(&git, (base, resolved[1].as_deref()), tip)?;
+    let (base, tip, tree) = (read.base.as_str(), read.tip.as_str(), read.tree.clone());
     let input = ReviewInput {
         repo,
         base,
         tip,
         tree: &tree,
-        diff: &diff,
+        diff: &read.diff,
         packet,
     };
     let mut checks = Vec::new();

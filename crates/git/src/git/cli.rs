@@ -153,6 +153,15 @@ impl Git {
         }
     }
 
+    /// Returns the git directory the runner is pinned to (its `GIT_DIR`), if any.
+    pub(in crate::git) fn pinned_git_dir(&self) -> Option<PathBuf> {
+        self.env
+            .iter()
+            .rev()
+            .find(|(key, _)| *key == "GIT_DIR")
+            .and_then(|(_, value)| value.as_ref().map(PathBuf::from))
+    }
+
     /// Returns the directory commands run in.
     pub fn dir(&self) -> &Path {
         &self.dir

@@ -13,6 +13,7 @@ mod classify;
 mod cli;
 pub mod commit;
 mod diff;
+mod head_file;
 mod history;
 mod identity;
 mod include;

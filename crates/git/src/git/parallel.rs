@@ -1,11 +1,13 @@
 //! Checks out a large fresh worktree with git's own parallel checkout (`checkout.workers`).
 //!
-//! gix writes a fresh worktree's files on all cores and is the faster checkout for the small
-//! trees most packets have; on many thousands of files git's parallel checkout
-//! (`-c checkout.workers=0`, one worker per core) was measured several times faster on a loaded
-//! two-core machine (50,000 files: 3.4×; `benches/worktree.rs` prints both side by side). So
-//! `checkout::add_checked_out_in` counts the tree's files up to [`PARALLEL_CHECKOUT_FILES`] and
-//! lets git populate the worktree when the count is reached. git's `read-tree --reset -u HEAD`
+//! gix writes a fresh worktree's files on all cores and starts no process, which suits the
+//! smallest trees; from a few hundred files on git's parallel checkout (`-c
+//! checkout.workers=0`, one worker per core) was measured faster on a loaded two-core machine
+//! (500 files: 3.0× in wall time, 1.7× in CPU; 50,000 files: 3.4×; `benches/worktree.rs`
+//! prints both side by side, `WORKTREE_BENCH=threshold` across tree sizes). So
+//! `checkout::add_checked_out_in` asks [`pick`] whether the tree holds
+//! [`PARALLEL_CHECKOUT_FILES`] files (the source repository's index count answers most of the
+//! time, a count of the tree's files the rest) and lets git populate the worktree when it does. git's `read-tree --reset -u HEAD`
 //! writes the files and an index carrying their stat data, as gix does, and honours the same
 //! attributes and filters; it touches neither HEAD nor its reflog.
 
@@ -18,15 +20,29 @@ use super::worktree::WorktreeError;
 /// How many files a tree must hold for a fresh worktree to be checked out by git's parallel
 /// checkout instead of gix's.
 ///
-/// Below it gix is as fast or faster and starts no process; the crossover measured on two
-/// cores lies between 1,000 and 5,000 files, and the generated 50,000-file tree is far above it.
-pub const PARALLEL_CHECKOUT_FILES: usize = 2_000;
+/// Measured side by side (`WORKTREE_BENCH=threshold cargo bench --profile dev --bench
+/// worktree`, two cores at load average 15–22, 2026-11-28): git's was faster in wall time at
+/// every size from 200 files (1.8× at 200, 3.0× at 500, 2.8× at 2,000, 8.4× at 10,000) and cost
+/// the same CPU at 200 files (1.02×), clearly less from 500 on (gix 1.72× at 500, 1.36× at
+/// 1,000, 2.5× at 10,000). gix ran at the dev profile's opt-level 1 there, which favours git;
+/// from 500 files git's is cheaper by more than that, while below it gix's starts no process.
+pub const PARALLEL_CHECKOUT_FILES: usize = 500;
 
 /// Returns the checkout `Auto` stands for on `tree`: `GitParallel` when the tree holds at least
 /// [`PARALLEL_CHECKOUT_FILES`] files (links and submodules count), otherwise `Gix`.
 ///
-/// Reads trees only until the threshold is reached, so the count costs little on any tree.
+/// The source repository's index usually answers without reading a tree: its header counts the
+/// entries of the commit checked out there, and a packet's tree is that commit's or close to
+/// it. A count below half the threshold picks gix's checkout, one from twice the threshold on
+/// git's; between the two, without a readable index, or with a sparse index (whose entries may
+/// stand for whole directories) the tree's files are counted, reading trees only until the
+/// threshold is reached.
 pub(crate) fn pick(repo: &gix::Repository, tree: gix::ObjectId) -> Result<CheckoutMethod, String> {
+    match index_entries(repo) {
+        Some(n) if n < PARALLEL_CHECKOUT_FILES / 2 => return Ok(CheckoutMethod::Gix),
+        Some(n) if n >= PARALLEL_CHECKOUT_FILES * 2 => return Ok(CheckoutMethod::GitParallel),
+        _ => {}
+    }
     let mut pending = vec![tree];
     let mut files = 0usize;
     while let Some(id) = pending.pop() {
@@ -46,6 +62,24 @@ pub(crate) fn pick(repo: &gix::Repository, tree: gix::ObjectId) -> Result<Checko
         }
     }
     Ok(CheckoutMethod::Gix)
+}
+
+/// Returns the entry count the header of `repo`'s index states (its first 12 bytes: `DIRC`, the
+/// version, the count), or `None` when there is no readable index of a known version or it
+/// may be sparse (`index.sparse`).
+fn index_entries(repo: &gix::Repository) -> Option<usize> {
+    if repo.config_snapshot().boolean("index.sparse") == Some(true) {
+        return None;
+    }
+    let mut header = [0u8; 12];
+    let mut file = fs_err::File::open(repo.index_path()).ok()?;
+    std::io::Read::read_exact(&mut file, &mut header).ok()?;
+    let version = u32::from_be_bytes([header[4], header[5], header[6], header[7]]);
+    if &header[..4] != b"DIRC" || !(2..=4).contains(&version) {
+        return None;
+    }
+    let count = u32::from_be_bytes([header[8], header[9], header[10], header[11]]);
+    usize::try_from(count).ok()
 }
 
 /// Populates the registered but still empty worktree `work_dir` of `worktree_repo` (its HEAD
@@ -68,4 +102,53 @@ pub(crate) fn checkout_with_git(
         })?;
     let bytes = index.entries().iter().map(|e| u64::from(e.stat.size)).sum();
     Ok((index.entries().len(), bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::git::testing::git;
+
+    /// Returns a repository whose index holds `files` entries, committed, and the commit's tree.
+    fn repo_of(files: usize) -> (tempfile::TempDir, gix::Repository, gix::ObjectId) {
+        let dir = tempfile::tempdir().unwrap();
+        git(dir.path(), &["init", "-q", "-b", "main"]);
+        for i in 0..files {
+            std::fs::write(dir.path().join(format!("f{i}.txt")), "x\n").unwrap();
+        }
+        git(dir.path(), &["add", "-A"]);
+        git(dir.path(), &["commit", "-q", "-m", "files"]);
+        let tree = git(dir.path(), &["rev-parse", "HEAD^{tree}"]);
+        let repo = gix::open(dir.path()).unwrap();
+        (
+            dir,
+            repo,
+            gix::ObjectId::from_hex(tree.trim().as_bytes()).unwrap(),
+        )
+    }
+
+    #[test]
+    fn a_small_index_picks_gix_without_reading_the_tree() {
+        let (_dir, repo, _) = repo_of(3);
+        // No object has this id: only a tree walk could fail on it.
+        let missing = gix::ObjectId::from_hex(b"1234567890123456789012345678901234567890").unwrap();
+        assert_eq!(pick(&repo, missing), Ok(CheckoutMethod::Gix));
+    }
+
+    #[test]
+    fn without_a_usable_index_the_tree_is_counted() {
+        let (dir, repo, tree) = repo_of(3);
+        let missing = gix::ObjectId::from_hex(b"1234567890123456789012345678901234567890").unwrap();
+        git(dir.path(), &["config", "index.sparse", "true"]);
+        let sparse = gix::open(dir.path()).unwrap();
+        assert!(
+            pick(&sparse, missing).is_err(),
+            "a sparse index is not trusted"
+        );
+        assert_eq!(pick(&sparse, tree), Ok(CheckoutMethod::Gix));
+        git(dir.path(), &["config", "index.sparse", "false"]);
+        std::fs::remove_file(repo.index_path()).unwrap();
+        assert!(pick(&repo, missing).is_err(), "no index: the tree is read");
+        assert_eq!(pick(&repo, tree), Ok(CheckoutMethod::Gix));
+    }
 }

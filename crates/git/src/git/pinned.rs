@@ -216,10 +216,15 @@ fn set_aside(top: &Path, link: &Path) -> Result<Option<PathBuf>, WorktreeError> 
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let dest = top.with_file_name(format!(
-        "{name}.replaced-git-{}",
-        orchestra_sys::exec::now_ms()
-    ));
+    // A name no earlier set-aside took: two repairs within one millisecond must neither fail
+    // nor replace the first one's saved `.git`.
+    let stamp = orchestra_sys::exec::now_ms();
+    let mut dest = top.with_file_name(format!("{name}.replaced-git-{stamp}"));
+    let mut n = 1;
+    while std::fs::symlink_metadata(&dest).is_ok() {
+        dest = top.with_file_name(format!("{name}.replaced-git-{stamp}-{n}"));
+        n += 1;
+    }
     fs_err::rename(link, &dest).map_err(|e| io_error(link, e))?;
     Ok(Some(dest))
 }

@@ -99,9 +99,21 @@ pub fn create_repairing(
     request: &WorktreeRequest<'_>,
     move_aside: bool,
 ) -> Result<Created, WorktreeError> {
+    // Registering is serialised; validating the new checkout (a `git status`) is not, so
+    // packets starting together do not queue behind each other's status.
+    let unverified = create_registered(request, move_aside)?;
+    Ok(super::worktree::finish(request, unverified)?.1)
+}
+
+/// Does the part of [`create_repairing`] that registers the worktree, under the registration
+/// lock; see there.
+fn create_registered(
+    request: &WorktreeRequest<'_>,
+    move_aside: bool,
+) -> Result<super::worktree::Unverified, WorktreeError> {
     let _registrations = super::registration_lock();
-    let first = match super::worktree::create(request) {
-        Ok((_, created)) => return Ok(created),
+    let first = match super::worktree::create_unverified(request) {
+        Ok(unverified) => return Ok(unverified),
         Err(e) => e,
     };
     // Safe while creation is serialised: no creation of this process is half-way.
@@ -122,5 +134,5 @@ pub fn create_repairing(
             source,
         })?;
     }
-    Ok(super::worktree::create(request)?.1)
+    super::worktree::create_unverified(request)
 }

@@ -65,11 +65,6 @@ impl Git {
         self.resolve(&format!("{spec}^{{commit}}"))
     }
 
-    /// Returns the commit HEAD points at.
-    pub fn head(&self) -> Result<String, GitError> {
-        self.run(["rev-parse", "HEAD"])
-    }
-
     /// Returns the id of the tree of `commit`; an unknown commit is a `NotFound` failure.
     pub fn tree_of(&self, commit: &str) -> Result<String, GitError> {
         let spec = format!("{commit}^{{tree}}");

@@ -117,7 +117,7 @@ impl Git {
     /// Returns the working tree's HEAD (empty when it names no commit) and its
     /// `git status --porcelain` (untracked files listed, ignored ones not).
     pub fn head_and_status(&self) -> Result<(String, String), GitError> {
-        let head = self.resolve("HEAD")?.unwrap_or_default();
+        let head = self.head_or_unborn()?.unwrap_or_default();
         let status = self.status_porcelain(Untracked::Normal)?;
         Ok((head, status))
     }

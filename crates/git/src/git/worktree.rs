@@ -177,6 +177,28 @@ impl WorktreeStatus {
 /// the checkout itself was wrong. Bad input (invalid branch, unknown base, an occupied path, a
 /// branch checked out elsewhere) is refused before anything is written.
 pub fn create(req: &WorktreeRequest) -> Result<(Worktree, Created), WorktreeError> {
+    finish(req, create_unverified(req)?)
+}
+
+/// A worktree [`create_unverified`] left: ready, or freshly checked out and still to be
+/// validated by [`finish`].
+pub(crate) enum Unverified {
+    /// Reused or recycled, and validated already.
+    Ready(Worktree, Created),
+    /// Registered and checked out (fresh, or re-created on its branch's tip), not yet
+    /// validated; `base` is the start of a branch this call created.
+    CheckedOut {
+        path: PathBuf,
+        kind: Created,
+        stats: CheckoutStats,
+        base: String,
+    },
+}
+
+/// Does what [`create`] does up to the validation of a new checkout, which [`finish`] does:
+/// the part that registers a worktree, which a process does one at a time (see
+/// `registration_lock`), apart from the `git status` that reads it, which need not wait.
+pub(crate) fn create_unverified(req: &WorktreeRequest) -> Result<Unverified, WorktreeError> {
     let git = req.repo.git();
     let full_ref = checkout::branch_ref(req.branch)?;
     let repo = checkout::open(&req.repo.toplevel)?;
@@ -210,7 +232,7 @@ pub fn create(req: &WorktreeRequest) -> Result<(Worktree, Created), WorktreeErro
             branch: req.branch.to_string(),
             head: status.head,
         };
-        return Ok((worktree, Created::Recycled { from }));
+        return Ok(Unverified::Ready(worktree, Created::Recycled { from }));
     }
     let existing_tip = checkout::branch_tip(&repo, &full_ref)?;
     let full_ref_text = full_ref.as_bstr().to_string();
@@ -232,7 +254,8 @@ pub fn create(req: &WorktreeRequest) -> Result<(Worktree, Created), WorktreeErro
 
     if let Some(entry) = entries.iter().find(|e| same_path(&e.path, &path)) {
         if path.exists() {
-            return reuse(req, &path);
+            let (worktree, created) = reuse(req, &path)?;
+            return Ok(Unverified::Ready(worktree, created));
         }
         if let Some(reason) = &entry.locked {
             return Err(WorktreeError::Locked {
@@ -270,9 +293,36 @@ pub fn create(req: &WorktreeRequest) -> Result<(Worktree, Created), WorktreeErro
         Created::Fresh
     };
 
-    let checked_out = checkout::add_checked_out_in(&repo, &path, &full_ref, CheckoutMethod::Auto);
-    let checked_out = checked_out.and_then(|stats| verify_fresh(req, &path, stats));
-    match checked_out {
+    match checkout::add_checked_out_in(&repo, &path, &full_ref, CheckoutMethod::Auto) {
+        Ok(stats) => Ok(Unverified::CheckedOut {
+            path,
+            kind,
+            stats,
+            base,
+        }),
+        Err(e) => {
+            roll_back(req, kind, &base);
+            Err(e)
+        }
+    }
+}
+
+/// Validates the new checkout [`create_unverified`] left (it must be clean on its branch) and
+/// returns the worktree; a failed validation rolls back the branch the creation made.
+pub(crate) fn finish(
+    req: &WorktreeRequest,
+    unverified: Unverified,
+) -> Result<(Worktree, Created), WorktreeError> {
+    let (path, kind, stats, base) = match unverified {
+        Unverified::Ready(worktree, created) => return Ok((worktree, created)),
+        Unverified::CheckedOut {
+            path,
+            kind,
+            stats,
+            base,
+        } => (path, kind, stats, base),
+    };
+    match verify_fresh(req, &path, stats) {
         Ok(head) => Ok((
             Worktree {
                 path,
@@ -282,13 +332,22 @@ pub fn create(req: &WorktreeRequest) -> Result<(Worktree, Created), WorktreeErro
             kind,
         )),
         Err(e) => {
-            if kind == Created::Fresh {
-                // Only a branch this call created is rolled back, and only if it still points
-                // at the base (compare-and-swap), so no commit can be lost.
-                let _ = git.delete_ref(&full_ref_text, &base);
-            }
+            roll_back(req, kind, &base);
             Err(e)
         }
+    }
+}
+
+/// Deletes the branch a failed fresh creation made. Only a branch this creation made is rolled
+/// back, and only if it still points at the base (compare-and-swap), so no commit can be lost.
+fn roll_back(req: &WorktreeRequest, kind: Created, base: &str) {
+    if kind == Created::Fresh
+        && let Ok(full_ref) = checkout::branch_ref(req.branch)
+    {
+        let _ = req
+            .repo
+            .git()
+            .delete_ref(&full_ref.as_bstr().to_string(), base);
     }
 }
 

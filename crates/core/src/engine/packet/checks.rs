@@ -9,13 +9,14 @@ use crate::gate;
 impl Step<'_, '_> {
     /// Returns what follows the deterministic checks of `head` in fix round `round`: `None`
     /// when they approve, fixes when they reject, a failure once the fix rounds are spent.
+    /// The range they read is kept in `read` for the review after them.
     pub(super) fn deterministic_checks(
         &self,
         checks: &gate::PacketChecks,
-        head: &str,
+        (head, read): (&str, &std::cell::OnceCell<gate::ReadRange>),
         round: u32,
     ) -> Result<Option<Next>, Halt> {
-        let verdict = self.review_step(head, round, &[checks])?;
+        let verdict = self.review_step((head, read), round, &[checks])?;
         if verdict.verdict == gate::Decision::Approve {
             return Ok(None);
         }

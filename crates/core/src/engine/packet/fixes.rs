@@ -64,11 +64,13 @@ impl<'s, 'a> Step<'s, 'a> {
             }
             Checked::Passed(head) => {
                 // The deterministic checks gate every packet, before any model sees it.
-                let checks = crate::gate::PacketChecks::for_repo(&self.ctx.repo.git());
-                if let Some(fix) = self.deterministic_checks(&checks, &head, round)? {
+                let checks = self.ctx.packet_checks();
+                // Read once, by the checks: a model review sees the same range.
+                let read = std::cell::OnceCell::new();
+                if let Some(fix) = self.deterministic_checks(checks, (&head, &read), round)? {
                     return Ok(fix);
                 }
-                self.review(&checks, head, round)
+                self.review(checks, (head, &read), round)
             }
         }
     }

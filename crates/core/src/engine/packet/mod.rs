@@ -73,6 +73,18 @@ pub(super) struct Context<'a> {
     /// What the packets this one depends on did, when the coordinator that knows worked it out
     /// (a job from another machine); `None` reads it from the journal.
     pub dependencies: Option<&'a str>,
+    /// The deterministic checks every packet passes, with the repository's file size limit
+    /// read once for the run (see [`Context::packet_checks`]).
+    pub checks: std::sync::OnceLock<crate::gate::PacketChecks>,
+}
+
+impl Context<'_> {
+    /// Returns the deterministic checks every packet of the run passes, reading the
+    /// repository's configured file size limit (a `git config` process) on first use only.
+    pub(super) fn packet_checks(&self) -> &crate::gate::PacketChecks {
+        self.checks
+            .get_or_init(|| crate::gate::PacketChecks::for_repo(&self.repo.git()))
+    }
 }
 
 /// Why a pipeline stopped before success.

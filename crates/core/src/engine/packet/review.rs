@@ -1,6 +1,8 @@
 //! The review phase: the configured reviewer's verdict on a packet's checked commit, stored in
 //! git and journaled; a rejection's findings become the worker's required fixes.
 
+use std::borrow::Cow;
+
 use super::fixes::Next;
 use super::{Halt, Step};
 use crate::gate;
@@ -13,17 +15,18 @@ const FINDING_CHARS: usize = 240;
 impl Step<'_, '_> {
     /// Returns what follows the configured reviewer's verdict on `head` in fix round `round`
     /// (done when no reviewer is configured); the stored verdict names both `checks` and the
-    /// reviewer, so a gate can tell what approved it.
+    /// reviewer, so a gate can tell what approved it. `read` holds the range when the checks
+    /// read it already.
     pub(super) fn review(
         &self,
         checks: &gate::PacketChecks,
-        head: String,
+        (head, read): (String, &std::cell::OnceCell<gate::ReadRange>),
         round: u32,
     ) -> Result<Next, Halt> {
         let Some(review) = self.ctx.review else {
             return Ok(Next::Done(head));
         };
-        let verdict = self.review_step(&head, round, &[checks, review.reviewer])?;
+        let verdict = self.review_step((&head, read), round, &[checks, review.reviewer])?;
         if verdict.verdict == gate::Decision::Approve {
             return Ok(Next::Done(head));
         }
@@ -40,10 +43,11 @@ impl Step<'_, '_> {
     }
 
     /// Reviews `start..head` with `reviewers`, storing the verdict in git, and journals the
-    /// outcome under the last reviewer's name.
+    /// outcome under the last reviewer's name. The range is read into `read` unless an earlier
+    /// step of the same commit read it there already.
     pub(super) fn review_step(
         &self,
-        head: &str,
+        (head, read): (&str, &std::cell::OnceCell<gate::ReadRange>),
         round: u32,
         reviewers: &[&dyn gate::Reviewer],
     ) -> Result<gate::Verdict, Halt> {
@@ -64,8 +68,14 @@ impl Step<'_, '_> {
                 .map_or_else(String::new, |r| r.name().to_string()),
             round,
         })?;
-        let verdict = match gate::review(ctx.repo, &self.start, head, Some(&packet_ref), reviewers)
-        {
+        let reviewed = match read.get() {
+            Some(r) if r.tip == head && r.base == self.start => Ok(Cow::Borrowed(r)),
+            Some(_) => gate::read_range(ctx.repo, &self.start, head).map(Cow::Owned),
+            None => gate::read_range(ctx.repo, &self.start, head)
+                .map(|r| Cow::Borrowed(read.get_or_init(|| r))),
+        }
+        .and_then(|read| gate::review_read(ctx.repo, &read, Some(&packet_ref), reviewers));
+        let verdict = match reviewed {
             Ok(v) => v,
             // A review cut short by a stop (a signal, a spent budget) is redone on resume.
             Err(_) if ctx.stop.load(std::sync::atomic::Ordering::SeqCst) => {

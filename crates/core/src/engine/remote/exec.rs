@@ -276,6 +276,7 @@ fn work(
         retry_delay: Duration::from_secs(1),
         executor: None,
         dependencies: Some(&job.dependencies),
+        checks: Default::default(),
     };
     match steps(&ctx, job, &wt) {
         Ok(Checked::Passed(head)) => Ok(ExecResult::Passed { head }),

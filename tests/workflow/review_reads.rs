@@ -1,0 +1,112 @@
+//! A packet's deterministic checks and its model review read the reviewed range once: the
+//! diff, sizes, patch and history git reads for the checks serve the reviewer too.
+
+use serde_json::{Value, json};
+
+use git_orchestra::demo;
+
+use crate::support::{git_by_subcommand, hermetic, orchestra_with_env, text};
+
+/// Runs `start` of a plan of `ids` (each packet writes `<id>.txt`) with every packet reviewed
+/// by the scripted model, through a `git` on `PATH` that logs its starts; returns the git
+/// command lines the run started.
+fn git_starts_reviewing(ids: &[&str]) -> Vec<String> {
+    hermetic();
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = demo::create_sample(&tmp.path().join("greeter")).unwrap();
+    let mut plan = String::from("```toml\n");
+    for id in ids {
+        plan.push_str(&format!(
+            "[[packet]]\nid = \"{id}\"\ntitle = \"Write {id}\"\ndescription = \"d\"\nfiles = [\"{id}.txt\"]\n\n"
+        ));
+    }
+    plan.push_str("```");
+    let mut scripts: Vec<Value> = ids
+        .iter()
+        .map(|id| {
+            json!({"name": id, "match": ["# Coder", format!("# Write {id}")], "replies": [
+                {"calls": [{"name": "write_file", "args": {"path": format!("{id}.txt"), "content": format!("{id}\n")}}]},
+                {"calls": [{"name": "complete", "args": {"summary": format!("wrote {id}")}}]}]})
+        })
+        .collect();
+    scripts.extend([
+        json!({"name": "planner", "match": ["# Planner"], "replies": [{"text": plan}]}),
+        json!({"name": "packet-review", "match": ["# Reviewer", "# Review this change"], "replies": [
+            {"calls": [{"name": "complete", "args": {"summary": "{\"verdict\": \"approve\", \"findings\": []}"}}]}]}),
+        json!({"name": "review", "match": ["# Reviewer"], "replies": [{"text": "{\"verdict\": \"approve\"}"}]}),
+        json!({"name": "orchestrator", "match": ["# Orchestrator"], "replies": [{"text": "{}"}]}),
+    ]);
+    let model =
+        demo::MockModel::start(demo::parse_scripts(&Value::Array(scripts).to_string()).unwrap())
+            .unwrap();
+    let real = std::env::var("PATH")
+        .unwrap_or_default()
+        .split(':')
+        .map(|dir| std::path::Path::new(dir).join("git"))
+        .find(|p| p.is_file())
+        .unwrap();
+    let bin = tmp.path().join("counting-bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let log = tmp.path().join("git-starts.log");
+    let wrapper = bin.join("git");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\necho \"$*\" >> '{}'\nexec '{}' \"$@\"\n",
+            log.display(),
+            real.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        &wrapper,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let root = tmp.path().join("worktrees");
+    let out = orchestra_with_env(
+        &repo,
+        &[
+            "start",
+            "--yes",
+            "--no-clarify",
+            "--worktree-root",
+            root.to_str().unwrap(),
+            "Write notes",
+        ],
+        &[
+            ("ORCHESTRA_PROVIDER", "openai-compatible"),
+            ("ORCHESTRA_BASE_URL", model.url.as_str()),
+            ("ORCHESTRA_MODEL", "scripted"),
+            ("PATH", &path),
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        report.contains(&format!("all {} packets succeeded", ids.len())),
+        "{report}"
+    );
+    std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn a_model_review_reads_the_range_the_deterministic_checks_read() {
+    let lines = git_starts_reviewing(&["p1", "p2"]);
+    // Each packet's range is read once by the gates: one raw diff, one zero-context patch,
+    // one history (the reviewer's own prompt reads its diff apart).
+    let reads = |what: &str| lines.iter().filter(|l| l.contains(what)).count();
+    let counts = git_by_subcommand(&lines);
+    assert_eq!(reads("diff --raw"), 2, "raw diffs: {counts:?}");
+    assert_eq!(reads("--text -U0 "), 2, "patches: {counts:?}");
+    assert_eq!(reads("log --reverse"), 2, "histories: {counts:?}");
+}
