@@ -356,6 +356,11 @@ pub(crate) fn kill_recorded_groups(run_id: &str, records: &[crate::store::Packet
             kill_group(pgid, libc::SIGKILL);
         }
     }
+    // A process killed between spawning a worker and journaling its group left it unrecorded:
+    // what still carries the run's id in its environment goes too.
+    for pgid in orchestra_sys::exec::groups_of_run(run_id) {
+        kill_group(pgid, libc::SIGKILL);
+    }
 }
 
 /// Stops what a previous process of `run_id` left running and repairs what it left half done.

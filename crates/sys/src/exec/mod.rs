@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 pub use lock::{LockError, RunLock, process_exists};
-pub use process::kill_group;
+pub use process::{groups_of_run, kill_group};
 pub use run_dir::RunDir;
 pub use signal::install as install_signal_handlers;
 

@@ -311,6 +311,40 @@ pub fn group_belongs_to(pgid: i32, run: &str, packet: &str) -> bool {
     })
 }
 
+/// Returns the process groups of every live process carrying `ORCHESTRA_RUN=run` in its
+/// environment — the run's workers and commands and whatever they started — apart from the
+/// caller's own group.
+///
+/// A process killed between spawning a worker and journaling its group leaves that group
+/// unrecorded; this finds it anyway.
+pub fn groups_of_run(run: &str) -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let want = format!("ORCHESTRA_RUN={run}");
+    // SAFETY: getpgrp(2) has no arguments and cannot fail.
+    let own = unsafe { libc::getpgrp() };
+    let mut groups: Vec<i32> = entries
+        .flatten()
+        .filter_map(|e| {
+            let pid = e.file_name();
+            let pid = pid
+                .to_str()
+                .filter(|p| p.bytes().all(|b| b.is_ascii_digit()))?
+                .to_string();
+            let env = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+            env.split(|b| *b == 0)
+                .any(|v| v == want.as_bytes())
+                .then(|| process_group(&pid))
+                .flatten()
+        })
+        .filter(|g| *g > 1 && *g != own)
+        .collect();
+    groups.sort_unstable();
+    groups.dedup();
+    groups
+}
+
 /// Returns the process group of process `pid`, from `/proc/<pid>/stat`.
 fn process_group(pid: &str) -> Option<i32> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
