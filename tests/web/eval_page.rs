@@ -1,5 +1,6 @@
 //! The view's eval page: the evals listed with their progress, one eval's arms with their
-//! statistics and its task × arm grid, from the same report `eval report --json` prints.
+//! statistics and its task × arm grid, from the same report `eval report --json` prints;
+//! one eval is run and read both through the API and, when one is installed, in a browser.
 
 use crate::support::{orchestra, text};
 use crate::web::view::{send, session, ui};
@@ -22,7 +23,7 @@ fn get(ui: &crate::web::view::Ui, path: &str) -> (u16, serde_json::Value) {
 }
 
 #[test]
-fn the_eval_page_lists_evals_and_shows_an_evals_arms_and_grid() {
+fn the_eval_page_lists_evals_and_shows_an_evals_arms_and_grid_also_in_a_browser() {
     let (repo, commits) = crate::workflow::eval_fixtures::history();
     let solver = "s=cmd:if grep -q subtraction \"$ORCHESTRA_PACKET_FILE\"; then echo 'sub() { echo $(($1 - $2)); }' >> src/calc.sh; fi";
     let out = orchestra(
@@ -97,35 +98,17 @@ fn the_eval_page_lists_evals_and_shows_an_evals_arms_and_grid() {
         ),
     );
     assert_eq!(status, 200);
+    // The same eval as a person sees it (the address's code is spent: a view of its own).
+    renders_in_a_browser(&repo.path, id);
 }
 
-#[test]
-fn the_eval_pages_render_in_a_browser_with_the_arms_model_time_and_the_grid() {
+/// Checks, in a browser when one is installed, that the eval pages render `id`'s listing, its
+/// arms with their model time and its grid.
+fn renders_in_a_browser(repo: &std::path::Path, id: &str) {
     let Some((chromium, driver)) = crate::web::webdriver::tools() else {
         return;
     };
-    let (repo, _) = crate::workflow::eval_fixtures::history();
-    let solver = "s=cmd:if grep -q subtraction \"$ORCHESTRA_PACKET_FILE\"; then echo 'sub() { echo $(($1 - $2)); }' >> src/calc.sh; fi";
-    let out = orchestra(
-        &repo.path,
-        &[
-            "eval",
-            "run",
-            "--from-history",
-            "HEAD~2..HEAD",
-            "--test",
-            "sh run_tests.sh",
-            "--arm",
-            solver,
-            "--arm",
-            "noop=cmd:true",
-            "--json",
-        ],
-    );
-    assert!(out.status.success(), "{}", text(&out));
-    let run: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let id = run["eval"].as_str().unwrap();
-    let ui = ui(&repo.path);
+    let ui = ui(repo);
     let b = crate::web::webdriver::Browser::start(&chromium, &driver);
     let wait = std::time::Duration::from_secs(60);
     // The printed address lets the browser in; the runs page links to the evals.

@@ -54,6 +54,15 @@ fn an_eval_killed_mid_attempt_resumes_without_losing_or_repeating_an_attempt() {
         assert!(child.try_wait().unwrap().is_none(), "the eval ended early");
         std::thread::sleep(Duration::from_millis(50));
     }
+    // While it runs, `eval report` shows its progress with a bar.
+    let report = orchestra(&repo.path, &["eval", "report"]);
+    assert!(report.status.success(), "{}", text(&report));
+    assert!(
+        String::from_utf8_lossy(&report.stdout)
+            .contains("unfinished: 1 of 3 attempts ended [######--------------]"),
+        "{}",
+        text(&report)
+    );
     child.kill().unwrap();
     child.wait().unwrap();
     std::fs::write(&go, "").unwrap();

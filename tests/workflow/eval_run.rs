@@ -1,8 +1,49 @@
 //! `git orchestra eval run`: arms of worker commands on the valid tasks of a small shell
-//! project's history, each attempt in a clean repository, judged by the hidden tests.
+//! project's history, each attempt in a clean repository, judged by the hidden tests; a
+//! best-of-N arm against the single arm with a worker whose success per candidate is known.
 
 use super::eval_fixtures::history;
-use crate::support::{orchestra, orchestra_with_env, refs, text};
+use crate::support::{TestRepo, orchestra, orchestra_with_env, refs, text};
+
+/// Returns `eval run --from-history <range> --test "sh run_tests.sh" --arm <arm>… --json` run
+/// in `repo`, which must succeed, parsed.
+fn run_history(repo: &TestRepo, range: &str, arms: &[&str]) -> serde_json::Value {
+    let mut args = vec![
+        "eval",
+        "run",
+        "--from-history",
+        range,
+        "--test",
+        "sh run_tests.sh",
+        "--json",
+    ];
+    for a in arms {
+        args.extend(["--arm", a]);
+    }
+    let out = orchestra(&repo.path, &args);
+    assert!(out.status.success(), "{}", text(&out));
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out)))
+}
+
+/// Returns the arm named `name` of an `eval run --json` output.
+fn arm<'a>(json: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    json["arms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["name"] == name)
+        .unwrap_or_else(|| panic!("no arm {name}: {json}"))
+}
+
+/// Returns the attempt of arm `arm` at task `task` of an `eval run --json` output.
+fn attempt<'a>(json: &'a serde_json::Value, arm: &str, task: &str) -> &'a serde_json::Value {
+    json["attempts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["arm"] == arm && a["task"] == task)
+        .unwrap_or_else(|| panic!("no attempt {arm} {task}: {json}"))
+}
 
 /// A worker that solves the multiplication and subtraction tasks: it appends the function
 /// the objective names.
@@ -25,55 +66,25 @@ fn arms_resolve_exactly_what_they_solve_and_nothing_leaks_or_cheats() {
     let solver = format!("solver={SOLVER}");
     let cheat = format!("cheat={CHEAT}");
     let peek = format!("peek={peek}");
-    let out = orchestra(
-        &repo.path,
-        &[
-            "eval",
-            "run",
-            "--from-history",
-            "HEAD~3..HEAD",
-            "--test",
-            "sh run_tests.sh",
-            "--arm",
-            &solver,
-            "--arm",
-            "noop=cmd:true",
-            "--arm",
-            &cheat,
-            "--arm",
-            &peek,
-            "--json",
-        ],
+    let json = run_history(
+        &repo,
+        "HEAD~3..HEAD",
+        &[&solver, "noop=cmd:true", &cheat, &peek],
     );
-    assert!(out.status.success(), "{}", text(&out));
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let arm = |name: &str| {
-        json["arms"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|a| a["name"] == name)
-            .unwrap_or_else(|| panic!("no arm {name}: {json}"))
-            .clone()
-    };
     for (name, resolved) in [("solver", 2), ("noop", 0), ("cheat", 0), ("peek", 0)] {
-        assert_eq!(arm(name)["attempts"], 3, "{name}: {json}");
-        assert_eq!(arm(name)["resolved"], resolved, "{name}: {json}");
+        assert_eq!(arm(&json, name)["attempts"], 3, "{name}: {json}");
+        assert_eq!(arm(&json, name)["resolved"], resolved, "{name}: {json}");
     }
-    assert_eq!(arm("noop")["failures"], serde_json::json!({"no_change": 3}));
     assert_eq!(
-        arm("cheat")["failures"],
+        arm(&json, "noop")["failures"],
+        serde_json::json!({"no_change": 3})
+    );
+    assert_eq!(
+        arm(&json, "cheat")["failures"],
         serde_json::json!({"tests_fail": 3})
     );
-    let attempts = json["attempts"].as_array().unwrap();
-    assert_eq!(attempts.len(), 12);
-    let failure = |arm: &str, task: &str| {
-        attempts
-            .iter()
-            .find(|a| a["arm"] == arm && a["task"] == task)
-            .unwrap()["failure"]
-            .clone()
-    };
+    assert_eq!(json["attempts"].as_array().unwrap().len(), 12);
+    let failure = |arm: &str, task: &str| attempt(&json, arm, task)["failure"].clone();
     assert_eq!(failure("solver", &commits[0]), serde_json::Value::Null);
     assert_eq!(failure("solver", &commits[2]), "no_change");
     for task in &commits {
@@ -266,4 +277,94 @@ fn a_worker_that_runs_past_the_timeout_fails_as_timeout() {
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(json["arms"][0]["resolved"], 0, "{json}");
     assert_eq!(json["attempts"][0]["failure"], "timeout", "{json}");
+}
+
+#[test]
+fn a_check_that_hangs_on_the_landed_tree_is_stopped_at_the_timeout_as_timeout() {
+    let (repo, _) = history();
+    // The check hangs on a tree holding `hang`, which only the worker writes.
+    let out = orchestra(
+        &repo.path,
+        &[
+            "eval",
+            "run",
+            "--from-history",
+            "HEAD~1..HEAD",
+            "--test",
+            "if [ -e hang ]; then sleep 60; fi; sh run_tests.sh",
+            "--timeout",
+            "3",
+            "--arm",
+            "hanger=cmd:touch hang; echo 'neg() { echo $((0 - $1)); }' >> src/calc.sh",
+            "--json",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let attempt = &json["attempts"][0];
+    assert_eq!(attempt["resolved"], false, "{json}");
+    assert_eq!(attempt["failure"], "timeout", "{json}");
+    assert!(
+        attempt["detail"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("check"),
+        "{json}"
+    );
+    assert!(attempt["wall_ms"].as_u64().unwrap() < 30_000, "{json}");
+}
+
+/// A worker of known success: multiplication is solved by candidate 2 only (the others write a
+/// broken script, which the project's visible tests catch), subtraction by every candidate,
+/// negation by none (a wrong answer the visible tests cannot see). Without a candidate number
+/// it works as candidate 1.
+const WORKER: &str = r#"k=${ORCHESTRA_CANDIDATE:-1}; if grep -q multiplication "$ORCHESTRA_PACKET_FILE"; then if [ "$k" = 2 ]; then echo 'mul() { echo $(($1 * $2)); }' >> src/calc.sh; else echo 'mul() {' >> src/calc.sh; fi; fi; if grep -q subtraction "$ORCHESTRA_PACKET_FILE"; then echo 'sub() { echo $(($1 - $2)); }' >> src/calc.sh; fi; if grep -q negation "$ORCHESTRA_PACKET_FILE"; then echo 'neg() { echo $1; }' >> src/calc.sh; fi"#;
+
+#[test]
+fn the_best_of_3_arm_resolves_the_task_only_its_second_candidate_solves() {
+    let (repo, commits) = history();
+    let single = format!("single=cmd:{WORKER}");
+    let best = format!("best3=cmd[best_of=3]:{WORKER}");
+    let json = run_history(&repo, "HEAD~3..HEAD", &[&single, &best]);
+    assert_eq!(arm(&json, "single")["attempts"], 3, "{json}");
+    assert_eq!(arm(&json, "best3")["attempts"], 3, "{json}");
+    assert_eq!(arm(&json, "single")["resolved"], 1, "{json}");
+    assert_eq!(arm(&json, "best3")["resolved"], 2, "{json}");
+    let resolved = |arm: &str, task: &str| attempt(&json, arm, task)["resolved"].clone();
+    // commits: multiplication, subtraction, negation.
+    assert_eq!(resolved("single", &commits[0]), false, "{json}");
+    assert_eq!(resolved("best3", &commits[0]), true, "{json}");
+    for arm in ["single", "best3"] {
+        assert_eq!(resolved(arm, &commits[1]), true, "{json}");
+        assert_eq!(resolved(arm, &commits[2]), false, "{json}");
+    }
+
+    // `eval compare` pairs the arms task by task: one task only the best-of-3 arm resolves.
+    let eval = json["eval"].as_str().unwrap();
+    let out = orchestra(
+        &repo.path,
+        &[
+            "eval", "compare", eval, "--arm", "best3", "--arm", "single", "--json",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let cmp: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let c = &cmp["comparisons"][0];
+    assert_eq!(
+        (
+            c["pairs"].as_u64(),
+            c["both"].as_u64(),
+            c["only_a"].as_u64(),
+            c["only_b"].as_u64(),
+            c["neither"].as_u64()
+        ),
+        (Some(3), Some(1), Some(1), Some(0), Some(1)),
+        "{cmp}"
+    );
+    let out = orchestra(
+        &repo.path,
+        &["eval", "compare", eval, "--arm", "best3", "--arm", "single"],
+    );
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("only A 1, only B 0"), "{said}");
 }

@@ -111,7 +111,7 @@ pub(super) fn work(
 
 /// Returns the configuration the arm's attempt runs under: the source's with the arm's
 /// profile choices applied (`@<profile>` of a `start` arm goes to every role the attempt
-/// knows). The error is a crash's detail.
+/// knows) and no worker retries. The error is a crash's detail.
 fn arm_config(env: &AttemptEnv<'_>, attempt: &RepoInfo, arm: &Arm) -> Result<RepoConfig, String> {
     let roles: Vec<String> = match arm.kind {
         ArmKind::Start => {
@@ -123,7 +123,11 @@ fn arm_config(env: &AttemptEnv<'_>, attempt: &RepoInfo, arm: &Arm) -> Result<Rep
         }
         _ => Vec::new(),
     };
-    arm.config(env.config, &roles).map_err(|e| e.to_string())
+    let mut config = arm.config(env.config, &roles).map_err(|e| e.to_string())?;
+    // An attempt is one try: a worker that ran out of the packet's time (or was killed) is
+    // not started again, which would multiply the time limit and hide the timeout.
+    config.run.retries = Some(0);
+    Ok(config)
 }
 
 /// Runs the arm's one packet on the attempt repository and integrates it into `main`; sets
@@ -210,7 +214,7 @@ fn run_packet(
     let ctl = Control {
         stop: env.check.stop,
         on_event: &|_, _| {},
-        setup: config.worktree.setup.clone(),
+        setup: worktree_setup(config, env.suite),
         sparse: None,
         sandboxes,
         crash_after_events: None,
@@ -265,10 +269,29 @@ fn failed_reason(attempt: &RepoInfo, run_id: &str) -> Option<String> {
         .and_then(|p| p.reason)
 }
 
+/// Returns the setup command of an attempt's worktrees: `[worktree] setup`, then the suite
+/// task's `setup` (the one the judging checkout runs), the second only once the first
+/// succeeded. The engine runs it in each worktree it makes, before the worker starts.
+pub(super) fn worktree_setup(config: &RepoConfig, suite: Option<&SuiteRecord>) -> Option<String> {
+    let task = suite.and_then(|s| s.setup.clone());
+    match (config.worktree.setup.clone(), task) {
+        (Some(ours), Some(task)) => Some(format!("{{ {ours}\n}} && {{ {task}\n}}")),
+        (ours, task) => ours.or(task),
+    }
+}
+
+/// Returns true if and only if a failed packet's reason says its worktree's setup command
+/// failed (the engine's words), before the worker started.
+pub(super) fn setup_failed(reason: &str) -> bool {
+    reason.contains("setup command `")
+}
+
 /// Returns the failure class a failed packet's reason stands for.
 pub(super) fn classify(reason: &str) -> Failure {
     let lower = reason.to_ascii_lowercase();
-    if lower.contains("changed no file") {
+    if setup_failed(reason) {
+        Failure::SetupFailed
+    } else if lower.contains("changed no file") {
         Failure::NoChange
     } else if super::unattended::gave_up(&lower) {
         Failure::GaveUp

@@ -2,8 +2,8 @@
 //! Y in another (or the same) eval by task and repeat index, then the exact McNemar test on the
 //! discordant pairs and a fixed-seed paired bootstrap of the difference in resolved rate.
 //!
-//! Only pairs both sides ended count: a task one eval never attempted, or an attempt still
-//! running, is left out (and the number left out is reported), so an unfinished eval compares
+//! Only pairs both sides ended count: a task one eval never attempted, an attempt still
+//! running, or one whose setup failed before its arm started, is left out (and the number left out is reported), so an unfinished eval compares
 //! on what it has.
 
 use orchestra_core::eval::stats;
@@ -156,7 +156,7 @@ fn attempts_of(report: &EvalReport, arm: &str) -> Result<Vec<Outcome>, CompareEr
     Ok(report
         .attempts
         .iter()
-        .filter(|r| r.arm == arm)
+        .filter(|r| r.arm == arm && r.counted())
         .map(|r| ((r.task.clone(), r.repeat), r.resolved))
         .collect())
 }

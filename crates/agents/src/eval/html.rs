@@ -176,7 +176,11 @@ fn wall_chart(report: &EvalReport) -> String {
     for (i, a) in report.arms.iter().enumerate() {
         let y = ROW * i as f64 + 13.0;
         out.push_str(&row_label(i, &a.name));
-        for r in report.attempts.iter().filter(|r| r.arm == a.name) {
+        for r in report
+            .attempts
+            .iter()
+            .filter(|r| r.arm == a.name && r.counted())
+        {
             let color = if r.resolved { "#393" } else { "#c33" };
             out.push_str(&format!(
                 "<circle cx=\"{:.1}\" cy=\"{y:.1}\" r=\"4\" fill=\"{color}\" fill-opacity=\"0.6\"><title>{:.1}s</title></circle>\n",

@@ -58,6 +58,10 @@ pub enum Failure {
     /// The program failed (the worker command, the engine), or the attempt could not run to
     /// its end.
     Crash,
+    /// The setup command (the suite task's `setup`, `[worktree] setup`) failed in the
+    /// attempt's worktree before the arm started: the environment, not the arm, is at fault,
+    /// so the attempt is left out of the arm's statistics.
+    SetupFailed,
 }
 
 impl Failure {
@@ -73,7 +77,16 @@ impl Failure {
             Failure::SemanticConflict => "semantic conflict",
             Failure::GaveUp => "agent gave up",
             Failure::Crash => "crash",
+            Failure::SetupFailed => "setup failed",
         }
+    }
+}
+
+impl AttemptResult {
+    /// Returns true if and only if the attempt counts in its arm's statistics: every ended
+    /// attempt but one whose setup failed before the arm started.
+    pub fn counted(&self) -> bool {
+        self.failure != Some(Failure::SetupFailed)
     }
 }
 

@@ -22,7 +22,8 @@ pub struct ArmReport {
     pub name: String,
     /// The arm's spec, as given after `<name>=`.
     pub spec: String,
-    /// Attempts that ended.
+    /// Attempts that ended and count: those whose setup failed before the arm started are
+    /// left out of this and every statistic below but `failures`.
     pub attempts: usize,
     /// Attempts that resolved their task.
     pub resolved: usize,
@@ -151,7 +152,9 @@ fn split_arm(arm: &str) -> (String, String) {
 
 /// Returns the statistics of the arm `name` over `results`.
 fn arm_report(name: &str, spec: &str, k: u32, results: &[AttemptResult]) -> ArmReport {
-    let mine: Vec<&AttemptResult> = results.iter().filter(|r| r.arm == name).collect();
+    let all: Vec<&AttemptResult> = results.iter().filter(|r| r.arm == name).collect();
+    // An attempt whose setup failed before the arm started says nothing about the arm.
+    let mine: Vec<&AttemptResult> = all.iter().copied().filter(|r| r.counted()).collect();
     let resolved = mine.iter().filter(|r| r.resolved).count();
     // `resolved` counts a subset of `mine`, so the rate cannot fail.
     let rate = stats::resolved_rate(resolved, mine.len()).unwrap_or(stats::Rate {
@@ -164,7 +167,7 @@ fn arm_report(name: &str, spec: &str, k: u32, results: &[AttemptResult]) -> ArmR
     let walls: Vec<f64> = mine.iter().map(|r| r.wall_ms as f64 / 1000.0).collect();
     let models: Vec<f64> = mine.iter().map(|r| r.model_ms as f64 / 1000.0).collect();
     let mut failures = BTreeMap::new();
-    for f in mine.iter().filter_map(|r| r.failure) {
+    for f in all.iter().filter_map(|r| r.failure) {
         *failures.entry(f).or_insert(0) += 1;
     }
     let (pass_at_k, pass_hat_k) = pass_k(&mine, k as usize);

@@ -81,7 +81,7 @@ pub(super) fn work(
         },
         timeout: env.check.timeout,
         worktree_root: Some(env.dir.join("worktrees")),
-        setup: config.worktree.setup.clone(),
+        setup: super::attempt::worktree_setup(config, env.suite),
         target: Some(ATTEMPT_BRANCH.to_string()),
         crash_after_events: None,
         crash_after_steps: None,
@@ -136,9 +136,18 @@ pub(super) fn work(
         let gave_up = report.packets.iter().find(|p| {
             p.state != "succeeded" && super::unattended::gave_up(&p.summary.to_ascii_lowercase())
         });
-        let (failure, detail) = match gave_up {
-            Some(p) => (Failure::GaveUp, format!("packet {}: {}", p.id, p.summary)),
-            None => (
+        // A worktree whose setup failed never saw the arm's work.
+        let setup = report
+            .packets
+            .iter()
+            .find(|p| p.state != "succeeded" && super::attempt::setup_failed(&p.summary));
+        let (failure, detail) = match (setup, gave_up) {
+            (Some(p), _) => (
+                Failure::SetupFailed,
+                format!("packet {}: {}", p.id, p.summary),
+            ),
+            (None, Some(p)) => (Failure::GaveUp, format!("packet {}: {}", p.id, p.summary)),
+            (None, None) => (
                 Failure::GateRejected,
                 format!("no packet landed: {}", failed.join(", ")),
             ),

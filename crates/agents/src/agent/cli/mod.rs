@@ -18,6 +18,7 @@ mod probe;
 pub mod record;
 mod review;
 pub mod stream;
+mod text_usage;
 mod touched;
 
 pub use adapter::{Adapter, AdapterError, BUILTIN, Call, Invocation, PromptVia};

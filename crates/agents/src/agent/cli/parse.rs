@@ -21,7 +21,8 @@ pub enum Format {
     Gemini,
     /// opencode's `run --format json`.
     Opencode,
-    /// Plain text: only the last lines are kept as the message.
+    /// Plain text: the last lines are kept as the message, and usage lines
+    /// ([`super::text_usage`]) as its spend.
     Text,
 }
 
@@ -98,6 +99,9 @@ pub fn parse(format: Format, text: &str) -> CliReport {
         let tail: Vec<&str> = text.lines().rev().take(20).collect();
         let tail: Vec<&str> = tail.into_iter().rev().collect();
         report.messages.push(tail.join("\n"));
+        for line in text.lines() {
+            super::text_usage::read(line, &mut report);
+        }
         return report;
     }
     for line in text.lines() {

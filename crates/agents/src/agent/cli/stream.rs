@@ -167,6 +167,8 @@ impl<'a> Stream<'a> {
             return;
         }
         if self.format == Format::Text {
+            // Its usage lines are all a spend limit can act on while it runs.
+            super::text_usage::read(line, &mut self.report);
             self.last = orchestra_sys::redact::clip(line, 200);
             return;
         }
