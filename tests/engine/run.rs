@@ -644,9 +644,18 @@ fn alive(pid: i32) -> bool {
         .is_some_and(|r| !r.starts_with('Z'))
 }
 
-#[test]
-fn cancel_after_a_crash_kills_what_the_worker_left_running() {
-    let repo = TestRepo::new();
+/// Waits up to 10 s for process `pid` to end, failing with `what` otherwise.
+fn assert_dies(pid: i32, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while alive(pid) {
+        assert!(Instant::now() < deadline, "{what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Runs a one-packet plan, unconfined, whose worker leaves a background child, kills the
+/// engine with SIGKILL once the child runs and returns the child's pid.
+fn crash_leaving_a_workers_child(repo: &TestRepo) -> i32 {
     // Unconfined, a worker's background child outlives a killed engine (the sandbox's
     // supervisor would take it down with the engine).
     repo.sandbox_off();
@@ -686,16 +695,30 @@ fn cancel_after_a_crash_kills_what_the_worker_left_running() {
         alive(pid),
         "the worker's child should have survived the crash"
     );
+    pid
+}
+
+#[test]
+fn cancel_after_a_crash_kills_what_the_worker_left_running() {
+    let repo = TestRepo::new();
+    let pid = crash_leaving_a_workers_child(&repo);
     let out = orchestra(&repo.path, &["cancel"]);
     assert!(out.status.success(), "{}", text(&out));
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while alive(pid) {
-        assert!(
-            Instant::now() < deadline,
-            "cancel left the worker's child running"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    assert_dies(pid, "cancel left the worker's child running");
+}
+
+#[test]
+fn cancel_kills_a_workers_leftovers_even_when_its_group_was_never_journaled() {
+    let repo = TestRepo::new();
+    let pid = crash_leaving_a_workers_child(&repo);
+    // A kill between the worker's spawn and the journaling of its group leaves no group on
+    // record: what a crash that early looks like.
+    let db = rusqlite::Connection::open(repo.path.join(".git/orchestra/orchestra.db")).unwrap();
+    db.execute("UPDATE packets SET pgid = NULL", []).unwrap();
+    drop(db);
+    let out = orchestra(&repo.path, &["cancel"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_dies(pid, "cancel left the unrecorded worker's child running");
 }
 
 #[test]
