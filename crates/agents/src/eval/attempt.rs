@@ -400,3 +400,58 @@ fn plan_toml(
     );
     toml::to_string(&plan)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn failing(packets: usize) -> AttemptResult {
+        AttemptResult {
+            task: "t".into(),
+            arm: "a".into(),
+            repeat: 1,
+            resolved: false,
+            failure: Some(Failure::TestsFail),
+            detail: Some("FAIL tests/test_mul.sh".into()),
+            tokens_in: 0,
+            tokens_out: 0,
+            cost: None,
+            wall_ms: 0,
+            packets,
+            fix_rounds: 0,
+            questions: 0,
+            model_ms: 0,
+        }
+    }
+
+    #[test]
+    fn a_failing_check_is_reclassed_by_how_the_packets_landed() {
+        let clean = Landing {
+            clean: true,
+            conflict: None,
+        };
+        let kept_out = Landing {
+            clean: false,
+            conflict: Some("packet b: sent back by the merge: conflicts in x".into()),
+        };
+        let mut r = failing(2);
+        conflicts(&clean, &mut r);
+        assert_eq!(r.failure, Some(Failure::SemanticConflict));
+        let mut r = failing(1);
+        conflicts(&clean, &mut r);
+        assert_eq!(r.failure, Some(Failure::TestsFail));
+        let mut r = failing(2);
+        conflicts(&kept_out, &mut r);
+        assert_eq!(r.failure, Some(Failure::MergeConflict));
+        assert_eq!(
+            r.detail.as_deref(),
+            Some("packet b: sent back by the merge: conflicts in x; FAIL tests/test_mul.sh")
+        );
+        // Only a failing check is reclassed: a resolved attempt stays resolved.
+        let mut r = failing(2);
+        r.failure = None;
+        r.resolved = true;
+        conflicts(&kept_out, &mut r);
+        assert_eq!(r.failure, None);
+    }
+}
