@@ -13,6 +13,7 @@ mod environments;
 mod eval_arms;
 mod eval_arms_e2e;
 mod eval_attempt;
+mod eval_classes;
 pub(crate) mod eval_fixtures;
 mod eval_gave_up;
 mod eval_limits;

@@ -22,6 +22,15 @@ use crate::agent::limit::SpendLimit;
 /// The id of the one packet an attempt's plan holds.
 const PACKET: &str = "task";
 
+/// How an arm's work landed on the attempt's `main`.
+#[derive(Debug, Default)]
+pub(super) struct Landing {
+    /// True if and only if every packet landed with no conflict.
+    pub clean: bool,
+    /// A packet the merge kept out over a conflict nobody resolved: which, and why.
+    pub conflict: Option<String>,
+}
+
 /// What one attempt needs besides its task and arm.
 pub(super) struct AttemptEnv<'a> {
     pub source: &'a RepoInfo,
@@ -76,7 +85,8 @@ pub(super) fn work(
     )?;
     let worked = arm_config(env, &attempt, arm).and_then(|config| match arm.kind {
         ArmKind::Start => super::start_arm::work(env, &attempt, task, arm, &config, &mut result),
-        _ => run_packet(env, &attempt, task, arm, &config, &base, &mut result).map(|()| false),
+        _ => run_packet(env, &attempt, task, arm, &config, &base, &mut result)
+            .map(|()| Landing::default()),
     });
     super::measure::engine_runs(&attempt, &mut result);
     match worked {
@@ -85,28 +95,38 @@ pub(super) fn work(
             result.detail = Some(detail);
         }
         Ok(_) if result.failure.is_some() => {}
-        Ok(merged_clean) => {
-            match arm.over_budget(result.tokens_in + result.tokens_out, result.cost) {
-                Some(over) => {
-                    result.failure = Some(Failure::Budget);
-                    result.detail = Some(over);
-                }
-                None => {
-                    judge(env, &attempt, task, &base, &mut result);
-                    // Several packets that merged without a conflict into a tree whose tests fail.
-                    if merged_clean
-                        && result.packets > 1
-                        && result.failure == Some(Failure::TestsFail)
-                    {
-                        result.failure = Some(Failure::SemanticConflict);
-                    }
-                }
+        Ok(landing) => match arm.over_budget(result.tokens_in + result.tokens_out, result.cost) {
+            Some(over) => {
+                result.failure = Some(Failure::Budget);
+                result.detail = Some(over);
             }
-        }
+            None => {
+                judge(env, &attempt, task, &base, &mut result);
+                conflicts(&landing, &mut result);
+            }
+        },
     }
     result.wall_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     let _ = fs_err::remove_dir_all(env.dir);
     Ok(result)
+}
+
+/// Reclasses a failing check by how the work landed: several packets that merged without a
+/// conflict into a tree whose tests fail are a semantic conflict; a tree whose tests fail
+/// while a packet stayed out over a merge conflict is a merge conflict.
+fn conflicts(landing: &Landing, result: &mut AttemptResult) {
+    if result.failure != Some(Failure::TestsFail) {
+        return;
+    }
+    if landing.clean && result.packets > 1 {
+        result.failure = Some(Failure::SemanticConflict);
+    } else if let Some(conflict) = &landing.conflict {
+        result.failure = Some(Failure::MergeConflict);
+        result.detail = Some(match result.detail.take() {
+            Some(tests) => format!("{conflict}; {tests}"),
+            None => conflict.clone(),
+        });
+    }
 }
 
 /// Returns the configuration the arm's attempt runs under: the source's with the arm's
@@ -379,4 +399,59 @@ fn plan_toml(
         toml::Value::Array(vec![toml::Value::Table(packet)]),
     );
     toml::to_string(&plan)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn failing(packets: usize) -> AttemptResult {
+        AttemptResult {
+            task: "t".into(),
+            arm: "a".into(),
+            repeat: 1,
+            resolved: false,
+            failure: Some(Failure::TestsFail),
+            detail: Some("FAIL tests/test_mul.sh".into()),
+            tokens_in: 0,
+            tokens_out: 0,
+            cost: None,
+            wall_ms: 0,
+            packets,
+            fix_rounds: 0,
+            questions: 0,
+            model_ms: 0,
+        }
+    }
+
+    #[test]
+    fn a_failing_check_is_reclassed_by_how_the_packets_landed() {
+        let clean = Landing {
+            clean: true,
+            conflict: None,
+        };
+        let kept_out = Landing {
+            clean: false,
+            conflict: Some("packet b: sent back by the merge: conflicts in x".into()),
+        };
+        let mut r = failing(2);
+        conflicts(&clean, &mut r);
+        assert_eq!(r.failure, Some(Failure::SemanticConflict));
+        let mut r = failing(1);
+        conflicts(&clean, &mut r);
+        assert_eq!(r.failure, Some(Failure::TestsFail));
+        let mut r = failing(2);
+        conflicts(&kept_out, &mut r);
+        assert_eq!(r.failure, Some(Failure::MergeConflict));
+        assert_eq!(
+            r.detail.as_deref(),
+            Some("packet b: sent back by the merge: conflicts in x; FAIL tests/test_mul.sh")
+        );
+        // Only a failing check is reclassed: a resolved attempt stays resolved.
+        let mut r = failing(2);
+        r.failure = None;
+        r.resolved = true;
+        conflicts(&kept_out, &mut r);
+        assert_eq!(r.failure, None);
+    }
 }

@@ -15,7 +15,7 @@ use orchestra_core::eval::attempt::ATTEMPT_BRANCH;
 use orchestra_core::store::Event;
 use orchestra_git::git::RepoInfo;
 
-use super::attempt::{AttemptEnv, classify};
+use super::attempt::{AttemptEnv, Landing, classify};
 use super::{Arm, AttemptResult, Failure};
 use crate::orchestrator::budget::{self, Budget};
 use crate::orchestrator::{
@@ -50,8 +50,9 @@ impl Interaction for Unattended {
 
 /// Runs `start` on `task`'s objective in `attempt` under `config` and records its packets,
 /// tokens, cost and questions in `result`, with the failure class when the run did not
-/// complete. Returns true if and only if the run completed with every packet landed (a failing
-/// check is then a semantic conflict). The error is a crash's detail.
+/// complete. Returns how the packets landed (with every packet landed, a failing check is a
+/// semantic conflict; with one kept out by a conflict, a merge conflict). The error is a
+/// crash's detail.
 pub(super) fn work(
     env: &AttemptEnv<'_>,
     attempt: &RepoInfo,
@@ -59,7 +60,7 @@ pub(super) fn work(
     arm: &Arm,
     config: &RepoConfig,
     result: &mut AttemptResult,
-) -> Result<bool, String> {
+) -> Result<Landing, String> {
     let req = StartRequest {
         objective: task.objective.trim().to_string(),
         settings: StartSettings {
@@ -122,7 +123,7 @@ pub(super) fn work(
         };
         result.failure = Some(failure);
         result.detail = Some(reason);
-        return Ok(false);
+        return Ok(Landing::default());
     }
     let failed: Vec<&str> = report
         .packets
@@ -155,7 +156,16 @@ pub(super) fn work(
         result.failure = Some(failure);
         result.detail = Some(detail);
     }
-    Ok(failed.is_empty())
+    // A packet the merge kept out over a conflict its agent did not resolve.
+    let conflict = report
+        .packets
+        .iter()
+        .find(|p| p.state == "not_landed" && p.summary.to_ascii_lowercase().contains("conflict"))
+        .map(|p| format!("packet {}: {}", p.id, p.summary));
+    Ok(Landing {
+        clean: failed.is_empty(),
+        conflict,
+    })
 }
 
 /// Counts the questions of run `run` into `result`: the clarifier's (each left to an
