@@ -10,6 +10,9 @@ use super::extract::{node_text, span_of};
 use super::facts::ModPath;
 
 /// Returns the `#[path]` module declarations (without a body) at the top level of a Rust file.
+///
+/// A plain `#[path]` wins over `#[cfg_attr(…, path = "…")]`; of several of those, the first
+/// whose condition does not name Windows, else the first.
 pub(super) fn extract(root: Node, source: &[u8]) -> Vec<ModPath> {
     let mut out = Vec::new();
     let mut cursor = root.walk();
@@ -20,32 +23,50 @@ pub(super) fn extract(root: Node, source: &[u8]) -> Vec<ModPath> {
         let Some(name) = item.child_by_field_name("name") else {
             continue;
         };
+        let mut found: Vec<(u8, String)> = Vec::new();
         let mut attr = item.prev_named_sibling();
         while let Some(a) = attr {
             match a.kind() {
                 "attribute_item" => {
-                    if let Some(path) = path_attribute(&node_text(a, source)) {
-                        out.push(ModPath {
-                            name: node_text(name, source),
-                            path,
-                            span: span_of(item),
-                        });
-                        break;
-                    }
+                    found.extend(path_attribute(&node_text(a, source)));
                 }
                 "line_comment" | "block_comment" => {}
                 _ => break,
             }
             attr = a.prev_named_sibling();
         }
+        // Attributes were met last first; the lowest rank, earliest in the source, wins.
+        found.reverse();
+        if let Some((_, path)) = found.into_iter().min_by_key(|(rank, _)| *rank) {
+            out.push(ModPath {
+                name: node_text(name, source),
+                path,
+                span: span_of(item),
+            });
+        }
     }
     out
 }
 
-/// Returns the path of a `#[path = "…"]` attribute, `None` for any other attribute.
-fn path_attribute(text: &str) -> Option<String> {
+/// Returns the rank and path of a `#[path = "…"]` (rank 0) or `#[cfg_attr(cond, path = "…")]`
+/// (rank 1, or 2 when the condition names Windows) attribute, `None` for any other attribute.
+fn path_attribute(text: &str) -> Option<(u8, String)> {
     let inner = text.strip_prefix("#[")?.strip_suffix(']')?.trim();
-    let value = inner.strip_prefix("path")?.trim_start().strip_prefix('=')?;
+    if let Some(args) = inner
+        .strip_prefix("cfg_attr")
+        .and_then(|a| a.trim_start().strip_prefix('('))
+        .and_then(|a| a.trim_end().strip_suffix(')'))
+    {
+        let (cond, attr) = args.rsplit_once(',')?;
+        let rank = if cond.contains("windows") { 2 } else { 1 };
+        return Some((rank, path_value(attr.trim())?));
+    }
+    Some((0, path_value(inner)?))
+}
+
+/// Returns the string of a `path = "…"` meta item.
+fn path_value(meta: &str) -> Option<String> {
+    let value = meta.strip_prefix("path")?.trim_start().strip_prefix('=')?;
     let literal = value.trim().strip_prefix('"')?.strip_suffix('"')?;
     (!literal.is_empty() && !literal.contains('\\')).then(|| literal.to_string())
 }
@@ -58,16 +79,38 @@ mod tests {
 
     #[test]
     fn path_attribute_reads_only_path_attributes() {
+        let path = |t: &str| super::path_attribute(t);
+        assert_eq!(path("#[path = \"unix.rs\"]"), Some((0, "unix.rs".into())));
+        assert_eq!(path("#[path=\"../a/b.rs\"]"), Some((0, "../a/b.rs".into())));
         assert_eq!(
-            super::path_attribute("#[path = \"unix.rs\"]").as_deref(),
-            Some("unix.rs")
+            path("#[cfg_attr(unix, path = \"u.rs\")]"),
+            Some((1, "u.rs".into()))
         );
         assert_eq!(
-            super::path_attribute("#[path=\"../a/b.rs\"]").as_deref(),
-            Some("../a/b.rs")
+            path("#[cfg_attr(all(windows, x), path = \"w.rs\")]"),
+            Some((2, "w.rs".into()))
         );
-        assert_eq!(super::path_attribute("#[pathological = \"x\"]"), None);
-        assert_eq!(super::path_attribute("#[cfg(unix)]"), None);
+        assert_eq!(path("#[cfg_attr(unix, derive(Debug))]"), None);
+        assert_eq!(path("#[pathological = \"x\"]"), None);
+        assert_eq!(path("#[cfg(unix)]"), None);
+    }
+
+    #[test]
+    fn a_cfg_attr_path_other_than_windows_is_followed() {
+        let r = repo(&[
+            (
+                "src/lib.rs",
+                concat!(
+                    "#[cfg_attr(windows, path = \"windows.rs\")]\n", // 1
+                    "#[cfg_attr(unix, path = \"unix.rs\")]\n",       // 2
+                    "mod imp;\n",                                    // 3
+                    "pub fn f() { imp::open(); }\n",                 // 4
+                ),
+            ),
+            ("src/unix.rs", "pub fn open() {}\n"),
+            ("src/windows.rs", "pub fn open() {}\n"),
+        ]);
+        assert_eq!(r.def("src/lib.rs", 4, "open"), ["src/unix.rs:1"]);
     }
 
     #[test]
