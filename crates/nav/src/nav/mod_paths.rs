@@ -212,4 +212,23 @@ mod tests {
         let targets: Vec<_> = imports.iter().map(|i| i.target.as_deref()).collect();
         assert_eq!(targets, [Some("src/lib.rs")]);
     }
+
+    #[test]
+    fn a_path_loaded_file_owns_its_directory_for_its_own_modules() {
+        let r = repo(&[
+            (
+                "src/lib.rs",
+                concat!(
+                    "#[path = \"impls/unix.rs\"]\n", // 1
+                    "mod sys;\n",                    // 2
+                    "use crate::sys::fs::File;\n",   // 3
+                    "pub fn f(_f: File) {}\n",       // 4
+                ),
+            ),
+            ("src/impls/unix.rs", "pub mod fs;\n"),
+            ("src/impls/fs.rs", "pub struct File;\n"),
+            ("src/other.rs", "pub struct File;\n"),
+        ]);
+        assert_eq!(r.def("src/lib.rs", 4, "File"), ["src/impls/fs.rs:1"]);
+    }
 }

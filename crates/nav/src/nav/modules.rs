@@ -376,17 +376,26 @@ impl ModuleTable {
 
     /// Returns the file a `#[path = "…"] mod` declaration of module `segments` names: the
     /// declaration is looked up in the parent module's file, and its path taken relative to
-    /// that file's directory.
+    /// that file's directory. A file loaded that way owns its directory as a `mod.rs` does: its
+    /// plain `mod x;` is `x.rs` or `x/mod.rs` beside it.
     fn rust_path_module(&self, root: &str, segments: &[String]) -> Option<u32> {
         let (name, parent) = segments.split_last()?;
-        let parent = self.rust_file(root, parent)?;
+        let (parent, loaded) = match self.rust_paths.get(&(root.to_string(), parent.join("::"))) {
+            Some(&f) => (f, false),
+            None => (self.rust_path_module(root, parent)?, true),
+        };
         let (path, facts) = self.rust_facts.get(&parent)?;
-        if facts.mod_paths.is_empty() {
+        let dir = dir_of(path);
+        if let Some(decl) = facts.mod_paths.iter().find(|m| &m.name == name) {
+            let target = normalise(&join(dir, &decl.path))?;
+            return self.paths.get(&target).copied();
+        }
+        if !loaded {
             return None;
         }
-        let decl = facts.mod_paths.iter().find(|m| &m.name == name)?;
-        let target = normalise(&join(dir_of(path), &decl.path))?;
-        self.paths.get(&target).copied()
+        [format!("{name}.rs"), format!("{name}/mod.rs")]
+            .iter()
+            .find_map(|c| self.paths.get(&join(dir, c)).copied())
     }
 
     /// Returns the name of the crate whose source directory is `root`, if known.
