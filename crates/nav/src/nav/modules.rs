@@ -34,8 +34,9 @@ pub struct ModuleTable {
     crates: HashMap<String, String>,
     /// Rust file → its path and facts (decoded only when a `#[path]` module is looked up).
     rust_facts: HashMap<u32, (String, Facts)>,
-    /// Module paths of the files `#[path]` declarations load, found on first need.
-    path_loaded: OnceLock<HashMap<u32, (String, Vec<String>)>>,
+    /// Per crate source directory holding a crate root: the module paths of the files its
+    /// `#[path]` declarations load, found on first need.
+    path_loaded: HashMap<String, OnceLock<HashMap<u32, (String, Vec<String>)>>>,
     ts_configs: Vec<TsConfig>,
 }
 
@@ -189,6 +190,11 @@ impl ModuleTable {
             t.rust_facts
                 .insert(i as u32, (f.path.clone(), f.facts.clone()));
         }
+        for root in roots {
+            if t.rust_paths.contains_key(&(root.clone(), String::new())) {
+                t.path_loaded.insert(root, OnceLock::new());
+            }
+        }
         t
     }
 
@@ -326,23 +332,25 @@ impl ModuleTable {
                 .rust_paths
                 .contains_key(&(root.clone(), parent.join("::")))
         });
-        if !orphan {
+        let Some(loaded) = self.path_loaded.get(root).filter(|_| orphan) else {
             return Some(layout);
-        }
-        self.path_loaded
-            .get_or_init(|| self.path_loaded_modules())
+        };
+        loaded
+            .get_or_init(|| self.path_loaded_modules(root))
             .get(&file)
             .or(Some(layout))
     }
 
-    /// Returns the module path of every file a `#[path]` declaration loads: the declaring
-    /// file's module path and the declared name (declarations inside loaded files included).
-    fn path_loaded_modules(&self) -> HashMap<u32, (String, Vec<String>)> {
+    /// Returns the module path of every file a `#[path]` declaration of the crate at `root`
+    /// loads: the declaring file's module path and the declared name (declarations inside
+    /// loaded files included).
+    fn path_loaded_modules(&self, root: &str) -> HashMap<u32, (String, Vec<String>)> {
         let mut out: HashMap<u32, (String, Vec<String>)> = HashMap::new();
         // Two rounds: a file loaded through `#[path]` may declare more of them.
         for _ in 0..2 {
             for (file, (path, facts)) in &self.rust_facts {
-                if facts.mod_paths.is_empty() {
+                let in_crate = self.rust_modules.get(file).is_some_and(|(r, _)| r == root);
+                if !in_crate || facts.mod_paths.is_empty() {
                     continue;
                 }
                 let Some((root, segs)) = out.get(file).or_else(|| self.rust_modules.get(file))
