@@ -14,6 +14,9 @@ use super::lang::Lang;
 use super::manifests::{Manifests, TsConfig};
 use super::snapshot::Facts;
 
+/// Rust file → (crate source directory, module path segments).
+type RustModules = HashMap<u32, (String, Vec<String>)>;
+
 /// Lookup tables from module names to files, rebuilt on every refresh.
 #[derive(Debug, Default)]
 pub struct ModuleTable {
@@ -36,7 +39,7 @@ pub struct ModuleTable {
     rust_facts: HashMap<u32, (String, Facts)>,
     /// Per crate source directory holding a crate root: the module paths of the files its
     /// `#[path]` declarations load, found on first need.
-    path_loaded: HashMap<String, OnceLock<HashMap<u32, (String, Vec<String>)>>>,
+    path_loaded: HashMap<String, OnceLock<RustModules>>,
     ts_configs: Vec<TsConfig>,
 }
 
@@ -344,8 +347,8 @@ impl ModuleTable {
     /// Returns the module path of every file a `#[path]` declaration of the crate at `root`
     /// loads: the declaring file's module path and the declared name (declarations inside
     /// loaded files included).
-    fn path_loaded_modules(&self, root: &str) -> HashMap<u32, (String, Vec<String>)> {
-        let mut out: HashMap<u32, (String, Vec<String>)> = HashMap::new();
+    fn path_loaded_modules(&self, root: &str) -> RustModules {
+        let mut out = RustModules::new();
         // Two rounds: a file loaded through `#[path]` may declare more of them.
         for _ in 0..2 {
             for (file, (path, facts)) in &self.rust_facts {
