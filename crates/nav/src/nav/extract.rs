@@ -17,7 +17,7 @@ use super::typefacts::{RawBinding, type_facts};
 use super::use_tree::rust_use_tree;
 
 /// Bumped when the extraction code (not the queries) changes what it produces.
-pub const EXTRACTOR_VERSION: &str = "9";
+pub const EXTRACTOR_VERSION: &str = "10";
 
 /// Files larger than this are indexed as empty: they are almost always generated or minified.
 pub const MAX_FILE_BYTES: usize = 2 * 1024 * 1024;
@@ -111,7 +111,11 @@ impl Extractor {
                 }
             }
         }
-        Ok(pass.into_facts(source))
+        let mut facts = pass.into_facts(source);
+        if lang == Lang::Rust {
+            facts.mod_paths = super::mod_paths::extract(root, source);
+        }
+        Ok(facts)
     }
 }
 

@@ -179,6 +179,24 @@ pub struct FileFacts {
     pub relations: Vec<Relation>,
     #[serde(rename = "ty")]
     pub types: Vec<TypeFact>,
+    /// Rust `#[path = "…"] mod name;` declarations: the files they load.
+    #[serde(rename = "mp", default)]
+    pub mod_paths: Vec<ModPath>,
+}
+
+/// A Rust module declaration whose file a `#[path]` attribute names (`#[path = "unix.rs"] mod
+/// sys;`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModPath {
+    /// The module's name (`sys`).
+    #[serde(rename = "n")]
+    pub name: String,
+    /// The path as written, relative to the declaring file's directory (`unix.rs`).
+    #[serde(rename = "p")]
+    pub path: String,
+    /// The `mod` item.
+    #[serde(rename = "s")]
+    pub span: Span,
 }
 
 impl FileFacts {

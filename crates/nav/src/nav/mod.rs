@@ -28,6 +28,7 @@ mod manifests;
 mod map;
 mod matcher;
 pub mod mcp;
+mod mod_paths;
 mod modules;
 mod patterns;
 mod query;

@@ -7,10 +7,15 @@
 //! import paths matched to package directories.
 
 use std::collections::HashMap;
+use std::sync::OnceLock;
 
 use super::index::FileEntry;
 use super::lang::Lang;
 use super::manifests::{Manifests, TsConfig};
+use super::snapshot::Facts;
+
+/// Rust file → (crate source directory, module path segments).
+type RustModules = HashMap<u32, (String, Vec<String>)>;
 
 /// Lookup tables from module names to files, rebuilt on every refresh.
 #[derive(Debug, Default)]
@@ -30,6 +35,11 @@ pub struct ModuleTable {
     rust_paths: HashMap<(String, String), u32>,
     /// Crate name (as `use` writes it) → the crate's source directory.
     crates: HashMap<String, String>,
+    /// Rust file → its path and facts (decoded only when a `#[path]` module is looked up).
+    rust_facts: HashMap<u32, (String, Facts)>,
+    /// Per crate source directory holding a crate root: the module paths of the files its
+    /// `#[path]` declarations load, found on first need.
+    path_loaded: HashMap<String, OnceLock<RustModules>>,
     ts_configs: Vec<TsConfig>,
 }
 
@@ -180,6 +190,13 @@ impl ModuleTable {
                 .entry((root.clone(), segs.join("::")))
                 .or_insert(i as u32);
             t.rust_modules.insert(i as u32, (root.clone(), segs));
+            t.rust_facts
+                .insert(i as u32, (f.path.clone(), f.facts.clone()));
+        }
+        for root in roots {
+            if t.rust_paths.contains_key(&(root.clone(), String::new())) {
+                t.path_loaded.insert(root, OnceLock::new());
+            }
         }
         t
     }
@@ -308,15 +325,88 @@ impl ModuleTable {
     }
 
     /// Returns the Rust module path of a file: (crate source directory, segments).
+    /// A file no parent module reaches by layout (`src/impls/unix.rs` without
+    /// `src/impls.rs`) takes the path of the `#[path]` declaration that loads it, if any.
     pub fn rust_module_of(&self, file: u32) -> Option<&(String, Vec<String>)> {
-        self.rust_modules.get(&file)
+        let layout = self.rust_modules.get(&file)?;
+        let (root, segs) = layout;
+        let orphan = segs.split_last().is_some_and(|(_, parent)| {
+            !self
+                .rust_paths
+                .contains_key(&(root.clone(), parent.join("::")))
+        });
+        let Some(loaded) = self.path_loaded.get(root).filter(|_| orphan) else {
+            return Some(layout);
+        };
+        loaded
+            .get_or_init(|| self.path_loaded_modules(root))
+            .get(&file)
+            .or(Some(layout))
     }
 
-    /// Returns the file of Rust module `segments` in the crate at `root`.
+    /// Returns the module path of every file a `#[path]` declaration of the crate at `root`
+    /// loads: the declaring file's module path and the declared name (declarations inside
+    /// loaded files included).
+    fn path_loaded_modules(&self, root: &str) -> RustModules {
+        let mut out = RustModules::new();
+        // Two rounds: a file loaded through `#[path]` may declare more of them.
+        for _ in 0..2 {
+            for (file, (path, facts)) in &self.rust_facts {
+                let in_crate = self.rust_modules.get(file).is_some_and(|(r, _)| r == root);
+                if !in_crate || facts.mod_paths.is_empty() {
+                    continue;
+                }
+                let Some((root, segs)) = out.get(file).or_else(|| self.rust_modules.get(file))
+                else {
+                    continue;
+                };
+                let (root, segs) = (root.clone(), segs.clone());
+                for decl in &facts.mod_paths {
+                    let Some(target) = normalise(&join(dir_of(path), &decl.path))
+                        .and_then(|t| self.paths.get(&t).copied())
+                    else {
+                        continue;
+                    };
+                    let mut module = segs.clone();
+                    module.push(decl.name.clone());
+                    out.insert(target, (root.clone(), module));
+                }
+            }
+        }
+        out
+    }
+
+    /// Returns the file of Rust module `segments` in the crate at `root`: the file its layout
+    /// gives, else the file a `#[path]` attribute on its declaration names.
     pub fn rust_file(&self, root: &str, segments: &[String]) -> Option<u32> {
         self.rust_paths
             .get(&(root.to_string(), segments.join("::")))
             .copied()
+            .or_else(|| self.rust_path_module(root, segments))
+    }
+
+    /// Returns the file a `#[path = "…"] mod` declaration of module `segments` names: the
+    /// declaration is looked up in the parent module's file, and its path taken relative to
+    /// that file's directory. A file loaded that way owns its directory as a `mod.rs` does: its
+    /// plain `mod x;` is `x.rs` or `x/mod.rs` beside it.
+    fn rust_path_module(&self, root: &str, segments: &[String]) -> Option<u32> {
+        let (name, parent) = segments.split_last()?;
+        let (parent, loaded) = match self.rust_paths.get(&(root.to_string(), parent.join("::"))) {
+            Some(&f) => (f, false),
+            None => (self.rust_path_module(root, parent)?, true),
+        };
+        let (path, facts) = self.rust_facts.get(&parent)?;
+        let dir = dir_of(path);
+        if let Some(decl) = facts.mod_paths.iter().find(|m| &m.name == name) {
+            let target = normalise(&join(dir, &decl.path))?;
+            return self.paths.get(&target).copied();
+        }
+        if !loaded {
+            return None;
+        }
+        [format!("{name}.rs"), format!("{name}/mod.rs")]
+            .iter()
+            .find_map(|c| self.paths.get(&join(dir, c)).copied())
     }
 
     /// Returns the name of the crate whose source directory is `root`, if known.
