@@ -10,6 +10,7 @@
 mod actions;
 mod best_of;
 mod best_of_arms;
+mod best_of_checks;
 mod best_of_compare;
 mod best_of_parallel;
 mod confine;

@@ -2,12 +2,12 @@
 //! N candidates work the packet at once (as many as the run's `max_parallel`, see `fan_out.rs`),
 //! each in its own worktree on its own branch
 //! (`orchestra/<run>/<packet>.c<k>`, beside the packet's), and go through the commit, the
-//! scope check and the packet's validation; the one that passes with the smallest change
-//! becomes the packet's work, which then goes on through the deterministic checks, the review
-//! and the fix rounds like any packet's.
+//! scope check, the packet's validation and the deterministic checks; the one that passes with
+//! the smallest change becomes the packet's work, which then goes on through the review and
+//! the fix rounds like any packet's.
 //!
-//! Selection is grounded in execution: a candidate that fails its scope check or validation
-//! cannot win; when two or more pass, the packet's reviewer compares their diffs side by side
+//! Selection is grounded in execution: a candidate that fails its scope check, validation or
+//! the deterministic checks cannot win; when two or more pass, the packet's reviewer compares their diffs side by side
 //! (`compare.rs`) and its choice wins; without a usable choice the smaller change wins (the
 //! earlier candidate on a tie).
 //! Every candidate's commit is kept as `refs/orchestra/candidates/<run>/<packet>/c<k>` until
@@ -79,7 +79,7 @@ pub(super) fn reasons(winner: &Candidate, all: &[Candidate], judged: Option<&Jud
         .as_ref()
         .map_or_else(String::new, |a| format!(" (arm `{a}`)"));
     let mut out = format!(
-        "candidate {} of {} chosen{arm}: it passed the scope check and validation",
+        "candidate {} of {} chosen{arm}: it passed the scope check, validation and the deterministic checks",
         winner.number,
         all.len()
     );
@@ -297,7 +297,10 @@ impl Step<'_, '_> {
                         Halt::Fail(format!("cannot measure the candidate's change: {e}"))
                     })?;
                 match step.validate(Some(made))? {
-                    Checked::Passed(_) => result.passed = true,
+                    Checked::Passed(_) => match step.candidate_checks(&head)? {
+                        None => result.passed = true,
+                        Some(reason) => result.reason = reason,
+                    },
                     Checked::Failed { reason, .. } => result.reason = reason,
                 }
             }
