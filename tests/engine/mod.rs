@@ -13,6 +13,7 @@ mod best_of_arms;
 mod best_of_checks;
 mod best_of_compare;
 mod best_of_parallel;
+mod best_of_strategy;
 mod confine;
 mod executor;
 mod fix_rounds;

@@ -236,6 +236,9 @@ pub struct Control<'a> {
     /// Integrates the run once its packets are final, when integration was asked of it
     /// (`run --merge`); without one such a run stays interrupted until a resume that has one.
     pub integrator: Option<&'a dyn Integrator>,
+    /// The `[best_of] arms`: a worker command's candidate whose arm is `strategy:<text>` gets
+    /// `ORCHESTRA_STRATEGY=<text>` (our agents read their arms from their own configuration).
+    pub arms: Vec<String>,
 }
 
 /// How an execution ended.
@@ -339,6 +342,7 @@ pub fn execute_with(
         executor: ctl.executor,
         dependencies: None,
         checks: Default::default(),
+        arms: &ctl.arms,
     };
     drive(&ctx, &graph)?;
     let held = integration::run_pending(repo, &journal, ctl, worker)?;

@@ -21,6 +21,7 @@ use std::path::PathBuf;
 
 use super::compare::{Judged, comparison_note};
 use super::{Checked, Halt, Step};
+use crate::config::{STRATEGY_ARM, arm_of};
 use crate::store::{Event, EventKind};
 use orchestra_git::git::commit;
 use orchestra_sys::names;
@@ -247,7 +248,25 @@ impl Step<'_, '_> {
         step.env = step.environment()?;
         step.env
             .push(("ORCHESTRA_CANDIDATE".to_string(), k.to_string()));
+        if let Some(arm) = self.candidate_arm(k)
+            && let Some(text) = arm.strip_prefix(STRATEGY_ARM)
+        {
+            step.env
+                .push(("ORCHESTRA_STRATEGY".to_string(), text.trim().to_string()));
+        }
         Ok(step)
+    }
+
+    /// Returns the arm candidate `k` works with: our agent's (see `Worker::arm`), or for a
+    /// worker command its `strategy:` arm of `[best_of] arms` (other arms change our agents
+    /// only).
+    fn candidate_arm(&self, k: u32) -> Option<String> {
+        match (self.ctx.worker_cmd, self.ctx.worker) {
+            (None, Some(w)) => w.arm(self.packet, k),
+            _ => arm_of(self.ctx.arms, k)
+                .filter(|a| a.starts_with(STRATEGY_ARM))
+                .map(str::to_string),
+        }
     }
 
     /// Runs candidate `k` from a clean worktree through the worker, the commit, the scope check
@@ -256,7 +275,7 @@ impl Step<'_, '_> {
         // A candidate cut short by a crash starts again from a clean worktree.
         self.remove_candidate(k);
         let step = self.candidate_step(k)?;
-        let arm = self.ctx.worker.and_then(|w| w.arm(self.packet, k));
+        let arm = self.candidate_arm(k);
         self.record(Event::CandidateStarted {
             packet: self.packet.id.clone(),
             attempt: self.rec.attempt,

@@ -76,6 +76,8 @@ pub(super) struct Context<'a> {
     /// The deterministic checks every packet passes, with the repository's file size limit
     /// read once for the run (see [`Context::packet_checks`]).
     pub checks: std::sync::OnceLock<crate::gate::PacketChecks>,
+    /// The `[best_of] arms` a worker command's candidates take their `strategy:` from.
+    pub arms: &'a [String],
 }
 
 impl Context<'_> {

@@ -277,6 +277,7 @@ fn work(
         executor: None,
         dependencies: Some(&job.dependencies),
         checks: Default::default(),
+        arms: &[],
     };
     match steps(&ctx, job, &wt) {
         Ok(Checked::Passed(head)) => Ok(ExecResult::Passed { head }),
