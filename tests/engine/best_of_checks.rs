@@ -1,6 +1,7 @@
 //! Best-of-N selection runs the deterministic checks (secrets, file sizes, conflict markers,
 //! …) on every candidate before the choice: a candidate they reject cannot win, however small
-//! its change, and its reason names the check.
+//! its change, and its reason names the check. With a project test command (`[eval] test`)
+//! configured, a candidate must pass it too.
 
 use crate::support::*;
 
@@ -51,4 +52,29 @@ fn a_smaller_candidate_the_checks_reject_loses_to_a_clean_one() {
         })
         .count();
     assert_eq!(rejected, 0, "the packet's own checks never rejected it");
+}
+
+/// Candidate 1 writes `bad`, candidate 2 two lines starting with `good`; both pass the
+/// packet's validation.
+const TESTED: &str = r#"if [ "$ORCHESTRA_CANDIDATE" = 1 ]; then echo bad > out.txt; else printf 'good\nmore\n' > out.txt; fi"#;
+
+#[test]
+fn a_smaller_candidate_failing_the_projects_tests_loses_to_one_passing_them() {
+    let repo = TestRepo::new();
+    repo.user_config("[eval]\ntest = \"grep -q good out.txt\"\n");
+    let body = format!(
+        "objective = \"Tested wins\"\n\n{}",
+        packet("p1", "\"out.txt\"", "", "\"test -s out.txt\"")
+    );
+    let plan = repo.write_plan("plan.toml", &body);
+    let out = repo.run_plan(&plan, TESTED, &["--best-of", "2"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let v = status_json(&repo.path);
+    let shown = &v["candidates"][0];
+    assert_eq!(shown["winner"], 2, "{v:#}");
+    let reasons = shown["reasons"].as_str().unwrap();
+    assert!(
+        reasons.contains("candidate 1: the project's tests `grep -q good out.txt` failed"),
+        "{reasons}"
+    );
 }

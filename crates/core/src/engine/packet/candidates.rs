@@ -317,7 +317,13 @@ impl Step<'_, '_> {
                     })?;
                 match step.validate(Some(made))? {
                     Checked::Passed(_) => match step.candidate_checks(&head)? {
-                        None => result.passed = true,
+                        None => match self.ctx.tests {
+                            Some(tests) => match step.candidate_tests(tests)? {
+                                None => result.passed = true,
+                                Some(reason) => result.reason = reason,
+                            },
+                            None => result.passed = true,
+                        },
                         Some(reason) => result.reason = reason,
                     },
                     Checked::Failed { reason, .. } => result.reason = reason,

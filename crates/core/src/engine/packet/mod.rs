@@ -78,6 +78,8 @@ pub(super) struct Context<'a> {
     pub checks: std::sync::OnceLock<crate::gate::PacketChecks>,
     /// The `[best_of] arms` a worker command's candidates take their `strategy:` from.
     pub arms: &'a [String],
+    /// The project's test command a best-of-N packet's candidates run before the choice.
+    pub tests: Option<&'a str>,
 }
 
 impl Context<'_> {

@@ -278,6 +278,7 @@ fn work(
         dependencies: Some(&job.dependencies),
         checks: Default::default(),
         arms: &[],
+        tests: None,
     };
     match steps(&ctx, job, &wt) {
         Ok(Checked::Passed(head)) => Ok(ExecResult::Passed { head }),
