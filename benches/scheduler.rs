@@ -145,6 +145,8 @@ fn engine_run_plan(repo_dir: &Path, wt_root: &Path, text: &str, expected: usize)
         retries: (0, std::time::Duration::ZERO),
         executor: None,
         integrator: None,
+        arms: Vec::new(),
+        tests: None,
     };
     let summary = engine::execute(&repo, &prepared.run.id, &ctl).expect("execute");
     assert_eq!(summary.succeeded, expected, "every packet should succeed");

@@ -76,6 +76,8 @@ pub fn drive(
         retries: config.retries(),
         executor: crew.executor(),
         integrator: Some(&integrator),
+        arms: config.best_of.arms.clone().unwrap_or_default(),
+        tests: config.eval.test.clone(),
     };
     // Roles with an agent CLI (all of them with --agent) go to it, the others to our agents.
     let workers = crew.workers(worker.as_ref().map(|w| w as &dyn engine::Worker));

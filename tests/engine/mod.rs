@@ -10,8 +10,10 @@
 mod actions;
 mod best_of;
 mod best_of_arms;
+mod best_of_checks;
 mod best_of_compare;
 mod best_of_parallel;
+mod best_of_strategy;
 mod confine;
 mod executor;
 mod fix_rounds;

@@ -29,7 +29,7 @@ pub use events::{AgentError, AgentEvent, AgentOutcome, UNREACHABLE};
 pub use packet_agent::{
     AgentWorker, PROJECT_CONTEXT_CHARS, PacketAgent, PacketTools, learned, learned_section,
     open_transcript, outcome_report, remember, role_for_job, task_text, validation_sandbox,
-    with_dependencies, with_learned, with_project,
+    with_dependencies, with_learned, with_project, with_strategy,
 };
 pub use person::{ANSWER_POLL, Person};
 pub use profiles::SetupError;

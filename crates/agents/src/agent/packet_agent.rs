@@ -180,6 +180,26 @@ impl AgentWorker {
         Ok(())
     }
 
+    /// Returns the task that opens a packet's conversation: the packet, its candidate's
+    /// approach (a `strategy:` arm), what its dependencies did, the project and the learnings.
+    fn first_task(&self, job: &WorkerJob<'_>) -> String {
+        with_learned(
+            with_project(
+                with_dependencies(
+                    with_strategy(
+                        task_text(job.objective, job.packet, job.fixes),
+                        job.candidate.and_then(|k| self.config.best_of.strategy(k)),
+                    ),
+                    job.dependencies,
+                ),
+                self.project.get_or_init(|| {
+                    orchestra_core::project::context(&self.toplevel, PROJECT_CONTEXT_CHARS / 4)
+                }),
+            ),
+            &learned(job.common_dir),
+        )
+    }
+
     fn run_packet(
         &self,
         job: &WorkerJob<'_>,
@@ -187,7 +207,10 @@ impl AgentWorker {
     ) -> Result<WorkerReport, SetupError> {
         let packet = job.packet;
         let role = role_for_job(&self.roles, packet, job.timeout)?;
-        let chain = match job.candidate.and_then(|k| self.config.best_of.arm(k)) {
+        let chain = match job
+            .candidate
+            .and_then(|k| self.config.best_of.worker_arm(k))
+        {
             // A candidate's arm is the profile its agent uses instead of the role's own, or
             // the model its role's profile asks for.
             Some(arm) => profiles::resolve(&self.config.with_worker(&role.name, arm), &role, &env)?,
@@ -226,18 +249,7 @@ impl AgentWorker {
         };
         let task = match job.fixes {
             Some(fixes) if !history.is_empty() => fix_turn_text(fixes),
-            _ => with_learned(
-                with_project(
-                    with_dependencies(
-                        task_text(job.objective, packet, job.fixes),
-                        job.dependencies,
-                    ),
-                    self.project.get_or_init(|| {
-                        orchestra_core::project::context(&self.toplevel, PROJECT_CONTEXT_CHARS / 4)
-                    }),
-                ),
-                &learned(job.common_dir),
-            ),
+            _ => self.first_task(job),
         };
         let host = self.person.as_ref().map(|(person, common_dir)| AskPerson {
             person: person.as_ref(),
@@ -526,6 +538,15 @@ pub fn open_transcript(path: &std::path::Path) -> Box<dyn Write> {
         Ok(f) => Box::new(f),
         Err(_) => Box::new(std::io::sink()),
     }
+}
+
+/// Returns `task` with the approach a best-of-N candidate's `strategy:<text>` arm gives it,
+/// when it has one.
+pub fn with_strategy(mut task: String, strategy: Option<&str>) -> String {
+    if let Some(text) = strategy.map(str::trim).filter(|t| !t.is_empty()) {
+        task.push_str(&format!("\nApproach for this attempt: {text}\n"));
+    }
+    task
 }
 
 /// Returns the task message for a packet: title, description, objective, scope, acceptance

@@ -243,6 +243,9 @@ fn run_packet(
         retries: config.retries(),
         executor: None,
         integrator: Some(&integrator),
+        arms: config.best_of.arms.clone().unwrap_or_default(),
+        // The eval's own test command judges the attempt: its candidates must not see it.
+        tests: None,
     };
     let workers = crew.workers(agent.as_ref().map(|w| w as &dyn engine::Worker));
     let summary = engine::execute_with(attempt, &run_id, &ctl, workers.worker())

@@ -119,6 +119,8 @@ impl Ctx<'_> {
                 executor: crew.executor(),
                 // A `start` run integrates in its own workflow phase, after the engine.
                 integrator: None,
+                arms: self.models.config.best_of.arms.clone().unwrap_or_default(),
+                tests: self.models.config.eval.test.clone(),
             };
             // Roles with an agent CLI (every one with `--agent`) go to it.
             let workers = crew.workers(Some(&worker));

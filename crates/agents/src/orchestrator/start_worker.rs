@@ -201,6 +201,8 @@ pub(super) struct AgentJob<'a> {
     pub journal: Option<&'a (dyn Fn(orchestra_core::store::Event) + Sync)>,
     /// The profile routing chose for this work instead of its role's own (`[routing]`).
     pub profile: Option<&'a str>,
+    /// The approach a best-of-N candidate's `strategy:<text>` arm gives it.
+    pub strategy: Option<&'a str>,
 }
 
 /// The runtime side of one packet agent's `ask` and `spawn_subtask`.
@@ -310,7 +312,10 @@ impl StartWorker {
             agent::with_learned(
                 agent::with_project(
                     agent::with_dependencies(
-                        agent::task_text(job.objective, packet, job.fixes),
+                        agent::with_strategy(
+                            agent::task_text(job.objective, packet, job.fixes),
+                            job.strategy,
+                        ),
                         job.dependencies,
                     ),
                     self.project.get_or_init(|| {
@@ -390,6 +395,9 @@ impl StartWorker {
             dependencies: job.dependencies,
             journal: Some(job.journal),
             profile: profile.as_deref(),
+            strategy: job
+                .candidate
+                .and_then(|k| self.models.config.best_of.strategy(k)),
         };
         self.learned.get_or_init(|| agent::learned(job.common_dir));
         let outcome = self.run_agent(&agent_job, log)?;
@@ -447,7 +455,7 @@ impl Worker for StartWorker {
     fn work(&self, job: &WorkerJob<'_>) -> WorkerReport {
         let arm = job
             .candidate
-            .and_then(|k| self.models.config.best_of.arm(k));
+            .and_then(|k| self.models.config.best_of.worker_arm(k));
         let route = match arm {
             // A candidate's arm is the profile its agent uses, whatever routing would pick.
             Some(arm) => super::routing::Route::Profile(arm.to_string()),

@@ -324,6 +324,7 @@ fn run_child(
         dependencies: "",
         journal: None,
         profile: None,
+        strategy: None,
     };
     let mut transcript = crate::agent::open_transcript(&log);
     let outcome = worker

@@ -7,6 +7,10 @@ use serde::Deserialize;
 /// How an arm worked by an agent CLI starts: `cli:<name>`.
 pub const CLI_ARM: &str = "cli:";
 
+/// How an arm that keeps the packet's worker and gives its candidate an approach starts:
+/// `strategy:<text>`.
+pub const STRATEGY_ARM: &str = "strategy:";
+
 /// Candidates a risky packet gets under `[start] best_of = "auto"` when `[best_of] n` is unset.
 pub const DEFAULT_BEST_OF_N: u32 = 3;
 
@@ -32,13 +36,24 @@ pub struct BestOfConfig {
     /// (and, in a `start` run, instead of the worker `[routing]` picks), `model:<name>`: the
     /// candidate's agent keeps its role's profile (same provider, key and address) and asks
     /// it for that model, or `cli:<name>`: the candidate is worked by that agent CLI (built
-    /// in or `[agents.cli.<name>]`, as for `--agent`). Unset, every candidate uses its role's profile (or its routed worker).
+    /// in or `[agents.cli.<name>]`, as for `--agent`), or `strategy:<text>`: the candidate keeps the
+    /// packet's worker and is told the approach `<text>` (our agent in its task, a worker
+    /// command in `ORCHESTRA_STRATEGY`). Unset, every candidate uses its role's profile (or its routed worker).
     #[serde(default)]
     pub arms: Option<Vec<String>>,
     /// How many candidates a packet the planner or plan reviewer marked risky gets under
     /// `[start] best_of = "auto"` (1 to 8, default 3).
     #[serde(default)]
     pub n: Option<u32>,
+}
+
+/// Returns the arm of candidate `k` (1…N) among `arms`, taken in turn; `None` without arms.
+pub fn arm_of(arms: &[String], k: u32) -> Option<&str> {
+    if arms.is_empty() {
+        return None;
+    }
+    let at = (k.max(1) as usize - 1) % arms.len();
+    arms.get(at).map(String::as_str)
 }
 
 impl BestOfConfig {
@@ -54,9 +69,18 @@ impl BestOfConfig {
 
     /// Returns the arm of candidate `k` (1…N): the arms taken in turn, `None` without arms.
     pub fn arm(&self, k: u32) -> Option<&str> {
-        let arms = self.arms.as_deref().filter(|a| !a.is_empty())?;
-        let at = (k.max(1) as usize - 1) % arms.len();
-        arms.get(at).map(String::as_str)
+        arm_of(self.arms.as_deref()?, k)
+    }
+
+    /// Returns the arm that changes candidate `k`'s worker (a profile, `model:<name>` or
+    /// `cli:<name>`): its arm unless that is a `strategy:` arm, which keeps the worker.
+    pub fn worker_arm(&self, k: u32) -> Option<&str> {
+        self.arm(k).filter(|a| !a.starts_with(STRATEGY_ARM))
+    }
+
+    /// Returns the approach candidate `k`'s arm gives it (`strategy:<text>`), if it is one.
+    pub fn strategy(&self, k: u32) -> Option<&str> {
+        self.arm(k)?.strip_prefix(STRATEGY_ARM)
     }
 
     /// Returns the agent CLIs the arms name (`cli:<name>`), in order.
@@ -82,14 +106,25 @@ impl BestOfConfig {
                 "[best_of] arms is empty: name at least one profile, or leave arms out".into(),
             );
         }
-        for arm in arms {
+        if let Some(empty) = arms.iter().find(|a| {
+            a.strip_prefix(STRATEGY_ARM)
+                .is_some_and(|t| t.trim().is_empty())
+        }) {
+            return Some(format!(
+                "[best_of] arms has `{empty}`, which gives no approach: write it as `strategy:<text>`, such as `strategy:minimal change`"
+            ));
+        }
+        for arm in arms.iter().filter(|a| !a.starts_with(STRATEGY_ARM)) {
             if let Err(problem) = super::worker_model(arm, "[best_of] arms") {
                 return Some(problem);
             }
         }
         // `cli:<name>` arms are checked against the agent CLIs where those are known.
         let bad = arms.iter().find(|a| {
-            !a.starts_with(CLI_ARM) && !a.starts_with(super::MODEL_WORKER) && !defined.contains(a)
+            !a.starts_with(CLI_ARM)
+                && !a.starts_with(super::MODEL_WORKER)
+                && !a.starts_with(STRATEGY_ARM)
+                && !defined.contains(a)
         })?;
         let choices = if defined.is_empty() {
             "none is defined: add a [profiles.<name>] table".to_string()
@@ -174,5 +209,24 @@ mod tests {
         };
         let said = empty.arms_problem(["fast".to_string()].iter()).unwrap();
         assert!(said.contains("`model:` names no model"), "{said}");
+    }
+
+    #[test]
+    fn a_strategy_arm_keeps_the_worker_and_one_without_text_is_named() {
+        let c = BestOfConfig {
+            arms: Some(vec!["strategy:minimal".into(), "fast".into()]),
+            ..Default::default()
+        };
+        assert_eq!(c.arms_problem(["fast".to_string()].iter()), None);
+        assert_eq!(c.strategy(1), Some("minimal"));
+        assert_eq!(c.worker_arm(1), None);
+        assert_eq!(c.worker_arm(2), Some("fast"));
+        assert_eq!(c.cli_arm(1), None);
+        let empty = BestOfConfig {
+            arms: Some(vec!["strategy: ".into()]),
+            ..Default::default()
+        };
+        let said = empty.arms_problem(std::iter::empty()).unwrap();
+        assert!(said.contains("`strategy: `"), "{said}");
     }
 }

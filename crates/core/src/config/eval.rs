@@ -8,7 +8,10 @@ use serde::Deserialize;
 pub struct EvalConfig {
     /// The test command `eval tasks` checks candidates with (run with `sh -c` at the top of a
     /// scratch checkout, sandboxed like validation commands; default: the test command `init`
-    /// detects). Applies only once the repository is trusted.
+    /// detects). Set, it is also the project's tests every candidate of a best-of-N packet in
+    /// `run`, `agent` and `start` runs must pass (after its validation and the deterministic
+    /// checks) before the choice; unset there, candidates run no project tests. Applies only
+    /// once the repository is trusted.
     pub test: Option<String>,
 }
 

@@ -34,7 +34,7 @@ mod sandbox;
 mod servers;
 
 pub use agents::{AgentsConfig, CliAgentConfig};
-pub use best_of::{BestOfConfig, DEFAULT_BEST_OF_N};
+pub use best_of::{BestOfConfig, DEFAULT_BEST_OF_N, STRATEGY_ARM, arm_of};
 pub use budget::BudgetConfig;
 pub use eval::EvalConfig;
 pub use executor::{ActionsConfig, ExecutorConfig, ExecutorKind, SshConfig};

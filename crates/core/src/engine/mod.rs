@@ -236,6 +236,12 @@ pub struct Control<'a> {
     /// Integrates the run once its packets are final, when integration was asked of it
     /// (`run --merge`); without one such a run stays interrupted until a resume that has one.
     pub integrator: Option<&'a dyn Integrator>,
+    /// The `[best_of] arms`: a worker command's candidate whose arm is `strategy:<text>` gets
+    /// `ORCHESTRA_STRATEGY=<text>` (our agents read their arms from their own configuration).
+    pub arms: Vec<String>,
+    /// The project's test command (`[eval] test`): every candidate of a best-of-N packet that
+    /// passed its validation and the deterministic checks runs it before the choice.
+    pub tests: Option<String>,
 }
 
 /// How an execution ended.
@@ -339,6 +345,8 @@ pub fn execute_with(
         executor: ctl.executor,
         dependencies: None,
         checks: Default::default(),
+        arms: &ctl.arms,
+        tests: ctl.tests.as_deref().filter(|t| !t.trim().is_empty()),
     };
     drive(&ctx, &graph)?;
     let held = integration::run_pending(repo, &journal, ctl, worker)?;

@@ -2,12 +2,12 @@
 //! N candidates work the packet at once (as many as the run's `max_parallel`, see `fan_out.rs`),
 //! each in its own worktree on its own branch
 //! (`orchestra/<run>/<packet>.c<k>`, beside the packet's), and go through the commit, the
-//! scope check and the packet's validation; the one that passes with the smallest change
-//! becomes the packet's work, which then goes on through the deterministic checks, the review
-//! and the fix rounds like any packet's.
+//! scope check, the packet's validation and the deterministic checks; the one that passes with
+//! the smallest change becomes the packet's work, which then goes on through the review and
+//! the fix rounds like any packet's.
 //!
-//! Selection is grounded in execution: a candidate that fails its scope check or validation
-//! cannot win; when two or more pass, the packet's reviewer compares their diffs side by side
+//! Selection is grounded in execution: a candidate that fails its scope check, validation or
+//! the deterministic checks cannot win; when two or more pass, the packet's reviewer compares their diffs side by side
 //! (`compare.rs`) and its choice wins; without a usable choice the smaller change wins (the
 //! earlier candidate on a tie).
 //! Every candidate's commit is kept as `refs/orchestra/candidates/<run>/<packet>/c<k>` until
@@ -21,6 +21,7 @@ use std::path::PathBuf;
 
 use super::compare::{Judged, comparison_note};
 use super::{Checked, Halt, Step};
+use crate::config::{STRATEGY_ARM, arm_of};
 use crate::store::{Event, EventKind};
 use orchestra_git::git::commit;
 use orchestra_sys::names;
@@ -79,7 +80,7 @@ pub(super) fn reasons(winner: &Candidate, all: &[Candidate], judged: Option<&Jud
         .as_ref()
         .map_or_else(String::new, |a| format!(" (arm `{a}`)"));
     let mut out = format!(
-        "candidate {} of {} chosen{arm}: it passed the scope check and validation",
+        "candidate {} of {} chosen{arm}: it passed the scope check, validation and the deterministic checks",
         winner.number,
         all.len()
     );
@@ -247,7 +248,25 @@ impl Step<'_, '_> {
         step.env = step.environment()?;
         step.env
             .push(("ORCHESTRA_CANDIDATE".to_string(), k.to_string()));
+        if let Some(arm) = self.candidate_arm(k)
+            && let Some(text) = arm.strip_prefix(STRATEGY_ARM)
+        {
+            step.env
+                .push(("ORCHESTRA_STRATEGY".to_string(), text.trim().to_string()));
+        }
         Ok(step)
+    }
+
+    /// Returns the arm candidate `k` works with: our agent's (see `Worker::arm`), or for a
+    /// worker command its `strategy:` arm of `[best_of] arms` (other arms change our agents
+    /// only).
+    fn candidate_arm(&self, k: u32) -> Option<String> {
+        match (self.ctx.worker_cmd, self.ctx.worker) {
+            (None, Some(w)) => w.arm(self.packet, k),
+            _ => arm_of(self.ctx.arms, k)
+                .filter(|a| a.starts_with(STRATEGY_ARM))
+                .map(str::to_string),
+        }
     }
 
     /// Runs candidate `k` from a clean worktree through the worker, the commit, the scope check
@@ -256,7 +275,7 @@ impl Step<'_, '_> {
         // A candidate cut short by a crash starts again from a clean worktree.
         self.remove_candidate(k);
         let step = self.candidate_step(k)?;
-        let arm = self.ctx.worker.and_then(|w| w.arm(self.packet, k));
+        let arm = self.candidate_arm(k);
         self.record(Event::CandidateStarted {
             packet: self.packet.id.clone(),
             attempt: self.rec.attempt,
@@ -297,7 +316,16 @@ impl Step<'_, '_> {
                         Halt::Fail(format!("cannot measure the candidate's change: {e}"))
                     })?;
                 match step.validate(Some(made))? {
-                    Checked::Passed(_) => result.passed = true,
+                    Checked::Passed(_) => match step.candidate_checks(&head)? {
+                        None => match self.ctx.tests {
+                            Some(tests) => match step.candidate_tests(tests)? {
+                                None => result.passed = true,
+                                Some(reason) => result.reason = reason,
+                            },
+                            None => result.passed = true,
+                        },
+                        Some(reason) => result.reason = reason,
+                    },
                     Checked::Failed { reason, .. } => result.reason = reason,
                 }
             }

@@ -1,5 +1,6 @@
 //! The deterministic checks phase: every packet's validated commit goes through
-//! `gate::PacketChecks` (secrets, links, …) before any model reviews it.
+//! `gate::PacketChecks` (secrets, links, …) before any model reviews it, and every
+//! validated candidate of a best-of-N packet goes through them before the choice.
 
 use super::fixes::Next;
 use super::review::required_fixes;
@@ -33,5 +34,28 @@ impl Step<'_, '_> {
             )));
         }
         Ok(Some(Next::Fix(fixes)))
+    }
+
+    /// Returns why the deterministic checks reject candidate commit `head`, naming the
+    /// checks that did and their blocking findings (redacted); `None` when they approve.
+    /// A candidate they reject cannot win: the packet would only fail them after the choice.
+    pub(super) fn candidate_checks(&self, head: &str) -> Result<Option<String>, Halt> {
+        let checks = self.ctx.packet_checks();
+        let read = std::cell::OnceCell::new();
+        let verdict = self.review_step((head, &read), 0, &[checks])?;
+        if verdict.verdict == gate::Decision::Approve {
+            return Ok(None);
+        }
+        let mut names: Vec<&str> = Vec::new();
+        for f in verdict.findings.iter().filter(|f| f.severity.rejects()) {
+            if !names.contains(&f.category.as_str()) {
+                names.push(&f.category);
+            }
+        }
+        Ok(Some(format!(
+            "the deterministic checks rejected it ({}): {}",
+            names.join(", "),
+            verdict.blocking_lines(5, 240).join("; ")
+        )))
     }
 }

@@ -76,6 +76,10 @@ pub(super) struct Context<'a> {
     /// The deterministic checks every packet passes, with the repository's file size limit
     /// read once for the run (see [`Context::packet_checks`]).
     pub checks: std::sync::OnceLock<crate::gate::PacketChecks>,
+    /// The `[best_of] arms` a worker command's candidates take their `strategy:` from.
+    pub arms: &'a [String],
+    /// The project's test command a best-of-N packet's candidates run before the choice.
+    pub tests: Option<&'a str>,
 }
 
 impl Context<'_> {

@@ -84,6 +84,33 @@ impl Step<'_, '_> {
         Ok(Checked::Passed(head))
     }
 
+    /// Runs the project's test command `command` on a best-of-N candidate's validated work,
+    /// confined as its validation is (logged under `tests/`); returns why it failed, `None`
+    /// when it passed.
+    pub(super) fn candidate_tests(&self, command: &str) -> Result<Option<String>, Halt> {
+        let confine = match (self.ctx.worker_cmd, self.ctx.worker) {
+            (None, Some(w)) => w.confine(),
+            _ => self.ctx.sandboxes.validation.as_deref(),
+        };
+        let mut step = self.clone();
+        step.dir = self.dir.join("tests");
+        fs_err::create_dir_all(&step.dir)
+            .map_err(|e| Halt::Fail(format!("cannot prepare the tests' log: {e}")))?;
+        let commands = [command.to_string()];
+        let ran = step.run_validation_commands(&commands, confine)?;
+        Ok(ran
+            .into_iter()
+            .find(|(_, out, _)| !out.success())
+            .map(|(c, out, log)| {
+                format!(
+                    "the project's tests `{c}` failed ({}); log: {}\n{}",
+                    out.describe(self.ctx.timeout),
+                    log.display(),
+                    out.tail
+                )
+            }))
+    }
+
     /// Runs `commands` in the worktree in one process under `confine` and returns each that
     /// ran with its outcome and log, stopping after the first that fails; an interrupt halts.
     fn run_validation_commands<'c>(

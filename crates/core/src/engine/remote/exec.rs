@@ -277,6 +277,8 @@ fn work(
         executor: None,
         dependencies: Some(&job.dependencies),
         checks: Default::default(),
+        arms: &[],
+        tests: None,
     };
     match steps(&ctx, job, &wt) {
         Ok(Checked::Passed(head)) => Ok(ExecResult::Passed { head }),
