@@ -722,6 +722,32 @@ fn cancel_kills_a_workers_leftovers_even_when_its_group_was_never_journaled() {
 }
 
 #[test]
+fn cancel_leaves_alone_the_workers_of_a_run_of_the_same_id_in_another_repository() {
+    // The same plan on the same base gets the same run id in two repositories (as eval's
+    // repeated attempts do): cancelling one must not touch the other's workers.
+    let (one, other) = (TestRepo::new(), TestRepo::new());
+    let mine = crash_leaving_a_workers_child(&one);
+    let theirs = crash_leaving_a_workers_child(&other);
+    let ids: Vec<String> = [&one, &other]
+        .iter()
+        .map(|r| {
+            status_json(&r.path)["run"]["id"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(ids[0], ids[1], "the two runs should share their id");
+    let out = orchestra(&one.path, &["cancel"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_dies(mine, "cancel left its own worker's child running");
+    assert!(alive(theirs), "cancel killed the other repository's worker");
+    let out = orchestra(&other.path, &["cancel"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_dies(theirs, "cancel left the other worker's child running");
+}
+
+#[test]
 fn a_packet_whose_dependencies_conflict_fails_with_the_conflicting_paths() {
     let repo = TestRepo::new();
     let body = format!(

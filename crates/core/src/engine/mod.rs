@@ -365,9 +365,17 @@ pub(crate) fn kill_recorded_groups(run_id: &str, records: &[crate::store::Packet
         }
     }
     // A process killed between spawning a worker and journaling its group left it unrecorded:
-    // what still carries the run's id in its environment goes too.
-    for pgid in orchestra_sys::exec::groups_of_run(run_id) {
-        kill_group(pgid, libc::SIGKILL);
+    // what still carries the run's id and one of its worktrees in its environment goes too.
+    let mut roots: Vec<std::path::PathBuf> = records
+        .iter()
+        .filter_map(|p| std::path::Path::new(&p.worktree).parent().map(Into::into))
+        .collect();
+    roots.sort();
+    roots.dedup();
+    if !roots.is_empty() {
+        for pgid in orchestra_sys::exec::groups_of_run(run_id, &roots) {
+            kill_group(pgid, libc::SIGKILL);
+        }
     }
 }
 

@@ -311,17 +311,26 @@ pub fn group_belongs_to(pgid: i32, run: &str, packet: &str) -> bool {
     })
 }
 
-/// Returns the process groups of every live process carrying `ORCHESTRA_RUN=run` in its
-/// environment — the run's workers and commands and whatever they started — apart from the
-/// caller's own group.
+/// Returns the process groups of every live process carrying `ORCHESTRA_RUN=run` and an
+/// `ORCHESTRA_WORKTREE` beneath one of `roots` in its environment — the run's workers and
+/// commands and whatever they started — apart from the caller's own group.
 ///
 /// A process killed between spawning a worker and journaling its group leaves that group
-/// unrecorded; this finds it anyway.
-pub fn groups_of_run(run: &str) -> Vec<i32> {
+/// unrecorded; this finds it anyway. The worktree roots tell this repository's run from a run
+/// of the same id in another repository (run ids derive from the plan and its base).
+pub fn groups_of_run(run: &str, roots: &[std::path::PathBuf]) -> Vec<i32> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
     let want = format!("ORCHESTRA_RUN={run}");
+    let ours = |vars: &[&[u8]]| {
+        vars.contains(&want.as_bytes())
+            && vars.iter().any(|v| {
+                v.strip_prefix(b"ORCHESTRA_WORKTREE=".as_slice())
+                    .and_then(|w| std::str::from_utf8(w).ok())
+                    .is_some_and(|w| roots.iter().any(|r| Path::new(w).starts_with(r)))
+            })
+    };
     // SAFETY: getpgrp(2) has no arguments and cannot fail.
     let own = unsafe { libc::getpgrp() };
     let mut groups: Vec<i32> = entries
@@ -333,10 +342,8 @@ pub fn groups_of_run(run: &str) -> Vec<i32> {
                 .filter(|p| p.bytes().all(|b| b.is_ascii_digit()))?
                 .to_string();
             let env = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
-            env.split(|b| *b == 0)
-                .any(|v| v == want.as_bytes())
-                .then(|| process_group(&pid))
-                .flatten()
+            let vars: Vec<&[u8]> = env.split(|b| *b == 0).collect();
+            ours(&vars).then(|| process_group(&pid)).flatten()
         })
         .filter(|g| *g > 1 && *g != own)
         .collect();
