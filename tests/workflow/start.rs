@@ -954,9 +954,9 @@ fn start_pr_land_opens_the_stacked_pull_requests_then_lands_them_all_parents_fir
     assert_eq!(pulls.len(), 4, "{pulls:?}");
     let all = text(&out);
     // p2 and p3 both change greeter/core.py: once p3 landed, p2 conflicts with main; the
-    // conflict goes to p2's agent, whose resolution fails the packet's checks, so nothing is
-    // pushed and p2 waits for a person; the other three landed, p1 (p2's parent) included,
-    // every one on main.
+    // conflict goes to p2's agent, whose resolution fails the packet's checks in each of the
+    // `[land] max_rounds` (3) rounds, so nothing is pushed and p2 waits for a person; the other
+    // three landed, p1 (p2's parent) included, every one on main.
     let merged: Vec<&str> = pulls
         .iter()
         .filter(|p| p["merged"] == true)
@@ -970,7 +970,7 @@ fn start_pr_land_opens_the_stacked_pull_requests_then_lands_them_all_parents_fir
     assert!(
         all.contains(
             "p2-greet-punctuation #2: waits for a person: restacking it onto `main` conflicts \
-             in `greeter/core.py`; fix round 1 did not resolve it: the gate rejected"
+             in `greeter/core.py`; fix round 3 did not resolve it: the gate rejected"
         ),
         "{all}"
     );
