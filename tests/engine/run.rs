@@ -853,13 +853,17 @@ fn kill_a_running_one_packet_run(repo: &TestRepo) -> String {
     .stderr(std::process::Stdio::null())
     .spawn()
     .unwrap();
+    // Running, and past its worktree's creation: the worker wrote its file.
     let deadline = Instant::now() + Duration::from_secs(30);
     let run = loop {
         assert!(Instant::now() < deadline, "the packet never started");
         let out = orchestra(&repo.path, &["status", "--json"]);
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
-        if v["packets"][0]["state"] == "running" {
-            break v["run"]["id"].as_str().unwrap().to_string();
+        if v["packets"][0]["state"] == "running"
+            && let Some(id) = v["run"]["id"].as_str()
+            && root.join(id).join("p1/wip.txt").exists()
+        {
+            break id.to_string();
         }
         std::thread::sleep(Duration::from_millis(50));
     };
