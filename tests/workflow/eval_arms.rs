@@ -2,40 +2,11 @@
 //! chosen per arm (`agent:<role>@<profile>`), a per-arm budget, the whole `start` flow, and
 //! the refusals of bad arm options.
 
+use super::eval_fixtures::{attempt, eval};
 use std::path::PathBuf;
 
 use super::eval_fixtures::history;
-use crate::support::{TestRepo, orchestra, orchestra_with_env, refs, text};
-
-/// Runs `eval run` over the range `range` of `repo` with `arms` and `env`; returns the JSON
-/// it printed (the run must succeed).
-fn eval(repo: &TestRepo, range: &str, arms: &[&str], env: &[(&str, &str)]) -> serde_json::Value {
-    let mut args = vec![
-        "eval",
-        "run",
-        "--from-history",
-        range,
-        "--test",
-        "sh run_tests.sh",
-        "--json",
-    ];
-    for arm in arms {
-        args.extend(["--arm", arm]);
-    }
-    let out = orchestra_with_env(&repo.path, &args, env);
-    assert!(out.status.success(), "{}", text(&out));
-    serde_json::from_slice(&out.stdout).unwrap()
-}
-
-/// Returns the attempt of `arm` at task `task` in `json`.
-fn attempt<'a>(json: &'a serde_json::Value, arm: &str, task: &str) -> &'a serde_json::Value {
-    json["attempts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|a| a["arm"] == arm && a["task"] == task)
-        .unwrap_or_else(|| panic!("no attempt of {arm} at {task}: {json}"))
-}
+use crate::support::{TestRepo, orchestra, refs, text};
 
 /// A stand-in agent CLI speaking Claude Code's stream-json: it reads the prompt on stdin and
 /// adds the function the objective names, for multiplication and negation only.

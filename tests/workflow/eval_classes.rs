@@ -4,47 +4,7 @@
 //! which the eval goes on with the next attempt.
 
 use super::eval_fixtures::history;
-use crate::support::{TestRepo, orchestra_with_env, text};
-
-/// Runs `eval run` over the range `range` of `repo` with `arms` and `env`; returns the JSON
-/// it printed (the run must succeed).
-fn eval(repo: &TestRepo, range: &str, arms: &[&str], env: &[(&str, &str)]) -> serde_json::Value {
-    let mut args = vec![
-        "eval",
-        "run",
-        "--from-history",
-        range,
-        "--test",
-        "sh run_tests.sh",
-        "--json",
-    ];
-    for arm in arms {
-        args.extend(["--arm", arm]);
-    }
-    let out = orchestra_with_env(&repo.path, &args, env);
-    assert!(out.status.success(), "{}", text(&out));
-    serde_json::from_slice(&out.stdout).unwrap()
-}
-
-/// Returns the attempt of `arm` at task `task` in `json`.
-fn attempt<'a>(json: &'a serde_json::Value, arm: &str, task: &str) -> &'a serde_json::Value {
-    json["attempts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|a| a["arm"] == arm && a["task"] == task)
-        .unwrap_or_else(|| panic!("no attempt of {arm} at {task}: {json}"))
-}
-
-/// Returns the arm named `name` in `json`'s arm table.
-fn arm<'a>(json: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
-    json["arms"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|a| a["name"] == name)
-        .unwrap_or_else(|| panic!("no arm {name}: {json}"))
-}
+use super::eval_fixtures::{arm, attempt, eval};
 
 #[test]
 fn a_start_arm_whose_packets_conflict_fails_as_merge_conflict() {

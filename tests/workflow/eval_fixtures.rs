@@ -104,3 +104,52 @@ pub(super) fn coder_on(
     ));
     model
 }
+
+/// Returns the arm named `name` in the arm table of an `eval run --json` output.
+pub(super) fn arm<'a>(json: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    json["arms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["name"] == name)
+        .unwrap_or_else(|| panic!("no arm {name}: {json}"))
+}
+
+/// Returns the attempt of arm `arm` at task `task` of an `eval run --json` output.
+pub(super) fn attempt<'a>(
+    json: &'a serde_json::Value,
+    arm: &str,
+    task: &str,
+) -> &'a serde_json::Value {
+    json["attempts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["arm"] == arm && a["task"] == task)
+        .unwrap_or_else(|| panic!("no attempt of {arm} at {task}: {json}"))
+}
+
+/// Runs `eval run` over the range `range` of `repo` with `arms` and `env`, the test command
+/// `sh run_tests.sh`; returns the JSON it printed (the run must succeed).
+pub(super) fn eval(
+    repo: &TestRepo,
+    range: &str,
+    arms: &[&str],
+    env: &[(&str, &str)],
+) -> serde_json::Value {
+    let mut args = vec![
+        "eval",
+        "run",
+        "--from-history",
+        range,
+        "--test",
+        "sh run_tests.sh",
+        "--json",
+    ];
+    for arm in arms {
+        args.extend(["--arm", arm]);
+    }
+    let out = crate::support::orchestra_with_env(&repo.path, &args, env);
+    assert!(out.status.success(), "{}", crate::support::text(&out));
+    serde_json::from_slice(&out.stdout).unwrap()
+}

@@ -3,6 +3,7 @@
 //! best-of-N arm against the single arm with a worker whose success per candidate is known.
 
 use super::eval_fixtures::history;
+use super::eval_fixtures::{arm, attempt};
 use crate::support::{TestRepo, orchestra, orchestra_with_env, refs, text};
 
 /// Returns `eval run --from-history <range> --test "sh run_tests.sh" --arm <arm>… --json` run
@@ -23,26 +24,6 @@ fn run_history(repo: &TestRepo, range: &str, arms: &[&str]) -> serde_json::Value
     let out = orchestra(&repo.path, &args);
     assert!(out.status.success(), "{}", text(&out));
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out)))
-}
-
-/// Returns the arm named `name` of an `eval run --json` output.
-fn arm<'a>(json: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
-    json["arms"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|a| a["name"] == name)
-        .unwrap_or_else(|| panic!("no arm {name}: {json}"))
-}
-
-/// Returns the attempt of arm `arm` at task `task` of an `eval run --json` output.
-fn attempt<'a>(json: &'a serde_json::Value, arm: &str, task: &str) -> &'a serde_json::Value {
-    json["attempts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|a| a["arm"] == arm && a["task"] == task)
-        .unwrap_or_else(|| panic!("no attempt {arm} {task}: {json}"))
 }
 
 /// A worker that solves the multiplication and subtraction tasks: it appends the function

@@ -3,6 +3,7 @@
 //! file it writes is no change, and a setup that fails there is classed `setup failed`, left
 //! out of the arm's resolved rate.
 
+use super::eval_fixtures::{arm, attempt};
 use crate::support::{TestRepo, orchestra, text};
 
 /// The hidden test of the `mul` tasks, as a test patch.
@@ -36,26 +37,6 @@ fn repo_and_suite() -> (TestRepo, std::path::PathBuf) {
     let suite = repo.path.parent().unwrap().join("setup.jsonl");
     std::fs::write(&suite, lines).unwrap();
     (repo, suite)
-}
-
-/// Returns the attempt of `arm` at `task` in an `eval run --json` output.
-fn attempt<'a>(json: &'a serde_json::Value, arm: &str, task: &str) -> &'a serde_json::Value {
-    json["attempts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|a| a["arm"] == arm && a["task"] == task)
-        .unwrap_or_else(|| panic!("no attempt {arm} {task}: {json}"))
-}
-
-/// Returns the arm named `name` of an `eval run --json` output.
-fn arm<'a>(json: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
-    json["arms"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|a| a["name"] == name)
-        .unwrap_or_else(|| panic!("no arm {name}: {json}"))
 }
 
 #[test]
