@@ -278,6 +278,54 @@ fn a_crash_after_any_event_of_the_candidates_resumes_without_running_ended_ones_
 }
 
 #[test]
+fn locks_a_killed_run_left_beside_a_candidates_branch_and_ref_do_not_stop_the_resume() {
+    let repo = TestRepo::new();
+    repo.scratch_writable();
+    let plan = best_of_plan(&repo, "attempts = 3\n");
+    let root = repo.scratch().join("wt");
+    let args = [
+        "run",
+        plan.to_str().unwrap(),
+        "--worker-cmd",
+        WORKER,
+        "--worktree-root",
+        root.to_str().unwrap(),
+    ];
+    // Killed right after the run started, before any candidate made its branch.
+    let out = orchestra_with_env(&repo.path, &args, &[("ORCHESTRA_CRASH_AFTER_EVENTS", "2")]);
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(out.status.signal(), Some(9), "{}", text(&out));
+    let run = run_id(&repo.path);
+    // What a process killed while creating candidate 3's branch leaves: the ref's lock file.
+    let heads = repo.path.join(format!(".git/refs/heads/orchestra/{run}"));
+    std::fs::create_dir_all(&heads).unwrap();
+    std::fs::write(heads.join("p1.c3.lock"), "").unwrap();
+    // And one killed while keeping candidate 1's commit under its ref.
+    let kept = repo
+        .path
+        .join(format!(".git/refs/orchestra/candidates/{run}/p1"));
+    std::fs::create_dir_all(&kept).unwrap();
+    std::fs::write(kept.join("c1.lock"), "").unwrap();
+
+    let resumed = orchestra(&repo.path, &["resume"]);
+    assert!(resumed.status.success(), "{}", text(&resumed));
+    assert_eq!(
+        repo.git(&["show", &format!("orchestra/{run}/p2:copy.txt")]),
+        "2"
+    );
+    assert_eq!(
+        repo.git(&[
+            "show",
+            &format!("refs/orchestra/candidates/{run}/p1/c3:out.txt")
+        ]),
+        "3"
+    );
+    assert!(refs(&repo, &format!("refs/heads/orchestra/{run}/p1.")).is_empty());
+    assert!(!heads.join("p1.c3.lock").exists(), "the stale lock is gone");
+    assert!(!kept.join("c1.lock").exists(), "the stale lock is gone");
+}
+
+#[test]
 fn the_per_packet_budget_caps_the_candidates_and_says_why() {
     let repo = TestRepo::new();
     // Without history a candidate is forecast at up to 400k tokens: 900k fit two of three.

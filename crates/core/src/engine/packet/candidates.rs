@@ -350,6 +350,13 @@ impl Step<'_, '_> {
         for c in all {
             if let Some(id) = &c.commit {
                 let name = candidate_ref(&self.ctx.run.id, &self.packet.id, c.number);
+                // Only this packet's thread writes its candidates' refs: a lock is a killed
+                // process's.
+                let lock = self.ctx.repo.common_dir.join(format!("{name}.lock"));
+                if lock.exists() {
+                    tracing::warn!(lock = %lock.display(), "removing a lock file left by a killed process");
+                    let _ = fs_err::remove_file(&lock);
+                }
                 commit::keep_ref(&git, &name, id)
                     .map_err(|e| Halt::Fail(format!("cannot keep candidate {}: {e}", c.number)))?;
             }
@@ -364,6 +371,12 @@ impl Step<'_, '_> {
         let git = self.ctx.repo.git();
         let branch = format!("{}.c{k}", self.rec.branch);
         let wt = PathBuf::from(format!("{}.c{k}", self.wt.display()));
+        // A process killed while creating this candidate's branch or working in its worktree
+        // left their locks; only this thread drives candidate `k`, so they are stale.
+        // (A worktree whose `.git` link its worker changed is removed below all the same.)
+        if super::worktree::clear_stale_locks(self.ctx, &branch, &wt).is_err() {
+            tracing::warn!(worktree = %wt.display(), "a candidate's worktree has a changed .git link");
+        }
         // Other candidates register their worktrees at the same time: a prune must not see
         // one half-written.
         let _registrations = orchestra_git::git::registration_lock();
