@@ -300,7 +300,7 @@ fn move_worktree(repo: &RepoInfo, from: &Path, to: &Path) -> Result<(), Worktree
 }
 
 /// Kills the process with SIGKILL when `ORCHESTRA_CRASH_AT` names `name`: crash tests' `kill -9`.
-fn crash_point(name: &str) {
+pub(crate) fn crash_point(name: &str) {
     if std::env::var("ORCHESTRA_CRASH_AT").is_ok_and(|v| v == name) {
         // SAFETY: sends SIGKILL to this very process.
         unsafe {

@@ -180,24 +180,25 @@ pub fn create(req: &WorktreeRequest) -> Result<(Worktree, Created), WorktreeErro
     finish(req, create_unverified(req)?)
 }
 
-/// A worktree [`create_unverified`] left: ready, or freshly checked out and still to be
-/// validated by [`finish`].
+/// A worktree [`create_unverified`] left: ready, or freshly registered, its files still to be
+/// checked out and validated by [`finish`].
 pub(crate) enum Unverified {
     /// Reused or recycled, and validated already.
     Ready(Worktree, Created),
-    /// Registered and checked out (fresh, or re-created on its branch's tip), not yet
+    /// Registered (fresh, or re-created on its branch's tip), not yet checked out nor
     /// validated; `base` is the start of a branch this call created.
-    CheckedOut {
+    Registered {
         path: PathBuf,
         kind: Created,
-        stats: CheckoutStats,
+        registered: checkout::Registered,
         base: String,
     },
 }
 
-/// Does what [`create`] does up to the validation of a new checkout, which [`finish`] does:
-/// the part that registers a worktree, which a process does one at a time (see
-/// `registration_lock`), apart from the `git status` that reads it, which need not wait.
+/// Does what [`create`] does up to the checkout of a new worktree's files and its validation,
+/// which [`finish`] does: the part that registers a worktree, which a process does one at a
+/// time (see `registration_lock`), apart from writing the files and the `git status` that reads
+/// them, which need not wait.
 pub(crate) fn create_unverified(req: &WorktreeRequest) -> Result<Unverified, WorktreeError> {
     let git = req.repo.git();
     let full_ref = checkout::branch_ref(req.branch)?;
@@ -293,11 +294,11 @@ pub(crate) fn create_unverified(req: &WorktreeRequest) -> Result<Unverified, Wor
         Created::Fresh
     };
 
-    match checkout::add_checked_out_in(&repo, &path, &full_ref, CheckoutMethod::Auto) {
-        Ok(stats) => Ok(Unverified::CheckedOut {
+    match checkout::register_in(&repo, &path, &full_ref, CheckoutMethod::Auto) {
+        Ok(registered) => Ok(Unverified::Registered {
             path,
             kind,
-            stats,
+            registered,
             base,
         }),
         Err(e) => {
@@ -307,22 +308,26 @@ pub(crate) fn create_unverified(req: &WorktreeRequest) -> Result<Unverified, Wor
     }
 }
 
-/// Validates the new checkout [`create_unverified`] left (it must be clean on its branch) and
-/// returns the worktree; a failed validation rolls back the branch the creation made.
+/// Checks out the files of the new worktree [`create_unverified`] registered, validates it (it
+/// must be clean on its branch) and returns the worktree; a failed checkout or validation rolls
+/// back the branch the creation made.
 pub(crate) fn finish(
     req: &WorktreeRequest,
     unverified: Unverified,
 ) -> Result<(Worktree, Created), WorktreeError> {
-    let (path, kind, stats, base) = match unverified {
+    let (path, kind, registered, base) = match unverified {
         Unverified::Ready(worktree, created) => return Ok((worktree, created)),
-        Unverified::CheckedOut {
+        Unverified::Registered {
             path,
             kind,
-            stats,
+            registered,
             base,
-        } => (path, kind, stats, base),
+        } => (path, kind, registered, base),
     };
-    match verify_fresh(req, &path, stats) {
+    match registered
+        .check_out()
+        .and_then(|stats| verify_fresh(req, &path, stats))
+    {
         Ok(head) => Ok((
             Worktree {
                 path,
