@@ -180,11 +180,18 @@ pub fn create(req: &WorktreeRequest) -> Result<(Worktree, Created), WorktreeErro
     finish(req, create_unverified(req)?)
 }
 
-/// A worktree [`create_unverified`] left: ready, or freshly registered, its files still to be
-/// checked out and validated by [`finish`].
+/// A worktree [`create_unverified`] left: ready, or freshly registered or recycled, its files
+/// still to be checked out and validated by [`finish`].
 pub(crate) enum Unverified {
-    /// Reused or recycled, and validated already.
+    /// Reused, and validated already.
     Ready(Worktree, Created),
+    /// Taken from the pool and moved to its path, not yet on its branch nor validated; `base`
+    /// is the full id of the commit a missing branch starts at.
+    Recycling {
+        path: PathBuf,
+        taken: super::recycle::Taken,
+        base: String,
+    },
     /// Registered (fresh, or re-created on its branch's tip), not yet checked out nor
     /// validated; `base` is the start of a branch this call created.
     Registered {
@@ -217,23 +224,8 @@ pub(crate) fn create_unverified(req: &WorktreeRequest) -> Result<Unverified, Wor
         base: &base,
         ..*req
     };
-    if let Some(from) = super::recycle::recycle(&resolved, &path)? {
-        let status = validate(req.repo, &path, req.branch)?;
-        if status.dirty() {
-            return Err(WorktreeError::Checkout {
-                path,
-                message: format!(
-                    "the recycled checkout is not clean ({} path(s) differ from the branch)",
-                    status.changed
-                ),
-            });
-        }
-        let worktree = Worktree {
-            path,
-            branch: req.branch.to_string(),
-            head: status.head,
-        };
-        return Ok(Unverified::Ready(worktree, Created::Recycled { from }));
+    if let Some(taken) = super::recycle::recycle(&resolved, &path)? {
+        return Ok(Unverified::Recycling { path, taken, base });
     }
     let existing_tip = checkout::branch_tip(&repo, &full_ref)?;
     let full_ref_text = full_ref.as_bstr().to_string();
@@ -308,15 +300,24 @@ pub(crate) fn create_unverified(req: &WorktreeRequest) -> Result<Unverified, Wor
     }
 }
 
-/// Checks out the files of the new worktree [`create_unverified`] registered, validates it (it
-/// must be clean on its branch) and returns the worktree; a failed checkout or validation rolls
-/// back the branch the creation made.
+/// Checks out the files of the new or recycled worktree [`create_unverified`] registered or
+/// moved, validates it (it must be clean on its branch) and returns the worktree; a failed
+/// checkout or validation of a new one rolls back the branch the creation made.
 pub(crate) fn finish(
     req: &WorktreeRequest,
     unverified: Unverified,
 ) -> Result<(Worktree, Created), WorktreeError> {
     let (path, kind, registered, base) = match unverified {
         Unverified::Ready(worktree, created) => return Ok((worktree, created)),
+        Unverified::Recycling { path, taken, base } => {
+            let resolved = WorktreeRequest {
+                base: &base,
+                ..*req
+            };
+            taken.check_out(&resolved, &path)?;
+            let worktree = verify_recycled(req, path)?;
+            return Ok((worktree, Created::Recycled { from: taken.from }));
+        }
         Unverified::Registered {
             path,
             kind,
@@ -341,6 +342,25 @@ pub(crate) fn finish(
             Err(e)
         }
     }
+}
+
+/// Validates a worktree just recycled to `path`: it must be clean on its branch.
+fn verify_recycled(req: &WorktreeRequest, path: PathBuf) -> Result<Worktree, WorktreeError> {
+    let status = validate(req.repo, &path, req.branch)?;
+    if status.dirty() {
+        return Err(WorktreeError::Checkout {
+            path,
+            message: format!(
+                "the recycled checkout is not clean ({} path(s) differ from the branch)",
+                status.changed
+            ),
+        });
+    }
+    Ok(Worktree {
+        path,
+        branch: req.branch.to_string(),
+        head: status.head,
+    })
 }
 
 /// Deletes the branch a failed fresh creation made. Only a branch this creation made is rolled
