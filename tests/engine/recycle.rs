@@ -300,3 +300,83 @@ fn recycle_zero_turns_recycling_off() {
         text(&second)
     );
 }
+
+/// Returns the `(start, end)` times in nanoseconds of every write of `data.slow` through a smudge
+/// filter that takes half a second, in a run of two packets that both take a parked worktree
+/// whose `data.slow` differs from their base's.
+fn recycled_checkouts_running() -> Vec<(u128, u128)> {
+    let repo = recycling_repo();
+    let log = repo.scratch().join("checkouts.log");
+    let smudge = repo.scratch().join("slow-smudge");
+    std::fs::write(
+        &smudge,
+        format!(
+            "#!/bin/sh\ns=$(date +%s%N); sleep 0.5; cat; echo \"$s $(date +%s%N)\" >> '{}'\n",
+            log.display()
+        ),
+    )
+    .unwrap();
+    crate::support::make_executable(&smudge);
+    repo.git(&["config", "filter.slow.smudge", smudge.to_str().unwrap()]);
+    repo.git(&["config", "filter.slow.clean", "cat"]);
+    repo.write(".gitattributes", "*.slow filter=slow\n");
+    repo.write("data.slow", "first\n");
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-qm", "a file checked out through a slow filter"]);
+    let two = |objective: &str, a: &str, b: &str| {
+        repo.write_plan(
+            &format!("{a}.toml"),
+            &format!(
+                "objective = \"{objective}\"\nmax_parallel = 2\n\n{}{}",
+                packet(a, &format!("\"out-{a}.txt\""), "", ""),
+                packet(b, &format!("\"out-{b}.txt\""), "", "")
+            ),
+        )
+    };
+    let out = repo.run_plan(&two("First", "p1", "p2"), WORKER, &["--merge"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(
+        parked(&repo).len(),
+        2,
+        "both integrated worktrees are parked"
+    );
+    repo.write("data.slow", "second\n");
+    repo.git(&["commit", "-qam", "the slow file changes"]);
+    let _ = std::fs::remove_file(&log);
+    let out = repo.run_plan(&two("Second", "q1", "q2"), WORKER, &[]);
+    let shown = text(&out);
+    assert!(out.status.success(), "{shown}");
+    assert_eq!(shown.matches("recycled from").count(), 2, "{shown}");
+    for id in ["q1", "q2"] {
+        let wt = PathBuf::from(packet_record(&repo, id)["worktree"].as_str().unwrap());
+        assert_eq!(
+            std::fs::read_to_string(wt.join("data.slow")).unwrap(),
+            "second\n"
+        );
+    }
+    std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let (s, e) = l.split_once(' ').unwrap();
+            (s.parse().unwrap(), e.parse().unwrap())
+        })
+        .collect()
+}
+
+#[test]
+fn worktrees_recycled_together_are_checked_out_at_the_same_time() {
+    let spans = recycled_checkouts_running();
+    assert!(
+        spans.len() >= 2,
+        "one checkout per recycled worktree: {spans:?}"
+    );
+    let overlapping = spans
+        .iter()
+        .enumerate()
+        .any(|(i, a)| spans[i + 1..].iter().any(|b| a.0 < b.1 && b.0 < a.1));
+    assert!(
+        overlapping,
+        "the recycled checkouts ran one after another, under the registration lock: {spans:?}"
+    );
+}

@@ -1,6 +1,6 @@
-//! Packets that start together do not queue behind each other's worktree validation: a process
-//! registers one worktree at a time, but the `git status` that validates a fresh checkout runs
-//! outside that lock.
+//! Packets that start together do not queue behind each other's worktree checkout or
+//! validation: a process registers one worktree at a time, but the checkout that writes its
+//! files and the `git status` that validates it run outside that lock.
 
 use crate::support::*;
 
@@ -85,4 +85,160 @@ fn fresh_worktrees_of_packets_starting_together_are_validated_at_the_same_time()
         overlapping,
         "the validations ran one after another, as if under the registration lock: {spans:?}"
     );
+}
+
+/// Returns the `(start, end)` times in nanoseconds of every file checkout of `.slow` files in a
+/// run of `n` independent packets: a smudge filter that takes half a second writes them.
+fn checkouts_running(n: usize) -> Vec<(u128, u128)> {
+    let repo = TestRepo::new();
+    let log = repo.scratch().join("checkouts.log");
+    let smudge = repo.scratch().join("slow-smudge");
+    std::fs::write(
+        &smudge,
+        format!(
+            "#!/bin/sh\ns=$(date +%s%N); sleep 0.5; cat; echo \"$s $(date +%s%N)\" >> '{}'\n",
+            log.display()
+        ),
+    )
+    .unwrap();
+    make_executable(&smudge);
+    repo.git(&["config", "filter.slow.smudge", smudge.to_str().unwrap()]);
+    repo.git(&["config", "filter.slow.clean", "cat"]);
+    repo.write(".gitattributes", "*.slow filter=slow\n");
+    repo.write("data.slow", "written slowly\n");
+    repo.git(&["add", "-A"]);
+    repo.git(&[
+        "commit",
+        "-q",
+        "-m",
+        "a file checked out through a slow filter",
+    ]);
+    let mut body = format!("objective = \"Check out together\"\nmax_parallel = {n}\n\n");
+    for i in 0..n {
+        body.push_str(&packet(
+            &format!("p{i}"),
+            &format!("\"out-p{i}.txt\""),
+            "",
+            "",
+        ));
+    }
+    let plan = repo.write_plan("plan.toml", &body);
+    let root = repo.scratch().join("wt");
+    let out = orchestra(
+        &repo.path,
+        &[
+            "run",
+            plan.to_str().unwrap(),
+            "--worker-cmd",
+            WORKER,
+            "--worktree-root",
+            root.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let wt = root.read_dir().unwrap().next().unwrap().unwrap().path();
+    let checked_out = wt.read_dir().unwrap().next().unwrap().unwrap().path();
+    assert_eq!(
+        std::fs::read_to_string(checked_out.join("data.slow")).unwrap(),
+        "written slowly\n",
+        "the filter wrote the file"
+    );
+    std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let (s, e) = l.split_once(' ').unwrap();
+            (s.parse().unwrap(), e.parse().unwrap())
+        })
+        .collect()
+}
+
+#[test]
+fn fresh_worktrees_of_packets_starting_together_are_checked_out_at_the_same_time() {
+    let spans = checkouts_running(3);
+    assert!(
+        spans.len() >= 3,
+        "one checkout per fresh worktree: {spans:?}"
+    );
+    let overlapping = spans
+        .iter()
+        .enumerate()
+        .any(|(i, a)| spans[i + 1..].iter().any(|b| a.0 < b.1 && b.0 < a.1));
+    assert!(
+        overlapping,
+        "the checkouts ran one after another, under the registration lock: {spans:?}"
+    );
+}
+
+/// Runs a one-packet plan killed (`ORCHESTRA_CRASH_AT`) once its worktree is registered and
+/// before its files are checked out; returns the worktree's path.
+fn kill_between_registration_and_checkout(repo: &TestRepo) -> std::path::PathBuf {
+    let plan = repo.write_plan(
+        "plan.toml",
+        &format!(
+            "objective = \"Cut short\"\n\n{}",
+            packet("p1", "\"out-p1.txt\"", "", "")
+        ),
+    );
+    let root = repo.scratch().join("wt");
+    let out = orchestra_with_env(
+        &repo.path,
+        &[
+            "run",
+            plan.to_str().unwrap(),
+            "--worker-cmd",
+            WORKER,
+            "--worktree-root",
+            root.to_str().unwrap(),
+        ],
+        &[("ORCHESTRA_CRASH_AT", "worktree-registered")],
+    );
+    assert!(!out.status.success(), "{}", text(&out));
+    let wt = root.join(run_id(&repo.path)).join("p1");
+    // Registered, still locked as initializing, and holding nothing but its `.git` link.
+    let admin = repo.path.join(".git/worktrees/p1");
+    assert_eq!(
+        std::fs::read_to_string(admin.join("locked"))
+            .unwrap()
+            .trim(),
+        "initializing"
+    );
+    let names: Vec<_> = std::fs::read_dir(&wt)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, [".git"], "{names:?}");
+    wt
+}
+
+#[test]
+fn a_kill_between_registration_and_checkout_is_repaired_on_resume() {
+    let repo = TestRepo::new();
+    let wt = kill_between_registration_and_checkout(&repo);
+    let resumed = orchestra(&repo.path, &["resume"]);
+    assert!(resumed.status.success(), "{}", text(&resumed));
+    let packets = status_json(&repo.path)["packets"].clone();
+    assert_eq!(packets[0]["state"], "succeeded", "{packets}");
+    assert_eq!(
+        std::fs::read_to_string(wt.join("out-p1.txt")).unwrap(),
+        "p1\n"
+    );
+    // The repaired worktree is a finished registration of the packet's branch.
+    let listed = git(&repo.path, &["worktree", "list", "--porcelain"]);
+    assert!(
+        listed.contains(&format!("worktree {}", wt.display())),
+        "{listed}"
+    );
+    assert!(!listed.contains("locked"), "{listed}");
+}
+
+#[test]
+fn a_kill_between_registration_and_checkout_is_dropped_by_cancel() {
+    let repo = TestRepo::new();
+    let wt = kill_between_registration_and_checkout(&repo);
+    let cancelled = orchestra(&repo.path, &["cancel", &run_id(&repo.path)]);
+    assert!(cancelled.status.success(), "{}", text(&cancelled));
+    assert!(!repo.path.join(".git/worktrees/p1").exists());
+    let listed = git(&repo.path, &["worktree", "list", "--porcelain"]);
+    assert!(!listed.contains(&wt.display().to_string()), "{listed}");
 }

@@ -154,42 +154,144 @@ pub fn add_checked_out_by(
     add_checked_out_in(&repo, path, &branch_ref(branch)?, method)
 }
 
-/// Like `add_checked_out`, with the repository already open.
-///
-/// gix's `Repository::add_worktree` makes the same registration, but first opens every
-/// registered worktree as a repository to refuse a branch checked out there and resolves every
-/// registered path to refuse a duplicate: per packet, a cost that grows with the number of
-/// worktrees. So this takes its steps itself — gix's `worktree::add::prepare` (the
-/// administrative files, with rollback until persisted), HEAD and its reflog, gix's initial
-/// `Worktree::checkout`, then `persist` — and leaves the checks to the caller. Only a repository
-/// with `worktree.useRelativePaths`, whose format gix upgrades on the way, goes through
-/// `add_worktree`, and always with gix's checkout.
+/// Like `add_checked_out`, with the repository already open: [`register_in`], then
+/// [`Registered::check_out`].
 pub(crate) fn add_checked_out_in(
     repo: &gix::Repository,
     path: &Path,
     name: &gix::refs::FullName,
     method: CheckoutMethod,
 ) -> Result<CheckoutStats, WorktreeError> {
+    register_in(repo, path, name, method)?.check_out()
+}
+
+/// The fault point (`ORCHESTRA_CRASH_AT`) between a worktree's registration and the checkout of
+/// its files, for crash tests.
+pub(crate) const REGISTERED_CRASH_POINT: &str = "worktree-registered";
+
+/// A linked worktree that [`register_in`] registered, whose files [`Registered::check_out`]
+/// writes; dropped unchecked-out, it rolls the registration and the directory back.
+///
+/// Registering is what a process does one worktree at a time (see `registration_lock`): git
+/// and gix read every registration while adding one. Writing the files touches only the new
+/// directory and its own administrative directory, so packets starting together check out in
+/// parallel. Until the checkout is done the registration carries gix's "initializing" lock,
+/// which `repair_registrations` drops after a crash but never while this process still checks
+/// it out (see [`super::repair::InFlight`]).
+pub(crate) struct Registered {
+    stage: Stage,
+}
+
+/// What is left of a [`Registered`] worktree's creation.
+enum Stage {
+    /// Registered and checked out in one go (gix's `add_worktree`, for relative paths).
+    Done(CheckoutStats),
+    /// Registered; the files are still to be written. Fields drop in declaration order, so
+    /// an unchecked-out registration is rolled back before it stops being in flight.
+    Pending {
+        prepared: gix_worktree::add::PreparedWorktree,
+        worktree_repo: Box<gix::Repository>,
+        method: CheckoutMethod,
+        path: PathBuf,
+        in_flight: super::repair::InFlight,
+    },
+}
+
+/// Registers `path` as a linked worktree with HEAD attached to the existing branch `name`,
+/// leaving its files to [`Registered::check_out`].
+///
+/// gix's `Repository::add_worktree` makes the same registration, but first opens every
+/// registered worktree as a repository to refuse a branch checked out there and resolves every
+/// registered path to refuse a duplicate: per packet, a cost that grows with the number of
+/// worktrees. So this takes its steps itself — gix's `worktree::add::prepare` (the
+/// administrative files, with rollback until persisted), HEAD and its reflog — and leaves the
+/// checks to the caller. Only a repository with `worktree.useRelativePaths`, whose format gix
+/// upgrades on the way, goes through `add_worktree`, checkout included and always with gix's.
+pub(crate) fn register_in(
+    repo: &gix::Repository,
+    path: &Path,
+    name: &gix::refs::FullName,
+    method: CheckoutMethod,
+) -> Result<Registered, WorktreeError> {
     let gix_error = |e: gix::Error| WorktreeError::Checkout {
         path: path.to_path_buf(),
         message: format!("{e:#}"),
     };
-    let interrupt = AtomicBool::new(false);
     let config = repo.config_snapshot();
-    if config.boolean("worktree.useRelativePaths") == Some(true) {
+    let stage = if config.boolean("worktree.useRelativePaths") == Some(true) {
         let outcome = repo
             .add_worktree(
                 path,
                 gix::worktree::add::Head::Attached(name.clone()),
                 gix::progress::Discard,
-                &interrupt,
+                &AtomicBool::new(false),
             )
             .map_err(gix_error)?
             .1;
-        gix_stats(path, &outcome)
+        Stage::Done(gix_stats(path, &outcome)?)
     } else {
-        add_attached(repo, path, name, method, &interrupt)
+        register_attached(repo, path, name, method)?
+    };
+    Ok(Registered { stage })
+}
+
+impl Registered {
+    /// Writes the registered worktree's files and its index and finishes the registration;
+    /// on failure the registration and what was written are rolled back.
+    pub(crate) fn check_out(self) -> Result<CheckoutStats, WorktreeError> {
+        match self.stage {
+            Stage::Done(stats) => Ok(stats),
+            Stage::Pending {
+                prepared,
+                worktree_repo,
+                method,
+                path,
+                in_flight,
+            } => {
+                super::recycle::crash_point(REGISTERED_CRASH_POINT);
+                // `prepared` is consumed (persisted or rolled back) before the registration
+                // stops being in flight.
+                let done = write_files(prepared, &worktree_repo, method, &path);
+                drop(in_flight);
+                done
+            }
+        }
     }
+}
+
+/// Checks out the files of the worktree `prepared` registered and persists the registration;
+/// on failure dropping `prepared` rolls both back.
+fn write_files(
+    prepared: gix_worktree::add::PreparedWorktree,
+    worktree_repo: &gix::Repository,
+    method: CheckoutMethod,
+    path: &Path,
+) -> Result<CheckoutStats, WorktreeError> {
+    let fail = |message: String| WorktreeError::Checkout {
+        path: path.to_path_buf(),
+        message,
+    };
+    let stats = if method == CheckoutMethod::GitParallel {
+        let (files, bytes) =
+            super::parallel::checkout_with_git(worktree_repo, prepared.work_dir())?;
+        CheckoutStats {
+            files,
+            bytes,
+            method,
+        }
+    } else {
+        let worktree = worktree_repo
+            .worktree()
+            .ok_or_else(|| fail("the new registration has no working tree".into()))?;
+        let outcome = worktree
+            .checkout(gix::progress::Discard, &AtomicBool::new(false))
+            .map_err(|e| fail(format!("{e:#}")))?;
+        gix_stats(path, &outcome)?
+    };
+    prepared
+        .persist()
+        .map_err(|e| fail(format!("finishing the registration: {e}")))?;
+    Ok(stats)
 }
 
 /// Returns the stats of a gix checkout, or an error naming the first file it could not write.
@@ -222,14 +324,13 @@ fn gix_stats(
     })
 }
 
-/// Registers and checks out the worktree of `add_checked_out_in` without gix's checks.
-fn add_attached(
+/// Registers the worktree of [`register_in`] without gix's checks.
+fn register_attached(
     repo: &gix::Repository,
     path: &Path,
     name: &gix::refs::FullName,
     method: CheckoutMethod,
-    interrupt: &AtomicBool,
-) -> Result<CheckoutStats, WorktreeError> {
+) -> Result<Stage, WorktreeError> {
     let fail = |message: String| WorktreeError::Checkout {
         path: path.to_path_buf(),
         message,
@@ -292,27 +393,13 @@ fn add_attached(
         CheckoutMethod::Auto => CheckoutMethod::Gix,
         chosen => chosen,
     };
-    let stats = if method == CheckoutMethod::GitParallel {
-        let (files, bytes) =
-            super::parallel::checkout_with_git(&worktree_repo, prepared.work_dir())?;
-        CheckoutStats {
-            files,
-            bytes,
-            method,
-        }
-    } else {
-        let worktree = worktree_repo
-            .worktree()
-            .ok_or_else(|| fail("the new registration has no working tree".into()))?;
-        let outcome = worktree
-            .checkout(gix::progress::Discard, interrupt)
-            .map_err(|e| fail(format!("{e:#}")))?;
-        gix_stats(path, &outcome)?
-    };
-    prepared
-        .persist()
-        .map_err(|e| fail(format!("finishing the registration: {e}")))?;
-    Ok(stats)
+    Ok(Stage::Pending {
+        prepared,
+        worktree_repo: Box::new(worktree_repo),
+        method,
+        path: path.to_path_buf(),
+        in_flight: super::repair::InFlight::new(&admin),
+    })
 }
 
 /// Copies the per-worktree configuration `from` (the main worktree's `config.worktree`) to

@@ -157,13 +157,22 @@ pub fn park(repo: &RepoInfo, wt: &Path, capacity: usize) -> Result<Option<PathBu
     Ok(Some(dest))
 }
 
-/// Gives the worktree of `req` from the pool, or finishes a recycling into `req.path` that a
-/// crash interrupted; returns the pooled directory it came from, or `None` when the pool had
-/// nothing usable (or something already is at the path). Called under the registration lock.
-pub(crate) fn recycle(
-    req: &WorktreeRequest,
-    path: &Path,
-) -> Result<Option<PathBuf>, WorktreeError> {
+/// A pooled worktree [`recycle`] moved to a packet's path, still to be put on the packet's
+/// branch by [`Taken::check_out`].
+#[derive(Debug)]
+pub(crate) struct Taken {
+    /// Its administrative directory, which holds the recycling's marker.
+    admin: PathBuf,
+    /// Where it was parked.
+    pub(crate) from: PathBuf,
+}
+
+/// Takes a worktree for `req` from the pool, or the one a recycling into `req.path` that a crash
+/// interrupted was taking, and moves it to the path; returns it, or `None` when the pool had
+/// nothing usable (or something already is at the path). Called under the registration lock:
+/// only the move changes a registration, so [`Taken::check_out`], which writes the files, runs
+/// outside it.
+pub(crate) fn recycle(req: &WorktreeRequest, path: &Path) -> Result<Option<Taken>, WorktreeError> {
     let Some(pool) = pool_dir(path) else {
         return Ok(None);
     };
@@ -174,8 +183,8 @@ pub(crate) fn recycle(
         && let Some((admin, from)) = interrupted(req.repo, path)?
     {
         tracing::warn!(path = %path.display(), "finishing an interrupted worktree recycling");
-        finish(req, path, &admin)?;
-        return Ok(Some(from));
+        move_into(req, path, &admin)?;
+        return Ok(Some(Taken { admin, from }));
     }
     if !pool.is_dir() || path.exists() {
         return Ok(None);
@@ -201,8 +210,11 @@ pub(crate) fn recycle(
             path: admin.join(MARKER),
             source,
         })?;
-        finish(req, path, &admin)?;
-        return Ok(Some(candidate));
+        move_into(req, path, &admin)?;
+        return Ok(Some(Taken {
+            admin,
+            from: candidate,
+        }));
     }
     Ok(None)
 }
@@ -226,9 +238,8 @@ fn interrupted(repo: &RepoInfo, path: &Path) -> Result<Option<(PathBuf, PathBuf)
     Ok(None)
 }
 
-/// Moves the worktree registered at `admin` to `path` (unless it is there already), puts it on
-/// `req.branch` (created at `req.base` when missing) and drops the marker. Idempotent.
-fn finish(req: &WorktreeRequest, path: &Path, admin: &Path) -> Result<(), WorktreeError> {
+/// Moves the worktree registered at `admin` to `path` unless it is there already. Idempotent.
+fn move_into(req: &WorktreeRequest, path: &Path, admin: &Path) -> Result<(), WorktreeError> {
     let gitdir =
         fs_err::read_to_string(admin.join("gitdir")).map_err(|source| WorktreeError::Io {
             path: admin.join("gitdir"),
@@ -253,7 +264,26 @@ fn finish(req: &WorktreeRequest, path: &Path, admin: &Path) -> Result<(), Worktr
             req.repo.git().run(["worktree", "repair", "--", &target])?;
         }
     }
-    crash_point(CRASH_POINT);
+    Ok(())
+}
+
+impl Taken {
+    /// Puts the worktree [`recycle`] moved to `path` on `req.branch` (created at `req.base`,
+    /// a full commit id, when missing), rewriting only the files that differ, and drops the
+    /// marker. Idempotent; a kill before the marker is dropped is finished by the next creation
+    /// of `path`.
+    pub(crate) fn check_out(
+        &self,
+        req: &WorktreeRequest,
+        path: &Path,
+    ) -> Result<(), WorktreeError> {
+        crash_point(CRASH_POINT);
+        put_on_branch(req, path, &self.admin)
+    }
+}
+
+/// Does what [`Taken::check_out`] does.
+fn put_on_branch(req: &WorktreeRequest, path: &Path, admin: &Path) -> Result<(), WorktreeError> {
     let git = Git::pinned(&req.repo.common_dir, path)?;
     let full = format!("refs/heads/{}", req.branch);
     let repo_git = req.repo.git();
@@ -300,7 +330,7 @@ fn move_worktree(repo: &RepoInfo, from: &Path, to: &Path) -> Result<(), Worktree
 }
 
 /// Kills the process with SIGKILL when `ORCHESTRA_CRASH_AT` names `name`: crash tests' `kill -9`.
-fn crash_point(name: &str) {
+pub(crate) fn crash_point(name: &str) {
     if std::env::var("ORCHESTRA_CRASH_AT").is_ok_and(|v| v == name) {
         // SAFETY: sends SIGKILL to this very process.
         unsafe {

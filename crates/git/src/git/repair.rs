@@ -7,12 +7,53 @@
 //! own `worktree prune` would drop it as "invalid gitdir file"; this drops just those, plus
 //! registrations still locked with gix's "initializing" marker (a creation that never finished),
 //! leaving healthy and user-locked registrations alone. Repairs happen under the registration
-//! lock, so that no creation of this process is in flight while they run.
+//! lock, so that no registration of this process is half-written while they run; a registered
+//! worktree whose files this process is still checking out outside that lock (see
+//! `checkout::Registered`) carries the same "initializing" lock and is left alone ([`InFlight`]).
 
-use std::path::PathBuf;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use super::RepoInfo;
 use super::worktree::{Created, WorktreeError, WorktreeRequest};
+
+/// The administrative directories (canonical) of the registrations this process is checking
+/// out right now.
+static IN_FLIGHT: Mutex<BTreeSet<PathBuf>> = Mutex::new(BTreeSet::new());
+
+/// Marks a registration as being checked out by this process, so that no repair drops it, until
+/// dropped.
+pub(crate) struct InFlight(PathBuf);
+
+impl InFlight {
+    /// Marks the registration whose administrative directory is `admin` (canonical) in flight.
+    pub(crate) fn new(admin: &Path) -> InFlight {
+        let admin = admin.to_path_buf();
+        IN_FLIGHT
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(admin.clone());
+        InFlight(admin)
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        IN_FLIGHT
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(&self.0);
+    }
+}
+
+/// Returns true if and only if this process is checking out the registration at `dir`.
+fn in_flight(dir: &Path) -> bool {
+    let set = IN_FLIGHT
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    !set.is_empty() && dir.canonicalize().is_ok_and(|dir| set.contains(&dir))
+}
 
 /// Removes unreadable worktree registrations and returns their administrative directories.
 pub fn repair_registrations(repo: &RepoInfo) -> Result<Vec<PathBuf>, WorktreeError> {
@@ -30,7 +71,7 @@ pub fn repair_registrations(repo: &RepoInfo) -> Result<Vec<PathBuf>, WorktreeErr
     let mut removed = Vec::new();
     for entry in entries.flatten() {
         let dir = entry.path();
-        if !dir.is_dir() {
+        if !dir.is_dir() || in_flight(&dir) {
             continue;
         }
         // gix marks a registration it is still writing as locked with this exact reason and
@@ -78,7 +119,7 @@ pub fn drop_unfinished_registration(
         });
         let unfinished = std::fs::read_to_string(dir.join("locked"))
             .is_ok_and(|reason| reason.trim() == "initializing");
-        if names_path && unfinished {
+        if names_path && unfinished && !in_flight(&dir) {
             tracing::warn!(dir = %dir.display(), "removing an unfinished worktree registration");
             fs_err::remove_dir_all(&dir).map_err(|source| WorktreeError::Io {
                 path: dir.clone(),
@@ -116,7 +157,8 @@ fn create_registered(
         Ok(unverified) => return Ok(unverified),
         Err(e) => e,
     };
-    // Safe while creation is serialised: no creation of this process is half-way.
+    // Safe while registration is serialised: no registration of this process is half-written,
+    // and those it is checking out are in flight.
     let repaired = repair_registrations(request.repo)?;
     let occupied = move_aside
         && request.path.exists()

@@ -180,24 +180,32 @@ pub fn create(req: &WorktreeRequest) -> Result<(Worktree, Created), WorktreeErro
     finish(req, create_unverified(req)?)
 }
 
-/// A worktree [`create_unverified`] left: ready, or freshly checked out and still to be
-/// validated by [`finish`].
+/// A worktree [`create_unverified`] left: ready, or freshly registered or recycled, its files
+/// still to be checked out and validated by [`finish`].
 pub(crate) enum Unverified {
-    /// Reused or recycled, and validated already.
+    /// Reused, and validated already.
     Ready(Worktree, Created),
-    /// Registered and checked out (fresh, or re-created on its branch's tip), not yet
+    /// Taken from the pool and moved to its path, not yet on its branch nor validated; `base`
+    /// is the full id of the commit a missing branch starts at.
+    Recycling {
+        path: PathBuf,
+        taken: super::recycle::Taken,
+        base: String,
+    },
+    /// Registered (fresh, or re-created on its branch's tip), not yet checked out nor
     /// validated; `base` is the start of a branch this call created.
-    CheckedOut {
+    Registered {
         path: PathBuf,
         kind: Created,
-        stats: CheckoutStats,
+        registered: checkout::Registered,
         base: String,
     },
 }
 
-/// Does what [`create`] does up to the validation of a new checkout, which [`finish`] does:
-/// the part that registers a worktree, which a process does one at a time (see
-/// `registration_lock`), apart from the `git status` that reads it, which need not wait.
+/// Does what [`create`] does up to the checkout of a new worktree's files and its validation,
+/// which [`finish`] does: the part that registers a worktree, which a process does one at a
+/// time (see `registration_lock`), apart from writing the files and the `git status` that reads
+/// them, which need not wait.
 pub(crate) fn create_unverified(req: &WorktreeRequest) -> Result<Unverified, WorktreeError> {
     let git = req.repo.git();
     let full_ref = checkout::branch_ref(req.branch)?;
@@ -216,23 +224,8 @@ pub(crate) fn create_unverified(req: &WorktreeRequest) -> Result<Unverified, Wor
         base: &base,
         ..*req
     };
-    if let Some(from) = super::recycle::recycle(&resolved, &path)? {
-        let status = validate(req.repo, &path, req.branch)?;
-        if status.dirty() {
-            return Err(WorktreeError::Checkout {
-                path,
-                message: format!(
-                    "the recycled checkout is not clean ({} path(s) differ from the branch)",
-                    status.changed
-                ),
-            });
-        }
-        let worktree = Worktree {
-            path,
-            branch: req.branch.to_string(),
-            head: status.head,
-        };
-        return Ok(Unverified::Ready(worktree, Created::Recycled { from }));
+    if let Some(taken) = super::recycle::recycle(&resolved, &path)? {
+        return Ok(Unverified::Recycling { path, taken, base });
     }
     let existing_tip = checkout::branch_tip(&repo, &full_ref)?;
     let full_ref_text = full_ref.as_bstr().to_string();
@@ -293,11 +286,11 @@ pub(crate) fn create_unverified(req: &WorktreeRequest) -> Result<Unverified, Wor
         Created::Fresh
     };
 
-    match checkout::add_checked_out_in(&repo, &path, &full_ref, CheckoutMethod::Auto) {
-        Ok(stats) => Ok(Unverified::CheckedOut {
+    match checkout::register_in(&repo, &path, &full_ref, CheckoutMethod::Auto) {
+        Ok(registered) => Ok(Unverified::Registered {
             path,
             kind,
-            stats,
+            registered,
             base,
         }),
         Err(e) => {
@@ -307,22 +300,35 @@ pub(crate) fn create_unverified(req: &WorktreeRequest) -> Result<Unverified, Wor
     }
 }
 
-/// Validates the new checkout [`create_unverified`] left (it must be clean on its branch) and
-/// returns the worktree; a failed validation rolls back the branch the creation made.
+/// Checks out the files of the new or recycled worktree [`create_unverified`] registered or
+/// moved, validates it (it must be clean on its branch) and returns the worktree; a failed
+/// checkout or validation of a new one rolls back the branch the creation made.
 pub(crate) fn finish(
     req: &WorktreeRequest,
     unverified: Unverified,
 ) -> Result<(Worktree, Created), WorktreeError> {
-    let (path, kind, stats, base) = match unverified {
+    let (path, kind, registered, base) = match unverified {
         Unverified::Ready(worktree, created) => return Ok((worktree, created)),
-        Unverified::CheckedOut {
+        Unverified::Recycling { path, taken, base } => {
+            let resolved = WorktreeRequest {
+                base: &base,
+                ..*req
+            };
+            taken.check_out(&resolved, &path)?;
+            let worktree = verify_recycled(req, path)?;
+            return Ok((worktree, Created::Recycled { from: taken.from }));
+        }
+        Unverified::Registered {
             path,
             kind,
-            stats,
+            registered,
             base,
-        } => (path, kind, stats, base),
+        } => (path, kind, registered, base),
     };
-    match verify_fresh(req, &path, stats) {
+    match registered
+        .check_out()
+        .and_then(|stats| verify_fresh(req, &path, stats))
+    {
         Ok(head) => Ok((
             Worktree {
                 path,
@@ -336,6 +342,25 @@ pub(crate) fn finish(
             Err(e)
         }
     }
+}
+
+/// Validates a worktree just recycled to `path`: it must be clean on its branch.
+fn verify_recycled(req: &WorktreeRequest, path: PathBuf) -> Result<Worktree, WorktreeError> {
+    let status = validate(req.repo, &path, req.branch)?;
+    if status.dirty() {
+        return Err(WorktreeError::Checkout {
+            path,
+            message: format!(
+                "the recycled checkout is not clean ({} path(s) differ from the branch)",
+                status.changed
+            ),
+        });
+    }
+    Ok(Worktree {
+        path,
+        branch: req.branch.to_string(),
+        head: status.head,
+    })
 }
 
 /// Deletes the branch a failed fresh creation made. Only a branch this creation made is rolled
