@@ -14,6 +14,8 @@
 #[cfg(test)]
 mod at_uses;
 #[cfg(test)]
+mod at_uses_impls;
+#[cfg(test)]
 mod at_uses_inferred;
 mod browse;
 mod cache;
@@ -24,6 +26,7 @@ mod facts;
 mod index;
 mod inferred;
 mod lang;
+mod macro_impls;
 mod manifests;
 mod map;
 mod matcher;
