@@ -90,3 +90,34 @@ fn impls_written_in_a_macro_rules_body_implement_their_trait_and_type() {
     );
     assert!(impls(&r, "src/lib.rs", 3, "Marker").is_empty());
 }
+
+/// werkzeug's `structures.pyi` declares `MultiDict` again beside `structures.py`, and its
+/// `class OrderedMultiDict(MultiDict[K, V])` names the stub's class: jedi takes stub and
+/// implementation for one class, so the subclasses the stub declares are the implementation's
+/// too, asked at a use or at either declaration.
+#[test]
+fn subclasses_declared_in_a_stub_are_the_implementations_classes_too() {
+    let r = repo(&[
+        ("pkg/__init__.py", ""),
+        (
+            "pkg/structures.py",
+            "class MultiDict(dict):\n    pass\nclass Ordered(MultiDict):\n    pass\n",
+        ),
+        (
+            "pkg/structures.pyi",
+            "class MultiDict(dict): ...\nclass Ordered(MultiDict): ...\nclass Combined(MultiDict): ...\n",
+        ),
+        (
+            "pkg/use.py",
+            "from .structures import MultiDict\ndef f(d: MultiDict) -> None:\n    pass\n",
+        ),
+    ]);
+    let want = [
+        "pkg/structures.py:3",
+        "pkg/structures.pyi:2",
+        "pkg/structures.pyi:3",
+    ];
+    assert_eq!(impls(&r, "pkg/use.py", 2, "MultiDict"), want);
+    assert_eq!(impls(&r, "pkg/structures.py", 1, "MultiDict"), want);
+    assert_eq!(impls(&r, "pkg/structures.pyi", 1, "MultiDict"), want);
+}

@@ -38,6 +38,7 @@ mod query;
 mod render;
 mod resolve;
 mod snapshot;
+mod stub_twins;
 mod target;
 pub mod tools;
 mod typefacts;
