@@ -265,6 +265,10 @@ fn bound_before(bt: &str) -> bool {
         && (rest.ends_with('<') || rest.ends_with(','))
 }
 
+/// One file's imports as the oracle resolves them: module as written → targets ("" outside the
+/// repository), and the modules it could not resolve.
+type OracleImports<'a> = (BTreeMap<&'a str, BTreeSet<&'a str>>, BTreeSet<&'a str>);
+
 /// Scores the imports query asked at uses on import lines: the edge our imports of the file
 /// give for the statement (the name's, else the line's), against the target the oracle gives
 /// the module as written.
@@ -275,8 +279,7 @@ pub fn score_imports(
     verbose: bool,
 ) -> Counts {
     let mut out = Counts::default();
-    let mut by_file: BTreeMap<&str, (BTreeMap<&str, BTreeSet<&str>>, BTreeSet<&str>)> =
-        BTreeMap::new();
+    let mut by_file: BTreeMap<&str, OracleImports> = BTreeMap::new();
     for q in expected["imports"].as_array().into_iter().flatten() {
         let entry = by_file.entry(q["file"].as_str().unwrap_or("")).or_default();
         for e in q["expected"].as_array().into_iter().flatten() {
