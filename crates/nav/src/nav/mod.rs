@@ -16,6 +16,8 @@ mod at_uses;
 #[cfg(test)]
 mod at_uses_impls;
 #[cfg(test)]
+mod at_uses_imports;
+#[cfg(test)]
 mod at_uses_inferred;
 mod browse;
 mod cache;
