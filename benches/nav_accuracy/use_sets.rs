@@ -403,7 +403,9 @@ fn imported_name(line: &str) -> Option<(usize, &str)> {
     ];
     // A statement going on over more lines names its module on another line than its names.
     let code = line.split(" #").next().unwrap_or(line).trim_end();
-    if super::forms::form_of(line, 1, line, None, "") != 8 || code.ends_with(['(', '{', ',', '\\'])
+    if super::forms::form_of(line, 1, line, None, "") != 8
+        || code.ends_with(['(', '{', ',', '\\'])
+        || !is_statement(code.trim_start())
     {
         return None;
     }
@@ -440,6 +442,37 @@ fn imported_name(line: &str) -> Option<(usize, &str)> {
         i += 1;
     }
     last
+}
+
+/// Returns true if and only if an import line reads as a statement rather than prose that
+/// starts like one (a docstring's "import time of Click down", "from which the value …"):
+/// Python's `from M import …` or `import a.b[ as c][, …]`, a Rust `use` or `extern crate`
+/// ending in `;`, a TypeScript import naming its module in quotes.
+fn is_statement(code: &str) -> bool {
+    let dotted = |w: &str| {
+        !w.is_empty()
+            && w.chars()
+                .all(|c| c.is_alphanumeric() || c == '_' || c == '.')
+    };
+    if let Some(rest) = code.strip_prefix("from ") {
+        return rest
+            .split_once(" import ")
+            .is_some_and(|(m, _)| dotted(m.trim()));
+    }
+    if code.ends_with(';') || code.contains(['"', '\'', '`']) {
+        return true;
+    }
+    if let Some(rest) = code.strip_prefix("import ") {
+        return rest.split(',').all(|part| {
+            let words: Vec<&str> = part.split_whitespace().collect();
+            match words.as_slice() {
+                [m] => dotted(m),
+                [m, "as", a] => dotted(m) && dotted(a),
+                _ => false,
+            }
+        });
+    }
+    false
 }
 
 /// Returns the index in [`IMPORT_FORMS`] of an import of `module` (as written) on `line` of
