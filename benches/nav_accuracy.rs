@@ -30,6 +30,8 @@ mod rust;
 mod sets;
 #[path = "nav_accuracy/typescript.rs"]
 mod typescript;
+#[path = "nav_accuracy/use_sets.rs"]
+mod use_sets;
 
 use sets::{EVAL, TREE};
 
@@ -188,6 +190,10 @@ pub struct Tally {
     uses: forms::Forms,
     /// References asked at the use-sampled set's uses, per form.
     use_refs: forms::RefForms,
+    /// Implementations asked at uses of types, per form ([`use_sets::IMPL_FORMS`]).
+    use_impls: use_sets::Counts,
+    /// Imports asked at uses on import lines, per form ([`use_sets::IMPORT_FORMS`]).
+    use_imports: use_sets::Counts,
 }
 
 impl Tally {
@@ -197,6 +203,8 @@ impl Tally {
         self.forms.add(&o.forms);
         self.uses.add(&o.uses);
         self.use_refs.add(&o.use_refs);
+        self.use_impls.add(&o.use_impls);
+        self.use_imports.add(&o.use_imports);
         self.def_top_tp += o.def_top_tp;
         self.def_top_n += o.def_top_n;
         self.def_all_tp += o.def_all_tp;
@@ -295,6 +303,9 @@ impl Tally {
                 f1(p, r)
             );
         }
+        self.use_impls
+            .print("implementations", &use_sets::IMPL_FORMS);
+        self.use_imports.print("imports", &use_sets::IMPORT_FORMS);
     }
 }
 
@@ -472,6 +483,8 @@ fn score(label: &str, repo: &Path, index: &Index, expected: &serde_json::Value) 
     );
     score_impls(index, expected, verbose, &mut tally);
     score_imports(index, expected, verbose, &mut tally);
+    tally.use_impls = use_sets::score_impls(repo, index, expected, verbose);
+    tally.use_imports = use_sets::score_imports(repo, index, expected, verbose);
     tally.print_impls_imports();
     tally
 }

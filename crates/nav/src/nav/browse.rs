@@ -17,6 +17,26 @@ fn python_reexport(path: &str, imp: &super::facts::Import) -> bool {
     init && imp.kind != ImportKind::Module && imp.module != "__future__"
 }
 
+/// How many imports a Rust path is followed through (`crate::x` imported from a module that
+/// imports it from another): re-export chains are short, and a cycle must end.
+const MAX_REEXPORT_DEPTH: usize = 4;
+
+/// Returns true if and only if the Rust import `imp` binds `name` in its module: `use a::Name`,
+/// `use a::Other as Name`, `extern crate name;`, never a glob.
+fn rust_binds(imp: &super::facts::Import, name: &str) -> bool {
+    if imp.kind == ImportKind::Glob {
+        return false;
+    }
+    let bound = if !imp.alias.is_empty() {
+        imp.alias.as_str()
+    } else if !imp.name.is_empty() {
+        imp.name.as_str()
+    } else {
+        imp.module.rsplit("::").next().unwrap_or("")
+    };
+    bound == name
+}
+
 /// Returns true if and only if an import binds a name other than the one it imports (`import
 /// numpy as np`, `{ a as b }`), not the name a module import binds by default (`sys` of
 /// `import sys`, `os` of `import os.path`, `fmt` of Go's `"fmt"`).
@@ -94,6 +114,19 @@ impl Index {
     /// on that path (`self::Kind::*` of an enum) stands for the file holding it. `self` and
     /// `super` count the inline modules (`mod tests { use super::*; }`) around the `use`.
     fn rust_import_target(&self, file: u32, imp: &super::facts::Import) -> Option<u32> {
+        self.rust_import_target_within(file, imp, 0)
+    }
+
+    /// [`Self::rust_import_target`], `depth` imports deep: a path through a name the module it
+    /// reaches imports (`crate::alloc::…` through the root's `extern crate alloc;`,
+    /// `crate::EitherOrBoth::*` through `pub use either_or_both::EitherOrBoth;`) leads where
+    /// that import leads, as rust-analyzer resolves it.
+    fn rust_import_target_within(
+        &self,
+        file: u32,
+        imp: &super::facts::Import,
+        depth: usize,
+    ) -> Option<u32> {
         let facts = &self.files[file as usize].facts;
         let inline = facts
             .defs
@@ -108,11 +141,23 @@ impl Index {
                 return Some(t);
             }
         }
+        // The segment after the longest prefix that names a module.
+        let mut next: Option<&str> = None;
         while !segs.is_empty() {
             if let Some(t) = self.rust_module_path(file, &segs, inline) {
-                return Some(t);
+                let through = next.filter(|_| depth < MAX_REEXPORT_DEPTH).and_then(|n| {
+                    self.files[t as usize]
+                        .facts
+                        .imports
+                        .iter()
+                        .find(|i| rust_binds(i, n))
+                });
+                return match through {
+                    Some(i) => self.rust_import_target_within(t, i, depth + 1),
+                    None => Some(t),
+                };
             }
-            segs.pop();
+            next = segs.pop();
         }
         None
     }

@@ -13,11 +13,12 @@ use super::NavError;
 use super::doc_links::doc_link_refs;
 use super::facts::{Def, FileFacts, Import, ImportKind, Ref, Relation, Span};
 use super::lang::{Capture, Family, Lang, LangQueries};
+use super::macro_impls::macro_impls;
 use super::typefacts::{RawBinding, type_facts};
 use super::use_tree::rust_use_tree;
 
 /// Bumped when the extraction code (not the queries) changes what it produces.
-pub const EXTRACTOR_VERSION: &str = "10";
+pub const EXTRACTOR_VERSION: &str = "11";
 
 /// Files larger than this are indexed as empty: they are almost always generated or minified.
 pub const MAX_FILE_BYTES: usize = 2 * 1024 * 1024;
@@ -243,6 +244,9 @@ impl<'t> Pass<'t> {
                 if lang == Lang::Rust && matches!(kind, "struct" | "enum" | "union") {
                     self.derives(node, name, source);
                 }
+                if lang == Lang::Rust && kind == "macro" {
+                    self.macro_body_impls(node, source);
+                }
             }
             Family::Relation => {
                 if let (Some(s), Some(t)) = (m.subject, m.target) {
@@ -298,6 +302,48 @@ impl<'t> Pass<'t> {
                 _ => break,
             }
             prev = p.prev_sibling();
+        }
+    }
+
+    /// Records the `impl` blocks written in the `macro_rules!` body `node` as `impl`
+    /// containers named after their self type, and a trait impl's `implements` relation, as
+    /// the query patterns record those outside macros.
+    fn macro_body_impls(&mut self, node: Node<'t>, source: &[u8]) {
+        for m in macro_impls(node, source) {
+            let mut span = span_of(m.impl_token);
+            let end = span_of(m.body);
+            (span.end_byte, span.end_line) = (end.end_byte, end.end_line);
+            let line_end = source[span.start_byte as usize..]
+                .iter()
+                .position(|b| *b == b'\n')
+                .map_or(source.len(), |p| span.start_byte as usize + p);
+            let signature = String::from_utf8_lossy(&source[span.start_byte as usize..line_end])
+                .trim()
+                .to_string();
+            if let Some((t, qualifier)) = m.trait_name {
+                self.facts.relations.push(Relation {
+                    kind: "implements".into(),
+                    subject: m.self_name.clone(),
+                    target: node_text(t, source),
+                    qualifier,
+                    span: span_of(t),
+                });
+            }
+            self.defs.push((
+                m.impl_token,
+                Def {
+                    name: m.self_name,
+                    kind: "impl".into(),
+                    parent: None,
+                    span,
+                    name_span: span_of(m.self_type),
+                    body_start: m.body.start_byte() as u32,
+                    signature,
+                    owner: String::new(),
+                    receiver_var: String::new(),
+                    exported: false,
+                },
+            ));
         }
     }
 

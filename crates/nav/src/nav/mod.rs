@@ -14,6 +14,10 @@
 #[cfg(test)]
 mod at_uses;
 #[cfg(test)]
+mod at_uses_impls;
+#[cfg(test)]
+mod at_uses_imports;
+#[cfg(test)]
 mod at_uses_inferred;
 mod browse;
 mod cache;
@@ -24,6 +28,7 @@ mod facts;
 mod index;
 mod inferred;
 mod lang;
+mod macro_impls;
 mod manifests;
 mod map;
 mod matcher;
@@ -35,6 +40,7 @@ mod query;
 mod render;
 mod resolve;
 mod snapshot;
+mod stub_twins;
 mod target;
 pub mod tools;
 mod typefacts;

@@ -680,6 +680,7 @@ impl Index {
         from: Option<&At>,
     ) -> Result<Vec<Location>, NavError> {
         let (targets, name) = self.target_set(symbol, from)?;
+        let targets = self.with_stub_twins(targets);
         let mut found = self.direct_implementations(&targets, &[name]);
         // One more scan of the relations per level: the resolved classes and interfaces the
         // last level found, not yet followed.
