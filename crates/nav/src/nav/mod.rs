@@ -15,6 +15,8 @@
 mod at_uses;
 #[cfg(test)]
 mod at_uses_inferred;
+#[cfg(test)]
+mod at_uses_unions;
 mod browse;
 mod cache;
 mod doc_links;
@@ -39,6 +41,7 @@ mod target;
 pub mod tools;
 mod typefacts;
 mod types;
+mod unions;
 mod use_tree;
 mod worktree;
 

@@ -712,6 +712,18 @@ impl Index {
                 return None;
             }
         }
+        // A receiver declared as a union of named types (`v: A | B`, `Map<K, A | B>`'s values).
+        let mut union = Vec::new();
+        for ty in self.union_receiver(file, qualifier, at, scope, depth) {
+            for m in self.class_members(ty, name, depth) {
+                if !union.contains(&m) {
+                    union.push(m);
+                }
+            }
+        }
+        if !union.is_empty() {
+            return Some(Outcome::bound(union, Vec::new()));
+        }
         if let Some(m) = self.foreign_receiver(file, qualifier, at, scope) {
             return Some(Self::external(m));
         }

@@ -33,9 +33,12 @@ enum Binding {
 
 /// TypeScript's primitive types, left out of a union with one named type (`Annotation |
 /// boolean`): they have no methods the repository declares.
-const PRIMITIVES: &[&str] = &[
+pub(crate) const PRIMITIVES: &[&str] = &[
     "boolean", "string", "number", "bigint", "symbol", "true", "false",
 ];
+
+/// Kinds of type facts that bind no value to their name: what a type alias stands for.
+const NOT_BINDINGS: &[&str] = &["type_alias"];
 
 /// Returns true if and only if definitions of `kind` can be the type of a value.
 fn is_type_like(kind: &str) -> bool {
@@ -523,7 +526,9 @@ impl Index {
             let here: Vec<&TypeFact> = facts
                 .types
                 .iter()
-                .filter(|t| t.scope == cur && t.var == var)
+                .filter(|t| {
+                    t.scope == cur && t.var == var && !NOT_BINDINGS.contains(&t.kind.as_str())
+                })
                 .collect();
             let pick = if cur.is_none() {
                 here.last().copied()

@@ -72,6 +72,8 @@
 (method_signature return_type: (type_annotation (_) @type)) @binding.returns
 (abstract_method_signature return_type: (type_annotation (_) @type)) @binding.returns
 (function_signature return_type: (type_annotation (_) @type)) @binding.returns
+; `type Entry = A | B`: what the alias stands for (a receiver so typed has each type's members).
+(type_alias_declaration name: (type_identifier) @name value: (union_type) @type) @binding.type_alias
 
 (required_parameter pattern: (identifier) @local)
 (optional_parameter pattern: (identifier) @local)

@@ -1,0 +1,44 @@
+//! Unit tests of TypeScript receivers typed by a union of named types or narrowed by a check
+//! (`x instanceof C`, a user type guard) — asked at a use as `--from PATH:LINE:COL` asks it,
+//! definitions and references both.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use super::at_uses::{places, repo};
+
+#[test]
+fn receivers_typed_by_a_union_answer_the_member_of_each_type() {
+    let f = "src/adm.ts";
+    let r = repo(&[(
+        f,
+        concat!(
+            "export class ObservableValue { get(): number { return 1 } }\n", // 1
+            "export class ComputedValue { get(): number { return 2 } }\n",   // 2
+            "export class Other { get(): number { return 3 } }\n",           // 3
+            "type Entry = ObservableValue | ComputedValue\n",                // 4
+            "export class Adm {\n",                                          // 5
+            "  values_ = new Map<string, ObservableValue | ComputedValue>()\n", // 6
+            "  read(k: string, v: ObservableValue | ComputedValue | undefined, e: Entry): number {\n", // 7
+            "    v!.get()\n",                          // 8
+            "    e.get()\n",                           // 9
+            "    const found = this.values_.get(k)\n", // 10
+            "    found!.get()\n",                      // 11
+            "    return this.values_.get(k)!.get()\n", // 12
+            "  }\n",                                   // 13
+            "}\n",                                     // 14
+        ),
+    )]);
+    let both = [format!("{f}:1"), format!("{f}:2")];
+    for line in [8, 9, 11] {
+        assert_eq!(r.def(f, line, "get"), both, "line {line}");
+    }
+    // The second `get` of `this.values_.get(k)!.get()`.
+    let at = r.at(f, 12, "get", 1);
+    let defs = r.index.definition_at(Some("get"), Some(&at)).unwrap();
+    assert_eq!(places(&defs), both);
+    assert_eq!(
+        r.refs(f, 1, "get"),
+        [8, 9, 11, 12].map(|l| format!("{f}:{l}"))
+    );
+    assert_eq!(r.refs(f, 3, "get"), Vec::<String>::new());
+}
