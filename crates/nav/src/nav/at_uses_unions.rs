@@ -42,3 +42,37 @@ fn receivers_typed_by_a_union_answer_the_member_of_each_type() {
     );
     assert_eq!(r.refs(f, 3, "get"), Vec::<String>::new());
 }
+
+#[test]
+fn checks_and_type_guards_narrow_a_receiver_where_they_hold() {
+    let f = "src/write.ts";
+    let r = repo(&[(
+        f,
+        concat!(
+            "export class ObservableValue { set(v: number): void {} }\n", // 1
+            "export class ComputedValue { set(v: number): void {} }\n",   // 2
+            "export function isComputed(x: unknown): x is ComputedValue {\n", // 3
+            "  return x instanceof ComputedValue\n",                      // 4
+            "}\n",                                                        // 5
+            "type Value = ObservableValue | ComputedValue\n",             // 6
+            "export function write(o: Value, p: Value, q: any): void {\n", // 7
+            "  if (o instanceof ComputedValue) {\n",                      // 8
+            "    o.set(1)\n",                                             // 9
+            "  }\n",                                                      // 10
+            "  o.set(2)\n",                                               // 11
+            "  if (isComputed(q)) {\n",                                   // 12
+            "    q.set(3)\n",                                             // 13
+            "  }\n",                                                      // 14
+            "  if (!(p instanceof ObservableValue)) return\n",            // 15
+            "  p.set(4)\n",                                               // 16
+            "}\n",                                                        // 17
+        ),
+    )]);
+    let (observable, computed) = (format!("{f}:1"), format!("{f}:2"));
+    assert_eq!(r.def(f, 9, "set"), [computed.clone()]);
+    assert_eq!(r.def(f, 11, "set"), [observable.clone(), computed.clone()]);
+    assert_eq!(r.def(f, 13, "set"), [computed.clone()]);
+    assert_eq!(r.def(f, 16, "set"), [observable.clone()]);
+    assert_eq!(r.refs(f, 1, "set"), [11, 16].map(|l| format!("{f}:{l}")));
+    assert_eq!(r.refs(f, 2, "set"), [9, 11, 13].map(|l| format!("{f}:{l}")));
+}

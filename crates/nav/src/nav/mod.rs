@@ -32,6 +32,7 @@ mod matcher;
 pub mod mcp;
 mod mod_paths;
 mod modules;
+mod narrowing;
 mod patterns;
 mod query;
 mod render;

@@ -38,7 +38,7 @@ pub(crate) const PRIMITIVES: &[&str] = &[
 ];
 
 /// Kinds of type facts that bind no value to their name: what a type alias stands for.
-const NOT_BINDINGS: &[&str] = &["type_alias"];
+const NOT_BINDINGS: &[&str] = &["type_alias", "narrow", "guard"];
 
 /// Returns true if and only if definitions of `kind` can be the type of a value.
 fn is_type_like(kind: &str) -> bool {
@@ -371,6 +371,8 @@ impl Index {
             "variant" | "tuple" | "tuple_unwrap" => {
                 self.pattern_type(file, &fact.kind, &fact.ty, at, fact.scope, depth + 1)
             }
+            // `if (x instanceof C)`, `if (isC(x))`: what the check proves.
+            "narrow" | "guard" => self.narrowed_type(file, fact, depth + 1),
             // `make(a)`, or `difference(prev, next)` with its arguments.
             "call" | "unwrap" => {
                 let unwrap = fact.kind == "unwrap";
@@ -520,6 +522,10 @@ impl Index {
         var: &str,
         at: u32,
     ) -> Option<&TypeFact> {
+        // Inside `if (x instanceof C) { … }`: a `C`, whatever `x` was declared as.
+        if let Some(n) = self.narrowing_at(file, var, at) {
+            return Some(n);
+        }
         let facts = &self.files[file as usize].facts;
         let mut cur = scope;
         loop {
