@@ -4,6 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use super::Resolution;
 use super::at_uses::{places, repo};
 
 #[test]
@@ -75,4 +76,38 @@ fn checks_and_type_guards_narrow_a_receiver_where_they_hold() {
     assert_eq!(r.def(f, 16, "set"), [observable.clone()]);
     assert_eq!(r.refs(f, 1, "set"), [11, 16].map(|l| format!("{f}:{l}")));
     assert_eq!(r.refs(f, 2, "set"), [9, 11, 13].map(|l| format!("{f}:{l}")));
+}
+
+#[test]
+fn references_at_an_untyped_receiver_are_the_uses_through_that_receiver() {
+    let f = "src/api.ts";
+    let r = repo(&[(
+        f,
+        concat!(
+            "export class Query { initiate(): void {} }\n",    // 1
+            "export class Mutation { initiate(): void {} }\n", // 2
+            "export function start(api: any, name: string, q: Query): void {\n", // 3
+            "  const endpoint = api.endpoints[name]\n",        // 4
+            "  endpoint.initiate()\n",                         // 5
+            "  q.initiate()\n",                                // 6
+            "  endpoint\n",                                    // 7
+            "    .initiate()\n",                               // 8
+            "  api.other.initiate()\n",                        // 9
+            "}\n",                                             // 10
+            "export function other(endpoint: any): void {\n",  // 11
+            "  endpoint.initiate()\n",                         // 12
+            "}\n",                                             // 13
+        ),
+    )]);
+    let at = r.at(f, 5, "initiate", 0);
+    let refs = r.index.references_at(Some("initiate"), Some(&at)).unwrap();
+    let lines: Vec<(u32, Resolution)> = refs.iter().map(|l| (l.line, l.resolution)).collect();
+    // Only the uses through the same receiver are certainly the same member; none is labelled
+    // resolved, since which type's member it is stays unknown.
+    assert_eq!(
+        lines,
+        [(5, Resolution::Candidate), (8, Resolution::Candidate)]
+    );
+    // A typed receiver's references stay those of its type.
+    assert_eq!(r.refs(f, 1, "initiate"), [format!("{f}:6")]);
 }

@@ -43,6 +43,7 @@ pub mod tools;
 mod typefacts;
 mod types;
 mod unions;
+mod untyped;
 mod use_tree;
 mod worktree;
 

@@ -267,6 +267,9 @@ impl Index {
         symbol: Option<&str>,
         from: Option<&At>,
     ) -> Result<Vec<Location>, NavError> {
+        if let Some(locs) = from.and_then(|at| self.untyped_member_references(symbol, at)) {
+            return Ok(locs);
+        }
         match self.target_set(symbol, from) {
             Ok((targets, name)) => Ok(self.references_to(&targets, &name, |_| true)),
             Err(e @ NavError::UnknownSymbol { .. }) => match symbol.filter(|_| from.is_none()) {
@@ -571,7 +574,7 @@ impl Index {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn ref_location(
+    pub(crate) fn ref_location(
         &self,
         file: u32,
         span: super::facts::Span,
