@@ -111,3 +111,26 @@ fn references_at_an_untyped_receiver_are_the_uses_through_that_receiver() {
     // A typed receiver's references stay those of its type.
     assert_eq!(r.refs(f, 1, "initiate"), [format!("{f}:6")]);
 }
+
+#[test]
+fn receivers_typed_by_an_object_type_alias_have_its_members() {
+    let f = "src/annotation.ts";
+    let r = repo(&[(
+        f,
+        concat!(
+            "export type Annotation = {\n", // 1
+            "  make_(key: string): void\n", // 2
+            "}\n",                          // 3
+            "export class Adm {\n",         // 4
+            "  make_(key: string, annotation: Annotation | boolean): void {\n", // 5
+            "    annotation.make_(key)\n",  // 6
+            "  }\n",                        // 7
+            "}\n",                          // 8
+            "export function other(a: Annotation): void {\n", // 9
+            "  a.make_(\"k\")\n",           // 10
+            "}\n",                          // 11
+        ),
+    )]);
+    assert_eq!(r.def(f, 6, "make_"), [format!("{f}:2")]);
+    assert_eq!(r.refs(f, 2, "make_"), [6, 10].map(|l| format!("{f}:{l}")));
+}

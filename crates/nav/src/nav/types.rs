@@ -313,7 +313,7 @@ impl Index {
             .defs
             .iter()
             .copied()
-            .filter(|d| is_type_like(&self.def(*d).kind))
+            .filter(|d| is_type_like(&self.def(*d).kind) || self.is_object_type(*d))
             .collect();
         match (types.as_slice(), o.defs.as_slice()) {
             ([one], _) if o.bound => Some(*one),

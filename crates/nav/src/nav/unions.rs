@@ -10,6 +10,7 @@
 use super::index::{DefId, Index};
 use super::inferred::split_arguments;
 use super::lang::Lang;
+use super::resolve::is_type_parameter;
 use super::types::{MAX_DEPTH, PRIMITIVES, type_path, without_line_breaks};
 
 /// Where a union is written: the file, its text, the byte and scope it is read at.
@@ -57,6 +58,19 @@ fn is_name(s: &str) -> bool {
 }
 
 impl Index {
+    /// Returns true if and only if `def` is a type alias of an object type that declares
+    /// members (`type Annotation = { make_(…): void }`): a value so typed has those members.
+    pub(crate) fn is_object_type(&self, def: DefId) -> bool {
+        if self.def(def).kind != "type" {
+            return false;
+        }
+        self.files[def.file as usize]
+            .facts
+            .defs
+            .iter()
+            .any(|d| d.parent == Some(def.def) && !is_type_parameter(&d.kind))
+    }
+
     /// Returns the types of the receiver expression `qualifier` at byte `at` of `file` when its
     /// declared type is a union of two or more named types here; empty otherwise (no union, a
     /// part that is no type of the repository, another language).
