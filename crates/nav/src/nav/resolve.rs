@@ -713,14 +713,7 @@ impl Index {
             }
         }
         // A receiver declared as a union of named types (`v: A | B`, `Map<K, A | B>`'s values).
-        let mut union = Vec::new();
-        for ty in self.union_receiver(file, qualifier, at, scope, depth) {
-            for m in self.class_members(ty, name, depth) {
-                if !union.contains(&m) {
-                    union.push(m);
-                }
-            }
-        }
+        let union = self.union_members(file, qualifier, name, at, scope, depth);
         if !union.is_empty() {
             return Some(Outcome::bound(union, Vec::new()));
         }

@@ -71,6 +71,28 @@ impl Index {
             .any(|d| d.parent == Some(def.def) && !is_type_parameter(&d.kind))
     }
 
+    /// Returns the members named `name` of each type of the union the receiver `qualifier`
+    /// is declared as (see [`Index::union_receiver`]), in the union's order.
+    pub(crate) fn union_members(
+        &self,
+        file: u32,
+        qualifier: &str,
+        name: &str,
+        at: u32,
+        scope: Option<u32>,
+        depth: usize,
+    ) -> Vec<DefId> {
+        let mut out = Vec::new();
+        for ty in self.union_receiver(file, qualifier, at, scope, depth) {
+            for m in self.class_members(ty, name, depth) {
+                if !out.contains(&m) {
+                    out.push(m);
+                }
+            }
+        }
+        out
+    }
+
     /// Returns the types of the receiver expression `qualifier` at byte `at` of `file` when its
     /// declared type is a union of two or more named types here; empty otherwise (no union, a
     /// part that is no type of the repository, another language).
