@@ -70,10 +70,10 @@ fn checks_and_type_guards_narrow_a_receiver_where_they_hold() {
         ),
     )]);
     let (observable, computed) = (format!("{f}:1"), format!("{f}:2"));
-    assert_eq!(r.def(f, 9, "set"), [computed.clone()]);
+    assert_eq!(r.def(f, 9, "set"), std::slice::from_ref(&computed));
     assert_eq!(r.def(f, 11, "set"), [observable.clone(), computed.clone()]);
-    assert_eq!(r.def(f, 13, "set"), [computed.clone()]);
-    assert_eq!(r.def(f, 16, "set"), [observable.clone()]);
+    assert_eq!(r.def(f, 13, "set"), std::slice::from_ref(&computed));
+    assert_eq!(r.def(f, 16, "set"), std::slice::from_ref(&observable));
     assert_eq!(r.refs(f, 1, "set"), [11, 16].map(|l| format!("{f}:{l}")));
     assert_eq!(r.refs(f, 2, "set"), [9, 11, 13].map(|l| format!("{f}:{l}")));
 }
