@@ -1,6 +1,6 @@
-//! Unit tests of TypeScript receivers typed by a union of named types or narrowed by a check
-//! (`x instanceof C`, a user type guard) — asked at a use as `--from PATH:LINE:COL` asks it,
-//! definitions and references both.
+//! Unit tests of TypeScript receivers typed by a union of named types or an object type alias,
+//! narrowed by a check (`x instanceof C`, a user type guard), or typed by nothing — asked at a
+//! use as `--from PATH:LINE:COL` asks it, definitions and references both.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
