@@ -134,3 +134,26 @@ fn receivers_typed_by_an_object_type_alias_have_its_members() {
     assert_eq!(r.def(f, 6, "make_"), [format!("{f}:2")]);
     assert_eq!(r.refs(f, 2, "make_"), [6, 10].map(|l| format!("{f}:{l}")));
 }
+
+#[test]
+fn a_call_in_a_condition_that_is_no_type_guard_keeps_the_declared_type() {
+    let f = "src/run.ts";
+    let r = repo(&[(
+        f,
+        concat!(
+            "export class Query { run(): void {} }\n", // 1
+            "export class Other { run(): void {} }\n", // 2
+            "function shouldRun(q: Query): boolean { return true }\n", // 3
+            "export function start(q: Query, e: Query): void {\n", // 4
+            "  if (shouldRun(q)) {\n",                 // 5
+            "    q.run()\n",                           // 6
+            "  }\n",                                   // 7
+            "  if (e instanceof Error) {\n",           // 8
+            "    e.run()\n",                           // 9
+            "  }\n",                                   // 10
+            "}\n",                                     // 11
+        ),
+    )]);
+    assert_eq!(r.def(f, 6, "run"), [format!("{f}:1")]);
+    assert_eq!(r.def(f, 9, "run"), [format!("{f}:1")]);
+}

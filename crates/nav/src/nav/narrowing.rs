@@ -4,8 +4,10 @@
 //!
 //! A check becomes a [`TypeFact`] of kind `narrow` (the class checked) or `guard` (the guard
 //! called) whose span is the region where it holds; receiver typing prefers the innermost such
-//! region around a use to the name's other bindings. Only checks of a plain name at the top of
-//! an `if` condition (or one side of its `&&`) narrow; anything else leaves typing as it was.
+//! region around a use to the name's other bindings when the check proves a type of the
+//! repository (a call that is no guard, `x instanceof Error`, change nothing). Only checks of a
+//! plain name at the top of an `if` condition (or one side of its `&&`) narrow; anything else
+//! leaves typing as it was.
 
 use tree_sitter::Node;
 

@@ -371,8 +371,6 @@ impl Index {
             "variant" | "tuple" | "tuple_unwrap" => {
                 self.pattern_type(file, &fact.kind, &fact.ty, at, fact.scope, depth + 1)
             }
-            // `if (x instanceof C)`, `if (isC(x))`: what the check proves.
-            "narrow" | "guard" => self.narrowed_type(file, fact, depth + 1),
             // `make(a)`, or `difference(prev, next)` with its arguments.
             "call" | "unwrap" => {
                 let unwrap = fact.kind == "unwrap";
@@ -504,6 +502,14 @@ impl Index {
     /// the innermost function that binds it (the last one before `at`, else the first after),
     /// then at module level.
     fn binding(&self, file: u32, scope: Option<u32>, var: &str, at: u32, depth: usize) -> Binding {
+        // Inside `if (x instanceof C) { … }`: a `C`, whatever `x` was declared as; a check that
+        // proves no type here (`if (ready(x))`, `x instanceof Error`) changes nothing.
+        if let Some(ty) = self
+            .narrowing_at(file, var, at)
+            .and_then(|n| self.narrowed_type(file, n, depth + 1))
+        {
+            return Binding::Typed(ty);
+        }
         match self.binding_fact(file, scope, var, at) {
             None => Binding::Absent,
             Some(t) => match self.fact_type(file, t, depth + 1) {
@@ -522,10 +528,6 @@ impl Index {
         var: &str,
         at: u32,
     ) -> Option<&TypeFact> {
-        // Inside `if (x instanceof C) { … }`: a `C`, whatever `x` was declared as.
-        if let Some(n) = self.narrowing_at(file, var, at) {
-            return Some(n);
-        }
         let facts = &self.files[file as usize].facts;
         let mut cur = scope;
         loop {
