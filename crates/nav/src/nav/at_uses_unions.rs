@@ -108,8 +108,12 @@ fn references_at_an_untyped_receiver_are_the_uses_through_that_receiver() {
         lines,
         [(5, Resolution::Candidate), (8, Resolution::Candidate)]
     );
-    // A typed receiver's references stay those of its type.
-    assert_eq!(r.refs(f, 1, "initiate"), [format!("{f}:6")]);
+    // A typed receiver's references stay those of its type, and no use through a receiver
+    // nothing types is listed among them, not even as a candidate.
+    let at = r.at(f, 1, "initiate", 0);
+    let refs = r.index.references_at(Some("initiate"), Some(&at)).unwrap();
+    let lines: Vec<(u32, Resolution)> = refs.iter().map(|l| (l.line, l.resolution)).collect();
+    assert_eq!(lines, [(6, Resolution::Resolved)]);
 }
 
 #[test]

@@ -436,6 +436,7 @@ impl Index {
                 // a doc link to a name the file does not bind is prose, not a reference.
                 !matches!(r.kind.as_str(), "read" | "field" | "doc")
                     && o.defs.first().is_some_and(|d| targets.contains(d))
+                    && !self.is_untyped_member_use(fi, r, o.defs.len())
             };
             if !hit {
                 continue;

@@ -6,7 +6,8 @@
 //! the name ranked to the same candidate) answers mostly other symbols. What is certain is
 //! that the uses through the same receiver, written the same way in the same function, reach
 //! the same member: those are the answer, each labelled a candidate, so the resolved list that
-//! `--json` gives stays precise.
+//! `--json` gives stays precise. For the same reason such a use is no reference of any of the
+//! candidates when references are asked at a definition.
 
 use std::collections::HashMap;
 
@@ -27,6 +28,17 @@ fn receiver_key(qualifier: &str) -> String {
 }
 
 impl Index {
+    /// Returns true if and only if `r` of `file` is a member use in an ECMAScript file whose
+    /// receiver no rule types while `candidates` definitions carry its name: which of them it
+    /// reaches is unknown, so it is no reference of any of them.
+    pub(crate) fn is_untyped_member_use(&self, file: u32, r: &Ref, candidates: usize) -> bool {
+        let lang = self.files[file as usize].lang;
+        matches!(lang, Lang::TypeScript | Lang::Tsx | Lang::JavaScript)
+            && candidates >= 2
+            && !r.qualifier.is_empty()
+            && !matches!(r.qualifier.as_str(), "this" | "super")
+    }
+
     /// Returns the references to answer at `from` when it is a member use of an ECMAScript file
     /// whose receiver the rules cannot type and whose name names several definitions: the uses
     /// of the name through the same receiver in the same function, as candidates. `None` when
@@ -37,18 +49,11 @@ impl Index {
         from: &At,
     ) -> Option<Vec<Location>> {
         let file = self.file_id(&from.path)?;
-        let lang = self.files[file as usize].lang;
-        if !matches!(lang, Lang::TypeScript | Lang::Tsx | Lang::JavaScript) {
-            return None;
-        }
         let Ok(Token::Ref(asked)) = self.token_at(file, symbol, from) else {
             return None;
         };
-        if asked.qualifier.is_empty() || matches!(asked.qualifier.as_str(), "this" | "super") {
-            return None;
-        }
         let o = self.resolve_ref(file, asked);
-        if o.bound || o.defs.len() < 2 {
+        if o.bound || !self.is_untyped_member_use(file, asked, o.defs.len()) {
             return None;
         }
         let key = receiver_key(&asked.qualifier);
