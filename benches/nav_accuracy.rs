@@ -614,6 +614,10 @@ fn score_use_refs(
             exp.len(),
             (resolved.intersection(&exp).count(), resolved.len()),
         );
+        let title = format!("references to {name}");
+        let answer = render_places(&title, &refs, DEFAULT_MAX_CHARS, false, false);
+        let grep = sh(repo, "git", &["grep", "-n", "-w", name]);
+        out.count_bytes(answer.text.len(), grep.len());
     }
     out
 }

@@ -80,7 +80,7 @@ impl Repo {
     }
 }
 
-fn places(locs: &[Location]) -> Vec<String> {
+pub(super) fn places(locs: &[Location]) -> Vec<String> {
     locs.iter()
         .map(|l| {
             let mark = if l.resolution == Resolution::Resolved {

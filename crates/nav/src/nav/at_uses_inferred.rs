@@ -345,3 +345,31 @@ fn callback_parameters_take_the_type_the_callee_declares() {
     assert_eq!(r.def(s, 6, "addCase"), [format!("{b}:2")]);
     assert_eq!(r.refs(b, 4, "addCase"), Vec::<String>::new());
 }
+
+#[test]
+fn arrays_built_by_map_hold_what_the_callback_returns() {
+    let f = "src/queries.ts";
+    let r = repo(&[(
+        f,
+        concat!(
+            "export class QueryObserver { getCurrentResult(): number { return 1 } }\n", // 1
+            "export class Other { getCurrentResult(): number { return 2 } }\n",         // 2
+            "interface Match { observer: QueryObserver }\n",                            // 3
+            "export class Queries {\n",                                                 // 4
+            "  update(matches: Array<Match>): void {\n",                                // 5
+            "    const observers = matches.map((match) => match.observer)\n",           // 6
+            "    observers.map((observer) =>\n",                                        // 7
+            "      observer.getCurrentResult(),\n",                                     // 8
+            "    )\n",                                                                  // 9
+            "    observers.forEach((o) => o.getCurrentResult())\n",                     // 10
+            "  }\n",                                                                    // 11
+            "}\n",                                                                      // 12
+        ),
+    )]);
+    assert_eq!(r.def(f, 8, "getCurrentResult"), [format!("{f}:1")]);
+    assert_eq!(r.def(f, 10, "getCurrentResult"), [format!("{f}:1")]);
+    assert_eq!(
+        r.refs(f, 1, "getCurrentResult"),
+        [8, 10].map(|l| format!("{f}:{l}"))
+    );
+}

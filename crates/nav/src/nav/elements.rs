@@ -227,9 +227,35 @@ impl Index {
         )
     }
 
+    /// Returns where the value type of the declared map `callee` reads is written (`A | B` of
+    /// `this.values_.get` with `values_: Map<K, A | B>`), with the byte and scope it is read
+    /// at; `None` when `callee` is no `get` of a declared map.
+    pub(crate) fn map_value_written(
+        &self,
+        file: u32,
+        callee: &str,
+        at: u32,
+        scope: Option<u32>,
+        depth: usize,
+    ) -> Option<(u32, String, u32, Option<u32>)> {
+        let (expr, method) = callee.rsplit_once('.')?;
+        if method != "get" {
+            return None;
+        }
+        let (fact_file, fact) = self.declared(file, collection(expr), at, scope, depth)?;
+        let lang = self.files[fact_file as usize].lang;
+        let value = value_text(lang, &fact.ty)?;
+        Some((
+            fact_file,
+            value.to_string(),
+            fact.span.start_byte,
+            fact.scope,
+        ))
+    }
+
     /// Returns the annotation that declares `expr` — a local or parameter, or `self.x` /
     /// `this.x` of the enclosing class — with the file it stands in.
-    fn declared(
+    pub(crate) fn declared(
         &self,
         file: u32,
         expr: &str,

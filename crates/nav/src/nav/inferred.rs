@@ -2,7 +2,7 @@
 //! factory returns (`function createX() { return { batch() {…} } }`) stands for the type of
 //! what a call makes, and a generic function's return type is bound by its arguments
 //! (`difference<T>(a: Array<T>, b: Array<T>): Array<T>` called with `Observer[]` gives
-//! observers).
+//! observers), and an array built by `xs.map((x) => x.field)` holds what the callback returns.
 //!
 //! Both stay shallow like the rest of receiver typing: a factory is followed only when it
 //! declares no return type and returns a literal, and a type parameter is bound only by a
@@ -248,7 +248,9 @@ impl Index {
         depth: usize,
     ) -> Option<DefId> {
         if let Some((callee, args)) = split_arguments(expr) {
-            return self.generic_call_type(file, callee, args, true, at, scope, depth + 1);
+            return self
+                .generic_call_type(file, callee, args, true, at, scope, depth + 1)
+                .or_else(|| self.mapped_element_type(file, callee, args, at, scope, depth + 1));
         }
         let fact = self.binding_fact(file, scope, expr, at)?;
         let (callee, args) = split_arguments(&fact.ty).filter(|_| fact.kind == "call")?;
@@ -261,6 +263,42 @@ impl Index {
             fact.scope,
             depth + 1,
         )
+        .or_else(|| self.mapped_element_type(file, callee, args, at, scope, depth + 1))
+    }
+
+    /// Returns the type of the elements of an array built by `xs.map((x) => x.field)`: what the
+    /// callback returns, when it returns a receiver the rules type (its parameter bound to an
+    /// element of `xs` where the callback is read at byte `at`).
+    fn mapped_element_type(
+        &self,
+        file: u32,
+        callee: &str,
+        args: &str,
+        at: u32,
+        scope: Option<u32>,
+        depth: usize,
+    ) -> Option<DefId> {
+        if !callee.ends_with(".map") || depth > MAX_DEPTH {
+            return None;
+        }
+        let (param, body) = args.split_once("=>")?;
+        let param = param
+            .trim()
+            .trim_start_matches('(')
+            .trim_end_matches(')')
+            .trim();
+        let body = body.trim().trim_end_matches(',').trim();
+        let chain = |s: &str| {
+            !s.is_empty()
+                && s.chars()
+                    .all(|c| c.is_alphanumeric() || matches!(c, '_' | '$' | '.' | '#' | '!'))
+        };
+        let simple = chain(param) && !param.contains('.');
+        let from_param = body.split(['.', '!']).next() == Some(param);
+        if !simple || !chain(body) || !from_param {
+            return None;
+        }
+        self.receiver_type(file, body, at, scope, depth + 1)
     }
 }
 

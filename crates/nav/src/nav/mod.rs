@@ -19,6 +19,8 @@ mod at_uses_impls;
 mod at_uses_imports;
 #[cfg(test)]
 mod at_uses_inferred;
+#[cfg(test)]
+mod at_uses_unions;
 mod browse;
 mod cache;
 mod doc_links;
@@ -35,6 +37,7 @@ mod matcher;
 pub mod mcp;
 mod mod_paths;
 mod modules;
+mod narrowing;
 mod patterns;
 mod query;
 mod render;
@@ -45,6 +48,8 @@ mod target;
 pub mod tools;
 mod typefacts;
 mod types;
+mod unions;
+mod untyped;
 mod use_tree;
 mod worktree;
 

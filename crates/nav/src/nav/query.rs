@@ -267,6 +267,9 @@ impl Index {
         symbol: Option<&str>,
         from: Option<&At>,
     ) -> Result<Vec<Location>, NavError> {
+        if let Some(locs) = from.and_then(|at| self.untyped_member_references(symbol, at)) {
+            return Ok(locs);
+        }
         match self.target_set(symbol, from) {
             Ok((targets, name)) => Ok(self.references_to(&targets, &name, |_| true)),
             Err(e @ NavError::UnknownSymbol { .. }) => match symbol.filter(|_| from.is_none()) {
@@ -433,6 +436,7 @@ impl Index {
                 // a doc link to a name the file does not bind is prose, not a reference.
                 !matches!(r.kind.as_str(), "read" | "field" | "doc")
                     && o.defs.first().is_some_and(|d| targets.contains(d))
+                    && !self.is_untyped_member_use(fi, r, o.defs.len())
             };
             if !hit {
                 continue;
@@ -571,7 +575,7 @@ impl Index {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn ref_location(
+    pub(crate) fn ref_location(
         &self,
         file: u32,
         span: super::facts::Span,

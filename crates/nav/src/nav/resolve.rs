@@ -712,6 +712,11 @@ impl Index {
                 return None;
             }
         }
+        // A receiver declared as a union of named types (`v: A | B`, `Map<K, A | B>`'s values).
+        let union = self.union_members(file, qualifier, name, at, scope, depth);
+        if !union.is_empty() {
+            return Some(Outcome::bound(union, Vec::new()));
+        }
         if let Some(m) = self.foreign_receiver(file, qualifier, at, scope) {
             return Some(Self::external(m));
         }

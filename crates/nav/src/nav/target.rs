@@ -63,7 +63,7 @@ pub struct Targets {
 }
 
 /// What stands at a position.
-enum Token<'a> {
+pub(crate) enum Token<'a> {
     /// A use of a name, with its qualifier or receiver.
     Ref(&'a Ref),
     /// The name of a definition of the file.
@@ -247,7 +247,12 @@ impl Index {
 
     /// Returns the token at `at`: at the column when given, else the first use (or
     /// definition) on the line of the name `symbol` ends with.
-    fn token_at(&self, file: u32, symbol: Option<&str>, at: &At) -> Result<Token<'_>, NavError> {
+    pub(crate) fn token_at(
+        &self,
+        file: u32,
+        symbol: Option<&str>,
+        at: &At,
+    ) -> Result<Token<'_>, NavError> {
         let facts = &self.files[file as usize].facts;
         let refs = self.refs_of(file);
         let (containers, name) = match symbol {

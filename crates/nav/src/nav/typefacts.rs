@@ -10,6 +10,7 @@ use tree_sitter::Node;
 
 use super::extract::{enclosing_def, span_of};
 use super::facts::{FileFacts, TypeFact};
+use super::narrowing::narrowing_fact;
 
 /// A binding as matched, before the definitions are nested.
 pub(crate) struct RawBinding<'t> {
@@ -184,6 +185,12 @@ pub(crate) fn type_facts(
     let mut out = Vec::new();
     for b in raw {
         if b.kind == "none" {
+            continue;
+        }
+        if b.kind == "narrow" {
+            let fact =
+                b.ty.and_then(|c| narrowing_fact(c, source, binding_scope(facts, c.start_byte())));
+            out.extend(fact);
             continue;
         }
         let var = match (b.kind, b.name) {

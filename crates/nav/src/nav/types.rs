@@ -33,9 +33,12 @@ enum Binding {
 
 /// TypeScript's primitive types, left out of a union with one named type (`Annotation |
 /// boolean`): they have no methods the repository declares.
-const PRIMITIVES: &[&str] = &[
+pub(crate) const PRIMITIVES: &[&str] = &[
     "boolean", "string", "number", "bigint", "symbol", "true", "false",
 ];
+
+/// Kinds of type facts that bind no value to their name: what a type alias stands for.
+const NOT_BINDINGS: &[&str] = &["type_alias", "narrow", "guard"];
 
 /// Returns true if and only if definitions of `kind` can be the type of a value.
 fn is_type_like(kind: &str) -> bool {
@@ -310,7 +313,7 @@ impl Index {
             .defs
             .iter()
             .copied()
-            .filter(|d| is_type_like(&self.def(*d).kind))
+            .filter(|d| is_type_like(&self.def(*d).kind) || self.is_object_type(*d))
             .collect();
         match (types.as_slice(), o.defs.as_slice()) {
             ([one], _) if o.bound => Some(*one),
@@ -499,6 +502,14 @@ impl Index {
     /// the innermost function that binds it (the last one before `at`, else the first after),
     /// then at module level.
     fn binding(&self, file: u32, scope: Option<u32>, var: &str, at: u32, depth: usize) -> Binding {
+        // Inside `if (x instanceof C) { … }`: a `C`, whatever `x` was declared as; a check that
+        // proves no type here (`if (ready(x))`, `x instanceof Error`) changes nothing.
+        if let Some(ty) = self
+            .narrowing_at(file, var, at)
+            .and_then(|n| self.narrowed_type(file, n, depth + 1))
+        {
+            return Binding::Typed(ty);
+        }
         match self.binding_fact(file, scope, var, at) {
             None => Binding::Absent,
             Some(t) => match self.fact_type(file, t, depth + 1) {
@@ -523,7 +534,9 @@ impl Index {
             let here: Vec<&TypeFact> = facts
                 .types
                 .iter()
-                .filter(|t| t.scope == cur && t.var == var)
+                .filter(|t| {
+                    t.scope == cur && t.var == var && !NOT_BINDINGS.contains(&t.kind.as_str())
+                })
                 .collect();
             let pick = if cur.is_none() {
                 here.last().copied()

@@ -99,6 +99,10 @@
   right: (identifier) @type) @binding.alias
 (assignment_expression left: [(identifier) (member_expression object: (this))] @name) @binding.unknown
 
+; `if (x instanceof C)`, `if (isC(x))`, `if (!(x instanceof C)) return`: the check narrows the
+; name where it holds (worked out in code from the condition and its `if` statement).
+(if_statement condition: (parenthesized_expression) @type) @binding.narrow
+
 ; References
 
 (call_expression

@@ -72,6 +72,12 @@
 (method_signature return_type: (type_annotation (_) @type)) @binding.returns
 (abstract_method_signature return_type: (type_annotation (_) @type)) @binding.returns
 (function_signature return_type: (type_annotation (_) @type)) @binding.returns
+; `function isC(v): v is C`: a user type guard, kept as `v is C`.
+(function_declaration return_type: (type_predicate_annotation (type_predicate) @type)) @binding.returns
+(variable_declarator value: (arrow_function return_type: (type_predicate_annotation (type_predicate) @type))) @binding.returns
+(method_definition return_type: (type_predicate_annotation (type_predicate) @type)) @binding.returns
+; `type Entry = A | B`: what the alias stands for (a receiver so typed has each type's members).
+(type_alias_declaration name: (type_identifier) @name value: (union_type) @type) @binding.type_alias
 
 (required_parameter pattern: (identifier) @local)
 (optional_parameter pattern: (identifier) @local)
