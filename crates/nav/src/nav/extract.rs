@@ -17,7 +17,7 @@ use super::typefacts::{RawBinding, type_facts};
 use super::use_tree::rust_use_tree;
 
 /// Bumped when the extraction code (not the queries) changes what it produces.
-pub const EXTRACTOR_VERSION: &str = "10";
+pub const EXTRACTOR_VERSION: &str = "11";
 
 /// Files larger than this are indexed as empty: they are almost always generated or minified.
 pub const MAX_FILE_BYTES: usize = 2 * 1024 * 1024;

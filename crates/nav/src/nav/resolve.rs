@@ -902,7 +902,7 @@ impl Index {
             // Rust `mod util;` declares a module whose items live in its own file.
             if def.kind == "module"
                 && def.signature.ends_with(';')
-                && let Some(m) = self.rust_child_module(d.file, &def.name)
+                && let Some(m) = self.rust_child_module(*d)
             {
                 let o = self.exports(m, name, depth + 1, false);
                 out.defs.extend(o.defs);
@@ -914,14 +914,27 @@ impl Index {
         out
     }
 
-    /// Returns the file of Rust module `name` declared in `file` (`mod name;`), if indexed.
-    fn rust_child_module(&self, file: u32, name: &str) -> Option<u32> {
-        let (root, segs) = self.modules().rust_module_of(file)?;
+    /// Returns the file of the Rust module that declaration `decl` (`mod name;`) declares, if
+    /// indexed: a child of its file's module, through the inline modules around it (`mod a {
+    /// mod name; }`).
+    fn rust_child_module(&self, decl: DefId) -> Option<u32> {
+        let (root, segs) = self.modules().rust_module_of(decl.file)?;
+        let facts = &self.files[decl.file as usize].facts;
+        let mut inline = Vec::new();
+        let mut up = facts.defs[decl.def as usize].parent;
+        while let Some(p) = up {
+            let d = &facts.defs[p as usize];
+            if d.kind == "module" {
+                inline.push(d.name.clone());
+            }
+            up = d.parent;
+        }
         let mut child = segs.clone();
-        child.push(name.to_string());
+        child.extend(inline.into_iter().rev());
+        child.push(facts.defs[decl.def as usize].name.clone());
         self.modules()
             .rust_file(root, &child)
-            .filter(|m| *m != file)
+            .filter(|m| *m != decl.file)
     }
 
     /// Returns true if and only if `name` is the receiver of the Go method enclosing `scope`.
