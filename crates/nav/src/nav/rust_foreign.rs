@@ -6,14 +6,38 @@
 //! Without this rule such calls (`dst.len()`) are ranked candidates of every `len` of the
 //! repository, and a references query at `UninitSlice::len` lists them all.
 
+use super::extract::is_function;
+use super::facts::TypeFact;
 use super::index::{DefId, Index};
+use super::inferred::split_arguments;
 use super::lang::Lang;
-use super::types::type_path;
+use super::types::{split_path, type_path};
 
 /// Rust's primitive types: values of them have no inherent methods declared here.
 const PRIMITIVES: &[&str] = &[
     "str", "bool", "char", "u8", "u16", "u32", "u64", "u128", "usize", "i8", "i16", "i32", "i64",
     "i128", "isize", "f32", "f64",
+];
+
+/// How many bindings deep a receiver's value is followed (`let a = b.trim(); let b = …`).
+const MAX_CHAIN: usize = 8;
+
+/// Methods of the standard library's strings and slices whose value is again a string or a
+/// slice (or a vector, a `String`): called on a foreign value, they give a foreign value.
+const STD_KEEPS_FOREIGN: &[&str] = &[
+    "trim",
+    "trim_start",
+    "trim_end",
+    "trim_matches",
+    "trim_start_matches",
+    "trim_end_matches",
+    "to_vec",
+    "to_owned",
+    "to_string",
+    "as_bytes",
+    "as_str",
+    "as_slice",
+    "clone",
 ];
 
 /// Types of the standard library's prelude, named without an import.
@@ -118,7 +142,7 @@ impl Index {
         scope: Option<u32>,
         mut defs: Vec<DefId>,
     ) -> Vec<DefId> {
-        if !defs.is_empty() && self.rust_receiver_is_foreign(file, qualifier, at, scope) {
+        if !defs.is_empty() && self.rust_receiver_is_foreign(file, qualifier, at, scope, 0) {
             let name = defs
                 .first()
                 .map(|d| self.def(*d).name.clone())
@@ -141,7 +165,11 @@ impl Index {
         qualifier: &str,
         at: u32,
         scope: Option<u32>,
+        depth: usize,
     ) -> bool {
+        if depth > MAX_CHAIN {
+            return false;
+        }
         let ident = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_alphanumeric() || c == '_');
         // `" at line ".len()`, `b"abc".to_vec()`: a string literal.
         if qualifier.starts_with(['"', '\'']) || qualifier.starts_with("b\"") {
@@ -169,12 +197,76 @@ impl Index {
                 let Some(fact) = self.binding_fact(file, scope, var, at) else {
                     return false;
                 };
-                let declared = fact.kind == "annotation"
-                    && self.names_foreign_type(file, &fact.ty, fact.span.start_byte, fact.scope);
-                fact.span.end_byte <= at && (declared || is_std_value(&fact.ty))
+                fact.span.end_byte <= at
+                    && (is_std_value(&fact.ty) || self.binds_foreign_value(file, fact, depth))
             }
             _ => false,
         }
+    }
+
+    /// Returns true if and only if the binding `fact` of the Rust file `file` gives its name a
+    /// value of a type from outside the repository, as declared: by its annotation, by the
+    /// return type of the function called (`let (patch, text) = numeric_identifier(text)?`
+    /// with `-> Result<(u64, &str), Error>`), or by a method of the standard library that
+    /// keeps a foreign value foreign (`let rest = text.trim_start_matches(' ')`).
+    fn binds_foreign_value(&self, file: u32, fact: &TypeFact, depth: usize) -> bool {
+        let at = fact.span.start_byte;
+        match fact.kind.as_str() {
+            "annotation" => self.names_foreign_type(file, &fact.ty, at, fact.scope),
+            "variant" | "tuple" | "tuple_unwrap" => self
+                .pattern_type_text(file, &fact.kind, &fact.ty, at, fact.scope, 0)
+                .is_some_and(|(d, text)| self.names_foreign_type(d.file, &text, d.at, d.scope)),
+            "call" | "unwrap" => {
+                let callee = split_arguments(&fact.ty).map_or(fact.ty.as_str(), |(c, _)| c);
+                if let Some((receiver, method)) = callee.rsplit_once('.') {
+                    // The receiver's binding before this one (`let text = text.trim()`).
+                    return STD_KEEPS_FOREIGN.contains(&method)
+                        && self.rust_receiver_is_foreign(
+                            file,
+                            receiver,
+                            at.saturating_sub(1),
+                            fact.scope,
+                            depth + 1,
+                        );
+                }
+                self.returns_foreign_type(file, fact)
+            }
+            _ => false,
+        }
+    }
+
+    /// Returns true if and only if the call fact `fact` (`call` or `unwrap`) of the Rust file
+    /// `file` calls one function of the repository whose declared return type (its success
+    /// type for `unwrap`) is from outside the repository.
+    fn returns_foreign_type(&self, file: u32, fact: &TypeFact) -> bool {
+        let at = fact.span.start_byte;
+        let callee = split_arguments(&fact.ty).map_or(fact.ty.as_str(), |(c, _)| c);
+        let (q, name) = split_path(callee);
+        let o = if q.is_empty() {
+            self.resolve_unqualified(file, name, at, fact.scope, 0)
+        } else {
+            self.resolve_qualified(file, q, name, at, fact.scope, 0)
+        };
+        let Some(o) = o.filter(|o| o.bound) else {
+            return false;
+        };
+        let [func] = o.defs.as_slice() else {
+            return false;
+        };
+        if !is_function(&self.def(*func).kind) {
+            return false;
+        }
+        let Some(ret) = self.declared_return(*func) else {
+            return false;
+        };
+        let text = if fact.kind == "unwrap" {
+            success_type(&ret.ty)
+        } else {
+            Some(ret.ty.as_str())
+        };
+        text.is_some_and(|t| {
+            self.names_foreign_type(func.file, t, ret.span.start_byte, Some(func.def))
+        })
     }
 
     /// Returns the `impl` block of the Rust file `file` enclosing `scope`, unless a trait's
@@ -265,6 +357,27 @@ impl Index {
             _ => false,
         }
     }
+}
+
+/// Returns the success type of `Result<T, E>` or `Option<T>` as written (`T`), `None` for
+/// any other type.
+fn success_type(text: &str) -> Option<&str> {
+    let (head, args) = text.trim().split_once('<')?;
+    let last = head.rsplit("::").next().unwrap_or(head).trim();
+    if !matches!(last, "Result" | "Option") {
+        return None;
+    }
+    let args = args.strip_suffix('>')?;
+    let mut depth = 0i32;
+    for (i, c) in args.char_indices() {
+        match c {
+            '<' | '(' | '[' => depth += 1,
+            '>' | ')' | ']' => depth -= 1,
+            ',' if depth == 0 => return Some(args[..i].trim()),
+            _ => {}
+        }
+    }
+    Some(args.trim())
 }
 
 /// Returns true if and only if the Rust expression `value` (what a `let` binds) is a literal or
@@ -380,5 +493,27 @@ mod tests {
         let refs = r.index.references_at(Some("len"), Some(&at)).unwrap();
         let lines: Vec<u32> = refs.iter().map(|l| l.line).collect();
         assert_eq!(lines, [14]);
+    }
+
+    #[test]
+    fn values_functions_here_declare_of_outside_types_call_their_own_methods() {
+        let r = repo(&[(
+            "src/lib.rs",
+            concat!(
+                "pub struct Ident {}\n",                                               // 1
+                "impl Ident { pub fn is_empty(&self) -> bool { true } }\n",            // 2
+                "fn split(text: &str) -> Result<(u64, &str), ()> { Ok((0, text)) }\n", // 3
+                "fn dot(text: &str) -> Result<&str, ()> { Ok(text) }\n",               // 4
+                "pub fn parse(input: &str, id: &Ident) -> Result<bool, ()> {\n",       // 5
+                "    let (_n, text) = split(input)?;\n",                               // 6
+                "    let rest = dot(text)?;\n",                                        // 7
+                "    let rest = rest.trim_start_matches(' ');\n",                      // 8
+                "    let a = text.is_empty();\n",                                      // 9
+                "    let b = rest.is_empty();\n",                                      // 10
+                "    Ok(a || b || id.is_empty())\n",                                   // 11
+                "}\n",                                                                 // 12
+            ),
+        )]);
+        assert_eq!(all_refs(&r, "src/lib.rs", 2, "is_empty"), [11]);
     }
 }
