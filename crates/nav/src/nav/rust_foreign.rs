@@ -33,11 +33,26 @@ const STD_KEEPS_FOREIGN: &[&str] = &[
     "trim_end_matches",
     "to_vec",
     "to_owned",
+    "to_le_bytes",
+    "to_be_bytes",
+    "to_ne_bytes",
     "to_string",
     "as_bytes",
     "as_str",
     "as_slice",
     "clone",
+];
+
+/// Collections of the standard library: what their associated functions make is theirs.
+const STD_COLLECTIONS: &[&str] = &[
+    "Vec",
+    "String",
+    "VecDeque",
+    "HashMap",
+    "HashSet",
+    "BTreeMap",
+    "BTreeSet",
+    "BinaryHeap",
 ];
 
 /// Types of the standard library's prelude, named without an import.
@@ -229,10 +244,23 @@ impl Index {
                             depth + 1,
                         );
                 }
-                self.returns_foreign_type(file, fact)
+                self.constructs_foreign_value(file, fact) || self.returns_foreign_type(file, fact)
             }
             _ => false,
         }
+    }
+
+    /// Returns true if and only if the call fact `fact` of the Rust file `file` makes a value
+    /// of a standard library collection by one of its associated functions
+    /// (`Vec::with_capacity(n)`, `String::from(s)`).
+    fn constructs_foreign_value(&self, file: u32, fact: &TypeFact) -> bool {
+        let callee = split_arguments(&fact.ty).map_or(fact.ty.as_str(), |(c, _)| c);
+        let Some((ty, _)) = callee.rsplit_once("::") else {
+            return false;
+        };
+        let ty = ty.rsplit("::").next().unwrap_or(ty);
+        STD_COLLECTIONS.contains(&ty)
+            && self.names_foreign_type(file, ty, fact.span.start_byte, fact.scope)
     }
 
     /// Returns true if and only if the call fact `fact` (`call` or `unwrap`) of the Rust file
@@ -515,5 +543,26 @@ mod tests {
             ),
         )]);
         assert_eq!(all_refs(&r, "src/lib.rs", 2, "is_empty"), [11]);
+    }
+
+    #[test]
+    fn std_collections_made_by_their_constructors_are_outside_values() {
+        let r = repo(&[(
+            "src/lib.rs",
+            concat!(
+                "use std::collections::VecDeque;\n",                       // 1
+                "pub struct Shared {}\n",                                  // 2
+                "impl Shared { pub fn capacity(&self) -> usize { 0 } }\n", // 3
+                "pub fn from(n: u64, s: &Shared) -> usize {\n",            // 4
+                "    let v = VecDeque::new();\n",                          // 5
+                "    let w = Vec::with_capacity(8);\n",                    // 6
+                "    let b = n.to_le_bytes();\n",                          // 7
+                "    let x = v.capacity() + w.capacity();\n",              // 8
+                "    let y = b.capacity();\n",                             // 9
+                "    x + y + s.capacity()\n",                              // 10
+                "}\n",                                                     // 11
+            ),
+        )]);
+        assert_eq!(all_refs(&r, "src/lib.rs", 3, "capacity"), [10]);
     }
 }
