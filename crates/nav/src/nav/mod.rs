@@ -34,6 +34,7 @@ mod patterns;
 mod query;
 mod render;
 mod resolve;
+mod rust_autoref;
 mod rust_foreign;
 mod snapshot;
 mod target;

@@ -715,6 +715,13 @@ impl Index {
         // A typed receiver: `client.send()`, `self.session.send()`, `this.http.get()`.
         if let Some(ty) = self.receiver_type(file, qualifier, at, scope, depth) {
             let defs = self.class_members(ty, name, depth);
+            // `self.remaining()` in a trait's `&mut self` method: the impl for `&mut T`'s.
+            if entry.lang == Lang::Rust
+                && qualifier == "self"
+                && let Some(d) = self.autoref_mut_impl(file, scope, &defs)
+            {
+                return Some(Outcome::bound(vec![d], Vec::new()));
+            }
             if !defs.is_empty() {
                 return Some(Outcome::bound(defs, Vec::new()));
             }
