@@ -607,6 +607,10 @@ fn score_use_refs(
         if verbose {
             print_misses(&format!("use refs {name} ({file}:{line})"), &ours, &exp);
         }
+        out.count_bytes(
+            agent_refs_answer(index, name, &at, &refs).len(),
+            sh(repo, "git", &["grep", "-n", "-w", name]).len(),
+        );
         out.count(
             form,
             ours.intersection(&exp).count(),
@@ -614,12 +618,27 @@ fn score_use_refs(
             exp.len(),
             (resolved.intersection(&exp).count(), resolved.len()),
         );
-        let title = format!("references to {name}");
-        let answer = render_places(&title, &refs, DEFAULT_MAX_CHARS, false, false);
-        let grep = sh(repo, "git", &["grep", "-n", "-w", name]);
-        out.count_bytes(answer.text.len(), grep.len());
     }
     out
+}
+
+/// Returns the answer the agent tool `nav_refs` gives by default (no `max_chars`, no
+/// `context`) to `{"symbol": name, "from": at}`, whose places are `refs`.
+fn agent_refs_answer(
+    index: &Index,
+    name: &str,
+    at: &At,
+    refs: &[git_orchestra::nav::Location],
+) -> String {
+    let title = format!("references to {name}");
+    let note = index.ambiguity_note(Some(name), Some(at));
+    let budget =
+        DEFAULT_MAX_CHARS.saturating_sub(note.as_ref().map_or(0, |n| n.chars().count() + 1));
+    let text = render_places(&title, refs, budget.max(200), false, false).text;
+    match note {
+        Some(n) => format!("{n}\n{text}"),
+        None => text,
+    }
 }
 
 /// Scores implementations at the oracle's sites (`expected["impls"]`: file, line, col, name

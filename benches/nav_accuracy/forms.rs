@@ -194,8 +194,10 @@ pub struct RefForms {
     exp: [usize; FORMS.len()],
     resolved_tp: [usize; FORMS.len()],
     resolved: [usize; FORMS.len()],
-    /// Bytes of the answers as the agent tools give them by default, and of `git grep -w`'s.
-    bytes: (usize, usize),
+    /// Bytes of the answers as the agent tools give them by default, and of `git grep -n -w
+    /// NAME` for the same names.
+    default_bytes: usize,
+    grep_bytes: usize,
 }
 
 impl RefForms {
@@ -217,16 +219,17 @@ impl RefForms {
         self.resolved[form] += resolved.1;
     }
 
-    /// Counts the bytes of one answer as the agent tools give it and of `git grep -w`'s.
-    pub fn count_bytes(&mut self, ours: usize, grep: usize) {
-        self.bytes.0 += ours;
-        self.bytes.1 += grep;
+    /// Counts the bytes of one query's answer as the agent tools give it by default, and of
+    /// `git grep -n -w`'s for its name.
+    pub fn count_bytes(&mut self, default: usize, grep: usize) {
+        self.default_bytes += default;
+        self.grep_bytes += grep;
     }
 
     /// Adds another set's counts.
     pub fn add(&mut self, o: &RefForms) {
-        self.bytes.0 += o.bytes.0;
-        self.bytes.1 += o.bytes.1;
+        self.default_bytes += o.default_bytes;
+        self.grep_bytes += o.grep_bytes;
         for i in 0..FORMS.len() {
             self.queries[i] += o.queries[i];
             self.tp[i] += o.tp[i];
@@ -253,14 +256,12 @@ impl RefForms {
             super::f1(p, r),
             super::f1(jp, jr)
         );
-        if self.bytes.1 > 0 {
-            println!(
-                "  references' bytes as the agent tools answer by default: {:.1}% of grep -w's ({} of {} bytes)",
-                100.0 * self.bytes.0 as f64 / self.bytes.1 as f64,
-                self.bytes.0,
-                self.bytes.1
-            );
-        }
+        println!(
+            "use-sampled references' bytes as the agent tools answer by default: {:.1}% of grep -w's ({} of {} bytes)",
+            100.0 * self.default_bytes as f64 / self.grep_bytes.max(1) as f64,
+            self.default_bytes,
+            self.grep_bytes
+        );
         for (i, form) in FORMS.iter().enumerate() {
             if self.queries[i] == 0 {
                 continue;

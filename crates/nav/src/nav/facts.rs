@@ -197,6 +197,10 @@ pub struct ModPath {
     /// The `mod` item.
     #[serde(rename = "s")]
     pub span: Span,
+    /// The inline modules around the declaration, outermost first (`["a"]` for `mod a {
+    /// #[path = "x.rs"] mod b; }`): the path is then relative to their directory (`a/`).
+    #[serde(rename = "in", default)]
+    pub inline: Vec<String>,
 }
 
 impl FileFacts {

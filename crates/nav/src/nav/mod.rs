@@ -42,6 +42,8 @@ mod patterns;
 mod query;
 mod render;
 mod resolve;
+mod rust_autoref;
+mod rust_foreign;
 mod snapshot;
 mod stub_twins;
 mod target;

@@ -9,43 +9,70 @@ use tree_sitter::Node;
 use super::extract::{node_text, span_of};
 use super::facts::ModPath;
 
-/// Returns the `#[path]` module declarations (without a body) at the top level of a Rust file.
+/// Returns the `#[path]` module declarations (without a body) of a Rust file, at its top level
+/// and inside its inline modules (`mod a { #[path = "x.rs"] mod b; }`).
 ///
 /// A plain `#[path]` wins over `#[cfg_attr(…, path = "…")]`; of several of those, the first
 /// whose condition does not name Windows, else the first.
 pub(super) fn extract(root: Node, source: &[u8]) -> Vec<ModPath> {
     let mut out = Vec::new();
-    let mut cursor = root.walk();
-    for item in root.named_children(&mut cursor) {
-        if item.kind() != "mod_item" || item.child_by_field_name("body").is_some() {
+    extract_in(root, source, &mut Vec::new(), &mut out);
+    out
+}
+
+/// Adds to `out` the `#[path]` declarations among the items of `list` (a file or an inline
+/// module's body), inside the inline modules `inline`, and those of the inline modules in it.
+fn extract_in(list: Node, source: &[u8], inline: &mut Vec<String>, out: &mut Vec<ModPath>) {
+    // Deeper than this is no module tree anyone writes; it bounds the recursion.
+    const MAX_INLINE: usize = 16;
+    let mut cursor = list.walk();
+    for item in list.named_children(&mut cursor) {
+        if item.kind() != "mod_item" {
             continue;
         }
         let Some(name) = item.child_by_field_name("name") else {
             continue;
         };
-        let mut found: Vec<(u8, String)> = Vec::new();
-        let mut attr = item.prev_named_sibling();
-        while let Some(a) = attr {
-            match a.kind() {
-                "attribute_item" => {
-                    found.extend(path_attribute(&node_text(a, source)));
-                }
-                "line_comment" | "block_comment" => {}
-                _ => break,
+        if let Some(body) = item.child_by_field_name("body") {
+            if inline.len() < MAX_INLINE {
+                inline.push(node_text(name, source));
+                extract_in(body, source, inline, out);
+                inline.pop();
             }
-            attr = a.prev_named_sibling();
+            continue;
         }
-        // Attributes were met last first; the lowest rank, earliest in the source, wins.
-        found.reverse();
-        if let Some((_, path)) = found.into_iter().min_by_key(|(rank, _)| *rank) {
+        if let Some(path) = declared_path(item, source) {
             out.push(ModPath {
                 name: node_text(name, source),
                 path,
                 span: span_of(item),
+                inline: inline.clone(),
             });
         }
     }
-    out
+}
+
+/// Returns the path the `#[path]` or `#[cfg_attr(…, path = …)]` attributes of the `mod` item
+/// `item` name, if any.
+fn declared_path(item: Node, source: &[u8]) -> Option<String> {
+    let mut found: Vec<(u8, String)> = Vec::new();
+    let mut attr = item.prev_named_sibling();
+    while let Some(a) = attr {
+        match a.kind() {
+            "attribute_item" => {
+                found.extend(path_attribute(&node_text(a, source)));
+            }
+            "line_comment" | "block_comment" => {}
+            _ => break,
+        }
+        attr = a.prev_named_sibling();
+    }
+    // Attributes were met last first; the lowest rank, earliest in the source, wins.
+    found.reverse();
+    found
+        .into_iter()
+        .min_by_key(|(rank, _)| *rank)
+        .map(|(_, path)| path)
 }
 
 /// Returns the rank and path of a `#[path = "…"]` (rank 0) or `#[cfg_attr(cond, path = "…")]`
@@ -230,5 +257,64 @@ mod tests {
             ("src/other.rs", "pub struct File;\n"),
         ]);
         assert_eq!(r.def("src/lib.rs", 4, "File"), ["src/impls/fs.rs:1"]);
+    }
+
+    #[test]
+    fn a_path_module_inside_an_inline_module_is_relative_to_its_directory() {
+        let r = repo(&[
+            (
+                "src/lib.rs",
+                concat!(
+                    "pub mod a {\n",                         // 1
+                    "    #[path = \"x.rs\"]\n",              // 2
+                    "    pub mod b;\n",                      // 3
+                    "}\n",                                   // 4
+                    "use crate::a::b::Thing;\n",             // 5
+                    "pub fn f(_t: Thing) { a::b::go(); }\n", // 6
+                ),
+            ),
+            ("src/a/x.rs", "pub struct Thing;\npub fn go() {}\n"),
+            ("src/x.rs", "pub struct Thing;\npub fn go() {}\n"),
+        ]);
+        let f = "src/lib.rs";
+        assert_eq!(r.def(f, 5, "Thing"), ["src/a/x.rs:1"]);
+        assert_eq!(r.def(f, 6, "Thing"), ["src/a/x.rs:1"]);
+        assert_eq!(r.def(f, 6, "go"), ["src/a/x.rs:2"]);
+        let imports = r.index.imports_of(f).unwrap();
+        let targets: Vec<_> = imports.iter().map(|i| i.target.as_deref()).collect();
+        assert_eq!(targets, [Some("src/a/x.rs")]);
+        assert_eq!(r.refs("src/a/x.rs", 2, "go"), ["src/lib.rs:6"]);
+    }
+
+    #[test]
+    fn an_inline_path_module_of_a_non_mod_rs_file_is_under_the_file_s_name() {
+        let r = repo(&[
+            ("src/lib.rs", "pub mod net;\n"),
+            (
+                "src/net.rs",
+                concat!(
+                    "mod imp {\n",                       // 1
+                    "    mod deep {\n",                  // 2
+                    "        #[path = \"u.rs\"]\n",      // 3
+                    "        pub mod sys;\n",            // 4
+                    "    }\n",                           // 5
+                    "}\n",                               // 6
+                    "use self::imp::deep::sys::open;\n", // 7
+                    "pub struct Conn;\n",                // 8
+                ),
+            ),
+            (
+                "src/net/imp/deep/u.rs",
+                "use super::super::super::Conn;\npub fn open(_c: Conn) {}\n",
+            ),
+            ("src/conn.rs", "pub struct Conn;\n"),
+            ("src/imp/deep/u.rs", "pub fn open() {}\n"),
+            ("src/net/imp/u.rs", "pub fn open() {}\n"),
+        ]);
+        assert_eq!(r.def("src/net.rs", 7, "open"), ["src/net/imp/deep/u.rs:2"]);
+        let imports = r.index.imports_of("src/net.rs").unwrap();
+        let targets: Vec<_> = imports.iter().map(|i| i.target.as_deref()).collect();
+        assert_eq!(targets, [Some("src/net/imp/deep/u.rs")]);
+        assert_eq!(r.def("src/net/imp/deep/u.rs", 2, "Conn"), ["src/net.rs:8"]);
     }
 }

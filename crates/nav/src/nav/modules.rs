@@ -9,6 +9,7 @@
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
+use super::facts::ModPath;
 use super::index::FileEntry;
 use super::lang::Lang;
 use super::manifests::{Manifests, TsConfig};
@@ -57,6 +58,33 @@ fn python_packages(files: &[FileEntry]) -> std::collections::HashSet<&str> {
 /// Returns the directory part of a path (empty at the root).
 pub fn dir_of(path: &str) -> &str {
     path.rsplit_once('/').map_or("", |(d, _)| d)
+}
+
+/// Returns true if and only if the Rust file at `path` is a `mod.rs`, which owns its
+/// directory (a crate root does too, told by its module path).
+fn is_mod_rs(path: &str) -> bool {
+    path == "mod.rs" || path.ends_with("/mod.rs")
+}
+
+/// Returns the directory the path of `decl`, declared in the Rust file at `path`, is relative
+/// to. At a file's top level that is the file's directory; inside inline modules (`mod a {
+/// #[path = "x.rs"] mod b; }`) it is their directories under it, and under the file's own
+/// name first when the file is not a `mod.rs` or crate root (`mod_rs`), as the Rust
+/// reference has it: `src/a/b.rs` with `mod c { #[path = "x.rs"] mod d; }` loads
+/// `src/a/b/c/x.rs`.
+fn path_base(path: &str, mod_rs: bool, decl: &ModPath) -> String {
+    let mut dir = dir_of(path).to_string();
+    if decl.inline.is_empty() {
+        return dir;
+    }
+    if !mod_rs {
+        let file = path.rsplit('/').next().unwrap_or(path);
+        dir = join(&dir, file.strip_suffix(".rs").unwrap_or(file));
+    }
+    for m in &decl.inline {
+        dir = join(&dir, m);
+    }
+    dir
 }
 
 fn join(dir: &str, rest: &str) -> String {
@@ -360,14 +388,17 @@ impl ModuleTable {
                 else {
                     continue;
                 };
+                // A file loaded through `#[path]` owns its directory as a `mod.rs` does.
+                let mod_rs = out.contains_key(file) || segs.is_empty() || is_mod_rs(path);
                 let (root, segs) = (root.clone(), segs.clone());
                 for decl in &facts.mod_paths {
-                    let Some(target) = normalise(&join(dir_of(path), &decl.path))
+                    let Some(target) = normalise(&join(&path_base(path, mod_rs, decl), &decl.path))
                         .and_then(|t| self.paths.get(&t).copied())
                     else {
                         continue;
                     };
                     let mut module = segs.clone();
+                    module.extend(decl.inline.iter().cloned());
                     module.push(decl.name.clone());
                     out.insert(target, (root.clone(), module));
                 }
@@ -391,13 +422,17 @@ impl ModuleTable {
     /// plain `mod x;` is `x.rs` or `x/mod.rs` beside it.
     fn rust_path_module(&self, root: &str, segments: &[String]) -> Option<u32> {
         let (name, parent) = segments.split_last()?;
+        if let Some(f) = self.inline_path_module(root, segments) {
+            return Some(f);
+        }
         let (parent, loaded) = match self.rust_paths.get(&(root.to_string(), parent.join("::"))) {
             Some(&f) => (f, false),
             None => (self.rust_path_module(root, parent)?, true),
         };
         let (path, facts) = self.rust_facts.get(&parent)?;
         let dir = dir_of(path);
-        if let Some(decl) = facts.mod_paths.iter().find(|m| &m.name == name) {
+        let top_level = |m: &&ModPath| &m.name == name && m.inline.is_empty();
+        if let Some(decl) = facts.mod_paths.iter().find(top_level) {
             let target = normalise(&join(dir, &decl.path))?;
             return self.paths.get(&target).copied();
         }
@@ -407,6 +442,27 @@ impl ModuleTable {
         [format!("{name}.rs"), format!("{name}/mod.rs")]
             .iter()
             .find_map(|c| self.paths.get(&join(dir, c)).copied())
+    }
+
+    /// Returns the file a `#[path = "…"] mod` declaration inside inline modules names for
+    /// module `segments` (`crate::a::b` declared as `mod a { #[path = "x.rs"] mod b; }` in the
+    /// crate root): the declaring file is the module before the inline ones, found by layout.
+    fn inline_path_module(&self, root: &str, segments: &[String]) -> Option<u32> {
+        let (name, parent) = segments.split_last()?;
+        (0..parent.len()).rev().find_map(|outer| {
+            let (module, inline) = parent.split_at(outer);
+            let file = *self
+                .rust_paths
+                .get(&(root.to_string(), module.join("::")))?;
+            let (path, facts) = self.rust_facts.get(&file)?;
+            let decl = facts
+                .mod_paths
+                .iter()
+                .find(|m| &m.name == name && m.inline == inline)?;
+            let mod_rs = module.is_empty() || is_mod_rs(path);
+            let target = normalise(&join(&path_base(path, mod_rs, decl), &decl.path))?;
+            self.paths.get(&target).copied()
+        })
     }
 
     /// Returns the name of the crate whose source directory is `root`, if known.

@@ -84,6 +84,22 @@ impl Index {
         scope: Option<u32>,
         depth: usize,
     ) -> Option<DefId> {
+        let (declared, text) = self.pattern_type_text(file, kind, ty, at, scope, depth)?;
+        let path = type_path(Lang::Rust, &text, false)?;
+        self.single_type(declared.file, &path, declared.at, declared.scope, depth + 1)
+    }
+
+    /// Returns the type a pattern fact of `file` gives its name as written where it is
+    /// declared (see [`Index::pattern_type`]): the place of that declaration and the text.
+    pub(crate) fn pattern_type_text(
+        &self,
+        file: u32,
+        kind: &str,
+        ty: &str,
+        at: u32,
+        scope: Option<u32>,
+        depth: usize,
+    ) -> Option<(Declared, String)> {
         let (path, index) = split_indexed(ty)?;
         let (q, name) = split_path(path);
         let o = if q.is_empty() {
@@ -115,9 +131,20 @@ impl Index {
             }
             _ => return None,
         };
-        let path = type_path(Lang::Rust, text, false)?;
-        self.single_type(found.file, &path, at, scope, depth + 1)
+        let declared = Declared {
+            file: found.file,
+            at,
+            scope,
+        };
+        Some((declared, text.to_string()))
     }
+}
+
+/// Where a type is written: the file, the byte and the scope to resolve its names in.
+pub(crate) struct Declared {
+    pub file: u32,
+    pub at: u32,
+    pub scope: Option<u32>,
 }
 
 #[cfg(test)]

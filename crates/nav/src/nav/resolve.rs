@@ -115,7 +115,8 @@ impl Index {
     /// functions before fields of the same name, a member read ranks fields first
     /// (`m.keys()` is the method `keys`, `m.keys` the field). Rust never reaches a field by a
     /// call (that needs `(m.keys)()`) nor by a path (`Map::keys`), so there the fields drop
-    /// when something else remains.
+    /// when something else remains, and a member read never reaches a method, so there the
+    /// methods drop when a field remains.
     pub(crate) fn rank_by_use(&self, file: u32, r: &Ref, defs: &mut Vec<DefId>) {
         if defs.len() < 2 {
             return;
@@ -123,7 +124,14 @@ impl Index {
         let is_field = |d: &DefId| self.def(*d).kind == "field";
         let rust = self.files[file as usize].lang == Lang::Rust;
         match r.kind.as_str() {
-            "field" => defs.sort_by_key(|d| !is_field(d)),
+            "field" => {
+                defs.sort_by_key(|d| !is_field(d));
+                // Rust names a method without calling it only by a path: `self.len` is the
+                // field, whatever else is called `len`.
+                if rust && defs.iter().any(is_field) {
+                    defs.retain(is_field);
+                }
+            }
             "read" if !rust => defs.sort_by_key(|d| !is_field(d)),
             _ => {
                 defs.sort_by_key(is_field);
@@ -139,7 +147,9 @@ impl Index {
     /// rules still say: a bare name that nothing in scope binds is no item of the repository
     /// (see [`Index::rust_scope_is_known`]), and a method called on a receiver of unknown type
     /// inside `impl Trait for T` (`self.inner.advance(n)` in a wrapper) is most likely the
-    /// trait's own, as a wrapper delegates to what it wraps.
+    /// trait's own, as a wrapper delegates to what it wraps. A method called on a receiver of
+    /// a type from outside the repository is no inherent method of a type here (see
+    /// [`Index::foreign_receiver_candidates`]).
     pub(crate) fn rust_candidates(&self, file: u32, r: &Ref, mut defs: Vec<DefId>) -> Vec<DefId> {
         if self.files[file as usize].lang != Lang::Rust {
             return defs;
@@ -158,6 +168,11 @@ impl Index {
             let declared = self.enclosing_trait_members(file, r.scope, &r.name, 0);
             defs.retain(|d| !declared.contains(d));
             defs.splice(0..0, declared);
+        }
+        if !r.qualifier.is_empty() && !r.qualifier.contains("::") {
+            // `dst.len()` on a `&mut [u8]`: the slice's, not a namesake's here.
+            let at = r.span.start_byte;
+            defs = self.foreign_receiver_candidates(file, &r.qualifier, at, r.scope, defs);
         }
         defs
     }
@@ -700,6 +715,13 @@ impl Index {
         // A typed receiver: `client.send()`, `self.session.send()`, `this.http.get()`.
         if let Some(ty) = self.receiver_type(file, qualifier, at, scope, depth) {
             let defs = self.class_members(ty, name, depth);
+            // `self.remaining()` in a trait's `&mut self` method: the impl for `&mut T`'s.
+            if entry.lang == Lang::Rust
+                && qualifier == "self"
+                && let Some(d) = self.autoref_mut_impl(file, scope, &defs)
+            {
+                return Some(Outcome::bound(vec![d], Vec::new()));
+            }
             if !defs.is_empty() {
                 return Some(Outcome::bound(defs, Vec::new()));
             }
@@ -907,7 +929,7 @@ impl Index {
             // Rust `mod util;` declares a module whose items live in its own file.
             if def.kind == "module"
                 && def.signature.ends_with(';')
-                && let Some(m) = self.rust_child_module(d.file, &def.name)
+                && let Some(m) = self.rust_child_module(*d)
             {
                 let o = self.exports(m, name, depth + 1, false);
                 out.defs.extend(o.defs);
@@ -919,14 +941,27 @@ impl Index {
         out
     }
 
-    /// Returns the file of Rust module `name` declared in `file` (`mod name;`), if indexed.
-    fn rust_child_module(&self, file: u32, name: &str) -> Option<u32> {
-        let (root, segs) = self.modules().rust_module_of(file)?;
+    /// Returns the file of the Rust module that declaration `decl` (`mod name;`) declares, if
+    /// indexed: a child of its file's module, through the inline modules around it (`mod a {
+    /// mod name; }`).
+    fn rust_child_module(&self, decl: DefId) -> Option<u32> {
+        let (root, segs) = self.modules().rust_module_of(decl.file)?;
+        let facts = &self.files[decl.file as usize].facts;
+        let mut inline = Vec::new();
+        let mut up = facts.defs[decl.def as usize].parent;
+        while let Some(p) = up {
+            let d = &facts.defs[p as usize];
+            if d.kind == "module" {
+                inline.push(d.name.clone());
+            }
+            up = d.parent;
+        }
         let mut child = segs.clone();
-        child.push(name.to_string());
+        child.extend(inline.into_iter().rev());
+        child.push(facts.defs[decl.def as usize].name.clone());
         self.modules()
             .rust_file(root, &child)
-            .filter(|m| *m != file)
+            .filter(|m| *m != decl.file)
     }
 
     /// Returns true if and only if `name` is the receiver of the Go method enclosing `scope`.

@@ -231,6 +231,10 @@ pub(crate) fn type_facts(
         if kind == "element" && ty.len() > MAX_TYPE_TEXT {
             (kind, ty) = ("unknown", String::new());
         }
+        // An unknown value's text only says what kind of literal it is: a long one still binds.
+        if kind == "unknown" && ty.len() > MAX_TYPE_TEXT {
+            ty.truncate(ty.floor_char_boundary(MAX_TYPE_TEXT));
+        }
         if ty.len() > MAX_TYPE_TEXT || (ty.is_empty() && kind != "unknown") {
             continue;
         }

@@ -112,7 +112,20 @@
 (let_declaration
   pattern: [(identifier) @name (mut_pattern (identifier) @name)]
   value: [(field_expression) (reference_expression value: (field_expression))] @type) @binding.alias
+; `let s = "text";`, `let v = vec![…];`: a value of a standard library type, whose methods are
+; the standard library's (the value is kept as the binding's text; see `rust_foreign`).
+(let_declaration
+  pattern: [(identifier) @name (mut_pattern (identifier) @name)]
+  value: [(string_literal) (raw_string_literal) (array_expression)
+          (reference_expression value: (array_expression))] @type) @binding.unknown
+(let_declaration
+  pattern: [(identifier) @name (mut_pattern (identifier) @name)]
+  value: (macro_invocation macro: (identifier) @unwrap
+    (#match? @unwrap "^(vec|format)$")) @type) @binding.unknown
 (let_declaration pattern: [(identifier) @name (mut_pattern (identifier) @name)]) @binding.unknown
+; `const LONG: &[u8] = b"…";`, `static POOL: Pool = …;`: what the item holds, as declared.
+(const_item name: (identifier) @name type: (_) @type) @binding.annotation
+(static_item name: (identifier) @name type: (_) @type) @binding.annotation
 (function_item return_type: (_) @type) @binding.returns
 (function_signature_item return_type: (_) @type) @binding.returns
 (field_declaration name: (field_identifier) @name type: (_) @type) @binding.annotation
