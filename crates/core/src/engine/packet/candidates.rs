@@ -20,6 +20,7 @@
 use std::path::PathBuf;
 
 use super::compare::{Judged, comparison_note};
+use super::tester::Written;
 use super::{Checked, Halt, Step};
 use crate::config::{STRATEGY_ARM, arm_of};
 use crate::store::{Event, EventKind};
@@ -146,6 +147,8 @@ impl Step<'_, '_> {
     /// commit and journals the choice; returns that commit. No candidate passing fails the
     /// packet with each candidate's reason.
     pub(super) fn best_of(&self, n: u32) -> Result<String, Halt> {
+        // The tester writes its tests first: the candidates' worktrees never hold them.
+        let tester = self.tester_tests()?;
         let ended = self.ended_candidates()?;
         let mut all: Vec<Candidate> = (1..=n)
             .filter_map(|k| ended.iter().rev().find(|c| c.number == k).cloned())
@@ -155,6 +158,14 @@ impl Step<'_, '_> {
             .collect();
         all.extend(self.run_candidates(&pending)?);
         all.sort_by_key(|c| c.number);
+        let tested = match &tester {
+            Some(Written::Tests(tests)) => Some(self.apply_tester_tests(&mut all, tests)?),
+            Some(Written::Without(reason)) => Some(format!(
+                "the tester wrote no tests the candidates could run: {}",
+                reason.lines().next().unwrap_or("")
+            )),
+            None => None,
+        };
         let judged = self.compare_candidates(&all)?;
         let picked = judged.as_ref().and_then(|j| j.choice);
         let Some(winner) = choose(&all, picked) else {
@@ -173,7 +184,10 @@ impl Step<'_, '_> {
             attempt: self.rec.attempt,
             candidate: winner.number,
             commit: commit_id.clone(),
-            reasons: reasons(winner, &all, judged.as_ref()),
+            reasons: match &tested {
+                Some(note) => format!("{}\n{note}", reasons(winner, &all, judged.as_ref())),
+                None => reasons(winner, &all, judged.as_ref()),
+            },
             reviewer: judged.as_ref().and_then(|j| j.reviewer.clone()),
             review_tokens: judged.as_ref().map_or(0, |j| j.tokens),
             review_cost_nanos: judged.as_ref().and_then(|j| j.cost_nanos),
@@ -381,9 +395,10 @@ impl Step<'_, '_> {
     }
 }
 
-/// Returns `event` as candidate `k`'s: the packet it names becomes `<packet>.c<k>`, so the
-/// candidate's steps are journaled without moving the packet's own phase.
-pub(super) fn as_candidate(event: Event, k: u32) -> Event {
+/// Returns `event` as the packet's `member`'s (candidate `c<k>`, the `tests` of its tester):
+/// the packet it names becomes `<packet>.<member>`, so the member's steps are journaled without
+/// moving the packet's own phase.
+pub(super) fn as_member(event: Event, member: &str) -> Event {
     let Ok(mut value) = serde_json::to_value(&event) else {
         return event;
     };
@@ -391,7 +406,7 @@ pub(super) fn as_candidate(event: Event, k: u32) -> Event {
         .get_mut("packet")
         .and_then(|p| p.as_str().map(str::to_string))
     {
-        value["packet"] = format!("{packet}.c{k}").into();
+        value["packet"] = format!("{packet}.{member}").into();
     }
     serde_json::from_value(value).unwrap_or(event)
 }
@@ -436,12 +451,12 @@ mod tests {
 
     #[test]
     fn a_candidates_events_name_the_candidate_not_the_packet() {
-        let event = as_candidate(
+        let event = as_member(
             Event::WorktreeReady {
                 packet: "p".into(),
                 how: "fresh".into(),
             },
-            2,
+            "c2",
         );
         assert_eq!(event.packet(), Some("p.c2"));
     }
