@@ -165,3 +165,61 @@ fn without_the_setting_no_tester_runs() {
     let reasons = v["candidates"][0]["reasons"].as_str().unwrap();
     assert!(!reasons.contains("tester"), "{reasons}");
 }
+
+/// Runs the two-candidate packet with a counting tester, killed after its `n`th event, then
+/// resumes it; returns how many times the tester ran.
+fn crash_and_resume(n: usize) -> usize {
+    let repo = TestRepo::new();
+    let counter = repo.scratch().join("tester.txt");
+    let tester = format!("echo ran >> {}; {TESTER_GOOD}", counter.display());
+    repo.user_config(&format!(
+        "[sandbox]\nwritable = [\"{}\"]\n{}",
+        repo.scratch().display(),
+        config(&tester, true)
+    ));
+    let n_text = n.to_string();
+    let out = run_two(&repo, &[("ORCHESTRA_CRASH_AFTER_EVENTS", &n_text)]);
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(
+        out.status.signal(),
+        Some(9),
+        "crash point {n}: {}",
+        text(&out)
+    );
+    let resumed = orchestra(&repo.path, &["resume"]);
+    assert!(
+        resumed.status.success(),
+        "crash point {n}: {}",
+        text(&resumed)
+    );
+    let v = status_json(&repo.path);
+    assert_eq!(v["candidates"][0]["winner"], 2, "crash point {n}: {v:#}");
+    assert_eq!(refs(&repo, "refs/orchestra/tests/").len(), 1);
+    std::fs::read_to_string(&counter).unwrap().lines().count()
+}
+
+#[test]
+fn a_crash_after_the_tester_ended_resumes_without_writing_the_tests_again() {
+    // Where the tester's events fall in an uninterrupted run.
+    let probe = TestRepo::new();
+    probe.user_config(&config(TESTER_GOOD, true));
+    assert!(run_two(&probe, &[]).status.success());
+    let run = run_id(&probe.path);
+    let store = Store::open(&probe.path.join(".git")).unwrap();
+    let events: Vec<Event> = store.events(&run, 0).unwrap()[1..]
+        .iter()
+        .map(|e| e.event.clone())
+        .collect();
+    // The tester's command has run, but its tests are not journaled yet.
+    let in_flight = events
+        .iter()
+        .position(|e| matches!(e, Event::WorkerFinished { packet, .. } if packet == "p1.tests"))
+        .unwrap();
+    let ended = events
+        .iter()
+        .position(|e| matches!(e, Event::TesterEnded { .. }))
+        .unwrap();
+    // Cut short before it ended, the tester writes its tests again; once it ended, never.
+    assert_eq!(crash_and_resume(in_flight + 1), 2);
+    assert_eq!(crash_and_resume(ended + 1), 1);
+}
