@@ -233,6 +233,24 @@ mod tests {
     }
 
     #[test]
+    fn a_tester_is_off_unless_asked_for_and_its_command_comes_from_the_base() {
+        assert!(!BestOfConfig::default().tests_by_tester());
+        let user = BestOfConfig {
+            tester_cmd: Some("write-tests".into()),
+            ..Default::default()
+        };
+        let repo = BestOfConfig {
+            tester: Some(true),
+            ..Default::default()
+        };
+        let both = repo.over(user);
+        assert!(both.tests_by_tester());
+        assert_eq!(both.tester_cmd.as_deref(), Some("write-tests"));
+        let read: BestOfConfig = toml::from_str("tester = true").unwrap();
+        assert!(read.tests_by_tester());
+    }
+
+    #[test]
     fn a_strategy_arm_keeps_the_worker_and_one_without_text_is_named() {
         let c = BestOfConfig {
             arms: Some(vec!["strategy:minimal".into(), "fast".into()]),

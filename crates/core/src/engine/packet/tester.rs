@@ -341,3 +341,31 @@ impl<'s, 'a> Step<'s, 'a> {
             }))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_testers_packet_keeps_the_id_and_asks_for_tests_only() {
+        let packet: Packet = toml::from_str(
+            "id = \"p1\"\ntitle = \"Parse dates\"\ndescription = \"Accept ISO dates\"\nfiles = [\"src/date.rs\"]\nvalidation = [\"cargo test\"]\nattempts = 3\n",
+        )
+        .unwrap();
+        let tester = tester_packet(&packet);
+        assert_eq!(tester.id, "p1", "its model calls count with the packet's");
+        assert_eq!(tester.role, "tester");
+        assert!(tester.files.iter().any(|f| f == "tests/**"));
+        assert!(
+            tester.validation.is_empty(),
+            "its tests fail until the packet is done"
+        );
+        assert_eq!(tester.candidates(), 1);
+        assert!(tester.description.contains("Accept ISO dates"));
+        assert!(tester.description.contains("src/date.rs"));
+        assert_eq!(
+            tests_ref("r-1", "p1"),
+            format!("{}p1", run_tests_prefix("r-1"))
+        );
+    }
+}
