@@ -83,6 +83,15 @@ fn a_candidate_failing_the_testers_test_loses_to_one_passing_it() {
     let v = status_json(&repo.path);
     let shown = &v["candidates"][0];
     assert_eq!(shown["winner"], 2, "{v:#}");
+    let c1 = &shown["candidates"][0];
+    assert_eq!(c1["passed"], false, "{v:#}");
+    assert!(
+        c1["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("the tester's tests (tests/check.sh) failed with `for t in tests/*.sh"),
+        "{v:#}"
+    );
     let reasons = shown["reasons"].as_str().unwrap();
     assert!(
         reasons.contains("candidate 1: the tester's tests (tests/check.sh) failed"),
@@ -222,4 +231,32 @@ fn a_crash_after_the_tester_ended_resumes_without_writing_the_tests_again() {
     // Cut short before it ended, the tester writes its tests again; once it ended, never.
     assert_eq!(crash_and_resume(in_flight + 1), 2);
     assert_eq!(crash_and_resume(ended + 1), 1);
+}
+
+#[test]
+fn a_failing_tester_leaves_the_choice_to_the_other_steps_and_says_why() {
+    let repo = TestRepo::new();
+    repo.user_config(&config("echo cannot write tests; exit 3", true));
+    let out = run_two(&repo, &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    let v = status_json(&repo.path);
+    let shown = &v["candidates"][0];
+    assert_eq!(shown["winner"], 1, "the smaller change: {v:#}");
+    let reasons = shown["reasons"].as_str().unwrap();
+    assert!(
+        reasons.contains("the tester wrote no tests the candidates could run: the tester failed: worker failed (exit"),
+        "{reasons}"
+    );
+    assert_eq!(refs(&repo, "refs/orchestra/tests/"), Vec::<String>::new());
+    // Its worktree stays for a person to look at until `gc`.
+    let run = run_id(&repo.path);
+    let kept = repo.git(&["worktree", "list"]);
+    assert!(
+        kept.contains(&format!("[orchestra/{run}/p1.tests]")),
+        "{kept}"
+    );
+    let gc = orchestra(&repo.path, &["gc"]);
+    assert!(gc.status.success(), "{}", text(&gc));
+    let left = repo.git(&["worktree", "list"]);
+    assert!(!left.contains("p1.tests"), "{left}");
 }

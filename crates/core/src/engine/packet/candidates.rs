@@ -39,6 +39,22 @@ pub(super) struct Candidate {
     pub arm: Option<String>,
 }
 
+impl Candidate {
+    /// Returns the event journaling what this candidate of `packet`'s `attempt` came to.
+    pub(super) fn ended(&self, packet: &crate::plan::Packet, attempt: u32) -> Event {
+        Event::CandidateEnded {
+            packet: packet.id.clone(),
+            attempt,
+            candidate: self.number,
+            commit: self.commit.clone(),
+            passed: self.passed,
+            changed_lines: self.changed_lines,
+            reason: self.reason.clone(),
+            arm: self.arm.clone(),
+        }
+    }
+}
+
 /// Returns the ref a packet's candidate `k` is kept under until `gc`.
 pub(super) fn candidate_ref(run: &str, packet: &str, k: u32) -> String {
     format!("{}/c{k}", candidates_prefix(run, packet))
@@ -344,16 +360,7 @@ impl Step<'_, '_> {
                 }
             }
         }
-        self.record(Event::CandidateEnded {
-            packet: self.packet.id.clone(),
-            attempt: self.rec.attempt,
-            candidate: k,
-            commit: result.commit.clone(),
-            passed: result.passed,
-            changed_lines: result.changed_lines,
-            reason: result.reason.clone(),
-            arm: result.arm.clone(),
-        })?;
+        self.record(result.ended(self.packet, self.rec.attempt))?;
         Ok(result)
     }
 

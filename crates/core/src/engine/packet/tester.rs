@@ -99,6 +99,7 @@ impl<'s, 'a> Step<'s, 'a> {
             Written::Tests(t) => (Some(t.commit.clone()), t.files.clone(), String::new()),
             Written::Without(reason) => (None, Vec::new(), reason.clone()),
         };
+        let commit_kept = commit.is_some();
         if let Some(id) = &commit {
             let name = tests_ref(&self.ctx.run.id, &self.packet.id);
             commit::keep_ref(&self.ctx.repo.git(), &name, id)
@@ -111,7 +112,10 @@ impl<'s, 'a> Step<'s, 'a> {
             files,
             reason,
         })?;
-        step.remove_worktree();
+        // A tester that wrote no usable tests leaves its worktree for a person (until `gc`).
+        if commit_kept {
+            step.remove_worktree();
+        }
         Ok(Some(written))
     }
 
@@ -194,7 +198,8 @@ impl<'s, 'a> Step<'s, 'a> {
         }))
     }
 
-    /// Removes the tester's worktree and branch, when they exist (its tests are in their ref).
+    /// Removes the tester's worktree and branch, when they exist: before it starts again from
+    /// a clean worktree, or once its tests are kept under their ref.
     fn remove_worktree(&self) {
         let git = self.ctx.repo.git();
         let _registrations = gitops::registration_lock();
@@ -212,8 +217,9 @@ impl<'s, 'a> Step<'s, 'a> {
     }
 
     /// Runs the tester's `tests` on every candidate of `all` that passed so far and takes
-    /// those failing them out of the choice; returns the sentence the verdict notes keep. When
-    /// they fail on every candidate they ran on, the candidates stay in the choice.
+    /// those failing them out of the choice (journaling each as ended again, failed); returns
+    /// the sentence the verdict notes keep. When they fail on every candidate they ran on, the
+    /// candidates stay in the choice.
     pub(super) fn apply_tester_tests(
         &self,
         all: &mut [Candidate],
@@ -258,6 +264,9 @@ impl<'s, 'a> Step<'s, 'a> {
             if let Some(c) = all.iter_mut().find(|c| c.number == *k) {
                 c.passed = false;
                 c.reason = reason.clone();
+                // What it came to now: `status` shows it, and a resumed packet does not run
+                // the tests on it again.
+                self.record(c.ended(self.packet, self.rec.attempt))?;
             }
         }
         let dropped: Vec<String> = failed.iter().map(|(k, _)| format!("c{k}")).collect();
