@@ -101,6 +101,10 @@ fn a_candidate_failing_the_testers_test_loses_to_one_passing_it() {
         reasons.contains("the tester's tests (tests/check.sh) dropped c1 before the choice"),
         "{reasons}"
     );
+    assert!(
+        reasons.contains("the deterministic checks and the tester's tests, the only one that did"),
+        "{reasons}"
+    );
     // The tests were never committed into the winner, and the winner landed without them.
     let run = run_id(&repo.path);
     let branch = format!("orchestra/{run}/p1");

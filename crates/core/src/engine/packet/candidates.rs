@@ -20,7 +20,7 @@
 use std::path::PathBuf;
 
 use super::compare::{Judged, comparison_note};
-use super::tester::Written;
+use super::tester::{Tested, Written};
 use super::{Checked, Halt, Step};
 use crate::config::{STRATEGY_ARM, arm_of};
 use crate::store::{Event, EventKind};
@@ -89,15 +89,26 @@ pub(super) fn choose(all: &[Candidate], picked: Option<u32>) -> Option<&Candidat
 }
 
 /// Returns why `winner` won among `all`, for the journal and the verdict notes; `judged` is
-/// the reviewer's comparison of those that passed, when two or more did.
-pub(super) fn reasons(winner: &Candidate, all: &[Candidate], judged: Option<&Judged>) -> String {
+/// the reviewer's comparison of those that passed, when two or more did, and `tested` true
+/// when those that passed also passed the tester's tests.
+pub(super) fn reasons(
+    winner: &Candidate,
+    all: &[Candidate],
+    judged: Option<&Judged>,
+    tested: bool,
+) -> String {
     let passed: Vec<&Candidate> = all.iter().filter(|c| c.passed).collect();
     let arm = winner
         .arm
         .as_ref()
         .map_or_else(String::new, |a| format!(" (arm `{a}`)"));
+    let checks = if tested {
+        "the scope check, validation, the deterministic checks and the tester's tests"
+    } else {
+        "the scope check, validation and the deterministic checks"
+    };
     let mut out = format!(
-        "candidate {} of {} chosen{arm}: it passed the scope check, validation and the deterministic checks",
+        "candidate {} of {} chosen{arm}: it passed {checks}",
         winner.number,
         all.len()
     );
@@ -176,10 +187,10 @@ impl Step<'_, '_> {
         all.sort_by_key(|c| c.number);
         let tested = match &tester {
             Some(Written::Tests(tests)) => Some(self.apply_tester_tests(&mut all, tests)?),
-            Some(Written::Without(reason)) => Some(format!(
+            Some(Written::Without(reason)) => Some(Tested::not_held(format!(
                 "the tester wrote no tests the candidates could run: {}",
                 reason.lines().next().unwrap_or("")
-            )),
+            ))),
             None => None,
         };
         let judged = self.compare_candidates(&all)?;
@@ -201,8 +212,12 @@ impl Step<'_, '_> {
             candidate: winner.number,
             commit: commit_id.clone(),
             reasons: match &tested {
-                Some(note) => format!("{}\n{note}", reasons(winner, &all, judged.as_ref())),
-                None => reasons(winner, &all, judged.as_ref()),
+                Some(t) => format!(
+                    "{}\n{}",
+                    reasons(winner, &all, judged.as_ref(), t.held),
+                    t.note
+                ),
+                None => reasons(winner, &all, judged.as_ref(), false),
             },
             reviewer: judged.as_ref().and_then(|j| j.reviewer.clone()),
             review_tokens: judged.as_ref().map_or(0, |j| j.tokens),
@@ -451,7 +466,7 @@ mod tests {
         let tie = [candidate(1, true, 4), candidate(2, true, 4)];
         assert_eq!(choose(&tie, None).map(|c| c.number), Some(1));
         assert_eq!(choose(&[candidate(1, false, 0)], None), None);
-        let why = reasons(&all[2], &all, None);
+        let why = reasons(&all[2], &all, None, false);
         assert!(why.contains("candidate 3 of 3"), "{why}");
         assert!(why.contains("candidate 1: validation `x` failed"), "{why}");
     }

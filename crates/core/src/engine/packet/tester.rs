@@ -51,6 +51,23 @@ pub(super) enum Written {
     Without(String),
 }
 
+/// What running the tester's tests on the candidates came to, for the verdict notes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Tested {
+    /// The sentence the verdict notes keep.
+    pub note: String,
+    /// True when the candidates still in the choice passed the tester's tests (they ran and
+    /// were not set aside).
+    pub held: bool,
+}
+
+impl Tested {
+    /// Returns an outcome in which the tester's tests decided nothing, for `note`'s reason.
+    pub(super) fn not_held(note: String) -> Tested {
+        Tested { note, held: false }
+    }
+}
+
 /// Returns the ref a packet's tester's tests are kept under until `gc`.
 fn tests_ref(run: &str, packet: &str) -> String {
     format!("{}{}", run_tests_prefix(run), names::sanitize(packet, 64))
@@ -224,16 +241,16 @@ impl<'s, 'a> Step<'s, 'a> {
         &self,
         all: &mut [Candidate],
         tests: &TesterTests,
-    ) -> Result<String, Halt> {
+    ) -> Result<Tested, Halt> {
         let files = tests.files.join(", ");
         let commands: Vec<String> = match self.ctx.tests {
             Some(test) => vec![test.to_string()],
             None => self.packet.validation.clone(),
         };
         if commands.is_empty() {
-            return Ok(format!(
+            return Ok(Tested::not_held(format!(
                 "the tester's tests ({files}) were not run: neither `[eval] test` nor the packet's validation names a command to run them with"
-            ));
+            )));
         }
         let mut failed: Vec<(u32, String)> = Vec::new();
         let mut ran = 0;
@@ -247,9 +264,9 @@ impl<'s, 'a> Step<'s, 'a> {
             }
         }
         if ran == 0 {
-            return Ok(format!(
+            return Ok(Tested::not_held(format!(
                 "the tester's tests ({files}) ran on no candidate: none passed before them"
-            ));
+            )));
         }
         if failed.len() == ran {
             let mut note = format!(
@@ -258,7 +275,7 @@ impl<'s, 'a> Step<'s, 'a> {
             for (k, reason) in &failed {
                 note.push_str(&format!("\n  - c{k}: {reason}"));
             }
-            return Ok(note);
+            return Ok(Tested::not_held(note));
         }
         for (k, reason) in &failed {
             if let Some(c) = all.iter_mut().find(|c| c.number == *k) {
@@ -270,13 +287,14 @@ impl<'s, 'a> Step<'s, 'a> {
             }
         }
         let dropped: Vec<String> = failed.iter().map(|(k, _)| format!("c{k}")).collect();
-        Ok(match dropped.len() {
+        let note = match dropped.len() {
             0 => format!("the tester's tests ({files}) passed on every candidate they ran on"),
             _ => format!(
                 "the tester's tests ({files}) dropped {} before the choice",
                 dropped.join(", ")
             ),
-        })
+        };
+        Ok(Tested { note, held: true })
     }
 
     /// Runs `commands` on candidate `k`'s commit `head` with the tester's tests brought over
