@@ -264,3 +264,26 @@ fn a_failing_tester_leaves_the_choice_to_the_other_steps_and_says_why() {
     let left = repo.git(&["worktree", "list"]);
     assert!(!left.contains("p1.tests"), "{left}");
 }
+
+#[test]
+fn the_per_packet_budget_leaves_the_tester_its_share() {
+    let repo = TestRepo::new();
+    // Without history a candidate is forecast at up to 400k tokens: 900k fit two of three,
+    // one once the tester takes its share.
+    repo.user_config(&format!(
+        "{}packet_tokens = 900000\n",
+        config(TESTER_GOOD, true)
+    ));
+    let body = format!(
+        "objective = \"Budgeted\"\n\n{}attempts = 3\n",
+        packet("p1", "\"out.txt\"", "", "\"test -s out.txt\"")
+    );
+    let plan = repo.write_plan("plan.toml", &body);
+    let out = repo.run_plan(&plan, WORKER, &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    let said = text(&out);
+    assert!(
+        said.contains("packet `p1`: best of 3 capped to 1: each candidate is forecast to use up to 400.0k tokens and [best_of] packet_tokens is 900.0k (the tester writing its tests takes as much)"),
+        "{said}"
+    );
+}
