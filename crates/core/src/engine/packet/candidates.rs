@@ -7,9 +7,10 @@
 //! the fix rounds like any packet's.
 //!
 //! Selection is grounded in execution: a candidate that fails its scope check, validation or
-//! the deterministic checks cannot win; when two or more pass, the packet's reviewer compares their diffs side by side
-//! (`compare.rs`) and its choice wins; without a usable choice the smaller change wins (the
-//! earlier candidate on a tie).
+//! the deterministic checks cannot win, nor, with `[best_of] tester`, one failing the tests
+//! the tester wrote for the packet (`tester.rs`); when two or more pass, the packet's reviewer
+//! compares their diffs side by side (`compare.rs`) and its choice wins; without a usable
+//! choice the smaller change wins (the earlier candidate on a tie).
 //! Every candidate's commit is kept as `refs/orchestra/candidates/<run>/<packet>/c<k>` until
 //! `gc`; the candidates' worktrees and branches are removed once the choice is made.
 //!
