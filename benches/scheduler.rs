@@ -147,6 +147,7 @@ fn engine_run_plan(repo_dir: &Path, wt_root: &Path, text: &str, expected: usize)
         integrator: None,
         arms: Vec::new(),
         tests: None,
+        tester: None,
     };
     let summary = engine::execute(&repo, &prepared.run.id, &ctl).expect("execute");
     assert_eq!(summary.succeeded, expected, "every packet should succeed");

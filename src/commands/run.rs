@@ -260,8 +260,8 @@ fn cap_candidates(
         let (n, why) = git_orchestra::forecast::affordable_candidates(
             f,
             wanted,
-            budget.packet_tokens,
-            budget.packet_cost,
+            (budget.packet_tokens, budget.packet_cost),
+            budget.tests_by_tester(),
         );
         if let Some(why) = why {
             eprintln!("note: packet `{}`: {why}", packet.id);

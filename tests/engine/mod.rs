@@ -14,6 +14,7 @@ mod best_of_checks;
 mod best_of_compare;
 mod best_of_parallel;
 mod best_of_strategy;
+mod best_of_tester;
 mod confine;
 mod executor;
 mod fix_rounds;

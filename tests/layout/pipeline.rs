@@ -17,6 +17,7 @@ const PHASE_FILES: &[&str] = &[
     "candidates.rs",
     "fan_out.rs",
     "compare.rs",
+    "tester.rs",
     "commit.rs",
     "scope.rs",
     "validation.rs",

@@ -2,7 +2,7 @@
 //! candidates, each worked by our agent with its arm's profile (a scripted server of its
 //! own, so the test sees which server answered) or by the agent CLI its arm names, and each
 //! candidate's arm is in `status`. An arm `model:<name>` asks the role's own profile for that
-//! model.
+//! model, and an arm `strategy:<text>` keeps the role's profile and tells the candidate the approach.
 
 use git_orchestra::demo::{self, MockModel};
 
@@ -38,13 +38,13 @@ fn main_model() -> MockModel {
 /// Runs `start --yes` on the sample repository with `config` (the profiles `default`,
 /// `fast` and `strong` at `main`, `fast` and `strong` before it, and a fake agent CLI `mine`
 /// writing `from cli` to p1.txt) as the user configuration; returns each kept candidate's
-/// p1.txt and its arm in `status --json`.
+/// p1.txt and its arm in `status --json`, and the p1.txt on the packet's branch (its winner's).
 fn start_with(
     main: &MockModel,
     fast: &MockModel,
     strong: &MockModel,
     config: &str,
-) -> (Vec<String>, Vec<String>) {
+) -> (Vec<String>, Vec<String>, String) {
     hermetic();
     let tmp = tempfile::tempdir().unwrap();
     let repo = demo::create_sample(&tmp.path().join("greeter")).unwrap();
@@ -109,7 +109,9 @@ fn start_with(
         .iter()
         .map(|c| c["arm"].as_str().unwrap_or("").to_string())
         .collect();
-    (kept, arms)
+    let branch = v["packets"][0]["branch"].as_str().unwrap_or_default();
+    let landed = git(&repo, &["show", &format!("{branch}:p1.txt")]);
+    (kept, arms, landed)
 }
 
 #[test]
@@ -117,7 +119,7 @@ fn each_candidate_of_a_start_run_works_with_its_arms_profile() {
     let main = main_model();
     let fast = coder("from fast\n");
     let strong = coder("from strong\nand more\n");
-    let (kept, arms) = start_with(
+    let (kept, arms, _) = start_with(
         &main,
         &fast,
         &strong,
@@ -135,7 +137,7 @@ fn a_start_runs_candidate_can_be_worked_by_the_agent_cli_its_arm_names() {
     let main = main_model();
     let fast = coder("from fast\n");
     let strong = coder("unused\n");
-    let (kept, arms) = start_with(
+    let (kept, arms, _) = start_with(
         &main,
         &fast,
         &strong,
@@ -163,7 +165,7 @@ fn a_start_runs_candidate_asks_its_roles_profile_for_the_model_its_arm_names() {
     let scripts = serde_json::json!([script("fast"), script("bigger")]);
     let fast = MockModel::start(demo::parse_scripts(&scripts.to_string()).unwrap()).unwrap();
     let strong = coder("unused\n");
-    let (kept, arms) = start_with(
+    let (kept, arms, _) = start_with(
         &main,
         &fast,
         &strong,
@@ -179,4 +181,48 @@ fn a_start_runs_candidate_asks_its_roles_profile_for_the_model_its_arm_names() {
     models.sort();
     assert_eq!(models, ["bigger", "bigger", "fast", "fast"]);
     assert_eq!(strong.requests(), 0);
+}
+
+#[test]
+fn each_candidate_of_a_start_run_is_told_its_strategy_arms_approach() {
+    let main = main_model();
+    // One server for the coder's profile, answering by the approach the task names.
+    let script = |approach: &str, content: &str| {
+        serde_json::json!({"name": approach, "match": ["# Coder", format!("Approach for this attempt: {approach}")], "replies": [
+            {"calls": [{"name": "write_file", "args": {"path": "p1.txt", "content": content}}]},
+            {"calls": [{"name": "complete", "args": {"summary": "wrote p1.txt"}}]}]})
+    };
+    let scripts = serde_json::json!([
+        script("minimal", "minimal\n"),
+        script("thorough", "thorough\nand tested\n")
+    ]);
+    let fast = MockModel::start(demo::parse_scripts(&scripts.to_string()).unwrap()).unwrap();
+    let strong = coder("unused\n");
+    let (kept, arms, landed) = start_with(
+        &main,
+        &fast,
+        &strong,
+        "[roles.coder]\nprofile = \"fast\"\n[best_of]\narms = [\"strategy:minimal\", \"strategy:thorough\"]\n",
+    );
+    // Each candidate's task named its own approach, and only its own.
+    let told = |approach: &str| {
+        fast.received()
+            .iter()
+            .filter(|b| {
+                b.to_string()
+                    .contains(&format!("Approach for this attempt: {approach}"))
+            })
+            .count()
+    };
+    assert_eq!((told("minimal"), told("thorough")), (2, 2));
+    assert_eq!(fast.requests(), 4, "two turns per candidate");
+    assert_eq!(
+        strong.requests(),
+        0,
+        "a strategy arm keeps the role's profile"
+    );
+    assert_eq!(kept, ["minimal", "thorough\nand tested"]);
+    assert_eq!(arms, ["strategy:minimal", "strategy:thorough"]);
+    // The reviewer chose c2: its work is the packet's.
+    assert_eq!(landed, "thorough\nand tested");
 }

@@ -9,6 +9,7 @@
 mod answer;
 mod best_of_auto;
 mod best_of_start_arms;
+mod best_of_start_tester;
 mod environments;
 mod eval_arms;
 mod eval_arms_e2e;

@@ -382,17 +382,21 @@ impl PlanForecast {
 /// Returns how many of `wanted` candidates of a packet forecast as `forecast` (for all its
 /// candidates together) fit in the budget `tokens` and `cost` (each when set) by the high end
 /// of the forecast of one candidate — at least one — and, when that is fewer than `wanted`, why.
+/// With `tester`, the packet's tester (`[best_of] tester`) is forecast as one more candidate
+/// and takes its share of the budget first.
 pub fn affordable_candidates(
     forecast: &PacketForecast,
     wanted: u32,
-    tokens: Option<u64>,
-    cost: Option<f64>,
+    (tokens, cost): (Option<u64>, Option<f64>),
+    tester: bool,
 ) -> (u32, Option<String>) {
     let fits = |budget: f64, each: f64| {
         if each <= 0.0 {
             wanted
         } else {
-            ((budget / each).floor() as u32).clamp(1, wanted)
+            ((budget / each).floor() as u32)
+                .saturating_sub(u32::from(tester))
+                .clamp(1, wanted)
         }
     };
     let per = f64::from(forecast.candidates.max(1));
@@ -420,7 +424,12 @@ pub fn affordable_candidates(
             ));
         }
     }
-    let why = why.map(|w| format!("best of {wanted} capped to {n}: {w}"));
+    let tester = if tester {
+        " (the tester writing its tests takes as much)"
+    } else {
+        ""
+    };
+    let why = why.map(|w| format!("best of {wanted} capped to {n}: {w}{tester}"));
     (n, why)
 }
 
@@ -446,15 +455,22 @@ mod tests {
     fn candidates_are_capped_to_what_the_forecast_fits_in_the_budget() {
         let f = estimate(&packet("p", "coder", 1), None, None, &[], 1);
         // Defaults: up to 400k tokens per candidate.
-        let (n, why) = affordable_candidates(&f, 3, Some(900_000), None);
+        let (n, why) = affordable_candidates(&f, 3, (Some(900_000), None), false);
         assert_eq!(n, 2);
         let why = why.unwrap();
         assert!(why.contains("best of 3 capped to 2"), "{why}");
         assert!(why.contains("400.0k tokens"), "{why}");
-        assert_eq!(affordable_candidates(&f, 3, Some(10), None).0, 1);
-        assert_eq!(affordable_candidates(&f, 3, None, None), (3, None));
+        assert_eq!(affordable_candidates(&f, 3, (Some(10), None), false).0, 1);
+        assert_eq!(affordable_candidates(&f, 3, (None, None), false), (3, None));
         // Without a price, a cost budget cannot judge and caps nothing.
-        assert_eq!(affordable_candidates(&f, 3, None, Some(0.01)), (3, None));
+        assert_eq!(
+            affordable_candidates(&f, 3, (None, Some(0.01)), false),
+            (3, None)
+        );
+        // A tester takes one candidate's share first.
+        let (n, why) = affordable_candidates(&f, 3, (Some(900_000), None), true);
+        assert_eq!(n, 1);
+        assert!(why.unwrap().contains("the tester writing its tests"));
     }
 
     #[test]
@@ -499,7 +515,7 @@ mod tests {
         let two = estimate(&p, None, None, &[], 2);
         assert_eq!(two.secs.high, 2.0 * DEFAULT_SECS.1);
         // The budget still judges one candidate's forecast: 400k tokens each.
-        let (n, why) = affordable_candidates(&f, 3, Some(900_000), None);
+        let (n, why) = affordable_candidates(&f, 3, (Some(900_000), None), false);
         assert_eq!(n, 2);
         assert!(why.unwrap().contains("400.0k tokens"));
     }

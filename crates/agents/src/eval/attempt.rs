@@ -246,6 +246,7 @@ fn run_packet(
         arms: config.best_of.arms.clone().unwrap_or_default(),
         // The eval's own test command judges the attempt: its candidates must not see it.
         tests: None,
+        tester: None,
     };
     let workers = crew.workers(agent.as_ref().map(|w| w as &dyn engine::Worker));
     let summary = engine::execute_with(attempt, &run_id, &ctl, workers.worker())

@@ -121,6 +121,7 @@ impl Ctx<'_> {
                 integrator: None,
                 arms: self.models.config.best_of.arms.clone().unwrap_or_default(),
                 tests: self.models.config.eval.test.clone(),
+                tester: engine::Tester::from_config(&self.models.config.best_of),
             };
             // Roles with an agent CLI (every one with `--agent`) go to it.
             let workers = crew.workers(Some(&worker));

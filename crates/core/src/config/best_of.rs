@@ -45,6 +45,20 @@ pub struct BestOfConfig {
     /// `[start] best_of = "auto"` (1 to 8, default 3).
     #[serde(default)]
     pub n: Option<u32>,
+    /// Whether a best-of-N packet first gets tests written for it by a tester (default
+    /// false): the `tester` role (its write scope `tests/**` and the like) writes them from
+    /// the packet's description, from the packet's start, before the candidates work; each
+    /// candidate that passed its validation and the deterministic checks then runs them
+    /// (applied on top of it in a scratch checkout, never committed into it) with `[eval]
+    /// test`, or the packet's validation when that is unset, and a candidate failing them
+    /// cannot win. Tests failing on every candidate are set aside and the reviewer decides.
+    #[serde(default)]
+    pub tester: Option<bool>,
+    /// The command that plays the tester in runs whose packets a worker command works
+    /// (`run --worker-cmd`), run in the tester's worktree with `ORCHESTRA_TESTER=1`; unset,
+    /// the worker command itself plays it.
+    #[serde(default)]
+    pub tester_cmd: Option<String>,
 }
 
 /// Returns the arm of candidate `k` (1…N) among `arms`, taken in turn; `None` without arms.
@@ -64,6 +78,8 @@ impl BestOfConfig {
             packet_cost: self.packet_cost.or(base.packet_cost),
             arms: self.arms.or(base.arms),
             n: self.n.or(base.n),
+            tester: self.tester.or(base.tester),
+            tester_cmd: self.tester_cmd.or(base.tester_cmd),
         }
     }
 
@@ -135,6 +151,11 @@ impl BestOfConfig {
         Some(format!(
             "[best_of] arms names `{bad}`, which is not a profile: each arm is the name of a [profiles] entry; {choices}"
         ))
+    }
+
+    /// Returns true if and only if a tester writes tests for best-of-N packets.
+    pub fn tests_by_tester(&self) -> bool {
+        self.tester.unwrap_or(false)
     }
 
     /// Returns true if and only if a budget caps the number of candidates.
@@ -209,6 +230,24 @@ mod tests {
         };
         let said = empty.arms_problem(["fast".to_string()].iter()).unwrap();
         assert!(said.contains("`model:` names no model"), "{said}");
+    }
+
+    #[test]
+    fn a_tester_is_off_unless_asked_for_and_its_command_comes_from_the_base() {
+        assert!(!BestOfConfig::default().tests_by_tester());
+        let user = BestOfConfig {
+            tester_cmd: Some("write-tests".into()),
+            ..Default::default()
+        };
+        let repo = BestOfConfig {
+            tester: Some(true),
+            ..Default::default()
+        };
+        let both = repo.over(user);
+        assert!(both.tests_by_tester());
+        assert_eq!(both.tester_cmd.as_deref(), Some("write-tests"));
+        let read: BestOfConfig = toml::from_str("tester = true").unwrap();
+        assert!(read.tests_by_tester());
     }
 
     #[test]

@@ -170,20 +170,26 @@ pub fn gc(repo: &RepoInfo, only: Option<&str>, dry_run: bool) -> Result<GcReport
                 .prune_worktrees()
                 .map_err(orchestra_git::git::RepoError::from)?;
             remove_empty_run_dirs(&run.id, packets.iter().map(|p| Path::new(&p.worktree)));
-            // What packets run elsewhere travelled in: the journal holds what came back.
-            let mut travelled: Vec<String> = ["base", "jobs", "events"]
-                .iter()
-                .map(|kind| format!("refs/orchestra/{kind}/{}/", run.id))
-                .collect();
-            // A best-of-N packet's candidates, kept until now for a person to compare.
-            travelled.push(super::packet::candidates::run_candidates_prefix(&run.id));
             repo.git()
-                .delete_refs_under(&travelled)
+                .delete_refs_under(&kept_refs(&run.id))
                 .map_err(orchestra_git::git::RepoError::from)?;
         }
         store = Some(journal.into_store());
     }
     Ok(report)
+}
+
+/// Returns the prefixes of the refs run `run` kept until `gc`: what its packets run elsewhere
+/// travelled in (the journal holds what came back), and its best-of-N packets' candidates and
+/// their testers' tests, kept for a person to look at.
+fn kept_refs(run: &str) -> Vec<String> {
+    let mut kept: Vec<String> = ["base", "jobs", "events"]
+        .iter()
+        .map(|kind| format!("refs/orchestra/{kind}/{run}/"))
+        .collect();
+    kept.push(super::packet::candidates::run_candidates_prefix(run));
+    kept.push(super::packet::tester::run_tests_prefix(run));
+    kept
 }
 
 /// A worktree (or only a branch) of a run that gc cleans up.

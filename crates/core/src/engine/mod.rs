@@ -242,6 +242,27 @@ pub struct Control<'a> {
     /// The project's test command (`[eval] test`): every candidate of a best-of-N packet that
     /// passed its validation and the deterministic checks runs it before the choice.
     pub tests: Option<String>,
+    /// The tester of best-of-N packets (`[best_of] tester`), when one writes tests for them
+    /// before their candidates work.
+    pub tester: Option<Tester>,
+}
+
+/// Who writes the tests a best-of-N packet's candidates must pass (`[best_of] tester`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tester {
+    /// The command that plays the tester (`[best_of] tester_cmd`) in a run whose packets a
+    /// worker command works; `None` there runs the worker command itself, and our agents'
+    /// runs give the work to the `tester` role.
+    pub command: Option<String>,
+}
+
+impl Tester {
+    /// Returns the tester `best_of` asks for, if it asks for one.
+    pub fn from_config(best_of: &crate::config::BestOfConfig) -> Option<Tester> {
+        best_of.tests_by_tester().then(|| Tester {
+            command: best_of.tester_cmd.clone().filter(|c| !c.trim().is_empty()),
+        })
+    }
 }
 
 /// How an execution ended.
@@ -347,6 +368,7 @@ pub fn execute_with(
         checks: Default::default(),
         arms: &ctl.arms,
         tests: ctl.tests.as_deref().filter(|t| !t.trim().is_empty()),
+        tester: ctl.tester.as_ref(),
     };
     drive(&ctx, &graph)?;
     let held = integration::run_pending(repo, &journal, ctl, worker)?;

@@ -100,6 +100,7 @@ event_kinds! {
     LandFinished => "land_finished",
     CandidateStarted => "candidate_started",
     CandidateEnded => "candidate_ended",
+    TesterEnded => "tester_ended",
     CandidateChosen => "candidate_chosen",
     LandFixStarted => "land_fix_started",
     LandFixEnded => "land_fix_ended",

@@ -497,6 +497,19 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         arm: Option<String>,
     },
+    /// The tester of a best-of-N packet on `attempt` ended (`[best_of] tester`): the `commit`
+    /// holding the tests it wrote for the candidates to pass (kept as
+    /// `refs/orchestra/tests/<run>/<packet>` until `gc`) and the test `files`, or, without a
+    /// commit, why there are none (`reason`), so the candidates are chosen without them.
+    TesterEnded {
+        packet: String,
+        attempt: u32,
+        commit: Option<String>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        files: Vec<String>,
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        reason: String,
+    },
     /// The packet's work is candidate `candidate`'s `commit`, chosen for `reasons`; the
     /// packet's branch now holds it and its pipeline goes on with validation.
     CandidateChosen {
@@ -597,6 +610,7 @@ impl Event {
             | Event::LandCommand { packet, .. }
             | Event::CandidateStarted { packet, .. }
             | Event::CandidateEnded { packet, .. }
+            | Event::TesterEnded { packet, .. }
             | Event::CandidateChosen { packet, .. }
             | Event::LandFixStarted { packet, .. }
             | Event::LandFixEnded { packet, .. } => Some(packet),

@@ -105,6 +105,7 @@ pub(super) fn apply(
         | Event::LandFinished { .. }
         | Event::CandidateStarted { .. }
         | Event::CandidateEnded { .. }
+        | Event::TesterEnded { .. }
         | Event::LandFixStarted { .. }
         | Event::LandFixEnded { .. } => Ok(()),
         Event::RunStarted { .. }

@@ -82,6 +82,18 @@ impl Git {
             .map(drop)
     }
 
+    /// Makes `paths` in the worktree (not the index) what they are at `commit`: a path
+    /// `commit` lacks is removed. Brings files of another commit over without committing them.
+    pub fn restore_from(&self, commit: &str, paths: &[String]) -> Result<(), GitError> {
+        if paths.is_empty() {
+            return Ok(());
+        }
+        let source = format!("--source={commit}");
+        let mut args = vec!["restore", source.as_str(), "--worktree", "--"];
+        args.extend(paths.iter().map(String::as_str));
+        self.writing().run(args).map(drop)
+    }
+
     /// Removes the worktree at `path` with whatever it holds (`worktree remove --force
     /// --force`, so even a locked one goes).
     pub fn force_remove_worktree(&self, path: &Path) -> Result<(), GitError> {

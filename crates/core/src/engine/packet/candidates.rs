@@ -7,9 +7,10 @@
 //! the fix rounds like any packet's.
 //!
 //! Selection is grounded in execution: a candidate that fails its scope check, validation or
-//! the deterministic checks cannot win; when two or more pass, the packet's reviewer compares their diffs side by side
-//! (`compare.rs`) and its choice wins; without a usable choice the smaller change wins (the
-//! earlier candidate on a tie).
+//! the deterministic checks cannot win, nor, with `[best_of] tester`, one failing the tests
+//! the tester wrote for the packet (`tester.rs`); when two or more pass, the packet's reviewer
+//! compares their diffs side by side (`compare.rs`) and its choice wins; without a usable
+//! choice the smaller change wins (the earlier candidate on a tie).
 //! Every candidate's commit is kept as `refs/orchestra/candidates/<run>/<packet>/c<k>` until
 //! `gc`; the candidates' worktrees and branches are removed once the choice is made.
 //!
@@ -20,6 +21,7 @@
 use std::path::PathBuf;
 
 use super::compare::{Judged, comparison_note};
+use super::tester::{Tested, Written};
 use super::{Checked, Halt, Step};
 use crate::config::{STRATEGY_ARM, arm_of};
 use crate::store::{Event, EventKind};
@@ -36,6 +38,22 @@ pub(super) struct Candidate {
     pub reason: String,
     /// The arm of `[best_of] arms` it worked with, when candidates vary.
     pub arm: Option<String>,
+}
+
+impl Candidate {
+    /// Returns the event journaling what this candidate of `packet`'s `attempt` came to.
+    pub(super) fn ended(&self, packet: &crate::plan::Packet, attempt: u32) -> Event {
+        Event::CandidateEnded {
+            packet: packet.id.clone(),
+            attempt,
+            candidate: self.number,
+            commit: self.commit.clone(),
+            passed: self.passed,
+            changed_lines: self.changed_lines,
+            reason: self.reason.clone(),
+            arm: self.arm.clone(),
+        }
+    }
 }
 
 /// Returns the ref a packet's candidate `k` is kept under until `gc`.
@@ -72,15 +90,26 @@ pub(super) fn choose(all: &[Candidate], picked: Option<u32>) -> Option<&Candidat
 }
 
 /// Returns why `winner` won among `all`, for the journal and the verdict notes; `judged` is
-/// the reviewer's comparison of those that passed, when two or more did.
-pub(super) fn reasons(winner: &Candidate, all: &[Candidate], judged: Option<&Judged>) -> String {
+/// the reviewer's comparison of those that passed, when two or more did, and `tested` true
+/// when those that passed also passed the tester's tests.
+pub(super) fn reasons(
+    winner: &Candidate,
+    all: &[Candidate],
+    judged: Option<&Judged>,
+    tested: bool,
+) -> String {
     let passed: Vec<&Candidate> = all.iter().filter(|c| c.passed).collect();
     let arm = winner
         .arm
         .as_ref()
         .map_or_else(String::new, |a| format!(" (arm `{a}`)"));
+    let checks = if tested {
+        "the scope check, validation, the deterministic checks and the tester's tests"
+    } else {
+        "the scope check, validation and the deterministic checks"
+    };
     let mut out = format!(
-        "candidate {} of {} chosen{arm}: it passed the scope check, validation and the deterministic checks",
+        "candidate {} of {} chosen{arm}: it passed {checks}",
         winner.number,
         all.len()
     );
@@ -146,6 +175,8 @@ impl Step<'_, '_> {
     /// commit and journals the choice; returns that commit. No candidate passing fails the
     /// packet with each candidate's reason.
     pub(super) fn best_of(&self, n: u32) -> Result<String, Halt> {
+        // The tester writes its tests first: the candidates' worktrees never hold them.
+        let tester = self.tester_tests()?;
         let ended = self.ended_candidates()?;
         let mut all: Vec<Candidate> = (1..=n)
             .filter_map(|k| ended.iter().rev().find(|c| c.number == k).cloned())
@@ -155,6 +186,14 @@ impl Step<'_, '_> {
             .collect();
         all.extend(self.run_candidates(&pending)?);
         all.sort_by_key(|c| c.number);
+        let tested = match &tester {
+            Some(Written::Tests(tests)) => Some(self.apply_tester_tests(&mut all, tests)?),
+            Some(Written::Without(reason)) => Some(Tested::not_held(format!(
+                "the tester wrote no tests the candidates could run: {}",
+                reason.lines().next().unwrap_or("")
+            ))),
+            None => None,
+        };
         let judged = self.compare_candidates(&all)?;
         let picked = judged.as_ref().and_then(|j| j.choice);
         let Some(winner) = choose(&all, picked) else {
@@ -173,7 +212,14 @@ impl Step<'_, '_> {
             attempt: self.rec.attempt,
             candidate: winner.number,
             commit: commit_id.clone(),
-            reasons: reasons(winner, &all, judged.as_ref()),
+            reasons: match &tested {
+                Some(t) => format!(
+                    "{}\n{}",
+                    reasons(winner, &all, judged.as_ref(), t.held),
+                    t.note
+                ),
+                None => reasons(winner, &all, judged.as_ref(), false),
+            },
             reviewer: judged.as_ref().and_then(|j| j.reviewer.clone()),
             review_tokens: judged.as_ref().map_or(0, |j| j.tokens),
             review_cost_nanos: judged.as_ref().and_then(|j| j.cost_nanos),
@@ -330,16 +376,7 @@ impl Step<'_, '_> {
                 }
             }
         }
-        self.record(Event::CandidateEnded {
-            packet: self.packet.id.clone(),
-            attempt: self.rec.attempt,
-            candidate: k,
-            commit: result.commit.clone(),
-            passed: result.passed,
-            changed_lines: result.changed_lines,
-            reason: result.reason.clone(),
-            arm: result.arm.clone(),
-        })?;
+        self.record(result.ended(self.packet, self.rec.attempt))?;
         Ok(result)
     }
 
@@ -394,9 +431,10 @@ impl Step<'_, '_> {
     }
 }
 
-/// Returns `event` as candidate `k`'s: the packet it names becomes `<packet>.c<k>`, so the
-/// candidate's steps are journaled without moving the packet's own phase.
-pub(super) fn as_candidate(event: Event, k: u32) -> Event {
+/// Returns `event` as the packet's `member`'s (candidate `c<k>`, the `tests` of its tester):
+/// the packet it names becomes `<packet>.<member>`, so the member's steps are journaled without
+/// moving the packet's own phase.
+pub(super) fn as_member(event: Event, member: &str) -> Event {
     let Ok(mut value) = serde_json::to_value(&event) else {
         return event;
     };
@@ -404,7 +442,7 @@ pub(super) fn as_candidate(event: Event, k: u32) -> Event {
         .get_mut("packet")
         .and_then(|p| p.as_str().map(str::to_string))
     {
-        value["packet"] = format!("{packet}.c{k}").into();
+        value["packet"] = format!("{packet}.{member}").into();
     }
     serde_json::from_value(value).unwrap_or(event)
 }
@@ -442,19 +480,19 @@ mod tests {
         let tie = [candidate(1, true, 4), candidate(2, true, 4)];
         assert_eq!(choose(&tie, None).map(|c| c.number), Some(1));
         assert_eq!(choose(&[candidate(1, false, 0)], None), None);
-        let why = reasons(&all[2], &all, None);
+        let why = reasons(&all[2], &all, None, false);
         assert!(why.contains("candidate 3 of 3"), "{why}");
         assert!(why.contains("candidate 1: validation `x` failed"), "{why}");
     }
 
     #[test]
     fn a_candidates_events_name_the_candidate_not_the_packet() {
-        let event = as_candidate(
+        let event = as_member(
             Event::WorktreeReady {
                 packet: "p".into(),
                 how: "fresh".into(),
             },
-            2,
+            "c2",
         );
         assert_eq!(event.packet(), Some("p.c2"));
     }

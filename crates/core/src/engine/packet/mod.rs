@@ -32,6 +32,7 @@ mod review;
 mod scope;
 mod setup;
 mod started;
+pub(super) mod tester;
 mod validation;
 mod work;
 mod worktree;
@@ -80,6 +81,9 @@ pub(super) struct Context<'a> {
     pub arms: &'a [String],
     /// The project's test command a best-of-N packet's candidates run before the choice.
     pub tests: Option<&'a str>,
+    /// Who writes the tests a best-of-N packet's candidates must pass, when someone does
+    /// (see `tester.rs`).
+    pub tester: Option<&'a super::Tester>,
 }
 
 impl Context<'_> {
@@ -127,6 +131,9 @@ pub(super) struct Step<'s, 'a> {
     /// The candidate (1…N) this step works, for a best-of-N packet's candidates; its events
     /// are journaled under `<packet>.c<k>` (see `candidates`).
     pub candidate: Option<u32>,
+    /// True for the step of a best-of-N packet's tester, which writes the tests its
+    /// candidates must pass; its events are journaled under `<packet>.tests` (see `tester`).
+    pub tester: bool,
 }
 
 impl<'s, 'a> Step<'s, 'a> {
@@ -149,13 +156,15 @@ impl<'s, 'a> Step<'s, 'a> {
             start,
             env: Vec::new(),
             candidate: None,
+            tester: false,
         }
     }
 
     /// Journals `event`, or halts the packet when the journal cannot be written.
     pub(super) fn record(&self, event: Event) -> Result<(), Halt> {
         match self.candidate {
-            Some(k) => record(self.ctx, candidates::as_candidate(event, k)),
+            Some(k) => record(self.ctx, candidates::as_member(event, &format!("c{k}"))),
+            None if self.tester => record(self.ctx, candidates::as_member(event, "tests")),
             None => record(self.ctx, event),
         }
     }

@@ -176,6 +176,7 @@ impl Step<'_, '_> {
         // the packet's (which the watch guards) stays as it is.
         let file = match self.candidate {
             Some(_) => self.dir.join("packet.json"),
+            None if self.tester => self.dir.join("packet.json"),
             None => ctx.run_dir.packet_file(&packet.id),
         };
         let mut value = serde_json::to_value(packet)

@@ -113,7 +113,7 @@ impl Step<'_, '_> {
 
     /// Runs `commands` in the worktree in one process under `confine` and returns each that
     /// ran with its outcome and log, stopping after the first that fails; an interrupt halts.
-    fn run_validation_commands<'c>(
+    pub(super) fn run_validation_commands<'c>(
         &self,
         commands: &'c [String],
         confine: Option<&Confine>,

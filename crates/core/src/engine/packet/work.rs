@@ -77,7 +77,13 @@ impl Step<'_, '_> {
             Some((_, round)) => format!("worker-{attempt}-fix-{round}{again}"),
         };
         let log = unused_log(&self.dir, &stem);
-        match (ctx.worker_cmd, ctx.worker) {
+        // A worker command run's tester is its own command when one is configured.
+        let tester_cmd = ctx.tester.and_then(|t| t.command.as_deref());
+        let worker_cmd = match ctx.worker_cmd {
+            Some(own) if self.tester => Some(tester_cmd.unwrap_or(own)),
+            own => own,
+        };
+        match (worker_cmd, ctx.worker) {
             (Some(worker_cmd), _) => {
                 // Unconfined, it could also have written the other packets' worktrees.
                 let siblings = ctx.sandboxes.worker.is_none();

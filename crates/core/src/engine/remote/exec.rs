@@ -279,6 +279,7 @@ fn work(
         checks: Default::default(),
         arms: &[],
         tests: None,
+        tester: None,
     };
     match steps(&ctx, job, &wt) {
         Ok(Checked::Passed(head)) => Ok(ExecResult::Passed { head }),
