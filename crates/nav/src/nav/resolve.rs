@@ -772,6 +772,21 @@ impl Index {
         if entry.lang != Lang::Rust && (qualifier == "super" || qualifier.starts_with("super(")) {
             return self.resolve_super(file, name, scope, depth);
         }
+        self.resolve_path_qualified(file, qualifier, name, at, scope, depth)
+    }
+
+    /// Resolves `qualifier.name` (or `qualifier::name`) where `qualifier` is a path of names
+    /// (`os.path`, `crate::a::Type`, `Self`), not a typed receiver.
+    fn resolve_path_qualified(
+        &self,
+        file: u32,
+        qualifier: &str,
+        name: &str,
+        at: u32,
+        scope: Option<u32>,
+        depth: usize,
+    ) -> Option<Outcome> {
+        let entry = &self.files[file as usize];
         let sep = if entry.lang == Lang::Rust { "::" } else { "." };
         let segs: Vec<&str> = qualifier.split(sep).map(str::trim).collect();
         // Generic arguments (`Vec::<T>`) and calls (`a().b`) are expressions we cannot type.
