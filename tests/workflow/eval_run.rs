@@ -183,6 +183,60 @@ fn repeats_count_each_attempt_and_jobs_run_attempts_at_once() {
 }
 
 #[test]
+fn attempts_of_one_task_at_once_leave_each_others_workers_running() {
+    // Every arm runs the same plan on the same base, so the attempts' runs share an id:
+    // starting one attempt's run must not stop another's worker as a leftover of its own.
+    let (repo, _) = history();
+    repo.scratch_writable();
+    let s = repo.scratch();
+    let wait_for = |name: &str| {
+        format!(
+            "i=0; while [ ! -e {s}/{name} ] && [ $i -lt 200 ]; do sleep 0.1; i=$((i + 1)); done",
+            s = s.display()
+        )
+    };
+    let solve = "echo 'neg() { echo $((0 - $1)); }' >> src/calc.sh";
+    // On two threads: `first` runs until `last`'s worker has started, `second` until `first`'s
+    // has, so `last`'s run starts while `first`'s worker is running.
+    let first = format!(
+        "first=cmd:touch {}/first; {}; {solve}",
+        s.display(),
+        wait_for("last")
+    );
+    let second = format!("second=cmd:{}", wait_for("first"));
+    let last = format!("last=cmd:touch {}/last; {solve}", s.display());
+    let out = orchestra(
+        &repo.path,
+        &[
+            "eval",
+            "run",
+            "--from-history",
+            "HEAD~1..HEAD",
+            "--test",
+            "sh run_tests.sh",
+            "--arm",
+            &first,
+            "--arm",
+            &second,
+            "--arm",
+            &last,
+            "--jobs",
+            "2",
+            "--json",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        s.join("last").exists(),
+        "the last worker never started: {json}"
+    );
+    for name in ["first", "last"] {
+        assert_eq!(arm(&json, name)["resolved"], 1, "{name}: {json}");
+    }
+}
+
+#[test]
 fn an_agent_arm_works_each_task_with_the_configured_model() {
     let (repo, commits) = history();
     // The scripted coder solves the multiplication task and gives up on the others.
