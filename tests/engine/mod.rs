@@ -16,6 +16,7 @@ mod best_of_parallel;
 mod best_of_strategy;
 mod confine;
 mod executor;
+mod executor_fixtures;
 mod fix_rounds;
 mod gc;
 mod git_starts;
