@@ -14,6 +14,7 @@ use git_orchestra::demo::{self, MockModel};
 use serde_json::{Value, json};
 
 use crate::forge::forge_mock::{FakeForge, Flavour};
+use crate::forge::land_fixtures::messages;
 use crate::forge::pull_requests::{TOKEN, packet, run_env, setup, write_plan};
 use crate::support::*;
 
@@ -137,22 +138,6 @@ fn worktrees(repo: &TestRepo) -> Vec<String> {
         .collect()
 }
 
-/// Returns the text of every message of `body`, a chat request.
-fn messages(body: &Value) -> Vec<(String, String)> {
-    body["messages"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default()
-        .iter()
-        .map(|m| {
-            (
-                m["role"].as_str().unwrap_or_default().to_string(),
-                m["content"].as_str().unwrap_or_default().to_string(),
-            )
-        })
-        .collect()
-}
-
 #[test]
 fn a_ci_failure_reaches_the_packets_agent_as_its_next_turn_and_the_fix_lands_after_its_parent() {
     let scripts = json!([
@@ -266,27 +251,64 @@ fn claude(bin: &Path, seen: &Path, recording: &str) {
     fake_claude(bin, recording, &resumed, r#"echo "$id" > "out-$id.txt""#);
 }
 
+/// A fake `claude` installed in a directory of its own by one of this file's installers, the
+/// session id of its recording, and where it keeps what it was told.
+struct Claude {
+    session: String,
+    /// Holds `bin` and `seen`, removed with the value.
+    _scratch: tempfile::TempDir,
+    bin: PathBuf,
+    seen: PathBuf,
+    /// `PATH` with `bin` first.
+    path: String,
+}
+
+impl Claude {
+    /// Installs the fake with `install` (`bin`, `seen`, the recording it prints).
+    fn install(install: fn(&Path, &Path, &str)) -> Claude {
+        let recording = crate::agent::agent_cli::fixture("claude");
+        let session = git_orchestra::agent::cli::parse::parse(
+            crate::agent::agent_cli::format_of("claude"),
+            &recording,
+        )
+        .session
+        .unwrap();
+        let scratch = tempfile::tempdir().unwrap();
+        let (bin, seen) = (scratch.path().join("bin"), scratch.path().join("seen"));
+        std::fs::create_dir_all(&seen).unwrap();
+        install(&bin, &seen, &recording);
+        let path = format!("{}:/usr/bin:/bin", bin.display());
+        Claude {
+            session,
+            _scratch: scratch,
+            bin,
+            seen,
+            path,
+        }
+    }
+
+    /// The environment of a command using the fake: its `PATH` and the forge token.
+    fn env(&self) -> [(&str, &str); 2] {
+        [("PATH", self.path.as_str()), ("GH_TOKEN", TOKEN)]
+    }
+
+    /// The user's sandbox settings that let the workers run the fake and write `seen`.
+    fn sandbox(&self) -> String {
+        format!(
+            "[sandbox]\nif_unavailable = \"warn\"\nread = [\"{}\"]\nwritable = [\"{}\"]\n",
+            self.bin.display(),
+            self.seen.display()
+        )
+    }
+}
+
 #[test]
 fn an_agent_cli_gets_the_ci_failure_in_its_resumed_session_and_the_fix_lands() {
-    let recording = crate::agent::agent_cli::fixture("claude");
-    let session = git_orchestra::agent::cli::parse::parse(
-        crate::agent::agent_cli::format_of("claude"),
-        &recording,
-    )
-    .session
-    .unwrap();
-    let scratch = tempfile::tempdir().unwrap();
-    let (bin, seen) = (scratch.path().join("bin"), scratch.path().join("seen"));
-    std::fs::create_dir_all(&seen).unwrap();
-    claude(&bin, &seen, &recording);
-    let path = format!("{}:/usr/bin:/bin", bin.display());
-    let env = [("PATH", path.as_str()), ("GH_TOKEN", TOKEN)];
+    let cli = Claude::install(claude);
+    let (session, seen) = (&cli.session, &cli.seen);
+    let env = cli.env();
     let forge = FakeForge::start(Flavour::GitHub);
-    let config = format!(
-        "[sandbox]\nif_unavailable = \"warn\"\nread = [\"{}\"]\nwritable = [\"{}\"]\n",
-        bin.display(),
-        seen.display()
-    );
+    let config = cli.sandbox();
     let (repo, bare) = published(&forge, &env, &["--agent", "claude"], &config);
     let b2 = branch(&forge, 2);
     let h2 = head(&bare, &b2);
@@ -506,25 +528,11 @@ fn resolving_claude(bin: &Path, seen: &Path, recording: &str) {
 
 #[test]
 fn a_restack_conflict_reaches_an_agent_clis_resumed_session_and_its_resolution_lands() {
-    let recording = crate::agent::agent_cli::fixture("claude");
-    let session = git_orchestra::agent::cli::parse::parse(
-        crate::agent::agent_cli::format_of("claude"),
-        &recording,
-    )
-    .session
-    .unwrap();
-    let scratch = tempfile::tempdir().unwrap();
-    let (bin, seen) = (scratch.path().join("bin"), scratch.path().join("seen"));
-    std::fs::create_dir_all(&seen).unwrap();
-    resolving_claude(&bin, &seen, &recording);
-    let path = format!("{}:/usr/bin:/bin", bin.display());
-    let env = [("PATH", path.as_str()), ("GH_TOKEN", TOKEN)];
+    let cli = Claude::install(resolving_claude);
+    let (session, seen) = (&cli.session, &cli.seen);
+    let env = cli.env();
     let forge = FakeForge::start(Flavour::GitHub);
-    let config = format!(
-        "[sandbox]\nif_unavailable = \"warn\"\nread = [\"{}\"]\nwritable = [\"{}\"]\n",
-        bin.display(),
-        seen.display()
-    );
+    let config = cli.sandbox();
     let (repo, bare, old1) = conflicting(&forge, &env, &["--agent", "claude"], &config);
 
     let out = land(&repo, &env);

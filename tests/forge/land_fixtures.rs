@@ -128,3 +128,19 @@ pub(super) fn gitlab_writes_since(forge: &FakeForge, start: usize) -> Vec<String
         !c.ends_with("/notes") && !c.contains("/notes/")
     })
 }
+
+/// Returns the role and text of every message of `body`, a chat request.
+pub(super) fn messages(body: &Value) -> Vec<(String, String)> {
+    body["messages"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .map(|m| {
+            (
+                m["role"].as_str().unwrap_or_default().to_string(),
+                m["content"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect()
+}

@@ -7,6 +7,7 @@ use git_orchestra::demo::{self, MockModel};
 use serde_json::{Value, json};
 
 use crate::forge::forge_mock::{FakeForge, Flavour};
+use crate::forge::land_fixtures::messages;
 use crate::forge::pull_requests::{TOKEN, run_env, setup};
 use crate::support::*;
 
@@ -32,22 +33,6 @@ fn scripts() -> Value {
             {"calls": [{"name": "complete", "args": {"summary": "ended it with a full stop"}}]}
         ]}
     ])
-}
-
-/// Returns the role and text of every message of `body`, a chat request.
-fn messages(body: &Value) -> Vec<(String, String)> {
-    body["messages"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default()
-        .iter()
-        .map(|m| {
-            (
-                m["role"].as_str().unwrap_or_default().to_string(),
-                m["content"].as_str().unwrap_or_default().to_string(),
-            )
-        })
-        .collect()
 }
 
 #[test]
