@@ -2,8 +2,8 @@
 //! project's history, each attempt in a clean repository, judged by the hidden tests; a
 //! best-of-N arm against the single arm with a worker whose success per candidate is known.
 
-use super::eval_fixtures::history;
 use super::eval_fixtures::{arm, attempt};
+use super::eval_fixtures::{assert_arms_refused, history};
 use crate::support::{TestRepo, orchestra, orchestra_with_env, refs, text};
 
 /// Returns `eval run --from-history <range> --test "sh run_tests.sh" --arm <arm>… --json` run
@@ -96,34 +96,19 @@ fn arms_resolve_exactly_what_they_solve_and_nothing_leaks_or_cheats() {
 fn a_bad_arm_is_refused_by_name_before_anything_runs() {
     let (repo, _) = history();
     let before = refs(&repo.path);
-    for (arm, says) in [
-        ("nameless", "has no name"),
-        ("x=cmd:", "needs a command"),
-        ("x=agent:", "needs a role name"),
-        // Without a model profile (the test home has none), checked before any mining.
-        ("x=agent:coder", "no model profile for role `coder`"),
-        ("x=agent:nosuchrole", "unknown role `nosuchrole`"),
-        ("x=teleport:now", "unknown kind"),
-    ] {
-        let out = orchestra(
-            &repo.path,
-            &[
-                "eval",
-                "run",
-                "--from-history",
-                "HEAD~3..HEAD",
-                "--test",
-                "sh run_tests.sh",
-                "--arm",
-                arm,
-            ],
-        );
-        assert_eq!(out.status.code(), Some(2), "{arm}: {}", text(&out));
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(err.contains(says), "{arm}: {err}");
-    }
-    assert_eq!(refs(&repo.path), before);
-    assert!(!git_orchestra::exec::outside_dir(&repo.path.join(".git"), ".evals").exists());
+    assert_arms_refused(
+        &repo,
+        &before,
+        &[
+            ("nameless", "has no name"),
+            ("x=cmd:", "needs a command"),
+            ("x=agent:", "needs a role name"),
+            // Without a model profile (the test home has none), checked before any mining.
+            ("x=agent:coder", "no model profile for role `coder`"),
+            ("x=agent:nosuchrole", "unknown role `nosuchrole`"),
+            ("x=teleport:now", "unknown kind"),
+        ],
+    );
 }
 
 #[test]
