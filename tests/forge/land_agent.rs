@@ -14,7 +14,7 @@ use git_orchestra::demo::{self, MockModel};
 use serde_json::{Value, json};
 
 use crate::forge::forge_mock::{FakeForge, Flavour};
-use crate::forge::land_fixtures::messages;
+use crate::forge::land_fixtures::{configure, messages};
 use crate::forge::pull_requests::{TOKEN, packet, run_env, setup, write_plan};
 use crate::support::*;
 
@@ -90,12 +90,7 @@ fn published(
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(forge.pulls().len(), 2);
     forge.follow_git(&bare);
-    std::fs::create_dir_all(repo.path.join(".orchestra")).unwrap();
-    std::fs::write(
-        repo.path.join(".orchestra/config.toml"),
-        "[land]\npoll_secs = 1\nreviewers = [\"alice\"]\n",
-    )
-    .unwrap();
+    configure(&repo, "[land]\npoll_secs = 1\nreviewers = [\"alice\"]\n");
     let h1 = head(&bare, &branch(forge, 1));
     let h2 = head(&bare, &branch(forge, 2));
     forge.add_check_run(&h1, "test", Some("success"), "");
@@ -504,12 +499,7 @@ fn conflicting(
     let out = run_env(&repo, &args, env);
     assert!(out.status.success(), "{}", text(&out));
     forge.follow_git(&bare);
-    std::fs::create_dir_all(repo.path.join(".orchestra")).unwrap();
-    std::fs::write(
-        repo.path.join(".orchestra/config.toml"),
-        "[land]\npoll_secs = 1\n",
-    )
-    .unwrap();
+    configure(&repo, "[land]\npoll_secs = 1\n");
     let old1 = head(&bare, &branch(forge, 1));
     crate::forge::land_conflict::someone_writes(&repo, &bare, "out-p1.txt");
     (repo, bare, old1)

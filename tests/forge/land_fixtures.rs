@@ -2,6 +2,8 @@
 //! plan published with `--pr` and the landing configured, the summary comment written again
 //! and again, and what a landing wrote.
 
+use std::path::Path;
+
 use serde_json::Value;
 
 use git_orchestra::forge::{Forge, NewPullRequest, SUMMARY_MARKER, SummaryAction};
@@ -35,8 +37,20 @@ pub(super) fn configure(repo: &TestRepo, body: &str) {
 /// under the scratch directory, then configures `[land] poll_secs = 1`.
 pub(super) fn publish_with(repo: &TestRepo, packets: &str, worker: &str, env: &[(&str, &str)]) {
     let plan = write_plan(repo, packets);
+    let out = run_pr(repo, &plan, worker, env);
+    assert!(out.status.success(), "{}", text(&out));
+    configure(repo, "[land]\npoll_secs = 1\n");
+}
+
+/// Runs `plan` with `--pr`, `worker` and `env`, worktrees under the scratch directory.
+pub(super) fn run_pr(
+    repo: &TestRepo,
+    plan: &Path,
+    worker: &str,
+    env: &[(&str, &str)],
+) -> std::process::Output {
     let root = repo.scratch().join("wt");
-    let out = run_env(
+    run_env(
         repo,
         &[
             "run",
@@ -48,9 +62,7 @@ pub(super) fn publish_with(repo: &TestRepo, packets: &str, worker: &str, env: &[
             "--pr",
         ],
         env,
-    );
-    assert!(out.status.success(), "{}", text(&out));
-    configure(repo, "[land]\npoll_secs = 1\n");
+    )
 }
 
 /// Writes the summary of pull request #1 through `client` three times (once, the same again,

@@ -7,7 +7,7 @@ use git_orchestra::demo::{self, MockModel};
 use serde_json::{Value, json};
 
 use crate::forge::forge_mock::{FakeForge, Flavour};
-use crate::forge::land_fixtures::messages;
+use crate::forge::land_fixtures::{configure, messages};
 use crate::forge::pull_requests::{TOKEN, run_env, setup};
 use crate::support::*;
 
@@ -65,12 +65,7 @@ fn a_start_packets_ci_failure_reaches_its_agent_as_the_next_turn_of_its_conversa
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(forge.pulls().len(), 1, "{}", text(&out));
     forge.follow_git(&bare);
-    std::fs::create_dir_all(repo.path.join(".orchestra")).unwrap();
-    std::fs::write(
-        repo.path.join(".orchestra/config.toml"),
-        "[land]\npoll_secs = 1\n",
-    )
-    .unwrap();
+    configure(&repo, "[land]\npoll_secs = 1\n");
     let branch = forge.pulls()[0]["head"]["ref"]
         .as_str()
         .unwrap()
