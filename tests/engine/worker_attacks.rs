@@ -412,7 +412,7 @@ fn an_in_scope_path_linking_out_of_the_repository_does_not_land() {
 /// Runs a one-packet plan whose packet may change only `out.txt`, with `worker`; returns the
 /// command's output, the status JSON and the packet's branch.
 fn run_scoped(repo: &TestRepo, worker: &str) -> (std::process::Output, serde_json::Value, String) {
-    let plan = one_packet_plan(&repo, "Attack", "\"true\"");
+    let plan = one_packet_plan(repo, "Attack", "\"true\"");
     let out = repo.run_plan(&plan, worker, &["--json"]);
     let v = status_json(&repo.path);
     let branch = v["packets"][0]["branch"].as_str().unwrap().to_string();

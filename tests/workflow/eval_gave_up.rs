@@ -8,7 +8,7 @@ use crate::support::{TestRepo, text};
 /// Returns the one attempt of `eval run --json` over the multiplication task with an
 /// `agent:coder` arm.
 pub(super) fn attempt(repo: &TestRepo) -> serde_json::Value {
-    let json = eval(&repo, "HEAD~3..HEAD~2", &["coder=agent:coder"], &[]);
+    let json = eval(repo, "HEAD~3..HEAD~2", &["coder=agent:coder"], &[]);
     json["attempts"][0].clone()
 }
 

@@ -48,7 +48,7 @@ fn model_time_is_measured_per_attempt_and_summed_per_arm() {
 
 /// Returns the attempt of `eval run --json` over the multiplication task with `arm`.
 fn attempt_of(repo: &crate::support::TestRepo, arm: &str) -> serde_json::Value {
-    let json = eval(&repo, "HEAD~3..HEAD~2", &[arm], &[]);
+    let json = eval(repo, "HEAD~3..HEAD~2", &[arm], &[]);
     json["attempts"][0].clone()
 }
 
