@@ -93,15 +93,15 @@ impl Forge for Gitea {
     }
 
     fn create(&self, pr: &NewPullRequest) -> Result<PullRequest, ForgeError> {
-        let path = format!("{}/pulls", self.repo.path);
-        let body = json!({
-            "title": with_wip(&pr.title, pr.draft),
-            "head": pr.head,
-            "base": pr.base,
-            "body": pr.body,
-        });
-        let answer = self.repo.api.request("POST", &path, Some(&body))?;
-        parse(&answer, "POST", &path)
+        self.repo.create_pull(
+            &json!({
+                "title": with_wip(&pr.title, pr.draft),
+                "head": pr.head,
+                "base": pr.base,
+                "body": pr.body,
+            }),
+            parse,
+        )
     }
 
     fn update(

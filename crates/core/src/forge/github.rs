@@ -105,16 +105,16 @@ impl Forge for GitHub {
     }
 
     fn create(&self, pr: &NewPullRequest) -> Result<PullRequest, ForgeError> {
-        let path = format!("{}/pulls", self.repo.path);
-        let body = json!({
-            "title": pr.title,
-            "head": pr.head,
-            "base": pr.base,
-            "body": pr.body,
-            "draft": pr.draft,
-        });
-        let answer = self.repo.api.request("POST", &path, Some(&body))?;
-        parse_pull(&answer, "POST", &path)
+        self.repo.create_pull(
+            &json!({
+                "title": pr.title,
+                "head": pr.head,
+                "base": pr.base,
+                "body": pr.body,
+                "draft": pr.draft,
+            }),
+            parse_pull,
+        )
     }
 
     fn update(

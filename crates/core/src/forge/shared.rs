@@ -164,6 +164,17 @@ impl RepoApi {
         Ok(())
     }
 
+    /// Opens a pull request from `body` (the forge's fields) and reads it back with `parse`.
+    pub(super) fn create_pull(
+        &self,
+        body: &Value,
+        parse: Parse,
+    ) -> Result<PullRequest, ForgeError> {
+        let path = format!("{}/pulls", self.path);
+        let answer = self.api.request("POST", &path, Some(body))?;
+        parse(&answer, "POST", &path)
+    }
+
     /// Reads pull request `number`'s live state, the pull request read by the forge's `parse`
     /// (GitHub and Gitea put the head commit and the mergeable flag in the same fields).
     pub(super) fn pr_status(&self, number: u64, parse: Parse) -> Result<PrStatus, ForgeError> {
