@@ -83,6 +83,29 @@ fn commit_trusted_config(repo: &TestRepo, config: &str, message: &str) {
     repo.trust();
 }
 
+/// Commits `config` (given the marks directory) as the trusted repository configuration with
+/// `message`, then runs a one-packet plan of `objective` with `env`: its worker and its
+/// validation (and a setup `config` makes write there) write their environment to
+/// `<marks>/<kind>`. Returns the output and the marks directory.
+fn run_recording_envs(
+    repo: &TestRepo,
+    objective: &str,
+    config: impl Fn(&Path) -> String,
+    message: &str,
+    env: &[(&str, &str)],
+) -> (std::process::Output, std::path::PathBuf) {
+    let marks = repo.scratch().join("marks");
+    std::fs::create_dir_all(&marks).unwrap();
+    commit_trusted_config(repo, &config(&marks), message);
+    let plan = one_packet_plan(
+        repo,
+        objective,
+        &format!("\"env > {}/validation\"", marks.display()),
+    );
+    let worker = format!("env > {}/worker; echo x > out.txt", marks.display());
+    (run_with_env(repo, &plan, &worker, env), marks)
+}
+
 /// The [`hostile`] script writing what it finds to `$TMPDIR/leak` instead of `out.txt`.
 fn hostile_leaking(main: &Path) -> String {
     hostile(main)
@@ -328,27 +351,17 @@ fn the_repository_configuration_cannot_loosen_the_sandbox() {
 fn model_keys_under_any_name_reach_no_setup_or_validation_command() {
     let repo = TestRepo::new();
     repo.scratch_writable();
-    let marks = repo.scratch().join("marks");
-    std::fs::create_dir_all(&marks).unwrap();
     // A profile names its key variable freely; another key carries a provider's name.
-    commit_trusted_config(
-        &repo,
-        &format!(
-            "[profiles.spare]\nprovider = \"openai-compatible\"\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"m\"\napi_key_env = \"MY_KEY_VAR\"\n\n[worktree]\nsetup = \"env > {m}/setup\"\n",
-            m = marks.display()
-        ),
-        "profile",
-    );
-    let plan = one_packet_plan(
+    let (out, marks) = run_recording_envs(
         &repo,
         "Keys",
-        &format!("\"env > {}/validation\"", marks.display()),
-    );
-    let worker = format!("env > {}/worker; echo x > out.txt", marks.display());
-    let out = run_with_env(
-        &repo,
-        &plan,
-        &worker,
+        |m| {
+            format!(
+                "[profiles.spare]\nprovider = \"openai-compatible\"\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"m\"\napi_key_env = \"MY_KEY_VAR\"\n\n[worktree]\nsetup = \"env > {m}/setup\"\n",
+                m = m.display()
+            )
+        },
+        "profile",
         &[
             ("MY_KEY_VAR", "profile-key-31"),
             ("MY_ANTHROPIC_TOKEN", "provider-token-47"),
@@ -852,26 +865,21 @@ fn worker_setup_and_validation_commands_see_no_third_party_secrets_in_their_envi
         "[sandbox]\nwritable = [\"{}\"]\nenv = [\"MY_TOOL_SETTING\"]\n",
         repo.scratch().display()
     ));
-    let marks = repo.scratch().join("marks");
-    std::fs::create_dir_all(&marks).unwrap();
-    commit_trusted_config(
-        &repo,
-        &format!(
-            "[worktree]\nsetup = \"env > {m}/setup\"\n\n[sandbox]\nenv = [\"MY_TOOL_SETTING\", \"DB_PASSWORD\"]\n",
-            m = marks.display()
-        ),
-        "setup",
-    );
-    let plan = one_packet_plan(
-        &repo,
-        "Env",
-        &format!("\"env > {}/validation\"", marks.display()),
-    );
-    let worker = format!("env > {}/worker; echo x > out.txt", marks.display());
     let mut env = THIRD_PARTY_SECRETS.to_vec();
     env.push(("MY_TOOL_SETTING", "tool-setting-kept"));
     env.push(("LC_TIME", "C"));
-    let out = run_with_env(&repo, &plan, &worker, &env);
+    let (out, marks) = run_recording_envs(
+        &repo,
+        "Env",
+        |m| {
+            format!(
+                "[worktree]\nsetup = \"env > {m}/setup\"\n\n[sandbox]\nenv = [\"MY_TOOL_SETTING\", \"DB_PASSWORD\"]\n",
+                m = m.display()
+            )
+        },
+        "setup",
+        &env,
+    );
     assert!(out.status.success(), "{}", text(&out));
     for kind in ["worker", "setup", "validation"] {
         let seen = std::fs::read_to_string(marks.join(kind)).unwrap();
