@@ -12,8 +12,8 @@ use git_orchestra::forge::{
 
 use crate::forge::forge_mock::{FakeForge, Flavour};
 use crate::forge::land_fixtures::{
-    configure, merged_once_each, one_merged_summary_each, open_feature, publish_with,
-    summary_written_three_times, writes_since,
+    assert_refused, configure, last_request_to, merged_once_each, one_merged_summary_each,
+    open_feature, publish_with, summary_written_three_times, writes_since,
 };
 use crate::forge::pull_requests::{packet, run_env, run_plan, setup, write_plan};
 use crate::support::*;
@@ -130,15 +130,9 @@ fn merges_with_do_only_with_an_allowed_method_and_an_unmoved_head() {
         [MergeMethod::Squash, MergeMethod::Rebase]
     );
     let refused = gitea.merge(1, MergeMethod::Merge, SHA).unwrap();
-    assert!(
-        matches!(&refused, MergeOutcome::Refused { reason } if reason.contains("not allowed")),
-        "{refused:?}"
-    );
+    assert_refused(&refused, "not allowed");
     let moved = gitea.merge(1, MergeMethod::Squash, "2222").unwrap();
-    assert!(
-        matches!(&moved, MergeOutcome::Refused { reason } if reason.contains("head out of date")),
-        "{moved:?}"
-    );
+    assert_refused(&moved, "head out of date");
     let merged = gitea.merge(1, MergeMethod::Squash, SHA).unwrap();
     assert_eq!(
         merged,
@@ -146,11 +140,7 @@ fn merges_with_do_only_with_an_allowed_method_and_an_unmoved_head() {
             sha: Some("e".repeat(40))
         }
     );
-    let sent = fake
-        .requests()
-        .into_iter()
-        .rfind(|r| r.path.ends_with("/pulls/1/merge"))
-        .unwrap();
+    let sent = last_request_to(&fake, "/pulls/1/merge");
     assert_eq!(sent.method, "POST");
     assert_eq!(sent.body["Do"], "squash");
     assert_eq!(sent.body["head_commit_id"], SHA);

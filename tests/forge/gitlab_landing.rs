@@ -13,8 +13,8 @@ use git_orchestra::forge::{
 
 use crate::forge::forge_mock::{FakeForge, Flavour};
 use crate::forge::land_fixtures::{
-    configure, gitlab_writes_since, merged_once_each, one_merged_summary_each, open_feature,
-    summary_written_three_times,
+    assert_refused, configure, gitlab_writes_since, last_request_to, merged_once_each,
+    one_merged_summary_each, open_feature, summary_written_three_times,
 };
 use crate::forge::pull_requests::{packet, run_env, run_plan, setup, write_plan};
 use crate::support::*;
@@ -137,10 +137,7 @@ fn merges_with_sha_and_squash_only_as_the_project_allows() {
         [MergeMethod::Squash, MergeMethod::Rebase]
     );
     let moved = gl.merge(1, MergeMethod::Squash, SHA2).unwrap();
-    assert!(
-        matches!(&moved, MergeOutcome::Refused { reason } if reason.contains("SHA does not match")),
-        "{moved:?}"
-    );
+    assert_refused(&moved, "SHA does not match");
     let merged = gl.merge(1, MergeMethod::Squash, SHA).unwrap();
     assert_eq!(
         merged,
@@ -148,11 +145,7 @@ fn merges_with_sha_and_squash_only_as_the_project_allows() {
             sha: Some("d".repeat(40))
         }
     );
-    let sent = fake
-        .requests()
-        .into_iter()
-        .rfind(|r| r.path.ends_with("/merge_requests/1/merge"))
-        .unwrap();
+    let sent = last_request_to(&fake, "/merge_requests/1/merge");
     assert_eq!(sent.method, "PUT");
     assert_eq!(
         (sent.body["sha"].as_str(), sent.body["squash"].as_bool()),
@@ -235,11 +228,7 @@ fn a_project_that_merges_only_once_the_pipeline_succeeds_gets_merge_when_pipelin
         matches!(&handed, MergeOutcome::Queued { how, .. } if how.contains("pipeline succeeds")),
         "{handed:?}"
     );
-    let sent = fake
-        .requests()
-        .into_iter()
-        .rfind(|r| r.path.ends_with("/merge_requests/1/merge"))
-        .unwrap();
+    let sent = last_request_to(&fake, "/merge_requests/1/merge");
     assert_eq!(sent.method, "PUT");
     assert_eq!(sent.body["merge_when_pipeline_succeeds"], true);
     assert_eq!(sent.body["sha"], SHA);

@@ -6,9 +6,9 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use git_orchestra::forge::{Forge, NewPullRequest, SUMMARY_MARKER, SummaryAction};
+use git_orchestra::forge::{Forge, MergeOutcome, NewPullRequest, SUMMARY_MARKER, SummaryAction};
 
-use crate::forge::forge_mock::FakeForge;
+use crate::forge::forge_mock::{FakeForge, Req};
 use crate::forge::pull_requests::{run_env, write_plan};
 use crate::support::*;
 
@@ -155,4 +155,20 @@ pub(super) fn messages(body: &Value) -> Vec<(String, String)> {
             )
         })
         .collect()
+}
+
+/// Returns the last request `fake` received at a path ending with `suffix`.
+pub(super) fn last_request_to(fake: &FakeForge, suffix: &str) -> Req {
+    fake.requests()
+        .into_iter()
+        .rfind(|r| r.path.ends_with(suffix))
+        .unwrap()
+}
+
+/// Asserts that `outcome` is a refusal whose reason says `why`.
+pub(super) fn assert_refused(outcome: &MergeOutcome, why: &str) {
+    assert!(
+        matches!(outcome, MergeOutcome::Refused { reason } if reason.contains(why)),
+        "{outcome:?}"
+    );
 }

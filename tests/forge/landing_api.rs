@@ -10,7 +10,7 @@ use git_orchestra::forge::{
 };
 
 use crate::forge::forge_mock::{FakeForge, Flavour};
-use crate::forge::land_fixtures::{open_feature, summary_written_three_times};
+use crate::forge::land_fixtures::{assert_refused, open_feature, summary_written_three_times};
 
 const TOKEN: &str = "ghp_landTOKEN0123456789abcdef";
 const SHA: &str = "1111111111111111111111111111111111111111";
@@ -107,15 +107,9 @@ fn merges_only_with_an_allowed_method_and_an_unmoved_head() {
         [MergeMethod::Squash, MergeMethod::Rebase]
     );
     let refused = gh.merge(1, MergeMethod::Merge, SHA).unwrap();
-    assert!(
-        matches!(&refused, MergeOutcome::Refused { reason } if reason.contains("not allowed")),
-        "{refused:?}"
-    );
+    assert_refused(&refused, "not allowed");
     let moved = gh.merge(1, MergeMethod::Squash, "2222").unwrap();
-    assert!(
-        matches!(&moved, MergeOutcome::Refused { reason } if reason.contains("modified")),
-        "{moved:?}"
-    );
+    assert_refused(&moved, "modified");
     let merged = gh.merge(1, MergeMethod::Squash, SHA).unwrap();
     assert!(
         matches!(merged, MergeOutcome::Merged { sha: Some(_) }),
