@@ -79,10 +79,7 @@ fn run_executes_every_packet_on_its_own_branch_and_worktree() {
     let repo = TestRepo::new();
     let plan = three_packet_plan(&repo);
     let root = repo.scratch().join("wt");
-    let out = orchestra(
-        &repo.path,
-        &run_args(plan.to_str().unwrap(), WORKER, root.to_str().unwrap()),
-    );
+    let out = run_command(&repo, &plan, WORKER).output().unwrap();
     assert!(out.status.success(), "{}", text(&out));
 
     let v = status_json(&repo.path);
@@ -148,10 +145,7 @@ fn run_executes_every_packet_on_its_own_branch_and_worktree() {
     assert_eq!(repo.git(&["fsck", "--no-progress"]), "");
 
     // Running the same plan again finds the finished run instead of duplicating it.
-    let again = orchestra(
-        &repo.path,
-        &run_args(plan.to_str().unwrap(), WORKER, root.to_str().unwrap()),
-    );
+    let again = run_command(&repo, &plan, WORKER).output().unwrap();
     assert!(again.status.success(), "{}", text(&again));
     assert!(
         String::from_utf8_lossy(&again.stderr).contains("already completed"),
@@ -379,11 +373,7 @@ fn a_crash_after_any_journaled_event_is_resumed_to_completion() {
     // First count the events of an uninterrupted run.
     let probe = TestRepo::new();
     let plan = three_packet_plan(&probe);
-    let root = probe.scratch().join("wt");
-    let out = orchestra(
-        &probe.path,
-        &run_args(plan.to_str().unwrap(), WORKER, root.to_str().unwrap()),
-    );
+    let out = run_command(&probe, &plan, WORKER).output().unwrap();
     assert!(out.status.success(), "{}", text(&out));
     let run = run_id(&probe.path);
     let store = git_orchestra::store::Store::open(&probe.path.join(".git")).unwrap();
@@ -499,10 +489,7 @@ fn gc_saves_unsaved_work_before_removing_worktrees() {
     let repo = TestRepo::new();
     let plan = three_packet_plan(&repo);
     let root = repo.scratch().join("wt");
-    let out = orchestra(
-        &repo.path,
-        &run_args(plan.to_str().unwrap(), WORKER, root.to_str().unwrap()),
-    );
+    let out = run_command(&repo, &plan, WORKER).output().unwrap();
     assert!(out.status.success(), "{}", text(&out));
     let run = run_id(&repo.path);
     let wt = root.join(&run).join("p1-a");
