@@ -14,7 +14,7 @@ use git_orchestra::demo::{self, MockModel};
 use serde_json::{Value, json};
 
 use crate::forge::forge_mock::{FakeForge, Flavour};
-use crate::forge::land_fixtures::{configure, messages};
+use crate::forge::land_fixtures::{configure, messages, request_saying};
 use crate::forge::pull_requests::{TOKEN, packet, run_env, setup, write_plan};
 use crate::support::*;
 
@@ -169,14 +169,7 @@ fn a_ci_failure_reaches_the_packets_agent_as_its_next_turn_and_the_fix_lands_aft
     // The agent got the failure as the next turn of its own conversation: its task, its
     // earlier turns, then the check's name, conclusion and log tail.
     let sent: Vec<Value> = model.received()[asked..].to_vec();
-    let fix_turn = sent
-        .iter()
-        .find(|b| {
-            messages(b)
-                .iter()
-                .any(|(r, t)| r == "user" && t.contains("assertion failed: left == right"))
-        })
-        .unwrap_or_else(|| panic!("no request carried the log tail: {sent:?}"));
+    let fix_turn = request_saying(&sent, "assertion failed: left == right", "the log tail");
     let turns = messages(fix_turn);
     assert!(
         turns
@@ -434,14 +427,7 @@ fn a_review_requesting_changes_reaches_the_agent_and_its_reply_is_posted_on_the_
 
     // The review and the reviewer's inline comment were the agent's next turn.
     let sent: Vec<Value> = model.received()[asked..].to_vec();
-    let fix_turn = sent
-        .iter()
-        .find(|b| {
-            messages(b)
-                .iter()
-                .any(|(r, t)| r == "user" && t.contains("say fixed here"))
-        })
-        .unwrap_or_else(|| panic!("no request carried the review: {sent:?}"));
+    let fix_turn = request_saying(&sent, "say fixed here", "the review");
     let turns = messages(fix_turn);
     assert!(turns.iter().filter(|(r, _)| r == "assistant").count() >= 2);
     assert!(
@@ -578,14 +564,7 @@ fn a_restack_conflict_reaches_the_packets_agent_as_its_next_turn_and_its_resolut
     // The agent got the conflict (the file, its hunks, main's commit) as the next turn of its
     // own conversation.
     let sent: Vec<Value> = model.received()[asked..].to_vec();
-    let turn = sent
-        .iter()
-        .find(|b| {
-            messages(b)
-                .iter()
-                .any(|(r, t)| r == "user" && t.contains("kind: conflict"))
-        })
-        .unwrap_or_else(|| panic!("no request carried the conflict: {sent:?}"));
+    let turn = request_saying(&sent, "kind: conflict", "the conflict");
     let turns = messages(turn);
     assert!(
         turns

@@ -172,3 +172,15 @@ pub(super) fn assert_refused(outcome: &MergeOutcome, why: &str) {
         "{outcome:?}"
     );
 }
+
+/// Returns the request of `sent` with a user message that contains `needle`; `what` names
+/// what it carries in a failure.
+pub(super) fn request_saying<'a>(sent: &'a [Value], needle: &str, what: &str) -> &'a Value {
+    sent.iter()
+        .find(|b| {
+            messages(b)
+                .iter()
+                .any(|(r, t)| r == "user" && t.contains(needle))
+        })
+        .unwrap_or_else(|| panic!("no request carried {what}: {sent:?}"))
+}

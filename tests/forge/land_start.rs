@@ -7,7 +7,7 @@ use git_orchestra::demo::{self, MockModel};
 use serde_json::{Value, json};
 
 use crate::forge::forge_mock::{FakeForge, Flavour};
-use crate::forge::land_fixtures::{configure, messages};
+use crate::forge::land_fixtures::{configure, messages, request_saying};
 use crate::forge::pull_requests::{TOKEN, run_env, setup};
 use crate::support::*;
 
@@ -102,14 +102,7 @@ fn a_start_packets_ci_failure_reaches_its_agent_as_the_next_turn_of_its_conversa
     // The failure was the next turn of the packet's conversation: its task, its earlier turns,
     // then the check's name, conclusion and log tail; never the key.
     let sent: Vec<Value> = model.received()[asked..].to_vec();
-    let fix_turn = sent
-        .iter()
-        .find(|b| {
-            messages(b)
-                .iter()
-                .any(|(r, t)| r == "user" && t.contains("assertion failed: greeting ends"))
-        })
-        .unwrap_or_else(|| panic!("no request carried the log tail: {sent:?}"));
+    let fix_turn = request_saying(&sent, "assertion failed: greeting ends", "the log tail");
     let turns = messages(fix_turn);
     assert!(
         turns
