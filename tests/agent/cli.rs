@@ -322,36 +322,39 @@ fn calls(id: &str, name: &str, args: serde_json::Value) -> serde_json::Value {
         "finish_reason": "tool_calls"}], "usage": {"prompt_tokens": 10, "completion_tokens": 5}}})
 }
 
+/// A model reply that writes `content` to `path` with `write_file`.
+fn writes(id: &str, path: &str, content: &str) -> serde_json::Value {
+    calls(
+        id,
+        "write_file",
+        serde_json::json!({"path": path, "content": content}),
+    )
+}
+
+/// A model reply that calls `complete` with `summary`.
+fn completes(id: &str, summary: &str) -> serde_json::Value {
+    calls(id, "complete", serde_json::json!({"summary": summary}))
+}
+
+/// Writes `plan` as `plan.toml` and commits it.
+fn commit_plan(repo: &TestRepo, plan: &str) {
+    repo.write("plan.toml", plan);
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-qm", "plan"]);
+}
+
 #[test]
 fn a_fix_round_is_the_next_turn_of_the_agents_conversation() {
     let repo = TestRepo::new();
-    repo.write(
-        "plan.toml",
+    commit_plan(
+        &repo,
         "objective = \"Say ok\"\n\n[[packet]]\nid = \"p1\"\ntitle = \"Write ok\"\ndescription = \"Write ok to out.txt\"\nfiles = [\"out.txt\"]\nvalidation = [\"grep -q ok out.txt || { echo out.txt says $(cat out.txt); exit 2; }\"]\n",
     );
-    repo.git(&["add", "-A"]);
-    repo.git(&["commit", "-qm", "plan"]);
     let server = MockServer::start(vec![
-        calls(
-            "c1",
-            "write_file",
-            serde_json::json!({"path": "out.txt", "content": "wrong\n"}),
-        ),
-        calls(
-            "c2",
-            "complete",
-            serde_json::json!({"summary": "wrote out.txt"}),
-        ),
-        calls(
-            "c3",
-            "write_file",
-            serde_json::json!({"path": "out.txt", "content": "ok\n"}),
-        ),
-        calls(
-            "c4",
-            "complete",
-            serde_json::json!({"summary": "fixed out.txt"}),
-        ),
+        writes("c1", "out.txt", "wrong\n"),
+        completes("c2", "wrote out.txt"),
+        writes("c3", "out.txt", "ok\n"),
+        completes("c4", "fixed out.txt"),
         crate::agent::mock::approval(),
     ]);
     let env = quick_profile(&server);
@@ -370,34 +373,16 @@ fn a_fix_round_is_the_next_turn_of_the_agents_conversation() {
 #[test]
 fn a_dependent_packets_first_prompt_says_what_its_dependency_did() {
     let repo = TestRepo::new();
-    repo.write(
-        "plan.toml",
+    commit_plan(
+        &repo,
         "objective = \"Two steps\"\n\n[[packet]]\nid = \"p1\"\ntitle = \"Add the helper\"\ndescription = \"Write helper.txt\"\nfiles = [\"helper.txt\"]\n\n[[packet]]\nid = \"p2\"\ntitle = \"Use the helper\"\ndescription = \"Write user.txt\"\nfiles = [\"user.txt\"]\ndepends_on = [\"p1\"]\n",
     );
-    repo.git(&["add", "-A"]);
-    repo.git(&["commit", "-qm", "plan"]);
     let server = MockServer::start(vec![
-        calls(
-            "c1",
-            "write_file",
-            serde_json::json!({"path": "helper.txt", "content": "h\n"}),
-        ),
-        calls(
-            "c2",
-            "complete",
-            serde_json::json!({"summary": "added helper() taking a name"}),
-        ),
+        writes("c1", "helper.txt", "h\n"),
+        completes("c2", "added helper() taking a name"),
         crate::agent::mock::approval(),
-        calls(
-            "c3",
-            "write_file",
-            serde_json::json!({"path": "user.txt", "content": "u\n"}),
-        ),
-        calls(
-            "c4",
-            "complete",
-            serde_json::json!({"summary": "used helper()"}),
-        ),
+        writes("c3", "user.txt", "u\n"),
+        completes("c4", "used helper()"),
         crate::agent::mock::approval(),
     ]);
     let env = quick_profile(&server);
@@ -421,10 +406,10 @@ fn a_dependent_packets_first_prompt_says_what_its_dependency_did() {
 fn what_an_agent_learned_is_kept_listed_given_to_the_next_run_and_forgotten_on_request() {
     let repo = TestRepo::new();
     let server = MockServer::start(vec![
-        calls(
+        writes(
             "c1",
-            "write_file",
-            serde_json::json!({"path": "src/lib.rs", "content": "pub fn add(a: i32, b: i32) -> i32 { b + a }\n"}),
+            "src/lib.rs",
+            "pub fn add(a: i32, b: i32) -> i32 { b + a }\n",
         ),
         calls(
             "c2",
@@ -433,16 +418,8 @@ fn what_an_agent_learned_is_kept_listed_given_to_the_next_run_and_forgotten_on_r
             "learnings": ["src/lib.rs is re-exported by the parser; keep add() public"]}),
         ),
         crate::agent::mock::approval(),
-        calls(
-            "c3",
-            "write_file",
-            serde_json::json!({"path": "README.md", "content": "# sample\n\nadds\n"}),
-        ),
-        calls(
-            "c4",
-            "complete",
-            serde_json::json!({"summary": "documented"}),
-        ),
+        writes("c3", "README.md", "# sample\n\nadds\n"),
+        completes("c4", "documented"),
         crate::agent::mock::approval(),
     ]);
     let env = quick_profile(&server);

@@ -12,12 +12,12 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use super::executor_fixtures::{WORKER, packet_a, three_packets};
 use crate::support::*;
 
 const TOKEN: &str = "ghs_actionsTestToken0123456789";
 /// The repository token a runner's `packet exec` gets.
 const RUNNER_TOKEN: &str = "ghs_runnerRepositoryToken98765";
-const WORKER: &str = r#"printf 'done by %s\n' "$ORCHESTRA_PACKET" > "out-$ORCHESTRA_PACKET.txt""#;
 
 /// How the stand-in works a dispatched job.
 #[derive(Clone)]
@@ -311,21 +311,6 @@ fn work_job(how: &Runner, inputs: &Value, repo: &Path, work: &Path) -> &'static 
     }
 }
 
-fn three_packets(repo: &TestRepo) -> PathBuf {
-    let body = format!(
-        "objective = \"Outputs on Actions\"\n\n{}{}{}",
-        packet("a", "\"out-a.txt\"", "", "\"test -f out-a.txt\""),
-        packet("b", "\"out-b.txt\"", "", "\"test -f out-b.txt\""),
-        packet(
-            "c",
-            "\"out-c.txt\"",
-            "\"a\", \"b\"",
-            "\"test -f out-a.txt && test -f out-c.txt\""
-        ),
-    );
-    repo.write_plan("plan.toml", &body)
-}
-
 /// Asserts that `needle` is in no ref, object or file of the run's state in `repo`.
 fn assert_nowhere(repo: &Path, needle: &str) {
     let objects = git(
@@ -377,7 +362,7 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
 fn packets_run_as_workflow_runs_come_back_as_branches_and_merge() {
     let gh = Actions::new(Runner::Exec);
     let repo = &gh.repo;
-    let plan = three_packets(repo);
+    let plan = three_packets(repo, "Outputs on Actions");
     let check = gh.run(&["plan", "check", plan.to_str().unwrap()]);
     assert!(check.status.success(), "{}", text(&check));
     let shown = String::from_utf8_lossy(&check.stdout);
@@ -478,13 +463,7 @@ fn the_runners_repository_token_never_reaches_the_worker() {
 fn a_coordinator_killed_while_a_workflow_runs_resumes_and_follows_it_without_dispatching_again() {
     let gh = Actions::new(Runner::Hold);
     let repo = &gh.repo;
-    let plan = repo.write_plan(
-        "plan.toml",
-        &format!(
-            "objective = \"Once only\"\n\n{}",
-            packet("a", "\"out-a.txt\"", "", "\"test -f out-a.txt\"")
-        ),
-    );
+    let plan = packet_a(repo, "Once only");
     let mut child = gh
         .command(&["run", plan.to_str().unwrap(), "--worker-cmd", WORKER])
         .stdout(Stdio::null())
@@ -550,7 +529,7 @@ fn a_workflow_run_that_fails_without_a_result_fails_the_packet_naming_the_run() 
 fn without_a_token_or_a_github_remote_the_executor_is_refused_before_anything_changes() {
     let gh = Actions::new(Runner::Exec);
     let repo = &gh.repo;
-    let plan = three_packets(repo);
+    let plan = three_packets(repo, "Outputs on Actions");
     let before = refs(&repo.path);
     let out = orchestra_with_env(
         &repo.path,
@@ -775,7 +754,7 @@ fn a_runner_remote_other_than_the_forge_repository_is_refused_before_anything_is
     );
     // Trusted, so the setting applies, and is still refused.
     repo.trust();
-    let plan = three_packets(repo);
+    let plan = three_packets(repo, "Outputs on Actions");
     let before = refs(&gh.remote);
     let out = gh.run(&["run", plan.to_str().unwrap(), "--worker-cmd", WORKER]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
@@ -831,13 +810,7 @@ fn the_workflow_executor_init_writes_runs_a_packet_under_act() {
     repo.git(&["add", "-A"]);
     repo.git(&["commit", "-qm", "packets on Actions"]);
     repo.git(&["push", "-q", "origin", "main"]);
-    let plan = repo.write_plan(
-        "plan.toml",
-        &format!(
-            "objective = \"Under act\"\n\n{}",
-            packet("a", "\"out-a.txt\"", "", "\"test -f out-a.txt\"")
-        ),
-    );
+    let plan = packet_a(repo, "Under act");
     // The worker sees the model key the secret carries (and says so without printing it).
     let worker = format!(
         r#"if [ -n "${}" ]; then echo 'key: yes' > out-a.txt; else echo 'key: no' > out-a.txt; fi"#,

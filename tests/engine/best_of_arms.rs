@@ -98,27 +98,36 @@ fn each_candidate_works_with_its_arms_profile() {
     assert!(status.contains("c2 [strong]: passed"), "{status}");
 }
 
-#[test]
-fn an_arm_that_names_no_profile_is_refused_naming_it_and_the_choices() {
+/// Runs a plan of one best-of packet with two coder profiles and `arms`, which must be refused
+/// as bad input before anything runs; `check` looks at what it said. Nothing changed, no
+/// model was asked.
+fn refused_with_arms(arms: &str, check: impl FnOnce(&std::process::Output)) {
     let repo = TestRepo::new();
     let fast = coder("x\n");
     let strong = coder("y\n");
-    repo.user_config(&config(&fast, &strong, "[\"fast\", \"strnog\"]"));
+    repo.user_config(&config(&fast, &strong, arms));
     let plan = plan(&repo);
     let before = refs(&repo.path);
     let out = run(&repo, &plan);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
-    let said = text(&out);
-    assert!(
-        said.contains("[best_of] arms names `strnog`, which is not a profile"),
-        "{said}"
-    );
-    assert!(
-        said.contains("the defined profiles are fast, strong"),
-        "{said}"
-    );
+    check(&out);
     assert_eq!(refs(&repo.path), before);
     assert_eq!(fast.requests() + strong.requests(), 0);
+}
+
+#[test]
+fn an_arm_that_names_no_profile_is_refused_naming_it_and_the_choices() {
+    refused_with_arms("[\"fast\", \"strnog\"]", |out| {
+        let said = text(out);
+        assert!(
+            said.contains("[best_of] arms names `strnog`, which is not a profile"),
+            "{said}"
+        );
+        assert!(
+            said.contains("the defined profiles are fast, strong"),
+            "{said}"
+        );
+    });
 }
 
 /// Writes a fake agent CLI `mine` into the scratch directory that writes `from cli` to
@@ -162,22 +171,14 @@ fn an_arm_can_name_an_agent_cli_beside_a_profile() {
 
 #[test]
 fn an_arm_naming_an_unknown_agent_cli_is_refused_naming_it() {
-    let repo = TestRepo::new();
-    let fast = coder("x\n");
-    let strong = coder("y\n");
-    repo.user_config(&config(&fast, &strong, "[\"fast\", \"cli:nosuch\"]"));
-    let plan = plan(&repo);
-    let before = refs(&repo.path);
-    let out = run(&repo, &plan);
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
-    assert!(text(&out).contains("nosuch"), "{}", text(&out));
-    assert!(
-        text(&out).contains("claude"),
-        "names the choices: {}",
-        text(&out)
-    );
-    assert_eq!(refs(&repo.path), before);
-    assert_eq!(fast.requests() + strong.requests(), 0);
+    refused_with_arms("[\"fast\", \"cli:nosuch\"]", |out| {
+        assert!(text(out).contains("nosuch"), "{}", text(out));
+        assert!(
+            text(out).contains("claude"),
+            "names the choices: {}",
+            text(out)
+        );
+    });
 }
 
 /// Starts one scripted server that answers the coder by the model asked for: writing
@@ -229,17 +230,9 @@ fn a_model_arm_keeps_the_packets_profile_and_asks_it_for_the_arms_model() {
 
 #[test]
 fn a_model_arm_without_a_model_is_refused_naming_it() {
-    let repo = TestRepo::new();
-    let fast = coder("x\n");
-    let strong = coder("y\n");
-    repo.user_config(&config(&fast, &strong, "[\"fast\", \"model: \"]"));
-    let plan = plan(&repo);
-    let before = refs(&repo.path);
-    let out = run(&repo, &plan);
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
-    let said = text(&out);
-    assert!(said.contains("`model: ` names no model"), "{said}");
-    assert!(said.contains("model:<name>"), "{said}");
-    assert_eq!(refs(&repo.path), before);
-    assert_eq!(fast.requests() + strong.requests(), 0);
+    refused_with_arms("[\"fast\", \"model: \"]", |out| {
+        let said = text(out);
+        assert!(said.contains("`model: ` names no model"), "{said}");
+        assert!(said.contains("model:<name>"), "{said}");
+    });
 }

@@ -5,10 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
+use super::executor_fixtures::{WORKER, packet_a, three_packets};
 use crate::support::*;
-
-/// The worker: one file named after its packet.
-const WORKER: &str = r#"printf 'done by %s\n' "$ORCHESTRA_PACKET" > "out-$ORCHESTRA_PACKET.txt""#;
 
 /// A repository whose configuration puts packets on fake hosts `hosts` (the ones in `up`
 /// have a home), and the environment the binary needs to reach them.
@@ -54,28 +52,27 @@ impl Hosts {
             .collect();
         orchestra_with_env(&self.repo.path, args, &env)
     }
-}
 
-fn plan(repo: &TestRepo) -> PathBuf {
-    let body = format!(
-        "objective = \"Remote outputs\"\n\n{}{}{}",
-        packet("a", "\"out-a.txt\"", "", "\"test -f out-a.txt\""),
-        packet("b", "\"out-b.txt\"", "", "\"test -f out-b.txt\""),
-        packet(
-            "c",
-            "\"out-c.txt\"",
-            "\"a\", \"b\"",
-            "\"test -f out-a.txt && test -f out-c.txt\""
-        ),
-    );
-    repo.write_plan("plan.toml", &body)
+    /// Runs `plan` with `worker` on the hosts (`--executor ssh`), then `extra` arguments.
+    fn run_plan(&self, plan: &Path, worker: &str, extra: &[&str]) -> std::process::Output {
+        let mut args = vec![
+            "run",
+            plan.to_str().unwrap(),
+            "--worker-cmd",
+            worker,
+            "--executor",
+            "ssh",
+        ];
+        args.extend_from_slice(extra);
+        self.run(&args)
+    }
 }
 
 #[test]
 fn packets_run_on_hosts_come_back_as_branches_with_trailers_and_merge() {
     let hosts = Hosts::new(&["h1", "h2"], &["h1", "h2"]);
     let repo = &hosts.repo;
-    let plan = plan(repo);
+    let plan = three_packets(repo, "Remote outputs");
     let check = hosts.run(&["plan", "check", plan.to_str().unwrap(), "--executor", "ssh"]);
     assert!(check.status.success(), "{}", text(&check));
     let shown = String::from_utf8_lossy(&check.stdout);
@@ -85,15 +82,7 @@ fn packets_run_on_hosts_come_back_as_branches_with_trailers_and_merge() {
             && shown.contains("h2 (1 slot)"),
         "{shown}"
     );
-    let out = hosts.run(&[
-        "run",
-        plan.to_str().unwrap(),
-        "--worker-cmd",
-        WORKER,
-        "--executor",
-        "ssh",
-        "--merge",
-    ]);
+    let out = hosts.run_plan(&plan, WORKER, &["--merge"]);
     assert!(out.status.success(), "{}", text(&out));
     let v = status_json(&repo.path);
     let run = v["run"]["id"].as_str().unwrap().to_string();
@@ -221,24 +210,11 @@ fn assert_hosts_hold_the_branches(hosts: &Hosts, run: &str) {
 fn packet_exec_again_finds_its_result_and_does_not_redo_the_work() {
     let hosts = Hosts::new(&["h1"], &["h1"]);
     let repo = &hosts.repo;
-    let plan = repo.write_plan(
-        "plan.toml",
-        &format!(
-            "objective = \"Once\"\n\n{}",
-            packet("a", "\"out-a.txt\"", "", "\"test -f out-a.txt\"")
-        ),
-    );
+    let plan = packet_a(repo, "Once");
     let counter = repo.scratch().join("count");
     let worker = format!("echo x >> {}; {WORKER}", counter.display());
     repo.scratch_writable();
-    let out = hosts.run(&[
-        "run",
-        plan.to_str().unwrap(),
-        "--worker-cmd",
-        &worker,
-        "--executor",
-        "ssh",
-    ]);
+    let out = hosts.run_plan(&plan, &worker, &[]);
     assert!(out.status.success(), "{}", text(&out));
     let run = run_id(&repo.path);
     let remote = hosts.homes.join("h1/.cache/git-orchestra/remote");
@@ -274,15 +250,8 @@ fn packet_exec_again_finds_its_result_and_does_not_redo_the_work() {
 fn a_host_that_is_down_leaves_its_packets_to_the_others() {
     let hosts = Hosts::new(&["down", "h2"], &["h2"]);
     let repo = &hosts.repo;
-    let plan = plan(repo);
-    let out = hosts.run(&[
-        "run",
-        plan.to_str().unwrap(),
-        "--worker-cmd",
-        WORKER,
-        "--executor",
-        "ssh",
-    ]);
+    let plan = three_packets(repo, "Remote outputs");
+    let out = hosts.run_plan(&plan, WORKER, &[]);
     assert!(out.status.success(), "{}", text(&out));
     let v = status_json(&repo.path);
     assert_eq!(v["run"]["state"], "completed");
@@ -300,7 +269,7 @@ fn a_host_that_is_down_leaves_its_packets_to_the_others() {
 #[test]
 fn the_ssh_executor_without_hosts_or_worker_command_is_refused_before_anything_changes() {
     let repo = TestRepo::new();
-    let plan = plan(&repo);
+    let plan = three_packets(&repo, "Remote outputs");
     let before = refs(&repo.path);
     let args = [
         "run",
@@ -357,14 +326,7 @@ fn a_failed_validation_on_a_host_goes_back_to_the_worker_there_as_a_fix_round() 
     );
     // Wrong at first; right once it is told what to fix.
     let worker = r#"if [ -n "$ORCHESTRA_FIXES_FILE" ] && grep -q 'grep -q fixed' "$ORCHESTRA_FIXES_FILE"; then echo fixed > out-a.txt; else echo wrong > out-a.txt; fi"#;
-    let out = hosts.run(&[
-        "run",
-        plan.to_str().unwrap(),
-        "--worker-cmd",
-        worker,
-        "--executor",
-        "ssh",
-    ]);
+    let out = hosts.run_plan(&plan, worker, &[]);
     assert!(out.status.success(), "{}", text(&out));
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("fix round 1 runs on ssh host h1"),
@@ -386,13 +348,7 @@ fn a_failed_validation_on_a_host_goes_back_to_the_worker_there_as_a_fix_round() 
 fn a_coordinator_killed_while_a_packet_runs_elsewhere_resumes_without_working_it_again() {
     let hosts = Hosts::new(&["h1"], &["h1"]);
     let repo = &hosts.repo;
-    let plan = repo.write_plan(
-        "plan.toml",
-        &format!(
-            "objective = \"Once only\"\n\n{}",
-            packet("a", "\"out-a.txt\"", "", "\"test -f out-a.txt\"")
-        ),
-    );
+    let plan = packet_a(repo, "Once only");
     repo.scratch_writable();
     let counter = repo.scratch().join("count");
     let worker = format!("echo x >> {}; {WORKER}", counter.display());
@@ -445,21 +401,8 @@ impl SignalOrCode for std::process::ExitStatus {
 fn packet_exec_with_a_repository_of_its_own_fetches_the_job_and_pushes_the_results_back() {
     let hosts = Hosts::new(&["h1"], &["h1"]);
     let repo = &hosts.repo;
-    let plan = repo.write_plan(
-        "plan.toml",
-        &format!(
-            "objective = \"Elsewhere\"\n\n{}",
-            packet("a", "\"out-a.txt\"", "", "\"test -f out-a.txt\"")
-        ),
-    );
-    let out = hosts.run(&[
-        "run",
-        plan.to_str().unwrap(),
-        "--worker-cmd",
-        WORKER,
-        "--executor",
-        "ssh",
-    ]);
+    let plan = packet_a(repo, "Elsewhere");
+    let out = hosts.run_plan(&plan, WORKER, &[]);
     assert!(out.status.success(), "{}", text(&out));
     let run = run_id(&repo.path);
     let remote = hosts.homes.join("h1/.cache/git-orchestra/remote");
@@ -564,13 +507,7 @@ fn without_a_worker_command_our_agents_work_the_packet_on_the_host() {
         git_orchestra::demo::parse_scripts(&scripts.to_string()).unwrap(),
     )
     .unwrap();
-    let plan = repo.write_plan(
-        "plan.toml",
-        &format!(
-            "objective = \"Agents on hosts\"\n\n{}",
-            packet("a", "\"out-a.txt\"", "", "\"test -f out-a.txt\"")
-        ),
-    );
+    let plan = packet_a(repo, "Agents on hosts");
     let mut env: Vec<(&str, &str)> = hosts
         .env
         .iter()

@@ -17,6 +17,7 @@ mod best_of_strategy;
 mod best_of_tester;
 mod confine;
 mod executor;
+mod executor_fixtures;
 mod fix_rounds;
 mod gc;
 mod git_starts;

@@ -222,20 +222,26 @@ fn a_best_of_packet_is_forecast_one_packets_time_per_round_of_candidates_at_once
             .replace("max_parallel = 4", &format!("max_parallel = {parallel}"))
             .replacen("id = \"core\"\n", "id = \"core\"\nattempts = 3\n", 1)
     };
+    // `plan check` of the plan with `parallel` at once: its text and the core's forecast.
+    let check = |parallel: u32| {
+        repo.write("plan.toml", &three(parallel));
+        let out = orchestra(&repo.path, &["plan", "check", "plan.toml"]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+        let json = orchestra(&repo.path, &["plan", "check", "plan.toml", "--json"]);
+        let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+        (
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            v["forecast"]["packets"][0].clone(),
+        )
+    };
     // Room for the three candidates at once: one packet's time for all their tokens and cost.
-    repo.write("plan.toml", &three(3));
-    let out = orchestra(&repo.path, &["plan", "check", "plan.toml"]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let (stdout, core) = check(3);
     assert!(
         stdout.contains(
             "\n  core: 22.5k–45.0k tokens, cost 0.0225–0.0450, 60 s–30 min (3 candidates; from 1 earlier packet)\n"
         ),
         "{stdout}"
     );
-    let json = orchestra(&repo.path, &["plan", "check", "plan.toml", "--json"]);
-    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
-    let core = &v["forecast"]["packets"][0];
     assert_eq!(
         (core["secs"]["low"].as_f64(), core["secs"]["high"].as_f64()),
         (Some(60.0), Some(1800.0)),
@@ -243,19 +249,13 @@ fn a_best_of_packet_is_forecast_one_packets_time_per_round_of_candidates_at_once
     );
     assert_eq!(core["at_once"], 3, "{core}");
     // One at a time: three rounds of one packet's time, for the same tokens and cost.
-    repo.write("plan.toml", &three(1));
-    let out = orchestra(&repo.path, &["plan", "check", "plan.toml"]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let (stdout, core) = check(1);
     assert!(
         stdout.contains(
             "\n  core: 22.5k–45.0k tokens, cost 0.0225–0.0450, 3 min–1.5 h (3 candidates, 1 at a time; from 1 earlier packet)\n"
         ),
         "{stdout}"
     );
-    let json = orchestra(&repo.path, &["plan", "check", "plan.toml", "--json"]);
-    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
-    let core = &v["forecast"]["packets"][0];
     assert_eq!(
         (core["secs"]["low"].as_f64(), core["secs"]["high"].as_f64()),
         (Some(180.0), Some(5400.0)),

@@ -1,7 +1,7 @@
 //! `git orchestra run / status / resume`: packets in worktrees, scope enforcement, overlap
 //! serialization, deterministic names, crash safety and interrupts.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::support::*;
@@ -43,15 +43,43 @@ fn run_args<'a>(plan: &'a str, worker: &'a str, root: &'a str) -> Vec<&'a str> {
     vec!["run", plan, "--worker-cmd", worker, "--worktree-root", root]
 }
 
+/// Writes `plan.toml` of `objective` with one packet `p1` owning `files` (a TOML list's
+/// items), with no validation; returns its path.
+fn p1_plan(repo: &TestRepo, objective: &str, files: &str) -> PathBuf {
+    repo.write_plan(
+        "plan.toml",
+        &format!(
+            "objective = \"{objective}\"\n\n{}",
+            packet("p1", files, "", "")
+        ),
+    )
+}
+
+/// Returns the command running `plan` with `worker`, worktrees under the scratch directory's
+/// `wt`.
+fn run_command(repo: &TestRepo, plan: &Path, worker: &str) -> std::process::Command {
+    let root = repo.scratch().join("wt");
+    orchestra_command(
+        &repo.path,
+        &run_args(plan.to_str().unwrap(), worker, root.to_str().unwrap()),
+    )
+}
+
+/// Waits up to 20 s for the worker to create `marker`.
+fn wait_for_start(marker: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !marker.exists() {
+        assert!(Instant::now() < deadline, "worker never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 #[test]
 fn run_executes_every_packet_on_its_own_branch_and_worktree() {
     let repo = TestRepo::new();
     let plan = three_packet_plan(&repo);
     let root = repo.scratch().join("wt");
-    let out = orchestra(
-        &repo.path,
-        &run_args(plan.to_str().unwrap(), WORKER, root.to_str().unwrap()),
-    );
+    let out = run_command(&repo, &plan, WORKER).output().unwrap();
     assert!(out.status.success(), "{}", text(&out));
 
     let v = status_json(&repo.path);
@@ -117,10 +145,7 @@ fn run_executes_every_packet_on_its_own_branch_and_worktree() {
     assert_eq!(repo.git(&["fsck", "--no-progress"]), "");
 
     // Running the same plan again finds the finished run instead of duplicating it.
-    let again = orchestra(
-        &repo.path,
-        &run_args(plan.to_str().unwrap(), WORKER, root.to_str().unwrap()),
-    );
+    let again = run_command(&repo, &plan, WORKER).output().unwrap();
     assert!(again.status.success(), "{}", text(&again));
     assert!(
         String::from_utf8_lossy(&again.stderr).contains("already completed"),
@@ -210,13 +235,7 @@ fn a_worker_that_runs_too_long_times_out() {
     );
     repo.git(&["add", "-A"]);
     repo.git(&["commit", "-qm", "config"]);
-    let plan = repo.write_plan(
-        "plan.toml",
-        &format!(
-            "objective = \"Slow\"\n\n{}",
-            packet("p1", "\"a.txt\"", "", "")
-        ),
-    );
+    let plan = p1_plan(&repo, "Slow", "\"a.txt\"");
     let root = repo.scratch().join("wt");
     let started = Instant::now();
     let out = orchestra(
@@ -354,11 +373,7 @@ fn a_crash_after_any_journaled_event_is_resumed_to_completion() {
     // First count the events of an uninterrupted run.
     let probe = TestRepo::new();
     let plan = three_packet_plan(&probe);
-    let root = probe.scratch().join("wt");
-    let out = orchestra(
-        &probe.path,
-        &run_args(plan.to_str().unwrap(), WORKER, root.to_str().unwrap()),
-    );
+    let out = run_command(&probe, &plan, WORKER).output().unwrap();
     assert!(out.status.success(), "{}", text(&out));
     let run = run_id(&probe.path);
     let store = git_orchestra::store::Store::open(&probe.path.join(".git")).unwrap();
@@ -401,24 +416,15 @@ fn a_crash_after_any_journaled_event_is_resumed_to_completion() {
 #[test]
 fn kill_9_while_a_worker_runs_then_resume_keeps_its_partial_work() {
     let repo = TestRepo::new();
-    let plan = repo.write_plan(
-        "plan.toml",
-        &format!(
-            "objective = \"Kill\"\n\n{}",
-            packet("p1", "\"part1.txt\", \"part2.txt\"", "", "")
-        ),
-    );
+    let plan = p1_plan(&repo, "Kill", "\"part1.txt\", \"part2.txt\"");
     let root = repo.scratch().join("wt");
     // First attempt writes part1 and hangs; the second sees part1 and finishes.
     let worker =
         "if [ -f part1.txt ]; then echo two > part2.txt; else echo one > part1.txt; sleep 60; fi";
-    let mut child = orchestra_command(
-        &repo.path,
-        &run_args(plan.to_str().unwrap(), worker, root.to_str().unwrap()),
-    )
-    .stderr(std::process::Stdio::null())
-    .spawn()
-    .unwrap();
+    let mut child = run_command(&repo, &plan, worker)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
     let deadline = Instant::now() + Duration::from_secs(20);
     let part1 = std::fs::read_dir(&root)
         .ok()
@@ -453,31 +459,17 @@ fn kill_9_while_a_worker_runs_then_resume_keeps_its_partial_work() {
 fn ctrl_c_stops_workers_and_leaves_a_resumable_run() {
     let repo = TestRepo::new();
     repo.scratch_writable();
-    let plan = repo.write_plan(
-        "plan.toml",
-        &format!(
-            "objective = \"Interrupt\"\n\n{}",
-            packet("p1", "\"done.txt\"", "", "")
-        ),
-    );
-    let root = repo.scratch().join("wt");
+    let plan = p1_plan(&repo, "Interrupt", "\"done.txt\"");
     let marker = repo.scratch().join("started");
     let worker = format!(
         "if [ -f {m} ]; then echo ok > done.txt; else touch {m}; sleep 60; fi",
         m = marker.display()
     );
-    let mut child = orchestra_command(
-        &repo.path,
-        &run_args(plan.to_str().unwrap(), &worker, root.to_str().unwrap()),
-    )
-    .stderr(std::process::Stdio::piped())
-    .spawn()
-    .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !marker.exists() {
-        assert!(Instant::now() < deadline, "worker never started");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let mut child = run_command(&repo, &plan, &worker)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_start(&marker);
     let started = Instant::now();
     // SAFETY: signals our own child process.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
@@ -497,10 +489,7 @@ fn gc_saves_unsaved_work_before_removing_worktrees() {
     let repo = TestRepo::new();
     let plan = three_packet_plan(&repo);
     let root = repo.scratch().join("wt");
-    let out = orchestra(
-        &repo.path,
-        &run_args(plan.to_str().unwrap(), WORKER, root.to_str().unwrap()),
-    );
+    let out = run_command(&repo, &plan, WORKER).output().unwrap();
     assert!(out.status.success(), "{}", text(&out));
     let run = run_id(&repo.path);
     let wt = root.join(&run).join("p1-a");
@@ -609,13 +598,7 @@ fn after_gc_status_says_where_a_failed_packets_work_is_and_the_run_directory_is_
 #[test]
 fn cancel_saves_in_progress_work() {
     let repo = TestRepo::new();
-    let plan = repo.write_plan(
-        "plan.toml",
-        &format!(
-            "objective = \"Cancel me\"\n\n{}",
-            packet("p1", "\"wip.txt\"", "", "")
-        ),
-    );
+    let plan = p1_plan(&repo, "Cancel me", "\"wip.txt\"");
     let root = repo.scratch().join("wt");
     let worker = "echo half-done > wip.txt; exit 0";
     // Crash right after the worker finished, before its commit: the work sits uncommitted.
@@ -659,31 +642,17 @@ fn crash_leaving_a_workers_child(repo: &TestRepo) -> i32 {
     // Unconfined, a worker's background child outlives a killed engine (the sandbox's
     // supervisor would take it down with the engine).
     repo.sandbox_off();
-    let plan = repo.write_plan(
-        "plan.toml",
-        &format!(
-            "objective = \"Crash\"\n\n{}",
-            packet("p1", "\"wip.txt\"", "", "")
-        ),
-    );
-    let root = repo.scratch().join("wt");
+    let plan = p1_plan(repo, "Crash", "\"wip.txt\"");
     let pid_file = repo.scratch().join("pid");
     let worker = format!(
         "sleep 120 & echo $! > {p}.tmp; mv {p}.tmp {p}; echo w > wip.txt; wait",
         p = pid_file.display()
     );
-    let mut child = orchestra_command(
-        &repo.path,
-        &run_args(plan.to_str().unwrap(), &worker, root.to_str().unwrap()),
-    )
-    .stderr(std::process::Stdio::null())
-    .spawn()
-    .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !pid_file.exists() {
-        assert!(Instant::now() < deadline, "worker never started");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let mut child = run_command(repo, &plan, &worker)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for_start(&pid_file);
     let pid: i32 = std::fs::read_to_string(&pid_file)
         .unwrap()
         .trim()
@@ -836,23 +805,14 @@ fn escapes_in_a_commands_output_reach_neither_the_run_nor_the_status_output_raw(
 /// Starts `run` of a one-packet plan whose worker sleeps, waits until its packet runs, kills the
 /// process with SIGKILL and returns the run's id.
 fn kill_a_running_one_packet_run(repo: &TestRepo) -> String {
-    let plan = repo.write_plan(
-        "plan.toml",
-        &format!(
-            "objective = \"Crash\"\n\n{}",
-            packet("p1", "\"wip.txt\"", "", "")
-        ),
-    );
+    let plan = p1_plan(repo, "Crash", "\"wip.txt\"");
     let root = repo.scratch().join("wt");
     let worker = "echo w > wip.txt; sleep 60";
-    let mut child = orchestra_command(
-        &repo.path,
-        &run_args(plan.to_str().unwrap(), worker, root.to_str().unwrap()),
-    )
-    .stdout(std::process::Stdio::null())
-    .stderr(std::process::Stdio::null())
-    .spawn()
-    .unwrap();
+    let mut child = run_command(repo, &plan, worker)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
     // Running, and past its worktree's creation: the worker wrote its file.
     let deadline = Instant::now() + Duration::from_secs(30);
     let run = loop {

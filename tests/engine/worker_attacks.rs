@@ -21,34 +21,15 @@ fn the_worker_command_gets_the_api_keys_the_engine_keeps_from_validation_command
         "printf '%s' \"$SOME_TOOL_API_KEY\" > {m}/worker; echo x > out.txt",
         m = marks.display()
     );
-    let plan = repo.write_plan(
-        "plan.toml",
+    let plan = one_packet_plan(
+        &repo,
+        "Keys",
         &format!(
-            "objective = \"Keys\"\n\n{}",
-            packet(
-                "p1",
-                "\"out.txt\"",
-                "",
-                &format!(
-                    "\"printf '%s' \\\"$SOME_TOOL_API_KEY\\\" > {}/validation\"",
-                    marks.display()
-                )
-            )
+            "\"printf '%s' \\\"$SOME_TOOL_API_KEY\\\" > {}/validation\"",
+            marks.display()
         ),
     );
-    let root = repo.scratch().join("wt");
-    let out = orchestra_with_env(
-        &repo.path,
-        &[
-            "run",
-            plan.to_str().unwrap(),
-            "--worker-cmd",
-            &worker,
-            "--worktree-root",
-            root.to_str().unwrap(),
-        ],
-        &[("SOME_TOOL_API_KEY", "k-123")],
-    );
+    let out = run_with_env(&repo, &plan, &worker, &[("SOME_TOOL_API_KEY", "k-123")]);
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(
         std::fs::read_to_string(marks.join("worker")).unwrap(),
@@ -58,6 +39,78 @@ fn the_worker_command_gets_the_api_keys_the_engine_keeps_from_validation_command
         std::fs::read_to_string(marks.join("validation")).unwrap(),
         ""
     );
+}
+
+/// Writes `plan.toml` of `objective` with one packet `p1` writing `out.txt`, validated by
+/// `validation` (a TOML list's items, or empty for none); returns its path.
+fn one_packet_plan(repo: &TestRepo, objective: &str, validation: &str) -> std::path::PathBuf {
+    repo.write_plan(
+        "plan.toml",
+        &format!(
+            "objective = \"{objective}\"\n\n{}",
+            packet("p1", "\"out.txt\"", "", validation)
+        ),
+    )
+}
+
+/// Runs `plan` with `worker` and `env`, worktrees under the scratch directory's `wt`.
+fn run_with_env(
+    repo: &TestRepo,
+    plan: &Path,
+    worker: &str,
+    env: &[(&str, &str)],
+) -> std::process::Output {
+    let root = repo.scratch().join("wt");
+    orchestra_with_env(
+        &repo.path,
+        &[
+            "run",
+            plan.to_str().unwrap(),
+            "--worker-cmd",
+            worker,
+            "--worktree-root",
+            root.to_str().unwrap(),
+        ],
+        env,
+    )
+}
+
+/// Commits `config` as the repository's `.orchestra/config.toml` with `message`, and trusts it.
+fn commit_trusted_config(repo: &TestRepo, config: &str, message: &str) {
+    repo.write(".orchestra/config.toml", config);
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-qm", message]);
+    repo.trust();
+}
+
+/// Commits `config` (given the marks directory) as the trusted repository configuration with
+/// `message`, then runs a one-packet plan of `objective` with `env`: its worker and its
+/// validation (and a setup `config` makes write there) write their environment to
+/// `<marks>/<kind>`. Returns the output and the marks directory.
+fn run_recording_envs(
+    repo: &TestRepo,
+    objective: &str,
+    config: impl Fn(&Path) -> String,
+    message: &str,
+    env: &[(&str, &str)],
+) -> (std::process::Output, std::path::PathBuf) {
+    let marks = repo.scratch().join("marks");
+    std::fs::create_dir_all(&marks).unwrap();
+    commit_trusted_config(repo, &config(&marks), message);
+    let plan = one_packet_plan(
+        repo,
+        objective,
+        &format!("\"env > {}/validation\"", marks.display()),
+    );
+    let worker = format!("env > {}/worker; echo x > out.txt", marks.display());
+    (run_with_env(repo, &plan, &worker, env), marks)
+}
+
+/// The [`hostile`] script writing what it finds to `$TMPDIR/leak` instead of `out.txt`.
+fn hostile_leaking(main: &Path) -> String {
+    hostile(main)
+        .replace("> out.txt", "> \"$TMPDIR/leak\"")
+        .replace(">> out.txt", ">> \"$TMPDIR/leak\"")
 }
 
 /// A shell script that attacks the main repository at `main` and the user's home, and reads
@@ -163,21 +216,13 @@ fn merge_time_validation_is_sandboxed_without_the_network() {
     // also tries to reach the network.
     let attack = format!(
         "if [ -n \"$ORCHESTRA_COMMIT\" ]; then {}; bash -c 'echo out > /dev/tcp/127.0.0.1/{port}'; fi; true",
-        hostile(&repo.path)
-            .replace("> out.txt", "> \"$TMPDIR/leak\"")
-            .replace(">> out.txt", ">> \"$TMPDIR/leak\"")
+        hostile_leaking(&repo.path)
     );
     // The script is part of the repository: validation reads its own tree.
     repo.write("validate.sh", &attack);
     repo.git(&["add", "-A"]);
     repo.git(&["commit", "-qm", "validation script"]);
-    let plan = repo.write_plan(
-        "plan.toml",
-        &format!(
-            "objective = \"Merge attack\"\n\n{}",
-            packet("p1", "\"out.txt\"", "", "\"sh validate.sh\"")
-        ),
-    );
+    let plan = one_packet_plan(&repo, "Merge attack", "\"sh validate.sh\"");
     let before = refs(&repo.path);
     let out = repo.run_plan(&plan, "echo ok > out.txt", &["--merge"]);
     assert!(out.status.success(), "{}", text(&out));
@@ -210,9 +255,7 @@ fn review_validate_and_setup_commands_are_sandboxed() {
     repo.git(&["commit", "-qm", "feature"]);
     repo.git(&["checkout", "-q", "main"]);
     let before = refs(&repo.path);
-    let attack = hostile(&repo.path)
-        .replace("> out.txt", "> \"$TMPDIR/leak\"")
-        .replace(">> out.txt", ">> \"$TMPDIR/leak\"");
+    let attack = hostile_leaking(&repo.path);
     let out = orchestra(
         &repo.path,
         &[
@@ -226,13 +269,11 @@ fn review_validate_and_setup_commands_are_sandboxed() {
     assert!(out.status.success(), "{}", text(&out));
     assert_held(&repo, &before, &secret, &repo.scratch());
     // A setup command writing the home directory fails the packet, and wrote nothing.
-    repo.write(
-        ".orchestra/config.toml",
+    commit_trusted_config(
+        &repo,
         "[worktree]\nsetup = \"echo planted > $HOME/planted-by-setup\"\n",
+        "setup",
     );
-    repo.git(&["add", "-A"]);
-    repo.git(&["commit", "-qm", "setup"]);
-    repo.trust();
     let (out, v, _) = run_scoped(&repo, "echo ok > out.txt");
     assert!(!out.status.success(), "{}", text(&out));
     let reason = v["packets"][0]["reason"].as_str().unwrap();
@@ -259,17 +300,10 @@ fn the_repository_configuration_cannot_loosen_the_sandbox() {
     );
     repo.git(&["add", "-A"]);
     repo.git(&["commit", "-qm", "loosen"]);
-    let plan = repo.write_plan(
-        "plan.toml",
-        &format!(
-            "objective = \"Loosen\"\n\n{}",
-            packet(
-                "p1",
-                "\"out.txt\"",
-                "",
-                &format!("\"bash -c 'echo x > /dev/tcp/127.0.0.1/{port}'; true\"")
-            )
-        ),
+    let plan = one_packet_plan(
+        &repo,
+        "Loosen",
+        &format!("\"bash -c 'echo x > /dev/tcp/127.0.0.1/{port}'; true\""),
     );
     let worker = format!(
         "echo planted > {o}/by-worker; echo ok > out.txt",
@@ -317,42 +351,17 @@ fn the_repository_configuration_cannot_loosen_the_sandbox() {
 fn model_keys_under_any_name_reach_no_setup_or_validation_command() {
     let repo = TestRepo::new();
     repo.scratch_writable();
-    let marks = repo.scratch().join("marks");
-    std::fs::create_dir_all(&marks).unwrap();
     // A profile names its key variable freely; another key carries a provider's name.
-    repo.write(
-        ".orchestra/config.toml",
-        &format!(
-            "[profiles.spare]\nprovider = \"openai-compatible\"\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"m\"\napi_key_env = \"MY_KEY_VAR\"\n\n[worktree]\nsetup = \"env > {m}/setup\"\n",
-            m = marks.display()
-        ),
-    );
-    repo.git(&["add", "-A"]);
-    repo.git(&["commit", "-qm", "profile"]);
-    repo.trust();
-    let plan = repo.write_plan(
-        "plan.toml",
-        &format!(
-            "objective = \"Keys\"\n\n{}",
-            packet(
-                "p1",
-                "\"out.txt\"",
-                "",
-                &format!("\"env > {}/validation\"", marks.display())
+    let (out, marks) = run_recording_envs(
+        &repo,
+        "Keys",
+        |m| {
+            format!(
+                "[profiles.spare]\nprovider = \"openai-compatible\"\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"m\"\napi_key_env = \"MY_KEY_VAR\"\n\n[worktree]\nsetup = \"env > {m}/setup\"\n",
+                m = m.display()
             )
-        ),
-    );
-    let worker = format!("env > {}/worker; echo x > out.txt", marks.display());
-    let out = orchestra_with_env(
-        &repo.path,
-        &[
-            "run",
-            plan.to_str().unwrap(),
-            "--worker-cmd",
-            &worker,
-            "--worktree-root",
-            repo.scratch().join("wt").to_str().unwrap(),
-        ],
+        },
+        "profile",
         &[
             ("MY_KEY_VAR", "profile-key-31"),
             ("MY_ANTHROPIC_TOKEN", "provider-token-47"),
@@ -380,28 +389,11 @@ fn model_keys_under_any_name_reach_no_setup_or_validation_command() {
 #[test]
 fn a_workers_output_tail_is_journaled_without_the_keys_it_printed() {
     let repo = TestRepo::new();
-    let plan = repo.write_plan(
-        "plan.toml",
-        &format!(
-            "objective = \"Tail\"\n\n{}",
-            packet("p1", "\"out.txt\"", "", "")
-        ),
-    );
+    let plan = one_packet_plan(&repo, "Tail", "");
     // The key fills the output up to the cut of the kept tail and past it.
     let worker = "head -c 1990 /dev/zero | tr '\\0' x; echo \"$SOME_TOOL_API_KEY\"; exit 3";
     let key = "k-tail-0123456789abcdef";
-    let out = orchestra_with_env(
-        &repo.path,
-        &[
-            "run",
-            plan.to_str().unwrap(),
-            "--worker-cmd",
-            worker,
-            "--worktree-root",
-            repo.scratch().join("wt").to_str().unwrap(),
-        ],
-        &[("SOME_TOOL_API_KEY", key)],
-    );
+    let out = run_with_env(&repo, &plan, worker, &[("SOME_TOOL_API_KEY", key)]);
     assert!(!out.status.success(), "{}", text(&out));
     let v = status_json(&repo.path);
     let reason = v["packets"][0]["reason"].as_str().unwrap();
@@ -433,13 +425,7 @@ fn an_in_scope_path_linking_out_of_the_repository_does_not_land() {
 /// Runs a one-packet plan whose packet may change only `out.txt`, with `worker`; returns the
 /// command's output, the status JSON and the packet's branch.
 fn run_scoped(repo: &TestRepo, worker: &str) -> (std::process::Output, serde_json::Value, String) {
-    let plan = repo.write_plan(
-        "plan.toml",
-        &format!(
-            "objective = \"Attack\"\n\n{}",
-            packet("p1", "\"out.txt\"", "", "\"true\"")
-        ),
-    );
+    let plan = one_packet_plan(repo, "Attack", "\"true\"");
     let out = repo.run_plan(&plan, worker, &["--json"]);
     let v = status_json(&repo.path);
     let branch = v["packets"][0]["branch"].as_str().unwrap().to_string();
@@ -757,25 +743,12 @@ else echo planted >> ../p1/README.md; echo ok > out.txt; fi"#;
 #[test]
 fn a_stored_plan_changed_behind_the_engine_is_refused_on_resume() {
     let repo = TestRepo::new();
-    let plan = repo.write_plan(
-        "plan.toml",
-        &format!(
-            "objective = \"Tamper\"\n\n{}",
-            packet("p1", "\"out.txt\"", "", "")
-        ),
-    );
+    let plan = one_packet_plan(&repo, "Tamper", "");
     // Interrupted right after the worker ran: the run waits for `resume`.
-    let root = repo.scratch().join("wt");
-    let out = orchestra_with_env(
-        &repo.path,
-        &[
-            "run",
-            plan.to_str().unwrap(),
-            "--worker-cmd",
-            "echo ok > out.txt",
-            "--worktree-root",
-            root.to_str().unwrap(),
-        ],
+    let out = run_with_env(
+        &repo,
+        &plan,
+        "echo ok > out.txt",
         &[("ORCHESTRA_CRASH_AFTER_EVENTS", "6")],
     );
     assert!(!out.status.success(), "{}", text(&out));
@@ -892,44 +865,19 @@ fn worker_setup_and_validation_commands_see_no_third_party_secrets_in_their_envi
         "[sandbox]\nwritable = [\"{}\"]\nenv = [\"MY_TOOL_SETTING\"]\n",
         repo.scratch().display()
     ));
-    let marks = repo.scratch().join("marks");
-    std::fs::create_dir_all(&marks).unwrap();
-    repo.write(
-        ".orchestra/config.toml",
-        &format!(
-            "[worktree]\nsetup = \"env > {m}/setup\"\n\n[sandbox]\nenv = [\"MY_TOOL_SETTING\", \"DB_PASSWORD\"]\n",
-            m = marks.display()
-        ),
-    );
-    repo.git(&["add", "-A"]);
-    repo.git(&["commit", "-qm", "setup"]);
-    repo.trust();
-    let plan = repo.write_plan(
-        "plan.toml",
-        &format!(
-            "objective = \"Env\"\n\n{}",
-            packet(
-                "p1",
-                "\"out.txt\"",
-                "",
-                &format!("\"env > {}/validation\"", marks.display())
-            )
-        ),
-    );
-    let worker = format!("env > {}/worker; echo x > out.txt", marks.display());
     let mut env = THIRD_PARTY_SECRETS.to_vec();
     env.push(("MY_TOOL_SETTING", "tool-setting-kept"));
     env.push(("LC_TIME", "C"));
-    let out = orchestra_with_env(
-        &repo.path,
-        &[
-            "run",
-            plan.to_str().unwrap(),
-            "--worker-cmd",
-            &worker,
-            "--worktree-root",
-            repo.scratch().join("wt").to_str().unwrap(),
-        ],
+    let (out, marks) = run_recording_envs(
+        &repo,
+        "Env",
+        |m| {
+            format!(
+                "[worktree]\nsetup = \"env > {m}/setup\"\n\n[sandbox]\nenv = [\"MY_TOOL_SETTING\", \"DB_PASSWORD\"]\n",
+                m = m.display()
+            )
+        },
+        "setup",
         &env,
     );
     assert!(out.status.success(), "{}", text(&out));
@@ -1027,17 +975,10 @@ fn a_sandboxed_command_cannot_write_to_the_users_terminal() {
         .write(true)
         .open(&slave)
         .unwrap();
-    let plan = repo.write_plan(
-        "plan.toml",
-        &format!(
-            "objective = \"Tty\"\n\n{}",
-            packet(
-                "p1",
-                "\"out.txt\"",
-                "",
-                "\"printf 'VALIDATION-ESC\\\\033]0;pwned\\\\007' > /dev/tty; true\""
-            )
-        ),
+    let plan = one_packet_plan(
+        &repo,
+        "Tty",
+        "\"printf 'VALIDATION-ESC\\\\033]0;pwned\\\\007' > /dev/tty; true\"",
     );
     let worker = "printf 'WORKER-ESC\\033]0;pwned\\007' > /dev/tty; echo tty=$? > out.txt";
     let root = repo.scratch().join("wt");
@@ -1148,18 +1089,7 @@ fn a_worker_command_under_a_directory_granted_by_sandbox_read_runs() {
 fn a_validation_command_the_sandbox_cannot_read_names_the_path_and_the_setting() {
     let repo = TestRepo::new();
     let (tools, script) = tool_outside_the_sandbox(&repo);
-    let plan = repo.write_plan(
-        "plan.toml",
-        &format!(
-            "objective = \"Denied\"\n\n{}",
-            packet(
-                "p1",
-                "\"out.txt\"",
-                "",
-                &format!("\"{}\"", script.display())
-            )
-        ),
-    );
+    let plan = one_packet_plan(&repo, "Denied", &format!("\"{}\"", script.display()));
     let out = repo.run_plan(&plan, "echo x > out.txt", &["--json"]);
     assert!(!out.status.success(), "{}", text(&out));
     let v = status_json(&repo.path);

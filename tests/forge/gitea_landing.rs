@@ -5,14 +5,16 @@
 //! retargeting, and one summary comment per pull request however often it is written; then
 //! `git orchestra land` through the binary landing a stack on Gitea parent first.
 
-use serde_json::Value;
-
 use git_orchestra::forge::{
-    CheckConclusion, CheckSource, Forge, Gitea, MergeMethod, MergeOutcome, NewPullRequest, PrState,
-    ReviewState, SUMMARY_MARKER, SummaryAction, Token, may_write,
+    CheckConclusion, CheckSource, Forge, Gitea, MergeMethod, MergeOutcome, PrState, ReviewState,
+    Token, may_write,
 };
 
 use crate::forge::forge_mock::{FakeForge, Flavour};
+use crate::forge::land_fixtures::{
+    assert_refused, configure, last_request_to, merged_once_each, one_merged_summary_each,
+    open_feature, publish_with, summary_written_three_times, writes_since,
+};
 use crate::forge::pull_requests::{packet, run_env, run_plan, setup, write_plan};
 use crate::support::*;
 
@@ -23,16 +25,7 @@ const SHA: &str = "1111111111111111111111111111111111111111";
 fn forge_with_pr() -> (FakeForge, Gitea) {
     let fake = FakeForge::start(Flavour::Gitea);
     let gitea = Gitea::new(&fake.url, "acme", "widgets", Some(Token::new(TOKEN)), None);
-    gitea
-        .create(&NewPullRequest {
-            title: "Add feature".into(),
-            body: String::new(),
-            head: "feature".into(),
-            base: "main".into(),
-            draft: false,
-        })
-        .unwrap();
-    fake.set_head(1, SHA, Some(true));
+    open_feature(&fake, &gitea, SHA);
     (fake, gitea)
 }
 
@@ -137,15 +130,9 @@ fn merges_with_do_only_with_an_allowed_method_and_an_unmoved_head() {
         [MergeMethod::Squash, MergeMethod::Rebase]
     );
     let refused = gitea.merge(1, MergeMethod::Merge, SHA).unwrap();
-    assert!(
-        matches!(&refused, MergeOutcome::Refused { reason } if reason.contains("not allowed")),
-        "{refused:?}"
-    );
+    assert_refused(&refused, "not allowed");
     let moved = gitea.merge(1, MergeMethod::Squash, "2222").unwrap();
-    assert!(
-        matches!(&moved, MergeOutcome::Refused { reason } if reason.contains("head out of date")),
-        "{moved:?}"
-    );
+    assert_refused(&moved, "head out of date");
     let merged = gitea.merge(1, MergeMethod::Squash, SHA).unwrap();
     assert_eq!(
         merged,
@@ -153,11 +140,7 @@ fn merges_with_do_only_with_an_allowed_method_and_an_unmoved_head() {
             sha: Some("e".repeat(40))
         }
     );
-    let sent = fake
-        .requests()
-        .into_iter()
-        .rfind(|r| r.path.ends_with("/pulls/1/merge"))
-        .unwrap();
+    let sent = last_request_to(&fake, "/pulls/1/merge");
     assert_eq!(sent.method, "POST");
     assert_eq!(sent.body["Do"], "squash");
     assert_eq!(sent.body["head_commit_id"], SHA);
@@ -171,27 +154,7 @@ fn merges_with_do_only_with_an_allowed_method_and_an_unmoved_head() {
 fn the_summary_comment_is_created_once_then_edited_never_duplicated() {
     let (fake, gitea) = forge_with_pr();
     fake.add_comment(1, "alice", "looks good");
-    assert_eq!(
-        gitea.upsert_summary(1, "round 0").unwrap(),
-        SummaryAction::Created
-    );
-    assert_eq!(
-        gitea.upsert_summary(1, "round 0").unwrap(),
-        SummaryAction::Unchanged
-    );
-    assert_eq!(
-        gitea.upsert_summary(1, "round 1").unwrap(),
-        SummaryAction::Updated
-    );
-    let comments = fake.comments_of(1);
-    let ours: Vec<&str> = comments
-        .iter()
-        .filter_map(|c| c["body"].as_str())
-        .filter(|b| b.contains(SUMMARY_MARKER))
-        .collect();
-    assert_eq!(ours.len(), 1, "{comments:?}");
-    assert!(ours[0].ends_with("round 1"), "{}", ours[0]);
-    assert_eq!(comments.len(), 2);
+    summary_written_three_times(&fake, &gitea);
 }
 
 const SHA2: &str = "2222222222222222222222222222222222222222";
@@ -212,12 +175,7 @@ fn land_merges_a_gitea_stack_parent_first_and_ignores_readers_reviews() {
         "main",
         "p2 is stacked on p1"
     );
-    std::fs::create_dir_all(repo.path.join(".orchestra")).unwrap();
-    std::fs::write(
-        repo.path.join(".orchestra/config.toml"),
-        "[land]\npoll_secs = 1\nmethod = \"squash\"\n",
-    )
-    .unwrap();
+    configure(&repo, "[land]\npoll_secs = 1\nmethod = \"squash\"\n");
     forge.set_head(1, SHA, Some(true));
     forge.set_head(2, SHA2, Some(true));
     forge.add_status(SHA, "ci / test (push)", "success", "");
@@ -232,11 +190,7 @@ fn land_merges_a_gitea_stack_parent_first_and_ignores_readers_reviews() {
     assert!(all.contains("p1 #1: merged"), "{all}");
     assert!(all.contains("p2 #2: merged"), "{all}");
     assert!(!all.contains(TOKEN), "{all}");
-    let writes: Vec<String> = forge.calls()[start..]
-        .iter()
-        .filter(|c| !c.starts_with("GET"))
-        .cloned()
-        .collect();
+    let writes = writes_since(&forge, start, |_| true);
     let at = |call: &str| {
         writes
             .iter()
@@ -258,25 +212,8 @@ fn land_merges_a_gitea_stack_parent_first_and_ignores_readers_reviews() {
 
     let again = land();
     assert!(again.status.success(), "{}", text(&again));
-    let merges = forge
-        .calls()
-        .iter()
-        .filter(|c| c.ends_with("/merge"))
-        .count();
-    assert_eq!(merges, 2, "nothing is merged twice");
-    for n in [1, 2] {
-        let ours: Vec<Value> = forge
-            .comments_of(n)
-            .into_iter()
-            .filter(|c| {
-                c["body"]
-                    .as_str()
-                    .is_some_and(|b| b.contains(SUMMARY_MARKER))
-            })
-            .collect();
-        assert_eq!(ours.len(), 1, "pull request {n}: {ours:?}");
-        assert!(ours[0]["body"].as_str().unwrap().contains("merged"));
-    }
+    merged_once_each(&forge);
+    one_merged_summary_each(&forge, "pull request");
 }
 
 #[test]
@@ -286,12 +223,7 @@ fn a_failed_gitea_status_waits_for_a_person_with_its_description() {
     let plan = write_plan(&repo, &packet("p1", "", ""));
     let out = run_plan(&repo, &plan, "--pr", &[("GITEA_TOKEN", TOKEN)]);
     assert!(out.status.success(), "{}", text(&out));
-    std::fs::create_dir_all(repo.path.join(".orchestra")).unwrap();
-    std::fs::write(
-        repo.path.join(".orchestra/config.toml"),
-        "[land]\npoll_secs = 1\n",
-    )
-    .unwrap();
+    configure(&repo, "[land]\npoll_secs = 1\n");
     forge.set_head(1, SHA, Some(true));
     forge.add_status(SHA, "ci / test (push)", "failure", "Failing after 12s");
 
@@ -372,28 +304,12 @@ fn a_failed_gitea_actions_job_sends_its_log_tail_to_the_packets_worker_then_land
         r#"if [ -n "$ORCHESTRA_FIXES_FILE" ]; then cp "$ORCHESTRA_FIXES_FILE" "{s}/fixes.md"; echo fixed >> "out-$ORCHESTRA_PACKET.txt"; else echo "$ORCHESTRA_PACKET" > "out-$ORCHESTRA_PACKET.txt"; fi"#,
         s = seen.display()
     );
-    let plan = write_plan(&repo, &packet("p1", "", ""));
-    let root = repo.scratch().join("wt");
-    let out = run_env(
+    publish_with(
         &repo,
-        &[
-            "run",
-            plan.to_str().unwrap(),
-            "--worker-cmd",
-            &worker,
-            "--worktree-root",
-            root.to_str().unwrap(),
-            "--pr",
-        ],
+        &packet("p1", "", ""),
+        &worker,
         &[("GITEA_TOKEN", TOKEN)],
     );
-    assert!(out.status.success(), "{}", text(&out));
-    std::fs::create_dir_all(repo.path.join(".orchestra")).unwrap();
-    std::fs::write(
-        repo.path.join(".orchestra/config.toml"),
-        "[land]\npoll_secs = 1\n",
-    )
-    .unwrap();
     forge.follow_git(&bare);
     let branch = forge.pulls()[0]["head"]["ref"]
         .as_str()

@@ -6,14 +6,16 @@
 //! landing a stack on GitLab parent first, directly or through the merge train; "merge when
 //! pipeline succeeds" where the project merges only then.
 
-use serde_json::Value;
-
 use git_orchestra::forge::{
-    CheckConclusion, CheckSource, Forge, GitLab, MergeMethod, MergeOutcome, NewPullRequest,
-    PrState, ReviewState, SUMMARY_MARKER, SummaryAction, Token, may_write,
+    CheckConclusion, CheckSource, Forge, GitLab, MergeMethod, MergeOutcome, PrState, ReviewState,
+    Token, may_write,
 };
 
 use crate::forge::forge_mock::{FakeForge, Flavour};
+use crate::forge::land_fixtures::{
+    assert_refused, configure, gitlab_writes_since, last_request_to, merged_once_each,
+    one_merged_summary_each, open_feature, summary_written_three_times,
+};
 use crate::forge::pull_requests::{packet, run_env, run_plan, setup, write_plan};
 use crate::support::*;
 
@@ -25,15 +27,7 @@ const SHA2: &str = "2222222222222222222222222222222222222222";
 fn forge_with_mr() -> (FakeForge, GitLab) {
     let fake = FakeForge::start(Flavour::GitLab);
     let gl = GitLab::new(&fake.url, "acme/widgets", Some(Token::new(TOKEN)), None);
-    gl.create(&NewPullRequest {
-        title: "Add feature".into(),
-        body: String::new(),
-        head: "feature".into(),
-        base: "main".into(),
-        draft: false,
-    })
-    .unwrap();
-    fake.set_head(1, SHA, Some(true));
+    open_feature(&fake, &gl, SHA);
     (fake, gl)
 }
 
@@ -143,10 +137,7 @@ fn merges_with_sha_and_squash_only_as_the_project_allows() {
         [MergeMethod::Squash, MergeMethod::Rebase]
     );
     let moved = gl.merge(1, MergeMethod::Squash, SHA2).unwrap();
-    assert!(
-        matches!(&moved, MergeOutcome::Refused { reason } if reason.contains("SHA does not match")),
-        "{moved:?}"
-    );
+    assert_refused(&moved, "SHA does not match");
     let merged = gl.merge(1, MergeMethod::Squash, SHA).unwrap();
     assert_eq!(
         merged,
@@ -154,11 +145,7 @@ fn merges_with_sha_and_squash_only_as_the_project_allows() {
             sha: Some("d".repeat(40))
         }
     );
-    let sent = fake
-        .requests()
-        .into_iter()
-        .rfind(|r| r.path.ends_with("/merge_requests/1/merge"))
-        .unwrap();
+    let sent = last_request_to(&fake, "/merge_requests/1/merge");
     assert_eq!(sent.method, "PUT");
     assert_eq!(
         (sent.body["sha"].as_str(), sent.body["squash"].as_bool()),
@@ -174,27 +161,7 @@ fn merges_with_sha_and_squash_only_as_the_project_allows() {
 fn the_summary_note_is_created_once_then_edited_never_duplicated() {
     let (fake, gl) = forge_with_mr();
     fake.add_note(1, "alice", "looks good", None);
-    assert_eq!(
-        gl.upsert_summary(1, "round 0").unwrap(),
-        SummaryAction::Created
-    );
-    assert_eq!(
-        gl.upsert_summary(1, "round 0").unwrap(),
-        SummaryAction::Unchanged
-    );
-    assert_eq!(
-        gl.upsert_summary(1, "round 1").unwrap(),
-        SummaryAction::Updated
-    );
-    let notes = fake.comments_of(1);
-    let ours: Vec<&str> = notes
-        .iter()
-        .filter_map(|c| c["body"].as_str())
-        .filter(|b| b.contains(SUMMARY_MARKER))
-        .collect();
-    assert_eq!(ours.len(), 1, "{notes:?}");
-    assert!(ours[0].ends_with("round 1"), "{}", ours[0]);
-    assert_eq!(notes.len(), 2);
+    summary_written_three_times(&fake, &gl);
 }
 
 #[test]
@@ -213,12 +180,7 @@ fn land_merges_a_gitlab_stack_parent_first_after_retrying_a_flaky_job() {
         "main",
         "p2 is stacked on p1"
     );
-    std::fs::create_dir_all(repo.path.join(".orchestra")).unwrap();
-    std::fs::write(
-        repo.path.join(".orchestra/config.toml"),
-        "[land]\npoll_secs = 1\n",
-    )
-    .unwrap();
+    configure(&repo, "[land]\npoll_secs = 1\n");
     forge.set_head(1, SHA, Some(true));
     forge.set_head(2, SHA2, Some(true));
     forge.add_job(SHA, "test", "success", "");
@@ -235,11 +197,7 @@ fn land_merges_a_gitlab_stack_parent_first_after_retrying_a_flaky_job() {
     assert!(all.contains("p2 #2: merged"), "{all}");
     assert!(all.contains("flaky: test"), "{all}");
     assert!(!all.contains(TOKEN), "{all}");
-    let writes: Vec<String> = forge.calls()[start..]
-        .iter()
-        .filter(|c| !c.starts_with("GET") && !c.ends_with("/notes") && !c.contains("/notes/"))
-        .cloned()
-        .collect();
+    let writes = gitlab_writes_since(&forge, start);
     let mr = "/api/v4/projects/acme%2Fwidgets/merge_requests";
     assert_eq!(
         writes,
@@ -256,25 +214,8 @@ fn land_merges_a_gitlab_stack_parent_first_after_retrying_a_flaky_job() {
 
     let again = land();
     assert!(again.status.success(), "{}", text(&again));
-    let merges = forge
-        .calls()
-        .iter()
-        .filter(|c| c.ends_with("/merge"))
-        .count();
-    assert_eq!(merges, 2, "nothing is merged twice");
-    for n in [1, 2] {
-        let ours: Vec<Value> = forge
-            .comments_of(n)
-            .into_iter()
-            .filter(|c| {
-                c["body"]
-                    .as_str()
-                    .is_some_and(|b| b.contains(SUMMARY_MARKER))
-            })
-            .collect();
-        assert_eq!(ours.len(), 1, "merge request {n}: {ours:?}");
-        assert!(ours[0]["body"].as_str().unwrap().contains("merged"));
-    }
+    merged_once_each(&forge);
+    one_merged_summary_each(&forge, "merge request");
 }
 
 #[test]
@@ -287,11 +228,7 @@ fn a_project_that_merges_only_once_the_pipeline_succeeds_gets_merge_when_pipelin
         matches!(&handed, MergeOutcome::Queued { how, .. } if how.contains("pipeline succeeds")),
         "{handed:?}"
     );
-    let sent = fake
-        .requests()
-        .into_iter()
-        .rfind(|r| r.path.ends_with("/merge_requests/1/merge"))
-        .unwrap();
+    let sent = last_request_to(&fake, "/merge_requests/1/merge");
     assert_eq!(sent.method, "PUT");
     assert_eq!(sent.body["merge_when_pipeline_succeeds"], true);
     assert_eq!(sent.body["sha"], SHA);
@@ -328,12 +265,7 @@ fn land_puts_a_gitlab_stack_on_the_merge_train_parent_first_and_follows_it_until
     );
     let out = run_plan(&repo, &plan, "--pr", &[("GITLAB_TOKEN", TOKEN)]);
     assert!(out.status.success(), "{}", text(&out));
-    std::fs::create_dir_all(repo.path.join(".orchestra")).unwrap();
-    std::fs::write(
-        repo.path.join(".orchestra/config.toml"),
-        "[land]\npoll_secs = 1\n",
-    )
-    .unwrap();
+    configure(&repo, "[land]\npoll_secs = 1\n");
     forge.gitlab_auto_merge(true, true);
     forge.set_head(1, SHA, Some(true));
     forge.set_head(2, SHA2, Some(true));
@@ -347,11 +279,7 @@ fn land_puts_a_gitlab_stack_on_the_merge_train_parent_first_and_follows_it_until
     assert!(all.contains("p1 #1: merged"), "{all}");
     assert!(all.contains("p2 #2: merged"), "{all}");
     let project = "/api/v4/projects/acme%2Fwidgets";
-    let writes: Vec<String> = forge.calls()[start..]
-        .iter()
-        .filter(|c| !c.starts_with("GET") && !c.ends_with("/notes") && !c.contains("/notes/"))
-        .cloned()
-        .collect();
+    let writes = gitlab_writes_since(&forge, start);
     assert_eq!(
         writes,
         [

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use git_orchestra::forge::{Forge, GitHub, Token};
 
 use crate::forge::forge_mock::{FakeForge, Flavour};
+use crate::forge::land_fixtures::configure;
 use crate::forge::pull_requests::{TOKEN, WORKER, packet, run_env, run_plan, setup, write_plan};
 use crate::support::*;
 
@@ -228,12 +229,7 @@ fn a_land_killed_while_waiting_continues_without_duplicates_and_a_real_failure_w
 fn run_pr_land_opens_the_stack_then_lands_it_parent_first() {
     let forge = FakeForge::start(Flavour::GitHub);
     let (repo, _bare) = setup(Some(&forge), Flavour::GitHub);
-    std::fs::create_dir_all(repo.path.join(".orchestra")).unwrap();
-    std::fs::write(
-        repo.path.join(".orchestra/config.toml"),
-        "[land]\npoll_secs = 1\nmethod = \"squash\"\n",
-    )
-    .unwrap();
+    configure(&repo, "[land]\npoll_secs = 1\nmethod = \"squash\"\n");
     let plan = write_plan(
         &repo,
         &format!("{}{}", packet("p1", "", ""), packet("p2", "\"p1\"", "")),

@@ -8,7 +8,8 @@
 use std::path::{Path, PathBuf};
 
 use crate::forge::forge_mock::{FakeForge, Flavour};
-use crate::forge::pull_requests::{TOKEN, run_env, setup, write_plan};
+use crate::forge::land_fixtures::{configure, run_pr};
+use crate::forge::pull_requests::{TOKEN, setup, write_plan};
 use crate::support::*;
 
 /// The repository's CI: check out the head, run its test script.
@@ -104,31 +105,13 @@ fn a_test_failing_under_act_reaches_the_worker_which_fixes_it_and_the_pull_reque
         &repo,
         "[[packet]]\nid = \"p1\"\ntitle = \"Answer\"\ndescription = \"Give the answer.\"\nfiles = [\"answer.txt\"]\nvalidation = [\"test -s answer.txt\"]\n",
     );
-    let root = repo.scratch().join("wt");
-    let out = run_env(
-        &repo,
-        &[
-            "run",
-            plan.to_str().unwrap(),
-            "--worker-cmd",
-            &worker(&seen),
-            "--worktree-root",
-            root.to_str().unwrap(),
-            "--pr",
-        ],
-        &[("GH_TOKEN", TOKEN)],
-    );
+    let out = run_pr(&repo, &plan, &worker(&seen), &[("GH_TOKEN", TOKEN)]);
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(forge.pulls().len(), 1);
     forge.follow_git(&bare);
     let (ci_bare, ci_work) = (bare.clone(), work.clone());
     forge.on_new_heads_run("test", move |sha| run_ci(&act, &ci_bare, &ci_work, sha));
-    std::fs::create_dir_all(repo.path.join(".orchestra")).unwrap();
-    std::fs::write(
-        repo.path.join(".orchestra/config.toml"),
-        "[land]\npoll_secs = 1\nmax_rounds = 2\n",
-    )
-    .unwrap();
+    configure(&repo, "[land]\npoll_secs = 1\nmax_rounds = 2\n");
 
     let out = orchestra_command(&repo.path, &["land"])
         .env("GH_TOKEN", TOKEN)

@@ -14,6 +14,7 @@ use git_orchestra::demo::{self, MockModel};
 use serde_json::{Value, json};
 
 use crate::forge::forge_mock::{FakeForge, Flavour};
+use crate::forge::land_fixtures::{configure, messages, request_saying};
 use crate::forge::pull_requests::{TOKEN, packet, run_env, setup, write_plan};
 use crate::support::*;
 
@@ -89,12 +90,7 @@ fn published(
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(forge.pulls().len(), 2);
     forge.follow_git(&bare);
-    std::fs::create_dir_all(repo.path.join(".orchestra")).unwrap();
-    std::fs::write(
-        repo.path.join(".orchestra/config.toml"),
-        "[land]\npoll_secs = 1\nreviewers = [\"alice\"]\n",
-    )
-    .unwrap();
+    configure(&repo, "[land]\npoll_secs = 1\nreviewers = [\"alice\"]\n");
     let h1 = head(&bare, &branch(forge, 1));
     let h2 = head(&bare, &branch(forge, 2));
     forge.add_check_run(&h1, "test", Some("success"), "");
@@ -137,22 +133,6 @@ fn worktrees(repo: &TestRepo) -> Vec<String> {
         .collect()
 }
 
-/// Returns the text of every message of `body`, a chat request.
-fn messages(body: &Value) -> Vec<(String, String)> {
-    body["messages"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default()
-        .iter()
-        .map(|m| {
-            (
-                m["role"].as_str().unwrap_or_default().to_string(),
-                m["content"].as_str().unwrap_or_default().to_string(),
-            )
-        })
-        .collect()
-}
-
 #[test]
 fn a_ci_failure_reaches_the_packets_agent_as_its_next_turn_and_the_fix_lands_after_its_parent() {
     let scripts = json!([
@@ -189,14 +169,7 @@ fn a_ci_failure_reaches_the_packets_agent_as_its_next_turn_and_the_fix_lands_aft
     // The agent got the failure as the next turn of its own conversation: its task, its
     // earlier turns, then the check's name, conclusion and log tail.
     let sent: Vec<Value> = model.received()[asked..].to_vec();
-    let fix_turn = sent
-        .iter()
-        .find(|b| {
-            messages(b)
-                .iter()
-                .any(|(r, t)| r == "user" && t.contains("assertion failed: left == right"))
-        })
-        .unwrap_or_else(|| panic!("no request carried the log tail: {sent:?}"));
+    let fix_turn = request_saying(&sent, "assertion failed: left == right", "the log tail");
     let turns = messages(fix_turn);
     assert!(
         turns
@@ -266,27 +239,64 @@ fn claude(bin: &Path, seen: &Path, recording: &str) {
     fake_claude(bin, recording, &resumed, r#"echo "$id" > "out-$id.txt""#);
 }
 
+/// A fake `claude` installed in a directory of its own by one of this file's installers, the
+/// session id of its recording, and where it keeps what it was told.
+struct Claude {
+    session: String,
+    /// Holds `bin` and `seen`, removed with the value.
+    _scratch: tempfile::TempDir,
+    bin: PathBuf,
+    seen: PathBuf,
+    /// `PATH` with `bin` first.
+    path: String,
+}
+
+impl Claude {
+    /// Installs the fake with `install` (`bin`, `seen`, the recording it prints).
+    fn install(install: fn(&Path, &Path, &str)) -> Claude {
+        let recording = crate::agent::agent_cli::fixture("claude");
+        let session = git_orchestra::agent::cli::parse::parse(
+            crate::agent::agent_cli::format_of("claude"),
+            &recording,
+        )
+        .session
+        .unwrap();
+        let scratch = tempfile::tempdir().unwrap();
+        let (bin, seen) = (scratch.path().join("bin"), scratch.path().join("seen"));
+        std::fs::create_dir_all(&seen).unwrap();
+        install(&bin, &seen, &recording);
+        let path = format!("{}:/usr/bin:/bin", bin.display());
+        Claude {
+            session,
+            _scratch: scratch,
+            bin,
+            seen,
+            path,
+        }
+    }
+
+    /// The environment of a command using the fake: its `PATH` and the forge token.
+    fn env(&self) -> [(&str, &str); 2] {
+        [("PATH", self.path.as_str()), ("GH_TOKEN", TOKEN)]
+    }
+
+    /// The user's sandbox settings that let the workers run the fake and write `seen`.
+    fn sandbox(&self) -> String {
+        format!(
+            "[sandbox]\nif_unavailable = \"warn\"\nread = [\"{}\"]\nwritable = [\"{}\"]\n",
+            self.bin.display(),
+            self.seen.display()
+        )
+    }
+}
+
 #[test]
 fn an_agent_cli_gets_the_ci_failure_in_its_resumed_session_and_the_fix_lands() {
-    let recording = crate::agent::agent_cli::fixture("claude");
-    let session = git_orchestra::agent::cli::parse::parse(
-        crate::agent::agent_cli::format_of("claude"),
-        &recording,
-    )
-    .session
-    .unwrap();
-    let scratch = tempfile::tempdir().unwrap();
-    let (bin, seen) = (scratch.path().join("bin"), scratch.path().join("seen"));
-    std::fs::create_dir_all(&seen).unwrap();
-    claude(&bin, &seen, &recording);
-    let path = format!("{}:/usr/bin:/bin", bin.display());
-    let env = [("PATH", path.as_str()), ("GH_TOKEN", TOKEN)];
+    let cli = Claude::install(claude);
+    let (session, seen) = (&cli.session, &cli.seen);
+    let env = cli.env();
     let forge = FakeForge::start(Flavour::GitHub);
-    let config = format!(
-        "[sandbox]\nif_unavailable = \"warn\"\nread = [\"{}\"]\nwritable = [\"{}\"]\n",
-        bin.display(),
-        seen.display()
-    );
+    let config = cli.sandbox();
     let (repo, bare) = published(&forge, &env, &["--agent", "claude"], &config);
     let b2 = branch(&forge, 2);
     let h2 = head(&bare, &b2);
@@ -417,14 +427,7 @@ fn a_review_requesting_changes_reaches_the_agent_and_its_reply_is_posted_on_the_
 
     // The review and the reviewer's inline comment were the agent's next turn.
     let sent: Vec<Value> = model.received()[asked..].to_vec();
-    let fix_turn = sent
-        .iter()
-        .find(|b| {
-            messages(b)
-                .iter()
-                .any(|(r, t)| r == "user" && t.contains("say fixed here"))
-        })
-        .unwrap_or_else(|| panic!("no request carried the review: {sent:?}"));
+    let fix_turn = request_saying(&sent, "say fixed here", "the review");
     let turns = messages(fix_turn);
     assert!(turns.iter().filter(|(r, _)| r == "assistant").count() >= 2);
     assert!(
@@ -482,12 +485,7 @@ fn conflicting(
     let out = run_env(&repo, &args, env);
     assert!(out.status.success(), "{}", text(&out));
     forge.follow_git(&bare);
-    std::fs::create_dir_all(repo.path.join(".orchestra")).unwrap();
-    std::fs::write(
-        repo.path.join(".orchestra/config.toml"),
-        "[land]\npoll_secs = 1\n",
-    )
-    .unwrap();
+    configure(&repo, "[land]\npoll_secs = 1\n");
     let old1 = head(&bare, &branch(forge, 1));
     crate::forge::land_conflict::someone_writes(&repo, &bare, "out-p1.txt");
     (repo, bare, old1)
@@ -506,25 +504,11 @@ fn resolving_claude(bin: &Path, seen: &Path, recording: &str) {
 
 #[test]
 fn a_restack_conflict_reaches_an_agent_clis_resumed_session_and_its_resolution_lands() {
-    let recording = crate::agent::agent_cli::fixture("claude");
-    let session = git_orchestra::agent::cli::parse::parse(
-        crate::agent::agent_cli::format_of("claude"),
-        &recording,
-    )
-    .session
-    .unwrap();
-    let scratch = tempfile::tempdir().unwrap();
-    let (bin, seen) = (scratch.path().join("bin"), scratch.path().join("seen"));
-    std::fs::create_dir_all(&seen).unwrap();
-    resolving_claude(&bin, &seen, &recording);
-    let path = format!("{}:/usr/bin:/bin", bin.display());
-    let env = [("PATH", path.as_str()), ("GH_TOKEN", TOKEN)];
+    let cli = Claude::install(resolving_claude);
+    let (session, seen) = (&cli.session, &cli.seen);
+    let env = cli.env();
     let forge = FakeForge::start(Flavour::GitHub);
-    let config = format!(
-        "[sandbox]\nif_unavailable = \"warn\"\nread = [\"{}\"]\nwritable = [\"{}\"]\n",
-        bin.display(),
-        seen.display()
-    );
+    let config = cli.sandbox();
     let (repo, bare, old1) = conflicting(&forge, &env, &["--agent", "claude"], &config);
 
     let out = land(&repo, &env);
@@ -580,14 +564,7 @@ fn a_restack_conflict_reaches_the_packets_agent_as_its_next_turn_and_its_resolut
     // The agent got the conflict (the file, its hunks, main's commit) as the next turn of its
     // own conversation.
     let sent: Vec<Value> = model.received()[asked..].to_vec();
-    let turn = sent
-        .iter()
-        .find(|b| {
-            messages(b)
-                .iter()
-                .any(|(r, t)| r == "user" && t.contains("kind: conflict"))
-        })
-        .unwrap_or_else(|| panic!("no request carried the conflict: {sent:?}"));
+    let turn = request_saying(&sent, "kind: conflict", "the conflict");
     let turns = messages(turn);
     assert!(
         turns

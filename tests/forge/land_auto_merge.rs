@@ -9,6 +9,7 @@ use serde_json::Value;
 use git_orchestra::store::{EventKind, Store};
 
 use crate::forge::forge_mock::{FakeForge, Flavour};
+use crate::forge::land_fixtures::configure;
 use crate::forge::pull_requests::{packet, run_env, run_plan, setup, write_plan};
 use crate::support::*;
 
@@ -26,12 +27,7 @@ fn published(forge: &FakeForge) -> TestRepo {
     );
     let out = run_plan(&repo, &plan, "--pr", &[("GITLAB_TOKEN", TOKEN)]);
     assert!(out.status.success(), "{}", text(&out));
-    std::fs::create_dir_all(repo.path.join(".orchestra")).unwrap();
-    std::fs::write(
-        repo.path.join(".orchestra/config.toml"),
-        "[land]\npoll_secs = 1\n",
-    )
-    .unwrap();
+    configure(&repo, "[land]\npoll_secs = 1\n");
     for (iid, sha) in [(1, SHA1), (2, SHA2)] {
         forge.set_head(iid, sha, Some(true));
         forge.add_job(sha, "test", "success", "");

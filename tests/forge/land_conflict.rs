@@ -12,7 +12,8 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use crate::forge::forge_mock::{FakeForge, Flavour};
-use crate::forge::pull_requests::{TOKEN, packet, run_env, setup, write_plan};
+use crate::forge::land_fixtures::publish_with;
+use crate::forge::pull_requests::{TOKEN, packet, run_env, setup};
 use crate::support::*;
 
 /// Writes its packet's file; in a conflict round keeps what it was told in `seen` and, unless
@@ -31,28 +32,7 @@ fn published(forge: &FakeForge, plan: &str) -> (TestRepo, PathBuf, PathBuf, Stri
     let (repo, bare) = setup(Some(forge), Flavour::GitHub);
     let seen = repo.scratch().join("seen");
     std::fs::create_dir_all(&seen).unwrap();
-    let plan = write_plan(&repo, plan);
-    let root = repo.scratch().join("wt");
-    let out = run_env(
-        &repo,
-        &[
-            "run",
-            plan.to_str().unwrap(),
-            "--worker-cmd",
-            &worker(&seen),
-            "--worktree-root",
-            root.to_str().unwrap(),
-            "--pr",
-        ],
-        &[("GH_TOKEN", TOKEN)],
-    );
-    assert!(out.status.success(), "{}", text(&out));
-    std::fs::create_dir_all(repo.path.join(".orchestra")).unwrap();
-    std::fs::write(
-        repo.path.join(".orchestra/config.toml"),
-        "[land]\npoll_secs = 1\n",
-    )
-    .unwrap();
+    publish_with(&repo, plan, &worker(&seen), &[("GH_TOKEN", TOKEN)]);
     forge.follow_git(&bare);
     // The worker keeps what it was told outside its worktree, where its sandbox lets it.
     repo.scratch_writable();

@@ -11,7 +11,8 @@ use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::forge::forge_mock::{FakeForge, Flavour};
-use crate::forge::pull_requests::{TOKEN, packet, run_env, setup, write_plan};
+use crate::forge::land_fixtures::{configure, run_pr};
+use crate::forge::pull_requests::{TOKEN, packet, setup, write_plan};
 use crate::support::*;
 
 const LOG: &str =
@@ -40,31 +41,16 @@ fn published(forge: &FakeForge, land: &str) -> (TestRepo, PathBuf, PathBuf) {
         &repo,
         &format!("{}{}", packet("p1", "", ""), packet("p2", "\"p1\"", "")),
     );
-    let root = repo.scratch().join("wt");
-    let out = run_env(
-        &repo,
-        &[
-            "run",
-            plan.to_str().unwrap(),
-            "--worker-cmd",
-            &worker(&seen),
-            "--worktree-root",
-            root.to_str().unwrap(),
-            "--pr",
-        ],
-        &[("GH_TOKEN", TOKEN)],
-    );
+    let out = run_pr(&repo, &plan, &worker(&seen), &[("GH_TOKEN", TOKEN)]);
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(forge.pulls().len(), 2);
     // Heads follow the bare repository and merges are made in it, as a forge makes them: a
     // merged parent's head is then on its base, and its children need no restack.
     forge.follow_git(&bare);
-    std::fs::create_dir_all(repo.path.join(".orchestra")).unwrap();
-    std::fs::write(
-        repo.path.join(".orchestra/config.toml"),
-        format!("[land]\npoll_secs = 1\nreviewers = [\"alice\"]\n{land}"),
-    )
-    .unwrap();
+    configure(
+        &repo,
+        &format!("[land]\npoll_secs = 1\nreviewers = [\"alice\"]\n{land}"),
+    );
     (repo, bare, seen)
 }
 

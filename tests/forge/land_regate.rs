@@ -14,6 +14,7 @@ use git_orchestra::demo::{self, MockModel};
 use serde_json::{Value, json};
 
 use crate::forge::forge_mock::{FakeForge, Flavour};
+use crate::forge::land_fixtures::{configure, run_pr};
 use crate::forge::pull_requests::{TOKEN, run_env, setup, write_plan};
 use crate::support::*;
 
@@ -53,28 +54,10 @@ fn renamed_under_it(forge: &FakeForge, land: &str) -> (TestRepo, PathBuf, PathBu
              [\"out-p1.txt\"]\nvalidation = [\"{VALIDATION}\"]\nacceptance = [\"it greets\"]\n"
         ),
     );
-    let root = repo.scratch().join("wt");
-    let out = run_env(
-        &repo,
-        &[
-            "run",
-            plan.to_str().unwrap(),
-            "--worker-cmd",
-            &worker(&seen),
-            "--worktree-root",
-            root.to_str().unwrap(),
-            "--pr",
-        ],
-        &[("GH_TOKEN", TOKEN)],
-    );
+    let out = run_pr(&repo, &plan, &worker(&seen), &[("GH_TOKEN", TOKEN)]);
     assert!(out.status.success(), "{}", text(&out));
     forge.follow_git(&bare);
-    std::fs::create_dir_all(repo.path.join(".orchestra")).unwrap();
-    std::fs::write(
-        repo.path.join(".orchestra/config.toml"),
-        format!("[land]\npoll_secs = 1\n{land}"),
-    )
-    .unwrap();
+    configure(&repo, &format!("[land]\npoll_secs = 1\n{land}"));
     let h1 = head(&bare, &branch(forge));
     let failed = forge.add_check_run(&h1, "test", Some("failure"), LOG);
     forge.on_rerun(failed, "failure", LOG);
@@ -239,12 +222,7 @@ fn conflicting(
     );
     assert!(out.status.success(), "{}", text(&out));
     forge.follow_git(&bare);
-    std::fs::create_dir_all(repo.path.join(".orchestra")).unwrap();
-    std::fs::write(
-        repo.path.join(".orchestra/config.toml"),
-        format!("[land]\npoll_secs = 1\n{land}"),
-    )
-    .unwrap();
+    configure(&repo, &format!("[land]\npoll_secs = 1\n{land}"));
     let old1 = head(&bare, &branch(forge));
     crate::forge::land_conflict::someone_writes(&repo, &bare, "out-p1.txt");
     (model, env, repo, bare, old1)

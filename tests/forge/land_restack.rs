@@ -8,6 +8,7 @@ use std::path::Path;
 use std::process::Output;
 
 use crate::forge::forge_mock::{FakeForge, Flavour};
+use crate::forge::land_fixtures::{configure, run_pr};
 use crate::forge::pull_requests::{TOKEN, packet, run_env, setup, write_plan};
 use crate::support::*;
 
@@ -27,28 +28,10 @@ fn stacked(forge: &FakeForge) -> (TestRepo, std::path::PathBuf, String) {
             packet("p3", "\"p2\"", "")
         ),
     );
-    let root = repo.scratch().join("wt");
-    let out = run_env(
-        &repo,
-        &[
-            "run",
-            plan.to_str().unwrap(),
-            "--worker-cmd",
-            WORKER,
-            "--worktree-root",
-            root.to_str().unwrap(),
-            "--pr",
-        ],
-        &[("GH_TOKEN", TOKEN)],
-    );
+    let out = run_pr(&repo, &plan, WORKER, &[("GH_TOKEN", TOKEN)]);
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(forge.pulls().len(), 3);
-    std::fs::create_dir_all(repo.path.join(".orchestra")).unwrap();
-    std::fs::write(
-        repo.path.join(".orchestra/config.toml"),
-        "[land]\npoll_secs = 1\n",
-    )
-    .unwrap();
+    configure(&repo, "[land]\npoll_secs = 1\n");
     forge.follow_git(&bare);
     let run = run_id(&repo.path);
     (repo, bare, run)

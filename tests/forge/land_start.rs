@@ -7,6 +7,7 @@ use git_orchestra::demo::{self, MockModel};
 use serde_json::{Value, json};
 
 use crate::forge::forge_mock::{FakeForge, Flavour};
+use crate::forge::land_fixtures::{configure, messages, request_saying};
 use crate::forge::pull_requests::{TOKEN, run_env, setup};
 use crate::support::*;
 
@@ -32,22 +33,6 @@ fn scripts() -> Value {
             {"calls": [{"name": "complete", "args": {"summary": "ended it with a full stop"}}]}
         ]}
     ])
-}
-
-/// Returns the role and text of every message of `body`, a chat request.
-fn messages(body: &Value) -> Vec<(String, String)> {
-    body["messages"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default()
-        .iter()
-        .map(|m| {
-            (
-                m["role"].as_str().unwrap_or_default().to_string(),
-                m["content"].as_str().unwrap_or_default().to_string(),
-            )
-        })
-        .collect()
 }
 
 #[test]
@@ -80,12 +65,7 @@ fn a_start_packets_ci_failure_reaches_its_agent_as_the_next_turn_of_its_conversa
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(forge.pulls().len(), 1, "{}", text(&out));
     forge.follow_git(&bare);
-    std::fs::create_dir_all(repo.path.join(".orchestra")).unwrap();
-    std::fs::write(
-        repo.path.join(".orchestra/config.toml"),
-        "[land]\npoll_secs = 1\n",
-    )
-    .unwrap();
+    configure(&repo, "[land]\npoll_secs = 1\n");
     let branch = forge.pulls()[0]["head"]["ref"]
         .as_str()
         .unwrap()
@@ -122,14 +102,7 @@ fn a_start_packets_ci_failure_reaches_its_agent_as_the_next_turn_of_its_conversa
     // The failure was the next turn of the packet's conversation: its task, its earlier turns,
     // then the check's name, conclusion and log tail; never the key.
     let sent: Vec<Value> = model.received()[asked..].to_vec();
-    let fix_turn = sent
-        .iter()
-        .find(|b| {
-            messages(b)
-                .iter()
-                .any(|(r, t)| r == "user" && t.contains("assertion failed: greeting ends"))
-        })
-        .unwrap_or_else(|| panic!("no request carried the log tail: {sent:?}"));
+    let fix_turn = request_saying(&sent, "assertion failed: greeting ends", "the log tail");
     let turns = messages(fix_turn);
     assert!(
         turns

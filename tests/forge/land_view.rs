@@ -8,6 +8,7 @@ use std::process::Output;
 use git_orchestra::store::{EventKind, Store};
 
 use crate::forge::forge_mock::{FakeForge, Flavour};
+use crate::forge::land_fixtures::configure;
 use crate::forge::pull_requests::{TOKEN, packet, run_plan, setup, write_plan};
 use crate::support::*;
 
@@ -24,12 +25,10 @@ pub(crate) fn published(forge: &FakeForge) -> TestRepo {
     );
     let out = run_plan(&repo, &plan, "--pr", &[("GH_TOKEN", TOKEN)]);
     assert!(out.status.success(), "{}", text(&out));
-    std::fs::create_dir_all(repo.path.join(".orchestra")).unwrap();
-    std::fs::write(
-        repo.path.join(".orchestra/config.toml"),
+    configure(
+        &repo,
         "[land]\npoll_secs = 1\nreviewers = [\"alice\"]\nmax_rounds = 0\n",
-    )
-    .unwrap();
+    );
     forge.set_head(1, SHA1, Some(true));
     forge.set_head(2, SHA2, Some(false));
     forge.add_check_run(SHA1, "test", None, "");

@@ -5,11 +5,12 @@
 //! written.
 
 use git_orchestra::forge::{
-    CheckConclusion, CheckSource, Forge, GitHub, MergeMethod, MergeOutcome, NewPullRequest,
-    PrState, ReviewState, SUMMARY_MARKER, SummaryAction, Token,
+    CheckConclusion, CheckSource, Forge, GitHub, MergeMethod, MergeOutcome, PrState, ReviewState,
+    Token,
 };
 
 use crate::forge::forge_mock::{FakeForge, Flavour};
+use crate::forge::land_fixtures::{assert_refused, open_feature, summary_written_three_times};
 
 const TOKEN: &str = "ghp_landTOKEN0123456789abcdef";
 const SHA: &str = "1111111111111111111111111111111111111111";
@@ -18,15 +19,7 @@ const SHA: &str = "1111111111111111111111111111111111111111";
 fn forge_with_pr() -> (FakeForge, GitHub) {
     let fake = FakeForge::start(Flavour::GitHub);
     let gh = GitHub::new(&fake.url, "acme", "widgets", Some(Token::new(TOKEN)), None);
-    gh.create(&NewPullRequest {
-        title: "Add feature".into(),
-        body: String::new(),
-        head: "feature".into(),
-        base: "main".into(),
-        draft: false,
-    })
-    .unwrap();
-    fake.set_head(1, SHA, Some(true));
+    open_feature(&fake, &gh, SHA);
     (fake, gh)
 }
 
@@ -114,15 +107,9 @@ fn merges_only_with_an_allowed_method_and_an_unmoved_head() {
         [MergeMethod::Squash, MergeMethod::Rebase]
     );
     let refused = gh.merge(1, MergeMethod::Merge, SHA).unwrap();
-    assert!(
-        matches!(&refused, MergeOutcome::Refused { reason } if reason.contains("not allowed")),
-        "{refused:?}"
-    );
+    assert_refused(&refused, "not allowed");
     let moved = gh.merge(1, MergeMethod::Squash, "2222").unwrap();
-    assert!(
-        matches!(&moved, MergeOutcome::Refused { reason } if reason.contains("modified")),
-        "{moved:?}"
-    );
+    assert_refused(&moved, "modified");
     let merged = gh.merge(1, MergeMethod::Squash, SHA).unwrap();
     assert!(
         matches!(merged, MergeOutcome::Merged { sha: Some(_) }),
@@ -159,27 +146,7 @@ fn reruns_a_failed_job_and_sees_its_new_conclusion() {
 fn the_summary_comment_is_created_once_then_edited_never_duplicated() {
     let (fake, gh) = forge_with_pr();
     fake.add_comment(1, "alice", "looks good");
-    assert_eq!(
-        gh.upsert_summary(1, "round 0").unwrap(),
-        SummaryAction::Created
-    );
-    assert_eq!(
-        gh.upsert_summary(1, "round 0").unwrap(),
-        SummaryAction::Unchanged
-    );
-    assert_eq!(
-        gh.upsert_summary(1, "round 1").unwrap(),
-        SummaryAction::Updated
-    );
-    let comments = fake.comments_of(1);
-    let ours: Vec<&str> = comments
-        .iter()
-        .filter_map(|c| c["body"].as_str())
-        .filter(|b| b.contains(SUMMARY_MARKER))
-        .collect();
-    assert_eq!(ours.len(), 1, "{comments:?}");
-    assert!(ours[0].ends_with("round 1"), "{}", ours[0]);
-    assert_eq!(comments.len(), 2);
+    summary_written_three_times(&fake, &gh);
 }
 
 #[test]

@@ -13,6 +13,7 @@ mod land_agent;
 mod land_auto_merge;
 mod land_conflict;
 mod land_fix;
+mod land_fixtures;
 mod land_local_model;
 mod land_regate;
 mod land_restack;

@@ -9,6 +9,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::forge::forge_mock::{FakeForge, Flavour};
+use crate::forge::land_fixtures::configure;
 use crate::forge::pull_requests::{TOKEN, packet, run_plan, setup, write_plan};
 use crate::support::*;
 
@@ -78,12 +79,7 @@ fn a_signed_webhook_event_wakes_land_at_once_and_a_bad_signature_gets_401() {
     let plan = write_plan(&repo, &packet("p1", "", ""));
     let out = run_plan(&repo, &plan, "--pr", &[("GH_TOKEN", TOKEN)]);
     assert!(out.status.success(), "{}", text(&out));
-    std::fs::create_dir_all(repo.path.join(".orchestra")).unwrap();
-    std::fs::write(
-        repo.path.join(".orchestra/config.toml"),
-        "[land]\npoll_secs = 3600\n",
-    )
-    .unwrap();
+    configure(&repo, "[land]\npoll_secs = 3600\n");
     forge.set_head(1, SHA1, Some(true));
     forge.add_check_run(SHA1, "test", None, "");
 

@@ -345,13 +345,19 @@ impl Mcp {
 
 /// The processes running `needle` started by the `git orchestra mcp` serving `dir` (through
 /// the sandbox launcher, whose children they are), and no one else's.
+///
+/// Each process is told apart by one reading of its command line: a launcher reads as a
+/// launcher whichever moment it is caught in, so one that executes between two listings of
+/// the process table is not taken for a server (it names the server in its arguments).
 fn servers_in(dir: &std::path::Path, needle: &str) -> Vec<u32> {
     let dir = dir.canonicalize().unwrap();
     let mcp = processes_with(" mcp")
         .into_iter()
         .filter(|pid| std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|c| c == dir));
     let children = |pid: u32| -> Vec<u32> {
-        let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).unwrap();
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+            return Vec::new();
+        };
         tasks
             .flatten()
             .flat_map(|t| {
@@ -362,19 +368,24 @@ fn servers_in(dir: &std::path::Path, needle: &str) -> Vec<u32> {
             })
             .collect()
     };
-    let launchers = processes_with(" __sandbox ");
+    let cmdline = |pid: u32| -> String {
+        let raw = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        String::from_utf8_lossy(&raw).replace('\0', " ")
+    };
+    // A child not yet executing its program still reads as its parent: neither a launcher
+    // nor a server, until a later look.
+    let server = |line: &str| line.contains(needle) && !line.contains(" __sandbox ");
     let mut out = Vec::new();
     for pid in mcp {
         for child in children(pid) {
-            if launchers.contains(&child) {
-                out.extend(children(child));
-            } else {
+            let line = cmdline(child);
+            if line.contains(" __sandbox ") {
+                out.extend(children(child).into_iter().filter(|g| server(&cmdline(*g))));
+            } else if server(&line) {
                 out.push(child);
             }
         }
     }
-    let named = processes_with(needle);
-    out.retain(|p| named.contains(p) && !launchers.contains(p));
     out
 }
 

@@ -25,6 +25,18 @@ fn pos(repo: &TestRepo, path: &str, line: u32, token: &str) -> At {
     }
 }
 
+/// Returns where the `token` on line `line` of `path` is defined, as the index `idx` of
+/// `repo` answers.
+fn def_of(
+    idx: &git_orchestra::nav::Index,
+    repo: &TestRepo,
+    path: &str,
+    line: u32,
+    token: &str,
+) -> String {
+    def_at(idx, &pos(repo, path, line, token))
+}
+
 #[test]
 fn rust_builder_chains_and_trait_bound_parameters_type_their_receivers() {
     let repo = TestRepo::with_files(&[(
@@ -73,24 +85,18 @@ fn rust_builder_chains_and_trait_bound_parameters_type_their_receivers() {
     let search = format!("{f}:16");
     for line in [21, 25, 26] {
         assert_eq!(
-            def_at(&idx, &pos(&repo, f, line, "search_path")),
+            def_of(&idx, &repo, f, line, "search_path"),
             search,
             "line {line}"
         );
     }
-    assert_eq!(
-        def_at(&idx, &pos(&repo, f, 23, "line_number")),
-        format!("{f}:12")
-    );
-    assert_eq!(def_at(&idx, &pos(&repo, f, 24, "build")), format!("{f}:13"));
+    assert_eq!(def_of(&idx, &repo, f, 23, "line_number"), format!("{f}:12"));
+    assert_eq!(def_of(&idx, &repo, f, 24, "build"), format!("{f}:13"));
     // A receiver of a concrete type: the impl's method; bound by a trait: the trait's.
-    assert_eq!(
-        def_at(&idx, &pos(&repo, f, 28, "find_at")),
-        format!("{f}:6")
-    );
+    assert_eq!(def_of(&idx, &repo, f, 28, "find_at"), format!("{f}:6"));
     for line in [20, 31, 32, 35] {
         assert_eq!(
-            def_at(&idx, &pos(&repo, f, line, "find_at")),
+            def_of(&idx, &repo, f, line, "find_at"),
             format!("{f}:2"),
             "line {line}"
         );
@@ -153,15 +159,15 @@ fn typescript_factories_builders_and_this_returns_type_their_receivers() {
     ]);
     let idx = index(&repo);
     let u = "src/use.ts";
-    assert_eq!(def_at(&idx, &pos(&repo, u, 4, "cast")), "src/schema.ts:2");
+    assert_eq!(def_of(&idx, &repo, u, 4, "cast"), "src/schema.ts:2");
     for line in [6, 8, 9, 10, 12] {
         assert_eq!(
-            def_at(&idx, &pos(&repo, u, line, "cast")),
+            def_of(&idx, &repo, u, line, "cast"),
             "src/schema.ts:5",
             "line {line}"
         );
     }
-    assert_eq!(def_at(&idx, &pos(&repo, u, 7, "build")), "src/schema.ts:16");
+    assert_eq!(def_of(&idx, &repo, u, 7, "build"), "src/schema.ts:16");
     let refs = idx
         .references_at(
             None,
@@ -239,7 +245,7 @@ fn python_factories_builders_properties_and_self_returns_type_their_receivers() 
     let idx = index(&repo);
     for line in [4, 6, 7, 8, 10] {
         assert_eq!(
-            def_at(&idx, &pos(&repo, "app.py", line, "cast")),
+            def_of(&idx, &repo, "app.py", line, "cast"),
             "pkg/schema.py:4",
             "line {line}"
         );
@@ -311,15 +317,15 @@ fn rust_facade_crates_reexport_their_siblings_under_other_names() {
     let idx = index(&repo);
     let main = "crates/app/src/main.rs";
     let m = "crates/matcher/src/interval.rs:1";
-    assert_eq!(def_at(&idx, &pos(&repo, main, 1, "Match")), m);
-    assert_eq!(def_at(&idx, &pos(&repo, main, 4, "Match")), m);
-    assert_eq!(def_at(&idx, &pos(&repo, main, 5, "Match")), m);
+    assert_eq!(def_of(&idx, &repo, main, 1, "Match"), m);
+    assert_eq!(def_of(&idx, &repo, main, 4, "Match"), m);
+    assert_eq!(def_of(&idx, &repo, main, 5, "Match"), m);
     assert_eq!(
-        def_at(&idx, &pos(&repo, main, 1, "Matcher")),
+        def_of(&idx, &repo, main, 1, "Matcher"),
         "crates/matcher/src/lib.rs:3"
     );
     assert_eq!(
-        def_at(&idx, &pos(&repo, main, 2, "Sink")),
+        def_of(&idx, &repo, main, 2, "Sink"),
         "crates/searcher/src/sink.rs:1"
     );
 }
@@ -351,10 +357,10 @@ fn typescript_barrels_reexport_namespaces_and_renamed_names() {
     ]);
     let idx = index(&repo);
     let u = "src/use.ts";
-    assert_eq!(def_at(&idx, &pos(&repo, u, 2, "deep")), "src/deep/b.ts:1");
-    assert_eq!(def_at(&idx, &pos(&repo, u, 3, "helper")), "src/util.ts:1");
-    assert_eq!(def_at(&idx, &pos(&repo, u, 4, "go")), "src/thing.ts:2");
-    assert_eq!(def_at(&idx, &pos(&repo, u, 5, "aid")), "src/util.ts:1");
+    assert_eq!(def_of(&idx, &repo, u, 2, "deep"), "src/deep/b.ts:1");
+    assert_eq!(def_of(&idx, &repo, u, 3, "helper"), "src/util.ts:1");
+    assert_eq!(def_of(&idx, &repo, u, 4, "go"), "src/thing.ts:2");
+    assert_eq!(def_of(&idx, &repo, u, 5, "aid"), "src/util.ts:1");
 }
 
 #[test]
@@ -469,16 +475,13 @@ fn receivers_assigned_from_a_typed_name_take_its_type() {
         ),
     ]);
     let idx = index(&repo);
-    assert_eq!(def_at(&idx, &pos(&repo, "app.py", 11, "send")), "app.py:2");
-    assert_eq!(def_at(&idx, &pos(&repo, "app.py", 14, "send")), "app.py:2");
+    assert_eq!(def_of(&idx, &repo, "app.py", 11, "send"), "app.py:2");
+    assert_eq!(def_of(&idx, &repo, "app.py", 14, "send"), "app.py:2");
     assert_eq!(
-        def_at(&idx, &pos(&repo, "src/app.ts", 14, "send")),
+        def_of(&idx, &repo, "src/app.ts", 14, "send"),
         "src/app.ts:2"
     );
-    assert_eq!(
-        def_at(&idx, &pos(&repo, "src/lib.rs", 7, "send")),
-        "src/lib.rs:2"
-    );
+    assert_eq!(def_of(&idx, &repo, "src/lib.rs", 7, "send"), "src/lib.rs:2");
 }
 
 /// Returns (line, target) of each import edge of `path`.
@@ -517,11 +520,11 @@ fn typescript_path_aliases_with_wildcards_and_extends_resolve() {
     let idx = index(&repo);
     let m = "packages/app/main.ts";
     assert_eq!(
-        def_at(&idx, &pos(&repo, m, 3, "add")),
+        def_of(&idx, &repo, m, 3, "add"),
         "packages/lib/src/math/add.ts:1"
     );
     assert_eq!(
-        def_at(&idx, &pos(&repo, m, 4, "util")),
+        def_of(&idx, &repo, m, 4, "util"),
         "packages/util/index.ts:1"
     );
     let e = edges(&idx, m);
@@ -571,13 +574,10 @@ fn instances_made_by_cls_default_and_clone_are_of_their_type() {
         ),
     ]);
     let idx = index(&repo);
-    assert_eq!(def_at(&idx, &pos(&repo, "app.py", 7, "load")), "app.py:2");
+    assert_eq!(def_of(&idx, &repo, "app.py", 7, "load"), "app.py:2");
+    assert_eq!(def_of(&idx, &repo, "src/lib.rs", 8, "load"), "src/lib.rs:3");
     assert_eq!(
-        def_at(&idx, &pos(&repo, "src/lib.rs", 8, "load")),
-        "src/lib.rs:3"
-    );
-    assert_eq!(
-        def_at(&idx, &pos(&repo, "src/lib.rs", 10, "load")),
+        def_of(&idx, &repo, "src/lib.rs", 10, "load"),
         "src/lib.rs:3"
     );
 }
@@ -603,14 +603,8 @@ fn typescript_non_null_assertions_keep_the_receiver_typed() {
         ),
     )]);
     let idx = index(&repo);
-    assert_eq!(
-        def_at(&idx, &pos(&repo, "src/a.ts", 10, "send")),
-        "src/a.ts:2"
-    );
-    assert_eq!(
-        def_at(&idx, &pos(&repo, "src/a.ts", 11, "send")),
-        "src/a.ts:2"
-    );
+    assert_eq!(def_of(&idx, &repo, "src/a.ts", 10, "send"), "src/a.ts:2");
+    assert_eq!(def_of(&idx, &repo, "src/a.ts", 11, "send"), "src/a.ts:2");
 }
 
 #[test]
@@ -639,12 +633,6 @@ fn typescript_declared_and_private_fields_type_their_receivers() {
         ),
     )]);
     let idx = index(&repo);
-    assert_eq!(
-        def_at(&idx, &pos(&repo, "src/a.ts", 15, "find")),
-        "src/a.ts:2"
-    );
-    assert_eq!(
-        def_at(&idx, &pos(&repo, "src/a.ts", 16, "find")),
-        "src/a.ts:2"
-    );
+    assert_eq!(def_of(&idx, &repo, "src/a.ts", 15, "find"), "src/a.ts:2");
+    assert_eq!(def_of(&idx, &repo, "src/a.ts", 16, "find"), "src/a.ts:2");
 }

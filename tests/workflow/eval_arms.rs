@@ -5,8 +5,8 @@
 use super::eval_fixtures::{attempt, eval};
 use std::path::PathBuf;
 
-use super::eval_fixtures::history;
-use crate::support::{TestRepo, orchestra, refs, text};
+use super::eval_fixtures::{assert_arms_refused, history};
+use crate::support::{TestRepo, refs};
 
 /// A stand-in agent CLI speaking Claude Code's stream-json: it reads the prompt on stdin and
 /// adds the function the objective names, for multiplication and negation only.
@@ -135,64 +135,49 @@ fn bad_arm_options_are_refused_by_arm_name_before_anything_runs() {
         "[profiles.small]\nprovider = \"openai-compatible\"\nmodel = \"m\"\nbase_url = \"http://127.0.0.1:9\"\n",
     );
     let before = refs(&repo.path);
-    for (arm, says) in [
-        ("x=agent:coder@", "arm `x`: `@` needs a profile name"),
-        (
-            "x=agent:coder@huge",
-            "arm `x`: profile `huge` is not defined",
-        ),
-        ("x=start@huge", "arm `x`: profile `huge` is not defined"),
-        (
-            "x=agent:coder,budget=cheap",
-            "arm `x`: option `budget=cheap` needs a positive cost",
-        ),
-        ("x=agent:coder,budget=0", "needs a positive cost"),
-        (
-            "x=start,tokens=-3",
-            "arm `x`: option `tokens=-3` needs a positive whole number",
-        ),
-        (
-            "x=start,colour=red",
-            "arm `x`: option `colour=red` is not one of",
-        ),
-        (
-            "x=cli:claude@small",
-            "arm `x`: `cli:` arms take no `@<profile>`",
-        ),
-        ("x=cli:", "arm `x`: `cli:` needs an agent CLI name"),
-        ("x=cli:nosuchcli", "arm `x`"),
-        (
-            "x=start,profile.planner=huge",
-            "profile `huge` is not defined",
-        ),
-        (
-            "x=agent:coder,model.coder=tiny",
-            "arm `x`: `model.coder` changes the model of role `coder`'s profile",
-        ),
-        (
-            "x=start,model.coder=",
-            "arm `x`: option `model.coder=` needs a role and a model",
-        ),
-    ] {
-        let out = orchestra(
-            &repo.path,
-            &[
-                "eval",
-                "run",
-                "--from-history",
-                "HEAD~3..HEAD",
-                "--test",
-                "sh run_tests.sh",
-                "--arm",
-                arm,
-            ],
-        );
-        assert_eq!(out.status.code(), Some(2), "{arm}: {}", text(&out));
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(err.contains(says), "{arm}: {err}");
-    }
-    assert_eq!(refs(&repo.path), before);
-    assert!(!git_orchestra::exec::outside_dir(&repo.path.join(".git"), ".evals").exists());
+    assert_arms_refused(
+        &repo,
+        &before,
+        &[
+            ("x=agent:coder@", "arm `x`: `@` needs a profile name"),
+            (
+                "x=agent:coder@huge",
+                "arm `x`: profile `huge` is not defined",
+            ),
+            ("x=start@huge", "arm `x`: profile `huge` is not defined"),
+            (
+                "x=agent:coder,budget=cheap",
+                "arm `x`: option `budget=cheap` needs a positive cost",
+            ),
+            ("x=agent:coder,budget=0", "needs a positive cost"),
+            (
+                "x=start,tokens=-3",
+                "arm `x`: option `tokens=-3` needs a positive whole number",
+            ),
+            (
+                "x=start,colour=red",
+                "arm `x`: option `colour=red` is not one of",
+            ),
+            (
+                "x=cli:claude@small",
+                "arm `x`: `cli:` arms take no `@<profile>`",
+            ),
+            ("x=cli:", "arm `x`: `cli:` needs an agent CLI name"),
+            ("x=cli:nosuchcli", "arm `x`"),
+            (
+                "x=start,profile.planner=huge",
+                "profile `huge` is not defined",
+            ),
+            (
+                "x=agent:coder,model.coder=tiny",
+                "arm `x`: `model.coder` changes the model of role `coder`'s profile",
+            ),
+            (
+                "x=start,model.coder=",
+                "arm `x`: option `model.coder=` needs a role and a model",
+            ),
+        ],
+    );
 }
 
 /// Returns a plan of `packets` (id, file, content) for the scripted planner, and the coder

@@ -153,3 +153,34 @@ pub(super) fn eval(
     assert!(out.status.success(), "{}", crate::support::text(&out));
     serde_json::from_slice(&out.stdout).unwrap()
 }
+
+/// Asserts that `eval run` over the last three commits of `repo` refuses each arm of `cases`
+/// (arm, what the error says) as bad input, and that nothing changed: `repo`'s refs are still
+/// `before` and no attempt directory was made.
+pub(super) fn assert_arms_refused(repo: &TestRepo, before: &str, cases: &[(&str, &str)]) {
+    for (arm, says) in cases {
+        let out = crate::support::orchestra(
+            &repo.path,
+            &[
+                "eval",
+                "run",
+                "--from-history",
+                "HEAD~3..HEAD",
+                "--test",
+                "sh run_tests.sh",
+                "--arm",
+                arm,
+            ],
+        );
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{arm}: {}",
+            crate::support::text(&out)
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(says), "{arm}: {err}");
+    }
+    assert_eq!(refs(&repo.path), before);
+    assert!(!git_orchestra::exec::outside_dir(&repo.path.join(".git"), ".evals").exists());
+}

@@ -2,28 +2,13 @@
 //! `blocked` signal) is classed `gave_up`, not `crash`; a question nobody is there to answer
 //! gets "decide yourself" and the agent goes on, in a one-packet attempt as in a `start` one.
 
-use super::eval_fixtures::{coder_on, history};
-use crate::support::{TestRepo, orchestra, text};
+use super::eval_fixtures::{coder_on, eval, history};
+use crate::support::{TestRepo, text};
 
 /// Returns the one attempt of `eval run --json` over the multiplication task with an
 /// `agent:coder` arm.
 pub(super) fn attempt(repo: &TestRepo) -> serde_json::Value {
-    let out = orchestra(
-        &repo.path,
-        &[
-            "eval",
-            "run",
-            "--from-history",
-            "HEAD~3..HEAD~2",
-            "--test",
-            "sh run_tests.sh",
-            "--arm",
-            "coder=agent:coder",
-            "--json",
-        ],
-    );
-    assert!(out.status.success(), "{}", text(&out));
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let json = eval(repo, "HEAD~3..HEAD~2", &["coder=agent:coder"], &[]);
     json["attempts"][0].clone()
 }
 

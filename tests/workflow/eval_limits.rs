@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use super::eval_fixtures::history;
-use crate::support::{TestRepo, orchestra, text};
+use super::eval_fixtures::{eval, history};
+use crate::support::{TestRepo, text};
 
 /// A stand-in agent CLI speaking Claude Code's stream-json: it adds negation at once,
 /// then reports 100 input tokens a turn, half a second apart, for twenty turns.
@@ -42,22 +42,7 @@ fn a_cli_arm_is_stopped_mid_packet_at_its_token_budget() {
     let (repo, commits) = history();
     chatty_cli(&repo);
     let started = Instant::now();
-    let out = orchestra(
-        &repo.path,
-        &[
-            "eval",
-            "run",
-            "--from-history",
-            "HEAD~1..HEAD",
-            "--test",
-            "sh run_tests.sh",
-            "--arm",
-            "tight=cli:chatty,tokens=250",
-            "--json",
-        ],
-    );
-    assert!(out.status.success(), "{}", text(&out));
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let json = eval(&repo, "HEAD~1..HEAD", &["tight=cli:chatty,tokens=250"], &[]);
     let attempt = &json["attempts"][0];
     assert_eq!(attempt["task"], commits[2].as_str(), "{json}");
     assert_eq!(attempt["failure"], "budget", "{json}");

@@ -1,7 +1,7 @@
 //! `git orchestra eval run` measures: the time an attempt's agents wait on models, per attempt
 //! and per arm (median and total) in the report's JSON.
 
-use super::eval_fixtures::{coder_on, history};
+use super::eval_fixtures::{coder_on, eval, history};
 use super::eval_gave_up::{attempt, solve};
 use crate::support::{orchestra, text};
 
@@ -48,22 +48,7 @@ fn model_time_is_measured_per_attempt_and_summed_per_arm() {
 
 /// Returns the attempt of `eval run --json` over the multiplication task with `arm`.
 fn attempt_of(repo: &crate::support::TestRepo, arm: &str) -> serde_json::Value {
-    let out = orchestra(
-        &repo.path,
-        &[
-            "eval",
-            "run",
-            "--from-history",
-            "HEAD~3..HEAD~2",
-            "--test",
-            "sh run_tests.sh",
-            "--arm",
-            arm,
-            "--json",
-        ],
-    );
-    assert!(out.status.success(), "{}", text(&out));
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let json = eval(repo, "HEAD~3..HEAD~2", &[arm], &[]);
     json["attempts"][0].clone()
 }
 

@@ -2,8 +2,8 @@
 //! project's history, each attempt in a clean repository, judged by the hidden tests; a
 //! best-of-N arm against the single arm with a worker whose success per candidate is known.
 
-use super::eval_fixtures::history;
 use super::eval_fixtures::{arm, attempt};
+use super::eval_fixtures::{assert_arms_refused, history};
 use crate::support::{TestRepo, orchestra, orchestra_with_env, refs, text};
 
 /// Returns `eval run --from-history <range> --test "sh run_tests.sh" --arm <arm>… --json` run
@@ -96,34 +96,19 @@ fn arms_resolve_exactly_what_they_solve_and_nothing_leaks_or_cheats() {
 fn a_bad_arm_is_refused_by_name_before_anything_runs() {
     let (repo, _) = history();
     let before = refs(&repo.path);
-    for (arm, says) in [
-        ("nameless", "has no name"),
-        ("x=cmd:", "needs a command"),
-        ("x=agent:", "needs a role name"),
-        // Without a model profile (the test home has none), checked before any mining.
-        ("x=agent:coder", "no model profile for role `coder`"),
-        ("x=agent:nosuchrole", "unknown role `nosuchrole`"),
-        ("x=teleport:now", "unknown kind"),
-    ] {
-        let out = orchestra(
-            &repo.path,
-            &[
-                "eval",
-                "run",
-                "--from-history",
-                "HEAD~3..HEAD",
-                "--test",
-                "sh run_tests.sh",
-                "--arm",
-                arm,
-            ],
-        );
-        assert_eq!(out.status.code(), Some(2), "{arm}: {}", text(&out));
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(err.contains(says), "{arm}: {err}");
-    }
-    assert_eq!(refs(&repo.path), before);
-    assert!(!git_orchestra::exec::outside_dir(&repo.path.join(".git"), ".evals").exists());
+    assert_arms_refused(
+        &repo,
+        &before,
+        &[
+            ("nameless", "has no name"),
+            ("x=cmd:", "needs a command"),
+            ("x=agent:", "needs a role name"),
+            // Without a model profile (the test home has none), checked before any mining.
+            ("x=agent:coder", "no model profile for role `coder`"),
+            ("x=agent:nosuchrole", "unknown role `nosuchrole`"),
+            ("x=teleport:now", "unknown kind"),
+        ],
+    );
 }
 
 #[test]
@@ -180,6 +165,60 @@ fn repeats_count_each_attempt_and_jobs_run_attempts_at_once() {
     let stored: serde_json::Value = serde_json::from_slice(&report.stdout).unwrap();
     assert_eq!(stored["arms"][0]["attempts"], 6, "{stored}");
     assert_eq!(stored["finished"], true);
+}
+
+#[test]
+fn attempts_of_one_task_at_once_leave_each_others_workers_running() {
+    // Every arm runs the same plan on the same base, so the attempts' runs share an id:
+    // starting one attempt's run must not stop another's worker as a leftover of its own.
+    let (repo, _) = history();
+    repo.scratch_writable();
+    let s = repo.scratch();
+    let wait_for = |name: &str| {
+        format!(
+            "i=0; while [ ! -e {s}/{name} ] && [ $i -lt 200 ]; do sleep 0.1; i=$((i + 1)); done",
+            s = s.display()
+        )
+    };
+    let solve = "echo 'neg() { echo $((0 - $1)); }' >> src/calc.sh";
+    // On two threads: `first` runs until `last`'s worker has started, `second` until `first`'s
+    // has, so `last`'s run starts while `first`'s worker is running.
+    let first = format!(
+        "first=cmd:touch {}/first; {}; {solve}",
+        s.display(),
+        wait_for("last")
+    );
+    let second = format!("second=cmd:{}", wait_for("first"));
+    let last = format!("last=cmd:touch {}/last; {solve}", s.display());
+    let out = orchestra(
+        &repo.path,
+        &[
+            "eval",
+            "run",
+            "--from-history",
+            "HEAD~1..HEAD",
+            "--test",
+            "sh run_tests.sh",
+            "--arm",
+            &first,
+            "--arm",
+            &second,
+            "--arm",
+            &last,
+            "--jobs",
+            "2",
+            "--json",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        s.join("last").exists(),
+        "the last worker never started: {json}"
+    );
+    for name in ["first", "last"] {
+        assert_eq!(arm(&json, name)["resolved"], 1, "{name}: {json}");
+    }
 }
 
 #[test]

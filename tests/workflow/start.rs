@@ -267,6 +267,47 @@ impl Scripted {
         env
     }
 
+    /// Gives the sample a bare `origin` beside the worktrees, with `main` pushed to it when
+    /// `push_main`, and points it at the fake GitHub at `api_url` as `acme/greeter`; returns
+    /// the bare repository.
+    fn github_remote(&self, api_url: &str, push_main: bool) -> std::path::PathBuf {
+        let bare = self.root.with_extension("remote.git");
+        git(
+            &self.repo,
+            &["init", "-q", "--bare", "-b", "main", bare.to_str().unwrap()],
+        );
+        let url = format!("file://{}", bare.display());
+        let mut steps = vec![vec!["remote", "add", "origin", url.as_str()]];
+        if push_main {
+            steps.push(vec!["push", "-q", "origin", "main"]);
+        }
+        steps.extend([
+            vec!["config", "orchestra.forge.type", "github"],
+            vec!["config", "orchestra.forge.apiUrl", api_url],
+            vec!["config", "orchestra.forge.repo", "acme/greeter"],
+        ]);
+        for args in steps {
+            git(&self.repo, &args);
+        }
+        bare
+    }
+
+    /// Runs `start --yes --pr` with `extra` after `--pr`, the GitHub token set.
+    fn start_pr(&self, extra: &[&str]) -> std::process::Output {
+        let mut args = vec!["start", "--yes", "--pr"];
+        args.extend_from_slice(extra);
+        args.extend([
+            "--worktree-root",
+            self.root.to_str().unwrap(),
+            demo::OBJECTIVE,
+        ]);
+        orchestra_with_env(
+            &self.repo,
+            &args,
+            &self.env(&[("GH_TOKEN", "ghp_startTOKEN0123456789")]),
+        )
+    }
+
     fn start(&self, extra: &[&str]) -> std::process::Output {
         let mut args = vec![
             "start",
@@ -860,32 +901,8 @@ fn start_pr_opens_stacked_pull_requests_on_the_forge_with_the_report_sections() 
     use crate::workflow::forge_mock::{FakeForge, Flavour};
     let forge = FakeForge::start(Flavour::GitHub);
     let s = Scripted::new();
-    let bare = s.root.with_extension("remote.git");
-    git(
-        &s.repo,
-        &["init", "-q", "--bare", "-b", "main", bare.to_str().unwrap()],
-    );
-    let url = format!("file://{}", bare.display());
-    for args in [
-        vec!["remote", "add", "origin", url.as_str()],
-        vec!["config", "orchestra.forge.type", "github"],
-        vec!["config", "orchestra.forge.apiUrl", forge.url.as_str()],
-        vec!["config", "orchestra.forge.repo", "acme/greeter"],
-    ] {
-        git(&s.repo, &args);
-    }
-    let out = orchestra_with_env(
-        &s.repo,
-        &[
-            "start",
-            "--yes",
-            "--pr",
-            "--worktree-root",
-            s.root.to_str().unwrap(),
-            demo::OBJECTIVE,
-        ],
-        &s.env(&[("GH_TOKEN", "ghp_startTOKEN0123456789")]),
-    );
+    s.github_remote(&forge.url, false);
+    let out = s.start_pr(&[]);
     assert!(out.status.success(), "{}", text(&out));
     let pulls = forge.pulls();
     assert_eq!(pulls.len(), 4, "{pulls:?}");
@@ -914,21 +931,7 @@ fn start_pr_land_opens_the_stacked_pull_requests_then_lands_them_all_parents_fir
     use crate::workflow::forge_mock::{FakeForge, Flavour};
     let forge = FakeForge::start(Flavour::GitHub);
     let s = Scripted::new();
-    let bare = s.root.with_extension("remote.git");
-    git(
-        &s.repo,
-        &["init", "-q", "--bare", "-b", "main", bare.to_str().unwrap()],
-    );
-    let url = format!("file://{}", bare.display());
-    for args in [
-        vec!["remote", "add", "origin", url.as_str()],
-        vec!["push", "-q", "origin", "main"],
-        vec!["config", "orchestra.forge.type", "github"],
-        vec!["config", "orchestra.forge.apiUrl", forge.url.as_str()],
-        vec!["config", "orchestra.forge.repo", "acme/greeter"],
-    ] {
-        git(&s.repo, &args);
-    }
+    let bare = s.github_remote(&forge.url, true);
     std::fs::create_dir_all(s.repo.join(".orchestra")).unwrap();
     std::fs::write(
         s.repo.join(".orchestra/config.toml"),
@@ -936,19 +939,7 @@ fn start_pr_land_opens_the_stacked_pull_requests_then_lands_them_all_parents_fir
     )
     .unwrap();
     forge.follow_git(&bare);
-    let out = orchestra_with_env(
-        &s.repo,
-        &[
-            "start",
-            "--yes",
-            "--pr",
-            "--land",
-            "--worktree-root",
-            s.root.to_str().unwrap(),
-            demo::OBJECTIVE,
-        ],
-        &s.env(&[("GH_TOKEN", "ghp_startTOKEN0123456789")]),
-    );
+    let out = s.start_pr(&["--land"]);
     assert!(out.status.success(), "{}", text(&out));
     let pulls = forge.pulls();
     assert_eq!(pulls.len(), 4, "{pulls:?}");

@@ -4,15 +4,13 @@
 
 use serde_json::{Value, json};
 
+use super::gitea_land;
 use super::github::parse_pull;
 use super::http::{Api, Token};
-use super::landing::{
-    Check, MergeMethod, MergeOutcome, PrComment, PrStatus, Review, SummaryAction,
-};
+use super::landing::{Check, PrComment, Review};
 use super::limit::DEFAULT_WRITES_PER_MINUTE;
 use super::shared;
 use super::{Forge, ForgeError, ForgeKind, NewPullRequest, PullRequest, PullRequestUpdate};
-use super::{gitea_land, github_land};
 
 /// The title prefix Gitea treats as "work in progress" (its draft state).
 const WIP: &str = "WIP: ";
@@ -72,6 +70,8 @@ pub(super) fn parse(v: &Value, method: &str, path: &str) -> Result<PullRequest, 
 }
 
 impl Forge for Gitea {
+    shared::github_shaped_calls!(parse, gitea_land);
+
     fn kind(&self) -> ForgeKind {
         ForgeKind::Gitea
     }
@@ -93,15 +93,15 @@ impl Forge for Gitea {
     }
 
     fn create(&self, pr: &NewPullRequest) -> Result<PullRequest, ForgeError> {
-        let path = format!("{}/pulls", self.repo.path);
-        let body = json!({
-            "title": with_wip(&pr.title, pr.draft),
-            "head": pr.head,
-            "base": pr.base,
-            "body": pr.body,
-        });
-        let answer = self.repo.api.request("POST", &path, Some(&body))?;
-        parse(&answer, "POST", &path)
+        self.repo.create_pull(
+            &json!({
+                "title": with_wip(&pr.title, pr.draft),
+                "head": pr.head,
+                "base": pr.base,
+                "body": pr.body,
+            }),
+            parse,
+        )
     }
 
     fn update(
@@ -122,26 +122,6 @@ impl Forge for Gitea {
         shared::send_update(&self.repo.api, "PATCH", &path, pr, fields, parse)
     }
 
-    fn add_labels(&self, number: u64, labels: &[String]) -> Result<(), ForgeError> {
-        self.repo.add_labels(number, labels)
-    }
-
-    fn request_reviewers(&self, number: u64, reviewers: &[String]) -> Result<(), ForgeError> {
-        self.repo.request_reviewers(number, reviewers)
-    }
-
-    fn comment(&self, number: u64, body: &str) -> Result<(), ForgeError> {
-        self.repo.comment(number, body)
-    }
-
-    fn pr_status(&self, number: u64) -> Result<PrStatus, ForgeError> {
-        gitea_land::pr_status(&self.repo, number)
-    }
-
-    fn checks(&self, sha: &str) -> Result<Vec<Check>, ForgeError> {
-        gitea_land::checks(&self.repo, sha)
-    }
-
     fn reviews(&self, number: u64) -> Result<Vec<Review>, ForgeError> {
         gitea_land::reviews(&self.repo, &self.who, number)
     }
@@ -154,33 +134,10 @@ impl Forge for Gitea {
         gitea_land::conversation(&self.repo, &self.who, number)
     }
 
-    fn allowed_methods(&self) -> Result<Vec<MergeMethod>, ForgeError> {
-        gitea_land::allowed_methods(&self.repo)
-    }
-
-    fn merge(
-        &self,
-        number: u64,
-        method: MergeMethod,
-        head_sha: &str,
-    ) -> Result<MergeOutcome, ForgeError> {
-        gitea_land::merge(&self.repo, number, method, head_sha)
-    }
-
-    fn retarget(&self, number: u64, base: &str) -> Result<(), ForgeError> {
-        // Gitea edits the base with the same call and field as GitHub.
-        github_land::retarget(&self.repo, number, base)
-    }
-
     fn rerun(&self, check: &Check) -> Result<bool, ForgeError> {
         // Gitea's API re-runs nothing: its checks are commit statuses.
         let _ = check;
         Ok(false)
-    }
-
-    fn upsert_summary(&self, number: u64, body: &str) -> Result<SummaryAction, ForgeError> {
-        // The conversation's comments are listed and edited as on GitHub.
-        github_land::upsert_summary(&self.repo, number, body)
     }
 }
 

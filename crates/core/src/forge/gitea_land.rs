@@ -18,18 +18,9 @@ use super::ForgeError;
 use super::github::encode;
 use super::landing::{
     COMMENT_BYTES, Check, CheckConclusion, CheckSource, LOG_TAIL_BYTES, MergeMethod, MergeOutcome,
-    PrComment, PrStatus, Review, ReviewState, safe_tail,
+    PrComment, Review, ReviewState, safe_tail,
 };
-use super::shared::RepoApi;
-
-/// Returns a protocol error for an answer to `GET path` that lacks `what`.
-fn missing(path: &str, what: &str) -> ForgeError {
-    ForgeError::Protocol {
-        method: "GET".into(),
-        path: path.to_string(),
-        message: format!("the answer has no {what}"),
-    }
-}
+use super::shared::{RepoApi, missing};
 
 /// Returns the elements of a list answer (`null`, which Gitea sends for none, is empty).
 fn list<'a>(answer: &'a Value, path: &str) -> Result<&'a [Value], ForgeError> {
@@ -72,25 +63,6 @@ impl Associations {
         }
         Ok(association.to_string())
     }
-}
-
-/// Reads pull request `number`'s live state.
-pub(super) fn pr_status(repo: &RepoApi, number: u64) -> Result<PrStatus, ForgeError> {
-    let path = format!("{}/pulls/{number}", repo.path);
-    let v = repo.api.request("GET", &path, None)?;
-    let pr = super::gitea::parse(&v, "GET", &path)?;
-    Ok(PrStatus {
-        number,
-        state: pr.state,
-        head: pr.head,
-        head_sha: v["head"]["sha"]
-            .as_str()
-            .ok_or_else(|| missing(&path, "head.sha"))?
-            .to_string(),
-        base: pr.base,
-        draft: pr.draft,
-        mergeable: v["mergeable"].as_bool(),
-    })
 }
 
 /// Reads the combined commit status of `sha`: the newest status of each context.

@@ -8,8 +8,8 @@ use super::http::{Api, Token};
 use super::limit::DEFAULT_WRITES_PER_MINUTE;
 use super::shared;
 use super::{
-    Check, Forge, ForgeError, ForgeKind, MergeMethod, MergeOutcome, NewPullRequest, PrComment,
-    PrState, PrStatus, PullRequest, PullRequestUpdate, Review, SummaryAction,
+    Check, Forge, ForgeError, ForgeKind, NewPullRequest, PrComment, PrState, PullRequest,
+    PullRequestUpdate, Review,
 };
 
 /// The public GitHub API.
@@ -86,6 +86,8 @@ impl GitHub {
 }
 
 impl Forge for GitHub {
+    shared::github_shaped_calls!(parse_pull, github_land);
+
     fn kind(&self) -> ForgeKind {
         ForgeKind::GitHub
     }
@@ -103,16 +105,16 @@ impl Forge for GitHub {
     }
 
     fn create(&self, pr: &NewPullRequest) -> Result<PullRequest, ForgeError> {
-        let path = format!("{}/pulls", self.repo.path);
-        let body = json!({
-            "title": pr.title,
-            "head": pr.head,
-            "base": pr.base,
-            "body": pr.body,
-            "draft": pr.draft,
-        });
-        let answer = self.repo.api.request("POST", &path, Some(&body))?;
-        parse_pull(&answer, "POST", &path)
+        self.repo.create_pull(
+            &json!({
+                "title": pr.title,
+                "head": pr.head,
+                "base": pr.base,
+                "body": pr.body,
+                "draft": pr.draft,
+            }),
+            parse_pull,
+        )
     }
 
     fn update(
@@ -146,26 +148,6 @@ impl Forge for GitHub {
         Ok(current)
     }
 
-    fn add_labels(&self, number: u64, labels: &[String]) -> Result<(), ForgeError> {
-        self.repo.add_labels(number, labels)
-    }
-
-    fn request_reviewers(&self, number: u64, reviewers: &[String]) -> Result<(), ForgeError> {
-        self.repo.request_reviewers(number, reviewers)
-    }
-
-    fn comment(&self, number: u64, body: &str) -> Result<(), ForgeError> {
-        self.repo.comment(number, body)
-    }
-
-    fn pr_status(&self, number: u64) -> Result<PrStatus, ForgeError> {
-        github_land::pr_status(&self.repo, number)
-    }
-
-    fn checks(&self, sha: &str) -> Result<Vec<Check>, ForgeError> {
-        github_land::checks(&self.repo, sha)
-    }
-
     fn reviews(&self, number: u64) -> Result<Vec<Review>, ForgeError> {
         github_land::reviews(&self.repo, number)
     }
@@ -180,29 +162,8 @@ impl Forge for GitHub {
         github_land::comments(&self.repo, &path)
     }
 
-    fn allowed_methods(&self) -> Result<Vec<MergeMethod>, ForgeError> {
-        github_land::allowed_methods(&self.repo)
-    }
-
-    fn merge(
-        &self,
-        number: u64,
-        method: MergeMethod,
-        head_sha: &str,
-    ) -> Result<MergeOutcome, ForgeError> {
-        github_land::merge(&self.repo, number, method, head_sha)
-    }
-
-    fn retarget(&self, number: u64, base: &str) -> Result<(), ForgeError> {
-        github_land::retarget(&self.repo, number, base)
-    }
-
     fn rerun(&self, check: &Check) -> Result<bool, ForgeError> {
         github_land::rerun(&self.repo, check)
-    }
-
-    fn upsert_summary(&self, number: u64, body: &str) -> Result<SummaryAction, ForgeError> {
-        github_land::upsert_summary(&self.repo, number, body)
     }
 
     fn reply_to_review_comment(

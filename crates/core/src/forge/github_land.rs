@@ -9,42 +9,13 @@ use serde_json::{Value, json};
 use super::ForgeError;
 use super::landing::{
     COMMENT_BYTES, Check, CheckConclusion, CheckSource, LOG_TAIL_BYTES, MergeMethod, MergeOutcome,
-    PrComment, PrStatus, Review, ReviewState, SUMMARY_MARKER, SummaryAction, safe_tail,
-    summary_body,
+    PrComment, Review, ReviewState, SUMMARY_MARKER, SummaryAction, safe_tail, summary_body,
 };
-use super::shared::RepoApi;
-
-/// Returns a protocol error for an answer to `GET path` that lacks `what`.
-fn missing(path: &str, what: &str) -> ForgeError {
-    ForgeError::Protocol {
-        method: "GET".into(),
-        path: path.to_string(),
-        message: format!("the answer has no {what}"),
-    }
-}
+use super::shared::{RepoApi, missing};
 
 /// Returns the elements of a list answer, or a protocol error naming the request.
 fn list<'a>(answer: &'a Value, path: &str) -> Result<&'a Vec<Value>, ForgeError> {
     answer.as_array().ok_or_else(|| missing(path, "list"))
-}
-
-/// Reads pull request `number`'s live state.
-pub(super) fn pr_status(repo: &RepoApi, number: u64) -> Result<PrStatus, ForgeError> {
-    let path = format!("{}/pulls/{number}", repo.path);
-    let v = repo.api.request("GET", &path, None)?;
-    let pr = super::github::parse_pull(&v, "GET", &path)?;
-    Ok(PrStatus {
-        number,
-        state: pr.state,
-        head: pr.head,
-        head_sha: v["head"]["sha"]
-            .as_str()
-            .ok_or_else(|| missing(&path, "head.sha"))?
-            .to_string(),
-        base: pr.base,
-        draft: pr.draft,
-        mergeable: v["mergeable"].as_bool(),
-    })
 }
 
 /// Reads the check runs and the combined commit status of `sha`: the newest run of each name.

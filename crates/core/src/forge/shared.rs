@@ -6,6 +6,7 @@ use serde_json::{Map, Value, json};
 
 use super::github::encode;
 use super::http::Api;
+use super::landing::PrStatus;
 use super::{ForgeError, PrState, PullRequest, PullRequestUpdate};
 
 /// Reads a pull request object of one forge's shape.
@@ -162,7 +163,103 @@ impl RepoApi {
             .request("POST", &path, Some(&json!({ "body": body })))?;
         Ok(())
     }
+
+    /// Opens a pull request from `body` (the forge's fields) and reads it back with `parse`.
+    pub(super) fn create_pull(
+        &self,
+        body: &Value,
+        parse: Parse,
+    ) -> Result<PullRequest, ForgeError> {
+        let path = format!("{}/pulls", self.path);
+        let answer = self.api.request("POST", &path, Some(body))?;
+        parse(&answer, "POST", &path)
+    }
+
+    /// Reads pull request `number`'s live state, the pull request read by the forge's `parse`
+    /// (GitHub and Gitea put the head commit and the mergeable flag in the same fields).
+    pub(super) fn pr_status(&self, number: u64, parse: Parse) -> Result<PrStatus, ForgeError> {
+        let path = format!("{}/pulls/{number}", self.path);
+        let v = self.api.request("GET", &path, None)?;
+        let pr = parse(&v, "GET", &path)?;
+        Ok(PrStatus {
+            number,
+            state: pr.state,
+            head: pr.head,
+            head_sha: v["head"]["sha"]
+                .as_str()
+                .ok_or_else(|| missing(&path, "head.sha"))?
+                .to_string(),
+            base: pr.base,
+            draft: pr.draft,
+            mergeable: v["mergeable"].as_bool(),
+        })
+    }
 }
+
+/// Returns a protocol error for an answer to `GET path` that lacks `what`.
+pub(super) fn missing(path: &str, what: &str) -> ForgeError {
+    ForgeError::Protocol {
+        method: "GET".into(),
+        path: path.to_string(),
+        message: format!("the answer has no {what}"),
+    }
+}
+
+/// Implements, inside the `impl Forge` of a client whose `repo` field is a [`RepoApi`], the
+/// calls GitHub and Gitea answer alike: labels, reviewers, comments, retargeting and the
+/// summary comment; the live state of a pull request read by `$parse`; and the checks, the
+/// allowed merge methods and the merge by the functions of the forge's landing module `$land`.
+macro_rules! github_shaped_calls {
+    ($parse:path, $land:ident) => {
+        fn add_labels(&self, number: u64, labels: &[String]) -> Result<(), ForgeError> {
+            self.repo.add_labels(number, labels)
+        }
+
+        fn request_reviewers(&self, number: u64, reviewers: &[String]) -> Result<(), ForgeError> {
+            self.repo.request_reviewers(number, reviewers)
+        }
+
+        fn comment(&self, number: u64, body: &str) -> Result<(), ForgeError> {
+            self.repo.comment(number, body)
+        }
+
+        fn pr_status(&self, number: u64) -> Result<$crate::forge::PrStatus, ForgeError> {
+            self.repo.pr_status(number, $parse)
+        }
+
+        fn checks(&self, sha: &str) -> Result<Vec<$crate::forge::Check>, ForgeError> {
+            $land::checks(&self.repo, sha)
+        }
+
+        fn allowed_methods(&self) -> Result<Vec<$crate::forge::MergeMethod>, ForgeError> {
+            $land::allowed_methods(&self.repo)
+        }
+
+        fn merge(
+            &self,
+            number: u64,
+            method: $crate::forge::MergeMethod,
+            head_sha: &str,
+        ) -> Result<$crate::forge::MergeOutcome, ForgeError> {
+            $land::merge(&self.repo, number, method, head_sha)
+        }
+
+        fn retarget(&self, number: u64, base: &str) -> Result<(), ForgeError> {
+            // Gitea edits the base with the same call and field as GitHub.
+            super::github_land::retarget(&self.repo, number, base)
+        }
+
+        fn upsert_summary(
+            &self,
+            number: u64,
+            body: &str,
+        ) -> Result<$crate::forge::SummaryAction, ForgeError> {
+            // Gitea lists and edits the conversation's comments as GitHub does.
+            super::github_land::upsert_summary(&self.repo, number, body)
+        }
+    };
+}
+pub(super) use github_shaped_calls;
 
 #[cfg(test)]
 mod tests {
