@@ -7,6 +7,9 @@
 //! and for the makespan how soon each dependent started and what the critical chain's packets
 //! spent beyond their simulated work.
 //!
+//! `-- scale` measures the per-packet cost of the 100-packet run at 100 and 1,000 packets (or
+//! the sizes `START_BENCH_PACKETS` lists), which should stay flat.
+//!
 //! Run with `cargo bench --bench start` (add `--profile dev` to skip the release build).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -254,14 +257,11 @@ fn load_average() -> String {
         .unwrap_or_else(|_| "unknown".into())
 }
 
-fn overhead() {
-    const N: usize = 100;
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("repo");
-    repo(&dir, N);
+/// Returns the plan of `n` packets in waves of ten (each packet waits for the one ten before
+/// it), each editing its own file and validating it.
+fn waves_plan(n: usize) -> String {
     let mut plan = String::from("max_parallel = 16\n");
-    for i in 0..N {
-        // Ten waves: each packet waits for the one ten before it.
+    for i in 0..n {
         let deps = if i >= 10 {
             format!("depends_on = [\"p{:03}\"]\n", i - 10)
         } else {
@@ -271,6 +271,67 @@ fn overhead() {
             "\n[[packet]]\nid = \"p{i:03}\"\ntitle = \"Edit f{i:03}.txt\"\ndescription = \"d\"\nfiles = [\"f{i:03}.txt\"]\n{deps}validation = [\"test -s f{i:03}.txt\"]\n"
         ));
     }
+    plan
+}
+
+/// Per-packet cost of the instant-agent run at each size of `START_BENCH_PACKETS` (a comma
+/// list, default `100,1000`; at most 1,000, the files' names having three digits): wall time,
+/// executing and integrating phases and CPU time, each divided by the packets, on a repository
+/// of 100 files at every size. Flat means the same figures at every size.
+fn scale() {
+    let sizes: Vec<usize> = std::env::var("START_BENCH_PACKETS")
+        .unwrap_or_else(|_| "100,1000".into())
+        .split(',')
+        .map(|n| {
+            n.trim()
+                .parse()
+                .expect("START_BENCH_PACKETS: packet counts, comma-separated")
+        })
+        .collect();
+    for n in sizes {
+        assert!(
+            (1..=1000).contains(&n),
+            "START_BENCH_PACKETS: 1 to 1000 packets"
+        );
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("repo");
+        // The repository stays at 100 files whatever the packets (those past the hundredth
+        // create their file): otherwise every worktree's checkout and removal, and so each
+        // packet, would cost more at 1,000 packets for the repository's sake alone.
+        repo(&dir, n.min(100));
+        let model = MockModel::start(parse_scripts(&scripts(&waves_plan(n), n)).unwrap()).unwrap();
+        let load = load_average();
+        let (began, cpu) = (Instant::now(), cpu_time());
+        let report = run(&dir, &model, "Edit the files", None, true);
+        let (total, cpu) = (
+            began.elapsed().as_secs_f64(),
+            cpu_time().saturating_sub(cpu),
+        );
+        check_packets(&report, n, |id| {
+            format!("f{}.txt", id.trim_start_matches('p'))
+        });
+        let edited: Vec<_> = (0..n)
+            .map(|i| (format!("f{i:03}.txt"), format!("edited {i}\n")))
+            .collect();
+        check_tree(&dir, "main", &edited);
+        let per = |s: f64| s * 1000.0 / n as f64;
+        println!(
+            "start, {n} packets, instant scripted agents, waves of 10, max_parallel 16: per packet {:.1} ms (executing {:.1} ms, integrating {:.1} ms, CPU {:.1} ms); total {total:.2} s; load average {load} at start, {} at end",
+            per(total),
+            per(phase(&report, "executing")),
+            per(phase(&report, "integrating")),
+            per(cpu.as_secs_f64()),
+            load_average()
+        );
+    }
+}
+
+fn overhead() {
+    const N: usize = 100;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("repo");
+    repo(&dir, N);
+    let plan = waves_plan(N);
     let model = MockModel::start(parse_scripts(&scripts(&plan, N)).unwrap()).unwrap();
     println!("load average at start: {}", load_average());
     let (began, cpu) = (Instant::now(), cpu_time());
@@ -410,5 +471,9 @@ fn main() {
     }
     if only.as_deref().is_none_or(|o| o == "makespan") {
         makespan();
+    }
+    // `-- scale` only: a thousand packets take minutes.
+    if only.as_deref() == Some("scale") {
+        scale();
     }
 }

@@ -85,3 +85,56 @@ fn a_packets_validation_commands_share_one_sandbox_launch_and_keep_their_own_rep
         "{tail}"
     );
 }
+
+/// A packet with a worker command costs two sandbox launches, whatever its number of
+/// validation commands: one for the worker, one for the whole validation list. They stay two:
+/// the engine commits and checks the packet's scope between them, outside any sandbox, and a
+/// launch shared across that step would keep whatever the worker left running alive while the
+/// commit is made and validated.
+#[test]
+fn a_packet_costs_one_sandbox_launch_for_its_worker_and_one_for_its_validation() {
+    let repo = TestRepo::new();
+    repo.scratch_writable();
+    let launches = repo.scratch().join("launches.log");
+    let log = |label: &str| {
+        format!(
+            "echo \"$(cut -d' ' -f5 /proc/$$/stat) $ORCHESTRA_PACKET {label}\" >> '{}'",
+            launches.display()
+        )
+    };
+    let n = 3;
+    let mut body = String::from("objective = \"Count launches\"\n\n");
+    for i in 0..n {
+        let validation = ["first", "second", "third"]
+            .map(|l| format!("\"{}\"", log(l).replace('"', "\\\"")))
+            .join(", ");
+        body.push_str(&packet(
+            &format!("p{i}"),
+            &format!("\"out-p{i}.txt\""),
+            "",
+            &validation,
+        ));
+    }
+    let plan = repo.write_plan("plan.toml", &body);
+    let worker = format!("{}; echo x > \"out-$ORCHESTRA_PACKET.txt\"", log("worker"));
+    let out = repo.run_plan(&plan, &worker, &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    let text = std::fs::read_to_string(&launches).unwrap();
+    let mut groups: std::collections::BTreeMap<&str, std::collections::BTreeSet<&str>> =
+        Default::default();
+    for line in text.lines() {
+        let mut words = line.split(' ');
+        let (group, packet) = (words.next().unwrap(), words.next().unwrap());
+        groups.entry(packet).or_default().insert(group);
+    }
+    assert_eq!(groups.len(), n, "{text}");
+    for (packet, launched) in &groups {
+        assert_eq!(
+            launched.len(),
+            2,
+            "{packet}: {} sandbox launches: {text}",
+            launched.len()
+        );
+    }
+    assert_eq!(text.lines().count(), n * 4, "{text}");
+}

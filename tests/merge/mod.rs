@@ -9,3 +9,4 @@ mod crash;
 mod honest;
 mod packet_diff;
 mod scale;
+mod scratch;

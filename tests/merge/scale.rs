@@ -246,3 +246,22 @@ fn integrating_costs_the_same_per_packet_from_50_to_200_packets() {
         many.launches
     );
 }
+
+/// Returns how many times the merge started `git worktree list` (which reads every
+/// registered worktree, so its cost grows with the run).
+fn worktree_lists(lines: &[String]) -> usize {
+    lines.iter().filter(|l| l.contains("worktree list")).count()
+}
+
+#[test]
+fn releasing_integrated_worktrees_lists_the_registrations_a_bounded_number_of_times() {
+    // With the pool full (`[worktree] recycle`, 2 by default), parking one more worktree must
+    // not read every registered worktree to find that out: that made each integrated packet's
+    // release cost grow with the number of packets.
+    let (few, more) = (git_starts_merging(4), git_starts_merging(12));
+    let (few, more) = (worktree_lists(&few), worktree_lists(&more));
+    assert!(
+        more <= few.max(4),
+        "integrating 4 packets listed the worktrees {few} times, 12 packets {more} times"
+    );
+}

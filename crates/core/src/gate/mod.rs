@@ -14,6 +14,7 @@ mod diff;
 mod fast;
 pub mod hook;
 mod links;
+mod moving_scratch;
 pub mod pushed;
 mod range;
 mod review;
@@ -31,10 +32,12 @@ pub use compare::{
 };
 pub use diff::{AddedLine, ChangedFile, RangeDiff, read_diff};
 pub use fast::all_approved;
+pub use moving_scratch::MovingScratch;
 pub use range::{PacketRef, ResolvedRange, packet_of, resolve_range};
 pub use review::{
     DeterministicReviewer, PacketChecks, ReadRange, ReviewInput, ReviewOutcome, Reviewer,
-    history_findings, read_range, review, review_read, run_validation, run_validation_until,
+    history_findings, read_range, review, review_read, run_validation, run_validation_in,
+    run_validation_until,
 };
 pub use scratch::ScratchWorktree;
 pub use secrets::{SecretKind, mask as mask_secrets, redact, safe_to_show};

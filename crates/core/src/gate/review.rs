@@ -228,13 +228,33 @@ pub fn run_validation_until(
         return Ok(Vec::new());
     }
     let scratch = ScratchWorktree::create(repo, commit, "validate")?;
+    run_validation_in(
+        scratch.path(),
+        commit,
+        commands,
+        (timeout, stop),
+        log_dir,
+        confine,
+    )
+}
+
+/// Runs the validation like [`run_validation_until`] in `dir`, a checkout of `commit` the
+/// caller made (a merge's [`super::MovingScratch`], kept from one candidate to the next).
+pub fn run_validation_in(
+    dir: &Path,
+    commit: &str,
+    commands: &[String],
+    (timeout, stop): (Duration, &AtomicBool),
+    log_dir: &Path,
+    confine: Option<&process::Confine>,
+) -> Result<Vec<(String, Outcome, PathBuf)>, GateError> {
     let logs: Vec<PathBuf> = (1..=commands.len())
         .map(|n| log_dir.join(format!("validate-{n}.log")))
         .collect();
     let env = [("ORCHESTRA_COMMIT".to_string(), commit.to_string())];
     let spec = orchestra_sys::exec::batch::BatchSpec {
         commands,
-        dir: scratch.path(),
+        dir,
         env: &env,
         logs: &logs,
         log: &log_dir.join("validate-all.log"),

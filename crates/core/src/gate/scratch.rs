@@ -72,10 +72,10 @@ impl Drop for ScratchWorktree {
 }
 
 /// Removes the private temporary directories the sandbox made for the commands run in the
-/// checkout `path` (`<tmp>/<name>-<hash>`, the name cut at 40 characters): a scratch checkout
-/// leaves nothing behind. Scratch names end in the process id and a counter, so `<name>-` names
-/// only this checkout's.
-fn remove_private_tmp(tmp: &Path, path: &Path) {
+/// checkout `path` (`<tmp>/<name>-<hash>`, the name cut at 40 characters, the hash 8 hex
+/// digits): a scratch checkout leaves nothing behind. Only `<name>-` followed by exactly the
+/// hash matches, so a checkout whose name extends this one's keeps its directory.
+pub(super) fn remove_private_tmp(tmp: &Path, path: &Path) {
     let Some(name) = path.file_name() else {
         return;
     };
@@ -87,7 +87,9 @@ fn remove_private_tmp(tmp: &Path, path: &Path) {
         return;
     };
     for entry in entries.flatten() {
-        if entry.file_name().to_string_lossy().starts_with(&prefix) {
+        let entry_name = entry.file_name().to_string_lossy().into_owned();
+        let hash = entry_name.strip_prefix(&prefix).unwrap_or_default();
+        if hash.len() == 8 && hash.chars().all(|c| c.is_ascii_hexdigit()) {
             let _ = fs_err::remove_dir_all(entry.path());
         }
     }

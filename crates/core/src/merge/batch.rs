@@ -1,6 +1,7 @@
 //! The batching loop: merge a batch in memory, validate the candidate, advance the
 //! integration branch by compare-and-swap; grow the batch on success, halve it on failure.
 
+use std::cell::RefCell;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::PathBuf;
 
@@ -10,8 +11,9 @@ use super::report::{Batch, BrokenCommand, SentBack};
 use super::steps::{Resolver, send_back, validate_candidate};
 use super::tree::{MergeTree, commit_merge, merge_tree};
 use crate::engine::Journal;
+use crate::gate::MovingScratch;
 use crate::store::Event;
-use orchestra_git::git::{Expected, Git, RefError, RepoInfo};
+use orchestra_git::git::{Expected, Git, RefError};
 
 /// How many times a batch is retried because the integration branch moved underneath it.
 const MAX_CAS_RETRIES: usize = 5;
@@ -64,7 +66,6 @@ impl Progress {
 
 /// What every batch of one merge shares.
 pub(super) struct Batcher<'a> {
-    pub repo: &'a RepoInfo,
     pub git: &'a Git,
     pub journal: &'a Journal<'a>,
     pub resolver: &'a Resolver<'a>,
@@ -72,6 +73,8 @@ pub(super) struct Batcher<'a> {
     pub branch: &'a str,
     pub int_ref: &'a str,
     pub log_root: PathBuf,
+    /// The checkout every candidate is validated in, moved from one to the next.
+    pub scratch: RefCell<MovingScratch>,
 }
 
 impl Batcher<'_> {
@@ -188,7 +191,7 @@ impl Batcher<'_> {
         p.attempt += 1;
         let names: Vec<String> = merged.iter().map(|i| i.id.clone()).collect();
         let failure = validate_candidate(
-            self.repo,
+            &mut self.scratch.borrow_mut(),
             self.journal,
             candidate,
             &commands,

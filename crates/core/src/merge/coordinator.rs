@@ -200,7 +200,6 @@ pub fn integrate_journaled(
         journal: &record_event,
     };
     let batcher = Batcher {
-        repo,
         git: &git,
         journal,
         resolver: &resolver,
@@ -208,6 +207,10 @@ pub fn integrate_journaled(
         branch: &branch,
         int_ref: &int_ref,
         log_root: dir.merge_logs(),
+        scratch: std::cell::RefCell::new(crate::gate::MovingScratch::new(
+            repo,
+            &format!("merge-{run_id}"),
+        )),
     };
     let approval = Approval {
         repo,

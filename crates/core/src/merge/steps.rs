@@ -12,10 +12,10 @@ use super::resolve::{
 };
 use super::tree::{MergeTree, commit_merge, merge_tree};
 use crate::engine::Journal;
-use crate::gate::run_validation_until;
+use crate::gate::{MovingScratch, run_validation_in};
 use crate::plan::Plan;
 use crate::store::Event;
-use orchestra_git::git::{Expected, Git, GitError, RepoInfo};
+use orchestra_git::git::{Expected, Git, GitError};
 
 /// What sending a conflicting packet back to its worker needs, for the whole merge.
 pub(super) struct Resolver<'a> {
@@ -188,12 +188,12 @@ pub(super) struct CandidateFailure {
     pub tail: String,
 }
 
-/// Runs `commands` on the candidate commit in a scratch checkout, confined as `opts` says,
-/// journaling each outcome; returns the first failure, described. A command `stop` cut short
-/// is not journaled: the merge ends with [`MergeError::Interrupted`] and validates again when
-/// it is resumed.
+/// Runs `commands` on the candidate commit in the merge's scratch checkout (moved to the
+/// candidate, or made when it is the first), confined as `opts` says, journaling each outcome;
+/// returns the first failure, described. A command `stop` cut short is not journaled: the
+/// merge ends with [`MergeError::Interrupted`] and validates again when it is resumed.
 pub(super) fn validate_candidate(
-    repo: &RepoInfo,
+    scratch: &mut MovingScratch,
     journal: &Journal<'_>,
     candidate: &str,
     commands: &[String],
@@ -204,7 +204,11 @@ pub(super) fn validate_candidate(
     let timeout = opts.timeout;
     let confine = opts.sandboxes.validation.as_deref();
     let until = (timeout, stop);
-    let results = run_validation_until(repo, candidate, commands, until, log_dir, confine)?;
+    if commands.is_empty() {
+        return Ok(None);
+    }
+    let dir = scratch.checkout(candidate)?;
+    let results = run_validation_in(dir, candidate, commands, until, log_dir, confine)?;
     if results.iter().any(|(_, outcome, _)| outcome.interrupted) {
         return Err(MergeError::Interrupted {
             run: journal.run()?.id,

@@ -114,7 +114,10 @@ pub fn park(repo: &RepoInfo, wt: &Path, capacity: usize) -> Result<Option<PathBu
         return Ok(None);
     };
     let _registrations = super::registration_lock();
-    if capacity == 0 || pooled(repo, &pool)?.len() >= capacity {
+    // Counted from the pool's own directories, each checked against its registration, not
+    // with `git worktree list`, which reads every registered worktree: integrating many
+    // packets would otherwise pay for all of them on each one.
+    if capacity == 0 || parked_in(repo, &pool) >= capacity {
         return Ok(None);
     }
     let git = Git::pinned(&repo.common_dir, wt)?;
@@ -155,6 +158,20 @@ pub fn park(repo: &RepoInfo, wt: &Path, capacity: usize) -> Result<Option<PathBu
     }
     move_worktree(repo, wt, &dest)?;
     Ok(Some(dest))
+}
+
+/// Returns how many worktrees are parked in `pool`: its directories that are registered
+/// worktrees of `repo` (a directory a crash left unregistered does not count). Reads the
+/// pool's entries and their registrations' files only, whatever the number of worktrees.
+fn parked_in(repo: &RepoInfo, pool: &Path) -> usize {
+    let Ok(entries) = fs_err::read_dir(pool) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter(|e| super::registered_git_dir_unrepaired(&repo.common_dir, &e.path()).is_ok())
+        .count()
 }
 
 /// A pooled worktree [`recycle`] moved to a packet's path, still to be put on the packet's

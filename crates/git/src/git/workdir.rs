@@ -94,6 +94,29 @@ impl Git {
         self.writing().run(args).map(drop)
     }
 
+    /// Moves this detached checkout to `commit`, discarding whatever changed in it (`checkout
+    /// --force --detach`, hooks off): git rewrites only the files that differ, so a scratch
+    /// checkout kept between candidates costs what changed, not the whole tree.
+    pub fn force_detach_to(&self, commit: &str) -> Result<(), GitError> {
+        self.writing()
+            .run([
+                "-c",
+                "core.hooksPath=/dev/null",
+                "checkout",
+                "--force",
+                "--detach",
+                "--quiet",
+                commit,
+            ])
+            .map(drop)
+    }
+
+    /// Removes every untracked file and directory from this worktree, ignored ones and nested
+    /// repositories included (`clean -ffdx`): what is left is exactly the checked-out commit.
+    pub fn clean_all(&self) -> Result<(), GitError> {
+        self.run(["clean", "-ffdx", "--quiet"]).map(drop)
+    }
+
     /// Removes the worktree at `path` with whatever it holds (`worktree remove --force
     /// --force`, so even a locked one goes).
     pub fn force_remove_worktree(&self, path: &Path) -> Result<(), GitError> {
