@@ -155,3 +155,26 @@ fn a_scratch_checkout_a_kill_left_after_a_complete_move_is_moved_and_cleaned() {
     assert!(on_scratch(&lines, "checkout") >= 1, "{lines:#?}");
     assert!(!path.exists(), "the scratch checkout was left behind");
 }
+
+#[test]
+fn gc_removes_the_scratch_checkout_a_killed_merge_left_and_never_came_back_to() {
+    let repo = TestRepo::new();
+    let run = run_packets(&repo, 2);
+    let path = leave_scratch(&repo, &run, true);
+    let (_, marker) = scratch_of(&repo, &run);
+    let out = orchestra(&repo.path, &["gc", "--dry-run"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(path.exists(), "a dry run removes nothing");
+    let out = orchestra(&repo.path, &["gc"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(!path.exists(), "gc left the scratch checkout behind");
+    assert!(
+        !marker.exists(),
+        "gc left the scratch checkout's marker behind"
+    );
+    assert!(
+        !repo.git(&["worktree", "list"]).contains("keep-merge"),
+        "{}",
+        repo.git(&["worktree", "list"])
+    );
+}

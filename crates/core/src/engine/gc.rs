@@ -170,6 +170,8 @@ pub fn gc(repo: &RepoInfo, only: Option<&str>, dry_run: bool) -> Result<GcReport
                 .prune_worktrees()
                 .map_err(orchestra_git::git::RepoError::from)?;
             remove_empty_run_dirs(&run.id, packets.iter().map(|p| Path::new(&p.worktree)));
+            // The scratch checkout of a merge a kill cut short and nothing resumed.
+            crate::gate::MovingScratch::discard(repo, &format!("merge-{}", run.id));
             repo.git()
                 .delete_refs_under(&kept_refs(&run.id))
                 .map_err(orchestra_git::git::RepoError::from)?;

@@ -78,6 +78,19 @@ impl MovingScratch {
         Ok(&self.path)
     }
 
+    /// Removes the checkout named after `label` and its marker that a killed merge left
+    /// behind, if any; returns true when there was one. The caller holds the run's lock, so no
+    /// merge is using it.
+    pub fn discard(repo: &RepoInfo, label: &str) -> bool {
+        let mut left = MovingScratch::new(repo, label);
+        let found = left.path.exists() || left.ready.exists();
+        if found {
+            // Dropping a used value removes the checkout, its registration and its marker.
+            left.used = true;
+        }
+        found
+    }
+
     /// Returns the checkout's directory.
     pub fn path(&self) -> &Path {
         &self.path
