@@ -309,3 +309,42 @@ fn gc_does_not_archive_a_planted_sparse_file_and_says_what_it_left_out() {
     );
     assert_eq!(tar_member(&archive, "build/small.txt"), b"small\n");
 }
+
+/// A removal renames a worktree aside and deletes its files after releasing the registration
+/// lock; a crash in between leaves the renamed directory, which `gc` deletes, while a user's
+/// directory that merely shares the name prefix stays.
+#[test]
+fn gc_deletes_a_worktree_a_crashed_removal_set_aside_and_nothing_else() {
+    let repo = TestRepo::new();
+    let plan = repo.write_plan(
+        "plan.toml",
+        &format!(
+            "objective = \"Set aside\"\n\n{}",
+            packet("p1", "\"out.txt\"", "", "")
+        ),
+    );
+    repo.run_plan(&plan, "echo ok > out.txt", &[]);
+    let run = run_id(&repo.path);
+    let p1 = repo.scratch().join("wt").join(&run).join("p1");
+    assert!(p1.join("out.txt").exists());
+    // What a crash between the unregistering and the deletion leaves.
+    let aside = p1.with_file_name(".orchestra-removing-p1-4242-0");
+    std::fs::rename(&p1, &aside).unwrap();
+    for admin in std::fs::read_dir(repo.path.join(".git/worktrees")).unwrap() {
+        let admin = admin.unwrap().path();
+        let gitdir = std::fs::read_to_string(admin.join("gitdir")).unwrap();
+        if Path::new(gitdir.trim()).starts_with(&p1) {
+            std::fs::remove_dir_all(&admin).unwrap();
+        }
+    }
+    let mine = p1.with_file_name(".orchestra-removing-mine");
+    std::fs::create_dir_all(&mine).unwrap();
+    std::fs::write(mine.join("notes.txt"), "keep\n").unwrap();
+    let out = orchestra(&repo.path, &["gc"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(!aside.exists(), "the set-aside worktree was left behind");
+    assert_eq!(
+        std::fs::read_to_string(mine.join("notes.txt")).unwrap(),
+        "keep\n"
+    );
+}

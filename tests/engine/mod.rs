@@ -30,6 +30,7 @@ mod recycle;
 mod retry;
 mod run;
 mod run_input;
+mod scheduling_reads;
 mod sparse;
 mod sshd;
 mod symbols;

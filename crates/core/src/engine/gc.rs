@@ -169,7 +169,11 @@ pub fn gc(repo: &RepoInfo, only: Option<&str>, dry_run: bool) -> Result<GcReport
             repo.git()
                 .prune_worktrees()
                 .map_err(orchestra_git::git::RepoError::from)?;
-            remove_empty_run_dirs(&run.id, packets.iter().map(|p| Path::new(&p.worktree)));
+            remove_empty_run_dirs(
+                repo,
+                &run.id,
+                packets.iter().map(|p| Path::new(&p.worktree)),
+            );
             // The scratch checkout of a merge a kill cut short and nothing resumed.
             crate::gate::MovingScratch::discard(repo, &format!("merge-{}", run.id));
             repo.git()
@@ -341,14 +345,21 @@ fn remove_saved(
 }
 
 /// Removes the run's worktree directory (`<root>/<run>`, the parent of its packets'
-/// worktrees) once gc has emptied it; a directory that still holds anything is left alone.
-fn remove_empty_run_dirs<'p>(run: &str, worktrees: impl Iterator<Item = &'p Path>) {
+/// worktrees) once gc has emptied it, first deleting the worktree files a removal set aside
+/// and a crash left there (`git::delete_set_aside`); a directory that still holds anything
+/// else is left alone.
+fn remove_empty_run_dirs<'p>(
+    repo: &RepoInfo,
+    run: &str,
+    worktrees: impl Iterator<Item = &'p Path>,
+) {
     let mut dirs: Vec<&Path> = worktrees
         .filter_map(Path::parent)
         .filter(|d| d.file_name().is_some_and(|n| n == run))
         .collect();
     dirs.dedup();
     for dir in dirs {
+        gitops::delete_set_aside(&repo.common_dir, dir);
         // Fails, harmlessly, unless the directory is empty: nothing in it is ever deleted.
         let _ = std::fs::remove_dir(dir);
     }

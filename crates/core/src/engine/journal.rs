@@ -13,6 +13,8 @@ pub struct Journal<'a> {
     on_event: &'a (dyn Fn(&str, &Event) + Sync),
     crash_after: Option<u64>,
     recorded: AtomicU64,
+    /// How many packet records `packet` and `packets` returned (see `records_read`).
+    records_read: AtomicU64,
     error: Mutex<Option<StoreError>>,
 }
 
@@ -30,6 +32,7 @@ impl<'a> Journal<'a> {
             on_event,
             crash_after,
             recorded: AtomicU64::new(0),
+            records_read: AtomicU64::new(0),
             error: Mutex::new(None),
         }
     }
@@ -147,17 +150,32 @@ impl<'a> Journal<'a> {
 
     /// Returns the run's packet `id` as currently stored.
     pub fn packet(&self, id: &str) -> Result<Option<PacketRecord>, StoreError> {
-        self.store
+        let record = self
+            .store
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .packet(&self.run, id)
+            .packet(&self.run, id)?;
+        self.records_read
+            .fetch_add(u64::from(record.is_some()), Ordering::Relaxed);
+        Ok(record)
     }
 
     /// Returns the run's packets as currently stored.
     pub fn packets(&self) -> Result<Vec<PacketRecord>, StoreError> {
-        self.store
+        let records = self
+            .store
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .packets(&self.run)
+            .packets(&self.run)?;
+        self.records_read
+            .fetch_add(records.len() as u64, Ordering::Relaxed);
+        Ok(records)
+    }
+
+    /// Returns how many packet records [`Journal::packet`] and [`Journal::packets`] have
+    /// returned so far: what reading the run's state costs, which must grow linearly with the
+    /// number of packets (the scheduler's reads per packet stay flat).
+    pub fn records_read(&self) -> u64 {
+        self.records_read.load(Ordering::Relaxed)
     }
 }

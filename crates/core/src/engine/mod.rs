@@ -370,7 +370,15 @@ pub fn execute_with(
         tests: ctl.tests.as_deref().filter(|t| !t.trim().is_empty()),
         tester: ctl.tester.as_ref(),
     };
+    let read_before = journal.records_read();
     drive(&ctx, &graph)?;
+    // For developers (`ORCHESTRA_LOG=orchestra_core::engine=debug`): what scheduling cost in
+    // packet records read, flat per packet however many packets the run has.
+    tracing::debug!(
+        packets = plan.packets.len(),
+        records_read = journal.records_read() - read_before,
+        "packet records read while scheduling"
+    );
     let held = integration::run_pending(repo, &journal, ctl, worker)?;
     finish(&journal, run_id, held)
 }
@@ -439,21 +447,29 @@ fn journal_shared_files(
 /// Runs the scheduling loop: skips dependents of failures, starts ready packets on threads
 /// and waits for them, until nothing runs and nothing more may start (or a stop or a
 /// journal failure ends it once the running packets return).
+///
+/// The packets' states are read from the journal once and then kept in memory: a packet's
+/// state changes in its own thread, read back when the thread returns, or by a skip recorded
+/// here; a packet's record is read again just before it starts. A wake-up with nothing new
+/// (no packet returned, no slot freed) decides nothing, so the work per wake-up and per packet
+/// does not grow with the number of packets.
 fn drive(ctx: &packet::Context<'_>, graph: &scheduler::Graph) -> Result<(), EngineError> {
     let (plan, journal) = (ctx.plan, ctx.journal);
+    let mut states: Vec<PacketState> = journal.packets()?.iter().map(|r| r.state).collect();
     std::thread::scope(|scope| -> Result<(), EngineError> {
         let (done_tx, done_rx) = mpsc::channel::<usize>();
         let mut executing = vec![false; plan.packets.len()];
+        let mut busy = 0;
         let mut failure: Option<EngineError> = None;
+        // The free slots when the loop last decided, `None` when something changed since.
+        let mut decided_with: Option<usize> = None;
         loop {
-            let records = journal.packets()?;
-            let states: Vec<PacketState> = records.iter().map(|r| r.state).collect();
             let stopping = ctx.stop.load(std::sync::atomic::Ordering::SeqCst) || failure.is_some();
-            if !stopping {
+            let free = ctx.slots.free();
+            if !stopping && decided_with != Some(free) {
+                decided_with = Some(free);
                 // Candidates may hold slots beyond their packets': only free ones start more.
-                let busy = executing.iter().filter(|e| **e).count();
-                let cap = busy + ctx.slots.free();
-                let decision = scheduler::decide(graph, &states, &executing, cap);
+                let decision = scheduler::decide(graph, &states, &executing, busy + free);
                 for (i, blocker) in &decision.skip {
                     journal.record(Event::PacketSkipped {
                         packet: plan.packets[*i].id.clone(),
@@ -462,17 +478,32 @@ fn drive(ctx: &packet::Context<'_>, graph: &scheduler::Graph) -> Result<(), Engi
                             plan.packets[*blocker].id
                         ),
                     })?;
+                    states[*i] = PacketState::Skipped;
                 }
                 if !decision.skip.is_empty() {
+                    decided_with = None;
                     continue;
                 }
                 for i in decision.start {
+                    // Read again: another process may have changed it (a cancel).
+                    let Some(record) = journal.packet(&plan.packets[i].id)? else {
+                        continue;
+                    };
+                    states[i] = record.state;
+                    if !matches!(
+                        record.state,
+                        PacketState::Pending | PacketState::Running | PacketState::Interrupted
+                    ) {
+                        decided_with = None;
+                        continue;
+                    }
                     // A candidate may have taken the slot since: the packet waits its turn.
                     let Some(slot) = ctx.slots.try_take() else {
+                        decided_with = None;
                         break;
                     };
                     executing[i] = true;
-                    let record = records[i].clone();
+                    busy += 1;
                     let tx = done_tx.clone();
                     scope.spawn(move || {
                         packet::run(ctx, i, &record);
@@ -481,11 +512,18 @@ fn drive(ctx: &packet::Context<'_>, graph: &scheduler::Graph) -> Result<(), Engi
                     });
                 }
             }
-            if !executing.iter().any(|e| *e) {
+            if busy == 0 {
                 break;
             }
             match done_rx.recv_timeout(Duration::from_millis(100)) {
-                Ok(i) => executing[i] = false,
+                Ok(i) => {
+                    executing[i] = false;
+                    busy -= 1;
+                    decided_with = None;
+                    if let Some(record) = journal.packet(&plan.packets[i].id)? {
+                        states[i] = record.state;
+                    }
+                }
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
                 Err(mpsc::RecvTimeoutError::Disconnected) => return Err(EngineError::Panicked),
             }

@@ -33,6 +33,7 @@ mod repair;
 mod replay;
 mod repo;
 mod revs;
+mod set_aside;
 mod sparse;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
@@ -63,6 +64,7 @@ pub use registry::{WorktreeEntry, delete_branch, list, remove};
 pub use repair::{create_repairing, drop_unfinished_registration, repair_registrations};
 pub use replay::Replayed;
 pub use repo::{RepoError, RepoInfo};
+pub use set_aside::{ASIDE_PREFIX, delete_set_aside};
 pub use sparse::{cone, create_sparse, enable_worktree_config};
 pub use transport::init_bare;
 pub use watch::{ref_files, ref_tips_named};

@@ -9,6 +9,7 @@
 use std::path::{Path, PathBuf};
 
 use super::backup::{self, BACKUP_PREFIX};
+use super::set_aside::{self, SetAside};
 use super::worktree::WorktreeError;
 use super::{GitError, RepoInfo};
 
@@ -88,11 +89,25 @@ fn parse_porcelain(out: &str) -> Vec<WorktreeEntry> {
 /// the worktree between the backup and this call. Ignored files (build output, copied `.env`)
 /// and nested repositories are deleted with the directory: `gc` saves them first (see
 /// `leftovers`). Stale registrations are pruned afterwards.
+///
+/// Only the unregistering holds the registration lock: the directory is renamed aside
+/// (`set_aside`) and its files are deleted after the lock is released, so that parallel
+/// removals do not wait for each other's deletions.
 pub fn remove(repo: &RepoInfo, worktree: &Path) -> Result<(), WorktreeError> {
-    let _registrations = super::registration_lock();
-    if remove_linked(repo, worktree)? {
-        return Ok(());
-    }
+    let aside = {
+        let _registrations = super::registration_lock();
+        match remove_linked(repo, worktree)? {
+            Some(aside) => aside,
+            None => return remove_listed(repo, worktree),
+        }
+    };
+    aside.delete()
+}
+
+/// Removes the worktree at `worktree` found in `git worktree list` through
+/// `git worktree remove`, then prunes stale registrations; the caller holds the registration
+/// lock.
+fn remove_listed(repo: &RepoInfo, worktree: &Path) -> Result<(), WorktreeError> {
     let entries = list(repo)?;
     let Some(position) = entries.iter().position(|e| same_path(&e.path, worktree)) else {
         return Err(WorktreeError::NotAWorktree {
@@ -126,19 +141,19 @@ pub fn remove(repo: &RepoInfo, worktree: &Path) -> Result<(), WorktreeError> {
     Ok(())
 }
 
-/// Removes the existing worktree at `worktree` found through its own registration (see
-/// `pinned::registration`), without listing every worktree; returns false, having done
-/// nothing, when it is not found that way. Stale registrations are left for `git worktree
-/// prune` (`gc` runs it once at its end).
-fn remove_linked(repo: &RepoInfo, worktree: &Path) -> Result<bool, WorktreeError> {
+/// Unregisters the existing worktree at `worktree` found through its own registration (see
+/// `pinned::registration`), without listing every worktree, and returns its files set aside
+/// for deletion; returns `None`, having done nothing, when it is not found that way. Stale
+/// registrations are left for `git worktree prune` (`gc` runs it once at its end).
+fn remove_linked(repo: &RepoInfo, worktree: &Path) -> Result<Option<SetAside>, WorktreeError> {
     let (Ok(top), Ok(common)) = (worktree.canonicalize(), repo.common_dir.canonicalize()) else {
-        return Ok(false);
+        return Ok(None);
     };
     if common.parent() == Some(top.as_path()) {
         return Err(WorktreeError::MainWorktree { path: top });
     }
     let Some(admin) = super::pinned::registration(&common, &top) else {
-        return Ok(false);
+        return Ok(None);
     };
     if let Ok(reason) = std::fs::read_to_string(admin.join("locked")) {
         return Err(WorktreeError::Locked {
@@ -149,15 +164,27 @@ fn remove_linked(repo: &RepoInfo, worktree: &Path) -> Result<bool, WorktreeError
     if !backup::is_saved(repo, &top)? {
         return Err(WorktreeError::UnsavedWork { path: top });
     }
-    // As `git worktree remove --force` does: the files, then the registration (a crash in
-    // between leaves a stale registration that prune drops).
-    for dir in [&top, &admin] {
-        fs_err::remove_dir_all(dir).map_err(|source| WorktreeError::Io {
-            path: dir.to_path_buf(),
-            source,
-        })?;
-    }
-    Ok(true)
+    // The files leave the worktree's path first, then the registration goes (a crash in
+    // between leaves a stale registration that prune drops, and files `gc` deletes). When the
+    // directory cannot be renamed, its files are deleted in place, as `git worktree remove
+    // --force` does.
+    let aside = match set_aside::set_aside(&top) {
+        Some(aside) => aside,
+        None => {
+            remove_dir(&top)?;
+            SetAside::deleted()
+        }
+    };
+    remove_dir(&admin)?;
+    Ok(Some(aside))
+}
+
+/// Deletes the directory `dir` and everything in it.
+fn remove_dir(dir: &Path) -> Result<(), WorktreeError> {
+    fs_err::remove_dir_all(dir).map_err(|source| WorktreeError::Io {
+        path: dir.to_path_buf(),
+        source,
+    })
 }
 
 /// Returns the worktree registrations of `repo` read from their administrative directories,
@@ -372,6 +399,61 @@ worktree /w/gone\0HEAD ccc\0branch refs/heads/orchestra/r/p\0prunable gitdir fil
         assert_eq!(stale.branch.as_deref(), Some("refs/heads/y"));
         assert!(stale.prunable.is_some());
         assert_eq!(registrations(&repo).len(), 5);
+    }
+
+    /// Parallel removals used to run one at a time: each deleted its worktree's files while
+    /// holding the registration lock. Here a lock taken while the removal runs must find the
+    /// registration gone and files still being deleted.
+    #[test]
+    fn removal_deletes_the_files_outside_the_registration_lock() {
+        use crate::git::testing::git;
+        let tmp = tempfile::tempdir().unwrap();
+        let top = tmp.path().canonicalize().unwrap();
+        let main = top.join("r");
+        std::fs::create_dir(&main).unwrap();
+        git(&main, &["init", "-q", "-b", "main"]);
+        std::fs::write(main.join(".gitignore"), "junk/\n").unwrap();
+        git(&main, &["add", ".gitignore"]);
+        git(&main, &["commit", "-q", "-m", "a"]);
+        let run = top.join("run");
+        let wt = run.join("p");
+        git(
+            &main,
+            &["worktree", "add", "-q", "-b", "p", wt.to_str().unwrap()],
+        );
+        // Ignored build output: many files, so that deleting them takes a while.
+        for d in 0..30 {
+            let dir = wt.join(format!("junk/{d}"));
+            std::fs::create_dir_all(&dir).unwrap();
+            for f in 0..250 {
+                std::fs::write(dir.join(f.to_string()), "x").unwrap();
+            }
+        }
+        let admin = main.join(".git/worktrees/p");
+        assert!(admin.exists());
+        let repo = RepoInfo::discover(&main).unwrap();
+        let overlapped = std::thread::scope(|s| {
+            let remover = s.spawn(|| remove(&repo, &wt));
+            let mut overlapped = false;
+            while !remover.is_finished() {
+                let _lock = crate::git::registration_lock();
+                let files_left = std::fs::read_dir(&run).unwrap().next().is_some();
+                overlapped |= !admin.exists() && files_left;
+            }
+            remover.join().unwrap().unwrap();
+            overlapped
+        });
+        assert!(!wt.exists());
+        assert!(!admin.exists());
+        assert_eq!(
+            std::fs::read_dir(&run).unwrap().count(),
+            0,
+            "files left behind"
+        );
+        assert!(
+            overlapped,
+            "the files were deleted under the registration lock"
+        );
     }
 
     #[test]
