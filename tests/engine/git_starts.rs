@@ -6,15 +6,19 @@ use crate::support::*;
 const WORKER: &str = r#"echo "$ORCHESTRA_PACKET" > "out-$ORCHESTRA_PACKET.txt""#;
 
 /// Git processes `git orchestra run` may start per packet, beyond the run's fixed part: the
-/// fresh worktree's status; the main checkout's status and ignored files around the worker
-/// (before and after); the commit (add, staged list, commit); the checks' reads (tip tree and
-/// base in one batch, raw diff, sizes, patch, history); the verdict's two notes. Measured at 24
+/// fresh worktree's status; the main checkout's status, its ignored files listed by the same
+/// process, around the worker (before and after); the commit (add, staged list, commit); the checks' reads (raw diff, the
+/// tip's tree, the base and the blob sizes in one batch, history — whose one commit's patch is
+/// the range's patch when the range is that commit); the verdict's two notes. Measured at 24
 /// before the notes stopped asking for the common directory, the checks resolved tip and base
 /// in one process, and the commit's staged list stood in for a diff from the start; at 20
 /// before HEAD (of the main checkout and of the packet's worktree, four reads) came from the
-/// ref files and the file size limit from one `git config` for the run. A new git call per
-/// packet must be worth its place.
-const GIT_STARTS_PER_PACKET: usize = 15;
+/// ref files and the file size limit from one `git config` for the run; at 15 before the
+/// checks sized the blobs in the batch that resolves tip and base, and took the patch of a
+/// one-commit range from its history; at 13 before the main checkout's status listed its
+/// ignored files (an `ls-files` of their own before). A new git call per packet must be worth
+/// its place.
+const GIT_STARTS_PER_PACKET: usize = 11;
 
 /// Runs `n` independent packets through a `git` on `PATH` that logs its starts; returns the
 /// git command lines the run started.

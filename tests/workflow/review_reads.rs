@@ -102,11 +102,14 @@ fn git_starts_reviewing(ids: &[&str]) -> Vec<String> {
 #[test]
 fn a_model_review_reads_the_range_the_deterministic_checks_read() {
     let lines = git_starts_reviewing(&["p1", "p2"]);
-    // Each packet's range is read once by the gates: one raw diff, one zero-context patch,
-    // one history (the reviewer's own prompt reads its diff apart).
+    // Each packet's range is read once by the gates: one raw diff, one batch resolving the
+    // tip's tree and the base and sizing the blobs, one history — whose one commit's patch is
+    // the range's zero-context patch, so none is read apart (the reviewer's own prompt reads
+    // its diff apart).
     let reads = |what: &str| lines.iter().filter(|l| l.contains(what)).count();
     let counts = git_by_subcommand(&lines);
     assert_eq!(reads("diff --raw"), 2, "raw diffs: {counts:?}");
-    assert_eq!(reads("--text -U0 "), 2, "patches: {counts:?}");
+    assert_eq!(reads("cat-file --batch-check"), 2, "batches: {counts:?}");
+    assert_eq!(reads("--text -U0 "), 0, "patches: {counts:?}");
     assert_eq!(reads("log --reverse"), 2, "histories: {counts:?}");
 }

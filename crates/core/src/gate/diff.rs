@@ -78,9 +78,64 @@ pub fn read_diff_with(
     (base, base_commit): (&str, Option<&str>),
     tip: &str,
 ) -> Result<RangeDiff, GateError> {
-    let files = changed_files(git, base, tip)?;
-    // A diff with bytes that are not UTF-8 is read lossily.
-    let patch = git.diff_zero_context(base, tip, &[])?;
+    let entries = raw_entries(git, base, tip)?;
+    let ids = blob_ids(&entries);
+    let sizes = git.object_sizes(&ids)?;
+    let files = sized_files(git, tip, entries, &sizes)?;
+    read_rest(git, (base, base_commit), tip, files)
+}
+
+/// A range's diff with the tip's tree, which a review resolves beside it.
+#[derive(Debug, Clone)]
+pub struct ResolvedDiff {
+    /// The tip's tree id (`None` when the tip names no commit or tree).
+    pub tree: Option<String>,
+    /// What changed from base to tip, and the history between them.
+    pub diff: RangeDiff,
+}
+
+/// Returns what [`read_diff`] returns with the tip's tree, in as few git
+/// processes as the range allows: the raw listing, then one batch that resolves both names and
+/// sizes the changed blobs, then the history — whose patch is the range's own when the range is
+/// one commit on `base`, so no second patch is read for the common packet of one commit.
+pub fn read_diff_resolving(git: &Git, base: &str, tip: &str) -> Result<ResolvedDiff, GateError> {
+    let entries = match raw_entries(git, base, tip) {
+        Ok(entries) => entries,
+        Err(e) => {
+            // A tip that names no commit is reported as such, as the review always did.
+            git.tree_of(tip)?;
+            return Err(e);
+        }
+    };
+    let (tree_spec, base_spec) = (format!("{tip}^{{tree}}"), format!("{base}^{{commit}}"));
+    let mut specs = vec![tree_spec.as_str(), base_spec.as_str()];
+    specs.extend(blob_ids(&entries));
+    let mut resolved = git.resolve_sized(&specs)?.into_iter();
+    let tree = resolved.next().flatten().map(|(id, _)| id);
+    let base_commit = resolved.next().flatten().map(|(id, _)| id);
+    let sizes = resolved.flatten().collect();
+    let files = sized_files(git, tip, entries, &sizes)?;
+    let diff = read_rest(git, (base, base_commit.as_deref()), tip, files)?;
+    Ok(ResolvedDiff { tree, diff })
+}
+
+/// Reads the added lines, the history and the links of `base..tip` whose `files` are known.
+fn read_rest(
+    git: &Git,
+    (base, base_commit): (&str, Option<&str>),
+    tip: &str,
+    files: Vec<ChangedFile>,
+) -> Result<RangeDiff, GateError> {
+    let log = parse_log(&git.log_patches(base_commit, tip)?);
+    // One commit whose only parent is the base: its patch (read with the same options) is the
+    // range's patch.
+    let added = match (log.as_slice(), base_commit) {
+        ([(only, parents)], Some(base_commit)) if parents.as_slice() == [base_commit] => {
+            only.added.clone()
+        }
+        // A diff with bytes that are not UTF-8 is read lossily.
+        _ => parse_added(&git.diff_zero_context(base, tip, &[])?),
+    };
     let links = if files.iter().any(|f| f.symlink.is_some()) {
         git.symlinks_at(tip)?.into_iter().collect()
     } else {
@@ -88,8 +143,8 @@ pub fn read_diff_with(
     };
     Ok(RangeDiff {
         files,
-        added: parse_added(&patch),
-        history: parse_history(&git.log_patches(base_commit, tip)?),
+        added,
+        history: log.into_iter().map(|(commit, _)| commit).collect(),
         links,
     })
 }
@@ -99,15 +154,17 @@ pub fn read_diff_with(
 pub fn read_history(git: &Git, base: &str, tip: &str) -> Result<Vec<HistoryCommit>, GateError> {
     let base = git.resolve_commit(base)?;
     let log = git.log_patches(base.as_deref(), tip)?;
-    Ok(parse_history(&log))
+    Ok(parse_log(&log).into_iter().map(|(c, _)| c).collect())
 }
 
-/// Parses [`Git::log_patches`] output into commits.
-fn parse_history(log: &str) -> Vec<HistoryCommit> {
+/// Parses [`Git::log_patches`] output into commits, each with its parents' ids.
+fn parse_log(log: &str) -> Vec<(HistoryCommit, Vec<String>)> {
     let mut out = Vec::new();
     for chunk in log.split("\u{1}commit ").skip(1) {
         let (head, patch) = chunk.split_once("\u{1}end").unwrap_or((chunk, ""));
-        let (commit, message) = head.split_once('\n').unwrap_or((head, ""));
+        let (commit, rest) = head.split_once('\n').unwrap_or((head, ""));
+        let (parents, message) = rest.split_once('\n').unwrap_or((rest, ""));
+        let parents = parents.split_whitespace().map(str::to_string).collect();
         let added = parse_added(patch);
         let mut paths: Vec<String> = Vec::new();
         for line in patch.lines() {
@@ -125,18 +182,23 @@ fn parse_history(log: &str) -> Vec<HistoryCommit> {
                 paths.push(path);
             }
         }
-        out.push(HistoryCommit {
+        let commit = HistoryCommit {
             commit: commit.trim().to_string(),
             message: message.trim_end().to_string(),
             paths,
             added,
-        });
+        };
+        out.push((commit, parents));
     }
     out
 }
 
-/// Lists changed files with `diff --raw`, then sizes every blob in one `cat-file` batch.
-fn changed_files(git: &Git, base: &str, tip: &str) -> Result<Vec<ChangedFile>, GateError> {
+/// One `diff --raw` entry: path, status letter, old and new blob ids, and the path again when
+/// the new version is a symbolic link.
+type RawEntry = (String, char, Option<String>, Option<String>, Option<String>);
+
+/// Lists the changed files of `base..tip` with `diff --raw`.
+fn raw_entries(git: &Git, base: &str, tip: &str) -> Result<Vec<RawEntry>, GateError> {
     let raw = git.diff_raw(base, tip)?;
     let mut parts = raw.split('\0').filter(|s| !s.is_empty());
     let mut entries = Vec::new();
@@ -155,12 +217,25 @@ fn changed_files(git: &Git, base: &str, tip: &str) -> Result<Vec<ChangedFile>, G
         let link = (fields[1] == "120000" && new.is_some()).then_some(path.to_string());
         entries.push((path.to_string(), status, old, new, link));
     }
-    let ids: Vec<&str> = entries
+    Ok(entries)
+}
+
+/// Returns every blob id the entries name, old and new.
+fn blob_ids(entries: &[RawEntry]) -> Vec<&str> {
+    entries
         .iter()
         .flat_map(|(_, _, o, n, _)| [o.as_deref(), n.as_deref()])
         .flatten()
-        .collect();
-    let sizes = git.object_sizes(&ids)?;
+        .collect()
+}
+
+/// Returns the changed files of the entries with their blobs' `sizes` and links' targets.
+fn sized_files(
+    git: &Git,
+    tip: &str,
+    entries: Vec<RawEntry>,
+    sizes: &std::collections::HashMap<String, u64>,
+) -> Result<Vec<ChangedFile>, GateError> {
     let mut files = Vec::with_capacity(entries.len());
     for (path, status, old, new, link) in entries {
         let symlink = match link {
@@ -299,14 +374,59 @@ mod tests {
 
     #[test]
     fn history_is_read_commit_by_commit() {
-        let log = "\u{1}commit aaa\nfirst\n\nbody\n\u{1}end\n\ndiff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -0,0 +1 @@\n+one\n\u{1}commit bbb\nsecond\n\u{1}end\n";
-        let h = parse_history(log);
+        let log = "\u{1}commit aaa\n\nfirst\n\nbody\n\u{1}end\n\ndiff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -0,0 +1 @@\n+one\n\u{1}commit bbb\naaa\nsecond\n\u{1}end\n";
+        let (h, parents): (Vec<_>, Vec<_>) = parse_log(log).into_iter().unzip();
+        assert_eq!(parents, [vec![], vec!["aaa".to_string()]]);
         assert_eq!(h.len(), 2);
         assert_eq!(h[0].commit, "aaa");
         assert_eq!(h[0].message, "first\n\nbody");
         assert_eq!(h[0].paths, vec!["x"]);
         assert_eq!(h[0].added[0].text, "one");
         assert!(h[1].added.is_empty());
+    }
+
+    /// Reads `base..tip` both ways: in one batch with the patch taken from a one-commit history,
+    /// and with a `diff -U0` of its own.
+    fn both_reads(git: &Git, base: &str, tip: &str) -> (RangeDiff, Vec<AddedLine>) {
+        let read = read_diff_resolving(git, base, tip).unwrap();
+        assert_eq!(read.tree, Some(git.tree_of(tip).unwrap()));
+        let own = parse_added(&git.diff_zero_context(base, tip, &[]).unwrap());
+        (read.diff, own)
+    }
+
+    #[test]
+    fn a_one_commit_range_reads_the_added_lines_its_own_diff_reads() {
+        use orchestra_git::git::{Identity, commit};
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, text: &str| std::fs::write(dir.path().join(name), text).unwrap();
+        write("a.txt", "one\ntwo\n");
+        let base = commit::init_with_files(dir.path(), "main", "base", &Identity::ENGINE).unwrap();
+        let git = Git::new(dir.path());
+        let commit_all = commit::commit_all;
+        write("a.txt", "one\nnew\ntwo\n+++ odd\n");
+        write("b.bin", "bin\0ary\nkey\n");
+        let one = commit_all(&git, "one").unwrap().unwrap();
+        let (read, own) = both_reads(&git, &base, &one);
+        assert_eq!(read.added, own);
+        assert_eq!(read.added.len(), 4, "{:?}", read.added);
+        assert_eq!(read.history.len(), 1);
+        let sizes: Vec<_> = read
+            .files
+            .iter()
+            .map(|f| (f.old_size, f.new_size))
+            .collect();
+        assert_eq!(sizes, [(Some(8), Some(20)), (None, Some(12))]);
+        // Two commits, and one commit on another base: the range's own diff.
+        std::fs::remove_file(dir.path().join("b.bin")).unwrap();
+        write("c.txt", "c\n");
+        let two = commit_all(&git, "two").unwrap().unwrap();
+        for (from, to) in [(&base, &two), (&base, &one), (&one, &two)] {
+            let (read, own) = both_reads(&git, from, to);
+            assert_eq!(read.added, own, "{from}..{to}");
+        }
+        let (read, _) = both_reads(&git, &base, &two);
+        assert_eq!(read.history.len(), 2);
+        assert!(read.added.iter().any(|a| a.path == "c.txt"));
     }
 
     #[test]

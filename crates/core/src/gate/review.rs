@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use super::GateError;
 use super::checks::{self, CheckOptions, Finding, Severity};
-use super::diff::{RangeDiff, read_diff_with};
+use super::diff::{RangeDiff, read_diff_resolving};
 use super::range::PacketRef;
 use super::scratch::ScratchWorktree;
 use super::verdict::{Decision, Verdict, rfc3339_utc, write_verdict};
@@ -308,19 +308,18 @@ pub struct ReadRange {
 /// patch and the history.
 pub fn read_range(repo: &RepoInfo, base: &str, tip: &str) -> Result<ReadRange, GateError> {
     let git = repo.git();
-    // One process resolves the tip's tree and the base's commit (none for a tree base).
-    let resolved = git.resolve_all(&[&format!("{tip}^{{tree}}"), &format!("{base}^{{commit}}")])?;
-    let tree = match &resolved[0] {
-        Some(tree) => tree.clone(),
+    // The tip's tree and the base's commit are resolved in the batch that sizes the blobs.
+    let read = read_diff_resolving(&git, base, tip)?;
+    let tree = match read.tree {
+        Some(tree) => tree,
         // Not a commit: `tree_of` says so as it always did.
         None => git.tree_of(tip)?,
     };
-    let diff = read_diff_with(&git, (base, resolved[1].as_deref()), tip)?;
     Ok(ReadRange {
         base: base.to_string(),
         tip: tip.to_string(),
         tree,
-        diff,
+        diff: read.diff,
     })
 }
 

@@ -55,7 +55,8 @@ impl Git {
     }
 
     /// Returns every commit of `base..tip` (all of `tip`'s history without a base), oldest
-    /// first, each as a line `\x01commit <id>`, its message, a line `\x01end`, then its `-U0`
+    /// first, each as a line `\x01commit <id>`, a line of its parents' ids (space-separated,
+    /// empty for a root), its message, a line `\x01end`, then its `-U0`
     /// patch against its parent — a merge's as a dense combined diff, the lines no parent had —
     /// with every file as text; bytes that are not UTF-8 are replaced.
     pub fn log_patches(&self, base: Option<&str>, tip: &str) -> Result<String, GitError> {
@@ -73,7 +74,7 @@ impl Git {
             "-p",
             "--cc",
             "-U0",
-            "--format=%x01commit %H%n%B%x01end",
+            "--format=%x01commit %H%n%P%n%B%x01end",
             tip,
         ];
         let not_base = base.map(|b| format!("^{b}"));

@@ -60,6 +60,45 @@ impl Git {
             .collect())
     }
 
+    /// Returns the full object id and size of what each of `specs` names, in order (`None` for
+    /// one that names nothing), as [`Git::resolve_all`] does, in one `git cat-file` batch: a
+    /// caller that resolves names and sizes blobs pays for one process, not two.
+    pub fn resolve_sized(&self, specs: &[&str]) -> Result<Vec<Option<(String, u64)>>, GitError> {
+        // A name with a line break names nothing and would split the batch's lines.
+        let sendable = |s: &str| !s.contains(['\n', '\r']) && !s.is_empty();
+        let sent: Vec<&str> = specs.iter().copied().filter(|s| sendable(s)).collect();
+        let mut found = Vec::new();
+        if !sent.is_empty() {
+            let input = sent.join("\n") + "\n";
+            let out = self.run_with_stdin(
+                ["cat-file", "--batch-check=%(objectname) %(objectsize)"],
+                Some(input.as_bytes()),
+            )?;
+            // A name that resolves prints `<id> <size>`; one that does not, `<name> missing`
+            // (or `ambiguous`), whose last field is no number or whose first is no id.
+            found = out
+                .lines()
+                .map(|l| {
+                    let (id, size) = l.split_once(' ')?;
+                    let size = size.parse::<u64>().ok()?;
+                    (!id.is_empty() && id.bytes().all(|b| b.is_ascii_hexdigit()))
+                        .then(|| (id.to_string(), size))
+                })
+                .collect();
+        }
+        let mut answers = found.into_iter();
+        Ok(specs
+            .iter()
+            .map(|s| {
+                if sendable(s) {
+                    answers.next().flatten()
+                } else {
+                    None
+                }
+            })
+            .collect())
+    }
+
     /// Returns the full commit id `spec` names (peeling tags), or `None` when it names no commit.
     pub fn resolve_commit(&self, spec: &str) -> Result<Option<String>, GitError> {
         self.resolve(&format!("{spec}^{{commit}}"))
@@ -408,5 +447,14 @@ mod tests {
         }
         assert_eq!(all[1].as_deref(), Some(a.as_str()));
         assert!(all[3].is_none() && all[4].is_none());
+        // Names and sizes in one batch: the same ids, and the sizes `object_sizes` reads.
+        let sized = g.resolve_sized(&refs).unwrap();
+        let ids: Vec<Option<String>> = sized.iter().map(|f| f.clone().map(|(id, _)| id)).collect();
+        assert_eq!(ids, all);
+        let found: Vec<&str> = all.iter().flatten().map(String::as_str).collect();
+        let sizes = g.object_sizes(&found).unwrap();
+        for (id, size) in sized.iter().flatten() {
+            assert_eq!(sizes.get(id), Some(size), "{id}");
+        }
     }
 }

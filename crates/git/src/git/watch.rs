@@ -141,24 +141,55 @@ impl Git {
             .collect())
     }
 
-    /// Returns [`Git::head_and_status`] with one more status line per ignored file (not
-    /// directory: build output changes with every build) — `!! <path> <size> <mtime>` — so a
-    /// planted or edited `.env` shows as a change.
+    /// Returns the working tree's HEAD and a status of it, with one more line per ignored file
+    /// (not directory: build output changes with every build) — `!! <path> <size> <mtime>` —
+    /// so a planted or edited `.env` shows as a change.
+    ///
+    /// One `git status --ignored=matching -z` lists the changes, the untracked files and the
+    /// ignored ones (each ignored file, a directory only when a pattern ignores it whole): the
+    /// walk of the untracked files that finds them is done once, not again by an `ls-files`.
+    /// Paths are shown unquoted; the lines are compared between two calls, never parsed.
     pub fn head_status_and_ignored_files(&self) -> Result<(String, String), GitError> {
-        let (head, mut status) = self.head_and_status()?;
-        for (path, _) in self.ignored_entries()?.into_iter().filter(|(_, dir)| !dir) {
-            let Ok(meta) = std::fs::symlink_metadata(self.dir().join(&path)) else {
-                continue;
-            };
-            let mtime = meta
-                .modified()
-                .ok()
-                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-                .map_or(0, |d| d.as_nanos());
-            if !status.is_empty() && !status.ends_with('\n') {
-                status.push('\n');
+        let head = self.head_or_unborn()?.unwrap_or_default();
+        let out = self.finish(
+            [
+                "status",
+                "--porcelain",
+                "--untracked-files=normal",
+                "--ignored=matching",
+                "-z",
+            ],
+            None,
+        )?;
+        if !out.success() {
+            return Err(out.into_error());
+        }
+        // A repository may hold names that are not UTF-8: shown lossily, still compared.
+        let listed = String::from_utf8_lossy(&out.stdout);
+        let mut fields = listed.split('\0').filter(|f| !f.is_empty());
+        let mut status = String::new();
+        while let Some(entry) = fields.next() {
+            let (code, path) = (
+                entry.get(..2).unwrap_or(entry),
+                entry.get(3..).unwrap_or(""),
+            );
+            if code.starts_with(['R', 'C']) {
+                // A rename's or copy's source follows as a field of its own.
+                let from = fields.next().unwrap_or_default();
+                status.push_str(&format!("{code} {from} -> {path}\n"));
+            } else if code != "!!" {
+                status.push_str(&format!("{entry}\n"));
+            } else if !path.ends_with('/') {
+                let Ok(meta) = std::fs::symlink_metadata(self.dir().join(path)) else {
+                    continue;
+                };
+                let mtime = meta
+                    .modified()
+                    .ok()
+                    .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                    .map_or(0, |d| d.as_nanos());
+                status.push_str(&format!("!! {path} {} {mtime}\n", meta.len()));
             }
-            status.push_str(&format!("!! {path} {} {mtime}\n", meta.len()));
         }
         Ok((head, status))
     }
@@ -168,6 +199,48 @@ impl Git {
 mod tests {
     use super::*;
     use crate::git::testing::git;
+
+    #[test]
+    fn one_status_lists_the_changes_and_the_ignored_files_ls_files_lists() {
+        let tmp = tempfile::tempdir().unwrap();
+        let repo = tmp.path();
+        git(repo, &["init", "-q", "-b", "main"]);
+        std::fs::write(repo.join(".gitignore"), "*.log\nbuild/\n.env\n").unwrap();
+        std::fs::write(repo.join("a"), "a\n").unwrap();
+        git(repo, &["add", "."]);
+        git(repo, &["commit", "-q", "-m", "i"]);
+        for dir in ["d", "build/sub", "e/f"] {
+            std::fs::create_dir_all(repo.join(dir)).unwrap();
+        }
+        for file in ["d/x.log", "d/y", "build/o", "e/f/z.log", ".env", "top.log"] {
+            std::fs::write(repo.join(file), "x").unwrap();
+        }
+        std::fs::write(repo.join("a"), "changed\n").unwrap();
+        let g = Git::new(repo);
+        let (head, status) = g.head_status_and_ignored_files().unwrap();
+        assert_eq!(head, g.head().unwrap());
+        let ignored: Vec<&str> = status
+            .lines()
+            .filter_map(|l| l.strip_prefix("!! "))
+            .filter_map(|l| l.split(' ').next())
+            .collect();
+        let mut listed: Vec<String> = g
+            .ignored_entries()
+            .unwrap()
+            .into_iter()
+            .filter(|(_, dir)| !dir)
+            .map(|(path, _)| path)
+            .collect();
+        listed.sort();
+        assert_eq!(ignored, listed, "{status}");
+        assert_eq!(ignored, [".env", "d/x.log", "e/f/z.log", "top.log"]);
+        let rest: Vec<&str> = status.lines().filter(|l| !l.starts_with("!! ")).collect();
+        let plain = g.status_porcelain(Untracked::Normal).unwrap();
+        assert_eq!(rest, plain.lines().collect::<Vec<_>>());
+        // An edited ignored file changes the status.
+        std::fs::write(repo.join("e/f/z.log"), "longer").unwrap();
+        assert_ne!(g.head_status_and_ignored_files().unwrap().1, status);
+    }
 
     #[test]
     fn ref_files_read_what_for_each_ref_lists_without_the_skipped_directories() {
