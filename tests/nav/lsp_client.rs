@@ -31,7 +31,15 @@ fn lists(answer: &str, path: &str, line: u32, kind: &str) -> bool {
     let common = answer.contains(&format!("each {kind} unless marked"));
     answer
         .lines()
-        .filter_map(|l| l.strip_prefix(path)?.strip_prefix(": "))
+        .filter_map(|l| {
+            let rest = l.strip_prefix(path)?;
+            // Callers name the function each call lies in: `path (in run): 5`.
+            let rest = match rest.strip_prefix(" (in ") {
+                Some(within) => within.split_once(')')?.1,
+                None => rest,
+            };
+            rest.strip_prefix(": ")
+        })
         .flat_map(|places| places.split(", "))
         .any(|p| {
             let mut words = p.split(' ');

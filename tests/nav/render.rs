@@ -130,13 +130,14 @@ fn locations_are_grouped_by_file_with_shared_names_and_resolved_labels_said_once
         "{text}"
     );
     // A kind other than the common one is said at its place; two places on one line are told
-    // apart by their columns; the enclosing definition stays in the JSON and the full detail.
+    // apart by their columns; the enclosing definition of a reference stays in the JSON and
+    // the full detail.
     let mut within = locs.clone();
     within[0].container = Some("App.run".into());
     within[1].kind = "read".into();
     within[1].line = 3;
     within[1].col = 12;
-    let text = render_locations_at("callers of send", &within, Detail::Locations, false);
+    let text = render_locations_at("references to send", &within, Detail::Locations, false);
     assert!(
         text.contains("src/app.py: 3:5, 3:12 read [candidate]\nsrc/cli.py: 4\n"),
         "{text}"
@@ -166,7 +167,7 @@ fn places_list_resolved_first_and_candidates_apart() {
         text,
         "callers of send: 2 resolved, then 1 candidate matched by name only; \
          each call unless marked\n\
-         src/app.py: 3\nsrc/cli.py: 4\n\
+         src/app.py (in App.run): 3\nsrc/cli.py: 4\n\
          candidates, matched by name only (1):\nsrc/app.py: 9\n"
     );
     // JSON: the resolved places grouped by file and definition as the text groups them; the

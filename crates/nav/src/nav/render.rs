@@ -419,6 +419,7 @@ fn assemble(
             shared_name,
             kind,
             label: !split,
+            by_container: title.starts_with(CALLERS_TITLE),
         };
         t.push_str(&compact_text(&main, mark));
         if !cands.is_empty() {
@@ -460,22 +461,34 @@ struct Marks<'a> {
     kind: Option<&'a str>,
     /// Candidates carry `[candidate]` (they are not listed apart).
     label: bool,
+    /// A file's places are grouped by the definition they lie in, named on their line: for
+    /// callers, that definition is the answer.
+    by_container: bool,
 }
+
+/// How an answer listing callers is titled (`callers of NAME`): its places are grouped by the
+/// definition they lie in, the calling function.
+pub(crate) const CALLERS_TITLE: &str = "callers of ";
 
 /// Returns places as one line per file, `src/a.py: 12, 40 read, 41`: the line of each place
 /// in the order given, its column only where the file has more than one place on that line,
 /// its kind only where it is not the common one, its name only where names differ, and the
-/// candidate label when `marks.label`.
+/// candidate label when `marks.label`; for callers, one line per file and calling definition,
+/// `src/a.py (in Client.run): 12, 40`.
 fn compact_text(rows: &[&Row], marks: Marks) -> String {
-    let mut files: Vec<(&str, Vec<&Row>)> = Vec::new();
+    let mut files: Vec<(&str, Option<&str>, Vec<&Row>)> = Vec::new();
     for r in rows {
-        match files.iter_mut().find(|(p, _)| *p == r.path) {
-            Some((_, rs)) => rs.push(r),
-            None => files.push((&r.path, vec![r])),
+        let within = r.container.as_deref().filter(|_| marks.by_container);
+        match files
+            .iter_mut()
+            .find(|(p, c, _)| *p == r.path && *c == within)
+        {
+            Some((_, _, rs)) => rs.push(r),
+            None => files.push((&r.path, within, vec![r])),
         }
     }
     let mut t = String::new();
-    for (path, rs) in files {
+    for (path, within, rs) in files {
         let shown: Vec<String> = rs
             .iter()
             .map(|r| {
@@ -500,6 +513,9 @@ fn compact_text(rows: &[&Row], marks: Marks) -> String {
             })
             .collect();
         t.push_str(path);
+        if let Some(c) = within {
+            t.push_str(&format!(" (in {c})"));
+        }
         t.push_str(": ");
         t.push_str(&shown.join(", "));
         t.push('\n');
