@@ -65,8 +65,8 @@ fn an_agent_navigates_its_worktree_with_symbol_tools_and_the_share_is_reported()
         results[0]
     );
     assert!(
-        results[1].contains("src/total.rs\n  in total: 4:")
-            && results[1].contains("src/double.rs\n  in double: 4:"),
+        results[1].contains("src/total.rs (in total): 4")
+            && results[1].contains("src/double.rs (in double): 4"),
         "nav_callers sees the worktree's uncommitted caller: {}",
         results[1]
     );

@@ -111,7 +111,7 @@ fn an_mcp_client_lists_the_navigation_tools_and_calls_them() {
             .await
             .unwrap();
         assert!(
-            text(&impls).contains("src/extra.py\n  3:"),
+            text(&impls).contains("src/extra.py: 3\n"),
             "{}",
             text(&impls)
         );

@@ -451,3 +451,13 @@ fn glob_imports_in_a_cycle_resolve_once_around() {
         started.elapsed()
     );
 }
+
+#[test]
+fn callers_as_text_name_the_function_each_call_is_in() {
+    let repo = repo();
+    let out = crate::support::orchestra(&repo.path, &["nav", "callers", "Config.parse"]);
+    let text = crate::support::text(&out);
+    assert!(out.status.success(), "{text}");
+    // The caller is the answer: the compact listing keeps the function each call lies in.
+    assert!(text.contains("pkg/config.py (in Config.load): 3"), "{text}");
+}

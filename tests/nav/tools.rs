@@ -39,7 +39,7 @@ fn tools_answer_within_bounds_and_count_symbolic_and_textual_calls() {
     )
     .unwrap();
     assert!(
-        out.chars().count() <= 200 && out.contains("a.py\n  in alpha: 4:12 call"),
+        out.chars().count() <= 200 && out.contains("a.py (in alpha): 4\n"),
         "{out}"
     );
     let out = call(&mut idx, &counter, "nav_show", &json!({"symbol": "alpha"})).unwrap();
@@ -86,8 +86,8 @@ fn places_are_listed_by_file_and_show_source_lines_on_request() {
     .unwrap();
     assert_eq!(
         compact,
-        "callers of beta: 2 resolved\n\
-         a.py\n  in alpha: 4:12 call\nb.py\n  in gamma: 5:5 call\n"
+        "callers of beta: 2 resolved; each call unless marked\n\
+         a.py (in alpha): 4\nb.py (in gamma): 5\n"
     );
     let full = call(
         &mut idx,

@@ -3,7 +3,9 @@
 //!
 //! Lists of places put the resolved ones first and the candidates (matched by name only) after
 //! them under their own heading; in JSON the candidates stay out of `results` unless asked
-//! for, and locations are grouped by file and enclosing definition as the text groups them.
+//! for. The text lists places compactly, one line per file with their line numbers, since an
+//! answer much longer than `git grep -w` would not be worth asking for; the JSON groups them by
+//! file and enclosing definition.
 
 use std::collections::BTreeMap;
 
@@ -18,8 +20,10 @@ use super::query::{ImportEdge, Location, OutlineItem};
 pub enum Detail {
     /// Each result with its signature or source line.
     Full,
-    /// Locations only, grouped under their file: `line:col kind name`, the name left out when
-    /// every result has the same one, and only candidates labelled (the heading says so).
+    /// Locations only, grouped by file. Places take one line per file, `src/a.py: 12, 40 read`:
+    /// the heading names the common kind and the shared name once, and each place adds its
+    /// column, kind or name only where they tell it apart. Other rows (outline entries,
+    /// imports) are listed one per line under their file.
     Locations,
     /// Result counts per file.
     Counts,
@@ -44,8 +48,13 @@ struct Row {
     name: Option<String>,
     /// Set on a candidate location: at the locations detail only candidates carry a label.
     candidate: bool,
-    /// The definition a location lies in; locations of a file are listed by it.
+    /// The definition a location lies in; locations of a file are listed by it in JSON.
     container: Option<String>,
+    /// A location's line, column and kind (zero and empty for other rows), for the compact
+    /// text of places.
+    line: u32,
+    col: u32,
+    kind: String,
     json_full: Value,
     json_short: Value,
 }
@@ -70,6 +79,9 @@ fn location_rows(locs: &[Location]) -> Vec<Row> {
                 ),
                 short: format!("{}:{} {}", l.line, l.col, l.kind),
                 container: l.container.clone(),
+                line: l.line,
+                col: l.col,
+                kind: l.kind.clone(),
                 name: Some(l.name.clone()),
                 candidate: l.resolution == super::query::Resolution::Candidate,
                 json_full: serde_json::to_value(l).unwrap_or(Value::Null),
@@ -212,6 +224,9 @@ pub fn render_outline(path: &str, items: &[OutlineItem], max_chars: usize, json:
             name: None,
             candidate: false,
             container: None,
+            line: 0,
+            col: 0,
+            kind: String::new(),
         })
         .collect();
     render_rows(&format!("outline of {path}"), rows, max_chars, json)
@@ -237,6 +252,9 @@ pub fn render_imports(title: &str, edges: &[ImportEdge], max_chars: usize, json:
                 name: None,
                 candidate: false,
                 container: None,
+                line: 0,
+                col: 0,
+                kind: String::new(),
                 json_full: serde_json::to_value(e).unwrap_or(Value::Null),
                 json_short: json!({"path": e.path, "line": e.line, "target": e.target}),
             }
@@ -379,7 +397,8 @@ fn assemble(
     };
     let first_name = rows.first().and_then(|r| r.name.as_deref());
     let shared_name = first_name.filter(|n| rows.iter().all(|r| r.name.as_deref() == Some(n)));
-    t.push_str(&heading(title, rows, detail, split, shared_name));
+    let kind = common_kind(rows);
+    t.push_str(&heading(title, rows, detail, split, shared_name, kind));
     let cand_heading = format!("candidates, matched by name only ({}):\n", cands.len());
     if detail == Detail::Full {
         for r in &main {
@@ -395,10 +414,111 @@ fn assemble(
         }
         return t;
     }
+    if places {
+        let mark = Marks {
+            shared_name,
+            kind,
+            label: !split,
+            by_container: title.starts_with(CALLERS_TITLE),
+        };
+        t.push_str(&compact_text(&main, mark));
+        if !cands.is_empty() {
+            t.push_str(&cand_heading);
+            t.push_str(&compact_text(
+                &cands,
+                Marks {
+                    label: false,
+                    ..mark
+                },
+            ));
+        }
+        return t;
+    }
     t.push_str(&grouped_text(&main, shared_name, !split));
-    if !cands.is_empty() {
-        t.push_str(&cand_heading);
-        t.push_str(&grouped_text(&cands, shared_name, false));
+    t
+}
+
+/// Returns the kind most places of an answer have (the first such in order on a tie), or
+/// `None` when the rows are not places.
+fn common_kind(rows: &[Row]) -> Option<&str> {
+    let mut tally: Vec<(&str, usize)> = Vec::new();
+    for r in rows.iter().filter(|r| r.name.is_some()) {
+        match tally.iter_mut().find(|(k, _)| *k == r.kind) {
+            Some((_, n)) => *n += 1,
+            None => tally.push((&r.kind, 1)),
+        }
+    }
+    let top = tally.iter().map(|(_, n)| *n).max()?;
+    tally.into_iter().find(|(_, n)| *n == top).map(|(k, _)| k)
+}
+
+/// What a compact place leaves out because the heading says it once.
+#[derive(Clone, Copy)]
+struct Marks<'a> {
+    /// The name every place has, if they all have one.
+    shared_name: Option<&'a str>,
+    /// The kind of most places; only the others name theirs.
+    kind: Option<&'a str>,
+    /// Candidates carry `[candidate]` (they are not listed apart).
+    label: bool,
+    /// A file's places are grouped by the definition they lie in, named on their line: for
+    /// callers, that definition is the answer.
+    by_container: bool,
+}
+
+/// How an answer listing callers is titled (`callers of NAME`): its places are grouped by the
+/// definition they lie in, the calling function.
+pub(crate) const CALLERS_TITLE: &str = "callers of ";
+
+/// Returns places as one line per file, `src/a.py: 12, 40 read, 41`: the line of each place
+/// in the order given, its column only where the file has more than one place on that line,
+/// its kind only where it is not the common one, its name only where names differ, and the
+/// candidate label when `marks.label`; for callers, one line per file and calling definition,
+/// `src/a.py (in Client.run): 12, 40`.
+fn compact_text(rows: &[&Row], marks: Marks) -> String {
+    let mut files: Vec<(&str, Option<&str>, Vec<&Row>)> = Vec::new();
+    for r in rows {
+        let within = r.container.as_deref().filter(|_| marks.by_container);
+        match files
+            .iter_mut()
+            .find(|(p, c, _)| *p == r.path && *c == within)
+        {
+            Some((_, _, rs)) => rs.push(r),
+            None => files.push((&r.path, within, vec![r])),
+        }
+    }
+    let mut t = String::new();
+    for (path, within, rs) in files {
+        let shown: Vec<String> = rs
+            .iter()
+            .map(|r| {
+                let shared_line = rs.iter().filter(|o| o.line == r.line).count() > 1;
+                let mut p = if shared_line {
+                    format!("{}:{}", r.line, r.col)
+                } else {
+                    r.line.to_string()
+                };
+                if marks.kind != Some(r.kind.as_str()) {
+                    p.push(' ');
+                    p.push_str(&r.kind);
+                }
+                if let (Some(name), None) = (&r.name, marks.shared_name) {
+                    p.push(' ');
+                    p.push_str(name);
+                }
+                if marks.label && r.candidate {
+                    p.push_str(" [candidate]");
+                }
+                p
+            })
+            .collect();
+        t.push_str(path);
+        if let Some(c) = within {
+            t.push_str(&format!(" (in {c})"));
+        }
+        t.push_str(": ");
+        t.push_str(&shown.join(", "));
+        t.push('\n');
     }
     t
 }
@@ -410,6 +530,7 @@ fn heading(
     detail: Detail,
     split: bool,
     shared_name: Option<&str>,
+    kind: Option<&str>,
 ) -> String {
     let candidates = rows.iter().filter(|r| r.candidate).count();
     let resolved = rows.len() - candidates;
@@ -434,6 +555,9 @@ fn heading(
         && let Some(n) = shared_name.filter(|n| !title.contains(n))
     {
         h.push_str(&format!(", all named {n}"));
+    }
+    if let Some(k) = kind.filter(|_| places && detail == Detail::Locations) {
+        h.push_str(&format!("; each {k} unless marked"));
     }
     h.push('\n');
     h
