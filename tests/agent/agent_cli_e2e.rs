@@ -84,6 +84,17 @@ impl Relay {
         self.answered.load(Ordering::SeqCst)
     }
 
+    /// Returns how many successful answers reached the CLI whole, waiting up to `within` for
+    /// at least `wanted`: a relay thread counts an answer only once the server has closed its
+    /// connection, which may come after the client, having read the whole answer, went on.
+    pub(crate) fn answered_within(&self, wanted: usize, within: Duration) -> usize {
+        let deadline = std::time::Instant::now() + within;
+        while self.answered() < wanted && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        self.answered()
+    }
+
     /// Returns the body of every request forwarded so far, in order of arrival.
     pub(crate) fn bodies(&self) -> Vec<String> {
         self.bodies.lock().unwrap().clone()

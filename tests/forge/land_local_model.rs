@@ -12,7 +12,7 @@
 //! and no token), the server answered, and then either the fix was pushed over the failed head
 //! and the pull request merged, or nothing was lost and it waits for a person with a reason.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use git_orchestra::demo::{self, MockModel};
 use serde_json::json;
@@ -118,7 +118,10 @@ fn e2e_a_ci_failure_goes_to_the_local_model_as_its_next_turn_and_the_pull_reques
         "{fix_turn}"
     );
     assert!(bodies.iter().all(|b| !b.contains(TOKEN)));
-    assert!(relay.answered() >= 1, "the server answered no request");
+    assert!(
+        relay.answered_within(1, Duration::from_secs(10)) >= 1,
+        "the server answered no request"
+    );
 
     // Settled one way or the other, consistently, and nothing was lost.
     let now = head();
