@@ -133,22 +133,29 @@ fn value_text(lang: Lang, text: &str) -> Option<&str> {
 
 /// Returns the comma-separated type arguments `args`, nested brackets kept whole.
 pub(crate) fn type_arguments(args: &str) -> impl Iterator<Item = &str> {
+    split_top_level(args, ',')
+        .into_iter()
+        .filter(|a| !a.is_empty())
+}
+
+/// Returns `text` split at each `sep` outside brackets (`<>`, `()`, `[]`), each part trimmed.
+pub(crate) fn split_top_level(text: &str, sep: char) -> Vec<&str> {
     let mut depth = 0usize;
     let mut start = 0;
     let mut out = Vec::new();
-    for (i, c) in args.char_indices() {
+    for (i, c) in text.char_indices() {
         match c {
             '[' | '<' | '(' => depth += 1,
             ']' | '>' | ')' => depth = depth.saturating_sub(1),
-            ',' if depth == 0 => {
-                out.push(args[start..i].trim());
-                start = i + 1;
+            c if c == sep && depth == 0 => {
+                out.push(text[start..i].trim());
+                start = i + c.len_utf8();
             }
             _ => {}
         }
     }
-    out.push(args[start..].trim());
-    out.into_iter().filter(|a| !a.is_empty())
+    out.push(text[start..].trim());
+    out
 }
 
 /// Returns the collection an iterated expression reads (`self.items` of `&mut self.items`,

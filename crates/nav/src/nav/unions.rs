@@ -28,21 +28,7 @@ pub(crate) fn union_parts(text: &str) -> Vec<&str> {
     if t.contains("=>") || t.contains('{') {
         return Vec::new();
     }
-    let mut depth = 0usize;
-    let mut start = 0;
-    let mut parts = Vec::new();
-    for (i, c) in t.char_indices() {
-        match c {
-            '<' | '(' | '[' => depth += 1,
-            '>' | ')' | ']' => depth = depth.saturating_sub(1),
-            '|' if depth == 0 => {
-                parts.push(t[start..i].trim());
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    parts.push(t[start..].trim());
+    let mut parts = super::elements::split_top_level(t, '|');
     parts.retain(|p| {
         !p.is_empty() && !matches!(*p, "null" | "undefined" | "void") && !PRIMITIVES.contains(p)
     });
