@@ -354,14 +354,7 @@ fn recycled_checkouts_running() -> Vec<(u128, u128)> {
             "second\n"
         );
     }
-    std::fs::read_to_string(&log)
-        .unwrap()
-        .lines()
-        .map(|l| {
-            let (s, e) = l.split_once(' ').unwrap();
-            (s.parse().unwrap(), e.parse().unwrap())
-        })
-        .collect()
+    super::worktree_overlap::spans_in(&log)
 }
 
 #[test]
@@ -371,12 +364,8 @@ fn worktrees_recycled_together_are_checked_out_at_the_same_time() {
         spans.len() >= 2,
         "one checkout per recycled worktree: {spans:?}"
     );
-    let overlapping = spans
-        .iter()
-        .enumerate()
-        .any(|(i, a)| spans[i + 1..].iter().any(|b| a.0 < b.1 && b.0 < a.1));
     assert!(
-        overlapping,
+        super::worktree_overlap::any_overlap(&spans),
         "the recycled checkouts ran one after another, under the registration lock: {spans:?}"
     );
 }

@@ -60,14 +60,7 @@ fn validations_running(n: usize) -> Vec<(u128, u128)> {
         &[("PATH", &path)],
     );
     assert!(out.status.success(), "{}", text(&out));
-    std::fs::read_to_string(&log)
-        .unwrap()
-        .lines()
-        .map(|l| {
-            let (s, e) = l.split_once(' ').unwrap();
-            (s.parse().unwrap(), e.parse().unwrap())
-        })
-        .collect()
+    spans_in(&log)
 }
 
 #[test]
@@ -77,12 +70,8 @@ fn fresh_worktrees_of_packets_starting_together_are_validated_at_the_same_time()
         spans.len() >= 3,
         "one validation per fresh worktree: {spans:?}"
     );
-    let overlapping = spans
-        .iter()
-        .enumerate()
-        .any(|(i, a)| spans[i + 1..].iter().any(|b| a.0 < b.1 && b.0 < a.1));
     assert!(
-        overlapping,
+        any_overlap(&spans),
         "the validations ran one after another, as if under the registration lock: {spans:?}"
     );
 }
@@ -143,14 +132,7 @@ fn checkouts_running(n: usize) -> Vec<(u128, u128)> {
         "written slowly\n",
         "the filter wrote the file"
     );
-    std::fs::read_to_string(&log)
-        .unwrap()
-        .lines()
-        .map(|l| {
-            let (s, e) = l.split_once(' ').unwrap();
-            (s.parse().unwrap(), e.parse().unwrap())
-        })
-        .collect()
+    spans_in(&log)
 }
 
 #[test]
@@ -160,12 +142,8 @@ fn fresh_worktrees_of_packets_starting_together_are_checked_out_at_the_same_time
         spans.len() >= 3,
         "one checkout per fresh worktree: {spans:?}"
     );
-    let overlapping = spans
-        .iter()
-        .enumerate()
-        .any(|(i, a)| spans[i + 1..].iter().any(|b| a.0 < b.1 && b.0 < a.1));
     assert!(
-        overlapping,
+        any_overlap(&spans),
         "the checkouts ran one after another, under the registration lock: {spans:?}"
     );
 }
@@ -241,4 +219,24 @@ fn a_kill_between_registration_and_checkout_is_dropped_by_cancel() {
     assert!(!repo.path.join(".git/worktrees/p1").exists());
     let listed = git(&repo.path, &["worktree", "list", "--porcelain"]);
     assert!(!listed.contains(&wt.display().to_string()), "{listed}");
+}
+
+/// Returns the `(start, end)` pairs a timing log holds, one `start end` line each.
+pub(super) fn spans_in(log: &std::path::Path) -> Vec<(u128, u128)> {
+    std::fs::read_to_string(log)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let (s, e) = l.split_once(' ').unwrap();
+            (s.parse().unwrap(), e.parse().unwrap())
+        })
+        .collect()
+}
+
+/// Returns true if and only if two of `spans` overlap in time.
+pub(super) fn any_overlap(spans: &[(u128, u128)]) -> bool {
+    spans
+        .iter()
+        .enumerate()
+        .any(|(i, a)| spans[i + 1..].iter().any(|b| a.0 < b.1 && b.0 < a.1))
 }
