@@ -223,6 +223,7 @@ impl Ctx<'_> {
                     onto: &onto,
                     paths: &s.conflicts,
                     common_dir: &self.repo.common_dir,
+                    repo: self.repo,
                     confine: match &self.settings.worker_cmd {
                         Some(_) => opts.sandboxes.validation.as_deref(),
                         None => orchestra_core::engine::Worker::confine(&worker),

@@ -160,6 +160,56 @@ pub fn park(repo: &RepoInfo, wt: &Path, capacity: usize) -> Result<Option<PathBu
     Ok(Some(dest))
 }
 
+/// Removes the worktrees parked in `pool` beyond the first `keep`, as a run that parked more
+/// while it ran (up to its parallelism) ends; returns how many it removed.
+///
+/// Parked worktrees hold nothing but committed content and dropped or declared caches, so
+/// nothing is saved; one a recycling has marked (it is being taken) stays, and so does one
+/// that fails to go (it is reported in the log and left for the next trim).
+pub fn trim_pool(repo: &RepoInfo, pool: &Path, keep: usize) -> Result<usize, WorktreeError> {
+    if !pool.is_dir() {
+        return Ok(0);
+    }
+    let mut parked = pooled(repo, pool)?;
+    parked.sort();
+    let mut removed = 0;
+    let mut kept = 0;
+    for wt in parked {
+        let taken = super::registered_git_dir_unrepaired(&repo.common_dir, &wt)
+            .is_ok_and(|(_, admin)| admin.join(MARKER).exists());
+        if taken {
+            continue;
+        }
+        if kept < keep {
+            kept += 1;
+            continue;
+        }
+        match registry::remove(repo, &wt) {
+            Ok(()) => removed += 1,
+            Err(e) => {
+                tracing::warn!(worktree = %wt.display(), error = %e, "a parked worktree stays");
+            }
+        }
+    }
+    Ok(removed)
+}
+
+/// Puts the worktree at `wt` back on `branch` when a [`park`] a kill cut short left it there
+/// with HEAD detached at the branch's tip (nothing was moved yet); returns true when it did.
+/// A worktree on a branch, or detached elsewhere, is left as it is.
+pub fn reattach(repo: &RepoInfo, wt: &Path, branch: &str) -> Result<bool, WorktreeError> {
+    let git = Git::pinned(&repo.common_dir, wt)?;
+    if git.symbolic_target("HEAD")?.is_some() {
+        return Ok(false);
+    }
+    let tip = repo.git().resolve(&format!("refs/heads/{branch}"))?;
+    if tip.as_deref() != Some(git.head()?.as_str()) {
+        return Ok(false);
+    }
+    git.writing().run(["checkout", "--quiet", branch, "--"])?;
+    Ok(true)
+}
+
 /// Returns how many worktrees are parked in `pool`: its directories that are registered
 /// worktrees of `repo` (a directory a crash left unregistered does not count). Reads the
 /// pool's entries and their registrations' files only, whatever the number of worktrees.
