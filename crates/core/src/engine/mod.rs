@@ -247,6 +247,11 @@ pub struct Control<'a> {
     /// The tester of best-of-N packets (`[best_of] tester`), when one writes tests for them
     /// before their candidates work.
     pub tester: Option<Tester>,
+    /// How many parked worktrees the pool keeps (`[worktree] recycle`) for a run its caller
+    /// integrates itself once the engine returns (`start` with merging): its succeeded
+    /// packets' worktrees are then parked at once, as in a run with an integration request
+    /// (see `engine/park.rs`); `None` (or 0) leaves that to the run's integration request.
+    pub park_early: Option<usize>,
 }
 
 /// Who writes the tests a best-of-N packet's candidates must pass (`[best_of] tester`).
@@ -348,7 +353,7 @@ pub fn execute_with(
     let slots = slots::Slots::new(run.max_parallel);
     let park = park::EarlyPark::of_run(
         &journal,
-        run.max_parallel,
+        (run.max_parallel, ctl.park_early),
         std::path::Path::new(&run.worktree_root),
         ctl.executor.is_some(),
     )?;

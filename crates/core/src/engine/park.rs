@@ -3,7 +3,8 @@
 //! packet to start takes it (rewriting only the files that differ) instead of checking out a
 //! whole tree, and a run's file churn stays flat however many packets it has.
 //!
-//! Only a run with an integration request (`run --merge`) whose worktrees are not kept
+//! Only a run with an integration request (`run --merge`), or one its caller integrates
+//! itself (`start` with merging, through `Control::park_early`), whose worktrees are not kept
 //! (`[run] keep_worktrees`) and whose recycling is on (`[worktree] recycle` > 0) parks early,
 //! and only worktrees beside the repository (not an executor's). While the run works the pool
 //! may hold up to the larger of `recycle` and the run's `max_parallel`; once the run ends
@@ -36,29 +37,34 @@ pub(crate) struct EarlyPark {
 }
 
 impl EarlyPark {
-    /// Returns how the run of `journal` parks early, or `None` when it does not: it has no
-    /// pending integration request, the request keeps worktrees or turns recycling off, or
-    /// the packets run elsewhere (`remote`).
+    /// Returns how the run of `journal`, working `max_parallel` packets at once, parks
+    /// early, or `None` when it does not: the packets run elsewhere (`remote`), or the run has
+    /// no pending integration request and its caller integrates it with no pool (`caller`,
+    /// the pool's size when the caller integrates the run itself), or the request keeps
+    /// worktrees or turns recycling off.
     pub(crate) fn of_run(
         journal: &Journal<'_>,
-        max_parallel: usize,
+        (max_parallel, caller): (usize, Option<usize>),
         worktree_root: &Path,
         remote: bool,
     ) -> Result<Option<EarlyPark>, StoreError> {
         if remote {
             return Ok(None);
         }
-        let Some(request) = journal.read(super::integration::pending_request)? else {
-            return Ok(None);
+        let keep = match journal.read(super::integration::pending_request)? {
+            Some(request) => match request.event {
+                Event::IntegrationRequested {
+                    keep_worktrees: false,
+                    recycle_worktrees,
+                    ..
+                } => recycle_worktrees,
+                _ => 0,
+            },
+            None => caller.unwrap_or(0),
         };
-        let Event::IntegrationRequested {
-            keep_worktrees: false,
-            recycle_worktrees: keep @ 1..,
-            ..
-        } = request.event
-        else {
+        if keep == 0 {
             return Ok(None);
-        };
+        }
         Ok(Some(EarlyPark {
             capacity: keep.max(max_parallel),
             keep,
