@@ -1,8 +1,9 @@
 //! Early parking: in a run that integrates (`run --merge`) with recycling on, a succeeded
 //! packet's worktree goes to the pool at once and the next packet takes it; the pool is
 //! trimmed back to `[worktree] recycle` when the run ends; a conflict on a parked packet is
-//! resolved in a worktree checked out again; a kill after a park is resumed; and nothing is
-//! parked early without `--merge` or with recycling off.
+//! resolved in a worktree checked out again (one a cut-short park left detached goes back on
+//! its branch first); a kill after a park is resumed; and nothing is parked early without
+//! `--merge` or with recycling off.
 
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
@@ -169,9 +170,9 @@ fn nothing_is_parked_early_in_a_run_without_merge_or_with_recycling_off() {
     assert!(packet_worktrees(&repo).iter().all(|w| !w.exists()));
 }
 
-#[test]
-fn a_conflict_on_a_packet_whose_worktree_was_parked_early_is_resolved_in_it_checked_out_again() {
-    let repo = repo_recycling(2);
+/// Writes a plan of two packets that both rewrite README.md: the second to be integrated
+/// conflicts.
+fn conflicting_plan(repo: &TestRepo) -> PathBuf {
     let body = format!(
         "objective = \"Conflict after parking\"\n\n{}{}",
         packet(
@@ -187,10 +188,17 @@ fn a_conflict_on_a_packet_whose_worktree_was_parked_early_is_resolved_in_it_chec
             "\"grep -q 'pb was here' README.md\""
         ),
     );
-    let plan = repo.write_plan("plan.toml", &body);
-    // In a conflict round the worker keeps both sides: it drops the marker lines.
-    let worker = r#"if [ -n "$ORCHESTRA_FIXES_FILE" ]; then sed -i -e '/^<<<<<<< /d' -e '/^=======$/d' -e '/^>>>>>>> /d' README.md; else echo "$ORCHESTRA_PACKET was here" > README.md; fi"#;
-    let out = repo.run_plan(&plan, worker, &["--merge"]);
+    repo.write_plan("plan.toml", &body)
+}
+
+/// Writes its packet's line; in a conflict round it keeps both sides by dropping the markers.
+const RESOLVING_WORKER: &str = r#"if [ -n "$ORCHESTRA_FIXES_FILE" ]; then sed -i -e '/^<<<<<<< /d' -e '/^=======$/d' -e '/^>>>>>>> /d' README.md; else echo "$ORCHESTRA_PACKET was here" > README.md; fi"#;
+
+#[test]
+fn a_conflict_on_a_packet_whose_worktree_was_parked_early_is_resolved_in_it_checked_out_again() {
+    let repo = repo_recycling(2);
+    let plan = conflicting_plan(&repo);
+    let out = repo.run_plan(&plan, RESOLVING_WORKER, &["--merge"]);
     assert!(out.status.success(), "{}", text(&out));
     let ev = events(&repo);
     let at = |kind: &str, packet: &str| {
@@ -290,4 +298,38 @@ fn a_run_killed_right_after_a_packet_parked_early_is_resumed_to_the_end() {
     assert!(resumed.status.success(), "{}", text(&resumed));
     let ids: Vec<String> = ["c1", "c2", "c3"].iter().map(|s| s.to_string()).collect();
     assert_landed_and_trimmed(&repo, &ids, 2);
+}
+
+#[test]
+fn a_conflict_on_a_packet_whose_park_a_kill_cut_short_is_resolved_on_its_branch() {
+    let repo = repo_recycling(2);
+    let plan = conflicting_plan(&repo);
+    // Without `--merge` the worktrees stay where they are.
+    let out = repo.run_plan(&plan, RESOLVING_WORKER, &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    // Each as a park a kill cut short leaves it: detached at its branch's tip, not moved.
+    for wt in packet_worktrees(&repo) {
+        crate::support::git(&wt, &["checkout", "--quiet", "--detach"]);
+    }
+    let run = run_id(&repo.path);
+    let out = orchestra(&repo.path, &["merge", &run]);
+    assert!(out.status.success(), "{}", text(&out));
+    let readme = repo.git(&["show", "main:README.md"]);
+    assert!(
+        readme.contains("pa was here") && readme.contains("pb was here"),
+        "{readme}"
+    );
+    // The resolution is on the conflicting packet's branch, not on a detached HEAD.
+    let conflicted = events(&repo)
+        .iter()
+        .find(|e| e["type"] == "packet_conflicted")
+        .map(|e| e["packet"].as_str().unwrap().to_string())
+        .unwrap_or_else(|| panic!("no conflict: {}", text(&out)));
+    let branch = format!("orchestra/{run}/{conflicted}");
+    let subject = repo.git(&["log", "-1", "--format=%s", &branch]);
+    assert!(subject.contains("resolve conflicts"), "{subject}");
+    assert_eq!(
+        repo.git(&["merge-base", "--is-ancestor", &branch, "main"]),
+        ""
+    );
 }
