@@ -107,7 +107,8 @@ impl EarlyPark {
 
 /// Ensures the worktree of the succeeded packet `rec` exists on its branch, checking it out
 /// again (through the usual creation, which may take a parked worktree) when it was parked or
-/// removed, and journals (through `journal`) a worktree restored that way. Returns its path.
+/// removed here (journaled so, or found parked in the pool after a kill), and journals
+/// (through `journal`) a worktree restored that way. Returns its path.
 pub fn restore(
     repo: &RepoInfo,
     rec: &PacketRecord,
@@ -119,6 +120,11 @@ pub fn restore(
     if wt.exists() {
         gitops::reattach(repo, &wt, &rec.branch)?;
         return Ok(wt);
+    }
+    // Only a worktree this machine had: a packet run on an executor's host never had one
+    // here, and its conflicts are left for a person, as before.
+    if !rec.removed && !gitops::parked_from(&wt) {
+        return Err(RestoreError::NeverHere);
     }
     let full = format!("refs/heads/{}", rec.branch);
     let tip = repo
@@ -155,6 +161,9 @@ pub enum RestoreError {
     /// The packet's branch is gone: there is nothing to check out.
     #[error("its branch `{branch}` does not exist any more")]
     NoBranch { branch: String },
+    /// The packet never had its worktree here (it ran on an executor's host).
+    #[error("it was never checked out on this machine")]
+    NeverHere,
     #[error(transparent)]
     Worktree(#[from] WorktreeError),
     #[error(transparent)]

@@ -147,9 +147,7 @@ pub fn park(repo: &RepoInfo, wt: &Path, capacity: usize) -> Result<Option<PathBu
         path: pool.clone(),
         source,
     })?;
-    let run = wt.parent().and_then(Path::file_name).unwrap_or_default();
-    let packet = wt.file_name().unwrap_or_default();
-    let stem = format!("{}-{}", run.to_string_lossy(), packet.to_string_lossy());
+    let stem = pooled_stem(wt);
     let mut dest = pool.join(&stem);
     let mut n = 1;
     while dest.exists() {
@@ -208,6 +206,36 @@ pub fn reattach(repo: &RepoInfo, wt: &Path, branch: &str) -> Result<bool, Worktr
     }
     git.writing().run(["checkout", "--quiet", branch, "--"])?;
     Ok(true)
+}
+
+/// Returns the name a worktree at `packet_path` (`<root>/<run>/<packet>`) is parked under,
+/// `<run>-<packet>` (a second one of the same name gets `-2`, and so on).
+fn pooled_stem(packet_path: &Path) -> String {
+    let run = packet_path
+        .parent()
+        .and_then(Path::file_name)
+        .unwrap_or_default();
+    let packet = packet_path.file_name().unwrap_or_default();
+    format!("{}-{}", run.to_string_lossy(), packet.to_string_lossy())
+}
+
+/// Returns true if and only if the pool of `packet_path` holds a worktree parked from that
+/// path: one [`park`] moved there (its journal entry may be missing after a kill).
+pub fn parked_from(packet_path: &Path) -> bool {
+    let (Some(pool), stem) = (pool_dir(packet_path), pooled_stem(packet_path)) else {
+        return false;
+    };
+    let Ok(entries) = fs_err::read_dir(&pool) else {
+        return false;
+    };
+    entries.flatten().any(|e| {
+        let name = e.file_name().to_string_lossy().into_owned();
+        name == stem
+            || name
+                .strip_prefix(&stem)
+                .and_then(|rest| rest.strip_prefix('-'))
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    })
 }
 
 /// Returns how many worktrees are parked in `pool`: its directories that are registered
