@@ -128,14 +128,14 @@ fn a_merged_run_in_waves_recycles_succeeded_worktrees_and_trims_the_pool() {
         .iter()
         .filter(|h| h.starts_with("recycled from"))
         .count();
-    // The first wave checks out fresh trees; later packets take their dependencies' parked
-    // worktrees.
+    // The first wave (4) checks out fresh trees; later packets take their dependencies'
+    // parked worktrees.
     assert!(
-        fresh <= 8,
+        fresh <= 6,
         "{fresh} fresh checkouts for 20 packets: {hows:?}"
     );
     assert_eq!(fresh + recycled, 20, "{hows:?}");
-    assert!(count(&repo, "worktree_parked") >= 12, "{}", text(&out));
+    assert!(count(&repo, "worktree_parked") >= 16, "{}", text(&out));
     let ids: Vec<String> = (0..20).map(|i| format!("w{i}")).collect();
     assert_landed_and_trimmed(&repo, &ids, 2);
 }
