@@ -148,6 +148,7 @@ fn engine_run_plan(repo_dir: &Path, wt_root: &Path, text: &str, expected: usize)
         arms: Vec::new(),
         tests: None,
         tester: None,
+        park_early: None,
     };
     let summary = engine::execute(&repo, &prepared.run.id, &ctl).expect("execute");
     assert_eq!(summary.succeeded, expected, "every packet should succeed");

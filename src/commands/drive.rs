@@ -79,6 +79,7 @@ pub fn drive(
         arms: config.best_of.arms.clone().unwrap_or_default(),
         tests: config.eval.test.clone(),
         tester: engine::Tester::from_config(&config.best_of),
+        park_early: None,
     };
     // Roles with an agent CLI (all of them with --agent) go to it, the others to our agents.
     let workers = crew.workers(worker.as_ref().map(|w| w as &dyn engine::Worker));

@@ -199,6 +199,12 @@ fn packet_line(event: &Event) -> Option<String> {
         Event::PacketFailed { packet, reason } => format!("[{packet}] FAILED: {reason}"),
         Event::PacketSkipped { packet, reason } => format!("[{packet}] skipped: {reason}"),
         Event::PacketInterrupted { packet } => format!("[{packet}] interrupted"),
+        Event::WorktreeParked { packet, pool } => {
+            format!("[{packet}] worktree parked for the next packet ({pool})")
+        }
+        Event::WorktreeRestored { packet, how } => {
+            format!("[{packet}] worktree checked out again ({how})")
+        }
         _ => return None,
     })
 }

@@ -25,6 +25,7 @@ mod help;
 mod hostile_input;
 mod init;
 mod parallel_checkout;
+mod park_early;
 mod plan;
 mod recycle;
 mod retry;

@@ -39,3 +39,4 @@ mod soft_budget;
 mod start;
 mod start_agents;
 mod start_interrupt;
+mod start_park;

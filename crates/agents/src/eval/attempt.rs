@@ -247,6 +247,7 @@ fn run_packet(
         // The eval's own test command judges the attempt: its candidates must not see it.
         tests: None,
         tester: None,
+        park_early: None,
     };
     let workers = crew.workers(agent.as_ref().map(|w| w as &dyn engine::Worker));
     let summary = engine::execute_with(attempt, &run_id, &ctl, workers.worker())

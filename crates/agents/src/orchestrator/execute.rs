@@ -122,6 +122,10 @@ impl Ctx<'_> {
                 arms: self.models.config.best_of.arms.clone().unwrap_or_default(),
                 tests: self.models.config.eval.test.clone(),
                 tester: engine::Tester::from_config(&self.models.config.best_of),
+                // A merging `start` integrates after the engine: its packets' worktrees are
+                // parked as they succeed, as the integration would park them.
+                park_early: (self.settings.merge && !self.models.config.keep_worktrees())
+                    .then(|| self.models.config.recycle_worktrees()),
             };
             // Roles with an agent CLI (every one with `--agent`) go to it.
             let workers = crew.workers(Some(&worker));
@@ -223,6 +227,7 @@ impl Ctx<'_> {
                     onto: &onto,
                     paths: &s.conflicts,
                     common_dir: &self.repo.common_dir,
+                    repo: self.repo,
                     confine: match &self.settings.worker_cmd {
                         Some(_) => opts.sandboxes.validation.as_deref(),
                         None => orchestra_core::engine::Worker::confine(&worker),

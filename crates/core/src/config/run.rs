@@ -23,7 +23,9 @@ pub struct WorktreeConfig {
     /// A shell command run once in each new worktree (e.g. `npm ci`).
     pub setup: Option<String>,
     /// How many clean worktrees of integrated packets to keep for new packets (default 2;
-    /// `0` turns recycling off).
+    /// `0` turns recycling off). In a run that integrates its packets (`run --merge`) a
+    /// succeeded packet's worktree is parked at once, the pool holding up to the run's
+    /// `max_parallel` until the run ends.
     pub recycle: Option<usize>,
     /// Ignored paths, relative to a worktree's top (`target`), a parked worktree keeps as warm
     /// caches for the next packet (default none: every other ignored file is dropped). A

@@ -7,6 +7,7 @@ pub mod gc;
 pub mod integration;
 mod journal;
 mod packet;
+mod park;
 pub mod remote;
 mod retry;
 pub mod scheduler;
@@ -16,6 +17,7 @@ pub mod timings;
 mod watch;
 mod watch_fs;
 
+pub(crate) use park::{RestoreError, restore as restore_worktree};
 pub(crate) use watch::{outside_changes, outside_of_run, outside_reason};
 mod worker;
 
@@ -245,6 +247,11 @@ pub struct Control<'a> {
     /// The tester of best-of-N packets (`[best_of] tester`), when one writes tests for them
     /// before their candidates work.
     pub tester: Option<Tester>,
+    /// How many parked worktrees the pool keeps (`[worktree] recycle`) for a run its caller
+    /// integrates itself once the engine returns (`start` with merging): its succeeded
+    /// packets' worktrees are then parked at once, as in a run with an integration request
+    /// (see `engine/park.rs`); `None` (or 0) leaves that to the run's integration request.
+    pub park_early: Option<usize>,
 }
 
 /// Who writes the tests a best-of-N packet's candidates must pass (`[best_of] tester`).
@@ -344,6 +351,12 @@ pub fn execute_with(
     activity.watch_existing(&records);
     // Packets and their candidates draw their worker slots from one pool of the run's cap.
     let slots = slots::Slots::new(run.max_parallel);
+    let park = park::EarlyPark::of_run(
+        &journal,
+        (run.max_parallel, ctl.park_early),
+        std::path::Path::new(&run.worktree_root),
+        ctl.executor.is_some(),
+    )?;
     let ctx = packet::Context {
         repo,
         activity: &activity,
@@ -369,9 +382,16 @@ pub fn execute_with(
         arms: &ctl.arms,
         tests: ctl.tests.as_deref().filter(|t| !t.trim().is_empty()),
         tester: ctl.tester.as_ref(),
+        park: park.as_ref(),
     };
     let read_before = journal.records_read();
-    drive(&ctx, &graph)?;
+    let driven = drive(&ctx, &graph);
+    if driven.is_err()
+        && let Some(park) = &park
+    {
+        park.trim(repo);
+    }
+    driven?;
     // For developers (`ORCHESTRA_LOG=orchestra_core::engine=debug`): what scheduling cost in
     // packet records read, flat per packet however many packets the run has.
     tracing::debug!(
@@ -379,8 +399,13 @@ pub fn execute_with(
         records_read = journal.records_read() - read_before,
         "packet records read while scheduling"
     );
-    let held = integration::run_pending(repo, &journal, ctl, worker)?;
-    finish(&journal, run_id, held)
+    let held = integration::run_pending(repo, &journal, ctl, worker);
+    // However the run ends (integrated, failed, interrupted), the pool shrinks back to
+    // `[worktree] recycle`.
+    if let Some(park) = &park {
+        park.trim(repo);
+    }
+    finish(&journal, run_id, held?)
 }
 
 /// Kills what a previous process of `run_id` may have left running: the process group each

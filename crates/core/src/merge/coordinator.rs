@@ -196,6 +196,7 @@ pub fn integrate_journaled(
         branch: &branch,
         dir: &dir,
         common_dir: &repo.common_dir,
+        repo,
         stop,
         journal: &record_event,
     };
@@ -234,7 +235,7 @@ pub fn integrate_journaled(
         already,
         signers,
     };
-    conclude(repo, journal, (&run, &records), opts, ends, progress)
+    conclude(repo, journal, &run, opts, ends, progress)
 }
 
 /// Journals as integrated the packets of `already` (found on the integration branch at `tip`)
@@ -299,7 +300,7 @@ struct Ends {
 fn conclude(
     repo: &RepoInfo,
     journal: &Journal<'_>,
-    (run, records): (&crate::store::RunRecord, &[crate::store::PacketRecord]),
+    run: &crate::store::RunRecord,
     opts: &MergeOptions,
     ends: Ends,
     progress: Progress,
@@ -338,8 +339,12 @@ fn conclude(
         );
         vouch_for_integration(&git, &target_tip, &tip, &merged, signed)?;
     }
-    let integrated_ids = (run.id.as_str(), records, integrated.as_slice());
-    release_worktrees(repo, journal, integrated_ids, opts)?;
+    release_worktrees(
+        repo,
+        journal,
+        (run.id.as_str(), integrated.as_slice()),
+        opts,
+    )?;
     journal.record(Event::MergeFinished {
         integration: branch.clone(),
         commit: tip.clone(),
@@ -525,14 +530,17 @@ pub(super) fn is_ancestor(git: &Git, a: &str, b: &str) -> Result<bool, MergeErro
 fn release_worktrees(
     repo: &RepoInfo,
     journal: &Journal<'_>,
-    (run_id, records, integrated): (&str, &[crate::store::PacketRecord], &[String]),
+    (run_id, integrated): (&str, &[String]),
     opts: &MergeOptions,
 ) -> Result<(), MergeError> {
     if opts.keep_worktrees {
         return Ok(());
     }
     let recycle = opts.recycle_worktrees;
-    crate::engine::gc::remove_integrated(repo, journal, run_id, records, integrated, recycle)
+    // Read again: a worktree parked when its packet succeeded, or checked out again since to
+    // resolve a conflict, is journaled after the merge read its records.
+    let records = journal.packets()?;
+    crate::engine::gc::remove_integrated(repo, journal, run_id, &records, integrated, recycle)
         .map_err(|e| MergeError::Worktree(e.to_string()))
 }
 

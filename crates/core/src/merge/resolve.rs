@@ -23,11 +23,14 @@ use orchestra_sys::exec::process::{self, Spec};
 /// Why a conflict was not resolved; the packet stays sent back with this reason.
 #[derive(Debug, thiserror::Error)]
 pub enum ResolveError {
-    #[error("packet `{packet}`: its worktree {path} is gone; resolve on branch {branch} by hand")]
+    #[error(
+        "packet `{packet}`: its worktree {path} is gone and could not be checked out again ({reason}); resolve on branch {branch} by hand"
+    )]
     NoWorktree {
         packet: String,
         path: String,
         branch: String,
+        reason: String,
     },
     #[error(
         "packet `{packet}`: its worktree {path} has uncommitted changes; commit or discard them and merge again"
@@ -84,6 +87,9 @@ pub struct ConflictJob<'a> {
     pub paths: &'a [String],
     /// The repository's common git directory: git runs in the worktree pinned to it.
     pub common_dir: &'a Path,
+    /// The repository, where the packet's worktree is checked out again when it was parked
+    /// or removed after the packet succeeded.
+    pub repo: &'a git::RepoInfo,
     /// The confinement of the packet's validation commands (our agents' sandbox), if any.
     pub confine: Option<&'a process::Confine>,
     /// The confinement of a worker command resolving the conflicts.
@@ -106,14 +112,17 @@ pub struct ConflictJob<'a> {
 /// Resolves one conflicted packet with `worker`; returns the packet's new, journaled commit.
 pub fn resolve(r: &ConflictJob<'_>, worker: ConflictWorker<'_>) -> Result<String, ResolveError> {
     let id = &r.packet.id;
-    let wt = PathBuf::from(&r.record.worktree);
-    if !wt.exists() || r.record.removed {
-        return Err(ResolveError::NoWorktree {
+    // A succeeded packet's worktree may have been parked for other packets (or removed):
+    // checked out again on the packet's branch, which holds all of its work.
+    let wt = crate::engine::restore_worktree(r.repo, r.record, r.journal).map_err(|e| match e {
+        crate::engine::RestoreError::Store(e) => ResolveError::Store(e),
+        e => ResolveError::NoWorktree {
             packet: id.clone(),
             path: r.record.worktree.clone(),
             branch: r.record.branch.clone(),
-        });
-    }
+            reason: e.to_string(),
+        },
+    })?;
     let g = Git::pinned(r.common_dir, &wt).map_err(|e| ResolveError::Git {
         packet: id.clone(),
         message: e.to_string(),

@@ -29,6 +29,8 @@ pub(super) struct Resolver<'a> {
     pub dir: &'a orchestra_sys::exec::RunDir,
     /// The repository's common git directory (see `ConflictJob::common_dir`).
     pub common_dir: &'a std::path::Path,
+    /// The repository (see `ConflictJob::repo`).
+    pub repo: &'a orchestra_git::git::RepoInfo,
     pub stop: &'a AtomicBool,
     pub journal: &'a dyn Fn(Event) -> Result<(), crate::store::StoreError>,
 }
@@ -95,6 +97,7 @@ impl Resolver<'_> {
             onto,
             paths,
             common_dir: self.common_dir,
+            repo: self.repo,
             confine: match worker {
                 ConflictWorker::Agent(w) => w.confine(),
                 ConflictWorker::Command(_) => self.opts.sandboxes.validation.as_deref(),

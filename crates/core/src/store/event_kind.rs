@@ -63,6 +63,8 @@ event_kinds! {
     RunReopened => "run_reopened",
     RunFinished => "run_finished",
     WorktreeRemoved => "worktree_removed",
+    WorktreeParked => "worktree_parked",
+    WorktreeRestored => "worktree_restored",
     IntegrationRequested => "integration_requested",
     MergeStarted => "merge_started",
     PacketConflicted => "packet_conflicted",

@@ -141,6 +141,22 @@ pub enum Event {
         packet: String,
         backup: Option<String>,
     },
+    /// A succeeded packet's clean worktree was parked in the worktree pool (`pool`, the
+    /// directory it moved to) as soon as the packet succeeded in a run that integrates its
+    /// packets, so that the next packet to start takes it instead of a fresh checkout; whatever
+    /// needs the packet's worktree again (a conflict to resolve) checks it out anew on the
+    /// packet's branch.
+    WorktreeParked {
+        packet: String,
+        pool: String,
+    },
+    /// A packet's worktree, parked or removed after the packet succeeded, was checked out
+    /// again on the packet's branch for work that needs it (`how`: fresh, recreated at the
+    /// branch tip, or recycled from the pool).
+    WorktreeRestored {
+        packet: String,
+        how: String,
+    },
     /// Integration was asked of the run (`run --merge`, or `retry` of a run merged before):
     /// once every packet is final, the engine integrates the succeeded ones with these
     /// settings, and the run finishes only after the merge has. Journaled before anything
@@ -581,6 +597,8 @@ impl Event {
             | Event::PacketInterrupted { packet }
             | Event::PacketResumed { packet, .. }
             | Event::WorktreeRemoved { packet, .. }
+            | Event::WorktreeParked { packet, .. }
+            | Event::WorktreeRestored { packet, .. }
             | Event::PacketConflicted { packet, .. }
             | Event::PacketResolved { packet, .. }
             | Event::PacketIntegrated { packet, .. }

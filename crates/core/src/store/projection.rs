@@ -134,7 +134,9 @@ pub(super) fn apply(
         | Event::PacketInterrupted { .. }
         | Event::PacketResumed { .. }
         | Event::CandidateChosen { .. }
-        | Event::WorktreeRemoved { .. } => apply_to_packet(&updates, event),
+        | Event::WorktreeRemoved { .. }
+        | Event::WorktreeParked { .. }
+        | Event::WorktreeRestored { .. } => apply_to_packet(&updates, event),
     }
 }
 
@@ -251,6 +253,8 @@ fn apply_to_packet(u: &Updates<'_>, event: &Event) -> rusqlite::Result<()> {
         Event::WorktreeRemoved { packet: id, backup } => {
             u.packet("removed = 1, backup = ?", id, &[backup])
         }
+        Event::WorktreeParked { packet: id, .. } => u.packet("removed = 1", id, &[]),
+        Event::WorktreeRestored { packet: id, .. } => u.packet("removed = 0", id, &[]),
         _ => Ok(()),
     }
 }

@@ -58,7 +58,9 @@ pub use merge::{MergeOutcome, MergeStart, MergeTree};
 pub use parallel::PARALLEL_CHECKOUT_FILES;
 pub use pinned::{registered_git_dir, registered_git_dir_unrepaired};
 pub use rebase::Rebased;
-pub use recycle::{POOL_DIR, keep_ignored, park, pool_dir, pooled};
+pub use recycle::{
+    POOL_DIR, keep_ignored, park, parked_from, pool_dir, pooled, reattach, trim_pool,
+};
 pub use refs::{Expected, RefError};
 pub use registry::{WorktreeEntry, delete_branch, list, remove};
 pub use repair::{create_repairing, drop_unfinished_registration, repair_registrations};

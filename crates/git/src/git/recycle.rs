@@ -147,9 +147,7 @@ pub fn park(repo: &RepoInfo, wt: &Path, capacity: usize) -> Result<Option<PathBu
         path: pool.clone(),
         source,
     })?;
-    let run = wt.parent().and_then(Path::file_name).unwrap_or_default();
-    let packet = wt.file_name().unwrap_or_default();
-    let stem = format!("{}-{}", run.to_string_lossy(), packet.to_string_lossy());
+    let stem = pooled_stem(wt);
     let mut dest = pool.join(&stem);
     let mut n = 1;
     while dest.exists() {
@@ -158,6 +156,86 @@ pub fn park(repo: &RepoInfo, wt: &Path, capacity: usize) -> Result<Option<PathBu
     }
     move_worktree(repo, wt, &dest)?;
     Ok(Some(dest))
+}
+
+/// Removes the worktrees parked in `pool` beyond the first `keep`, as a run that parked more
+/// while it ran (up to its parallelism) ends; returns how many it removed.
+///
+/// Parked worktrees hold nothing but committed content and dropped or declared caches, so
+/// nothing is saved; one a recycling has marked (it is being taken) stays, and so does one
+/// that fails to go (it is reported in the log and left for the next trim).
+pub fn trim_pool(repo: &RepoInfo, pool: &Path, keep: usize) -> Result<usize, WorktreeError> {
+    if !pool.is_dir() {
+        return Ok(0);
+    }
+    let mut parked = pooled(repo, pool)?;
+    parked.sort();
+    let mut removed = 0;
+    let mut kept = 0;
+    for wt in parked {
+        let taken = super::registered_git_dir_unrepaired(&repo.common_dir, &wt)
+            .is_ok_and(|(_, admin)| admin.join(MARKER).exists());
+        if taken {
+            continue;
+        }
+        if kept < keep {
+            kept += 1;
+            continue;
+        }
+        match registry::remove(repo, &wt) {
+            Ok(()) => removed += 1,
+            Err(e) => {
+                tracing::warn!(worktree = %wt.display(), error = %e, "a parked worktree stays");
+            }
+        }
+    }
+    Ok(removed)
+}
+
+/// Puts the worktree at `wt` back on `branch` when a [`park`] a kill cut short left it there
+/// with HEAD detached at the branch's tip (nothing was moved yet); returns true when it did.
+/// A worktree on a branch, or detached elsewhere, is left as it is.
+pub fn reattach(repo: &RepoInfo, wt: &Path, branch: &str) -> Result<bool, WorktreeError> {
+    let git = Git::pinned(&repo.common_dir, wt)?;
+    if git.symbolic_target("HEAD")?.is_some() {
+        return Ok(false);
+    }
+    let tip = repo.git().resolve(&format!("refs/heads/{branch}"))?;
+    if tip.as_deref() != Some(git.head()?.as_str()) {
+        return Ok(false);
+    }
+    git.writing().run(["checkout", "--quiet", branch, "--"])?;
+    Ok(true)
+}
+
+/// Returns the name a worktree at `packet_path` (`<root>/<run>/<packet>`) is parked under,
+/// `<run>-<packet>` (a second one of the same name gets `-2`, and so on).
+fn pooled_stem(packet_path: &Path) -> String {
+    let run = packet_path
+        .parent()
+        .and_then(Path::file_name)
+        .unwrap_or_default();
+    let packet = packet_path.file_name().unwrap_or_default();
+    format!("{}-{}", run.to_string_lossy(), packet.to_string_lossy())
+}
+
+/// Returns true if and only if the pool of `packet_path` holds a worktree parked from that
+/// path: one [`park`] moved there (its journal entry may be missing after a kill).
+pub fn parked_from(packet_path: &Path) -> bool {
+    let (Some(pool), stem) = (pool_dir(packet_path), pooled_stem(packet_path)) else {
+        return false;
+    };
+    let Ok(entries) = fs_err::read_dir(&pool) else {
+        return false;
+    };
+    entries.flatten().any(|e| {
+        let name = e.file_name().to_string_lossy().into_owned();
+        name == stem
+            || name
+                .strip_prefix(&stem)
+                .and_then(|rest| rest.strip_prefix('-'))
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    })
 }
 
 /// Returns how many worktrees are parked in `pool`: its directories that are registered

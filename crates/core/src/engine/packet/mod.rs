@@ -84,6 +84,9 @@ pub(super) struct Context<'a> {
     /// Who writes the tests a best-of-N packet's candidates must pass, when someone does
     /// (see `tester.rs`).
     pub tester: Option<&'a super::Tester>,
+    /// How a succeeded packet's worktree is parked at once, in a run that integrates its
+    /// packets with recycling on (see `engine/park.rs`); `None` leaves it for the integration.
+    pub park: Option<&'a super::park::EarlyPark>,
 }
 
 impl Context<'_> {
@@ -213,6 +216,20 @@ pub(super) fn run(ctx: &Context<'_>, index: usize, record: &PacketRecord) {
         Some(executor) => super::remote::pipeline(ctx, executor, index, record),
         None => pipeline(ctx, index, record),
     };
+    if let (Ok(commit), Some(park)) = (&outcome, ctx.park) {
+        // Journaled succeeded first: a packet whose worktree is gone from its path is one
+        // whose work is on its branch. Parked before its pipeline is marked ended, so no
+        // watch of idle worktrees takes the pooled directory for this packet's.
+        let succeeded = ctx.journal.record_or_keep(Event::PacketSucceeded {
+            packet: id.clone(),
+            commit: commit.clone(),
+        });
+        if succeeded {
+            park.park(ctx.repo, ctx.journal, &id, Path::new(&record.worktree));
+        }
+        ctx.activity.end(&id, Path::new(&record.worktree));
+        return;
+    }
     ctx.activity.end(&id, Path::new(&record.worktree));
     match outcome {
         Ok(commit) => {

@@ -280,6 +280,7 @@ fn work(
         arms: &[],
         tests: None,
         tester: None,
+        park: None,
     };
     match steps(&ctx, job, &wt) {
         Ok(Checked::Passed(head)) => Ok(ExecResult::Passed { head }),
