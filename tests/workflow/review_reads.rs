@@ -113,3 +113,34 @@ fn a_model_review_reads_the_range_the_deterministic_checks_read() {
     assert_eq!(reads("--text -U0 "), 0, "patches: {counts:?}");
     assert_eq!(reads("log --reverse"), 2, "histories: {counts:?}");
 }
+
+/// Git processes `start` may start per packet when a model reviewer approves every packet,
+/// beyond the run's fixed part. Measured at 18 when the deterministic checks' approval was
+/// stored as notes (on the commit and its tree) only to be replaced by the model review's
+/// verdict moments later. A new git call per reviewed packet must be worth its place.
+const REVIEWED_GIT_STARTS_PER_PACKET: usize = 16;
+
+#[test]
+fn a_reviewed_packet_starts_a_bounded_number_of_git_processes() {
+    let one = git_starts_reviewing(&["p1"]);
+    let four = git_starts_reviewing(&["p1", "p2", "p3", "p4"]);
+    let per_packet = (four.len() - one.len()).div_ceil(3);
+    eprintln!(
+        "git starts: 1 packet {} {:?}\n4 packets {} {:?}",
+        one.len(),
+        git_by_subcommand(&one),
+        four.len(),
+        git_by_subcommand(&four)
+    );
+    // One verdict per packet, as notes on its commit and on its tree.
+    let notes = four.iter().filter(|l| l.contains(" notes ")).count();
+    assert_eq!(notes, 8, "notes: {:?}", git_by_subcommand(&four));
+    assert!(
+        per_packet <= REVIEWED_GIT_STARTS_PER_PACKET,
+        "a reviewed packet started {per_packet} git processes (1 packet: {}, 4 packets: {}); \
+         the budget is {REVIEWED_GIT_STARTS_PER_PACKET}; 4 packets started {:?}",
+        one.len(),
+        four.len(),
+        git_by_subcommand(&four)
+    );
+}
