@@ -118,9 +118,11 @@ fn a_model_review_reads_the_range_the_deterministic_checks_read() {
 /// beyond the run's fixed part. Measured at 18 when the deterministic checks' approval was
 /// stored as notes (on the commit and its tree) only to be replaced by the model review's
 /// verdict moments later; at 16 before a reviewer that called no tool able to change a file
-/// stopped saving the packet's worktree (four processes to find it unchanged). A new git call
-/// per reviewed packet must be worth its place.
-const REVIEWED_GIT_STARTS_PER_PACKET: usize = 12;
+/// stopped saving the packet's worktree (four processes to find it unchanged); at 12 before
+/// the commit of an agent's work, made on the packet's start, listed the change from what it
+/// staged instead of a diff from the start. A new git call per reviewed packet must be worth
+/// its place.
+const REVIEWED_GIT_STARTS_PER_PACKET: usize = 11;
 
 #[test]
 fn a_reviewed_packet_starts_a_bounded_number_of_git_processes() {
