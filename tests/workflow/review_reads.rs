@@ -120,9 +120,10 @@ fn a_model_review_reads_the_range_the_deterministic_checks_read() {
 /// verdict moments later; at 16 before a reviewer that called no tool able to change a file
 /// stopped saving the packet's worktree (four processes to find it unchanged); at 12 before
 /// the commit of an agent's work, made on the packet's start, listed the change from what it
-/// staged instead of a diff from the start. A new git call per reviewed packet must be worth
-/// its place.
-const REVIEWED_GIT_STARTS_PER_PACKET: usize = 11;
+/// staged instead of a diff from the start; at 11 before the run's report took each packet's
+/// patch from the reviewer's reading. A new git call per reviewed packet must be worth its
+/// place.
+const REVIEWED_GIT_STARTS_PER_PACKET: usize = 10;
 
 #[test]
 fn a_reviewed_packet_starts_a_bounded_number_of_git_processes() {
@@ -139,6 +140,12 @@ fn a_reviewed_packet_starts_a_bounded_number_of_git_processes() {
     // One verdict per packet, as notes on its commit and on its tree.
     let notes = four.iter().filter(|l| l.contains(" notes ")).count();
     assert_eq!(notes, 8, "notes: {:?}", git_by_subcommand(&four));
+    // Each packet's patch is read once, by its reviewer; the run's report keeps that reading.
+    let patches = four
+        .iter()
+        .filter(|l| l.contains("diff --no-color"))
+        .count();
+    assert_eq!(patches, 4, "patches: {:?}", git_by_subcommand(&four));
     assert!(
         per_packet <= REVIEWED_GIT_STARTS_PER_PACKET,
         "a reviewed packet started {per_packet} git processes (1 packet: {}, 4 packets: {}); \

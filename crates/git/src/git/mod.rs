@@ -22,6 +22,7 @@ mod leftovers;
 mod merge;
 mod notes;
 mod parallel;
+mod patch_memo;
 mod pinned;
 mod rebase;
 mod records;
