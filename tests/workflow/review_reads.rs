@@ -133,8 +133,9 @@ const REVIEWED_GIT_STARTS_PER_PACKET: usize = 10;
 /// its worktree released: parked for reuse or removed), beyond the run's fixed part. Measured
 /// at 24 before the removal of an integrated worktree took one snapshot of its files instead
 /// of two (one to save them, one to prove them saved) and a backup ref's plain name needed no
-/// `git check-ref-format`.
-const MERGED_GIT_STARTS_PER_PACKET: usize = 21;
+/// `git check-ref-format`; at 21 before the approval read the queued packets' trees and
+/// verdict notes together (three processes a merge) instead of two processes a packet.
+const MERGED_GIT_STARTS_PER_PACKET: usize = 19;
 
 /// Returns the git processes a packet of `start` (with `merge`) started, from runs of one and
 /// of four packets, with the four packets' command lines.
@@ -187,6 +188,12 @@ fn a_reviewed_and_merged_packet_starts_a_bounded_number_of_git_processes() {
         snapshots.values().all(|n| *n == 1),
         "snapshots: {snapshots:?}"
     );
+    // The approval reads the packets' verdicts together, not one `notes show` each.
+    let shown = four
+        .iter()
+        .filter(|l| l.contains(" notes ") && l.contains(" show "))
+        .count();
+    assert_eq!(shown, 0, "notes: {:?}", git_by_subcommand(&four));
     assert!(
         per_packet <= MERGED_GIT_STARTS_PER_PACKET,
         "a reviewed and merged packet started {per_packet} git processes; the budget is \

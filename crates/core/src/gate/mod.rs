@@ -42,8 +42,8 @@ pub use review::{
 pub use scratch::ScratchWorktree;
 pub use secrets::{SecretKind, mask as mask_secrets, redact, safe_to_show};
 pub use verdict::{
-    ApprovalPolicy, DETERMINISTIC, Decision, NOTES_REF, Verdict, approved_for_tree, read_verdict,
-    rfc3339_utc, write_range_verdict, write_verdict,
+    ApprovalPolicy, DETERMINISTIC, Decision, NOTES_REF, Verdict, approved_for_tree, parse_verdict,
+    read_verdict, rfc3339_utc, verdict_notes, write_range_verdict, write_verdict,
 };
 
 use std::path::PathBuf;
