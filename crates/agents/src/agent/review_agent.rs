@@ -9,7 +9,7 @@
 //! [`super::review_parts`]), each quoted in a frame it cannot close (see [`super::untrusted`]);
 //! the range is approved only if every part is.
 
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde::Deserialize;
 
@@ -177,19 +177,43 @@ impl ReviewAgent<'_> {
         };
         let root = ConfinedRoot::open(dir)
             .map_err(|e| self.fail(format!("cannot open the review checkout: {e}")))?;
-        let reviewed = combined(tasks, |task| self.review_in(input, &root, task));
+        // The pipeline hands the worktree over at the reviewed commit: an agent that only
+        // read left it so, and the commit is its backup; only a tool call that may change
+        // files (a command, a write) makes the worktree worth saving and restoring — or a
+        // review that broke off, perhaps in the middle of such a call.
+        let touched = AtomicBool::new(false);
+        let reviewed = combined(tasks, |task| self.review_in(input, &root, task, &touched));
         match own {
-            Some(dir) => restored(dir, input, reviewed, |m| self.fail(m)),
-            None => reviewed,
+            Some(dir) if touched.load(Ordering::SeqCst) || reviewed.is_err() => {
+                restored(dir, input, reviewed, |m| self.fail(m))
+            }
+            Some(_) | None => reviewed,
         }
     }
 
+    /// Returns true unless `tool` is a built-in tool of the reviewer's registry that changes
+    /// no file (an MCP server's tool, whatever it declares, runs outside our confinement).
+    fn may_change_files(&self, tool: &str) -> bool {
+        static READ_ONLY: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+        let read_only = READ_ONLY.get_or_init(|| {
+            let builtin = Registry::builtin();
+            builtin
+                .names()
+                .into_iter()
+                .filter(|n| builtin.get(n).is_some_and(|t| !t.mutating))
+                .collect()
+        });
+        !read_only.iter().any(|n| n == tool) || self.registry.get(tool).is_none_or(|t| t.mutating)
+    }
+
     /// Asks for findings until an answer parses, at most [`ATTEMPTS`] times.
+    /// Sets `touched` when the agent called a tool that may change files.
     fn review_in(
         &self,
         input: &ReviewInput<'_>,
         root: &ConfinedRoot,
         task: String,
+        touched: &AtomicBool,
     ) -> Result<ReviewOutcome, GateError> {
         let mut last_error = String::new();
         for attempt in 0..ATTEMPTS {
@@ -200,7 +224,7 @@ impl ReviewAgent<'_> {
                     "{task}\n\nYour previous answer could not be read: {last_error}. Call `complete` again with `summary` set to exactly the JSON object described above, nothing else."
                 )
             };
-            let answer = self.ask(input, root, task)?;
+            let answer = self.ask(input, root, task, touched)?;
             match parse_findings(&answer) {
                 Ok(findings) => {
                     return Ok(ReviewOutcome {
@@ -216,12 +240,14 @@ impl ReviewAgent<'_> {
         )))
     }
 
-    /// Runs the agent once and returns the summary it completed with.
+    /// Runs the agent once and returns the summary it completed with; sets `touched` when it
+    /// called a tool that may change files.
     fn ask(
         &self,
         input: &ReviewInput<'_>,
         root: &ConfinedRoot,
         task: String,
+        touched: &AtomicBool,
     ) -> Result<String, GateError> {
         let stop = AtomicBool::new(false);
         let tmp = orchestra_sys::exec::state_dir(&input.repo.common_dir).join("review-tmp");
@@ -247,7 +273,14 @@ impl ReviewAgent<'_> {
             }),
             text_answer: false,
         };
-        let mut events = |e: &AgentEvent| tracing::debug!(event = ?e, "reviewer");
+        let mut events = |e: &AgentEvent| {
+            if let AgentEvent::ToolCall { name, .. } = e
+                && self.may_change_files(name)
+            {
+                touched.store(true, Ordering::SeqCst);
+            }
+            tracing::debug!(event = ?e, "reviewer");
+        };
         let outcome = super::run(&spec, &mut events).map_err(|e| self.fail(e.to_string()))?;
         match (outcome.state, outcome.summary) {
             (WorkerState::Completed, Some(summary)) => Ok(summary),

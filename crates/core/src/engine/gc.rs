@@ -334,9 +334,14 @@ fn remove_saved(
     for (path, size) in &saved.too_large {
         tracing::warn!(packet = %rec.id, path = %path, bytes = size, "ignored file too large to archive, not saved");
     }
-    let saved = gitops::backup(&git, &refname, "git-orchestra merge: unsaved work")
-        .map_err(worktree_err)?;
-    gitops::remove(repo, &wt).map_err(worktree_err)?;
+    // One snapshot both saves the files and vouches for them at the removal.
+    let saved = gitops::backup_and_remove(
+        repo,
+        (&git, &wt),
+        &refname,
+        "git-orchestra merge: unsaved work",
+    )
+    .map_err(worktree_err)?;
     journal.record(Event::WorktreeRemoved {
         packet: rec.id.clone(),
         backup: saved.map(|_| refname).or_else(|| rec.backup.clone()),

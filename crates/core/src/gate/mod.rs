@@ -36,14 +36,14 @@ pub use moving_scratch::MovingScratch;
 pub use range::{PacketRef, ResolvedRange, packet_of, resolve_range};
 pub use review::{
     DeterministicReviewer, PacketChecks, ReadRange, ReviewInput, ReviewOutcome, Reviewer,
-    history_findings, read_range, review, review_read, run_validation, run_validation_in,
-    run_validation_until,
+    history_findings, judge_read, read_range, review, review_read, run_validation,
+    run_validation_in, run_validation_until,
 };
 pub use scratch::ScratchWorktree;
 pub use secrets::{SecretKind, mask as mask_secrets, redact, safe_to_show};
 pub use verdict::{
-    ApprovalPolicy, DETERMINISTIC, Decision, NOTES_REF, Verdict, approved_for_tree, read_verdict,
-    rfc3339_utc, write_range_verdict, write_verdict,
+    ApprovalPolicy, DETERMINISTIC, Decision, NOTES_REF, Verdict, approved_for_tree, parse_verdict,
+    read_verdict, rfc3339_utc, verdict_notes, write_range_verdict, write_verdict,
 };
 
 use std::path::PathBuf;

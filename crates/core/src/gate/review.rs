@@ -343,7 +343,20 @@ pub fn review_read(
     packet: Option<&PacketRef>,
     reviewers: &[&dyn Reviewer],
 ) -> Result<Verdict, GateError> {
-    let git = repo.git();
+    let verdict = judge_read(repo, read, packet, reviewers)?;
+    write_verdict(&repo.git(), &verdict)?;
+    Ok(verdict)
+}
+
+/// Returns the combined verdict of every reviewer on the range `read` without storing it: for
+/// a caller whose next review of the same commit stores a verdict that replaces this one (the
+/// packet's deterministic checks before its model review), so git writes the notes once.
+pub fn judge_read(
+    repo: &RepoInfo,
+    read: &ReadRange,
+    packet: Option<&PacketRef>,
+    reviewers: &[&dyn Reviewer],
+) -> Result<Verdict, GateError> {
     let (base, tip, tree) = (read.base.as_str(), read.tip.as_str(), read.tree.clone());
     let input = ReviewInput {
         repo,
@@ -387,6 +400,5 @@ pub fn review_read(
         timestamp: rfc3339_utc(orchestra_sys::exec::now_ms() / 1000),
         notes: packet.map(|p| p.notes.clone()).unwrap_or_default(),
     };
-    write_verdict(&git, &verdict)?;
     Ok(verdict)
 }

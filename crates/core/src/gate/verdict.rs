@@ -143,12 +143,25 @@ pub fn read_verdict(git: &Git, object: &str) -> Result<Option<Verdict>, GateErro
     let Some(text) = git.note(NOTES_REF, object)? else {
         return Ok(None);
     };
-    serde_json::from_str(&text)
-        .map(Some)
-        .map_err(|e| GateError::CorruptVerdict {
-            object: object.to_string(),
-            message: e.to_string(),
-        })
+    parse_verdict(object, &text).map(Some)
+}
+
+/// Returns the verdict notes of those of `objects` (commit or tree ids) that have one, unparsed
+/// (see [`parse_verdict`]), read together (see [`Git::notes_of`]): for a caller about to read
+/// many, one at a time.
+pub fn verdict_notes(
+    git: &Git,
+    objects: &[&str],
+) -> Result<std::collections::HashMap<String, String>, GateError> {
+    Ok(git.notes_of(NOTES_REF, objects)?)
+}
+
+/// Returns the verdict a note of `object` holds.
+pub fn parse_verdict(object: &str, text: &str) -> Result<Verdict, GateError> {
+    serde_json::from_str(text).map_err(|e| GateError::CorruptVerdict {
+        object: object.to_string(),
+        message: e.to_string(),
+    })
 }
 
 /// Returns the approving verdict recorded for `tree`, if the latest verdict on it approves.

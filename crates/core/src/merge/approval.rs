@@ -9,7 +9,7 @@
 //! is kept on the commit only, not on its tree: the tree also holds the target's own history,
 //! which the merge did not review.
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 
 use super::MergeError;
 use super::batch::{Item, Progress};
@@ -45,8 +45,9 @@ impl Approval<'_> {
     ) -> Result<(VecDeque<Item>, Vec<BTreeSet<String>>), MergeError> {
         let mut keep = VecDeque::new();
         let mut signers = Vec::new();
+        let stored = self.stored(&queue)?;
         for item in queue {
-            let verdict = self.verdict_of(&item)?;
+            let verdict = self.verdict_of(&item, stored.as_ref())?;
             if verdict.verdict == Decision::Approve {
                 signers.push(verdict.reviewers().map(str::to_string).collect());
                 keep.push_back(item);
@@ -103,16 +104,59 @@ impl Approval<'_> {
         Ok(out)
     }
 
-    /// Returns the verdict on the packet's commit (or its tree), reviewing it now when none
-    /// is stored.
-    fn verdict_of(&self, item: &Item) -> Result<Verdict, MergeError> {
-        let tree = self.git.tree_of(&item.commit)?;
-        if let Some(v) = gate::approved_for_tree(self.git, &tree)? {
+    /// Returns the trees and verdict notes of the queued packets' commits read together, when
+    /// more than one is queued: one at a time, a packet costs two git processes (its tree, its
+    /// note); together, a merge costs three (the trees, the notes' list, their texts).
+    fn stored(&self, queue: &VecDeque<Item>) -> Result<Option<Stored>, MergeError> {
+        if queue.len() < 2 {
+            return Ok(None);
+        }
+        let specs: Vec<String> = queue
+            .iter()
+            .map(|i| format!("{}^{{tree}}", i.commit))
+            .collect();
+        let specs: Vec<&str> = specs.iter().map(String::as_str).collect();
+        let mut trees = HashMap::new();
+        for (item, tree) in queue.iter().zip(self.git.resolve_all(&specs)?) {
+            if let Some(tree) = tree {
+                trees.insert(item.commit.clone(), tree);
+            }
+        }
+        let mut objects: Vec<&str> = trees.values().map(String::as_str).collect();
+        objects.extend(queue.iter().map(|i| i.commit.as_str()));
+        let notes = gate::verdict_notes(self.git, &objects)?;
+        Ok(Some(Stored { trees, notes }))
+    }
+
+    /// Returns the verdict on the packet's commit (or its tree) — from `stored` when it was
+    /// read with the others — reviewing it now when none is stored.
+    fn verdict_of(&self, item: &Item, stored: Option<&Stored>) -> Result<Verdict, MergeError> {
+        let known = stored.and_then(|s| s.trees.get(&item.commit).map(|tree| (s, tree)));
+        let tree = match known {
+            Some((_, tree)) => tree.clone(),
+            None => self.git.tree_of(&item.commit)?,
+        };
+        let on_tree = match known {
+            Some((s, _)) => s
+                .notes
+                .get(&tree)
+                .map(|text| gate::parse_verdict(&tree, text))
+                .transpose()?
+                .filter(|v| v.verdict == Decision::Approve && v.tree == tree),
+            None => gate::approved_for_tree(self.git, &tree)?,
+        };
+        if let Some(v) = on_tree {
             return Ok(v);
         }
-        if let Some(v) =
-            gate::read_verdict(self.git, &item.commit)?.filter(|v| v.commit == item.commit)
-        {
+        let on_commit = match known {
+            Some((s, _)) => s
+                .notes
+                .get(&item.commit)
+                .map(|text| gate::parse_verdict(&item.commit, text))
+                .transpose()?,
+            None => gate::read_verdict(self.git, &item.commit)?,
+        };
+        if let Some(v) = on_commit.filter(|v| v.commit == item.commit) {
             return Ok(v);
         }
         let packet = self
@@ -147,6 +191,12 @@ impl Approval<'_> {
             &reviewers,
         )?)
     }
+}
+
+/// The queued packets' trees (by commit) and the verdict notes of those commits and trees.
+struct Stored {
+    trees: HashMap<String, String>,
+    notes: HashMap<String, String>,
 }
 
 /// Returns why a rejected packet stays out, naming its first blocking findings.

@@ -258,17 +258,21 @@ fn read_context_file(toplevel: &Path) -> std::io::Result<String> {
 /// reviewers and consulted roles get it with every question without rebuilding it.
 pub fn cached_context(toplevel: &Path, tokens: usize) -> String {
     use std::collections::HashMap;
-    use std::sync::{Mutex, OnceLock};
-    static CACHE: OnceLock<Mutex<HashMap<std::path::PathBuf, String>>> = OnceLock::new();
+    use std::sync::{Arc, Mutex, OnceLock};
+    type Slot = Arc<OnceLock<String>>;
+    static CACHE: OnceLock<Mutex<HashMap<std::path::PathBuf, Slot>>> = OnceLock::new();
     let cache = CACHE.get_or_init(Default::default);
-    if let Some(text) = cache.lock().ok().and_then(|c| c.get(toplevel).cloned()) {
-        return text;
+    // One slot per repository, filled once: packets reviewed at the same moment wait for the
+    // first one's reading instead of each listing the repository's files again.
+    let slot = cache.lock().ok().map(|mut c| {
+        c.entry(toplevel.to_path_buf())
+            .or_insert_with(Default::default)
+            .clone()
+    });
+    match slot {
+        Some(slot) => slot.get_or_init(|| context(toplevel, tokens)).clone(),
+        None => context(toplevel, tokens),
     }
-    let text = context(toplevel, tokens);
-    if let Ok(mut c) = cache.lock() {
-        c.insert(toplevel.to_path_buf(), text.clone());
-    }
-    text
 }
 
 /// Returns the top-level directories with how many files each holds, and the loose files.

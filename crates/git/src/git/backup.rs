@@ -74,6 +74,22 @@ pub fn backup(git: &Git, refname: &str, message: &str) -> Result<Option<String>,
     }
 }
 
+/// Saves the worktree of `git` (its pinned runner, at `worktree` of `repo`) as [`backup`] does
+/// and removes it as [`super::remove`] does, from one snapshot: the state just saved, or found
+/// equal to HEAD, is what `remove` would check again. Returns the backup commit, if any.
+///
+/// As for `remove`, nothing may write into the worktree meanwhile (a released packet's).
+pub fn backup_and_remove(
+    repo: &RepoInfo,
+    (git, worktree): (&Git, &Path),
+    refname: &str,
+    message: &str,
+) -> Result<Option<String>, WorktreeError> {
+    let saved = backup(git, refname, message)?;
+    super::registry::remove_checked(repo, worktree, false)?;
+    Ok(saved)
+}
+
 /// Returns the tree of the files of the worktree of `git` (its pinned runner) as they are
 /// now, built in a temporary index.
 pub fn snapshot(git: &Git) -> Result<Snapshot, WorktreeError> {
@@ -124,11 +140,29 @@ fn check_refname(git: &Git, refname: &str) -> Result<(), WorktreeError> {
     if !refname.starts_with("refs/") {
         return Err(invalid());
     }
+    if plainly_valid(refname) {
+        return Ok(());
+    }
     match git.run(["check-ref-format", refname]) {
         Ok(_) => Ok(()),
         Err(GitError::Failed { .. }) => Err(invalid()),
         Err(e) => Err(e.into()),
     }
+}
+
+/// Returns true if `refname` (under `refs/`) keeps to a subset of what git accepts — ASCII
+/// letters, digits, `-`, `_`, `.` and `/`, no empty component, none starting with `.` or ending
+/// with `.lock`, no `..`, no `.` at the end — so no `git check-ref-format` need confirm it; a
+/// name outside the subset is left to git.
+fn plainly_valid(refname: &str) -> bool {
+    refname
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'/'))
+        && !refname.contains("..")
+        && !refname.ends_with('.')
+        && refname
+            .split('/')
+            .all(|c| !c.is_empty() && !c.starts_with('.') && !c.ends_with(".lock"))
 }
 
 /// A private index file in the worktree's git directory, removed on drop.
@@ -164,5 +198,40 @@ impl Drop for TempIndex {
     fn drop(&mut self) {
         // Best effort: a leftover file in the git directory is harmless.
         let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::plainly_valid;
+
+    #[test]
+    fn the_names_taken_without_git_are_ones_git_accepts() {
+        let names = [
+            "refs/orchestra/backup/run-1/p1-review",
+            "refs/orchestra/backup/run_2.x/p.1",
+            "refs/a/.hidden",
+            "refs/a/b.lock",
+            "refs/a//b",
+            "refs/a/b/",
+            "refs/a/b.",
+            "refs/a..b",
+            "refs/a/b c",
+            "refs/a/@{b}",
+            "refs/a/b~1",
+            "refs/a/é",
+        ];
+        for name in names {
+            let git_accepts = std::process::Command::new("git")
+                .args(["check-ref-format", name])
+                .status()
+                .unwrap()
+                .success();
+            if plainly_valid(name) {
+                assert!(git_accepts, "{name} taken without git, refused by git");
+            }
+        }
+        assert!(plainly_valid("refs/orchestra/backup/run-1/p1-review"));
+        assert!(!plainly_valid("refs/a/b.lock"));
     }
 }

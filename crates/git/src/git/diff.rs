@@ -8,16 +8,22 @@
 use super::{Git, GitError};
 
 impl Git {
-    /// Returns the patch from `base` to `tip` as git prints it, for reading.
+    /// Returns the patch from `base` to `tip` as git prints it, for reading; a range of two
+    /// object ids read lately in the process is not read again (see `patch_memo`).
     pub fn diff_patch(&self, base: &str, tip: &str) -> Result<String, GitError> {
-        self.run([
+        if let Some(patch) = super::patch_memo::get(self.dir(), base, tip) {
+            return Ok(patch);
+        }
+        let patch = self.run([
             "diff",
             "--no-color",
             "--no-ext-diff",
             "--ignore-submodules=none",
             base,
             tip,
-        ])
+        ])?;
+        super::patch_memo::keep(self.dir(), base, tip, &patch);
+        Ok(patch)
     }
 
     /// Returns the `-U0` patch from `base` to `tip`, limited to `paths` when any are given,

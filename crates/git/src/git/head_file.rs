@@ -70,7 +70,7 @@ fn common_dir_of(git_dir: &Path) -> Option<PathBuf> {
 }
 
 /// Returns true if and only if `text` is a full SHA-1 or SHA-256 object id in lowercase hex.
-fn is_object_id(text: &str) -> bool {
+pub(super) fn is_object_id(text: &str) -> bool {
     matches!(text.len(), 40 | 64)
         && text
             .bytes()

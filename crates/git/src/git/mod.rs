@@ -22,6 +22,7 @@ mod leftovers;
 mod merge;
 mod notes;
 mod parallel;
+mod patch_memo;
 mod pinned;
 mod rebase;
 mod records;
@@ -42,7 +43,7 @@ mod watch;
 mod workdir;
 mod worktree;
 
-pub use backup::{BACKUP_PREFIX, Snapshot, backup, is_saved, snapshot};
+pub use backup::{BACKUP_PREFIX, Snapshot, backup, backup_and_remove, is_saved, snapshot};
 pub use checkout::{CheckoutMethod, CheckoutStats, add_checked_out, add_checked_out_by};
 pub use classify::FailureKind;
 pub use cli::{Git, GitError};

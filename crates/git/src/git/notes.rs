@@ -51,6 +51,55 @@ impl Git {
             .map(drop)
     }
 
+    /// Returns the notes under `notes_ref` of those of `objects` (full object ids) that have
+    /// one, read by one `git notes list` and one `cat-file` batch instead of a `notes show`
+    /// each; bytes that are not UTF-8 are replaced.
+    pub fn notes_of(
+        &self,
+        notes_ref: &str,
+        objects: &[&str],
+    ) -> Result<std::collections::HashMap<String, String>, GitError> {
+        // "<note blob> <annotated object>" per line, whatever the notes tree's fan-out.
+        let listed = self.run(["notes", "--ref", notes_ref, "list"])?;
+        let wanted: Vec<(&str, &str)> = listed
+            .lines()
+            .filter_map(|l| l.split_once(' '))
+            .filter(|(_, object)| objects.contains(object))
+            .collect();
+        let mut notes = std::collections::HashMap::new();
+        if wanted.is_empty() {
+            return Ok(notes);
+        }
+        let input: String = wanted.iter().map(|(blob, _)| format!("{blob}\n")).collect();
+        let out = self.finish(["cat-file", "--batch"], Some(input.as_bytes()))?;
+        if !out.success() {
+            return Err(out.into_error());
+        }
+        // "<id> blob <size>\n<bytes>\n" per object, in the order asked ("<id> missing\n").
+        let mut rest = out.stdout.as_slice();
+        for (_, object) in wanted {
+            let Some(nl) = rest.iter().position(|b| *b == b'\n') else {
+                break;
+            };
+            let header = String::from_utf8_lossy(&rest[..nl]).into_owned();
+            rest = &rest[nl + 1..];
+            let fields: Vec<&str> = header.split(' ').collect();
+            let Some(size) = (match fields[..] {
+                [_, "blob", size] => size.parse::<usize>().ok(),
+                _ => None,
+            }) else {
+                continue;
+            };
+            let body = rest.get(..size).unwrap_or(rest);
+            notes.insert(
+                object.to_string(),
+                String::from_utf8_lossy(body).into_owned(),
+            );
+            rest = rest.get(size + 1..).unwrap_or_default();
+        }
+        Ok(notes)
+    }
+
     /// Returns the note of `object` under `notes_ref`, or `None` when it has none.
     ///
     /// `git notes show` exits 1 both for "no note" and for an unknown object; callers resolve
@@ -123,5 +172,18 @@ mod tests {
             let note = g.note("refs/notes/t", c).unwrap();
             assert_eq!(note.as_deref().map(str::trim), Some(&*format!("note {i}")));
         }
+        // Read together, the same notes; an object without one is left out.
+        let asked: Vec<&str> = commits.iter().map(String::as_str).take(3).collect();
+        let mut with_none = asked.clone();
+        let tree = git(dir.path(), &["rev-parse", "HEAD^{tree}"])
+            .trim()
+            .to_string();
+        with_none.push(&tree);
+        let together = g.notes_of("refs/notes/t", &with_none).unwrap();
+        assert_eq!(together.len(), 3);
+        for (i, c) in asked.iter().enumerate() {
+            assert_eq!(together[*c].trim(), format!("note {i}"));
+        }
+        assert!(g.notes_of("refs/notes/none", &asked).unwrap().is_empty());
     }
 }

@@ -94,11 +94,21 @@ fn parse_porcelain(out: &str) -> Vec<WorktreeEntry> {
 /// (`set_aside`) and its files are deleted after the lock is released, so that parallel
 /// removals do not wait for each other's deletions.
 pub fn remove(repo: &RepoInfo, worktree: &Path) -> Result<(), WorktreeError> {
+    remove_checked(repo, worktree, true)
+}
+
+/// Removes `worktree` as [`remove`] does; `check_saved` false skips the snapshot that proves
+/// its files saved, for a caller that has just saved them (see `backup::backup_and_remove`).
+pub(crate) fn remove_checked(
+    repo: &RepoInfo,
+    worktree: &Path,
+    check_saved: bool,
+) -> Result<(), WorktreeError> {
     let aside = {
         let _registrations = super::registration_lock();
-        match remove_linked(repo, worktree)? {
+        match remove_linked(repo, worktree, check_saved)? {
             Some(aside) => aside,
-            None => return remove_listed(repo, worktree),
+            None => return remove_listed(repo, worktree, check_saved),
         }
     };
     aside.delete()
@@ -107,7 +117,7 @@ pub fn remove(repo: &RepoInfo, worktree: &Path) -> Result<(), WorktreeError> {
 /// Removes the worktree at `worktree` found in `git worktree list` through
 /// `git worktree remove`, then prunes stale registrations; the caller holds the registration
 /// lock.
-fn remove_listed(repo: &RepoInfo, worktree: &Path) -> Result<(), WorktreeError> {
+fn remove_listed(repo: &RepoInfo, worktree: &Path, check_saved: bool) -> Result<(), WorktreeError> {
     let entries = list(repo)?;
     let Some(position) = entries.iter().position(|e| same_path(&e.path, worktree)) else {
         return Err(WorktreeError::NotAWorktree {
@@ -129,7 +139,7 @@ fn remove_listed(repo: &RepoInfo, worktree: &Path) -> Result<(), WorktreeError> 
     }
     let git = repo.git();
     if entry.path.exists() {
-        if !backup::is_saved(repo, &entry.path)? {
+        if check_saved && !backup::is_saved(repo, &entry.path)? {
             return Err(WorktreeError::UnsavedWork {
                 path: entry.path.clone(),
             });
@@ -145,7 +155,11 @@ fn remove_listed(repo: &RepoInfo, worktree: &Path) -> Result<(), WorktreeError> 
 /// `pinned::registration`), without listing every worktree, and returns its files set aside
 /// for deletion; returns `None`, having done nothing, when it is not found that way. Stale
 /// registrations are left for `git worktree prune` (`gc` runs it once at its end).
-fn remove_linked(repo: &RepoInfo, worktree: &Path) -> Result<Option<SetAside>, WorktreeError> {
+fn remove_linked(
+    repo: &RepoInfo,
+    worktree: &Path,
+    check_saved: bool,
+) -> Result<Option<SetAside>, WorktreeError> {
     let (Ok(top), Ok(common)) = (worktree.canonicalize(), repo.common_dir.canonicalize()) else {
         return Ok(None);
     };
@@ -161,7 +175,7 @@ fn remove_linked(repo: &RepoInfo, worktree: &Path) -> Result<Option<SetAside>, W
             reason: reason.trim().to_string(),
         });
     }
-    if !backup::is_saved(repo, &top)? {
+    if check_saved && !backup::is_saved(repo, &top)? {
         return Err(WorktreeError::UnsavedWork { path: top });
     }
     // The files leave the worktree's path first, then the registration goes (a crash in

@@ -17,7 +17,9 @@ impl Step<'_, '_> {
         (head, read): (&str, &std::cell::OnceCell<gate::ReadRange>),
         round: u32,
     ) -> Result<Option<Next>, Halt> {
-        let verdict = self.review_step((head, read), round, &[checks])?;
+        // A model review after them stores the verdict of both: theirs alone only if it rejects.
+        let superseded = self.ctx.review.is_some();
+        let verdict = self.review_step((head, read), (round, superseded), &[checks])?;
         if verdict.verdict == gate::Decision::Approve {
             return Ok(None);
         }
@@ -42,7 +44,7 @@ impl Step<'_, '_> {
     pub(super) fn candidate_checks(&self, head: &str) -> Result<Option<String>, Halt> {
         let checks = self.ctx.packet_checks();
         let read = std::cell::OnceCell::new();
-        let verdict = self.review_step((head, &read), 0, &[checks])?;
+        let verdict = self.review_step((head, &read), (0, false), &[checks])?;
         if verdict.verdict == gate::Decision::Approve {
             return Ok(None);
         }

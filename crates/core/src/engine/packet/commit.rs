@@ -29,10 +29,8 @@ impl Step<'_, '_> {
         let git = self.git()?;
         // Whether HEAD is the packet's start now: then what is staged is the packet's whole
         // change, and no diff against the start is needed after the commit.
-        let mut at_start = false;
         if ctx.worker_cmd.is_some() || ctx.worker.is_some_and(|w| w.commits_itself()) {
             // With no earlier engine commit, the branch is taken back to the start.
-            at_start = last.is_none();
             let taken = commit::take_back_worker_commits(&git, &self.start, last).map_err(|e| {
                 Halt::Fail(format!("cannot take back the worker's own commits: {e}"))
             })?;
@@ -40,6 +38,9 @@ impl Step<'_, '_> {
                 tracing::warn!(%tip, "the worker committed itself; its commits are folded into the engine's");
             }
         }
+        // Read from the ref files, no process: an agent that ran `git commit` itself, or an
+        // earlier round's commit, leaves HEAD elsewhere, and then a diff lists the change.
+        let at_start = git.head().is_ok_and(|h| h == self.start);
         let (made, staged) = commit::commit_all_listing(&git, &message)
             .map_err(|e| Halt::Fail(format!("could not commit the worker's changes: {e}")))?;
         let head = match made {

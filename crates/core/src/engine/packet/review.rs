@@ -26,7 +26,8 @@ impl Step<'_, '_> {
         let Some(review) = self.ctx.review else {
             return Ok(Next::Done(head));
         };
-        let verdict = self.review_step((&head, read), round, &[checks, review.reviewer])?;
+        let verdict =
+            self.review_step((&head, read), (round, false), &[checks, review.reviewer])?;
         if verdict.verdict == gate::Decision::Approve {
             return Ok(Next::Done(head));
         }
@@ -44,11 +45,13 @@ impl Step<'_, '_> {
 
     /// Reviews `start..head` with `reviewers`, storing the verdict in git, and journals the
     /// outcome under the last reviewer's name. The range is read into `read` unless an earlier
-    /// step of the same commit read it there already.
+    /// step of the same commit read it there already. With `superseded`, an approval is not
+    /// stored: the model review that follows stores the verdict of the same commit (checks and
+    /// model together), which would replace it — a rejection, the last word, is stored.
     pub(super) fn review_step(
         &self,
         (head, read): (&str, &std::cell::OnceCell<gate::ReadRange>),
-        round: u32,
+        (round, superseded): (u32, bool),
         reviewers: &[&dyn gate::Reviewer],
     ) -> Result<gate::Verdict, Halt> {
         let (ctx, packet) = (self.ctx, self.packet);
@@ -74,7 +77,13 @@ impl Step<'_, '_> {
             None => gate::read_range(ctx.repo, &self.start, head)
                 .map(|r| Cow::Borrowed(read.get_or_init(|| r))),
         }
-        .and_then(|read| gate::review_read(ctx.repo, &read, Some(&packet_ref), reviewers));
+        .and_then(|read| gate::judge_read(ctx.repo, &read, Some(&packet_ref), reviewers))
+        .and_then(|verdict| {
+            if !superseded || verdict.verdict != gate::Decision::Approve {
+                gate::write_verdict(&ctx.repo.git(), &verdict)?;
+            }
+            Ok(verdict)
+        });
         let verdict = match reviewed {
             Ok(v) => v,
             // A review cut short by a stop (a signal, a spent budget) is redone on resume.
