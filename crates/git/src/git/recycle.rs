@@ -97,7 +97,9 @@ pub fn pool_dir(packet_path: &Path) -> Option<PathBuf> {
 
 /// Returns the worktrees parked in the pool of `root`'s packets, as registered.
 pub fn pooled(repo: &RepoInfo, pool: &Path) -> Result<Vec<PathBuf>, WorktreeError> {
-    Ok(registry::list(repo)?
+    // From the registrations' files, not `git worktree list`: a packet taking a worktree does
+    // this under the registration lock, which every other packet's creation waits on.
+    Ok(registry::registrations(repo)
         .into_iter()
         .filter(|e| e.branch.is_none() && !e.bare && e.locked.is_none() && e.prunable.is_none())
         .filter(|e| e.path.parent().is_some_and(|p| same_path(p, pool)))
@@ -113,10 +115,11 @@ pub fn park(repo: &RepoInfo, wt: &Path, capacity: usize) -> Result<Option<PathBu
     let Some(pool) = pool_dir(wt) else {
         return Ok(None);
     };
-    let _registrations = super::registration_lock();
     // Counted from the pool's own directories, each checked against its registration, not
     // with `git worktree list`, which reads every registered worktree: integrating many
-    // packets would otherwise pay for all of them on each one.
+    // packets would otherwise pay for all of them on each one. Counted again under the
+    // registration lock before the move; the checks and the detach below touch this worktree
+    // only, so they run outside it, while other packets register and take worktrees.
     if capacity == 0 || parked_in(repo, &pool) >= capacity {
         return Ok(None);
     }
@@ -142,11 +145,29 @@ pub fn park(repo: &RepoInfo, wt: &Path, capacity: usize) -> Result<Option<PathBu
         };
         gone.map_err(|source| WorktreeError::Io { path, source })?;
     }
+    // The branch, from the registration's HEAD file (no process), to go back to if the pool
+    // fills meanwhile.
+    let branch = super::registered_git_dir_unrepaired(&repo.common_dir, wt)
+        .ok()
+        .and_then(|(_, admin)| std::fs::read_to_string(admin.join("HEAD")).ok())
+        .and_then(|head| Some(head.trim().strip_prefix("ref:")?.trim().to_string()));
     git.writing().run(["checkout", "--quiet", "--detach"])?;
     fs_err::create_dir_all(&pool).map_err(|source| WorktreeError::Io {
         path: pool.clone(),
         source,
     })?;
+    let registrations = super::registration_lock();
+    if parked_in(repo, &pool) >= capacity {
+        std::mem::drop(registrations);
+        // Filled meanwhile: the worktree stays where it is, back on its branch.
+        if let Some(branch) = branch
+            .as_deref()
+            .and_then(|b| b.strip_prefix("refs/heads/"))
+        {
+            git.writing().run(["checkout", "--quiet", branch, "--"])?;
+        }
+        return Ok(None);
+    }
     let stem = pooled_stem(wt);
     let mut dest = pool.join(&stem);
     let mut n = 1;
@@ -284,7 +305,7 @@ pub(crate) fn recycle(req: &WorktreeRequest, path: &Path) -> Result<Option<Taken
     if !pool.is_dir() || path.exists() {
         return Ok(None);
     }
-    let entries = registry::list(req.repo)?;
+    let entries = registry::registrations(req.repo);
     let branch_ref = format!("refs/heads/{}", req.branch);
     if entries
         .iter()
@@ -431,5 +452,96 @@ pub(crate) fn crash_point(name: &str) {
         unsafe {
             libc::kill(libc::getpid(), libc::SIGKILL);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::git::testing::git;
+    use std::time::{Duration, Instant};
+
+    /// A repository with one commit and a worktree on branch `p` at `<top>/root/run/p`, whose
+    /// pool is `<top>/root/.recycle`; returns the temporary directory, the repository, the
+    /// worktree and its registration's HEAD file.
+    fn repo_with_worktree() -> (tempfile::TempDir, RepoInfo, PathBuf, PathBuf) {
+        let tmp = tempfile::tempdir().unwrap();
+        let top = tmp.path().canonicalize().unwrap();
+        let main = top.join("r");
+        std::fs::create_dir(&main).unwrap();
+        git(&main, &["init", "-q", "-b", "main"]);
+        std::fs::write(main.join("a.txt"), "a\n").unwrap();
+        git(&main, &["add", "a.txt"]);
+        git(&main, &["commit", "-q", "-m", "a"]);
+        let wt = top.join("root/run/p");
+        git(
+            &main,
+            &["worktree", "add", "-q", "-b", "p", wt.to_str().unwrap()],
+        );
+        let repo = RepoInfo::discover(&main).unwrap();
+        let head = main.join(".git/worktrees/p/HEAD");
+        (tmp, repo, wt, head)
+    }
+
+    /// Waits up to 20 s for the registration's HEAD file to be detached; returns whether it was.
+    fn detached_within(head: &Path) -> bool {
+        let began = Instant::now();
+        while began.elapsed() < Duration::from_secs(20) {
+            let text = std::fs::read_to_string(head).unwrap_or_default();
+            if !text.is_empty() && !text.starts_with("ref:") {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        false
+    }
+
+    /// Parking used to hold the registration lock through its checks and the detach (four
+    /// git processes), so every packet registering or taking a worktree queued behind each
+    /// park. Only the count and the move need it now.
+    #[test]
+    fn a_park_checks_and_detaches_its_worktree_outside_the_registration_lock() {
+        let (_tmp, repo, wt, head) = repo_with_worktree();
+        let (parked, detached_while_locked) = std::thread::scope(|s| {
+            let lock = crate::git::registration_lock();
+            let parker = s.spawn(|| park(&repo, &wt, 2));
+            let detached = detached_within(&head);
+            drop(lock);
+            (parker.join().unwrap().unwrap(), detached)
+        });
+        assert!(
+            detached_while_locked,
+            "the worktree was not detached while another held the registration lock"
+        );
+        let parked = parked.expect("parked");
+        assert!(parked.starts_with(wt.parent().unwrap().parent().unwrap().join(POOL_DIR)));
+        assert!(parked.join("a.txt").exists() && !wt.exists());
+    }
+
+    /// A pool that fills between a park's first count and its move leaves the worktree where
+    /// it was, back on its branch, as a full pool always did.
+    #[test]
+    fn a_pool_filled_while_a_park_checked_leaves_the_worktree_on_its_branch() {
+        let (_tmp, repo, wt, head) = repo_with_worktree();
+        let pool = wt.parent().unwrap().parent().unwrap().join(POOL_DIR);
+        let outcome = std::thread::scope(|s| {
+            let lock = crate::git::registration_lock();
+            let parker = s.spawn(|| park(&repo, &wt, 1));
+            assert!(detached_within(&head), "the park did not get to its detach");
+            // Another worktree is parked meanwhile: the pool is full.
+            let other = pool.join("other");
+            git(
+                &repo.toplevel,
+                &["worktree", "add", "-q", "--detach", other.to_str().unwrap()],
+            );
+            drop(lock);
+            parker.join().unwrap().unwrap()
+        });
+        assert_eq!(outcome, None);
+        assert!(wt.join("a.txt").exists());
+        assert_eq!(
+            std::fs::read_to_string(&head).unwrap().trim(),
+            "ref: refs/heads/p"
+        );
     }
 }
