@@ -11,11 +11,12 @@
 //! (integrated, failed or interrupted) [`EarlyPark::trim`] removes the extra ones.
 //!
 //! A parked worktree is journaled (`worktree_parked`, which marks the packet's worktree
-//! removed), so the integration's release skips it and a resume does not look for it; a kill
-//! between the move and the journal leaves a packet whose worktree path simply does not exist,
+//! removed), so the integration's release skips it and a resume does not look for it. A kill
+//! in the middle leaves either a worktree detached at its branch's tip at its own path (before
+//! the move) or a packet whose worktree path does not exist (after it, before the journal),
 //! which every reader already treats as gone. Whatever needs the packet's worktree again (the
-//! merge's conflict resolution) checks it out anew on the packet's branch (see
-//! [`restore`]).
+//! merge's conflict resolution) checks it out anew on the packet's branch, or puts a detached
+//! one back on it (see [`restore`]).
 
 use std::path::{Path, PathBuf};
 
