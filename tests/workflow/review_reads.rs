@@ -188,6 +188,17 @@ fn a_reviewed_and_merged_packet_starts_a_bounded_number_of_git_processes() {
         snapshots.values().all(|n| *n == 1),
         "snapshots: {snapshots:?}"
     );
+    // A removed worktree's leftovers are found by two listings: its ignored files, then its
+    // untracked files and index entries (nested repositories, gitlinks) together.
+    let mut listings = std::collections::BTreeMap::new();
+    for line in four
+        .iter()
+        .filter(|l| l.contains(" ls-files --others") || l.contains(" ls-files --stage"))
+    {
+        let dir = line.split(' ').nth(1).unwrap_or_default();
+        *listings.entry(dir).or_insert(0) += 1;
+    }
+    assert!(listings.values().all(|n| *n <= 2), "listings: {listings:?}");
     // The approval reads the packets' verdicts together, not one `notes show` each.
     let shown = four
         .iter()

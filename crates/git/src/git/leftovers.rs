@@ -112,16 +112,7 @@ pub fn find_leftovers(git: &Git) -> Result<Leftovers, WorktreeError> {
             found.ignored.push(path);
         }
     }
-    let mut candidates = untracked_repos(git)?;
-    let staged = git.run(["ls-files", "--stage", "-z"])?;
-    for entry in staged.split('\0') {
-        if let Some((meta, path)) = entry.split_once('\t')
-            && meta.starts_with("160000 ")
-        {
-            candidates.push(path.to_string());
-        }
-    }
-    for rel in candidates {
+    for rel in repo_candidates(git)? {
         descend(&top, &top, &rel, 1, &mut found)?;
     }
     Ok(found)
@@ -229,6 +220,35 @@ fn private_repo(dir: &Path, work_tree: &Path) -> Result<Git, WorktreeError> {
     Ok(Git::pinned_to(work_tree, &git_dir)
         .with_env("GIT_INDEX_FILE", dir.join("index"))
         .with_config("core.bare=false"))
+}
+
+/// Returns the paths that may hold a nested repository, from one `ls-files`: the untracked
+/// directories git lists whole (`<dir>/`: a repository of their own) and the index's gitlinks.
+fn repo_candidates(git: &Git) -> Result<Vec<String>, WorktreeError> {
+    let out = git.run([
+        "ls-files",
+        "--stage",
+        "--others",
+        "--exclude-standard",
+        "-z",
+    ])?;
+    let mut candidates: Vec<String> = Vec::new();
+    for entry in out.split('\0').filter(|e| !e.is_empty()) {
+        // An index entry reads `<mode> <id> <stage>\t<path>`, an untracked one its path alone;
+        // a path may hold a tab itself, so every reading naming a candidate counts (`descend`
+        // keeps only real repositories).
+        if let Some((meta, path)) = entry.split_once('\t')
+            && meta.starts_with("160000 ")
+        {
+            candidates.push(path.to_string());
+        }
+        if entry.ends_with('/') {
+            candidates.push(entry.trim_end_matches('/').to_string());
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    candidates.retain(|c| seen.insert(c.clone()));
+    Ok(candidates)
 }
 
 /// Returns the untracked entries `git` lists as directories that hold a repository.
