@@ -283,12 +283,65 @@ pub(crate) struct Taken {
     pub(crate) from: PathBuf,
 }
 
-/// Takes a worktree for `req` from the pool, or the one a recycling into `req.path` that a crash
-/// interrupted was taking, and moves it to the path; returns it, or `None` when the pool had
-/// nothing usable (or something already is at the path). Called under the registration lock:
-/// only the move changes a registration, so [`Taken::check_out`], which writes the files, runs
-/// outside it.
-pub(crate) fn recycle(req: &WorktreeRequest, path: &Path) -> Result<Option<Taken>, WorktreeError> {
+/// A parked worktree [`choose`] found clean, before the registration lock, for [`recycle`] to
+/// claim and move under it; or none.
+#[derive(Debug, Default)]
+pub(crate) struct Choice(Option<PathBuf>);
+
+/// Returns the parked worktree a new worktree at `path` would take: one no recycling has
+/// claimed that `git status` finds clean. Runs before the registration lock, so the status of
+/// a packet taking a worktree holds up no other packet's creation; [`recycle`] makes sure
+/// under the lock that the worktree is still parked and unclaimed.
+pub(crate) fn choose(req: &WorktreeRequest, path: &Path) -> Result<Choice, WorktreeError> {
+    let Some(pool) = pool_dir(path) else {
+        return Ok(Choice::default());
+    };
+    if !pool.is_dir() || path.exists() {
+        return Ok(Choice::default());
+    }
+    let mut candidates = pooled(req.repo, &pool)?;
+    candidates.sort();
+    // Packets starting together start from different candidates, so they seldom check the
+    // same one and lose it to each other under the lock.
+    let start = {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::hash::DefaultHasher::new();
+        path.hash(&mut hasher);
+        usize::try_from(hasher.finish() % 1024).unwrap_or(0)
+    };
+    let len = candidates.len().max(1);
+    candidates.rotate_left(start % len);
+    for candidate in candidates {
+        // Another packet may be taking it meanwhile: then it is no candidate.
+        let claimed = super::registered_git_dir_unrepaired(&req.repo.common_dir, &candidate)
+            .map_or(true, |(_, admin)| admin.join(MARKER).exists());
+        if claimed {
+            continue;
+        }
+        let Ok(git) = Git::pinned_unrepaired(&req.repo.common_dir, &candidate) else {
+            continue;
+        };
+        if git
+            .status_porcelain(Untracked::All)
+            .is_ok_and(|s| s.is_empty())
+        {
+            return Ok(Choice(Some(candidate)));
+        }
+    }
+    Ok(Choice::default())
+}
+
+/// Takes the worktree `choice` names from the pool for `req`, or the one a recycling into
+/// `req.path` that a crash interrupted was taking, and moves it to the path; returns it, or
+/// `None` when there was nothing to take (none chosen, something already at the path, or the
+/// chosen one taken or removed since [`choose`]: the packet then gets a fresh checkout).
+/// Called under the registration lock, it starts no process: the cleanliness check ran
+/// before it and [`Taken::check_out`], which writes the files, runs after it.
+pub(crate) fn recycle(
+    req: &WorktreeRequest,
+    path: &Path,
+    choice: &Choice,
+) -> Result<Option<Taken>, WorktreeError> {
     let Some(pool) = pool_dir(path) else {
         return Ok(None);
     };
@@ -302,6 +355,9 @@ pub(crate) fn recycle(req: &WorktreeRequest, path: &Path) -> Result<Option<Taken
         move_into(req, path, &admin)?;
         return Ok(Some(Taken { admin, from }));
     }
+    let Some(candidate) = &choice.0 else {
+        return Ok(None);
+    };
     if !pool.is_dir() || path.exists() {
         return Ok(None);
     }
@@ -313,26 +369,50 @@ pub(crate) fn recycle(req: &WorktreeRequest, path: &Path) -> Result<Option<Taken
     {
         return Ok(None);
     }
-    for candidate in pooled(req.repo, &pool)? {
-        let Ok((_, admin)) = super::registered_git_dir(&req.repo.common_dir, &candidate) else {
-            continue;
-        };
-        let git = Git::pinned(&req.repo.common_dir, &candidate)?;
-        if !git.status_porcelain(Untracked::All)?.is_empty() {
-            continue;
-        }
-        let marker = format!("{}\n{}\n", path.display(), candidate.display());
-        fs_err::write(admin.join(MARKER), marker).map_err(|source| WorktreeError::Io {
-            path: admin.join(MARKER),
-            source,
-        })?;
-        move_into(req, path, &admin)?;
-        return Ok(Some(Taken {
-            admin,
-            from: candidate,
-        }));
+    // Still parked: registered detached and unlocked at its place in the pool.
+    let parked = entries.iter().any(|e| {
+        same_path(&e.path, candidate)
+            && e.branch.is_none()
+            && !e.bare
+            && e.locked.is_none()
+            && e.prunable.is_none()
+    });
+    let Ok((_, admin)) = super::registered_git_dir_unrepaired(&req.repo.common_dir, candidate)
+    else {
+        return Ok(None);
+    };
+    if !parked || !claim(&admin, path, candidate)? {
+        return Ok(None);
     }
-    Ok(None)
+    move_into(req, path, &admin)?;
+    Ok(Some(Taken {
+        admin,
+        from: candidate.clone(),
+    }))
+}
+
+/// Writes the marker of a recycling of the worktree registered at `admin` from `from` into
+/// `path`; returns false when another recycling has claimed it already. The marker is created
+/// only if missing, so two takers (threads or processes) never claim one worktree.
+fn claim(admin: &Path, path: &Path, from: &Path) -> Result<bool, WorktreeError> {
+    use std::io::Write;
+    let marker = admin.join(MARKER);
+    let io = |source| WorktreeError::Io {
+        path: marker.clone(),
+        source,
+    };
+    let mut file = match fs_err::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&marker)
+    {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(false),
+        Err(e) => return Err(io(e)),
+    };
+    let text = format!("{}\n{}\n", path.display(), from.display());
+    file.write_all(text.as_bytes()).map_err(io)?;
+    Ok(true)
 }
 
 /// Returns the administrative directory and origin of a recycling into `path` that is under way.
@@ -516,6 +596,65 @@ mod tests {
         let parked = parked.expect("parked");
         assert!(parked.starts_with(wt.parent().unwrap().parent().unwrap().join(POOL_DIR)));
         assert!(parked.join("a.txt").exists() && !wt.exists());
+    }
+
+    /// Waits up to 20 s for the file at `path` to differ from `before`; returns whether it did.
+    fn changed_within(path: &Path, before: &[u8]) -> bool {
+        let began = Instant::now();
+        while began.elapsed() < Duration::from_secs(20) {
+            if std::fs::read(path).is_ok_and(|now| now != before) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        false
+    }
+
+    /// Taking a parked worktree used to check it clean (a `git status`) under the registration
+    /// lock, so every packet creating a worktree queued behind that status. The check runs
+    /// before the lock now; only the claim and the move need it.
+    #[test]
+    fn a_take_checks_its_candidate_outside_the_registration_lock() {
+        let (_tmp, repo, wt, _head) = repo_with_worktree();
+        let parked = park(&repo, &wt, 2).unwrap().expect("parked");
+        let admin = repo.common_dir.join("worktrees/p");
+        // A tracked file whose stat data no longer matches the index: the candidate's status
+        // refreshes the index and writes it, which shows that the status ran.
+        let touched = std::fs::File::options()
+            .write(true)
+            .open(parked.join("a.txt"))
+            .unwrap();
+        touched
+            .set_modified(std::time::SystemTime::now() - Duration::from_secs(3600))
+            .unwrap();
+        let index = std::fs::read(admin.join("index")).unwrap();
+        let base = repo.git().head().unwrap();
+        let target = wt.parent().unwrap().join("q");
+        let req = WorktreeRequest {
+            repo: &repo,
+            path: &target,
+            branch: "q",
+            base: &base,
+            reuse: crate::git::Reuse::RequireClean,
+        };
+        let (created, checked_while_locked) = std::thread::scope(|s| {
+            let lock = crate::git::registration_lock();
+            let taker = s.spawn(|| crate::git::create_repairing(&req, false));
+            let checked = changed_within(&admin.join("index"), &index);
+            drop(lock);
+            (taker.join().unwrap().unwrap(), checked)
+        });
+        assert!(
+            checked_while_locked,
+            "the candidate was not checked while another held the registration lock"
+        );
+        assert_eq!(
+            created,
+            crate::git::Created::Recycled {
+                from: parked.clone()
+            }
+        );
+        assert!(target.join("a.txt").exists() && !parked.exists());
     }
 
     /// A pool that fills between a park's first count and its move leaves the worktree where
