@@ -284,14 +284,39 @@ pub(crate) struct Taken {
 }
 
 /// A parked worktree [`choose`] found clean, before the registration lock, for [`recycle`] to
-/// claim and move under it; or none.
+/// claim and move under it; or none. It stays reserved in this process while the choice
+/// lives, so packets starting together choose different worktrees.
 #[derive(Debug, Default)]
 pub(crate) struct Choice(Option<PathBuf>);
 
+/// The parked worktrees a [`Choice`] of this process holds.
+static RESERVED: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+impl Choice {
+    /// Reserves `candidate` for a choice; returns `None` when another choice holds it.
+    fn reserve(candidate: &Path) -> Option<Choice> {
+        let mut reserved = RESERVED.lock().ok()?;
+        if reserved.iter().any(|r| r == candidate) {
+            return None;
+        }
+        reserved.push(candidate.to_path_buf());
+        Some(Choice(Some(candidate.to_path_buf())))
+    }
+}
+
+impl Drop for Choice {
+    fn drop(&mut self) {
+        if let (Some(candidate), Ok(mut reserved)) = (&self.0, RESERVED.lock()) {
+            reserved.retain(|r| r != candidate);
+        }
+    }
+}
+
 /// Returns the parked worktree a new worktree at `path` would take: one no recycling has
-/// claimed that `git status` finds clean. Runs before the registration lock, so the status of
-/// a packet taking a worktree holds up no other packet's creation; [`recycle`] makes sure
-/// under the lock that the worktree is still parked and unclaimed.
+/// claimed nor another choice of this process holds, that `git status` finds clean. Runs
+/// before the registration lock, so the status of a packet taking a worktree holds up no
+/// other packet's creation; [`recycle`] makes sure under the lock that the worktree is still
+/// parked and unclaimed.
 pub(crate) fn choose(req: &WorktreeRequest, path: &Path) -> Result<Choice, WorktreeError> {
     let Some(pool) = pool_dir(path) else {
         return Ok(Choice::default());
@@ -301,16 +326,6 @@ pub(crate) fn choose(req: &WorktreeRequest, path: &Path) -> Result<Choice, Workt
     }
     let mut candidates = pooled(req.repo, &pool)?;
     candidates.sort();
-    // Packets starting together start from different candidates, so they seldom check the
-    // same one and lose it to each other under the lock.
-    let start = {
-        use std::hash::{Hash, Hasher};
-        let mut hasher = std::hash::DefaultHasher::new();
-        path.hash(&mut hasher);
-        usize::try_from(hasher.finish() % 1024).unwrap_or(0)
-    };
-    let len = candidates.len().max(1);
-    candidates.rotate_left(start % len);
     for candidate in candidates {
         // Another packet may be taking it meanwhile: then it is no candidate.
         let claimed = super::registered_git_dir_unrepaired(&req.repo.common_dir, &candidate)
@@ -318,6 +333,9 @@ pub(crate) fn choose(req: &WorktreeRequest, path: &Path) -> Result<Choice, Workt
         if claimed {
             continue;
         }
+        let Some(choice) = Choice::reserve(&candidate) else {
+            continue;
+        };
         let Ok(git) = Git::pinned_unrepaired(&req.repo.common_dir, &candidate) else {
             continue;
         };
@@ -325,7 +343,7 @@ pub(crate) fn choose(req: &WorktreeRequest, path: &Path) -> Result<Choice, Workt
             .status_porcelain(Untracked::All)
             .is_ok_and(|s| s.is_empty())
         {
-            return Ok(Choice(Some(candidate)));
+            return Ok(choice);
         }
     }
     Ok(Choice::default())
