@@ -29,6 +29,7 @@ mod records;
 mod recycle;
 mod refs;
 mod registry;
+mod relocate;
 mod remote;
 mod repair;
 mod replay;

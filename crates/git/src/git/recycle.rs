@@ -32,6 +32,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use super::registry::{self, same_path};
+use super::relocate::move_worktree;
 use super::worktree::{WorktreeError, WorktreeRequest};
 use super::{Git, RefError, RepoInfo, Untracked};
 
@@ -124,12 +125,16 @@ pub fn park(repo: &RepoInfo, wt: &Path, capacity: usize) -> Result<Option<PathBu
         return Ok(None);
     }
     let git = Git::pinned(&repo.common_dir, wt)?;
-    if !git.status_porcelain(Untracked::All)?.is_empty() || git.is_merging()? {
+    let Ok((_, admin)) = super::registered_git_dir_unrepaired(&repo.common_dir, wt) else {
+        return Ok(None);
+    };
+    // A merge under way, from its file (no process), as `git merge` writes it; a sparse
+    // checkout holds one packet's cone (new packets get their own), told from its
+    // configuration files.
+    if admin.join("MERGE_HEAD").exists() || super::relocate::is_sparse(&repo.common_dir, &admin) {
         return Ok(None);
     }
-    // A sparse checkout holds one packet's cone; new packets get their own.
-    let sparse = git.finish(["config", "--bool", "--get", "core.sparseCheckout"], None)?;
-    if sparse.success() && String::from_utf8_lossy(&sparse.stdout).trim() == "true" {
+    if !git.status_porcelain(Untracked::All)?.is_empty() {
         return Ok(None);
     }
     let Some(drop) = droppable_ignored(&git)? else {
@@ -147,9 +152,8 @@ pub fn park(repo: &RepoInfo, wt: &Path, capacity: usize) -> Result<Option<PathBu
     }
     // The branch, from the registration's HEAD file (no process), to go back to if the pool
     // fills meanwhile.
-    let branch = super::registered_git_dir_unrepaired(&repo.common_dir, wt)
+    let branch = std::fs::read_to_string(admin.join("HEAD"))
         .ok()
-        .and_then(|(_, admin)| std::fs::read_to_string(admin.join("HEAD")).ok())
         .and_then(|head| Some(head.trim().strip_prefix("ref:")?.trim().to_string()));
     git.writing().run(["checkout", "--quiet", "--detach"])?;
     fs_err::create_dir_all(&pool).map_err(|source| WorktreeError::Io {
@@ -503,7 +507,9 @@ fn put_on_branch(req: &WorktreeRequest, path: &Path, admin: &Path) -> Result<(),
     let repo_git = req.repo.git();
     let existing = repo_git.resolve(&full)?;
     let target = existing.as_deref().unwrap_or(req.base);
-    if ignore_rules_differ(&git, &git.head()?, target)? {
+    // The same commit has the same rules: no diff to start.
+    let head = git.head()?;
+    if head != target && ignore_rules_differ(&git, &head, target)? {
         git.run(["clean", "-X", "-d", "--force", "--quiet"])?;
     }
     if existing.is_none() {
@@ -533,14 +539,6 @@ fn ignore_rules_differ(git: &Git, a: &str, b: &str) -> Result<bool, WorktreeErro
         ":(glob)**/.gitignore",
     ])?;
     Ok(!out.trim().is_empty())
-}
-
-/// Moves a registered worktree with `git worktree move`.
-fn move_worktree(repo: &RepoInfo, from: &Path, to: &Path) -> Result<(), WorktreeError> {
-    let from = from.to_string_lossy().into_owned();
-    let to = to.to_string_lossy().into_owned();
-    repo.git().run(["worktree", "move", "--", &from, &to])?;
-    Ok(())
 }
 
 /// Kills the process with SIGKILL when `ORCHESTRA_CRASH_AT` names `name`: crash tests' `kill -9`.

@@ -1,0 +1,176 @@
+//! The git processes recycling a worktree starts: a packet of a run that integrates
+//! (`run --merge`) takes the worktree its dependency parked, and parking and taking it start no
+//! more than a budget of git processes, the fewest under the registration lock.
+
+use crate::support::*;
+
+/// Writes its packet's own file.
+const WORKER: &str = r#"echo "$ORCHESTRA_PACKET" > "out-$ORCHESTRA_PACKET.txt""#;
+
+/// Git processes parking a packet's worktree may start: its clean check (`status`), its
+/// droppable ignored files (`ls-files`) and the detach (`checkout`). Measured at 6 before the
+/// merge-under-way and sparse checks read their files instead of starting `git rev-parse` and
+/// `git config`, and the move to the pool renamed the directory and rewrote the registration
+/// instead of starting `git worktree move`.
+const GIT_STARTS_PER_PARK: usize = 3;
+
+/// Git processes taking a parked worktree for a new packet may start: its candidate's clean
+/// check (`status`, before the registration lock), the new branch (`update-ref`), the
+/// comparison of the ignore rules (`diff`, only between two different commits) and the
+/// checkout (`checkout`). Measured at 5 before the move out of the pool was done in-process
+/// (the `git worktree move` ran under the registration lock), with a `diff` on every take.
+const GIT_STARTS_PER_TAKE: usize = 4;
+
+/// A repository of 40 committed files whose runs recycle two worktrees.
+fn repo_recycling() -> TestRepo {
+    let repo = TestRepo::new();
+    repo.write(".orchestra/config.toml", "[worktree]\nrecycle = 2\n");
+    for i in 0..40 {
+        repo.write(&format!("data/f{i}.txt"), &format!("file {i}\n"));
+    }
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-qm", "recycling set-up"]);
+    repo
+}
+
+/// Returns the words of the git command `line` from its subcommand on (`-C <dir>` and
+/// `-c <key=value>` skipped).
+fn from_subcommand(line: &str) -> Vec<&str> {
+    let mut words = line.split(' ');
+    let mut rest = Vec::new();
+    while let Some(w) = words.next() {
+        if w == "-C" || w == "-c" {
+            words.next();
+        } else if !w.starts_with('-') {
+            rest.push(w);
+            rest.extend(words.by_ref());
+        }
+    }
+    rest
+}
+
+/// Returns true if and only if the git command `line` is one of recycling's: a park's or a
+/// take's, as opposed to the packet's validation, commit, checks and merge, and the pool's
+/// trim as the run ends.
+fn recycling_start(line: &str) -> bool {
+    let words = from_subcommand(line);
+    let has = |w: &str| words.contains(&w);
+    match words.first().copied() {
+        Some("worktree") => has("move") || has("repair"),
+        Some("checkout") | Some("clean") => true,
+        Some("update-ref") => !line.contains("/integration "),
+        Some("config") => line.contains("core.sparseCheckout"),
+        Some("ls-files") => has("--ignored"),
+        Some("diff") => line.contains(".gitignore"),
+        Some("rev-parse") => has("MERGE_HEAD"),
+        Some("status") => has("--untracked-files=all") && !has("-z"),
+        _ => false,
+    }
+}
+
+/// Returns the journaled events of the newest run in `repo`, as JSON values.
+fn events(repo: &TestRepo) -> Vec<serde_json::Value> {
+    let run = run_id(&repo.path);
+    let store = git_orchestra::store::Store::open(&repo.path.join(".git")).unwrap();
+    store
+        .events(&run, 0)
+        .unwrap()
+        .iter()
+        .map(|e| serde_json::to_value(&e.event).unwrap())
+        .collect()
+}
+
+#[test]
+fn a_recycled_packet_starts_a_bounded_number_of_git_processes_for_its_worktree() {
+    let repo = repo_recycling();
+    let (n, wave) = (12, 3);
+    let mut body = "objective = \"Waves\"\n\n".to_string();
+    for i in 0..n {
+        let deps = if i >= wave {
+            format!("\"w{}\"", i - wave)
+        } else {
+            String::new()
+        };
+        body.push_str(&packet(
+            &format!("w{i}"),
+            &format!("\"out-w{i}.txt\""),
+            &deps,
+            "",
+        ));
+    }
+    let plan = repo.write_plan("waves.toml", &body);
+    let git = CountingGit::new(&repo);
+    let root = repo.scratch().join("wt");
+    let out = orchestra_with_env(
+        &repo.path,
+        &[
+            "run",
+            plan.to_str().unwrap(),
+            "--worker-cmd",
+            WORKER,
+            "--worktree-root",
+            root.to_str().unwrap(),
+            "--merge",
+            "--max-parallel",
+            &wave.to_string(),
+        ],
+        &[("PATH", &git.path)],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let status = status_json(&repo.path);
+    assert_eq!(status["run"]["state"], "completed", "{status:#}");
+    let lines = git.started();
+    let events = events(&repo);
+    let parks = events
+        .iter()
+        .filter(|e| e["type"] == "worktree_parked")
+        .count();
+    let takes = events
+        .iter()
+        .filter(|e| {
+            e["type"] == "worktree_ready"
+                && e["how"]
+                    .as_str()
+                    .is_some_and(|h| h.starts_with("recycled from"))
+        })
+        .count();
+    assert!(takes >= 3 && parks >= takes, "{parks} parks, {takes} takes");
+    let recycling: Vec<&String> = lines.iter().filter(|l| recycling_start(l)).collect();
+    let named = |what: &str| -> Vec<&&String> {
+        recycling
+            .iter()
+            .filter(|l| from_subcommand(l).join(" ").starts_with(what))
+            .collect()
+    };
+    assert_eq!(
+        named("worktree move"),
+        Vec::<&&String>::new(),
+        "moved by git"
+    );
+    assert_eq!(
+        named("config"),
+        Vec::<&&String>::new(),
+        "sparse checks by git"
+    );
+    assert_eq!(
+        named("rev-parse"),
+        Vec::<&&String>::new(),
+        "merge checks by git"
+    );
+    // No comparison of a commit's ignore rules with its own.
+    let same = named("diff")
+        .into_iter()
+        .filter(|l| {
+            let w = from_subcommand(l);
+            w.get(2) == w.get(3)
+        })
+        .count();
+    assert_eq!(same, 0, "{recycling:#?}");
+    let budget = parks * GIT_STARTS_PER_PARK + takes * GIT_STARTS_PER_TAKE;
+    assert!(
+        recycling.len() <= budget,
+        "{} git starts for {parks} parks and {takes} takes, more than {GIT_STARTS_PER_PARK} \
+         per park and {GIT_STARTS_PER_TAKE} per take: {recycling:#?}",
+        recycling.len()
+    );
+}
