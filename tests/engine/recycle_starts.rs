@@ -2,6 +2,8 @@
 //! (`run --merge`) takes the worktree its dependency parked, and parking and taking it start no
 //! more than a budget of git processes, the fewest under the registration lock.
 
+use std::path::Path;
+
 use crate::support::*;
 
 /// Writes its packet's own file.
@@ -16,10 +18,11 @@ const GIT_STARTS_PER_PARK: usize = 3;
 
 /// Git processes taking a parked worktree for a new packet may start: its candidate's clean
 /// check (`status`, before the registration lock), the new branch (`update-ref`), the
-/// comparison of the ignore rules (`diff`, only between two different commits) and the
 /// checkout (`checkout`). Measured at 5 before the move out of the pool was done in-process
-/// (the `git worktree move` ran under the registration lock), with a `diff` on every take.
-const GIT_STARTS_PER_TAKE: usize = 4;
+/// (the `git worktree move` ran under the registration lock) and the ignore rules of the two
+/// commits were compared by `git diff`, on every take, then only between different commits,
+/// then in-process.
+const GIT_STARTS_PER_TAKE: usize = 3;
 
 /// A repository of 40 committed files whose runs recycle two worktrees.
 fn repo_recycling() -> TestRepo {
@@ -80,6 +83,54 @@ fn events(repo: &TestRepo) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// Returns how many worktrees the newest run in `repo` parked and how many it took from the
+/// pool.
+fn parks_and_takes(repo: &TestRepo) -> (usize, usize) {
+    let events = events(repo);
+    let parks = events
+        .iter()
+        .filter(|e| e["type"] == "worktree_parked")
+        .count();
+    let takes = events
+        .iter()
+        .filter(|e| {
+            e["type"] == "worktree_ready"
+                && e["how"]
+                    .as_str()
+                    .is_some_and(|h| h.starts_with("recycled from"))
+        })
+        .count();
+    (parks, takes)
+}
+
+/// Runs `plan` with `--merge` and at most `parallel` packets at a time through `git`'s `PATH`;
+/// asserts it completed and returns how many worktrees it parked and took.
+fn run_counted(repo: &TestRepo, git: &CountingGit, plan: &Path, parallel: usize) -> (usize, usize) {
+    let root = repo.scratch().join("wt");
+    let out = orchestra_with_env(
+        &repo.path,
+        &[
+            "run",
+            plan.to_str().unwrap(),
+            "--worker-cmd",
+            WORKER,
+            "--worktree-root",
+            root.to_str().unwrap(),
+            "--merge",
+            "--max-parallel",
+            &parallel.to_string(),
+        ],
+        &[("PATH", &git.path)],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let status = status_json(&repo.path);
+    assert_eq!(status["run"]["state"], "completed", "{status:#}");
+    parks_and_takes(repo)
+}
+
+/// A run in waves, whose packets take their dependencies' worktrees, then a run of two
+/// packets on the merged result, which take worktrees parked at other commits (so their ignore
+/// rules are compared).
 #[test]
 fn a_recycled_packet_starts_a_bounded_number_of_git_processes_for_its_worktree() {
     let repo = repo_recycling();
@@ -98,43 +149,25 @@ fn a_recycled_packet_starts_a_bounded_number_of_git_processes_for_its_worktree()
             "",
         ));
     }
-    let plan = repo.write_plan("waves.toml", &body);
-    let git = CountingGit::new(&repo);
-    let root = repo.scratch().join("wt");
-    let out = orchestra_with_env(
-        &repo.path,
-        &[
-            "run",
-            plan.to_str().unwrap(),
-            "--worker-cmd",
-            WORKER,
-            "--worktree-root",
-            root.to_str().unwrap(),
-            "--merge",
-            "--max-parallel",
-            &wave.to_string(),
-        ],
-        &[("PATH", &git.path)],
+    let waves = repo.write_plan("waves.toml", &body);
+    let two = repo.write_plan(
+        "two.toml",
+        &format!(
+            "objective = \"Two\"\n\n{}{}",
+            packet("t0", "\"out-t0.txt\"", "", ""),
+            packet("t1", "\"out-t1.txt\"", "", "")
+        ),
     );
-    assert!(out.status.success(), "{}", text(&out));
-    let status = status_json(&repo.path);
-    assert_eq!(status["run"]["state"], "completed", "{status:#}");
-    let lines = git.started();
-    let events = events(&repo);
-    let parks = events
-        .iter()
-        .filter(|e| e["type"] == "worktree_parked")
-        .count();
-    let takes = events
-        .iter()
-        .filter(|e| {
-            e["type"] == "worktree_ready"
-                && e["how"]
-                    .as_str()
-                    .is_some_and(|h| h.starts_with("recycled from"))
-        })
-        .count();
+    let git = CountingGit::new(&repo);
+    let (parks, takes) = run_counted(&repo, &git, &waves, wave);
     assert!(takes >= 3 && parks >= takes, "{parks} parks, {takes} takes");
+    let (more_parks, more_takes) = run_counted(&repo, &git, &two, 2);
+    assert_eq!(
+        more_takes, 2,
+        "both packets of the second run take a worktree"
+    );
+    let (parks, takes) = (parks + more_parks, takes + more_takes);
+    let lines = git.started();
     let recycling: Vec<&String> = lines.iter().filter(|l| recycling_start(l)).collect();
     let named = |what: &str| -> Vec<&&String> {
         recycling
@@ -142,30 +175,11 @@ fn a_recycled_packet_starts_a_bounded_number_of_git_processes_for_its_worktree()
             .filter(|l| from_subcommand(l).join(" ").starts_with(what))
             .collect()
     };
-    assert_eq!(
-        named("worktree move"),
-        Vec::<&&String>::new(),
-        "moved by git"
-    );
-    assert_eq!(
-        named("config"),
-        Vec::<&&String>::new(),
-        "sparse checks by git"
-    );
-    assert_eq!(
-        named("rev-parse"),
-        Vec::<&&String>::new(),
-        "merge checks by git"
-    );
-    // No comparison of a commit's ignore rules with its own.
-    let same = named("diff")
-        .into_iter()
-        .filter(|l| {
-            let w = from_subcommand(l);
-            w.get(2) == w.get(3)
-        })
-        .count();
-    assert_eq!(same, 0, "{recycling:#?}");
+    let none = Vec::<&&String>::new();
+    assert_eq!(named("worktree move"), none, "moved by git");
+    assert_eq!(named("config"), none, "sparse checks by git");
+    assert_eq!(named("rev-parse"), none, "merge checks by git");
+    assert_eq!(named("diff"), none, "ignore rules compared by git");
     let budget = parks * GIT_STARTS_PER_PARK + takes * GIT_STARTS_PER_TAKE;
     assert!(
         recycling.len() <= budget,

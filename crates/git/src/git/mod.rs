@@ -16,6 +16,7 @@ mod diff;
 mod head_file;
 mod history;
 mod identity;
+mod ignore_rules;
 mod include;
 mod isolated;
 mod leftovers;

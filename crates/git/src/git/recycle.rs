@@ -509,7 +509,7 @@ fn put_on_branch(req: &WorktreeRequest, path: &Path, admin: &Path) -> Result<(),
     let target = existing.as_deref().unwrap_or(req.base);
     // The same commit has the same rules: no diff to start.
     let head = git.head()?;
-    if head != target && ignore_rules_differ(&git, &head, target)? {
+    if head != target && ignore_rules_differ(req.repo, &git, &head, target)? {
         git.run(["clean", "-X", "-d", "--force", "--quiet"])?;
     }
     if existing.is_none() {
@@ -527,8 +527,22 @@ fn put_on_branch(req: &WorktreeRequest, path: &Path, admin: &Path) -> Result<(),
     Ok(())
 }
 
-/// Returns true if and only if any `.gitignore` differs between the commits `a` and `b`.
-fn ignore_rules_differ(git: &Git, a: &str, b: &str) -> Result<bool, WorktreeError> {
+/// Returns true if and only if any `.gitignore` differs between the commits `a` and `b`:
+/// compared in-process (see [`super::ignore_rules`]), or by `git diff` when gix cannot read
+/// the objects.
+fn ignore_rules_differ(
+    repo: &RepoInfo,
+    git: &Git,
+    a: &str,
+    b: &str,
+) -> Result<bool, WorktreeError> {
+    let read = super::checkout::open(&repo.toplevel)
+        .map_err(|e| e.to_string())
+        .and_then(|gix| super::ignore_rules::differ(&gix, a, b));
+    match read {
+        Ok(differ) => return Ok(differ),
+        Err(e) => tracing::debug!(error = %e, "comparing ignore rules with git"),
+    }
     let out = git.run([
         "diff",
         "--name-only",
