@@ -34,7 +34,7 @@ use std::sync::Mutex;
 use super::registry::{self, same_path};
 use super::relocate::move_worktree;
 use super::worktree::{WorktreeError, WorktreeRequest};
-use super::{Git, RefError, RepoInfo, Untracked};
+use super::{Git, RepoInfo, Untracked};
 
 /// The pool directory's name under the worktree root.
 pub const POOL_DIR: &str = ".recycle";
@@ -503,20 +503,22 @@ impl Taken {
 /// Does what [`Taken::check_out`] does.
 fn put_on_branch(req: &WorktreeRequest, path: &Path, admin: &Path) -> Result<(), WorktreeError> {
     let git = Git::pinned(&req.repo.common_dir, path)?;
-    let full = format!("refs/heads/{}", req.branch);
-    let repo_git = req.repo.git();
-    let existing = repo_git.resolve(&full)?;
+    // The branch is read and created in-process, as a fresh worktree's is.
+    let repo = super::checkout::open(&req.repo.toplevel)?;
+    let full = super::checkout::branch_ref(req.branch)?;
+    let existing = super::checkout::branch_tip(&repo, &full)?;
     let target = existing.as_deref().unwrap_or(req.base);
-    // The same commit has the same rules: no diff to start.
+    // The same commit has the same rules: nothing to compare.
     let head = git.head()?;
-    if head != target && ignore_rules_differ(req.repo, &git, &head, target)? {
+    if head != target && ignore_rules_differ(&repo, &git, &head, target)? {
         git.run(["clean", "-X", "-d", "--force", "--quiet"])?;
     }
-    if existing.is_none() {
-        match repo_git.update_ref(&full, req.base, super::Expected::Absent, None) {
-            Ok(()) | Err(RefError::RefMoved { .. }) => {}
-            Err(RefError::Git(e)) => return Err(e.into()),
-        }
+    if existing.is_none()
+        && let Err(e) = super::checkout::create_branch(&repo, &full, req.base)
+        // Created meanwhile (this step is repeated after a kill): it stays as it is.
+        && super::checkout::branch_tip(&repo, &full)?.is_none()
+    {
+        return Err(e);
     }
     git.writing()
         .run(["checkout", "--quiet", "--force", req.branch, "--"])?;
@@ -531,15 +533,12 @@ fn put_on_branch(req: &WorktreeRequest, path: &Path, admin: &Path) -> Result<(),
 /// compared in-process (see [`super::ignore_rules`]), or by `git diff` when gix cannot read
 /// the objects.
 fn ignore_rules_differ(
-    repo: &RepoInfo,
+    repo: &gix::Repository,
     git: &Git,
     a: &str,
     b: &str,
 ) -> Result<bool, WorktreeError> {
-    let read = super::checkout::open(&repo.toplevel)
-        .map_err(|e| e.to_string())
-        .and_then(|gix| super::ignore_rules::differ(&gix, a, b));
-    match read {
+    match super::ignore_rules::differ(repo, a, b) {
         Ok(differ) => return Ok(differ),
         Err(e) => tracing::debug!(error = %e, "comparing ignore rules with git"),
     }
