@@ -28,6 +28,7 @@ mod parallel_checkout;
 mod park_early;
 mod plan;
 mod recycle;
+mod recycle_starts;
 mod retry;
 mod run;
 mod run_input;

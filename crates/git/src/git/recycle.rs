@@ -32,8 +32,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use super::registry::{self, same_path};
+use super::relocate::move_worktree;
 use super::worktree::{WorktreeError, WorktreeRequest};
-use super::{Git, RefError, RepoInfo, Untracked};
+use super::{Git, RepoInfo, Untracked};
 
 /// The pool directory's name under the worktree root.
 pub const POOL_DIR: &str = ".recycle";
@@ -124,12 +125,16 @@ pub fn park(repo: &RepoInfo, wt: &Path, capacity: usize) -> Result<Option<PathBu
         return Ok(None);
     }
     let git = Git::pinned(&repo.common_dir, wt)?;
-    if !git.status_porcelain(Untracked::All)?.is_empty() || git.is_merging()? {
+    let Ok((_, admin)) = super::registered_git_dir_unrepaired(&repo.common_dir, wt) else {
+        return Ok(None);
+    };
+    // A merge under way, from its file (no process), as `git merge` writes it; a sparse
+    // checkout holds one packet's cone (new packets get their own), told from its
+    // configuration files.
+    if admin.join("MERGE_HEAD").exists() || super::relocate::is_sparse(&repo.common_dir, &admin) {
         return Ok(None);
     }
-    // A sparse checkout holds one packet's cone; new packets get their own.
-    let sparse = git.finish(["config", "--bool", "--get", "core.sparseCheckout"], None)?;
-    if sparse.success() && String::from_utf8_lossy(&sparse.stdout).trim() == "true" {
+    if !git.status_porcelain(Untracked::All)?.is_empty() {
         return Ok(None);
     }
     let Some(drop) = droppable_ignored(&git)? else {
@@ -147,9 +152,8 @@ pub fn park(repo: &RepoInfo, wt: &Path, capacity: usize) -> Result<Option<PathBu
     }
     // The branch, from the registration's HEAD file (no process), to go back to if the pool
     // fills meanwhile.
-    let branch = super::registered_git_dir_unrepaired(&repo.common_dir, wt)
+    let branch = std::fs::read_to_string(admin.join("HEAD"))
         .ok()
-        .and_then(|(_, admin)| std::fs::read_to_string(admin.join("HEAD")).ok())
         .and_then(|head| Some(head.trim().strip_prefix("ref:")?.trim().to_string()));
     git.writing().run(["checkout", "--quiet", "--detach"])?;
     fs_err::create_dir_all(&pool).map_err(|source| WorktreeError::Io {
@@ -283,12 +287,83 @@ pub(crate) struct Taken {
     pub(crate) from: PathBuf,
 }
 
-/// Takes a worktree for `req` from the pool, or the one a recycling into `req.path` that a crash
-/// interrupted was taking, and moves it to the path; returns it, or `None` when the pool had
-/// nothing usable (or something already is at the path). Called under the registration lock:
-/// only the move changes a registration, so [`Taken::check_out`], which writes the files, runs
-/// outside it.
-pub(crate) fn recycle(req: &WorktreeRequest, path: &Path) -> Result<Option<Taken>, WorktreeError> {
+/// A parked worktree [`choose`] found clean, before the registration lock, for [`recycle`] to
+/// claim and move under it; or none. It stays reserved in this process while the choice
+/// lives, so packets starting together choose different worktrees.
+#[derive(Debug, Default)]
+pub(crate) struct Choice(Option<PathBuf>);
+
+/// The parked worktrees a [`Choice`] of this process holds.
+static RESERVED: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+impl Choice {
+    /// Reserves `candidate` for a choice; returns `None` when another choice holds it.
+    fn reserve(candidate: &Path) -> Option<Choice> {
+        let mut reserved = RESERVED.lock().ok()?;
+        if reserved.iter().any(|r| r == candidate) {
+            return None;
+        }
+        reserved.push(candidate.to_path_buf());
+        Some(Choice(Some(candidate.to_path_buf())))
+    }
+}
+
+impl Drop for Choice {
+    fn drop(&mut self) {
+        if let (Some(candidate), Ok(mut reserved)) = (&self.0, RESERVED.lock()) {
+            reserved.retain(|r| r != candidate);
+        }
+    }
+}
+
+/// Returns the parked worktree a new worktree at `path` would take: one no recycling has
+/// claimed nor another choice of this process holds, that `git status` finds clean. Runs
+/// before the registration lock, so the status of a packet taking a worktree holds up no
+/// other packet's creation; [`recycle`] makes sure under the lock that the worktree is still
+/// parked and unclaimed.
+pub(crate) fn choose(req: &WorktreeRequest, path: &Path) -> Result<Choice, WorktreeError> {
+    let Some(pool) = pool_dir(path) else {
+        return Ok(Choice::default());
+    };
+    if !pool.is_dir() || path.exists() {
+        return Ok(Choice::default());
+    }
+    let mut candidates = pooled(req.repo, &pool)?;
+    candidates.sort();
+    for candidate in candidates {
+        // Another packet may be taking it meanwhile: then it is no candidate.
+        let claimed = super::registered_git_dir_unrepaired(&req.repo.common_dir, &candidate)
+            .map_or(true, |(_, admin)| admin.join(MARKER).exists());
+        if claimed {
+            continue;
+        }
+        let Some(choice) = Choice::reserve(&candidate) else {
+            continue;
+        };
+        let Ok(git) = Git::pinned_unrepaired(&req.repo.common_dir, &candidate) else {
+            continue;
+        };
+        if git
+            .status_porcelain(Untracked::All)
+            .is_ok_and(|s| s.is_empty())
+        {
+            return Ok(choice);
+        }
+    }
+    Ok(Choice::default())
+}
+
+/// Takes the worktree `choice` names from the pool for `req`, or the one a recycling into
+/// `req.path` that a crash interrupted was taking, and moves it to the path; returns it, or
+/// `None` when there was nothing to take (none chosen, something already at the path, or the
+/// chosen one taken or removed since [`choose`]: the packet then gets a fresh checkout).
+/// Called under the registration lock, it starts no process: the cleanliness check ran
+/// before it and [`Taken::check_out`], which writes the files, runs after it.
+pub(crate) fn recycle(
+    req: &WorktreeRequest,
+    path: &Path,
+    choice: &Choice,
+) -> Result<Option<Taken>, WorktreeError> {
     let Some(pool) = pool_dir(path) else {
         return Ok(None);
     };
@@ -302,6 +377,9 @@ pub(crate) fn recycle(req: &WorktreeRequest, path: &Path) -> Result<Option<Taken
         move_into(req, path, &admin)?;
         return Ok(Some(Taken { admin, from }));
     }
+    let Some(candidate) = &choice.0 else {
+        return Ok(None);
+    };
     if !pool.is_dir() || path.exists() {
         return Ok(None);
     }
@@ -313,26 +391,50 @@ pub(crate) fn recycle(req: &WorktreeRequest, path: &Path) -> Result<Option<Taken
     {
         return Ok(None);
     }
-    for candidate in pooled(req.repo, &pool)? {
-        let Ok((_, admin)) = super::registered_git_dir(&req.repo.common_dir, &candidate) else {
-            continue;
-        };
-        let git = Git::pinned(&req.repo.common_dir, &candidate)?;
-        if !git.status_porcelain(Untracked::All)?.is_empty() {
-            continue;
-        }
-        let marker = format!("{}\n{}\n", path.display(), candidate.display());
-        fs_err::write(admin.join(MARKER), marker).map_err(|source| WorktreeError::Io {
-            path: admin.join(MARKER),
-            source,
-        })?;
-        move_into(req, path, &admin)?;
-        return Ok(Some(Taken {
-            admin,
-            from: candidate,
-        }));
+    // Still parked: registered detached and unlocked at its place in the pool.
+    let parked = entries.iter().any(|e| {
+        same_path(&e.path, candidate)
+            && e.branch.is_none()
+            && !e.bare
+            && e.locked.is_none()
+            && e.prunable.is_none()
+    });
+    let Ok((_, admin)) = super::registered_git_dir_unrepaired(&req.repo.common_dir, candidate)
+    else {
+        return Ok(None);
+    };
+    if !parked || !claim(&admin, path, candidate)? {
+        return Ok(None);
     }
-    Ok(None)
+    move_into(req, path, &admin)?;
+    Ok(Some(Taken {
+        admin,
+        from: candidate.clone(),
+    }))
+}
+
+/// Writes the marker of a recycling of the worktree registered at `admin` from `from` into
+/// `path`; returns false when another recycling has claimed it already. The marker is created
+/// only if missing, so two takers (threads or processes) never claim one worktree.
+fn claim(admin: &Path, path: &Path, from: &Path) -> Result<bool, WorktreeError> {
+    use std::io::Write;
+    let marker = admin.join(MARKER);
+    let io = |source| WorktreeError::Io {
+        path: marker.clone(),
+        source,
+    };
+    let mut file = match fs_err::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&marker)
+    {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(false),
+        Err(e) => return Err(io(e)),
+    };
+    let text = format!("{}\n{}\n", path.display(), from.display());
+    file.write_all(text.as_bytes()).map_err(io)?;
+    Ok(true)
 }
 
 /// Returns the administrative directory and origin of a recycling into `path` that is under way.
@@ -401,18 +503,22 @@ impl Taken {
 /// Does what [`Taken::check_out`] does.
 fn put_on_branch(req: &WorktreeRequest, path: &Path, admin: &Path) -> Result<(), WorktreeError> {
     let git = Git::pinned(&req.repo.common_dir, path)?;
-    let full = format!("refs/heads/{}", req.branch);
-    let repo_git = req.repo.git();
-    let existing = repo_git.resolve(&full)?;
+    // The branch is read and created in-process, as a fresh worktree's is.
+    let repo = super::checkout::open(&req.repo.toplevel)?;
+    let full = super::checkout::branch_ref(req.branch)?;
+    let existing = super::checkout::branch_tip(&repo, &full)?;
     let target = existing.as_deref().unwrap_or(req.base);
-    if ignore_rules_differ(&git, &git.head()?, target)? {
+    // The same commit has the same rules: nothing to compare.
+    let head = git.head()?;
+    if head != target && ignore_rules_differ(&repo, &git, &head, target)? {
         git.run(["clean", "-X", "-d", "--force", "--quiet"])?;
     }
-    if existing.is_none() {
-        match repo_git.update_ref(&full, req.base, super::Expected::Absent, None) {
-            Ok(()) | Err(RefError::RefMoved { .. }) => {}
-            Err(RefError::Git(e)) => return Err(e.into()),
-        }
+    if existing.is_none()
+        && let Err(e) = super::checkout::create_branch(&repo, &full, req.base)
+        // Created meanwhile (this step is repeated after a kill): it stays as it is.
+        && super::checkout::branch_tip(&repo, &full)?.is_none()
+    {
+        return Err(e);
     }
     git.writing()
         .run(["checkout", "--quiet", "--force", req.branch, "--"])?;
@@ -423,8 +529,19 @@ fn put_on_branch(req: &WorktreeRequest, path: &Path, admin: &Path) -> Result<(),
     Ok(())
 }
 
-/// Returns true if and only if any `.gitignore` differs between the commits `a` and `b`.
-fn ignore_rules_differ(git: &Git, a: &str, b: &str) -> Result<bool, WorktreeError> {
+/// Returns true if and only if any `.gitignore` differs between the commits `a` and `b`:
+/// compared in-process (see [`super::ignore_rules`]), or by `git diff` when gix cannot read
+/// the objects.
+fn ignore_rules_differ(
+    repo: &gix::Repository,
+    git: &Git,
+    a: &str,
+    b: &str,
+) -> Result<bool, WorktreeError> {
+    match super::ignore_rules::differ(repo, a, b) {
+        Ok(differ) => return Ok(differ),
+        Err(e) => tracing::debug!(error = %e, "comparing ignore rules with git"),
+    }
     let out = git.run([
         "diff",
         "--name-only",
@@ -435,14 +552,6 @@ fn ignore_rules_differ(git: &Git, a: &str, b: &str) -> Result<bool, WorktreeErro
         ":(glob)**/.gitignore",
     ])?;
     Ok(!out.trim().is_empty())
-}
-
-/// Moves a registered worktree with `git worktree move`.
-fn move_worktree(repo: &RepoInfo, from: &Path, to: &Path) -> Result<(), WorktreeError> {
-    let from = from.to_string_lossy().into_owned();
-    let to = to.to_string_lossy().into_owned();
-    repo.git().run(["worktree", "move", "--", &from, &to])?;
-    Ok(())
 }
 
 /// Kills the process with SIGKILL when `ORCHESTRA_CRASH_AT` names `name`: crash tests' `kill -9`.
@@ -516,6 +625,65 @@ mod tests {
         let parked = parked.expect("parked");
         assert!(parked.starts_with(wt.parent().unwrap().parent().unwrap().join(POOL_DIR)));
         assert!(parked.join("a.txt").exists() && !wt.exists());
+    }
+
+    /// Waits up to 20 s for the file at `path` to differ from `before`; returns whether it did.
+    fn changed_within(path: &Path, before: &[u8]) -> bool {
+        let began = Instant::now();
+        while began.elapsed() < Duration::from_secs(20) {
+            if std::fs::read(path).is_ok_and(|now| now != before) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        false
+    }
+
+    /// Taking a parked worktree used to check it clean (a `git status`) under the registration
+    /// lock, so every packet creating a worktree queued behind that status. The check runs
+    /// before the lock now; only the claim and the move need it.
+    #[test]
+    fn a_take_checks_its_candidate_outside_the_registration_lock() {
+        let (_tmp, repo, wt, _head) = repo_with_worktree();
+        let parked = park(&repo, &wt, 2).unwrap().expect("parked");
+        let admin = repo.common_dir.join("worktrees/p");
+        // A tracked file whose stat data no longer matches the index: the candidate's status
+        // refreshes the index and writes it, which shows that the status ran.
+        let touched = std::fs::File::options()
+            .write(true)
+            .open(parked.join("a.txt"))
+            .unwrap();
+        touched
+            .set_modified(std::time::SystemTime::now() - Duration::from_secs(3600))
+            .unwrap();
+        let index = std::fs::read(admin.join("index")).unwrap();
+        let base = repo.git().head().unwrap();
+        let target = wt.parent().unwrap().join("q");
+        let req = WorktreeRequest {
+            repo: &repo,
+            path: &target,
+            branch: "q",
+            base: &base,
+            reuse: crate::git::Reuse::RequireClean,
+        };
+        let (created, checked_while_locked) = std::thread::scope(|s| {
+            let lock = crate::git::registration_lock();
+            let taker = s.spawn(|| crate::git::create_repairing(&req, false));
+            let checked = changed_within(&admin.join("index"), &index);
+            drop(lock);
+            (taker.join().unwrap().unwrap(), checked)
+        });
+        assert!(
+            checked_while_locked,
+            "the candidate was not checked while another held the registration lock"
+        );
+        assert_eq!(
+            created,
+            crate::git::Created::Recycled {
+                from: parked.clone()
+            }
+        );
+        assert!(target.join("a.txt").exists() && !parked.exists());
     }
 
     /// A pool that fills between a park's first count and its move leaves the worktree where

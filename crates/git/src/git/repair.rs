@@ -152,8 +152,11 @@ fn create_registered(
     request: &WorktreeRequest<'_>,
     move_aside: bool,
 ) -> Result<super::worktree::Unverified, WorktreeError> {
+    // The parked worktree to take is checked clean before the lock (see `recycle::choose`).
+    let path = super::worktree::absolute(request.path)?;
+    let choice = super::recycle::choose(request, &path)?;
     let _registrations = super::registration_lock();
-    let first = match super::worktree::create_unverified(request) {
+    let first = match super::worktree::create_unverified(request, &choice) {
         Ok(unverified) => return Ok(unverified),
         Err(e) => e,
     };
@@ -176,5 +179,5 @@ fn create_registered(
             source,
         })?;
     }
-    super::worktree::create_unverified(request)
+    super::worktree::create_unverified(request, &choice)
 }

@@ -177,7 +177,8 @@ impl WorktreeStatus {
 /// the checkout itself was wrong. Bad input (invalid branch, unknown base, an occupied path, a
 /// branch checked out elsewhere) is refused before anything is written.
 pub fn create(req: &WorktreeRequest) -> Result<(Worktree, Created), WorktreeError> {
-    finish(req, create_unverified(req)?)
+    let choice = super::recycle::choose(req, &absolute(req.path)?)?;
+    finish(req, create_unverified(req, &choice)?)
 }
 
 /// A worktree [`create_unverified`] left: ready, or freshly registered or recycled, its files
@@ -205,8 +206,12 @@ pub(crate) enum Unverified {
 /// Does what [`create`] does up to the checkout of a new worktree's files and its validation,
 /// which [`finish`] does: the part that registers a worktree, which a process does one at a
 /// time (see `registration_lock`), apart from writing the files and the `git status` that reads
-/// them, which need not wait.
-pub(crate) fn create_unverified(req: &WorktreeRequest) -> Result<Unverified, WorktreeError> {
+/// them, which need not wait. A parked worktree is taken only if it is the one `choice` names
+/// (see [`super::recycle::choose`], which checks it before the lock).
+pub(crate) fn create_unverified(
+    req: &WorktreeRequest,
+    choice: &super::recycle::Choice,
+) -> Result<Unverified, WorktreeError> {
     let git = req.repo.git();
     let full_ref = checkout::branch_ref(req.branch)?;
     let repo = checkout::open(&req.repo.toplevel)?;
@@ -224,7 +229,7 @@ pub(crate) fn create_unverified(req: &WorktreeRequest) -> Result<Unverified, Wor
         base: &base,
         ..*req
     };
-    if let Some(taken) = super::recycle::recycle(&resolved, &path)? {
+    if let Some(taken) = super::recycle::recycle(&resolved, &path, choice)? {
         return Ok(Unverified::Recycling { path, taken, base });
     }
     let existing_tip = checkout::branch_tip(&repo, &full_ref)?;
@@ -515,7 +520,7 @@ fn check_destination_free(path: &Path) -> Result<(), WorktreeError> {
 }
 
 /// Returns `path` made absolute against the current directory.
-fn absolute(path: &Path) -> Result<PathBuf, WorktreeError> {
+pub(crate) fn absolute(path: &Path) -> Result<PathBuf, WorktreeError> {
     std::path::absolute(path).map_err(|source| WorktreeError::Io {
         path: path.to_path_buf(),
         source,
