@@ -300,7 +300,9 @@ fn scale(keep: &mut Vec<tempfile::TempDir>) {
         // create their file): otherwise every worktree's checkout and removal, and so each
         // packet, would cost more at 1,000 packets for the repository's sake alone.
         repo(&dir, n.min(100));
-        let model = MockModel::start(parse_scripts(&scripts(&waves_plan(n), n)).unwrap()).unwrap();
+        let model =
+            MockModel::start_unrecorded(parse_scripts(&scripts(&waves_plan(n), n)).unwrap())
+                .unwrap();
         let load = load_average();
         let (began, cpu) = (Instant::now(), cpu_time());
         let report = run(&dir, &model, "Edit the files", None, true);
@@ -358,7 +360,7 @@ fn overhead_once(keep: &mut Vec<tempfile::TempDir>) -> f64 {
     let dir = tmp.path().join("repo");
     repo(&dir, N);
     let plan = waves_plan(N);
-    let model = MockModel::start(parse_scripts(&scripts(&plan, N)).unwrap()).unwrap();
+    let model = MockModel::start_unrecorded(parse_scripts(&scripts(&plan, N)).unwrap()).unwrap();
     println!("load average at start: {}", load_average());
     let (began, cpu) = (Instant::now(), cpu_time());
     let report = run(&dir, &model, "Edit a hundred files", None, true);
@@ -453,7 +455,7 @@ fn makespan(keep: &mut Vec<tempfile::TempDir>) {
         finish[i] = dur[i] + deps[i].iter().map(|d| finish[*d]).max().unwrap_or(0);
     }
     let critical = *finish.iter().max().unwrap() as f64 / 1000.0;
-    let model = MockModel::start(parse_scripts(&scripts(&plan, 0)).unwrap()).unwrap();
+    let model = MockModel::start_unrecorded(parse_scripts(&scripts(&plan, 0)).unwrap()).unwrap();
     // The worker appends to its packet's file (`pNN-dD` owns `f0NN.txt`), then sleeps for
     // the duration written in its packet id, computed by the shell itself (no sed/awk
     // processes) so the simulated agent takes its duration and no more.

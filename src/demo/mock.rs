@@ -64,15 +64,27 @@ pub struct MockModel {
     /// The base URL to configure, e.g. `http://127.0.0.1:4242/v1`.
     pub url: String,
     requests: Arc<AtomicU64>,
-    /// Every request body received, in order of arrival.
+    /// Every request body received, in order of arrival, unless started unrecorded.
     bodies: Arc<std::sync::Mutex<Vec<Value>>>,
     closed: Arc<AtomicBool>,
     addr: std::net::SocketAddr,
 }
 
 impl MockModel {
-    /// Starts serving `scripts` on a free loopback port.
+    /// Starts serving `scripts` on a free loopback port, keeping every request body for
+    /// [`MockModel::received`].
     pub fn start(scripts: Vec<Script>) -> Result<MockModel, ScriptError> {
+        Self::start_with(scripts, true)
+    }
+
+    /// Starts serving `scripts` like [`MockModel::start`] without keeping the request bodies:
+    /// a benchmark's thousands of requests would otherwise grow the process that also drives
+    /// the run, and every process it starts would copy the larger memory map.
+    pub fn start_unrecorded(scripts: Vec<Script>) -> Result<MockModel, ScriptError> {
+        Self::start_with(scripts, false)
+    }
+
+    fn start_with(scripts: Vec<Script>, record: bool) -> Result<MockModel, ScriptError> {
         let listener = TcpListener::bind("127.0.0.1:0").map_err(ScriptError::Bind)?;
         let addr = listener.local_addr().map_err(ScriptError::Bind)?;
         let requests = Arc::new(AtomicU64::new(0));
@@ -89,7 +101,7 @@ impl MockModel {
                 let (scripts, kept) = (scripts.clone(), kept.clone());
                 count.fetch_add(1, Ordering::SeqCst);
                 std::thread::spawn(move || {
-                    let _ = serve(stream, &scripts, &kept);
+                    let _ = serve(stream, &scripts, record.then_some(&*kept));
                 });
             }
         });
@@ -108,7 +120,7 @@ impl MockModel {
     }
 
     /// Returns the bodies of the chat requests received so far, in order of arrival, for a
-    /// test to see what a model was sent.
+    /// test to see what a model was sent (none when started unrecorded).
     pub fn received(&self) -> Vec<Value> {
         self.bodies.lock().map(|b| b.clone()).unwrap_or_default()
     }
@@ -183,7 +195,7 @@ pub fn answer(scripts: &[Script], body: &Value) -> Result<Value, String> {
 fn serve(
     stream: TcpStream,
     scripts: &[Script],
-    kept: &std::sync::Mutex<Vec<Value>>,
+    kept: Option<&std::sync::Mutex<Vec<Value>>>,
 ) -> std::io::Result<()> {
     let mut reader = BufReader::new(stream.try_clone()?);
     let mut line = String::new();
@@ -209,7 +221,7 @@ fn serve(
     let mut body = vec![0; length];
     reader.read_exact(&mut body)?;
     let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    if let Ok(mut kept) = kept.lock() {
+    if let Some(Ok(mut kept)) = kept.map(|k| k.lock()) {
         kept.push(request.clone());
     }
     let (status, reply) = match answer(scripts, &request) {
