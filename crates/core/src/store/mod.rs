@@ -380,12 +380,7 @@ impl Store {
         run: &str,
         kinds: &[EventKind],
     ) -> Result<Vec<JournalEntry>, StoreError> {
-        let slots: Vec<String> = (0..kinds.len()).map(|i| format!("?{}", i + 2)).collect();
-        let sql = format!(
-            "SELECT seq, ts_ms, payload FROM events
-             WHERE run_id = ?1 AND journal = 'engine' AND type IN ({}) ORDER BY seq",
-            slots.join(", ")
-        );
+        let sql = kinds_sql(kinds.len());
         self.entries(
             &sql,
             rusqlite::params_from_iter(
@@ -508,6 +503,18 @@ impl RunRow {
     }
 }
 
+/// Returns the query of [`Store::events_of_kinds`] for `n` kinds (`?1` the run, `?2`… the kinds).
+fn kinds_sql(n: usize) -> String {
+    let slots: Vec<String> = (0..n).map(|i| format!("?{}", i + 2)).collect();
+    // By kind, not by the run's order: SQLite would rather read every event of the run in
+    // order than sort the few of these kinds, a cost per read that grows with the run.
+    format!(
+        "SELECT seq, ts_ms, payload FROM events INDEXED BY events_by_kind
+         WHERE run_id = ?1 AND journal = 'engine' AND type IN ({}) ORDER BY seq",
+        slots.join(", ")
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -539,6 +546,33 @@ mod tests {
                     worktree: "/tmp/wt/r/b".into(),
                 },
             ],
+        }
+    }
+
+    /// Reading a run's events of some kinds used to walk all of the run's events (its index
+    /// was by run and sequence only), a cost per packet that grew with the run.
+    #[test]
+    fn events_of_some_kinds_are_found_by_their_kind_not_by_reading_the_whole_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        for n in [1, 3] {
+            let mut stmt = store
+                .conn
+                .prepare(&format!("EXPLAIN QUERY PLAN {}", kinds_sql(n)))
+                .unwrap();
+            let plan: Vec<String> = stmt
+                .query_map(
+                    rusqlite::params_from_iter(std::iter::repeat_n("x", n + 1)),
+                    |r| r.get::<_, String>(3),
+                )
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap();
+            assert!(
+                plan.iter()
+                    .any(|l| l.contains("INDEX events_by_kind (run_id=? AND type=?)")),
+                "{n} kinds: {plan:?}"
+            );
         }
     }
 

@@ -46,6 +46,10 @@ CREATE TABLE IF NOT EXISTS events (
     journal   TEXT NOT NULL DEFAULT 'engine'
 );
 CREATE INDEX IF NOT EXISTS events_by_run ON events(run_id, seq);
+-- The run's events of some kinds (`Store::events_of_kinds`), read per packet by the engine and
+-- the merge: without it every such read scans all of the run's events, a cost per packet that
+-- grows with the run.
+CREATE INDEX IF NOT EXISTS events_by_kind ON events(run_id, type, seq);
 -- What the agents did, per packet and role: projected from the agent_* events.
 CREATE TABLE IF NOT EXISTS agent_usage (
     run_id        TEXT NOT NULL,
