@@ -32,7 +32,7 @@ fn repo_recycling(recycle: usize) -> TestRepo {
 
 /// Writes a plan of `n` packets in waves of `wave`: each packet depends on the one a wave
 /// before it.
-fn waves_plan(repo: &TestRepo, n: usize, wave: usize) -> PathBuf {
+pub(crate) fn waves_plan(repo: &TestRepo, n: usize, wave: usize) -> PathBuf {
     let mut body = "objective = \"Waves\"\n\n".to_string();
     for i in 0..n {
         let deps = if i >= wave {

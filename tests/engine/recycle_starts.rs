@@ -138,21 +138,7 @@ fn run_counted(repo: &TestRepo, git: &CountingGit, plan: &Path, parallel: usize)
 fn a_recycled_packet_starts_a_bounded_number_of_git_processes_for_its_worktree() {
     let repo = repo_recycling();
     let (n, wave) = (12, 3);
-    let mut body = "objective = \"Waves\"\n\n".to_string();
-    for i in 0..n {
-        let deps = if i >= wave {
-            format!("\"w{}\"", i - wave)
-        } else {
-            String::new()
-        };
-        body.push_str(&packet(
-            &format!("w{i}"),
-            &format!("\"out-w{i}.txt\""),
-            &deps,
-            "",
-        ));
-    }
-    let waves = repo.write_plan("waves.toml", &body);
+    let waves = super::park_early::waves_plan(&repo, n, wave);
     let two = repo.write_plan(
         "two.toml",
         &format!(
