@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use git_orchestra::git::{self, RepoInfo};
 
+use crate::merge::crash::{RESOLVING_WORKER, conflicting_plan};
 use crate::support::{TestRepo, orchestra, orchestra_with_env, packet, run_id, status_json, text};
 
 /// Writes its packet's own file.
@@ -169,30 +170,6 @@ fn nothing_is_parked_early_in_a_run_without_merge_or_with_recycling_off() {
     assert!(parked(&repo).is_empty());
     assert!(packet_worktrees(&repo).iter().all(|w| !w.exists()));
 }
-
-/// Writes a plan of two packets that both rewrite README.md: the second to be integrated
-/// conflicts.
-fn conflicting_plan(repo: &TestRepo) -> PathBuf {
-    let body = format!(
-        "objective = \"Conflict after parking\"\n\n{}{}",
-        packet(
-            "pa",
-            "\"README.md\"",
-            "",
-            "\"grep -q 'pa was here' README.md\""
-        ),
-        packet(
-            "pb",
-            "\"README.md\"",
-            "",
-            "\"grep -q 'pb was here' README.md\""
-        ),
-    );
-    repo.write_plan("plan.toml", &body)
-}
-
-/// Writes its packet's line; in a conflict round it keeps both sides by dropping the markers.
-const RESOLVING_WORKER: &str = r#"if [ -n "$ORCHESTRA_FIXES_FILE" ]; then sed -i -e '/^<<<<<<< /d' -e '/^=======$/d' -e '/^>>>>>>> /d' README.md; else echo "$ORCHESTRA_PACKET was here" > README.md; fi"#;
 
 #[test]
 fn a_conflict_on_a_packet_whose_worktree_was_parked_early_is_resolved_in_it_checked_out_again() {

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use crate::support::*;
 
 /// Two packets that both rewrite README.md: the second conflicts at integration.
-fn conflicting_plan(repo: &TestRepo) -> PathBuf {
+pub(crate) fn conflicting_plan(repo: &TestRepo) -> PathBuf {
     let body = format!(
         "objective = \"Crash while merging\"\n\n{}{}",
         packet(
@@ -31,7 +31,7 @@ fn conflicting_plan(repo: &TestRepo) -> PathBuf {
 
 /// Writes its packet's line; in a conflict round (ORCHESTRA_FIXES_FILE set) it keeps both
 /// sides by dropping the conflict markers.
-const RESOLVING_WORKER: &str = r#"if [ -n "$ORCHESTRA_FIXES_FILE" ]; then sed -i -e '/^<<<<<<< /d' -e '/^=======$/d' -e '/^>>>>>>> /d' README.md; else echo "$ORCHESTRA_PACKET was here" > README.md; fi"#;
+pub(crate) const RESOLVING_WORKER: &str = r#"if [ -n "$ORCHESTRA_FIXES_FILE" ]; then sed -i -e '/^<<<<<<< /d' -e '/^=======$/d' -e '/^>>>>>>> /d' README.md; else echo "$ORCHESTRA_PACKET was here" > README.md; fi"#;
 
 /// Asserts that `main` holds both packets' work, resolved, and that the run is completed.
 fn assert_integrated(repo: &TestRepo, context: &str) {

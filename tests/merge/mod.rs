@@ -5,7 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod coordinator;
-mod crash;
+pub(crate) mod crash;
 mod honest;
 mod packet_diff;
 mod scale;
