@@ -574,21 +574,8 @@ mod tests {
     /// pool is `<top>/root/.recycle`; returns the temporary directory, the repository, the
     /// worktree and its registration's HEAD file.
     fn repo_with_worktree() -> (tempfile::TempDir, RepoInfo, PathBuf, PathBuf) {
-        let tmp = tempfile::tempdir().unwrap();
-        let top = tmp.path().canonicalize().unwrap();
-        let main = top.join("r");
-        std::fs::create_dir(&main).unwrap();
-        git(&main, &["init", "-q", "-b", "main"]);
-        std::fs::write(main.join("a.txt"), "a\n").unwrap();
-        git(&main, &["add", "a.txt"]);
-        git(&main, &["commit", "-q", "-m", "a"]);
-        let wt = top.join("root/run/p");
-        git(
-            &main,
-            &["worktree", "add", "-q", "-b", "p", wt.to_str().unwrap()],
-        );
-        let repo = RepoInfo::discover(&main).unwrap();
-        let head = main.join(".git/worktrees/p/HEAD");
+        let (tmp, repo, wt) = crate::git::testing::repo_with_worktree("root/run/p");
+        let head = repo.common_dir.join("worktrees/p/HEAD");
         (tmp, repo, wt, head)
     }
 

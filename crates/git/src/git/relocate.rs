@@ -143,21 +143,7 @@ mod tests {
     /// A repository with one commit and a worktree on branch `p` at `<top>/a/p`; returns the
     /// temporary directory, the repository and the worktree.
     fn repo_with_worktree() -> (tempfile::TempDir, RepoInfo, PathBuf) {
-        let tmp = tempfile::tempdir().unwrap();
-        let top = tmp.path().canonicalize().unwrap();
-        let main = top.join("r");
-        std::fs::create_dir(&main).unwrap();
-        git(&main, &["init", "-q", "-b", "main"]);
-        std::fs::write(main.join("a.txt"), "a\n").unwrap();
-        git(&main, &["add", "a.txt"]);
-        git(&main, &["commit", "-q", "-m", "a"]);
-        let wt = top.join("a/p");
-        git(
-            &main,
-            &["worktree", "add", "-q", "-b", "p", wt.to_str().unwrap()],
-        );
-        let repo = RepoInfo::discover(&main).unwrap();
-        (tmp, repo, wt)
+        crate::git::testing::repo_with_worktree("a/p")
     }
 
     #[test]

@@ -18,3 +18,29 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
         Err(e) => panic!("git {args:?} in {}: {e}", dir.display()),
     }
 }
+
+/// Makes a repository `<tmp>/r` with one commit (`a.txt`) and a worktree of it on a new branch
+/// `p` at `<tmp>/<worktree>`; returns the temporary directory (canonical paths), the
+/// repository and the worktree's path. For this crate's own tests (`tempfile` is a dev
+/// dependency).
+#[cfg(test)]
+pub fn repo_with_worktree(
+    worktree: &str,
+) -> (tempfile::TempDir, super::RepoInfo, std::path::PathBuf) {
+    let tmp = tempfile::tempdir().expect("a temporary directory");
+    let top = tmp
+        .path()
+        .canonicalize()
+        .expect("a canonical temporary path");
+    let main = top.join("r");
+    std::fs::create_dir(&main).expect("the repository's directory");
+    git(&main, &["init", "-q", "-b", "main"]);
+    std::fs::write(main.join("a.txt"), "a\n").expect("a.txt written");
+    git(&main, &["add", "a.txt"]);
+    git(&main, &["commit", "-q", "-m", "a"]);
+    let wt = top.join(worktree);
+    let path = wt.to_str().expect("a UTF-8 path");
+    git(&main, &["worktree", "add", "-q", "-b", "p", path]);
+    let repo = super::RepoInfo::discover(&main).expect("the repository");
+    (tmp, repo, wt)
+}
