@@ -52,7 +52,7 @@ pub(crate) fn waves_plan(repo: &TestRepo, n: usize, wave: usize) -> PathBuf {
 }
 
 /// Returns the journaled events of the newest run, oldest first, as JSON values.
-fn events(repo: &TestRepo) -> Vec<serde_json::Value> {
+pub(crate) fn events(repo: &TestRepo) -> Vec<serde_json::Value> {
     let run = run_id(&repo.path);
     let store = git_orchestra::store::Store::open(&repo.path.join(".git")).unwrap();
     store

@@ -74,22 +74,10 @@ fn recycling_start(line: &str) -> bool {
     }
 }
 
-/// Returns the journaled events of the newest run in `repo`, as JSON values.
-fn events(repo: &TestRepo) -> Vec<serde_json::Value> {
-    let run = run_id(&repo.path);
-    let store = git_orchestra::store::Store::open(&repo.path.join(".git")).unwrap();
-    store
-        .events(&run, 0)
-        .unwrap()
-        .iter()
-        .map(|e| serde_json::to_value(&e.event).unwrap())
-        .collect()
-}
-
 /// Returns how many worktrees the newest run in `repo` parked and how many it took from the
 /// pool.
 fn parks_and_takes(repo: &TestRepo) -> (usize, usize) {
-    let events = events(repo);
+    let events = super::park_early::events(repo);
     let parks = events
         .iter()
         .filter(|e| e["type"] == "worktree_parked")
