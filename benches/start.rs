@@ -326,7 +326,11 @@ fn scale(keep: &mut Vec<tempfile::TempDir>) {
             per(cpu.as_secs_f64()),
             load_average()
         );
-        keep.push(tmp);
+        if std::env::var_os("START_BENCH_KEEP").is_some() {
+            println!("kept {}", tmp.keep().display());
+        } else {
+            keep.push(tmp);
+        }
     }
 }
 

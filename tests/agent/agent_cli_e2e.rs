@@ -155,10 +155,41 @@ fn relay_one(mut client: TcpStream, target: &str, kept: &Mutex<Vec<String>>) -> 
         return false;
     };
     let success = chunk[..n].starts_with(b"HTTP/1.1 2") || chunk[..n].starts_with(b"HTTP/1.0 2");
-    if client.write_all(&chunk[..n]).is_err() {
-        return false;
+    let mut sent = chunk[..n].to_vec();
+    let mut whole = client.write_all(&chunk[..n]).is_ok();
+    while whole {
+        match up.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(m) => {
+                whole = client.write_all(&chunk[..m]).is_ok();
+                if whole {
+                    sent.extend_from_slice(&chunk[..m]);
+                }
+            }
+            Err(_) => return false,
+        }
     }
-    std::io::copy(&mut up, &mut client).is_ok() && success && n > 0
+    // A client that has read the answer's last event may close before the server's closing
+    // bytes (the chunked body's terminator) are relayed; the answer still reached it whole.
+    success && n > 0 && (whole || answer_ended(&sent))
+}
+
+/// Returns whether `sent`, a response as relayed so far, holds its answer's end: the end
+/// event of an OpenAI or Anthropic event stream, or the whole body its length announced.
+fn answer_ended(sent: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(sent);
+    if text.contains("data: [DONE]") || text.contains("message_stop") {
+        return true;
+    }
+    let Some(head_end) = text.find("\r\n\r\n") else {
+        return false;
+    };
+    let len = text[..head_end].lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        k.eq_ignore_ascii_case("content-length")
+            .then(|| v.trim().parse::<usize>().ok())?
+    });
+    len.is_some_and(|len| sent.len() >= head_end + 4 + len)
 }
 
 /// Runs one packet with CLI `name` configured by `cli_table` (its `[agents.cli.<name>]`),

@@ -120,7 +120,8 @@ fn e2e_a_ci_failure_goes_to_the_local_model_as_its_next_turn_and_the_pull_reques
     assert!(bodies.iter().all(|b| !b.contains(TOKEN)));
     assert!(
         relay.answered_within(1, Duration::from_secs(10)) >= 1,
-        "the server answered no request"
+        "the server answered none of {} requests whole: {all}",
+        bodies.len()
     );
 
     // Settled one way or the other, consistently, and nothing was lost.

@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::replay::SharedJournal;
-use super::start_journal::{Entry, WorkflowEvent};
+use super::start_journal::{Entry, WorkflowEvent, kind};
 
 /// Seconds a call waits before the first "waiting" line, and between later ones.
 pub const WAIT_FIRST_SECS: u64 = 15;
@@ -46,12 +46,25 @@ impl OpenCall {
     }
 }
 
-/// Returns the calls of a run's journal `entries` that started and have not ended, oldest
-/// first. A call of a driver that died stays open in the journal; callers that know no
-/// process drives the run ignore them.
-pub fn open_calls(entries: &[Entry]) -> Vec<OpenCall> {
-    let mut open: BTreeMap<&str, OpenCall> = BTreeMap::new();
-    for e in entries {
+/// The kinds of workflow events that open and close model calls.
+pub(super) const CALL_KINDS: [&str; 4] = [
+    kind::MODEL_CALL_STARTED,
+    kind::MODEL_UNREACHABLE,
+    kind::MODEL_CALL_ENDED,
+    kind::DRIVING,
+];
+
+/// The model calls in flight, as the journal's entries so far tell them; fed entry by entry
+/// ([`Ledger::apply`]), so a watcher reads only what was journaled since it last looked.
+#[derive(Debug, Default)]
+pub struct Ledger {
+    /// Open calls by id, with how many times each found its server unreachable.
+    open: BTreeMap<String, (OpenCall, usize)>,
+}
+
+impl Ledger {
+    /// Takes one journal entry into account; entries of other kinds change nothing.
+    pub fn apply(&mut self, e: &Entry) {
         match &e.event {
             WorkflowEvent::ModelCallStarted {
                 call,
@@ -59,38 +72,53 @@ pub fn open_calls(entries: &[Entry]) -> Vec<OpenCall> {
                 model,
                 prompt_tokens,
             } => {
-                open.insert(
-                    call,
-                    OpenCall {
-                        call: call.clone(),
-                        role: role.clone(),
-                        model: model.clone(),
-                        since_ms: e.ts_ms,
-                        prompt_tokens: *prompt_tokens,
-                        unreachable_retry_secs: None,
-                    },
-                );
+                let open = OpenCall {
+                    call: call.clone(),
+                    role: role.clone(),
+                    model: model.clone(),
+                    since_ms: e.ts_ms,
+                    prompt_tokens: *prompt_tokens,
+                    unreachable_retry_secs: None,
+                };
+                self.open.insert(call.clone(), (open, 0));
             }
             WorkflowEvent::ModelUnreachable {
                 call,
                 retry_in_secs,
                 ..
             } => {
-                if let Some(c) = open.get_mut(call.as_str()) {
+                if let Some((c, outages)) = self.open.get_mut(call.as_str()) {
                     c.unreachable_retry_secs = Some(*retry_in_secs);
+                    *outages += 1;
                 }
             }
             WorkflowEvent::ModelCallEnded { call, .. } => {
-                open.remove(call.as_str());
+                self.open.remove(call.as_str());
             }
             // A new driver: whatever its predecessor had in flight is gone.
-            WorkflowEvent::Driving { .. } => open.clear(),
+            WorkflowEvent::Driving { .. } => self.open.clear(),
             _ => {}
         }
     }
-    let mut calls: Vec<OpenCall> = open.into_values().collect();
-    calls.sort_by_key(|c| (c.since_ms, c.call.clone()));
-    calls
+
+    /// Returns the open calls, oldest first, each with how many times its server was
+    /// unreachable.
+    pub fn open(&self) -> Vec<(OpenCall, usize)> {
+        let mut calls: Vec<(OpenCall, usize)> = self.open.values().cloned().collect();
+        calls.sort_by_key(|(c, _)| (c.since_ms, c.call.clone()));
+        calls
+    }
+}
+
+/// Returns the calls of a run's journal `entries` that started and have not ended, oldest
+/// first. A call of a driver that died stays open in the journal; callers that know no
+/// process drives the run ignore them.
+pub fn open_calls(entries: &[Entry]) -> Vec<OpenCall> {
+    let mut ledger = Ledger::default();
+    for e in entries {
+        ledger.apply(e);
+    }
+    ledger.open().into_iter().map(|(c, _)| c).collect()
 }
 
 /// Returns a new call id, unique within this process and across its restarts.
@@ -130,18 +158,26 @@ pub(super) fn watch(
     };
     // Lines printed per call, and the unreachable notices already told.
     let mut printed: BTreeMap<String, (u64, usize)> = BTreeMap::new();
+    // The calls as the entries read so far tell them: each look reads only the entries of the
+    // calls' kinds journaled since the last, so it costs the same however long the run is.
+    let mut ledger = Ledger::default();
+    let mut seen = 0;
     while !done.load(Ordering::SeqCst) {
         let entries = journal
             .lock()
             .ok()
-            .and_then(|j| j.entries().ok())
+            .and_then(|j| j.entries_of(&CALL_KINDS, seen).ok())
             .unwrap_or_default();
+        for e in &entries {
+            ledger.apply(e);
+            seen = seen.max(e.seq);
+        }
         let now = orchestra_sys::exec::now_ms();
-        let open = open_calls(&entries);
-        printed.retain(|id, _| open.iter().any(|c| &c.call == id));
-        for c in &open {
+        let open = ledger.open();
+        printed.retain(|id, _| open.iter().any(|(c, _)| &c.call == id));
+        for (c, outages) in &open {
             let (lines, told) = printed.entry(c.call.clone()).or_default();
-            let outages = unreachable_count(&entries, &c.call);
+            let outages = *outages;
             if outages > *told {
                 *told = outages;
                 say(&format!(
@@ -158,16 +194,6 @@ pub(super) fn watch(
         }
         sleep_unless(done, Duration::from_millis(250));
     }
-}
-
-/// Returns how many times call `call` found its server unreachable.
-fn unreachable_count(entries: &[Entry], call: &str) -> usize {
-    entries
-        .iter()
-        .filter(
-            |e| matches!(&e.event, WorkflowEvent::ModelUnreachable { call: c, .. } if c == call),
-        )
-        .count()
 }
 
 /// Sleeps `d` in short slices, returning early once `done` is raised.

@@ -9,7 +9,7 @@
 use std::path::Path;
 
 use super::replay::SharedJournal;
-use super::start_journal::WorkflowEvent;
+use super::start_journal::{WorkflowEvent, kind};
 use crate::agent::cli::CliWorker;
 use orchestra_core::config::{RepoConfig, RoutedWorker};
 use orchestra_core::plan::Packet;
@@ -148,14 +148,17 @@ impl Router {
     /// there is none (a resumed run keeps the one it made).
     fn decision(&self, journal: &SharedJournal, packet: &Packet) -> Decision {
         let known = journal.lock().ok().and_then(|j| {
-            j.entries().ok()?.into_iter().find_map(|e| match e.event {
-                WorkflowEvent::Routed {
-                    packet: p,
-                    decision,
-                    ..
-                } if p == packet.id => Some(decision),
-                _ => None,
-            })
+            j.entries_of(&[kind::ROUTED], 0)
+                .ok()?
+                .into_iter()
+                .find_map(|e| match e.event {
+                    WorkflowEvent::Routed {
+                        packet: p,
+                        decision,
+                        ..
+                    } if p == packet.id => Some(decision),
+                    _ => None,
+                })
         });
         if let Some(d) = known {
             return d;
@@ -190,7 +193,7 @@ impl Router {
         from: usize,
         to: usize,
     ) {
-        let done = journal.lock().ok().and_then(|j| j.entries().ok()).is_some_and(|entries| {
+        let done = journal.lock().ok().and_then(|j| j.entries_of(&[kind::ESCALATED], 0).ok()).is_some_and(|entries| {
             entries.iter().any(|e| {
                 matches!(&e.event, WorkflowEvent::Escalated { packet: p, round: r, .. } if *p == packet.id && *r == round)
             })

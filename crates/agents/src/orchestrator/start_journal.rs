@@ -299,10 +299,7 @@ impl StartJournal {
 
     /// Appends `event`; returns its sequence number.
     pub fn append(&self, event: &WorkflowEvent) -> Result<i64, JournalError> {
-        let kind = serde_json::to_value(event)
-            .ok()
-            .and_then(|v| v.get("type").and_then(|t| t.as_str().map(String::from)))
-            .unwrap_or_default();
+        let kind = kind_of(event);
         let seq = self.store.append_workflow_event(&self.run, &kind, event)?;
         super::fault::step();
         Ok(seq)
@@ -311,16 +308,27 @@ impl StartJournal {
     /// Appends `event` as a notice: journaled like any event, but not a durable step of the
     /// workflow (crash tests do not stop at it), for what only shows progress.
     pub fn notice(&self, event: &WorkflowEvent) -> Result<i64, JournalError> {
-        let kind = serde_json::to_value(event)
-            .ok()
-            .and_then(|v| v.get("type").and_then(|t| t.as_str().map(String::from)))
-            .unwrap_or_default();
+        let kind = kind_of(event);
         Ok(self.store.append_workflow_event(&self.run, &kind, event)?)
     }
 
     /// Returns every entry of the run, oldest first.
     pub fn entries(&self) -> Result<Vec<Entry>, JournalError> {
         Ok(self.store.workflow_events(&self.run)?)
+    }
+
+    /// Returns the run's entries of any of the `kinds` (see [`kind`]) after sequence number
+    /// `after` (0: all), oldest first: found by their kind, so a read that wants a few kinds
+    /// costs the same however many other events the run has journaled.
+    pub fn entries_of(&self, kinds: &[&str], after: i64) -> Result<Vec<Entry>, JournalError> {
+        Ok(self
+            .store
+            .workflow_events_of_kinds(&self.run, kinds, after)?)
+    }
+
+    /// Returns the sequence number of the run's last entry (0: none yet).
+    pub fn last_seq(&self) -> Result<i64, JournalError> {
+        Ok(self.store.last_workflow_seq(&self.run)?)
     }
 
     /// Returns the workflow as the journal's transitions left it.
@@ -367,10 +375,8 @@ impl StartJournal {
     /// to the failure.
     pub fn failures(&self) -> Result<u64, JournalError> {
         Ok(self
-            .entries()?
-            .iter()
-            .filter(|e| matches!(e.event, WorkflowEvent::ReplayEpochEnded { .. }))
-            .count() as u64)
+            .store
+            .count_workflow_events(&self.run, kind::REPLAY_EPOCH_ENDED)?)
     }
 
     pub fn turn(&self, key: &str) -> Result<Option<TurnRecord>, JournalError> {
@@ -395,10 +401,135 @@ impl StartJournal {
     }
 }
 
+/// Returns the kind `event` is journaled under: its `type` tag.
+fn kind_of(event: &WorkflowEvent) -> String {
+    serde_json::to_value(event)
+        .ok()
+        .and_then(|v| v.get("type").and_then(|t| t.as_str().map(String::from)))
+        .unwrap_or_default()
+}
+
+/// The kinds (`type` tags) of the workflow events that are read by kind
+/// ([`StartJournal::entries_of`]).
+pub mod kind {
+    pub const REPLAY_EPOCH_ENDED: &str = "replay_epoch_ended";
+    pub const MODEL_CALL_STARTED: &str = "model_call_started";
+    pub const MODEL_UNREACHABLE: &str = "model_unreachable";
+    pub const MODEL_CALL_ENDED: &str = "model_call_ended";
+    pub const DRIVING: &str = "driving";
+    pub const ASKED: &str = "asked";
+    pub const ANSWERED: &str = "answered";
+    pub const ROUTED: &str = "routed";
+    pub const ESCALATED: &str = "escalated";
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use orchestra_core::llm::Usage;
+
+    /// The kinds read by kind are the tags the events are journaled under, and a read by kind
+    /// returns those events only, after the sequence number asked.
+    #[test]
+    fn entries_read_by_kind_are_the_events_of_that_kind() {
+        let dir = tempfile::tempdir().unwrap();
+        let j = StartJournal::open(dir.path(), "r1").unwrap();
+        let (s, u, e) = (String::new(), 0u64, 0u32);
+        let events = [
+            (
+                kind::REPLAY_EPOCH_ENDED,
+                WorkflowEvent::ReplayEpochEnded { reason: s.clone() },
+            ),
+            (
+                kind::MODEL_CALL_STARTED,
+                WorkflowEvent::ModelCallStarted {
+                    call: "c1".into(),
+                    role: s.clone(),
+                    model: s.clone(),
+                    prompt_tokens: u,
+                },
+            ),
+            (
+                kind::MODEL_UNREACHABLE,
+                WorkflowEvent::ModelUnreachable {
+                    call: "c1".into(),
+                    role: s.clone(),
+                    model: s.clone(),
+                    retry_in_secs: u,
+                },
+            ),
+            (
+                kind::MODEL_CALL_ENDED,
+                WorkflowEvent::ModelCallEnded {
+                    call: "c1".into(),
+                    role: s.clone(),
+                    ms: u,
+                    outcome: s.clone(),
+                },
+            ),
+            (kind::DRIVING, WorkflowEvent::Driving { pid: e }),
+            (
+                kind::ASKED,
+                WorkflowEvent::Asked {
+                    packet: s.clone(),
+                    question: s.clone(),
+                },
+            ),
+            (
+                kind::ANSWERED,
+                WorkflowEvent::Answered {
+                    packet: s.clone(),
+                    text: s.clone(),
+                },
+            ),
+            (
+                kind::ESCALATED,
+                WorkflowEvent::Escalated {
+                    packet: s.clone(),
+                    round: e,
+                    from: s.clone(),
+                    to: s.clone(),
+                    text: s.clone(),
+                },
+            ),
+        ];
+        let mut seqs = Vec::new();
+        for (k, event) in &events {
+            assert_eq!(kind_of(event), *k);
+            seqs.push(j.append(event).unwrap());
+            j.append(&WorkflowEvent::Noted {
+                note: "other".into(),
+            })
+            .unwrap();
+        }
+        assert_eq!(j.last_seq().unwrap(), *seqs.last().unwrap() + 1);
+        for (i, (k, event)) in events.iter().enumerate() {
+            let found = j.entries_of(&[k], 0).unwrap();
+            assert_eq!(found.len(), 1, "{k}");
+            assert_eq!(&found[0].event, event);
+            assert!(j.entries_of(&[k], seqs[i]).unwrap().is_empty(), "{k}");
+        }
+        let calls = j
+            .entries_of(&[kind::MODEL_CALL_STARTED, kind::MODEL_CALL_ENDED], seqs[1])
+            .unwrap();
+        assert_eq!(calls.len(), 1);
+        assert_eq!(calls[0].seq, seqs[3]);
+        assert_eq!(j.failures().unwrap(), 1);
+        let routed = WorkflowEvent::Routed {
+            packet: s.clone(),
+            decision: orchestra_core::routing::Decision {
+                traits: orchestra_core::routing::Traits {
+                    role: s.clone(),
+                    language: None,
+                    size: orchestra_core::routing::SizeBucket::Small,
+                },
+                worker: None,
+                evidence: Vec::new(),
+            },
+            text: s,
+        };
+        assert_eq!(kind_of(&routed), kind::ROUTED);
+    }
 
     #[test]
     fn transitions_replay_and_illegal_ones_are_journaled_as_rejected() {

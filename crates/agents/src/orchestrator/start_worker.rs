@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use super::consult::Consultation;
 use super::models::RoleModels;
 use super::replay::{Replaying, SharedJournal};
-use super::start_journal::WorkflowEvent;
+use super::start_journal::{WorkflowEvent, kind};
 use crate::agent::sandbox::IfUnavailable;
 use crate::agent::tools::Registry;
 use crate::agent::{self, AgentEvent, AgentOutcome, Host, Reply, SubtaskRequest, WorkerState};
@@ -96,7 +96,7 @@ fn human_answer(
     stop: &AtomicBool,
 ) -> Option<String> {
     let already = |j: &super::StartJournal| -> Option<(usize, Option<String>)> {
-        let entries = j.entries().ok()?;
+        let entries = j.entries_of(&[kind::ASKED, kind::ANSWERED], 0).ok()?;
         let asked = entries
             .iter()
             .filter(|e| {
@@ -122,8 +122,8 @@ fn human_answer(
     let before = journal
         .lock()
         .ok()
-        .and_then(|j| j.entries().ok())
-        .map_or(0, |e| e.last().map_or(0, |e| e.seq));
+        .and_then(|j| j.last_seq().ok())
+        .unwrap_or(0);
     record(
         journal,
         &WorkflowEvent::Asked {
@@ -134,12 +134,17 @@ fn human_answer(
     let started = Instant::now();
     while started.elapsed() < wait && !stop.load(Ordering::SeqCst) {
         let found = journal.lock().ok().and_then(|j| {
-            j.entries().ok()?.into_iter().find_map(|e| match e.event {
-                WorkflowEvent::Answered { packet: p, text } if p == packet && e.seq > before => {
-                    Some(text)
-                }
-                _ => None,
-            })
+            j.entries_of(&[kind::ANSWERED], before)
+                .ok()?
+                .into_iter()
+                .find_map(|e| match e.event {
+                    WorkflowEvent::Answered { packet: p, text }
+                        if p == packet && e.seq > before =>
+                    {
+                        Some(text)
+                    }
+                    _ => None,
+                })
         });
         if found.is_some() {
             return found;
@@ -153,7 +158,7 @@ fn human_answer(
 /// (nothing to wait for when nobody is there); a question asked before (a resumed agent)
 /// keeps the answer it got without being counted again.
 fn standing_answer(journal: &SharedJournal, packet: &str, question: &str, answer: &str) -> String {
-    let asked = journal.lock().ok().and_then(|j| j.entries().ok()).is_some_and(|entries| {
+    let asked = journal.lock().ok().and_then(|j| j.entries_of(&[kind::ASKED], 0).ok()).is_some_and(|entries| {
         entries.iter().any(|e| {
             matches!(&e.event, WorkflowEvent::Asked { packet: p, question: q } if p == packet && q == question)
         })

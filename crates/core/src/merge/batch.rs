@@ -18,6 +18,11 @@ use orchestra_git::git::{Expected, Git, RefError};
 /// How many times a batch is retried because the integration branch moved underneath it.
 const MAX_CAS_RETRIES: usize = 5;
 
+/// How many packets are integrated between two layers added to the repository's commit-graph
+/// (see [`Git::extend_commit_graph`]): git's search for each merge's base then reads at most
+/// this many new merges, instead of every merge of the run so far.
+pub(super) const GRAPH_EVERY: usize = 64;
+
 /// One succeeded packet waiting to be integrated.
 pub(super) struct Item {
     pub id: String,
@@ -42,6 +47,8 @@ pub(super) struct Progress {
     retries: usize,
     attempt: usize,
     rounds: HashMap<String, u32>,
+    /// Packets integrated since the commit-graph last took in the integration branch.
+    ungraphed: usize,
 }
 
 impl Progress {
@@ -60,6 +67,7 @@ impl Progress {
             retries: 0,
             attempt: 0,
             rounds: HashMap::new(),
+            ungraphed: 0,
         }
     }
 }
@@ -274,6 +282,14 @@ impl Batcher<'_> {
             return Ok(());
         }
         p.tip = candidate;
+        p.ungraphed += merged.len();
+        if p.ungraphed >= GRAPH_EVERY {
+            p.ungraphed = 0;
+            // Only a cost saved: a graph that cannot be written leaves git's walks as they were.
+            if let Err(e) = self.git.extend_commit_graph(&[&p.tip]) {
+                tracing::debug!(error = %e, "the commit-graph was not extended");
+            }
+        }
         for item in merged {
             self.journal.record(Event::PacketIntegrated {
                 packet: item.id.clone(),

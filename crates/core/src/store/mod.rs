@@ -505,14 +505,29 @@ impl RunRow {
 
 /// Returns the query of [`Store::events_of_kinds`] for `n` kinds (`?1` the run, `?2`… the kinds).
 fn kinds_sql(n: usize) -> String {
+    journal_kinds_sql("engine", n)
+}
+
+/// Returns the query of the events in `journal` of one id (`?1`) of any of `n` kinds (`?2`…),
+/// after a sequence number (`?{n + 2}`) when `after` is true, oldest first.
+pub(crate) fn journal_kinds_after_sql(journal: &str, n: usize, after: bool) -> String {
     let slots: Vec<String> = (0..n).map(|i| format!("?{}", i + 2)).collect();
+    let after = if after {
+        format!(" AND seq > ?{}", n + 2)
+    } else {
+        String::new()
+    };
     // By kind, not by the run's order: SQLite would rather read every event of the run in
     // order than sort the few of these kinds, a cost per read that grows with the run.
     format!(
         "SELECT seq, ts_ms, payload FROM events INDEXED BY events_by_kind
-         WHERE run_id = ?1 AND journal = 'engine' AND type IN ({}) ORDER BY seq",
+         WHERE run_id = ?1 AND journal = '{journal}' AND type IN ({}){after} ORDER BY seq",
         slots.join(", ")
     )
+}
+
+fn journal_kinds_sql(journal: &str, n: usize) -> String {
+    journal_kinds_after_sql(journal, n, false)
 }
 
 #[cfg(test)]

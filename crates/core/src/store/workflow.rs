@@ -66,6 +66,65 @@ impl Store {
         self.journal_events("workflow", run, "entry")
     }
 
+    /// Returns `run`'s workflow events of any of the `kinds` (their `type` tags) after
+    /// sequence number `after` (0: all of them), oldest first: only those rows are read and
+    /// decoded, found through the journal's index by kind, so the cost of a read does not
+    /// grow with the run's other events.
+    pub fn workflow_events_of_kinds<E: DeserializeOwned>(
+        &self,
+        run: &str,
+        kinds: &[&str],
+        after: i64,
+    ) -> Result<Vec<WorkflowEntry<E>>, StoreError> {
+        if kinds.is_empty() {
+            return Ok(Vec::new());
+        }
+        let sql = super::journal_kinds_after_sql("workflow", kinds.len(), true);
+        let values = std::iter::once(rusqlite::types::Value::from(run.to_string()))
+            .chain(
+                kinds
+                    .iter()
+                    .map(|k| rusqlite::types::Value::from(k.to_string())),
+            )
+            .chain(std::iter::once(rusqlite::types::Value::from(after)));
+        let rows = self.payload_rows(&sql, rusqlite::params_from_iter(values), "entry")?;
+        Ok(rows
+            .into_iter()
+            .map(|(seq, ts_ms, event)| WorkflowEntry { seq, ts_ms, event })
+            .collect())
+    }
+
+    /// Returns how many of `run`'s workflow events are of kind `kind`, read from the index.
+    pub fn count_workflow_events(&self, run: &str, kind: &str) -> Result<u64, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT COUNT(*) FROM events INDEXED BY events_by_kind
+                 WHERE run_id = ?1 AND type = ?2 AND journal = 'workflow'",
+            )
+            .map_err(|e| self.err(e))?;
+        let n: i64 = stmt
+            .query_row(params![run, kind], |r| r.get(0))
+            .map_err(|e| self.err(e))?;
+        Ok(count(n))
+    }
+
+    /// Returns the sequence number of `run`'s last workflow event (0: none yet).
+    pub fn last_workflow_seq(&self, run: &str) -> Result<i64, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT seq FROM events WHERE run_id = ?1 AND journal = 'workflow'
+                 ORDER BY seq DESC LIMIT 1",
+            )
+            .map_err(|e| self.err(e))?;
+        let n: Option<i64> = stmt
+            .query_row(params![run], |r| r.get(0))
+            .optional()
+            .map_err(|e| self.err(e))?;
+        Ok(n.unwrap_or(0))
+    }
+
     /// Returns the ids of runs that have workflow events, newest first.
     pub fn workflow_runs(&self) -> Result<Vec<String>, StoreError> {
         self.journal_ids("workflow")

@@ -71,6 +71,31 @@ impl Git {
         }
     }
 
+    /// Adds the history up to `tips` that the repository's commit-graph does not cover yet as
+    /// a new layer of it (`git commit-graph write --split --stdin-commits`), which git merges
+    /// with the layers below as they grow. Git finds a merge's base by walking back from both
+    /// sides; commits a graph covers carry generation numbers that end that walk early, while
+    /// through new commits made within the same second it has nothing to go by and reads
+    /// every one of them, so a merge into a long run of new merges costs more with each.
+    pub fn extend_commit_graph(&self, tips: &[&str]) -> Result<(), GitError> {
+        let mut input = String::new();
+        for tip in tips {
+            input.push_str(tip);
+            input.push('\n');
+        }
+        self.run_with_stdin(
+            [
+                "commit-graph",
+                "write",
+                "--split",
+                "--stdin-commits",
+                "--no-progress",
+            ],
+            Some(input.as_bytes()),
+        )
+        .map(drop)
+    }
+
     /// Writes a commit of `tree` with `parents` and `message` under the engine's identity and
     /// returns its id.
     pub fn commit_tree(
@@ -169,5 +194,29 @@ impl Git {
     /// Abandons the merge under way in this worktree, restoring the branch's own state.
     pub fn merge_abort(&self) -> Result<(), GitError> {
         self.writing().run(["merge", "--abort"]).map(drop)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::git::testing::{commit_graph_holds, git, repo_with_worktree};
+
+    /// Each call adds the commits up to the tips given that the graph does not hold yet, on
+    /// top of what it held, whether or not the repository had a graph before.
+    #[test]
+    fn extending_the_commit_graph_takes_in_the_new_history_up_to_the_tips() {
+        let (_tmp, repo, _wt) = repo_with_worktree("w");
+        let main = &repo.toplevel;
+        let first = git(main, &["rev-parse", "HEAD"]);
+        assert!(!commit_graph_holds(&repo.common_dir, &first));
+        repo.git().extend_commit_graph(&[&first]).unwrap();
+        assert!(commit_graph_holds(&repo.common_dir, &first));
+        git(main, &["commit", "-q", "--allow-empty", "-m", "b"]);
+        let second = git(main, &["rev-parse", "HEAD"]);
+        assert!(!commit_graph_holds(&repo.common_dir, &second));
+        repo.git().extend_commit_graph(&[&second]).unwrap();
+        assert!(commit_graph_holds(&repo.common_dir, &second));
+        assert!(commit_graph_holds(&repo.common_dir, &first));
+        git(main, &["commit-graph", "verify"]);
     }
 }

@@ -19,6 +19,25 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
     }
 }
 
+/// Returns whether the commit-graph of the repository whose common git directory is
+/// `common_dir` (its single file or any layer of its chain) holds commit `oid` (hex).
+pub fn commit_graph_holds(common_dir: &Path, oid: &str) -> bool {
+    let raw: Vec<u8> = (0..oid.len() / 2)
+        .filter_map(|i| u8::from_str_radix(oid.get(2 * i..2 * i + 2)?, 16).ok())
+        .collect();
+    let info = common_dir.join("objects/info");
+    let mut files = vec![info.join("commit-graph")];
+    if let Ok(layers) = std::fs::read_dir(info.join("commit-graphs")) {
+        files.extend(layers.flatten().map(|e| e.path()));
+    }
+    files
+        .iter()
+        .filter_map(|f| std::fs::read(f).ok())
+        .any(|bytes| {
+            bytes.starts_with(b"CGPH") && bytes.windows(raw.len()).any(|w| w == raw.as_slice())
+        })
+}
+
 /// Makes a repository `<tmp>/r` with one commit (`a.txt`) and a worktree of it on a new branch
 /// `p` at `<tmp>/<worktree>`; returns the temporary directory (canonical paths), the
 /// repository and the worktree's path. For this crate's own tests (`tempfile` is a dev
