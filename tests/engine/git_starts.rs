@@ -24,15 +24,10 @@ const GIT_STARTS_PER_PACKET: usize = 11;
 /// git command lines the run started.
 fn git_starts_running(n: usize) -> Vec<String> {
     let repo = TestRepo::new();
-    let mut body = String::from("objective = \"Count git starts\"\n\n");
-    for i in 0..n {
-        body.push_str(&packet(
-            &format!("p{i}"),
-            &format!("\"out-p{i}.txt\""),
-            "",
-            "",
-        ));
-    }
+    let body = format!(
+        "objective = \"Count git starts\"\n\n{}",
+        independent_packets(n)
+    );
     let plan = repo.write_plan("plan.toml", &body);
     let git = CountingGit::new(&repo);
     let root = repo.scratch().join("wt");

@@ -8,9 +8,7 @@ const WORKER: &str = r#"echo "$ORCHESTRA_PACKET" > "out-$ORCHESTRA_PACKET.txt""#
 /// Runs `n` independent packets and returns the packet records scheduling read.
 fn records_read_for(n: usize) -> u64 {
     let repo = TestRepo::new();
-    let packets: String = (0..n)
-        .map(|i| packet(&format!("p{i}"), &format!("\"out-p{i}.txt\""), "", ""))
-        .collect();
+    let packets = independent_packets(n);
     let plan = repo.write_plan("plan.toml", &format!("objective = \"Many\"\n\n{packets}"));
     let root = repo.scratch().join("wt");
     let out = orchestra_with_env(

@@ -11,15 +11,10 @@ const WORKER: &str = r#"echo "$ORCHESTRA_PACKET" > "out-$ORCHESTRA_PACKET.txt""#
 /// `git` on `PATH` that sleeps half a second in them.
 fn validations_running(n: usize) -> Vec<(u128, u128)> {
     let repo = TestRepo::new();
-    let mut body = format!("objective = \"Start together\"\nmax_parallel = {n}\n\n");
-    for i in 0..n {
-        body.push_str(&packet(
-            &format!("p{i}"),
-            &format!("\"out-p{i}.txt\""),
-            "",
-            "",
-        ));
-    }
+    let body = format!(
+        "objective = \"Start together\"\nmax_parallel = {n}\n\n{}",
+        independent_packets(n)
+    );
     let plan = repo.write_plan("plan.toml", &body);
     let real = std::env::var("PATH")
         .unwrap_or_default()
@@ -102,15 +97,10 @@ fn checkouts_running(n: usize) -> Vec<(u128, u128)> {
         "-m",
         "a file checked out through a slow filter",
     ]);
-    let mut body = format!("objective = \"Check out together\"\nmax_parallel = {n}\n\n");
-    for i in 0..n {
-        body.push_str(&packet(
-            &format!("p{i}"),
-            &format!("\"out-p{i}.txt\""),
-            "",
-            "",
-        ));
-    }
+    let body = format!(
+        "objective = \"Check out together\"\nmax_parallel = {n}\n\n{}",
+        independent_packets(n)
+    );
     let plan = repo.write_plan("plan.toml", &body);
     let root = repo.scratch().join("wt");
     let out = orchestra(

@@ -16,15 +16,10 @@ const GIT_STARTS_PER_PACKET: usize = 16;
 /// `git` on `PATH` that logs its starts; returns the git command lines the merge started.
 fn git_starts_merging(n: usize) -> Vec<String> {
     let repo = TestRepo::new();
-    let mut body = String::from("objective = \"Count git starts\"\n\n");
-    for i in 0..n {
-        body.push_str(&packet(
-            &format!("p{i}"),
-            &format!("\"out-p{i}.txt\""),
-            "",
-            "",
-        ));
-    }
+    let body = format!(
+        "objective = \"Count git starts\"\n\n{}",
+        independent_packets(n)
+    );
     let plan = repo.write_plan("plan.toml", &body);
     let out = repo.run_plan(&plan, WORKER, &[]);
     assert!(out.status.success(), "{}", text(&out));
@@ -57,15 +52,7 @@ fn git_starts_merging(n: usize) -> Vec<String> {
 fn a_long_merge_adds_its_merges_to_the_commit_graph() {
     let n = 70;
     let repo = TestRepo::new();
-    let mut body = String::from("objective = \"Many merges\"\n\n");
-    for i in 0..n {
-        body.push_str(&packet(
-            &format!("p{i}"),
-            &format!("\"out-p{i}.txt\""),
-            "",
-            "",
-        ));
-    }
+    let body = format!("objective = \"Many merges\"\n\n{}", independent_packets(n));
     let plan = repo.write_plan("plan.toml", &body);
     let out = repo.run_plan(&plan, WORKER, &["--merge"]);
     assert!(out.status.success(), "{}", text(&out));

@@ -264,6 +264,14 @@ pub fn packet(id: &str, files: &str, deps: &str, validation: &str) -> String {
     )
 }
 
+/// Returns the `[[packet]]` tables of `n` independent packets `p0`, `p1`, …, each owning its
+/// own `out-p<i>.txt`, with no validation.
+pub fn independent_packets(n: usize) -> String {
+    (0..n)
+        .map(|i| packet(&format!("p{i}"), &format!("\"out-p{i}.txt\""), "", ""))
+        .collect()
+}
+
 /// Returns `git orchestra status --json` of the newest run in `repo`.
 pub fn status_json(repo: &Path) -> serde_json::Value {
     let out = orchestra(repo, &["status", "--json"]);
