@@ -505,7 +505,7 @@ impl RunRow {
 
 /// Returns the query of [`Store::events_of_kinds`] for `n` kinds (`?1` the run, `?2`… the kinds).
 fn kinds_sql(n: usize) -> String {
-    journal_kinds_sql("engine", n)
+    journal_kinds_after_sql("engine", n, false)
 }
 
 /// Returns the query of the events in `journal` of one id (`?1`) of any of `n` kinds (`?2`…),
@@ -524,10 +524,6 @@ pub(crate) fn journal_kinds_after_sql(journal: &str, n: usize, after: bool) -> S
          WHERE run_id = ?1 AND journal = '{journal}' AND type IN ({}){after} ORDER BY seq",
         slots.join(", ")
     )
-}
-
-fn journal_kinds_sql(journal: &str, n: usize) -> String {
-    journal_kinds_after_sql(journal, n, false)
 }
 
 #[cfg(test)]
