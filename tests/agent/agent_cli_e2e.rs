@@ -120,14 +120,7 @@ fn relay_one(mut client: TcpStream, target: &str, kept: &Mutex<Vec<String>>) -> 
         }
     };
     let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
-    let len = head
-        .lines()
-        .find_map(|l| {
-            let (k, v) = l.split_once(':')?;
-            k.eq_ignore_ascii_case("content-length")
-                .then(|| v.trim().parse::<usize>().ok())?
-        })
-        .unwrap_or(0);
+    let len = content_length(&head).unwrap_or(0);
     while buf.len() < head_end + len {
         let Ok(n) = client.read(&mut chunk) else {
             return false;
@@ -184,12 +177,16 @@ fn answer_ended(sent: &[u8]) -> bool {
     let Some(head_end) = text.find("\r\n\r\n") else {
         return false;
     };
-    let len = text[..head_end].lines().find_map(|l| {
+    content_length(&text[..head_end]).is_some_and(|len| sent.len() >= head_end + 4 + len)
+}
+
+/// Returns the `Content-Length` an HTTP message's `head` announces, if any.
+fn content_length(head: &str) -> Option<usize> {
+    head.lines().find_map(|l| {
         let (k, v) = l.split_once(':')?;
         k.eq_ignore_ascii_case("content-length")
             .then(|| v.trim().parse::<usize>().ok())?
-    });
-    len.is_some_and(|len| sent.len() >= head_end + 4 + len)
+    })
 }
 
 /// Runs one packet with CLI `name` configured by `cli_table` (its `[agents.cli.<name>]`),
