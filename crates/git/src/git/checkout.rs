@@ -288,6 +288,13 @@ fn write_files(
             .map_err(|e| fail(format!("{e:#}")))?;
         gix_stats(path, &outcome)?
     };
+    // Nothing else has written the new files: date them before the index, so the first reads
+    // of the worktree do not hash every file again (see `settle`).
+    let index = worktree_repo.index_path();
+    match super::settle::settle(prepared.work_dir(), &index) {
+        Ok(files) => tracing::debug!(files, "dated a fresh checkout's files before its index"),
+        Err(e) => tracing::debug!(error = %e, "dating a fresh checkout's files"),
+    }
     prepared
         .persist()
         .map_err(|e| fail(format!("finishing the registration: {e}")))?;

@@ -37,6 +37,7 @@ mod replay;
 mod repo;
 mod revs;
 mod set_aside;
+mod settle;
 mod sparse;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
