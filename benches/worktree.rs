@@ -415,11 +415,22 @@ fn measure_recycled(repo: &Path, next: &str, iterations: usize) -> [Vec<Sample>;
     times
 }
 
+/// Rounds of the whole-process table measured after its warm-up round.
+const RUN_ROUNDS: usize = 5;
+
+/// Flushes the machine's dirty pages to disk (`sync`), outside any timed span.
+fn settle_disk() {
+    let _ = Command::new("sync").status();
+}
+
 /// Prints the whole-process table (`WORKTREE_BENCH=run`): `git orchestra run --merge` of one
 /// packet whose worker appends a line to one file, as a user meets it (process start,
-/// worktree, worker, commit, gates, integration), fresh (`[worktree] recycle = 0`) and with the
-/// default configuration (recycling on: a later run takes the worktree the previous one
-/// parked), beside `git worktree add -b` of the same commit; wall and CPU medians.
+/// worktree, worker, commit, gates, integration), beside `git worktree add -b` of the same
+/// commit; wall and CPU medians. Three ways a run meets its worktree:
+/// - fresh: `[worktree] recycle = 0`, so it checks a whole tree out and removes it at its end;
+/// - first: the default configuration with an empty pool (a run's first packet), so it checks
+///   a whole tree out and parks it at its end; the parked worktree is removed untimed;
+/// - default: the default configuration, taking the worktree the previous run parked.
 fn one_packet_runs(cache: &Path, fixture: &Path) {
     let root = cache.join("one-packet-runs");
     let _ = std::fs::remove_dir_all(&root);
@@ -444,14 +455,17 @@ fn one_packet_runs(cache: &Path, fixture: &Path) {
     .unwrap();
     let default_config = root.join("default-config");
     std::fs::create_dir_all(&default_config).unwrap();
-    let configs = [fresh_config.parent().unwrap(), default_config.as_path()];
-    let mut samples: [Vec<Sample>; 3] = Default::default();
-    for round in 0..=3 {
+    let labels = ["fresh", "first", "default", "git add"];
+    let mut samples: [Vec<Sample>; 4] = Default::default();
+    for round in 0..=RUN_ROUNDS {
         for (variant, slot) in samples.iter_mut().enumerate() {
             let before = git(&repo, &["rev-parse", "HEAD"]);
+            // What the previous sample wrote and deleted reaches the disk first (untimed), so
+            // no variant pays for another's write-back.
+            settle_disk();
             let cpu_before = cpu_time();
             let started = Instant::now();
-            if variant == 2 {
+            if labels[variant] == "git add" {
                 let path = root.join(format!("plain-{round}"));
                 let branch = format!("bench/plain-{round}");
                 git(
@@ -475,6 +489,16 @@ fn one_packet_runs(cache: &Path, fixture: &Path) {
                 ),
             )
             .unwrap();
+            // A pool per variant (`<root>/.recycle/`), and for `first` one per round: fresh
+            // and first runs find none to take.
+            let worktrees = match labels[variant] {
+                "first" => root.join(format!("worktrees-first-{round}")),
+                _ => root.join(format!("worktrees-{variant}")),
+            };
+            let config = match labels[variant] {
+                "fresh" => fresh_config.parent().unwrap(),
+                _ => default_config.as_path(),
+            };
             let out = Command::new(env!("CARGO_BIN_EXE_git-orchestra"))
                 .current_dir(&repo)
                 .args([
@@ -484,10 +508,9 @@ fn one_packet_runs(cache: &Path, fixture: &Path) {
                     "--quiet",
                     "--worktree-root",
                 ])
-                // A pool per variant (`<root>/.recycle/`): fresh runs find none to take.
-                .arg(root.join(format!("worktrees-{variant}")))
+                .arg(&worktrees)
                 .args(["--worker-cmd", "echo '# appended' >> this.py"])
-                .env("XDG_CONFIG_HOME", configs[variant])
+                .env("XDG_CONFIG_HOME", config)
                 .output()
                 .unwrap();
             let wall = started.elapsed();
@@ -505,36 +528,55 @@ fn one_packet_runs(cache: &Path, fixture: &Path) {
                 text.ends_with("# appended"),
                 "main:this.py lacks the packet's line"
             );
+            if labels[variant] == "first" {
+                // The worktree it parked is no later run's: removed, untimed.
+                let pool = worktrees.join(".recycle");
+                let parked: Vec<PathBuf> = std::fs::read_dir(&pool)
+                    .map(|d| d.flatten().map(|e| e.path()).collect())
+                    .unwrap_or_default();
+                assert_eq!(parked.len(), 1, "the first run parked no worktree");
+                for wt in parked {
+                    git(&repo, &["worktree", "remove", "--force", path_str(&wt)]);
+                }
+            }
             if round > 0 {
                 slot.push(Sample { wall, cpu });
             }
         }
     }
     println!("load average: {}", load_average());
+    print!("{:<8} |", "");
+    for label in labels {
+        print!(" {label:>10}");
+    }
     println!(
-        "{:<8} | {:>10} {:>10} {:>10} | {:>9} {:>9}",
-        "", "fresh", "default", "git add", "fresh/git", "deflt/git"
+        " | {:>9} {:>9} {:>9}",
+        "fresh/git", "first/git", "deflt/git"
     );
     for (label, pick) in [("wall", 0), ("cpu", 1)] {
         let m: Vec<Duration> = samples
             .iter()
             .map(|s| median(&s.iter().map(|x| [x.wall, x.cpu][pick]).collect::<Vec<_>>()))
             .collect();
-        let ratio = |a: Duration| a.as_secs_f64() / m[2].as_secs_f64();
+        let ratio = |a: Duration| a.as_secs_f64() / m[3].as_secs_f64();
+        print!("{label:<8} |");
+        for t in &m {
+            print!(" {:>10}", ms(*t));
+        }
         println!(
-            "{label:<8} | {:>10} {:>10} {:>10} | {:>9.2} {:>9.2}",
-            ms(m[0]),
-            ms(m[1]),
-            ms(m[2]),
+            " | {:>9.2} {:>9.2} {:>9.2}",
             ratio(m[0]),
-            ratio(m[1])
+            ratio(m[1]),
+            ratio(m[2])
         );
     }
     println!(
-        "\nmedians of 3 after a warm-up, python stdlib; fresh = `git orchestra run --merge` of one \
-packet with `[worktree] recycle = 0`; default = the same with the default configuration \
-(recycling on, so the worktree parked by the previous run is taken); git add = `git worktree \
-add -b` of the same commit. CPU = user+sys of the processes waited for."
+        "\nmedians of {RUN_ROUNDS} after a warm-up round, each sample after a `sync`, python stdlib; \
+fresh = `git orchestra run --merge` of one packet with `[worktree] recycle = 0` (checks a whole \
+tree out, removes it at its end); first = the same with the default configuration and an empty \
+pool (checks a whole tree out, parks it at its end); default = the default configuration \
+taking the worktree the previous run parked; git add = `git worktree add -b` of the same \
+commit. CPU = user+sys of the processes waited for."
     );
     let _ = std::fs::remove_dir_all(&root);
 }

@@ -25,7 +25,7 @@ pub(crate) fn cli_worker(
     config: &RepoConfig,
     forced: Option<&str>,
 ) -> Result<CliWorker, CommandError> {
-    CliWorker::new(&repo.toplevel, config.clone(), forced).map_err(|e| {
+    CliWorker::in_repo(repo, config.clone(), forced).map_err(|e| {
         CommandError::user(e).hint("`git orchestra agents` lists the agent CLIs it knows")
     })
 }

@@ -213,7 +213,7 @@ pub(crate) fn agent_worker(
     repo: &RepoInfo,
     config: &RepoConfig,
 ) -> Result<AgentWorker, CommandError> {
-    let worker = AgentWorker::new(&repo.toplevel, config.clone()).map_err(|e| {
+    let worker = AgentWorker::in_repo(repo, config.clone()).map_err(|e| {
         CommandError::user(e)
             .hint("fix the agent file named above, or pass --worker-cmd '<command>'")
     })?;

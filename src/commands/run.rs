@@ -86,6 +86,11 @@ pub struct RunArgs {
 /// Validates the plan, creates (or finds) its run, and drives it to the end.
 pub fn cmd_run(cwd: &Path, args: &RunArgs) -> Result<(), CommandError> {
     let repo = RepoInfo::discover(cwd)?;
+    // The main checkout's status (for the note below) while the plan is read and checked.
+    let dirty = {
+        let repo = repo.clone();
+        std::thread::spawn(move || repo.is_dirty())
+    };
     let config = load_config(&repo)?;
     let plan_path = cwd.join(&args.plan);
     let text = fs_err::read_to_string(&plan_path).map_err(|e| {
@@ -116,7 +121,10 @@ pub fn cmd_run(cwd: &Path, args: &RunArgs) -> Result<(), CommandError> {
     let executor = super::executor::choose(&repo, &config, args.executor, existing.as_ref())?;
     local_candidates(&plan, executor)?;
     check_agents(&repo, &config, &plan, args, existing.as_ref())?;
-    if repo.is_dirty()? {
+    let dirty = dirty
+        .join()
+        .map_err(|_| CommandError::internal("reading the working tree's status panicked"))?;
+    if dirty? {
         eprintln!(
             "note: the working tree has uncommitted changes; packets start from the base commit {} and do not see them",
             progress::short(&base)

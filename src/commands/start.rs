@@ -393,7 +393,7 @@ pub fn preflight(
     config: &RepoConfig,
     settings: &StartSettings,
 ) -> Result<(), CommandError> {
-    let worker = AgentWorker::new(&repo.toplevel, config.clone())
+    let worker = AgentWorker::in_repo(repo, config.clone())
         .map_err(|e| CommandError::user(e).hint("fix the agent file named above"))?;
     super::agent_cli::cli_worker(repo, config, settings.agent.as_deref())?;
     let mut roles = vec!["planner"];

@@ -31,6 +31,9 @@ fn an_eval_of_agent_and_start_arms_completes_against_a_local_model() {
         ("ORCHESTRA_PROVIDER", "openai-compatible"),
         ("ORCHESTRA_BASE_URL", url.as_str()),
         ("ORCHESTRA_MODEL", "local-qwen"),
+        // Uncapped, the small model wrote answers of about 3,900 tokens at 13 a second: a
+        // cap keeps the test's time predictable.
+        ("ORCHESTRA_MAX_TOKENS", "1024"),
     ];
     let out = orchestra_with_env(
         &repo.path,

@@ -48,7 +48,7 @@ impl Crew {
         executor: Option<ExecutorKind>,
         worker_cmd: bool,
     ) -> Result<Crew, CrewError> {
-        let cli = CliWorker::new(&repo.toplevel, config.clone(), forced)?;
+        let cli = CliWorker::in_repo(repo, config.clone(), forced)?;
         let cli_reviewer = CliReviewer::configured(config)?;
         let executor = match executor {
             Some(kind) => executor_of(config, repo, kind).map_err(CrewError::Executor)?,

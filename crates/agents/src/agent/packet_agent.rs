@@ -113,8 +113,25 @@ impl AgentWorker {
         let common_dir = orchestra_git::git::RepoInfo::discover(toplevel)
             .ok()
             .map(|r| r.common_dir);
+        AgentWorker::with_common_dir(toplevel, common_dir.as_deref(), config)
+    }
+
+    /// Does what [`AgentWorker::new`] does for a repository already discovered, without
+    /// starting git again to find its common directory.
+    pub fn in_repo(
+        repo: &orchestra_git::git::RepoInfo,
+        config: RepoConfig,
+    ) -> Result<AgentWorker, SetupError> {
+        AgentWorker::with_common_dir(&repo.toplevel, Some(&repo.common_dir), config)
+    }
+
+    fn with_common_dir(
+        toplevel: &Path,
+        common_dir: Option<&Path>,
+        config: RepoConfig,
+    ) -> Result<AgentWorker, SetupError> {
         let policy = IfUnavailable::from_config(config.sandbox.if_unavailable);
-        let confine = validation_sandbox(common_dir.as_deref(), &config, policy);
+        let confine = validation_sandbox(common_dir, &config, policy);
         Ok(AgentWorker {
             roles: Roles::load_with_trust(toplevel, config.trusted)?,
             config,

@@ -249,6 +249,17 @@ pub fn from_env(env: &dyn Fn(&str) -> Option<String>) -> Result<Option<Profile>,
             })?),
             None => None,
         },
+        max_tokens: match env("ORCHESTRA_MAX_TOKENS") {
+            Some(v) => Some(v.trim().parse().ok().filter(|n| *n > 0).ok_or_else(|| {
+                ProfileError::Invalid {
+                    name: ENV_PROFILE.to_string(),
+                    message: format!(
+                        "ORCHESTRA_MAX_TOKENS must be a whole number above 0, got `{v}`"
+                    ),
+                }
+            })?),
+            None => None,
+        },
         ..Default::default()
     };
     let mut cfg = cfg;
@@ -337,6 +348,19 @@ mod tests {
             (chain[0].name.as_str(), chain[0].base_url.as_str()),
             ("env", "http://127.0.0.1:9/v1")
         );
+        // A cap on each answer's length, as a profile's `max_tokens`.
+        let capped = |k: &str| match k {
+            "ORCHESTRA_MAX_TOKENS" => Some(" 512 ".to_string()),
+            _ => env(k),
+        };
+        let chain = resolve(&RepoConfig::default(), coder, &capped).unwrap();
+        assert_eq!(chain[0].max_tokens, 512);
+        let zero = |k: &str| match k {
+            "ORCHESTRA_MAX_TOKENS" => Some("0".to_string()),
+            _ => env(k),
+        };
+        let err = resolve(&RepoConfig::default(), coder, &zero).unwrap_err();
+        assert!(err.to_string().contains("ORCHESTRA_MAX_TOKENS"), "{err}");
         let no_url = |k: &str| (k == "ORCHESTRA_PROVIDER").then(|| "openai-compatible".to_string());
         let err = resolve(&RepoConfig::default(), coder, &no_url).unwrap_err();
         assert!(err.to_string().contains("base_url"), "{err}");

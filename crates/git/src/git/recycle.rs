@@ -155,7 +155,11 @@ pub fn park(repo: &RepoInfo, wt: &Path, capacity: usize) -> Result<Option<PathBu
     let branch = std::fs::read_to_string(admin.join("HEAD"))
         .ok()
         .and_then(|head| Some(head.trim().strip_prefix("ref:")?.trim().to_string()));
-    git.writing().run(["checkout", "--quiet", "--detach"])?;
+    // Detached at the commit it is on: the files and the index stay as they are (the status
+    // above found them clean), so HEAD alone changes, with its reflog, and git does not
+    // refresh the index as `checkout --detach` would.
+    git.writing()
+        .run(["update-ref", "--no-deref", "-m", "park", "HEAD", "HEAD"])?;
     fs_err::create_dir_all(&pool).map_err(|source| WorktreeError::Io {
         path: pool.clone(),
         source,

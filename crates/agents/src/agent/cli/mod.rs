@@ -64,6 +64,28 @@ impl CliWorker {
         config: RepoConfig,
         forced: Option<&str>,
     ) -> Result<CliWorker, AdapterError> {
+        let common_dir = orchestra_git::git::RepoInfo::discover(toplevel)
+            .ok()
+            .map(|r| r.common_dir);
+        CliWorker::with_common_dir(toplevel, common_dir.as_deref(), config, forced)
+    }
+
+    /// Does what [`CliWorker::new`] does for a repository already discovered, without starting
+    /// git again to find its common directory.
+    pub fn in_repo(
+        repo: &orchestra_git::git::RepoInfo,
+        config: RepoConfig,
+        forced: Option<&str>,
+    ) -> Result<CliWorker, AdapterError> {
+        CliWorker::with_common_dir(&repo.toplevel, Some(&repo.common_dir), config, forced)
+    }
+
+    fn with_common_dir(
+        toplevel: &Path,
+        common_dir: Option<&Path>,
+        config: RepoConfig,
+        forced: Option<&str>,
+    ) -> Result<CliWorker, AdapterError> {
         for name in forced
             .into_iter()
             .chain(config.roles.values().filter_map(|r| r.agent.as_deref()))
@@ -71,11 +93,8 @@ impl CliWorker {
         {
             adapter::adapter(name, config.agents.cli.get(name))?;
         }
-        let common_dir = orchestra_git::git::RepoInfo::discover(toplevel)
-            .ok()
-            .map(|r| r.common_dir);
         let policy = IfUnavailable::from_config(config.sandbox.if_unavailable);
-        let validation = super::validation_sandbox(common_dir.as_deref(), &config, policy);
+        let validation = super::validation_sandbox(common_dir, &config, policy);
         Ok(CliWorker {
             config,
             forced: forced.map(str::to_string),
