@@ -10,8 +10,9 @@
 //! generated trees of 200 to 10,000 files (the crossover behind `PARALLEL_CHECKOUT_FILES`),
 //! `WORKTREE_BENCH=large` every table on the generated 50,000-file tree
 //! (the first beside the 200-file one, for gix's and git's checkout on both sides of
-//! `PARALLEL_CHECKOUT_FILES`), `WORKTREE_BENCH=run` a whole one-packet `git orchestra run --merge` (fresh and with
-//! the default configuration, which recycles) beside `git worktree add` on the stdlib.
+//! `PARALLEL_CHECKOUT_FILES`), `WORKTREE_BENCH=run` a whole one-packet `git orchestra run --merge` (fresh, a first
+//! run and a later one in the default configuration, which recycles) beside `git worktree
+//! add` on the stdlib.
 //!
 //! Every variant creates a worktree on a new branch at the fixture's HEAD; removal is not
 //! timed (it runs between iterations with `git worktree remove --force` and `git branch -D`).
@@ -455,7 +456,6 @@ fn one_packet_runs(cache: &Path, fixture: &Path) {
     .unwrap();
     let default_config = root.join("default-config");
     std::fs::create_dir_all(&default_config).unwrap();
-    let labels = ["fresh", "first", "default", "git add"];
     let mut samples: [Vec<Sample>; 4] = Default::default();
     for round in 0..=RUN_ROUNDS {
         for (variant, slot) in samples.iter_mut().enumerate() {
@@ -465,7 +465,7 @@ fn one_packet_runs(cache: &Path, fixture: &Path) {
             settle_disk();
             let cpu_before = cpu_time();
             let started = Instant::now();
-            if labels[variant] == "git add" {
+            if RUN_LABELS[variant] == "git add" {
                 let path = root.join(format!("plain-{round}"));
                 let branch = format!("bench/plain-{round}");
                 git(
@@ -481,54 +481,22 @@ fn one_packet_runs(cache: &Path, fixture: &Path) {
                 }
                 continue;
             }
-            let plan = root.join(format!("plan-{variant}-{round}.toml"));
-            std::fs::write(
-                &plan,
-                format!(
-                    "objective = \"one packet {variant} {round}\"\n\n[[packet]]\nid = \"p\"\ntitle = \"Append\"\ndescription = \"d\"\nfiles = [\"this.py\"]\n"
-                ),
-            )
-            .unwrap();
             // A pool per variant (`<root>/.recycle/`), and for `first` one per round: fresh
             // and first runs find none to take.
-            let worktrees = match labels[variant] {
+            let worktrees = match RUN_LABELS[variant] {
                 "first" => root.join(format!("worktrees-first-{round}")),
                 _ => root.join(format!("worktrees-{variant}")),
             };
-            let config = match labels[variant] {
+            let config = match RUN_LABELS[variant] {
                 "fresh" => fresh_config.parent().unwrap(),
                 _ => default_config.as_path(),
             };
-            let out = Command::new(env!("CARGO_BIN_EXE_git-orchestra"))
-                .current_dir(&repo)
-                .args([
-                    "run",
-                    path_str(&plan),
-                    "--merge",
-                    "--quiet",
-                    "--worktree-root",
-                ])
-                .arg(&worktrees)
-                .args(["--worker-cmd", "echo '# appended' >> this.py"])
-                .env("XDG_CONFIG_HOME", config)
-                .output()
-                .unwrap();
+            let plan = root.join(format!("plan-{variant}-{round}.toml"));
+            one_run(&repo, &plan, &worktrees, config);
             let wall = started.elapsed();
             let cpu = cpu_time().saturating_sub(cpu_before);
-            assert!(
-                out.status.success(),
-                "one-packet run failed: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            // The packet's line reached main: the run did its work.
-            let after = git(&repo, &["rev-parse", "main"]);
-            assert_ne!(after, before, "the run did not advance main");
-            let text = git(&repo, &["show", "main:this.py"]);
-            assert!(
-                text.ends_with("# appended"),
-                "main:this.py lacks the packet's line"
-            );
-            if labels[variant] == "first" {
+            check_run(&repo, &before);
+            if RUN_LABELS[variant] == "first" {
                 // The worktree it parked is no later run's: removed, untimed.
                 let pool = worktrees.join(".recycle");
                 let parked: Vec<PathBuf> = std::fs::read_dir(&pool)
@@ -544,9 +512,62 @@ fn one_packet_runs(cache: &Path, fixture: &Path) {
             }
         }
     }
+    print_runs(&samples);
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// The variants of the whole-process table, in the order each round measures them.
+const RUN_LABELS: [&str; 4] = ["fresh", "first", "default", "git add"];
+
+/// Runs `git orchestra run --merge` of a one-packet plan written to `plan` in `repo`, its
+/// worktrees under `worktrees` and the user configuration of `config`; panics if it fails.
+fn one_run(repo: &Path, plan: &Path, worktrees: &Path, config: &Path) {
+    let name = plan.file_stem().unwrap().to_string_lossy();
+    std::fs::write(
+        plan,
+        format!(
+            "objective = \"one packet {name}\"\n\n[[packet]]\nid = \"p\"\ntitle = \"Append\"\ndescription = \"d\"\nfiles = [\"this.py\"]\n"
+        ),
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_git-orchestra"))
+        .current_dir(repo)
+        .args([
+            "run",
+            path_str(plan),
+            "--merge",
+            "--quiet",
+            "--worktree-root",
+        ])
+        .arg(worktrees)
+        .args(["--worker-cmd", "echo '# appended' >> this.py"])
+        .env("XDG_CONFIG_HOME", config)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "one-packet run failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Panics unless the run that started at `before` advanced main with the packet's line.
+fn check_run(repo: &Path, before: &str) {
+    let after = git(repo, &["rev-parse", "main"]);
+    assert_ne!(after, before, "the run did not advance main");
+    let text = git(repo, &["show", "main:this.py"]);
+    assert!(
+        text.ends_with("# appended"),
+        "main:this.py lacks the packet's line"
+    );
+}
+
+/// Prints the whole-process table: each variant's wall and CPU medians and their ratios to
+/// `git worktree add`'s.
+fn print_runs(samples: &[Vec<Sample>; 4]) {
     println!("load average: {}", load_average());
     print!("{:<8} |", "");
-    for label in labels {
+    for label in RUN_LABELS {
         print!(" {label:>10}");
     }
     println!(
@@ -578,7 +599,6 @@ pool (checks a whole tree out, parks it at its end); default = the default confi
 taking the worktree the previous run parked; git add = `git worktree add -b` of the same \
 commit. CPU = user+sys of the processes waited for."
     );
-    let _ = std::fs::remove_dir_all(&root);
 }
 
 /// Panics unless the worktree at `path` is on `commit` with a clean status (every file of
