@@ -736,6 +736,15 @@ fn measure_variants(repo: &Path, iterations: usize, variants: &[usize]) -> [Vec<
         .arg(repo)
         .args(["worktree", "prune"])
         .status();
+    // Branches an interrupted run of the bench left in the cached fixture.
+    for left in git(
+        repo,
+        &["for-each-ref", "--format=%(refname)", "refs/heads/bench/"],
+    )
+    .lines()
+    {
+        git(repo, &["update-ref", "-d", left]);
+    }
     let mut times: [Vec<Sample>; 5] = Default::default();
     for round in 0..=iterations {
         for (variant, slot) in times.iter_mut().enumerate() {
