@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use clap::Args;
-use git_orchestra::engine::gc::{GcItem, GcReport, gc};
+use git_orchestra::engine::gc::{GcItem, GcReport, gc, trim_pools};
 use git_orchestra::git::{RepoInfo, UNCOMMITTED_REF};
 
 use super::CommandError;
@@ -12,7 +12,8 @@ use super::engine_error;
 /// Removes the worktrees of finished runs, saving any unsaved work to
 /// refs/orchestra/backup/<run>/<packet> first (nested git repositories as bundles and ignored
 /// files as a tar archive under .git/orchestra/runs/<run>/<packet>/saved/); deletes packet branches only when they add
-/// nothing or are merged into HEAD.
+/// nothing or are merged into HEAD. Without --run, also removes the parked worktrees beyond
+/// `[worktree] recycle` from the recycling pools of runs no process drives.
 #[derive(Debug, Args)]
 pub struct GcArgs {
     /// Only this run (it must be finished).
@@ -29,7 +30,15 @@ pub struct GcArgs {
 /// Runs the cleanup and prints what was (or would be) removed.
 pub fn cmd_gc(cwd: &Path, args: &GcArgs) -> Result<(), CommandError> {
     let repo = RepoInfo::discover(cwd)?;
-    let report = gc(&repo, args.run.as_deref(), args.dry_run).map_err(engine_error)?;
+    let mut report = gc(&repo, args.run.as_deref(), args.dry_run).map_err(engine_error)?;
+    // A whole gc also brings the recycling pools back to `[worktree] recycle` (a configuration
+    // that cannot be read leaves them as they are).
+    if args.run.is_none()
+        && let Ok(config) = super::load_config_quietly(&repo)
+    {
+        let keep = config.recycle_worktrees();
+        report.trimmed = trim_pools(&repo, keep, args.dry_run).map_err(engine_error)?;
+    }
     print_report(&report, args.json)
 }
 
@@ -48,17 +57,24 @@ pub fn print_report(report: &GcReport, json: bool) -> Result<(), CommandError> {
             dir.display()
         );
     }
-    if report.items.is_empty() {
-        if report.unregistered.is_empty() {
-            println!("nothing to clean up");
-        }
-        return Ok(());
-    }
     let verb = if report.dry_run {
         "would remove"
     } else {
         "removed"
     };
+    if report.trimmed > 0 {
+        println!(
+            "{verb} {} parked worktree{} from the recycling pool, beyond `[worktree] recycle`",
+            report.trimmed,
+            if report.trimmed == 1 { "" } else { "s" }
+        );
+    }
+    if report.items.is_empty() {
+        if report.unregistered.is_empty() && report.trimmed == 0 {
+            println!("nothing to clean up");
+        }
+        return Ok(());
+    }
     for item in &report.items {
         if let Some(wt) = &item.worktree {
             print!("{verb} worktree {} ({})", wt.display(), human(item.bytes));

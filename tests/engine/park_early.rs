@@ -142,6 +142,48 @@ fn a_merged_run_in_waves_recycles_succeeded_worktrees_and_trims_the_pool() {
 }
 
 #[test]
+fn gc_trims_a_pool_above_the_configured_recycle() {
+    let repo = repo_recycling(4);
+    // Four packets at once: each parks its worktree as it succeeds, and the run keeps four.
+    let plan = waves_plan(&repo, 4, 4);
+    let out = repo.run_plan(&plan, WORKER, &["--merge", "--max-parallel", "4"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(parked(&repo).len(), 4, "{}", text(&out));
+    // A lower setting leaves the pool as it was until gc.
+    repo.write(".orchestra/config.toml", "[worktree]\nrecycle = 1\n");
+    let dry = orchestra(&repo.path, &["gc", "--dry-run"]);
+    assert!(dry.status.success(), "{}", text(&dry));
+    assert!(
+        text(&dry).contains("would remove 3 parked worktrees from the recycling pool"),
+        "{}",
+        text(&dry)
+    );
+    assert_eq!(parked(&repo).len(), 4, "a dry run removed parked worktrees");
+    let out = orchestra(&repo.path, &["gc"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("removed 3 parked worktrees from the recycling pool"),
+        "{}",
+        text(&out)
+    );
+    let pool = parked(&repo);
+    assert_eq!(pool.len(), 1, "{pool:?}");
+    let listed = repo.git(&["worktree", "list", "--porcelain"]);
+    let registered = listed
+        .lines()
+        .filter(|l| l.starts_with("worktree "))
+        .count();
+    assert_eq!(registered, 2, "the main checkout and one parked: {listed}");
+    // Already at its size: a second gc has nothing to trim.
+    let again = orchestra(&repo.path, &["gc"]);
+    assert!(
+        !text(&again).contains("parked worktree"),
+        "{}",
+        text(&again)
+    );
+}
+
+#[test]
 fn nothing_is_parked_early_in_a_run_without_merge_or_with_recycling_off() {
     // Without `--merge`, every worktree stays for the user to look at.
     let repo = repo_recycling(2);

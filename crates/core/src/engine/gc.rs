@@ -63,6 +63,49 @@ pub struct GcReport {
     /// Directories at a packet's worktree path that git does not know as a worktree (a
     /// creation a crash cut short): left in place, never deleted, for a person to look at.
     pub unregistered: Vec<PathBuf>,
+    /// Parked worktrees removed (or in a dry run to be removed) from recycling pools beyond
+    /// `[worktree] recycle` (see [`trim_pools`]).
+    pub trimmed: usize,
+}
+
+/// Removes the parked worktrees beyond `keep` (`[worktree] recycle`) from the recycling pool
+/// of every worktree root the repository's runs used: a run killed while it parked early
+/// leaves its pool above that size, and a lower setting leaves the pools as they were. A root
+/// that a run still being driven uses is left to that run, whose early parking may hold more
+/// until it ends (and trims then). Returns how many parked worktrees went (or in a dry run,
+/// would go); parked worktrees hold only committed content and caches, so nothing is saved.
+pub fn trim_pools(repo: &RepoInfo, keep: usize, dry_run: bool) -> Result<usize, EngineError> {
+    let Some(store) = Store::open_existing(&repo.common_dir)? else {
+        return Ok(0);
+    };
+    let runs = store.runs()?;
+    let driven = |run: &RunRecord| {
+        let dir = RunDir::new(&repo.common_dir, &run.id);
+        RunLock::is_held(dir.path()) || RunLock::is_held(&dir.driver_lock())
+    };
+    let busy: Vec<PathBuf> = runs
+        .iter()
+        .filter(|r| driven(r))
+        .map(|r| PathBuf::from(&r.worktree_root))
+        .collect();
+    let mut roots: Vec<PathBuf> = runs
+        .iter()
+        .map(|r| PathBuf::from(&r.worktree_root))
+        .filter(|root| !busy.contains(root))
+        .collect();
+    roots.sort();
+    roots.dedup();
+    let mut trimmed = 0;
+    for root in roots {
+        let pool = root.join(gitops::POOL_DIR);
+        trimmed += if dry_run {
+            let parked = gitops::pooled(repo, &pool).map_err(worktree_err)?;
+            parked.len().saturating_sub(keep)
+        } else {
+            gitops::trim_pool(repo, &pool, keep).map_err(worktree_err)?
+        };
+    }
+    Ok(trimmed)
 }
 
 /// Plans (and unless `dry_run`, performs) the cleanup of every finished run, or only `only`.
