@@ -12,7 +12,8 @@
 //! (the first beside the 200-file one, for gix's and git's checkout on both sides of
 //! `PARALLEL_CHECKOUT_FILES`), `WORKTREE_BENCH=run` a whole one-packet `git orchestra run --merge` (fresh, a first
 //! run and a later one in the default configuration, which recycles) beside `git worktree
-//! add` on the stdlib.
+//! add` on the stdlib, and `WORKTREE_BENCH=run-quiet` the same on a disk left without
+//! deletions for `QUIET_BENCH_WAIT` seconds first.
 //!
 //! Every variant creates a worktree on a new branch at the fixture's HEAD; removal is not
 //! timed (it runs between iterations with `git worktree remove --force` and `git branch -D`).
@@ -55,6 +56,11 @@ fn main() {
     if only == "run" {
         let stdlib = stdlib.expect("python3's standard library, for the `run` table");
         one_packet_runs(&cache, &copied_fixture(&cache, "stdlib", &stdlib, true));
+        return;
+    }
+    if only == "run-quiet" {
+        let stdlib = stdlib.expect("python3's standard library, for the `run-quiet` table");
+        quiet_one_packet_runs(&cache, &copied_fixture(&cache, "stdlib", &stdlib, true));
         return;
     }
     let large = only == "large";
@@ -599,6 +605,91 @@ pool (checks a whole tree out, parks it at its end); default = the default confi
 taking the worktree the previous run parked; git add = `git worktree add -b` of the same \
 commit. CPU = user+sys of the processes waited for."
     );
+}
+
+/// Prints the whole-process table on a quiet disk (`WORKTREE_BENCH=run-quiet`): after
+/// `QUIET_BENCH_WAIT` seconds (default 400) in which the bench deletes nothing, three `git
+/// worktree add -b`, three first runs in the default configuration (each with its own empty
+/// pool) and three later default runs (each taking the worktree the previous one parked), with
+/// nothing removed until all are measured. On ext4, creating files costs more for a while
+/// after files were deleted (recently freed inodes are skipped), which the `run` table, whose
+/// samples each follow another's deletions, cannot avoid; this one shows both sides without it.
+fn quiet_one_packet_runs(cache: &Path, fixture: &Path) {
+    let root = cache.join("one-packet-quiet");
+    let _ = std::fs::remove_dir_all(&root);
+    let repo = root.join("repo");
+    git(
+        cache,
+        &[
+            "clone",
+            "-q",
+            "--shared",
+            path_str(fixture),
+            path_str(&repo),
+        ],
+    );
+    let config = root.join("default-config");
+    std::fs::create_dir_all(&config).unwrap();
+    let wait: u64 = std::env::var("QUIET_BENCH_WAIT")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(400);
+    eprintln!("waiting {wait} s with nothing deleted …");
+    settle_disk();
+    std::thread::sleep(Duration::from_secs(wait));
+    let mut samples: [Vec<Duration>; 3] = Default::default();
+    for i in 0..3 {
+        settle_disk();
+        let before = git(&repo, &["rev-parse", "HEAD"]);
+        let path = root.join(format!("plain-{i}"));
+        let started = Instant::now();
+        git(
+            &repo,
+            &[
+                "worktree",
+                "add",
+                "-q",
+                "-b",
+                &format!("bench/quiet-{i}"),
+                path_str(&path),
+            ],
+        );
+        samples[0].push(started.elapsed());
+        check_worktree(&path, &before);
+    }
+    for (slot, kind) in [(1, "first"), (2, "default")] {
+        for i in 0..3 {
+            settle_disk();
+            let before = git(&repo, &["rev-parse", "HEAD"]);
+            // First runs each get an empty pool; later runs share one, so each takes the
+            // worktree the previous parked (the first of them, the last first run's).
+            let worktrees = match kind {
+                "first" => root.join(format!("worktrees-first-{i}")),
+                _ => root.join("worktrees-first-2"),
+            };
+            let plan = root.join(format!("plan-{kind}-{i}.toml"));
+            let started = Instant::now();
+            one_run(&repo, &plan, &worktrees, &config);
+            samples[slot].push(started.elapsed());
+            check_run(&repo, &before);
+        }
+    }
+    let m: Vec<Duration> = samples.iter().map(|s| median(s)).collect();
+    let ratio = |a: Duration| a.as_secs_f64() / m[0].as_secs_f64();
+    println!("load average: {}", load_average());
+    println!(
+        "quiet disk | git add {} | first run {} ({:.2}×) | later default run {} ({:.2}×)",
+        ms(m[0]),
+        ms(m[1]),
+        ratio(m[1]),
+        ms(m[2]),
+        ratio(m[2])
+    );
+    println!(
+        "\nmedians of 3 wall times, python stdlib, after {wait} s without deletions; nothing is \
+removed until every sample is taken; each sample after a `sync`."
+    );
+    let _ = std::fs::remove_dir_all(&root);
 }
 
 /// Panics unless the worktree at `path` is on `commit` with a clean status (every file of
