@@ -461,8 +461,9 @@ fn advance_target(
             )),
         ));
     }
-    let checked_out = orchestra_git::git::list(repo)
-        .map_err(|e| MergeError::Worktree(e.to_string()))?
+    // From the registrations' files: `git worktree list` would read every registered
+    // worktree, parked and packet ones included.
+    let checked_out = orchestra_git::git::registrations(repo)
         .into_iter()
         .find(|w| w.branch.as_deref() == Some(target_ref));
     if let Some(wt) = checked_out {

@@ -66,7 +66,7 @@ pub use recycle::{
     POOL_DIR, keep_ignored, park, parked_from, pool_dir, pooled, reattach, trim_pool,
 };
 pub use refs::{Expected, RefError};
-pub use registry::{WorktreeEntry, delete_branch, list, remove};
+pub use registry::{WorktreeEntry, delete_branch, list, registrations, remove};
 pub use repair::{create_repairing, drop_unfinished_registration, repair_registrations};
 pub use replay::Replayed;
 pub use repo::{RepoError, RepoInfo};

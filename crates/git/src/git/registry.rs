@@ -204,7 +204,7 @@ fn remove_dir(dir: &Path) -> Result<(), WorktreeError> {
 /// Returns the worktree registrations of `repo` read from their administrative directories,
 /// without a git process: path, branch (`HEAD` when it names one), lock, and whether the
 /// directory is gone. `head` is not resolved (`None`). The main working tree comes first.
-pub(crate) fn registrations(repo: &RepoInfo) -> Vec<WorktreeEntry> {
+pub fn registrations(repo: &RepoInfo) -> Vec<WorktreeEntry> {
     registrations_where(repo, |_| true)
 }
 
