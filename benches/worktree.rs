@@ -439,20 +439,7 @@ fn settle_disk() {
 ///   a whole tree out and parks it at its end; the parked worktree is removed untimed;
 /// - default: the default configuration, taking the worktree the previous run parked.
 fn one_packet_runs(cache: &Path, fixture: &Path) {
-    let root = cache.join("one-packet-runs");
-    let _ = std::fs::remove_dir_all(&root);
-    let repo = root.join("repo");
-    // A clone sharing the fixture's objects, so runs' commits stay out of the cached fixture.
-    git(
-        cache,
-        &[
-            "clone",
-            "-q",
-            "--shared",
-            path_str(fixture),
-            path_str(&repo),
-        ],
-    );
+    let (root, repo) = runs_clone(cache, "one-packet-runs", fixture);
     let fresh_config = root.join("fresh-config/git-orchestra");
     std::fs::create_dir_all(&fresh_config).unwrap();
     std::fs::write(
@@ -520,6 +507,25 @@ fn one_packet_runs(cache: &Path, fixture: &Path) {
     }
     print_runs(&samples);
     let _ = std::fs::remove_dir_all(&root);
+}
+
+/// Makes `<cache>/<name>` anew and a clone of `fixture` in it that shares the fixture's objects
+/// (so runs' commits stay out of the cached fixture); returns the directory and the clone.
+fn runs_clone(cache: &Path, name: &str, fixture: &Path) -> (PathBuf, PathBuf) {
+    let root = cache.join(name);
+    let _ = std::fs::remove_dir_all(&root);
+    let repo = root.join("repo");
+    git(
+        cache,
+        &[
+            "clone",
+            "-q",
+            "--shared",
+            path_str(fixture),
+            path_str(&repo),
+        ],
+    );
+    (root, repo)
 }
 
 /// The variants of the whole-process table, in the order each round measures them.
@@ -615,19 +621,7 @@ commit. CPU = user+sys of the processes waited for."
 /// after files were deleted (recently freed inodes are skipped), which the `run` table, whose
 /// samples each follow another's deletions, cannot avoid; this one shows both sides without it.
 fn quiet_one_packet_runs(cache: &Path, fixture: &Path) {
-    let root = cache.join("one-packet-quiet");
-    let _ = std::fs::remove_dir_all(&root);
-    let repo = root.join("repo");
-    git(
-        cache,
-        &[
-            "clone",
-            "-q",
-            "--shared",
-            path_str(fixture),
-            path_str(&repo),
-        ],
-    );
+    let (root, repo) = runs_clone(cache, "one-packet-quiet", fixture);
     let config = root.join("default-config");
     std::fs::create_dir_all(&config).unwrap();
     let wait: u64 = std::env::var("QUIET_BENCH_WAIT")
