@@ -17,7 +17,9 @@ fn main() -> std::process::ExitCode {
     // SAFETY: nothing has started a thread yet.
     unsafe { git_orchestra::exec::secret_env::take_from_environment() };
     git_orchestra::exec::secret_env::make_undumpable();
-    commands::main()
+    let code = commands::main();
+    git_orchestra::store::release_kept_stores();
+    code
 }
 
 /// Makes a write to a closed stdout (`git orchestra status --json | head -1`) end the process

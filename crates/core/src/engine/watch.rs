@@ -16,7 +16,10 @@
 //! - in the run store, the stored plan, its hash kept beside it at the run's first start
 //!   (checked again on every resume), and the packet's own `packet.json`.
 //!
-//! Each read is a listing or a status, never a hash of a whole tree.
+//! Each read is a listing or a status, never a hash of a whole tree. The main checkout's
+//! status, the costliest, is not read around a confined worker where the kernel's Landlock
+//! enforces every right the sandbox asks for and no granted cache lies in that checkout: the
+//! kernel refuses those writes.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -271,13 +274,27 @@ pub(crate) struct Outside {
     store: BTreeMap<String, String>,
 }
 
+/// What a snapshot reads besides the refs, the common git directory's files and the store.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Seen {
+    /// The other packets' worktrees (an unconfined worker could have written them).
+    pub siblings: bool,
+    /// The main checkout's HEAD and status: left out only for a worker the kernel keeps from
+    /// writing there (see `Sandboxes::worker_contained`).
+    pub main: bool,
+}
+
 /// Returns the snapshot of what lies outside the worktree of `packet` (see the module
-/// comment); `siblings` adds the other packets' worktrees.
-pub(super) fn snapshot(ctx: &Context<'_>, packet: &str, siblings: bool) -> Result<Outside, String> {
+/// comment), reading what `seen` says besides.
+pub(super) fn snapshot(ctx: &Context<'_>, packet: &str, seen: Seen) -> Result<Outside, String> {
     let repo = ctx.repo;
+    let siblings = seen.siblings;
     let fail = |what: &str, e: &dyn std::fmt::Display| format!("cannot read {what}: {e}");
     let mut out = Outside {
-        main: main_state(&repo.common_dir, &repo.toplevel)?,
+        main: match seen.main {
+            true => main_state(&repo.common_dir, &repo.toplevel)?,
+            false => None,
+        },
         ..Outside::default()
     };
     // The packet records, read only when needed: with the run's branches watched and idle

@@ -61,6 +61,57 @@ pub enum StoreError {
     UnknownRun { id: String },
 }
 
+/// Connections kept open, idle, to the stores this process opened last (at most
+/// [`KEPT_STORES`]), so that closing a `Store` is never closing the last connection: SQLite
+/// checkpoints the log into the database (four `fsync`s) and deletes it when the last one
+/// closes, and a run opens its store some twenty times. [`release_kept_stores`] closes them.
+///
+/// A kept connection holds no lock but the log index's shared one: it never reads again. If
+/// its database is moved or deleted meanwhile, SQLite neither checkpoints nor deletes at its
+/// close (it checks that the file is still there).
+static KEPT: Kept = Kept(std::sync::Mutex::new(Vec::new()));
+
+/// How many stores' connections [`KEPT`] holds: one process rarely uses more than one.
+const KEPT_STORES: usize = 4;
+
+struct Kept(std::sync::Mutex<Vec<(PathBuf, Connection)>>);
+
+impl Kept {
+    fn keep(&self, path: &Path) {
+        let mut kept = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if kept.iter().any(|(p, _)| p == path) {
+            return;
+        }
+        // One read maps the log index and takes its shared lock, which is what makes the
+        // other connections' closes not the last. A failure only costs the checkpoints.
+        let Ok(conn) = Connection::open(path) else {
+            return;
+        };
+        if conn
+            .query_row("SELECT count(*) FROM sqlite_master", [], |r| {
+                r.get::<_, i64>(0)
+            })
+            .is_err()
+        {
+            return;
+        }
+        kept.push((path.to_path_buf(), conn));
+        if kept.len() > KEPT_STORES {
+            kept.remove(0);
+        }
+    }
+
+    fn release(&self) {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).clear();
+    }
+}
+
+/// Closes the connections this process kept open (see [`KEPT`]), the last of each store
+/// checkpointing its log; called as the program ends.
+pub fn release_kept_stores() {
+    KEPT.release();
+}
+
 /// An open run store.
 pub struct Store {
     conn: Connection,
@@ -79,6 +130,7 @@ impl Store {
         let conn = Connection::open(&path).map_err(sqlite_error(&path))?;
         let store = Store { conn, path };
         store.init()?;
+        KEPT.keep(&store.path);
         Ok(store)
     }
 
@@ -529,6 +581,39 @@ pub(crate) fn journal_kinds_after_sql(journal: &str, n: usize, after: bool) -> S
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A kept connection makes a store's other closes not the last: the log stays (no
+    /// checkpoint, no four `fsync`s) until the kept one is released, and what was written is
+    /// read back either way.
+    #[test]
+    fn a_kept_connection_spares_each_close_its_checkpoint() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("s.db");
+        let wal = tmp.path().join("s.db-wal");
+        let write = |n: i64| {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch("PRAGMA journal_mode=WAL; CREATE TABLE IF NOT EXISTS t (n)")
+                .unwrap();
+            conn.execute("INSERT INTO t VALUES (?1)", [n]).unwrap();
+        };
+        write(1);
+        assert!(
+            !wal.exists(),
+            "the last close checkpoints and deletes the log"
+        );
+        let kept = Kept(std::sync::Mutex::new(Vec::new()));
+        kept.keep(&path);
+        write(2);
+        write(3);
+        assert!(wal.exists(), "with one kept, a close is not the last");
+        kept.release();
+        assert!(!wal.exists(), "releasing the kept one checkpoints");
+        let conn = Connection::open(&path).unwrap();
+        let sum: i64 = conn
+            .query_row("SELECT sum(n) FROM t", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(sum, 6);
+    }
 
     fn new_run(id: &str) -> NewRun {
         NewRun {

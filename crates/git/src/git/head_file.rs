@@ -31,6 +31,18 @@ impl Git {
         }
     }
 
+    /// Returns the commit of HEAD when the pinned git directory's files say plainly that HEAD
+    /// is attached to `branch` (a short name under `refs/heads/`); `None` otherwise, for
+    /// whatever reason (detached, another branch, files that do not answer plainly).
+    pub fn head_on_branch(&self, branch: &str) -> Option<String> {
+        let git_dir = self.pinned_git_dir()?;
+        let head = fs_err::read_to_string(git_dir.join("HEAD")).ok()?;
+        let named = head.trim_end().strip_prefix("ref: ")?;
+        (named.strip_prefix("refs/heads/") == Some(branch))
+            .then(|| self.head_from_files())
+            .flatten()
+    }
+
     /// Returns HEAD's commit id from the pinned git directory's files, or `None` when the
     /// runner is not pinned or the files do not answer plainly (see the module comment).
     fn head_from_files(&self) -> Option<String> {
@@ -118,6 +130,14 @@ mod tests {
         let tip = git(&repo, &["rev-parse", "main"]).trim().to_string();
         let in_linked = Git::pinned(&common, &linked).unwrap();
         assert_eq!(in_linked.head_from_files().as_deref(), Some(tip.as_str()));
+        // Attached: to `side` and to no other branch; detached: to none.
+        assert_eq!(
+            in_linked.head_on_branch("side").as_deref(),
+            Some(tip.as_str())
+        );
+        assert_eq!(in_linked.head_on_branch("main"), None);
+        assert_eq!(in_linked.head_on_branch("sid"), None);
+        assert_eq!(pinned.head_on_branch("main"), None);
         // A runner not pinned to a git directory asks git.
         assert_eq!(Git::new(&linked).head_from_files(), None);
         assert_eq!(Git::new(&linked).head().unwrap(), tip);

@@ -350,7 +350,20 @@ pub(crate) fn finish(
 }
 
 /// Validates a worktree just recycled to `path`: it must be clean on its branch.
+///
+/// It was found clean (untracked files included) before it was taken, and a `git checkout
+/// --force` of the branch, which succeeded, rewrote what differed: where HEAD's file says it
+/// is on the branch, that is what a status would find, and none is read. Otherwise a status
+/// decides.
 fn verify_recycled(req: &WorktreeRequest, path: PathBuf) -> Result<Worktree, WorktreeError> {
+    let git = Git::pinned(&req.repo.common_dir, &path)?;
+    if let Some(head) = git.head_on_branch(req.branch) {
+        return Ok(Worktree {
+            path,
+            branch: req.branch.to_string(),
+            head,
+        });
+    }
     let status = validate(req.repo, &path, req.branch)?;
     if status.dirty() {
         return Err(WorktreeError::Checkout {

@@ -35,6 +35,11 @@ pub struct Sandboxes {
     pub worker: Option<std::sync::Arc<Confine>>,
     pub setup: Option<std::sync::Arc<Confine>>,
     pub validation: Option<std::sync::Arc<Confine>>,
+    /// Whether the kernel refuses a confined worker every write outside its worktree, its
+    /// temporary directory and caches apart from the main checkout: Landlock enforces every
+    /// file-system right the sandbox asks for. The engine then need not read the main
+    /// checkout's status around the worker to find its writes there.
+    pub worker_contained: bool,
 }
 
 impl std::fmt::Debug for Sandboxes {
@@ -43,6 +48,7 @@ impl std::fmt::Debug for Sandboxes {
             .field("worker", &self.worker.is_some())
             .field("setup", &self.setup.is_some())
             .field("validation", &self.validation.is_some())
+            .field("worker_contained", &self.worker_contained)
             .finish()
     }
 }

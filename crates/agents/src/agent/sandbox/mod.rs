@@ -350,12 +350,32 @@ pub fn command_sandboxes(
         ONCE.call_once(|| tracing::warn!("{notice}"));
     }
     let network = config.network_uses();
+    let worker_contained = contains_writes(&sandbox.write, common_dir, landlock_abi());
     let confine = |kind| Some(sandbox.clone().per_tree(network.contains(&kind)));
     orchestra_sys::exec::process::Sandboxes {
         worker: confine(NetworkUse::Worker),
         setup: confine(NetworkUse::Setup),
         validation: confine(NetworkUse::Validation),
+        worker_contained,
     }
+}
+
+/// The Landlock ABI whose file-system rights the sandbox asks for (see `restrict`): a kernel
+/// with an older one enforces only some of them (truncating, for one, came with ABI 3).
+const FULL_ABI: i32 = 5;
+
+/// Returns whether a confined command cannot write the main checkout of the repository whose
+/// common git directory is `common_dir`: the kernel's Landlock (`abi`) enforces every right
+/// the sandbox asks for, and none of the granted `writable` caches lies in that checkout or
+/// holds it.
+fn contains_writes(writable: &[PathBuf], common_dir: &Path, abi: Option<i32>) -> bool {
+    let top = common_dir
+        .file_name()
+        .is_some_and(|n| n == ".git")
+        .then(|| common_dir.parent())
+        .flatten();
+    let overlaps = |w: &PathBuf| top.is_none_or(|t| t.starts_with(w) || w.starts_with(t));
+    abi.is_some_and(|v| v >= FULL_ABI) && !writable.iter().any(overlaps)
 }
 
 /// Returns what to tell the user where `[sandbox] max_processes` cannot be enforced: running
@@ -590,6 +610,7 @@ fn restrict(
     network: bool,
 ) -> Result<bool, SandboxError> {
     let e = |e: landlock::RulesetError| SandboxError::Ruleset(e.to_string());
+    // `FULL_ABI`: the engine trusts a kernel of this ABI to refuse every write outside.
     let abi = ABI::V5;
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let path = std::env::var("PATH").ok();
@@ -629,6 +650,34 @@ fn restrict(
 mod tests {
     use super::*;
     use orchestra_core::config::SandboxPolicy;
+
+    /// The engine skips the main checkout's status around a confined worker only where the
+    /// kernel enforces every right asked for and no granted cache reaches into that checkout.
+    #[test]
+    fn writes_are_contained_only_by_a_full_landlock_and_caches_outside_the_checkout() {
+        let common = Path::new("/home/u/repo/.git");
+        let caches = [PathBuf::from("/home/u/.cargo"), PathBuf::from("/tmp/c")];
+        assert!(contains_writes(&caches, common, Some(FULL_ABI)));
+        assert!(contains_writes(&caches, common, Some(FULL_ABI + 2)));
+        // An older kernel leaves truncating (ABI 3) or device ioctls (ABI 5) unchecked.
+        assert!(!contains_writes(&caches, common, Some(FULL_ABI - 1)));
+        assert!(!contains_writes(&caches, common, None));
+        // A cache inside the checkout, or one holding it, lets the worker write there.
+        for cache in ["/home/u/repo/build", "/home/u", "/"] {
+            let granted = [PathBuf::from(cache)];
+            assert!(
+                !contains_writes(&granted, common, Some(FULL_ABI)),
+                "{cache}"
+            );
+        }
+        // A bare repository (or one whose git directory is elsewhere) has no checkout to
+        // place: nothing is assumed.
+        assert!(!contains_writes(
+            &caches,
+            Path::new("/srv/r.git"),
+            Some(FULL_ABI)
+        ));
+    }
 
     #[test]
     fn the_configured_policy_decides_and_is_announced_only_when_landlock_is_missing() {

@@ -85,12 +85,19 @@ impl Step<'_, '_> {
         };
         match (worker_cmd, ctx.worker) {
             (Some(worker_cmd), _) => {
-                // Unconfined, it could also have written the other packets' worktrees.
+                // Unconfined, it could also have written the other packets' worktrees; confined
+                // where the kernel refuses it the main checkout, it cannot have written there.
                 let siblings = ctx.sandboxes.worker.is_none();
-                self.watched(siblings, || self.work_external(&log, worker_cmd))?
+                let main = siblings || !ctx.sandboxes.worker_contained;
+                let seen = crate::engine::watch::Seen { siblings, main };
+                self.watched(seen, || self.work_external(&log, worker_cmd))?
             }
             (None, Some(worker)) if worker.commits_itself() => {
-                self.watched(true, || self.work_in_process(worker, &log, fixes))?
+                let seen = crate::engine::watch::Seen {
+                    siblings: true,
+                    main: true,
+                };
+                self.watched(seen, || self.work_in_process(worker, &log, fixes))?
             }
             (None, Some(worker)) => self.work_in_process(worker, &log, fixes)?,
             (None, None) => {
@@ -103,12 +110,16 @@ impl Step<'_, '_> {
     }
 
     /// Runs `work`, a worker's run, between two snapshots of what lies outside the packet's
-    /// worktree (see `watch`, which looks at the other packets' worktrees too when
-    /// `siblings`); a difference fails the packet, naming what changed, whatever the worker's
-    /// own outcome.
-    fn watched(&self, siblings: bool, work: impl FnOnce() -> Result<(), Halt>) -> Result<(), Halt> {
+    /// worktree (see `watch`; `seen` says whether they look at the other packets' worktrees
+    /// and at the main checkout); a difference fails the packet, naming what changed, whatever
+    /// the worker's own outcome.
+    fn watched(
+        &self,
+        seen: crate::engine::watch::Seen,
+        work: impl FnOnce() -> Result<(), Halt>,
+    ) -> Result<(), Halt> {
         let (ctx, packet) = (self.ctx, self.packet.id.as_str());
-        let snapshot = || crate::engine::watch::snapshot(ctx, packet, siblings).map_err(Halt::Fail);
+        let snapshot = || crate::engine::watch::snapshot(ctx, packet, seen).map_err(Halt::Fail);
         let before = snapshot()?;
         let outcome = work();
         let changed = crate::engine::watch::changes(ctx.activity, packet, &before, &snapshot()?);
