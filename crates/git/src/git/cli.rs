@@ -153,6 +153,11 @@ impl Git {
         }
     }
 
+    /// Returns the common git directory when the runner's maker gave it; never asks git.
+    pub(in crate::git) fn known_common_dir(&self) -> Option<&Path> {
+        self.common_dir.as_deref()
+    }
+
     /// Returns the git directory the runner is pinned to (its `GIT_DIR`), if any.
     pub(in crate::git) fn pinned_git_dir(&self) -> Option<PathBuf> {
         self.env

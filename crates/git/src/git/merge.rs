@@ -114,7 +114,9 @@ impl Git {
         if !text.ends_with('\n') {
             text.push('\n');
         }
-        self.writing().run_with_stdin(args, Some(text.as_bytes()))
+        let commit = self.writing().run_with_stdin(args, Some(text.as_bytes()))?;
+        super::revs::seen_commit(&commit, Some(tree));
+        Ok(commit)
     }
 
     /// Merges `theirs` into `ours` in memory and, when clean, returns a merge commit with both

@@ -4,7 +4,49 @@
 //! A revision given by a user or a plan is always passed after `--end-of-options` as its own
 //! argument, so a name that starts with `-` can never be read as an option.
 
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Mutex;
+
 use super::{FailureKind, Git, GitError};
+
+/// What git has said of objects in this process: which ids name commits, and each such
+/// commit's tree. An object id names the same content in every repository, so what git said
+/// once stays true; a branch tip read from its ref file that git has named a commit needs no
+/// `rev-parse` to say so again (the merge asks for its target's tip four times).
+static SEEN: Mutex<Seen> = Mutex::new(Seen {
+    commits: BTreeSet::new(),
+    trees: BTreeMap::new(),
+});
+
+struct Seen {
+    commits: BTreeSet<String>,
+    /// Commit → its tree.
+    trees: BTreeMap<String, String>,
+}
+
+/// Bounds what [`SEEN`] holds: past it, it starts again (a cache, not a record).
+const SEEN_LIMIT: usize = 4096;
+
+fn seen() -> std::sync::MutexGuard<'static, Seen> {
+    let mut seen = SEEN.lock().unwrap_or_else(|p| p.into_inner());
+    if seen.commits.len() + seen.trees.len() > SEEN_LIMIT {
+        seen.commits.clear();
+        seen.trees.clear();
+    }
+    seen
+}
+
+/// Records that `commit` names a commit whose tree is `tree` (when known).
+pub(in crate::git) fn seen_commit(commit: &str, tree: Option<&str>) {
+    if !super::head_file::is_object_id(commit) {
+        return;
+    }
+    let mut seen = seen();
+    seen.commits.insert(commit.to_string());
+    if let Some(tree) = tree.filter(|t| super::head_file::is_object_id(t)) {
+        seen.trees.insert(commit.to_string(), tree.to_string());
+    }
+}
 
 impl Git {
     /// Returns the full object id `spec` names, or `None` when it names nothing.
@@ -101,18 +143,51 @@ impl Git {
 
     /// Returns the full commit id `spec` names (peeling tags), or `None` when it names no commit.
     pub fn resolve_commit(&self, spec: &str) -> Result<Option<String>, GitError> {
-        self.resolve(&format!("{spec}^{{commit}}"))
+        if let Some(tip) = self.branch_tip_from_files(spec)
+            && seen().commits.contains(&tip)
+        {
+            return Ok(Some(tip));
+        }
+        let id = self.resolve(&format!("{spec}^{{commit}}"))?;
+        if let Some(id) = &id {
+            seen_commit(id, None);
+        }
+        Ok(id)
+    }
+
+    /// Returns the object id the ref file of `spec` holds when `spec` is a plain branch name
+    /// (`refs/heads/…`) of a repository whose common directory this runner knows, read as
+    /// [`super::watch::ref_tips_named`] reads it (loose, else packed; never a reftable).
+    fn branch_tip_from_files(&self, spec: &str) -> Option<String> {
+        let plain = spec.strip_prefix("refs/heads/").is_some_and(|name| {
+            !name.is_empty()
+                && !name.contains("..")
+                && !name.contains("@{")
+                && !name.contains(['^', '~', ':', '?', '*', '[', '\\', ' '])
+        });
+        let common = self.known_common_dir()?;
+        if !plain || common.join("reftable").exists() {
+            return None;
+        }
+        super::watch::ref_tips_named(common, &[spec])
+            .remove(spec)
+            .filter(|id| super::head_file::is_object_id(id))
     }
 
     /// Returns the id of the tree of `commit`; an unknown commit is a `NotFound` failure.
     pub fn tree_of(&self, commit: &str) -> Result<String, GitError> {
+        if let Some(tree) = seen().trees.get(commit) {
+            return Ok(tree.clone());
+        }
         let spec = format!("{commit}^{{tree}}");
-        self.resolve(&spec)?.ok_or_else(|| GitError::Failed {
+        let tree = self.resolve(&spec)?.ok_or_else(|| GitError::Failed {
             args: format!("rev-parse --verify {spec}"),
             code: 128,
             stderr: format!("`{commit}` does not name a commit"),
             kind: FailureKind::NotFound,
-        })
+        })?;
+        seen_commit(commit, Some(&tree));
+        Ok(tree)
     }
 
     /// Returns the best common ancestor of `a` and `b`, or `None` for unrelated histories.
@@ -388,6 +463,44 @@ impl Git {
 mod tests {
     use crate::git::Git;
     use crate::git::testing::git;
+
+    /// A branch tip git has named a commit is read from its ref file after that, and a commit's
+    /// tree once known is not asked again; a tip git has not seen, or a ref naming no commit,
+    /// goes to git. A runner whose git can find no repository shows which answers came
+    /// without git.
+    #[test]
+    fn commits_and_trees_git_has_named_are_not_asked_again() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        git(dir, &["init", "-q", "-b", "main"]);
+        git(dir, &["commit", "-q", "--allow-empty", "-m", "a"]);
+        let g = Git::new(dir).in_common_dir(&dir.join(".git"));
+        let blind = g.with_env("GIT_DIR", "/nonexistent");
+        assert_eq!(blind.resolve_commit("refs/heads/main").unwrap(), None);
+        let tip = g.resolve_commit("refs/heads/main").unwrap().unwrap();
+        assert_eq!(
+            blind.resolve_commit("refs/heads/main").unwrap(),
+            Some(tip.clone())
+        );
+        // Moved to a commit git has not named: asked again.
+        git(dir, &["commit", "-q", "--allow-empty", "-m", "b"]);
+        assert_eq!(blind.resolve_commit("refs/heads/main").unwrap(), None);
+        let moved = g.resolve_commit("refs/heads/main").unwrap().unwrap();
+        assert_ne!(moved, tip);
+        // A name that is not a plain branch is always git's to answer.
+        assert_eq!(blind.resolve_commit("refs/heads/main~0").unwrap(), None);
+        // A branch naming a blob is no commit, and a commit's id in its file changes nothing.
+        let blob = g.hash_object("blob", b"x", true).unwrap();
+        // (git refuses to write it; a hostile repository's file says it anyway)
+        std::fs::write(dir.join(".git/refs/heads/odd"), format!("{blob}\n")).unwrap();
+        assert_eq!(g.resolve_commit("refs/heads/odd").unwrap(), None);
+        // Trees: from the commit git made, and from the first answer.
+        let tree = g.tree_of(&moved).unwrap();
+        let made = g.commit_tree(&tree, &[&moved], "c").unwrap();
+        assert_eq!(blind.tree_of(&made).unwrap(), tree);
+        assert_eq!(blind.tree_of(&moved).unwrap(), tree);
+        assert!(blind.tree_of(&tip).is_err(), "never asked, so git is");
+    }
 
     #[test]
     fn ancestors_of_answers_as_is_ancestor_does_for_each_commit() {
