@@ -141,6 +141,52 @@ fn a_merged_run_in_waves_recycles_succeeded_worktrees_and_trims_the_pool() {
     assert_landed_and_trimmed(&repo, &ids, 2);
 }
 
+/// The last packet's park goes on while the run's integration starts: a `git` that takes a
+/// second over the park's listing of ignored files shows the merge starting before the park
+/// detaches the worktree, and the integration's release still finds it parked (nothing left
+/// at the packet's path, one worktree in the pool, `main` advanced).
+#[test]
+fn the_integration_starts_while_the_last_worktree_is_still_being_parked() {
+    let repo = repo_recycling(2);
+    let plan = waves_plan(&repo, 1, 1);
+    let git = crate::support::CountingGit::new(&repo);
+    // The same logging `git`, slowed on the park's listing of ignored files.
+    let wrapper = Path::new(git.path.split(':').next().unwrap()).join("git");
+    let logging = std::fs::read_to_string(&wrapper).unwrap();
+    let slowed = logging.replacen(
+        "exec ",
+        "case \"$*\" in *ls-files*--ignored*) sleep 1 ;; esac\nexec ",
+        1,
+    );
+    std::fs::write(&wrapper, slowed).unwrap();
+    let root = repo.scratch().join("wt");
+    let out = orchestra_with_env(
+        &repo.path,
+        &[
+            "run",
+            plan.to_str().unwrap(),
+            "--worker-cmd",
+            WORKER,
+            "--worktree-root",
+            root.to_str().unwrap(),
+            "--merge",
+        ],
+        &[("PATH", &git.path)],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let started = git.started();
+    let at = |what: &str| started.iter().position(|l| l.contains(what));
+    let (merge, detach) = (at("merge-tree"), at("-m park HEAD HEAD"));
+    assert!(
+        merge.is_some() && detach.is_some() && merge < detach,
+        "the merge starts before the park detaches: {started:#?}"
+    );
+    assert_eq!(count(&repo, "worktree_parked"), 1, "{}", text(&out));
+    assert_landed_and_trimmed(&repo, &["w0".to_string()], 2);
+    assert_eq!(parked(&repo).len(), 1);
+    assert!(packet_worktrees(&repo).iter().all(|w| !w.exists()));
+}
+
 #[test]
 fn gc_trims_a_pool_above_the_configured_recycle() {
     let repo = repo_recycling(4);

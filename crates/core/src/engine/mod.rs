@@ -17,12 +17,12 @@ pub mod timings;
 mod watch;
 mod watch_fs;
 
-pub(crate) use park::{RestoreError, restore as restore_worktree};
+pub(crate) use park::{RestoreError, restore as restore_worktree, wait_for_parks};
 pub(crate) use watch::{outside_changes, outside_of_run, outside_reason};
 mod worker;
 
 use std::path::PathBuf;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -385,21 +385,24 @@ pub fn execute_with(
         park: park.as_ref(),
     };
     let read_before = journal.records_read();
-    let driven = drive(&ctx, &graph);
+    // The integration starts as soon as the last packet is done, while its worktree is still
+    // being parked.
+    let driven = drive(&ctx, &graph, || {
+        // For developers (`ORCHESTRA_LOG=orchestra_core::engine=debug`): what scheduling
+        // cost in packet records read, flat per packet however many packets the run has.
+        tracing::debug!(
+            packets = plan.packets.len(),
+            records_read = journal.records_read() - read_before,
+            "packet records read while scheduling"
+        );
+        integration::run_pending(repo, &journal, ctl, worker)
+    });
     if driven.is_err()
         && let Some(park) = &park
     {
         park.trim(repo);
     }
-    driven?;
-    // For developers (`ORCHESTRA_LOG=orchestra_core::engine=debug`): what scheduling cost in
-    // packet records read, flat per packet however many packets the run has.
-    tracing::debug!(
-        packets = plan.packets.len(),
-        records_read = journal.records_read() - read_before,
-        "packet records read while scheduling"
-    );
-    let held = integration::run_pending(repo, &journal, ctl, worker);
+    let held = driven?;
     // However the run ends (integrated, failed, interrupted), the pool shrinks back to
     // `[worktree] recycle`.
     if let Some(park) = &park {
@@ -478,10 +481,21 @@ fn journal_shared_files(
 /// here; a packet's record is read again just before it starts. A wake-up with nothing new
 /// (no packet returned, no slot freed) decides nothing, so the work per wake-up and per packet
 /// does not grow with the number of packets.
-fn drive(ctx: &packet::Context<'_>, graph: &scheduler::Graph) -> Result<(), EngineError> {
+///
+/// Once the loop ends without a failure, `after` runs (the run's integration) while the
+/// thread of the last packet still parks its worktree; the park ends before this returns.
+fn drive<T>(
+    ctx: &packet::Context<'_>,
+    graph: &scheduler::Graph,
+    after: impl FnOnce() -> T,
+) -> Result<T, EngineError> {
     let (plan, journal) = (ctx.plan, ctx.journal);
     let mut states: Vec<PacketState> = journal.packets()?.iter().map(|r| r.state).collect();
-    std::thread::scope(|scope| -> Result<(), EngineError> {
+    // Packets that may still run: when the last of them is done, nothing can take its
+    // worktree from the pool any more, so it is reported done before its park.
+    let unfinished = AtomicUsize::new(states.iter().filter(|s| !s.is_final()).count());
+    let unfinished = &unfinished;
+    std::thread::scope(|scope| -> Result<T, EngineError> {
         let (done_tx, done_rx) = mpsc::channel::<usize>();
         let mut executing = vec![false; plan.packets.len()];
         let mut busy = 0;
@@ -531,9 +545,22 @@ fn drive(ctx: &packet::Context<'_>, graph: &scheduler::Graph) -> Result<(), Engi
                     busy += 1;
                     let tx = done_tx.clone();
                     scope.spawn(move || {
-                        packet::run(ctx, i, &record);
+                        let rest = packet::run(ctx, i, &record);
+                        let last = unfinished.fetch_sub(1, Ordering::SeqCst) == 1;
+                        // A worktree is parked before its packet is reported done, so that
+                        // the dependents it lets start can take it; the last packet's is
+                        // parked after, while the integration starts.
+                        let rest = if last {
+                            Some(rest)
+                        } else {
+                            rest.finish();
+                            None
+                        };
                         drop(slot);
                         let _ = tx.send(i);
+                        if let Some(rest) = rest {
+                            rest.finish();
+                        }
                     });
                 }
             }
@@ -558,7 +585,7 @@ fn drive(ctx: &packet::Context<'_>, graph: &scheduler::Graph) -> Result<(), Engi
         }
         match failure {
             Some(err) => Err(err),
-            None => Ok(()),
+            None => Ok(after()),
         }
     })
 }

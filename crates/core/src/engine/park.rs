@@ -18,13 +18,55 @@
 //! merge's conflict resolution) checks it out anew on the packet's branch, or puts a detached
 //! one back on it (see [`restore`]).
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::sync::{Condvar, Mutex};
 
 use super::Journal;
 use crate::store::{Event, PacketRecord, StoreError};
 use orchestra_git::git::{
     self as gitops, Created, RepoInfo, Reuse, WorktreeError, WorktreeRequest,
 };
+
+/// The worktrees (their packets' paths) being parked right now. A park goes on after its
+/// packet is reported done, so that what follows — the run's integration above all — starts
+/// meanwhile; whatever may touch such a worktree first waits for its park (see
+/// [`wait_for_parks`]).
+static PARKING: Mutex<BTreeSet<PathBuf>> = Mutex::new(BTreeSet::new());
+static PARKED: Condvar = Condvar::new();
+
+/// A worktree's park under way: registered in [`PARKING`] until dropped, whatever happens.
+pub(crate) struct Parking(PathBuf);
+
+impl Parking {
+    pub(crate) fn begin(wt: &Path) -> Parking {
+        PARKING
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(wt.to_path_buf());
+        Parking(wt.to_path_buf())
+    }
+}
+
+impl Drop for Parking {
+    fn drop(&mut self) {
+        PARKING
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&self.0);
+        PARKED.notify_all();
+    }
+}
+
+/// Waits until no worktree of this process is being parked (a park takes a few `git`
+/// processes): the integration's release of worktrees and a restore of one for a conflict
+/// read where each worktree is only after that.
+pub(crate) fn wait_for_parks() {
+    let mut parking = PARKING.lock().unwrap_or_else(|p| p.into_inner());
+    while !parking.is_empty() {
+        parking = PARKED.wait(parking).unwrap_or_else(|p| p.into_inner());
+    }
+}
 
 /// How a run parks its succeeded packets' worktrees early.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -115,6 +157,7 @@ pub fn restore(
     rec: &PacketRecord,
     journal: &dyn Fn(Event) -> Result<(), StoreError>,
 ) -> Result<PathBuf, RestoreError> {
+    wait_for_parks();
     let wt = PathBuf::from(&rec.worktree);
     // There (a record read before an earlier restore may still say removed): used as it is,
     // back on its branch if a park was cut short after detaching it.

@@ -539,7 +539,9 @@ fn release_worktrees(
     }
     let recycle = opts.recycle_worktrees;
     // Read again: a worktree parked when its packet succeeded, or checked out again since to
-    // resolve a conflict, is journaled after the merge read its records.
+    // resolve a conflict, is journaled after the merge read its records; a park still under
+    // way (it goes on while the merge starts) is waited for.
+    crate::engine::wait_for_parks();
     let records = journal.packets()?;
     crate::engine::gc::remove_integrated(repo, journal, run_id, &records, integrated, recycle)
         .map_err(|e| MergeError::Worktree(e.to_string()))

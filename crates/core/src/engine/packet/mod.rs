@@ -207,8 +207,39 @@ impl<'s, 'a> Step<'s, 'a> {
     }
 }
 
-/// Runs packet `index` from wherever its record says it stopped, and journals the outcome.
-pub(super) fn run(ctx: &Context<'_>, index: usize, record: &PacketRecord) {
+/// What is left of a packet's run once it is reported done: parking its worktree, when it
+/// succeeded in a run that parks early, and marking its pipeline ended.
+#[must_use = "a packet's run ends when its rest is finished"]
+pub(super) struct Rest<'c, 'a> {
+    ctx: &'c Context<'a>,
+    id: String,
+    wt: PathBuf,
+    /// `None`: the pipeline was marked ended already, nothing is left.
+    park: Option<Option<super::park::Parking>>,
+}
+
+impl Rest<'_, '_> {
+    /// Parks the worktree (see `engine/park.rs`) if that is left to do, then marks the
+    /// pipeline ended: parked first, so no watch of idle worktrees takes the pooled directory
+    /// for this packet's.
+    pub(super) fn finish(self) {
+        let Some(parking) = self.park else {
+            return;
+        };
+        if let (Some(_parking), Some(park)) = (parking, self.ctx.park) {
+            park.park(self.ctx.repo, self.ctx.journal, &self.id, &self.wt);
+        }
+        self.ctx.activity.end(&self.id, &self.wt);
+    }
+}
+
+/// Runs packet `index` from wherever its record says it stopped, and journals the outcome;
+/// returns what is left to do once the packet is reported done (see [`Rest`]).
+pub(super) fn run<'c, 'a>(
+    ctx: &'c Context<'a>,
+    index: usize,
+    record: &PacketRecord,
+) -> Rest<'c, 'a> {
     let id = ctx.plan.packets[index].id.clone();
     let _span = tracing::info_span!("packet", run = %ctx.run.id, packet = %id).entered();
     ctx.activity.start(&id);
@@ -216,19 +247,22 @@ pub(super) fn run(ctx: &Context<'_>, index: usize, record: &PacketRecord) {
         Some(executor) => super::remote::pipeline(ctx, executor, index, record),
         None => pipeline(ctx, index, record),
     };
-    if let (Ok(commit), Some(park)) = (&outcome, ctx.park) {
+    let mut rest = Rest {
+        ctx,
+        id: id.clone(),
+        wt: PathBuf::from(&record.worktree),
+        park: None,
+    };
+    if let (Ok(commit), Some(_)) = (&outcome, ctx.park) {
         // Journaled succeeded first: a packet whose worktree is gone from its path is one
-        // whose work is on its branch. Parked before its pipeline is marked ended, so no
-        // watch of idle worktrees takes the pooled directory for this packet's.
+        // whose work is on its branch. Registered as being parked before the packet is
+        // reported done, so that what then starts waits for the park where it must.
         let succeeded = ctx.journal.record_or_keep(Event::PacketSucceeded {
             packet: id.clone(),
             commit: commit.clone(),
         });
-        if succeeded {
-            park.park(ctx.repo, ctx.journal, &id, Path::new(&record.worktree));
-        }
-        ctx.activity.end(&id, Path::new(&record.worktree));
-        return;
+        rest.park = Some(succeeded.then(|| super::park::Parking::begin(&rest.wt)));
+        return rest;
     }
     ctx.activity.end(&id, Path::new(&record.worktree));
     match outcome {
@@ -247,6 +281,7 @@ pub(super) fn run(ctx: &Context<'_>, index: usize, record: &PacketRecord) {
         }
         Err(Halt::Journal) => {}
     }
+    rest
 }
 
 /// Journals `event`, or halts the packet when the journal cannot be written.
