@@ -326,7 +326,8 @@ fn conclude(
         target: target.clone(),
         commit: tip.clone(),
     })?;
-    let (target_advanced, target_note) = advance_target(repo, &target, &target_ref, &tip)?;
+    let (target_advanced, target_note) =
+        advance_target(repo, (&target, &target_ref), &target_tip, &tip)?;
     // The ref is compared, not the flag: a target already at the tip "advances" in place.
     let target_moved =
         target_advanced && rev(&git, &target_ref)?.as_deref() != Some(target_tip.as_str());
@@ -441,11 +442,12 @@ fn topo_order(items: VecDeque<Item>) -> Vec<Item> {
 
 /// Fast-forwards the target to `tip`: in the worktree that has it checked out (so that
 /// worktree follows), or by compare-and-swap on the ref. Returns whether it advanced and why
-/// not otherwise.
+/// not otherwise. `started` is the target's tip the integration started from, which `tip`
+/// contains (see `steps::start_integration`): a target still there needs no ancestry check.
 fn advance_target(
     repo: &RepoInfo,
-    target: &str,
-    target_ref: &str,
+    (target, target_ref): (&str, &str),
+    started: &str,
     tip: &str,
 ) -> Result<(bool, Option<String>), MergeError> {
     let git = repo.git();
@@ -453,7 +455,7 @@ fn advance_target(
     if current == tip {
         return Ok((true, None));
     }
-    if !is_ancestor(&git, &current, tip)? {
+    if current != started && !is_ancestor(&git, &current, tip)? {
         return Ok((
             false,
             Some(format!(

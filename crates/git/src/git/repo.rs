@@ -42,12 +42,31 @@ pub struct RepoInfo {
     pub head: String,
 }
 
+/// Returns what `git symbolic-ref --quiet --short HEAD` answers, read from the HEAD file of
+/// `git_dir` when it says plainly: `Some(Some(branch))` for a branch under `refs/heads/`,
+/// `Some(None)` for a detached HEAD; `None` (ask git) for anything else, refs kept in a
+/// reftable included.
+fn branch_from_head_file(git_dir: &Path, common_dir: &Path) -> Option<Option<String>> {
+    if common_dir.join("reftable").exists() {
+        return None;
+    }
+    let head = fs_err::read_to_string(git_dir.join("HEAD")).ok()?;
+    let head = head.trim_end();
+    match head.strip_prefix("ref: ") {
+        Some(name) => name
+            .strip_prefix("refs/heads/")
+            .filter(|b| !b.is_empty())
+            .map(|b| Some(b.to_string())),
+        None => super::head_file::is_object_id(head).then_some(None),
+    }
+}
+
 impl RepoInfo {
     /// Returns the repository containing `dir`, refusing bare repositories and empty histories.
     pub fn discover(dir: &Path) -> Result<RepoInfo, RepoError> {
         let git = Git::new(dir);
-        let (toplevel, common_dir, head) = match Self::located(&git) {
-            Some(found) => found,
+        let (toplevel, common_dir, head, git_dir) = match Self::located(&git) {
+            Some((top, common, head, git_dir)) => (top, common, head, Some(git_dir)),
             None => {
                 // Asked one question at a time, to say what is wrong.
                 let (toplevel, common_dir) = Self::locate(&git, dir)?;
@@ -58,13 +77,17 @@ impl RepoInfo {
                     }
                     Err(e) => return Err(e.into()),
                 };
-                (toplevel, common_dir, head)
+                (toplevel, common_dir, head, None)
             }
         };
-        let branch = match git.run(["symbolic-ref", "--quiet", "--short", "HEAD"]) {
-            Ok(b) => Some(b),
-            Err(GitError::Failed { .. }) => None,
-            Err(e) => return Err(e.into()),
+        let filed = git_dir.and_then(|d| branch_from_head_file(&d, &common_dir));
+        let branch = match filed {
+            Some(branch) => branch,
+            None => match git.run(["symbolic-ref", "--quiet", "--short", "HEAD"]) {
+                Ok(b) => Some(b),
+                Err(GitError::Failed { .. }) => None,
+                Err(e) => return Err(e.into()),
+            },
         };
         Ok(RepoInfo {
             toplevel,
@@ -79,15 +102,15 @@ impl RepoInfo {
     /// `dir` is inside a working tree with commits.
     pub fn dirs(dir: &Path) -> Result<(PathBuf, PathBuf), RepoError> {
         match Self::located(&Git::new(dir)) {
-            Some((toplevel, common_dir, _)) => Ok((toplevel, common_dir)),
+            Some((toplevel, common_dir, _, _)) => Ok((toplevel, common_dir)),
             None => RepoInfo::discover(dir).map(|info| (info.toplevel, info.common_dir)),
         }
     }
 
-    /// Returns the top level, common git directory and HEAD commit from one `git` process,
-    /// when the directory `git` runs in is inside a working tree with commits; `None`
-    /// otherwise (the questions one by one then say what is wrong).
-    fn located(git: &Git) -> Option<(PathBuf, PathBuf, String)> {
+    /// Returns the top level, common git directory, HEAD commit and git directory from one
+    /// `git` process, when the directory `git` runs in is inside a working tree with commits;
+    /// `None` otherwise (the questions one by one then say what is wrong).
+    fn located(git: &Git) -> Option<(PathBuf, PathBuf, String, PathBuf)> {
         let out = git
             .run([
                 "rev-parse",
@@ -95,13 +118,19 @@ impl RepoInfo {
                 "--show-toplevel",
                 "--path-format=absolute",
                 "--git-common-dir",
+                "--git-dir",
                 "--verify",
                 "--quiet",
                 "HEAD^{commit}",
             ])
             .ok()?;
         match out.lines().collect::<Vec<_>>()[..] {
-            ["true", top, common, head] => Some((top.into(), common.into(), head.to_string())),
+            ["true", top, common, git_dir, head] => Some((
+                top.into(),
+                common.into(),
+                head.to_string(),
+                git_dir.into(),
+            )),
             _ => None,
         }
     }
@@ -161,5 +190,41 @@ impl RepoInfo {
     pub fn is_dirty(&self) -> Result<bool, RepoError> {
         let out = self.git().status_porcelain(super::Untracked::Normal)?;
         Ok(!out.is_empty())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::git::testing::git;
+
+    /// The branch read from HEAD's file is what `git symbolic-ref --short HEAD` says: in the
+    /// main checkout, detached, and in a linked worktree (whose HEAD is its own git
+    /// directory's, not the common one's); a HEAD file that says nothing plain goes to git.
+    #[test]
+    fn the_branch_is_read_from_the_head_file_of_the_checkout_discovered() {
+        let tmp = tempfile::tempdir().unwrap();
+        let repo = tmp.path().join("r");
+        std::fs::create_dir(&repo).unwrap();
+        git(&repo, &["init", "-q", "-b", "main"]);
+        git(&repo, &["commit", "-q", "--allow-empty", "-m", "a"]);
+        let linked = tmp.path().join("linked");
+        let linked_arg = linked.to_str().unwrap();
+        git(&repo, &["worktree", "add", "-q", "-b", "side", linked_arg]);
+        let main = RepoInfo::discover(&repo).unwrap();
+        assert_eq!(main.branch.as_deref(), Some("main"));
+        assert_eq!(RepoInfo::discover(&linked).unwrap().branch.as_deref(), Some("side"));
+        git(&repo, &["checkout", "-q", "--detach"]);
+        assert_eq!(RepoInfo::discover(&repo).unwrap().branch, None);
+        let common = repo.join(".git");
+        assert_eq!(branch_from_head_file(&common, &common), Some(None));
+        let linked_dir = common.join("worktrees/linked");
+        let side = Some(Some("side".to_string()));
+        assert_eq!(branch_from_head_file(&linked_dir, &common), side);
+        // Unusual: a symbolic HEAD outside `refs/heads/`, or refs in a reftable.
+        std::fs::write(common.join("HEAD"), "ref: refs/remotes/o/x\n").unwrap();
+        assert_eq!(branch_from_head_file(&common, &common), None);
+        std::fs::create_dir(common.join("reftable")).unwrap();
+        assert_eq!(branch_from_head_file(&linked_dir, &common), None);
     }
 }
