@@ -4,7 +4,34 @@
 //! the ref's lock; concurrent reviews retry briefly instead of failing on each other's lock, and
 //! take turns under a file lock so that no writer drops another's note.
 
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Mutex;
+
 use super::{FailureKind, Git, GitError};
+
+/// The notes this process wrote, by common git directory, notes ref and object, each with
+/// the notes ref's tip right after the write: while the tip is still there, nothing has
+/// changed any note under that ref, and [`Git::note`] answers without `git notes show` (a
+/// process that starts `git show` in turn). Only texts git stores as written are kept.
+static WRITTEN: Mutex<BTreeMap<NoteKey, (String, String)>> = Mutex::new(BTreeMap::new());
+
+/// A note's common git directory, notes ref and object.
+type NoteKey = (PathBuf, String, String);
+
+/// Bounds [`WRITTEN`]: past it, it starts again (a cache, not a record).
+const WRITTEN_LIMIT: usize = 1024;
+
+/// Returns true if and only if git keeps `text` as it is, but for its final line break, when
+/// it stores it as a note (its clean-up drops trailing spaces and blank lines): the text
+/// [`Git::note`] would read back.
+fn stored_as_written(text: &str) -> bool {
+    let body = text.strip_suffix('\n').unwrap_or(text);
+    !body.is_empty()
+        && body
+            .split('\n')
+            .all(|line| !line.is_empty() && !line.ends_with(char::is_whitespace))
+}
 
 impl Git {
     /// Stores `text` as the note of `object` under `notes_ref`, replacing an earlier note;
@@ -32,23 +59,38 @@ impl Git {
     fn add_note_once(&self, notes_ref: &str, object: &str, text: &str) -> Result<(), GitError> {
         // `git notes add` moves the notes ref without checking its old value, so two writers
         // at once would each drop the other's note: writers take turns under a file lock.
-        let _turn = NotesLock::acquire(&self.common_dir()?.join("orchestra-notes.lock"));
-        self.writing()
-            .run_with_stdin(
-                [
-                    "-c",
-                    "core.hooksPath=/dev/null",
-                    "notes",
-                    "--ref",
-                    notes_ref,
-                    "add",
-                    "--force",
-                    "--file=-",
-                    object,
-                ],
-                Some(text.as_bytes()),
-            )
-            .map(drop)
+        let common = self.common_dir()?;
+        let _turn = NotesLock::acquire(&common.join("orchestra-notes.lock"));
+        let key = (common.clone(), notes_ref.to_string(), object.to_string());
+        let mut written = WRITTEN.lock().unwrap_or_else(|p| p.into_inner());
+        written.remove(&key);
+        drop(written);
+        self.writing().run_with_stdin(
+            [
+                "-c",
+                "core.hooksPath=/dev/null",
+                "notes",
+                "--ref",
+                notes_ref,
+                "add",
+                "--force",
+                "--file=-",
+                object,
+            ],
+            Some(text.as_bytes()),
+        )?;
+        // Read under the lock: the tip this write made (see `WRITTEN`).
+        if stored_as_written(text)
+            && let Some(tip) = super::watch::ref_tips_named(&common, &[notes_ref]).remove(notes_ref)
+        {
+            let mut written = WRITTEN.lock().unwrap_or_else(|p| p.into_inner());
+            if written.len() >= WRITTEN_LIMIT {
+                written.clear();
+            }
+            let text = text.strip_suffix('\n').unwrap_or(text).to_string();
+            written.insert(key, (tip, text));
+        }
+        Ok(())
     }
 
     /// Returns the notes under `notes_ref` of those of `objects` (full object ids) that have
@@ -105,6 +147,24 @@ impl Git {
     /// `git notes show` exits 1 both for "no note" and for an unknown object; callers resolve
     /// the object first, so here it means "no note".
     pub fn note(&self, notes_ref: &str, object: &str) -> Result<Option<String>, GitError> {
+        if let Some(common) = self.known_common_dir() {
+            let key = (
+                common.to_path_buf(),
+                notes_ref.to_string(),
+                object.to_string(),
+            );
+            let kept = WRITTEN
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get(&key)
+                .cloned();
+            if let Some((tip, text)) = kept
+                && !common.join("reftable").exists()
+                && super::watch::ref_tips_named(common, &[notes_ref]).get(notes_ref) == Some(&tip)
+            {
+                return Ok(Some(text));
+            }
+        }
         match self.run(["notes", "--ref", notes_ref, "show", object]) {
             Ok(text) => Ok(Some(text)),
             Err(GitError::Failed { code: 1, .. }) => Ok(None),
@@ -143,6 +203,71 @@ impl NotesLock {
 mod tests {
     use crate::git::Git;
     use crate::git::testing::git;
+
+    /// A note this process wrote is read back without git while the notes ref is still
+    /// where the write left it; once anything moves the ref, or for a text git would clean
+    /// up, git is asked (here a git that finds no repository, so it answers nothing).
+    #[test]
+    fn a_note_just_written_is_read_back_without_git_until_the_notes_ref_moves() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        git(dir, &["init", "--quiet", "-b", "main"]);
+        git(dir, &["commit", "--quiet", "--allow-empty", "-m", "a"]);
+        let head = git(dir, &["rev-parse", "HEAD"]).trim().to_string();
+        let tree = git(dir, &["rev-parse", "HEAD^{tree}"]).trim().to_string();
+        let g = Git::new(dir)
+            .in_common_dir(&dir.join(".git"))
+            .with_env("GIT_CONFIG_GLOBAL", "/dev/null");
+        let blind = g.with_env("GIT_DIR", "/nonexistent");
+        let verdict = "{\n  \"verdict\": \"approve\"\n}";
+        g.add_note("refs/notes/v", &head, verdict).unwrap();
+        assert_eq!(
+            blind.note("refs/notes/v", &head).unwrap().as_deref(),
+            Some(verdict)
+        );
+        g.add_note("refs/notes/v", &tree, &format!("{verdict}\n"))
+            .unwrap();
+        assert_eq!(
+            blind.note("refs/notes/v", &tree).unwrap().as_deref(),
+            Some(verdict)
+        );
+        assert_eq!(
+            g.note("refs/notes/v", &tree).unwrap().as_deref(),
+            Some(verdict)
+        );
+        // The second write moved the ref since the first one's.
+        assert!(blind.note("refs/notes/v", &head).is_err());
+        assert_eq!(
+            g.note("refs/notes/v", &head).unwrap().as_deref(),
+            Some(verdict)
+        );
+        // Git cleans this one up: never kept, always read from git.
+        g.add_note("refs/notes/v", &head, "spaced  \n").unwrap();
+        assert!(blind.note("refs/notes/v", &head).is_err());
+        assert_eq!(
+            g.note("refs/notes/v", &head).unwrap().as_deref(),
+            Some("spaced")
+        );
+        // Another writer moved the ref: what was kept is not trusted any more.
+        git(
+            dir,
+            &[
+                "notes",
+                "--ref",
+                "refs/notes/v",
+                "add",
+                "-f",
+                "-m",
+                "other",
+                &tree,
+            ],
+        );
+        assert!(blind.note("refs/notes/v", &tree).is_err());
+        assert_eq!(
+            g.note("refs/notes/v", &tree).unwrap().as_deref(),
+            Some("other")
+        );
+    }
 
     #[test]
     fn notes_written_at_once_from_many_threads_are_all_kept() {

@@ -125,12 +125,9 @@ impl RepoInfo {
             ])
             .ok()?;
         match out.lines().collect::<Vec<_>>()[..] {
-            ["true", top, common, git_dir, head] => Some((
-                top.into(),
-                common.into(),
-                head.to_string(),
-                git_dir.into(),
-            )),
+            ["true", top, common, git_dir, head] => {
+                Some((top.into(), common.into(), head.to_string(), git_dir.into()))
+            }
             _ => None,
         }
     }
@@ -213,7 +210,10 @@ mod tests {
         git(&repo, &["worktree", "add", "-q", "-b", "side", linked_arg]);
         let main = RepoInfo::discover(&repo).unwrap();
         assert_eq!(main.branch.as_deref(), Some("main"));
-        assert_eq!(RepoInfo::discover(&linked).unwrap().branch.as_deref(), Some("side"));
+        assert_eq!(
+            RepoInfo::discover(&linked).unwrap().branch.as_deref(),
+            Some("side")
+        );
         git(&repo, &["checkout", "-q", "--detach"]);
         assert_eq!(RepoInfo::discover(&repo).unwrap().branch, None);
         let common = repo.join(".git");
