@@ -397,18 +397,12 @@ pub fn execute_with(
         );
         integration::run_pending(repo, &journal, ctl, worker)
     });
-    if driven.is_err()
-        && let Some(park) = &park
-    {
-        park.trim(repo);
-    }
-    let held = driven?;
     // However the run ends (integrated, failed, interrupted), the pool shrinks back to
     // `[worktree] recycle`.
     if let Some(park) = &park {
         park.trim(repo);
     }
-    finish(&journal, run_id, held?)
+    finish(&journal, run_id, driven??)
 }
 
 /// Kills what a previous process of `run_id` may have left running: the process group each
