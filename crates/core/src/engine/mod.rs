@@ -418,6 +418,11 @@ pub(crate) fn kill_recorded_groups(run_id: &str, records: &[crate::store::Packet
     }
     // A process killed between spawning a worker and journaling its group left it unrecorded:
     // what still carries the run's id and one of its worktrees in its environment goes too.
+    // A packet is journaled as started before anything of it is spawned, so while every
+    // packet is pending nothing can be running (and no process table is read).
+    if records.iter().all(|p| p.state == PacketState::Pending) {
+        return;
+    }
     let mut roots: Vec<std::path::PathBuf> = records
         .iter()
         .filter_map(|p| std::path::Path::new(&p.worktree).parent().map(Into::into))
