@@ -41,19 +41,7 @@ fn git_starts_running(n: usize) -> Vec<String> {
     );
     let plan = repo.write_plan("plan.toml", &body);
     let git = CountingGit::new(&repo);
-    let root = repo.scratch().join("wt");
-    let out = orchestra_with_env(
-        &repo.path,
-        &[
-            "run",
-            plan.to_str().unwrap(),
-            "--worker-cmd",
-            WORKER,
-            "--worktree-root",
-            root.to_str().unwrap(),
-        ],
-        &[("PATH", &git.path)],
-    );
+    let out = repo.run_plan_with_env(&plan, WORKER, &[], &[("PATH", &git.path)]);
     assert!(out.status.success(), "{}", text(&out));
     let status = status_json(&repo.path);
     let done = status["packets"]

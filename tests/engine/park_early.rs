@@ -159,20 +159,7 @@ fn the_integration_starts_while_the_last_worktree_is_still_being_parked() {
         1,
     );
     std::fs::write(&wrapper, slowed).unwrap();
-    let root = repo.scratch().join("wt");
-    let out = orchestra_with_env(
-        &repo.path,
-        &[
-            "run",
-            plan.to_str().unwrap(),
-            "--worker-cmd",
-            WORKER,
-            "--worktree-root",
-            root.to_str().unwrap(),
-            "--merge",
-        ],
-        &[("PATH", &git.path)],
-    );
+    let out = repo.run_plan_with_env(&plan, WORKER, &["--merge"], &[("PATH", &git.path)]);
     assert!(out.status.success(), "{}", text(&out));
     let started = git.started();
     let at = |what: &str| started.iter().position(|l| l.contains(what));

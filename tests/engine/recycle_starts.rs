@@ -98,22 +98,9 @@ fn parks_and_takes(repo: &TestRepo) -> (usize, usize) {
 /// Runs `plan` with `--merge` and at most `parallel` packets at a time through `git`'s `PATH`;
 /// asserts it completed and returns how many worktrees it parked and took.
 fn run_counted(repo: &TestRepo, git: &CountingGit, plan: &Path, parallel: usize) -> (usize, usize) {
-    let root = repo.scratch().join("wt");
-    let out = orchestra_with_env(
-        &repo.path,
-        &[
-            "run",
-            plan.to_str().unwrap(),
-            "--worker-cmd",
-            WORKER,
-            "--worktree-root",
-            root.to_str().unwrap(),
-            "--merge",
-            "--max-parallel",
-            &parallel.to_string(),
-        ],
-        &[("PATH", &git.path)],
-    );
+    let parallel = parallel.to_string();
+    let extra = ["--merge", "--max-parallel", parallel.as_str()];
+    let out = repo.run_plan_with_env(plan, WORKER, &extra, &[("PATH", &git.path)]);
     assert!(out.status.success(), "{}", text(&out));
     let status = status_json(&repo.path);
     assert_eq!(status["run"]["state"], "completed", "{status:#}");

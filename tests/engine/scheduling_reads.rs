@@ -10,17 +10,10 @@ fn records_read_for(n: usize) -> u64 {
     let repo = TestRepo::new();
     let packets = independent_packets(n);
     let plan = repo.write_plan("plan.toml", &format!("objective = \"Many\"\n\n{packets}"));
-    let root = repo.scratch().join("wt");
-    let out = orchestra_with_env(
-        &repo.path,
-        &[
-            "run",
-            plan.to_str().unwrap(),
-            "--worker-cmd",
-            WORKER,
-            "--worktree-root",
-            root.to_str().unwrap(),
-        ],
+    let out = repo.run_plan_with_env(
+        &plan,
+        WORKER,
+        &[],
         &[("ORCHESTRA_LOG", "orchestra_core::engine=debug")],
     );
     let shown = without_colours(&text(&out));

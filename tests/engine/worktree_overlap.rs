@@ -41,19 +41,7 @@ fn validations_running(n: usize) -> Vec<(u128, u128)> {
         bin.display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    let root = repo.scratch().join("wt");
-    let out = orchestra_with_env(
-        &repo.path,
-        &[
-            "run",
-            plan.to_str().unwrap(),
-            "--worker-cmd",
-            WORKER,
-            "--worktree-root",
-            root.to_str().unwrap(),
-        ],
-        &[("PATH", &path)],
-    );
+    let out = repo.run_plan_with_env(&plan, WORKER, &[], &[("PATH", &path)]);
     assert!(out.status.success(), "{}", text(&out));
     spans_in(&log)
 }

@@ -176,6 +176,17 @@ impl TestRepo {
     /// Runs `git orchestra run <plan> --worker-cmd <worker>` with worktrees under the scratch
     /// directory, plus `extra` arguments.
     pub fn run_plan(&self, plan: &Path, worker: &str, extra: &[&str]) -> Output {
+        self.run_plan_with_env(plan, worker, extra, &[])
+    }
+
+    /// Does what [`TestRepo::run_plan`] does with `env` set for the run.
+    pub fn run_plan_with_env(
+        &self,
+        plan: &Path,
+        worker: &str,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> Output {
         let root = self.scratch().join("wt");
         let mut args = vec![
             "run",
@@ -186,7 +197,7 @@ impl TestRepo {
             root.to_str().unwrap(),
         ];
         args.extend_from_slice(extra);
-        orchestra(&self.path, &args)
+        orchestra_with_env(&self.path, &args, env)
     }
 }
 
