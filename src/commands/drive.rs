@@ -26,6 +26,19 @@ pub fn drive(
     quiet: bool,
     json: bool,
 ) -> Result<(), CommandError> {
+    drive_once_ready(repo, run_id, config, (quiet, json), || Ok(()))
+}
+
+/// Drives a run like [`drive`], calling `ready` once everything is set up, just before the
+/// engine starts: what the caller left running meanwhile (`run`'s status of the checkout)
+/// ends there.
+pub fn drive_once_ready(
+    repo: &RepoInfo,
+    run_id: &str,
+    config: &RepoConfig,
+    (quiet, json): (bool, bool),
+    ready: impl FnOnce() -> Result<(), CommandError>,
+) -> Result<(), CommandError> {
     let stop = git_orchestra::exec::install_signal_handlers();
     let has_cmd = super::open_run(repo, Some(run_id))?
         .record()
@@ -83,6 +96,7 @@ pub fn drive(
     };
     // Roles with an agent CLI (all of them with --agent) go to it, the others to our agents.
     let workers = crew.workers(worker.as_ref().map(|w| w as &dyn engine::Worker));
+    ready()?;
     let notifier = super::notify::Notifier::start(&repo.common_dir, config);
     let summary = engine::execute_with(repo, run_id, &ctl, workers.worker()).map_err(engine_error);
     if let Some(n) = notifier {

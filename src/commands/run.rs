@@ -10,7 +10,7 @@ use git_orchestra::run::Run;
 use git_orchestra::store::RunState;
 use git_orchestra::{merge, names, plan};
 
-use super::drive::{drive, print_final};
+use super::drive::{drive_once_ready, print_final};
 use super::{CommandError, agent_worker, engine_error, load_config, progress};
 
 /// Runs a plan: every packet in its own worktree and branch, ready packets in parallel.
@@ -121,15 +121,6 @@ pub fn cmd_run(cwd: &Path, args: &RunArgs) -> Result<(), CommandError> {
     let executor = super::executor::choose(&repo, &config, args.executor, existing.as_ref())?;
     local_candidates(&plan, executor)?;
     check_agents(&repo, &config, &plan, args, existing.as_ref())?;
-    let dirty = dirty
-        .join()
-        .map_err(|_| CommandError::internal("reading the working tree's status panicked"))?;
-    if dirty? {
-        eprintln!(
-            "note: the working tree has uncommitted changes; packets start from the base commit {} and do not see them",
-            progress::short(&base)
-        );
-    }
     let opts = RunOptions {
         worker_cmd: args.worker_cmd.clone(),
         max_parallel: config.max_parallel(args.max_parallel),
@@ -160,6 +151,7 @@ pub fn cmd_run(cwd: &Path, args: &RunArgs) -> Result<(), CommandError> {
                 prepared.run.id,
                 prepared.run.state.as_str()
             );
+            say_if_dirty(dirty, &base)?;
             let shown = print_final(&repo, &prepared.run.id, args.json, prepared.run.state);
             if prepared.run.state == RunState::Cancelled {
                 return shown;
@@ -190,7 +182,14 @@ pub fn cmd_run(cwd: &Path, args: &RunArgs) -> Result<(), CommandError> {
     if args.merge && !prepared.run.state.is_finished() {
         request_merge(&repo, &prepared.run.id, args, &config)?;
     }
-    let driven = drive(&repo, &prepared.run.id, &config, args.quiet, args.json);
+    // Joined last: the status runs while the run is prepared and its engine set up.
+    let driven = drive_once_ready(
+        &repo,
+        &prepared.run.id,
+        &config,
+        (args.quiet, args.json),
+        || say_if_dirty(dirty, &base),
+    );
     // An interrupted or broken run is left alone.
     if let Err(e) = &driven
         && e.kind != super::error::ErrorKind::Failed
@@ -201,6 +200,27 @@ pub fn cmd_run(cwd: &Path, args: &RunArgs) -> Result<(), CommandError> {
         return driven;
     }
     afterwards(&repo, &prepared.run.id, args, &config, driven)
+}
+
+/// Says so when `dirty`, the main checkout's status read on a thread, found uncommitted
+/// changes: packets start from `base` without them. The note is all the status is for: one
+/// that could not be read is said, and the run goes on.
+fn say_if_dirty(
+    dirty: std::thread::JoinHandle<Result<bool, git_orchestra::git::RepoError>>,
+    base: &str,
+) -> Result<(), CommandError> {
+    let dirty = dirty
+        .join()
+        .map_err(|_| CommandError::internal("reading the working tree's status panicked"))?;
+    match dirty {
+        Ok(true) => eprintln!(
+            "note: the working tree has uncommitted changes; packets start from the base commit {} and do not see them",
+            progress::short(base)
+        ),
+        Ok(false) => {}
+        Err(e) => eprintln!("warning: cannot read the working tree's status: {e}"),
+    }
+    Ok(())
 }
 
 /// Gives every packet of `plan` `n` candidates when `--best-of N` asks for it, and returns the

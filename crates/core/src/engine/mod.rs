@@ -388,6 +388,8 @@ pub fn execute_with(
     // The integration starts as soon as the last packet is done, while its worktree is still
     // being parked.
     let driven = drive(&ctx, &graph, || {
+        // No pipeline starts any more: the integration runs while the watch is closed.
+        activity.retire_ref_watch();
         // For developers (`ORCHESTRA_LOG=orchestra_core::engine=debug`): what scheduling
         // cost in packet records read, flat per packet however many packets the run has.
         tracing::debug!(

@@ -131,6 +131,15 @@ impl Activity {
         }
     }
 
+    /// Stops watching the run's branches once no packet's pipeline is left to start: closing
+    /// the watch then costs the run's end nothing (see [`RefWatch::retire`]). A snapshot
+    /// taken after reads every branch.
+    pub(crate) fn retire_ref_watch(&self) {
+        if let Some(refs) = &self.refs {
+            refs.watch.retire();
+        }
+    }
+
     /// Marks the pipeline of `packet`, whose worktree is `worktree`, as ended.
     pub(crate) fn end(&self, packet: &str, worktree: &Path) {
         if let Some(refs) = &self.refs
@@ -818,5 +827,29 @@ mod tests {
             }),
             Vec::new()
         );
+    }
+
+    #[test]
+    fn a_retired_watch_still_finds_every_moved_branch_and_gives_up_its_descriptor() {
+        let tmp = tempfile::tempdir().unwrap();
+        let repo = tmp.path();
+        git(repo, &["init", "-q", "-b", "main"]);
+        git(repo, &["commit", "-q", "--allow-empty", "-m", "a"]);
+        let first = git(repo, &["rev-parse", "HEAD"]);
+        git(repo, &["branch", "orchestra/r/p1", &first]);
+        let records: Vec<_> = ["p0", "p1"].map(record).into();
+        let activity = Activity::new(false).with_run_refs(&repo.join(".git"), "r", &records);
+        let refs = activity.refs.as_ref().expect("inotify is available here");
+        let (clock, mark) = (activity.clock(), refs.watch.mark());
+        activity.retire_ref_watch();
+        // Moved after the watch stopped: no event says so, yet it is named.
+        let name = "refs/heads/orchestra/r/p1";
+        git(repo, &["update-ref", "-d", name]);
+        assert_eq!(
+            activity.moved_branches("p0", clock, mark),
+            vec![(name.to_string(), first.clone(), String::new())]
+        );
+        // Its descriptor went to the thread that closes it.
+        assert!(!refs.watch.holds_descriptor());
     }
 }
