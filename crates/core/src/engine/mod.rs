@@ -295,6 +295,8 @@ pub fn execute_with(
     ctl: &Control<'_>,
     worker: Option<&dyn Worker>,
 ) -> Result<Summary, EngineError> {
+    // Every packet's commit and checks use them; built while the run starts.
+    std::thread::spawn(crate::gate::prepare_secret_patterns);
     let dir = RunDir::new(&repo.common_dir, run_id);
     let _lock = RunLock::acquire(dir.path(), run_id)?;
     let store = Store::open(&repo.common_dir)?;
@@ -388,7 +390,7 @@ pub fn execute_with(
     // The integration starts as soon as the last packet is done, while its worktree is still
     // being parked.
     let driven = drive(&ctx, &graph, || {
-        // No pipeline starts any more: the integration runs while the watch is closed.
+        // No pipeline starts any more: the kernel frees the ref watch while this integrates.
         activity.retire_ref_watch();
         // For developers (`ORCHESTRA_LOG=orchestra_core::engine=debug`): what scheduling
         // cost in packet records read, flat per packet however many packets the run has.

@@ -131,9 +131,10 @@ impl Activity {
         }
     }
 
-    /// Stops watching the run's branches once no packet's pipeline is left to start: closing
-    /// the watch then costs the run's end nothing (see [`RefWatch::retire`]). A snapshot
-    /// taken after reads every branch.
+    /// Stops watching the run's branches once no packet's pipeline is left to start: the
+    /// kernel then frees the watches while the run integrates, and closing the watch costs
+    /// the run's end nothing (see [`RefWatch::retire`]). A snapshot taken after reads every
+    /// branch.
     pub(crate) fn retire_ref_watch(&self) {
         if let Some(refs) = &self.refs {
             refs.watch.retire();
@@ -830,7 +831,7 @@ mod tests {
     }
 
     #[test]
-    fn a_retired_watch_still_finds_every_moved_branch_and_gives_up_its_descriptor() {
+    fn a_retired_watch_still_finds_every_moved_branch_and_holds_no_watch() {
         let tmp = tempfile::tempdir().unwrap();
         let repo = tmp.path();
         git(repo, &["init", "-q", "-b", "main"]);
@@ -840,6 +841,7 @@ mod tests {
         let records: Vec<_> = ["p0", "p1"].map(record).into();
         let activity = Activity::new(false).with_run_refs(&repo.join(".git"), "r", &records);
         let refs = activity.refs.as_ref().expect("inotify is available here");
+        assert_eq!(refs.watch.watches(), 2);
         let (clock, mark) = (activity.clock(), refs.watch.mark());
         activity.retire_ref_watch();
         // Moved after the watch stopped: no event says so, yet it is named.
@@ -849,7 +851,7 @@ mod tests {
             activity.moved_branches("p0", clock, mark),
             vec![(name.to_string(), first.clone(), String::new())]
         );
-        // Its descriptor went to the thread that closes it.
-        assert!(!refs.watch.holds_descriptor());
+        // Its watches are gone, its descriptor kept.
+        assert_eq!(refs.watch.watches(), 0);
     }
 }

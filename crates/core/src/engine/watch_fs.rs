@@ -215,6 +215,7 @@ fn read_events(fd: &OwnedFd, mut each: impl FnMut(i32, u32, &[u8])) {
 /// holds them as loose refs (and on the common git directory, for `packed-refs`): the watch
 /// around a worker then reads the few branches named in events instead of every packet's.
 pub(crate) struct RefWatch {
+    fd: OwnedFd,
     /// The watch on the branches' directory and the one on the common git directory.
     branches_wd: i32,
     common_wd: i32,
@@ -223,8 +224,8 @@ pub(crate) struct RefWatch {
 
 #[derive(Default)]
 struct RefState {
-    /// The inotify descriptor; `None` once the watch is retired.
-    fd: Option<OwnedFd>,
+    /// The watches were removed (see [`RefWatch::retire`]).
+    retired: bool,
     seq: u64,
     /// Branch file name → the sequence number of its newest change.
     touched: HashMap<String, u64>,
@@ -255,24 +256,31 @@ impl RefWatch {
         let branches_wd = add_watch(&fd, branches, DIR_CHANGES)?;
         let common_wd = add_watch(&fd, common, DIR_CHANGES)?;
         Some(RefWatch {
+            fd,
             branches_wd,
             common_wd,
-            state: Mutex::new(RefState {
-                fd: Some(fd),
-                ..RefState::default()
-            }),
+            state: Mutex::new(RefState::default()),
         })
     }
 
-    /// Stops watching: from now on every branch has to be read. The descriptor is closed on
-    /// a thread of its own, as closing one that holds watches waits for the kernel to free
-    /// them (an RCU grace period: up to 16 ms measured on a quiet machine), which a run's
-    /// end need not wait for.
+    /// Stops watching: from now on every branch has to be read. The watches are removed now
+    /// (the kernel frees them in the background) and the descriptor kept: closing one that
+    /// still holds watches waits for the kernel to free them (an RCU grace period, up to 16
+    /// ms measured on a quiet machine), and so does the process a concurrent spawn started
+    /// before it inherited the descriptor (its `exec` closes the copy), which holds up the
+    /// thread that spawned it.
     pub(crate) fn retire(&self) {
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if state.retired {
+            return;
+        }
+        state.retired = true;
         state.lost = true;
-        if let Some(fd) = state.fd.take() {
-            std::thread::spawn(move || drop(fd));
+        for wd in [self.branches_wd, self.common_wd] {
+            // SAFETY: removing a watch this descriptor added.
+            unsafe {
+                libc::inotify_rm_watch(self.fd.as_raw_fd(), wd);
+            }
         }
     }
 
@@ -281,14 +289,15 @@ impl RefWatch {
         self.drain().seq
     }
 
-    /// Returns true while the watch holds its inotify descriptor (until [`Self::retire`]).
+    /// Returns how many watches the descriptor holds, as the kernel lists them.
     #[cfg(test)]
-    pub(crate) fn holds_descriptor(&self) -> bool {
-        self.state
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .fd
-            .is_some()
+    pub(crate) fn watches(&self) -> usize {
+        let info = format!("/proc/self/fdinfo/{}", self.fd.as_raw_fd());
+        std::fs::read_to_string(info)
+            .unwrap()
+            .lines()
+            .filter(|l| l.starts_with("inotify wd:"))
+            .count()
     }
 
     /// Returns the branches that changed after `mark`.
@@ -309,33 +318,24 @@ impl RefWatch {
 
     /// Reads every pending event; returns the state, locked.
     fn drain(&self) -> std::sync::MutexGuard<'_, RefState> {
-        let mut guard = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        let RefState {
-            fd,
-            seq,
-            touched,
-            packed,
-            lost,
-        } = &mut *guard;
-        let Some(fd) = fd else {
-            return guard;
-        };
-        read_events(fd, |wd, mask, name| {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        read_events(&self.fd, |wd, mask, name| {
             let gone =
                 libc::IN_Q_OVERFLOW | libc::IN_DELETE_SELF | libc::IN_MOVE_SELF | libc::IN_IGNORED;
-            *seq += 1;
+            state.seq += 1;
+            let seq = state.seq;
             if mask & gone != 0 {
-                *lost = true;
+                state.lost = true;
             } else if wd == self.common_wd {
                 if name == b"packed-refs" {
-                    *packed = *seq;
+                    state.packed = seq;
                 }
             } else if wd == self.branches_wd && !name.is_empty() {
                 let name = String::from_utf8_lossy(name);
                 let name = name.strip_suffix(".lock").unwrap_or(&name).to_string();
-                touched.insert(name, *seq);
+                state.touched.insert(name, seq);
             }
         });
-        guard
+        state
     }
 }

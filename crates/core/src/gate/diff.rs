@@ -108,11 +108,14 @@ pub fn read_diff_resolving(git: &Git, base: &str, tip: &str) -> Result<ResolvedD
         }
     };
     let (tree_spec, base_spec) = (format!("{tip}^{{tree}}"), format!("{base}^{{commit}}"));
-    let mut specs = vec![tree_spec.as_str(), base_spec.as_str()];
+    // The tip as a commit too, in the same batch: git then knows its tree for the merge.
+    let tip_spec = format!("{tip}^{{commit}}");
+    let mut specs = vec![tree_spec.as_str(), base_spec.as_str(), tip_spec.as_str()];
     specs.extend(blob_ids(&entries));
     let mut resolved = git.resolve_sized(&specs)?.into_iter();
     let tree = resolved.next().flatten().map(|(id, _)| id);
     let base_commit = resolved.next().flatten().map(|(id, _)| id);
+    resolved.next();
     let sizes = resolved.flatten().collect();
     let files = sized_files(git, tip, entries, &sizes)?;
     let diff = read_rest(git, (base, base_commit.as_deref()), tip, files)?;

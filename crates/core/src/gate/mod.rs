@@ -40,7 +40,9 @@ pub use review::{
     run_validation_in, run_validation_until,
 };
 pub use scratch::ScratchWorktree;
-pub use secrets::{SecretKind, mask as mask_secrets, redact, safe_to_show};
+pub use secrets::{
+    SecretKind, mask as mask_secrets, prepare as prepare_secret_patterns, redact, safe_to_show,
+};
 pub use verdict::{
     ApprovalPolicy, DETERMINISTIC, Decision, NOTES_REF, Verdict, approved_for_tree, parse_verdict,
     read_verdict, rfc3339_utc, verdict_notes, write_range_verdict, write_verdict,

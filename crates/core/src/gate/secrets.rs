@@ -230,6 +230,12 @@ fn connection_string(line: &str) -> bool {
         .any(|k| lower.contains(k))
 }
 
+/// Builds the credential patterns now, so that their first use does not wait for them:
+/// compiling them takes a few milliseconds, which a run spends on a thread while it starts.
+pub fn prepare() {
+    let _ = patterns();
+}
+
 /// Returns `text` with every credential in it replaced by its redacted form, for showing
 /// text that may quote one — a model reviewer's finding, say — where secrets must not go.
 pub fn mask(text: &str) -> String {

@@ -172,7 +172,7 @@ pub fn integrate_journaled(
     let tip = start_integration(&git, &branch, &int_ref, &target, &target_tip)?;
 
     let records = journal.packets()?;
-    let (already, queue) = queue_packets(&git, &plan, &records, &tip)?;
+    let (already, queue) = queue_packets(&git, &plan, &records, (&tip, &run.base))?;
     journal_found_integrated(journal, &already, &tip)?;
     journal.record(Event::MergeStarted {
         target: target.clone(),
@@ -385,7 +385,7 @@ fn queue_packets(
     git: &Git,
     plan: &Plan,
     records: &[crate::store::PacketRecord],
-    tip: &str,
+    (tip, base): (&str, &str),
 ) -> Result<(Vec<String>, VecDeque<Item>), MergeError> {
     let mut already = Vec::new();
     let mut queue = VecDeque::new();
@@ -394,8 +394,11 @@ fn queue_packets(
         .filter(|r| r.state == PacketState::Succeeded)
         .filter_map(|r| r.commit.clone())
         .collect();
-    // One git process for every packet's "already in the tip?".
-    let in_tip = git.ancestors_of(&succeeded, tip)?;
+    // One git process for every packet's "already in the tip?", unless the answer is known.
+    let in_tip = match descendants_of_base(records, &succeeded, base) {
+        true if tip == base => succeeded.iter().filter(|c| *c == base).cloned().collect(),
+        _ => git.ancestors_of(&succeeded, tip)?,
+    };
     for packet in &plan.packets {
         let Some(rec) = records.iter().find(|r| r.id == packet.id) else {
             continue;
@@ -416,6 +419,25 @@ fn queue_packets(
     }
     // Plan order is not necessarily dependency order: stable topological sort.
     Ok((already, topo_order(queue).into()))
+}
+
+/// Returns true when every succeeded packet's commit is known to descend from `base` (or be
+/// it): the engine commits a packet on its start, which is `base` or here another succeeded
+/// packet's commit. Then, while the integration branch is still at `base`, only a commit that
+/// is `base` itself is in it. A start git merged from several dependencies is not known so.
+fn descendants_of_base(
+    records: &[crate::store::PacketRecord],
+    succeeded: &[String],
+    base: &str,
+) -> bool {
+    records
+        .iter()
+        .filter(|r| r.state == PacketState::Succeeded)
+        .all(|r| {
+            r.start
+                .as_deref()
+                .is_some_and(|s| s == base || succeeded.iter().any(|c| c == s))
+        })
 }
 
 /// Orders items so each comes after its dependencies, keeping plan order otherwise.

@@ -106,15 +106,113 @@ impl Kept {
     }
 }
 
-/// Closes the connections this process kept open (see [`KEPT`]), the last of each store
-/// checkpointing its log; called as the program ends.
+/// Closes the connections this process kept open (see [`KEPT`] and [`POOL`]), the last of
+/// each store checkpointing its log; called as the program ends.
 pub fn release_kept_stores() {
+    let pooled = std::mem::take(&mut *POOL.lock().unwrap_or_else(|p| p.into_inner()));
+    close(pooled);
     KEPT.release();
+}
+
+/// Connections a closed `Store` left for the next `Store::open` of the same database, so that
+/// a process opens each store once rather than at every use: opening is a file open, a read
+/// of the schema and its statements, and the schema's own statements run again (a run's some
+/// twenty opens spent about 4 ms of CPU so). Each is kept with the identity (device, inode) of
+/// the file it opened, and handed out only while the path still names that file: a connection
+/// keeps its file open, so no other file at the path can have its inode. Closed by
+/// [`release_kept_stores`].
+static POOL: std::sync::Mutex<Vec<Pooled>> = std::sync::Mutex::new(Vec::new());
+
+/// How many idle connections [`POOL`] holds in all: as many as a process uses at once.
+const POOLED: usize = 8;
+
+/// A store's connection, returned to [`POOL`] when its `Store` is dropped.
+struct Pooled {
+    conn: std::mem::ManuallyDrop<Connection>,
+    path: PathBuf,
+    file: (u64, u64),
+    /// False for a connection to close rather than hand back when dropped.
+    back: bool,
+}
+
+impl Pooled {
+    /// Takes an idle connection to the database at `path` from the pool, if one still opens
+    /// the file the path names.
+    fn take(path: &Path) -> Option<Pooled> {
+        let file = file_identity(path)?;
+        let mut pool = POOL.lock().unwrap_or_else(|p| p.into_inner());
+        let at = pool.iter().position(|c| c.path == path && c.file == file)?;
+        Some(pool.swap_remove(at))
+    }
+}
+
+impl std::ops::Deref for Pooled {
+    type Target = Connection;
+    fn deref(&self) -> &Connection {
+        &self.conn
+    }
+}
+
+impl std::ops::DerefMut for Pooled {
+    fn deref_mut(&mut self) -> &mut Connection {
+        &mut self.conn
+    }
+}
+
+impl Drop for Pooled {
+    fn drop(&mut self) {
+        // A connection left inside a transaction (a panic between its statements) is closed,
+        // which rolls the transaction back.
+        // SAFETY: taken once, here, as the value is dropped; never used after.
+        let conn = unsafe { std::mem::ManuallyDrop::take(&mut self.conn) };
+        if !self.back || !conn.is_autocommit() {
+            return;
+        }
+        let idle = Pooled {
+            conn: std::mem::ManuallyDrop::new(conn),
+            path: std::mem::take(&mut self.path),
+            file: self.file,
+            back: true,
+        };
+        // A full pool gives up the connections whose file is gone, else its oldest; they
+        // close once the pool is unlocked, not handed back.
+        let evicted = {
+            let mut pool = POOL.lock().unwrap_or_else(|p| p.into_inner());
+            let mut evicted = Vec::new();
+            if pool.len() >= POOLED {
+                let (live, stale): (Vec<_>, Vec<_>) = std::mem::take(&mut *pool)
+                    .into_iter()
+                    .partition(|c| file_identity(&c.path) == Some(c.file));
+                *pool = live;
+                evicted = stale;
+                if pool.len() >= POOLED {
+                    evicted.push(pool.remove(0));
+                }
+            }
+            pool.push(idle);
+            evicted
+        };
+        close(evicted);
+    }
+}
+
+/// Closes `conns` instead of handing them back to the pool.
+fn close(mut conns: Vec<Pooled>) {
+    for c in &mut conns {
+        c.back = false;
+    }
+    drop(conns);
+}
+
+/// Returns the device and inode of the file at `path`.
+fn file_identity(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
 }
 
 /// An open run store.
 pub struct Store {
-    conn: Connection,
+    conn: Pooled,
     path: PathBuf,
 }
 
@@ -122,12 +220,23 @@ impl Store {
     /// Opens (creating if needed) the store of the repository whose common git dir is given.
     pub fn open(common_dir: &Path) -> Result<Store, StoreError> {
         let dir = state_dir(common_dir);
+        let path = dir.join("orchestra.db");
+        if let Some(conn) = Pooled::take(&path) {
+            return Ok(Store { conn, path });
+        }
         fs_err::create_dir_all(&dir).map_err(|source| StoreError::CreateDir {
             path: dir.clone(),
             source,
         })?;
-        let path = dir.join("orchestra.db");
         let conn = Connection::open(&path).map_err(sqlite_error(&path))?;
+        // Read while the connection holds the file open: the identity cannot be reused.
+        let file = file_identity(&path).unwrap_or_default();
+        let conn = Pooled {
+            conn: std::mem::ManuallyDrop::new(conn),
+            path: path.clone(),
+            file,
+            back: true,
+        };
         let store = Store { conn, path };
         store.init()?;
         KEPT.keep(&store.path);
@@ -613,6 +722,46 @@ mod tests {
             .query_row("SELECT sum(n) FROM t", [], |r| r.get(0))
             .unwrap();
         assert_eq!(sum, 6);
+    }
+
+    /// A store opened again by the same process gets the connection it closed while the path
+    /// still names the same file, and a connection of its own to a file put in its place.
+    #[test]
+    fn a_store_opened_again_reuses_its_connection_while_its_file_is_the_same() {
+        let tmp = tempfile::tempdir().unwrap();
+        let common = tmp.path();
+        // A temporary table lives in its connection only.
+        let mine = |s: &Store| {
+            s.conn
+                .query_row(
+                    "SELECT count(*) FROM temp.sqlite_master WHERE name = 'mine'",
+                    [],
+                    |r| r.get::<_, i64>(0),
+                )
+                .unwrap()
+        };
+        let store = Store::open(common).unwrap();
+        store
+            .conn
+            .execute_batch("CREATE TEMP TABLE mine (n)")
+            .unwrap();
+        drop(store);
+        let again = Store::open(common).unwrap();
+        assert_eq!(mine(&again), 1, "the connection it closed");
+        drop(again);
+        let dir = state_dir(common);
+        for file in ["orchestra.db", "orchestra.db-wal", "orchestra.db-shm"] {
+            let _ = std::fs::remove_file(dir.join(file));
+        }
+        let mut fresh = Store::open(common).unwrap();
+        assert_eq!(mine(&fresh), 0, "a connection of its own");
+        fresh.create_run(&new_run("r1")).unwrap();
+        drop(fresh);
+        let conn = Connection::open(dir.join("orchestra.db")).unwrap();
+        let runs: i64 = conn
+            .query_row("SELECT count(*) FROM runs", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(runs, 1, "written to the file now at the path");
     }
 
     fn new_run(id: &str) -> NewRun {

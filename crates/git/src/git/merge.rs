@@ -147,8 +147,19 @@ impl Git {
     /// Fast-forwards the branch checked out in this worktree to `tip`; refuses (an error) when
     /// that is not a fast-forward or the worktree's changes are in the way.
     pub fn merge_ff_only(&self, tip: &str) -> Result<(), GitError> {
+        // No `git maintenance run --auto` process started (and waited for) after it, as after
+        // the engine's commits: the user's own next git command still runs it.
         self.writing()
-            .run(["merge", "--ff-only", "--quiet", tip])
+            .run([
+                "-c",
+                "maintenance.auto=false",
+                "-c",
+                "gc.auto=0",
+                "merge",
+                "--ff-only",
+                "--quiet",
+                tip,
+            ])
             .map(drop)
     }
 

@@ -126,6 +126,9 @@ impl RepoInfo {
             .ok()?;
         match out.lines().collect::<Vec<_>>()[..] {
             ["true", top, common, git_dir, head] => {
+                // Named a commit by git: the branch's tip read from its file later needs no
+                // process to be known one (the merge reads the target's so).
+                super::revs::seen_commit(head, None);
                 Some((top.into(), common.into(), head.to_string(), git_dir.into()))
             }
             _ => None,

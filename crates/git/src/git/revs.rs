@@ -5,6 +5,7 @@
 //! argument, so a name that starts with `-` can never be read as an option.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
 use std::sync::Mutex;
 
 use super::{FailureKind, Git, GitError};
@@ -45,6 +46,22 @@ pub(in crate::git) fn seen_commit(commit: &str, tree: Option<&str>) {
     seen.commits.insert(commit.to_string());
     if let Some(tree) = tree.filter(|t| super::head_file::is_object_id(t)) {
         seen.trees.insert(commit.to_string(), tree.to_string());
+    }
+}
+
+/// Records what a batch's answers say of commits: `<id>^{commit}` naming `<id>` itself makes
+/// `<id>` a commit, and `<id>^{tree}` in the same batch its tree.
+fn remember_commits(specs: &[&str], answers: &[Option<(String, u64)>]) {
+    let answer = |spec: &str| {
+        let i = specs.iter().position(|s| *s == spec)?;
+        answers.get(i)?.as_ref().map(|(id, _)| id.as_str())
+    };
+    for spec in specs {
+        if let Some(commit) = spec.strip_suffix("^{commit}")
+            && answer(spec) == Some(commit)
+        {
+            seen_commit(commit, answer(&format!("{commit}^{{tree}}")));
+        }
     }
 }
 
@@ -129,7 +146,7 @@ impl Git {
                 .collect();
         }
         let mut answers = found.into_iter();
-        Ok(specs
+        let answered: Vec<Option<(String, u64)>> = specs
             .iter()
             .map(|s| {
                 if sendable(s) {
@@ -138,7 +155,9 @@ impl Git {
                     None
                 }
             })
-            .collect())
+            .collect();
+        remember_commits(specs, &answered);
+        Ok(answered)
     }
 
     /// Returns the full commit id `spec` names (peeling tags), or `None` when it names no commit.
@@ -147,6 +166,9 @@ impl Git {
             && seen().commits.contains(&tip)
         {
             return Ok(Some(tip));
+        }
+        if self.branch_absent_from_files(spec) {
+            return Ok(None);
         }
         let id = self.resolve(&format!("{spec}^{{commit}}"))?;
         if let Some(id) = &id {
@@ -159,6 +181,42 @@ impl Git {
     /// (`refs/heads/…`) of a repository whose common directory this runner knows, read as
     /// [`super::watch::ref_tips_named`] reads it (loose, else packed; never a reftable).
     fn branch_tip_from_files(&self, spec: &str) -> Option<String> {
+        let common = self.plain_branch(spec)?;
+        super::watch::ref_tips_named(common, &[spec])
+            .remove(spec)
+            .filter(|id| super::head_file::is_object_id(id))
+    }
+
+    /// Returns true when the ref files say plainly that the branch `spec` (as for
+    /// [`Self::branch_tip_from_files`]) does not exist: no loose file, nor a line in a
+    /// `packed-refs` that could be read. Anything else (a file that cannot be read, say) is
+    /// git's to answer.
+    fn branch_absent_from_files(&self, spec: &str) -> bool {
+        let Some(common) = self.plain_branch(spec) else {
+            return false;
+        };
+        let gone = |e: std::io::Error| {
+            matches!(
+                e.kind(),
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+            )
+        };
+        if !std::fs::symlink_metadata(common.join(spec)).is_err_and(gone) {
+            return false;
+        }
+        match std::fs::read_to_string(common.join("packed-refs")) {
+            Ok(packed) => !packed
+                .lines()
+                .filter(|l| !l.starts_with(['#', '^']))
+                .any(|l| l.split_once(' ').is_some_and(|(_, name)| name == spec)),
+            Err(e) => gone(e),
+        }
+    }
+
+    /// Returns the common directory to read the ref files of `spec` in, when `spec` is a plain
+    /// branch name (`refs/heads/…`) of a repository whose common directory this runner knows
+    /// and that keeps its refs in files.
+    fn plain_branch(&self, spec: &str) -> Option<&Path> {
         let plain = spec.strip_prefix("refs/heads/").is_some_and(|name| {
             !name.is_empty()
                 && !name.contains("..")
@@ -166,12 +224,7 @@ impl Git {
                 && !name.contains(['^', '~', ':', '?', '*', '[', '\\', ' '])
         });
         let common = self.known_common_dir()?;
-        if !plain || common.join("reftable").exists() {
-            return None;
-        }
-        super::watch::ref_tips_named(common, &[spec])
-            .remove(spec)
-            .filter(|id| super::head_file::is_object_id(id))
+        (plain && !common.join("reftable").exists()).then_some(common)
     }
 
     /// Returns the id of the tree of `commit`; an unknown commit is a `NotFound` failure.
@@ -473,7 +526,10 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path();
         git(dir, &["init", "-q", "-b", "main"]);
-        git(dir, &["commit", "-q", "--allow-empty", "-m", "a"]);
+        // A commit no other test makes: the memo is the process's, and a test that made the
+        // same commit (same message, identity and second) could have had git name it.
+        let root = format!("a {}", dir.display());
+        git(dir, &["commit", "-q", "--allow-empty", "-m", &root]);
         let g = Git::new(dir).in_common_dir(&dir.join(".git"));
         let blind = g.with_env("GIT_DIR", "/nonexistent");
         assert_eq!(blind.resolve_commit("refs/heads/main").unwrap(), None);
@@ -500,6 +556,32 @@ mod tests {
         assert_eq!(blind.tree_of(&made).unwrap(), tree);
         assert_eq!(blind.tree_of(&moved).unwrap(), tree);
         assert!(blind.tree_of(&tip).is_err(), "never asked, so git is");
+        // A branch its files say plainly is absent names nothing, without git: here a `git`
+        // on `PATH` that names a commit for any name. Packed, it is git's to answer.
+        let bin = dir.join("bin");
+        std::fs::create_dir(&bin).unwrap();
+        std::fs::write(bin.join("git"), format!("#!/bin/sh\necho {tip}\n")).unwrap();
+        crate::git::testing::make_executable(&bin.join("git"));
+        let lying = g.with_env("PATH", bin.to_str().unwrap());
+        assert_eq!(lying.resolve_commit("refs/heads/nope").unwrap(), None);
+        assert_eq!(lying.resolve_commit("refs/heads/main/x").unwrap(), None);
+        git(dir, &["branch", "packed", &moved]);
+        git(dir, &["pack-refs", "--all"]);
+        git(dir, &["commit", "-q", "--allow-empty", "-m", "d"]);
+        let unseen = git(dir, &["rev-parse", "HEAD"]);
+        git(dir, &["update-ref", "refs/heads/packed", &unseen]);
+        git(dir, &["pack-refs", "--all"]);
+        assert_eq!(
+            lying.resolve_commit("refs/heads/packed").unwrap(),
+            Some(tip.clone()),
+            "asked"
+        );
+        // A batch that resolves a commit as itself, and its tree, tells both.
+        assert!(blind.tree_of(&unseen).is_err());
+        let (as_commit, as_tree) = (format!("{unseen}^{{commit}}"), format!("{unseen}^{{tree}}"));
+        let sized = g.resolve_sized(&[&as_tree, &as_commit]).unwrap();
+        let tree = sized[0].clone().unwrap().0;
+        assert_eq!(blind.tree_of(&unseen).unwrap(), tree);
     }
 
     #[test]

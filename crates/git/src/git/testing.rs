@@ -63,3 +63,11 @@ pub fn repo_with_worktree(
     let repo = super::RepoInfo::discover(&main).expect("the repository");
     (tmp, repo, wt)
 }
+
+/// Makes `path` executable by everyone.
+pub fn make_executable(path: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    if let Err(e) = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)) {
+        panic!("cannot make {} executable: {e}", path.display());
+    }
+}
