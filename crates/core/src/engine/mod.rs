@@ -499,6 +499,10 @@ fn drive<T>(
     let unfinished = AtomicUsize::new(states.iter().filter(|s| !s.is_final()).count());
     let unfinished = &unfinished;
     std::thread::scope(|scope| -> Result<T, EngineError> {
+        // The checks' file size limit (a `git config`) is read while the first packets start.
+        if unfinished.load(Ordering::SeqCst) > 0 {
+            scope.spawn(|| ctx.packet_checks());
+        }
         let (done_tx, done_rx) = mpsc::channel::<usize>();
         let mut executing = vec![false; plan.packets.len()];
         let mut busy = 0;
