@@ -31,9 +31,9 @@ fn git_starts_budget() -> usize {
     }
 }
 
-/// Runs `n` independent packets through a `git` on `PATH` that logs its starts; returns the
-/// git command lines the run started.
-fn git_starts_running(n: usize) -> Vec<String> {
+/// Runs `n` independent packets through a `git` on `PATH` that logs its starts, with `extra`
+/// arguments to `run`; returns the git command lines the run started.
+fn git_starts_running_with(n: usize, extra: &[&str]) -> Vec<String> {
     let repo = TestRepo::new();
     let body = format!(
         "objective = \"Count git starts\"\n\n{}",
@@ -41,7 +41,7 @@ fn git_starts_running(n: usize) -> Vec<String> {
     );
     let plan = repo.write_plan("plan.toml", &body);
     let git = CountingGit::new(&repo);
-    let out = repo.run_plan_with_env(&plan, WORKER, &[], &[("PATH", &git.path)]);
+    let out = repo.run_plan_with_env(&plan, WORKER, extra, &[("PATH", &git.path)]);
     assert!(out.status.success(), "{}", text(&out));
     let status = status_json(&repo.path);
     let done = status["packets"]
@@ -52,6 +52,39 @@ fn git_starts_running(n: usize) -> Vec<String> {
         .count();
     assert_eq!(done, n, "every packet succeeds: {status:#}");
     git.started()
+}
+
+/// Runs `n` independent packets as [`git_starts_running_with`] does, without merging them.
+fn git_starts_running(n: usize) -> Vec<String> {
+    git_starts_running_with(n, &[])
+}
+
+/// The merge of a one-packet run asks git nothing the run already knows: the target's tip
+/// (named at discovery), the integration branch it has not made yet (absent from the ref
+/// files), the packet's tree (named by the checks' batch), which packets a branch still at
+/// the base holds; and its fast-forward of the main checkout starts no maintenance.
+#[test]
+fn a_one_packet_merge_asks_git_nothing_the_run_already_knows() {
+    let merged = git_starts_running_with(1, &["--merge"]);
+    let kept = git_starts_running(1);
+    let count = |lines: &[String], sub: &str| {
+        git_by_subcommand(lines)
+            .iter()
+            .find(|(s, _)| s == sub)
+            .map_or(0, |(_, n)| *n)
+    };
+    assert_eq!(
+        count(&merged, "rev-parse"),
+        count(&kept, "rev-parse"),
+        "the merge resolved names: {merged:#?}"
+    );
+    assert_eq!(count(&merged, "rev-list"), 0, "{merged:#?}");
+    let fast_forward: Vec<&String> = merged.iter().filter(|l| l.contains(" merge ")).collect();
+    assert_eq!(fast_forward.len(), 1, "{merged:#?}");
+    assert!(
+        fast_forward[0].contains("maintenance.auto=false"),
+        "{fast_forward:?}"
+    );
 }
 
 #[test]

@@ -767,13 +767,18 @@ mod tests {
 
     use orchestra_git::git::testing::git;
 
+    /// Makes a repository in `repo` with one empty commit on `main`; returns the commit.
+    fn repository(repo: &Path) -> String {
+        git(repo, &["init", "-q", "-b", "main"]);
+        git(repo, &["commit", "-q", "--allow-empty", "-m", "a"]);
+        git(repo, &["rev-parse", "HEAD"])
+    }
+
     #[test]
     fn watched_branches_name_what_moved_while_their_packets_were_idle_and_nothing_else() {
         let tmp = tempfile::tempdir().unwrap();
         let repo = tmp.path();
-        git(repo, &["init", "-q", "-b", "main"]);
-        git(repo, &["commit", "-q", "--allow-empty", "-m", "a"]);
-        let first = git(repo, &["rev-parse", "HEAD"]);
+        let first = repository(repo);
         git(repo, &["commit", "-q", "--allow-empty", "-m", "b"]);
         let second = git(repo, &["rev-parse", "HEAD"]);
         for p in ["p1", "p2"] {
@@ -834,9 +839,7 @@ mod tests {
     fn a_retired_watch_still_finds_every_moved_branch_and_holds_no_watch() {
         let tmp = tempfile::tempdir().unwrap();
         let repo = tmp.path();
-        git(repo, &["init", "-q", "-b", "main"]);
-        git(repo, &["commit", "-q", "--allow-empty", "-m", "a"]);
-        let first = git(repo, &["rev-parse", "HEAD"]);
+        let first = repository(repo);
         git(repo, &["branch", "orchestra/r/p1", &first]);
         let records: Vec<_> = ["p0", "p1"].map(record).into();
         let activity = Activity::new(false).with_run_refs(&repo.join(".git"), "r", &records);

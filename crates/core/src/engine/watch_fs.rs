@@ -224,8 +224,6 @@ pub(crate) struct RefWatch {
 
 #[derive(Default)]
 struct RefState {
-    /// The watches were removed (see [`RefWatch::retire`]).
-    retired: bool,
     seq: u64,
     /// Branch file name → the sequence number of its newest change.
     touched: HashMap<String, u64>,
@@ -270,14 +268,10 @@ impl RefWatch {
     /// before it inherited the descriptor (its `exec` closes the copy), which holds up the
     /// thread that spawned it.
     pub(crate) fn retire(&self) {
-        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        if state.retired {
-            return;
-        }
-        state.retired = true;
-        state.lost = true;
+        self.state.lock().unwrap_or_else(|p| p.into_inner()).lost = true;
         for wd in [self.branches_wd, self.common_wd] {
-            // SAFETY: removing a watch this descriptor added.
+            // SAFETY: removing a watch this descriptor added; removing it again (a watch
+            // descriptor is never reused) fails harmlessly.
             unsafe {
                 libc::inotify_rm_watch(self.fd.as_raw_fd(), wd);
             }
