@@ -702,7 +702,7 @@ fn check_worktree(path: &Path, commit: &str) {
 }
 
 /// Tree sizes the threshold table measures, around [`PARALLEL_CHECKOUT_FILES`].
-const THRESHOLD_SIZES: [usize; 6] = [200, 500, 1_000, 2_000, 5_000, 10_000];
+const THRESHOLD_SIZES: [usize; 8] = [200, 500, 1_000, 2_000, 3_000, 4_000, 5_000, 10_000];
 
 /// Prints gix's checkout beside git's parallel one (both after our registration, as `create`
 /// runs them) on generated trees of [`THRESHOLD_SIZES`] files, medians of 5 interleaved runs:
@@ -741,6 +741,79 @@ with git's `read-tree -u` and `checkout.workers=0`; files of 8 short lines in di
 100; `create` picks git's from {PARALLEL_CHECKOUT_FILES} files.",
         load_average()
     );
+    println!(
+        "\n{:>6} {:>8} | {:>10} {:>10} {:>7} | {:>10} {:>10} {:>7}",
+        "files", "bytes", "gix wall", "git wall", "gix/git", "gix cpu", "git cpu", "gix/git"
+    );
+    for size in THRESHOLD_FILE_BYTES {
+        let repo = sized_fixture(cache, THRESHOLD_SIZED_FILES, size);
+        let samples = measure_variants(&repo, 5, &[1, 2]);
+        let med = |v: usize, pick: usize| {
+            median(
+                &samples[v]
+                    .iter()
+                    .map(|m| [m.wall, m.cpu][pick])
+                    .collect::<Vec<_>>(),
+            )
+        };
+        let ratio = |pick: usize| med(1, pick).as_secs_f64() / med(2, pick).as_secs_f64();
+        println!(
+            "{THRESHOLD_SIZED_FILES:>6} {size:>8} | {:>10} {:>10} {:>7.2} | {:>10} {:>10} {:>7.2}",
+            ms(med(1, 0)),
+            ms(med(2, 0)),
+            ratio(0),
+            ms(med(1, 1)),
+            ms(med(2, 1)),
+            ratio(1)
+        );
+    }
+    println!(
+        "load average at end: {}; the same on {THRESHOLD_SIZED_FILES} files of text lines drawn \
+from a vocabulary (compressed about as much as source code), by file size: how much the \
+bytes, not the count, move the crossover.",
+        load_average()
+    );
+}
+
+/// File sizes (bytes) of the second threshold table, on [`THRESHOLD_SIZED_FILES`] files.
+const THRESHOLD_FILE_BYTES: [usize; 5] = [256, 2_048, 8_192, 16_384, 40_960];
+const THRESHOLD_SIZED_FILES: usize = 5_000;
+
+/// Returns a generated repository of `files` files of about `bytes` bytes each, in directories
+/// of 100: lines of words drawn from a fixed vocabulary by a seeded generator, so they compress
+/// about as source code does (3–4×), not to nothing as repeated lines do.
+fn sized_fixture(cache: &Path, files: usize, bytes: usize) -> PathBuf {
+    let repo = cache.join(format!("sized-{files}-{bytes}-v{FIXTURE_VERSION}/repo"));
+    if repo.join(".git/orchestra-bench-ready").exists() {
+        return repo;
+    }
+    eprintln!("building fixture {} …", repo.display());
+    let _ = std::fs::remove_dir_all(&repo);
+    let words: Vec<String> = (0..400)
+        .map(|i| format!("name{}x{}", i * 37 % 101, i))
+        .collect();
+    let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+    let dirs = files.div_ceil(100);
+    for i in 0..files {
+        let path = repo.join(format!("d{:03}/f{i:05}.txt", i % dirs));
+        if i < dirs {
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        }
+        let mut text = String::with_capacity(bytes + 80);
+        while text.len() < bytes {
+            for _ in 0..6 {
+                seed = seed
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(1_442_695_040_888_963_407);
+                text.push_str(&words[(seed >> 33) as usize % words.len()]);
+                text.push(' ');
+            }
+            text.push('\n');
+        }
+        std::fs::write(&path, text).unwrap();
+    }
+    commit_fixture(&repo);
+    repo
 }
 
 /// Returns a generated repository of 50,000 small files in 500 directories.

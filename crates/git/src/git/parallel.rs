@@ -1,15 +1,17 @@
 //! Checks out a large fresh worktree with git's own parallel checkout (`checkout.workers`).
 //!
-//! gix writes a fresh worktree's files on all cores and starts no process, which suits the
-//! smallest trees; from a few hundred files on git's parallel checkout (`-c
-//! checkout.workers=0`, one worker per core) was measured faster on a loaded two-core machine
-//! (500 files: 3.0× in wall time, 1.7× in CPU; 50,000 files: 3.4×; `benches/worktree.rs`
-//! prints both side by side, `WORKTREE_BENCH=threshold` across tree sizes). So
-//! `checkout::add_checked_out_in` asks [`pick`] whether the tree holds
+//! gix writes a fresh worktree's files on all cores and starts no process; git's parallel
+//! checkout (`-c checkout.workers=0`, one worker per core) does the same work in separate
+//! processes, inflating with the system's zlib. Measured side by side in release builds
+//! (`benches/worktree.rs`, `WORKTREE_BENCH=threshold`), gix's is faster on a few hundred files,
+//! about even from 1,000 to 3,000, and slower from 4,000 files on when many files were deleted
+//! shortly before (the file system's inode allocation then dominates, and hurts gix's more).
+//! So `checkout::add_checked_out_in` asks [`pick`] whether the tree holds
 //! [`PARALLEL_CHECKOUT_FILES`] files (the source repository's index count answers most of the
-//! time, a count of the tree's files the rest) and lets git populate the worktree when it does. git's `read-tree --reset -u HEAD`
-//! writes the files and an index carrying their stat data, as gix does, and honours the same
-//! attributes and filters; it touches neither HEAD nor its reflog.
+//! time, a count of the tree's files the rest) and lets git populate the worktree when it does.
+//! git's `read-tree --reset -u HEAD` writes the files and an index carrying their stat data, as
+//! gix does, and honours the same attributes and filters; it touches neither HEAD nor its
+//! reflog.
 
 use std::path::Path;
 
@@ -20,28 +22,33 @@ use super::worktree::WorktreeError;
 /// How many files a tree must hold for a fresh worktree to be checked out by git's parallel
 /// checkout instead of gix's.
 ///
-/// Measured side by side (`WORKTREE_BENCH=threshold cargo bench --profile dev --bench
-/// worktree`, two cores at load average 15–22, 2026-11-28): git's was faster in wall time at
-/// every size from 200 files (1.8× at 200, 3.0× at 500, 2.8× at 2,000, 8.4× at 10,000) and cost
-/// the same CPU at 200 files (1.02×), clearly less from 500 on (gix 1.72× at 500, 1.36× at
-/// 1,000, 2.5× at 10,000). gix ran at the dev profile's opt-level 1 there, which favours git;
-/// from 500 files git's is cheaper by more than that, while below it gix's starts no process.
-pub const PARALLEL_CHECKOUT_FILES: usize = 500;
+/// Measured side by side in release builds (`WORKTREE_BENCH=threshold cargo bench --bench
+/// worktree`, two cores, load average 1–2, 2026-11-29; generated files of 8 short lines,
+/// medians of 5 interleaved runs, each worktree removed before the next), gix's over git's in
+/// wall time: 0.53–0.74× at 200 files, 0.79–0.83× at 500, 0.85–0.99× at 1,000, 0.92–0.98× at
+/// 2,000, 1.02× at 3,000, 1.09× at 4,000, 1.34–1.36× at 5,000, 2.69–2.79× at 10,000. At 5,000
+/// files the files' size moves the ratio little (1.06–1.37× from 256 bytes to 40 KB a file); on
+/// the Python standard library (2,450 files, 102 MB) gix's checkout took 0.61–0.87× of git's.
+/// An earlier threshold of 500 files came from a debug build on a loaded machine, where gix ran
+/// at opt-level 1.
+pub const PARALLEL_CHECKOUT_FILES: usize = 3_000;
 
 /// Returns the checkout `Auto` stands for on `tree`: `GitParallel` when the tree holds at least
 /// [`PARALLEL_CHECKOUT_FILES`] files (links and submodules count), otherwise `Gix`.
 ///
 /// The source repository's index usually answers without reading a tree: its header counts the
 /// entries of the commit checked out there, and a packet's tree is that commit's or close to
-/// it. A count below half the threshold picks gix's checkout, one from twice the threshold on
-/// git's; between the two, without a readable index, or with a sparse index (whose entries may
-/// stand for whole directories) the tree's files are counted, reading trees only until the
-/// threshold is reached.
+/// it (near the threshold, where the two could disagree, both checkouts cost about the same).
+/// Without a readable index, or with a sparse index (whose entries may stand for whole
+/// directories), the tree's files are counted, reading trees only until the threshold is
+/// reached.
 pub(crate) fn pick(repo: &gix::Repository, tree: gix::ObjectId) -> Result<CheckoutMethod, String> {
-    match index_entries(repo) {
-        Some(n) if n < PARALLEL_CHECKOUT_FILES / 2 => return Ok(CheckoutMethod::Gix),
-        Some(n) if n >= PARALLEL_CHECKOUT_FILES * 2 => return Ok(CheckoutMethod::GitParallel),
-        _ => {}
+    if let Some(n) = index_entries(repo) {
+        return Ok(if n >= PARALLEL_CHECKOUT_FILES {
+            CheckoutMethod::GitParallel
+        } else {
+            CheckoutMethod::Gix
+        });
     }
     let mut pending = vec![tree];
     let mut files = 0usize;
@@ -133,6 +140,23 @@ mod tests {
         // No object has this id: only a tree walk could fail on it.
         let missing = gix::ObjectId::from_hex(b"1234567890123456789012345678901234567890").unwrap();
         assert_eq!(pick(&repo, missing), Ok(CheckoutMethod::Gix));
+    }
+
+    #[test]
+    fn the_index_count_decides_on_either_side_of_the_threshold_without_reading_the_tree() {
+        let (_dir, repo, _) = repo_of(3);
+        let missing = gix::ObjectId::from_hex(b"1234567890123456789012345678901234567890").unwrap();
+        for (count, method) in [
+            (PARALLEL_CHECKOUT_FILES, CheckoutMethod::GitParallel),
+            (PARALLEL_CHECKOUT_FILES - 1, CheckoutMethod::Gix),
+        ] {
+            // Only the header is read: `DIRC`, version 2, the entry count.
+            let mut header = b"DIRC".to_vec();
+            header.extend(2u32.to_be_bytes());
+            header.extend(u32::try_from(count).unwrap().to_be_bytes());
+            std::fs::write(repo.index_path(), &header).unwrap();
+            assert_eq!(pick(&repo, missing), Ok(method), "{count} entries");
+        }
     }
 
     #[test]
