@@ -715,25 +715,7 @@ fn threshold(cache: &Path) {
     );
     for files in THRESHOLD_SIZES {
         let repo = generated_fixture(cache, files);
-        let samples = measure_variants(&repo, 5, &[1, 2]);
-        let med = |v: usize, pick: usize| {
-            median(
-                &samples[v]
-                    .iter()
-                    .map(|m| [m.wall, m.cpu][pick])
-                    .collect::<Vec<_>>(),
-            )
-        };
-        let ratio = |pick: usize| med(1, pick).as_secs_f64() / med(2, pick).as_secs_f64();
-        println!(
-            "{files:>6} | {:>10} {:>10} {:>7.2} | {:>10} {:>10} {:>7.2}",
-            ms(med(1, 0)),
-            ms(med(2, 0)),
-            ratio(0),
-            ms(med(1, 1)),
-            ms(med(2, 1)),
-            ratio(1)
-        );
+        println!("{files:>6} | {}", checkouts_side_by_side(&repo));
     }
     println!(
         "load average at end: {}; gix = branch + our registration + gix checkout; git = the same \
@@ -747,24 +729,9 @@ with git's `read-tree -u` and `checkout.workers=0`; files of 8 short lines in di
     );
     for size in THRESHOLD_FILE_BYTES {
         let repo = sized_fixture(cache, THRESHOLD_SIZED_FILES, size);
-        let samples = measure_variants(&repo, 5, &[1, 2]);
-        let med = |v: usize, pick: usize| {
-            median(
-                &samples[v]
-                    .iter()
-                    .map(|m| [m.wall, m.cpu][pick])
-                    .collect::<Vec<_>>(),
-            )
-        };
-        let ratio = |pick: usize| med(1, pick).as_secs_f64() / med(2, pick).as_secs_f64();
         println!(
-            "{THRESHOLD_SIZED_FILES:>6} {size:>8} | {:>10} {:>10} {:>7.2} | {:>10} {:>10} {:>7.2}",
-            ms(med(1, 0)),
-            ms(med(2, 0)),
-            ratio(0),
-            ms(med(1, 1)),
-            ms(med(2, 1)),
-            ratio(1)
+            "{THRESHOLD_SIZED_FILES:>6} {size:>8} | {}",
+            checkouts_side_by_side(&repo)
         );
     }
     println!(
@@ -773,6 +740,30 @@ from a vocabulary (compressed about as much as source code), by file size: how m
 bytes, not the count, move the crossover.",
         load_average()
     );
+}
+
+/// Times gix's checkout and git's parallel one of `repo` (medians of 5 interleaved runs) and
+/// returns a row of the threshold tables: wall times and their ratio, CPU times and theirs.
+fn checkouts_side_by_side(repo: &Path) -> String {
+    let samples = measure_variants(repo, 5, &[1, 2]);
+    let med = |v: usize, pick: usize| {
+        median(
+            &samples[v]
+                .iter()
+                .map(|m| [m.wall, m.cpu][pick])
+                .collect::<Vec<_>>(),
+        )
+    };
+    let ratio = |pick: usize| med(1, pick).as_secs_f64() / med(2, pick).as_secs_f64();
+    format!(
+        "{:>10} {:>10} {:>7.2} | {:>10} {:>10} {:>7.2}",
+        ms(med(1, 0)),
+        ms(med(2, 0)),
+        ratio(0),
+        ms(med(1, 1)),
+        ms(med(2, 1)),
+        ratio(1)
+    )
 }
 
 /// File sizes (bytes) of the second threshold table, on [`THRESHOLD_SIZED_FILES`] files.
